@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# qemu.sh — boot a vireo image under OVMF with the serial console on stdio.
+#   --image FILE     disk image (default build/vireo.img)
+#   --mem MIB        guest memory (default 64; OVMF needs at least 48)
+#   --cmdline STR    kernel command line, passed through fw_cfg opt/vireo/cmdline
+#   --machine TYPE   q35 (default) or pc
+#   --accel A        auto (KVM if it really runs guests here, else TCG), kvm, tcg
+#   --port N         forward host TCP port N (user networking) to guest port 80
+#   --print          print the QEMU command instead of running it
+# Anything after the options is passed to QEMU unchanged (QEMU_OPTS).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+image=build/vireo.img mem=64 cmdline="" machine=q35 accel=${ACCEL:-auto} port="" print=0
+while (($#)); do
+	case $1 in
+	--image) image=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--cmdline) cmdline=$2; shift 2 ;;
+	--machine) machine=$2; shift 2 ;;
+	--accel) accel=$2; shift 2 ;;
+	--port) port=$2; shift 2 ;;
+	--print) print=1; shift ;;
+	--) shift; break ;;
+	*) break ;;
+	esac
+done
+
+ovmf_code=/usr/share/OVMF/OVMF_CODE_4M.fd
+ovmf_vars=/usr/share/OVMF/OVMF_VARS_4M.fd
+[[ -r $ovmf_code ]] || { echo "qemu.sh: $ovmf_code missing (apt-get install ovmf)" >&2; exit 1; }
+[[ -r $image ]] || { echo "qemu.sh: image $image missing (make image)" >&2; exit 1; }
+
+# KVM may open fine and still fail to run a guest (nested virtualisation);
+# a 64 KiB firmware that writes to isa-debug-exit tells within a second.
+kvm_works() {
+	[[ -w /dev/kvm ]] || return 1
+	local bios rc=0
+	bios=$(mktemp)
+	python3 - "$bios" <<'PY'
+import sys
+img = bytearray(b"\xf4" * 65536)
+img[0xfff0:0xfff5] = b"\xb0\x21\xe6\xf4\xf4"	# mov al,0x21; out 0xf4,al; hlt
+open(sys.argv[1], "wb").write(img)
+PY
+	timeout 5 qemu-system-x86_64 -accel kvm -machine pc -nodefaults -display none -m 16 \
+		-bios "$bios" -device isa-debug-exit,iobase=0xf4,iosize=4 >/dev/null 2>&1 || rc=$?
+	rm -f "$bios"
+	((rc == 67))
+}
+if [[ $accel == auto ]]; then
+	if kvm_works; then accel=kvm; else accel=tcg; fi
+fi
+
+vars=$(mktemp "${TMPDIR:-/tmp}/vireo-vars.XXXXXX")
+cp "$ovmf_vars" "$vars"
+trap 'rm -f "$vars"' EXIT
+
+args=(qemu-system-x86_64 -machine "$machine" -accel "$accel" -m "$mem" -smp 1
+	-nodefaults -no-user-config -display none -serial stdio
+	-drive if=pflash,format=raw,unit=0,readonly=on,file="$ovmf_code"
+	-drive if=pflash,format=raw,unit=1,file="$vars"
+	-drive if=none,id=boot,format=raw,file="$image",readonly=on
+	-device virtio-blk-pci,drive=boot,bootindex=0)
+[[ -n $cmdline ]] && args+=(-fw_cfg "name=opt/vireo/cmdline,string=$cmdline")
+if [[ -n $port ]]; then
+	args+=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:80"
+		-device virtio-net-pci,netdev=n0,romfile=)
+fi
+args+=("$@")
+if ((print)); then
+	printf '%q ' "${args[@]}"; echo
+	exit 0
+fi
+echo "qemu.sh: $accel, $machine, ${mem} MiB; quit with Ctrl-A X" >&2
+"${args[@]}"

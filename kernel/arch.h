@@ -1,0 +1,31 @@
+/* x86_64 primitives the portable code needs: barriers, once-accessors, log.
+ * tests/host/shim/arch.h provides the same names for host builds, so code that
+ * includes <arch.h> (never "arch.h") builds in both places. */
+#ifndef VIREO_ARCH_H
+#define VIREO_ARCH_H
+
+#include "kernel/types.h"
+
+#define READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
+#define WRITE_ONCE(x, v) (*(volatile __typeof__(x) *)&(x) = (v))
+
+/* Compiler barrier: orders the compiler's view only. */
+#define barrier() __asm__ __volatile__("" ::: "memory")
+
+/* Full-strength barriers, for memory shared with real hardware
+ * (VIRTIO_F_ORDER_PLATFORM) and for write-combining/uncached memory. */
+#define mb() __asm__ __volatile__("mfence" ::: "memory")
+#define rmb() __asm__ __volatile__("lfence" ::: "memory")
+#define wmb() __asm__ __volatile__("sfence" ::: "memory")
+
+/* Barriers for coherent write-back memory shared with a device or another
+ * CPU (a hypervisor's device model). x86 is TSO: loads are not reordered with
+ * loads, stores not with stores, so only store->load needs a real fence. */
+#define dma_rmb() barrier()
+#define dma_wmb() barrier()
+#define dma_mb() __asm__ __volatile__("lock; addl $0,-8(%%rsp)" ::: "memory", "cc")
+
+/* Kernel log line (printf format, no trailing newline needed). */
+void klog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,64 @@
+/* The one hand-off from boot/ (UEFI) to the kernel: plain data, no firmware types. */
+#ifndef VIREO_BOOT_INFO_H
+#define VIREO_BOOT_INFO_H
+
+#include "kernel/types.h"
+
+#define BOOT_MAX_REGIONS 512
+#define BOOT_CMDLINE_MAX 1024
+#define BOOT_STACK_PAGES 16	/* kernel stack, plus one guard page below it */
+
+enum boot_mem_type {
+	BOOT_MEM_FREE,		/* conventional memory */
+	BOOT_MEM_BOOT_RECLAIM,	/* boot-services code/data: free once the kernel owns paging */
+	BOOT_MEM_LOADER,	/* our image, boot_info, kernel stack, map buffer */
+	BOOT_MEM_ACPI_RECLAIM,	/* ACPI tables: keep until parsed (we keep them) */
+	BOOT_MEM_ACPI_NVS,
+	BOOT_MEM_RUNTIME,	/* UEFI runtime code/data: never touched, kept reserved */
+	BOOT_MEM_MMIO,
+	BOOT_MEM_RESERVED,	/* anything else, including unusable/persistent */
+};
+
+struct boot_region {
+	u64 base;
+	u64 len;
+	u32 type;	/* enum boot_mem_type */
+	u32 efi_type;	/* the firmware's own type, for the log */
+	u64 attr;	/* EFI_MEMORY_* attribute bits */
+};
+
+struct boot_fb {
+	u64 base, size;
+	u32 width, height, stride, format;	/* format: 0 none, 1 RGBX, 2 BGRX */
+};
+
+/* Boot timeline: TSC stamps taken by boot/ (the kernel adds its own). */
+struct boot_stamps {
+	u64 efi_main;
+	u64 before_exit;
+	u64 after_exit;
+};
+
+struct boot_info {
+	u64 magic;
+#define BOOT_INFO_MAGIC 0x766972656f626f6fULL	/* "vireoboo" */
+	struct boot_stamps tsc;
+	u64 rsdp;		/* physical address of the ACPI RSDP, 0 if none */
+	u32 rsdp_rev;		/* 2 if found through the ACPI 2.0 GUID */
+	u32 exit_tries;		/* ExitBootServices attempts (stale map key retries) */
+	u64 image_base, image_size;
+	u64 stack_base;		/* lowest page: the guard page */
+	u64 stack_size;		/* including the guard page */
+	u64 self_base, self_size;	/* the pages holding this struct */
+	struct boot_fb fb;
+	char cmdline[BOOT_CMDLINE_MAX];
+	char cmdline_src[16];	/* "loadoptions", "fw_cfg" or "none" */
+	u32 nregions;
+	u32 regions_dropped;	/* map entries that did not fit */
+	struct boot_region regions[BOOT_MAX_REGIONS];
+};
+
+/* Entered on the kernel stack with interrupts disabled; never returns. */
+void kernel_main(struct boot_info *bi) __attribute__((noreturn));
+
+#endif

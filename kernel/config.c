@@ -1,0 +1,86 @@
+/* The kernel's command-line keys, and the fault self-tests they can ask for. */
+#include "kernel/cmdline.h"
+#include "kernel/config.h"
+#include "kernel/console.h"
+#include "kernel/panic.h"
+
+struct kconfig kconfig;
+
+static const char *const panic_choices[] = { "halt", "reboot", NULL };
+static const char *const selftest_choices[] = {
+	"none", "panic", "pagefault", "null", "ud", "divzero", "stack", "wx", "nx", NULL,
+};
+
+static const struct cmdline_opt opts[] = {
+	{ .key = "panic", .type = CMDLINE_ENUM, .dst = &kconfig.panic, .choices = panic_choices,
+	  .help = "what a panic does after printing: halt (default) or reboot" },
+	{ .key = "selftest", .type = CMDLINE_ENUM, .dst = &kconfig.selftest, .choices = selftest_choices,
+	  .help = "trigger a fault at boot to test the panic path" },
+	{ .key = "verbose", .type = CMDLINE_BOOL, .dst = &kconfig.verbose,
+	  .help = "print the firmware memory map at boot" },
+};
+
+static void warn(void *ctx, const char *msg)
+{
+	kprintf("warning: %s\n", msg);
+}
+
+int config_parse(const char *cmdline)
+{
+	return cmdline_parse(cmdline, opts, ARRAY_SIZE(opts), warn, NULL);
+}
+
+static volatile int sink;
+
+/* Recurses until the guard page stops it (depth is never reached). */
+static int __attribute__((noinline)) recurse(int n)
+{
+	volatile char pad[512];
+
+	pad[0] = (char)n;
+	if (n < 0x7fffffff && sink != -1)
+		return recurse(n + 1) + pad[0];
+	return pad[0];
+}
+
+static void __attribute__((noinline)) selftest_fault(void)
+{
+	volatile int zero = 0;
+
+	switch (kconfig.selftest) {
+	case SELFTEST_PANIC:
+		panic("selftest: requested panic");
+	case SELFTEST_PAGEFAULT:
+		sink = *(volatile int *)0x00007ff0deadbee0ULL;
+		break;
+	case SELFTEST_NULL:
+		sink = *(volatile int *)(u64)zero;
+		break;
+	case SELFTEST_UD:
+		__asm__ __volatile__("ud2");
+		break;
+	case SELFTEST_DIVZERO:
+		sink = 42 / zero;
+		break;
+	case SELFTEST_STACK:
+		sink = recurse(0);
+		break;
+	case SELFTEST_WX:
+		/* Text is read-only: writing to our own code must fault. */
+		*(volatile u8 *)(void *)selftest_fault = 0xc3;
+		break;
+	case SELFTEST_NX:
+		/* Data is not executable: jumping into it must fault. */
+		((void (*)(void))(void *)&sink)();
+		break;
+	}
+}
+
+void config_run_selftest(void)
+{
+	if (kconfig.selftest == SELFTEST_NONE)
+		return;
+	kprintf("selftest: %s\n", selftest_choices[kconfig.selftest]);
+	selftest_fault();
+	kprintf("selftest: %s did not fault\n", selftest_choices[kconfig.selftest]);
+}

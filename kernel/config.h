@@ -1,0 +1,32 @@
+/* Kernel configuration from the command line (key=value tokens). */
+#ifndef VIREO_CONFIG_H
+#define VIREO_CONFIG_H
+
+#include "kernel/types.h"
+
+enum panic_action { PANIC_HALT, PANIC_REBOOT };
+enum selftest {
+	SELFTEST_NONE,
+	SELFTEST_PANIC,
+	SELFTEST_PAGEFAULT,
+	SELFTEST_NULL,
+	SELFTEST_UD,
+	SELFTEST_DIVZERO,
+	SELFTEST_STACK,
+	SELFTEST_WX,
+	SELFTEST_NX,
+};
+
+struct kconfig {
+	int panic;	/* enum panic_action */
+	int selftest;	/* enum selftest */
+	bool verbose;	/* print the firmware memory map at boot */
+};
+extern struct kconfig kconfig;
+
+/* Parses the boot command line into kconfig; returns the warning count. */
+int config_parse(const char *cmdline);
+/* Runs the self-test named by selftest= (most of them do not return). */
+void config_run_selftest(void);
+
+#endif

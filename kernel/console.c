@@ -1,0 +1,199 @@
+/* 16550 UART (COM1) output and input, the log ring, and sink fan-out. */
+#include <stdarg.h>
+
+#include "kernel/console.h"
+#include "kernel/fmt.h"
+#include "kernel/io.h"
+#include "kernel/irq.h"
+#include "kernel/loop.h"
+#include "kernel/shell.h"
+#include "kernel/string.h"
+
+#define COM1 0x3f8
+#define UART_RBR 0	/* receive buffer (DLAB=0) */
+#define UART_THR 0	/* transmit holding (DLAB=0) */
+#define UART_IER 1
+#define UART_FCR 2
+#define UART_LCR 3
+#define UART_MCR 4
+#define UART_LSR 5
+#define LSR_DR 0x01
+#define LSR_THRE 0x20
+#define UART_IRQ 4
+
+static char log_ring[LOG_RING_SIZE];
+static u64 log_head;	/* bytes ever written; ring index is head % size */
+static struct console_sink *sinks;
+static bool panic_mode;
+struct console_stats console_stats;
+
+#define RX_RING 256
+static char rx_ring[RX_RING];
+static u32 rx_head, rx_tail;
+static struct work rx_work;
+
+static void uart_putc(char c)
+{
+	u32 spins = 100000;
+
+	/* Bounded wait: a missing UART must not hang the kernel. */
+	while (!(inb(COM1 + UART_LSR) & LSR_THRE) && --spins)
+		pause();
+	outb(COM1 + UART_THR, (u8)c);
+}
+
+static void uart_write(const char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (buf[i] == '\n')
+			uart_putc('\r');
+		uart_putc(buf[i]);
+	}
+}
+
+void console_init(void)
+{
+	outb(COM1 + UART_IER, 0x00);
+	outb(COM1 + UART_LCR, 0x80);	/* DLAB: divisor follows */
+	outb(COM1 + 0, 0x01);		/* 115200 baud */
+	outb(COM1 + 1, 0x00);
+	outb(COM1 + UART_LCR, 0x03);	/* 8N1 */
+	outb(COM1 + UART_FCR, 0xc7);	/* FIFO on, cleared, 14-byte threshold */
+	outb(COM1 + UART_MCR, 0x0b);	/* DTR, RTS, OUT2 (IRQ line enable) */
+}
+
+void console_write(const char *buf, size_t len)
+{
+	struct console_sink *s;
+	u64 flags = irq_save();
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		log_ring[(log_head + i) % LOG_RING_SIZE] = buf[i];
+	log_head += len;
+	console_stats.bytes += len;
+	uart_write(buf, len);
+	for (s = sinks; s; s = s->next) {
+		if (panic_mode && s->emerg_write)
+			s->emerg_write(s, buf, len);
+		else if (!panic_mode)
+			s->write(s, buf, len);
+	}
+	irq_restore(flags);
+}
+
+size_t console_log_copy(char *dst, size_t size)
+{
+	u64 start = log_head > LOG_RING_SIZE ? log_head - LOG_RING_SIZE : 0, i;
+	size_t n = 0;
+
+	for (i = start; i < log_head && n < size; i++)
+		dst[n++] = log_ring[i % LOG_RING_SIZE];
+	return n;
+}
+
+void console_add_sink(struct console_sink *s)
+{
+	static char replay[LOG_RING_SIZE];
+	u64 flags = irq_save();
+	size_t n = console_log_copy(replay, sizeof replay);
+
+	s->write(s, replay, n);
+	s->next = sinks;
+	sinks = s;
+	irq_restore(flags);
+}
+
+void console_panic_mode(void)
+{
+	panic_mode = true;
+}
+
+int kprintf(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = kvsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	console_write(buf, MIN((size_t)n, sizeof buf - 1));
+	return n;
+}
+
+void klog(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = kvsnprintf(buf, sizeof buf - 1, fmt, ap);
+	va_end(ap);
+	n = MIN(n, (int)sizeof buf - 2);
+	buf[n++] = '\n';
+	console_write(buf, (size_t)n);
+}
+
+/* Runs in the event loop: hand complete input to the shell. */
+static void rx_drain(void *arg)
+{
+	static char line[128];
+	static size_t len;
+	u32 head;
+
+	for (;;) {
+		char c;
+
+		head = READ_ONCE(rx_head);
+		if (rx_tail == head)
+			break;
+		c = rx_ring[rx_tail % RX_RING];
+		rx_tail++;
+		if (c == '\r' || c == '\n') {
+			console_write("\n", 1);
+			line[len] = '\0';
+			shell_line(line);
+			len = 0;
+		} else if ((c == 0x7f || c == '\b') && len) {
+			len--;
+			console_write("\b \b", 3);
+		} else if (c >= 0x20 && c < 0x7f && len < sizeof line - 1) {
+			line[len++] = c;
+			console_write(&c, 1);
+		}
+	}
+}
+
+static void uart_irq(void *arg)
+{
+	u32 spins = 64;
+
+	while ((inb(COM1 + UART_LSR) & LSR_DR) && spins--) {
+		char c = (char)inb(COM1 + UART_RBR);
+
+		console_stats.rx_bytes++;
+		if (rx_head - rx_tail >= RX_RING) {
+			console_stats.rx_dropped++;
+			continue;
+		}
+		rx_ring[rx_head % RX_RING] = c;
+		WRITE_ONCE(rx_head, rx_head + 1);
+	}
+	work_queue(&rx_work);
+}
+
+void console_enable_input(void)
+{
+	work_init(&rx_work, rx_drain, NULL);
+	if (irq_route_isa(UART_IRQ, uart_irq, NULL) < 0) {
+		klog("console: no interrupt route for COM1, input disabled");
+		return;
+	}
+	while (inb(COM1 + UART_LSR) & LSR_DR)
+		(void)inb(COM1 + UART_RBR);
+	outb(COM1 + UART_IER, 0x01);	/* receive data available */
+}

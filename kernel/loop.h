@@ -1,0 +1,35 @@
+/* The event loop: single-core, run-to-completion work items and timers,
+ * halting with interrupts enabled when there is nothing to do. */
+#ifndef VIREO_LOOP_H
+#define VIREO_LOOP_H
+
+#include "kernel/timerq.h"
+#include "kernel/types.h"
+#include <arch.h>
+
+struct work {
+	void (*fn)(void *arg);
+	void *arg;
+	struct work *next;
+	bool queued;
+};
+
+void work_init(struct work *w, void (*fn)(void *), void *arg);
+/* Queues w to run once from the loop; safe from interrupt handlers;
+ * a no-op while w is already queued. */
+void work_queue(struct work *w);
+
+/* Timers run from the loop (never from interrupt context); deadline in
+ * time_ns() nanoseconds. Call from loop context only. */
+void timer_start(struct timer *t, u64 deadline_ns);
+bool timer_stop(struct timer *t);
+
+void loop_run(void) __attribute__((noreturn));
+
+struct loop_stats {
+	u64 iterations, halts, work_runs, timers_fired;
+	u64 idle_tsc;	/* TSC ticks spent halted */
+};
+extern struct loop_stats loop_stats;
+
+#endif

@@ -1,0 +1,74 @@
+/*
+ * kernel_main: bring the machine up in dependency order, then enter the
+ * event loop. Console contract (tests rely on it): `vireo <version>` first,
+ * `vireo: kernel ready` once initialised, `vireo: panic: ...` on a panic.
+ */
+#include "kernel/boot_info.h"
+#include "kernel/config.h"
+#include "kernel/console.h"
+#include "kernel/io.h"
+#include "kernel/irq.h"
+#include "kernel/loop.h"
+#include "kernel/mm.h"
+#include "kernel/panic.h"
+#include "kernel/time.h"
+#include "kernel/timeline.h"
+
+static const char *const mem_type_names[] = {
+	"free", "boot", "loader", "acpi", "acpi-nvs", "runtime", "mmio", "reserved",
+};
+
+static void print_memory_map(const struct boot_info *bi)
+{
+	u32 i;
+
+	kprintf("memory map: %u regions%s\n", bi->nregions, bi->regions_dropped ? " (some dropped)" : "");
+	for (i = 0; i < bi->nregions; i++) {
+		const struct boot_region *r = &bi->regions[i];
+
+		kprintf("  %#012lx-%#012lx %-8s (efi type %u)\n", r->base, r->base + r->len - 1,
+			r->type < ARRAY_SIZE(mem_type_names) ? mem_type_names[r->type] : "?", r->efi_type);
+	}
+}
+
+void kernel_main(struct boot_info *bi)
+{
+	int warnings;
+
+	timeline_mark_at("efi_main", bi->tsc.efi_main);
+	timeline_mark_at("exit_boot_services", bi->tsc.after_exit);
+	console_init();
+	kprintf("vireo %s (%s)\n", VIREO_VERSION, VIREO_REV);
+	trap_init();
+	if (bi->magic != BOOT_INFO_MAGIC)
+		panic("boot_info magic %#lx is wrong", bi->magic);
+
+	kprintf("cmdline (%s): %s\n", bi->cmdline_src, bi->cmdline[0] ? bi->cmdline : "(empty)");
+	warnings = config_parse(bi->cmdline);
+	if (warnings)
+		kprintf("cmdline: %d warning%s, continuing with defaults for those keys\n", warnings,
+			warnings == 1 ? "" : "s");
+
+	if (kconfig.verbose)
+		print_memory_map(bi);
+	mm_init(bi);
+	trap_init_ist();
+	timeline_mark("mm");
+	mm_print_summary();
+
+	apic_init();
+	time_init(bi->tsc.efi_main);
+	timeline_mark("time");
+	kprintf("time: tsc %lu.%03lu MHz, lapic timer %lu.%03lu MHz, exit_boot_services took %u tr%s\n",
+		time_tsc_hz() / 1000000, time_tsc_hz() / 1000 % 1000, time_lapic_hz() / 1000000,
+		time_lapic_hz() / 1000 % 1000, bi->exit_tries, bi->exit_tries == 1 ? "y" : "ies");
+	console_enable_input();
+	sti();
+
+	config_run_selftest();
+
+	timeline_mark("ready");
+	timeline_print();
+	kprintf("vireo: kernel ready\n");
+	loop_run();
+}

@@ -1,0 +1,116 @@
+/* TSC and LAPIC timer calibration against PIT channel 2, monotonic time,
+ * and the tickless one-shot timer. */
+#include <arch.h>
+
+#include "kernel/io.h"
+#include "kernel/irq.h"
+#include "kernel/time.h"
+
+#define PIT_HZ 1193182ULL
+#define CAL_MS 3	/* calibration window: TSC error well under 0.1% */
+
+static u64 tsc0, tsc_hz, lapic_hz;
+static u64 tsc_mult;	/* ns = ticks * tsc_mult >> 32 */
+static u64 lapic_mult;	/* lapic ticks = ns * lapic_mult >> 32 */
+
+static u64 mul_shr32(u64 a, u64 b)
+{
+	return (u64)(((unsigned __int128)a * b) >> 32);
+}
+
+/* One PIT channel-2 countdown of `ms`, timing the TSC and LAPIC timer
+ * against it. Returns false if the PIT never finishes (no PIT). */
+static bool pit_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
+{
+	u32 count = (u32)(PIT_HZ * ms / 1000);
+	u64 t0, t1, spins = 0;
+	u32 l0, l1;
+	u8 v;
+
+	v = inb(0x61);
+	outb(0x61, (v & ~0x02) | 0x01);	/* speaker off, gate on */
+	outb(0x43, 0xb0);		/* ch2, lo/hi byte, mode 0 */
+	outb(0x42, count & 0xff);
+	outb(0x42, count >> 8);
+	v = inb(0x61) & ~0x01;
+	outb(0x61, v);			/* gate low-high restarts the count */
+	lapic_timer_start_calibration();
+	l0 = lapic_timer_current();
+	t0 = rdtsc();
+	outb(0x61, v | 0x01);
+	while (!(inb(0x61) & 0x20)) {
+		if (++spins > 100000000ULL)
+			return false;
+	}
+	t1 = rdtsc();
+	l1 = lapic_timer_current();
+	*tsc_ticks = t1 - t0;
+	*lapic_ticks = l0 - l1;
+	return true;
+}
+
+void time_init(u64 tsc_start)
+{
+	u64 ticks;
+	u32 lticks;
+
+	tsc0 = tsc_start;
+	if (!pit_window(CAL_MS, &ticks, &lticks) || ticks == 0) {
+		klog("time: PIT calibration failed, assuming 2 GHz TSC and 62.5 MHz LAPIC timer");
+		ticks = 2000000ULL * CAL_MS;
+		lticks = 62500 * CAL_MS;
+	}
+	tsc_hz = ticks * 1000 / CAL_MS;
+	lapic_hz = (u64)lticks * 1000 / CAL_MS;
+	if (lapic_hz == 0)
+		lapic_hz = 1;
+	tsc_mult = (NSEC_PER_SEC << 32) / tsc_hz;
+	lapic_mult = (lapic_hz << 32) / NSEC_PER_SEC;
+}
+
+u64 tsc_to_ns(u64 ticks)
+{
+	return mul_shr32(ticks, tsc_mult);
+}
+
+u64 time_ns(void)
+{
+	return tsc_to_ns(rdtsc() - tsc0);
+}
+
+u64 time_tsc_hz(void)
+{
+	return tsc_hz;
+}
+
+u64 time_lapic_hz(void)
+{
+	return lapic_hz;
+}
+
+void time_arm(u64 deadline_ns)
+{
+	u64 now, ticks;
+
+	if (deadline_ns == UINT64_MAX) {
+		lapic_timer_oneshot(0);	/* stop: only interrupts wake us */
+		return;
+	}
+	now = time_ns();
+	ticks = deadline_ns > now ? mul_shr32(deadline_ns - now, lapic_mult) : 0;
+	/* A far deadline wakes us early; the loop simply re-arms. */
+	lapic_timer_oneshot((u32)MIN(MAX(ticks, 1), 0xffffffffULL));
+}
+
+void time_irq(void)
+{
+	/* Nothing to do here: waking the halted loop is the point. */
+}
+
+void udelay(u64 us)
+{
+	u64 end = time_ns() + us * NSEC_PER_USEC;
+
+	while (time_ns() < end)
+		pause();
+}

@@ -1,0 +1,23 @@
+/* Time: the TSC calibrated against the PIT, monotonic nanoseconds since
+ * efi_main, and the LAPIC timer armed one-shot for the next deadline. */
+#ifndef VIREO_TIME_H
+#define VIREO_TIME_H
+
+#include "kernel/types.h"
+
+#define NSEC_PER_SEC ((u64)1000000000)
+#define NSEC_PER_MSEC ((u64)1000000)
+#define NSEC_PER_USEC ((u64)1000)
+
+/* tsc0 is the TSC value that time_ns() counts from. */
+void time_init(u64 tsc0);
+u64 time_ns(void);
+u64 tsc_to_ns(u64 ticks);
+u64 time_tsc_hz(void);
+u64 time_lapic_hz(void);
+/* Arms the LAPIC timer for an absolute time_ns() deadline (UINT64_MAX: off). */
+void time_arm(u64 deadline_ns);
+void time_irq(void);
+void udelay(u64 us);
+
+#endif

@@ -1,0 +1,110 @@
+"""Boot vireo under QEMU+OVMF (TCG) through images/qemu.sh and read its serial console."""
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+IMAGE = os.path.join(ROOT, "build", "vireo.img")
+BOOT_TIMEOUT = float(os.environ.get("VIREO_BOOT_TIMEOUT", "90"))
+
+
+class Vm:
+    """One QEMU process. The serial console is QEMU's stdio; output is
+    collected by a thread so tests can wait for lines without blocking."""
+
+    def __init__(self, cmdline="", machine="q35", mem=64, image=IMAGE, extra=(), reboot=True):
+        args = [os.path.join(ROOT, "images", "qemu.sh"), "--image", image, "--mem", str(mem),
+                "--machine", machine, "--accel", "tcg"]
+        if cmdline:
+            args += ["--cmdline", cmdline]
+        args += ["--"]
+        if not reboot:
+            args.append("-no-reboot")
+        args += list(extra)
+        self.args = args
+        self.out = b""
+        self.lock = threading.Lock()
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.started = time.monotonic()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        while True:
+            chunk = self.proc.stdout.read1(4096)
+            if not chunk:
+                break
+            with self.lock:
+                self.out += chunk
+
+    @property
+    def text(self):
+        with self.lock:
+            return self.out.decode("utf-8", "replace").replace("\r\n", "\n")
+
+    def wait_for(self, pattern, timeout=BOOT_TIMEOUT, start=0):
+        """Waits for regex `pattern` in the console output after offset `start`;
+        returns the match. Fails with the console log if it never comes."""
+        rx = re.compile(pattern, re.M)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = rx.search(self.text, start)
+            if m:
+                return m
+            if self.proc.poll() is not None:
+                time.sleep(0.2)
+                m = rx.search(self.text, start)
+                if m:
+                    return m
+                raise AssertionError(f"QEMU exited ({self.proc.returncode}) before /{pattern}/:\n{self.text[-6000:]}")
+            time.sleep(0.05)
+        raise AssertionError(f"timed out after {timeout}s waiting for /{pattern}/:\n{self.text[-6000:]}")
+
+    def send(self, s):
+        self.proc.stdin.write(s.encode())
+        self.proc.stdin.flush()
+
+    def cpu_seconds(self):
+        """User+system CPU seconds used so far by the QEMU process tree."""
+        total = 0.0
+        tck = os.sysconf("SC_CLK_TCK")
+        for pid in self._pids():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / tck
+            except (OSError, IndexError):
+                pass
+        return total
+
+    def _pids(self):
+        pids = [self.proc.pid]
+        try:
+            out = subprocess.run(["pgrep", "-s", str(self.proc.pid)], capture_output=True, text=True).stdout
+            pids = [int(p) for p in out.split()]
+        except OSError:
+            pass
+        return pids
+
+    def stop(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(timeout=10)
+        self.reader.join(timeout=5)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()

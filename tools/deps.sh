@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# deps.sh run|test — install the Debian packages a target needs, if missing.
+# Only Debian packages through apt; nothing else is downloaded.
+set -euo pipefail
+what=${1:-test}
+build=(make gcc binutils gnu-efi mtools dosfstools gdisk python3)
+run=(qemu-system-x86 ovmf)
+test=(libcmocka-dev clang libclang-rt-14-dev python3-pytest)
+case $what in
+run) want=("${build[@]}" "${run[@]}") ;;
+test) want=("${build[@]}" "${run[@]}" "${test[@]}") ;;
+*) echo "deps.sh: unknown set '$what'" >&2; exit 2 ;;
+esac
+missing=()
+for p in "${want[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+((${#missing[@]} == 0)) && exit 0
+echo "deps: installing ${missing[*]}"
+sudo=""
+((EUID == 0)) || sudo=sudo
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "deps: done"
