@@ -3,7 +3,7 @@
 # Only Debian packages through apt; nothing else is downloaded.
 set -euo pipefail
 what=${1:-test}
-build=(make gcc binutils gnu-efi mtools dosfstools gdisk python3)
+build=(make gcc binutils gnu-efi mtools dosfstools gdisk python3 procps)
 run=(qemu-system-x86 ovmf)
 test=(libcmocka-dev clang libclang-rt-14-dev python3-pytest)
 case $what in
