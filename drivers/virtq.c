@@ -1,0 +1,986 @@
+/* virtq: split (§2.7) and packed (§2.8) virtqueues behind one API.
+ *
+ * Trust model: everything the device can write (split used ring and
+ * avail_event, packed descriptors and device event suppression) is read once
+ * with READ_ONCE, checked, and never used as an index before the check. The
+ * driver never reads back memory it wrote for the device (descriptors, avail
+ * ring, indirect tables): chain links, tokens, lengths and the indirect flag
+ * live in the private shadow array vq->slot[]. A broken rule marks the queue
+ * broken (virtq_fail) instead of trusting or panicking.
+ *
+ * Ring memory layout (one block, VIRTQ_RING_ALIGN-aligned, device-visible):
+ *   split:  desc[num] | avail (+used_event) | pad to 4096 | used (+avail_event)
+ *           (the legacy layout, so legacy transports can use it unchanged)
+ *   packed: desc[num] | driver event suppression | device event suppression
+ *   then, if indirect: num tables of indirect_max descriptors, one per split
+ *   head descriptor / packed buffer id, so a table is never shared.
+ */
+#include "kernel/types.h"
+#include "drivers/virtq.h"
+#include "drivers/virtio_ring_reg.h"
+#include <arch.h>
+
+#define NO_SLOT 0xffffu	/* end of a shadow list; never a valid index (num <= 1024) */
+
+struct virtq_slot {
+	void *token;	/* non-NULL iff this is an in-flight head / buffer id */
+	u32 in_len;	/* device-writable bytes posted with the buffer */
+	u16 next;	/* split: next descriptor (chain or free list); packed: next free id */
+	u16 ndescs;	/* ring descriptors the buffer holds (1 when indirect) */
+	u16 fifo_next;	/* in_order: the next newer in-flight buffer */
+	bool indirect;
+};
+
+struct virtq_layout {
+	size_t driver_off, device_off, indirect_off, ring_bytes;
+	u16 indirect_max;
+};
+
+/* ---- barriers, chosen once per queue ----------------------------------- */
+
+static inline void virtq_wmb(const struct virtq *vq)
+{
+	if (vq->weak_barriers)
+		dma_wmb();
+	else
+		wmb();
+}
+
+static inline void virtq_rmb(const struct virtq *vq)
+{
+	if (vq->weak_barriers)
+		dma_rmb();
+	else
+		rmb();
+}
+
+static inline void virtq_mb(const struct virtq *vq)
+{
+	if (vq->weak_barriers)
+		dma_mb();
+	else
+		mb();
+}
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static void zero_bytes(void *p, size_t n)
+{
+	volatile u8 *b = p;	/* volatile: keep the compiler from calling memset */
+
+	while (n--)
+		*b++ = 0;
+}
+
+static void zero_ring(void *p, size_t n)
+{
+	volatile u64 *q = p;	/* ring memory is page-aligned, n a page multiple */
+	size_t i;
+
+	for (i = 0; i < n / sizeof(u64); i++)
+		q[i] = 0;
+}
+
+static void *virtq_fail(struct virtq *vq, const char *why)
+{
+	if (!vq->broken) {
+		vq->broken = true;
+		klog("virtq %u: device broke the ring: %s", vq->index, why);
+	}
+	return NULL;
+}
+
+/* Event-index test (§2.7.7/§2.7.10): has the index moved past 'event' when
+ * going from old to new? All arithmetic wraps at 2^16. */
+static inline bool need_event(u16 event, u16 new_idx, u16 old_idx)
+{
+	return (u16)(new_idx - event - 1) < (u16)(new_idx - old_idx);
+}
+
+static dma_addr_t virtq_map(const struct virtq *vq, const void *va, size_t len)
+{
+	if (vq->dma_map)
+		return vq->dma_map(vq->ctx, va, len);
+	return (dma_addr_t)(uintptr_t)va;
+}
+
+static size_t indirect_table_off(const struct virtq *vq, u16 i)
+{
+	return vq->indirect_off + (size_t)i * vq->indirect_max * sizeof(struct virtq_desc);
+}
+
+static const struct virtq_sg *sg_at(const struct virtq_sg *out, unsigned n_out,
+				    const struct virtq_sg *in, unsigned k)
+{
+	return k < n_out ? &out[k] : &in[k - n_out];
+}
+
+static le16 *split_used_event(const struct virtq *vq)
+{
+	return &vq->split.avail->ring[vq->num];
+}
+
+static le16 *split_avail_event(const struct virtq *vq)
+{
+	return (le16 *)&vq->split.used->ring[vq->num];
+}
+
+static u16 packed_avail_bits(bool wrap)
+{
+	return wrap ? VIRTQ_DESC_F_AVAIL : VIRTQ_DESC_F_USED;
+}
+
+static void fifo_push(struct virtq *vq, u16 id)
+{
+	vq->slot[id].fifo_next = NO_SLOT;
+	if (vq->fifo_head == NO_SLOT)
+		vq->fifo_head = id;
+	else
+		vq->slot[vq->fifo_tail].fifo_next = id;
+	vq->fifo_tail = id;
+}
+
+static void fifo_pop(struct virtq *vq)
+{
+	u16 id = vq->fifo_head;
+
+	vq->fifo_head = vq->slot[id].fifo_next;
+	if (vq->fifo_head == NO_SLOT)
+		vq->fifo_tail = NO_SLOT;
+	vq->slot[id].fifo_next = NO_SLOT;
+}
+
+/* In-order: number of in-flight buffers from the oldest up to and including
+ * id, or 0 if id is not in the in-flight list. Bounded by vq->inflight. */
+static u16 fifo_distance(const struct virtq *vq, u16 id)
+{
+	u16 cur = vq->fifo_head, k = 1;
+
+	while (cur != NO_SLOT && k <= vq->inflight) {
+		if (cur == id)
+			return k;
+		cur = vq->slot[cur].fifo_next;
+		k++;
+	}
+	return 0;
+}
+
+/* ---- layout and setup ---------------------------------------------------- */
+
+static int virtq_layout(const struct virtq_config *cfg, struct virtq_layout *l)
+{
+	size_t num, end;
+
+	if (!cfg || cfg->num == 0 || cfg->num > VIRTQ_MAX_SIZE)
+		return -EINVAL;
+	if (!cfg->packed && !IS_POW2(cfg->num))
+		return -EINVAL;
+	if (cfg->indirect_max > VIRTQ_INDIRECT_MAX)
+		return -EINVAL;
+	num = cfg->num;
+
+	l->driver_off = VIRTQ_DESC_SIZE(num);
+	if (cfg->packed) {
+		l->device_off = l->driver_off + sizeof(struct pvirtq_event_suppress);
+		end = l->device_off + sizeof(struct pvirtq_event_suppress);
+	} else {
+		l->device_off = ALIGN_UP(l->driver_off + VIRTQ_AVAIL_SIZE(num),
+					 (size_t)VIRTQ_LEGACY_ALIGN);
+		end = l->device_off + VIRTQ_USED_SIZE(num);
+	}
+
+	/* Chains in a table are limited to the queue size (§2.7.5.3.1). */
+	l->indirect_max = 0;
+	if (cfg->indirect) {
+		l->indirect_max = cfg->indirect_max ? cfg->indirect_max : VIRTQ_INDIRECT_DEFAULT;
+		if (l->indirect_max > cfg->num)
+			l->indirect_max = cfg->num;
+	}
+	l->indirect_off = ALIGN_UP(end, (size_t)VIRTQ_DESC_ALIGN);
+	end = l->indirect_off + num * l->indirect_max * sizeof(struct virtq_desc);
+	l->ring_bytes = ALIGN_UP(end, (size_t)VIRTQ_RING_ALIGN);
+	return 0;
+}
+
+int virtq_mem_size(const struct virtq_config *cfg, size_t *ring_bytes, size_t *priv_bytes)
+{
+	struct virtq_layout l;
+	int err;
+
+	err = virtq_layout(cfg, &l);
+	if (err)
+		return err;
+	if (ring_bytes)
+		*ring_bytes = l.ring_bytes;
+	if (priv_bytes)
+		*priv_bytes = (size_t)cfg->num * sizeof(struct virtq_slot);
+	return 0;
+}
+
+/* Everything a fresh or reset queue starts with; the ring memory is zeroed. */
+static void virtq_start(struct virtq *vq)
+{
+	u16 i;
+
+	zero_ring(vq->ring_mem, vq->ring_bytes);
+	for (i = 0; i < vq->num; i++) {
+		vq->slot[i].token = NULL;
+		vq->slot[i].in_len = 0;
+		vq->slot[i].next = (u16)(i + 1u < vq->num ? i + 1u : NO_SLOT);
+		vq->slot[i].ndescs = 0;
+		vq->slot[i].fifo_next = NO_SLOT;
+		vq->slot[i].indirect = false;
+	}
+	vq->broken = false;
+	vq->stopped = false;
+	vq->cb_mode = VIRTQ_CB_ENABLED;	/* zeroed flags/used_event mean "notify" */
+	vq->num_free = vq->num;
+	vq->inflight = 0;
+	vq->added = 0;
+	vq->fifo_head = NO_SLOT;
+	vq->fifo_tail = NO_SLOT;
+	vq->batch = false;
+	vq->batch_last = NO_SLOT;
+	vq->batch_len = 0;
+	if (vq->is_packed) {
+		vq->packed.next_avail = 0;
+		vq->packed.last_used = 0;
+		vq->packed.avail_wrap = true;	/* both wrap counters start at 1 */
+		vq->packed.used_wrap = true;
+		vq->packed.free_id = 0;
+	} else {
+		vq->split.avail_idx = 0;
+		vq->split.last_used = 0;
+		vq->split.free_head = 0;
+		vq->split.next_desc = 0;
+	}
+}
+
+int virtq_init(struct virtq *vq, const struct virtq_config *cfg, void *ring_mem, void *priv_mem)
+{
+	struct virtq_layout l;
+	u8 *base = ring_mem;
+	int err;
+
+	if (!vq || !cfg || !ring_mem || !priv_mem || !cfg->notify)
+		return -EINVAL;
+	err = virtq_layout(cfg, &l);
+	if (err)
+		return err;
+	if ((uintptr_t)ring_mem & (VIRTQ_RING_ALIGN - 1))
+		return -EINVAL;
+	if ((uintptr_t)priv_mem & (_Alignof(struct virtq_slot) - 1))
+		return -EINVAL;
+
+	zero_bytes(vq, sizeof(*vq));
+	vq->num = cfg->num;
+	vq->index = cfg->index;
+	vq->indirect_max = l.indirect_max;
+	vq->is_packed = cfg->packed;
+	vq->event_idx = cfg->event_idx;
+	vq->indirect = cfg->indirect;
+	vq->in_order = cfg->in_order;
+	vq->notification_data = cfg->notification_data;
+	vq->weak_barriers = cfg->weak_barriers;
+	vq->dma_map = cfg->dma_map;
+	vq->notify = cfg->notify;
+	vq->ctx = cfg->ctx;
+
+	vq->ring_mem = ring_mem;
+	vq->ring_bytes = l.ring_bytes;
+	vq->driver_off = l.driver_off;
+	vq->device_off = l.device_off;
+	vq->indirect_off = l.indirect_off;
+	vq->slot = priv_mem;
+	/* One mapping for the whole block: ring parts and indirect tables are
+	 * then at fixed offsets from ring_dma. */
+	vq->ring_dma = virtq_map(vq, ring_mem, l.ring_bytes);
+
+	if (vq->is_packed) {
+		vq->packed.desc = (struct pvirtq_desc *)base;
+		vq->packed.driver = (struct pvirtq_event_suppress *)(base + l.driver_off);
+		vq->packed.device = (struct pvirtq_event_suppress *)(base + l.device_off);
+	} else {
+		vq->split.desc = (struct virtq_desc *)base;
+		vq->split.avail = (struct virtq_avail *)(base + l.driver_off);
+		vq->split.used = (struct virtq_used *)(base + l.device_off);
+	}
+	virtq_start(vq);
+	return 0;
+}
+
+void virtq_ring_addrs(const struct virtq *vq, dma_addr_t *desc, dma_addr_t *driver,
+		      dma_addr_t *device)
+{
+	if (desc)
+		*desc = vq->ring_dma;
+	if (driver)
+		*driver = vq->ring_dma + vq->driver_off;
+	if (device)
+		*device = vq->ring_dma + vq->device_off;
+}
+
+/* ---- adding buffers ------------------------------------------------------ */
+
+static void split_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
+		      const struct virtq_sg *in, unsigned n_in, void *token,
+		      bool use_indirect, u32 in_len)
+{
+	unsigned total = n_out + n_in, k;
+	u16 mask = (u16)(vq->num - 1);
+	u16 head, i, after, ndescs;
+	struct virtq_desc *d;
+
+	/* With IN_ORDER descriptors are used in ring order (§2.7.5). */
+	head = vq->in_order ? vq->split.next_desc : vq->split.free_head;
+
+	if (use_indirect) {
+		struct virtq_desc *table =
+			(struct virtq_desc *)((u8 *)vq->ring_mem + indirect_table_off(vq, head));
+
+		for (k = 0; k < total; k++) {
+			const struct virtq_sg *sg = sg_at(out, n_out, in, k);
+
+			table[k].addr = virtq_map(vq, sg->addr, sg->len);
+			table[k].len = sg->len;
+			table[k].flags = (u16)((k >= n_out ? VIRTQ_DESC_F_WRITE : 0) |
+					       (k + 1 < total ? VIRTQ_DESC_F_NEXT : 0));
+			table[k].next = (u16)(k + 1 < total ? k + 1 : 0);
+		}
+		d = &vq->split.desc[head];
+		d->addr = vq->ring_dma + indirect_table_off(vq, head);
+		d->len = (u32)(total * sizeof(struct virtq_desc));
+		d->flags = VIRTQ_DESC_F_INDIRECT;
+		d->next = 0;
+		ndescs = 1;
+		after = vq->in_order ? (u16)((head + 1) & mask) : vq->slot[head].next;
+	} else {
+		i = head;
+		for (k = 0; k < total; k++) {
+			const struct virtq_sg *sg = sg_at(out, n_out, in, k);
+			u16 nx = vq->in_order ? (u16)((i + 1) & mask) : vq->slot[i].next;
+
+			d = &vq->split.desc[i];
+			d->addr = virtq_map(vq, sg->addr, sg->len);
+			d->len = sg->len;
+			d->flags = (u16)((k >= n_out ? VIRTQ_DESC_F_WRITE : 0) |
+					 (k + 1 < total ? VIRTQ_DESC_F_NEXT : 0));
+			d->next = k + 1 < total ? nx : 0;
+			i = nx;
+		}
+		ndescs = (u16)total;
+		after = i;
+	}
+	if (vq->in_order)
+		vq->split.next_desc = after;
+	else
+		vq->split.free_head = after;
+
+	vq->slot[head].token = token;
+	vq->slot[head].in_len = in_len;
+	vq->slot[head].ndescs = ndescs;
+	vq->slot[head].indirect = use_indirect;
+	vq->num_free = (u16)(vq->num_free - ndescs);
+	if (vq->in_order)
+		fifo_push(vq, head);
+
+	vq->split.avail->ring[vq->split.avail_idx & mask] = head;
+	virtq_wmb(vq);	/* orders descriptors and the ring entry before the idx that publishes them */
+	vq->split.avail_idx++;
+	WRITE_ONCE(vq->split.avail->idx, vq->split.avail_idx);
+	vq->added++;
+}
+
+static void packed_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
+		       const struct virtq_sg *in, unsigned n_in, void *token,
+		       bool use_indirect, u32 in_len)
+{
+	unsigned total = n_out + n_in, k;
+	u16 id = vq->packed.free_id;
+	u16 pos = vq->packed.next_avail, head = pos, head_flags = 0, ndescs;
+	bool wrap = vq->packed.avail_wrap;
+	struct pvirtq_desc *d;
+
+	if (use_indirect) {
+		struct pvirtq_desc *table =
+			(struct pvirtq_desc *)((u8 *)vq->ring_mem + indirect_table_off(vq, id));
+
+		/* In a table only WRITE is valid; id is reserved (§2.8.7). */
+		for (k = 0; k < total; k++) {
+			const struct virtq_sg *sg = sg_at(out, n_out, in, k);
+
+			table[k].addr = virtq_map(vq, sg->addr, sg->len);
+			table[k].len = sg->len;
+			table[k].id = 0;
+			table[k].flags = (u16)(k >= n_out ? VIRTQ_DESC_F_WRITE : 0);
+		}
+		d = &vq->packed.desc[pos];
+		d->addr = vq->ring_dma + indirect_table_off(vq, id);
+		d->len = (u32)(total * sizeof(struct pvirtq_desc));
+		d->id = id;
+		head_flags = (u16)(VIRTQ_DESC_F_INDIRECT | packed_avail_bits(wrap));
+		if (++pos == vq->num) {
+			pos = 0;
+			wrap = !wrap;
+		}
+		ndescs = 1;
+	} else {
+		for (k = 0; k < total; k++) {
+			const struct virtq_sg *sg = sg_at(out, n_out, in, k);
+			u16 flags = (u16)((k >= n_out ? VIRTQ_DESC_F_WRITE : 0) |
+					  (k + 1 < total ? VIRTQ_DESC_F_NEXT : 0) |
+					  packed_avail_bits(wrap));
+
+			d = &vq->packed.desc[pos];
+			d->addr = virtq_map(vq, sg->addr, sg->len);
+			d->len = sg->len;
+			d->id = id;	/* required in the last one; harmless in the rest */
+			if (k == 0)
+				head_flags = flags;	/* published last, below */
+			else
+				d->flags = flags;
+			if (++pos == vq->num) {
+				pos = 0;
+				wrap = !wrap;
+			}
+		}
+		ndescs = (u16)total;
+	}
+	vq->packed.next_avail = pos;
+	vq->packed.avail_wrap = wrap;
+
+	vq->packed.free_id = vq->slot[id].next;
+	vq->slot[id].next = NO_SLOT;
+	vq->slot[id].token = token;
+	vq->slot[id].in_len = in_len;
+	vq->slot[id].ndescs = ndescs;
+	vq->slot[id].indirect = use_indirect;
+	vq->num_free = (u16)(vq->num_free - ndescs);
+	if (vq->in_order)
+		fifo_push(vq, id);
+
+	virtq_wmb(vq);	/* orders the rest of the list before the head flags that publish it */
+	WRITE_ONCE(vq->packed.desc[head].flags, head_flags);
+	vq->added += ndescs;
+}
+
+int virtq_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
+	      const struct virtq_sg *in, unsigned n_in, void *token)
+{
+	u64 bytes = 0, in_bytes = 0;
+	unsigned total, k;
+	bool use_indirect;
+	u16 need;
+
+	if (vq->broken || vq->stopped)
+		return -EIO;
+	if (!token || n_out > vq->num || n_in > vq->num)
+		return -EINVAL;
+	total = n_out + n_in;
+	if (total == 0 || total > vq->num)	/* no chain longer than the queue */
+		return -EINVAL;
+	if ((n_out && !out) || (n_in && !in))
+		return -EINVAL;
+	for (k = 0; k < total; k++) {
+		const struct virtq_sg *sg = sg_at(out, n_out, in, k);
+
+		if (!sg->addr || sg->len == 0)
+			return -EINVAL;
+		bytes += sg->len;
+		if (k >= n_out)
+			in_bytes += sg->len;
+	}
+	if (bytes > 0xffffffffu)	/* chains stay under 2^32 bytes (§2.7.5.1) */
+		return -EINVAL;
+
+	/* Policy: one table per request whenever it fits, so a multi-element
+	 * request costs one ring slot; single elements go direct (a table
+	 * would only add a fetch), as do chains longer than indirect_max. */
+	use_indirect = vq->indirect_max >= 2 && total >= 2 && total <= vq->indirect_max;
+	need = (u16)(use_indirect ? 1 : total);
+	if (need > vq->num_free || (vq->is_packed && vq->packed.free_id == NO_SLOT)) {
+		vq->stats.enospc++;
+		return -ENOSPC;
+	}
+
+	if (vq->is_packed)
+		packed_add(vq, out, n_out, in, n_in, token, use_indirect, (u32)in_bytes);
+	else
+		split_add(vq, out, n_out, in, n_in, token, use_indirect, (u32)in_bytes);
+	vq->inflight++;
+	vq->stats.adds++;
+	if (use_indirect)
+		vq->stats.indirect_adds++;
+	return 0;
+}
+
+/* ---- notifying the device ------------------------------------------------ */
+
+static bool split_need_kick(const struct virtq *vq, u32 added)
+{
+	u16 new_idx = vq->split.avail_idx;
+	u16 old_idx = (u16)(new_idx - added);
+
+	if (added >= 0xffffu)	/* idx went around: old/new no longer tell */
+		return true;
+	if (vq->event_idx)
+		return need_event(READ_ONCE(*split_avail_event(vq)), new_idx, old_idx);
+	return !(READ_ONCE(vq->split.used->flags) & VIRTQ_USED_F_NO_NOTIFY);
+}
+
+static bool packed_need_kick(const struct virtq *vq, u32 added)
+{
+	u16 flags, off_wrap, event, new_pos, old_pos;
+	bool wrap;
+
+	if (added >= vq->num)	/* a full lap since the last kick: always notify */
+		return true;
+	flags = READ_ONCE(vq->packed.device->flags) & VIRTQ_EVENT_FLAGS_MASK;
+	if (flags == VIRTQ_EVENT_FLAGS_DISABLE)
+		return false;
+	if (flags != VIRTQ_EVENT_FLAGS_DESC || !vq->event_idx)
+		return true;	/* ENABLE, or a value we may not honour: notify */
+
+	/* Positions of the current lap are 0..num-1, those of the previous lap
+	 * num below that; u16 arithmetic keeps the event test wrap-correct. */
+	off_wrap = READ_ONCE(vq->packed.device->desc);
+	event = off_wrap & VIRTQ_EVENT_OFF_MASK;
+	wrap = off_wrap >> VIRTQ_EVENT_WRAP_SHIFT;
+	if (wrap != vq->packed.avail_wrap)
+		event = (u16)(event - vq->num);
+	new_pos = vq->packed.next_avail;
+	old_pos = (u16)(new_pos - added);
+	return need_event(event, new_pos, old_pos);
+}
+
+bool virtq_kick_prepare(struct virtq *vq)
+{
+	u32 added = vq->added;
+	bool need;
+
+	if (vq->broken || vq->stopped || added == 0)
+		return false;
+	vq->added = 0;
+	virtq_mb(vq);	/* orders publishing the buffers before reading the device's suppression fields */
+	need = vq->is_packed ? packed_need_kick(vq, added) : split_need_kick(vq, added);
+	if (!need)
+		vq->stats.kicks_suppressed++;
+	return need;
+}
+
+void virtq_notify(struct virtq *vq)
+{
+	u32 data = vq->index;
+
+	if (vq->broken)
+		return;
+	if (vq->notification_data) {
+		if (vq->is_packed)
+			data |= (u32)vq->packed.next_avail << VIRTQ_NOTIFY_OFF_SHIFT |
+				(u32)vq->packed.avail_wrap << VIRTQ_NOTIFY_WRAP_SHIFT;
+		else
+			data |= (u32)vq->split.avail_idx << VIRTQ_NOTIFY_OFF_SHIFT;
+	}
+	vq->stats.kicks++;
+	vq->notify(vq->ctx, data);
+}
+
+bool virtq_kick(struct virtq *vq)
+{
+	if (!virtq_kick_prepare(vq))
+		return false;
+	virtq_notify(vq);
+	return true;
+}
+
+/* ---- used buffers ---------------------------------------------------------- */
+
+/* Give back buffer id (split: head descriptor) to the free pool, without
+ * touching where the used ring is read. Returns its token. */
+static void *release(struct virtq *vq, u16 id)
+{
+	struct virtq_slot *s = &vq->slot[id];
+	void *token = s->token;
+	u16 last = id, k;
+
+	if (vq->in_order)
+		fifo_pop(vq);	/* callers only release the oldest with in_order */
+	if (vq->is_packed) {
+		s->next = vq->packed.free_id;
+		vq->packed.free_id = id;
+	} else if (!vq->in_order) {
+		/* Walk the shadow links, never vq->split.desc[]. */
+		for (k = 1; k < s->ndescs; k++)
+			last = vq->slot[last].next;
+		vq->slot[last].next = vq->split.free_head;
+		vq->split.free_head = id;
+	}
+	vq->num_free = (u16)(vq->num_free + s->ndescs);
+	s->token = NULL;
+	s->in_len = 0;
+	s->ndescs = 0;
+	s->indirect = false;
+	vq->inflight--;
+	return token;
+}
+
+/* Buffer id was used: release it and step past its used entry/descriptors. */
+static void *complete(struct virtq *vq, u16 id)
+{
+	u16 ndescs = vq->slot[id].ndescs;
+
+	if (vq->is_packed) {
+		u16 pos = (u16)(vq->packed.last_used + ndescs);
+
+		if (pos >= vq->num) {
+			pos = (u16)(pos - vq->num);
+			vq->packed.used_wrap = !vq->packed.used_wrap;
+		}
+		vq->packed.last_used = pos;
+	} else {
+		vq->split.last_used++;
+	}
+	return release(vq, id);
+}
+
+/* In-order batch: hand out the oldest buffer the batch covered. Buffers the
+ * device skipped count as fully used (§2.7.9/§2.8.11): len = what we posted. */
+static void *batch_pop(struct virtq *vq, u32 *len)
+{
+	u16 id = vq->fifo_head;
+
+	if (id == vq->batch_last) {
+		*len = vq->batch_len;
+		vq->batch = false;
+	} else {
+		*len = vq->slot[id].in_len;
+		vq->stats.batched++;
+	}
+	return complete(vq, id);
+}
+
+/* In-order: used entry for id stands for every buffer up to id. */
+static void *start_batch(struct virtq *vq, u16 id, u32 len, u32 *len_out)
+{
+	vq->batch = true;
+	vq->batch_last = id;
+	vq->batch_len = len;
+	return batch_pop(vq, len_out);
+}
+
+static void *split_get(struct virtq *vq, u32 *len)
+{
+	u16 seen, pending, slotn, dist;
+	u32 id, l;
+	void *token;
+
+	if (vq->batch) {
+		token = batch_pop(vq, len);
+		goto out;
+	}
+	seen = READ_ONCE(vq->split.used->idx);
+	pending = (u16)(seen - vq->split.last_used);
+	if (pending == 0)
+		return NULL;
+	/* Each used entry stands for at least one distinct in-flight buffer. */
+	if (pending > vq->inflight)
+		return virtq_fail(vq, "used idx ran ahead of the buffers in flight");
+
+	virtq_rmb(vq);	/* orders the used idx read before reading the entries it covers */
+
+	slotn = vq->split.last_used & (u16)(vq->num - 1);
+	id = READ_ONCE(vq->split.used->ring[slotn].id);
+	l = READ_ONCE(vq->split.used->ring[slotn].len);
+	if (id >= vq->num || !vq->slot[id].token)
+		return virtq_fail(vq, "used id is not an in-flight head");
+	if (l > vq->slot[id].in_len)
+		return virtq_fail(vq, "used len exceeds the writable bytes posted");
+
+	if (vq->in_order && id != vq->fifo_head) {
+		dist = fifo_distance(vq, (u16)id);
+		if (dist == 0)
+			return virtq_fail(vq, "in-order used id not in flight");
+		/* A batch of dist buffers advances used idx by dist (§2.7.9). */
+		if (dist > pending)
+			return virtq_fail(vq, "in-order batch runs past used idx");
+		token = start_batch(vq, (u16)id, l, len);
+	} else {
+		*len = l;
+		token = complete(vq, (u16)id);
+	}
+out:
+	/* Callbacks on with event idx: the next used entry must notify us. */
+	if (vq->event_idx && vq->cb_mode == VIRTQ_CB_ENABLED) {
+		WRITE_ONCE(*split_used_event(vq), vq->split.last_used);
+		virtq_mb(vq);	/* orders the used_event store before the next used idx read */
+	}
+	return token;
+}
+
+static void *packed_get(struct virtq *vq, u32 *len)
+{
+	u16 pos = vq->packed.last_used, flags, id;
+	bool w = vq->packed.used_wrap, avail, used;
+	u32 l;
+
+	if (vq->batch)
+		return batch_pop(vq, len);
+	if (vq->inflight == 0)
+		return NULL;	/* nothing the device could legitimately return */
+
+	/* pos is in [last_used, next_avail): it holds either our available
+	 * descriptor (AVAIL=w, USED=!w) or a used one (AVAIL=USED=w). */
+	flags = READ_ONCE(vq->packed.desc[pos].flags);
+	avail = !!(flags & VIRTQ_DESC_F_AVAIL);
+	used = !!(flags & VIRTQ_DESC_F_USED);
+	if (used != w) {
+		if (avail == w)
+			return NULL;
+		return virtq_fail(vq, "descriptor flags match neither wrap counter");
+	}
+	if (avail != w)
+		return virtq_fail(vq, "used descriptor with AVAIL != USED");
+
+	virtq_rmb(vq);	/* orders the flags read before reading the id and len they publish */
+
+	id = READ_ONCE(vq->packed.desc[pos].id);
+	l = READ_ONCE(vq->packed.desc[pos].len);
+	if (id >= vq->num || !vq->slot[id].token)
+		return virtq_fail(vq, "used buffer id not in flight");
+	/* len is reserved in a used descriptor without WRITE (§2.8.4); only
+	 * accept that for buffers with nothing writable. */
+	if (vq->slot[id].in_len == 0 && !(flags & VIRTQ_DESC_F_WRITE))
+		l = 0;
+	else if (l > vq->slot[id].in_len)
+		return virtq_fail(vq, "used len exceeds the writable bytes posted");
+
+	if (vq->in_order && id != vq->fifo_head) {
+		if (fifo_distance(vq, id) == 0)
+			return virtq_fail(vq, "in-order used id not in flight");
+		return start_batch(vq, id, l, len);
+	}
+	*len = l;
+	return complete(vq, id);
+}
+
+void *virtq_get(struct virtq *vq, u32 *len)
+{
+	u32 l = 0;
+	void *token;
+
+	if (vq->broken || vq->stopped)
+		return NULL;
+	token = vq->is_packed ? packed_get(vq, &l) : split_get(vq, &l);
+	if (token) {
+		vq->stats.completions++;
+		if (len)
+			*len = l;
+	}
+	return token;
+}
+
+static bool more_used(const struct virtq *vq)
+{
+	u16 flags;
+	bool w;
+
+	if (vq->broken || vq->stopped)
+		return false;
+	if (vq->batch)
+		return true;
+	if (!vq->is_packed)
+		return READ_ONCE(vq->split.used->idx) != vq->split.last_used;
+	if (vq->inflight == 0)
+		return false;
+	/* Anything but our own available marker is for virtq_get to judge. */
+	flags = READ_ONCE(vq->packed.desc[vq->packed.last_used].flags);
+	w = vq->packed.used_wrap;
+	return !(!!(flags & VIRTQ_DESC_F_AVAIL) == w && !!(flags & VIRTQ_DESC_F_USED) != w);
+}
+
+bool virtq_more_used(const struct virtq *vq)
+{
+	return more_used(vq);
+}
+
+/* ---- used-buffer notification control ---------------------------------------- */
+
+void virtq_disable_cb(struct virtq *vq)
+{
+	vq->cb_mode = VIRTQ_CB_DISABLED;
+	if (vq->is_packed)
+		WRITE_ONCE(vq->packed.driver->flags, (u16)VIRTQ_EVENT_FLAGS_DISABLE);
+	else if (vq->event_idx)
+		/* flags must stay 0 with event idx: park used_event as far
+		 * behind as it goes (65535 entries before it fires). */
+		WRITE_ONCE(*split_used_event(vq), (u16)(vq->split.last_used - 1));
+	else
+		WRITE_ONCE(vq->split.avail->flags, (u16)VIRTQ_AVAIL_F_NO_INTERRUPT);
+}
+
+bool virtq_enable_cb(struct virtq *vq)
+{
+	if (vq->broken || vq->stopped)
+		return true;
+	vq->cb_mode = VIRTQ_CB_ENABLED;
+	if (vq->is_packed)
+		WRITE_ONCE(vq->packed.driver->flags, (u16)VIRTQ_EVENT_FLAGS_ENABLE);
+	else if (vq->event_idx)
+		WRITE_ONCE(*split_used_event(vq), vq->split.last_used);
+	else
+		WRITE_ONCE(vq->split.avail->flags, (u16)0);
+	virtq_mb(vq);	/* orders the enable store before re-reading the used ring */
+	return !more_used(vq);
+}
+
+/* Packed: has the device used at least n descriptors' worth past last_used
+ * (so it may have crossed the event before seeing it)? Also true if what it
+ * wrote is bogus, so the caller polls and virtq_get reports it. */
+static bool packed_used_reaches(const struct virtq *vq, u16 n)
+{
+	u16 pos = vq->packed.last_used, cur = vq->fifo_head, flags, id, span, c;
+	bool w = vq->packed.used_wrap, avail, used;
+	u32 dist = 0;
+
+	if (vq->batch)
+		return true;
+	while (dist < n) {	/* every step moves dist by >= 1 */
+		flags = READ_ONCE(vq->packed.desc[pos].flags);
+		avail = !!(flags & VIRTQ_DESC_F_AVAIL);
+		used = !!(flags & VIRTQ_DESC_F_USED);
+		if (avail == w && used != w)
+			return false;
+		if (avail != w || used != w)
+			return true;
+		virtq_rmb(vq);	/* orders the flags read before the id read */
+		id = READ_ONCE(vq->packed.desc[pos].id);
+		if (id >= vq->num || !vq->slot[id].token)
+			return true;
+		if (vq->in_order) {
+			span = 0;
+			for (c = 0; ; c++) {	/* the batch ends at id */
+				if (cur == NO_SLOT || c >= vq->inflight)
+					return true;
+				span = (u16)(span + vq->slot[cur].ndescs);
+				if (cur == id)
+					break;
+				cur = vq->slot[cur].fifo_next;
+			}
+			cur = vq->slot[id].fifo_next;
+		} else {
+			span = vq->slot[id].ndescs;
+		}
+		dist += span;
+		pos = (u16)(pos + span);
+		if (pos >= vq->num) {
+			pos = (u16)(pos - vq->num);
+			w = !w;
+		}
+	}
+	return true;
+}
+
+bool virtq_enable_cb_delayed(struct virtq *vq, u16 n)
+{
+	u16 limit, pending;
+
+	if (vq->broken || vq->stopped)
+		return true;
+	if (!vq->event_idx)
+		return virtq_enable_cb(vq);
+
+	vq->cb_mode = VIRTQ_CB_DELAYED;
+	/* Never aim past what is in flight, or the notification never comes. */
+	limit = vq->is_packed ? (u16)(vq->num - vq->num_free) : vq->inflight;
+	if (n > limit)
+		n = limit;
+	if (n == 0)
+		n = 1;
+
+	if (vq->is_packed) {
+		u16 pos = (u16)(vq->packed.last_used + n - 1);
+		bool wrap = vq->packed.used_wrap;
+
+		if (pos >= vq->num) {
+			pos = (u16)(pos - vq->num);
+			wrap = !wrap;
+		}
+		WRITE_ONCE(vq->packed.driver->desc,
+			   (u16)(pos | (u16)wrap << VIRTQ_EVENT_WRAP_SHIFT));
+		virtq_wmb(vq);	/* orders the event offset before the flags that enable it */
+		WRITE_ONCE(vq->packed.driver->flags, (u16)VIRTQ_EVENT_FLAGS_DESC);
+		virtq_mb(vq);	/* orders the event stores before re-reading descriptors */
+		return !packed_used_reaches(vq, n);
+	}
+
+	/* Device notifies once used idx moves past used_event (§2.7.7). */
+	WRITE_ONCE(*split_used_event(vq), (u16)(vq->split.last_used + n - 1));
+	virtq_mb(vq);	/* orders the used_event store before re-reading used idx */
+	pending = (u16)(READ_ONCE(vq->split.used->idx) - vq->split.last_used);
+	return pending < n;
+}
+
+/* ---- shutdown and reset ------------------------------------------------------ */
+
+void *virtq_detach_unused(struct virtq *vq)
+{
+	u16 i;
+
+	vq->stopped = true;
+	vq->batch = false;
+	if (vq->inflight == 0)
+		return NULL;
+	if (vq->in_order) {
+		i = vq->fifo_head;	/* oldest first keeps the fifo consistent */
+		if (i == NO_SLOT)
+			return NULL;
+	} else {
+		for (i = 0; i < vq->num && !vq->slot[i].token; i++)
+			;
+		if (i == vq->num)
+			return NULL;
+	}
+	vq->stats.detached++;
+	return release(vq, i);
+}
+
+void virtq_reset_state(struct virtq *vq)
+{
+	if (vq->inflight)
+		klog("virtq %u: reset drops %u outstanding buffers", vq->index, vq->inflight);
+	virtq_start(vq);
+}
+
+unsigned virtq_num_free(const struct virtq *vq)
+{
+	return vq->num_free;
+}
+
+bool virtq_is_broken(const struct virtq *vq)
+{
+	return vq->broken;
+}
+
+#ifdef DEBUG
+void virtq_dump(const struct virtq *vq)
+{
+	klog("virtq %u: %s num %u free %u inflight %u%s%s%s%s cb %u",
+	     vq->index, vq->is_packed ? "packed" : "split", vq->num, vq->num_free, vq->inflight,
+	     vq->event_idx ? " event_idx" : "", vq->indirect ? " indirect" : "",
+	     vq->in_order ? " in_order" : "", vq->broken ? " BROKEN" : "", vq->cb_mode);
+	if (vq->is_packed)
+		klog("  next_avail %u/%u last_used %u/%u drv_evt %#x/%#x dev_evt %#x/%#x",
+		     vq->packed.next_avail, vq->packed.avail_wrap, vq->packed.last_used,
+		     vq->packed.used_wrap, READ_ONCE(vq->packed.driver->flags),
+		     READ_ONCE(vq->packed.driver->desc), READ_ONCE(vq->packed.device->flags),
+		     READ_ONCE(vq->packed.device->desc));
+	else
+		klog("  avail_idx %u last_used %u used.idx %u used.flags %#x avail_event %u",
+		     vq->split.avail_idx, vq->split.last_used, READ_ONCE(vq->split.used->idx),
+		     READ_ONCE(vq->split.used->flags), READ_ONCE(*split_avail_event(vq)));
+	klog("  adds %llu (indirect %llu) kicks %llu suppressed %llu completions %llu batched %llu",
+	     (unsigned long long)vq->stats.adds, (unsigned long long)vq->stats.indirect_adds,
+	     (unsigned long long)vq->stats.kicks, (unsigned long long)vq->stats.kicks_suppressed,
+	     (unsigned long long)vq->stats.completions, (unsigned long long)vq->stats.batched);
+}
+#endif

@@ -1,0 +1,126 @@
+/* fake_dev: plays the device side of one virtqueue (split or packed) in
+ * ordinary host memory, for the host tests. It reads only what a device may
+ * read (descriptors, indirect tables, avail ring, driver event area), writes
+ * only what a device may write (used ring / used descriptors, device event
+ * area, writable buffers), and counts every spec rule the driver breaks in
+ * 'errors'. Setting 'lie' makes the next completion write a bad value. */
+#ifndef VIREO_FAKE_DEV_H
+#define VIREO_FAKE_DEV_H
+
+#include "kernel/types.h"
+#include "drivers/virtio_ring_reg.h"
+#include "drivers/virtq.h"
+
+#define FAKE_MAX_SEGS	64
+#define FAKE_LEN_ALL	0xffffffffu	/* complete: fill every writable byte */
+/* Device addresses are driver VAs XORed with this, so a VA handed to the
+ * device unmapped is caught (user VAs never have these bits set). */
+#define FAKE_DMA_XOR	0x0f00000000000000ull
+
+enum fake_lie {
+	FAKE_LIE_NONE,
+	FAKE_LIE_ID_RANGE,	/* id >= num */
+	FAKE_LIE_ID_REPEAT,	/* id of the previous completion again */
+	FAKE_LIE_ID_NONHEAD,	/* split: 2nd descriptor of the chain; packed: id never made available */
+	FAKE_LIE_LEN,		/* len one past the writable bytes posted */
+	FAKE_LIE_IDX_JUMP,	/* split: used idx advanced by num + 1 */
+	FAKE_LIE_IDX_AHEAD,	/* split: used idx advanced one past the buffers in flight */
+	FAKE_LIE_IDX_BACK,	/* split: used idx moved backwards */
+	FAKE_LIE_WRAP,		/* packed: used with the wrong wrap counter (AVAIL=USED=!w) */
+	FAKE_LIE_FLAGS,		/* packed: USED=w but AVAIL=!w */
+};
+
+struct fake_seg {
+	u8 *va;
+	u32 len;
+	bool write;
+};
+
+/* A buffer the device took from the ring and has not completed yet. */
+struct fake_buf {
+	u16 id;		/* split: head descriptor; packed: buffer id */
+	u16 ndesc;	/* ring descriptors it occupies */
+	u16 second;	/* split: 2nd descriptor of a direct chain, else 0xffff */
+	bool indirect;
+	unsigned nseg;
+	struct fake_seg seg[FAKE_MAX_SEGS];
+	u32 out_len, in_len;
+	u32 out_hash;	/* fake_hash of the readable bytes, in order */
+};
+
+struct fake_dev {
+	/* negotiated features and queue */
+	u16 num, index;
+	bool packed, event_idx, in_order, indirect;
+
+	/* the ring as the device sees it (translated from device addresses) */
+	struct virtq_desc *desc;
+	struct virtq_avail *avail;
+	struct virtq_used *used;
+	struct pvirtq_desc *pdesc;
+	struct pvirtq_event_suppress *drv_evt, *dev_evt;
+
+	/* device indices */
+	u16 last_avail, used_idx, next_head;	/* split */
+	u16 avail_pos, used_pos;		/* packed */
+	bool avail_wrap, used_wrap;
+
+	/* taken, not yet completed, in the order taken */
+	struct fake_buf *pending;
+	unsigned npending;
+
+	/* observations */
+	unsigned notifies;		/* available-buffer notifications received */
+	u32 last_notify;		/* their data */
+	unsigned interrupts;		/* used-buffer notifications we would send */
+	unsigned fetched, completed, indirect_seen, used_wrap_flips, maps;
+	u32 last_out_hash, last_out_len;	/* of the last completed buffer */
+	u16 last_id;
+	bool have_last_id;
+
+	unsigned errors;		/* driver broke a rule */
+	char error[192];		/* the last one */
+
+	u8 fill;			/* writable bytes get fill + offset */
+	bool eager;			/* also fetch from inside dma_map, i.e. in the
+					 * middle of virtq_add, like a device running
+					 * concurrently: catches publishing too early */
+	enum fake_lie lie;		/* applied to the next completion, then cleared */
+};
+
+/* cfg->dma_map / cfg->notify for a queue driven by a fake_dev (ctx = dev). */
+dma_addr_t fake_dma_map(void *ctx, const void *va, size_t len);
+void *fake_dma_va(dma_addr_t addr);
+void fake_dev_notify(void *ctx, u32 data);
+
+u32 fake_hash(u32 h, const void *p, size_t n);
+#define FAKE_HASH_INIT 2166136261u
+
+/* Attach to the queue vq set up with cfg (reads its ring addresses). */
+void fake_dev_init(struct fake_dev *d, const struct virtq_config *cfg, const struct virtq *vq);
+/* Device-side queue reset: back to index 0, nothing pending. */
+void fake_dev_reset(struct fake_dev *d);
+void fake_dev_fini(struct fake_dev *d);
+
+/* Take every newly available buffer into d->pending. Returns how many. */
+unsigned fake_dev_fetch(struct fake_dev *d);
+
+/* Complete pending[i]: write min(len, in_len) bytes (FAKE_LEN_ALL: all) and
+ * publish one used entry; decides the interrupt. Returns the id, or -1. */
+int fake_dev_complete(struct fake_dev *d, unsigned i, u32 len);
+
+/* In-order batch: complete pending[0..k-1] with one used entry carrying the
+ * last buffer's id and len_last (the others are fully written). */
+int fake_dev_complete_batch(struct fake_dev *d, unsigned k, u32 len_last);
+
+/* Split: publish a raw used entry (any id/len) and advance used idx by adv. */
+void fake_dev_raw_used(struct fake_dev *d, u32 id, u32 len, u16 adv);
+/* Packed: write a raw descriptor at the device's used position (no advance). */
+void fake_dev_raw_packed(struct fake_dev *d, u16 id, u32 len, u16 flags);
+
+/* Available-buffer notification suppression, device side. */
+void fake_dev_set_no_notify(struct fake_dev *d, bool on);	/* split flags */
+void fake_dev_set_avail_event(struct fake_dev *d, u16 idx);	/* split event idx */
+void fake_dev_set_event(struct fake_dev *d, u16 flags, u16 off, bool wrap);	/* packed */
+
+#endif
