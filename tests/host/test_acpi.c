@@ -1,0 +1,1110 @@
+/* Host tests for drivers/acpi_tables.c. Tables are laid out in a fake
+ * physical-memory image; map() hands out an exact-size heap copy of the
+ * range asked for, so any read past what the parser mapped is an ASan
+ * error, not a silent pass. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <arch.h>
+#include "drivers/acpi_tables.h"
+
+#define IMG_BASE	0xe0000ull
+#define IMG_SIZE	0x20000u
+
+#define RSDP_AT		0xe0000ull
+#define XSDT_AT		0xe0100ull
+#define RSDT_AT		0xe0200ull
+#define FACP_AT		0xe1000ull
+#define APIC_AT		0xe2000ull
+#define MCFG_AT		0xe3000ull
+#define HPET_AT		0xe4000ull
+#define WAET_AT		0xe5000ull
+#define SPARE_AT	0xe6000ull
+#define SPARE2_AT	0xe7000ull
+#define UNMAPPED_AT	0xdead0000ull
+
+static u8 *img;
+static void *maps[1024];
+static unsigned nmaps;
+static struct acpi_info info;
+
+static const void *fake_map(void *ctx, u64 phys, u64 len)
+{
+	void *p;
+
+	(void)ctx;
+	if (phys < IMG_BASE || phys - IMG_BASE > IMG_SIZE ||
+	    len > IMG_SIZE - (phys - IMG_BASE))
+		return NULL;
+	assert_true(nmaps < ARRAY_SIZE(maps));
+	p = malloc(len);
+	assert_non_null(p);
+	memcpy(p, img + (phys - IMG_BASE), len);
+	maps[nmaps++] = p;
+	return p;
+}
+
+static const struct acpi_mem mem = { .map = fake_map, .ctx = NULL };
+
+static u8 *at(u64 phys)
+{
+	assert_true(phys >= IMG_BASE && phys < IMG_BASE + IMG_SIZE);
+	return img + (phys - IMG_BASE);
+}
+
+static void w16(u8 *p, u16 v)
+{
+	p[0] = (u8)v;
+	p[1] = (u8)(v >> 8);
+}
+
+static void w32(u8 *p, u32 v)
+{
+	w16(p, (u16)v);
+	w16(p + 2, (u16)(v >> 16));
+}
+
+static void w64(u8 *p, u64 v)
+{
+	w32(p, (u32)v);
+	w32(p + 4, (u32)(v >> 32));
+}
+
+static u32 r32(const u8 *p)
+{
+	return (u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24;
+}
+
+static void csum_at(u8 *p, u32 len, u32 field)
+{
+	u8 sum = 0;
+	u32 i;
+
+	p[field] = 0;
+	for (i = 0; i < len; i++)
+		sum = (u8)(sum + p[i]);
+	p[field] = (u8)-sum;
+}
+
+/* Recompute a table's checksum from its own length field. */
+static void fix(u64 phys)
+{
+	csum_at(at(phys), r32(at(phys) + 4), 9);
+}
+
+static void hdr(u64 phys, const char *sig, u32 len, u8 rev)
+{
+	u8 *p = at(phys);
+
+	memcpy(p, sig, 4);
+	w32(p + 4, len);
+	p[8] = rev;
+	memcpy(p + 10, "VIREO ", 6);
+	memcpy(p + 16, "TESTTBL ", 8);
+	w32(p + 24, 1);
+	memcpy(p + 28, "TEST", 4);
+	w32(p + 32, 1);
+}
+
+static void rsdp(u64 phys, u8 rev, u32 rsdt, u64 xsdt)
+{
+	u8 *p = at(phys);
+
+	memcpy(p, "RSD PTR ", 8);
+	memcpy(p + 9, "BOCHS ", 6);
+	p[15] = rev;
+	w32(p + 16, rsdt);
+	if (rev >= 2) {
+		w32(p + 20, 36);
+		w64(p + 24, xsdt);
+	}
+	csum_at(p, 20, 8);
+	if (rev >= 2)
+		csum_at(p, 36, 32);	/* covers the v1 checksum byte too */
+}
+
+static void root(u64 phys, const char *sig, const u64 *ent, unsigned n)
+{
+	unsigned esz = sig[0] == 'X' ? 8 : 4, i;
+	u8 *p = at(phys);
+
+	hdr(phys, sig, 36 + esz * n, 1);
+	for (i = 0; i < n; i++) {
+		if (esz == 8)
+			w64(p + 36 + 8 * i, ent[i]);
+		else
+			w32(p + 36 + 4 * i, (u32)ent[i]);
+	}
+	fix(phys);
+}
+
+/* A table grown entry by entry. */
+struct tb {
+	u64 phys;
+	u32 len;
+};
+
+static struct tb tb_begin(u64 phys, const char *sig, u8 rev)
+{
+	hdr(phys, sig, 36, rev);
+	return (struct tb){ .phys = phys, .len = 36 };
+}
+
+static void tb_put(struct tb *t, const u8 *bytes, u32 n)
+{
+	memcpy(at(t->phys + t->len), bytes, n);
+	t->len += n;
+}
+
+static void tb_end(struct tb *t)
+{
+	w32(at(t->phys) + 4, t->len);
+	fix(t->phys);
+}
+
+static void madt_lapic(struct tb *t, u8 uid, u8 id, u32 flags)
+{
+	u8 e[8] = { 0, 8, uid, id };
+
+	w32(e + 4, flags);
+	tb_put(t, e, sizeof e);
+}
+
+static void madt_ioapic(struct tb *t, u8 id, u32 addr, u32 gsi)
+{
+	u8 e[12] = { 1, 12, id, 0 };
+
+	w32(e + 4, addr);
+	w32(e + 8, gsi);
+	tb_put(t, e, sizeof e);
+}
+
+static void madt_iso(struct tb *t, u8 irq, u32 gsi, u16 flags)
+{
+	u8 e[10] = { 2, 10, 0, irq };
+
+	w32(e + 4, gsi);
+	w16(e + 8, flags);
+	tb_put(t, e, sizeof e);
+}
+
+static void madt_lapic_nmi(struct tb *t, u8 uid, u16 flags, u8 lint)
+{
+	u8 e[6] = { 4, 6, uid };
+
+	w16(e + 3, flags);
+	e[5] = lint;
+	tb_put(t, e, sizeof e);
+}
+
+/* q35-like MADT: 2 CPUs enabled, 1 disabled (dropped), 1 hot-pluggable. */
+static void build_madt(u64 phys, u32 lapic)
+{
+	struct tb t = tb_begin(phys, "APIC", 3);
+	u8 fixed[8];
+
+	w32(fixed, lapic);
+	w32(fixed + 4, 1);	/* PCAT_COMPAT */
+	tb_put(&t, fixed, 8);
+	madt_lapic(&t, 0, 0, 1);
+	madt_lapic(&t, 1, 1, 1);
+	madt_lapic(&t, 2, 2, 0);
+	madt_lapic(&t, 3, 3, 2);
+	madt_ioapic(&t, 0, 0xfec00000, 0);
+	madt_iso(&t, 0, 2, 0);
+	madt_iso(&t, 5, 5, 0xd);
+	madt_iso(&t, 9, 9, 0xd);
+	madt_iso(&t, 10, 10, 0xd);
+	madt_iso(&t, 11, 11, 0xd);
+	madt_lapic_nmi(&t, 0xff, 0, 1);
+	tb_end(&t);
+}
+
+static void build_mcfg(u64 phys)
+{
+	struct tb t = tb_begin(phys, "MCFG", 1);
+	u8 e[16] = { 0 }, rsvd[8] = { 0 };
+
+	tb_put(&t, rsvd, 8);
+	w64(e, 0xb0000000);
+	e[10] = 0;
+	e[11] = 0xff;
+	tb_put(&t, e, 16);
+	tb_end(&t);
+}
+
+static void build_hpet(u64 phys, u32 block_id)
+{
+	u8 *p = at(phys);
+
+	hdr(phys, "HPET", 56, 1);
+	w32(p + 36, block_id);
+	p[40] = 0;		/* system memory */
+	p[41] = 64;
+	w64(p + 44, 0xfed00000);
+	p[52] = 0;
+	w16(p + 53, 0x80);
+	p[55] = 0;
+	fix(phys);
+}
+
+/* Full ACPI 6 FADT image; rev/len decide how much of it is a table. The
+ * extended fields deliberately differ from the legacy ones so tests can
+ * tell which were read. */
+static void build_fadt(u64 phys, u8 rev, u32 len, u32 flags)
+{
+	u8 *p = at(phys);
+
+	memset(p, 0, 276);
+	hdr(phys, "FACP", len, rev);
+	w32(p + 36, 0x7ffe0000);		/* FIRMWARE_CTRL */
+	w32(p + 40, 0x7ffd0000);		/* DSDT */
+	w16(p + 46, 9);				/* SCI_INT */
+	w32(p + 76, 0x608);			/* PM_TMR_BLK */
+	p[91] = 4;				/* PM_TMR_LEN */
+	p[108] = 0x32;				/* CENTURY */
+	w16(p + 109, ACPI_BOOT_8042 | ACPI_BOOT_NO_VGA);
+	w32(p + 112, flags);
+	p[116] = ACPI_GAS_SYSIO;		/* RESET_REG */
+	p[117] = 8;
+	p[118] = 0;
+	p[119] = 1;
+	w64(p + 120, 0xcf9);
+	p[128] = 0x0f;				/* RESET_VALUE */
+	w64(p + 140, 0x17ffd0000ull);		/* X_DSDT */
+	p[208] = ACPI_GAS_SYSIO;		/* X_PM_TMR_BLK */
+	p[209] = 32;
+	p[211] = 3;
+	w64(p + 212, 0xb008);
+	fix(phys);
+}
+
+static void build_waet(u64 phys)
+{
+	hdr(phys, "WAET", 40, 1);
+	w32(at(phys) + 36, 2);
+	fix(phys);
+}
+
+#define STD_FLAGS (ACPI_FADT_TMR_VAL_EXT | ACPI_FADT_RESET_REG_SUP | 0x1)
+
+/* q35 under OVMF: RSDP 2, XSDT and RSDT, FADT 6, MADT, MCFG, HPET, WAET. */
+static void build_q35(void)
+{
+	const u64 ent[] = { FACP_AT, APIC_AT, MCFG_AT, HPET_AT, WAET_AT };
+
+	build_fadt(FACP_AT, 6, 276, STD_FLAGS);
+	build_madt(APIC_AT, 0xfee00000);
+	build_mcfg(MCFG_AT);
+	build_hpet(HPET_AT, 0x8086a201);
+	build_waet(WAET_AT);
+	root(XSDT_AT, "XSDT", ent, ARRAY_SIZE(ent));
+	root(RSDT_AT, "RSDT", ent, ARRAY_SIZE(ent));
+	rsdp(RSDP_AT, 2, RSDT_AT, XSDT_AT);
+}
+
+/* i440fx under SeaBIOS: RSDP 0, RSDT only, FADT 3, MADT, HPET, no MCFG. */
+static void build_pc(void)
+{
+	const u64 ent[] = { FACP_AT, APIC_AT, HPET_AT };
+
+	build_fadt(FACP_AT, 3, 244, STD_FLAGS);
+	build_madt(APIC_AT, 0xfee00000);
+	build_hpet(HPET_AT, 0x8086a201);
+	root(RSDT_AT, "RSDT", ent, ARRAY_SIZE(ent));
+	rsdp(RSDP_AT, 0, RSDT_AT, 0);
+}
+
+static int run(void)
+{
+	return acpi_parse(RSDP_AT, &mem, &info);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	img = calloc(1, IMG_SIZE);
+	nmaps = 0;
+	shim_klog_reset();
+	return img ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	while (nmaps)
+		free(maps[--nmaps]);
+	free(img);
+	return 0;
+}
+
+static void assert_log_has(const char *a, const char *b)
+{
+	const char *last = shim_klog_last();
+
+	if (!strstr(last, a) || (b && !strstr(last, b)))
+		fail_msg("last klog \"%s\" lacks \"%s\"/\"%s\"", last, a, b ? b : "");
+}
+
+/* ---- good platforms ---- */
+
+static void test_q35_good(void **state)
+{
+	u16 flags = 0xffff;
+
+	(void)state;
+	build_q35();
+	assert_int_equal(run(), 0);
+	assert_int_equal(shim_klog_count(), 0);
+	assert_int_equal(info.warnings, 0);
+	assert_int_equal(info.rsdp_revision, 2);
+	assert_true(info.xsdt);
+	assert_int_equal(info.root_phys, XSDT_AT);
+	assert_string_equal(info.oem_id, "BOCHS ");
+	assert_int_equal(info.table_count, 5);
+	assert_non_null(acpi_find_table(&info, "WAET"));
+	assert_int_equal(acpi_find_table(&info, "HPET")->phys, HPET_AT);
+	assert_null(acpi_find_table(&info, "SSDT"));
+
+	assert_true(info.madt.present);
+	assert_true(info.madt.pcat_compat);
+	assert_int_equal(info.madt.lapic_addr, 0xfee00000);
+	assert_int_equal(info.madt.cpu_count, 3);	/* disabled one dropped */
+	assert_int_equal(info.madt.cpus[1].apic_id, 1);
+	assert_true(info.madt.cpus[1].enabled);
+	assert_int_equal(info.madt.cpus[2].apic_id, 3);
+	assert_false(info.madt.cpus[2].enabled);	/* online-capable only */
+	assert_int_equal(info.madt.ioapic_count, 1);
+	assert_int_equal(info.madt.ioapics[0].addr, 0xfec00000);
+	assert_int_equal(info.madt.ioapics[0].gsi_base, 0);
+	assert_int_equal(info.madt.iso_count, 5);
+	assert_int_equal(info.madt.nmi_count, 1);
+	assert_true(info.madt.nmis[0].lapic);
+	assert_int_equal(info.madt.nmis[0].uid, ACPI_UID_ALL_CPUS);
+	assert_int_equal(info.madt.nmis[0].lint, 1);
+
+	assert_int_equal(acpi_irq_to_gsi(&info, 0, &flags), 2);
+	assert_int_equal(flags, 0);
+	assert_int_equal(acpi_irq_to_gsi(&info, 9, &flags), 9);
+	assert_int_equal(flags & ACPI_MPS_TRIG_MASK, ACPI_MPS_TRIG_LEVEL);
+	assert_int_equal(flags & ACPI_MPS_POL_MASK, ACPI_MPS_POL_HIGH);
+	assert_int_equal(acpi_irq_to_gsi(&info, 4, &flags), 4);
+	assert_int_equal(flags, 0);
+	assert_int_equal(acpi_irq_to_gsi(&info, 1, NULL), 1);
+
+	assert_true(info.mcfg_present);
+	assert_int_equal(info.ecam_count, 1);
+	assert_int_equal(info.ecam[0].base, 0xb0000000);
+	assert_int_equal(info.ecam[0].end_bus, 0xff);
+
+	assert_true(info.fadt.present);
+	assert_int_equal(info.fadt.revision, 6);
+	assert_int_equal(info.fadt.sci_int, 9);
+	assert_int_equal(info.fadt.dsdt, 0x17ffd0000ull);
+	assert_int_equal(info.fadt.facs, 0x7ffe0000);
+	assert_int_equal(info.fadt.pm_timer.space_id, ACPI_GAS_SYSIO);
+	assert_int_equal(info.fadt.pm_timer.address, 0xb008);	/* X_ wins */
+	assert_int_equal(info.fadt.pm_timer_bits, 32);
+	assert_true(info.fadt.reset_supported);
+	assert_int_equal(info.fadt.reset_reg.address, 0xcf9);
+	assert_int_equal(info.fadt.reset_value, 0x0f);
+	assert_true(info.fadt.boot_arch_valid);
+	assert_true(info.fadt.boot_arch & ACPI_BOOT_8042);
+	assert_true(info.fadt.boot_arch & ACPI_BOOT_NO_VGA);
+	assert_false(info.fadt.boot_arch & ACPI_BOOT_NO_MSI);
+	assert_int_equal(info.fadt.century, 0x32);
+	assert_false(info.fadt.hw_reduced);
+
+	assert_true(info.hpet.present);
+	assert_int_equal(info.hpet.base, 0xfed00000);
+	assert_int_equal(info.hpet.min_tick, 0x80);
+	assert_int_equal(info.hpet.comparators, 3);
+	assert_true(info.hpet.legacy_capable);
+	assert_true(info.hpet.counter_64bit);
+}
+
+static void test_pc_good(void **state)
+{
+	(void)state;
+	build_pc();
+	assert_int_equal(run(), 0);
+	assert_int_equal(shim_klog_count(), 0);
+	assert_int_equal(info.rsdp_revision, 0);
+	assert_false(info.xsdt);
+	assert_int_equal(info.root_phys, RSDT_AT);
+	assert_int_equal(info.table_count, 3);
+	assert_false(info.mcfg_present);
+	assert_int_equal(info.ecam_count, 0);
+	assert_true(info.madt.present);
+	assert_int_equal(info.madt.cpu_count, 3);
+	assert_true(info.fadt.present);
+	assert_int_equal(info.fadt.revision, 3);
+	assert_int_equal(info.fadt.dsdt, 0x17ffd0000ull);
+	assert_true(info.hpet.present);
+}
+
+/* ---- RSDP and root tables ---- */
+
+static void test_rsdp_bad_checksum(void **state)
+{
+	(void)state;
+	build_q35();
+	at(RSDP_AT)[16] ^= 0x01;	/* RSDT address, under the v1 checksum */
+	assert_int_equal(run(), -EBADMSG);
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("RSDP", "checksum");
+	assert_false(info.madt.present);
+}
+
+static void test_rsdp_bad_signature(void **state)
+{
+	(void)state;
+	build_q35();
+	at(RSDP_AT)[3] = 'X';		/* "RSDXPTR ", checksums made good */
+	csum_at(at(RSDP_AT), 20, 8);
+	csum_at(at(RSDP_AT), 36, 32);
+	assert_int_equal(run(), -EBADMSG);
+	assert_int_equal(shim_klog_count(), 1);
+}
+
+static void test_rsdp_unmapped(void **state)
+{
+	(void)state;
+	assert_int_equal(acpi_parse(UNMAPPED_AT, &mem, &info), -EFAULT);
+	assert_int_equal(acpi_parse(RSDP_AT, NULL, &info), -EINVAL);
+	assert_int_equal(acpi_parse(RSDP_AT, &mem, NULL), -EINVAL);
+}
+
+static void test_rsdp_bad_ext_checksum_uses_rsdt(void **state)
+{
+	(void)state;
+	build_q35();
+	at(RSDP_AT)[33] ^= 0x10;	/* reserved byte: only the ext checksum sees it */
+	assert_int_equal(run(), 0);
+	assert_false(info.xsdt);
+	assert_int_equal(info.root_phys, RSDT_AT);
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("extended checksum", NULL);
+	assert_true(info.madt.present);
+}
+
+static void test_rsdp_huge_length_uses_rsdt(void **state)
+{
+	(void)state;
+	build_q35();
+	w32(at(RSDP_AT) + 20, 0x10000000);
+	csum_at(at(RSDP_AT), 20, 8);
+	assert_int_equal(run(), 0);
+	assert_false(info.xsdt);
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("bad length", NULL);
+}
+
+static void test_bad_xsdt_falls_back_to_rsdt(void **state)
+{
+	(void)state;
+	build_q35();
+	at(XSDT_AT)[36] ^= 0x40;	/* corrupt an entry, keep the old checksum */
+	assert_int_equal(run(), 0);
+	assert_false(info.xsdt);
+	assert_int_equal(info.root_phys, RSDT_AT);
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("XSDT", "checksum");
+	assert_true(info.madt.present);
+	assert_true(info.fadt.present);
+	assert_int_equal(info.ecam_count, 1);
+}
+
+static void test_xsdt_wrong_signature_falls_back(void **state)
+{
+	(void)state;
+	build_q35();
+	memcpy(at(XSDT_AT), "RSDT", 4);
+	fix(XSDT_AT);
+	assert_int_equal(run(), 0);
+	assert_false(info.xsdt);
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("XSDT", "signature");
+}
+
+static void test_no_usable_root(void **state)
+{
+	(void)state;
+	build_q35();
+	at(XSDT_AT)[9]++;
+	at(RSDT_AT)[9]++;
+	assert_int_equal(run(), -ENOENT);
+	assert_int_equal(shim_klog_count(), 3);	/* XSDT, RSDT, giving up */
+}
+
+static void test_xsdt_null_pointer_uses_rsdt(void **state)
+{
+	(void)state;
+	build_q35();
+	rsdp(RSDP_AT, 2, RSDT_AT, 0);
+	assert_int_equal(run(), 0);
+	assert_false(info.xsdt);
+	assert_int_equal(shim_klog_count(), 0);
+}
+
+/* ---- individual tables ---- */
+
+static void test_bad_table_checksum_ignored(void **state)
+{
+	(void)state;
+	build_q35();
+	at(HPET_AT)[53] ^= 0xff;	/* min tick changed, checksum not */
+	assert_int_equal(run(), 0);
+	assert_false(info.hpet.present);
+	assert_null(acpi_find_table(&info, "HPET"));
+	assert_int_equal(shim_klog_count(), 1);
+	assert_int_equal(info.warnings, 1);
+	assert_log_has("HPET", "checksum");
+	assert_true(info.madt.present);
+	assert_true(info.fadt.present);
+	assert_int_equal(info.ecam_count, 1);
+	assert_int_equal(info.table_count, 4);
+}
+
+static void test_table_truncated_by_mapping(void **state)
+{
+	const u64 ent[] = { FACP_AT, IMG_BASE + IMG_SIZE - 64 };
+	u64 late = IMG_BASE + IMG_SIZE - 64;
+
+	(void)state;
+	build_q35();
+	hdr(late, "APIC", 200, 3);	/* 64 bytes readable, claims 200 */
+	root(XSDT_AT, "XSDT", ent, ARRAY_SIZE(ent));
+	assert_int_equal(run(), 0);
+	assert_false(info.madt.present);
+	assert_true(info.fadt.present);
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("APIC", "readable");
+}
+
+static void test_header_straddles_mapping_end(void **state)
+{
+	const u64 ent[] = { IMG_BASE + IMG_SIZE - 20, FACP_AT };
+
+	(void)state;
+	build_q35();
+	root(XSDT_AT, "XSDT", ent, ARRAY_SIZE(ent));
+	assert_int_equal(run(), 0);
+	assert_true(info.fadt.present);
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("header not readable", NULL);
+}
+
+static void test_length_below_header(void **state)
+{
+	(void)state;
+	build_q35();
+	w32(at(MCFG_AT) + 4, 20);
+	csum_at(at(MCFG_AT), 36, 9);	/* would sum to 0 over 36 bytes */
+	assert_int_equal(run(), 0);
+	assert_false(info.mcfg_present);
+	assert_int_equal(info.ecam_count, 0);
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("MCFG", "below header");
+}
+
+static void test_length_too_large(void **state)
+{
+	(void)state;
+	build_q35();
+	w32(at(WAET_AT) + 4, ACPI_MAX_TABLE_LEN + 1);
+	assert_int_equal(run(), 0);
+	assert_null(acpi_find_table(&info, "WAET"));
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("WAET", "too large");
+}
+
+static void test_unmapped_table_address(void **state)
+{
+	const u64 ent[] = { FACP_AT, UNMAPPED_AT, APIC_AT, 0 };
+
+	(void)state;
+	build_q35();
+	root(XSDT_AT, "XSDT", ent, ARRAY_SIZE(ent));
+	rsdp(RSDP_AT, 2, RSDT_AT, XSDT_AT);
+	assert_int_equal(run(), 0);
+	assert_true(info.fadt.present);
+	assert_true(info.madt.present);
+	assert_int_equal(shim_klog_count(), 2);	/* unreadable + null entry */
+	assert_log_has("entry 3", "null");
+}
+
+static void test_duplicate_tables_first_wins(void **state)
+{
+	const u64 ent[] = { APIC_AT, SPARE_AT, FACP_AT };
+
+	(void)state;
+	build_q35();
+	build_madt(SPARE_AT, 0xfee10000);	/* valid, different content */
+	root(XSDT_AT, "XSDT", ent, ARRAY_SIZE(ent));
+	assert_int_equal(run(), 0);
+	assert_int_equal(info.madt.lapic_addr, 0xfee00000);
+	assert_int_equal(info.madt.cpu_count, 3);	/* not doubled */
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("APIC", "duplicate");
+	assert_int_equal(info.table_count, 2);
+}
+
+static void test_first_valid_wins_over_bad_first(void **state)
+{
+	const u64 ent[] = { APIC_AT, SPARE_AT };
+
+	(void)state;
+	build_q35();
+	build_madt(SPARE_AT, 0xfee10000);
+	at(APIC_AT)[40] ^= 1;		/* first copy: bad checksum */
+	root(XSDT_AT, "XSDT", ent, ARRAY_SIZE(ent));
+	assert_int_equal(run(), 0);
+	assert_true(info.madt.present);
+	assert_int_equal(info.madt.lapic_addr, 0xfee10000);
+	assert_int_equal(shim_klog_count(), 1);
+}
+
+static void test_same_table_listed_twice(void **state)
+{
+	const u64 ent[] = { WAET_AT, WAET_AT, HPET_AT };
+
+	(void)state;
+	build_q35();
+	root(XSDT_AT, "XSDT", ent, ARRAY_SIZE(ent));
+	assert_int_equal(run(), 0);
+	assert_int_equal(info.table_count, 2);
+	assert_true(info.hpet.present);
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("WAET", "overlaps");
+}
+
+static void test_overlapping_tables(void **state)
+{
+	const u64 ent[] = { SPARE_AT, SPARE_AT + 24 };
+
+	(void)state;
+	build_q35();
+	/* A 64-byte SSDT whose body holds a complete, valid 40-byte WAET. */
+	hdr(SPARE_AT, "SSDT", 64, 2);
+	build_waet(SPARE_AT + 24);
+	fix(SPARE_AT);
+	root(XSDT_AT, "XSDT", ent, ARRAY_SIZE(ent));
+	assert_int_equal(run(), 0);
+	assert_int_equal(info.table_count, 1);
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("overlaps", NULL);
+}
+
+static void test_xsdt_points_at_itself(void **state)
+{
+	const u64 ent[] = { XSDT_AT, FACP_AT };
+
+	(void)state;
+	build_q35();
+	root(XSDT_AT, "XSDT", ent, ARRAY_SIZE(ent));
+	rsdp(RSDP_AT, 2, RSDT_AT, XSDT_AT);
+	assert_int_equal(run(), 0);
+	assert_true(info.xsdt);
+	assert_true(info.fadt.present);
+	assert_int_equal(info.table_count, 1);
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("XSDT", "overlaps the XSDT");
+}
+
+static void test_root_entry_cap(void **state)
+{
+	static u64 ent[ACPI_MAX_ROOT_ENTRIES + 2];	/* all null */
+
+	(void)state;
+	build_q35();
+	root(SPARE2_AT, "XSDT", ent, ARRAY_SIZE(ent));
+	rsdp(RSDP_AT, 2, RSDT_AT, SPARE2_AT);
+	assert_int_equal(run(), 0);
+	/* one "only the first N" line, then one per null entry looked at */
+	assert_int_equal(shim_klog_count(), 1 + ACPI_MAX_ROOT_ENTRIES);
+}
+
+static void test_root_trailing_bytes(void **state)
+{
+	(void)state;
+	build_q35();
+	w32(at(XSDT_AT) + 4, 36 + 5 * 8 + 3);
+	fix(XSDT_AT);
+	assert_int_equal(run(), 0);
+	assert_true(info.xsdt);
+	assert_int_equal(info.table_count, 5);
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("trailing", NULL);
+}
+
+/* ---- MADT ---- */
+
+static void test_madt_zero_length_entry(void **state)
+{
+	struct tb t;
+	u8 fixed[8] = { 0 }, bad[2] = { 0, 0 };
+
+	(void)state;
+	build_q35();
+	t = tb_begin(APIC_AT, "APIC", 3);
+	w32(fixed, 0xfee00000);
+	tb_put(&t, fixed, 8);
+	madt_lapic(&t, 0, 0, 1);
+	tb_put(&t, bad, 2);
+	madt_lapic(&t, 1, 1, 1);
+	tb_end(&t);
+	assert_int_equal(run(), 0);
+	assert_true(info.madt.present);
+	assert_int_equal(info.madt.cpu_count, 1);
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("MADT", "length 0");
+
+	/* length 1 cannot even cover its own type/length bytes */
+	at(APIC_AT + 44 + 8)[1] = 1;
+	fix(APIC_AT);
+	shim_klog_reset();
+	assert_int_equal(run(), 0);
+	assert_int_equal(info.madt.cpu_count, 1);
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("MADT", "length 1");
+}
+
+static void test_madt_entry_overruns(void **state)
+{
+	struct tb t;
+	u8 fixed[8] = { 0 };
+	u8 big[4] = { 1, 40, 0, 0 };	/* IOAPIC claiming 40 bytes */
+
+	(void)state;
+	build_q35();
+	t = tb_begin(APIC_AT, "APIC", 3);
+	w32(fixed, 0xfee00000);
+	tb_put(&t, fixed, 8);
+	madt_lapic(&t, 0, 0, 1);
+	madt_ioapic(&t, 0, 0xfec00000, 0);
+	tb_put(&t, big, 4);
+	tb_end(&t);
+	assert_int_equal(run(), 0);
+	assert_int_equal(info.madt.cpu_count, 1);
+	assert_int_equal(info.madt.ioapic_count, 1);
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("overruns", NULL);
+}
+
+static void test_madt_entry_too_short_for_type(void **state)
+{
+	struct tb t;
+	u8 fixed[8] = { 0 };
+	u8 shortio[8] = { 1, 8, 7, 0, 0, 0, 0xc0, 0xfe };
+
+	(void)state;
+	build_q35();
+	t = tb_begin(APIC_AT, "APIC", 3);
+	w32(fixed, 0xfee00000);
+	tb_put(&t, fixed, 8);
+	tb_put(&t, shortio, 8);		/* IOAPIC needs 12 */
+	madt_lapic(&t, 0, 5, 1);	/* walk continues past it */
+	tb_end(&t);
+	assert_int_equal(run(), 0);
+	assert_int_equal(info.madt.ioapic_count, 0);
+	assert_int_equal(info.madt.cpu_count, 1);
+	assert_int_equal(info.madt.cpus[0].apic_id, 5);
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("type 1", "needs 12");
+}
+
+static void test_madt_x2apic_override_nmi(void **state)
+{
+	struct tb t;
+	u8 fixed[8] = { 0 };
+	u8 x2[16] = { 9, 16 }, x2nmi[12] = { 10, 12 }, ovr[12] = { 5, 12 };
+	u8 ovr2[12] = { 5, 12 }, nmisrc[8] = { 3, 8 }, unknown[6] = { 0x7f, 6 };
+	u8 iso_pci[10] = { 2, 10, 1, 3 };
+
+	(void)state;
+	build_q35();
+	t = tb_begin(APIC_AT, "APIC", 5);
+	w32(fixed, 0xfee00000);
+	tb_put(&t, fixed, 8);
+	w32(x2 + 4, 0x1234);	/* x2APIC id */
+	w32(x2 + 8, 1);		/* enabled */
+	w32(x2 + 12, 77);	/* uid */
+	tb_put(&t, x2, 16);
+	madt_lapic(&t, 0, 0x34, 1);
+	madt_lapic(&t, 1, 0x34, 1);	/* same APIC id again: dropped */
+	w16(x2nmi + 2, 0x5);
+	w32(x2nmi + 4, ACPI_UID_ALL_CPUS);
+	x2nmi[8] = 1;
+	tb_put(&t, x2nmi, 12);
+	w64(ovr + 4, 0x1fee00000ull);
+	tb_put(&t, ovr, 12);
+	w64(ovr2 + 4, 0x2fee00000ull);
+	tb_put(&t, ovr2, 12);		/* second override: ignored */
+	w16(nmisrc + 2, 0xd);
+	w32(nmisrc + 4, 2);
+	tb_put(&t, nmisrc, 8);
+	tb_put(&t, unknown, 6);		/* unknown type: skipped quietly */
+	tb_put(&t, iso_pci, 10);	/* bus 1: not ISA, dropped */
+	tb_end(&t);
+	assert_int_equal(run(), 0);
+	assert_false(info.madt.pcat_compat);
+	assert_int_equal(info.madt.lapic_addr, 0x1fee00000ull);
+	assert_int_equal(info.madt.cpu_count, 2);
+	assert_true(info.madt.cpus[0].x2apic);
+	assert_int_equal(info.madt.cpus[0].apic_id, 0x1234);
+	assert_int_equal(info.madt.cpus[0].uid, 77);
+	assert_false(info.madt.cpus[1].x2apic);
+	assert_int_equal(info.madt.nmi_count, 2);
+	assert_true(info.madt.nmis[0].lapic);
+	assert_int_equal(info.madt.nmis[0].uid, ACPI_UID_ALL_CPUS);
+	assert_int_equal(info.madt.nmis[0].flags, 0x5);
+	assert_false(info.madt.nmis[1].lapic);
+	assert_int_equal(info.madt.nmis[1].gsi, 2);
+	assert_int_equal(info.madt.iso_count, 0);
+	assert_int_equal(shim_klog_count(), 3);	/* dup id, 2nd override, bus 1 */
+}
+
+static void test_madt_array_caps(void **state)
+{
+	struct tb t;
+	u8 fixed[8] = { 0 };
+	unsigned i;
+
+	(void)state;
+	build_q35();
+	t = tb_begin(APIC_AT, "APIC", 3);
+	w32(fixed, 0xfee00000);
+	tb_put(&t, fixed, 8);
+	for (i = 0; i < ACPI_MAX_CPUS + 10; i++)
+		madt_lapic(&t, (u8)i, (u8)i, 1);
+	tb_end(&t);
+	assert_int_equal(run(), 0);
+	assert_int_equal(info.madt.cpu_count, ACPI_MAX_CPUS);
+	assert_int_equal(shim_klog_count(), 1);	/* once, not ten times */
+}
+
+/* ---- MCFG ---- */
+
+static void test_mcfg_validation(void **state)
+{
+	struct tb t;
+	u8 rsvd[8] = { 0 }, e[16];
+
+	(void)state;
+	build_q35();
+	t = tb_begin(MCFG_AT, "MCFG", 1);
+	tb_put(&t, rsvd, 8);
+	memset(e, 0, 16);
+	w64(e, 0xb0000000);
+	e[10] = 5;
+	e[11] = 4;			/* end < start */
+	tb_put(&t, e, 16);
+	w64(e, 0);
+	e[10] = 0;
+	e[11] = 0xff;			/* base 0 */
+	tb_put(&t, e, 16);
+	w64(e, 0xb0001000);		/* not 1 MiB aligned */
+	tb_put(&t, e, 16);
+	w64(e, 0xfffffffffff00000ull);	/* window wraps */
+	tb_put(&t, e, 16);
+	w64(e, 0xe0000000);
+	w16(e + 8, 1);
+	e[10] = 0x10;
+	e[11] = 0x1f;			/* good: segment 1, buses 16-31 */
+	tb_put(&t, e, 16);
+	e[10] = 0x18;
+	e[11] = 0x20;			/* overlaps the previous window */
+	tb_put(&t, e, 16);
+	tb_end(&t);
+	assert_int_equal(run(), 0);
+	assert_true(info.mcfg_present);
+	assert_int_equal(info.ecam_count, 1);
+	assert_int_equal(info.ecam[0].base, 0xe0000000);
+	assert_int_equal(info.ecam[0].segment, 1);
+	assert_int_equal(info.ecam[0].start_bus, 0x10);
+	assert_int_equal(info.ecam[0].end_bus, 0x1f);
+	assert_int_equal(shim_klog_count(), 5);
+}
+
+/* ---- FADT ---- */
+
+static void test_fadt_rev1_short(void **state)
+{
+	(void)state;
+	build_q35();
+	/* An ACPI 1.0 FADT is 116 bytes. The image behind it still holds
+	 * ACPI 6 fields (X_PM_TMR_BLK, RESET_REG, X_DSDT); the exact-size
+	 * map makes any read of them an ASan error. */
+	build_fadt(FACP_AT, 1, 116, STD_FLAGS);
+	assert_int_equal(run(), 0);
+	assert_int_equal(shim_klog_count(), 0);
+	assert_true(info.fadt.present);
+	assert_int_equal(info.fadt.revision, 1);
+	assert_int_equal(info.fadt.len, 116);
+	assert_int_equal(info.fadt.sci_int, 9);
+	assert_int_equal(info.fadt.dsdt, 0x7ffd0000);	/* 32-bit field */
+	assert_int_equal(info.fadt.pm_timer.space_id, ACPI_GAS_SYSIO);
+	assert_int_equal(info.fadt.pm_timer.address, 0x608);	/* port */
+	assert_int_equal(info.fadt.pm_timer_bits, 32);
+	assert_false(info.fadt.reset_supported);
+	assert_int_equal(info.fadt.reset_reg.address, 0);
+	assert_false(info.fadt.boot_arch_valid);
+	assert_int_equal(info.fadt.boot_arch, 0);
+	assert_int_equal(info.fadt.century, 0x32);
+	assert_int_equal(info.fadt.flags, STD_FLAGS);
+}
+
+static void test_fadt_rev6_long(void **state)
+{
+	(void)state;
+	build_q35();
+	build_fadt(FACP_AT, 6, 276, ACPI_FADT_RESET_REG_SUP);	/* 24-bit timer */
+	assert_int_equal(run(), 0);
+	assert_int_equal(info.fadt.len, 276);
+	assert_int_equal(info.fadt.pm_timer.address, 0xb008);
+	assert_int_equal(info.fadt.pm_timer_bits, 24);
+	assert_true(info.fadt.reset_supported);
+	assert_int_equal(info.fadt.reset_reg.space_id, ACPI_GAS_SYSIO);
+	assert_int_equal(info.fadt.dsdt, 0x17ffd0000ull);
+}
+
+static void test_fadt_rev1_long(void **state)
+{
+	(void)state;
+	build_q35();
+	/* Revision 1 with a longer body: the bytes are there, but RESET_REG,
+	 * IAPC_BOOT_ARCH and the X_ fields did not exist in ACPI 1.0. */
+	build_fadt(FACP_AT, 1, 244, STD_FLAGS);
+	assert_int_equal(run(), 0);
+	assert_int_equal(info.fadt.len, 244);
+	assert_false(info.fadt.reset_supported);
+	assert_int_equal(info.fadt.reset_reg.address, 0);
+	assert_false(info.fadt.boot_arch_valid);
+	assert_int_equal(info.fadt.pm_timer.address, 0x608);
+	assert_int_equal(info.fadt.dsdt, 0x7ffd0000);
+}
+
+static void test_fadt_revision_lies_length_rules(void **state)
+{
+	(void)state;
+	build_q35();
+	build_fadt(FACP_AT, 6, 116, STD_FLAGS);	/* says 6, is 1.0-sized */
+	assert_int_equal(run(), 0);
+	assert_int_equal(info.fadt.pm_timer.address, 0x608);
+	assert_false(info.fadt.reset_supported);
+	assert_true(info.fadt.boot_arch_valid);	/* offset 109 is inside */
+	assert_true(info.fadt.boot_arch & ACPI_BOOT_8042);
+	assert_int_equal(info.fadt.dsdt, 0x7ffd0000);
+}
+
+static void test_fadt_tiny(void **state)
+{
+	(void)state;
+	build_q35();
+	build_fadt(FACP_AT, 1, 44, STD_FLAGS);	/* up to DSDT only */
+	assert_int_equal(run(), 0);
+	assert_true(info.fadt.present);
+	assert_int_equal(info.fadt.dsdt, 0x7ffd0000);
+	assert_int_equal(info.fadt.sci_int, 0);
+	assert_int_equal(info.fadt.flags, 0);
+	assert_int_equal(info.fadt.pm_timer.address, 0);
+	assert_int_equal(info.fadt.pm_timer_bits, 0);
+}
+
+static void test_fadt_hw_reduced_and_bad_reset(void **state)
+{
+	u8 *p;
+
+	(void)state;
+	build_q35();
+	build_fadt(FACP_AT, 6, 276, ACPI_FADT_HW_REDUCED | ACPI_FADT_RESET_REG_SUP);
+	p = at(FACP_AT);
+	p[117] = 16;			/* RESET_REG must be 8 bits wide */
+	fix(FACP_AT);
+	assert_int_equal(run(), 0);
+	assert_true(info.fadt.hw_reduced);
+	assert_int_equal(info.fadt.pm_timer.address, 0);	/* ignored */
+	assert_false(info.fadt.reset_supported);
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("RESET_REG", NULL);
+}
+
+/* ---- HPET ---- */
+
+static void test_hpet_no_block_id(void **state)
+{
+	(void)state;
+	build_q35();
+	build_hpet(HPET_AT, 0);
+	assert_int_equal(run(), 0);
+	assert_true(info.hpet.present);
+	assert_int_equal(info.hpet.comparators, 0);
+	assert_false(info.hpet.legacy_capable);
+}
+
+static void test_hpet_io_space_rejected(void **state)
+{
+	(void)state;
+	build_q35();
+	at(HPET_AT)[40] = ACPI_GAS_SYSIO;
+	fix(HPET_AT);
+	assert_int_equal(run(), 0);
+	assert_false(info.hpet.present);
+	assert_null(acpi_find_table(&info, "HPET"));
+	assert_int_equal(shim_klog_count(), 1);
+	assert_log_has("HPET", "unusable");
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_q35_good),
+		T(test_pc_good),
+		T(test_rsdp_bad_checksum),
+		T(test_rsdp_bad_signature),
+		T(test_rsdp_unmapped),
+		T(test_rsdp_bad_ext_checksum_uses_rsdt),
+		T(test_rsdp_huge_length_uses_rsdt),
+		T(test_bad_xsdt_falls_back_to_rsdt),
+		T(test_xsdt_wrong_signature_falls_back),
+		T(test_no_usable_root),
+		T(test_xsdt_null_pointer_uses_rsdt),
+		T(test_bad_table_checksum_ignored),
+		T(test_table_truncated_by_mapping),
+		T(test_header_straddles_mapping_end),
+		T(test_length_below_header),
+		T(test_length_too_large),
+		T(test_unmapped_table_address),
+		T(test_duplicate_tables_first_wins),
+		T(test_first_valid_wins_over_bad_first),
+		T(test_same_table_listed_twice),
+		T(test_overlapping_tables),
+		T(test_xsdt_points_at_itself),
+		T(test_root_entry_cap),
+		T(test_root_trailing_bytes),
+		T(test_madt_zero_length_entry),
+		T(test_madt_entry_overruns),
+		T(test_madt_entry_too_short_for_type),
+		T(test_madt_x2apic_override_nmi),
+		T(test_madt_array_caps),
+		T(test_mcfg_validation),
+		T(test_fadt_rev1_short),
+		T(test_fadt_rev6_long),
+		T(test_fadt_rev1_long),
+		T(test_fadt_revision_lies_length_rules),
+		T(test_fadt_tiny),
+		T(test_fadt_hw_reduced_and_bad_reset),
+		T(test_hpet_no_block_id),
+		T(test_hpet_io_space_rejected),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
