@@ -1,0 +1,118 @@
+/* The appliance's HTTP/1.1 layer: request-head parser, response heads, content types. No I/O. */
+#ifndef VIREO_NET_APP_HTTP_H
+#define VIREO_NET_APP_HTTP_H
+
+#include "kernel/types.h"
+
+/*
+ * Limits. A request line longer than HTTP_REQLINE_MAX bytes (not counting its
+ * CRLF) is 414 URI Too Long; the target lives inside that line, so it has no
+ * separate limit. The whole head (leading empty lines, request line, header
+ * lines, every line ending and the final empty line) must fit HTTP_HEAD_MAX
+ * bytes, and at most HTTP_HEADERS_MAX header lines are allowed; either
+ * overflow is 431 Request Header Fields Too Large.
+ */
+#define HTTP_REQLINE_MAX 2048
+#define HTTP_HEAD_MAX 8192
+#define HTTP_HEADERS_MAX 64
+
+/* http_parse() results. */
+enum http_result {
+	HTTP_NEED_MORE = 0,	/* all input consumed, the head is not complete */
+	HTTP_DONE = 1,		/* one request parsed; *consumed ends at its head */
+	HTTP_ERROR = 2,		/* p->status says which error response to send */
+};
+
+enum http_method {
+	HTTP_METHOD_NONE = 0,
+	HTTP_METHOD_GET,
+	HTTP_METHOD_HEAD,
+};
+
+/*
+ * One connection's request parser. Zero it or call http_parser_reset() before
+ * the first request. The public fields are meaningful after HTTP_DONE (and
+ * status after HTTP_ERROR); the rest is private. path and if_none_match point
+ * into buf, so they stay valid only until the next reset.
+ */
+struct http_req_parser {
+	/* Results. */
+	int status;		/* 0 after HTTP_DONE; 400/405/413/414/431/501/505 on error */
+	enum http_method method;
+	u8 version_minor;	/* HTTP/1.<this>: 0, or 1 for any minor >= 1 */
+	bool keep_alive;	/* false after HTTP_ERROR: send the error, then close */
+	bool has_host;
+	const char *path;	/* decoded, NUL-terminated, starts with '/', no query */
+	size_t path_len;
+	const char *if_none_match;	/* trimmed value, or NULL (absent or repeated) */
+
+	/* Private. */
+	u8 state;
+	bool seen_reqline;	/* request line complete; later lines are headers */
+	u16 nheaders;
+	u32 len;		/* bytes held in buf */
+	u32 line_start;		/* offset of the line being received */
+	u32 req_start;		/* offset of the request line (after empty lines) */
+	char buf[HTTP_HEAD_MAX];
+};
+
+/* Forget any previous request: parse the next one from scratch. */
+void http_parser_reset(struct http_req_parser *p);
+
+/*
+ * Feed len bytes of the connection's stream. Always sets *consumed (<= len) to
+ * the bytes this call used. HTTP_NEED_MORE: all of data was used, feed more.
+ * HTTP_DONE: a request head ended at data[*consumed - 1]; the rest of data
+ * belongs to the next (pipelined) request and must be fed again after
+ * http_parser_reset(). HTTP_ERROR: p->status holds the error status; the
+ * stream cannot be resynchronised, so answer and close. Once DONE or ERROR,
+ * further calls return the same result and consume nothing until reset.
+ * Requests with bodies are refused: Content-Length > 0 is 413 and any
+ * Transfer-Encoding is 501 (400 if Content-Length is present too).
+ */
+int http_parse(struct http_req_parser *p, const u8 *data, size_t len, size_t *consumed);
+
+/* The reason phrase for status ("Not Found"), or "" for a code we never send. */
+const char *http_reason(int status);
+
+/*
+ * Write a response head into buf:
+ *   HTTP/1.1 <status> <reason>\r\n Server: vireo\r\n Content-Type: <type>\r\n
+ *   Content-Length: <n>\r\n Connection: keep-alive|close\r\n <extra> \r\n
+ * content_type NULL omits its line; extra_headers (NULL for none) must be
+ * whole lines, each ending in \r\n. Returns the bytes written (no NUL), or 0
+ * if the head would not fit in size bytes or status is not in 100..599.
+ */
+size_t http_response_head(char *buf, size_t size, int status, const char *content_type,
+			  u64 content_length, bool keep_alive, const char *extra_headers);
+
+/*
+ * Write the canned HTML body for an error status ("<h1>404 Not Found</h1>...")
+ * into buf. Returns its length, or 0 if it would not fit or status is unknown.
+ * With buf NULL and size 0 it only returns the length the body would have.
+ */
+size_t http_error_body(char *buf, size_t size, int status);
+
+/*
+ * Write a whole error response: head (text/html, with "Allow: GET, HEAD" for
+ * 405) and, unless head_only, the canned body. Returns the bytes written, or
+ * 0 if it would not fit or status is unknown.
+ */
+size_t http_error_response(char *buf, size_t size, int status, bool keep_alive, bool head_only);
+
+/*
+ * The Content-Type for path, chosen by its extension (case-insensitive):
+ * html htm css js json txt svg png jpg jpeg gif ico wasm xml pdf woff woff2
+ * bin; anything else is application/octet-stream. Returns a static string.
+ */
+const char *http_content_type(const char *path);
+
+/*
+ * If-None-Match evaluation (weak comparison, RFC 9110 13.1.2): true if the
+ * header value if_none_match ("*", or a list of [W/]"tag") matches etag (a
+ * quoted entity tag such as "\"1a2b\""), i.e. the answer is 304. A malformed
+ * list never matches.
+ */
+bool http_etag_match(const char *if_none_match, const char *etag);
+
+#endif

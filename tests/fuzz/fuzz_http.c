@@ -1,0 +1,235 @@
+/* libFuzzer target for net/app/http.c. The first input byte seeds the chunk
+ * sizes; the rest is a connection's byte stream, parsed request after request
+ * as a server would (reset after each DONE, stop at the first ERROR).
+ * Checks: no crash or over-read (ASan/UBSan); *consumed <= len and NEED_MORE
+ * consumes everything; DONE gives GET/HEAD, HTTP/1.0 or 1.1 (with Host), a
+ * NUL-terminated path of path_len bytes that starts with '/' and has no
+ * control bytes and no ".." segment; ERROR gives a known status; and the
+ * chunked run sees exactly the same requests as a run fed all at once.
+ * Each request's outcome also exercises the response builders. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/app/http.h"
+
+#define MAX_REQS 64
+
+struct event {
+	int r, status, method, minor;
+	bool keep;
+	size_t end;		/* stream offset where this request's head ended */
+	u32 path_hash;
+};
+
+static struct http_req_parser P;
+static struct event ev_whole[MAX_REQS + 1], ev_chunk[MAX_REQS + 1];
+
+static u32 hash(const char *s, size_t n)
+{
+	u32 h = 2166136261u;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (u8)s[i]) * 16777619u;
+	return h;
+}
+
+static void check_done(void)
+{
+	const char *s = P.path;
+	size_t n = P.path_len;
+
+	if (P.method != HTTP_METHOD_GET && P.method != HTTP_METHOD_HEAD)
+		abort();
+	if (P.version_minor > 1 || (P.version_minor == 1 && !P.has_host) || P.status != 0)
+		abort();
+	if (!s || n == 0 || s[0] != '/' || strlen(s) != n)
+		abort();
+	for (size_t i = 0; i < n; i++) {
+		if ((u8)s[i] < 0x20 || s[i] == 0x7f)
+			abort();
+		if (s[i] == '.' && i + 1 < n && s[i + 1] == '.' && s[i - 1] == '/' &&
+		    (i + 2 == n || s[i + 2] == '/'))
+			abort();
+	}
+	if (P.if_none_match)
+		(void)http_etag_match(P.if_none_match, "\"0123456789abcdef\"");
+	(void)http_content_type(s);
+}
+
+static void check_error(void)
+{
+	static const int ok[] = { 400, 405, 413, 414, 431, 501, 505 };
+	size_t i;
+
+	for (i = 0; i < sizeof ok / sizeof ok[0]; i++)
+		if (P.status == ok[i])
+			break;
+	if (i == sizeof ok / sizeof ok[0] || P.keep_alive || P.path)
+		abort();
+}
+
+/* The response the server would send, into a buffer just big enough, and
+ * the same into one byte less (which must refuse). */
+static void respond(bool err, bool head_only)
+{
+	static char big[1024];
+	size_t n, m;
+	char *b;
+
+	if (err)
+		n = http_error_response(big, sizeof big, P.status, false, head_only);
+	else
+		n = http_response_head(big, sizeof big, 200, http_content_type(P.path), P.path_len,
+				       P.keep_alive, "ETag: \"x\"\r\n");
+	if (n == 0 || n > sizeof big)
+		abort();
+	b = malloc(n);
+	if (err)
+		m = http_error_response(b, n, P.status, false, head_only);
+	else
+		m = http_response_head(b, n, 200, http_content_type(P.path), P.path_len,
+				       P.keep_alive, "ETag: \"x\"\r\n");
+	if (m != n || memcmp(b, big, n) != 0)
+		abort();
+	if (err)
+		m = http_error_response(b, n - 1, P.status, false, head_only);
+	else
+		m = http_response_head(b, n - 1, 200, http_content_type(P.path), P.path_len,
+				       P.keep_alive, "ETag: \"x\"\r\n");
+	if (m != 0)
+		abort();
+	free(b);
+}
+
+/* Parse the stream; chunk 0 means "everything left", otherwise sizes come
+ * from seed. Returns the number of events written to ev. */
+static size_t run(const u8 *data, size_t len, u8 seed, bool chunked, struct event *ev)
+{
+	size_t off = 0, nev = 0, used;
+	u32 rng = seed;
+
+	http_parser_reset(&P);
+	while (off < len && nev < MAX_REQS) {
+		size_t c = len - off;
+		int r;
+
+		if (chunked) {
+			rng = rng * 1103515245u + 12345u;
+			c = MIN(c, (size_t)((rng >> 16) % (seed % 64 + 1)) + 1);
+		}
+		used = (size_t)-1;
+		r = http_parse(&P, data + off, c, &used);
+		if (used > c)
+			abort();
+		off += used;
+		if (r == HTTP_NEED_MORE) {
+			if (used != c)
+				abort();
+			continue;
+		}
+		ev[nev] = (struct event){ .r = r, .status = P.status, .end = off };
+		if (r == HTTP_DONE) {
+			check_done();
+			ev[nev].method = P.method;
+			ev[nev].minor = P.version_minor;
+			ev[nev].keep = P.keep_alive;
+			ev[nev].path_hash = hash(P.path, P.path_len);
+			if (!chunked)
+				respond(false, false);
+			if (http_parse(&P, data + off, len - off, &used) != HTTP_DONE || used)
+				abort();
+			nev++;
+			http_parser_reset(&P);
+			continue;
+		}
+		if (r != HTTP_ERROR)
+			abort();
+		check_error();
+		if (!chunked)
+			respond(true, seed & 1);
+		if (http_parse(&P, data + off, len - off, &used) != HTTP_ERROR || used)
+			abort();
+		nev++;
+		break;
+	}
+	return nev;
+}
+
+/* Whole versus chunked on one stream: same requests, same offsets. */
+static void compare(const u8 *data, size_t size, u8 seed)
+{
+	size_t a = run(data, size, seed, false, ev_whole);
+	size_t b = run(data, size, seed, true, ev_chunk);
+
+	if (a != b)
+		abort();
+	for (size_t i = 0; i < a; i++) {
+		const struct event *x = &ev_whole[i], *y = &ev_chunk[i];
+
+		if (x->r != y->r || x->status != y->status || x->end != y->end ||
+		    x->method != y->method || x->minor != y->minor || x->keep != y->keep ||
+		    x->path_hash != y->path_hash)
+			abort();
+	}
+}
+
+static void append(u8 *buf, size_t *n, const void *s, size_t len)
+{
+	memcpy(buf + *n, s, len);
+	*n += len;
+}
+
+#define LIT(s) s, sizeof(s) - 1
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const char *const methods[] = { "GET", "HEAD", "GET", "POST" };
+	static const char *const names[] = {
+		"Host", "Connection", "Content-Length", "Transfer-Encoding", "If-None-Match",
+		"connection", "X-Other",
+	};
+	size_t i, n = 0;
+	u8 seed, *buf;
+
+	if (size < 1)
+		return 0;
+	seed = data[0];
+	data++;
+	size--;
+
+	/* The bytes as a raw stream. */
+	compare(data, size, seed);
+
+	/* The bytes spliced into a request template, so that DONE and every
+	 * header the parser knows are reached often. Pieces are separated by
+	 * '\n' in the input: the first is the target, each other one is a header
+	 * line whose first byte picks the name and whose rest is the value.
+	 * The seed picks the method and version and whether Host is sent. */
+	buf = malloc(size * 12 + 128);	/* a 2-byte piece becomes <= 23 */
+	append(buf, &n, methods[seed % 4], strlen(methods[seed % 4]));
+	append(buf, &n, LIT(" /"));
+	for (i = 0; i < size && data[i] != '\n'; i++)
+		buf[n++] = data[i];
+	append(buf, &n, (seed & 4) ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n", 11);
+	if (!(seed & 8))
+		append(buf, &n, LIT("Host: h\r\n"));
+	while (i < size) {
+		const char *name;
+
+		i++;	/* the '\n' */
+		if (i == size)
+			break;
+		name = names[data[i++] % (sizeof names / sizeof names[0])];
+		append(buf, &n, name, strlen(name));
+		append(buf, &n, LIT(": "));
+		for (; i < size && data[i] != '\n'; i++)
+			buf[n++] = data[i];
+		append(buf, &n, LIT("\r\n"));
+	}
+	append(buf, &n, LIT("\r\nHEAD /b HTTP/1.0\r\n\r\n"));
+	compare(buf, n, seed);
+	free(buf);
+	return 0;
+}

@@ -1,0 +1,1132 @@
+/* net/app/http.c and net/app/site.c: the request parser under every way TCP
+ * can split a stream, its limits and refusals, response heads byte for byte,
+ * content types, ETags, the generated default site and tools/mksite.py. */
+#define _GNU_SOURCE	/* memmem */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "net/app/http.h"
+#include "net/app/site.h"
+
+#define S(lit) lit, sizeof(lit) - 1	/* literal and its length, NULs included */
+
+/* The parser is 8 KiB; keep it off the stack. Zeroed, so also "reset". */
+static struct http_req_parser P;
+
+/* What one parse produced, copied out so two runs can be compared. */
+struct outcome {
+	int r, status, method, minor;
+	bool keep, host;
+	size_t used;
+	char path[HTTP_REQLINE_MAX + 1];
+	char inm[HTTP_HEAD_MAX];
+	bool has_inm;
+};
+
+enum split { WHOLE, BYTES, AT, RANDOM };
+
+static u32 rng_state;
+
+static u32 rng(void)
+{
+	rng_state = rng_state * 1103515245u + 12345u;
+	return rng_state >> 8;
+}
+
+/* Parse one request from s[0..n), delivered whole, one byte at a time, in two
+ * pieces split at arg, or in random chunks seeded by arg. Checks the
+ * consumed contract on every call. */
+static void run(const void *s, size_t n, enum split how, size_t arg, struct outcome *o)
+{
+	const u8 *d = s;
+	size_t off = 0, used;
+	int r = HTTP_NEED_MORE;
+
+	http_parser_reset(&P);
+	rng_state = (u32)arg;
+	while (off < n) {
+		size_t c = n - off;
+
+		if (how == BYTES)
+			c = 1;
+		else if (how == AT && off < arg)
+			c = arg - off;
+		else if (how == RANDOM) {
+			size_t want = 1 + rng() % 97;	/* not inside MIN: it evaluates twice */
+
+			c = MIN(c, want);
+		}
+		used = 12345;
+		r = http_parse(&P, d + off, c, &used);
+		if (used > c)
+			fail_msg("consumed %zu of %zu", used, c);
+		off += used;
+		if (r != HTTP_NEED_MORE)
+			break;
+		if (used != c)
+			fail_msg("NEED_MORE but consumed %zu of %zu", used, c);
+	}
+	memset(o, 0, sizeof *o);
+	o->r = r;
+	o->status = P.status;
+	o->used = off;
+	if (r == HTTP_DONE) {
+		o->method = P.method;
+		o->minor = P.version_minor;
+		o->keep = P.keep_alive;
+		o->host = P.has_host;
+		assert_non_null(P.path);
+		assert_int_equal(strlen(P.path), P.path_len);
+		memcpy(o->path, P.path, P.path_len + 1);
+		if (P.if_none_match) {
+			o->has_inm = true;
+			snprintf(o->inm, sizeof o->inm, "%s", P.if_none_match);
+		}
+	} else if (r == HTTP_ERROR) {
+		assert_false(P.keep_alive);
+		assert_null(P.path);
+	}
+}
+
+static void same(const struct outcome *a, const struct outcome *b, const char *what, size_t arg)
+{
+	if (a->r != b->r || a->status != b->status || a->used != b->used ||
+	    a->method != b->method || a->minor != b->minor || a->keep != b->keep ||
+	    a->host != b->host || strcmp(a->path, b->path) != 0 || a->has_inm != b->has_inm ||
+	    strcmp(a->inm, b->inm) != 0)
+		fail_msg("%s %zu: r %d/%d status %d/%d used %zu/%zu path \"%s\"/\"%s\"", what, arg,
+			 a->r, b->r, a->status, b->status, a->used, b->used, a->path, b->path);
+}
+
+/* Whole and byte-at-a-time must agree; returns the outcome. */
+static void parse2(const void *s, size_t n, struct outcome *o)
+{
+	static struct outcome b;
+
+	run(s, n, WHOLE, 0, o);
+	run(s, n, BYTES, 0, &b);
+	same(o, &b, "bytes", 0);
+}
+
+static void expect_error(const void *s, size_t n, int status)
+{
+	static struct outcome o;
+
+	parse2(s, n, &o);
+	if (o.r != HTTP_ERROR || o.status != status)
+		fail_msg("\"%.*s\": want error %d, got r %d status %d", (int)MIN(n, 200), (const char *)s,
+			 status, o.r, o.status);
+}
+
+static void expect_ok(const void *s, size_t n, int method, const char *path, int minor, bool keep)
+{
+	static struct outcome o;
+
+	parse2(s, n, &o);
+	if (o.r != HTTP_DONE)
+		fail_msg("\"%.*s\": want DONE, got r %d status %d", (int)MIN(n, 200), (const char *)s,
+			 o.r, o.status);
+	assert_int_equal(o.used, n);
+	assert_int_equal(o.method, method);
+	assert_string_equal(o.path, path);
+	assert_int_equal(o.minor, minor);
+	assert_int_equal(o.keep, keep);
+}
+
+/* ---- well-formed requests ---- */
+
+static void test_get_and_head(void **state)
+{
+	struct outcome o;
+
+	run(S("GET /index.html HTTP/1.1\r\nHost: vireo\r\nUser-Agent: t\r\n\r\n"), WHOLE, 0, &o);
+	assert_int_equal(o.r, HTTP_DONE);
+	assert_int_equal(o.status, 0);
+	assert_int_equal(o.method, HTTP_METHOD_GET);
+	assert_string_equal(o.path, "/index.html");
+	assert_int_equal(P.path_len, 11);
+	assert_int_equal(o.minor, 1);
+	assert_true(o.keep);
+	assert_true(o.host);
+	assert_false(o.has_inm);
+
+	expect_ok(S("HEAD / HTTP/1.1\r\nHost: x\r\n\r\n"), HTTP_METHOD_HEAD, "/", 1, true);
+	expect_ok(S("GET / HTTP/1.0\r\n\r\n"), HTTP_METHOD_GET, "/", 0, false);
+	/* Bare LF endings, and a mix. */
+	expect_ok(S("GET /a HTTP/1.1\nHost: x\n\n"), HTTP_METHOD_GET, "/a", 1, true);
+	expect_ok(S("GET /a HTTP/1.1\r\nHost: x\n\r\n"), HTTP_METHOD_GET, "/a", 1, true);
+	/* Empty lines before the request line are skipped (RFC 9112 2.2). */
+	expect_ok(S("\r\n\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n"), HTTP_METHOD_GET, "/b", 1, true);
+	/* Header names are case-insensitive; OWS around values is dropped. */
+	expect_ok(S("GET / HTTP/1.1\r\nhOsT:x\r\nCONNECTION: \t close \t\r\n\r\n"),
+		  HTTP_METHOD_GET, "/", 1, false);
+	/* Content-Length: 0 is no body. */
+	expect_ok(S("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"), HTTP_METHOD_GET, "/",
+		  1, true);
+	/* obs-text in a value is allowed; Host may be empty (RFC 9112 3.2). */
+	expect_ok(S("GET / HTTP/1.1\r\nHost:\r\nX-Name: caf\xc3\xa9\r\n\r\n"), HTTP_METHOD_GET,
+		  "/", 1, true);
+}
+
+static void test_target_forms(void **state)
+{
+	expect_ok(S("GET /a/b?x=1&y=%20 HTTP/1.1\r\nHost: x\r\n\r\n"), HTTP_METHOD_GET, "/a/b", 1, true);
+	expect_ok(S("GET /?q HTTP/1.1\r\nHost: x\r\n\r\n"), HTTP_METHOD_GET, "/", 1, true);
+	expect_ok(S("GET /a%20b%2Fc%7e HTTP/1.1\r\nHost: x\r\n\r\n"), HTTP_METHOD_GET, "/a b/c~", 1, true);
+	expect_ok(S("GET /%c3%a9t%C3%A9 HTTP/1.1\r\nHost: x\r\n\r\n"), HTTP_METHOD_GET,
+		  "/\xc3\xa9t\xc3\xa9", 1, true);
+	expect_ok(S("GET /a:b@c!$&'()*+,;=-._~ HTTP/1.1\r\nHost: x\r\n\r\n"), HTTP_METHOD_GET,
+		  "/a:b@c!$&'()*+,;=-._~", 1, true);
+	/* Dots that are not a ".." segment are fine. */
+	expect_ok(S("GET /..a/b../.../.x/. HTTP/1.1\r\nHost: x\r\n\r\n"), HTTP_METHOD_GET,
+		  "/..a/b../.../.x/.", 1, true);
+	/* absolute-form keeps only the path. */
+	expect_ok(S("GET http://example.com/x/y?z HTTP/1.1\r\nHost: x\r\n\r\n"), HTTP_METHOD_GET,
+		  "/x/y", 1, true);
+	expect_ok(S("GET HTTP://Example.COM:8080/a HTTP/1.1\r\nHost: x\r\n\r\n"), HTTP_METHOD_GET,
+		  "/a", 1, true);
+	expect_ok(S("GET http://[::1]:80 HTTP/1.1\r\nHost: x\r\n\r\n"), HTTP_METHOD_GET, "/", 1, true);
+	expect_ok(S("GET http://h?q=1 HTTP/1.1\r\nHost: x\r\n\r\n"), HTTP_METHOD_GET, "/", 1, true);
+
+	expect_error(S("GET https://h/ HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET http://user@h/ HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET http:///x HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET http:// HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET http://h?%zz HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET ftp://h/ HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET * HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET h:80 HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET index.html HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET /a#frag HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET /a<b> HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET /a\\b HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET /caf\xc3\xa9 HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET /?a b HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET /?a=\"b\" HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+}
+
+static void test_percent_escapes(void **state)
+{
+	expect_error(S("GET /% HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET /%4 HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET /%4?x HTTP/1.1\r\nHost: x\r\n\r\n"), 400);	/* escape cut by '?' */
+	expect_error(S("GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET /%g0 HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET /%0g HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET /a?b=% HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	/* Decoded NUL and controls. */
+	expect_error(S("GET /a%00b HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET /a%0d%0aX: y HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET /a%0a HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET /a%1f HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET /a%7F HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+}
+
+static void test_path_traversal(void **state)
+{
+	static const char *const bad[] = {
+		"/..", "/../", "/../etc/passwd", "/a/../b", "/a/..", "/a/b/../../..",
+		"/%2e%2e/x", "/%2E%2E", "/.%2e/x", "/a/%2e./b", "/a%2f..%2fb", "/a%2F..",
+		"/..?q", "http://h/../x", "http://h/a/..",
+	};
+	char req[128];
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", bad[i]);
+
+		expect_error(req, (size_t)n, 400);
+	}
+}
+
+/* ---- split anywhere ---- */
+
+static const struct {
+	const char *s;
+	size_t n;
+} samples[] = {
+	{ S("GET /index.html HTTP/1.1\r\nHost: vireo\r\nAccept: */*\r\n\r\n") },
+	{ S("HEAD /64k.bin?x=1 HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n") },
+	{ S("\r\nGET http://h:1/%41%42 HTTP/1.1\nHost: h\nIf-None-Match: W/\"x\" \n\n") },
+	{ S("GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\n\r\n") },
+	{ S("GET /a/../b HTTP/1.1\r\nHost: x\r\n\r\n") },
+	{ S("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc") },
+	{ S("GET / HTTP/1.1\r\nHost: x\r\n y\r\n\r\n") },
+	{ S("GET / HTTP/1.1\r\nHost: x\rX\r\n\r\n") },
+	{ S("GET / HTTP/2.0\r\n\r\n") },
+	{ S("GET /\x00 HTTP/1.1\r\n\r\n") },
+	{ S("GET / HTTP/1.1\r\nHost: x\r\n\r\nGET /next HTTP/1.1\r\n") },
+	{ S("GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n") },
+	{ S("GET /partial HTTP/1.1\r\nHost: x\r\n") },
+};
+
+static void test_split_every_way(void **state)
+{
+	static struct outcome whole, other;
+
+	for (size_t i = 0; i < ARRAY_SIZE(samples); i++) {
+		const char *s = samples[i].s;
+		size_t n = samples[i].n;
+
+		run(s, n, WHOLE, 0, &whole);
+		run(s, n, BYTES, 0, &other);
+		same(&whole, &other, "bytes, sample", i);
+		for (size_t at = 0; at <= n; at++) {
+			run(s, n, AT, at, &other);
+			same(&whole, &other, "split at", at);
+		}
+		for (size_t seed = 1; seed <= 200; seed++) {
+			run(s, n, RANDOM, seed, &other);
+			same(&whole, &other, "random chunks, seed", seed);
+		}
+	}
+	/* The samples are meant to cover each result. */
+	run(S("GET / HTTP/1.1\r\nHost: x\r\n\r\nGET /next HTTP/1.1\r\n"), WHOLE, 0, &whole);
+	assert_int_equal(whole.r, HTTP_DONE);
+	assert_int_equal(whole.used, 27);
+	run(S("GET /partial HTTP/1.1\r\nHost: x\r\n"), BYTES, 0, &whole);
+	assert_int_equal(whole.r, HTTP_NEED_MORE);
+	run(S("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"), BYTES, 0, &whole);
+	assert_int_equal(whole.status, 405);
+}
+
+/* ---- pipelining ---- */
+
+/* Parse every request in buf[0..n) as a server would; returns the count and
+ * checks each *consumed against ends[]. chunk 0 feeds all that is left. */
+static size_t pipeline(const char *buf, size_t n, const size_t *ends, const char *const *paths,
+		       size_t chunk)
+{
+	size_t off = 0, count = 0, used;
+
+	http_parser_reset(&P);
+	while (off < n) {
+		size_t c = chunk ? MIN(chunk, n - off) : n - off;
+		int r = http_parse(&P, (const u8 *)buf + off, c, &used);
+
+		assert_true(used <= c);
+		off += used;
+		if (r == HTTP_NEED_MORE) {
+			assert_int_equal(used, c);
+			continue;
+		}
+		assert_int_equal(r, HTTP_DONE);
+		assert_int_equal(off, ends[count]);
+		assert_string_equal(P.path, paths[count]);
+		assert_int_equal(P.method, count % 2 ? HTTP_METHOD_HEAD : HTTP_METHOD_GET);
+		/* A finished parser holds its request until reset. */
+		assert_int_equal(http_parse(&P, (const u8 *)buf + off, n - off, &used), HTTP_DONE);
+		assert_int_equal(used, 0);
+		count++;
+		http_parser_reset(&P);
+	}
+	return count;
+}
+
+static void test_pipelined(void **state)
+{
+	static const char *const paths[] = { "/r0", "/r1", "/r2", "/r3", "/r4",
+					     "/r5", "/r6", "/r7", "/r8", "/r9" };
+	char buf[2048];
+	size_t ends[10], n = 0;
+
+	for (int i = 0; i < 10; i++) {
+		n += (size_t)snprintf(buf + n, sizeof buf - n,
+				      "%s %s%s HTTP/1.1\r\nHost: h\r\nX-Pad: %.*s\r\n\r\n",
+				      i % 2 ? "HEAD" : "GET", paths[i], i == 3 ? "?q=3" : "",
+				      i * 7, "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopq");
+		ends[i] = n;
+	}
+	/* Two requests in one segment, then ten, then ten in small segments. */
+	assert_int_equal(pipeline(buf, ends[1], ends, paths, 0), 2);
+	assert_int_equal(pipeline(buf, n, ends, paths, 0), 10);
+	for (size_t chunk = 1; chunk <= 64; chunk++)
+		assert_int_equal(pipeline(buf, n, ends, paths, chunk), 10);
+	/* Ten plus a partial eleventh: ten DONE, then NEED_MORE holding the rest. */
+	memcpy(buf + n, "GET /r10 HT", 11);
+	assert_int_equal(pipeline(buf, n + 11, ends, paths, 0), 10);
+	assert_int_equal(P.len, 11);
+}
+
+/* ---- keep-alive ---- */
+
+static void test_keep_alive(void **state)
+{
+	static const struct {
+		int minor;
+		const char *conn;	/* header lines, "" for none */
+		bool keep;
+	} cases[] = {
+		{ 1, "", true },
+		{ 1, "Connection: close\r\n", false },
+		{ 1, "Connection: Close\r\n", false },
+		{ 1, "connection: CLOSE\r\n", false },
+		{ 1, "Connection: keep-alive\r\n", true },
+		{ 1, "Connection: keep-alive, Upgrade\r\n", true },
+		{ 1, "Connection: Upgrade, close\r\n", false },
+		{ 1, "Connection: Upgrade,close,\r\n", false },
+		{ 1, "Connection: , ,close\r\n", false },
+		{ 1, "Connection: keep-alive, close\r\n", false },
+		{ 1, "Connection: closed\r\n", true },
+		{ 1, "Connection: \r\n", true },
+		{ 1, "Connection: upgrade\r\nConnection: close\r\n", false },
+		{ 0, "", false },
+		{ 0, "Connection: keep-alive\r\n", true },
+		{ 0, "Connection: Keep-Alive\r\n", true },
+		{ 0, "Connection: keep-alive, Upgrade\r\n", true },
+		{ 0, "Connection: Upgrade,  KEEP-ALIVE \r\n", true },
+		{ 0, "Connection: close\r\n", false },
+		{ 0, "Connection: keep-alive\r\nConnection: close\r\n", false },
+		{ 0, "Connection: keep-alived\r\n", false },
+		{ 0, "Keep-Alive: timeout=5\r\n", false },
+	};
+	char req[256];
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		int n = snprintf(req, sizeof req, "GET / HTTP/1.%d\r\nHost: x\r\n%s\r\n", cases[i].minor,
+				 cases[i].conn);
+
+		expect_ok(req, (size_t)n, HTTP_METHOD_GET, "/", cases[i].minor, cases[i].keep);
+	}
+	/* HTTP/1.x with x > 1 is served as 1.1: keep-alive default, Host needed. */
+	expect_ok(S("GET / HTTP/1.2\r\nHost: x\r\n\r\n"), HTTP_METHOD_GET, "/", 1, true);
+	expect_ok(S("GET / HTTP/1.9\r\nHost: x\r\nConnection: close\r\n\r\n"), HTTP_METHOD_GET, "/",
+		  1, false);
+	expect_error(S("GET / HTTP/1.2\r\n\r\n"), 400);
+	/* Connection elements must be tokens. */
+	expect_error(S("GET / HTTP/1.1\r\nHost: x\r\nConnection: keep alive\r\n\r\n"), 400);
+	expect_error(S("GET / HTTP/1.1\r\nHost: x\r\nConnection: \"close\"\r\n\r\n"), 400);
+}
+
+/* ---- refusals ---- */
+
+static void test_bad_request(void **state)
+{
+	static const struct {
+		const char *s;
+		size_t n;
+	} bad[] = {
+		/* request line */
+		{ S("GET /\r\n\r\n") },
+		{ S("GET / HTTP/1.1 extra\r\nHost: x\r\n\r\n") },
+		{ S("GET  / HTTP/1.1\r\nHost: x\r\n\r\n") },
+		{ S("GET /  HTTP/1.1\r\nHost: x\r\n\r\n") },
+		{ S(" GET / HTTP/1.1\r\nHost: x\r\n\r\n") },
+		{ S("GET / HTTP/1.1 \r\nHost: x\r\n\r\n") },
+		{ S("GET\t/ HTTP/1.1\r\nHost: x\r\n\r\n") },
+		{ S("GET /\tHTTP/1.1\r\nHost: x\r\n\r\n") },
+		{ S("/ HTTP/1.1\r\nHost: x\r\n\r\n") },
+		{ S("GET / http/1.1\r\nHost: x\r\n\r\n") },
+		{ S("GET / HTTP/1.10\r\nHost: x\r\n\r\n") },
+		{ S("GET / HTTP/1\r\nHost: x\r\n\r\n") },
+		{ S("GET / HTTP/11\r\nHost: x\r\n\r\n") },
+		{ S("GET / HTTP/a.1\r\nHost: x\r\n\r\n") },
+		{ S("GET / HTTP/1.x\r\nHost: x\r\n\r\n") },
+		{ S("G(T / HTTP/1.1\r\nHost: x\r\n\r\n") },
+		{ S("G\xc3\x89T / HTTP/1.1\r\nHost: x\r\n\r\n") },
+		{ S("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n") },
+		{ S("GET") },	/* fed with nothing after: see below */
+		/* Host */
+		{ S("GET / HTTP/1.1\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: a b\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: u@h\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: h/x\r\n\r\n") },
+		/* field lines */
+		{ S("GET / HTTP/1.1\r\nHost : x\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: x\r\nX-A\t: y\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: x\r\nX-A: y\r\n  folded\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: x\r\nX-A: y\r\n\tfolded\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\n Host: x\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: x\r\n: empty-name\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: x\r\nX(Y): z\r\n\r\n") },
+		/* control bytes, NUL and bare CR anywhere */
+		{ S("GET / HTTP/1.1\r\nHost: x\r\nX-A: a\x01z\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: x\r\nX-A: a\x7fz\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: x\r\nX-A: a\x00z\r\n\r\n") },
+		{ S("GET /\x00 HTTP/1.1\r\nHost: x\r\n\r\n") },
+		{ S("GET /a\x1b[0m HTTP/1.1\r\nHost: x\r\n\r\n") },
+		{ S("GET /\x7f HTTP/1.1\r\nHost: x\r\n\r\n") },
+		{ S("GET / HTTP/1.1\rHost: x\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: x\r\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: x\r\n\r\r\n") },
+		/* Content-Length */
+		{ S("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 5\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: +1\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1 2\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0x10\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: x\r\nContent-Length:\r\n\r\n") },
+		{ S("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n") },
+		/* both framings at once */
+		{ S("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n") },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		if (strcmp(bad[i].s, "GET") == 0)
+			continue;
+		expect_error(bad[i].s, bad[i].n, 400);
+	}
+	/* A lone "GET" is not an error yet: more may come. */
+	{
+		struct outcome o;
+
+		parse2(S("GET"), &o);
+		assert_int_equal(o.r, HTTP_NEED_MORE);
+		assert_int_equal(o.used, 3);
+	}
+	/* Errors are reported at the offending byte, before the head ends. */
+	{
+		size_t used;
+
+		http_parser_reset(&P);
+		assert_int_equal(http_parse(&P, (const u8 *)"GET /\x01 and more", 16, &used), HTTP_ERROR);
+		assert_int_equal(used, 6);
+		assert_int_equal(P.status, 400);
+	}
+}
+
+static void test_bodies_refused(void **state)
+{
+	expect_error(S("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"), 413);
+	expect_error(S("HEAD / HTTP/1.1\r\nHost: x\r\ncontent-length: 1\r\n\r\n"), 413);
+	expect_error(S("GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"), 501);
+	expect_error(S("GET / HTTP/1.0\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), 501);
+	expect_error(S("GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n"),
+		     400);
+}
+
+static void test_method_not_allowed(void **state)
+{
+	static const char *const methods[] = {
+		"POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT", "get", "Head",
+		"GETS", "BREW", "M-SEARCH", "X!#$%&'*+-.^_`|~1",
+	};
+	char req[128];
+
+	for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {
+		int n = snprintf(req, sizeof req, "%s / HTTP/1.1\r\nHost: x\r\n\r\n", methods[i]);
+
+		expect_error(req, (size_t)n, 405);
+	}
+	/* Method is judged before the target: OPTIONS * and CONNECT h:443 are 405. */
+	expect_error(S("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"), 405);
+	expect_error(S("CONNECT h:443 HTTP/1.1\r\nHost: h\r\n\r\n"), 405);
+	expect_error(S("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nbody"), 405);
+}
+
+static void test_version_not_supported(void **state)
+{
+	expect_error(S("GET / HTTP/2.0\r\nHost: x\r\n\r\n"), 505);
+	expect_error(S("GET / HTTP/3.0\r\nHost: x\r\n\r\n"), 505);
+	expect_error(S("GET / HTTP/0.9\r\n\r\n"), 505);
+	expect_error(S("GET / HTTP/9.9\r\n\r\n"), 505);
+	expect_error(S("POST / HTTP/2.0\r\n\r\n"), 505);
+}
+
+/* "GET /aaa...a HTTP/1.1" whose request line is exactly line_len bytes,
+ * lines ending in eol. The target goes to target (if not NULL). */
+static char *long_line_request(size_t line_len, const char *eol, size_t *n_out, char *target)
+{
+	size_t tl = line_len - 4 - 9;
+	char *s = malloc(line_len + 64);
+	int n;
+
+	assert_non_null(s);
+	memcpy(s, "GET /", 5);
+	memset(s + 5, 'a', tl - 1);
+	n = sprintf(s + 4 + tl, " HTTP/1.1%sHost: x%s%s", eol, eol, eol);
+	*n_out = 4 + tl + (size_t)n;
+	if (target) {
+		memcpy(target, s + 4, tl);
+		target[tl] = '\0';
+	}
+	return s;
+}
+
+static void test_uri_too_long(void **state)
+{
+	static char target[HTTP_REQLINE_MAX];
+	size_t n, used;
+	char *s;
+
+	s = long_line_request(3013, "\r\n", &n, NULL);	/* a 3000-byte target */
+	expect_error(s, n, 414);
+	free(s);
+
+	/* Exactly HTTP_REQLINE_MAX is fine, one more is not, whatever the EOL. */
+	for (int crlf = 0; crlf <= 1; crlf++) {
+		const char *eol = crlf ? "\r\n" : "\n";
+
+		s = long_line_request(HTTP_REQLINE_MAX, eol, &n, target);
+		expect_ok(s, n, HTTP_METHOD_GET, target, 1, true);
+		free(s);
+		s = long_line_request(HTTP_REQLINE_MAX + 1, eol, &n, NULL);
+		expect_error(s, n, 414);
+		free(s);
+	}
+
+	/* 414 as soon as the line is too long, without waiting for its end. */
+	s = malloc(4000);
+	assert_non_null(s);
+	memcpy(s, "GET /", 5);
+	memset(s + 5, 'b', 4000 - 5);
+	http_parser_reset(&P);
+	assert_int_equal(http_parse(&P, (const u8 *)s, 4000, &used), HTTP_ERROR);
+	assert_int_equal(P.status, 414);
+	assert_int_equal(used, HTTP_REQLINE_MAX + 2);
+	free(s);
+}
+
+/* A request whose head is exactly head_len bytes, padded in one header. */
+static char *sized_head(size_t head_len, size_t *n_out)
+{
+	static const char pre[] = "GET / HTTP/1.1\r\nHost: x\r\nX-Pad: ";
+	char *s = malloc(head_len + 1);
+	size_t pad = head_len - (sizeof pre - 1) - 4;
+
+	assert_non_null(s);
+	memcpy(s, pre, sizeof pre - 1);
+	memset(s + sizeof pre - 1, 'p', pad);
+	memcpy(s + sizeof pre - 1 + pad, "\r\n\r\n", 4);
+	*n_out = head_len;
+	return s;
+}
+
+static void test_header_fields_too_large(void **state)
+{
+	char *s, req[4096];
+	size_t n, used;
+	int len;
+
+	s = sized_head(9000, &n);
+	expect_error(s, n, 431);
+	free(s);
+	s = sized_head(HTTP_HEAD_MAX, &n);
+	expect_ok(s, n, HTTP_METHOD_GET, "/", 1, true);
+	free(s);
+	s = sized_head(HTTP_HEAD_MAX + 1, &n);
+	expect_error(s, n, 431);
+	/* Reported once the buffer is full, consuming exactly HTTP_HEAD_MAX. */
+	http_parser_reset(&P);
+	assert_int_equal(http_parse(&P, (const u8 *)s, n, &used), HTTP_ERROR);
+	assert_int_equal(used, HTTP_HEAD_MAX);
+	free(s);
+
+	/* 64 header lines are fine (Host plus 63), 65 are not. */
+	for (int count = 64; count <= 65; count++) {
+		len = sprintf(req, "GET / HTTP/1.1\r\nHost: x\r\n");
+		for (int i = 1; i < count; i++)
+			len += sprintf(req + len, "X-H%d: v\r\n", i);
+		len += sprintf(req + len, "\r\n");
+		if (count == 64)
+			expect_ok(req, (size_t)len, HTTP_METHOD_GET, "/", 1, true);
+		else
+			expect_error(req, (size_t)len, 431);
+	}
+	/* Empty lines before the request count toward the head. */
+	s = malloc(HTTP_HEAD_MAX + 64);
+	assert_non_null(s);
+	for (n = 0; n < HTTP_HEAD_MAX; n += 2)
+		memcpy(s + n, "\r\n", 2);
+	memcpy(s + n, "GET / HTTP/1.0\r\n\r\n", 18);
+	expect_error(s, n + 18, 431);
+	free(s);
+}
+
+static void test_if_none_match_and_state(void **state)
+{
+	struct outcome o;
+	size_t used;
+
+	parse2(S("GET / HTTP/1.1\r\nHost: x\r\nIf-None-Match:   \"a\", W/\"b\"  \r\n\r\n"), &o);
+	assert_int_equal(o.r, HTTP_DONE);
+	assert_true(o.has_inm);
+	assert_string_equal(o.inm, "\"a\", W/\"b\"");
+	parse2(S("GET / HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"a\"\r\nif-none-match: \"b\"\r\n\r\n"), &o);
+	assert_int_equal(o.r, HTTP_DONE);
+	assert_false(o.has_inm);
+
+	/* Errors stick until reset; reset makes the parser reusable. */
+	http_parser_reset(&P);
+	assert_int_equal(http_parse(&P, (const u8 *)"BAD\x01", 4, &used), HTTP_ERROR);
+	assert_int_equal(http_parse(&P, (const u8 *)"GET / HTTP/1.0\r\n\r\n", 18, &used), HTTP_ERROR);
+	assert_int_equal(used, 0);
+	assert_int_equal(P.status, 400);
+	http_parser_reset(&P);
+	assert_int_equal(P.status, 0);
+	assert_int_equal(http_parse(&P, (const u8 *)"GET / HTTP/1.0\r\n\r\n", 18, &used), HTTP_DONE);
+	assert_int_equal(used, 18);
+	/* Zero input is fine in any state. */
+	http_parser_reset(&P);
+	assert_int_equal(http_parse(&P, (const u8 *)"", 0, &used), HTTP_NEED_MORE);
+	assert_int_equal(used, 0);
+	/* A zeroed parser needs no reset. */
+	{
+		static struct http_req_parser z;
+
+		assert_int_equal(http_parse(&z, (const u8 *)"HEAD /z HTTP/1.0\n\n", 18, &used), HTTP_DONE);
+		assert_string_equal(z.path, "/z");
+	}
+}
+
+/* ---- responses ---- */
+
+static void check_head(int status, const char *type, u64 len, bool keep, const char *extra,
+		       const char *want)
+{
+	size_t need = strlen(want), got;
+	char *buf;
+
+	for (size_t size = 0; size <= need + 1; size++) {
+		buf = malloc(size ? size : 1);	/* exact size: ASan sees any overrun */
+		got = http_response_head(buf, size, status, type, len, keep, extra);
+		if (size < need) {
+			if (got)
+				fail_msg("status %d size %zu < %zu: returned %zu", status, size, need, got);
+		} else {
+			assert_int_equal(got, need);
+			if (memcmp(buf, want, need) != 0)
+				fail_msg("got \"%.*s\"\nwant \"%s\"", (int)need, buf, want);
+		}
+		free(buf);
+	}
+}
+
+static void test_response_head(void **state)
+{
+	char buf[256];
+
+	check_head(200, "text/html; charset=utf-8", 612, true, NULL,
+		   "HTTP/1.1 200 OK\r\n"
+		   "Server: vireo\r\n"
+		   "Content-Type: text/html; charset=utf-8\r\n"
+		   "Content-Length: 612\r\n"
+		   "Connection: keep-alive\r\n"
+		   "\r\n");
+	check_head(404, "text/html; charset=utf-8", 0, false, "X-A: 1\r\nX-B: 2\r\n",
+		   "HTTP/1.1 404 Not Found\r\n"
+		   "Server: vireo\r\n"
+		   "Content-Type: text/html; charset=utf-8\r\n"
+		   "Content-Length: 0\r\n"
+		   "Connection: close\r\n"
+		   "X-A: 1\r\nX-B: 2\r\n"
+		   "\r\n");
+	check_head(304, NULL, 65536, true, "ETag: \"abc\"\r\n",
+		   "HTTP/1.1 304 Not Modified\r\n"
+		   "Server: vireo\r\n"
+		   "Content-Length: 65536\r\n"
+		   "Connection: keep-alive\r\n"
+		   "ETag: \"abc\"\r\n"
+		   "\r\n");
+	check_head(200, "application/octet-stream", UINT64_MAX, false, "",
+		   "HTTP/1.1 200 OK\r\n"
+		   "Server: vireo\r\n"
+		   "Content-Type: application/octet-stream\r\n"
+		   "Content-Length: 18446744073709551615\r\n"
+		   "Connection: close\r\n"
+		   "\r\n");
+	check_head(299, NULL, 10, true, NULL,
+		   "HTTP/1.1 299 \r\nServer: vireo\r\nContent-Length: 10\r\n"
+		   "Connection: keep-alive\r\n\r\n");
+	assert_int_equal(http_response_head(buf, sizeof buf, 99, NULL, 0, true, NULL), 0);
+	assert_int_equal(http_response_head(buf, sizeof buf, 600, NULL, 0, true, NULL), 0);
+	assert_int_equal(http_response_head(buf, sizeof buf, -200, NULL, 0, true, NULL), 0);
+}
+
+static void test_reasons(void **state)
+{
+	static const struct {
+		int status;
+		const char *reason;
+	} r[] = {
+		{ 200, "OK" }, { 304, "Not Modified" }, { 400, "Bad Request" }, { 404, "Not Found" },
+		{ 405, "Method Not Allowed" }, { 408, "Request Timeout" },
+		{ 413, "Content Too Large" }, { 414, "URI Too Long" },
+		{ 431, "Request Header Fields Too Large" }, { 500, "Internal Server Error" },
+		{ 501, "Not Implemented" }, { 503, "Service Unavailable" },
+		{ 505, "HTTP Version Not Supported" }, { 0, "" }, { 418, "" }, { 999, "" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(r); i++)
+		assert_string_equal(http_reason(r[i].status), r[i].reason);
+}
+
+static void test_error_responses(void **state)
+{
+	static const int statuses[] = { 400, 404, 405, 408, 413, 414, 431, 500, 501, 503, 505 };
+	char buf[1024], body[512], want_h1[128], *p;
+	size_t n, b, h;
+
+	for (size_t i = 0; i < ARRAY_SIZE(statuses); i++) {
+		int st = statuses[i];
+
+		b = http_error_body(NULL, 0, st);
+		assert_true(b > 0);
+		assert_int_equal(http_error_body(body, sizeof body, st), b);
+		assert_int_equal(http_error_body(body, b - 1, st), 0);
+		snprintf(want_h1, sizeof want_h1, "<h1>%d %s</h1>", st, http_reason(st));
+		body[b] = '\0';
+		assert_non_null(strstr(body, want_h1));
+		assert_memory_equal(body, "<!DOCTYPE html>\n<html>", 22);
+
+		n = http_error_response(buf, sizeof buf, st, false, false);
+		assert_true(n > b);
+		h = n - b;
+		assert_memory_equal(buf + h, body, b);
+		assert_memory_equal(buf + h - 4, "\r\n\r\n", 4);
+		buf[h] = '\0';
+		snprintf(want_h1, sizeof want_h1, "HTTP/1.1 %d %s\r\n", st, http_reason(st));
+		assert_memory_equal(buf, want_h1, strlen(want_h1));
+		snprintf(want_h1, sizeof want_h1, "\r\nContent-Length: %zu\r\n", b);
+		assert_non_null(strstr(buf, want_h1));
+		assert_non_null(strstr(buf, "\r\nContent-Type: text/html; charset=utf-8\r\n"));
+		assert_non_null(strstr(buf, "\r\nConnection: close\r\n"));
+		p = strstr(buf, "\r\nAllow: GET, HEAD\r\n");
+		assert_true(st == 405 ? p != NULL : p == NULL);
+
+		assert_int_equal(http_error_response(buf, sizeof buf, st, false, true), h);
+		assert_int_equal(http_error_response(buf, n - 1, st, false, false), 0);
+		assert_int_equal(http_error_response(buf, n, st, false, false), n);
+		assert_int_equal(http_error_response(buf, h - 1, st, false, true), 0);
+	}
+	http_error_response(buf, sizeof buf, 404, true, false);
+	assert_non_null(strstr(buf, "\r\nConnection: keep-alive\r\n"));
+	assert_int_equal(http_error_body(NULL, 0, 200), 0);
+	assert_int_equal(http_error_body(NULL, 0, 499), 0);
+	assert_int_equal(http_error_response(buf, sizeof buf, 302, false, false), 0);
+}
+
+static void test_content_types(void **state)
+{
+	static const struct {
+		const char *path, *type;
+	} t[] = {
+		{ "/index.html", "text/html; charset=utf-8" },
+		{ "/a.HTM", "text/html; charset=utf-8" },
+		{ "/s.css", "text/css; charset=utf-8" },
+		{ "/app.js", "text/javascript; charset=utf-8" },
+		{ "/d.json", "application/json" },
+		{ "/r.txt", "text/plain; charset=utf-8" },
+		{ "/i.svg", "image/svg+xml" },
+		{ "/i.PNG", "image/png" },
+		{ "/i.jpg", "image/jpeg" },
+		{ "/i.jpeg", "image/jpeg" },
+		{ "/i.gif", "image/gif" },
+		{ "/favicon.ico", "image/x-icon" },
+		{ "/m.wasm", "application/wasm" },
+		{ "/f.xml", "application/xml" },
+		{ "/doc.pdf", "application/pdf" },
+		{ "/f.woff", "font/woff" },
+		{ "/f.woff2", "font/woff2" },
+		{ "/64k.bin", "application/octet-stream" },
+		{ "/README", "application/octet-stream" },
+		{ "/a.tar.gz", "application/octet-stream" },
+		{ "/a.html.bak", "application/octet-stream" },
+		{ "/dir.html/file", "application/octet-stream" },
+		{ "/x.", "application/octet-stream" },
+		{ "/x.htmlx", "application/octet-stream" },
+		{ "/x.ht", "application/octet-stream" },
+		{ "/.html", "text/html; charset=utf-8" },
+		{ "", "application/octet-stream" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++)
+		if (strcmp(http_content_type(t[i].path), t[i].type) != 0)
+			fail_msg("%s: got %s want %s", t[i].path, http_content_type(t[i].path), t[i].type);
+}
+
+static void test_etag_match(void **state)
+{
+	static const struct {
+		const char *inm, *etag;
+		bool match;
+	} t[] = {
+		{ "\"abc\"", "\"abc\"", true },
+		{ "W/\"abc\"", "\"abc\"", true },
+		{ "\"abc\"", "W/\"abc\"", true },
+		{ "\"x\", \"abc\"", "\"abc\"", true },
+		{ "\"x\",W/\"abc\" ,", "\"abc\"", true },
+		{ " , ,\"abc\"", "\"abc\"", true },
+		{ "*", "\"abc\"", true },
+		{ " * ", "\"abc\"", true },
+		{ "\"abd\"", "\"abc\"", false },
+		{ "\"ab\"", "\"abc\"", false },
+		{ "\"abcd\"", "\"abc\"", false },
+		{ "abc", "\"abc\"", false },
+		{ "\"abc", "\"abc\"", false },
+		{ "\"abc\" junk", "\"abc\"", false },
+		{ "\"abc\", junk", "\"abc\"", false },
+		{ "*, \"abc\"", "\"abc\"", false },
+		{ "\"a bc\"", "\"a bc\"", false },
+		{ "", "\"abc\"", false },
+		{ "\"abc\"", "abc", false },
+		{ "w/\"abc\"", "\"abc\"", false },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++)
+		if (http_etag_match(t[i].inm, t[i].etag) != t[i].match)
+			fail_msg("If-None-Match %s vs %s: want %d", t[i].inm, t[i].etag, t[i].match);
+	assert_false(http_etag_match(NULL, "\"abc\""));
+	assert_false(http_etag_match("*", NULL));
+}
+
+/* ---- the static site ---- */
+
+static void test_site_lookup(void **state)
+{
+	const struct site_file *f, *idx;
+
+	assert_int_equal(site_nfiles, 2);
+	idx = site_lookup("/index.html");
+	assert_non_null(idx);
+	assert_string_equal(idx->path, "/index.html");
+	assert_int_equal(idx->len, 612);
+	assert_string_equal(idx->content_type, "text/html; charset=utf-8");
+	assert_memory_equal(idx->data, "<!DOCTYPE html>", 15);
+	assert_non_null(memmem(idx->data, idx->len, "Welcome to vireo!", 17));
+	assert_ptr_equal(site_lookup("/"), idx);
+
+	f = site_lookup("/64k.bin");
+	assert_non_null(f);
+	assert_int_equal(f->len, 65536);
+	assert_string_equal(f->content_type, "application/octet-stream");
+	for (size_t i = 0; i < f->len; i++)
+		if (f->data[i] != i % 251)
+			fail_msg("64k.bin byte %zu is %u", i, f->data[i]);
+
+	assert_null(site_lookup("/missing"));
+	assert_null(site_lookup("/index.htm"));
+	assert_null(site_lookup("/index.html/"));
+	assert_null(site_lookup("/index.htmlx"));
+	assert_null(site_lookup("/64k.bin/"));
+	assert_null(site_lookup("//"));
+	assert_null(site_lookup("index.html"));
+	assert_null(site_lookup(""));
+	assert_null(site_lookup(NULL));
+
+	/* Every entry: sorted, findable, typed as the parser would, quoted tag. */
+	for (size_t i = 0; i < site_nfiles; i++) {
+		const char *e = site_files[i].etag;
+
+		if (i)
+			assert_true(strcmp(site_files[i - 1].path, site_files[i].path) < 0);
+		assert_ptr_equal(site_lookup(site_files[i].path), &site_files[i]);
+		assert_string_equal(site_files[i].content_type, http_content_type(site_files[i].path));
+		assert_int_equal(strlen(e), 18);
+		assert_true(e[0] == '"' && e[17] == '"');
+		assert_int_equal(strspn(e + 1, "0123456789abcdef"), 16);
+		assert_true(http_etag_match(e, e));
+	}
+	assert_string_not_equal(site_files[0].etag, site_files[1].etag);
+}
+
+static void test_site_find_dirs(void **state)
+{
+	static const u8 d[1];
+	static const struct site_file t[] = {	/* byte order, as mksite.py sorts */
+		{ "/a", d, 1, "", "" },
+		{ "/a-b/index.html", d, 1, "", "" },
+		{ "/a/b", d, 1, "", "" },
+		{ "/a/index.html", d, 1, "", "" },
+		{ "/b.txt", d, 1, "", "" },
+		{ "/docs/deep/index.html", d, 1, "", "" },
+		{ "/docs/index.html", d, 1, "", "" },
+		{ "/z", d, 1, "", "" },
+	};
+
+	for (size_t n = 0; n <= ARRAY_SIZE(t); n++)	/* every prefix of the table */
+		for (size_t i = 0; i < ARRAY_SIZE(t); i++)
+			assert_ptr_equal(site_find(t, n, t[i].path), i < n ? &t[i] : NULL);
+	assert_ptr_equal(site_find(t, ARRAY_SIZE(t), "/a/"), &t[3]);
+	assert_ptr_equal(site_find(t, ARRAY_SIZE(t), "/a-b/"), &t[1]);
+	assert_ptr_equal(site_find(t, ARRAY_SIZE(t), "/docs/"), &t[6]);
+	assert_ptr_equal(site_find(t, ARRAY_SIZE(t), "/docs/deep/"), &t[5]);
+	assert_null(site_find(t, ARRAY_SIZE(t), "/"));
+	assert_null(site_find(t, ARRAY_SIZE(t), "/docs"));
+	assert_null(site_find(t, ARRAY_SIZE(t), "/docs//"));
+	assert_null(site_find(t, ARRAY_SIZE(t), "/b.txt/"));
+	assert_null(site_find(t, ARRAY_SIZE(t), "/0"));
+	assert_null(site_find(t, ARRAY_SIZE(t), "/zz"));
+	assert_null(site_find(t, 0, "/"));
+}
+
+/* ---- tools/mksite.py ---- */
+
+#define PY "/usr/bin/python3 tools/mksite.py"
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+static int sh(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_mksite(void **state)
+{
+	char tmp[] = "/tmp/vireo-mksite-XXXXXX", a[600], b[600], out1[600], out2[600], longname[300];
+	char *t1, *t2;
+	size_t n1, n2;
+
+	if (access("tools/mksite.py", R_OK) != 0 || access("/usr/bin/python3", X_OK) != 0)
+		skip();	/* run from the repository root */
+	assert_non_null(mkdtemp(tmp));
+	snprintf(out1, sizeof out1, "%s/one.c", tmp);
+	snprintf(out2, sizeof out2, "%s/two.c", tmp);
+
+	/* The default site: twice, identical, and what this binary was built from. */
+	assert_int_equal(sh(PY " net/app/default-site %s --extra 64k.bin=65536", out1), 0);
+	assert_int_equal(sh(PY " net/app/default-site %s --extra 64k.bin=65536", out2), 0);
+	t1 = slurp(out1, &n1);
+	t2 = slurp(out2, &n2);
+	assert_non_null(t1);
+	assert_non_null(t2);
+	assert_int_equal(n1, n2);
+	assert_memory_equal(t1, t2, n1);
+	assert_non_null(strstr(t1, "static const u8 site_data_1[612]"));
+	assert_non_null(strstr(t1, "const size_t site_nfiles = 2;"));
+	free(t2);
+	t2 = slurp("build/host/site_default.c", &n2);
+	if (t2) {
+		assert_int_equal(n1, n2);
+		assert_memory_equal(t1, t2, n1);
+		free(t2);
+	}
+	free(t1);
+
+	/* Same tree built in a different order, with different mtimes: same output.
+	 * Dotfiles and dot-directories are left out. */
+	snprintf(a, sizeof a, "%s/a", tmp);
+	snprintf(b, sizeof b, "%s/b", tmp);
+	assert_int_equal(sh("mkdir -p %s/sub %s/.git %s/sub %s/.git", a, a, b, b), 0);
+	write_file(a, "z.txt", "zed");
+	write_file(a, "sub/index.html", "<p>sub</p>");
+	write_file(a, "e.css", "");
+	write_file(a, ".hidden", "secret");
+	write_file(a, ".git/config", "secret");
+	write_file(b, ".git/config", "secret");
+	write_file(b, "e.css", "");
+	write_file(b, "sub/index.html", "<p>sub</p>");
+	write_file(b, "z.txt", "zed");
+	assert_int_equal(sh("touch -d 2001-01-01 %s/z.txt", b), 0);
+	assert_int_equal(sh(PY " %s %s --extra sub/gen.bin=100", a, out1), 0);
+	assert_int_equal(sh(PY " %s %s --extra /sub/gen.bin=100", b, out2), 0);
+	t1 = slurp(out1, &n1);
+	t2 = slurp(out2, &n2);
+	assert_int_equal(n1, n2);
+	assert_memory_equal(t1, t2, n1);
+	assert_null(strstr(t1, "hidden"));
+	assert_null(strstr(t1, "git"));
+	assert_non_null(strstr(t1, "{ \"/e.css\", site_data_0, 0, \"text/css; charset=utf-8\""));
+	assert_non_null(strstr(t1, "{ \"/sub/gen.bin\", site_data_1, 100,"));
+	assert_non_null(strstr(t1, "{ \"/sub/index.html\", site_data_2, 10,"));
+	assert_non_null(strstr(t1, "{ \"/z.txt\", site_data_3, 3,"));
+	assert_non_null(strstr(t1, "const size_t site_nfiles = 4;"));
+	free(t1);
+	free(t2);
+
+	/* Refusals: names needing escapes, long names, clashes, bad --extra. */
+	assert_int_equal(sh(PY " %s %s --extra z.txt=1 2>/dev/null", a, out1), 1);
+	assert_int_equal(sh(PY " %s %s --extra x=abc 2>/dev/null", a, out1), 1);
+	assert_int_equal(sh(PY " %s %s --extra ../x=1 2>/dev/null", a, out1), 1);
+	assert_int_equal(sh(PY " %s %s --extra 'a b=1' 2>/dev/null", a, out1), 1);
+	assert_int_equal(sh(PY " %s/nonexistent %s 2>/dev/null", a, out1), 1);
+	write_file(b, "bad name.html", "x");
+	assert_int_equal(sh(PY " %s %s 2>/dev/null", b, out1), 1);
+	assert_int_equal(sh("rm '%s/bad name.html'", b), 0);
+	write_file(b, "caf\xc3\xa9.html", "x");
+	assert_int_equal(sh(PY " %s %s 2>/dev/null", b, out1), 1);
+	assert_int_equal(sh("rm %s/caf*", b), 0);
+	/* Linux itself refuses 256-byte file names, so try that one via --extra. */
+	memset(longname, 'n', 256);
+	longname[256] = '\0';
+	assert_int_equal(sh(PY " %s %s --extra %s=1 2>/dev/null", b, out1, longname), 1);
+	longname[255] = '\0';	/* 255 is still allowed */
+	write_file(b, longname, "x");
+	assert_int_equal(sh(PY " %s %s", b, out1), 0);
+	assert_int_equal(sh("ln -s z.txt %s/link.txt", b), 0);
+	assert_int_equal(sh(PY " %s %s 2>/dev/null", b, out1), 1);
+	/* A failed run leaves the previous output alone. */
+	t1 = slurp(out1, &n1);
+	assert_non_null(strstr(t1, longname));
+	free(t1);
+
+	assert_int_equal(sh("rm -rf %s", tmp), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_get_and_head),
+		cmocka_unit_test(test_target_forms),
+		cmocka_unit_test(test_percent_escapes),
+		cmocka_unit_test(test_path_traversal),
+		cmocka_unit_test(test_split_every_way),
+		cmocka_unit_test(test_pipelined),
+		cmocka_unit_test(test_keep_alive),
+		cmocka_unit_test(test_bad_request),
+		cmocka_unit_test(test_bodies_refused),
+		cmocka_unit_test(test_method_not_allowed),
+		cmocka_unit_test(test_version_not_supported),
+		cmocka_unit_test(test_uri_too_long),
+		cmocka_unit_test(test_header_fields_too_large),
+		cmocka_unit_test(test_if_none_match_and_state),
+		cmocka_unit_test(test_response_head),
+		cmocka_unit_test(test_reasons),
+		cmocka_unit_test(test_error_responses),
+		cmocka_unit_test(test_content_types),
+		cmocka_unit_test(test_etag_match),
+		cmocka_unit_test(test_site_lookup),
+		cmocka_unit_test(test_site_find_dirs),
+		cmocka_unit_test(test_mksite),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
