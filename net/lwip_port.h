@@ -1,0 +1,25 @@
+/* vireo's lwIP port: the heap lwIP runs in, its start-up and the glue the
+ * netif and application code need beyond lwIP's own headers. */
+#ifndef VIREO_NET_LWIP_PORT_H
+#define VIREO_NET_LWIP_PORT_H
+
+#include "kernel/types.h"
+
+/* Allocates lwIP's heap (MEM_SIZE bytes of kernel pages, see net/lwipopts.h),
+ * runs lwip_init(), publishes the per-pool budgets as
+ * lwip_stats.memp[i]->avail and starts the TIME_WAIT trim timer. Call once,
+ * from the event loop's context, before any netif is added; later calls do
+ * nothing and return 0. Returns 0, or -ENOMEM if the heap cannot be had.
+ *
+ * After it, the event loop owns lwIP: it alone calls netif input,
+ * sys_check_timeouts() (sys_timeouts_sleeptime() says when next) and the raw
+ * API, never an interrupt handler. */
+int vireo_lwip_init(void);
+
+struct vireo_lwip_stats {
+	u64 heap_bytes;		/* lwIP heap handed to mem_init(), 0 before init */
+	u64 tw_trimmed;		/* TIME_WAIT PCBs dropped above the cap */
+};
+extern struct vireo_lwip_stats vireo_lwip_stats;
+
+#endif

@@ -1,0 +1,224 @@
+/* lwIP configuration for vireo: NO_SYS raw API, dual stack, sized for an HTTP
+ * appliance in a 48 MiB guest with 32+ concurrent connections. Options left
+ * out keep lwIP's default (src/include/lwip/opt.h of the pinned source).
+ *
+ * Threading: everything lwIP runs in the kernel's event loop (netif input,
+ * sys_check_timeouts(), application callbacks). Nothing may call lwIP from an
+ * interrupt handler; drivers only note work there and poll it from the loop.
+ * That is why no lwIP-level locking is configured below. */
+#ifndef VIREO_LWIPOPTS_H
+#define VIREO_LWIPOPTS_H
+
+/* ---- system -------------------------------------------------------------- */
+#define NO_SYS				1
+#define LWIP_NETCONN			0
+#define LWIP_SOCKET			0
+#define LWIP_TIMERS			1	/* kernel loop calls sys_check_timeouts() */
+#define SYS_LIGHTWEIGHT_PROT		0	/* single context, see above */
+#define LWIP_RAND()			((u32_t)random_u32())	/* cc.h declares it */
+
+/* ---- memory ---------------------------------------------------------------
+ * vireo's linker script keeps .bss inside the EFI file's .data (the firmware
+ * loader wants no NOBITS section) and asserts it stays under 64 KiB, so lwIP's
+ * usual static arrays are not an option: ram_heap[] alone would be MEM_SIZE
+ * and the memp_memory_*_base[] pools below another ~0.45 MiB of image.
+ *
+ * Instead:
+ *  - MEM_LIBC_MALLOC=0: lwIP keeps its own heap (mem.c), but that heap lives
+ *    in pages the kernel allocates at boot: LWIP_RAM_HEAP_POINTER names a
+ *    pointer that vireo_lwip_init() (net/lwip_port.c) sets before
+ *    lwip_init(). A private heap bounds what the network can take from the
+ *    kernel and the other way round, and lwip_stats.mem.avail/used/max is the
+ *    network's memory on its own.
+ *  - MEMP_MEM_MALLOC=1: the memp pools are carved from that heap on demand.
+ *    lwip_stats.memp[i]->used/max/err stay exact per pool (memp.c counts them
+ *    either way), so /metrics can export them and tests can check every pool
+ *    returns to its idle level. What is lost is the hard per-pool cap: the
+ *    MEMP_NUM_* and PBUF_POOL_SIZE values below are budgets. vireo_lwip_init()
+ *    copies them into lwip_stats.memp[i]->avail (lwIP leaves avail at 0 in
+ *    this mode) so "used vs avail" still reads as intended. Growth is
+ *    bounded elsewhere: the application caps the connections it accepts
+ *    (an HTTP server counts them anyway), the listen backlog caps half-open
+ *    ones, the per-PCB send buffer and window cap their data, and the port
+ *    trims TIME_WAIT PCBs, the one kind that piles up with no application
+ *    involved (VIREO_LWIP_TIME_WAIT_MAX below).
+ *
+ * Heap budget at the limits set below (x86_64 sizes including lwIP's 16-byte
+ * block header: tcp_pcb 272, pool pbuf 1576):
+ *    64 PCBs x 272                               ~  17 KiB
+ *    TX: 64 conns x TCP_SND_BUF 11680 copied
+ *        + ~1 KiB of pbuf/segment headers each   ~ 800 KiB
+ *    RX: 256 pool pbufs x ~1.6 KiB (RX ring + queued, copying driver)
+ *                                                ~ 400 KiB
+ *    512 TIME_WAIT PCBs x 272                    ~ 136 KiB
+ *    ARP/ND6 queues, IP reassembly, segments     ~ 100 KiB
+ *                                         total  ~ 1.4 MiB
+ * MEM_SIZE = 4 MiB leaves room for the first-fit heap's fragmentation and for
+ * bursts above the budgets, and is ~8% of a 48 MiB guest. */
+#ifndef VIREO_LWIP_MEM_SIZE
+#define VIREO_LWIP_MEM_SIZE		(4u * 1024 * 1024)
+#endif
+#define MEM_LIBC_MALLOC			0
+#define MEMP_MEM_MALLOC			1
+#define MEM_SIZE			VIREO_LWIP_MEM_SIZE
+#define MEM_ALIGNMENT			8
+extern void *vireo_lwip_heap;		/* net/lwip_port.c */
+#define LWIP_RAM_HEAP_POINTER		vireo_lwip_heap
+
+/* The port aborts the oldest TIME_WAIT PCBs beyond this many, every TCP timer
+ * tick (lwIP's own TIME_WAIT reaping runs only once PCB allocation fails,
+ * i.e. once the whole heap is gone). Linux's tcp_max_tw_buckets does the
+ * same. 512 x 272 bytes = 136 KiB; 2 x TCP_MSL stays the default 2 min. */
+#define VIREO_LWIP_TIME_WAIT_MAX	512
+
+/* Budgets (see above: exported as avail, not enforced by lwIP). */
+/* 64 live (32+ concurrent, plus closing ones) and the TIME_WAIT cap. */
+#define MEMP_NUM_TCP_PCB		(64 + VIREO_LWIP_TIME_WAIT_MAX)
+#define MEMP_NUM_TCP_PCB_LISTEN		4	/* HTTP (dual stack) and spares */
+#define MEMP_NUM_TCP_SEG		512	/* TCP_SND_BUF / TCP_MSS x 64 live */
+#define MEMP_NUM_UDP_PCB		4	/* DHCP, spares */
+#define MEMP_NUM_PBUF			256	/* PBUF_REF/ROM: zero-copy TX of static bodies */
+#define PBUF_POOL_SIZE			256	/* one per RX ring entry of the copying driver */
+#define MEMP_NUM_ARP_QUEUE		16
+#define MEMP_NUM_ND6_QUEUE		16
+#define MEMP_NUM_MLD6_GROUP		4	/* all-nodes + 3 solicited-node groups */
+#define MEMP_NUM_REASSDATA		4
+#define MEMP_NUM_FRAG_PBUF		16
+/* lwIP's own timers plus the port's TIME_WAIT trim. */
+#define MEMP_NUM_SYS_TIMEOUT		(LWIP_NUM_SYS_TIMEOUT_INTERNAL + 1)
+
+/* ---- pbufs ---------------------------------------------------------------- */
+/* One pool pbuf holds a whole frame: 1514 bytes, 1518 with a VLAN tag, plus
+ * room for the 12-byte virtio-net header should a driver copy it too. */
+#define PBUF_POOL_BUFSIZE		1536
+/* Headroom in every TX pbuf for the virtio-net header (struct
+ * virtio_net_hdr_v1, 12 bytes), so a driver can pbuf_add_header() it and post
+ * header and frame as one descriptor. */
+#define PBUF_LINK_ENCAPSULATION_HLEN	12
+
+/* ---- interface ------------------------------------------------------------ */
+#define LWIP_SINGLE_NETIF		1	/* one virtio-net device; no loopif */
+#define LWIP_NETIF_LINK_CALLBACK	1
+#define LWIP_NETIF_STATUS_CALLBACK	1
+#define LWIP_NETIF_HOSTNAME		1	/* DHCP option 12 */
+#define LWIP_NETIF_TX_SINGLE_PBUF	0	/* TX maps pbuf chains to descriptors */
+
+/* ---- checksums -------------------------------------------------------------
+ * All generation and checking is compiled in; each netif turns parts off at
+ * run time (NETIF_SET_CHECKSUM_CTRL) when virtio-net negotiates CSUM or
+ * GUEST_CSUM. lwIP requires every CHECKSUM_* on for per-netif control. */
+#define LWIP_CHECKSUM_CTRL_PER_NETIF	1
+#define CHECKSUM_GEN_IP			1
+#define CHECKSUM_GEN_UDP		1
+#define CHECKSUM_GEN_TCP		1
+#define CHECKSUM_GEN_ICMP		1
+#define CHECKSUM_GEN_ICMP6		1
+#define CHECKSUM_CHECK_IP		1
+#define CHECKSUM_CHECK_UDP		1
+#define CHECKSUM_CHECK_TCP		1
+#define CHECKSUM_CHECK_ICMP		1
+#define CHECKSUM_CHECK_ICMP6		1
+/* Sum while tcp_write() copies, so software checksums cost no second pass. */
+#define LWIP_CHECKSUM_ON_COPY		1
+
+/* ---- IPv4 ----------------------------------------------------------------- */
+#define LWIP_IPV4			1
+#define LWIP_ARP			1
+#define ARP_QUEUEING			1
+#define LWIP_ICMP			1
+#define LWIP_RAW			0	/* ICMP echo needs no raw PCBs */
+#define LWIP_IGMP			0
+#define LWIP_DHCP			1
+/* No address conflict detection before binding a DHCP lease: it costs 3-5 s
+ * of probes per boot, and on a virtual NIC the DHCP server owns the segment. */
+#define LWIP_DHCP_DOES_ACD_CHECK	0
+#define LWIP_ACD			0
+#define LWIP_AUTOIP			0
+#define LWIP_DNS			0	/* the appliance resolves nothing */
+/* Reassembly and fragmentation for large pings and odd paths; bounded. */
+#define IP_REASSEMBLY			1
+#define IP_FRAG				1
+#define IP_REASS_MAX_PBUFS		16
+
+/* ---- IPv6 ----------------------------------------------------------------- */
+#define LWIP_IPV6			1
+#define LWIP_IPV6_AUTOCONFIG		1	/* SLAAC from router advertisements */
+#define LWIP_IPV6_SEND_ROUTER_SOLICIT	1
+#define LWIP_ND6_ALLOW_RA_UPDATES	1
+#define LWIP_IPV6_MLD			1	/* solicited-node groups for ND */
+#define LWIP_ICMP6			1
+#define LWIP_IPV6_REASS			1
+#define LWIP_IPV6_FRAG			1
+/* Required on 64-bit: the reassembly bookkeeping (with a pointer) does not
+ * fit into the 8-byte fragment header it would otherwise overwrite. */
+#define IPV6_FRAG_COPYHEADER		1
+#define LWIP_IPV6_DHCP6			0
+#define LWIP_IPV6_NUM_ADDRESSES		3	/* link-local + 2 SLAAC prefixes */
+
+/* ---- UDP / TCP ------------------------------------------------------------ */
+#define LWIP_UDP			1
+#define LWIP_TCP			1
+#define TCP_MSS				1460	/* 1500 MTU - 40; IPv6 gets 1440 per route */
+/* Requests are small, so the receive window mainly bounds what one slow
+ * reader can make the heap hold: 4 MSS = 5840 bytes, ~47 Mbit/s of upload per
+ * connection at 1 ms RTT, which an appliance that serves does not need. */
+#define TCP_WND				(4 * TCP_MSS)
+/* Responses: 8 MSS in flight per connection (~93 Mbit/s at 1 ms RTT each;
+ * 32 connections saturate any virtual link) at ~11 KiB of heap per busy
+ * connection when bodies are copied. */
+#define TCP_SND_BUF			(8 * TCP_MSS)
+/* 4 pbufs per full segment allows header + ROM/REF body + small writes. */
+#define TCP_SND_QUEUELEN		((4 * TCP_SND_BUF) / TCP_MSS)
+#define TCP_QUEUE_OOSEQ			1
+#define TCP_OOSEQ_MAX_BYTES		TCP_WND	/* per PCB */
+#define TCP_OOSEQ_MAX_PBUFS		8	/* per PCB: stops tiny-segment floods */
+#define TCP_LISTEN_BACKLOG		1
+#define TCP_DEFAULT_LISTEN_BACKLOG	32	/* bounds half-open PCBs per listener */
+#define LWIP_TCP_KEEPALIVE		1	/* idle keep-alive connections get probed */
+#define LWIP_WND_SCALE			0
+#define LWIP_TCP_SACK_OUT		0
+#define LWIP_TCP_TIMESTAMPS		0
+
+/* ---- statistics ------------------------------------------------------------
+ * Every counter is on; /metrics reads lwip_stats directly. 32-bit counters:
+ * the 16-bit default wraps within minutes on a busy link. STATS_DISPLAY is on
+ * for stats_display() and because it makes lwIP record each pool's name in
+ * lwip_stats.memp[i]->name, which /metrics uses as a label. */
+#define LWIP_STATS			1
+#define LWIP_STATS_LARGE		1
+#define LWIP_STATS_DISPLAY		1
+#define LINK_STATS			1
+#define ETHARP_STATS			1
+#define IP_STATS			1
+#define IPFRAG_STATS			1
+#define ICMP_STATS			1
+#define UDP_STATS			1
+#define TCP_STATS			1
+#define MEM_STATS			1
+#define MEMP_STATS			1
+#define SYS_STATS			0	/* no semaphores or mailboxes in NO_SYS */
+#define IP6_STATS			1
+#define IP6_FRAG_STATS			1
+#define ICMP6_STATS			1
+#define MLD6_STATS			1
+#define ND6_STATS			1
+
+/* ---- debugging -------------------------------------------------------------
+ * Assertions stay on (LWIP_PLATFORM_ASSERT panics). Build with
+ * -DVIREO_LWIP_DEBUG for lwIP's debug output on the console, and with
+ * -DVIREO_LWIP_SANITY for heap overflow and pool sanity checks. */
+#ifdef VIREO_LWIP_DEBUG
+#define LWIP_DEBUG			1
+#define LWIP_DBG_MIN_LEVEL		LWIP_DBG_LEVEL_ALL
+#define LWIP_DBG_TYPES_ON		LWIP_DBG_ON
+#define NETIF_DEBUG			LWIP_DBG_ON
+#define DHCP_DEBUG			LWIP_DBG_ON
+#define TCP_DEBUG			LWIP_DBG_ON
+#endif
+#ifdef VIREO_LWIP_SANITY
+#define MEM_OVERFLOW_CHECK		1
+#define MEM_SANITY_CHECK		1
+#define MEMP_OVERFLOW_CHECK		1
+#endif
+
+#endif
