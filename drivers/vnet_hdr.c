@@ -1,0 +1,192 @@
+/* virtio-net header checks and fills, §5.1.6. Every header byte and length
+ * the device reports is untrusted; nothing here writes to a receive buffer. */
+#include "kernel/types.h"
+#include "drivers/vnet_hdr.h"
+
+/* Known RX flag bits. Others are ignored, as §5.1.6.4.2 requires. */
+#define RX_KNOWN_FLAGS (VIRTIO_NET_HDR_F_NEEDS_CSUM | VIRTIO_NET_HDR_F_DATA_VALID | \
+			VIRTIO_NET_HDR_F_RSC_INFO)
+
+static const char *const drop_names[VNET_DROP_COUNT] = {
+	[VNET_DROP_NONE]		= "none",
+	[VNET_DROP_BAD_CONFIG]		= "bad_config",
+	[VNET_DROP_TOO_LONG]		= "too_long",
+	[VNET_DROP_TOO_SHORT]		= "too_short",
+	[VNET_DROP_BAD_NUM_BUFFERS]	= "bad_num_buffers",
+	[VNET_DROP_BAD_FLAGS]		= "bad_flags",
+	[VNET_DROP_BAD_CSUM_OFFSETS]	= "bad_csum_offsets",
+	[VNET_DROP_BAD_GSO]		= "bad_gso",
+	[VNET_DROP_BAD_MERGE_LEN]	= "bad_merge_len",
+	[VNET_DROP_FRAME_TOO_BIG]	= "frame_too_big",
+	[VNET_DROP_MERGE_OVERRUN]	= "merge_overrun",
+};
+
+static u16 get_le16(const u8 *p)
+{
+	return (u16)(p[0] | (p[1] << 8));
+}
+
+static void put_le16(u8 *p, u16 v)
+{
+	p[0] = (u8)v;
+	p[1] = (u8)(v >> 8);
+}
+
+static int drop(struct vnet_rx_info *info, enum vnet_drop why, int err)
+{
+	info->drop = why;
+	info->bufs_left = 0;
+	return err;
+}
+
+static bool cfg_ok(const struct vnet_rx_cfg *cfg)
+{
+	if (cfg->hdr_len != VIRTIO_NET_HDR_LEN && cfg->hdr_len != VIRTIO_NET_HDR_LEN_LEGACY)
+		return false;
+	if (cfg->mrg_rxbuf && (cfg->hdr_len != VIRTIO_NET_HDR_LEN || cfg->max_buffers == 0))
+		return false;
+	return cfg->max_frame >= VNET_ETH_HLEN && cfg->max_frame <= VNET_FRAME_MAX;
+}
+
+/* The last checks, once the whole frame length is known. */
+static int rx_finish(struct vnet_rx_info *info)
+{
+	if (info->frame_len < VNET_ETH_HLEN)
+		return drop(info, VNET_DROP_TOO_SHORT, -EBADMSG);
+	if (info->needs_csum &&
+	    (u32)info->csum_start + info->csum_offset + 2u > info->frame_len)
+		return drop(info, VNET_DROP_BAD_CSUM_OFFSETS, -EBADMSG);
+	return 0;
+}
+
+u32 vnet_hdr_len(bool version_1, bool mrg_rxbuf)
+{
+	return version_1 || mrg_rxbuf ? VIRTIO_NET_HDR_LEN : VIRTIO_NET_HDR_LEN_LEGACY;
+}
+
+int vnet_rx_check(const struct vnet_rx_cfg *cfg, const u8 *buf, u32 used_len,
+		  u32 posted_len, struct vnet_rx_info *out)
+{
+	u8 flags, gso;
+	u16 nbuf = 1;
+
+	*out = (struct vnet_rx_info){ .drop = VNET_DROP_NONE };
+	if (!cfg_ok(cfg))
+		return drop(out, VNET_DROP_BAD_CONFIG, -EINVAL);
+	if (used_len > posted_len)
+		return drop(out, VNET_DROP_TOO_LONG, -EOVERFLOW);
+	if (used_len < cfg->hdr_len)
+		return drop(out, VNET_DROP_TOO_SHORT, -EBADMSG);
+
+	flags = buf[0];
+	gso = buf[1];
+	/* Without MRG_RXBUF the field is not ours to read: legacy headers lack
+	 * it, and QEMU leaves it unwritten in 12-byte VERSION_1 headers. */
+	if (cfg->mrg_rxbuf) {
+		nbuf = get_le16(buf + 10);
+		if (nbuf == 0 || nbuf > cfg->max_buffers)
+			return drop(out, VNET_DROP_BAD_NUM_BUFFERS, -EBADMSG);
+	}
+	/* RSC_INFO needs RSC_EXT and the csum bits need GUEST_CSUM (§5.1.6.4.1);
+	 * we negotiate neither RSC_EXT nor any GUEST_TSO/UFO/USO. */
+	if ((flags & VIRTIO_NET_HDR_F_RSC_INFO) ||
+	    (!cfg->guest_csum && (flags & RX_KNOWN_FLAGS)))
+		return drop(out, VNET_DROP_BAD_FLAGS, -EBADMSG);
+	if (gso != VIRTIO_NET_HDR_GSO_NONE)
+		return drop(out, VNET_DROP_BAD_GSO, -EBADMSG);
+
+	out->frame_off = cfg->hdr_len;
+	out->first_len = used_len - cfg->hdr_len;
+	out->frame_len = out->first_len;
+	out->num_buffers = nbuf;
+	out->bufs_left = (u16)(nbuf - 1);
+	out->csum_valid = flags & VIRTIO_NET_HDR_F_DATA_VALID;
+	out->needs_csum = flags & VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	if (out->needs_csum) {
+		out->csum_start = get_le16(buf + 6);
+		out->csum_offset = get_le16(buf + 8);
+	}
+	if (out->frame_len > cfg->max_frame)
+		return drop(out, VNET_DROP_FRAME_TOO_BIG, -EBADMSG);
+	if (nbuf == 1)
+		return rx_finish(out);
+	/* §5.1.6.3.2: all buffers but the last are used to their full length. */
+	if (used_len != posted_len)
+		return drop(out, VNET_DROP_BAD_MERGE_LEN, -EBADMSG);
+	return 0;
+}
+
+int vnet_rx_merge(const struct vnet_rx_cfg *cfg, struct vnet_rx_info *info,
+		  u32 used_len, u32 posted_len)
+{
+	if (!cfg_ok(cfg))
+		return drop(info, VNET_DROP_BAD_CONFIG, -EINVAL);
+	if (info->drop != VNET_DROP_NONE || info->bufs_left == 0)
+		return drop(info, VNET_DROP_MERGE_OVERRUN, -EINVAL);
+	if (used_len > posted_len)
+		return drop(info, VNET_DROP_TOO_LONG, -EOVERFLOW);
+	if (info->bufs_left > 1 ? used_len != posted_len : used_len == 0)
+		return drop(info, VNET_DROP_BAD_MERGE_LEN, -EBADMSG);
+	if (info->frame_len > cfg->max_frame || used_len > cfg->max_frame - info->frame_len)
+		return drop(info, VNET_DROP_FRAME_TOO_BIG, -EBADMSG);
+	info->frame_len += used_len;
+	if (--info->bufs_left == 0)
+		return rx_finish(info);
+	return 0;
+}
+
+const char *vnet_drop_name(enum vnet_drop reason)
+{
+	if ((unsigned)reason >= VNET_DROP_COUNT)
+		return "?";
+	return drop_names[reason];
+}
+
+void vnet_tx_hdr(u8 *hdr, size_t hdr_len, bool csum_offload, u16 csum_start,
+		 u16 csum_offset)
+{
+	for (size_t i = 0; i < hdr_len; i++)
+		hdr[i] = 0;
+	if (!csum_offload || hdr_len < VIRTIO_NET_HDR_LEN_LEGACY)
+		return;
+	hdr[0] = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	put_le16(hdr + 6, csum_start);
+	put_le16(hdr + 8, csum_offset);
+}
+
+u32 vnet_csum_add(u32 sum, const u8 *p, u32 len)
+{
+	u64 acc = sum;
+	u32 i;
+
+	for (i = 0; i + 1 < len; i += 2)
+		acc += (u32)(p[i] << 8 | p[i + 1]);
+	if (len & 1)
+		acc += (u32)p[len - 1] << 8;
+	while (acc >> 32)
+		acc = (acc & 0xffffffffu) + (acc >> 32);
+	return (u32)acc;
+}
+
+u16 vnet_csum_fold(u32 sum)
+{
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (u16)~sum;
+}
+
+int vnet_csum_complete(u8 *frame, u32 len, u16 start, u16 offset)
+{
+	u32 at = (u32)start + offset;
+	u16 c;
+
+	if (at + 2u > len)
+		return -EINVAL;
+	/* The field holds the pseudo-header sum and is part of the range. */
+	c = vnet_csum_fold(vnet_csum_add(0, frame + start, len - start));
+	if (c == 0)
+		c = 0xffff;	/* same value in ones' complement; 0 means "none" for UDP */
+	frame[at] = (u8)(c >> 8);
+	frame[at + 1] = (u8)c;
+	return 0;
+}
