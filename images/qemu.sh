@@ -1,6 +1,15 @@
 #!/usr/bin/env bash
 # qemu.sh — boot a vireo image under OVMF with the serial console on stdio.
 #   --image FILE     disk image (default build/vireo.img)
+#   --format F       raw, qcow2, vpc (VHD), vmdk; default from the file name
+#                    (.qcow2, .vhd, .vmdk; anything else is raw)
+#   --cdrom          attach the image as a CD-ROM (build/vireo.iso) instead of
+#                    a virtio disk
+#   --secboot        Secure Boot enforced: OVMF_CODE_4M.secboot.fd with SMM and
+#                    a copy of OVMF_VARS_4M.snakeoil.fd, whose PK, KEK and db
+#                    hold Debian's test key (/usr/share/ovmf/PkKek-1-snakeoil.*)
+#   --vars FILE      start from this OVMF variable store instead (a copy is
+#                    used; the file is never written)
 #   --mem MIB        guest memory (default 64; OVMF needs at least 48)
 #   --cmdline STR    kernel command line, passed through fw_cfg opt/vireo/cmdline
 #   --machine TYPE   q35 (default) or pc
@@ -8,18 +17,30 @@
 #   --port N         forward host TCP port N (user networking) to guest port 80
 #   --print          print the QEMU command instead of running it
 # Anything after the options is passed to QEMU unchanged (QEMU_OPTS).
+# VIREO_QEMU_SH_OPTS (split on spaces) adds options before the command line's,
+# for callers that cannot add their own (tests/qemu/vm.py: --cdrom, --secboot).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+if [[ -n ${VIREO_QEMU_SH_OPTS:-} ]]; then
+	read -ra env_opts <<<"$VIREO_QEMU_SH_OPTS"
+	set -- "${env_opts[@]}" "$@"
+fi
 image=build/vireo.img mem=64 cmdline="" machine=q35 accel=${ACCEL:-auto} port="" print=0
+format="" cdrom=0 secboot=0 vars_src=""
 while (($#)); do
 	case $1 in
 	--image) image=$2; shift 2 ;;
+	--format) format=$2; shift 2 ;;
+	--cdrom) cdrom=1; shift ;;
+	--secboot) secboot=1; shift ;;
+	--vars) vars_src=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
 	--cmdline) cmdline=$2; shift 2 ;;
 	--machine) machine=$2; shift 2 ;;
 	--accel) accel=$2; shift 2 ;;
 	--port) port=$2; shift 2 ;;
 	--print) print=1; shift ;;
+	-h | --help) sed -n '2,/^set -eu/{/^set -eu/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	--) shift; break ;;
 	*) break ;;
 	esac
@@ -27,6 +48,20 @@ done
 
 ovmf_code=/usr/share/OVMF/OVMF_CODE_4M.fd
 ovmf_vars=/usr/share/OVMF/OVMF_VARS_4M.fd
+if ((secboot)); then
+	ovmf_code=/usr/share/OVMF/OVMF_CODE_4M.secboot.fd
+	ovmf_vars=/usr/share/OVMF/OVMF_VARS_4M.snakeoil.fd
+fi
+[[ -n $vars_src ]] && ovmf_vars=$vars_src
+[[ -r $ovmf_vars ]] || { echo "qemu.sh: $ovmf_vars missing (apt-get install ovmf)" >&2; exit 1; }
+if [[ -z $format ]]; then
+	case $image in
+	*.qcow2) format=qcow2 ;;
+	*.vhd) format=vpc ;;
+	*.vmdk) format=vmdk ;;
+	*) format=raw ;;
+	esac
+fi
 [[ -r $ovmf_code ]] || { echo "qemu.sh: $ovmf_code missing (apt-get install ovmf)" >&2; exit 1; }
 [[ -r $image ]] || { echo "qemu.sh: image $image missing (make image)" >&2; exit 1; }
 
@@ -55,12 +90,23 @@ vars=$(mktemp "${TMPDIR:-/tmp}/vireo-vars.XXXXXX")
 cp "$ovmf_vars" "$vars"
 trap 'rm -f "$vars"' EXIT
 
-args=(qemu-system-x86_64 -machine "$machine" -accel "$accel" -m "$mem" -smp 1
+# The secure-boot firmware keeps its variables behind SMM, so the machine
+# needs SMM and the flash must only be writable from it.
+machine_opts=$machine
+((secboot)) && machine_opts+=",smm=on"
+args=(qemu-system-x86_64 -machine "$machine_opts" -accel "$accel" -m "$mem" -smp 1
 	-nodefaults -no-user-config -display none -serial stdio
 	-drive if=pflash,format=raw,unit=0,readonly=on,file="$ovmf_code"
-	-drive if=pflash,format=raw,unit=1,file="$vars"
-	-drive if=none,id=boot,format=raw,file="$image",readonly=on
-	-device virtio-blk-pci,drive=boot,bootindex=0)
+	-drive if=pflash,format=raw,unit=1,file="$vars")
+((secboot)) && args+=(-global driver=cfi.pflash01,property=secure,value=on)
+if ((cdrom)); then
+	# q35's built-in AHCI and pc's PIIX both name their first bus ide.0.
+	args+=(-drive if=none,id=boot,media=cdrom,format="$format",file="$image",readonly=on
+		-device ide-cd,drive=boot,bus=ide.0,bootindex=0)
+else
+	args+=(-drive if=none,id=boot,format="$format",file="$image",readonly=on
+		-device virtio-blk-pci,drive=boot,bootindex=0)
+fi
 [[ -n $cmdline ]] && args+=(-fw_cfg "name=opt/vireo/cmdline,string=$cmdline")
 if [[ -n $port ]]; then
 	args+=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:80"
@@ -71,5 +117,5 @@ if ((print)); then
 	printf '%q ' "${args[@]}"; echo
 	exit 0
 fi
-echo "qemu.sh: $accel, $machine, ${mem} MiB; quit with Ctrl-A X" >&2
+echo "qemu.sh: $accel, $machine_opts, ${mem} MiB$( ((secboot)) && echo ', secure boot'); quit with Ctrl-A X" >&2
 "${args[@]}"
