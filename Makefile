@@ -46,8 +46,11 @@ KLDFLAGS := -nostdlib -znocombreloc -shared -Bsymbolic --no-undefined \
 	--build-id=none --gc-sections -T linker/vireo.ld
 
 BOOT_SRCS   := boot/efi_main.c boot/fwcfg.c
-KERNEL_SRCS := $(sort $(wildcard kernel/*.c)) $(sort $(wildcard kernel/*.S))
-DRIVER_SRCS := $(sort $(wildcard drivers/*.c))
+KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel/string.c \
+	kernel/trap.c kernel/panic.c kernel/mm.c kernel/frames.c kernel/heap.c kernel/apic.c \
+	kernel/time.c kernel/timerq.c kernel/loop.c kernel/cmdline.c kernel/config.c \
+	kernel/timeline.c kernel/shell.c
+DRIVER_SRCS := drivers/acpi_tables.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c
 NET_SRCS    :=
 SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS)))
@@ -109,6 +112,8 @@ FUZZERS :=
 # Each tests/host/*.mk adds names to HOST_TESTS (with NAME_SRCS) and FUZZERS
 # (with NAME_SRCS); the rules are generated below.
 include $(sort $(wildcard tests/host/*.mk))
+# Image builders and the lwIP fetch/build keep their rules beside their code.
+-include $(sort $(wildcard images/*.mk net/*.mk))
 
 define host_test_rule
 $(BUILD)/host/$(1): $$($(1)_SRCS) tests/host/shim/klog.c
@@ -164,6 +169,8 @@ help:
 	@echo "  make run        install QEMU/OVMF if missing, boot the image (CMDLINE=, QEMU_OPTS=, MEM=)"
 	@echo "  make test       install test deps if missing; host unit tests (ASan/UBSan),"
 	@echo "                  fuzz smoke ($(FUZZ_RUNS) runs each), QEMU boot tests under OVMF"
+	@echo "  make images     every image: GRUB disk, ISO, qcow2, GCE/Azure/AWS files (images/images.mk)"
+	@echo "  make sign KEY=key.pem CERT=cert.pem   Secure Boot signed build/vireo-signed.img"
 	@echo "  make test-host  host unit tests only"
 	@echo "  make test-qemu  QEMU tests only"
 	@echo "  make fuzz       libFuzzer targets, FUZZ_TIME=$(FUZZ_TIME) s each"

@@ -37,6 +37,7 @@ static u32 nioapics = 1;
 /* ISA IRQ -> GSI, with polarity/trigger. Default identity, edge, high;
  * PC firmware routes the PIT (IRQ0) to GSI 2, which ACPI restates. */
 static struct isa_route {
+	bool set;
 	u32 gsi;
 	bool level, active_low;
 } isa_routes[16];
@@ -84,7 +85,7 @@ void irq_set_isa_override(u8 isa_irq, u32 gsi, bool level, bool active_low)
 {
 	if (isa_irq >= 16)
 		return;
-	isa_routes[isa_irq] = (struct isa_route){ gsi, level, active_low };
+	isa_routes[isa_irq] = (struct isa_route){ true, gsi, level, active_low };
 }
 
 static struct ioapic *ioapic_for(u32 gsi, u32 *pin)
@@ -129,8 +130,8 @@ void apic_init(void)
 	lapic_write(LAPIC_SVR, 0x100 | VEC_SPURIOUS);
 
 	for (i = 0; i < 16; i++)
-		if (!isa_routes[i].gsi && !isa_routes[i].level && !isa_routes[i].active_low)
-			isa_routes[i].gsi = i;
+		if (!isa_routes[i].set)
+			isa_routes[i] = (struct isa_route){ true, i, false, false };
 	for (i = 0; i < nioapics; i++) {
 		struct ioapic *io = &ioapics[i];
 

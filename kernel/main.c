@@ -3,6 +3,8 @@
  * event loop. Console contract (tests rely on it): `vireo <version>` first,
  * `vireo: kernel ready` once initialised, `vireo: panic: ...` on a panic.
  */
+#include "drivers/acpi.h"
+#include "drivers/pci.h"
 #include "kernel/boot_info.h"
 #include "kernel/config.h"
 #include "kernel/console.h"
@@ -56,14 +58,20 @@ void kernel_main(struct boot_info *bi)
 	timeline_mark("mm");
 	mm_print_summary();
 
+	acpi_init(bi);
+	timeline_mark("acpi");
 	apic_init();
 	time_init(bi->tsc.efi_main);
 	timeline_mark("time");
-	kprintf("time: tsc %lu.%03lu MHz, lapic timer %lu.%03lu MHz, exit_boot_services took %u tr%s\n",
+	kprintf("time: tsc %lu.%03lu MHz, lapic timer %lu.%03lu MHz (against %s), exit_boot_services took %u tr%s\n",
 		time_tsc_hz() / 1000000, time_tsc_hz() / 1000 % 1000, time_lapic_hz() / 1000000,
-		time_lapic_hz() / 1000 % 1000, bi->exit_tries, bi->exit_tries == 1 ? "y" : "ies");
+		time_lapic_hz() / 1000 % 1000, time_reference(), bi->exit_tries, bi->exit_tries == 1 ? "y" : "ies");
 	console_enable_input();
 	sti();
+
+	pci_init();
+	timeline_mark("pci");
+	pci_probe_drivers();
 
 	config_run_selftest();
 

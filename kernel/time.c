@@ -7,9 +7,13 @@
 #include "kernel/time.h"
 
 #define PIT_HZ 1193182ULL
+#define PM_TIMER_HZ 3579545ULL
 #define CAL_MS 3	/* calibration window: TSC error well under 0.1% */
 
 static u64 tsc0, tsc_hz, lapic_hz;
+static u16 pm_port;
+static u8 pm_bits;
+static const char *reference = "pit";
 static u64 tsc_mult;	/* ns = ticks * tsc_mult >> 32 */
 static u64 lapic_mult;	/* lapic ticks = ns * lapic_mult >> 32 */
 
@@ -49,13 +53,54 @@ static bool pit_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
 	return true;
 }
 
+void time_set_pm_timer(u16 port, u8 bits)
+{
+	pm_port = port;
+	pm_bits = bits == 32 ? 32 : 24;
+}
+
+/* The same window against the ACPI PM timer, a free-running counter. */
+static bool pm_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
+{
+	u32 mask = pm_bits == 32 ? 0xffffffffu : 0xffffffu;
+	u32 want = (u32)(PM_TIMER_HZ * ms / 1000), start, now, l0, l1;
+	u64 t0, t1, spins = 0;
+
+	lapic_timer_start_calibration();
+	start = inl(pm_port) & mask;
+	l0 = lapic_timer_current();
+	t0 = rdtsc();
+	do {
+		now = inl(pm_port) & mask;
+		if (++spins > 100000000ULL)
+			return false;
+	} while (((now - start) & mask) < want);
+	t1 = rdtsc();
+	l1 = lapic_timer_current();
+	/* Scale to exactly `ms`: the loop may overshoot by one read. */
+	*tsc_ticks = (t1 - t0) * want / ((now - start) & mask);
+	*lapic_ticks = (u32)((u64)(l0 - l1) * want / ((now - start) & mask));
+	return true;
+}
+
+const char *time_reference(void)
+{
+	return reference;
+}
+
 void time_init(u64 tsc_start)
 {
 	u64 ticks;
 	u32 lticks;
+	bool ok;
 
 	tsc0 = tsc_start;
-	if (!pit_window(CAL_MS, &ticks, &lticks) || ticks == 0) {
+	if (pm_port && pm_window(CAL_MS, &ticks, &lticks))
+		reference = "pm-timer";
+	else
+		pm_port = 0;
+	ok = pm_port || pit_window(CAL_MS, &ticks, &lticks);
+	if (!ok || ticks == 0) {
 		klog("time: PIT calibration failed, assuming 2 GHz TSC and 62.5 MHz LAPIC timer");
 		ticks = 2000000ULL * CAL_MS;
 		lticks = 62500 * CAL_MS;

@@ -4,8 +4,8 @@
 set -euo pipefail
 what=${1:-test}
 build=(make gcc binutils gnu-efi mtools dosfstools gdisk python3 procps)
-run=(qemu-system-x86 ovmf)
-test=(libcmocka-dev clang libclang-rt-14-dev python3-pytest)
+run=(qemu-system-x86 ovmf dpkg-dev gpgv debian-archive-keyring)
+test=(libcmocka-dev clang libclang-rt-14-dev python3-pytest grub-efi-amd64-bin xorriso qemu-utils sbsigntool openssl)
 case $what in
 run) want=("${build[@]}" "${run[@]}") ;;
 test) want=("${build[@]}" "${run[@]}" "${test[@]}") ;;

@@ -1,8 +1,11 @@
 """Boot vireo under QEMU+OVMF (TCG) through images/qemu.sh and read its serial console."""
+import json
 import os
 import re
 import signal
+import socket
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -20,10 +23,13 @@ class Vm:
                 "--machine", machine, "--accel", "tcg"]
         if cmdline:
             args += ["--cmdline", cmdline]
-        args += ["--"]
+        self.tmp = tempfile.mkdtemp(prefix="vireo-vm-")
+        self.qmp_path = os.path.join(self.tmp, "qmp.sock")
+        args += ["--", "-qmp", f"unix:{self.qmp_path},server=on,wait=off"]
         if not reboot:
             args.append("-no-reboot")
         args += list(extra)
+        self._qmp = None
         self.args = args
         self.out = b""
         self.lock = threading.Lock()
@@ -90,7 +96,48 @@ class Vm:
             pass
         return pids
 
+    def qmp(self, command, **arguments):
+        """Runs one QMP command and returns its "return" value."""
+        if self._qmp is None:
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    sock.connect(self.qmp_path)
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+            self._qmp = sock.makefile("rw")
+            self._qmp.readline()  # greeting
+            self._qmp_cmd("qmp_capabilities")
+        return self._qmp_cmd(command, **arguments)
+
+    def _qmp_cmd(self, command, **arguments):
+        msg = {"execute": command}
+        if arguments:
+            msg["arguments"] = arguments
+        self._qmp.write(json.dumps(msg) + "\n")
+        self._qmp.flush()
+        while True:
+            reply = json.loads(self._qmp.readline())
+            if "return" in reply:
+                return reply["return"]
+            if "error" in reply:
+                raise AssertionError(f"QMP {command}: {reply['error']}")
+
+    def hmp(self, line):
+        """A human monitor command's text output (e.g. "info pci")."""
+        return self.qmp("human-monitor-command", **{"command-line": line})
+
     def stop(self):
+        if self._qmp is not None:
+            try:
+                self._qmp.close()
+            except OSError:
+                pass
+            self._qmp = None
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
@@ -102,6 +149,11 @@ class Vm:
                     pass
                 self.proc.wait(timeout=10)
         self.reader.join(timeout=5)
+        try:
+            os.unlink(self.qmp_path)
+            os.rmdir(self.tmp)
+        except OSError:
+            pass
 
     def __enter__(self):
         return self
