@@ -4,7 +4,7 @@
 #include "kernel/console.h"
 #include "kernel/panic.h"
 
-struct kconfig kconfig;
+struct kconfig kconfig = { .virtio_features = ~0ULL };
 
 static const char *const panic_choices[] = { "halt", "reboot", NULL };
 static const char *const selftest_choices[] = {
@@ -16,6 +16,8 @@ static const struct cmdline_opt opts[] = {
 	  .help = "what a panic does after printing: halt (default) or reboot" },
 	{ .key = "selftest", .type = CMDLINE_ENUM, .dst = &kconfig.selftest, .choices = selftest_choices,
 	  .help = "trigger a fault at boot to test the panic path" },
+	{ .key = "virtio.features", .type = CMDLINE_HEX, .dst = &kconfig.virtio_features,
+	  .help = "mask of virtio feature bits that may be negotiated (live-migration lock-down)" },
 	{ .key = "verbose", .type = CMDLINE_BOOL, .dst = &kconfig.verbose,
 	  .help = "print the firmware memory map at boot" },
 };

@@ -20,7 +20,8 @@ enum selftest {
 struct kconfig {
 	int panic;	/* enum panic_action */
 	int selftest;	/* enum selftest */
-	bool verbose;	/* print the firmware memory map at boot */
+	bool verbose;
+	u64 virtio_features;	/* virtio.features: features that may be negotiated */	/* print the firmware memory map at boot */
 };
 extern struct kconfig kconfig;
 

@@ -5,6 +5,7 @@
  */
 #include "drivers/acpi.h"
 #include "drivers/pci.h"
+#include "drivers/virtio.h"
 #include "kernel/boot_info.h"
 #include "kernel/config.h"
 #include "kernel/console.h"
@@ -13,6 +14,7 @@
 #include "kernel/loop.h"
 #include "kernel/mm.h"
 #include "kernel/panic.h"
+#include "kernel/random.h"
 #include "kernel/time.h"
 #include "kernel/timeline.h"
 
@@ -66,12 +68,15 @@ void kernel_main(struct boot_info *bi)
 	kprintf("time: tsc %lu.%03lu MHz, lapic timer %lu.%03lu MHz (against %s), exit_boot_services took %u tr%s\n",
 		time_tsc_hz() / 1000000, time_tsc_hz() / 1000 % 1000, time_lapic_hz() / 1000000,
 		time_lapic_hz() / 1000 % 1000, time_reference(), bi->exit_tries, bi->exit_tries == 1 ? "y" : "ies");
+	random_init();
 	console_enable_input();
 	sti();
 
 	pci_init();
 	timeline_mark("pci");
+	virtio_set_feature_mask(kconfig.virtio_features);
 	pci_probe_drivers();
+	timeline_mark("drivers");
 
 	config_run_selftest();
 

@@ -20,7 +20,7 @@ def test_boots_to_ready(boot):
     # The timeline has every stage, in order, starting at efi_main.
     tl = re.search(r"^boot: timeline \(ms since efi_main\): (.*)$", text, re.M).group(1)
     names = [kv.split("=")[0] for kv in tl.split()]
-    assert names == ["exit_boot_services", "mm", "acpi", "time", "pci", "ready"]
+    assert names == ["exit_boot_services", "mm", "acpi", "time", "pci", "drivers", "ready"]
     values = [float(kv.split("=")[1]) for kv in tl.split()]
     assert values == sorted(values)
     assert "panic" not in text

@@ -1,0 +1,168 @@
+/* The virtio bus: devices found by a transport, drivers matched by id, the
+ * status handshake, feature negotiation and virtqueue setup. Drivers see
+ * only this API (features, config space, queues), never PCI. */
+#ifndef VIREO_VIRTIO_H
+#define VIREO_VIRTIO_H
+
+#include "drivers/virtq.h"
+#include "kernel/types.h"
+
+/* Device status bits, §2.1. */
+#define VIRTIO_S_ACKNOWLEDGE 0x01
+#define VIRTIO_S_DRIVER 0x02
+#define VIRTIO_S_DRIVER_OK 0x04
+#define VIRTIO_S_FEATURES_OK 0x08
+#define VIRTIO_S_NEEDS_RESET 0x40
+#define VIRTIO_S_FAILED 0x80
+
+/* Transport-independent feature bits, §6. */
+#define VIRTIO_F_NOTIFY_ON_EMPTY 24
+#define VIRTIO_F_ANY_LAYOUT 27
+#define VIRTIO_F_INDIRECT_DESC 28
+#define VIRTIO_F_EVENT_IDX 29
+#define VIRTIO_F_VERSION_1 32
+#define VIRTIO_F_ACCESS_PLATFORM 33
+#define VIRTIO_F_RING_PACKED 34
+#define VIRTIO_F_IN_ORDER 35
+#define VIRTIO_F_ORDER_PLATFORM 36
+#define VIRTIO_F_SR_IOV 37
+#define VIRTIO_F_NOTIFICATION_DATA 38
+#define VIRTIO_F_NOTIF_CONFIG_DATA 39
+#define VIRTIO_F_RING_RESET 40
+#define VIRTIO_BIT(b) (1ULL << (b))
+
+/* What the core itself can drive; drivers add their device bits. */
+#define VIRTIO_TRANSPORT_FEATURES                                                                   \
+	(VIRTIO_BIT(VIRTIO_F_INDIRECT_DESC) | VIRTIO_BIT(VIRTIO_F_EVENT_IDX) |                      \
+	 VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_F_ACCESS_PLATFORM) |                    \
+	 VIRTIO_BIT(VIRTIO_F_RING_PACKED) | VIRTIO_BIT(VIRTIO_F_IN_ORDER) |                         \
+	 VIRTIO_BIT(VIRTIO_F_ORDER_PLATFORM) | VIRTIO_BIT(VIRTIO_F_NOTIFICATION_DATA) |             \
+	 VIRTIO_BIT(VIRTIO_F_RING_RESET) | VIRTIO_BIT(VIRTIO_F_ANY_LAYOUT))
+
+#define VIRTIO_ID_NET 1
+#define VIRTIO_ID_BLOCK 2
+#define VIRTIO_ID_CONSOLE 3
+#define VIRTIO_ID_RNG 4
+#define VIRTIO_VENDOR_ANY 0xffff
+
+struct virtio_dev;
+struct virtio_vq;
+
+/* The transport seam: registers only, never rings. */
+struct virtio_transport_ops {
+	const char *name;
+	u8 (*get_status)(struct virtio_dev *d);
+	void (*set_status)(struct virtio_dev *d, u8 status);	/* 0 resets */
+	u64 (*get_features)(struct virtio_dev *d);
+	void (*set_features)(struct virtio_dev *d, u64 features);
+	u8 (*config_generation)(struct virtio_dev *d);
+	/* Device-specific config, width-exact; off is bounds-checked. */
+	int (*cfg_read)(struct virtio_dev *d, u32 off, void *buf, u32 width);
+	int (*cfg_write)(struct virtio_dev *d, u32 off, const void *buf, u32 width);
+	u16 (*queue_max)(struct virtio_dev *d, u16 idx);	/* 0: no such queue */
+	bool (*queue_size_fixed)(struct virtio_dev *d);		/* legacy: size == max */
+	/* Programs a ring and enables it, with its interrupt route. */
+	int (*queue_setup)(struct virtio_dev *d, struct virtio_vq *q);
+	int (*queue_reset)(struct virtio_dev *d, struct virtio_vq *q);	/* RING_RESET */
+	void (*notify)(struct virtio_vq *q, u32 data);
+	/* Interrupts: set up delivery for nvq queues plus config changes. */
+	int (*irq_setup)(struct virtio_dev *d);
+	void (*irq_teardown)(struct virtio_dev *d);
+	const char *(*describe)(struct virtio_dev *d);		/* "00:02.0 modern" */
+};
+
+struct virtio_vq {
+	struct virtq vq;
+	struct virtio_dev *vdev;
+	u16 index;
+	u16 num;
+	u16 msix_entry;		/* table entry, or 0xffff for none */
+	int vector;		/* CPU vector, -1 if shared/polled */
+	void (*callback)(struct virtio_vq *q);	/* interrupt context */
+	void *priv;
+	u64 interrupts;
+	void *ring_mem;
+	size_t ring_pages;
+	void *priv_mem;
+	u64 notify_addr;	/* transport's: where the kick goes */
+	bool live;
+};
+
+#define VIRTIO_MAX_VQS 8
+
+struct virtio_device_id {
+	u16 device;		/* virtio device id; 0 ends a table */
+	u16 vendor;		/* subsystem vendor, or VIRTIO_VENDOR_ANY */
+};
+
+struct virtio_driver {
+	const char *name;
+	const struct virtio_device_id *ids;
+	u64 features;		/* device bits it drives (transport bits are added) */
+	const char *const *feature_names;	/* [64], NULL entries for unknown */
+	/* Called after FEATURES_OK: set up queues, post buffers, call
+	 * virtio_device_ready(). Returns 0 or a negative error. */
+	int (*probe)(struct virtio_dev *d);
+	/* Undo probe: the device has already been reset. */
+	void (*remove)(struct virtio_dev *d);
+	void (*config_changed)(struct virtio_dev *d);	/* loop context */
+};
+
+#define VIRTIO_DRIVER(drv)                                                         \
+	static const struct virtio_driver *const virtio_driver_ptr_##drv             \
+		__attribute__((used, section(".drivers.virtio"))) = &(drv)
+
+struct virtio_dev {
+	u16 device_id;
+	u16 vendor_id;
+	u32 index;			/* virtioN */
+	const struct virtio_transport_ops *ops;
+	void *transport;
+	u64 offered, features;
+	bool modern;			/* VERSION_1 transport */
+	bool broken;
+	u32 resets;			/* DEVICE_NEEDS_RESET recoveries */
+	const struct virtio_driver *driver;
+	void *priv;
+	struct virtio_vq *vqs[VIRTIO_MAX_VQS];
+	u16 nvqs;
+	void (*config_irq)(struct virtio_dev *d);	/* set by the core */
+	struct virtio_dev *next;
+};
+
+/* Transport entry: a device was found; matches and probes a driver. */
+void virtio_add_device(struct virtio_dev *d);
+struct virtio_dev *virtio_devices(void);
+
+static inline bool virtio_has(const struct virtio_dev *d, unsigned bit)
+{
+	return (d->features >> bit) & 1;
+}
+
+/* Device config reads that retry until config_generation is stable. */
+int virtio_cfg_read(struct virtio_dev *d, u32 off, void *buf, u32 len);
+u8 virtio_cfg_read8(struct virtio_dev *d, u32 off);
+u16 virtio_cfg_read16(struct virtio_dev *d, u32 off);
+u32 virtio_cfg_read32(struct virtio_dev *d, u32 off);
+
+/* Allocates and enables queue idx with at most num_hint entries (0: the
+ * device's maximum, capped at VIRTQ_MAX_SIZE); the callback runs in
+ * interrupt context. Returns the queue or NULL (logged). */
+struct virtio_vq *virtio_setup_vq(struct virtio_dev *d, u16 idx, u16 num_hint,
+				  void (*callback)(struct virtio_vq *q), void *priv);
+/* Resets one queue (RING_RESET), frees nothing; returns 0 or -ENOTSUP. */
+int virtio_reset_vq(struct virtio_vq *q);
+/* Sets DRIVER_OK: the device is live. */
+void virtio_device_ready(struct virtio_dev *d);
+/* Marks the device broken after a device-side violation (logged once). */
+void virtio_set_broken(struct virtio_dev *d, const char *why);
+/* Formats status bits by name into buf. */
+const char *virtio_status_name(u8 status, char *buf, size_t size);
+/* The queue's interrupt fired (transport -> core). */
+void virtio_vq_interrupt(struct virtio_vq *q);
+void virtio_config_interrupt(struct virtio_dev *d);
+
+/* Features the command line allows (virtio.features=<hex>); all by default. */
+void virtio_set_feature_mask(u64 mask);
+
+#endif
