@@ -65,22 +65,31 @@ fi
 [[ -r $ovmf_code ]] || { echo "qemu.sh: $ovmf_code missing (apt-get install ovmf)" >&2; exit 1; }
 [[ -r $image ]] || { echo "qemu.sh: image $image missing (make image)" >&2; exit 1; }
 
-# KVM may open fine and still fail to run a guest (nested virtualisation);
-# a 64 KiB firmware that writes to isa-debug-exit tells within a second.
 kvm_works() {
+	# KVM can open fine and still fail on the first firmware instruction it
+	# cannot run (nested virtualisation: "KVM internal error"). The only
+	# honest probe is the real thing: OVMF and this image, until vireo's
+	# banner (KVM works) or an error or 20 s (it does not).
 	[[ -w /dev/kvm ]] || return 1
-	local bios rc=0
-	bios=$(mktemp)
-	python3 - "$bios" <<'PY'
-import sys
-img = bytearray(b"\xf4" * 65536)
-img[0xfff0:0xfff5] = b"\xb0\x21\xe6\xf4\xf4"	# mov al,0x21; out 0xf4,al; hlt
-open(sys.argv[1], "wb").write(img)
-PY
-	timeout 5 qemu-system-x86_64 -accel kvm -machine pc -nodefaults -display none -m 16 \
-		-bios "$bios" -device isa-debug-exit,iobase=0xf4,iosize=4 >/dev/null 2>&1 || rc=$?
-	rm -f "$bios"
-	((rc == 67))
+	local out vars pid i ok=1
+	out=$(mktemp) vars=$(mktemp)
+	cp "$ovmf_vars" "$vars"
+	qemu-system-x86_64 -accel kvm -machine q35 -m "$mem" -nodefaults -no-user-config -display none \
+		-serial "file:$out" -drive if=pflash,format=raw,unit=0,readonly=on,file="$ovmf_code" \
+		-drive if=pflash,format=raw,unit=1,file="$vars" \
+		-drive if=none,id=boot,format="$format",file="$image",readonly=on \
+		-device virtio-blk-pci,drive=boot,bootindex=0 >"$out.err" 2>&1 &
+	pid=$!
+	for ((i = 0; i < 100; i++)); do
+		if grep -qa '^vireo ' "$out"; then ok=0; break; fi
+		if grep -qa 'KVM internal error\|failed to initialize kvm' "$out.err" || ! kill -0 "$pid" 2>/dev/null; then
+			break
+		fi
+		sleep 0.2
+	done
+	kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+	rm -f "$out" "$out.err" "$vars"
+	return $ok
 }
 if [[ $accel == auto ]]; then
 	if kvm_works; then accel=kvm; else accel=tcg; fi
