@@ -18,6 +18,8 @@ static const struct cmdline_opt opts[] = {
 	  .help = "trigger a fault at boot to test the panic path" },
 	{ .key = "virtio.features", .type = CMDLINE_HEX, .dst = &kconfig.virtio_features,
 	  .help = "mask of virtio feature bits that may be negotiated (live-migration lock-down)" },
+	{ .key = "vnet.echo", .type = CMDLINE_BOOL, .dst = &kconfig.vnet_echo,
+	  .help = "virtio-net reflects every received frame back to its sender (no IP stack)" },
 	{ .key = "verbose", .type = CMDLINE_BOOL, .dst = &kconfig.verbose,
 	  .help = "print the firmware memory map at boot" },
 };

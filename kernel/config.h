@@ -21,6 +21,7 @@ struct kconfig {
 	int panic;	/* enum panic_action */
 	int selftest;	/* enum selftest */
 	bool verbose;
+	bool vnet_echo;	/* vnet.echo: reflect received frames (raw-frame self-test) */
 	u64 virtio_features;	/* virtio.features: features that may be negotiated */	/* print the firmware memory map at boot */
 };
 extern struct kconfig kconfig;

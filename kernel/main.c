@@ -6,6 +6,7 @@
 #include "drivers/acpi.h"
 #include "drivers/pci.h"
 #include "drivers/virtio.h"
+#include "drivers/virtio_net.h"
 #include "kernel/boot_info.h"
 #include "kernel/config.h"
 #include "kernel/console.h"
@@ -75,6 +76,7 @@ void kernel_main(struct boot_info *bi)
 	pci_init();
 	timeline_mark("pci");
 	virtio_set_feature_mask(kconfig.virtio_features);
+	vnet_set_echo(kconfig.vnet_echo);
 	pci_probe_drivers();
 	timeline_mark("drivers");
 
