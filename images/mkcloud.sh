@@ -38,7 +38,9 @@ padded() {
 
 case $format in
 qcow2)
-	qemu-img convert -f raw -O qcow2 -c "$disk" "$tmp/out"
+	# -m 1: one coroutine. With several, compressed clusters are appended
+	# in completion order, which varies with load: not reproducible.
+	qemu-img convert -m 1 -f raw -O qcow2 -c "$disk" "$tmp/out"
 	mv "$tmp/out" "$out"
 	report QCOW2 "$out" "virtual $(human "$(stat -c %s "$disk")")"
 	;;
@@ -59,7 +61,7 @@ azure)
 	((size < min)) && size=$min
 	size=$(((size + MiB - 1) / MiB * MiB))
 	raw=$(padded "$size")
-	qemu-img convert -f raw -O vpc -o subformat=fixed,force_size "$raw" "$tmp/out.vhd"
+	qemu-img convert -m 1 -f raw -O vpc -o subformat=fixed,force_size "$raw" "$tmp/out.vhd"
 	python3 "$here/normalize.py" vhd "$tmp/out.vhd"
 	mv "$tmp/out.vhd" "$out"
 	report AZURE "$out" "fixed VHD, virtual $(human "$size")"
@@ -68,7 +70,7 @@ aws)
 	# The descriptor names the file it was written as: write it under its
 	# final name.
 	mkdir "$tmp/aws"
-	qemu-img convert -f raw -O vmdk -o subformat=streamOptimized "$disk" "$tmp/aws/${out##*/}"
+	qemu-img convert -m 1 -f raw -O vmdk -o subformat=streamOptimized "$disk" "$tmp/aws/${out##*/}"
 	python3 "$here/normalize.py" vmdk "$tmp/aws/${out##*/}"
 	mv "$tmp/aws/${out##*/}" "$out"
 	report AWS "$out" "streamOptimized VMDK, virtual $(human "$(stat -c %s "$disk")")"
