@@ -91,22 +91,23 @@ void pci_write32(const struct pci_dev *d, u16 off, u32 v)
  * registers vireo writes (command, MSI/MSI-X control), none of which sit
  * beside write-1-to-clear bits in the same dword except the status
  * register, which is written back as 0 (no bits cleared). */
-void pci_write16(const struct pci_dev *d, u16 off, u16 v)
-{
-	u32 shift = (off & 2) * 8, old = pci_read32(d, off);
-
-	if ((off & ~3) == PCI_COMMAND)
-		old &= 0x0000ffff;	/* never write-1-clear status bits */
-	pci_write32(d, off, (old & ~(0xffffu << shift)) | (u32)v << shift);
-}
-
-void pci_write8(const struct pci_dev *d, u16 off, u8 v)
+static void write_part(const struct pci_dev *d, u16 off, u32 v, u32 mask)
 {
 	u32 shift = (off & 3) * 8, old = pci_read32(d, off);
 
 	if ((off & ~3) == PCI_COMMAND)
-		old &= 0x0000ffff;
-	pci_write32(d, off, (old & ~(0xffu << shift)) | (u32)v << shift);
+		old &= 0x0000ffff;	/* never write-1-clear status bits */
+	pci_write32(d, off, (old & ~(mask << shift)) | v << shift);
+}
+
+void pci_write16(const struct pci_dev *d, u16 off, u16 v)
+{
+	write_part(d, off & ~1, v, 0xffff);
+}
+
+void pci_write8(const struct pci_dev *d, u16 off, u8 v)
+{
+	write_part(d, off, v, 0xff);
 }
 
 /* ---- scanning ---- */

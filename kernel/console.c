@@ -96,11 +96,14 @@ size_t console_log_copy(char *dst, size_t size)
 
 void console_add_sink(struct console_sink *s)
 {
-	static char replay[LOG_RING_SIZE];
 	u64 flags = irq_save();
-	size_t n = console_log_copy(replay, sizeof replay);
+	u64 start = log_head > LOG_RING_SIZE ? log_head - LOG_RING_SIZE : 0;
+	size_t at = start % LOG_RING_SIZE, n = log_head - start;
 
-	s->write(s, replay, n);
+	/* The ring in place, oldest first: at most two pieces. */
+	s->write(s, log_ring + at, MIN(n, LOG_RING_SIZE - at));
+	if (n > LOG_RING_SIZE - at)
+		s->write(s, log_ring, n - (LOG_RING_SIZE - at));
 	s->next = sinks;
 	sinks = s;
 	irq_restore(flags);
