@@ -190,3 +190,64 @@ int vnet_csum_complete(u8 *frame, u32 len, u16 start, u16 offset)
 	frame[at + 1] = (u8)c;
 	return 0;
 }
+
+/* TCP checksum offload (§5.1.6.2): the device sums from csum_start to the
+ * end of the frame and stores the result at csum_start + csum_offset; the
+ * field must hold the pseudo-header sum (RFC 793 / RFC 8200 §8.1) first. */
+int vnet_tx_csum_prep(u8 *hdr, u32 hlen, u16 *start, u16 *offset)
+{
+	u32 sum = 0, l3 = VNET_ETH_HLEN, l4, l4_len;
+	u16 type;
+	u8 v[2];
+
+	if (hlen < VNET_ETH_HLEN)
+		return -ENOTSUP;
+	type = (u16)(hdr[12] << 8 | hdr[13]);
+	if (type == 0x0800) {			/* IPv4 */
+		u32 ihl, tot;
+
+		if (hlen < l3 + 20 || (hdr[l3] >> 4) != 4)
+			return -ENOTSUP;
+		ihl = (hdr[l3] & 0xfu) * 4u;
+		tot = (u32)(hdr[l3 + 2] << 8 | hdr[l3 + 3]);
+		/* A fragment's TCP checksum covers the whole segment: not ours. */
+		if (hdr[l3 + 9] != 6 || ihl < 20 || tot < ihl ||
+		    ((hdr[l3 + 6] & 0x3f) | hdr[l3 + 7]) != 0)
+			return -ENOTSUP;
+		l4 = l3 + ihl;
+		l4_len = tot - ihl;
+		sum = vnet_csum_add(sum, hdr + l3 + 12, 8);	/* source, destination */
+	} else if (type == 0x86dd) {		/* IPv6, TCP directly after the fixed header */
+		if (hlen < l3 + 40 || (hdr[l3] >> 4) != 6 || hdr[l3 + 6] != 6)
+			return -ENOTSUP;
+		l4 = l3 + 40;
+		l4_len = (u32)(hdr[l3 + 4] << 8 | hdr[l3 + 5]);
+		sum = vnet_csum_add(sum, hdr + l3 + 8, 32);
+	} else {
+		return -ENOTSUP;
+	}
+	if (l4_len < 20 || hlen < l4 + 18)
+		return -ENOTSUP;
+	v[0] = 0;
+	v[1] = 6;
+	sum = vnet_csum_add(sum, v, 2);
+	v[0] = (u8)(l4_len >> 8);
+	v[1] = (u8)l4_len;
+	sum = vnet_csum_add(sum, v, 2);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	hdr[l4 + 16] = (u8)(sum >> 8);	/* not complemented: the device adds the rest */
+	hdr[l4 + 17] = (u8)sum;
+	*start = (u16)l4;
+	*offset = 16;
+	return 0;
+}
+
+/* Is the frame an IPv4 fragment? (Its L4 checksum covers the reassembled
+ * datagram, so a per-frame checksum verdict says nothing about it.) */
+bool vnet_is_ipv4_fragment(const u8 *frame, u32 len)
+{
+	if (len < VNET_ETH_HLEN + 20 || frame[12] != 0x08 || frame[13] != 0x00)
+		return false;
+	return ((frame[VNET_ETH_HLEN + 6] & 0x3f) | frame[VNET_ETH_HLEN + 7]) != 0;
+}

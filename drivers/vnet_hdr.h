@@ -99,4 +99,15 @@ u16 vnet_csum_fold(u32 sum);
  * start + offset. Returns 0, or -EINVAL if start + offset + 2 > len. */
 int vnet_csum_complete(u8 *frame, u32 len, u16 start, u16 offset);
 
+/* Prepare TCP checksum offload for a frame whose Ethernet, IP and TCP
+ * headers are the first hlen bytes at hdr (writable): IPv4 that is not a
+ * fragment, or IPv6 with TCP as the first next header. Writes the
+ * pseudo-header sum into the TCP checksum field and sets *start and *offset for
+ * vnet_tx_hdr(). Returns 0, or -ENOTSUP (not such a frame, or headers not
+ * all within hlen; nothing written). */
+int vnet_tx_csum_prep(u8 *hdr, u32 hlen, u16 *start, u16 *offset);
+
+/* True if frame (Ethernet first) is an IPv4 fragment. */
+bool vnet_is_ipv4_fragment(const u8 *frame, u32 len);
+
 #endif

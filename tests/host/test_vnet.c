@@ -920,6 +920,101 @@ static void test_ctrl_feature_unknown(void **state)
 	}
 }
 
+/* Reference: ones' complement sum of a TCP segment with its pseudo-header,
+ * written independently of vnet_csum_*: a valid segment sums to 0xffff. */
+static u16 ref_tcp_sum(const u8 *src, const u8 *dst, unsigned alen, const u8 *seg, u32 len)
+{
+	u64 s = 6 + len;
+	u32 i;
+
+	for (i = 0; i < alen; i += 2)
+		s += (u32)(src[i] << 8 | src[i + 1]) + (u32)(dst[i] << 8 | dst[i + 1]);
+	for (i = 0; i < len; i++)
+		s += (i & 1) ? seg[i] : (u32)seg[i] << 8;
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (u16)s;
+}
+
+static u32 make_tcp_frame(u8 *f, bool v6, u32 payload)
+{
+	u32 l3 = 14, ip = v6 ? 40 : 20, l4 = l3 + ip, i;
+
+	memset(f, 0, l4 + 20 + payload);
+	f[12] = v6 ? 0x86 : 0x08;
+	f[13] = v6 ? 0xdd : 0x00;
+	if (v6) {
+		f[l3] = 0x60;
+		f[l3 + 4] = (u8)((20 + payload) >> 8);
+		f[l3 + 5] = (u8)(20 + payload);
+		f[l3 + 6] = 6;
+		for (i = 0; i < 32; i++)
+			f[l3 + 8 + i] = (u8)(0xf0 + i * 7);
+	} else {
+		f[l3] = 0x45;
+		f[l3 + 2] = (u8)((20 + 20 + payload) >> 8);
+		f[l3 + 3] = (u8)(20 + 20 + payload);
+		f[l3 + 6] = 0x40;	/* DF only: not a fragment */
+		f[l3 + 8] = 64;
+		f[l3 + 9] = 6;
+		memcpy(f + l3 + 12, "\x0a\x00\x02\x0f\xc0\xa8\x01\xfe", 8);
+	}
+	f[l4] = 0x1f; f[l4 + 1] = 0x90; f[l4 + 12] = 0x50; f[l4 + 13] = 0x18;
+	f[l4 + 16] = 0xde; f[l4 + 17] = 0xad;	/* garbage: prep must overwrite it */
+	for (i = 0; i < payload; i++)
+		f[l4 + 20 + i] = (u8)(i * 31 + 7);
+	return l4 + 20 + payload;
+}
+
+static void test_tx_csum_prep(void **state)
+{
+	static u8 f[2048];
+	u16 start = 0, off = 0;
+	int v6;
+
+	(void)state;
+	for (v6 = 0; v6 < 2; v6++) {
+		u32 payloads[] = { 0, 1, 2, 513, 1400 };
+		for (unsigned k = 0; k < ARRAY_SIZE(payloads); k++) {
+			u32 len = make_tcp_frame(f, v6, payloads[k]);
+			u32 l4 = v6 ? 54 : 34;
+
+			assert_int_equal(vnet_tx_csum_prep(f, l4 + 20, &start, &off), 0);
+			assert_int_equal(start, l4);
+			assert_int_equal(off, 16);
+			/* what the device does */
+			assert_int_equal(vnet_csum_complete(f, len, start, off), 0);
+			if (v6)
+				assert_int_equal(ref_tcp_sum(f + 22, f + 38, 16, f + l4, len - l4), 0xffff);
+			else
+				assert_int_equal(ref_tcp_sum(f + 26, f + 30, 4, f + l4, len - l4), 0xffff);
+		}
+	}
+	/* headers not all within hlen, a fragment, not TCP, not IP: untouched */
+	make_tcp_frame(f, false, 10);
+	assert_int_equal(vnet_tx_csum_prep(f, 14 + 20 + 17, &start, &off), -ENOTSUP);
+	assert_int_equal(f[34 + 16], 0xde);
+	f[14 + 7] = 1;	/* fragment offset 8 */
+	assert_int_equal(vnet_tx_csum_prep(f, 54, &start, &off), -ENOTSUP);
+	assert_true(vnet_is_ipv4_fragment(f, 64));
+	f[14 + 7] = 0;
+	f[14 + 6] = 0x20;	/* MF */
+	assert_true(vnet_is_ipv4_fragment(f, 64));
+	f[14 + 6] = 0x40;
+	assert_false(vnet_is_ipv4_fragment(f, 64));
+	f[14 + 9] = 17;	/* UDP */
+	assert_int_equal(vnet_tx_csum_prep(f, 54, &start, &off), -ENOTSUP);
+	f[14 + 9] = 6;
+	f[14] = 0x4f;	/* IHL 60: options past hlen */
+	assert_int_equal(vnet_tx_csum_prep(f, 54, &start, &off), -ENOTSUP);
+	f[12] = 0x08; f[13] = 0x06;	/* ARP */
+	assert_int_equal(vnet_tx_csum_prep(f, 54, &start, &off), -ENOTSUP);
+	assert_false(vnet_is_ipv4_fragment(f, 64));
+	make_tcp_frame(f, true, 0);
+	f[14 + 6] = 0;	/* hop-by-hop extension header first */
+	assert_int_equal(vnet_tx_csum_prep(f, 74, &start, &off), -ENOTSUP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -948,6 +1043,7 @@ int main(void)
 		cmocka_unit_test(test_ctrl_ack_check),
 		cmocka_unit_test(test_ctrl_vq_result_check),
 		cmocka_unit_test(test_ctrl_feature_unknown),
+		cmocka_unit_test(test_tx_csum_prep),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
