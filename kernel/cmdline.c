@@ -313,3 +313,52 @@ int cmdline_parse(const char *line, const struct cmdline_opt *opts, size_t nopts
 	}
 	return st.nwarn;
 }
+
+static int dec_part(const char **sp, u32 max, u32 *out)
+{
+	const char *s = *sp;
+	u32 v = 0;
+	int n = 0;
+
+	while (*s >= '0' && *s <= '9') {
+		if (n == 1 && v == 0)
+			return -EINVAL;	/* leading zero: often meant as octal */
+		v = v * 10 + (u32)(*s - '0');
+		if (v > max || ++n > 3)
+			return -EINVAL;
+		s++;
+	}
+	if (n == 0)
+		return -EINVAL;
+	*sp = s;
+	*out = v;
+	return 0;
+}
+
+int cmdline_parse_ipv4(const char *s, u32 *addr, int *prefix)
+{
+	u32 a = 0, part, len;
+	int i, pfx = -1;
+
+	if (!s)
+		return -EINVAL;
+	for (i = 0; i < 4; i++) {
+		if (i && *s++ != '.')
+			return -EINVAL;
+		if (dec_part(&s, 255, &part))
+			return -EINVAL;
+		a = a << 8 | part;
+	}
+	if (prefix && *s == '/') {
+		s++;
+		if (dec_part(&s, 32, &len))
+			return -EINVAL;
+		pfx = (int)len;
+	}
+	if (*s)
+		return -EINVAL;
+	*addr = a;
+	if (prefix)
+		*prefix = pfx;
+	return 0;
+}

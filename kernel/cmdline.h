@@ -34,4 +34,10 @@ typedef void (*cmdline_warn_fn)(void *ctx, const char *msg);
  * NUL nor past CMDLINE_MAX bytes. Returns the number of warnings. */
 int cmdline_parse(const char *line, const struct cmdline_opt *opts, size_t nopts, cmdline_warn_fn warn, void *ctx);
 
+/* Parses a dotted-quad IPv4 address (four decimal parts 0..255, no leading
+ * zeros beyond a lone 0) followed, when prefix is non-NULL, by an optional
+ * "/len" (0..32; *prefix is -1 without it). *addr is host order (a.b.c.d is
+ * a << 24 | ...). Returns 0, or -EINVAL with the outputs untouched. */
+int cmdline_parse_ipv4(const char *s, u32 *addr, int *prefix);
+
 #endif

@@ -2,9 +2,63 @@
 #include "kernel/cmdline.h"
 #include "kernel/config.h"
 #include "kernel/console.h"
+#include "kernel/fmt.h"
 #include "kernel/panic.h"
+#include "drivers/coalesce.h"
 
-struct kconfig kconfig = { .virtio_features = ~0ULL };
+struct kconfig kconfig = {
+	.virtio_features = ~0ULL,
+	.coalesce = { .mode = COAL_ADAPTIVE },
+	.http_port = 80,
+};
+
+static int parse_coalesce(const char *val, void *dst, char *why, size_t why_len)
+{
+	enum coal_mode mode;
+	u16 frames;
+	u32 usecs;
+
+	(void)dst;
+	if (coal_parse(val, &mode, &frames, &usecs) < 0) {
+		ksnprintf(why, why_len, "want off, adaptive or <frames 1-%u>,<usecs 0-%u>",
+			  COAL_FRAMES_MAX, COAL_USECS_MAX);
+		return -EINVAL;
+	}
+	kconfig.coalesce.mode = mode;
+	kconfig.coalesce.frames = frames;
+	kconfig.coalesce.usecs = usecs;
+	return 0;
+}
+
+static int parse_ip(const char *val, void *dst, char *why, size_t why_len)
+{
+	u32 a;
+	int pfx;
+
+	(void)dst;
+	if (cmdline_parse_ipv4(val, &a, &pfx) < 0 || pfx == 0 || pfx == 32) {
+		ksnprintf(why, why_len, "want A.B.C.D/len with len 1-31; using DHCP");
+		return -EINVAL;
+	}
+	kconfig.ip4.set = true;
+	kconfig.ip4.addr = a;
+	kconfig.ip4.prefix = pfx < 0 ? 24 : pfx;
+	return 0;
+}
+
+static int parse_gw(const char *val, void *dst, char *why, size_t why_len)
+{
+	u32 a;
+
+	(void)dst;
+	if (cmdline_parse_ipv4(val, &a, NULL) < 0) {
+		ksnprintf(why, why_len, "want A.B.C.D");
+		return -EINVAL;
+	}
+	kconfig.ip4.gw_set = true;
+	kconfig.ip4.gw = a;
+	return 0;
+}
 
 static const char *const panic_choices[] = { "halt", "reboot", NULL };
 static const char *const selftest_choices[] = {
@@ -20,6 +74,14 @@ static const struct cmdline_opt opts[] = {
 	  .help = "mask of virtio feature bits that may be negotiated (live-migration lock-down)" },
 	{ .key = "vnet.echo", .type = CMDLINE_BOOL, .dst = &kconfig.vnet_echo,
 	  .help = "virtio-net reflects every received frame back to its sender (no IP stack)" },
+	{ .key = "coalesce", .type = CMDLINE_CUSTOM, .parse = parse_coalesce,
+	  .help = "interrupt coalescing: off, adaptive (default) or <frames>,<usecs>" },
+	{ .key = "ip", .type = CMDLINE_CUSTOM, .parse = parse_ip,
+	  .help = "static IPv4 address A.B.C.D/len (default: DHCP)" },
+	{ .key = "gw", .type = CMDLINE_CUSTOM, .parse = parse_gw,
+	  .help = "IPv4 default gateway with ip=" },
+	{ .key = "http", .type = CMDLINE_UINT, .dst = &kconfig.http_port, .min = 1, .max = 65535,
+	  .help = "the HTTP server's TCP port (default 80)" },
 	{ .key = "verbose", .type = CMDLINE_BOOL, .dst = &kconfig.verbose,
 	  .help = "print the firmware memory map at boot" },
 };

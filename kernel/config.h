@@ -22,7 +22,18 @@ struct kconfig {
 	int selftest;	/* enum selftest */
 	bool verbose;
 	bool vnet_echo;	/* vnet.echo: reflect received frames (raw-frame self-test) */
-	u64 virtio_features;	/* virtio.features: features that may be negotiated */	/* print the firmware memory map at boot */
+	u64 virtio_features;	/* virtio.features: features that may be negotiated */
+	struct {		/* coalesce=: interrupt coalescing policy */
+		int mode;	/* enum coal_mode */
+		u16 frames;
+		u32 usecs;
+	} coalesce;
+	struct {		/* ip=A.B.C.D/len gw=A.B.C.D: static IPv4, else DHCP */
+		bool set, gw_set;
+		u32 addr, gw;	/* host order */
+		int prefix;
+	} ip4;
+	u64 http_port;		/* http=: the appliance's port (80) */
 };
 extern struct kconfig kconfig;
 

@@ -362,6 +362,39 @@ static void test_exactly_max_minus_one(void **state)
 	free(buf);
 }
 
+static void test_parse_ipv4(void **state)
+{
+	u32 a = 7;
+	int pfx = 9;
+
+	(void)state;
+	assert_int_equal(cmdline_parse_ipv4("10.0.2.15/24", &a, &pfx), 0);
+	assert_int_equal(a, 0x0a00020f);
+	assert_int_equal(pfx, 24);
+	assert_int_equal(cmdline_parse_ipv4("192.168.1.254", &a, &pfx), 0);
+	assert_int_equal(a, 0xc0a801fe);
+	assert_int_equal(pfx, -1);
+	assert_int_equal(cmdline_parse_ipv4("0.0.0.0/0", &a, &pfx), 0);
+	assert_int_equal(a, 0);
+	assert_int_equal(pfx, 0);
+	assert_int_equal(cmdline_parse_ipv4("255.255.255.255/32", &a, NULL), -EINVAL);	/* no prefix wanted */
+	assert_int_equal(cmdline_parse_ipv4("255.255.255.255", &a, NULL), 0);
+	assert_int_equal(a, 0xffffffff);
+	a = 7;
+	pfx = 9;
+	static const char *const bad[] = {
+		"", "1.2.3", "1.2.3.4.5", "256.1.1.1", "1.2.3.4/33", "1.2.3.4/", "01.2.3.4",
+		"1..2.3", "1.2.3.4 ", "a.b.c.d", "1.2.3.-4", "1.2.3.4/024", "1234.1.1.1", ".1.2.3",
+		"1.2.3.4/8/8", "1.2.3.0x4",
+	};
+	for (unsigned i = 0; i < ARRAY_SIZE(bad); i++) {
+		assert_int_equal(cmdline_parse_ipv4(bad[i], &a, &pfx), -EINVAL);
+		assert_int_equal(a, 7);
+		assert_int_equal(pfx, 9);
+	}
+	assert_int_equal(cmdline_parse_ipv4(NULL, &a, &pfx), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -381,6 +414,7 @@ int main(void)
 		cmocka_unit_test_setup(test_over_long_unterminated, reset),
 		cmocka_unit_test_setup(test_over_long_boundary_on_space, reset),
 		cmocka_unit_test_setup(test_exactly_max_minus_one, reset),
+		cmocka_unit_test(test_parse_ipv4),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
