@@ -2,8 +2,11 @@
  * virtio-net driver (device id 1). Receive: page-sized buffers stay posted;
  * every used length and header is checked (vnet_hdr.c) before a frame is
  * looked at, and a bad one is dropped, counted by reason, and its buffer
- * reposted. The interrupt only disables the queue's callbacks and queues
- * the poll (NAPI style); the poll runs from the loop with a budget.
+ * reposted. A good frame goes up without a copy (virtio_net.h) and its
+ * buffers return when the upper layer releases them. The interrupt only
+ * disables the queue's callbacks and queues the poll (NAPI style); the poll
+ * runs from the loop with a budget, then re-arms the queue as the coalescing
+ * policy (coalesce.h) says.
  */
 #include <arch.h>
 
@@ -21,14 +24,8 @@
 
 #define RX_BUDGET 64
 #define RX_MAX_BUFS 256
-#define TX_MAX_SG 8
 #define CTRL_TIMEOUT_NS (100 * NSEC_PER_MSEC)
-
-struct rxbuf {
-	struct rxbuf *next_free;
-	u32 cap;
-	u8 data[] __attribute__((aligned(64)));
-};
+#define MAX_VNETS 4
 
 struct txslot {
 	u8 hdr[VIRTIO_NET_HDR_LEN];
@@ -37,23 +34,42 @@ struct txslot {
 };
 
 struct vnet {
-	struct virtio_dev *vd;
+	struct virtio_dev *vd;		/* NULL while the device is removed */
+	struct virtio_dev *key;		/* the device this state belongs to */
 	struct virtio_vq *rx, *tx, *ctrl;
-	struct work rx_work, tx_work;
+	struct work rx_work, tx_work, refill_work, kick_work;
+	struct timer coal_timer;
+	struct coal_policy coal;
+	bool coal_device;		/* NOTF_COAL programs the device */
+	bool coal_dev_set;
+	u16 coal_dev_frames;		/* last programmed */
+	u32 coal_dev_usecs;
+	u32 coal_acc;			/* frames since the last coal_sample */
+	u64 irqs_sampled;
+	bool in_poll;
 	struct vnet_rx_cfg rxcfg;
-	struct rxbuf *free_rx;
-	u32 nrx, buf_pages;
+	struct vnet_rxbuf *free_rx;
+	u32 nposted, nheld, ntotal;
+	u16 buf_pages;
 	struct txslot *slots, *free_tx;
+	u32 nslots;
+	bool tx_pending_kick;
+	bool attached;
+	struct vnet_upper up;
 	u8 mac[6];
 	u16 mtu;
 	bool link_up;
 	struct vnet_qstats st[2];
-	u64 rx_irqs_seen;
 	struct vnet_ctrl_cmd cmd;
 };
 
-static struct vnet *first;
+static struct vnet *vnets[MAX_VNETS];
 static bool echo;
+static struct {
+	enum coal_mode mode;
+	u16 frames;
+	u32 usecs;
+} coal_cfg = { COAL_ADAPTIVE, 0, 0 };
 
 static const char *const net_feature_names[64] = {
 	[VIRTIO_NET_F_CSUM] = "CSUM",
@@ -75,9 +91,24 @@ void vnet_set_echo(bool on)
 	echo = on;
 }
 
+void vnet_set_coalesce(enum coal_mode mode, u16 frames, u32 usecs)
+{
+	coal_cfg.mode = mode;
+	coal_cfg.frames = frames;
+	coal_cfg.usecs = usecs;
+}
+
 struct vnet *vnet_get(void)
 {
-	return first;
+	for (unsigned i = 0; i < MAX_VNETS; i++)
+		if (vnets[i])
+			return vnets[i];
+	return NULL;
+}
+
+static bool live(const struct vnet *vn)
+{
+	return vn->vd && !vn->vd->broken;
 }
 
 /* ---- control queue (polled: commands are rare and made from the loop) ---- */
@@ -117,114 +148,234 @@ static int ctrl_send(struct vnet *vn)
 	return tok == c ? vnet_ctrl_ack_check(&c->ack, len) : -EPROTO;
 }
 
-/* ---- receive ---- */
+/* ---- receive buffers ---- */
+
+static void rx_free(struct vnet *vn, struct vnet_rxbuf *b)
+{
+	if (b->pages != vn->buf_pages) {	/* from before a re-probe changed the size */
+		vn->ntotal--;
+		page_free(b, b->pages);
+		return;
+	}
+	b->next_free = vn->free_rx;
+	vn->free_rx = b;
+}
+
+static void rx_free_chain(struct vnet *vn, struct vnet_rxbuf *b)
+{
+	while (b) {
+		struct vnet_rxbuf *next = b->next;
+
+		rx_free(vn, b);
+		b = next;
+	}
+}
 
 static void rx_post(struct vnet *vn)
 {
 	bool added = false;
 
+	if (!live(vn))
+		return;
 	while (vn->free_rx) {
-		struct rxbuf *b = vn->free_rx;
-		struct virtq_sg in = { b->data, b->cap };
+		struct vnet_rxbuf *b = vn->free_rx;
+		struct virtq_sg in = { b->buf, b->cap };
 
 		if (virtq_add(&vn->rx->vq, NULL, 0, &in, 1, b) < 0)
 			break;
 		vn->free_rx = b->next_free;
+		vn->nposted++;
 		added = true;
 	}
 	if (added)
 		virtq_kick(&vn->rx->vq);
 }
 
-static void rx_free(struct vnet *vn, struct rxbuf *b)
+static void rx_refill(void *arg)
 {
-	b->next_free = vn->free_rx;
-	vn->free_rx = b;
+	rx_post(arg);
 }
 
-/* The frame goes back where it came from, from us. */
-static void echo_frame(struct vnet *vn, u8 *frame)
+void vnet_rx_release(struct vnet_rxbuf *b)
 {
-	memcpy(frame, frame + 6, 6);
-	memcpy(frame + 6, vn->mac, 6);
+	struct vnet *vn = b->owner;
+
+	vn->nheld--;
+	b->next = NULL;
+	rx_free(vn, b);
+	if (!vn->in_poll)	/* the poll reposts when it ends */
+		work_queue(&vn->refill_work);
 }
 
-static void rx_frame(struct vnet *vn, struct rxbuf *b, u32 used)
+static int rx_alloc(struct vnet *vn, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		/* Not zeroed: the device writes before anything is read, and
+		 * only the used length is ever read. */
+		struct vnet_rxbuf *b = page_alloc_raw(vn->buf_pages);
+
+		if (!b)
+			break;
+		memset(b, 0, sizeof(*b));
+		b->pages = vn->buf_pages;
+		b->cap = (u32)(vn->buf_pages * PAGE_SIZE - sizeof(*b));
+		b->owner = vn;
+		vn->ntotal++;
+		rx_free(vn, b);
+	}
+	return i ? 0 : -ENOMEM;
+}
+
+/* ---- receive ---- */
+
+static void rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 {
 	struct vnet_qstats *st = &vn->st[0];
+	struct vnet_rxbuf *tail = b;
 	struct vnet_rx_info info;
-	u8 *frame;
+	unsigned flags = 0, segs = 1;
 
-	if (vnet_rx_check(&vn->rxcfg, b->data, used, b->cap, &info) < 0) {
+	b->next = NULL;
+	if (vnet_rx_check(&vn->rxcfg, b->buf, used, b->cap, &info) < 0) {
 		st->drops[info.drop]++;
 		rx_free(vn, b);
 		return;
 	}
+	b->data = b->buf + info.frame_off;
+	b->len = info.first_len;
 	/* Merged frames (MRG_RXBUF, num_buffers > 1): the rest of the buffers
-	 * are taken and validated; without a stack they are only counted. */
+	 * are taken, validated and chained. */
 	while (info.bufs_left) {
 		u32 l2;
-		struct rxbuf *more = virtq_get(&vn->rx->vq, &l2);
+		struct vnet_rxbuf *more = virtq_get(&vn->rx->vq, &l2);
 
 		if (!more) {
 			virtio_set_broken(vn->vd, "merged frame missing buffers");
-			rx_free(vn, b);
+			rx_free_chain(vn, b);
 			return;
 		}
+		vn->nposted--;
+		more->next = NULL;
 		if (vnet_rx_merge(&vn->rxcfg, &info, l2, more->cap) < 0) {
 			st->drops[info.drop]++;
 			rx_free(vn, more);
-			rx_free(vn, b);
+			rx_free_chain(vn, b);
 			return;
 		}
-		rx_free(vn, more);
+		more->data = more->buf;
+		more->len = l2;
+		tail->next = more;
+		tail = more;
+		segs++;
 	}
-	frame = b->data + info.frame_off;
-	if (info.needs_csum)
-		vnet_csum_complete(frame, info.first_len, info.csum_start, info.csum_offset);
+	if (info.csum_valid || info.needs_csum) {
+		flags |= VNET_RX_CSUM_OK;
+		st->csum_offloaded++;
+	}
+	if (info.needs_csum && segs == 1 && echo)	/* a reflected frame needs it whole */
+		vnet_csum_complete(b->data, b->len, info.csum_start, info.csum_offset);
 	st->frames++;
 	st->bytes += info.frame_len;
-	if (echo && info.num_buffers == 1) {
-		struct virtq_sg sg = { frame, info.first_len };
-
-		echo_frame(vn, frame);
-		if (vnet_tx(vn, &sg, 1, b) == 0)
-			return;	/* the buffer returns to the free list on completion */
+	if (!vn->attached) {
+		rx_free_chain(vn, b);
+		return;
 	}
-	rx_free(vn, b);
+	vn->nheld += segs;
+	vn->up.rx(vn->up.ctx, b, info.frame_len, flags);
 }
 
 static unsigned tx_reclaim(struct vnet *vn);
+
+/* Re-enables the receive interrupt as the coalescing policy says, after a
+ * poll that found the queue empty (coalesce.h, driver contract). */
+static void rx_rearm(struct vnet *vn)
+{
+	struct virtq *vq = &vn->rx->vq;
+	u64 now = time_ns(), irqs = vn->rx->interrupts, dl;
+	u16 frames;
+	bool ok;
+
+	coal_sample(&vn->coal, now, vn->coal_acc, (u32)(irqs - vn->irqs_sampled));
+	vn->coal_acc = 0;
+	vn->irqs_sampled = irqs;
+	frames = coal_frames(&vn->coal);
+	if (vn->coal_device) {
+		u32 usecs = coal_usecs(&vn->coal);
+
+		if (!vn->coal_dev_set || frames != vn->coal_dev_frames || usecs != vn->coal_dev_usecs) {
+			int err;
+
+			if (virtio_has(vn->vd, VIRTIO_NET_F_VQ_NOTF_COAL))
+				err = vnet_ctrl_coal_vq_set(&vn->cmd, VIRTIO_NET_RXQ(0), frames, usecs);
+			else
+				err = vnet_ctrl_coal_set(&vn->cmd, false, frames, usecs);
+			if (err >= 0)
+				err = ctrl_send(vn);
+			if (err < 0) {
+				kprintf("virtio%u: net: NOTF_COAL refused (%d); coalescing in the driver\n",
+					vn->vd->index, err);
+				vn->coal_device = false;
+			} else {
+				vn->coal_dev_set = true;
+				vn->coal_dev_frames = frames;
+				vn->coal_dev_usecs = usecs;
+			}
+		}
+	}
+	if (!vn->coal_device && frames > 1)
+		ok = virtq_enable_cb_delayed(vq, frames);
+	else
+		ok = virtq_enable_cb(vq);
+	if (!ok) {	/* completions raced in: poll again */
+		virtq_disable_cb(vq);
+		work_queue(&vn->rx_work);
+		return;
+	}
+	dl = coal_deadline(&vn->coal, now, vn->coal_device);
+	if (dl != COAL_NO_DEADLINE)
+		timer_start(&vn->coal_timer, dl);
+	else
+		timer_stop(&vn->coal_timer);
+}
 
 static void rx_poll(void *arg)
 {
 	struct vnet *vn = arg;
 	struct vnet_qstats *st = &vn->st[0];
+	struct vnet_rxbuf *b;
 	unsigned n = 0;
-	struct rxbuf *b;
 	u32 len;
 
+	if (!live(vn))
+		return;
 	st->polls++;
 	st->interrupts = vn->rx->interrupts;
+	vn->in_poll = true;
 	while (n < RX_BUDGET && (b = virtq_get(&vn->rx->vq, &len))) {
+		vn->nposted--;
 		rx_frame(vn, b, len);
 		n++;
+		if (!live(vn))
+			break;
 	}
+	vn->in_poll = false;
+	if (!live(vn))
+		return;
 	tx_reclaim(vn);
 	if (virtq_is_broken(&vn->rx->vq)) {
 		virtio_set_broken(vn->vd, "receive queue broken");
 		return;
 	}
 	rx_post(vn);
+	vn->coal_acc += n;
 	if (n == RX_BUDGET) {
 		st->budget_exhausted++;
 		work_queue(&vn->rx_work);
 		return;
 	}
-	if (!virtq_enable_cb(&vn->rx->vq)) {	/* work raced in: poll again */
-		virtq_disable_cb(&vn->rx->vq);
-		work_queue(&vn->rx_work);
-	}
+	rx_rearm(vn);
 }
 
 static void rx_irq(struct virtio_vq *q)
@@ -232,6 +383,16 @@ static void rx_irq(struct virtio_vq *q)
 	struct vnet *vn = q->priv;
 
 	virtq_disable_cb(&q->vq);
+	work_queue(&vn->rx_work);
+}
+
+static void coal_timer_fn(struct timer *t, void *arg)
+{
+	struct vnet *vn = arg;
+
+	(void)t;
+	vn->st[0].coal_timer_wakeups++;
+	virtq_disable_cb(&vn->rx->vq);
 	work_queue(&vn->rx_work);
 }
 
@@ -243,27 +404,47 @@ static unsigned tx_reclaim(struct vnet *vn)
 	unsigned n = 0;
 	u32 len;
 
+	if (!vn->tx)
+		return 0;
 	while ((s = virtq_get(&vn->tx->vq, &len))) {
-		if (echo && s->token)
-			rx_free(vn, s->token);
+		void *token = s->token;
+
 		s->token = NULL;
 		s->next_free = vn->free_tx;
 		vn->free_tx = s;
 		n++;
+		if (token && vn->attached)
+			vn->up.tx_done(vn->up.ctx, token);
 	}
-	if (n && echo)
-		rx_post(vn);
 	return n;
 }
 
-int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, void *token)
+/* Kicks once per loop pass however many frames were queued in it. */
+static void tx_kick(void *arg)
 {
-	struct virtq_sg out[TX_MAX_SG + 1];
+	struct vnet *vn = arg;
+
+	if (!vn->tx_pending_kick || !live(vn))
+		return;
+	vn->tx_pending_kick = false;
+	virtq_kick(&vn->tx->vq);
+	/* One interrupt when everything in flight is done, to reclaim. */
+	if (!virtq_enable_cb_delayed(&vn->tx->vq, (u16)vn->tx->vq.inflight)) {
+		virtq_disable_cb(&vn->tx->vq);
+		work_queue(&vn->tx_work);
+	}
+}
+
+int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned flags, void *token)
+{
+	struct virtq_sg out[VNET_TX_MAX_SG + 1];
 	struct txslot *s;
+	u16 start = 0, off = 0;
+	bool offload = false;
 	unsigned i;
 	u32 bytes = 0;
 
-	if (vn->vd->broken || !vn->link_up || n == 0 || n > TX_MAX_SG)
+	if (!live(vn) || !vn->link_up || n == 0 || n > VNET_TX_MAX_SG)
 		return -EIO;
 	if (!vn->free_tx)
 		tx_reclaim(vn);
@@ -272,7 +453,9 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, void *token)
 		vn->st[1].no_room++;
 		return -ENOSPC;
 	}
-	vnet_tx_hdr(s->hdr, vn->rxcfg.hdr_len, false, 0, 0);
+	if ((flags & VNET_TX_CSUM) && virtio_has(vn->vd, VIRTIO_NET_F_CSUM))
+		offload = vnet_tx_csum_prep((u8 *)(uintptr_t)sg[0].addr, sg[0].len, &start, &off) == 0;
+	vnet_tx_hdr(s->hdr, vn->rxcfg.hdr_len, offload, start, off);
 	out[0] = (struct virtq_sg){ s->hdr, vn->rxcfg.hdr_len };
 	for (i = 0; i < n; i++) {
 		out[i + 1] = sg[i];
@@ -284,11 +467,14 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, void *token)
 	}
 	vn->free_tx = s->next_free;
 	s->token = token;
-	virtq_kick(&vn->tx->vq);
-	/* One interrupt when everything in flight is done, to reclaim. */
-	virtq_enable_cb_delayed(&vn->tx->vq, (u16)vn->tx->vq.inflight);
 	vn->st[1].frames++;
 	vn->st[1].bytes += bytes;
+	if (offload)
+		vn->st[1].csum_offloaded++;
+	if (!vn->tx_pending_kick) {
+		vn->tx_pending_kick = true;
+		work_queue(&vn->kick_work);
+	}
 	return 0;
 }
 
@@ -296,6 +482,8 @@ static void tx_poll(void *arg)
 {
 	struct vnet *vn = arg;
 
+	if (!live(vn))
+		return;
 	vn->st[1].polls++;
 	vn->st[1].interrupts = vn->tx->interrupts;
 	tx_reclaim(vn);
@@ -309,7 +497,96 @@ static void tx_irq(struct virtio_vq *q)
 	work_queue(&vn->tx_work);
 }
 
+/* ---- the raw-frame echo self-test, an upper layer of its own ---- */
+
+static void echo_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned flags)
+{
+	struct vnet *vn = ctx;
+	struct virtq_sg sg = { f->data, f->len };
+
+	(void)len;
+	(void)flags;
+	if (!f->next && f->len >= VNET_ETH_HLEN) {
+		memcpy(f->data, f->data + 6, 6);	/* back where it came from, */
+		memcpy(f->data + 6, vn->mac, 6);	/* from us */
+		if (vnet_tx(vn, &sg, 1, 0, f) == 0)
+			return;	/* released on completion */
+	}
+	while (f) {
+		struct vnet_rxbuf *next = f->next;
+
+		vnet_rx_release(f);
+		f = next;
+	}
+}
+
+static void echo_tx_done(void *ctx, void *token)
+{
+	(void)ctx;
+	vnet_rx_release(token);
+}
+
+static void echo_link(void *ctx, bool up)
+{
+	(void)ctx;
+	(void)up;
+}
+
+/* ---- the upper-layer interface ---- */
+
+int vnet_attach(struct vnet *vn, const struct vnet_upper *up)
+{
+	if (vn->attached || !up->rx || !up->tx_done || !up->link)
+		return -EBUSY;
+	vn->up = *up;
+	vn->attached = true;
+	vn->up.link(vn->up.ctx, vn->link_up);
+	return 0;
+}
+
+void vnet_get_info(struct vnet *vn, struct vnet_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->index = vn->key->index;
+	memcpy(info->mac, vn->mac, 6);
+	info->mtu = vn->mtu;
+	info->link_up = vn->link_up;
+	if (vn->vd) {
+		info->tx_csum = virtio_has(vn->vd, VIRTIO_NET_F_CSUM);
+		info->rx_csum = virtio_has(vn->vd, VIRTIO_NET_F_GUEST_CSUM);
+	}
+}
+
+void vnet_get_stats(struct vnet *vn, struct vnet_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->q[0] = vn->st[0];
+	st->q[1] = vn->st[1];
+	if (vn->rx)
+		st->q[0].interrupts = vn->rx->interrupts;
+	if (vn->tx)
+		st->q[1].interrupts = vn->tx->interrupts;
+	st->rx_posted = vn->nposted;
+	st->rx_held = vn->nheld;
+	st->rx_total = vn->ntotal;
+	st->coal_mode = vn->coal.mode;
+	st->coal_frames = coal_frames(&vn->coal);
+	st->coal_usecs = coal_usecs(&vn->coal);
+	st->coal_device = vn->coal_device;
+	st->coal = vn->coal.stats;
+	st->resets = vn->key->resets;
+}
+
 /* ---- configuration ---- */
+
+static void set_link(struct vnet *vn, bool up)
+{
+	if (up == vn->link_up)
+		return;
+	vn->link_up = up;
+	if (vn->attached)
+		vn->up.link(vn->up.ctx, up);
+}
 
 static void read_link(struct vnet *vn, bool announce_log)
 {
@@ -322,7 +599,7 @@ static void read_link(struct vnet *vn, bool announce_log)
 	up = status & VIRTIO_NET_S_LINK_UP;
 	if (up != vn->link_up || announce_log)
 		kprintf("virtio%u: net: link %s\n", d->index, up ? "up" : "down");
-	vn->link_up = up;
+	set_link(vn, up);
 	if ((status & VIRTIO_NET_S_ANNOUNCE) && virtio_has(d, VIRTIO_NET_F_GUEST_ANNOUNCE)) {
 		kprintf("virtio%u: net: announce requested\n", d->index);
 		if (vnet_ctrl_announce_ack(&vn->cmd) >= 0)
@@ -335,20 +612,102 @@ static void config_changed(struct virtio_dev *d)
 	read_link(d->priv, false);
 }
 
+static void ctrl_setup(struct vnet *vn)
+{
+	struct virtio_dev *d = vn->vd;
+	int err;
+
+	if (!vn->ctrl || !virtio_has(d, VIRTIO_NET_F_CTRL_RX))
+		return;
+	/* Our MAC, broadcast and all multicast (IPv6 neighbour discovery). */
+	if (vnet_ctrl_rx_mode(&vn->cmd, VIRTIO_NET_CTRL_RX_PROMISC, false) >= 0 && (err = ctrl_send(vn)))
+		kprintf("virtio%u: net: promisc off refused (%d)\n", d->index, err);
+	if (vnet_ctrl_rx_mode(&vn->cmd, VIRTIO_NET_CTRL_RX_ALLMULTI, true) >= 0 && (err = ctrl_send(vn)))
+		kprintf("virtio%u: net: allmulti on refused (%d)\n", d->index, err);
+	if (vnet_ctrl_mac_table(&vn->cmd, (const u8 (*)[6])vn->mac, 1, NULL, 0) >= 0 && (err = ctrl_send(vn)))
+		kprintf("virtio%u: net: MAC filter refused (%d)\n", d->index, err);
+}
+
+static void coal_setup(struct vnet *vn)
+{
+	struct virtio_dev *d = vn->vd;
+
+	coal_init(&vn->coal, coal_cfg.mode, coal_cfg.frames, coal_cfg.usecs);
+	coal_limit_frames(&vn->coal, (u16)MAX(1u, vn->nposted / 2));
+	vn->coal_device = vn->ctrl && (virtio_has(d, VIRTIO_NET_F_NOTF_COAL) ||
+				       virtio_has(d, VIRTIO_NET_F_VQ_NOTF_COAL));
+	vn->coal_dev_set = false;
+	/* Driver-side coalescing holds interrupts back through the event
+	 * index; without it every completion interrupts anyway. */
+	if (!vn->coal_device && coal_cfg.mode != COAL_OFF && !virtio_has(d, VIRTIO_F_EVENT_IDX)) {
+		kprintf("virtio%u: net: no RING_EVENT_IDX or NOTF_COAL: coalescing off\n", d->index);
+		coal_init(&vn->coal, COAL_OFF, 0, 0);
+	}
+	vn->coal_acc = 0;
+	vn->irqs_sampled = vn->rx->interrupts;
+}
+
+static struct vnet *vnet_for(struct virtio_dev *d)
+{
+	unsigned i, slot = MAX_VNETS;
+
+	for (i = 0; i < MAX_VNETS; i++) {
+		if (vnets[i] && vnets[i]->key == d)
+			return vnets[i];
+		if (!vnets[i] && slot == MAX_VNETS)
+			slot = i;
+	}
+	if (slot == MAX_VNETS)
+		return NULL;
+	vnets[slot] = kzalloc(sizeof(struct vnet));
+	if (vnets[slot]) {
+		vnets[slot]->key = d;
+		work_init(&vnets[slot]->rx_work, rx_poll, vnets[slot]);
+		work_init(&vnets[slot]->tx_work, tx_poll, vnets[slot]);
+		work_init(&vnets[slot]->refill_work, rx_refill, vnets[slot]);
+		work_init(&vnets[slot]->kick_work, tx_kick, vnets[slot]);
+		timer_init(&vnets[slot]->coal_timer, coal_timer_fn, vnets[slot]);
+	}
+	return vnets[slot];
+}
+
+static void vnet_forget(struct vnet *vn)
+{
+	unsigned i;
+
+	for (i = 0; i < MAX_VNETS; i++)
+		if (vnets[i] == vn)
+			vnets[i] = NULL;
+}
+
+static void free_buffers(struct vnet *vn)
+{
+	while (vn->free_rx) {
+		struct vnet_rxbuf *b = vn->free_rx;
+
+		vn->free_rx = b->next_free;
+		vn->ntotal--;
+		page_free(b, b->pages);
+	}
+}
+
 static int net_probe(struct virtio_dev *d)
 {
-	struct vnet *vn = kzalloc(sizeof(*vn));
+	struct vnet *vn = vnet_for(d);
 	bool mrg = virtio_has(d, VIRTIO_NET_F_MRG_RXBUF);
-	u32 i, cap, nslots;
+	bool again;
+	u32 i, cap, want;
+	u16 pages;
 	int err;
 
 	if (!vn)
 		return -ENOMEM;
+	again = vn->attached;
 	vn->vd = d;
 	d->priv = vn;
 	if (virtio_has(d, VIRTIO_NET_F_MAC)) {
 		virtio_cfg_read(d, offsetof(struct virtio_net_config, mac), vn->mac, 6);
-	} else {
+	} else if (!again) {
 		u64 r = random_u64();
 
 		memcpy(vn->mac, &r, 6);
@@ -367,8 +726,6 @@ static int net_probe(struct virtio_dev *d)
 	vn->rxcfg.mrg_rxbuf = mrg;
 	vn->rxcfg.guest_csum = virtio_has(d, VIRTIO_NET_F_GUEST_CSUM);
 	vn->rxcfg.max_frame = MIN((u32)vn->mtu + 18, (u32)VNET_FRAME_MAX);
-	work_init(&vn->rx_work, rx_poll, vn);
-	work_init(&vn->tx_work, tx_poll, vn);
 
 	vn->rx = virtio_setup_vq(d, VIRTIO_NET_RXQ(0), 0, rx_irq, vn);
 	vn->tx = vn->rx ? virtio_setup_vq(d, VIRTIO_NET_TXQ(0), 0, tx_irq, vn) : NULL;
@@ -376,6 +733,7 @@ static int net_probe(struct virtio_dev *d)
 		err = -EIO;
 		goto fail;
 	}
+	vn->ctrl = NULL;
 	if (virtio_has(d, VIRTIO_NET_F_CTRL_VQ)) {
 		vn->ctrl = virtio_setup_vq(d, 2, 64, NULL, vn);
 		if (vn->ctrl)
@@ -385,57 +743,65 @@ static int net_probe(struct virtio_dev *d)
 
 	/* Receive buffers: one page each with MRG_RXBUF (frames longer than a
 	 * buffer span several), else big enough for a whole frame. */
-	cap = mrg ? PAGE_SIZE - 64 : vn->rxcfg.hdr_len + vn->rxcfg.max_frame;
-	vn->buf_pages = ALIGN_UP(cap + 64, (u32)PAGE_SIZE) / PAGE_SIZE;
-	vn->nrx = MIN((u32)vn->rx->num, (u32)RX_MAX_BUFS);
-	for (i = 0; i < vn->nrx; i++) {
-		struct rxbuf *b = page_alloc(vn->buf_pages);
-
-		if (!b)
-			break;
-		b->cap = vn->buf_pages * PAGE_SIZE - 64;
-		rx_free(vn, b);
+	cap = mrg ? PAGE_SIZE - (u32)sizeof(struct vnet_rxbuf)
+		  : vn->rxcfg.hdr_len + vn->rxcfg.max_frame;
+	pages = (u16)(ALIGN_UP(cap + (u32)sizeof(struct vnet_rxbuf), (u32)PAGE_SIZE) / PAGE_SIZE);
+	if (pages != vn->buf_pages) {
+		vn->buf_pages = pages;
+		free_buffers(vn);	/* held ones are freed as they come back */
 	}
-	nslots = vn->tx->num;
-	vn->slots = kzalloc(nslots * sizeof(*vn->slots));
-	if (!vn->slots || !vn->free_rx) {
+	want = MIN((u32)vn->rx->num, (u32)RX_MAX_BUFS);
+	if (vn->ntotal < want && rx_alloc(vn, want - vn->ntotal) < 0 && !vn->free_rx) {
 		err = -ENOMEM;
 		goto fail;
 	}
-	for (i = 0; i < nslots; i++) {
+	vn->nslots = vn->tx->num;
+	vn->slots = kzalloc(vn->nslots * sizeof(*vn->slots));
+	if (!vn->slots) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	vn->free_tx = NULL;
+	for (i = 0; i < vn->nslots; i++) {
 		vn->slots[i].next_free = vn->free_tx;
 		vn->free_tx = &vn->slots[i];
 	}
+	vn->nposted = 0;
+	vn->tx_pending_kick = false;
 	virtq_disable_cb(&vn->tx->vq);
 	rx_post(vn);
+	coal_setup(vn);
 	virtio_device_ready(d);
-	if (vn->ctrl && virtio_has(d, VIRTIO_NET_F_CTRL_RX)) {
-		/* Our MAC, broadcast and all multicast (IPv6 neighbour discovery). */
-		if (vnet_ctrl_rx_mode(&vn->cmd, VIRTIO_NET_CTRL_RX_PROMISC, false) >= 0 && (err = ctrl_send(vn)))
-			kprintf("virtio%u: net: promisc off refused (%d)\n", d->index, err);
-		if (vnet_ctrl_rx_mode(&vn->cmd, VIRTIO_NET_CTRL_RX_ALLMULTI, true) >= 0 && (err = ctrl_send(vn)))
-			kprintf("virtio%u: net: allmulti on refused (%d)\n", d->index, err);
+	ctrl_setup(vn);
+	if (echo && !vn->attached) {
+		struct vnet_upper e = { vn, echo_rx, echo_tx_done, echo_link };
+
+		vnet_attach(vn, &e);
 	}
 	kprintf("virtio%u: net: mac %02x:%02x:%02x:%02x:%02x:%02x%s mtu %u, rx %u x %u B%s, tx ring %u, hdr %u%s%s\n",
 		d->index, vn->mac[0], vn->mac[1], vn->mac[2], vn->mac[3], vn->mac[4], vn->mac[5],
-		virtio_has(d, VIRTIO_NET_F_MAC) ? "" : " (random)", vn->mtu, vn->nrx, vn->buf_pages * PAGE_SIZE - 64,
+		virtio_has(d, VIRTIO_NET_F_MAC) ? "" : " (random)", vn->mtu, vn->nposted,
+		vn->buf_pages * PAGE_SIZE - (u32)sizeof(struct vnet_rxbuf),
 		mrg ? " mergeable" : "", vn->tx->num, vn->rxcfg.hdr_len, vn->ctrl ? ", ctrl" : "",
 		echo ? ", echo" : "");
+	kprintf("virtio%u: net: coalescing %s%s, frames %u usecs %u\n", d->index,
+		vn->coal.mode == COAL_OFF ? "off" : vn->coal.mode == COAL_FIXED ? "fixed" : "adaptive",
+		vn->coal_device ? " (device, NOTF_COAL)" : vn->coal.mode == COAL_OFF ? "" : " (driver, event index)",
+		coal_frames(&vn->coal), coal_usecs(&vn->coal));
+	rx_rearm(vn);
 	read_link(vn, true);
-	if (!first)
-		first = vn;
 	return 0;
 
 fail:
 	kfree(vn->slots);
-	while (vn->free_rx) {
-		struct rxbuf *b = vn->free_rx;
-
-		vn->free_rx = b->next_free;
-		page_free(b, vn->buf_pages);
-	}
-	kfree(vn);
+	vn->slots = NULL;
+	vn->vd = NULL;
 	d->priv = NULL;
+	if (!vn->attached) {
+		free_buffers(vn);
+		vnet_forget(vn);
+		kfree(vn);
+	}
 	return err;
 }
 
@@ -447,25 +813,30 @@ static void net_remove(struct virtio_dev *d)
 	if (!vn)
 		return;
 	/* The device is reset: nothing it holds will be used again. */
-	while ((t = virtq_detach_unused(&vn->rx->vq)))
+	timer_stop(&vn->coal_timer);
+	while ((t = virtq_detach_unused(&vn->rx->vq))) {
+		vn->nposted--;
 		rx_free(vn, t);
+	}
 	while ((t = virtq_detach_unused(&vn->tx->vq))) {
 		struct txslot *s = t;
 
-		if (echo && s->token)
-			rx_free(vn, s->token);
-	}
-	while (vn->free_rx) {
-		struct rxbuf *b = vn->free_rx;
-
-		vn->free_rx = b->next_free;
-		page_free(b, vn->buf_pages);
+		if (s->token && vn->attached)
+			vn->up.tx_done(vn->up.ctx, s->token);
+		s->token = NULL;
 	}
 	kfree(vn->slots);
-	if (first == vn)
-		first = NULL;
-	kfree(vn);
+	vn->slots = NULL;
+	vn->free_tx = NULL;
+	vn->rx = vn->tx = vn->ctrl = NULL;
+	set_link(vn, false);
+	vn->vd = NULL;
 	d->priv = NULL;
+	if (vn->attached)
+		return;	/* kept for the re-probe, with the upper layer's buffers */
+	free_buffers(vn);
+	vnet_forget(vn);
+	kfree(vn);
 }
 
 static const struct virtio_device_id net_ids[] = {
@@ -478,8 +849,10 @@ static const struct virtio_driver virtio_net_driver = {
 	.ids = net_ids,
 	.features = VIRTIO_BIT(VIRTIO_NET_F_MAC) | VIRTIO_BIT(VIRTIO_NET_F_MTU) |
 		    VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF) | VIRTIO_BIT(VIRTIO_NET_F_STATUS) |
-		    VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM) | VIRTIO_BIT(VIRTIO_NET_F_CTRL_VQ) |
-		    VIRTIO_BIT(VIRTIO_NET_F_CTRL_RX) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_ANNOUNCE),
+		    VIRTIO_BIT(VIRTIO_NET_F_CSUM) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM) |
+		    VIRTIO_BIT(VIRTIO_NET_F_CTRL_VQ) | VIRTIO_BIT(VIRTIO_NET_F_CTRL_RX) |
+		    VIRTIO_BIT(VIRTIO_NET_F_GUEST_ANNOUNCE) | VIRTIO_BIT(VIRTIO_NET_F_NOTF_COAL) |
+		    VIRTIO_BIT(VIRTIO_NET_F_VQ_NOTF_COAL),
 	.feature_names = net_feature_names,
 	.probe = net_probe,
 	.remove = net_remove,

@@ -5,7 +5,7 @@
 #include "kernel/time.h"
 
 static struct work *work_head, **work_tail = &work_head;
-static struct timerq timers;
+static struct timerq timers;	/* zero is empty: timers may start before loop_run */
 struct loop_stats loop_stats;
 
 void work_init(struct work *w, void (*fn)(void *), void *arg)
@@ -56,7 +56,6 @@ bool timer_stop(struct timer *t)
 
 void loop_run(void)
 {
-	timerq_init(&timers);
 	for (;;) {
 		struct work *w;
 		unsigned budget = 64;	/* then let timers run */

@@ -220,14 +220,20 @@ u64 mm_image_base(void)
 	return (u64)ImageBase;
 }
 
-void *page_alloc(size_t npages)
+void *page_alloc_raw(size_t npages)
 {
 	u64 pa = npages == 1 ? frames_alloc(&frames) : frames_alloc_contig(&frames, npages, PAGE_SIZE);
 
-	if (!pa)
-		return NULL;
-	memset((void *)pa, 0, npages * PAGE_SIZE);
 	return (void *)pa;
+}
+
+void *page_alloc(size_t npages)
+{
+	void *p = page_alloc_raw(npages);
+
+	if (p)
+		memset(p, 0, npages * PAGE_SIZE);
+	return p;
 }
 
 void page_free(void *p, size_t npages)

@@ -11,6 +11,8 @@
 void mm_init(struct boot_info *bi);
 /* npages zeroed, physically contiguous, identity-mapped pages; NULL if none. */
 void *page_alloc(size_t npages);
+/* The same, not zeroed: for buffers a device fills before anyone reads them. */
+void *page_alloc_raw(size_t npages);
 void page_free(void *p, size_t npages);
 void *kmalloc(size_t size);
 void *kzalloc(size_t size);
