@@ -17,6 +17,7 @@ OBJCOPY := objcopy
 HOST_CC := gcc
 # Debian's interpreter, where python3-pytest is installed (not a pyenv shim).
 PYTHON  := /usr/bin/python3
+.DEFAULT_GOAL := all
 FUZZ_CC := clang
 
 EFI_INC   := /usr/include/efi
@@ -54,9 +55,29 @@ DRIVER_SRCS := drivers/acpi_tables.c drivers/acpi.c drivers/pci_parse.c drivers/
 	drivers/virtq.c drivers/virtio.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
 	drivers/virtio_rng.c drivers/virtio_net.c drivers/vnet_hdr.c drivers/vnet_ctrl.c \
 	drivers/coalesce.c
-NET_SRCS    :=
+NET_SRCS    := net/sys_arch.c net/lwip_port.c net/netif_vnet.c net/app/app.c net/app/http.c \
+	net/app/site.c
 SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
-OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS)))
+OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(BUILD)/k/site_data.o
+
+# lwIP (fetched, never committed) and the rules for code that uses it.
+include net/lwip.mk
+$(patsubst %.c,$(BUILD)/k/%.o,$(NET_SRCS)): | $(LWIP_STAMP)
+
+# The site the appliance serves: APP_ROOT's files, plus APP_EXTRA synthesized
+# files (NAME=SIZE; the benchmark's 64 KiB file), baked in as rodata.
+APP_ROOT  ?= net/app/default-site
+APP_EXTRA ?= 64k.bin=65536
+APP_STAMP := $(BUILD)/app-root.$(shell printf '%s %s' '$(APP_ROOT)' '$(APP_EXTRA)' | sha1sum | cut -c1-12)
+$(APP_STAMP):
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $(BUILD)/app-root.* && touch $@
+$(BUILD)/site_data.c: tools/mksite.py $(APP_STAMP) $(shell find $(APP_ROOT) -type f 2>/dev/null)
+	@$(if $(Q),echo "  MKSITE  $(APP_ROOT)")
+	$(Q)$(PYTHON) tools/mksite.py $(APP_ROOT) $@ $(addprefix --extra ,$(APP_EXTRA))
+$(BUILD)/k/site_data.o: $(BUILD)/site_data.c
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(KCFLAGS) -c $< -o $@
 
 EFI   := $(BUILD)/vireo.efi
 ELF   := $(BUILD)/vireo.so
@@ -80,9 +101,9 @@ $(BUILD)/k/%.o: %.S
 	@$(if $(Q),echo "  AS      $<")
 	$(Q)$(CC) $(KCFLAGS) $(KASFLAGS) -c $< -o $@
 
-$(ELF): $(OBJS) linker/vireo.ld
+$(ELF): $(OBJS) $(LWIP_LIB) linker/vireo.ld
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(LD) $(KLDFLAGS) $(EFI_CRT0) $(OBJS) -o $@ -L$(EFI_LIB) -lgnuefi
+	$(Q)$(LD) $(KLDFLAGS) $(EFI_CRT0) $(OBJS) $(LWIP_LIB) -o $@ -L$(EFI_LIB) -lgnuefi
 
 # --subsystem 10 = EFI application. Section list matches linker/vireo.ld.
 $(EFI): $(ELF)
@@ -116,7 +137,7 @@ FUZZERS :=
 # (with NAME_SRCS); the rules are generated below.
 include $(sort $(wildcard tests/host/*.mk))
 # Image builders and the lwIP fetch/build keep their rules beside their code.
--include $(sort $(wildcard images/*.mk net/*.mk))
+-include $(sort $(wildcard images/*.mk))
 
 define host_test_rule
 $(BUILD)/host/$(1): $$($(1)_SRCS) tests/host/shim/klog.c

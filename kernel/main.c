@@ -9,6 +9,7 @@
 #include "drivers/virtio_net.h"
 #include "kernel/boot_info.h"
 #include "kernel/config.h"
+#include "net/net.h"
 #include "kernel/console.h"
 #include "kernel/io.h"
 #include "kernel/irq.h"
@@ -86,5 +87,7 @@ void kernel_main(struct boot_info *bi)
 	timeline_mark("ready");
 	timeline_print();
 	kprintf("vireo: kernel ready\n");
+	if (!kconfig.vnet_echo)
+		net_init();
 	loop_run();
 }

@@ -1,0 +1,292 @@
+/*
+ * lwIP's netif on vireo's virtio-net driver, and the network's start-up.
+ *
+ * Receive is zero-copy: each driver buffer of a frame becomes a PBUF_REF
+ * custom pbuf whose struct lives in the buffer's upper-layer scratch bytes;
+ * freeing the pbuf gives the buffer back to the driver (vnet_rx_release).
+ * PBUF_REF, not PBUF_POOL/RAM: lwIP may then never grow a header into the
+ * memory before the payload, which is the driver's.
+ *
+ * Transmit maps a pbuf chain onto the driver's scatter-gather list and holds
+ * a reference to the chain until the device is done (tx_done). While that
+ * reference is held lwIP does not rewrite a TCP segment for retransmission
+ * (tcp_output_segment_busy), so zero-copy is safe.
+ *
+ * Checksums: with VIRTIO_NET_F_CSUM the netif stops generating TCP
+ * checksums and the driver offloads them; with GUEST_CSUM a frame the device
+ * vouched for skips lwIP's TCP/UDP check (the netif's check flags are
+ * switched for the one synchronous input call; fragments are always checked
+ * since the verdict was about one frame, not the datagram).
+ *
+ * Time: lwIP's timeouts run from one kernel timer re-armed at
+ * sys_timeouts_sleeptime() after every entry into lwIP.
+ */
+#include "drivers/virtio_net.h"
+#include "kernel/config.h"
+#include "kernel/console.h"
+#include "kernel/loop.h"
+#include "kernel/string.h"
+#include "kernel/time.h"
+#include "kernel/timeline.h"
+#include "lwip/dhcp.h"
+#include "lwip/etharp.h"
+#include "lwip/ethip6.h"
+#include "lwip/init.h"
+#include "lwip/ip4_frag.h"
+#include "lwip/mld6.h"
+#include "lwip/netif.h"
+#include "lwip/pbuf.h"
+#include "lwip/stats.h"
+#include "lwip/timeouts.h"
+#include "net/app/app.h"
+#include "net/lwip_port.h"
+#include "net/net.h"
+#include "netif/ethernet.h"
+
+_Static_assert(sizeof(struct pbuf_custom) <= VNET_RX_UPPER_SIZE, "pbuf_custom must fit the scratch");
+
+static struct netif nif;
+static struct vnet *vn;
+static struct vnet_info info;
+static struct timer lwip_timer;
+static u64 lwip_deadline = ~0ULL;
+static bool announced;
+static u16 check_flags;		/* the netif's checksum flags outside a CSUM_OK input */
+
+struct vnet *net_device(void)
+{
+	return vn;
+}
+
+/* ---- timers ---- */
+
+static void lwip_timer_fn(struct timer *t, void *arg);
+
+/* After any entry into lwIP: wake up for its next timeout. */
+static void timers_rearm(void)
+{
+	u32 ms = sys_timeouts_sleeptime();
+	u64 dl;
+
+	if (ms == SYS_TIMEOUTS_SLEEPTIME_INFINITE) {
+		if (lwip_deadline != ~0ULL)
+			timer_stop(&lwip_timer);
+		lwip_deadline = ~0ULL;
+		return;
+	}
+	dl = time_ns() + (u64)ms * NSEC_PER_MSEC;
+	/* Re-arm only when it moves earlier or has fired; later wakeups
+	 * would only be early by a little and re-run this. */
+	if (lwip_deadline == ~0ULL || dl < lwip_deadline) {
+		lwip_deadline = dl;
+		timer_start(&lwip_timer, dl);
+	}
+}
+
+static void lwip_timer_fn(struct timer *t, void *arg)
+{
+	(void)t;
+	(void)arg;
+	lwip_deadline = ~0ULL;
+	sys_check_timeouts();
+	timers_rearm();
+}
+
+/* ---- receive ---- */
+
+static void rx_pbuf_free(struct pbuf *p)
+{
+	/* The pbuf_custom is the first member of the scratch, which is the
+	 * first member of the buffer. */
+	vnet_rx_release((struct vnet_rxbuf *)(void *)p);
+}
+
+static void nv_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned flags)
+{
+	struct pbuf *head = NULL;
+	bool skip_check;
+
+	(void)ctx;
+	(void)len;
+	while (f) {
+		struct vnet_rxbuf *next = f->next;
+		struct pbuf_custom *pc = (struct pbuf_custom *)(void *)f->upper;
+		struct pbuf *p;
+
+		pc->custom_free_function = rx_pbuf_free;
+		p = pbuf_alloced_custom(PBUF_RAW, (u16)f->len, PBUF_REF, pc, f->data, (u16)f->len);
+		if (!head)
+			head = p;
+		else
+			pbuf_cat(head, p);
+		f = next;
+	}
+	skip_check = (flags & VNET_RX_CSUM_OK) && !vnet_is_ipv4_fragment(head->payload, head->len);
+	if (skip_check)
+		NETIF_SET_CHECKSUM_CTRL(&nif, check_flags & ~(NETIF_CHECKSUM_CHECK_TCP | NETIF_CHECKSUM_CHECK_UDP));
+	if (nif.input(head, &nif) != ERR_OK)
+		pbuf_free(head);
+	if (skip_check)
+		NETIF_SET_CHECKSUM_CTRL(&nif, check_flags);
+	timers_rearm();
+}
+
+/* ---- transmit ---- */
+
+static void nv_tx_done(void *ctx, void *token)
+{
+	(void)ctx;
+	pbuf_free(token);
+}
+
+static err_t nv_linkoutput(struct netif *n, struct pbuf *p)
+{
+	struct virtq_sg sg[VNET_TX_MAX_SG];
+	struct pbuf *q, *send = p;
+	unsigned cnt = 0;
+	int err;
+
+	(void)n;
+	for (q = p; q; q = q->next) {
+		if (q->len == 0)
+			continue;
+		if (cnt == VNET_TX_MAX_SG)
+			break;
+		sg[cnt++] = (struct virtq_sg){ q->payload, q->len };
+	}
+	if (q) {	/* too many pieces: one copy */
+		send = pbuf_clone(PBUF_RAW, PBUF_RAM, p);
+		if (!send) {
+			LINK_STATS_INC(link.memerr);
+			return ERR_MEM;
+		}
+		sg[0] = (struct virtq_sg){ send->payload, send->len };
+		cnt = 1;
+	} else {
+		pbuf_ref(p);
+	}
+	err = vnet_tx(vn, sg, cnt, info.tx_csum ? VNET_TX_CSUM : 0, send);
+	if (err) {
+		pbuf_free(send);
+		LINK_STATS_INC(link.drop);
+		return err == -ENOSPC ? ERR_MEM : ERR_IF;
+	}
+	LINK_STATS_INC(link.xmit);
+	return ERR_OK;
+}
+
+/* ---- link and address ---- */
+
+static void nv_link(void *ctx, bool up)
+{
+	(void)ctx;
+	static bool first_up = true;
+
+	if (up) {
+		if (first_up)
+			timeline_mark("link");
+		first_up = false;
+		netif_set_link_up(&nif);
+	} else {
+		netif_set_link_down(&nif);
+	}
+	timers_rearm();
+}
+
+static unsigned prefix_len(u32 mask_be)
+{
+	u32 m = lwip_ntohl(mask_be);
+	unsigned n = 0;
+
+	while (m & 0x80000000u) {
+		n++;
+		m <<= 1;
+	}
+	return n;
+}
+
+static void status_changed(struct netif *n)
+{
+	char addr[IP4ADDR_STRLEN_MAX];
+
+	if (announced || !netif_is_up(n) || ip4_addr_isany_val(*netif_ip4_addr(n)))
+		return;
+	announced = true;
+	timeline_mark("address");
+	ip4addr_ntoa_r(netif_ip4_addr(n), addr, sizeof addr);
+	kprintf("net: %s/%u gw %s (%s)\n", addr, prefix_len(ip4_addr_get_u32(netif_ip4_netmask(n))),
+		ip4addr_ntoa(netif_ip4_gw(n)), kconfig.ip4.set ? "static" : "dhcp");
+	timeline_mark("serving");
+	timeline_print();
+	kprintf("vireo: ready ip=%s http=%u\n", addr, (unsigned)kconfig.http_port);
+}
+
+static err_t nv_netif_init(struct netif *n)
+{
+	n->name[0] = 'e';
+	n->name[1] = 'n';
+	n->hwaddr_len = ETH_HWADDR_LEN;
+	memcpy(n->hwaddr, info.mac, ETH_HWADDR_LEN);
+	n->mtu = info.mtu;
+	n->mtu6 = info.mtu;
+	n->flags = NETIF_FLAG_BROADCAST | NETIF_FLAG_ETHARP | NETIF_FLAG_ETHERNET | NETIF_FLAG_IGMP |
+		   NETIF_FLAG_MLD6;
+	n->output = etharp_output;
+	n->output_ip6 = ethip6_output;
+	n->linkoutput = nv_linkoutput;
+	check_flags = NETIF_CHECKSUM_ENABLE_ALL;
+	if (info.tx_csum)
+		check_flags &= (u16)~NETIF_CHECKSUM_GEN_TCP;
+	NETIF_SET_CHECKSUM_CTRL(n, check_flags);
+	netif_set_hostname(n, "vireo");
+	return ERR_OK;
+}
+
+int net_init(void)
+{
+	static const struct vnet_upper up = { NULL, nv_rx, nv_tx_done, nv_link };
+	ip4_addr_t addr, mask, gw;
+	int err;
+
+	vn = vnet_get();
+	if (!vn) {
+		kprintf("net: no virtio-net device; the appliance is not started\n");
+		return -ENODEV;
+	}
+	err = vireo_lwip_init();
+	if (err)
+		return err;
+	timer_init(&lwip_timer, lwip_timer_fn, NULL);
+	vnet_get_info(vn, &info);
+	ip4_addr_set_zero(&addr);
+	ip4_addr_set_zero(&mask);
+	ip4_addr_set_zero(&gw);
+	if (kconfig.ip4.set) {
+		ip4_addr_set_u32(&addr, lwip_htonl(kconfig.ip4.addr));
+		ip4_addr_set_u32(&mask, lwip_htonl(~0u << (32 - kconfig.ip4.prefix)));
+		if (kconfig.ip4.gw_set)
+			ip4_addr_set_u32(&gw, lwip_htonl(kconfig.ip4.gw));
+	} else if (kconfig.ip4.gw_set) {
+		kprintf("warning: gw= without ip= is ignored; using DHCP\n");
+	}
+	if (!netif_add(&nif, &addr, &mask, &gw, NULL, nv_netif_init, netif_input)) {
+		kprintf("net: netif_add failed\n");
+		return -ENOMEM;
+	}
+	netif_set_default(&nif);
+	netif_set_status_callback(&nif, status_changed);
+	netif_create_ip6_linklocal_address(&nif, 1);
+	nif.ip6_autoconfig_enabled = 1;	/* SLAAC */
+	err = app_start((u16)kconfig.http_port);
+	if (err)
+		kprintf("net: appliance failed to start (%d)\n", err);
+	netif_set_up(&nif);
+	vnet_attach(vn, &up);	/* link state arrives now */
+	kprintf("net: lwIP %s on virtio%u, mtu %u, checksums: tx %s, rx %s; %s\n", LWIP_VERSION_STRING,
+		info.index, info.mtu, info.tx_csum ? "offloaded" : "software",
+		info.rx_csum ? "offloaded" : "software", kconfig.ip4.set ? "static address" : "DHCP");
+	if (!kconfig.ip4.set)
+		dhcp_start(&nif);
+	timers_rearm();
+	return 0;
+}
