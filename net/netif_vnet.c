@@ -177,6 +177,8 @@ static err_t nv_linkoutput(struct netif *n, struct pbuf *p)
 
 /* ---- link and address ---- */
 
+static void status_changed(struct netif *n);
+
 static void nv_link(void *ctx, bool up)
 {
 	(void)ctx;
@@ -187,6 +189,7 @@ static void nv_link(void *ctx, bool up)
 			timeline_mark("link");
 		first_up = false;
 		netif_set_link_up(&nif);
+		status_changed(&nif);	/* a static address may be waiting for the link */
 	} else {
 		netif_set_link_down(&nif);
 	}
@@ -209,7 +212,8 @@ static void status_changed(struct netif *n)
 {
 	char addr[IP4ADDR_STRLEN_MAX];
 
-	if (announced || !netif_is_up(n) || ip4_addr_isany_val(*netif_ip4_addr(n)))
+	/* Serving means: interface up, link up, IPv4 address bound. */
+	if (announced || !netif_is_up(n) || !netif_is_link_up(n) || ip4_addr_isany_val(*netif_ip4_addr(n)))
 		return;
 	announced = true;
 	timeline_mark("address");
@@ -277,14 +281,14 @@ int net_init(void)
 	netif_set_status_callback(&nif, status_changed);
 	netif_create_ip6_linklocal_address(&nif, 1);
 	nif.ip6_autoconfig_enabled = 1;	/* SLAAC */
+	kprintf("net: lwIP %s on virtio%u, mtu %u, checksums: tx %s, rx %s; %s\n", LWIP_VERSION_STRING,
+		info.index, info.mtu, info.tx_csum ? "offloaded" : "software",
+		info.rx_csum ? "offloaded" : "software", kconfig.ip4.set ? "static address" : "DHCP");
 	err = app_start((u16)kconfig.http_port);
 	if (err)
 		kprintf("net: appliance failed to start (%d)\n", err);
 	netif_set_up(&nif);
 	vnet_attach(vn, &up);	/* link state arrives now */
-	kprintf("net: lwIP %s on virtio%u, mtu %u, checksums: tx %s, rx %s; %s\n", LWIP_VERSION_STRING,
-		info.index, info.mtu, info.tx_csum ? "offloaded" : "software",
-		info.rx_csum ? "offloaded" : "software", kconfig.ip4.set ? "static address" : "DHCP");
 	if (!kconfig.ip4.set)
 		dhcp_start(&nif);
 	timers_rearm();

@@ -18,8 +18,10 @@ class Vm:
     """One QEMU process. The serial console is QEMU's stdio; output is
     collected by a thread so tests can wait for lines without blocking."""
 
-    def __init__(self, cmdline="", machine="q35", mem=64, image=IMAGE, extra=(), reboot=True):
-        args = [os.path.join(ROOT, "images", "qemu.sh"), "--image", image, "--mem", str(mem),
+    def __init__(self, cmdline="", machine="q35", mem=64, image=IMAGE, extra=(), reboot=True, wrap=()):
+        """wrap: a command prefix, e.g. ["ip", "netns", "exec", ns] to run
+        QEMU inside a network namespace (where its tap device lives)."""
+        args = list(wrap) + [os.path.join(ROOT, "images", "qemu.sh"), "--image", image, "--mem", str(mem),
                 "--machine", machine, "--accel", "tcg"]
         if cmdline:
             args += ["--cmdline", cmdline]
