@@ -17,9 +17,10 @@ import pytest
 
 from vm import ROOT
 
-# What the console prints once vireo is up. One constant: it becomes
-# r"^vireo: ready ip=" when the appliance lands.
-READY = r"^vireo: kernel ready$"
+# What the console prints once the appliance serves; every artefact boots
+# with a NIC on QEMU's user network (DHCP) to get there.
+READY = r"^vireo: ready ip=\S+ http=80$"
+NIC = ["-netdev", "user,id=n0,restrict=on", "-device", "virtio-net-pci,netdev=n0,romfile="]
 
 BUILD = os.path.join(ROOT, "build")
 MiB = 1 << 20
@@ -147,7 +148,7 @@ BOOTS = [
 def test_artefact_boots(boot, monkeypatch, name, opts, grub):
     path = art(name)
     monkeypatch.setenv("VIREO_QEMU_SH_OPTS", opts)
-    vm = boot(image=path)
+    vm = boot(image=path, extra=NIC)
     vm.wait_for(READY)
     if grub:
         # GRUB's own messages reach COM1, and its command line reaches vireo.
@@ -245,7 +246,7 @@ def test_gce_tarball_is_what_gce_imports_and_boots(boot, tmp_path):
     assert os.path.getsize(raw) == 1 << 30
     assert os.stat(raw).st_blocks * 512 < 8 * MiB, "disk.raw did not come out sparse"
     esp_of(raw)
-    vm = boot(image=raw)
+    vm = boot(image=raw, extra=NIC)
     vm.wait_for(READY)
     want = grub_cmdline(art("vireo-grub.img"))
     assert re.search(rf"^cmdline \(loadoptions\): {re.escape(want)}$", vm.text, re.M), vm.text[-3000:]
@@ -282,7 +283,7 @@ def test_setcmdline_rewrites_grub_image_and_refuses_plain(boot, tmp_path):
     out = run(os.path.join(ROOT, "images", "setcmdline.sh"), str(img), new)
     assert "vireo.efi 'verbose=1 panic=halt'" in out
     assert grub_cmdline(str(img)) == new
-    vm = boot(image=str(img))
+    vm = boot(image=str(img), extra=NIC)
     vm.wait_for(READY)
     assert re.search(rf"^cmdline \(loadoptions\): {new}$", vm.text, re.M), vm.text[-3000:]
     assert re.search(r"^mem: ", vm.text, re.M)
@@ -306,7 +307,7 @@ def test_efi_boot_entry_passes_cmdline_to_plain_image(boot, monkeypatch, tmp_pat
     run("python3", os.path.join(ROOT, "images", "bootentry.py"), "/usr/share/OVMF/OVMF_VARS_4M.fd",
         str(vars_fd), art("vireo.img"), want)
     monkeypatch.setenv("VIREO_QEMU_SH_OPTS", f"--vars {vars_fd}")
-    vm = boot(image=art("vireo.img"))
+    vm = boot(image=art("vireo.img"), extra=NIC)
     vm.wait_for(READY)
     assert 'starting Boot0000 "vireo (boot entry)"' in vm.text, vm.text[-3000:]
     assert re.search(rf"^cmdline \(loadoptions\): {want}$", vm.text, re.M), vm.text[-3000:]
@@ -326,8 +327,8 @@ def test_secure_boot_runs_signed_and_refuses_unsigned(boot, monkeypatch):
                           capture_output=True).returncode != 0
 
     monkeypatch.setenv("VIREO_QEMU_SH_OPTS", "--secboot")
-    good = boot(image=signed)
-    bad = boot(image=art("vireo.img"))
+    good = boot(image=signed, extra=NIC)
+    bad = boot(image=art("vireo.img"), extra=NIC)
     good.wait_for(READY)
     bad.wait_for(r"failed to load Boot\d+ .*: Access Denied")
     bad.wait_for(r"No bootable option or device was found")

@@ -1,0 +1,325 @@
+"""The appliance over lwIP: the ready line, HTTP behaviour seen by real
+clients (curl and raw sockets), ping, static addresses, echo, and no leaks
+after a load. User-mode networking with a host port forward for HTTP; a tap
+device in a namespace of the test's own for ping and static addressing."""
+import os
+import re
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from vm import ROOT, Vm
+
+READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
+SITE = os.path.join(ROOT, "net", "app", "default-site")
+GUEST_LL = "fe80::5054:ff:fe12:3456"
+
+
+def free_tcp_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class App:
+    """A VM with user networking, host port `port` forwarded to the guest's
+    HTTP port, and a few HTTP helpers."""
+
+    def __init__(self, cmdline="", device_opts="", guest_port=80, mem=64, machine="q35"):
+        self.port = free_tcp_port()
+        dev = "virtio-net-pci,netdev=n0,id=nic0,romfile=" + (f",{device_opts}" if device_opts else "")
+        self.vm = Vm(cmdline=cmdline, mem=mem, machine=machine, extra=[
+            "-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{self.port}-:{guest_port}",
+            "-device", dev])
+        self.ready = self.vm.wait_for(READY, timeout=90)
+
+    def connect(self, timeout=20):
+        return socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+
+    def request(self, raw, timeout=20):
+        """Sends raw bytes, reads until the server closes; returns bytes."""
+        with self.connect(timeout) as s:
+            s.sendall(raw)
+            return read_all(s)
+
+    def get(self, path, headers=""):
+        resp = self.request(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{headers}\r\n".encode())
+        return parse_response(resp)
+
+    def metrics(self):
+        status, _, body = self.get("/metrics")
+        assert status == 200
+        return parse_prometheus(body.decode())
+
+    def stop(self):
+        self.vm.stop()
+
+
+def read_all(s):
+    chunks = []
+    while True:
+        try:
+            c = s.recv(65536)
+        except ConnectionResetError:
+            break
+        if not c:
+            break
+        chunks.append(c)
+    return b"".join(chunks)
+
+
+def parse_head(data):
+    head, sep, rest = data.partition(b"\r\n\r\n")
+    assert sep, f"no end of head in {data[:200]!r}"
+    lines = head.decode("latin-1").split("\r\n")
+    m = re.match(r"HTTP/1\.[01] (\d{3}) ", lines[0] + " ")
+    assert m, lines[0]
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    return int(m.group(1)), headers, rest
+
+
+def parse_response(data):
+    status, headers, rest = parse_head(data)
+    if "content-length" in headers:
+        n = int(headers["content-length"])
+        assert len(rest) >= n, (len(rest), n)
+        rest = rest[:n]
+    return status, headers, rest
+
+
+def read_responses(s, n, head_only=False):
+    """Reads n responses from a keep-alive connection (Content-Length framed)."""
+    buf = b""
+    out = []
+    while len(out) < n:
+        while b"\r\n\r\n" not in buf:
+            c = s.recv(65536)
+            assert c, f"connection closed after {len(out)} responses"
+            buf += c
+        status, headers, rest = parse_head(buf)
+        need = 0 if head_only else int(headers.get("content-length", "0"))
+        while len(rest) < need:
+            c = s.recv(65536)
+            assert c, "connection closed mid-body"
+            rest += c
+        out.append((status, headers, rest[:need]))
+        buf = rest[need:]
+    return out, buf
+
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*",?)*\})? '
+                    r'(-?[0-9.eE+-]+|NaN|[+-]Inf)( -?\d+)?$')
+
+
+def parse_prometheus(text):
+    """Checks the text exposition format line by line; returns
+    {name{labels}: value}."""
+    assert text.endswith("\n")
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("# HELP ") or line.startswith("# TYPE "):
+            continue
+        assert not line.startswith("#") or line.startswith("# "), line
+        if line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        assert m, f"not a Prometheus sample: {line!r}"
+        key = line.rsplit(" ", 1)[0] if m.group(6) is None else line.rsplit(" ", 2)[0]
+        out[key] = float(m.group(5))
+    return out
+
+
+@pytest.fixture(scope="module")
+def app():
+    a = App()
+    yield a
+    a.stop()
+
+
+def test_ready_line_exactly_once(app):
+    assert app.ready.group(1) == "10.0.2.15" and app.ready.group(2) == "80"
+    time.sleep(1)
+    assert len(re.findall(READY, app.vm.text, re.M)) == 1
+
+
+def test_index_is_byte_identical(app):
+    with open(os.path.join(SITE, "index.html"), "rb") as f:
+        want = f.read()
+    out = subprocess.run(["curl", "-sS", "-D", "-", "--max-time", "20", f"http://127.0.0.1:{app.port}/"],
+                         capture_output=True, check=True).stdout
+    status, headers, body = parse_response(out)
+    assert status == 200
+    assert body == want and len(want) == 612
+    assert headers["content-type"].startswith("text/html")
+    assert headers["content-length"] == "612"
+
+
+def test_head_has_no_body(app):
+    with app.connect() as s:
+        s.sendall(b"HEAD /index.html HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        (head,), rest = read_responses(s, 1, head_only=True)
+        assert head[0] == 200 and head[1]["content-length"] == "612"
+        # the next response starts right after the HEAD response's head
+        s.settimeout(20)
+        while b"\r\n\r\nok\n" not in rest:
+            c = s.recv(4096)
+            assert c
+            rest += c
+        assert rest.startswith(b"HTTP/1.1 200")
+
+
+def test_healthz(app):
+    status, headers, body = app.get("/healthz")
+    assert (status, body) == (200, b"ok\n")
+    assert headers["content-type"].startswith("text/plain")
+
+
+def test_large_file(app):
+    status, headers, body = app.get("/64k.bin")
+    assert status == 200 and len(body) == 65536
+    assert body == bytes(i % 251 for i in range(65536))
+
+
+def test_metrics_parse(app):
+    m = app.metrics()
+    names = {k.split("{")[0] for k in m}
+    for want in ["vireo_uptime_seconds", "vireo_vnet_frames_total", "vireo_vnet_interrupts_total",
+                 "vireo_vnet_coalesce_frames"]:
+        assert want in names, sorted(names)
+    assert any(n.startswith("vireo_lwip_") for n in names)
+
+
+@pytest.mark.parametrize("raw,status", [
+    (b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n", 404),
+    (b"GARBAGE\r\n\r\n", 400),
+    (b"GET / HTTP/1.1\r\nHost: x\r\nBad header line\r\n\r\n", 400),
+    (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 405),
+    (b"GET /" + b"a" * 5000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+    (b"GET / HTTP/1.1\r\nHost: x\r\n" + b"X-Big: " + b"b" * 9000 + b"\r\n\r\n", 431),
+])
+def test_error_statuses(app, raw, status):
+    got, _, _ = parse_response(app.request(raw))
+    assert got == status
+    # and it keeps serving
+    assert app.get("/healthz")[0] == 200
+
+
+def test_keep_alive_and_pipelining(app):
+    with open(os.path.join(SITE, "index.html"), "rb") as f:
+        index = f.read()
+    with app.connect() as s:
+        # three pipelined requests in one write, answered in order
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+                  b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                  b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")
+        resps, rest = read_responses(s, 3)
+        assert [r[0] for r in resps] == [200, 200, 404]
+        assert resps[0][2] == index and resps[1][2] == b"ok\n"
+        assert rest == b""
+        # the same connection serves more, one request at a time
+        for _ in range(5):
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            (r,), rest = read_responses(s, 1)
+            assert r[0] == 200 and rest == b""
+        # and Connection: close ends it after the response
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = read_all(s)
+        assert parse_response(data)[0] == 200
+
+
+def pool_levels(m):
+    return {k: v for k, v in m.items() if k.startswith("vireo_lwip_pool_used")}
+
+
+def test_thousand_requests_16_connections_no_leak(app):
+    before = app.metrics()
+    errors = []
+    counts = [0] * 16
+
+    def worker(i):
+        try:
+            with app.connect(timeout=30) as s:
+                n = 1000 // 16 + (1 if i < 1000 % 16 else 0)
+                for k in range(n):
+                    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                    (r,), rest = read_responses(s, 1)
+                    if r[0] != 200 or len(r[2]) != 612 or rest:
+                        errors.append((i, k, r[0]))
+                        return
+                    counts[i] += 1
+        except Exception as e:  # noqa: BLE001
+            errors.append((i, repr(e)))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not errors, errors[:5]
+    assert sum(counts) == 1000
+    # connections closed by the client: the server's PCBs and buffers return
+    deadline = time.monotonic() + 20
+    while True:
+        after = app.metrics()
+        if pool_levels(after) == pool_levels(before) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert pool_levels(after) == pool_levels(before)
+    assert after["vireo_lwip_heap_used_bytes"] <= before["vireo_lwip_heap_used_bytes"] + 4096
+    assert after["vireo_vnet_rx_buffers_held"] == 0
+
+
+# ---- over a tap device in a namespace of the test's own ----
+
+def test_ping_static_address_and_echo(boot, netns):
+    vm = boot(cmdline=f"ip={netns.guest_ip}/24 gw={netns.host_ip}", wrap=netns.wrap,
+              extra=netns.qemu_args())
+    m = vm.wait_for(READY, timeout=90)
+    assert m.group(1) == netns.guest_ip
+    assert re.search(rf"^net: {re.escape(netns.guest_ip)}/24 gw {re.escape(netns.host_ip)} \(static\)$", vm.text, re.M)
+    r = netns.run("ping", "-c", "3", "-i", "0.2", "-W", "5", netns.guest_ip)
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    r = netns.run("ping", "-c", "2", "-s", "4000", "-W", "5", netns.guest_ip)  # fragmented both ways
+    assert r.returncode == 0, r.stdout.decode()
+    r = netns.run("ping", "-6", "-c", "2", "-W", "5", f"{GUEST_LL}%{netns.tap}")
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    # TCP and UDP echo on port 7
+    script = f"""
+import socket
+s = socket.create_connection(("{netns.guest_ip}", 7), timeout=10)
+data = bytes(range(256)) * 200
+s.sendall(data)
+got = b""
+while len(got) < len(data):
+    c = s.recv(65536)
+    assert c
+    got += c
+assert got == data
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.settimeout(10)
+u.sendto(b"hello vireo", ("{netns.guest_ip}", 7))
+assert u.recvfrom(2048)[0] == b"hello vireo"
+print("echo ok")
+"""
+    r = netns.run("/usr/bin/python3", "-c", script)
+    assert b"echo ok" in r.stdout, r.stderr.decode()
+    # checksum offload is negotiated over a tap with vnet headers
+    assert "checksums: tx offloaded, rx offloaded" in vm.text
+    r = netns.run("curl", "-sS", "--max-time", "20", f"http://{netns.guest_ip}/64k.bin")
+    assert r.stdout == bytes(i % 251 for i in range(65536))
+
+
+def test_bad_static_address_falls_back_to_dhcp(boot):
+    vm = boot(cmdline="ip=10.0.2.300/24 http=8080",
+              extra=["-netdev", "user,id=n0,restrict=on", "-device", "virtio-net-pci,netdev=n0,romfile="])
+    m = vm.wait_for(READY, timeout=90)
+    assert m.group(1) == "10.0.2.15" and m.group(2) == "8080"
+    assert re.search(r"^warning: cmdline: ip=10\.0\.2\.300/24: .*DHCP", vm.text, re.M)
