@@ -191,9 +191,20 @@ static int m_queue_reset(struct virtio_dev *d, struct virtio_vq *q)
 		return -ENOTSUP;
 	mmio_w16(vp->common + CC(queue_select), q->index);
 	mmio_w16(vp->common + VIRTIO_PCI_COMMON_Q_RESET, 1);
-	for (i = 0; i < 1000000 && mmio_r16(vp->common + VIRTIO_PCI_COMMON_Q_RESET) != 1; i++)
+	/* §4.1.4.3.2 (virtio 1.2): the device presents 1 while the reset is
+	 * under way and 0 in both queue_reset and queue_enable once it is done;
+	 * the reset is complete only when queue_reset reads back 0. */
+	for (i = 0; i < 1000000 && mmio_r16(vp->common + VIRTIO_PCI_COMMON_Q_RESET); i++)
 		pause();
-	return mmio_r16(vp->common + VIRTIO_PCI_COMMON_Q_RESET) == 1 ? 0 : -ETIMEDOUT;
+	if (mmio_r16(vp->common + VIRTIO_PCI_COMMON_Q_RESET) != 0) {
+		kprintf("virtio%u: queue %u: queue_reset never read back 0\n", d->index, q->index);
+		return -ETIMEDOUT;
+	}
+	if (mmio_r16(vp->common + CC(queue_enable)) != 0) {
+		kprintf("virtio%u: queue %u: still enabled after its reset\n", d->index, q->index);
+		return -EIO;
+	}
+	return 0;
 }
 
 static void m_notify(struct virtio_vq *q, u32 data)
