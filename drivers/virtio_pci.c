@@ -361,6 +361,7 @@ static void poll_tick(struct timer *t, void *arg)
 {
 	struct vpci *vp = arg;
 	u16 i;
+	u8 isr;
 
 	for (i = 0; i < VIRTIO_MAX_VQS; i++) {
 		struct virtio_vq *q = vp->vdev.vqs[i];
@@ -368,7 +369,11 @@ static void poll_tick(struct timer *t, void *arg)
 		if (q && virtq_more_used(&q->vq))
 			virtio_vq_interrupt(q);
 	}
-	(void)(vp->vdev.modern ? mmio_r8(vp->isr) : inb(vp->io + VIRTIO_PCI_LEGACY_ISR));
+	/* Reading ISR clears it: a config change (or DEVICE_NEEDS_RESET)
+	 * seen here is not seen anywhere else. */
+	isr = vp->vdev.modern ? mmio_r8(vp->isr) : inb(vp->io + VIRTIO_PCI_LEGACY_ISR);
+	if (isr & VIRTIO_PCI_ISR_CONFIG)
+		virtio_config_interrupt(&vp->vdev);
 	timer_start(&vp->poll, time_ns() + POLL_NS);
 }
 
