@@ -191,9 +191,20 @@ static int m_queue_reset(struct virtio_dev *d, struct virtio_vq *q)
 		return -ENOTSUP;
 	mmio_w16(vp->common + CC(queue_select), q->index);
 	mmio_w16(vp->common + VIRTIO_PCI_COMMON_Q_RESET, 1);
-	for (i = 0; i < 1000000 && mmio_r16(vp->common + VIRTIO_PCI_COMMON_Q_RESET) != 1; i++)
+	/* §4.1.4.3.2 (virtio 1.2): the device presents 1 while the reset is
+	 * under way and 0 in both queue_reset and queue_enable once it is done;
+	 * the reset is complete only when queue_reset reads back 0. */
+	for (i = 0; i < 1000000 && mmio_r16(vp->common + VIRTIO_PCI_COMMON_Q_RESET); i++)
 		pause();
-	return mmio_r16(vp->common + VIRTIO_PCI_COMMON_Q_RESET) == 1 ? 0 : -ETIMEDOUT;
+	if (mmio_r16(vp->common + VIRTIO_PCI_COMMON_Q_RESET) != 0) {
+		kprintf("virtio%u: queue %u: queue_reset never read back 0\n", d->index, q->index);
+		return -ETIMEDOUT;
+	}
+	if (mmio_r16(vp->common + CC(queue_enable)) != 0) {
+		kprintf("virtio%u: queue %u: still enabled after its reset\n", d->index, q->index);
+		return -EIO;
+	}
+	return 0;
 }
 
 static void m_notify(struct virtio_vq *q, u32 data)
@@ -350,6 +361,7 @@ static void poll_tick(struct timer *t, void *arg)
 {
 	struct vpci *vp = arg;
 	u16 i;
+	u8 isr;
 
 	for (i = 0; i < VIRTIO_MAX_VQS; i++) {
 		struct virtio_vq *q = vp->vdev.vqs[i];
@@ -357,7 +369,11 @@ static void poll_tick(struct timer *t, void *arg)
 		if (q && virtq_more_used(&q->vq))
 			virtio_vq_interrupt(q);
 	}
-	(void)(vp->vdev.modern ? mmio_r8(vp->isr) : inb(vp->io + VIRTIO_PCI_LEGACY_ISR));
+	/* Reading ISR clears it: a config change (or DEVICE_NEEDS_RESET)
+	 * seen here is not seen anywhere else. */
+	isr = vp->vdev.modern ? mmio_r8(vp->isr) : inb(vp->io + VIRTIO_PCI_LEGACY_ISR);
+	if (isr & VIRTIO_PCI_ISR_CONFIG)
+		virtio_config_interrupt(&vp->vdev);
 	timer_start(&vp->poll, time_ns() + POLL_NS);
 }
 

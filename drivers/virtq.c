@@ -233,6 +233,7 @@ static void virtq_start(struct virtq *vq)
 	}
 	vq->broken = false;
 	vq->stopped = false;
+	vq->debug_corrupt = false;
 	vq->cb_mode = VIRTQ_CB_ENABLED;	/* zeroed flags/used_event mean "notify" */
 	vq->num_free = vq->num;
 	vq->inflight = 0;
@@ -384,6 +385,12 @@ static void split_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_o
 	if (vq->in_order)
 		fifo_push(vq, head);
 
+	if (vq->debug_corrupt) {
+		vq->debug_corrupt = false;
+		vq->split.desc[head].flags |= VIRTQ_DESC_F_NEXT;
+		vq->split.desc[head].next = vq->num;	/* off the end of the table */
+	}
+
 	vq->split.avail->ring[vq->split.avail_idx & mask] = head;
 	virtq_wmb(vq);	/* orders descriptors and the ring entry before the idx that publishes them */
 	vq->split.avail_idx++;
@@ -458,6 +465,12 @@ static void packed_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_
 	vq->num_free = (u16)(vq->num_free - ndescs);
 	if (vq->in_order)
 		fifo_push(vq, id);
+
+	if (vq->debug_corrupt) {
+		vq->debug_corrupt = false;
+		vq->packed.desc[head].len |= 1;	/* odd: no whole number of descriptors */
+		head_flags |= VIRTQ_DESC_F_INDIRECT;
+	}
 
 	virtq_wmb(vq);	/* orders the rest of the list before the head flags that publish it */
 	WRITE_ONCE(vq->packed.desc[head].flags, head_flags);
@@ -949,6 +962,12 @@ void virtq_reset_state(struct virtq *vq)
 	if (vq->inflight)
 		klog("virtq %u: reset drops %u outstanding buffers", vq->index, vq->inflight);
 	virtq_start(vq);
+}
+
+void virtq_debug_corrupt_next(struct virtq *vq)
+{
+	klog("virtq %u: self-test: the next buffer gets a malformed head descriptor", vq->index);
+	vq->debug_corrupt = true;
 }
 
 unsigned virtq_num_free(const struct virtq *vq)

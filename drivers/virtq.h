@@ -79,6 +79,7 @@ struct virtq {
 	/* state common to both layouts */
 	bool broken;		/* device misbehaved: no more adds or gets */
 	bool stopped;		/* detach_unused ran: only reset_state is useful */
+	bool debug_corrupt;	/* virtq_debug_corrupt_next armed (self-tests only) */
 	u8 cb_mode;		/* enum virtq_cb_mode */
 	u16 num_free;		/* free descriptors (split) / ring slots (packed) */
 	u16 inflight;		/* buffers added and not yet returned */
@@ -187,6 +188,15 @@ void *virtq_detach_unused(struct virtq *vq);
  * forget all state, zero the ring and start again at index 0 (also clears
  * broken). Tokens still outstanding are dropped (and logged). */
 void virtq_reset_state(struct virtq *vq);
+
+/* Self-tests only, never in a driver's normal path: the next virtq_add
+ * publishes a deliberately malformed head descriptor so that a checking
+ * device (QEMU's virtio_error) flags DEVICE_NEEDS_RESET. Split: the head gets
+ * NEXT with next = num, a link off the end of the table. Packed (which has
+ * no next field): the head claims an indirect table whose length is odd, so
+ * not a whole number of descriptors. Driver-side state is left as a normal
+ * add would leave it; virtq_reset_state disarms. */
+void virtq_debug_corrupt_next(struct virtq *vq);
 
 /* Free descriptors (split) or ring slots (packed). */
 unsigned virtq_num_free(const struct virtq *vq);

@@ -15,6 +15,8 @@ enum selftest {
 	SELFTEST_STACK,
 	SELFTEST_WX,
 	SELFTEST_NX,
+	SELFTEST_VIRTIO_NEEDS_RESET,	/* run by virtio-rng once drivers are up */
+	SELFTEST_VIRTIO_RING_RESET,
 };
 
 struct kconfig {
@@ -39,7 +41,9 @@ extern struct kconfig kconfig;
 
 /* Parses the boot command line into kconfig; returns the warning count. */
 int config_parse(const char *cmdline);
-/* Runs the self-test named by selftest= (most of them do not return). */
+/* Runs the fault self-test named by selftest= (most of them do not return).
+ * The virtio-* ones only print their name here: kernel_main arms them on
+ * the virtio-rng driver once devices have probed. */
 void config_run_selftest(void);
 
 #endif

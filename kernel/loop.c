@@ -29,6 +29,26 @@ void work_queue(struct work *w)
 	irq_restore(flags);
 }
 
+bool work_cancel(struct work *w)
+{
+	u64 flags = irq_save();
+	struct work **pp;
+	bool found = false;
+
+	for (pp = &work_head; *pp; pp = &(*pp)->next) {
+		if (*pp != w)
+			continue;
+		*pp = w->next;
+		if (!*pp)
+			work_tail = pp;
+		w->queued = false;
+		found = true;
+		break;
+	}
+	irq_restore(flags);
+	return found;
+}
+
 static struct work *work_pop(void)
 {
 	u64 flags = irq_save();

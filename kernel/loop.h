@@ -18,6 +18,9 @@ void work_init(struct work *w, void (*fn)(void *), void *arg);
 /* Queues w to run once from the loop; safe from interrupt handlers;
  * a no-op while w is already queued. */
 void work_queue(struct work *w);
+/* Takes w off the queue if it is queued, so that its memory may be freed;
+ * returns true if it was queued. Safe from interrupt handlers too. */
+bool work_cancel(struct work *w);
 
 /* Timers run from the loop (never from interrupt context); deadline in
  * time_ns() nanoseconds. Call from loop context only. */

@@ -981,6 +981,72 @@ static void test_reset_drops_and_logs(void **state)
 	assert_null(virtq_detach_unused(&H.vq));
 }
 
+/* The self-test hook: exactly the next add publishes a malformed head that a
+ * checking device rejects; driver state stays consistent, and a queue reset
+ * (detach, reset_state) brings back a clean ring with the hook disarmed. */
+static void test_debug_corrupt_next(void **state)
+{
+	bool packed = layout(state);
+	unsigned i;
+
+	h_open(packed, 8, OPT_IND);
+	assert_int_equal(add_req(0, 1, 0), 0);
+	virtq_kick(&H.vq);
+	assert_int_equal(fake_dev_fetch(&H.dev), 1);
+	fake_dev_complete(&H.dev, 0, FAKE_LEN_ALL);
+	expect_get(0, 0);
+	expect_clean();
+
+	virtq_debug_corrupt_next(&H.vq);
+	assert_int_equal(shim_klog_count(), 1);	/* arming is logged */
+	assert_int_equal(add_req(1, 1, 0), 0);
+	if (packed) {
+		const struct pvirtq_desc *d = &H.vq.packed.desc[1];
+
+		assert_true(d->flags & VIRTQ_DESC_F_INDIRECT);
+		assert_true(d->len & 1);	/* so never a whole number of descriptors */
+	} else {
+		u16 head = H.vq.split.avail->ring[1];
+
+		assert_true(H.vq.split.desc[head].flags & VIRTQ_DESC_F_NEXT);
+		assert_int_equal(H.vq.split.desc[head].next, 8);
+	}
+	assert_int_equal(add_req(2, 1, 0), 0);	/* one shot: this one is clean */
+	if (packed) {
+		assert_false(H.vq.packed.desc[2].flags & VIRTQ_DESC_F_INDIRECT);
+	} else {
+		u16 head = H.vq.split.avail->ring[2];
+
+		assert_false(H.vq.split.desc[head].flags & VIRTQ_DESC_F_NEXT);
+	}
+	assert_int_equal(virtq_num_free(&H.vq), 6);	/* accounted as a normal add */
+	virtq_kick(&H.vq);
+	fake_dev_fetch(&H.dev);
+	assert_true(H.dev.errors >= 1);	/* the checking device saw it */
+	assert_non_null(strstr(H.dev.error, packed ? "indirect table length" : "out of range"));
+	assert_false(virtq_is_broken(&H.vq));	/* driver side did nothing wrong */
+
+	/* Recovery as after RING_RESET: detach both, forget the ring. Arming
+	 * again and resetting must disarm. */
+	assert_non_null(virtq_detach_unused(&H.vq));
+	assert_non_null(virtq_detach_unused(&H.vq));
+	assert_null(virtq_detach_unused(&H.vq));
+	virtq_debug_corrupt_next(&H.vq);
+	virtq_reset_state(&H.vq);
+	fake_dev_reset(&H.dev);
+	H.dev.errors = 0;
+	shim_klog_reset();
+	for (i = 0; i < 12; i++) {
+		assert_int_equal(add_req(10 + i, 1, 1), 0);
+		virtq_kick(&H.vq);
+		assert_int_equal(fake_dev_fetch(&H.dev), 1);
+		fake_dev_complete(&H.dev, 0, 5);
+		expect_get(10 + i, 5);
+	}
+	assert_int_equal(virtq_num_free(&H.vq), 8);
+	expect_clean();
+}
+
 static void test_counters(void **state)
 {
 	bool packed = layout(state);
@@ -1243,6 +1309,7 @@ int main(void)
 		BOTH(test_bad_args),
 		BOTH(test_detach_and_reset),
 		BOTH(test_reset_drops_and_logs),
+		BOTH(test_debug_corrupt_next),
 		BOTH(test_counters),
 		BOTH(test_hostile_id_range),
 		BOTH(test_hostile_id_repeat),

@@ -1,6 +1,9 @@
 """Virtio core under OVMF: bus, both PCI transports, split and packed rings,
 driven end to end by the virtio-rng driver (the smallest queue user)."""
 import re
+import time
+
+import pytest
 
 READY = r"^vireo: kernel ready$"
 
@@ -85,3 +88,102 @@ def test_pc_machine_legacy_and_modern(boot):
     for slot in (0x10, 0x11):
         idx, _ = virtio_index(vm.text, slot)
         entropy_line(vm, idx)
+
+
+# ---- the virtio core's recovery paths, driven by selftest= on virtio-rng ----
+
+RING_OPTS = {"split": "", "packed": ",disable-legacy=on,packed=on"}
+# What QEMU's virtio_error() prints for the descriptor virtq_debug_corrupt_next() malforms.
+QEMU_ERROR = {"split": r"Desc next is \d+", "packed": r"Invalid size for indirect buffer table"}
+
+
+def selftest_verdict(vm, name):
+    """Waits for the self-test's one final line; returns (verdict, match)."""
+    m = vm.wait_for(rf"^selftest: {name}: (pass|FAIL|skipped)( \((.*)\))?$", timeout=40)
+    return m.group(1), m
+
+
+def shell_answers(vm, start):
+    """The kernel still runs its loop: the serial shell answers a command."""
+    time.sleep(0.3)
+    vm.send("help\r")
+    return vm.wait_for(r"^  timeline +boot timeline$", timeout=20, start=start)
+
+
+def count(text, pattern):
+    return len(re.findall(pattern, text, re.M))
+
+
+@pytest.mark.parametrize("ring", ["split", "packed"])
+def test_needs_reset_recovery(boot, ring):
+    """A malformed descriptor makes QEMU flag DEVICE_NEEDS_RESET; vireo resets
+    and re-probes the device once, and the rng delivers entropy again."""
+    vm = boot(cmdline="selftest=virtio-needs-reset",
+              extra=["-device", "virtio-rng-pci,addr=0x10" + RING_OPTS[ring]])
+    verdict, done = selftest_verdict(vm, "virtio-needs-reset")
+    text = vm.text
+    assert verdict == "pass", text
+    idx, _ = virtio_index(text, 0x10)
+    posted = re.search(rf"^selftest: virtio-needs-reset: virtio{idx} queue 0: posting a malformed descriptor "
+                       rf"\({ring}: .*\)$", text, re.M)
+    error = re.search(rf"^qemu-system-x86_64: {QEMU_ERROR[ring]}$", text, re.M)
+    reset = re.search(rf"^virtio{idx}: device needs reset; resetting and probing again$", text, re.M)
+    assert posted and error and reset, text
+    # In order: bad buffer, QEMU's error, vireo's reset, a fresh bind, entropy again, pass.
+    rebound = vm.wait_for(rf"^virtio{idx}: virtio-rng driver bound, status "
+                          r"ACKNOWLEDGE\|DRIVER\|DRIVER_OK\|FEATURES_OK$", start=reset.end())
+    again = vm.wait_for(rf"^virtio{idx}: rng: 256 bytes of entropy mixed in \((\w+) ring", start=rebound.end())
+    assert posted.start() < error.start() < reset.start() < again.start() < done.start(), text
+    assert again.group(1) == ring
+    assert f"selftest: virtio-needs-reset: virtio{idx} recovered after 1 reset" in text
+    # Still alive, and one bad self-test gave exactly one recovery.
+    shell_answers(vm, done.end())
+    time.sleep(1)
+    text = vm.text
+    assert count(text, rf"^virtio{idx}: device needs reset") == 1, text
+    assert count(text, rf"^virtio{idx}: rng: 256 bytes of entropy mixed in") == 2, text
+    assert count(text, rf"^virtio{idx}: virtio-rng driver bound") == 2, text
+    assert count(text, r"^qemu-system-x86_64: ") == 1, text
+    assert count(text, r"^selftest: virtio-needs-reset: (pass|FAIL|skipped)") == 1, text
+    assert re.search(READY, text, re.M)
+    assert "broken" not in text and "panic" not in text
+
+
+@pytest.mark.parametrize("ring", ["split", "packed"])
+def test_ring_reset_cycle(boot, ring):
+    """RING_RESET (QEMU 7.2 offers it by default): reset queue 0 alone with a
+    buffer in flight, detach it, re-enable the queue and refill it."""
+    vm = boot(cmdline="selftest=virtio-ring-reset",
+              extra=["-device", "virtio-rng-pci,addr=0x10" + RING_OPTS[ring]])
+    verdict, done = selftest_verdict(vm, "virtio-ring-reset")
+    text = vm.text
+    assert verdict == "pass", text
+    idx, _ = virtio_index(text, 0x10)
+    assert "RING_RESET" in features(text, idx)
+    assert re.search(rf"^selftest: virtio-ring-reset: virtio{idx} queue 0 \({ring} ring\): "
+                     r"resetting with one buffer in flight$", text, re.M), text
+    cycle = re.search(rf"^selftest: virtio-ring-reset: virtio{idx} queue 0 reset, 1 buffer detached, re-enabled$",
+                      text, re.M)
+    assert cycle, text
+    after = vm.wait_for(rf"^virtio{idx}: rng: 256 bytes of entropy mixed in \((\w+) ring", start=cycle.end())
+    assert after.group(1) == ring and after.start() < done.start()
+    shell_answers(vm, done.end())
+    text = vm.text
+    assert count(text, rf"^virtio{idx}: rng: 256 bytes of entropy mixed in") == 2, text
+    # The queue alone was reset: no device reset, no second probe, no device error.
+    assert count(text, rf"^virtio{idx}: virtio-rng driver bound") == 1, text
+    assert "needs reset" not in text and not re.search(r"^qemu-system-x86_64: ", text, re.M), text
+    assert "broken" not in text
+
+
+def test_ring_reset_skipped_without_feature(boot):
+    vm = boot(cmdline="selftest=virtio-ring-reset",
+              extra=["-device", "virtio-rng-pci,addr=0x10,queue_reset=off"])
+    verdict, done = selftest_verdict(vm, "virtio-ring-reset")
+    text = vm.text
+    assert verdict == "skipped" and done.group(3) == "RING_RESET not negotiated", text
+    idx, _ = virtio_index(text, 0x10)
+    assert "RING_RESET" not in features(text, idx)
+    assert f"selftest: virtio-ring-reset: virtio{idx}: RING_RESET not negotiated (device does not offer it)" in text
+    shell_answers(vm, done.end())
+    assert count(vm.text, rf"^virtio{idx}: rng: 256 bytes of entropy mixed in") == 1
