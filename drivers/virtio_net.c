@@ -834,6 +834,10 @@ static void net_remove(struct virtio_dev *d)
 	d->priv = NULL;
 	if (vn->attached)
 		return;	/* kept for the re-probe, with the upper layer's buffers */
+	work_cancel(&vn->rx_work);
+	work_cancel(&vn->tx_work);
+	work_cancel(&vn->refill_work);
+	work_cancel(&vn->kick_work);
 	free_buffers(vn);
 	vnet_forget(vn);
 	kfree(vn);
