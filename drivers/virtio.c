@@ -291,6 +291,11 @@ u32 virtio_cfg_read32(struct virtio_dev *d, u32 off)
 	return v;
 }
 
+int virtio_cfg_write32(struct virtio_dev *d, u32 off, u32 v)
+{
+	return d->ops->cfg_write(d, off, &v, 4);
+}
+
 static dma_addr_t vq_dma_map(void *ctx, const void *va, size_t len)
 {
 	return dma_map(va, len);

@@ -88,7 +88,7 @@ struct virtio_vq {
 	bool live;
 };
 
-#define VIRTIO_MAX_VQS 8
+#define VIRTIO_MAX_VQS 16	/* virtio-console: 2 control + 2 per port */
 
 struct virtio_device_id {
 	u16 device;		/* virtio device id; 0 ends a table */
@@ -144,6 +144,10 @@ int virtio_cfg_read(struct virtio_dev *d, u32 off, void *buf, u32 len);
 u8 virtio_cfg_read8(struct virtio_dev *d, u32 off);
 u16 virtio_cfg_read16(struct virtio_dev *d, u32 off);
 u32 virtio_cfg_read32(struct virtio_dev *d, u32 off);
+/* One width-exact device config write (no generation retry: a write has no
+ * torn value to re-read). Safe with interrupts off and on the panic path.
+ * Returns 0 or -ERANGE (outside the device's config). */
+int virtio_cfg_write32(struct virtio_dev *d, u32 off, u32 v);
 
 /* Allocates and enables queue idx with at most num_hint entries (0: the
  * device's maximum, capped at VIRTQ_MAX_SIZE); the callback runs in

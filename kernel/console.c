@@ -31,6 +31,7 @@ struct console_stats console_stats;
 static char rx_ring[RX_RING];
 static u32 rx_head, rx_tail;
 static struct work rx_work;
+static void rx_drain(void *arg);
 
 static void uart_putc(char c)
 {
@@ -62,6 +63,7 @@ void console_init(void)
 	outb(COM1 + UART_LCR, 0x03);	/* 8N1 */
 	outb(COM1 + UART_FCR, 0xc7);	/* FIFO on, cleared, 14-byte threshold */
 	outb(COM1 + UART_MCR, 0x0b);	/* DTR, RTS, OUT2 (IRQ line enable) */
+	work_init(&rx_work, rx_drain, NULL);
 }
 
 void console_write(const char *buf, size_t len)
@@ -106,6 +108,21 @@ void console_add_sink(struct console_sink *s)
 		s->write(s, log_ring, n - (LOG_RING_SIZE - at));
 	s->next = sinks;
 	sinks = s;
+	irq_restore(flags);
+}
+
+void console_remove_sink(struct console_sink *s)
+{
+	u64 flags = irq_save();
+	struct console_sink **pp;
+
+	for (pp = &sinks; *pp; pp = &(*pp)->next) {
+		if (*pp == s) {
+			*pp = s->next;
+			s->next = NULL;
+			break;
+		}
+	}
 	irq_restore(flags);
 }
 
@@ -171,27 +188,42 @@ static void rx_drain(void *arg)
 	}
 }
 
+/* Producer side of rx_ring: interrupts are off (an interrupt handler, or
+ * console_input), so UART and virtio input never interleave mid-byte. */
+static void rx_put(char c)
+{
+	console_stats.rx_bytes++;
+	if (rx_head - rx_tail >= RX_RING) {
+		console_stats.rx_dropped++;
+		return;
+	}
+	rx_ring[rx_head % RX_RING] = c;
+	WRITE_ONCE(rx_head, rx_head + 1);
+}
+
 static void uart_irq(void *arg)
 {
 	u32 spins = 64;
 
-	while ((inb(COM1 + UART_LSR) & LSR_DR) && spins--) {
-		char c = (char)inb(COM1 + UART_RBR);
-
-		console_stats.rx_bytes++;
-		if (rx_head - rx_tail >= RX_RING) {
-			console_stats.rx_dropped++;
-			continue;
-		}
-		rx_ring[rx_head % RX_RING] = c;
-		WRITE_ONCE(rx_head, rx_head + 1);
-	}
+	while ((inb(COM1 + UART_LSR) & LSR_DR) && spins--)
+		rx_put((char)inb(COM1 + UART_RBR));
 	work_queue(&rx_work);
+}
+
+void console_input(const char *buf, size_t len)
+{
+	u64 flags = irq_save();
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		rx_put(buf[i]);
+	irq_restore(flags);
+	if (len)
+		work_queue(&rx_work);
 }
 
 void console_enable_input(void)
 {
-	work_init(&rx_work, rx_drain, NULL);
 	if (irq_route_isa(UART_IRQ, uart_irq, NULL) < 0) {
 		klog("console: no interrupt route for COM1, input disabled");
 		return;

@@ -1,5 +1,5 @@
 /* Console: the 16550 UART on COM1, a log ring in memory, pluggable sinks
- * (virtio-console later), and line input from the UART. */
+ * (virtio-console ports), and line input from the UART and those sinks. */
 #ifndef VIREO_CONSOLE_H
 #define VIREO_CONSOLE_H
 
@@ -19,7 +19,14 @@ struct console_sink {
 void console_init(void);
 /* Adds a sink; it first receives the log ring's current contents. */
 void console_add_sink(struct console_sink *s);
+/* Unlinks a sink added before (no-op if it is not linked); after it returns
+ * the sink is no longer called. */
+void console_remove_sink(struct console_sink *s);
 void console_write(const char *buf, size_t len);
+/* Input bytes from a sink's device (virtio-console), fed to the same line
+ * editor and shell as UART input. Any context; bytes beyond the input
+ * ring's room are dropped and counted in rx_dropped. */
+void console_input(const char *buf, size_t len);
 /* printf to every sink and the log ring; returns the formatted length. */
 int kprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Switch to the panic path: output goes only through polled, lock-free writes. */

@@ -1,4 +1,5 @@
 /* Serial console commands, run from the event loop one line at a time. */
+#include "drivers/virtio_console.h"
 #include "kernel/console.h"
 #include "kernel/irq.h"
 #include "kernel/loop.h"
@@ -38,6 +39,7 @@ static const struct {
 	{ "mem", cmd_mem, "memory summary" },
 	{ "stats", cmd_stats, "uptime, idle time, interrupt counts" },
 	{ "timeline", timeline_print, "boot timeline" },
+	{ "vcons", vcons_print_stats, "virtio-console ports and byte counters" },
 	{ "reboot", machine_reboot, "reset the machine" },
 };
 
