@@ -111,11 +111,13 @@ HOST_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 HOST_LDLIBS := -lcmocka
 HOST_TESTS :=
 FUZZERS :=
+# Image builders and the lwIP fetch/build keep their rules beside their code.
+# Read before the test fragments: tests/host/lwip_host.mk builds lwIP's
+# sources (LWIP_SRCS) for the host.
+-include $(sort $(wildcard images/*.mk net/*.mk))
 # Each tests/host/*.mk adds names to HOST_TESTS (with NAME_SRCS) and FUZZERS
 # (with NAME_SRCS); the rules are generated below.
 include $(sort $(wildcard tests/host/*.mk))
-# Image builders and the lwIP fetch/build keep their rules beside their code.
--include $(sort $(wildcard images/*.mk net/*.mk))
 
 define host_test_rule
 $(BUILD)/host/$(1): $$($(1)_SRCS) tests/host/shim/klog.c
