@@ -56,7 +56,7 @@ DRIVER_SRCS := drivers/acpi_tables.c drivers/acpi.c drivers/pci_parse.c drivers/
 	drivers/virtio_rng.c drivers/virtio_net.c drivers/vnet_hdr.c drivers/vnet_ctrl.c \
 	drivers/coalesce.c drivers/virtio_console.c
 NET_SRCS    := net/sys_arch.c net/lwip_port.c net/netif_vnet.c net/app/app.c net/app/http.c \
-	net/app/site.c
+	net/app/site.c net/app/server.c net/app/metrics.c net/app/echo.c
 SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(BUILD)/k/site_data.o
 
@@ -133,11 +133,13 @@ HOST_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 HOST_LDLIBS := -lcmocka
 HOST_TESTS :=
 FUZZERS :=
+# Image builders keep their rules beside their code. (net/lwip.mk is read
+# above: the kernel links lwIP, and tests/host/lwip_host.mk builds its
+# sources, LWIP_SRCS, for the host.)
+-include $(sort $(wildcard images/*.mk))
 # Each tests/host/*.mk adds names to HOST_TESTS (with NAME_SRCS) and FUZZERS
 # (with NAME_SRCS); the rules are generated below.
 include $(sort $(wildcard tests/host/*.mk))
-# Image builders and the lwIP fetch/build keep their rules beside their code.
--include $(sort $(wildcard images/*.mk))
 
 define host_test_rule
 $(BUILD)/host/$(1): $$($(1)_SRCS) tests/host/shim/klog.c

@@ -19,6 +19,11 @@ LWIP_CFLAGS := -Inet -Inet/port -Inet/port/include -I$(LWIP_SRCDIR)/src/include
 
 LWIP_PORT_SRCS := net/sys_arch.c net/lwip_port.c
 
+# The appliance (net/app): HTTP server, metrics, echo. Not linked into the
+# kernel yet; lwip-check compiles them with the kernel's flags and links them
+# with lwIP, plus a site table generated from net/app/default-site.
+APP_SRCS := net/app/http.c net/app/site.c net/app/server.c net/app/metrics.c net/app/echo.c
+
 # lwIP's core, IPv4, IPv6 and Ethernet, relative to src/ (the pinned release's
 # src/Filelists.mk COREFILES, CORE4FILES, CORE6FILES and netif/ethernet.c).
 # Listed rather than globbed: the tree does not exist before the first fetch.
@@ -76,15 +81,25 @@ $(patsubst %.c,$(BUILD)/k/%.o,$(LWIP_PORT_SRCS)): | $(LWIP_STAMP)
 # with every member of liblwip.a into one relocatable object and fails if it
 # needs any symbol outside LWIP_KERNEL_SYMS, the kernel API lwIP may use
 # (_GLOBAL_OFFSET_TABLE_ is the linker's own, referenced by -fpic code).
+# (mm_get_stats: the kernel memory figures on /metrics.)
 LWIP_KERNEL_SYMS := _GLOBAL_OFFSET_TABLE_ memcpy memmove memset memcmp strlen strnlen strcmp strncmp \
 	kprintf ksnprintf panic time_ns random_u32 page_alloc page_free \
-	kmalloc kzalloc kfree
-LWIP_CHECK_OBJS := $(patsubst net/%.c,$(BUILD)/lwip/port/%.o,$(LWIP_PORT_SRCS))
+	kmalloc kzalloc kfree mm_get_stats
+LWIP_CHECK_OBJS := $(patsubst net/%.c,$(BUILD)/lwip/port/%.o,$(LWIP_PORT_SRCS) $(APP_SRCS)) \
+	$(BUILD)/lwip/port/app/site_default.o
 
-$(LWIP_CHECK_OBJS): $(BUILD)/lwip/port/%.o: net/%.c $(LWIP_STAMP)
+$(filter-out %/site_default.o,$(LWIP_CHECK_OBJS)): $(BUILD)/lwip/port/%.o: net/%.c $(LWIP_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(KCFLAGS) $(LWIP_CFLAGS) -c $< -o $@
+
+$(BUILD)/lwip/port/app/site_default.c: tools/mksite.py $(shell find net/app/default-site -type f 2>/dev/null)
+	@mkdir -p $(dir $@)
+	$(Q)/usr/bin/python3 tools/mksite.py net/app/default-site $@
+
+$(BUILD)/lwip/port/app/site_default.o: $(BUILD)/lwip/port/app/site_default.c
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(KCFLAGS) -c $< -o $@
 
 $(BUILD)/lwip/check.o: $(LWIP_LIB) $(LWIP_CHECK_OBJS)
 	@$(if $(Q),echo "  LD      $@")
@@ -94,7 +109,7 @@ lwip-check: $(BUILD)/lwip/check.o
 	$(Q)set -e; \
 	undef=$$(nm -u $< | awk '{ print $$2 }' | sort -u); \
 	bad=$$(for s in $$undef; do case " $(LWIP_KERNEL_SYMS) " in *" $$s "*) ;; *) echo $$s ;; esac; done); \
-	echo "  CHECK   lwIP + port need from the kernel: "$$undef; \
+	echo "  CHECK   lwIP + port + app need from the kernel: "$$undef; \
 	if [ -n "$$bad" ]; then echo "lwip-check: unexpected undefined symbols:" $$bad >&2; exit 1; fi; \
 	echo "  SIZE    $(LWIP_LIB): $$(stat -c %s $(LWIP_LIB)) bytes (archive, with debug info)"; \
-	size -t $< | awk 'END { printf "  SIZE    lwIP + port code: text %d, data %d, bss %d bytes (before --gc-sections)\n", $$1, $$2, $$3 }'
+	size -t $< | awk 'END { printf "  SIZE    lwIP + port + app code: text %d, data %d, bss %d bytes (before --gc-sections)\n", $$1, $$2, $$3 }'

@@ -1,0 +1,317 @@
+/*
+ * Prometheus text format 0.0.4 writer and the /metrics registry.
+ *
+ * Each family's samples follow its own # HELP and # TYPE lines, as the format
+ * requires, so tables such as lwIP's per-protocol counters are written field
+ * by field, one family per field with a proto label. Values are u64 integers.
+ */
+#include "kernel/mm.h"
+#include "kernel/time.h"
+#include "kernel/types.h"
+#include "lwip/memp.h"
+#include "lwip/stats.h"
+#include "net/app/metrics.h"
+#include "net/lwip_port.h"
+
+/* ---- the writer ---- */
+
+void metrics_buf_init(struct metrics_buf *b, char *buf, size_t size)
+{
+	b->buf = buf;
+	b->size = buf ? size : 0;
+	b->len = 0;
+	b->overflow = false;
+	b->count_only = buf == NULL;
+}
+
+/* A line under construction: appended after b->len, committed by line_end(). */
+struct line {
+	struct metrics_buf *b;
+	size_t len;
+};
+
+static void put_mem(struct line *l, const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++, l->len++)
+		if (l->len < l->b->size)
+			l->b->buf[l->len] = s[i];
+}
+
+static void put_str(struct line *l, const char *s)
+{
+	while (*s) {
+		put_mem(l, s, 1);
+		s++;
+	}
+}
+
+static void put_u64(struct line *l, u64 v)
+{
+	char tmp[20];
+	size_t n = sizeof tmp;
+
+	do {
+		tmp[--n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	put_mem(l, tmp + n, sizeof tmp - n);
+}
+
+/* Label values: backslash, double quote and newline are escaped. */
+static void put_escaped(struct line *l, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			put_str(l, "\\\\");
+		else if (*s == '"')
+			put_str(l, "\\\"");
+		else if (*s == '\n')
+			put_str(l, "\\n");
+		else
+			put_mem(l, s, 1);
+	}
+}
+
+static bool line_begin(struct metrics_buf *b, struct line *l)
+{
+	l->b = b;
+	l->len = b->len;
+	return !b->overflow;
+}
+
+/* Keep the line if all of it fit; otherwise drop it and everything after. */
+static void line_end(struct line *l)
+{
+	put_mem(l, "\n", 1);
+	if (l->b->count_only || l->len <= l->b->size)
+		l->b->len = l->len;
+	else
+		l->b->overflow = true;
+}
+
+void metrics_family(struct metrics_buf *b, const char *name, enum metrics_type type,
+		    const char *help)
+{
+	struct line l;
+
+	if (!line_begin(b, &l))
+		return;
+	put_str(&l, "# HELP ");
+	put_str(&l, name);
+	put_str(&l, " ");
+	put_str(&l, help);
+	put_str(&l, "\n# TYPE ");
+	put_str(&l, name);
+	put_str(&l, type == METRICS_COUNTER ? " counter" : " gauge");
+	line_end(&l);
+}
+
+void metrics_sample(struct metrics_buf *b, const char *name, const char *labels, u64 value)
+{
+	struct line l;
+
+	if (!line_begin(b, &l))
+		return;
+	put_str(&l, name);
+	if (labels) {
+		put_str(&l, "{");
+		put_str(&l, labels);
+		put_str(&l, "}");
+	}
+	put_str(&l, " ");
+	put_u64(&l, value);
+	line_end(&l);
+}
+
+void metrics_sample1(struct metrics_buf *b, const char *name, const char *key, const char *value,
+		     u64 v)
+{
+	struct line l;
+
+	if (!line_begin(b, &l))
+		return;
+	put_str(&l, name);
+	put_str(&l, "{");
+	put_str(&l, key);
+	put_str(&l, "=\"");
+	put_escaped(&l, value ? value : "");
+	put_str(&l, "\"} ");
+	put_u64(&l, v);
+	line_end(&l);
+}
+
+void metrics_simple(struct metrics_buf *b, const char *name, enum metrics_type type,
+		    const char *help, u64 value)
+{
+	metrics_family(b, name, type, help);
+	metrics_sample(b, name, NULL, value);
+}
+
+/* ---- built-in sources ---- */
+
+static void write_uptime(struct metrics_buf *b)
+{
+	metrics_simple(b, "vireo_uptime_seconds", METRICS_GAUGE,
+		       "Seconds since the kernel's clock started.", time_ns() / NSEC_PER_SEC);
+}
+
+static void write_kernel_mem(struct metrics_buf *b)
+{
+	struct mm_stats s;
+
+	mm_get_stats(&s);
+	metrics_simple(b, "vireo_mem_usable_bytes", METRICS_GAUGE,
+		       "Usable RAM (conventional and reclaimed boot-services memory).",
+		       s.usable_bytes);
+	metrics_simple(b, "vireo_mem_frames_total", METRICS_GAUGE,
+		       "Page frames managed by the frame allocator.", s.total_frames);
+	metrics_simple(b, "vireo_mem_frames_free", METRICS_GAUGE, "Page frames free.",
+		       s.free_frames);
+	metrics_simple(b, "vireo_mem_page_table_pages", METRICS_GAUGE,
+		       "Pages used by the kernel's page tables.", s.pt_pages);
+	metrics_simple(b, "vireo_mem_heap_in_use_bytes", METRICS_GAUGE,
+		       "Kernel heap bytes in use, block headers included.", s.heap_in_use);
+	metrics_simple(b, "vireo_mem_heap_peak_bytes", METRICS_GAUGE,
+		       "Highest kernel heap use so far.", s.heap_peak);
+	metrics_simple(b, "vireo_mem_heap_arena_bytes", METRICS_GAUGE,
+		       "Bytes the kernel heap's arenas hold.", s.heap_arena);
+}
+
+/* lwIP's struct stats_proto, one table row per protocol. */
+static const struct {
+	const char *name;
+	const struct stats_proto *st;
+} protos[] = {
+	{ "link", &lwip_stats.link },
+	{ "etharp", &lwip_stats.etharp },
+	{ "ip_frag", &lwip_stats.ip_frag },
+	{ "ip", &lwip_stats.ip },
+	{ "icmp", &lwip_stats.icmp },
+	{ "udp", &lwip_stats.udp },
+	{ "tcp", &lwip_stats.tcp },
+	{ "ip6", &lwip_stats.ip6 },
+	{ "icmp6", &lwip_stats.icmp6 },
+	{ "ip6_frag", &lwip_stats.ip6_frag },
+	{ "nd6", &lwip_stats.nd6 },
+};
+
+/* The columns: family name, help and the field's offset. */
+#define PROTO_FIELD(f, h) { "vireo_lwip_" #f "_total", h, offsetof(struct stats_proto, f) }
+static const struct {
+	const char *name;
+	const char *help;
+	size_t off;
+} proto_fields[] = {
+	PROTO_FIELD(xmit, "Packets transmitted, by lwIP protocol layer."),
+	PROTO_FIELD(recv, "Packets received, by lwIP protocol layer."),
+	PROTO_FIELD(fw, "Packets forwarded, by lwIP protocol layer."),
+	PROTO_FIELD(drop, "Packets dropped, by lwIP protocol layer."),
+	PROTO_FIELD(chkerr, "Checksum errors, by lwIP protocol layer."),
+	PROTO_FIELD(lenerr, "Invalid length errors, by lwIP protocol layer."),
+	PROTO_FIELD(memerr, "Out of memory errors, by lwIP protocol layer."),
+	PROTO_FIELD(rterr, "Routing errors, by lwIP protocol layer."),
+	PROTO_FIELD(proterr, "Protocol errors, by lwIP protocol layer."),
+	PROTO_FIELD(opterr, "Option errors, by lwIP protocol layer."),
+	PROTO_FIELD(err, "Other errors, by lwIP protocol layer."),
+	PROTO_FIELD(cachehit, "Cache hits, by lwIP protocol layer."),
+};
+
+static void write_lwip(struct metrics_buf *b)
+{
+	size_t f, i;
+
+	metrics_simple(b, "vireo_lwip_heap_bytes", METRICS_GAUGE,
+		       "Size of lwIP's private heap.", vireo_lwip_stats.heap_bytes);
+	metrics_simple(b, "vireo_lwip_time_wait_trimmed_total", METRICS_COUNTER,
+		       "TIME_WAIT PCBs dropped above the port's cap.", vireo_lwip_stats.tw_trimmed);
+
+	metrics_simple(b, "vireo_lwip_mem_avail_bytes", METRICS_GAUGE,
+		       "lwIP heap bytes available.", lwip_stats.mem.avail);
+	metrics_simple(b, "vireo_lwip_mem_used_bytes", METRICS_GAUGE,
+		       "lwIP heap bytes in use.", lwip_stats.mem.used);
+	metrics_simple(b, "vireo_lwip_mem_max_bytes", METRICS_GAUGE,
+		       "Highest lwIP heap use so far.", lwip_stats.mem.max);
+	metrics_simple(b, "vireo_lwip_mem_errors_total", METRICS_COUNTER,
+		       "lwIP heap allocations that failed.", lwip_stats.mem.err);
+
+	metrics_family(b, "vireo_lwip_memp_used", METRICS_GAUGE,
+		       "Elements in use, by lwIP memory pool.");
+	for (i = 0; i < MEMP_MAX; i++)
+		metrics_sample1(b, "vireo_lwip_memp_used", "pool", lwip_stats.memp[i]->name,
+				lwip_stats.memp[i]->used);
+	metrics_family(b, "vireo_lwip_memp_max", METRICS_GAUGE,
+		       "Most elements ever in use, by lwIP memory pool.");
+	for (i = 0; i < MEMP_MAX; i++)
+		metrics_sample1(b, "vireo_lwip_memp_max", "pool", lwip_stats.memp[i]->name,
+				lwip_stats.memp[i]->max);
+	metrics_family(b, "vireo_lwip_memp_avail", METRICS_GAUGE,
+		       "Budgeted elements (MEMP_NUM_*), by lwIP memory pool.");
+	for (i = 0; i < MEMP_MAX; i++)
+		metrics_sample1(b, "vireo_lwip_memp_avail", "pool", lwip_stats.memp[i]->name,
+				lwip_stats.memp[i]->avail);
+	metrics_family(b, "vireo_lwip_memp_errors_total", METRICS_COUNTER,
+		       "Failed allocations, by lwIP memory pool.");
+	for (i = 0; i < MEMP_MAX; i++)
+		metrics_sample1(b, "vireo_lwip_memp_errors_total", "pool", lwip_stats.memp[i]->name,
+				lwip_stats.memp[i]->err);
+
+	for (f = 0; f < ARRAY_SIZE(proto_fields); f++) {
+		metrics_family(b, proto_fields[f].name, METRICS_COUNTER, proto_fields[f].help);
+		for (i = 0; i < ARRAY_SIZE(protos); i++) {
+			const STAT_COUNTER *v = (const STAT_COUNTER *)(const void *)
+				((const u8 *)protos[i].st + proto_fields[f].off);
+
+			metrics_sample1(b, proto_fields[f].name, "proto", protos[i].name, *v);
+		}
+	}
+}
+
+/* ---- the registry ---- */
+
+static struct metrics_source src_lwip = { "lwip", write_lwip, NULL };
+static struct metrics_source src_mem = { "mem", write_kernel_mem, &src_lwip };
+static struct metrics_source src_uptime = { "uptime", write_uptime, &src_mem };
+static struct metrics_source *sources = &src_uptime;
+
+static bool same_name(const char *a, const char *b)
+{
+	while (*a && *a == *b) {
+		a++;
+		b++;
+	}
+	return *a == *b;
+}
+
+void metrics_register(struct metrics_source *s)
+{
+	struct metrics_source **pp;
+
+	for (pp = &sources; *pp; pp = &(*pp)->next)
+		if (*pp == s || same_name((*pp)->name, s->name))
+			return;
+	s->next = NULL;
+	*pp = s;
+}
+
+void metrics_unregister(struct metrics_source *s)
+{
+	struct metrics_source **pp;
+
+	for (pp = &sources; *pp; pp = &(*pp)->next) {
+		if (*pp == s) {
+			*pp = s->next;
+			s->next = NULL;
+			return;
+		}
+	}
+}
+
+void metrics_write_all(struct metrics_buf *b)
+{
+	struct metrics_source *s;
+
+	for (s = sources; s; s = s->next)
+		s->write(b);
+}

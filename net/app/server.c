@@ -1,0 +1,650 @@
+/*
+ * The HTTP/1.1 server on lwIP's raw TCP API (NO_SYS: everything runs in the
+ * event loop, in lwIP's callbacks).
+ *
+ * One struct conn per accepted connection, in one of three states:
+ *   READ    bytes from rx[] go to the request parser until a head is complete
+ *   SEND    a response is being handed to tcp_write() as send space allows
+ *   LINGER  after the last response: our FIN is queued, input is discarded
+ *           until the peer's FIN, or linger_ms after our data was acked
+ *
+ * Memory is bounded per connection. Received bytes are copied into rx[]
+ * (TCP_WND bytes) and the pbuf is freed at once; tcp_recved() is called only
+ * for bytes the parser has taken, so the window the peer sees is exactly the
+ * room left in rx[] and rx[] cannot overflow. While a response is written,
+ * pipelined requests wait in rx[], and a peer that keeps sending stalls on a
+ * closed window. Static bodies are passed to tcp_write() without copying
+ * (they are rodata and outlive every segment); heads, error pages and
+ * /metrics are copied. Writes stop when tcp_sndbuf() or the segment queue is
+ * full and resume from the sent callback.
+ *
+ * Timeouts are checked from the poll callback (every TCP slow-timer tick,
+ * 500 ms), against time_ns().
+ */
+#include "kernel/mm.h"
+#include "kernel/time.h"
+#include "kernel/types.h"
+#include "lwip/tcp.h"
+#include "net/app/http.h"
+#include "net/app/metrics.h"
+#include "net/app/server.h"
+#include "net/app/site.h"
+
+enum conn_state { C_READ, C_SEND, C_LINGER };
+
+#define OUT_MAX 512		/* a response head, or a whole error response */
+#define POLL_TICKS 1		/* tcp_poll interval: 1 x 500 ms */
+#define TYPE_TEXT "text/plain; charset=utf-8"
+#define NO_STORE "Cache-Control: no-store\r\n"
+
+struct conn {
+	struct conn *next, *prev;
+	struct tcp_pcb *pcb;
+	enum conn_state state;
+	bool rx_eof;		/* the peer's FIN arrived */
+	bool served;		/* a response was written: waiting is keep-alive idle */
+	bool head_started;	/* READ: bytes of the next head have arrived */
+	bool close_after;	/* SEND: close once this response is written */
+	u64 t_wait;		/* READ: accept, or the end of the last response (ms) */
+	u64 t_head;		/* READ: when the first byte of this head was seen */
+	u64 t_progress;		/* last ACK progress, or when waiting for it began */
+	u32 inflight;		/* bytes given to tcp_write(), not yet acked */
+
+	/* The response: out[] (copied), then body (zero-copy unless body_copy). */
+	u16 out_len, out_off;
+	const u8 *body;
+	size_t body_len, body_off;
+	bool body_copy;
+	char *dyn;		/* kmalloc'd body (/metrics), freed once written */
+	char out[OUT_MAX];
+
+	u32 rx_off, rx_len;	/* unparsed bytes are rx[rx_off..rx_len) */
+	u8 rx[TCP_WND];
+	struct http_req_parser parser;
+};
+
+struct http_server_stats http_server_stats;
+
+static struct {
+	struct tcp_pcb *listen;
+	struct http_server_cfg cfg;
+	struct conn *conns;
+} srv;
+
+static u64 now_ms(void)
+{
+	return time_ns() / NSEC_PER_MSEC;
+}
+
+/* ---- connection lifetime ---- */
+
+static void conn_free(struct conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		srv.conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	kfree(c->dyn);
+	kfree(c);
+	http_server_stats.conns_active--;
+}
+
+/* No more callbacks for this pcb: lwIP's defaults take over. */
+static void pcb_detach(struct tcp_pcb *pcb)
+{
+	tcp_arg(pcb, NULL);
+	tcp_recv(pcb, NULL);
+	tcp_sent(pcb, NULL);
+	tcp_err(pcb, NULL);
+	tcp_poll(pcb, NULL, 0);
+}
+
+/* RST and free. Returns ERR_ABRT, which a callback must hand back to lwIP. */
+static err_t conn_abort(struct conn *c)
+{
+	struct tcp_pcb *pcb = c->pcb;
+
+	pcb_detach(pcb);
+	conn_free(c);
+	tcp_abort(pcb);
+	return ERR_ABRT;
+}
+
+/* Window fully reopened first: lwIP answers tcp_close() with a RST when
+ * received data was never tcp_recved(). */
+static void rx_discard(struct conn *c)
+{
+	u32 n = c->rx_len - c->rx_off;
+
+	if (n)
+		tcp_recved(c->pcb, (u16_t)n);
+	c->rx_off = c->rx_len = 0;
+}
+
+/* Hand the pcb to lwIP for an orderly close (FIN after queued data). */
+static err_t conn_close(struct conn *c)
+{
+	struct tcp_pcb *pcb = c->pcb;
+
+	rx_discard(c);
+	pcb_detach(pcb);
+	conn_free(c);
+	if (tcp_close(pcb) != ERR_OK) {
+		tcp_abort(pcb);
+		return ERR_ABRT;
+	}
+	return ERR_OK;
+}
+
+/* The last response is written: send FIN after it, keep reading (and
+ * dropping) what the peer still sends so it gets the response rather than a
+ * RST, and free once the peer closes or linger_ms after everything was acked. */
+static err_t begin_close(struct conn *c)
+{
+	rx_discard(c);
+	if (c->rx_eof)
+		return conn_close(c);
+	if (tcp_shutdown(c->pcb, 0, 1) != ERR_OK)
+		return conn_abort(c);
+	c->state = C_LINGER;
+	if (!c->inflight)
+		c->t_progress = now_ms();
+	return ERR_OK;
+}
+
+/* ---- responses ---- */
+
+static void count_response(int status)
+{
+	if (status >= 100 && status <= 599)
+		http_server_stats.responses[status / 100]++;
+}
+
+static void start_send(struct conn *c)
+{
+	c->state = C_SEND;
+	c->out_off = 0;
+	c->body_off = 0;
+	if (!c->inflight)
+		c->t_progress = now_ms();
+}
+
+/* A whole canned error response into out[]; closes afterwards. */
+static void respond_error(struct conn *c, int status, bool head_only)
+{
+	size_t n = http_error_response(c->out, sizeof c->out, status, false, head_only);
+
+	c->out_len = (u16)n;
+	c->body = NULL;
+	c->body_len = 0;
+	c->close_after = true;
+	count_response(status);
+	start_send(c);
+}
+
+/* "Name: value\r\n" into buf, or "" if it does not fit. */
+static const char *header_line(char *buf, size_t size, const char *name, const char *value)
+{
+	size_t n = 0;
+	const char *s;
+
+	for (s = name; *s && n < size; s++)
+		buf[n++] = *s;
+	for (s = ": "; *s && n < size; s++)
+		buf[n++] = *s;
+	for (s = value; *s && n < size; s++)
+		buf[n++] = *s;
+	for (s = "\r\n"; *s && n < size; s++)
+		buf[n++] = *s;
+	if (n >= size) {
+		buf[0] = '\0';
+		return buf;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+static bool path_is(const struct http_req_parser *p, const char *lit)
+{
+	size_t i;
+
+	for (i = 0; i < p->path_len && lit[i]; i++)
+		if (p->path[i] != lit[i])
+			return false;
+	return i == p->path_len && lit[i] == '\0';
+}
+
+/* Generate /metrics into a fresh buffer: size it with a counting pass first,
+ * with some slack for counters that grow a digit in between. */
+static int make_metrics(struct conn *c)
+{
+	struct metrics_buf b;
+	size_t size;
+
+	metrics_buf_init(&b, NULL, 0);
+	metrics_write_all(&b);
+	size = MIN(b.len + 256, (size_t)HTTP_METRICS_MAX);
+	c->dyn = kmalloc(size);
+	if (!c->dyn)
+		return -ENOMEM;
+	metrics_buf_init(&b, c->dyn, size);
+	metrics_write_all(&b);
+	if (b.overflow)
+		http_server_stats.metrics_truncated++;
+	c->body = (const u8 *)c->dyn;
+	c->body_len = b.len;
+	c->body_copy = true;
+	return 0;
+}
+
+/* Set up the response to the request the parser just completed. */
+static void respond(struct conn *c)
+{
+	const struct http_req_parser *p = &c->parser;
+	bool head_only = p->method == HTTP_METHOD_HEAD;
+	bool keep = p->keep_alive;
+	const struct site_file *f;
+	const char *type, *extra;
+	char line[96];
+	int status = 200;
+	size_t n;
+
+	c->body = NULL;
+	c->body_len = 0;
+	c->body_copy = false;
+	if (path_is(p, "/healthz")) {
+		type = TYPE_TEXT;
+		extra = NO_STORE;
+		c->body = (const u8 *)"ok\n";
+		c->body_len = 3;
+	} else if (path_is(p, "/metrics")) {
+		if (make_metrics(c)) {
+			respond_error(c, 503, head_only);
+			return;
+		}
+		type = METRICS_CONTENT_TYPE;
+		extra = NO_STORE;
+	} else if ((f = site_lookup(p->path)) != NULL) {
+		type = f->content_type;
+		extra = header_line(line, sizeof line, "ETag", f->etag);
+		c->body = f->data;
+		c->body_len = f->len;
+		if (http_etag_match(p->if_none_match, f->etag)) {
+			status = 304;
+			type = NULL;	/* Content-Length stays the 200's, RFC 9110 8.6 */
+		}
+	} else {
+		n = http_error_response(c->out, sizeof c->out, 404, keep, head_only);
+		c->out_len = (u16)n;
+		c->close_after = !keep;
+		count_response(404);
+		start_send(c);
+		return;
+	}
+
+	n = http_response_head(c->out, sizeof c->out, status, type, c->body_len, keep, extra);
+	if (!n) {
+		/* Cannot happen with the types and tags mksite emits. */
+		respond_error(c, 500, head_only);
+		return;
+	}
+	c->out_len = (u16)n;
+	if (head_only || status == 304)
+		c->body_len = 0;
+	c->close_after = !keep;
+	count_response(status);
+	start_send(c);
+}
+
+/* Hand as much of the response to lwIP as it takes now. */
+static err_t write_some(struct conn *c)
+{
+	struct tcp_pcb *pcb = c->pcb;
+	bool wrote = false;
+	err_t err;
+
+	for (;;) {
+		const void *src;
+		size_t left, n;
+		u8_t flags;
+
+		if (c->out_off < c->out_len) {
+			src = c->out + c->out_off;
+			left = c->out_len - c->out_off;
+			flags = TCP_WRITE_FLAG_COPY;
+			if (c->body_len)
+				flags |= TCP_WRITE_FLAG_MORE;
+		} else if (c->body_off < c->body_len) {
+			src = c->body + c->body_off;
+			left = c->body_len - c->body_off;
+			flags = c->body_copy ? TCP_WRITE_FLAG_COPY : 0;
+		} else {
+			break;
+		}
+		n = MIN(left, (size_t)tcp_sndbuf(pcb));
+		if (n == 0)
+			break;
+		if (n < left && c->out_off >= c->out_len)
+			flags |= TCP_WRITE_FLAG_MORE;
+		err = tcp_write(pcb, src, (u16_t)n, flags);
+		if (err == ERR_MEM)
+			break;	/* queue full or no memory: sent or poll retries */
+		if (err != ERR_OK)
+			return conn_abort(c);
+		if (c->out_off < c->out_len)
+			c->out_off += (u16)n;
+		else
+			c->body_off += n;
+		c->inflight += (u32)n;
+		http_server_stats.tx_bytes += n;
+		wrote = true;
+	}
+	if (wrote)
+		tcp_output(pcb);	/* on failure lwIP retries from its timer */
+	return ERR_OK;
+}
+
+/*
+ * Move the connection forward as far as it goes: write the response, then
+ * parse the next request from rx[] and answer it, and so on, so pipelined
+ * requests are answered in order. Callbacks return what this returns and
+ * must not touch c afterwards: it may be freed.
+ */
+static err_t pump(struct conn *c)
+{
+	for (;;) {
+		int r;
+		size_t used;
+
+		if (c->state == C_SEND) {
+			if (write_some(c) == ERR_ABRT)
+				return ERR_ABRT;
+			if (c->out_off < c->out_len || c->body_off < c->body_len)
+				return ERR_OK;	/* resumes from on_sent() */
+			kfree(c->dyn);
+			c->dyn = NULL;
+			if (c->close_after)
+				return begin_close(c);
+			c->state = C_READ;
+			c->served = true;
+			c->head_started = false;
+			c->t_wait = now_ms();
+			http_parser_reset(&c->parser);
+			continue;
+		}
+		if (c->state != C_READ)
+			return ERR_OK;
+
+		if (c->rx_off == c->rx_len) {
+			c->rx_off = c->rx_len = 0;
+			if (c->rx_eof)
+				return conn_close(c);	/* nothing more will come */
+			return ERR_OK;
+		}
+		if (!c->head_started) {
+			c->head_started = true;
+			c->t_head = now_ms();
+		}
+		r = http_parse(&c->parser, c->rx + c->rx_off, c->rx_len - c->rx_off, &used);
+		if (used) {
+			c->rx_off += (u32)used;
+			tcp_recved(c->pcb, (u16_t)used);
+		}
+		if (r == HTTP_NEED_MORE)
+			continue;
+		http_server_stats.requests++;
+		if (r == HTTP_DONE)
+			respond(c);
+		else
+			respond_error(c, c->parser.status, false);
+	}
+}
+
+/* ---- lwIP callbacks ---- */
+
+static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+{
+	struct conn *c = arg;
+	u32 held, n;
+
+	if (!c) {
+		if (p) {
+			tcp_recved(pcb, p->tot_len);
+			pbuf_free(p);
+		}
+		return ERR_OK;
+	}
+	if (!p) {
+		c->rx_eof = true;
+		if (c->state == C_LINGER)
+			return conn_close(c);
+		return pump(c);
+	}
+	n = p->tot_len;
+	http_server_stats.rx_bytes += n;
+	if (c->state == C_LINGER) {
+		tcp_recved(pcb, (u16_t)n);
+		pbuf_free(p);
+		return ERR_OK;
+	}
+	held = c->rx_len - c->rx_off;
+	if (n > sizeof c->rx - held) {
+		/* More than the window we granted: cannot happen with lwIP's
+		 * window accounting, so treat it as a broken connection. */
+		pbuf_free(p);
+		return conn_abort(c);
+	}
+	if (c->rx_len + n > sizeof c->rx) {
+		__builtin_memmove(c->rx, c->rx + c->rx_off, held);
+		c->rx_off = 0;
+		c->rx_len = held;
+	}
+	pbuf_copy_partial(p, c->rx + c->rx_len, (u16_t)n, 0);
+	c->rx_len += n;
+	pbuf_free(p);
+	return pump(c);
+}
+
+static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
+{
+	struct conn *c = arg;
+
+	if (!c)
+		return ERR_OK;
+	c->inflight -= MIN((u32)len, c->inflight);
+	c->t_progress = now_ms();
+	if (c->state == C_SEND)
+		return pump(c);
+	return ERR_OK;
+}
+
+/* The pcb is already gone (RST from the peer, lwIP gave up, or ERR_CLSD
+ * after our FIN was acked in LAST_ACK). */
+static void on_err(void *arg, err_t err)
+{
+	struct conn *c = arg;
+
+	if (!c)
+		return;
+	if (err != ERR_CLSD)
+		http_server_stats.conns_reset++;
+	conn_free(c);
+}
+
+static err_t on_poll(void *arg, struct tcp_pcb *pcb)
+{
+	struct conn *c = arg;
+	const struct http_server_cfg *cfg = &srv.cfg;
+	u64 now = now_ms();
+
+	if (!c) {
+		tcp_abort(pcb);
+		return ERR_ABRT;
+	}
+	switch (c->state) {
+	case C_READ:
+		if (c->head_started) {
+			if (now - c->t_head < cfg->header_timeout_ms)
+				break;
+			http_server_stats.timeouts_header++;
+			respond_error(c, 408, false);
+			return pump(c);
+		}
+		if (!c->served && now - c->t_wait >= cfg->header_timeout_ms) {
+			http_server_stats.timeouts_header++;
+			return conn_close(c);
+		}
+		if (c->served && now - c->t_wait >= cfg->idle_timeout_ms) {
+			http_server_stats.timeouts_idle++;
+			return conn_close(c);
+		}
+		break;
+	case C_SEND:
+		if (now - c->t_progress >= cfg->send_timeout_ms) {
+			http_server_stats.timeouts_send++;
+			return conn_abort(c);
+		}
+		return pump(c);	/* retry writes that failed for memory */
+	case C_LINGER:
+		if (c->inflight) {
+			if (now - c->t_progress >= cfg->send_timeout_ms) {
+				http_server_stats.timeouts_send++;
+				return conn_abort(c);
+			}
+		} else if (now - c->t_progress >= cfg->linger_ms) {
+			return conn_close(c);
+		}
+		break;
+	}
+	return ERR_OK;
+}
+
+static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+	struct conn *c = NULL;
+
+	if (err != ERR_OK || !pcb)
+		return ERR_VAL;
+	if (http_server_stats.conns_active < srv.cfg.max_conns)
+		c = kzalloc(sizeof *c);
+	if (!c) {
+		/* Over the limit: reset at once. Nothing is kept for the
+		 * refused peer, so a flood costs no memory (see README). */
+		http_server_stats.conns_refused++;
+		tcp_abort(pcb);
+		return ERR_ABRT;
+	}
+	c->pcb = pcb;
+	c->state = C_READ;
+	c->t_wait = now_ms();
+	http_parser_reset(&c->parser);
+	c->next = srv.conns;
+	if (srv.conns)
+		srv.conns->prev = c;
+	srv.conns = c;
+	http_server_stats.conns_accepted++;
+	http_server_stats.conns_active++;
+
+	tcp_arg(pcb, c);
+	tcp_recv(pcb, on_recv);
+	tcp_sent(pcb, on_sent);
+	tcp_err(pcb, on_err);
+	tcp_poll(pcb, on_poll, POLL_TICKS);
+	tcp_nagle_disable(pcb);	/* a response's last segment goes out at once */
+	return ERR_OK;
+}
+
+/* ---- metrics ---- */
+
+static void write_http(struct metrics_buf *b)
+{
+	const struct http_server_stats *s = &http_server_stats;
+	static const char *const classes[] = { NULL, "1xx", "2xx", "3xx", "4xx", "5xx" };
+	size_t i;
+
+	metrics_simple(b, "vireo_http_requests_total", METRICS_COUNTER,
+		       "HTTP requests read (complete heads and malformed ones).", s->requests);
+	metrics_family(b, "vireo_http_responses_total", METRICS_COUNTER,
+		       "HTTP responses, by status class.");
+	for (i = 1; i < ARRAY_SIZE(classes); i++)
+		metrics_sample1(b, "vireo_http_responses_total", "code", classes[i],
+				s->responses[i]);
+	metrics_simple(b, "vireo_http_connections_accepted_total", METRICS_COUNTER,
+		       "TCP connections accepted.", s->conns_accepted);
+	metrics_simple(b, "vireo_http_connections_refused_total", METRICS_COUNTER,
+		       "TCP connections reset on accept (connection limit or no memory).",
+		       s->conns_refused);
+	metrics_simple(b, "vireo_http_connections_reset_total", METRICS_COUNTER,
+		       "Connections that ended in an error (peer reset, lwIP abort).", s->conns_reset);
+	metrics_simple(b, "vireo_http_connections_active", METRICS_GAUGE,
+		       "Connections open now.", s->conns_active);
+	metrics_family(b, "vireo_http_timeouts_total", METRICS_COUNTER,
+		       "Connections closed by a timeout, by kind.");
+	metrics_sample1(b, "vireo_http_timeouts_total", "kind", "idle", s->timeouts_idle);
+	metrics_sample1(b, "vireo_http_timeouts_total", "kind", "header", s->timeouts_header);
+	metrics_sample1(b, "vireo_http_timeouts_total", "kind", "send", s->timeouts_send);
+	metrics_simple(b, "vireo_http_received_bytes_total", METRICS_COUNTER,
+		       "Request bytes received.", s->rx_bytes);
+	metrics_simple(b, "vireo_http_sent_bytes_total", METRICS_COUNTER,
+		       "Response bytes queued for sending.", s->tx_bytes);
+	metrics_simple(b, "vireo_http_metrics_truncated_total", METRICS_COUNTER,
+		       "/metrics responses cut short by the size limit.", s->metrics_truncated);
+}
+
+static struct metrics_source http_source = { "http", write_http, NULL };
+
+/* ---- start and stop ---- */
+
+static u32 or_default(u32 v, u32 def)
+{
+	return v ? v : def;
+}
+
+int http_server_start(u16 port, const struct http_server_cfg *cfg)
+{
+	struct http_server_cfg none = { 0 };
+	struct tcp_pcb *pcb, *lpcb;
+	err_t err;
+
+	if (srv.listen)
+		return -EBUSY;
+	if (!cfg)
+		cfg = &none;
+	srv.cfg.max_conns = or_default(cfg->max_conns, HTTP_SERVER_MAX_CONNS);
+	srv.cfg.idle_timeout_ms = or_default(cfg->idle_timeout_ms, HTTP_SERVER_IDLE_MS);
+	srv.cfg.header_timeout_ms = or_default(cfg->header_timeout_ms, HTTP_SERVER_HEADER_MS);
+	srv.cfg.send_timeout_ms = or_default(cfg->send_timeout_ms, HTTP_SERVER_SEND_MS);
+	srv.cfg.linger_ms = or_default(cfg->linger_ms, HTTP_SERVER_LINGER_MS);
+
+	pcb = tcp_new_ip_type(IPADDR_TYPE_ANY);
+	if (!pcb)
+		return -ENOMEM;
+	err = tcp_bind(pcb, IP_ANY_TYPE, port);
+	if (err != ERR_OK) {
+		tcp_close(pcb);
+		return -EIO;
+	}
+	lpcb = tcp_listen_with_backlog_and_err(pcb, TCP_DEFAULT_LISTEN_BACKLOG, &err);
+	if (!lpcb) {
+		tcp_close(pcb);
+		return err == ERR_MEM ? -ENOMEM : -EIO;
+	}
+	srv.listen = lpcb;
+	__builtin_memset(&http_server_stats, 0, sizeof http_server_stats);
+	tcp_accept(lpcb, on_accept);
+	metrics_register(&http_source);
+	return 0;
+}
+
+void http_server_stop(void)
+{
+	if (!srv.listen)
+		return;
+	tcp_close(srv.listen);	/* a listening pcb is freed at once */
+	srv.listen = NULL;
+	while (srv.conns)
+		conn_abort(srv.conns);
+	metrics_unregister(&http_source);
+}

@@ -1,0 +1,53 @@
+/* The appliance's HTTP/1.1 server: static site, /healthz and /metrics over lwIP's raw TCP API. */
+#ifndef VIREO_NET_APP_SERVER_H
+#define VIREO_NET_APP_SERVER_H
+
+#include "kernel/types.h"
+
+/* Limits and timeouts; a zero field takes the default in brackets. */
+struct http_server_cfg {
+	u32 max_conns;		/* live connections [64]; more are reset on accept */
+	u32 idle_timeout_ms;	/* keep-alive: no byte of a next request [30000] */
+	u32 header_timeout_ms;	/* accept or first byte -> complete head [10000] */
+	u32 send_timeout_ms;	/* response data outstanding, no ACK progress [30000] */
+	u32 linger_ms;		/* after our FIN, all data acked, wait for the peer's [2000] */
+};
+
+#define HTTP_SERVER_MAX_CONNS 64
+#define HTTP_SERVER_IDLE_MS 30000
+#define HTTP_SERVER_HEADER_MS 10000
+#define HTTP_SERVER_SEND_MS 30000
+#define HTTP_SERVER_LINGER_MS 2000
+
+/* /metrics is generated into at most this many bytes per request. */
+#define HTTP_METRICS_MAX (64 * 1024)
+
+/* Counters since http_server_start(); exported on /metrics as vireo_http_*. */
+struct http_server_stats {
+	u64 requests;			/* complete heads, and parse errors */
+	u64 responses[6];		/* [n] = nxx responses (index 0 unused) */
+	u64 conns_accepted;
+	u64 conns_refused;		/* over max_conns or out of memory: reset */
+	u64 conns_active;		/* gauge */
+	u64 conns_reset;		/* closed by an error: peer RST, lwIP abort */
+	u64 timeouts_idle, timeouts_header, timeouts_send;
+	u64 rx_bytes, tx_bytes;		/* request bytes read, response bytes queued */
+	u64 metrics_truncated;		/* /metrics responses cut at HTTP_METRICS_MAX */
+};
+extern struct http_server_stats http_server_stats;
+
+/*
+ * Listen on port (IPv4 and IPv6, IPADDR_TYPE_ANY) and serve site_lookup()
+ * files, /healthz and /metrics. cfg may be NULL for the defaults and is
+ * copied. Zeroes the counters and registers them as the "http" metrics
+ * source. Call from the event loop, after vireo_lwip_init(); the netif may
+ * come up later. Returns 0, -EBUSY if already started, -ENOMEM or -EIO
+ * (lwIP refused the bind or listen).
+ */
+int http_server_start(u16 port, const struct http_server_cfg *cfg);
+
+/* Close the listener and abort every connection (RST); frees all the server
+ * holds. Safe to call when not started. The counters stay readable. */
+void http_server_stop(void);
+
+#endif

@@ -1,0 +1,32 @@
+# lwIP's core (the same LWIP_SRCS the kernel builds, net/lwip.mk) and vireo's
+# port, compiled for the host with HOST_CFLAGS (ASan/UBSan) into one archive
+# that host tests list among their sources. Options: tests/host/lwip/lwipopts.h
+# (vireo's, with lwIP's heap on malloc for ASan); platform: net/port/arch/cc.h
+# as in the kernel, with the host's libc headers instead of net/port/include.
+LWIP_HOST_LIB := $(BUILD)/host/lwip/liblwip.a
+LWIP_HOST_CFLAGS := $(HOST_CFLAGS) -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
+LWIP_HOST_OBJS := $(patsubst %.c,$(BUILD)/host/lwip/%.o,$(LWIP_SRCS)) \
+	$(BUILD)/host/lwip/port/sys_arch.o $(BUILD)/host/lwip/port/lwip_port.o
+
+$(filter-out $(BUILD)/host/lwip/port/%,$(LWIP_HOST_OBJS)): $(BUILD)/host/lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  HOSTCC  lwip/$*.c")
+	$(Q)$(HOST_CC) $(LWIP_HOST_CFLAGS) -c $< -o $@
+
+$(BUILD)/host/lwip/port/%.o: net/%.c $(LWIP_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  HOSTCC  $<")
+	$(Q)$(HOST_CC) $(LWIP_HOST_CFLAGS) -c $< -o $@
+
+$(LWIP_HOST_LIB): $(LWIP_HOST_OBJS)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@
+	$(Q)$(AR) rcs $@ $^
+
+# The HTTP server, metrics and echo against lwIP over an in-process netif.
+HOST_TESTS += test_server
+test_server_SRCS := tests/host/test_server.c tests/host/shim/kernel_host.c \
+	net/app/server.c net/app/metrics.c net/app/echo.c net/app/http.c net/app/site.c \
+	$(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
+$(BUILD)/host/test_server: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
+$(BUILD)/host/test_server: | $(LWIP_STAMP)

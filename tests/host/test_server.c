@@ -1,0 +1,1219 @@
+/* net/app/server.c, metrics.c and echo.c driven through the real lwIP core:
+ * one in-process netif whose output queues IP packets on a "wire" that the
+ * test delivers back to ip_input(), raw-API TCP and UDP clients talking to
+ * the servers over IPv4 and IPv6, and a fake clock that moves lwIP's timers.
+ * After every test all connections must be gone and every lwIP pool, lwIP's
+ * heap and the kernel heap shim must be back to where they started. */
+/* lwIP's headers first: the port's cc.h defines BYTE_ORDER as lwIP wants, and
+ * the C library's later definition, in a system header, passes quietly. */
+#define _GNU_SOURCE	/* memmem, asprintf */
+#include "lwip/init.h"
+#include "lwip/ip.h"
+#include "lwip/ip_addr.h"
+#include "lwip/memp.h"
+#include "lwip/netif.h"
+#include "lwip/pbuf.h"
+#include "lwip/stats.h"
+#include "lwip/tcp.h"
+#include "lwip/timeouts.h"
+#include "lwip/udp.h"
+#include "lwip/priv/tcp_priv.h"
+#include "net/app/echo.h"
+#include "net/app/http.h"
+#include "net/app/metrics.h"
+#include "net/app/server.h"
+#include "net/app/site.h"
+#include "net/lwip_port.h"
+#include "kernel_host.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+
+#define HTTP_PORT 80
+#define ECHO_PORT 7
+#define V4 false
+#define V6 true
+
+/* ---- the wire: one netif, packets looped back to itself ---- */
+
+struct frame {
+	struct frame *next;
+	u16 len;
+	u8 data[];
+};
+
+static struct netif nif;
+static struct frame *wire_head, **wire_tail = &wire_head;
+static ip_addr_t addr4, addr6;
+
+static err_t wire_put(struct pbuf *p)
+{
+	struct frame *f = malloc(sizeof *f + p->tot_len);
+
+	assert_non_null(f);
+	f->next = NULL;
+	f->len = p->tot_len;
+	pbuf_copy_partial(p, f->data, p->tot_len, 0);
+	*wire_tail = f;
+	wire_tail = &f->next;
+	return ERR_OK;
+}
+
+static err_t out4(struct netif *n, struct pbuf *p, const ip4_addr_t *a)
+{
+	return wire_put(p);
+}
+
+static err_t out6(struct netif *n, struct pbuf *p, const ip6_addr_t *a)
+{
+	return wire_put(p);
+}
+
+static err_t nif_init(struct netif *n)
+{
+	n->name[0] = 't';
+	n->name[1] = '0';
+	n->output = out4;
+	n->output_ip6 = out6;
+	n->mtu = 1500;
+	n->flags = NETIF_FLAG_BROADCAST;
+	return ERR_OK;
+}
+
+/* Deliver queued packets, and those they cause, until the wire is quiet. As a
+ * driver would, each goes into a fresh PBUF_POOL pbuf. */
+static void wire_drain(void)
+{
+	unsigned n = 0;
+
+	while (wire_head) {
+		struct frame *f = wire_head;
+		struct pbuf *p;
+
+		wire_head = f->next;
+		if (!wire_head)
+			wire_tail = &wire_head;
+		p = pbuf_alloc(PBUF_RAW, f->len, PBUF_POOL);
+		assert_non_null(p);
+		assert_int_equal(pbuf_take(p, f->data, f->len), ERR_OK);
+		nif.input(p, &nif);
+		free(f);
+		assert_true(++n < 1000000);
+	}
+}
+
+/* Let ms of fake time pass in steps: deliver, advance, run lwIP's timers. */
+static void run_step(u64 ms, u64 step)
+{
+	u64 t;
+
+	for (t = 0; t < ms; t += step) {
+		wire_drain();
+		shim_clock_advance_ms(step);
+		sys_check_timeouts();
+	}
+	wire_drain();
+}
+
+static void run_ms(u64 ms)
+{
+	run_step(ms, 10);
+}
+
+/* ---- a raw-API TCP client ---- */
+
+struct client {
+	struct tcp_pcb *pcb;
+	bool connected, eof, dead;
+	err_t err;
+	bool hold;		/* stop reading: nothing is tcp_recved() */
+	u32 held;
+	u8 *buf;		/* everything received */
+	size_t len, cap, off;	/* off: where the next response starts */
+	const u8 *tx;		/* data still to send */
+	size_t tx_len, tx_off;
+};
+
+static void cl_push(struct client *c)
+{
+	while (c->pcb && c->tx_off < c->tx_len) {
+		size_t n = MIN(c->tx_len - c->tx_off, (size_t)tcp_sndbuf(c->pcb));
+
+		if (n == 0 || tcp_write(c->pcb, c->tx + c->tx_off, (u16_t)n, TCP_WRITE_FLAG_COPY))
+			break;
+		c->tx_off += n;
+	}
+	if (c->pcb)
+		tcp_output(c->pcb);
+}
+
+static err_t cl_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+{
+	struct client *c = arg;
+
+	if (!p) {
+		c->eof = true;
+		return ERR_OK;
+	}
+	if (c->len + p->tot_len > c->cap) {
+		c->cap = (c->len + p->tot_len) * 2;
+		c->buf = realloc(c->buf, c->cap);
+		assert_non_null(c->buf);
+	}
+	pbuf_copy_partial(p, c->buf + c->len, p->tot_len, 0);
+	c->len += p->tot_len;
+	if (c->hold)
+		c->held += p->tot_len;
+	else
+		tcp_recved(pcb, p->tot_len);
+	pbuf_free(p);
+	return ERR_OK;
+}
+
+static err_t cl_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
+{
+	cl_push(arg);
+	return ERR_OK;
+}
+
+static void cl_err(void *arg, err_t err)
+{
+	struct client *c = arg;
+
+	c->dead = true;
+	c->err = err;
+	c->pcb = NULL;
+}
+
+static err_t cl_connected(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+	((struct client *)arg)->connected = true;
+	return ERR_OK;
+}
+
+static void cl_open(struct client *c, bool v6, u16 port)
+{
+	memset(c, 0, sizeof *c);
+	c->pcb = tcp_new_ip_type(v6 ? IPADDR_TYPE_V6 : IPADDR_TYPE_V4);
+	assert_non_null(c->pcb);
+	tcp_arg(c->pcb, c);
+	tcp_recv(c->pcb, cl_recv);
+	tcp_sent(c->pcb, cl_sent);
+	tcp_err(c->pcb, cl_err);
+	assert_int_equal(tcp_connect(c->pcb, v6 ? &addr6 : &addr4, port, cl_connected), ERR_OK);
+	run_ms(20);
+}
+
+/* Queue n bytes (kept by reference until sent) and let 50 ms pass. */
+static void cl_send(struct client *c, const void *data, size_t n)
+{
+	assert_true(c->tx_off == c->tx_len);
+	c->tx = data;
+	c->tx_len = n;
+	c->tx_off = 0;
+	cl_push(c);
+	run_ms(50);
+}
+
+static void cl_send_str(struct client *c, const char *s)
+{
+	cl_send(c, s, strlen(s));
+}
+
+/* Stop reading / read again (gives back what was held). */
+static void cl_resume(struct client *c)
+{
+	c->hold = false;
+	while (c->held && c->pcb) {
+		u16_t n = (u16_t)MIN(c->held, 0xffffu);
+
+		tcp_recved(c->pcb, n);
+		c->held -= n;
+	}
+}
+
+static void cl_detach(struct client *c)
+{
+	tcp_arg(c->pcb, NULL);
+	tcp_recv(c->pcb, NULL);
+	tcp_sent(c->pcb, NULL);
+	tcp_err(c->pcb, NULL);
+}
+
+/* Orderly close (lwIP sends RST instead if unread data is held). */
+static void cl_close(struct client *c)
+{
+	if (c->pcb) {
+		cl_resume(c);
+		cl_detach(c);
+		assert_int_equal(tcp_close(c->pcb), ERR_OK);
+		c->pcb = NULL;
+	}
+	run_ms(20);
+	free(c->buf);
+	c->buf = NULL;
+}
+
+static void cl_abort(struct client *c)
+{
+	if (c->pcb) {
+		cl_detach(c);
+		tcp_abort(c->pcb);
+		c->pcb = NULL;
+	}
+	run_ms(20);
+	free(c->buf);
+	c->buf = NULL;
+}
+
+/* ---- responses as the client sees them ---- */
+
+struct resp {
+	int status;
+	char head[16384];	/* NUL-terminated copy of the head */
+	size_t head_len;
+	const u8 *body;		/* into the client's buffer, until it grows */
+	size_t body_len;
+};
+
+/* A header's value (first match, case-insensitive name), or NULL. */
+static const char *hdr(const struct resp *r, const char *name)
+{
+	static char val[512];
+	size_t nl = strlen(name);
+	const char *s = strstr(r->head, "\r\n");
+
+	while (s && s[2] != '\r') {
+		const char *line = s + 2, *end = strstr(line, "\r\n");
+
+		if (strncasecmp(line, name, nl) == 0 && line[nl] == ':') {
+			const char *v = line + nl + 1;
+			size_t n;
+
+			while (*v == ' ')
+				v++;
+			n = (size_t)(end - v);
+			assert_true(n < sizeof val);
+			memcpy(val, v, n);
+			val[n] = '\0';
+			return val;
+		}
+		s = end;
+	}
+	return NULL;
+}
+
+/* Wait (up to 5 s of fake time) for one whole response after c->off; with
+ * no_body the Content-Length is not waited for (HEAD, 304). */
+static bool cl_response(struct client *c, bool no_body, struct resp *r)
+{
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		const u8 *start = c->buf + c->off;
+		size_t avail = c->len - c->off;
+		const u8 *end = c->buf ? memmem(start, avail, "\r\n\r\n", 4) : NULL;
+
+		if (end) {
+			const char *cl;
+			size_t need;
+
+			r->head_len = (size_t)(end - start) + 4;
+			assert_true(r->head_len < sizeof r->head);
+			memcpy(r->head, start, r->head_len);
+			r->head[r->head_len] = '\0';
+			assert_int_equal(sscanf(r->head, "HTTP/1.1 %d ", &r->status), 1);
+			cl = hdr(r, "Content-Length");
+			assert_non_null(cl);
+			need = no_body ? 0 : strtoul(cl, NULL, 10);
+			if (avail - r->head_len >= need) {
+				r->body = start + r->head_len;
+				r->body_len = need;
+				c->off += r->head_len + need;
+				return true;
+			}
+		}
+		if (c->eof || c->dead)
+			return false;
+		run_ms(10);
+	}
+	return false;
+}
+
+/* ---- fixtures: baseline, server start, leak checks ---- */
+
+static mem_size_t base_mem;
+static u32 base_memp[MEMP_MAX];
+
+static int group_setup(void **state)
+{
+	ip4_addr_t a, m, g;
+	s8_t idx;
+
+	assert_int_equal(vireo_lwip_init(), 0);
+	IP4_ADDR(&a, 192, 168, 7, 2);
+	IP4_ADDR(&m, 255, 255, 255, 0);
+	IP4_ADDR(&g, 192, 168, 7, 1);
+	assert_non_null(netif_add(&nif, &a, &m, &g, NULL, nif_init, ip_input));
+	assert_true(ipaddr_aton("fd00::2", &addr6));
+	assert_int_equal(netif_add_ip6_address(&nif, ip_2_ip6(&addr6), &idx), ERR_OK);
+	netif_ip6_addr_set_state(&nif, idx, IP6_ADDR_PREFERRED);
+	netif_set_default(&nif);
+	netif_set_up(&nif);
+	netif_set_link_up(&nif);
+	ip_addr_copy_from_ip4(addr4, a);
+	run_step(5000, 100);	/* let MLD/ND start-up chatter settle */
+	return 0;
+}
+
+static void snapshot(void)
+{
+	int i;
+
+	base_mem = lwip_stats.mem.used;
+	for (i = 0; i < MEMP_MAX; i++)
+		base_memp[i] = lwip_stats.memp[i]->used;
+}
+
+static int setup(void **state)
+{
+	snapshot();
+	assert_int_equal(http_server_start(HTTP_PORT, NULL), 0);
+	assert_int_equal(echo_start(ECHO_PORT), 0);
+	return 0;
+}
+
+/* Stop the servers, wait out TIME_WAIT (2 MSL) and check nothing is left. */
+static int teardown(void **state)
+{
+	int i;
+
+	http_server_stop();
+	echo_stop();
+	run_step(2 * TCP_MSL + 10000, 250);
+	assert_null(tcp_active_pcbs);
+	assert_null(tcp_tw_pcbs);
+	assert_null(wire_head);
+	for (i = 0; i < MEMP_MAX; i++)
+		if (lwip_stats.memp[i]->used != base_memp[i])
+			fail_msg("pool %s: %u used, %u at start", lwip_stats.memp[i]->name,
+				 (unsigned)lwip_stats.memp[i]->used, (unsigned)base_memp[i]);
+	assert_int_equal(lwip_stats.mem.used, base_mem);
+	assert_int_equal(shim_kmalloc_live(), 0);
+	return 0;
+}
+
+static void restart(const struct http_server_cfg *cfg)
+{
+	http_server_stop();
+	assert_int_equal(http_server_start(HTTP_PORT, cfg), 0);
+}
+
+static const char *GET_INDEX = "GET / HTTP/1.1\r\nHost: vireo\r\n\r\n";
+
+/* The head the server must send for f, byte for byte. */
+static void expect_file_head(const struct resp *r, const struct site_file *f, bool keep)
+{
+	char want[1024];
+
+	snprintf(want, sizeof want,
+		 "HTTP/1.1 200 OK\r\nServer: vireo\r\nContent-Type: %s\r\nContent-Length: %llu\r\n"
+		 "Connection: %s\r\nETag: %s\r\n\r\n",
+		 f->content_type, (unsigned long long)f->len, keep ? "keep-alive" : "close", f->etag);
+	assert_string_equal(r->head, want);
+}
+
+/* ---- HTTP ---- */
+
+static void get_index(bool v6)
+{
+	const struct site_file *f = site_lookup("/index.html");
+	struct client c;
+	struct resp r;
+
+	assert_non_null(f);
+	cl_open(&c, v6, HTTP_PORT);
+	assert_true(c.connected);
+	cl_send_str(&c, GET_INDEX);
+	assert_true(cl_response(&c, false, &r));
+	expect_file_head(&r, f, true);
+	assert_int_equal(r.body_len, f->len);
+	assert_memory_equal(r.body, f->data, f->len);
+	run_ms(200);
+	assert_int_equal(c.len, c.off);	/* nothing after the body */
+	assert_false(c.eof);
+	assert_int_equal(http_server_stats.conns_active, 1);
+	cl_close(&c);
+	run_ms(100);
+	assert_int_equal(http_server_stats.conns_active, 0);
+	assert_int_equal(http_server_stats.requests, 1);
+	assert_int_equal(http_server_stats.responses[2], 1);
+}
+
+static void test_index_v4(void **state)
+{
+	get_index(V4);
+}
+
+static void test_index_v6(void **state)
+{
+	get_index(V6);
+}
+
+static void test_head(void **state)
+{
+	const struct site_file *f = site_lookup("/index.html");
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "HEAD /index.html HTTP/1.1\r\nHost: vireo\r\n\r\n");
+	assert_true(cl_response(&c, true, &r));
+	expect_file_head(&r, f, true);
+	run_ms(200);
+	assert_int_equal(c.len, r.head_len);	/* no body */
+	cl_close(&c);
+}
+
+static void test_not_modified(void **state)
+{
+	const struct site_file *f = site_lookup("/index.html");
+	struct client c;
+	struct resp r;
+	char req[256];
+
+	cl_open(&c, V4, HTTP_PORT);
+	snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: v\r\nIf-None-Match: W/\"x\", %s\r\n\r\n",
+		 f->etag);
+	cl_send_str(&c, req);
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 304);
+	assert_string_equal(hdr(&r, "ETag"), f->etag);
+	assert_null(hdr(&r, "Content-Type"));
+	run_ms(100);
+	assert_int_equal(c.len, r.head_len);
+	/* A different tag: the whole file. */
+	cl_send_str(&c, "GET / HTTP/1.1\r\nHost: v\r\nIf-None-Match: \"nope\"\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_memory_equal(r.body, f->data, f->len);
+	cl_close(&c);
+	assert_int_equal(http_server_stats.responses[3], 1);
+}
+
+static void test_healthz(void **state)
+{
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V6, HTTP_PORT);
+	cl_send_str(&c, "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Content-Type"), "text/plain; charset=utf-8");
+	assert_string_equal(hdr(&r, "Cache-Control"), "no-store");
+	assert_int_equal(r.body_len, 3);
+	assert_memory_equal(r.body, "ok\n", 3);
+	cl_close(&c);
+}
+
+/* 404 keeps the connection; the next request on it is served. */
+static void test_not_found_keeps_alive(void **state)
+{
+	struct client c;
+	struct resp r;
+	char body[512];
+	size_t n = http_error_body(body, sizeof body, 404);
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /no/such/file HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 404);
+	assert_string_equal(hdr(&r, "Connection"), "keep-alive");
+	assert_int_equal(r.body_len, n);
+	assert_memory_equal(r.body, body, n);
+	cl_send_str(&c, "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_false(c.eof);
+	cl_close(&c);
+	assert_int_equal(http_server_stats.conns_accepted, 1);
+	assert_int_equal(http_server_stats.responses[4], 1);
+}
+
+/* An error the parser reports: that status, Connection: close, then FIN (not
+ * RST, even with more bytes arriving after the bad head). */
+static void expect_error(const char *req, size_t len, int status)
+{
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send(&c, req, len);
+	run_ms(500);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, status);
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	if (status == 405)
+		assert_string_equal(hdr(&r, "Allow"), "GET, HEAD");
+	run_ms(200);
+	assert_true(c.eof);
+	assert_false(c.dead);
+	assert_int_equal(c.len, c.off);
+	cl_close(&c);
+	run_ms(100);
+	assert_int_equal(http_server_stats.conns_active, 0);
+	assert_int_equal(http_server_stats.conns_reset, 0);
+}
+
+static void test_bad_request(void **state)
+{
+	static const char req[] = "GET /a b HTTP/1.1\r\nHost: v\r\n\r\nGET / HTTP/1.1\r\nHost: v\r\n\r\n";
+
+	expect_error(req, sizeof req - 1, 400);
+}
+
+static void test_method_not_allowed(void **state)
+{
+	static const char req[] = "DELETE / HTTP/1.1\r\nHost: v\r\n\r\n";
+
+	expect_error(req, sizeof req - 1, 405);
+}
+
+static void test_uri_too_long(void **state)
+{
+	static char req[4096];
+	int n;
+
+	n = snprintf(req, sizeof req, "GET /%0*d HTTP/1.1\r\nHost: v\r\n\r\n", 3000, 7);
+	expect_error(req, (size_t)n, 414);
+}
+
+static void test_header_fields_too_large(void **state)
+{
+	static char req[32768];
+	size_t n = 0;
+	int i;
+
+	/* More than HTTP_HEADERS_MAX lines. */
+	n = (size_t)sprintf(req, "GET / HTTP/1.1\r\nHost: v\r\n");
+	for (i = 0; i < HTTP_HEADERS_MAX + 1; i++)
+		n += (size_t)sprintf(req + n, "X-%d: y\r\n", i);
+	n += (size_t)sprintf(req + n, "\r\n");
+	expect_error(req, n, 431);
+
+	/* A head over HTTP_HEAD_MAX bytes: also more than one receive window. */
+	n = (size_t)sprintf(req, "GET / HTTP/1.1\r\nHost: v\r\n");
+	for (i = 0; i < 20; i++)
+		n += (size_t)sprintf(req + n, "X-%d: %0500d\r\n", i, 0);
+	n += (size_t)sprintf(req + n, "\r\n");
+	assert_true(n > HTTP_HEAD_MAX && n > TCP_WND);
+	expect_error(req, n, 431);
+}
+
+static void test_keep_alive(void **state)
+{
+	static const char *const paths[] = { "/", "/healthz", "/index.html", "/nope", "/" };
+	struct client c;
+	struct resp r;
+	char req[128];
+	size_t i;
+
+	cl_open(&c, V6, HTTP_PORT);
+	for (i = 0; i < ARRAY_SIZE(paths); i++) {
+		snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: v\r\n\r\n", paths[i]);
+		cl_send_str(&c, req);
+		assert_true(cl_response(&c, false, &r));
+		assert_int_equal(r.status, strcmp(paths[i], "/nope") ? 200 : 404);
+		assert_string_equal(hdr(&r, "Connection"), "keep-alive");
+	}
+	assert_int_equal(http_server_stats.conns_accepted, 1);
+	assert_int_equal(http_server_stats.requests, ARRAY_SIZE(paths));
+	cl_close(&c);
+}
+
+/* Four requests in one write: four responses, in order, and the last one's
+ * Connection: close is honoured. */
+static void test_pipelined(void **state)
+{
+	static const char reqs[] =
+		"GET / HTTP/1.1\r\nHost: v\r\n\r\n"
+		"HEAD /healthz HTTP/1.1\r\nHost: v\r\n\r\n"
+		"GET /nope HTTP/1.1\r\nHost: v\r\n\r\n"
+		"GET /healthz HTTP/1.1\r\nHost: v\r\nConnection: close\r\n\r\n";
+	const struct site_file *f = site_lookup("/");
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send(&c, reqs, sizeof reqs - 1);
+	run_ms(200);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_memory_equal(r.body, f->data, f->len);
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Content-Length"), "3");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 404);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	assert_memory_equal(r.body, "ok\n", 3);
+	assert_int_equal(c.len, c.off);
+	assert_true(c.eof);
+	assert_int_equal(http_server_stats.requests, 4);
+	cl_close(&c);
+}
+
+/* Connection: close without the client closing: the server's linger ends
+ * by itself. */
+static void test_connection_close(void **state)
+{
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET / HTTP/1.1\r\nHost: v\r\nConnection: close\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	run_ms(100);
+	assert_true(c.eof);
+	assert_int_equal(http_server_stats.conns_active, 1);	/* lingering */
+	run_ms(HTTP_SERVER_LINGER_MS + 1000);
+	assert_int_equal(http_server_stats.conns_active, 0);
+	assert_false(c.dead);
+	cl_close(&c);
+}
+
+static void test_http10(void **state)
+{
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /healthz HTTP/1.0\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	run_ms(100);
+	assert_true(c.eof);
+	cl_close(&c);
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_string_equal(hdr(&r, "Connection"), "keep-alive");
+	cl_send_str(&c, "GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_false(c.eof);
+	cl_close(&c);
+}
+
+/* The client sends its request and shuts down its side: the response still
+ * arrives whole, then the server closes. */
+static void test_client_half_close(void **state)
+{
+	const struct site_file *f = site_lookup("/64k.bin");
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V6, HTTP_PORT);
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_int_equal(tcp_shutdown(c.pcb, 0, 1), ERR_OK);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.body_len, f->len);
+	assert_memory_equal(r.body, f->data, f->len);
+	run_ms(100);
+	assert_true(c.eof);
+	cl_close(&c);
+	assert_int_equal(http_server_stats.conns_active, 0);
+}
+
+static void test_64k(void **state)
+{
+	const struct site_file *f = site_lookup("/64k.bin");
+	struct client c;
+	struct resp r;
+	size_t i;
+
+	assert_non_null(f);
+	assert_int_equal(f->len, 65536);
+	lwip_stats.memp[MEMP_PBUF]->max = 0;
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	expect_file_head(&r, f, true);
+	assert_int_equal(r.body_len, 65536);
+	for (i = 0; i < 65536; i++)
+		if (r.body[i] != (u8)(i % 251))
+			fail_msg("byte %zu is %u", i, r.body[i]);
+	/* The body went out as PBUF_ROM pbufs pointing into the site table. */
+	assert_true(lwip_stats.memp[MEMP_PBUF]->max > 0);
+	assert_true(http_server_stats.tx_bytes == r.head_len + 65536);
+	cl_close(&c);
+}
+
+/* Every line is a comment (# HELP / # TYPE) or "name{labels} value", and
+ * every sample's family was declared before it. */
+static void check_exposition(const char *text, size_t len)
+{
+	char declared[64][96] = { { 0 } };
+	size_t ndecl = 0, pos = 0, samples = 0;
+
+	assert_true(len > 0 && text[len - 1] == '\n');
+	while (pos < len) {
+		const char *line = text + pos, *nl = memchr(line, '\n', len - pos);
+		char name[96];
+		size_t n, i = 0, k;
+
+		assert_non_null(nl);
+		n = (size_t)(nl - line);
+		pos += n + 1;
+		if (n >= 7 && memcmp(line, "# HELP ", 7) == 0)
+			continue;
+		if (n >= 7 && memcmp(line, "# TYPE ", 7) == 0) {
+			const char *sp = memchr(line + 7, ' ', n - 7);
+
+			assert_non_null(sp);
+			assert_true(strncmp(sp, " counter\n", 9) == 0 || strncmp(sp, " gauge\n", 7) == 0);
+			assert_true(ndecl < 64 && (size_t)(sp - line - 7) < 96);
+			memcpy(declared[ndecl], line + 7, (size_t)(sp - line - 7));
+			ndecl++;
+			continue;
+		}
+		assert_true(n > 0 && line[0] != '#');
+		while (i < n && (isalnum((unsigned char)line[i]) || line[i] == '_' || line[i] == ':'))
+			i++;
+		assert_true(i > 0 && i < sizeof name && !isdigit((unsigned char)line[0]));
+		memcpy(name, line, i);
+		name[i] = '\0';
+		for (k = 0; k < ndecl && strcmp(declared[k], name); k++)
+			;
+		if (k == ndecl)
+			fail_msg("sample %s without # TYPE", name);
+		if (line[i] == '{') {
+			for (i++;;) {
+				size_t s = i;
+
+				while (i < n && (isalnum((unsigned char)line[i]) || line[i] == '_'))
+					i++;
+				assert_true(i > s && i + 1 < n && line[i] == '=' && line[i + 1] == '"');
+				for (i += 2; i < n && line[i] != '"'; i++)
+					if (line[i] == '\\')
+						i++;
+				assert_true(i < n);
+				i++;
+				if (line[i] == ',') {
+					i++;
+					continue;
+				}
+				assert_true(line[i] == '}');
+				i++;
+				break;
+			}
+		}
+		assert_true(i < n && line[i] == ' ');
+		for (i++, k = i; i < n; i++)
+			assert_true(isdigit((unsigned char)line[i]));
+		assert_true(i > k);
+		samples++;
+	}
+	assert_true(samples > 100);
+}
+
+static bool has_line(const u8 *body, size_t len, const char *line)
+{
+	char *want;
+	bool found;
+
+	assert_true(asprintf(&want, "\n%s\n", line) > 0);
+	found = memmem(body, len, want, strlen(want)) != NULL;
+	free(want);
+	return found;
+}
+
+static void test_metrics(void **state)
+{
+	struct client c, u;
+	struct resp r;
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_open(&u, V6, HTTP_PORT);	/* a second, idle connection */
+	cl_send_str(&c, "GET /metrics HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+	assert_string_equal(hdr(&r, "Cache-Control"), "no-store");
+	check_exposition((const char *)r.body, r.body_len);
+	assert_true(r.body_len < HTTP_METRICS_MAX / 2);
+	if (getenv("VIREO_TEST_LOG"))
+		fprintf(stderr, "/metrics: %zu bytes\n", r.body_len);
+	assert_true(has_line(r.body, r.body_len, "vireo_http_connections_active 2"));
+	assert_true(has_line(r.body, r.body_len, "vireo_http_requests_total 1"));
+	assert_true(has_line(r.body, r.body_len, "vireo_http_connections_accepted_total 2"));
+	assert_true(has_line(r.body, r.body_len, "vireo_http_responses_total{code=\"2xx\"} 0"));
+	assert_true(has_line(r.body, r.body_len, "vireo_lwip_memp_avail{pool=\"TCP_PCB\"} 576"));
+	assert_true(has_line(r.body, r.body_len, "vireo_lwip_heap_bytes 4194304"));
+	assert_true(has_line(r.body, r.body_len, "vireo_mem_frames_total 12288"));
+	assert_true(has_line(r.body, r.body_len, "vireo_echo_tcp_connections_active 0"));
+	assert_non_null(memmem(r.body, r.body_len, "\nvireo_lwip_recv_total{proto=\"tcp\"} ", 36));
+	assert_non_null(memmem(r.body, r.body_len, "\nvireo_uptime_seconds ", 22));
+	assert_int_equal(http_server_stats.metrics_truncated, 0);
+
+	/* HEAD: the same head, no body. */
+	cl_send_str(&c, "HEAD /metrics HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 200);
+	run_ms(100);
+	assert_int_equal(c.len, c.off);
+	cl_close(&c);
+	cl_close(&u);
+}
+
+/* The writer: whole lines or nothing, escaped label values, registry. */
+static void w_test(struct metrics_buf *b)
+{
+	metrics_family(b, "t_total", METRICS_COUNTER, "Test.");
+	metrics_sample1(b, "t_total", "k", "a\"b\\c\nd", 7);
+	metrics_sample(b, "t_total", "x=\"1\",y=\"2\"", 18446744073709551615ull);
+}
+
+static void test_metrics_writer(void **state)
+{
+	static const char want[] = "# HELP t_total Test.\n# TYPE t_total counter\n"
+				   "t_total{k=\"a\\\"b\\\\c\\nd\"} 7\n"
+				   "t_total{x=\"1\",y=\"2\"} 18446744073709551615\n";
+	struct metrics_source src = { "t", w_test, NULL }, dup = { "t", w_test, NULL };
+	struct metrics_buf b;
+	char buf[256];
+	size_t cut;
+
+	metrics_buf_init(&b, NULL, 0);
+	w_test(&b);
+	assert_int_equal(b.len, sizeof want - 1);
+	metrics_buf_init(&b, buf, sizeof buf);
+	w_test(&b);
+	assert_false(b.overflow);
+	assert_int_equal(b.len, sizeof want - 1);
+	assert_memory_equal(buf, want, b.len);
+
+	/* Every size: output is a prefix ending at a line boundary. */
+	for (cut = 0; cut < sizeof want - 1; cut++) {
+		metrics_buf_init(&b, buf, cut);
+		w_test(&b);
+		assert_true(b.overflow);
+		assert_true(b.len <= cut);
+		assert_memory_equal(buf, want, b.len);
+		assert_true(b.len == 0 || buf[b.len - 1] == '\n');
+	}
+
+	metrics_register(&src);
+	metrics_register(&dup);		/* same name: ignored */
+	metrics_buf_init(&b, NULL, 0);
+	metrics_write_all(&b);
+	cut = b.len;
+	metrics_unregister(&src);
+	metrics_buf_init(&b, NULL, 0);
+	metrics_write_all(&b);
+	assert_int_equal(cut - b.len, sizeof want - 1);
+}
+
+/* Over max_conns: reset on accept, counted, and the others unaffected. */
+static void test_connection_limit(void **state)
+{
+	struct http_server_cfg cfg = { .max_conns = 3 };
+	struct client c[5];
+	struct resp r;
+	int i;
+
+	restart(&cfg);
+	for (i = 0; i < 3; i++) {
+		cl_open(&c[i], i & 1, HTTP_PORT);
+		assert_true(c[i].connected);
+	}
+	assert_int_equal(http_server_stats.conns_active, 3);
+	cl_open(&c[3], V4, HTTP_PORT);
+	run_ms(100);
+	assert_true(c[3].dead);
+	assert_int_equal(c[3].err, ERR_RST);
+	assert_int_equal(http_server_stats.conns_refused, 1);
+	for (i = 0; i < 3; i++) {
+		cl_send_str(&c[i], "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+		assert_true(cl_response(&c[i], false, &r));
+		assert_int_equal(r.status, 200);
+	}
+	cl_close(&c[0]);
+	run_ms(100);
+	cl_open(&c[4], V6, HTTP_PORT);
+	assert_false(c[4].dead);
+	cl_send_str(&c[4], "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c[4], false, &r));
+	for (i = 1; i < 5; i++)
+		i == 3 ? cl_abort(&c[i]) : cl_close(&c[i]);
+
+	/* No memory for the connection state: refused the same way. */
+	shim_kmalloc_fail_next(1);
+	cl_open(&c[0], V4, HTTP_PORT);
+	run_ms(100);
+	assert_true(c[0].dead);
+	assert_int_equal(http_server_stats.conns_refused, 2);
+	cl_abort(&c[0]);
+	assert_int_equal(http_server_stats.conns_accepted, 4);
+}
+
+static void test_idle_timeout(void **state)
+{
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	run_step(HTTP_SERVER_IDLE_MS - 1000, 50);
+	assert_false(c.eof);
+	run_step(1600, 50);
+	assert_true(c.eof);
+	assert_false(c.dead);
+	assert_int_equal(c.len, c.off);	/* closed quietly, no 408 */
+	assert_int_equal(http_server_stats.timeouts_idle, 1);
+	assert_int_equal(http_server_stats.conns_active, 0);
+	cl_close(&c);
+}
+
+static void test_header_timeout(void **state)
+{
+	struct client c;
+	struct resp r;
+	int i;
+
+	/* Connected, nothing sent: closed after the header timeout. */
+	cl_open(&c, V4, HTTP_PORT);
+	run_step(HTTP_SERVER_HEADER_MS - 1000, 50);
+	assert_false(c.eof);
+	run_step(1600, 50);
+	assert_true(c.eof);
+	assert_int_equal(c.len, 0);
+	cl_close(&c);
+
+	/* A head dribbled one byte a second: 408, then close. */
+	cl_open(&c, V6, HTTP_PORT);
+	for (i = 0; i < 12 && !c.eof; i++) {
+		cl_send(&c, &"GET / HTTP/1.1\r\nHost: v\r\n"[i], 1);
+		run_ms(950);
+	}
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 408);
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	run_ms(100);
+	assert_true(c.eof);
+	assert_int_equal(http_server_stats.timeouts_header, 2);
+	cl_close(&c);
+}
+
+/* A client that stops reading: the server waits send_timeout without ACK
+ * progress, then resets. */
+static void test_send_timeout(void **state)
+{
+	struct http_server_cfg cfg = { .send_timeout_ms = 5000 };
+	struct client c;
+
+	restart(&cfg);
+	cl_open(&c, V4, HTTP_PORT);
+	c.hold = true;
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	run_step(4000, 50);
+	assert_int_equal(http_server_stats.conns_active, 1);
+	assert_true(c.len <= TCP_WND);
+	run_step(2000, 50);
+	assert_int_equal(http_server_stats.conns_active, 0);
+	assert_int_equal(http_server_stats.timeouts_send, 1);
+	/* The RST's sequence number is past the client's closed window (the
+	 * server's zero-window probe), so the client rightly ignores it. */
+	cl_abort(&c);
+}
+
+/* The client resets in the middle of a response: the state is freed. */
+static void test_client_abort(void **state)
+{
+	struct client c;
+
+	cl_open(&c, V6, HTTP_PORT);
+	c.hold = true;
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	run_ms(200);
+	assert_true(c.len > 0 && c.len < 65536);
+	assert_int_equal(http_server_stats.conns_active, 1);
+	cl_abort(&c);
+	run_ms(100);
+	assert_int_equal(http_server_stats.conns_active, 0);
+	assert_int_equal(http_server_stats.conns_reset, 1);
+}
+
+/* Many connections at once, each with a pipelined pair. */
+static void test_many_connections(void **state)
+{
+	static struct client c[HTTP_SERVER_MAX_CONNS];
+	static const char reqs[] = "GET / HTTP/1.1\r\nHost: v\r\n\r\nGET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n";
+	struct resp r;
+	int i;
+
+	for (i = 0; i < HTTP_SERVER_MAX_CONNS; i++) {
+		cl_open(&c[i], i & 1, HTTP_PORT);
+		c[i].tx = (const u8 *)reqs;
+		c[i].tx_len = sizeof reqs - 1;
+		cl_push(&c[i]);
+	}
+	assert_int_equal(http_server_stats.conns_active, HTTP_SERVER_MAX_CONNS);
+	run_ms(2000);
+	for (i = 0; i < HTTP_SERVER_MAX_CONNS; i++) {
+		assert_true(cl_response(&c[i], false, &r));
+		assert_true(cl_response(&c[i], false, &r));
+		assert_int_equal(r.body_len, 65536);
+		cl_close(&c[i]);
+	}
+	assert_int_equal(http_server_stats.responses[2], 2 * HTTP_SERVER_MAX_CONNS);
+	assert_int_equal(http_server_stats.conns_refused, 0);
+}
+
+static void test_start_twice(void **state)
+{
+	assert_int_equal(http_server_start(HTTP_PORT, NULL), -EBUSY);
+	assert_int_equal(echo_start(ECHO_PORT), -EBUSY);
+}
+
+/* ---- echo ---- */
+
+static void test_tcp_echo(void **state)
+{
+	static u8 data[20000];
+	struct client c;
+	size_t i;
+
+	for (i = 0; i < sizeof data; i++)
+		data[i] = (u8)(i * 7 + 3);
+	cl_open(&c, V4, ECHO_PORT);
+	cl_send(&c, data, sizeof data);
+	for (i = 0; i < 100 && c.len < sizeof data; i++)
+		run_ms(50);
+	assert_int_equal(c.len, sizeof data);
+	assert_memory_equal(c.buf, data, sizeof data);
+	assert_int_equal(echo_stats.tcp_bytes, sizeof data);
+	cl_close(&c);
+	run_ms(100);
+	assert_int_equal(echo_stats.tcp_active, 0);
+}
+
+/* A peer that sends but does not read: the echo holds at most one window,
+ * then its window closes; once the peer reads, everything comes back. */
+static void test_tcp_echo_bounded(void **state)
+{
+	static u8 data[40000];
+	struct client c;
+	size_t i;
+
+	for (i = 0; i < sizeof data; i++)
+		data[i] = (u8)(i % 253);
+	cl_open(&c, V6, ECHO_PORT);
+	c.hold = true;
+	cl_send(&c, data, sizeof data);
+	run_ms(3000);
+	assert_true(c.len <= TCP_WND);
+	assert_true(echo_stats.tcp_bytes <= 2 * TCP_WND);	/* client window + ours */
+	assert_true(c.tx_off < sizeof data);		/* the sender is blocked */
+	cl_resume(&c);
+	for (i = 0; i < 200 && c.len < sizeof data; i++)
+		run_ms(50);
+	assert_int_equal(c.len, sizeof data);
+	assert_memory_equal(c.buf, data, sizeof data);
+	cl_close(&c);
+}
+
+struct udp_client {
+	char got[256];
+	size_t len;
+	u16 from;
+};
+
+static void udp_in(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr, u16_t port)
+{
+	struct udp_client *u = arg;
+
+	u->len = pbuf_copy_partial(p, u->got, sizeof u->got, 0);
+	u->from = port;
+	pbuf_free(p);
+}
+
+static void udp_echo(bool v6)
+{
+	struct udp_client u = { .len = 0 };
+	struct udp_pcb *pcb = udp_new_ip_type(v6 ? IPADDR_TYPE_V6 : IPADDR_TYPE_V4);
+	struct pbuf *p = pbuf_alloc(PBUF_TRANSPORT, 9, PBUF_RAM);
+
+	assert_non_null(pcb);
+	assert_non_null(p);
+	assert_int_equal(udp_bind(pcb, v6 ? IP6_ADDR_ANY : IP4_ADDR_ANY, 4000), ERR_OK);
+	udp_recv(pcb, udp_in, &u);
+	pbuf_take(p, "hello udp", 9);
+	assert_int_equal(udp_sendto(pcb, p, v6 ? &addr6 : &addr4, ECHO_PORT), ERR_OK);
+	pbuf_free(p);
+	run_ms(20);
+	assert_int_equal(u.len, 9);
+	assert_memory_equal(u.got, "hello udp", 9);
+	assert_int_equal(u.from, ECHO_PORT);
+	udp_remove(pcb);
+}
+
+static void test_udp_echo(void **state)
+{
+	udp_echo(V4);
+	udp_echo(V6);
+	assert_int_equal(echo_stats.udp_datagrams, 2);
+	assert_int_equal(echo_stats.udp_bytes, 18);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_index_v4),
+		T(test_index_v6),
+		T(test_head),
+		T(test_not_modified),
+		T(test_healthz),
+		T(test_not_found_keeps_alive),
+		T(test_bad_request),
+		T(test_method_not_allowed),
+		T(test_uri_too_long),
+		T(test_header_fields_too_large),
+		T(test_keep_alive),
+		T(test_pipelined),
+		T(test_connection_close),
+		T(test_http10),
+		T(test_client_half_close),
+		T(test_64k),
+		T(test_metrics),
+		T(test_metrics_writer),
+		T(test_connection_limit),
+		T(test_idle_timeout),
+		T(test_header_timeout),
+		T(test_send_timeout),
+		T(test_client_abort),
+		T(test_many_connections),
+		T(test_start_twice),
+		T(test_tcp_echo),
+		T(test_tcp_echo_bounded),
+		T(test_udp_echo),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, NULL);
+}
