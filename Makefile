@@ -120,8 +120,13 @@ $(IMAGE): $(EFI) images/mkimage.sh
 CMDLINE ?=
 QEMU_OPTS ?=
 MEM ?= 64
+# PORT: host port forwarded to the appliance (PORT= for no NIC); HTTP_PORT:
+# the guest's, if CMDLINE sets http=.
+PORT ?= 8080
+HTTP_PORT ?= $(or $(patsubst http=%,%,$(filter http=%,$(CMDLINE))),80)
 run: deps-run $(IMAGE)
-	images/qemu.sh --image $(IMAGE) --mem $(MEM) --cmdline "$(CMDLINE)" $(QEMU_OPTS)
+	images/qemu.sh --image $(IMAGE) --mem $(MEM) --cmdline "$(CMDLINE)" \
+		$(if $(PORT),--port $(PORT) --guest-port $(HTTP_PORT)) $(QEMU_OPTS)
 
 deps-run:
 	$(Q)tools/deps.sh run
@@ -192,7 +197,8 @@ help:
 	@echo "vireo $(VERSION) targets:"
 	@echo "  make            build $(EFI) (UEFI application)"
 	@echo "  make image      build $(IMAGE) (GPT disk, ESP with EFI/BOOT/BOOTX64.EFI)"
-	@echo "  make run        install QEMU/OVMF if missing, boot the image (CMDLINE=, QEMU_OPTS=, MEM=)"
+	@echo "  make run        install QEMU/OVMF if missing, boot the appliance; http://localhost:8080/"
+	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=)"
 	@echo "  make test       install test deps if missing; host unit tests (ASan/UBSan),"
 	@echo "                  fuzz smoke ($(FUZZ_RUNS) runs each), QEMU boot tests under OVMF"
 	@echo "  make images     every image: GRUB disk, ISO, qcow2, GCE/Azure/AWS files (images/images.mk)"

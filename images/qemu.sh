@@ -14,7 +14,9 @@
 #   --cmdline STR    kernel command line, passed through fw_cfg opt/vireo/cmdline
 #   --machine TYPE   q35 (default) or pc
 #   --accel A        auto (KVM if it really runs guests here, else TCG), kvm, tcg
-#   --port N         forward host TCP port N (user networking) to guest port 80
+#   --port N         a virtio-net NIC on QEMU's user network (DHCP), with host
+#                    TCP port N on 127.0.0.1 forwarded to the guest's HTTP port
+#   --guest-port P   the guest's HTTP port for --port (default 80; http=P)
 #   --print          print the QEMU command instead of running it
 # Anything after the options is passed to QEMU unchanged (QEMU_OPTS).
 # VIREO_QEMU_SH_OPTS (split on spaces) adds options before the command line's,
@@ -25,7 +27,7 @@ if [[ -n ${VIREO_QEMU_SH_OPTS:-} ]]; then
 	read -ra env_opts <<<"$VIREO_QEMU_SH_OPTS"
 	set -- "${env_opts[@]}" "$@"
 fi
-image=build/vireo.img mem=64 cmdline="" machine=q35 accel=${ACCEL:-auto} port="" print=0
+image=build/vireo.img mem=64 cmdline="" machine=q35 accel=${ACCEL:-auto} port="" guest_port=80 print=0
 format="" cdrom=0 secboot=0 vars_src=""
 while (($#)); do
 	case $1 in
@@ -39,6 +41,7 @@ while (($#)); do
 	--machine) machine=$2; shift 2 ;;
 	--accel) accel=$2; shift 2 ;;
 	--port) port=$2; shift 2 ;;
+	--guest-port) guest_port=$2; shift 2 ;;
 	--print) print=1; shift ;;
 	-h | --help) sed -n '2,/^set -eu/{/^set -eu/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	--) shift; break ;;
@@ -118,7 +121,7 @@ else
 fi
 [[ -n $cmdline ]] && args+=(-fw_cfg "name=opt/vireo/cmdline,string=$cmdline")
 if [[ -n $port ]]; then
-	args+=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:80"
+	args+=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:$guest_port"
 		-device virtio-net-pci,netdev=n0,romfile=)
 fi
 args+=("$@")
@@ -126,5 +129,5 @@ if ((print)); then
 	printf '%q ' "${args[@]}"; echo
 	exit 0
 fi
-echo "qemu.sh: $accel, $machine_opts, ${mem} MiB$( ((secboot)) && echo ', secure boot'); quit with Ctrl-A X" >&2
+echo "qemu.sh: $accel, $machine_opts, ${mem} MiB$( ((secboot)) && echo ', secure boot')$([[ -n $port ]] && echo ", http://localhost:$port/ -> guest port $guest_port"); quit with Ctrl-A X" >&2
 "${args[@]}"
