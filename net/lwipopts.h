@@ -48,11 +48,12 @@
  *    64 PCBs x 272                               ~  17 KiB
  *    TX: 64 conns x TCP_SND_BUF 11680 copied
  *        + ~1 KiB of pbuf/segment headers each   ~ 800 KiB
- *    RX: 256 pool pbufs x ~1.6 KiB (RX ring + queued, copying driver)
- *                                                ~ 400 KiB
+ *    RX: nothing. The driver receives zero-copy into its own pages (256
+ *        x 4 KiB outside this heap); lwIP only adds a PBUF_REF custom pbuf
+ *        struct, kept in each buffer's scratch bytes, not in the heap
  *    512 TIME_WAIT PCBs x 272                    ~ 136 KiB
  *    ARP/ND6 queues, IP reassembly, segments     ~ 100 KiB
- *                                         total  ~ 1.4 MiB
+ *                                         total  ~ 1.0 MiB
  * MEM_SIZE = 4 MiB leaves room for the first-fit heap's fragmentation and for
  * bursts above the budgets, and is ~8% of a 48 MiB guest. */
 #ifndef VIREO_LWIP_MEM_SIZE
@@ -78,7 +79,7 @@ extern void *vireo_lwip_heap;		/* net/lwip_port.c */
 #define MEMP_NUM_TCP_SEG		512	/* TCP_SND_BUF / TCP_MSS x 64 live */
 #define MEMP_NUM_UDP_PCB		4	/* DHCP, spares */
 #define MEMP_NUM_PBUF			256	/* PBUF_REF/ROM: zero-copy TX of static bodies */
-#define PBUF_POOL_SIZE			256	/* one per RX ring entry of the copying driver */
+#define PBUF_POOL_SIZE			32	/* unused on the zero-copy RX path; a budget */
 #define MEMP_NUM_ARP_QUEUE		16
 #define MEMP_NUM_ND6_QUEUE		16
 #define MEMP_NUM_MLD6_GROUP		4	/* all-nodes + 3 solicited-node groups */
@@ -88,13 +89,12 @@ extern void *vireo_lwip_heap;		/* net/lwip_port.c */
 #define MEMP_NUM_SYS_TIMEOUT		(LWIP_NUM_SYS_TIMEOUT_INTERNAL + 1)
 
 /* ---- pbufs ---------------------------------------------------------------- */
-/* One pool pbuf holds a whole frame: 1514 bytes, 1518 with a VLAN tag, plus
- * room for the 12-byte virtio-net header should a driver copy it too. */
+/* One pool pbuf holds a whole frame: 1514 bytes, 1518 with a VLAN tag. */
 #define PBUF_POOL_BUFSIZE		1536
-/* Headroom in every TX pbuf for the virtio-net header (struct
- * virtio_net_hdr_v1, 12 bytes), so a driver can pbuf_add_header() it and post
- * header and frame as one descriptor. */
-#define PBUF_LINK_ENCAPSULATION_HLEN	12
+/* No headroom for the virtio-net header: the driver posts it from a slot of
+ * its own as the chain's first descriptor (one ring slot with indirect
+ * descriptors), so pbufs need none. */
+#define PBUF_LINK_ENCAPSULATION_HLEN	0
 
 /* ---- interface ------------------------------------------------------------ */
 #define LWIP_SINGLE_NETIF		1	/* one virtio-net device; no loopif */
