@@ -140,6 +140,12 @@ def parse_prometheus(text):
 @pytest.fixture(scope="module")
 def app():
     a = App()
+    # Let IPv6 settle before anything compares memory levels: lwIP joins the
+    # solicited-node multicast group (one MLD6_GROUP from its heap) on its
+    # first ND timer tick after the link comes up, about a second later.
+    deadline = time.monotonic() + 30
+    while a.metrics()['vireo_lwip_memp_used{pool="MLD6_GROUP"}'] < 1 and time.monotonic() < deadline:
+        time.sleep(0.5)
     yield a
     a.stop()
 
@@ -290,11 +296,12 @@ def test_thousand_requests_16_connections_no_leak(app):
             break
         time.sleep(0.5)
     assert pool_levels(after) == pool_levels(before)
-    # lwIP's heap holds the pools too (MEMP_MEM_MALLOC): all back to idle but
-    # the TIME_WAIT PCBs that appeared meanwhile, 272 bytes each (tcp_pcb plus
-    # the heap's block header on x86_64, net/lwipopts.h)
+    # lwIP's heap holds the pools too (MEMP_MEM_MALLOC): no growth beyond the
+    # TIME_WAIT PCBs that appeared meanwhile, 272 bytes each (tcp_pcb plus the
+    # heap's block header on x86_64, net/lwipopts.h). It may shrink: boot-time
+    # leftovers (an ARP-queued pbuf, DHCP) can be freed in between.
     tw = after['vireo_tcp_pcbs{list="time_wait"}'] - before['vireo_tcp_pcbs{list="time_wait"}']
-    assert after["vireo_lwip_mem_used_bytes"] - before["vireo_lwip_mem_used_bytes"] == 272 * tw
+    assert after["vireo_lwip_mem_used_bytes"] - before["vireo_lwip_mem_used_bytes"] <= 272 * tw
     # the kernel heap counts a block's unsplittable tail (< 64 B) as in use, so
     # the level moves by a few bytes with fragmentation; one leaked HTTP
     # connection would be ~14.5 KiB
