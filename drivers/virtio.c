@@ -220,7 +220,14 @@ fail:
 
 static void remove_driver(struct virtio_dev *d)
 {
+	u16 i;
+
 	d->ops->set_status(d, 0);	/* device stops touching our memory */
+	/* An interrupt already on its way must not call into the driver's
+	 * state once remove() has freed it. */
+	for (i = 0; i < VIRTIO_MAX_VQS; i++)
+		if (d->vqs[i])
+			d->vqs[i]->live = false;
 	if (d->driver && d->driver->remove)
 		d->driver->remove(d);
 	free_vqs(d);

@@ -785,10 +785,15 @@ static void cons_remove(struct virtio_dev *d)
 	for (i = 0; i < vc->nports; i++)
 		port_reset(&vc->port[i]);
 	free_buffers(vc);
-	/* vc itself stays allocated: its work items may still be queued in the
-	 * loop, and each of them checks dead first. */
 	vc->dead = true;
+	/* Nothing queued may run on freed memory. */
+	work_cancel(&vc->ctrl_work);
+	for (i = 0; i < VCONS_MAX_PORTS; i++) {
+		work_cancel(&vc->port[i].rx_work);
+		work_cancel(&vc->port[i].tx_work);
+	}
 	d->priv = NULL;
+	kfree(vc);
 }
 
 void vcons_print_stats(void)
