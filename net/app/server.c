@@ -485,6 +485,13 @@ static err_t on_poll(void *arg, struct tcp_pcb *pcb)
 	}
 	switch (c->state) {
 	case C_READ:
+		/* A response handed to lwIP whole can still be stuck behind a
+		 * reader that stopped reading: the send stall applies until it
+		 * is acknowledged, whatever the connection does meanwhile. */
+		if (c->inflight && now - c->t_progress >= cfg->send_timeout_ms) {
+			http_server_stats.timeouts_send++;
+			return conn_abort(c);
+		}
 		if (c->head_started) {
 			if (now - c->t_head < cfg->header_timeout_ms)
 				break;

@@ -1116,7 +1116,7 @@ static void test_tcp_echo(void **state)
  * then its window closes; once the peer reads, everything comes back. */
 static void test_tcp_echo_bounded(void **state)
 {
-	static u8 data[40000];
+	static u8 data[150000];	/* more than the client can queue (TCP_SND_BUF) */
 	struct client c;
 	size_t i;
 
