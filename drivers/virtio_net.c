@@ -795,6 +795,7 @@ static int net_probe(struct virtio_dev *d)
 fail:
 	kfree(vn->slots);
 	vn->slots = NULL;
+	vn->rx = vn->tx = vn->ctrl = NULL;	/* the core frees the queues */
 	vn->vd = NULL;
 	d->priv = NULL;
 	if (!vn->attached) {
