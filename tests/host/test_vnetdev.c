@@ -920,6 +920,38 @@ static void test_ctrl_refused_or_silent(void **state)
 	up_init(&up);
 }
 
+static void test_ctrl_late_answer(void **state)
+{
+	unsigned n;
+
+	/* The device says nothing until the driver gave up on a command, then
+	 * answers: it must find the command it was given, not a later one
+	 * written over it. */
+	vd_init(&dev, MODERN | EVIDX | CTRL | F(VIRTIO_NET_F_GUEST_ANNOUNCE) |
+		F(VIRTIO_NET_F_NOTF_COAL), 64);
+	dev.ctrl_mode = VD_CTRL_SILENT;
+	up_init(&up);
+	hk_clock_autostep(NSEC_PER_MSEC);
+	assert_int_equal(hk_probe(&dev.vd), 0);
+	hk_clock_autostep(0);
+	vn = vnet_host_for(&dev.vd);
+	assert_int_equal(up_attach(&up, vn), 0);
+	run();
+	dev.ctrl_mode = VD_CTRL_OK;
+	vd_ctrl_serve(&dev);
+	assert_int_equal(vd_errors(&dev), 0);
+	assert_int_equal(dev.cmds[0].cls, VIRTIO_NET_CTRL_RX);
+	assert_int_equal(dev.cmds[0].cmd, VIRTIO_NET_CTRL_RX_PROMISC);
+	assert_int_equal(dev.cmds[0].len, 1);
+	/* The queue is usable again. */
+	n = dev.ncmds;
+	vd_set_link(&dev, true, true);
+	run();
+	assert_int_equal(dev.ncmds, n + 1);
+	assert_int_equal(dev.announce_acks, 1);
+	check_all();
+}
+
 /* ---- driver-side coalescing: the event index follows coal_frames() ---- */
 
 static u16 used_event(void)
@@ -1073,6 +1105,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_reset_probe_fails, teardown),
 		cmocka_unit_test_teardown(test_notf_coal_programmed, teardown),
 		cmocka_unit_test_teardown(test_ctrl_refused_or_silent, teardown),
+		cmocka_unit_test_teardown(test_ctrl_late_answer, teardown),
 		cmocka_unit_test_teardown(test_event_idx_coalescing, teardown),
 		cmocka_unit_test_teardown(test_packed_legacy_indirect, teardown),
 		cmocka_unit_test_teardown(test_echo, teardown),

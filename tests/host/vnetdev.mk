@@ -15,3 +15,5 @@ $(VNETDEV_WRAP): tests/host/vnetdev/virtio_net_host.c drivers/virtio_net.c \
 
 HOST_TESTS += test_vnetdev
 test_vnetdev_SRCS := tests/host/test_vnetdev.c $(VNETDEV_SRCS)
+FUZZERS += fuzz_vnet_rx
+fuzz_vnet_rx_SRCS := tests/fuzz/fuzz_vnet_rx.c $(VNETDEV_SRCS)

@@ -176,7 +176,7 @@ bad:
 	return VIRTIO_NET_ERR;
 }
 
-static void ctrl_serve(struct vnetdev *v)
+void vd_ctrl_serve(struct vnetdev *v)
 {
 	struct fake_dev *q = &v->q[VD_CTRL];
 
@@ -385,7 +385,7 @@ static void op_notify(struct virtio_vq *q, u32 data)
 	v->kicks[q->index]++;
 	fake_dev_notify(&v->q[q->index], data);
 	if (q->index == VD_CTRL)
-		ctrl_serve(v);
+		vd_ctrl_serve(v);
 	else if (q->index == VD_TX && v->tx_auto)
 		vd_tx_complete(v, ~0u, false);
 	else if (q->index == VD_RX)

@@ -112,6 +112,11 @@ int vd_rx_raw(struct vnetdev *v, unsigned i, const u8 *bytes, u32 n, u32 used_le
 /* Builds a header into buf (vd_hdr_len bytes). */
 void vd_put_hdr(const struct vnetdev *v, u8 *buf, const struct vd_hdr *h, u16 nbuf);
 
+/* ---- control ---- */
+/* Answers the commands the driver made available (also late, after a
+ * silent spell), as ctrl_mode says. A notify does the same. */
+void vd_ctrl_serve(struct vnetdev *v);
+
 /* ---- transmit ---- */
 /* Takes newly available frames and completes up to max of the taken ones
  * (oldest first; reverse: newest first). Returns how many completed. */
