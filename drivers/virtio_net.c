@@ -60,7 +60,8 @@ struct vnet {
 	u16 mtu;
 	bool link_up;
 	struct vnet_qstats st[2];
-	struct vnet_ctrl_cmd cmd;
+	struct vnet_ctrl_cmd cmd;	/* built here ... */
+	struct vnet_ctrl_cmd cmd_dev;	/* ... and sent from here */
 };
 
 static struct vnet *vnets[MAX_VNETS];
@@ -115,7 +116,7 @@ static bool live(const struct vnet *vn)
 
 static int ctrl_send(struct vnet *vn)
 {
-	struct vnet_ctrl_cmd *c = &vn->cmd;
+	struct vnet_ctrl_cmd *c = &vn->cmd_dev;
 	struct virtq_sg out[3], in[2];
 	unsigned no = 0, ni = 0;
 	u64 deadline;
@@ -125,6 +126,14 @@ static int ctrl_send(struct vnet *vn)
 
 	if (!vn->ctrl)
 		return -ENOTSUP;
+	/* A command that timed out is still the device's: take its late
+	 * answer if there is one; until then send nothing, or the next
+	 * command would be written over the one the device may yet read. */
+	while (virtq_get(&vn->ctrl->vq, &len))
+		;
+	if (virtq_num_free(&vn->ctrl->vq) != vn->ctrl->vq.num)
+		return -EBUSY;
+	*c = vn->cmd;
 	out[no++] = (struct virtq_sg){ c->hdr, 2 };
 	if (c->data_split && c->data_split < c->data_len) {
 		out[no++] = (struct virtq_sg){ c->data, c->data_split };
@@ -795,6 +804,7 @@ static int net_probe(struct virtio_dev *d)
 fail:
 	kfree(vn->slots);
 	vn->slots = NULL;
+	vn->rx = vn->tx = vn->ctrl = NULL;	/* the core frees the queues */
 	vn->vd = NULL;
 	d->priv = NULL;
 	if (!vn->attached) {

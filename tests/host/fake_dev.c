@@ -385,8 +385,11 @@ static u32 write_data(struct fake_dev *d, const struct fake_buf *b, u32 len)
 		if (!b->seg[i].write)
 			continue;
 		for (j = 0; j < b->seg[i].len && done < len; j++, done++)
-			b->seg[i].va[j] = (u8)(d->fill + done);
+			b->seg[i].va[j] = !d->data ? (u8)(d->fill + done)
+				: done < d->data_len ? d->data[done] : 0;
 	}
+	d->data = NULL;
+	d->data_len = 0;
 	return done;
 }
 

@@ -82,6 +82,10 @@ struct fake_dev {
 	char error[192];		/* the last one */
 
 	u8 fill;			/* writable bytes get fill + offset */
+	const u8 *data;			/* if set, the next completion writes these
+					 * data_len bytes (zeros past them) instead
+					 * of the fill pattern; then cleared */
+	u32 data_len;
 	bool eager;			/* also fetch from inside dma_map, i.e. in the
 					 * middle of virtq_add, like a device running
 					 * concurrently: catches publishing too early */

@@ -1,5 +1,5 @@
 HOST_TESTS += test_vnet test_coalesce
 test_vnet_SRCS := tests/host/test_vnet.c drivers/vnet_hdr.c drivers/vnet_ctrl.c
 test_coalesce_SRCS := tests/host/test_coalesce.c drivers/coalesce.c
-FUZZERS += fuzz_vnet_rx
-fuzz_vnet_rx_SRCS := tests/fuzz/fuzz_vnet_rx.c drivers/vnet_hdr.c
+FUZZERS += fuzz_vnet_hdr
+fuzz_vnet_hdr_SRCS := tests/fuzz/fuzz_vnet_hdr.c drivers/vnet_hdr.c
