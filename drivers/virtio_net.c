@@ -50,6 +50,7 @@ struct vnet {
 	struct vnet_rx_cfg rxcfg;
 	struct vnet_rxbuf *free_rx;
 	u32 nposted, nheld, ntotal;
+	u32 rx_skip;			/* buffers of a dropped packet still to discard */
 	u16 buf_pages;
 	struct txslot *slots, *free_tx;
 	u32 nslots;
@@ -107,9 +108,19 @@ struct vnet *vnet_get(void)
 	return NULL;
 }
 
-static bool live(const struct vnet *vn)
+static void set_link(struct vnet *vn, bool up);
+
+/* Usable: probed and not broken. A device found broken reports link down
+ * to the upper layer, once: it will carry nothing until it is reset. */
+static bool live(struct vnet *vn)
 {
-	return vn->vd && !vn->vd->broken;
+	if (vn->vd && !vn->vd->broken)
+		return true;
+	if (vn->vd && vn->link_up) {
+		kprintf("virtio%u: net: link down (device broken)\n", vn->vd->index);
+		set_link(vn, false);
+	}
+	return false;
 }
 
 /* ---- control queue (polled: commands are rare and made from the loop) ---- */
@@ -159,11 +170,14 @@ static int ctrl_send(struct vnet *vn)
 
 /* ---- receive buffers ---- */
 
+static int rx_alloc(struct vnet *vn, u32 n);
+
 static void rx_free(struct vnet *vn, struct vnet_rxbuf *b)
 {
 	if (b->pages != vn->buf_pages) {	/* from before a re-probe changed the size */
 		vn->ntotal--;
 		page_free(b, b->pages);
+		rx_alloc(vn, 1);		/* the pool keeps its size */
 		return;
 	}
 	b->next_free = vn->free_rx;
@@ -249,6 +263,7 @@ static void rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 	b->next = NULL;
 	if (vnet_rx_check(&vn->rxcfg, b->buf, used, b->cap, &info) < 0) {
 		st->drops[info.drop]++;
+		vn->rx_skip += info.skip;
 		rx_free(vn, b);
 		return;
 	}
@@ -269,6 +284,7 @@ static void rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 		more->next = NULL;
 		if (vnet_rx_merge(&vn->rxcfg, &info, l2, more->cap) < 0) {
 			st->drops[info.drop]++;
+			vn->rx_skip += info.skip;
 			rx_free(vn, more);
 			rx_free_chain(vn, b);
 			return;
@@ -364,6 +380,12 @@ static void rx_poll(void *arg)
 	vn->in_poll = true;
 	while (n < RX_BUDGET && (b = virtq_get(&vn->rx->vq, &len))) {
 		vn->nposted--;
+		if (vn->rx_skip) {	/* the rest of a packet already dropped */
+			vn->rx_skip--;
+			rx_free(vn, b);
+			n++;
+			continue;
+		}
 		rx_frame(vn, b, len);
 		n++;
 		if (!live(vn))
@@ -776,6 +798,7 @@ static int net_probe(struct virtio_dev *d)
 		vn->free_tx = &vn->slots[i];
 	}
 	vn->nposted = 0;
+	vn->rx_skip = 0;
 	vn->tx_pending_kick = false;
 	virtq_disable_cb(&vn->tx->vq);
 	rx_post(vn);

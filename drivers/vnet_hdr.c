@@ -36,6 +36,16 @@ static int drop(struct vnet_rx_info *info, enum vnet_drop why, int err)
 {
 	info->drop = why;
 	info->bufs_left = 0;
+	info->skip = 0;
+	return err;
+}
+
+/* Drop a packet whose num_buffers was believable: its later buffers are
+ * discarded too, never parsed as packets of their own (as Linux does). */
+static int drop_rest(struct vnet_rx_info *info, enum vnet_drop why, int err, u16 rest)
+{
+	drop(info, why, err);
+	info->skip = rest;
 	return err;
 }
 
@@ -91,9 +101,9 @@ int vnet_rx_check(const struct vnet_rx_cfg *cfg, const u8 *buf, u32 used_len,
 	 * we negotiate neither RSC_EXT nor any GUEST_TSO/UFO/USO. */
 	if ((flags & VIRTIO_NET_HDR_F_RSC_INFO) ||
 	    (!cfg->guest_csum && (flags & RX_KNOWN_FLAGS)))
-		return drop(out, VNET_DROP_BAD_FLAGS, -EBADMSG);
+		return drop_rest(out, VNET_DROP_BAD_FLAGS, -EBADMSG, (u16)(nbuf - 1));
 	if (gso != VIRTIO_NET_HDR_GSO_NONE)
-		return drop(out, VNET_DROP_BAD_GSO, -EBADMSG);
+		return drop_rest(out, VNET_DROP_BAD_GSO, -EBADMSG, (u16)(nbuf - 1));
 
 	out->frame_off = cfg->hdr_len;
 	out->first_len = used_len - cfg->hdr_len;
@@ -107,12 +117,12 @@ int vnet_rx_check(const struct vnet_rx_cfg *cfg, const u8 *buf, u32 used_len,
 		out->csum_offset = get_le16(buf + 8);
 	}
 	if (out->frame_len > cfg->max_frame)
-		return drop(out, VNET_DROP_FRAME_TOO_BIG, -EBADMSG);
+		return drop_rest(out, VNET_DROP_FRAME_TOO_BIG, -EBADMSG, (u16)(nbuf - 1));
 	if (nbuf == 1)
 		return rx_finish(out);
 	/* §5.1.6.3.2: all buffers but the last are used to their full length. */
 	if (used_len != posted_len)
-		return drop(out, VNET_DROP_BAD_MERGE_LEN, -EBADMSG);
+		return drop_rest(out, VNET_DROP_BAD_MERGE_LEN, -EBADMSG, (u16)(nbuf - 1));
 	return 0;
 }
 
@@ -124,11 +134,11 @@ int vnet_rx_merge(const struct vnet_rx_cfg *cfg, struct vnet_rx_info *info,
 	if (info->drop != VNET_DROP_NONE || info->bufs_left == 0)
 		return drop(info, VNET_DROP_MERGE_OVERRUN, -EINVAL);
 	if (used_len > posted_len)
-		return drop(info, VNET_DROP_TOO_LONG, -EOVERFLOW);
+		return drop_rest(info, VNET_DROP_TOO_LONG, -EOVERFLOW, (u16)(info->bufs_left - 1));
 	if (info->bufs_left > 1 ? used_len != posted_len : used_len == 0)
-		return drop(info, VNET_DROP_BAD_MERGE_LEN, -EBADMSG);
+		return drop_rest(info, VNET_DROP_BAD_MERGE_LEN, -EBADMSG, (u16)(info->bufs_left - 1));
 	if (info->frame_len > cfg->max_frame || used_len > cfg->max_frame - info->frame_len)
-		return drop(info, VNET_DROP_FRAME_TOO_BIG, -EBADMSG);
+		return drop_rest(info, VNET_DROP_FRAME_TOO_BIG, -EBADMSG, (u16)(info->bufs_left - 1));
 	info->frame_len += used_len;
 	if (--info->bufs_left == 0)
 		return rx_finish(info);

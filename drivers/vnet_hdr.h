@@ -51,6 +51,9 @@ struct vnet_rx_info {
 	u16 csum_start;		/* with needs_csum: frame offset where summing starts */
 	u16 csum_offset;	/* ... and where (from csum_start) the result goes */
 	enum vnet_drop drop;	/* VNET_DROP_NONE unless an error was returned */
+	u16 skip;		/* after an error: buffers of the same packet still
+				 * to come, to be discarded unparsed (0 when
+				 * num_buffers itself was not believable) */
 };
 
 /* Header length for the negotiated features: 12 with VERSION_1 or
