@@ -83,7 +83,7 @@ EFI   := $(BUILD)/vireo.efi
 ELF   := $(BUILD)/vireo.so
 IMAGE := $(BUILD)/vireo.img
 
-.PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot
+.PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench
 all: $(EFI)
 
 $(BUILD)/k/boot/%.o: boot/%.c
@@ -190,6 +190,12 @@ deps-test:
 bench-boot: deps-test $(IMAGE)
 	$(Q)tests/bench/boot.sh $(IMAGE) $(EFI)
 
+# vireo vs. nginx on Linux through the shared harness (../shared/bench), plus
+# vireo's own figures; table on stdout, JSON in build/bench/summary.json.
+# BENCH_REPS (3), BENCH_DURATION (10 s), BENCH_EXTRA_REPS (2). Needs root.
+bench: deps-test
+	$(Q)MAKE="$(MAKE)" tests/bench/bench.sh
+
 clean:
 	rm -rf $(BUILD)
 
@@ -207,6 +213,8 @@ help:
 	@echo "  make test-qemu  QEMU tests only"
 	@echo "  make fuzz       libFuzzer targets, FUZZ_TIME=$(FUZZ_TIME) s each"
 	@echo "  make bench-boot EFI size, efi_main->kernel ready, idle host CPU"
+	@echo "  make bench      vireo vs. nginx on Linux (shared harness, TCG, tap): table + build/bench/summary.json"
+	@echo "                  (BENCH_REPS=3 BENCH_DURATION=10 BENCH_EXTRA_REPS=2; about 20 min; needs root)"
 	@echo "  make clean      remove $(BUILD)/"
 	@echo "  V=1             show commands"
 

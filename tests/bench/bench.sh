@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# bench.sh — `make bench`: vireo against nginx on a minimal Linux, both booted
+# through OVMF under identical QEMU settings (TCG), one table and a JSON file.
+#
+#   1. builds what is missing: vireo.efi / vireo.img, vireo.efi without the
+#      synthesized 64 KiB file (APP_EXTRA=, for its size), and the shared
+#      harness's Linux and nginx peers (their build.sh apt-installs Debian
+#      packages; outputs under build/bench, never in the harness's folder);
+#   2. runs the shared harness (run.sh) with the nginx peer first (the ratio
+#      baseline) and vireo: boot time, keep-alive wrk at c1/c32 for 612 B and
+#      64 KiB, QEMU memory;
+#   3. boots each again through tests/bench/extra.py, on the same descriptors
+#      and QEMU options: wrk with `Connection: close`, host CPU per request,
+#      idle host CPU; for vireo /metrics deltas (interrupts, polls), its boot
+#      timeline and memory counters; and vireo once more with coalesce=off
+#      for the coalescing comparison (UDP echo ping-pong and flood, wrk);
+#   4. tests/bench/summary.py prints the table and writes
+#      build/bench/summary.json.
+# Raw outputs stay in build/bench/<stamp>/ (and build/bench/runs/ for run.sh).
+#
+# env: BENCH_REPS (harness boots per guest, default 3), BENCH_DURATION (wrk
+# seconds per test, default 10), BENCH_EXTRA_REPS (extra boots per kind,
+# default 2), BENCH_HARNESS (default ../shared/bench from the project root).
+# Needs root (network namespaces and tap devices; all traffic stays inside them).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+harness=${BENCH_HARNESS:-$root/../shared/bench}
+harness=$(cd "$harness" 2>/dev/null && pwd) || { echo "bench: harness not found (BENCH_HARNESS)" >&2; exit 1; }
+reps=${BENCH_REPS:-3} dur=${BENCH_DURATION:-10} xreps=${BENCH_EXTRA_REPS:-2}
+out=$root/build/bench
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+dir=$out/$stamp
+make=${MAKE:-make}
+((EUID == 0)) || { echo "bench: needs root (network namespaces, tap devices)" >&2; exit 1; }
+for t in wrk curl ip busybox mkfs.vfat mcopy qemu-system-x86_64; do
+	command -v "$t" >/dev/null || { echo "bench: missing $t (make deps-test; the peers' build.sh)" >&2; exit 1; }
+done
+mkdir -p "$dir"
+t_start=$(date +%s)
+log() { echo "[bench $(date +%H:%M:%S)] $*" >&2; }
+
+# Children run in the background so that a TERM reaches them at once.
+child=""
+trap '[[ -n $child ]] && kill -TERM "$child" 2>/dev/null; wait "$child" 2>/dev/null; exit 130' INT TERM HUP
+run() {
+	"$@" &
+	child=$!
+	wait "$child"
+	local rc=$?
+	child=""
+	return $rc
+}
+
+# ---- 1. builds
+log "building vireo without the 64 KiB benchmark file (for its size), then as served"
+run $make -s APP_EXTRA= all >"$dir/build-noextra.log" 2>&1 || { cat "$dir/build-noextra.log"; exit 1; }
+cp build/vireo.efi "$dir/vireo-noextra.efi"
+run $make -s image >"$dir/build.log" 2>&1 || { cat "$dir/build.log"; exit 1; }
+export BENCH_OUT=$out
+if [[ ! -r $out/peer-linux/linux.efi || ! -r $out/peer-linux-nginx/linux.efi ]]; then
+	log "building the Linux and nginx peers (Debian packages; a few minutes)"
+	run "$harness/peer-linux/build.sh" >"$dir/peer-build.log" 2>&1 &&
+		run "$harness/peer-linux-nginx/build.sh" >>"$dir/peer-build.log" 2>&1 ||
+		{ tail -30 "$dir/peer-build.log"; exit 1; }
+fi
+
+# vireo as the harness's README quick start boots it
+export UEFI_APP=$root/build/vireo.efi UEFI_NAME=vireo UEFI_MARKER='vireo: ready' UEFI_DHCP=1 UEFI_MEM=64
+peer_desc=$harness/guests/linux-nginx-uefi.sh
+vireo_desc=$harness/guests/uefi-app.sh
+
+# ---- 2. the shared harness, nginx first (ratio baseline)
+log "harness: $reps rep(s) x 2 guests, wrk ${dur} s per test"
+run bash "$harness/run.sh" --reps "$reps" --duration "$dur" --tag make-bench --results "$dir/harness.jsonl" \
+	"$peer_desc" "$vireo_desc" >"$dir/harness.txt" 2> >(tee "$dir/harness.log" >&2)
+hrc=$?
+((hrc == 0)) || log "harness: some boots failed (exit $hrc, see $dir/harness.log)"
+
+# ---- 3. extra boots, interleaved per repetition
+xrc=0
+for ((i = 1; i <= xreps; i++)); do
+	for role in peer vireo vireo-off; do
+		desc=$vireo_desc cmdline=""
+		[[ $role == peer ]] && desc=$peer_desc
+		[[ $role == vireo-off ]] && cmdline=coalesce=off
+		run python3 "$root/tests/bench/extra.py" --desc "$desc" --role "$role" --cmdline "$cmdline" --rep "$i" \
+			--duration "$dur" --rundir "$dir/extra/$role-$i" --results "$dir/extra.jsonl" 2> >(tee -a "$dir/extra.log" >&2) ||
+			{ xrc=1; log "extra boot $role $i failed (see $dir/extra.log)"; }
+	done
+done
+
+# ---- 4. the table
+elapsed=$(($(date +%s) - t_start))
+BENCH_DIR=$harness run python3 "$root/tests/bench/summary.py" --harness "$dir/harness.jsonl" --extra "$dir/extra.jsonl" \
+	--out "$dir/summary.json" --elapsed "$elapsed" \
+	--meta "reps=$reps" --meta "extra_reps=$xreps" --meta "duration_s=$dur" --meta "rev=$(git rev-parse --short=12 HEAD)" \
+	--size "EFI application (vireo.efi; peer: UKI linux.efi)=build/vireo.efi:$out/peer-linux-nginx/linux.efi" \
+	--size "vireo.efi without the 64 KiB file (APP_EXTRA=)=$dir/vireo-noextra.efi" \
+	--size "boot disk, allocated (vireo.img; peer: esp.img)=build/vireo.img:$out/peer-linux-nginx/esp.img@alloc" |
+	tee "$dir/summary.txt"
+cp "$dir/summary.json" "$out/summary.json"
+echo
+echo "make bench: $((elapsed / 60)) min $((elapsed % 60)) s; raw outputs in $dir, JSON in $out/summary.json"
+((hrc == 0 && xrc == 0))
