@@ -131,6 +131,9 @@ class Guest:
         assert got == payload
         return got
 
+    def qmp_link(self, up):
+        self.vm.qmp("set_link", name="nic0", up=up)
+
     def ping(self, *args):
         r = self.ns.run("ping", "-c", "2", "-i", "0.3", "-W", "10", *args, self.ip, timeout=90)
         assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
@@ -145,6 +148,22 @@ class Guest:
         assert (status, body) == (200, b"ok\n")
 
     # ---- idle level ----
+
+    def baseline(self, timeout=60):
+        """The idle metrics: once the link-local address has left TENTATIVE
+        (lwIP joins its solicited-node group then, on the first ND timer
+        tick after link up: one MLD6_GROUP element) and two reads a second
+        apart agree on idle_levels()."""
+        key = 'vireo_lwip_memp_used{pool="MLD6_GROUP"}'
+        deadline = time.monotonic() + timeout
+        prev = self.metrics()
+        while True:
+            time.sleep(1)
+            m = self.metrics()
+            if m.get(key, 0) >= 1 and idle_levels(m) == idle_levels(prev):
+                return m
+            assert time.monotonic() < deadline, f"no stable idle level within {timeout} s"
+            prev = m
 
     def wait_idle(self, base, timeout=150):
         """Polls /metrics until every level in idle_levels() equals `base`'s;
@@ -286,8 +305,8 @@ def delta(after, before, key):
 
 class Load:
     """`conns` client threads, each doing `per_conn` keep-alive GETs of `path`
-    (reconnecting after an error when tolerate_errors). Counts successes and
-    failures; never fails on slowness."""
+    (per_conn None: until stop()), reconnecting after an error when
+    tolerate_errors. Counts successes and failures; never fails on slowness."""
 
     def __init__(self, guest, conns=8, per_conn=100, path="/", want=None, tolerate_errors=False, timeout=30):
         self.guest = guest
@@ -298,12 +317,17 @@ class Load:
         self.want = INDEX if want is None and path == "/" else want
         self.tolerate = tolerate_errors
         self.timeout = timeout
+        self.stopping = threading.Event()
         self.threads = [threading.Thread(target=self._worker, args=(per_conn,), daemon=True) for _ in range(conns)]
 
     def start(self):
         for t in self.threads:
             t.start()
         return self
+
+    def stop(self):
+        self.stopping.set()
+        return self.join()
 
     def join(self, timeout=1800):
         deadline = time.monotonic() + timeout
@@ -316,7 +340,7 @@ class Load:
         req = f"GET {self.path} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
         done = 0
         s = None
-        while done < n:
+        while (done < n) if n is not None else not self.stopping.is_set():
             try:
                 if s is None:
                     s = self.guest.connect(timeout=self.timeout)

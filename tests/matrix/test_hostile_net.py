@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from mxlib import Guest, delta, idle_levels, run_in_ns
+from mxlib import Guest, delta, run_in_ns
 
 pytestmark = pytest.mark.hostile
 
@@ -25,18 +25,6 @@ COUNTERS = [
 ]
 
 
-def settle(g):
-    """Metrics once two reads a second apart agree on the idle levels."""
-    prev = g.metrics()
-    for _ in range(30):
-        time.sleep(1)
-        m = g.metrics()
-        if idle_levels(m) == idle_levels(prev):
-            return m
-        prev = m
-    return m
-
-
 def show(before, after):
     return {k: delta(after, before, k) for k in COUNTERS if delta(after, before, k)}
 
@@ -47,7 +35,7 @@ def test_malformed_frames_checksums_and_syn_flood():
     with Guest(tap_mtu=9000) as g:
         assert "checksums: tx offloaded, rx offloaded" in g.vm.text
         g.serves()
-        base = settle(g)
+        base = g.baseline()
         args = (g.ns.tap, g.ip, g.ns.host_ip)
 
         # checksums: lwIP checks and drops each one; nothing is answered
