@@ -305,7 +305,7 @@ def delta(after, before, key):
 
 class Load:
     """`conns` client threads, each doing `per_conn` keep-alive GETs of `path`
-    (per_conn None: until stop()), reconnecting after an error when
+    (a list: one count per connection; None: until stop()), reconnecting after an error when
     tolerate_errors. Counts successes and failures; never fails on slowness."""
 
     def __init__(self, guest, conns=8, per_conn=100, path="/", want=None, tolerate_errors=False, timeout=30):
@@ -318,7 +318,8 @@ class Load:
         self.tolerate = tolerate_errors
         self.timeout = timeout
         self.stopping = threading.Event()
-        self.threads = [threading.Thread(target=self._worker, args=(per_conn,), daemon=True) for _ in range(conns)]
+        counts = per_conn if isinstance(per_conn, (list, tuple)) else [per_conn] * conns
+        self.threads = [threading.Thread(target=self._worker, args=(n,), daemon=True) for n in counts]
 
     def start(self):
         for t in self.threads:
