@@ -608,6 +608,22 @@ void vnet_get_stats(struct vnet *vn, struct vnet_stats *st)
 	st->resets = vn->key->resets;
 }
 
+/* ---- fault injection ---- */
+
+/* The next receive buffer posted gets a malformed head descriptor
+ * (virtq_debug_corrupt_next), so the device sets DEVICE_NEEDS_RESET once it
+ * reaches that buffer and the core resets and probes the device again.
+ * Receive, not transmit: a receive buffer is always one direct descriptor,
+ * whose bad NEXT link a device must reject, while a transmitted frame is
+ * usually an indirect table, and QEMU ignores NEXT on an indirect head. */
+int vnet_debug_corrupt_rx(struct vnet *vn)
+{
+	if (!vn || !live(vn))
+		return -EIO;
+	virtq_debug_corrupt_next(&vn->rx->vq);
+	return (int)vn->vd->index;
+}
+
 /* ---- configuration ---- */
 
 static void set_link(struct vnet *vn, bool up)

@@ -1,5 +1,6 @@
 /* Serial console commands, run from the event loop one line at a time. */
 #include "drivers/virtio_console.h"
+#include "drivers/virtio_net.h"
 #include "kernel/console.h"
 #include "kernel/irq.h"
 #include "kernel/loop.h"
@@ -30,6 +31,23 @@ static void cmd_stats(void)
 		console_stats.rx_dropped);
 }
 
+/* `fault <what>`: inject a fault at run time, for tests. */
+static void cmd_fault(const char *what)
+{
+	int idx;
+
+	if (strcmp(what, "net-needs-reset")) {
+		kprintf("fault: unknown fault '%s' (known: net-needs-reset)\n", what);
+		return;
+	}
+	idx = vnet_debug_corrupt_rx(vnet_get());
+	if (idx < 0)
+		kprintf("fault: net-needs-reset: no live virtio-net device\n");
+	else
+		kprintf("fault: net-needs-reset: virtio%d: the next receive buffer gets a malformed descriptor\n",
+			idx);
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -49,6 +67,7 @@ static void cmd_help(void)
 
 	for (i = 0; i < ARRAY_SIZE(cmds); i++)
 		kprintf("  %-10s %s\n", cmds[i].name, cmds[i].help);
+	kprintf("  %-10s %s\n", "fault", "fault net-needs-reset: malformed virtio-net rx buffer (tests)");
 }
 
 void shell_line(const char *line)
@@ -59,6 +78,10 @@ void shell_line(const char *line)
 		line++;
 	if (!*line)
 		return;
+	if (!strncmp(line, "fault ", 6)) {
+		cmd_fault(line + 6);
+		return;
+	}
 	for (i = 0; i < ARRAY_SIZE(cmds); i++) {
 		if (!strcmp(line, cmds[i].name)) {
 			cmds[i].fn();

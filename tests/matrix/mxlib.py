@@ -1,0 +1,392 @@
+"""Helpers for the matrix, hostile-input, fault and soak suites: a guest on a
+tap device in a network namespace of the test's own, sockets made inside that
+namespace (setns(2) on the calling thread, then back), HTTP over them, the
+/metrics reader and the "back to idle" comparison.
+
+Nothing here depends on speed: waits are bounded by generous deadlines and
+only fail when the expected state never comes."""
+import ctypes
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "qemu"))
+
+import netns as nsmod  # noqa: E402
+from vm import IMAGE, ROOT, Vm  # noqa: E402,F401
+
+READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
+SITE = os.path.join(ROOT, "net", "app", "default-site")
+with open(os.path.join(SITE, "index.html"), "rb") as _f:
+    INDEX = _f.read()
+BIG = bytes(i % 251 for i in range(65536))
+GUEST_MAC = "52:54:00:12:34:56"
+GUEST_LL = "fe80::5054:ff:fe12:3456"
+PYTHON = "/usr/bin/python3"
+# An lwIP TCP PCB in TIME_WAIT costs this much of lwIP's heap (MEMP_MEM_MALLOC:
+# the tcp_pcb plus the heap's block header on x86_64), see tests/qemu.
+TW_PCB_BYTES = 272
+
+_libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNET = 0x40000000
+
+
+def _setns(fd):
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"setns: {os.strerror(err)}")
+
+
+class Guest:
+    """A namespace with a tap device, and vireo on it with a static address.
+
+    device_opts: virtio-net-pci properties; machine: q35 or pc; mem: MiB;
+    extra: more QEMU arguments; tap_mtu: the tap's MTU (the host side)."""
+
+    def __init__(self, device_opts="", machine="q35", mem=64, extra=(), tap_mtu=None, cmdline=""):
+        self.ns = nsmod.Netns()
+        self.vm = None
+        try:
+            if tap_mtu:
+                self.ns.run("ip", "link", "set", self.ns.tap, "mtu", str(tap_mtu), check=True)
+            self.ip = self.ns.guest_ip
+            self._nsfd = os.open(f"/run/netns/{self.ns.name}", os.O_RDONLY)
+            cl = f"ip={self.ip}/24 gw={self.ns.host_ip}" + (f" {cmdline}" if cmdline else "")
+            self.vm = Vm(cmdline=cl, machine=machine, mem=mem, wrap=self.ns.wrap,
+                         extra=self.ns.qemu_args(device_opts) + list(extra))
+            self.ready = self.vm.wait_for(READY, timeout=180)
+            assert self.ready.group(1) == self.ip, self.ready.group(0)
+        except BaseException:
+            self.close()
+            raise
+
+    # ---- sockets inside the namespace ----
+
+    def socket(self, family=socket.AF_INET, type=socket.SOCK_STREAM):
+        """A socket that lives in the guest's namespace (usable from any thread)."""
+        own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+        try:
+            _setns(self._nsfd)
+            try:
+                return socket.socket(family, type)
+            finally:
+                _setns(own)
+        finally:
+            os.close(own)
+
+    def connect(self, port=80, timeout=30, host=None):
+        s = self.socket()
+        s.settimeout(timeout)
+        try:
+            s.connect((host or self.ip, port))
+        except BaseException:
+            s.close()
+            raise
+        return s
+
+    def request(self, raw, timeout=30):
+        """Sends raw bytes, reads until the server closes; returns bytes."""
+        with self.connect(timeout=timeout) as s:
+            s.sendall(raw)
+            return read_all(s)
+
+    def get(self, path, headers="", timeout=30):
+        resp = self.request(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{headers}\r\n".encode(),
+                            timeout=timeout)
+        return parse_response(resp)
+
+    def metrics(self):
+        status, _, body = self.get("/metrics")
+        assert status == 200, status
+        return parse_prometheus(body.decode())
+
+    def udp_echo(self, payload, timeout=10, tries=3):
+        """One UDP datagram to port 7 and its echo (a few tries: UDP)."""
+        with self.socket(type=socket.SOCK_DGRAM) as u:
+            u.settimeout(timeout)
+            for _ in range(tries):
+                u.sendto(payload, (self.ip, 7))
+                try:
+                    while True:
+                        data, _ = u.recvfrom(65536)
+                        if data == payload:
+                            return data
+                except socket.timeout:
+                    continue
+        raise AssertionError(f"no UDP echo of {len(payload)} bytes")
+
+    def tcp_echo(self, payload, timeout=30):
+        with self.connect(port=7, timeout=timeout) as s:
+            s.sendall(payload)
+            got = b""
+            while len(got) < len(payload):
+                c = s.recv(65536)
+                assert c, "echo connection closed early"
+                got += c
+        assert got == payload
+        return got
+
+    def qmp_link(self, up):
+        self.vm.qmp("set_link", name="nic0", up=up)
+
+    def ping(self, *args):
+        r = self.ns.run("ping", "-c", "2", "-i", "0.3", "-W", "10", *args, self.ip, timeout=90)
+        assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+
+    def serves(self):
+        """The appliance's basic answers, byte for byte."""
+        status, headers, body = self.get("/")
+        assert status == 200 and body == INDEX, (status, len(body))
+        status, _, body = self.get("/64k.bin")
+        assert status == 200 and body == BIG, (status, len(body))
+        status, _, body = self.get("/healthz")
+        assert (status, body) == (200, b"ok\n")
+
+    # ---- idle level ----
+
+    def baseline(self, timeout=60):
+        """The idle metrics: once the link-local address has left TENTATIVE
+        (lwIP joins its solicited-node group then, on the first ND timer
+        tick after link up: one MLD6_GROUP element) and two reads a second
+        apart agree on idle_levels()."""
+        key = 'vireo_lwip_memp_used{pool="MLD6_GROUP"}'
+        deadline = time.monotonic() + timeout
+        prev = self.metrics()
+        while True:
+            time.sleep(1)
+            m = self.metrics()
+            if m.get(key, 0) >= 1 and idle_levels(m) == idle_levels(prev):
+                return m
+            assert time.monotonic() < deadline, f"no stable idle level within {timeout} s"
+            prev = m
+
+    def wait_idle(self, base, timeout=150):
+        """Polls /metrics until every level in idle_levels() equals `base`'s;
+        returns the last metrics. TIME_WAIT PCBs are left out (2 MSL by
+        design), half-open ones and reassembly buffers expire within lwIP's
+        timeouts (SYN_RCVD 20 s, IPv4 reassembly 15 s, IPv6 60 s)."""
+        want = idle_levels(base)
+        deadline = time.monotonic() + timeout
+        while True:
+            m = self.metrics()
+            got = idle_levels(m)
+            slack, allowed = lwip_heap_excess(base, m)
+            if got == want and abs(slack) <= allowed:
+                break
+            if time.monotonic() > deadline:
+                diff = {k: (want.get(k), got.get(k)) for k in set(want) | set(got) if want.get(k) != got.get(k)}
+                raise AssertionError(f"not back to idle after {timeout} s: (idle, now) {diff}; "
+                                     f"lwIP heap {slack:+.0f} B beyond the TIME_WAIT PCBs (allowed {allowed:.0f})")
+            time.sleep(1)
+        # the kernel heap counts a block's unsplittable tail as in use, so it
+        # moves by a few bytes with fragmentation; one leaked HTTP connection
+        # would be ~14.5 KiB
+        grew = m["vireo_mem_heap_in_use_bytes"] - base["vireo_mem_heap_in_use_bytes"]
+        assert grew < 2048, f"kernel heap grew by {grew} bytes"
+        return m
+
+    def log_clean(self):
+        text = self.vm.text
+        for bad in ("vireo: panic", "broken"):
+            assert bad not in text, f"{bad!r} in the console log:\n{text[-4000:]}"
+
+    def close(self):
+        if self.vm is not None:
+            self.vm.stop()
+        try:
+            os.close(self._nsfd)
+        except (AttributeError, OSError):
+            pass
+        self.ns.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def idle_levels(m):
+    """What must return to its idle value: every lwIP pool (TCP PCBs without
+    those in TIME_WAIT), the active PCB list, lwIP's heap without the TIME_WAIT
+    PCBs, receive buffers the stack holds, and open HTTP/echo connections. The
+    /metrics request that reads these is one active connection itself."""
+    tw = m['vireo_tcp_pcbs{list="time_wait"}']
+    out = {k: v for k, v in m.items() if k.startswith("vireo_lwip_memp_used{")}
+    key = 'vireo_lwip_memp_used{pool="TCP_PCB"}'
+    assert key in out, sorted(m)[:20]
+    out[key] -= tw
+    out["tcp_active"] = m['vireo_tcp_pcbs{list="active"}']
+    out["rx_held"] = m["vireo_vnet_rx_buffers_held"]
+    out["http_active"] = m["vireo_http_connections_active"]
+    out["echo_active"] = m["vireo_echo_tcp_connections_active"]
+    return out
+
+
+def lwip_heap_excess(base, m):
+    """lwIP's heap in use beyond `base`, TIME_WAIT PCBs (272 B each) taken
+    out, and how much of it layout alone explains. lwIP's mem_malloc gives
+    a near fit whole rather than split off a remainder too small for a
+    block (< struct mem + MIN_SIZE, 32 B here) and counts the whole block
+    in use, so the same live allocations weigh up to 31 B more each after
+    the heap was fragmented: at most 32 B per pool element in use (every
+    heap allocation at idle is one: MEMP_MEM_MALLOC). A leaked frame-sized
+    pbuf is well beyond that."""
+    def net(x):
+        return x["vireo_lwip_mem_used_bytes"] - TW_PCB_BYTES * x['vireo_tcp_pcbs{list="time_wait"}']
+
+    def elems(x):
+        return sum(v for k, v in x.items() if k.startswith("vireo_lwip_memp_used{"))
+
+    return net(m) - net(base), 32 * max(elems(m), elems(base))
+
+
+def read_all(s):
+    chunks = []
+    while True:
+        try:
+            c = s.recv(65536)
+        except ConnectionResetError:
+            break
+        if not c:
+            break
+        chunks.append(c)
+    return b"".join(chunks)
+
+
+def parse_head(data):
+    head, sep, rest = data.partition(b"\r\n\r\n")
+    assert sep, f"no end of head in {data[:200]!r}"
+    lines = head.decode("latin-1").split("\r\n")
+    m = re.match(r"HTTP/1\.[01] (\d{3}) ", lines[0] + " ")
+    assert m, lines[0]
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    return int(m.group(1)), headers, rest
+
+
+def parse_response(data):
+    status, headers, rest = parse_head(data)
+    if "content-length" in headers:
+        n = int(headers["content-length"])
+        assert len(rest) >= n, (len(rest), n)
+        rest = rest[:n]
+    return status, headers, rest
+
+
+def read_responses(s, n, head_only=False):
+    """Reads n responses from a keep-alive connection (Content-Length framed)."""
+    buf = b""
+    out = []
+    while len(out) < n:
+        while b"\r\n\r\n" not in buf:
+            c = s.recv(65536)
+            assert c, f"connection closed after {len(out)} responses"
+            buf += c
+        status, headers, rest = parse_head(buf)
+        need = 0 if head_only else int(headers.get("content-length", "0"))
+        while len(rest) < need:
+            c = s.recv(65536)
+            assert c, "connection closed mid-body"
+            rest += c
+        out.append((status, headers, rest[:need]))
+        buf = rest[need:]
+    return out, buf
+
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*",?)*\})? '
+                    r'(-?[0-9.eE+-]+|NaN|[+-]Inf)( -?\d+)?$')
+
+
+def parse_prometheus(text):
+    """{name{labels}: value} from the text exposition format."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        assert m, f"not a Prometheus sample: {line!r}"
+        key = line.rsplit(" ", 1)[0] if m.group(6) is None else line.rsplit(" ", 2)[0]
+        out[key] = float(m.group(5))
+    return out
+
+
+def delta(after, before, key):
+    return after.get(key, 0) - before.get(key, 0)
+
+
+class Load:
+    """`conns` client threads, each doing `per_conn` keep-alive GETs of `path`
+    (a list: one count per connection; None: until stop()), reconnecting after an error when
+    tolerate_errors. Counts successes and failures; never fails on slowness."""
+
+    def __init__(self, guest, conns=8, per_conn=100, path="/", want=None, tolerate_errors=False, timeout=30):
+        self.guest = guest
+        self.ok = 0
+        self.errors = []
+        self.lock = threading.Lock()
+        self.path = path
+        self.want = INDEX if want is None and path == "/" else want
+        self.tolerate = tolerate_errors
+        self.timeout = timeout
+        self.stopping = threading.Event()
+        counts = per_conn if isinstance(per_conn, (list, tuple)) else [per_conn] * conns
+        self.threads = [threading.Thread(target=self._worker, args=(n,), daemon=True) for n in counts]
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def stop(self):
+        self.stopping.set()
+        return self.join()
+
+    def join(self, timeout=1800):
+        deadline = time.monotonic() + timeout
+        for t in self.threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        assert not any(t.is_alive() for t in self.threads), "load did not finish"
+        return self
+
+    def _worker(self, n):
+        req = f"GET {self.path} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+        done = 0
+        s = None
+        while (done < n) if n is not None else not self.stopping.is_set():
+            try:
+                if s is None:
+                    s = self.guest.connect(timeout=self.timeout)
+                s.sendall(req)
+                (r,), rest = read_responses(s, 1)
+                if r[0] != 200 or (self.want is not None and r[2] != self.want) or rest:
+                    raise AssertionError(f"bad response {r[0]} {len(r[2])} bytes")
+                with self.lock:
+                    self.ok += 1
+                done += 1
+            except Exception as e:  # noqa: BLE001
+                with self.lock:
+                    self.errors.append(repr(e))
+                if s is not None:
+                    s.close()
+                    s = None
+                if not self.tolerate:
+                    return
+                done += 1
+                time.sleep(0.2)
+        if s is not None:
+            s.close()
+
+
+def run_in_ns(guest, script, *args, timeout=900):
+    """Runs a Python script file from this directory inside the namespace."""
+    r = guest.ns.run(PYTHON, os.path.join(HERE, script), *args, timeout=timeout)
+    assert r.returncode == 0, r.stdout.decode()[-3000:] + r.stderr.decode()[-3000:]
+    return r.stdout.decode()
