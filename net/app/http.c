@@ -93,6 +93,39 @@ static bool is_host_char(u8 c)
 	return is_alpha(c) || is_digit(c) || in_set(c, "-._~!$&'()*+,;=:[]%");
 }
 
+static bool all_digits(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!is_digit((u8)s[i]))
+			return false;
+	return true;
+}
+
+/* host [":" port]: an IP-literal in balanced brackets (hex digits, ':' and
+ * '.' inside) or a name without brackets; the port, if any, is digits. */
+static bool authority_ok(const char *a, size_t n)
+{
+	size_t i, end;
+
+	if (n == 0)
+		return false;
+	if (a[0] == '[') {
+		for (end = 1; end < n && a[end] != ']'; end++)
+			if (hex_val((u8)a[end]) < 0 && a[end] != ':' && a[end] != '.')
+				return false;
+		if (end == n || end == 1)
+			return false;	/* unclosed or empty */
+		i = end + 1;
+		return i == n || (a[i] == ':' && all_digits(a + i + 1, n - i - 1));
+	}
+	for (i = 0; i < n && a[i] != ':'; i++)
+		if (a[i] == '[' || a[i] == ']')
+			return false;
+	if (i == 0)
+		return false;
+	return i == n || all_digits(a + i + 1, n - i - 1);
+}
+
 static bool is_ows(u8 c)
 {
 	return c == ' ' || c == '\t';
@@ -214,7 +247,7 @@ static int parse_target(struct http_req_parser *p, char *t, size_t n)
 		for (i = 0; i < n && t[i] != '/' && t[i] != '?'; i++)
 			if (!is_host_char((u8)t[i]))
 				return 400;	/* includes userinfo '@' and '#' */
-		if (i == 0)
+		if (!authority_ok(t, i))
 			return 400;
 		t += i;
 		n -= i;

@@ -201,6 +201,16 @@ static void test_target_forms(void **state)
 	expect_error(S("GET http:///x HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
 	expect_error(S("GET http:// HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
 	expect_error(S("GET http://h?%zz HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	/* the authority: balanced IP-literal brackets, a numeric port */
+	expect_error(S("GET http://[::1 HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET http://[::1/x HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET http://::1]/ HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET http://[]/ HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET http://[::1]x/ HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET http://h:8a/ HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_error(S("GET http://:80/ HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+	expect_ok(S("GET http://h:/ HTTP/1.1\r\nHost: x\r\n\r\n"), HTTP_METHOD_GET, "/", 1, true);
+	expect_ok(S("GET http://[fe80::1]/a HTTP/1.1\r\nHost: x\r\n\r\n"), HTTP_METHOD_GET, "/a", 1, true);
 	expect_error(S("GET ftp://h/ HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
 	expect_error(S("GET * HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
 	expect_error(S("GET h:80 HTTP/1.1\r\nHost: x\r\n\r\n"), 400);

@@ -301,7 +301,10 @@ def test_thousand_requests_16_connections_no_leak(app):
     # heap's block header on x86_64, net/lwipopts.h). It may shrink: boot-time
     # leftovers (an ARP-queued pbuf, DHCP) can be freed in between.
     tw = after['vireo_tcp_pcbs{list="time_wait"}'] - before['vireo_tcp_pcbs{list="time_wait"}']
-    assert after["vireo_lwip_mem_used_bytes"] - before["vireo_lwip_mem_used_bytes"] <= 272 * tw
+    # lwIP also counts a near-fit block whole, so its figure drifts by a few
+    # bytes per live allocation with fragmentation (tests/matrix measured up
+    # to 144 B); a leaked connection would be kilobytes.
+    assert after["vireo_lwip_mem_used_bytes"] - before["vireo_lwip_mem_used_bytes"] <= 272 * tw + 256
     # the kernel heap counts a block's unsplittable tail (< 64 B) as in use, so
     # the level moves by a few bytes with fragmentation; one leaked HTTP
     # connection would be ~14.5 KiB
