@@ -31,6 +31,18 @@ static void tw_trim(void *arg)
 	struct tcp_pcb *pcb, *next;
 	unsigned int n = 0;
 
+	/* Half-open connections older than VIREO_LWIP_SYN_RCVD_MS (lwipopts.h):
+	 * tcp_ticks counts TCP_SLOW_INTERVAL (500 ms) ticks; pcb->tmr is the
+	 * tick of the last segment from the peer. */
+	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = next) {
+		next = pcb->next;
+		if (pcb->state == SYN_RCVD &&
+		    (u32_t)(tcp_ticks - pcb->tmr) >= VIREO_LWIP_SYN_RCVD_MS / TCP_SLOW_INTERVAL) {
+			tcp_abort(pcb);
+			vireo_lwip_stats.syn_trimmed++;
+		}
+	}
+
 	/* TCP_REG() pushes on the head, so the list runs newest first and
 	 * everything past the cap is the oldest. Aborting a TIME_WAIT PCB only
 	 * unlinks and frees it; no RST is sent. */

@@ -75,6 +75,14 @@ extern void *vireo_lwip_heap;		/* net/lwip_port.c */
  * same. 512 x 272 bytes = 136 KiB; 2 x TCP_MSL stays the default 2 min. */
 #define VIREO_LWIP_TIME_WAIT_MAX	512
 
+/* The port aborts half-open (SYN_RCVD) PCBs older than this. lwIP has no SYN
+ * cookies and keeps them 20 s (TCP_SYN_RCVD_TIMEOUT, not configurable), so
+ * TCP_DEFAULT_LISTEN_BACKLOG spoofed SYNs shut new clients out for 20 s after
+ * a flood; measured by tests/matrix. A real client answers a SYN-ACK within
+ * a round trip, or retransmits its SYN after 1 s (which lwIP answers again),
+ * so 3 s costs real clients nothing and bounds the blackout to about 3 s. */
+#define VIREO_LWIP_SYN_RCVD_MS		3000
+
 /* Budgets (see above: exported as avail, not enforced by lwIP). */
 /* 64 live (32+ concurrent, plus closing ones) and the TIME_WAIT cap. */
 #define MEMP_NUM_TCP_PCB		(64 + VIREO_LWIP_TIME_WAIT_MAX)
