@@ -7,7 +7,6 @@ Nothing here depends on speed: waits are bounded by generous deadlines and
 only fail when the expected state never comes."""
 import ctypes
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -18,6 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "qemu"))
 
 import netns as nsmod  # noqa: E402
+from httpc import parse_prometheus, parse_response, read_all, read_responses  # noqa: E402,F401
 from vm import IMAGE, ROOT, Vm  # noqa: E402,F401
 
 READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
@@ -245,78 +245,6 @@ def lwip_heap_excess(base, m):
         return sum(v for k, v in x.items() if k.startswith("vireo_lwip_memp_used{"))
 
     return net(m) - net(base), 32 * max(elems(m), elems(base))
-
-
-def read_all(s):
-    chunks = []
-    while True:
-        try:
-            c = s.recv(65536)
-        except ConnectionResetError:
-            break
-        if not c:
-            break
-        chunks.append(c)
-    return b"".join(chunks)
-
-
-def parse_head(data):
-    head, sep, rest = data.partition(b"\r\n\r\n")
-    assert sep, f"no end of head in {data[:200]!r}"
-    lines = head.decode("latin-1").split("\r\n")
-    m = re.match(r"HTTP/1\.[01] (\d{3}) ", lines[0] + " ")
-    assert m, lines[0]
-    headers = {}
-    for line in lines[1:]:
-        k, _, v = line.partition(":")
-        headers[k.strip().lower()] = v.strip()
-    return int(m.group(1)), headers, rest
-
-
-def parse_response(data):
-    status, headers, rest = parse_head(data)
-    if "content-length" in headers:
-        n = int(headers["content-length"])
-        assert len(rest) >= n, (len(rest), n)
-        rest = rest[:n]
-    return status, headers, rest
-
-
-def read_responses(s, n, head_only=False):
-    """Reads n responses from a keep-alive connection (Content-Length framed)."""
-    buf = b""
-    out = []
-    while len(out) < n:
-        while b"\r\n\r\n" not in buf:
-            c = s.recv(65536)
-            assert c, f"connection closed after {len(out)} responses"
-            buf += c
-        status, headers, rest = parse_head(buf)
-        need = 0 if head_only else int(headers.get("content-length", "0"))
-        while len(rest) < need:
-            c = s.recv(65536)
-            assert c, "connection closed mid-body"
-            rest += c
-        out.append((status, headers, rest[:need]))
-        buf = rest[need:]
-    return out, buf
-
-
-SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*",?)*\})? '
-                    r'(-?[0-9.eE+-]+|NaN|[+-]Inf)( -?\d+)?$')
-
-
-def parse_prometheus(text):
-    """{name{labels}: value} from the text exposition format."""
-    out = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = SAMPLE.match(line)
-        assert m, f"not a Prometheus sample: {line!r}"
-        key = line.rsplit(" ", 1)[0] if m.group(6) is None else line.rsplit(" ", 2)[0]
-        out[key] = float(m.group(5))
-    return out
 
 
 def delta(after, before, key):
