@@ -15,6 +15,7 @@
 #include "lwip/udp.h"
 #include "net/app/echo.h"
 #include "net/app/metrics.h"
+#include "net/app/tcputil.h"
 
 struct echo_conn {
 	struct echo_conn *next, *prev;
@@ -51,20 +52,11 @@ static void conn_free(struct echo_conn *c)
 	echo_stats.tcp_active--;
 }
 
-static void pcb_detach(struct tcp_pcb *pcb)
-{
-	tcp_arg(pcb, NULL);
-	tcp_recv(pcb, NULL);
-	tcp_sent(pcb, NULL);
-	tcp_err(pcb, NULL);
-	tcp_poll(pcb, NULL, 0);
-}
-
 static err_t conn_abort(struct echo_conn *c)
 {
 	struct tcp_pcb *pcb = c->pcb;
 
-	pcb_detach(pcb);
+	app_pcb_detach(pcb);
 	conn_free(c);
 	tcp_abort(pcb);
 	return ERR_ABRT;
@@ -77,7 +69,7 @@ static err_t conn_close(struct echo_conn *c)
 
 	if (c->unrecved)
 		tcp_recved(pcb, (u16_t)c->unrecved);
-	pcb_detach(pcb);
+	app_pcb_detach(pcb);
 	conn_free(c);
 	if (tcp_close(pcb) != ERR_OK) {
 		tcp_abort(pcb);

@@ -29,6 +29,7 @@
 #include "net/app/metrics.h"
 #include "net/app/server.h"
 #include "net/app/site.h"
+#include "net/app/tcputil.h"
 
 enum conn_state { C_READ, C_SEND, C_LINGER };
 
@@ -92,21 +93,12 @@ static void conn_free(struct conn *c)
 }
 
 /* No more callbacks for this pcb: lwIP's defaults take over. */
-static void pcb_detach(struct tcp_pcb *pcb)
-{
-	tcp_arg(pcb, NULL);
-	tcp_recv(pcb, NULL);
-	tcp_sent(pcb, NULL);
-	tcp_err(pcb, NULL);
-	tcp_poll(pcb, NULL, 0);
-}
-
 /* RST and free. Returns ERR_ABRT, which a callback must hand back to lwIP. */
 static err_t conn_abort(struct conn *c)
 {
 	struct tcp_pcb *pcb = c->pcb;
 
-	pcb_detach(pcb);
+	app_pcb_detach(pcb);
 	conn_free(c);
 	tcp_abort(pcb);
 	return ERR_ABRT;
@@ -129,7 +121,7 @@ static err_t conn_close(struct conn *c)
 	struct tcp_pcb *pcb = c->pcb;
 
 	rx_discard(c);
-	pcb_detach(pcb);
+	app_pcb_detach(pcb);
 	conn_free(c);
 	if (tcp_close(pcb) != ERR_OK) {
 		tcp_abort(pcb);
