@@ -861,8 +861,12 @@ static void net_remove(struct virtio_dev *d)
 
 	if (!vn)
 		return;
-	/* The device is reset: nothing it holds will be used again. */
+	/* The device is reset: nothing it holds will be used again. Link down
+	 * and no device first, so the upper layer drops what it had queued for
+	 * us and nothing it does from tx_done() below can reach these queues. */
 	timer_stop(&vn->coal_timer);
+	set_link(vn, false);
+	vn->vd = NULL;
 	while ((t = virtq_detach_unused(&vn->rx->vq))) {
 		vn->nposted--;
 		rx_free(vn, t);
@@ -878,8 +882,6 @@ static void net_remove(struct virtio_dev *d)
 	vn->slots = NULL;
 	vn->free_tx = NULL;
 	vn->rx = vn->tx = vn->ctrl = NULL;
-	set_link(vn, false);
-	vn->vd = NULL;
 	d->priv = NULL;
 	if (vn->attached)
 		return;	/* kept for the re-probe, with the upper layer's buffers */
