@@ -2,41 +2,40 @@
  *
  * ADAPTIVE borrows its shape from Linux's net_dim (measure over a window of
  * events, move along a small table of profiles, undo a step that cost
- * throughput, back off from re-trying it) but not its objective: net_dim
- * climbs while events per ms keep falling, which under a steady load ends at
- * the top profile whatever the rate. vireo instead aims at a wakeup budget:
+ * throughput, back off from re-trying it) and aims at CPU time: a wakeup is
+ * worth saving only when the CPU is busy and wakeups are not yet amortised
+ * over many frames. NAPI polling already gathers whatever arrived while the
+ * CPU was busy, so a saturated queue that drains 30 frames per wakeup gains
+ * nothing from a hold, and an idle CPU has nothing to gain at all: either way
+ * the latency profile stays.
  *
  *   profile k gathers F_k = 2^k frames (k = 0..6, so 1..64) and holds a
  *   partial batch at most COAL_ADAPT_USECS (0 for k = 0).
- *   After each window (COAL_WIN_WAKEUPS wakeups or COAL_WIN_NS, whichever
- *   ends first) with measured frame rate R frames/s:
- *     up   = the least k with R <= T * F_k         (T = COAL_TARGET_WAKEUPS)
- *     down = the least k with R <= T * F_k * 3 / 4
- *   step up to `up` if it is above the current profile, else down to `down`
- *   if that is below it; in between, stay (hysteresis). So below T frames/s
- *   every frame interrupts at once (no added latency), and above it the
- *   interrupt rate stays near T while the batch grows with the rate.
+ *   Each window (COAL_WIN_WAKEUPS wakeups or COAL_WIN_NS, whichever ends
+ *   first) measures the frame rate R, the frames per wakeup f and the busy
+ *   fraction u of the CPU (time not halted, which the caller counts). Then:
+ *     u >= 1/2 and f < COAL_AMORTISED: step up to the least k with
+ *       F_k >= 2f, so the count is above what polling gathers by itself
+ *       (a smaller step would change nothing and be undone);
+ *     u < 1/4: step down one profile (the CPU has room again);
+ *     otherwise stay (hysteresis).
  *
- * Why the hold time is the same for every profile: a profile is chosen when
- * R is between T*F_{k-1} and T*F_k, so its batch fills within
- * F_k / (T*F_{k-1}) = 2/T seconds (62.5 us at T = 32000). A hold of 80 us
- * lets the count, not the timer, end batches over the whole range, and it is
- * the worst latency any frame pays for coalescing. Frame-proportional holds
- * (e.g. {4,8},{8,16},..) fill only above 500k frames/s and would make the
- * timer fire before the count at every lower rate.
+ * Every step up is judged by the window after it (the net_dim guard): it is
+ * undone if R fell by more than a quarter (the hold slowed a latency-bound
+ * flow, request/response waiting on it) or if f did not grow by an eighth
+ * (the hold, not the count, ends batches already: a bigger count only adds
+ * latency). After an undo, step-ups are refused for COAL_HOLD_MIN windows,
+ * doubling to COAL_HOLD_MAX on each repeat; a step that is kept resets that.
  *
- * Throughput guard (the net_dim idea): if the window after a step up shows
- * the rate fell by more than a quarter, the step slowed a latency-bound flow
- * (request/response waiting on our hold), so step back and refuse step-ups
- * for COAL_HOLD_MIN windows, doubling to COAL_HOLD_MAX on each repeat.
+ * The hold is the same for every profile and is the worst latency a frame
+ * pays for coalescing, only ever while the CPU is at least half busy.
  *
  * Idle: no frame for COAL_IDLE_NS, or a window without frames, goes straight
  * to profile 0 and forgets the guard's history. */
 #include "kernel/types.h"
 #include "drivers/coalesce.h"
 
-#define COAL_TARGET_WAKEUPS	32000u		/* per second, per queue */
-#define COAL_ADAPT_USECS	80u		/* hold of every profile above 0 */
+#define COAL_ADAPT_USECS	COAL_USECS_MAX	/* hold of every profile above 0 */
 #define COAL_LEVELS		7u		/* F = 1, 2, 4 .. 64 */
 #define COAL_WIN_WAKEUPS	16u
 #define COAL_WIN_NS		1000000ull	/* 1 ms */
@@ -83,26 +82,28 @@ static void set_level(struct coal_policy *p, unsigned k)
 	set_params(p, level_frames(p, k), k ? COAL_ADAPT_USECS : 0);
 }
 
-/* Least level k with fps * den <= T * F_k * num; the top level if none. */
-static unsigned level_for(const struct coal_policy *p, u64 fps, u32 num, u32 den)
+/* Least level whose count is at least twice f = frames / wakeups; the top
+ * level if none. */
+static unsigned level_above(const struct coal_policy *p, u32 frames, u32 wakeups)
 {
 	unsigned top = top_level(p);
 
-	for (unsigned k = 0; k < top; k++)
-		if (fps * den <= (u64)COAL_TARGET_WAKEUPS * level_frames(p, k) * num)
+	for (unsigned k = 1; k < top; k++)
+		if ((u64)level_frames(p, k) * wakeups >= 2ull * frames)
 			return k;
 	return top;
 }
 
-static void open_window(struct coal_policy *p, u64 now)
+static void open_window(struct coal_policy *p, u64 now, u64 busy)
 {
 	p->win_open = true;
 	p->win_start_ns = now;
+	p->win_busy_ns = busy;
 	p->win_frames = 0;
 	p->win_wakeups = 0;
 }
 
-static void idle_reset(struct coal_policy *p, u64 now)
+static void idle_reset(struct coal_policy *p, u64 now, u64 busy)
 {
 	if (p->level != 0)
 		p->stats.idle_resets++;
@@ -110,19 +111,23 @@ static void idle_reset(struct coal_policy *p, u64 now)
 	p->probing = false;
 	p->hold = 0;
 	p->backoff = COAL_HOLD_MIN;
-	open_window(p, now);
+	open_window(p, now, busy);
 }
 
-static void decide(struct coal_policy *p, u64 fps)
+/* One window's verdict: fps its frame rate, frames/wakeups its batches,
+ * busy/elapsed the CPU's busy fraction over it. */
+static void decide(struct coal_policy *p, u64 fps, u32 frames, u32 wakeups, u64 busy, u64 elapsed)
 {
-	unsigned up, down;
 	bool held = p->hold > 0;
 
 	if (held)
 		p->hold--;
 	if (p->probing) {
 		p->probing = false;
-		if (fps * 4 < p->probe_fps * 3) {
+		/* undone if the rate fell by a quarter, or f = frames / wakeups
+		 * did not grow by an eighth over the window before the step */
+		if (fps * 4 < p->probe_fps * 3 ||
+		    (u64)frames * p->probe_wakeups * 8 < (u64)p->probe_frames * wakeups * 9) {
 			set_level(p, p->prev_level);
 			p->hold = p->backoff;
 			p->backoff = p->backoff < COAL_HOLD_MAX / 2 ? p->backoff * 2 : COAL_HOLD_MAX;
@@ -131,18 +136,21 @@ static void decide(struct coal_policy *p, u64 fps)
 		}
 		p->backoff = COAL_HOLD_MIN;
 	}
-	up = level_for(p, fps, 1, 1);
-	down = level_for(p, fps, 3, 4);
-	if (up > p->level) {
-		if (held)
-			return;
-		p->prev_level = p->level;
-		p->probe_fps = fps;
-		p->probing = true;
-		set_level(p, up);
-	} else if (down < p->level) {
-		set_level(p, down);
+	if (busy * 4 < elapsed) {
+		if (p->level > 0)
+			set_level(p, p->level - 1u);
+		return;
 	}
+	if (busy * 2 < elapsed || frames >= COAL_AMORTISED * wakeups || held)
+		return;
+	if (p->level >= top_level(p))
+		return;
+	p->prev_level = p->level;
+	p->probe_fps = fps;
+	p->probe_frames = frames;
+	p->probe_wakeups = wakeups;
+	p->probing = true;
+	set_level(p, MAX(level_above(p, frames, wakeups), p->level + 1u));
 }
 
 void coal_init(struct coal_policy *p, enum coal_mode mode, u16 frames, u32 usecs)
@@ -240,9 +248,9 @@ int coal_parse(const char *s, enum coal_mode *mode, u16 *frames, u32 *usecs)
 	return 0;
 }
 
-void coal_sample(struct coal_policy *p, u64 now_ns, u32 frames, u32 interrupts)
+void coal_sample(struct coal_policy *p, u64 now_ns, u32 frames, u32 interrupts, u64 busy_ns)
 {
-	u64 elapsed, fps;
+	u64 elapsed, busy, fps;
 
 	p->stats.wakeups++;
 	p->stats.interrupts += interrupts;
@@ -254,7 +262,7 @@ void coal_sample(struct coal_policy *p, u64 now_ns, u32 frames, u32 interrupts)
 	    (frames || p->level)) {
 		/* Frames after a quiet spell arrived before this window could
 		 * have measured them: start afresh and do not count them. */
-		idle_reset(p, now_ns);
+		idle_reset(p, now_ns, busy_ns);
 		if (frames)
 			p->last_frame_ns = now_ns;
 		return;
@@ -264,7 +272,7 @@ void coal_sample(struct coal_policy *p, u64 now_ns, u32 frames, u32 interrupts)
 		p->last_frame_ns = now_ns;
 	}
 	if (!p->win_open) {
-		open_window(p, now_ns);	/* these frames predate the window */
+		open_window(p, now_ns, busy_ns);	/* these frames predate the window */
 		return;
 	}
 	p->win_frames += frames;
@@ -273,12 +281,19 @@ void coal_sample(struct coal_policy *p, u64 now_ns, u32 frames, u32 interrupts)
 	if (p->win_wakeups < COAL_WIN_WAKEUPS && elapsed < COAL_WIN_NS)
 		return;
 	if (p->win_frames == 0) {
-		idle_reset(p, now_ns);
+		idle_reset(p, now_ns, busy_ns);
 		return;
 	}
-	fps = (u64)p->win_frames * NS_PER_S / (elapsed ? elapsed : 1);
-	decide(p, fps < COAL_FPS_CAP ? fps : COAL_FPS_CAP);
-	open_window(p, now_ns);
+	if (!elapsed)
+		elapsed = 1;
+	/* busy time is the caller's clock: never more than the window, never
+	 * backwards */
+	busy = busy_ns > p->win_busy_ns ? busy_ns - p->win_busy_ns : 0;
+	if (busy > elapsed)
+		busy = elapsed;
+	fps = (u64)p->win_frames * NS_PER_S / elapsed;
+	decide(p, fps < COAL_FPS_CAP ? fps : COAL_FPS_CAP, p->win_frames, p->win_wakeups, busy, elapsed);
+	open_window(p, now_ns, busy_ns);
 }
 
 u16 coal_frames(const struct coal_policy *p)

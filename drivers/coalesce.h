@@ -8,7 +8,8 @@
  * Driver contract, once per wakeup (interrupt or coal_deadline timer):
  *   poll until the queue is empty or the budget is spent (NAPI style);
  *   coal_sample(p, now, frames handled since the last call, interrupts taken
- *               since the last call, 0 for a timer wakeup);
+ *               since the last call, 0 for a timer wakeup, the CPU's busy
+ *               time so far: any monotonic count of ns not spent halted);
  *   re-arm with coal_frames(p) and coal_usecs(p): device-side,
  *     virtq_enable_cb() and, only when the values changed, NOTF_COAL
  *     VQ_SET/RX_SET with max_packets = frames, max_usecs = usecs; driver-side,
@@ -25,12 +26,13 @@
 
 #define COAL_FRAMES_MAX		64u	/* default bound on frames per interrupt */
 #define COAL_USECS_MAX		200u	/* bound on the usecs hold time */
+#define COAL_AMORTISED		16u	/* adaptive: frames per wakeup that need no help */
 #define COAL_NO_DEADLINE	(~(u64)0)
 
 enum coal_mode {
 	COAL_OFF,	/* an interrupt per completion: frames 1, usecs 0 */
 	COAL_FIXED,	/* the frames/usecs given to coal_init */
-	COAL_ADAPTIVE,	/* chosen from the measured frame rate, see coalesce.c */
+	COAL_ADAPTIVE,	/* chosen from the measured load, see coalesce.c */
 };
 
 struct coal_stats {
@@ -39,7 +41,7 @@ struct coal_stats {
 	u64 frames;		/* frames reported to coal_sample() */
 	u32 changes;		/* times frames/usecs changed (adaptive) */
 	u32 idle_resets;	/* drops to the latency profile on idle */
-	u32 reverts;		/* step-ups undone because the frame rate fell */
+	u32 reverts;		/* step-ups undone: the rate fell or batches did not grow */
 };
 
 /* One queue's policy. Fields are private to coalesce.c; tests read them. */
@@ -59,8 +61,9 @@ struct coal_policy {
 	u16 hold;		/* windows left in which step-ups are refused */
 	u16 backoff;		/* next hold length after a revert */
 	u32 win_frames, win_wakeups;
-	u64 win_start_ns, last_frame_ns;
-	u64 probe_fps;		/* frame rate that triggered the step up */
+	u64 win_start_ns, win_busy_ns, last_frame_ns;
+	u64 probe_fps;		/* the window that triggered the step up: */
+	u32 probe_frames, probe_wakeups;	/* its rate and batches */
 	struct coal_stats stats;
 };
 
@@ -82,8 +85,9 @@ void coal_limit_frames(struct coal_policy *p, u16 max_frames);
 int coal_parse(const char *s, enum coal_mode *mode, u16 *frames, u32 *usecs);
 
 /* Report one wakeup (see the contract above). now_ns must not go
- * backwards. May change coal_frames()/coal_usecs(). */
-void coal_sample(struct coal_policy *p, u64 now_ns, u32 frames, u32 interrupts);
+ * backwards; busy_ns should not either (a step back counts as idle). May
+ * change coal_frames()/coal_usecs(). */
+void coal_sample(struct coal_policy *p, u64 now_ns, u32 frames, u32 interrupts, u64 busy_ns);
 
 /* Completions to gather before interrupting (>= 1). */
 u16 coal_frames(const struct coal_policy *p);

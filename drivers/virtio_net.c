@@ -322,7 +322,7 @@ static void rx_rearm(struct vnet *vn)
 	u16 frames;
 	bool ok;
 
-	coal_sample(&vn->coal, now, vn->coal_acc, (u32)(irqs - vn->irqs_sampled));
+	coal_sample(&vn->coal, now, vn->coal_acc, (u32)(irqs - vn->irqs_sampled), loop_busy_ns());
 	vn->coal_acc = 0;
 	vn->irqs_sampled = irqs;
 	frames = coal_frames(&vn->coal);

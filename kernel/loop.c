@@ -74,6 +74,13 @@ bool timer_stop(struct timer *t)
 	return timerq_cancel(&timers, t);
 }
 
+u64 loop_busy_ns(void)
+{
+	u64 now = time_ns(), idle = tsc_to_ns(loop_stats.idle_tsc);
+
+	return now > idle ? now - idle : 0;
+}
+
 void loop_run(void)
 {
 	for (;;) {

@@ -35,4 +35,8 @@ struct loop_stats {
 };
 extern struct loop_stats loop_stats;
 
+/* Nanoseconds of time_ns() not spent halted in the loop: the CPU's busy time
+ * (interrupt handlers that wake a halt count as idle; they are short). */
+u64 loop_busy_ns(void);
+
 #endif

@@ -232,14 +232,20 @@ def main():
 
     # ---- coalescing: vireo coalesce=off vs adaptive
     c = Table(["coalesce=off", "adaptive"])
-    c.section(f"RX interrupts per RX frame, /metrics deltas (n={len(X['vireo-off'])}/{len(X['vireo'])} boots)")
+    c.section(f"RX interrupts and wakeups (interrupts + coalescing timer polls) per RX frame, /metrics deltas "
+              f"(n={len(X['vireo-off'])}/{len(X['vireo'])} boots)")
     for path, label in (("idle", "idle, 10 s"), ("udp.pingpong", "UDP echo ping-pong, 2000 sequential"),
                         ("load.small-c1", "wrk 612 B c1 keep-alive"), ("load.small-c32", "wrk 612 B c32 keep-alive"),
+                        ("udp.stream20k", "UDP echo stream, 20k/s for 3 s"),
+                        ("udp.stream40k", "UDP echo stream, 40k/s for 3 s"),
                         ("udp.flood", "UDP flood to port 7 (100k x 64 B, <= 5 s)")):
         c.add(f"{label}: rx frames", [xs("vireo-off", f"{path}.rx_frames"), xs("vireo", f"{path}.rx_frames")],
               f="{:.0f}", ratio=False)
         c.add(f"{label}: rx interrupts / rx frame",
               [xs("vireo-off", f"{path}.rx_irq_per_frame"), xs("vireo", f"{path}.rx_irq_per_frame")], f="{:.4f}")
+        c.add(f"{label}: rx wakeups / rx frame",
+              [xs("vireo-off", f"{path}.rx_wakeups_per_frame"), xs("vireo", f"{path}.rx_wakeups_per_frame")],
+              f="{:.4f}")
     c.section("latency and throughput")
     c.add("UDP ping-pong RTT p50 (us)", [xs("vireo-off", "udp.pingpong.rtt_p50_us"), xs("vireo", "udp.pingpong.rtt_p50_us")],
           f="{:.0f}")
@@ -248,6 +254,13 @@ def main():
     c.add("wrk 612 B c1 p50 (ms)", [xs("vireo-off", "load.small-c1.lat_p50_ms"), xs("vireo", "load.small-c1.lat_p50_ms")])
     c.add("wrk 612 B c1 p99 (ms)", [xs("vireo-off", "load.small-c1.lat_p99_ms"), xs("vireo", "load.small-c1.lat_p99_ms")])
     c.add("wrk 612 B c32 req/s", [xs("vireo-off", "load.small-c32.rps"), xs("vireo", "load.small-c32.rps")], f="{:.0f}")
+    for k in ("20k", "40k"):
+        c.add(f"UDP stream {k}/s: RTT p50 (us)",
+              [xs("vireo-off", f"udp.stream{k}.rtt_p50_us"), xs("vireo", f"udp.stream{k}.rtt_p50_us")], f="{:.0f}")
+        c.add(f"UDP stream {k}/s: RTT p99 (us)",
+              [xs("vireo-off", f"udp.stream{k}.rtt_p99_us"), xs("vireo", f"udp.stream{k}.rtt_p99_us")], f="{:.0f}")
+        c.add(f"UDP stream {k}/s: datagrams echoed",
+              [xs("vireo-off", f"udp.stream{k}.echoed"), xs("vireo", f"udp.stream{k}.echoed")], f="{:.0f}")
     c.add("UDP flood: datagrams echoed", [xs("vireo-off", "udp.flood.echoed"), xs("vireo", "udp.flood.echoed")],
           f="{:.0f}")
 
@@ -256,6 +269,8 @@ def main():
         return off["median"] / ad["median"] if off and ad and ad["median"] else None
     verdict = {"target": "at saturation adaptive cuts RX interrupts per frame >= 4x vs off, ping-pong latency no worse",
                "cut_wrk_c32": cut("load.small-c32.rx_irq_per_frame"), "cut_udp_flood": cut("udp.flood.rx_irq_per_frame"),
+               "cut_stream40k": cut("udp.stream40k.rx_irq_per_frame"),
+               "cut_stream40k_wakeups": cut("udp.stream40k.rx_wakeups_per_frame"),
                "pingpong_p50_adaptive_over_off": (lambda o, d: d["median"] / o["median"] if o and d else None)(
                    xs("vireo-off", "udp.pingpong.rtt_p50_us"), xs("vireo", "udp.pingpong.rtt_p50_us"))}
 
@@ -267,7 +282,8 @@ def main():
     print(ctext)
     fmtx = lambda v, u="x": "-" if v is None else f"{v:.2f}{u}"  # noqa: E731
     print(f"saturation cut in RX interrupts/frame (off / adaptive): wrk c32 {fmtx(verdict['cut_wrk_c32'])}, "
-          f"UDP flood {fmtx(verdict['cut_udp_flood'])}; "
+          f"UDP flood {fmtx(verdict['cut_udp_flood'])}, UDP stream 40k/s {fmtx(verdict['cut_stream40k'])} "
+          f"(wakeups {fmtx(verdict['cut_stream40k_wakeups'])}); "
           f"ping-pong p50 adaptive/off {fmtx(verdict['pingpong_p50_adaptive_over_off'], '')}")
     if hfail or len(xall) != len(xrec):
         print(f"FAILED boots: harness {len(hfail)}, extra {len(xall) - len(xrec)}: " +

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""UDP clients for the echo service on port 7, run inside the benchmark's
+"""UDP clients for the echo service on port 7 (the paced stream, which
+Python cannot receive fast enough, is udpstream.c), run inside the benchmark's
 network namespace (ip netns exec). Both are bounded in count and time, and
 print one JSON object.
 

@@ -365,6 +365,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 14:
 			up.release_now = op & 0x10;
+			hk_cpu_busy(op & 0x20);	/* lets adaptive coalescing engage */
 			break;
 		default:
 			run();
@@ -386,6 +387,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	vnet_host_forget_all();
 	hk_loop_reset();
 	hk_clock_autostep(0);
+	hk_cpu_busy(false);
 	up_fini(&up);
 	vd_fini(&dev);
 	CHECK(hk_pages_live() == 0);

@@ -38,6 +38,19 @@ void hk_clock_autostep(u64 step)
 	clock_step = step;
 }
 
+static bool cpu_busy;
+
+void hk_cpu_busy(bool busy)
+{
+	cpu_busy = busy;
+}
+
+/* Busy: all of the clock's time; idle: none of it. */
+u64 loop_busy_ns(void)
+{
+	return cpu_busy ? clock_ns : 0;
+}
+
 /* ---- memory ---- */
 
 static long pages_live, kmem_live;
