@@ -428,7 +428,6 @@ static void test_busy_cpu_sparse_frames(void **state)
 	sim_setup(&S, COAL_ADAPTIVE, 0, 0, false);
 	S.frame_ns = 20 * US;
 	periodic(&S, 25 * US, 1000 * MS);
-	S.tail_from = 200 * MS;
 	run(&S);
 	assert_int_equal(S.late, 0);
 	assert_true(S.max_delay <= COAL_USECS_MAX * US + POLL_NS);
