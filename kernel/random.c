@@ -1,43 +1,31 @@
-/* xoshiro256** seeded from the CPU's hardware generator (if any) and the
- * TSC; device entropy is folded in with a splitmix64 step per word. */
+/* The kernel instance of the ChaCha20 generator and its entropy sources.
+ *
+ * Boot seed, in one csprng_mix() call so nothing is served in between:
+ *  - RDSEED (4 x 64 bits), else RDRAND (4 x 64 bits), when CPUID says the
+ *    CPU has them (QEMU's TCG "qemu64" has neither; "-cpu max" has both);
+ *  - JITTER_SAMPLES TSC deltas across a CPUID, which traps to the
+ *    hypervisor or runs microcode and so varies by a few cycles even on a
+ *    quiet machine (TCG: by the host's scheduling). Without RDSEED/RDRAND
+ *    and before virtio-rng, this and the boot-time TSC are all there is: a
+ *    weak seed that the log names as such;
+ *  - the TSC itself.
+ * Later, each virtio-rng completion is mixed in as it arrives
+ * (random_add_entropy), so the key is fully seeded from the device within
+ * the first completion. */
+#include "kernel/console.h"
+#include "kernel/csprng.h"
+#include "kernel/fmt.h"
 #include "kernel/io.h"
 #include "kernel/random.h"
+#include "kernel/string.h"
 
-static u64 s[4];
-static const char *source = "tsc";
+#define JITTER_SAMPLES	256
+#define HW_WORDS	4	/* 256 bits */
+
+static struct csprng rng;
+static char source[48] = "unseeded";
+static bool device_seen;
 u64 random_entropy_bytes;
-
-static u64 rotl(u64 x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-static u64 splitmix(u64 *x)
-{
-	u64 z = (*x += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-u64 random_u64(void)
-{
-	u64 r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return r;
-}
-
-u32 random_u32(void)
-{
-	return (u32)(random_u64() >> 32);
-}
 
 static bool hw_random(bool seed, u64 *out)
 {
@@ -55,61 +43,89 @@ static bool hw_random(bool seed, u64 *out)
 	return false;
 }
 
-static void mix(u64 v)
-{
-	u64 x = v;
-	int i;
-
-	for (i = 0; i < 4; i++)
-		s[i] ^= splitmix(&x);
-	if (!(s[0] | s[1] | s[2] | s[3]))
-		s[0] = 1;	/* the all-zero state is a fixed point */
-	random_u64();
-}
-
 void random_init(void)
 {
+	struct {
+		u64 tsc;
+		u64 hw[HW_WORDS];
+		u16 jitter[JITTER_SAMPLES];
+	} seed = { 0 };
 	u32 a, b, c, d;
-	bool rdrand, rdseed = false;
-	u64 v;
-	int i;
+	bool has_rdrand, has_rdseed = false;
+	const char *hw = NULL;
+	unsigned int i, got = 0;
 
 	cpuid(1, 0, &a, &b, &c, &d);
-	rdrand = (c >> 30) & 1;
+	has_rdrand = (c >> 30) & 1;
 	cpuid(0, 0, &a, &b, &c, &d);
 	if (a >= 7) {
 		cpuid(7, 0, &a, &b, &c, &d);
-		rdseed = (b >> 18) & 1;
+		has_rdseed = (b >> 18) & 1;
 	}
-	mix(rdtsc());
-	for (i = 0; i < 4; i++) {
-		if (rdseed && hw_random(true, &v)) {
-			mix(v);
-			source = "rdseed";
-		} else if (rdrand && hw_random(false, &v)) {
-			mix(v);
-			if (source[0] == 't')
-				source = "rdrand";
+	for (i = 0; i < HW_WORDS; i++) {
+		if (has_rdseed && hw_random(true, &seed.hw[i])) {
+			got++;
+			hw = "rdseed";
+		} else if (has_rdrand && hw_random(false, &seed.hw[i])) {
+			got++;
+			if (!hw)
+				hw = "rdrand";
 		}
-		mix(rdtsc());
 	}
+	for (i = 0; i < JITTER_SAMPLES; i++) {
+		u64 t0 = rdtsc();
+
+		cpuid(0, 0, &a, &b, &c, &d);
+		seed.jitter[i] = (u16)(rdtsc() - t0);
+	}
+	seed.tsc = rdtsc();
+
+	csprng_init(&rng);
+	csprng_mix(&rng, &seed, sizeof(seed));
+	for (i = 0; i < sizeof(seed); i++)
+		((volatile u8 *)&seed)[i] = 0;
+
+	ksnprintf(source, sizeof(source), "%s%stsc-jitter", hw ? hw : "", hw ? "+" : "");
+	kprintf("random: chacha20 generator seeded from %s (%u bits from the CPU, %u jitter samples)%s\n",
+		source, got * 64, JITTER_SAMPLES,
+		hw ? "" : "; no RDSEED/RDRAND: weak until virtio-rng entropy arrives");
 }
 
 void random_add_entropy(const void *buf, size_t len)
 {
-	const u8 *p = buf;
-	size_t i;
+	u64 tsc = rdtsc();
 
-	for (i = 0; i < len; i += 8) {
-		u64 v = 0;
-		size_t k;
-
-		for (k = 0; k < 8 && i + k < len; k++)
-			v |= (u64)p[i + k] << (8 * k);
-		mix(v);
-	}
-	mix(rdtsc());
+	csprng_mix(&rng, buf, len);
+	csprng_mix(&rng, &tsc, sizeof(tsc));
 	random_entropy_bytes += len;
+	if (!device_seen) {
+		size_t n = strnlen(source, sizeof(source));
+
+		device_seen = true;
+		ksnprintf(source + n, sizeof(source) - n, "+virtio-rng");
+		kprintf("random: reseeded with %zu bytes from virtio-rng (now %s)\n", len, source);
+	}
+}
+
+void random_bytes(void *buf, size_t len)
+{
+	csprng_bytes(&rng, buf, len);
+}
+
+u32 random_u32(void)
+{
+	u32 v;
+
+	csprng_bytes(&rng, &v, sizeof(v));
+	return v;
+}
+
+u64 random_u64(void)
+{
+	u64 v;
+
+	csprng_bytes(&rng, &v, sizeof(v));
+	return v;
 }
 
 const char *random_source(void)
