@@ -20,7 +20,8 @@
 # status and preferences all live under BUILD/apt/, and only the mirror URI is
 # read from the machine's configuration. The fetch is idempotent: a finished
 # unpack is recorded in BUILD/lwip-src/stamp and kept; downloaded files are
-# kept in BUILD/lwip-src/dl/ and reused without the network.
+# kept in BUILD/lwip-src/dl/ and reused without the network. vireo's patches
+# (net/patches/*.patch, -p1 against lwIP's top directory) are applied last.
 set -euo pipefail
 
 LWIP_DEB_SOURCE=lwip
@@ -38,7 +39,18 @@ tree=$top/lwip
 stamp=$top/stamp
 aptdir=$build/apt
 dsc=${LWIP_DEB_SOURCE}_${LWIP_DEB_VERSION#*:}.dsc
-want="$LWIP_DEB_SOURCE $LWIP_DEB_VERSION $LWIP_DSC_SHA256"
+# vireo's own changes to lwIP, applied in name order after Debian's. Their
+# contents are part of the stamp: editing, adding or removing a patch
+# unpacks the tree afresh (from dl/, no network) and applies them all again.
+patchdir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/patches
+patches=()
+if [[ -d $patchdir ]]; then
+	shopt -s nullglob
+	patches=("$patchdir"/*.patch)
+	shopt -u nullglob
+fi
+patchsum=$(for f in "${patches[@]}"; do basename "$f"; cat "$f"; done | sha256sum | cut -c1-16)
+want="$LWIP_DEB_SOURCE $LWIP_DEB_VERSION $LWIP_DSC_SHA256 patches ${#patches[@]} $patchsum"
 
 say() { echo "  LWIP    $*"; }
 die() { echo "fetch-lwip: $*" >&2; exit 1; }
@@ -49,7 +61,7 @@ if [[ -f $stamp && -d $tree/src/core && "$(cat "$stamp")" == "$want" ]]; then
 	exit 0
 fi
 
-for tool in apt-get dpkg-source sha256sum; do
+for tool in apt-get dpkg-source sha256sum patch; do
 	command -v "$tool" >/dev/null ||
 		die "$tool not found; install the Debian packages apt, dpkg-dev and coreutils"
 done
@@ -191,6 +203,13 @@ if ! dpkg-source --no-check --no-copy -x "$dl/$dsc" "$tree.tmp" >"$top/extract.l
 fi
 [[ -f $tree.tmp/src/core/init.c && -f $tree.tmp/src/include/lwip/init.h ]] ||
 	{ rm -rf "$tree.tmp"; die "$dsc unpacked without lwIP's src/ tree"; }
+for f in "${patches[@]}"; do
+	if ! patch -d "$tree.tmp" -p1 --forward --batch --no-backup-if-mismatch <"$f" >"$top/patch.log" 2>&1; then
+		sed 's/^/    /' "$top/patch.log" >&2
+		rm -rf "$tree.tmp"
+		die "$(basename "$f") does not apply to $LWIP_DEB_SOURCE $LWIP_DEB_VERSION"
+	fi
+done
 mv "$tree.tmp" "$tree"
 echo "$want" >"$stamp"
-say "unpacked $LWIP_DEB_SOURCE $LWIP_DEB_VERSION into $tree ($(grep -c . "$tree/debian/patches/series") Debian patches applied)"
+say "unpacked $LWIP_DEB_SOURCE $LWIP_DEB_VERSION into $tree ($(grep -c . "$tree/debian/patches/series") Debian patches, ${#patches[@]} from net/patches applied)"

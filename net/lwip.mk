@@ -17,7 +17,7 @@ LWIP_LIB    := $(BUILD)/lwip/liblwip.a
 # the few libc headers lwIP's core includes.
 LWIP_CFLAGS := -Inet -Inet/port -Inet/port/include -I$(LWIP_SRCDIR)/src/include
 
-LWIP_PORT_SRCS := net/sys_arch.c net/lwip_port.c
+LWIP_PORT_SRCS := net/sys_arch.c net/lwip_port.c net/tcp_isn.c net/syncookie.c
 
 # The appliance (net/app): HTTP server, metrics, echo. Not linked into the
 # kernel yet; lwip-check compiles them with the kernel's flags and links them
@@ -54,8 +54,10 @@ LWIP_LIB_CFLAGS := $(KCFLAGS) -nostdinc -isystem $(LWIP_GCC_INC) $(LWIP_CFLAGS)
 lwip-fetch: $(LWIP_STAMP)
 
 # The script is idempotent and quick when the pinned tree is already there;
-# editing it (a new pin) re-runs it and rebuilds lwIP.
-$(LWIP_STAMP): net/fetch-lwip.sh
+# editing it (a new pin) or a patch in net/patches (the directory itself
+# for added or removed ones) re-runs it, which unpacks afresh, and every
+# lwIP object, kernel and host, is rebuilt from the patched tree.
+$(LWIP_STAMP): net/fetch-lwip.sh net/patches $(wildcard net/patches/*.patch)
 	$(Q)net/fetch-lwip.sh $(BUILD)
 
 # lwIP's sources appear when the stamp is made; this rule only orders that.
@@ -83,7 +85,7 @@ $(patsubst %.c,$(BUILD)/k/%.o,$(LWIP_PORT_SRCS)): | $(LWIP_STAMP)
 # (_GLOBAL_OFFSET_TABLE_ is the linker's own, referenced by -fpic code).
 # (mm_get_stats: the kernel memory figures on /metrics.)
 LWIP_KERNEL_SYMS := _GLOBAL_OFFSET_TABLE_ memcpy memmove memset memcmp strlen strnlen strcmp strncmp \
-	kprintf ksnprintf panic time_ns random_u32 page_alloc page_free \
+	kprintf ksnprintf panic time_ns random_u32 siphash24 page_alloc page_free \
 	kmalloc kzalloc kfree mm_get_stats
 LWIP_CHECK_OBJS := $(patsubst net/%.c,$(BUILD)/lwip/port/%.o,$(LWIP_PORT_SRCS) $(APP_SRCS)) \
 	$(BUILD)/lwip/port/app/site_default.o
