@@ -15,7 +15,30 @@
 #define LWIP_SOCKET			0
 #define LWIP_TIMERS			1	/* kernel loop calls sys_check_timeouts() */
 #define SYS_LIGHTWEIGHT_PROT		0	/* single context, see above */
+/* LWIP_RAND() is the kernel's ChaCha20 generator (kernel/random.c). Its users
+ * in the pinned lwIP, by whether an attacker gains from predicting them:
+ *  security-relevant
+ *   - tcp.c tcp_new_port(), udp.c udp_new_port(): the first ephemeral port
+ *     (later ones count up from it; RFC 6056 algorithm 1 would need a patch)
+ *   - dhcp.c: the DHCP transaction id (DHCP_CREATE_RAND_XID); a guessed xid
+ *     lets an off-path host spoof offers. dhcp6.c likewise (LWIP_IPV6_DHCP6
+ *     is off); dns.c's id and port (LWIP_DNS is off)
+ *  not security-relevant (timing spread only)
+ *   - mld6.c report delay; igmp.c report delay, acd.c probe timing (both off)
+ * TCP ISNs do not use LWIP_RAND(): LWIP_HOOK_TCP_ISN below (RFC 6528). IPv4
+ * and IPv6 fragment ids are lwIP's counters (ip4.c, ip6_frag.c), unchanged. */
 #define LWIP_RAND()			((u32_t)random_u32())	/* cc.h declares it */
+
+/* ---- hooks (net/lwip_hooks.h) ------------------------------------------
+ * ISNs per RFC 6528 (net/tcp_isn.c) and SYN cookies (net/syncookie.c):
+ * INPACKET_PCB answers a SYN with a cookie when the listen backlog is full,
+ * TCP_LISTEN_ACK (added by net/patches/0001) turns an ACK with a valid
+ * cookie into a connection. */
+#define LWIP_HOOK_FILENAME		"net/lwip_hooks.h"
+#define LWIP_HOOK_TCP_ISN(lip, lport, rip, rport)	vireo_tcp_isn(lip, lport, rip, rport)
+#define LWIP_HOOK_TCP_INPACKET_PCB(pcb, hdr, optlen, opt1len, opt2, p) \
+	vireo_syncookie_inpacket(pcb, hdr, optlen, opt1len, opt2, p)
+#define LWIP_HOOK_TCP_LISTEN_ACK(lpcb, hdr, p)		vireo_syncookie_ack(lpcb, hdr, p)
 
 /* ---- memory ---------------------------------------------------------------
  * vireo's linker script keeps .bss inside the EFI file's .data (the firmware
@@ -75,12 +98,14 @@ extern void *vireo_lwip_heap;		/* net/lwip_port.c */
  * same. 512 x 272 bytes = 136 KiB; 2 x TCP_MSL stays the default 2 min. */
 #define VIREO_LWIP_TIME_WAIT_MAX	512
 
-/* The port aborts half-open (SYN_RCVD) PCBs older than this. lwIP has no SYN
- * cookies and keeps them 20 s (TCP_SYN_RCVD_TIMEOUT, not configurable), so
- * TCP_DEFAULT_LISTEN_BACKLOG spoofed SYNs shut new clients out for 20 s after
- * a flood; measured by tests/matrix. A real client answers a SYN-ACK within
- * a round trip, or retransmits its SYN after 1 s (which lwIP answers again),
- * so 3 s costs real clients nothing and bounds the blackout to about 3 s. */
+/* The port aborts half-open (SYN_RCVD) PCBs older than this (lwIP keeps them
+ * 20 s, TCP_SYN_RCVD_TIMEOUT, not configurable). Once a flood fills the
+ * listen backlog, SYNs get SYN cookies (net/syncookie.c) and no PCB, so
+ * clients are not shut out; this limit only makes the backlog, and with it
+ * stateful SYN handling (and the MSS a cookie cannot carry exactly), come
+ * back sooner after a flood. A real client answers a SYN-ACK within a
+ * round trip, or retransmits its SYN after 1 s (which lwIP answers again),
+ * so 3 s costs real clients nothing. */
 #define VIREO_LWIP_SYN_RCVD_MS		3000
 
 /* Budgets (see above: exported as avail, not enforced by lwIP). */
@@ -187,7 +212,9 @@ extern void *vireo_lwip_heap;		/* net/lwip_port.c */
 #define TCP_OOSEQ_MAX_BYTES		TCP_WND	/* per PCB */
 #define TCP_OOSEQ_MAX_PBUFS		8	/* per PCB: stops tiny-segment floods */
 #define TCP_LISTEN_BACKLOG		1
-#define TCP_DEFAULT_LISTEN_BACKLOG	32	/* bounds half-open PCBs per listener */
+/* Bounds half-open PCBs per listener: 32 x 272 B = 8.5 KiB; past it SYNs get
+ * cookies and cost nothing to hold. */
+#define TCP_DEFAULT_LISTEN_BACKLOG	32
 #define LWIP_TCP_KEEPALIVE		1	/* idle keep-alive connections get probed */
 #define LWIP_WND_SCALE			0
 #define LWIP_TCP_SACK_OUT		0

@@ -228,6 +228,12 @@ static void write_lwip(struct metrics_buf *b)
 		       "TIME_WAIT PCBs dropped above the port's cap.", vireo_lwip_stats.tw_trimmed);
 	metrics_simple(b, "vireo_lwip_syn_rcvd_trimmed_total", METRICS_COUNTER,
 		       "Half-open connections aborted after the port's SYN_RCVD limit.", vireo_lwip_stats.syn_trimmed);
+	metrics_simple(b, "vireo_lwip_syncookies_sent_total", METRICS_COUNTER,
+		       "SYN-ACKs sent with a SYN cookie (listen backlog full).", vireo_lwip_stats.syncookies_sent);
+	metrics_simple(b, "vireo_lwip_syncookies_validated_total", METRICS_COUNTER,
+		       "ACKs with a valid SYN cookie, each a new connection.", vireo_lwip_stats.syncookies_validated);
+	metrics_simple(b, "vireo_lwip_syncookies_rejected_total", METRICS_COUNTER,
+		       "ACKs to a listener with an invalid or expired SYN cookie.", vireo_lwip_stats.syncookies_rejected);
 
 	metrics_simple(b, "vireo_lwip_mem_avail_bytes", METRICS_GAUGE,
 		       "lwIP heap bytes available.", lwip_stats.mem.avail);

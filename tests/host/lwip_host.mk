@@ -1,14 +1,22 @@
-# lwIP's core (the same LWIP_SRCS the kernel builds, net/lwip.mk) and vireo's
-# port, compiled for the host with HOST_CFLAGS (ASan/UBSan) into one archive
-# that host tests list among their sources. Options: tests/host/lwip/lwipopts.h
+# lwIP's core (the same LWIP_SRCS the kernel builds, net/lwip.mk, from the
+# same tree with net/patches applied) and vireo's port (with the kernel's
+# SipHash it uses), compiled for the host with HOST_CFLAGS (ASan/UBSan) into
+# one archive that host tests list among their sources. Options: tests/host/lwip/lwipopts.h
 # (vireo's, with lwIP's heap on malloc for ASan); platform: net/port/arch/cc.h
 # as in the kernel, with the host's libc headers instead of net/port/include.
 LWIP_HOST_LIB := $(BUILD)/host/lwip/liblwip.a
 LWIP_HOST_CFLAGS := $(HOST_CFLAGS) -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
 LWIP_HOST_OBJS := $(patsubst %.c,$(BUILD)/host/lwip/%.o,$(LWIP_SRCS)) \
-	$(BUILD)/host/lwip/port/sys_arch.o $(BUILD)/host/lwip/port/lwip_port.o
+	$(BUILD)/host/lwip/port/sys_arch.o $(BUILD)/host/lwip/port/lwip_port.o \
+	$(BUILD)/host/lwip/port/tcp_isn.o $(BUILD)/host/lwip/port/syncookie.o \
+	$(BUILD)/host/lwip/kernel/siphash.o
 
-$(filter-out $(BUILD)/host/lwip/port/%,$(LWIP_HOST_OBJS)): $(BUILD)/host/lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP)
+$(BUILD)/host/lwip/kernel/%.o: kernel/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  HOSTCC  $<")
+	$(Q)$(HOST_CC) $(HOST_CFLAGS) -c $< -o $@
+
+$(filter-out $(BUILD)/host/lwip/port/% $(BUILD)/host/lwip/kernel/%,$(LWIP_HOST_OBJS)): $(BUILD)/host/lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  HOSTCC  lwip/$*.c")
 	$(Q)$(HOST_CC) $(LWIP_HOST_CFLAGS) -c $< -o $@
@@ -30,3 +38,12 @@ test_server_SRCS := tests/host/test_server.c tests/host/shim/kernel_host.c \
 	$(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
 $(BUILD)/host/test_server: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
 $(BUILD)/host/test_server: | $(LWIP_STAMP)
+
+# SYN cookies and RFC 6528 ISNs against lwIP (patched, net/patches) and the
+# HTTP server, with hand-made packets from spoofed and real clients.
+HOST_TESTS += test_syncookie
+test_syncookie_SRCS := tests/host/test_syncookie.c tests/host/shim/kernel_host.c \
+	net/app/server.c net/app/metrics.c net/app/http.c net/app/site.c \
+	$(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
+$(BUILD)/host/test_syncookie: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
+$(BUILD)/host/test_syncookie: | $(LWIP_STAMP)

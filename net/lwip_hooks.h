@@ -1,0 +1,34 @@
+/* vireo's lwIP hooks (LWIP_HOOK_FILENAME in net/lwipopts.h): RFC 6528
+ * initial sequence numbers (net/tcp_isn.c) and SYN cookies
+ * (net/syncookie.c). Included by lwIP's own sources after their headers. */
+#ifndef VIREO_NET_LWIP_HOOKS_H
+#define VIREO_NET_LWIP_HOOKS_H
+
+#include "lwip/arch.h"
+#include "lwip/err.h"
+#include "lwip/ip_addr.h"
+
+struct pbuf;
+struct tcp_hdr;
+struct tcp_pcb;
+struct tcp_pcb_listen;
+
+/* LWIP_HOOK_TCP_ISN: keyed hash of the connection's addresses and ports
+ * plus a 4 us clock (RFC 6528). Ports in host order. */
+u32_t vireo_tcp_isn(const ip_addr_t *local_ip, u16_t local_port,
+		    const ip_addr_t *remote_ip, u16_t remote_port);
+
+/* LWIP_HOOK_TCP_INPACKET_PCB: a SYN for a listener whose backlog is full is
+ * answered with a SYN cookie here and dropped (ERR_ABRT); everything else
+ * goes on (ERR_OK). Header fields are in host order (tcp_input converted
+ * them). */
+err_t vireo_syncookie_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen,
+			       u16_t opt1len, u8_t *opt2, struct pbuf *p);
+
+/* LWIP_HOOK_TCP_LISTEN_ACK (net/patches/0001): a pure ACK for a listener.
+ * If it acknowledges a valid cookie, returns a registered SYN_RCVD PCB for
+ * tcp_input to process the segment with; otherwise NULL. */
+struct tcp_pcb *vireo_syncookie_ack(struct tcp_pcb_listen *lpcb, struct tcp_hdr *hdr,
+				    struct pbuf *p);
+
+#endif

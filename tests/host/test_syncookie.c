@@ -1,0 +1,478 @@
+/* SYN cookies (net/syncookie.c with net/patches/0001) and RFC 6528 ISNs
+ * (net/tcp_isn.c) through the real lwIP core and the HTTP server. The test
+ * plays the remote hosts with hand-made IPv4/TCP packets, so it can spoof
+ * sources, forge ACKs and read every sequence number the server picks; what
+ * the server sends is captured, not looped back. With the listen backlog
+ * full of half-open connections: a SYN gets a cookie SYN-ACK and costs no
+ * PCB or heap; an ACK with the cookie makes a connection that serves HTTP;
+ * forged, replayed or stale cookies make nothing. */
+#include "lwip/init.h"
+#include "lwip/ip.h"
+#include "lwip/ip_addr.h"
+#include "lwip/memp.h"
+#include "lwip/netif.h"
+#include "lwip/pbuf.h"
+#include "lwip/stats.h"
+#include "lwip/tcp.h"
+#include "lwip/timeouts.h"
+#include "lwip/priv/tcp_priv.h"
+#include "net/app/server.h"
+#include "net/lwip_hooks.h"
+#include "net/lwip_port.h"
+#include "kernel/time.h"
+#include "kernel_host.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#define HTTP_PORT 80
+#define F_FIN 0x01
+#define F_SYN 0x02
+#define F_RST 0x04
+#define F_PSH 0x08
+#define F_ACK 0x10
+
+/* ---- captured output ---- */
+
+struct seg {
+	struct seg *next;
+	u32 src, dst;		/* host order */
+	u16 sport, dport;
+	u32 seq, ack;
+	u8 flags;
+	u16 mss;		/* 0: no MSS option */
+	u16 len;
+	u8 data[];
+};
+
+static struct netif nif;
+static struct seg *out_head, **out_tail = &out_head;
+static unsigned int out_count;
+
+static u16 rd16(const u8 *p)
+{
+	return (u16)(p[0] << 8 | p[1]);
+}
+
+static u32 rd32(const u8 *p)
+{
+	return (u32)p[0] << 24 | (u32)p[1] << 16 | (u32)p[2] << 8 | p[3];
+}
+
+static err_t out4(struct netif *n, struct pbuf *p, const ip4_addr_t *a)
+{
+	u8 buf[1600];
+	u16 len = p->tot_len, ihl, thl, i;
+	struct seg *s;
+
+	assert_true(len <= sizeof(buf));
+	pbuf_copy_partial(p, buf, len, 0);
+	if (buf[9] != IP_PROTO_TCP)
+		return ERR_OK;
+	ihl = (u16)((buf[0] & 15) * 4);
+	thl = (u16)((buf[ihl + 12] >> 4) * 4);
+	s = calloc(1, sizeof(*s) + len);
+	assert_non_null(s);
+	s->src = rd32(buf + 12);
+	s->dst = rd32(buf + 16);
+	s->sport = rd16(buf + ihl);
+	s->dport = rd16(buf + ihl + 2);
+	s->seq = rd32(buf + ihl + 4);
+	s->ack = rd32(buf + ihl + 8);
+	s->flags = buf[ihl + 13];
+	for (i = 20; i + 3 < thl; i++)
+		if (buf[ihl + i] == 2 && buf[ihl + i + 1] == 4)
+			s->mss = rd16(buf + ihl + i + 2);
+	s->len = (u16)(len - ihl - thl);
+	memcpy(s->data, buf + ihl + thl, s->len);
+	*out_tail = s;
+	out_tail = &s->next;
+	out_count++;
+	return ERR_OK;
+}
+
+static err_t nif_init(struct netif *n)
+{
+	n->name[0] = 't';
+	n->name[1] = '0';
+	n->output = out4;
+	n->mtu = 1500;
+	n->flags = NETIF_FLAG_BROADCAST;
+	return ERR_OK;
+}
+
+static void out_clear(void)
+{
+	while (out_head) {
+		struct seg *s = out_head;
+
+		out_head = s->next;
+		free(s);
+	}
+	out_tail = &out_head;
+	out_count = 0;
+}
+
+/* The one segment sent to (addr, port) since the last out_clear(), or NULL. */
+static struct seg *out_to(u32 addr, u16 port)
+{
+	struct seg *s, *found = NULL;
+
+	for (s = out_head; s; s = s->next)
+		if (s->dst == addr && s->dport == port) {
+			assert_null(found);
+			found = s;
+		}
+	return found;
+}
+
+/* ---- the remote hosts: hand-made packets into ip_input() ---- */
+
+#define SERVER_IP 0xc0a80702u	/* 192.168.7.2 */
+#define CLIENT_IP 0xc0a80732u	/* 192.168.7.50: the legitimate client */
+
+static u32 csum_add(u32 sum, const u8 *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < n; i += 2)
+		sum += (u32)(p[i] << 8 | p[i + 1]);
+	if (n & 1)
+		sum += (u32)p[n - 1] << 8;
+	return sum;
+}
+
+static u16 csum_fold(u32 sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (u16)~sum;
+}
+
+static void wr16(u8 *p, u16 v)
+{
+	p[0] = (u8)(v >> 8);
+	p[1] = (u8)v;
+}
+
+static void wr32(u8 *p, u32 v)
+{
+	wr16(p, (u16)(v >> 16));
+	wr16(p + 2, (u16)v);
+}
+
+static void send_tcp(u32 src, u16 sport, u32 seq, u32 ack, u8 flags, u16 mss,
+		     const void *data, u16 len)
+{
+	u8 pkt[1600] = { 0 }, pseudo[12];
+	u16 thl = mss ? 24 : 20, tot = (u16)(20 + thl + len);
+	u8 *t = pkt + 20;
+	struct pbuf *p;
+
+	pkt[0] = 0x45;
+	wr16(pkt + 2, tot);
+	pkt[8] = 64;
+	pkt[9] = IP_PROTO_TCP;
+	wr32(pkt + 12, src);
+	wr32(pkt + 16, SERVER_IP);
+	wr16(pkt + 10, csum_fold(csum_add(0, pkt, 20)));
+	wr16(t, sport);
+	wr16(t + 2, HTTP_PORT);
+	wr32(t + 4, seq);
+	wr32(t + 8, ack);
+	t[12] = (u8)((thl / 4) << 4);
+	t[13] = flags;
+	wr16(t + 14, 64240);
+	if (mss) {
+		t[20] = 2;
+		t[21] = 4;
+		wr16(t + 22, mss);
+	}
+	if (len)
+		memcpy(t + thl, data, len);
+	memcpy(pseudo, pkt + 12, 8);
+	pseudo[8] = 0;
+	pseudo[9] = IP_PROTO_TCP;
+	wr16(pseudo + 10, (u16)(thl + len));
+	wr16(t + 16, csum_fold(csum_add(csum_add(0, pseudo, 12), t, thl + len)));
+
+	p = pbuf_alloc(PBUF_RAW, tot, PBUF_POOL);
+	assert_non_null(p);
+	assert_int_equal(pbuf_take(p, pkt, tot), ERR_OK);
+	nif.input(p, &nif);
+}
+
+/* ---- fixtures ---- */
+
+static mem_size_t base_mem;
+static u32 base_pcbs;
+
+static u32 pcbs_used(void)
+{
+	return lwip_stats.memp[MEMP_TCP_PCB]->used;
+}
+
+static int group_setup(void **state)
+{
+	ip4_addr_t a, m, g;
+
+	assert_int_equal(vireo_lwip_init(), 0);
+	IP4_ADDR(&a, 192, 168, 7, 2);
+	IP4_ADDR(&m, 255, 255, 255, 0);
+	IP4_ADDR(&g, 192, 168, 7, 1);
+	assert_non_null(netif_add(&nif, &a, &m, &g, NULL, nif_init, ip_input));
+	netif_set_default(&nif);
+	netif_set_up(&nif);
+	netif_set_link_up(&nif);
+	return 0;
+}
+
+static int setup(void **state)
+{
+	out_clear();
+	base_mem = lwip_stats.mem.used;
+	base_pcbs = pcbs_used();
+	assert_int_equal(http_server_start(HTTP_PORT, NULL), 0);
+	return 0;
+}
+
+/* Stop the server; the port trims the spoofed half-open PCBs (3 s), 2 MSL
+ * ends TIME_WAIT; then nothing may be left. */
+static int teardown(void **state)
+{
+	u64 t;
+
+	http_server_stop();
+	for (t = 0; t < 2 * TCP_MSL + 10000; t += 250) {
+		shim_clock_advance_ms(250);
+		sys_check_timeouts();
+	}
+	out_clear();
+	assert_null(tcp_active_pcbs);
+	assert_null(tcp_tw_pcbs);
+	assert_int_equal(pcbs_used(), base_pcbs);
+	assert_int_equal(lwip_stats.mem.used, base_mem);
+	assert_int_equal(shim_kmalloc_live(), 0);
+	return 0;
+}
+
+/* TCP_DEFAULT_LISTEN_BACKLOG SYNs from spoofed sources that never answer:
+ * each makes a SYN_RCVD PCB, and then the backlog is full. */
+static void fill_backlog(void)
+{
+	u32 i;
+
+	for (i = 0; i < TCP_DEFAULT_LISTEN_BACKLOG; i++)
+		send_tcp(0x0a010000u + i, (u16)(1024 + i), 1000 * i, 0, F_SYN, 1460, NULL, 0);
+	assert_int_equal(pcbs_used(), base_pcbs + TCP_DEFAULT_LISTEN_BACKLOG);
+	assert_int_equal(out_count, TCP_DEFAULT_LISTEN_BACKLOG);
+	out_clear();
+}
+
+static struct seg *syn(u32 src, u16 sport, u32 isn, u16 mss)
+{
+	struct seg *s;
+
+	send_tcp(src, sport, isn, 0, F_SYN, mss, NULL, 0);
+	s = out_to(src, sport);
+	assert_non_null(s);
+	assert_int_equal(s->flags, F_SYN | F_ACK);
+	assert_int_equal(s->ack, isn + 1);
+	assert_int_equal(s->mss, TCP_MSS);
+	return s;
+}
+
+static struct tcp_pcb *find_pcb(u16 sport)
+{
+	struct tcp_pcb *pcb;
+
+	for (pcb = tcp_active_pcbs; pcb; pcb = pcb->next)
+		if (pcb->remote_port == sport)
+			return pcb;
+	return NULL;
+}
+
+/* ---- tests ---- */
+
+/* Below the backlog limit nothing changes: a PCB per SYN, its ISN from the
+ * RFC 6528 hook, no cookies. */
+static void test_no_cookie_below_backlog(void **state)
+{
+	u64 sent = vireo_lwip_stats.syncookies_sent;
+	ip_addr_t lip, rip;
+	struct seg *s;
+
+	s = syn(CLIENT_IP, 40000, 5000, 1460);
+	assert_int_equal(pcbs_used(), base_pcbs + 1);
+	assert_int_equal(vireo_lwip_stats.syncookies_sent, sent);
+	IP_ADDR4(&lip, 192, 168, 7, 2);
+	IP_ADDR4(&rip, 192, 168, 7, 50);
+	assert_int_equal(s->seq, vireo_tcp_isn(&lip, HTTP_PORT, &rip, 40000));
+}
+
+/* RFC 6528: ISN = 4.096 us clock + keyed hash of the 4-tuple. The clock
+ * part moves exactly with time; the hash part of two tuples that differ in
+ * one port is unrelated (here: not within 2^20 of each other). */
+static void test_isn_rfc6528(void **state)
+{
+	ip_addr_t lip, rip;
+	u32 a0, a1, b0, d;
+	u64 t0, t1;
+
+	IP_ADDR4(&lip, 192, 168, 7, 2);
+	IP_ADDR4(&rip, 192, 168, 7, 50);
+	t0 = time_ns();
+	a0 = vireo_tcp_isn(&lip, HTTP_PORT, &rip, 40000);
+	b0 = vireo_tcp_isn(&lip, HTTP_PORT, &rip, 40001);
+	shim_clock_advance_ms(7);
+	t1 = time_ns();
+	a1 = vireo_tcp_isn(&lip, HTTP_PORT, &rip, 40000);
+	assert_int_equal(a1 - a0, (u32)((t1 >> 12) - (t0 >> 12)));
+	d = b0 - a0;
+	assert_true(d > (1u << 20) && d < 0u - (1u << 20));
+	assert_int_equal(vireo_tcp_isn(&lip, HTTP_PORT, &rip, 40001) - b0, a1 - a0);
+}
+
+static const char GET[] = "GET / HTTP/1.0\r\n\r\n";
+
+/* The backlog is full: 1,000 spoofed SYNs get cookie SYN-ACKs and allocate
+ * nothing; the legitimate client's handshake completes on its cookie and
+ * it gets its page. */
+static void test_cookie_full_backlog_serves(void **state)
+{
+	u64 sent = vireo_lwip_stats.syncookies_sent, ok = vireo_lwip_stats.syncookies_validated;
+	mem_size_t mem;
+	struct seg *s, *r;
+	struct tcp_pcb *pcb;
+	u32 i, cookie;
+
+	fill_backlog();
+	mem = lwip_stats.mem.used;
+	for (i = 0; i < 1000; i++)
+		send_tcp(0x0a020000u + i, (u16)(2000 + i), 77 * i, 0, F_SYN, 1460, NULL, 0);
+	assert_int_equal(out_count, 1000);
+	for (s = out_head; s; s = s->next)
+		assert_int_equal(s->flags, F_SYN | F_ACK);
+	assert_int_equal(vireo_lwip_stats.syncookies_sent, sent + 1000);
+	assert_int_equal(pcbs_used(), base_pcbs + TCP_DEFAULT_LISTEN_BACKLOG);
+	assert_int_equal(lwip_stats.mem.used, mem);
+	out_clear();
+
+	/* The client: SYN (MSS 1300: cookie table entry 1220), bare ACK, then
+	 * the request, as Linux sends them. */
+	s = syn(CLIENT_IP, 40010, 9000, 1300);
+	cookie = s->seq;
+	assert_int_equal(pcbs_used(), base_pcbs + TCP_DEFAULT_LISTEN_BACKLOG);
+	out_clear();
+	send_tcp(CLIENT_IP, 40010, 9001, cookie + 1, F_ACK, 0, NULL, 0);
+	assert_int_equal(vireo_lwip_stats.syncookies_validated, ok + 1);
+	pcb = find_pcb(40010);
+	assert_non_null(pcb);
+	assert_int_equal(pcb->state, ESTABLISHED);
+	assert_int_equal(pcb->mss, 1220);
+	assert_null(out_head);	/* nothing to say yet: no RST */
+
+	send_tcp(CLIENT_IP, 40010, 9001, cookie + 1, F_ACK | F_PSH, 0, GET, sizeof(GET) - 1);
+	r = NULL;
+	for (i = 0; i < 50 && !r; i++) {
+		for (s = out_head; s; s = s->next)
+			if (s->dport == 40010 && s->len > 0)
+				r = s;
+		shim_clock_advance_ms(10);
+		sys_check_timeouts();
+	}
+	assert_non_null(r);
+	assert_int_equal(r->seq, cookie + 1);
+	assert_true(r->len > 12 && memcmp(r->data, "HTTP/1.1 200", 12) == 0);
+	assert_true(r->len <= 1220);
+}
+
+/* The request in the ACK itself (the bare ACK was lost): one segment makes
+ * the connection and delivers the request. */
+static void test_cookie_ack_with_data(void **state)
+{
+	struct seg *s, *r = NULL;
+	u32 cookie, i;
+
+	fill_backlog();
+	cookie = syn(CLIENT_IP, 40020, 123456, 1460)->seq;
+	out_clear();
+	send_tcp(CLIENT_IP, 40020, 123457, cookie + 1, F_ACK | F_PSH, 0, GET, sizeof(GET) - 1);
+	assert_non_null(find_pcb(40020));
+	assert_int_equal(find_pcb(40020)->mss, 1460);
+	for (i = 0; i < 50 && !r; i++) {
+		for (s = out_head; s; s = s->next)
+			if (s->dport == 40020 && s->len > 0)
+				r = s;
+		shim_clock_advance_ms(10);
+		sys_check_timeouts();
+	}
+	assert_non_null(r);
+	assert_int_equal(r->ack, 123457 + sizeof(GET) - 1);
+	assert_true(memcmp(r->data, "HTTP/1.1 200", 12) == 0);
+}
+
+/* Forged, replayed and stale cookies make no PCB: lwIP answers the stray
+ * ACK with a RST, as it always did. */
+static void test_cookie_forged_stale(void **state)
+{
+	u64 bad = vireo_lwip_stats.syncookies_rejected, ok = vireo_lwip_stats.syncookies_validated;
+	u32 pcbs, cookie, i;
+	mem_size_t mem;
+	struct seg *s;
+
+	fill_backlog();
+	pcbs = pcbs_used();
+	mem = lwip_stats.mem.used;
+	cookie = syn(CLIENT_IP, 40030, 7000, 1460)->seq;
+	out_clear();
+
+	/* each of the MAC bits, the MSS index and the time step */
+	for (i = 0; i < 32; i++)
+		send_tcp(CLIENT_IP, 40030, 7001, (cookie ^ (1u << i)) + 1, F_ACK, 0, NULL, 0);
+	/* the right cookie from another port, and with another client ISN */
+	send_tcp(CLIENT_IP, 40031, 7001, cookie + 1, F_ACK, 0, NULL, 0);
+	send_tcp(CLIENT_IP, 40030, 7002, cookie + 1, F_ACK, 0, NULL, 0);
+	/* and from another address */
+	send_tcp(CLIENT_IP + 1, 40030, 7001, cookie + 1, F_ACK, 0, NULL, 0);
+	assert_int_equal(vireo_lwip_stats.syncookies_rejected, bad + 35);
+	assert_int_equal(out_count, 35);
+	for (s = out_head; s; s = s->next)
+		assert_true(s->flags & F_RST);
+	out_clear();
+
+	/* Stale: the same ACK 35 s later (two 17.2 s steps) is refused... */
+	shim_clock_advance_ms(35000);
+	send_tcp(CLIENT_IP, 40030, 7001, cookie + 1, F_ACK, 0, NULL, 0);
+	assert_int_equal(vireo_lwip_stats.syncookies_rejected, bad + 36);
+	assert_int_equal(vireo_lwip_stats.syncookies_validated, ok);
+	assert_int_equal(pcbs_used(), pcbs);
+	assert_int_equal(lwip_stats.mem.used, mem);
+	out_clear();
+
+	/* ...while a fresh cookie, answered within its window, still works. */
+	cookie = syn(CLIENT_IP, 40032, 8000, 1460)->seq;
+	shim_clock_advance_ms(17000);
+	send_tcp(CLIENT_IP, 40032, 8001, cookie + 1, F_ACK, 0, NULL, 0);
+	assert_int_equal(vireo_lwip_stats.syncookies_validated, ok + 1);
+	assert_non_null(find_pcb(40032));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_no_cookie_below_backlog, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_isn_rfc6528, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cookie_full_backlog_serves, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cookie_ack_with_data, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cookie_forged_stale, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, NULL);
+}
