@@ -5,7 +5,7 @@
  * the server sends is captured, not looped back. With the listen backlog
  * full of half-open connections: a SYN gets a cookie SYN-ACK and costs no
  * PCB or heap; an ACK with the cookie makes a connection that serves HTTP;
- * forged, replayed or stale cookies make nothing. */
+ * forged, replayed or stale cookies make nothing. IPv4 and IPv6. */
 #include "lwip/init.h"
 #include "lwip/ip.h"
 #include "lwip/ip_addr.h"
@@ -97,11 +97,44 @@ static err_t out4(struct netif *n, struct pbuf *p, const ip4_addr_t *a)
 	return ERR_OK;
 }
 
+/* IPv6: lwIP adds no extension headers to TCP; addresses keep their last
+ * four bytes (the tests' hosts differ only there). */
+static err_t out6(struct netif *n, struct pbuf *p, const ip6_addr_t *a)
+{
+	u8 buf[1600];
+	u16 len = p->tot_len, thl;
+	struct seg *s;
+
+	assert_true(len <= sizeof(buf) && len >= 60);
+	pbuf_copy_partial(p, buf, len, 0);
+	if (buf[6] != IP_PROTO_TCP)
+		return ERR_OK;
+	thl = (u16)((buf[40 + 12] >> 4) * 4);
+	s = calloc(1, sizeof(*s) + len);
+	assert_non_null(s);
+	s->src = rd32(buf + 20);
+	s->dst = rd32(buf + 36);
+	s->sport = rd16(buf + 40);
+	s->dport = rd16(buf + 42);
+	s->seq = rd32(buf + 44);
+	s->ack = rd32(buf + 48);
+	s->flags = buf[40 + 13];
+	if (thl >= 24 && buf[60] == 2 && buf[61] == 4)
+		s->mss = rd16(buf + 62);
+	s->len = (u16)(len - 40 - thl);
+	memcpy(s->data, buf + 40 + thl, s->len);
+	*out_tail = s;
+	out_tail = &s->next;
+	out_count++;
+	return ERR_OK;
+}
+
 static err_t nif_init(struct netif *n)
 {
 	n->name[0] = 't';
 	n->name[1] = '0';
 	n->output = out4;
+	n->output_ip6 = out6;
 	n->mtu = 1500;
 	n->flags = NETIF_FLAG_BROADCAST;
 	return ERR_OK;
@@ -167,21 +200,46 @@ static void wr32(u8 *p, u32 v)
 	wr16(p + 2, (u16)v);
 }
 
+/* IPv6 hosts are fd00::/64 with the IPv4 test address as their last four
+ * bytes; the server is fd00::2. */
+static bool use_v6;
+
 static void send_tcp(u32 src, u16 sport, u32 seq, u32 ack, u8 flags, u16 mss,
 		     const void *data, u16 len)
 {
-	u8 pkt[1600] = { 0 }, pseudo[12];
-	u16 thl = mss ? 24 : 20, tot = (u16)(20 + thl + len);
-	u8 *t = pkt + 20;
+	u8 pkt[1600] = { 0 }, pseudo[40];
+	u16 ihl = use_v6 ? 40 : 20, thl = mss ? 24 : 20, tot = (u16)(ihl + thl + len);
+	u8 *t = pkt + ihl;
+	size_t plen;
 	struct pbuf *p;
 
-	pkt[0] = 0x45;
-	wr16(pkt + 2, tot);
-	pkt[8] = 64;
-	pkt[9] = IP_PROTO_TCP;
-	wr32(pkt + 12, src);
-	wr32(pkt + 16, SERVER_IP);
-	wr16(pkt + 10, csum_fold(csum_add(0, pkt, 20)));
+	if (use_v6) {
+		pkt[0] = 0x60;
+		wr16(pkt + 4, (u16)(thl + len));
+		pkt[6] = IP_PROTO_TCP;
+		pkt[7] = 64;
+		pkt[8] = 0xfd;
+		wr32(pkt + 20, src);
+		pkt[24] = 0xfd;
+		pkt[39] = 2;
+		memcpy(pseudo, pkt + 8, 32);
+		wr32(pseudo + 32, (u32)(thl + len));
+		wr32(pseudo + 36, IP_PROTO_TCP);
+		plen = 40;
+	} else {
+		pkt[0] = 0x45;
+		wr16(pkt + 2, tot);
+		pkt[8] = 64;
+		pkt[9] = IP_PROTO_TCP;
+		wr32(pkt + 12, src);
+		wr32(pkt + 16, SERVER_IP);
+		wr16(pkt + 10, csum_fold(csum_add(0, pkt, 20)));
+		memcpy(pseudo, pkt + 12, 8);
+		pseudo[8] = 0;
+		pseudo[9] = IP_PROTO_TCP;
+		wr16(pseudo + 10, (u16)(thl + len));
+		plen = 12;
+	}
 	wr16(t, sport);
 	wr16(t + 2, HTTP_PORT);
 	wr32(t + 4, seq);
@@ -196,11 +254,7 @@ static void send_tcp(u32 src, u16 sport, u32 seq, u32 ack, u8 flags, u16 mss,
 	}
 	if (len)
 		memcpy(t + thl, data, len);
-	memcpy(pseudo, pkt + 12, 8);
-	pseudo[8] = 0;
-	pseudo[9] = IP_PROTO_TCP;
-	wr16(pseudo + 10, (u16)(thl + len));
-	wr16(t + 16, csum_fold(csum_add(csum_add(0, pseudo, 12), t, thl + len)));
+	wr16(t + 16, csum_fold(csum_add(csum_add(0, pseudo, plen), t, thl + len)));
 
 	p = pbuf_alloc(PBUF_RAW, tot, PBUF_POOL);
 	assert_non_null(p);
@@ -221,12 +275,17 @@ static u32 pcbs_used(void)
 static int group_setup(void **state)
 {
 	ip4_addr_t a, m, g;
+	ip_addr_t a6;
+	s8_t idx;
 
 	assert_int_equal(vireo_lwip_init(), 0);
 	IP4_ADDR(&a, 192, 168, 7, 2);
 	IP4_ADDR(&m, 255, 255, 255, 0);
 	IP4_ADDR(&g, 192, 168, 7, 1);
 	assert_non_null(netif_add(&nif, &a, &m, &g, NULL, nif_init, ip_input));
+	assert_true(ipaddr_aton("fd00::2", &a6));
+	assert_int_equal(netif_add_ip6_address(&nif, ip_2_ip6(&a6), &idx), ERR_OK);
+	netif_ip6_addr_set_state(&nif, idx, IP6_ADDR_PREFERRED);
 	netif_set_default(&nif);
 	netif_set_up(&nif);
 	netif_set_link_up(&nif);
@@ -235,6 +294,7 @@ static int group_setup(void **state)
 
 static int setup(void **state)
 {
+	use_v6 = false;
 	out_clear();
 	base_mem = lwip_stats.mem.used;
 	base_pcbs = pcbs_used();
@@ -284,7 +344,7 @@ static struct seg *syn(u32 src, u16 sport, u32 isn, u16 mss)
 	assert_non_null(s);
 	assert_int_equal(s->flags, F_SYN | F_ACK);
 	assert_int_equal(s->ack, isn + 1);
-	assert_int_equal(s->mss, TCP_MSS);
+	assert_int_equal(s->mss, use_v6 ? TCP_MSS - 20 : TCP_MSS);
 	return s;
 }
 
@@ -418,6 +478,43 @@ static void test_cookie_ack_with_data(void **state)
 	assert_true(memcmp(r->data, "HTTP/1.1 200", 12) == 0);
 }
 
+/* The same over IPv6 (the cookie hashes both 16-byte addresses); a cookie
+ * made for the IPv6 client does not open a connection for the IPv4 one. */
+static void test_cookie_ipv6(void **state)
+{
+	u64 bad = vireo_lwip_stats.syncookies_rejected;
+	struct seg *s, *r = NULL;
+	u32 cookie, i;
+
+	use_v6 = true;
+	fill_backlog();
+	for (i = 0; i < 100; i++)
+		send_tcp(0x0a030000u + i, (u16)(3000 + i), i, 0, F_SYN, 1440, NULL, 0);
+	assert_int_equal(out_count, 100);
+	assert_int_equal(pcbs_used(), base_pcbs + TCP_DEFAULT_LISTEN_BACKLOG);
+	out_clear();
+	cookie = syn(CLIENT_IP, 40040, 4242, 1440)->seq;
+	out_clear();
+	use_v6 = false;
+	send_tcp(CLIENT_IP, 40040, 4243, cookie + 1, F_ACK, 0, NULL, 0);
+	assert_int_equal(vireo_lwip_stats.syncookies_rejected, bad + 1);
+	assert_null(find_pcb(40040));
+	out_clear();
+	use_v6 = true;
+	send_tcp(CLIENT_IP, 40040, 4243, cookie + 1, F_ACK | F_PSH, 0, GET, sizeof(GET) - 1);
+	assert_non_null(find_pcb(40040));
+	assert_int_equal(find_pcb(40040)->mss, 1440);	/* entry 1440, and 1500 - 60 */
+	for (i = 0; i < 50 && !r; i++) {
+		for (s = out_head; s; s = s->next)
+			if (s->dport == 40040 && s->len > 0)
+				r = s;
+		shim_clock_advance_ms(10);
+		sys_check_timeouts();
+	}
+	assert_non_null(r);
+	assert_true(memcmp(r->data, "HTTP/1.1 200", 12) == 0);
+}
+
 /* Forged, replayed and stale cookies make no PCB: lwIP answers the stray
  * ACK with a RST, as it always did. */
 static void test_cookie_forged_stale(void **state)
@@ -472,6 +569,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cookie_full_backlog_serves, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cookie_ack_with_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cookie_forged_stale, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cookie_ipv6, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);
