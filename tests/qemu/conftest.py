@@ -4,6 +4,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rootskip  # noqa: E402
 from vm import IMAGE, Vm  # noqa: E402
 
 
@@ -25,12 +26,17 @@ def boot():
 @pytest.fixture
 def netns():
     """A network namespace with a tap device (tests/qemu/netns.py), deleted
-    afterwards; the test is skipped where namespaces cannot be made."""
+    afterwards; the test is skipped where namespaces cannot be made, and
+    the run then fails unless VIREO_SKIP_ROOT_TESTS=1 (rootskip.py)."""
     import netns as nsmod
     if not nsmod.available():
-        pytest.skip("needs root and /dev/net/tun for a network namespace with a tap device")
+        rootskip.skip_root_only()
     with nsmod.Netns() as ns:
         yield ns
+
+
+def pytest_configure(config):
+    rootskip.register(config)
 
 
 def pytest_sessionstart(session):
