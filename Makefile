@@ -219,7 +219,8 @@ bench-boot: deps-test $(IMAGE)
 
 # vireo vs. nginx on Linux through the shared harness (../shared/bench), plus
 # vireo's own figures; table on stdout, JSON in build/bench/summary.json.
-# BENCH_REPS (3), BENCH_DURATION (10 s), BENCH_EXTRA_REPS (2). Needs root.
+# BENCH_REPS (3), BENCH_DURATION (10 s), BENCH_EXTRA_REPS (2), BENCH_MEM
+# (256 MiB, -m for both guests). Needs root.
 bench: deps-test
 	$(Q)MAKE="$(MAKE)" tests/bench/bench.sh
 
@@ -250,7 +251,8 @@ help:
 	@echo "  make fuzz       libFuzzer targets, FUZZ_TIME=$(FUZZ_TIME) s each"
 	@echo "  make bench-boot EFI size, efi_main->kernel ready, idle host CPU"
 	@echo "  make bench      vireo vs. nginx on Linux (shared harness, TCG, tap): table + build/bench/summary.json"
-	@echo "                  (BENCH_REPS=3 BENCH_DURATION=10 BENCH_EXTRA_REPS=2; about 20 min; needs root)"
+	@echo "                  (BENCH_REPS=3 BENCH_DURATION=10 BENCH_EXTRA_REPS=2 BENCH_MEM=256, -m of both guests;"
+	@echo "                  about 20 min; needs root)"
 	@echo "  make clean      remove $(BUILD)/"
 	@echo "  V=1             show commands"
 

@@ -94,6 +94,8 @@ class Boot:
             raise RuntimeError(f"guest.sh failed: {out.stderr.strip()}")
         g = self.g = json.loads(out.stdout)
         self.rec["guest"] = g["GUEST_NAME"]
+        if self.a.mem:
+            g["GUEST_MEM"] = str(self.a.mem)  # as run.sh --mem: the same -m for every guest
         self.rec["mem_mib"] = int(g["GUEST_MEM"])
         self.ip, self.port = g["GUEST_IP"], int(g["GUEST_PORT"])
         self.base = f"http://{self.ip}:{self.port}"
@@ -380,6 +382,7 @@ def main():
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--cmdline", default="")
     ap.add_argument("--rep", type=int, default=1)
+    ap.add_argument("--mem", type=int, default=0, help="guest -m in MiB, overriding the descriptor's")
     ap.add_argument("--boot-timeout", type=int, default=180)
     a = ap.parse_args()
 

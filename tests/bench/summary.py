@@ -288,7 +288,12 @@ def main():
     if hfail or len(xall) != len(xrec):
         print(f"FAILED boots: harness {len(hfail)}, extra {len(xall) - len(xrec)}: " +
               "; ".join(r.get("error", "?") for r in hfail + [r for r in xall if not r.get("ok")]))
+    # Figures compare like with like only at one -m for every guest and boot.
+    mems = sorted({r.get("mem_mib") for r in hrec + xrec}, key=str)
+    if len(mems) > 1:
+        print(f"FAILED: guests ran at different -m (MiB): {mems}; the ratios compare unequal machines")
     meta = dict(kv.split("=", 1) for kv in a.meta)
+    meta["guest_mem_mib"] = mems
     if a.elapsed is not None:
         meta["elapsed_s"] = round(a.elapsed)
     q = hrec[0] if hrec else {}
@@ -301,7 +306,7 @@ def main():
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)
         f.write("\n")
-    return 0
+    return 1 if len(mems) > 1 else 0
 
 
 if __name__ == "__main__":
