@@ -2,7 +2,7 @@
 
 The tap tests in tests/qemu and every test in tests/matrix need root and
 /dev/net/tun (a network namespace with a tap device). Where they cannot run
-they are skipped with skip_root_only(); this module, registered once per
+they are skipped with skip_root_only() or root_only_mark(); this module, registered once per
 pytest session by each suite's conftest.py (register()), then:
 - fails the run (exit status 1) if any test was skipped that way, unless
   VIREO_SKIP_ROOT_TESTS=1 says that a run without them is meant;
@@ -28,6 +28,11 @@ def accepted():
 def skip_root_only():
     import pytest
     pytest.skip(REASON)
+
+
+def root_only_mark():
+    import pytest
+    return pytest.mark.skip(reason=REASON)
 
 
 def _is_root_only_skip(report):
