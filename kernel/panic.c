@@ -154,23 +154,32 @@ void machine_reboot(void)
 	} __attribute__((packed)) null_idt = { 0, 0 };
 	int i;
 
+	/* Each path logs before it is tried, so the last "vireo: reset:" line
+	 * names the one that worked (tests check it is the FADT's on q35). */
 	cli();
-	if (reset_space == 2 && reset_addr <= 0xffff)
+	if (reset_space == 2 && reset_addr <= 0xffff) {
+		kprintf("vireo: reset: ACPI FADT reset register (I/O port %#lx, value %#x)\n", reset_addr,
+			reset_value);
 		outb((u16)reset_addr, reset_value);
-	else if (reset_space == 1 && reset_addr)
+	} else if (reset_space == 1 && reset_addr) {
+		kprintf("vireo: reset: ACPI FADT reset register (memory, value %#x)\n", reset_value);
 		mmio_w8(reset_addr, reset_value);
+	}
 	for (i = 0; i < 100000; i++)
 		pause();
-	outb(0xcf9, 0x02);	/* PIIX/ICH reset control: system reset, then hard */
+	kprintf("vireo: reset: PIIX/ICH reset control (port 0xcf9)\n");
+	outb(0xcf9, 0x02);	/* system reset, then hard */
 	outb(0xcf9, 0x06);
 	for (i = 0; i < 100000; i++)
 		pause();
+	kprintf("vireo: reset: keyboard controller (8042 pulse)\n");
 	for (i = 0; i < 1000 && (inb(0x64) & 0x02); i++)
 		pause();
 	outb(0x64, 0xfe);	/* 8042 pulse reset line */
 	for (i = 0; i < 100000; i++)
 		pause();
 	/* Last resort: no IDT, then an exception, is a triple fault. */
+	kprintf("vireo: reset: triple fault\n");
 	__asm__ __volatile__("lidt %0; int3" :: "m"(null_idt));
 	machine_halt();
 }
