@@ -162,7 +162,12 @@ class Guest:
             m = self.metrics()
             if m.get(key, 0) >= 1 and idle_levels(m) == idle_levels(prev):
                 return m
-            assert time.monotonic() < deadline, f"no stable idle level within {timeout} s"
+            if time.monotonic() >= deadline:
+                if m.get(key, 0) < 1:
+                    raise AssertionError(f"no idle baseline: IPv6 did not settle within {timeout} s "
+                                         f"({key} is {m.get(key, 0)})")
+                diff = {k: (prev.get(k), v) for k, v in idle_levels(m).items() if idle_levels(prev).get(k) != v}
+                raise AssertionError(f"no idle baseline: levels still moving after {timeout} s: {diff}")
             prev = m
 
     def wait_idle(self, base, timeout=150):
