@@ -709,6 +709,49 @@ static void test_link_flaps(void **state)
 	check_all();
 }
 
+/* Link up must not wait for an event the down time swallowed: a receive
+ * completion and a transmit completion whose interrupts never came are
+ * taken at link up, and the receive queue is notified so a device that ran
+ * out of buffers looks at the ring again. */
+static void test_link_up_recovers_lost_events(void **state)
+{
+	struct vnet_stats st;
+	unsigned frames, rx_kicks;
+
+	bring_up(MODERN | EVIDX, 64);
+	make_frame(frame, 60, 3);
+	assert_int_equal(up_send(&up, 0, frame, 60, 1, 0), 0);
+	run();
+	assert_int_equal(vd_tx_complete(&dev, 1, false), 1);	/* its interrupt is lost */
+	frames = up.frames;
+	make_frame(frame, 80, 4);
+	assert_true(vd_rx_frame(&dev, NULL, frame, 80) > 0);	/* so is this one's */
+	vd_set_link(&dev, false, false);
+	run();
+	assert_false(up.link);
+	assert_int_equal(up.frames, frames);
+	assert_int_equal(up_tx_outstanding(&up), 1);
+	rx_kicks = dev.kicks[VD_RX];
+	vd_set_link(&dev, true, false);
+	run();
+	assert_true(up.link);
+	assert_int_equal(up.frames, frames + 1);
+	expect_last(80, 4);
+	assert_int_equal(up_tx_outstanding(&up), 0);
+	assert_true(dev.kicks[VD_RX] > rx_kicks);
+	stats(&st);
+	assert_int_equal(st.link_resumes, 2);	/* the probe's, this one */
+	/* and the queue is armed again: the next frame interrupts */
+	up_release_all(&up);
+	run();
+	make_frame(frame, 60, 5);
+	vd_rx_frame(&dev, NULL, frame, 60);
+	assert_true(vd_irq(&dev, VD_RX, false));
+	run();
+	assert_int_equal(up.frames, frames + 2);
+	check_all();
+}
+
 /* ---- DEVICE_NEEDS_RESET: remove and probe again under a held upper ---- */
 
 static void test_reset_with_buffers_held(void **state)
@@ -1227,6 +1270,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_tx_ring_full_and_remove_outstanding, teardown),
 		cmocka_unit_test_teardown(test_tx_csum_offload, teardown),
 		cmocka_unit_test_teardown(test_link_flaps, teardown),
+		cmocka_unit_test_teardown(test_link_up_recovers_lost_events, teardown),
 		cmocka_unit_test_teardown(test_reset_with_buffers_held, teardown),
 		cmocka_unit_test_teardown(test_reset_changes_buffer_size, teardown),
 		cmocka_unit_test_teardown(test_reset_probe_fails, teardown),
