@@ -4,13 +4,16 @@ the QEMU monitor, and a DEVICE_NEEDS_RESET provoked at run time (the shell's
 the device, vireo resets it and probes it again without rebooting). Clients
 may see errors while the link is down or the device resets; afterwards
 every new request succeeds, the address is unchanged, and memory is back to
-its idle level."""
+its idle level. After a link flap, service must come from requests made
+after link-up, and the guest must announce itself (gratuitous ARP,
+unsolicited IPv6 neighbour advertisement) as seen on the tap."""
 import re
+import subprocess
 import time
 
 import pytest
 
-from mxlib import Guest, Load
+from mxlib import GUEST_LL, GUEST_MAC, Guest, Load
 
 pytestmark = pytest.mark.hostile
 
@@ -24,6 +27,20 @@ def after_fault(g, base):
     return g.wait_idle(base, timeout=180)
 
 
+def start_sniff(g, filt):
+    """tcpdump on the namespace's tap, one line a packet, until stopped."""
+    p = subprocess.Popen(g.ns.wrap + ["tcpdump", "-l", "-n", "-e", "-i", g.ns.tap, filt],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.5)  # tcpdump is listening once it has opened the tap
+    return p
+
+
+def stop_sniff(p):
+    p.terminate()
+    out, _ = p.communicate(timeout=30)
+    return out.decode(errors="replace")
+
+
 def test_link_down_and_up_during_load():
     with Guest() as g:
         g.serves()
@@ -34,12 +51,27 @@ def test_link_down_and_up_during_load():
         g.qmp_link(False)
         g.vm.wait_for(r"^virtio\d+: net: link down$", timeout=30, start=mark)
         time.sleep(4)
+        sniff = start_sniff(g, "arp or icmp6")
         g.qmp_link(True)
         g.vm.wait_for(r"^virtio\d+: net: link up$", timeout=30, start=mark)
-        time.sleep(5)
+        # only requests made after link-up count: the load's clients come
+        # back (reconnecting where they gave up) and get answers again
+        served_at_up = load.ok
+        deadline = time.monotonic() + 60
+        while load.ok < served_at_up + 20 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(2)
         load.stop()
-        print(f"during the link cycle: {load.ok} requests served, {len(load.errors)} errors {load.errors[:3]}")
-        assert load.ok > 0
+        seen = stop_sniff(sniff)
+        print(f"during the link cycle: {load.ok} requests served ({load.ok - served_at_up} after link-up), "
+              f"{len(load.errors)} errors {load.errors[:3]}")
+        assert load.ok >= served_at_up + 20, f"no service after link-up: {load.errors[-3:]}"
+        # the guest announced itself at link-up: a gratuitous ARP (sender
+        # and target its own address) and an unsolicited neighbour
+        # advertisement for its link-local address to all nodes
+        assert re.search(rf"^.*{GUEST_MAC}.*Request who-has {re.escape(g.ip)} tell {re.escape(g.ip)}\b", seen, re.M), seen
+        assert re.search(rf"^.*{GUEST_MAC} > 33:33:00:00:00:01.*neighbor advertisement, tgt is {GUEST_LL}", seen,
+                         re.M), seen
         m = after_fault(g, base)
         assert m["vireo_vnet_device_resets_total"] == 0
         g.log_clean()
