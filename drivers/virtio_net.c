@@ -940,4 +940,3 @@ static const struct virtio_driver virtio_net_driver = {
 	.config_changed = config_changed,
 };
 VIRTIO_DRIVER(virtio_net_driver);
-
