@@ -60,6 +60,7 @@ struct vnet {
 	u8 mac[6];
 	u16 mtu;
 	bool link_up;
+	u32 link_resumes;
 	struct vnet_qstats st[2];
 	struct vnet_ctrl_cmd cmd;	/* built here ... */
 	struct vnet_ctrl_cmd cmd_dev;	/* ... and sent from here */
@@ -606,6 +607,7 @@ void vnet_get_stats(struct vnet *vn, struct vnet_stats *st)
 	st->coal_device = vn->coal_device;
 	st->coal = vn->coal.stats;
 	st->resets = vn->key->resets;
+	st->link_resumes = vn->link_resumes;
 }
 
 /* ---- fault injection ---- */
@@ -626,11 +628,35 @@ int vnet_debug_corrupt_rx(struct vnet *vn)
 
 /* ---- configuration ---- */
 
+/* Link up again: nothing may wait for an event the down time could have
+ * swallowed. Completions the device made while we were not looking are
+ * reclaimed now (their tokens go back, so a backlog above can drain), the
+ * receive ring is refilled, both queues are notified whether or not the
+ * suppression fields ask for it (a device that ran out of receive buffers
+ * or parked a transmit looks at its rings again), and the receive queue is
+ * polled once, so a frame used without an interrupt is taken and the
+ * queue re-armed from a known state. */
+static void link_resume(struct vnet *vn)
+{
+	if (!live(vn))
+		return;
+	tx_reclaim(vn);
+	rx_post(vn);
+	virtq_notify(&vn->rx->vq);
+	if (vn->tx->vq.inflight)
+		virtq_notify(&vn->tx->vq);
+	virtq_disable_cb(&vn->rx->vq);
+	work_queue(&vn->rx_work);
+	vn->link_resumes++;
+}
+
 static void set_link(struct vnet *vn, bool up)
 {
 	if (up == vn->link_up)
 		return;
 	vn->link_up = up;
+	if (up)
+		link_resume(vn);
 	if (vn->attached)
 		vn->up.link(vn->up.ctx, up);
 }

@@ -88,6 +88,7 @@ struct vnet_stats {
 	bool coal_device;		/* programmed through NOTF_COAL */
 	struct coal_stats coal;
 	u32 resets;			/* DEVICE_NEEDS_RESET recoveries */
+	u32 link_resumes;		/* link-up transitions: rings re-kicked and polled */
 };
 
 /* The first virtio-net device that probed, or NULL. */

@@ -38,6 +38,9 @@
 #include "lwip/dhcp.h"
 #include "lwip/etharp.h"
 #include "lwip/ethip6.h"
+#include "lwip/icmp6.h"
+#include "lwip/inet_chksum.h"
+#include "lwip/ip6.h"
 #include "lwip/init.h"
 #include "lwip/ip4_frag.h"
 #include "lwip/mld6.h"
@@ -245,6 +248,54 @@ static err_t nv_linkoutput(struct netif *n, struct pbuf *p)
 
 static void status_changed(struct netif *n);
 
+/* ICMPv6 neighbour advertisement (RFC 4861 4.4) with a target link-layer
+ * address option: 24 bytes of message, 8 of option. */
+#define NA_LEN		24
+#define NA_OPT_LEN	8
+#define NA_FLAG_OVERRIDE 0x20
+
+/* An unsolicited neighbour advertisement for each usable IPv6 address, to
+ * all nodes (RFC 4861 7.2.6), after the link comes back: neighbours whose
+ * cache entry went stale or failed while we were away learn at once that
+ * the address is here again. lwIP sends the gratuitous ARP for IPv4 from
+ * netif_set_link_up (LWIP_ACD is 0, see netif_issue_reports) but has no
+ * such advertisement. Override set, Solicited and Router clear. */
+static void announce_ip6(struct netif *n)
+{
+	ip6_addr_t allnodes;
+
+	ip6_addr_set_allnodes_linklocal(&allnodes);
+	ip6_addr_assign_zone(&allnodes, IP6_MULTICAST, n);
+	for (int i = 0; i < LWIP_IPV6_NUM_ADDRESSES; i++) {
+		const ip6_addr_t *a = netif_ip6_addr(n, i);
+		struct pbuf *p;
+		u16 sum;
+		u8 *m;
+
+		if (!ip6_addr_isvalid(netif_ip6_addr_state(n, i)))
+			continue;	/* invalid or still tentative: DAD speaks for it */
+		p = pbuf_alloc(PBUF_IP, NA_LEN + NA_OPT_LEN, PBUF_RAM);
+		if (!p) {
+			LINK_STATS_INC(link.memerr);
+			continue;
+		}
+		m = p->payload;
+		memset(m, 0, NA_LEN + NA_OPT_LEN);
+		m[0] = ICMP6_TYPE_NA;
+		m[4] = NA_FLAG_OVERRIDE;
+		memcpy(m + 8, a->addr, 16);	/* target: the address, network order */
+		m[NA_LEN] = 2;			/* option: target link-layer address */
+		m[NA_LEN + 1] = 1;		/* length in units of 8 bytes */
+		memcpy(m + NA_LEN + 2, n->hwaddr, ETH_HWADDR_LEN);
+		/* The netif never offloads ICMPv6 checksums: always computed. */
+		sum = ip6_chksum_pseudo(p, IP6_NEXTH_ICMP6, p->tot_len, a, &allnodes);
+		memcpy(m + 2, &sum, 2);
+		ip6_output_if(p, a, &allnodes, 255, 0, IP6_NEXTH_ICMP6, n);
+		pbuf_free(p);
+		ND6_STATS_INC(nd6.xmit);
+	}
+}
+
 static void nv_link(void *ctx, bool up)
 {
 	(void)ctx;
@@ -253,8 +304,10 @@ static void nv_link(void *ctx, bool up)
 	if (up) {
 		if (first_up)
 			timeline_mark("link");
-		first_up = false;
 		netif_set_link_up(&nif);
+		if (!first_up)
+			announce_ip6(&nif);
+		first_up = false;
 		status_changed(&nif);	/* a static address may be waiting for the link */
 	} else {
 		netif_set_link_down(&nif);

@@ -58,6 +58,8 @@ static void vnet_metrics(struct metrics_buf *b)
 	metrics_simple(b, "vireo_vnet_rx_buffers", METRICS_GAUGE, "Receive buffers in all", st.rx_total);
 	metrics_simple(b, "vireo_vnet_device_resets_total", METRICS_COUNTER, "DEVICE_NEEDS_RESET recoveries",
 		       st.resets);
+	metrics_simple(b, "vireo_vnet_link_resumes_total", METRICS_COUNTER,
+		       "Link-up transitions: rings reclaimed, notified and polled", st.link_resumes);
 	ksnprintf(labels, sizeof labels, "queue=\"rx\",mode=\"%s\",where=\"%s\"",
 		  coal_mode_names[st.coal_mode < 3 ? st.coal_mode : 0], st.coal_device ? "device" : "driver");
 	metrics_family(b, "vireo_vnet_coalesce_frames", METRICS_GAUGE, "Completions gathered per interrupt, in force");

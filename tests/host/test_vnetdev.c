@@ -2,8 +2,9 @@
  * (tests/host/vnetdev/): probe and remove, receive with good and bad
  * headers, lengths and ring values, merged buffers, transmit and tx_done,
  * the control queue and NOTF_COAL, event-index coalescing and its timer,
- * link changes, DEVICE_NEEDS_RESET re-probes with buffers held above, and
- * memory: every page and heap block back at the end. */
+ * link changes, DEVICE_NEEDS_RESET re-probes with buffers held above, a
+ * randomised load that checks no used frame waits past the coalescing hold,
+ * and memory: every page and heap block back at the end. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -708,6 +709,49 @@ static void test_link_flaps(void **state)
 	check_all();
 }
 
+/* Link up must not wait for an event the down time swallowed: a receive
+ * completion and a transmit completion whose interrupts never came are
+ * taken at link up, and the receive queue is notified so a device that ran
+ * out of buffers looks at the ring again. */
+static void test_link_up_recovers_lost_events(void **state)
+{
+	struct vnet_stats st;
+	unsigned frames, rx_kicks;
+
+	bring_up(MODERN | EVIDX, 64);
+	make_frame(frame, 60, 3);
+	assert_int_equal(up_send(&up, 0, frame, 60, 1, 0), 0);
+	run();
+	assert_int_equal(vd_tx_complete(&dev, 1, false), 1);	/* its interrupt is lost */
+	frames = up.frames;
+	make_frame(frame, 80, 4);
+	assert_true(vd_rx_frame(&dev, NULL, frame, 80) > 0);	/* so is this one's */
+	vd_set_link(&dev, false, false);
+	run();
+	assert_false(up.link);
+	assert_int_equal(up.frames, frames);
+	assert_int_equal(up_tx_outstanding(&up), 1);
+	rx_kicks = dev.kicks[VD_RX];
+	vd_set_link(&dev, true, false);
+	run();
+	assert_true(up.link);
+	assert_int_equal(up.frames, frames + 1);
+	expect_last(80, 4);
+	assert_int_equal(up_tx_outstanding(&up), 0);
+	assert_true(dev.kicks[VD_RX] > rx_kicks);
+	stats(&st);
+	assert_int_equal(st.link_resumes, 2);	/* the probe's, this one */
+	/* and the queue is armed again: the next frame interrupts */
+	up_release_all(&up);
+	run();
+	make_frame(frame, 60, 5);
+	vd_rx_frame(&dev, NULL, frame, 60);
+	assert_true(vd_irq(&dev, VD_RX, false));
+	run();
+	assert_int_equal(up.frames, frames + 2);
+	check_all();
+}
+
 /* ---- DEVICE_NEEDS_RESET: remove and probe again under a held upper ---- */
 
 static void test_reset_with_buffers_held(void **state)
@@ -1040,6 +1084,111 @@ static void test_event_idx_coalescing(void **state)
 	check_all();
 }
 
+/* ---- the wakeup invariant: a used frame is seen within the hold bound ---- */
+
+static u64 sim_rng;
+
+static u32 sim_rand(u32 n)
+{
+	sim_rng = sim_rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (u32)((sim_rng >> 33) % n);
+}
+
+#define SIM_FIFO	4096
+/* The longest a used frame may wait for the driver to look at it: the
+ * policy's hold (COAL_USECS_MAX), plus one clock step of the simulation
+ * (the device interrupt and the timer are both delivered on a step). */
+#define SIM_STEP_NS	(50 * NSEC_PER_USEC)
+#define SIM_BOUND_NS	((u64)COAL_USECS_MAX * NSEC_PER_USEC + SIM_STEP_NS)
+
+/* Random load against the real driver: bursts and lulls, the CPU busy or
+ * idle (so the adaptive policy moves through its profiles and back), the
+ * upper layer holding buffers for a while, transmit traffic completing late,
+ * interrupts delivered when the device decided on one. After every step,
+ * every frame the device made used more than SIM_BOUND_NS ago must have
+ * reached the upper layer. */
+static void wakeup_sim(u64 features, u16 qsize, u64 seed, unsigned steps)
+{
+	static u64 used_at[SIM_FIFO];
+	unsigned head = 0, len = 0, seen = 0, sent = 0;
+	struct vnet_stats st;
+	u32 changes;
+
+	sim_rng = seed;
+	bring_up(features, qsize);
+	for (unsigned step = 0; step < steps; step++) {
+		unsigned burst = 0, r = sim_rand(100);
+
+		if (step % 2000 == 0)
+			hk_cpu_busy(sim_rand(3) != 0);
+		if (r < 40)
+			burst = 1 + sim_rand(r < 10 ? 40 : 4);	/* a busy spell or a trickle */
+		for (unsigned k = 0; k < burst && len < SIM_FIFO; k++) {
+			u32 flen = 60 + sim_rand(1400);
+
+			make_frame(frame, flen, (u8)k);
+			if (!vd_rx_posted(&dev) || vd_rx_frame(&dev, NULL, frame, flen) < 0)
+				break;
+			used_at[(head + len++) % SIM_FIFO] = hk_now();
+		}
+		/* transmit: an answer now and then, completed when the device
+		 * gets round to it */
+		if (sim_rand(4) == 0 && up_tx_outstanding(&up) < 32) {
+			make_frame(frame, 60, 9);
+			if (up_send(&up, sent % UP_TOKENS, frame, 60, 1, 0) == 0)
+				sent++;
+		}
+		if (sim_rand(3) == 0)
+			vd_tx_complete(&dev, 1 + sim_rand(8), false);
+		vd_irq(&dev, VD_TX, false);
+		vd_irq(&dev, VD_RX, false);
+		run();
+		/* the upper layer lets go of what it holds, sometimes late */
+		if (up.nheld > 200 || sim_rand(4) == 0)
+			up_release(&up, up.nheld > 200 ? up.nheld : sim_rand(up.nheld + 1), sim_rand(2));
+		run();
+		hk_run_timers_until(sim_rand(r < 90 ? (u32)SIM_STEP_NS : 3000u * NSEC_PER_USEC));
+		vd_irq(&dev, VD_RX, false);
+		run();
+		while (seen < up.frames) {	/* frames arrive in order */
+			assert_true(len > 0);
+			head = (head + 1) % SIM_FIFO;
+			len--;
+			seen++;
+		}
+		if (len && hk_now() - used_at[head] > SIM_BOUND_NS) {
+			stats(&st);
+			fail_msg("step %u: a frame used %llu us ago is unseen (%u waiting); coal frames %u usecs %u, "
+				 "timer %s, used_event %u last_used %u",
+				 step, (unsigned long long)((hk_now() - used_at[head]) / NSEC_PER_USEC), len,
+				 st.coal_frames, st.coal_usecs,
+				 hk_next_deadline() == UINT64_MAX ? "off" : "armed", used_event(),
+				 vnet_host_rxq(vn)->vq.split.last_used);
+		}
+	}
+	stats(&st);
+	changes = st.coal.changes;
+	print_message("wakeup sim: %u steps, %llu frames, %u profile changes, %llu timer wakeups\n", steps,
+		      (unsigned long long)st.q[0].frames, changes,
+		      (unsigned long long)st.q[0].coal_timer_wakeups);
+	assert_true(changes > 10);	/* the policy did move */
+	hk_cpu_busy(false);
+	vd_tx_complete(&dev, 1000, false);
+	vd_irq(&dev, VD_TX, true);
+	run();
+	check_all();
+}
+
+static void test_wakeup_invariant_split(void **state)
+{
+	wakeup_sim(MODERN | EVIDX, 256, 1, 40000);
+}
+
+static void test_wakeup_invariant_split_mrg(void **state)
+{
+	wakeup_sim(MODERN | EVIDX | MRG, 256, 2, 40000);
+}
+
 /* ---- other ring layouts and the echo upper layer ---- */
 
 static void test_packed_legacy_indirect(void **state)
@@ -1121,6 +1270,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_tx_ring_full_and_remove_outstanding, teardown),
 		cmocka_unit_test_teardown(test_tx_csum_offload, teardown),
 		cmocka_unit_test_teardown(test_link_flaps, teardown),
+		cmocka_unit_test_teardown(test_link_up_recovers_lost_events, teardown),
 		cmocka_unit_test_teardown(test_reset_with_buffers_held, teardown),
 		cmocka_unit_test_teardown(test_reset_changes_buffer_size, teardown),
 		cmocka_unit_test_teardown(test_reset_probe_fails, teardown),
@@ -1128,6 +1278,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_ctrl_refused_or_silent, teardown),
 		cmocka_unit_test_teardown(test_ctrl_late_answer, teardown),
 		cmocka_unit_test_teardown(test_event_idx_coalescing, teardown),
+		cmocka_unit_test_teardown(test_wakeup_invariant_split, teardown),
+		cmocka_unit_test_teardown(test_wakeup_invariant_split_mrg, teardown),
 		cmocka_unit_test_teardown(test_packed_legacy_indirect, teardown),
 		cmocka_unit_test_teardown(test_echo, teardown),
 	};
