@@ -230,7 +230,7 @@ help:
 	@echo "  make test-host  host unit tests only"
 	@echo "  make test-qemu  QEMU tests only"
 	@echo "  make test-matrix  the appliance in 23 virtio-net/machine configurations, plus"
-	@echo "                  test-hostile (~7-9 min; needs root for a netns with a tap)"
+	@echo "                  test-hostile (~9-11 min; needs root for a netns with a tap)"
 	@echo "  make test-matrix-quick  4 of those configurations (part of make test, ~1 min)"
 	@echo "  make test-hostile  malformed frames, SYN flood, hostile HTTP clients, link"
 	@echo "                  down/up and device reset under load (~6 min)"
