@@ -231,6 +231,12 @@ void vnet_rx_release(struct vnet_rxbuf *b)
 		work_queue(&vn->refill_work);
 }
 
+void vnet_rx_pool(struct vnet *vn, u32 *held, u32 *total)
+{
+	*held = vn->nheld;
+	*total = vn->ntotal;
+}
+
 static int rx_alloc(struct vnet *vn, u32 n)
 {
 	u32 i;

@@ -98,6 +98,9 @@ int vnet_attach(struct vnet *vn, const struct vnet_upper *up);
 void vnet_get_info(struct vnet *vn, struct vnet_info *info);
 /* Gives one receive buffer back (any segment of a frame, in any order). */
 void vnet_rx_release(struct vnet_rxbuf *b);
+/* Receive buffers the upper layer holds now (frames handed up, not yet
+ * released; a frame being handed up counts) and the pool's size. */
+void vnet_rx_pool(struct vnet *vn, u32 *held, u32 *total);
 /* Sends one frame (Ethernet header first) from sg[0..n), n <= VNET_TX_MAX_SG,
  * copying nothing: the buffers must stay valid until tx_done(token). With
  * VNET_TX_CSUM the TCP checksum field is filled in (the headers through TCP

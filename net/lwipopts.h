@@ -74,12 +74,17 @@
  *        segments x ~200 B = ~9 KiB per busy connection x 64
  *                                                ~ 560 KiB
  *        copied data (heads, /metrics, echo) is bounded by its writers
- *    RX: nothing. The driver receives zero-copy into its own pages (256
- *        x 4 KiB outside this heap); lwIP only adds a PBUF_REF custom pbuf
- *        struct, kept in each buffer's scratch bytes, not in the heap
+ *    RX: zero-copy frames cost the heap nothing (the driver's 256 x
+ *        4 KiB pages; the PBUF_REF struct sits in each buffer's scratch).
+ *        Above the held-buffer watermark frames are copied here, sized
+ *        to the frame; what the stack can keep of them is capped below
+ *        ("receive memory"): out-of-order data ~ 270 KiB, reassembly
+ *        ~ 50 KiB (the HTTP server and echo copy what they read and free
+ *        the pbuf at once, so unread data is not kept in pbufs)
+ *                                                ~ 320 KiB
  *    512 TIME_WAIT PCBs x 272                    ~ 136 KiB
- *    ARP/ND6 queues, IP reassembly, segments     ~ 100 KiB
- *                                         total  ~ 0.8 MiB
+ *    ARP/ND6 queues, segments                    ~ 100 KiB
+ *                                         total  ~ 1.1 MiB
  * MEM_SIZE = 4 MiB leaves room for the first-fit heap's fragmentation and for
  * bursts above the budgets, and is ~8% of a 48 MiB guest. */
 #ifndef VIREO_LWIP_MEM_SIZE
@@ -107,6 +112,49 @@ extern void *vireo_lwip_heap;		/* net/lwip_port.c */
  * round trip, or retransmits its SYN after 1 s (which lwIP answers again),
  * so 3 s costs real clients nothing. */
 #define VIREO_LWIP_SYN_RCVD_MS		3000
+
+/* ---- receive memory (net/rxmem.c) -----------------------------------------
+ * Every frame the stack keeps pins a receive buffer until lwIP frees it, and
+ * lwIP keeps some for as long as a remote party likes: out-of-order segments
+ * (per PCB only TCP_OOSEQ_MAX_PBUFS/BYTES), fragments of a datagram that
+ * never completes, data the application has not read. 32 connections x 8
+ * one-byte out-of-order segments = 256 frames would hold the whole pool.
+ *
+ * Watermark: once the stack holds more than 1/VIREO_RXMEM_WATERMARK_DIV of
+ * the pool (256 / 4 = 64 buffers), each further frame is copied into a
+ * PBUF_RAM pbuf sized to it (<= 1518 + 24 + 16 bytes) and its buffers are
+ * returned at once. The stack then never holds more than 64 + the segments
+ * of the frame being input, so at least 256 - 64 - 1 = 191 buffers stay
+ * with the driver: the ring can absorb three full RX polls (64 each) even
+ * while the stack keeps everything it may. Normal traffic keeps only a few
+ * (the applications copy in-order data out and free it at once), so it is
+ * not copied: tests/matrix saw no copy in ~500 requests next to a
+ * reassembly flood holding 32 buffers.
+ * A copy that would leave less than VIREO_RXMEM_HEAP_RESERVE of lwIP's heap
+ * free is not made: the frame is dropped (counted), its buffers reposted.
+ *
+ * Out-of-order caps, all PCBs together, checked after every receive batch
+ * (a poll of at most 64 frames, so a batch can overshoot by 64 pbufs and
+ * 64 x 1460 bytes before the check): 256 pbufs and 128 KiB of payload;
+ * whole queues are freed oldest first (rxmem.c says what "oldest" is). The
+ * peer retransmits what was freed. Heap, at the worst overshoot:
+ * (128 KiB + 64 x 1460 B) payload + 320 pbufs x (54 B of headers + 24 B
+ * struct pbuf + 16 B heap header + 56 B tcp_seg) ~ 219 + 47 ~ 270 KiB.
+ *
+ * IP reassembly needs no cap of the port's: IP_REASS_MAX_PBUFS (16) already
+ * counts pbufs globally, over all datagrams, once for IPv4 (ip4_frag.c's
+ * ip_reass_pbufcount) and once for IPv6 (ip6_frag.c's ip6_reass_pbufcount),
+ * and lwIP frees the oldest datagram (IP_REASS_FREE_OLDEST, default on) to
+ * make room. A received frame is one pbuf (one 4 KiB buffer with MRG_RXBUF
+ * at MTU 1500, or one copy), so reassembly holds at most 2 x 16 = 32
+ * buffers, or 32 x ~1.6 KiB ~ 50 KiB of heap once copied. Its datagrams
+ * expire after IP_REASS_MAXAGE and IPV6_REASS_MAXAGE (15 s each, below). */
+#define VIREO_RXMEM_WATERMARK_DIV	4
+#define VIREO_RXMEM_OOSEQ_PBUFS		256
+#define VIREO_RXMEM_OOSEQ_BYTES		(128u * 1024)
+#define VIREO_RXMEM_HEAP_RESERVE	(512u * 1024)	/* for PCBs and TX */
+/* One lwIP ext arg per PCB: rxmem's out-of-order age stamp. */
+#define LWIP_TCP_PCB_NUM_EXT_ARGS	1
 
 /* Budgets (see above: exported as avail, not enforced by lwIP). */
 /* 64 live (32+ concurrent, plus closing ones) and the TIME_WAIT cap. */
@@ -174,7 +222,8 @@ extern void *vireo_lwip_heap;		/* net/lwip_port.c */
 /* Reassembly and fragmentation for large pings and odd paths; bounded. */
 #define IP_REASSEMBLY			1
 #define IP_FRAG				1
-#define IP_REASS_MAX_PBUFS		16
+#define IP_REASS_MAX_PBUFS		16	/* global, per IP version (rxmem above) */
+#define IP_REASS_MAXAGE			15	/* s */
 
 /* ---- IPv6 ----------------------------------------------------------------- */
 #define LWIP_IPV6			1
@@ -188,6 +237,7 @@ extern void *vireo_lwip_heap;		/* net/lwip_port.c */
 /* Required on 64-bit: the reassembly bookkeeping (with a pointer) does not
  * fit into the 8-byte fragment header it would otherwise overwrite. */
 #define IPV6_FRAG_COPYHEADER		1
+#define IPV6_REASS_MAXAGE		15	/* s; lwIP's 60 s, as long as IPv4's */
 #define LWIP_IPV6_DHCP6			0
 #define LWIP_IPV6_NUM_ADDRESSES		3	/* link-local + 2 SLAAC prefixes */
 

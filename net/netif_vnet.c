@@ -6,6 +6,10 @@
  * freeing the pbuf gives the buffer back to the driver (vnet_rx_release).
  * PBUF_REF, not PBUF_POOL/RAM: lwIP may then never grow a header into the
  * memory before the payload, which is the driver's.
+ * What the stack keeps of received frames cannot drain the pool: above a
+ * watermark of held buffers frames are copied into lwIP's heap instead, and
+ * after each receive batch the global out-of-order caps are applied
+ * (net/rxmem.h).
  *
  * Transmit maps a pbuf chain onto the driver's scatter-gather list and holds
  * a reference to the chain until the device is done (tx_done). While that
@@ -51,6 +55,7 @@
 #include "net/app/app.h"
 #include "net/lwip_port.h"
 #include "net/net.h"
+#include "net/rxmem.h"
 #include "netif/ethernet.h"
 
 _Static_assert(sizeof(struct pbuf_custom) <= VNET_RX_UPPER_SIZE, "pbuf_custom must fit the scratch");
@@ -67,6 +72,7 @@ static u16 check_flags;		/* the netif's checksum flags outside a CSUM_OK input *
 static struct pbuf **backlog;	/* FIFO of frames waiting for ring space */
 static unsigned bl_head, bl_len;
 static bool bl_flushing;
+static struct work rxmem_work;	/* the out-of-order caps, after a receive batch */
 
 struct vnet *net_device(void)
 {
@@ -116,9 +122,16 @@ static void rx_pbuf_free(struct pbuf *p)
 	vnet_rx_release((struct vnet_rxbuf *)(void *)p);
 }
 
+static void rxmem_work_fn(void *arg)
+{
+	(void)arg;
+	rxmem_enforce();
+}
+
 static void nv_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned flags)
 {
 	struct pbuf *head = NULL;
+	u32 held, total;
 	bool skip_check;
 
 	(void)ctx;
@@ -136,6 +149,13 @@ static void nv_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned flags)
 			pbuf_cat(head, p);
 		f = next;
 	}
+	/* Past the watermark the frame is copied and its buffers reposted;
+	 * NULL: no heap for the copy, dropped and counted. */
+	vnet_rx_pool(vn, &held, &total);
+	head = rxmem_admit(head, held, total);
+	work_queue(&rxmem_work);
+	if (!head)
+		return;
 	skip_check = (flags & VNET_RX_CSUM_OK) && !vnet_is_ipv4_fragment(head->payload, head->len);
 	if (skip_check)
 		NETIF_SET_CHECKSUM_CTRL(&nif, check_flags & ~(NETIF_CHECKSUM_CHECK_TCP | NETIF_CHECKSUM_CHECK_UDP));
@@ -381,6 +401,8 @@ int net_init(void)
 	if (err)
 		return err;
 	timer_init(&lwip_timer, lwip_timer_fn, NULL);
+	rxmem_init();
+	work_init(&rxmem_work, rxmem_work_fn, NULL);
 	backlog = kmalloc(TX_BACKLOG_MAX * sizeof(*backlog));
 	vnet_get_info(vn, &info);
 	ip4_addr_set_zero(&addr);

@@ -10,6 +10,7 @@
 #include "net/app/metrics.h"
 #include "net/app/server.h"
 #include "net/net.h"
+#include "net/rxmem.h"
 
 #define ECHO_PORT 7
 
@@ -72,6 +73,38 @@ static void vnet_metrics(struct metrics_buf *b)
 		       "Receive polls started by the coalescing timer", st.q[0].coal_timer_wakeups);
 }
 
+/* Receive memory accounting (net/rxmem.h): each decision it takes. */
+static void rxmem_metrics(struct metrics_buf *b)
+{
+	const struct rxmem_stats *s = &rxmem_stats;
+	struct vnet *vn = net_device();
+	u32 held = 0, total = 0;
+
+	if (vn)
+		vnet_rx_pool(vn, &held, &total);
+	metrics_simple(b, "vireo_rxmem_held_watermark", METRICS_GAUGE,
+		       "Receive buffers the stack may hold before frames are copied", rxmem_watermark(total));
+	metrics_simple(b, "vireo_rxmem_held", METRICS_GAUGE, "Receive buffers the stack holds now", held);
+	metrics_simple(b, "vireo_rxmem_held_peak", METRICS_GAUGE, "Most receive buffers the stack held at once",
+		       s->held_peak);
+	metrics_simple(b, "vireo_rxmem_copied_frames_total", METRICS_COUNTER,
+		       "Frames copied into lwIP's heap above the watermark", s->copied_frames);
+	metrics_simple(b, "vireo_rxmem_copied_bytes_total", METRICS_COUNTER, "Bytes of the copied frames",
+		       s->copied_bytes);
+	metrics_simple(b, "vireo_rxmem_nomem_drops_total", METRICS_COUNTER,
+		       "Frames dropped above the watermark: lwIP's heap too short for a copy", s->nomem_drops);
+	metrics_simple(b, "vireo_rxmem_ooseq_pbufs", METRICS_GAUGE,
+		       "TCP out-of-order pbufs kept, all connections", s->ooseq_pbufs);
+	metrics_simple(b, "vireo_rxmem_ooseq_bytes", METRICS_GAUGE,
+		       "TCP out-of-order payload bytes kept, all connections", s->ooseq_bytes);
+	metrics_simple(b, "vireo_rxmem_ooseq_evictions_total", METRICS_COUNTER,
+		       "Out-of-order queues freed by the global cap, oldest first", s->ooseq_evictions);
+	metrics_simple(b, "vireo_rxmem_ooseq_evicted_pbufs_total", METRICS_COUNTER,
+		       "Pbufs in the freed out-of-order queues", s->ooseq_evicted_pbufs);
+	metrics_simple(b, "vireo_rxmem_ooseq_evicted_bytes_total", METRICS_COUNTER,
+		       "Payload bytes in the freed out-of-order queues", s->ooseq_evicted_bytes);
+}
+
 static void loop_metrics(struct metrics_buf *b)
 {
 	metrics_simple(b, "vireo_loop_iterations_total", METRICS_COUNTER, "Event loop iterations",
@@ -101,6 +134,7 @@ static void tcp_metrics(struct metrics_buf *b)
 static struct metrics_source tcp_source = { "tcp", tcp_metrics, NULL };
 static struct metrics_source vnet_source = { "vnet", vnet_metrics, NULL };
 static struct metrics_source loop_source = { "loop", loop_metrics, NULL };
+static struct metrics_source rxmem_source = { "rxmem", rxmem_metrics, NULL };
 
 int app_start(u16 http_port)
 {
@@ -109,6 +143,7 @@ int app_start(u16 http_port)
 	metrics_register(&vnet_source);
 	metrics_register(&loop_source);
 	metrics_register(&tcp_source);
+	metrics_register(&rxmem_source);
 	err = http_server_start(http_port, NULL);
 	if (err) {
 		kprintf("http: cannot listen on port %u (%d)\n", http_port, err);

@@ -174,8 +174,8 @@ class Guest:
         """Polls /metrics until every level in idle_levels() equals `base`'s;
         returns the last metrics. TIME_WAIT PCBs are left out (2 MSL by
         design), half-open ones and reassembly buffers expire within lwIP's
-        timeouts (SYN_RCVD 3 s with the port's trim, IPv4 reassembly 15 s, IPv6
-        60 s)."""
+        timeouts (SYN_RCVD 3 s with the port's trim, IPv4 and IPv6 reassembly
+        15 s)."""
         want = idle_levels(base)
         deadline = time.monotonic() + timeout
         while True:

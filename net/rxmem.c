@@ -1,0 +1,147 @@
+/*
+ * Receive memory accounting (rxmem.h): the copy above the held-buffer
+ * watermark and the global caps on TCP out-of-order queues.
+ *
+ * Why both: receive is zero-copy, so whatever lwIP keeps of a frame (an
+ * out-of-order segment, a fragment waiting for its datagram, data the
+ * application has not read) keeps one of the driver's few hundred buffers
+ * off the ring. lwIP's own relief for this (freeing out-of-order data when
+ * PBUF_POOL runs dry) never fires, since receive does not use PBUF_POOL. The
+ * watermark keeps the ring supplied whatever the stack holds; the caps bound
+ * the heap the copies then take.
+ *
+ * "Oldest" is the connection whose out-of-order queue has been non-empty the
+ * longest: each one is stamped with a sequence number (an lwIP ext arg) the
+ * first time a check finds it non-empty, and the stamp is cleared once it is
+ * empty again. A real connection fills its hole within a round trip, so its
+ * stamp is young; data an attacker leaves in place grows old and goes first.
+ */
+#include "lwip/pbuf.h"
+#include "lwip/stats.h"
+#include "lwip/tcp.h"
+#include "lwip/priv/tcp_priv.h"
+#include "net/rxmem.h"
+
+struct rxmem_stats rxmem_stats;
+struct rxmem_limits rxmem_limits = {
+	.ooseq_pbufs = VIREO_RXMEM_OOSEQ_PBUFS,
+	.ooseq_bytes = VIREO_RXMEM_OOSEQ_BYTES,
+	.heap_reserve = VIREO_RXMEM_HEAP_RESERVE,
+};
+
+static u8 age_id;
+static bool age_ready;
+static u64 age_seq;
+
+void rxmem_init(void)
+{
+	if (!age_ready)
+		age_id = tcp_ext_arg_alloc_id();
+	age_ready = true;
+}
+
+u32 rxmem_watermark(u32 total)
+{
+	return total / VIREO_RXMEM_WATERMARK_DIV;
+}
+
+/* Whether a copy of len bytes would eat into the heap's reserve. lwIP's
+ * mem.avail is 0 when its heap is the C library's (host tests): no limit. */
+static bool heap_short(u32 len)
+{
+	mem_size_t avail = lwip_stats.mem.avail, used = lwip_stats.mem.used;
+	u32 need = len + (u32)sizeof(struct pbuf) + 2 * MEM_ALIGNMENT;
+
+	if (!avail)
+		return false;
+	return used > avail || avail - used < (mem_size_t)need + rxmem_limits.heap_reserve;
+}
+
+struct pbuf *rxmem_admit(struct pbuf *p, u32 held, u32 total)
+{
+	u32 mark = rxmem_watermark(total);
+	struct pbuf *q;
+
+	rxmem_stats.watermark = mark;
+	if (held > rxmem_stats.held_peak)
+		rxmem_stats.held_peak = held;
+	if (held <= mark)
+		return p;
+	q = heap_short(p->tot_len) ? NULL : pbuf_clone(PBUF_RAW, PBUF_RAM, p);
+	pbuf_free(p);	/* the driver's buffers go back to the ring now */
+	if (!q) {
+		rxmem_stats.nomem_drops++;
+		return NULL;
+	}
+	rxmem_stats.copied_frames++;
+	rxmem_stats.copied_bytes += q->tot_len;
+	return q;
+}
+
+static u64 age_get(const struct tcp_pcb *pcb)
+{
+	return (u64)(uintptr_t)tcp_ext_arg_get(pcb, age_id);
+}
+
+static void age_set(struct tcp_pcb *pcb, u64 age)
+{
+	tcp_ext_arg_set(pcb, age_id, (void *)(uintptr_t)age);
+}
+
+static void ooseq_size(const struct tcp_pcb *pcb, u32 *pbufs, u32 *bytes)
+{
+	const struct tcp_seg *s;
+
+	*pbufs = 0;
+	*bytes = 0;
+	for (s = pcb->ooseq; s; s = s->next) {
+		*pbufs += pbuf_clen(s->p);
+		*bytes += s->p->tot_len;
+	}
+}
+
+static struct tcp_pcb *ooseq_oldest(void)
+{
+	struct tcp_pcb *pcb, *oldest = NULL;
+
+	for (pcb = tcp_active_pcbs; pcb; pcb = pcb->next)
+		if (pcb->ooseq && (!oldest || age_get(pcb) < age_get(oldest)))
+			oldest = pcb;
+	return oldest;
+}
+
+void rxmem_enforce(void)
+{
+	u32 pbufs = 0, bytes = 0, np, nb;
+	struct tcp_pcb *pcb;
+
+	/* Only active PCBs keep out-of-order data: lwIP purges it when a
+	 * connection enters TIME_WAIT or is freed. */
+	for (pcb = tcp_active_pcbs; pcb; pcb = pcb->next) {
+		if (!pcb->ooseq) {
+			if (age_get(pcb))
+				age_set(pcb, 0);
+			continue;
+		}
+		if (!age_get(pcb))
+			age_set(pcb, ++age_seq);
+		ooseq_size(pcb, &np, &nb);
+		pbufs += np;
+		bytes += nb;
+	}
+	while (pbufs > rxmem_limits.ooseq_pbufs || bytes > rxmem_limits.ooseq_bytes) {
+		pcb = ooseq_oldest();
+		if (!pcb)
+			break;
+		ooseq_size(pcb, &np, &nb);
+		tcp_free_ooseq(pcb);
+		age_set(pcb, 0);
+		pbufs -= np;
+		bytes -= nb;
+		rxmem_stats.ooseq_evictions++;
+		rxmem_stats.ooseq_evicted_pbufs += np;
+		rxmem_stats.ooseq_evicted_bytes += nb;
+	}
+	rxmem_stats.ooseq_pbufs = pbufs;
+	rxmem_stats.ooseq_bytes = bytes;
+}

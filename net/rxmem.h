@@ -1,0 +1,61 @@
+/* Receive memory accounting: what lwIP may keep of received frames.
+ *
+ * The netif hands every received frame through rxmem_admit() with the
+ * driver's count of buffers the stack holds. Up to a watermark the frame goes
+ * up zero-copy (it pins its driver buffers until lwIP frees it); above it the
+ * frame is copied into lwIP's heap and its buffers go back to the ring at
+ * once, so nothing the stack keeps can drain the receive pool. After each
+ * receive batch rxmem_enforce() caps the TCP out-of-order data kept across
+ * all connections, freeing the oldest connection's queue first.
+ *
+ * Bounds and their arithmetic: net/lwipopts.h, "receive memory". Call from
+ * the event loop only (lwIP's context). */
+#ifndef VIREO_NET_RXMEM_H
+#define VIREO_NET_RXMEM_H
+
+#include "kernel/types.h"
+
+struct pbuf;
+
+struct rxmem_limits {
+	u32 ooseq_pbufs;	/* TCP out-of-order pbufs, all connections */
+	u32 ooseq_bytes;	/* TCP out-of-order payload bytes, all connections */
+	u32 heap_reserve;	/* lwIP heap bytes a copy must leave free */
+};
+
+struct rxmem_stats {
+	u64 copied_frames;	/* frames copied into lwIP's heap above the watermark */
+	u64 copied_bytes;
+	u64 nomem_drops;	/* frames dropped: lwIP's heap short for a copy */
+	u64 ooseq_evictions;	/* connections whose out-of-order queue was freed */
+	u64 ooseq_evicted_pbufs;
+	u64 ooseq_evicted_bytes;
+	u32 ooseq_pbufs;	/* out-of-order data kept, at the last rxmem_enforce() */
+	u32 ooseq_bytes;
+	u32 held_peak;		/* most driver buffers the stack held at once */
+	u32 watermark;		/* the last watermark in force */
+};
+extern struct rxmem_stats rxmem_stats;
+
+/* Sets up the per-connection bookkeeping (one lwIP ext arg). Call once after
+ * lwip_init(), before any connection exists. */
+void rxmem_init(void);
+
+/* The limits in force; tests may lower them. */
+extern struct rxmem_limits rxmem_limits;
+
+/* Buffers of a pool of `total` the stack may hold before frames are copied. */
+u32 rxmem_watermark(u32 total);
+
+/* A received frame p (a chain of the driver's zero-copy pbufs), with `held`
+ * driver buffers now held by the stack, this frame's included, of `total`.
+ * Returns the pbuf to give to lwIP: p itself, or a PBUF_RAM copy (p is then
+ * freed, which returns its buffers to the driver), or NULL if the frame was
+ * dropped for lack of heap (p freed, counted). */
+struct pbuf *rxmem_admit(struct pbuf *p, u32 held, u32 total);
+
+/* Applies the global out-of-order caps: frees whole out-of-order queues,
+ * oldest first, until the total is within rxmem_limits. */
+void rxmem_enforce(void);
+
+#endif
