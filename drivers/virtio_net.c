@@ -447,6 +447,13 @@ static unsigned tx_reclaim(struct vnet *vn)
 		if (token && vn->attached)
 			vn->up.tx_done(vn->up.ctx, token);
 	}
+	/* A device that broke the transmit ring's rules completes nothing
+	 * more: the device is broken and the link goes down (live()), so the
+	 * upper layer drops its backlog instead of waiting for completions. */
+	if (vn->vd && virtq_is_broken(&vn->tx->vq)) {
+		virtio_set_broken(vn->vd, "transmit queue broken");
+		live(vn);
+	}
 	return n;
 }
 
@@ -474,11 +481,15 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 	bool offload = false;
 	unsigned i;
 	u32 bytes = 0;
+	int err;
 
 	if (!live(vn) || !vn->link_up || n == 0 || n > VNET_TX_MAX_SG)
 		return -EIO;
-	if (!vn->free_tx)
+	if (!vn->free_tx) {
 		tx_reclaim(vn);
+		if (!live(vn))
+			return -EIO;
+	}
 	s = vn->free_tx;
 	if (!s) {
 		vn->st[1].no_room++;
@@ -492,9 +503,21 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 		out[i + 1] = sg[i];
 		bytes += sg[i].len;
 	}
-	if (virtq_add(&vn->tx->vq, out, n + 1, NULL, 0, s) < 0) {
+	err = virtq_add(&vn->tx->vq, out, n + 1, NULL, 0, s);
+	if (err == -ENOSPC) {
 		vn->st[1].no_room++;
 		return -ENOSPC;
+	}
+	if (err < 0) {
+		/* Not "full": a chain the ring can never take (longer than the
+		 * queue) or a broken queue. Retrying cannot help, so it fails
+		 * fast: the device is marked broken and the link goes down,
+		 * and the upper layer releases what it queued for us. */
+		kprintf("virtio%u: net: transmit add failed (%d), %u pieces on a ring of %u\n", vn->vd->index,
+			err, n + 1, vn->tx->vq.num);
+		virtio_set_broken(vn->vd, "transmit add failed");
+		live(vn);
+		return -EIO;
 	}
 	vn->free_tx = s->next_free;
 	s->token = token;

@@ -642,6 +642,60 @@ static void test_tx_ring_full_and_remove_outstanding(void **state)
 	check_all();
 }
 
+/* A chain the ring can never take is not "ring full": the send fails fast,
+ * the device is broken and the link goes down (so the upper layer drops its
+ * backlog instead of parking frames forever), nothing is counted as no_room. */
+static void test_tx_add_error_fails_fast(void **state)
+{
+	struct vnet_stats st;
+	unsigned broken = hk_broken_count();
+
+	/* 4 descriptors, no indirect: header + 4 pieces = 5 never fit. */
+	bring_up(MODERN | EVIDX, 4);
+	make_frame(frame, 100, 1);
+	assert_true(up.link);
+	assert_int_equal(up_send(&up, 0, frame, 100, 4, 0), -EIO);
+	assert_int_equal(hk_broken_count(), broken + 1);
+	assert_true(dev.vd.broken);
+	assert_false(up.link);
+	assert_int_equal(up.link_downs, 1);
+	assert_true(hk_log_contains("transmit add failed"));
+	/* And stays failed: no retry loop on -ENOSPC. */
+	assert_int_equal(up_send(&up, 1, frame, 100, 1, 0), -EIO);
+	stats(&st);
+	assert_int_equal(st.q[1].no_room, 0);
+	run();
+	check_all();
+}
+
+/* A device that breaks the transmit ring (a used id out of range) takes the
+ * link down from the completion path; later sends fail with -EIO, and every
+ * token still in flight comes back exactly once at remove. */
+static void test_tx_queue_broken_takes_link_down(void **state)
+{
+	struct vnet_stats st;
+
+	bring_up(MODERN | EVIDX, 64);
+	make_frame(frame, 100, 1);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(up_send(&up, i, frame, 100, 1, 0), 0);
+	run();	/* the kick */
+	dev.q[VD_TX].lie = FAKE_LIE_ID_RANGE;
+	assert_int_equal(vd_tx_complete(&dev, 1, false), 1);
+	vd_irq(&dev, VD_TX, true);
+	run();
+	assert_true(dev.vd.broken);
+	assert_false(up.link);
+	assert_int_equal(up.link_downs, 1);
+	assert_int_equal(up_send(&up, 5, frame, 100, 1, 0), -EIO);
+	stats(&st);
+	assert_int_equal(st.q[1].no_room, 0);
+	hk_remove(&dev.vd);
+	assert_int_equal(up.tx_done, 3);
+	run();
+	check_all();
+}
+
 static void test_tx_csum_offload(void **state)
 {
 	static const u8 tcp4[54] = {
@@ -1119,6 +1173,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_rx_ring_lies, teardown),
 		cmocka_unit_test_teardown(test_tx_tokens, teardown),
 		cmocka_unit_test_teardown(test_tx_ring_full_and_remove_outstanding, teardown),
+		cmocka_unit_test_teardown(test_tx_add_error_fails_fast, teardown),
+		cmocka_unit_test_teardown(test_tx_queue_broken_takes_link_down, teardown),
 		cmocka_unit_test_teardown(test_tx_csum_offload, teardown),
 		cmocka_unit_test_teardown(test_link_flaps, teardown),
 		cmocka_unit_test_teardown(test_reset_with_buffers_held, teardown),
