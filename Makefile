@@ -52,7 +52,7 @@ KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel
 	kernel/time.c kernel/timerq.c kernel/loop.c kernel/cmdline.c kernel/config.c \
 	kernel/timeline.c kernel/shell.c kernel/random.c
 DRIVER_SRCS := drivers/acpi_tables.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
-	drivers/virtq.c drivers/virtio.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
+	drivers/virtq.c drivers/virtio.c drivers/virtio_core.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
 	drivers/virtio_rng.c drivers/virtio_net.c drivers/vnet_hdr.c drivers/vnet_ctrl.c \
 	drivers/coalesce.c drivers/virtio_console.c
 NET_SRCS    := net/sys_arch.c net/lwip_port.c net/netif_vnet.c net/app/app.c net/app/http.c \

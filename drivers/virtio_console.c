@@ -658,8 +658,9 @@ static void read_size(struct vcons *vc, bool always)
 
 	if (!virtio_has(vc->vd, VIRTIO_CONSOLE_F_SIZE))
 		return;
-	cols = virtio_cfg_read16(vc->vd, offsetof(struct virtio_console_config, cols));
-	rows = virtio_cfg_read16(vc->vd, offsetof(struct virtio_console_config, rows));
+	if (virtio_cfg_read16(vc->vd, offsetof(struct virtio_console_config, cols), &cols) < 0 ||
+	    virtio_cfg_read16(vc->vd, offsetof(struct virtio_console_config, rows), &rows) < 0)
+		return;	/* torn: keep the size we had */
 	if (always || cols != vc->cols || rows != vc->rows)
 		kprintf("virtio%u: console: size %ux%u\n", vc->vd->index, cols, rows);
 	vc->cols = cols;
@@ -693,6 +694,32 @@ static void free_buffers(struct vcons *vc)
 	vc->cbuf = NULL;
 }
 
+/* A device that never completed its reset: its receive pages stay its own
+ * (kept, never freed); transmit pages it may only read go back. */
+static void keep_buffers(struct vcons *vc)
+{
+	u32 i;
+
+	for (i = 0; i < VCONS_MAX_PORTS; i++) {
+		virtio_keep_forever(vc->port[i].rx, vc->port[i].rx ? 1 : 0);
+		vc->port[i].rx = NULL;
+	}
+	virtio_keep_forever(vc->cbuf, vc->cbuf ? 1 : 0);
+	vc->cbuf = NULL;
+	free_buffers(vc);
+}
+
+static void cancel_work(struct vcons *vc)
+{
+	u32 i;
+
+	work_cancel(&vc->ctrl_work);
+	for (i = 0; i < VCONS_MAX_PORTS; i++) {
+		work_cancel(&vc->port[i].rx_work);
+		work_cancel(&vc->port[i].tx_work);
+	}
+}
+
 static int cons_probe(struct virtio_dev *d)
 {
 	struct vcons *vc = kzalloc(sizeof(*vc));
@@ -708,7 +735,8 @@ static int cons_probe(struct virtio_dev *d)
 	vc->multiport = virtio_has(d, VIRTIO_CONSOLE_F_MULTIPORT);
 	vc->max_ports = 1;
 	if (vc->multiport) {
-		vc->max_ports = virtio_cfg_read32(d, offsetof(struct virtio_console_config, max_nr_ports));
+		if (virtio_cfg_read32(d, offsetof(struct virtio_console_config, max_nr_ports), &vc->max_ports) < 0)
+			vc->max_ports = 0;
 		if (vc->max_ports == 0) {
 			kprintf("virtio%u: console: device reports 0 ports; using port 0 only\n", d->index);
 			vc->max_ports = 1;
@@ -768,6 +796,9 @@ static int cons_probe(struct virtio_dev *d)
 	return 0;
 
 fail:
+	/* Queues may be live with interrupts routed: quiesce before vc goes. */
+	virtio_quiesce(d);
+	cancel_work(vc);
 	free_buffers(vc);
 	kfree(vc);
 	d->priv = NULL;
@@ -784,14 +815,13 @@ static void cons_remove(struct virtio_dev *d)
 	/* The device is reset: it holds none of our buffers any more. */
 	for (i = 0; i < vc->nports; i++)
 		port_reset(&vc->port[i]);
-	free_buffers(vc);
+	if (d->dead)
+		keep_buffers(vc);	/* the device may still write them */
+	else
+		free_buffers(vc);
 	vc->dead = true;
 	/* Nothing queued may run on freed memory. */
-	work_cancel(&vc->ctrl_work);
-	for (i = 0; i < VCONS_MAX_PORTS; i++) {
-		work_cancel(&vc->port[i].rx_work);
-		work_cancel(&vc->port[i].tx_work);
-	}
+	cancel_work(vc);
 	d->priv = NULL;
 	kfree(vc);
 }

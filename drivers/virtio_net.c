@@ -58,6 +58,7 @@ struct vnet {
 	bool attached;
 	struct vnet_upper up;
 	u8 mac[6];
+	bool mac_random;		/* not the device's: none, or a bad one */
 	u16 mtu;
 	bool link_up;
 	struct vnet_qstats st[2];
@@ -664,8 +665,11 @@ static void read_link(struct vnet *vn, bool announce_log)
 	u16 status = VIRTIO_NET_S_LINK_UP;
 	bool up;
 
-	if (virtio_has(d, VIRTIO_NET_F_STATUS))
-		status = virtio_cfg_read16(d, offsetof(struct virtio_net_config, status));
+	/* A torn read (the generation never settled) changes nothing: the
+	 * next config interrupt reads again. */
+	if (virtio_has(d, VIRTIO_NET_F_STATUS) &&
+	    virtio_cfg_read16(d, offsetof(struct virtio_net_config, status), &status) < 0)
+		return;
 	up = status & VIRTIO_NET_S_LINK_UP;
 	if (up != vn->link_up || announce_log)
 		kprintf("virtio%u: net: link %s\n", d->index, up ? "up" : "down");
@@ -761,6 +765,40 @@ static void free_buffers(struct vnet *vn)
 	}
 }
 
+/* The device's MAC if it offers one that is unicast and not zero; else a
+ * random locally administered unicast one (kept across re-probes). */
+static void read_mac(struct vnet *vn, bool again)
+{
+	struct virtio_dev *d = vn->vd;
+	const char *why = NULL;
+	u8 mac[6];
+
+	if (!virtio_has(d, VIRTIO_NET_F_MAC))
+		why = "none offered";
+	else if (virtio_cfg_read(d, offsetof(struct virtio_net_config, mac), mac, 6) < 0)
+		why = "unreadable";
+	else if (mac[0] & 1)
+		why = "multicast";
+	else if (!(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))
+		why = "all zero";
+	if (!why) {
+		memcpy(vn->mac, mac, 6);
+		vn->mac_random = false;
+		return;
+	}
+	if (virtio_has(d, VIRTIO_NET_F_MAC))
+		kprintf("virtio%u: net: device MAC %s; using a random one\n", d->index, why);
+	if (again && vn->mac_random)
+		return;	/* the upper layer already knows this one */
+	do {
+		u64 r = random_u64();
+
+		memcpy(vn->mac, &r, 6);
+		vn->mac[0] = (u8)((vn->mac[0] & 0xfe) | 0x02);	/* unicast, locally administered */
+	} while (!(vn->mac[1] | vn->mac[2] | vn->mac[3] | vn->mac[4] | vn->mac[5]));
+	vn->mac_random = true;
+}
+
 static int net_probe(struct virtio_dev *d)
 {
 	struct vnet *vn = vnet_for(d);
@@ -775,19 +813,14 @@ static int net_probe(struct virtio_dev *d)
 	again = vn->attached;
 	vn->vd = d;
 	d->priv = vn;
-	if (virtio_has(d, VIRTIO_NET_F_MAC)) {
-		virtio_cfg_read(d, offsetof(struct virtio_net_config, mac), vn->mac, 6);
-	} else if (!again) {
-		u64 r = random_u64();
-
-		memcpy(vn->mac, &r, 6);
-		vn->mac[0] = (u8)((vn->mac[0] & 0xfe) | 0x02);	/* unicast, locally administered */
-	}
+	read_mac(vn, again);
 	vn->mtu = 1500;
 	if (virtio_has(d, VIRTIO_NET_F_MTU)) {
-		u16 mtu = virtio_cfg_read16(d, offsetof(struct virtio_net_config, mtu));
+		u16 mtu = 0;
 
-		if (mtu >= 68)
+		if (virtio_cfg_read16(d, offsetof(struct virtio_net_config, mtu), &mtu) < 0)
+			kprintf("virtio%u: net: device mtu unreadable, using 1500\n", d->index);
+		else if (mtu >= 68)
 			vn->mtu = mtu;
 		else
 			kprintf("virtio%u: net: device mtu %u is below 68, using 1500\n", d->index, mtu);
@@ -851,7 +884,7 @@ static int net_probe(struct virtio_dev *d)
 	}
 	kprintf("virtio%u: net: mac %02x:%02x:%02x:%02x:%02x:%02x%s mtu %u, rx %u x %u B%s, tx ring %u, hdr %u%s%s\n",
 		d->index, vn->mac[0], vn->mac[1], vn->mac[2], vn->mac[3], vn->mac[4], vn->mac[5],
-		virtio_has(d, VIRTIO_NET_F_MAC) ? "" : " (random)", vn->mtu, vn->nposted,
+		vn->mac_random ? " (random)" : "", vn->mtu, vn->nposted,
 		vn->buf_pages * PAGE_SIZE - (u32)sizeof(struct vnet_rxbuf),
 		mrg ? " mergeable" : "", vn->tx->num, vn->rxcfg.hdr_len, vn->ctrl ? ", ctrl" : "",
 		echo ? ", echo" : "");
@@ -864,6 +897,14 @@ static int net_probe(struct virtio_dev *d)
 	return 0;
 
 fail:
+	/* The receive queue may be live with its interrupt routed: nothing
+	 * may call into vn (or run work queued on it) once it is freed. */
+	virtio_quiesce(d);
+	timer_stop(&vn->coal_timer);
+	work_cancel(&vn->rx_work);
+	work_cancel(&vn->tx_work);
+	work_cancel(&vn->refill_work);
+	work_cancel(&vn->kick_work);
 	kfree(vn->slots);
 	vn->slots = NULL;
 	vn->rx = vn->tx = vn->ctrl = NULL;	/* the core frees the queues */
@@ -892,8 +933,15 @@ static void net_remove(struct virtio_dev *d)
 	vn->vd = NULL;
 	while ((t = virtq_detach_unused(&vn->rx->vq))) {
 		vn->nposted--;
+		if (d->dead) {	/* the device may still write it: kept for good */
+			vn->ntotal--;
+			virtio_keep_forever(t, ((struct vnet_rxbuf *)t)->pages);
+			continue;
+		}
 		rx_free(vn, t);
 	}
+	/* Transmit buffers go back even from a dead device: it may only
+	 * read them (a stale frame at worst), never write. */
 	while ((t = virtq_detach_unused(&vn->tx->vq))) {
 		struct txslot *s = t;
 

@@ -67,10 +67,19 @@ static void m_set_status(struct virtio_dev *d, u8 s)
 	struct vpci *vp = to_vp(d);
 	int i;
 
+	u64 deadline;
+
 	mmio_w8(vp->common + CC(device_status), s);
-	if (s == 0)	/* §4.1.4.3.2: reset completes when status reads back 0 */
-		for (i = 0; i < 1000000 && mmio_r8(vp->common + CC(device_status)); i++)
-			pause();
+	if (s != 0)
+		return;
+	/* §4.1.4.3.2: reset completes when status reads back 0. Bounded in
+	 * time and in reads; the core checks the result (virtio_core.c). */
+	deadline = time_ns() + VIRTIO_RESET_TIMEOUT_NS;
+	for (i = 0; i < 100000 && mmio_r8(vp->common + CC(device_status)); i++) {
+		if (time_ns() > deadline)
+			break;
+		pause();
+	}
 }
 
 static u64 m_get_features(struct virtio_dev *d)

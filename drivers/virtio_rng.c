@@ -218,6 +218,7 @@ static void rng_irq(struct virtio_vq *q)
 static int rng_probe(struct virtio_dev *d)
 {
 	struct vrng *r = kzalloc(sizeof(*r));
+	int err;
 
 	if (!r)
 		return -ENOMEM;
@@ -230,17 +231,29 @@ static int rng_probe(struct virtio_dev *d)
 	}
 	d->priv = r;
 	virtio_device_ready(d);
-	return rng_post(r);
+	err = rng_post(r);
+	if (err < 0) {
+		/* Nothing posted; the queue is live: quiesce before r goes. */
+		virtio_quiesce(d);
+		work_cancel(&r->work);
+		kfree(r);
+		d->priv = NULL;
+	}
+	return err;
 }
 
 static void rng_remove(struct virtio_dev *d)
 {
 	struct vrng *r = d->priv;
 
-	if (r)
-		work_cancel(&r->work);	/* an interrupt may have queued it */
-	kfree(r);
+	if (!r)
+		return;
+	work_cancel(&r->work);	/* an interrupt may have queued it */
 	d->priv = NULL;
+	if (d->dead)
+		virtio_keep_forever(r, 0);	/* r->buf may still be written */
+	else
+		kfree(r);
 }
 
 int virtio_rng_selftest(enum vrng_selftest kind)

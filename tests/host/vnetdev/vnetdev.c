@@ -282,10 +282,28 @@ static u8 op_get_status(struct virtio_dev *d)
 	return to_vd(d)->status;
 }
 
+static void storm(struct vnetdev *v)
+{
+	if (!v->irq_storm || !v->irq_on)
+		return;
+	for (unsigned i = 0; i < VD_NQ; i++) {
+		if (!v->live[i] || !v->vq[i])
+			continue;
+		v->storm_irqs++;
+		hk_vq_interrupt(v->vq[i]);
+	}
+}
+
 static void op_set_status(struct virtio_dev *d, u8 status)
 {
 	struct vnetdev *v = to_vd(d);
 
+	if (status == 0)
+		storm(v);	/* the driver polls the reset, interrupts on */
+	if (status == 0 && v->reset_stuck) {
+		v->resets++;
+		return;
+	}
 	if (status == 0) {
 		v->resets++;
 		for (unsigned i = 0; i < VD_NQ; i++) {
@@ -344,6 +362,7 @@ static u16 op_queue_max(struct virtio_dev *d, u16 idx)
 {
 	struct vnetdev *v = to_vd(d);
 
+	storm(v);
 	return idx < VD_NQ ? v->qmax[idx] : 0;
 }
 
@@ -394,11 +413,21 @@ static void op_notify(struct virtio_vq *q, u32 data)
 
 static int op_irq_setup(struct virtio_dev *d)
 {
+	struct vnetdev *v = to_vd(d);
+
+	if (v->irq_on)
+		vd_err(v, VD_RX, "irq_setup twice");
+	v->irq_on = true;
 	return 0;
 }
 
 static void op_irq_teardown(struct virtio_dev *d)
 {
+	struct vnetdev *v = to_vd(d);
+
+	if (!v->irq_on)
+		vd_err(v, VD_RX, "irq_teardown without irq_setup");
+	v->irq_on = false;
 }
 
 static const char *op_describe(struct virtio_dev *d)

@@ -62,6 +62,12 @@ struct vnetdev {
 	unsigned irqs_seen[VD_NQ];	/* fake_dev interrupts already delivered */
 	unsigned irqs[VD_NQ];		/* interrupts delivered */
 	unsigned resets;		/* status writes of 0 */
+	bool reset_stuck;		/* a write of 0 never completes: status stays */
+	bool irq_on;			/* between irq_setup and irq_teardown */
+	/* While interrupts are set up, an interrupt on every live queue at
+	 * each queue_max read and each reset: one arriving in any window. */
+	bool irq_storm;
+	unsigned storm_irqs;		/* interrupts the storm delivered */
 
 	/* control queue */
 	enum vd_ctrl_mode ctrl_mode;
