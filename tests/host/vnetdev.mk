@@ -18,3 +18,16 @@ HOST_TESTS += test_vnetdev
 test_vnetdev_SRCS := tests/host/test_vnetdev.c $(VNETDEV_SRCS)
 FUZZERS += fuzz_vnet_rx
 fuzz_vnet_rx_SRCS := tests/fuzz/fuzz_vnet_rx.c $(VNETDEV_SRCS)
+
+# drivers/virtio_rng.c the same way, with the same device (queue 0 filled at
+# once) and the real virtio core.
+VRNG_WRAP := $(BUILD)/host/vnetdev/virtio_rng_host.c
+$(VRNG_WRAP): tests/host/vnetdev/virtio_rng_host.c drivers/virtio_rng.c \
+		$(wildcard drivers/*.h kernel/*.h tests/host/vnetdev/*.h)
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
+
+HOST_TESTS += test_vrng
+test_vrng_SRCS := tests/host/test_vrng.c $(VRNG_WRAP) tests/host/vnetdev/hostk.c \
+	tests/host/vnetdev/vnetdev.c tests/host/fake_dev.c drivers/virtio_core.c drivers/virtq.c \
+	drivers/vnet_ctrl.c kernel/timerq.c

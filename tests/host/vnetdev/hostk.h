@@ -28,6 +28,9 @@ long hk_kmem_live(void);	/* kmalloc/kzalloc blocks not freed */
 void hk_fail_pages(unsigned skip, unsigned n);
 void hk_fail_kmem(unsigned skip, unsigned n);
 
+/* random_add_entropy() only counts here. */
+u64 hk_entropy_bytes(void);
+
 /* ---- event loop ---- */
 /* Runs queued work items until none is left (at most limit runs), then
  * the timers that are due. Returns the number of work items run. */

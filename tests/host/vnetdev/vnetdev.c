@@ -391,6 +391,20 @@ static int op_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
 	return 0;
 }
 
+static void rx_auto(struct vnetdev *v)
+{
+	static const u8 fill[VD_AUTO_FILL] = { 0x5a };
+
+	while (vd_rx_posted(v)) {
+		if (v->rx_auto_done == VD_AUTO_MAX) {
+			vd_err(v, VD_RX, "driver kept re-posting: %u completions", VD_AUTO_MAX);
+			return;
+		}
+		v->rx_auto_done++;
+		vd_rx_raw(v, 0, fill, MIN(v->rx_auto_len, (u32)VD_AUTO_FILL), v->rx_auto_len, FAKE_LIE_NONE);
+	}
+}
+
 static void op_notify(struct virtio_vq *q, u32 data)
 {
 	struct vnetdev *v = to_vd(q->vdev);
@@ -407,6 +421,8 @@ static void op_notify(struct virtio_vq *q, u32 data)
 		vd_ctrl_serve(v);
 	else if (q->index == VD_TX && v->tx_auto)
 		vd_tx_complete(v, ~0u, false);
+	else if (q->index == VD_RX && v->rx_auto)
+		rx_auto(v);
 	else if (q->index == VD_RX)
 		fetch(v, VD_RX);
 }

@@ -26,6 +26,8 @@ enum vd_ctrl_mode {
 #define VD_CMD_LOG	256
 #define VD_TX_LOG	64
 #define VD_TX_MAX	(65536u + 64u)
+#define VD_AUTO_MAX	100000u
+#define VD_AUTO_FILL	4096u
 
 struct vd_cmd {
 	u8 cls, cmd;
@@ -80,6 +82,12 @@ struct vnetdev {
 
 	/* transmit */
 	bool tx_auto;			/* complete transmitted frames on the kick */
+	/* Queue 0 as a device that fills buffers at once (virtio-rng): on
+	 * each kick every posted buffer completes with rx_auto_len bytes, at
+	 * most VD_AUTO_MAX in all (then an error: the driver never stops). */
+	bool rx_auto;
+	u32 rx_auto_len;
+	unsigned rx_auto_done;
 	unsigned ntx;			/* frames consumed (log keeps the last VD_TX_LOG) */
 	struct vd_txframe tx[VD_TX_LOG];
 	unsigned tx_bad;		/* frames with a header the driver must not send */
