@@ -18,8 +18,9 @@
  *
  * MULTIPORT: the control queues run the port handshake from the loop
  * (DEVICE_READY, then per port DEVICE_ADD -> PORT_READY, CONSOLE_PORT,
- * PORT_NAME, PORT_OPEN). Control sends are polled: they are rare and made
- * from the loop. Ports can come and go at any time.
+ * PORT_NAME, PORT_OPEN). Control sends never wait: a message finds a free
+ * slot or joins a bounded FIFO that the control transmit queue's completion
+ * interrupt drains. Ports can come and go at any time.
  *
  * EMERG_WRITE: in panic mode the first console port writes through the
  * emerg_wr config register, one byte per write, touching no ring.
@@ -48,7 +49,11 @@
 #define CTRL_BUFS 16		/* posted control receive buffers */
 #define CTRL_BUF_SIZE 128	/* header + a name up to 120 bytes */
 #define CTRL_TX_SLOTS 8
-#define CTRL_TIMEOUT_NS (100 * NSEC_PER_MSEC)
+/* Control messages waiting for a free slot: sends never wait. A pass takes
+ * at most RX_BUDGET (64) device messages and each makes at most one reply,
+ * so a device flooding the control queue finds CTRL_TX_SLOTS in flight and
+ * CTRL_PENDING queued; replies beyond those are dropped and counted. */
+#define CTRL_PENDING 32
 #define NAME_MAX 64
 #define SETTLE_QUIET_NS (5 * NSEC_PER_MSEC)	/* probe: handshake done after this silence */
 #define SETTLE_MAX_NS (50 * NSEC_PER_MSEC)	/* ... or this long at most */
@@ -95,7 +100,10 @@ struct vcons {
 	u8 *cbuf;		/* CTRL_BUFS * CTRL_BUF_SIZE, one page */
 	struct virtio_console_control cmsg[CTRL_TX_SLOTS];	/* device-readable */
 	u8 cmsg_busy[CTRL_TX_SLOTS];
+	struct virtio_console_control pend[CTRL_PENDING];	/* FIFO, not yet posted */
+	u32 pend_head, pend_len;
 	u64 ctrl_bad;		/* control messages ignored as malformed */
+	u64 ctrl_dropped;	/* replies dropped: every slot and the FIFO full */
 	struct vcons_port port[VCONS_MAX_PORTS];
 };
 
@@ -547,41 +555,60 @@ static void ctrl_reclaim(struct vcons *vc)
 	}
 }
 
-/* Queues one message; waits (bounded) only when every slot is in flight. */
-static int ctrl_send(struct vcons *vc, u32 id, u16 event, u16 value)
+/* Posts queued messages while slots are free, in order. If some must
+ * still wait, the transmit queue's callback is armed: its completion
+ * interrupt queues ctrl_poll, which comes back here. Never waits. */
+static void ctrl_flush(struct vcons *vc)
 {
-	u64 deadline = time_ns() + CTRL_TIMEOUT_NS;
-	struct virtq_sg sg;
+	bool added = false;
 	unsigned i;
-	int err;
 
-	if (!vc->cout || vc->vd->broken)
-		return -EIO;
-	for (;;) {
-		ctrl_reclaim(vc);
-		if (virtq_is_broken(&vc->cout->vq)) {
-			virtio_set_broken(vc->vd, "console control queue broken");
-			return -EIO;
-		}
+	ctrl_reclaim(vc);
+	if (virtq_is_broken(&vc->cout->vq)) {
+		virtio_set_broken(vc->vd, "console control queue broken");
+		return;
+	}
+	while (vc->pend_len && !vc->vd->broken) {
+		struct virtq_sg sg;
+
 		for (i = 0; i < CTRL_TX_SLOTS && vc->cmsg_busy[i]; i++)
 			;
-		if (i < CTRL_TX_SLOTS)
+		if (i == CTRL_TX_SLOTS)
 			break;
-		if (time_ns() > deadline) {
-			kprintf("virtio%u: console: control queue stuck, message %u for port %u dropped\n",
-				vc->vd->index, event, id);
-			return -ETIMEDOUT;
-		}
-		pause();
+		vc->cmsg[i] = vc->pend[vc->pend_head];
+		sg = (struct virtq_sg){ &vc->cmsg[i], sizeof vc->cmsg[i] };
+		if (virtq_add(&vc->cout->vq, &sg, 1, NULL, 0, &vc->cmsg[i]) < 0)
+			break;	/* ring full: the slots say it cannot be; wait for completions */
+		vc->cmsg_busy[i] = 1;
+		vc->pend_head = (vc->pend_head + 1) % CTRL_PENDING;
+		vc->pend_len--;
+		added = true;
 	}
-	vc->cmsg[i] = (struct virtio_console_control){ .id = id, .event = event, .value = value };
-	sg = (struct virtq_sg){ &vc->cmsg[i], sizeof vc->cmsg[i] };
-	err = virtq_add(&vc->cout->vq, &sg, 1, NULL, 0, &vc->cmsg[i]);
-	if (err)
-		return err;
-	vc->cmsg_busy[i] = 1;
-	virtq_kick(&vc->cout->vq);
-	return 0;
+	if (added)
+		virtq_kick(&vc->cout->vq);
+	if (vc->pend_len && !virtq_enable_cb(&vc->cout->vq)) {	/* completions raced in */
+		virtq_disable_cb(&vc->cout->vq);
+		work_queue(&vc->ctrl_work);
+	}
+}
+
+/* Queues one message and posts what slots allow. Returns 0 (posted or
+ * queued), -ENOSPC (dropped: the FIFO is full) or -EIO. */
+static int ctrl_send(struct vcons *vc, u32 id, u16 event, u16 value)
+{
+	if (!vc->cout || vc->vd->broken)
+		return -EIO;
+	if (vc->pend_len == CTRL_PENDING) {
+		if (vc->ctrl_dropped++ == 0)
+			kprintf("virtio%u: console: control queue backed up, message %u for port %u dropped; "
+				"not logged again\n", vc->vd->index, event, id);
+		return -ENOSPC;
+	}
+	vc->pend[(vc->pend_head + vc->pend_len) % CTRL_PENDING] =
+		(struct virtio_console_control){ .id = id, .event = event, .value = value };
+	vc->pend_len++;
+	ctrl_flush(vc);
+	return vc->vd->broken ? -EIO : 0;
 }
 
 static void ctrl_poll(void *arg)
@@ -594,6 +621,7 @@ static void ctrl_poll(void *arg)
 
 	if (vc->dead || vc->vd->broken)
 		return;
+	ctrl_flush(vc);		/* transmit completions first: slots for replies */
 	while (n < RX_BUDGET && (b = virtq_get(&vc->cin->vq, &len))) {
 		n++;
 		if (!ctrl_token_ok(vc, b)) {
@@ -642,6 +670,7 @@ static void ctrl_settle(struct vcons *vc)
 	}
 }
 
+/* Both control queues: a message arrived, or sends completed. */
 static void ctrl_irq(struct virtio_vq *q)
 {
 	struct vcons *vc = q->priv;
@@ -766,13 +795,13 @@ static int cons_probe(struct virtio_dev *d)
 	}
 	if (vc->multiport) {
 		vc->cin = virtio_setup_vq(d, VIRTIO_CONSOLE_CTRL_RXQ, CTRL_QSIZE, ctrl_irq, vc);
-		vc->cout = vc->cin ? virtio_setup_vq(d, VIRTIO_CONSOLE_CTRL_TXQ, CTRL_QSIZE, NULL, vc) : NULL;
+		vc->cout = vc->cin ? virtio_setup_vq(d, VIRTIO_CONSOLE_CTRL_TXQ, CTRL_QSIZE, ctrl_irq, vc) : NULL;
 		vc->cbuf = page_alloc(1);
 		if (!vc->cout || !vc->cbuf) {
 			err = vc->cbuf ? -EIO : -ENOMEM;
 			goto fail;
 		}
-		virtq_disable_cb(&vc->cout->vq);	/* polled */
+		virtq_disable_cb(&vc->cout->vq);	/* armed while messages wait (ctrl_flush) */
 		for (i = 0; i < CTRL_BUFS; i++)
 			ctrl_post(vc, vc->cbuf + i * CTRL_BUF_SIZE);
 	}
@@ -786,8 +815,8 @@ static int cons_probe(struct virtio_dev *d)
 		virtq_kick(&vc->cin->vq);
 		if (ctrl_send(vc, VIRTIO_CONSOLE_BAD_ID, VIRTIO_CONSOLE_DEVICE_READY, 1) < 0)
 			kprintf("virtio%u: console: DEVICE_READY not sent\n", d->index);
-		else
-			ctrl_settle(vc);
+		else if (d->resets == 0)
+			ctrl_settle(vc);	/* boot: before the loop runs; a re-probe runs from it */
 	} else {
 		vc->port[0].present = true;
 		vc->port[0].console = true;
@@ -848,6 +877,9 @@ void vcons_print_stats(void)
 		}
 		if (vc->ctrl_bad)
 			kprintf("virtio%u: console: %lu control messages ignored\n", d->index, vc->ctrl_bad);
+		if (vc->ctrl_dropped)
+			kprintf("virtio%u: console: %lu control replies dropped (queue backed up)\n", d->index,
+				vc->ctrl_dropped);
 	}
 }
 

@@ -31,3 +31,15 @@ HOST_TESTS += test_vrng
 test_vrng_SRCS := tests/host/test_vrng.c $(VRNG_WRAP) tests/host/vnetdev/hostk.c \
 	tests/host/vnetdev/vnetdev.c tests/host/fake_dev.c drivers/virtio_core.c drivers/virtq.c \
 	drivers/vnet_ctrl.c kernel/timerq.c
+
+# drivers/virtio_console.c the same way, the device played raw.
+VCONS_WRAP := $(BUILD)/host/vnetdev/virtio_console_host.c
+$(VCONS_WRAP): tests/host/vnetdev/virtio_console_host.c drivers/virtio_console.c \
+		$(wildcard drivers/*.h kernel/*.h tests/host/vnetdev/*.h)
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
+
+HOST_TESTS += test_vcons
+test_vcons_SRCS := tests/host/test_vcons.c $(VCONS_WRAP) tests/host/vnetdev/hostk.c \
+	tests/host/vnetdev/vnetdev.c tests/host/fake_dev.c drivers/virtio_core.c drivers/virtq.c \
+	drivers/vnet_ctrl.c kernel/timerq.c

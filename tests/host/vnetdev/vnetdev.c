@@ -44,7 +44,11 @@ u32 vd_hdr_len(const struct vnetdev *v)
 
 unsigned vd_errors(const struct vnetdev *v)
 {
-	return v->q[VD_RX].errors + v->q[VD_TX].errors + v->q[VD_CTRL].errors;
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < VD_NQ; i++)
+		n += v->q[i].errors;
+	return n;
 }
 
 const char *vd_error(const struct vnetdev *v)
@@ -417,7 +421,9 @@ static void op_notify(struct virtio_vq *q, u32 data)
 		vd_err(v, q->index, "notify before DRIVER_OK");
 	v->kicks[q->index]++;
 	fake_dev_notify(&v->q[q->index], data);
-	if (q->index == VD_CTRL)
+	if (v->raw)
+		fetch(v, q->index);
+	else if (q->index == VD_CTRL)
 		vd_ctrl_serve(v);
 	else if (q->index == VD_TX && v->tx_auto)
 		vd_tx_complete(v, ~0u, false);
@@ -597,6 +603,48 @@ int vd_rx_raw(struct vnetdev *v, unsigned i, const u8 *bytes, u32 n, u32 used_le
 	q->data_len = n;
 	q->lie = lie;
 	return fake_dev_complete(q, i, used_len);
+}
+
+/* ---- raw queues ---- */
+
+int vd_raw_write(struct vnetdev *v, unsigned qi, const u8 *bytes, u32 n)
+{
+	struct fake_dev *q = &v->q[qi];
+
+	if (qi >= VD_NQ || !v->live[qi])
+		return -1;
+	fetch(v, qi);
+	if (!q->npending)
+		return -1;
+	q->data = bytes;
+	q->data_len = n;
+	return fake_dev_complete(q, 0, n);
+}
+
+unsigned vd_raw_complete(struct vnetdev *v, unsigned qi, unsigned max)
+{
+	struct fake_dev *q = &v->q[qi];
+	unsigned n = 0;
+
+	if (qi >= VD_NQ || !v->live[qi])
+		return 0;
+	fetch(v, qi);
+	while (n < max && q->npending) {
+		gather(&q->pending[0], v->raw_last[qi], sizeof v->raw_last[qi]);
+		if (fake_dev_complete(q, 0, 0) < 0)
+			break;
+		n++;
+		v->raw_done[qi]++;
+	}
+	return n;
+}
+
+unsigned vd_raw_pending(struct vnetdev *v, unsigned qi)
+{
+	if (qi >= VD_NQ || !v->live[qi])
+		return 0;
+	fetch(v, qi);
+	return v->q[qi].npending;
 }
 
 /* ---- interrupts ---- */
