@@ -48,7 +48,7 @@ KLDFLAGS := -nostdlib -znocombreloc -shared -Bsymbolic --no-undefined \
 
 BOOT_SRCS   := boot/efi_main.c boot/fwcfg.c
 KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel/string.c \
-	kernel/trap.c kernel/panic.c kernel/mm.c kernel/frames.c kernel/heap.c kernel/apic.c \
+	kernel/trap.c kernel/panic.c kernel/mm.c kernel/mm_range.c kernel/frames.c kernel/heap.c kernel/apic.c \
 	kernel/time.c kernel/timerq.c kernel/loop.c kernel/cmdline.c kernel/config.c \
 	kernel/timeline.c kernel/shell.c kernel/random.c
 DRIVER_SRCS := drivers/acpi_tables.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \

@@ -508,14 +508,13 @@ static const struct virtio_transport_ops legacy_ops = {
 	.describe = describe,
 };
 
+/* Only the capability's window of its BAR is mapped (the parser checked it
+ * lies inside the BAR; pci_map_bar_window checks again, and the BAR). */
 static u64 map_region(struct pci_dev *p, const struct virtio_pci_region *r)
 {
-	u64 bar;
-
 	if (!r->present)
 		return 0;
-	bar = pci_map_bar(p, r->bar);
-	return bar ? bar + r->offset : 0;
+	return pci_map_bar_window(p, r->bar, r->offset, r->length);
 }
 
 static int virtio_pci_probe(struct pci_dev *p, const struct pci_id *id)
