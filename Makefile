@@ -169,16 +169,21 @@ FUZZ_TIME ?= 300
 test-host: deps-test $(addprefix $(BUILD)/host/,$(HOST_TESTS))
 	$(Q)set -e; for t in $(HOST_TESTS); do echo "  TEST    $$t"; $(BUILD)/host/$$t; done
 
+# Both start from the committed seeds (tests/fuzz/corpus/<target>/, written by
+# tests/fuzz/make_corpus.py) next to the working corpus; libFuzzer adds new
+# inputs to the first directory only, so the seeds stay as committed.
 fuzz-smoke: deps-test $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 	$(Q)set -e; for f in $(FUZZERS); do echo "  FUZZ    $$f ($(FUZZ_RUNS) runs)"; \
 		mkdir -p $(BUILD)/fuzz/corpus-$$f; \
-		$(BUILD)/fuzz/$$f -runs=$(FUZZ_RUNS) -seed=1 $(BUILD)/fuzz/corpus-$$f 2>$(BUILD)/fuzz/$$f.log \
+		seeds=tests/fuzz/corpus/$$f; [ -d $$seeds ] || seeds=; \
+		$(BUILD)/fuzz/$$f -runs=$(FUZZ_RUNS) -seed=1 $(BUILD)/fuzz/corpus-$$f $$seeds 2>$(BUILD)/fuzz/$$f.log \
 		|| { tail -40 $(BUILD)/fuzz/$$f.log; exit 1; }; done
 
 fuzz: deps-test $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 	$(Q)set -e; for f in $(FUZZERS); do echo "  FUZZ    $$f ($(FUZZ_TIME) s)"; \
 		mkdir -p $(BUILD)/fuzz/corpus-$$f; \
-		$(BUILD)/fuzz/$$f -max_total_time=$(FUZZ_TIME) $(BUILD)/fuzz/corpus-$$f; done
+		seeds=tests/fuzz/corpus/$$f; [ -d $$seeds ] || seeds=; \
+		$(BUILD)/fuzz/$$f -max_total_time=$(FUZZ_TIME) $(BUILD)/fuzz/corpus-$$f $$seeds; done
 
 test-qemu: deps-test $(IMAGE)
 	$(Q)$(PYTHON) -m pytest -q -ra tests/qemu
