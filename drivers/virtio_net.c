@@ -24,7 +24,10 @@
 
 #define RX_BUDGET 64
 #define RX_MAX_BUFS 256
-#define CTRL_TIMEOUT_NS (100 * NSEC_PER_MSEC)
+/* Control commands are polled from the event loop, where no busy-wait may
+ * last more than 1 ms. A device that answers later has its answer taken by
+ * the next command (ctrl_send); until then no new command is sent. */
+#define CTRL_TIMEOUT_NS (1 * NSEC_PER_MSEC)
 #define MAX_VNETS 4
 
 struct txslot {

@@ -194,6 +194,7 @@ static int m_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
 static int m_queue_reset(struct virtio_dev *d, struct virtio_vq *q)
 {
 	struct vpci *vp = to_vp(d);
+	u64 deadline;
 	int i;
 
 	if (vp->layout.common.length < VIRTIO_PCI_COMMON_Q_RESET + 2)
@@ -203,8 +204,12 @@ static int m_queue_reset(struct virtio_dev *d, struct virtio_vq *q)
 	/* §4.1.4.3.2 (virtio 1.2): the device presents 1 while the reset is
 	 * under way and 0 in both queue_reset and queue_enable once it is done;
 	 * the reset is complete only when queue_reset reads back 0. */
-	for (i = 0; i < 1000000 && mmio_r16(vp->common + VIRTIO_PCI_COMMON_Q_RESET); i++)
+	deadline = time_ns() + VIRTIO_RESET_TIMEOUT_NS;	/* from the loop: 1 ms at most */
+	for (i = 0; i < 100000 && mmio_r16(vp->common + VIRTIO_PCI_COMMON_Q_RESET); i++) {
+		if (time_ns() > deadline)
+			break;
 		pause();
+	}
 	if (mmio_r16(vp->common + VIRTIO_PCI_COMMON_Q_RESET) != 0) {
 		kprintf("virtio%u: queue %u: queue_reset never read back 0\n", d->index, q->index);
 		return -ETIMEDOUT;
