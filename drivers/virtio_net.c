@@ -943,8 +943,9 @@ static void net_remove(struct virtio_dev *d)
 		}
 		rx_free(vn, t);
 	}
-	/* Transmit buffers go back even from a dead device: it may only
-	 * read them (a stale frame at worst), never write. */
+	/* Transmit frames go back even from a dead device: it may only read
+	 * them, never write (and whoever runs the device can read all of
+	 * memory anyway). The slots' headers stay with it all the same. */
 	while ((t = virtq_detach_unused(&vn->tx->vq))) {
 		struct txslot *s = t;
 
@@ -952,7 +953,10 @@ static void net_remove(struct virtio_dev *d)
 			vn->up.tx_done(vn->up.ctx, s->token);
 		s->token = NULL;
 	}
-	kfree(vn->slots);
+	if (d->dead)
+		virtio_keep_forever(vn->slots, 0);
+	else
+		kfree(vn->slots);
 	vn->slots = NULL;
 	vn->free_tx = NULL;
 	vn->rx = vn->tx = vn->ctrl = NULL;

@@ -175,6 +175,11 @@ def vnet_rx():
         "link_flap": bytes([0x09, 0x08]) + bytes([9, 9 | 0x10, 9, 9 | 0x10]) + send + tx_irq,
         "needs_reset": bytes([0x0b, 0x08]) + good() * 2 + irq + bytes([12, 0]) + good() + irq + release,
         "ctrl_silent": bytes([0x49, 0x88, 2]) + good() + irq + bytes([13, 0]) + timers,
+        # op 12 with bit 128: one more byte (bit 0 interrupt storm, bits 1-2 a stuck reset)
+        "probe_fail_storm": bytes([0x09, 0x08]) + good() + irq + bytes([12, 0x80 | 0x08 | 0x04, 0x01]) +
+        bytes([12, 0x00]) + good() + irq,
+        "reset_stuck": bytes([0x0b, 0x08]) + good() * 2 + irq + release + bytes([12, 0x80, 0x07]) +
+        good() + irq + send + release,
     }
 
 

@@ -651,8 +651,8 @@ unsigned vd_raw_pending(struct vnetdev *v, unsigned qi)
 
 bool vd_irq(struct vnetdev *v, unsigned qi, bool force)
 {
-	if (qi >= VD_NQ || !v->live[qi] || !v->vq[qi])
-		return false;
+	if (qi >= VD_NQ || !v->live[qi] || !v->vq[qi] || !v->irq_on)
+		return false;	/* no route: interrupts torn down */
 	if (!force && v->q[qi].interrupts == v->irqs_seen[qi])
 		return false;
 	v->irqs_seen[qi] = v->q[qi].interrupts;
