@@ -8,8 +8,9 @@
  * Teardown order (as Linux keeps queues "broken" until ready and frees IRQs
  * first): queues stop calling into their driver and the interrupts are torn
  * down, then the device is reset, then driver state and queues are freed.
- * A reset that does not complete within VIRTIO_RESET_TIMEOUT leaves the
- * device FAILED and everything it may still write kept, never freed.
+ * A reset that does not read back 0 within VIRTIO_RESET_TIMEOUT_NS (1 ms,
+ * the transport waits) leaves the device FAILED and everything it may still
+ * write kept, never freed.
  */
 #include <arch.h>
 
