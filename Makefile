@@ -48,12 +48,12 @@ KLDFLAGS := -nostdlib -znocombreloc -shared -Bsymbolic --no-undefined \
 
 BOOT_SRCS   := boot/efi_main.c boot/fwcfg.c
 KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel/string.c \
-	kernel/trap.c kernel/panic.c kernel/mm.c kernel/frames.c kernel/heap.c kernel/apic.c \
+	kernel/trap.c kernel/panic.c kernel/mm.c kernel/mm_range.c kernel/frames.c kernel/heap.c kernel/apic.c \
 	kernel/time.c kernel/timerq.c kernel/loop.c kernel/cmdline.c kernel/config.c \
 	kernel/timeline.c kernel/shell.c kernel/random.c kernel/chacha20.c kernel/csprng.c \
 	kernel/siphash.c
 DRIVER_SRCS := drivers/acpi_tables.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
-	drivers/virtq.c drivers/virtio.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
+	drivers/virtq.c drivers/virtio.c drivers/virtio_core.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
 	drivers/virtio_rng.c drivers/virtio_net.c drivers/vnet_hdr.c drivers/vnet_ctrl.c \
 	drivers/coalesce.c drivers/virtio_console.c
 NET_SRCS    := net/sys_arch.c net/lwip_port.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/netif_vnet.c net/app/app.c net/app/http.c \
@@ -170,16 +170,21 @@ FUZZ_TIME ?= 300
 test-host: deps-test $(addprefix $(BUILD)/host/,$(HOST_TESTS))
 	$(Q)set -e; for t in $(HOST_TESTS); do echo "  TEST    $$t"; $(BUILD)/host/$$t; done
 
+# Both start from the committed seeds (tests/fuzz/corpus/<target>/, written by
+# tests/fuzz/make_corpus.py) next to the working corpus; libFuzzer adds new
+# inputs to the first directory only, so the seeds stay as committed.
 fuzz-smoke: deps-test $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 	$(Q)set -e; for f in $(FUZZERS); do echo "  FUZZ    $$f ($(FUZZ_RUNS) runs)"; \
 		mkdir -p $(BUILD)/fuzz/corpus-$$f; \
-		$(BUILD)/fuzz/$$f -runs=$(FUZZ_RUNS) -seed=1 $(BUILD)/fuzz/corpus-$$f 2>$(BUILD)/fuzz/$$f.log \
+		seeds=tests/fuzz/corpus/$$f; [ -d $$seeds ] || seeds=; \
+		$(BUILD)/fuzz/$$f -runs=$(FUZZ_RUNS) -seed=1 $(BUILD)/fuzz/corpus-$$f $$seeds 2>$(BUILD)/fuzz/$$f.log \
 		|| { tail -40 $(BUILD)/fuzz/$$f.log; exit 1; }; done
 
 fuzz: deps-test $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 	$(Q)set -e; for f in $(FUZZERS); do echo "  FUZZ    $$f ($(FUZZ_TIME) s)"; \
 		mkdir -p $(BUILD)/fuzz/corpus-$$f; \
-		$(BUILD)/fuzz/$$f -max_total_time=$(FUZZ_TIME) $(BUILD)/fuzz/corpus-$$f; done
+		seeds=tests/fuzz/corpus/$$f; [ -d $$seeds ] || seeds=; \
+		$(BUILD)/fuzz/$$f -max_total_time=$(FUZZ_TIME) $(BUILD)/fuzz/corpus-$$f $$seeds; done
 
 test-qemu: deps-test $(IMAGE)
 	$(Q)$(PYTHON) -m pytest -q -ra tests/qemu

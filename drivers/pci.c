@@ -453,8 +453,9 @@ void pci_init(void)
 		ecam_start = e->start_bus;
 		ecam_end = e->end_bus;
 		ecam_base = (u64)mmio_map(e->base + ((u64)e->start_bus << 20),
-					  ((u64)e->end_bus - e->start_bus + 1) << 20) -
-			    ((u64)e->start_bus << 20);
+					  ((u64)e->end_bus - e->start_bus + 1) << 20);
+		if (ecam_base)
+			ecam_base -= (u64)e->start_bus << 20;
 		break;
 	}
 	kprintf("pci: config access through %s\n", ecam_base ? "ECAM" : "ports 0xcf8/0xcfc");
@@ -484,16 +485,23 @@ void pci_enable(struct pci_dev *d)
 	pci_write16(d, PCI_COMMAND, pci_read16(d, PCI_COMMAND) | PCI_CMD_IO | PCI_CMD_MEM | PCI_CMD_MASTER);
 }
 
-u64 pci_map_bar(struct pci_dev *d, unsigned i)
+u64 pci_map_bar_window(struct pci_dev *d, unsigned i, u64 off, u64 len)
 {
 	const struct pci_bar *b;
+	int err;
 
 	if (i >= 6)
 		return 0;
 	b = &d->bar[i];
-	if ((b->kind != PCI_BAR_MEM32 && b->kind != PCI_BAR_MEM64) || !b->base || !b->size)
+	err = pci_bar_window_check(b, off, len, PCI_BAR_WINDOW_MAX);
+	if (err == 0)
+		err = mmio_check(b->base, b->size);	/* the device decodes all of it */
+	if (err) {
+		kprintf("pci: %02x:%02x.%u BAR%u %#lx+%#lx window %#lx+%#lx refused (%d)\n", d->bus, d->dev,
+			d->fn, i, b->base, b->size, off, len, err);
 		return 0;
-	return (u64)mmio_map(b->base, b->size);
+	}
+	return (u64)mmio_map(b->base + off, len);
 }
 
 /* ---- MSI-X ---- */
@@ -505,10 +513,11 @@ int pci_msix_enable(struct pci_dev *d)
 
 	if (!d->msix_cap)
 		return -ENODEV;
-	bar = pci_map_bar(d, d->msix.table_bir);
+	bar = pci_map_bar_window(d, d->msix.table_bir, d->msix.table_offset,
+				 (u64)d->msix.table_size * PCI_MSIX_ENTRY_SIZE);
 	if (!bar)
 		return -ENODEV;
-	d->msix_table = bar + d->msix.table_offset;
+	d->msix_table = bar;
 	ctrl = pci_read16(d, d->msix_cap + PCI_MSIX_CTRL);
 	pci_write16(d, d->msix_cap + PCI_MSIX_CTRL, ctrl | PCI_MSIX_CTRL_ENABLE | PCI_MSIX_CTRL_MASKALL);
 	for (i = 0; i < d->msix.table_size; i++)

@@ -59,8 +59,11 @@ void pci_write16(const struct pci_dev *d, u16 off, u16 v);
 void pci_write8(const struct pci_dev *d, u16 off, u8 v);
 /* Turns on memory/I/O decoding and bus mastering. */
 void pci_enable(struct pci_dev *d);
-/* Maps memory BAR i uncached; returns its address or 0. */
-u64 pci_map_bar(struct pci_dev *d, unsigned i);
+/* Maps [off, off+len) of memory BAR i uncached, only that window: it must
+ * lie inside the BAR and be at most PCI_BAR_WINDOW_MAX long, and the BAR
+ * must not overlap RAM or the kernel (mmio_check). Returns the window's
+ * address, or 0 (logged). */
+u64 pci_map_bar_window(struct pci_dev *d, unsigned i, u64 off, u64 len);
 
 /* MSI-X: maps the table, masks every vector, enables MSI-X (INTx off).
  * Returns the number of vectors or a negative error. */

@@ -372,3 +372,15 @@ int pci_msi_parse(const u8 *cfg, size_t len, u8 cap_off, struct pci_msi_info *ou
 	}
 	return 0;
 }
+
+int pci_bar_window_check(const struct pci_bar *b, u64 off, u64 len, u64 max_len)
+{
+	if ((b->kind != PCI_BAR_MEM32 && b->kind != PCI_BAR_MEM64) || !b->base || !b->size ||
+	    b->base + b->size < b->base)
+		return -ENODEV;
+	if (len == 0 || off >= b->size || len > b->size - off)
+		return -EINVAL;
+	if (len > max_len)
+		return -E2BIG;
+	return 0;
+}

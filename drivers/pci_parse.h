@@ -150,6 +150,15 @@ struct pci_bar {
 int pci_bar_decode(unsigned idx, u32 orig, u32 sized, u32 orig_hi, u32 sized_hi,
 		   struct pci_bar *out);
 
+/* PCI_BAR_WINDOW_MAX: the most of one BAR a driver maps at once. virtio
+ * capability windows are a few KiB, an MSI-X table of 2048 vectors 32 KiB. */
+#define PCI_BAR_WINDOW_MAX (1ULL << 20)
+/* Whether [off, off+len) may be mapped from BAR b: a memory BAR with a base,
+ * whose end does not wrap, the window non-empty, inside it and at most
+ * max_len long. Returns 0, -ENODEV (not a usable memory BAR), -EINVAL
+ * (empty, or outside the BAR) or -E2BIG. */
+int pci_bar_window_check(const struct pci_bar *b, u64 off, u64 len, u64 max_len);
+
 /* ---- MSI / MSI-X ---- */
 
 struct pci_msix_info {

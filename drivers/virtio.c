@@ -1,13 +1,14 @@
 /*
  * The virtio bus. A transport reports a device; the bus finds a driver by
- * (device id, vendor) and walks the status byte as spec §3.1.1 says:
- * reset, ACKNOWLEDGE, DRIVER, features, FEATURES_OK (re-read), queues,
- * DRIVER_OK — or FAILED, unwinding in reverse. DEVICE_NEEDS_RESET is met
- * by removing the driver, resetting and probing again.
+ * (device id, vendor) and has virtio_core.c walk the status byte as spec
+ * §3.1.1 says. DEVICE_NEEDS_RESET is met by removing the driver, resetting
+ * and probing again, unless the reset never completed (the device is then
+ * left FAILED and its memory kept, see virtio_core.c).
  */
 #include <arch.h>
 
 #include "drivers/virtio.h"
+#include "drivers/virtio_core.h"
 #include "kernel/console.h"
 #include "kernel/loop.h"
 #include "kernel/mm.h"
@@ -19,23 +20,7 @@ static struct virtio_dev *devices, **devices_tail = &devices;
 static struct work config_work;
 static void config_changed(void *arg);
 static u32 ndevices;
-static u64 feature_mask = ~0ULL;
-
-static const char *const core_names[64] = {
-	[VIRTIO_F_NOTIFY_ON_EMPTY] = "NOTIFY_ON_EMPTY",
-	[VIRTIO_F_ANY_LAYOUT] = "ANY_LAYOUT",
-	[VIRTIO_F_INDIRECT_DESC] = "INDIRECT_DESC",
-	[VIRTIO_F_EVENT_IDX] = "EVENT_IDX",
-	[VIRTIO_F_VERSION_1] = "VERSION_1",
-	[VIRTIO_F_ACCESS_PLATFORM] = "ACCESS_PLATFORM",
-	[VIRTIO_F_RING_PACKED] = "RING_PACKED",
-	[VIRTIO_F_IN_ORDER] = "IN_ORDER",
-	[VIRTIO_F_ORDER_PLATFORM] = "ORDER_PLATFORM",
-	[VIRTIO_F_SR_IOV] = "SR_IOV",
-	[VIRTIO_F_NOTIFICATION_DATA] = "NOTIFICATION_DATA",
-	[VIRTIO_F_NOTIF_CONFIG_DATA] = "NOTIF_CONFIG_DATA",
-	[VIRTIO_F_RING_RESET] = "RING_RESET",
-};
+static u64 kept_pages, kept_blocks;
 
 static const char *device_name(u16 id)
 {
@@ -48,73 +33,9 @@ static const char *device_name(u16 id)
 	return "device";
 }
 
-void virtio_set_feature_mask(u64 mask)
-{
-	feature_mask = mask;
-}
-
 struct virtio_dev *virtio_devices(void)
 {
 	return devices;
-}
-
-const char *virtio_status_name(u8 status, char *buf, size_t size)
-{
-	static const char *const names[8] = { "ACKNOWLEDGE", "DRIVER", "DRIVER_OK", "FEATURES_OK",
-					      "bit4", "bit5", "DEVICE_NEEDS_RESET", "FAILED" };
-	size_t n = 0;
-	int i;
-
-	buf[0] = '\0';
-	for (i = 0; i < 8; i++) {
-		if (!(status & (1u << i)))
-			continue;
-		if (n && n + 1 < size)
-			buf[n++] = '|';
-		n += strlcpy(buf + n, names[i], n < size ? size - n : 0);
-		if (n >= size)
-			n = size - 1;
-	}
-	if (n == 0)
-		strlcpy(buf, "0", size);
-	return buf;
-}
-
-static void add_status(struct virtio_dev *d, u8 bits)
-{
-	d->ops->set_status(d, d->ops->get_status(d) | bits);
-}
-
-static void print_features(struct virtio_dev *d)
-{
-	const char *const *dev_names = d->driver ? d->driver->feature_names : NULL;
-	char line[512];
-	size_t n = 0;
-	int b;
-
-	for (b = 0; b < 64; b++) {
-		const char *name;
-		char tmp[8];
-
-		if (!((d->features >> b) & 1))
-			continue;
-		name = core_names[b] ? core_names[b] : dev_names ? dev_names[b] : NULL;
-		if (!name) {
-			tmp[0] = 'b';
-			tmp[1] = 'i';
-			tmp[2] = 't';
-			tmp[3] = (char)('0' + b / 10);
-			tmp[4] = (char)('0' + b % 10);
-			tmp[5] = '\0';
-			name = tmp;
-		}
-		if (n + strlen(name) + 2 >= sizeof line)
-			break;
-		line[n++] = ' ';
-		n += strlcpy(line + n, name, sizeof line - n);
-	}
-	line[n] = '\0';
-	kprintf("virtio%u: features%s\n", d->index, n ? line : " none");
 }
 
 static const struct virtio_driver *driver_for(const struct virtio_dev *d)
@@ -130,109 +51,6 @@ static const struct virtio_driver *driver_for(const struct virtio_dev *d)
 				return *p;
 	}
 	return NULL;
-}
-
-/* §3.1.1 steps 4-6: read offered features, write the subset we take,
- * set FEATURES_OK and read it back. */
-static int negotiate(struct virtio_dev *d, const struct virtio_driver *drv)
-{
-	u64 want;
-
-	d->offered = d->ops->get_features(d);
-	want = (drv->features | VIRTIO_TRANSPORT_FEATURES) & d->offered & feature_mask;
-	if (d->modern && !(want & VIRTIO_BIT(VIRTIO_F_VERSION_1))) {
-		kprintf("virtio%u: VERSION_1 is %s; this modern device cannot be driven\n", d->index,
-			(d->offered & VIRTIO_BIT(VIRTIO_F_VERSION_1)) ? "locked out by virtio.features" : "not offered");
-		return -ENOTSUP;
-	}
-	if (!d->modern)
-		want &= 0xffffffffULL;	/* legacy: 32 feature bits, no VERSION_1 */
-	if ((d->offered & VIRTIO_BIT(VIRTIO_F_ACCESS_PLATFORM)) && !(want & VIRTIO_BIT(VIRTIO_F_ACCESS_PLATFORM)))
-		kprintf("virtio%u: ACCESS_PLATFORM offered but locked out; the device may refuse\n", d->index);
-	d->ops->set_features(d, want);
-	d->features = want;
-	if (!d->modern)
-		return 0;	/* legacy devices have no FEATURES_OK handshake */
-	add_status(d, VIRTIO_S_FEATURES_OK);
-	if (!(d->ops->get_status(d) & VIRTIO_S_FEATURES_OK)) {
-		kprintf("virtio%u: device refused features %#lx\n", d->index, want);
-		return -ENODEV;
-	}
-	return 0;
-}
-
-static void free_vqs(struct virtio_dev *d)
-{
-	u16 i;
-
-	for (i = 0; i < VIRTIO_MAX_VQS; i++) {
-		struct virtio_vq *q = d->vqs[i];
-
-		if (!q)
-			continue;
-		if (q->ring_mem)
-			page_free(q->ring_mem, q->ring_pages);
-		kfree(q->priv_mem);
-		kfree(q);
-		d->vqs[i] = NULL;
-	}
-	d->nvqs = 0;
-}
-
-static int probe(struct virtio_dev *d, const struct virtio_driver *drv)
-{
-	char st[96];
-	int err;
-
-	d->driver = drv;
-	d->broken = false;
-	d->ops->set_status(d, 0);					/* step 1: reset */
-	add_status(d, VIRTIO_S_ACKNOWLEDGE);				/* step 2 */
-	add_status(d, VIRTIO_S_DRIVER);					/* step 3 */
-	err = d->ops->irq_setup(d);	/* before config reads: legacy layout depends on MSI-X */
-	if (err)
-		goto fail;
-	err = negotiate(d, drv);					/* steps 4-6 */
-	if (err)
-		goto fail_irq;
-	err = drv->probe(d);						/* step 7 */
-	if (err)
-		goto fail_vqs;
-	if (!(d->ops->get_status(d) & VIRTIO_S_DRIVER_OK))
-		virtio_device_ready(d);					/* step 8 */
-	kprintf("virtio%u: %s driver bound, status %s\n", d->index, drv->name,
-		virtio_status_name(d->ops->get_status(d), st, sizeof st));
-	print_features(d);
-	return 0;
-
-fail_vqs:
-	d->ops->set_status(d, 0);
-	free_vqs(d);
-fail_irq:
-	d->ops->irq_teardown(d);
-fail:
-	add_status(d, VIRTIO_S_FAILED);
-	kprintf("virtio%u: %s probe failed (%d), status %s\n", d->index, drv->name, err,
-		virtio_status_name(d->ops->get_status(d), st, sizeof st));
-	d->driver = NULL;
-	return err;
-}
-
-static void remove_driver(struct virtio_dev *d)
-{
-	u16 i;
-
-	d->ops->set_status(d, 0);	/* device stops touching our memory */
-	/* An interrupt already on its way must not call into the driver's
-	 * state once remove() has freed it. */
-	for (i = 0; i < VIRTIO_MAX_VQS; i++)
-		if (d->vqs[i])
-			d->vqs[i]->live = false;
-	if (d->driver && d->driver->remove)
-		d->driver->remove(d);
-	free_vqs(d);
-	d->ops->irq_teardown(d);
-	d->driver = NULL;
 }
 
 void virtio_add_device(struct virtio_dev *d)
@@ -252,152 +70,7 @@ void virtio_add_device(struct virtio_dev *d)
 		kprintf("virtio%u: no driver\n", d->index);
 		return;
 	}
-	probe(d, drv);
-}
-
-int virtio_cfg_read(struct virtio_dev *d, u32 off, void *buf, u32 len)
-{
-	u8 *p = buf;
-	u8 gen;
-	int tries = 0, err = 0;
-	u32 i;
-
-	do {
-		gen = d->ops->config_generation(d);
-		for (i = 0; i < len && !err;) {
-			u32 w = (len - i >= 4 && !((off + i) & 3)) ? 4 : (len - i >= 2 && !((off + i) & 1)) ? 2 : 1;
-
-			err = d->ops->cfg_read(d, off + i, p + i, w);
-			i += w;
-		}
-	} while (!err && gen != d->ops->config_generation(d) && ++tries < 16);
-	return err ? err : tries == 16 ? -EBUSY : 0;
-}
-
-u8 virtio_cfg_read8(struct virtio_dev *d, u32 off)
-{
-	u8 v = 0;
-
-	d->ops->cfg_read(d, off, &v, 1);
-	return v;
-}
-
-u16 virtio_cfg_read16(struct virtio_dev *d, u32 off)
-{
-	u16 v = 0;
-
-	virtio_cfg_read(d, off, &v, 2);
-	return v;
-}
-
-u32 virtio_cfg_read32(struct virtio_dev *d, u32 off)
-{
-	u32 v = 0;
-
-	virtio_cfg_read(d, off, &v, 4);
-	return v;
-}
-
-int virtio_cfg_write32(struct virtio_dev *d, u32 off, u32 v)
-{
-	return d->ops->cfg_write(d, off, &v, 4);
-}
-
-static dma_addr_t vq_dma_map(void *ctx, const void *va, size_t len)
-{
-	return dma_map(va, len);
-}
-
-static void vq_notify(void *ctx, u32 data)
-{
-	struct virtio_vq *q = ctx;
-
-	q->vdev->ops->notify(q, data);
-}
-
-struct virtio_vq *virtio_setup_vq(struct virtio_dev *d, u16 idx, u16 num_hint,
-				  void (*callback)(struct virtio_vq *q), void *priv)
-{
-	struct virtq_config cfg = { 0 };
-	struct virtio_vq *q;
-	size_t ring_bytes, priv_bytes;
-	u16 max = d->ops->queue_max(d, idx), num;
-
-	if (idx >= VIRTIO_MAX_VQS || max == 0 || d->vqs[idx]) {
-		kprintf("virtio%u: queue %u unavailable (device max %u)\n", d->index, idx, max);
-		return NULL;
-	}
-	cfg.packed = virtio_has(d, VIRTIO_F_RING_PACKED);
-	if (d->ops->queue_size_fixed(d)) {
-		num = max;	/* legacy: the device's size or nothing */
-	} else {
-		num = MIN(max, (u16)VIRTQ_MAX_SIZE);
-		if (num_hint)
-			num = MIN(num, num_hint);
-		if (!cfg.packed)
-			while (num & (num - 1))
-				num &= (u16)(num - 1);	/* split rings: power of two */
-	}
-	cfg.num = num;
-	cfg.index = idx;
-	cfg.event_idx = virtio_has(d, VIRTIO_F_EVENT_IDX);
-	cfg.indirect = virtio_has(d, VIRTIO_F_INDIRECT_DESC);
-	cfg.in_order = virtio_has(d, VIRTIO_F_IN_ORDER);
-	cfg.notification_data = virtio_has(d, VIRTIO_F_NOTIFICATION_DATA);
-	cfg.weak_barriers = !virtio_has(d, VIRTIO_F_ORDER_PLATFORM);
-	cfg.dma_map = vq_dma_map;
-	cfg.notify = vq_notify;
-	if (virtq_mem_size(&cfg, &ring_bytes, &priv_bytes) < 0) {
-		kprintf("virtio%u: queue %u size %u not usable (max %u)\n", d->index, idx, num, max);
-		return NULL;
-	}
-	q = kzalloc(sizeof(*q));
-	if (!q)
-		return NULL;
-	cfg.ctx = q;
-	q->vdev = d;
-	q->index = idx;
-	q->num = num;
-	q->callback = callback;
-	q->priv = priv;
-	q->vector = -1;
-	q->msix_entry = 0xffff;
-	q->ring_pages = ALIGN_UP(ring_bytes, (size_t)PAGE_SIZE) / PAGE_SIZE;
-	q->ring_mem = page_alloc(q->ring_pages);
-	q->priv_mem = kzalloc(priv_bytes);
-	d->vqs[idx] = q;
-	d->nvqs = MAX(d->nvqs, (u16)(idx + 1));
-	if (!q->ring_mem || !q->priv_mem || virtq_init(&q->vq, &cfg, q->ring_mem, q->priv_mem) < 0 ||
-	    d->ops->queue_setup(d, q) < 0) {
-		kprintf("virtio%u: queue %u setup failed\n", d->index, idx);
-		return NULL;	/* freed with the device's other queues on unwind */
-	}
-	q->live = true;
-	return q;
-}
-
-int virtio_reset_vq(struct virtio_vq *q)
-{
-	struct virtio_dev *d = q->vdev;
-	int err;
-
-	if (!virtio_has(d, VIRTIO_F_RING_RESET) || !d->ops->queue_reset)
-		return -ENOTSUP;
-	q->live = false;
-	err = d->ops->queue_reset(d, q);
-	if (err)
-		return err;
-	while (virtq_detach_unused(&q->vq))
-		;
-	virtq_reset_state(&q->vq);
-	err = d->ops->queue_setup(d, q);
-	q->live = err == 0;
-	return err;
-}
-
-void virtio_device_ready(struct virtio_dev *d)
-{
-	add_status(d, VIRTIO_S_DRIVER_OK);
+	virtio_core_probe(d, drv);
 }
 
 void virtio_set_broken(struct virtio_dev *d, const char *why)
@@ -408,11 +81,15 @@ void virtio_set_broken(struct virtio_dev *d, const char *why)
 	kprintf("virtio%u: device broken: %s\n", d->index, why);
 }
 
-void virtio_vq_interrupt(struct virtio_vq *q)
+/* Never freed: a device whose reset never completed may write it. */
+void virtio_keep_forever(void *p, size_t npages)
 {
-	q->interrupts++;
-	if (q->live && q->callback)
-		q->callback(q);
+	if (!p)
+		return;
+	if (npages)
+		kept_pages += npages;
+	else
+		kept_blocks++;
 }
 
 /* Config changes are handled from the loop: status reads and a possible
@@ -432,8 +109,10 @@ static void config_changed(void *arg)
 
 			kprintf("virtio%u: device needs reset; resetting and probing again\n", d->index);
 			d->resets++;
-			remove_driver(d);
-			probe(d, drv);
+			virtio_core_remove(d);
+			if (d->dead)
+				continue;	/* the reset never completed: left FAILED */
+			virtio_core_probe(d, drv);
 			continue;
 		}
 		if (d->driver->config_changed)

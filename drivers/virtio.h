@@ -121,6 +121,8 @@ struct virtio_dev {
 	u64 offered, features;
 	bool modern;			/* VERSION_1 transport */
 	bool broken;
+	bool irq_on;			/* irq_setup done, not yet torn down */
+	bool dead;			/* a reset timed out: FAILED for good, memory kept */
 	u32 resets;			/* DEVICE_NEEDS_RESET recoveries */
 	const struct virtio_driver *driver;
 	void *priv;
@@ -139,11 +141,14 @@ static inline bool virtio_has(const struct virtio_dev *d, unsigned bit)
 	return (d->features >> bit) & 1;
 }
 
-/* Device config reads that retry until config_generation is stable. */
+/* Device config reads that retry while config_generation changes (at most
+ * VIRTIO_CFG_TRIES passes). Return 0, -EBUSY (never stable: torn, logged;
+ * *v is not to be used) or -ERANGE (outside the device's config). */
+#define VIRTIO_CFG_TRIES 16
 int virtio_cfg_read(struct virtio_dev *d, u32 off, void *buf, u32 len);
-u8 virtio_cfg_read8(struct virtio_dev *d, u32 off);
-u16 virtio_cfg_read16(struct virtio_dev *d, u32 off);
-u32 virtio_cfg_read32(struct virtio_dev *d, u32 off);
+int virtio_cfg_read8(struct virtio_dev *d, u32 off, u8 *v);
+int virtio_cfg_read16(struct virtio_dev *d, u32 off, u16 *v);
+int virtio_cfg_read32(struct virtio_dev *d, u32 off, u32 *v);
 /* One width-exact device config write (no generation retry: a write has no
  * torn value to re-read). Safe with interrupts off and on the panic path.
  * Returns 0 or -ERANGE (outside the device's config). */
@@ -158,6 +163,16 @@ struct virtio_vq *virtio_setup_vq(struct virtio_dev *d, u16 idx, u16 num_hint,
 int virtio_reset_vq(struct virtio_vq *q);
 /* Sets DRIVER_OK: the device is live. */
 void virtio_device_ready(struct virtio_dev *d);
+/* Stops every queue of d calling into its driver and tears the interrupts
+ * down. A driver whose probe fails after a queue went live calls it before
+ * freeing the state its callbacks use; the core calls it before a reset. */
+void virtio_quiesce(struct virtio_dev *d);
+/* Memory a device that never completed its reset may still write (d->dead):
+ * never freed, only counted (npages 0: a kmalloc block). */
+void virtio_keep_forever(void *p, size_t npages);
+/* How long a transport waits for a reset to read back 0; a busy-wait, so
+ * no longer than the event loop allows one to be (1 ms). */
+#define VIRTIO_RESET_TIMEOUT_NS 1000000ULL
 /* Marks the device broken after a device-side violation (logged once). */
 void virtio_set_broken(struct virtio_dev *d, const char *why);
 /* Formats status bits by name into buf. */

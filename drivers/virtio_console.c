@@ -18,8 +18,9 @@
  *
  * MULTIPORT: the control queues run the port handshake from the loop
  * (DEVICE_READY, then per port DEVICE_ADD -> PORT_READY, CONSOLE_PORT,
- * PORT_NAME, PORT_OPEN). Control sends are polled: they are rare and made
- * from the loop. Ports can come and go at any time.
+ * PORT_NAME, PORT_OPEN). Control sends never wait: a message finds a free
+ * slot or joins a bounded FIFO that the control transmit queue's completion
+ * interrupt drains. Ports can come and go at any time.
  *
  * EMERG_WRITE: in panic mode the first console port writes through the
  * emerg_wr config register, one byte per write, touching no ring.
@@ -48,7 +49,11 @@
 #define CTRL_BUFS 16		/* posted control receive buffers */
 #define CTRL_BUF_SIZE 128	/* header + a name up to 120 bytes */
 #define CTRL_TX_SLOTS 8
-#define CTRL_TIMEOUT_NS (100 * NSEC_PER_MSEC)
+/* Control messages waiting for a free slot: sends never wait. A pass takes
+ * at most RX_BUDGET (64) device messages and each makes at most one reply,
+ * so a device flooding the control queue finds CTRL_TX_SLOTS in flight and
+ * CTRL_PENDING queued; replies beyond those are dropped and counted. */
+#define CTRL_PENDING 32
 #define NAME_MAX 64
 #define SETTLE_QUIET_NS (5 * NSEC_PER_MSEC)	/* probe: handshake done after this silence */
 #define SETTLE_MAX_NS (50 * NSEC_PER_MSEC)	/* ... or this long at most */
@@ -95,7 +100,10 @@ struct vcons {
 	u8 *cbuf;		/* CTRL_BUFS * CTRL_BUF_SIZE, one page */
 	struct virtio_console_control cmsg[CTRL_TX_SLOTS];	/* device-readable */
 	u8 cmsg_busy[CTRL_TX_SLOTS];
+	struct virtio_console_control pend[CTRL_PENDING];	/* FIFO, not yet posted */
+	u32 pend_head, pend_len;
 	u64 ctrl_bad;		/* control messages ignored as malformed */
+	u64 ctrl_dropped;	/* replies dropped: every slot and the FIFO full */
 	struct vcons_port port[VCONS_MAX_PORTS];
 };
 
@@ -547,41 +555,60 @@ static void ctrl_reclaim(struct vcons *vc)
 	}
 }
 
-/* Queues one message; waits (bounded) only when every slot is in flight. */
-static int ctrl_send(struct vcons *vc, u32 id, u16 event, u16 value)
+/* Posts queued messages while slots are free, in order. If some must
+ * still wait, the transmit queue's callback is armed: its completion
+ * interrupt queues ctrl_poll, which comes back here. Never waits. */
+static void ctrl_flush(struct vcons *vc)
 {
-	u64 deadline = time_ns() + CTRL_TIMEOUT_NS;
-	struct virtq_sg sg;
+	bool added = false;
 	unsigned i;
-	int err;
 
-	if (!vc->cout || vc->vd->broken)
-		return -EIO;
-	for (;;) {
-		ctrl_reclaim(vc);
-		if (virtq_is_broken(&vc->cout->vq)) {
-			virtio_set_broken(vc->vd, "console control queue broken");
-			return -EIO;
-		}
+	ctrl_reclaim(vc);
+	if (virtq_is_broken(&vc->cout->vq)) {
+		virtio_set_broken(vc->vd, "console control queue broken");
+		return;
+	}
+	while (vc->pend_len && !vc->vd->broken) {
+		struct virtq_sg sg;
+
 		for (i = 0; i < CTRL_TX_SLOTS && vc->cmsg_busy[i]; i++)
 			;
-		if (i < CTRL_TX_SLOTS)
+		if (i == CTRL_TX_SLOTS)
 			break;
-		if (time_ns() > deadline) {
-			kprintf("virtio%u: console: control queue stuck, message %u for port %u dropped\n",
-				vc->vd->index, event, id);
-			return -ETIMEDOUT;
-		}
-		pause();
+		vc->cmsg[i] = vc->pend[vc->pend_head];
+		sg = (struct virtq_sg){ &vc->cmsg[i], sizeof vc->cmsg[i] };
+		if (virtq_add(&vc->cout->vq, &sg, 1, NULL, 0, &vc->cmsg[i]) < 0)
+			break;	/* ring full: the slots say it cannot be; wait for completions */
+		vc->cmsg_busy[i] = 1;
+		vc->pend_head = (vc->pend_head + 1) % CTRL_PENDING;
+		vc->pend_len--;
+		added = true;
 	}
-	vc->cmsg[i] = (struct virtio_console_control){ .id = id, .event = event, .value = value };
-	sg = (struct virtq_sg){ &vc->cmsg[i], sizeof vc->cmsg[i] };
-	err = virtq_add(&vc->cout->vq, &sg, 1, NULL, 0, &vc->cmsg[i]);
-	if (err)
-		return err;
-	vc->cmsg_busy[i] = 1;
-	virtq_kick(&vc->cout->vq);
-	return 0;
+	if (added)
+		virtq_kick(&vc->cout->vq);
+	if (vc->pend_len && !virtq_enable_cb(&vc->cout->vq)) {	/* completions raced in */
+		virtq_disable_cb(&vc->cout->vq);
+		work_queue(&vc->ctrl_work);
+	}
+}
+
+/* Queues one message and posts what slots allow. Returns 0 (posted or
+ * queued), -ENOSPC (dropped: the FIFO is full) or -EIO. */
+static int ctrl_send(struct vcons *vc, u32 id, u16 event, u16 value)
+{
+	if (!vc->cout || vc->vd->broken)
+		return -EIO;
+	if (vc->pend_len == CTRL_PENDING) {
+		if (vc->ctrl_dropped++ == 0)
+			kprintf("virtio%u: console: control queue backed up, message %u for port %u dropped; "
+				"not logged again\n", vc->vd->index, event, id);
+		return -ENOSPC;
+	}
+	vc->pend[(vc->pend_head + vc->pend_len) % CTRL_PENDING] =
+		(struct virtio_console_control){ .id = id, .event = event, .value = value };
+	vc->pend_len++;
+	ctrl_flush(vc);
+	return vc->vd->broken ? -EIO : 0;
 }
 
 static void ctrl_poll(void *arg)
@@ -594,6 +621,7 @@ static void ctrl_poll(void *arg)
 
 	if (vc->dead || vc->vd->broken)
 		return;
+	ctrl_flush(vc);		/* transmit completions first: slots for replies */
 	while (n < RX_BUDGET && (b = virtq_get(&vc->cin->vq, &len))) {
 		n++;
 		if (!ctrl_token_ok(vc, b)) {
@@ -642,6 +670,7 @@ static void ctrl_settle(struct vcons *vc)
 	}
 }
 
+/* Both control queues: a message arrived, or sends completed. */
 static void ctrl_irq(struct virtio_vq *q)
 {
 	struct vcons *vc = q->priv;
@@ -658,8 +687,9 @@ static void read_size(struct vcons *vc, bool always)
 
 	if (!virtio_has(vc->vd, VIRTIO_CONSOLE_F_SIZE))
 		return;
-	cols = virtio_cfg_read16(vc->vd, offsetof(struct virtio_console_config, cols));
-	rows = virtio_cfg_read16(vc->vd, offsetof(struct virtio_console_config, rows));
+	if (virtio_cfg_read16(vc->vd, offsetof(struct virtio_console_config, cols), &cols) < 0 ||
+	    virtio_cfg_read16(vc->vd, offsetof(struct virtio_console_config, rows), &rows) < 0)
+		return;	/* torn: keep the size we had */
 	if (always || cols != vc->cols || rows != vc->rows)
 		kprintf("virtio%u: console: size %ux%u\n", vc->vd->index, cols, rows);
 	vc->cols = cols;
@@ -693,6 +723,32 @@ static void free_buffers(struct vcons *vc)
 	vc->cbuf = NULL;
 }
 
+/* A device that never completed its reset: its receive pages stay its own
+ * (kept, never freed); transmit pages it may only read go back. */
+static void keep_buffers(struct vcons *vc)
+{
+	u32 i;
+
+	for (i = 0; i < VCONS_MAX_PORTS; i++) {
+		virtio_keep_forever(vc->port[i].rx, vc->port[i].rx ? 1 : 0);
+		vc->port[i].rx = NULL;
+	}
+	virtio_keep_forever(vc->cbuf, vc->cbuf ? 1 : 0);
+	vc->cbuf = NULL;
+	free_buffers(vc);
+}
+
+static void cancel_work(struct vcons *vc)
+{
+	u32 i;
+
+	work_cancel(&vc->ctrl_work);
+	for (i = 0; i < VCONS_MAX_PORTS; i++) {
+		work_cancel(&vc->port[i].rx_work);
+		work_cancel(&vc->port[i].tx_work);
+	}
+}
+
 static int cons_probe(struct virtio_dev *d)
 {
 	struct vcons *vc = kzalloc(sizeof(*vc));
@@ -708,7 +764,8 @@ static int cons_probe(struct virtio_dev *d)
 	vc->multiport = virtio_has(d, VIRTIO_CONSOLE_F_MULTIPORT);
 	vc->max_ports = 1;
 	if (vc->multiport) {
-		vc->max_ports = virtio_cfg_read32(d, offsetof(struct virtio_console_config, max_nr_ports));
+		if (virtio_cfg_read32(d, offsetof(struct virtio_console_config, max_nr_ports), &vc->max_ports) < 0)
+			vc->max_ports = 0;
 		if (vc->max_ports == 0) {
 			kprintf("virtio%u: console: device reports 0 ports; using port 0 only\n", d->index);
 			vc->max_ports = 1;
@@ -738,13 +795,13 @@ static int cons_probe(struct virtio_dev *d)
 	}
 	if (vc->multiport) {
 		vc->cin = virtio_setup_vq(d, VIRTIO_CONSOLE_CTRL_RXQ, CTRL_QSIZE, ctrl_irq, vc);
-		vc->cout = vc->cin ? virtio_setup_vq(d, VIRTIO_CONSOLE_CTRL_TXQ, CTRL_QSIZE, NULL, vc) : NULL;
+		vc->cout = vc->cin ? virtio_setup_vq(d, VIRTIO_CONSOLE_CTRL_TXQ, CTRL_QSIZE, ctrl_irq, vc) : NULL;
 		vc->cbuf = page_alloc(1);
 		if (!vc->cout || !vc->cbuf) {
 			err = vc->cbuf ? -EIO : -ENOMEM;
 			goto fail;
 		}
-		virtq_disable_cb(&vc->cout->vq);	/* polled */
+		virtq_disable_cb(&vc->cout->vq);	/* armed while messages wait (ctrl_flush) */
 		for (i = 0; i < CTRL_BUFS; i++)
 			ctrl_post(vc, vc->cbuf + i * CTRL_BUF_SIZE);
 	}
@@ -758,8 +815,8 @@ static int cons_probe(struct virtio_dev *d)
 		virtq_kick(&vc->cin->vq);
 		if (ctrl_send(vc, VIRTIO_CONSOLE_BAD_ID, VIRTIO_CONSOLE_DEVICE_READY, 1) < 0)
 			kprintf("virtio%u: console: DEVICE_READY not sent\n", d->index);
-		else
-			ctrl_settle(vc);
+		else if (d->resets == 0)
+			ctrl_settle(vc);	/* boot: before the loop runs; a re-probe runs from it */
 	} else {
 		vc->port[0].present = true;
 		vc->port[0].console = true;
@@ -768,6 +825,9 @@ static int cons_probe(struct virtio_dev *d)
 	return 0;
 
 fail:
+	/* Queues may be live with interrupts routed: quiesce before vc goes. */
+	virtio_quiesce(d);
+	cancel_work(vc);
 	free_buffers(vc);
 	kfree(vc);
 	d->priv = NULL;
@@ -784,14 +844,13 @@ static void cons_remove(struct virtio_dev *d)
 	/* The device is reset: it holds none of our buffers any more. */
 	for (i = 0; i < vc->nports; i++)
 		port_reset(&vc->port[i]);
-	free_buffers(vc);
+	if (d->dead)
+		keep_buffers(vc);	/* the device may still write them */
+	else
+		free_buffers(vc);
 	vc->dead = true;
 	/* Nothing queued may run on freed memory. */
-	work_cancel(&vc->ctrl_work);
-	for (i = 0; i < VCONS_MAX_PORTS; i++) {
-		work_cancel(&vc->port[i].rx_work);
-		work_cancel(&vc->port[i].tx_work);
-	}
+	cancel_work(vc);
 	d->priv = NULL;
 	kfree(vc);
 }
@@ -818,6 +877,9 @@ void vcons_print_stats(void)
 		}
 		if (vc->ctrl_bad)
 			kprintf("virtio%u: console: %lu control messages ignored\n", d->index, vc->ctrl_bad);
+		if (vc->ctrl_dropped)
+			kprintf("virtio%u: console: %lu control replies dropped (queue backed up)\n", d->index,
+				vc->ctrl_dropped);
 	}
 }
 

@@ -24,7 +24,10 @@
 
 #define RX_BUDGET 64
 #define RX_MAX_BUFS 256
-#define CTRL_TIMEOUT_NS (100 * NSEC_PER_MSEC)
+/* Control commands are polled from the event loop, where no busy-wait may
+ * last more than 1 ms. A device that answers later has its answer taken by
+ * the next command (ctrl_send); until then no new command is sent. */
+#define CTRL_TIMEOUT_NS (1 * NSEC_PER_MSEC)
 #define MAX_VNETS 4
 
 struct txslot {
@@ -58,6 +61,7 @@ struct vnet {
 	bool attached;
 	struct vnet_upper up;
 	u8 mac[6];
+	bool mac_random;		/* not the device's: none, or a bad one */
 	u16 mtu;
 	bool link_up;
 	u32 link_resumes;
@@ -454,6 +458,13 @@ static unsigned tx_reclaim(struct vnet *vn)
 		if (token && vn->attached)
 			vn->up.tx_done(vn->up.ctx, token);
 	}
+	/* A device that broke the transmit ring's rules completes nothing
+	 * more: the device is broken and the link goes down (live()), so the
+	 * upper layer drops its backlog instead of waiting for completions. */
+	if (vn->vd && virtq_is_broken(&vn->tx->vq)) {
+		virtio_set_broken(vn->vd, "transmit queue broken");
+		live(vn);
+	}
 	return n;
 }
 
@@ -481,11 +492,15 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 	bool offload = false;
 	unsigned i;
 	u32 bytes = 0;
+	int err;
 
 	if (!live(vn) || !vn->link_up || n == 0 || n > VNET_TX_MAX_SG)
 		return -EIO;
-	if (!vn->free_tx)
+	if (!vn->free_tx) {
 		tx_reclaim(vn);
+		if (!live(vn))
+			return -EIO;
+	}
 	s = vn->free_tx;
 	if (!s) {
 		vn->st[1].no_room++;
@@ -499,9 +514,21 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 		out[i + 1] = sg[i];
 		bytes += sg[i].len;
 	}
-	if (virtq_add(&vn->tx->vq, out, n + 1, NULL, 0, s) < 0) {
+	err = virtq_add(&vn->tx->vq, out, n + 1, NULL, 0, s);
+	if (err == -ENOSPC) {
 		vn->st[1].no_room++;
 		return -ENOSPC;
+	}
+	if (err < 0) {
+		/* Not "full": a chain the ring can never take (longer than the
+		 * queue) or a broken queue. Retrying cannot help, so it fails
+		 * fast: the device is marked broken and the link goes down,
+		 * and the upper layer releases what it queued for us. */
+		kprintf("virtio%u: net: transmit add failed (%d), %u pieces on a ring of %u\n", vn->vd->index,
+			err, n + 1, vn->tx->vq.num);
+		virtio_set_broken(vn->vd, "transmit add failed");
+		live(vn);
+		return -EIO;
 	}
 	vn->free_tx = s->next_free;
 	s->token = token;
@@ -673,8 +700,11 @@ static void read_link(struct vnet *vn, bool announce_log)
 	u16 status = VIRTIO_NET_S_LINK_UP;
 	bool up;
 
-	if (virtio_has(d, VIRTIO_NET_F_STATUS))
-		status = virtio_cfg_read16(d, offsetof(struct virtio_net_config, status));
+	/* A torn read (the generation never settled) changes nothing: the
+	 * next config interrupt reads again. */
+	if (virtio_has(d, VIRTIO_NET_F_STATUS) &&
+	    virtio_cfg_read16(d, offsetof(struct virtio_net_config, status), &status) < 0)
+		return;
 	up = status & VIRTIO_NET_S_LINK_UP;
 	if (up != vn->link_up || announce_log)
 		kprintf("virtio%u: net: link %s\n", d->index, up ? "up" : "down");
@@ -770,6 +800,40 @@ static void free_buffers(struct vnet *vn)
 	}
 }
 
+/* The device's MAC if it offers one that is unicast and not zero; else a
+ * random locally administered unicast one (kept across re-probes). */
+static void read_mac(struct vnet *vn, bool again)
+{
+	struct virtio_dev *d = vn->vd;
+	const char *why = NULL;
+	u8 mac[6];
+
+	if (!virtio_has(d, VIRTIO_NET_F_MAC))
+		why = "none offered";
+	else if (virtio_cfg_read(d, offsetof(struct virtio_net_config, mac), mac, 6) < 0)
+		why = "unreadable";
+	else if (mac[0] & 1)
+		why = "multicast";
+	else if (!(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))
+		why = "all zero";
+	if (!why) {
+		memcpy(vn->mac, mac, 6);
+		vn->mac_random = false;
+		return;
+	}
+	if (virtio_has(d, VIRTIO_NET_F_MAC))
+		kprintf("virtio%u: net: device MAC %s; using a random one\n", d->index, why);
+	if (again && vn->mac_random)
+		return;	/* the upper layer already knows this one */
+	do {
+		u64 r = random_u64();
+
+		memcpy(vn->mac, &r, 6);
+		vn->mac[0] = (u8)((vn->mac[0] & 0xfe) | 0x02);	/* unicast, locally administered */
+	} while (!(vn->mac[1] | vn->mac[2] | vn->mac[3] | vn->mac[4] | vn->mac[5]));
+	vn->mac_random = true;
+}
+
 static int net_probe(struct virtio_dev *d)
 {
 	struct vnet *vn = vnet_for(d);
@@ -784,19 +848,14 @@ static int net_probe(struct virtio_dev *d)
 	again = vn->attached;
 	vn->vd = d;
 	d->priv = vn;
-	if (virtio_has(d, VIRTIO_NET_F_MAC)) {
-		virtio_cfg_read(d, offsetof(struct virtio_net_config, mac), vn->mac, 6);
-	} else if (!again) {
-		u64 r = random_u64();
-
-		memcpy(vn->mac, &r, 6);
-		vn->mac[0] = (u8)((vn->mac[0] & 0xfe) | 0x02);	/* unicast, locally administered */
-	}
+	read_mac(vn, again);
 	vn->mtu = 1500;
 	if (virtio_has(d, VIRTIO_NET_F_MTU)) {
-		u16 mtu = virtio_cfg_read16(d, offsetof(struct virtio_net_config, mtu));
+		u16 mtu = 0;
 
-		if (mtu >= 68)
+		if (virtio_cfg_read16(d, offsetof(struct virtio_net_config, mtu), &mtu) < 0)
+			kprintf("virtio%u: net: device mtu unreadable, using 1500\n", d->index);
+		else if (mtu >= 68)
 			vn->mtu = mtu;
 		else
 			kprintf("virtio%u: net: device mtu %u is below 68, using 1500\n", d->index, mtu);
@@ -860,7 +919,7 @@ static int net_probe(struct virtio_dev *d)
 	}
 	kprintf("virtio%u: net: mac %02x:%02x:%02x:%02x:%02x:%02x%s mtu %u, rx %u x %u B%s, tx ring %u, hdr %u%s%s\n",
 		d->index, vn->mac[0], vn->mac[1], vn->mac[2], vn->mac[3], vn->mac[4], vn->mac[5],
-		virtio_has(d, VIRTIO_NET_F_MAC) ? "" : " (random)", vn->mtu, vn->nposted,
+		vn->mac_random ? " (random)" : "", vn->mtu, vn->nposted,
 		vn->buf_pages * PAGE_SIZE - (u32)sizeof(struct vnet_rxbuf),
 		mrg ? " mergeable" : "", vn->tx->num, vn->rxcfg.hdr_len, vn->ctrl ? ", ctrl" : "",
 		echo ? ", echo" : "");
@@ -873,6 +932,14 @@ static int net_probe(struct virtio_dev *d)
 	return 0;
 
 fail:
+	/* The receive queue may be live with its interrupt routed: nothing
+	 * may call into vn (or run work queued on it) once it is freed. */
+	virtio_quiesce(d);
+	timer_stop(&vn->coal_timer);
+	work_cancel(&vn->rx_work);
+	work_cancel(&vn->tx_work);
+	work_cancel(&vn->refill_work);
+	work_cancel(&vn->kick_work);
 	kfree(vn->slots);
 	vn->slots = NULL;
 	vn->rx = vn->tx = vn->ctrl = NULL;	/* the core frees the queues */
@@ -901,8 +968,16 @@ static void net_remove(struct virtio_dev *d)
 	vn->vd = NULL;
 	while ((t = virtq_detach_unused(&vn->rx->vq))) {
 		vn->nposted--;
+		if (d->dead) {	/* the device may still write it: kept for good */
+			vn->ntotal--;
+			virtio_keep_forever(t, ((struct vnet_rxbuf *)t)->pages);
+			continue;
+		}
 		rx_free(vn, t);
 	}
+	/* Transmit frames go back even from a dead device: it may only read
+	 * them, never write (and whoever runs the device can read all of
+	 * memory anyway). The slots' headers stay with it all the same. */
 	while ((t = virtq_detach_unused(&vn->tx->vq))) {
 		struct txslot *s = t;
 
@@ -910,7 +985,10 @@ static void net_remove(struct virtio_dev *d)
 			vn->up.tx_done(vn->up.ctx, s->token);
 		s->token = NULL;
 	}
-	kfree(vn->slots);
+	if (d->dead)
+		virtio_keep_forever(vn->slots, 0);
+	else
+		kfree(vn->slots);
 	vn->slots = NULL;
 	vn->free_tx = NULL;
 	vn->rx = vn->tx = vn->ctrl = NULL;

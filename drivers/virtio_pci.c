@@ -67,10 +67,19 @@ static void m_set_status(struct virtio_dev *d, u8 s)
 	struct vpci *vp = to_vp(d);
 	int i;
 
+	u64 deadline;
+
 	mmio_w8(vp->common + CC(device_status), s);
-	if (s == 0)	/* §4.1.4.3.2: reset completes when status reads back 0 */
-		for (i = 0; i < 1000000 && mmio_r8(vp->common + CC(device_status)); i++)
-			pause();
+	if (s != 0)
+		return;
+	/* §4.1.4.3.2: reset completes when status reads back 0. Bounded in
+	 * time and in reads; the core checks the result (virtio_core.c). */
+	deadline = time_ns() + VIRTIO_RESET_TIMEOUT_NS;
+	for (i = 0; i < 100000 && mmio_r8(vp->common + CC(device_status)); i++) {
+		if (time_ns() > deadline)
+			break;
+		pause();
+	}
 }
 
 static u64 m_get_features(struct virtio_dev *d)
@@ -185,6 +194,7 @@ static int m_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
 static int m_queue_reset(struct virtio_dev *d, struct virtio_vq *q)
 {
 	struct vpci *vp = to_vp(d);
+	u64 deadline;
 	int i;
 
 	if (vp->layout.common.length < VIRTIO_PCI_COMMON_Q_RESET + 2)
@@ -194,8 +204,12 @@ static int m_queue_reset(struct virtio_dev *d, struct virtio_vq *q)
 	/* §4.1.4.3.2 (virtio 1.2): the device presents 1 while the reset is
 	 * under way and 0 in both queue_reset and queue_enable once it is done;
 	 * the reset is complete only when queue_reset reads back 0. */
-	for (i = 0; i < 1000000 && mmio_r16(vp->common + VIRTIO_PCI_COMMON_Q_RESET); i++)
+	deadline = time_ns() + VIRTIO_RESET_TIMEOUT_NS;	/* from the loop: 1 ms at most */
+	for (i = 0; i < 100000 && mmio_r16(vp->common + VIRTIO_PCI_COMMON_Q_RESET); i++) {
+		if (time_ns() > deadline)
+			break;
 		pause();
+	}
 	if (mmio_r16(vp->common + VIRTIO_PCI_COMMON_Q_RESET) != 0) {
 		kprintf("virtio%u: queue %u: queue_reset never read back 0\n", d->index, q->index);
 		return -ETIMEDOUT;
@@ -499,14 +513,13 @@ static const struct virtio_transport_ops legacy_ops = {
 	.describe = describe,
 };
 
+/* Only the capability's window of its BAR is mapped (the parser checked it
+ * lies inside the BAR; pci_map_bar_window checks again, and the BAR). */
 static u64 map_region(struct pci_dev *p, const struct virtio_pci_region *r)
 {
-	u64 bar;
-
 	if (!r->present)
 		return 0;
-	bar = pci_map_bar(p, r->bar);
-	return bar ? bar + r->offset : 0;
+	return pci_map_bar_window(p, r->bar, r->offset, r->length);
 }
 
 static int virtio_pci_probe(struct pci_dev *p, const struct pci_id *id)

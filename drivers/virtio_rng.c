@@ -14,6 +14,15 @@
 
 #define RNG_BUF 64
 #define RNG_WANT 256
+/* Device-driven loop budgets. A pass takes at most RNG_POLL_BUDGET
+ * completions, then yields to the loop. Completions that bring nothing
+ * (used length 0) are allowed RNG_EMPTY_MAX times in all, then the device
+ * is given up on: a device that completes every buffer at once with no
+ * bytes would otherwise keep the loop re-posting and re-kicking forever.
+ * So the driver posts at most RNG_WANT (each completion that is not empty
+ * brings >= 1 byte) + RNG_EMPTY_MAX buffers per RNG_WANT gathered. */
+#define RNG_POLL_BUDGET 16
+#define RNG_EMPTY_MAX 8
 #define SELFTEST_DEADLINE_NS (5 * NSEC_PER_SEC)
 
 struct vrng {
@@ -22,7 +31,9 @@ struct vrng {
 	struct work work;
 	u8 buf[RNG_BUF];
 	u32 total;
+	u32 empty;		/* zero-length completions so far */
 	bool reported;
+	bool stopped;		/* gave up on the device: posts nothing more */
 };
 
 /* Self-test state outlives struct vrng: a DEVICE_NEEDS_RESET recovery frees
@@ -179,16 +190,30 @@ static void selftest_step(struct vrng *r)
 static void rng_poll(void *arg)
 {
 	struct vrng *r = arg;
+	unsigned n = 0;
 	u32 len;
 
-	while (virtq_get(&r->q->vq, &len) == r) {
+	if (r->stopped)
+		return;
+	while (n < RNG_POLL_BUDGET && virtq_get(&r->q->vq, &len) == r) {
+		n++;
 		random_add_entropy(r->buf, len);	/* len <= RNG_BUF: checked by virtq */
 		r->total += len;
+		if (len == 0 && ++r->empty >= RNG_EMPTY_MAX) {
+			r->stopped = true;
+			kprintf("virtio%u: rng: %u empty completions; device given up, %u bytes gathered\n",
+				r->vd->index, r->empty, r->total);
+			return;
+		}
 		if (r->total < RNG_WANT && rng_post(r) < 0)
 			break;
 	}
 	if (virtq_is_broken(&r->q->vq)) {
 		virtio_set_broken(r->vd, "rng queue broken");
+		return;
+	}
+	if (n == RNG_POLL_BUDGET) {	/* more may be waiting: after other work */
+		work_queue(&r->work);
 		return;
 	}
 	if (r->total >= RNG_WANT) {
@@ -218,6 +243,7 @@ static void rng_irq(struct virtio_vq *q)
 static int rng_probe(struct virtio_dev *d)
 {
 	struct vrng *r = kzalloc(sizeof(*r));
+	int err;
 
 	if (!r)
 		return -ENOMEM;
@@ -230,17 +256,29 @@ static int rng_probe(struct virtio_dev *d)
 	}
 	d->priv = r;
 	virtio_device_ready(d);
-	return rng_post(r);
+	err = rng_post(r);
+	if (err < 0) {
+		/* Nothing posted; the queue is live: quiesce before r goes. */
+		virtio_quiesce(d);
+		work_cancel(&r->work);
+		kfree(r);
+		d->priv = NULL;
+	}
+	return err;
 }
 
 static void rng_remove(struct virtio_dev *d)
 {
 	struct vrng *r = d->priv;
 
-	if (r)
-		work_cancel(&r->work);	/* an interrupt may have queued it */
-	kfree(r);
+	if (!r)
+		return;
+	work_cancel(&r->work);	/* an interrupt may have queued it */
 	d->priv = NULL;
+	if (d->dead)
+		virtio_keep_forever(r, 0);	/* r->buf may still be written */
+	else
+		kfree(r);
 }
 
 int virtio_rng_selftest(enum vrng_selftest kind)

@@ -8,7 +8,8 @@
  *   .data/.bss              RW NX
  *   relocation tables       R  NX (patched by crt0 before we get here)
  *   stack guard, page 0     not present
- *   MMIO (mmio_map)         RW NX, uncached
+ *   MMIO (mmio_map)         RW NX, uncached; never over RAM or the image,
+ *                           at most MM_MMIO_MAX a call (mm_range.h)
  */
 #include <arch.h>
 
@@ -17,6 +18,7 @@
 #include "kernel/heap.h"
 #include "kernel/io.h"
 #include "kernel/mm.h"
+#include "kernel/mm_range.h"
 #include "kernel/panic.h"
 #include "kernel/string.h"
 
@@ -44,6 +46,10 @@ static u64 *pml4;
 static u64 pt_pages;
 static u64 guard_lo, guard_hi;
 static u64 usable_bytes, reclaimed_bytes;
+/* What mm_init mapped as memory (merged runs of the firmware map): an MMIO
+ * mapping may never cover it. */
+static struct mm_range ram[BOOT_MAX_REGIONS];
+static unsigned nram;
 
 static u64 *pt_new(void)
 {
@@ -179,6 +185,7 @@ void mm_init(struct boot_info *bi)
 			hi = n->base + n->len;
 		}
 		map_range(lo, hi, PERM_RW);
+		ram[nram++] = (struct mm_range){ lo, hi };
 	}
 	/* The image, page by page, W^X. */
 	map_range(base, (u64)__text_start, PERM_RO);
@@ -274,8 +281,24 @@ void kfree(void *p)
 	heap_free(&heap, p);
 }
 
+int mmio_check(u64 phys, u64 len)
+{
+	struct mm_range image = { (u64)ImageBase, (u64)__image_end };
+
+	return mm_range_check_mmio(ram, nram, image, phys, len, 0);
+}
+
 void *mmio_map(u64 phys, u64 len)
 {
+	struct mm_range image = { (u64)ImageBase, (u64)__image_end };
+	int err = mm_range_check_mmio(ram, nram, image, phys, len, MM_MMIO_MAX);
+
+	if (err) {
+		kprintf("mm: MMIO %#lx+%#lx refused (%d): %s\n", phys, len, err,
+			err == -EFAULT ? "overlaps RAM or the kernel" : err == -E2BIG ? "too long" :
+			err == -ERANGE ? "beyond the identity map" : "empty or wraps");
+		return NULL;
+	}
 	map_range(phys, phys + len, PERM_MMIO);
 	write_cr3(read_cr3());	/* flush: a split 2 MiB page may have changed */
 	return (void *)phys;

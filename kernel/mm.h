@@ -17,8 +17,14 @@ void page_free(void *p, size_t npages);
 void *kmalloc(size_t size);
 void *kzalloc(size_t size);
 void kfree(void *p);
-/* Maps [phys, phys+len) uncached (identity) and returns its address. */
+/* Maps [phys, phys+len) uncached (identity) and returns its address, or
+ * NULL (logged) if the range is empty, longer than MM_MMIO_MAX, beyond the
+ * identity map, or shares a page with RAM or the kernel image. */
 void *mmio_map(u64 phys, u64 len);
+/* The same checks without the length limit and without mapping: 0 or a
+ * negative error (kernel/mm_range.h). For a whole BAR before a window of it
+ * is mapped. */
+int mmio_check(u64 phys, u64 len);
 /* The address a device must use for [va, va+len): identity today, an IOMMU
  * mapping once ACCESS_PLATFORM meets an IOMMU. */
 dma_addr_t dma_map(const void *va, size_t len);

@@ -198,10 +198,19 @@ static void backlog_flush(void)
 	while (bl_len) {
 		struct pbuf *p = backlog[bl_head];
 
-		if (tx_one(p) == -ENOSPC)
-			break;
+		/* Off the backlog before the driver sees it: a transmit error
+		 * takes the link down from inside vnet_tx(), and the link-down
+		 * path frees whatever the backlog still holds. */
 		bl_head = (bl_head + 1) % TX_BACKLOG_MAX;
 		bl_len--;
+		if (tx_one(p) == -ENOSPC) {
+			/* Back at the head; the ring was full, so the link is
+			 * still up and the backlog has room for it. */
+			bl_head = (bl_head + TX_BACKLOG_MAX - 1) % TX_BACKLOG_MAX;
+			backlog[bl_head] = p;
+			bl_len++;
+			break;
+		}
 	}
 	bl_flushing = false;
 }

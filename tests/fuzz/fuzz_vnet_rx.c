@@ -6,7 +6,7 @@
  * device-written headers, lengths, ids and num_buffers, ring lies,
  * interrupts (spurious ones too), transmit completions in any order, link
  * changes, config garbage, DEVICE_NEEDS_RESET re-probes (with allocation
- * failures), time passing, and the upper layer holding, releasing and
+ * failures, interrupt storms, or a reset that never completes), time passing, and the upper layer holding, releasing and
  * sending. After every op: the upper layer's checks (frame shape and bounds,
  * tx_done once per token, link changes), buffer conservation, and the
  * device's ring-rule checks on the driver. At the end: remove, every token
@@ -241,9 +241,16 @@ static void op_reset(struct in *in)
 		hk_fail_kmem(get8(in) % 16, 1);
 	if (b & 32)
 		hk_fail_pages(get8(in) % 64, 1 + get8(in) % 4);
+	if (b & 128) {
+		u8 c = get8(in);
+
+		dev.irq_storm = c & 1;		/* interrupts in every window */
+		dev.reset_stuck = (c & 6) == 6;	/* the device is left dead */
+	}
 	vd_needs_reset(&dev);
 	run();
-	rx_desync = false;	/* fresh rings, fresh bookkeeping */
+	if (!dev.vd.dead)
+		rx_desync = false;	/* fresh rings, fresh bookkeeping (a dead device keeps its own) */
 	hk_fail_kmem(0, 0);
 	hk_fail_pages(0, 0);
 	dev.qmax[VD_TX] = dev.qmax[VD_RX];
@@ -390,6 +397,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	hk_cpu_busy(false);
 	up_fini(&up);
 	vd_fini(&dev);
+	hk_free_kept();	/* what a device left dead kept */
 	CHECK(hk_pages_live() == 0);
 	CHECK(hk_kmem_live() == 0);
 	return 0;

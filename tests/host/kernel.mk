@@ -1,4 +1,4 @@
-HOST_TESTS += test_fmt test_cmdline test_frames test_timerq test_heap
+HOST_TESTS += test_fmt test_cmdline test_frames test_timerq test_heap test_mm_range
 test_fmt_SRCS := tests/host/test_fmt.c kernel/fmt.c
 test_cmdline_SRCS := tests/host/test_cmdline.c kernel/cmdline.c kernel/fmt.c
 test_frames_SRCS := tests/host/test_frames.c kernel/frames.c
@@ -6,3 +6,4 @@ test_timerq_SRCS := tests/host/test_timerq.c kernel/timerq.c
 test_heap_SRCS := tests/host/test_heap.c kernel/heap.c
 FUZZERS += fuzz_cmdline
 fuzz_cmdline_SRCS := tests/fuzz/fuzz_cmdline.c kernel/cmdline.c kernel/fmt.c
+test_mm_range_SRCS := tests/host/test_mm_range.c kernel/mm_range.c

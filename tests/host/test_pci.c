@@ -755,6 +755,34 @@ static void test_virtio_looping_list(void **state)
 	assert_int_equal(shim_klog_count(), 1);
 }
 
+/* Only a window inside a memory BAR with a base is mapped, and only so much. */
+static void test_bar_window_check(void **state)
+{
+	struct pci_bar mem = { .kind = PCI_BAR_MEM64, .slots = 2, .base = 0xfe000000, .size = 0x4000 };
+	struct pci_bar io = { .kind = PCI_BAR_IO, .slots = 1, .base = 0xc000, .size = 0x40 };
+	struct pci_bar none = { .kind = PCI_BAR_NONE };
+	struct pci_bar unset = mem, wraps = mem, huge = mem;
+
+	unset.base = 0;
+	wraps.base = 0xfffffffffffff000ULL;
+	huge.size = 1ULL << 40;
+	assert_int_equal(pci_bar_window_check(&mem, 0, 0x1000, PCI_BAR_WINDOW_MAX), 0);
+	assert_int_equal(pci_bar_window_check(&mem, 0x3000, 0x1000, PCI_BAR_WINDOW_MAX), 0);
+	assert_int_equal(pci_bar_window_check(&mem, 0x3000, 0x1001, PCI_BAR_WINDOW_MAX), -EINVAL);
+	assert_int_equal(pci_bar_window_check(&mem, 0x4000, 1, PCI_BAR_WINDOW_MAX), -EINVAL);
+	assert_int_equal(pci_bar_window_check(&mem, 0x10, 0, PCI_BAR_WINDOW_MAX), -EINVAL);
+	assert_int_equal(pci_bar_window_check(&mem, 0x10, ~0ULL, PCI_BAR_WINDOW_MAX), -EINVAL);
+	assert_int_equal(pci_bar_window_check(&mem, ~0ULL, 2, PCI_BAR_WINDOW_MAX), -EINVAL);
+	assert_int_equal(pci_bar_window_check(&io, 0, 0x10, PCI_BAR_WINDOW_MAX), -ENODEV);
+	assert_int_equal(pci_bar_window_check(&none, 0, 0x10, PCI_BAR_WINDOW_MAX), -ENODEV);
+	assert_int_equal(pci_bar_window_check(&unset, 0, 0x10, PCI_BAR_WINDOW_MAX), -ENODEV);
+	assert_int_equal(pci_bar_window_check(&wraps, 0, 0x10, PCI_BAR_WINDOW_MAX), -ENODEV);
+	/* A huge BAR: a small window of it is fine, the whole of it is not. */
+	assert_int_equal(pci_bar_window_check(&huge, 0x1000, 0x1000, PCI_BAR_WINDOW_MAX), 0);
+	assert_int_equal(pci_bar_window_check(&huge, 0, huge.size, PCI_BAR_WINDOW_MAX), -E2BIG);
+	assert_int_equal(pci_bar_window_check(&huge, 0, PCI_BAR_WINDOW_MAX + 1, PCI_BAR_WINDOW_MAX), -E2BIG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -791,6 +819,7 @@ int main(void)
 		T(test_virtio_cap_runs_off_config_space),
 		T(test_virtio_first_valid_common_wins),
 		T(test_virtio_looping_list),
+		T(test_bar_window_check),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

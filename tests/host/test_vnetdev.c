@@ -93,6 +93,7 @@ static int teardown(void **state)
 	hk_fail_pages(0, 0);
 	up_fini(&up);
 	vd_fini(&dev);
+	hk_free_kept();	/* what a device that never reset kept (the test is over) */
 	assert_int_equal(hk_pages_live(), 0);
 	assert_int_equal(hk_kmem_live(), 0);
 	vn = NULL;
@@ -175,6 +176,126 @@ static void test_probe_failures_free_everything(void **state)
 		vd_fini(&dev);
 	}
 	up_init(&up);
+}
+
+/* The transmit queue has size 0, so the probe fails after the receive queue
+ * went live, while the device raises interrupts at every chance (queue_max
+ * reads, the reset). Nothing may reach the freed driver state: the queues
+ * are quiesced and the interrupts torn down first (ASan catches a
+ * use-after-free; the loop must find no work on freed memory). */
+static void test_probe_fails_after_queue_live(void **state)
+{
+	vd_init(&dev, MODERN | EVIDX | MRG | CTRL, 64);
+	dev.qmax[VD_TX] = 0;
+	dev.irq_storm = true;
+	assert_int_equal(hk_probe(&dev.vd), -EIO);
+	assert_true(dev.storm_irqs > 0);	/* one came while rx was live */
+	assert_false(dev.irq_on);
+	assert_true(dev.status & VIRTIO_S_FAILED);
+	run();
+	assert_null(vnet_host_for(&dev.vd));
+	assert_int_equal(hk_pages_live(), 0);
+	assert_int_equal(hk_kmem_live(), 0);
+	assert_int_equal(vd_errors(&dev), 0);
+	vd_fini(&dev);
+
+	/* The same storm through a whole life: probe, traffic, remove. */
+	bring_up(MODERN | EVIDX | MRG | CTRL, 64);
+	dev.irq_storm = true;
+	rx_good(NULL, 100, 1);
+	expect_last(100, 1);
+	hk_remove(&dev.vd);
+	assert_false(dev.irq_on);
+	run();
+	check_all();
+}
+
+/* A reset that never reads back 0: the device is left FAILED and not
+ * probed again, and what it may still write (rings, posted receive
+ * buffers) is kept, not freed: the device writing into a posted buffer
+ * afterwards must not touch freed memory (ASan). */
+static void test_reset_never_completes(void **state)
+{
+	long pages_before;
+	unsigned posted;
+
+	bring_up(MODERN | EVIDX, 64);
+	posted = vd_rx_posted(&dev);
+	assert_int_equal(posted, 64);
+	dev.reset_stuck = true;
+	pages_before = hk_pages_live();
+	vd_needs_reset(&dev);
+	run();
+	assert_true(dev.vd.dead);
+	assert_null(dev.vd.driver);
+	assert_true(dev.status & VIRTIO_S_FAILED);
+	assert_true(hk_log_contains("reset did not complete"));
+	assert_false(up.link);
+	/* Every posted buffer (one page each) and both rings are kept. */
+	assert_true(hk_kept_pages() >= (long)posted + 2);
+	assert_int_equal(hk_pages_live(), pages_before);
+	/* The device, unreset, still writes into a buffer it was given. */
+	make_frame(frame, 200, 9);
+	assert_true(vd_rx_frame(&dev, NULL, frame, 200) > 0);
+	/* A second NEEDS_RESET is not met by another probe. */
+	vd_needs_reset(&dev);
+	run();
+	assert_null(dev.vd.driver);
+	assert_int_equal(hk_probe(&dev.vd), -EIO);
+	make_frame(frame, 60, 1);
+	assert_int_equal(up_send(&up, 0, frame, 60, 1, 0), -EIO);
+}
+
+/* MAC: multicast, zero, or unreadable (torn) -> a random locally
+ * administered unicast MAC, logged. Torn 16-bit reads change nothing. */
+static void test_config_mac_and_torn_reads(void **state)
+{
+	static const u8 mcast[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 };
+	static const u8 zero[6] = { 0 };
+	const u8 *bad[2] = { mcast, zero };
+	struct vnet_info info;
+
+	for (unsigned k = 0; k < 3; k++) {
+		vd_init(&dev, MODERN | F(VIRTIO_NET_F_MTU), 64);
+		if (k < 2)
+			memcpy(dev.cfg, bad[k], 6);
+		else
+			dev.gen_unstable = true;
+		assert_int_equal(hk_probe(&dev.vd), 0);
+		vn = vnet_host_for(&dev.vd);
+		vnet_get_info(vn, &info);
+		assert_int_equal(info.mac[0] & 3, 2);	/* unicast, locally administered */
+		assert_memory_not_equal(info.mac, zero, 6);
+		assert_memory_not_equal(info.mac, "\x52\x54\x00\x12\x34\x56", 6);
+		assert_true(hk_log_contains(k == 0 ? "device MAC multicast" :
+					    k == 1 ? "device MAC all zero" : "device MAC unreadable"));
+		if (k == 2) {
+			assert_true(hk_log_contains("changed on each of"));
+			assert_int_equal(info.mtu, 1500);
+			assert_true(hk_log_contains("mtu unreadable"));
+		}
+		hk_remove(&dev.vd);
+		vnet_host_forget_all();
+		vd_fini(&dev);
+	}
+
+	/* A good MAC is the device's. */
+	bring_up(MODERN, 64);
+	vnet_get_info(vn, &info);
+	assert_memory_equal(info.mac, "\x52\x54\x00\x12\x34\x56", 6);
+	/* The link status changes while the generation never settles: the
+	 * torn read is not used, the link stays as it was ... */
+	assert_true(up.link);
+	dev.gen_unstable = true;
+	vd_set_link(&dev, false, false);
+	run();
+	assert_true(up.link);
+	/* ... until a read is whole again. */
+	dev.gen_unstable = false;
+	vd_set_link(&dev, false, false);
+	run();
+	assert_false(up.link);
+	check_all();
 }
 
 static void test_config_garbage(void **state)
@@ -643,6 +764,60 @@ static void test_tx_ring_full_and_remove_outstanding(void **state)
 	check_all();
 }
 
+/* A chain the ring can never take is not "ring full": the send fails fast,
+ * the device is broken and the link goes down (so the upper layer drops its
+ * backlog instead of parking frames forever), nothing is counted as no_room. */
+static void test_tx_add_error_fails_fast(void **state)
+{
+	struct vnet_stats st;
+	unsigned broken = hk_broken_count();
+
+	/* 4 descriptors, no indirect: header + 4 pieces = 5 never fit. */
+	bring_up(MODERN | EVIDX, 4);
+	make_frame(frame, 100, 1);
+	assert_true(up.link);
+	assert_int_equal(up_send(&up, 0, frame, 100, 4, 0), -EIO);
+	assert_int_equal(hk_broken_count(), broken + 1);
+	assert_true(dev.vd.broken);
+	assert_false(up.link);
+	assert_int_equal(up.link_downs, 1);
+	assert_true(hk_log_contains("transmit add failed"));
+	/* And stays failed: no retry loop on -ENOSPC. */
+	assert_int_equal(up_send(&up, 1, frame, 100, 1, 0), -EIO);
+	stats(&st);
+	assert_int_equal(st.q[1].no_room, 0);
+	run();
+	check_all();
+}
+
+/* A device that breaks the transmit ring (a used id out of range) takes the
+ * link down from the completion path; later sends fail with -EIO, and every
+ * token still in flight comes back exactly once at remove. */
+static void test_tx_queue_broken_takes_link_down(void **state)
+{
+	struct vnet_stats st;
+
+	bring_up(MODERN | EVIDX, 64);
+	make_frame(frame, 100, 1);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(up_send(&up, i, frame, 100, 1, 0), 0);
+	run();	/* the kick */
+	dev.q[VD_TX].lie = FAKE_LIE_ID_RANGE;
+	assert_int_equal(vd_tx_complete(&dev, 1, false), 1);
+	vd_irq(&dev, VD_TX, true);
+	run();
+	assert_true(dev.vd.broken);
+	assert_false(up.link);
+	assert_int_equal(up.link_downs, 1);
+	assert_int_equal(up_send(&up, 5, frame, 100, 1, 0), -EIO);
+	stats(&st);
+	assert_int_equal(st.q[1].no_room, 0);
+	hk_remove(&dev.vd);
+	assert_int_equal(up.tx_done, 3);
+	run();
+	check_all();
+}
+
 static void test_tx_csum_offload(void **state)
 {
 	static const u8 tcp4[54] = {
@@ -969,9 +1144,14 @@ static void test_ctrl_refused_or_silent(void **state)
 		vd_init(&dev, MODERN | EVIDX | CTRL | F(VIRTIO_NET_F_NOTF_COAL), 64);
 		dev.ctrl_mode = (enum vd_ctrl_mode)mode;
 		up_init(&up);
-		hk_clock_autostep(NSEC_PER_MSEC);
+		u64 t0 = hk_now();
+
+		/* 10 us per clock read: a silent device costs the probe (three
+		 * commands, only the first waits) about 1 ms of busy-wait. */
+		hk_clock_autostep(10 * NSEC_PER_USEC);
 		assert_int_equal(hk_probe(&dev.vd), 0);
 		hk_clock_autostep(0);
+		assert_true(hk_now() - t0 < 3 * NSEC_PER_MSEC);
 		vn = vnet_host_for(&dev.vd);
 		assert_int_equal(up_attach(&up, vn), 0);
 		run();
@@ -1259,6 +1439,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_probe_remove_unattached, teardown),
 		cmocka_unit_test_teardown(test_probe_failures_free_everything, teardown),
+		cmocka_unit_test_teardown(test_probe_fails_after_queue_live, teardown),
+		cmocka_unit_test_teardown(test_reset_never_completes, teardown),
+		cmocka_unit_test_teardown(test_config_mac_and_torn_reads, teardown),
 		cmocka_unit_test_teardown(test_config_garbage, teardown),
 		cmocka_unit_test_teardown(test_rx_good_frames, teardown),
 		cmocka_unit_test_teardown(test_rx_hold_everything_then_release, teardown),
@@ -1268,6 +1451,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_rx_ring_lies, teardown),
 		cmocka_unit_test_teardown(test_tx_tokens, teardown),
 		cmocka_unit_test_teardown(test_tx_ring_full_and_remove_outstanding, teardown),
+		cmocka_unit_test_teardown(test_tx_add_error_fails_fast, teardown),
+		cmocka_unit_test_teardown(test_tx_queue_broken_takes_link_down, teardown),
 		cmocka_unit_test_teardown(test_tx_csum_offload, teardown),
 		cmocka_unit_test_teardown(test_link_flaps, teardown),
 		cmocka_unit_test_teardown(test_link_up_recovers_lost_events, teardown),

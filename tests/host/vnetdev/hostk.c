@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "drivers/virtio.h"
+#include "drivers/virtio_core.h"
 #include "kernel/loop.h"
 #include "kernel/mm.h"
 #include "kernel/random.h"
@@ -210,6 +211,25 @@ u64 random_u64(void)
 	return rng;
 }
 
+static u64 entropy_bytes;
+
+void random_add_entropy(const void *buf, size_t len)
+{
+	(void)buf;
+	entropy_bytes += len;
+}
+
+u64 hk_entropy_bytes(void)
+{
+	return entropy_bytes;
+}
+
+/* The kernel's device registry is drivers/virtio.c's; the host has none. */
+struct virtio_dev *virtio_devices(void)
+{
+	return NULL;
+}
+
 u32 random_u32(void)
 {
 	return (u32)random_u64();
@@ -337,144 +357,6 @@ const char *hk_broken_why(void)
 	return broken_why;
 }
 
-static void add_status(struct virtio_dev *d, u8 bits)
-{
-	d->ops->set_status(d, d->ops->get_status(d) | bits);
-}
-
-static dma_addr_t vq_dma_map(void *ctx, const void *va, size_t len)
-{
-	return dma_map(va, len);
-}
-
-static void vq_notify(void *ctx, u32 data)
-{
-	struct virtio_vq *q = ctx;
-
-	q->vdev->ops->notify(q, data);
-}
-
-struct virtio_vq *virtio_setup_vq(struct virtio_dev *d, u16 idx, u16 num_hint,
-				  void (*callback)(struct virtio_vq *q), void *priv)
-{
-	struct virtq_config cfg = { 0 };
-	struct virtio_vq *q;
-	size_t ring_bytes, priv_bytes;
-	u16 max, num;
-
-	if (idx >= VIRTIO_MAX_VQS || d->vqs[idx])
-		return NULL;
-	max = d->ops->queue_max(d, idx);
-	if (max == 0)
-		return NULL;
-	cfg.packed = virtio_has(d, VIRTIO_F_RING_PACKED);
-	if (d->ops->queue_size_fixed(d)) {
-		num = max;
-	} else {
-		num = MIN(max, (u16)VIRTQ_MAX_SIZE);
-		if (num_hint)
-			num = MIN(num, num_hint);
-		if (!cfg.packed)
-			while (num & (num - 1))
-				num &= (u16)(num - 1);
-	}
-	cfg.num = num;
-	cfg.index = idx;
-	cfg.event_idx = virtio_has(d, VIRTIO_F_EVENT_IDX);
-	cfg.indirect = virtio_has(d, VIRTIO_F_INDIRECT_DESC);
-	cfg.in_order = virtio_has(d, VIRTIO_F_IN_ORDER);
-	cfg.notification_data = virtio_has(d, VIRTIO_F_NOTIFICATION_DATA);
-	cfg.weak_barriers = !virtio_has(d, VIRTIO_F_ORDER_PLATFORM);
-	cfg.dma_map = vq_dma_map;
-	cfg.notify = vq_notify;
-	if (virtq_mem_size(&cfg, &ring_bytes, &priv_bytes) < 0)
-		return NULL;
-	q = kzalloc(sizeof(*q));
-	if (!q)
-		return NULL;
-	cfg.ctx = q;
-	q->vdev = d;
-	q->index = idx;
-	q->num = num;
-	q->callback = callback;
-	q->priv = priv;
-	q->vector = -1;
-	q->msix_entry = 0xffff;
-	q->ring_pages = ALIGN_UP(ring_bytes, (size_t)PAGE_SIZE) / PAGE_SIZE;
-	q->ring_mem = page_alloc(q->ring_pages);
-	q->priv_mem = kzalloc(priv_bytes);
-	d->vqs[idx] = q;
-	d->nvqs = MAX(d->nvqs, (u16)(idx + 1));
-	if (!q->ring_mem || !q->priv_mem || virtq_init(&q->vq, &cfg, q->ring_mem, q->priv_mem) < 0 ||
-	    d->ops->queue_setup(d, q) < 0)
-		return NULL;	/* freed with the other queues on unwind */
-	q->live = true;
-	return q;
-}
-
-static void free_vqs(struct virtio_dev *d)
-{
-	for (u16 i = 0; i < VIRTIO_MAX_VQS; i++) {
-		struct virtio_vq *q = d->vqs[i];
-
-		if (!q)
-			continue;
-		page_free(q->ring_mem, q->ring_pages);
-		kfree(q->priv_mem);
-		kfree(q);
-		d->vqs[i] = NULL;
-	}
-	d->nvqs = 0;
-}
-
-int virtio_cfg_read(struct virtio_dev *d, u32 off, void *buf, u32 len)
-{
-	u8 *p = buf;
-	u8 gen;
-	int tries = 0, err = 0;
-	u32 i;
-
-	do {
-		gen = d->ops->config_generation(d);
-		for (i = 0; i < len && !err;) {
-			u32 w = (len - i >= 4 && !((off + i) & 3)) ? 4 : (len - i >= 2 && !((off + i) & 1)) ? 2 : 1;
-
-			err = d->ops->cfg_read(d, off + i, p + i, w);
-			i += w;
-		}
-	} while (!err && gen != d->ops->config_generation(d) && ++tries < 16);
-	return err ? err : tries == 16 ? -EBUSY : 0;
-}
-
-u8 virtio_cfg_read8(struct virtio_dev *d, u32 off)
-{
-	u8 v = 0;
-
-	d->ops->cfg_read(d, off, &v, 1);
-	return v;
-}
-
-u16 virtio_cfg_read16(struct virtio_dev *d, u32 off)
-{
-	u16 v = 0;
-
-	virtio_cfg_read(d, off, &v, 2);
-	return v;
-}
-
-u32 virtio_cfg_read32(struct virtio_dev *d, u32 off)
-{
-	u32 v = 0;
-
-	virtio_cfg_read(d, off, &v, 4);
-	return v;
-}
-
-void virtio_device_ready(struct virtio_dev *d)
-{
-	add_status(d, VIRTIO_S_DRIVER_OK);
-}
-
 void virtio_set_broken(struct virtio_dev *d, const char *why)
 {
 	if (d->broken)
@@ -487,67 +369,76 @@ void virtio_set_broken(struct virtio_dev *d, const char *why)
 
 void hk_vq_interrupt(struct virtio_vq *q)
 {
-	q->interrupts++;
-	if (q->live && q->callback)
-		q->callback(q);
-}
-
-static int negotiate(struct virtio_dev *d, const struct virtio_driver *drv)
-{
-	u64 want;
-
-	d->offered = d->ops->get_features(d);
-	want = (drv->features | VIRTIO_TRANSPORT_FEATURES) & d->offered;
-	if (d->modern && !(want & VIRTIO_BIT(VIRTIO_F_VERSION_1)))
-		return -ENOTSUP;
-	if (!d->modern)
-		want &= 0xffffffffULL;
-	d->ops->set_features(d, want);
-	d->features = want;
-	if (!d->modern)
-		return 0;
-	add_status(d, VIRTIO_S_FEATURES_OK);
-	if (!(d->ops->get_status(d) & VIRTIO_S_FEATURES_OK))
-		return -ENODEV;
-	return 0;
+	virtio_vq_interrupt(q);
 }
 
 int hk_probe(struct virtio_dev *d)
 {
-	const struct virtio_driver *drv = vnet_host_driver;
-	int err;
-
-	d->driver = drv;
-	d->broken = false;
-	d->ops->set_status(d, 0);
-	add_status(d, VIRTIO_S_ACKNOWLEDGE);
-	add_status(d, VIRTIO_S_DRIVER);
-	err = negotiate(d, drv);
-	if (err)
-		goto fail;
-	err = drv->probe(d);
-	if (err)
-		goto fail_vqs;
-	if (!(d->ops->get_status(d) & VIRTIO_S_DRIVER_OK))
-		virtio_device_ready(d);
-	return 0;
-
-fail_vqs:
-	d->ops->set_status(d, 0);
-	free_vqs(d);
-fail:
-	add_status(d, VIRTIO_S_FAILED);
-	d->driver = NULL;
-	return err;
+	return virtio_core_probe(d, vnet_host_driver);
 }
 
 void hk_remove(struct virtio_dev *d)
 {
-	d->ops->set_status(d, 0);
-	if (d->driver && d->driver->remove)
-		d->driver->remove(d);
-	free_vqs(d);
-	d->driver = NULL;
+	virtio_core_remove(d);
+}
+
+/* Kept memory is recorded so a test can check what was kept and free it
+ * once the simulated device is gone. */
+#define KEPT_MAX 1024
+static struct {
+	void *p;
+	size_t pages;
+} kept[KEPT_MAX];
+static unsigned nkept;
+static long kept_pages;
+
+void virtio_keep_forever(void *p, size_t npages)
+{
+	if (!p)
+		return;
+	if (nkept == KEPT_MAX) {
+		fprintf(stderr, "hostk: more than %u kept blocks\n", KEPT_MAX);
+		abort();
+	}
+	kept[nkept].p = p;
+	kept[nkept].pages = npages;
+	nkept++;
+	kept_pages += (long)npages;
+}
+
+long hk_kept_pages(void)
+{
+	return kept_pages;
+}
+
+unsigned hk_kept_blocks(void)
+{
+	return nkept;
+}
+
+void hk_free_kept(void)
+{
+	while (nkept) {
+		nkept--;
+		if (kept[nkept].pages)
+			page_free(kept[nkept].p, kept[nkept].pages);
+		else
+			kfree(kept[nkept].p);
+	}
+	kept_pages = 0;
+}
+
+size_t strlcpy(char *dst, const char *src, size_t size)
+{
+	size_t n = strlen(src);
+
+	if (size) {
+		size_t k = n < size - 1 ? n : size - 1;
+
+		memcpy(dst, src, k);
+		dst[k] = '\0';
+	}
+	return n;
 }
 
 static void config_changed(void *arg)
@@ -560,7 +451,8 @@ static void config_changed(void *arg)
 	if (d->ops->get_status(d) & VIRTIO_S_NEEDS_RESET) {
 		d->resets++;
 		hk_remove(d);
-		hk_probe(d);
+		if (!d->dead)	/* as drivers/virtio.c: a dead device stays FAILED */
+			hk_probe(d);
 		return;
 	}
 	if (d->driver->config_changed)

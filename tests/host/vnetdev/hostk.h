@@ -1,9 +1,10 @@
 /* hostk: the kernel and virtio-core services drivers/virtio_net.c needs,
  * for the host: a fake clock, malloc-backed pages and heap with live
  * counters and failure injection (so ASan tracks every buffer), a tiny
- * event loop (work items and the real kernel/timerq.c), and the virtio
- * bus calls (queue setup, config reads, status, probe/remove, the
- * DEVICE_NEEDS_RESET re-probe) following drivers/virtio.c. */
+ * event loop (work items and the real kernel/timerq.c), and what the real
+ * virtio core (drivers/virtio_core.c, linked in) leaves to drivers/virtio.c:
+ * virtio_set_broken, virtio_keep_forever and the config-change work with
+ * its DEVICE_NEEDS_RESET re-probe. */
 #ifndef VIREO_HOSTK_H
 #define VIREO_HOSTK_H
 
@@ -27,6 +28,9 @@ long hk_kmem_live(void);	/* kmalloc/kzalloc blocks not freed */
 void hk_fail_pages(unsigned skip, unsigned n);
 void hk_fail_kmem(unsigned skip, unsigned n);
 
+/* random_add_entropy() only counts here. */
+u64 hk_entropy_bytes(void);
+
 /* ---- event loop ---- */
 /* Runs queued work items until none is left (at most limit runs), then
  * the timers that are due. Returns the number of work items run. */
@@ -47,12 +51,16 @@ bool hk_log_contains(const char *needle);	/* in the last 64 lines */
 /* ---- virtio core ---- */
 /* The driver under test, captured from its VIRTIO_DRIVER() line. */
 extern const struct virtio_driver *const vnet_host_driver;
-/* drivers/virtio.c's probe(): reset, ACKNOWLEDGE, DRIVER, features,
- * FEATURES_OK, drv->probe, DRIVER_OK; on failure reset, free the queues,
- * FAILED. Returns the probe's result. */
+/* The real drivers/virtio_core.c probe (virtio_core_probe) with the driver
+ * under test. Returns the probe's result. */
 int hk_probe(struct virtio_dev *d);
-/* remove_driver(): reset, drv->remove, free the queues. */
+/* virtio_core_remove(): quiesce, reset, drv->remove, free the queues. */
 void hk_remove(struct virtio_dev *d);
+/* virtio_keep_forever() records what it is given: pages (and heap blocks)
+ * kept so far, and freeing them once the simulated device is gone. */
+long hk_kept_pages(void);
+unsigned hk_kept_blocks(void);
+void hk_free_kept(void);
 /* A config interrupt: queues the core's config work (NEEDS_RESET ->
  * remove and probe again, else drv->config_changed). */
 void hk_config_interrupt(struct virtio_dev *d);

@@ -44,7 +44,11 @@ u32 vd_hdr_len(const struct vnetdev *v)
 
 unsigned vd_errors(const struct vnetdev *v)
 {
-	return v->q[VD_RX].errors + v->q[VD_TX].errors + v->q[VD_CTRL].errors;
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < VD_NQ; i++)
+		n += v->q[i].errors;
+	return n;
 }
 
 const char *vd_error(const struct vnetdev *v)
@@ -282,10 +286,28 @@ static u8 op_get_status(struct virtio_dev *d)
 	return to_vd(d)->status;
 }
 
+static void storm(struct vnetdev *v)
+{
+	if (!v->irq_storm || !v->irq_on)
+		return;
+	for (unsigned i = 0; i < VD_NQ; i++) {
+		if (!v->live[i] || !v->vq[i])
+			continue;
+		v->storm_irqs++;
+		hk_vq_interrupt(v->vq[i]);
+	}
+}
+
 static void op_set_status(struct virtio_dev *d, u8 status)
 {
 	struct vnetdev *v = to_vd(d);
 
+	if (status == 0)
+		storm(v);	/* the driver polls the reset, interrupts on */
+	if (status == 0 && v->reset_stuck) {
+		v->resets++;
+		return;
+	}
 	if (status == 0) {
 		v->resets++;
 		for (unsigned i = 0; i < VD_NQ; i++) {
@@ -344,6 +366,7 @@ static u16 op_queue_max(struct virtio_dev *d, u16 idx)
 {
 	struct vnetdev *v = to_vd(d);
 
+	storm(v);
 	return idx < VD_NQ ? v->qmax[idx] : 0;
 }
 
@@ -372,6 +395,20 @@ static int op_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
 	return 0;
 }
 
+static void rx_auto(struct vnetdev *v)
+{
+	static const u8 fill[VD_AUTO_FILL] = { 0x5a };
+
+	while (vd_rx_posted(v)) {
+		if (v->rx_auto_done == VD_AUTO_MAX) {
+			vd_err(v, VD_RX, "driver kept re-posting: %u completions", VD_AUTO_MAX);
+			return;
+		}
+		v->rx_auto_done++;
+		vd_rx_raw(v, 0, fill, MIN(v->rx_auto_len, (u32)VD_AUTO_FILL), v->rx_auto_len, FAKE_LIE_NONE);
+	}
+}
+
 static void op_notify(struct virtio_vq *q, u32 data)
 {
 	struct vnetdev *v = to_vd(q->vdev);
@@ -384,21 +421,35 @@ static void op_notify(struct virtio_vq *q, u32 data)
 		vd_err(v, q->index, "notify before DRIVER_OK");
 	v->kicks[q->index]++;
 	fake_dev_notify(&v->q[q->index], data);
-	if (q->index == VD_CTRL)
+	if (v->raw)
+		fetch(v, q->index);
+	else if (q->index == VD_CTRL)
 		vd_ctrl_serve(v);
 	else if (q->index == VD_TX && v->tx_auto)
 		vd_tx_complete(v, ~0u, false);
+	else if (q->index == VD_RX && v->rx_auto)
+		rx_auto(v);
 	else if (q->index == VD_RX)
 		fetch(v, VD_RX);
 }
 
 static int op_irq_setup(struct virtio_dev *d)
 {
+	struct vnetdev *v = to_vd(d);
+
+	if (v->irq_on)
+		vd_err(v, VD_RX, "irq_setup twice");
+	v->irq_on = true;
 	return 0;
 }
 
 static void op_irq_teardown(struct virtio_dev *d)
 {
+	struct vnetdev *v = to_vd(d);
+
+	if (!v->irq_on)
+		vd_err(v, VD_RX, "irq_teardown without irq_setup");
+	v->irq_on = false;
 }
 
 static const char *op_describe(struct virtio_dev *d)
@@ -554,12 +605,54 @@ int vd_rx_raw(struct vnetdev *v, unsigned i, const u8 *bytes, u32 n, u32 used_le
 	return fake_dev_complete(q, i, used_len);
 }
 
+/* ---- raw queues ---- */
+
+int vd_raw_write(struct vnetdev *v, unsigned qi, const u8 *bytes, u32 n)
+{
+	struct fake_dev *q = &v->q[qi];
+
+	if (qi >= VD_NQ || !v->live[qi])
+		return -1;
+	fetch(v, qi);
+	if (!q->npending)
+		return -1;
+	q->data = bytes;
+	q->data_len = n;
+	return fake_dev_complete(q, 0, n);
+}
+
+unsigned vd_raw_complete(struct vnetdev *v, unsigned qi, unsigned max)
+{
+	struct fake_dev *q = &v->q[qi];
+	unsigned n = 0;
+
+	if (qi >= VD_NQ || !v->live[qi])
+		return 0;
+	fetch(v, qi);
+	while (n < max && q->npending) {
+		gather(&q->pending[0], v->raw_last[qi], sizeof v->raw_last[qi]);
+		if (fake_dev_complete(q, 0, 0) < 0)
+			break;
+		n++;
+		v->raw_done[qi]++;
+	}
+	return n;
+}
+
+unsigned vd_raw_pending(struct vnetdev *v, unsigned qi)
+{
+	if (qi >= VD_NQ || !v->live[qi])
+		return 0;
+	fetch(v, qi);
+	return v->q[qi].npending;
+}
+
 /* ---- interrupts ---- */
 
 bool vd_irq(struct vnetdev *v, unsigned qi, bool force)
 {
-	if (qi >= VD_NQ || !v->live[qi] || !v->vq[qi])
-		return false;
+	if (qi >= VD_NQ || !v->live[qi] || !v->vq[qi] || !v->irq_on)
+		return false;	/* no route: interrupts torn down */
 	if (!force && v->q[qi].interrupts == v->irqs_seen[qi])
 		return false;
 	v->irqs_seen[qi] = v->q[qi].interrupts;

@@ -13,7 +13,8 @@
 #include "drivers/vnet_ctrl.h"
 #include "tests/host/fake_dev.h"
 
-enum { VD_RX, VD_TX, VD_CTRL, VD_NQ };
+/* Queue 3 exists only for other device types played raw (virtio-console). */
+enum { VD_RX, VD_TX, VD_CTRL, VD_Q3, VD_NQ };
 
 enum vd_ctrl_mode {
 	VD_CTRL_OK,		/* ack VIRTIO_NET_OK (ERR for unnegotiated commands) */
@@ -26,6 +27,8 @@ enum vd_ctrl_mode {
 #define VD_CMD_LOG	256
 #define VD_TX_LOG	64
 #define VD_TX_MAX	(65536u + 64u)
+#define VD_AUTO_MAX	100000u
+#define VD_AUTO_FILL	4096u
 
 struct vd_cmd {
 	u8 cls, cmd;
@@ -62,6 +65,12 @@ struct vnetdev {
 	unsigned irqs_seen[VD_NQ];	/* fake_dev interrupts already delivered */
 	unsigned irqs[VD_NQ];		/* interrupts delivered */
 	unsigned resets;		/* status writes of 0 */
+	bool reset_stuck;		/* a write of 0 never completes: status stays */
+	bool irq_on;			/* between irq_setup and irq_teardown */
+	/* While interrupts are set up, an interrupt on every live queue at
+	 * each queue_max read and each reset: one arriving in any window. */
+	bool irq_storm;
+	unsigned storm_irqs;		/* interrupts the storm delivered */
 
 	/* control queue */
 	enum vd_ctrl_mode ctrl_mode;
@@ -74,6 +83,17 @@ struct vnetdev {
 
 	/* transmit */
 	bool tx_auto;			/* complete transmitted frames on the kick */
+	/* Queue 0 as a device that fills buffers at once (virtio-rng): on
+	 * each kick every posted buffer completes with rx_auto_len bytes, at
+	 * most VD_AUTO_MAX in all (then an error: the driver never stops). */
+	/* Raw: no net semantics on any queue; a kick only takes buffers. The
+	 * test plays the device with vd_raw_write and vd_raw_complete. */
+	bool raw;
+	unsigned raw_done[VD_NQ];	/* buffers vd_raw_complete completed */
+	u8 raw_last[VD_NQ][64];		/* readable bytes of the last of them */
+	bool rx_auto;
+	u32 rx_auto_len;
+	unsigned rx_auto_done;
 	unsigned ntx;			/* frames consumed (log keeps the last VD_TX_LOG) */
 	struct vd_txframe tx[VD_TX_LOG];
 	unsigned tx_bad;		/* frames with a header the driver must not send */
@@ -123,6 +143,16 @@ void vd_ctrl_serve(struct vnetdev *v);
 unsigned vd_tx_complete(struct vnetdev *v, unsigned max, bool reverse);
 unsigned vd_tx_pending(struct vnetdev *v);	/* taken, not completed */
 const struct vd_txframe *vd_tx_last(const struct vnetdev *v);
+
+/* ---- raw queues ---- */
+/* Writes n bytes into the oldest posted buffer of queue qi and completes
+ * it with used length n. Returns the buffer id or -1 (none posted). */
+int vd_raw_write(struct vnetdev *v, unsigned qi, const u8 *bytes, u32 n);
+/* Takes new buffers of queue qi and completes up to max of them, oldest
+ * first, with used length 0, keeping the last one's readable bytes.
+ * Returns how many completed. */
+unsigned vd_raw_complete(struct vnetdev *v, unsigned qi, unsigned max);
+unsigned vd_raw_pending(struct vnetdev *v, unsigned qi);	/* taken, not completed */
 
 /* ---- interrupts ---- */
 /* Delivers queue qi's interrupt if the device decided to send one since the

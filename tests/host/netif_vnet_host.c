@@ -1,0 +1,43 @@
+/* net/netif_vnet.c, unchanged, built for the host so its transmit backlog
+ * can be driven directly (test_netif_tx.c): the same translation unit, so
+ * the helpers below reach its statics. They are test-only. */
+#include "net/netif_vnet.c"
+
+#include "tests/host/netif_vnet_host.h"
+
+/* Sets up what net_init would for the transmit path alone: the device
+ * pointer, the backlog, a netif with our linkoutput. */
+void nvh_setup(struct vnet *fake)
+{
+	vn = fake;
+	backlog = kmalloc(TX_BACKLOG_MAX * sizeof(*backlog));
+	bl_head = bl_len = 0;
+	nif.linkoutput = nv_linkoutput;
+}
+
+void nvh_teardown(void)
+{
+	kfree(backlog);
+	backlog = NULL;
+	vn = NULL;
+}
+
+err_t nvh_linkoutput(struct pbuf *p)
+{
+	return nv_linkoutput(&nif, p);
+}
+
+void nvh_tx_done(void *token)
+{
+	nv_tx_done(NULL, token);
+}
+
+void nvh_link(bool up)
+{
+	nv_link(NULL, up);
+}
+
+unsigned nvh_backlog_len(void)
+{
+	return bl_len;
+}

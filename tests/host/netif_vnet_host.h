@@ -1,0 +1,15 @@
+/* Test-only views of net/netif_vnet.c's transmit path (netif_vnet_host.c). */
+#ifndef VIREO_NETIF_VNET_HOST_H
+#define VIREO_NETIF_VNET_HOST_H
+
+#include "drivers/virtio_net.h"
+#include "lwip/pbuf.h"
+
+void nvh_setup(struct vnet *fake);
+void nvh_teardown(void);
+err_t nvh_linkoutput(struct pbuf *p);
+void nvh_tx_done(void *token);
+void nvh_link(bool up);
+unsigned nvh_backlog_len(void);
+
+#endif
