@@ -1336,17 +1336,22 @@ static void test_echo_per_source(void **state)
 
 /* ---- send stall judged by bytes ---- */
 
-/* Open the client's window by n bytes and say so at once (lwIP alone waits
- * for a larger update). */
+/* Open the client's window by n bytes and announce it at once, however
+ * small: lwIP as a receiver avoids silly windows (it announces nothing below
+ * an MSS), an attacker does not, so the announced window is set by hand. */
 static void cl_window(struct client *c, u32 n)
 {
+	struct tcp_pcb *pcb = c->pcb;
+
 	n = MIN(n, c->held);
-	if (!n || !c->pcb)
+	if (!n || !pcb)
 		return;
-	tcp_recved(c->pcb, (u16_t)n);
+	tcp_recved(pcb, (u16_t)n);
 	c->held -= n;
-	tcp_ack_now(c->pcb);
-	tcp_output(c->pcb);
+	pcb->rcv_ann_wnd = pcb->rcv_wnd;
+	pcb->rcv_ann_right_edge = pcb->rcv_nxt + pcb->rcv_wnd;
+	tcp_ack_now(pcb);
+	tcp_output(pcb);
 }
 
 /* A reader that opens its window one byte at a time and ACKs every byte:
