@@ -18,6 +18,7 @@
 #include "lwip/timeouts.h"
 #include "lwip/udp.h"
 #include "lwip/priv/tcp_priv.h"
+#include "net/app/conntab.h"
 #include "net/app/echo.h"
 #include "net/app/http.h"
 #include "net/app/metrics.h"
@@ -1600,6 +1601,36 @@ static void test_echo_services(void **state)
 	assert_int_equal(echo_start(&echo_cfg_all), 0);
 }
 
+/* Source keys: an IPv4 address, an IPv6 /64. */
+static void test_source_keys(void **state)
+{
+	static const char *const same64[] = { "fd00::1", "fd00::ffff:1", "fd00::1:2:3:4" };
+	struct conntab_src a, b;
+	ip_addr_t x;
+	size_t i;
+
+	assert_true(ipaddr_aton("fd00::2", &x));
+	conntab_src_of(&x, &a);
+	for (i = 0; i < ARRAY_SIZE(same64); i++) {
+		assert_true(ipaddr_aton(same64[i], &x));
+		conntab_src_of(&x, &b);
+		assert_true(conntab_src_equal(&a, &b));
+		assert_int_equal(conntab_src_hash(&a, 7), conntab_src_hash(&b, 7));
+	}
+	assert_true(ipaddr_aton("fd00:0:0:1::2", &x));	/* the next /64 */
+	conntab_src_of(&x, &b);
+	assert_false(conntab_src_equal(&a, &b));
+	assert_true(ipaddr_aton("192.168.7.2", &x));
+	conntab_src_of(&x, &a);
+	assert_true(ipaddr_aton("192.168.7.3", &x));
+	conntab_src_of(&x, &b);
+	assert_false(conntab_src_equal(&a, &b));
+	assert_true(ipaddr_aton("::ffff:192.168.7.2", &x));	/* an IPv6 address, not the IPv4 one */
+	conntab_src_of(&x, &b);
+	assert_false(conntab_src_equal(&a, &b));
+	assert_int_not_equal(conntab_src_hash(&a, 1), conntab_src_hash(&a, 2));	/* keyed */
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1644,6 +1675,7 @@ int main(void)
 		T(test_udp_echo_own_port),
 		T(test_udp_echo_rate),
 		T(test_echo_services),
+		T(test_source_keys),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);
