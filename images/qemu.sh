@@ -119,7 +119,8 @@ else
 	args+=(-drive if=none,id=boot,format="$format",file="$image",readonly=on
 		-device virtio-blk-pci,drive=boot,bootindex=0)
 fi
-[[ -n $cmdline ]] && args+=(-fw_cfg "name=opt/vireo/cmdline,string=$cmdline")
+# QEMU splits -fw_cfg at commas; a comma in the value is written twice
+[[ -n $cmdline ]] && args+=(-fw_cfg "name=opt/vireo/cmdline,string=${cmdline//,/,,}")
 if [[ -n $port ]]; then
 	args+=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:$guest_port"
 		-device virtio-net-pci,netdev=n0,romfile=)

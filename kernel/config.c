@@ -4,6 +4,7 @@
 #include "kernel/console.h"
 #include "kernel/fmt.h"
 #include "kernel/panic.h"
+#include "kernel/string.h"
 #include "drivers/coalesce.h"
 
 struct kconfig kconfig = {
@@ -60,6 +61,36 @@ static int parse_gw(const char *val, void *dst, char *why, size_t why_len)
 	return 0;
 }
 
+/* echo=tcp, echo=udp or echo=tcp,udp (either order). */
+static int parse_echo(const char *val, void *dst, char *why, size_t why_len)
+{
+	unsigned int want = 0;
+	const char *s = val;
+
+	(void)dst;
+	for (;;) {
+		size_t n = 0;
+
+		while (s[n] && s[n] != ',')
+			n++;
+		if (n == 3 && !strncmp(s, "tcp", 3))
+			want |= CONFIG_ECHO_TCP;
+		else if (n == 3 && !strncmp(s, "udp", 3))
+			want |= CONFIG_ECHO_UDP;
+		else
+			goto bad;
+		s += n;
+		if (*s == '\0')
+			break;
+		s++;	/* the comma; an empty item after it is rejected above */
+	}
+	kconfig.echo = want;
+	return 0;
+bad:
+	ksnprintf(why, why_len, "want tcp, udp or tcp,udp; echo stays off");
+	return -EINVAL;
+}
+
 static const char *const panic_choices[] = { "halt", "reboot", NULL };
 static const char *const selftest_choices[] = {
 	"none", "panic", "pagefault", "null", "ud", "divzero", "stack", "wx", "nx",
@@ -83,6 +114,12 @@ static const struct cmdline_opt opts[] = {
 	  .help = "IPv4 default gateway with ip=" },
 	{ .key = "http", .type = CMDLINE_UINT, .dst = &kconfig.http_port, .min = 1, .max = 65535,
 	  .help = "the HTTP server's TCP port (default 80)" },
+	{ .key = "echo", .type = CMDLINE_CUSTOM, .parse = parse_echo,
+	  .help = "start the echo service (RFC 862) on port 7: tcp, udp or tcp,udp (default: off)" },
+	{ .key = "echo.udp_rate", .type = CMDLINE_UINT, .dst = &kconfig.echo_udp_rate, .min = 1, .max = 1000000,
+	  .help = "UDP echo rate limit in datagrams/s, global and per source (default 256 and 16; benchmarks)" },
+	{ .key = "debug", .type = CMDLINE_BOOL, .dst = &kconfig.debug,
+	  .help = "enable test-only hooks (the shell's fault command)" },
 	{ .key = "verbose", .type = CMDLINE_BOOL, .dst = &kconfig.verbose,
 	  .help = "print the firmware memory map at boot" },
 };

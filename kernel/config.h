@@ -36,7 +36,12 @@ struct kconfig {
 		int prefix;
 	} ip4;
 	u64 http_port;		/* http=: the appliance's port (80) */
+	unsigned int echo;	/* echo=tcp,udp: CONFIG_ECHO_* services to start (none) */
+	u64 echo_udp_rate;	/* echo.udp_rate=: UDP echo datagrams/s, all and per source (0: defaults) */
+	bool debug;		/* debug: test-only hooks (shell `fault`) answer */
 };
+#define CONFIG_ECHO_TCP 1u
+#define CONFIG_ECHO_UDP 2u
 extern struct kconfig kconfig;
 
 /* Parses the boot command line into kconfig; returns the warning count. */

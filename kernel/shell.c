@@ -1,6 +1,7 @@
 /* Serial console commands, run from the event loop one line at a time. */
 #include "drivers/virtio_console.h"
 #include "drivers/virtio_net.h"
+#include "kernel/config.h"
 #include "kernel/console.h"
 #include "kernel/irq.h"
 #include "kernel/loop.h"
@@ -36,6 +37,10 @@ static void cmd_fault(const char *what)
 {
 	int idx;
 
+	if (!kconfig.debug) {
+		kprintf("fault: needs debug on the command line\n");
+		return;
+	}
 	if (strcmp(what, "net-needs-reset")) {
 		kprintf("fault: unknown fault '%s' (known: net-needs-reset)\n", what);
 		return;
@@ -67,7 +72,7 @@ static void cmd_help(void)
 
 	for (i = 0; i < ARRAY_SIZE(cmds); i++)
 		kprintf("  %-10s %s\n", cmds[i].name, cmds[i].help);
-	kprintf("  %-10s %s\n", "fault", "fault net-needs-reset: malformed virtio-net rx buffer (tests)");
+	kprintf("  %-10s %s\n", "fault", "fault net-needs-reset: malformed virtio-net rx buffer (tests; needs debug)");
 }
 
 void shell_line(const char *line)

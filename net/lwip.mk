@@ -22,7 +22,7 @@ LWIP_PORT_SRCS := net/sys_arch.c net/lwip_port.c net/tcp_isn.c net/syncookie.c
 # The appliance (net/app): HTTP server, metrics, echo. Not linked into the
 # kernel yet; lwip-check compiles them with the kernel's flags and links them
 # with lwIP, plus a site table generated from net/app/default-site.
-APP_SRCS := net/app/http.c net/app/site.c net/app/server.c net/app/metrics.c net/app/echo.c
+APP_SRCS := net/app/conntab.c net/app/http.c net/app/site.c net/app/server.c net/app/metrics.c net/app/echo.c
 
 # lwIP's core, IPv4, IPv6 and Ethernet, relative to src/ (the pinned release's
 # src/Filelists.mk COREFILES, CORE4FILES, CORE6FILES and netif/ethernet.c).

@@ -23,7 +23,22 @@ struct vireo_lwip_stats {
 	u64 syncookies_sent;	/* SYN-ACKs with a cookie, listen backlog full (net/syncookie.c) */
 	u64 syncookies_validated;	/* ACKs with a valid cookie: a connection made */
 	u64 syncookies_rejected;	/* ACKs for a listener with a bad or stale cookie */
+	u64 orphans_capped;	/* orphans aborted over VIREO_LWIP_ORPHANS_MAX/_BYTES */
+	u64 orphans_timedout;	/* orphans aborted after VIREO_LWIP_ORPHAN_TIMEOUT_MS */
+	u64 orphans_peak;	/* most orphans seen at once (after a trim) */
 };
 extern struct vireo_lwip_stats vireo_lwip_stats;
+
+struct tcp_pcb;
+
+/* Orphans: TCP PCBs the application closed (callback argument cleared)
+ * that lwIP still holds in FIN_WAIT_1, FIN_WAIT_2, CLOSING or LAST_ACK.
+ * vireo_lwip_orphans_trim() aborts the oldest beyond the caps in
+ * net/lwipopts.h; call it right after tcp_close() succeeds, passing the
+ * closed PCB, which is never aborted by this call. The port also runs it,
+ * and the orphan timeout, from its timer. Event loop only. */
+void vireo_lwip_orphans_trim(struct tcp_pcb *keep);
+/* Orphans now, and an estimate from above of the lwIP heap they hold. */
+void vireo_lwip_orphans_count(u32 *count, u32 *bytes);
 
 #endif

@@ -66,27 +66,54 @@
  *    trims TIME_WAIT PCBs, the one kind that piles up with no application
  *    involved (VIREO_LWIP_TIME_WAIT_MAX below).
  *
- * Heap budget at the limits set below (x86_64 sizes including lwIP's 16-byte
- * block header: tcp_pcb 272, pool pbuf 1576):
- *    64 PCBs x 272                               ~  17 KiB
- *    TX: site bodies are not copied (PBUF_ROM into the image), so a
- *        full TCP_SND_BUF costs segment and pbuf headers only: 44
- *        segments x ~200 B = ~9 KiB per busy connection x 64
- *                                                ~ 560 KiB
- *        copied data (heads, /metrics, echo) is bounded by its writers
- *    RX: zero-copy frames cost the heap nothing (the driver's 256 x
- *        4 KiB pages; the PBUF_REF struct sits in each buffer's scratch).
- *        Above the held-buffer watermark frames are copied here, sized
- *        to the frame; what the stack can keep of them is capped below
- *        ("receive memory"): out-of-order data ~ 270 KiB, reassembly
- *        ~ 50 KiB (the HTTP server and echo copy what they read and free
- *        the pbuf at once, so unread data is not kept in pbufs)
- *                                                ~ 320 KiB
- *    512 TIME_WAIT PCBs x 272                    ~ 136 KiB
- *    ARP/ND6 queues, segments                    ~ 100 KiB
- *                                         total  ~ 1.1 MiB
- * MEM_SIZE = 4 MiB leaves room for the first-fit heap's fragmentation and for
- * bursts above the budgets, and is ~8% of a 48 MiB guest. */
+ * Worst case of lwIP's heap, by kind of connection (x86_64 sizes, each heap
+ * block with mem.c's 16-byte header: tcp_pcb 256 -> 272, tcp_seg 32 -> 48,
+ * a ROM/REF pbuf 24 -> 40, a heap pbuf 16 + 104 (struct and TCP/IPv6/Ethernet
+ * header room) + its data rounded to 8). One TCP PCB holds at most
+ *   the PCB                                                       272
+ *   its send queue: TCP_SND_QUEUELEN (96) pbufs, lwIP refuses more
+ *     tcp_write()s; each pbuf <= 120 + 7 of rounding, each segment
+ *     at least one pbuf, so <= 96 x (127 + 48)                  16800
+ *   + the copied bytes in that queue (below, per service)
+ *   out-of-order segments: TCP_OOSEQ_MAX_PBUFS (8) x 48             384
+ *     (their data: the driver's zero-copy pages, or copies counted
+ *     once for all PCBs under "received data" below)
+ * = 17456 + copied bytes. Copied bytes: the HTTP server copies heads, error
+ * pages and /metrics only while less than 8192 bytes are unacked (server.c
+ * HTTP_COPY_INFLIGHT; site bodies are PBUF_ROM into rodata), and never with
+ * TCP_WRITE_FLAG_MORE, so lwIP does not round a copy up to an MSS
+ * (TCP_OVERSIZE); echo holds at most TCP_WND (5840) unacked.
+ *   W_http = 17456 + 8192 = 25648        W_echo = 17456 + 5840 = 23296
+ *
+ *   live HTTP: 64 (the server's table) x W_http                 1641472
+ *   live echo: 16 x W_echo                                       372736
+ *   orphans (closed by the application, lwIP still sending our
+ *     data and FIN): the port keeps <= VIREO_LWIP_ORPHANS_BYTES of
+ *     them by its own estimate (net/lwip_port.c pcb_cost(), from
+ *     above), plus the one just closed: 524288 + W_http           549936
+ *   half-open and not yet accepted: listen backlogs 32 (HTTP) + 4
+ *     (echo) x (PCB + SYN-ACK segment: 272 + 48 + 120 + 8)         16128
+ *   listening PCBs: 4 x (16 + 88)                                    416
+ *   TIME_WAIT: VIREO_LWIP_TIME_WAIT_MAX x 272 (queues are empty)   139264
+ *   refused connections: aborted in the accept callback              0
+ *   packets waiting for ARP/ND (lwIP: ARP_QUEUE_LEN 3 x
+ *     ARP_TABLE_SIZE 10, and as many for ND6) x 1624               97440
+ *   reassembly: IP_REASS_MAX_PBUFS zero-copy pbufs, bookkeeping       4096
+ *   received data copied above the held-buffer watermark and kept
+ *     (receive memory, below): out-of-order ~270 KiB (the global cap
+ *     plus one batch), reassembly 2 x 16 copies ~50 KiB              327680
+ *   DHCP, MLD, ND, timers                                            8192
+ *                                                          total  3161360
+ * i.e. 3.0 MiB of the 4 MiB heap, whatever the number or kind of connections
+ * a remote party opens: every term is a count a limit above or in the
+ * application caps times a per-PCB bound, and the rest (1 MiB, 25%) is left
+ * for the first-fit heap's fragmentation. Not in this sum: frames no TCP
+ * queue owns (ICMP echo replies are heap copies, UDP echo replies) while they
+ * wait in the driver's transmit ring and backlog (net/netif_vnet.c,
+ * TX_BACKLOG_MAX frames); they last only as long as the device is slow.
+ * tests/host/test_server.c test_orphans_* and tests/matrix
+ * test_hostile_clients.py::test_orphan_flood push past the orphan caps.
+ * MEM_SIZE = 4 MiB is ~8% of a 48 MiB guest. */
 #ifndef VIREO_LWIP_MEM_SIZE
 #define VIREO_LWIP_MEM_SIZE		(4u * 1024 * 1024)
 #endif
@@ -156,11 +183,23 @@ extern void *vireo_lwip_heap;		/* net/lwip_port.c */
 /* One lwIP ext arg per PCB: rxmem's out-of-order age stamp. */
 #define LWIP_TCP_PCB_NUM_EXT_ARGS	1
 
+/* Orphans (above, and net/lwip_port.c): at most this many, and at most this
+ * many bytes of the heap by the port's estimate; the oldest beyond either are
+ * aborted (RST), checked on every close by the application and every TCP
+ * timer tick. A legitimate orphan lasts one round trip (the peer's ACK of our
+ * FIN), so 64 cover 64 clients closing in the same millisecond. Like Linux's
+ * tcp_fin_timeout, an orphan whose peer has sent nothing for
+ * VIREO_LWIP_ORPHAN_TIMEOUT_MS is aborted (lwIP alone would retransmit and
+ * probe for tens of minutes). */
+#define VIREO_LWIP_ORPHANS_MAX		64
+#define VIREO_LWIP_ORPHANS_BYTES	(512u * 1024)
+#define VIREO_LWIP_ORPHAN_TIMEOUT_MS	60000
+
 /* Budgets (see above: exported as avail, not enforced by lwIP). */
-/* 64 live (32+ concurrent, plus closing ones) and the TIME_WAIT cap. */
-#define MEMP_NUM_TCP_PCB		(64 + VIREO_LWIP_TIME_WAIT_MAX)
+/* 64 HTTP and 16 echo live, 36 half-open, the orphan and TIME_WAIT caps. */
+#define MEMP_NUM_TCP_PCB		(64 + 16 + 36 + VIREO_LWIP_ORPHANS_MAX + VIREO_LWIP_TIME_WAIT_MAX)
 #define MEMP_NUM_TCP_PCB_LISTEN		4	/* HTTP (dual stack) and spares */
-#define MEMP_NUM_TCP_SEG		2816	/* TCP_SND_BUF / TCP_MSS x 64 live */
+#define MEMP_NUM_TCP_SEG		(64 * TCP_SND_QUEUELEN)	/* 64 live, each a full queue */
 #define MEMP_NUM_UDP_PCB		4	/* DHCP, spares */
 #define MEMP_NUM_PBUF			256	/* PBUF_REF/ROM: zero-copy TX of static bodies */
 #define PBUF_POOL_SIZE			32	/* unused on the zero-copy RX path; a budget */
@@ -256,8 +295,11 @@ extern void *vireo_lwip_heap;		/* net/lwip_port.c */
  * one connection, 44 MSS 606 (the ACK clock, not the bytes, was the limit).
  * Bodies are zero-copy, so this costs headers only (budget above). */
 #define TCP_SND_BUF			(44 * TCP_MSS)
-/* 4 pbufs per full segment allows header + ROM/REF body + small writes. */
-#define TCP_SND_QUEUELEN		((4 * TCP_SND_BUF) / TCP_MSS)
+/* A full TCP_SND_BUF of site body takes 2 pbufs per segment (header, ROM
+ * body): 88, and 8 more for heads and small writes. lwIP requires at least
+ * 2 x TCP_SND_BUF / TCP_MSS. This count bounds a PCB's queue in the heap
+ * budget above (4 per segment, 176, would be 14 KiB more per PCB). */
+#define TCP_SND_QUEUELEN		((2 * TCP_SND_BUF) / TCP_MSS + 8)
 #define TCP_QUEUE_OOSEQ			1
 #define TCP_OOSEQ_MAX_BYTES		TCP_WND	/* per PCB */
 #define TCP_OOSEQ_MAX_PBUFS		8	/* per PCB: stops tiny-segment floods */

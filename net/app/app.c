@@ -1,6 +1,7 @@
-/* The default appliance: the static HTTP server, TCP/UDP echo on port 7,
- * and the driver's and event loop's counters on /metrics. */
+/* The default appliance: the static HTTP server, TCP/UDP echo on port 7 when
+ * echo= asks for it, and the driver's and event loop's counters on /metrics. */
 #include "drivers/virtio_net.h"
+#include "kernel/config.h"
 #include "kernel/console.h"
 #include "kernel/fmt.h"
 #include "kernel/loop.h"
@@ -149,8 +150,22 @@ int app_start(u16 http_port)
 		kprintf("http: cannot listen on port %u (%d)\n", http_port, err);
 		return err;
 	}
-	err = echo_start(ECHO_PORT);
-	if (err)
-		kprintf("echo: cannot listen on port %u (%d)\n", ECHO_PORT, err);
+	if (kconfig.echo) {
+		struct echo_cfg ecfg = { .port = ECHO_PORT };
+
+		if (kconfig.echo & CONFIG_ECHO_TCP)
+			ecfg.services |= ECHO_TCP;
+		if (kconfig.echo & CONFIG_ECHO_UDP)
+			ecfg.services |= ECHO_UDP;
+		if (kconfig.echo_udp_rate) {
+			/* One limit for all and for each source; a quarter
+			 * second's worth of burst. */
+			ecfg.udp_rate = ecfg.udp_src_rate = (u32)kconfig.echo_udp_rate;
+			ecfg.udp_burst = ecfg.udp_src_burst = MAX(ecfg.udp_rate / 4, (u32)ECHO_UDP_BURST);
+		}
+		err = echo_start(&ecfg);
+		if (err)
+			kprintf("echo: cannot listen on port %u (%d)\n", ECHO_PORT, err);
+	}
 	return 0;
 }

@@ -5,7 +5,16 @@
  * and the pbuf freed; buf[] drains into tcp_write() as send space allows.
  * tcp_recved() is called from the sent callback, for bytes the peer has
  * acked, so everything the connection holds (buf[] plus its unacked echo)
- * stays within one window and buf[] cannot overflow.
+ * stays within one window and buf[] cannot overflow. Connections are kept
+ * in a conntab (net/app/conntab.h): per-source cap and fair share.
+ *
+ * UDP: never answers a source port below 1024 (0, and every well-known
+ * service: chargen, daytime, echo itself would loop), our own port, a
+ * broadcast or multicast destination or source, and is rate-limited by two
+ * token buckets: one global, one per source (IPv4 address or IPv6 /64; sources
+ * hashing to the same of ECHO_UDP_BUCKETS share one, which only limits them
+ * more). Whatever a spoofed source makes us reflect is at most the global
+ * rate, one datagram out per datagram in.
  */
 #include "kernel/mm.h"
 #include "kernel/time.h"
@@ -16,10 +25,11 @@
 #include "net/app/echo.h"
 #include "net/app/metrics.h"
 #include "net/app/tcputil.h"
+#include "net/app/conntab.h"
+#include "net/lwip_port.h"
 
 struct echo_conn {
-	struct echo_conn *next, *prev;
-	struct tcp_pcb *pcb;
+	struct conntab_conn link;	/* first: the table hands back this */
 	bool eof;		/* the peer's FIN arrived */
 	u32 unrecved;		/* received, not yet given back with tcp_recved() */
 	u64 t_active;		/* last data either way (ms) */
@@ -27,12 +37,27 @@ struct echo_conn {
 	u8 buf[TCP_WND];
 };
 
+_Static_assert(offsetof(struct echo_conn, link) == 0, "conntab entries are struct echo_conn");
+
+#define ECHO_UDP_BUCKETS 64	/* per-source buckets, by keyed hash */
+
+/* Token bucket in milli-datagrams: refills rate per second up to burst. */
+struct bucket {
+	u64 t_ms;
+	u32 milli;
+};
+
 struct echo_stats echo_stats;
 
 static struct {
+	bool started;
 	struct tcp_pcb *listen;
 	struct udp_pcb *udp;
-	struct echo_conn *conns;
+	struct conntab tab;
+	struct echo_cfg cfg;
+	u32 hash_key;
+	struct bucket global;
+	struct bucket src[ECHO_UDP_BUCKETS];
 } echo;
 
 static u64 now_ms(void)
@@ -42,19 +67,14 @@ static u64 now_ms(void)
 
 static void conn_free(struct echo_conn *c)
 {
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		echo.conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	conntab_remove(&echo.tab, &c->link);
 	kfree(c);
 	echo_stats.tcp_active--;
 }
 
 static err_t conn_abort(struct echo_conn *c)
 {
-	struct tcp_pcb *pcb = c->pcb;
+	struct tcp_pcb *pcb = c->link.pcb;
 
 	app_pcb_detach(pcb);
 	conn_free(c);
@@ -65,7 +85,7 @@ static err_t conn_abort(struct echo_conn *c)
 /* Orderly close; the window is reopened first so lwIP sends FIN, not RST. */
 static err_t conn_close(struct echo_conn *c)
 {
-	struct tcp_pcb *pcb = c->pcb;
+	struct tcp_pcb *pcb = c->link.pcb;
 
 	if (c->unrecved)
 		tcp_recved(pcb, (u16_t)c->unrecved);
@@ -75,20 +95,21 @@ static err_t conn_close(struct echo_conn *c)
 		tcp_abort(pcb);
 		return ERR_ABRT;
 	}
+	vireo_lwip_orphans_trim(pcb);
 	return ERR_OK;
 }
 
 static err_t echo_more(struct echo_conn *c)
 {
-	u32 n = MIN(c->len - c->off, (u32)tcp_sndbuf(c->pcb));
+	u32 n = MIN(c->len - c->off, (u32)tcp_sndbuf(c->link.pcb));
 	err_t err;
 
 	if (n) {
-		err = tcp_write(c->pcb, c->buf + c->off, (u16_t)n, TCP_WRITE_FLAG_COPY);
+		err = tcp_write(c->link.pcb, c->buf + c->off, (u16_t)n, TCP_WRITE_FLAG_COPY);
 		if (err == ERR_OK) {
 			c->off += n;
 			echo_stats.tcp_bytes += n;
-			tcp_output(c->pcb);
+			tcp_output(c->link.pcb);
 		} else if (err != ERR_MEM) {
 			return conn_abort(c);
 		}
@@ -171,25 +192,43 @@ static err_t on_poll(void *arg, struct tcp_pcb *pcb)
 	return echo_more(c);
 }
 
+/* Nothing waiting to be echoed or acknowledged. */
+static bool conn_idle(const struct conntab_conn *l)
+{
+	const struct echo_conn *c = (const struct echo_conn *)l;
+
+	return c->len == c->off && !c->unrecved;
+}
+
 static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 {
+	struct conntab_conn *victim;
+	struct conntab_src src;
 	struct echo_conn *c = NULL;
 
 	if (err != ERR_OK || !pcb)
 		return ERR_VAL;
-	if (echo_stats.tcp_active < ECHO_MAX_CONNS)
-		c = kzalloc(sizeof *c);
-	if (!c) {
-		echo_stats.tcp_refused++;
-		tcp_abort(pcb);
-		return ERR_ABRT;
+	conntab_src_of(&pcb->remote_ip, &src);
+	switch (conntab_admit(&echo.tab, &src, conn_idle, &victim)) {
+	case CONNTAB_REFUSE_SOURCE:
+		echo_stats.tcp_refused_source++;
+		goto refuse;
+	case CONNTAB_REFUSE_FULL:
+		goto refuse;
+	case CONNTAB_EVICT:
+		echo_stats.tcp_evicted++;
+		conn_abort((struct echo_conn *)victim);
+		break;
+	case CONNTAB_ADMIT:
+		break;
 	}
-	c->pcb = pcb;
+	c = kzalloc(sizeof *c);
+	if (!c)
+		goto refuse;
+	c->link.pcb = pcb;
+	c->link.src = src;
 	c->t_active = now_ms();
-	c->next = echo.conns;
-	if (echo.conns)
-		echo.conns->prev = c;
-	echo.conns = c;
+	conntab_insert(&echo.tab, &c->link);
 	echo_stats.tcp_accepted++;
 	echo_stats.tcp_active++;
 	tcp_arg(pcb, c);
@@ -199,17 +238,65 @@ static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	tcp_poll(pcb, on_poll, 2);
 	tcp_nagle_disable(pcb);
 	return ERR_OK;
+
+refuse:
+	echo_stats.tcp_refused++;
+	tcp_abort(pcb);
+	return ERR_ABRT;
+}
+
+/* Refill b for the time since it was last used, then take one datagram's
+ * token if there is one. */
+static bool bucket_take(struct bucket *b, u32 rate, u32 burst, u64 now)
+{
+	u64 milli = b->milli + (now - b->t_ms) * rate;	/* rate/s = rate milli/ms */
+
+	b->t_ms = now;
+	b->milli = (u32)MIN(milli, (u64)burst * 1000);
+	if (b->milli < 1000)
+		return false;
+	b->milli -= 1000;
+	return true;
+}
+
+static bool addr_is_bcast(const ip_addr_t *a)
+{
+	return IP_IS_V4(a) && ip4_addr_isbroadcast(ip_2_ip4(a), ip_current_input_netif());
+}
+
+/* Why a datagram from addr:port to dst gets no answer, or NULL. */
+static u64 *udp_refusal(const struct udp_pcb *pcb, const ip_addr_t *addr, u16_t port,
+			const ip_addr_t *dst)
+{
+	struct conntab_src src;
+	u64 now;
+
+	if (port < 1024)
+		return &echo_stats.udp_refused[ECHO_UDP_LOW_PORT];
+	if (port == pcb->local_port)
+		return &echo_stats.udp_refused[ECHO_UDP_OWN_PORT];
+	if (ip_addr_ismulticast(dst) || ip_addr_ismulticast(addr))
+		return &echo_stats.udp_refused[ECHO_UDP_MULTICAST];
+	if (addr_is_bcast(dst) || addr_is_bcast(addr) ||
+	    (IP_IS_V4(addr) && ip4_addr_isany_val(*ip_2_ip4(addr))))
+		return &echo_stats.udp_refused[ECHO_UDP_BROADCAST];
+	now = now_ms();
+	conntab_src_of(addr, &src);
+	if (!bucket_take(&echo.src[conntab_src_hash(&src, echo.hash_key) % ECHO_UDP_BUCKETS],
+			 echo.cfg.udp_src_rate, echo.cfg.udp_src_burst, now))
+		return &echo_stats.udp_refused[ECHO_UDP_RATE_SOURCE];
+	if (!bucket_take(&echo.global, echo.cfg.udp_rate, echo.cfg.udp_burst, now))
+		return &echo_stats.udp_refused[ECHO_UDP_RATE_GLOBAL];
+	return NULL;
 }
 
 static void on_udp(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr,
 		   u16_t port)
 {
-	const ip_addr_t *dst = ip_current_dest_addr();
+	u64 *why = udp_refusal(pcb, addr, port, ip_current_dest_addr());
 
-	/* No answers to port 0, to broadcasts or multicasts (amplification),
-	 * or to another echo port (two echo servers would ping-pong forever). */
-	if (port == 0 || port == pcb->local_port || ip_addr_ismulticast(dst) ||
-	    (IP_IS_V4(dst) && ip4_addr_isbroadcast(ip_2_ip4(dst), ip_current_input_netif()))) {
+	if (why) {
+		(*why)++;
 		echo_stats.udp_dropped++;
 		pbuf_free(p);
 		return;
@@ -221,14 +308,29 @@ static void on_udp(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr
 	pbuf_free(p);
 }
 
+static const char *const udp_reasons[ECHO_UDP_REASONS] = {
+	[ECHO_UDP_LOW_PORT] = "low_port",
+	[ECHO_UDP_OWN_PORT] = "own_port",
+	[ECHO_UDP_BROADCAST] = "broadcast",
+	[ECHO_UDP_MULTICAST] = "multicast",
+	[ECHO_UDP_RATE_SOURCE] = "rate_source",
+	[ECHO_UDP_RATE_GLOBAL] = "rate_global",
+};
+
 static void write_echo(struct metrics_buf *b)
 {
 	const struct echo_stats *s = &echo_stats;
+	int i;
 
 	metrics_simple(b, "vireo_echo_tcp_connections_accepted_total", METRICS_COUNTER,
 		       "Echo TCP connections accepted.", s->tcp_accepted);
 	metrics_simple(b, "vireo_echo_tcp_connections_refused_total", METRICS_COUNTER,
 		       "Echo TCP connections reset on accept.", s->tcp_refused);
+	metrics_simple(b, "vireo_echo_tcp_connections_refused_source_total", METRICS_COUNTER,
+		       "Of those refused, refused for the per-source limit.", s->tcp_refused_source);
+	metrics_simple(b, "vireo_echo_tcp_connections_evicted_total", METRICS_COUNTER,
+		       "Echo TCP connections reset to give a source below its fair share a slot.",
+		       s->tcp_evicted);
 	metrics_simple(b, "vireo_echo_tcp_connections_active", METRICS_GAUGE,
 		       "Echo TCP connections open now.", s->tcp_active);
 	metrics_simple(b, "vireo_echo_tcp_timeouts_total", METRICS_COUNTER,
@@ -241,18 +343,25 @@ static void write_echo(struct metrics_buf *b)
 		       "Bytes echoed over UDP.", s->udp_bytes);
 	metrics_simple(b, "vireo_echo_udp_dropped_total", METRICS_COUNTER,
 		       "UDP datagrams not echoed (refused source or send failure).", s->udp_dropped);
+	metrics_family(b, "vireo_echo_udp_refused_total", METRICS_COUNTER,
+		       "UDP datagrams not echoed, by rule.");
+	for (i = 0; i < ECHO_UDP_REASONS; i++)
+		metrics_sample1(b, "vireo_echo_udp_refused_total", "reason", udp_reasons[i],
+				s->udp_refused[i]);
 }
 
 static struct metrics_source echo_source = { "echo", write_echo, NULL };
 
-int echo_start(u16 port)
+static u32 or_default(u32 v, u32 def)
+{
+	return v ? v : def;
+}
+
+static int start_tcp(u16 port)
 {
 	struct tcp_pcb *pcb, *lpcb;
-	struct udp_pcb *upcb;
 	err_t err;
 
-	if (echo.listen)
-		return -EBUSY;
 	pcb = tcp_new_ip_type(IPADDR_TYPE_ANY);
 	if (!pcb)
 		return -ENOMEM;
@@ -265,34 +374,92 @@ int echo_start(u16 port)
 		tcp_close(pcb);
 		return err == ERR_MEM ? -ENOMEM : -EIO;
 	}
+	echo.listen = lpcb;
+	tcp_accept(lpcb, on_accept);
+	return 0;
+}
+
+static int start_udp(u16 port)
+{
+	struct udp_pcb *upcb;
+
 	upcb = udp_new_ip_type(IPADDR_TYPE_ANY);
-	if (!upcb) {
-		tcp_close(lpcb);
+	if (!upcb)
 		return -ENOMEM;
-	}
 	if (udp_bind(upcb, IP_ANY_TYPE, port) != ERR_OK) {
 		udp_remove(upcb);
-		tcp_close(lpcb);
 		return -EIO;
 	}
-	echo.listen = lpcb;
 	echo.udp = upcb;
-	__builtin_memset(&echo_stats, 0, sizeof echo_stats);
-	tcp_accept(lpcb, on_accept);
 	udp_recv(upcb, on_udp, NULL);
+	return 0;
+}
+
+int echo_start(const struct echo_cfg *c)
+{
+	int err, i;
+
+	if (echo.started)
+		return -EBUSY;
+	if (!c->services || (c->services & ~(ECHO_TCP | ECHO_UDP)))
+		return -EINVAL;
+	__builtin_memset(&echo.tab, 0, sizeof echo.tab);
+	echo.cfg.port = c->port;
+	echo.cfg.services = c->services;
+	echo.cfg.max_conns = or_default(c->max_conns, ECHO_MAX_CONNS);
+	echo.cfg.max_per_src = MIN(or_default(c->max_per_src, echo.cfg.max_conns), echo.cfg.max_conns);
+	echo.cfg.udp_rate = or_default(c->udp_rate, ECHO_UDP_RATE);
+	echo.cfg.udp_burst = or_default(c->udp_burst, ECHO_UDP_BURST);
+	echo.cfg.udp_src_rate = or_default(c->udp_src_rate, ECHO_UDP_SRC_RATE);
+	echo.cfg.udp_src_burst = or_default(c->udp_src_burst, ECHO_UDP_SRC_BURST);
+	echo.tab.max_conns = echo.cfg.max_conns;
+	echo.tab.max_per_src = echo.cfg.max_per_src;
+	echo.hash_key = (u32)LWIP_RAND();
+	/* Buckets start full. */
+	echo.global.t_ms = now_ms();
+	echo.global.milli = echo.cfg.udp_burst * 1000;
+	for (i = 0; i < ECHO_UDP_BUCKETS; i++) {
+		echo.src[i].t_ms = echo.global.t_ms;
+		echo.src[i].milli = echo.cfg.udp_src_burst * 1000;
+	}
+
+	if (c->services & ECHO_TCP) {
+		err = start_tcp(c->port);
+		if (err)
+			return err;
+	}
+	if (c->services & ECHO_UDP) {
+		err = start_udp(c->port);
+		if (err)
+			goto fail_tcp;
+	}
+	echo.started = true;
+	__builtin_memset(&echo_stats, 0, sizeof echo_stats);
 	metrics_register(&echo_source);
 	return 0;
+
+fail_tcp:
+	if (echo.listen) {
+		tcp_close(echo.listen);
+		echo.listen = NULL;
+	}
+	return err;
 }
 
 void echo_stop(void)
 {
-	if (!echo.listen)
+	if (!echo.started)
 		return;
-	tcp_close(echo.listen);
-	echo.listen = NULL;
-	udp_remove(echo.udp);
-	echo.udp = NULL;
-	while (echo.conns)
-		conn_abort(echo.conns);
+	if (echo.listen) {
+		tcp_close(echo.listen);
+		echo.listen = NULL;
+	}
+	if (echo.udp) {
+		udp_remove(echo.udp);
+		echo.udp = NULL;
+	}
+	while (echo.tab.head)
+		conn_abort((struct echo_conn *)echo.tab.head);
+	echo.started = false;
 	metrics_unregister(&echo_source);
 }

@@ -220,6 +220,7 @@ static const struct {
 
 static void write_lwip(struct metrics_buf *b)
 {
+	u32 orphans, orphan_bytes;
 	size_t f, i;
 
 	metrics_simple(b, "vireo_lwip_heap_bytes", METRICS_GAUGE,
@@ -234,6 +235,19 @@ static void write_lwip(struct metrics_buf *b)
 		       "ACKs with a valid SYN cookie, each a new connection.", vireo_lwip_stats.syncookies_validated);
 	metrics_simple(b, "vireo_lwip_syncookies_rejected_total", METRICS_COUNTER,
 		       "ACKs to a listener with an invalid or expired SYN cookie.", vireo_lwip_stats.syncookies_rejected);
+	vireo_lwip_orphans_count(&orphans, &orphan_bytes);
+	metrics_simple(b, "vireo_lwip_orphans", METRICS_GAUGE,
+		       "TCP connections closed by the application that lwIP still holds.", orphans);
+	metrics_simple(b, "vireo_lwip_orphans_bytes", METRICS_GAUGE,
+		       "lwIP heap the orphans hold (estimate from above).", orphan_bytes);
+	metrics_simple(b, "vireo_lwip_orphans_peak", METRICS_GAUGE,
+		       "Most orphans at once, after the cap.", vireo_lwip_stats.orphans_peak);
+	metrics_family(b, "vireo_lwip_orphans_aborted_total", METRICS_COUNTER,
+		       "Orphans aborted by the port, by reason.");
+	metrics_sample1(b, "vireo_lwip_orphans_aborted_total", "reason", "cap",
+			vireo_lwip_stats.orphans_capped);
+	metrics_sample1(b, "vireo_lwip_orphans_aborted_total", "reason", "timeout",
+			vireo_lwip_stats.orphans_timedout);
 
 	metrics_simple(b, "vireo_lwip_mem_avail_bytes", METRICS_GAUGE,
 		       "lwIP heap bytes available.", lwip_stats.mem.avail);

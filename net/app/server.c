@@ -19,7 +19,20 @@
  * full and resume from the sent callback.
  *
  * Timeouts are checked from the poll callback (every TCP slow-timer tick,
- * 500 ms), against time_ns().
+ * 500 ms), against time_ns(). The send stall is judged by bytes: in every
+ * send_timeout window with response data outstanding, the peer must
+ * acknowledge send_min_bytes (or all that was outstanding when the window
+ * began), so a reader that keeps its window at one byte and ACKs every probe
+ * is reset like one that ACKs nothing.
+ *
+ * What one connection makes lwIP's heap hold is bounded for the budget in
+ * net/lwipopts.h: copied bytes (heads, error pages, /metrics) are written only
+ * while less than HTTP_COPY_INFLIGHT is unacknowledged, and never with
+ * TCP_WRITE_FLAG_MORE, which would make lwIP round each copied pbuf up to a
+ * whole MSS (TCP_OVERSIZE) for the next write to fill.
+ *
+ * Connections are kept in a conntab (net/app/conntab.h): a per-source cap and
+ * a fair share of the table when it is full.
  */
 #include "kernel/mm.h"
 #include "kernel/time.h"
@@ -30,6 +43,8 @@
 #include "net/app/server.h"
 #include "net/app/site.h"
 #include "net/app/tcputil.h"
+#include "net/app/conntab.h"
+#include "net/lwip_port.h"
 
 enum conn_state { C_READ, C_SEND, C_LINGER };
 
@@ -37,10 +52,11 @@ enum conn_state { C_READ, C_SEND, C_LINGER };
 #define POLL_TICKS 1		/* tcp_poll interval: 1 x 500 ms */
 #define TYPE_TEXT "text/plain; charset=utf-8"
 #define NO_STORE "Cache-Control: no-store\r\n"
+/* Copied response bytes are written only below this many unacked bytes. */
+#define HTTP_COPY_INFLIGHT 8192
 
 struct conn {
-	struct conn *next, *prev;
-	struct tcp_pcb *pcb;
+	struct conntab_conn link;	/* first: the table hands back this */
 	enum conn_state state;
 	bool rx_eof;		/* the peer's FIN arrived */
 	bool served;		/* a response was written: waiting is keep-alive idle */
@@ -49,6 +65,9 @@ struct conn {
 	u64 t_wait;		/* READ: accept, or the end of the last response (ms) */
 	u64 t_head;		/* READ: when the first byte of this head was seen */
 	u64 t_progress;		/* last ACK progress, or when waiting for it began */
+	u64 t_window;		/* start of the current send-stall window */
+	u32 acked_window;	/* bytes acked since t_window */
+	u32 need_window;	/* bytes the peer must ack by t_window + send_timeout */
 	u32 inflight;		/* bytes given to tcp_write(), not yet acked */
 
 	/* The response: out[] (copied), then body (zero-copy unless body_copy). */
@@ -64,12 +83,14 @@ struct conn {
 	struct http_req_parser parser;
 };
 
+_Static_assert(offsetof(struct conn, link) == 0, "conntab entries are struct conn");
+
 struct http_server_stats http_server_stats;
 
 static struct {
 	struct tcp_pcb *listen;
 	struct http_server_cfg cfg;
-	struct conn *conns;
+	struct conntab tab;
 } srv;
 
 static u64 now_ms(void)
@@ -81,12 +102,7 @@ static u64 now_ms(void)
 
 static void conn_free(struct conn *c)
 {
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		srv.conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	conntab_remove(&srv.tab, &c->link);
 	kfree(c->dyn);
 	kfree(c);
 	http_server_stats.conns_active--;
@@ -96,7 +112,7 @@ static void conn_free(struct conn *c)
 /* RST and free. Returns ERR_ABRT, which a callback must hand back to lwIP. */
 static err_t conn_abort(struct conn *c)
 {
-	struct tcp_pcb *pcb = c->pcb;
+	struct tcp_pcb *pcb = c->link.pcb;
 
 	app_pcb_detach(pcb);
 	conn_free(c);
@@ -111,14 +127,14 @@ static void rx_discard(struct conn *c)
 	u32 n = c->rx_len - c->rx_off;
 
 	if (n)
-		tcp_recved(c->pcb, (u16_t)n);
+		tcp_recved(c->link.pcb, (u16_t)n);
 	c->rx_off = c->rx_len = 0;
 }
 
 /* Hand the pcb to lwIP for an orderly close (FIN after queued data). */
 static err_t conn_close(struct conn *c)
 {
-	struct tcp_pcb *pcb = c->pcb;
+	struct tcp_pcb *pcb = c->link.pcb;
 
 	rx_discard(c);
 	app_pcb_detach(pcb);
@@ -127,7 +143,39 @@ static err_t conn_close(struct conn *c)
 		tcp_abort(pcb);
 		return ERR_ABRT;
 	}
+	vireo_lwip_orphans_trim(pcb);	/* pcb is an orphan now: keep within the caps */
 	return ERR_OK;
+}
+
+/* Response bytes not yet acknowledged, written or not. */
+static u32 outstanding(const struct conn *c)
+{
+	u32 n = c->inflight;
+
+	if (c->state == C_SEND)
+		n += (u32)(c->out_len - c->out_off) + (u32)(c->body_len - c->body_off);
+	return n;
+}
+
+static void stall_window_start(struct conn *c, u64 now)
+{
+	c->t_window = now;
+	c->acked_window = 0;
+	c->need_window = MIN(srv.cfg.send_min_bytes, outstanding(c));
+}
+
+/* No ACK progress for send_timeout, or at the end of a send_timeout window
+ * less acked than the window asked for. */
+static bool send_stalled(struct conn *c, u64 now)
+{
+	if (now - c->t_progress >= srv.cfg.send_timeout_ms)
+		return true;
+	if (now - c->t_window < srv.cfg.send_timeout_ms)
+		return false;
+	if (c->acked_window < c->need_window)
+		return true;
+	stall_window_start(c, now);
+	return false;
 }
 
 /* The last response is written: send FIN after it, keep reading (and
@@ -138,7 +186,7 @@ static err_t begin_close(struct conn *c)
 	rx_discard(c);
 	if (c->rx_eof)
 		return conn_close(c);
-	if (tcp_shutdown(c->pcb, 0, 1) != ERR_OK)
+	if (tcp_shutdown(c->link.pcb, 0, 1) != ERR_OK)
 		return conn_abort(c);
 	c->state = C_LINGER;
 	if (!c->inflight)
@@ -159,8 +207,10 @@ static void start_send(struct conn *c)
 	c->state = C_SEND;
 	c->out_off = 0;
 	c->body_off = 0;
-	if (!c->inflight)
+	if (!c->inflight) {
 		c->t_progress = now_ms();
+		stall_window_start(c, c->t_progress);
+	}
 }
 
 /* A whole canned error response into out[]; closes afterwards. */
@@ -293,7 +343,7 @@ static void respond(struct conn *c)
 /* Hand as much of the response to lwIP as it takes now. */
 static err_t write_some(struct conn *c)
 {
-	struct tcp_pcb *pcb = c->pcb;
+	struct tcp_pcb *pcb = c->link.pcb;
 	bool wrote = false;
 	err_t err;
 
@@ -306,8 +356,6 @@ static err_t write_some(struct conn *c)
 			src = c->out + c->out_off;
 			left = c->out_len - c->out_off;
 			flags = TCP_WRITE_FLAG_COPY;
-			if (c->body_len)
-				flags |= TCP_WRITE_FLAG_MORE;
 		} else if (c->body_off < c->body_len) {
 			src = c->body + c->body_off;
 			left = c->body_len - c->body_off;
@@ -316,9 +364,12 @@ static err_t write_some(struct conn *c)
 			break;
 		}
 		n = MIN(left, (size_t)tcp_sndbuf(pcb));
+		if (flags & TCP_WRITE_FLAG_COPY)
+			n = c->inflight < HTTP_COPY_INFLIGHT ?
+			    MIN(n, (size_t)(HTTP_COPY_INFLIGHT - c->inflight)) : 0;
 		if (n == 0)
 			break;
-		if (n < left && c->out_off >= c->out_len)
+		if (n < left && !(flags & TCP_WRITE_FLAG_COPY))
 			flags |= TCP_WRITE_FLAG_MORE;
 		err = tcp_write(pcb, src, (u16_t)n, flags);
 		if (err == ERR_MEM)
@@ -382,7 +433,7 @@ static err_t pump(struct conn *c)
 		r = http_parse(&c->parser, c->rx + c->rx_off, c->rx_len - c->rx_off, &used);
 		if (used) {
 			c->rx_off += (u32)used;
-			tcp_recved(c->pcb, (u16_t)used);
+			tcp_recved(c->link.pcb, (u16_t)used);
 		}
 		if (r == HTTP_NEED_MORE)
 			continue;
@@ -446,6 +497,7 @@ static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 	if (!c)
 		return ERR_OK;
 	c->inflight -= MIN((u32)len, c->inflight);
+	c->acked_window += len;
 	c->t_progress = now_ms();
 	if (c->state == C_SEND)
 		return pump(c);
@@ -480,7 +532,7 @@ static err_t on_poll(void *arg, struct tcp_pcb *pcb)
 		/* A response handed to lwIP whole can still be stuck behind a
 		 * reader that stopped reading: the send stall applies until it
 		 * is acknowledged, whatever the connection does meanwhile. */
-		if (c->inflight && now - c->t_progress >= cfg->send_timeout_ms) {
+		if (c->inflight && send_stalled(c, now)) {
 			http_server_stats.timeouts_send++;
 			return conn_abort(c);
 		}
@@ -501,14 +553,14 @@ static err_t on_poll(void *arg, struct tcp_pcb *pcb)
 		}
 		break;
 	case C_SEND:
-		if (now - c->t_progress >= cfg->send_timeout_ms) {
+		if (send_stalled(c, now)) {
 			http_server_stats.timeouts_send++;
 			return conn_abort(c);
 		}
 		return pump(c);	/* retry writes that failed for memory */
 	case C_LINGER:
 		if (c->inflight) {
-			if (now - c->t_progress >= cfg->send_timeout_ms) {
+			if (send_stalled(c, now)) {
 				http_server_stats.timeouts_send++;
 				return conn_abort(c);
 			}
@@ -520,29 +572,46 @@ static err_t on_poll(void *arg, struct tcp_pcb *pcb)
 	return ERR_OK;
 }
 
+/* Waiting for a request, nothing unacknowledged: the cheapest to end. */
+static bool conn_idle(const struct conntab_conn *l)
+{
+	const struct conn *c = (const struct conn *)l;
+
+	return c->state == C_READ && !c->head_started && !c->inflight;
+}
+
 static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 {
+	struct conntab_conn *victim;
+	struct conntab_src src;
 	struct conn *c = NULL;
 
 	if (err != ERR_OK || !pcb)
 		return ERR_VAL;
-	if (http_server_stats.conns_active < srv.cfg.max_conns)
-		c = kzalloc(sizeof *c);
-	if (!c) {
-		/* Over the limit: reset at once. Nothing is kept for the
-		 * refused peer, so a flood costs no memory (see README). */
-		http_server_stats.conns_refused++;
-		tcp_abort(pcb);
-		return ERR_ABRT;
+	conntab_src_of(&pcb->remote_ip, &src);
+	switch (conntab_admit(&srv.tab, &src, conn_idle, &victim)) {
+	case CONNTAB_REFUSE_SOURCE:
+		http_server_stats.conns_refused_source++;
+		goto refuse;
+	case CONNTAB_REFUSE_FULL:
+		goto refuse;
+	case CONNTAB_EVICT:
+		/* Not our pcb, so nothing to hand back to lwIP. */
+		http_server_stats.conns_evicted++;
+		conn_abort((struct conn *)victim);
+		break;
+	case CONNTAB_ADMIT:
+		break;
 	}
-	c->pcb = pcb;
+	c = kzalloc(sizeof *c);
+	if (!c)
+		goto refuse;
+	c->link.pcb = pcb;
+	c->link.src = src;
 	c->state = C_READ;
 	c->t_wait = now_ms();
 	http_parser_reset(&c->parser);
-	c->next = srv.conns;
-	if (srv.conns)
-		srv.conns->prev = c;
-	srv.conns = c;
+	conntab_insert(&srv.tab, &c->link);
 	http_server_stats.conns_accepted++;
 	http_server_stats.conns_active++;
 
@@ -553,6 +622,13 @@ static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	tcp_poll(pcb, on_poll, POLL_TICKS);
 	tcp_nagle_disable(pcb);	/* a response's last segment goes out at once */
 	return ERR_OK;
+
+refuse:
+	/* Reset at once. Nothing is kept for the refused peer, so a flood
+	 * costs no memory (see README). */
+	http_server_stats.conns_refused++;
+	tcp_abort(pcb);
+	return ERR_ABRT;
 }
 
 /* ---- metrics ---- */
@@ -575,6 +651,11 @@ static void write_http(struct metrics_buf *b)
 	metrics_simple(b, "vireo_http_connections_refused_total", METRICS_COUNTER,
 		       "TCP connections reset on accept (connection limit or no memory).",
 		       s->conns_refused);
+	metrics_simple(b, "vireo_http_connections_refused_source_total", METRICS_COUNTER,
+		       "Of those refused, refused for the per-source limit.", s->conns_refused_source);
+	metrics_simple(b, "vireo_http_connections_evicted_total", METRICS_COUNTER,
+		       "Connections reset to give a newcomer below its fair share a slot.",
+		       s->conns_evicted);
 	metrics_simple(b, "vireo_http_connections_reset_total", METRICS_COUNTER,
 		       "Connections that ended in an error (peer reset, lwIP abort).", s->conns_reset);
 	metrics_simple(b, "vireo_http_connections_active", METRICS_GAUGE,
@@ -616,6 +697,10 @@ int http_server_start(u16 port, const struct http_server_cfg *cfg)
 	srv.cfg.header_timeout_ms = or_default(cfg->header_timeout_ms, HTTP_SERVER_HEADER_MS);
 	srv.cfg.send_timeout_ms = or_default(cfg->send_timeout_ms, HTTP_SERVER_SEND_MS);
 	srv.cfg.linger_ms = or_default(cfg->linger_ms, HTTP_SERVER_LINGER_MS);
+	srv.cfg.max_per_src = MIN(or_default(cfg->max_per_src, srv.cfg.max_conns), srv.cfg.max_conns);
+	srv.cfg.send_min_bytes = or_default(cfg->send_min_bytes, HTTP_SERVER_SEND_MIN_BYTES);
+	srv.tab.max_conns = srv.cfg.max_conns;
+	srv.tab.max_per_src = srv.cfg.max_per_src;
 
 	pcb = tcp_new_ip_type(IPADDR_TYPE_ANY);
 	if (!pcb)
@@ -643,7 +728,7 @@ void http_server_stop(void)
 		return;
 	tcp_close(srv.listen);	/* a listening pcb is freed at once */
 	srv.listen = NULL;
-	while (srv.conns)
-		conn_abort(srv.conns);
+	while (srv.tab.head)
+		conn_abort((struct conn *)srv.tab.head);
 	metrics_unregister(&http_source);
 }

@@ -11,6 +11,10 @@ struct http_server_cfg {
 	u32 header_timeout_ms;	/* accept or first byte -> complete head [10000] */
 	u32 send_timeout_ms;	/* response data outstanding, no ACK progress [30000] */
 	u32 linger_ms;		/* after our FIN, all data acked, wait for the peer's [2000] */
+	u32 max_per_src;	/* connections from one source (IPv4 address, IPv6 /64)
+				 * while the table has room [max_conns]; when it is full a
+				 * source below its fair share evicts from the heaviest */
+	u32 send_min_bytes;	/* bytes the peer must ack per send_timeout [4096] */
 };
 
 #define HTTP_SERVER_MAX_CONNS 64
@@ -18,6 +22,7 @@ struct http_server_cfg {
 #define HTTP_SERVER_HEADER_MS 10000
 #define HTTP_SERVER_SEND_MS 30000
 #define HTTP_SERVER_LINGER_MS 2000
+#define HTTP_SERVER_SEND_MIN_BYTES 4096
 
 /* /metrics is generated into at most this many bytes per request. */
 #define HTTP_METRICS_MAX (64 * 1024)
@@ -28,6 +33,8 @@ struct http_server_stats {
 	u64 responses[6];		/* [n] = nxx responses (index 0 unused) */
 	u64 conns_accepted;
 	u64 conns_refused;		/* over max_conns or out of memory: reset */
+	u64 conns_refused_source;	/* of those, over max_per_src */
+	u64 conns_evicted;		/* reset to make room for a source below its share */
 	u64 conns_active;		/* gauge */
 	u64 conns_reset;		/* closed by an error: peer RST, lwIP abort */
 	u64 timeouts_idle, timeouts_header, timeouts_send;

@@ -86,9 +86,11 @@ hrc=$?
 xrc=0
 for ((i = 1; i <= xreps; i++)); do
 	for role in peer vireo vireo-off; do
-		desc=$vireo_desc cmdline=""
-		[[ $role == peer ]] && desc=$peer_desc
-		[[ $role == vireo-off ]] && cmdline=coalesce=off
+		# echo is off by default; the UDP figures measure the data path, so
+		# the rate limit is lifted to 1,000,000 datagrams/s (README)
+		desc=$vireo_desc cmdline="echo=tcp,udp echo.udp_rate=1000000"
+		[[ $role == peer ]] && desc=$peer_desc cmdline=""
+		[[ $role == vireo-off ]] && cmdline="$cmdline coalesce=off"
 		run python3 "$root/tests/bench/extra.py" --desc "$desc" --role "$role" --cmdline "$cmdline" --rep "$i" \
 			--duration "$dur" --mem "$mem" --rundir "$dir/extra/$role-$i" --results "$dir/extra.jsonl" 2> >(tee -a "$dir/extra.log" >&2) ||
 			{ xrc=1; log "extra boot $role $i failed (see $dir/extra.log)"; }

@@ -127,7 +127,7 @@ class Boot:
                "-pidfile", os.path.join(self.rundir, "qemu.pid"),
                "-netdev", "tap,id=n0,ifname=tap0,script=no,downscript=no", "-device", nic, *g["GUEST_ARGS"]]
         if self.a.cmdline:
-            cmd += ["-fw_cfg", f"name=opt/vireo/cmdline,string={self.a.cmdline}"]
+            cmd += ["-fw_cfg", "name=opt/vireo/cmdline,string=" + self.a.cmdline.replace(",", ",,")]  # QEMU splits at commas
         self.rec["qemu_cmdline"] = " ".join(cmd)
         with open(os.path.join(self.rundir, "qemu-cmdline.txt"), "w") as f:
             f.write(" ".join(cmd) + "\n")

@@ -18,6 +18,7 @@
 #include "lwip/timeouts.h"
 #include "lwip/udp.h"
 #include "lwip/priv/tcp_priv.h"
+#include "net/app/conntab.h"
 #include "net/app/echo.h"
 #include "net/app/http.h"
 #include "net/app/metrics.h"
@@ -54,9 +55,45 @@ static struct netif nif;
 static struct frame *wire_head, **wire_tail = &wire_head;
 static ip_addr_t addr4, addr6;
 
+/* Blackhole: TCP segments without data, SYN or FIN (pure ACKs) from source
+ * ports [bh_lo, bh_hi) are lost on the wire: a peer that never ACKs. */
+static u16 bh_lo, bh_hi;
+
+static bool wire_lost(struct pbuf *p)
+{
+	u8 h[60 + 20];
+	size_t ip_len, n = pbuf_copy_partial(p, h, sizeof h, 0);
+	u16 sport, tot;
+	u8 flags;
+
+	if (bh_lo == bh_hi || n < 40)
+		return false;
+	if ((h[0] >> 4) == 4) {
+		if (h[9] != 6)
+			return false;
+		ip_len = (size_t)(h[0] & 15) * 4;
+		tot = (u16)(h[2] << 8 | h[3]);
+	} else {
+		if (h[6] != 6)
+			return false;
+		ip_len = 40;
+		tot = (u16)(40 + (h[4] << 8 | h[5]));
+	}
+	if (n < ip_len + 20)
+		return false;
+	sport = (u16)(h[ip_len] << 8 | h[ip_len + 1]);
+	flags = h[ip_len + 13];
+	return sport >= bh_lo && sport < bh_hi && !(flags & (TCP_SYN | TCP_FIN)) &&
+	       tot == ip_len + (size_t)(h[ip_len + 12] >> 4) * 4;
+}
+
 static err_t wire_put(struct pbuf *p)
 {
-	struct frame *f = malloc(sizeof *f + p->tot_len);
+	struct frame *f;
+
+	if (wire_lost(p))
+		return ERR_OK;
+	f = malloc(sizeof *f + p->tot_len);
 
 	assert_non_null(f);
 	f->next = NULL;
@@ -199,17 +236,24 @@ static err_t cl_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 	return ERR_OK;
 }
 
-static void cl_open(struct client *c, bool v6, u16 port)
+static void cl_open_from(struct client *c, bool v6, u16 port, u16 local_port)
 {
 	memset(c, 0, sizeof *c);
 	c->pcb = tcp_new_ip_type(v6 ? IPADDR_TYPE_V6 : IPADDR_TYPE_V4);
 	assert_non_null(c->pcb);
+	if (local_port)
+		assert_int_equal(tcp_bind(c->pcb, v6 ? IP6_ADDR_ANY : IP4_ADDR_ANY, local_port), ERR_OK);
 	tcp_arg(c->pcb, c);
 	tcp_recv(c->pcb, cl_recv);
 	tcp_sent(c->pcb, cl_sent);
 	tcp_err(c->pcb, cl_err);
 	assert_int_equal(tcp_connect(c->pcb, v6 ? &addr6 : &addr4, port, cl_connected), ERR_OK);
 	run_ms(20);
+}
+
+static void cl_open(struct client *c, bool v6, u16 port)
+{
+	cl_open_from(c, v6, port, 0);
 }
 
 /* Queue n bytes (kept by reference until sent) and let 50 ms pass. */
@@ -383,11 +427,13 @@ static void snapshot(void)
 		base_memp[i] = lwip_stats.memp[i]->used;
 }
 
+static const struct echo_cfg echo_cfg_all = { .port = ECHO_PORT, .services = ECHO_TCP | ECHO_UDP };
+
 static int setup(void **state)
 {
 	snapshot();
 	assert_int_equal(http_server_start(HTTP_PORT, NULL), 0);
-	assert_int_equal(echo_start(ECHO_PORT), 0);
+	assert_int_equal(echo_start(&echo_cfg_all), 0);
 	return 0;
 }
 
@@ -845,6 +891,7 @@ static void test_metrics(void **state)
 {
 	struct client c, u;
 	struct resp r;
+	char line[128];
 
 	cl_open(&c, V4, HTTP_PORT);
 	cl_open(&u, V6, HTTP_PORT);	/* a second, idle connection */
@@ -861,7 +908,10 @@ static void test_metrics(void **state)
 	assert_true(has_line(r.body, r.body_len, "vireo_http_requests_total 1"));
 	assert_true(has_line(r.body, r.body_len, "vireo_http_connections_accepted_total 2"));
 	assert_true(has_line(r.body, r.body_len, "vireo_http_responses_total{code=\"2xx\"} 0"));
-	assert_true(has_line(r.body, r.body_len, "vireo_lwip_memp_avail{pool=\"TCP_PCB\"} 576"));
+	snprintf(line, sizeof line, "vireo_lwip_memp_avail{pool=\"TCP_PCB\"} %u", (unsigned)MEMP_NUM_TCP_PCB);
+	assert_true(has_line(r.body, r.body_len, line));
+	assert_true(has_line(r.body, r.body_len, "vireo_lwip_orphans 0"));
+	assert_true(has_line(r.body, r.body_len, "vireo_echo_udp_refused_total{reason=\"low_port\"} 0"));
 	assert_true(has_line(r.body, r.body_len, "vireo_lwip_heap_bytes 4194304"));
 	assert_true(has_line(r.body, r.body_len, "vireo_mem_frames_total 12288"));
 	assert_true(has_line(r.body, r.body_len, "vireo_echo_tcp_connections_active 0"));
@@ -1087,7 +1137,7 @@ static void test_many_connections(void **state)
 static void test_start_twice(void **state)
 {
 	assert_int_equal(http_server_start(HTTP_PORT, NULL), -EBUSY);
-	assert_int_equal(echo_start(ECHO_PORT), -EBUSY);
+	assert_int_equal(echo_start(&echo_cfg_all), -EBUSY);
 }
 
 /* ---- echo ---- */
@@ -1180,6 +1230,407 @@ static void test_udp_echo(void **state)
 	assert_int_equal(echo_stats.udp_bytes, 18);
 }
 
+/* ---- per-source limits and fair share ---- */
+
+static const char *GET_HEALTHZ = "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n";
+
+/* While the table has room a source may hold max_per_src; others are served. */
+static void test_per_source_cap(void **state)
+{
+	struct http_server_cfg cfg = { .max_conns = 4, .max_per_src = 2 };
+	struct client c[4];
+	struct resp r;
+	int i;
+
+	restart(&cfg);
+	cl_open(&c[0], V4, HTTP_PORT);
+	cl_open(&c[1], V4, HTTP_PORT);
+	cl_open(&c[2], V4, HTTP_PORT);
+	run_ms(100);
+	assert_false(c[0].dead);
+	assert_false(c[1].dead);
+	assert_true(c[2].dead);
+	assert_int_equal(c[2].err, ERR_RST);
+	assert_int_equal(http_server_stats.conns_refused_source, 1);
+	assert_int_equal(http_server_stats.conns_refused, 1);
+	cl_open(&c[3], V6, HTTP_PORT);	/* another source */
+	cl_send_str(&c[3], GET_HEALTHZ);
+	assert_true(cl_response(&c[3], false, &r));
+	assert_int_equal(r.status, 200);
+	for (i = 0; i < 4; i++)
+		i == 2 ? cl_abort(&c[i]) : cl_close(&c[i]);
+}
+
+/* The table is full of one source: a newcomer from another source below its
+ * fair share takes the oldest idle slot of the heaviest source; at its share
+ * it is refused like everyone. */
+static void test_fair_share(void **state)
+{
+	struct http_server_cfg cfg = { .max_conns = 4 };
+	struct client a[5], b[3];
+	struct resp r;
+	int i;
+
+	restart(&cfg);
+	for (i = 0; i < 4; i++)
+		cl_open(&a[i], V4, HTTP_PORT);
+	cl_send_str(&a[1], "GET / HT");	/* a[1] is mid-request: not idle */
+	assert_int_equal(http_server_stats.conns_active, 4);
+
+	/* Sources 1 (v4, 4 slots) and the newcomer: share 2. */
+	cl_open(&b[0], V6, HTTP_PORT);
+	run_ms(100);
+	assert_false(b[0].dead);
+	assert_true(a[0].dead);		/* the oldest idle one */
+	assert_int_equal(a[0].err, ERR_RST);
+	cl_open(&b[1], V6, HTTP_PORT);
+	run_ms(100);
+	assert_false(b[1].dead);
+	assert_false(a[1].dead);	/* busy: skipped */
+	assert_true(a[2].dead);
+	assert_int_equal(http_server_stats.conns_evicted, 2);
+	/* Each source at its share now. */
+	cl_open(&b[2], V6, HTTP_PORT);
+	cl_open(&a[4], V4, HTTP_PORT);
+	run_ms(100);
+	assert_true(b[2].dead);
+	assert_true(a[4].dead);
+	assert_int_equal(http_server_stats.conns_evicted, 2);
+	assert_int_equal(http_server_stats.conns_refused, 2);
+	assert_int_equal(http_server_stats.conns_active, 4);
+	/* The survivors are served. */
+	cl_send_str(&a[1], "TP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&a[1], false, &r));
+	cl_send_str(&b[0], GET_HEALTHZ);
+	assert_true(cl_response(&b[0], false, &r));
+	assert_int_equal(r.status, 200);
+	for (i = 0; i < 5; i++)
+		(i == 1 || i == 3) ? cl_close(&a[i]) : cl_abort(&a[i]);
+	cl_close(&b[0]);
+	cl_close(&b[1]);
+	cl_abort(&b[2]);
+}
+
+/* Echo shares the accounting: its table, its cap. */
+static void test_echo_per_source(void **state)
+{
+	struct echo_cfg cfg = { .port = ECHO_PORT, .services = ECHO_TCP, .max_conns = 2 };
+	struct client c[3];
+	int i;
+
+	echo_stop();
+	assert_int_equal(echo_start(&cfg), 0);
+	cl_open(&c[0], V4, ECHO_PORT);
+	cl_open(&c[1], V4, ECHO_PORT);
+	cl_open(&c[2], V6, ECHO_PORT);	/* full: evicts the oldest v4 */
+	run_ms(100);
+	assert_true(c[0].dead);
+	assert_false(c[1].dead);
+	assert_false(c[2].dead);
+	assert_int_equal(echo_stats.tcp_evicted, 1);
+	cl_send_str(&c[2], "abc");
+	run_ms(100);
+	assert_int_equal(c[2].len, 3);
+	for (i = 0; i < 3; i++)
+		i ? cl_close(&c[i]) : cl_abort(&c[i]);
+}
+
+/* ---- send stall judged by bytes ---- */
+
+/* Open the client's window by n bytes and announce it at once, however
+ * small: lwIP as a receiver avoids silly windows (it announces nothing below
+ * an MSS), an attacker does not, so the announced window is set by hand. */
+static void cl_window(struct client *c, u32 n)
+{
+	struct tcp_pcb *pcb = c->pcb;
+
+	n = MIN(n, c->held);
+	if (!n || !pcb)
+		return;
+	tcp_recved(pcb, (u16_t)n);
+	c->held -= n;
+	pcb->rcv_ann_wnd = pcb->rcv_wnd;
+	pcb->rcv_ann_right_edge = pcb->rcv_nxt + pcb->rcv_wnd;
+	tcp_ack_now(pcb);
+	tcp_output(pcb);
+}
+
+/* A reader that opens its window one byte at a time and ACKs every byte:
+ * ACKs keep coming (the old "any ACK" rule never fires), but less than
+ * send_min_bytes per window gets it reset. */
+static void test_tiny_window_stall(void **state)
+{
+	struct http_server_cfg cfg = { .send_timeout_ms = 5000 };
+	struct client c;
+	size_t at_5s = 0;
+	int t;
+
+	restart(&cfg);
+	cl_open(&c, V4, HTTP_PORT);
+	c.hold = true;
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	for (t = 0; t < 200 && http_server_stats.conns_active; t++) {
+		cl_window(&c, 1);
+		run_ms(100);
+		if (t == 60)
+			at_5s = c.len;
+	}
+	assert_int_equal(http_server_stats.conns_active, 0);
+	assert_int_equal(http_server_stats.timeouts_send, 1);
+	assert_true(c.len > at_5s + 3);	/* progress, a byte at a time */
+	assert_true(t >= 50 && t <= 110);	/* within two windows */
+	cl_abort(&c);
+}
+
+/* A slow reader that acks more than send_min_bytes per window is not reset. */
+static void test_slow_reader_served(void **state)
+{
+	struct http_server_cfg cfg = { .send_timeout_ms = 5000 };
+	struct client c;
+	struct resp r;
+	int t;
+
+	restart(&cfg);
+	cl_open(&c, V6, HTTP_PORT);
+	c.hold = true;
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	for (t = 0; t < 60 && c.len < 65536; t++) {
+		cl_window(&c, TCP_MSS);
+		run_ms(1000);
+	}
+	assert_true(t > 3 * 5);		/* it took several windows */
+	assert_int_equal(http_server_stats.timeouts_send, 0);
+	cl_resume(&c);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.body_len, 65536);
+	cl_close(&c);
+}
+
+/* ---- orphans ---- */
+
+#define ORPHAN_PORT 40000
+
+/* n clients send a request and FIN, then never ACK again: the server answers,
+ * closes, and its PCBs wait in LAST_ACK for ACKs that never come. */
+static void orphan_flood(struct client *c, int n)
+{
+	static const char req[] = "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n";
+	int i;
+
+	bh_lo = ORPHAN_PORT;
+	bh_hi = (u16)(ORPHAN_PORT + n);
+	for (i = 0; i < n; i++) {
+		cl_open_from(&c[i], i & 1, HTTP_PORT, (u16)(ORPHAN_PORT + i));
+		assert_true(c[i].connected);
+		c[i].tx = (const u8 *)req;
+		c[i].tx_len = sizeof req - 1;
+		cl_push(&c[i]);
+		assert_int_equal(tcp_shutdown(c[i].pcb, 0, 1), ERR_OK);
+		run_ms(20);
+	}
+	run_ms(500);
+}
+
+static void orphans_end(struct client *c, int n)
+{
+	int i;
+
+	bh_lo = bh_hi = 0;
+	for (i = 0; i < n; i++)
+		cl_abort(&c[i]);
+}
+
+/* More orphans than the cap: the oldest are aborted, the count stays at the
+ * cap, and the heap they hold stays within the budget per orphan. */
+static void test_orphans_cap(void **state)
+{
+	enum { N = VIREO_LWIP_ORPHANS_MAX + 40 };
+	static struct client c[N];
+	u64 capped0 = vireo_lwip_stats.orphans_capped;
+	mem_size_t used0 = lwip_stats.mem.used;
+	u32 count, bytes;
+
+	orphan_flood(c, N);
+	vireo_lwip_orphans_count(&count, &bytes);
+	assert_int_equal(count, VIREO_LWIP_ORPHANS_MAX);
+	assert_true(bytes <= VIREO_LWIP_ORPHANS_BYTES);
+	assert_int_equal(vireo_lwip_stats.orphans_capped - capped0, N - VIREO_LWIP_ORPHANS_MAX);
+	assert_int_equal(http_server_stats.conns_active, 0);
+	assert_int_equal(http_server_stats.responses[2], N);
+	if (getenv("VIREO_TEST_LOG"))
+		fprintf(stderr, "orphans: %u holding ~%u bytes (estimate), heap +%u\n", count, bytes,
+			(unsigned)(lwip_stats.mem.used - used0));
+	/* The heap holds the capped orphans (bytes is their estimate from
+	 * above) and one PCB per client (272 with its block header); 40
+	 * uncapped orphans more would be ~28 KiB beyond that. */
+	assert_true(lwip_stats.mem.used - used0 <= (mem_size_t)(bytes + N * 272));
+	orphans_end(c, N);
+}
+
+/* Orphans whose peer stays silent go after VIREO_LWIP_ORPHAN_TIMEOUT_MS. */
+static void test_orphans_timeout(void **state)
+{
+	enum { N = 8 };
+	static struct client c[N];
+	u64 timedout0 = vireo_lwip_stats.orphans_timedout;
+	u32 count, bytes;
+
+	orphan_flood(c, N);
+	vireo_lwip_orphans_count(&count, &bytes);
+	assert_int_equal(count, N);
+	run_step(VIREO_LWIP_ORPHAN_TIMEOUT_MS - 5000, 250);
+	vireo_lwip_orphans_count(&count, &bytes);
+	assert_int_equal(count, N);
+	run_step(6000, 250);
+	vireo_lwip_orphans_count(&count, &bytes);
+	assert_int_equal(count, 0);
+	assert_int_equal(vireo_lwip_stats.orphans_timedout - timedout0, N);
+	orphans_end(c, N);
+}
+
+/* ---- UDP echo rules ---- */
+
+struct udp_peer {
+	struct udp_pcb *pcb;
+	int answers;
+};
+
+static void udp_count(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr, u16_t port)
+{
+	((struct udp_peer *)arg)->answers++;
+	pbuf_free(p);
+}
+
+/* n datagrams from port `from` to `to`:ECHO_PORT; the number of answers. */
+static int udp_burst(bool v6, u16 from, const ip_addr_t *to, int n)
+{
+	struct udp_peer u = { .answers = 0 };
+	int i;
+
+	u.pcb = udp_new_ip_type(v6 ? IPADDR_TYPE_V6 : IPADDR_TYPE_V4);
+	assert_non_null(u.pcb);
+	assert_int_equal(udp_bind(u.pcb, v6 ? IP6_ADDR_ANY : IP4_ADDR_ANY, from), ERR_OK);
+	udp_recv(u.pcb, udp_count, &u);
+	for (i = 0; i < n; i++) {
+		struct pbuf *p = pbuf_alloc(PBUF_TRANSPORT, 4, PBUF_RAM);
+
+		assert_non_null(p);
+		pbuf_take(p, "ping", 4);
+		udp_sendto(u.pcb, p, to ? to : v6 ? &addr6 : &addr4, ECHO_PORT);
+		pbuf_free(p);
+		wire_drain();
+	}
+	run_ms(20);
+	udp_remove(u.pcb);
+	return u.answers;
+}
+
+static void test_udp_echo_refusals(void **state)
+{
+	ip_addr_t bcast, mcast;
+
+	IP_ADDR4(&bcast, 192, 168, 7, 255);
+	assert_true(ipaddr_aton("ff02::1", &mcast));
+	assert_int_equal(udp_burst(V4, 19, NULL, 1), 0);	/* chargen */
+	assert_int_equal(udp_burst(V6, 13, NULL, 1), 0);	/* daytime */
+	assert_int_equal(echo_stats.udp_refused[ECHO_UDP_LOW_PORT], 2);
+	assert_int_equal(udp_burst(V4, 5000, &bcast, 1), 0);
+	assert_int_equal(echo_stats.udp_refused[ECHO_UDP_BROADCAST], 1);
+	assert_int_equal(udp_burst(V6, 5000, &mcast, 1), 0);
+	assert_int_equal(echo_stats.udp_refused[ECHO_UDP_MULTICAST], 1);
+	assert_int_equal(udp_burst(V4, 5000, NULL, 1), 1);	/* and a fine one */
+	assert_int_equal(echo_stats.udp_datagrams, 1);
+	assert_int_equal(echo_stats.udp_dropped, 4);
+}
+
+/* Echo on a high port: its own port is refused as a source too. */
+static void test_udp_echo_own_port(void **state)
+{
+	struct echo_cfg cfg = { .port = 7007, .services = ECHO_UDP };
+	struct udp_pcb *pcb;
+	struct pbuf *p;
+
+	echo_stop();
+	assert_int_equal(echo_start(&cfg), 0);
+	/* A second PCB on the same port would be refused by udp_bind(): send
+	 * from the echo's own port through a connected raw-API PCB instead. */
+	pcb = udp_new_ip_type(IPADDR_TYPE_V4);
+	assert_non_null(pcb);
+	pcb->local_port = 7007;		/* as another host's echo would */
+	p = pbuf_alloc(PBUF_TRANSPORT, 4, PBUF_RAM);
+	assert_non_null(p);
+	pbuf_take(p, "loop", 4);
+	assert_int_equal(udp_sendto(pcb, p, &addr4, 7007), ERR_OK);
+	pbuf_free(p);
+	run_ms(20);
+	assert_int_equal(echo_stats.udp_refused[ECHO_UDP_OWN_PORT], 1);
+	assert_int_equal(echo_stats.udp_datagrams, 0);
+	udp_remove(pcb);
+}
+
+static void test_udp_echo_rate(void **state)
+{
+	struct echo_cfg cfg = { .port = ECHO_PORT, .services = ECHO_UDP };
+
+	/* One source: its burst, then its rate. */
+	assert_int_equal(udp_burst(V4, 5000, NULL, 40), ECHO_UDP_SRC_BURST);
+	assert_int_equal(echo_stats.udp_refused[ECHO_UDP_RATE_SOURCE], 40 - ECHO_UDP_SRC_BURST);
+	run_ms(500);
+	assert_int_equal(udp_burst(V4, 5001, NULL, 40), ECHO_UDP_SRC_RATE / 2);
+	/* Another source has its own bucket. */
+	assert_int_equal(udp_burst(V6, 5000, NULL, 4), 4);
+
+	/* All sources together: the global bucket. */
+	cfg.udp_rate = 1;
+	cfg.udp_burst = 6;
+	cfg.udp_src_burst = 100;
+	echo_stop();
+	assert_int_equal(echo_start(&cfg), 0);
+	assert_int_equal(udp_burst(V4, 5000, NULL, 5) + udp_burst(V6, 5000, NULL, 5), 6);
+	assert_int_equal(echo_stats.udp_refused[ECHO_UDP_RATE_GLOBAL], 4);
+}
+
+/* echo_start() with no service, or an unknown one, is refused. */
+static void test_echo_services(void **state)
+{
+	struct echo_cfg none = { .port = ECHO_PORT }, bad = { .port = ECHO_PORT, .services = 4 };
+
+	echo_stop();
+	assert_int_equal(echo_start(&none), -EINVAL);
+	assert_int_equal(echo_start(&bad), -EINVAL);
+	assert_int_equal(echo_start(&echo_cfg_all), 0);
+}
+
+/* Source keys: an IPv4 address, an IPv6 /64. */
+static void test_source_keys(void **state)
+{
+	static const char *const same64[] = { "fd00::1", "fd00::ffff:1", "fd00::1:2:3:4" };
+	struct conntab_src a, b;
+	ip_addr_t x;
+	size_t i;
+
+	assert_true(ipaddr_aton("fd00::2", &x));
+	conntab_src_of(&x, &a);
+	for (i = 0; i < ARRAY_SIZE(same64); i++) {
+		assert_true(ipaddr_aton(same64[i], &x));
+		conntab_src_of(&x, &b);
+		assert_true(conntab_src_equal(&a, &b));
+		assert_int_equal(conntab_src_hash(&a, 7), conntab_src_hash(&b, 7));
+	}
+	assert_true(ipaddr_aton("fd00:0:0:1::2", &x));	/* the next /64 */
+	conntab_src_of(&x, &b);
+	assert_false(conntab_src_equal(&a, &b));
+	assert_true(ipaddr_aton("192.168.7.2", &x));
+	conntab_src_of(&x, &a);
+	assert_true(ipaddr_aton("192.168.7.3", &x));
+	conntab_src_of(&x, &b);
+	assert_false(conntab_src_equal(&a, &b));
+	assert_true(ipaddr_aton("::ffff:192.168.7.2", &x));	/* an IPv6 address, not the IPv4 one */
+	conntab_src_of(&x, &b);
+	assert_false(conntab_src_equal(&a, &b));
+	assert_int_not_equal(conntab_src_hash(&a, 1), conntab_src_hash(&a, 2));	/* keyed */
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1213,6 +1664,18 @@ int main(void)
 		T(test_tcp_echo),
 		T(test_tcp_echo_bounded),
 		T(test_udp_echo),
+		T(test_per_source_cap),
+		T(test_fair_share),
+		T(test_echo_per_source),
+		T(test_tiny_window_stall),
+		T(test_slow_reader_served),
+		T(test_orphans_cap),
+		T(test_orphans_timeout),
+		T(test_udp_echo_refusals),
+		T(test_udp_echo_own_port),
+		T(test_udp_echo_rate),
+		T(test_echo_services),
+		T(test_source_keys),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);

@@ -79,29 +79,39 @@ class Guest:
         finally:
             os.close(own)
 
-    def connect(self, port=80, timeout=30, host=None):
+    def connect(self, port=80, timeout=30, host=None, src=None):
+        """A connected TCP socket; src: a source address of the namespace's
+        (add_source()) to bind to, else the tap's own. src may be an
+        (address, port) pair."""
         s = self.socket()
         s.settimeout(timeout)
         try:
+            if src:
+                s.bind(src if isinstance(src, tuple) else (src, 0))
             s.connect((host or self.ip, port))
         except BaseException:
             s.close()
             raise
         return s
 
-    def request(self, raw, timeout=30):
+    def add_source(self, ip):
+        """Another IPv4 address on the namespace's tap (same /24): a second
+        source for per-source limits."""
+        self.ns.run("ip", "addr", "add", f"{ip}/24", "dev", self.ns.tap, check=True)
+
+    def request(self, raw, timeout=30, src=None):
         """Sends raw bytes, reads until the server closes; returns bytes."""
-        with self.connect(timeout=timeout) as s:
+        with self.connect(timeout=timeout, src=src) as s:
             s.sendall(raw)
             return read_all(s)
 
-    def get(self, path, headers="", timeout=30):
+    def get(self, path, headers="", timeout=30, src=None):
         resp = self.request(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{headers}\r\n".encode(),
-                            timeout=timeout)
+                            timeout=timeout, src=src)
         return parse_response(resp)
 
-    def metrics(self):
-        status, _, body = self.get("/metrics")
+    def metrics(self, src=None):
+        status, _, body = self.get("/metrics", src=src)
         assert status == 200, status
         return parse_prometheus(body.decode())
 
@@ -230,7 +240,8 @@ def idle_levels(m):
     out["tcp_active"] = m['vireo_tcp_pcbs{list="active"}']
     out["rx_held"] = m["vireo_vnet_rx_buffers_held"]
     out["http_active"] = m["vireo_http_connections_active"]
-    out["echo_active"] = m["vireo_echo_tcp_connections_active"]
+    out["echo_active"] = m.get("vireo_echo_tcp_connections_active", 0)  # echo may be off
+    out["orphans"] = m["vireo_lwip_orphans"]
     return out
 
 
@@ -324,3 +335,71 @@ def run_in_ns(guest, script, *args, timeout=900):
     r = guest.ns.run(PYTHON, os.path.join(HERE, script), *args, timeout=timeout)
     assert r.returncode == 0, r.stdout.decode()[-3000:] + r.stderr.decode()[-3000:]
     return r.stdout.decode()
+
+
+class Legit:
+    """A legitimate client measuring its success rate: sequential GETs of /
+    (a new connection each, Connection: close) from `src`, until stop() or
+    `limit` requests; a request fails on any error or a wrong body.
+
+    From a src address the local port goes up by one per connection from
+    `port_base`, as Linux's connect() would choose it: bind((src, 0)) picks a
+    random port, and one that is still in TIME_WAIT on the server (which
+    closes first) is answered with an ACK instead of a SYN-ACK by lwIP
+    2.2.1, so about 1 connection in 100 would hang until the TIME_WAIT ends
+    (2 min); seen with no attack at all."""
+
+    def __init__(self, guest, src=None, limit=2000, pause=0.05, timeout=20, port_base=33000):
+        self.guest, self.src, self.limit, self.pause, self.timeout = guest, src, limit, pause, timeout
+        self.port = port_base
+        self.ok = 0
+        self.errors = []
+        self.times = []  # seconds per request, successful or not
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.stopping.set()
+        self.thread.join(self.timeout * 2 + 30)
+        assert not self.thread.is_alive(), "legitimate client did not stop"
+        return self
+
+    @property
+    def total(self):
+        return self.ok + len(self.errors)
+
+    def rate(self):
+        return self.ok / self.total if self.total else 0.0
+
+    def summary(self):
+        t = sorted(self.times)
+        slow = f", slowest {t[-1]:.2f} s, median {t[len(t) // 2]:.2f} s" if t else ""
+        return f"{self.ok}/{self.total} ({self.rate():.3f}){slow}"
+
+    def _run(self):
+        while not self.stopping.is_set() and self.total < self.limit:
+            t0 = time.monotonic()
+            try:
+                src = None
+                if self.src:
+                    src = (self.src, self.port)
+                    self.port += 1
+                status, _, body = self.guest.get("/", timeout=self.timeout, src=src)
+                if status != 200 or body != INDEX:
+                    raise AssertionError(f"bad response {status} {len(body)} bytes")
+                self.ok += 1
+            except Exception as e:  # noqa: BLE001
+                self.errors.append(f"{time.strftime('%H:%M:%S')} {e!r}")
+            self.times.append(time.monotonic() - t0)
+            time.sleep(self.pause)
+
+
+def legit_after(guest, n=50, src=None, port_base=43000):
+    """n legitimate requests once an attack is over: all must succeed."""
+    c = Legit(guest, src=src, limit=n, pause=0, port_base=port_base)
+    c._run()
+    return c

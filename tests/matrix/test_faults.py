@@ -49,7 +49,7 @@ def stop_sniff(p):
 
 
 def test_link_down_and_up_during_load():
-    with Guest() as g:
+    with Guest(cmdline="echo=udp") as g:
         g.serves()
         base = g.baseline()
         load = Load(g, conns=8, per_conn=None, tolerate_errors=True).start()
@@ -86,7 +86,7 @@ def test_link_down_and_up_during_load():
 
 @pytest.mark.parametrize("opts", ["", "disable-legacy=on,packed=on"], ids=["split", "packed"])
 def test_device_needs_reset_during_load(opts):
-    with Guest(device_opts=opts) as g:
+    with Guest(device_opts=opts, cmdline="echo=udp debug") as g:
         g.serves()
         base = g.baseline()
         load = Load(g, conns=8, per_conn=None, tolerate_errors=True).start()

@@ -3,8 +3,12 @@ requests (beyond tests/qemu/test_appliance.py's), slowloris and silent
 connections (freed by the 10 s header timeout), more connections than the
 limit (64: the rest are reset, the 64 keep being served), clients that reset
 mid-response or before reading, half-closed clients, a pipelined burst, and
-too many echo connections. Other clients are served meanwhile, and after
-each test every pool, heap and buffer is back to its idle level."""
+too many echo connections; one source holding every slot (another source is
+still served), an orphan flood (clients that never ACK our FIN) and UDP echo
+reflection attempts, each with a legitimate client's success rate measured
+during and after. Other clients are served meanwhile, and after each test
+every pool, heap and buffer is back to its idle level. The guest runs with
+echo=tcp,udp and without debug."""
 import random
 import select
 import socket
@@ -14,7 +18,7 @@ import time
 
 import pytest
 
-from mxlib import BIG, INDEX, Guest, Load, delta, read_all, read_responses
+from mxlib import BIG, INDEX, Guest, Legit, Load, delta, legit_after, read_all, read_responses
 
 pytestmark = pytest.mark.hostile
 HEADER_TIMEOUT = 10  # net/app/server.c HTTP_SERVER_HEADER_MS
@@ -23,7 +27,7 @@ MAX_CONNS = 64
 
 @pytest.fixture(scope="module")
 def guest():
-    g = Guest()
+    g = Guest(cmdline="echo=tcp,udp")
     g.serves()
     g.base = g.baseline()
     yield g
@@ -285,3 +289,238 @@ def test_echo_over_its_limit(guest):
     assert (served, reset) == (16, 4)
     after = guest.wait_idle(guest.base)
     assert delta(after, before, "vireo_echo_tcp_connections_refused_total") == 4
+
+
+def test_fault_hook_needs_debug(guest):
+    mark = len(guest.vm.text)
+    guest.vm.send("fault net-needs-reset\n")
+    guest.vm.wait_for(r"^fault: needs debug on the command line$", timeout=30, start=mark)
+    assert "the next receive buffer gets a malformed descriptor" not in guest.vm.text[mark:]
+
+
+# ---- one source holding every slot ----
+
+SECOND_SOURCE = "10.77.0.3"  # added to the namespace's tap; the attacker is the tap's own address
+_second_ports = iter(range(45000, 46000))
+
+
+def second():
+    """The second source with a fresh port each time (see mxlib.Legit)."""
+    return (SECOND_SOURCE, next(_second_ports))
+
+
+def hog(guest, socks, stop, deadline):
+    """Keeps as many connections open from the tap's address as the server
+    takes (it sends nothing; the header timeout ends each after 10 s, and
+    the hog opens another)."""
+    while not stop.is_set() and time.monotonic() < deadline:
+        live = []
+        for s in socks:
+            r, _, _ = select.select([s], [], [], 0)
+            if r:
+                try:
+                    if s.recv(1) == b"":
+                        s.close()
+                        continue
+                except OSError:
+                    s.close()
+                    continue
+            live.append(s)
+        socks[:] = live
+        while len(socks) < MAX_CONNS + 8 and not stop.is_set():
+            try:
+                s = guest.connect(timeout=5)
+            except OSError:
+                break
+            socks.append(s)
+        time.sleep(0.2)
+
+
+def test_slot_exhaustion_from_one_source(guest):
+    guest.add_source(SECOND_SOURCE)
+    before = guest.metrics()  # reads from now on come from the second source: the hog's is full
+    socks, stop = [], threading.Event()
+    t = threading.Thread(target=hog, args=(guest, socks, stop, time.monotonic() + 300), daemon=True)
+    t.start()
+    try:
+        deadline = time.monotonic() + 60
+        while guest.metrics(src=second())["vireo_http_connections_active"] < MAX_CONNS:
+            assert time.monotonic() < deadline, "the hog never filled the table"
+            time.sleep(0.5)
+        legit = Legit(guest, src=SECOND_SOURCE, limit=200, pause=0.1).start()
+        time.sleep(20)
+        legit.stop()
+        during = guest.metrics(src=second())
+    finally:
+        stop.set()
+        t.join(60)
+        for s in socks:
+            s.close()
+    after_legit = legit_after(guest, 50, src=SECOND_SOURCE)
+    evicted = delta(during, before, "vireo_http_connections_evicted_total")
+    print(f"slot exhaustion: legitimate {legit.summary()} during, "
+          f"{after_legit.summary()} after; {evicted:.0f} hog connections evicted, "
+          f"{delta(during, before, 'vireo_http_connections_refused_total'):.0f} refused")
+    assert legit.total >= 50 and legit.rate() >= 0.99, legit.errors[:5]
+    assert after_legit.rate() == 1.0, after_legit.errors[:5]
+    assert evicted >= 1  # legitimate connections took hog slots (some found one free)
+    guest.wait_idle(guest.base)
+
+
+# ---- orphan flood: clients that never ACK the server's FIN ----
+
+FLOOD_PORT = 20480  # 20480-20991: below Linux's ephemeral range, so legitimate clients are never matched
+FLOOD_N = 400
+FLOOD_RATE = 8  # connections per second: 400 in 50 s, 6 times the orphan cap per orphan timeout
+
+
+def tc(guest, *args, check=True):
+    return guest.ns.run("tc", *args, check=check)
+
+
+def drop_pure_acks(guest):
+    """Loses, on the way to the guest, every IPv4 TCP segment from source
+    ports 20480-20991 that carries no data, SYN or FIN: with timestamps and
+    SACK off in the namespace that is exactly a 40-byte pure ACK."""
+    for k in ("net.ipv4.tcp_timestamps=0", "net.ipv4.tcp_sack=0"):
+        guest.ns.run("sysctl", "-qw", k, check=True)
+    # no gact action in this kernel: the filter sends them to an htb class
+    # whose queue holds nothing (pfifo limit 0); the rest pass unshaped
+    tap = guest.ns.tap
+    tc(guest, "qdisc", "add", "dev", tap, "root", "handle", "1:", "htb", "default", "10")
+    tc(guest, "class", "add", "dev", tap, "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit")
+    tc(guest, "class", "add", "dev", tap, "parent", "1:", "classid", "1:20", "htb", "rate", "10gbit")
+    tc(guest, "qdisc", "add", "dev", tap, "parent", "1:20", "handle", "20:", "pfifo", "limit", "0")
+    tc(guest, "filter", "add", "dev", tap, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+       "match", "ip", "protocol", "6", "0xff", "match", "ip", "sport", str(FLOOD_PORT), "0xfe00",
+       "match", "u16", "40", "0xffff", "at", "2", "match", "u8", "0", "0x03", "at", "33",
+       "flowid", "1:20")
+
+
+def undo_drop(guest):
+    tc(guest, "qdisc", "del", "dev", guest.ns.tap, "root", check=False)
+    for k in ("net.ipv4.tcp_timestamps=1", "net.ipv4.tcp_sack=1"):
+        guest.ns.run("sysctl", "-qw", k)
+
+
+def orphan_client(guest, port, stats):
+    req = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    try:
+        s = guest.socket()
+        s.settimeout(10)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((guest.ns.host_ip, port))
+        s.connect((guest.ip, 80))
+        s.sendall(req)
+        s.shutdown(socket.SHUT_WR)
+        read_all(s)
+        s.close()
+        stats["done"] += 1
+    except OSError:
+        stats["errors"] += 1
+
+
+def test_orphan_flood(guest):
+    base_used = guest.metrics()["vireo_lwip_mem_used_bytes"]
+    before = guest.metrics()
+    drop_pure_acks(guest)
+    stats = {"done": 0, "errors": 0, "sample_errors": []}
+    peak = {"orphans": 0, "orphan_bytes": 0, "active": 0, "heap": 0}
+    try:
+        legit = Legit(guest, limit=5000, pause=0.05).start()
+        t0 = time.monotonic()
+        for i in range(FLOOD_N):
+            # paced so each of the 512 ports comes round only after the
+            # client's own TIME_WAIT (60 s) is over
+            while time.monotonic() - t0 < i / FLOOD_RATE:
+                time.sleep(0.01)
+            orphan_client(guest, FLOOD_PORT + i % 512, stats)
+            if i % 25 == 0:
+                try:
+                    m = guest.metrics()
+                except OSError as e:  # the legitimate client below counts failures; note it
+                    stats["sample_errors"].append(f"{time.strftime('%H:%M:%S')} {e!r}")
+                    continue
+                peak["orphans"] = max(peak["orphans"], m["vireo_lwip_orphans"])
+                peak["orphan_bytes"] = max(peak["orphan_bytes"], m["vireo_lwip_orphans_bytes"])
+                peak["active"] = max(peak["active"], m['vireo_tcp_pcbs{list="active"}'])
+                peak["heap"] = max(peak["heap"], m["vireo_lwip_mem_used_bytes"])
+        took = time.monotonic() - t0
+        legit.stop()
+        during = guest.metrics()
+    finally:
+        undo_drop(guest)
+    after_legit = legit_after(guest, 50)
+    capped = delta(during, before, 'vireo_lwip_orphans_aborted_total{reason="cap"}')
+    print(f"orphan flood: {stats['done']} flood connections in {took:.0f} s ({stats['errors']} errors); peak "
+          f"orphans {peak['orphans']:.0f} ({peak['orphan_bytes']:.0f} B), active PCBs {peak['active']:.0f}, lwIP "
+          f"heap {base_used:.0f} -> {peak['heap']:.0f} B; {capped:.0f} aborted over the cap; legitimate "
+          f"{legit.summary()} during, {after_legit.summary()} after; /metrics samples failed: "
+          f"{stats['sample_errors']}; legitimate errors {legit.errors[:5]}")
+    assert stats["done"] >= FLOOD_N * 0.9, stats
+    assert len(stats["sample_errors"]) <= 1, stats["sample_errors"]
+    assert capped > 0  # the flood went past the cap
+    assert during["vireo_lwip_orphans_peak"] <= 64  # net/lwipopts.h VIREO_LWIP_ORPHANS_MAX
+    assert peak["orphan_bytes"] <= 512 * 1024  # VIREO_LWIP_ORPHANS_BYTES
+    assert peak["active"] <= 64 + 64 + 36 + 8  # live, orphans, half-open, slack for this test's own
+    # orphans' cap, TIME_WAIT's (272 B each, at most 512) and the live connections' traffic
+    assert peak["heap"] - base_used <= 512 * 1024 + 512 * 272 + 256 * 1024
+    assert legit.total >= 100 and legit.rate() >= 0.99, legit.errors[:5]
+    assert after_legit.rate() == 1.0, after_legit.errors[:5]
+    m = guest.wait_idle(guest.base, timeout=180)  # orphans left go within the 60 s orphan timeout
+    assert m["vireo_lwip_orphans"] == 0
+
+
+# ---- UDP echo reflection ----
+
+def udp_from(guest, sport, dst, payloads, broadcast=False, wait=1.0):
+    """Sends datagrams from sport to dst:7 and counts what comes back."""
+    with guest.socket(type=socket.SOCK_DGRAM) as u:
+        u.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if broadcast:
+            u.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+        u.bind((guest.ns.host_ip if not broadcast else "", sport))
+        for p in payloads:
+            u.sendto(p, (dst, 7))
+        u.settimeout(wait)
+        got = 0
+        try:
+            while True:
+                u.recvfrom(65536)
+                got += 1
+        except socket.timeout:
+            pass
+    return got
+
+
+def test_udp_reflection(guest):
+    before = guest.metrics()
+    legit = Legit(guest, limit=2000, pause=0.05).start()
+    try:
+        low = udp_from(guest, 19, guest.ip, [b"chargen"] * 20)  # a spoofed chargen source
+        own = udp_from(guest, 7, guest.ip, [b"echo"] * 20)
+        bcast = udp_from(guest, 40007, "10.77.0.255", [b"to all"] * 20, broadcast=True)
+        # one source, 300 datagrams back to back: its burst (16) and then 16/s
+        t0 = time.monotonic()
+        flood = udp_from(guest, 40008, guest.ip, [b"x" * 64] * 300, wait=2.0)
+        took = time.monotonic() - t0
+        # more reflection attempts while the legitimate client gathers 100 samples
+        deadline = time.monotonic() + 120
+        while legit.total < 100 and time.monotonic() < deadline:
+            udp_from(guest, 19, guest.ip, [b"chargen"] * 10, wait=0.2)
+    finally:
+        legit.stop()
+    after = guest.metrics()
+    refused = {r: delta(after, before, f'vireo_echo_udp_refused_total{{reason="{r}"}}')
+               for r in ("low_port", "own_port", "broadcast", "rate_source", "rate_global")}
+    print(f"udp reflection: answers low port {low}, own port {own}, broadcast {bcast}, flood {flood}/300 "
+          f"in {took:.1f} s; refused {refused}; legitimate {legit.summary()}")
+    assert (low, own, bcast) == (0, 0, 0)
+    assert refused["low_port"] >= 40 and refused["own_port"] == 0  # port 7 is a low port too
+    assert refused["broadcast"] >= 1  # the tap may not deliver all 20 broadcasts
+    assert 16 <= flood <= 16 + 16 * took + 2
+    assert refused["rate_source"] >= 300 - flood - 2
+    assert legit.total >= 100 and legit.rate() >= 0.99, legit.errors[:5]
+    assert legit_after(guest, 20).rate() == 1.0
+    guest.udp_echo(b"still answered")
+    guest.wait_idle(guest.base)

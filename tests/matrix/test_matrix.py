@@ -66,7 +66,8 @@ def net_lines(text):
 
 @pytest.mark.parametrize("opts,machine,mem,extra,tap_mtu,must,must_not", CONFIGS)
 def test_appliance(opts, machine, mem, extra, tap_mtu, must, must_not):
-    with Guest(device_opts=opts, machine=machine, mem=mem, extra=extra, tap_mtu=tap_mtu) as g:
+    with Guest(device_opts=opts, machine=machine, mem=mem, extra=extra, tap_mtu=tap_mtu,
+               cmdline="echo=tcp,udp") as g:
         transport, feats, probe, lwip = net_lines(g.vm.text)
         assert transport == ("legacy" if "disable-modern=on" in opts else "modern")
         assert must <= feats and not (must_not & feats), (opts, sorted(feats))

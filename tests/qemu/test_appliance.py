@@ -248,7 +248,7 @@ def test_thousand_requests_16_connections_no_leak(app):
 # ---- over a tap device in a namespace of the test's own ----
 
 def test_ping_static_address_and_echo(boot, netns):
-    vm = boot(cmdline=f"ip={netns.guest_ip}/24 gw={netns.host_ip}", wrap=netns.wrap,
+    vm = boot(cmdline=f"ip={netns.guest_ip}/24 gw={netns.host_ip} echo=tcp,udp", wrap=netns.wrap,
               extra=netns.qemu_args())
     m = vm.wait_for(READY, timeout=90)
     assert m.group(1) == netns.guest_ip
