@@ -687,6 +687,11 @@ static void set_link(struct vnet *vn, bool up)
 {
 	if (up == vn->link_up)
 		return;
+	/* A broken device stays down: bringing it up would have
+	 * link_resume()'s live() report it down again, nested, before the
+	 * upper layer was told it was up. */
+	if (up && !live(vn))
+		return;
 	vn->link_up = up;
 	if (up)
 		link_resume(vn);

@@ -180,6 +180,11 @@ def vnet_rx():
         bytes([12, 0x00]) + good() + irq,
         "reset_stuck": bytes([0x0b, 0x08]) + good() * 2 + irq + release + bytes([12, 0x80, 0x07]) +
         good() + irq + send + release,
+        # found by fuzz-smoke: link up on a device already broken reported
+        # link down to the upper layer, nested, before telling it link up
+        "regress_link_up_broken": bytes.fromhex(
+            "08000b001a8b007b151affffffa3ffffffffffffffffffffffffffff0908"
+            "00002e00608c0000000000000000000000000000000000000000000000ffffffffffffffffff"),
     }
 
 

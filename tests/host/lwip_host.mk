@@ -43,7 +43,7 @@ $(BUILD)/host/test_server: | $(LWIP_STAMP)
 # HTTP server, with hand-made packets from spoofed and real clients.
 HOST_TESTS += test_syncookie
 test_syncookie_SRCS := tests/host/test_syncookie.c tests/host/shim/kernel_host.c \
-	net/app/server.c net/app/metrics.c net/app/http.c net/app/site.c \
+	net/app/server.c net/app/metrics.c net/app/conntab.c net/app/http.c net/app/site.c \
 	$(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
 $(BUILD)/host/test_syncookie: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
 $(BUILD)/host/test_syncookie: | $(LWIP_STAMP)
