@@ -10,6 +10,7 @@ struct kconfig kconfig = {
 	.virtio_features = ~0ULL,
 	.coalesce = { .mode = COAL_ADAPTIVE },
 	.http_port = 80,
+	.shutdown_grace = 10,
 };
 
 static int parse_coalesce(const char *val, void *dst, char *why, size_t why_len)
@@ -83,6 +84,8 @@ static const struct cmdline_opt opts[] = {
 	  .help = "IPv4 default gateway with ip=" },
 	{ .key = "http", .type = CMDLINE_UINT, .dst = &kconfig.http_port, .min = 1, .max = 65535,
 	  .help = "the HTTP server's TCP port (default 80)" },
+	{ .key = "shutdown.grace", .type = CMDLINE_UINT, .dst = &kconfig.shutdown_grace, .min = 0, .max = 3600,
+	  .help = "seconds a power-button press lets in-flight responses finish (default 10)" },
 	{ .key = "verbose", .type = CMDLINE_BOOL, .dst = &kconfig.verbose,
 	  .help = "print the firmware memory map at boot" },
 };

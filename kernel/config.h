@@ -36,6 +36,7 @@ struct kconfig {
 		int prefix;
 	} ip4;
 	u64 http_port;		/* http=: the appliance's port (80) */
+	u64 shutdown_grace;	/* shutdown.grace=: drain seconds on power off (10) */
 };
 extern struct kconfig kconfig;
 

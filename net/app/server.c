@@ -70,6 +70,7 @@ static struct {
 	struct tcp_pcb *listen;
 	struct http_server_cfg cfg;
 	struct conn *conns;
+	bool draining;		/* http_server_drain(): close after each response */
 } srv;
 
 static u64 now_ms(void)
@@ -236,7 +237,7 @@ static void respond(struct conn *c)
 {
 	const struct http_req_parser *p = &c->parser;
 	bool head_only = p->method == HTTP_METHOD_HEAD;
-	bool keep = p->keep_alive;
+	bool keep = p->keep_alive && !srv.draining;
 	const struct site_file *f;
 	const char *type, *extra;
 	char line[96];
@@ -357,7 +358,7 @@ static err_t pump(struct conn *c)
 				return ERR_OK;	/* resumes from on_sent() */
 			kfree(c->dyn);
 			c->dyn = NULL;
-			if (c->close_after)
+			if (c->close_after || srv.draining)
 				return begin_close(c);
 			c->state = C_READ;
 			c->served = true;
@@ -637,12 +638,38 @@ int http_server_start(u16 port, const struct http_server_cfg *cfg)
 	return 0;
 }
 
-void http_server_stop(void)
+/* Graceful stop, for power off: see server.h. */
+void http_server_drain(u32 *idle_closed, u32 *busy)
 {
+	struct conn *c, *next;
+
+	*idle_closed = *busy = 0;
 	if (!srv.listen)
 		return;
-	tcp_close(srv.listen);	/* a listening pcb is freed at once */
+	tcp_close(srv.listen);
 	srv.listen = NULL;
+	srv.draining = true;
+	for (c = srv.conns; c; c = next) {
+		next = c->next;
+		/* Waiting for a first or next request, no byte of it yet: a
+		 * response still unacked is flushed by lwIP before the FIN. */
+		if (c->state == C_READ && !c->head_started) {
+			conn_close(c);
+			(*idle_closed)++;
+		} else {
+			(*busy)++;
+		}
+	}
+}
+
+void http_server_stop(void)
+{
+	if (!srv.listen && !srv.draining)
+		return;
+	if (srv.listen)
+		tcp_close(srv.listen);	/* a listening pcb is freed at once */
+	srv.listen = NULL;
+	srv.draining = false;
 	while (srv.conns)
 		conn_abort(srv.conns);
 	metrics_unregister(&http_source);
