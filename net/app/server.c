@@ -651,14 +651,17 @@ void http_server_drain(u32 *idle_closed, u32 *busy)
 	srv.draining = true;
 	for (c = srv.conns; c; c = next) {
 		next = c->next;
-		/* Waiting for a first or next request, no byte of it yet: a
-		 * response still unacked is flushed by lwIP before the FIN. */
-		if (c->state == C_READ && !c->head_started) {
+		/* Waiting for a first or next request, no byte of it yet:
+		 * idle, unless the last response is still unacknowledged,
+		 * which then closes as if it had asked for it. */
+		if (c->state == C_READ && !c->head_started && !c->inflight) {
 			conn_close(c);
 			(*idle_closed)++;
-		} else {
-			(*busy)++;
+			continue;
 		}
+		(*busy)++;
+		if (c->state == C_READ && !c->head_started)
+			begin_close(c);
 	}
 }
 
