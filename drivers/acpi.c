@@ -22,14 +22,16 @@
 #define PM1_SLP_TYP	(7u << PM1_SLP_TYP_SHIFT)
 #define PM1_SLP_EN	(1u << 13)
 #define ACPI_ENABLE_WAIT_MS 3000	/* firmware's SMI handler, under TCG */
-/* SCIs in a row with no power-button status: the line is held by an event
- * we do not handle (a GPE), so it is masked rather than storm the CPU. */
+/* SCIs without power-button status within one second: the line is held
+ * by an event we do not handle (a GPE), so it is masked rather than storm
+ * the CPU. A stray one now and then never adds up to it. */
 #define SCI_STORM	1000
 
 static struct acpi_info *info;
 static struct aml_s5 s5;
 static bool s5_ok;
 static u32 sci_gsi, sci_unclaimed;
+static u64 sci_window;	/* time_ns() of the first unclaimed SCI counted */
 static struct work storm_work;
 
 /* Tables must lie inside one region of the firmware's map; reserved ranges
@@ -185,7 +187,7 @@ static void pm1_write(const struct acpi_fadt *f, u16 off, u16 v)
 static void sci_storm(void *arg)
 {
 	(void)arg;
-	kprintf("acpi: %u SCIs in a row without a power-button event; SCI masked, power button off\n",
+	kprintf("acpi: %u SCIs in a second without a power-button event; SCI masked, power button off\n",
 		SCI_STORM);
 }
 
@@ -200,6 +202,10 @@ static void sci_irq(void *arg)
 		sci_unclaimed = 0;
 		power_button();
 		return;
+	}
+	if (time_ns() - sci_window > NSEC_PER_SEC) {
+		sci_window = time_ns();
+		sci_unclaimed = 0;
 	}
 	if (++sci_unclaimed == SCI_STORM) {
 		irq_mask_gsi(sci_gsi, true);

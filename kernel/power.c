@@ -17,7 +17,8 @@
 
 static const struct power_drain_ops *drain;
 static void (*off_fn)(void);
-static struct work press_work;
+static void on_press(void *arg);
+static struct work press_work = { .fn = on_press };
 static struct timer poll_timer;
 static struct power_drain_counts counts;
 static u64 t_press, deadline;
@@ -91,7 +92,5 @@ static void on_press(void *arg)
 void power_button(void)
 {
 	presses++;
-	if (!press_work.fn)
-		work_init(&press_work, on_press, NULL);
 	work_queue(&press_work);
 }
