@@ -146,3 +146,16 @@ def test_powerdown_cuts_after_grace(boot, netns):
     assert int(m.group(4)) >= 2000
     assert res["a_eof"] is not None, res
     assert len(bytes.fromhex(res["body"])) < 65536
+
+
+def test_without_acpi_the_button_is_not_available(boot):
+    """No ACPI tables (QEMU's acpi=off; microvm has none either): the log
+    says so, and a press changes nothing."""
+    vm = boot(machine="q35,acpi=off", extra=["-netdev", "user,id=n0,restrict=on",
+                                             "-device", "virtio-net-pci,netdev=n0,romfile="])
+    vm.wait_for(READY, timeout=120)
+    assert re.search(r"^acpi: no FADT: power button not available$", vm.text, re.M), vm.text
+    vm.qmp("system_powerdown")
+    time.sleep(2)
+    assert vm.proc.poll() is None
+    assert "power:" not in vm.text and not re.search(OFF, vm.text, re.M)
