@@ -51,8 +51,8 @@ KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel
 	kernel/trap.c kernel/panic.c kernel/mm.c kernel/mm_range.c kernel/frames.c kernel/heap.c kernel/apic.c \
 	kernel/time.c kernel/timerq.c kernel/loop.c kernel/cmdline.c kernel/config.c \
 	kernel/timeline.c kernel/shell.c kernel/random.c kernel/chacha20.c kernel/csprng.c \
-	kernel/siphash.c
-DRIVER_SRCS := drivers/acpi_tables.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
+	kernel/siphash.c kernel/power.c
+DRIVER_SRCS := drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
 	drivers/virtq.c drivers/virtio.c drivers/virtio_core.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
 	drivers/virtio_rng.c drivers/virtio_net.c drivers/vnet_hdr.c drivers/vnet_ctrl.c \
 	drivers/coalesce.c drivers/virtio_console.c

@@ -1,15 +1,38 @@
 /* Kernel side of ACPI: map tables through the boot memory map, parse them,
- * log a summary and configure interrupts, reboot and the PM timer. */
+ * log a summary and configure interrupts, reboot, the PM timer, and the
+ * power button (SCI, PM1 blocks, \_S5 from the DSDT). */
 #include <arch.h>
 
 #include "drivers/acpi.h"
+#include "drivers/aml_s5.h"
 #include "kernel/console.h"
+#include "kernel/io.h"
 #include "kernel/irq.h"
+#include "kernel/loop.h"
 #include "kernel/mm.h"
 #include "kernel/panic.h"
+#include "kernel/power.h"
 #include "kernel/time.h"
 
+/* PM1 fixed registers (ACPI 6.5 §4.8.3): status (write 1 to clear) at the
+ * event block, enable at event block + PM1_EVT_LEN / 2, control block. */
+#define PM1_PWRBTN	(1u << 8)	/* status and enable: power button */
+#define PM1_SCI_EN	(1u << 0)	/* control: SCI instead of SMI */
+#define PM1_SLP_TYP_SHIFT 10
+#define PM1_SLP_TYP	(7u << PM1_SLP_TYP_SHIFT)
+#define PM1_SLP_EN	(1u << 13)
+#define ACPI_ENABLE_WAIT_MS 3000	/* firmware's SMI handler, under TCG */
+/* SCIs without power-button status within one second: the line is held
+ * by an event we do not handle (a GPE), so it is masked rather than storm
+ * the CPU. A stray one now and then never adds up to it. */
+#define SCI_STORM	1000
+
 static struct acpi_info *info;
+static struct aml_s5 s5;
+static bool s5_ok;
+static u32 sci_gsi, sci_unclaimed;
+static u64 sci_window;	/* time_ns() of the first unclaimed SCI counted */
+static struct work storm_work;
 
 /* Tables must lie inside one region of the firmware's map; reserved ranges
  * are not in our RAM map, so they are mapped (uncached) on demand. */
@@ -60,6 +83,41 @@ static void apply(const struct acpi_info *a)
 		time_set_pm_timer((u16)a->fadt.pm_timer.address, a->fadt.pm_timer_bits);
 }
 
+/* \_S5 from the DSDT the FADT names: header first, then the whole table,
+ * checksummed, then the bounded AML scan. */
+static bool find_s5(const struct boot_info *bi, const struct acpi_fadt *f)
+{
+	const u8 *t;
+	u32 len, i;
+	u8 sum = 0;
+	int err;
+
+	if (!f->present || !f->dsdt)
+		return false;
+	t = acpi_map((void *)bi, f->dsdt, 36);
+	if (!t || t[0] != 'D' || t[1] != 'S' || t[2] != 'D' || t[3] != 'T') {
+		kprintf("acpi: DSDT at %#lx unreadable or not a DSDT\n", f->dsdt);
+		return false;
+	}
+	len = (u32)t[4] | (u32)t[5] << 8 | (u32)t[6] << 16 | (u32)t[7] << 24;
+	if (len < 36 || len > ACPI_MAX_TABLE_LEN || !(t = acpi_map((void *)bi, f->dsdt, len))) {
+		kprintf("acpi: DSDT length %u unusable\n", len);
+		return false;
+	}
+	for (i = 0; i < len; i++)
+		sum += t[i];
+	if (sum) {
+		kprintf("acpi: DSDT checksum bad\n");
+		return false;
+	}
+	err = aml_find_s5(t + 36, len - 36, &s5);
+	if (err) {
+		kprintf("acpi: no usable \\_S5 package in the DSDT (%d)\n", err);
+		return false;
+	}
+	return true;
+}
+
 int acpi_init(const struct boot_info *bi)
 {
 	struct acpi_mem mem = { acpi_map, (void *)bi };
@@ -106,7 +164,141 @@ int acpi_init(const struct boot_info *bi)
 					   : "none",
 		info->fadt.reset_reg.address, info->fadt.reset_value, info->hpet.present ? info->hpet.base : 0);
 	apply(info);
+	s5_ok = find_s5(bi, &info->fadt);
 	return 0;
+}
+
+static u16 pm1_status(const struct acpi_fadt *f)
+{
+	u16 v = inw(f->pm1a_evt);
+
+	if (f->pm1b_evt)
+		v |= inw(f->pm1b_evt);
+	return v;
+}
+
+static void pm1_write(const struct acpi_fadt *f, u16 off, u16 v)
+{
+	outw(f->pm1a_evt + off, v);
+	if (f->pm1b_evt)
+		outw(f->pm1b_evt + off, v);
+}
+
+static void sci_storm(void *arg)
+{
+	(void)arg;
+	kprintf("acpi: %u SCIs in a second without a power-button event; SCI masked, power button off\n",
+		SCI_STORM);
+}
+
+/* The SCI: level-triggered, so the status bit is cleared before the EOI. */
+static void sci_irq(void *arg)
+{
+	const struct acpi_fadt *f = &info->fadt;
+
+	(void)arg;
+	if (pm1_status(f) & PM1_PWRBTN) {
+		pm1_write(f, 0, PM1_PWRBTN);
+		sci_unclaimed = 0;
+		power_button();
+		return;
+	}
+	if (time_ns() - sci_window > NSEC_PER_SEC) {
+		sci_window = time_ns();
+		sci_unclaimed = 0;
+	}
+	if (++sci_unclaimed == SCI_STORM) {
+		irq_mask_gsi(sci_gsi, true);
+		work_queue(&storm_work);
+	}
+}
+
+static void pm1_sleep(u16 port, u8 typ)
+{
+	u16 v = (u16)((inw(port) & ~(PM1_SLP_TYP | PM1_SLP_EN)) | (u16)typ << PM1_SLP_TYP_SHIFT);
+
+	outw(port, v);
+	outw(port, v | PM1_SLP_EN);
+}
+
+/* Enter S5: SLP_TYPa | SLP_EN to PM1a_CNT, then SLP_TYPb to PM1b_CNT. */
+static void acpi_s5(void)
+{
+	const struct acpi_fadt *f = &info->fadt;
+	u64 end;
+
+	pm1_sleep(f->pm1a_cnt, s5.slp_typa);
+	if (f->pm1b_cnt)
+		pm1_sleep(f->pm1b_cnt, s5.slp_typb);
+	end = time_ns() + NSEC_PER_SEC;	/* the platform acts on the write */
+	while (time_ns() < end)
+		pause();
+}
+
+/* SCI_EN set means ACPI mode; otherwise ask the firmware through SMI_CMD. */
+static int enable_acpi_mode(const struct acpi_fadt *f)
+{
+	u64 end;
+
+	if (inw(f->pm1a_cnt) & PM1_SCI_EN)
+		return 0;
+	if (!f->smi_cmd || !f->acpi_enable || f->smi_cmd > 0xffff)
+		return -ENODEV;
+	outb((u16)f->smi_cmd, f->acpi_enable);
+	end = time_ns() + ACPI_ENABLE_WAIT_MS * NSEC_PER_MSEC;
+	while (!(inw(f->pm1a_cnt) & PM1_SCI_EN)) {
+		if (time_ns() > end)
+			return -ETIMEDOUT;
+		pause();
+	}
+	kprintf("acpi: ACPI mode enabled through SMI_CMD %#x\n", f->smi_cmd);
+	return 0;
+}
+
+void acpi_power_init(void)
+{
+	const struct acpi_fadt *f;
+	bool level, low;
+	u16 flags = 0;
+	int vec, err;
+
+	if (!info || !info->fadt.present) {
+		kprintf("acpi: no FADT: power button not available\n");
+		return;
+	}
+	f = &info->fadt;
+	if (f->hw_reduced || !f->pm1a_evt || !f->pm1a_cnt || !f->sci_int) {
+		kprintf("acpi: %s: power button not available\n",
+			f->hw_reduced ? "hardware-reduced ACPI" : "no SCI or PM1 block");
+		return;
+	}
+	err = enable_acpi_mode(f);
+	if (err) {
+		kprintf("acpi: cannot enter ACPI mode (%d): power button not available\n", err);
+		return;
+	}
+	/* An SCI is level-triggered and active low unless the MADT says
+	 * otherwise ("conforming" keeps those defaults, ACPI 6.5 §5.2.12.5). */
+	if (f->sci_int < 16)
+		sci_gsi = acpi_irq_to_gsi(info, (u8)f->sci_int, &flags);
+	else
+		sci_gsi = f->sci_int;
+	level = (flags & ACPI_MPS_TRIG_MASK) != ACPI_MPS_TRIG_EDGE;
+	low = (flags & ACPI_MPS_POL_MASK) != ACPI_MPS_POL_HIGH;
+	work_init(&storm_work, sci_storm, NULL);
+	pm1_write(f, f->pm1_evt_len / 2, 0);		/* every fixed event off */
+	pm1_write(f, 0, PM1_PWRBTN);			/* a stale press */
+	vec = irq_route_gsi(sci_gsi, level, low, sci_irq, NULL);
+	if (vec < 0) {
+		kprintf("acpi: cannot route SCI gsi %u (%d): power button not available\n", sci_gsi, vec);
+		return;
+	}
+	pm1_write(f, f->pm1_evt_len / 2, PM1_PWRBTN);
+	if (s5_ok)
+		power_register_off(acpi_s5);
+	kprintf("acpi: power button on SCI irq %u (gsi %u, %s, active %s), pm1 evt %#x cnt %#x, S5 %s%u/%u\n",
+		f->sci_int, sci_gsi, level ? "level" : "edge", low ? "low" : "high", f->pm1a_evt, f->pm1a_cnt,
+		s5_ok ? "type " : "unknown ", s5.slp_typa, s5.slp_typb);
 }
 
 const struct acpi_info *acpi_get(void)

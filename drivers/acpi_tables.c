@@ -19,7 +19,16 @@
 #define FADT_FIRMWARE_CTRL	36
 #define FADT_DSDT		40
 #define FADT_SCI_INT		46
+#define FADT_SMI_CMD		48
+#define FADT_ACPI_ENABLE	52
+#define FADT_ACPI_DISABLE	53
+#define FADT_PM1A_EVT_BLK	56
+#define FADT_PM1B_EVT_BLK	60
+#define FADT_PM1A_CNT_BLK	64
+#define FADT_PM1B_CNT_BLK	68
 #define FADT_PM_TMR_BLK		76
+#define FADT_PM1_EVT_LEN	88
+#define FADT_PM1_CNT_LEN	89
 #define FADT_PM_TMR_LEN		91
 #define FADT_CENTURY		108
 #define FADT_IAPC_BOOT_ARCH	109
@@ -28,6 +37,10 @@
 #define FADT_RESET_VALUE	128
 #define FADT_X_FIRMWARE_CTRL	132
 #define FADT_X_DSDT		140
+#define FADT_X_PM1A_EVT_BLK	148
+#define FADT_X_PM1B_EVT_BLK	160
+#define FADT_X_PM1A_CNT_BLK	172
+#define FADT_X_PM1B_CNT_BLK	184
 #define FADT_X_PM_TMR_BLK	208
 #define GAS_LEN			12
 
@@ -467,6 +480,56 @@ static void fadt_pm_timer(struct acpi_walk *w, const u8 *t, u32 len)
 		f->pm_timer_bits = (f->flags & ACPI_FADT_TMR_VAL_EXT) ? 32 : 24;
 }
 
+/* One PM1 register block as an I/O port: the X_ GAS (revision >= 3) when it
+ * is non-zero, else the legacy 32-bit field. Memory-space blocks and ports
+ * past 0xffff are not supported: 0 (absent), with a warning. */
+static u16 fadt_pm1_port(struct acpi_walk *w, const u8 *t, u32 len, u32 off, u32 xoff,
+			 const char *name)
+{
+	struct acpi_gas g;
+	u64 port = 0;
+
+	if (w->info->fadt.revision >= 3 && covers(len, xoff, GAS_LEN)) {
+		gas_read(t + xoff, &g);
+		if (g.address && g.space_id != ACPI_GAS_SYSIO) {
+			acpi_warn(w, "FADT: X_%s in address space %u ignored", name, g.space_id);
+			return 0;
+		}
+		port = g.address;
+	}
+	if (!port && covers(len, off, 4))
+		port = rd32(t + off);
+	if (port > 0xffff - 3) {
+		acpi_warn(w, "FADT: %s port %#lx out of range", name, (unsigned long)port);
+		return 0;
+	}
+	return (u16)port;
+}
+
+/* Fixed power-management hardware: SMI_CMD and the PM1 event and control
+ * blocks (not on HW-reduced platforms). An event block shorter than 4 bytes
+ * (2 status + 2 enable) or a control block shorter than 2 is not usable. */
+static void fadt_pm1(struct acpi_walk *w, const u8 *t, u32 len)
+{
+	struct acpi_fadt *f = &w->info->fadt;
+
+	if (f->hw_reduced || !covers(len, FADT_PM1_CNT_LEN, 1))
+		return;
+	f->smi_cmd = rd32(t + FADT_SMI_CMD);
+	f->acpi_enable = t[FADT_ACPI_ENABLE];
+	f->acpi_disable = t[FADT_ACPI_DISABLE];
+	f->pm1_evt_len = t[FADT_PM1_EVT_LEN];
+	f->pm1_cnt_len = t[FADT_PM1_CNT_LEN];
+	if (f->pm1_evt_len >= 4 && !(f->pm1_evt_len & 1)) {
+		f->pm1a_evt = fadt_pm1_port(w, t, len, FADT_PM1A_EVT_BLK, FADT_X_PM1A_EVT_BLK, "PM1a_EVT_BLK");
+		f->pm1b_evt = fadt_pm1_port(w, t, len, FADT_PM1B_EVT_BLK, FADT_X_PM1B_EVT_BLK, "PM1b_EVT_BLK");
+	}
+	if (f->pm1_cnt_len >= 2) {
+		f->pm1a_cnt = fadt_pm1_port(w, t, len, FADT_PM1A_CNT_BLK, FADT_X_PM1A_CNT_BLK, "PM1a_CNT_BLK");
+		f->pm1b_cnt = fadt_pm1_port(w, t, len, FADT_PM1B_CNT_BLK, FADT_X_PM1B_CNT_BLK, "PM1b_CNT_BLK");
+	}
+}
+
 static void fadt_reset(struct acpi_walk *w, const u8 *t, u32 len)
 {
 	struct acpi_fadt *f = &w->info->fadt;
@@ -527,6 +590,7 @@ static bool fadt_parse(struct acpi_walk *w, const u8 *t, u32 len)
 	}
 	fadt_reset(w, t, len);
 	fadt_pm_timer(w, t, len);
+	fadt_pm1(w, t, len);
 	return true;
 }
 

@@ -145,6 +145,14 @@ struct acpi_fadt {
 	u16  boot_arch;		/* ACPI_BOOT_* */
 	u8   century;		/* CMOS index of the century byte, 0 = none */
 	bool hw_reduced;	/* HW_REDUCED_ACPI, rev >= 5 */
+	/* Fixed PM hardware (none on HW-reduced): I/O ports, 0 = absent. An
+	 * X_ block (rev >= 3) in I/O space wins over the legacy field; event
+	 * blocks need PM1_EVT_LEN >= 4 (even), control blocks PM1_CNT_LEN >= 2. */
+	u32  smi_cmd;		/* 0: ACPI mode is fixed (no SMI transition) */
+	u8   acpi_enable, acpi_disable;
+	u8   pm1_evt_len, pm1_cnt_len;
+	u16  pm1a_evt, pm1b_evt;	/* status at +0, enable at +pm1_evt_len/2 */
+	u16  pm1a_cnt, pm1b_cnt;
 };
 
 struct acpi_hpet {

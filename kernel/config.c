@@ -11,6 +11,7 @@ struct kconfig kconfig = {
 	.virtio_features = ~0ULL,
 	.coalesce = { .mode = COAL_ADAPTIVE },
 	.http_port = 80,
+	.shutdown_grace = 10,
 };
 
 static int parse_coalesce(const char *val, void *dst, char *why, size_t why_len)
@@ -120,6 +121,8 @@ static const struct cmdline_opt opts[] = {
 	  .help = "UDP echo rate limit in datagrams/s, global and per source (default 256 and 16; benchmarks)" },
 	{ .key = "debug", .type = CMDLINE_BOOL, .dst = &kconfig.debug,
 	  .help = "enable test-only hooks (the shell's fault command)" },
+	{ .key = "shutdown.grace", .type = CMDLINE_UINT, .dst = &kconfig.shutdown_grace, .min = 0, .max = 3600,
+	  .help = "seconds a power-button press lets in-flight responses finish (default 10)" },
 	{ .key = "verbose", .type = CMDLINE_BOOL, .dst = &kconfig.verbose,
 	  .help = "print the firmware memory map at boot" },
 };

@@ -39,6 +39,7 @@ struct kconfig {
 	unsigned int echo;	/* echo=tcp,udp: CONFIG_ECHO_* services to start (none) */
 	u64 echo_udp_rate;	/* echo.udp_rate=: UDP echo datagrams/s, all and per source (0: defaults) */
 	bool debug;		/* debug: test-only hooks (shell `fault`) answer */
+	u64 shutdown_grace;	/* shutdown.grace=: drain seconds on power off (10) */
 };
 #define CONFIG_ECHO_TCP 1u
 #define CONFIG_ECHO_UDP 2u

@@ -71,6 +71,7 @@ void kernel_main(struct boot_info *bi)
 	kprintf("time: tsc %lu.%03lu MHz, lapic timer %lu.%03lu MHz (against %s), exit_boot_services took %u tr%s\n",
 		time_tsc_hz() / 1000000, time_tsc_hz() / 1000 % 1000, time_lapic_hz() / 1000000,
 		time_lapic_hz() / 1000 % 1000, time_reference(), bi->exit_tries, bi->exit_tries == 1 ? "y" : "ies");
+	acpi_power_init();
 	random_init();
 	console_enable_input();
 	sti();

@@ -5,6 +5,7 @@
 #include "kernel/console.h"
 #include "kernel/fmt.h"
 #include "kernel/loop.h"
+#include "kernel/power.h"
 #include "lwip/priv/tcp_priv.h"
 #include "net/app/app.h"
 #include "net/app/echo.h"
@@ -137,6 +138,46 @@ static struct metrics_source vnet_source = { "vnet", vnet_metrics, NULL };
 static struct metrics_source loop_source = { "loop", loop_metrics, NULL };
 static struct metrics_source rxmem_source = { "rxmem", rxmem_metrics, NULL };
 
+/* ---- power off: drain the HTTP server ---- */
+
+static u16 drain_port;
+
+static void drain_begin(void *ctx, struct power_drain_counts *c)
+{
+	(void)ctx;
+	http_server_drain(&c->idle, &c->busy);
+}
+
+/* Done when the server holds no connection and lwIP has nothing of ours
+ * unsent or unacknowledged (the last responses and FINs were delivered). */
+static bool drain_done(void *ctx)
+{
+	struct tcp_pcb *p;
+
+	(void)ctx;
+	if (http_server_stats.conns_active)
+		return false;
+	for (p = tcp_active_pcbs; p; p = p->next)
+		if (p->local_port == drain_port && (p->unsent || p->unacked))
+			return false;
+	return true;
+}
+
+static u32 drain_cut(void *ctx)
+{
+	u32 left = (u32)http_server_stats.conns_active;
+
+	(void)ctx;
+	http_server_stop();
+	return left;
+}
+
+static const struct power_drain_ops http_drain = {
+	.begin = drain_begin,
+	.done = drain_done,
+	.cut = drain_cut,
+};
+
 int app_start(u16 http_port)
 {
 	int err;
@@ -150,6 +191,8 @@ int app_start(u16 http_port)
 		kprintf("http: cannot listen on port %u (%d)\n", http_port, err);
 		return err;
 	}
+	drain_port = http_port;
+	power_register_drain(&http_drain);
 	if (kconfig.echo) {
 		struct echo_cfg ecfg = { .port = ECHO_PORT };
 

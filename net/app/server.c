@@ -91,6 +91,7 @@ static struct {
 	struct tcp_pcb *listen;
 	struct http_server_cfg cfg;
 	struct conntab tab;
+	bool draining;		/* http_server_drain(): close after each response */
 } srv;
 
 static u64 now_ms(void)
@@ -286,7 +287,7 @@ static void respond(struct conn *c)
 {
 	const struct http_req_parser *p = &c->parser;
 	bool head_only = p->method == HTTP_METHOD_HEAD;
-	bool keep = p->keep_alive;
+	bool keep = p->keep_alive && !srv.draining;
 	const struct site_file *f;
 	const char *type, *extra;
 	char line[96];
@@ -408,7 +409,7 @@ static err_t pump(struct conn *c)
 				return ERR_OK;	/* resumes from on_sent() */
 			kfree(c->dyn);
 			c->dyn = NULL;
-			if (c->close_after)
+			if (c->close_after || srv.draining)
 				return begin_close(c);
 			c->state = C_READ;
 			c->served = true;
@@ -722,12 +723,41 @@ int http_server_start(u16 port, const struct http_server_cfg *cfg)
 	return 0;
 }
 
-void http_server_stop(void)
+/* Graceful stop, for power off: see server.h. */
+void http_server_drain(u32 *idle_closed, u32 *busy)
 {
+	struct conn *c, *next;
+
+	*idle_closed = *busy = 0;
 	if (!srv.listen)
 		return;
-	tcp_close(srv.listen);	/* a listening pcb is freed at once */
+	tcp_close(srv.listen);
 	srv.listen = NULL;
+	srv.draining = true;
+	for (c = (struct conn *)srv.tab.head; c; c = next) {
+		next = (struct conn *)c->link.next;
+		/* Waiting for a first or next request, no byte of it yet:
+		 * idle, unless the last response is still unacknowledged,
+		 * which then closes as if it had asked for it. */
+		if (c->state == C_READ && !c->head_started && !c->inflight) {
+			conn_close(c);
+			(*idle_closed)++;
+			continue;
+		}
+		(*busy)++;
+		if (c->state == C_READ && !c->head_started)
+			begin_close(c);
+	}
+}
+
+void http_server_stop(void)
+{
+	if (!srv.listen && !srv.draining)
+		return;
+	if (srv.listen)
+		tcp_close(srv.listen);	/* a listening pcb is freed at once */
+	srv.listen = NULL;
+	srv.draining = false;
 	while (srv.tab.head)
 		conn_abort((struct conn *)srv.tab.head);
 	metrics_unregister(&http_source);

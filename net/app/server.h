@@ -57,4 +57,15 @@ int http_server_start(u16 port, const struct http_server_cfg *cfg);
  * holds. Safe to call when not started. The counters stay readable. */
 void http_server_stop(void);
 
+/*
+ * Graceful stop (power off): close the listener, close at once every
+ * connection waiting for a request with no byte of it read (*idle_closed),
+ * and let the others (*busy) finish the request they are in: its response
+ * says "Connection: close" and the connection closes once it is written,
+ * pipelined requests after it are dropped. The timeouts above still apply.
+ * All are gone when http_server_stats.conns_active is 0; http_server_stop()
+ * aborts what is left. No-op (0, 0) when not started or already draining.
+ */
+void http_server_drain(u32 *idle_closed, u32 *busy);
+
 #endif

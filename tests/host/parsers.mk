@@ -3,3 +3,7 @@ test_acpi_SRCS := tests/host/test_acpi.c drivers/acpi_tables.c
 test_pci_SRCS := tests/host/test_pci.c drivers/pci_parse.c drivers/virtio_pci_caps.c
 FUZZERS += fuzz_acpi
 fuzz_acpi_SRCS := tests/fuzz/fuzz_acpi.c drivers/acpi_tables.c
+HOST_TESTS += test_aml
+test_aml_SRCS := tests/host/test_aml.c drivers/aml_s5.c
+FUZZERS += fuzz_aml
+fuzz_aml_SRCS := tests/fuzz/fuzz_aml.c drivers/aml_s5.c

@@ -265,6 +265,19 @@ static void build_fadt(u64 phys, u8 rev, u32 len, u32 flags)
 	w32(p + 36, 0x7ffe0000);		/* FIRMWARE_CTRL */
 	w32(p + 40, 0x7ffd0000);		/* DSDT */
 	w16(p + 46, 9);				/* SCI_INT */
+	w32(p + 48, 0xb2);			/* SMI_CMD */
+	p[52] = 0xf1;				/* ACPI_ENABLE */
+	p[53] = 0xf0;				/* ACPI_DISABLE */
+	w32(p + 56, 0x600);			/* PM1a_EVT_BLK */
+	w32(p + 64, 0x604);			/* PM1a_CNT_BLK */
+	p[88] = 4;				/* PM1_EVT_LEN */
+	p[89] = 2;				/* PM1_CNT_LEN */
+	p[148] = ACPI_GAS_SYSIO;		/* X_PM1a_EVT_BLK */
+	p[149] = 32;
+	w64(p + 152, 0xb000);
+	p[172] = ACPI_GAS_SYSIO;		/* X_PM1a_CNT_BLK */
+	p[173] = 16;
+	w64(p + 176, 0xb004);
 	w32(p + 76, 0x608);			/* PM_TMR_BLK */
 	p[91] = 4;				/* PM_TMR_LEN */
 	p[108] = 0x32;				/* CENTURY */
@@ -419,6 +432,12 @@ static void test_q35_good(void **state)
 	assert_false(info.fadt.boot_arch & ACPI_BOOT_NO_MSI);
 	assert_int_equal(info.fadt.century, 0x32);
 	assert_false(info.fadt.hw_reduced);
+	assert_int_equal(info.fadt.smi_cmd, 0xb2);
+	assert_int_equal(info.fadt.acpi_enable, 0xf1);
+	assert_int_equal(info.fadt.pm1a_evt, 0xb000);	/* X_ wins */
+	assert_int_equal(info.fadt.pm1a_cnt, 0xb004);
+	assert_int_equal(info.fadt.pm1b_evt, 0);
+	assert_int_equal(info.fadt.pm1b_cnt, 0);
 
 	assert_true(info.hpet.present);
 	assert_int_equal(info.hpet.base, 0xfed00000);
@@ -1035,6 +1054,44 @@ static void test_fadt_hw_reduced_and_bad_reset(void **state)
 	assert_log_has("RESET_REG", NULL);
 }
 
+static void test_fadt_pm1_blocks(void **state)
+{
+	u8 *p;
+
+	(void)state;
+	build_q35();
+	build_fadt(FACP_AT, 1, 116, STD_FLAGS);	/* rev 1: legacy fields only */
+	w32(at(FACP_AT) + 60, 0x700);		/* PM1b_EVT_BLK */
+	w32(at(FACP_AT) + 68, 0x704);		/* PM1b_CNT_BLK */
+	fix(FACP_AT);
+	assert_int_equal(run(), 0);
+	assert_int_equal(info.fadt.pm1a_evt, 0x600);
+	assert_int_equal(info.fadt.pm1a_cnt, 0x604);
+	assert_int_equal(info.fadt.pm1b_evt, 0x700);
+	assert_int_equal(info.fadt.pm1b_cnt, 0x704);
+	assert_int_equal(info.fadt.pm1_evt_len, 4);
+
+	/* X_ block in memory space: not supported, dropped with a warning;
+	 * an odd or too short event length, a port past 0xffff: dropped. */
+	build_fadt(FACP_AT, 6, 276, STD_FLAGS);
+	p = at(FACP_AT);
+	p[148] = ACPI_GAS_SYSMEM;
+	p[88] = 2;
+	w32(p + 64, 0);
+	w64(p + 176, 0x1fffe);
+	fix(FACP_AT);
+	assert_int_equal(run(), 0);
+	assert_int_equal(info.fadt.pm1a_evt, 0);
+	assert_int_equal(info.fadt.pm1a_cnt, 0);
+	assert_log_has("PM1a_CNT_BLK", NULL);
+
+	build_fadt(FACP_AT, 6, 276, ACPI_FADT_HW_REDUCED);
+	assert_int_equal(run(), 0);
+	assert_int_equal(info.fadt.pm1a_evt, 0);
+	assert_int_equal(info.fadt.pm1a_cnt, 0);
+	assert_int_equal(info.fadt.smi_cmd, 0);
+}
+
 /* ---- HPET ---- */
 
 static void test_hpet_no_block_id(void **state)
@@ -1102,6 +1159,7 @@ int main(void)
 		T(test_fadt_revision_lies_length_rules),
 		T(test_fadt_tiny),
 		T(test_fadt_hw_reduced_and_bad_reset),
+		T(test_fadt_pm1_blocks),
 		T(test_hpet_no_block_id),
 		T(test_hpet_io_space_rejected),
 	};

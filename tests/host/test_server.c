@@ -1091,6 +1091,99 @@ static void test_send_timeout(void **state)
 	cl_abort(&c);
 }
 
+/* Graceful drain (power off): idle connections close at once, new ones are
+ * refused, a response in progress completes byte for byte and its pipelined
+ * successor is dropped, a request half read is answered with Connection:
+ * close; then nothing is left. */
+static void test_drain(void **state)
+{
+	/* Two 64 KiB responses overflow TCP_SND_BUF: the second is being
+	 * written when the drain starts; /healthz after it waits in rx[]. */
+	static const char three[] = "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n"
+				    "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n"
+				    "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n";
+	const struct site_file *f = site_lookup("/64k.bin");
+	struct client kept, fresh, slow, half, late;
+	u32 idle = 99, busy = 99;
+	struct resp r;
+
+	cl_open(&kept, V4, HTTP_PORT);
+	cl_send_str(&kept, GET_INDEX);
+	assert_true(cl_response(&kept, false, &r));	/* now keep-alive idle */
+	cl_open(&fresh, V6, HTTP_PORT);			/* nothing sent yet */
+	cl_open(&slow, V4, HTTP_PORT);
+	slow.hold = true;
+	cl_send(&slow, three, sizeof three - 1);
+	run_ms(200);
+	assert_true(slow.len > 0 && slow.len < 65536);
+	cl_open(&half, V6, HTTP_PORT);
+	cl_send_str(&half, "GET /healthz HTTP/1.1\r\nHo");
+	assert_int_equal(http_server_stats.conns_active, 4);
+
+	http_server_drain(&idle, &busy);
+	assert_int_equal(idle, 2);
+	assert_int_equal(busy, 2);
+	run_ms(200);
+	assert_true(kept.eof);
+	assert_true(fresh.eof);
+	assert_int_equal(kept.len, kept.off);	/* a FIN, no stray bytes */
+	assert_int_equal(fresh.len, 0);
+	assert_int_equal(http_server_stats.conns_active, 2);
+
+	cl_open(&late, V4, HTTP_PORT);			/* the listener is gone */
+	run_ms(200);
+	assert_true(late.dead || !late.connected);
+
+	cl_send_str(&half, "st: v\r\n\r\n");
+	assert_true(cl_response(&half, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	run_ms(100);
+	assert_true(half.eof);
+
+	cl_resume(&slow);
+	assert_true(cl_response(&slow, false, &r));
+	assert_int_equal(r.body_len, f->len);
+	assert_memory_equal(r.body, f->data, f->len);
+	assert_true(cl_response(&slow, false, &r));
+	assert_int_equal(r.body_len, f->len);
+	assert_memory_equal(r.body, f->data, f->len);
+	run_ms(200);
+	assert_true(slow.eof);
+	assert_int_equal(slow.len, slow.off);	/* /healthz was not answered */
+
+	cl_close(&kept);
+	cl_close(&fresh);
+	cl_close(&slow);
+	cl_close(&half);
+	cl_abort(&late);
+	run_ms(200);
+	assert_int_equal(http_server_stats.conns_active, 0);
+	http_server_drain(&idle, &busy);		/* already draining: no-op */
+	assert_int_equal(idle + busy, 0);
+}
+
+/* The grace period ends with a response still held up (handed to lwIP
+ * whole, unacknowledged: busy, not idle): stop cuts it. */
+static void test_drain_then_cut(void **state)
+{
+	struct client c;
+	u32 idle, busy;
+
+	cl_open(&c, V4, HTTP_PORT);
+	c.hold = true;
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	run_ms(200);
+	http_server_drain(&idle, &busy);
+	assert_int_equal(idle, 0);
+	assert_int_equal(busy, 1);
+	run_ms(1000);
+	assert_int_equal(http_server_stats.conns_active, 1);	/* still held up */
+	http_server_stop();
+	assert_int_equal(http_server_stats.conns_active, 0);
+	cl_abort(&c);
+}
+
 /* The client resets in the middle of a response: the state is freed. */
 static void test_client_abort(void **state)
 {
@@ -1676,6 +1769,8 @@ int main(void)
 		T(test_udp_echo_rate),
 		T(test_echo_services),
 		T(test_source_keys),
+		T(test_drain),
+		T(test_drain_then_cut),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);

@@ -1,0 +1,373 @@
+/* Host tests for drivers/aml_s5.c. Every table is handed over as an
+ * exact-size heap copy, so a read one byte past the end is an ASan error. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <arch.h>
+#include "drivers/aml_s5.h"
+
+/* A growable AML byte buffer with the encoders the tests need. */
+struct aml {
+	u8 b[1u << 21];
+	u32 n;
+};
+static struct aml *A;
+
+static void put(const void *p, u32 n)
+{
+	if (!n)
+		return;
+	assert_true(A->n + n <= sizeof A->b);
+	memcpy(A->b + A->n, p, n);
+	A->n += n;
+}
+
+static void put1(u8 v)
+{
+	put(&v, 1);
+}
+
+/* PkgLength for a body of body_len bytes, in the shortest encoding. */
+static void put_pkglen(u32 body_len)
+{
+	u32 total;
+
+	if (body_len + 1 <= 0x3f) {
+		put1((u8)(body_len + 1));
+		return;
+	}
+	if (body_len + 2 <= 0xfff) {
+		total = body_len + 2;
+		put1((u8)(0x40 | (total & 0xf)));
+		put1((u8)(total >> 4));
+		return;
+	}
+	if (body_len + 3 <= 0xfffff) {
+		total = body_len + 3;
+		put1((u8)(0x80 | (total & 0xf)));
+		put1((u8)(total >> 4));
+		put1((u8)(total >> 12));
+		return;
+	}
+	total = body_len + 4;
+	put1((u8)(0xc0 | (total & 0xf)));
+	put1((u8)(total >> 4));
+	put1((u8)(total >> 12));
+	put1((u8)(total >> 20));
+}
+
+/* Name(_S5_, Package () { elems }) where elems are already-encoded bytes. */
+static void put_s5(bool root, const u8 *elems, u32 elen, u8 count)
+{
+	put1(0x08);
+	if (root)
+		put1('\\');
+	put("_S5_", 4);
+	put1(0x12);
+	put_pkglen(elen + 1);
+	put1(count);
+	put(elems, elen);
+}
+
+static int scan(struct aml_s5 *out)
+{
+	u8 *copy = malloc(A->n ? A->n : 1);
+	int r;
+
+	assert_non_null(copy);
+	memcpy(copy, A->b, A->n);
+	r = aml_find_s5(copy, A->n, out);
+	free(copy);
+	return r;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	A = calloc(1, sizeof *A);
+	return A ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	free(A);
+	return 0;
+}
+
+/* QEMU's q35 and pc DSDTs (hw/i386/acpi-build.c): Scope (\) { Name (_S3_,
+ * Package (4) {One, One, Zero, Zero}) ... Name (_S5_, Package (4) {Zero,
+ * Zero, Zero, Zero}) } after the device tree, all as ZeroOp/OneOp. */
+static void qemu_shape(u8 s5a)
+{
+	static const u8 s3[] = { 0x01, 0x01, 0x00, 0x00 };
+	u8 s5[] = { 0x00, 0x00, 0x00, 0x00 };
+	u8 scope[64];
+	u32 i;
+
+	s5[0] = s5a;
+	/* Something earlier that mentions _S5_ without declaring it, and noise
+	 * that looks like names. */
+	put("\x10\x0d\\_SB_\x5b\x82\x05PCI0", 13);
+	put("\xa4_S5_", 5);			/* Return (_S5_) */
+	put("\x14\x09_S5X\x00\xa4\x00", 9);	/* Method (_S5X) { Return (Zero) } */
+	for (i = 0; i < sizeof scope; i++)
+		scope[i] = (u8)(0x20 + i);
+	put(scope, sizeof scope);
+	put1(0x10);				/* Scope (\) */
+	put_pkglen(2 + 2 * (1 + 4 + 1 + 1 + 1 + 4));
+	put("\\\x00", 2);
+	put1(0x08);
+	put("_S3_", 4);
+	put1(0x12);
+	put_pkglen(1 + sizeof s3);
+	put1(4);
+	put(s3, sizeof s3);
+	put_s5(false, s5, sizeof s5, 4);
+}
+
+static void test_qemu_q35_shape(void **state)
+{
+	struct aml_s5 s = { 9, 9 };
+
+	(void)state;
+	qemu_shape(0x00);
+	assert_int_equal(scan(&s), 0);
+	assert_int_equal(s.slp_typa, 0);
+	assert_int_equal(s.slp_typb, 0);
+}
+
+static void test_qemu_shape_one(void **state)
+{
+	struct aml_s5 s;
+
+	(void)state;
+	qemu_shape(0x01);	/* OneOp */
+	assert_int_equal(scan(&s), 0);
+	assert_int_equal(s.slp_typa, 1);
+	assert_int_equal(s.slp_typb, 0);
+}
+
+/* Typical firmware: Name (\_S5, Package (0x04) { 0x07, 0x07, 0, 0 }). */
+static void test_root_prefix_byte_consts(void **state)
+{
+	static const u8 e[] = { 0x0a, 0x07, 0x0a, 0x05, 0x00, 0x00 };
+	struct aml_s5 s;
+
+	(void)state;
+	put_s5(true, e, sizeof e, 4);
+	assert_int_equal(scan(&s), 0);
+	assert_int_equal(s.slp_typa, 7);
+	assert_int_equal(s.slp_typb, 5);
+}
+
+static void test_wide_consts(void **state)
+{
+	static const u8 e[] = { 0x0b, 0x03, 0x00, 0x0c, 0x06, 0, 0, 0, 0x0e, 2, 0, 0, 0, 0, 0, 0, 0 };
+	struct aml_s5 s;
+
+	(void)state;
+	put_s5(false, e, sizeof e, 3);
+	assert_int_equal(scan(&s), 0);
+	assert_int_equal(s.slp_typa, 3);
+	assert_int_equal(s.slp_typb, 6);
+}
+
+/* ACPI 1.0 single-integer form: SLP_TYPa in byte 0, SLP_TYPb in byte 1. */
+static void test_single_packed(void **state)
+{
+	static const u8 e[] = { 0x0b, 0x05, 0x06 };
+	struct aml_s5 s;
+
+	(void)state;
+	put_s5(false, e, sizeof e, 1);
+	assert_int_equal(scan(&s), 0);
+	assert_int_equal(s.slp_typa, 5);
+	assert_int_equal(s.slp_typb, 6);
+}
+
+static void test_not_declared(void **state)
+{
+	struct aml_s5 s;
+
+	(void)state;
+	/* Return (_S5_), Method (_S5_) { Return (Zero) } */
+	put("\xa4_S5_\x14\x0a_S5_\x00\xa4\x00\x00\x00", 16);
+	assert_int_equal(scan(&s), -ENOENT);
+	A->n = 0;
+	assert_int_equal(scan(&s), -ENOENT);
+	put("_S5_", 4);		/* at offset 0: nothing before it */
+	assert_int_equal(scan(&s), -ENOENT);
+}
+
+static void test_bad_values(void **state)
+{
+	static const u8 big[] = { 0x0a, 0x08, 0x00 };
+	static const u8 ones[] = { 0xff, 0x00 };
+	static const u8 name[] = { 'A', 'B', 'C', 'D', 0x00 };
+	static const u8 packed_big[] = { 0x0b, 0x00, 0x09 };
+	struct aml_s5 s = { 0x55, 0x55 };
+
+	(void)state;
+	put_s5(false, big, sizeof big, 2);
+	assert_int_equal(scan(&s), -EBADMSG);
+	A->n = 0;
+	put_s5(false, ones, sizeof ones, 2);
+	assert_int_equal(scan(&s), -EBADMSG);
+	A->n = 0;
+	put_s5(false, name, sizeof name, 2);
+	assert_int_equal(scan(&s), -EBADMSG);
+	A->n = 0;
+	put_s5(false, packed_big, sizeof packed_big, 1);
+	assert_int_equal(scan(&s), -EBADMSG);
+	A->n = 0;
+	put_s5(false, NULL, 0, 0);	/* empty package */
+	assert_int_equal(scan(&s), -EBADMSG);
+	assert_int_equal(s.slp_typa, 0x55);	/* untouched on failure */
+}
+
+/* Every prefix of a good table: only the whole one succeeds, nothing reads
+ * past the end. */
+static void test_truncated(void **state)
+{
+	static const u8 e[] = { 0x0a, 0x05, 0x0c, 0x06, 0, 0, 0 };
+	struct aml_s5 s;
+	u32 full, n;
+
+	(void)state;
+	put("\x10\x05\\\x00\x01\x02", 6);
+	put_s5(true, e, sizeof e, 2);
+	full = A->n;
+	for (n = 0; n < full; n++) {
+		A->n = n;
+		assert_int_not_equal(scan(&s), 0);
+	}
+	A->n = full;
+	assert_int_equal(scan(&s), 0);
+	assert_int_equal(s.slp_typa, 5);
+	assert_int_equal(s.slp_typb, 6);
+}
+
+/* PkgLength that claims more than the table holds, or less than the
+ * elements need, in every encoding width. */
+static void test_lying_lengths(void **state)
+{
+	static const u8 over1[] = { 0x08, '_', 'S', '5', '_', 0x12, 0x3f, 0x02, 0x00, 0x00 };
+	static const u8 over4[] = { 0x08, '_', 'S', '5', '_', 0x12, 0xcf, 0xff, 0xff, 0xff, 0x02, 0x00, 0x00 };
+	static const u8 under[] = { 0x08, '_', 'S', '5', '_', 0x12, 0x02, 0x02, 0x0a, 0x03, 0x0a, 0x03 };
+	static const u8 zero[] = { 0x08, '_', 'S', '5', '_', 0x12, 0x00, 0x02, 0x00, 0x00 };
+	static const u8 rsvd[] = { 0x08, '_', 'S', '5', '_', 0x12, 0x70, 0x00, 0x02, 0x00, 0x00 };
+	static const u8 cut_prefix[] = { 0x08, '_', 'S', '5', '_', 0x12, 0x05, 0x02, 0x0c, 0x01, 0x00 };
+	const u8 *cases[] = { over1, over4, under, zero, rsvd, cut_prefix };
+	const u32 lens[] = { sizeof over1, sizeof over4, sizeof under, sizeof zero, sizeof rsvd,
+			     sizeof cut_prefix };
+	struct aml_s5 s;
+	u32 i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		A->n = 0;
+		put(cases[i], lens[i]);
+		assert_int_equal(scan(&s), -EBADMSG);
+	}
+}
+
+/* A broken candidate does not hide a good one after it. */
+static void test_bad_then_good(void **state)
+{
+	static const u8 bad[] = { 0x0a, 0x09, 0x00 };
+	static const u8 good[] = { 0x0a, 0x02, 0x0a, 0x03 };
+	struct aml_s5 s;
+
+	(void)state;
+	put_s5(false, bad, sizeof bad, 2);
+	put_s5(true, good, sizeof good, 2);
+	assert_int_equal(scan(&s), 0);
+	assert_int_equal(s.slp_typa, 2);
+	assert_int_equal(s.slp_typb, 3);
+}
+
+/* 20000 nested Device () scopes with _S5_ innermost, their lengths right
+ * or all lying: found either way, in one pass, without recursion. */
+static void nest(u32 depth, bool lie)
+{
+	static const u8 e[] = { 0x0a, 0x04, 0x0a, 0x04 };
+	u32 inner = 1 + 1 + 4 + 1 + 1 + 1 + sizeof e, i, body;
+
+	for (i = 0; i < depth; i++) {
+		body = inner + 4 + (depth - 1 - i) * (2 + 4 + 4);
+		put("\x5b\x82", 2);		/* DeviceOp */
+		if (lie) {
+			put("\xcf\xff\xff\xff", 4);
+		} else {
+			u32 t = body + 4;
+
+			put1((u8)(0xc0 | (t & 0xf)));
+			put1((u8)(t >> 4));
+			put1((u8)(t >> 12));
+			put1((u8)(t >> 20));
+		}
+		put("DEV_", 4);
+	}
+	put_s5(false, e, sizeof e, 2);
+}
+
+static void test_deep_nesting(void **state)
+{
+	struct aml_s5 s;
+
+	(void)state;
+	nest(20000, false);
+	assert_int_equal(scan(&s), 0);
+	assert_int_equal(s.slp_typa, 4);
+	A->n = 0;
+	nest(20000, true);
+	assert_int_equal(scan(&s), 0);
+	assert_int_equal(s.slp_typb, 4);
+}
+
+/* The worst case the bound allows: a maximal table that is nothing but
+ * broken candidates is rejected; one byte more is refused outright. */
+static void test_size_bound(void **state)
+{
+	static const u8 cand[] = { 0x08, '_', 'S', '5', '_', 0x12, 0x3f, 0x02 };
+	struct aml_s5 s;
+
+	(void)state;
+	while (A->n + sizeof cand <= AML_S5_MAX_LEN)
+		put(cand, sizeof cand);
+	while (A->n < AML_S5_MAX_LEN)
+		put1(0x08);
+	assert_int_equal(scan(&s), -EBADMSG);
+	put1(0x00);
+	assert_int_equal(scan(&s), -E2BIG);
+	assert_int_equal(aml_find_s5(NULL, 0, &s), -EINVAL);
+	assert_int_equal(aml_find_s5(A->b, 0, NULL), -EINVAL);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_qemu_q35_shape),
+		T(test_qemu_shape_one),
+		T(test_root_prefix_byte_consts),
+		T(test_wide_consts),
+		T(test_single_packed),
+		T(test_not_declared),
+		T(test_bad_values),
+		T(test_truncated),
+		T(test_lying_lengths),
+		T(test_bad_then_good),
+		T(test_deep_nesting),
+		T(test_size_bound),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
