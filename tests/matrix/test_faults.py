@@ -26,7 +26,8 @@ pytestmark = pytest.mark.hostile
 # Seen once in 36 flap runs (tap capture). net/patches/0002 now reopens from
 # TIME_WAIT, as Linux does, when the new SYN's sequence number is above the
 # old connection's (RFC 1122 4.2.2.13, RFC 6191), counted in
-# vireo_lwip_time_wait_reopened_total; tests/host/test_syncookie.c covers it.
+# vireo_lwip_time_wait_reopened_total; tested by tests/host/test_syncookie.c
+# and, over the tap, test_tw_reuse.py.
 def after_fault(g, base):
     check = Load(g, conns=5, per_conn=10).start().join()
     assert not check.errors and check.ok == 50, check.errors[:5]
