@@ -31,4 +31,9 @@ err_t vireo_syncookie_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t o
 struct tcp_pcb *vireo_syncookie_ack(struct tcp_pcb_listen *lpcb, struct tcp_hdr *hdr,
 				    struct pbuf *p);
 
+/* LWIP_HOOK_TCP_TIMEWAIT_REOPEN (net/patches/0002): a SYN (no ACK, no RST)
+ * above a TIME_WAIT PCB's rcv_nxt; lwIP frees the PCB after this returns and
+ * hands the SYN to the listeners. Counts vireo_lwip_stats.tw_reopened. */
+void vireo_lwip_tw_reopen(struct tcp_pcb *pcb);
+
 #endif

@@ -11,6 +11,7 @@
 #include "lwip/timeouts.h"
 #include "lwip/priv/tcp_priv.h"
 #include "netif/ppp/ppp_opts.h"	/* PPP_NUM_TIMEOUTS, in a pool budget */
+#include "net/lwip_hooks.h"
 #include "net/lwip_port.h"
 
 /* mem.c aligns this pointer and carves MEM_SIZE bytes plus two block headers
@@ -189,6 +190,14 @@ static void tw_trim(void *arg)
 	orphans_expire();
 	vireo_lwip_orphans_trim(NULL);
 	sys_timeout(TCP_TMR_INTERVAL, tw_trim, arg);
+}
+
+/* LWIP_HOOK_TCP_TIMEWAIT_REOPEN (net/patches/0002): lwIP is about to free a
+ * TIME_WAIT PCB because a SYN above its rcv_nxt reopens the 4-tuple. */
+void vireo_lwip_tw_reopen(struct tcp_pcb *pcb)
+{
+	(void)pcb;
+	vireo_lwip_stats.tw_reopened++;
 }
 
 int vireo_lwip_init(void)

@@ -19,6 +19,7 @@ int vireo_lwip_init(void);
 struct vireo_lwip_stats {
 	u64 heap_bytes;		/* lwIP heap handed to mem_init(), 0 before init */
 	u64 tw_trimmed;		/* TIME_WAIT PCBs dropped above the cap */
+	u64 tw_reopened;	/* TIME_WAIT PCBs a new SYN reopened (net/patches/0002) */
 	u64 syn_trimmed;	/* half-open (SYN_RCVD) PCBs aborted after VIREO_LWIP_SYN_RCVD_MS */
 	u64 syncookies_sent;	/* SYN-ACKs with a cookie, listen backlog full (net/syncookie.c) */
 	u64 syncookies_validated;	/* ACKs with a valid cookie: a connection made */

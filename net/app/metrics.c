@@ -227,6 +227,9 @@ static void write_lwip(struct metrics_buf *b)
 		       "Size of lwIP's private heap.", vireo_lwip_stats.heap_bytes);
 	metrics_simple(b, "vireo_lwip_time_wait_trimmed_total", METRICS_COUNTER,
 		       "TIME_WAIT PCBs dropped above the port's cap.", vireo_lwip_stats.tw_trimmed);
+	metrics_simple(b, "vireo_lwip_time_wait_reopened_total", METRICS_COUNTER,
+		       "TIME_WAIT PCBs dropped for a new SYN above the old connection's sequence numbers.",
+		       vireo_lwip_stats.tw_reopened);
 	metrics_simple(b, "vireo_lwip_syn_rcvd_trimmed_total", METRICS_COUNTER,
 		       "Half-open connections aborted after the port's SYN_RCVD limit.", vireo_lwip_stats.syn_trimmed);
 	metrics_simple(b, "vireo_lwip_syncookies_sent_total", METRICS_COUNTER,

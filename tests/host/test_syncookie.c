@@ -5,7 +5,10 @@
  * the server sends is captured, not looped back. With the listen backlog
  * full of half-open connections: a SYN gets a cookie SYN-ACK and costs no
  * PCB or heap; an ACK with the cookie makes a connection that serves HTTP;
- * forged, replayed or stale cookies make nothing. IPv4 and IPv6. */
+ * forged, replayed or stale cookies make nothing. IPv4 and IPv6.
+ * Also TIME_WAIT reuse (net/patches/0002), which needs the same hand-made
+ * packets: a SYN above the old connection's sequence numbers reopens a
+ * 4-tuple the server closed first, any other SYN is answered as before. */
 #include "lwip/init.h"
 #include "lwip/ip.h"
 #include "lwip/ip_addr.h"
@@ -16,6 +19,7 @@
 #include "lwip/tcp.h"
 #include "lwip/timeouts.h"
 #include "lwip/priv/tcp_priv.h"
+#include "net/app/metrics.h"
 #include "net/app/server.h"
 #include "net/lwip_hooks.h"
 #include "net/lwip_port.h"
@@ -561,6 +565,206 @@ static void test_cookie_forged_stale(void **state)
 	assert_non_null(find_pcb(40032));
 }
 
+/* ---- TIME_WAIT reuse (net/patches/0002) ---- */
+
+static struct tcp_pcb *find_tw(u16 sport)
+{
+	struct tcp_pcb *pcb;
+
+	for (pcb = tcp_tw_pcbs; pcb; pcb = pcb->next)
+		if (pcb->remote_port == sport)
+			return pcb;
+	return NULL;
+}
+
+/* A whole connection from CLIENT_IP:sport with client ISN isn, as Linux
+ * makes one: handshake, GET / with HTTP/1.0 (the server answers and closes
+ * first), ACKs for everything the server sends, including its FIN, then the
+ * client's FIN. The server's PCB is left in TIME_WAIT; returns its rcv_nxt
+ * (the client's FIN + 1). The caller's SYN is answered with a SYN-ACK or
+ * the test fails. */
+static u32 serve_close(u16 sport, u32 isn)
+{
+	u32 cli = isn + 1, hi, acked, i;
+	bool fin = false, ok = false;
+	struct seg *s;
+
+	hi = syn(CLIENT_IP, sport, isn, 1460)->seq + 1;
+	out_clear();
+	send_tcp(CLIENT_IP, sport, cli, hi, F_ACK | F_PSH, 0, GET, sizeof(GET) - 1);
+	cli += sizeof(GET) - 1;
+	acked = hi;
+	for (i = 0; i < 500 && !(fin && acked == hi); i++) {
+		for (s = out_head; s; s = s->next) {
+			u32 end = s->seq + s->len + (s->flags & F_FIN ? 1 : 0);
+
+			if (s->dport != sport)
+				continue;
+			assert_false(s->flags & (F_RST | F_SYN));
+			if (s->len >= 12 && memcmp(s->data, "HTTP/1.1 200", 12) == 0)
+				ok = true;
+			if (TCP_SEQ_GT(end, hi))
+				hi = end;
+			fin |= s->flags & F_FIN;
+		}
+		out_clear();
+		if (hi != acked) {
+			send_tcp(CLIENT_IP, sport, cli, hi, F_ACK, 0, NULL, 0);
+			acked = hi;
+		}
+		shim_clock_advance_ms(10);
+		sys_check_timeouts();
+	}
+	assert_true(ok);
+	assert_true(fin);
+	assert_int_equal(acked, hi);
+	out_clear();
+	send_tcp(CLIENT_IP, sport, cli, hi, F_FIN | F_ACK, 0, NULL, 0);
+	s = out_to(CLIENT_IP, sport);
+	assert_non_null(s);
+	assert_int_equal(s->flags, F_ACK);
+	assert_int_equal(s->ack, cli + 1);
+	out_clear();
+	assert_null(find_pcb(sport));
+	assert_non_null(find_tw(sport));
+	assert_int_equal(find_tw(sport)->rcv_nxt, cli + 1);
+	return cli + 1;
+}
+
+/* The capture from link-flap testing: Linux reuses the source port of a
+ * connection the server closed first, seconds later, with a new ISN from its
+ * RFC 6528 clock (far above the old one). The SYN drops TIME_WAIT, gets a
+ * SYN-ACK from the listener and the new connection serves /; so does one a
+ * single sequence number above the old connection, and over IPv6. */
+static void test_timewait_newer_syn_reopens(void **state)
+{
+	u64 reopened = vireo_lwip_stats.tw_reopened;
+	static char text[65536];
+	struct metrics_buf b;
+	char line[80];
+	u32 rcv, pcbs;
+
+	rcv = serve_close(40050, 1000);
+	pcbs = pcbs_used();
+	shim_clock_advance_ms(11000);
+	/* 11 s of a 4 us ISN clock: about 2.7e6 above, beyond the window */
+	rcv = serve_close(40050, rcv + 11000000u / 4);
+	assert_int_equal(vireo_lwip_stats.tw_reopened, reopened + 1);
+	assert_int_equal(pcbs_used(), pcbs);	/* the old PCB was freed */
+	rcv = serve_close(40050, rcv + 1);
+	assert_int_equal(vireo_lwip_stats.tw_reopened, reopened + 2);
+	/* across the 2^32 wrap: "above" is modulo 2^32, as TCP_SEQ_GT */
+	rcv = serve_close(40051, 0xfffffff0u);
+	rcv = serve_close(40051, rcv + 0x7fff0000u);
+	assert_int_equal(vireo_lwip_stats.tw_reopened, reopened + 3);
+
+	use_v6 = true;
+	rcv = serve_close(40052, 77);
+	serve_close(40052, rcv + 5000);
+	assert_int_equal(vireo_lwip_stats.tw_reopened, reopened + 4);
+	assert_int_equal(pcbs_used(), base_pcbs + 3);	/* three in TIME_WAIT */
+
+	/* and /metrics says so */
+	metrics_buf_init(&b, text, sizeof(text) - 1);
+	metrics_write_all(&b);
+	assert_false(b.overflow);
+	text[b.len] = '\0';
+	snprintf(line, sizeof(line), "\nvireo_lwip_time_wait_reopened_total %llu\n",
+		 (unsigned long long)(reopened + 4));
+	assert_non_null(strstr(text, line));
+}
+
+/* Everything else in TIME_WAIT is as before. A SYN below rcv_nxt (a stale
+ * or replayed one) gets an ACK for the old connection; a SYN at rcv_nxt
+ * (inside the window) a RST; a SYN with ACK set and a RST (RFC 1337) change
+ * nothing but what they always did. The TIME_WAIT PCB stays, no connection
+ * is made, and it ends after 2 MSL as usual. */
+static void test_timewait_older_syn_kept(void **state)
+{
+	u64 reopened = vireo_lwip_stats.tw_reopened;
+	struct tcp_pcb *tw;
+	u32 rcv, snd, pcbs;
+	struct seg *s;
+
+	rcv = serve_close(40060, 0x12345678u);
+	tw = find_tw(40060);
+	snd = tw->snd_nxt;
+	pcbs = pcbs_used();
+
+	send_tcp(CLIENT_IP, 40060, rcv - 100000, 0, F_SYN, 1460, NULL, 0);
+	s = out_to(CLIENT_IP, 40060);
+	assert_non_null(s);
+	assert_int_equal(s->flags, F_ACK);
+	assert_int_equal(s->seq, snd);
+	assert_int_equal(s->ack, rcv);
+	assert_int_equal(out_count, 1);
+	out_clear();
+
+	/* the client's RST for that ACK (its seq is the ACK's ack): ignored
+	 * (RFC 1337), no answer */
+	send_tcp(CLIENT_IP, 40060, rcv, 0, F_RST, 0, NULL, 0);
+	assert_null(out_head);
+	assert_ptr_equal(find_tw(40060), tw);
+
+	send_tcp(CLIENT_IP, 40060, rcv - 1, 0, F_SYN, 1460, NULL, 0);
+	s = out_to(CLIENT_IP, 40060);
+	assert_non_null(s);
+	assert_int_equal(s->flags, F_ACK);
+	out_clear();
+
+	send_tcp(CLIENT_IP, 40060, rcv, 0, F_SYN, 1460, NULL, 0);
+	s = out_to(CLIENT_IP, 40060);
+	assert_non_null(s);
+	assert_true(s->flags & F_RST);
+	out_clear();
+
+	/* SYN+ACK above rcv_nxt, beyond the window: not a new SYN, an ACK */
+	send_tcp(CLIENT_IP, 40060, rcv + 1000000, snd, F_SYN | F_ACK, 1460, NULL, 0);
+	s = out_to(CLIENT_IP, 40060);
+	assert_non_null(s);
+	assert_int_equal(s->flags, F_ACK);
+	assert_int_equal(s->ack, rcv);
+	out_clear();
+
+	/* SYN+RST above rcv_nxt: a RST, ignored */
+	send_tcp(CLIENT_IP, 40060, rcv + 1000000, 0, F_SYN | F_RST, 0, NULL, 0);
+	assert_null(out_head);
+
+	assert_ptr_equal(find_tw(40060), tw);
+	assert_null(find_pcb(40060));
+	assert_int_equal(pcbs_used(), pcbs);
+	assert_int_equal(vireo_lwip_stats.tw_reopened, reopened);
+
+	/* 2 MSL later the 4-tuple is free for any ISN, the old one too */
+	for (rcv = 0; rcv < 2 * TCP_MSL + 1000; rcv += TCP_TMR_INTERVAL) {
+		shim_clock_advance_ms(TCP_TMR_INTERVAL);
+		sys_check_timeouts();
+	}
+	assert_null(find_tw(40060));
+	serve_close(40060, 0x12345678u);
+	assert_int_equal(vireo_lwip_stats.tw_reopened, reopened);
+}
+
+/* With the server stopped, a newer SYN still drops TIME_WAIT (Linux does
+ * the same) and, with no listener, is answered with a RST. */
+static void test_timewait_reopen_no_listener(void **state)
+{
+	u64 reopened = vireo_lwip_stats.tw_reopened;
+	struct seg *s;
+	u32 rcv;
+
+	rcv = serve_close(40070, 4000);
+	http_server_stop();
+	send_tcp(CLIENT_IP, 40070, rcv + 10, 0, F_SYN, 1460, NULL, 0);
+	s = out_to(CLIENT_IP, 40070);
+	assert_non_null(s);
+	assert_int_equal(s->flags, F_RST | F_ACK);
+	assert_int_equal(s->ack, rcv + 11);
+	assert_null(find_tw(40070));
+	assert_int_equal(vireo_lwip_stats.tw_reopened, reopened + 1);
+	assert_int_equal(http_server_start(HTTP_PORT, NULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -570,6 +774,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cookie_ack_with_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cookie_forged_stale, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cookie_ipv6, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timewait_newer_syn_reopens, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timewait_older_syn_kept, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timewait_reopen_no_listener, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);

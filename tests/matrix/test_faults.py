@@ -18,13 +18,16 @@ from mxlib import GUEST_LL, GUEST_MAC, Guest, Load
 pytestmark = pytest.mark.hostile
 
 
-# Known cause of a timeout here that is not the fault under test: the host
-# reusing the source port of a connection the appliance closed (serves() asks
-# for Connection: close) less than 2 MSL ago. lwIP answers that SYN from
-# TIME_WAIT with an ACK for the old connection and ignores the host's RST
-# (tcp_timewait_input), so the host's SYNs back off until TIME_WAIT ends;
-# Linux reopens from TIME_WAIT when the new SYN's sequence number is above
-# the old one (RFC 1122 4.2.2.13). Seen once in 36 flap runs (tap capture).
+# Fixed: a timeout here that was not the fault under test. The host reused
+# the source port of a connection the appliance had closed (serves() asks for
+# Connection: close) less than 2 MSL before; lwIP answered the new SYN from
+# TIME_WAIT with an ACK for the old connection and ignored the host's RST
+# (tcp_timewait_input), so the host's SYNs backed off until TIME_WAIT ended.
+# Seen once in 36 flap runs (tap capture). net/patches/0002 now reopens from
+# TIME_WAIT, as Linux does, when the new SYN's sequence number is above the
+# old connection's (RFC 1122 4.2.2.13, RFC 6191), counted in
+# vireo_lwip_time_wait_reopened_total; tested by tests/host/test_syncookie.c
+# and, over the tap, test_tw_reuse.py.
 def after_fault(g, base):
     check = Load(g, conns=5, per_conn=10).start().join()
     assert not check.errors and check.ok == 50, check.errors[:5]
