@@ -6,7 +6,9 @@
  * full is 64 x 64 key compares at most, once per refused-or-evicting accept.
  */
 #include "kernel/types.h"
+#include "kernel/mm.h"
 #include "lwip/ip_addr.h"
+#include "lwip/tcp.h"
 #include "net/app/conntab.h"
 
 void conntab_src_of(const ip_addr_t *addr, struct conntab_src *src)
@@ -115,6 +117,29 @@ enum conntab_verdict conntab_admit(const struct conntab *t, const struct conntab
 	}
 	*victim = oldest_idle ? oldest_idle : oldest;
 	return CONNTAB_EVICT;
+}
+
+struct conntab_conn *conntab_accept(struct conntab *t, struct tcp_pcb *pcb, size_t size,
+				    bool (*is_idle)(const struct conntab_conn *c),
+				    void (*evict)(struct conntab_conn *c),
+				    enum conntab_verdict *verdict)
+{
+	struct conntab_conn *victim, *c;
+	struct conntab_src src;
+
+	conntab_src_of(&pcb->remote_ip, &src);
+	*verdict = conntab_admit(t, &src, is_idle, &victim);
+	if (*verdict == CONNTAB_REFUSE_SOURCE || *verdict == CONNTAB_REFUSE_FULL)
+		return NULL;
+	if (*verdict == CONNTAB_EVICT)
+		evict(victim);
+	c = kzalloc(size);
+	if (!c)
+		return NULL;
+	c->pcb = pcb;
+	c->src = src;
+	conntab_insert(t, c);
+	return c;
 }
 
 void conntab_insert(struct conntab *t, struct conntab_conn *c)

@@ -59,6 +59,19 @@ enum conntab_verdict conntab_admit(const struct conntab *t, const struct conntab
 				   bool (*is_idle)(const struct conntab_conn *c),
 				   struct conntab_conn **victim);
 
+/*
+ * The whole admission of a new connection: conntab_admit() for pcb's source,
+ * the victim (if any) ended through evict(), which must remove it from the
+ * table, then size zeroed bytes allocated (a service's state, with its
+ * struct conntab_conn first), pcb and source filled in, and inserted.
+ * Returns NULL if refused or out of memory; *verdict says which applied
+ * (CONNTAB_ADMIT or CONNTAB_EVICT with NULL: no memory).
+ */
+struct conntab_conn *conntab_accept(struct conntab *t, struct tcp_pcb *pcb, size_t size,
+				    bool (*is_idle)(const struct conntab_conn *c),
+				    void (*evict)(struct conntab_conn *c),
+				    enum conntab_verdict *verdict);
+
 void conntab_insert(struct conntab *t, struct conntab_conn *c);
 void conntab_remove(struct conntab *t, struct conntab_conn *c);
 

@@ -200,35 +200,26 @@ static bool conn_idle(const struct conntab_conn *l)
 	return c->len == c->off && !c->unrecved;
 }
 
+static void conn_evict(struct conntab_conn *l)
+{
+	conn_abort((struct echo_conn *)l);
+}
+
 static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 {
-	struct conntab_conn *victim;
-	struct conntab_src src;
-	struct echo_conn *c = NULL;
+	enum conntab_verdict v;
+	struct echo_conn *c;
 
 	if (err != ERR_OK || !pcb)
 		return ERR_VAL;
-	conntab_src_of(&pcb->remote_ip, &src);
-	switch (conntab_admit(&echo.tab, &src, conn_idle, &victim)) {
-	case CONNTAB_REFUSE_SOURCE:
+	c = (struct echo_conn *)conntab_accept(&echo.tab, pcb, sizeof *c, conn_idle, conn_evict, &v);
+	if (v == CONNTAB_REFUSE_SOURCE)
 		echo_stats.tcp_refused_source++;
-		goto refuse;
-	case CONNTAB_REFUSE_FULL:
-		goto refuse;
-	case CONNTAB_EVICT:
+	else if (v == CONNTAB_EVICT)
 		echo_stats.tcp_evicted++;
-		conn_abort((struct echo_conn *)victim);
-		break;
-	case CONNTAB_ADMIT:
-		break;
-	}
-	c = kzalloc(sizeof *c);
 	if (!c)
 		goto refuse;
-	c->link.pcb = pcb;
-	c->link.src = src;
 	c->t_active = now_ms();
-	conntab_insert(&echo.tab, &c->link);
 	echo_stats.tcp_accepted++;
 	echo_stats.tcp_active++;
 	tcp_arg(pcb, c);

@@ -581,38 +581,28 @@ static bool conn_idle(const struct conntab_conn *l)
 	return c->state == C_READ && !c->head_started && !c->inflight;
 }
 
+static void conn_evict(struct conntab_conn *l)
+{
+	conn_abort((struct conn *)l);
+}
+
 static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 {
-	struct conntab_conn *victim;
-	struct conntab_src src;
-	struct conn *c = NULL;
+	enum conntab_verdict v;
+	struct conn *c;
 
 	if (err != ERR_OK || !pcb)
 		return ERR_VAL;
-	conntab_src_of(&pcb->remote_ip, &src);
-	switch (conntab_admit(&srv.tab, &src, conn_idle, &victim)) {
-	case CONNTAB_REFUSE_SOURCE:
+	c = (struct conn *)conntab_accept(&srv.tab, pcb, sizeof *c, conn_idle, conn_evict, &v);
+	if (v == CONNTAB_REFUSE_SOURCE)
 		http_server_stats.conns_refused_source++;
-		goto refuse;
-	case CONNTAB_REFUSE_FULL:
-		goto refuse;
-	case CONNTAB_EVICT:
-		/* Not our pcb, so nothing to hand back to lwIP. */
-		http_server_stats.conns_evicted++;
-		conn_abort((struct conn *)victim);
-		break;
-	case CONNTAB_ADMIT:
-		break;
-	}
-	c = kzalloc(sizeof *c);
+	else if (v == CONNTAB_EVICT)
+		http_server_stats.conns_evicted++;	/* not our pcb: nothing to hand back to lwIP */
 	if (!c)
 		goto refuse;
-	c->link.pcb = pcb;
-	c->link.src = src;
 	c->state = C_READ;
 	c->t_wait = now_ms();
 	http_parser_reset(&c->parser);
-	conntab_insert(&srv.tab, &c->link);
 	http_server_stats.conns_accepted++;
 	http_server_stats.conns_active++;
 
