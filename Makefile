@@ -85,7 +85,7 @@ ELF   := $(BUILD)/vireo.so
 IMAGE := $(BUILD)/vireo.img
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
-	test-matrix test-matrix-quick test-hostile soak
+	test-matrix test-matrix-quick test-hostile soak check-docs
 all: $(EFI)
 
 $(BUILD)/k/boot/%.o: boot/%.c
@@ -167,8 +167,13 @@ $(foreach f,$(FUZZERS),$(eval $(call fuzz_rule,$(f))))
 
 FUZZ_RUNS ?= 20000
 FUZZ_TIME ?= 300
-test-host: deps-test $(addprefix $(BUILD)/host/,$(HOST_TESTS))
+test-host: deps-test check-docs $(addprefix $(BUILD)/host/,$(HOST_TESTS))
 	$(Q)set -e; for t in $(HOST_TESTS); do echo "  TEST    $$t"; $(BUILD)/host/$$t; done
+
+# Every relative link in README.md, docs/ and net/README.md resolves (a file,
+# and a heading for a #fragment); under a second, so part of test-host.
+check-docs:
+	$(Q)$(PYTHON) tests/host/check_docs.py .
 
 # Both start from the committed seeds (tests/fuzz/corpus/<target>/, written by
 # tests/fuzz/make_corpus.py) next to the working corpus; libFuzzer adds new
@@ -245,7 +250,8 @@ help:
 	@echo "                  its last line says which"
 	@echo "  make images     every image: GRUB disk, ISO, qcow2, GCE/Azure/AWS files (images/images.mk)"
 	@echo "  make sign KEY=key.pem CERT=cert.pem   Secure Boot signed build/vireo-signed.img"
-	@echo "  make test-host  host unit tests only"
+	@echo "  make test-host  host unit tests only (and make check-docs)"
+	@echo "  make check-docs every relative link in README.md, docs/, net/README.md resolves"
 	@echo "  make test-qemu  QEMU tests only"
 	@echo "  make test-matrix  the appliance in 23 virtio-net/machine configurations, plus"
 	@echo "                  test-hostile (~10-12 min; needs root for a netns with a tap)"
