@@ -22,6 +22,11 @@ the guest's address and MAC as the descriptor gives them at run time:
   orphans      client_attacks.orphan_flood: clients whose pure ACKs are lost
                (tc on the tap), so every connection the server closes stays
                an orphan; 8 per second
+and, only when asked for (--attacks control-link-down), a check of the
+measurement itself: the NIC's link down for 15 s (QMP set_link). A request
+that began in its first 8 s or so cannot get a SYN through before its 10 s
+timeout and fails; later ones get in on a SYN retransmission after the link
+comes back.
 
 The legitimate client is open-loop: one request every 1/RATE s, each on a new
 connection in a thread of its own (GET of the harness's small file, keep-alive,
@@ -74,6 +79,7 @@ FRAG_TRAINS, FRAG_SECONDS = 3000, 30
 HOG_CONNS, HOG_SECONDS = 72, 30
 ORPHAN_N, ORPHAN_RATE = 240, 8
 ATTACKS = ("syn-flood", "ooseq", "frag-trains", "slot-hog", "orphans")
+LINK_DOWN_S = 15  # control-link-down (not in the default list)
 
 
 def log(msg):
@@ -258,8 +264,36 @@ def attack_orphans(ctx):
                                   "flood_s": round(took, 1)}
 
 
+def qmp(path, command, **arguments):
+    import socket
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(path)
+        f = s.makefile("rw")
+        f.readline()
+        for c, args in (("qmp_capabilities", {}), (command, arguments)):
+            f.write(json.dumps({"execute": c, "arguments": args}) + "\n")
+            f.flush()
+            while True:
+                msg = json.loads(f.readline() or "{}")
+                if "error" in msg:
+                    raise RuntimeError(f"QMP {c}: {msg['error']}")
+                if "return" in msg or not msg:
+                    break
+
+
+def control_link_down(ctx):
+    """Not an attack: the NIC's link is down for LINK_DOWN_S (QMP set_link on
+    the tap's netdev): the check that the figures can show an outage."""
+    t0 = time.monotonic()
+    qmp(ctx.qmp_path, "set_link", name="n0", up=False)
+    time.sleep(LINK_DOWN_S)
+    qmp(ctx.qmp_path, "set_link", name="n0", up=True)
+    return t0, time.monotonic(), {"link_down_s": LINK_DOWN_S}
+
+
 RUN = {"syn-flood": attack_syn, "ooseq": attack_ooseq, "frag-trains": attack_frags, "slot-hog": attack_hog,
-       "orphans": attack_orphans}
+       "orphans": attack_orphans, "control-link-down": control_link_down}
 
 
 def one(a, attack, role, desc, rundir):
@@ -283,7 +317,7 @@ def one(a, attack, role, desc, rundir):
                    boot_http200_s=b.rec["boot"].get("http200_s"))
         ns = nsmod.Netns.attach(b.ns, "tap0", g["GUEST_HOST_IP"], b.ip)
         client = mxlib.NsClient(ns, b.ip)
-        ctx = types.SimpleNamespace(ns=ns, ip=b.ip, mac=g["GUEST_MAC"], client=client)
+        ctx = types.SimpleNamespace(ns=ns, ip=b.ip, mac=g["GUEST_MAC"], client=client, qmp_path=b.qmp_path)
         path = g["GUEST_SMALL_PATH"]
         # the body every legitimate request must get; a few requests warm up TCG
         status, _, want = client.get(path, timeout=30)
@@ -338,7 +372,7 @@ def cell(r, key):
     if key == "success":
         d = r["during"]
         return f"{d['success_pct']:.1f} ({d['ok']}/{d['requests']})"
-    return f"{r['recovery_s']:.2f}" if r["recovery_s"] is not None else f">{r['after_window_s']}"
+    return f"{r['recovery_s']:.3f}" if r["recovery_s"] is not None else f">{r['after_window_s']}"
 
 
 def table(recs, attacks):
@@ -380,7 +414,7 @@ def evidence_lines(recs):
         if not r.get("ok"):
             continue
         said = "; ".join(x for x in r.get("attacker", []) if x) or ", ".join(
-            f"{k} {r[k]}" for k in ("hog_conns_peak", "flood_conns", "flood_errors") if k in r)
+            f"{k} {r[k]}" for k in ("hog_conns_peak", "flood_conns", "flood_errors", "link_down_s") if k in r)
         cnt = r.get("vireo_counters")
         cnt = ", ".join(f"{k.replace('vireo_', '')} +{v:.0f}" for k, v in cnt.items()) if cnt else ""
         out.append(f"  {r['attack']} / {r['guest']}: {said}" + (f"; counters: {cnt}" if cnt else ""))
@@ -398,8 +432,10 @@ def main():
     ap.add_argument("--before", type=float, default=5.0)
     ap.add_argument("--after", type=float, default=20.0)
     ap.add_argument("--boot-timeout", type=int, default=180)
-    ap.add_argument("--attacks", default=",".join(ATTACKS))
+    ap.add_argument("--attacks", default=",".join(ATTACKS),
+                    help=f"comma-separated, of {', '.join(RUN)} (control-link-down: a measurement check, not default)")
     ap.add_argument("--guests", default="vireo,peer")
+    ap.add_argument("--json", help="where the JSON goes (default OUT/attacks.json)")
     a = ap.parse_args()
 
     def on_term(sig, _frame):
@@ -446,9 +482,11 @@ def main():
                                  f"held {OOSEQ_HOLD} s, then reset",
                         "frag-trains": f"{FRAG_TRAINS} IPv4 + {FRAG_TRAINS} IPv6 first fragments over {FRAG_SECONDS} s",
                         "slot-hog": f"{HOG_CONNS} idle connections from one source for {HOG_SECONDS} s",
-                        "orphans": f"{ORPHAN_N} clients that never ACK the server's FIN, {ORPHAN_RATE}/s"}}
+                        "orphans": f"{ORPHAN_N} clients that never ACK the server's FIN, {ORPHAN_RATE}/s",
+                        "control-link-down": f"not an attack: the NIC's link down for {LINK_DOWN_S} s"}}
     doc = {"meta": meta, "results": recs}
-    with open(os.path.join(out, "attacks.json"), "w") as f:
+    jpath = a.json or os.path.join(out, "attacks.json")
+    with open(jpath, "w") as f:
         json.dump(doc, f, indent=1)
     print(f"bench-attacks {meta['date_utc']} UTC, rev {rev}; both guests -m {a.mem} under TCG on {os.cpu_count()} "
           f"host CPUs; legitimate client {a.rate:g} req/s, {a.timeout:g} s timeout, {a.before:g} s before and "
@@ -463,7 +501,7 @@ def main():
     print(f"host loadavg: {la0} at start, {meta['loadavg_end']} at end (column: 1-min loadavg at each boot, "
           f"vireo / peer)")
     print(f"{len([r for r in recs if r.get('ok')])}/{len(recs)} runs ok; {elapsed / 60:.0f} min; "
-          f"JSON in {os.path.join(out, 'attacks.json')}, logs in {base}")
+          f"JSON in {jpath}, logs in {base}")
     return 0 if all(r.get("ok") for r in recs) else 1
 
 
