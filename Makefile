@@ -86,7 +86,7 @@ IMAGE := $(BUILD)/vireo.img
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
 	test-matrix test-matrix-quick test-hostile soak
-all: $(EFI)
+all: $(EFI) $(PVH)
 
 $(BUILD)/k/boot/%.o: boot/%.c
 	@mkdir -p $(dir $@)
@@ -113,6 +113,28 @@ $(EFI): $(ELF)
 	$(Q)$(OBJCOPY) -j .text -j .rodata -j .data -j .dynamic -j .rela -j .dynsym \
 		-j .dynstr -j .reloc --target efi-app-x86_64 --subsystem=10 $< $@
 	@echo "  EFI     $@ ($$(stat -c %s $@) bytes)"
+
+# ---- PVH ELF (boot/pvh*.{c,S}, linker/pvh.ld) ----------------------------
+# The same kernel objects, with the PVH entry instead of efi_main, linked at
+# its load address as build/vireo.elf for `qemu-system-x86_64 -kernel`
+# (SeaBIOS on q35/pc, qboot on microvm) and other PVH loaders.
+PVH      := $(BUILD)/vireo.elf
+PVH_SRCS := boot/pvh_entry.S boot/pvh.c boot/pvh_info.c
+PVH_OBJS := $(filter-out $(BUILD)/k/boot/efi_main.o,$(OBJS)) \
+	$(patsubst %,$(BUILD)/k/%.o,$(basename $(PVH_SRCS)))
+.PHONY: elf
+elf: $(PVH)
+$(BUILD)/k/boot/%.o: boot/%.S
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  AS      $<")
+	$(Q)$(CC) $(KCFLAGS) $(KASFLAGS) -c $< -o $@
+$(PVH): $(PVH_OBJS) $(LWIP_LIB) linker/pvh.ld
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(LD) -nostdlib -static -z noexecstack -z max-page-size=4096 --build-id=none --gc-sections \
+		--no-undefined -T linker/pvh.ld $(PVH_OBJS) $(LWIP_LIB) -o $@
+	@echo "  ELF     $@ ($$(stat -c %s $@) bytes)"
+# tests/qemu/test_pvh.py boots it.
+test-qemu: $(PVH)
 
 image: $(IMAGE)
 $(IMAGE): $(EFI) images/mkimage.sh
@@ -234,7 +256,8 @@ clean:
 
 help:
 	@echo "vireo $(VERSION) targets:"
-	@echo "  make            build $(EFI) (UEFI application)"
+	@echo "  make            build $(EFI) (UEFI application) and $(PVH)"
+	@echo "  make elf        build $(PVH) (PVH ELF: qemu-system-x86_64 -kernel, no firmware)"
 	@echo "  make image      build $(IMAGE) (GPT disk, ESP with EFI/BOOT/BOOTX64.EFI)"
 	@echo "  make run        install QEMU/OVMF if missing, boot the appliance; http://localhost:8080/"
 	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=)"
