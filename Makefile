@@ -55,7 +55,7 @@ KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel
 DRIVER_SRCS := drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
 	drivers/virtq.c drivers/virtio.c drivers/virtio_core.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
 	drivers/virtio_rng.c drivers/virtio_net.c drivers/vnet_hdr.c drivers/vnet_ctrl.c \
-	drivers/coalesce.c drivers/virtio_console.c
+	drivers/coalesce.c drivers/virtio_console.c drivers/virtio_mmio_parse.c drivers/virtio_mmio.c
 NET_SRCS    := net/sys_arch.c net/lwip_port.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/netif_vnet.c net/app/app.c net/app/conntab.c net/app/http.c \
 	net/app/site.c net/app/server.c net/app/metrics.c net/app/echo.c
 SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
@@ -83,6 +83,7 @@ $(BUILD)/k/site_data.o: $(BUILD)/site_data.c
 EFI   := $(BUILD)/vireo.efi
 ELF   := $(BUILD)/vireo.so
 IMAGE := $(BUILD)/vireo.img
+PVH   := $(BUILD)/vireo.elf
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
 	test-matrix test-matrix-quick test-hostile soak
@@ -118,7 +119,6 @@ $(EFI): $(ELF)
 # The same kernel objects, with the PVH entry instead of efi_main, linked at
 # its load address as build/vireo.elf for `qemu-system-x86_64 -kernel`
 # (SeaBIOS on q35/pc, qboot on microvm) and other PVH loaders.
-PVH      := $(BUILD)/vireo.elf
 PVH_SRCS := boot/pvh_entry.S boot/pvh.c boot/pvh_info.c
 PVH_OBJS := $(filter-out $(BUILD)/k/boot/efi_main.o,$(OBJS)) \
 	$(patsubst %,$(BUILD)/k/%.o,$(basename $(PVH_SRCS)))

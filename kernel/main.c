@@ -6,6 +6,7 @@
 #include "drivers/acpi.h"
 #include "drivers/pci.h"
 #include "drivers/virtio.h"
+#include "drivers/virtio_mmio.h"
 #include "drivers/virtio_net.h"
 #include "drivers/virtio_rng.h"
 #include "kernel/boot_info.h"
@@ -85,6 +86,7 @@ void kernel_main(struct boot_info *bi)
 	vnet_set_echo(kconfig.vnet_echo);
 	vnet_set_coalesce(kconfig.coalesce.mode, kconfig.coalesce.frames, kconfig.coalesce.usecs);
 	pci_probe_drivers();
+	virtio_mmio_probe();
 	timeline_mark("drivers");
 
 	config_run_selftest();

@@ -188,6 +188,16 @@ def vnet_rx():
     }
 
 
+# ---- fuzz_vmmio: virtio_mmio.device= values, NUL-separated ----
+def vmmio():
+    return {
+        "microvm": b"512@0xfeb00e00:12\x00512@0xfeb00c00:11\x00512@0xfeb00a00:10",
+        "firecracker": b"4K@0xd0000000:5:0\x004K@0xd0001000:6:1",
+        "overlap": b"512@0xfeb00000:16\x000x300@0xfeb00100:17\x00512@0xfeb00000:16",
+        "bad": b"512@0xfeb00002:5\x0016777216G@0x1000:5\x00512@0xfffffffffffffe00:5\x00x",
+    }
+
+
 TARGETS = {
     "fuzz_cmdline": cmdline,
     "fuzz_http": http,
@@ -195,6 +205,7 @@ TARGETS = {
     "fuzz_virtq": virtq,
     "fuzz_vnet_hdr": vnet_hdr,
     "fuzz_vnet_rx": vnet_rx,
+    "fuzz_vmmio": vmmio,
 }
 
 
