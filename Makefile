@@ -135,6 +135,14 @@ $(PVH): $(PVH_OBJS) $(LWIP_LIB) linker/pvh.ld
 	@echo "  ELF     $@ ($$(stat -c %s $@) bytes)"
 # tests/qemu/test_pvh.py boots it.
 test-qemu: $(PVH)
+# The appliance on QEMU microvm (no PCI, no ACPI, virtio-mmio), like `make run`.
+.PHONY: run-microvm bench-pvh
+run-microvm: deps-run $(PVH)
+	images/qemu.sh --microvm --kernel $(PVH) --mem $(MEM) --cmdline "$(CMDLINE)" \
+		$(if $(PORT),--port $(PORT) --guest-port $(HTTP_PORT)) $(QEMU_OPTS)
+# QEMU start -> first HTTP 200: OVMF vs -kernel on q35, pc and microvm (printed).
+bench-pvh: deps-test $(IMAGE) $(PVH)
+	$(Q)$(PYTHON) tests/bench/pvh_boot.py
 
 image: $(IMAGE)
 $(IMAGE): $(EFI) images/mkimage.sh
@@ -258,6 +266,8 @@ help:
 	@echo "vireo $(VERSION) targets:"
 	@echo "  make            build $(EFI) (UEFI application) and $(PVH)"
 	@echo "  make elf        build $(PVH) (PVH ELF: qemu-system-x86_64 -kernel, no firmware)"
+	@echo "  make run-microvm  the appliance on QEMU microvm (PVH, virtio-mmio, no PCI/ACPI);"
+	@echo "                  same PORT=, CMDLINE=, QEMU_OPTS=, MEM= as make run"
 	@echo "  make image      build $(IMAGE) (GPT disk, ESP with EFI/BOOT/BOOTX64.EFI)"
 	@echo "  make run        install QEMU/OVMF if missing, boot the appliance; http://localhost:8080/"
 	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=)"
@@ -278,6 +288,7 @@ help:
 	@echo "                  down/up and device reset under load (~6 min)"
 	@echo "  make soak       100,000 keep-alive requests at 64 connections, no memory growth"
 	@echo "  make fuzz       libFuzzer targets, FUZZ_TIME=$(FUZZ_TIME) s each"
+	@echo "  make bench-pvh  QEMU start -> first HTTP 200: OVMF vs -kernel (q35, pc, microvm)"
 	@echo "  make bench-boot EFI size, efi_main->kernel ready, idle host CPU"
 	@echo "  make bench      vireo vs. nginx on Linux (shared harness, TCG, tap): table + build/bench/summary.json"
 	@echo "                  (BENCH_REPS=3 BENCH_DURATION=10 BENCH_EXTRA_REPS=2 BENCH_MEM=256, -m of both guests;"

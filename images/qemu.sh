@@ -4,6 +4,11 @@
 #   --kernel FILE    boot this PVH ELF (build/vireo.elf) with QEMU's -kernel
 #                    instead: no OVMF, no disk (SeaBIOS on q35/pc loads it);
 #                    --cmdline goes to -append
+#   --microvm        QEMU's microvm machine (no PCI, no firmware tables:
+#                    acpi=off) booting --kernel (default build/vireo.elf);
+#                    devices are virtio-mmio (modern; QEMU adds their
+#                    virtio_mmio.device= to the command line); --port's NIC
+#                    is a virtio-net-device
 #   --format F       raw, qcow2, vpc (VHD), vmdk; default from the file name
 #                    (.qcow2, .vhd, .vmdk; anything else is raw)
 #   --cdrom          attach the image as a CD-ROM (build/vireo.iso) instead of
@@ -31,11 +36,12 @@ if [[ -n ${VIREO_QEMU_SH_OPTS:-} ]]; then
 	set -- "${env_opts[@]}" "$@"
 fi
 image=build/vireo.img mem=64 cmdline="" machine=q35 accel=${ACCEL:-auto} port="" guest_port=80 print=0
-format="" cdrom=0 secboot=0 vars_src="" kernel=""
+format="" cdrom=0 secboot=0 vars_src="" kernel="" microvm=0
 while (($#)); do
 	case $1 in
 	--image) image=$2; shift 2 ;;
 	--kernel) kernel=$2; shift 2 ;;
+	--microvm) microvm=1; shift ;;
 	--format) format=$2; shift 2 ;;
 	--cdrom) cdrom=1; shift ;;
 	--secboot) secboot=1; shift ;;
@@ -68,6 +74,10 @@ if [[ -z $format ]]; then
 	*.vmdk) format=vmdk ;;
 	*) format=raw ;;
 	esac
+fi
+if ((microvm)); then
+	[[ -z $kernel ]] && kernel=build/vireo.elf
+	machine=microvm,acpi=off
 fi
 if [[ -n $kernel ]]; then
 	[[ -r $kernel ]] || { echo "qemu.sh: kernel $kernel missing (make elf)" >&2; exit 1; }
@@ -120,6 +130,7 @@ args=(qemu-system-x86_64 -machine "$machine_opts" -accel "$accel" -m "$mem" -smp
 	-nodefaults -no-user-config -display none -serial stdio)
 if [[ -n $kernel ]]; then
 	args+=(-kernel "$kernel")
+	((microvm)) && args+=(-global virtio-mmio.force-legacy=false)
 	[[ -n $cmdline ]] && args+=(-append "$cmdline")
 else
 	args+=(-drive if=pflash,format=raw,unit=0,readonly=on,file="$ovmf_code"
@@ -140,7 +151,7 @@ fi
 [[ -n $cmdline && -z $kernel ]] && args+=(-fw_cfg "name=opt/vireo/cmdline,string=${cmdline//,/,,}")
 if [[ -n $port ]]; then
 	args+=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:$guest_port"
-		-device virtio-net-pci,netdev=n0,romfile=)
+		-device "$( ((microvm)) && echo virtio-net-device,netdev=n0 || echo virtio-net-pci,netdev=n0,romfile=)")
 fi
 args+=("$@")
 if ((print)); then
