@@ -402,14 +402,30 @@ static void probe_one(const struct vmmio_window *w)
 	virtio_add_device(&vm->vdev);
 }
 
+static u32 from_acpi;
+
+void virtio_mmio_from_acpi(const u8 *aml, u32 len)
+{
+	u32 refused = virtio_mmio_windows.refused;
+	char why[64];
+	int n = vmmio_aml_scan(aml, len, &virtio_mmio_windows, why, sizeof why);
+
+	if (virtio_mmio_windows.refused != refused)
+		kprintf("acpi: %u virtio-mmio device%s in the DSDT refused (last: %s)\n",
+			virtio_mmio_windows.refused - refused, virtio_mmio_windows.refused - refused == 1 ? "" : "s",
+			why);
+	from_acpi = (u32)n;
+}
+
 void virtio_mmio_probe(void)
 {
 	u32 i;
 
 	if (virtio_mmio_windows.n == 0 && virtio_mmio_windows.refused == 0)
 		return;
-	kprintf("virtio-mmio: %u window%s from the command line%s\n", virtio_mmio_windows.n,
-		virtio_mmio_windows.n == 1 ? "" : "s", virtio_mmio_windows.refused ? " (some refused)" : "");
+	kprintf("virtio-mmio: %u window%s (%u from the command line, %u from ACPI)%s\n", virtio_mmio_windows.n,
+		virtio_mmio_windows.n == 1 ? "" : "s", virtio_mmio_windows.n - from_acpi, from_acpi,
+		virtio_mmio_windows.refused ? "; some refused" : "");
 	for (i = 0; i < virtio_mmio_windows.n; i++)
 		probe_one(&virtio_mmio_windows.w[i]);
 }

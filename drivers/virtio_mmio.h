@@ -9,6 +9,9 @@
 /* Filled by the command line (kernel/config.c hands it to vmmio_cmdline_add). */
 extern struct vmmio_list virtio_mmio_windows;
 
+/* Adds the windows the DSDT's AML (after its header) describes. */
+void virtio_mmio_from_acpi(const u8 *aml, u32 len);
+
 /* Maps and checks every window, hands each device to the virtio bus. */
 void virtio_mmio_probe(void);
 

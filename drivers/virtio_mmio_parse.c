@@ -105,15 +105,17 @@ int vmmio_parse(const char *val, struct vmmio_window *out, char *why, size_t why
 	return 0;
 }
 
-int vmmio_cmdline_add(const char *val, void *list, char *why, size_t why_len)
+/* 0: added; 1: already there (not added); -EINVAL: refused, counted. */
+static int list_add(struct vmmio_list *l, const struct vmmio_window *wp, char *why, size_t why_len)
 {
-	struct vmmio_list *l = list;
-	struct vmmio_window w;
+	struct vmmio_window w = *wp;
 	u32 i;
 
-	if (vmmio_parse(val, &w, why, why_len) < 0) {
-		l->refused++;
-		return -EINVAL;
+	for (i = 0; i < l->n; i++) {
+		const struct vmmio_window *o = &l->w[i];
+
+		if (o->base == w.base && o->size == w.size && o->gsi == w.gsi)
+			return 1;	/* the same device named twice (command line and ACPI) */
 	}
 	for (i = 0; i < l->n; i++) {
 		const struct vmmio_window *o = &l->w[i];
@@ -136,6 +138,80 @@ int vmmio_cmdline_add(const char *val, void *list, char *why, size_t why_len)
 	}
 	l->w[l->n++] = w;
 	return 0;
+}
+
+int vmmio_cmdline_add(const char *val, void *list, char *why, size_t why_len)
+{
+	struct vmmio_list *l = list;
+	struct vmmio_window w;
+
+	if (vmmio_parse(val, &w, why, why_len) < 0) {
+		l->refused++;
+		return -EINVAL;
+	}
+	return list_add(l, &w, why, why_len) < 0 ? -EINVAL : 0;
+}
+
+static u32 rd_le32(const u8 *p)
+{
+	return (u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24;
+}
+
+static bool hid_at(const u8 *aml, u32 len, u32 i)
+{
+	static const u8 hid[] = { 0x0d, 'L', 'N', 'R', 'O', '0', '0', '0', '5', 0 };
+	u32 k;
+
+	if (len - i < sizeof hid)
+		return false;
+	for (k = 0; k < sizeof hid; k++)
+		if (aml[i + k] != hid[k])
+			return false;
+	return true;
+}
+
+int vmmio_aml_scan(const u8 *aml, u32 len, struct vmmio_list *l, char *why, size_t why_len)
+{
+	u32 i, found = 0;
+
+	for (i = 0; i < len; i++) {
+		struct vmmio_window w = { 0 };
+		bool mem = false, irq = false;
+		u32 j, end;
+
+		if (!hid_at(aml, len, i))
+			continue;
+		end = len - i > VMMIO_AML_SPAN ? i + VMMIO_AML_SPAN : len;
+		for (j = i + 10; j < end && !(mem && irq) && !hid_at(aml, len, j); j++) {
+			/* Memory32Fixed: 0x86, length 9, info, base, length. */
+			if (!mem && aml[j] == 0x86 && end - j >= 12 && aml[j + 1] == 9 && aml[j + 2] == 0) {
+				w.base = rd_le32(aml + j + 4);
+				w.size = rd_le32(aml + j + 8);
+				mem = true;
+				j += 11;
+			/* Extended Interrupt: 0x89, length >= 6, flags, count >= 1, GSIs. */
+			} else if (!irq && aml[j] == 0x89 && end - j >= 9 && aml[j + 1] >= 6 && aml[j + 2] == 0 &&
+				   aml[j + 4] >= 1) {
+				w.gsi = rd_le32(aml + j + 5);
+				irq = true;
+				j += 8;
+			}
+		}
+		if (!mem || !irq) {
+			say(why, why_len, "LNRO0005 device without a memory window and an interrupt");
+			l->refused++;
+			continue;
+		}
+		if (w.size < VMMIO_WIN_MIN || w.size > VMMIO_WIN_MAX || (w.base & 3) || w.gsi == 0 ||
+		    w.gsi > VMMIO_GSI_MAX) {
+			say(why, why_len, "LNRO0005 window or interrupt out of bounds");
+			l->refused++;
+			continue;
+		}
+		if (list_add(l, &w, why, why_len) == 0)
+			found++;
+	}
+	return (int)found;
 }
 
 int vmmio_check_ids(u32 magic, u32 version, u32 device_id, const char **why)

@@ -139,12 +139,105 @@ static void test_queue_max(void **state)
 	assert_true(bad);
 }
 
+/* One device as QEMU microvm's DSDT has it: Device (VRnn) { _HID
+ * "LNRO0005", _UID, _CCA, _CRS { Memory32Fixed, Interrupt } }. */
+static size_t put_dev(u8 *p, u32 base, u32 size, u32 gsi)
+{
+	static const u8 head[] = { 0x5b, 0x82, 0x3a, 'V', 'R', '0', '0', 0x08, '_', 'H', 'I', 'D',
+				   0x0d, 'L', 'N', 'R', 'O', '0', '0', '0', '5', 0x00,
+				   0x08, '_', 'U', 'I', 'D', 0x00, 0x08, '_', 'C', 'C', 'A', 0x01,
+				   0x08, '_', 'C', 'R', 'S', 0x11, 0x1a, 0x0a, 0x17 };
+	size_t n = sizeof head;
+
+	memcpy(p, head, n);
+	p[n++] = 0x86, p[n++] = 0x09, p[n++] = 0x00, p[n++] = 0x01;
+	memcpy(p + n, &base, 4), n += 4;
+	memcpy(p + n, &size, 4), n += 4;
+	p[n++] = 0x89, p[n++] = 0x06, p[n++] = 0x00, p[n++] = 0x09, p[n++] = 0x01;
+	memcpy(p + n, &gsi, 4), n += 4;
+	p[n++] = 0x79, p[n++] = 0x00;
+	return n;
+}
+
+static void test_aml_scan(void **state)
+{
+	static u8 aml[4096];
+	static struct vmmio_list l;
+	size_t n = 0;
+
+	memset(&l, 0, sizeof l);
+	memset(aml, 0x5b, 16), n = 16;	/* other AML before */
+	n += put_dev(aml + n, 0xfeb02e00, 0x200, 47);
+	n += put_dev(aml + n, 0xfeb02c00, 0x200, 46);
+	assert_int_equal(vmmio_aml_scan(aml, (u32)n, &l, why, sizeof why), 2);
+	assert_int_equal(l.n, 2);
+	assert_int_equal(l.w[0].base, 0xfeb02e00);
+	assert_int_equal(l.w[0].size, 0x200);
+	assert_int_equal(l.w[0].gsi, 47);
+	assert_int_equal(l.w[1].gsi, 46);
+	/* The command line naming the same window again keeps one. */
+	assert_int_equal(vmmio_cmdline_add("512@0xfeb02e00:47", &l, why, sizeof why), 0);
+	assert_int_equal(l.n, 2);
+	assert_int_equal(l.refused, 0);
+	/* Scanning again adds nothing. */
+	assert_int_equal(vmmio_aml_scan(aml, (u32)n, &l, why, sizeof why), 0);
+	assert_int_equal(l.n, 2);
+}
+
+static void test_aml_hostile(void **state)
+{
+	static u8 aml[4096];
+	static struct vmmio_list l;
+	size_t n, k, dev;
+
+	/* Cut anywhere: never reads past len; the device counts once both
+	 * descriptors are whole (the end tag, 2 bytes, is not needed). */
+	memset(aml, 0, sizeof aml);
+	dev = put_dev(aml, 0xfeb00000, 0x200, 16);
+	for (k = 0; k <= dev; k++) {
+		memset(&l, 0, sizeof l);
+		vmmio_aml_scan(aml, (u32)k, &l, why, sizeof why);
+		assert_int_equal(l.n, k >= dev - 2 ? 1 : 0);
+	}
+	/* Out of bounds values are refused, with the reason. */
+	memset(&l, 0, sizeof l);
+	n = put_dev(aml, 0xfeb00000, 0x100000, 16);	/* too big */
+	n += put_dev(aml + n, 0xfeb00002, 0x200, 17);	/* misaligned */
+	n += put_dev(aml + n, 0xfeb01000, 0x200, 0);	/* gsi 0 */
+	n += put_dev(aml + n, 0xfeb02000, 0x200, 300);	/* gsi past 255 */
+	assert_int_equal(vmmio_aml_scan(aml, (u32)n, &l, why, sizeof why), 0);
+	assert_int_equal(l.refused, 4);
+	assert_non_null(strstr(why, "out of bounds"));
+	/* Two devices on one window: the second is refused as an overlap. */
+	memset(&l, 0, sizeof l);
+	n = put_dev(aml, 0xfeb00000, 0x200, 16);
+	n += put_dev(aml + n, 0xfeb00100, 0x200, 17);
+	assert_int_equal(vmmio_aml_scan(aml, (u32)n, &l, why, sizeof why), 1);
+	assert_int_equal(l.refused, 1);
+	/* A _HID with no descriptors before the next _HID. */
+	memset(&l, 0, sizeof l);
+	memcpy(aml, "\x0dLNRO0005", 10);
+	n = 10 + put_dev(aml + 10, 0xfeb00000, 0x200, 16);
+	assert_int_equal(vmmio_aml_scan(aml, (u32)n, &l, why, sizeof why), 1);
+	assert_int_equal(l.refused, 1);
+	assert_non_null(strstr(why, "without"));
+	/* Descriptors farther than VMMIO_AML_SPAN from the _HID are not its. */
+	memset(&l, 0, sizeof l);
+	memset(aml, 0, sizeof aml);
+	memcpy(aml, "\x0dLNRO0005", 10);
+	put_dev(aml + 10 + VMMIO_AML_SPAN, 0xfeb00000, 0x200, 16);
+	memset(aml + 10 + VMMIO_AML_SPAN, 0, 22);	/* drop that one's own _HID */
+	assert_int_equal(vmmio_aml_scan(aml, 10 + VMMIO_AML_SPAN + 64, &l, why, sizeof why), 0);
+	assert_int_equal(l.refused, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_forms),	 cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_list_overlaps_and_bound), cmocka_unit_test(test_tiny_why),
 		cmocka_unit_test(test_ids),	 cmocka_unit_test(test_queue_max),
+		cmocka_unit_test(test_aml_scan), cmocka_unit_test(test_aml_hostile),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -90,7 +90,7 @@ def test_microvm_serves(boot, sockdir, case):
         # No ACPI PM timer, no channel-2 gate: the PIT read by latching.
         assert re.search(r"^time: tsc \d+\.\d+ MHz, lapic timer \d+\.\d+ MHz \(against pit-ch0\)$", text, re.M), text
         assert re.search(r"^pci: 0 functions", text, re.M), text
-        assert re.search(r"^virtio-mmio: 3 windows from the command line$", text, re.M), text
+        assert re.search(r"^virtio-mmio: 3 windows \(3 from the command line, 0 from ACPI\)$", text, re.M), text
         layout, feats = features(text, "net")
         assert layout == ("legacy" if case == "legacy" else "modern")
         assert must <= feats and not (must_not & feats), (case, feats)
@@ -120,6 +120,26 @@ def test_microvm_serves(boot, sockdir, case):
         vm.wait_for(r"^uptime (\d+) ms, busy", timeout=30, start=mark)
     finally:
         con.close()
+
+
+def test_microvm_acpi(boot):
+    """microvm with its (hardware-reduced) ACPI tables: QEMU names no
+    windows on the command line then; the DSDT's LNRO0005 devices are found,
+    on the second IOAPIC's lines."""
+    port = free_tcp_port()
+    vm = boot(kernel=PVH_ELF, machine="microvm", mem=16, extra=[
+        "-global", "virtio-mmio.force-legacy=false",
+        "-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:80",
+        "-device", "virtio-net-device,netdev=n0", "-device", "virtio-rng-device"])
+    vm.wait_for(READY)
+    text = vm.text
+    assert re.search(r"^cmdline \(pvh\): \(empty\)$", text, re.M), text
+    assert re.search(r"^acpi: rsdp rev 2 oem 'BOCHS ' xsdt: FACP APIC", text, re.M), text
+    assert re.search(r"^virtio-mmio: 2 windows \(0 from the command line, 2 from ACPI\)$", text, re.M), text
+    assert features(text, "net")[0] == "modern" and features(text, "rng")[0] == "modern"
+    assert re.search(r"^time: .*\(against pit-ch0\)$", text, re.M), text
+    assert get(port, "/")[0] == 200
+    vm.wait_for(r"^virtio\d+: rng: \d+ bytes of entropy mixed in", timeout=30)
 
 
 def test_microvm_ping_static(boot, netns):
