@@ -178,3 +178,20 @@ def test_microvm_bad_windows_refused(boot):
     assert re.search(r"^virtio-mmio: window 0x200000\+0x1000 refused$", text, re.M), text
     assert re.search(r"^virtio-mmio: window 0xd0000000\+0x200: no virtio-mmio magic", text, re.M), text
     assert get(port, "/")[0] == 200
+
+
+@pytest.mark.parametrize("machine,last", [
+    ("microvm,acpi=off", "triple fault"),                        # no 0xcf9, no 8042: the last resort
+    ("microvm", "ACPI FADT reset register (memory, value 0x42)"),  # hardware-reduced FADT's register
+])
+def test_microvm_reset(boot, machine, last):
+    """The shell's reboot resets by what the platform offers; qboot then
+    loads the kernel again and it comes up a second time."""
+    vm = boot(kernel=PVH_ELF, machine=machine, mem=16)
+    ready = vm.wait_for(r"^vireo: kernel ready$")
+    vm.send("reboot\r")
+    first = vm.wait_for(r"^vireo: reset: ", start=ready.end())
+    again = vm.wait_for(r"^vireo \d+\.\d+\.\d+ \(", start=first.end())
+    tried = re.findall(r"^vireo: reset: (.*)$", vm.text[first.start():again.start()], re.M)
+    assert tried and tried[-1] == last, tried
+    vm.wait_for(r"^vireo: kernel ready$", start=again.end())
