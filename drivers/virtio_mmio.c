@@ -37,7 +37,7 @@ struct vmmio {
 	u32 version;
 	int vector;
 	enum { IRQ_NONE, IRQ_LINE, IRQ_POLL } irq_mode;
-	bool isr_warned, qmax_warned;
+	bool isr_warned, qmax_warned, stuck_warned;
 	struct timer poll;
 	char desc[48];
 };
@@ -280,6 +280,13 @@ static bool service(struct vmmio *vm)
 			virtio_config_interrupt(&vm->vdev);
 		if (isr & VMMIO_INT_VRING)
 			all_queues(vm);
+	}
+	if (round == ISR_ROUNDS && !vm->stuck_warned) {
+		/* A status that never clears raises no further edge: the
+		 * device goes quiet (its queues stall), the CPU does not. */
+		vm->stuck_warned = true;
+		kprintf("virtio%u: interrupt status still set after %u acknowledgements\n", vm->vdev.index,
+			ISR_ROUNDS);
 	}
 	return any;
 }
