@@ -55,7 +55,7 @@ KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel
 DRIVER_SRCS := drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
 	drivers/virtq.c drivers/virtio.c drivers/virtio_core.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
 	drivers/virtio_rng.c drivers/virtio_net.c drivers/vnet_hdr.c drivers/vnet_ctrl.c \
-	drivers/coalesce.c drivers/virtio_console.c
+	drivers/coalesce.c drivers/virtio_console.c drivers/virtio_mmio_parse.c drivers/virtio_mmio.c
 NET_SRCS    := net/sys_arch.c net/lwip_port.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/netif_vnet.c net/app/app.c net/app/conntab.c net/app/http.c \
 	net/app/site.c net/app/server.c net/app/metrics.c net/app/echo.c
 SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
@@ -83,10 +83,11 @@ $(BUILD)/k/site_data.o: $(BUILD)/site_data.c
 EFI   := $(BUILD)/vireo.efi
 ELF   := $(BUILD)/vireo.so
 IMAGE := $(BUILD)/vireo.img
+PVH   := $(BUILD)/vireo.elf
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
 	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks
-all: $(EFI)
+all: $(EFI) $(PVH)
 
 $(BUILD)/k/boot/%.o: boot/%.c
 	@mkdir -p $(dir $@)
@@ -113,6 +114,35 @@ $(EFI): $(ELF)
 	$(Q)$(OBJCOPY) -j .text -j .rodata -j .data -j .dynamic -j .rela -j .dynsym \
 		-j .dynstr -j .reloc --target efi-app-x86_64 --subsystem=10 $< $@
 	@echo "  EFI     $@ ($$(stat -c %s $@) bytes)"
+
+# ---- PVH ELF (boot/pvh*.{c,S}, linker/pvh.ld) ----------------------------
+# The same kernel objects, with the PVH entry instead of efi_main, linked at
+# its load address as build/vireo.elf for `qemu-system-x86_64 -kernel`
+# (SeaBIOS on q35/pc, qboot on microvm) and other PVH loaders.
+PVH_SRCS := boot/pvh_entry.S boot/pvh.c boot/pvh_info.c
+PVH_OBJS := $(filter-out $(BUILD)/k/boot/efi_main.o,$(OBJS)) \
+	$(patsubst %,$(BUILD)/k/%.o,$(basename $(PVH_SRCS)))
+.PHONY: elf
+elf: $(PVH)
+$(BUILD)/k/boot/%.o: boot/%.S
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  AS      $<")
+	$(Q)$(CC) $(KCFLAGS) $(KASFLAGS) -c $< -o $@
+$(PVH): $(PVH_OBJS) $(LWIP_LIB) linker/pvh.ld
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(LD) -nostdlib -static -z noexecstack -z max-page-size=4096 --build-id=none --gc-sections \
+		--no-undefined -T linker/pvh.ld $(PVH_OBJS) $(LWIP_LIB) -o $@
+	@echo "  ELF     $@ ($$(stat -c %s $@) bytes)"
+# tests/qemu/test_pvh.py boots it.
+test-qemu: $(PVH)
+# The appliance on QEMU microvm (no PCI, no ACPI, virtio-mmio), like `make run`.
+.PHONY: run-microvm bench-pvh
+run-microvm: deps-run $(PVH)
+	images/qemu.sh --microvm --kernel $(PVH) --mem $(MEM) --cmdline "$(CMDLINE)" \
+		$(if $(PORT),--port $(PORT) --guest-port $(HTTP_PORT)) $(QEMU_OPTS)
+# QEMU start -> first HTTP 200: OVMF vs -kernel on q35, pc and microvm (printed).
+bench-pvh: deps-test $(IMAGE) $(PVH)
+	$(Q)$(PYTHON) tests/bench/pvh_boot.py
 
 image: $(IMAGE)
 $(IMAGE): $(EFI) images/mkimage.sh
@@ -248,7 +278,10 @@ clean:
 
 help:
 	@echo "vireo $(VERSION) targets:"
-	@echo "  make            build $(EFI) (UEFI application)"
+	@echo "  make            build $(EFI) (UEFI application) and $(PVH)"
+	@echo "  make elf        build $(PVH) (PVH ELF: qemu-system-x86_64 -kernel, no firmware)"
+	@echo "  make run-microvm  the appliance on QEMU microvm (PVH, virtio-mmio, no PCI/ACPI);"
+	@echo "                  same PORT=, CMDLINE=, QEMU_OPTS=, MEM= as make run"
 	@echo "  make image      build $(IMAGE) (GPT disk, ESP with EFI/BOOT/BOOTX64.EFI)"
 	@echo "  make run        install QEMU/OVMF if missing, boot the appliance; http://localhost:8080/"
 	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=)"
@@ -273,6 +306,7 @@ help:
 	@echo "  make fuzz-smoke every libFuzzer target for FUZZ_RUNS=$(FUZZ_RUNS) runs (part of make test)"
 	@echo "  make fuzz       libFuzzer targets, FUZZ_TIME=$(FUZZ_TIME) s each"
 	@echo "  make lwip-fetch, make lwip-check   fetch lwIP only; link check and sizes (net/README.md)"
+	@echo "  make bench-pvh  QEMU start -> first HTTP 200: OVMF vs -kernel (q35, pc, microvm)"
 	@echo "  make bench-boot EFI size, efi_main->kernel ready, idle host CPU"
 	@echo "  make bench      vireo vs. nginx on Linux (shared harness, TCG, tap): table + build/bench/summary.json"
 	@echo "                  (BENCH_REPS=3 BENCH_DURATION=10 BENCH_EXTRA_REPS=2 BENCH_MEM=256, -m of both guests;"

@@ -129,13 +129,18 @@ static bool cmdline_from_load_options(const EFI_LOADED_IMAGE *li, struct boot_in
 	return true;
 }
 
-static void set_src(struct boot_info *bi, const char *s)
+static void copy_str(char *dst, size_t n, const char *s)
 {
 	size_t i;
 
-	for (i = 0; s[i] && i < sizeof bi->cmdline_src - 1; i++)
-		bi->cmdline_src[i] = s[i];
-	bi->cmdline_src[i] = '\0';
+	for (i = 0; s[i] && i < n - 1; i++)
+		dst[i] = s[i];
+	dst[i] = '\0';
+}
+
+static void set_src(struct boot_info *bi, const char *s)
+{
+	copy_str(bi->cmdline_src, sizeof bi->cmdline_src, s);
 }
 
 static u32 classify(u32 efi_type)
@@ -217,6 +222,8 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	bzero(bi, sizeof *bi);
 	bi->magic = BOOT_INFO_MAGIC;
 	bi->tsc.efi_main = t0;
+	copy_str(bi->stamp_names[0], sizeof bi->stamp_names[0], "efi_main");
+	copy_str(bi->stamp_names[1], sizeof bi->stamp_names[1], "exit_boot_services");
 	bi->self_base = bi_pages;
 	bi->self_size = bi_npages * 4096;
 	bi->stack_base = stack_pages;

@@ -4,6 +4,7 @@
 #include <arch.h>
 
 #include "drivers/acpi.h"
+#include "drivers/virtio_mmio.h"
 #include "drivers/aml_s5.h"
 #include "kernel/console.h"
 #include "kernel/io.h"
@@ -110,6 +111,7 @@ static bool find_s5(const struct boot_info *bi, const struct acpi_fadt *f)
 		kprintf("acpi: DSDT checksum bad\n");
 		return false;
 	}
+	virtio_mmio_from_acpi(t + 36, len - 36);
 	err = aml_find_s5(t + 36, len - 36, &s5);
 	if (err) {
 		kprintf("acpi: no usable \\_S5 package in the DSDT (%d)\n", err);

@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
 # qemu.sh — boot a vireo image under OVMF with the serial console on stdio.
 #   --image FILE     disk image (default build/vireo.img)
+#   --kernel FILE    boot this PVH ELF (build/vireo.elf) with QEMU's -kernel
+#                    instead: no OVMF, no disk (SeaBIOS on q35/pc loads it);
+#                    --cmdline goes to -append
+#   --microvm        QEMU's microvm machine (no PCI, no firmware tables:
+#                    acpi=off) booting --kernel (default build/vireo.elf);
+#                    devices are virtio-mmio (modern; QEMU adds their
+#                    virtio_mmio.device= to the command line); --port's NIC
+#                    is a virtio-net-device
 #   --format F       raw, qcow2, vpc (VHD), vmdk; default from the file name
 #                    (.qcow2, .vhd, .vmdk; anything else is raw)
 #   --cdrom          attach the image as a CD-ROM (build/vireo.iso) instead of
@@ -28,10 +36,12 @@ if [[ -n ${VIREO_QEMU_SH_OPTS:-} ]]; then
 	set -- "${env_opts[@]}" "$@"
 fi
 image=build/vireo.img mem=64 cmdline="" machine=q35 accel=${ACCEL:-auto} port="" guest_port=80 print=0
-format="" cdrom=0 secboot=0 vars_src=""
+format="" cdrom=0 secboot=0 vars_src="" kernel="" microvm=0
 while (($#)); do
 	case $1 in
 	--image) image=$2; shift 2 ;;
+	--kernel) kernel=$2; shift 2 ;;
+	--microvm) microvm=1; shift ;;
 	--format) format=$2; shift 2 ;;
 	--cdrom) cdrom=1; shift ;;
 	--secboot) secboot=1; shift ;;
@@ -65,8 +75,18 @@ if [[ -z $format ]]; then
 	*) format=raw ;;
 	esac
 fi
-[[ -r $ovmf_code ]] || { echo "qemu.sh: $ovmf_code missing (apt-get install ovmf)" >&2; exit 1; }
-[[ -r $image ]] || { echo "qemu.sh: image $image missing (make image)" >&2; exit 1; }
+if ((microvm)); then
+	[[ -z $kernel ]] && kernel=build/vireo.elf
+	machine=microvm,acpi=off
+fi
+if [[ -n $kernel ]]; then
+	[[ -r $kernel ]] || { echo "qemu.sh: kernel $kernel missing (make elf)" >&2; exit 1; }
+	((cdrom || secboot)) && { echo "qemu.sh: --kernel boots without firmware or disk: no --cdrom/--secboot" >&2; exit 1; }
+	[[ $accel == auto ]] && accel=tcg	# the KVM probe below boots the disk image
+else
+	[[ -r $ovmf_code ]] || { echo "qemu.sh: $ovmf_code missing (apt-get install ovmf)" >&2; exit 1; }
+	[[ -r $image ]] || { echo "qemu.sh: image $image missing (make image)" >&2; exit 1; }
+fi
 
 kvm_works() {
 	# KVM can open fine and still fail on the first firmware instruction it
@@ -107,11 +127,19 @@ trap 'rm -f "$vars"' EXIT
 machine_opts=$machine
 ((secboot)) && machine_opts+=",smm=on"
 args=(qemu-system-x86_64 -machine "$machine_opts" -accel "$accel" -m "$mem" -smp 1
-	-nodefaults -no-user-config -display none -serial stdio
-	-drive if=pflash,format=raw,unit=0,readonly=on,file="$ovmf_code"
-	-drive if=pflash,format=raw,unit=1,file="$vars")
+	-nodefaults -no-user-config -display none -serial stdio)
+if [[ -n $kernel ]]; then
+	args+=(-kernel "$kernel")
+	((microvm)) && args+=(-global virtio-mmio.force-legacy=false)
+	[[ -n $cmdline ]] && args+=(-append "$cmdline")
+else
+	args+=(-drive if=pflash,format=raw,unit=0,readonly=on,file="$ovmf_code"
+		-drive if=pflash,format=raw,unit=1,file="$vars")
+fi
 ((secboot)) && args+=(-global driver=cfi.pflash01,property=secure,value=on)
-if ((cdrom)); then
+if [[ -n $kernel ]]; then
+	:
+elif ((cdrom)); then
 	# q35's built-in AHCI and pc's PIIX both name their first bus ide.0.
 	args+=(-drive if=none,id=boot,media=cdrom,format="$format",file="$image",readonly=on
 		-device ide-cd,drive=boot,bus=ide.0,bootindex=0)
@@ -120,15 +148,15 @@ else
 		-device virtio-blk-pci,drive=boot,bootindex=0)
 fi
 # QEMU splits -fw_cfg at commas; a comma in the value is written twice
-[[ -n $cmdline ]] && args+=(-fw_cfg "name=opt/vireo/cmdline,string=${cmdline//,/,,}")
+[[ -n $cmdline && -z $kernel ]] && args+=(-fw_cfg "name=opt/vireo/cmdline,string=${cmdline//,/,,}")
 if [[ -n $port ]]; then
 	args+=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:$guest_port"
-		-device virtio-net-pci,netdev=n0,romfile=)
+		-device "$( ((microvm)) && echo virtio-net-device,netdev=n0 || echo virtio-net-pci,netdev=n0,romfile=)")
 fi
 args+=("$@")
 if ((print)); then
 	printf '%q ' "${args[@]}"; echo
 	exit 0
 fi
-echo "qemu.sh: $accel, $machine_opts, ${mem} MiB$( ((secboot)) && echo ', secure boot')$([[ -n $port ]] && echo ", http://localhost:$port/ -> guest port $guest_port"); quit with Ctrl-A X" >&2
+echo "qemu.sh: $accel, $machine_opts, ${mem} MiB$([[ -n $kernel ]] && echo ", -kernel $kernel")$( ((secboot)) && echo ', secure boot')$([[ -n $port ]] && echo ", http://localhost:$port/ -> guest port $guest_port"); quit with Ctrl-A X" >&2
 "${args[@]}"

@@ -1,12 +1,14 @@
-/* The one hand-off from boot/ (UEFI) to the kernel: plain data, no firmware types. */
+/* The one hand-off from boot/ (UEFI: boot/efi_main.c, PVH: boot/pvh.c) to the
+ * kernel: plain data, no firmware types. */
 #ifndef VIREO_BOOT_INFO_H
 #define VIREO_BOOT_INFO_H
-
-#include "kernel/types.h"
 
 #define BOOT_MAX_REGIONS 512
 #define BOOT_CMDLINE_MAX 1024
 #define BOOT_STACK_PAGES 16	/* kernel stack, plus one guard page below it */
+
+#ifndef __ASSEMBLER__	/* boot/pvh_entry.S reads the numbers above */
+#include "kernel/types.h"
 
 enum boot_mem_type {
 	BOOT_MEM_FREE,		/* conventional memory */
@@ -32,7 +34,8 @@ struct boot_fb {
 	u32 width, height, stride, format;	/* format: 0 none, 1 RGBX, 2 BGRX */
 };
 
-/* Boot timeline: TSC stamps taken by boot/ (the kernel adds its own). */
+/* Boot timeline: TSC stamps taken by boot/ (the kernel adds its own). On
+ * PVH, efi_main is the 32-bit entry and after_exit the switch to long mode. */
 struct boot_stamps {
 	u64 efi_main;
 	u64 before_exit;
@@ -43,16 +46,19 @@ struct boot_info {
 	u64 magic;
 #define BOOT_INFO_MAGIC 0x766972656f626f6fULL	/* "vireoboo" */
 	struct boot_stamps tsc;
+	/* The timeline's names for tsc.efi_main and tsc.after_exit:
+	 * "efi_main", "exit_boot_services" (UEFI); "pvh_entry", "long_mode". */
+	char stamp_names[2][24];
 	u64 rsdp;		/* physical address of the ACPI RSDP, 0 if none */
 	u32 rsdp_rev;		/* 2 if found through the ACPI 2.0 GUID */
-	u32 exit_tries;		/* ExitBootServices attempts (stale map key retries) */
+	u32 exit_tries;		/* ExitBootServices attempts (stale map key retries); 0 on PVH */
 	u64 image_base, image_size;
 	u64 stack_base;		/* lowest page: the guard page */
 	u64 stack_size;		/* including the guard page */
 	u64 self_base, self_size;	/* the pages holding this struct */
 	struct boot_fb fb;
 	char cmdline[BOOT_CMDLINE_MAX];
-	char cmdline_src[16];	/* "loadoptions", "fw_cfg" or "none" */
+	char cmdline_src[16];	/* "loadoptions", "fw_cfg", "pvh" or "none" */
 	u32 nregions;
 	u32 regions_dropped;	/* map entries that did not fit */
 	struct boot_region regions[BOOT_MAX_REGIONS];
@@ -60,5 +66,6 @@ struct boot_info {
 
 /* Entered on the kernel stack with interrupts disabled; never returns. */
 void kernel_main(struct boot_info *bi) __attribute__((noreturn));
+#endif
 
 #endif

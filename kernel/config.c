@@ -6,6 +6,7 @@
 #include "kernel/panic.h"
 #include "kernel/string.h"
 #include "drivers/coalesce.h"
+#include "drivers/virtio_mmio.h"
 
 struct kconfig kconfig = {
 	.virtio_features = ~0ULL,
@@ -125,6 +126,9 @@ static const struct cmdline_opt opts[] = {
 	  .help = "seconds a power-button press lets in-flight responses finish (default 10)" },
 	{ .key = "verbose", .type = CMDLINE_BOOL, .dst = &kconfig.verbose,
 	  .help = "print the firmware memory map at boot" },
+	/* virtio-mmio windows (drivers/virtio_mmio_parse.c parses; repeatable). */
+	{ .key = "virtio_mmio.device", .type = CMDLINE_CUSTOM, .dst = &virtio_mmio_windows,
+	  .parse = vmmio_cmdline_add, .help = "a virtio-mmio window <size>@<addr>:<irq>[:<id>] (repeatable)" },
 };
 
 static void warn(void *ctx, const char *msg)

@@ -6,6 +6,7 @@
 #include "drivers/acpi.h"
 #include "drivers/pci.h"
 #include "drivers/virtio.h"
+#include "drivers/virtio_mmio.h"
 #include "drivers/virtio_net.h"
 #include "drivers/virtio_rng.h"
 #include "kernel/boot_info.h"
@@ -42,8 +43,8 @@ void kernel_main(struct boot_info *bi)
 {
 	int warnings;
 
-	timeline_mark_at("efi_main", bi->tsc.efi_main);
-	timeline_mark_at("exit_boot_services", bi->tsc.after_exit);
+	timeline_mark_at(bi->stamp_names[0], bi->tsc.efi_main);
+	timeline_mark_at(bi->stamp_names[1], bi->tsc.after_exit);
 	console_init();
 	kprintf("vireo %s (%s)\n", VIREO_VERSION, VIREO_REV);
 	trap_init();
@@ -68,9 +69,12 @@ void kernel_main(struct boot_info *bi)
 	apic_init();
 	time_init(bi->tsc.efi_main);
 	timeline_mark("time");
-	kprintf("time: tsc %lu.%03lu MHz, lapic timer %lu.%03lu MHz (against %s), exit_boot_services took %u tr%s\n",
-		time_tsc_hz() / 1000000, time_tsc_hz() / 1000 % 1000, time_lapic_hz() / 1000000,
-		time_lapic_hz() / 1000 % 1000, time_reference(), bi->exit_tries, bi->exit_tries == 1 ? "y" : "ies");
+	kprintf("time: tsc %lu.%03lu MHz, lapic timer %lu.%03lu MHz (against %s)", time_tsc_hz() / 1000000,
+		time_tsc_hz() / 1000 % 1000, time_lapic_hz() / 1000000, time_lapic_hz() / 1000 % 1000,
+		time_reference());
+	if (bi->exit_tries)
+		kprintf(", exit_boot_services took %u tr%s", bi->exit_tries, bi->exit_tries == 1 ? "y" : "ies");
+	kprintf("\n");
 	acpi_power_init();
 	random_init();
 	console_enable_input();
@@ -82,6 +86,7 @@ void kernel_main(struct boot_info *bi)
 	vnet_set_echo(kconfig.vnet_echo);
 	vnet_set_coalesce(kconfig.coalesce.mode, kconfig.coalesce.frames, kconfig.coalesce.usecs);
 	pci_probe_drivers();
+	virtio_mmio_probe();
 	timeline_mark("drivers");
 
 	config_run_selftest();

@@ -1,5 +1,9 @@
-/* TSC and LAPIC timer calibration against PIT channel 2, monotonic time,
- * and the tickless one-shot timer. */
+/* TSC and LAPIC timer calibration, monotonic time, and the tickless
+ * one-shot timer. References, first that works: the ACPI PM timer; PIT
+ * channel 2 through its port-0x61 gate; PIT channel 0 read by latching
+ * (QEMU microvm has a PIT but no port 0x61); CPUID leaf 0x15 (crystal
+ * ratio) or 0x16 (base MHz), with the LAPIC timer then timed against the
+ * TSC; else a guess. time_reference() names the one used. */
 #include <arch.h>
 
 #include "kernel/io.h"
@@ -45,6 +49,11 @@ static bool pit_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
 	outb(0x42, count >> 8);
 	v = inb(0x61) & ~0x01;
 	outb(0x61, v);			/* gate low-high restarts the count */
+	/* Mode 0 holds OUT2 (bit 5) low until the count ends, and the gate
+	 * bit reads back as written. Neither holds where nothing decodes
+	 * port 0x61 (it reads 0xff): no usable channel 2. */
+	if ((inb(0x61) & 0x21) != 0)
+		return false;
 	lapic_timer_start_calibration();
 	l0 = lapic_timer_current();
 	t0 = rdtsc();
@@ -58,6 +67,89 @@ static bool pit_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
 	*tsc_ticks = t1 - t0;
 	*lapic_ticks = l0 - l1;
 	return true;
+}
+
+/* PIT channel 0 in mode 2 (rate generator, 65536 counts), its count read
+ * by latching: no port-0x61 gate needed. Its IRQ stays masked (apic_init).
+ * Returns false if the count never moves (no PIT). */
+static u16 pit0_read(void)
+{
+	u8 lo, hi;
+
+	outb(0x43, 0x00);	/* latch channel 0 */
+	lo = inb(0x40);
+	hi = inb(0x40);
+	return (u16)(lo | hi << 8);
+}
+
+static bool pit0_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
+{
+	u32 want = (u32)(PIT_HZ * ms / 1000), done = 0, l0, l1;
+	u64 t0, t1, spins = 0;
+	u16 prev, now;
+
+	outb(0x43, 0x34);	/* ch0, lo/hi byte, mode 2 */
+	outb(0x40, 0);
+	outb(0x40, 0);
+	prev = pit0_read();
+	while ((now = pit0_read()) == prev)	/* a counter that moves, and an edge to start on */
+		if (++spins > 1000000ULL)
+			return false;
+	prev = now;
+	lapic_timer_start_calibration();
+	l0 = lapic_timer_current();
+	t0 = rdtsc();
+	spins = 0;
+	while (done < want) {
+		now = pit0_read();
+		done += (u16)(prev - now);	/* counts down; mod 2^16 across the reload */
+		prev = now;
+		if (++spins > 100000000ULL)
+			return false;
+	}
+	t1 = rdtsc();
+	l1 = lapic_timer_current();
+	*tsc_ticks = (t1 - t0) * want / done;
+	*lapic_ticks = (u32)((u64)(l0 - l1) * want / done);
+	return true;
+}
+
+/* CPUID 0x15: TSC = crystal * ebx / eax; 0x16: base frequency in MHz.
+ * Either may be absent or zero (QEMU under TCG gives neither). */
+static u64 cpuid_tsc_hz(const char **which)
+{
+	u32 max, a, b, c, d;
+
+	cpuid(0, 0, &max, &b, &c, &d);
+	if (max >= 0x15) {
+		cpuid(0x15, 0, &a, &b, &c, &d);
+		if (a && b && c) {
+			*which = "cpuid-0x15";
+			return (u64)c * b / a;
+		}
+	}
+	if (max >= 0x16) {
+		cpuid(0x16, 0, &a, &b, &c, &d);
+		if (a & 0xffff) {
+			*which = "cpuid-0x16";
+			return (u64)(a & 0xffff) * 1000000ULL;
+		}
+	}
+	return 0;
+}
+
+/* The LAPIC timer against the TSC once its rate is known. */
+static u32 lapic_vs_tsc(u64 hz, u32 ms)
+{
+	u64 end;
+	u32 l0;
+
+	lapic_timer_start_calibration();
+	l0 = lapic_timer_current();
+	end = rdtsc() + hz * ms / 1000;
+	while (rdtsc() < end)
+		pause();
+	return l0 - lapic_timer_current();
 }
 
 void time_set_pm_timer(u16 port, u8 bits)
@@ -111,18 +203,26 @@ static u64 time_median(u64 *v, unsigned n)
 
 /* CAL_WINDOWS windows against the PM timer (or, without one, the PIT);
  * false if the reference never completes a window. */
+static bool no_pit2;
+
 static bool time_calibrate(u64 *ticks, u32 *lticks)
 {
 	u64 t[CAL_WINDOWS], l[CAL_WINDOWS];
-	unsigned i;
+	int i;
 	u32 lt;
 
 	for (i = 0; i < CAL_WINDOWS; i++) {
 		if (pm_port && pm_window(CAL_MS, &t[i], &lt))
 			reference = "pm-timer";
-		else if (!pm_port && pit_window(CAL_MS, &t[i], &lt))
+		else if (!pm_port && !no_pit2 && pit_window(CAL_MS, &t[i], &lt))
 			reference = "pit";
-		else
+		else if (!pm_port && no_pit2 && pit0_window(CAL_MS, &t[i], &lt))
+			reference = "pit-ch0";
+		else if (!pm_port && i == 0 && !no_pit2) {
+			no_pit2 = true;	/* no channel 2 gate: try channel 0 */
+			i--;
+			continue;
+		} else
 			return false;
 		l[i] = lt;
 	}
@@ -144,9 +244,19 @@ void time_init(u64 tsc_start)
 		ok = time_calibrate(&ticks, &lticks);
 	}
 	if (!ok || ticks == 0) {
-		klog("time: PIT calibration failed, assuming 2 GHz TSC and 62.5 MHz LAPIC timer");
-		ticks = 2000000ULL * CAL_MS;
-		lticks = 62500 * CAL_MS;
+		const char *which = NULL;
+		u64 hz = cpuid_tsc_hz(&which);
+
+		if (hz) {
+			reference = which;
+			ticks = hz / 1000 * CAL_MS;
+			lticks = lapic_vs_tsc(hz, CAL_MS);
+		} else {
+			klog("time: no PM timer, PIT or CPUID frequency; assuming 2 GHz TSC and 62.5 MHz LAPIC timer");
+			reference = "guess";
+			ticks = 2000000ULL * CAL_MS;
+			lticks = 62500 * CAL_MS;
+		}
 	}
 	tsc_hz = ticks * 1000 / CAL_MS;
 	lapic_hz = (u64)lticks * 1000 / CAL_MS;

@@ -39,7 +39,7 @@ void timeline_print(void)
 {
 	unsigned i;
 
-	kprintf("boot: timeline (ms since efi_main):");
+	kprintf("boot: timeline (ms since %s):", nmarks ? marks[0].name : "?");
 	for (i = 1; i < nmarks; i++) {
 		u64 us = tsc_to_ns(marks[i].tsc - marks[0].tsc) / 1000;
 

@@ -188,6 +188,25 @@ def vnet_rx():
     }
 
 
+# ---- fuzz_vmmio: virtio_mmio.device= values, NUL-separated ----
+def vmmio():
+    return {
+        "microvm": b"512@0xfeb00e00:12\x00512@0xfeb00c00:11\x00512@0xfeb00a00:10",
+        "firecracker": b"4K@0xd0000000:5:0\x004K@0xd0001000:6:1",
+        "overlap": b"512@0xfeb00000:16\x000x300@0xfeb00100:17\x00512@0xfeb00000:16",
+        "bad": b"512@0xfeb00002:5\x0016777216G@0x1000:5\x00512@0xfffffffffffffe00:5\x00x",
+        # AML as QEMU microvm's DSDT describes two windows (the values part
+        # holds no valid window; the AML scan finds both devices).
+        "dsdt": b"\x00" + vmmio_dev(0xfeb02e00, 0x200, 47) + vmmio_dev(0xfeb02c00, 0x200, 46),
+    }
+
+
+def vmmio_dev(base, size, gsi):
+    crs = b"\x86\x09\x00\x01" + le32(base) + le32(size) + b"\x89\x06\x00\x09\x01" + le32(gsi) + b"\x79\x00"
+    return (b"\x5b\x82\x3aVR00\x08_HID\x0dLNRO0005\x00\x08_UID\x00\x08_CCA\x01\x08_CRS\x11"
+            + bytes([len(crs) + 3, 0x0a, len(crs)]) + crs)
+
+
 TARGETS = {
     "fuzz_cmdline": cmdline,
     "fuzz_http": http,
@@ -195,6 +214,7 @@ TARGETS = {
     "fuzz_virtq": virtq,
     "fuzz_vnet_hdr": vnet_hdr,
     "fuzz_vnet_rx": vnet_rx,
+    "fuzz_vmmio": vmmio,
 }
 
 

@@ -11,6 +11,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 IMAGE = os.path.join(ROOT, "build", "vireo.img")
+PVH_ELF = os.path.join(ROOT, "build", "vireo.elf")
 BOOT_TIMEOUT = float(os.environ.get("VIREO_BOOT_TIMEOUT", "90"))
 
 
@@ -18,10 +19,12 @@ class Vm:
     """One QEMU process. The serial console is QEMU's stdio; output is
     collected by a thread so tests can wait for lines without blocking."""
 
-    def __init__(self, cmdline="", machine="q35", mem=64, image=IMAGE, extra=(), reboot=True, wrap=()):
+    def __init__(self, cmdline="", machine="q35", mem=64, image=IMAGE, extra=(), reboot=True, wrap=(), kernel=None):
         """wrap: a command prefix, e.g. ["ip", "netns", "exec", ns] to run
-        QEMU inside a network namespace (where its tap device lives)."""
-        args = list(wrap) + [os.path.join(ROOT, "images", "qemu.sh"), "--image", image, "--mem", str(mem),
+        QEMU inside a network namespace (where its tap device lives).
+        kernel: a PVH ELF (PVH_ELF) booted with -kernel instead of the image."""
+        boot = ["--kernel", kernel] if kernel else ["--image", image]
+        args = list(wrap) + [os.path.join(ROOT, "images", "qemu.sh")] + boot + ["--mem", str(mem),
                 "--machine", machine, "--accel", "tcg"]
         if cmdline:
             args += ["--cmdline", cmdline]

@@ -1,0 +1,39 @@
+/* virtio over MMIO: register offsets (virtio 1.2 §4.2.2, legacy §4.2.4). */
+#ifndef VIREO_VIRTIO_MMIO_REG_H
+#define VIREO_VIRTIO_MMIO_REG_H
+
+#define VMMIO_MAGIC_VALUE 0x74726976u	/* "virt" */
+
+#define VMMIO_MAGIC 0x000
+#define VMMIO_VERSION 0x004		/* 2 modern, 1 legacy */
+#define VMMIO_DEVICE_ID 0x008		/* 0: an empty slot */
+#define VMMIO_VENDOR_ID 0x00c
+#define VMMIO_DEVICE_FEATURES 0x010
+#define VMMIO_DEVICE_FEATURES_SEL 0x014
+#define VMMIO_DRIVER_FEATURES 0x020
+#define VMMIO_DRIVER_FEATURES_SEL 0x024
+#define VMMIO_GUEST_PAGE_SIZE 0x028	/* legacy */
+#define VMMIO_QUEUE_SEL 0x030
+#define VMMIO_QUEUE_NUM_MAX 0x034
+#define VMMIO_QUEUE_NUM 0x038
+#define VMMIO_QUEUE_ALIGN 0x03c		/* legacy */
+#define VMMIO_QUEUE_PFN 0x040		/* legacy */
+#define VMMIO_QUEUE_READY 0x044		/* modern */
+#define VMMIO_QUEUE_NOTIFY 0x050
+#define VMMIO_INTERRUPT_STATUS 0x060
+#define VMMIO_INTERRUPT_ACK 0x064
+#define VMMIO_STATUS 0x070
+#define VMMIO_QUEUE_DESC_LOW 0x080
+#define VMMIO_QUEUE_DESC_HIGH 0x084
+#define VMMIO_QUEUE_DRIVER_LOW 0x090
+#define VMMIO_QUEUE_DRIVER_HIGH 0x094
+#define VMMIO_QUEUE_DEVICE_LOW 0x0a0
+#define VMMIO_QUEUE_DEVICE_HIGH 0x0a4
+#define VMMIO_QUEUE_RESET 0x0c0		/* virtio 1.2, with RING_RESET */
+#define VMMIO_CONFIG_GENERATION 0x0fc
+#define VMMIO_CONFIG 0x100
+
+#define VMMIO_INT_VRING 0x1
+#define VMMIO_INT_CONFIG 0x2
+
+#endif
