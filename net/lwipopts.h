@@ -69,10 +69,11 @@
  *    involved (VIREO_LWIP_TIME_WAIT_MAX below).
  *
  * Worst case of lwIP's heap, by kind of connection (x86_64 sizes, each heap
- * block with mem.c's 16-byte header: tcp_pcb 256 -> 272, tcp_seg 32 -> 48,
+ * block with mem.c's 16-byte header: tcp_pcb 272 -> 288 (LWIP_TCP_KEEPALIVE adds
+ * keep_idle/intvl/cnt), tcp_seg 32 -> 48,
  * a ROM/REF pbuf 24 -> 40, a heap pbuf 16 + 104 (struct and TCP/IPv6/Ethernet
  * header room) + its data rounded to 8). One TCP PCB holds at most
- *   the PCB                                                       272
+ *   the PCB                                                       288
  *   its send queue: TCP_SND_QUEUELEN (96) pbufs, lwIP refuses more
  *     tcp_write()s; each pbuf <= 120 + 7 of rounding, each segment
  *     at least one pbuf, so <= 96 x (127 + 48)                  16800
@@ -80,23 +81,23 @@
  *   out-of-order segments: TCP_OOSEQ_MAX_PBUFS (8) x 48             384
  *     (their data: the driver's zero-copy pages, or copies counted
  *     once for all PCBs under "received data" below)
- * = 17456 + copied bytes. Copied bytes: the HTTP server copies heads, error
+ * = 17472 + copied bytes. Copied bytes: the HTTP server copies heads, error
  * pages and /metrics only while less than 8192 bytes are unacked (server.c
  * HTTP_COPY_INFLIGHT; site bodies are PBUF_ROM into rodata), and never with
  * TCP_WRITE_FLAG_MORE, so lwIP does not round a copy up to an MSS
  * (TCP_OVERSIZE); echo holds at most TCP_WND (5840) unacked.
- *   W_http = 17456 + 8192 = 25648        W_echo = 17456 + 5840 = 23296
+ *   W_http = 17472 + 8192 = 25664        W_echo = 17472 + 5840 = 23312
  *
- *   live HTTP: 64 (the server's table) x W_http                 1641472
- *   live echo: 16 x W_echo                                       372736
+ *   live HTTP: 64 (the server's table) x W_http                 1642496
+ *   live echo: 16 x W_echo                                       372992
  *   orphans (closed by the application, lwIP still sending our
  *     data and FIN): the port keeps <= VIREO_LWIP_ORPHANS_BYTES of
  *     them by its own estimate (net/lwip_port.c pcb_cost(), from
- *     above), plus the one just closed: 524288 + W_http           549936
+ *     above), plus the one just closed: 524288 + W_http           549952
  *   half-open and not yet accepted: listen backlogs 32 (HTTP) + 4
- *     (echo) x (PCB + SYN-ACK segment: 272 + 48 + 120 + 8)         16128
- *   listening PCBs: 4 x (16 + 88)                                    416
- *   TIME_WAIT: VIREO_LWIP_TIME_WAIT_MAX x 272 (queues are empty)   139264
+ *     (echo) x (PCB + SYN-ACK segment: 288 + 48 + 120 + 8)         16704
+ *   listening PCBs: 4 x (16 + 104)                                   480
+ *   TIME_WAIT: VIREO_LWIP_TIME_WAIT_MAX x 288 (queues are empty)   147456
  *   refused connections: aborted in the accept callback              0
  *   packets waiting for ARP/ND (lwIP: ARP_QUEUE_LEN 3 x
  *     ARP_TABLE_SIZE 10, and as many for ND6) x 1624               97440
@@ -105,7 +106,7 @@
  *     (receive memory, below): out-of-order ~270 KiB (the global cap
  *     plus one batch), reassembly 2 x 16 copies ~50 KiB              327680
  *   DHCP, MLD, ND, timers                                            8192
- *                                                          total  3161360
+ *                                                          total  3167488
  * i.e. 3.0 MiB of the 4 MiB heap, whatever the number or kind of connections
  * a remote party opens: every term is a count a limit above or in the
  * application caps times a per-PCB bound, and the rest (1 MiB, 25%) is left
@@ -129,7 +130,7 @@ extern void *vireo_lwip_heap;		/* net/lwip_port.c */
 /* The port aborts the oldest TIME_WAIT PCBs beyond this many, every TCP timer
  * tick (lwIP's own TIME_WAIT reaping runs only once PCB allocation fails,
  * i.e. once the whole heap is gone). Linux's tcp_max_tw_buckets does the
- * same. 512 x 272 bytes = 136 KiB; 2 x TCP_MSL stays the default 2 min. */
+ * same. 512 x 288 bytes = 144 KiB; 2 x TCP_MSL stays the default 2 min. */
 #define VIREO_LWIP_TIME_WAIT_MAX	512
 
 /* The port aborts half-open (SYN_RCVD) PCBs older than this (lwIP keeps them
@@ -306,7 +307,7 @@ extern void *vireo_lwip_heap;		/* net/lwip_port.c */
 #define TCP_OOSEQ_MAX_BYTES		TCP_WND	/* per PCB */
 #define TCP_OOSEQ_MAX_PBUFS		8	/* per PCB: stops tiny-segment floods */
 #define TCP_LISTEN_BACKLOG		1
-/* Bounds half-open PCBs per listener: 32 x 272 B = 8.5 KiB; past it SYNs get
+/* Bounds half-open PCBs per listener: 32 x 288 B = 9 KiB; past it SYNs get
  * cookies and cost nothing to hold. */
 #define TCP_DEFAULT_LISTEN_BACKLOG	32
 #define LWIP_TCP_KEEPALIVE		1	/* idle keep-alive connections get probed */

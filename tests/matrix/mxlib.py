@@ -30,7 +30,7 @@ GUEST_LL = "fe80::5054:ff:fe12:3456"
 PYTHON = "/usr/bin/python3"
 # An lwIP TCP PCB in TIME_WAIT costs this much of lwIP's heap (MEMP_MEM_MALLOC:
 # the tcp_pcb plus the heap's block header on x86_64), see tests/qemu.
-TW_PCB_BYTES = 272
+TW_PCB_BYTES = 288
 
 _libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNET = 0x40000000
@@ -260,7 +260,7 @@ def idle_levels(m):
 
 
 def lwip_heap_excess(base, m):
-    """lwIP's heap in use beyond `base`, TIME_WAIT PCBs (272 B each) taken
+    """lwIP's heap in use beyond `base`, TIME_WAIT PCBs (288 B each) taken
     out, and how much of it layout alone explains. lwIP's mem_malloc gives
     a near fit whole rather than split off a remainder too small for a
     block (< struct mem + MIN_SIZE, 32 B here) and counts the whole block
