@@ -65,6 +65,23 @@ OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(BUILD)/k/site_data.o
 include net/lwip.mk
 $(patsubst %.c,$(BUILD)/k/%.o,$(NET_SRCS)): | $(LWIP_STAMP)
 
+# ---- TLS: make TLS=1 (net/tls/mbedtls.mk, docs/https.md) -----------------
+# Off by default: mbedTLS more than doubles the image. The stamp's name holds
+# the choice, so switching rebuilds the one object that differs (app.o).
+TLS ?= 0
+TLS_BUILD_STAMP := $(BUILD)/tls-build.$(TLS)
+$(TLS_BUILD_STAMP):
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $(BUILD)/tls-build.* && touch $@
+$(BUILD)/k/net/app/app.o: $(TLS_BUILD_STAMP)
+MBEDTLS_LIB :=
+ifeq ($(TLS),1)
+include net/tls/mbedtls.mk
+OBJS += $(TLS_OBJS)
+$(BUILD)/k/net/app/app.o: KCFLAGS += -DVIREO_TLS=1
+endif
+# ---- end TLS ---------------------------------------------------------------
+
 # The site the appliance serves: APP_ROOT's files, plus APP_EXTRA synthesized
 # files (NAME=SIZE; the benchmark's 64 KiB file), baked in as rodata.
 APP_ROOT  ?= net/app/default-site
@@ -103,9 +120,9 @@ $(BUILD)/k/%.o: %.S
 	@$(if $(Q),echo "  AS      $<")
 	$(Q)$(CC) $(KCFLAGS) $(KASFLAGS) -c $< -o $@
 
-$(ELF): $(OBJS) $(LWIP_LIB) linker/vireo.ld
+$(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LIB) linker/vireo.ld
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(LD) $(KLDFLAGS) $(EFI_CRT0) $(OBJS) $(LWIP_LIB) -o $@ -L$(EFI_LIB) -lgnuefi
+	$(Q)$(LD) $(KLDFLAGS) $(EFI_CRT0) $(OBJS) $(LWIP_LIB) $(MBEDTLS_LIB) -o $@ -L$(EFI_LIB) -lgnuefi
 
 # --subsystem 10 = EFI application. Section list matches linker/vireo.ld.
 $(EFI): $(ELF)
@@ -241,6 +258,9 @@ help:
 	@echo "vireo $(VERSION) targets:"
 	@echo "  make            build $(EFI) (UEFI application)"
 	@echo "  make image      build $(IMAGE) (GPT disk, ESP with EFI/BOOT/BOOTX64.EFI)"
+	@echo "  make TLS=1      build with mbedTLS 3.6 and the certificate/key (TLS_CERT=, TLS_KEY=;"
+	@echo "                  else a development certificate in $(BUILD)/tls/); HTTPS listener not yet"
+	@echo "                  (docs/https.md). make TLS=1 tls-check: what mbedTLS needs, its size"
 	@echo "  make run        install QEMU/OVMF if missing, boot the appliance; http://localhost:8080/"
 	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=)"
 	@echo "  make test       install test deps if missing; host unit tests (ASan/UBSan),"
@@ -271,4 +291,6 @@ help:
 	@echo "  make clean      remove $(BUILD)/"
 	@echo "  V=1             show commands"
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (The fetched source trees, build/*-src, are not searched: mbedTLS has a
+# ChangeLog.d directory.)
+-include $(shell find $(BUILD) -name '*-src' -prune -o -name '*.d' -type f -print 2>/dev/null)
