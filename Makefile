@@ -74,9 +74,12 @@ $(TLS_BUILD_STAMP):
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $(BUILD)/tls-build.* && touch $@
 $(BUILD)/k/net/app/app.o: $(TLS_BUILD_STAMP)
-MBEDTLS_LIB :=
-ifeq ($(TLS),1)
+# The rules are always read (the host tests build mbedTLS too); only TLS=1
+# links it into the image.
 include net/tls/mbedtls.mk
+MBEDTLS_LINK :=
+ifeq ($(TLS),1)
+MBEDTLS_LINK := $(MBEDTLS_LIB)
 OBJS += $(TLS_OBJS)
 $(BUILD)/k/net/app/app.o: KCFLAGS += -DVIREO_TLS=1
 endif
@@ -120,9 +123,9 @@ $(BUILD)/k/%.o: %.S
 	@$(if $(Q),echo "  AS      $<")
 	$(Q)$(CC) $(KCFLAGS) $(KASFLAGS) -c $< -o $@
 
-$(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LIB) linker/vireo.ld
+$(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/vireo.ld
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(LD) $(KLDFLAGS) $(EFI_CRT0) $(OBJS) $(LWIP_LIB) $(MBEDTLS_LIB) -o $@ -L$(EFI_LIB) -lgnuefi
+	$(Q)$(LD) $(KLDFLAGS) $(EFI_CRT0) $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) -o $@ -L$(EFI_LIB) -lgnuefi
 
 # --subsystem 10 = EFI application. Section list matches linker/vireo.ld.
 $(EFI): $(ELF)

@@ -1,8 +1,9 @@
 # TLS (make TLS=1): mbedTLS 3.6 fetched from Debian (net/fetch-mbedtls.sh),
 # built freestanding into $(BUILD)/mbedtls/libmbedtls.a with the kernel's
 # flags and net/tls/mbedtls_config.h; vireo's glue in net/tls/. Included by
-# the top-level Makefile only when TLS=1, so a default build neither fetches
-# nor links any of it. See docs/https.md.
+# the top-level Makefile always, but only TLS=1 links it into the image (a
+# default image build neither fetches nor links it; make test-host fetches it
+# for the key-loading tests, tests/host/tls.mk). See docs/https.md.
 #
 # Credentials: TLS_CERT=<chain.pem> TLS_KEY=<key.pem> at build time, or else
 # a self-signed development certificate (EC P-256, CN=vireo-dev, SAN
@@ -47,7 +48,7 @@ $(MBEDTLS_OBJS): $(BUILD)/mbedtls/%.o: $(MBEDTLS_STAMP) net/tls/mbedtls_config.h
 # The object list is only known after the fetch: a recursive make builds the
 # archive once the stamp exists.
 $(MBEDTLS_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(wildcard net/tls/include/*.h)
-	$(Q)$(MAKE) --no-print-directory TLS=1 mbedtls-objs
+	$(Q)$(MAKE) --no-print-directory mbedtls-objs
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@
 	$(Q)$(AR) rcsD $@ $(BUILD)/mbedtls/*.o

@@ -58,7 +58,12 @@ void vireo_tls_free(void *p);
 int ksnprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #define MBEDTLS_PLATFORM_CALLOC_MACRO	vireo_tls_calloc
 #define MBEDTLS_PLATFORM_FREE_MACRO	vireo_tls_free
+#ifdef HOST_TEST
+#include <stdio.h>
+#define MBEDTLS_PLATFORM_SNPRINTF_MACRO	snprintf	/* host tests: glibc's */
+#else
 #define MBEDTLS_PLATFORM_SNPRINTF_MACRO	ksnprintf
+#endif
 /* No standard-library entropy (there is no /dev/urandom): the one source is
  * mbedtls_hardware_poll(), the kernel CSPRNG. */
 #define MBEDTLS_NO_PLATFORM_ENTROPY

@@ -13,6 +13,16 @@ static void say(char *err, size_t errlen, const char *what, int ret)
 		mbedtls_snprintf(err, errlen, "%s", what);
 }
 
+static int contains(const unsigned char *in, size_t len, const char *s)
+{
+	size_t n = strlen(s);
+
+	for (size_t i = 0; i + n <= len; i++)
+		if (memcmp(in + i, s, n) == 0)
+			return 1;
+	return 0;
+}
+
 /* PEM parsing wants the NUL counted in the length; DER must not have one.
  * A copy with a NUL after the data serves both (the length passed excludes
  * the NUL unless the data is PEM). */
@@ -29,11 +39,8 @@ static unsigned char *with_nul(const unsigned char *in, size_t len, size_t *plen
 	p[len] = '\0';
 	/* PEM if it contains a BEGIN line; then the NUL is part of the input. */
 	*plen = len;
-	for (size_t i = 0; i + 11 <= len; i++)
-		if (memcmp(in + i, "-----BEGIN ", 11) == 0) {
-			*plen = len + 1;
-			break;
-		}
+	if (contains(in, len, "-----BEGIN "))
+		*plen = len + 1;
 	return p;
 }
 
@@ -71,15 +78,20 @@ int tls_keys_load(struct tls_keys *k, const unsigned char *cert, size_t cert_len
 	if (ret != 0) {
 		/* > 0: some certificates of a PEM chain did not parse. */
 		say(err, errlen, ret > 0 ? "certificate: part of the chain does not parse"
-					 : "certificate: not a PEM or DER X.509 certificate", ret > 0 ? 0 : ret);
+					 : "certificate: does not parse as X.509 (not PEM or DER, or a key other than RSA or EC P-256)", ret > 0 ? 0 : ret);
+		ret = -1;
+		goto out;
+	}
+	/* PKCS#8 "ENCRYPTED PRIVATE KEY" or OpenSSL's "Proc-Type: 4,ENCRYPTED":
+	 * without PKCS#5 compiled in mbedTLS would only say "invalid format". */
+	if (contains(kb, klen, "ENCRYPTED")) {
+		say(err, errlen, "key: encrypted keys are not supported (give an unencrypted PKCS#8 or SEC1/PKCS#1 key)", 0);
 		ret = -1;
 		goto out;
 	}
 	ret = mbedtls_pk_parse_key(&k->key, kb, klen, NULL, 0, rng, rng_ctx);
 	if (ret != 0) {
-		say(err, errlen, ret == MBEDTLS_ERR_PK_PASSWORD_REQUIRED
-			? "key: encrypted keys are not supported (give an unencrypted PKCS#8 or SEC1/PKCS#1 key)"
-			: "key: not a PEM or DER private key", ret);
+		say(err, errlen, "key: does not parse (not PEM or DER, or a key other than RSA or EC P-256)", ret);
 		ret = -1;
 		goto out;
 	}
