@@ -40,6 +40,12 @@ KCFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fdebug-prefix-map=$(CURDIR)=. \
 	-DVIREO_VERSION='"$(VERSION)"' -DVIREO_REV='"$(GIT_REV)"' \
 	-I. -Ikernel -MMD -MP
+# make TLS=1 (the TLS block below): lwIP is built with altcp (net/lwipopts.h)
+# and its altcp_tls.h includes mbedTLS's headers (net/tls/mbedtls.mk).
+ifeq ($(TLS),1)
+KCFLAGS += -DVIREO_TLS=1 -I$(BUILD)/mbedtls-src/mbedtls/include \
+	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
+endif
 # Only boot/ sees GNU-EFI headers.
 BOOT_CFLAGS := -I$(EFI_INC) -I$(EFI_INC)/x86_64 -DGNU_EFI_USE_MS_ABI -DEFI_FUNCTION_WRAPPER=0
 KASFLAGS := -I. -MMD -MP -g
@@ -66,14 +72,15 @@ include net/lwip.mk
 $(patsubst %.c,$(BUILD)/k/%.o,$(NET_SRCS)): | $(LWIP_STAMP)
 
 # ---- TLS: make TLS=1 (net/tls/mbedtls.mk, docs/https.md) -----------------
-# Off by default: mbedTLS more than doubles the image. The stamp's name holds
-# the choice, so switching rebuilds the one object that differs (app.o).
+# Off by default: mbedTLS adds a third to the image. The stamp's name holds
+# the choice, so switching rebuilds every object (-DVIREO_TLS=1 in KCFLAGS).
 TLS ?= 0
 TLS_BUILD_STAMP := $(BUILD)/tls-build.$(TLS)
 $(TLS_BUILD_STAMP):
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $(BUILD)/tls-build.* && touch $@
-$(BUILD)/k/net/app/app.o: $(TLS_BUILD_STAMP)
+# Every object: TLS=1 changes lwIP's options (LWIP_ALTCP) and KCFLAGS.
+$(OBJS) $(LWIP_OBJS): $(TLS_BUILD_STAMP)
 # The rules are always read (the host tests build mbedTLS too); only TLS=1
 # links it into the image.
 include net/tls/mbedtls.mk
@@ -81,7 +88,7 @@ MBEDTLS_LINK :=
 ifeq ($(TLS),1)
 MBEDTLS_LINK := $(MBEDTLS_LIB)
 OBJS += $(TLS_OBJS)
-$(BUILD)/k/net/app/app.o: KCFLAGS += -DVIREO_TLS=1
+$(OBJS) $(LWIP_OBJS): | $(MBEDTLS_STAMP)
 endif
 # ---- end TLS ---------------------------------------------------------------
 

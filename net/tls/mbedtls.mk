@@ -29,7 +29,15 @@ MBEDTLS_SRCS = $(notdir $(wildcard $(MBEDTLS_SRCDIR)/library/*.c))
 MBEDTLS_OBJS = $(patsubst %.c,$(BUILD)/mbedtls/%.o,$(MBEDTLS_SRCS))
 
 TLS_SRCS := net/tls/tls_port.c net/tls/tls_keys.c net/tls/tls_libc.c
-TLS_OBJS := $(patsubst %.c,$(BUILD)/k/%.o,$(TLS_SRCS)) $(BUILD)/k/tls_creds.o
+# lwIP's TLS layer for altcp (net/patches/0003 ports it to mbedTLS 3).
+TLS_LWIP_SRCS := apps/altcp_tls/altcp_tls_mbedtls.c apps/altcp_tls/altcp_tls_mbedtls_mem.c
+TLS_LWIP_OBJS := $(patsubst %.c,$(BUILD)/tls-lwip/%.o,$(TLS_LWIP_SRCS))
+TLS_OBJS := $(patsubst %.c,$(BUILD)/k/%.o,$(TLS_SRCS)) $(BUILD)/k/tls_creds.o $(TLS_LWIP_OBJS)
+
+$(TLS_LWIP_OBJS): $(BUILD)/tls-lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP) $(MBEDTLS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      lwip/$*.c")
+	$(Q)$(CC) $(LWIP_LIB_CFLAGS) $(MBEDTLS_CFLAGS) -c $< -o $@
 
 .PHONY: mbedtls-fetch tls-check
 mbedtls-fetch: $(MBEDTLS_STAMP)
@@ -98,8 +106,8 @@ $(BUILD)/k/tls_creds.o: $(BUILD)/tls_creds.c
 # ---- tls-check: what mbedTLS costs, and that it needs nothing but the kernel
 # Links vireo's TLS glue with every member of the archive (an upper bound:
 # the image keeps only what is reached) and lists what it needs from outside.
-$(BUILD)/mbedtls/check.o: $(MBEDTLS_LIB) $(TLS_OBJS)
+$(BUILD)/tls-check.o: $(MBEDTLS_LIB) $(TLS_OBJS)
 	$(Q)$(LD) -r -o $@ $(TLS_OBJS) --whole-archive $(MBEDTLS_LIB) --no-whole-archive
-tls-check: $(BUILD)/mbedtls/check.o
+tls-check: $(BUILD)/tls-check.o
 	$(Q)echo "  CHECK   mbedTLS + glue need from the kernel: "$$(nm -u $< | awk '{ print $$2 }' | sort -u)
 	$(Q)size -t $< | awk 'END { printf "  SIZE    mbedTLS (whole archive) + glue: text %d, data %d, bss %d bytes (before --gc-sections)\n", $$1, $$2, $$3 }'
