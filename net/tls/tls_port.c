@@ -10,6 +10,7 @@
 #include "mbedtls/entropy.h"
 #include "psa/crypto.h"
 #include "net/tls/tls_keys.h"
+#include "net/app/metrics.h"
 
 #define TLS_HEAP_PAGES	(TLS_HEAP_BYTES / PAGE_SIZE)
 
@@ -57,11 +58,33 @@ static int tls_rng(void *ctx, unsigned char *out, size_t len)
 	return 0;
 }
 
+/* /metrics: the TLS heap and whether TLS could be offered. */
+static void tls_metrics(struct metrics_buf *b)
+{
+	metrics_simple(b, "vireo_tls_ready", METRICS_GAUGE,
+		       "1 when the certificate and key loaded and TLS can be offered", tls_ok);
+	metrics_simple(b, "vireo_tls_heap_arena_bytes", METRICS_GAUGE, "TLS heap size (TLS_HEAP_BYTES)",
+		       tls_heap.arena_bytes);
+	metrics_simple(b, "vireo_tls_heap_in_use_bytes", METRICS_GAUGE, "TLS heap bytes allocated now",
+		       tls_heap.in_use);
+	metrics_simple(b, "vireo_tls_heap_peak_bytes", METRICS_GAUGE, "TLS heap bytes allocated at most",
+		       tls_heap.peak);
+	metrics_simple(b, "vireo_tls_heap_alloc_failures_total", METRICS_COUNTER,
+		       "TLS allocations refused: the heap was full", tls_heap.failures);
+}
+
+static struct metrics_source tls_source = { "tls", tls_metrics, NULL };
+
 int tls_start(void)
 {
+	static bool registered;
 	char err[160], desc[32];
 	void *arena;
 
+	if (!registered) {
+		metrics_register(&tls_source);
+		registered = true;
+	}
 	if (!tls_heap_up) {
 		arena = page_alloc(TLS_HEAP_PAGES);
 		if (!arena) {

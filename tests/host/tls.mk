@@ -44,3 +44,10 @@ $(TLS_FIX)/stamp: tests/host/tls.mk
 	openssl x509 -in ec-cert.pem -outform DER -out ec-cert.der; \
 	openssl pkey -in ec-key.pem -outform DER -out ec-key.der; \
 	touch stamp
+
+# The configuration as a server over loopback against openssl s_client.
+HOST_TESTS += test_tls_server
+test_tls_server_SRCS := tests/host/test_tls_server.c net/tls/tls_keys.c $(MBEDTLS_HOST_LIB)
+$(BUILD)/host/test_tls_server: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
+	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
+$(BUILD)/host/test_tls_server: $(TLS_FIX)/stamp
