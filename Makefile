@@ -301,6 +301,6 @@ help:
 	@echo "  make clean      remove $(BUILD)/"
 	@echo "  V=1             show commands"
 
-# (The fetched source trees, build/*-src, are not searched: mbedTLS has a
-# ChangeLog.d directory.)
--include $(shell find $(BUILD) -name '*-src' -prune -o -name '*.d' -type f -print 2>/dev/null)
+# (Not searched: the fetched source trees, build/*-src (mbedTLS has a
+# ChangeLog.d directory), and tests/qemu/test_tls.py's build/tls-image.)
+-include $(shell find $(BUILD) \( -name '*-src' -o -name tls-image \) -prune -o -name '*.d' -type f -print 2>/dev/null)
