@@ -92,6 +92,7 @@ $(TLS_CRED_STAMP):
 $(BUILD)/tls/dev-key.pem:
 	@mkdir -p $(dir $@)
 	@echo "  TLSDEV  self-signed development certificate into $(BUILD)/tls/"
+	$(Q)command -v openssl >/dev/null || { echo "make TLS=1: openssl makes the development certificate: install the Debian package openssl, or give TLS_CERT= and TLS_KEY=" >&2; exit 1; }
 	$(Q)umask 077 && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
 		-days 825 -subj /CN=vireo-dev -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
 		-keyout $@ -out $(BUILD)/tls/dev-cert.pem 2>/dev/null
