@@ -51,3 +51,28 @@ test_tls_server_SRCS := tests/host/test_tls_server.c net/tls/tls_keys.c $(MBEDTL
 $(BUILD)/host/test_tls_server: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
 $(BUILD)/host/test_tls_server: $(TLS_FIX)/stamp
+
+# fuzz_tls: the server's record input (tests/fuzz/fuzz_tls.c), over mbedTLS
+# built with clang for libFuzzer (coverage, ASan, UBSan) into its own archive.
+FUZZERS += fuzz_tls
+MBEDTLS_FUZZ_LIB := $(BUILD)/fuzz/mbedtls/libmbedtls.a
+MBEDTLS_FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -Itests/host/shim -I. -DHOST_TEST \
+	-I$(MBEDTLS_SRCDIR)/include -I$(MBEDTLS_SRCDIR)/library '-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
+MBEDTLS_FUZZ_OBJS = $(patsubst %.c,$(BUILD)/fuzz/mbedtls/%.o,$(MBEDTLS_SRCS))
+fuzz_tls_SRCS := tests/fuzz/fuzz_tls.c net/tls/tls_keys.c $(MBEDTLS_FUZZ_LIB)
+$(BUILD)/fuzz/fuzz_tls: FUZZ_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
+	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
+$(BUILD)/fuzz/fuzz_tls: $(TLS_FIX)/stamp
+
+$(MBEDTLS_FUZZ_OBJS): $(BUILD)/fuzz/mbedtls/%.o: $(MBEDTLS_STAMP) net/tls/mbedtls_config.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZCC  mbedtls/$*.c")
+	$(Q)$(FUZZ_CC) $(MBEDTLS_FUZZ_CFLAGS) -c $(MBEDTLS_SRCDIR)/library/$*.c -o $@
+
+.PHONY: mbedtls-fuzz-objs
+mbedtls-fuzz-objs: $(MBEDTLS_FUZZ_OBJS)
+$(MBEDTLS_FUZZ_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h
+	$(Q)$(MAKE) --no-print-directory mbedtls-fuzz-objs
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@
+	$(Q)$(AR) rcsD $@ $(BUILD)/fuzz/mbedtls/*.o
