@@ -150,6 +150,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	do
 		ret = mbedtls_ssl_handshake(&ssl);
 	while (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE);
+	/* FUZZ_TLS_VERBOSE=1: say where each input ended (checks the seeds). */
+	if (getenv("FUZZ_TLS_VERBOSE"))
+		fprintf(stderr, "fuzz_tls: %zu bytes, handshake -0x%04x in state %d\n", size, (unsigned)-ret,
+			(int)ssl.MBEDTLS_PRIVATE(state));
 	if (ret == 0) {
 		unsigned char buf[256];
 
