@@ -40,6 +40,12 @@ KCFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fdebug-prefix-map=$(CURDIR)=. \
 	-DVIREO_VERSION='"$(VERSION)"' -DVIREO_REV='"$(GIT_REV)"' \
 	-I. -Ikernel -MMD -MP
+# make TLS=1 (the TLS block below): lwIP is built with altcp (net/lwipopts.h)
+# and its altcp_tls.h includes mbedTLS's headers (net/tls/mbedtls.mk).
+ifeq ($(TLS),1)
+KCFLAGS += -DVIREO_TLS=1 -I$(BUILD)/mbedtls-src/mbedtls/include \
+	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
+endif
 # Only boot/ sees GNU-EFI headers.
 BOOT_CFLAGS := -I$(EFI_INC) -I$(EFI_INC)/x86_64 -DGNU_EFI_USE_MS_ABI -DEFI_FUNCTION_WRAPPER=0
 KASFLAGS := -I. -MMD -MP -g
@@ -64,6 +70,27 @@ OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(BUILD)/k/site_data.o
 # lwIP (fetched, never committed) and the rules for code that uses it.
 include net/lwip.mk
 $(patsubst %.c,$(BUILD)/k/%.o,$(NET_SRCS)): | $(LWIP_STAMP)
+
+# ---- TLS: make TLS=1 (net/tls/mbedtls.mk, docs/https.md) -----------------
+# Off by default: mbedTLS adds a third to the image. The stamp's name holds
+# the choice, so switching rebuilds every object (-DVIREO_TLS=1 in KCFLAGS).
+TLS ?= 0
+TLS_BUILD_STAMP := $(BUILD)/tls-build.$(TLS)
+$(TLS_BUILD_STAMP):
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $(BUILD)/tls-build.* && touch $@
+# Every object: TLS=1 changes lwIP's options (LWIP_ALTCP) and KCFLAGS.
+$(OBJS) $(LWIP_OBJS): $(TLS_BUILD_STAMP)
+# The rules are always read (the host tests build mbedTLS too); only TLS=1
+# links it into the image.
+include net/tls/mbedtls.mk
+MBEDTLS_LINK :=
+ifeq ($(TLS),1)
+MBEDTLS_LINK := $(MBEDTLS_LIB)
+OBJS += $(TLS_OBJS)
+$(OBJS) $(LWIP_OBJS): | $(MBEDTLS_STAMP)
+endif
+# ---- end TLS ---------------------------------------------------------------
 
 # The site the appliance serves: APP_ROOT's files, plus APP_EXTRA synthesized
 # files (NAME=SIZE; the benchmark's 64 KiB file), baked in as rodata.
@@ -104,9 +131,9 @@ $(BUILD)/k/%.o: %.S
 	@$(if $(Q),echo "  AS      $<")
 	$(Q)$(CC) $(KCFLAGS) $(KASFLAGS) -c $< -o $@
 
-$(ELF): $(OBJS) $(LWIP_LIB) linker/vireo.ld
+$(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/vireo.ld
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(LD) $(KLDFLAGS) $(EFI_CRT0) $(OBJS) $(LWIP_LIB) -o $@ -L$(EFI_LIB) -lgnuefi
+	$(Q)$(LD) $(KLDFLAGS) $(EFI_CRT0) $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) -o $@ -L$(EFI_LIB) -lgnuefi
 
 # --subsystem 10 = EFI application. Section list matches linker/vireo.ld.
 $(EFI): $(ELF)
@@ -283,6 +310,9 @@ help:
 	@echo "  make run-microvm  the appliance on QEMU microvm (PVH, virtio-mmio, no PCI/ACPI);"
 	@echo "                  same PORT=, CMDLINE=, QEMU_OPTS=, MEM= as make run"
 	@echo "  make image      build $(IMAGE) (GPT disk, ESP with EFI/BOOT/BOOTX64.EFI)"
+	@echo "  make TLS=1      build with mbedTLS 3.6 and the certificate/key (TLS_CERT=, TLS_KEY=;"
+	@echo "                  else a development certificate in $(BUILD)/tls/); HTTPS listener not yet"
+	@echo "                  (docs/https.md). make TLS=1 tls-check: what mbedTLS needs, its size"
 	@echo "  make run        install QEMU/OVMF if missing, boot the appliance; http://localhost:8080/"
 	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=)"
 	@echo "  make test       install test deps if missing; host unit tests (ASan/UBSan),"
@@ -318,4 +348,6 @@ help:
 	@echo "  make clean      remove $(BUILD)/"
 	@echo "  V=1             show commands"
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (Not searched: the fetched source trees, build/*-src (mbedTLS has a
+# ChangeLog.d directory), and tests/qemu/test_tls.py's build/tls-image.)
+-include $(shell find $(BUILD) \( -name '*-src' -o -name tls-image \) -prune -o -name '*.d' -type f -print 2>/dev/null)

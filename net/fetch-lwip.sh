@@ -2,214 +2,29 @@
 # fetch-lwip.sh [BUILD] — fetch Debian trixie's lwip source package (pinned
 # below), verify it and unpack it with Debian's patches applied into
 # BUILD/lwip-src/lwip. BUILD defaults to "build". Invoked by net/lwip.mk.
-#
-# Trust chain, outermost first:
-#  1. apt fetches the trixie InRelease from the Debian archive mirror this
-#     machine already uses and checks its OpenPGP signature against the
-#     Debian archive keyring (signed-by= in the private sources list; no other
-#     key is trusted).
-#  2. apt checks the Sources index against the hashes in that InRelease, and
-#     each downloaded file against the hashes in the Sources index.
-#  3. This script checks the .dsc against LWIP_DSC_SHA256 (pinned here, so a
-#     rebuild months later gets the same bytes or stops) and the two tarballs
-#     against the .dsc's Checksums-Sha256 field.
-# Step 3 alone makes the result tamper-evident; 1-2 make sure what we pinned
-# came from Debian in the first place.
-#
-# The machine's own apt state is never touched: sources list, lists, cache,
-# status and preferences all live under BUILD/apt/, and only the mirror URI is
-# read from the machine's configuration. The fetch is idempotent: a finished
-# unpack is recorded in BUILD/lwip-src/stamp and kept; downloaded files are
-# kept in BUILD/lwip-src/dl/ and reused without the network. vireo's patches
-# (net/patches/*.patch, -p1 against lwIP's top directory) are applied last.
+# The fetch, the trust chain and the stamp are net/debsrc.sh's (shared with
+# net/fetch-mbedtls.sh). vireo's patches (net/patches/*.patch, -p1 against
+# lwIP's top directory) are applied last; their contents are part of the stamp.
 set -euo pipefail
 
-LWIP_DEB_SOURCE=lwip
-LWIP_DEB_VERSION=2.2.1+dfsg1-1+deb13u1
-LWIP_DEB_SUITE=trixie
-LWIP_DSC_SHA256=07ecb7122b2882a5265c6d1413947dd9a054d5ae25150b7042885d3f3d0b5aad
+DEB_SOURCE=lwip
+DEB_VERSION=2.2.1+dfsg1-1+deb13u1
+DEB_SUITE=trixie
+DEB_DSC_SHA256=07ecb7122b2882a5265c6d1413947dd9a054d5ae25150b7042885d3f3d0b5aad
 KEYRING=${LWIP_DEBIAN_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
 
-build=${1:-build}
-mkdir -p "$build"
-build=$(cd "$build" && pwd)
-top=$build/lwip-src
-dl=$top/dl
-tree=$top/lwip
-stamp=$top/stamp
-aptdir=$build/apt
-dsc=${LWIP_DEB_SOURCE}_${LWIP_DEB_VERSION#*:}.dsc
-# vireo's own changes to lwIP, applied in name order after Debian's. Their
-# contents are part of the stamp: editing, adding or removing a patch
-# unpacks the tree afresh (from dl/, no network) and applies them all again.
-patchdir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/patches
-patches=()
-if [[ -d $patchdir ]]; then
-	shopt -s nullglob
-	patches=("$patchdir"/*.patch)
-	shopt -u nullglob
-fi
-patchsum=$(for f in "${patches[@]}"; do basename "$f"; cat "$f"; done | sha256sum | cut -c1-16)
-want="$LWIP_DEB_SOURCE $LWIP_DEB_VERSION $LWIP_DSC_SHA256 patches ${#patches[@]} $patchsum"
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+DEB_DIR=lwip-src
+DEB_TREE=lwip
+DEB_CHECK=(src/core/init.c src/include/lwip/init.h)
+DEB_PATCHDIR=$here/patches
+DEB_MIRROR=${LWIP_DEBIAN_MIRROR:-}
+DEB_MIRROR_VAR=LWIP_DEBIAN_MIRROR
+DEB_LABEL=lwIP
+DEB_TOOL=fetch-lwip
+DEB_SAY="LWIP   "
+DEB_PIN_WHERE="DEB_VERSION and DEB_DSC_SHA256 in net/fetch-lwip.sh"
 
-say() { echo "  LWIP    $*"; }
-die() { echo "fetch-lwip: $*" >&2; exit 1; }
-
-# Already unpacked from the pinned .dsc: refresh the stamp for make and stop.
-if [[ -f $stamp && -d $tree/src/core && "$(cat "$stamp")" == "$want" ]]; then
-	touch "$stamp"
-	exit 0
-fi
-
-for tool in apt-get dpkg-source sha256sum patch; do
-	command -v "$tool" >/dev/null ||
-		die "$tool not found; install the Debian packages apt, dpkg-dev and coreutils"
-done
-
-# The .dsc is good if it hashes to the pin and every file it lists is present
-# and hashes to what it says.
-verify_dl() {
-	local sum rest
-	[[ -f $dl/$dsc ]] || return 1
-	read -r sum rest < <(sha256sum "$dl/$dsc")
-	if [[ $sum != "$LWIP_DSC_SHA256" ]]; then
-		echo "fetch-lwip: $dsc has SHA256 $sum, pinned $LWIP_DSC_SHA256" >&2
-		return 2
-	fi
-	# Checksums-Sha256 lines: " <sha256> <size> <name>" until the next field.
-	awk '/^Checksums-Sha256:/ { on = 1; next }
-	     on && /^ / { print $1 "  " $3; next }
-	     { on = 0 }' "$dl/$dsc" >"$dl/SHA256SUMS"
-	[[ -s $dl/SHA256SUMS ]] || { echo "fetch-lwip: $dsc lists no SHA256 checksums" >&2; return 2; }
-	(cd "$dl" && sha256sum --quiet --strict -c SHA256SUMS) >&2 || return 2
-}
-
-# The Debian archive URI that serves this machine's own release (e.g. the
-# bookworm main entry), from one-line .list files and deb822 .sources files.
-mirror_uri() {
-	local codename sl sp f
-	# shellcheck disable=SC1091
-	codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
-	codename=${codename:-bookworm}
-	eval "$(apt-config shell sl Dir::Etc::sourcelist/f sp Dir::Etc::sourceparts/d)"
-	for f in "$sl" "$sp"*.list "$sp"*.sources; do
-		[[ -f $f ]] || continue
-		case $f in
-		*.sources)
-			awk -v suite="$codename" '
-			function flush() {
-				if (types ~ /(^| )deb(-src)?( |$)/ && (" " suites " ") ~ (" " suite " ") &&
-				    (" " comps " ") ~ / main / && tolower(enabled) != "no" && uris != "") {
-					split(uris, u, " "); print u[1]; found = 1; exit
-				}
-				types = suites = comps = uris = enabled = ""
-			}
-			/^[ \t]*#/ { next }
-			/^[ \t]*$/ { flush(); next }
-			{
-				key = tolower($1); sub(/:$/, "", key); $1 = ""; sub(/^ +/, "")
-				if (key == "types") types = $0
-				else if (key == "uris") uris = $0
-				else if (key == "suites") suites = $0
-				else if (key == "components") comps = $0
-				else if (key == "enabled") enabled = $0
-			}
-			END { if (!found) flush() }' "$f"
-			;;
-		*)
-			# deb [options] URI SUITE COMPONENT...
-			sed -e 's/#.*//' -e 's/\[[^]]*\]//' "$f" | awk -v suite="$codename" '
-			($1 == "deb" || $1 == "deb-src") && $3 == suite {
-				for (i = 4; i <= NF; i++) if ($i == "main") { print $2; exit }
-			}'
-			;;
-		esac
-	done | head -n1
-}
-
-fetch() {
-	local uri
-	uri=${LWIP_DEBIAN_MIRROR:-$(mirror_uri)}
-	[[ -n $uri ]] || die "no Debian archive entry for this release's main component in the apt sources; set LWIP_DEBIAN_MIRROR=<archive URI>"
-	[[ -r $KEYRING ]] || die "$KEYRING missing; install the Debian package debian-archive-keyring"
-
-	mkdir -p "$aptdir/lists/partial" "$aptdir/cache/archives/partial" "$aptdir/state" "$dl"
-	: >"$aptdir/state/status"
-	echo "deb-src [signed-by=$KEYRING] $uri $LWIP_DEB_SUITE main" >"$aptdir/sources.list"
-
-	# Everything apt reads or writes for this fetch, except transport settings
-	# (proxies) that stay the machine's business, points under BUILD/apt.
-	local apt=(
-		-o "Dir::Etc::sourcelist=$aptdir/sources.list"
-		-o "Dir::Etc::sourceparts=-"
-		-o "Dir::Etc::preferences=$aptdir/preferences"
-		-o "Dir::Etc::preferencesparts=-"
-		-o "Dir::Etc::trusted=$aptdir/trusted.gpg"
-		-o "Dir::Etc::trustedparts=-"
-		-o "Dir::State=$aptdir/state"
-		-o "Dir::State::lists=$aptdir/lists"
-		-o "Dir::State::status=$aptdir/state/status"
-		-o "Dir::Cache=$aptdir/cache"
-		-o "Acquire::Languages=none"
-		-o "APT::Get::Only-Source=true"
-	)
-
-	say "apt-get update ($LWIP_DEB_SUITE main sources from $uri)"
-	if ! apt-get "${apt[@]}" -q=2 update --error-on=any >"$aptdir/update.log" 2>&1; then
-		sed 's/^/    /' "$aptdir/update.log" >&2
-		if grep -q -e NO_PUBKEY -e EXPKEYSIG -e 'not signed' -e 'signatures were invalid' "$aptdir/update.log"; then
-			die "the $LWIP_DEB_SUITE Release file does not verify against $KEYRING; update the Debian package debian-archive-keyring"
-		fi
-		die "cannot fetch the $LWIP_DEB_SUITE source index from $uri (offline?). lwIP's source is needed once: retry with the network up, or put $dsc and its tarballs into $dl/"
-	fi
-
-	# Run as root, apt downloads as the unprivileged _apt user: let it write
-	# into dl/ for the download, then take the files back.
-	local sandbox=
-	if ((EUID == 0)) && id -u _apt >/dev/null 2>&1; then
-		sandbox=_apt
-		chown _apt "$dl"
-	fi
-	say "apt-get source $LWIP_DEB_SOURCE=$LWIP_DEB_VERSION"
-	if ! (cd "$dl" && apt-get "${apt[@]}" -q=2 source --download-only \
-		"$LWIP_DEB_SOURCE=$LWIP_DEB_VERSION") >"$aptdir/source.log" 2>&1; then
-		sed 's/^/    /' "$aptdir/source.log" >&2
-		local now
-		now=$(apt-cache "${apt[@]}" showsrc "$LWIP_DEB_SOURCE" 2>/dev/null | awk '/^Version:/ { print $2 }' | tr '\n' ' ')
-		die "cannot download $LWIP_DEB_SOURCE $LWIP_DEB_VERSION from $LWIP_DEB_SUITE (the suite now has: ${now:-nothing}). If Debian replaced it, re-pin LWIP_DEB_VERSION and LWIP_DSC_SHA256 in net/fetch-lwip.sh after reviewing the change"
-	fi
-	[[ -z $sandbox ]] || chown -R "$(id -u):$(id -g)" "$dl"
-}
-
-rc=0
-verify_dl || rc=$?
-if ((rc != 0)); then
-	# A mismatching or partial download is discarded and fetched again once.
-	rm -rf "$dl"
-	fetch
-	verify_dl || die "downloaded $dsc does not match the pinned SHA256 or its own checksums; refusing to use it"
-fi
-say "verified $dsc (SHA256 pinned) and its tarballs"
-
-# dpkg-source unpacks the upstream tarball and applies debian/patches. Its own
-# checksum and OpenPGP checks are skipped (--no-check): the checksums were
-# verified above against the pinned .dsc, and the maintainer's key is in
-# debian-keyring, which the pin makes unnecessary.
-rm -rf "$tree" "$tree.tmp" "$stamp"
-if ! dpkg-source --no-check --no-copy -x "$dl/$dsc" "$tree.tmp" >"$top/extract.log" 2>&1; then
-	sed 's/^/    /' "$top/extract.log" >&2
-	rm -rf "$tree.tmp"
-	die "dpkg-source could not unpack $dsc"
-fi
-[[ -f $tree.tmp/src/core/init.c && -f $tree.tmp/src/include/lwip/init.h ]] ||
-	{ rm -rf "$tree.tmp"; die "$dsc unpacked without lwIP's src/ tree"; }
-for f in "${patches[@]}"; do
-	if ! patch -d "$tree.tmp" -p1 --forward --batch --no-backup-if-mismatch <"$f" >"$top/patch.log" 2>&1; then
-		sed 's/^/    /' "$top/patch.log" >&2
-		rm -rf "$tree.tmp"
-		die "$(basename "$f") does not apply to $LWIP_DEB_SOURCE $LWIP_DEB_VERSION"
-	fi
-done
-mv "$tree.tmp" "$tree"
-echo "$want" >"$stamp"
-say "unpacked $LWIP_DEB_SOURCE $LWIP_DEB_VERSION into $tree ($(grep -c . "$tree/debian/patches/series") Debian patches, ${#patches[@]} from net/patches applied)"
+# shellcheck source=net/debsrc.sh
+. "$here/debsrc.sh"
+debsrc_run "${1:-build}"

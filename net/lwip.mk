@@ -58,7 +58,7 @@ lwip-fetch: $(LWIP_STAMP)
 # editing it (a new pin) or a patch in net/patches (the directory itself
 # for added or removed ones) re-runs it, which unpacks afresh, and every
 # lwIP object, kernel and host, is rebuilt from the patched tree.
-$(LWIP_STAMP): net/fetch-lwip.sh net/patches $(wildcard net/patches/*.patch)
+$(LWIP_STAMP): net/fetch-lwip.sh net/debsrc.sh net/patches $(wildcard net/patches/*.patch)
 	$(Q)net/fetch-lwip.sh $(BUILD)
 
 # lwIP's sources appear when the stamp is made; this rule only orders that.

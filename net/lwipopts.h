@@ -286,6 +286,14 @@ extern void *vireo_lwip_heap;		/* net/lwip_port.c */
 /* ---- UDP / TCP ------------------------------------------------------------ */
 #define LWIP_UDP			1
 #define LWIP_TCP			1
+/* make TLS=1: the application layered TCP API, with lwIP's TLS layer over
+ * mbedTLS (src/apps/altcp_tls, patched for mbedTLS 3 by net/patches/0003).
+ * Off otherwise: the default image is built exactly as before. */
+#ifdef VIREO_TLS
+#define LWIP_ALTCP			1
+#define LWIP_ALTCP_TLS			1
+#define LWIP_ALTCP_TLS_MBEDTLS		1
+#endif
 #define TCP_MSS				1460	/* 1500 MTU - 40; IPv6 gets 1440 per route */
 /* Requests are small, so the receive window mainly bounds what one slow
  * reader can make the heap hold: 4 MSS = 5840 bytes, ~47 Mbit/s of upload per

@@ -13,6 +13,9 @@
 #include "net/app/server.h"
 #include "net/net.h"
 #include "net/rxmem.h"
+#ifdef VIREO_TLS
+#include "net/tls/tls.h"
+#endif
 
 #define ECHO_PORT 7
 
@@ -193,6 +196,9 @@ int app_start(u16 http_port)
 	}
 	drain_port = http_port;
 	power_register_drain(&http_drain);
+#ifdef VIREO_TLS
+	tls_start();	/* logs its own result; HTTP serves either way */
+#endif
 	if (kconfig.echo) {
 		struct echo_cfg ecfg = { .port = ECHO_PORT };
 

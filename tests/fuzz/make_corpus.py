@@ -207,6 +207,55 @@ def vmmio_dev(base, size, gsi):
             + bytes([len(crs) + 3, 0x0a, len(crs)]) + crs)
 
 
+# ---- fuzz_tls: the bytes a client sends a TLS server, as records ----
+def be16(v):
+    return struct.pack(">H", v & 0xffff)
+
+
+def tls_ext(typ, body):
+    return be16(typ) + be16(len(body)) + body
+
+
+def client_hello(tls13, groups, suites, alpn=True):
+    """A ClientHello in one handshake record (RFC 8446 4.1.2): fixed random
+    and key share bytes, the groups' key shares for TLS 1.3."""
+    exts = b""
+    exts += tls_ext(10, be16(2 * len(groups)) + b"".join(be16(g) for g in groups))  # supported_groups
+    exts += tls_ext(11, b"\x01\x00")  # ec_point_formats: uncompressed
+    sigs = [0x0403, 0x0804, 0x0401, 0x0503]  # ecdsa_p256_sha256, rsa_pss_rsae_sha256, rsa_pkcs1_sha256, ...
+    exts += tls_ext(13, be16(2 * len(sigs)) + b"".join(be16(x) for x in sigs))  # signature_algorithms
+    if alpn:
+        proto = b"\x08http/1.1"
+        exts += tls_ext(16, be16(len(proto)) + proto)
+    exts += tls_ext(23, b"")  # extended_master_secret
+    if tls13:
+        exts += tls_ext(43, b"\x04\x03\x04\x03\x03")  # supported_versions: 1.3, 1.2
+        shares = b""
+        for g in groups:
+            # X25519: 32 bytes; P-256: an uncompressed point (not on the
+            # curve here: the server must refuse it cleanly, or the fuzzer
+            # finds a real one nearby; X25519 accepts any 32 bytes).
+            key = bytes(range(1, 33)) if g == 29 else b"\x04" + bytes(range(64))
+            shares += be16(g) + be16(len(key)) + key
+        exts += tls_ext(51, be16(len(shares)) + shares)  # key_share
+        exts += tls_ext(45, b"\x01\x01")  # psk_key_exchange_modes: psk_dhe_ke
+    body = b"\x03\x03" + bytes(range(32)) + b"\x20" + bytes(range(32, 64))
+    body += be16(2 * len(suites)) + b"".join(be16(x) for x in suites) + b"\x01\x00"
+    body += be16(len(exts)) + exts
+    hs = b"\x01" + struct.pack(">I", len(body))[1:] + body
+    return b"\x16\x03\x01" + be16(len(hs)) + hs
+
+
+def tls():
+    return {
+        "ch13-x25519": client_hello(True, [29], [0x1301, 0x1302, 0x1303]),
+        "ch13-p256": client_hello(True, [23], [0x1301]),
+        "ch12-ecdhe-ecdsa": client_hello(False, [23, 29], [0xc02b, 0xc02c, 0xcca9]),
+        "ch12-cbc-only": client_hello(False, [23], [0xc009, 0x002f], alpn=False),
+        "garbage": bytes((i * 37 + 11) & 0xff for i in range(300)),
+    }
+
+
 TARGETS = {
     "fuzz_cmdline": cmdline,
     "fuzz_http": http,
@@ -215,6 +264,7 @@ TARGETS = {
     "fuzz_vnet_hdr": vnet_hdr,
     "fuzz_vnet_rx": vnet_rx,
     "fuzz_vmmio": vmmio,
+    "fuzz_tls": tls,
 }
 
 

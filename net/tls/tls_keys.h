@@ -1,0 +1,39 @@
+/* The HTTPS server's certificate chain and private key: parsed from PEM (or
+ * DER) in memory and checked against each other. Pure: mbedTLS and the RNG
+ * callback only, so the host tests drive it with bad input under ASan. */
+#ifndef VIREO_TLS_KEYS_H
+#define VIREO_TLS_KEYS_H
+
+#include <stddef.h>
+#include "mbedtls/pk.h"
+#include "mbedtls/x509_crt.h"
+
+struct tls_keys {
+	mbedtls_x509_crt chain;	/* leaf first */
+	mbedtls_pk_context key;
+	int loaded;
+};
+
+/* mbedTLS-style RNG: fills out with len random bytes, 0 on success. The
+ * kernel's reads the CSPRNG (net/tls/tls_port.c). */
+typedef int (*tls_rng_fn)(void *ctx, unsigned char *out, size_t len);
+
+/* Parses cert (one or more certificates, leaf first) and key (PKCS#8 or
+ * SEC1/PKCS#1, unencrypted) and checks that key is the leaf's private key
+ * and of a kind the server can use (RSA of 2048 bits or more, EC P-256).
+ * PEM input may or may not end in a NUL; len excludes any NUL. On failure
+ * returns a negative number, leaves k empty (tls_keys_free() is still fine)
+ * and writes one line saying what is wrong into err (errlen > 0). */
+int tls_keys_load(struct tls_keys *k, const unsigned char *cert, size_t cert_len,
+		  const unsigned char *key, size_t key_len, tls_rng_fn rng, void *rng_ctx,
+		  char *err, size_t errlen);
+void tls_keys_free(struct tls_keys *k);
+
+/* "EC P-256" or "RSA 2048", for the boot log. */
+const char *tls_keys_describe(const struct tls_keys *k, char *buf, size_t len);
+
+/* Largest input accepted per file: a chain of a few certificates fits with
+ * room; anything larger is refused before parsing. */
+#define TLS_KEYS_MAX_INPUT	(64 * 1024)
+
+#endif

@@ -1,0 +1,78 @@
+# TLS certificate/key loading (net/tls/tls_keys.c) with bad input, over the
+# same mbedTLS sources and configuration as the image, built for the host
+# (glibc, ASan/UBSan) into one archive by a recursive make once the fetch has
+# run (the list of library/*.c is only known then).
+HOST_TESTS += test_tls_keys
+MBEDTLS_HOST_LIB := $(BUILD)/host/mbedtls/libmbedtls.a
+MBEDTLS_HOST_CFLAGS := $(HOST_CFLAGS) -I$(MBEDTLS_SRCDIR)/include -I$(MBEDTLS_SRCDIR)/library \
+	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
+MBEDTLS_HOST_OBJS = $(patsubst %.c,$(BUILD)/host/mbedtls/%.o,$(MBEDTLS_SRCS))
+test_tls_keys_SRCS := tests/host/test_tls_keys.c net/tls/tls_keys.c $(MBEDTLS_HOST_LIB)
+$(BUILD)/host/test_tls_keys: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
+	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
+
+$(MBEDTLS_HOST_OBJS): $(BUILD)/host/mbedtls/%.o: $(MBEDTLS_STAMP) net/tls/mbedtls_config.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  HOSTCC  mbedtls/$*.c")
+	$(Q)$(HOST_CC) $(MBEDTLS_HOST_CFLAGS) -MF $@.d -c $(MBEDTLS_SRCDIR)/library/$*.c -o $@
+
+.PHONY: mbedtls-host-objs
+mbedtls-host-objs: $(MBEDTLS_HOST_OBJS)
+$(MBEDTLS_HOST_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h
+	$(Q)$(MAKE) --no-print-directory mbedtls-host-objs
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@
+	$(Q)$(AR) rcsD $@ $(BUILD)/host/mbedtls/*.o
+
+# Fixtures made by openssl at build time (no key is committed): two P-256
+# keys (the second mismatches the certificate), RSA 2048 and 1024, P-384,
+# an encrypted key.
+TLS_FIX := $(BUILD)/host/tls-fix
+$(BUILD)/host/test_tls_keys: HOST_CFLAGS += -DTLS_FIX_DIR='"$(TLS_FIX)"'
+$(BUILD)/host/test_tls_keys: $(TLS_FIX)/stamp
+$(TLS_FIX)/stamp: tests/host/tls.mk
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  OPENSSL $(TLS_FIX)/")
+	$(Q)set -e; cd $(TLS_FIX); \
+	cert() { openssl req -x509 -new -key $$1-key.pem -subj /CN=test -days 30 -out $$1-cert.pem 2>/dev/null; }; \
+	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ec-key.pem 2>/dev/null; cert ec; \
+	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ec2-key.pem 2>/dev/null; \
+	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out rsa-key.pem 2>/dev/null; cert rsa; \
+	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:1024 -out rsa1024-key.pem 2>/dev/null; cert rsa1024; \
+	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-384 -out p384-key.pem 2>/dev/null; cert p384; \
+	openssl pkey -in ec-key.pem -aes256 -passout pass:secret -out enc-key.pem 2>/dev/null; \
+	openssl x509 -in ec-cert.pem -outform DER -out ec-cert.der; \
+	openssl pkey -in ec-key.pem -outform DER -out ec-key.der; \
+	touch stamp
+
+# The configuration as a server over loopback against openssl s_client.
+HOST_TESTS += test_tls_server
+test_tls_server_SRCS := tests/host/test_tls_server.c net/tls/tls_keys.c $(MBEDTLS_HOST_LIB)
+$(BUILD)/host/test_tls_server: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
+	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
+$(BUILD)/host/test_tls_server: $(TLS_FIX)/stamp
+
+# fuzz_tls: the server's record input (tests/fuzz/fuzz_tls.c), over mbedTLS
+# built with clang for libFuzzer (coverage, ASan, UBSan) into its own archive.
+FUZZERS += fuzz_tls
+MBEDTLS_FUZZ_LIB := $(BUILD)/fuzz/mbedtls/libmbedtls.a
+MBEDTLS_FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -Itests/host/shim -I. -DHOST_TEST \
+	-I$(MBEDTLS_SRCDIR)/include -I$(MBEDTLS_SRCDIR)/library '-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
+MBEDTLS_FUZZ_OBJS = $(patsubst %.c,$(BUILD)/fuzz/mbedtls/%.o,$(MBEDTLS_SRCS))
+fuzz_tls_SRCS := tests/fuzz/fuzz_tls.c net/tls/tls_keys.c $(MBEDTLS_FUZZ_LIB)
+$(BUILD)/fuzz/fuzz_tls: FUZZ_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
+	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
+$(BUILD)/fuzz/fuzz_tls: $(TLS_FIX)/stamp
+
+$(MBEDTLS_FUZZ_OBJS): $(BUILD)/fuzz/mbedtls/%.o: $(MBEDTLS_STAMP) net/tls/mbedtls_config.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZCC  mbedtls/$*.c")
+	$(Q)$(FUZZ_CC) $(MBEDTLS_FUZZ_CFLAGS) -c $(MBEDTLS_SRCDIR)/library/$*.c -o $@
+
+.PHONY: mbedtls-fuzz-objs
+mbedtls-fuzz-objs: $(MBEDTLS_FUZZ_OBJS)
+$(MBEDTLS_FUZZ_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h
+	$(Q)$(MAKE) --no-print-directory mbedtls-fuzz-objs
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@
+	$(Q)$(AR) rcsD $@ $(BUILD)/fuzz/mbedtls/*.o
