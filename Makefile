@@ -49,14 +49,14 @@ KLDFLAGS := -nostdlib -znocombreloc -shared -Bsymbolic --no-undefined \
 BOOT_SRCS   := boot/efi_main.c boot/fwcfg.c
 KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel/string.c \
 	kernel/trap.c kernel/panic.c kernel/mm.c kernel/mm_range.c kernel/frames.c kernel/heap.c kernel/apic.c \
-	kernel/time.c kernel/timerq.c kernel/loop.c kernel/cmdline.c kernel/config.c \
+	kernel/time.c kernel/timerq.c kernel/loop.c kernel/cmdline.c kernel/config.c kernel/selftest.c \
 	kernel/timeline.c kernel/shell.c kernel/random.c kernel/chacha20.c kernel/csprng.c \
 	kernel/siphash.c kernel/power.c
 DRIVER_SRCS := drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
 	drivers/virtq.c drivers/virtio.c drivers/virtio_core.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
 	drivers/virtio_rng.c drivers/virtio_net.c drivers/vnet_hdr.c drivers/vnet_ctrl.c \
 	drivers/coalesce.c drivers/virtio_console.c
-NET_SRCS    := net/sys_arch.c net/lwip_port.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/netif_vnet.c net/app/app.c net/app/conntab.c net/app/http.c \
+NET_SRCS    := net/sys_arch.c net/lwip_port.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/netif_vnet.c net/netup.c net/app/app.c net/app/conntab.c net/app/http.c \
 	net/app/site.c net/app/server.c net/app/metrics.c net/app/echo.c
 SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(BUILD)/k/site_data.o
@@ -85,7 +85,7 @@ ELF   := $(BUILD)/vireo.so
 IMAGE := $(BUILD)/vireo.img
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
-	test-matrix test-matrix-quick test-hostile soak
+	test-matrix test-matrix-quick test-hostile soak params
 all: $(EFI)
 
 $(BUILD)/k/boot/%.o: boot/%.c
@@ -232,6 +232,10 @@ bench: deps-test
 clean:
 	rm -rf $(BUILD)
 
+# The docs' command-line table, from the registrations in the sources.
+params:
+	$(Q)$(PYTHON) tools/cmdline_table.py
+
 help:
 	@echo "vireo $(VERSION) targets:"
 	@echo "  make            build $(EFI) (UEFI application)"
@@ -259,6 +263,8 @@ help:
 	@echo "  make bench      vireo vs. nginx on Linux (shared harness, TCG, tap): table + build/bench/summary.json"
 	@echo "                  (BENCH_REPS=3 BENCH_DURATION=10 BENCH_EXTRA_REPS=2 BENCH_MEM=256, -m of both guests;"
 	@echo "                  about 20 min; needs root)"
+	@echo "  make params     the command-line table (Markdown) from the CMDLINE_PARAMs in the"
+	@echo "                  sources (tools/cmdline_table.py; the shell's params prints the same)"
 	@echo "  make clean      remove $(BUILD)/"
 	@echo "  V=1             show commands"
 
