@@ -38,6 +38,7 @@
 #include "kernel/console.h"
 #include "kernel/loop.h"
 #include "kernel/mm.h"
+#include "kernel/shell.h"
 #include "kernel/string.h"
 #include "kernel/time.h"
 #include "kernel/timeline.h"
@@ -88,6 +89,23 @@ void netif_vnet_rx_pool(u32 *held, u32 *total)
 	if (vn)
 		vnet_rx_pool(vn, held, total);
 }
+
+/* `net`: the device's link and traffic as the netif sees them. */
+static void netif_vnet_cmd(const char *args)
+{
+	struct vnet_stats st;
+
+	(void)args;
+	if (!netif_vnet_stats(&st)) {
+		kprintf("net: no virtio-net device\n");
+		return;
+	}
+	kprintf("net: virtio%u link %s; rx %lu frames %lu B, tx %lu frames %lu B, tx ring full %lu; "
+		"backlog %u of %u; rx buffers held %u of %u\n",
+		info.index, netif_is_link_up(&nif) ? "up" : "down", st.q[0].frames, st.q[0].bytes, st.q[1].frames,
+		st.q[1].bytes, st.q[1].no_room, bl_len, TX_BACKLOG_MAX, st.rx_held, st.rx_total);
+}
+SHELL_CMD(net, .name = "net", .fn = netif_vnet_cmd, .help = "the netif: link, frames and bytes, backlog");
 
 /* ---- timers ---- */
 

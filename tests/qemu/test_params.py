@@ -36,16 +36,16 @@ def test_params_match_the_sources_and_check_clean(boot):
 
 def test_shell_commands_register_themselves(boot):
     """help lists the commands registered next to their code (the console
-    driver's vcons, the net driver's debug-only fault, config's params);
-    a debug command is refused without debug, and a command that takes no
-    arguments says so."""
+    driver's vcons, the net driver's debug-only fault, the netif's net,
+    config's params); a debug command is refused without debug, and a
+    command that takes no arguments says so."""
     vm = boot()
     ready = vm.wait_for(READY)
     time.sleep(0.5)
     vm.send("help\r")
-    vm.wait_for(r"^  timeline +boot timeline$", timeout=20, start=ready.end())
+    vm.wait_for(r"^  vcons +virtio-console", timeout=20, start=ready.end())  # the last, sorted
     listed = re.findall(r"^  (\S+)(?: \S+)? +\S", vm.text[ready.end():], re.M)
-    for name in ("fault", "help", "mem", "params", "reboot", "stats", "timeline", "vcons"):
+    for name in ("fault", "help", "mem", "net", "params", "reboot", "stats", "timeline", "vcons"):
         assert name in listed, listed
     assert listed == sorted(listed), listed
     mark = len(vm.text)
@@ -55,3 +55,35 @@ def test_shell_commands_register_themselves(boot):
     vm.wait_for(r"^mem: takes no arguments$", timeout=20, start=mark)
     vm.send("nosuch\r")
     vm.wait_for(r"^unknown command 'nosuch' \(try help\)$", timeout=20, start=mark)
+
+
+def test_net_command_and_static_bring_up(boot):
+    """The netif registers `net`; bring-up takes the ip=/gw= it is given and
+    says ready once the link is up (QEMU's socket netdev on loopback, so no
+    root and no traffic leaves the host)."""
+    import socket
+    ours = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    ours.bind(("127.0.0.1", 0))
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    probe.bind(("127.0.0.1", 0))
+    qemu_port = probe.getsockname()[1]
+    probe.close()
+    try:
+        vm = boot(cmdline="ip=10.9.8.7/28 gw=10.9.8.1", extra=[
+            "-netdev", f"socket,id=n0,udp=127.0.0.1:{ours.getsockname()[1]},localaddr=127.0.0.1:{qemu_port}",
+            "-device", "virtio-net-pci,netdev=n0,romfile="])
+        ready = vm.wait_for(r"^vireo: ready ip=(\S+) http=(\d+)$")
+        assert ready.group(1) == "10.9.8.7" and ready.group(2) == "80", ready.group(0)
+        text = vm.text
+        assert re.search(r"^net: address by static configuration$", text, re.M), text
+        assert re.search(r"^net: 10\.9\.8\.7/28 gw 10\.9\.8\.1 \(static\)$", text, re.M), text
+        assert re.search(r"^net: lwIP \S+ on virtio\d+, mtu \d+, checksums: tx \w+, rx \w+$", text, re.M), text
+        time.sleep(0.5)
+        vm.send("net\r")
+        m = vm.wait_for(r"^net: virtio\d+ link (\w+); rx \d+ frames \d+ B, tx (\d+) frames \d+ B, "
+                        r"tx ring full \d+; backlog (\d+) of 4096; rx buffers held \d+ of (\d+)$",
+                        timeout=20, start=ready.end())
+        # Link up; the gratuitous ARP (and IPv6 reports) went out; nothing parked.
+        assert m.group(1) == "up" and int(m.group(2)) >= 1 and m.group(3) == "0" and int(m.group(4)) > 0, m.group(0)
+    finally:
+        ours.close()
