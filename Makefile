@@ -171,9 +171,12 @@ test-host: deps-test check-docs $(addprefix $(BUILD)/host/,$(HOST_TESTS))
 	$(Q)set -e; for t in $(HOST_TESTS); do echo "  TEST    $$t"; $(BUILD)/host/$$t; done
 
 # Every relative link in README.md, docs/ and net/README.md resolves (a file,
-# and a heading for a #fragment); under a second, so part of test-host.
+# and a heading for a #fragment), and docs/appliance.md's command-line table
+# is the one the sources' CMDLINE_PARAMs make; under a second, so part of
+# test-host.
 check-docs:
 	$(Q)$(PYTHON) tests/host/check_docs.py .
+	$(Q)$(PYTHON) tools/cmdline_table.py --check docs/appliance.md
 
 # Both start from the committed seeds (tests/fuzz/corpus/<target>/, written by
 # tests/fuzz/make_corpus.py) next to the working corpus; libFuzzer adds new
@@ -255,7 +258,8 @@ help:
 	@echo "  make images     every image: GRUB disk, ISO, qcow2, GCE/Azure/AWS files (images/images.mk)"
 	@echo "  make sign KEY=key.pem CERT=cert.pem   Secure Boot signed build/vireo-signed.img"
 	@echo "  make test-host  host unit tests only (and make check-docs)"
-	@echo "  make check-docs every relative link in README.md, docs/, net/README.md resolves"
+	@echo "  make check-docs every relative link in README.md, docs/, net/README.md resolves;"
+	@echo "                  docs/appliance.md's command-line table matches the sources"
 	@echo "  make test-qemu  QEMU tests only"
 	@echo "  make test-matrix  the appliance in 23 virtio-net/machine configurations, plus"
 	@echo "                  test-hostile (~10-12 min; needs root for a netns with a tap)"

@@ -99,8 +99,9 @@ void config_print_params(void)
 		if (!next)
 			break;
 		cmdline_describe_values(next, ", ", values, sizeof values);
-		kprintf("  %s=%s (default %s): %s\n", next->key, values, next->def ? next->def : "none",
-			next->help ? next->help : "");
+		/* Two writes: a long help must not share kprintf's line buffer. */
+		kprintf("  %s=%s (default %s): ", next->key, values, next->def ? next->def : "none");
+		kprintf("%s\n", next->help ? next->help : "");
 		last = next->key;
 	}
 }

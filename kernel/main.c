@@ -34,7 +34,8 @@ CMDLINE_PARAM(verbose, .key = "verbose", .type = CMDLINE_BOOL, .dst = &verbose, 
 
 static bool vnet_echo;
 CMDLINE_PARAM(vnet_echo, .key = "vnet.echo", .type = CMDLINE_BOOL, .dst = &vnet_echo, .def = "off",
-	      .help = "virtio-net reflects every received frame to its sender (data-path self-test; no IP stack)");
+	      .help = "virtio-net reflects every received frame to its sender (data-path self-test; the network "
+		      "and the appliance are not started)");
 
 static const char *const mem_type_names[] = {
 	"free", "boot", "loader", "acpi", "acpi-nvs", "runtime", "mmio", "reserved",

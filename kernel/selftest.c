@@ -11,8 +11,10 @@ static const char *const selftest_choices[] = {
 static int selftest = SELFTEST_NONE;
 CMDLINE_PARAM(selftest, .key = "selftest", .type = CMDLINE_ENUM, .dst = &selftest, .choices = selftest_choices,
 	      .def = "none",
-	      .help = "trigger a fault at boot to test the panic path, or a virtio recovery path on the first "
-		      "virtio-rng (virtio-*: ends in selftest: <value>: pass, FAIL (...) or skipped (...))");
+	      .help = "trigger a fault at boot (tests the panic path); virtio-* run on the first virtio-rng once it "
+		      "has delivered entropy: a malformed descriptor the device must answer with DEVICE_NEEDS_RESET "
+		      "(recovered by reset and re-probe), or a RING_RESET cycle of its queue (skipped if not "
+		      "negotiated), ending in selftest: <value>: pass, FAIL (...) or skipped (...)");
 
 enum selftest selftest_requested(void)
 {

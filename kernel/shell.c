@@ -18,7 +18,7 @@ extern const struct shell_cmd *const __stop_vireo_shell[];
 
 static bool debug;
 CMDLINE_PARAM(debug, .key = "debug", .type = CMDLINE_BOOL, .dst = &debug, .def = "off",
-	      .help = "enable test-only hooks: the shell's debug commands (fault)");
+	      .help = "test-only hooks answer: the shell's fault (otherwise it says needs debug on the command line)");
 
 static void shell_cmd_help(const char *args)
 {
