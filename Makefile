@@ -85,7 +85,7 @@ ELF   := $(BUILD)/vireo.so
 IMAGE := $(BUILD)/vireo.img
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
-	test-matrix test-matrix-quick test-hostile soak check-docs params
+	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks params
 all: $(EFI)
 
 $(BUILD)/k/boot/%.o: boot/%.c
@@ -237,6 +237,15 @@ bench-boot: deps-test $(IMAGE)
 bench: deps-test
 	$(Q)MAKE="$(MAKE)" tests/bench/bench.sh
 
+# Each attack of issue 13 against vireo and against the nginx peer (booted
+# as `make bench` boots both), a legitimate client before, during and after:
+# success rate during the attack, time to full service after it; table on
+# stdout, JSON in build/bench/attacks.json (docs/attacks.md). BENCH_MEM (256
+# MiB, -m of both guests), BENCH_HARNESS (../shared/bench). Needs root.
+bench-attacks: deps-test $(EFI)
+	$(Q)$(PYTHON) tests/bench/attacks.py --mem $(or $(BENCH_MEM),256) \
+		$(if $(BENCH_HARNESS),--harness $(BENCH_HARNESS))
+
 clean:
 	rm -rf $(BUILD)
 
@@ -276,6 +285,10 @@ help:
 	@echo "  make bench      vireo vs. nginx on Linux (shared harness, TCG, tap): table + build/bench/summary.json"
 	@echo "                  (BENCH_REPS=3 BENCH_DURATION=10 BENCH_EXTRA_REPS=2 BENCH_MEM=256, -m of both guests;"
 	@echo "                  about 20 min; needs root)"
+	@echo "  make bench-attacks  SYN flood, out-of-order pinning, fragment trains, slot hog, orphan"
+	@echo "                  flood against vireo and the nginx peer: legitimate success % during each"
+	@echo "                  attack, time to full service after it; table + build/bench/attacks.json"
+	@echo "                  (BENCH_MEM=256 BENCH_HARNESS=../shared/bench; about 15 min; needs root)"
 	@echo "  make params     the command-line table (Markdown) from the CMDLINE_PARAMs in the"
 	@echo "                  sources (tools/cmdline_table.py; the shell's params prints the same)"
 	@echo "  make clean      remove $(BUILD)/"
