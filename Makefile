@@ -55,14 +55,14 @@ KLDFLAGS := -nostdlib -znocombreloc -shared -Bsymbolic --no-undefined \
 BOOT_SRCS   := boot/efi_main.c boot/fwcfg.c
 KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel/string.c \
 	kernel/trap.c kernel/panic.c kernel/mm.c kernel/mm_range.c kernel/frames.c kernel/heap.c kernel/apic.c \
-	kernel/time.c kernel/timerq.c kernel/loop.c kernel/cmdline.c kernel/config.c \
+	kernel/time.c kernel/timerq.c kernel/loop.c kernel/cmdline.c kernel/config.c kernel/selftest.c \
 	kernel/timeline.c kernel/shell.c kernel/random.c kernel/chacha20.c kernel/csprng.c \
 	kernel/siphash.c kernel/power.c
 DRIVER_SRCS := drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
 	drivers/virtq.c drivers/virtio.c drivers/virtio_core.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
 	drivers/virtio_rng.c drivers/virtio_net.c drivers/vnet_hdr.c drivers/vnet_ctrl.c \
 	drivers/coalesce.c drivers/virtio_console.c drivers/virtio_mmio_parse.c drivers/virtio_mmio.c
-NET_SRCS    := net/sys_arch.c net/lwip_port.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/netif_vnet.c net/app/app.c net/app/conntab.c net/app/http.c \
+NET_SRCS    := net/sys_arch.c net/lwip_port.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/netif_vnet.c net/netup.c net/app/app.c net/app/conntab.c net/app/http.c \
 	net/app/site.c net/app/server.c net/app/metrics.c net/app/echo.c
 SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(BUILD)/k/site_data.o
@@ -113,7 +113,7 @@ IMAGE := $(BUILD)/vireo.img
 PVH   := $(BUILD)/vireo.elf
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
-	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks
+	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks params
 all: $(EFI) $(PVH)
 
 $(BUILD)/k/boot/%.o: boot/%.c
@@ -228,9 +228,12 @@ test-host: deps-test check-docs $(addprefix $(BUILD)/host/,$(HOST_TESTS))
 	$(Q)set -e; for t in $(HOST_TESTS); do echo "  TEST    $$t"; $(BUILD)/host/$$t; done
 
 # Every relative link in README.md, docs/ and net/README.md resolves (a file,
-# and a heading for a #fragment); under a second, so part of test-host.
+# and a heading for a #fragment), and docs/appliance.md's command-line table
+# is the one the sources' CMDLINE_PARAMs make; under a second, so part of
+# test-host.
 check-docs:
 	$(Q)$(PYTHON) tests/host/check_docs.py .
+	$(Q)$(PYTHON) tools/cmdline_table.py --check docs/appliance.md
 
 # Both start from the committed seeds (tests/fuzz/corpus/<target>/, written by
 # tests/fuzz/make_corpus.py) next to the working corpus; libFuzzer adds new
@@ -303,6 +306,10 @@ bench-attacks: deps-test $(EFI)
 clean:
 	rm -rf $(BUILD)
 
+# The docs' command-line table, from the registrations in the sources.
+params:
+	$(Q)$(PYTHON) tools/cmdline_table.py
+
 help:
 	@echo "vireo $(VERSION) targets:"
 	@echo "  make            build $(EFI) (UEFI application) and $(PVH)"
@@ -323,7 +330,8 @@ help:
 	@echo "  make images     every image: GRUB disk, ISO, qcow2, GCE/Azure/AWS files (images/images.mk)"
 	@echo "  make sign KEY=key.pem CERT=cert.pem   Secure Boot signed build/vireo-signed.img"
 	@echo "  make test-host  host unit tests only (and make check-docs)"
-	@echo "  make check-docs every relative link in README.md, docs/, net/README.md resolves"
+	@echo "  make check-docs every relative link in README.md, docs/, net/README.md resolves;"
+	@echo "                  docs/appliance.md's command-line table matches the sources"
 	@echo "  make test-qemu  QEMU tests only"
 	@echo "  make test-matrix  the appliance in 23 virtio-net/machine configurations, plus"
 	@echo "                  test-hostile (~10-12 min; needs root for a netns with a tap)"
@@ -345,6 +353,8 @@ help:
 	@echo "                  flood against vireo and the nginx peer: legitimate success % during each"
 	@echo "                  attack, time to full service after it; table + build/bench/attacks.json"
 	@echo "                  (BENCH_MEM=256 BENCH_HARNESS=../shared/bench; about 15 min; needs root)"
+	@echo "  make params     the command-line table (Markdown) from the CMDLINE_PARAMs in the"
+	@echo "                  sources (tools/cmdline_table.py; the shell's params prints the same)"
 	@echo "  make clean      remove $(BUILD)/"
 	@echo "  V=1             show commands"
 

@@ -180,7 +180,4 @@ const char *virtio_status_name(u8 status, char *buf, size_t size);
 void virtio_vq_interrupt(struct virtio_vq *q);
 void virtio_config_interrupt(struct virtio_dev *d);
 
-/* Features the command line allows (virtio.features=<hex>); all by default. */
-void virtio_set_feature_mask(u64 mask);
-
 #endif

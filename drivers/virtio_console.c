@@ -34,6 +34,7 @@
 #include "kernel/io.h"
 #include "kernel/loop.h"
 #include "kernel/mm.h"
+#include "kernel/shell.h"
 #include "kernel/string.h"
 #include "kernel/time.h"
 
@@ -882,6 +883,13 @@ void vcons_print_stats(void)
 				vc->ctrl_dropped);
 	}
 }
+
+static void vcons_cmd_stats(const char *args)
+{
+	(void)args;
+	vcons_print_stats();
+}
+SHELL_CMD(vcons, .name = "vcons", .fn = vcons_cmd_stats, .help = "virtio-console ports and byte counters");
 
 static const struct virtio_device_id console_ids[] = {
 	{ VIRTIO_ID_CONSOLE, VIRTIO_VENDOR_ANY },

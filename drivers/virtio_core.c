@@ -16,11 +16,16 @@
 
 #include "drivers/virtio.h"
 #include "drivers/virtio_core.h"
+#include "kernel/cmdline.h"
 #include "kernel/console.h"
 #include "kernel/mm.h"
 #include "kernel/string.h"
 
 static u64 feature_mask = ~0ULL;
+CMDLINE_PARAM(features, .key = "virtio.features", .type = CMDLINE_HEX, .dst = &feature_mask,
+	      .def = "0xffffffffffffffff", .values = "hex mask",
+	      .help = "virtio feature bits that may be negotiated (live-migration lock-down); "
+		      "a device that cannot work without a masked bit is marked FAILED");
 
 static const char *const core_names[64] = {
 	[VIRTIO_F_NOTIFY_ON_EMPTY] = "NOTIFY_ON_EMPTY",
@@ -37,11 +42,6 @@ static const char *const core_names[64] = {
 	[VIRTIO_F_NOTIF_CONFIG_DATA] = "NOTIF_CONFIG_DATA",
 	[VIRTIO_F_RING_RESET] = "RING_RESET",
 };
-
-void virtio_set_feature_mask(u64 mask)
-{
-	feature_mask = mask;
-}
 
 const char *virtio_status_name(u8 status, char *buf, size_t size)
 {

@@ -11,7 +11,9 @@
 
 #include "drivers/virtio.h"
 #include "drivers/virtio_mmio.h"
+#include "drivers/virtio_mmio_parse.h"
 #include "drivers/virtio_mmio_reg.h"
+#include "kernel/cmdline.h"
 #include "kernel/console.h"
 #include "kernel/fmt.h"
 #include "kernel/io.h"
@@ -28,6 +30,10 @@
 #define ISR_ROUNDS 8
 
 struct vmmio_list virtio_mmio_windows;
+CMDLINE_PARAM(virtio_mmio_device, .key = "virtio_mmio.device", .type = CMDLINE_CUSTOM,
+	      .dst = &virtio_mmio_windows, .parse = vmmio_cmdline_add, .def = "none",
+	      .values = "<size>@<addr>:<irq>[:<id>], repeatable",
+	      .help = "a virtio-mmio window (QEMU microvm and Firecracker add these themselves)");
 
 struct vmmio {
 	struct virtio_dev vdev;	/* first: to_vm() casts */

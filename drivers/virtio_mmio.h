@@ -6,7 +6,7 @@
 
 #include "drivers/virtio_mmio_parse.h"
 
-/* Filled by the command line (kernel/config.c hands it to vmmio_cmdline_add). */
+/* Filled by the command line (virtio_mmio.device=, registered in virtio_mmio.c). */
 extern struct vmmio_list virtio_mmio_windows;
 
 /* Adds the windows the DSDT's AML (after its header) describes. */

@@ -14,11 +14,14 @@
 #include "drivers/virtio_net.h"
 #include "drivers/virtio_net_reg.h"
 #include "drivers/vnet_ctrl.h"
+#include "kernel/cmdline.h"
 #include "kernel/console.h"
+#include "kernel/fmt.h"
 #include "kernel/io.h"
 #include "kernel/loop.h"
 #include "kernel/mm.h"
 #include "kernel/random.h"
+#include "kernel/shell.h"
 #include "kernel/string.h"
 #include "kernel/time.h"
 
@@ -78,6 +81,27 @@ static struct {
 	u32 usecs;
 } coal_cfg = { COAL_ADAPTIVE, 0, 0 };
 
+static int coal_cfg_parse(const char *val, void *dst, char *why, size_t why_len)
+{
+	enum coal_mode mode;
+	u16 frames;
+	u32 usecs;
+
+	(void)dst;
+	if (coal_parse(val, &mode, &frames, &usecs) < 0) {
+		ksnprintf(why, why_len, "want off, adaptive or <frames 1-%u>,<usecs 0-%u>", COAL_FRAMES_MAX,
+			  COAL_USECS_MAX);
+		return -EINVAL;
+	}
+	coal_cfg.mode = mode;
+	coal_cfg.frames = frames;
+	coal_cfg.usecs = usecs;
+	return 0;
+}
+CMDLINE_PARAM(coalesce, .key = "coalesce", .type = CMDLINE_CUSTOM, .parse = coal_cfg_parse, .def = "adaptive",
+	      .values = "off, adaptive, <frames>,<usecs>",
+	      .help = "virtio-net receive interrupt coalescing (frames 1-64, usecs 0-200)");
+
 static const char *const net_feature_names[64] = {
 	[VIRTIO_NET_F_CSUM] = "CSUM",
 	[VIRTIO_NET_F_GUEST_CSUM] = "GUEST_CSUM",
@@ -96,13 +120,6 @@ static const char *const net_feature_names[64] = {
 void vnet_set_echo(bool on)
 {
 	echo = on;
-}
-
-void vnet_set_coalesce(enum coal_mode mode, u16 frames, u32 usecs)
-{
-	coal_cfg.mode = mode;
-	coal_cfg.frames = frames;
-	coal_cfg.usecs = usecs;
 }
 
 struct vnet *vnet_get(void)
@@ -658,6 +675,25 @@ int vnet_debug_corrupt_rx(struct vnet *vn)
 	virtq_debug_corrupt_next(&vn->rx->vq);
 	return (int)vn->vd->index;
 }
+
+/* `fault net-needs-reset` (debug only): the above on the first device. */
+static void vnet_cmd_fault(const char *what)
+{
+	int idx;
+
+	if (strcmp(what, "net-needs-reset")) {
+		kprintf("fault: unknown fault '%s' (known: net-needs-reset)\n", what);
+		return;
+	}
+	idx = vnet_debug_corrupt_rx(vnet_get());
+	if (idx < 0)
+		kprintf("fault: net-needs-reset: no live virtio-net device\n");
+	else
+		kprintf("fault: net-needs-reset: virtio%d: the next receive buffer gets a malformed descriptor\n",
+			idx);
+}
+SHELL_CMD(fault, .name = "fault", .fn = vnet_cmd_fault, .usage = "net-needs-reset", .debug = true,
+	  .help = "malformed virtio-net rx buffer");
 
 /* ---- configuration ---- */
 

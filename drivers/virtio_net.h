@@ -114,8 +114,8 @@ void vnet_get_stats(struct vnet *vn, struct vnet_stats *st);
  * virtio index, or -EIO if it is not live. */
 int vnet_debug_corrupt_rx(struct vnet *vn);
 
-/* Configuration, before drivers probe. */
+/* Configuration, before drivers probe (coalesce= is the driver's own
+ * CMDLINE_PARAM). */
 void vnet_set_echo(bool on);	/* reflect received frames (raw-frame self-test) */
-void vnet_set_coalesce(enum coal_mode mode, u16 frames, u32 usecs);
 
 #endif

@@ -7,7 +7,8 @@
 #define CMDLINE_SHOW "%.48s"	/* how much of a key or value a warning quotes */
 
 struct cmdline_state {
-	const struct cmdline_opt *opts;
+	const struct cmdline_opt *opts;		/* an array, or ... */
+	const struct cmdline_opt *const *set;	/* ... pointers (NULL entries skipped) */
 	size_t nopts;
 	cmdline_warn_fn warn;
 	void *ctx;
@@ -109,7 +110,15 @@ static int cl_parse_hex(const char *s, u64 *out)
 	return 0;
 }
 
-static void cl_set_number(struct cmdline_state *st, const struct cmdline_opt *o, const char *val)
+/* A parsed value before it is stored: what dst would receive. */
+union cl_val {
+	bool b;		/* BOOL */
+	u64 u;		/* UINT, HEX */
+	int e;		/* ENUM: index into choices */
+	const char *s;	/* STR */
+};
+
+static int cl_get_number(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, u64 *out)
 {
 	bool hex = o->type == CMDLINE_HEX;
 	const char *what = hex ? "a hex number" : "a decimal number";
@@ -120,12 +129,12 @@ static void cl_set_number(struct cmdline_state *st, const struct cmdline_opt *o,
 	if (err == -EINVAL) {
 		cl_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s, keeping default",
 			o->key, val, what);
-		return;
+		return -EINVAL;
 	}
 	if (err == -ERANGE) {
 		cl_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s that fits in 64 bits, keeping default",
 			o->key, val, what);
-		return;
+		return -EINVAL;
 	}
 	if (v < o->min || (o->max && v > o->max)) {
 		if (o->max)
@@ -136,66 +145,135 @@ static void cl_set_number(struct cmdline_state *st, const struct cmdline_opt *o,
 			cl_warn(st, hex ? "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at least 0x%llx, keeping default"
 					: "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at least %llu, keeping default",
 				o->key, val, (unsigned long long)o->min);
-		return;
+		return -EINVAL;
 	}
-	if (o->dst)
-		*(u64 *)o->dst = v;
+	*out = v;
+	return 0;
 }
 
-static void cl_set_bool(struct cmdline_state *st, const struct cmdline_opt *o, const char *val)
+static int cl_get_bool(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, bool *out)
 {
 	static const char *const yes[] = { "1", "on", "yes", "true" };
 	static const char *const no[] = { "0", "off", "no", "false" };
 
 	for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
 		if (cl_streq(val, yes[i]) || cl_streq(val, no[i])) {
-			if (o->dst)
-				*(bool *)o->dst = cl_streq(val, yes[i]);
-			return;
+			*out = cl_streq(val, yes[i]);
+			return 0;
 		}
 	}
 	cl_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected 1|0|on|off|yes|no|true|false, keeping default",
 		o->key, val);
+	return -EINVAL;
 }
 
-static void cl_set_enum(struct cmdline_state *st, const struct cmdline_opt *o, const char *val)
+/* "a<sep>b<sep>c" into buf[size], cut with "..." when it does not fit. */
+static void cl_join_choices(const struct cmdline_opt *o, const char *sep, char *buf, size_t size)
+{
+	size_t len = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; o->choices && o->choices[i] && len < size - 1; i++) {
+		int n = ksnprintf(buf + len, size - len, "%s%s", i ? sep : "", o->choices[i]);
+
+		len = n < 0 || (size_t)n >= size - len ? size - 1 : len + (size_t)n;
+	}
+	if (len == size - 1 && size >= 4)
+		ksnprintf(buf + size - 4, 4, "...");
+}
+
+static int cl_get_enum(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, int *out)
 {
 	char list[96];
-	size_t len = 0;
 	int i;
 
 	for (i = 0; o->choices && o->choices[i]; i++) {
 		if (cl_streq(val, o->choices[i])) {
-			if (o->dst)
-				*(int *)o->dst = i;
-			return;
+			*out = i;
+			return 0;
 		}
 	}
-	/* "a|b|c" for the message, cut with "..." if the list is long. */
-	list[0] = '\0';
-	for (i = 0; o->choices && o->choices[i] && len < sizeof list - 1; i++) {
-		int n = ksnprintf(list + len, sizeof list - len, "%s%s", i ? "|" : "", o->choices[i]);
-
-		len = n < 0 || (size_t)n >= sizeof list - len ? sizeof list - 1 : len + (size_t)n;
-	}
-	if (len == sizeof list - 1)
-		ksnprintf(list + sizeof list - 4, 4, "...");
+	cl_join_choices(o, "|", list, sizeof list);
 	cl_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s, keeping default",
 		o->key, val, list[0] ? list : "(no choices)");
+	return -EINVAL;
 }
 
-static void cl_set_str(struct cmdline_state *st, const struct cmdline_opt *o, const char *val)
+static int cl_get_str(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, const char **out)
 {
-	size_t n = cl_strlen(val);
-	char *dst = o->dst;
-
-	if (!dst || n >= o->dst_size) {
+	if (!o->dst || cl_strlen(val) >= o->dst_size) {
 		cl_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at most %zu characters, keeping default",
 			o->key, val, o->dst_size ? o->dst_size - 1 : 0);
-		return;
+		return -EINVAL;
 	}
-	for (size_t i = 0; i <= n; i++)
-		dst[i] = val[i];
+	*out = val;
+	return 0;
+}
+
+/* Parses val as o's type (not CUSTOM) and runs o's validator: 0 with *v
+ * set, or -EINVAL after one warning. */
+static int cl_get(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, union cl_val *v)
+{
+	char why[64];
+	const void *arg;
+	int err;
+
+	switch (o->type) {
+	case CMDLINE_BOOL:
+		err = cl_get_bool(st, o, val, &v->b);
+		arg = &v->b;
+		break;
+	case CMDLINE_UINT:
+	case CMDLINE_HEX:
+		err = cl_get_number(st, o, val, &v->u);
+		arg = &v->u;
+		break;
+	case CMDLINE_ENUM:
+		err = cl_get_enum(st, o, val, &v->e);
+		arg = &v->e;
+		break;
+	case CMDLINE_STR:
+		err = cl_get_str(st, o, val, &v->s);
+		arg = v->s;
+		break;
+	default:
+		cl_warn(st, "cmdline: " CMDLINE_SHOW ": option has a bad type, ignored", o->key);
+		return -EINVAL;
+	}
+	if (err || !o->validate)
+		return err;
+	why[0] = '\0';
+	if (o->validate(arg, why, sizeof why) == 0)
+		return 0;
+	why[sizeof why - 1] = '\0';	/* whatever the callback did */
+	cl_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": %s, keeping default",
+		o->key, val, why[0] ? why : "invalid value");
+	return -EINVAL;
+}
+
+static void cl_store(const struct cmdline_opt *o, const union cl_val *v)
+{
+	if (!o->dst)
+		return;
+	switch (o->type) {
+	case CMDLINE_BOOL:
+		*(bool *)o->dst = v->b;
+		break;
+	case CMDLINE_UINT:
+	case CMDLINE_HEX:
+		*(u64 *)o->dst = v->u;
+		break;
+	case CMDLINE_ENUM:
+		*(int *)o->dst = v->e;
+		break;
+	case CMDLINE_STR:
+		for (size_t i = 0; i <= cl_strlen(v->s); i++)	/* fits: cl_get_str */
+			((char *)o->dst)[i] = v->s[i];
+		break;
+	default:
+		break;
+	}
 }
 
 static void cl_set_custom(struct cmdline_state *st, const struct cmdline_opt *o, const char *val)
@@ -210,9 +288,21 @@ static void cl_set_custom(struct cmdline_state *st, const struct cmdline_opt *o,
 		o->key, val, why[0] ? why : "invalid value");
 }
 
+static const struct cmdline_opt *cl_find(const struct cmdline_state *st, const char *key)
+{
+	for (size_t i = 0; i < st->nopts; i++) {
+		const struct cmdline_opt *o = st->set ? st->set[i] : &st->opts[i];
+
+		if (o && o->key && cl_streq(key, o->key))
+			return o;
+	}
+	return NULL;
+}
+
 static void cl_token(struct cmdline_state *st, char *tok)
 {
-	const struct cmdline_opt *o = NULL;
+	const struct cmdline_opt *o;
+	union cl_val v;
 	char *val = NULL;
 
 	for (char *p = tok; *p; p++) {
@@ -226,17 +316,12 @@ static void cl_token(struct cmdline_state *st, char *tok)
 		cl_warn(st, "cmdline: '=" CMDLINE_SHOW "' has no key, ignored", val);
 		return;
 	}
-	for (size_t i = 0; i < st->nopts; i++) {
-		if (st->opts[i].key && cl_streq(tok, st->opts[i].key)) {
-			o = &st->opts[i];
-			break;
-		}
-	}
+	o = cl_find(st, tok);
 
 	if (!val) {
 		if (o && o->type == CMDLINE_BOOL) {
-			if (o->dst)
-				*(bool *)o->dst = true;
+			if (cl_get(st, o, "1", &v) == 0)
+				cl_store(o, &v);
 			return;
 		}
 		cl_warn(st, "cmdline: '" CMDLINE_SHOW "' is not key=value", tok);
@@ -247,32 +332,91 @@ static void cl_token(struct cmdline_state *st, char *tok)
 		return;
 	}
 
-	switch (o->type) {
-	case CMDLINE_BOOL:
-		cl_set_bool(st, o, val);
-		break;
-	case CMDLINE_UINT:
-	case CMDLINE_HEX:
-		cl_set_number(st, o, val);
-		break;
-	case CMDLINE_ENUM:
-		cl_set_enum(st, o, val);
-		break;
-	case CMDLINE_STR:
-		cl_set_str(st, o, val);
-		break;
-	case CMDLINE_CUSTOM:
+	if (o->type == CMDLINE_CUSTOM) {
 		cl_set_custom(st, o, val);
-		break;
-	default:
-		cl_warn(st, "cmdline: " CMDLINE_SHOW ": option has a bad type, ignored", tok);
-		break;
+		return;
 	}
+	if (cl_get(st, o, val, &v) == 0)
+		cl_store(o, &v);
 }
+
+static int cl_parse_line(struct cmdline_state *st, const char *line);
 
 int cmdline_parse(const char *line, const struct cmdline_opt *opts, size_t nopts, cmdline_warn_fn warn, void *ctx)
 {
 	struct cmdline_state st = { .opts = opts, .nopts = nopts, .warn = warn, .ctx = ctx, .nwarn = 0 };
+
+	return cl_parse_line(&st, line);
+}
+
+int cmdline_parse_set(const char *line, const struct cmdline_opt *const *set, size_t n, cmdline_warn_fn warn,
+		      void *ctx)
+{
+	struct cmdline_state st = { .set = set, .nopts = n, .warn = warn, .ctx = ctx, .nwarn = 0 };
+
+	return cl_parse_line(&st, line);
+}
+
+bool cmdline_default_ok(const struct cmdline_opt *o)
+{
+	struct cmdline_state st = { .nopts = 0 };	/* no warn: failures are only counted */
+	union cl_val v;
+
+	if (o->type == CMDLINE_CUSTOM || !o->def || o->def_prose)
+		return true;
+	if (!o->dst || cl_get(&st, o, o->def, &v))
+		return false;
+	switch (o->type) {
+	case CMDLINE_BOOL:
+		return *(const bool *)o->dst == v.b;
+	case CMDLINE_UINT:
+	case CMDLINE_HEX:
+		return *(const u64 *)o->dst == v.u;
+	case CMDLINE_ENUM:
+		return *(const int *)o->dst == v.e;
+	case CMDLINE_STR:
+		return cl_streq(o->dst, v.s);
+	default:
+		return false;
+	}
+}
+
+void cmdline_describe_values(const struct cmdline_opt *o, const char *sep, char *buf, size_t size)
+{
+	if (!size)
+		return;
+	if (o->values) {
+		ksnprintf(buf, size, "%s", o->values);
+		return;
+	}
+	switch (o->type) {
+	case CMDLINE_BOOL:
+		ksnprintf(buf, size, "bool");
+		break;
+	case CMDLINE_UINT:
+		if (o->max)
+			ksnprintf(buf, size, "%llu-%llu", (unsigned long long)o->min, (unsigned long long)o->max);
+		else
+			ksnprintf(buf, size, "at least %llu", (unsigned long long)o->min);
+		break;
+	case CMDLINE_HEX:
+		ksnprintf(buf, size, "hex number");
+		break;
+	case CMDLINE_ENUM:
+		cl_join_choices(o, sep, buf, size);
+		break;
+	case CMDLINE_STR:
+		ksnprintf(buf, size, "text, at most %zu characters", o->dst_size ? o->dst_size - 1 : 0);
+		break;
+	default:
+		ksnprintf(buf, size, "see the help");
+		break;
+	}
+}
+
+static int cl_parse_line(struct cmdline_state *st_, const char *line)
+{
+	struct cmdline_state st = *st_;
 	char tok[CMDLINE_MAX];
 	size_t n = 0, i = 0;
 	bool cut;

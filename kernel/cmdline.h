@@ -20,8 +20,38 @@ struct cmdline_opt {
 	const char *const *choices;	/* ENUM: NULL-terminated list */
 	/* CUSTOM: return 0, or -EINVAL and write a short reason into why[why_len] */
 	int (*parse)(const char *val, void *dst, char *why, size_t why_len);
+	/* Optional, for every type but CUSTOM: sees the parsed value (bool *,
+	 * u64 *, int * or const char * as dst would get it) after the type's
+	 * own checks and before it is stored; returns 0, or -EINVAL with a
+	 * short reason in why[why_len] (the destination keeps its value). */
+	int (*validate)(const void *val, char *why, size_t why_len);
+	const char *def;	/* the default as the docs show it; for BOOL, UINT, HEX,
+				 * ENUM and STR it must parse to dst's initial value
+				 * (cmdline_default_ok) ... */
+	bool def_prose;		/* ... unless this says def is prose: a default
+				 * no value of the type can express */
+	const char *values;	/* the accepted values for the docs; NULL: from the type */
 	const char *help;
 };
+
+/*
+ * Registers a command-line key next to the code it configures, at link time:
+ *
+ *	static u64 http_port = 80;
+ *	CMDLINE_PARAM(http, .key = "http", .type = CMDLINE_UINT, .dst = &http_port,
+ *		      .min = 1, .max = 65535, .def = "80", .help = "the HTTP server's port");
+ *
+ * The first argument only names the registration (unique in its file); the
+ * rest initialises a struct cmdline_opt. kernel/config.c parses the boot
+ * command line against every registered key (cmdline_params()); the shell's
+ * `params` and tools/cmdline_table.py print the table from the same fields.
+ */
+#define CMDLINE_SECTION "vireo_cmdline"
+#define CMDLINE_PARAM(id, ...)                                                       \
+	static const struct cmdline_opt cmdlinereg_##id = { __VA_ARGS__ };         \
+	static const struct cmdline_opt *const cmdlinereg_ptr_##id                 \
+		__attribute__((used, section(CMDLINE_SECTION), aligned(sizeof(void *)))) = \
+			&cmdlinereg_##id
 
 /* Receives one warning line (no newline); msg is only valid during the call. */
 typedef void (*cmdline_warn_fn)(void *ctx, const char *msg);
@@ -33,6 +63,19 @@ typedef void (*cmdline_warn_fn)(void *ctx, const char *msg);
  * (warn may be NULL) and leaves the destination alone. Never reads past the
  * NUL nor past CMDLINE_MAX bytes. Returns the number of warnings. */
 int cmdline_parse(const char *line, const struct cmdline_opt *opts, size_t nopts, cmdline_warn_fn warn, void *ctx);
+
+/* The same against a table of pointers (a linker set of CMDLINE_PARAMs). */
+int cmdline_parse_set(const char *line, const struct cmdline_opt *const *set, size_t n, cmdline_warn_fn warn,
+		      void *ctx);
+
+/* Whether o->def parses, with o's own type and checks (validate included),
+ * to the value *dst holds now; true for CUSTOM, a NULL def and def_prose,
+ * which have nothing to compare. Call before the command line is parsed. */
+bool cmdline_default_ok(const struct cmdline_opt *o);
+
+/* The accepted values of o as the docs and `params` show them: o->values,
+ * or from the type (bool; min-max; hex; the choices joined by sep). */
+void cmdline_describe_values(const struct cmdline_opt *o, const char *sep, char *buf, size_t size);
 
 /* Parses a dotted-quad IPv4 address (four decimal parts 0..255, no leading
  * zeros beyond a lone 0) followed, when prefix is non-NULL, by an optional

@@ -1,199 +1,115 @@
-/* The kernel's command-line keys, and the fault self-tests they can ask for. */
+/* The command-line table: every CMDLINE_PARAM in the image, collected by the
+ * linker into the vireo_cmdline section (linker/vireo.ld; the host's linker
+ * names the same bounds by itself), checked, parsed, and printed. */
 #include "kernel/cmdline.h"
 #include "kernel/config.h"
 #include "kernel/console.h"
 #include "kernel/fmt.h"
-#include "kernel/panic.h"
+#include "kernel/shell.h"
 #include "kernel/string.h"
-#include "drivers/coalesce.h"
-#include "drivers/virtio_mmio.h"
 
-struct kconfig kconfig = {
-	.virtio_features = ~0ULL,
-	.coalesce = { .mode = COAL_ADAPTIVE },
-	.http_port = 80,
-	.shutdown_grace = 10,
-};
+extern const struct cmdline_opt *const __start_vireo_cmdline[];
+extern const struct cmdline_opt *const __stop_vireo_cmdline[];
 
-static int parse_coalesce(const char *val, void *dst, char *why, size_t why_len)
+size_t config_params(const struct cmdline_opt *const **set)
 {
-	enum coal_mode mode;
-	u16 frames;
-	u32 usecs;
-
-	(void)dst;
-	if (coal_parse(val, &mode, &frames, &usecs) < 0) {
-		ksnprintf(why, why_len, "want off, adaptive or <frames 1-%u>,<usecs 0-%u>",
-			  COAL_FRAMES_MAX, COAL_USECS_MAX);
-		return -EINVAL;
-	}
-	kconfig.coalesce.mode = mode;
-	kconfig.coalesce.frames = frames;
-	kconfig.coalesce.usecs = usecs;
-	return 0;
+	*set = __start_vireo_cmdline;
+	return (size_t)(__stop_vireo_cmdline - __start_vireo_cmdline);
 }
 
-static int parse_ip(const char *val, void *dst, char *why, size_t why_len)
+__attribute__((format(printf, 3, 4)))
+static void cfg_report(cmdline_warn_fn warn, void *ctx, const char *fmt, ...)
 {
-	u32 a;
-	int pfx;
+	char msg[160];
+	va_list ap;
 
-	(void)dst;
-	if (cmdline_parse_ipv4(val, &a, &pfx) < 0 || pfx == 0 || pfx == 32) {
-		ksnprintf(why, why_len, "want A.B.C.D/len with len 1-31; using DHCP");
-		return -EINVAL;
-	}
-	kconfig.ip4.set = true;
-	kconfig.ip4.addr = a;
-	kconfig.ip4.prefix = pfx < 0 ? 24 : pfx;
-	return 0;
+	va_start(ap, fmt);
+	kvsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (warn)
+		warn(ctx, msg);
 }
 
-static int parse_gw(const char *val, void *dst, char *why, size_t why_len)
+int config_check(cmdline_warn_fn warn, void *ctx)
 {
-	u32 a;
+	const struct cmdline_opt *const *set;
+	size_t n = config_params(&set);
+	int problems = 0;
 
-	(void)dst;
-	if (cmdline_parse_ipv4(val, &a, NULL) < 0) {
-		ksnprintf(why, why_len, "want A.B.C.D");
-		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		const struct cmdline_opt *o = set[i];
+
+		if (!o->key || !o->key[0] || !o->help) {
+			cfg_report(warn, ctx, "cmdline: table entry %zu has no key or no help", i);
+			problems++;
+			continue;
+		}
+		for (size_t j = 0; j < i; j++) {
+			if (set[j]->key && !strcmp(set[j]->key, o->key)) {
+				/* The parser takes the first: say which one is dead. */
+				cfg_report(warn, ctx, "cmdline: key '%.48s' is registered twice; the second is ignored",
+					   o->key);
+				problems++;
+				break;
+			}
+		}
+		if (!cmdline_default_ok(o)) {
+			cfg_report(warn, ctx, "cmdline: key '%.48s': its default '%.32s' is not what its variable holds",
+				   o->key, o->def);
+			problems++;
+		}
 	}
-	kconfig.ip4.gw_set = true;
-	kconfig.ip4.gw = a;
-	return 0;
+	return problems;
 }
 
-/* echo=tcp, echo=udp or echo=tcp,udp (either order). */
-static int parse_echo(const char *val, void *dst, char *why, size_t why_len)
+static void cfg_warn(void *ctx, const char *msg)
 {
-	unsigned int want = 0;
-	const char *s = val;
-
-	(void)dst;
-	for (;;) {
-		size_t n = 0;
-
-		while (s[n] && s[n] != ',')
-			n++;
-		if (n == 3 && !strncmp(s, "tcp", 3))
-			want |= CONFIG_ECHO_TCP;
-		else if (n == 3 && !strncmp(s, "udp", 3))
-			want |= CONFIG_ECHO_UDP;
-		else
-			goto bad;
-		s += n;
-		if (*s == '\0')
-			break;
-		s++;	/* the comma; an empty item after it is rejected above */
-	}
-	kconfig.echo = want;
-	return 0;
-bad:
-	ksnprintf(why, why_len, "want tcp, udp or tcp,udp; echo stays off");
-	return -EINVAL;
-}
-
-static const char *const panic_choices[] = { "halt", "reboot", NULL };
-static const char *const selftest_choices[] = {
-	"none", "panic", "pagefault", "null", "ud", "divzero", "stack", "wx", "nx",
-	"virtio-needs-reset", "virtio-ring-reset", NULL,
-};
-
-static const struct cmdline_opt opts[] = {
-	{ .key = "panic", .type = CMDLINE_ENUM, .dst = &kconfig.panic, .choices = panic_choices,
-	  .help = "what a panic does after printing: halt (default) or reboot" },
-	{ .key = "selftest", .type = CMDLINE_ENUM, .dst = &kconfig.selftest, .choices = selftest_choices,
-	  .help = "trigger a fault at boot to test the panic path, or a virtio recovery path" },
-	{ .key = "virtio.features", .type = CMDLINE_HEX, .dst = &kconfig.virtio_features,
-	  .help = "mask of virtio feature bits that may be negotiated (live-migration lock-down)" },
-	{ .key = "vnet.echo", .type = CMDLINE_BOOL, .dst = &kconfig.vnet_echo,
-	  .help = "virtio-net reflects every received frame back to its sender (no IP stack)" },
-	{ .key = "coalesce", .type = CMDLINE_CUSTOM, .parse = parse_coalesce,
-	  .help = "interrupt coalescing: off, adaptive (default) or <frames>,<usecs>" },
-	{ .key = "ip", .type = CMDLINE_CUSTOM, .parse = parse_ip,
-	  .help = "static IPv4 address A.B.C.D/len (default: DHCP)" },
-	{ .key = "gw", .type = CMDLINE_CUSTOM, .parse = parse_gw,
-	  .help = "IPv4 default gateway with ip=" },
-	{ .key = "http", .type = CMDLINE_UINT, .dst = &kconfig.http_port, .min = 1, .max = 65535,
-	  .help = "the HTTP server's TCP port (default 80)" },
-	{ .key = "echo", .type = CMDLINE_CUSTOM, .parse = parse_echo,
-	  .help = "start the echo service (RFC 862) on port 7: tcp, udp or tcp,udp (default: off)" },
-	{ .key = "echo.udp_rate", .type = CMDLINE_UINT, .dst = &kconfig.echo_udp_rate, .min = 1, .max = 1000000,
-	  .help = "UDP echo rate limit in datagrams/s, global and per source (default 256 and 16; benchmarks)" },
-	{ .key = "debug", .type = CMDLINE_BOOL, .dst = &kconfig.debug,
-	  .help = "enable test-only hooks (the shell's fault command)" },
-	{ .key = "shutdown.grace", .type = CMDLINE_UINT, .dst = &kconfig.shutdown_grace, .min = 0, .max = 3600,
-	  .help = "seconds a power-button press lets in-flight responses finish (default 10)" },
-	{ .key = "verbose", .type = CMDLINE_BOOL, .dst = &kconfig.verbose,
-	  .help = "print the firmware memory map at boot" },
-	/* virtio-mmio windows (drivers/virtio_mmio_parse.c parses; repeatable). */
-	{ .key = "virtio_mmio.device", .type = CMDLINE_CUSTOM, .dst = &virtio_mmio_windows,
-	  .parse = vmmio_cmdline_add, .help = "a virtio-mmio window <size>@<addr>:<irq>[:<id>] (repeatable)" },
-};
-
-static void warn(void *ctx, const char *msg)
-{
+	(void)ctx;
 	kprintf("warning: %s\n", msg);
 }
 
 int config_parse(const char *cmdline)
 {
-	return cmdline_parse(cmdline, opts, ARRAY_SIZE(opts), warn, NULL);
+	const struct cmdline_opt *const *set;
+	size_t n = config_params(&set);
+	int problems = config_check(cfg_warn, NULL);
+
+	return problems + cmdline_parse_set(cmdline, set, n, cfg_warn, NULL);
 }
 
-static volatile int sink;
-
-/* Recurses until the guard page stops it (depth is never reached). */
-static int __attribute__((noinline)) recurse(int n)
+void config_print_params(void)
 {
-	volatile char pad[512];
+	const struct cmdline_opt *const *set;
+	size_t n = config_params(&set);
+	const char *last = "";
 
-	pad[0] = (char)n;
-	if (n < 0x7fffffff && sink != -1)
-		return recurse(n + 1) + pad[0];
-	return pad[0];
-}
+	/* In key order without a buffer: each round prints the least key
+	 * above the last one printed (n is a few dozen at most). */
+	for (size_t round = 0; round < n; round++) {
+		const struct cmdline_opt *next = NULL;
+		char values[128];
 
-static void __attribute__((noinline)) selftest_fault(void)
-{
-	volatile int zero = 0;
+		for (size_t i = 0; i < n; i++) {
+			const char *k = set[i]->key;
+			int above = k ? strcmp(k, last) : -1;
 
-	switch (kconfig.selftest) {
-	case SELFTEST_PANIC:
-		panic("selftest: requested panic");
-	case SELFTEST_PAGEFAULT:
-		sink = *(volatile int *)0x00007ff0deadbee0ULL;
-		break;
-	case SELFTEST_NULL:
-		sink = *(volatile int *)(u64)zero;
-		break;
-	case SELFTEST_UD:
-		__asm__ __volatile__("ud2");
-		break;
-	case SELFTEST_DIVZERO:
-		sink = 42 / zero;
-		break;
-	case SELFTEST_STACK:
-		sink = recurse(0);
-		break;
-	case SELFTEST_WX:
-		/* Text is read-only: writing to our own code must fault. */
-		*(volatile u8 *)(void *)selftest_fault = 0xc3;
-		break;
-	case SELFTEST_NX:
-		/* Data is not executable: jumping into it must fault. */
-		((void (*)(void))(void *)&sink)();
-		break;
+			if (above > 0 && (!next || strcmp(k, next->key) < 0))
+				next = set[i];
+		}
+		if (!next)
+			break;
+		cmdline_describe_values(next, ", ", values, sizeof values);
+		/* Two writes: a long help must not share kprintf's line buffer. */
+		kprintf("  %s=%s (default %s): ", next->key, values, next->def ? next->def : "none");
+		kprintf("%s\n", next->help ? next->help : "");
+		last = next->key;
 	}
 }
 
-void config_run_selftest(void)
+static void cfg_cmd_params(const char *args)
 {
-	if (kconfig.selftest == SELFTEST_NONE)
-		return;
-	kprintf("selftest: %s\n", selftest_choices[kconfig.selftest]);
-	if (kconfig.selftest == SELFTEST_VIRTIO_NEEDS_RESET || kconfig.selftest == SELFTEST_VIRTIO_RING_RESET)
-		return;	/* not a fault: armed on virtio-rng by kernel_main */
-	selftest_fault();
-	kprintf("selftest: %s did not fault\n", selftest_choices[kconfig.selftest]);
+	(void)args;
+	config_print_params();
 }
+
+SHELL_CMD(params, .name = "params", .fn = cfg_cmd_params, .help = "the command-line keys, their values and defaults");

@@ -2,16 +2,20 @@
  * kernel_main: bring the machine up in dependency order, then enter the
  * event loop. Console contract (tests rely on it): `vireo <version>` first,
  * `vireo: kernel ready` once initialised, `vireo: panic: ...` on a panic.
+ *
+ * The composition root: the one file in kernel/ that includes drivers/ and
+ * net/ headers. Drivers, the network and the appliance read their own
+ * command-line keys (CMDLINE_PARAM) and register their own shell commands
+ * (SHELL_CMD); this file only starts them in order.
  */
 #include "drivers/acpi.h"
 #include "drivers/pci.h"
-#include "drivers/virtio.h"
 #include "drivers/virtio_mmio.h"
 #include "drivers/virtio_net.h"
 #include "drivers/virtio_rng.h"
 #include "kernel/boot_info.h"
+#include "kernel/cmdline.h"
 #include "kernel/config.h"
-#include "net/net.h"
 #include "kernel/console.h"
 #include "kernel/io.h"
 #include "kernel/irq.h"
@@ -19,8 +23,20 @@
 #include "kernel/mm.h"
 #include "kernel/panic.h"
 #include "kernel/random.h"
+#include "kernel/selftest.h"
 #include "kernel/time.h"
 #include "kernel/timeline.h"
+#include "net/app/app.h"
+#include "net/net.h"
+
+static bool verbose;
+CMDLINE_PARAM(verbose, .key = "verbose", .type = CMDLINE_BOOL, .dst = &verbose, .def = "off",
+	      .help = "print the firmware memory map");
+
+static bool vnet_echo;
+CMDLINE_PARAM(vnet_echo, .key = "vnet.echo", .type = CMDLINE_BOOL, .dst = &vnet_echo, .def = "off",
+	      .help = "virtio-net reflects every received frame to its sender (data-path self-test; the network "
+		      "and the appliance are not started)");
 
 static const char *const mem_type_names[] = {
 	"free", "boot", "loader", "acpi", "acpi-nvs", "runtime", "mmio", "reserved",
@@ -37,6 +53,24 @@ static void print_memory_map(const struct boot_info *bi)
 		kprintf("  %#012lx-%#012lx %-8s (efi type %u)\n", r->base, r->base + r->len - 1,
 			r->type < ARRAY_SIZE(mem_type_names) ? mem_type_names[r->type] : "?", r->efi_type);
 	}
+}
+
+/* The netif on the first virtio-net device, the appliance's listeners, the
+ * addresses the command line gives, then the link (net/net.h). */
+static void start_network(void)
+{
+	struct netup_addrs addrs;
+	struct netif *n = netif_vnet_add();
+	int err;
+
+	if (!n)
+		return;
+	err = app_start();
+	if (err)
+		kprintf("net: appliance failed to start (%d)\n", err);
+	netup_cmdline_addrs(&addrs);
+	if (netup_start(n, &addrs, app_http_port()) == 0)
+		netif_vnet_attach();
 }
 
 void kernel_main(struct boot_info *bi)
@@ -57,7 +91,7 @@ void kernel_main(struct boot_info *bi)
 		kprintf("cmdline: %d warning%s, continuing with defaults for those keys\n", warnings,
 			warnings == 1 ? "" : "s");
 
-	if (kconfig.verbose)
+	if (verbose)
 		print_memory_map(bi);
 	mm_init(bi);
 	trap_init_ist();
@@ -82,23 +116,21 @@ void kernel_main(struct boot_info *bi)
 
 	pci_init();
 	timeline_mark("pci");
-	virtio_set_feature_mask(kconfig.virtio_features);
-	vnet_set_echo(kconfig.vnet_echo);
-	vnet_set_coalesce(kconfig.coalesce.mode, kconfig.coalesce.frames, kconfig.coalesce.usecs);
+	vnet_set_echo(vnet_echo);
 	pci_probe_drivers();
 	virtio_mmio_probe();
 	timeline_mark("drivers");
 
-	config_run_selftest();
-	if (kconfig.selftest == SELFTEST_VIRTIO_NEEDS_RESET)
+	selftest_run();
+	if (selftest_requested() == SELFTEST_VIRTIO_NEEDS_RESET)
 		virtio_rng_selftest(VRNG_SELFTEST_NEEDS_RESET);
-	else if (kconfig.selftest == SELFTEST_VIRTIO_RING_RESET)
+	else if (selftest_requested() == SELFTEST_VIRTIO_RING_RESET)
 		virtio_rng_selftest(VRNG_SELFTEST_RING_RESET);
 
 	timeline_mark("ready");
 	timeline_print();
 	kprintf("vireo: kernel ready\n");
-	if (!kconfig.vnet_echo)
-		net_init();
+	if (!vnet_echo)
+		start_network();
 	loop_run();
 }

@@ -1,7 +1,7 @@
 /* Panic and exception reporting, reboot and halt. */
 #include <stdarg.h>
 
-#include "kernel/config.h"
+#include "kernel/cmdline.h"
 #include "kernel/console.h"
 #include "kernel/fmt.h"
 #include "kernel/io.h"
@@ -73,9 +73,15 @@ static void backtrace(u64 rip, u64 rbp)
 	}
 }
 
+enum { PANIC_HALT, PANIC_REBOOT };
+static const char *const panic_choices[] = { "halt", "reboot", NULL };
+static int panic_action = PANIC_HALT;
+CMDLINE_PARAM(panic, .key = "panic", .type = CMDLINE_ENUM, .dst = &panic_action, .choices = panic_choices,
+	      .def = "halt", .help = "what a panic does after printing");
+
 static void __attribute__((noreturn)) panic_finish(void)
 {
-	if (kconfig.panic == PANIC_REBOOT) {
+	if (panic_action == PANIC_REBOOT) {
 		kprintf("vireo: rebooting\n");
 		machine_reboot();
 	}

@@ -5,7 +5,7 @@
  * plus one loop iteration. */
 #include <arch.h>
 
-#include "kernel/config.h"
+#include "kernel/cmdline.h"
 #include "kernel/console.h"
 #include "kernel/io.h"
 #include "kernel/loop.h"
@@ -23,6 +23,9 @@ static struct timer poll_timer;
 static struct power_drain_counts counts;
 static u64 t_press, deadline;
 static bool started;
+static u64 shutdown_grace = 10;
+CMDLINE_PARAM(grace, .key = "shutdown.grace", .type = CMDLINE_UINT, .dst = &shutdown_grace, .min = 0, .max = 3600,
+	      .def = "10", .help = "seconds a power-button press lets in-flight responses finish before the rest are cut");
 static u32 presses;
 
 void power_register_drain(const struct power_drain_ops *ops)
@@ -80,11 +83,11 @@ static void on_press(void *arg)
 	}
 	started = true;
 	t_press = time_ns();
-	deadline = t_press + kconfig.shutdown_grace * NSEC_PER_SEC;
+	deadline = t_press + shutdown_grace * NSEC_PER_SEC;
 	if (drain)
 		drain->begin(drain->ctx, &counts);
 	kprintf("power: button pressed: %u busy, %u idle closed; grace %lu s\n", counts.busy, counts.idle,
-		kconfig.shutdown_grace);
+		shutdown_grace);
 	timer_init(&poll_timer, poll, NULL);
 	timer_start(&poll_timer, time_ns());
 }

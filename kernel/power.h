@@ -1,5 +1,5 @@
 /* Graceful power off: a power-button event drains the registered service
- * within kconfig.shutdown_grace seconds, then the platform's off method
+ * within shutdown.grace= seconds, then the platform's off method
  * runs. The kernel knows neither: net code registers the drain, the ACPI
  * driver registers the button and the off method. */
 #ifndef VIREO_POWER_H

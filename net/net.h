@@ -1,18 +1,59 @@
-/* The network: lwIP on the first virtio-net device (net/netif_vnet.c), its
- * address configuration, and the appliance on top. */
+/* The network layer: lwIP's netif on the first virtio-net device
+ * (net/netif_vnet.c) and the bring-up that gives it addresses
+ * (net/netup.c). The composition root (kernel/main.c) calls, in order:
+ *
+ *	n = netif_vnet_add();		lwIP and the netif, down, no address
+ *	app_start();			the appliance's listeners (net/app/)
+ *	netup_start(n, &addrs, port);	addresses, DHCP, the ready line
+ *	netif_vnet_attach();		the device's link state arrives
+ */
 #ifndef VIREO_NET_NET_H
 #define VIREO_NET_NET_H
 
 #include "kernel/types.h"
 
-/* Starts lwIP, binds the netif to the first virtio-net device, configures
- * the address (ip=/gw= or DHCP) and starts the appliance. Prints
- * `vireo: ready ip=<address> http=<port>` once an IPv4 address is bound.
- * Returns 0, or a negative error (no device, no memory) after logging it. */
-int net_init(void);
+struct netif;
+struct vnet_stats;
 
-struct vnet;
-/* The device the netif runs on, or NULL (for counters). */
-struct vnet *net_device(void);
+/* ---- net/netif_vnet.c ---- */
+
+/* Starts lwIP and adds the netif on the first virtio-net device that
+ * probed, not yet up and with no address; logs "net: lwIP <version> on
+ * virtio<N>, mtu <mtu>, checksums: tx <how>, rx <how>". Returns the netif,
+ * or NULL after logging why (no device, no memory). */
+struct netif *netif_vnet_add(void);
+
+/* Binds the netif to its device: link changes (and the link state at once)
+ * reach lwIP from now on, and lwIP's timers are armed. Call last. */
+void netif_vnet_attach(void);
+
+/* The device's counters, for whoever exports them (the appliance's
+ * /metrics): false, with *st untouched, before a device is bound. */
+bool netif_vnet_stats(struct vnet_stats *st);
+/* Receive buffers the stack holds now and the pool's size (0, 0 without a
+ * device). */
+void netif_vnet_rx_pool(u32 *held, u32 *total);
+
+/* ---- net/netup.c ---- */
+
+/* IPv4 addressing: a static address (with an optional gateway), or DHCP. */
+struct netup_addrs {
+	bool ip4_set;		/* else DHCP */
+	u32 ip4_addr;		/* host order */
+	int ip4_prefix;		/* 1..31 */
+	bool gw_set;
+	u32 gw;			/* host order */
+};
+
+/* The addresses the command line gives (ip=, gw=; a gw= without ip= is
+ * warned about and dropped). */
+void netup_cmdline_addrs(struct netup_addrs *a);
+
+/* Configures n with a (static address, else DHCP), IPv6 link-local and
+ * SLAAC, and brings it up. Once n is up, its link up and an IPv4 address
+ * bound, logs "net: <addr>/<len> gw <gw> (static|dhcp)" and, once per boot,
+ * `vireo: ready ip=<address> http=<http_port>`. Returns 0, or -EINVAL
+ * (a prefix length outside 1..31) with n untouched. */
+int netup_start(struct netif *n, const struct netup_addrs *a, u16 http_port);
 
 #endif

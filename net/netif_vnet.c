@@ -1,5 +1,8 @@
 /*
- * lwIP's netif on vireo's virtio-net driver, and the network's start-up.
+ * lwIP's netif on vireo's virtio-net driver: it owns the device (receive,
+ * transmit and its backlog, link state) and exports the device's counters
+ * (net/net.h). Addresses and the `vireo: ready` line are bring-up's
+ * (net/netup.c); the appliance is started by the composition root.
  *
  * Receive is zero-copy: each driver buffer of a frame becomes a PBUF_REF
  * custom pbuf whose struct lives in the buffer's upper-layer scratch bytes;
@@ -32,14 +35,13 @@
  * sys_timeouts_sleeptime() after every entry into lwIP.
  */
 #include "drivers/virtio_net.h"
-#include "kernel/config.h"
 #include "kernel/console.h"
 #include "kernel/loop.h"
 #include "kernel/mm.h"
+#include "kernel/shell.h"
 #include "kernel/string.h"
 #include "kernel/time.h"
 #include "kernel/timeline.h"
-#include "lwip/dhcp.h"
 #include "lwip/etharp.h"
 #include "lwip/ethip6.h"
 #include "lwip/icmp6.h"
@@ -52,7 +54,6 @@
 #include "lwip/pbuf.h"
 #include "lwip/stats.h"
 #include "lwip/timeouts.h"
-#include "net/app/app.h"
 #include "net/lwip_port.h"
 #include "net/net.h"
 #include "net/rxmem.h"
@@ -65,7 +66,6 @@ static struct vnet *vn;
 static struct vnet_info info;
 static struct timer lwip_timer;
 static u64 lwip_deadline = ~0ULL;
-static bool announced;
 static u16 check_flags;		/* the netif's checksum flags outside a CSUM_OK input */
 
 #define TX_BACKLOG_MAX 4096	/* frames: 64 connections x a full TCP_SND_BUF (44) fit */
@@ -74,10 +74,38 @@ static unsigned bl_head, bl_len;
 static bool bl_flushing;
 static struct work rxmem_work;	/* the out-of-order caps, after a receive batch */
 
-struct vnet *net_device(void)
+bool netif_vnet_stats(struct vnet_stats *st)
 {
-	return vn;
+	if (!vn)
+		return false;
+	vnet_get_stats(vn, st);
+	return true;
 }
+
+void netif_vnet_rx_pool(u32 *held, u32 *total)
+{
+	*held = 0;
+	*total = 0;
+	if (vn)
+		vnet_rx_pool(vn, held, total);
+}
+
+/* `net`: the device's link and traffic as the netif sees them. */
+static void netif_vnet_cmd(const char *args)
+{
+	struct vnet_stats st;
+
+	(void)args;
+	if (!netif_vnet_stats(&st)) {
+		kprintf("net: no virtio-net device\n");
+		return;
+	}
+	kprintf("net: virtio%u link %s; rx %lu frames %lu B, tx %lu frames %lu B, tx ring full %lu; "
+		"backlog %u of %u; rx buffers held %u of %u\n",
+		info.index, netif_is_link_up(&nif) ? "up" : "down", st.q[0].frames, st.q[0].bytes, st.q[1].frames,
+		st.q[1].bytes, st.q[1].no_room, bl_len, TX_BACKLOG_MAX, st.rx_held, st.rx_total);
+}
+SHELL_CMD(net, .name = "net", .fn = netif_vnet_cmd, .help = "the netif: link, frames and bytes, backlog");
 
 /* ---- timers ---- */
 
@@ -273,9 +301,7 @@ static err_t nv_linkoutput(struct netif *n, struct pbuf *p)
 	return ERR_OK;
 }
 
-/* ---- link and address ---- */
-
-static void status_changed(struct netif *n);
+/* ---- link ---- */
 
 /* ICMPv6 neighbour advertisement (RFC 4861 4.4) with a target link-layer
  * address option: 24 bytes of message, 8 of option. */
@@ -330,6 +356,8 @@ static void nv_link(void *ctx, bool up)
 	(void)ctx;
 	static bool first_up = true;
 
+	/* netif_set_link_up/down run the netif's link callback: bring-up
+	 * (net/netup.c) sees the change there. */
 	if (up) {
 		if (first_up)
 			timeline_mark("link");
@@ -337,41 +365,11 @@ static void nv_link(void *ctx, bool up)
 		if (!first_up)
 			announce_ip6(&nif);
 		first_up = false;
-		status_changed(&nif);	/* a static address may be waiting for the link */
 	} else {
 		netif_set_link_down(&nif);
 		backlog_drop();
 	}
 	timers_rearm();
-}
-
-static unsigned prefix_len(u32 mask_be)
-{
-	u32 m = lwip_ntohl(mask_be);
-	unsigned n = 0;
-
-	while (m & 0x80000000u) {
-		n++;
-		m <<= 1;
-	}
-	return n;
-}
-
-static void status_changed(struct netif *n)
-{
-	char addr[IP4ADDR_STRLEN_MAX];
-
-	/* Serving means: interface up, link up, IPv4 address bound. */
-	if (announced || !netif_is_up(n) || !netif_is_link_up(n) || ip4_addr_isany_val(*netif_ip4_addr(n)))
-		return;
-	announced = true;
-	timeline_mark("address");
-	ip4addr_ntoa_r(netif_ip4_addr(n), addr, sizeof addr);
-	kprintf("net: %s/%u gw %s (%s)\n", addr, prefix_len(ip4_addr_get_u32(netif_ip4_netmask(n))),
-		ip4addr_ntoa(netif_ip4_gw(n)), kconfig.ip4.set ? "static" : "dhcp");
-	timeline_mark("serving");
-	timeline_print();
-	kprintf("vireo: ready ip=%s http=%u\n", addr, (unsigned)kconfig.http_port);
 }
 
 static err_t nv_netif_init(struct netif *n)
@@ -395,54 +393,39 @@ static err_t nv_netif_init(struct netif *n)
 	return ERR_OK;
 }
 
-int net_init(void)
+struct netif *netif_vnet_add(void)
 {
-	static const struct vnet_upper up = { NULL, nv_rx, nv_tx_done, nv_link };
-	ip4_addr_t addr, mask, gw;
-	int err;
+	ip4_addr_t zero;
 
 	vn = vnet_get();
 	if (!vn) {
 		kprintf("net: no virtio-net device; the appliance is not started\n");
-		return -ENODEV;
+		return NULL;
 	}
-	err = vireo_lwip_init();
-	if (err)
-		return err;
+	if (vireo_lwip_init())
+		return NULL;
 	timer_init(&lwip_timer, lwip_timer_fn, NULL);
 	rxmem_init();
 	work_init(&rxmem_work, rxmem_work_fn, NULL);
 	backlog = kmalloc(TX_BACKLOG_MAX * sizeof(*backlog));
 	vnet_get_info(vn, &info);
-	ip4_addr_set_zero(&addr);
-	ip4_addr_set_zero(&mask);
-	ip4_addr_set_zero(&gw);
-	if (kconfig.ip4.set) {
-		ip4_addr_set_u32(&addr, lwip_htonl(kconfig.ip4.addr));
-		ip4_addr_set_u32(&mask, lwip_htonl(~0u << (32 - kconfig.ip4.prefix)));
-		if (kconfig.ip4.gw_set)
-			ip4_addr_set_u32(&gw, lwip_htonl(kconfig.ip4.gw));
-	} else if (kconfig.ip4.gw_set) {
-		kprintf("warning: gw= without ip= is ignored; using DHCP\n");
-	}
-	if (!netif_add(&nif, &addr, &mask, &gw, NULL, nv_netif_init, netif_input)) {
+	ip4_addr_set_zero(&zero);
+	if (!netif_add(&nif, &zero, &zero, &zero, NULL, nv_netif_init, netif_input)) {
 		kprintf("net: netif_add failed\n");
-		return -ENOMEM;
+		return NULL;
 	}
 	netif_set_default(&nif);
-	netif_set_status_callback(&nif, status_changed);
-	netif_create_ip6_linklocal_address(&nif, 1);
-	nif.ip6_autoconfig_enabled = 1;	/* SLAAC */
-	kprintf("net: lwIP %s on virtio%u, mtu %u, checksums: tx %s, rx %s; %s\n", LWIP_VERSION_STRING,
-		info.index, info.mtu, info.tx_csum ? "offloaded" : "software",
-		info.rx_csum ? "offloaded" : "software", kconfig.ip4.set ? "static address" : "DHCP");
-	err = app_start((u16)kconfig.http_port);
-	if (err)
-		kprintf("net: appliance failed to start (%d)\n", err);
-	netif_set_up(&nif);
+	kprintf("net: lwIP %s on virtio%u, mtu %u, checksums: tx %s, rx %s\n", LWIP_VERSION_STRING, info.index,
+		info.mtu, info.tx_csum ? "offloaded" : "software", info.rx_csum ? "offloaded" : "software");
+	return &nif;
+}
+
+void netif_vnet_attach(void)
+{
+	static const struct vnet_upper up = { NULL, nv_rx, nv_tx_done, nv_link };
+
+	if (!vn)
+		return;
 	vnet_attach(vn, &up);	/* link state arrives now */
-	if (!kconfig.ip4.set)
-		dhcp_start(&nif);
 	timers_rearm();
-	return 0;
 }

@@ -1,11 +1,14 @@
 /* The default appliance: the static HTTP server, TCP/UDP echo on port 7 when
- * echo= asks for it, and the driver's and event loop's counters on /metrics. */
+ * echo= asks for it, and the driver's and event loop's counters on /metrics
+ * (the device's through the netif, net/net.h). Its keys: http=, echo=,
+ * echo.udp_rate=. */
 #include "drivers/virtio_net.h"
-#include "kernel/config.h"
+#include "kernel/cmdline.h"
 #include "kernel/console.h"
 #include "kernel/fmt.h"
 #include "kernel/loop.h"
 #include "kernel/power.h"
+#include "kernel/string.h"
 #include "lwip/priv/tcp_priv.h"
 #include "net/app/app.h"
 #include "net/app/echo.h"
@@ -18,6 +21,56 @@
 #endif
 
 #define ECHO_PORT 7
+
+static u64 http_port = 80;
+CMDLINE_PARAM(http, .key = "http", .type = CMDLINE_UINT, .dst = &http_port, .min = 1, .max = 65535, .def = "80",
+	      .help = "the HTTP server's TCP port");
+
+#define APP_ECHO_TCP 1u
+#define APP_ECHO_UDP 2u
+static unsigned int echo_services;	/* APP_ECHO_*: none by default */
+
+/* echo=tcp, echo=udp or echo=tcp,udp (either order). */
+static int app_parse_echo(const char *val, void *dst, char *why, size_t why_len)
+{
+	unsigned int want = 0;
+	const char *s = val;
+
+	(void)dst;
+	for (;;) {
+		size_t n = 0;
+
+		while (s[n] && s[n] != ',')
+			n++;
+		if (n == 3 && !strncmp(s, "tcp", 3))
+			want |= APP_ECHO_TCP;
+		else if (n == 3 && !strncmp(s, "udp", 3))
+			want |= APP_ECHO_UDP;
+		else
+			goto bad;
+		s += n;
+		if (*s == '\0')
+			break;
+		s++;	/* the comma; an empty item after it is rejected above */
+	}
+	echo_services = want;
+	return 0;
+bad:
+	ksnprintf(why, why_len, "want tcp, udp or tcp,udp; echo stays off");
+	return -EINVAL;
+}
+CMDLINE_PARAM(echo, .key = "echo", .type = CMDLINE_CUSTOM, .parse = app_parse_echo, .def = "off",
+	      .values = "tcp, udp, tcp,udp", .help = "start the echo service (RFC 862) on port 7");
+
+static u64 echo_udp_rate;	/* 0: echo.h's defaults */
+CMDLINE_PARAM(echo_udp_rate, .key = "echo.udp_rate", .type = CMDLINE_UINT, .dst = &echo_udp_rate, .min = 1,
+	      .max = 1000000, .def = "256 all, 16 per source", .def_prose = true,
+	      .help = "UDP echo datagrams/s, global and per source (benchmarks)");
+
+u16 app_http_port(void)
+{
+	return (u16)http_port;
+}
 
 static const char *const coal_mode_names[] = { "off", "fixed", "adaptive" };
 
@@ -33,13 +86,11 @@ static void q_counter(struct metrics_buf *b, const char *name, const char *help,
 
 static void vnet_metrics(struct metrics_buf *b)
 {
-	struct vnet *vn = net_device();
 	struct vnet_stats st;
 	char labels[64];
 
-	if (!vn)
+	if (!netif_vnet_stats(&st))
 		return;
-	vnet_get_stats(vn, &st);
 	q_counter(b, "vireo_vnet_frames_total", "Frames received/sent by virtio-net", &st,
 		  offsetof(struct vnet_qstats, frames));
 	q_counter(b, "vireo_vnet_bytes_total", "Frame bytes received/sent", &st, offsetof(struct vnet_qstats, bytes));
@@ -82,11 +133,9 @@ static void vnet_metrics(struct metrics_buf *b)
 static void rxmem_metrics(struct metrics_buf *b)
 {
 	const struct rxmem_stats *s = &rxmem_stats;
-	struct vnet *vn = net_device();
-	u32 held = 0, total = 0;
+	u32 held, total;
 
-	if (vn)
-		vnet_rx_pool(vn, &held, &total);
+	netif_vnet_rx_pool(&held, &total);
 	metrics_simple(b, "vireo_rxmem_held_watermark", METRICS_GAUGE,
 		       "Receive buffers the stack may hold before frames are copied", rxmem_watermark(total));
 	metrics_simple(b, "vireo_rxmem_held", METRICS_GAUGE, "Receive buffers the stack holds now", held);
@@ -181,7 +230,7 @@ static const struct power_drain_ops http_drain = {
 	.cut = drain_cut,
 };
 
-int app_start(u16 http_port)
+int app_start(void)
 {
 	int err;
 
@@ -189,27 +238,27 @@ int app_start(u16 http_port)
 	metrics_register(&loop_source);
 	metrics_register(&tcp_source);
 	metrics_register(&rxmem_source);
-	err = http_server_start(http_port, NULL);
+	err = http_server_start((u16)http_port, NULL);
 	if (err) {
-		kprintf("http: cannot listen on port %u (%d)\n", http_port, err);
+		kprintf("http: cannot listen on port %u (%d)\n", (unsigned)http_port, err);
 		return err;
 	}
-	drain_port = http_port;
+	drain_port = (u16)http_port;
 	power_register_drain(&http_drain);
 #ifdef VIREO_TLS
 	tls_start();	/* logs its own result; HTTP serves either way */
 #endif
-	if (kconfig.echo) {
+	if (echo_services) {
 		struct echo_cfg ecfg = { .port = ECHO_PORT };
 
-		if (kconfig.echo & CONFIG_ECHO_TCP)
+		if (echo_services & APP_ECHO_TCP)
 			ecfg.services |= ECHO_TCP;
-		if (kconfig.echo & CONFIG_ECHO_UDP)
+		if (echo_services & APP_ECHO_UDP)
 			ecfg.services |= ECHO_UDP;
-		if (kconfig.echo_udp_rate) {
+		if (echo_udp_rate) {
 			/* One limit for all and for each source; a quarter
 			 * second's worth of burst. */
-			ecfg.udp_rate = ecfg.udp_src_rate = (u32)kconfig.echo_udp_rate;
+			ecfg.udp_rate = ecfg.udp_src_rate = (u32)echo_udp_rate;
 			ecfg.udp_burst = ecfg.udp_src_burst = MAX(ecfg.udp_rate / 4, (u32)ECHO_UDP_BURST);
 		}
 		err = echo_start(&ecfg);

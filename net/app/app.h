@@ -4,8 +4,14 @@
 
 #include "kernel/types.h"
 
-/* Starts the appliance's services (HTTP on http_port, echo on 7) and
- * registers its metrics. Called once, before the netif comes up. */
-int app_start(u16 http_port);
+/* Starts the appliance's services as its keys say (HTTP on http=, echo on 7
+ * when echo= asks) and registers its metrics and the power-off drain.
+ * Called once by the composition root, after netif_vnet_add() and before
+ * the netif comes up (listeners bind to any address). Returns 0, or the
+ * HTTP server's error after logging it. */
+int app_start(void);
+
+/* The HTTP server's port (http=), for the ready line. */
+u16 app_http_port(void);
 
 #endif

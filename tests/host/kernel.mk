@@ -1,6 +1,9 @@
 HOST_TESTS += test_fmt test_cmdline test_frames test_timerq test_heap test_mm_range
 test_fmt_SRCS := tests/host/test_fmt.c kernel/fmt.c
 test_cmdline_SRCS := tests/host/test_cmdline.c kernel/cmdline.c kernel/fmt.c
+# The CMDLINE_PARAM linker set as kernel/config.c walks it (keys the test registers).
+HOST_TESTS += test_params
+test_params_SRCS := tests/host/test_params.c kernel/config.c kernel/cmdline.c kernel/fmt.c
 test_frames_SRCS := tests/host/test_frames.c kernel/frames.c
 test_timerq_SRCS := tests/host/test_timerq.c kernel/timerq.c
 test_heap_SRCS := tests/host/test_heap.c kernel/heap.c

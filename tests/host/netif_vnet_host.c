@@ -5,7 +5,7 @@
 
 #include "tests/host/netif_vnet_host.h"
 
-/* Sets up what net_init would for the transmit path alone: the device
+/* Sets up what netif_vnet_add would for the transmit path alone: the device
  * pointer, the backlog, a netif with our linkoutput. */
 void nvh_setup(struct vnet *fake)
 {

@@ -59,7 +59,7 @@ def net_lines(text):
     dev = m.group(1)
     feats = set(re.search(rf"^{dev}: features (.*)$", text, re.M).group(1).split())
     probe = re.search(rf"^{dev}: net: mac \S+ mtu (\d+), rx (\d+) x (\d+) B( mergeable)?, tx ring (\d+)", text, re.M)
-    lwip = re.search(r"^net: lwIP \S+ on virtio\d+, mtu (\d+), checksums: tx (\w+), rx (\w+);", text, re.M)
+    lwip = re.search(r"^net: lwIP \S+ on virtio\d+, mtu (\d+), checksums: tx (\w+), rx (\w+)$", text, re.M)
     assert probe and lwip, text[-3000:]
     return m.group(2), feats, probe, lwip
 

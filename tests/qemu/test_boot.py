@@ -84,15 +84,15 @@ SO = os.path.join(ROOT, "build", "vireo.so")
 # image under test, linked at 0, so the printed offsets are its addresses).
 # nx faults at rip = &sink, which is data, reached by a tail jump from
 # selftest_fault (objdump: `jmp <sink>`), so the frame chain starts at
-# config_run_selftest's frame and names its caller. The stack overflow's 32
+# selftest_run's frame and names its caller. The stack overflow's 32
 # frames are all recurse().
 FAULT_FRAMES = {
-    "pagefault": ["selftest_fault", "config_run_selftest", "kernel_main"],
-    "null": ["selftest_fault", "config_run_selftest", "kernel_main"],
-    "ud": ["selftest_fault", "config_run_selftest", "kernel_main"],
-    "divzero": ["selftest_fault", "config_run_selftest", "kernel_main"],
+    "pagefault": ["selftest_fault", "selftest_run", "kernel_main"],
+    "null": ["selftest_fault", "selftest_run", "kernel_main"],
+    "ud": ["selftest_fault", "selftest_run", "kernel_main"],
+    "divzero": ["selftest_fault", "selftest_run", "kernel_main"],
     "stack": ["recurse"],
-    "wx": ["selftest_fault", "config_run_selftest", "kernel_main"],
+    "wx": ["selftest_fault", "selftest_run", "kernel_main"],
     "nx": ["kernel_main"],
 }
 
@@ -143,7 +143,7 @@ def test_panic_call_prints_backtrace(boot):
     assert re.search(r"^  #1 +0x[0-9a-f]{16}  vireo\+0x", dump, re.M)
     # panic()'s #0 is its caller's return address, not a faulting rip.
     names = resolve_backtrace(dump, exact_first=False)
-    assert names[:3] == ["selftest_fault", "config_run_selftest", "kernel_main"], (names, dump)
+    assert names[:3] == ["selftest_fault", "selftest_run", "kernel_main"], (names, dump)
 
 
 def test_panic_reboot_resets_machine(boot):

@@ -1,0 +1,349 @@
+/* kernel/config.c: the CMDLINE_PARAM linker set as the boot parses it. The
+ * keys below are registered exactly as modules register theirs (the host's
+ * linker bounds the vireo_cmdline section); one key is registered twice on
+ * purpose, so config_check() always has that to report. Also the per-key
+ * validator, the default check and the `params` listing. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kernel/cmdline.h"
+#include "kernel/config.h"
+
+/* ---- the console: kprintf lines are kept for the assertions ---- */
+
+static char out[32][256];
+static int nout;
+
+int kprintf(const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(out[nout % 32], sizeof out[0], fmt, ap);
+	va_end(ap);
+	nout++;
+	return n;
+}
+
+static int find_out(const char *needle)
+{
+	for (int i = 0; i < nout && i < 32; i++)
+		if (strstr(out[i], needle))
+			return i;
+	return -1;
+}
+
+/* ---- the keys ---- */
+
+static bool p_flag;
+CMDLINE_PARAM(flag, .key = "t.flag", .type = CMDLINE_BOOL, .dst = &p_flag, .def = "off", .help = "a switch");
+
+static u64 p_count = 7;
+CMDLINE_PARAM(count, .key = "t.count", .type = CMDLINE_UINT, .dst = &p_count, .min = 1, .max = 100, .def = "7",
+	      .help = "a bounded number");
+
+static u64 p_mask = 0xff;
+CMDLINE_PARAM(mask, .key = "t.mask", .type = CMDLINE_HEX, .dst = &p_mask, .def = "0xff", .help = "a mask");
+
+static const char *const mode_choices[] = { "slow", "fast", "auto", NULL };
+static int p_mode = 2;
+CMDLINE_PARAM(mode, .key = "t.mode", .type = CMDLINE_ENUM, .dst = &p_mode, .choices = mode_choices, .def = "auto",
+	      .help = "a choice");
+
+static char p_name[8] = "vireo";
+CMDLINE_PARAM(name, .key = "t.name", .type = CMDLINE_STR, .dst = p_name, .dst_size = sizeof p_name, .def = "vireo",
+	      .help = "a short name");
+
+static int even_calls;
+static int validate_even(const void *val, char *why, size_t why_len)
+{
+	u64 v = *(const u64 *)val;
+
+	even_calls++;
+	if (v & 1) {
+		snprintf(why, why_len, "%llu is odd", (unsigned long long)v);
+		return -EINVAL;
+	}
+	return 0;
+}
+static u64 p_even = 4;
+CMDLINE_PARAM(even, .key = "t.even", .type = CMDLINE_UINT, .dst = &p_even, .max = 1000, .validate = validate_even,
+	      .def = "4", .help = "an even number");
+
+static u64 p_pair;
+static int parse_pair(const char *val, void *dst, char *why, size_t why_len)
+{
+	if (strcmp(val, "a,b")) {
+		snprintf(why, why_len, "want a,b");
+		return -EINVAL;
+	}
+	*(u64 *)dst = 1;
+	return 0;
+}
+CMDLINE_PARAM(pair, .key = "t.pair", .type = CMDLINE_CUSTOM, .dst = &p_pair, .parse = parse_pair, .def = "none",
+	      .values = "a,b", .help = "a custom syntax");
+
+/* The same key twice: the parser takes whichever the section holds first
+ * (link order across files; within a file the compiler's order). */
+static u64 p_dup_a = 1, p_dup_b = 1;
+CMDLINE_PARAM(dup_a, .key = "t.dup", .type = CMDLINE_UINT, .dst = &p_dup_a, .def = "1", .help = "one");
+CMDLINE_PARAM(dup_b, .key = "t.dup", .type = CMDLINE_UINT, .dst = &p_dup_b, .def = "1", .help = "two");
+
+#define NKEYS 9
+
+static int reset(void **state)
+{
+	(void)state;
+	p_flag = false;
+	p_count = 7;
+	p_mask = 0xff;
+	p_mode = 2;
+	strcpy(p_name, "vireo");
+	p_even = 4;
+	p_pair = 0;
+	p_dup_a = p_dup_b = 1;
+	even_calls = 0;
+	nout = 0;
+	return 0;
+}
+
+static struct {
+	int n;
+	char msg[8][200];
+} w;
+
+static void collect(void *ctx, const char *msg)
+{
+	(void)ctx;
+	if (w.n < 8)
+		snprintf(w.msg[w.n], sizeof w.msg[0], "%s", msg);
+	w.n++;
+}
+
+static void test_table_is_the_linker_set(void **state)
+{
+	const struct cmdline_opt *const *set;
+	size_t n = config_params(&set);
+	bool seen_count = false;
+
+	assert_int_equal(n, NKEYS);
+	for (size_t i = 0; i < n; i++) {
+		assert_non_null(set[i]);
+		assert_non_null(set[i]->key);
+		if (!strcmp(set[i]->key, "t.count")) {
+			seen_count = true;
+			assert_ptr_equal(set[i]->dst, &p_count);
+			assert_int_equal(set[i]->type, CMDLINE_UINT);
+			assert_string_equal(set[i]->def, "7");
+		}
+	}
+	assert_true(seen_count);
+}
+
+/* Nothing on the line: every key keeps its default. */
+static void test_defaults_stay(void **state)
+{
+	int warns = config_parse("");
+
+	assert_int_equal(warns, 1);	/* the duplicate, reported by the check */
+	assert_false(p_flag);
+	assert_int_equal(p_count, 7);
+	assert_int_equal(p_mask, 0xff);
+	assert_int_equal(p_mode, 2);
+	assert_string_equal(p_name, "vireo");
+	assert_int_equal(p_even, 4);
+	assert_int_equal(p_pair, 0);
+}
+
+static void test_every_type_parses(void **state)
+{
+	int warns = config_parse("t.flag t.count=100 t.mask=0x1f t.mode=slow t.name=abc t.even=10 t.pair=a,b");
+
+	assert_int_equal(warns, 1);	/* the duplicate only */
+	assert_true(p_flag);
+	assert_int_equal(p_count, 100);
+	assert_int_equal(p_mask, 0x1f);
+	assert_int_equal(p_mode, 0);
+	assert_string_equal(p_name, "abc");
+	assert_int_equal(p_even, 10);
+	assert_int_equal(p_pair, 1);
+}
+
+/* Bad values warn on the console and keep the default; the boot goes on. */
+static void test_bad_values_keep_defaults(void **state)
+{
+	int warns = config_parse("t.count=0 t.count=101 t.mask=xyz t.mode=warp t.name=toolongname t.pair=b,a bogus=1");
+
+	assert_int_equal(warns, 1 + 7);
+	assert_int_equal(p_count, 7);
+	assert_int_equal(p_mask, 0xff);
+	assert_int_equal(p_mode, 2);
+	assert_string_equal(p_name, "vireo");
+	assert_int_equal(p_pair, 0);
+	assert_true(find_out("warning: cmdline: t.count=0: expected 1..100, keeping default") >= 0);
+	assert_true(find_out("warning: cmdline: t.mode=warp: expected slow|fast|auto, keeping default") >= 0);
+	assert_true(find_out("warning: cmdline: t.pair=b,a: want a,b, keeping default") >= 0);
+	assert_true(find_out("warning: cmdline: unknown key 'bogus' ignored") >= 0);
+}
+
+/* The validator sees the parsed number after the range check, and a
+ * rejection keeps the default with its reason in the warning. */
+static void test_validator_rejects(void **state)
+{
+	int warns = config_parse("t.even=7");
+
+	assert_int_equal(warns, 2);
+	assert_int_equal(even_calls, 1 + 1);	/* the default check, then 7 */
+	assert_int_equal(p_even, 4);
+	assert_true(find_out("warning: cmdline: t.even=7: 7 is odd, keeping default") >= 0);
+	/* Out of range: the type's check refuses it before the validator. */
+	even_calls = 0;
+	assert_int_equal(config_parse("t.even=1002"), 2);
+	assert_int_equal(even_calls, 1);	/* the default check only */
+	assert_int_equal(p_even, 4);
+	assert_int_equal(config_parse("t.even=8"), 1);
+	assert_int_equal(p_even, 8);
+}
+
+/* The t.dup entry the section holds first. */
+static const struct cmdline_opt *first_dup(void)
+{
+	const struct cmdline_opt *const *set;
+	size_t n = config_params(&set);
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(set[i]->key, "t.dup"))
+			return set[i];
+	return NULL;
+}
+
+static void test_duplicate_key_reported_first_wins(void **state)
+{
+	const struct cmdline_opt *first = first_dup();
+
+	assert_non_null(first);
+	assert_int_equal(config_check(collect, NULL), 1);
+	assert_string_equal(w.msg[0], "cmdline: key 't.dup' is registered twice; the second is ignored");
+	w.n = 0;
+	assert_int_equal(config_parse("t.dup=5"), 1);
+	assert_int_equal(*(u64 *)first->dst, 5);
+	assert_int_equal(p_dup_a + p_dup_b, 5 + 1);	/* the other kept its value */
+}
+
+/* A default text must be what the variable holds: the check catches a
+ * table that drifted from its variable, for every checked type. */
+static void test_default_check(void **state)
+{
+	static u64 n = 5;
+	static bool b = true;
+	static int e = 1;
+	static char s[8] = "x";
+	struct cmdline_opt o = { .key = "k", .type = CMDLINE_UINT, .dst = &n, .def = "5", .help = "h" };
+
+	assert_true(cmdline_default_ok(&o));
+	o.def = "6";
+	assert_false(cmdline_default_ok(&o));
+	o.def = "five";
+	assert_false(cmdline_default_ok(&o));
+	o.def = "5";
+	o.max = 4;		/* a default outside its own range */
+	assert_false(cmdline_default_ok(&o));
+	o.def = "five";
+	o.def_prose = true;	/* said to be prose: not compared */
+	assert_true(cmdline_default_ok(&o));
+
+	o = (struct cmdline_opt){ .key = "k", .type = CMDLINE_BOOL, .dst = &b, .def = "on" };
+	assert_true(cmdline_default_ok(&o));
+	o.def = "off";
+	assert_false(cmdline_default_ok(&o));
+	o = (struct cmdline_opt){ .key = "k", .type = CMDLINE_ENUM, .dst = &e, .choices = mode_choices, .def = "fast" };
+	assert_true(cmdline_default_ok(&o));
+	o.def = "slow";
+	assert_false(cmdline_default_ok(&o));
+	o = (struct cmdline_opt){ .key = "k", .type = CMDLINE_STR, .dst = s, .dst_size = sizeof s, .def = "x" };
+	assert_true(cmdline_default_ok(&o));
+	o.def = "y";
+	assert_false(cmdline_default_ok(&o));
+	o = (struct cmdline_opt){ .key = "k", .type = CMDLINE_CUSTOM, .parse = parse_pair, .def = "anything" };
+	assert_true(cmdline_default_ok(&o));
+	/* The validator applies to the default too. */
+	o = (struct cmdline_opt){ .key = "k", .type = CMDLINE_UINT, .dst = &n, .def = "5", .validate = validate_even };
+	assert_false(cmdline_default_ok(&o));
+}
+
+static void test_values_described(void **state)
+{
+	char buf[64];
+	struct cmdline_opt o = { .type = CMDLINE_UINT, .min = 1, .max = 100 };
+
+	cmdline_describe_values(&o, ", ", buf, sizeof buf);
+	assert_string_equal(buf, "1-100");
+	o.max = 0;
+	cmdline_describe_values(&o, ", ", buf, sizeof buf);
+	assert_string_equal(buf, "at least 1");
+	o = (struct cmdline_opt){ .type = CMDLINE_ENUM, .choices = mode_choices };
+	cmdline_describe_values(&o, "|", buf, sizeof buf);
+	assert_string_equal(buf, "slow|fast|auto");
+	cmdline_describe_values(&o, ", ", buf, 8);
+	assert_string_equal(buf, "slow...");
+	o = (struct cmdline_opt){ .type = CMDLINE_BOOL };
+	cmdline_describe_values(&o, ", ", buf, sizeof buf);
+	assert_string_equal(buf, "bool");
+	o.values = "given";
+	cmdline_describe_values(&o, ", ", buf, sizeof buf);
+	assert_string_equal(buf, "given");
+}
+
+/* `params`: one line per key, sorted by key, the duplicate listed once. */
+static void test_print_sorted(void **state)
+{
+	static const char *const want[] = {
+		"  t.count=1-100 (default 7): a bounded number\n",
+		NULL,	/* t.dup: the first registered's help */
+		"  t.even=0-1000 (default 4): an even number\n",
+		"  t.flag=bool (default off): a switch\n",
+		"  t.mask=hex number (default 0xff): a mask\n",
+		"  t.mode=slow, fast, auto (default auto): a choice\n",
+		"  t.name=text, at most 7 characters (default vireo): a short name\n",
+		"  t.pair=a,b (default none): a custom syntax\n",
+	};
+
+	char dup[128];
+
+	snprintf(dup, sizeof dup, "  t.dup=at least 0 (default 1): %s\n", first_dup()->help);
+	config_print_params();
+	/* Each line comes in two writes: head, then help and newline. */
+	assert_int_equal(nout, 2 * (sizeof want / sizeof want[0]));
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		const char *line = want[i] ? want[i] : dup;
+		size_t head = strlen(out[2 * i]);
+
+		assert_true(head < strlen(line));
+		assert_memory_equal(out[2 * i], line, head);
+		assert_string_equal(out[2 * i + 1], line + head);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_table_is_the_linker_set, reset),
+		cmocka_unit_test_setup(test_defaults_stay, reset),
+		cmocka_unit_test_setup(test_every_type_parses, reset),
+		cmocka_unit_test_setup(test_bad_values_keep_defaults, reset),
+		cmocka_unit_test_setup(test_validator_rejects, reset),
+		cmocka_unit_test_setup(test_duplicate_key_reported_first_wins, reset),
+		cmocka_unit_test_setup(test_default_check, reset),
+		cmocka_unit_test_setup(test_values_described, reset),
+		cmocka_unit_test_setup(test_print_sorted, reset),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
