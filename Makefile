@@ -53,7 +53,7 @@ KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel
 	kernel/timeline.c kernel/shell.c kernel/random.c kernel/chacha20.c kernel/csprng.c \
 	kernel/siphash.c kernel/power.c
 DRIVER_SRCS := drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
-	drivers/virtq.c drivers/virtio.c drivers/virtio_core.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
+	drivers/virtq.c drivers/virtio.c drivers/virtio_drivers.c drivers/virtio_core.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
 	drivers/virtio_rng.c drivers/virtio_net.c drivers/vnet_hdr.c drivers/vnet_ctrl.c \
 	drivers/coalesce.c drivers/virtio_console.c
 NET_SRCS    := net/sys_arch.c net/lwip_port.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/netif_vnet.c net/app/app.c net/app/conntab.c net/app/http.c \
@@ -145,14 +145,14 @@ FUZZERS :=
 # sources, LWIP_SRCS, for the host.)
 -include $(sort $(wildcard images/*.mk))
 # Each tests/host/*.mk adds names to HOST_TESTS (with NAME_SRCS) and FUZZERS
-# (with NAME_SRCS); the rules are generated below.
+# (with NAME_SRCS, and NAME_LDFLAGS if it needs any); the rules are generated below.
 include $(sort $(wildcard tests/host/*.mk))
 
 define host_test_rule
 $(BUILD)/host/$(1): $$($(1)_SRCS) tests/host/shim/klog.c
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  HOSTCC  $$@")
-	$$(Q)$$(HOST_CC) $$(HOST_CFLAGS) -MF $$@.d $$^ -o $$@ $$(HOST_LDLIBS)
+	$$(Q)$$(HOST_CC) $$(HOST_CFLAGS) -MF $$@.d $$^ -o $$@ $$($(1)_LDFLAGS) $$(HOST_LDLIBS)
 endef
 $(foreach t,$(HOST_TESTS),$(eval $(call host_test_rule,$(t))))
 
@@ -161,7 +161,7 @@ define fuzz_rule
 $(BUILD)/fuzz/$(1): $$($(1)_SRCS) tests/host/shim/klog.c
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  FUZZCC  $$@")
-	$$(Q)$$(FUZZ_CC) $$(FUZZ_CFLAGS) $$^ -o $$@
+	$$(Q)$$(FUZZ_CC) $$(FUZZ_CFLAGS) $$^ -o $$@ $$($(1)_LDFLAGS)
 endef
 $(foreach f,$(FUZZERS),$(eval $(call fuzz_rule,$(f))))
 

@@ -9,6 +9,7 @@
 #include "drivers/pci.h"
 #include "kernel/console.h"
 #include "kernel/io.h"
+#include "kernel/linkset.h"
 #include "kernel/mm.h"
 #include "kernel/string.h"
 
@@ -315,8 +316,10 @@ static const struct pci_id *id_match(const struct pci_dev *d, const struct pci_i
 
 static const struct pci_driver *driver_for(const struct pci_dev *d, const struct pci_id **id_out)
 {
-	const struct pci_driver *const *p = (const struct pci_driver *const *)__drivers_start;
-	const struct pci_driver *const *end = (const struct pci_driver *const *)__drivers_end;
+	size_t n;
+	const struct pci_driver *const *p =
+		(const struct pci_driver *const *)linkset_items(__drivers_start, __drivers_end, &n);
+	const struct pci_driver *const *end = p + n;
 
 	for (; p < end; p++) {
 		const struct pci_id *id = id_match(d, (*p)->ids);

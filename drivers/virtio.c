@@ -4,6 +4,10 @@
  * §3.1.1 says. DEVICE_NEEDS_RESET is met by removing the driver, resetting
  * and probing again, unless the reset never completed (the device is then
  * left FAILED and its memory kept, see virtio_core.c).
+ *
+ * The drivers come from virtio_driver_table(): the kernel's reads the
+ * VIRTIO_DRIVER() linker set (virtio_drivers.c), the host harness injects
+ * the driver under test, so this file builds and is tested on the host.
  */
 #include <arch.h>
 
@@ -13,8 +17,6 @@
 #include "kernel/loop.h"
 #include "kernel/mm.h"
 #include "kernel/string.h"
-
-extern char __virtio_drivers_start[], __virtio_drivers_end[];
 
 static struct virtio_dev *devices, **devices_tail = &devices;
 static struct work config_work;
@@ -40,8 +42,9 @@ struct virtio_dev *virtio_devices(void)
 
 static const struct virtio_driver *driver_for(const struct virtio_dev *d)
 {
-	const struct virtio_driver *const *p = (const void *)__virtio_drivers_start;
-	const struct virtio_driver *const *end = (const void *)__virtio_drivers_end;
+	size_t n;
+	const struct virtio_driver *const *p = virtio_driver_table(&n);
+	const struct virtio_driver *const *end = p + n;
 
 	for (; p < end; p++) {
 		const struct virtio_device_id *id;
@@ -53,7 +56,7 @@ static const struct virtio_driver *driver_for(const struct virtio_dev *d)
 	return NULL;
 }
 
-void virtio_add_device(struct virtio_dev *d)
+int virtio_add_device(struct virtio_dev *d)
 {
 	const struct virtio_driver *drv;
 
@@ -68,9 +71,26 @@ void virtio_add_device(struct virtio_dev *d)
 	if (!drv) {
 		d->ops->set_status(d, 0);
 		kprintf("virtio%u: no driver\n", d->index);
+		return -ENODEV;
+	}
+	return virtio_core_probe(d, drv);
+}
+
+void virtio_del_device(struct virtio_dev *d)
+{
+	struct virtio_dev **pp;
+
+	if (d->driver)
+		virtio_core_remove(d);
+	for (pp = &devices; *pp; pp = &(*pp)->next) {
+		if (*pp != d)
+			continue;
+		*pp = d->next;
+		if (devices_tail == &d->next)
+			devices_tail = pp;
+		d->next = NULL;
 		return;
 	}
-	virtio_core_probe(d, drv);
 }
 
 void virtio_set_broken(struct virtio_dev *d, const char *why)
@@ -90,6 +110,12 @@ void virtio_keep_forever(void *p, size_t npages)
 		kept_pages += npages;
 	else
 		kept_blocks++;
+}
+
+void virtio_kept(u64 *pages, u64 *blocks)
+{
+	*pages = kept_pages;
+	*blocks = kept_blocks;
 }
 
 /* Config changes are handled from the loop: status reads and a possible

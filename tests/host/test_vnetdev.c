@@ -78,6 +78,22 @@ static void bring_up(u64 features, u16 qsize)
 	check_all();
 }
 
+/* The bus matches by device id: a device no driver claims is reset, logged
+ * and left on the bus unbound; unplugging it takes it off. */
+static void test_bus_no_driver(void **state)
+{
+	vd_init(&dev, MODERN, 64);
+	dev.vd.device_id = VIRTIO_ID_BLOCK;
+	dev.status = VIRTIO_S_ACKNOWLEDGE;
+	assert_int_equal(hk_probe(&dev.vd), -ENODEV);
+	assert_true(hk_log_contains("no driver"));
+	assert_null(dev.vd.driver);
+	assert_int_equal(dev.status, 0);
+	assert_ptr_equal(virtio_devices(), &dev.vd);
+	hk_unplug(&dev.vd);
+	assert_null(virtio_devices());
+}
+
 static int teardown(void **state)
 {
 	if (dev.vd.driver)
@@ -945,6 +961,10 @@ static void test_reset_with_buffers_held(void **state)
 
 	vd_needs_reset(&dev);
 	run();
+	/* drivers/virtio.c's config work did it: removed, reset, probed again. */
+	assert_true(hk_log_contains("device needs reset; resetting and probing again"));
+	assert_int_equal(dev.vd.resets, 1);
+	assert_ptr_equal(dev.vd.driver, vnet_host_driver);
 	stats(&st);
 	assert_int_equal(st.resets, 1);
 	assert_int_equal(up.link_downs, 1);
@@ -1437,6 +1457,7 @@ static void test_echo(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_bus_no_driver, teardown),
 		cmocka_unit_test_teardown(test_probe_remove_unattached, teardown),
 		cmocka_unit_test_teardown(test_probe_failures_free_everything, teardown),
 		cmocka_unit_test_teardown(test_probe_fails_after_queue_live, teardown),

@@ -224,12 +224,6 @@ u64 hk_entropy_bytes(void)
 	return entropy_bytes;
 }
 
-/* The kernel's device registry is drivers/virtio.c's; the host has none. */
-struct virtio_dev *virtio_devices(void)
-{
-	return NULL;
-}
-
 u32 random_u32(void)
 {
 	return (u32)random_u64();
@@ -340,12 +334,31 @@ void hk_loop_reset(void)
 	timerq_init(&timers);
 }
 
-/* ---- virtio core (drivers/virtio.c, minus PCI and the driver table) ---- */
+/* ---- virtio bus (the real drivers/virtio.c, with an injected table) ---- */
+
+/* The bus matches against the driver under test only. */
+const struct virtio_driver *const *virtio_driver_table(size_t *n)
+{
+	*n = 1;
+	return &vnet_host_driver;
+}
+
+/* Linked with -Wl,--wrap=virtio_set_broken (vnetdev.mk): counts the calls
+ * that mark a device, then runs the real one. */
+void __real_virtio_set_broken(struct virtio_dev *d, const char *why);
+void __wrap_virtio_set_broken(struct virtio_dev *d, const char *why);
 
 static unsigned broken_count;
 static char broken_why[128];
-static struct virtio_dev *config_dev;
-static struct work config_work;
+
+void __wrap_virtio_set_broken(struct virtio_dev *d, const char *why)
+{
+	if (!d->broken) {
+		broken_count++;
+		snprintf(broken_why, sizeof broken_why, "%s", why);
+	}
+	__real_virtio_set_broken(d, why);
+}
 
 unsigned hk_broken_count(void)
 {
@@ -357,23 +370,26 @@ const char *hk_broken_why(void)
 	return broken_why;
 }
 
-void virtio_set_broken(struct virtio_dev *d, const char *why)
-{
-	if (d->broken)
-		return;
-	d->broken = true;
-	broken_count++;
-	snprintf(broken_why, sizeof broken_why, "%s", why);
-	kprintf("virtio%u: device broken: %s\n", d->index, why);
-}
-
 void hk_vq_interrupt(struct virtio_vq *q)
 {
 	virtio_vq_interrupt(q);
 }
 
+static bool on_bus(const struct virtio_dev *d)
+{
+	for (const struct virtio_dev *x = virtio_devices(); x; x = x->next)
+		if (x == d)
+			return true;
+	return false;
+}
+
+/* The first probe is the transport's report (virtio_add_device: registry,
+ * match, core probe); later ones, after hk_remove, probe the same driver
+ * again through the core as a NEEDS_RESET recovery does. */
 int hk_probe(struct virtio_dev *d)
 {
+	if (!on_bus(d))
+		return virtio_add_device(d);
 	return virtio_core_probe(d, vnet_host_driver);
 }
 
@@ -382,18 +398,27 @@ void hk_remove(struct virtio_dev *d)
 	virtio_core_remove(d);
 }
 
-/* Kept memory is recorded so a test can check what was kept and free it
- * once the simulated device is gone. */
+void hk_unplug(struct virtio_dev *d)
+{
+	virtio_del_device(d);
+}
+
+/* Linked with -Wl,--wrap=virtio_keep_forever: the real one only counts;
+ * here what is kept is also recorded so a test can free it once the
+ * simulated device is gone (and LeakSanitizer sees it reachable). */
+void __real_virtio_keep_forever(void *p, size_t npages);
+void __wrap_virtio_keep_forever(void *p, size_t npages);
+
 #define KEPT_MAX 1024
 static struct {
 	void *p;
 	size_t pages;
 } kept[KEPT_MAX];
 static unsigned nkept;
-static long kept_pages;
 
-void virtio_keep_forever(void *p, size_t npages)
+void __wrap_virtio_keep_forever(void *p, size_t npages)
 {
+	__real_virtio_keep_forever(p, npages);
 	if (!p)
 		return;
 	if (nkept == KEPT_MAX) {
@@ -403,17 +428,25 @@ void virtio_keep_forever(void *p, size_t npages)
 	kept[nkept].p = p;
 	kept[nkept].pages = npages;
 	nkept++;
-	kept_pages += (long)npages;
 }
+
+/* The bus's own count, since the last hk_free_kept(). */
+static u64 kept_base_pages, kept_base_blocks;
 
 long hk_kept_pages(void)
 {
-	return kept_pages;
+	u64 pages, blocks;
+
+	virtio_kept(&pages, &blocks);
+	return (long)(pages - kept_base_pages);
 }
 
 unsigned hk_kept_blocks(void)
 {
-	return nkept;
+	u64 pages, blocks;
+
+	virtio_kept(&pages, &blocks);
+	return (unsigned)(blocks - kept_base_blocks);
 }
 
 void hk_free_kept(void)
@@ -425,7 +458,7 @@ void hk_free_kept(void)
 		else
 			kfree(kept[nkept].p);
 	}
-	kept_pages = 0;
+	virtio_kept(&kept_base_pages, &kept_base_blocks);
 }
 
 size_t strlcpy(char *dst, const char *src, size_t size)
@@ -441,28 +474,7 @@ size_t strlcpy(char *dst, const char *src, size_t size)
 	return n;
 }
 
-static void config_changed(void *arg)
-{
-	struct virtio_dev *d = config_dev;
-
-	(void)arg;
-	if (!d || !d->driver)
-		return;
-	if (d->ops->get_status(d) & VIRTIO_S_NEEDS_RESET) {
-		d->resets++;
-		hk_remove(d);
-		if (!d->dead)	/* as drivers/virtio.c: a dead device stays FAILED */
-			hk_probe(d);
-		return;
-	}
-	if (d->driver->config_changed)
-		d->driver->config_changed(d);
-}
-
 void hk_config_interrupt(struct virtio_dev *d)
 {
-	if (!config_work.fn)
-		work_init(&config_work, config_changed, NULL);
-	config_dev = d;
-	work_queue(&config_work);
+	virtio_config_interrupt(d);
 }

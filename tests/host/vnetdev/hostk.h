@@ -1,10 +1,9 @@
 /* hostk: the kernel and virtio-core services drivers/virtio_net.c needs,
  * for the host: a fake clock, malloc-backed pages and heap with live
  * counters and failure injection (so ASan tracks every buffer), a tiny
- * event loop (work items and the real kernel/timerq.c), and what the real
- * virtio core (drivers/virtio_core.c, linked in) leaves to drivers/virtio.c:
- * virtio_set_broken, virtio_keep_forever and the config-change work with
- * its DEVICE_NEEDS_RESET re-probe. */
+ * event loop (work items and the real kernel/timerq.c), and the driver
+ * table the real virtio bus (drivers/virtio.c and drivers/virtio_core.c,
+ * linked in) matches against. */
 #ifndef VIREO_HOSTK_H
 #define VIREO_HOSTK_H
 
@@ -48,25 +47,31 @@ unsigned hk_kprintf_count(void);
 const char *hk_kprintf_last(void);
 bool hk_log_contains(const char *needle);	/* in the last 64 lines */
 
-/* ---- virtio core ---- */
-/* The driver under test, captured from its VIRTIO_DRIVER() line. */
+/* ---- virtio bus: the real drivers/virtio.c and drivers/virtio_core.c ---- */
+/* The driver under test, captured from its VIRTIO_DRIVER() line; the bus's
+ * driver table (virtio_driver_table) holds it alone. */
 extern const struct virtio_driver *const vnet_host_driver;
-/* The real drivers/virtio_core.c probe (virtio_core_probe) with the driver
- * under test. Returns the probe's result. */
+/* The first call for d is the transport's report, virtio_add_device()
+ * (registry, driver match, virtio_core_probe); after hk_remove() it is
+ * virtio_core_probe() again. Returns the probe's result. */
 int hk_probe(struct virtio_dev *d);
 /* virtio_core_remove(): quiesce, reset, drv->remove, free the queues. */
 void hk_remove(struct virtio_dev *d);
-/* virtio_keep_forever() records what it is given: pages (and heap blocks)
- * kept so far, and freeing them once the simulated device is gone. */
+/* virtio_del_device(): off the bus (vd_fini calls it). */
+void hk_unplug(struct virtio_dev *d);
+/* virtio_keep_forever() (wrapped: the real one counts, the wrapper also
+ * records): pages and heap blocks the bus counted as kept since the last
+ * hk_free_kept(), which frees what was recorded. */
 long hk_kept_pages(void);
 unsigned hk_kept_blocks(void);
 void hk_free_kept(void);
-/* A config interrupt: queues the core's config work (NEEDS_RESET ->
- * remove and probe again, else drv->config_changed). */
+/* A config interrupt: virtio_config_interrupt() queues the bus's config
+ * work (NEEDS_RESET -> remove and probe again, else drv->config_changed). */
 void hk_config_interrupt(struct virtio_dev *d);
 /* The transport reports a used-buffer interrupt on q. */
 void hk_vq_interrupt(struct virtio_vq *q);
-unsigned hk_broken_count(void);	/* virtio_set_broken calls that marked */
+/* virtio_set_broken calls that marked a device (wrapped), the last reason. */
+unsigned hk_broken_count(void);
 const char *hk_broken_why(void);
 
 #endif

@@ -497,6 +497,7 @@ void vd_init(struct vnetdev *v, u64 features, u16 qsize)
 
 void vd_fini(struct vnetdev *v)
 {
+	hk_unplug(&v->vd);
 	for (unsigned i = 0; i < VD_NQ; i++)
 		fake_dev_fini(&v->q[i]);
 	for (unsigned i = 0; i < VD_TX_LOG; i++) {
