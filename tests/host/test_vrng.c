@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "tests/host/vnetdev/hostk.h"
+#include "tests/host/shim/hostk.h"
 #include "tests/host/vnetdev/vnetdev.h"
 
 static struct vnetdev dev;

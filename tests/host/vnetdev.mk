@@ -8,7 +8,7 @@
 # the driver is not a source of its own here.
 VNETDEV_WRAP := $(BUILD)/host/vnetdev/virtio_net_host.c
 VIRTIO_HOST_LDFLAGS := -Wl,--wrap=virtio_set_broken -Wl,--wrap=virtio_keep_forever
-VNETDEV_SRCS := $(VNETDEV_WRAP) tests/host/vnetdev/hostk.c \
+VNETDEV_SRCS := $(VNETDEV_WRAP) tests/host/shim/hostk.c \
 	tests/host/vnetdev/vnetdev.c tests/host/vnetdev/upper.c tests/host/fake_dev.c \
 	drivers/virtio.c drivers/virtio_core.c drivers/virtq.c drivers/vnet_hdr.c drivers/vnet_ctrl.c drivers/coalesce.c kernel/timerq.c
 $(VNETDEV_WRAP): tests/host/vnetdev/virtio_net_host.c drivers/virtio_net.c \
@@ -32,7 +32,7 @@ $(VRNG_WRAP): tests/host/vnetdev/virtio_rng_host.c drivers/virtio_rng.c \
 	$(Q)cp $< $@
 
 HOST_TESTS += test_vrng
-test_vrng_SRCS := tests/host/test_vrng.c $(VRNG_WRAP) tests/host/vnetdev/hostk.c \
+test_vrng_SRCS := tests/host/test_vrng.c $(VRNG_WRAP) tests/host/shim/hostk.c \
 	tests/host/vnetdev/vnetdev.c tests/host/fake_dev.c drivers/virtio.c drivers/virtio_core.c drivers/virtq.c \
 	drivers/vnet_ctrl.c kernel/timerq.c
 test_vrng_LDFLAGS := $(VIRTIO_HOST_LDFLAGS)
@@ -45,7 +45,7 @@ $(VCONS_WRAP): tests/host/vnetdev/virtio_console_host.c drivers/virtio_console.c
 	$(Q)cp $< $@
 
 HOST_TESTS += test_vcons
-test_vcons_SRCS := tests/host/test_vcons.c $(VCONS_WRAP) tests/host/vnetdev/hostk.c \
+test_vcons_SRCS := tests/host/test_vcons.c $(VCONS_WRAP) tests/host/shim/hostk.c \
 	tests/host/vnetdev/vnetdev.c tests/host/fake_dev.c drivers/virtio.c drivers/virtio_core.c drivers/virtq.c \
 	drivers/vnet_ctrl.c kernel/timerq.c
 test_vcons_LDFLAGS := $(VIRTIO_HOST_LDFLAGS)

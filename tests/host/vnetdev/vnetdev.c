@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/host/vnetdev/hostk.h"
+#include "tests/host/shim/hostk.h"
 #include "tests/host/vnetdev/vnetdev.h"
 
 #define OFF_STATUS	offsetof(struct virtio_net_config, status)

@@ -11,7 +11,7 @@
 #include "kernel/random.h"
 #include "kernel/time.h"
 #include "tests/host/fake_dev.h"
-#include "tests/host/vnetdev/hostk.h"
+#include "tests/host/shim/hostk.h"
 
 /* ---- clock ---- */
 
