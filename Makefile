@@ -148,8 +148,12 @@ FUZZERS :=
 # (with NAME_SRCS, and NAME_LDFLAGS if it needs any); the rules are generated below.
 include $(sort $(wildcard tests/host/*.mk))
 
+# Every host test and fuzzer links the one host kernel shim (hostk, with the
+# real kernel/timerq.c its event loop runs on) ahead of its own sources.
+HOST_SHIM_SRCS := tests/host/shim/hostk.c kernel/timerq.c
+host_srcs = $(HOST_SHIM_SRCS) $(filter-out $(HOST_SHIM_SRCS),$($(1)_SRCS))
 define host_test_rule
-$(BUILD)/host/$(1): $$($(1)_SRCS) tests/host/shim/klog.c
+$(BUILD)/host/$(1): $$(call host_srcs,$(1))
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  HOSTCC  $$@")
 	$$(Q)$$(HOST_CC) $$(HOST_CFLAGS) -MF $$@.d $$^ -o $$@ $$($(1)_LDFLAGS) $$(HOST_LDLIBS)
@@ -158,7 +162,7 @@ $(foreach t,$(HOST_TESTS),$(eval $(call host_test_rule,$(t))))
 
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Itests/host/shim -I. -DHOST_TEST -DFUZZ
 define fuzz_rule
-$(BUILD)/fuzz/$(1): $$($(1)_SRCS) tests/host/shim/klog.c
+$(BUILD)/fuzz/$(1): $$(call host_srcs,$(1))
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  FUZZCC  $$@")
 	$$(Q)$$(FUZZ_CC) $$(FUZZ_CFLAGS) $$^ -o $$@ $$($(1)_LDFLAGS)

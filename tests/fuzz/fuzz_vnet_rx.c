@@ -20,6 +20,7 @@
 #include "drivers/virtio_net.h"
 #include "kernel/time.h"
 #include "tests/host/shim/hostk.h"
+#include "tests/host/vnetdev/hostbus.h"
 #include "tests/host/vnetdev/upper.h"
 #include "tests/host/vnetdev/vnet_host.h"
 #include "tests/host/vnetdev/vnetdev.h"

@@ -18,6 +18,7 @@
 #include "kernel/console.h"
 #include "kernel/time.h"
 #include "tests/host/shim/hostk.h"
+#include "tests/host/vnetdev/hostbus.h"
 #include "tests/host/vnetdev/vnetdev.h"
 
 #define F(b) VIRTIO_BIT(b)

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "tests/host/shim/hostk.h"
+#include "tests/host/vnetdev/hostbus.h"
 #include "tests/host/vnetdev/vnetdev.h"
 
 static struct vnetdev dev;

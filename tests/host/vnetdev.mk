@@ -1,16 +1,17 @@
 # drivers/virtio_net.c built for the host (tests/host/vnetdev/virtio_net_host.c
 # includes it unchanged) with the ring, header, control and coalescing code it
 # uses and the real virtio bus (drivers/virtio.c, drivers/virtio_core.c),
-# against host kernel shims (hostk) and a simulated device. hostk wraps two
+# against the host kernel shim (hostk), the bus glue (hostbus) and a simulated
+# device. hostbus wraps two
 # bus functions at link time to observe them (VIRTIO_HOST_LDFLAGS).
 # The wrapper is copied into $(BUILD) whenever the driver or a header changes:
 # the one-command host rule records only the last source's dependencies, and
 # the driver is not a source of its own here.
 VNETDEV_WRAP := $(BUILD)/host/vnetdev/virtio_net_host.c
 VIRTIO_HOST_LDFLAGS := -Wl,--wrap=virtio_set_broken -Wl,--wrap=virtio_keep_forever
-VNETDEV_SRCS := $(VNETDEV_WRAP) tests/host/shim/hostk.c \
+VNETDEV_SRCS := $(VNETDEV_WRAP) tests/host/vnetdev/hostbus.c \
 	tests/host/vnetdev/vnetdev.c tests/host/vnetdev/upper.c tests/host/fake_dev.c \
-	drivers/virtio.c drivers/virtio_core.c drivers/virtq.c drivers/vnet_hdr.c drivers/vnet_ctrl.c drivers/coalesce.c kernel/timerq.c
+	drivers/virtio.c drivers/virtio_core.c drivers/virtq.c drivers/vnet_hdr.c drivers/vnet_ctrl.c drivers/coalesce.c
 $(VNETDEV_WRAP): tests/host/vnetdev/virtio_net_host.c drivers/virtio_net.c \
 		$(wildcard drivers/*.h kernel/*.h tests/host/vnetdev/*.h)
 	@mkdir -p $(dir $@)
@@ -32,9 +33,9 @@ $(VRNG_WRAP): tests/host/vnetdev/virtio_rng_host.c drivers/virtio_rng.c \
 	$(Q)cp $< $@
 
 HOST_TESTS += test_vrng
-test_vrng_SRCS := tests/host/test_vrng.c $(VRNG_WRAP) tests/host/shim/hostk.c \
+test_vrng_SRCS := tests/host/test_vrng.c $(VRNG_WRAP) tests/host/vnetdev/hostbus.c \
 	tests/host/vnetdev/vnetdev.c tests/host/fake_dev.c drivers/virtio.c drivers/virtio_core.c drivers/virtq.c \
-	drivers/vnet_ctrl.c kernel/timerq.c
+	drivers/vnet_ctrl.c
 test_vrng_LDFLAGS := $(VIRTIO_HOST_LDFLAGS)
 
 # drivers/virtio_console.c the same way, the device played raw.
@@ -45,7 +46,7 @@ $(VCONS_WRAP): tests/host/vnetdev/virtio_console_host.c drivers/virtio_console.c
 	$(Q)cp $< $@
 
 HOST_TESTS += test_vcons
-test_vcons_SRCS := tests/host/test_vcons.c $(VCONS_WRAP) tests/host/shim/hostk.c \
+test_vcons_SRCS := tests/host/test_vcons.c $(VCONS_WRAP) tests/host/vnetdev/hostbus.c \
 	tests/host/vnetdev/vnetdev.c tests/host/fake_dev.c drivers/virtio.c drivers/virtio_core.c drivers/virtq.c \
-	drivers/vnet_ctrl.c kernel/timerq.c
+	drivers/vnet_ctrl.c
 test_vcons_LDFLAGS := $(VIRTIO_HOST_LDFLAGS)

@@ -1,16 +1,17 @@
-/* hostk: host stand-ins for the kernel and the virtio core; see hostk.h. */
+/* hostk: the host stand-in for the kernel, linked into every host test and
+ * fuzzer; see hostk.h. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/virtio.h"
-#include "drivers/virtio_core.h"
+#include <arch.h>
 #include "kernel/loop.h"
+#include "kernel/console.h"
 #include "kernel/mm.h"
+#include "kernel/panic.h"
 #include "kernel/random.h"
 #include "kernel/time.h"
-#include "tests/host/fake_dev.h"
 #include "tests/host/shim/hostk.h"
 
 /* ---- clock ---- */
@@ -154,14 +155,18 @@ void kfree(void *p)
 	free(p);
 }
 
-/* The kernel's device addresses are identity; here they are XORed as
- * fake_dev expects, so a VA handed to the device unmapped is caught. */
-dma_addr_t dma_map(const void *va, size_t len)
+/* Fixed figures, with the heap in use following the live kmalloc blocks. */
+void mm_get_stats(struct mm_stats *s)
 {
-	return fake_dma_map(NULL, va, len);
+	memset(s, 0, sizeof *s);
+	s->usable_bytes = 48u << 20;
+	s->total_frames = 12288;
+	s->free_frames = 10000;
+	s->heap_in_use = (u64)kmem_live * 64;
+	s->heap_arena = 1u << 20;
 }
 
-/* ---- console and entropy ---- */
+/* ---- console, panic and entropy ---- */
 
 #define LOG_LINES 64
 static char log_ring[LOG_LINES][256];
@@ -201,6 +206,52 @@ bool hk_log_contains(const char *needle)
 	return false;
 }
 
+void panic(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "panic: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	abort();
+}
+
+/* klog(): keeps the last line and a count (shim_klog_*, arch.h), so tests
+ * can check "logs once" contracts. */
+static unsigned klog_count;
+static char klog_last[512];
+
+void klog(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(klog_last, sizeof klog_last, fmt, ap);
+	va_end(ap);
+	klog_count++;
+	if (getenv("VIREO_TEST_LOG"))
+		fprintf(stderr, "klog: %s\n", klog_last);
+}
+
+unsigned shim_klog_count(void)
+{
+	return klog_count;
+}
+
+const char *shim_klog_last(void)
+{
+	return klog_last;
+}
+
+void shim_klog_reset(void)
+{
+	klog_count = 0;
+	klog_last[0] = '\0';
+}
+
+/* Deterministic: runs repeat exactly. */
 static u64 rng = 0x9e3779b97f4a7c15ull;
 
 u64 random_u64(void)
@@ -334,133 +385,6 @@ void hk_loop_reset(void)
 	timerq_init(&timers);
 }
 
-/* ---- virtio bus (the real drivers/virtio.c, with an injected table) ---- */
-
-/* The bus matches against the driver under test only. */
-const struct virtio_driver *const *virtio_driver_table(size_t *n)
-{
-	*n = 1;
-	return &vnet_host_driver;
-}
-
-/* Linked with -Wl,--wrap=virtio_set_broken (vnetdev.mk): counts the calls
- * that mark a device, then runs the real one. */
-void __real_virtio_set_broken(struct virtio_dev *d, const char *why);
-void __wrap_virtio_set_broken(struct virtio_dev *d, const char *why);
-
-static unsigned broken_count;
-static char broken_why[128];
-
-void __wrap_virtio_set_broken(struct virtio_dev *d, const char *why)
-{
-	if (!d->broken) {
-		broken_count++;
-		snprintf(broken_why, sizeof broken_why, "%s", why);
-	}
-	__real_virtio_set_broken(d, why);
-}
-
-unsigned hk_broken_count(void)
-{
-	return broken_count;
-}
-
-const char *hk_broken_why(void)
-{
-	return broken_why;
-}
-
-void hk_vq_interrupt(struct virtio_vq *q)
-{
-	virtio_vq_interrupt(q);
-}
-
-static bool on_bus(const struct virtio_dev *d)
-{
-	for (const struct virtio_dev *x = virtio_devices(); x; x = x->next)
-		if (x == d)
-			return true;
-	return false;
-}
-
-/* The first probe is the transport's report (virtio_add_device: registry,
- * match, core probe); later ones, after hk_remove, probe the same driver
- * again through the core as a NEEDS_RESET recovery does. */
-int hk_probe(struct virtio_dev *d)
-{
-	if (!on_bus(d))
-		return virtio_add_device(d);
-	return virtio_core_probe(d, vnet_host_driver);
-}
-
-void hk_remove(struct virtio_dev *d)
-{
-	virtio_core_remove(d);
-}
-
-void hk_unplug(struct virtio_dev *d)
-{
-	virtio_del_device(d);
-}
-
-/* Linked with -Wl,--wrap=virtio_keep_forever: the real one only counts;
- * here what is kept is also recorded so a test can free it once the
- * simulated device is gone (and LeakSanitizer sees it reachable). */
-void __real_virtio_keep_forever(void *p, size_t npages);
-void __wrap_virtio_keep_forever(void *p, size_t npages);
-
-#define KEPT_MAX 1024
-static struct {
-	void *p;
-	size_t pages;
-} kept[KEPT_MAX];
-static unsigned nkept;
-
-void __wrap_virtio_keep_forever(void *p, size_t npages)
-{
-	__real_virtio_keep_forever(p, npages);
-	if (!p)
-		return;
-	if (nkept == KEPT_MAX) {
-		fprintf(stderr, "hostk: more than %u kept blocks\n", KEPT_MAX);
-		abort();
-	}
-	kept[nkept].p = p;
-	kept[nkept].pages = npages;
-	nkept++;
-}
-
-/* The bus's own count, since the last hk_free_kept(). */
-static u64 kept_base_pages, kept_base_blocks;
-
-long hk_kept_pages(void)
-{
-	u64 pages, blocks;
-
-	virtio_kept(&pages, &blocks);
-	return (long)(pages - kept_base_pages);
-}
-
-unsigned hk_kept_blocks(void)
-{
-	u64 pages, blocks;
-
-	virtio_kept(&pages, &blocks);
-	return (unsigned)(blocks - kept_base_blocks);
-}
-
-void hk_free_kept(void)
-{
-	while (nkept) {
-		nkept--;
-		if (kept[nkept].pages)
-			page_free(kept[nkept].p, kept[nkept].pages);
-		else
-			kfree(kept[nkept].p);
-	}
-	virtio_kept(&kept_base_pages, &kept_base_blocks);
-}
-
 size_t strlcpy(char *dst, const char *src, size_t size)
 {
 	size_t n = strlen(src);
@@ -474,7 +398,3 @@ size_t strlcpy(char *dst, const char *src, size_t size)
 	return n;
 }
 
-void hk_config_interrupt(struct virtio_dev *d)
-{
-	virtio_config_interrupt(d);
-}

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tests/host/shim/hostk.h"
+#include "tests/host/vnetdev/hostbus.h"
 #include "tests/host/vnetdev/vnetdev.h"
 
 #define OFF_STATUS	offsetof(struct virtio_net_config, status)
