@@ -107,6 +107,10 @@ struct virtio_driver {
 	/* Undo probe: the device has already been reset. */
 	void (*remove)(struct virtio_dev *d);
 	void (*config_changed)(struct virtio_dev *d);	/* loop context */
+	/* Optional: queue q was reset alone (virtio_reset_vq) and is live
+	 * again, empty; what the driver had posted on it was detached and is
+	 * not coming back. The driver posts afresh. Loop context. */
+	void (*vq_reset)(struct virtio_vq *q);
 };
 
 #define VIRTIO_DRIVER(drv) LINKSET_ADD(".drivers.virtio", const struct virtio_driver, virtio_##drv, drv)
@@ -166,7 +170,9 @@ int virtio_cfg_write32(struct virtio_dev *d, u32 off, u32 v);
  * interrupt context. Returns the queue or NULL (logged). */
 struct virtio_vq *virtio_setup_vq(struct virtio_dev *d, u16 idx, u16 num_hint,
 				  void (*callback)(struct virtio_vq *q), void *priv);
-/* Resets one queue (RING_RESET), frees nothing; returns 0 or -ENOTSUP. */
+/* Resets one queue (RING_RESET), detaches what was posted on it, frees
+ * nothing, re-enables it and calls the driver's vq_reset; returns 0,
+ * -ENOTSUP or the transport's error. */
 int virtio_reset_vq(struct virtio_vq *q);
 /* Sets DRIVER_OK: the device is live. */
 void virtio_device_ready(struct virtio_dev *d);

@@ -382,6 +382,8 @@ int virtio_reset_vq(struct virtio_vq *q)
 	virtq_reset_state(&q->vq);
 	err = d->ops->queue_setup(d, q);
 	q->live = err == 0;
+	if (q->live && d->driver && d->driver->vq_reset)
+		d->driver->vq_reset(q);
 	return err;
 }
 

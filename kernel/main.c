@@ -7,7 +7,7 @@
 #include "drivers/pci.h"
 #include "drivers/virtio.h"
 #include "drivers/virtio_net.h"
-#include "drivers/virtio_rng.h"
+#include "drivers/virtio_selftest.h"
 #include "kernel/boot_info.h"
 #include "kernel/config.h"
 #include "net/net.h"
@@ -86,9 +86,9 @@ void kernel_main(struct boot_info *bi)
 
 	config_run_selftest();
 	if (kconfig.selftest == SELFTEST_VIRTIO_NEEDS_RESET)
-		virtio_rng_selftest(VRNG_SELFTEST_NEEDS_RESET);
+		virtio_selftest(VIRTIO_SELFTEST_NEEDS_RESET);
 	else if (kconfig.selftest == SELFTEST_VIRTIO_RING_RESET)
-		virtio_rng_selftest(VRNG_SELFTEST_RING_RESET);
+		virtio_selftest(VIRTIO_SELFTEST_RING_RESET);
 
 	timeline_mark("ready");
 	timeline_print();
