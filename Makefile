@@ -54,7 +54,7 @@ KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel
 	kernel/siphash.c kernel/power.c
 DRIVER_SRCS := drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
 	drivers/virtq.c drivers/virtio.c drivers/virtio_drivers.c drivers/virtio_core.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
-	drivers/virtio_rng.c drivers/virtio_selftest.c drivers/virtio_net.c drivers/vnet_hdr.c drivers/vnet_ctrl.c \
+	drivers/virtio_rng.c drivers/virtio_selftest.c drivers/virtio_net.c drivers/vnet_echo.c drivers/vnet_hdr.c drivers/vnet_ctrl.c \
 	drivers/coalesce.c drivers/virtio_console.c
 NET_SRCS    := net/sys_arch.c net/lwip_port.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/netif_vnet.c net/app/app.c net/app/conntab.c net/app/http.c \
 	net/app/site.c net/app/server.c net/app/metrics.c net/app/echo.c

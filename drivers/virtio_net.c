@@ -59,6 +59,7 @@ struct vnet {
 	u32 nslots;
 	bool tx_pending_kick;
 	bool attached;
+	bool rx_csum_whole;		/* vnet_set_rx_csum_whole */
 	struct vnet_upper up;
 	u8 mac[6];
 	bool mac_random;		/* not the device's: none, or a bad one */
@@ -71,7 +72,6 @@ struct vnet {
 };
 
 static struct vnet *vnets[MAX_VNETS];
-static bool echo;
 static struct {
 	enum coal_mode mode;
 	u16 frames;
@@ -92,11 +92,6 @@ static const char *const net_feature_names[64] = {
 	[VIRTIO_NET_F_VQ_NOTF_COAL] = "VQ_NOTF_COAL",
 	[VIRTIO_NET_F_NOTF_COAL] = "NOTF_COAL",
 };
-
-void vnet_set_echo(bool on)
-{
-	echo = on;
-}
 
 void vnet_set_coalesce(enum coal_mode mode, u16 frames, u32 usecs)
 {
@@ -310,7 +305,7 @@ static void rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 		flags |= VNET_RX_CSUM_OK;
 		st->csum_offloaded++;
 	}
-	if (info.needs_csum && segs == 1 && echo)	/* a reflected frame needs it whole */
+	if (info.needs_csum && segs == 1 && vn->rx_csum_whole)
 		vnet_csum_complete(b->data, b->len, info.csum_start, info.csum_offset);
 	st->frames++;
 	st->bytes += info.frame_len;
@@ -562,41 +557,6 @@ static void tx_irq(struct virtio_vq *q)
 	work_queue(&vn->tx_work);
 }
 
-/* ---- the raw-frame echo self-test, an upper layer of its own ---- */
-
-static void echo_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned flags)
-{
-	struct vnet *vn = ctx;
-	struct virtq_sg sg = { f->data, f->len };
-
-	(void)len;
-	(void)flags;
-	if (!f->next && f->len >= VNET_ETH_HLEN) {
-		memcpy(f->data, f->data + 6, 6);	/* back where it came from, */
-		memcpy(f->data + 6, vn->mac, 6);	/* from us */
-		if (vnet_tx(vn, &sg, 1, 0, f) == 0)
-			return;	/* released on completion */
-	}
-	while (f) {
-		struct vnet_rxbuf *next = f->next;
-
-		vnet_rx_release(f);
-		f = next;
-	}
-}
-
-static void echo_tx_done(void *ctx, void *token)
-{
-	(void)ctx;
-	vnet_rx_release(token);
-}
-
-static void echo_link(void *ctx, bool up)
-{
-	(void)ctx;
-	(void)up;
-}
-
 /* ---- the upper-layer interface ---- */
 
 int vnet_attach(struct vnet *vn, const struct vnet_upper *up)
@@ -607,6 +567,11 @@ int vnet_attach(struct vnet *vn, const struct vnet_upper *up)
 	vn->attached = true;
 	vn->up.link(vn->up.ctx, vn->link_up);
 	return 0;
+}
+
+void vnet_set_rx_csum_whole(struct vnet *vn, bool on)
+{
+	vn->rx_csum_whole = on;
 }
 
 void vnet_get_info(struct vnet *vn, struct vnet_info *info)
@@ -917,17 +882,11 @@ static int net_probe(struct virtio_dev *d)
 	coal_setup(vn);
 	virtio_device_ready(d);
 	ctrl_setup(vn);
-	if (echo && !vn->attached) {
-		struct vnet_upper e = { vn, echo_rx, echo_tx_done, echo_link };
-
-		vnet_attach(vn, &e);
-	}
-	kprintf("virtio%u: net: mac %02x:%02x:%02x:%02x:%02x:%02x%s mtu %u, rx %u x %u B%s, tx ring %u, hdr %u%s%s\n",
+	kprintf("virtio%u: net: mac %02x:%02x:%02x:%02x:%02x:%02x%s mtu %u, rx %u x %u B%s, tx ring %u, hdr %u%s\n",
 		d->index, vn->mac[0], vn->mac[1], vn->mac[2], vn->mac[3], vn->mac[4], vn->mac[5],
 		vn->mac_random ? " (random)" : "", vn->mtu, vn->nposted,
 		vn->buf_pages * PAGE_SIZE - (u32)sizeof(struct vnet_rxbuf),
-		mrg ? " mergeable" : "", vn->tx->num, vn->rxcfg.hdr_len, vn->ctrl ? ", ctrl" : "",
-		echo ? ", echo" : "");
+		mrg ? " mergeable" : "", vn->tx->num, vn->rxcfg.hdr_len, vn->ctrl ? ", ctrl" : "");
 	kprintf("virtio%u: net: coalescing %s%s, frames %u usecs %u\n", d->index,
 		vn->coal.mode == COAL_OFF ? "off" : vn->coal.mode == COAL_FIXED ? "fixed" : "adaptive",
 		vn->coal_device ? " (device, NOTF_COAL)" : vn->coal.mode == COAL_OFF ? "" : " (driver, event index)",

@@ -95,6 +95,10 @@ struct vnet_stats {
 struct vnet *vnet_get(void);
 /* Binds the upper layer (once); link() is called at once with the state. */
 int vnet_attach(struct vnet *vn, const struct vnet_upper *up);
+/* For an upper layer that sends frames on as they came (no checksum offload
+ * of its own): a one-buffer frame with a partial checksum (NEEDS_CSUM) is
+ * completed before it is handed up. */
+void vnet_set_rx_csum_whole(struct vnet *vn, bool on);
 void vnet_get_info(struct vnet *vn, struct vnet_info *info);
 /* Gives one receive buffer back (any segment of a frame, in any order). */
 void vnet_rx_release(struct vnet_rxbuf *b);
@@ -115,7 +119,6 @@ void vnet_get_stats(struct vnet *vn, struct vnet_stats *st);
 int vnet_debug_corrupt_rx(struct vnet *vn);
 
 /* Configuration, before drivers probe. */
-void vnet_set_echo(bool on);	/* reflect received frames (raw-frame self-test) */
 void vnet_set_coalesce(enum coal_mode mode, u16 frames, u32 usecs);
 
 #endif

@@ -8,6 +8,7 @@
 #include "drivers/virtio.h"
 #include "drivers/virtio_net.h"
 #include "drivers/virtio_selftest.h"
+#include "drivers/vnet_echo.h"
 #include "kernel/boot_info.h"
 #include "kernel/config.h"
 #include "net/net.h"

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "drivers/virtio_net.h"
+#include "drivers/vnet_echo.h"
 #include "kernel/time.h"
 #include "tests/host/shim/hostk.h"
 #include "tests/host/vnetdev/hostbus.h"

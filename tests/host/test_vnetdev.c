@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "drivers/virtio_net.h"
+#include "drivers/vnet_echo.h"
 #include "kernel/time.h"
 #include "tests/host/shim/hostk.h"
 #include "tests/host/vnetdev/hostbus.h"
@@ -1449,10 +1450,12 @@ static void test_echo(void **state)
 		run();
 	}
 	assert_int_equal(vd_errors(&dev), 0);
+	assert_true(hk_log_contains("net: echo attached"));
 	vd_needs_reset(&dev);
 	run();
 	hk_remove(&dev.vd);
 	run();
+	vnet_set_echo(false);
 }
 
 int main(void)

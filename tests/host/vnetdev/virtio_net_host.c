@@ -64,7 +64,6 @@ u32 vnet_host_forget_all(void)
 		kfree(vn);
 		vnets[i] = NULL;
 	}
-	echo = false;
 	coal_cfg.mode = COAL_ADAPTIVE;
 	coal_cfg.frames = 0;
 	coal_cfg.usecs = 0;
