@@ -608,22 +608,6 @@ void vnet_get_stats(struct vnet *vn, struct vnet_stats *st)
 	st->link_resumes = vn->link_resumes;
 }
 
-/* ---- fault injection ---- */
-
-/* The next receive buffer posted gets a malformed head descriptor
- * (virtq_debug_corrupt_next), so the device sets DEVICE_NEEDS_RESET once it
- * reaches that buffer and the core resets and probes the device again.
- * Receive, not transmit: a receive buffer is always one direct descriptor,
- * whose bad NEXT link a device must reject, while a transmitted frame is
- * usually an indirect table, and QEMU ignores NEXT on an indirect head. */
-int vnet_debug_corrupt_rx(struct vnet *vn)
-{
-	if (!vn || !live(vn))
-		return -EIO;
-	virtq_debug_corrupt_next(&vn->rx->vq);
-	return (int)vn->vd->index;
-}
-
 /* ---- configuration ---- */
 
 /* Link up again: nothing may wait for an event the down time could have

@@ -113,11 +113,6 @@ void vnet_rx_pool(struct vnet *vn, u32 *held, u32 *total);
 int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned flags, void *token);
 void vnet_get_stats(struct vnet *vn, struct vnet_stats *st);
 
-/* Fault injection for tests: the next receive buffer posted is malformed,
- * which the device answers with DEVICE_NEEDS_RESET. Returns the device's
- * virtio index, or -EIO if it is not live. */
-int vnet_debug_corrupt_rx(struct vnet *vn);
-
 /* Configuration, before drivers probe. */
 void vnet_set_coalesce(enum coal_mode mode, u16 frames, u32 usecs);
 

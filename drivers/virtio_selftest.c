@@ -215,3 +215,20 @@ int virtio_selftest(enum virtio_selftest kind)
 	timer_start(&st.poll, time_ns() + SELFTEST_POLL_NS);
 	return 0;
 }
+
+int virtio_fault_corrupt_next(u16 device_id, u16 qidx)
+{
+	struct virtio_dev *d;
+
+	for (d = virtio_devices(); d; d = d->next) {
+		struct virtio_vq *q;
+
+		if (d->device_id != device_id || !d->driver || d->broken || d->dead)
+			continue;
+		if (qidx >= d->nvqs || !(q = d->vqs[qidx]) || !q->live)
+			return -EIO;
+		virtq_debug_corrupt_next(&q->vq);
+		return (int)d->index;
+	}
+	return -EIO;
+}

@@ -85,6 +85,7 @@ static void *virtq_fail(struct virtq *vq, const char *why)
 {
 	if (!vq->broken) {
 		vq->broken = true;
+		vq->add_slow = true;
 		klog("virtq %u: device broke the ring: %s", vq->index, why);
 	}
 	return NULL;
@@ -234,6 +235,7 @@ static void virtq_start(struct virtq *vq)
 	vq->broken = false;
 	vq->stopped = false;
 	vq->debug_corrupt = false;
+	vq->add_slow = false;
 	vq->cb_mode = VIRTQ_CB_ENABLED;	/* zeroed flags/used_event mean "notify" */
 	vq->num_free = vq->num;
 	vq->inflight = 0;
@@ -323,9 +325,18 @@ void virtq_ring_addrs(const struct virtq *vq, dma_addr_t *desc, dma_addr_t *driv
 
 /* ---- adding buffers ------------------------------------------------------ */
 
+/* A buffer built in the ring but not yet visible to the device: the head
+ * (split: descriptor index; packed: ring position, its flags and the count
+ * of descriptors) that add_publish() makes available. */
+struct add_head {
+	u16 pos;
+	u16 flags;
+	u16 ndescs;
+};
+
 static void split_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
 		      const struct virtq_sg *in, unsigned n_in, void *token,
-		      bool use_indirect, u32 in_len)
+		      bool use_indirect, u32 in_len, struct add_head *h)
 {
 	unsigned total = n_out + n_in, k;
 	u16 mask = (u16)(vq->num - 1);
@@ -384,14 +395,14 @@ static void split_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_o
 	vq->num_free = (u16)(vq->num_free - ndescs);
 	if (vq->in_order)
 		fifo_push(vq, head);
+	h->pos = head;
+}
 
-	if (vq->debug_corrupt) {
-		vq->debug_corrupt = false;
-		vq->split.desc[head].flags |= VIRTQ_DESC_F_NEXT;
-		vq->split.desc[head].next = vq->num;	/* off the end of the table */
-	}
+static void split_publish(struct virtq *vq, const struct add_head *h)
+{
+	u16 mask = (u16)(vq->num - 1);
 
-	vq->split.avail->ring[vq->split.avail_idx & mask] = head;
+	vq->split.avail->ring[vq->split.avail_idx & mask] = h->pos;
 	virtq_wmb(vq);	/* orders descriptors and the ring entry before the idx that publishes them */
 	vq->split.avail_idx++;
 	WRITE_ONCE(vq->split.avail->idx, vq->split.avail_idx);
@@ -400,7 +411,7 @@ static void split_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_o
 
 static void packed_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
 		       const struct virtq_sg *in, unsigned n_in, void *token,
-		       bool use_indirect, u32 in_len)
+		       bool use_indirect, u32 in_len, struct add_head *h)
 {
 	unsigned total = n_out + n_in, k;
 	u16 id = vq->packed.free_id;
@@ -465,28 +476,42 @@ static void packed_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_
 	vq->num_free = (u16)(vq->num_free - ndescs);
 	if (vq->in_order)
 		fifo_push(vq, id);
-
-	if (vq->debug_corrupt) {
-		vq->debug_corrupt = false;
-		vq->packed.desc[head].len |= 1;	/* odd: no whole number of descriptors */
-		head_flags |= VIRTQ_DESC_F_INDIRECT;
-	}
-
-	virtq_wmb(vq);	/* orders the rest of the list before the head flags that publish it */
-	WRITE_ONCE(vq->packed.desc[head].flags, head_flags);
-	vq->added += ndescs;
+	h->pos = head;
+	h->flags = head_flags;
+	h->ndescs = ndescs;
 }
 
-int virtq_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
-	      const struct virtq_sg *in, unsigned n_in, void *token)
+static void packed_publish(struct virtq *vq, const struct add_head *h)
+{
+	virtq_wmb(vq);	/* orders the rest of the list before the head flags that publish it */
+	WRITE_ONCE(vq->packed.desc[h->pos].flags, h->flags);
+	vq->added += h->ndescs;
+}
+
+/* The fault virtq_debug_corrupt_next() armed, on a built head: split, NEXT
+ * with next = num (a link off the end of the table); packed, an indirect
+ * table of odd length (no whole number of descriptors). */
+static void add_corrupt(struct virtq *vq, struct add_head *h)
+{
+	if (vq->is_packed) {
+		vq->packed.desc[h->pos].len |= 1;
+		h->flags |= VIRTQ_DESC_F_INDIRECT;
+	} else {
+		vq->split.desc[h->pos].flags |= VIRTQ_DESC_F_NEXT;
+		vq->split.desc[h->pos].next = vq->num;
+	}
+}
+
+/* Checks the request and builds it in the ring, unpublished (*h). */
+static inline __attribute__((always_inline)) int
+add_build(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
+	  const struct virtq_sg *in, unsigned n_in, void *token, struct add_head *h)
 {
 	u64 bytes = 0, in_bytes = 0;
 	unsigned total, k;
 	bool use_indirect;
 	u16 need;
 
-	if (vq->broken || vq->stopped)
-		return -EIO;
 	if (!token || n_out > vq->num || n_in > vq->num)
 		return -EINVAL;
 	total = n_out + n_in;
@@ -517,14 +542,61 @@ int virtq_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
 	}
 
 	if (vq->is_packed)
-		packed_add(vq, out, n_out, in, n_in, token, use_indirect, (u32)in_bytes);
+		packed_add(vq, out, n_out, in, n_in, token, use_indirect, (u32)in_bytes, h);
 	else
-		split_add(vq, out, n_out, in, n_in, token, use_indirect, (u32)in_bytes);
+		split_add(vq, out, n_out, in, n_in, token, use_indirect, (u32)in_bytes, h);
 	vq->inflight++;
 	vq->stats.adds++;
 	if (use_indirect)
 		vq->stats.indirect_adds++;
 	return 0;
+}
+
+static inline void add_publish(struct virtq *vq, const struct add_head *h)
+{
+	if (vq->is_packed)
+		packed_publish(vq, h);
+	else
+		split_publish(vq, h);
+}
+
+/* Every add that is not plain: the queue broken or stopped (-EIO), or a
+ * fault armed (virtq_debug_corrupt_next), which goes on this one add. */
+static __attribute__((noinline, cold)) int
+virtq_add_slow(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
+	       const struct virtq_sg *in, unsigned n_in, void *token)
+{
+	struct add_head h;
+	int err;
+
+	if (vq->broken || vq->stopped)
+		return -EIO;
+	err = add_build(vq, out, n_out, in, n_in, token, &h);
+	if (err)
+		return err;
+	if (vq->debug_corrupt) {
+		vq->debug_corrupt = false;
+		add_corrupt(vq, &h);
+	}
+	vq->add_slow = false;	/* neither broken nor stopped, and the fault is spent */
+	add_publish(vq, &h);
+	return 0;
+}
+
+/* The hot path tests one flag, add_slow, in place of broken || stopped; the
+ * fault and its branches live in virtq_add_slow alone. */
+int virtq_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
+	      const struct virtq_sg *in, unsigned n_in, void *token)
+{
+	struct add_head h;
+	int err;
+
+	if (__builtin_expect(vq->add_slow, 0))
+		return virtq_add_slow(vq, out, n_out, in, n_in, token);
+	err = add_build(vq, out, n_out, in, n_in, token, &h);
+	if (err == 0)
+		add_publish(vq, &h);
+	return err;
 }
 
 /* ---- notifying the device ------------------------------------------------ */
@@ -940,6 +1012,7 @@ void *virtq_detach_unused(struct virtq *vq)
 	u16 i;
 
 	vq->stopped = true;
+	vq->add_slow = true;
 	vq->batch = false;
 	if (vq->inflight == 0)
 		return NULL;
@@ -968,6 +1041,7 @@ void virtq_debug_corrupt_next(struct virtq *vq)
 {
 	klog("virtq %u: self-test: the next buffer gets a malformed head descriptor", vq->index);
 	vq->debug_corrupt = true;
+	vq->add_slow = true;
 }
 
 unsigned virtq_num_free(const struct virtq *vq)

@@ -1,6 +1,7 @@
 /* Serial console commands, run from the event loop one line at a time. */
 #include "drivers/virtio_console.h"
-#include "drivers/virtio_net.h"
+#include "drivers/virtio.h"
+#include "drivers/virtio_selftest.h"
 #include "kernel/config.h"
 #include "kernel/console.h"
 #include "kernel/irq.h"
@@ -45,7 +46,7 @@ static void cmd_fault(const char *what)
 		kprintf("fault: unknown fault '%s' (known: net-needs-reset)\n", what);
 		return;
 	}
-	idx = vnet_debug_corrupt_rx(vnet_get());
+	idx = virtio_fault_corrupt_next(VIRTIO_ID_NET, 0);	/* 0: receive */
 	if (idx < 0)
 		kprintf("fault: net-needs-reset: no live virtio-net device\n");
 	else
