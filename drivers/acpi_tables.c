@@ -3,6 +3,8 @@
  * sum to zero, and a bad table is skipped with one warning. All multi-byte
  * fields are read byte by byte, so tables may sit at any alignment. */
 #include "drivers/acpi_tables.h"
+#include "kernel/byteorder.h"
+#include "kernel/string.h"
 #include <arch.h>
 
 #define ACPI_HDR_LEN		36	/* System Description Table Header */
@@ -89,21 +91,6 @@ struct acpi_walk {
 		klog("acpi: " __VA_ARGS__);			\
 	} while (0)
 
-static u16 rd16(const u8 *p)
-{
-	return (u16)(p[0] | (p[1] << 8));
-}
-
-static u32 rd32(const u8 *p)
-{
-	return (u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24;
-}
-
-static u64 rd64(const u8 *p)
-{
-	return (u64)rd32(p) | (u64)rd32(p + 4) << 32;
-}
-
 static u8 checksum(const u8 *p, u32 len)
 {
 	u8 sum = 0;
@@ -132,14 +119,6 @@ static void str_copy(char *dst, const u8 *src, u32 n)
 	for (i = 0; i < n; i++)
 		dst[i] = (src[i] >= 0x20 && src[i] < 0x7f) ? (char)src[i] : '?';
 	dst[n] = '\0';
-}
-
-static void zero(void *p, size_t n)
-{
-	u8 *b = p;
-
-	while (n--)
-		*b++ = 0;
 }
 
 static const u8 *acpi_map(const struct acpi_walk *w, u64 phys, u64 len)
@@ -178,7 +157,7 @@ static const u8 *acpi_table_load(struct acpi_walk *w, u64 phys,
 			  (unsigned long long)phys, sig);
 		return NULL;
 	}
-	len = rd32(h + 4);
+	len = get_le32(h + 4);
 	if (len < ACPI_HDR_LEN) {
 		acpi_warn(w, "%s at 0x%llx: length %u below header size, ignored",
 			  name, (unsigned long long)phys, len);
@@ -281,17 +260,17 @@ static void madt_entry(struct acpi_walk *w, const u8 *e, bool *addr_override)
 
 	switch (e[0]) {
 	case MADT_LAPIC:
-		madt_add_cpu(w, e[3], e[2], rd32(e + 4), false);
+		madt_add_cpu(w, e[3], e[2], get_le32(e + 4), false);
 		break;
 	case MADT_X2APIC:
-		madt_add_cpu(w, rd32(e + 4), rd32(e + 12), rd32(e + 8), true);
+		madt_add_cpu(w, get_le32(e + 4), get_le32(e + 12), get_le32(e + 8), true);
 		break;
 	case MADT_IOAPIC:
 		if (full(w, m->ioapic_count, ACPI_MAX_IOAPICS, FULL_IOAPICS, "IOAPICs"))
 			break;
 		m->ioapics[m->ioapic_count].id = e[2];
-		m->ioapics[m->ioapic_count].addr = rd32(e + 4);
-		m->ioapics[m->ioapic_count].gsi_base = rd32(e + 8);
+		m->ioapics[m->ioapic_count].addr = get_le32(e + 4);
+		m->ioapics[m->ioapic_count].gsi_base = get_le32(e + 8);
 		m->ioapic_count++;
 		break;
 	case MADT_ISO:
@@ -309,19 +288,19 @@ static void madt_entry(struct acpi_walk *w, const u8 *e, bool *addr_override)
 			break;
 		m->isos[m->iso_count].bus = e[2];
 		m->isos[m->iso_count].irq = e[3];
-		m->isos[m->iso_count].gsi = rd32(e + 4);
-		m->isos[m->iso_count].flags = rd16(e + 8);
+		m->isos[m->iso_count].gsi = get_le32(e + 4);
+		m->isos[m->iso_count].flags = get_le16(e + 8);
 		m->iso_count++;
 		break;
 	case MADT_NMI_SRC:
-		madt_add_nmi(w, false, 0, 0, rd32(e + 4), rd16(e + 2));
+		madt_add_nmi(w, false, 0, 0, get_le32(e + 4), get_le16(e + 2));
 		break;
 	case MADT_LAPIC_NMI:
 		madt_add_nmi(w, true, e[2] == 0xff ? ACPI_UID_ALL_CPUS : e[2],
-			     e[5], 0, rd16(e + 3));
+			     e[5], 0, get_le16(e + 3));
 		break;
 	case MADT_X2APIC_NMI:
-		madt_add_nmi(w, true, rd32(e + 4), e[8], 0, rd16(e + 2));
+		madt_add_nmi(w, true, get_le32(e + 4), e[8], 0, get_le16(e + 2));
 		break;
 	case MADT_LAPIC_ADDR:
 		if (*addr_override) {
@@ -329,8 +308,8 @@ static void madt_entry(struct acpi_walk *w, const u8 *e, bool *addr_override)
 			break;
 		}
 		*addr_override = true;
-		if (rd64(e + 4))
-			m->lapic_addr = rd64(e + 4);
+		if (get_le64(e + 4))
+			m->lapic_addr = get_le64(e + 4);
 		break;
 	default:
 		break;
@@ -349,8 +328,8 @@ static bool madt_parse(struct acpi_walk *w, const u8 *t, u32 len)
 		return false;
 	}
 	m->present = true;
-	m->lapic_addr = rd32(t + 36);
-	m->pcat_compat = rd32(t + 40) & 1;
+	m->lapic_addr = get_le32(t + 36);
+	m->pcat_compat = get_le32(t + 40) & 1;
 
 	for (off = MADT_ENTRIES; off < len; off += elen) {
 		if (len - off < 2) {
@@ -400,8 +379,8 @@ static bool mcfg_parse(struct acpi_walk *w, const u8 *t, u32 len)
 			  (len - MCFG_ENTRIES) % MCFG_ENTRY_LEN);
 
 	for (off = MCFG_ENTRIES; len - off >= MCFG_ENTRY_LEN; off += MCFG_ENTRY_LEN) {
-		base = rd64(t + off);
-		seg = rd16(t + off + 8);
+		base = get_le64(t + off);
+		seg = get_le16(t + off + 8);
 		start = t[off + 10];
 		end = t[off + 11];
 		if (end < start || base == 0 ||
@@ -446,7 +425,7 @@ static void gas_read(const u8 *p, struct acpi_gas *g)
 	g->bit_width = p[1];
 	g->bit_offset = p[2];
 	g->access_size = p[3];
-	g->address = rd64(p + 4);
+	g->address = get_le64(p + 4);
 }
 
 static void fadt_pm_timer(struct acpi_walk *w, const u8 *t, u32 len)
@@ -468,7 +447,7 @@ static void fadt_pm_timer(struct acpi_walk *w, const u8 *t, u32 len)
 	}
 	if (!f->pm_timer.address && covers(len, FADT_PM_TMR_LEN, 1) &&
 	    t[FADT_PM_TMR_LEN] >= 4) {
-		port = rd32(t + FADT_PM_TMR_BLK);
+		port = get_le32(t + FADT_PM_TMR_BLK);
 		if (port) {
 			f->pm_timer.space_id = ACPI_GAS_SYSIO;
 			f->pm_timer.bit_width = 32;
@@ -498,7 +477,7 @@ static u16 fadt_pm1_port(struct acpi_walk *w, const u8 *t, u32 len, u32 off, u32
 		port = g.address;
 	}
 	if (!port && covers(len, off, 4))
-		port = rd32(t + off);
+		port = get_le32(t + off);
 	if (port > 0xffff - 3) {
 		acpi_warn(w, "FADT: %s port %#lx out of range", name, (unsigned long)port);
 		return 0;
@@ -515,7 +494,7 @@ static void fadt_pm1(struct acpi_walk *w, const u8 *t, u32 len)
 
 	if (f->hw_reduced || !covers(len, FADT_PM1_CNT_LEN, 1))
 		return;
-	f->smi_cmd = rd32(t + FADT_SMI_CMD);
+	f->smi_cmd = get_le32(t + FADT_SMI_CMD);
 	f->acpi_enable = t[FADT_ACPI_ENABLE];
 	f->acpi_disable = t[FADT_ACPI_DISABLE];
 	f->pm1_evt_len = t[FADT_PM1_EVT_LEN];
@@ -562,29 +541,29 @@ static bool fadt_parse(struct acpi_walk *w, const u8 *t, u32 len)
 	f->revision = t[8];
 	f->len = len;
 	if (covers(len, FADT_FIRMWARE_CTRL, 4))
-		f->facs = rd32(t + FADT_FIRMWARE_CTRL);
+		f->facs = get_le32(t + FADT_FIRMWARE_CTRL);
 	if (covers(len, FADT_DSDT, 4))
-		f->dsdt = rd32(t + FADT_DSDT);
+		f->dsdt = get_le32(t + FADT_DSDT);
 	if (covers(len, FADT_SCI_INT, 2))
-		f->sci_int = rd16(t + FADT_SCI_INT);
+		f->sci_int = get_le16(t + FADT_SCI_INT);
 	if (covers(len, FADT_CENTURY, 1))
 		f->century = t[FADT_CENTURY];
 	if (covers(len, FADT_FLAGS, 4))
-		f->flags = rd32(t + FADT_FLAGS);
+		f->flags = get_le32(t + FADT_FLAGS);
 	/* IAPC_BOOT_ARCH was reserved before ACPI 2.0 (revision 3). */
 	if (f->revision >= 3 && covers(len, FADT_IAPC_BOOT_ARCH, 2)) {
 		f->boot_arch_valid = true;
-		f->boot_arch = rd16(t + FADT_IAPC_BOOT_ARCH);
+		f->boot_arch = get_le16(t + FADT_IAPC_BOOT_ARCH);
 	}
 	if (f->revision >= 5)
 		f->hw_reduced = f->flags & ACPI_FADT_HW_REDUCED;
 	if (f->revision >= 3 && covers(len, FADT_X_FIRMWARE_CTRL, 8)) {
-		x = rd64(t + FADT_X_FIRMWARE_CTRL);
+		x = get_le64(t + FADT_X_FIRMWARE_CTRL);
 		if (x)
 			f->facs = x;
 	}
 	if (f->revision >= 3 && covers(len, FADT_X_DSDT, 8)) {
-		x = rd64(t + FADT_X_DSDT);
+		x = get_le64(t + FADT_X_DSDT);
 		if (x)
 			f->dsdt = x;
 	}
@@ -614,7 +593,7 @@ static bool hpet_parse(struct acpi_walk *w, const u8 *t, u32 len)
 	}
 	h->present = true;
 	h->base = g.address;
-	id = rd32(t + HPET_BLOCK_ID);
+	id = get_le32(t + HPET_BLOCK_ID);
 	h->block_id = id;
 	if (id) {
 		h->comparators = (u8)(((id >> 8) & 0x1f) + 1);
@@ -624,7 +603,7 @@ static bool hpet_parse(struct acpi_walk *w, const u8 *t, u32 len)
 	if (covers(len, HPET_NUMBER, 1))
 		h->hpet_number = t[HPET_NUMBER];
 	if (covers(len, HPET_MIN_TICK, 2))
-		h->min_tick = rd16(t + HPET_MIN_TICK);
+		h->min_tick = get_le16(t + HPET_MIN_TICK);
 	return true;
 }
 
@@ -722,7 +701,7 @@ static int acpi_rsdp(struct acpi_walk *w, u64 rsdp_phys, u64 *rsdt, u64 *xsdt)
 	}
 	str_copy(w->info->oem_id, r + 9, 6);
 	w->info->rsdp_revision = r[15];
-	*rsdt = rd32(r + 16);
+	*rsdt = get_le32(r + 16);
 	*xsdt = 0;
 	if (r[15] < 2)
 		return 0;
@@ -734,7 +713,7 @@ static int acpi_rsdp(struct acpi_walk *w, u64 rsdp_phys, u64 *rsdt, u64 *xsdt)
 		acpi_warn(w, "RSDP: v2 part not readable, XSDT ignored");
 		return 0;
 	}
-	xlen = rd32(r2 + 20);
+	xlen = get_le32(r2 + 20);
 	if (xlen < RSDP_V2_LEN || xlen > RSDP_MAX_LEN) {
 		acpi_warn(w, "RSDP: bad length %u, XSDT ignored", xlen);
 		return 0;
@@ -748,7 +727,7 @@ static int acpi_rsdp(struct acpi_walk *w, u64 rsdp_phys, u64 *rsdt, u64 *xsdt)
 		acpi_warn(w, "RSDP: bad extended checksum, XSDT ignored");
 		return 0;
 	}
-	*xsdt = rd64(r2 + 24);
+	*xsdt = get_le64(r2 + 24);
 	return 0;
 }
 
@@ -763,7 +742,7 @@ int acpi_parse(u64 rsdp_phys, const struct acpi_mem *mem, struct acpi_info *out)
 
 	if (!mem || !mem->map || !out)
 		return -EINVAL;
-	zero(out, sizeof *out);
+	memset(out, 0, sizeof *out);
 
 	err = acpi_rsdp(&w, rsdp_phys, &rsdt, &xsdt);
 	if (err)
@@ -805,9 +784,9 @@ int acpi_parse(u64 rsdp_phys, const struct acpi_mem *mem, struct acpi_info *out)
 	}
 	for (i = 0; i < n; i++) {
 		if (esz == 8)
-			phys = rd64(root + ACPI_HDR_LEN + 8 * i);
+			phys = get_le64(root + ACPI_HDR_LEN + 8 * i);
 		else
-			phys = rd32(root + ACPI_HDR_LEN + 4 * i);
+			phys = get_le32(root + ACPI_HDR_LEN + 4 * i);
 		if (!phys) {
 			acpi_warn(&w, "%s: entry %u is null", w.root_name, i);
 			continue;

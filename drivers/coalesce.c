@@ -34,6 +34,7 @@
  * to profile 0 and forgets the guard's history. */
 #include "kernel/types.h"
 #include "drivers/coalesce.h"
+#include "kernel/string.h"
 
 #define COAL_ADAPT_USECS	COAL_USECS_MAX	/* hold of every profile above 0 */
 #define COAL_LEVELS		7u		/* F = 1, 2, 4 .. 64 */
@@ -194,15 +195,6 @@ void coal_limit_frames(struct coal_policy *p, u16 max_frames)
 	}
 }
 
-static bool str_eq(const char *a, const char *b)
-{
-	while (*a && *a == *b) {
-		a++;
-		b++;
-	}
-	return *a == *b;
-}
-
 /* Decimal digits up to stop; rejects empty, junk and values above max
  * (which also rules out overflow). */
 static int parse_num(const char **sp, char stop, u32 max, u32 *out)
@@ -232,7 +224,7 @@ int coal_parse(const char *s, enum coal_mode *mode, u16 *frames, u32 *usecs)
 
 	if (!s)
 		return -EINVAL;
-	if (str_eq(s, "off") || str_eq(s, "adaptive")) {
+	if (strcmp(s, "off") == 0 || strcmp(s, "adaptive") == 0) {
 		*mode = s[0] == 'o' ? COAL_OFF : COAL_ADAPTIVE;
 		*frames = 1;
 		*usecs = 0;

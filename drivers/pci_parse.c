@@ -1,6 +1,7 @@
 /* PCI config-space parsing over a snapshot. Every pointer and length in the
  * snapshot came from the device and is checked before use. */
 #include "drivers/pci_parse.h"
+#include "kernel/string.h"
 #include <arch.h>
 
 #define PCI_CARDBUS_CAP_PTR	0x14	/* type 2 headers keep it here */
@@ -9,19 +10,11 @@
 #define MSIX_CAP_LEN		12
 #define MSI_CAP_MIN_LEN		10
 
-static void zero(void *p, size_t n)
-{
-	u8 *b = p;
-
-	while (n--)
-		*b++ = 0;
-}
-
 int pci_header_parse(const u8 *cfg, size_t len, struct pci_header *out)
 {
 	u8 ht;
 
-	zero(out, sizeof *out);
+	memset(out, 0, sizeof *out);
 	if (len < PCI_CFG_HDR_LEN)
 		return -EINVAL;
 	out->vendor_id = pci_cfg_rd16(cfg, len, PCI_VENDOR_ID);
@@ -136,7 +129,7 @@ void pci_ext_cap_iter_init(struct pci_ext_cap_iter *it, const u8 *cfg, size_t le
 {
 	u32 hdr;
 
-	zero(it, sizeof *it);
+	memset(it, 0, sizeof *it);
 	it->cfg = cfg;
 	it->len = len;
 	it->done = true;
@@ -229,7 +222,7 @@ int pci_bar_decode(unsigned idx, u32 orig, u32 sized, u32 orig_hi, u32 sized_hi,
 	u64 base, size;
 	unsigned type;
 
-	zero(out, sizeof *out);
+	memset(out, 0, sizeof *out);
 	out->kind = PCI_BAR_NONE;
 	out->slots = 1;
 	if (idx > 5)
@@ -295,7 +288,7 @@ int pci_msix_parse(const u8 *cfg, size_t len, u8 cap_off, const u64 bar_size[6],
 	u32 ctrl, tbl, pba;
 	u64 tlen, plen;
 
-	zero(out, sizeof *out);
+	memset(out, 0, sizeof *out);
 	if (cap_off < PCI_CFG_HDR_LEN || (size_t)cap_off + MSIX_CAP_LEN > end ||
 	    cfg[cap_off] != PCI_CAP_ID_MSIX)
 		return -EINVAL;
@@ -338,7 +331,7 @@ int pci_msi_parse(const u8 *cfg, size_t len, u8 cap_off, struct pci_msi_info *ou
 	unsigned mmc, cap_len;
 	u16 ctrl;
 
-	zero(out, sizeof *out);
+	memset(out, 0, sizeof *out);
 	if (cap_off < PCI_CFG_HDR_LEN || (size_t)cap_off + MSI_CAP_MIN_LEN > end ||
 	    cfg[cap_off] != PCI_CAP_ID_MSI)
 		return -EINVAL;

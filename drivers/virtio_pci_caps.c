@@ -3,6 +3,7 @@
  * the BARs we decoded ourselves before anything maps it. */
 #include "drivers/virtio_pci_caps.h"
 #include "drivers/virtio_pci_reg.h"
+#include "kernel/string.h"
 #include <arch.h>
 
 #define CAP_CFG_TYPE	offsetof(struct virtio_pci_cap, cfg_type)
@@ -11,14 +12,6 @@
 #define CAP_LENGTH	offsetof(struct virtio_pci_cap, length)
 #define CAP_LEN		2	/* cap_len byte */
 #define CAP_MULTIPLIER	offsetof(struct virtio_pci_notify_cap, notify_off_multiplier)
-
-static void zero(void *p, size_t n)
-{
-	u8 *b = p;
-
-	while (n--)
-		*b++ = 0;
-}
 
 /* Minimum structure length and offset alignment per cfg_type. */
 static void type_needs(u8 type, u32 *min_len, u32 *align, u32 *cap_min)
@@ -115,7 +108,7 @@ int virtio_pci_parse_caps(const u8 *cfg, size_t len, const struct pci_bar bars[6
 	int off;
 	u8 id, type;
 
-	zero(out, sizeof *out);
+	memset(out, 0, sizeof *out);
 	pci_cap_iter_init(&it, cfg, len);
 	while ((off = pci_cap_iter_next(&it, &id)) > 0) {
 		if (id != PCI_CAP_ID_VNDR)

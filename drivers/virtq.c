@@ -18,6 +18,7 @@
 #include "kernel/types.h"
 #include "drivers/virtq.h"
 #include "drivers/virtio_ring_reg.h"
+#include "kernel/string.h"
 #include <arch.h>
 
 #define NO_SLOT 0xffffu	/* end of a shadow list; never a valid index (num <= 1024) */
@@ -63,14 +64,6 @@ static inline void virtq_mb(const struct virtq *vq)
 }
 
 /* ---- small helpers ------------------------------------------------------ */
-
-static void zero_bytes(void *p, size_t n)
-{
-	volatile u8 *b = p;	/* volatile: keep the compiler from calling memset */
-
-	while (n--)
-		*b++ = 0;
-}
 
 static void zero_ring(void *p, size_t n)
 {
@@ -275,7 +268,7 @@ int virtq_init(struct virtq *vq, const struct virtq_config *cfg, void *ring_mem,
 	if ((uintptr_t)priv_mem & (_Alignof(struct virtq_slot) - 1))
 		return -EINVAL;
 
-	zero_bytes(vq, sizeof(*vq));
+	memset(vq, 0, sizeof(*vq));
 	vq->num = cfg->num;
 	vq->index = cfg->index;
 	vq->indirect_max = l.indirect_max;

@@ -3,6 +3,7 @@
  * option's type. Destinations are written only after a value fully checks. */
 #include "kernel/cmdline.h"
 #include "kernel/fmt.h"
+#include "kernel/string.h"
 
 #define CMDLINE_SHOW "%.48s"	/* how much of a key or value a warning quotes */
 
@@ -36,15 +37,6 @@ static void cl_warn(struct cmdline_state *st, const char *fmt, ...)
 static bool cl_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-static bool cl_streq(const char *a, const char *b)
-{
-	while (*a && *a == *b) {
-		a++;
-		b++;
-	}
-	return *a == *b;
 }
 
 static size_t cl_strlen(const char *s)
@@ -148,9 +140,9 @@ static void cl_set_bool(struct cmdline_state *st, const struct cmdline_opt *o, c
 	static const char *const no[] = { "0", "off", "no", "false" };
 
 	for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
-		if (cl_streq(val, yes[i]) || cl_streq(val, no[i])) {
+		if (strcmp(val, yes[i]) == 0 || strcmp(val, no[i]) == 0) {
 			if (o->dst)
-				*(bool *)o->dst = cl_streq(val, yes[i]);
+				*(bool *)o->dst = strcmp(val, yes[i]) == 0;
 			return;
 		}
 	}
@@ -165,7 +157,7 @@ static void cl_set_enum(struct cmdline_state *st, const struct cmdline_opt *o, c
 	int i;
 
 	for (i = 0; o->choices && o->choices[i]; i++) {
-		if (cl_streq(val, o->choices[i])) {
+		if (strcmp(val, o->choices[i]) == 0) {
 			if (o->dst)
 				*(int *)o->dst = i;
 			return;
@@ -227,7 +219,7 @@ static void cl_token(struct cmdline_state *st, char *tok)
 		return;
 	}
 	for (size_t i = 0; i < st->nopts; i++) {
-		if (st->opts[i].key && cl_streq(tok, st->opts[i].key)) {
+		if (st->opts[i].key && strcmp(tok, st->opts[i].key) == 0) {
 			o = &st->opts[i];
 			break;
 		}

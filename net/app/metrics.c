@@ -6,6 +6,7 @@
  * by field, one family per field with a proto label. Values are u64 integers.
  */
 #include "kernel/mm.h"
+#include "kernel/string.h"
 #include "kernel/time.h"
 #include "kernel/types.h"
 #include "lwip/memp.h"
@@ -300,21 +301,12 @@ static struct metrics_source src_mem = { "mem", write_kernel_mem, &src_lwip };
 static struct metrics_source src_uptime = { "uptime", write_uptime, &src_mem };
 static struct metrics_source *sources = &src_uptime;
 
-static bool same_name(const char *a, const char *b)
-{
-	while (*a && *a == *b) {
-		a++;
-		b++;
-	}
-	return *a == *b;
-}
-
 void metrics_register(struct metrics_source *s)
 {
 	struct metrics_source **pp;
 
 	for (pp = &sources; *pp; pp = &(*pp)->next)
-		if (*pp == s || same_name((*pp)->name, s->name))
+		if (*pp == s || strcmp((*pp)->name, s->name) == 0)
 			return;
 	s->next = NULL;
 	*pp = s;
