@@ -34,6 +34,7 @@
  * to profile 0 and forgets the guard's history. */
 #include "kernel/types.h"
 #include "drivers/coalesce.h"
+#include "kernel/parse.h"
 #include "kernel/string.h"
 
 #define COAL_ADAPT_USECS	COAL_USECS_MAX	/* hold of every profile above 0 */
@@ -197,24 +198,15 @@ void coal_limit_frames(struct coal_policy *p, u16 max_frames)
 
 /* Decimal digits up to stop; rejects empty, junk and values above max
  * (which also rules out overflow). */
-static int parse_num(const char **sp, char stop, u32 max, u32 *out)
+static int coal_parse_num(const char **sp, char stop, u32 max, u32 *out)
 {
 	const char *s = *sp;
-	u32 v = 0;
+	u64 v;
 
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	for (; *s >= '0' && *s <= '9'; s++) {
-		u32 d = (u32)(*s - '0');
-
-		if (v > (max - d) / 10)
-			return -EINVAL;
-		v = v * 10 + d;
-	}
-	if (*s != stop)
+	if (parse_dec(&s, max, &v) || *s != stop)
 		return -EINVAL;
 	*sp = s + (stop ? 1 : 0);
-	*out = v;
+	*out = (u32)v;
 	return 0;
 }
 
@@ -230,7 +222,7 @@ int coal_parse(const char *s, enum coal_mode *mode, u16 *frames, u32 *usecs)
 		*usecs = 0;
 		return 0;
 	}
-	if (parse_num(&s, ',', COAL_FRAMES_MAX, &f) || parse_num(&s, '\0', COAL_USECS_MAX, &u))
+	if (coal_parse_num(&s, ',', COAL_FRAMES_MAX, &f) || coal_parse_num(&s, '\0', COAL_USECS_MAX, &u))
 		return -EINVAL;
 	if (f == 0 || (f > 1 && u == 0))
 		return -EINVAL;

@@ -3,6 +3,7 @@
  * option's type. Destinations are written only after a value fully checks. */
 #include "kernel/cmdline.h"
 #include "kernel/fmt.h"
+#include "kernel/parse.h"
 #include "kernel/string.h"
 
 #define CMDLINE_SHOW "%.48s"	/* how much of a key or value a warning quotes */
@@ -49,24 +50,14 @@ static size_t cl_strlen(const char *s)
 }
 
 /* Decimal digits only: -EINVAL for anything else or nothing, -ERANGE past 64 bits. */
+/* The whole of s, decimal: -EINVAL for junk anywhere (before any range
+ * check), -ERANGE above UINT64_MAX. */
 static int cl_parse_dec(const char *s, u64 *out)
 {
-	u64 v = 0;
-
-	if (!*s)
-		return -EINVAL;
 	for (const char *p = s; *p; p++)
 		if (*p < '0' || *p > '9')
 			return -EINVAL;
-	for (; *s; s++) {
-		u64 d = (u64)(*s - '0');
-
-		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return 0;
+	return parse_dec(&s, UINT64_MAX, out);
 }
 
 static int cl_hexval(char c)
@@ -306,24 +297,17 @@ int cmdline_parse(const char *line, const struct cmdline_opt *opts, size_t nopts
 	return st.nwarn;
 }
 
-static int dec_part(const char **sp, u32 max, u32 *out)
+/* An address part: 1 to 3 digits, at most max, no leading zero (often
+ * meant as octal). */
+static int cl_dec_part(const char **sp, u32 max, u32 *out)
 {
 	const char *s = *sp;
-	u32 v = 0;
-	int n = 0;
+	u64 v;
 
-	while (*s >= '0' && *s <= '9') {
-		if (n == 1 && v == 0)
-			return -EINVAL;	/* leading zero: often meant as octal */
-		v = v * 10 + (u32)(*s - '0');
-		if (v > max || ++n > 3)
-			return -EINVAL;
-		s++;
-	}
-	if (n == 0)
+	if (parse_dec(&s, max, &v) || s - *sp > 3 || (s - *sp > 1 && **sp == '0'))
 		return -EINVAL;
 	*sp = s;
-	*out = v;
+	*out = (u32)v;
 	return 0;
 }
 
@@ -337,13 +321,13 @@ int cmdline_parse_ipv4(const char *s, u32 *addr, int *prefix)
 	for (i = 0; i < 4; i++) {
 		if (i && *s++ != '.')
 			return -EINVAL;
-		if (dec_part(&s, 255, &part))
+		if (cl_dec_part(&s, 255, &part))
 			return -EINVAL;
 		a = a << 8 | part;
 	}
 	if (prefix && *s == '/') {
 		s++;
-		if (dec_part(&s, 32, &len))
+		if (cl_dec_part(&s, 32, &len))
 			return -EINVAL;
 		pfx = (int)len;
 	}

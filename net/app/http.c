@@ -14,6 +14,7 @@
  * are refused (Content-Length > 0: 413, Transfer-Encoding: 501).
  */
 #include "kernel/types.h"
+#include "kernel/parse.h"
 #include "net/app/http.h"
 
 enum { ST_HEAD = 0, ST_DONE, ST_ERROR };	/* ST_HEAD is 0: a zeroed parser is ready */
@@ -329,15 +330,12 @@ static int parse_field(struct http_req_parser *p, struct head_info *h, const cha
 	} else if (eq_nocase(name, nlen, "connection")) {
 		return parse_connection(h, v, vlen);
 	} else if (eq_nocase(name, nlen, "content-length")) {
-		u64 val = 0;
+		const char *end = v;
+		u64 val;
 
-		if (h->clen || vlen == 0)
+		/* v[vlen] ends the value (OWS, CR or LF): not a digit. */
+		if (h->clen || parse_dec(&end, UINT64_MAX, &val) || end != v + vlen)
 			return 400;
-		for (i = 0; i < vlen; i++) {
-			if (!is_digit((u8)v[i]) || val > (~(u64)0 - 9) / 10)
-				return 400;
-			val = val * 10 + (u64)(v[i] - '0');
-		}
 		h->clen = true;
 		h->clen_val = val;
 	} else if (eq_nocase(name, nlen, "transfer-encoding")) {
