@@ -47,7 +47,7 @@ KLDFLAGS := -nostdlib -znocombreloc -shared -Bsymbolic --no-undefined \
 	--build-id=none --gc-sections -T linker/vireo.ld
 
 BOOT_SRCS   := boot/efi_main.c boot/fwcfg.c
-KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel/string.c kernel/parse.c \
+KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel/string.c kernel/parse.c kernel/outbuf.c \
 	kernel/trap.c kernel/panic.c kernel/mm.c kernel/mm_range.c kernel/frames.c kernel/heap.c kernel/apic.c \
 	kernel/time.c kernel/timerq.c kernel/loop.c kernel/cmdline.c kernel/config.c \
 	kernel/timeline.c kernel/shell.c kernel/random.c kernel/chacha20.c kernel/csprng.c \
@@ -150,8 +150,8 @@ include $(sort $(wildcard tests/host/*.mk))
 
 # Every host test and fuzzer links the one host kernel shim (hostk, with the
 # real kernel/timerq.c its event loop runs on) and the toolkit's pure part
-# (kernel/parse.c; libc stands in for kernel/string.c) ahead of its own sources.
-HOST_SHIM_SRCS := tests/host/shim/hostk.c kernel/timerq.c kernel/parse.c
+# (kernel/parse.c, kernel/outbuf.c; libc stands in for kernel/string.c) ahead of its own sources.
+HOST_SHIM_SRCS := tests/host/shim/hostk.c kernel/timerq.c kernel/parse.c kernel/outbuf.c
 host_srcs = $(HOST_SHIM_SRCS) $(filter-out $(HOST_SHIM_SRCS),$($(1)_SRCS))
 define host_test_rule
 $(BUILD)/host/$(1): $$(call host_srcs,$(1))
