@@ -36,7 +36,7 @@ static struct work storm_work;
 
 /* Tables must lie inside one region of the firmware's map; reserved ranges
  * are not in our RAM map, so they are mapped (uncached) on demand. */
-static const void *acpi_map(void *ctx, u64 phys, u64 len)
+static const void *acpi_pm_map(void *ctx, u64 phys, u64 len)
 {
 	const struct boot_info *bi = ctx;
 	u32 i;
@@ -94,13 +94,13 @@ static bool find_s5(const struct boot_info *bi, const struct acpi_fadt *f)
 
 	if (!f->present || !f->dsdt)
 		return false;
-	t = acpi_map((void *)bi, f->dsdt, 36);
+	t = acpi_pm_map((void *)bi, f->dsdt, 36);
 	if (!t || t[0] != 'D' || t[1] != 'S' || t[2] != 'D' || t[3] != 'T') {
 		kprintf("acpi: DSDT at %#lx unreadable or not a DSDT\n", f->dsdt);
 		return false;
 	}
 	len = (u32)t[4] | (u32)t[5] << 8 | (u32)t[6] << 16 | (u32)t[7] << 24;
-	if (len < 36 || len > ACPI_MAX_TABLE_LEN || !(t = acpi_map((void *)bi, f->dsdt, len))) {
+	if (len < 36 || len > ACPI_MAX_TABLE_LEN || !(t = acpi_pm_map((void *)bi, f->dsdt, len))) {
 		kprintf("acpi: DSDT length %u unusable\n", len);
 		return false;
 	}
@@ -120,7 +120,7 @@ static bool find_s5(const struct boot_info *bi, const struct acpi_fadt *f)
 
 int acpi_init(const struct boot_info *bi)
 {
-	struct acpi_mem mem = { acpi_map, (void *)bi };
+	struct acpi_mem mem = { acpi_pm_map, (void *)bi };
 	char sigs[ACPI_MAX_TABLES * 5 + 1];
 	u32 i, n = 0;
 	int err;

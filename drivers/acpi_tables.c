@@ -121,7 +121,7 @@ static void str_copy(char *dst, const u8 *src, u32 n)
 	dst[n] = '\0';
 }
 
-static const u8 *acpi_map(const struct acpi_walk *w, u64 phys, u64 len)
+static const u8 *acpi_tables_map(const struct acpi_walk *w, u64 phys, u64 len)
 {
 	if (len == 0 || phys + len < phys)
 		return NULL;
@@ -144,7 +144,7 @@ static const u8 *acpi_table_load(struct acpi_walk *w, u64 phys,
 	const char *name;
 	u32 len;
 
-	h = acpi_map(w, phys, ACPI_HDR_LEN);
+	h = acpi_tables_map(w, phys, ACPI_HDR_LEN);
 	if (!h) {
 		acpi_warn(w, "%s at 0x%llx: header not readable, ignored",
 			  expect ? expect : "table", (unsigned long long)phys);
@@ -168,7 +168,7 @@ static const u8 *acpi_table_load(struct acpi_walk *w, u64 phys,
 			  (unsigned long long)phys, len);
 		return NULL;
 	}
-	t = acpi_map(w, phys, len);
+	t = acpi_tables_map(w, phys, len);
 	if (!t) {
 		acpi_warn(w, "%s at 0x%llx: length %u runs past readable memory, ignored",
 			  name, (unsigned long long)phys, len);
@@ -689,7 +689,7 @@ static int acpi_rsdp(struct acpi_walk *w, u64 rsdp_phys, u64 *rsdt, u64 *xsdt)
 	const u8 *r, *r2;
 	u32 xlen;
 
-	r = acpi_map(w, rsdp_phys, RSDP_V1_LEN);
+	r = acpi_tables_map(w, rsdp_phys, RSDP_V1_LEN);
 	if (!r) {
 		acpi_warn(w, "RSDP at 0x%llx not readable", (unsigned long long)rsdp_phys);
 		return -EFAULT;
@@ -708,7 +708,7 @@ static int acpi_rsdp(struct acpi_walk *w, u64 rsdp_phys, u64 *rsdt, u64 *xsdt)
 
 	/* ACPI 2.0+: the XSDT pointer is trusted only under the extended
 	 * checksum; otherwise fall back to the RSDT the v1 checksum covers. */
-	r2 = acpi_map(w, rsdp_phys, RSDP_V2_LEN);
+	r2 = acpi_tables_map(w, rsdp_phys, RSDP_V2_LEN);
 	if (!r2) {
 		acpi_warn(w, "RSDP: v2 part not readable, XSDT ignored");
 		return 0;
@@ -718,7 +718,7 @@ static int acpi_rsdp(struct acpi_walk *w, u64 rsdp_phys, u64 *rsdt, u64 *xsdt)
 		acpi_warn(w, "RSDP: bad length %u, XSDT ignored", xlen);
 		return 0;
 	}
-	r2 = acpi_map(w, rsdp_phys, xlen);
+	r2 = acpi_tables_map(w, rsdp_phys, xlen);
 	if (!r2) {
 		acpi_warn(w, "RSDP: length %u not readable, XSDT ignored", xlen);
 		return 0;

@@ -314,7 +314,7 @@ static const struct pci_id *id_match(const struct pci_dev *d, const struct pci_i
 	return NULL;
 }
 
-static const struct pci_driver *driver_for(const struct pci_dev *d, const struct pci_id **id_out)
+static const struct pci_driver *pci_driver_for(const struct pci_dev *d, const struct pci_id **id_out)
 {
 	size_t n;
 	const struct pci_driver *const *p =
@@ -339,7 +339,7 @@ void pci_probe_drivers(void)
 
 	for (d = devices; d; d = d->next) {
 		const struct pci_id *id = NULL;
-		const struct pci_driver *drv = driver_for(d, &id);
+		const struct pci_driver *drv = pci_driver_for(d, &id);
 		int err;
 
 		if (!drv || d->driver)
@@ -393,7 +393,7 @@ static void print_size(u64 n)
 static void print_dev(const struct pci_dev *d)
 {
 	static const char *const kinds[] = { "none", "io", "mem32", "mem64" };
-	const struct pci_driver *drv = driver_for(d, NULL);
+	const struct pci_driver *drv = pci_driver_for(d, NULL);
 	struct pci_cap_iter it;
 	unsigned i;
 	u8 id;

@@ -20,11 +20,11 @@
 
 static struct virtio_dev *devices, **devices_tail = &devices;
 static struct work config_work;
-static void config_changed(void *arg);
+static void virtio_bus_config_changed(void *arg);
 static u32 ndevices;
 static u64 kept_pages, kept_blocks;
 
-static const char *device_name(u16 id)
+static const char *virtio_bus_device_name(u16 id)
 {
 	switch (id) {
 	case VIRTIO_ID_NET: return "net";
@@ -40,7 +40,7 @@ struct virtio_dev *virtio_devices(void)
 	return devices;
 }
 
-static const struct virtio_driver *driver_for(const struct virtio_dev *d)
+static const struct virtio_driver *virtio_bus_driver_for(const struct virtio_dev *d)
 {
 	size_t n;
 	const struct virtio_driver *const *p = virtio_driver_table(&n);
@@ -61,13 +61,13 @@ int virtio_add_device(struct virtio_dev *d)
 	const struct virtio_driver *drv;
 
 	if (ndevices == 0)
-		work_init(&config_work, config_changed, NULL);
+		work_init(&config_work, virtio_bus_config_changed, NULL);
 	d->index = ndevices++;
 	*devices_tail = d;
 	devices_tail = &d->next;
 	kprintf("virtio%u: %s, %s (id %u) vendor %04x\n", d->index, d->ops->describe(d),
-		device_name(d->device_id), d->device_id, d->vendor_id);
-	drv = driver_for(d);
+		virtio_bus_device_name(d->device_id), d->device_id, d->vendor_id);
+	drv = virtio_bus_driver_for(d);
 	if (!drv) {
 		d->ops->set_status(d, 0);
 		kprintf("virtio%u: no driver\n", d->index);
@@ -120,7 +120,7 @@ void virtio_kept(u64 *pages, u64 *blocks)
 
 /* Config changes are handled from the loop: status reads and a possible
  * reset/re-probe must not run in interrupt context. */
-static void config_changed(void *arg)
+static void virtio_bus_config_changed(void *arg)
 {
 	struct virtio_dev *d;
 

@@ -137,7 +137,7 @@ static bool tx_usable(struct vcons_port *p)
 	return p->present && p->tx && !p->vc->vd->broken && !virtq_is_broken(&p->txq->vq);
 }
 
-static void tx_reclaim(struct vcons_port *p)
+static void vcons_tx_reclaim(struct vcons_port *p)
 {
 	struct txbuf *b;
 	u32 len;
@@ -154,7 +154,7 @@ static void tx_reclaim(struct vcons_port *p)
 /* Ask for one interrupt when all in flight is done, or poll if it is. */
 static void tx_arm(struct vcons_port *p)
 {
-	tx_reclaim(p);
+	vcons_tx_reclaim(p);
 	if (!p->tx_inflight || virtq_is_broken(&p->txq->vq)) {
 		virtq_disable_cb(&p->txq->vq);
 		return;
@@ -191,7 +191,7 @@ static void port_write(struct vcons_port *p, const char *buf, size_t len)
 		return;
 	}
 	p->tx_busy = true;
-	tx_reclaim(p);
+	vcons_tx_reclaim(p);
 	while (len && p->tx_free) {
 		struct txbuf *b = p->tx_free;
 		size_t took = tx_fill(p, b, buf, len);
@@ -229,7 +229,7 @@ static void sink_emerg_ring(struct console_sink *s, const char *buf, size_t len)
 	while (p->tx_inflight && !p->tx_busy && tx_usable(p) && spins--) {
 		pause();
 		p->tx_busy = true;
-		tx_reclaim(p);
+		vcons_tx_reclaim(p);
 		p->tx_busy = false;
 	}
 }
@@ -265,7 +265,7 @@ static void tx_work(void *arg)
 	irq_restore(flags);
 }
 
-static void tx_irq(struct virtio_vq *q)
+static void vcons_tx_irq(struct virtio_vq *q)
 {
 	struct vcons_port *p = q->priv;
 
@@ -282,14 +282,14 @@ static bool rx_token_ok(struct vcons_port *p, const u8 *b)
 	return b >= p->rx && off < (size_t)p->nrx * RX_BUF_SIZE && off % RX_BUF_SIZE == 0;
 }
 
-static int rx_post(struct vcons_port *p, u8 *b)
+static int vcons_rx_post(struct vcons_port *p, u8 *b)
 {
 	struct virtq_sg sg = { b, RX_BUF_SIZE };
 
 	return virtq_add(&p->rxq->vq, NULL, 0, &sg, 1, b);
 }
 
-static void rx_poll(void *arg)
+static void vcons_rx_poll(void *arg)
 {
 	struct vcons_port *p = arg;
 	unsigned n = 0;
@@ -308,7 +308,7 @@ static void rx_poll(void *arg)
 		p->bytes_in += len;
 		if (p->console)
 			console_input((const char *)b, len);
-		if (rx_post(p, b) == 0)
+		if (vcons_rx_post(p, b) == 0)
 			added = true;
 	}
 	if (virtq_is_broken(&p->rxq->vq)) {
@@ -327,7 +327,7 @@ static void rx_poll(void *arg)
 	}
 }
 
-static void rx_irq(struct virtio_vq *q)
+static void vcons_rx_irq(struct virtio_vq *q)
 {
 	struct vcons_port *p = q->priv;
 
@@ -373,11 +373,11 @@ static void rx_start(struct vcons_port *p)
 		return;
 	p->nrx = (u16)MIN((u32)RX_BUFS, (u32)p->rxq->num);
 	for (i = 0; i < p->nrx; i++)
-		rx_post(p, p->rx + i * RX_BUF_SIZE);
+		vcons_rx_post(p, p->rx + i * RX_BUF_SIZE);
 	virtq_kick(&p->rxq->vq);
 }
 
-static int ctrl_send(struct vcons *vc, u32 id, u16 event, u16 value);
+static int vcons_ctrl_send(struct vcons *vc, u32 id, u16 event, u16 value);
 
 /* A console or log port goes live: buffers, guest side open, sink. */
 static void port_activate(struct vcons_port *p)
@@ -394,7 +394,7 @@ static void port_activate(struct vcons_port *p)
 	if (p->console)
 		rx_start(p);
 	if (vc->multiport && !p->guest_open) {
-		if (ctrl_send(vc, p->id, VIRTIO_CONSOLE_PORT_OPEN, 1) == 0)
+		if (vcons_ctrl_send(vc, p->id, VIRTIO_CONSOLE_PORT_OPEN, 1) == 0)
 			p->guest_open = true;
 	}
 	p->sink.name = p->console ? "virtconsole" : VCONS_LOG_PORT_NAME;
@@ -438,13 +438,13 @@ static void port_add(struct vcons *vc, u32 id)
 	if (id >= vc->nports) {
 		kprintf("virtio%u: console: port %u refused: queues for %u ports only\n", vc->vd->index, id,
 			vc->nports);
-		ctrl_send(vc, id, VIRTIO_CONSOLE_PORT_READY, 0);
+		vcons_ctrl_send(vc, id, VIRTIO_CONSOLE_PORT_READY, 0);
 		return;
 	}
 	p = &vc->port[id];
 	if (!p->present) {
 		p->present = true;
-		ctrl_send(vc, id, VIRTIO_CONSOLE_PORT_READY, 1);
+		vcons_ctrl_send(vc, id, VIRTIO_CONSOLE_PORT_READY, 1);
 	}
 }
 
@@ -594,7 +594,7 @@ static void ctrl_flush(struct vcons *vc)
 
 /* Queues one message and posts what slots allow. Returns 0 (posted or
  * queued), -ENOSPC (dropped: the FIFO is full) or -EIO. */
-static int ctrl_send(struct vcons *vc, u32 id, u16 event, u16 value)
+static int vcons_ctrl_send(struct vcons *vc, u32 id, u16 event, u16 value)
 {
 	if (!vc->cout || vc->vd->broken)
 		return -EIO;
@@ -696,13 +696,13 @@ static void read_size(struct vcons *vc, bool always)
 	vc->rows = rows;
 }
 
-static void config_changed(struct virtio_dev *d)
+static void vcons_config_changed(struct virtio_dev *d)
 {
 	if (d->priv)
 		read_size(d->priv, false);
 }
 
-static void free_buffers(struct vcons *vc)
+static void vcons_free_buffers(struct vcons *vc)
 {
 	u32 i;
 
@@ -735,7 +735,7 @@ static void keep_buffers(struct vcons *vc)
 	}
 	virtio_keep_forever(vc->cbuf, vc->cbuf ? 1 : 0);
 	vc->cbuf = NULL;
-	free_buffers(vc);
+	vcons_free_buffers(vc);
 }
 
 static void cancel_work(struct vcons *vc)
@@ -780,10 +780,10 @@ static int cons_probe(struct virtio_dev *d)
 
 		p->vc = vc;
 		p->id = i;
-		work_init(&p->rx_work, rx_poll, p);
+		work_init(&p->rx_work, vcons_rx_poll, p);
 		work_init(&p->tx_work, tx_work, p);
-		p->rxq = virtio_setup_vq(d, (u16)VIRTIO_CONSOLE_RXQ(i), DATA_QSIZE, rx_irq, p);
-		p->txq = p->rxq ? virtio_setup_vq(d, (u16)VIRTIO_CONSOLE_TXQ(i), DATA_QSIZE, tx_irq, p) : NULL;
+		p->rxq = virtio_setup_vq(d, (u16)VIRTIO_CONSOLE_RXQ(i), DATA_QSIZE, vcons_rx_irq, p);
+		p->txq = p->rxq ? virtio_setup_vq(d, (u16)VIRTIO_CONSOLE_TXQ(i), DATA_QSIZE, vcons_tx_irq, p) : NULL;
 		if (!p->txq) {
 			if (i == 0)
 				goto fail;
@@ -813,7 +813,7 @@ static int cons_probe(struct virtio_dev *d)
 	read_size(vc, true);
 	if (vc->multiport) {
 		virtq_kick(&vc->cin->vq);
-		if (ctrl_send(vc, VIRTIO_CONSOLE_BAD_ID, VIRTIO_CONSOLE_DEVICE_READY, 1) < 0)
+		if (vcons_ctrl_send(vc, VIRTIO_CONSOLE_BAD_ID, VIRTIO_CONSOLE_DEVICE_READY, 1) < 0)
 			kprintf("virtio%u: console: DEVICE_READY not sent\n", d->index);
 		else if (d->resets == 0)
 			ctrl_settle(vc);	/* boot: before the loop runs; a re-probe runs from it */
@@ -828,7 +828,7 @@ fail:
 	/* Queues may be live with interrupts routed: quiesce before vc goes. */
 	virtio_quiesce(d);
 	cancel_work(vc);
-	free_buffers(vc);
+	vcons_free_buffers(vc);
 	kfree(vc);
 	d->priv = NULL;
 	return err;
@@ -847,7 +847,7 @@ static void cons_remove(struct virtio_dev *d)
 	if (d->dead)
 		keep_buffers(vc);	/* the device may still write them */
 	else
-		free_buffers(vc);
+		vcons_free_buffers(vc);
 	vc->dead = true;
 	/* Nothing queued may run on freed memory. */
 	cancel_work(vc);
@@ -896,6 +896,6 @@ static const struct virtio_driver virtio_console_driver = {
 	.feature_names = console_feature_names,
 	.probe = cons_probe,
 	.remove = cons_remove,
-	.config_changed = config_changed,
+	.config_changed = vcons_config_changed,
 };
 VIRTIO_DRIVER(virtio_console_driver);

@@ -125,7 +125,7 @@ static bool live(struct vnet *vn)
 
 /* ---- control queue (polled: commands are rare and made from the loop) ---- */
 
-static int ctrl_send(struct vnet *vn)
+static int vnet_ctrl_send(struct vnet *vn)
 {
 	struct vnet_ctrl_cmd *c = &vn->cmd_dev;
 	struct virtq_sg out[3], in[2];
@@ -194,7 +194,7 @@ static void rx_free_chain(struct vnet *vn, struct vnet_rxbuf *b)
 	}
 }
 
-static void rx_post(struct vnet *vn)
+static void vnet_rx_post(struct vnet *vn)
 {
 	bool added = false;
 
@@ -216,7 +216,7 @@ static void rx_post(struct vnet *vn)
 
 static void rx_refill(void *arg)
 {
-	rx_post(arg);
+	vnet_rx_post(arg);
 }
 
 void vnet_rx_release(struct vnet_rxbuf *b)
@@ -317,7 +317,7 @@ static void rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 	vn->up.rx(vn->up.ctx, b, info.frame_len, flags);
 }
 
-static unsigned tx_reclaim(struct vnet *vn);
+static unsigned vnet_tx_reclaim(struct vnet *vn);
 
 /* Re-enables the receive interrupt as the coalescing policy says, after a
  * poll that found the queue empty (coalesce.h, driver contract). */
@@ -343,7 +343,7 @@ static void rx_rearm(struct vnet *vn)
 			else
 				err = vnet_ctrl_coal_set(&vn->cmd, false, frames, usecs);
 			if (err >= 0)
-				err = ctrl_send(vn);
+				err = vnet_ctrl_send(vn);
 			if (err < 0) {
 				kprintf("virtio%u: net: NOTF_COAL refused (%d); coalescing in the driver\n",
 					vn->vd->index, err);
@@ -371,7 +371,7 @@ static void rx_rearm(struct vnet *vn)
 		timer_stop(&vn->coal_timer);
 }
 
-static void rx_poll(void *arg)
+static void vnet_rx_poll(void *arg)
 {
 	struct vnet *vn = arg;
 	struct vnet_qstats *st = &vn->st[0];
@@ -400,12 +400,12 @@ static void rx_poll(void *arg)
 	vn->in_poll = false;
 	if (!live(vn))
 		return;
-	tx_reclaim(vn);
+	vnet_tx_reclaim(vn);
 	if (virtq_is_broken(&vn->rx->vq)) {
 		virtio_set_broken(vn->vd, "receive queue broken");
 		return;
 	}
-	rx_post(vn);
+	vnet_rx_post(vn);
 	vn->coal_acc += n;
 	if (n == RX_BUDGET) {
 		st->budget_exhausted++;
@@ -415,7 +415,7 @@ static void rx_poll(void *arg)
 	rx_rearm(vn);
 }
 
-static void rx_irq(struct virtio_vq *q)
+static void vnet_rx_irq(struct virtio_vq *q)
 {
 	struct vnet *vn = q->priv;
 
@@ -435,7 +435,7 @@ static void coal_timer_fn(struct timer *t, void *arg)
 
 /* ---- transmit ---- */
 
-static unsigned tx_reclaim(struct vnet *vn)
+static unsigned vnet_tx_reclaim(struct vnet *vn)
 {
 	struct txslot *s;
 	unsigned n = 0;
@@ -492,7 +492,7 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 	if (!live(vn) || !vn->link_up || n == 0 || n > VNET_TX_MAX_SG)
 		return -EIO;
 	if (!vn->free_tx) {
-		tx_reclaim(vn);
+		vnet_tx_reclaim(vn);
 		if (!live(vn))
 			return -EIO;
 	}
@@ -546,10 +546,10 @@ static void tx_poll(void *arg)
 		return;
 	vn->st[1].polls++;
 	vn->st[1].interrupts = vn->tx->interrupts;
-	tx_reclaim(vn);
+	vnet_tx_reclaim(vn);
 }
 
-static void tx_irq(struct virtio_vq *q)
+static void vnet_tx_irq(struct virtio_vq *q)
 {
 	struct vnet *vn = q->priv;
 
@@ -622,8 +622,8 @@ static void link_resume(struct vnet *vn)
 {
 	if (!live(vn))
 		return;
-	tx_reclaim(vn);
-	rx_post(vn);
+	vnet_tx_reclaim(vn);
+	vnet_rx_post(vn);
 	virtq_notify(&vn->rx->vq);
 	if (vn->tx->vq.inflight)
 		virtq_notify(&vn->tx->vq);
@@ -666,11 +666,11 @@ static void read_link(struct vnet *vn, bool announce_log)
 	if ((status & VIRTIO_NET_S_ANNOUNCE) && virtio_has(d, VIRTIO_NET_F_GUEST_ANNOUNCE)) {
 		kprintf("virtio%u: net: announce requested\n", d->index);
 		if (vnet_ctrl_announce_ack(&vn->cmd) >= 0)
-			ctrl_send(vn);
+			vnet_ctrl_send(vn);
 	}
 }
 
-static void config_changed(struct virtio_dev *d)
+static void vnet_config_changed(struct virtio_dev *d)
 {
 	read_link(d->priv, false);
 }
@@ -683,11 +683,11 @@ static void ctrl_setup(struct vnet *vn)
 	if (!vn->ctrl || !virtio_has(d, VIRTIO_NET_F_CTRL_RX))
 		return;
 	/* Our MAC, broadcast and all multicast (IPv6 neighbour discovery). */
-	if (vnet_ctrl_rx_mode(&vn->cmd, VIRTIO_NET_CTRL_RX_PROMISC, false) >= 0 && (err = ctrl_send(vn)))
+	if (vnet_ctrl_rx_mode(&vn->cmd, VIRTIO_NET_CTRL_RX_PROMISC, false) >= 0 && (err = vnet_ctrl_send(vn)))
 		kprintf("virtio%u: net: promisc off refused (%d)\n", d->index, err);
-	if (vnet_ctrl_rx_mode(&vn->cmd, VIRTIO_NET_CTRL_RX_ALLMULTI, true) >= 0 && (err = ctrl_send(vn)))
+	if (vnet_ctrl_rx_mode(&vn->cmd, VIRTIO_NET_CTRL_RX_ALLMULTI, true) >= 0 && (err = vnet_ctrl_send(vn)))
 		kprintf("virtio%u: net: allmulti on refused (%d)\n", d->index, err);
-	if (vnet_ctrl_mac_table(&vn->cmd, (const u8 (*)[6])vn->mac, 1, NULL, 0) >= 0 && (err = ctrl_send(vn)))
+	if (vnet_ctrl_mac_table(&vn->cmd, (const u8 (*)[6])vn->mac, 1, NULL, 0) >= 0 && (err = vnet_ctrl_send(vn)))
 		kprintf("virtio%u: net: MAC filter refused (%d)\n", d->index, err);
 }
 
@@ -725,7 +725,7 @@ static struct vnet *vnet_for(struct virtio_dev *d)
 	vnets[slot] = kzalloc(sizeof(struct vnet));
 	if (vnets[slot]) {
 		vnets[slot]->key = d;
-		work_init(&vnets[slot]->rx_work, rx_poll, vnets[slot]);
+		work_init(&vnets[slot]->rx_work, vnet_rx_poll, vnets[slot]);
 		work_init(&vnets[slot]->tx_work, tx_poll, vnets[slot]);
 		work_init(&vnets[slot]->refill_work, rx_refill, vnets[slot]);
 		work_init(&vnets[slot]->kick_work, tx_kick, vnets[slot]);
@@ -743,7 +743,7 @@ static void vnet_forget(struct vnet *vn)
 			vnets[i] = NULL;
 }
 
-static void free_buffers(struct vnet *vn)
+static void vnet_free_buffers(struct vnet *vn)
 {
 	while (vn->free_rx) {
 		struct vnet_rxbuf *b = vn->free_rx;
@@ -819,8 +819,8 @@ static int net_probe(struct virtio_dev *d)
 	vn->rxcfg.guest_csum = virtio_has(d, VIRTIO_NET_F_GUEST_CSUM);
 	vn->rxcfg.max_frame = MIN((u32)vn->mtu + 18, (u32)VNET_FRAME_MAX);
 
-	vn->rx = virtio_setup_vq(d, VIRTIO_NET_RXQ(0), 0, rx_irq, vn);
-	vn->tx = vn->rx ? virtio_setup_vq(d, VIRTIO_NET_TXQ(0), 0, tx_irq, vn) : NULL;
+	vn->rx = virtio_setup_vq(d, VIRTIO_NET_RXQ(0), 0, vnet_rx_irq, vn);
+	vn->tx = vn->rx ? virtio_setup_vq(d, VIRTIO_NET_TXQ(0), 0, vnet_tx_irq, vn) : NULL;
 	if (!vn->tx) {
 		err = -EIO;
 		goto fail;
@@ -840,7 +840,7 @@ static int net_probe(struct virtio_dev *d)
 	pages = (u16)(ALIGN_UP(cap + (u32)sizeof(struct vnet_rxbuf), (u32)PAGE_SIZE) / PAGE_SIZE);
 	if (pages != vn->buf_pages) {
 		vn->buf_pages = pages;
-		free_buffers(vn);	/* held ones are freed as they come back */
+		vnet_free_buffers(vn);	/* held ones are freed as they come back */
 	}
 	want = MIN((u32)vn->rx->num, (u32)RX_MAX_BUFS);
 	if (vn->ntotal < want && rx_alloc(vn, want - vn->ntotal) < 0 && !vn->free_rx) {
@@ -862,7 +862,7 @@ static int net_probe(struct virtio_dev *d)
 	vn->rx_skip = 0;
 	vn->tx_pending_kick = false;
 	virtq_disable_cb(&vn->tx->vq);
-	rx_post(vn);
+	vnet_rx_post(vn);
 	coal_setup(vn);
 	virtio_device_ready(d);
 	ctrl_setup(vn);
@@ -894,7 +894,7 @@ fail:
 	vn->vd = NULL;
 	d->priv = NULL;
 	if (!vn->attached) {
-		free_buffers(vn);
+		vnet_free_buffers(vn);
 		vnet_forget(vn);
 		kfree(vn);
 	}
@@ -947,7 +947,7 @@ static void net_remove(struct virtio_dev *d)
 	work_cancel(&vn->tx_work);
 	work_cancel(&vn->refill_work);
 	work_cancel(&vn->kick_work);
-	free_buffers(vn);
+	vnet_free_buffers(vn);
 	vnet_forget(vn);
 	kfree(vn);
 }
@@ -969,6 +969,6 @@ static const struct virtio_driver virtio_net_driver = {
 	.feature_names = net_feature_names,
 	.probe = net_probe,
 	.remove = net_remove,
-	.config_changed = config_changed,
+	.config_changed = vnet_config_changed,
 };
 VIRTIO_DRIVER(virtio_net_driver);

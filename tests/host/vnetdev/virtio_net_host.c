@@ -59,7 +59,7 @@ u32 vnet_host_forget_all(void)
 		work_cancel(&vn->tx_work);
 		work_cancel(&vn->refill_work);
 		work_cancel(&vn->kick_work);
-		free_buffers(vn);
+		vnet_free_buffers(vn);
 		kfree(vn->slots);
 		kfree(vn);
 		vnets[i] = NULL;
