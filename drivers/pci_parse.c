@@ -211,7 +211,7 @@ int pci_ext_cap_find(const u8 *cfg, size_t len, u16 cap_id, u16 start_after)
 /* Decoders only see address bits the device lets software write; the size
  * is the lowest such bit. Taking the lowest set bit (not ~mask + 1) keeps a
  * device that returns a non-contiguous mask from inflating the size. */
-static u64 lowest_bit(u64 v)
+static u64 pci_lowest_bit(u64 v)
 {
 	return v & (~v + 1);
 }
@@ -229,7 +229,7 @@ int pci_bar_decode(unsigned idx, u32 orig, u32 sized, u32 orig_hi, u32 sized_hi,
 		return -EINVAL;
 
 	if (orig & BAR_IO) {
-		size = lowest_bit(sized & BAR_IO_MASK & 0xffff);
+		size = pci_lowest_bit(sized & BAR_IO_MASK & 0xffff);
 		if (!size)
 			return 0;
 		base = orig & BAR_IO_MASK;
@@ -245,7 +245,7 @@ int pci_bar_decode(unsigned idx, u32 orig, u32 sized, u32 orig_hi, u32 sized_hi,
 
 	type = BAR_MEM_TYPE(orig);
 	if (type == BAR_MEM_TYPE_32) {
-		size = lowest_bit(sized & BAR_MEM_MASK);
+		size = pci_lowest_bit(sized & BAR_MEM_MASK);
 		if (!size)
 			return 0;
 		base = orig & BAR_MEM_MASK;
@@ -256,7 +256,7 @@ int pci_bar_decode(unsigned idx, u32 orig, u32 sized, u32 orig_hi, u32 sized_hi,
 		if (idx == 5)
 			return -EINVAL;	/* its upper half would be slot 6 */
 		out->slots = 2;
-		size = lowest_bit((u64)sized_hi << 32 | (sized & BAR_MEM_MASK));
+		size = pci_lowest_bit((u64)sized_hi << 32 | (sized & BAR_MEM_MASK));
 		if (!size)
 			return 0;
 		base = (u64)orig_hi << 32 | (orig & BAR_MEM_MASK);
@@ -276,7 +276,7 @@ int pci_bar_decode(unsigned idx, u32 orig, u32 sized, u32 orig_hi, u32 sized_hi,
 
 /* ---- MSI-X / MSI -------------------------------------------------------- */
 
-static bool msix_fits(u64 off, u64 len, u8 bir, const u64 bar_size[6])
+static bool pci_msix_fits(u64 off, u64 len, u8 bir, const u64 bar_size[6])
 {
 	return bir < 6 && off + len <= bar_size[bir];	/* absent BAR: size 0 */
 }
@@ -306,12 +306,12 @@ int pci_msix_parse(const u8 *cfg, size_t len, u8 cap_off, const u64 bar_size[6],
 
 	tlen = (u64)out->table_size * PCI_MSIX_ENTRY_SIZE;
 	plen = ((u64)out->table_size + 63) / 64 * 8;
-	if (!msix_fits(out->table_offset, tlen, out->table_bir, bar_size)) {
+	if (!pci_msix_fits(out->table_offset, tlen, out->table_bir, bar_size)) {
 		klog("pci: MSI-X table (%u entries at BAR%u+0x%x) outside its BAR",
 		     out->table_size, out->table_bir, out->table_offset);
 		return -ERANGE;
 	}
-	if (!msix_fits(out->pba_offset, plen, out->pba_bir, bar_size)) {
+	if (!pci_msix_fits(out->pba_offset, plen, out->pba_bir, bar_size)) {
 		klog("pci: MSI-X PBA (BAR%u+0x%x) outside its BAR", out->pba_bir,
 		     out->pba_offset);
 		return -ERANGE;

@@ -50,7 +50,7 @@ static const char *const selftest_names[] = {
 };
 
 /* Prints the self-test's one final line (why may be NULL); later calls do nothing. */
-static void selftest_finish(const char *verdict, const char *why)
+static void virtio_selftest_finish(const char *verdict, const char *why)
 {
 	if (st.phase == ST_DONE)
 		return;
@@ -63,7 +63,7 @@ static void selftest_finish(const char *verdict, const char *why)
 }
 
 /* Queue 0 of the device under test while it is bound and live, else NULL. */
-static struct virtio_vq *selftest_queue(void)
+static struct virtio_vq *virtio_selftest_queue(void)
 {
 	struct virtio_dev *d = st.vd;
 
@@ -73,13 +73,13 @@ static struct virtio_vq *selftest_queue(void)
 }
 
 /* The driver filled the queue since the mark and stopped posting. */
-static bool selftest_delivered(const struct virtio_vq *q)
+static bool virtio_selftest_delivered(const struct virtio_vq *q)
 {
 	return q->vq.stats.completions > st.completions_mark && virtq_num_free(&q->vq) == q->vq.num;
 }
 
 /* Posts the test's buffer on q and kicks. */
-static int selftest_post(struct virtio_vq *q)
+static int virtio_selftest_post(struct virtio_vq *q)
 {
 	struct virtq_sg in = { st.buf, sizeof st.buf };
 	int err = virtq_add(&q->vq, NULL, 0, &in, 1, &st);
@@ -89,7 +89,7 @@ static int selftest_post(struct virtio_vq *q)
 	return err;
 }
 
-static void start_needs_reset(struct virtio_vq *q)
+static void virtio_selftest_start_needs_reset(struct virtio_vq *q)
 {
 	struct virtio_dev *d = st.vd;
 
@@ -99,15 +99,15 @@ static void start_needs_reset(struct virtio_vq *q)
 		d->index, q->index,
 		q->vq.is_packed ? "packed: indirect table of odd length" : "split: next beyond the queue size");
 	virtq_debug_corrupt_next(&q->vq);
-	if (selftest_post(q) < 0) {
-		selftest_finish("FAIL", "could not post the malformed buffer");
+	if (virtio_selftest_post(q) < 0) {
+		virtio_selftest_finish("FAIL", "could not post the malformed buffer");
 		return;
 	}
 	st.phase = ST_WAIT_RESET;
 	st.deadline_ns = time_ns() + SELFTEST_DEADLINE_NS;
 }
 
-static void start_ring_reset(struct virtio_vq *q)
+static void virtio_selftest_start_ring_reset(struct virtio_vq *q)
 {
 	struct virtio_dev *d = st.vd;
 	u64 detached;
@@ -116,17 +116,17 @@ static void start_ring_reset(struct virtio_vq *q)
 	if (!virtio_has(d, VIRTIO_F_RING_RESET)) {
 		kprintf("selftest: virtio-ring-reset: virtio%u: RING_RESET not negotiated (device %s it)\n",
 			d->index, (d->offered & VIRTIO_BIT(VIRTIO_F_RING_RESET)) ? "offers" : "does not offer");
-		selftest_finish("skipped", "RING_RESET not negotiated");
+		virtio_selftest_finish("skipped", "RING_RESET not negotiated");
 		return;
 	}
 	if (!d->driver->vq_reset) {
-		selftest_finish("FAIL", "the driver cannot refill a reset queue");
+		virtio_selftest_finish("FAIL", "the driver cannot refill a reset queue");
 		return;
 	}
 	kprintf("selftest: virtio-ring-reset: virtio%u queue %u (%s ring): resetting with one buffer in flight\n",
 		d->index, q->index, q->vq.is_packed ? "packed" : "split");
-	if (selftest_post(q) < 0) {
-		selftest_finish("FAIL", "could not post a buffer");
+	if (virtio_selftest_post(q) < 0) {
+		virtio_selftest_finish("FAIL", "could not post a buffer");
 		return;
 	}
 	detached = q->vq.stats.detached;
@@ -137,52 +137,52 @@ static void start_ring_reset(struct virtio_vq *q)
 	if (err < 0) {
 		kprintf("selftest: virtio-ring-reset: virtio%u queue %u: reset failed (%d)\n", d->index,
 			q->index, err);
-		selftest_finish("FAIL", "queue reset failed");
+		virtio_selftest_finish("FAIL", "queue reset failed");
 		return;
 	}
 	detached = q->vq.stats.detached - detached;
 	kprintf("selftest: virtio-ring-reset: virtio%u queue %u reset, %lu buffer%s detached, re-enabled\n",
 		d->index, q->index, detached, detached == 1 ? "" : "s");
 	if (detached != 1)
-		selftest_finish("FAIL", "the in-flight buffer was not detached exactly once");
+		virtio_selftest_finish("FAIL", "the in-flight buffer was not detached exactly once");
 }
 
-static void selftest_poll(struct timer *t, void *arg)
+static void virtio_selftest_poll(struct timer *t, void *arg)
 {
-	struct virtio_vq *q = selftest_queue();
+	struct virtio_vq *q = virtio_selftest_queue();
 	struct virtio_dev *d = st.vd;
 
 	if (st.phase == ST_DONE)
 		return;
 	if (st.deadline_ns && time_ns() >= st.deadline_ns) {
-		selftest_finish("FAIL", st.phase == ST_WAIT_RESET ? "no reset and recovery within 5 s"
+		virtio_selftest_finish("FAIL", st.phase == ST_WAIT_RESET ? "no reset and recovery within 5 s"
 								  : "no entropy after the queue reset within 5 s");
 		return;
 	}
 	switch (st.phase) {
 	case ST_IDLE:
-		if (!q || !selftest_delivered(q))
+		if (!q || !virtio_selftest_delivered(q))
 			break;
 		if (st.kind == VIRTIO_SELFTEST_NEEDS_RESET)
-			start_needs_reset(q);
+			virtio_selftest_start_needs_reset(q);
 		else
-			start_ring_reset(q);
+			virtio_selftest_start_ring_reset(q);
 		break;
 	case ST_WAIT_RESET:
 		/* The new queue counts from 0; a malformed buffer that somehow
 		 * completed leaves resets unchanged: wait for the deadline. */
-		if (d->resets == st.resets_before || !q || !selftest_delivered(q))
+		if (d->resets == st.resets_before || !q || !virtio_selftest_delivered(q))
 			break;
 		kprintf("selftest: virtio-needs-reset: virtio%u recovered after %u reset%s\n", d->index,
 			d->resets - st.resets_before, d->resets - st.resets_before == 1 ? "" : "s");
 		if (d->resets - st.resets_before == 1)
-			selftest_finish("pass", NULL);
+			virtio_selftest_finish("pass", NULL);
 		else
-			selftest_finish("FAIL", "more than one reset");
+			virtio_selftest_finish("FAIL", "more than one reset");
 		break;
 	case ST_WAIT_REFILL:
-		if (q && selftest_delivered(q))
-			selftest_finish("pass", NULL);
+		if (q && virtio_selftest_delivered(q))
+			virtio_selftest_finish("pass", NULL);
 		break;
 	case ST_DONE:
 		break;
@@ -201,12 +201,12 @@ int virtio_selftest(enum virtio_selftest kind)
 	st.phase = ST_IDLE;
 	st.completions_mark = 0;
 	st.deadline_ns = 0;
-	timer_init(&st.poll, selftest_poll, NULL);
+	timer_init(&st.poll, virtio_selftest_poll, NULL);
 	for (d = virtio_devices(); d; d = d->next)
 		if (d->device_id == VIRTIO_ID_RNG && d->driver)
 			break;
 	if (!d) {
-		selftest_finish("FAIL", "no virtio-rng device bound");
+		virtio_selftest_finish("FAIL", "no virtio-rng device bound");
 		return -ENODEV;
 	}
 	st.vd = d;

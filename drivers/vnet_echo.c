@@ -17,7 +17,7 @@ static struct {
 	u8 mac[6];
 } echo;
 
-static void echo_release(struct vnet_rxbuf *f)
+static void vnet_echo_release(struct vnet_rxbuf *f)
 {
 	while (f) {
 		struct vnet_rxbuf *next = f->next;
@@ -27,7 +27,7 @@ static void echo_release(struct vnet_rxbuf *f)
 	}
 }
 
-static void echo_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned flags)
+static void vnet_echo_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned flags)
 {
 	struct vnet *vn = ctx;
 	struct virtq_sg sg = { f->data, f->len };
@@ -40,25 +40,25 @@ static void echo_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned flags)
 		if (vnet_tx(vn, &sg, 1, 0, f) == 0)
 			return;	/* released on completion */
 	}
-	echo_release(f);
+	vnet_echo_release(f);
 }
 
-static void echo_tx_done(void *ctx, void *token)
+static void vnet_echo_tx_done(void *ctx, void *token)
 {
 	(void)ctx;
 	vnet_rx_release(token);
 }
 
-static void echo_link(void *ctx, bool up)
+static void vnet_echo_link(void *ctx, bool up)
 {
 	(void)ctx;
 	(void)up;
 }
 
-static void echo_attach(void *arg)
+static void vnet_echo_attach(void *arg)
 {
 	struct vnet *vn = vnet_get();
-	struct vnet_upper up = { vn, echo_rx, echo_tx_done, echo_link };
+	struct vnet_upper up = { vn, vnet_echo_rx, vnet_echo_tx_done, vnet_echo_link };
 	struct vnet_info info;
 
 	(void)arg;
@@ -75,7 +75,7 @@ void vnet_set_echo(bool on)
 {
 	echo.on = on;
 	if (!echo.attach.fn)
-		work_init(&echo.attach, echo_attach, NULL);
+		work_init(&echo.attach, vnet_echo_attach, NULL);
 	if (on)
 		work_queue(&echo.attach);
 	else
