@@ -1,9 +1,9 @@
 # drivers/virtio_net.c built for the host (tests/host/vnetdev/virtio_net_host.c
 # includes it unchanged) with the ring, header, control and coalescing code it
 # uses and the real virtio bus (drivers/virtio.c, drivers/virtio_core.c),
-# against the host kernel shim (hostk), the bus glue (hostbus) and a simulated
-# device. hostbus wraps two
-# bus functions at link time to observe them (VIRTIO_HOST_LDFLAGS).
+# against the host kernel shim (hostk, linked into every host test), the bus
+# glue (hostbus: the injected driver table; it wraps two bus functions at link
+# time to observe them, VIRTIO_HOST_LDFLAGS) and a simulated device.
 # The wrapper is copied into $(BUILD) whenever the driver or a header changes:
 # the one-command host rule records only the last source's dependencies, and
 # the driver is not a source of its own here.
@@ -25,7 +25,7 @@ fuzz_vnet_rx_SRCS := tests/fuzz/fuzz_vnet_rx.c $(VNETDEV_SRCS)
 fuzz_vnet_rx_LDFLAGS := $(VIRTIO_HOST_LDFLAGS)
 
 # drivers/virtio_rng.c the same way, with the same device (queue 0 filled at
-# once) and the real virtio core.
+# once) and the real virtio bus.
 VRNG_WRAP := $(BUILD)/host/vnetdev/virtio_rng_host.c
 $(VRNG_WRAP): tests/host/vnetdev/virtio_rng_host.c drivers/virtio_rng.c \
 		$(wildcard drivers/*.h kernel/*.h tests/host/vnetdev/*.h)

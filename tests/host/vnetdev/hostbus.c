@@ -105,7 +105,7 @@ void __wrap_virtio_keep_forever(void *p, size_t npages)
 	if (!p)
 		return;
 	if (nkept == KEPT_MAX) {
-		fprintf(stderr, "hostk: more than %u kept blocks\n", KEPT_MAX);
+		fprintf(stderr, "hostbus: more than %u kept blocks\n", KEPT_MAX);
 		abort();
 	}
 	kept[nkept].p = p;
