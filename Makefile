@@ -85,7 +85,7 @@ ELF   := $(BUILD)/vireo.so
 IMAGE := $(BUILD)/vireo.img
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
-	test-matrix test-matrix-quick test-hostile soak
+	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks
 all: $(EFI)
 
 $(BUILD)/k/boot/%.o: boot/%.c
@@ -172,8 +172,13 @@ $(foreach f,$(FUZZERS),$(eval $(call fuzz_rule,$(f))))
 
 FUZZ_RUNS ?= 20000
 FUZZ_TIME ?= 300
-test-host: deps-test $(addprefix $(BUILD)/host/,$(HOST_TESTS))
+test-host: deps-test check-docs $(addprefix $(BUILD)/host/,$(HOST_TESTS))
 	$(Q)set -e; for t in $(HOST_TESTS); do echo "  TEST    $$t"; $(BUILD)/host/$$t; done
+
+# Every relative link in README.md, docs/ and net/README.md resolves (a file,
+# and a heading for a #fragment); under a second, so part of test-host.
+check-docs:
+	$(Q)$(PYTHON) tests/host/check_docs.py .
 
 # Both start from the committed seeds (tests/fuzz/corpus/<target>/, written by
 # tests/fuzz/make_corpus.py) next to the working corpus; libFuzzer adds new
@@ -234,6 +239,15 @@ bench-boot: deps-test $(IMAGE)
 bench: deps-test
 	$(Q)MAKE="$(MAKE)" tests/bench/bench.sh
 
+# Each attack of issue 13 against vireo and against the nginx peer (booted
+# as `make bench` boots both), a legitimate client before, during and after:
+# success rate during the attack, time to full service after it; table on
+# stdout, JSON in build/bench/attacks.json (docs/attacks.md). BENCH_MEM (256
+# MiB, -m of both guests), BENCH_HARNESS (../shared/bench). Needs root.
+bench-attacks: deps-test $(EFI)
+	$(Q)$(PYTHON) tests/bench/attacks.py --mem $(or $(BENCH_MEM),256) \
+		$(if $(BENCH_HARNESS),--harness $(BENCH_HARNESS))
+
 clean:
 	rm -rf $(BUILD)
 
@@ -250,20 +264,28 @@ help:
 	@echo "                  its last line says which"
 	@echo "  make images     every image: GRUB disk, ISO, qcow2, GCE/Azure/AWS files (images/images.mk)"
 	@echo "  make sign KEY=key.pem CERT=cert.pem   Secure Boot signed build/vireo-signed.img"
-	@echo "  make test-host  host unit tests only"
+	@echo "  make test-host  host unit tests only (and make check-docs)"
+	@echo "  make check-docs every relative link in README.md, docs/, net/README.md resolves"
 	@echo "  make test-qemu  QEMU tests only"
 	@echo "  make test-matrix  the appliance in 23 virtio-net/machine configurations, plus"
 	@echo "                  test-hostile (~10-12 min; needs root for a netns with a tap)"
 	@echo "  make test-matrix-quick  4 of those configurations and ab -k -c 32 on 3 boots"
 	@echo "                  (part of make test, ~1 min)"
-	@echo "  make test-hostile  malformed frames, SYN flood, hostile HTTP clients, link"
-	@echo "                  down/up and device reset under load (~6 min)"
+	@echo "  make test-hostile  malformed frames, SYN flood, receive-memory pinning, hostile"
+	@echo "                  HTTP clients, link down/up and device reset under load, TIME_WAIT"
+	@echo "                  reuse, ab -k -c 32 (~6 min when timed; see docs/testing.md)"
 	@echo "  make soak       100,000 keep-alive requests at 64 connections, no memory growth"
+	@echo "  make fuzz-smoke every libFuzzer target for FUZZ_RUNS=$(FUZZ_RUNS) runs (part of make test)"
 	@echo "  make fuzz       libFuzzer targets, FUZZ_TIME=$(FUZZ_TIME) s each"
+	@echo "  make lwip-fetch, make lwip-check   fetch lwIP only; link check and sizes (net/README.md)"
 	@echo "  make bench-boot EFI size, efi_main->kernel ready, idle host CPU"
 	@echo "  make bench      vireo vs. nginx on Linux (shared harness, TCG, tap): table + build/bench/summary.json"
 	@echo "                  (BENCH_REPS=3 BENCH_DURATION=10 BENCH_EXTRA_REPS=2 BENCH_MEM=256, -m of both guests;"
 	@echo "                  about 20 min; needs root)"
+	@echo "  make bench-attacks  SYN flood, out-of-order pinning, fragment trains, slot hog, orphan"
+	@echo "                  flood against vireo and the nginx peer: legitimate success % during each"
+	@echo "                  attack, time to full service after it; table + build/bench/attacks.json"
+	@echo "                  (BENCH_MEM=256 BENCH_HARNESS=../shared/bench; about 15 min; needs root)"
 	@echo "  make clean      remove $(BUILD)/"
 	@echo "  V=1             show commands"
 

@@ -1,7 +1,8 @@
-/* coalesce: the per-queue interrupt coalescing policy (DESIGN.md, Interrupt
- * coalescing). Decides how many completions (frames) and how long (usecs) a
- * queue may gather before it interrupts; the driver applies the decision
- * either device-side (VIRTIO_NET_F_NOTF_COAL / VQ_NOTF_COAL) or driver-side
+/* coalesce: the per-queue interrupt coalescing policy (docs/architecture.md,
+ * "Interrupt coalescing"). Decides how many completions (frames) and how
+ * long (usecs) a queue may gather before it interrupts; the driver applies
+ * the decision either device-side (VIRTIO_NET_F_NOTF_COAL / VQ_NOTF_COAL)
+ * or driver-side
  * (virtq_enable_cb_delayed(frames) plus a timer at coal_deadline()). Integer
  * only, no clock of its own: time comes in as monotonic nanoseconds.
  *

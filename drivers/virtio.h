@@ -157,7 +157,6 @@ static inline bool virtio_has(const struct virtio_dev *d, unsigned bit)
  * *v is not to be used) or -ERANGE (outside the device's config). */
 #define VIRTIO_CFG_TRIES 16
 int virtio_cfg_read(struct virtio_dev *d, u32 off, void *buf, u32 len);
-int virtio_cfg_read8(struct virtio_dev *d, u32 off, u8 *v);
 int virtio_cfg_read16(struct virtio_dev *d, u32 off, u16 *v);
 int virtio_cfg_read32(struct virtio_dev *d, u32 off, u32 *v);
 /* One width-exact device config write (no generation retry: a write has no

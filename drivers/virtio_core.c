@@ -273,11 +273,6 @@ int virtio_cfg_read(struct virtio_dev *d, u32 off, void *buf, u32 len)
 	return err;
 }
 
-int virtio_cfg_read8(struct virtio_dev *d, u32 off, u8 *v)
-{
-	return virtio_cfg_read(d, off, v, 1);
-}
-
 int virtio_cfg_read16(struct virtio_dev *d, u32 off, u16 *v)
 {
 	return virtio_cfg_read(d, off, v, 2);

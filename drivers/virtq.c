@@ -1046,27 +1046,3 @@ bool virtq_is_broken(const struct virtq *vq)
 {
 	return vq->broken;
 }
-
-#ifdef DEBUG
-void virtq_dump(const struct virtq *vq)
-{
-	klog("virtq %u: %s num %u free %u inflight %u%s%s%s%s cb %u",
-	     vq->index, vq->is_packed ? "packed" : "split", vq->num, vq->num_free, vq->inflight,
-	     vq->event_idx ? " event_idx" : "", vq->indirect ? " indirect" : "",
-	     vq->in_order ? " in_order" : "", vq->broken ? " BROKEN" : "", vq->cb_mode);
-	if (vq->is_packed)
-		klog("  next_avail %u/%u last_used %u/%u drv_evt %#x/%#x dev_evt %#x/%#x",
-		     vq->packed.next_avail, vq->packed.avail_wrap, vq->packed.last_used,
-		     vq->packed.used_wrap, READ_ONCE(vq->packed.driver->flags),
-		     READ_ONCE(vq->packed.driver->desc), READ_ONCE(vq->packed.device->flags),
-		     READ_ONCE(vq->packed.device->desc));
-	else
-		klog("  avail_idx %u last_used %u used.idx %u used.flags %#x avail_event %u",
-		     vq->split.avail_idx, vq->split.last_used, READ_ONCE(vq->split.used->idx),
-		     READ_ONCE(vq->split.used->flags), READ_ONCE(*virtq_split_avail_event(vq)));
-	klog("  adds %llu (indirect %llu) kicks %llu suppressed %llu completions %llu batched %llu",
-	     (unsigned long long)vq->stats.adds, (unsigned long long)vq->stats.indirect_adds,
-	     (unsigned long long)vq->stats.kicks, (unsigned long long)vq->stats.kicks_suppressed,
-	     (unsigned long long)vq->stats.completions, (unsigned long long)vq->stats.batched);
-}
-#endif

@@ -205,9 +205,4 @@ unsigned virtq_num_free(const struct virtq *vq);
 /* True once the device broke the ring's rules. */
 bool virtq_is_broken(const struct virtq *vq);
 
-#ifdef DEBUG
-/* klog the queue's indices, flags and counters. */
-void virtq_dump(const struct virtq *vq);
-#endif
-
 #endif

@@ -4,7 +4,7 @@
 # For the kernel:
 #   LWIP_LIB        the archive to link
 #   LWIP_CFLAGS     include paths for code that includes lwIP headers
-#   LWIP_PORT_SRCS  vireo's port files (net/), to add to the kernel's sources
+#   LWIP_PORT_SRCS  vireo's port files (net/; the kernel's NET_SRCS lists them)
 #   LWIP_STAMP      exists once the source is unpacked (order-only prerequisite
 #                   for anything that includes lwIP headers)
 # Targets: $(LWIP_LIB), lwip-fetch, lwip-check (link check, sizes).
@@ -19,9 +19,10 @@ LWIP_CFLAGS := -Inet -Inet/port -Inet/port/include -I$(LWIP_SRCDIR)/src/include
 
 LWIP_PORT_SRCS := net/sys_arch.c net/lwip_port.c net/tcp_isn.c net/syncookie.c
 
-# The appliance (net/app): HTTP server, metrics, echo. Not linked into the
-# kernel yet; lwip-check compiles them with the kernel's flags and links them
-# with lwIP, plus a site table generated from net/app/default-site.
+# The appliance (net/app): HTTP server, metrics, echo (the kernel links them
+# through NET_SRCS, with app.c). lwip-check compiles these with the kernel's
+# flags and links them with lwIP alone, plus a site table generated from
+# net/app/default-site.
 APP_SRCS := net/app/conntab.c net/app/http.c net/app/site.c net/app/server.c net/app/metrics.c net/app/echo.c
 
 # lwIP's core, IPv4, IPv6 and Ethernet, relative to src/ (the pinned release's

@@ -616,7 +616,7 @@ static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 
 refuse:
 	/* Reset at once. Nothing is kept for the refused peer, so a flood
-	 * costs no memory (see README). */
+	 * costs no memory (see docs/appliance.md). */
 	http_server_stats.conns_refused++;
 	tcp_abort(pcb);
 	return ERR_ABRT;

@@ -87,7 +87,7 @@ xrc=0
 for ((i = 1; i <= xreps; i++)); do
 	for role in peer vireo vireo-off; do
 		# echo is off by default; the UDP figures measure the data path, so
-		# the rate limit is lifted to 1,000,000 datagrams/s (README)
+		# the rate limit is lifted to 1,000,000 datagrams/s (docs/appliance.md)
 		desc=$vireo_desc cmdline="echo=tcp,udp echo.udp_rate=1000000"
 		[[ $role == peer ]] && desc=$peer_desc cmdline=""
 		[[ $role == vireo-off ]] && cmdline="$cmdline coalesce=off"

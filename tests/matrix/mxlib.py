@@ -42,28 +42,21 @@ def _setns(fd):
         raise OSError(err, f"setns: {os.strerror(err)}")
 
 
-class Guest:
-    """A namespace with a tap device, and vireo on it with a static address.
+class NsClient:
+    """Sockets and HTTP from inside a network namespace to a guest at `ip`
+    (port 80). ns: a tests/qemu/netns.Netns (made by the test, or attached
+    to one someone else made: Netns.attach)."""
 
-    device_opts: virtio-net-pci properties; machine: q35 or pc; mem: MiB;
-    extra: more QEMU arguments; tap_mtu: the tap's MTU (the host side)."""
+    def __init__(self, ns, ip):
+        self.ns = ns
+        self.ip = ip
+        self._nsfd = os.open(f"/run/netns/{ns.name}", os.O_RDONLY)
 
-    def __init__(self, device_opts="", machine="q35", mem=64, extra=(), tap_mtu=None, cmdline=""):
-        self.ns = nsmod.Netns()
-        self.vm = None
+    def close_ns(self):
         try:
-            if tap_mtu:
-                self.ns.run("ip", "link", "set", self.ns.tap, "mtu", str(tap_mtu), check=True)
-            self.ip = self.ns.guest_ip
-            self._nsfd = os.open(f"/run/netns/{self.ns.name}", os.O_RDONLY)
-            cl = f"ip={self.ip}/24 gw={self.ns.host_ip}" + (f" {cmdline}" if cmdline else "")
-            self.vm = Vm(cmdline=cl, machine=machine, mem=mem, wrap=self.ns.wrap,
-                         extra=self.ns.qemu_args(device_opts) + list(extra))
-            self.ready = self.vm.wait_for(READY, timeout=180)
-            assert self.ready.group(1) == self.ip, self.ready.group(0)
-        except BaseException:
-            self.close()
-            raise
+            os.close(self._nsfd)
+        except (AttributeError, OSError):
+            pass
 
     # ---- sockets inside the namespace ----
 
@@ -109,6 +102,30 @@ class Guest:
         resp = self.request(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{headers}\r\n".encode(),
                             timeout=timeout, src=src)
         return parse_response(resp)
+
+
+class Guest(NsClient):
+    """A namespace with a tap device, and vireo on it with a static address.
+
+    device_opts: virtio-net-pci properties; machine: q35 or pc; mem: MiB;
+    extra: more QEMU arguments; tap_mtu: the tap's MTU (the host side)."""
+
+    def __init__(self, device_opts="", machine="q35", mem=64, extra=(), tap_mtu=None, cmdline=""):
+        ns = nsmod.Netns()
+        self.ns = ns
+        self.vm = None
+        try:
+            if tap_mtu:
+                ns.run("ip", "link", "set", ns.tap, "mtu", str(tap_mtu), check=True)
+            NsClient.__init__(self, ns, ns.guest_ip)
+            cl = f"ip={self.ip}/24 gw={ns.host_ip}" + (f" {cmdline}" if cmdline else "")
+            self.vm = Vm(cmdline=cl, machine=machine, mem=mem, wrap=ns.wrap,
+                         extra=ns.qemu_args(device_opts) + list(extra))
+            self.ready = self.vm.wait_for(READY, timeout=180)
+            assert self.ready.group(1) == self.ip, self.ready.group(0)
+        except BaseException:
+            self.close()
+            raise
 
     def metrics(self, src=None):
         status, _, body = self.get("/metrics", src=src)
@@ -214,10 +231,7 @@ class Guest:
     def close(self):
         if self.vm is not None:
             self.vm.stop()
-        try:
-            os.close(self._nsfd)
-        except (AttributeError, OSError):
-            pass
+        self.close_ns()
         self.ns.close()
 
     def __enter__(self):

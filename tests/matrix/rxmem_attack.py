@@ -2,8 +2,12 @@
 namespace; frames built with scapy, written and read through a packet
 socket).
 
-    rxmem_attack.py ooseq IFACE GUEST_IP CONNS SEGS HOLD_S
-    rxmem_attack.py frags IFACE GUEST_IP TRAINS SECONDS
+    rxmem_attack.py ooseq IFACE GUEST_IP CONNS SEGS HOLD_S [GUEST_MAC]
+    rxmem_attack.py frags IFACE GUEST_IP TRAINS SECONDS [GUEST_MAC]
+
+GUEST_MAC: the guest's (default vireo's in these tests, 52:54:00:12:34:56);
+the IPv6 fragments go to the link-local address derived from it (EUI-64).
+Each prints "start" once the packet socket is open, before the first frame.
 
 ooseq: CONNS TCP connections to port 80, each from its own address in
 198.18.0.0/24 (off the tap's subnet: the guest answers through its gateway,
@@ -27,19 +31,27 @@ from scapy.all import IP, TCP, Ether, IPv6, IPv6ExtHdrFragment, Raw, UDP, conf
 
 conf.verb = 0
 GUEST_MAC = "52:54:00:12:34:56"
-GUEST_LL = "fe80::5054:ff:fe12:3456"
 ETH_P_ALL = 0x0003
 
 
+def link_local(mac):
+    """The EUI-64 link-local address of a MAC (RFC 4291 appendix A)."""
+    b = bytearray.fromhex(mac.replace(":", ""))
+    b[0] ^= 2
+    eui = bytes(b[:3]) + b"\xff\xfe" + bytes(b[3:])
+    return "fe80::" + ":".join(f"{(eui[i] << 8) | eui[i + 1]:x}" for i in range(0, 8, 2))
+
+
 class Tap:
-    def __init__(self, iface):
+    def __init__(self, iface, gmac=GUEST_MAC):
         self.s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         self.s.bind((iface, 0))
+        self.gmac = gmac
         with open(f"/sys/class/net/{iface}/address") as f:
             self.mac = f.read().strip()
 
     def send(self, pkt):
-        self.s.send(bytes(Ether(dst=GUEST_MAC, src=self.mac) / pkt))
+        self.s.send(bytes(Ether(dst=self.gmac, src=self.mac) / pkt))
 
     def tcp_from_guest(self, gip, timeout):
         """(src ip, dst ip, sport, dport, seq, ack, flags) of the guest's next
@@ -120,7 +132,7 @@ def frags(tap, gip, trains, seconds):
                          UDP(sport=5000, dport=9, len=8 + 3000) / Raw(payload))
                 n4 += 1
             if n6 < trains:
-                tap.send(IPv6(src="fe80::1", dst=GUEST_LL) / IPv6ExtHdrFragment(offset=0, m=1, id=0x30000 + n6) /
+                tap.send(IPv6(src="fe80::1", dst=link_local(tap.gmac)) / IPv6ExtHdrFragment(offset=0, m=1, id=0x30000 + n6) /
                          UDP(sport=5000, dport=9, len=8 + 3000) / Raw(payload))
                 n6 += 1
         time.sleep(pause)
@@ -130,7 +142,9 @@ def frags(tap, gip, trains, seconds):
 
 def main():
     phase, iface, gip = sys.argv[1:4]
-    tap = Tap(iface)
+    nargs = 7 if phase == "ooseq" else 6
+    tap = Tap(iface, sys.argv[nargs] if len(sys.argv) > nargs else GUEST_MAC)
+    print("start", flush=True)
     if phase == "ooseq":
         ooseq(tap, gip, int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]))
     elif phase == "frags":

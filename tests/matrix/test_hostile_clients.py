@@ -18,11 +18,11 @@ import time
 
 import pytest
 
+from client_attacks import MAX_CONNS, drop_pure_acks, hog, orphan_flood, undo_drop
 from mxlib import BIG, INDEX, Guest, Legit, Load, delta, legit_after, read_all, read_responses
 
 pytestmark = pytest.mark.hostile
 HEADER_TIMEOUT = 10  # net/app/server.c HTTP_SERVER_HEADER_MS
-MAX_CONNS = 64
 
 
 @pytest.fixture(scope="module")
@@ -309,33 +309,6 @@ def second():
     return (SECOND_SOURCE, next(_second_ports))
 
 
-def hog(guest, socks, stop, deadline):
-    """Keeps as many connections open from the tap's address as the server
-    takes (it sends nothing; the header timeout ends each after 10 s, and
-    the hog opens another)."""
-    while not stop.is_set() and time.monotonic() < deadline:
-        live = []
-        for s in socks:
-            r, _, _ = select.select([s], [], [], 0)
-            if r:
-                try:
-                    if s.recv(1) == b"":
-                        s.close()
-                        continue
-                except OSError:
-                    s.close()
-                    continue
-            live.append(s)
-        socks[:] = live
-        while len(socks) < MAX_CONNS + 8 and not stop.is_set():
-            try:
-                s = guest.connect(timeout=5)
-            except OSError:
-                break
-            socks.append(s)
-        time.sleep(0.2)
-
-
 def test_slot_exhaustion_from_one_source(guest):
     guest.add_source(SECOND_SOURCE)
     before = guest.metrics()  # reads from now on come from the second source: the hog's is full
@@ -369,55 +342,8 @@ def test_slot_exhaustion_from_one_source(guest):
 
 # ---- orphan flood: clients that never ACK the server's FIN ----
 
-FLOOD_PORT = 20480  # 20480-20991: below Linux's ephemeral range, so legitimate clients are never matched
 FLOOD_N = 400
 FLOOD_RATE = 8  # connections per second: 400 in 50 s, 6 times the orphan cap per orphan timeout
-
-
-def tc(guest, *args, check=True):
-    return guest.ns.run("tc", *args, check=check)
-
-
-def drop_pure_acks(guest):
-    """Loses, on the way to the guest, every IPv4 TCP segment from source
-    ports 20480-20991 that carries no data, SYN or FIN: with timestamps and
-    SACK off in the namespace that is exactly a 40-byte pure ACK."""
-    for k in ("net.ipv4.tcp_timestamps=0", "net.ipv4.tcp_sack=0"):
-        guest.ns.run("sysctl", "-qw", k, check=True)
-    # no gact action in this kernel: the filter sends them to an htb class
-    # whose queue holds nothing (pfifo limit 0); the rest pass unshaped
-    tap = guest.ns.tap
-    tc(guest, "qdisc", "add", "dev", tap, "root", "handle", "1:", "htb", "default", "10")
-    tc(guest, "class", "add", "dev", tap, "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit")
-    tc(guest, "class", "add", "dev", tap, "parent", "1:", "classid", "1:20", "htb", "rate", "10gbit")
-    tc(guest, "qdisc", "add", "dev", tap, "parent", "1:20", "handle", "20:", "pfifo", "limit", "0")
-    tc(guest, "filter", "add", "dev", tap, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-       "match", "ip", "protocol", "6", "0xff", "match", "ip", "sport", str(FLOOD_PORT), "0xfe00",
-       "match", "u16", "40", "0xffff", "at", "2", "match", "u8", "0", "0x03", "at", "33",
-       "flowid", "1:20")
-
-
-def undo_drop(guest):
-    tc(guest, "qdisc", "del", "dev", guest.ns.tap, "root", check=False)
-    for k in ("net.ipv4.tcp_timestamps=1", "net.ipv4.tcp_sack=1"):
-        guest.ns.run("sysctl", "-qw", k)
-
-
-def orphan_client(guest, port, stats):
-    req = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    try:
-        s = guest.socket()
-        s.settimeout(10)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind((guest.ns.host_ip, port))
-        s.connect((guest.ip, 80))
-        s.sendall(req)
-        s.shutdown(socket.SHUT_WR)
-        read_all(s)
-        s.close()
-        stats["done"] += 1
-    except OSError:
-        stats["errors"] += 1
 
 
 def test_orphan_flood(guest):
@@ -428,24 +354,18 @@ def test_orphan_flood(guest):
     peak = {"orphans": 0, "orphan_bytes": 0, "active": 0, "heap": 0}
     try:
         legit = Legit(guest, limit=5000, pause=0.05).start()
-        t0 = time.monotonic()
-        for i in range(FLOOD_N):
-            # paced so each of the 512 ports comes round only after the
-            # client's own TIME_WAIT (60 s) is over
-            while time.monotonic() - t0 < i / FLOOD_RATE:
-                time.sleep(0.01)
-            orphan_client(guest, FLOOD_PORT + i % 512, stats)
-            if i % 25 == 0:
-                try:
-                    m = guest.metrics()
-                except OSError as e:  # the legitimate client below counts failures; note it
-                    stats["sample_errors"].append(f"{time.strftime('%H:%M:%S')} {e!r}")
-                    continue
-                peak["orphans"] = max(peak["orphans"], m["vireo_lwip_orphans"])
-                peak["orphan_bytes"] = max(peak["orphan_bytes"], m["vireo_lwip_orphans_bytes"])
-                peak["active"] = max(peak["active"], m['vireo_tcp_pcbs{list="active"}'])
-                peak["heap"] = max(peak["heap"], m["vireo_lwip_mem_used_bytes"])
-        took = time.monotonic() - t0
+
+        def sample(i):
+            try:
+                m = guest.metrics()
+            except OSError as e:  # the legitimate client below counts failures; note it
+                stats["sample_errors"].append(f"{time.strftime('%H:%M:%S')} {e!r}")
+                return
+            peak["orphans"] = max(peak["orphans"], m["vireo_lwip_orphans"])
+            peak["orphan_bytes"] = max(peak["orphan_bytes"], m["vireo_lwip_orphans_bytes"])
+            peak["active"] = max(peak["active"], m['vireo_tcp_pcbs{list="active"}'])
+            peak["heap"] = max(peak["heap"], m["vireo_lwip_mem_used_bytes"])
+        took = orphan_flood(guest, FLOOD_N, FLOOD_RATE, stats, every=(25, sample))
         legit.stop()
         during = guest.metrics()
     finally:

@@ -9,7 +9,7 @@ legitimate client fetches / over new connections and must succeed at least
 99% of the time; afterwards every level returns to idle.
 
 Without net/rxmem.c the out-of-order attack holds every receive buffer and
-the appliance answers nothing until the connections go (see the README)."""
+the appliance answers nothing until the connections go (see docs/testing.md)."""
 import os
 import subprocess
 import threading

@@ -62,7 +62,7 @@ def test_syn_flood_cookies():
         total = ok + len(failed)
         cookies = delta(during, before, "vireo_lwip_syncookies_sent_total")
         valid = delta(during, before, "vireo_lwip_syncookies_validated_total")
-        print(f"synflood {out.decode().strip()}: legitimate {ok}/{total} ok, slowest {slowest:.1f} s; "
+        print(f"synflood {out.decode().strip().splitlines()[-1]}: legitimate {ok}/{total} ok, slowest {slowest:.1f} s; "
               f"cookies sent {cookies}, validated {valid}, rejected "
               f"{delta(during, before, 'vireo_lwip_syncookies_rejected_total')}; failures {failed[:5]}")
         assert total >= 10, f"only {total} requests in {FLOOD_SECONDS} s"

@@ -19,6 +19,8 @@ def available():
 
 
 class Netns:
+    owned = True
+
     def __init__(self, tap="tap0", host_ip=HOST_IP, prefix=PREFIX):
         self.name = "vireo-" + uuid.uuid4().hex[:8]
         self.tap = tap
@@ -34,6 +36,14 @@ class Netns:
         except subprocess.CalledProcessError:
             self.close()
             raise
+
+    @classmethod
+    def attach(cls, name, tap, host_ip, guest_ip):
+        """A namespace someone else made and will delete (e.g. the benchmark
+        boot of tests/bench/extra.py): run/popen inside it; close() leaves it."""
+        ns = cls.__new__(cls)
+        ns.name, ns.tap, ns.host_ip, ns.guest_ip, ns.owned = name, tap, host_ip, guest_ip, False
+        return ns
 
     @property
     def wrap(self):
@@ -52,6 +62,8 @@ class Netns:
         return subprocess.Popen(self.wrap + list(cmd), **kw)
 
     def close(self):
+        if not self.owned:
+            return
         subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
 
     def __enter__(self):

@@ -233,10 +233,19 @@ def test_thousand_requests_16_connections_no_leak(app):
     # heap's block header on x86_64, net/lwipopts.h). It may shrink: boot-time
     # leftovers (an ARP-queued pbuf, DHCP) can be freed in between.
     tw = after['vireo_tcp_pcbs{list="time_wait"}'] - before['vireo_tcp_pcbs{list="time_wait"}']
-    # lwIP also counts a near-fit block whole, so its figure drifts by a few
-    # bytes per live allocation with fragmentation (tests/matrix measured up
-    # to 144 B); a leaked connection would be kilobytes.
-    assert after["vireo_lwip_mem_used_bytes"] - before["vireo_lwip_mem_used_bytes"] <= 272 * tw + 256
+    # lwIP also counts a near-fit block whole: mem_malloc() leaves a block
+    # unsplit when the rest would be under SIZEOF_STRUCT_MEM + MIN_SIZE_ALIGNED
+    # (16 + 16 B), so each live block may count up to 24 B (8-aligned) more
+    # than it asked for, and which blocks are near-fits depends on where the
+    # heap was fragmented. The figure may drift by 24 B per live block: one
+    # per pool element (MEMP_MEM_MALLOC) plus at most 16 blocks outside the
+    # pools at idle (ARP/ND queues, DHCP, MLD, the /metrics response being
+    # built). A CI run saw 376 B over the TIME_WAIT share with 272 + 256
+    # allowed. A leak per request (1000 of them) or per connection would be
+    # kilobytes; a leaked pool element shows in pool_levels() above.
+    live = sum(v for k, v in after.items() if k.startswith("vireo_lwip_memp_used{")) + 16
+    grew = after["vireo_lwip_mem_used_bytes"] - before["vireo_lwip_mem_used_bytes"]
+    assert grew <= 272 * tw + 24 * live, (grew, tw, live)
     # the kernel heap counts a block's unsplittable tail (< 64 B) as in use, so
     # the level moves by a few bytes with fragmentation; one leaked HTTP
     # connection would be ~14.5 KiB
