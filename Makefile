@@ -53,14 +53,14 @@ KLDFLAGS := -nostdlib -znocombreloc -shared -Bsymbolic --no-undefined \
 	--build-id=none --gc-sections -T linker/vireo.ld
 
 BOOT_SRCS   := boot/efi_main.c boot/fwcfg.c
-KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel/string.c \
+KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel/string.c kernel/parse.c kernel/outbuf.c \
 	kernel/trap.c kernel/panic.c kernel/mm.c kernel/mm_range.c kernel/frames.c kernel/heap.c kernel/apic.c \
 	kernel/time.c kernel/timerq.c kernel/loop.c kernel/cmdline.c kernel/config.c kernel/selftest.c \
 	kernel/timeline.c kernel/shell.c kernel/random.c kernel/chacha20.c kernel/csprng.c \
 	kernel/siphash.c kernel/power.c
 DRIVER_SRCS := drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
-	drivers/virtq.c drivers/virtio.c drivers/virtio_core.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
-	drivers/virtio_rng.c drivers/virtio_net.c drivers/vnet_hdr.c drivers/vnet_ctrl.c \
+	drivers/virtq.c drivers/virtio.c drivers/virtio_drivers.c drivers/virtio_core.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
+	drivers/virtio_rng.c drivers/virtio_selftest.c drivers/virtio_net.c drivers/vnet_echo.c drivers/vnet_hdr.c drivers/vnet_ctrl.c \
 	drivers/coalesce.c drivers/virtio_console.c drivers/virtio_mmio_parse.c drivers/virtio_mmio.c
 NET_SRCS    := net/sys_arch.c net/lwip_port.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/netif_vnet.c net/netup.c net/app/app.c net/app/conntab.c net/app/http.c \
 	net/app/site.c net/app/server.c net/app/metrics.c net/app/echo.c
@@ -202,23 +202,28 @@ FUZZERS :=
 # sources, LWIP_SRCS, for the host.)
 -include $(sort $(wildcard images/*.mk))
 # Each tests/host/*.mk adds names to HOST_TESTS (with NAME_SRCS) and FUZZERS
-# (with NAME_SRCS); the rules are generated below.
+# (with NAME_SRCS, and NAME_LDFLAGS if it needs any); the rules are generated below.
 include $(sort $(wildcard tests/host/*.mk))
 
+# Every host test and fuzzer links the one host kernel shim (hostk, with the
+# real kernel/timerq.c its event loop runs on) and the toolkit's pure part
+# (kernel/parse.c, kernel/outbuf.c; libc stands in for kernel/string.c) ahead of its own sources.
+HOST_SHIM_SRCS := tests/host/shim/hostk.c kernel/timerq.c kernel/parse.c kernel/outbuf.c
+host_srcs = $(HOST_SHIM_SRCS) $(filter-out $(HOST_SHIM_SRCS),$($(1)_SRCS))
 define host_test_rule
-$(BUILD)/host/$(1): $$($(1)_SRCS) tests/host/shim/klog.c
+$(BUILD)/host/$(1): $$(call host_srcs,$(1))
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  HOSTCC  $$@")
-	$$(Q)$$(HOST_CC) $$(HOST_CFLAGS) -MF $$@.d $$^ -o $$@ $$(HOST_LDLIBS)
+	$$(Q)$$(HOST_CC) $$(HOST_CFLAGS) -MF $$@.d $$^ -o $$@ $$($(1)_LDFLAGS) $$(HOST_LDLIBS)
 endef
 $(foreach t,$(HOST_TESTS),$(eval $(call host_test_rule,$(t))))
 
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Itests/host/shim -I. -DHOST_TEST -DFUZZ
 define fuzz_rule
-$(BUILD)/fuzz/$(1): $$($(1)_SRCS) tests/host/shim/klog.c
+$(BUILD)/fuzz/$(1): $$(call host_srcs,$(1))
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  FUZZCC  $$@")
-	$$(Q)$$(FUZZ_CC) $$(FUZZ_CFLAGS) $$^ -o $$@
+	$$(Q)$$(FUZZ_CC) $$(FUZZ_CFLAGS) $$^ -o $$@ $$($(1)_LDFLAGS)
 endef
 $(foreach f,$(FUZZERS),$(eval $(call fuzz_rule,$(f))))
 

@@ -9,6 +9,7 @@
 #include "boot/fwcfg.h"
 #include "kernel/boot_info.h"
 #include "kernel/io.h"
+#include "kernel/string.h"
 
 #define MAP_SLACK_DESCS 16	/* room for the map to grow between calls */
 #define EXIT_TRIES 8
@@ -22,14 +23,6 @@ static void say(EFI_SYSTEM_TABLE *st, const CHAR16 *msg)
 {
 	if (st->ConOut)
 		st->ConOut->OutputString(st->ConOut, (CHAR16 *)msg);
-}
-
-static void bzero(void *p, size_t n)
-{
-	u8 *b = p;
-
-	while (n--)
-		*b++ = 0;
 }
 
 static bool guid_eq(const EFI_GUID *a, const EFI_GUID *b)
@@ -219,7 +212,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 		return EFI_OUT_OF_RESOURCES;
 	}
 	bi = (struct boot_info *)(UINTN)bi_pages;
-	bzero(bi, sizeof *bi);
+	memset(bi, 0, sizeof *bi);
 	bi->magic = BOOT_INFO_MAGIC;
 	bi->tsc.efi_main = t0;
 	copy_str(bi->stamp_names[0], sizeof bi->stamp_names[0], "efi_main");

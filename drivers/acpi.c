@@ -37,7 +37,7 @@ static struct work storm_work;
 
 /* Tables must lie inside one region of the firmware's map; reserved ranges
  * are not in our RAM map, so they are mapped (uncached) on demand. */
-static const void *acpi_map(void *ctx, u64 phys, u64 len)
+static const void *acpi_pm_map(void *ctx, u64 phys, u64 len)
 {
 	const struct boot_info *bi = ctx;
 	u32 i;
@@ -58,7 +58,7 @@ static const void *acpi_map(void *ctx, u64 phys, u64 len)
 	return NULL;
 }
 
-static void apply(const struct acpi_info *a)
+static void acpi_apply(const struct acpi_info *a)
 {
 	u32 i;
 
@@ -86,7 +86,7 @@ static void apply(const struct acpi_info *a)
 
 /* \_S5 from the DSDT the FADT names: header first, then the whole table,
  * checksummed, then the bounded AML scan. */
-static bool find_s5(const struct boot_info *bi, const struct acpi_fadt *f)
+static bool acpi_find_s5(const struct boot_info *bi, const struct acpi_fadt *f)
 {
 	const u8 *t;
 	u32 len, i;
@@ -95,13 +95,13 @@ static bool find_s5(const struct boot_info *bi, const struct acpi_fadt *f)
 
 	if (!f->present || !f->dsdt)
 		return false;
-	t = acpi_map((void *)bi, f->dsdt, 36);
+	t = acpi_pm_map((void *)bi, f->dsdt, 36);
 	if (!t || t[0] != 'D' || t[1] != 'S' || t[2] != 'D' || t[3] != 'T') {
 		kprintf("acpi: DSDT at %#lx unreadable or not a DSDT\n", f->dsdt);
 		return false;
 	}
 	len = (u32)t[4] | (u32)t[5] << 8 | (u32)t[6] << 16 | (u32)t[7] << 24;
-	if (len < 36 || len > ACPI_MAX_TABLE_LEN || !(t = acpi_map((void *)bi, f->dsdt, len))) {
+	if (len < 36 || len > ACPI_MAX_TABLE_LEN || !(t = acpi_pm_map((void *)bi, f->dsdt, len))) {
 		kprintf("acpi: DSDT length %u unusable\n", len);
 		return false;
 	}
@@ -122,7 +122,7 @@ static bool find_s5(const struct boot_info *bi, const struct acpi_fadt *f)
 
 int acpi_init(const struct boot_info *bi)
 {
-	struct acpi_mem mem = { acpi_map, (void *)bi };
+	struct acpi_mem mem = { acpi_pm_map, (void *)bi };
 	char sigs[ACPI_MAX_TABLES * 5 + 1];
 	u32 i, n = 0;
 	int err;
@@ -165,12 +165,12 @@ int acpi_init(const struct boot_info *bi)
 		info->fadt.reset_supported ? (info->fadt.reset_reg.space_id == ACPI_GAS_SYSIO ? "port" : "mem")
 					   : "none",
 		info->fadt.reset_reg.address, info->fadt.reset_value, info->hpet.present ? info->hpet.base : 0);
-	apply(info);
-	s5_ok = find_s5(bi, &info->fadt);
+	acpi_apply(info);
+	s5_ok = acpi_find_s5(bi, &info->fadt);
 	return 0;
 }
 
-static u16 pm1_status(const struct acpi_fadt *f)
+static u16 acpi_pm1_status(const struct acpi_fadt *f)
 {
 	u16 v = inw(f->pm1a_evt);
 
@@ -179,14 +179,14 @@ static u16 pm1_status(const struct acpi_fadt *f)
 	return v;
 }
 
-static void pm1_write(const struct acpi_fadt *f, u16 off, u16 v)
+static void acpi_pm1_write(const struct acpi_fadt *f, u16 off, u16 v)
 {
 	outw(f->pm1a_evt + off, v);
 	if (f->pm1b_evt)
 		outw(f->pm1b_evt + off, v);
 }
 
-static void sci_storm(void *arg)
+static void acpi_sci_storm(void *arg)
 {
 	(void)arg;
 	kprintf("acpi: %u SCIs in a second without a power-button event; SCI masked, power button off\n",
@@ -194,13 +194,13 @@ static void sci_storm(void *arg)
 }
 
 /* The SCI: level-triggered, so the status bit is cleared before the EOI. */
-static void sci_irq(void *arg)
+static void acpi_sci_irq(void *arg)
 {
 	const struct acpi_fadt *f = &info->fadt;
 
 	(void)arg;
-	if (pm1_status(f) & PM1_PWRBTN) {
-		pm1_write(f, 0, PM1_PWRBTN);
+	if (acpi_pm1_status(f) & PM1_PWRBTN) {
+		acpi_pm1_write(f, 0, PM1_PWRBTN);
 		sci_unclaimed = 0;
 		power_button();
 		return;
@@ -215,7 +215,7 @@ static void sci_irq(void *arg)
 	}
 }
 
-static void pm1_sleep(u16 port, u8 typ)
+static void acpi_pm1_sleep(u16 port, u8 typ)
 {
 	u16 v = (u16)((inw(port) & ~(PM1_SLP_TYP | PM1_SLP_EN)) | (u16)typ << PM1_SLP_TYP_SHIFT);
 
@@ -229,16 +229,16 @@ static void acpi_s5(void)
 	const struct acpi_fadt *f = &info->fadt;
 	u64 end;
 
-	pm1_sleep(f->pm1a_cnt, s5.slp_typa);
+	acpi_pm1_sleep(f->pm1a_cnt, s5.slp_typa);
 	if (f->pm1b_cnt)
-		pm1_sleep(f->pm1b_cnt, s5.slp_typb);
+		acpi_pm1_sleep(f->pm1b_cnt, s5.slp_typb);
 	end = time_ns() + NSEC_PER_SEC;	/* the platform acts on the write */
 	while (time_ns() < end)
 		pause();
 }
 
 /* SCI_EN set means ACPI mode; otherwise ask the firmware through SMI_CMD. */
-static int enable_acpi_mode(const struct acpi_fadt *f)
+static int acpi_enable_acpi_mode(const struct acpi_fadt *f)
 {
 	u64 end;
 
@@ -274,7 +274,7 @@ void acpi_power_init(void)
 			f->hw_reduced ? "hardware-reduced ACPI" : "no SCI or PM1 block");
 		return;
 	}
-	err = enable_acpi_mode(f);
+	err = acpi_enable_acpi_mode(f);
 	if (err) {
 		kprintf("acpi: cannot enter ACPI mode (%d): power button not available\n", err);
 		return;
@@ -287,15 +287,15 @@ void acpi_power_init(void)
 		sci_gsi = f->sci_int;
 	level = (flags & ACPI_MPS_TRIG_MASK) != ACPI_MPS_TRIG_EDGE;
 	low = (flags & ACPI_MPS_POL_MASK) != ACPI_MPS_POL_HIGH;
-	work_init(&storm_work, sci_storm, NULL);
-	pm1_write(f, f->pm1_evt_len / 2, 0);		/* every fixed event off */
-	pm1_write(f, 0, PM1_PWRBTN);			/* a stale press */
-	vec = irq_route_gsi(sci_gsi, level, low, sci_irq, NULL);
+	work_init(&storm_work, acpi_sci_storm, NULL);
+	acpi_pm1_write(f, f->pm1_evt_len / 2, 0);		/* every fixed event off */
+	acpi_pm1_write(f, 0, PM1_PWRBTN);			/* a stale press */
+	vec = irq_route_gsi(sci_gsi, level, low, acpi_sci_irq, NULL);
 	if (vec < 0) {
 		kprintf("acpi: cannot route SCI gsi %u (%d): power button not available\n", sci_gsi, vec);
 		return;
 	}
-	pm1_write(f, f->pm1_evt_len / 2, PM1_PWRBTN);
+	acpi_pm1_write(f, f->pm1_evt_len / 2, PM1_PWRBTN);
 	if (s5_ok)
 		power_register_off(acpi_s5);
 	kprintf("acpi: power button on SCI irq %u (gsi %u, %s, active %s), pm1 evt %#x cnt %#x, S5 %s%u/%u\n",

@@ -3,6 +3,8 @@
  * sum to zero, and a bad table is skipped with one warning. All multi-byte
  * fields are read byte by byte, so tables may sit at any alignment. */
 #include "drivers/acpi_tables.h"
+#include "kernel/byteorder.h"
+#include "kernel/string.h"
 #include <arch.h>
 
 #define ACPI_HDR_LEN		36	/* System Description Table Header */
@@ -89,22 +91,7 @@ struct acpi_walk {
 		klog("acpi: " __VA_ARGS__);			\
 	} while (0)
 
-static u16 rd16(const u8 *p)
-{
-	return (u16)(p[0] | (p[1] << 8));
-}
-
-static u32 rd32(const u8 *p)
-{
-	return (u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24;
-}
-
-static u64 rd64(const u8 *p)
-{
-	return (u64)rd32(p) | (u64)rd32(p + 4) << 32;
-}
-
-static u8 checksum(const u8 *p, u32 len)
+static u8 acpi_checksum(const u8 *p, u32 len)
 {
 	u8 sum = 0;
 	u32 i;
@@ -114,7 +101,7 @@ static u8 checksum(const u8 *p, u32 len)
 	return sum;
 }
 
-static bool bytes_eq(const u8 *p, const char *s, u32 n)
+static bool acpi_bytes_eq(const u8 *p, const char *s, u32 n)
 {
 	u32 i;
 
@@ -125,7 +112,7 @@ static bool bytes_eq(const u8 *p, const char *s, u32 n)
 }
 
 /* Copy n signature/OEM bytes as a printable, NUL-terminated string. */
-static void str_copy(char *dst, const u8 *src, u32 n)
+static void acpi_str_copy(char *dst, const u8 *src, u32 n)
 {
 	u32 i;
 
@@ -134,22 +121,14 @@ static void str_copy(char *dst, const u8 *src, u32 n)
 	dst[n] = '\0';
 }
 
-static void zero(void *p, size_t n)
-{
-	u8 *b = p;
-
-	while (n--)
-		*b++ = 0;
-}
-
-static const u8 *acpi_map(const struct acpi_walk *w, u64 phys, u64 len)
+static const u8 *acpi_tables_map(const struct acpi_walk *w, u64 phys, u64 len)
 {
 	if (len == 0 || phys + len < phys)
 		return NULL;
 	return w->mem->map(w->mem->ctx, phys, len);
 }
 
-static bool ranges_overlap(u64 a, u64 alen, u64 b, u64 blen)
+static bool acpi_ranges_overlap(u64 a, u64 alen, u64 b, u64 blen)
 {
 	return a < b + blen && b < a + alen;
 }
@@ -165,20 +144,20 @@ static const u8 *acpi_table_load(struct acpi_walk *w, u64 phys,
 	const char *name;
 	u32 len;
 
-	h = acpi_map(w, phys, ACPI_HDR_LEN);
+	h = acpi_tables_map(w, phys, ACPI_HDR_LEN);
 	if (!h) {
 		acpi_warn(w, "%s at 0x%llx: header not readable, ignored",
 			  expect ? expect : "table", (unsigned long long)phys);
 		return NULL;
 	}
-	str_copy(sig, h, 4);
+	acpi_str_copy(sig, h, 4);
 	name = expect ? expect : sig;
-	if (expect && !bytes_eq(h, expect, 4)) {
+	if (expect && !acpi_bytes_eq(h, expect, 4)) {
 		acpi_warn(w, "%s at 0x%llx: signature is '%s', ignored", expect,
 			  (unsigned long long)phys, sig);
 		return NULL;
 	}
-	len = rd32(h + 4);
+	len = get_le32(h + 4);
 	if (len < ACPI_HDR_LEN) {
 		acpi_warn(w, "%s at 0x%llx: length %u below header size, ignored",
 			  name, (unsigned long long)phys, len);
@@ -189,13 +168,13 @@ static const u8 *acpi_table_load(struct acpi_walk *w, u64 phys,
 			  (unsigned long long)phys, len);
 		return NULL;
 	}
-	t = acpi_map(w, phys, len);
+	t = acpi_tables_map(w, phys, len);
 	if (!t) {
 		acpi_warn(w, "%s at 0x%llx: length %u runs past readable memory, ignored",
 			  name, (unsigned long long)phys, len);
 		return NULL;
 	}
-	if (checksum(t, len) != 0) {
+	if (acpi_checksum(t, len) != 0) {
 		acpi_warn(w, "%s at 0x%llx: bad checksum, ignored", name,
 			  (unsigned long long)phys);
 		return NULL;
@@ -206,7 +185,7 @@ static const u8 *acpi_table_load(struct acpi_walk *w, u64 phys,
 
 /* ---- MADT ---------------------------------------------------------------- */
 
-static u8 madt_entry_min(u8 type)
+static u8 acpi_madt_entry_min(u8 type)
 {
 	switch (type) {
 	case MADT_LAPIC:	return 8;
@@ -221,7 +200,7 @@ static u8 madt_entry_min(u8 type)
 	}
 }
 
-static bool full(struct acpi_walk *w, u32 count, u32 cap, u32 bit,
+static bool acpi_full(struct acpi_walk *w, u32 count, u32 cap, u32 bit,
 		 const char *what)
 {
 	if (count < cap)
@@ -233,7 +212,7 @@ static bool full(struct acpi_walk *w, u32 count, u32 cap, u32 bit,
 	return true;
 }
 
-static void madt_add_cpu(struct acpi_walk *w, u32 apic_id, u32 uid, u32 flags,
+static void acpi_madt_add_cpu(struct acpi_walk *w, u32 apic_id, u32 uid, u32 flags,
 			 bool x2apic)
 {
 	struct acpi_madt *m = &w->info->madt;
@@ -249,7 +228,7 @@ static void madt_add_cpu(struct acpi_walk *w, u32 apic_id, u32 uid, u32 flags,
 			return;
 		}
 	}
-	if (full(w, m->cpu_count, ACPI_MAX_CPUS, FULL_CPUS, "CPUs"))
+	if (acpi_full(w, m->cpu_count, ACPI_MAX_CPUS, FULL_CPUS, "CPUs"))
 		return;
 	c = &m->cpus[m->cpu_count++];
 	c->apic_id = apic_id;
@@ -258,13 +237,13 @@ static void madt_add_cpu(struct acpi_walk *w, u32 apic_id, u32 uid, u32 flags,
 	c->enabled = flags & MADT_CPU_ENABLED;
 }
 
-static void madt_add_nmi(struct acpi_walk *w, bool lapic, u32 uid, u8 lint,
+static void acpi_madt_add_nmi(struct acpi_walk *w, bool lapic, u32 uid, u8 lint,
 			 u32 gsi, u16 flags)
 {
 	struct acpi_madt *m = &w->info->madt;
 	struct acpi_nmi *n;
 
-	if (full(w, m->nmi_count, ACPI_MAX_NMIS, FULL_NMIS, "NMI entries"))
+	if (acpi_full(w, m->nmi_count, ACPI_MAX_NMIS, FULL_NMIS, "NMI entries"))
 		return;
 	n = &m->nmis[m->nmi_count++];
 	n->lapic = lapic;
@@ -274,24 +253,24 @@ static void madt_add_nmi(struct acpi_walk *w, bool lapic, u32 uid, u8 lint,
 	n->flags = flags;
 }
 
-static void madt_entry(struct acpi_walk *w, const u8 *e, bool *addr_override)
+static void acpi_madt_entry(struct acpi_walk *w, const u8 *e, bool *addr_override)
 {
 	struct acpi_madt *m = &w->info->madt;
 	u32 i;
 
 	switch (e[0]) {
 	case MADT_LAPIC:
-		madt_add_cpu(w, e[3], e[2], rd32(e + 4), false);
+		acpi_madt_add_cpu(w, e[3], e[2], get_le32(e + 4), false);
 		break;
 	case MADT_X2APIC:
-		madt_add_cpu(w, rd32(e + 4), rd32(e + 12), rd32(e + 8), true);
+		acpi_madt_add_cpu(w, get_le32(e + 4), get_le32(e + 12), get_le32(e + 8), true);
 		break;
 	case MADT_IOAPIC:
-		if (full(w, m->ioapic_count, ACPI_MAX_IOAPICS, FULL_IOAPICS, "IOAPICs"))
+		if (acpi_full(w, m->ioapic_count, ACPI_MAX_IOAPICS, FULL_IOAPICS, "IOAPICs"))
 			break;
 		m->ioapics[m->ioapic_count].id = e[2];
-		m->ioapics[m->ioapic_count].addr = rd32(e + 4);
-		m->ioapics[m->ioapic_count].gsi_base = rd32(e + 8);
+		m->ioapics[m->ioapic_count].addr = get_le32(e + 4);
+		m->ioapics[m->ioapic_count].gsi_base = get_le32(e + 8);
 		m->ioapic_count++;
 		break;
 	case MADT_ISO:
@@ -305,23 +284,23 @@ static void madt_entry(struct acpi_walk *w, const u8 *e, bool *addr_override)
 				return;
 			}
 		}
-		if (full(w, m->iso_count, ACPI_MAX_ISOS, FULL_ISOS, "overrides"))
+		if (acpi_full(w, m->iso_count, ACPI_MAX_ISOS, FULL_ISOS, "overrides"))
 			break;
 		m->isos[m->iso_count].bus = e[2];
 		m->isos[m->iso_count].irq = e[3];
-		m->isos[m->iso_count].gsi = rd32(e + 4);
-		m->isos[m->iso_count].flags = rd16(e + 8);
+		m->isos[m->iso_count].gsi = get_le32(e + 4);
+		m->isos[m->iso_count].flags = get_le16(e + 8);
 		m->iso_count++;
 		break;
 	case MADT_NMI_SRC:
-		madt_add_nmi(w, false, 0, 0, rd32(e + 4), rd16(e + 2));
+		acpi_madt_add_nmi(w, false, 0, 0, get_le32(e + 4), get_le16(e + 2));
 		break;
 	case MADT_LAPIC_NMI:
-		madt_add_nmi(w, true, e[2] == 0xff ? ACPI_UID_ALL_CPUS : e[2],
-			     e[5], 0, rd16(e + 3));
+		acpi_madt_add_nmi(w, true, e[2] == 0xff ? ACPI_UID_ALL_CPUS : e[2],
+			     e[5], 0, get_le16(e + 3));
 		break;
 	case MADT_X2APIC_NMI:
-		madt_add_nmi(w, true, rd32(e + 4), e[8], 0, rd16(e + 2));
+		acpi_madt_add_nmi(w, true, get_le32(e + 4), e[8], 0, get_le16(e + 2));
 		break;
 	case MADT_LAPIC_ADDR:
 		if (*addr_override) {
@@ -329,15 +308,15 @@ static void madt_entry(struct acpi_walk *w, const u8 *e, bool *addr_override)
 			break;
 		}
 		*addr_override = true;
-		if (rd64(e + 4))
-			m->lapic_addr = rd64(e + 4);
+		if (get_le64(e + 4))
+			m->lapic_addr = get_le64(e + 4);
 		break;
 	default:
 		break;
 	}
 }
 
-static bool madt_parse(struct acpi_walk *w, const u8 *t, u32 len)
+static bool acpi_madt_parse(struct acpi_walk *w, const u8 *t, u32 len)
 {
 	struct acpi_madt *m = &w->info->madt;
 	bool addr_override = false;
@@ -349,8 +328,8 @@ static bool madt_parse(struct acpi_walk *w, const u8 *t, u32 len)
 		return false;
 	}
 	m->present = true;
-	m->lapic_addr = rd32(t + 36);
-	m->pcat_compat = rd32(t + 40) & 1;
+	m->lapic_addr = get_le32(t + 36);
+	m->pcat_compat = get_le32(t + 40) & 1;
 
 	for (off = MADT_ENTRIES; off < len; off += elen) {
 		if (len - off < 2) {
@@ -368,20 +347,20 @@ static bool madt_parse(struct acpi_walk *w, const u8 *t, u32 len)
 				  off, elen);
 			break;
 		}
-		need = madt_entry_min(t[off]);
+		need = acpi_madt_entry_min(t[off]);
 		if (elen < need) {
 			acpi_warn(w, "MADT: type %u entry at offset %u is %u bytes, needs %u; skipped",
 				  t[off], off, elen, need);
 			continue;
 		}
-		madt_entry(w, t + off, &addr_override);
+		acpi_madt_entry(w, t + off, &addr_override);
 	}
 	return true;
 }
 
 /* ---- MCFG ---------------------------------------------------------------- */
 
-static bool mcfg_parse(struct acpi_walk *w, const u8 *t, u32 len)
+static bool acpi_mcfg_parse(struct acpi_walk *w, const u8 *t, u32 len)
 {
 	struct acpi_info *info = w->info;
 	struct acpi_ecam *ec;
@@ -400,8 +379,8 @@ static bool mcfg_parse(struct acpi_walk *w, const u8 *t, u32 len)
 			  (len - MCFG_ENTRIES) % MCFG_ENTRY_LEN);
 
 	for (off = MCFG_ENTRIES; len - off >= MCFG_ENTRY_LEN; off += MCFG_ENTRY_LEN) {
-		base = rd64(t + off);
-		seg = rd16(t + off + 8);
+		base = get_le64(t + off);
+		seg = get_le16(t + off + 8);
 		start = t[off + 10];
 		end = t[off + 11];
 		if (end < start || base == 0 ||
@@ -422,7 +401,7 @@ static bool mcfg_parse(struct acpi_walk *w, const u8 *t, u32 len)
 				  seg, start, end);
 			continue;
 		}
-		if (full(w, info->ecam_count, ACPI_MAX_ECAM, FULL_ECAM, "ECAM windows"))
+		if (acpi_full(w, info->ecam_count, ACPI_MAX_ECAM, FULL_ECAM, "ECAM windows"))
 			break;
 		ec = &info->ecam[info->ecam_count++];
 		ec->base = base;
@@ -435,21 +414,21 @@ static bool mcfg_parse(struct acpi_walk *w, const u8 *t, u32 len)
 
 /* ---- FADT ---------------------------------------------------------------- */
 
-static bool covers(u32 len, u32 off, u32 n)
+static bool acpi_covers(u32 len, u32 off, u32 n)
 {
 	return off + n <= len;
 }
 
-static void gas_read(const u8 *p, struct acpi_gas *g)
+static void acpi_gas_read(const u8 *p, struct acpi_gas *g)
 {
 	g->space_id = p[0];
 	g->bit_width = p[1];
 	g->bit_offset = p[2];
 	g->access_size = p[3];
-	g->address = rd64(p + 4);
+	g->address = get_le64(p + 4);
 }
 
-static void fadt_pm_timer(struct acpi_walk *w, const u8 *t, u32 len)
+static void acpi_fadt_pm_timer(struct acpi_walk *w, const u8 *t, u32 len)
 {
 	struct acpi_fadt *f = &w->info->fadt;
 	struct acpi_gas g;
@@ -457,8 +436,8 @@ static void fadt_pm_timer(struct acpi_walk *w, const u8 *t, u32 len)
 
 	if (f->hw_reduced)
 		return;		/* PM timer fields are ignored on HW-reduced */
-	if (f->revision >= 3 && covers(len, FADT_X_PM_TMR_BLK, GAS_LEN)) {
-		gas_read(t + FADT_X_PM_TMR_BLK, &g);
+	if (f->revision >= 3 && acpi_covers(len, FADT_X_PM_TMR_BLK, GAS_LEN)) {
+		acpi_gas_read(t + FADT_X_PM_TMR_BLK, &g);
 		if (g.address && (g.space_id == ACPI_GAS_SYSIO ||
 				  g.space_id == ACPI_GAS_SYSMEM))
 			f->pm_timer = g;
@@ -466,9 +445,9 @@ static void fadt_pm_timer(struct acpi_walk *w, const u8 *t, u32 len)
 			acpi_warn(w, "FADT: X_PM_TMR_BLK in address space %u ignored",
 				  g.space_id);
 	}
-	if (!f->pm_timer.address && covers(len, FADT_PM_TMR_LEN, 1) &&
+	if (!f->pm_timer.address && acpi_covers(len, FADT_PM_TMR_LEN, 1) &&
 	    t[FADT_PM_TMR_LEN] >= 4) {
-		port = rd32(t + FADT_PM_TMR_BLK);
+		port = get_le32(t + FADT_PM_TMR_BLK);
 		if (port) {
 			f->pm_timer.space_id = ACPI_GAS_SYSIO;
 			f->pm_timer.bit_width = 32;
@@ -483,22 +462,22 @@ static void fadt_pm_timer(struct acpi_walk *w, const u8 *t, u32 len)
 /* One PM1 register block as an I/O port: the X_ GAS (revision >= 3) when it
  * is non-zero, else the legacy 32-bit field. Memory-space blocks and ports
  * past 0xffff are not supported: 0 (absent), with a warning. */
-static u16 fadt_pm1_port(struct acpi_walk *w, const u8 *t, u32 len, u32 off, u32 xoff,
+static u16 acpi_fadt_pm1_port(struct acpi_walk *w, const u8 *t, u32 len, u32 off, u32 xoff,
 			 const char *name)
 {
 	struct acpi_gas g;
 	u64 port = 0;
 
-	if (w->info->fadt.revision >= 3 && covers(len, xoff, GAS_LEN)) {
-		gas_read(t + xoff, &g);
+	if (w->info->fadt.revision >= 3 && acpi_covers(len, xoff, GAS_LEN)) {
+		acpi_gas_read(t + xoff, &g);
 		if (g.address && g.space_id != ACPI_GAS_SYSIO) {
 			acpi_warn(w, "FADT: X_%s in address space %u ignored", name, g.space_id);
 			return 0;
 		}
 		port = g.address;
 	}
-	if (!port && covers(len, off, 4))
-		port = rd32(t + off);
+	if (!port && acpi_covers(len, off, 4))
+		port = get_le32(t + off);
 	if (port > 0xffff - 3) {
 		acpi_warn(w, "FADT: %s port %#lx out of range", name, (unsigned long)port);
 		return 0;
@@ -509,36 +488,36 @@ static u16 fadt_pm1_port(struct acpi_walk *w, const u8 *t, u32 len, u32 off, u32
 /* Fixed power-management hardware: SMI_CMD and the PM1 event and control
  * blocks (not on HW-reduced platforms). An event block shorter than 4 bytes
  * (2 status + 2 enable) or a control block shorter than 2 is not usable. */
-static void fadt_pm1(struct acpi_walk *w, const u8 *t, u32 len)
+static void acpi_fadt_pm1(struct acpi_walk *w, const u8 *t, u32 len)
 {
 	struct acpi_fadt *f = &w->info->fadt;
 
-	if (f->hw_reduced || !covers(len, FADT_PM1_CNT_LEN, 1))
+	if (f->hw_reduced || !acpi_covers(len, FADT_PM1_CNT_LEN, 1))
 		return;
-	f->smi_cmd = rd32(t + FADT_SMI_CMD);
+	f->smi_cmd = get_le32(t + FADT_SMI_CMD);
 	f->acpi_enable = t[FADT_ACPI_ENABLE];
 	f->acpi_disable = t[FADT_ACPI_DISABLE];
 	f->pm1_evt_len = t[FADT_PM1_EVT_LEN];
 	f->pm1_cnt_len = t[FADT_PM1_CNT_LEN];
 	if (f->pm1_evt_len >= 4 && !(f->pm1_evt_len & 1)) {
-		f->pm1a_evt = fadt_pm1_port(w, t, len, FADT_PM1A_EVT_BLK, FADT_X_PM1A_EVT_BLK, "PM1a_EVT_BLK");
-		f->pm1b_evt = fadt_pm1_port(w, t, len, FADT_PM1B_EVT_BLK, FADT_X_PM1B_EVT_BLK, "PM1b_EVT_BLK");
+		f->pm1a_evt = acpi_fadt_pm1_port(w, t, len, FADT_PM1A_EVT_BLK, FADT_X_PM1A_EVT_BLK, "PM1a_EVT_BLK");
+		f->pm1b_evt = acpi_fadt_pm1_port(w, t, len, FADT_PM1B_EVT_BLK, FADT_X_PM1B_EVT_BLK, "PM1b_EVT_BLK");
 	}
 	if (f->pm1_cnt_len >= 2) {
-		f->pm1a_cnt = fadt_pm1_port(w, t, len, FADT_PM1A_CNT_BLK, FADT_X_PM1A_CNT_BLK, "PM1a_CNT_BLK");
-		f->pm1b_cnt = fadt_pm1_port(w, t, len, FADT_PM1B_CNT_BLK, FADT_X_PM1B_CNT_BLK, "PM1b_CNT_BLK");
+		f->pm1a_cnt = acpi_fadt_pm1_port(w, t, len, FADT_PM1A_CNT_BLK, FADT_X_PM1A_CNT_BLK, "PM1a_CNT_BLK");
+		f->pm1b_cnt = acpi_fadt_pm1_port(w, t, len, FADT_PM1B_CNT_BLK, FADT_X_PM1B_CNT_BLK, "PM1b_CNT_BLK");
 	}
 }
 
-static void fadt_reset(struct acpi_walk *w, const u8 *t, u32 len)
+static void acpi_fadt_reset(struct acpi_walk *w, const u8 *t, u32 len)
 {
 	struct acpi_fadt *f = &w->info->fadt;
 	struct acpi_gas *g = &f->reset_reg;
 
 	/* RESET_REG first appeared in revision 2 FADTs. */
-	if (f->revision < 2 || !covers(len, FADT_RESET_VALUE, 1))
+	if (f->revision < 2 || !acpi_covers(len, FADT_RESET_VALUE, 1))
 		return;
-	gas_read(t + FADT_RESET_REG, g);
+	acpi_gas_read(t + FADT_RESET_REG, g);
 	f->reset_value = t[FADT_RESET_VALUE];
 	if (!(f->flags & ACPI_FADT_RESET_REG_SUP))
 		return;
@@ -553,7 +532,7 @@ static void fadt_reset(struct acpi_walk *w, const u8 *t, u32 len)
 	f->reset_supported = true;
 }
 
-static bool fadt_parse(struct acpi_walk *w, const u8 *t, u32 len)
+static bool acpi_fadt_parse(struct acpi_walk *w, const u8 *t, u32 len)
 {
 	struct acpi_fadt *f = &w->info->fadt;
 	u64 x;
@@ -561,52 +540,52 @@ static bool fadt_parse(struct acpi_walk *w, const u8 *t, u32 len)
 	f->present = true;
 	f->revision = t[8];
 	f->len = len;
-	if (covers(len, FADT_FIRMWARE_CTRL, 4))
-		f->facs = rd32(t + FADT_FIRMWARE_CTRL);
-	if (covers(len, FADT_DSDT, 4))
-		f->dsdt = rd32(t + FADT_DSDT);
-	if (covers(len, FADT_SCI_INT, 2))
-		f->sci_int = rd16(t + FADT_SCI_INT);
-	if (covers(len, FADT_CENTURY, 1))
+	if (acpi_covers(len, FADT_FIRMWARE_CTRL, 4))
+		f->facs = get_le32(t + FADT_FIRMWARE_CTRL);
+	if (acpi_covers(len, FADT_DSDT, 4))
+		f->dsdt = get_le32(t + FADT_DSDT);
+	if (acpi_covers(len, FADT_SCI_INT, 2))
+		f->sci_int = get_le16(t + FADT_SCI_INT);
+	if (acpi_covers(len, FADT_CENTURY, 1))
 		f->century = t[FADT_CENTURY];
-	if (covers(len, FADT_FLAGS, 4))
-		f->flags = rd32(t + FADT_FLAGS);
+	if (acpi_covers(len, FADT_FLAGS, 4))
+		f->flags = get_le32(t + FADT_FLAGS);
 	/* IAPC_BOOT_ARCH was reserved before ACPI 2.0 (revision 3). */
-	if (f->revision >= 3 && covers(len, FADT_IAPC_BOOT_ARCH, 2)) {
+	if (f->revision >= 3 && acpi_covers(len, FADT_IAPC_BOOT_ARCH, 2)) {
 		f->boot_arch_valid = true;
-		f->boot_arch = rd16(t + FADT_IAPC_BOOT_ARCH);
+		f->boot_arch = get_le16(t + FADT_IAPC_BOOT_ARCH);
 	}
 	if (f->revision >= 5)
 		f->hw_reduced = f->flags & ACPI_FADT_HW_REDUCED;
-	if (f->revision >= 3 && covers(len, FADT_X_FIRMWARE_CTRL, 8)) {
-		x = rd64(t + FADT_X_FIRMWARE_CTRL);
+	if (f->revision >= 3 && acpi_covers(len, FADT_X_FIRMWARE_CTRL, 8)) {
+		x = get_le64(t + FADT_X_FIRMWARE_CTRL);
 		if (x)
 			f->facs = x;
 	}
-	if (f->revision >= 3 && covers(len, FADT_X_DSDT, 8)) {
-		x = rd64(t + FADT_X_DSDT);
+	if (f->revision >= 3 && acpi_covers(len, FADT_X_DSDT, 8)) {
+		x = get_le64(t + FADT_X_DSDT);
 		if (x)
 			f->dsdt = x;
 	}
-	fadt_reset(w, t, len);
-	fadt_pm_timer(w, t, len);
-	fadt_pm1(w, t, len);
+	acpi_fadt_reset(w, t, len);
+	acpi_fadt_pm_timer(w, t, len);
+	acpi_fadt_pm1(w, t, len);
 	return true;
 }
 
 /* ---- HPET ---------------------------------------------------------------- */
 
-static bool hpet_parse(struct acpi_walk *w, const u8 *t, u32 len)
+static bool acpi_hpet_parse(struct acpi_walk *w, const u8 *t, u32 len)
 {
 	struct acpi_hpet *h = &w->info->hpet;
 	struct acpi_gas g;
 	u32 id;
 
-	if (!covers(len, HPET_BASE, GAS_LEN)) {
+	if (!acpi_covers(len, HPET_BASE, GAS_LEN)) {
 		acpi_warn(w, "HPET: length %u too short, ignored", len);
 		return false;
 	}
-	gas_read(t + HPET_BASE, &g);
+	acpi_gas_read(t + HPET_BASE, &g);
 	if (g.space_id != ACPI_GAS_SYSMEM || g.address == 0) {
 		acpi_warn(w, "HPET: base 0x%llx in address space %u unusable, ignored",
 			  (unsigned long long)g.address, g.space_id);
@@ -614,17 +593,17 @@ static bool hpet_parse(struct acpi_walk *w, const u8 *t, u32 len)
 	}
 	h->present = true;
 	h->base = g.address;
-	id = rd32(t + HPET_BLOCK_ID);
+	id = get_le32(t + HPET_BLOCK_ID);
 	h->block_id = id;
 	if (id) {
 		h->comparators = (u8)(((id >> 8) & 0x1f) + 1);
 		h->counter_64bit = id & (1u << 13);
 		h->legacy_capable = id & (1u << 15);
 	}
-	if (covers(len, HPET_NUMBER, 1))
+	if (acpi_covers(len, HPET_NUMBER, 1))
 		h->hpet_number = t[HPET_NUMBER];
-	if (covers(len, HPET_MIN_TICK, 2))
-		h->min_tick = rd16(t + HPET_MIN_TICK);
+	if (acpi_covers(len, HPET_MIN_TICK, 2))
+		h->min_tick = get_le16(t + HPET_MIN_TICK);
 	return true;
 }
 
@@ -635,10 +614,10 @@ static void acpi_record(struct acpi_walk *w, const u8 *t, u32 len, u64 phys)
 	struct acpi_info *info = w->info;
 	struct acpi_table_ref *r;
 
-	if (full(w, info->table_count, ACPI_MAX_TABLES, FULL_TABLES, "tables"))
+	if (acpi_full(w, info->table_count, ACPI_MAX_TABLES, FULL_TABLES, "tables"))
 		return;
 	r = &info->tables[info->table_count++];
-	str_copy(r->sig, t, 4);
+	acpi_str_copy(r->sig, t, 4);
 	r->revision = t[8];
 	r->len = len;
 	r->phys = phys;
@@ -660,14 +639,14 @@ static void acpi_visit(struct acpi_walk *w, u64 phys, u32 idx)
 	t = acpi_table_load(w, phys, NULL, &len, sig);
 	if (!t)
 		return;
-	if (ranges_overlap(phys, len, w->root_phys, w->root_len)) {
+	if (acpi_ranges_overlap(phys, len, w->root_phys, w->root_len)) {
 		acpi_warn(w, "%s at 0x%llx (entry %u) overlaps the %s, ignored",
 			  sig, (unsigned long long)phys, idx, w->root_name);
 		return;
 	}
 	for (i = 0; i < info->table_count; i++) {
 		r = &info->tables[i];
-		if (ranges_overlap(phys, len, r->phys, r->len)) {
+		if (acpi_ranges_overlap(phys, len, r->phys, r->len)) {
 			acpi_warn(w, "%s at 0x%llx (entry %u) overlaps %s at 0x%llx, ignored",
 				  sig, (unsigned long long)phys, idx, r->sig,
 				  (unsigned long long)r->phys);
@@ -675,13 +654,13 @@ static void acpi_visit(struct acpi_walk *w, u64 phys, u32 idx)
 		}
 	}
 
-	if (bytes_eq(t, "FACP", 4))
+	if (acpi_bytes_eq(t, "FACP", 4))
 		taken = info->fadt.present;
-	else if (bytes_eq(t, "APIC", 4))
+	else if (acpi_bytes_eq(t, "APIC", 4))
 		taken = info->madt.present;
-	else if (bytes_eq(t, "MCFG", 4))
+	else if (acpi_bytes_eq(t, "MCFG", 4))
 		taken = info->mcfg_present;
-	else if (bytes_eq(t, "HPET", 4))
+	else if (acpi_bytes_eq(t, "HPET", 4))
 		taken = info->hpet.present;
 	else
 		taken = false;
@@ -691,14 +670,14 @@ static void acpi_visit(struct acpi_walk *w, u64 phys, u32 idx)
 		return;
 	}
 
-	if (bytes_eq(t, "FACP", 4))
-		ok = fadt_parse(w, t, len);
-	else if (bytes_eq(t, "APIC", 4))
-		ok = madt_parse(w, t, len);
-	else if (bytes_eq(t, "MCFG", 4))
-		ok = mcfg_parse(w, t, len);
-	else if (bytes_eq(t, "HPET", 4))
-		ok = hpet_parse(w, t, len);
+	if (acpi_bytes_eq(t, "FACP", 4))
+		ok = acpi_fadt_parse(w, t, len);
+	else if (acpi_bytes_eq(t, "APIC", 4))
+		ok = acpi_madt_parse(w, t, len);
+	else if (acpi_bytes_eq(t, "MCFG", 4))
+		ok = acpi_mcfg_parse(w, t, len);
+	else if (acpi_bytes_eq(t, "HPET", 4))
+		ok = acpi_hpet_parse(w, t, len);
 	else
 		ok = true;	/* valid but not decoded here: just recorded */
 	if (ok)
@@ -710,45 +689,45 @@ static int acpi_rsdp(struct acpi_walk *w, u64 rsdp_phys, u64 *rsdt, u64 *xsdt)
 	const u8 *r, *r2;
 	u32 xlen;
 
-	r = acpi_map(w, rsdp_phys, RSDP_V1_LEN);
+	r = acpi_tables_map(w, rsdp_phys, RSDP_V1_LEN);
 	if (!r) {
 		acpi_warn(w, "RSDP at 0x%llx not readable", (unsigned long long)rsdp_phys);
 		return -EFAULT;
 	}
-	if (!bytes_eq(r, "RSD PTR ", 8) || checksum(r, RSDP_V1_LEN) != 0) {
+	if (!acpi_bytes_eq(r, "RSD PTR ", 8) || acpi_checksum(r, RSDP_V1_LEN) != 0) {
 		acpi_warn(w, "RSDP at 0x%llx: bad signature or checksum",
 			  (unsigned long long)rsdp_phys);
 		return -EBADMSG;
 	}
-	str_copy(w->info->oem_id, r + 9, 6);
+	acpi_str_copy(w->info->oem_id, r + 9, 6);
 	w->info->rsdp_revision = r[15];
-	*rsdt = rd32(r + 16);
+	*rsdt = get_le32(r + 16);
 	*xsdt = 0;
 	if (r[15] < 2)
 		return 0;
 
 	/* ACPI 2.0+: the XSDT pointer is trusted only under the extended
 	 * checksum; otherwise fall back to the RSDT the v1 checksum covers. */
-	r2 = acpi_map(w, rsdp_phys, RSDP_V2_LEN);
+	r2 = acpi_tables_map(w, rsdp_phys, RSDP_V2_LEN);
 	if (!r2) {
 		acpi_warn(w, "RSDP: v2 part not readable, XSDT ignored");
 		return 0;
 	}
-	xlen = rd32(r2 + 20);
+	xlen = get_le32(r2 + 20);
 	if (xlen < RSDP_V2_LEN || xlen > RSDP_MAX_LEN) {
 		acpi_warn(w, "RSDP: bad length %u, XSDT ignored", xlen);
 		return 0;
 	}
-	r2 = acpi_map(w, rsdp_phys, xlen);
+	r2 = acpi_tables_map(w, rsdp_phys, xlen);
 	if (!r2) {
 		acpi_warn(w, "RSDP: length %u not readable, XSDT ignored", xlen);
 		return 0;
 	}
-	if (checksum(r2, xlen) != 0) {
+	if (acpi_checksum(r2, xlen) != 0) {
 		acpi_warn(w, "RSDP: bad extended checksum, XSDT ignored");
 		return 0;
 	}
-	*xsdt = rd64(r2 + 24);
+	*xsdt = get_le64(r2 + 24);
 	return 0;
 }
 
@@ -763,7 +742,7 @@ int acpi_parse(u64 rsdp_phys, const struct acpi_mem *mem, struct acpi_info *out)
 
 	if (!mem || !mem->map || !out)
 		return -EINVAL;
-	zero(out, sizeof *out);
+	memset(out, 0, sizeof *out);
 
 	err = acpi_rsdp(&w, rsdp_phys, &rsdt, &xsdt);
 	if (err)
@@ -805,9 +784,9 @@ int acpi_parse(u64 rsdp_phys, const struct acpi_mem *mem, struct acpi_info *out)
 	}
 	for (i = 0; i < n; i++) {
 		if (esz == 8)
-			phys = rd64(root + ACPI_HDR_LEN + 8 * i);
+			phys = get_le64(root + ACPI_HDR_LEN + 8 * i);
 		else
-			phys = rd32(root + ACPI_HDR_LEN + 4 * i);
+			phys = get_le32(root + ACPI_HDR_LEN + 4 * i);
 		if (!phys) {
 			acpi_warn(&w, "%s: entry %u is null", w.root_name, i);
 			continue;
@@ -839,7 +818,7 @@ const struct acpi_table_ref *acpi_find_table(const struct acpi_info *info,
 	u32 i;
 
 	for (i = 0; i < info->table_count; i++)
-		if (bytes_eq((const u8 *)info->tables[i].sig, sig, 4))
+		if (acpi_bytes_eq((const u8 *)info->tables[i].sig, sig, 4))
 			return &info->tables[i];
 	return NULL;
 }

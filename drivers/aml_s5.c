@@ -18,7 +18,7 @@
  * that follow (0-3). With none, bits 5-0 are the length; otherwise bits 3-0
  * are its low nibble, bits 5-4 must be zero, and each following byte adds
  * eight higher bits. The length counts the PkgLength bytes themselves. */
-static int pkg_length(const u8 *p, u32 avail, u32 *len, u32 *nbytes)
+static int aml_pkg_length(const u8 *p, u32 avail, u32 *len, u32 *nbytes)
 {
 	u32 n, v, i;
 
@@ -41,7 +41,7 @@ static int pkg_length(const u8 *p, u32 avail, u32 *len, u32 *nbytes)
 }
 
 /* One ComputationalData integer constant; *used bytes taken. */
-static int data_int(const u8 *p, u32 avail, u64 *v, u32 *used)
+static int aml_data_int(const u8 *p, u32 avail, u64 *v, u32 *used)
 {
 	u32 size, i;
 
@@ -81,7 +81,7 @@ static int data_int(const u8 *p, u32 avail, u64 *v, u32 *used)
 }
 
 /* The package that starts at aml[pos] (the PackageOp), inside aml[0..len). */
-static int s5_package(const u8 *aml, u32 len, u32 pos, struct aml_s5 *out)
+static int aml_s5_package(const u8 *aml, u32 len, u32 pos, struct aml_s5 *out)
 {
 	u32 plen, nb, end, at, used, count;
 	u64 a, b = 0;
@@ -89,7 +89,7 @@ static int s5_package(const u8 *aml, u32 len, u32 pos, struct aml_s5 *out)
 	if (pos >= len || aml[pos] != AML_PACKAGE_OP)
 		return -EBADMSG;
 	at = pos + 1;
-	if (pkg_length(aml + at, len - at, &plen, &nb))
+	if (aml_pkg_length(aml + at, len - at, &plen, &nb))
 		return -EBADMSG;
 	/* plen covers the PkgLength bytes and at least NumElements. */
 	if (plen < nb + 1 || plen > len - at)
@@ -99,13 +99,13 @@ static int s5_package(const u8 *aml, u32 len, u32 pos, struct aml_s5 *out)
 	count = aml[at++];
 	if (count == 0)
 		return -EBADMSG;
-	if (data_int(aml + at, end - at, &a, &used))
+	if (aml_data_int(aml + at, end - at, &a, &used))
 		return -EBADMSG;
 	at += used;
 	if (count == 1) {
 		b = (a >> 8) & 0xff;	/* ACPI 1.0: both types in one integer */
 		a &= 0xff;
-	} else if (data_int(aml + at, end - at, &b, &used)) {
+	} else if (aml_data_int(aml + at, end - at, &b, &used)) {
 		return -EBADMSG;
 	}
 	if (a > 7 || b > 7)
@@ -132,7 +132,7 @@ int aml_find_s5(const u8 *aml, u32 len, struct aml_s5 *out)
 		    !(aml[i - 1] == AML_ROOT_CHAR && i >= 2 && aml[i - 2] == AML_NAME_OP))
 			continue;
 		seen = true;
-		if (s5_package(aml, len, i + 4, out) == 0)
+		if (aml_s5_package(aml, len, i + 4, out) == 0)
 			return 0;
 	}
 	return seen ? -EBADMSG : -ENOENT;

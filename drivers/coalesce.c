@@ -34,6 +34,8 @@
  * to profile 0 and forgets the guard's history. */
 #include "kernel/types.h"
 #include "drivers/coalesce.h"
+#include "kernel/parse.h"
+#include "kernel/string.h"
 
 #define COAL_ADAPT_USECS	COAL_USECS_MAX	/* hold of every profile above 0 */
 #define COAL_LEVELS		7u		/* F = 1, 2, 4 .. 64 */
@@ -48,14 +50,14 @@
 _Static_assert((1u << (COAL_LEVELS - 1)) == COAL_FRAMES_MAX, "table tops at the bound");
 _Static_assert(COAL_ADAPT_USECS <= COAL_USECS_MAX, "profile within bounds");
 
-static u16 level_frames(const struct coal_policy *p, unsigned k)
+static u16 coal_level_frames(const struct coal_policy *p, unsigned k)
 {
 	u16 f = (u16)(1u << k);
 
 	return f < p->max_frames ? f : p->max_frames;
 }
 
-static unsigned top_level(const struct coal_policy *p)
+static unsigned coal_top_level(const struct coal_policy *p)
 {
 	unsigned k = 0;
 
@@ -64,7 +66,7 @@ static unsigned top_level(const struct coal_policy *p)
 	return k;
 }
 
-static void set_params(struct coal_policy *p, u16 frames, u32 usecs)
+static void coal_set_params(struct coal_policy *p, u16 frames, u32 usecs)
 {
 	if (usecs == 0 || frames <= 1) {	/* keep: usecs == 0 iff frames == 1 */
 		frames = 1;
@@ -76,25 +78,25 @@ static void set_params(struct coal_policy *p, u16 frames, u32 usecs)
 	p->usecs = usecs;
 }
 
-static void set_level(struct coal_policy *p, unsigned k)
+static void coal_set_level(struct coal_policy *p, unsigned k)
 {
 	p->level = (u8)k;
-	set_params(p, level_frames(p, k), k ? COAL_ADAPT_USECS : 0);
+	coal_set_params(p, coal_level_frames(p, k), k ? COAL_ADAPT_USECS : 0);
 }
 
 /* Least level whose count is at least twice f = frames / wakeups; the top
  * level if none. */
-static unsigned level_above(const struct coal_policy *p, u32 frames, u32 wakeups)
+static unsigned coal_level_above(const struct coal_policy *p, u32 frames, u32 wakeups)
 {
-	unsigned top = top_level(p);
+	unsigned top = coal_top_level(p);
 
 	for (unsigned k = 1; k < top; k++)
-		if ((u64)level_frames(p, k) * wakeups >= 2ull * frames)
+		if ((u64)coal_level_frames(p, k) * wakeups >= 2ull * frames)
 			return k;
 	return top;
 }
 
-static void open_window(struct coal_policy *p, u64 now, u64 busy)
+static void coal_open_window(struct coal_policy *p, u64 now, u64 busy)
 {
 	p->win_open = true;
 	p->win_start_ns = now;
@@ -103,20 +105,20 @@ static void open_window(struct coal_policy *p, u64 now, u64 busy)
 	p->win_wakeups = 0;
 }
 
-static void idle_reset(struct coal_policy *p, u64 now, u64 busy)
+static void coal_idle_reset(struct coal_policy *p, u64 now, u64 busy)
 {
 	if (p->level != 0)
 		p->stats.idle_resets++;
-	set_level(p, 0);
+	coal_set_level(p, 0);
 	p->probing = false;
 	p->hold = 0;
 	p->backoff = COAL_HOLD_MIN;
-	open_window(p, now, busy);
+	coal_open_window(p, now, busy);
 }
 
 /* One window's verdict: fps its frame rate, frames/wakeups its batches,
  * busy/elapsed the CPU's busy fraction over it. */
-static void decide(struct coal_policy *p, u64 fps, u32 frames, u32 wakeups, u64 busy, u64 elapsed)
+static void coal_decide(struct coal_policy *p, u64 fps, u32 frames, u32 wakeups, u64 busy, u64 elapsed)
 {
 	bool held = p->hold > 0;
 
@@ -128,7 +130,7 @@ static void decide(struct coal_policy *p, u64 fps, u32 frames, u32 wakeups, u64 
 		 * did not grow by an eighth over the window before the step */
 		if (fps * 4 < p->probe_fps * 3 ||
 		    (u64)frames * p->probe_wakeups * 8 < (u64)p->probe_frames * wakeups * 9) {
-			set_level(p, p->prev_level);
+			coal_set_level(p, p->prev_level);
 			p->hold = p->backoff;
 			p->backoff = p->backoff < COAL_HOLD_MAX / 2 ? p->backoff * 2 : COAL_HOLD_MAX;
 			p->stats.reverts++;
@@ -138,19 +140,19 @@ static void decide(struct coal_policy *p, u64 fps, u32 frames, u32 wakeups, u64 
 	}
 	if (busy * 4 < elapsed) {
 		if (p->level > 0)
-			set_level(p, p->level - 1u);
+			coal_set_level(p, p->level - 1u);
 		return;
 	}
 	if (busy * 2 < elapsed || frames >= COAL_AMORTISED * wakeups || held)
 		return;
-	if (p->level >= top_level(p))
+	if (p->level >= coal_top_level(p))
 		return;
 	p->prev_level = p->level;
 	p->probe_fps = fps;
 	p->probe_frames = frames;
 	p->probe_wakeups = wakeups;
 	p->probing = true;
-	set_level(p, MAX(level_above(p, frames, wakeups), p->level + 1u));
+	coal_set_level(p, MAX(coal_level_above(p, frames, wakeups), p->level + 1u));
 }
 
 void coal_init(struct coal_policy *p, enum coal_mode mode, u16 frames, u32 usecs)
@@ -182,47 +184,29 @@ void coal_limit_frames(struct coal_policy *p, u16 max_frames)
 	case COAL_FIXED:
 		f = p->fixed_frames < max_frames ? p->fixed_frames : max_frames;
 		u = p->fixed_usecs < COAL_USECS_MAX ? p->fixed_usecs : COAL_USECS_MAX;
-		set_params(p, f, u);
+		coal_set_params(p, f, u);
 		break;
 	case COAL_ADAPTIVE:
-		if (p->level > top_level(p))
-			set_level(p, top_level(p));
+		if (p->level > coal_top_level(p))
+			coal_set_level(p, coal_top_level(p));
 		break;
 	default:
-		set_params(p, 1, 0);
+		coal_set_params(p, 1, 0);
 		break;
 	}
-}
-
-static bool str_eq(const char *a, const char *b)
-{
-	while (*a && *a == *b) {
-		a++;
-		b++;
-	}
-	return *a == *b;
 }
 
 /* Decimal digits up to stop; rejects empty, junk and values above max
  * (which also rules out overflow). */
-static int parse_num(const char **sp, char stop, u32 max, u32 *out)
+static int coal_parse_num(const char **sp, char stop, u32 max, u32 *out)
 {
 	const char *s = *sp;
-	u32 v = 0;
+	u64 v;
 
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	for (; *s >= '0' && *s <= '9'; s++) {
-		u32 d = (u32)(*s - '0');
-
-		if (v > (max - d) / 10)
-			return -EINVAL;
-		v = v * 10 + d;
-	}
-	if (*s != stop)
+	if (parse_dec(&s, max, &v) || *s != stop)
 		return -EINVAL;
 	*sp = s + (stop ? 1 : 0);
-	*out = v;
+	*out = (u32)v;
 	return 0;
 }
 
@@ -232,13 +216,13 @@ int coal_parse(const char *s, enum coal_mode *mode, u16 *frames, u32 *usecs)
 
 	if (!s)
 		return -EINVAL;
-	if (str_eq(s, "off") || str_eq(s, "adaptive")) {
+	if (strcmp(s, "off") == 0 || strcmp(s, "adaptive") == 0) {
 		*mode = s[0] == 'o' ? COAL_OFF : COAL_ADAPTIVE;
 		*frames = 1;
 		*usecs = 0;
 		return 0;
 	}
-	if (parse_num(&s, ',', COAL_FRAMES_MAX, &f) || parse_num(&s, '\0', COAL_USECS_MAX, &u))
+	if (coal_parse_num(&s, ',', COAL_FRAMES_MAX, &f) || coal_parse_num(&s, '\0', COAL_USECS_MAX, &u))
 		return -EINVAL;
 	if (f == 0 || (f > 1 && u == 0))
 		return -EINVAL;
@@ -262,7 +246,7 @@ void coal_sample(struct coal_policy *p, u64 now_ns, u32 frames, u32 interrupts, 
 	    (frames || p->level)) {
 		/* Frames after a quiet spell arrived before this window could
 		 * have measured them: start afresh and do not count them. */
-		idle_reset(p, now_ns, busy_ns);
+		coal_idle_reset(p, now_ns, busy_ns);
 		if (frames)
 			p->last_frame_ns = now_ns;
 		return;
@@ -272,7 +256,7 @@ void coal_sample(struct coal_policy *p, u64 now_ns, u32 frames, u32 interrupts, 
 		p->last_frame_ns = now_ns;
 	}
 	if (!p->win_open) {
-		open_window(p, now_ns, busy_ns);	/* these frames predate the window */
+		coal_open_window(p, now_ns, busy_ns);	/* these frames predate the window */
 		return;
 	}
 	p->win_frames += frames;
@@ -281,7 +265,7 @@ void coal_sample(struct coal_policy *p, u64 now_ns, u32 frames, u32 interrupts, 
 	if (p->win_wakeups < COAL_WIN_WAKEUPS && elapsed < COAL_WIN_NS)
 		return;
 	if (p->win_frames == 0) {
-		idle_reset(p, now_ns, busy_ns);
+		coal_idle_reset(p, now_ns, busy_ns);
 		return;
 	}
 	if (!elapsed)
@@ -292,8 +276,8 @@ void coal_sample(struct coal_policy *p, u64 now_ns, u32 frames, u32 interrupts, 
 	if (busy > elapsed)
 		busy = elapsed;
 	fps = (u64)p->win_frames * NS_PER_S / elapsed;
-	decide(p, fps < COAL_FPS_CAP ? fps : COAL_FPS_CAP, p->win_frames, p->win_wakeups, busy, elapsed);
-	open_window(p, now_ns, busy_ns);
+	coal_decide(p, fps < COAL_FPS_CAP ? fps : COAL_FPS_CAP, p->win_frames, p->win_wakeups, busy, elapsed);
+	coal_open_window(p, now_ns, busy_ns);
 }
 
 u16 coal_frames(const struct coal_policy *p)

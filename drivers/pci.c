@@ -9,6 +9,7 @@
 #include "drivers/pci.h"
 #include "kernel/console.h"
 #include "kernel/io.h"
+#include "kernel/linkset.h"
 #include "kernel/mm.h"
 #include "kernel/string.h"
 
@@ -30,46 +31,46 @@ extern char __drivers_start[], __drivers_end[];
 
 /* ---- config space access ---- */
 
-static bool use_ecam(u8 bus)
+static bool pci_use_ecam(u8 bus)
 {
 	return ecam_base && bus >= ecam_start && bus <= ecam_end;
 }
 
-static u64 ecam_addr(u8 bus, u8 dev, u8 fn, u16 off)
+static u64 pci_ecam_addr(u8 bus, u8 dev, u8 fn, u16 off)
 {
 	return ecam_base + ((u64)bus << 20 | (u64)dev << 15 | (u64)fn << 12 | off);
 }
 
-static void port_select(u8 bus, u8 dev, u8 fn, u16 off)
+static void pci_port_select(u8 bus, u8 dev, u8 fn, u16 off)
 {
 	outl(0xcf8, 0x80000000u | (u32)bus << 16 | (u32)dev << 11 | (u32)fn << 8 | (off & 0xfc));
 }
 
-static u32 cfg_read32(u8 bus, u8 dev, u8 fn, u16 off)
+static u32 pci_cfg_read32(u8 bus, u8 dev, u8 fn, u16 off)
 {
-	if (use_ecam(bus))
-		return mmio_r32(ecam_addr(bus, dev, fn, off));
+	if (pci_use_ecam(bus))
+		return mmio_r32(pci_ecam_addr(bus, dev, fn, off));
 	if (off >= 256)
 		return 0xffffffff;
-	port_select(bus, dev, fn, off);
+	pci_port_select(bus, dev, fn, off);
 	return inl(0xcfc);
 }
 
-static void cfg_write32(u8 bus, u8 dev, u8 fn, u16 off, u32 v)
+static void pci_cfg_write32(u8 bus, u8 dev, u8 fn, u16 off, u32 v)
 {
-	if (use_ecam(bus)) {
-		mmio_w32(ecam_addr(bus, dev, fn, off), v);
+	if (pci_use_ecam(bus)) {
+		mmio_w32(pci_ecam_addr(bus, dev, fn, off), v);
 		return;
 	}
 	if (off >= 256)
 		return;
-	port_select(bus, dev, fn, off);
+	pci_port_select(bus, dev, fn, off);
 	outl(0xcfc, v);
 }
 
 u32 pci_read32(const struct pci_dev *d, u16 off)
 {
-	return cfg_read32(d->bus, d->dev, d->fn, off & ~3);
+	return pci_cfg_read32(d->bus, d->dev, d->fn, off & ~3);
 }
 
 u16 pci_read16(const struct pci_dev *d, u16 off)
@@ -84,14 +85,14 @@ u8 pci_read8(const struct pci_dev *d, u16 off)
 
 void pci_write32(const struct pci_dev *d, u16 off, u32 v)
 {
-	cfg_write32(d->bus, d->dev, d->fn, off & ~3, v);
+	pci_cfg_write32(d->bus, d->dev, d->fn, off & ~3, v);
 }
 
 /* Sub-dword writes are read-modify-write of the dword: safe for the
  * registers vireo writes (command, MSI/MSI-X control), none of which sit
  * beside write-1-to-clear bits in the same dword except the status
  * register, which is written back as 0 (no bits cleared). */
-static void write_part(const struct pci_dev *d, u16 off, u32 v, u32 mask)
+static void pci_write_part(const struct pci_dev *d, u16 off, u32 v, u32 mask)
 {
 	u32 shift = (off & 3) * 8, old = pci_read32(d, off);
 
@@ -102,17 +103,17 @@ static void write_part(const struct pci_dev *d, u16 off, u32 v, u32 mask)
 
 void pci_write16(const struct pci_dev *d, u16 off, u16 v)
 {
-	write_part(d, off & ~1, v, 0xffff);
+	pci_write_part(d, off & ~1, v, 0xffff);
 }
 
 void pci_write8(const struct pci_dev *d, u16 off, u8 v)
 {
-	write_part(d, off, v, 0xff);
+	pci_write_part(d, off, v, 0xff);
 }
 
 /* ---- scanning ---- */
 
-static void size_bars(struct pci_dev *d)
+static void pci_size_bars(struct pci_dev *d)
 {
 	u16 cmd = pci_read16(d, PCI_COMMAND);
 	unsigned i;
@@ -143,7 +144,7 @@ static void size_bars(struct pci_dev *d)
 	pci_write16(d, PCI_COMMAND, cmd);
 }
 
-static void find_caps(struct pci_dev *d)
+static void pci_find_caps(struct pci_dev *d)
 {
 	u64 sizes[6];
 	int off;
@@ -162,7 +163,7 @@ static void find_caps(struct pci_dev *d)
 		d->msi_cap = (u8)off;
 }
 
-static void insert_sorted(struct pci_dev *d)
+static void pci_insert_sorted(struct pci_dev *d)
 {
 	struct pci_dev **pp = &devices;
 	u32 key = (u32)d->bus << 8 | d->dev << 3 | d->fn;
@@ -173,14 +174,14 @@ static void insert_sorted(struct pci_dev *d)
 	*pp = d;
 }
 
-static void scan_bus(u8 bus, struct pci_dev *parent, int depth);
+static void pci_scan_bus(u8 bus, struct pci_dev *parent, int depth);
 
-static void scan_fn(u8 bus, u8 dev, u8 fn, struct pci_dev *parent, int depth, bool *multi)
+static void pci_scan_fn(u8 bus, u8 dev, u8 fn, struct pci_dev *parent, int depth, bool *multi)
 {
 	struct pci_dev *d;
 	u32 i;
 
-	if ((cfg_read32(bus, dev, fn, 0) & 0xffff) == 0xffff)
+	if ((pci_cfg_read32(bus, dev, fn, 0) & 0xffff) == 0xffff)
 		return;
 	d = kzalloc(sizeof(*d));
 	if (!d) {
@@ -193,7 +194,7 @@ static void scan_fn(u8 bus, u8 dev, u8 fn, struct pci_dev *parent, int depth, bo
 	d->parent = parent;
 	d->intx_gsi = -1;
 	for (i = 0; i < sizeof d->cfg; i += 4) {
-		u32 v = cfg_read32(bus, dev, fn, (u16)i);
+		u32 v = pci_cfg_read32(bus, dev, fn, (u16)i);
 
 		d->cfg[i] = (u8)v;
 		d->cfg[i + 1] = (u8)(v >> 8);
@@ -206,9 +207,9 @@ static void scan_fn(u8 bus, u8 dev, u8 fn, struct pci_dev *parent, int depth, bo
 	}
 	if (fn == 0 && multi)
 		*multi = d->hdr.multifunction;
-	size_bars(d);
-	find_caps(d);
-	insert_sorted(d);
+	pci_size_bars(d);
+	pci_find_caps(d);
+	pci_insert_sorted(d);
 
 	if (d->hdr.header_type == 1) {
 		u8 sec = d->hdr.secondary_bus;
@@ -218,11 +219,11 @@ static void scan_fn(u8 bus, u8 dev, u8 fn, struct pci_dev *parent, int depth, bo
 		else if (depth >= MAX_DEPTH)
 			klog("pci: bridge %02x:%02x.%u nested too deep, not scanned", bus, dev, fn);
 		else
-			scan_bus(sec, d, depth + 1);
+			pci_scan_bus(sec, d, depth + 1);
 	}
 }
 
-static void scan_bus(u8 bus, struct pci_dev *parent, int depth)
+static void pci_scan_bus(u8 bus, struct pci_dev *parent, int depth)
 {
 	u8 dev, fn;
 
@@ -234,15 +235,15 @@ static void scan_bus(u8 bus, struct pci_dev *parent, int depth)
 	for (dev = 0; dev < 32; dev++) {
 		bool multi = false;
 
-		scan_fn(bus, dev, 0, parent, depth, &multi);
+		pci_scan_fn(bus, dev, 0, parent, depth, &multi);
 		for (fn = 1; multi && fn < 8; fn++)
-			scan_fn(bus, dev, fn, parent, depth, NULL);
+			pci_scan_fn(bus, dev, fn, parent, depth, NULL);
 	}
 }
 
 /* ---- INTx routing ---- */
 
-static struct pci_dev *find_dev(u8 bus, u8 dev, u8 fn)
+static struct pci_dev *pci_find_dev(u8 bus, u8 dev, u8 fn)
 {
 	struct pci_dev *d;
 
@@ -260,7 +261,7 @@ static struct pci_dev *find_dev(u8 bus, u8 dev, u8 fn)
  *   pc/PIIX3: PIRQ (slot + pin - 1) mod 4, steered to the ISA IRQ that the
  *             firmware wrote into the PIIX3's PIRQRC registers (0x60-0x63).
  */
-static void route_intx(struct pci_dev *d)
+static void pci_route_intx(struct pci_dev *d)
 {
 	const struct acpi_info *acpi = acpi_get();
 	struct pci_dev *up = d, *isa;
@@ -277,7 +278,7 @@ static void route_intx(struct pci_dev *d)
 		pirq = (up->dev + pin - 1) % 4 + 4;
 		d->intx_gsi = (int)(16 + pirq);
 		d->intx_level = true;
-	} else if (chipset == CHIPSET_PIIX && (isa = find_dev(0, 1, 0)) != NULL) {
+	} else if (chipset == CHIPSET_PIIX && (isa = pci_find_dev(0, 1, 0)) != NULL) {
 		pirq = (up->dev + pin - 2) & 3;
 		irq = pci_read8(isa, (u16)(0x60 + pirq));
 		if (irq & 0x80 || irq >= 16)
@@ -297,7 +298,7 @@ int pci_intx_route(struct pci_dev *d, irq_fn fn, void *arg)
 
 /* ---- drivers ---- */
 
-static const struct pci_id *id_match(const struct pci_dev *d, const struct pci_id *id)
+static const struct pci_id *pci_id_match(const struct pci_dev *d, const struct pci_id *id)
 {
 	u32 cls = (u32)d->hdr.class_code << 16 | (u32)d->hdr.subclass << 8 | d->hdr.prog_if;
 
@@ -313,13 +314,15 @@ static const struct pci_id *id_match(const struct pci_dev *d, const struct pci_i
 	return NULL;
 }
 
-static const struct pci_driver *driver_for(const struct pci_dev *d, const struct pci_id **id_out)
+static const struct pci_driver *pci_driver_for(const struct pci_dev *d, const struct pci_id **id_out)
 {
-	const struct pci_driver *const *p = (const struct pci_driver *const *)__drivers_start;
-	const struct pci_driver *const *end = (const struct pci_driver *const *)__drivers_end;
+	size_t n;
+	const struct pci_driver *const *p =
+		(const struct pci_driver *const *)linkset_items(__drivers_start, __drivers_end, &n);
+	const struct pci_driver *const *end = p + n;
 
 	for (; p < end; p++) {
-		const struct pci_id *id = id_match(d, (*p)->ids);
+		const struct pci_id *id = pci_id_match(d, (*p)->ids);
 
 		if (id) {
 			if (id_out)
@@ -336,7 +339,7 @@ void pci_probe_drivers(void)
 
 	for (d = devices; d; d = d->next) {
 		const struct pci_id *id = NULL;
-		const struct pci_driver *drv = driver_for(d, &id);
+		const struct pci_driver *drv = pci_driver_for(d, &id);
 		int err;
 
 		if (!drv || d->driver)
@@ -351,7 +354,7 @@ void pci_probe_drivers(void)
 
 /* ---- listing ---- */
 
-static const char *class_name(u8 cls, u8 sub)
+static const char *pci_class_name(u8 cls, u8 sub)
 {
 	switch (cls << 8 | sub) {
 	case 0x0101: return "IDE";
@@ -375,7 +378,7 @@ static const char *class_name(u8 cls, u8 sub)
 	return "device";
 }
 
-static void print_size(u64 n)
+static void pci_print_size(u64 n)
 {
 	if (n >= (1ULL << 30) && !(n & ((1ULL << 30) - 1)))
 		kprintf("%lu GiB", n >> 30);
@@ -387,10 +390,10 @@ static void print_size(u64 n)
 		kprintf("%lu B", n);
 }
 
-static void print_dev(const struct pci_dev *d)
+static void pci_print_dev(const struct pci_dev *d)
 {
 	static const char *const kinds[] = { "none", "io", "mem32", "mem64" };
-	const struct pci_driver *drv = driver_for(d, NULL);
+	const struct pci_driver *drv = pci_driver_for(d, NULL);
 	struct pci_cap_iter it;
 	unsigned i;
 	u8 id;
@@ -398,14 +401,14 @@ static void print_dev(const struct pci_dev *d)
 
 	kprintf("pci: %02x:%02x.%u %04x:%04x %02x%02x %s [%s]\n", d->bus, d->dev, d->fn, d->hdr.vendor_id,
 		d->hdr.device_id, d->hdr.class_code, d->hdr.subclass,
-		class_name(d->hdr.class_code, d->hdr.subclass), drv ? drv->name : "no driver");
+		pci_class_name(d->hdr.class_code, d->hdr.subclass), drv ? drv->name : "no driver");
 	for (i = 0; i < 6; i++) {
 		const struct pci_bar *b = &d->bar[i];
 
 		if (b->kind == PCI_BAR_NONE)
 			continue;
 		kprintf("       bar%u %s%s %#lx ", i, kinds[b->kind], b->prefetchable ? " pref" : "", b->base);
-		print_size(b->size);
+		pci_print_size(b->size);
 		kprintf("\n");
 	}
 	kprintf("       caps:");
@@ -459,16 +462,16 @@ void pci_init(void)
 		break;
 	}
 	kprintf("pci: config access through %s\n", ecam_base ? "ECAM" : "ports 0xcf8/0xcfc");
-	scan_bus(ecam_base ? ecam_start : 0, NULL, 0);
+	pci_scan_bus(ecam_base ? ecam_start : 0, NULL, 0);
 
-	host = find_dev(0, 0, 0);
+	host = pci_find_dev(0, 0, 0);
 	if (host && host->hdr.vendor_id == 0x8086 && host->hdr.device_id == 0x29c0)
 		chipset = CHIPSET_Q35;
 	else if (host && host->hdr.vendor_id == 0x8086 && host->hdr.device_id == 0x1237)
 		chipset = CHIPSET_PIIX;
 	for (d = devices; d; d = d->next) {
-		route_intx(d);
-		print_dev(d);
+		pci_route_intx(d);
+		pci_print_dev(d);
 		n++;
 	}
 	kprintf("pci: %u functions, chipset %s\n", n,

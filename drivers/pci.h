@@ -5,6 +5,7 @@
 
 #include "drivers/pci_parse.h"
 #include "kernel/irq.h"
+#include "kernel/linkset.h"
 #include "kernel/types.h"
 
 struct pci_driver;
@@ -41,9 +42,7 @@ struct pci_driver {
 };
 
 /* Registers a driver at link time: PCI_DRIVER(my_driver); */
-#define PCI_DRIVER(d) \
-	static const struct pci_driver *const pci_driver_ptr_##d \
-		__attribute__((used, section(".drivers.pci"))) = &(d)
+#define PCI_DRIVER(d) LINKSET_ADD(".drivers.pci", const struct pci_driver, pci_##d, d)
 
 /* Scans every bus and prints the listing; does not probe. */
 void pci_init(void);

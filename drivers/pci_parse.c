@@ -1,6 +1,7 @@
 /* PCI config-space parsing over a snapshot. Every pointer and length in the
  * snapshot came from the device and is checked before use. */
 #include "drivers/pci_parse.h"
+#include "kernel/string.h"
 #include <arch.h>
 
 #define PCI_CARDBUS_CAP_PTR	0x14	/* type 2 headers keep it here */
@@ -9,19 +10,11 @@
 #define MSIX_CAP_LEN		12
 #define MSI_CAP_MIN_LEN		10
 
-static void zero(void *p, size_t n)
-{
-	u8 *b = p;
-
-	while (n--)
-		*b++ = 0;
-}
-
 int pci_header_parse(const u8 *cfg, size_t len, struct pci_header *out)
 {
 	u8 ht;
 
-	zero(out, sizeof *out);
+	memset(out, 0, sizeof *out);
 	if (len < PCI_CFG_HDR_LEN)
 		return -EINVAL;
 	out->vendor_id = pci_cfg_rd16(cfg, len, PCI_VENDOR_ID);
@@ -136,7 +129,7 @@ void pci_ext_cap_iter_init(struct pci_ext_cap_iter *it, const u8 *cfg, size_t le
 {
 	u32 hdr;
 
-	zero(it, sizeof *it);
+	memset(it, 0, sizeof *it);
 	it->cfg = cfg;
 	it->len = len;
 	it->done = true;
@@ -218,7 +211,7 @@ int pci_ext_cap_find(const u8 *cfg, size_t len, u16 cap_id, u16 start_after)
 /* Decoders only see address bits the device lets software write; the size
  * is the lowest such bit. Taking the lowest set bit (not ~mask + 1) keeps a
  * device that returns a non-contiguous mask from inflating the size. */
-static u64 lowest_bit(u64 v)
+static u64 pci_lowest_bit(u64 v)
 {
 	return v & (~v + 1);
 }
@@ -229,14 +222,14 @@ int pci_bar_decode(unsigned idx, u32 orig, u32 sized, u32 orig_hi, u32 sized_hi,
 	u64 base, size;
 	unsigned type;
 
-	zero(out, sizeof *out);
+	memset(out, 0, sizeof *out);
 	out->kind = PCI_BAR_NONE;
 	out->slots = 1;
 	if (idx > 5)
 		return -EINVAL;
 
 	if (orig & BAR_IO) {
-		size = lowest_bit(sized & BAR_IO_MASK & 0xffff);
+		size = pci_lowest_bit(sized & BAR_IO_MASK & 0xffff);
 		if (!size)
 			return 0;
 		base = orig & BAR_IO_MASK;
@@ -252,7 +245,7 @@ int pci_bar_decode(unsigned idx, u32 orig, u32 sized, u32 orig_hi, u32 sized_hi,
 
 	type = BAR_MEM_TYPE(orig);
 	if (type == BAR_MEM_TYPE_32) {
-		size = lowest_bit(sized & BAR_MEM_MASK);
+		size = pci_lowest_bit(sized & BAR_MEM_MASK);
 		if (!size)
 			return 0;
 		base = orig & BAR_MEM_MASK;
@@ -263,7 +256,7 @@ int pci_bar_decode(unsigned idx, u32 orig, u32 sized, u32 orig_hi, u32 sized_hi,
 		if (idx == 5)
 			return -EINVAL;	/* its upper half would be slot 6 */
 		out->slots = 2;
-		size = lowest_bit((u64)sized_hi << 32 | (sized & BAR_MEM_MASK));
+		size = pci_lowest_bit((u64)sized_hi << 32 | (sized & BAR_MEM_MASK));
 		if (!size)
 			return 0;
 		base = (u64)orig_hi << 32 | (orig & BAR_MEM_MASK);
@@ -283,7 +276,7 @@ int pci_bar_decode(unsigned idx, u32 orig, u32 sized, u32 orig_hi, u32 sized_hi,
 
 /* ---- MSI-X / MSI -------------------------------------------------------- */
 
-static bool msix_fits(u64 off, u64 len, u8 bir, const u64 bar_size[6])
+static bool pci_msix_fits(u64 off, u64 len, u8 bir, const u64 bar_size[6])
 {
 	return bir < 6 && off + len <= bar_size[bir];	/* absent BAR: size 0 */
 }
@@ -295,7 +288,7 @@ int pci_msix_parse(const u8 *cfg, size_t len, u8 cap_off, const u64 bar_size[6],
 	u32 ctrl, tbl, pba;
 	u64 tlen, plen;
 
-	zero(out, sizeof *out);
+	memset(out, 0, sizeof *out);
 	if (cap_off < PCI_CFG_HDR_LEN || (size_t)cap_off + MSIX_CAP_LEN > end ||
 	    cfg[cap_off] != PCI_CAP_ID_MSIX)
 		return -EINVAL;
@@ -313,12 +306,12 @@ int pci_msix_parse(const u8 *cfg, size_t len, u8 cap_off, const u64 bar_size[6],
 
 	tlen = (u64)out->table_size * PCI_MSIX_ENTRY_SIZE;
 	plen = ((u64)out->table_size + 63) / 64 * 8;
-	if (!msix_fits(out->table_offset, tlen, out->table_bir, bar_size)) {
+	if (!pci_msix_fits(out->table_offset, tlen, out->table_bir, bar_size)) {
 		klog("pci: MSI-X table (%u entries at BAR%u+0x%x) outside its BAR",
 		     out->table_size, out->table_bir, out->table_offset);
 		return -ERANGE;
 	}
-	if (!msix_fits(out->pba_offset, plen, out->pba_bir, bar_size)) {
+	if (!pci_msix_fits(out->pba_offset, plen, out->pba_bir, bar_size)) {
 		klog("pci: MSI-X PBA (BAR%u+0x%x) outside its BAR", out->pba_bir,
 		     out->pba_offset);
 		return -ERANGE;
@@ -338,7 +331,7 @@ int pci_msi_parse(const u8 *cfg, size_t len, u8 cap_off, struct pci_msi_info *ou
 	unsigned mmc, cap_len;
 	u16 ctrl;
 
-	zero(out, sizeof *out);
+	memset(out, 0, sizeof *out);
 	if (cap_off < PCI_CFG_HDR_LEN || (size_t)cap_off + MSI_CAP_MIN_LEN > end ||
 	    cfg[cap_off] != PCI_CAP_ID_MSI)
 		return -EINVAL;

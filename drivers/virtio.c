@@ -4,6 +4,10 @@
  * §3.1.1 says. DEVICE_NEEDS_RESET is met by removing the driver, resetting
  * and probing again, unless the reset never completed (the device is then
  * left FAILED and its memory kept, see virtio_core.c).
+ *
+ * The drivers come from virtio_driver_table(): the kernel's reads the
+ * VIRTIO_DRIVER() linker set (virtio_drivers.c), the host harness injects
+ * the driver under test, so this file builds and is tested on the host.
  */
 #include <arch.h>
 
@@ -14,15 +18,13 @@
 #include "kernel/mm.h"
 #include "kernel/string.h"
 
-extern char __virtio_drivers_start[], __virtio_drivers_end[];
-
 static struct virtio_dev *devices, **devices_tail = &devices;
 static struct work config_work;
-static void config_changed(void *arg);
+static void virtio_bus_config_changed(void *arg);
 static u32 ndevices;
 static u64 kept_pages, kept_blocks;
 
-static const char *device_name(u16 id)
+static const char *virtio_bus_device_name(u16 id)
 {
 	switch (id) {
 	case VIRTIO_ID_NET: return "net";
@@ -38,10 +40,11 @@ struct virtio_dev *virtio_devices(void)
 	return devices;
 }
 
-static const struct virtio_driver *driver_for(const struct virtio_dev *d)
+static const struct virtio_driver *virtio_bus_driver_for(const struct virtio_dev *d)
 {
-	const struct virtio_driver *const *p = (const void *)__virtio_drivers_start;
-	const struct virtio_driver *const *end = (const void *)__virtio_drivers_end;
+	size_t n;
+	const struct virtio_driver *const *p = virtio_driver_table(&n);
+	const struct virtio_driver *const *end = p + n;
 
 	for (; p < end; p++) {
 		const struct virtio_device_id *id;
@@ -53,24 +56,41 @@ static const struct virtio_driver *driver_for(const struct virtio_dev *d)
 	return NULL;
 }
 
-void virtio_add_device(struct virtio_dev *d)
+int virtio_add_device(struct virtio_dev *d)
 {
 	const struct virtio_driver *drv;
 
 	if (ndevices == 0)
-		work_init(&config_work, config_changed, NULL);
+		work_init(&config_work, virtio_bus_config_changed, NULL);
 	d->index = ndevices++;
 	*devices_tail = d;
 	devices_tail = &d->next;
 	kprintf("virtio%u: %s, %s (id %u) vendor %04x\n", d->index, d->ops->describe(d),
-		device_name(d->device_id), d->device_id, d->vendor_id);
-	drv = driver_for(d);
+		virtio_bus_device_name(d->device_id), d->device_id, d->vendor_id);
+	drv = virtio_bus_driver_for(d);
 	if (!drv) {
 		d->ops->set_status(d, 0);
 		kprintf("virtio%u: no driver\n", d->index);
+		return -ENODEV;
+	}
+	return virtio_core_probe(d, drv);
+}
+
+void virtio_del_device(struct virtio_dev *d)
+{
+	struct virtio_dev **pp;
+
+	if (d->driver)
+		virtio_core_remove(d);
+	for (pp = &devices; *pp; pp = &(*pp)->next) {
+		if (*pp != d)
+			continue;
+		*pp = d->next;
+		if (devices_tail == &d->next)
+			devices_tail = pp;
+		d->next = NULL;
 		return;
 	}
-	virtio_core_probe(d, drv);
 }
 
 void virtio_set_broken(struct virtio_dev *d, const char *why)
@@ -92,9 +112,15 @@ void virtio_keep_forever(void *p, size_t npages)
 		kept_blocks++;
 }
 
+void virtio_kept(u64 *pages, u64 *blocks)
+{
+	*pages = kept_pages;
+	*blocks = kept_blocks;
+}
+
 /* Config changes are handled from the loop: status reads and a possible
  * reset/re-probe must not run in interrupt context. */
-static void config_changed(void *arg)
+static void virtio_bus_config_changed(void *arg)
 {
 	struct virtio_dev *d;
 

@@ -5,6 +5,7 @@
 #define VIREO_VIRTIO_H
 
 #include "drivers/virtq.h"
+#include "kernel/linkset.h"
 #include "kernel/types.h"
 
 /* Device status bits, §2.1. */
@@ -106,11 +107,13 @@ struct virtio_driver {
 	/* Undo probe: the device has already been reset. */
 	void (*remove)(struct virtio_dev *d);
 	void (*config_changed)(struct virtio_dev *d);	/* loop context */
+	/* Optional: queue q was reset alone (virtio_reset_vq) and is live
+	 * again, empty; what the driver had posted on it was detached and is
+	 * not coming back. The driver posts afresh. Loop context. */
+	void (*vq_reset)(struct virtio_vq *q);
 };
 
-#define VIRTIO_DRIVER(drv)                                                         \
-	static const struct virtio_driver *const virtio_driver_ptr_##drv             \
-		__attribute__((used, section(".drivers.virtio"))) = &(drv)
+#define VIRTIO_DRIVER(drv) LINKSET_ADD(".drivers.virtio", const struct virtio_driver, virtio_##drv, drv)
 
 struct virtio_dev {
 	u16 device_id;
@@ -132,9 +135,17 @@ struct virtio_dev {
 	struct virtio_dev *next;
 };
 
-/* Transport entry: a device was found; matches and probes a driver. */
-void virtio_add_device(struct virtio_dev *d);
+/* Transport entry: a device was found; matches and probes a driver.
+ * Returns the probe's result, or -ENODEV when no driver matches. */
+int virtio_add_device(struct virtio_dev *d);
+/* The device is gone: removes its driver (if bound) and unlinks it. Used by
+ * the host harness between simulated devices; no kernel transport reports a
+ * removal yet. */
+void virtio_del_device(struct virtio_dev *d);
 struct virtio_dev *virtio_devices(void);
+/* The drivers the bus matches against: the kernel's VIRTIO_DRIVER() set
+ * (drivers/virtio_drivers.c); the host harness supplies its own. */
+const struct virtio_driver *const *virtio_driver_table(size_t *n);
 
 static inline bool virtio_has(const struct virtio_dev *d, unsigned bit)
 {
@@ -158,7 +169,9 @@ int virtio_cfg_write32(struct virtio_dev *d, u32 off, u32 v);
  * interrupt context. Returns the queue or NULL (logged). */
 struct virtio_vq *virtio_setup_vq(struct virtio_dev *d, u16 idx, u16 num_hint,
 				  void (*callback)(struct virtio_vq *q), void *priv);
-/* Resets one queue (RING_RESET), frees nothing; returns 0 or -ENOTSUP. */
+/* Resets one queue (RING_RESET), detaches what was posted on it, frees
+ * nothing, re-enables it and calls the driver's vq_reset; returns 0,
+ * -ENOTSUP or the transport's error. */
 int virtio_reset_vq(struct virtio_vq *q);
 /* Sets DRIVER_OK: the device is live. */
 void virtio_device_ready(struct virtio_dev *d);
@@ -169,6 +182,8 @@ void virtio_quiesce(struct virtio_dev *d);
 /* Memory a device that never completed its reset may still write (d->dead):
  * never freed, only counted (npages 0: a kmalloc block). */
 void virtio_keep_forever(void *p, size_t npages);
+/* What virtio_keep_forever() has been given so far. */
+void virtio_kept(u64 *pages, u64 *blocks);
 /* How long a transport waits for a reset to read back 0; a busy-wait, so
  * no longer than the event loop allows one to be (1 ms). */
 #define VIRTIO_RESET_TIMEOUT_NS 1000000ULL

@@ -116,12 +116,12 @@ static const char *const console_feature_names[64] = {
 
 static const struct virtio_driver virtio_console_driver;
 
-static struct vcons_port *sink_port(struct console_sink *s)
+static struct vcons_port *vcons_sink_port(struct console_sink *s)
 {
 	return (struct vcons_port *)((char *)s - offsetof(struct vcons_port, sink));
 }
 
-static bool emerg_target_taken(struct vcons *vc)
+static bool vcons_emerg_target_taken(struct vcons *vc)
 {
 	u32 i;
 
@@ -133,12 +133,12 @@ static bool emerg_target_taken(struct vcons *vc)
 
 /* ---- transmit (interrupts off, tx_busy held) ---- */
 
-static bool tx_usable(struct vcons_port *p)
+static bool vcons_tx_usable(struct vcons_port *p)
 {
 	return p->present && p->tx && !p->vc->vd->broken && !virtq_is_broken(&p->txq->vq);
 }
 
-static void tx_reclaim(struct vcons_port *p)
+static void vcons_tx_reclaim(struct vcons_port *p)
 {
 	struct txbuf *b;
 	u32 len;
@@ -153,9 +153,9 @@ static void tx_reclaim(struct vcons_port *p)
 }
 
 /* Ask for one interrupt when all in flight is done, or poll if it is. */
-static void tx_arm(struct vcons_port *p)
+static void vcons_tx_arm(struct vcons_port *p)
 {
-	tx_reclaim(p);
+	vcons_tx_reclaim(p);
 	if (!p->tx_inflight || virtq_is_broken(&p->txq->vq)) {
 		virtq_disable_cb(&p->txq->vq);
 		return;
@@ -166,7 +166,7 @@ static void tx_arm(struct vcons_port *p)
 
 /* Copies from buf into b (console ports turn \n into \r\n, as the UART
  * does); returns the source bytes taken. */
-static size_t tx_fill(struct vcons_port *p, struct txbuf *b, const char *buf, size_t len)
+static size_t vcons_tx_fill(struct vcons_port *p, struct txbuf *b, const char *buf, size_t len)
 {
 	size_t i = 0;
 	u32 n = 0;
@@ -183,19 +183,19 @@ static size_t tx_fill(struct vcons_port *p, struct txbuf *b, const char *buf, si
 	return i;
 }
 
-static void port_write(struct vcons_port *p, const char *buf, size_t len)
+static void vcons_port_write(struct vcons_port *p, const char *buf, size_t len)
 {
 	bool posted = false;
 
-	if (p->tx_busy || !tx_usable(p)) {
+	if (p->tx_busy || !vcons_tx_usable(p)) {
 		p->dropped += len;
 		return;
 	}
 	p->tx_busy = true;
-	tx_reclaim(p);
+	vcons_tx_reclaim(p);
 	while (len && p->tx_free) {
 		struct txbuf *b = p->tx_free;
-		size_t took = tx_fill(p, b, buf, len);
+		size_t took = vcons_tx_fill(p, b, buf, len);
 		struct virtq_sg sg = { b->data, b->len };
 
 		if (virtq_add(&p->txq->vq, &sg, 1, NULL, 0, b) < 0)
@@ -210,35 +210,35 @@ static void port_write(struct vcons_port *p, const char *buf, size_t len)
 	p->dropped += len;
 	if (posted) {
 		virtq_kick(&p->txq->vq);
-		tx_arm(p);
+		vcons_tx_arm(p);
 	}
 	p->tx_busy = false;
 }
 
-static void sink_write(struct console_sink *s, const char *buf, size_t len)
+static void vcons_sink_write(struct console_sink *s, const char *buf, size_t len)
 {
-	port_write(sink_port(s), buf, len);
+	vcons_port_write(vcons_sink_port(s), buf, len);
 }
 
 /* Panic path without EMERG_WRITE (or a log port): the ring, polled. */
-static void sink_emerg_ring(struct console_sink *s, const char *buf, size_t len)
+static void vcons_sink_emerg_ring(struct console_sink *s, const char *buf, size_t len)
 {
-	struct vcons_port *p = sink_port(s);
+	struct vcons_port *p = vcons_sink_port(s);
 	u32 spins = EMERG_SPINS;
 
-	port_write(p, buf, len);
-	while (p->tx_inflight && !p->tx_busy && tx_usable(p) && spins--) {
+	vcons_port_write(p, buf, len);
+	while (p->tx_inflight && !p->tx_busy && vcons_tx_usable(p) && spins--) {
 		pause();
 		p->tx_busy = true;
-		tx_reclaim(p);
+		vcons_tx_reclaim(p);
 		p->tx_busy = false;
 	}
 }
 
 /* Panic path with EMERG_WRITE: one config write per byte, no ring. */
-static void sink_emerg_reg(struct console_sink *s, const char *buf, size_t len)
+static void vcons_sink_emerg_reg(struct console_sink *s, const char *buf, size_t len)
 {
-	struct vcons_port *p = sink_port(s);
+	struct vcons_port *p = vcons_sink_port(s);
 	u32 off = offsetof(struct virtio_console_config, emerg_wr);
 	size_t i;
 
@@ -250,7 +250,7 @@ static void sink_emerg_reg(struct console_sink *s, const char *buf, size_t len)
 	p->bytes_out += len;
 }
 
-static void tx_work(void *arg)
+static void vcons_tx_work(void *arg)
 {
 	struct vcons_port *p = arg;
 	u64 flags;
@@ -260,13 +260,13 @@ static void tx_work(void *arg)
 	flags = irq_save();
 	if (!p->tx_busy && p->tx) {
 		p->tx_busy = true;
-		tx_arm(p);
+		vcons_tx_arm(p);
 		p->tx_busy = false;
 	}
 	irq_restore(flags);
 }
 
-static void tx_irq(struct virtio_vq *q)
+static void vcons_tx_irq(struct virtio_vq *q)
 {
 	struct vcons_port *p = q->priv;
 
@@ -276,21 +276,21 @@ static void tx_irq(struct virtio_vq *q)
 
 /* ---- receive (loop) ---- */
 
-static bool rx_token_ok(struct vcons_port *p, const u8 *b)
+static bool vcons_rx_token_ok(struct vcons_port *p, const u8 *b)
 {
 	size_t off = (size_t)(b - p->rx);
 
 	return b >= p->rx && off < (size_t)p->nrx * RX_BUF_SIZE && off % RX_BUF_SIZE == 0;
 }
 
-static int rx_post(struct vcons_port *p, u8 *b)
+static int vcons_rx_post(struct vcons_port *p, u8 *b)
 {
 	struct virtq_sg sg = { b, RX_BUF_SIZE };
 
 	return virtq_add(&p->rxq->vq, NULL, 0, &sg, 1, b);
 }
 
-static void rx_poll(void *arg)
+static void vcons_rx_poll(void *arg)
 {
 	struct vcons_port *p = arg;
 	unsigned n = 0;
@@ -302,14 +302,14 @@ static void rx_poll(void *arg)
 		return;
 	while (n < RX_BUDGET && (b = virtq_get(&p->rxq->vq, &len))) {
 		n++;
-		if (!rx_token_ok(p, b) || len > RX_BUF_SIZE) {
+		if (!vcons_rx_token_ok(p, b) || len > RX_BUF_SIZE) {
 			virtio_set_broken(p->vc->vd, "console receive buffer not ours or overrun");
 			return;
 		}
 		p->bytes_in += len;
 		if (p->console)
 			console_input((const char *)b, len);
-		if (rx_post(p, b) == 0)
+		if (vcons_rx_post(p, b) == 0)
 			added = true;
 	}
 	if (virtq_is_broken(&p->rxq->vq)) {
@@ -328,7 +328,7 @@ static void rx_poll(void *arg)
 	}
 }
 
-static void rx_irq(struct virtio_vq *q)
+static void vcons_rx_irq(struct virtio_vq *q)
 {
 	struct vcons_port *p = q->priv;
 
@@ -339,7 +339,7 @@ static void rx_irq(struct virtio_vq *q)
 /* ---- ports ---- */
 
 /* Buffers are allocated the first time a port is used, then kept. */
-static int port_alloc(struct vcons_port *p)
+static int vcons_port_alloc(struct vcons_port *p)
 {
 	u32 i;
 
@@ -366,7 +366,7 @@ static int port_alloc(struct vcons_port *p)
 /* Only consoles take input; other ports leave host bytes with the host.
  * Once posted, receive buffers stay with the queue (also across a port's
  * removal: the next port with this id uses them). */
-static void rx_start(struct vcons_port *p)
+static void vcons_rx_start(struct vcons_port *p)
 {
 	u32 i;
 
@@ -374,35 +374,35 @@ static void rx_start(struct vcons_port *p)
 		return;
 	p->nrx = (u16)MIN((u32)RX_BUFS, (u32)p->rxq->num);
 	for (i = 0; i < p->nrx; i++)
-		rx_post(p, p->rx + i * RX_BUF_SIZE);
+		vcons_rx_post(p, p->rx + i * RX_BUF_SIZE);
 	virtq_kick(&p->rxq->vq);
 }
 
-static int ctrl_send(struct vcons *vc, u32 id, u16 event, u16 value);
+static int vcons_ctrl_send(struct vcons *vc, u32 id, u16 event, u16 value);
 
 /* A console or log port goes live: buffers, guest side open, sink. */
-static void port_activate(struct vcons_port *p)
+static void vcons_port_activate(struct vcons_port *p)
 {
 	struct vcons *vc = p->vc;
 	u32 idx = vc->vd->index;
 
 	if (p->sink_on)
 		return;
-	if (port_alloc(p) < 0) {
+	if (vcons_port_alloc(p) < 0) {
 		kprintf("virtio%u: console: port %u: no memory for buffers\n", idx, p->id);
 		return;
 	}
 	if (p->console)
-		rx_start(p);
+		vcons_rx_start(p);
 	if (vc->multiport && !p->guest_open) {
-		if (ctrl_send(vc, p->id, VIRTIO_CONSOLE_PORT_OPEN, 1) == 0)
+		if (vcons_ctrl_send(vc, p->id, VIRTIO_CONSOLE_PORT_OPEN, 1) == 0)
 			p->guest_open = true;
 	}
 	p->sink.name = p->console ? "virtconsole" : VCONS_LOG_PORT_NAME;
-	p->sink.write = sink_write;
-	if (p->console && virtio_has(vc->vd, VIRTIO_CONSOLE_F_EMERG_WRITE) && !emerg_target_taken(vc))
+	p->sink.write = vcons_sink_write;
+	if (p->console && virtio_has(vc->vd, VIRTIO_CONSOLE_F_EMERG_WRITE) && !vcons_emerg_target_taken(vc))
 		p->emerg = true;
-	p->sink.emerg_write = p->emerg ? sink_emerg_reg : sink_emerg_ring;
+	p->sink.emerg_write = p->emerg ? vcons_sink_emerg_reg : vcons_sink_emerg_ring;
 	kprintf("virtio%u: console: port %u%s%s%s %s, panic output via %s\n", idx, p->id, p->name[0] ? " \"" : "",
 		p->name, p->name[0] ? "\"" : "", p->console ? "console (output and shell input)" : "log",
 		p->emerg ? "emerg_wr" : "the ring");
@@ -411,7 +411,7 @@ static void port_activate(struct vcons_port *p)
 }
 
 /* The device took the port away (or the driver goes): unlink, forget. */
-static void port_reset(struct vcons_port *p)
+static void vcons_port_reset(struct vcons_port *p)
 {
 	if (p->sink_on)
 		console_remove_sink(&p->sink);
@@ -421,37 +421,37 @@ static void port_reset(struct vcons_port *p)
 	p->name[0] = '\0';
 }
 
-static void ctrl_bad(struct vcons *vc, const char *why, u32 id)
+static void vcons_ctrl_bad(struct vcons *vc, const char *why, u32 id)
 {
 	if (vc->ctrl_bad++ == 0)
 		kprintf("virtio%u: console: ignoring control message: %s (port %u); not logged again\n",
 			vc->vd->index, why, id);
 }
 
-static void port_add(struct vcons *vc, u32 id)
+static void vcons_port_add(struct vcons *vc, u32 id)
 {
 	struct vcons_port *p;
 
 	if (id >= vc->max_ports) {
-		ctrl_bad(vc, "port id beyond max_nr_ports", id);
+		vcons_ctrl_bad(vc, "port id beyond max_nr_ports", id);
 		return;
 	}
 	if (id >= vc->nports) {
 		kprintf("virtio%u: console: port %u refused: queues for %u ports only\n", vc->vd->index, id,
 			vc->nports);
-		ctrl_send(vc, id, VIRTIO_CONSOLE_PORT_READY, 0);
+		vcons_ctrl_send(vc, id, VIRTIO_CONSOLE_PORT_READY, 0);
 		return;
 	}
 	p = &vc->port[id];
 	if (!p->present) {
 		p->present = true;
-		ctrl_send(vc, id, VIRTIO_CONSOLE_PORT_READY, 1);
+		vcons_ctrl_send(vc, id, VIRTIO_CONSOLE_PORT_READY, 1);
 	}
 }
 
 /* Name bytes follow the header; their length is the device's, so the copy
  * is bounded by our buffer, stops at a NUL, and is made printable. */
-static void port_name(struct vcons_port *p, const u8 *name, u32 len)
+static void vcons_port_name(struct vcons_port *p, const u8 *name, u32 len)
 {
 	u32 n = 0;
 
@@ -467,39 +467,39 @@ static void port_name(struct vcons_port *p, const u8 *name, u32 len)
 	if (!strcmp(p->name, VCONS_LOG_PORT_NAME)) {
 		p->log = true;
 		if (p->host_open)
-			port_activate(p);
+			vcons_port_activate(p);
 	}
 }
 
-static void ctrl_handle(struct vcons *vc, const u8 *msg, u32 len)
+static void vcons_ctrl_handle(struct vcons *vc, const u8 *msg, u32 len)
 {
 	struct virtio_console_control c;
 	struct vcons_port *p;
 
 	if (len < sizeof c) {
-		ctrl_bad(vc, "shorter than its header", 0);
+		vcons_ctrl_bad(vc, "shorter than its header", 0);
 		return;
 	}
 	memcpy(&c, msg, sizeof c);
 	if (c.event == VIRTIO_CONSOLE_DEVICE_ADD) {
-		port_add(vc, c.id);
+		vcons_port_add(vc, c.id);
 		return;
 	}
 	if (c.id >= vc->nports || !vc->port[c.id].present) {
-		ctrl_bad(vc, "port not added", c.id);
+		vcons_ctrl_bad(vc, "port not added", c.id);
 		return;
 	}
 	p = &vc->port[c.id];
 	switch (c.event) {
 	case VIRTIO_CONSOLE_DEVICE_REMOVE:
 		kprintf("virtio%u: console: port %u removed\n", vc->vd->index, p->id);
-		port_reset(p);
+		vcons_port_reset(p);
 		break;
 	case VIRTIO_CONSOLE_CONSOLE_PORT:
 		/* A console is always ours: opened at once, as a UART would be. */
 		if (c.value && !p->console) {
 			p->console = true;
-			port_activate(p);
+			vcons_port_activate(p);
 		}
 		break;
 	case VIRTIO_CONSOLE_RESIZE:
@@ -513,34 +513,34 @@ static void ctrl_handle(struct vcons *vc, const u8 *msg, u32 len)
 	case VIRTIO_CONSOLE_PORT_OPEN:
 		p->host_open = c.value != 0;
 		if (p->host_open && (p->console || p->log))
-			port_activate(p);
+			vcons_port_activate(p);
 		break;
 	case VIRTIO_CONSOLE_PORT_NAME:
-		port_name(p, msg + sizeof c, len - (u32)sizeof c);
+		vcons_port_name(p, msg + sizeof c, len - (u32)sizeof c);
 		break;
 	default:
-		ctrl_bad(vc, "unknown event", c.id);
+		vcons_ctrl_bad(vc, "unknown event", c.id);
 		break;
 	}
 }
 
 /* ---- control queues (MULTIPORT) ---- */
 
-static bool ctrl_token_ok(struct vcons *vc, const u8 *b)
+static bool vcons_ctrl_token_ok(struct vcons *vc, const u8 *b)
 {
 	size_t off = (size_t)(b - vc->cbuf);
 
 	return b >= vc->cbuf && off < CTRL_BUFS * CTRL_BUF_SIZE && off % CTRL_BUF_SIZE == 0;
 }
 
-static int ctrl_post(struct vcons *vc, u8 *b)
+static int vcons_ctrl_post(struct vcons *vc, u8 *b)
 {
 	struct virtq_sg sg = { b, CTRL_BUF_SIZE };
 
 	return virtq_add(&vc->cin->vq, NULL, 0, &sg, 1, b);
 }
 
-static void ctrl_reclaim(struct vcons *vc)
+static void vcons_ctrl_reclaim(struct vcons *vc)
 {
 	struct virtio_console_control *m;
 	u32 len;
@@ -559,12 +559,12 @@ static void ctrl_reclaim(struct vcons *vc)
 /* Posts queued messages while slots are free, in order. If some must
  * still wait, the transmit queue's callback is armed: its completion
  * interrupt queues ctrl_poll, which comes back here. Never waits. */
-static void ctrl_flush(struct vcons *vc)
+static void vcons_ctrl_flush(struct vcons *vc)
 {
 	bool added = false;
 	unsigned i;
 
-	ctrl_reclaim(vc);
+	vcons_ctrl_reclaim(vc);
 	if (virtq_is_broken(&vc->cout->vq)) {
 		virtio_set_broken(vc->vd, "console control queue broken");
 		return;
@@ -595,7 +595,7 @@ static void ctrl_flush(struct vcons *vc)
 
 /* Queues one message and posts what slots allow. Returns 0 (posted or
  * queued), -ENOSPC (dropped: the FIFO is full) or -EIO. */
-static int ctrl_send(struct vcons *vc, u32 id, u16 event, u16 value)
+static int vcons_ctrl_send(struct vcons *vc, u32 id, u16 event, u16 value)
 {
 	if (!vc->cout || vc->vd->broken)
 		return -EIO;
@@ -608,11 +608,11 @@ static int ctrl_send(struct vcons *vc, u32 id, u16 event, u16 value)
 	vc->pend[(vc->pend_head + vc->pend_len) % CTRL_PENDING] =
 		(struct virtio_console_control){ .id = id, .event = event, .value = value };
 	vc->pend_len++;
-	ctrl_flush(vc);
+	vcons_ctrl_flush(vc);
 	return vc->vd->broken ? -EIO : 0;
 }
 
-static void ctrl_poll(void *arg)
+static void vcons_ctrl_poll(void *arg)
 {
 	struct vcons *vc = arg;
 	u8 msg[CTRL_BUF_SIZE];
@@ -622,19 +622,19 @@ static void ctrl_poll(void *arg)
 
 	if (vc->dead || vc->vd->broken)
 		return;
-	ctrl_flush(vc);		/* transmit completions first: slots for replies */
+	vcons_ctrl_flush(vc);		/* transmit completions first: slots for replies */
 	while (n < RX_BUDGET && (b = virtq_get(&vc->cin->vq, &len))) {
 		n++;
-		if (!ctrl_token_ok(vc, b)) {
+		if (!vcons_ctrl_token_ok(vc, b)) {
 			virtio_set_broken(vc->vd, "console control buffer not ours");
 			return;
 		}
 		/* Copy, give the buffer back, then act: replies may make the
 		 * device send more, and it needs buffers for that. */
 		memcpy(msg, b, MIN(len, (u32)CTRL_BUF_SIZE));
-		if (ctrl_post(vc, b) == 0)
+		if (vcons_ctrl_post(vc, b) == 0)
 			virtq_kick(&vc->cin->vq);
-		ctrl_handle(vc, msg, MIN(len, (u32)CTRL_BUF_SIZE));
+		vcons_ctrl_handle(vc, msg, MIN(len, (u32)CTRL_BUF_SIZE));
 		if (vc->vd->broken)
 			return;
 	}
@@ -655,14 +655,14 @@ static void ctrl_poll(void *arg)
 /* Probe: run the port handshake until the device goes quiet (bounded), so
  * consoles are live before the kernel is ready and a boot-time panic shows
  * on them. Messages arriving later (hot-add) are handled from the loop. */
-static void ctrl_settle(struct vcons *vc)
+static void vcons_ctrl_settle(struct vcons *vc)
 {
 	u64 now = time_ns();
 	u64 quiet = now + SETTLE_QUIET_NS, limit = now + SETTLE_MAX_NS;
 
 	while (now < quiet && now < limit && !vc->vd->broken) {
 		if (virtq_more_used(&vc->cin->vq)) {
-			ctrl_poll(vc);
+			vcons_ctrl_poll(vc);
 			quiet = time_ns() + SETTLE_QUIET_NS;
 		} else {
 			pause();
@@ -672,7 +672,7 @@ static void ctrl_settle(struct vcons *vc)
 }
 
 /* Both control queues: a message arrived, or sends completed. */
-static void ctrl_irq(struct virtio_vq *q)
+static void vcons_ctrl_irq(struct virtio_vq *q)
 {
 	struct vcons *vc = q->priv;
 
@@ -682,7 +682,7 @@ static void ctrl_irq(struct virtio_vq *q)
 
 /* ---- device ---- */
 
-static void read_size(struct vcons *vc, bool always)
+static void vcons_read_size(struct vcons *vc, bool always)
 {
 	u16 cols, rows;
 
@@ -697,13 +697,13 @@ static void read_size(struct vcons *vc, bool always)
 	vc->rows = rows;
 }
 
-static void config_changed(struct virtio_dev *d)
+static void vcons_config_changed(struct virtio_dev *d)
 {
 	if (d->priv)
-		read_size(d->priv, false);
+		vcons_read_size(d->priv, false);
 }
 
-static void free_buffers(struct vcons *vc)
+static void vcons_free_buffers(struct vcons *vc)
 {
 	u32 i;
 
@@ -726,7 +726,7 @@ static void free_buffers(struct vcons *vc)
 
 /* A device that never completed its reset: its receive pages stay its own
  * (kept, never freed); transmit pages it may only read go back. */
-static void keep_buffers(struct vcons *vc)
+static void vcons_keep_buffers(struct vcons *vc)
 {
 	u32 i;
 
@@ -736,10 +736,10 @@ static void keep_buffers(struct vcons *vc)
 	}
 	virtio_keep_forever(vc->cbuf, vc->cbuf ? 1 : 0);
 	vc->cbuf = NULL;
-	free_buffers(vc);
+	vcons_free_buffers(vc);
 }
 
-static void cancel_work(struct vcons *vc)
+static void vcons_cancel_work(struct vcons *vc)
 {
 	u32 i;
 
@@ -750,7 +750,7 @@ static void cancel_work(struct vcons *vc)
 	}
 }
 
-static int cons_probe(struct virtio_dev *d)
+static int vcons_probe(struct virtio_dev *d)
 {
 	struct vcons *vc = kzalloc(sizeof(*vc));
 	u32 i;
@@ -773,7 +773,7 @@ static int cons_probe(struct virtio_dev *d)
 		}
 	}
 	vc->nports = MIN(vc->max_ports, (u32)VCONS_MAX_PORTS);
-	work_init(&vc->ctrl_work, ctrl_poll, vc);
+	work_init(&vc->ctrl_work, vcons_ctrl_poll, vc);
 
 	/* §3.1.1 step 7: every queue we may use, hot-added ports included. */
 	for (i = 0; i < vc->nports; i++) {
@@ -781,10 +781,10 @@ static int cons_probe(struct virtio_dev *d)
 
 		p->vc = vc;
 		p->id = i;
-		work_init(&p->rx_work, rx_poll, p);
-		work_init(&p->tx_work, tx_work, p);
-		p->rxq = virtio_setup_vq(d, (u16)VIRTIO_CONSOLE_RXQ(i), DATA_QSIZE, rx_irq, p);
-		p->txq = p->rxq ? virtio_setup_vq(d, (u16)VIRTIO_CONSOLE_TXQ(i), DATA_QSIZE, tx_irq, p) : NULL;
+		work_init(&p->rx_work, vcons_rx_poll, p);
+		work_init(&p->tx_work, vcons_tx_work, p);
+		p->rxq = virtio_setup_vq(d, (u16)VIRTIO_CONSOLE_RXQ(i), DATA_QSIZE, vcons_rx_irq, p);
+		p->txq = p->rxq ? virtio_setup_vq(d, (u16)VIRTIO_CONSOLE_TXQ(i), DATA_QSIZE, vcons_tx_irq, p) : NULL;
 		if (!p->txq) {
 			if (i == 0)
 				goto fail;
@@ -795,8 +795,8 @@ static int cons_probe(struct virtio_dev *d)
 		virtq_disable_cb(&p->txq->vq);	/* armed once something is in flight */
 	}
 	if (vc->multiport) {
-		vc->cin = virtio_setup_vq(d, VIRTIO_CONSOLE_CTRL_RXQ, CTRL_QSIZE, ctrl_irq, vc);
-		vc->cout = vc->cin ? virtio_setup_vq(d, VIRTIO_CONSOLE_CTRL_TXQ, CTRL_QSIZE, ctrl_irq, vc) : NULL;
+		vc->cin = virtio_setup_vq(d, VIRTIO_CONSOLE_CTRL_RXQ, CTRL_QSIZE, vcons_ctrl_irq, vc);
+		vc->cout = vc->cin ? virtio_setup_vq(d, VIRTIO_CONSOLE_CTRL_TXQ, CTRL_QSIZE, vcons_ctrl_irq, vc) : NULL;
 		vc->cbuf = page_alloc(1);
 		if (!vc->cout || !vc->cbuf) {
 			err = vc->cbuf ? -EIO : -ENOMEM;
@@ -804,38 +804,38 @@ static int cons_probe(struct virtio_dev *d)
 		}
 		virtq_disable_cb(&vc->cout->vq);	/* armed while messages wait (ctrl_flush) */
 		for (i = 0; i < CTRL_BUFS; i++)
-			ctrl_post(vc, vc->cbuf + i * CTRL_BUF_SIZE);
+			vcons_ctrl_post(vc, vc->cbuf + i * CTRL_BUF_SIZE);
 	}
 	virtio_device_ready(d);					/* step 8 */
 	kprintf("virtio%u: console: %s, %u of %u port%s driven, tx %u x %u B, rx %u x %u B per port%s\n",
 		d->index, vc->multiport ? "multiport" : "single port", vc->nports, vc->max_ports,
 		vc->max_ports == 1 ? "" : "s", TX_BUFS, TX_BUF_SIZE, RX_BUFS, RX_BUF_SIZE,
 		virtio_has(d, VIRTIO_CONSOLE_F_EMERG_WRITE) ? ", emerg write" : "");
-	read_size(vc, true);
+	vcons_read_size(vc, true);
 	if (vc->multiport) {
 		virtq_kick(&vc->cin->vq);
-		if (ctrl_send(vc, VIRTIO_CONSOLE_BAD_ID, VIRTIO_CONSOLE_DEVICE_READY, 1) < 0)
+		if (vcons_ctrl_send(vc, VIRTIO_CONSOLE_BAD_ID, VIRTIO_CONSOLE_DEVICE_READY, 1) < 0)
 			kprintf("virtio%u: console: DEVICE_READY not sent\n", d->index);
 		else if (d->resets == 0)
-			ctrl_settle(vc);	/* boot: before the loop runs; a re-probe runs from it */
+			vcons_ctrl_settle(vc);	/* boot: before the loop runs; a re-probe runs from it */
 	} else {
 		vc->port[0].present = true;
 		vc->port[0].console = true;
-		port_activate(&vc->port[0]);
+		vcons_port_activate(&vc->port[0]);
 	}
 	return 0;
 
 fail:
 	/* Queues may be live with interrupts routed: quiesce before vc goes. */
 	virtio_quiesce(d);
-	cancel_work(vc);
-	free_buffers(vc);
+	vcons_cancel_work(vc);
+	vcons_free_buffers(vc);
 	kfree(vc);
 	d->priv = NULL;
 	return err;
 }
 
-static void cons_remove(struct virtio_dev *d)
+static void vcons_remove(struct virtio_dev *d)
 {
 	struct vcons *vc = d->priv;
 	u32 i;
@@ -844,14 +844,14 @@ static void cons_remove(struct virtio_dev *d)
 		return;
 	/* The device is reset: it holds none of our buffers any more. */
 	for (i = 0; i < vc->nports; i++)
-		port_reset(&vc->port[i]);
+		vcons_port_reset(&vc->port[i]);
 	if (d->dead)
-		keep_buffers(vc);	/* the device may still write them */
+		vcons_keep_buffers(vc);	/* the device may still write them */
 	else
-		free_buffers(vc);
+		vcons_free_buffers(vc);
 	vc->dead = true;
 	/* Nothing queued may run on freed memory. */
-	cancel_work(vc);
+	vcons_cancel_work(vc);
 	d->priv = NULL;
 	kfree(vc);
 }
@@ -902,8 +902,8 @@ static const struct virtio_driver virtio_console_driver = {
 	.features = VIRTIO_BIT(VIRTIO_CONSOLE_F_SIZE) | VIRTIO_BIT(VIRTIO_CONSOLE_F_MULTIPORT) |
 		    VIRTIO_BIT(VIRTIO_CONSOLE_F_EMERG_WRITE),
 	.feature_names = console_feature_names,
-	.probe = cons_probe,
-	.remove = cons_remove,
-	.config_changed = config_changed,
+	.probe = vcons_probe,
+	.remove = vcons_remove,
+	.config_changed = vcons_config_changed,
 };
 VIRTIO_DRIVER(virtio_console_driver);

@@ -65,12 +65,12 @@ const char *virtio_status_name(u8 status, char *buf, size_t size)
 	return buf;
 }
 
-static void add_status(struct virtio_dev *d, u8 bits)
+static void virtio_core_add_status(struct virtio_dev *d, u8 bits)
 {
 	d->ops->set_status(d, d->ops->get_status(d) | bits);
 }
 
-static void print_features(struct virtio_dev *d)
+static void virtio_core_print_features(struct virtio_dev *d)
 {
 	const char *const *dev_names = d->driver ? d->driver->feature_names : NULL;
 	char line[512];
@@ -104,7 +104,7 @@ static void print_features(struct virtio_dev *d)
 
 /* §3.1.1 steps 4-6: read offered features, write the subset we take,
  * set FEATURES_OK and read it back. */
-static int negotiate(struct virtio_dev *d, const struct virtio_driver *drv)
+static int virtio_core_negotiate(struct virtio_dev *d, const struct virtio_driver *drv)
 {
 	u64 want;
 
@@ -123,7 +123,7 @@ static int negotiate(struct virtio_dev *d, const struct virtio_driver *drv)
 	d->features = want;
 	if (!d->modern)
 		return 0;	/* legacy devices have no FEATURES_OK handshake */
-	add_status(d, VIRTIO_S_FEATURES_OK);
+	virtio_core_add_status(d, VIRTIO_S_FEATURES_OK);
 	if (!(d->ops->get_status(d) & VIRTIO_S_FEATURES_OK)) {
 		kprintf("virtio%u: device refused features %#lx\n", d->index, want);
 		return -ENODEV;
@@ -131,7 +131,7 @@ static int negotiate(struct virtio_dev *d, const struct virtio_driver *drv)
 	return 0;
 }
 
-static void free_vqs(struct virtio_dev *d)
+static void virtio_core_free_vqs(struct virtio_dev *d)
 {
 	u16 i;
 
@@ -174,7 +174,7 @@ void virtio_quiesce(struct virtio_dev *d)
 /* Writes 0 and checks it reads back (the transport waits, bounded by
  * VIRTIO_RESET_TIMEOUT_NS). Returns 0, or -ETIMEDOUT with the device
  * marked dead: FAILED, never probed again, its memory kept. */
-static int reset_device(struct virtio_dev *d)
+static int virtio_core_reset_device(struct virtio_dev *d)
 {
 	u8 status;
 
@@ -199,16 +199,16 @@ int virtio_core_probe(struct virtio_dev *d, const struct virtio_driver *drv)
 		return -EIO;
 	d->driver = drv;
 	d->broken = false;
-	err = reset_device(d);						/* step 1: reset */
+	err = virtio_core_reset_device(d);						/* step 1: reset */
 	if (err)
 		goto fail;
-	add_status(d, VIRTIO_S_ACKNOWLEDGE);				/* step 2 */
-	add_status(d, VIRTIO_S_DRIVER);					/* step 3 */
+	virtio_core_add_status(d, VIRTIO_S_ACKNOWLEDGE);				/* step 2 */
+	virtio_core_add_status(d, VIRTIO_S_DRIVER);					/* step 3 */
 	err = d->ops->irq_setup(d);	/* before config reads: legacy layout depends on MSI-X */
 	if (err)
 		goto fail;
 	d->irq_on = true;
-	err = negotiate(d, drv);					/* steps 4-6 */
+	err = virtio_core_negotiate(d, drv);					/* steps 4-6 */
 	if (err)
 		goto fail_irq;
 	err = drv->probe(d);						/* step 7 */
@@ -218,19 +218,19 @@ int virtio_core_probe(struct virtio_dev *d, const struct virtio_driver *drv)
 		virtio_device_ready(d);					/* step 8 */
 	kprintf("virtio%u: %s driver bound, status %s\n", d->index, drv->name,
 		virtio_status_name(d->ops->get_status(d), st, sizeof st));
-	print_features(d);
+	virtio_core_print_features(d);
 	return 0;
 
 fail_vqs:
 	/* The driver quiesced before freeing its state (virtio_quiesce); a
 	 * driver that did not is covered here, before the reset. */
 	virtio_quiesce(d);
-	reset_device(d);
-	free_vqs(d);
+	virtio_core_reset_device(d);
+	virtio_core_free_vqs(d);
 fail_irq:
 	virtio_quiesce(d);
 fail:
-	add_status(d, VIRTIO_S_FAILED);
+	virtio_core_add_status(d, VIRTIO_S_FAILED);
 	kprintf("virtio%u: %s probe failed (%d), status %s\n", d->index, drv->name, err,
 		virtio_status_name(d->ops->get_status(d), st, sizeof st));
 	d->driver = NULL;
@@ -242,10 +242,10 @@ void virtio_core_remove(struct virtio_dev *d)
 	/* Nothing calls into the driver from here on, then the device stops
 	 * touching our memory (or is found unable to: dead). */
 	virtio_quiesce(d);
-	reset_device(d);
+	virtio_core_reset_device(d);
 	if (d->driver && d->driver->remove)
 		d->driver->remove(d);
-	free_vqs(d);
+	virtio_core_free_vqs(d);
 	d->driver = NULL;
 }
 
@@ -288,12 +288,12 @@ int virtio_cfg_write32(struct virtio_dev *d, u32 off, u32 v)
 	return d->ops->cfg_write(d, off, &v, 4);
 }
 
-static dma_addr_t vq_dma_map(void *ctx, const void *va, size_t len)
+static dma_addr_t virtio_core_vq_dma_map(void *ctx, const void *va, size_t len)
 {
 	return dma_map(va, len);
 }
 
-static void vq_notify(void *ctx, u32 data)
+static void virtio_core_vq_notify(void *ctx, u32 data)
 {
 	struct virtio_vq *q = ctx;
 
@@ -330,8 +330,8 @@ struct virtio_vq *virtio_setup_vq(struct virtio_dev *d, u16 idx, u16 num_hint,
 	cfg.in_order = virtio_has(d, VIRTIO_F_IN_ORDER);
 	cfg.notification_data = virtio_has(d, VIRTIO_F_NOTIFICATION_DATA);
 	cfg.weak_barriers = !virtio_has(d, VIRTIO_F_ORDER_PLATFORM);
-	cfg.dma_map = vq_dma_map;
-	cfg.notify = vq_notify;
+	cfg.dma_map = virtio_core_vq_dma_map;
+	cfg.notify = virtio_core_vq_notify;
 	if (virtq_mem_size(&cfg, &ring_bytes, &priv_bytes) < 0) {
 		kprintf("virtio%u: queue %u size %u not usable (max %u)\n", d->index, idx, num, max);
 		return NULL;
@@ -377,12 +377,14 @@ int virtio_reset_vq(struct virtio_vq *q)
 	virtq_reset_state(&q->vq);
 	err = d->ops->queue_setup(d, q);
 	q->live = err == 0;
+	if (q->live && d->driver && d->driver->vq_reset)
+		d->driver->vq_reset(q);
 	return err;
 }
 
 void virtio_device_ready(struct virtio_dev *d)
 {
-	add_status(d, VIRTIO_S_DRIVER_OK);
+	virtio_core_add_status(d, VIRTIO_S_DRIVER_OK);
 }
 
 void virtio_vq_interrupt(struct virtio_vq *q)

@@ -13,6 +13,7 @@
 #include "drivers/virtio.h"
 #include "drivers/virtio_net.h"
 #include "drivers/virtio_net_reg.h"
+#include "drivers/virtio_selftest.h"
 #include "drivers/vnet_ctrl.h"
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
@@ -62,6 +63,7 @@ struct vnet {
 	u32 nslots;
 	bool tx_pending_kick;
 	bool attached;
+	bool rx_csum_whole;		/* vnet_set_rx_csum_whole */
 	struct vnet_upper up;
 	u8 mac[6];
 	bool mac_random;		/* not the device's: none, or a bad one */
@@ -74,7 +76,6 @@ struct vnet {
 };
 
 static struct vnet *vnets[MAX_VNETS];
-static bool echo;
 static struct {
 	enum coal_mode mode;
 	u16 frames;
@@ -117,11 +118,6 @@ static const char *const net_feature_names[64] = {
 	[VIRTIO_NET_F_NOTF_COAL] = "NOTF_COAL",
 };
 
-void vnet_set_echo(bool on)
-{
-	echo = on;
-}
-
 struct vnet *vnet_get(void)
 {
 	for (unsigned i = 0; i < MAX_VNETS; i++)
@@ -147,7 +143,7 @@ static bool live(struct vnet *vn)
 
 /* ---- control queue (polled: commands are rare and made from the loop) ---- */
 
-static int ctrl_send(struct vnet *vn)
+static int vnet_ctrl_send(struct vnet *vn)
 {
 	struct vnet_ctrl_cmd *c = &vn->cmd_dev;
 	struct virtq_sg out[3], in[2];
@@ -216,7 +212,7 @@ static void rx_free_chain(struct vnet *vn, struct vnet_rxbuf *b)
 	}
 }
 
-static void rx_post(struct vnet *vn)
+static void vnet_rx_post(struct vnet *vn)
 {
 	bool added = false;
 
@@ -238,7 +234,7 @@ static void rx_post(struct vnet *vn)
 
 static void rx_refill(void *arg)
 {
-	rx_post(arg);
+	vnet_rx_post(arg);
 }
 
 void vnet_rx_release(struct vnet_rxbuf *b)
@@ -327,7 +323,7 @@ static void rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 		flags |= VNET_RX_CSUM_OK;
 		st->csum_offloaded++;
 	}
-	if (info.needs_csum && segs == 1 && echo)	/* a reflected frame needs it whole */
+	if (info.needs_csum && segs == 1 && vn->rx_csum_whole)
 		vnet_csum_complete(b->data, b->len, info.csum_start, info.csum_offset);
 	st->frames++;
 	st->bytes += info.frame_len;
@@ -339,7 +335,7 @@ static void rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 	vn->up.rx(vn->up.ctx, b, info.frame_len, flags);
 }
 
-static unsigned tx_reclaim(struct vnet *vn);
+static unsigned vnet_tx_reclaim(struct vnet *vn);
 
 /* Re-enables the receive interrupt as the coalescing policy says, after a
  * poll that found the queue empty (coalesce.h, driver contract). */
@@ -365,7 +361,7 @@ static void rx_rearm(struct vnet *vn)
 			else
 				err = vnet_ctrl_coal_set(&vn->cmd, false, frames, usecs);
 			if (err >= 0)
-				err = ctrl_send(vn);
+				err = vnet_ctrl_send(vn);
 			if (err < 0) {
 				kprintf("virtio%u: net: NOTF_COAL refused (%d); coalescing in the driver\n",
 					vn->vd->index, err);
@@ -393,7 +389,7 @@ static void rx_rearm(struct vnet *vn)
 		timer_stop(&vn->coal_timer);
 }
 
-static void rx_poll(void *arg)
+static void vnet_rx_poll(void *arg)
 {
 	struct vnet *vn = arg;
 	struct vnet_qstats *st = &vn->st[0];
@@ -422,12 +418,12 @@ static void rx_poll(void *arg)
 	vn->in_poll = false;
 	if (!live(vn))
 		return;
-	tx_reclaim(vn);
+	vnet_tx_reclaim(vn);
 	if (virtq_is_broken(&vn->rx->vq)) {
 		virtio_set_broken(vn->vd, "receive queue broken");
 		return;
 	}
-	rx_post(vn);
+	vnet_rx_post(vn);
 	vn->coal_acc += n;
 	if (n == RX_BUDGET) {
 		st->budget_exhausted++;
@@ -437,7 +433,7 @@ static void rx_poll(void *arg)
 	rx_rearm(vn);
 }
 
-static void rx_irq(struct virtio_vq *q)
+static void vnet_rx_irq(struct virtio_vq *q)
 {
 	struct vnet *vn = q->priv;
 
@@ -457,7 +453,7 @@ static void coal_timer_fn(struct timer *t, void *arg)
 
 /* ---- transmit ---- */
 
-static unsigned tx_reclaim(struct vnet *vn)
+static unsigned vnet_tx_reclaim(struct vnet *vn)
 {
 	struct txslot *s;
 	unsigned n = 0;
@@ -514,7 +510,7 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 	if (!live(vn) || !vn->link_up || n == 0 || n > VNET_TX_MAX_SG)
 		return -EIO;
 	if (!vn->free_tx) {
-		tx_reclaim(vn);
+		vnet_tx_reclaim(vn);
 		if (!live(vn))
 			return -EIO;
 	}
@@ -568,50 +564,15 @@ static void tx_poll(void *arg)
 		return;
 	vn->st[1].polls++;
 	vn->st[1].interrupts = vn->tx->interrupts;
-	tx_reclaim(vn);
+	vnet_tx_reclaim(vn);
 }
 
-static void tx_irq(struct virtio_vq *q)
+static void vnet_tx_irq(struct virtio_vq *q)
 {
 	struct vnet *vn = q->priv;
 
 	virtq_disable_cb(&q->vq);
 	work_queue(&vn->tx_work);
-}
-
-/* ---- the raw-frame echo self-test, an upper layer of its own ---- */
-
-static void echo_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned flags)
-{
-	struct vnet *vn = ctx;
-	struct virtq_sg sg = { f->data, f->len };
-
-	(void)len;
-	(void)flags;
-	if (!f->next && f->len >= VNET_ETH_HLEN) {
-		memcpy(f->data, f->data + 6, 6);	/* back where it came from, */
-		memcpy(f->data + 6, vn->mac, 6);	/* from us */
-		if (vnet_tx(vn, &sg, 1, 0, f) == 0)
-			return;	/* released on completion */
-	}
-	while (f) {
-		struct vnet_rxbuf *next = f->next;
-
-		vnet_rx_release(f);
-		f = next;
-	}
-}
-
-static void echo_tx_done(void *ctx, void *token)
-{
-	(void)ctx;
-	vnet_rx_release(token);
-}
-
-static void echo_link(void *ctx, bool up)
-{
-	(void)ctx;
-	(void)up;
 }
 
 /* ---- the upper-layer interface ---- */
@@ -624,6 +585,11 @@ int vnet_attach(struct vnet *vn, const struct vnet_upper *up)
 	vn->attached = true;
 	vn->up.link(vn->up.ctx, vn->link_up);
 	return 0;
+}
+
+void vnet_set_rx_csum_whole(struct vnet *vn, bool on)
+{
+	vn->rx_csum_whole = on;
 }
 
 void vnet_get_info(struct vnet *vn, struct vnet_info *info)
@@ -660,23 +626,13 @@ void vnet_get_stats(struct vnet *vn, struct vnet_stats *st)
 	st->link_resumes = vn->link_resumes;
 }
 
-/* ---- fault injection ---- */
-
-/* The next receive buffer posted gets a malformed head descriptor
- * (virtq_debug_corrupt_next), so the device sets DEVICE_NEEDS_RESET once it
- * reaches that buffer and the core resets and probes the device again.
+/* `fault net-needs-reset` (debug only): the next receive buffer posted to the
+ * first virtio-net device gets a malformed head descriptor (the core's fault
+ * seam, virtio_fault_corrupt_next), so the device sets DEVICE_NEEDS_RESET once
+ * it reaches that buffer and the core resets and probes the device again.
  * Receive, not transmit: a receive buffer is always one direct descriptor,
  * whose bad NEXT link a device must reject, while a transmitted frame is
  * usually an indirect table, and QEMU ignores NEXT on an indirect head. */
-int vnet_debug_corrupt_rx(struct vnet *vn)
-{
-	if (!vn || !live(vn))
-		return -EIO;
-	virtq_debug_corrupt_next(&vn->rx->vq);
-	return (int)vn->vd->index;
-}
-
-/* `fault net-needs-reset` (debug only): the above on the first device. */
 static void vnet_cmd_fault(const char *what)
 {
 	int idx;
@@ -685,7 +641,7 @@ static void vnet_cmd_fault(const char *what)
 		kprintf("fault: unknown fault '%s' (known: net-needs-reset)\n", what);
 		return;
 	}
-	idx = vnet_debug_corrupt_rx(vnet_get());
+	idx = virtio_fault_corrupt_next(VIRTIO_ID_NET, 0);	/* 0: receive */
 	if (idx < 0)
 		kprintf("fault: net-needs-reset: no live virtio-net device\n");
 	else
@@ -709,8 +665,8 @@ static void link_resume(struct vnet *vn)
 {
 	if (!live(vn))
 		return;
-	tx_reclaim(vn);
-	rx_post(vn);
+	vnet_tx_reclaim(vn);
+	vnet_rx_post(vn);
 	virtq_notify(&vn->rx->vq);
 	if (vn->tx->vq.inflight)
 		virtq_notify(&vn->tx->vq);
@@ -753,11 +709,11 @@ static void read_link(struct vnet *vn, bool announce_log)
 	if ((status & VIRTIO_NET_S_ANNOUNCE) && virtio_has(d, VIRTIO_NET_F_GUEST_ANNOUNCE)) {
 		kprintf("virtio%u: net: announce requested\n", d->index);
 		if (vnet_ctrl_announce_ack(&vn->cmd) >= 0)
-			ctrl_send(vn);
+			vnet_ctrl_send(vn);
 	}
 }
 
-static void config_changed(struct virtio_dev *d)
+static void vnet_config_changed(struct virtio_dev *d)
 {
 	read_link(d->priv, false);
 }
@@ -770,11 +726,11 @@ static void ctrl_setup(struct vnet *vn)
 	if (!vn->ctrl || !virtio_has(d, VIRTIO_NET_F_CTRL_RX))
 		return;
 	/* Our MAC, broadcast and all multicast (IPv6 neighbour discovery). */
-	if (vnet_ctrl_rx_mode(&vn->cmd, VIRTIO_NET_CTRL_RX_PROMISC, false) >= 0 && (err = ctrl_send(vn)))
+	if (vnet_ctrl_rx_mode(&vn->cmd, VIRTIO_NET_CTRL_RX_PROMISC, false) >= 0 && (err = vnet_ctrl_send(vn)))
 		kprintf("virtio%u: net: promisc off refused (%d)\n", d->index, err);
-	if (vnet_ctrl_rx_mode(&vn->cmd, VIRTIO_NET_CTRL_RX_ALLMULTI, true) >= 0 && (err = ctrl_send(vn)))
+	if (vnet_ctrl_rx_mode(&vn->cmd, VIRTIO_NET_CTRL_RX_ALLMULTI, true) >= 0 && (err = vnet_ctrl_send(vn)))
 		kprintf("virtio%u: net: allmulti on refused (%d)\n", d->index, err);
-	if (vnet_ctrl_mac_table(&vn->cmd, (const u8 (*)[6])vn->mac, 1, NULL, 0) >= 0 && (err = ctrl_send(vn)))
+	if (vnet_ctrl_mac_table(&vn->cmd, (const u8 (*)[6])vn->mac, 1, NULL, 0) >= 0 && (err = vnet_ctrl_send(vn)))
 		kprintf("virtio%u: net: MAC filter refused (%d)\n", d->index, err);
 }
 
@@ -812,7 +768,7 @@ static struct vnet *vnet_for(struct virtio_dev *d)
 	vnets[slot] = kzalloc(sizeof(struct vnet));
 	if (vnets[slot]) {
 		vnets[slot]->key = d;
-		work_init(&vnets[slot]->rx_work, rx_poll, vnets[slot]);
+		work_init(&vnets[slot]->rx_work, vnet_rx_poll, vnets[slot]);
 		work_init(&vnets[slot]->tx_work, tx_poll, vnets[slot]);
 		work_init(&vnets[slot]->refill_work, rx_refill, vnets[slot]);
 		work_init(&vnets[slot]->kick_work, tx_kick, vnets[slot]);
@@ -830,7 +786,7 @@ static void vnet_forget(struct vnet *vn)
 			vnets[i] = NULL;
 }
 
-static void free_buffers(struct vnet *vn)
+static void vnet_free_buffers(struct vnet *vn)
 {
 	while (vn->free_rx) {
 		struct vnet_rxbuf *b = vn->free_rx;
@@ -906,8 +862,8 @@ static int net_probe(struct virtio_dev *d)
 	vn->rxcfg.guest_csum = virtio_has(d, VIRTIO_NET_F_GUEST_CSUM);
 	vn->rxcfg.max_frame = MIN((u32)vn->mtu + 18, (u32)VNET_FRAME_MAX);
 
-	vn->rx = virtio_setup_vq(d, VIRTIO_NET_RXQ(0), 0, rx_irq, vn);
-	vn->tx = vn->rx ? virtio_setup_vq(d, VIRTIO_NET_TXQ(0), 0, tx_irq, vn) : NULL;
+	vn->rx = virtio_setup_vq(d, VIRTIO_NET_RXQ(0), 0, vnet_rx_irq, vn);
+	vn->tx = vn->rx ? virtio_setup_vq(d, VIRTIO_NET_TXQ(0), 0, vnet_tx_irq, vn) : NULL;
 	if (!vn->tx) {
 		err = -EIO;
 		goto fail;
@@ -927,7 +883,7 @@ static int net_probe(struct virtio_dev *d)
 	pages = (u16)(ALIGN_UP(cap + (u32)sizeof(struct vnet_rxbuf), (u32)PAGE_SIZE) / PAGE_SIZE);
 	if (pages != vn->buf_pages) {
 		vn->buf_pages = pages;
-		free_buffers(vn);	/* held ones are freed as they come back */
+		vnet_free_buffers(vn);	/* held ones are freed as they come back */
 	}
 	want = MIN((u32)vn->rx->num, (u32)RX_MAX_BUFS);
 	if (vn->ntotal < want && rx_alloc(vn, want - vn->ntotal) < 0 && !vn->free_rx) {
@@ -949,21 +905,15 @@ static int net_probe(struct virtio_dev *d)
 	vn->rx_skip = 0;
 	vn->tx_pending_kick = false;
 	virtq_disable_cb(&vn->tx->vq);
-	rx_post(vn);
+	vnet_rx_post(vn);
 	coal_setup(vn);
 	virtio_device_ready(d);
 	ctrl_setup(vn);
-	if (echo && !vn->attached) {
-		struct vnet_upper e = { vn, echo_rx, echo_tx_done, echo_link };
-
-		vnet_attach(vn, &e);
-	}
-	kprintf("virtio%u: net: mac %02x:%02x:%02x:%02x:%02x:%02x%s mtu %u, rx %u x %u B%s, tx ring %u, hdr %u%s%s\n",
+	kprintf("virtio%u: net: mac %02x:%02x:%02x:%02x:%02x:%02x%s mtu %u, rx %u x %u B%s, tx ring %u, hdr %u%s\n",
 		d->index, vn->mac[0], vn->mac[1], vn->mac[2], vn->mac[3], vn->mac[4], vn->mac[5],
 		vn->mac_random ? " (random)" : "", vn->mtu, vn->nposted,
 		vn->buf_pages * PAGE_SIZE - (u32)sizeof(struct vnet_rxbuf),
-		mrg ? " mergeable" : "", vn->tx->num, vn->rxcfg.hdr_len, vn->ctrl ? ", ctrl" : "",
-		echo ? ", echo" : "");
+		mrg ? " mergeable" : "", vn->tx->num, vn->rxcfg.hdr_len, vn->ctrl ? ", ctrl" : "");
 	kprintf("virtio%u: net: coalescing %s%s, frames %u usecs %u\n", d->index,
 		vn->coal.mode == COAL_OFF ? "off" : vn->coal.mode == COAL_FIXED ? "fixed" : "adaptive",
 		vn->coal_device ? " (device, NOTF_COAL)" : vn->coal.mode == COAL_OFF ? "" : " (driver, event index)",
@@ -987,7 +937,7 @@ fail:
 	vn->vd = NULL;
 	d->priv = NULL;
 	if (!vn->attached) {
-		free_buffers(vn);
+		vnet_free_buffers(vn);
 		vnet_forget(vn);
 		kfree(vn);
 	}
@@ -1040,7 +990,7 @@ static void net_remove(struct virtio_dev *d)
 	work_cancel(&vn->tx_work);
 	work_cancel(&vn->refill_work);
 	work_cancel(&vn->kick_work);
-	free_buffers(vn);
+	vnet_free_buffers(vn);
 	vnet_forget(vn);
 	kfree(vn);
 }
@@ -1062,6 +1012,6 @@ static const struct virtio_driver virtio_net_driver = {
 	.feature_names = net_feature_names,
 	.probe = net_probe,
 	.remove = net_remove,
-	.config_changed = config_changed,
+	.config_changed = vnet_config_changed,
 };
 VIRTIO_DRIVER(virtio_net_driver);

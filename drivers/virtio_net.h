@@ -95,6 +95,10 @@ struct vnet_stats {
 struct vnet *vnet_get(void);
 /* Binds the upper layer (once); link() is called at once with the state. */
 int vnet_attach(struct vnet *vn, const struct vnet_upper *up);
+/* For an upper layer that sends frames on as they came (no checksum offload
+ * of its own): a one-buffer frame with a partial checksum (NEEDS_CSUM) is
+ * completed before it is handed up. */
+void vnet_set_rx_csum_whole(struct vnet *vn, bool on);
 void vnet_get_info(struct vnet *vn, struct vnet_info *info);
 /* Gives one receive buffer back (any segment of a frame, in any order). */
 void vnet_rx_release(struct vnet_rxbuf *b);
@@ -109,13 +113,5 @@ void vnet_rx_pool(struct vnet *vn, u32 *held, u32 *total);
 int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned flags, void *token);
 void vnet_get_stats(struct vnet *vn, struct vnet_stats *st);
 
-/* Fault injection for tests: the next receive buffer posted is malformed,
- * which the device answers with DEVICE_NEEDS_RESET. Returns the device's
- * virtio index, or -EIO if it is not live. */
-int vnet_debug_corrupt_rx(struct vnet *vn);
-
-/* Configuration, before drivers probe (coalesce= is the driver's own
- * CMDLINE_PARAM). */
-void vnet_set_echo(bool on);	/* reflect received frames (raw-frame self-test) */
 
 #endif

@@ -50,21 +50,21 @@ struct vpci {
 	char desc[40];
 };
 
-static struct vpci *to_vp(struct virtio_dev *d)
+static struct vpci *virtio_pci_to_vp(struct virtio_dev *d)
 {
 	return (struct vpci *)d;	/* vdev is the first member */
 }
 
 /* ---- modern ---- */
 
-static u8 m_get_status(struct virtio_dev *d)
+static u8 virtio_pci_m_get_status(struct virtio_dev *d)
 {
-	return mmio_r8(to_vp(d)->common + CC(device_status));
+	return mmio_r8(virtio_pci_to_vp(d)->common + CC(device_status));
 }
 
-static void m_set_status(struct virtio_dev *d, u8 s)
+static void virtio_pci_m_set_status(struct virtio_dev *d, u8 s)
 {
-	struct vpci *vp = to_vp(d);
+	struct vpci *vp = virtio_pci_to_vp(d);
 	int i;
 
 	u64 deadline;
@@ -82,9 +82,9 @@ static void m_set_status(struct virtio_dev *d, u8 s)
 	}
 }
 
-static u64 m_get_features(struct virtio_dev *d)
+static u64 virtio_pci_m_get_features(struct virtio_dev *d)
 {
-	struct vpci *vp = to_vp(d);
+	struct vpci *vp = virtio_pci_to_vp(d);
 	u64 f;
 
 	mmio_w32(vp->common + CC(device_feature_select), 0);
@@ -94,9 +94,9 @@ static u64 m_get_features(struct virtio_dev *d)
 	return f;
 }
 
-static void m_set_features(struct virtio_dev *d, u64 f)
+static void virtio_pci_m_set_features(struct virtio_dev *d, u64 f)
 {
-	struct vpci *vp = to_vp(d);
+	struct vpci *vp = virtio_pci_to_vp(d);
 
 	mmio_w32(vp->common + CC(driver_feature_select), 0);
 	mmio_w32(vp->common + CC(driver_feature), (u32)f);
@@ -104,14 +104,14 @@ static void m_set_features(struct virtio_dev *d, u64 f)
 	mmio_w32(vp->common + CC(driver_feature), (u32)(f >> 32));
 }
 
-static u8 m_generation(struct virtio_dev *d)
+static u8 virtio_pci_m_generation(struct virtio_dev *d)
 {
-	return mmio_r8(to_vp(d)->common + CC(config_generation));
+	return mmio_r8(virtio_pci_to_vp(d)->common + CC(config_generation));
 }
 
-static int m_cfg_read(struct virtio_dev *d, u32 off, void *buf, u32 w)
+static int virtio_pci_m_cfg_read(struct virtio_dev *d, u32 off, void *buf, u32 w)
 {
-	struct vpci *vp = to_vp(d);
+	struct vpci *vp = virtio_pci_to_vp(d);
 	u64 a = vp->device + off;
 
 	if (!vp->device || off > vp->device_len || w > vp->device_len - off)
@@ -125,9 +125,9 @@ static int m_cfg_read(struct virtio_dev *d, u32 off, void *buf, u32 w)
 	return 0;
 }
 
-static int m_cfg_write(struct virtio_dev *d, u32 off, const void *buf, u32 w)
+static int virtio_pci_m_cfg_write(struct virtio_dev *d, u32 off, const void *buf, u32 w)
 {
-	struct vpci *vp = to_vp(d);
+	struct vpci *vp = virtio_pci_to_vp(d);
 	u64 a = vp->device + off;
 
 	if (!vp->device || off > vp->device_len || w > vp->device_len - off)
@@ -141,9 +141,9 @@ static int m_cfg_write(struct virtio_dev *d, u32 off, const void *buf, u32 w)
 	return 0;
 }
 
-static u16 m_queue_max(struct virtio_dev *d, u16 idx)
+static u16 virtio_pci_m_queue_max(struct virtio_dev *d, u16 idx)
 {
-	struct vpci *vp = to_vp(d);
+	struct vpci *vp = virtio_pci_to_vp(d);
 
 	if (idx >= mmio_r16(vp->common + CC(num_queues)))
 		return 0;
@@ -151,14 +151,14 @@ static u16 m_queue_max(struct virtio_dev *d, u16 idx)
 	return mmio_r16(vp->common + CC(queue_size));
 }
 
-static bool m_size_fixed(struct virtio_dev *d)
+static bool virtio_pci_m_size_fixed(struct virtio_dev *d)
 {
 	return false;
 }
 
-static int m_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
+static int virtio_pci_m_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
 {
-	struct vpci *vp = to_vp(d);
+	struct vpci *vp = virtio_pci_to_vp(d);
 	dma_addr_t desc, drv, dev;
 	u64 off;
 	u16 noff;
@@ -191,9 +191,9 @@ static int m_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
 	return 0;
 }
 
-static int m_queue_reset(struct virtio_dev *d, struct virtio_vq *q)
+static int virtio_pci_m_queue_reset(struct virtio_dev *d, struct virtio_vq *q)
 {
-	struct vpci *vp = to_vp(d);
+	struct vpci *vp = virtio_pci_to_vp(d);
 	u64 deadline;
 	int i;
 
@@ -221,7 +221,7 @@ static int m_queue_reset(struct virtio_dev *d, struct virtio_vq *q)
 	return 0;
 }
 
-static void m_notify(struct virtio_vq *q, u32 data)
+static void virtio_pci_m_notify(struct virtio_vq *q, u32 data)
 {
 	if (virtio_has(q->vdev, VIRTIO_F_NOTIFICATION_DATA))
 		mmio_w32(q->notify_addr, data);
@@ -231,42 +231,42 @@ static void m_notify(struct virtio_vq *q, u32 data)
 
 /* ---- legacy (I/O ports) ---- */
 
-static u8 l_get_status(struct virtio_dev *d)
+static u8 virtio_pci_l_get_status(struct virtio_dev *d)
 {
-	return inb(to_vp(d)->io + VIRTIO_PCI_LEGACY_STATUS);
+	return inb(virtio_pci_to_vp(d)->io + VIRTIO_PCI_LEGACY_STATUS);
 }
 
-static void l_set_status(struct virtio_dev *d, u8 s)
+static void virtio_pci_l_set_status(struct virtio_dev *d, u8 s)
 {
-	outb(to_vp(d)->io + VIRTIO_PCI_LEGACY_STATUS, s);
+	outb(virtio_pci_to_vp(d)->io + VIRTIO_PCI_LEGACY_STATUS, s);
 	if (s == 0)
-		(void)inb(to_vp(d)->io + VIRTIO_PCI_LEGACY_STATUS);	/* flush */
+		(void)inb(virtio_pci_to_vp(d)->io + VIRTIO_PCI_LEGACY_STATUS);	/* flush */
 }
 
-static u64 l_get_features(struct virtio_dev *d)
+static u64 virtio_pci_l_get_features(struct virtio_dev *d)
 {
-	return inl(to_vp(d)->io + VIRTIO_PCI_LEGACY_DEVICE_FEATURES);
+	return inl(virtio_pci_to_vp(d)->io + VIRTIO_PCI_LEGACY_DEVICE_FEATURES);
 }
 
-static void l_set_features(struct virtio_dev *d, u64 f)
+static void virtio_pci_l_set_features(struct virtio_dev *d, u64 f)
 {
-	outl(to_vp(d)->io + VIRTIO_PCI_LEGACY_DRIVER_FEATURES, (u32)f);
+	outl(virtio_pci_to_vp(d)->io + VIRTIO_PCI_LEGACY_DRIVER_FEATURES, (u32)f);
 }
 
-static u8 l_generation(struct virtio_dev *d)
+static u8 virtio_pci_l_generation(struct virtio_dev *d)
 {
 	return 0;	/* legacy has none: reads are best effort */
 }
 
-static u32 l_cfg_base(struct vpci *vp)
+static u32 virtio_pci_l_cfg_base(struct vpci *vp)
 {
 	return VIRTIO_PCI_LEGACY_CONFIG(vp->irq_mode == IRQ_MSIX);
 }
 
-static int l_cfg_read(struct virtio_dev *d, u32 off, void *buf, u32 w)
+static int virtio_pci_l_cfg_read(struct virtio_dev *d, u32 off, void *buf, u32 w)
 {
-	struct vpci *vp = to_vp(d);
-	u32 base = l_cfg_base(vp);
+	struct vpci *vp = virtio_pci_to_vp(d);
+	u32 base = virtio_pci_l_cfg_base(vp);
 
 	if (off > vp->io_len - base || w > vp->io_len - base - off)
 		return -ERANGE;
@@ -279,10 +279,10 @@ static int l_cfg_read(struct virtio_dev *d, u32 off, void *buf, u32 w)
 	return 0;
 }
 
-static int l_cfg_write(struct virtio_dev *d, u32 off, const void *buf, u32 w)
+static int virtio_pci_l_cfg_write(struct virtio_dev *d, u32 off, const void *buf, u32 w)
 {
-	struct vpci *vp = to_vp(d);
-	u32 base = l_cfg_base(vp);
+	struct vpci *vp = virtio_pci_to_vp(d);
+	u32 base = virtio_pci_l_cfg_base(vp);
 
 	if (off > vp->io_len - base || w > vp->io_len - base - off)
 		return -ERANGE;
@@ -295,22 +295,22 @@ static int l_cfg_write(struct virtio_dev *d, u32 off, const void *buf, u32 w)
 	return 0;
 }
 
-static u16 l_queue_max(struct virtio_dev *d, u16 idx)
+static u16 virtio_pci_l_queue_max(struct virtio_dev *d, u16 idx)
 {
-	struct vpci *vp = to_vp(d);
+	struct vpci *vp = virtio_pci_to_vp(d);
 
 	outw(vp->io + VIRTIO_PCI_LEGACY_QUEUE_SELECT, idx);
 	return inw(vp->io + VIRTIO_PCI_LEGACY_QUEUE_SIZE);
 }
 
-static bool l_size_fixed(struct virtio_dev *d)
+static bool virtio_pci_l_size_fixed(struct virtio_dev *d)
 {
 	return true;
 }
 
-static int l_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
+static int virtio_pci_l_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
 {
-	struct vpci *vp = to_vp(d);
+	struct vpci *vp = virtio_pci_to_vp(d);
 	dma_addr_t desc, drv, dev;
 
 	virtq_ring_addrs(&q->vq, &desc, &drv, &dev);
@@ -326,14 +326,14 @@ static int l_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
 	return 0;
 }
 
-static void l_notify(struct virtio_vq *q, u32 data)
+static void virtio_pci_l_notify(struct virtio_vq *q, u32 data)
 {
-	outw(to_vp(q->vdev)->io + VIRTIO_PCI_LEGACY_QUEUE_NOTIFY, q->index);
+	outw(virtio_pci_to_vp(q->vdev)->io + VIRTIO_PCI_LEGACY_QUEUE_NOTIFY, q->index);
 }
 
 /* ---- interrupts (both) ---- */
 
-static void entry_irq(void *arg)
+static void virtio_pci_entry_irq(void *arg)
 {
 	struct vpci_entry *e = arg;
 	struct vpci *vp = e->vp;
@@ -349,7 +349,7 @@ static void entry_irq(void *arg)
 	}
 }
 
-static void all_queues(struct vpci *vp)
+static void virtio_pci_all_queues(struct vpci *vp)
 {
 	u16 i;
 
@@ -358,7 +358,7 @@ static void all_queues(struct vpci *vp)
 			virtio_vq_interrupt(vp->vdev.vqs[i]);
 }
 
-static void intx_irq(void *arg)
+static void virtio_pci_intx_irq(void *arg)
 {
 	struct vpci *vp = arg;
 	u8 isr;
@@ -368,10 +368,10 @@ static void intx_irq(void *arg)
 	if (isr & VIRTIO_PCI_ISR_CONFIG)
 		virtio_config_interrupt(&vp->vdev);
 	if (isr & VIRTIO_PCI_ISR_QUEUE)
-		all_queues(vp);
+		virtio_pci_all_queues(vp);
 }
 
-static void poll_tick(struct timer *t, void *arg)
+static void virtio_pci_poll_tick(struct timer *t, void *arg)
 {
 	struct vpci *vp = arg;
 	u16 i;
@@ -391,7 +391,7 @@ static void poll_tick(struct timer *t, void *arg)
 	timer_start(&vp->poll, time_ns() + POLL_NS);
 }
 
-static void set_config_vector(struct vpci *vp, u16 entry)
+static void virtio_pci_set_config_vector(struct vpci *vp, u16 entry)
 {
 	if (vp->vdev.modern)
 		mmio_w16(vp->common + CC(config_msix_vector), entry);
@@ -399,9 +399,9 @@ static void set_config_vector(struct vpci *vp, u16 entry)
 		outw(vp->io + VIRTIO_PCI_LEGACY_CONFIG_VECTOR, entry);
 }
 
-static int irq_setup(struct virtio_dev *d)
+static int virtio_pci_irq_setup(struct virtio_dev *d)
 {
-	struct vpci *vp = to_vp(d);
+	struct vpci *vp = virtio_pci_to_vp(d);
 	int n, i;
 
 	n = pci_msix_enable(vp->pci);
@@ -411,33 +411,33 @@ static int irq_setup(struct virtio_dev *d)
 		for (i = 0; i < vp->msix_entries; i++) {
 			vp->ent[i].vp = vp;
 			vp->ent[i].entry = (u16)i;
-			vp->ent[i].vector = irq_alloc_vector(entry_irq, &vp->ent[i]);
+			vp->ent[i].vector = irq_alloc_vector(virtio_pci_entry_irq, &vp->ent[i]);
 			if (vp->ent[i].vector < 0 || pci_msix_set(vp->pci, (u16)i, vp->ent[i].vector) < 0) {
 				vp->msix_entries = (u16)i;
 				break;
 			}
 		}
 		if (vp->msix_entries > 0) {
-			set_config_vector(vp, 0);
+			virtio_pci_set_config_vector(vp, 0);
 			return 0;
 		}
 		pci_msix_disable(vp->pci);
 	}
-	vp->intx_vector = pci_intx_route(vp->pci, intx_irq, vp);
+	vp->intx_vector = pci_intx_route(vp->pci, virtio_pci_intx_irq, vp);
 	if (vp->intx_vector >= 0) {
 		vp->irq_mode = IRQ_INTX;
 		return 0;
 	}
 	kprintf("virtio%u: no MSI-X and no INTx route: polling every %lu us\n", d->index, POLL_NS / 1000);
 	vp->irq_mode = IRQ_POLL;
-	timer_init(&vp->poll, poll_tick, vp);
+	timer_init(&vp->poll, virtio_pci_poll_tick, vp);
 	timer_start(&vp->poll, time_ns() + POLL_NS);
 	return 0;
 }
 
-static void irq_teardown(struct virtio_dev *d)
+static void virtio_pci_irq_teardown(struct virtio_dev *d)
 {
-	struct vpci *vp = to_vp(d);
+	struct vpci *vp = virtio_pci_to_vp(d);
 	int i;
 
 	if (vp->irq_mode == IRQ_MSIX) {
@@ -457,9 +457,9 @@ static void irq_teardown(struct virtio_dev *d)
 }
 
 /* Queue setup hook shared by both transports: pick the MSI-X entry. */
-static int queue_setup(struct virtio_dev *d, struct virtio_vq *q)
+static int virtio_pci_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
 {
-	struct vpci *vp = to_vp(d);
+	struct vpci *vp = virtio_pci_to_vp(d);
 
 	if (vp->irq_mode == IRQ_MSIX) {
 		/* Entry 0 is config; queues get their own while they last,
@@ -467,55 +467,55 @@ static int queue_setup(struct virtio_dev *d, struct virtio_vq *q)
 		q->msix_entry = vp->msix_entries > 1 ? (u16)MIN(1 + q->index, vp->msix_entries - 1) : 0;
 		q->vector = vp->ent[q->msix_entry].vector;
 	}
-	return d->modern ? m_queue_setup(d, q) : l_queue_setup(d, q);
+	return d->modern ? virtio_pci_m_queue_setup(d, q) : virtio_pci_l_queue_setup(d, q);
 }
 
-static const char *describe(struct virtio_dev *d)
+static const char *virtio_pci_describe(struct virtio_dev *d)
 {
-	return to_vp(d)->desc;
+	return virtio_pci_to_vp(d)->desc;
 }
 
 static const struct virtio_transport_ops modern_ops = {
 	.name = "virtio-pci-modern",
-	.get_status = m_get_status,
-	.set_status = m_set_status,
-	.get_features = m_get_features,
-	.set_features = m_set_features,
-	.config_generation = m_generation,
-	.cfg_read = m_cfg_read,
-	.cfg_write = m_cfg_write,
-	.queue_max = m_queue_max,
-	.queue_size_fixed = m_size_fixed,
-	.queue_setup = queue_setup,
-	.queue_reset = m_queue_reset,
-	.notify = m_notify,
-	.irq_setup = irq_setup,
-	.irq_teardown = irq_teardown,
-	.describe = describe,
+	.get_status = virtio_pci_m_get_status,
+	.set_status = virtio_pci_m_set_status,
+	.get_features = virtio_pci_m_get_features,
+	.set_features = virtio_pci_m_set_features,
+	.config_generation = virtio_pci_m_generation,
+	.cfg_read = virtio_pci_m_cfg_read,
+	.cfg_write = virtio_pci_m_cfg_write,
+	.queue_max = virtio_pci_m_queue_max,
+	.queue_size_fixed = virtio_pci_m_size_fixed,
+	.queue_setup = virtio_pci_queue_setup,
+	.queue_reset = virtio_pci_m_queue_reset,
+	.notify = virtio_pci_m_notify,
+	.irq_setup = virtio_pci_irq_setup,
+	.irq_teardown = virtio_pci_irq_teardown,
+	.describe = virtio_pci_describe,
 };
 
 static const struct virtio_transport_ops legacy_ops = {
 	.name = "virtio-pci-legacy",
-	.get_status = l_get_status,
-	.set_status = l_set_status,
-	.get_features = l_get_features,
-	.set_features = l_set_features,
-	.config_generation = l_generation,
-	.cfg_read = l_cfg_read,
-	.cfg_write = l_cfg_write,
-	.queue_max = l_queue_max,
-	.queue_size_fixed = l_size_fixed,
-	.queue_setup = queue_setup,
+	.get_status = virtio_pci_l_get_status,
+	.set_status = virtio_pci_l_set_status,
+	.get_features = virtio_pci_l_get_features,
+	.set_features = virtio_pci_l_set_features,
+	.config_generation = virtio_pci_l_generation,
+	.cfg_read = virtio_pci_l_cfg_read,
+	.cfg_write = virtio_pci_l_cfg_write,
+	.queue_max = virtio_pci_l_queue_max,
+	.queue_size_fixed = virtio_pci_l_size_fixed,
+	.queue_setup = virtio_pci_queue_setup,
 	.queue_reset = NULL,
-	.notify = l_notify,
-	.irq_setup = irq_setup,
-	.irq_teardown = irq_teardown,
-	.describe = describe,
+	.notify = virtio_pci_l_notify,
+	.irq_setup = virtio_pci_irq_setup,
+	.irq_teardown = virtio_pci_irq_teardown,
+	.describe = virtio_pci_describe,
 };
 
 /* Only the capability's window of its BAR is mapped (the parser checked it
  * lies inside the BAR; pci_map_bar_window checks again, and the BAR). */
-static u64 map_region(struct pci_dev *p, const struct virtio_pci_region *r)
+static u64 virtio_pci_map_region(struct pci_dev *p, const struct virtio_pci_region *r)
 {
 	if (!r->present)
 		return 0;
@@ -540,11 +540,11 @@ static int virtio_pci_probe(struct pci_dev *p, const struct pci_id *id)
 
 	err = virtio_pci_parse_caps(p->cfg, sizeof p->cfg, p->bar, &vp->layout);
 	if (err == 0) {
-		vp->common = map_region(p, &vp->layout.common);
-		vp->isr = map_region(p, &vp->layout.isr);
-		vp->device = map_region(p, &vp->layout.device);
+		vp->common = virtio_pci_map_region(p, &vp->layout.common);
+		vp->isr = virtio_pci_map_region(p, &vp->layout.isr);
+		vp->device = virtio_pci_map_region(p, &vp->layout.device);
 		vp->device_len = vp->layout.device.length;
-		vp->notify = map_region(p, &vp->layout.notify);
+		vp->notify = virtio_pci_map_region(p, &vp->layout.notify);
 		vp->notify_len = vp->layout.notify.length;
 		vp->notify_mult = vp->layout.notify_off_multiplier;
 	}

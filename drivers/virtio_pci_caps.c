@@ -3,6 +3,7 @@
  * the BARs we decoded ourselves before anything maps it. */
 #include "drivers/virtio_pci_caps.h"
 #include "drivers/virtio_pci_reg.h"
+#include "kernel/string.h"
 #include <arch.h>
 
 #define CAP_CFG_TYPE	offsetof(struct virtio_pci_cap, cfg_type)
@@ -12,16 +13,8 @@
 #define CAP_LEN		2	/* cap_len byte */
 #define CAP_MULTIPLIER	offsetof(struct virtio_pci_notify_cap, notify_off_multiplier)
 
-static void zero(void *p, size_t n)
-{
-	u8 *b = p;
-
-	while (n--)
-		*b++ = 0;
-}
-
 /* Minimum structure length and offset alignment per cfg_type. */
-static void type_needs(u8 type, u32 *min_len, u32 *align, u32 *cap_min)
+static void virtio_pci_type_needs(u8 type, u32 *min_len, u32 *align, u32 *cap_min)
 {
 	*cap_min = sizeof(struct virtio_pci_cap);
 	switch (type) {
@@ -45,7 +38,7 @@ static void type_needs(u8 type, u32 *min_len, u32 *align, u32 *cap_min)
 	}
 }
 
-static struct virtio_pci_region *slot_for(struct virtio_pci_layout *l, u8 type)
+static struct virtio_pci_region *virtio_pci_slot_for(struct virtio_pci_layout *l, u8 type)
 {
 	switch (type) {
 	case VIRTIO_PCI_CAP_COMMON_CFG:	return &l->common;
@@ -58,14 +51,14 @@ static struct virtio_pci_region *slot_for(struct virtio_pci_layout *l, u8 type)
 
 /* Check one COMMON/NOTIFY/ISR/DEVICE cap at off and fill r. Logs and
  * returns false if anything is out of bounds. */
-static bool cap_accept(const u8 *cfg, size_t end, u8 off, u8 type,
+static bool virtio_pci_cap_accept(const u8 *cfg, size_t end, u8 off, u8 type,
 		       const struct pci_bar bars[6], struct virtio_pci_layout *l,
 		       struct virtio_pci_region *r)
 {
 	u32 min_len, align, cap_min, offset, length, mult = 0;
 	u8 cap_len = cfg[off + CAP_LEN], bar;
 
-	type_needs(type, &min_len, &align, &cap_min);
+	virtio_pci_type_needs(type, &min_len, &align, &cap_min);
 	if (cap_len < cap_min || (size_t)off + cap_len > end) {
 		klog("virtio-pci: cap 0x%x (type %u): cap_len %u bad", off, type, cap_len);
 		return false;
@@ -115,7 +108,7 @@ int virtio_pci_parse_caps(const u8 *cfg, size_t len, const struct pci_bar bars[6
 	int off;
 	u8 id, type;
 
-	zero(out, sizeof *out);
+	memset(out, 0, sizeof *out);
 	pci_cap_iter_init(&it, cfg, len);
 	while ((off = pci_cap_iter_next(&it, &id)) > 0) {
 		if (id != PCI_CAP_ID_VNDR)
@@ -131,10 +124,10 @@ int virtio_pci_parse_caps(const u8 *cfg, size_t len, const struct pci_bar bars[6
 				out->pci_cfg_cap = (u8)off;
 			continue;
 		}
-		r = slot_for(out, type);
+		r = virtio_pci_slot_for(out, type);
 		if (!r || r->present)
 			continue;	/* unknown type, or the first one won */
-		cap_accept(cfg, end, (u8)off, type, bars, out, r);
+		virtio_pci_cap_accept(cfg, end, (u8)off, type, bars, out, r);
 	}
 	if (off < 0)
 		return -EBADMSG;

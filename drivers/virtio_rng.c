@@ -1,16 +1,17 @@
 /* virtio-rng (device id 4): one queue the device fills with random bytes.
- * vireo gathers RNG_WANT bytes at boot and mixes them into kernel/random.c;
- * it is also the smallest end-to-end exercise of the virtio core, and the
- * device the core's recovery self-tests run on (selftest=virtio-*). */
+ * vireo gathers RNG_WANT bytes at boot and mixes them into kernel/random.c.
+ * The smallest complete virtio driver, and the template for a new one: a
+ * table of ids, probe (state, queue, ready, first buffer), the queue's
+ * interrupt deferring to loop work, remove, and a refill after a queue
+ * reset. The core's recovery self-tests (drivers/virtio_selftest.c) run on
+ * this device from outside the driver. */
 #include <arch.h>
 
 #include "drivers/virtio.h"
-#include "drivers/virtio_rng.h"
 #include "kernel/console.h"
 #include "kernel/loop.h"
 #include "kernel/mm.h"
 #include "kernel/random.h"
-#include "kernel/time.h"
 
 #define RNG_BUF 64
 #define RNG_WANT 256
@@ -23,7 +24,6 @@
  * brings >= 1 byte) + RNG_EMPTY_MAX buffers per RNG_WANT gathered. */
 #define RNG_POLL_BUDGET 16
 #define RNG_EMPTY_MAX 8
-#define SELFTEST_DEADLINE_NS (5 * NSEC_PER_SEC)
 
 struct vrng {
 	struct virtio_dev *vd;
@@ -36,31 +36,6 @@ struct vrng {
 	bool stopped;		/* gave up on the device: posts nothing more */
 };
 
-/* Self-test state outlives struct vrng: a DEVICE_NEEDS_RESET recovery frees
- * the driver state and probes the device again. */
-enum selftest_phase {
-	ST_IDLE,	/* not armed, or waiting for the first entropy */
-	ST_WAIT_RESET,	/* needs-reset: malformed buffer posted */
-	ST_WAIT_ENTROPY,	/* ring-reset: queue re-enabled, refilling */
-	ST_DONE,
-};
-
-static struct {
-	enum vrng_selftest kind;
-	enum selftest_phase phase;
-	struct virtio_dev *vd;	/* the device under test */
-	u32 resets_before;	/* vd->resets when the test started */
-	struct timer deadline;
-} st;
-
-static const char *const selftest_names[] = {
-	[VRNG_SELFTEST_NONE] = "none",
-	[VRNG_SELFTEST_NEEDS_RESET] = "virtio-needs-reset",
-	[VRNG_SELFTEST_RING_RESET] = "virtio-ring-reset",
-};
-
-static const struct virtio_driver virtio_rng_driver;
-
 static int rng_post(struct vrng *r)
 {
 	struct virtq_sg in = { r->buf, sizeof r->buf };
@@ -69,122 +44,6 @@ static int rng_post(struct vrng *r)
 	if (err == 0)
 		virtq_kick(&r->q->vq);
 	return err;
-}
-
-/* Prints the self-test's one final line (why may be NULL); later calls do nothing. */
-static void selftest_finish(const char *verdict, const char *why)
-{
-	if (st.phase == ST_DONE)
-		return;
-	st.phase = ST_DONE;
-	timer_stop(&st.deadline);
-	if (why)
-		kprintf("selftest: %s: %s (%s)\n", selftest_names[st.kind], verdict, why);
-	else
-		kprintf("selftest: %s: %s\n", selftest_names[st.kind], verdict);
-}
-
-static void selftest_timeout(struct timer *t, void *arg)
-{
-	selftest_finish("FAIL", st.phase == ST_WAIT_RESET ? "no reset and recovery within 5 s"
-							  : "no entropy after the queue reset within 5 s");
-}
-
-/* DEVICE_NEEDS_RESET: publish one buffer whose head descriptor breaks the
- * ring's rules. The device must flag NEEDS_RESET and raise a config
- * interrupt; the core then resets the device and probes it again, and the
- * fresh driver state reports entropy once more (checked in selftest_step). */
-static void start_needs_reset(struct vrng *r)
-{
-	struct virtio_dev *d = r->vd;
-	int err;
-
-	st.resets_before = d->resets;
-	kprintf("selftest: virtio-needs-reset: virtio%u queue %u: posting a malformed descriptor (%s)\n",
-		d->index, r->q->index,
-		r->q->vq.is_packed ? "packed: indirect table of odd length" : "split: next beyond the queue size");
-	virtq_debug_corrupt_next(&r->q->vq);
-	err = rng_post(r);
-	if (err < 0) {
-		selftest_finish("FAIL", "could not post the malformed buffer");
-		return;
-	}
-	st.phase = ST_WAIT_RESET;
-	timer_start(&st.deadline, time_ns() + SELFTEST_DEADLINE_NS);
-}
-
-/* RING_RESET: with one buffer in flight, reset the queue alone (the device
- * stays DRIVER_OK), detach that buffer, forget the ring state, program and
- * re-enable the queue, then gather entropy through it again. */
-static void start_ring_reset(struct vrng *r)
-{
-	struct virtio_dev *d = r->vd;
-	u64 detached;
-	int err;
-
-	if (!virtio_has(d, VIRTIO_F_RING_RESET)) {
-		kprintf("selftest: virtio-ring-reset: virtio%u: RING_RESET not negotiated (device %s it)\n",
-			d->index, (d->offered & VIRTIO_BIT(VIRTIO_F_RING_RESET)) ? "offers" : "does not offer");
-		selftest_finish("skipped", "RING_RESET not negotiated");
-		return;
-	}
-	kprintf("selftest: virtio-ring-reset: virtio%u queue %u (%s ring): resetting with one buffer in flight\n",
-		d->index, r->q->index, r->q->vq.is_packed ? "packed" : "split");
-	if (rng_post(r) < 0) {
-		selftest_finish("FAIL", "could not post a buffer");
-		return;
-	}
-	detached = r->q->vq.stats.detached;
-	err = virtio_reset_vq(r->q);
-	if (err < 0) {
-		kprintf("selftest: virtio-ring-reset: virtio%u queue %u: reset failed (%d)\n", d->index,
-			r->q->index, err);
-		selftest_finish("FAIL", "queue reset failed");
-		return;
-	}
-	detached = r->q->vq.stats.detached - detached;
-	kprintf("selftest: virtio-ring-reset: virtio%u queue %u reset, %lu buffer%s detached, re-enabled\n",
-		d->index, r->q->index, detached, detached == 1 ? "" : "s");
-	if (detached != 1) {
-		selftest_finish("FAIL", "the in-flight buffer was not detached exactly once");
-		return;
-	}
-	r->total = 0;
-	r->reported = false;
-	st.phase = ST_WAIT_ENTROPY;
-	timer_start(&st.deadline, time_ns() + SELFTEST_DEADLINE_NS);
-	if (rng_post(r) < 0)
-		selftest_finish("FAIL", "could not post after the queue reset");
-}
-
-/* Runs from rng_poll each time r has its RNG_WANT bytes. */
-static void selftest_step(struct vrng *r)
-{
-	if (st.kind == VRNG_SELFTEST_NONE || st.vd != r->vd)
-		return;
-	switch (st.phase) {
-	case ST_IDLE:
-		if (st.kind == VRNG_SELFTEST_NEEDS_RESET)
-			start_needs_reset(r);
-		else
-			start_ring_reset(r);
-		break;
-	case ST_WAIT_RESET:
-		if (r->vd->resets == st.resets_before)
-			break;	/* the malformed buffer somehow completed: wait for the deadline */
-		kprintf("selftest: virtio-needs-reset: virtio%u recovered after %u reset%s\n", r->vd->index,
-			r->vd->resets - st.resets_before, r->vd->resets - st.resets_before == 1 ? "" : "s");
-		if (r->vd->resets - st.resets_before == 1)
-			selftest_finish("pass", NULL);
-		else
-			selftest_finish("FAIL", "more than one reset");
-		break;
-	case ST_WAIT_ENTROPY:
-		selftest_finish("pass", NULL);
-		break;
-	case ST_DONE:
-		break;
-	}
 }
 
 static void rng_poll(void *arg)
@@ -223,7 +82,6 @@ static void rng_poll(void *arg)
 				r->total, r->q->vq.is_packed ? "packed" : "split",
 				r->q->vq.event_idx ? ", event idx" : "", r->q->vector >= 0 ? ", msi-x" : "");
 		}
-		selftest_step(r);
 		return;
 	}
 	if (!virtq_enable_cb(&r->q->vq)) {
@@ -281,28 +139,15 @@ static void rng_remove(struct virtio_dev *d)
 		kfree(r);
 }
 
-int virtio_rng_selftest(enum vrng_selftest kind)
+/* The queue was reset and is empty: gather (and report) RNG_WANT bytes again. */
+static void rng_vq_reset(struct virtio_vq *q)
 {
-	struct virtio_dev *d;
+	struct vrng *r = q->priv;
 
-	if (kind == VRNG_SELFTEST_NONE)
-		return 0;
-	st.kind = kind;
-	st.phase = ST_IDLE;
-	timer_init(&st.deadline, selftest_timeout, NULL);
-	for (d = virtio_devices(); d; d = d->next)
-		if (d->driver == &virtio_rng_driver && d->priv)
-			break;
-	if (!d) {
-		selftest_finish("FAIL", "no virtio-rng device bound");
-		return -ENODEV;
-	}
-	st.vd = d;
-	kprintf("selftest: %s: armed on virtio%u; starts once it has delivered entropy\n", selftest_names[kind],
-		d->index);
-	if (((struct vrng *)d->priv)->reported)
-		work_queue(&((struct vrng *)d->priv)->work);
-	return 0;
+	r->total = 0;
+	r->reported = false;
+	if (!r->stopped && rng_post(r) < 0)
+		kprintf("virtio%u: rng: could not post after the queue reset\n", r->vd->index);
 }
 
 static const struct virtio_device_id rng_ids[] = {
@@ -316,5 +161,6 @@ static const struct virtio_driver virtio_rng_driver = {
 	.features = 0,
 	.probe = rng_probe,
 	.remove = rng_remove,
+	.vq_reset = rng_vq_reset,
 };
 VIRTIO_DRIVER(virtio_rng_driver);

@@ -18,6 +18,7 @@
 #include "kernel/types.h"
 #include "drivers/virtq.h"
 #include "drivers/virtio_ring_reg.h"
+#include "kernel/string.h"
 #include <arch.h>
 
 #define NO_SLOT 0xffffu	/* end of a shadow list; never a valid index (num <= 1024) */
@@ -64,15 +65,7 @@ static inline void virtq_mb(const struct virtq *vq)
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static void zero_bytes(void *p, size_t n)
-{
-	volatile u8 *b = p;	/* volatile: keep the compiler from calling memset */
-
-	while (n--)
-		*b++ = 0;
-}
-
-static void zero_ring(void *p, size_t n)
+static void virtq_zero_ring(void *p, size_t n)
 {
 	volatile u64 *q = p;	/* ring memory is page-aligned, n a page multiple */
 	size_t i;
@@ -85,6 +78,7 @@ static void *virtq_fail(struct virtq *vq, const char *why)
 {
 	if (!vq->broken) {
 		vq->broken = true;
+		vq->add_slow = true;
 		klog("virtq %u: device broke the ring: %s", vq->index, why);
 	}
 	return NULL;
@@ -92,7 +86,7 @@ static void *virtq_fail(struct virtq *vq, const char *why)
 
 /* Event-index test (§2.7.7/§2.7.10): has the index moved past 'event' when
  * going from old to new? All arithmetic wraps at 2^16. */
-static inline bool need_event(u16 event, u16 new_idx, u16 old_idx)
+static inline bool virtq_need_event(u16 event, u16 new_idx, u16 old_idx)
 {
 	return (u16)(new_idx - event - 1) < (u16)(new_idx - old_idx);
 }
@@ -104,33 +98,33 @@ static dma_addr_t virtq_map(const struct virtq *vq, const void *va, size_t len)
 	return (dma_addr_t)(uintptr_t)va;
 }
 
-static size_t indirect_table_off(const struct virtq *vq, u16 i)
+static size_t virtq_indirect_table_off(const struct virtq *vq, u16 i)
 {
 	return vq->indirect_off + (size_t)i * vq->indirect_max * sizeof(struct virtq_desc);
 }
 
-static const struct virtq_sg *sg_at(const struct virtq_sg *out, unsigned n_out,
+static const struct virtq_sg *virtq_sg_at(const struct virtq_sg *out, unsigned n_out,
 				    const struct virtq_sg *in, unsigned k)
 {
 	return k < n_out ? &out[k] : &in[k - n_out];
 }
 
-static le16 *split_used_event(const struct virtq *vq)
+static le16 *virtq_split_used_event(const struct virtq *vq)
 {
 	return &vq->split.avail->ring[vq->num];
 }
 
-static le16 *split_avail_event(const struct virtq *vq)
+static le16 *virtq_split_avail_event(const struct virtq *vq)
 {
 	return (le16 *)&vq->split.used->ring[vq->num];
 }
 
-static u16 packed_avail_bits(bool wrap)
+static u16 virtq_packed_avail_bits(bool wrap)
 {
 	return wrap ? VIRTQ_DESC_F_AVAIL : VIRTQ_DESC_F_USED;
 }
 
-static void fifo_push(struct virtq *vq, u16 id)
+static void virtq_fifo_push(struct virtq *vq, u16 id)
 {
 	vq->slot[id].fifo_next = NO_SLOT;
 	if (vq->fifo_head == NO_SLOT)
@@ -140,7 +134,7 @@ static void fifo_push(struct virtq *vq, u16 id)
 	vq->fifo_tail = id;
 }
 
-static void fifo_pop(struct virtq *vq)
+static void virtq_fifo_pop(struct virtq *vq)
 {
 	u16 id = vq->fifo_head;
 
@@ -152,7 +146,7 @@ static void fifo_pop(struct virtq *vq)
 
 /* In-order: number of in-flight buffers from the oldest up to and including
  * id, or 0 if id is not in the in-flight list. Bounded by vq->inflight. */
-static u16 fifo_distance(const struct virtq *vq, u16 id)
+static u16 virtq_fifo_distance(const struct virtq *vq, u16 id)
 {
 	u16 cur = vq->fifo_head, k = 1;
 
@@ -222,7 +216,7 @@ static void virtq_start(struct virtq *vq)
 {
 	u16 i;
 
-	zero_ring(vq->ring_mem, vq->ring_bytes);
+	virtq_zero_ring(vq->ring_mem, vq->ring_bytes);
 	for (i = 0; i < vq->num; i++) {
 		vq->slot[i].token = NULL;
 		vq->slot[i].in_len = 0;
@@ -234,6 +228,7 @@ static void virtq_start(struct virtq *vq)
 	vq->broken = false;
 	vq->stopped = false;
 	vq->debug_corrupt = false;
+	vq->add_slow = false;
 	vq->cb_mode = VIRTQ_CB_ENABLED;	/* zeroed flags/used_event mean "notify" */
 	vq->num_free = vq->num;
 	vq->inflight = 0;
@@ -273,7 +268,7 @@ int virtq_init(struct virtq *vq, const struct virtq_config *cfg, void *ring_mem,
 	if ((uintptr_t)priv_mem & (_Alignof(struct virtq_slot) - 1))
 		return -EINVAL;
 
-	zero_bytes(vq, sizeof(*vq));
+	memset(vq, 0, sizeof(*vq));
 	vq->num = cfg->num;
 	vq->index = cfg->index;
 	vq->indirect_max = l.indirect_max;
@@ -323,9 +318,18 @@ void virtq_ring_addrs(const struct virtq *vq, dma_addr_t *desc, dma_addr_t *driv
 
 /* ---- adding buffers ------------------------------------------------------ */
 
-static void split_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
+/* A buffer built in the ring but not yet visible to the device: the head
+ * (split: descriptor index; packed: ring position, its flags and the count
+ * of descriptors) that virtq_add_publish() makes available. */
+struct add_head {
+	u16 pos;
+	u16 flags;
+	u16 ndescs;
+};
+
+static void virtq_split_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
 		      const struct virtq_sg *in, unsigned n_in, void *token,
-		      bool use_indirect, u32 in_len)
+		      bool use_indirect, u32 in_len, struct add_head *h)
 {
 	unsigned total = n_out + n_in, k;
 	u16 mask = (u16)(vq->num - 1);
@@ -337,10 +341,10 @@ static void split_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_o
 
 	if (use_indirect) {
 		struct virtq_desc *table =
-			(struct virtq_desc *)((u8 *)vq->ring_mem + indirect_table_off(vq, head));
+			(struct virtq_desc *)((u8 *)vq->ring_mem + virtq_indirect_table_off(vq, head));
 
 		for (k = 0; k < total; k++) {
-			const struct virtq_sg *sg = sg_at(out, n_out, in, k);
+			const struct virtq_sg *sg = virtq_sg_at(out, n_out, in, k);
 
 			table[k].addr = virtq_map(vq, sg->addr, sg->len);
 			table[k].len = sg->len;
@@ -349,7 +353,7 @@ static void split_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_o
 			table[k].next = (u16)(k + 1 < total ? k + 1 : 0);
 		}
 		d = &vq->split.desc[head];
-		d->addr = vq->ring_dma + indirect_table_off(vq, head);
+		d->addr = vq->ring_dma + virtq_indirect_table_off(vq, head);
 		d->len = (u32)(total * sizeof(struct virtq_desc));
 		d->flags = VIRTQ_DESC_F_INDIRECT;
 		d->next = 0;
@@ -358,7 +362,7 @@ static void split_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_o
 	} else {
 		i = head;
 		for (k = 0; k < total; k++) {
-			const struct virtq_sg *sg = sg_at(out, n_out, in, k);
+			const struct virtq_sg *sg = virtq_sg_at(out, n_out, in, k);
 			u16 nx = vq->in_order ? (u16)((i + 1) & mask) : vq->slot[i].next;
 
 			d = &vq->split.desc[i];
@@ -383,24 +387,24 @@ static void split_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_o
 	vq->slot[head].indirect = use_indirect;
 	vq->num_free = (u16)(vq->num_free - ndescs);
 	if (vq->in_order)
-		fifo_push(vq, head);
+		virtq_fifo_push(vq, head);
+	h->pos = head;
+}
 
-	if (vq->debug_corrupt) {
-		vq->debug_corrupt = false;
-		vq->split.desc[head].flags |= VIRTQ_DESC_F_NEXT;
-		vq->split.desc[head].next = vq->num;	/* off the end of the table */
-	}
+static void virtq_split_publish(struct virtq *vq, const struct add_head *h)
+{
+	u16 mask = (u16)(vq->num - 1);
 
-	vq->split.avail->ring[vq->split.avail_idx & mask] = head;
+	vq->split.avail->ring[vq->split.avail_idx & mask] = h->pos;
 	virtq_wmb(vq);	/* orders descriptors and the ring entry before the idx that publishes them */
 	vq->split.avail_idx++;
 	WRITE_ONCE(vq->split.avail->idx, vq->split.avail_idx);
 	vq->added++;
 }
 
-static void packed_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
+static void virtq_packed_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
 		       const struct virtq_sg *in, unsigned n_in, void *token,
-		       bool use_indirect, u32 in_len)
+		       bool use_indirect, u32 in_len, struct add_head *h)
 {
 	unsigned total = n_out + n_in, k;
 	u16 id = vq->packed.free_id;
@@ -410,11 +414,11 @@ static void packed_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_
 
 	if (use_indirect) {
 		struct pvirtq_desc *table =
-			(struct pvirtq_desc *)((u8 *)vq->ring_mem + indirect_table_off(vq, id));
+			(struct pvirtq_desc *)((u8 *)vq->ring_mem + virtq_indirect_table_off(vq, id));
 
 		/* In a table only WRITE is valid; id is reserved (§2.8.7). */
 		for (k = 0; k < total; k++) {
-			const struct virtq_sg *sg = sg_at(out, n_out, in, k);
+			const struct virtq_sg *sg = virtq_sg_at(out, n_out, in, k);
 
 			table[k].addr = virtq_map(vq, sg->addr, sg->len);
 			table[k].len = sg->len;
@@ -422,10 +426,10 @@ static void packed_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_
 			table[k].flags = (u16)(k >= n_out ? VIRTQ_DESC_F_WRITE : 0);
 		}
 		d = &vq->packed.desc[pos];
-		d->addr = vq->ring_dma + indirect_table_off(vq, id);
+		d->addr = vq->ring_dma + virtq_indirect_table_off(vq, id);
 		d->len = (u32)(total * sizeof(struct pvirtq_desc));
 		d->id = id;
-		head_flags = (u16)(VIRTQ_DESC_F_INDIRECT | packed_avail_bits(wrap));
+		head_flags = (u16)(VIRTQ_DESC_F_INDIRECT | virtq_packed_avail_bits(wrap));
 		if (++pos == vq->num) {
 			pos = 0;
 			wrap = !wrap;
@@ -433,10 +437,10 @@ static void packed_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_
 		ndescs = 1;
 	} else {
 		for (k = 0; k < total; k++) {
-			const struct virtq_sg *sg = sg_at(out, n_out, in, k);
+			const struct virtq_sg *sg = virtq_sg_at(out, n_out, in, k);
 			u16 flags = (u16)((k >= n_out ? VIRTQ_DESC_F_WRITE : 0) |
 					  (k + 1 < total ? VIRTQ_DESC_F_NEXT : 0) |
-					  packed_avail_bits(wrap));
+					  virtq_packed_avail_bits(wrap));
 
 			d = &vq->packed.desc[pos];
 			d->addr = virtq_map(vq, sg->addr, sg->len);
@@ -464,29 +468,43 @@ static void packed_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_
 	vq->slot[id].indirect = use_indirect;
 	vq->num_free = (u16)(vq->num_free - ndescs);
 	if (vq->in_order)
-		fifo_push(vq, id);
-
-	if (vq->debug_corrupt) {
-		vq->debug_corrupt = false;
-		vq->packed.desc[head].len |= 1;	/* odd: no whole number of descriptors */
-		head_flags |= VIRTQ_DESC_F_INDIRECT;
-	}
-
-	virtq_wmb(vq);	/* orders the rest of the list before the head flags that publish it */
-	WRITE_ONCE(vq->packed.desc[head].flags, head_flags);
-	vq->added += ndescs;
+		virtq_fifo_push(vq, id);
+	h->pos = head;
+	h->flags = head_flags;
+	h->ndescs = ndescs;
 }
 
-int virtq_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
-	      const struct virtq_sg *in, unsigned n_in, void *token)
+static void virtq_packed_publish(struct virtq *vq, const struct add_head *h)
+{
+	virtq_wmb(vq);	/* orders the rest of the list before the head flags that publish it */
+	WRITE_ONCE(vq->packed.desc[h->pos].flags, h->flags);
+	vq->added += h->ndescs;
+}
+
+/* The fault virtq_debug_corrupt_next() armed, on a built head: split, NEXT
+ * with next = num (a link off the end of the table); packed, an indirect
+ * table of odd length (no whole number of descriptors). */
+static void virtq_add_corrupt(struct virtq *vq, struct add_head *h)
+{
+	if (vq->is_packed) {
+		vq->packed.desc[h->pos].len |= 1;
+		h->flags |= VIRTQ_DESC_F_INDIRECT;
+	} else {
+		vq->split.desc[h->pos].flags |= VIRTQ_DESC_F_NEXT;
+		vq->split.desc[h->pos].next = vq->num;
+	}
+}
+
+/* Checks the request and builds it in the ring, unpublished (*h). */
+static inline __attribute__((always_inline)) int
+add_build(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
+	  const struct virtq_sg *in, unsigned n_in, void *token, struct add_head *h)
 {
 	u64 bytes = 0, in_bytes = 0;
 	unsigned total, k;
 	bool use_indirect;
 	u16 need;
 
-	if (vq->broken || vq->stopped)
-		return -EIO;
 	if (!token || n_out > vq->num || n_in > vq->num)
 		return -EINVAL;
 	total = n_out + n_in;
@@ -495,7 +513,7 @@ int virtq_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
 	if ((n_out && !out) || (n_in && !in))
 		return -EINVAL;
 	for (k = 0; k < total; k++) {
-		const struct virtq_sg *sg = sg_at(out, n_out, in, k);
+		const struct virtq_sg *sg = virtq_sg_at(out, n_out, in, k);
 
 		if (!sg->addr || sg->len == 0)
 			return -EINVAL;
@@ -517,9 +535,9 @@ int virtq_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
 	}
 
 	if (vq->is_packed)
-		packed_add(vq, out, n_out, in, n_in, token, use_indirect, (u32)in_bytes);
+		virtq_packed_add(vq, out, n_out, in, n_in, token, use_indirect, (u32)in_bytes, h);
 	else
-		split_add(vq, out, n_out, in, n_in, token, use_indirect, (u32)in_bytes);
+		virtq_split_add(vq, out, n_out, in, n_in, token, use_indirect, (u32)in_bytes, h);
 	vq->inflight++;
 	vq->stats.adds++;
 	if (use_indirect)
@@ -527,9 +545,56 @@ int virtq_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
 	return 0;
 }
 
+static inline void virtq_add_publish(struct virtq *vq, const struct add_head *h)
+{
+	if (vq->is_packed)
+		virtq_packed_publish(vq, h);
+	else
+		virtq_split_publish(vq, h);
+}
+
+/* Every add that is not plain: the queue broken or stopped (-EIO), or a
+ * fault armed (virtq_debug_corrupt_next), which goes on this one add. */
+static __attribute__((noinline, cold)) int
+virtq_add_slow(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
+	       const struct virtq_sg *in, unsigned n_in, void *token)
+{
+	struct add_head h;
+	int err;
+
+	if (vq->broken || vq->stopped)
+		return -EIO;
+	err = add_build(vq, out, n_out, in, n_in, token, &h);
+	if (err)
+		return err;
+	if (vq->debug_corrupt) {
+		vq->debug_corrupt = false;
+		virtq_add_corrupt(vq, &h);
+	}
+	vq->add_slow = false;	/* neither broken nor stopped, and the fault is spent */
+	virtq_add_publish(vq, &h);
+	return 0;
+}
+
+/* The hot path tests one flag, add_slow, in place of broken || stopped; the
+ * fault and its branches live in virtq_add_slow alone. */
+int virtq_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
+	      const struct virtq_sg *in, unsigned n_in, void *token)
+{
+	struct add_head h;
+	int err;
+
+	if (__builtin_expect(vq->add_slow, 0))
+		return virtq_add_slow(vq, out, n_out, in, n_in, token);
+	err = add_build(vq, out, n_out, in, n_in, token, &h);
+	if (err == 0)
+		virtq_add_publish(vq, &h);
+	return err;
+}
+
 /* ---- notifying the device ------------------------------------------------ */
 
-static bool split_need_kick(const struct virtq *vq, u32 added)
+static bool virtq_split_need_kick(const struct virtq *vq, u32 added)
 {
 	u16 new_idx = vq->split.avail_idx;
 	u16 old_idx = (u16)(new_idx - added);
@@ -537,11 +602,11 @@ static bool split_need_kick(const struct virtq *vq, u32 added)
 	if (added >= 0xffffu)	/* idx went around: old/new no longer tell */
 		return true;
 	if (vq->event_idx)
-		return need_event(READ_ONCE(*split_avail_event(vq)), new_idx, old_idx);
+		return virtq_need_event(READ_ONCE(*virtq_split_avail_event(vq)), new_idx, old_idx);
 	return !(READ_ONCE(vq->split.used->flags) & VIRTQ_USED_F_NO_NOTIFY);
 }
 
-static bool packed_need_kick(const struct virtq *vq, u32 added)
+static bool virtq_packed_need_kick(const struct virtq *vq, u32 added)
 {
 	u16 flags, off_wrap, event, new_pos, old_pos;
 	bool wrap;
@@ -563,7 +628,7 @@ static bool packed_need_kick(const struct virtq *vq, u32 added)
 		event = (u16)(event - vq->num);
 	new_pos = vq->packed.next_avail;
 	old_pos = (u16)(new_pos - added);
-	return need_event(event, new_pos, old_pos);
+	return virtq_need_event(event, new_pos, old_pos);
 }
 
 bool virtq_kick_prepare(struct virtq *vq)
@@ -575,7 +640,7 @@ bool virtq_kick_prepare(struct virtq *vq)
 		return false;
 	vq->added = 0;
 	virtq_mb(vq);	/* orders publishing the buffers before reading the device's suppression fields */
-	need = vq->is_packed ? packed_need_kick(vq, added) : split_need_kick(vq, added);
+	need = vq->is_packed ? virtq_packed_need_kick(vq, added) : virtq_split_need_kick(vq, added);
 	if (!need)
 		vq->stats.kicks_suppressed++;
 	return need;
@@ -610,14 +675,14 @@ bool virtq_kick(struct virtq *vq)
 
 /* Give back buffer id (split: head descriptor) to the free pool, without
  * touching where the used ring is read. Returns its token. */
-static void *release(struct virtq *vq, u16 id)
+static void *virtq_release(struct virtq *vq, u16 id)
 {
 	struct virtq_slot *s = &vq->slot[id];
 	void *token = s->token;
 	u16 last = id, k;
 
 	if (vq->in_order)
-		fifo_pop(vq);	/* callers only release the oldest with in_order */
+		virtq_fifo_pop(vq);	/* callers only release the oldest with in_order */
 	if (vq->is_packed) {
 		s->next = vq->packed.free_id;
 		vq->packed.free_id = id;
@@ -638,7 +703,7 @@ static void *release(struct virtq *vq, u16 id)
 }
 
 /* Buffer id was used: release it and step past its used entry/descriptors. */
-static void *complete(struct virtq *vq, u16 id)
+static void *virtq_complete(struct virtq *vq, u16 id)
 {
 	u16 ndescs = vq->slot[id].ndescs;
 
@@ -653,12 +718,12 @@ static void *complete(struct virtq *vq, u16 id)
 	} else {
 		vq->split.last_used++;
 	}
-	return release(vq, id);
+	return virtq_release(vq, id);
 }
 
 /* In-order batch: hand out the oldest buffer the batch covered. Buffers the
  * device skipped count as fully used (§2.7.9/§2.8.11): len = what we posted. */
-static void *batch_pop(struct virtq *vq, u32 *len)
+static void *virtq_batch_pop(struct virtq *vq, u32 *len)
 {
 	u16 id = vq->fifo_head;
 
@@ -669,26 +734,26 @@ static void *batch_pop(struct virtq *vq, u32 *len)
 		*len = vq->slot[id].in_len;
 		vq->stats.batched++;
 	}
-	return complete(vq, id);
+	return virtq_complete(vq, id);
 }
 
 /* In-order: used entry for id stands for every buffer up to id. */
-static void *start_batch(struct virtq *vq, u16 id, u32 len, u32 *len_out)
+static void *virtq_start_batch(struct virtq *vq, u16 id, u32 len, u32 *len_out)
 {
 	vq->batch = true;
 	vq->batch_last = id;
 	vq->batch_len = len;
-	return batch_pop(vq, len_out);
+	return virtq_batch_pop(vq, len_out);
 }
 
-static void *split_get(struct virtq *vq, u32 *len)
+static void *virtq_split_get(struct virtq *vq, u32 *len)
 {
 	u16 seen, pending, slotn, dist;
 	u32 id, l;
 	void *token;
 
 	if (vq->batch) {
-		token = batch_pop(vq, len);
+		token = virtq_batch_pop(vq, len);
 		goto out;
 	}
 	seen = READ_ONCE(vq->split.used->idx);
@@ -710,34 +775,34 @@ static void *split_get(struct virtq *vq, u32 *len)
 		return virtq_fail(vq, "used len exceeds the writable bytes posted");
 
 	if (vq->in_order && id != vq->fifo_head) {
-		dist = fifo_distance(vq, (u16)id);
+		dist = virtq_fifo_distance(vq, (u16)id);
 		if (dist == 0)
 			return virtq_fail(vq, "in-order used id not in flight");
 		/* A batch of dist buffers advances used idx by dist (§2.7.9). */
 		if (dist > pending)
 			return virtq_fail(vq, "in-order batch runs past used idx");
-		token = start_batch(vq, (u16)id, l, len);
+		token = virtq_start_batch(vq, (u16)id, l, len);
 	} else {
 		*len = l;
-		token = complete(vq, (u16)id);
+		token = virtq_complete(vq, (u16)id);
 	}
 out:
 	/* Callbacks on with event idx: the next used entry must notify us. */
 	if (vq->event_idx && vq->cb_mode == VIRTQ_CB_ENABLED) {
-		WRITE_ONCE(*split_used_event(vq), vq->split.last_used);
+		WRITE_ONCE(*virtq_split_used_event(vq), vq->split.last_used);
 		virtq_mb(vq);	/* orders the used_event store before the next used idx read */
 	}
 	return token;
 }
 
-static void *packed_get(struct virtq *vq, u32 *len)
+static void *virtq_packed_get(struct virtq *vq, u32 *len)
 {
 	u16 pos = vq->packed.last_used, flags, id;
 	bool w = vq->packed.used_wrap, avail, used;
 	u32 l;
 
 	if (vq->batch)
-		return batch_pop(vq, len);
+		return virtq_batch_pop(vq, len);
 	if (vq->inflight == 0)
 		return NULL;	/* nothing the device could legitimately return */
 
@@ -768,12 +833,12 @@ static void *packed_get(struct virtq *vq, u32 *len)
 		return virtq_fail(vq, "used len exceeds the writable bytes posted");
 
 	if (vq->in_order && id != vq->fifo_head) {
-		if (fifo_distance(vq, id) == 0)
+		if (virtq_fifo_distance(vq, id) == 0)
 			return virtq_fail(vq, "in-order used id not in flight");
-		return start_batch(vq, id, l, len);
+		return virtq_start_batch(vq, id, l, len);
 	}
 	*len = l;
-	return complete(vq, id);
+	return virtq_complete(vq, id);
 }
 
 void *virtq_get(struct virtq *vq, u32 *len)
@@ -783,7 +848,7 @@ void *virtq_get(struct virtq *vq, u32 *len)
 
 	if (vq->broken || vq->stopped)
 		return NULL;
-	token = vq->is_packed ? packed_get(vq, &l) : split_get(vq, &l);
+	token = vq->is_packed ? virtq_packed_get(vq, &l) : virtq_split_get(vq, &l);
 	if (token) {
 		vq->stats.completions++;
 		if (len)
@@ -792,7 +857,7 @@ void *virtq_get(struct virtq *vq, u32 *len)
 	return token;
 }
 
-static bool more_used(const struct virtq *vq)
+static bool virtq_more_used_now(const struct virtq *vq)
 {
 	u16 flags;
 	bool w;
@@ -813,7 +878,7 @@ static bool more_used(const struct virtq *vq)
 
 bool virtq_more_used(const struct virtq *vq)
 {
-	return more_used(vq);
+	return virtq_more_used_now(vq);
 }
 
 /* ---- used-buffer notification control ---------------------------------------- */
@@ -826,7 +891,7 @@ void virtq_disable_cb(struct virtq *vq)
 	else if (vq->event_idx)
 		/* flags must stay 0 with event idx: park used_event as far
 		 * behind as it goes (65535 entries before it fires). */
-		WRITE_ONCE(*split_used_event(vq), (u16)(vq->split.last_used - 1));
+		WRITE_ONCE(*virtq_split_used_event(vq), (u16)(vq->split.last_used - 1));
 	else
 		WRITE_ONCE(vq->split.avail->flags, (u16)VIRTQ_AVAIL_F_NO_INTERRUPT);
 }
@@ -839,17 +904,17 @@ bool virtq_enable_cb(struct virtq *vq)
 	if (vq->is_packed)
 		WRITE_ONCE(vq->packed.driver->flags, (u16)VIRTQ_EVENT_FLAGS_ENABLE);
 	else if (vq->event_idx)
-		WRITE_ONCE(*split_used_event(vq), vq->split.last_used);
+		WRITE_ONCE(*virtq_split_used_event(vq), vq->split.last_used);
 	else
 		WRITE_ONCE(vq->split.avail->flags, (u16)0);
 	virtq_mb(vq);	/* orders the enable store before re-reading the used ring */
-	return !more_used(vq);
+	return !virtq_more_used_now(vq);
 }
 
 /* Packed: has the device used at least n descriptors' worth past last_used
  * (so it may have crossed the event before seeing it)? Also true if what it
  * wrote is bogus, so the caller polls and virtq_get reports it. */
-static bool packed_used_reaches(const struct virtq *vq, u16 n)
+static bool virtq_packed_used_reaches(const struct virtq *vq, u16 n)
 {
 	u16 pos = vq->packed.last_used, cur = vq->fifo_head, flags, id, span, c;
 	bool w = vq->packed.used_wrap, avail, used;
@@ -923,11 +988,11 @@ bool virtq_enable_cb_delayed(struct virtq *vq, u16 n)
 		virtq_wmb(vq);	/* orders the event offset before the flags that enable it */
 		WRITE_ONCE(vq->packed.driver->flags, (u16)VIRTQ_EVENT_FLAGS_DESC);
 		virtq_mb(vq);	/* orders the event stores before re-reading descriptors */
-		return !packed_used_reaches(vq, n);
+		return !virtq_packed_used_reaches(vq, n);
 	}
 
 	/* Device notifies once used idx moves past used_event (§2.7.7). */
-	WRITE_ONCE(*split_used_event(vq), (u16)(vq->split.last_used + n - 1));
+	WRITE_ONCE(*virtq_split_used_event(vq), (u16)(vq->split.last_used + n - 1));
 	virtq_mb(vq);	/* orders the used_event store before re-reading used idx */
 	pending = (u16)(READ_ONCE(vq->split.used->idx) - vq->split.last_used);
 	return pending < n;
@@ -940,6 +1005,7 @@ void *virtq_detach_unused(struct virtq *vq)
 	u16 i;
 
 	vq->stopped = true;
+	vq->add_slow = true;
 	vq->batch = false;
 	if (vq->inflight == 0)
 		return NULL;
@@ -954,7 +1020,7 @@ void *virtq_detach_unused(struct virtq *vq)
 			return NULL;
 	}
 	vq->stats.detached++;
-	return release(vq, i);
+	return virtq_release(vq, i);
 }
 
 void virtq_reset_state(struct virtq *vq)
@@ -968,6 +1034,7 @@ void virtq_debug_corrupt_next(struct virtq *vq)
 {
 	klog("virtq %u: self-test: the next buffer gets a malformed head descriptor", vq->index);
 	vq->debug_corrupt = true;
+	vq->add_slow = true;
 }
 
 unsigned virtq_num_free(const struct virtq *vq)

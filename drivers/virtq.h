@@ -80,6 +80,7 @@ struct virtq {
 	bool broken;		/* device misbehaved: no more adds or gets */
 	bool stopped;		/* detach_unused ran: only reset_state is useful */
 	bool debug_corrupt;	/* virtq_debug_corrupt_next armed (self-tests only) */
+	bool add_slow;		/* broken, stopped or debug_corrupt: virtq_add's slow path */
 	u8 cb_mode;		/* enum virtq_cb_mode */
 	u16 num_free;		/* free descriptors (split) / ring slots (packed) */
 	u16 inflight;		/* buffers added and not yet returned */

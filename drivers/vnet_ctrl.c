@@ -3,34 +3,14 @@
 #include "kernel/types.h"
 #include <arch.h>
 #include "drivers/vnet_ctrl.h"
+#include "kernel/byteorder.h"
+#include "kernel/string.h"
 
 #define MAC_LEN 6u
 
-static void put_le16(u8 *p, u16 v)
-{
-	p[0] = (u8)v;
-	p[1] = (u8)(v >> 8);
-}
-
-static void put_le32(u8 *p, u32 v)
-{
-	p[0] = (u8)v;
-	p[1] = (u8)(v >> 8);
-	p[2] = (u8)(v >> 16);
-	p[3] = (u8)(v >> 24);
-}
-
-static u32 get_le32(const u8 *p)
-{
-	return (u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24;
-}
-
 static void start(struct vnet_ctrl_cmd *cmd, u8 class, u8 command)
 {
-	u8 *p = (u8 *)cmd;
-
-	for (size_t i = 0; i < sizeof *cmd; i++)
-		p[i] = 0;
+	memset(cmd, 0, sizeof *cmd);
 	cmd->hdr[0] = class;
 	cmd->hdr[1] = command;
 	cmd->ack = VNET_CTRL_ACK_UNSET;

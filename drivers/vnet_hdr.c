@@ -2,6 +2,7 @@
  * the device reports is untrusted; nothing here writes to a receive buffer. */
 #include "kernel/types.h"
 #include "drivers/vnet_hdr.h"
+#include "kernel/byteorder.h"
 
 /* Known RX flag bits. Others are ignored, as §5.1.6.4.2 requires. */
 #define RX_KNOWN_FLAGS (VIRTIO_NET_HDR_F_NEEDS_CSUM | VIRTIO_NET_HDR_F_DATA_VALID | \
@@ -20,17 +21,6 @@ static const char *const drop_names[VNET_DROP_COUNT] = {
 	[VNET_DROP_FRAME_TOO_BIG]	= "frame_too_big",
 	[VNET_DROP_MERGE_OVERRUN]	= "merge_overrun",
 };
-
-static u16 get_le16(const u8 *p)
-{
-	return (u16)(p[0] | (p[1] << 8));
-}
-
-static void put_le16(u8 *p, u16 v)
-{
-	p[0] = (u8)v;
-	p[1] = (u8)(v >> 8);
-}
 
 static int drop(struct vnet_rx_info *info, enum vnet_drop why, int err)
 {

@@ -2,16 +2,12 @@
  * words (constants, key, counter, nonce), 20 rounds as 10 column/diagonal
  * double rounds, then the input added back in (which makes the function
  * one-way in the key: the fast-key-erasure generator relies on it). */
+#include "kernel/byteorder.h"
 #include "kernel/chacha20.h"
 
 static inline u32 chacha_rotl(u32 v, int n)
 {
 	return (v << n) | (v >> (32 - n));
-}
-
-static inline u32 chacha_le32(const u8 *p)
-{
-	return (u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24;
 }
 
 #define CHACHA_QR(a, b, c, d) do {					\
@@ -33,10 +29,10 @@ void chacha20_block(const u8 key[CHACHA20_KEY_BYTES], u32 counter,
 	in[2] = 0x79622d32;
 	in[3] = 0x6b206574;
 	for (i = 0; i < 8; i++)
-		in[4 + i] = chacha_le32(key + 4 * i);
+		in[4 + i] = get_le32(key + 4 * i);
 	in[12] = counter;
 	for (i = 0; i < 3; i++)
-		in[13 + i] = chacha_le32(nonce + 4 * i);
+		in[13 + i] = get_le32(nonce + 4 * i);
 
 	for (i = 0; i < 16; i++)
 		x[i] = in[i];

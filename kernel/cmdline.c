@@ -3,6 +3,8 @@
  * option's type. Destinations are written only after a value fully checks. */
 #include "kernel/cmdline.h"
 #include "kernel/fmt.h"
+#include "kernel/parse.h"
+#include "kernel/string.h"
 
 #define CMDLINE_SHOW "%.48s"	/* how much of a key or value a warning quotes */
 
@@ -39,43 +41,16 @@ static bool cl_space(char c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-static bool cl_streq(const char *a, const char *b)
-{
-	while (*a && *a == *b) {
-		a++;
-		b++;
-	}
-	return *a == *b;
-}
-
-static size_t cl_strlen(const char *s)
-{
-	size_t n = 0;
-
-	while (s[n])
-		n++;
-	return n;
-}
 
 /* Decimal digits only: -EINVAL for anything else or nothing, -ERANGE past 64 bits. */
+/* The whole of s, decimal: -EINVAL for junk anywhere (before any range
+ * check), -ERANGE above UINT64_MAX. */
 static int cl_parse_dec(const char *s, u64 *out)
 {
-	u64 v = 0;
-
-	if (!*s)
-		return -EINVAL;
 	for (const char *p = s; *p; p++)
 		if (*p < '0' || *p > '9')
 			return -EINVAL;
-	for (; *s; s++) {
-		u64 d = (u64)(*s - '0');
-
-		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return 0;
+	return parse_dec(&s, UINT64_MAX, out);
 }
 
 static int cl_hexval(char c)
@@ -157,8 +132,8 @@ static int cl_get_bool(struct cmdline_state *st, const struct cmdline_opt *o, co
 	static const char *const no[] = { "0", "off", "no", "false" };
 
 	for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
-		if (cl_streq(val, yes[i]) || cl_streq(val, no[i])) {
-			*out = cl_streq(val, yes[i]);
+		if (strcmp(val, yes[i]) == 0 || strcmp(val, no[i]) == 0) {
+			*out = strcmp(val, yes[i]) == 0;
 			return 0;
 		}
 	}
@@ -189,7 +164,7 @@ static int cl_get_enum(struct cmdline_state *st, const struct cmdline_opt *o, co
 	int i;
 
 	for (i = 0; o->choices && o->choices[i]; i++) {
-		if (cl_streq(val, o->choices[i])) {
+		if (strcmp(val, o->choices[i]) == 0) {
 			*out = i;
 			return 0;
 		}
@@ -202,7 +177,7 @@ static int cl_get_enum(struct cmdline_state *st, const struct cmdline_opt *o, co
 
 static int cl_get_str(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, const char **out)
 {
-	if (!o->dst || cl_strlen(val) >= o->dst_size) {
+	if (!o->dst || strlen(val) >= o->dst_size) {
 		cl_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at most %zu characters, keeping default",
 			o->key, val, o->dst_size ? o->dst_size - 1 : 0);
 		return -EINVAL;
@@ -268,7 +243,7 @@ static void cl_store(const struct cmdline_opt *o, const union cl_val *v)
 		*(int *)o->dst = v->e;
 		break;
 	case CMDLINE_STR:
-		for (size_t i = 0; i <= cl_strlen(v->s); i++)	/* fits: cl_get_str */
+		for (size_t i = 0; i <= strlen(v->s); i++)	/* fits: cl_get_str */
 			((char *)o->dst)[i] = v->s[i];
 		break;
 	default:
@@ -293,7 +268,7 @@ static const struct cmdline_opt *cl_find(const struct cmdline_state *st, const c
 	for (size_t i = 0; i < st->nopts; i++) {
 		const struct cmdline_opt *o = st->set ? st->set[i] : &st->opts[i];
 
-		if (o && o->key && cl_streq(key, o->key))
+		if (o && o->key && strcmp(key, o->key) == 0)
 			return o;
 	}
 	return NULL;
@@ -375,7 +350,7 @@ bool cmdline_default_ok(const struct cmdline_opt *o)
 	case CMDLINE_ENUM:
 		return *(const int *)o->dst == v.e;
 	case CMDLINE_STR:
-		return cl_streq(o->dst, v.s);
+		return strcmp(o->dst, v.s) == 0;
 	default:
 		return false;
 	}
@@ -458,24 +433,17 @@ static int cl_parse_line(struct cmdline_state *st_, const char *line)
 	return st.nwarn;
 }
 
-static int dec_part(const char **sp, u32 max, u32 *out)
+/* An address part: 1 to 3 digits, at most max, no leading zero (often
+ * meant as octal). */
+static int cl_dec_part(const char **sp, u32 max, u32 *out)
 {
 	const char *s = *sp;
-	u32 v = 0;
-	int n = 0;
+	u64 v;
 
-	while (*s >= '0' && *s <= '9') {
-		if (n == 1 && v == 0)
-			return -EINVAL;	/* leading zero: often meant as octal */
-		v = v * 10 + (u32)(*s - '0');
-		if (v > max || ++n > 3)
-			return -EINVAL;
-		s++;
-	}
-	if (n == 0)
+	if (parse_dec(&s, max, &v) || s - *sp > 3 || (s - *sp > 1 && **sp == '0'))
 		return -EINVAL;
 	*sp = s;
-	*out = v;
+	*out = (u32)v;
 	return 0;
 }
 
@@ -489,13 +457,13 @@ int cmdline_parse_ipv4(const char *s, u32 *addr, int *prefix)
 	for (i = 0; i < 4; i++) {
 		if (i && *s++ != '.')
 			return -EINVAL;
-		if (dec_part(&s, 255, &part))
+		if (cl_dec_part(&s, 255, &part))
 			return -EINVAL;
 		a = a << 8 | part;
 	}
 	if (prefix && *s == '/') {
 		s++;
-		if (dec_part(&s, 32, &len))
+		if (cl_dec_part(&s, 32, &len))
 			return -EINVAL;
 		pfx = (int)len;
 	}

@@ -2,6 +2,7 @@
  * (integer, string, char) writing through a bounded sink that keeps counting
  * past the end of the buffer, which gives the C99 return value for free. */
 #include "kernel/fmt.h"
+#include "kernel/parse.h"
 
 #define F_LEFT	0x01	/* '-' */
 #define F_ZERO	0x02	/* '0' */
@@ -128,19 +129,17 @@ static u64 arg_unsigned(va_list *ap, enum fmt_len len)
 	}
 }
 
-/* Decimal digits at *pp, saturating at FMT_INT_MAX. */
-static int parse_num(const char **pp)
+/* Decimal digits at *pp (none: 0), saturating at FMT_INT_MAX. */
+static int fmt_parse_num(const char **pp)
 {
-	const char *p = *pp;
-	int n = 0;
+	u64 v = 0;
 
-	while (*p >= '0' && *p <= '9') {
-		int d = *p++ - '0';
-
-		n = n > (FMT_INT_MAX - d) / 10 ? FMT_INT_MAX : n * 10 + d;
+	if (parse_dec(pp, FMT_INT_MAX, &v) == -ERANGE) {
+		while (**pp >= '0' && **pp <= '9')
+			(*pp)++;
+		v = FMT_INT_MAX;
 	}
-	*pp = p;
-	return n;
+	return (int)v;
 }
 
 /* Flags, width, precision and length of the directive after '%'. */
@@ -176,7 +175,7 @@ static const char *parse_spec(const char *p, struct fmt_spec *sp, va_list *ap)
 		}
 		sp->width = w;
 	} else {
-		sp->width = parse_num(&p);
+		sp->width = fmt_parse_num(&p);
 	}
 
 	if (*p == '.') {
@@ -187,7 +186,7 @@ static const char *parse_spec(const char *p, struct fmt_spec *sp, va_list *ap)
 			p++;
 			sp->prec = pr < 0 ? -1 : pr;	/* negative: as if omitted */
 		} else {
-			sp->prec = parse_num(&p);
+			sp->prec = fmt_parse_num(&p);
 		}
 	}
 

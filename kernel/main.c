@@ -12,7 +12,8 @@
 #include "drivers/pci.h"
 #include "drivers/virtio_mmio.h"
 #include "drivers/virtio_net.h"
-#include "drivers/virtio_rng.h"
+#include "drivers/virtio_selftest.h"
+#include "drivers/vnet_echo.h"
 #include "kernel/boot_info.h"
 #include "kernel/cmdline.h"
 #include "kernel/config.h"
@@ -123,9 +124,9 @@ void kernel_main(struct boot_info *bi)
 
 	selftest_run();
 	if (selftest_requested() == SELFTEST_VIRTIO_NEEDS_RESET)
-		virtio_rng_selftest(VRNG_SELFTEST_NEEDS_RESET);
+		virtio_selftest(VIRTIO_SELFTEST_NEEDS_RESET);
 	else if (selftest_requested() == SELFTEST_VIRTIO_RING_RESET)
-		virtio_rng_selftest(VRNG_SELFTEST_RING_RESET);
+		virtio_selftest(VIRTIO_SELFTEST_RING_RESET);
 
 	timeline_mark("ready");
 	timeline_print();

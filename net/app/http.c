@@ -14,6 +14,8 @@
  * are refused (Content-Length > 0: 413, Transfer-Encoding: 501).
  */
 #include "kernel/types.h"
+#include "kernel/outbuf.h"
+#include "kernel/parse.h"
 #include "net/app/http.h"
 
 enum { ST_HEAD = 0, ST_DONE, ST_ERROR };	/* ST_HEAD is 0: a zeroed parser is ready */
@@ -21,15 +23,6 @@ enum { ST_HEAD = 0, ST_DONE, ST_ERROR };	/* ST_HEAD is 0: a zeroed parser is rea
 #define TYPE_HTML "text/html; charset=utf-8"
 
 /* ---- byte classes and small string helpers (no libc in the kernel) ---- */
-
-static size_t str_len(const char *s)
-{
-	size_t n = 0;
-
-	while (s[n])
-		n++;
-	return n;
-}
 
 static u8 to_lower(u8 c)
 {
@@ -329,15 +322,12 @@ static int parse_field(struct http_req_parser *p, struct head_info *h, const cha
 	} else if (eq_nocase(name, nlen, "connection")) {
 		return parse_connection(h, v, vlen);
 	} else if (eq_nocase(name, nlen, "content-length")) {
-		u64 val = 0;
+		const char *end = v;
+		u64 val;
 
-		if (h->clen || vlen == 0)
+		/* v[vlen] ends the value (OWS, CR or LF): not a digit. */
+		if (h->clen || parse_dec(&end, UINT64_MAX, &val) || end != v + vlen)
 			return 400;
-		for (i = 0; i < vlen; i++) {
-			if (!is_digit((u8)v[i]) || val > (~(u64)0 - 9) / 10)
-				return 400;
-			val = val * 10 + (u64)(v[i] - '0');
-		}
 		h->clen = true;
 		h->clen_val = val;
 	} else if (eq_nocase(name, nlen, "transfer-encoding")) {
@@ -495,40 +485,6 @@ int http_parse(struct http_req_parser *p, const u8 *data, size_t len, size_t *co
 
 /* ---- responses ---- */
 
-/* Appends to buf while it fits and counts past the end, so callers can size
- * a response before writing it. */
-struct out {
-	char *buf;
-	size_t size;
-	size_t len;
-};
-
-static void put_mem(struct out *o, const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++, o->len++)
-		if (o->len < o->size)
-			o->buf[o->len] = s[i];
-}
-
-static void put_str(struct out *o, const char *s)
-{
-	put_mem(o, s, str_len(s));
-}
-
-static void put_u64(struct out *o, u64 v)
-{
-	char tmp[20];	/* 18446744073709551615 */
-	size_t n = sizeof tmp;
-
-	do {
-		tmp[--n] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	put_mem(o, tmp + n, sizeof tmp - n);
-}
-
 const char *http_reason(int status)
 {
 	switch (status) {
@@ -558,45 +514,45 @@ const char *http_reason(int status)
 size_t http_response_head(char *buf, size_t size, int status, const char *content_type,
 			  u64 content_length, bool keep_alive, const char *extra_headers)
 {
-	struct out o = { buf, size, 0 };
+	struct outbuf o = { buf, size, 0 };
 
 	if (status < 100 || status > 599)
 		return 0;
-	put_str(&o, "HTTP/1.1 ");
-	put_u64(&o, (u64)status);
-	put_str(&o, " ");
-	put_str(&o, http_reason(status));
-	put_str(&o, "\r\nServer: vireo\r\n");
+	outbuf_str(&o, "HTTP/1.1 ");
+	outbuf_u64(&o, (u64)status);
+	outbuf_str(&o, " ");
+	outbuf_str(&o, http_reason(status));
+	outbuf_str(&o, "\r\nServer: vireo\r\n");
 	if (content_type) {
-		put_str(&o, "Content-Type: ");
-		put_str(&o, content_type);
-		put_str(&o, "\r\n");
+		outbuf_str(&o, "Content-Type: ");
+		outbuf_str(&o, content_type);
+		outbuf_str(&o, "\r\n");
 	}
-	put_str(&o, "Content-Length: ");
-	put_u64(&o, content_length);
-	put_str(&o, keep_alive ? "\r\nConnection: keep-alive\r\n" : "\r\nConnection: close\r\n");
+	outbuf_str(&o, "Content-Length: ");
+	outbuf_u64(&o, content_length);
+	outbuf_str(&o, keep_alive ? "\r\nConnection: keep-alive\r\n" : "\r\nConnection: close\r\n");
 	if (extra_headers)
-		put_str(&o, extra_headers);
-	put_str(&o, "\r\n");
+		outbuf_str(&o, extra_headers);
+	outbuf_str(&o, "\r\n");
 	return o.len <= size ? o.len : 0;
 }
 
 size_t http_error_body(char *buf, size_t size, int status)
 {
-	struct out o = { buf, buf ? size : 0, 0 };
+	struct outbuf o = { buf, buf ? size : 0, 0 };
 	const char *reason = http_reason(status);
 
 	if (status < 400 || status > 599 || !reason[0])
 		return 0;
-	put_str(&o, "<!DOCTYPE html>\n<html><head><title>");
-	put_u64(&o, (u64)status);
-	put_str(&o, " ");
-	put_str(&o, reason);
-	put_str(&o, "</title></head>\n<body><h1>");
-	put_u64(&o, (u64)status);
-	put_str(&o, " ");
-	put_str(&o, reason);
-	put_str(&o, "</h1>\n<p>vireo</p></body></html>\n");
+	outbuf_str(&o, "<!DOCTYPE html>\n<html><head><title>");
+	outbuf_u64(&o, (u64)status);
+	outbuf_str(&o, " ");
+	outbuf_str(&o, reason);
+	outbuf_str(&o, "</title></head>\n<body><h1>");
+	outbuf_u64(&o, (u64)status);
+	outbuf_str(&o, " ");
+	outbuf_str(&o, reason);
+	outbuf_str(&o, "</h1>\n<p>vireo</p></body></html>\n");
 	if (!buf)
 		return o.len;
 	return o.len <= size ? o.len : 0;

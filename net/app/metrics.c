@@ -6,6 +6,8 @@
  * by field, one family per field with a proto label. Values are u64 integers.
  */
 #include "kernel/mm.h"
+#include "kernel/outbuf.h"
+#include "kernel/string.h"
 #include "kernel/time.h"
 #include "kernel/types.h"
 #include "lwip/memp.h"
@@ -27,66 +29,39 @@ void metrics_buf_init(struct metrics_buf *b, char *buf, size_t size)
 /* A line under construction: appended after b->len, committed by line_end(). */
 struct line {
 	struct metrics_buf *b;
-	size_t len;
+	struct outbuf o;	/* over b's buffer, from b->len */
 };
-
-static void put_mem(struct line *l, const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++, l->len++)
-		if (l->len < l->b->size)
-			l->b->buf[l->len] = s[i];
-}
-
-static void put_str(struct line *l, const char *s)
-{
-	while (*s) {
-		put_mem(l, s, 1);
-		s++;
-	}
-}
-
-static void put_u64(struct line *l, u64 v)
-{
-	char tmp[20];
-	size_t n = sizeof tmp;
-
-	do {
-		tmp[--n] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	put_mem(l, tmp + n, sizeof tmp - n);
-}
 
 /* Label values: backslash, double quote and newline are escaped. */
 static void put_escaped(struct line *l, const char *s)
 {
 	for (; *s; s++) {
 		if (*s == '\\')
-			put_str(l, "\\\\");
+			outbuf_str(&l->o, "\\\\");
 		else if (*s == '"')
-			put_str(l, "\\\"");
+			outbuf_str(&l->o, "\\\"");
 		else if (*s == '\n')
-			put_str(l, "\\n");
+			outbuf_str(&l->o, "\\n");
 		else
-			put_mem(l, s, 1);
+			outbuf_mem(&l->o, s, 1);
 	}
 }
 
 static bool line_begin(struct metrics_buf *b, struct line *l)
 {
 	l->b = b;
-	l->len = b->len;
+	l->o.buf = b->buf;
+	l->o.size = b->size;
+	l->o.len = b->len;
 	return !b->overflow;
 }
 
 /* Keep the line if all of it fit; otherwise drop it and everything after. */
 static void line_end(struct line *l)
 {
-	put_mem(l, "\n", 1);
-	if (l->b->count_only || l->len <= l->b->size)
-		l->b->len = l->len;
+	outbuf_mem(&l->o, "\n", 1);
+	if (l->b->count_only || l->o.len <= l->b->size)
+		l->b->len = l->o.len;
 	else
 		l->b->overflow = true;
 }
@@ -98,13 +73,13 @@ void metrics_family(struct metrics_buf *b, const char *name, enum metrics_type t
 
 	if (!line_begin(b, &l))
 		return;
-	put_str(&l, "# HELP ");
-	put_str(&l, name);
-	put_str(&l, " ");
-	put_str(&l, help);
-	put_str(&l, "\n# TYPE ");
-	put_str(&l, name);
-	put_str(&l, type == METRICS_COUNTER ? " counter" : " gauge");
+	outbuf_str(&l.o, "# HELP ");
+	outbuf_str(&l.o, name);
+	outbuf_str(&l.o, " ");
+	outbuf_str(&l.o, help);
+	outbuf_str(&l.o, "\n# TYPE ");
+	outbuf_str(&l.o, name);
+	outbuf_str(&l.o, type == METRICS_COUNTER ? " counter" : " gauge");
 	line_end(&l);
 }
 
@@ -114,14 +89,14 @@ void metrics_sample(struct metrics_buf *b, const char *name, const char *labels,
 
 	if (!line_begin(b, &l))
 		return;
-	put_str(&l, name);
+	outbuf_str(&l.o, name);
 	if (labels) {
-		put_str(&l, "{");
-		put_str(&l, labels);
-		put_str(&l, "}");
+		outbuf_str(&l.o, "{");
+		outbuf_str(&l.o, labels);
+		outbuf_str(&l.o, "}");
 	}
-	put_str(&l, " ");
-	put_u64(&l, value);
+	outbuf_str(&l.o, " ");
+	outbuf_u64(&l.o, value);
 	line_end(&l);
 }
 
@@ -132,13 +107,13 @@ void metrics_sample1(struct metrics_buf *b, const char *name, const char *key, c
 
 	if (!line_begin(b, &l))
 		return;
-	put_str(&l, name);
-	put_str(&l, "{");
-	put_str(&l, key);
-	put_str(&l, "=\"");
+	outbuf_str(&l.o, name);
+	outbuf_str(&l.o, "{");
+	outbuf_str(&l.o, key);
+	outbuf_str(&l.o, "=\"");
 	put_escaped(&l, value ? value : "");
-	put_str(&l, "\"} ");
-	put_u64(&l, v);
+	outbuf_str(&l.o, "\"} ");
+	outbuf_u64(&l.o, v);
 	line_end(&l);
 }
 
@@ -300,21 +275,12 @@ static struct metrics_source src_mem = { "mem", write_kernel_mem, &src_lwip };
 static struct metrics_source src_uptime = { "uptime", write_uptime, &src_mem };
 static struct metrics_source *sources = &src_uptime;
 
-static bool same_name(const char *a, const char *b)
-{
-	while (*a && *a == *b) {
-		a++;
-		b++;
-	}
-	return *a == *b;
-}
-
 void metrics_register(struct metrics_source *s)
 {
 	struct metrics_source **pp;
 
 	for (pp = &sources; *pp; pp = &(*pp)->next)
-		if (*pp == s || same_name((*pp)->name, s->name))
+		if (*pp == s || strcmp((*pp)->name, s->name) == 0)
 			return;
 	s->next = NULL;
 	*pp = s;

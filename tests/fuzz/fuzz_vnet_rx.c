@@ -18,8 +18,10 @@
 #include <string.h>
 
 #include "drivers/virtio_net.h"
+#include "drivers/vnet_echo.h"
 #include "kernel/time.h"
-#include "tests/host/vnetdev/hostk.h"
+#include "tests/host/shim/hostk.h"
+#include "tests/host/vnetdev/hostbus.h"
 #include "tests/host/vnetdev/upper.h"
 #include "tests/host/vnetdev/vnet_host.h"
 #include "tests/host/vnetdev/vnetdev.h"

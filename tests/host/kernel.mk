@@ -1,4 +1,5 @@
-HOST_TESTS += test_fmt test_cmdline test_frames test_timerq test_heap test_mm_range
+HOST_TESTS += test_parse test_fmt test_cmdline test_frames test_timerq test_heap test_mm_range
+test_parse_SRCS := tests/host/test_parse.c kernel/parse.c
 test_fmt_SRCS := tests/host/test_fmt.c kernel/fmt.c
 test_cmdline_SRCS := tests/host/test_cmdline.c kernel/cmdline.c kernel/fmt.c
 # The CMDLINE_PARAM linker set as kernel/config.c walks it (keys the test registers).

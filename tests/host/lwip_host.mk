@@ -33,7 +33,7 @@ $(LWIP_HOST_LIB): $(LWIP_HOST_OBJS)
 
 # The HTTP server, metrics and echo against lwIP over an in-process netif.
 HOST_TESTS += test_server
-test_server_SRCS := tests/host/test_server.c tests/host/shim/kernel_host.c \
+test_server_SRCS := tests/host/test_server.c \
 	net/app/server.c net/app/metrics.c net/app/echo.c net/app/conntab.c net/app/http.c net/app/site.c \
 	$(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
 $(BUILD)/host/test_server: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
@@ -42,7 +42,7 @@ $(BUILD)/host/test_server: | $(LWIP_STAMP)
 # SYN cookies and RFC 6528 ISNs against lwIP (patched, net/patches) and the
 # HTTP server, with hand-made packets from spoofed and real clients.
 HOST_TESTS += test_syncookie
-test_syncookie_SRCS := tests/host/test_syncookie.c tests/host/shim/kernel_host.c \
+test_syncookie_SRCS := tests/host/test_syncookie.c \
 	net/app/server.c net/app/metrics.c net/app/conntab.c net/app/http.c net/app/site.c \
 	$(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
 $(BUILD)/host/test_syncookie: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
@@ -56,6 +56,6 @@ $(NETIF_TX_WRAP): tests/host/netif_vnet_host.c net/netif_vnet.c tests/host/netif
 	$(Q)cp $< $@
 HOST_TESTS += test_netif_tx
 test_netif_tx_SRCS := tests/host/test_netif_tx.c $(NETIF_TX_WRAP) drivers/vnet_hdr.c net/rxmem.c \
-	tests/host/shim/kernel_host.c $(LWIP_HOST_LIB)
+	$(LWIP_HOST_LIB)
 $(BUILD)/host/test_netif_tx: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
 $(BUILD)/host/test_netif_tx: | $(LWIP_STAMP)

@@ -51,19 +51,12 @@ void vnet_get_stats(struct vnet *vn, struct vnet_stats *st)
 }
 
 /* The receive side is not driven here: an empty pool, and loop work that
- * never runs (rxmem's out-of-order cap is queued from receive batches). */
+ * never runs (hostk's work queue runs only when a test calls hk_run; rxmem's
+ * out-of-order cap is queued from receive batches). */
 void vnet_rx_pool(struct vnet *vn, u32 *held, u32 *total)
 {
 	*held = 0;
 	*total = 0;
-}
-
-void work_init(struct work *w, void (*fn)(void *), void *arg)
-{
-}
-
-void work_queue(struct work *w)
-{
 }
 
 /* As drivers/virtio_net.c: a failing add takes the link down (the upper
@@ -86,17 +79,8 @@ void timeline_mark(const char *name)
 {
 }
 
-void timer_init(struct timer *t, void (*fn)(struct timer *, void *), void *arg)
+void timeline_print(void)
 {
-}
-
-void timer_start(struct timer *t, u64 deadline_ns)
-{
-}
-
-bool timer_stop(struct timer *t)
-{
-	return false;
 }
 
 /* ---- tests ---- */

@@ -23,7 +23,7 @@
 #include "lwip/priv/tcp_priv.h"
 #include "net/lwip_port.h"
 #include "net/rxmem.h"
-#include "kernel_host.h"
+#include "tests/host/shim/hostk.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -215,7 +215,7 @@ static void run_ms(u64 ms)
 
 	for (t = 0; t < ms; t += 10) {
 		wire_drain();
-		shim_clock_advance_ms(10);
+		hk_clock_advance_ms(10);
 		sys_check_timeouts();
 	}
 	wire_drain();

@@ -25,7 +25,7 @@
 #include "net/app/server.h"
 #include "net/app/site.h"
 #include "net/lwip_port.h"
-#include "kernel_host.h"
+#include "tests/host/shim/hostk.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -154,7 +154,7 @@ static void run_step(u64 ms, u64 step)
 
 	for (t = 0; t < ms; t += step) {
 		wire_drain();
-		shim_clock_advance_ms(step);
+		hk_clock_advance_ms(step);
 		sys_check_timeouts();
 	}
 	wire_drain();
@@ -453,7 +453,7 @@ static int teardown(void **state)
 			fail_msg("pool %s: %u used, %u at start", lwip_stats.memp[i]->name,
 				 (unsigned)lwip_stats.memp[i]->used, (unsigned)base_memp[i]);
 	assert_int_equal(lwip_stats.mem.used, base_mem);
-	assert_int_equal(shim_kmalloc_live(), 0);
+	assert_int_equal(hk_kmem_live(), 0);
 	return 0;
 }
 
@@ -1011,7 +1011,7 @@ static void test_connection_limit(void **state)
 		i == 3 ? cl_abort(&c[i]) : cl_close(&c[i]);
 
 	/* No memory for the connection state: refused the same way. */
-	shim_kmalloc_fail_next(1);
+	hk_fail_kmem(0, 1);
 	cl_open(&c[0], V4, HTTP_PORT);
 	run_ms(100);
 	assert_true(c[0].dead);

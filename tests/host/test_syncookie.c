@@ -24,7 +24,7 @@
 #include "net/lwip_hooks.h"
 #include "net/lwip_port.h"
 #include "kernel/time.h"
-#include "kernel_host.h"
+#include "tests/host/shim/hostk.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -314,7 +314,7 @@ static int teardown(void **state)
 
 	http_server_stop();
 	for (t = 0; t < 2 * TCP_MSL + 10000; t += 250) {
-		shim_clock_advance_ms(250);
+		hk_clock_advance_ms(250);
 		sys_check_timeouts();
 	}
 	out_clear();
@@ -322,7 +322,7 @@ static int teardown(void **state)
 	assert_null(tcp_tw_pcbs);
 	assert_int_equal(pcbs_used(), base_pcbs);
 	assert_int_equal(lwip_stats.mem.used, base_mem);
-	assert_int_equal(shim_kmalloc_live(), 0);
+	assert_int_equal(hk_kmem_live(), 0);
 	return 0;
 }
 
@@ -394,7 +394,7 @@ static void test_isn_rfc6528(void **state)
 	t0 = time_ns();
 	a0 = vireo_tcp_isn(&lip, HTTP_PORT, &rip, 40000);
 	b0 = vireo_tcp_isn(&lip, HTTP_PORT, &rip, 40001);
-	shim_clock_advance_ms(7);
+	hk_clock_advance_ms(7);
 	t1 = time_ns();
 	a1 = vireo_tcp_isn(&lip, HTTP_PORT, &rip, 40000);
 	assert_int_equal(a1 - a0, (u32)((t1 >> 12) - (t0 >> 12)));
@@ -448,7 +448,7 @@ static void test_cookie_full_backlog_serves(void **state)
 		for (s = out_head; s; s = s->next)
 			if (s->dport == 40010 && s->len > 0)
 				r = s;
-		shim_clock_advance_ms(10);
+		hk_clock_advance_ms(10);
 		sys_check_timeouts();
 	}
 	assert_non_null(r);
@@ -474,7 +474,7 @@ static void test_cookie_ack_with_data(void **state)
 		for (s = out_head; s; s = s->next)
 			if (s->dport == 40020 && s->len > 0)
 				r = s;
-		shim_clock_advance_ms(10);
+		hk_clock_advance_ms(10);
 		sys_check_timeouts();
 	}
 	assert_non_null(r);
@@ -512,7 +512,7 @@ static void test_cookie_ipv6(void **state)
 		for (s = out_head; s; s = s->next)
 			if (s->dport == 40040 && s->len > 0)
 				r = s;
-		shim_clock_advance_ms(10);
+		hk_clock_advance_ms(10);
 		sys_check_timeouts();
 	}
 	assert_non_null(r);
@@ -549,7 +549,7 @@ static void test_cookie_forged_stale(void **state)
 	out_clear();
 
 	/* Stale: the same ACK 35 s later (two 17.2 s steps) is refused... */
-	shim_clock_advance_ms(35000);
+	hk_clock_advance_ms(35000);
 	send_tcp(CLIENT_IP, 40030, 7001, cookie + 1, F_ACK, 0, NULL, 0);
 	assert_int_equal(vireo_lwip_stats.syncookies_rejected, bad + 36);
 	assert_int_equal(vireo_lwip_stats.syncookies_validated, ok);
@@ -559,7 +559,7 @@ static void test_cookie_forged_stale(void **state)
 
 	/* ...while a fresh cookie, answered within its window, still works. */
 	cookie = syn(CLIENT_IP, 40032, 8000, 1460)->seq;
-	shim_clock_advance_ms(17000);
+	hk_clock_advance_ms(17000);
 	send_tcp(CLIENT_IP, 40032, 8001, cookie + 1, F_ACK, 0, NULL, 0);
 	assert_int_equal(vireo_lwip_stats.syncookies_validated, ok + 1);
 	assert_non_null(find_pcb(40032));
@@ -612,7 +612,7 @@ static u32 serve_close(u16 sport, u32 isn)
 			send_tcp(CLIENT_IP, sport, cli, hi, F_ACK, 0, NULL, 0);
 			acked = hi;
 		}
-		shim_clock_advance_ms(10);
+		hk_clock_advance_ms(10);
 		sys_check_timeouts();
 	}
 	assert_true(ok);
@@ -646,7 +646,7 @@ static void test_timewait_newer_syn_reopens(void **state)
 
 	rcv = serve_close(40050, 1000);
 	pcbs = pcbs_used();
-	shim_clock_advance_ms(11000);
+	hk_clock_advance_ms(11000);
 	/* 11 s of a 4 us ISN clock: about 2.7e6 above, beyond the window */
 	rcv = serve_close(40050, rcv + 11000000u / 4);
 	assert_int_equal(vireo_lwip_stats.tw_reopened, reopened + 1);
@@ -737,7 +737,7 @@ static void test_timewait_older_syn_kept(void **state)
 
 	/* 2 MSL later the 4-tuple is free for any ISN, the old one too */
 	for (rcv = 0; rcv < 2 * TCP_MSL + 1000; rcv += TCP_TMR_INTERVAL) {
-		shim_clock_advance_ms(TCP_TMR_INTERVAL);
+		hk_clock_advance_ms(TCP_TMR_INTERVAL);
 		sys_check_timeouts();
 	}
 	assert_null(find_tw(40060));

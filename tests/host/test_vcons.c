@@ -17,7 +17,8 @@
 #include "drivers/virtio_console_reg.h"
 #include "kernel/console.h"
 #include "kernel/time.h"
-#include "tests/host/vnetdev/hostk.h"
+#include "tests/host/shim/hostk.h"
+#include "tests/host/vnetdev/hostbus.h"
 #include "tests/host/vnetdev/vnetdev.h"
 
 #define F(b) VIRTIO_BIT(b)

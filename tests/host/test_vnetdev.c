@@ -15,8 +15,11 @@
 #include <cmocka.h>
 
 #include "drivers/virtio_net.h"
+#include "drivers/virtio_selftest.h"
+#include "drivers/vnet_echo.h"
 #include "kernel/time.h"
-#include "tests/host/vnetdev/hostk.h"
+#include "tests/host/shim/hostk.h"
+#include "tests/host/vnetdev/hostbus.h"
 #include "tests/host/vnetdev/upper.h"
 #include "tests/host/vnetdev/vnet_host.h"
 #include "tests/host/vnetdev/vnetdev.h"
@@ -76,6 +79,22 @@ static void bring_up(u64 features, u16 qsize)
 	run();
 	assert_true(dev.status & VIRTIO_S_DRIVER_OK);
 	check_all();
+}
+
+/* The bus matches by device id: a device no driver claims is reset, logged
+ * and left on the bus unbound; unplugging it takes it off. */
+static void test_bus_no_driver(void **state)
+{
+	vd_init(&dev, MODERN, 64);
+	dev.vd.device_id = VIRTIO_ID_BLOCK;
+	dev.status = VIRTIO_S_ACKNOWLEDGE;
+	assert_int_equal(hk_probe(&dev.vd), -ENODEV);
+	assert_true(hk_log_contains("no driver"));
+	assert_null(dev.vd.driver);
+	assert_int_equal(dev.status, 0);
+	assert_ptr_equal(virtio_devices(), &dev.vd);
+	hk_unplug(&dev.vd);
+	assert_null(virtio_devices());
 }
 
 static int teardown(void **state)
@@ -945,6 +964,10 @@ static void test_reset_with_buffers_held(void **state)
 
 	vd_needs_reset(&dev);
 	run();
+	/* drivers/virtio.c's config work did it: removed, reset, probed again. */
+	assert_true(hk_log_contains("device needs reset; resetting and probing again"));
+	assert_int_equal(dev.vd.resets, 1);
+	assert_ptr_equal(dev.vd.driver, vnet_host_driver);
 	stats(&st);
 	assert_int_equal(st.resets, 1);
 	assert_int_equal(up.link_downs, 1);
@@ -1428,15 +1451,47 @@ static void test_echo(void **state)
 		run();
 	}
 	assert_int_equal(vd_errors(&dev), 0);
+	assert_true(hk_log_contains("net: echo attached"));
 	vd_needs_reset(&dev);
 	run();
 	hk_remove(&dev.vd);
 	run();
+	vnet_set_echo(false);
+}
+
+/* The shell's `fault net-needs-reset` through the debug seam: the next
+ * receive buffer posted is malformed, the (checking) device sees it, and
+ * its NEEDS_RESET is recovered by the bus. No such device: -EIO. */
+static void test_fault_seam_corrupts_next_rx(void **state)
+{
+	bring_up(MODERN | EVIDX, 64);
+	assert_int_equal(virtio_fault_corrupt_next(VIRTIO_ID_RNG, 0), -EIO);
+	assert_int_equal(virtio_fault_corrupt_next(VIRTIO_ID_NET, 0), (int)dev.vd.index);
+	assert_int_equal(vd_errors(&dev), 0);	/* armed, nothing posted yet */
+	/* Frames in and released until the driver posts a buffer again: that
+	 * one is malformed (the refill comes in batches). */
+	for (unsigned k = 0; k < 300 && dev.vd.vqs[VD_RX]->vq.debug_corrupt; k++) {
+		rx_good(NULL, 100, (u8)k);
+		up_release_all(&up);
+		run();
+	}
+	assert_false(dev.vd.vqs[VD_RX]->vq.debug_corrupt);
+	vd_rx_posted(&dev);
+	assert_true(dev.q[VD_RX].errors >= 1);
+	assert_true(strstr(dev.q[VD_RX].error, "out of range") != NULL);
+	dev.q[VD_RX].errors = 0;		/* seen; now the device asks for a reset */
+	vd_needs_reset(&dev);
+	run();
+	assert_int_equal(dev.vd.resets, 1);
+	assert_ptr_equal(dev.vd.driver, vnet_host_driver);
+	rx_good(NULL, 100, 2);			/* fresh rings, clean buffers */
+	assert_int_equal(vd_errors(&dev), 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_bus_no_driver, teardown),
 		cmocka_unit_test_teardown(test_probe_remove_unattached, teardown),
 		cmocka_unit_test_teardown(test_probe_failures_free_everything, teardown),
 		cmocka_unit_test_teardown(test_probe_fails_after_queue_live, teardown),
@@ -1467,6 +1522,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_wakeup_invariant_split_mrg, teardown),
 		cmocka_unit_test_teardown(test_packed_legacy_indirect, teardown),
 		cmocka_unit_test_teardown(test_echo, teardown),
+		cmocka_unit_test_teardown(test_fault_seam_corrupts_next_rx, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,7 +12,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "tests/host/vnetdev/hostk.h"
+#include "tests/host/shim/hostk.h"
+#include "tests/host/vnetdev/hostbus.h"
 #include "tests/host/vnetdev/vnetdev.h"
 
 static struct vnetdev dev;
@@ -20,6 +21,7 @@ static struct vnetdev dev;
 static void bring_up(u32 len)
 {
 	vd_init(&dev, VIRTIO_BIT(VIRTIO_F_VERSION_1), 8);
+	dev.vd.device_id = VIRTIO_ID_RNG;	/* the bus matches the driver by it */
 	dev.rx_auto = true;
 	dev.rx_auto_len = len;
 	assert_int_equal(hk_probe(&dev.vd), 0);

@@ -1,5 +1,5 @@
 /* Host stand-in for kernel/arch.h: same names, host primitives. klog() is
- * implemented in tests/host/shim/klog.c and counts lines so tests can check
+ * implemented in tests/host/shim/hostk.c and counts lines so tests can check
  * "logs once" contracts (see shim_klog_count / shim_klog_last). */
 #ifndef VIREO_ARCH_H
 #define VIREO_ARCH_H

@@ -1,5 +1,5 @@
 /* drivers/virtio_console.c, unchanged, built for the host: its
- * VIRTIO_DRIVER() line defines vnet_host_driver, the driver hostk probes.
+ * VIRTIO_DRIVER() line defines vnet_host_driver, the one driver in hostbus's table.
  * Interrupts cannot be masked in a host process: irq_save/irq_restore are
  * no-ops (the harness is single-threaded, nothing interrupts it). */
 #include "kernel/io.h"

@@ -1,6 +1,6 @@
 /* drivers/virtio_net.c, unchanged, built for the host. Its VIRTIO_DRIVER()
  * line would put the driver in the kernel's .drivers.virtio section; here
- * it defines vnet_host_driver instead, for hostk's probe/remove. Being the
+ * it defines vnet_host_driver instead, the one driver in hostbus's table. Being the
  * same translation unit, the helpers below may read the driver's statics:
  * they are test-only views, never used by the driver. */
 #include "drivers/virtio.h"
@@ -59,12 +59,11 @@ u32 vnet_host_forget_all(void)
 		work_cancel(&vn->tx_work);
 		work_cancel(&vn->refill_work);
 		work_cancel(&vn->kick_work);
-		free_buffers(vn);
+		vnet_free_buffers(vn);
 		kfree(vn->slots);
 		kfree(vn);
 		vnets[i] = NULL;
 	}
-	echo = false;
 	coal_cfg.mode = COAL_ADAPTIVE;
 	coal_cfg.frames = 0;
 	coal_cfg.usecs = 0;

@@ -1,5 +1,5 @@
 /* drivers/virtio_rng.c, unchanged, built for the host: its VIRTIO_DRIVER()
- * line defines vnet_host_driver, the driver hostk probes (the name is the
+ * line defines vnet_host_driver, the one driver in hostbus's table (the name is the
  * harness's; here the driver under test is virtio-rng). */
 #include "drivers/virtio.h"
 #undef VIRTIO_DRIVER

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/host/vnetdev/hostk.h"
+#include "tests/host/shim/hostk.h"
+#include "tests/host/vnetdev/hostbus.h"
 #include "tests/host/vnetdev/vnetdev.h"
 
 #define OFF_STATUS	offsetof(struct virtio_net_config, status)
@@ -497,6 +498,7 @@ void vd_init(struct vnetdev *v, u64 features, u16 qsize)
 
 void vd_fini(struct vnetdev *v)
 {
+	hk_unplug(&v->vd);
 	for (unsigned i = 0; i < VD_NQ; i++)
 		fake_dev_fini(&v->q[i]);
 	for (unsigned i = 0; i < VD_TX_LOG; i++) {

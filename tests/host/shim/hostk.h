@@ -1,19 +1,20 @@
-/* hostk: the kernel and virtio-core services drivers/virtio_net.c needs,
- * for the host: a fake clock, malloc-backed pages and heap with live
- * counters and failure injection (so ASan tracks every buffer), a tiny
- * event loop (work items and the real kernel/timerq.c), and what the real
- * virtio core (drivers/virtio_core.c, linked in) leaves to drivers/virtio.c:
- * virtio_set_broken, virtio_keep_forever and the config-change work with
- * its DEVICE_NEEDS_RESET re-probe. */
+/* hostk: the one host stand-in for the kernel, linked into every host test
+ * and fuzzer (with kernel/timerq.c) by the Makefile's rules: a fake clock,
+ * malloc-backed pages and heap with live counters and failure injection
+ * (so ASan tracks every buffer), memory statistics, kprintf kept in a ring
+ * and klog counted (shim_klog_*, arch.h), panic, deterministic randomness,
+ * a tiny event loop (work items and the real kernel/timerq.c) and strlcpy
+ * (the host's libc has none). Printed to stderr with VIREO_TEST_LOG=1. */
 #ifndef VIREO_HOSTK_H
 #define VIREO_HOSTK_H
 
-#include "drivers/virtio.h"
+#include "kernel/time.h"
 #include "kernel/types.h"
 
 /* ---- clock: time_ns() returns this; it moves only when told to ---- */
 u64 hk_now(void);
 void hk_clock_advance(u64 ns);
+#define hk_clock_advance_ms(ms) hk_clock_advance((u64)(ms) * NSEC_PER_MSEC)
 /* Every time_ns() call also advances the clock by step ns (0: off), so
  * a driver busy-waiting on a silent device reaches its deadline. */
 void hk_clock_autostep(u64 step);
@@ -47,26 +48,7 @@ void hk_loop_reset(void);
 unsigned hk_kprintf_count(void);
 const char *hk_kprintf_last(void);
 bool hk_log_contains(const char *needle);	/* in the last 64 lines */
-
-/* ---- virtio core ---- */
-/* The driver under test, captured from its VIRTIO_DRIVER() line. */
-extern const struct virtio_driver *const vnet_host_driver;
-/* The real drivers/virtio_core.c probe (virtio_core_probe) with the driver
- * under test. Returns the probe's result. */
-int hk_probe(struct virtio_dev *d);
-/* virtio_core_remove(): quiesce, reset, drv->remove, free the queues. */
-void hk_remove(struct virtio_dev *d);
-/* virtio_keep_forever() records what it is given: pages (and heap blocks)
- * kept so far, and freeing them once the simulated device is gone. */
-long hk_kept_pages(void);
-unsigned hk_kept_blocks(void);
-void hk_free_kept(void);
-/* A config interrupt: queues the core's config work (NEEDS_RESET ->
- * remove and probe again, else drv->config_changed). */
-void hk_config_interrupt(struct virtio_dev *d);
-/* The transport reports a used-buffer interrupt on q. */
-void hk_vq_interrupt(struct virtio_vq *q);
-unsigned hk_broken_count(void);	/* virtio_set_broken calls that marked */
-const char *hk_broken_why(void);
+void hk_log_reset(void);			/* forget every line */
+const char *hk_log_line(unsigned i);		/* i-th since the reset ("" if gone) */
 
 #endif

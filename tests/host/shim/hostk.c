@@ -1,17 +1,18 @@
-/* hostk: host stand-ins for the kernel and the virtio core; see hostk.h. */
+/* hostk: the host stand-in for the kernel, linked into every host test and
+ * fuzzer; see hostk.h. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/virtio.h"
-#include "drivers/virtio_core.h"
+#include <arch.h>
 #include "kernel/loop.h"
+#include "kernel/console.h"
 #include "kernel/mm.h"
+#include "kernel/panic.h"
 #include "kernel/random.h"
 #include "kernel/time.h"
-#include "tests/host/fake_dev.h"
-#include "tests/host/vnetdev/hostk.h"
+#include "tests/host/shim/hostk.h"
 
 /* ---- clock ---- */
 
@@ -154,14 +155,18 @@ void kfree(void *p)
 	free(p);
 }
 
-/* The kernel's device addresses are identity; here they are XORed as
- * fake_dev expects, so a VA handed to the device unmapped is caught. */
-dma_addr_t dma_map(const void *va, size_t len)
+/* Fixed figures, with the heap in use following the live kmalloc blocks. */
+void mm_get_stats(struct mm_stats *s)
 {
-	return fake_dma_map(NULL, va, len);
+	memset(s, 0, sizeof *s);
+	s->usable_bytes = 48u << 20;
+	s->total_frames = 12288;
+	s->free_frames = 10000;
+	s->heap_in_use = (u64)kmem_live * 64;
+	s->heap_arena = 1u << 20;
 }
 
-/* ---- console and entropy ---- */
+/* ---- console, panic and entropy ---- */
 
 #define LOG_LINES 64
 static char log_ring[LOG_LINES][256];
@@ -191,6 +196,17 @@ const char *hk_kprintf_last(void)
 	return log_count ? log_ring[(log_count - 1) % LOG_LINES] : "";
 }
 
+void hk_log_reset(void)
+{
+	log_count = 0;
+	memset(log_ring, 0, sizeof log_ring);
+}
+
+const char *hk_log_line(unsigned i)
+{
+	return i < log_count && log_count - i <= LOG_LINES ? log_ring[i % LOG_LINES] : "";
+}
+
 bool hk_log_contains(const char *needle)
 {
 	unsigned i;
@@ -201,6 +217,52 @@ bool hk_log_contains(const char *needle)
 	return false;
 }
 
+void panic(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "panic: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	abort();
+}
+
+/* klog(): keeps the last line and a count (shim_klog_*, arch.h), so tests
+ * can check "logs once" contracts. */
+static unsigned klog_count;
+static char klog_last[512];
+
+void klog(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(klog_last, sizeof klog_last, fmt, ap);
+	va_end(ap);
+	klog_count++;
+	if (getenv("VIREO_TEST_LOG"))
+		fprintf(stderr, "klog: %s\n", klog_last);
+}
+
+unsigned shim_klog_count(void)
+{
+	return klog_count;
+}
+
+const char *shim_klog_last(void)
+{
+	return klog_last;
+}
+
+void shim_klog_reset(void)
+{
+	klog_count = 0;
+	klog_last[0] = '\0';
+}
+
+/* Deterministic: runs repeat exactly. */
 static u64 rng = 0x9e3779b97f4a7c15ull;
 
 u64 random_u64(void)
@@ -222,12 +284,6 @@ void random_add_entropy(const void *buf, size_t len)
 u64 hk_entropy_bytes(void)
 {
 	return entropy_bytes;
-}
-
-/* The kernel's device registry is drivers/virtio.c's; the host has none. */
-struct virtio_dev *virtio_devices(void)
-{
-	return NULL;
 }
 
 u32 random_u32(void)
@@ -340,94 +396,6 @@ void hk_loop_reset(void)
 	timerq_init(&timers);
 }
 
-/* ---- virtio core (drivers/virtio.c, minus PCI and the driver table) ---- */
-
-static unsigned broken_count;
-static char broken_why[128];
-static struct virtio_dev *config_dev;
-static struct work config_work;
-
-unsigned hk_broken_count(void)
-{
-	return broken_count;
-}
-
-const char *hk_broken_why(void)
-{
-	return broken_why;
-}
-
-void virtio_set_broken(struct virtio_dev *d, const char *why)
-{
-	if (d->broken)
-		return;
-	d->broken = true;
-	broken_count++;
-	snprintf(broken_why, sizeof broken_why, "%s", why);
-	kprintf("virtio%u: device broken: %s\n", d->index, why);
-}
-
-void hk_vq_interrupt(struct virtio_vq *q)
-{
-	virtio_vq_interrupt(q);
-}
-
-int hk_probe(struct virtio_dev *d)
-{
-	return virtio_core_probe(d, vnet_host_driver);
-}
-
-void hk_remove(struct virtio_dev *d)
-{
-	virtio_core_remove(d);
-}
-
-/* Kept memory is recorded so a test can check what was kept and free it
- * once the simulated device is gone. */
-#define KEPT_MAX 1024
-static struct {
-	void *p;
-	size_t pages;
-} kept[KEPT_MAX];
-static unsigned nkept;
-static long kept_pages;
-
-void virtio_keep_forever(void *p, size_t npages)
-{
-	if (!p)
-		return;
-	if (nkept == KEPT_MAX) {
-		fprintf(stderr, "hostk: more than %u kept blocks\n", KEPT_MAX);
-		abort();
-	}
-	kept[nkept].p = p;
-	kept[nkept].pages = npages;
-	nkept++;
-	kept_pages += (long)npages;
-}
-
-long hk_kept_pages(void)
-{
-	return kept_pages;
-}
-
-unsigned hk_kept_blocks(void)
-{
-	return nkept;
-}
-
-void hk_free_kept(void)
-{
-	while (nkept) {
-		nkept--;
-		if (kept[nkept].pages)
-			page_free(kept[nkept].p, kept[nkept].pages);
-		else
-			kfree(kept[nkept].p);
-	}
-	kept_pages = 0;
-}
-
 size_t strlcpy(char *dst, const char *src, size_t size)
 {
 	size_t n = strlen(src);
@@ -441,28 +409,3 @@ size_t strlcpy(char *dst, const char *src, size_t size)
 	return n;
 }
 
-static void config_changed(void *arg)
-{
-	struct virtio_dev *d = config_dev;
-
-	(void)arg;
-	if (!d || !d->driver)
-		return;
-	if (d->ops->get_status(d) & VIRTIO_S_NEEDS_RESET) {
-		d->resets++;
-		hk_remove(d);
-		if (!d->dead)	/* as drivers/virtio.c: a dead device stays FAILED */
-			hk_probe(d);
-		return;
-	}
-	if (d->driver->config_changed)
-		d->driver->config_changed(d);
-}
-
-void hk_config_interrupt(struct virtio_dev *d)
-{
-	if (!config_work.fn)
-		work_init(&config_work, config_changed, NULL);
-	config_dev = d;
-	work_queue(&config_work);
-}

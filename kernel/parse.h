@@ -1,0 +1,15 @@
+/* Parsing helpers shared by the command line, the drivers' settings, the
+ * formatter and the HTTP parser. Pure: the host tests link kernel/parse.c
+ * as it is. */
+#ifndef VIREO_PARSE_H
+#define VIREO_PARSE_H
+
+#include "kernel/types.h"
+
+/* Decimal digits at *sp (at least one), value at most max. On success the
+ * value goes to *out, *sp moves past the digits and 0 is returned; else
+ * -EINVAL (no digit at *sp) or -ERANGE (above max, which also rules out
+ * overflow), and *sp and *out are left alone. */
+int parse_dec(const char **sp, u64 max, u64 *out);
+
+#endif
