@@ -10,6 +10,7 @@
 
 struct kconfig kconfig = {
 	.virtio_features = ~0ULL,
+	.vnet_tso = true,
 	.coalesce = { .mode = COAL_ADAPTIVE },
 	.http_port = 80,
 	.shutdown_grace = 10,
@@ -108,6 +109,8 @@ static const struct cmdline_opt opts[] = {
 	  .help = "mask of virtio feature bits that may be negotiated (live-migration lock-down)" },
 	{ .key = "vnet.echo", .type = CMDLINE_BOOL, .dst = &kconfig.vnet_echo,
 	  .help = "virtio-net reflects every received frame back to its sender (no IP stack)" },
+	{ .key = "vnet.tso", .type = CMDLINE_BOOL, .dst = &kconfig.vnet_tso,
+	  .help = "transmit segmentation offload (HOST_TSO4/6) when the device offers it (default on)" },
 	{ .key = "coalesce", .type = CMDLINE_CUSTOM, .parse = parse_coalesce,
 	  .help = "interrupt coalescing: off, adaptive (default) or <frames>,<usecs>" },
 	{ .key = "ip", .type = CMDLINE_CUSTOM, .parse = parse_ip,

@@ -24,6 +24,7 @@ struct kconfig {
 	int selftest;	/* enum selftest */
 	bool verbose;
 	bool vnet_echo;	/* vnet.echo: reflect received frames (raw-frame self-test) */
+	bool vnet_tso;	/* vnet.tso: negotiate transmit segmentation offload (on) */
 	u64 virtio_features;	/* virtio.features: features that may be negotiated */
 	struct {		/* coalesce=: interrupt coalescing policy */
 		int mode;	/* enum coal_mode */

@@ -84,6 +84,7 @@ void kernel_main(struct boot_info *bi)
 	timeline_mark("pci");
 	virtio_set_feature_mask(kconfig.virtio_features);
 	vnet_set_echo(kconfig.vnet_echo);
+	vnet_set_tso(kconfig.vnet_tso);
 	vnet_set_coalesce(kconfig.coalesce.mode, kconfig.coalesce.frames, kconfig.coalesce.usecs);
 	pci_probe_drivers();
 	virtio_mmio_probe();

@@ -28,6 +28,11 @@
  * switched for the one synchronous input call; fragments are always checked
  * since the verdict was about one frame, not the datagram).
  *
+ * Segmentation offload (HOST_TSO4/6): linkoutput hands every frame to
+ * net/tso_out.c, which merges consecutive full-MSS segments of one flow
+ * from one burst into a frame the device cuts again and sends everything
+ * through nv_send below, in order (the reasoning is in net/tso_merge.h).
+ *
  * Time: lwIP's timeouts run from one kernel timer re-armed at
  * sys_timeouts_sleeptime() after every entry into lwIP.
  */
@@ -56,6 +61,7 @@
 #include "net/lwip_port.h"
 #include "net/net.h"
 #include "net/rxmem.h"
+#include "net/tso_out.h"
 #include "netif/ethernet.h"
 
 _Static_assert(sizeof(struct pbuf_custom) <= VNET_RX_UPPER_SIZE, "pbuf_custom must fit the scratch");
@@ -67,6 +73,7 @@ static struct timer lwip_timer;
 static u64 lwip_deadline = ~0ULL;
 static bool announced;
 static u16 check_flags;		/* the netif's checksum flags outside a CSUM_OK input */
+static bool tso;		/* frames go through net/tso_out.c */
 
 #define TX_BACKLOG_MAX 4096	/* frames: 64 connections x a full TCP_SND_BUF (44) fit */
 static struct pbuf **backlog;	/* FIFO of frames waiting for ring space */
@@ -180,7 +187,7 @@ static int tx_one(struct pbuf *send)
 	for (q = send; q && cnt < VNET_TX_MAX_SG; q = q->next)
 		if (q->len)
 			sg[cnt++] = (struct virtq_sg){ q->payload, q->len };
-	err = vnet_tx(vn, sg, cnt, info.tx_csum ? VNET_TX_CSUM : 0, send);
+	err = vnet_tx(vn, sg, cnt, (info.tx_csum ? VNET_TX_CSUM : 0) | VNET_TX_GSO(tso_out_gso_size(send)), send);
 	if (err == 0) {
 		LINK_STATS_INC(link.xmit);
 	} else if (err != -ENOSPC) {
@@ -233,12 +240,12 @@ static void nv_tx_done(void *ctx, void *token)
 		backlog_flush();
 }
 
-static err_t nv_linkoutput(struct netif *n, struct pbuf *p)
+/* Sends (or parks) one frame; takes a reference of its own. */
+static err_t nv_send(struct pbuf *p)
 {
 	struct pbuf *q, *send = p;
 	unsigned cnt = 0;
 
-	(void)n;
 	for (q = p; q; q = q->next) {
 		if (q->len == 0)
 			continue;
@@ -271,6 +278,12 @@ static err_t nv_linkoutput(struct netif *n, struct pbuf *p)
 	backlog[(bl_head + bl_len) % TX_BACKLOG_MAX] = send;
 	bl_len++;
 	return ERR_OK;
+}
+
+static err_t nv_linkoutput(struct netif *n, struct pbuf *p)
+{
+	(void)n;
+	return tso ? tso_out(p) : nv_send(p);
 }
 
 /* ---- link and address ---- */
@@ -340,6 +353,8 @@ static void nv_link(void *ctx, bool up)
 		status_changed(&nif);	/* a static address may be waiting for the link */
 	} else {
 		netif_set_link_down(&nif);
+		if (tso)
+			tso_out_flush();	/* refused by the driver: freed */
 		backlog_drop();
 	}
 	timers_rearm();
@@ -414,6 +429,9 @@ int net_init(void)
 	work_init(&rxmem_work, rxmem_work_fn, NULL);
 	backlog = kmalloc(TX_BACKLOG_MAX * sizeof(*backlog));
 	vnet_get_info(vn, &info);
+	tso = info.tx_csum && (info.tx_tso4 || info.tx_tso6);
+	if (tso)
+		tso_out_init(nv_send, info.tx_tso4, info.tx_tso6, VNET_TX_MAX_SG - 1);
 	ip4_addr_set_zero(&addr);
 	ip4_addr_set_zero(&mask);
 	ip4_addr_set_zero(&gw);
@@ -433,9 +451,11 @@ int net_init(void)
 	netif_set_status_callback(&nif, status_changed);
 	netif_create_ip6_linklocal_address(&nif, 1);
 	nif.ip6_autoconfig_enabled = 1;	/* SLAAC */
-	kprintf("net: lwIP %s on virtio%u, mtu %u, checksums: tx %s, rx %s; %s\n", LWIP_VERSION_STRING,
-		info.index, info.mtu, info.tx_csum ? "offloaded" : "software",
-		info.rx_csum ? "offloaded" : "software", kconfig.ip4.set ? "static address" : "DHCP");
+	kprintf("net: lwIP %s on virtio%u, mtu %u, checksums: tx %s, rx %s; segmentation offload: %s; %s\n",
+		LWIP_VERSION_STRING, info.index, info.mtu, info.tx_csum ? "offloaded" : "software",
+		info.rx_csum ? "offloaded" : "software",
+		!tso ? "off" : info.tx_tso4 && info.tx_tso6 ? "tso4 tso6" : info.tx_tso4 ? "tso4" : "tso6",
+		kconfig.ip4.set ? "static address" : "DHCP");
 	err = app_start((u16)kconfig.http_port);
 	if (err)
 		kprintf("net: appliance failed to start (%d)\n", err);
