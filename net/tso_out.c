@@ -8,8 +8,9 @@
  * lwIP (tcp_output_segment_busy) until the device is done and the chain is
  * freed; then the record's free function drops those references.
  *
- * Bounds: TSO_RECORDS_MAX records at most (each ~780 bytes, allocated on
- * first use and kept: at most 256 x 780 = 195 KiB of kernel heap); with all
+ * Bounds: TSO_RECORDS_MAX records at most (each at most 800 bytes with the
+ * kernel heap's block header, allocated on first use and kept: at most
+ * 256 x 800 = 200 KiB of kernel heap); with all
  * of them in flight a burst goes out segment by segment, as without the
  * offload. Each merged frame holds at most max_pieces PBUF_REF pbufs of
  * lwIP's pool (15 with VNET_TX_MAX_SG 16), and replaces at least two
@@ -32,6 +33,8 @@ struct tso_rec {
 	struct pbuf *seg[TSO_MAX_SEGS];
 	u8 hdr[TSO_HDR_MAX];
 };
+
+_Static_assert(sizeof(struct tso_rec) + 32 <= 800, "the bound written above");
 
 struct tso_out_stats tso_out_stats;
 static struct tso_batch batch;

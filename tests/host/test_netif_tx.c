@@ -16,6 +16,7 @@
 #include "kernel/loop.h"
 #include "lwip/init.h"
 #include "lwip/pbuf.h"
+#include "net/tso_out.h"
 #include "tests/host/netif_vnet_host.h"
 
 /* ---- what netif_vnet.c calls besides lwIP and the kernel shim ---- */
@@ -23,9 +24,10 @@
 struct kconfig kconfig;
 static struct { int dummy; } fake_dev;
 static enum { TX_OK, TX_FULL, TX_FAIL } tx_mode;
-static void *sent[64];
-static unsigned sent_flags[64], sent_n[64];
-static u8 sent_hdr[64][64];	/* the first bytes of each frame's first piece */
+#define MAXSENT 1024
+static void *sent[MAXSENT];
+static unsigned sent_flags[MAXSENT], sent_n[MAXSENT];
+static u8 sent_hdr[MAXSENT][64];	/* the first bytes of each frame's first piece */
 static unsigned nsent, calls;
 
 struct vnet *vnet_get(void)
@@ -75,7 +77,7 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 		nvh_link(false);
 		return -EIO;
 	}
-	assert_true(nsent < 64);
+	assert_true(nsent < MAXSENT);
 	sent_flags[nsent] = flags;
 	sent_n[nsent] = n;
 	memcpy(sent_hdr[nsent], sg[0].addr, sg[0].len < 64 ? sg[0].len : 64);
@@ -342,6 +344,42 @@ static void test_tso_backlog(void **state)
 	pbuf_free(first);
 }
 
+/* Every record in flight (TSO_RECORDS_MAX, net/tso_out.c): the next burst
+ * goes out segment by segment, counted; completions give records back. */
+static void test_tso_record_bound(void **state)
+{
+	static struct pbuf *p[2 * 257];
+	unsigned i;
+
+	for (i = 0; i < 2 * 257; i++)
+		p[i] = segment((u16)(1000 + i / 2), 1000 + (i % 2) * MSS, MSS, 0x10);
+	for (i = 0; i < 257; i++) {
+		assert_int_equal(nvh_linkoutput(p[2 * i]), ERR_OK);
+		assert_int_equal(nvh_linkoutput(p[2 * i + 1]), ERR_OK);
+		nvh_flush();
+	}
+	assert_int_equal(tso_out_stats.no_record, 1);
+	assert_int_equal(nsent, 256 + 2);
+	for (i = 0; i < 256; i++)
+		assert_int_equal(VNET_TX_GSO_SIZE(sent_flags[i]), MSS);
+	assert_ptr_equal(sent[256], p[512]);
+	assert_ptr_equal(sent[257], p[513]);
+	for (i = 0; i < nsent; i++)
+		nvh_tx_done(sent[i]);
+	/* records are back: the next burst merges again */
+	nsent = 0;
+	assert_int_equal(nvh_linkoutput(p[0]), ERR_OK);
+	assert_int_equal(nvh_linkoutput(p[1]), ERR_OK);
+	nvh_flush();
+	assert_int_equal(nsent, 1);
+	assert_int_equal(VNET_TX_GSO_SIZE(sent_flags[0]), MSS);
+	nvh_tx_done(sent[0]);
+	for (i = 0; i < 2 * 257; i++) {
+		assert_int_equal(p[i]->ref, 1);
+		pbuf_free(p[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,6 +390,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tso_order_kept, setup_tso, teardown_tso),
 		cmocka_unit_test_setup_teardown(test_tso_link_down_in_flush, setup_tso, teardown_tso),
 		cmocka_unit_test_setup_teardown(test_tso_backlog, setup_tso, teardown_tso),
+		cmocka_unit_test_setup_teardown(test_tso_record_bound, setup_tso, teardown_tso),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
