@@ -8,9 +8,10 @@
  * lwIP (tcp_output_segment_busy) until the device is done and the chain is
  * freed; then the record's free function drops those references.
  *
- * Bounds: TSO_RECORDS_MAX records at most (each at most 800 bytes with the
- * kernel heap's block header, allocated on first use and kept: at most
- * 256 x 800 = 200 KiB of kernel heap); with all
+ * Bounds: TSO_RECORDS_MAX records in flight at most (each at most 800 bytes
+ * with the kernel heap's block header, allocated per merged frame and freed
+ * when the device is done with it, so the heap is back to its idle level
+ * after a burst: at most 256 x 800 = 200 KiB of kernel heap); with all
  * of them in flight a burst goes out segment by segment, as without the
  * offload. Each merged frame holds at most max_pieces PBUF_REF pbufs of
  * lwIP's pool (15 with VNET_TX_MAX_SG 16), and replaces at least two
@@ -27,7 +28,6 @@
 
 struct tso_rec {
 	struct pbuf_custom pc;	/* first: the pbuf is the record */
-	struct tso_rec *next_free;
 	u16 gso_size;
 	unsigned nseg;
 	struct pbuf *seg[TSO_MAX_SEGS];
@@ -40,8 +40,7 @@ struct tso_out_stats tso_out_stats;
 static struct tso_batch batch;
 static struct work flush_work;
 static err_t (*xmit_fn)(struct pbuf *p);
-static struct tso_rec *free_recs;
-static unsigned nrecs;
+static unsigned nrecs;		/* records in flight */
 static bool ready, flushing;
 
 static void rec_free(struct pbuf *p)
@@ -50,19 +49,14 @@ static void rec_free(struct pbuf *p)
 
 	for (unsigned i = 0; i < r->nseg; i++)
 		pbuf_free(r->seg[i]);
-	r->nseg = 0;
-	r->next_free = free_recs;
-	free_recs = r;
+	kfree(r);
+	nrecs--;
 }
 
 static struct tso_rec *rec_get(void)
 {
-	struct tso_rec *r = free_recs;
+	struct tso_rec *r;
 
-	if (r) {
-		free_recs = r->next_free;
-		return r;
-	}
 	if (nrecs == TSO_RECORDS_MAX)
 		return NULL;
 	r = kmalloc(sizeof(*r));
@@ -111,8 +105,8 @@ static struct pbuf *build(void)
 		if (!q) {
 			if (body)
 				pbuf_free(body);
-			r->next_free = free_recs;
-			free_recs = r;
+			kfree(r);
+			nrecs--;
 			tso_out_stats.no_pbuf++;
 			return NULL;
 		}

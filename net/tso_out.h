@@ -28,7 +28,7 @@ u16 tso_out_gso_size(const struct pbuf *p);
 struct tso_out_stats {
 	u64 merged_frames;	/* frames built from two or more segments */
 	u64 merged_segments;	/* segments that went into them */
-	u64 no_record;		/* bursts sent segment by segment: record pool empty */
+	u64 no_record;		/* bursts sent segment by segment: records at their cap, or no heap */
 	u64 no_pbuf;		/* ... or no pbuf for the payload chain */
 };
 extern struct tso_out_stats tso_out_stats;
