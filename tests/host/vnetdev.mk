@@ -8,7 +8,7 @@
 VNETDEV_WRAP := $(BUILD)/host/vnetdev/virtio_net_host.c
 VNETDEV_SRCS := $(VNETDEV_WRAP) tests/host/vnetdev/hostk.c \
 	tests/host/vnetdev/vnetdev.c tests/host/vnetdev/upper.c tests/host/fake_dev.c \
-	drivers/virtio_core.c drivers/virtq.c drivers/vnet_hdr.c drivers/vnet_ctrl.c drivers/coalesce.c kernel/timerq.c \
+	drivers/virtio_core.c drivers/virtq.c drivers/vnet_hdr.c drivers/vnet_ctrl.c drivers/vnet_gso.c drivers/coalesce.c kernel/timerq.c \
 	kernel/fmt.c
 $(VNETDEV_WRAP): tests/host/vnetdev/virtio_net_host.c drivers/virtio_net.c \
 		$(wildcard drivers/*.h kernel/*.h tests/host/vnetdev/*.h)
