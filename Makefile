@@ -60,9 +60,9 @@ KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel
 	kernel/siphash.c kernel/power.c
 DRIVER_SRCS := drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
 	drivers/virtq.c drivers/virtio.c drivers/virtio_drivers.c drivers/virtio_core.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
-	drivers/virtio_rng.c drivers/virtio_selftest.c drivers/virtio_net.c drivers/vnet_echo.c drivers/vnet_hdr.c drivers/vnet_ctrl.c \
+	drivers/virtio_rng.c drivers/virtio_selftest.c drivers/virtio_net.c drivers/vnet_echo.c drivers/vnet_hdr.c drivers/vnet_ctrl.c drivers/vnet_gso.c \
 	drivers/coalesce.c drivers/virtio_console.c drivers/virtio_mmio_parse.c drivers/virtio_mmio.c
-NET_SRCS    := net/sys_arch.c net/lwip_port.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/netif_vnet.c net/netup.c net/app/app.c net/app/conntab.c net/app/http.c \
+NET_SRCS    := net/sys_arch.c net/lwip_port.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/tso_merge.c net/tso_out.c net/netif_vnet.c net/netup.c net/app/app.c net/app/conntab.c net/app/http.c \
 	net/app/site.c net/app/server.c net/app/metrics.c net/app/echo.c
 SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(BUILD)/k/site_data.o
@@ -338,10 +338,11 @@ help:
 	@echo "  make check-docs every relative link in README.md, docs/, net/README.md resolves;"
 	@echo "                  docs/appliance.md's command-line table matches the sources"
 	@echo "  make test-qemu  QEMU tests only"
-	@echo "  make test-matrix  the appliance in 23 virtio-net/machine configurations, plus"
-	@echo "                  test-hostile (~10-12 min; needs root for a netns with a tap)"
-	@echo "  make test-matrix-quick  4 of those configurations and ab -k -c 32 on 3 boots"
-	@echo "                  (part of make test, ~1 min)"
+	@echo "  make test-matrix  the appliance in 24 virtio-net/machine configurations, TSO on"
+	@echo "                  a wire and off, plus test-hostile (~10-12 min; needs root for a"
+	@echo "                  netns with a tap)"
+	@echo "  make test-matrix-quick  4 of those configurations, ab -k -c 32 on 3 boots and"
+	@echo "                  TSO on a wire (part of make test, ~2 min)"
 	@echo "  make test-hostile  malformed frames, SYN flood, receive-memory pinning, hostile"
 	@echo "                  HTTP clients, link down/up and device reset under load, TIME_WAIT"
 	@echo "                  reuse, ab -k -c 32 (~6 min when timed; see docs/testing.md)"

@@ -101,6 +101,10 @@ struct virtio_driver {
 	const struct virtio_device_id *ids;
 	u64 features;		/* device bits it drives (transport bits are added) */
 	const char *const *feature_names;	/* [64], NULL entries for unknown */
+	/* Optional: given what would be negotiated (offered, driven and
+	 * allowed), returns it with every feature whose requirement is
+	 * missing taken out, and any the driver's own settings turn off. */
+	u64 (*features_fixup)(u64 want);
 	/* Called after FEATURES_OK: set up queues, post buffers, call
 	 * virtio_device_ready(). Returns 0 or a negative error. */
 	int (*probe)(struct virtio_dev *d);

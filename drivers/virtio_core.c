@@ -110,6 +110,8 @@ static int virtio_core_negotiate(struct virtio_dev *d, const struct virtio_drive
 
 	d->offered = d->ops->get_features(d);
 	want = (drv->features | VIRTIO_TRANSPORT_FEATURES) & d->offered & feature_mask;
+	if (drv->features_fixup)
+		want = drv->features_fixup(want);
 	if (d->modern && !(want & VIRTIO_BIT(VIRTIO_F_VERSION_1))) {
 		kprintf("virtio%u: VERSION_1 is %s; this modern device cannot be driven\n", d->index,
 			(d->offered & VIRTIO_BIT(VIRTIO_F_VERSION_1)) ? "locked out by virtio.features" : "not offered");

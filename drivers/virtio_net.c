@@ -16,6 +16,7 @@
 #include "drivers/virtio_selftest.h"
 #include "drivers/vnet_ctrl.h"
 #include "kernel/cmdline.h"
+#include "drivers/vnet_gso.h"
 #include "kernel/console.h"
 #include "kernel/fmt.h"
 #include "kernel/io.h"
@@ -76,6 +77,7 @@ struct vnet {
 };
 
 static struct vnet *vnets[MAX_VNETS];
+static bool tso = true;
 static struct {
 	enum coal_mode mode;
 	u16 frames;
@@ -99,6 +101,8 @@ static int coal_cfg_parse(const char *val, void *dst, char *why, size_t why_len)
 	coal_cfg.usecs = usecs;
 	return 0;
 }
+CMDLINE_PARAM(tso, .key = "vnet.tso", .type = CMDLINE_BOOL, .dst = &tso, .def = "on",
+	      .help = "transmit segmentation offload (HOST_TSO4/6) when the device offers it");
 CMDLINE_PARAM(coalesce, .key = "coalesce", .type = CMDLINE_CUSTOM, .parse = coal_cfg_parse, .def = "adaptive",
 	      .values = "off, adaptive, <frames>,<usecs>",
 	      .help = "virtio-net receive interrupt coalescing (frames 1-64, usecs 0-200)");
@@ -108,6 +112,8 @@ static const char *const net_feature_names[64] = {
 	[VIRTIO_NET_F_GUEST_CSUM] = "GUEST_CSUM",
 	[VIRTIO_NET_F_MTU] = "MTU",
 	[VIRTIO_NET_F_MAC] = "MAC",
+	[VIRTIO_NET_F_HOST_TSO4] = "HOST_TSO4",
+	[VIRTIO_NET_F_HOST_TSO6] = "HOST_TSO6",
 	[VIRTIO_NET_F_MRG_RXBUF] = "MRG_RXBUF",
 	[VIRTIO_NET_F_STATUS] = "STATUS",
 	[VIRTIO_NET_F_CTRL_VQ] = "CTRL_VQ",
@@ -117,6 +123,15 @@ static const char *const net_feature_names[64] = {
 	[VIRTIO_NET_F_VQ_NOTF_COAL] = "VQ_NOTF_COAL",
 	[VIRTIO_NET_F_NOTF_COAL] = "NOTF_COAL",
 };
+
+/* vnet.tso=off keeps segmentation offload out of the negotiation; then
+ * whatever lacks its requirement goes (HOST_TSO4/6 without CSUM). */
+static u64 net_features_fixup(u64 want)
+{
+	if (!tso)
+		want &= ~(VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4) | VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO6));
+	return vnet_features_fixup(want);
+}
 
 struct vnet *vnet_get(void)
 {
@@ -501,7 +516,7 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 {
 	struct virtq_sg out[VNET_TX_MAX_SG + 1];
 	struct txslot *s;
-	u16 start = 0, off = 0;
+	u16 start = 0, off = 0, gso = VNET_TX_GSO_SIZE(flags);
 	bool offload = false;
 	unsigned i;
 	u32 bytes = 0;
@@ -522,6 +537,12 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 	if ((flags & VNET_TX_CSUM) && virtio_has(vn->vd, VIRTIO_NET_F_CSUM))
 		offload = vnet_tx_csum_prep((u8 *)(uintptr_t)sg[0].addr, sg[0].len, &start, &off) == 0;
 	vnet_tx_hdr(s->hdr, vn->rxcfg.hdr_len, offload, start, off);
+	/* A frame for the device to segment is longer than the MTU: without
+	 * the offload it cannot be sent at all. */
+	if (gso && (!offload || vnet_tx_gso_hdr(s->hdr, sg[0].addr, sg[0].len, start, gso,
+						 virtio_has(vn->vd, VIRTIO_NET_F_HOST_TSO4),
+						 virtio_has(vn->vd, VIRTIO_NET_F_HOST_TSO6)) < 0))
+		return -EINVAL;
 	out[0] = (struct virtq_sg){ s->hdr, vn->rxcfg.hdr_len };
 	for (i = 0; i < n; i++) {
 		out[i + 1] = sg[i];
@@ -549,6 +570,12 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 	vn->st[1].bytes += bytes;
 	if (offload)
 		vn->st[1].csum_offloaded++;
+	if (gso) {
+		u32 hl = (u32)s->hdr[2] | (u32)s->hdr[3] << 8;
+
+		vn->st[1].gso_frames++;
+		vn->st[1].gso_segments += (bytes - hl + gso - 1) / gso;
+	}
 	if (!vn->tx_pending_kick) {
 		vn->tx_pending_kick = true;
 		work_queue(&vn->kick_work);
@@ -602,6 +629,8 @@ void vnet_get_info(struct vnet *vn, struct vnet_info *info)
 	if (vn->vd) {
 		info->tx_csum = virtio_has(vn->vd, VIRTIO_NET_F_CSUM);
 		info->rx_csum = virtio_has(vn->vd, VIRTIO_NET_F_GUEST_CSUM);
+		info->tx_tso4 = virtio_has(vn->vd, VIRTIO_NET_F_HOST_TSO4);
+		info->tx_tso6 = virtio_has(vn->vd, VIRTIO_NET_F_HOST_TSO6);
 	}
 }
 
@@ -1008,8 +1037,10 @@ static const struct virtio_driver virtio_net_driver = {
 		    VIRTIO_BIT(VIRTIO_NET_F_CSUM) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM) |
 		    VIRTIO_BIT(VIRTIO_NET_F_CTRL_VQ) | VIRTIO_BIT(VIRTIO_NET_F_CTRL_RX) |
 		    VIRTIO_BIT(VIRTIO_NET_F_GUEST_ANNOUNCE) | VIRTIO_BIT(VIRTIO_NET_F_NOTF_COAL) |
-		    VIRTIO_BIT(VIRTIO_NET_F_VQ_NOTF_COAL),
+		    VIRTIO_BIT(VIRTIO_NET_F_VQ_NOTF_COAL) | VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4) |
+		    VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO6),
 	.feature_names = net_feature_names,
+	.features_fixup = net_features_fixup,
 	.probe = net_probe,
 	.remove = net_remove,
 	.config_changed = vnet_config_changed,

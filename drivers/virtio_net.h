@@ -49,6 +49,10 @@ struct vnet_rxbuf {
 				 * host itself that was never on a wire) */
 /* vnet_tx() flags */
 #define VNET_TX_CSUM	0x1	/* fill the TCP checksum (offload; needs info.tx_csum) */
+/* ... and have the device cut the TCP frame into segments of mss payload
+ * bytes (needs VNET_TX_CSUM and info.tx_tso4 / tx_tso6 for the family). */
+#define VNET_TX_GSO(mss)	((unsigned)(u16)(mss) << 16)
+#define VNET_TX_GSO_SIZE(flags)	((u16)((flags) >> 16))
 
 struct vnet_upper {
 	void *ctx;
@@ -67,6 +71,7 @@ struct vnet_info {
 	bool link_up;
 	bool tx_csum;		/* VIRTIO_NET_F_CSUM: VNET_TX_CSUM works */
 	bool rx_csum;		/* VIRTIO_NET_F_GUEST_CSUM: rx() may pass VNET_RX_CSUM_OK */
+	bool tx_tso4, tx_tso6;	/* HOST_TSO4 / HOST_TSO6: VNET_TX_GSO works for IPv4 / IPv6 */
 };
 
 struct vnet_qstats {
@@ -75,6 +80,8 @@ struct vnet_qstats {
 	u64 no_room;		/* TX: ring full */
 	u64 csum_offloaded;	/* TX: frames sent with NEEDS_CSUM; RX: frames passed CSUM_OK */
 	u64 coal_timer_wakeups;	/* RX: polls started by the coalescing timer */
+	u64 gso_frames;		/* TX: frames sent for the device to segment (TSO) */
+	u64 gso_segments;	/* TX: the wire segments those frames become */
 };
 
 struct vnet_stats {

@@ -31,6 +31,11 @@
  * switched for the one synchronous input call; fragments are always checked
  * since the verdict was about one frame, not the datagram).
  *
+ * Segmentation offload (HOST_TSO4/6): linkoutput hands every frame to
+ * net/tso_out.c, which merges consecutive full-MSS segments of one flow
+ * from one burst into a frame the device cuts again and sends everything
+ * through nv_send below, in order (the reasoning is in net/tso_merge.h).
+ *
  * Time: lwIP's timeouts run from one kernel timer re-armed at
  * sys_timeouts_sleeptime() after every entry into lwIP.
  */
@@ -57,6 +62,7 @@
 #include "net/lwip_port.h"
 #include "net/net.h"
 #include "net/rxmem.h"
+#include "net/tso_out.h"
 #include "netif/ethernet.h"
 
 _Static_assert(sizeof(struct pbuf_custom) <= VNET_RX_UPPER_SIZE, "pbuf_custom must fit the scratch");
@@ -67,6 +73,7 @@ static struct vnet_info info;
 static struct timer lwip_timer;
 static u64 lwip_deadline = ~0ULL;
 static u16 check_flags;		/* the netif's checksum flags outside a CSUM_OK input */
+static bool tso;		/* frames go through net/tso_out.c */
 
 #define TX_BACKLOG_MAX 4096	/* frames: 64 connections x a full TCP_SND_BUF (44) fit */
 static struct pbuf **backlog;	/* FIFO of frames waiting for ring space */
@@ -208,7 +215,7 @@ static int tx_one(struct pbuf *send)
 	for (q = send; q && cnt < VNET_TX_MAX_SG; q = q->next)
 		if (q->len)
 			sg[cnt++] = (struct virtq_sg){ q->payload, q->len };
-	err = vnet_tx(vn, sg, cnt, info.tx_csum ? VNET_TX_CSUM : 0, send);
+	err = vnet_tx(vn, sg, cnt, (info.tx_csum ? VNET_TX_CSUM : 0) | VNET_TX_GSO(tso_out_gso_size(send)), send);
 	if (err == 0) {
 		LINK_STATS_INC(link.xmit);
 	} else if (err != -ENOSPC) {
@@ -261,12 +268,12 @@ static void nv_tx_done(void *ctx, void *token)
 		backlog_flush();
 }
 
-static err_t nv_linkoutput(struct netif *n, struct pbuf *p)
+/* Sends (or parks) one frame; takes a reference of its own. */
+static err_t nv_send(struct pbuf *p)
 {
 	struct pbuf *q, *send = p;
 	unsigned cnt = 0;
 
-	(void)n;
 	for (q = p; q; q = q->next) {
 		if (q->len == 0)
 			continue;
@@ -299,6 +306,12 @@ static err_t nv_linkoutput(struct netif *n, struct pbuf *p)
 	backlog[(bl_head + bl_len) % TX_BACKLOG_MAX] = send;
 	bl_len++;
 	return ERR_OK;
+}
+
+static err_t nv_linkoutput(struct netif *n, struct pbuf *p)
+{
+	(void)n;
+	return tso ? tso_out(p) : nv_send(p);
 }
 
 /* ---- link ---- */
@@ -367,6 +380,8 @@ static void nv_link(void *ctx, bool up)
 		first_up = false;
 	} else {
 		netif_set_link_down(&nif);
+		if (tso)
+			tso_out_flush();	/* refused by the driver: freed */
 		backlog_drop();
 	}
 	timers_rearm();
@@ -409,14 +424,19 @@ struct netif *netif_vnet_add(void)
 	work_init(&rxmem_work, rxmem_work_fn, NULL);
 	backlog = kmalloc(TX_BACKLOG_MAX * sizeof(*backlog));
 	vnet_get_info(vn, &info);
+	tso = info.tx_csum && (info.tx_tso4 || info.tx_tso6);
+	if (tso)
+		tso_out_init(nv_send, info.tx_tso4, info.tx_tso6, VNET_TX_MAX_SG - 1);
 	ip4_addr_set_zero(&zero);
 	if (!netif_add(&nif, &zero, &zero, &zero, NULL, nv_netif_init, netif_input)) {
 		kprintf("net: netif_add failed\n");
 		return NULL;
 	}
 	netif_set_default(&nif);
-	kprintf("net: lwIP %s on virtio%u, mtu %u, checksums: tx %s, rx %s\n", LWIP_VERSION_STRING, info.index,
-		info.mtu, info.tx_csum ? "offloaded" : "software", info.rx_csum ? "offloaded" : "software");
+	kprintf("net: lwIP %s on virtio%u, mtu %u, checksums: tx %s, rx %s; segmentation offload: %s\n",
+		LWIP_VERSION_STRING, info.index, info.mtu, info.tx_csum ? "offloaded" : "software",
+		info.rx_csum ? "offloaded" : "software",
+		!tso ? "off" : info.tx_tso4 && info.tx_tso6 ? "tso4 tso6" : info.tx_tso4 ? "tso4" : "tso6");
 	return &nif;
 }
 

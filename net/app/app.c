@@ -16,6 +16,7 @@
 #include "net/app/server.h"
 #include "net/net.h"
 #include "net/rxmem.h"
+#include "net/tso_out.h"
 #ifdef VIREO_TLS
 #include "net/tls/tls.h"
 #endif
@@ -104,6 +105,15 @@ static void vnet_metrics(struct metrics_buf *b)
 		  offsetof(struct vnet_qstats, csum_offloaded));
 	metrics_simple(b, "vireo_vnet_tx_ring_full_total", METRICS_COUNTER, "Transmits refused: ring full",
 		       st.q[1].no_room);
+	metrics_simple(b, "vireo_vnet_tso_frames_total", METRICS_COUNTER,
+		       "Frames sent for the device to cut into segments (HOST_TSO4/6)", st.q[1].gso_frames);
+	metrics_simple(b, "vireo_vnet_tso_segments_total", METRICS_COUNTER,
+		       "Wire segments the device cut from them", st.q[1].gso_segments);
+	metrics_simple(b, "vireo_tso_merged_segments_total", METRICS_COUNTER,
+		       "lwIP segments merged into offloaded frames", tso_out_stats.merged_segments);
+	metrics_simple(b, "vireo_tso_unmerged_bursts_total", METRICS_COUNTER,
+		       "Bursts sent segment by segment for want of a record or pbuf",
+		       tso_out_stats.no_record + tso_out_stats.no_pbuf);
 	metrics_family(b, "vireo_vnet_rx_drops_total", METRICS_COUNTER, "Received buffers dropped, by reason");
 	for (int r = 1; r < VNET_DROP_COUNT; r++)
 		metrics_sample1(b, "vireo_vnet_rx_drops_total", "reason", vnet_drop_name((enum vnet_drop)r),

@@ -56,6 +56,7 @@ $(NETIF_TX_WRAP): tests/host/netif_vnet_host.c net/netif_vnet.c tests/host/netif
 	$(Q)cp $< $@
 HOST_TESTS += test_netif_tx
 test_netif_tx_SRCS := tests/host/test_netif_tx.c $(NETIF_TX_WRAP) drivers/vnet_hdr.c net/rxmem.c \
+	net/tso_out.c net/tso_merge.c \
 	$(LWIP_HOST_LIB)
 $(BUILD)/host/test_netif_tx: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
 $(BUILD)/host/test_netif_tx: | $(LWIP_STAMP)

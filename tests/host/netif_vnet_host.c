@@ -15,10 +15,27 @@ void nvh_setup(struct vnet *fake)
 	nif.linkoutput = nv_linkoutput;
 }
 
+/* The same with segmentation offload in force (net/tso_out.c). */
+void nvh_setup_tso(struct vnet *fake)
+{
+	nvh_setup(fake);
+	info.tx_csum = true;
+	tso = true;
+	tso_out_init(nv_send, true, true, VNET_TX_MAX_SG - 1);
+}
+
+/* What the loop does when the burst's flush work runs. */
+void nvh_flush(void)
+{
+	tso_out_flush();
+}
+
 void nvh_teardown(void)
 {
 	kfree(backlog);
 	backlog = NULL;
+	tso = false;
+	info.tx_csum = false;
 	vn = NULL;
 }
 

@@ -6,6 +6,8 @@
 #include "lwip/pbuf.h"
 
 void nvh_setup(struct vnet *fake);
+void nvh_setup_tso(struct vnet *fake);
+void nvh_flush(void);
 void nvh_teardown(void);
 err_t nvh_linkoutput(struct pbuf *p);
 void nvh_tx_done(void *token);

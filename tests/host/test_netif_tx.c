@@ -15,13 +15,17 @@
 #include "kernel/loop.h"
 #include "lwip/init.h"
 #include "lwip/pbuf.h"
+#include "net/tso_out.h"
 #include "tests/host/netif_vnet_host.h"
 
 /* ---- what netif_vnet.c calls besides lwIP and the kernel shim ---- */
 
 static struct { int dummy; } fake_dev;
 static enum { TX_OK, TX_FULL, TX_FAIL } tx_mode;
-static void *sent[64];
+#define MAXSENT 1024
+static void *sent[MAXSENT];
+static unsigned sent_flags[MAXSENT], sent_n[MAXSENT];
+static u8 sent_hdr[MAXSENT][64];	/* the first bytes of each frame's first piece */
 static unsigned nsent, calls;
 
 struct vnet *vnet_get(void)
@@ -70,7 +74,10 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 		nvh_link(false);
 		return -EIO;
 	}
-	assert_true(nsent < 64);
+	assert_true(nsent < MAXSENT);
+	sent_flags[nsent] = flags;
+	sent_n[nsent] = n;
+	memcpy(sent_hdr[nsent], sg[0].addr, sg[0].len < 64 ? sg[0].len : 64);
 	sent[nsent++] = token;
 	return 0;
 }
@@ -152,11 +159,217 @@ static void test_tx_error_releases_backlog(void **state)
 	assert_int_equal(nvh_backlog_len(), 0);
 }
 
+/* ---- segmentation offload: net/tso_out.c through the netif ---- */
+
+#define MSS 1460
+#define NSEGS 5
+
+static u8 site[NSEGS * MSS];	/* a site body: segments point into it (zero-copy) */
+static struct pbuf *segs[NSEGS];
+
+static void put16(u8 *p, unsigned v)
+{
+	p[0] = (u8)(v >> 8);
+	p[1] = (u8)v;
+}
+
+/* As lwIP builds a zero-copy segment: a RAM pbuf with the Ethernet, IPv4
+ * and TCP headers, then a ROM pbuf over the body. */
+static struct pbuf *segment(u16 sport, u32 seq, u32 len, u8 flags)
+{
+	struct pbuf *h = pbuf_alloc(PBUF_RAW, 54, PBUF_RAM), *b;
+	u8 *p = h->payload;
+
+	memset(p, 0, 54);
+	put16(p + 12, 0x0800);
+	p[14] = 0x45;
+	put16(p + 16, 40 + len);
+	p[22] = 64;
+	p[23] = 6;
+	memcpy(p + 26, "\x0a\x4d\x00\x02\x0a\x4d\x00\x01", 8);
+	put16(p + 34, 80);
+	put16(p + 36, sport);
+	put16(p + 38, seq >> 16);
+	put16(p + 40, seq & 0xffff);
+	p[46] = 0x50;
+	p[47] = flags;
+	if (len) {
+		b = pbuf_alloc(PBUF_RAW, (u16)len, PBUF_ROM);
+		b->payload = site + (seq - 1000) % sizeof(site);
+		pbuf_cat(h, b);
+	}
+	return h;
+}
+
+static int setup_tso(void **state)
+{
+	lwip_init();
+	nvh_setup_tso((struct vnet *)&fake_dev);
+	nsent = calls = 0;
+	tx_mode = TX_OK;
+	for (unsigned i = 0; i < NSEGS; i++)
+		segs[i] = segment(40000, 1000 + i * MSS, i + 1 == NSEGS ? 500 : MSS,
+				  0x10 | (i + 1 == NSEGS ? 0x08 : 0));
+	return 0;
+}
+
+static int teardown_tso(void **state)
+{
+	for (unsigned i = 0; i < NSEGS; i++) {
+		assert_int_equal(segs[i]->ref, 1);	/* only the test's own */
+		pbuf_free(segs[i]);
+	}
+	nvh_teardown();
+	return 0;
+}
+
+/* One burst of one flow: one frame for the device to cut, its header a
+ * copy with the merged length, the body one piece; the segments are held
+ * until the device is done with it, then released once. */
+static void test_tso_merged_frame(void **state)
+{
+	for (unsigned i = 0; i < NSEGS; i++)
+		assert_int_equal(nvh_linkoutput(segs[i]), ERR_OK);
+	assert_int_equal(nsent, 0);	/* nothing before the burst ends */
+	nvh_flush();
+	assert_int_equal(nsent, 1);
+	assert_int_equal(VNET_TX_GSO_SIZE(sent_flags[0]), MSS);
+	assert_true(sent_flags[0] & VNET_TX_CSUM);
+	assert_int_equal(sent_n[0], 2);	/* header copy, the body */
+	assert_int_equal(sent_hdr[0][16] << 8 | sent_hdr[0][17], 40 + 4 * MSS + 500);
+	assert_int_equal(sent_hdr[0][47], 0x18);	/* PSH from the last */
+	assert_int_equal(((u8 *)segs[0]->payload)[47], 0x10);	/* lwIP's own header untouched */
+	for (unsigned i = 0; i < NSEGS; i++)
+		assert_int_equal(segs[i]->ref, 2);
+	nvh_tx_done(sent[0]);
+}
+
+/* A retransmission is a burst of one: sent as it came, no offload. */
+static void test_tso_single_segment_alone(void **state)
+{
+	assert_int_equal(nvh_linkoutput(segs[2]), ERR_OK);
+	nvh_flush();
+	assert_int_equal(nsent, 1);
+	assert_ptr_equal(sent[0], segs[2]);
+	assert_int_equal(VNET_TX_GSO_SIZE(sent_flags[0]), 0);
+	nvh_tx_done(sent[0]);
+}
+
+/* Frames that cannot merge go out in the order they came: a frame of
+ * another kind ends the merge before it, another flow too. */
+static void test_tso_order_kept(void **state)
+{
+	struct pbuf *arp = pbuf_alloc(PBUF_RAW, 42, PBUF_RAM);
+	struct pbuf *other = segment(40001, 1000 + 2 * MSS, MSS, 0x10);
+
+	memset(arp->payload, 0, 42);
+	put16((u8 *)arp->payload + 12, 0x0806);
+	assert_int_equal(nvh_linkoutput(segs[0]), ERR_OK);
+	assert_int_equal(nvh_linkoutput(segs[1]), ERR_OK);
+	assert_int_equal(nvh_linkoutput(arp), ERR_OK);		/* flushes the merge, then goes */
+	assert_int_equal(nvh_linkoutput(segs[2]), ERR_OK);
+	assert_int_equal(nvh_linkoutput(other), ERR_OK);	/* another flow */
+	assert_int_equal(nvh_linkoutput(segs[3]), ERR_OK);	/* not contiguous with segs[2]'s batch */
+	nvh_flush();
+	assert_int_equal(nsent, 5);
+	assert_int_equal(VNET_TX_GSO_SIZE(sent_flags[0]), MSS);	/* segs 0 and 1 */
+	assert_ptr_equal(sent[1], arp);
+	assert_ptr_equal(sent[2], segs[2]);
+	assert_ptr_equal(sent[3], other);
+	assert_ptr_equal(sent[4], segs[3]);
+	for (unsigned i = 0; i < nsent; i++)
+		nvh_tx_done(sent[i]);
+	assert_int_equal(arp->ref, 1);
+	assert_int_equal(other->ref, 1);
+	pbuf_free(arp);
+	pbuf_free(other);
+}
+
+/* The driver refuses the merged frame and takes the link down inside the
+ * flush: every segment is released exactly once (ASan and the reference
+ * counts), and a frame while the link is down is refused. */
+static void test_tso_link_down_in_flush(void **state)
+{
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(nvh_linkoutput(segs[i]), ERR_OK);
+	tx_mode = TX_FAIL;
+	nvh_flush();
+	assert_int_equal(calls, 1);
+	assert_int_equal(nsent, 0);
+	assert_int_equal(nvh_linkoutput(segs[3]), ERR_OK);	/* queued for the burst */
+	nvh_flush();						/* refused: freed */
+	assert_int_equal(nsent, 0);
+}
+
+/* A full ring parks the merged frame in the backlog like any other. */
+static void test_tso_backlog(void **state)
+{
+	struct pbuf *first = segment(40002, 1000, 100, 0x18);
+
+	assert_int_equal(nvh_linkoutput(first), ERR_OK);
+	nvh_flush();
+	assert_int_equal(nsent, 1);
+	tx_mode = TX_FULL;
+	for (unsigned i = 0; i < NSEGS; i++)
+		assert_int_equal(nvh_linkoutput(segs[i]), ERR_OK);
+	nvh_flush();
+	assert_int_equal(nvh_backlog_len(), 1);
+	tx_mode = TX_OK;
+	nvh_tx_done(sent[0]);
+	assert_int_equal(nsent, 2);
+	assert_int_equal(VNET_TX_GSO_SIZE(sent_flags[1]), MSS);
+	nvh_tx_done(sent[1]);
+	assert_int_equal(first->ref, 1);
+	pbuf_free(first);
+}
+
+/* Every record in flight (TSO_RECORDS_MAX, net/tso_out.c): the next burst
+ * goes out segment by segment, counted; completions give records back. */
+static void test_tso_record_bound(void **state)
+{
+	static struct pbuf *p[2 * 257];
+	unsigned i;
+
+	for (i = 0; i < 2 * 257; i++)
+		p[i] = segment((u16)(1000 + i / 2), 1000 + (i % 2) * MSS, MSS, 0x10);
+	for (i = 0; i < 257; i++) {
+		assert_int_equal(nvh_linkoutput(p[2 * i]), ERR_OK);
+		assert_int_equal(nvh_linkoutput(p[2 * i + 1]), ERR_OK);
+		nvh_flush();
+	}
+	assert_int_equal(tso_out_stats.no_record, 1);
+	assert_int_equal(nsent, 256 + 2);
+	for (i = 0; i < 256; i++)
+		assert_int_equal(VNET_TX_GSO_SIZE(sent_flags[i]), MSS);
+	assert_ptr_equal(sent[256], p[512]);
+	assert_ptr_equal(sent[257], p[513]);
+	for (i = 0; i < nsent; i++)
+		nvh_tx_done(sent[i]);
+	/* records are back: the next burst merges again */
+	nsent = 0;
+	assert_int_equal(nvh_linkoutput(p[0]), ERR_OK);
+	assert_int_equal(nvh_linkoutput(p[1]), ERR_OK);
+	nvh_flush();
+	assert_int_equal(nsent, 1);
+	assert_int_equal(VNET_TX_GSO_SIZE(sent_flags[0]), MSS);
+	nvh_tx_done(sent[0]);
+	for (i = 0; i < 2 * 257; i++) {
+		assert_int_equal(p[i]->ref, 1);
+		pbuf_free(p[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_backlog_drains_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tx_error_releases_backlog, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tso_merged_frame, setup_tso, teardown_tso),
+		cmocka_unit_test_setup_teardown(test_tso_single_segment_alone, setup_tso, teardown_tso),
+		cmocka_unit_test_setup_teardown(test_tso_order_kept, setup_tso, teardown_tso),
+		cmocka_unit_test_setup_teardown(test_tso_link_down_in_flush, setup_tso, teardown_tso),
+		cmocka_unit_test_setup_teardown(test_tso_backlog, setup_tso, teardown_tso),
+		cmocka_unit_test_setup_teardown(test_tso_record_bound, setup_tso, teardown_tso),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

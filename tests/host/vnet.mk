@@ -3,3 +3,5 @@ test_vnet_SRCS := tests/host/test_vnet.c drivers/vnet_hdr.c drivers/vnet_ctrl.c
 test_coalesce_SRCS := tests/host/test_coalesce.c drivers/coalesce.c
 FUZZERS += fuzz_vnet_hdr
 fuzz_vnet_hdr_SRCS := tests/fuzz/fuzz_vnet_hdr.c drivers/vnet_hdr.c
+HOST_TESTS += test_tso
+test_tso_SRCS := tests/host/test_tso.c net/tso_merge.c drivers/vnet_gso.c

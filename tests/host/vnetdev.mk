@@ -11,7 +11,7 @@ VNETDEV_WRAP := $(BUILD)/host/vnetdev/virtio_net_host.c
 VIRTIO_HOST_LDFLAGS := -Wl,--wrap=virtio_set_broken -Wl,--wrap=virtio_keep_forever
 VNETDEV_SRCS := $(VNETDEV_WRAP) tests/host/vnetdev/hostbus.c \
 	tests/host/vnetdev/vnetdev.c tests/host/vnetdev/upper.c tests/host/fake_dev.c \
-	drivers/virtio.c drivers/virtio_core.c drivers/virtq.c drivers/vnet_hdr.c drivers/vnet_ctrl.c drivers/coalesce.c drivers/vnet_echo.c drivers/virtio_selftest.c \
+	drivers/virtio.c drivers/virtio_core.c drivers/virtq.c drivers/vnet_hdr.c drivers/vnet_ctrl.c drivers/vnet_gso.c drivers/coalesce.c drivers/vnet_echo.c drivers/virtio_selftest.c \
 	kernel/fmt.c
 $(VNETDEV_WRAP): tests/host/vnetdev/virtio_net_host.c drivers/virtio_net.c \
 		$(wildcard drivers/*.h kernel/*.h tests/host/vnetdev/*.h)

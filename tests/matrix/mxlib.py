@@ -108,9 +108,10 @@ class Guest(NsClient):
     """A namespace with a tap device, and vireo on it with a static address.
 
     device_opts: virtio-net-pci properties; machine: q35 or pc; mem: MiB;
-    extra: more QEMU arguments; tap_mtu: the tap's MTU (the host side)."""
+    extra: more QEMU arguments; tap_mtu: the tap's MTU (the host side);
+    image: the disk to boot (default: build/vireo.img)."""
 
-    def __init__(self, device_opts="", machine="q35", mem=64, extra=(), tap_mtu=None, cmdline=""):
+    def __init__(self, device_opts="", machine="q35", mem=64, extra=(), tap_mtu=None, cmdline="", image=IMAGE):
         ns = nsmod.Netns()
         self.ns = ns
         self.vm = None
@@ -119,7 +120,7 @@ class Guest(NsClient):
                 ns.run("ip", "link", "set", ns.tap, "mtu", str(tap_mtu), check=True)
             NsClient.__init__(self, ns, ns.guest_ip)
             cl = f"ip={self.ip}/24 gw={ns.host_ip}" + (f" {cmdline}" if cmdline else "")
-            self.vm = Vm(cmdline=cl, machine=machine, mem=mem, wrap=ns.wrap,
+            self.vm = Vm(cmdline=cl, machine=machine, mem=mem, wrap=ns.wrap, image=image,
                          extra=ns.qemu_args(device_opts) + list(extra))
             self.ready = self.vm.wait_for(READY, timeout=180)
             assert self.ready.group(1) == self.ip, self.ready.group(0)

@@ -19,7 +19,8 @@ RNG_CONSOLE = ["-chardev", "null,id=mxc0", "-device", "virtio-rng-pci", "-device
 # must be negotiated, features that must not be)
 CONFIGS = [
     pytest.param("", "q35", 64, [], None, {"VERSION_1", "MRG_RXBUF", "CSUM", "GUEST_CSUM", "EVENT_IDX",
-                                              "INDIRECT_DESC"}, {"RING_PACKED"}, id="default"),
+                                              "INDIRECT_DESC", "HOST_TSO4", "HOST_TSO6"}, {"RING_PACKED"},
+                 id="default"),
     pytest.param("disable-modern=on", "q35", 64, [], None, {"MRG_RXBUF"}, {"VERSION_1"}, id="legacy"),
     pytest.param("disable-legacy=on", "q35", 64, [], None, {"VERSION_1"}, {"RING_PACKED"}, id="modern-only"),
     pytest.param("disable-legacy=on,packed=on", "q35", 64, [], None, {"VERSION_1", "RING_PACKED"}, set(),
@@ -31,7 +32,9 @@ CONFIGS = [
     pytest.param("packed=on,indirect_desc=off", "q35", 64, [], None, {"RING_PACKED"}, {"INDIRECT_DESC"},
                  id="packed-indirect-off"),
     pytest.param("mrg_rxbuf=off", "q35", 64, [], None, set(), {"MRG_RXBUF"}, id="mrg_rxbuf-off"),
-    pytest.param("csum=off,guest_csum=off", "q35", 64, [], None, set(), {"CSUM", "GUEST_CSUM"}, id="csum-off"),
+    pytest.param("csum=off,guest_csum=off", "q35", 64, [], None, set(), {"CSUM", "GUEST_CSUM", "HOST_TSO4"},
+                 id="csum-off"),
+    pytest.param("host_tso4=off", "q35", 64, [], None, {"CSUM", "HOST_TSO6"}, {"HOST_TSO4"}, id="host_tso4-off"),
     pytest.param("vectors=0,mrg_rxbuf=off", "q35", 64, [], None, set(), {"MRG_RXBUF"}, id="intx-mrg_rxbuf-off",
                  marks=Q),
     pytest.param("vectors=0", "q35", 64, [], None, set(), set(), id="intx"),
@@ -59,7 +62,8 @@ def net_lines(text):
     dev = m.group(1)
     feats = set(re.search(rf"^{dev}: features (.*)$", text, re.M).group(1).split())
     probe = re.search(rf"^{dev}: net: mac \S+ mtu (\d+), rx (\d+) x (\d+) B( mergeable)?, tx ring (\d+)", text, re.M)
-    lwip = re.search(r"^net: lwIP \S+ on virtio\d+, mtu (\d+), checksums: tx (\w+), rx (\w+)$", text, re.M)
+    lwip = re.search(r"^net: lwIP \S+ on virtio\d+, mtu (\d+), checksums: tx (\w+), rx (\w+); "
+                     r"segmentation offload: ([\w ]+)$", text, re.M)
     assert probe and lwip, text[-3000:]
     return m.group(2), feats, probe, lwip
 
@@ -74,6 +78,8 @@ def test_appliance(opts, machine, mem, extra, tap_mtu, must, must_not):
         assert (probe.group(4) is not None) == ("MRG_RXBUF" in feats)
         csum = "offloaded" if "CSUM" in feats else "software"
         assert lwip.group(2) == csum and lwip.group(3) == ("offloaded" if "GUEST_CSUM" in feats else "software")
+        tso = " ".join(t for t in ("tso4", "tso6") if f"HOST_{t.upper()}" in feats and "CSUM" in feats)
+        assert lwip.group(4) == (tso or "off"), (lwip.group(4), sorted(feats))
         mtu = 9000 if "host_mtu=9000" in opts else 1500
         assert int(probe.group(1)) == mtu and int(lwip.group(1)) == mtu
 
@@ -84,6 +90,7 @@ def test_appliance(opts, machine, mem, extra, tap_mtu, must, must_not):
         g.udp_echo(bytes(range(256)) * 5)
         g.udp_echo(bytes(range(256)) * 16)  # 4 KiB: fragmented both ways
         g.tcp_echo(bytes(range(256)) * 80)
+        g.tcp_echo(bytes(i % 253 for i in range(200000)))  # echo's copied segments, merged where offered
         if mtu == 9000:
             # big frames both ways, unfragmented: ICMP with DF, a UDP datagram
             # that fills most of a jumbo frame
