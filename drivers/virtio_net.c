@@ -84,7 +84,7 @@ static struct {
 	u32 usecs;
 } coal_cfg = { COAL_ADAPTIVE, 0, 0 };
 
-static int coal_cfg_parse(const char *val, void *dst, char *why, size_t why_len)
+static int vnet_coal_cfg_parse(const char *val, void *dst, char *why, size_t why_len)
 {
 	enum coal_mode mode;
 	u16 frames;
@@ -103,7 +103,7 @@ static int coal_cfg_parse(const char *val, void *dst, char *why, size_t why_len)
 }
 CMDLINE_PARAM(tso, .key = "vnet.tso", .type = CMDLINE_BOOL, .dst = &tso, .def = "on",
 	      .help = "transmit segmentation offload (HOST_TSO4/6) when the device offers it");
-CMDLINE_PARAM(coalesce, .key = "coalesce", .type = CMDLINE_CUSTOM, .parse = coal_cfg_parse, .def = "adaptive",
+CMDLINE_PARAM(coalesce, .key = "coalesce", .type = CMDLINE_CUSTOM, .parse = vnet_coal_cfg_parse, .def = "adaptive",
 	      .values = "off, adaptive, <frames>,<usecs>",
 	      .help = "virtio-net receive interrupt coalescing (frames 1-64, usecs 0-200)");
 
@@ -126,7 +126,7 @@ static const char *const net_feature_names[64] = {
 
 /* vnet.tso=off keeps segmentation offload out of the negotiation; then
  * whatever lacks its requirement goes (HOST_TSO4/6 without CSUM). */
-static u64 net_features_fixup(u64 want)
+static u64 vnet_net_features_fixup(u64 want)
 {
 	if (!tso)
 		want &= ~(VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4) | VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO6));
@@ -141,17 +141,17 @@ struct vnet *vnet_get(void)
 	return NULL;
 }
 
-static void set_link(struct vnet *vn, bool up);
+static void vnet_set_link(struct vnet *vn, bool up);
 
 /* Usable: probed and not broken. A device found broken reports link down
  * to the upper layer, once: it will carry nothing until it is reset. */
-static bool live(struct vnet *vn)
+static bool vnet_live(struct vnet *vn)
 {
 	if (vn->vd && !vn->vd->broken)
 		return true;
 	if (vn->vd && vn->link_up) {
 		kprintf("virtio%u: net: link down (device broken)\n", vn->vd->index);
-		set_link(vn, false);
+		vnet_set_link(vn, false);
 	}
 	return false;
 }
@@ -203,26 +203,26 @@ static int vnet_ctrl_send(struct vnet *vn)
 
 /* ---- receive buffers ---- */
 
-static int rx_alloc(struct vnet *vn, u32 n);
+static int vnet_rx_alloc(struct vnet *vn, u32 n);
 
-static void rx_free(struct vnet *vn, struct vnet_rxbuf *b)
+static void vnet_rx_free(struct vnet *vn, struct vnet_rxbuf *b)
 {
 	if (b->pages != vn->buf_pages) {	/* from before a re-probe changed the size */
 		vn->ntotal--;
 		page_free(b, b->pages);
-		rx_alloc(vn, 1);		/* the pool keeps its size */
+		vnet_rx_alloc(vn, 1);		/* the pool keeps its size */
 		return;
 	}
 	b->next_free = vn->free_rx;
 	vn->free_rx = b;
 }
 
-static void rx_free_chain(struct vnet *vn, struct vnet_rxbuf *b)
+static void vnet_rx_free_chain(struct vnet *vn, struct vnet_rxbuf *b)
 {
 	while (b) {
 		struct vnet_rxbuf *next = b->next;
 
-		rx_free(vn, b);
+		vnet_rx_free(vn, b);
 		b = next;
 	}
 }
@@ -231,7 +231,7 @@ static void vnet_rx_post(struct vnet *vn)
 {
 	bool added = false;
 
-	if (!live(vn))
+	if (!vnet_live(vn))
 		return;
 	while (vn->free_rx) {
 		struct vnet_rxbuf *b = vn->free_rx;
@@ -247,7 +247,7 @@ static void vnet_rx_post(struct vnet *vn)
 		virtq_kick(&vn->rx->vq);
 }
 
-static void rx_refill(void *arg)
+static void vnet_rx_refill(void *arg)
 {
 	vnet_rx_post(arg);
 }
@@ -258,7 +258,7 @@ void vnet_rx_release(struct vnet_rxbuf *b)
 
 	vn->nheld--;
 	b->next = NULL;
-	rx_free(vn, b);
+	vnet_rx_free(vn, b);
 	if (!vn->in_poll)	/* the poll reposts when it ends */
 		work_queue(&vn->refill_work);
 }
@@ -269,7 +269,7 @@ void vnet_rx_pool(struct vnet *vn, u32 *held, u32 *total)
 	*total = vn->ntotal;
 }
 
-static int rx_alloc(struct vnet *vn, u32 n)
+static int vnet_rx_alloc(struct vnet *vn, u32 n)
 {
 	u32 i;
 
@@ -285,14 +285,14 @@ static int rx_alloc(struct vnet *vn, u32 n)
 		b->cap = (u32)(vn->buf_pages * PAGE_SIZE - sizeof(*b));
 		b->owner = vn;
 		vn->ntotal++;
-		rx_free(vn, b);
+		vnet_rx_free(vn, b);
 	}
 	return i ? 0 : -ENOMEM;
 }
 
 /* ---- receive ---- */
 
-static void rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
+static void vnet_rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 {
 	struct vnet_qstats *st = &vn->st[0];
 	struct vnet_rxbuf *tail = b;
@@ -300,10 +300,10 @@ static void rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 	unsigned flags = 0, segs = 1;
 
 	b->next = NULL;
-	if (vnet_rx_check(&vn->rxcfg, b->buf, used, b->cap, &info) < 0) {
+	if (vnet_hdr_rx_check(&vn->rxcfg, b->buf, used, b->cap, &info) < 0) {
 		st->drops[info.drop]++;
 		vn->rx_skip += info.skip;
-		rx_free(vn, b);
+		vnet_rx_free(vn, b);
 		return;
 	}
 	b->data = b->buf + info.frame_off;
@@ -316,16 +316,16 @@ static void rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 
 		if (!more) {
 			virtio_set_broken(vn->vd, "merged frame missing buffers");
-			rx_free_chain(vn, b);
+			vnet_rx_free_chain(vn, b);
 			return;
 		}
 		vn->nposted--;
 		more->next = NULL;
-		if (vnet_rx_merge(&vn->rxcfg, &info, l2, more->cap) < 0) {
+		if (vnet_hdr_rx_merge(&vn->rxcfg, &info, l2, more->cap) < 0) {
 			st->drops[info.drop]++;
 			vn->rx_skip += info.skip;
-			rx_free(vn, more);
-			rx_free_chain(vn, b);
+			vnet_rx_free(vn, more);
+			vnet_rx_free_chain(vn, b);
 			return;
 		}
 		more->data = more->buf;
@@ -339,11 +339,11 @@ static void rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 		st->csum_offloaded++;
 	}
 	if (info.needs_csum && segs == 1 && vn->rx_csum_whole)
-		vnet_csum_complete(b->data, b->len, info.csum_start, info.csum_offset);
+		vnet_hdr_csum_complete(b->data, b->len, info.csum_start, info.csum_offset);
 	st->frames++;
 	st->bytes += info.frame_len;
 	if (!vn->attached) {
-		rx_free_chain(vn, b);
+		vnet_rx_free_chain(vn, b);
 		return;
 	}
 	vn->nheld += segs;
@@ -354,7 +354,7 @@ static unsigned vnet_tx_reclaim(struct vnet *vn);
 
 /* Re-enables the receive interrupt as the coalescing policy says, after a
  * poll that found the queue empty (coalesce.h, driver contract). */
-static void rx_rearm(struct vnet *vn)
+static void vnet_rx_rearm(struct vnet *vn)
 {
 	struct virtq *vq = &vn->rx->vq;
 	u64 now = time_ns(), irqs = vn->rx->interrupts, dl;
@@ -412,7 +412,7 @@ static void vnet_rx_poll(void *arg)
 	unsigned n = 0;
 	u32 len;
 
-	if (!live(vn))
+	if (!vnet_live(vn))
 		return;
 	st->polls++;
 	st->interrupts = vn->rx->interrupts;
@@ -421,17 +421,17 @@ static void vnet_rx_poll(void *arg)
 		vn->nposted--;
 		if (vn->rx_skip) {	/* the rest of a packet already dropped */
 			vn->rx_skip--;
-			rx_free(vn, b);
+			vnet_rx_free(vn, b);
 			n++;
 			continue;
 		}
-		rx_frame(vn, b, len);
+		vnet_rx_frame(vn, b, len);
 		n++;
-		if (!live(vn))
+		if (!vnet_live(vn))
 			break;
 	}
 	vn->in_poll = false;
-	if (!live(vn))
+	if (!vnet_live(vn))
 		return;
 	vnet_tx_reclaim(vn);
 	if (virtq_is_broken(&vn->rx->vq)) {
@@ -445,7 +445,7 @@ static void vnet_rx_poll(void *arg)
 		work_queue(&vn->rx_work);
 		return;
 	}
-	rx_rearm(vn);
+	vnet_rx_rearm(vn);
 }
 
 static void vnet_rx_irq(struct virtio_vq *q)
@@ -456,7 +456,7 @@ static void vnet_rx_irq(struct virtio_vq *q)
 	work_queue(&vn->rx_work);
 }
 
-static void coal_timer_fn(struct timer *t, void *arg)
+static void vnet_coal_timer_fn(struct timer *t, void *arg)
 {
 	struct vnet *vn = arg;
 
@@ -487,21 +487,21 @@ static unsigned vnet_tx_reclaim(struct vnet *vn)
 			vn->up.tx_done(vn->up.ctx, token);
 	}
 	/* A device that broke the transmit ring's rules completes nothing
-	 * more: the device is broken and the link goes down (live()), so the
+	 * more: the device is broken and the link goes down (vnet_live()), so the
 	 * upper layer drops its backlog instead of waiting for completions. */
 	if (vn->vd && virtq_is_broken(&vn->tx->vq)) {
 		virtio_set_broken(vn->vd, "transmit queue broken");
-		live(vn);
+		vnet_live(vn);
 	}
 	return n;
 }
 
 /* Kicks once per loop pass however many frames were queued in it. */
-static void tx_kick(void *arg)
+static void vnet_tx_kick(void *arg)
 {
 	struct vnet *vn = arg;
 
-	if (!vn->tx_pending_kick || !live(vn))
+	if (!vn->tx_pending_kick || !vnet_live(vn))
 		return;
 	vn->tx_pending_kick = false;
 	virtq_kick(&vn->tx->vq);
@@ -522,11 +522,11 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 	u32 bytes = 0;
 	int err;
 
-	if (!live(vn) || !vn->link_up || n == 0 || n > VNET_TX_MAX_SG)
+	if (!vnet_live(vn) || !vn->link_up || n == 0 || n > VNET_TX_MAX_SG)
 		return -EIO;
 	if (!vn->free_tx) {
 		vnet_tx_reclaim(vn);
-		if (!live(vn))
+		if (!vnet_live(vn))
 			return -EIO;
 	}
 	s = vn->free_tx;
@@ -535,8 +535,8 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 		return -ENOSPC;
 	}
 	if ((flags & VNET_TX_CSUM) && virtio_has(vn->vd, VIRTIO_NET_F_CSUM))
-		offload = vnet_tx_csum_prep((u8 *)(uintptr_t)sg[0].addr, sg[0].len, &start, &off) == 0;
-	vnet_tx_hdr(s->hdr, vn->rxcfg.hdr_len, offload, start, off);
+		offload = vnet_hdr_tx_csum_prep((u8 *)(uintptr_t)sg[0].addr, sg[0].len, &start, &off) == 0;
+	vnet_hdr_tx_hdr(s->hdr, vn->rxcfg.hdr_len, offload, start, off);
 	/* A frame for the device to segment is longer than the MTU: without
 	 * the offload it cannot be sent at all. */
 	if (gso && (!offload || vnet_tx_gso_hdr(s->hdr, sg[0].addr, sg[0].len, start, gso,
@@ -561,7 +561,7 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 		kprintf("virtio%u: net: transmit add failed (%d), %u pieces on a ring of %u\n", vn->vd->index,
 			err, n + 1, vn->tx->vq.num);
 		virtio_set_broken(vn->vd, "transmit add failed");
-		live(vn);
+		vnet_live(vn);
 		return -EIO;
 	}
 	vn->free_tx = s->next_free;
@@ -583,11 +583,11 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 	return 0;
 }
 
-static void tx_poll(void *arg)
+static void vnet_tx_poll(void *arg)
 {
 	struct vnet *vn = arg;
 
-	if (!live(vn))
+	if (!vnet_live(vn))
 		return;
 	vn->st[1].polls++;
 	vn->st[1].interrupts = vn->tx->interrupts;
@@ -690,9 +690,9 @@ SHELL_CMD(fault, .name = "fault", .fn = vnet_cmd_fault, .usage = "net-needs-rese
  * or parked a transmit looks at its rings again), and the receive queue is
  * polled once, so a frame used without an interrupt is taken and the
  * queue re-armed from a known state. */
-static void link_resume(struct vnet *vn)
+static void vnet_link_resume(struct vnet *vn)
 {
-	if (!live(vn))
+	if (!vnet_live(vn))
 		return;
 	vnet_tx_reclaim(vn);
 	vnet_rx_post(vn);
@@ -704,23 +704,23 @@ static void link_resume(struct vnet *vn)
 	vn->link_resumes++;
 }
 
-static void set_link(struct vnet *vn, bool up)
+static void vnet_set_link(struct vnet *vn, bool up)
 {
 	if (up == vn->link_up)
 		return;
 	/* A broken device stays down: bringing it up would have
-	 * link_resume()'s live() report it down again, nested, before the
+	 * vnet_link_resume()'s vnet_live() report it down again, nested, before the
 	 * upper layer was told it was up. */
-	if (up && !live(vn))
+	if (up && !vnet_live(vn))
 		return;
 	vn->link_up = up;
 	if (up)
-		link_resume(vn);
+		vnet_link_resume(vn);
 	if (vn->attached)
 		vn->up.link(vn->up.ctx, up);
 }
 
-static void read_link(struct vnet *vn, bool announce_log)
+static void vnet_read_link(struct vnet *vn, bool announce_log)
 {
 	struct virtio_dev *d = vn->vd;
 	u16 status = VIRTIO_NET_S_LINK_UP;
@@ -734,7 +734,7 @@ static void read_link(struct vnet *vn, bool announce_log)
 	up = status & VIRTIO_NET_S_LINK_UP;
 	if (up != vn->link_up || announce_log)
 		kprintf("virtio%u: net: link %s\n", d->index, up ? "up" : "down");
-	set_link(vn, up);
+	vnet_set_link(vn, up);
 	if ((status & VIRTIO_NET_S_ANNOUNCE) && virtio_has(d, VIRTIO_NET_F_GUEST_ANNOUNCE)) {
 		kprintf("virtio%u: net: announce requested\n", d->index);
 		if (vnet_ctrl_announce_ack(&vn->cmd) >= 0)
@@ -744,10 +744,10 @@ static void read_link(struct vnet *vn, bool announce_log)
 
 static void vnet_config_changed(struct virtio_dev *d)
 {
-	read_link(d->priv, false);
+	vnet_read_link(d->priv, false);
 }
 
-static void ctrl_setup(struct vnet *vn)
+static void vnet_ctrl_setup(struct vnet *vn)
 {
 	struct virtio_dev *d = vn->vd;
 	int err;
@@ -763,7 +763,7 @@ static void ctrl_setup(struct vnet *vn)
 		kprintf("virtio%u: net: MAC filter refused (%d)\n", d->index, err);
 }
 
-static void coal_setup(struct vnet *vn)
+static void vnet_coal_setup(struct vnet *vn)
 {
 	struct virtio_dev *d = vn->vd;
 
@@ -798,10 +798,10 @@ static struct vnet *vnet_for(struct virtio_dev *d)
 	if (vnets[slot]) {
 		vnets[slot]->key = d;
 		work_init(&vnets[slot]->rx_work, vnet_rx_poll, vnets[slot]);
-		work_init(&vnets[slot]->tx_work, tx_poll, vnets[slot]);
-		work_init(&vnets[slot]->refill_work, rx_refill, vnets[slot]);
-		work_init(&vnets[slot]->kick_work, tx_kick, vnets[slot]);
-		timer_init(&vnets[slot]->coal_timer, coal_timer_fn, vnets[slot]);
+		work_init(&vnets[slot]->tx_work, vnet_tx_poll, vnets[slot]);
+		work_init(&vnets[slot]->refill_work, vnet_rx_refill, vnets[slot]);
+		work_init(&vnets[slot]->kick_work, vnet_tx_kick, vnets[slot]);
+		timer_init(&vnets[slot]->coal_timer, vnet_coal_timer_fn, vnets[slot]);
 	}
 	return vnets[slot];
 }
@@ -828,7 +828,7 @@ static void vnet_free_buffers(struct vnet *vn)
 
 /* The device's MAC if it offers one that is unicast and not zero; else a
  * random locally administered unicast one (kept across re-probes). */
-static void read_mac(struct vnet *vn, bool again)
+static void vnet_read_mac(struct vnet *vn, bool again)
 {
 	struct virtio_dev *d = vn->vd;
 	const char *why = NULL;
@@ -860,7 +860,7 @@ static void read_mac(struct vnet *vn, bool again)
 	vn->mac_random = true;
 }
 
-static int net_probe(struct virtio_dev *d)
+static int vnet_net_probe(struct virtio_dev *d)
 {
 	struct vnet *vn = vnet_for(d);
 	bool mrg = virtio_has(d, VIRTIO_NET_F_MRG_RXBUF);
@@ -874,7 +874,7 @@ static int net_probe(struct virtio_dev *d)
 	again = vn->attached;
 	vn->vd = d;
 	d->priv = vn;
-	read_mac(vn, again);
+	vnet_read_mac(vn, again);
 	vn->mtu = 1500;
 	if (virtio_has(d, VIRTIO_NET_F_MTU)) {
 		u16 mtu = 0;
@@ -915,7 +915,7 @@ static int net_probe(struct virtio_dev *d)
 		vnet_free_buffers(vn);	/* held ones are freed as they come back */
 	}
 	want = MIN((u32)vn->rx->num, (u32)RX_MAX_BUFS);
-	if (vn->ntotal < want && rx_alloc(vn, want - vn->ntotal) < 0 && !vn->free_rx) {
+	if (vn->ntotal < want && vnet_rx_alloc(vn, want - vn->ntotal) < 0 && !vn->free_rx) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -935,9 +935,9 @@ static int net_probe(struct virtio_dev *d)
 	vn->tx_pending_kick = false;
 	virtq_disable_cb(&vn->tx->vq);
 	vnet_rx_post(vn);
-	coal_setup(vn);
+	vnet_coal_setup(vn);
 	virtio_device_ready(d);
-	ctrl_setup(vn);
+	vnet_ctrl_setup(vn);
 	kprintf("virtio%u: net: mac %02x:%02x:%02x:%02x:%02x:%02x%s mtu %u, rx %u x %u B%s, tx ring %u, hdr %u%s\n",
 		d->index, vn->mac[0], vn->mac[1], vn->mac[2], vn->mac[3], vn->mac[4], vn->mac[5],
 		vn->mac_random ? " (random)" : "", vn->mtu, vn->nposted,
@@ -947,8 +947,8 @@ static int net_probe(struct virtio_dev *d)
 		vn->coal.mode == COAL_OFF ? "off" : vn->coal.mode == COAL_FIXED ? "fixed" : "adaptive",
 		vn->coal_device ? " (device, NOTF_COAL)" : vn->coal.mode == COAL_OFF ? "" : " (driver, event index)",
 		coal_frames(&vn->coal), coal_usecs(&vn->coal));
-	rx_rearm(vn);
-	read_link(vn, true);
+	vnet_rx_rearm(vn);
+	vnet_read_link(vn, true);
 	return 0;
 
 fail:
@@ -973,7 +973,7 @@ fail:
 	return err;
 }
 
-static void net_remove(struct virtio_dev *d)
+static void vnet_net_remove(struct virtio_dev *d)
 {
 	struct vnet *vn = d->priv;
 	void *t;
@@ -984,7 +984,7 @@ static void net_remove(struct virtio_dev *d)
 	 * and no device first, so the upper layer drops what it had queued for
 	 * us and nothing it does from tx_done() below can reach these queues. */
 	timer_stop(&vn->coal_timer);
-	set_link(vn, false);
+	vnet_set_link(vn, false);
 	vn->vd = NULL;
 	while ((t = virtq_detach_unused(&vn->rx->vq))) {
 		vn->nposted--;
@@ -993,7 +993,7 @@ static void net_remove(struct virtio_dev *d)
 			virtio_keep_forever(t, ((struct vnet_rxbuf *)t)->pages);
 			continue;
 		}
-		rx_free(vn, t);
+		vnet_rx_free(vn, t);
 	}
 	/* Transmit frames go back even from a dead device: it may only read
 	 * them, never write (and whoever runs the device can read all of
@@ -1040,9 +1040,9 @@ static const struct virtio_driver virtio_net_driver = {
 		    VIRTIO_BIT(VIRTIO_NET_F_VQ_NOTF_COAL) | VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4) |
 		    VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO6),
 	.feature_names = net_feature_names,
-	.features_fixup = net_features_fixup,
-	.probe = net_probe,
-	.remove = net_remove,
+	.features_fixup = vnet_net_features_fixup,
+	.probe = vnet_net_probe,
+	.remove = vnet_net_remove,
 	.config_changed = vnet_config_changed,
 };
 VIRTIO_DRIVER(virtio_net_driver);

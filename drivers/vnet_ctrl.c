@@ -8,7 +8,7 @@
 
 #define MAC_LEN 6u
 
-static void start(struct vnet_ctrl_cmd *cmd, u8 class, u8 command)
+static void vnet_ctrl_start(struct vnet_ctrl_cmd *cmd, u8 class, u8 command)
 {
 	memset(cmd, 0, sizeof *cmd);
 	cmd->hdr[0] = class;
@@ -16,18 +16,18 @@ static void start(struct vnet_ctrl_cmd *cmd, u8 class, u8 command)
 	cmd->ack = VNET_CTRL_ACK_UNSET;
 }
 
-static int fail(struct vnet_ctrl_cmd *cmd, int err)
+static int vnet_ctrl_fail(struct vnet_ctrl_cmd *cmd, int err)
 {
-	start(cmd, 0, 0);
+	vnet_ctrl_start(cmd, 0, 0);
 	return err;
 }
 
-static bool is_multicast(const u8 *mac)
+static bool vnet_ctrl_is_multicast(const u8 *mac)
 {
 	return mac[0] & 1;
 }
 
-static u32 put_macs(u8 *p, const u8 (*macs)[6], u32 n)
+static u32 vnet_ctrl_put_macs(u8 *p, const u8 (*macs)[6], u32 n)
 {
 	put_le32(p, n);
 	for (u32 i = 0; i < n; i++)
@@ -36,7 +36,7 @@ static u32 put_macs(u8 *p, const u8 (*macs)[6], u32 n)
 	return 4 + n * MAC_LEN;
 }
 
-static void put_coal(u8 *p, u32 max_packets, u32 max_usecs)
+static void vnet_ctrl_put_coal(u8 *p, u32 max_packets, u32 max_usecs)
 {
 	put_le32(p, max_packets);
 	put_le32(p + 4, max_usecs);
@@ -45,8 +45,8 @@ static void put_coal(u8 *p, u32 max_packets, u32 max_usecs)
 int vnet_ctrl_rx_mode(struct vnet_ctrl_cmd *cmd, u8 mode, bool on)
 {
 	if (mode > VIRTIO_NET_CTRL_RX_NOBCAST)
-		return fail(cmd, -EINVAL);
-	start(cmd, VIRTIO_NET_CTRL_RX, mode);
+		return vnet_ctrl_fail(cmd, -EINVAL);
+	vnet_ctrl_start(cmd, VIRTIO_NET_CTRL_RX, mode);
 	cmd->data[0] = on ? 1 : 0;
 	cmd->data_len = 1;
 	return 1;
@@ -56,16 +56,16 @@ int vnet_ctrl_mac_table(struct vnet_ctrl_cmd *cmd, const u8 (*uc)[6], u32 n_uc,
 			const u8 (*mc)[6], u32 n_mc)
 {
 	if (n_uc > VNET_CTRL_MAC_MAX || n_mc > VNET_CTRL_MAC_MAX - n_uc)
-		return fail(cmd, -E2BIG);
+		return vnet_ctrl_fail(cmd, -E2BIG);
 	for (u32 i = 0; i < n_uc; i++)
-		if (is_multicast(uc[i]))
-			return fail(cmd, -EINVAL);
+		if (vnet_ctrl_is_multicast(uc[i]))
+			return vnet_ctrl_fail(cmd, -EINVAL);
 	for (u32 i = 0; i < n_mc; i++)
-		if (!is_multicast(mc[i]))
-			return fail(cmd, -EINVAL);
-	start(cmd, VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_TABLE_SET);
-	cmd->data_split = put_macs(cmd->data, uc, n_uc);
-	cmd->data_len = cmd->data_split + put_macs(cmd->data + cmd->data_split, mc, n_mc);
+		if (!vnet_ctrl_is_multicast(mc[i]))
+			return vnet_ctrl_fail(cmd, -EINVAL);
+	vnet_ctrl_start(cmd, VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_TABLE_SET);
+	cmd->data_split = vnet_ctrl_put_macs(cmd->data, uc, n_uc);
+	cmd->data_len = cmd->data_split + vnet_ctrl_put_macs(cmd->data + cmd->data_split, mc, n_mc);
 	return (int)cmd->data_len;
 }
 
@@ -75,9 +75,9 @@ int vnet_ctrl_mac_addr(struct vnet_ctrl_cmd *cmd, const u8 mac[6])
 
 	for (u32 i = 0; i < MAC_LEN; i++)
 		any |= mac[i];
-	if (!any || is_multicast(mac))
-		return fail(cmd, -EINVAL);
-	start(cmd, VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET);
+	if (!any || vnet_ctrl_is_multicast(mac))
+		return vnet_ctrl_fail(cmd, -EINVAL);
+	vnet_ctrl_start(cmd, VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET);
 	for (u32 i = 0; i < MAC_LEN; i++)
 		cmd->data[i] = mac[i];
 	cmd->data_len = MAC_LEN;
@@ -86,15 +86,15 @@ int vnet_ctrl_mac_addr(struct vnet_ctrl_cmd *cmd, const u8 mac[6])
 
 int vnet_ctrl_announce_ack(struct vnet_ctrl_cmd *cmd)
 {
-	start(cmd, VIRTIO_NET_CTRL_ANNOUNCE, VIRTIO_NET_CTRL_ANNOUNCE_ACK);
+	vnet_ctrl_start(cmd, VIRTIO_NET_CTRL_ANNOUNCE, VIRTIO_NET_CTRL_ANNOUNCE_ACK);
 	return 0;
 }
 
 int vnet_ctrl_coal_set(struct vnet_ctrl_cmd *cmd, bool tx, u32 max_packets, u32 max_usecs)
 {
-	start(cmd, VIRTIO_NET_CTRL_NOTF_COAL,
+	vnet_ctrl_start(cmd, VIRTIO_NET_CTRL_NOTF_COAL,
 	      tx ? VIRTIO_NET_CTRL_NOTF_COAL_TX_SET : VIRTIO_NET_CTRL_NOTF_COAL_RX_SET);
-	put_coal(cmd->data, max_packets, max_usecs);
+	vnet_ctrl_put_coal(cmd->data, max_packets, max_usecs);
 	cmd->data_len = sizeof(struct virtio_net_ctrl_coal);
 	return (int)cmd->data_len;
 }
@@ -102,9 +102,9 @@ int vnet_ctrl_coal_set(struct vnet_ctrl_cmd *cmd, bool tx, u32 max_packets, u32 
 int vnet_ctrl_coal_vq_set(struct vnet_ctrl_cmd *cmd, u16 vqn, u32 max_packets,
 			  u32 max_usecs)
 {
-	start(cmd, VIRTIO_NET_CTRL_NOTF_COAL, VIRTIO_NET_CTRL_NOTF_COAL_VQ_SET);
+	vnet_ctrl_start(cmd, VIRTIO_NET_CTRL_NOTF_COAL, VIRTIO_NET_CTRL_NOTF_COAL_VQ_SET);
 	put_le16(cmd->data, vqn);	/* reserved (data[2..3]) stays 0 */
-	put_coal(cmd->data + offsetof(struct virtio_net_ctrl_coal_vq, coal), max_packets,
+	vnet_ctrl_put_coal(cmd->data + offsetof(struct virtio_net_ctrl_coal_vq, coal), max_packets,
 		 max_usecs);
 	cmd->data_len = sizeof(struct virtio_net_ctrl_coal_vq);
 	return (int)cmd->data_len;
@@ -112,7 +112,7 @@ int vnet_ctrl_coal_vq_set(struct vnet_ctrl_cmd *cmd, u16 vqn, u32 max_packets,
 
 int vnet_ctrl_coal_vq_get(struct vnet_ctrl_cmd *cmd, u16 vqn)
 {
-	start(cmd, VIRTIO_NET_CTRL_NOTF_COAL, VIRTIO_NET_CTRL_NOTF_COAL_VQ_GET);
+	vnet_ctrl_start(cmd, VIRTIO_NET_CTRL_NOTF_COAL, VIRTIO_NET_CTRL_NOTF_COAL_VQ_GET);
 	put_le16(cmd->data, vqn);
 	cmd->data_len = offsetof(struct virtio_net_ctrl_coal_vq, coal);
 	cmd->result_len = sizeof(struct virtio_net_ctrl_coal);

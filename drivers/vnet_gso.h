@@ -11,7 +11,7 @@
 u64 vnet_features_fixup(u64 features);
 
 /* Completes a transmit header (hdr_len 10 or 12 bytes, already filled by
- * vnet_tx_hdr with NEEDS_CSUM at csum_start) for a TCP frame the device is
+ * vnet_hdr_tx_hdr with NEEDS_CSUM at csum_start) for a TCP frame the device is
  * to cut into segments of gso_size payload bytes: gso_type TCPV4 or TCPV6
  * from the frame's EtherType (allowed only where tso4 / tso6 say so),
  * hdr_len = csum_start + the TCP header. frame holds the first hlen bytes of

@@ -22,7 +22,7 @@ static const char *const drop_names[VNET_DROP_COUNT] = {
 	[VNET_DROP_MERGE_OVERRUN]	= "merge_overrun",
 };
 
-static int drop(struct vnet_rx_info *info, enum vnet_drop why, int err)
+static int vnet_hdr_drop(struct vnet_rx_info *info, enum vnet_drop why, int err)
 {
 	info->drop = why;
 	info->bufs_left = 0;
@@ -32,14 +32,14 @@ static int drop(struct vnet_rx_info *info, enum vnet_drop why, int err)
 
 /* Drop a packet whose num_buffers was believable: its later buffers are
  * discarded too, never parsed as packets of their own (as Linux does). */
-static int drop_rest(struct vnet_rx_info *info, enum vnet_drop why, int err, u16 rest)
+static int vnet_hdr_drop_rest(struct vnet_rx_info *info, enum vnet_drop why, int err, u16 rest)
 {
-	drop(info, why, err);
+	vnet_hdr_drop(info, why, err);
 	info->skip = rest;
 	return err;
 }
 
-static bool cfg_ok(const struct vnet_rx_cfg *cfg)
+static bool vnet_hdr_cfg_ok(const struct vnet_rx_cfg *cfg)
 {
 	if (cfg->hdr_len != VIRTIO_NET_HDR_LEN && cfg->hdr_len != VIRTIO_NET_HDR_LEN_LEGACY)
 		return false;
@@ -49,13 +49,13 @@ static bool cfg_ok(const struct vnet_rx_cfg *cfg)
 }
 
 /* The last checks, once the whole frame length is known. */
-static int rx_finish(struct vnet_rx_info *info)
+static int vnet_hdr_rx_finish(struct vnet_rx_info *info)
 {
 	if (info->frame_len < VNET_ETH_HLEN)
-		return drop(info, VNET_DROP_TOO_SHORT, -EBADMSG);
+		return vnet_hdr_drop(info, VNET_DROP_TOO_SHORT, -EBADMSG);
 	if (info->needs_csum &&
 	    (u32)info->csum_start + info->csum_offset + 2u > info->frame_len)
-		return drop(info, VNET_DROP_BAD_CSUM_OFFSETS, -EBADMSG);
+		return vnet_hdr_drop(info, VNET_DROP_BAD_CSUM_OFFSETS, -EBADMSG);
 	return 0;
 }
 
@@ -64,19 +64,19 @@ u32 vnet_hdr_len(bool version_1, bool mrg_rxbuf)
 	return version_1 || mrg_rxbuf ? VIRTIO_NET_HDR_LEN : VIRTIO_NET_HDR_LEN_LEGACY;
 }
 
-int vnet_rx_check(const struct vnet_rx_cfg *cfg, const u8 *buf, u32 used_len,
+int vnet_hdr_rx_check(const struct vnet_rx_cfg *cfg, const u8 *buf, u32 used_len,
 		  u32 posted_len, struct vnet_rx_info *out)
 {
 	u8 flags, gso;
 	u16 nbuf = 1;
 
 	*out = (struct vnet_rx_info){ .drop = VNET_DROP_NONE };
-	if (!cfg_ok(cfg))
-		return drop(out, VNET_DROP_BAD_CONFIG, -EINVAL);
+	if (!vnet_hdr_cfg_ok(cfg))
+		return vnet_hdr_drop(out, VNET_DROP_BAD_CONFIG, -EINVAL);
 	if (used_len > posted_len)
-		return drop(out, VNET_DROP_TOO_LONG, -EOVERFLOW);
+		return vnet_hdr_drop(out, VNET_DROP_TOO_LONG, -EOVERFLOW);
 	if (used_len < cfg->hdr_len)
-		return drop(out, VNET_DROP_TOO_SHORT, -EBADMSG);
+		return vnet_hdr_drop(out, VNET_DROP_TOO_SHORT, -EBADMSG);
 
 	flags = buf[0];
 	gso = buf[1];
@@ -85,15 +85,15 @@ int vnet_rx_check(const struct vnet_rx_cfg *cfg, const u8 *buf, u32 used_len,
 	if (cfg->mrg_rxbuf) {
 		nbuf = get_le16(buf + 10);
 		if (nbuf == 0 || nbuf > cfg->max_buffers)
-			return drop(out, VNET_DROP_BAD_NUM_BUFFERS, -EBADMSG);
+			return vnet_hdr_drop(out, VNET_DROP_BAD_NUM_BUFFERS, -EBADMSG);
 	}
 	/* RSC_INFO needs RSC_EXT and the csum bits need GUEST_CSUM (§5.1.6.4.1);
 	 * we negotiate neither RSC_EXT nor any GUEST_TSO/UFO/USO. */
 	if ((flags & VIRTIO_NET_HDR_F_RSC_INFO) ||
 	    (!cfg->guest_csum && (flags & RX_KNOWN_FLAGS)))
-		return drop_rest(out, VNET_DROP_BAD_FLAGS, -EBADMSG, (u16)(nbuf - 1));
+		return vnet_hdr_drop_rest(out, VNET_DROP_BAD_FLAGS, -EBADMSG, (u16)(nbuf - 1));
 	if (gso != VIRTIO_NET_HDR_GSO_NONE)
-		return drop_rest(out, VNET_DROP_BAD_GSO, -EBADMSG, (u16)(nbuf - 1));
+		return vnet_hdr_drop_rest(out, VNET_DROP_BAD_GSO, -EBADMSG, (u16)(nbuf - 1));
 
 	out->frame_off = cfg->hdr_len;
 	out->first_len = used_len - cfg->hdr_len;
@@ -107,42 +107,42 @@ int vnet_rx_check(const struct vnet_rx_cfg *cfg, const u8 *buf, u32 used_len,
 		out->csum_offset = get_le16(buf + 8);
 	}
 	if (out->frame_len > cfg->max_frame)
-		return drop_rest(out, VNET_DROP_FRAME_TOO_BIG, -EBADMSG, (u16)(nbuf - 1));
+		return vnet_hdr_drop_rest(out, VNET_DROP_FRAME_TOO_BIG, -EBADMSG, (u16)(nbuf - 1));
 	if (nbuf == 1)
-		return rx_finish(out);
+		return vnet_hdr_rx_finish(out);
 	/* §5.1.6.3.2: all buffers but the last are used to their full length. */
 	if (used_len != posted_len)
-		return drop_rest(out, VNET_DROP_BAD_MERGE_LEN, -EBADMSG, (u16)(nbuf - 1));
+		return vnet_hdr_drop_rest(out, VNET_DROP_BAD_MERGE_LEN, -EBADMSG, (u16)(nbuf - 1));
 	return 0;
 }
 
-int vnet_rx_merge(const struct vnet_rx_cfg *cfg, struct vnet_rx_info *info,
+int vnet_hdr_rx_merge(const struct vnet_rx_cfg *cfg, struct vnet_rx_info *info,
 		  u32 used_len, u32 posted_len)
 {
-	if (!cfg_ok(cfg))
-		return drop(info, VNET_DROP_BAD_CONFIG, -EINVAL);
+	if (!vnet_hdr_cfg_ok(cfg))
+		return vnet_hdr_drop(info, VNET_DROP_BAD_CONFIG, -EINVAL);
 	if (info->drop != VNET_DROP_NONE || info->bufs_left == 0)
-		return drop(info, VNET_DROP_MERGE_OVERRUN, -EINVAL);
+		return vnet_hdr_drop(info, VNET_DROP_MERGE_OVERRUN, -EINVAL);
 	if (used_len > posted_len)
-		return drop_rest(info, VNET_DROP_TOO_LONG, -EOVERFLOW, (u16)(info->bufs_left - 1));
+		return vnet_hdr_drop_rest(info, VNET_DROP_TOO_LONG, -EOVERFLOW, (u16)(info->bufs_left - 1));
 	if (info->bufs_left > 1 ? used_len != posted_len : used_len == 0)
-		return drop_rest(info, VNET_DROP_BAD_MERGE_LEN, -EBADMSG, (u16)(info->bufs_left - 1));
+		return vnet_hdr_drop_rest(info, VNET_DROP_BAD_MERGE_LEN, -EBADMSG, (u16)(info->bufs_left - 1));
 	if (info->frame_len > cfg->max_frame || used_len > cfg->max_frame - info->frame_len)
-		return drop_rest(info, VNET_DROP_FRAME_TOO_BIG, -EBADMSG, (u16)(info->bufs_left - 1));
+		return vnet_hdr_drop_rest(info, VNET_DROP_FRAME_TOO_BIG, -EBADMSG, (u16)(info->bufs_left - 1));
 	info->frame_len += used_len;
 	if (--info->bufs_left == 0)
-		return rx_finish(info);
+		return vnet_hdr_rx_finish(info);
 	return 0;
 }
 
-const char *vnet_drop_name(enum vnet_drop reason)
+const char *vnet_hdr_drop_name(enum vnet_drop reason)
 {
 	if ((unsigned)reason >= VNET_DROP_COUNT)
 		return "?";
 	return drop_names[reason];
 }
 
-void vnet_tx_hdr(u8 *hdr, size_t hdr_len, bool csum_offload, u16 csum_start,
+void vnet_hdr_tx_hdr(u8 *hdr, size_t hdr_len, bool csum_offload, u16 csum_start,
 		 u16 csum_offset)
 {
 	for (size_t i = 0; i < hdr_len; i++)
@@ -154,7 +154,7 @@ void vnet_tx_hdr(u8 *hdr, size_t hdr_len, bool csum_offload, u16 csum_start,
 	put_le16(hdr + 8, csum_offset);
 }
 
-u32 vnet_csum_add(u32 sum, const u8 *p, u32 len)
+u32 vnet_hdr_csum_add(u32 sum, const u8 *p, u32 len)
 {
 	u64 acc = sum;
 	u32 i;
@@ -168,14 +168,14 @@ u32 vnet_csum_add(u32 sum, const u8 *p, u32 len)
 	return (u32)acc;
 }
 
-u16 vnet_csum_fold(u32 sum)
+u16 vnet_hdr_csum_fold(u32 sum)
 {
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	return (u16)~sum;
 }
 
-int vnet_csum_complete(u8 *frame, u32 len, u16 start, u16 offset)
+int vnet_hdr_csum_complete(u8 *frame, u32 len, u16 start, u16 offset)
 {
 	u32 at = (u32)start + offset;
 	u16 c;
@@ -183,7 +183,7 @@ int vnet_csum_complete(u8 *frame, u32 len, u16 start, u16 offset)
 	if (at + 2u > len)
 		return -EINVAL;
 	/* The field holds the pseudo-header sum and is part of the range. */
-	c = vnet_csum_fold(vnet_csum_add(0, frame + start, len - start));
+	c = vnet_hdr_csum_fold(vnet_hdr_csum_add(0, frame + start, len - start));
 	if (c == 0)
 		c = 0xffff;	/* same value in ones' complement; 0 means "none" for UDP */
 	frame[at] = (u8)(c >> 8);
@@ -194,7 +194,7 @@ int vnet_csum_complete(u8 *frame, u32 len, u16 start, u16 offset)
 /* TCP checksum offload (§5.1.6.2): the device sums from csum_start to the
  * end of the frame and stores the result at csum_start + csum_offset; the
  * field must hold the pseudo-header sum (RFC 793 / RFC 8200 §8.1) first. */
-int vnet_tx_csum_prep(u8 *hdr, u32 hlen, u16 *start, u16 *offset)
+int vnet_hdr_tx_csum_prep(u8 *hdr, u32 hlen, u16 *start, u16 *offset)
 {
 	u32 sum = 0, l3 = VNET_ETH_HLEN, l4, l4_len;
 	u16 type;
@@ -216,13 +216,13 @@ int vnet_tx_csum_prep(u8 *hdr, u32 hlen, u16 *start, u16 *offset)
 			return -ENOTSUP;
 		l4 = l3 + ihl;
 		l4_len = tot - ihl;
-		sum = vnet_csum_add(sum, hdr + l3 + 12, 8);	/* source, destination */
+		sum = vnet_hdr_csum_add(sum, hdr + l3 + 12, 8);	/* source, destination */
 	} else if (type == 0x86dd) {		/* IPv6, TCP directly after the fixed header */
 		if (hlen < l3 + 40 || (hdr[l3] >> 4) != 6 || hdr[l3 + 6] != 6)
 			return -ENOTSUP;
 		l4 = l3 + 40;
 		l4_len = (u32)(hdr[l3 + 4] << 8 | hdr[l3 + 5]);
-		sum = vnet_csum_add(sum, hdr + l3 + 8, 32);
+		sum = vnet_hdr_csum_add(sum, hdr + l3 + 8, 32);
 	} else {
 		return -ENOTSUP;
 	}
@@ -230,10 +230,10 @@ int vnet_tx_csum_prep(u8 *hdr, u32 hlen, u16 *start, u16 *offset)
 		return -ENOTSUP;
 	v[0] = 0;
 	v[1] = 6;
-	sum = vnet_csum_add(sum, v, 2);
+	sum = vnet_hdr_csum_add(sum, v, 2);
 	v[0] = (u8)(l4_len >> 8);
 	v[1] = (u8)l4_len;
-	sum = vnet_csum_add(sum, v, 2);
+	sum = vnet_hdr_csum_add(sum, v, 2);
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
 	hdr[l4 + 16] = (u8)(sum >> 8);	/* not complemented: the device adds the rest */
@@ -245,7 +245,7 @@ int vnet_tx_csum_prep(u8 *hdr, u32 hlen, u16 *start, u16 *offset)
 
 /* Is the frame an IPv4 fragment? (Its L4 checksum covers the reassembled
  * datagram, so a per-frame checksum verdict says nothing about it.) */
-bool vnet_is_ipv4_fragment(const u8 *frame, u32 len)
+bool vnet_hdr_is_ipv4_fragment(const u8 *frame, u32 len)
 {
 	if (len < VNET_ETH_HLEN + 20 || frame[12] != 0x08 || frame[13] != 0x00)
 		return false;

@@ -12,7 +12,7 @@
 #define VNET_FRAME_MAX		65535u	/* cap on a (merged) frame, header excluded */
 
 /* Why a received buffer was dropped. Kept dense: indexes the driver's drop
- * counters and vnet_drop_name(). */
+ * counters and vnet_hdr_drop_name(). */
 enum vnet_drop {
 	VNET_DROP_NONE = 0,
 	VNET_DROP_BAD_CONFIG,		/* caller's vnet_rx_cfg is invalid */
@@ -45,7 +45,7 @@ struct vnet_rx_info {
 	u32 first_len;		/* frame bytes in buffer 1 */
 	u32 frame_len;		/* frame bytes so far; the whole frame once complete */
 	u16 num_buffers;	/* buffers this packet spans, 1..max_buffers */
-	u16 bufs_left;		/* buffers still to pass to vnet_rx_merge (0 = complete) */
+	u16 bufs_left;		/* buffers still to pass to vnet_hdr_rx_merge (0 = complete) */
 	bool csum_valid;	/* DATA_VALID: device verified the checksum */
 	bool needs_csum;	/* NEEDS_CSUM: checksum is partial, see below */
 	u16 csum_start;		/* with needs_csum: frame offset where summing starts */
@@ -63,10 +63,10 @@ u32 vnet_hdr_len(bool version_1, bool mrg_rxbuf);
 /* Check the first (or only) buffer of a received packet. buf holds used_len
  * device-written bytes; posted_len is the writable length we posted. Reads
  * only buf[0..hdr_len). Returns 0 with *out filled (out->bufs_left > 0 means
- * pass the remaining buffers to vnet_rx_merge before using the frame), or
+ * pass the remaining buffers to vnet_hdr_rx_merge before using the frame), or
  * -EINVAL (bad cfg), -EOVERFLOW (used_len > posted_len), -EBADMSG (bad header
  * or length) with out->drop saying why. */
-int vnet_rx_check(const struct vnet_rx_cfg *cfg, const u8 *buf, u32 used_len,
+int vnet_hdr_rx_check(const struct vnet_rx_cfg *cfg, const u8 *buf, u32 used_len,
 		  u32 posted_len, struct vnet_rx_info *out);
 
 /* Account the next buffer of a merged packet (MRG_RXBUF, num_buffers > 1).
@@ -75,42 +75,42 @@ int vnet_rx_check(const struct vnet_rx_cfg *cfg, const u8 *buf, u32 used_len,
  * When the last buffer is in, the checksum offsets are checked against the
  * whole frame. Returns 0 (info updated), or a negative error with info->drop
  * set; after an error the packet must be dropped whole. */
-int vnet_rx_merge(const struct vnet_rx_cfg *cfg, struct vnet_rx_info *info,
+int vnet_hdr_rx_merge(const struct vnet_rx_cfg *cfg, struct vnet_rx_info *info,
 		  u32 used_len, u32 posted_len);
 
 /* Counter name for a drop reason ("?" if out of range). */
-const char *vnet_drop_name(enum vnet_drop reason);
+const char *vnet_hdr_drop_name(enum vnet_drop reason);
 
 /* Fill a transmit header of hdr_len bytes (10 or 12): all zero (num_buffers
  * 0, GSO_NONE) except, with csum_offload, NEEDS_CSUM and the offsets. Use
  * csum_offload only with VIRTIO_NET_F_CSUM negotiated, after seeding the
  * checksum field with the pseudo-header sum. Fields past hdr_len are not
  * written. */
-void vnet_tx_hdr(u8 *hdr, size_t hdr_len, bool csum_offload, u16 csum_start,
+void vnet_hdr_tx_hdr(u8 *hdr, size_t hdr_len, bool csum_offload, u16 csum_start,
 		 u16 csum_offset);
 
 /* Add len bytes at p to a 32-bit ones'-complement accumulator (big-endian
  * 16-bit words, an odd last byte padded with zero). Returns the new sum;
  * chain calls only at even lengths. */
-u32 vnet_csum_add(u32 sum, const u8 *p, u32 len);
+u32 vnet_hdr_csum_add(u32 sum, const u8 *p, u32 len);
 
 /* Fold an accumulator to 16 bits and complement it: the value to store. */
-u16 vnet_csum_fold(u32 sum);
+u16 vnet_hdr_csum_fold(u32 sum);
 
 /* Complete a partial checksum in a contiguous frame, as a device does for
  * NEEDS_CSUM: sum frame[start..len), store the folded result big-endian at
  * start + offset. Returns 0, or -EINVAL if start + offset + 2 > len. */
-int vnet_csum_complete(u8 *frame, u32 len, u16 start, u16 offset);
+int vnet_hdr_csum_complete(u8 *frame, u32 len, u16 start, u16 offset);
 
 /* Prepare TCP checksum offload for a frame whose Ethernet, IP and TCP
  * headers are the first hlen bytes at hdr (writable): IPv4 that is not a
  * fragment, or IPv6 with TCP as the first next header. Writes the
  * pseudo-header sum into the TCP checksum field and sets *start and *offset for
- * vnet_tx_hdr(). Returns 0, or -ENOTSUP (not such a frame, or headers not
+ * vnet_hdr_tx_hdr(). Returns 0, or -ENOTSUP (not such a frame, or headers not
  * all within hlen; nothing written). */
-int vnet_tx_csum_prep(u8 *hdr, u32 hlen, u16 *start, u16 *offset);
+int vnet_hdr_tx_csum_prep(u8 *hdr, u32 hlen, u16 *start, u16 *offset);
 
 /* True if frame (Ethernet first) is an IPv4 fragment. */
-bool vnet_is_ipv4_fragment(const u8 *frame, u32 len);
+bool vnet_hdr_is_ipv4_fragment(const u8 *frame, u32 len);
 
 #endif

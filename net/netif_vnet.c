@@ -191,7 +191,7 @@ static void nv_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned flags)
 	work_queue(&rxmem_work);
 	if (!head)
 		return;
-	skip_check = (flags & VNET_RX_CSUM_OK) && !vnet_is_ipv4_fragment(head->payload, head->len);
+	skip_check = (flags & VNET_RX_CSUM_OK) && !vnet_hdr_is_ipv4_fragment(head->payload, head->len);
 	if (skip_check)
 		NETIF_SET_CHECKSUM_CTRL(&nif, check_flags & ~(NETIF_CHECKSUM_CHECK_TCP | NETIF_CHECKSUM_CHECK_UDP));
 	if (nif.input(head, &nif) != ERR_OK)

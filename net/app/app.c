@@ -116,7 +116,7 @@ static void vnet_metrics(struct metrics_buf *b)
 		       tso_out_stats.no_record + tso_out_stats.no_pbuf);
 	metrics_family(b, "vireo_vnet_rx_drops_total", METRICS_COUNTER, "Received buffers dropped, by reason");
 	for (int r = 1; r < VNET_DROP_COUNT; r++)
-		metrics_sample1(b, "vireo_vnet_rx_drops_total", "reason", vnet_drop_name((enum vnet_drop)r),
+		metrics_sample1(b, "vireo_vnet_rx_drops_total", "reason", vnet_hdr_drop_name((enum vnet_drop)r),
 				st.q[0].drops[r]);
 	metrics_simple(b, "vireo_vnet_rx_buffers_posted", METRICS_GAUGE, "Receive buffers on the ring",
 		       st.rx_posted);

@@ -6,7 +6,7 @@
  * The first buffer is handed over in a heap block of exactly
  * min(used_len, posted_len) bytes, so ASan catches any read past what the
  * device wrote. After every call the reported fields are checked against the
- * lengths; any violation aborts. vnet_csum_complete gets the same bytes. */
+ * lengths; any violation aborts. vnet_hdr_csum_complete gets the same bytes. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,7 +52,7 @@ static void check_fail(const struct vnet_rx_info *info, int ret)
 	CHECK(ret == -EINVAL || ret == -EOVERFLOW || ret == -EBADMSG);
 	CHECK(info->drop != VNET_DROP_NONE && info->drop < VNET_DROP_COUNT);
 	CHECK(info->bufs_left == 0);
-	CHECK(vnet_drop_name(info->drop)[0] != '?');
+	CHECK(vnet_hdr_drop_name(info->drop)[0] != '?');
 }
 
 static void check_complete(const struct vnet_rx_cfg *cfg, const struct vnet_rx_info *info)
@@ -96,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(buf, 0, have);
 	memcpy(buf, data + PARAMS, MIN(have, (u32)(size - PARAMS)));
 
-	ret = vnet_rx_check(&cfg, buf, used, posted, &info);
+	ret = vnet_hdr_rx_check(&cfg, buf, used, posted, &info);
 	if (ret) {
 		check_fail(&info, ret);
 		CHECK((ret == -EOVERFLOW) == (info.drop == VNET_DROP_TOO_LONG));
@@ -135,13 +135,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		q = pick_len(get32(p + 4));
 		u = (p[0] & 1) ? q : pick_len(get32(p));	/* often full */
 		before = info;
-		ret = vnet_rx_merge(&cfg, &info, u, q);
+		ret = vnet_hdr_rx_merge(&cfg, &info, u, q);
 		if (ret) {
 			check_fail(&info, ret);
 			if (before.bufs_left == 0)
 				CHECK(ret == -EINVAL);
 			/* a failed packet takes nothing more */
-			CHECK(vnet_rx_merge(&cfg, &info, 1, 1) == -EINVAL);
+			CHECK(vnet_hdr_rx_merge(&cfg, &info, 1, 1) == -EINVAL);
 			break;
 		}
 		CHECK(before.bufs_left > 0);
@@ -165,7 +165,7 @@ out:
 		bool fits = (u32)start + off + 2 <= have;
 
 		memcpy(copy, buf, have);
-		ret = vnet_csum_complete(copy, have, start, off);
+		ret = vnet_hdr_csum_complete(copy, have, start, off);
 		CHECK(ret == (fits ? 0 : -EINVAL));
 		for (u32 i = 0; i < have; i++)
 			if (!fits || i < (u32)start + off || i >= (u32)start + off + 2)

@@ -54,7 +54,7 @@ static void expect_drop(const struct vnet_rx_cfg *cfg, u32 used, u32 posted, int
 {
 	struct vnet_rx_info info;
 
-	assert_int_equal(vnet_rx_check(cfg, buf, used, posted, &info), err);
+	assert_int_equal(vnet_hdr_rx_check(cfg, buf, used, posted, &info), err);
 	assert_int_equal(info.drop, why);
 	assert_int_equal(info.bufs_left, 0);
 }
@@ -73,7 +73,7 @@ static void test_rx_single_ok(void **state)
 
 	/* Without MRG_RXBUF num_buffers is not read (QEMU leaves it as is). */
 	rx_hdr(buf, 0, 0, 0, 0, 0xbeef);
-	assert_int_equal(vnet_rx_check(&CFG_V1, buf, 12 + 60, POSTED, &info), 0);
+	assert_int_equal(vnet_hdr_rx_check(&CFG_V1, buf, 12 + 60, POSTED, &info), 0);
 	assert_int_equal(info.drop, VNET_DROP_NONE);
 	assert_int_equal(info.frame_off, 12);
 	assert_int_equal(info.first_len, 60);
@@ -85,12 +85,12 @@ static void test_rx_single_ok(void **state)
 
 	/* Legacy: 10-byte header, frame starts at 10. */
 	rx_hdr(buf, 0, 0, 0, 0, 0);
-	assert_int_equal(vnet_rx_check(&CFG_LEGACY, buf, 10 + 14, POSTED, &info), 0);
+	assert_int_equal(vnet_hdr_rx_check(&CFG_LEGACY, buf, 10 + 14, POSTED, &info), 0);
 	assert_int_equal(info.frame_off, 10);
 	assert_int_equal(info.frame_len, 14);
 
 	/* Exactly the posted length, and exactly max_frame. */
-	assert_int_equal(vnet_rx_check(&CFG_V1, buf, 12 + 1514, 12 + 1514, &info), 0);
+	assert_int_equal(vnet_hdr_rx_check(&CFG_V1, buf, 12 + 1514, 12 + 1514, &info), 0);
 	assert_int_equal(info.frame_len, 1514);
 	expect_drop(&CFG_V1, 12 + 1515, 12 + 1515, -EBADMSG, VNET_DROP_FRAME_TOO_BIG);
 }
@@ -118,11 +118,11 @@ static void test_rx_num_buffers(void **state)
 	rx_hdr(buf, 0, 0, 0, 0, 0xffff);
 	expect_drop(&CFG_MRG, POSTED, POSTED, -EBADMSG, VNET_DROP_BAD_NUM_BUFFERS);
 	rx_hdr(buf, 0, 0, 0, 0, 8);
-	assert_int_equal(vnet_rx_check(&CFG_MRG, buf, POSTED, POSTED, &info), 0);
+	assert_int_equal(vnet_hdr_rx_check(&CFG_MRG, buf, POSTED, POSTED, &info), 0);
 	assert_int_equal(info.num_buffers, 8);
 	assert_int_equal(info.bufs_left, 7);
 	rx_hdr(buf, 0, 0, 0, 0, 1);
-	assert_int_equal(vnet_rx_check(&CFG_MRG, buf, 100, POSTED, &info), 0);
+	assert_int_equal(vnet_hdr_rx_check(&CFG_MRG, buf, 100, POSTED, &info), 0);
 	assert_int_equal(info.num_buffers, 1);
 	assert_int_equal(info.bufs_left, 0);
 	assert_int_equal(info.frame_len, 88);
@@ -135,7 +135,7 @@ static void test_rx_flags(void **state)
 	/* Checksum flags need GUEST_CSUM. */
 	rx_hdr(buf, VIRTIO_NET_HDR_F_DATA_VALID, 0, 0, 0, 1);
 	expect_drop(&CFG_LEGACY, 10 + 60, POSTED, -EBADMSG, VNET_DROP_BAD_FLAGS);
-	assert_int_equal(vnet_rx_check(&CFG_V1, buf, 12 + 60, POSTED, &info), 0);
+	assert_int_equal(vnet_hdr_rx_check(&CFG_V1, buf, 12 + 60, POSTED, &info), 0);
 	assert_true(info.csum_valid);
 	assert_false(info.needs_csum);
 	rx_hdr(buf, VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 34, 16, 1);
@@ -145,8 +145,8 @@ static void test_rx_flags(void **state)
 	expect_drop(&CFG_V1, 12 + 60, POSTED, -EBADMSG, VNET_DROP_BAD_FLAGS);
 	/* Unknown bits are ignored (the spec says the driver MUST). */
 	rx_hdr(buf, 0xf8, 0, 0, 0, 1);
-	assert_int_equal(vnet_rx_check(&CFG_V1, buf, 12 + 60, POSTED, &info), 0);
-	assert_int_equal(vnet_rx_check(&CFG_LEGACY, buf, 10 + 60, POSTED, &info), 0);
+	assert_int_equal(vnet_hdr_rx_check(&CFG_V1, buf, 12 + 60, POSTED, &info), 0);
+	assert_int_equal(vnet_hdr_rx_check(&CFG_LEGACY, buf, 10 + 60, POSTED, &info), 0);
 	assert_false(info.csum_valid);
 }
 
@@ -155,7 +155,7 @@ static void test_rx_csum_offsets(void **state)
 	struct vnet_rx_info info;
 
 	rx_hdr(buf, VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 34, 16, 1);
-	assert_int_equal(vnet_rx_check(&CFG_V1, buf, 12 + 52, POSTED, &info), 0);
+	assert_int_equal(vnet_hdr_rx_check(&CFG_V1, buf, 12 + 52, POSTED, &info), 0);
 	assert_true(info.needs_csum);
 	assert_int_equal(info.csum_start, 34);
 	assert_int_equal(info.csum_offset, 16);
@@ -165,7 +165,7 @@ static void test_rx_csum_offsets(void **state)
 	expect_drop(&CFG_V1, 12 + 1514, POSTED, -EBADMSG, VNET_DROP_BAD_CSUM_OFFSETS);
 	/* Offsets are only read with NEEDS_CSUM. */
 	rx_hdr(buf, VIRTIO_NET_HDR_F_DATA_VALID, 0, 0xffff, 0xffff, 1);
-	assert_int_equal(vnet_rx_check(&CFG_V1, buf, 12 + 60, POSTED, &info), 0);
+	assert_int_equal(vnet_hdr_rx_check(&CFG_V1, buf, 12 + 60, POSTED, &info), 0);
 	assert_int_equal(info.csum_start, 0);
 	assert_int_equal(info.csum_offset, 0);
 }
@@ -206,7 +206,7 @@ static void test_rx_bad_config(void **state)
 	expect_drop(&c, 100, POSTED, -EINVAL, VNET_DROP_BAD_CONFIG);
 	c.max_frame = VNET_FRAME_MAX + 1;
 	expect_drop(&c, 100, POSTED, -EINVAL, VNET_DROP_BAD_CONFIG);
-	assert_int_equal(vnet_rx_merge(&c, &info, 10, 10), -EINVAL);
+	assert_int_equal(vnet_hdr_rx_merge(&c, &info, 10, 10), -EINVAL);
 	assert_int_equal(info.drop, VNET_DROP_BAD_CONFIG);
 }
 
@@ -214,7 +214,7 @@ static void test_rx_bad_config(void **state)
 static void merge_start(struct vnet_rx_info *info, u8 flags, u16 start, u16 off)
 {
 	rx_hdr(buf, flags, 0, start, off, 3);
-	assert_int_equal(vnet_rx_check(&CFG_MRG, buf, 100, 100, info), 0);
+	assert_int_equal(vnet_hdr_rx_check(&CFG_MRG, buf, 100, 100, info), 0);
 	assert_int_equal(info->first_len, 88);
 	assert_int_equal(info->bufs_left, 2);
 }
@@ -224,15 +224,15 @@ static void test_rx_merge(void **state)
 	struct vnet_rx_info info;
 
 	merge_start(&info, 0, 0, 0);
-	assert_int_equal(vnet_rx_merge(&CFG_MRG, &info, 100, 100), 0);
+	assert_int_equal(vnet_hdr_rx_merge(&CFG_MRG, &info, 100, 100), 0);
 	assert_int_equal(info.bufs_left, 1);
-	assert_int_equal(vnet_rx_merge(&CFG_MRG, &info, 40, 100), 0);
+	assert_int_equal(vnet_hdr_rx_merge(&CFG_MRG, &info, 40, 100), 0);
 	assert_int_equal(info.bufs_left, 0);
 	assert_int_equal(info.frame_len, 88 + 100 + 40);
 	assert_int_equal(info.first_len, 88);
 	assert_int_equal(info.drop, VNET_DROP_NONE);
 	/* nothing more is outstanding */
-	assert_int_equal(vnet_rx_merge(&CFG_MRG, &info, 1, 100), -EINVAL);
+	assert_int_equal(vnet_hdr_rx_merge(&CFG_MRG, &info, 1, 100), -EINVAL);
 	assert_int_equal(info.drop, VNET_DROP_MERGE_OVERRUN);
 
 	/* the first buffer of a merged packet must be full */
@@ -240,19 +240,19 @@ static void test_rx_merge(void **state)
 	expect_drop(&CFG_MRG, 99, 100, -EBADMSG, VNET_DROP_BAD_MERGE_LEN);
 	/* a middle buffer must be full */
 	merge_start(&info, 0, 0, 0);
-	assert_int_equal(vnet_rx_merge(&CFG_MRG, &info, 99, 100), -EBADMSG);
+	assert_int_equal(vnet_hdr_rx_merge(&CFG_MRG, &info, 99, 100), -EBADMSG);
 	assert_int_equal(info.drop, VNET_DROP_BAD_MERGE_LEN);
 	assert_int_equal(info.bufs_left, 0);
 	/* and after an error nothing more is taken */
-	assert_int_equal(vnet_rx_merge(&CFG_MRG, &info, 100, 100), -EINVAL);
+	assert_int_equal(vnet_hdr_rx_merge(&CFG_MRG, &info, 100, 100), -EINVAL);
 	/* the last one must not be empty */
 	merge_start(&info, 0, 0, 0);
-	assert_int_equal(vnet_rx_merge(&CFG_MRG, &info, 100, 100), 0);
-	assert_int_equal(vnet_rx_merge(&CFG_MRG, &info, 0, 100), -EBADMSG);
+	assert_int_equal(vnet_hdr_rx_merge(&CFG_MRG, &info, 100, 100), 0);
+	assert_int_equal(vnet_hdr_rx_merge(&CFG_MRG, &info, 0, 100), -EBADMSG);
 	assert_int_equal(info.drop, VNET_DROP_BAD_MERGE_LEN);
 	/* nor longer than posted */
 	merge_start(&info, 0, 0, 0);
-	assert_int_equal(vnet_rx_merge(&CFG_MRG, &info, 101, 100), -EOVERFLOW);
+	assert_int_equal(vnet_hdr_rx_merge(&CFG_MRG, &info, 101, 100), -EOVERFLOW);
 	assert_int_equal(info.drop, VNET_DROP_TOO_LONG);
 }
 
@@ -263,30 +263,30 @@ static void test_rx_merge_totals(void **state)
 
 	/* 88 + 4096 + 4096 + 720 = 9000 = max_frame: fits exactly. */
 	rx_hdr(buf, 0, 0, 0, 0, 4);
-	assert_int_equal(vnet_rx_check(&c, buf, 100, 100, &info), 0);
-	assert_int_equal(vnet_rx_merge(&c, &info, 4096, 4096), 0);
-	assert_int_equal(vnet_rx_merge(&c, &info, 4096, 4096), 0);
-	assert_int_equal(vnet_rx_merge(&c, &info, 720, 4096), 0);
+	assert_int_equal(vnet_hdr_rx_check(&c, buf, 100, 100, &info), 0);
+	assert_int_equal(vnet_hdr_rx_merge(&c, &info, 4096, 4096), 0);
+	assert_int_equal(vnet_hdr_rx_merge(&c, &info, 4096, 4096), 0);
+	assert_int_equal(vnet_hdr_rx_merge(&c, &info, 720, 4096), 0);
 	assert_int_equal(info.frame_len, 9000);
 	/* one byte more does not */
-	assert_int_equal(vnet_rx_check(&c, buf, 100, 100, &info), 0);
-	assert_int_equal(vnet_rx_merge(&c, &info, 4096, 4096), 0);
-	assert_int_equal(vnet_rx_merge(&c, &info, 4096, 4096), 0);
-	assert_int_equal(vnet_rx_merge(&c, &info, 721, 4096), -EBADMSG);
+	assert_int_equal(vnet_hdr_rx_check(&c, buf, 100, 100, &info), 0);
+	assert_int_equal(vnet_hdr_rx_merge(&c, &info, 4096, 4096), 0);
+	assert_int_equal(vnet_hdr_rx_merge(&c, &info, 4096, 4096), 0);
+	assert_int_equal(vnet_hdr_rx_merge(&c, &info, 721, 4096), -EBADMSG);
 	assert_int_equal(info.drop, VNET_DROP_FRAME_TOO_BIG);
 	/* no u32 wrap: huge buffers are caught by the running total */
 	c.max_frame = VNET_FRAME_MAX;
 	rx_hdr(buf, 0, 0, 0, 0, 3);
-	assert_int_equal(vnet_rx_check(&c, buf, 100, 100, &info), 0);
-	assert_int_equal(vnet_rx_merge(&c, &info, 0xfffffff0u, 0xfffffff0u), -EBADMSG);
+	assert_int_equal(vnet_hdr_rx_check(&c, buf, 100, 100, &info), 0);
+	assert_int_equal(vnet_hdr_rx_merge(&c, &info, 0xfffffff0u, 0xfffffff0u), -EBADMSG);
 	assert_int_equal(info.drop, VNET_DROP_FRAME_TOO_BIG);
 	/* a merged frame must still hold an Ethernet header */
 	rx_hdr(buf, 0, 0, 0, 0, 2);
-	assert_int_equal(vnet_rx_check(&c, buf, 12, 12, &info), 0);	/* header only */
-	assert_int_equal(vnet_rx_merge(&c, &info, 13, 100), -EBADMSG);
+	assert_int_equal(vnet_hdr_rx_check(&c, buf, 12, 12, &info), 0);	/* header only */
+	assert_int_equal(vnet_hdr_rx_merge(&c, &info, 13, 100), -EBADMSG);
 	assert_int_equal(info.drop, VNET_DROP_TOO_SHORT);
-	assert_int_equal(vnet_rx_check(&c, buf, 12, 12, &info), 0);
-	assert_int_equal(vnet_rx_merge(&c, &info, 14, 100), 0);
+	assert_int_equal(vnet_hdr_rx_check(&c, buf, 12, 12, &info), 0);
+	assert_int_equal(vnet_hdr_rx_merge(&c, &info, 14, 100), 0);
 	assert_int_equal(info.frame_len, 14);
 	assert_int_equal(info.first_len, 0);
 }
@@ -297,31 +297,31 @@ static void test_rx_merge_csum(void **state)
 
 	/* The checksum field may sit in a later buffer: judged on the total. */
 	merge_start(&info, VIRTIO_NET_HDR_F_NEEDS_CSUM, 150, 16);
-	assert_int_equal(vnet_rx_merge(&CFG_MRG, &info, 100, 100), 0);
-	assert_int_equal(vnet_rx_merge(&CFG_MRG, &info, 1, 100), 0);	/* 189 >= 168 */
+	assert_int_equal(vnet_hdr_rx_merge(&CFG_MRG, &info, 100, 100), 0);
+	assert_int_equal(vnet_hdr_rx_merge(&CFG_MRG, &info, 1, 100), 0);	/* 189 >= 168 */
 	assert_true(info.needs_csum);
 	merge_start(&info, VIRTIO_NET_HDR_F_NEEDS_CSUM, 180, 16);	/* needs 198 */
-	assert_int_equal(vnet_rx_merge(&CFG_MRG, &info, 100, 100), 0);
-	assert_int_equal(vnet_rx_merge(&CFG_MRG, &info, 9, 100), -EBADMSG);	/* 197 */
+	assert_int_equal(vnet_hdr_rx_merge(&CFG_MRG, &info, 100, 100), 0);
+	assert_int_equal(vnet_hdr_rx_merge(&CFG_MRG, &info, 9, 100), -EBADMSG);	/* 197 */
 	assert_int_equal(info.drop, VNET_DROP_BAD_CSUM_OFFSETS);
 	merge_start(&info, VIRTIO_NET_HDR_F_NEEDS_CSUM, 180, 16);
-	assert_int_equal(vnet_rx_merge(&CFG_MRG, &info, 100, 100), 0);
-	assert_int_equal(vnet_rx_merge(&CFG_MRG, &info, 10, 100), 0);	/* 198 */
+	assert_int_equal(vnet_hdr_rx_merge(&CFG_MRG, &info, 100, 100), 0);
+	assert_int_equal(vnet_hdr_rx_merge(&CFG_MRG, &info, 10, 100), 0);	/* 198 */
 }
 
 static void test_drop_names(void **state)
 {
 	for (int i = 0; i < VNET_DROP_COUNT; i++) {
-		const char *n = vnet_drop_name((enum vnet_drop)i);
+		const char *n = vnet_hdr_drop_name((enum vnet_drop)i);
 
 		assert_non_null(n);
 		assert_true(strlen(n) > 1);
 		for (int j = 0; j < i; j++)
-			assert_string_not_equal(n, vnet_drop_name((enum vnet_drop)j));
+			assert_string_not_equal(n, vnet_hdr_drop_name((enum vnet_drop)j));
 	}
-	assert_string_equal(vnet_drop_name(VNET_DROP_TOO_SHORT), "too_short");
-	assert_string_equal(vnet_drop_name(VNET_DROP_COUNT), "?");
-	assert_string_equal(vnet_drop_name((enum vnet_drop)-1), "?");
+	assert_string_equal(vnet_hdr_drop_name(VNET_DROP_TOO_SHORT), "too_short");
+	assert_string_equal(vnet_hdr_drop_name(VNET_DROP_COUNT), "?");
+	assert_string_equal(vnet_hdr_drop_name((enum vnet_drop)-1), "?");
 }
 
 /* ======================================================================
@@ -334,12 +334,12 @@ static void test_tx_hdr(void **state)
 	static const u8 zero[12];
 
 	memset(h, 0xaa, sizeof h);
-	vnet_tx_hdr(h, 12, false, 34, 16);
+	vnet_hdr_tx_hdr(h, 12, false, 34, 16);
 	assert_memory_equal(h, zero, 12);
 	assert_int_equal(h[12], 0xaa);
 
 	memset(h, 0xaa, sizeof h);
-	vnet_tx_hdr(h, 12, true, 0x1234, 0x0016);
+	vnet_hdr_tx_hdr(h, 12, true, 0x1234, 0x0016);
 	assert_int_equal(h[0], VIRTIO_NET_HDR_F_NEEDS_CSUM);
 	assert_int_equal(h[1], VIRTIO_NET_HDR_GSO_NONE);
 	assert_int_equal(h[2] | h[3] | h[4] | h[5], 0);	/* hdr_len, gso_size */
@@ -351,7 +351,7 @@ static void test_tx_hdr(void **state)
 	assert_int_equal(h[12], 0xaa);
 
 	memset(h, 0xaa, sizeof h);
-	vnet_tx_hdr(h, 10, true, 34, 6);		/* legacy: 10 bytes only */
+	vnet_hdr_tx_hdr(h, 10, true, 34, 6);		/* legacy: 10 bytes only */
 	assert_int_equal(h[0], 1);
 	assert_int_equal(h[6], 34);
 	assert_int_equal(h[8], 6);
@@ -377,26 +377,26 @@ static void test_csum_basics(void **state)
 	static const u8 rfc[] = { 0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7 };
 	u8 big[3001];
 
-	assert_int_equal(vnet_csum_fold(vnet_csum_add(0, rfc, sizeof rfc)), (u16)~0xddf2);
+	assert_int_equal(vnet_hdr_csum_fold(vnet_hdr_csum_add(0, rfc, sizeof rfc)), (u16)~0xddf2);
 	/* chaining at an even split equals one pass */
-	assert_int_equal(vnet_csum_add(vnet_csum_add(0, rfc, 4), rfc + 4, 4),
-			 vnet_csum_add(0, rfc, 8));
+	assert_int_equal(vnet_hdr_csum_add(vnet_hdr_csum_add(0, rfc, 4), rfc + 4, 4),
+			 vnet_hdr_csum_add(0, rfc, 8));
 	/* odd length pads with zero */
-	assert_int_equal(vnet_csum_fold(vnet_csum_add(0, rfc, 7)), ref_csum(rfc, 7));
+	assert_int_equal(vnet_hdr_csum_fold(vnet_hdr_csum_add(0, rfc, 7)), ref_csum(rfc, 7));
 	for (size_t i = 0; i < sizeof big; i++)
 		big[i] = (u8)(i * 131 + 7);
 	for (size_t n = 0; n <= sizeof big; n += 97)
-		assert_int_equal(vnet_csum_fold(vnet_csum_add(0, big, (u32)n)), ref_csum(big, n));
+		assert_int_equal(vnet_hdr_csum_fold(vnet_hdr_csum_add(0, big, (u32)n)), ref_csum(big, n));
 	memset(big, 0xff, sizeof big);		/* worst case for carries */
-	assert_int_equal(vnet_csum_fold(vnet_csum_add(0, big, sizeof big)),
+	assert_int_equal(vnet_hdr_csum_fold(vnet_hdr_csum_add(0, big, sizeof big)),
 			 ref_csum(big, sizeof big));
-	assert_int_equal(vnet_csum_fold(0), 0xffff);
-	assert_int_equal(vnet_csum_fold(0x1fffe), (u16)~0xffff);
+	assert_int_equal(vnet_hdr_csum_fold(0), 0xffff);
+	assert_int_equal(vnet_hdr_csum_fold(0x1fffe), (u16)~0xffff);
 }
 
 /* A TX checksum offload round trip: the driver seeds the UDP checksum with
  * the pseudo-header sum and sets NEEDS_CSUM; the "device" completes it with
- * vnet_csum_complete; the result must verify over pseudo-header + segment. */
+ * vnet_hdr_csum_complete; the result must verify over pseudo-header + segment. */
 static void test_csum_offload_roundtrip(void **state)
 {
 	u8 f[14 + 20 + 8 + 21];
@@ -416,23 +416,23 @@ static void test_csum_offload_roundtrip(void **state)
 	for (int i = 0; i < 21; i++)
 		f[42 + i] = (u8)(0x41 + i);
 
-	seed = (u16)~vnet_csum_fold(vnet_csum_add(0, pseudo, sizeof pseudo));
+	seed = (u16)~vnet_hdr_csum_fold(vnet_hdr_csum_add(0, pseudo, sizeof pseudo));
 	f[40] = (u8)(seed >> 8);
 	f[41] = (u8)seed;
 	start = 34;
 	off = 6;
-	vnet_tx_hdr(h, sizeof h, true, start, off);
+	vnet_hdr_tx_hdr(h, sizeof h, true, start, off);
 	assert_int_equal(h[6] | h[7] << 8, start);
-	assert_int_equal(vnet_csum_complete(f, sizeof f, h[6] | h[7] << 8, h[8] | h[9] << 8), 0);
+	assert_int_equal(vnet_hdr_csum_complete(f, sizeof f, h[6] | h[7] << 8, h[8] | h[9] << 8), 0);
 
-	sum = vnet_csum_add(0, pseudo, sizeof pseudo);
-	sum = vnet_csum_add(sum, f + 34, sizeof f - 34);
-	assert_int_equal(vnet_csum_fold(sum), 0);	/* verifies */
+	sum = vnet_hdr_csum_add(0, pseudo, sizeof pseudo);
+	sum = vnet_hdr_csum_add(sum, f + 34, sizeof f - 34);
+	assert_int_equal(vnet_hdr_csum_fold(sum), 0);	/* verifies */
 	assert_int_not_equal(f[40] << 8 | f[41], 0);
 
-	assert_int_equal(vnet_csum_complete(f, sizeof f, 34, (u16)(sizeof f - 35)), -EINVAL);
-	assert_int_equal(vnet_csum_complete(f, sizeof f, 34, (u16)(sizeof f - 36)), 0);
-	assert_int_equal(vnet_csum_complete(f, 10, 0xffff, 0xffff), -EINVAL);
+	assert_int_equal(vnet_hdr_csum_complete(f, sizeof f, 34, (u16)(sizeof f - 35)), -EINVAL);
+	assert_int_equal(vnet_hdr_csum_complete(f, sizeof f, 34, (u16)(sizeof f - 36)), 0);
+	assert_int_equal(vnet_hdr_csum_complete(f, 10, 0xffff, 0xffff), -EINVAL);
 }
 
 static void test_csum_complete_zero_is_ffff(void **state)
@@ -440,7 +440,7 @@ static void test_csum_complete_zero_is_ffff(void **state)
 	/* A range summing to ffff (a ones'-complement zero) gets ffff, not 0. */
 	u8 f[6] = { 0xff, 0xff, 0x00, 0x00, 0x00, 0x00 };
 
-	assert_int_equal(vnet_csum_complete(f, sizeof f, 0, 2), 0);
+	assert_int_equal(vnet_hdr_csum_complete(f, sizeof f, 0, 2), 0);
 	assert_int_equal(f[2], 0xff);
 	assert_int_equal(f[3], 0xff);
 }
@@ -979,11 +979,11 @@ static void test_tx_csum_prep(void **state)
 			u32 len = make_tcp_frame(f, v6, payloads[k]);
 			u32 l4 = v6 ? 54 : 34;
 
-			assert_int_equal(vnet_tx_csum_prep(f, l4 + 20, &start, &off), 0);
+			assert_int_equal(vnet_hdr_tx_csum_prep(f, l4 + 20, &start, &off), 0);
 			assert_int_equal(start, l4);
 			assert_int_equal(off, 16);
 			/* what the device does */
-			assert_int_equal(vnet_csum_complete(f, len, start, off), 0);
+			assert_int_equal(vnet_hdr_csum_complete(f, len, start, off), 0);
 			if (v6)
 				assert_int_equal(ref_tcp_sum(f + 22, f + 38, 16, f + l4, len - l4), 0xffff);
 			else
@@ -992,27 +992,27 @@ static void test_tx_csum_prep(void **state)
 	}
 	/* headers not all within hlen, a fragment, not TCP, not IP: untouched */
 	make_tcp_frame(f, false, 10);
-	assert_int_equal(vnet_tx_csum_prep(f, 14 + 20 + 17, &start, &off), -ENOTSUP);
+	assert_int_equal(vnet_hdr_tx_csum_prep(f, 14 + 20 + 17, &start, &off), -ENOTSUP);
 	assert_int_equal(f[34 + 16], 0xde);
 	f[14 + 7] = 1;	/* fragment offset 8 */
-	assert_int_equal(vnet_tx_csum_prep(f, 54, &start, &off), -ENOTSUP);
-	assert_true(vnet_is_ipv4_fragment(f, 64));
+	assert_int_equal(vnet_hdr_tx_csum_prep(f, 54, &start, &off), -ENOTSUP);
+	assert_true(vnet_hdr_is_ipv4_fragment(f, 64));
 	f[14 + 7] = 0;
 	f[14 + 6] = 0x20;	/* MF */
-	assert_true(vnet_is_ipv4_fragment(f, 64));
+	assert_true(vnet_hdr_is_ipv4_fragment(f, 64));
 	f[14 + 6] = 0x40;
-	assert_false(vnet_is_ipv4_fragment(f, 64));
+	assert_false(vnet_hdr_is_ipv4_fragment(f, 64));
 	f[14 + 9] = 17;	/* UDP */
-	assert_int_equal(vnet_tx_csum_prep(f, 54, &start, &off), -ENOTSUP);
+	assert_int_equal(vnet_hdr_tx_csum_prep(f, 54, &start, &off), -ENOTSUP);
 	f[14 + 9] = 6;
 	f[14] = 0x4f;	/* IHL 60: options past hlen */
-	assert_int_equal(vnet_tx_csum_prep(f, 54, &start, &off), -ENOTSUP);
+	assert_int_equal(vnet_hdr_tx_csum_prep(f, 54, &start, &off), -ENOTSUP);
 	f[12] = 0x08; f[13] = 0x06;	/* ARP */
-	assert_int_equal(vnet_tx_csum_prep(f, 54, &start, &off), -ENOTSUP);
-	assert_false(vnet_is_ipv4_fragment(f, 64));
+	assert_int_equal(vnet_hdr_tx_csum_prep(f, 54, &start, &off), -ENOTSUP);
+	assert_false(vnet_hdr_is_ipv4_fragment(f, 64));
 	make_tcp_frame(f, true, 0);
 	f[14 + 6] = 0;	/* hop-by-hop extension header first */
-	assert_int_equal(vnet_tx_csum_prep(f, 74, &start, &off), -ENOTSUP);
+	assert_int_equal(vnet_hdr_tx_csum_prep(f, 74, &start, &off), -ENOTSUP);
 }
 
 int main(void)

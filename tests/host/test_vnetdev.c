@@ -490,7 +490,7 @@ static void rx_expect_drop(const struct bad_case *c)
 	run();
 	stats(&st1);
 	if (st1.q[0].drops[c->why] != st0.q[0].drops[c->why] + 1)
-		fail_msg("%s: drop %s not counted", c->name, vnet_drop_name(c->why));
+		fail_msg("%s: drop %s not counted", c->name, vnet_hdr_drop_name(c->why));
 	assert_int_equal(up.frames, frames);
 	assert_false(dev.vd.broken);
 	check_all();
@@ -862,12 +862,12 @@ static void test_tx_csum_offload(void **state)
 		u32 sum;
 
 		memcpy(tmp, f->data, sizeof tcp4);
-		assert_int_equal(vnet_csum_complete(tmp, sizeof tcp4, 34, 16), 0);
+		assert_int_equal(vnet_hdr_csum_complete(tmp, sizeof tcp4, 34, 16), 0);
 		/* pseudo header + segment sums to 0xffff */
-		sum = vnet_csum_add(0, tmp + 26, 8);
+		sum = vnet_hdr_csum_add(0, tmp + 26, 8);
 		sum += 6 + 20;
-		sum = vnet_csum_add(sum, tmp + 34, 20);
-		assert_int_equal(vnet_csum_fold(sum), 0);
+		sum = vnet_hdr_csum_add(sum, tmp + 34, 20);
+		assert_int_equal(vnet_hdr_csum_fold(sum), 0);
 	}
 	vd_irq(&dev, VD_TX, true);
 	run();
