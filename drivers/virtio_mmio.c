@@ -125,33 +125,15 @@ static u8 generation(struct virtio_dev *d)
 static int cfg_read(struct virtio_dev *d, u32 off, void *buf, u32 w)
 {
 	struct vmmio *vm = to_vm(d);
-	u64 a = vm->base + VMMIO_CONFIG + off;
 
-	if (off > vm->cfg_len || w > vm->cfg_len - off)
-		return -ERANGE;
-	if (w == 4)
-		*(u32 *)buf = mmio_r32(a);
-	else if (w == 2)
-		*(u16 *)buf = mmio_r16(a);
-	else
-		*(u8 *)buf = mmio_r8(a);
-	return 0;
+	return mmio_window_read(vm->base + VMMIO_CONFIG, vm->cfg_len, off, buf, w);
 }
 
 static int cfg_write(struct virtio_dev *d, u32 off, const void *buf, u32 w)
 {
 	struct vmmio *vm = to_vm(d);
-	u64 a = vm->base + VMMIO_CONFIG + off;
 
-	if (off > vm->cfg_len || w > vm->cfg_len - off)
-		return -ERANGE;
-	if (w == 4)
-		mmio_w32(a, *(const u32 *)buf);
-	else if (w == 2)
-		mmio_w16(a, *(const u16 *)buf);
-	else
-		mmio_w8(a, *(const u8 *)buf);
-	return 0;
+	return mmio_window_write(vm->base + VMMIO_CONFIG, vm->cfg_len, off, buf, w);
 }
 
 static u16 queue_max(struct virtio_dev *d, u16 idx)

@@ -112,33 +112,19 @@ static u8 virtio_pci_m_generation(struct virtio_dev *d)
 static int virtio_pci_m_cfg_read(struct virtio_dev *d, u32 off, void *buf, u32 w)
 {
 	struct vpci *vp = virtio_pci_to_vp(d);
-	u64 a = vp->device + off;
 
-	if (!vp->device || off > vp->device_len || w > vp->device_len - off)
+	if (!vp->device)
 		return -ERANGE;
-	if (w == 4)
-		*(u32 *)buf = mmio_r32(a);
-	else if (w == 2)
-		*(u16 *)buf = mmio_r16(a);
-	else
-		*(u8 *)buf = mmio_r8(a);
-	return 0;
+	return mmio_window_read(vp->device, vp->device_len, off, buf, w);
 }
 
 static int virtio_pci_m_cfg_write(struct virtio_dev *d, u32 off, const void *buf, u32 w)
 {
 	struct vpci *vp = virtio_pci_to_vp(d);
-	u64 a = vp->device + off;
 
-	if (!vp->device || off > vp->device_len || w > vp->device_len - off)
+	if (!vp->device)
 		return -ERANGE;
-	if (w == 4)
-		mmio_w32(a, *(const u32 *)buf);
-	else if (w == 2)
-		mmio_w16(a, *(const u16 *)buf);
-	else
-		mmio_w8(a, *(const u8 *)buf);
-	return 0;
+	return mmio_window_write(vp->device, vp->device_len, off, buf, w);
 }
 
 static u16 virtio_pci_m_queue_max(struct virtio_dev *d, u16 idx)

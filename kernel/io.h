@@ -74,6 +74,35 @@ static inline void mmio_w8(u64 addr, u8 v) { *(volatile u8 *)addr = v; }
 static inline u64 mmio_r64(u64 addr) { return *(volatile u64 *)addr; }
 static inline void mmio_w64(u64 addr, u64 v) { *(volatile u64 *)addr = v; }
 
+/* A w-byte access (4, 2, else 1) at off into the MMIO window of len bytes at
+ * base, as device config windows are read: -ERANGE where it would leave the
+ * window (off and w come from drivers, len from the device). */
+static inline int mmio_window_read(u64 base, u32 len, u32 off, void *buf, u32 w)
+{
+	if (off > len || w > len - off)
+		return -ERANGE;
+	if (w == 4)
+		*(u32 *)buf = mmio_r32(base + off);
+	else if (w == 2)
+		*(u16 *)buf = mmio_r16(base + off);
+	else
+		*(u8 *)buf = mmio_r8(base + off);
+	return 0;
+}
+
+static inline int mmio_window_write(u64 base, u32 len, u32 off, const void *buf, u32 w)
+{
+	if (off > len || w > len - off)
+		return -ERANGE;
+	if (w == 4)
+		mmio_w32(base + off, *(const u32 *)buf);
+	else if (w == 2)
+		mmio_w16(base + off, *(const u16 *)buf);
+	else
+		mmio_w8(base + off, *(const u8 *)buf);
+	return 0;
+}
+
 #define MSR_EFER 0xC0000080
 #define MSR_APIC_BASE 0x1B
 #define EFER_NXE (1u << 11)
