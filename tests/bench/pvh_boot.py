@@ -14,15 +14,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "qemu"))
+from httpc import free_tcp_port  # noqa: E402
 from vm import IMAGE, PVH_ELF, Vm  # noqa: E402
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def first_200(port, deadline):
@@ -54,7 +48,7 @@ def peak_rss_kib(vm):
 
 
 def one(machine, mode, mem):
-    port = free_port()
+    port = free_tcp_port()
     nic = "virtio-net-device,netdev=n0" if machine == "microvm" else "virtio-net-pci,netdev=n0,romfile="
     extra = ["-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:80", "-device", nic]
     kw = {"kernel": PVH_ELF} if mode == "pvh" else {"image": IMAGE}

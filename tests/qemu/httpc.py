@@ -4,6 +4,23 @@ Content-Length framed keep-alive responses, and /metrics text (checked line
 by line against the exposition format). Shared by tests/qemu and
 tests/matrix."""
 import re
+import socket
+
+
+def free_tcp_port():
+    """A loopback TCP port nothing listens on now (for a QEMU hostfwd)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def get_close(port, path, timeout=20):
+    """One GET with Connection: close to 127.0.0.1:port: (status, headers, body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        return parse_response(read_all(s))
 
 
 def read_all(s):

@@ -11,20 +11,13 @@ import time
 
 import pytest
 
-from httpc import parse_prometheus, parse_response, read_all, read_responses
+from httpc import free_tcp_port, parse_prometheus, parse_response, read_all, read_responses
 from vm import ROOT, Vm
 
 READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
 SITE = os.path.join(ROOT, "net", "app", "default-site")
 GUEST_LL = "fe80::5054:ff:fe12:3456"
 
-
-def free_tcp_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class App:

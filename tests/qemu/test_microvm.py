@@ -6,12 +6,11 @@ index on and off; virtio-net (HTTP, ping), virtio-rng, virtio-serial with a
 virtconsole (the shell)."""
 import os
 import re
-import socket
 import tempfile
 
 import pytest
 
-from httpc import parse_response, read_all
+from httpc import free_tcp_port, get_close as get
 from test_console import Chardev
 from vm import PVH_ELF, ROOT
 
@@ -35,18 +34,6 @@ def sockdir():
     os.rmdir(d)
 
 
-def free_tcp_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def get(port, path):
-    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
-        return parse_response(read_all(s))
 
 
 def features(text, kind):

@@ -3,13 +3,10 @@ PVH kernels on q35 and pc), no OVMF, no disk. The same kernel behind it as
 the UEFI image: ready, the appliance's HTTP answers, the console, ping."""
 import os
 import re
-import socket
-import subprocess
-import time
 
 import pytest
 
-from httpc import parse_response, read_all
+from httpc import free_tcp_port, get_close as get
 from vm import PVH_ELF, ROOT
 
 READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
@@ -22,18 +19,6 @@ def _need_elf():
         pytest.fail(f"{PVH_ELF} missing: run `make elf` (make test-qemu does)")
 
 
-def free_tcp_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def get(port, path):
-    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
-        return parse_response(read_all(s))
 
 
 def check_timeline(text):

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from httpc import parse_prometheus, parse_response, read_all
+from httpc import free_tcp_port, parse_prometheus, parse_response, read_all
 from vm import ROOT, Vm
 
 BUILD = os.path.join(ROOT, "build", "tls-image")
@@ -31,16 +31,9 @@ def make(*args):
     return r.stdout
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
 
 def boot_and_get(boot):
-    port = free_port()
+    port = free_tcp_port()
     vm = boot(image=os.path.join(BUILD, "vireo.img"), extra=[
         "-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:80",
         "-device", "virtio-net-pci,netdev=n0,romfile="])
