@@ -17,7 +17,7 @@ LWIP_LIB    := $(BUILD)/lwip/liblwip.a
 # the few libc headers lwIP's core includes.
 LWIP_CFLAGS := -Inet -Inet/port -Inet/port/include -I$(LWIP_SRCDIR)/src/include
 
-LWIP_PORT_SRCS := net/sys_arch.c net/lwip_port.c net/tcp_isn.c net/syncookie.c
+LWIP_PORT_SRCS := net/sys_arch.c net/lwip_port.c net/segheap.c net/tcp_isn.c net/syncookie.c
 
 # The appliance (net/app): HTTP server, metrics, echo (the kernel links them
 # through NET_SRCS, with app.c). lwip-check compiles these with the kernel's

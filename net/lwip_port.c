@@ -13,13 +13,74 @@
 #include "netif/ppp/ppp_opts.h"	/* PPP_NUM_TIMEOUTS, in a pool budget */
 #include "net/lwip_hooks.h"
 #include "net/lwip_port.h"
+#include "net/segheap.h"
+#include <string.h>
 
-/* mem.c aligns this pointer and carves MEM_SIZE bytes plus two block headers
- * from it; one spare page covers both. */
-#define HEAP_PAGES ((MEM_SIZE + PAGE_SIZE - 1) / PAGE_SIZE + 1)
+/* lwIP's heap is net/segheap.c over MEM_SIZE bytes of pages (plus the
+ * heap's descriptors in front of them), through MEM_CUSTOM_ALLOCATOR. */
+#define HEAP_NPAGES ((u32)(MEM_SIZE / SEGHEAP_PAGE))
+#define HEAP_KPAGES ((segheap_region_bytes(HEAP_NPAGES) + PAGE_SIZE - 1) / PAGE_SIZE)
 
-void *vireo_lwip_heap;
+/* mem.c (MEM_CUSTOM_ALLOCATOR with MEM_STATS) puts the request's size in a
+ * header of this many bytes in front of each block. */
+#define MEM_HDR LWIP_MEM_ALIGN_SIZE(sizeof(mem_size_t))
+
+static void *vireo_lwip_heap;
 struct vireo_lwip_stats vireo_lwip_stats;
+
+#if !MEM_LIBC_MALLOC
+static struct segheap lwip_heap;
+
+/* mem.c adds the request's size (without its header) to
+ * lwip_stats.mem.used after this returns, and subtracts it before calling
+ * vireo_mem_free(); each adds the rest of the block, so mem.used (and
+ * mem.max, which lwIP updates with it) is the heap's bytes in blocks
+ * exactly: what the rounding and headers really take. */
+void *vireo_mem_malloc(size_t n)
+{
+	size_t before = lwip_heap.bytes;
+	void *p = segheap_alloc(&lwip_heap, n);
+
+	if (p != NULL && n >= MEM_HDR)
+		lwip_stats.mem.used += (lwip_heap.bytes - before) - (n - MEM_HDR);
+	return p;
+}
+
+void vireo_mem_free(void *p)
+{
+	mem_size_t size = p != NULL ? *(mem_size_t *)p : 0;
+	size_t block = segheap_free(&lwip_heap, p);
+
+	if (block)
+		lwip_stats.mem.used -= block - size;
+}
+
+/* Only called with MEM_STATS off (mem.c's own mem_calloc otherwise). */
+void *vireo_mem_calloc(size_t count, size_t size)
+{
+	void *p;
+
+	if (size && count > (size_t)-1 / size)
+		return NULL;
+	p = segheap_alloc(&lwip_heap, count * size);
+	if (p != NULL)
+		memset(p, 0, count * size);
+	return p;
+}
+
+void vireo_lwip_heap_stats(struct vireo_lwip_heap_stats *st)
+{
+	st->pages = lwip_heap.npages;
+	st->pages_used = lwip_heap.pages_used;
+	st->pages_peak = lwip_heap.pages_peak;
+	st->bad_frees = lwip_heap.bad_frees;
+}
+#else
+void vireo_lwip_heap_stats(struct vireo_lwip_heap_stats *st)
+{
+	*st = (struct vireo_lwip_heap_stats){0};
+}
+#endif
 
 /* The MEMP_NUM_* and PBUF_POOL_SIZE budgets, indexed by memp_t, from the same
  * pool list memp.c expands (the size argument is dropped unevaluated). */
@@ -39,9 +100,9 @@ static const u16_t pool_budget[MEMP_MAX] = {
  * VIREO_LWIP_ORPHANS_BYTES, oldest first, and any orphan the peer has sent
  * nothing to for VIREO_LWIP_ORPHAN_TIMEOUT_MS. */
 
-/* mem.c's block header, rounded to MEM_ALIGNMENT (x86_64: 3 x u32 -> 16). */
-#define HEAP_HDR LWIP_MEM_ALIGN_SIZE(12)
-#define HEAP_COST(n) (HEAP_HDR + LWIP_MEM_ALIGN_SIZE(n))
+/* The heap block a request of n bytes takes (net/segheap.c's class or run
+ * for n plus mem.c's size header). */
+#define HEAP_COST(n) ((u32)segheap_block_bytes(MEM_HDR + LWIP_MEM_ALIGN_SIZE(n)))
 
 static bool pcb_is_orphan(const struct tcp_pcb *pcb)
 {
@@ -206,14 +267,23 @@ int vireo_lwip_init(void)
 
 	if (vireo_lwip_heap != NULL)
 		return 0;
-	vireo_lwip_heap = page_alloc(HEAP_PAGES);
+	vireo_lwip_heap = page_alloc(HEAP_KPAGES);
 	if (vireo_lwip_heap == NULL) {
-		kprintf("lwip: no %u KiB for the heap\n", (unsigned int)(HEAP_PAGES * PAGE_SIZE / 1024));
+		kprintf("lwip: no %u KiB for the heap\n", (unsigned int)(HEAP_KPAGES * PAGE_SIZE / 1024));
 		return -ENOMEM;
 	}
+#if !MEM_LIBC_MALLOC
+	if (segheap_init(&lwip_heap, vireo_lwip_heap, segheap_region_bytes(HEAP_NPAGES)) != HEAP_NPAGES)
+		panic("lwip: heap of %u pages, not %u", (unsigned int)lwip_heap.npages,
+		      (unsigned int)HEAP_NPAGES);
+#endif
 	vireo_lwip_stats.heap_bytes = MEM_SIZE;
 
 	lwip_init();
+#if !MEM_LIBC_MALLOC
+	/* mem_init() does nothing with MEM_CUSTOM_ALLOCATOR: the heap's size. */
+	lwip_stats.mem.avail = MEM_SIZE;
+#endif
 
 	/* With MEMP_MEM_MALLOC lwIP leaves avail at 0; publish the budgets. */
 	for (i = 0; i < MEMP_MAX; i++)

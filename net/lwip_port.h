@@ -30,6 +30,14 @@ struct vireo_lwip_stats {
 };
 extern struct vireo_lwip_stats vireo_lwip_stats;
 
+/* lwIP's heap (net/segheap.c); all 0 when lwIP runs on the C library's
+ * malloc (host tests). Bytes in blocks are lwip_stats.mem.used. */
+struct vireo_lwip_heap_stats {
+	u32 pages, pages_used, pages_peak;	/* of SEGHEAP_PAGE bytes */
+	u64 bad_frees;		/* frees of a pointer that is no live block */
+};
+void vireo_lwip_heap_stats(struct vireo_lwip_heap_stats *st);
+
 struct tcp_pcb;
 
 /* Orphans: TCP PCBs the application closed (callback argument cleared)

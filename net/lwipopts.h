@@ -49,12 +49,21 @@
  * and the memp_memory_*_base[] pools below another ~0.45 MiB of image.
  *
  * Instead:
- *  - MEM_LIBC_MALLOC=0: lwIP keeps its own heap (mem.c), but that heap lives
- *    in pages the kernel allocates at boot: LWIP_RAM_HEAP_POINTER names a
- *    pointer that vireo_lwip_init() (net/lwip_port.c) sets before
- *    lwip_init(). A private heap bounds what the network can take from the
- *    kernel and the other way round, and lwip_stats.mem.avail/used/max is the
- *    network's memory on its own.
+ *  - MEM_CUSTOM_ALLOCATOR: lwIP's mem_malloc()/mem_free() go to
+ *    net/segheap.c, a segregated-fit heap over MEM_SIZE bytes of pages the
+ *    kernel allocates at boot (vireo_lwip_init(), net/lwip_port.c, before
+ *    lwip_init()). A private heap bounds what the network can take from the
+ *    kernel and the other way round; it is a hard cap (a request that does
+ *    not fit fails, lwIP's callers handle ERR_MEM). Allocation and free are
+ *    O(1): a request of at most 2 KiB pops a slot of its size class (25
+ *    classes, 16 to 2048 bytes, each owning whole 8 KiB pages), larger ones
+ *    take a run of pages. lwIP's own heap (mem.c's first fit) walked a list
+ *    whose length grew with connections x queued segments: at 32
+ *    connections on 64 KiB bodies 70-78% of the guest's time was that walk.
+ *    mem.c keeps the request's size in an 8-byte header; the port makes
+ *    lwip_stats.mem.used count whole blocks (class-rounded, with that
+ *    header), so /metrics' heap level is what the heap really gives out,
+ *    and mem.avail is MEM_SIZE.
  *  - MEMP_MEM_MALLOC=1: the memp pools are carved from that heap on demand.
  *    lwip_stats.memp[i]->used/max/err stay exact per pool (memp.c counts them
  *    either way), so /metrics can export them and tests can check every pool
@@ -68,64 +77,75 @@
  *    trims TIME_WAIT PCBs, the one kind that piles up with no application
  *    involved (VIREO_LWIP_TIME_WAIT_MAX below).
  *
- * Worst case of lwIP's heap, by kind of connection (x86_64 sizes, each heap
- * block with mem.c's 16-byte header: tcp_pcb 272 -> 288 (LWIP_TCP_KEEPALIVE adds
- * keep_idle/intvl/cnt), tcp_seg 32 -> 48,
- * a ROM/REF pbuf 24 -> 40, a heap pbuf 16 + 104 (struct and TCP/IPv6/Ethernet
- * header room) + its data rounded to 8). One TCP PCB holds at most
+ * Worst case of lwIP's heap, by kind of connection (x86_64 sizes; a block is
+ * the request plus mem.c's 8-byte header, rounded up to its class,
+ * segheap_block_bytes(): tcp_pcb 272 -> 288 (LWIP_TCP_KEEPALIVE adds
+ * keep_idle/intvl/cnt), tcp_seg 32 -> 48, a ROM/REF pbuf 24 -> 32, a heap
+ * pbuf 24 + 80 (struct and TCP/IPv6/Ethernet header room) + its data: 112
+ * with no data, and above 128 bytes a class is at most 1.26 x the request,
+ * so <= 141 + 1.26 x data). One TCP PCB holds at most
  *   the PCB                                                       288
  *   its send queue: TCP_SND_QUEUELEN (96) pbufs, lwIP refuses more
- *     tcp_write()s; each pbuf <= 120 + 7 of rounding, each segment
- *     at least one pbuf, so <= 96 x (127 + 48)                  16800
- *   + the copied bytes in that queue (below, per service)
+ *     tcp_write()s; each pbuf <= 141 + 1.26 x its copied bytes, each
+ *     segment at least one pbuf, so <= 96 x (141 + 48)            18144
+ *   + 1.26 x the copied bytes in that queue (below, per service)
  *   out-of-order segments: TCP_OOSEQ_MAX_PBUFS (8) x 48             384
  *     (their data: the driver's zero-copy pages, or copies counted
  *     once for all PCBs under "received data" below)
- * = 17472 + copied bytes. Copied bytes: the HTTP server copies heads, error
- * pages and /metrics only while less than 8192 bytes are unacked (server.c
- * HTTP_COPY_INFLIGHT; site bodies are PBUF_ROM into rodata), and never with
- * TCP_WRITE_FLAG_MORE, so lwIP does not round a copy up to an MSS
+ * = 18816 + 1.26 x copied bytes. Copied bytes: the HTTP server copies heads,
+ * error pages and /metrics only while less than 8192 bytes are unacked
+ * (server.c HTTP_COPY_INFLIGHT; site bodies are PBUF_ROM into rodata), and
+ * never with TCP_WRITE_FLAG_MORE, so lwIP does not round a copy up to an MSS
  * (TCP_OVERSIZE); echo holds at most TCP_WND (5840) unacked.
- *   W_http = 17472 + 8192 = 25664        W_echo = 17472 + 5840 = 23312
+ *   W_http = 18816 + 10322 = 29138        W_echo = 18816 + 7359 = 26175
  *
- *   live HTTP: 64 (the server's table) x W_http                 1642496
- *   live echo: 16 x W_echo                                       372992
+ *   live HTTP: 64 (the server's table) x W_http                 1864832
+ *   live echo: 16 x W_echo                                       418800
  *   orphans (closed by the application, lwIP still sending our
  *     data and FIN): the port keeps <= VIREO_LWIP_ORPHANS_BYTES of
- *     them by its own estimate (net/lwip_port.c pcb_cost(), from
- *     above), plus the one just closed: 524288 + W_http           549952
+ *     them by its own estimate (net/lwip_port.c pcb_cost(), block
+ *     sizes from segheap), plus the one just closed: 524288 + W_http 553426
  *   half-open and not yet accepted: listen backlogs 32 (HTTP) + 4
- *     (echo) x (PCB + SYN-ACK segment: 288 + 48 + 120 + 8)         16704
- *   listening PCBs: 4 x (16 + 104)                                   480
+ *     (echo) x (PCB + SYN-ACK segment: 288 + 48 + 112)             16128
+ *   listening PCBs: 4 x 112                                          448
  *   TIME_WAIT: VIREO_LWIP_TIME_WAIT_MAX x 288 (queues are empty)   147456
  *   refused connections: aborted in the accept callback              0
  *   packets waiting for ARP/ND (lwIP: ARP_QUEUE_LEN 3 x
- *     ARP_TABLE_SIZE 10, and as many for ND6) x 1624               97440
+ *     ARP_TABLE_SIZE 10, and as many for ND6) x 1632 (a frame copy) 97920
  *   reassembly: IP_REASS_MAX_PBUFS zero-copy pbufs, bookkeeping       4096
  *   received data copied above the held-buffer watermark and kept
  *     (receive memory, below): out-of-order ~270 KiB (the global cap
- *     plus one batch), reassembly 2 x 16 copies ~50 KiB              327680
+ *     plus one batch), reassembly 2 x 16 copies ~50 KiB,
+ *     x 1.26 for rounding                                        412877
  *   DHCP, MLD, ND, timers                                            8192
- *                                                          total  3167488
- * i.e. 3.0 MiB of the 4 MiB heap, whatever the number or kind of connections
+ *                                                          total  3524175
+ * i.e. 3.4 MiB of the 4 MiB heap, whatever the number or kind of connections
  * a remote party opens: every term is a count a limit above or in the
- * application caps times a per-PCB bound, and the rest (1 MiB, 25%) is left
- * for the first-fit heap's fragmentation. Not in this sum: frames no TCP
+ * application caps times a per-PCB bound. The rest (654 KiB, 16%, 81 pages)
+ * is for pages partly full: a class keeps a page while one of its slots is
+ * live, and a page empty again goes back to the pool for any class. Not in
+ * this sum: frames no TCP
  * queue owns (ICMP echo replies are heap copies, UDP echo replies) while they
  * wait in the driver's transmit ring and backlog (net/netif_vnet.c,
  * TX_BACKLOG_MAX frames); they last only as long as the device is slow.
  * tests/host/test_server.c test_orphans_* and tests/matrix
  * test_hostile_clients.py::test_orphan_flood push past the orphan caps.
- * MEM_SIZE = 4 MiB is ~8% of a 48 MiB guest. */
+ * MEM_SIZE = 4 MiB is ~8% of a 48 MiB guest (plus 56 KiB of the heap's page
+ * descriptors). */
 #ifndef VIREO_LWIP_MEM_SIZE
 #define VIREO_LWIP_MEM_SIZE		(4u * 1024 * 1024)
 #endif
 #define MEM_LIBC_MALLOC			0
+#define MEM_CUSTOM_ALLOCATOR		1
+#define MEM_CUSTOM_MALLOC		vireo_mem_malloc	/* net/lwip_port.c */
+#define MEM_CUSTOM_FREE			vireo_mem_free
+#define MEM_CUSTOM_CALLOC		vireo_mem_calloc
+void *vireo_mem_malloc(__SIZE_TYPE__ n);
+void vireo_mem_free(void *p);
+void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
 #define MEMP_MEM_MALLOC			1
 #define MEM_SIZE			VIREO_LWIP_MEM_SIZE
 #define MEM_ALIGNMENT			8
-extern void *vireo_lwip_heap;		/* net/lwip_port.c */
-#define LWIP_RAM_HEAP_POINTER		vireo_lwip_heap
 
 /* The port aborts the oldest TIME_WAIT PCBs beyond this many, every TCP timer
  * tick (lwIP's own TIME_WAIT reaping runs only once PCB allocation fails,

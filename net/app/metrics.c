@@ -195,6 +195,7 @@ static const struct {
 
 static void write_lwip(struct metrics_buf *b)
 {
+	struct vireo_lwip_heap_stats hs;
 	u32 orphans, orphan_bytes;
 	size_t f, i;
 
@@ -235,6 +236,15 @@ static void write_lwip(struct metrics_buf *b)
 		       "Highest lwIP heap use so far.", lwip_stats.mem.max);
 	metrics_simple(b, "vireo_lwip_mem_errors_total", METRICS_COUNTER,
 		       "lwIP heap allocations that failed.", lwip_stats.mem.err);
+	vireo_lwip_heap_stats(&hs);
+	metrics_simple(b, "vireo_lwip_heap_pages", METRICS_GAUGE,
+		       "Pages of lwIP's segregated heap (8 KiB each).", hs.pages);
+	metrics_simple(b, "vireo_lwip_heap_pages_used", METRICS_GAUGE,
+		       "lwIP heap pages held by a size class or a large block.", hs.pages_used);
+	metrics_simple(b, "vireo_lwip_heap_pages_peak", METRICS_GAUGE,
+		       "Most lwIP heap pages held at once.", hs.pages_peak);
+	metrics_simple(b, "vireo_lwip_heap_bad_frees_total", METRICS_COUNTER,
+		       "Frees of a pointer that was no live lwIP heap block (ignored).", hs.bad_frees);
 
 	metrics_family(b, "vireo_lwip_memp_used", METRICS_GAUGE,
 		       "Elements in use, by lwIP memory pool.");

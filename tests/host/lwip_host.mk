@@ -7,7 +7,7 @@
 LWIP_HOST_LIB := $(BUILD)/host/lwip/liblwip.a
 LWIP_HOST_CFLAGS := $(HOST_CFLAGS) -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
 LWIP_HOST_OBJS := $(patsubst %.c,$(BUILD)/host/lwip/%.o,$(LWIP_SRCS)) \
-	$(BUILD)/host/lwip/port/sys_arch.o $(BUILD)/host/lwip/port/lwip_port.o \
+	$(BUILD)/host/lwip/port/sys_arch.o $(BUILD)/host/lwip/port/lwip_port.o $(BUILD)/host/lwip/port/segheap.o \
 	$(BUILD)/host/lwip/port/tcp_isn.o $(BUILD)/host/lwip/port/syncookie.o \
 	$(BUILD)/host/lwip/kernel/siphash.o
 

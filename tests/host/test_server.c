@@ -812,7 +812,7 @@ static void test_64k(void **state)
  * every sample's family was declared before it. */
 static void check_exposition(const char *text, size_t len)
 {
-	char declared[64][96] = { { 0 } };
+	char declared[128][96] = { { 0 } };
 	size_t ndecl = 0, pos = 0, samples = 0;
 
 	assert_true(len > 0 && text[len - 1] == '\n');
@@ -831,7 +831,7 @@ static void check_exposition(const char *text, size_t len)
 
 			assert_non_null(sp);
 			assert_true(strncmp(sp, " counter\n", 9) == 0 || strncmp(sp, " gauge\n", 7) == 0);
-			assert_true(ndecl < 64 && (size_t)(sp - line - 7) < 96);
+			assert_true(ndecl < 128 && (size_t)(sp - line - 7) < 96);
 			memcpy(declared[ndecl], line + 7, (size_t)(sp - line - 7));
 			ndecl++;
 			continue;

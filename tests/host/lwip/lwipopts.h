@@ -1,6 +1,7 @@
 /* lwIP options for the host tests: vireo's own (net/lwipopts.h), with one
  * change. lwIP's heap and, through MEMP_MEM_MALLOC, its pools come from the
- * C library's malloc(), so AddressSanitizer sees every pbuf, segment and PCB
+ * C library's malloc() (not net/segheap.c, tested on its own in
+ * test_segheap), so AddressSanitizer sees every pbuf, segment and PCB
  * as a separate allocation: a use after free or a leak inside lwIP (or of a
  * pbuf the application forgot) is reported at the spot. lwIP keeps counting
  * lwip_stats.mem and lwip_stats.memp[] exactly as in the kernel. */
@@ -10,6 +11,10 @@
 #include "net/lwipopts.h"
 
 #undef MEM_LIBC_MALLOC
+#undef MEM_CUSTOM_ALLOCATOR
+#undef MEM_CUSTOM_MALLOC
+#undef MEM_CUSTOM_FREE
+#undef MEM_CUSTOM_CALLOC
 #define MEM_LIBC_MALLOC 1
 
 #endif

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Where the guest's time goes under load: boots vireo on a tap in a network
+namespace of its own (tests/matrix/mxlib.Guest), runs wrk against it and, for
+the same seconds, samples the guest's instruction pointer over QMP
+(`info registers`, a few hundred samples a second at most; TCG stops the
+vCPU between translation blocks to answer, so a sample is where the guest
+was, not where QEMU was). Each RIP is mapped to the function around it with
+`nm` of the unrelocated image (build/vireo.so) and the load address the
+kernel prints at boot ("image ... at 0x...").
+
+Prints wrk's figures (requests/s, MB/s, p50/p99), the busiest functions by
+share of samples, and the /metrics deltas of the transmit path over the run
+(frames, interrupts, backlog). Needs root (namespace, tap), wrk and nm.
+
+  tests/bench/profile.py [--conns 32] [--seconds 10] [--path /64k.bin]
+                         [--image build/vireo.img] [--mem 256] [--top 15]
+A figure, not a test: nothing here fails when the guest is slow."""
+import argparse
+import bisect
+import collections
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "matrix"))
+
+from mxlib import ROOT, Guest  # noqa: E402
+
+TX_KEYS = ("vireo_vnet_tx_frames_total", "vireo_vnet_interrupts_total", "vireo_netif_tx_backlog_peak",
+           "vireo_netif_tx_backlogged_total", "vireo_netif_tx_backlog_waits_total")
+
+
+def symbols(elf):
+    out = subprocess.run(["nm", "-n", "--defined-only", elf], capture_output=True, text=True, check=True).stdout
+    addrs, names = [], []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "tTwW":
+            addrs.append(int(parts[0], 16))
+            names.append(parts[2])
+    return addrs, names
+
+
+def sample(vm, stop, rips):
+    while not stop.is_set():
+        try:
+            text = vm.qmp("human-monitor-command", **{"command-line": "info registers"})
+        except (OSError, ValueError):
+            return
+        m = re.search(r"RIP=([0-9a-f]+)", text)
+        if m:
+            rips.append(int(m.group(1), 16))
+        time.sleep(0.002)
+
+
+def wrk_figures(text):
+    fig = {}
+    m = re.search(r"Requests/sec:\s+([\d.]+)", text)
+    fig["req_s"] = float(m.group(1)) if m else 0.0
+    m = re.search(r"Transfer/sec:\s+([\d.]+)([KMG]?)B", text)
+    if m:
+        fig["mb_s"] = float(m.group(1)) * {"": 1e-6, "K": 1024e-6, "M": 1.048576, "G": 1073.741824}[m.group(2)]
+    for pct in ("50", "99"):
+        m = re.search(rf"^\s+{pct}%\s+([\d.]+)(us|ms|s)", text, re.M)
+        if m:
+            fig[f"p{pct}_ms"] = float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)|Socket errors: (.*)", text)
+    fig["errors"] = m.group(0) if m else ""
+    return fig
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--conns", type=int, default=32)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--path", default="/64k.bin")
+    ap.add_argument("--image", default=os.path.join(ROOT, "build", "vireo.img"))
+    ap.add_argument("--so", default=os.path.join(ROOT, "build", "vireo.so"))
+    ap.add_argument("--mem", type=int, default=256)
+    ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--cmdline", default="")
+    a = ap.parse_args()
+    addrs, names = symbols(a.so)
+    with Guest(mem=a.mem, image=a.image, cmdline=a.cmdline) as g:
+        m = re.search(r"image \d+ KiB at (0x[0-9a-f]+)", g.vm.text)
+        base = int(m.group(1), 16) if m else 0
+        url = f"http://{g.ip}{a.path}"
+        g.ns.run("wrk", "-t1", "-c", str(a.conns), "-d", "2", url, timeout=60)  # warm-up
+        before = g.metrics()
+        rips, stop = [], threading.Event()
+        t = threading.Thread(target=sample, args=(g.vm, stop, rips))
+        t.start()
+        try:
+            r = g.ns.run("wrk", "-t1", "-c", str(a.conns), "-d", str(a.seconds), "--latency", url,
+                         timeout=a.seconds + 60)
+        finally:
+            stop.set()
+            t.join()
+        after = g.metrics()
+        text = r.stdout.decode()
+    fig = wrk_figures(text)
+    print(f"wrk -t1 -c{a.conns} -d{a.seconds}s {a.path}: {fig.get('req_s', 0):.0f} req/s, "
+          f"{fig.get('mb_s', 0):.1f} MB/s, p50 {fig.get('p50_ms', 0):.2f} ms, p99 {fig.get('p99_ms', 0):.2f} ms "
+          f"{fig['errors']}")
+    counts = collections.Counter()
+    for rip in rips:
+        off = rip - base
+        i = bisect.bisect_right(addrs, off) - 1
+        counts[names[i] if i >= 0 and base else f"{rip:#x}"] += 1
+    total = max(len(rips), 1)
+    print(f"{len(rips)} RIP samples (image at {base:#x}):")
+    for name, n in counts.most_common(a.top):
+        print(f"  {100.0 * n / total:5.1f}%  {name}")
+    print("/metrics over the run:")
+    for k in sorted(after):
+        if k.startswith(("vireo_vnet_tx", "vireo_netif_tx", "vireo_lwip_heap_pages", "vireo_lwip_mem_")) \
+                or k in TX_KEYS:
+            d = after[k] - before.get(k, 0)
+            print(f"  {k} {before.get(k, 0):.0f} -> {after[k]:.0f} ({d:+.0f})")
+
+
+if __name__ == "__main__":
+    main()
