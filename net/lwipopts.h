@@ -130,7 +130,7 @@
  * TX_BACKLOG_MAX frames); they last only as long as the device is slow.
  * tests/host/test_server.c test_orphans_* and tests/matrix
  * test_hostile_clients.py::test_orphan_flood push past the orphan caps.
- * MEM_SIZE = 4 MiB is ~8% of a 48 MiB guest (plus 56 KiB of the heap's page
+ * MEM_SIZE = 4 MiB is ~8% of a 48 MiB guest (plus 48 KiB of the heap's page
  * descriptors). */
 #ifndef VIREO_LWIP_MEM_SIZE
 #define VIREO_LWIP_MEM_SIZE		(4u * 1024 * 1024)

@@ -18,9 +18,10 @@
  * Rounding: a block is at most 1.26 x the request once the request exceeds
  * 128 bytes (the ladder's largest step ratio), and at most 16 bytes more
  * below that; segheap_block_bytes() gives the exact figure.
- * Fragmentation: a class holds at most one page more than its live slots
- * need per page it has ever held partly full; the page pool itself never
- * fragments for small classes (any free page serves any class).
+ * Fragmentation: a class keeps a page while one of its slots is live, so
+ * after a burst a class may hold more pages than its live blocks fill; a
+ * page empty again goes back to the pool at once, and any free page serves
+ * any class.
  *
  * Frees are checked: a pointer outside the region, not at a slot boundary,
  * in a free page, or to a slot already free (one live bit per slot) is

@@ -4,7 +4,8 @@
  * test_segheap), so AddressSanitizer sees every pbuf, segment and PCB
  * as a separate allocation: a use after free or a leak inside lwIP (or of a
  * pbuf the application forgot) is reported at the spot. lwIP keeps counting
- * lwip_stats.mem and lwip_stats.memp[] exactly as in the kernel. */
+ * lwip_stats.memp[] exactly as in the kernel, and lwip_stats.mem.used by
+ * request size (the kernel's counts whole blocks). */
 #ifndef VIREO_HOST_LWIPOPTS_H
 #define VIREO_HOST_LWIPOPTS_H
 
