@@ -96,6 +96,9 @@ endif
 # files (NAME=SIZE; the benchmark's 64 KiB file), baked in as rodata.
 APP_ROOT  ?= net/app/default-site
 APP_EXTRA ?= 64k.bin=65536
+# The linker's cap on the EFI image: 1 MiB for code and the site, plus the
+# synthesized files' sizes (a benchmark or test build's 1 MiB or 16 MiB body).
+IMAGE_CAP := $(shell echo '$(APP_EXTRA)' | tr ' ' '\n' | awk -F= '{ s += $$2 } END { print s + 1048576 }')
 APP_STAMP := $(BUILD)/app-root.$(shell printf '%s %s' '$(APP_ROOT)' '$(APP_EXTRA)' | sha1sum | cut -c1-12)
 $(APP_STAMP):
 	@mkdir -p $(dir $@)
@@ -133,7 +136,7 @@ $(BUILD)/k/%.o: %.S
 
 $(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/vireo.ld
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(LD) $(KLDFLAGS) $(EFI_CRT0) $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) -o $@ -L$(EFI_LIB) -lgnuefi
+	$(Q)$(LD) $(KLDFLAGS) --defsym=__image_cap=$(IMAGE_CAP) $(EFI_CRT0) $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) -o $@ -L$(EFI_LIB) -lgnuefi
 
 # --subsystem 10 = EFI application. Section list matches linker/vireo.ld.
 $(EFI): $(ELF)

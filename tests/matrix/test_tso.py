@@ -26,7 +26,7 @@ from mxlib import BIG, GUEST_LL, ROOT, Guest, _setns
 
 HALF_MIB = bytes(i % 251 for i in range(1 << 19))
 SITE_BUILD = os.path.join(ROOT, "build", "tso-site")
-EXTRA = "64k.bin=65536 512k.bin=524288"  # the linker caps the image at 1 MiB
+EXTRA = "64k.bin=65536 512k.bin=524288"
 NET_A, NET_B = "10.78.0.1", "10.78.0.2"
 ETH_P_ALL = 3
 PACKET_OUTGOING = 4
