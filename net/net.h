@@ -33,6 +33,17 @@ bool netif_vnet_stats(struct vnet_stats *st);
 /* Receive buffers the stack holds now and the pool's size (0, 0 without a
  * device). */
 void netif_vnet_rx_pool(u32 *held, u32 *total);
+/* The transmit backlog (frames lwIP sent while the ring was full), for
+ * /metrics: frames parked, the most parked at once, frames in the driver
+ * now, and how often a completion found the ring empty with frames still
+ * parked (the ring drained before being refilled: 0 when completions
+ * refill it as they come). Nothing in the backlog waits for a timer: it is
+ * flushed from each completion (receive polls reclaim transmits too). */
+struct netif_vnet_tx_stats {
+	u64 backlogged, drained_with_backlog;
+	u32 backlog_peak, in_driver;
+};
+extern struct netif_vnet_tx_stats netif_vnet_tx_stats;
 
 /* ---- net/netup.c ---- */
 

@@ -79,6 +79,7 @@ static bool tso;		/* frames go through net/tso_out.c */
 static struct pbuf **backlog;	/* FIFO of frames waiting for ring space */
 static unsigned bl_head, bl_len;
 static bool bl_flushing;
+struct netif_vnet_tx_stats netif_vnet_tx_stats;
 static struct work rxmem_work;	/* the out-of-order caps, after a receive batch */
 
 bool netif_vnet_stats(struct vnet_stats *st)
@@ -218,6 +219,7 @@ static int tx_one(struct pbuf *send)
 	err = vnet_tx(vn, sg, cnt, (info.tx_csum ? VNET_TX_CSUM : 0) | VNET_TX_GSO(tso_out_gso_size(send)), send);
 	if (err == 0) {
 		LINK_STATS_INC(link.xmit);
+		netif_vnet_tx_stats.in_driver++;
 	} else if (err != -ENOSPC) {
 		pbuf_free(send);
 		LINK_STATS_INC(link.drop);
@@ -264,8 +266,13 @@ static void nv_tx_done(void *ctx, void *token)
 {
 	(void)ctx;
 	pbuf_free(token);
-	if (bl_len)
+	if (netif_vnet_tx_stats.in_driver)
+		netif_vnet_tx_stats.in_driver--;
+	if (bl_len) {
+		if (!netif_vnet_tx_stats.in_driver)
+			netif_vnet_tx_stats.drained_with_backlog++;
 		backlog_flush();
+	}
 }
 
 /* Sends (or parks) one frame; takes a reference of its own. */
@@ -305,6 +312,9 @@ static err_t nv_send(struct pbuf *p)
 	}
 	backlog[(bl_head + bl_len) % TX_BACKLOG_MAX] = send;
 	bl_len++;
+	netif_vnet_tx_stats.backlogged++;
+	if (bl_len > netif_vnet_tx_stats.backlog_peak)
+		netif_vnet_tx_stats.backlog_peak = bl_len;
 	return ERR_OK;
 }
 

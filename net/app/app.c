@@ -105,6 +105,13 @@ static void vnet_metrics(struct metrics_buf *b)
 		  offsetof(struct vnet_qstats, csum_offloaded));
 	metrics_simple(b, "vireo_vnet_tx_ring_full_total", METRICS_COUNTER, "Transmits refused: ring full",
 		       st.q[1].no_room);
+	metrics_simple(b, "vireo_netif_tx_backlogged_total", METRICS_COUNTER,
+		       "Frames parked in the netif's transmit backlog (ring full)", netif_vnet_tx_stats.backlogged);
+	metrics_simple(b, "vireo_netif_tx_backlog_peak", METRICS_GAUGE, "Most frames parked at once",
+		       netif_vnet_tx_stats.backlog_peak);
+	metrics_simple(b, "vireo_netif_tx_drained_with_backlog_total", METRICS_COUNTER,
+		       "Completions that found the ring empty while frames were parked",
+		       netif_vnet_tx_stats.drained_with_backlog);
 	metrics_simple(b, "vireo_vnet_tso_frames_total", METRICS_COUNTER,
 		       "Frames sent for the device to cut into segments (HOST_TSO4/6)", st.q[1].gso_frames);
 	metrics_simple(b, "vireo_vnet_tso_segments_total", METRICS_COUNTER,
