@@ -29,7 +29,7 @@ GUEST_MAC = "52:54:00:12:34:56"
 GUEST_LL = "fe80::5054:ff:fe12:3456"
 PYTHON = "/usr/bin/python3"
 # An lwIP TCP PCB in TIME_WAIT costs this much of lwIP's heap (MEMP_MEM_MALLOC:
-# the tcp_pcb plus the heap's block header on x86_64), see tests/qemu.
+# the tcp_pcb plus mem.c's size header, in net/segheap.c's 288-byte class).
 TW_PCB_BYTES = 288
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -262,13 +262,10 @@ def idle_levels(m):
 
 def lwip_heap_excess(base, m):
     """lwIP's heap in use beyond `base`, TIME_WAIT PCBs (288 B each) taken
-    out, and how much of it layout alone explains. lwIP's mem_malloc gives
-    a near fit whole rather than split off a remainder too small for a
-    block (< struct mem + MIN_SIZE, 32 B here) and counts the whole block
-    in use, so the same live allocations weigh up to 31 B more each after
-    the heap was fragmented: at most 32 B per pool element in use (every
-    heap allocation at idle is one: MEMP_MEM_MALLOC). A leaked frame-sized
-    pbuf is well beyond that."""
+    out, and the slack allowed: 32 B per pool element in use. The heap
+    (net/segheap.c) counts whole blocks of fixed classes, so layout no
+    longer moves the level; the slack stays for the idle blocks outside
+    the pools. A leaked frame-sized pbuf is well beyond it."""
     def net(x):
         return x["vireo_lwip_mem_used_bytes"] - TW_PCB_BYTES * x['vireo_tcp_pcbs{list="time_wait"}']
 

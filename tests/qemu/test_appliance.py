@@ -222,18 +222,17 @@ def test_thousand_requests_16_connections_no_leak(app):
         time.sleep(0.5)
     assert pool_levels(after) == pool_levels(before)
     # lwIP's heap holds the pools too (MEMP_MEM_MALLOC): no growth beyond the
-    # TIME_WAIT PCBs that appeared meanwhile, 288 bytes each (tcp_pcb plus the
-    # heap's block header on x86_64, net/lwipopts.h). It may shrink: boot-time
-    # leftovers (an ARP-queued pbuf, DHCP) can be freed in between.
+    # TIME_WAIT PCBs that appeared meanwhile, 288 bytes each (tcp_pcb plus
+    # mem.c's size header, in net/segheap.c's 288-byte class; net/lwipopts.h).
+    # It may shrink: boot-time leftovers (an ARP-queued pbuf, DHCP) can be
+    # freed in between.
     tw = after['vireo_tcp_pcbs{list="time_wait"}'] - before['vireo_tcp_pcbs{list="time_wait"}']
-    # lwIP also counts a near-fit block whole: mem_malloc() leaves a block
-    # unsplit when the rest would be under SIZEOF_STRUCT_MEM + MIN_SIZE_ALIGNED
-    # (16 + 16 B), so each live block may count up to 24 B (8-aligned) more
-    # than it asked for, and which blocks are near-fits depends on where the
-    # heap was fragmented. The figure may drift by 24 B per live block: one
-    # per pool element (MEMP_MEM_MALLOC) plus at most 16 blocks outside the
-    # pools at idle (ARP/ND queues, DHCP, MLD, the /metrics response being
-    # built). Measured: rounds of this load in one boot grow by exactly one
+    # The heap level counts whole blocks of fixed size classes, so the same
+    # live allocations always weigh the same (lwIP's old first-fit heap
+    # drifted by up to 24 B per block with fragmentation). The allowance
+    # keeps 24 B per live pool element plus 16 blocks outside the pools at
+    # idle (ARP/ND queues, DHCP, MLD, the /metrics response being built),
+    # which covers those blocks' coming and going. Measured: rounds of this load in one boot grow by exactly one
     # TIME_WAIT PCB each (the /metrics connection), so nothing leaks per
     # round; after the earlier tests of this module the figure drifted by up
     # to 744 B beyond it. A leak per request (1000 of them) or per connection would be
