@@ -264,8 +264,12 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
 #define CHECKSUM_CHECK_TCP		1
 #define CHECKSUM_CHECK_ICMP		1
 #define CHECKSUM_CHECK_ICMP6		1
-/* Sum while tcp_write() copies, so software checksums cost no second pass. */
-#define LWIP_CHECKSUM_ON_COPY		1
+/* Off: with it on, tcp_write() sums every zero-copy (PBUF_ROM) site body in
+ * software as it queues it, whether or not the device then computes the
+ * checksum (virtio-net CSUM, the usual case): 21% of the guest's samples at
+ * 32 connections on /64k.bin (tests/bench/profile.py --callers). Without
+ * CSUM, tcp_output_segment() sums each segment once when sent instead. */
+#define LWIP_CHECKSUM_ON_COPY		0
 
 /* ---- IPv4 ----------------------------------------------------------------- */
 #define LWIP_IPV4			1

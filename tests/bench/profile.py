@@ -14,6 +14,7 @@ share of samples, and the /metrics deltas of the transmit path over the run
 
   tests/bench/profile.py [--conns 32] [--seconds 10] [--path /64k.bin]
                          [--image build/vireo.img] [--mem 256] [--top 15]
+                         [--cmdline "vnet.tso=off"] [--no-sample] [--callers]
 A figure, not a test: nothing here fails when the guest is slow."""
 import argparse
 import bisect
@@ -45,15 +46,24 @@ def symbols(elf):
     return addrs, names
 
 
-def sample(vm, stop, rips):
+def sample(vm, stop, rips, callers):
+    """RIPs into rips; with callers (a list), also each sample's return
+    address one frame up ([RBP+8]; the kernel keeps frame pointers, leaf
+    functions included), read right after the registers (the vCPU may have
+    moved on in between: a few callers are noise)."""
     while not stop.is_set():
         try:
             text = vm.qmp("human-monitor-command", **{"command-line": "info registers"})
+            m = re.search(r"RIP=([0-9a-f]+)", text)
+            b = re.search(r"RBP=([0-9a-f]+)", text)
+            if m:
+                rips.append(int(m.group(1), 16))
+                if callers is not None and b:
+                    mem = vm.qmp("human-monitor-command", **{"command-line": f"x /1gx {int(b.group(1), 16) + 8:#x}"})
+                    r = re.search(r":\s*(0x[0-9a-f]+)", mem)
+                    callers.append(int(r.group(1), 16) if r else 0)
         except (OSError, ValueError):
             return
-        m = re.search(r"RIP=([0-9a-f]+)", text)
-        if m:
-            rips.append(int(m.group(1), 16))
         time.sleep(0.002)
 
 
@@ -83,6 +93,8 @@ def main():
     ap.add_argument("--mem", type=int, default=256)
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--cmdline", default="")
+    ap.add_argument("--no-sample", action="store_true", help="wrk and /metrics only (no QMP sampling)")
+    ap.add_argument("--callers", action="store_true", help="also the caller of each sample (one frame up)")
     a = ap.parse_args()
     addrs, names = symbols(a.so)
     with Guest(mem=a.mem, image=a.image, cmdline=a.cmdline) as g:
@@ -92,29 +104,36 @@ def main():
         g.ns.run("wrk", "-t1", "-c", str(a.conns), "-d", "2", url, timeout=60)  # warm-up
         before = g.metrics()
         rips, stop = [], threading.Event()
-        t = threading.Thread(target=sample, args=(g.vm, stop, rips))
-        t.start()
+        callers = [] if a.callers else None
+        t = threading.Thread(target=sample, args=(g.vm, stop, rips, callers))
+        if not a.no_sample:
+            t.start()
         try:
             r = g.ns.run("wrk", "-t1", "-c", str(a.conns), "-d", str(a.seconds), "--latency", url,
                          timeout=a.seconds + 60)
         finally:
             stop.set()
-            t.join()
+            if t.is_alive():
+                t.join()
         after = g.metrics()
         text = r.stdout.decode()
     fig = wrk_figures(text)
     print(f"wrk -t1 -c{a.conns} -d{a.seconds}s {a.path}: {fig.get('req_s', 0):.0f} req/s, "
           f"{fig.get('mb_s', 0):.1f} MB/s, p50 {fig.get('p50_ms', 0):.2f} ms, p99 {fig.get('p99_ms', 0):.2f} ms "
           f"{fig['errors']}")
-    counts = collections.Counter()
-    for rip in rips:
-        off = rip - base
-        i = bisect.bisect_right(addrs, off) - 1
-        counts[names[i] if i >= 0 and base else f"{rip:#x}"] += 1
+    def sym(rip):
+        i = bisect.bisect_right(addrs, rip - base) - 1
+        return names[i] if i >= 0 and base else f"{rip:#x}"
+
+    counts = collections.Counter(sym(r) for r in rips)
     total = max(len(rips), 1)
     print(f"{len(rips)} RIP samples (image at {base:#x}):")
     for name, n in counts.most_common(a.top):
-        print(f"  {100.0 * n / total:5.1f}%  {name}")
+        line = f"  {100.0 * n / total:5.1f}%  {name}"
+        if callers:
+            by = collections.Counter(sym(c) for r, c in zip(rips, callers) if sym(r) == name)
+            line += "  <- " + ", ".join(f"{k} {v}" for k, v in by.most_common(3))
+        print(line)
     print("/metrics over the run:")
     for k in sorted(after):
         if k.startswith(("vireo_vnet_tx", "vireo_netif_tx", "vireo_lwip_heap_pages", "vireo_lwip_mem_")) \
