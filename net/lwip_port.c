@@ -25,11 +25,11 @@
  * header of this many bytes in front of each block. */
 #define MEM_HDR LWIP_MEM_ALIGN_SIZE(sizeof(mem_size_t))
 
-static void *vireo_lwip_heap;
+static void *lwip_port_heap_mem;
 struct vireo_lwip_stats vireo_lwip_stats;
 
 #if !MEM_LIBC_MALLOC
-static struct segheap lwip_heap;
+static struct segheap lwip_port_heap;
 
 /* mem.c adds the request's size (without its header) to
  * lwip_stats.mem.used after this returns, and subtracts it before calling
@@ -38,18 +38,18 @@ static struct segheap lwip_heap;
  * exactly: what the rounding and headers really take. */
 void *vireo_mem_malloc(size_t n)
 {
-	size_t before = lwip_heap.bytes;
-	void *p = segheap_alloc(&lwip_heap, n);
+	size_t before = lwip_port_heap.bytes;
+	void *p = segheap_alloc(&lwip_port_heap, n);
 
 	if (p != NULL && n >= MEM_HDR)
-		lwip_stats.mem.used += (lwip_heap.bytes - before) - (n - MEM_HDR);
+		lwip_stats.mem.used += (lwip_port_heap.bytes - before) - (n - MEM_HDR);
 	return p;
 }
 
 void vireo_mem_free(void *p)
 {
 	mem_size_t size = p != NULL ? *(mem_size_t *)p : 0;
-	size_t block = segheap_free(&lwip_heap, p);
+	size_t block = segheap_free(&lwip_port_heap, p);
 
 	if (block)
 		lwip_stats.mem.used -= block - size;
@@ -62,7 +62,7 @@ void *vireo_mem_calloc(size_t count, size_t size)
 
 	if (size && count > (size_t)-1 / size)
 		return NULL;
-	p = segheap_alloc(&lwip_heap, count * size);
+	p = segheap_alloc(&lwip_port_heap, count * size);
 	if (p != NULL)
 		memset(p, 0, count * size);
 	return p;
@@ -70,10 +70,10 @@ void *vireo_mem_calloc(size_t count, size_t size)
 
 void vireo_lwip_heap_stats(struct vireo_lwip_heap_stats *st)
 {
-	st->pages = lwip_heap.npages;
-	st->pages_used = lwip_heap.pages_used;
-	st->pages_peak = lwip_heap.pages_peak;
-	st->bad_frees = lwip_heap.bad_frees;
+	st->pages = lwip_port_heap.npages;
+	st->pages_used = lwip_port_heap.pages_used;
+	st->pages_peak = lwip_port_heap.pages_peak;
+	st->bad_frees = lwip_port_heap.bad_frees;
 }
 #else
 void vireo_lwip_heap_stats(struct vireo_lwip_heap_stats *st)
@@ -104,7 +104,7 @@ static const u16_t pool_budget[MEMP_MAX] = {
  * for n plus mem.c's size header). */
 #define HEAP_COST(n) ((u32)segheap_block_bytes(MEM_HDR + LWIP_MEM_ALIGN_SIZE(n)))
 
-static bool pcb_is_orphan(const struct tcp_pcb *pcb)
+static bool lwip_port_pcb_is_orphan(const struct tcp_pcb *pcb)
 {
 	if (pcb->callback_arg != NULL)
 		return false;
@@ -122,7 +122,7 @@ static bool pcb_is_orphan(const struct tcp_pcb *pcb)
 /* Heap bytes one pbuf chain holds: heap pbufs by their extent (struct,
  * header room and data), pool and ROM/REF pbufs by their pool element, the
  * driver's zero-copy receive pbufs nothing. */
-static u32 chain_cost(const struct pbuf *p)
+static u32 lwip_port_chain_cost(const struct pbuf *p)
 {
 	u32 n = 0;
 
@@ -144,24 +144,24 @@ static u32 chain_cost(const struct pbuf *p)
 	return n;
 }
 
-static u32 segs_cost(const struct tcp_seg *seg)
+static u32 lwip_port_segs_cost(const struct tcp_seg *seg)
 {
 	u32 n = 0;
 
 	for (; seg != NULL; seg = seg->next)
-		n += HEAP_COST(sizeof(struct tcp_seg)) + chain_cost(seg->p);
+		n += HEAP_COST(sizeof(struct tcp_seg)) + lwip_port_chain_cost(seg->p);
 	return n;
 }
 
 /* What pcb holds of lwIP's heap, an estimate from above. */
-static u32 pcb_cost(const struct tcp_pcb *pcb)
+static u32 lwip_port_pcb_cost(const struct tcp_pcb *pcb)
 {
-	u32 n = HEAP_COST(sizeof(struct tcp_pcb)) + segs_cost(pcb->unsent) + segs_cost(pcb->unacked);
+	u32 n = HEAP_COST(sizeof(struct tcp_pcb)) + lwip_port_segs_cost(pcb->unsent) + lwip_port_segs_cost(pcb->unacked);
 
 #if TCP_QUEUE_OOSEQ
-	n += segs_cost(pcb->ooseq);
+	n += lwip_port_segs_cost(pcb->ooseq);
 #endif
-	return n + chain_cost(pcb->refused_data);
+	return n + lwip_port_chain_cost(pcb->refused_data);
 }
 
 void vireo_lwip_orphans_count(u32 *count, u32 *bytes)
@@ -170,10 +170,10 @@ void vireo_lwip_orphans_count(u32 *count, u32 *bytes)
 
 	*count = *bytes = 0;
 	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = pcb->next) {
-		if (!pcb_is_orphan(pcb))
+		if (!lwip_port_pcb_is_orphan(pcb))
 			continue;
 		(*count)++;
-		*bytes += pcb_cost(pcb);
+		*bytes += lwip_port_pcb_cost(pcb);
 	}
 }
 
@@ -191,9 +191,9 @@ void vireo_lwip_orphans_trim(struct tcp_pcb *keep)
 
 	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = next) {
 		next = pcb->next;
-		if (!pcb_is_orphan(pcb))
+		if (!lwip_port_pcb_is_orphan(pcb))
 			continue;
-		cost = pcb_cost(pcb);
+		cost = lwip_port_pcb_cost(pcb);
 		if (pcb != keep && (count + 1 > VIREO_LWIP_ORPHANS_MAX ||
 				    bytes + cost > VIREO_LWIP_ORPHANS_BYTES)) {
 			tcp_abort(pcb);
@@ -207,13 +207,13 @@ void vireo_lwip_orphans_trim(struct tcp_pcb *keep)
 		vireo_lwip_stats.orphans_peak = count;
 }
 
-static void orphans_expire(void)
+static void lwip_port_orphans_expire(void)
 {
 	struct tcp_pcb *pcb, *next;
 
 	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = next) {
 		next = pcb->next;
-		if (pcb_is_orphan(pcb) &&
+		if (lwip_port_pcb_is_orphan(pcb) &&
 		    (u32_t)(tcp_ticks - pcb->tmr) >= VIREO_LWIP_ORPHAN_TIMEOUT_MS / TCP_SLOW_INTERVAL) {
 			tcp_abort(pcb);
 			vireo_lwip_stats.orphans_timedout++;
@@ -221,7 +221,7 @@ static void orphans_expire(void)
 	}
 }
 
-static void tw_trim(void *arg)
+static void lwip_port_tw_trim(void *arg)
 {
 	struct tcp_pcb *pcb, *next;
 	unsigned int n = 0;
@@ -248,9 +248,9 @@ static void tw_trim(void *arg)
 			vireo_lwip_stats.tw_trimmed++;
 		}
 	}
-	orphans_expire();
+	lwip_port_orphans_expire();
 	vireo_lwip_orphans_trim(NULL);
-	sys_timeout(TCP_TMR_INTERVAL, tw_trim, arg);
+	sys_timeout(TCP_TMR_INTERVAL, lwip_port_tw_trim, arg);
 }
 
 /* LWIP_HOOK_TCP_TIMEWAIT_REOPEN (net/patches/0002): lwIP is about to free a
@@ -265,16 +265,16 @@ int vireo_lwip_init(void)
 {
 	int i;
 
-	if (vireo_lwip_heap != NULL)
+	if (lwip_port_heap_mem != NULL)
 		return 0;
-	vireo_lwip_heap = page_alloc(HEAP_KPAGES);
-	if (vireo_lwip_heap == NULL) {
+	lwip_port_heap_mem = page_alloc(HEAP_KPAGES);
+	if (lwip_port_heap_mem == NULL) {
 		kprintf("lwip: no %u KiB for the heap\n", (unsigned int)(HEAP_KPAGES * PAGE_SIZE / 1024));
 		return -ENOMEM;
 	}
 #if !MEM_LIBC_MALLOC
-	if (segheap_init(&lwip_heap, vireo_lwip_heap, segheap_region_bytes(HEAP_NPAGES)) != HEAP_NPAGES)
-		panic("lwip: heap of %u pages, not %u", (unsigned int)lwip_heap.npages,
+	if (segheap_init(&lwip_port_heap, lwip_port_heap_mem, segheap_region_bytes(HEAP_NPAGES)) != HEAP_NPAGES)
+		panic("lwip: heap of %u pages, not %u", (unsigned int)lwip_port_heap.npages,
 		      (unsigned int)HEAP_NPAGES);
 #endif
 	vireo_lwip_stats.heap_bytes = MEM_SIZE;
@@ -289,6 +289,6 @@ int vireo_lwip_init(void)
 	for (i = 0; i < MEMP_MAX; i++)
 		lwip_stats.memp[i]->avail = pool_budget[i];
 
-	sys_timeout(TCP_TMR_INTERVAL, tw_trim, NULL);
+	sys_timeout(TCP_TMR_INTERVAL, lwip_port_tw_trim, NULL);
 	return 0;
 }

@@ -103,8 +103,9 @@
  *   live echo: 16 x W_echo                                       418800
  *   orphans (closed by the application, lwIP still sending our
  *     data and FIN): the port keeps <= VIREO_LWIP_ORPHANS_BYTES of
- *     them by its own estimate (net/lwip_port.c pcb_cost(), block
- *     sizes from segheap), plus the one just closed: 524288 + W_http 553426
+ *     them by its own estimate (net/lwip_port.c lwip_port_pcb_cost(),
+ *     block sizes from segheap), plus the one just closed:
+ *     524288 + W_http                                           553426
  *   half-open and not yet accepted: listen backlogs 32 (HTTP) + 4
  *     (echo) x (PCB + SYN-ACK segment: 288 + 48 + 112)             16128
  *   listening PCBs: 4 x 112                                          448

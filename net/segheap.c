@@ -20,7 +20,7 @@ u32 segheap_class_size(u32 c)
 	return c < SEGHEAP_NCLASS ? class_size[c] : 0;
 }
 
-static u32 class_for(size_t n)
+static u32 segheap_class_for(size_t n)
 {
 	u32 c = 0;
 
@@ -34,11 +34,11 @@ size_t segheap_block_bytes(size_t n)
 	if (n == 0)
 		n = 1;
 	if (n <= SEGHEAP_SMALL_MAX)
-		return class_size[class_for(n)];
+		return class_size[segheap_class_for(n)];
 	return ALIGN_UP(n, (size_t)SEGHEAP_PAGE);
 }
 
-static size_t meta_bytes(u32 npages)
+static size_t segheap_meta_bytes(u32 npages)
 {
 	size_t d = ALIGN_UP((size_t)npages * sizeof(struct segheap_page), (size_t)SEGHEAP_ALIGN);
 
@@ -47,7 +47,7 @@ static size_t meta_bytes(u32 npages)
 
 size_t segheap_region_bytes(u32 npages)
 {
-	return meta_bytes(npages) + (size_t)npages * SEGHEAP_PAGE;
+	return segheap_meta_bytes(npages) + (size_t)npages * SEGHEAP_PAGE;
 }
 
 u32 segheap_init(struct segheap *h, void *mem, size_t len)
@@ -63,12 +63,12 @@ u32 segheap_init(struct segheap *h, void *mem, size_t len)
 	for (i = 0; i < SEGHEAP_NCLASS; i++)
 		h->partial[i] = SEGHEAP_NONE;
 	for (i = 0; i <= SEGHEAP_SMALL_MAX / SEGHEAP_ALIGN; i++)
-		h->class_of[i] = (u8)class_for(i ? (size_t)i * SEGHEAP_ALIGN : 1);
+		h->class_of[i] = (u8)segheap_class_for(i ? (size_t)i * SEGHEAP_ALIGN : 1);
 	if (!n)
 		return 0;
 	h->pg = (struct segheap_page *)m;
 	h->freemap = (u64 *)(m + ALIGN_UP((size_t)n * sizeof(struct segheap_page), (size_t)SEGHEAP_ALIGN));
-	h->base = m + meta_bytes(n);
+	h->base = m + segheap_meta_bytes(n);
 	for (i = 0; i < n; i++) {
 		h->pg[i] = (struct segheap_page){.kind = KIND_FREE, .next = SEGHEAP_NONE,
 						 .prev = SEGHEAP_NONE};
@@ -80,7 +80,7 @@ u32 segheap_init(struct segheap *h, void *mem, size_t len)
 	return n;
 }
 
-static void map_set(struct segheap *h, u32 i, bool free)
+static void segheap_map_set(struct segheap *h, u32 i, bool free)
 {
 	if (free)
 		h->freemap[i / 64] |= 1ull << (i % 64);
@@ -88,12 +88,12 @@ static void map_set(struct segheap *h, u32 i, bool free)
 		h->freemap[i / 64] &= ~(1ull << (i % 64));
 }
 
-static bool map_free(const struct segheap *h, u32 i)
+static bool segheap_map_free(const struct segheap *h, u32 i)
 {
 	return (h->freemap[i / 64] >> (i % 64)) & 1;
 }
 
-static void pages_taken(struct segheap *h, u32 n)
+static void segheap_pages_taken(struct segheap *h, u32 n)
 {
 	h->pages_used += n;
 	if (h->pages_used > h->pages_peak)
@@ -101,7 +101,7 @@ static void pages_taken(struct segheap *h, u32 n)
 }
 
 /* Lowest free page, or NONE: at most npages / 64 words looked at. */
-static u32 page_take(struct segheap *h)
+static u32 segheap_page_take(struct segheap *h)
 {
 	u32 w, words = ALIGN_UP(h->npages, 64u) / 64;
 
@@ -109,8 +109,8 @@ static u32 page_take(struct segheap *h)
 		if (h->freemap[w]) {
 			u32 i = w * 64 + (u32)__builtin_ctzll(h->freemap[w]);
 
-			map_set(h, i, false);
-			pages_taken(h, 1);
+			segheap_map_set(h, i, false);
+			segheap_pages_taken(h, 1);
 			return i;
 		}
 	}
@@ -118,7 +118,7 @@ static u32 page_take(struct segheap *h)
 }
 
 /* Lowest run of n free pages, or NONE (first fit over the bitmap). */
-static u32 run_take(struct segheap *h, u32 n)
+static u32 segheap_run_take(struct segheap *h, u32 n)
 {
 	u32 i = 0, start = 0, len = 0, j;
 
@@ -127,7 +127,7 @@ static u32 run_take(struct segheap *h, u32 n)
 			i += 64;
 			continue;
 		}
-		if (map_free(h, i)) {
+		if (segheap_map_free(h, i)) {
 			if (len++ == 0)
 				start = i;
 			if (len == n)
@@ -140,29 +140,29 @@ static u32 run_take(struct segheap *h, u32 n)
 	if (len < n)
 		return SEGHEAP_NONE;
 	for (j = start; j < start + n; j++) {
-		map_set(h, j, false);
+		segheap_map_set(h, j, false);
 		h->pg[j].kind = KIND_TAIL;
 		h->pg[j].run = start;
 	}
 	h->pg[start].kind = KIND_RUN;
 	h->pg[start].run = n;
-	pages_taken(h, n);
+	segheap_pages_taken(h, n);
 	return start;
 }
 
-static void page_give(struct segheap *h, u32 i, u32 n)
+static void segheap_page_give(struct segheap *h, u32 i, u32 n)
 {
 	u32 j;
 
 	for (j = i; j < i + n; j++) {
 		h->pg[j] = (struct segheap_page){.kind = KIND_FREE, .next = SEGHEAP_NONE,
 						 .prev = SEGHEAP_NONE};
-		map_set(h, j, true);
+		segheap_map_set(h, j, true);
 	}
 	h->pages_used -= n;
 }
 
-static void list_push(struct segheap *h, u32 c, u32 i)
+static void segheap_list_push(struct segheap *h, u32 c, u32 i)
 {
 	struct segheap_page *d = &h->pg[i];
 
@@ -173,7 +173,7 @@ static void list_push(struct segheap *h, u32 c, u32 i)
 	h->partial[c] = i;
 }
 
-static void list_unlink(struct segheap *h, u32 c, u32 i)
+static void segheap_list_unlink(struct segheap *h, u32 c, u32 i)
 {
 	struct segheap_page *d = &h->pg[i];
 
@@ -186,7 +186,7 @@ static void list_unlink(struct segheap *h, u32 c, u32 i)
 	d->next = d->prev = SEGHEAP_NONE;
 }
 
-static void account(struct segheap *h, size_t bytes)
+static void segheap_account(struct segheap *h, size_t bytes)
 {
 	h->allocs++;
 	h->bytes += bytes;
@@ -208,23 +208,23 @@ void *segheap_alloc(struct segheap *h, size_t n)
 		if (n > (size_t)h->npages * SEGHEAP_PAGE)
 			goto fail;
 		pages = (u32)((n + SEGHEAP_PAGE - 1) / SEGHEAP_PAGE);
-		i = run_take(h, pages);
+		i = segheap_run_take(h, pages);
 		if (i == SEGHEAP_NONE)
 			goto fail;
-		account(h, (size_t)pages * SEGHEAP_PAGE);
+		segheap_account(h, (size_t)pages * SEGHEAP_PAGE);
 		return h->base + (size_t)i * SEGHEAP_PAGE;
 	}
 	c = h->class_of[(n + SEGHEAP_ALIGN - 1) / SEGHEAP_ALIGN];
 	size = class_size[c];
 	i = h->partial[c];
 	if (i == SEGHEAP_NONE) {
-		i = page_take(h);
+		i = segheap_page_take(h);
 		if (i == SEGHEAP_NONE)
 			goto fail;
 		d = &h->pg[i];
 		d->kind = (u16)c;
 		d->slots = (u16)(SEGHEAP_PAGE / size);
-		list_push(h, c, i);
+		segheap_list_push(h, c, i);
 	}
 	d = &h->pg[i];
 	if (d->free) {
@@ -237,9 +237,9 @@ void *segheap_alloc(struct segheap *h, size_t n)
 	slot = (u32)((size_t)(p - (h->base + (size_t)i * SEGHEAP_PAGE)) / size);
 	d->live[slot / 64] |= 1ull << (slot % 64);
 	if (++d->used == d->slots)
-		list_unlink(h, c, i);
+		segheap_list_unlink(h, c, i);
 	h->class_live[c]++;
-	account(h, size);
+	segheap_account(h, size);
 	return p;
 fail:
 	h->fails++;
@@ -268,7 +268,7 @@ size_t segheap_free(struct segheap *h, void *ptr)
 			goto bad;
 		h->bytes -= bytes;
 		h->frees++;
-		page_give(h, i, d->run);
+		segheap_page_give(h, i, d->run);
 		return bytes;
 	}
 	if (d->kind >= SEGHEAP_NCLASS)	/* free page or inside a run */
@@ -284,10 +284,10 @@ size_t segheap_free(struct segheap *h, void *ptr)
 	h->bytes -= size;
 	h->frees++;
 	if (d->used-- == d->slots)
-		list_push(h, d->kind, i);
+		segheap_list_push(h, d->kind, i);
 	if (d->used == 0) {
-		list_unlink(h, d->kind, i);
-		page_give(h, i, 1);
+		segheap_list_unlink(h, d->kind, i);
+		segheap_page_give(h, i, 1);
 	}
 	return size;
 bad:
