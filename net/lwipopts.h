@@ -33,12 +33,13 @@
  * ISNs per RFC 6528 (net/tcp_isn.c) and SYN cookies (net/syncookie.c):
  * INPACKET_PCB answers a SYN with a cookie when the listen backlog is full,
  * TCP_LISTEN_ACK (added by net/patches/0001) turns an ACK with a valid
- * cookie into a connection. TCP_TIMEWAIT_REOPEN (net/patches/0002) counts
+ * cookie into a connection; it also ACKs a coalesced (receive TSO) segment of
+ * more than one MSS at once (net/lwip_port.c). TCP_TIMEWAIT_REOPEN (net/patches/0002) counts
  * TIME_WAIT PCBs a new SYN from the same 4-tuple reopened. */
 #define LWIP_HOOK_FILENAME		"net/lwip_hooks.h"
 #define LWIP_HOOK_TCP_ISN(lip, lport, rip, rport)	vireo_tcp_isn(lip, lport, rip, rport)
 #define LWIP_HOOK_TCP_INPACKET_PCB(pcb, hdr, optlen, opt1len, opt2, p) \
-	vireo_syncookie_inpacket(pcb, hdr, optlen, opt1len, opt2, p)
+	vireo_tcp_inpacket(pcb, hdr, optlen, opt1len, opt2, p)
 #define LWIP_HOOK_TCP_LISTEN_ACK(lpcb, hdr, p)		vireo_syncookie_ack(lpcb, hdr, p)
 #define LWIP_HOOK_TCP_TIMEWAIT_REOPEN(pcb)		vireo_lwip_tw_reopen(pcb)
 

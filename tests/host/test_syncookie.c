@@ -765,6 +765,44 @@ static void test_timewait_reopen_no_listener(void **state)
 	assert_int_equal(http_server_start(HTTP_PORT, NULL), 0);
 }
 
+/* vireo_tcp_inpacket's ACK rule (net/lwip_port.c): a segment of more than
+ * one MSS (receive TSO) arms TF_ACK_DELAY, so tcp_receive's tcp_ack() sends
+ * the ACK now instead of holding it; one MSS or less, or a PCB not in a
+ * data-receiving state, is left as lwIP would have it. */
+static void test_coalesced_segment_acked_now(void **state)
+{
+	struct tcp_pcb *pcb = tcp_new();
+	struct tcp_hdr hdr;
+	struct pbuf *p;
+	u64 before = vireo_lwip_stats.rx_coalesced_acks;
+
+	assert_non_null(pcb);
+	memset(&hdr, 0, sizeof(hdr));
+	TCPH_HDRLEN_FLAGS_SET(&hdr, 5, TCP_ACK);
+	pcb->mss = 1460;
+	p = pbuf_alloc(PBUF_RAW, 2921, PBUF_RAM);
+	assert_non_null(p);
+	pcb->state = LISTEN + 1;	/* SYN_SENT: not yet */
+	assert_int_equal(vireo_tcp_inpacket(pcb, &hdr, 0, 0, NULL, p), ERR_OK);
+	assert_false(pcb->flags & TF_ACK_DELAY);
+	pcb->state = ESTABLISHED;
+	pbuf_realloc(p, 1460);		/* one MSS: lwIP's own rule */
+	assert_int_equal(vireo_tcp_inpacket(pcb, &hdr, 0, 0, NULL, p), ERR_OK);
+	assert_false(pcb->flags & TF_ACK_DELAY);
+	pbuf_free(p);
+	p = pbuf_alloc(PBUF_RAW, 1461, PBUF_RAM);
+	assert_int_equal(vireo_tcp_inpacket(pcb, &hdr, 0, 0, NULL, p), ERR_OK);
+	assert_true(pcb->flags & TF_ACK_DELAY);
+	pcb->flags = 0;
+	pcb->state = FIN_WAIT_2;
+	assert_int_equal(vireo_tcp_inpacket(pcb, &hdr, 0, 0, NULL, p), ERR_OK);
+	assert_true(pcb->flags & TF_ACK_DELAY);
+	assert_int_equal(vireo_lwip_stats.rx_coalesced_acks, before + 2);
+	pbuf_free(p);
+	pcb->state = CLOSED;
+	tcp_abort(pcb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -777,6 +815,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_timewait_newer_syn_reopens, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timewait_older_syn_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timewait_reopen_no_listener, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_coalesced_segment_acked_now, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);
