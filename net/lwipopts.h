@@ -104,13 +104,14 @@
  *     ARP_TABLE_SIZE 10, and as many for ND6) x 1624               97440
  *   reassembly: IP_REASS_MAX_PBUFS zero-copy pbufs, bookkeeping       4096
  *   received data copied above the held-buffer watermark and kept
- *     (receive memory, below): out-of-order ~270 KiB (the global cap
- *     plus one batch), reassembly 2 x 16 copies ~50 KiB              327680
+ *     (receive memory, below): out-of-order ~487 KiB (the global cap
+ *     plus one batch of receive-TSO frames), reassembly 2 x 16
+ *     copies ~50 KiB                                                550112
  *   DHCP, MLD, ND, timers                                            8192
- *                                                          total  3167488
- * i.e. 3.0 MiB of the 4 MiB heap, whatever the number or kind of connections
+ *                                                          total  3389920
+ * i.e. 3.2 MiB of the 4 MiB heap, whatever the number or kind of connections
  * a remote party opens: every term is a count a limit above or in the
- * application caps times a per-PCB bound, and the rest (1 MiB, 25%) is left
+ * application caps times a per-PCB bound, and the rest (0.77 MiB, 19%) is left
  * for the first-fit heap's fragmentation. Not in this sum: frames no TCP
  * queue owns (ICMP echo replies are heap copies, UDP echo replies) while they
  * wait in the driver's transmit ring and backlog (net/netif_vnet.c,
@@ -164,13 +165,23 @@ extern void *vireo_lwip_heap;		/* net/lwip_port.c */
  * A copy that would leave less than VIREO_RXMEM_HEAP_RESERVE of lwIP's heap
  * free is not made: the frame is dropped (counted), its buffers reposted.
  *
+ * Receive TSO (GUEST_TSO4/6, drivers/virtio_net.c): a frame is then up to
+ * 65,535 bytes in up to 17 buffers, so the stack holds at most 64 + 17 = 81
+ * buffers and 175 stay with the driver; a copy is up to 65,535 B + its
+ * pbuf, made only while VIREO_RXMEM_HEAP_RESERVE stays free. A zero-copy
+ * coalesced frame is 17 pbufs to pbuf_clen(), more than a PCB's
+ * TCP_OOSEQ_MAX_PBUFS (8), so lwIP keeps such a frame out of order only
+ * as a copy (one pbuf).
+ *
  * Out-of-order caps, all PCBs together, checked after every receive batch
- * (a poll of at most 64 frames, so a batch can overshoot by 64 pbufs and
- * 64 x 1460 bytes before the check): 256 pbufs and 128 KiB of payload;
- * whole queues are freed oldest first (rxmem.c says what "oldest" is). The
- * peer retransmits what was freed. Heap, at the worst overshoot:
- * (128 KiB + 64 x 1460 B) payload + 320 pbufs x (54 B of headers + 24 B
- * struct pbuf + 16 B heap header + 56 B tcp_seg) ~ 219 + 47 ~ 270 KiB.
+ * (a poll of at most 64 buffers, ending past that only to finish a merged
+ * frame: 64 + 16 = 80 buffers of at most 3,968 frame bytes, so a batch can
+ * overshoot by 80 pbufs and 80 x 3,968 = 317,440 bytes before the check):
+ * 256 pbufs and 128 KiB of payload; whole queues are freed oldest first
+ * (rxmem.c says what "oldest" is). The peer retransmits what was freed.
+ * Heap, at the worst overshoot: (131,072 + 317,440 B) payload + 336 pbufs
+ * x (54 B of headers + 24 B struct pbuf + 16 B heap header + 56 B tcp_seg)
+ * = 448,512 + 50,400 ~ 487 KiB (without receive TSO, 64 x 1460 B: ~270 KiB).
  *
  * IP reassembly needs no cap of the port's: IP_REASS_MAX_PBUFS (16) already
  * counts pbufs globally, over all datagrams, once for IPv4 (ip4_frag.c's
