@@ -184,6 +184,9 @@ def vnet_rx():
     return {
         "modern_frames": bytes([0x09, 0x08]) + good() * 4 + irq + release + good(1, 1514) + irq,
         "mergeable_big": bytes([0x0b, 0x08]) + good(0, 9000) + irq + release,
+        # receive TSO: a 20,074-byte coalesced IPv4 segment, NEEDS_CSUM, then IPv6
+        "rx_tso": bytes([0x0f, 0x08]) + good(8 | 32, 100) + le16(20000) + le16(1448) + le16(54) + irq +
+        release + good(8 | 16 | 32, 100) + le16(60000) + le16(1428) + le16(74) + irq + release,
         "packed_evidx": bytes([0x19, 0x18]) + good() * 8 + irq + send * 3 + tx_irq + timers,
         "ctrl_coal": bytes([0xc9, 0x08 | 0x20]) + good() * 16 + irq + timers + irq + bytes([14 | 0x20]),
         "echo": bytes([0x29, 0x48]) + good() * 4 + irq + tx_irq,
