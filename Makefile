@@ -116,7 +116,7 @@ IMAGE := $(BUILD)/vireo.img
 PVH   := $(BUILD)/vireo.elf
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
-	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks params
+	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks bench-upload params
 all: $(EFI) $(PVH)
 
 $(BUILD)/k/boot/%.o: boot/%.c
@@ -302,6 +302,13 @@ bench-boot: deps-test $(IMAGE)
 bench: deps-test
 	$(Q)MAKE="$(MAKE)" tests/bench/bench.sh
 
+# Upload MB/s through TCP echo with receive TSO on and off (vnet.guest_tso),
+# over a tap in a namespace; BENCH_REPS uploads (3) of BENCH_MIB MiB (16)
+# per mode, each checked byte for byte; BENCH_MEM (256). Needs root.
+bench-upload: deps-test $(IMAGE)
+	$(Q)$(PYTHON) tests/bench/upload.py --reps $(or $(BENCH_REPS),3) --mib $(or $(BENCH_MIB),16) \
+		--mem $(or $(BENCH_MEM),256)
+
 # Each attack of issue 13 against vireo and against the nginx peer (booted
 # as `make bench` boots both), a legitimate client before, during and after:
 # success rate during the attack, time to full service after it; table on
@@ -341,11 +348,11 @@ help:
 	@echo "  make check-docs every relative link in README.md, docs/, net/README.md resolves;"
 	@echo "                  docs/appliance.md's command-line table matches the sources"
 	@echo "  make test-qemu  QEMU tests only"
-	@echo "  make test-matrix  the appliance in 24 virtio-net/machine configurations, TSO on"
-	@echo "                  a wire and off, plus test-hostile (~10-12 min; needs root for a"
+	@echo "  make test-matrix  the appliance in 25 virtio-net/machine configurations, TSO on"
+	@echo "                  a wire and off, uploads with receive TSO on and off, plus test-hostile (~10-12 min; needs root for a"
 	@echo "                  netns with a tap)"
-	@echo "  make test-matrix-quick  4 of those configurations, ab -k -c 32 on 3 boots and"
-	@echo "                  TSO on a wire (part of make test, ~2 min)"
+	@echo "  make test-matrix-quick  4 of those configurations, ab -k -c 32 on 3 boots,"
+	@echo "                  TSO on a wire and uploads with receive TSO (part of make test, ~2 min)"
 	@echo "  make test-hostile  malformed frames, SYN flood, receive-memory pinning, hostile"
 	@echo "                  HTTP clients, link down/up and device reset under load, TIME_WAIT"
 	@echo "                  reuse, ab -k -c 32 (~6 min when timed; see docs/testing.md)"
@@ -358,6 +365,8 @@ help:
 	@echo "  make bench      vireo vs. nginx on Linux (shared harness, TCG, tap): table + build/bench/summary.json"
 	@echo "                  (BENCH_REPS=3 BENCH_DURATION=10 BENCH_EXTRA_REPS=2 BENCH_MEM=256, -m of both guests;"
 	@echo "                  about 20 min; needs root)"
+	@echo "  make bench-upload  upload MB/s through TCP echo, receive TSO on and off (tap;"
+	@echo "                  BENCH_REPS=3 BENCH_MIB=16 BENCH_MEM=256; about 2 min; needs root)"
 	@echo "  make bench-attacks  SYN flood, out-of-order pinning, fragment trains, slot hog, orphan"
 	@echo "                  flood against vireo and the nginx peer: legitimate success % during each"
 	@echo "                  attack, time to full service after it; table + build/bench/attacks.json"

@@ -27,6 +27,13 @@
 #include "kernel/string.h"
 #include "kernel/time.h"
 
+/* Buffers per poll (a merged frame counts each of its buffers and may end
+ * up to max_buffers - 1 past the budget). With receive TSO a 64 KiB frame
+ * spans 17 page-sized buffers (3,968 frame bytes each, the first 3,956), so
+ * a poll takes at most 64 + 16 = 80 buffers, ~310 KiB of frames.
+ * Receive memory stays what it was with the offload: the pool is
+ * min(ring, RX_MAX_BUFS) = 256 one-page buffers, 1 MiB, whatever the frames
+ * (net/lwipopts.h "receive memory" for what the stack may keep of it). */
 #define RX_BUDGET 64
 #define RX_MAX_BUFS 256
 /* Control commands are polled from the event loop, where no busy-wait may
@@ -78,6 +85,7 @@ struct vnet {
 
 static struct vnet *vnets[MAX_VNETS];
 static bool tso = true;
+static bool guest_tso = true;
 static struct {
 	enum coal_mode mode;
 	u16 frames;
@@ -103,6 +111,8 @@ static int vnet_coal_cfg_parse(const char *val, void *dst, char *why, size_t why
 }
 CMDLINE_PARAM(tso, .key = "vnet.tso", .type = CMDLINE_BOOL, .dst = &tso, .def = "on",
 	      .help = "transmit segmentation offload (HOST_TSO4/6) when the device offers it");
+CMDLINE_PARAM(guest_tso, .key = "vnet.guest_tso", .type = CMDLINE_BOOL, .dst = &guest_tso, .def = "on",
+	      .help = "receive segmentation offload (GUEST_TSO4/6) when the device offers it and MRG_RXBUF");
 CMDLINE_PARAM(coalesce, .key = "coalesce", .type = CMDLINE_CUSTOM, .parse = vnet_coal_cfg_parse, .def = "adaptive",
 	      .values = "off, adaptive, <frames>,<usecs>",
 	      .help = "virtio-net receive interrupt coalescing (frames 1-64, usecs 0-200)");
@@ -112,6 +122,8 @@ static const char *const net_feature_names[64] = {
 	[VIRTIO_NET_F_GUEST_CSUM] = "GUEST_CSUM",
 	[VIRTIO_NET_F_MTU] = "MTU",
 	[VIRTIO_NET_F_MAC] = "MAC",
+	[VIRTIO_NET_F_GUEST_TSO4] = "GUEST_TSO4",
+	[VIRTIO_NET_F_GUEST_TSO6] = "GUEST_TSO6",
 	[VIRTIO_NET_F_HOST_TSO4] = "HOST_TSO4",
 	[VIRTIO_NET_F_HOST_TSO6] = "HOST_TSO6",
 	[VIRTIO_NET_F_MRG_RXBUF] = "MRG_RXBUF",
@@ -124,12 +136,23 @@ static const char *const net_feature_names[64] = {
 	[VIRTIO_NET_F_NOTF_COAL] = "NOTF_COAL",
 };
 
-/* vnet.tso=off keeps segmentation offload out of the negotiation; then
- * whatever lacks its requirement goes (HOST_TSO4/6 without CSUM). */
+/* vnet.tso=off and vnet.guest_tso=off keep segmentation offload out of the
+ * negotiation; then whatever lacks its requirement goes (HOST_TSO4/6 without
+ * CSUM, GUEST_TSO4/6 without GUEST_CSUM).
+ *
+ * Receive TSO only with MRG_RXBUF. Without it every receive buffer would
+ * have to hold the largest GSO frame (12 + 65535 B: 17 pages), so the pool's
+ * 256 buffers would take 17 MiB instead of 1 MiB, or the pool would shrink
+ * to 15 buffers for the same memory; Linux's "big packets" mode is that
+ * trade. Every device that offers GUEST_TSO also offers MRG_RXBUF (QEMU,
+ * vhost-net, Linux's tun), so without it the offload is simply not
+ * negotiated and frames arrive as today. */
 static u64 vnet_net_features_fixup(u64 want)
 {
 	if (!tso)
 		want &= ~(VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4) | VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO6));
+	if (!guest_tso || !(want & VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF)))
+		want &= ~(VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO4) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO6));
 	return vnet_features_fixup(want);
 }
 
@@ -292,7 +315,9 @@ static int vnet_rx_alloc(struct vnet *vn, u32 n)
 
 /* ---- receive ---- */
 
-static void vnet_rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
+/* Takes one received packet whose first buffer is b; returns the buffers
+ * it took off the ring (the poll's budget counts buffers). */
+static unsigned vnet_rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 {
 	struct vnet_qstats *st = &vn->st[0];
 	struct vnet_rxbuf *tail = b;
@@ -304,7 +329,7 @@ static void vnet_rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 		st->drops[info.drop]++;
 		vn->rx_skip += info.skip;
 		vnet_rx_free(vn, b);
-		return;
+		return 1;
 	}
 	b->data = b->buf + info.frame_off;
 	b->len = info.first_len;
@@ -317,7 +342,7 @@ static void vnet_rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 		if (!more) {
 			virtio_set_broken(vn->vd, "merged frame missing buffers");
 			vnet_rx_free_chain(vn, b);
-			return;
+			return segs;
 		}
 		vn->nposted--;
 		more->next = NULL;
@@ -326,7 +351,7 @@ static void vnet_rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 			vn->rx_skip += info.skip;
 			vnet_rx_free(vn, more);
 			vnet_rx_free_chain(vn, b);
-			return;
+			return segs + 1;
 		}
 		more->data = more->buf;
 		more->len = l2;
@@ -338,16 +363,21 @@ static void vnet_rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 		flags |= VNET_RX_CSUM_OK;
 		st->csum_offloaded++;
 	}
+	if (info.gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+		st->gso_frames++;
+		st->gso_segments += vnet_hdr_rx_gso_segments(&info);
+	}
 	if (info.needs_csum && segs == 1 && vn->rx_csum_whole)
 		vnet_hdr_csum_complete(b->data, b->len, info.csum_start, info.csum_offset);
 	st->frames++;
 	st->bytes += info.frame_len;
 	if (!vn->attached) {
 		vnet_rx_free_chain(vn, b);
-		return;
+		return segs;
 	}
 	vn->nheld += segs;
 	vn->up.rx(vn->up.ctx, b, info.frame_len, flags);
+	return segs;
 }
 
 static unsigned vnet_tx_reclaim(struct vnet *vn);
@@ -425,8 +455,7 @@ static void vnet_rx_poll(void *arg)
 			n++;
 			continue;
 		}
-		vnet_rx_frame(vn, b, len);
-		n++;
+		n += vnet_rx_frame(vn, b, len);
 		if (!vnet_live(vn))
 			break;
 	}
@@ -440,7 +469,7 @@ static void vnet_rx_poll(void *arg)
 	}
 	vnet_rx_post(vn);
 	vn->coal_acc += n;
-	if (n == RX_BUDGET) {
+	if (n >= RX_BUDGET) {	/* a merged frame may end past the budget */
 		st->budget_exhausted++;
 		work_queue(&vn->rx_work);
 		return;
@@ -631,6 +660,8 @@ void vnet_get_info(struct vnet *vn, struct vnet_info *info)
 		info->rx_csum = virtio_has(vn->vd, VIRTIO_NET_F_GUEST_CSUM);
 		info->tx_tso4 = virtio_has(vn->vd, VIRTIO_NET_F_HOST_TSO4);
 		info->tx_tso6 = virtio_has(vn->vd, VIRTIO_NET_F_HOST_TSO6);
+		info->rx_tso4 = virtio_has(vn->vd, VIRTIO_NET_F_GUEST_TSO4);
+		info->rx_tso6 = virtio_has(vn->vd, VIRTIO_NET_F_GUEST_TSO6);
 	}
 }
 
@@ -890,6 +921,9 @@ static int vnet_net_probe(struct virtio_dev *d)
 	vn->rxcfg.mrg_rxbuf = mrg;
 	vn->rxcfg.guest_csum = virtio_has(d, VIRTIO_NET_F_GUEST_CSUM);
 	vn->rxcfg.max_frame = MIN((u32)vn->mtu + 18, (u32)VNET_FRAME_MAX);
+	vn->rxcfg.guest_tso4 = virtio_has(d, VIRTIO_NET_F_GUEST_TSO4);
+	vn->rxcfg.guest_tso6 = virtio_has(d, VIRTIO_NET_F_GUEST_TSO6);
+	vn->rxcfg.max_gso_frame = VNET_FRAME_MAX;
 
 	vn->rx = virtio_setup_vq(d, VIRTIO_NET_RXQ(0), 0, vnet_rx_irq, vn);
 	vn->tx = vn->rx ? virtio_setup_vq(d, VIRTIO_NET_TXQ(0), 0, vnet_tx_irq, vn) : NULL;
@@ -1038,7 +1072,8 @@ static const struct virtio_driver virtio_net_driver = {
 		    VIRTIO_BIT(VIRTIO_NET_F_CTRL_VQ) | VIRTIO_BIT(VIRTIO_NET_F_CTRL_RX) |
 		    VIRTIO_BIT(VIRTIO_NET_F_GUEST_ANNOUNCE) | VIRTIO_BIT(VIRTIO_NET_F_NOTF_COAL) |
 		    VIRTIO_BIT(VIRTIO_NET_F_VQ_NOTF_COAL) | VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4) |
-		    VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO6),
+		    VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO6) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO4) |
+		    VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO6),
 	.feature_names = net_feature_names,
 	.features_fixup = vnet_net_features_fixup,
 	.probe = vnet_net_probe,

@@ -72,6 +72,8 @@ struct vnet_info {
 	bool tx_csum;		/* VIRTIO_NET_F_CSUM: VNET_TX_CSUM works */
 	bool rx_csum;		/* VIRTIO_NET_F_GUEST_CSUM: rx() may pass VNET_RX_CSUM_OK */
 	bool tx_tso4, tx_tso6;	/* HOST_TSO4 / HOST_TSO6: VNET_TX_GSO works for IPv4 / IPv6 */
+	bool rx_tso4, rx_tso6;	/* GUEST_TSO4 / GUEST_TSO6: rx() may pass one TCP segment
+				 * of up to 64 KiB, coalesced by the device */
 };
 
 struct vnet_qstats {
@@ -80,8 +82,10 @@ struct vnet_qstats {
 	u64 no_room;		/* TX: ring full */
 	u64 csum_offloaded;	/* TX: frames sent with NEEDS_CSUM; RX: frames passed CSUM_OK */
 	u64 coal_timer_wakeups;	/* RX: polls started by the coalescing timer */
-	u64 gso_frames;		/* TX: frames sent for the device to segment (TSO) */
-	u64 gso_segments;	/* TX: the wire segments those frames become */
+	u64 gso_frames;		/* TX: frames sent for the device to segment (TSO);
+				 * RX: GSO frames received (GUEST_TSO) */
+	u64 gso_segments;	/* TX: the wire segments those frames become; RX: the
+				 * wire segments the received ones were coalesced from */
 };
 
 struct vnet_stats {

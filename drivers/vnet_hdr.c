@@ -20,6 +20,8 @@ static const char *const drop_names[VNET_DROP_COUNT] = {
 	[VNET_DROP_BAD_MERGE_LEN]	= "bad_merge_len",
 	[VNET_DROP_FRAME_TOO_BIG]	= "frame_too_big",
 	[VNET_DROP_MERGE_OVERRUN]	= "merge_overrun",
+	[VNET_DROP_BAD_GSO_SIZE]	= "bad_gso_size",
+	[VNET_DROP_BAD_GSO_HEADERS]	= "bad_gso_headers",
 };
 
 static int vnet_hdr_drop(struct vnet_rx_info *info, enum vnet_drop why, int err)
@@ -45,7 +47,59 @@ static bool vnet_hdr_cfg_ok(const struct vnet_rx_cfg *cfg)
 		return false;
 	if (cfg->mrg_rxbuf && (cfg->hdr_len != VIRTIO_NET_HDR_LEN || cfg->max_buffers == 0))
 		return false;
-	return cfg->max_frame >= VNET_ETH_HLEN && cfg->max_frame <= VNET_FRAME_MAX;
+	if (cfg->max_frame < VNET_ETH_HLEN || cfg->max_frame > VNET_FRAME_MAX)
+		return false;
+	/* Receive TSO only with mergeable buffers (virtio_net.c says why) and
+	 * GUEST_CSUM (§5.1.3.1). */
+	if (cfg->guest_tso4 || cfg->guest_tso6)
+		return cfg->mrg_rxbuf && cfg->guest_csum && cfg->max_gso_frame >= cfg->max_frame &&
+		       cfg->max_gso_frame <= VNET_FRAME_MAX;
+	return true;
+}
+
+/* A GSO frame's headers, from the frame bytes in buffer 1 (f, avail bytes):
+ * Ethernet, then IPv4 (not a fragment) or IPv6 as gso_type says, then TCP
+ * directly, all within avail; NEEDS_CSUM must name the TCP checksum. Fills
+ * gso_hdrs and gso_ip_end; the IP length is held against the whole frame
+ * once it is known (vnet_hdr_rx_finish). Linux's tun writes a GSO frame's
+ * linear length, not its header length, into hdr_len, so hdr_len is held
+ * only to the frame's length. */
+static bool vnet_hdr_rx_gso_headers(const u8 *f, u32 avail, struct vnet_rx_info *info)
+{
+	const u32 l3 = VNET_ETH_HLEN;
+	u32 l4, ip_end, hdrs;
+	u16 type;
+
+	if (avail < l3)
+		return false;
+	type = (u16)(f[12] << 8 | f[13]);
+	if (info->gso_type == VIRTIO_NET_HDR_GSO_TCPV4) {
+		u32 ihl;
+
+		if (type != 0x0800 || avail < l3 + 20 || (f[l3] >> 4) != 4)
+			return false;
+		ihl = (f[l3] & 0xfu) * 4u;
+		if (ihl < 20 || avail < l3 + ihl || f[l3 + 9] != 6 ||
+		    ((f[l3 + 6] & 0x3f) | f[l3 + 7]) != 0)		/* MF or an offset */
+			return false;
+		l4 = l3 + ihl;
+		ip_end = l3 + (u32)(f[l3 + 2] << 8 | f[l3 + 3]);
+	} else {
+		if (type != 0x86dd || avail < l3 + 40 || (f[l3] >> 4) != 6 || f[l3 + 6] != 6)
+			return false;
+		l4 = l3 + 40;
+		ip_end = l4 + (u32)(f[l3 + 4] << 8 | f[l3 + 5]);	/* 0 (jumbo) fails below */
+	}
+	if (avail < l4 + 20 || (f[l4 + 12] >> 4) < 5)
+		return false;
+	hdrs = l4 + (u32)(f[l4 + 12] >> 4) * 4u;
+	if (hdrs > avail || ip_end < hdrs)
+		return false;
+	if (info->needs_csum && (info->csum_start != l4 || info->csum_offset != 16))
+		return false;
+	info->gso_hdrs = (u16)hdrs;
+	info->gso_ip_end = ip_end;
+	return true;
 }
 
 /* The last checks, once the whole frame length is known. */
@@ -56,7 +110,21 @@ static int vnet_hdr_rx_finish(struct vnet_rx_info *info)
 	if (info->needs_csum &&
 	    (u32)info->csum_start + info->csum_offset + 2u > info->frame_len)
 		return vnet_hdr_drop(info, VNET_DROP_BAD_CSUM_OFFSETS, -EBADMSG);
+	if (info->gso_type != VIRTIO_NET_HDR_GSO_NONE &&
+	    (info->gso_ip_end > info->frame_len || info->gso_hdr_len > info->frame_len))
+		return vnet_hdr_drop(info, VNET_DROP_BAD_GSO_HEADERS, -EBADMSG);
 	return 0;
+}
+
+u32 vnet_hdr_rx_gso_segments(const struct vnet_rx_info *info)
+{
+	u32 payload;
+
+	if (info->gso_type == VIRTIO_NET_HDR_GSO_NONE || info->gso_size == 0 ||
+	    info->gso_ip_end <= info->gso_hdrs)
+		return 1;
+	payload = info->gso_ip_end - info->gso_hdrs;
+	return (payload + info->gso_size - 1u) / info->gso_size;
 }
 
 u32 vnet_hdr_len(bool version_1, bool mrg_rxbuf)
@@ -88,11 +156,14 @@ int vnet_hdr_rx_check(const struct vnet_rx_cfg *cfg, const u8 *buf, u32 used_len
 			return vnet_hdr_drop(out, VNET_DROP_BAD_NUM_BUFFERS, -EBADMSG);
 	}
 	/* RSC_INFO needs RSC_EXT and the csum bits need GUEST_CSUM (§5.1.6.4.1);
-	 * we negotiate neither RSC_EXT nor any GUEST_TSO/UFO/USO. */
+	 * RSC_EXT is never negotiated. */
 	if ((flags & VIRTIO_NET_HDR_F_RSC_INFO) ||
 	    (!cfg->guest_csum && (flags & RX_KNOWN_FLAGS)))
 		return vnet_hdr_drop_rest(out, VNET_DROP_BAD_FLAGS, -EBADMSG, (u16)(nbuf - 1));
-	if (gso != VIRTIO_NET_HDR_GSO_NONE)
+	/* TCPV4/TCPV6 only as negotiated; never UDP, USO or ECN (no GUEST_ECN). */
+	if (gso != VIRTIO_NET_HDR_GSO_NONE &&
+	    !(gso == VIRTIO_NET_HDR_GSO_TCPV4 && cfg->guest_tso4) &&
+	    !(gso == VIRTIO_NET_HDR_GSO_TCPV6 && cfg->guest_tso6))
 		return vnet_hdr_drop_rest(out, VNET_DROP_BAD_GSO, -EBADMSG, (u16)(nbuf - 1));
 
 	out->frame_off = cfg->hdr_len;
@@ -106,8 +177,21 @@ int vnet_hdr_rx_check(const struct vnet_rx_cfg *cfg, const u8 *buf, u32 used_len
 		out->csum_start = get_le16(buf + 6);
 		out->csum_offset = get_le16(buf + 8);
 	}
-	if (out->frame_len > cfg->max_frame)
+	out->gso_type = gso;
+	out->frame_cap = gso != VIRTIO_NET_HDR_GSO_NONE ? cfg->max_gso_frame : cfg->max_frame;
+	if (out->frame_len > out->frame_cap)
 		return vnet_hdr_drop_rest(out, VNET_DROP_FRAME_TOO_BIG, -EBADMSG, (u16)(nbuf - 1));
+	if (gso != VIRTIO_NET_HDR_GSO_NONE) {
+		/* The MSS must fit a max_frame frame behind 40 bytes of IP and TCP. */
+		u32 mss_max = cfg->max_frame > VNET_ETH_HLEN + 40 ? cfg->max_frame - VNET_ETH_HLEN - 40 : 0;
+
+		out->gso_size = get_le16(buf + 4);
+		out->gso_hdr_len = get_le16(buf + 2);
+		if (out->gso_size == 0 || out->gso_size > mss_max)
+			return vnet_hdr_drop_rest(out, VNET_DROP_BAD_GSO_SIZE, -EBADMSG, (u16)(nbuf - 1));
+		if (!vnet_hdr_rx_gso_headers(buf + cfg->hdr_len, out->first_len, out))
+			return vnet_hdr_drop_rest(out, VNET_DROP_BAD_GSO_HEADERS, -EBADMSG, (u16)(nbuf - 1));
+	}
 	if (nbuf == 1)
 		return vnet_hdr_rx_finish(out);
 	/* §5.1.6.3.2: all buffers but the last are used to their full length. */
@@ -127,7 +211,7 @@ int vnet_hdr_rx_merge(const struct vnet_rx_cfg *cfg, struct vnet_rx_info *info,
 		return vnet_hdr_drop_rest(info, VNET_DROP_TOO_LONG, -EOVERFLOW, (u16)(info->bufs_left - 1));
 	if (info->bufs_left > 1 ? used_len != posted_len : used_len == 0)
 		return vnet_hdr_drop_rest(info, VNET_DROP_BAD_MERGE_LEN, -EBADMSG, (u16)(info->bufs_left - 1));
-	if (info->frame_len > cfg->max_frame || used_len > cfg->max_frame - info->frame_len)
+	if (info->frame_len > info->frame_cap || used_len > info->frame_cap - info->frame_len)
 		return vnet_hdr_drop_rest(info, VNET_DROP_FRAME_TOO_BIG, -EBADMSG, (u16)(info->bufs_left - 1));
 	info->frame_len += used_len;
 	if (--info->bufs_left == 0)

@@ -21,10 +21,14 @@ enum vnet_drop {
 	VNET_DROP_BAD_NUM_BUFFERS,	/* 0, > max_buffers, or merging without MRG_RXBUF */
 	VNET_DROP_BAD_FLAGS,		/* a flag the negotiated features forbid */
 	VNET_DROP_BAD_CSUM_OFFSETS,	/* csum_start + csum_offset + 2 > frame */
-	VNET_DROP_BAD_GSO,		/* gso_type != NONE (no GUEST_TSO/UFO/USO) */
+	VNET_DROP_BAD_GSO,		/* gso_type not negotiated (UFO, USO, ECN, TSO off) */
 	VNET_DROP_BAD_MERGE_LEN,	/* non-final merged buffer not filled, or empty final */
 	VNET_DROP_FRAME_TOO_BIG,	/* merged frame > max_frame */
 	VNET_DROP_MERGE_OVERRUN,	/* merge called with no buffer outstanding */
+	VNET_DROP_BAD_GSO_SIZE,		/* GSO frame: gso_size 0 or more than the MTU carries */
+	VNET_DROP_BAD_GSO_HEADERS,	/* GSO frame: not the TCP frame gso_type says, headers
+					 * not in buffer 1, IP length past the frame, checksum
+					 * offsets not the TCP checksum, hdr_len past the frame */
 	VNET_DROP_COUNT
 };
 
@@ -35,6 +39,11 @@ struct vnet_rx_cfg {
 	bool guest_csum;	/* VIRTIO_NET_F_GUEST_CSUM negotiated */
 	u16 max_buffers;	/* cap on num_buffers, 1..ring size (with mrg_rxbuf) */
 	u32 max_frame;		/* cap on the frame, header excluded; 14..VNET_FRAME_MAX */
+	/* Receive segmentation offload (GUEST_TSO4 / GUEST_TSO6): only with
+	 * mrg_rxbuf and guest_csum. A GSO frame may be up to max_gso_frame
+	 * (max_frame..VNET_FRAME_MAX); every other frame stays <= max_frame. */
+	bool guest_tso4, guest_tso6;
+	u32 max_gso_frame;
 };
 
 /* One received packet, as far as it has been validated. All offsets are
@@ -50,6 +59,16 @@ struct vnet_rx_info {
 	bool needs_csum;	/* NEEDS_CSUM: checksum is partial, see below */
 	u16 csum_start;		/* with needs_csum: frame offset where summing starts */
 	u16 csum_offset;	/* ... and where (from csum_start) the result goes */
+	/* A GSO frame (gso_type TCPV4 or TCPV6): one TCP segment the device
+	 * coalesced from segments of gso_size payload bytes. Its Ethernet, IP
+	 * and TCP headers (gso_hdrs bytes) are all in buffer 1, checked; the
+	 * device's hdr_len is only a hint (§5.1.6.4.2) and is not used. */
+	u8 gso_type;		/* VIRTIO_NET_HDR_GSO_NONE, _TCPV4 or _TCPV6 */
+	u16 gso_size;
+	u16 gso_hdrs;		/* Ethernet + IP + TCP header bytes, parsed */
+	u32 gso_ip_end;		/* frame offset where the IP packet ends */
+	u16 gso_hdr_len;	/* the device's hint */
+	u32 frame_cap;		/* max_frame, or max_gso_frame for a GSO frame */
 	enum vnet_drop drop;	/* VNET_DROP_NONE unless an error was returned */
 	u16 skip;		/* after an error: buffers of the same packet still
 				 * to come, to be discarded unparsed (0 when
@@ -68,6 +87,10 @@ u32 vnet_hdr_len(bool version_1, bool mrg_rxbuf);
  * or length) with out->drop saying why. */
 int vnet_hdr_rx_check(const struct vnet_rx_cfg *cfg, const u8 *buf, u32 used_len,
 		  u32 posted_len, struct vnet_rx_info *out);
+
+/* Wire segments a complete GSO frame stands for (its TCP payload cut at
+ * gso_size, at least 1); 1 for any other frame. */
+u32 vnet_hdr_rx_gso_segments(const struct vnet_rx_info *info);
 
 /* Account the next buffer of a merged packet (MRG_RXBUF, num_buffers > 1).
  * Every buffer but the last must be filled to its posted length; the last

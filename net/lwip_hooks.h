@@ -25,6 +25,11 @@ u32_t vireo_tcp_isn(const ip_addr_t *local_ip, u16_t local_port,
 err_t vireo_syncookie_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen,
 			       u16_t opt1len, u8_t *opt2, struct pbuf *p);
 
+/* LWIP_HOOK_TCP_INPACKET_PCB itself (net/lwip_port.c): a segment of more
+ * than one MSS (receive TSO) is acknowledged at once; then the above. */
+err_t vireo_tcp_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen, u16_t opt1len, u8_t *opt2,
+			 struct pbuf *p);
+
 /* LWIP_HOOK_TCP_LISTEN_ACK (net/patches/0001): a pure ACK for a listener.
  * If it acknowledges a valid cookie, returns a registered SYN_RCVD PCB for
  * tcp_input to process the segment with; otherwise NULL. */

@@ -261,6 +261,25 @@ void vireo_lwip_tw_reopen(struct tcp_pcb *pcb)
 	vireo_lwip_stats.tw_reopened++;
 }
 
+/* LWIP_HOOK_TCP_INPACKET_PCB, for every segment tcp_input has a PCB for
+ * (p: the payload, the TCP header already taken off). A segment carrying
+ * more than one MSS of data is one the device coalesced (receive TSO): it
+ * is acknowledged at once, as RFC 5681 §4.2 asks for every second
+ * full-sized segment. lwIP would count it as one segment and hold the ACK
+ * for the delayed-ACK timer, while the sender, whose whole window it may
+ * be, waits for that ACK. Setting TF_ACK_DELAY makes tcp_receive's
+ * tcp_ack() send the ACK now. Then the SYN-cookie check. */
+err_t vireo_tcp_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen, u16_t opt1len, u8_t *opt2,
+			 struct pbuf *p)
+{
+	if ((pcb->state == ESTABLISHED || pcb->state == FIN_WAIT_1 || pcb->state == FIN_WAIT_2) &&
+	    p->tot_len > pcb->mss) {
+		tcp_set_flags(pcb, TF_ACK_DELAY);
+		vireo_lwip_stats.rx_coalesced_acks++;
+	}
+	return vireo_syncookie_inpacket(pcb, hdr, optlen, opt1len, opt2, p);
+}
+
 int vireo_lwip_init(void)
 {
 	int i;

@@ -27,6 +27,7 @@ struct vireo_lwip_stats {
 	u64 orphans_capped;	/* orphans aborted over VIREO_LWIP_ORPHANS_MAX/_BYTES */
 	u64 orphans_timedout;	/* orphans aborted after VIREO_LWIP_ORPHAN_TIMEOUT_MS */
 	u64 orphans_peak;	/* most orphans seen at once (after a trim) */
+	u64 rx_coalesced_acks;	/* segments over one MSS (receive TSO) ACKed at once */
 };
 extern struct vireo_lwip_stats vireo_lwip_stats;
 

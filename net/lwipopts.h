@@ -33,12 +33,13 @@
  * ISNs per RFC 6528 (net/tcp_isn.c) and SYN cookies (net/syncookie.c):
  * INPACKET_PCB answers a SYN with a cookie when the listen backlog is full,
  * TCP_LISTEN_ACK (added by net/patches/0001) turns an ACK with a valid
- * cookie into a connection. TCP_TIMEWAIT_REOPEN (net/patches/0002) counts
+ * cookie into a connection; it also ACKs a coalesced (receive TSO) segment of
+ * more than one MSS at once (net/lwip_port.c). TCP_TIMEWAIT_REOPEN (net/patches/0002) counts
  * TIME_WAIT PCBs a new SYN from the same 4-tuple reopened. */
 #define LWIP_HOOK_FILENAME		"net/lwip_hooks.h"
 #define LWIP_HOOK_TCP_ISN(lip, lport, rip, rport)	vireo_tcp_isn(lip, lport, rip, rport)
 #define LWIP_HOOK_TCP_INPACKET_PCB(pcb, hdr, optlen, opt1len, opt2, p) \
-	vireo_syncookie_inpacket(pcb, hdr, optlen, opt1len, opt2, p)
+	vireo_tcp_inpacket(pcb, hdr, optlen, opt1len, opt2, p)
 #define LWIP_HOOK_TCP_LISTEN_ACK(lpcb, hdr, p)		vireo_syncookie_ack(lpcb, hdr, p)
 #define LWIP_HOOK_TCP_TIMEWAIT_REOPEN(pcb)		vireo_lwip_tw_reopen(pcb)
 
@@ -115,14 +116,14 @@
  *     ARP_TABLE_SIZE 10, and as many for ND6) x 1632 (a frame copy) 97920
  *   reassembly: IP_REASS_MAX_PBUFS zero-copy pbufs, bookkeeping       4096
  *   received data copied above the held-buffer watermark and kept
- *     (receive memory, below): out-of-order ~270 KiB (the global cap
- *     plus one batch), reassembly 2 x 16 copies ~50 KiB,
- *     x 1.26 for rounding                                        412877
+ *     (receive memory, below): out-of-order ~487 KiB (the global cap
+ *     plus one batch of receive-TSO frames), reassembly 2 x 16
+ *     copies ~50 KiB: 550112, x 1.26 for rounding                 693141
  *   DHCP, MLD, ND, timers                                            8192
- *                                                          total  3524175
- * i.e. 3.4 MiB of the 4 MiB heap, whatever the number or kind of connections
+ *                                                          total  3804439
+ * i.e. 3.6 MiB of the 4 MiB heap, whatever the number or kind of connections
  * a remote party opens: every term is a count a limit above or in the
- * application caps times a per-PCB bound. The rest (654 KiB, 16%, 81 pages)
+ * application caps times a per-PCB bound. The rest (381 KiB, 9%, 47 pages)
  * is for pages partly full: a class keeps a page while one of its slots is
  * live, and a page empty again goes back to the pool for any class. Not in
  * this sum: frames no TCP
@@ -184,13 +185,23 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
  * A copy that would leave less than VIREO_RXMEM_HEAP_RESERVE of lwIP's heap
  * free is not made: the frame is dropped (counted), its buffers reposted.
  *
+ * Receive TSO (GUEST_TSO4/6, drivers/virtio_net.c): a frame is then up to
+ * 65,535 bytes in up to 17 buffers, so the stack holds at most 64 + 17 = 81
+ * buffers and 175 stay with the driver; a copy is up to 65,535 B + its
+ * pbuf, made only while VIREO_RXMEM_HEAP_RESERVE stays free. A zero-copy
+ * coalesced frame is 17 pbufs to pbuf_clen(), more than a PCB's
+ * TCP_OOSEQ_MAX_PBUFS (8), so lwIP keeps such a frame out of order only
+ * as a copy (one pbuf).
+ *
  * Out-of-order caps, all PCBs together, checked after every receive batch
- * (a poll of at most 64 frames, so a batch can overshoot by 64 pbufs and
- * 64 x 1460 bytes before the check): 256 pbufs and 128 KiB of payload;
- * whole queues are freed oldest first (rxmem.c says what "oldest" is). The
- * peer retransmits what was freed. Heap, at the worst overshoot:
- * (128 KiB + 64 x 1460 B) payload + 320 pbufs x (54 B of headers + 24 B
- * struct pbuf + 16 B heap header + 56 B tcp_seg) ~ 219 + 47 ~ 270 KiB.
+ * (a poll of at most 64 buffers, ending past that only to finish a merged
+ * frame: 64 + 16 = 80 buffers of at most 3,968 frame bytes, so a batch can
+ * overshoot by 80 pbufs and 80 x 3,968 = 317,440 bytes before the check):
+ * 256 pbufs and 128 KiB of payload; whole queues are freed oldest first
+ * (rxmem.c says what "oldest" is). The peer retransmits what was freed.
+ * Heap, at the worst overshoot: (131,072 + 317,440 B) payload + 336 pbufs
+ * x (54 B of headers + 24 B struct pbuf + 16 B heap header + 56 B tcp_seg)
+ * = 448,512 + 50,400 ~ 487 KiB (without receive TSO, 64 x 1460 B: ~270 KiB).
  *
  * IP reassembly needs no cap of the port's: IP_REASS_MAX_PBUFS (16) already
  * counts pbufs globally, over all datagrams, once for IPv4 (ip4_frag.c's

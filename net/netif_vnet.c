@@ -31,6 +31,16 @@
  * switched for the one synchronous input call; fragments are always checked
  * since the verdict was about one frame, not the datagram).
  *
+ * Receive segmentation offload (GUEST_TSO4/6): the driver hands up a TCP
+ * segment of up to 64 KiB the device coalesced, validated (vnet_hdr.c), as
+ * one chain of up to 17 buffers, and it goes to lwIP as one pbuf chain like
+ * any frame: ip4/ip6 input trims the chain to the IP length, tcp_input takes
+ * a segment longer than the MSS as it is (in-window data is queued, the rest
+ * trimmed to the window), and its checksum is partial (NEEDS_CSUM, the
+ * pseudo-header sum only) or vouched for (DATA_VALID), so the TCP check is
+ * skipped as for any CSUM_OK frame; with neither flag lwIP checks the whole
+ * segment's sum itself.
+ *
  * Segmentation offload (HOST_TSO4/6): linkoutput hands every frame to
  * net/tso_out.c, which merges consecutive full-MSS segments of one flow
  * from one burst into a frame the device cuts again and sends everything
@@ -443,10 +453,12 @@ struct netif *netif_vnet_add(void)
 		return NULL;
 	}
 	netif_set_default(&nif);
-	kprintf("net: lwIP %s on virtio%u, mtu %u, checksums: tx %s, rx %s; segmentation offload: %s\n",
+	kprintf("net: lwIP %s on virtio%u, mtu %u, checksums: tx %s, rx %s; segmentation offload: %s; "
+		"receive offload: %s\n",
 		LWIP_VERSION_STRING, info.index, info.mtu, info.tx_csum ? "offloaded" : "software",
 		info.rx_csum ? "offloaded" : "software",
-		!tso ? "off" : info.tx_tso4 && info.tx_tso6 ? "tso4 tso6" : info.tx_tso4 ? "tso4" : "tso6");
+		!tso ? "off" : info.tx_tso4 && info.tx_tso6 ? "tso4 tso6" : info.tx_tso4 ? "tso4" : "tso6",
+		info.rx_tso4 && info.rx_tso6 ? "tso4 tso6" : info.rx_tso4 ? "tso4" : info.rx_tso6 ? "tso6" : "off");
 	return &nif;
 }
 

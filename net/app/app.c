@@ -116,6 +116,10 @@ static void app_vnet_metrics(struct metrics_buf *b)
 		       "Frames sent for the device to cut into segments (HOST_TSO4/6)", st.q[1].gso_frames);
 	metrics_simple(b, "vireo_vnet_tso_segments_total", METRICS_COUNTER,
 		       "Wire segments the device cut from them", st.q[1].gso_segments);
+	metrics_simple(b, "vireo_vnet_rx_tso_frames_total", METRICS_COUNTER,
+		       "TCP segments received coalesced by the device (GUEST_TSO4/6)", st.q[0].gso_frames);
+	metrics_simple(b, "vireo_vnet_rx_tso_segments_total", METRICS_COUNTER,
+		       "Wire segments those were coalesced from (by gso_size)", st.q[0].gso_segments);
 	metrics_simple(b, "vireo_tso_merged_segments_total", METRICS_COUNTER,
 		       "lwIP segments merged into offloaded frames", tso_out_stats.merged_segments);
 	metrics_simple(b, "vireo_tso_unmerged_bursts_total", METRICS_COUNTER,

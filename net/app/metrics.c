@@ -206,6 +206,9 @@ static void metrics_write_lwip(struct metrics_buf *b)
 	metrics_simple(b, "vireo_lwip_time_wait_reopened_total", METRICS_COUNTER,
 		       "TIME_WAIT PCBs dropped for a new SYN above the old connection's sequence numbers.",
 		       vireo_lwip_stats.tw_reopened);
+	metrics_simple(b, "vireo_lwip_rx_coalesced_acks_total", METRICS_COUNTER,
+		       "Segments of more than one MSS (receive TSO) acknowledged at once.",
+		       vireo_lwip_stats.rx_coalesced_acks);
 	metrics_simple(b, "vireo_lwip_syn_rcvd_trimmed_total", METRICS_COUNTER,
 		       "Half-open connections aborted after the port's SYN_RCVD limit.", vireo_lwip_stats.syn_trimmed);
 	metrics_simple(b, "vireo_lwip_syncookies_sent_total", METRICS_COUNTER,

@@ -1,6 +1,7 @@
 /* libFuzzer target for drivers/vnet_hdr.c receive checks. The input is:
  *   16 bytes of parameters: used_len, posted_len (le32 each), negotiated
- *   features, max_buffers, odd configurations, "buffer full" hints;
+ *   features, max_buffers, odd configurations, "buffer full" hints,
+ *   receive TSO (byte 11: GUEST_TSO4, GUEST_TSO6);
  *   then the device-written bytes of the first buffer; the last 64 bytes
  *   double as up to 8 continuation buffers' (used, posted) lengths.
  * The first buffer is handed over in a heap block of exactly
@@ -58,9 +59,19 @@ static void check_fail(const struct vnet_rx_info *info, int ret)
 static void check_complete(const struct vnet_rx_cfg *cfg, const struct vnet_rx_info *info)
 {
 	CHECK(info->frame_len >= VNET_ETH_HLEN);
-	CHECK(info->frame_len <= cfg->max_frame);
+	CHECK(info->frame_len <= (info->gso_type ? cfg->max_gso_frame : cfg->max_frame));
 	if (info->needs_csum)
 		CHECK((u32)info->csum_start + info->csum_offset + 2 <= info->frame_len);
+	if (info->gso_type == VIRTIO_NET_HDR_GSO_NONE)
+		return;
+	CHECK((info->gso_type == VIRTIO_NET_HDR_GSO_TCPV4 && cfg->guest_tso4) ||
+	      (info->gso_type == VIRTIO_NET_HDR_GSO_TCPV6 && cfg->guest_tso6));
+	CHECK(info->gso_size >= 1 && info->gso_size + 54u <= cfg->max_frame);
+	CHECK(info->gso_hdrs >= VNET_ETH_HLEN + 40 && info->gso_hdrs <= info->first_len);
+	CHECK(info->gso_hdrs <= info->gso_ip_end && info->gso_ip_end <= info->frame_len);
+	CHECK(info->gso_hdr_len <= info->frame_len);
+	CHECK(!info->needs_csum || info->csum_offset == 16);
+	CHECK(vnet_hdr_rx_gso_segments(info) >= 1);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -89,6 +100,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cfg.max_frame = get32(data + 12) % 70000;
 	if (feat & 0x40)
 		used = posted;		/* a full buffer, as merging requires */
+	cfg.guest_tso4 = data[11] & 1;
+	cfg.guest_tso6 = data[11] & 2;
+	cfg.max_gso_frame = (data[11] & 4) ? cfg.max_frame : VNET_FRAME_MAX;
 
 	/* The first buffer: exactly what the device may have written. */
 	have = used < posted ? used : posted;
@@ -109,7 +123,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(info.frame_off == cfg.hdr_len);
 	CHECK(info.frame_off + info.first_len == used);
 	CHECK(info.frame_len == info.first_len);
-	CHECK(info.first_len <= cfg.max_frame);
+	CHECK(info.first_len <= info.frame_cap);
+	CHECK(info.frame_cap == (info.gso_type ? cfg.max_gso_frame : cfg.max_frame));
 	CHECK(info.num_buffers >= 1);
 	CHECK(info.num_buffers <= (cfg.mrg_rxbuf ? cfg.max_buffers : 1));
 	CHECK(info.bufs_left == info.num_buffers - 1);
@@ -150,7 +165,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(info.bufs_left == before.bufs_left - 1);
 		total += u;
 		CHECK(info.frame_len == total);
-		CHECK(info.frame_len <= cfg.max_frame);
+		CHECK(info.frame_len <= info.frame_cap);
 		CHECK(info.first_len == before.first_len && info.frame_off == before.frame_off);
 		CHECK(info.num_buffers == before.num_buffers);
 		if (info.bufs_left == 0)

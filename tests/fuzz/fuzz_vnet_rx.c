@@ -1,6 +1,7 @@
 /* libFuzzer target: the input is a hostile virtio-net device driving the
  * real drivers/virtio_net.c (built as in test_vnetdev, over the simulated
- * device in tests/host/vnetdev/). Two bytes choose the features, queue size,
+ * device in tests/host/vnetdev/). Two bytes choose the features (receive TSO
+ * with checksums), queue size,
  * MTU, echo mode and the control queue's manners; then each op byte picks a
  * device or upper-layer action: good frames, raw used entries with
  * device-written headers, lengths, ids and num_buffers, ring lies,
@@ -136,6 +137,40 @@ static void op_good_frame(struct in *in)
 	if (b & 4)
 		h.num_buffers = get8(in);	/* maybe wrong */
 	make_frame(scratch, len, b);
+	if ((b & 8) && len >= 74) {
+		/* A coalesced TCP segment (receive TSO), up to 64 KiB: IPv4 or
+		 * IPv6 headers as gso_type says (or not, with b & 64), the IP
+		 * length, gso_size and hdr_len from the input. */
+		bool v6 = b & 16;
+		u32 l4 = v6 ? 54 : 34;
+
+		len = 74 + get16(in) % (VNET_FRAME_MAX - 73);
+		make_frame(scratch, len, b);
+		h.gso = v6 ? VIRTIO_NET_HDR_GSO_TCPV6 : VIRTIO_NET_HDR_GSO_TCPV4;
+		h.gso_size = get16(in) % 1600;
+		h.hdr_len = get16(in);
+		scratch[12] = v6 ? 0x86 : 0x08;
+		scratch[13] = v6 ? 0xdd : 0x00;
+		scratch[14] = v6 ? 0x60 : 0x45;
+		if (v6) {
+			scratch[18] = (u8)((len - 54) >> 8);
+			scratch[19] = (u8)(len - 54);
+			scratch[20] = 6;
+		} else {
+			scratch[16] = (u8)((len - 14) >> 8);
+			scratch[17] = (u8)(len - 14);
+			scratch[20] = scratch[21] = 0;
+			scratch[23] = 6;
+		}
+		scratch[l4 + 12] = 5 << 4;
+		if (b & 32) {
+			h.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+			h.csum_start = (u16)l4;
+			h.csum_offset = 16;
+		}
+		if (b & 64)
+			scratch[get8(in) % 74] = get8(in);	/* one header byte wrong */
+	}
 	vd_rx_frame(&dev, &h, scratch, len);
 }
 
@@ -275,8 +310,9 @@ static void setup(struct in *in)
 		f |= F(VIRTIO_F_VERSION_1);
 	if (a & 2)
 		f |= F(VIRTIO_NET_F_MRG_RXBUF);
-	if (a & 4)
-		f |= F(VIRTIO_NET_F_CSUM) | F(VIRTIO_NET_F_GUEST_CSUM);
+	if (a & 4)	/* receive TSO is negotiated only with MRG_RXBUF too */
+		f |= F(VIRTIO_NET_F_CSUM) | F(VIRTIO_NET_F_GUEST_CSUM) | F(VIRTIO_NET_F_GUEST_TSO4) |
+		     F(VIRTIO_NET_F_GUEST_TSO6);
 	if (a & 8)
 		f |= F(VIRTIO_F_EVENT_IDX);
 	if ((a & 16) && (a & 1))

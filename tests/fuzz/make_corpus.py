@@ -141,10 +141,23 @@ def virtq():
 
 # ---- fuzz_vnet_hdr: 16 parameter bytes, then the first buffer's bytes ----
 def vnet_hdr():
-    def params(used, posted, feat, maxbuf=4, hdrlen=0, maxframe=0):
+    def params(used, posted, feat, maxbuf=4, hdrlen=0, maxframe=0, tso=0):
         # pick_len: top bits 01 select "& 0x7ff", 00 "& 0x3f"
-        return (le32((1 << 30) | used) + le32((1 << 30) | posted) + bytes([feat, maxbuf, hdrlen, 0]) +
+        return (le32((1 << 30) | used) + le32((1 << 30) | posted) + bytes([feat, maxbuf, hdrlen, tso]) +
                 le32(maxframe))
+
+    def gso(v6, frame_len=200):
+        # header: NEEDS_CSUM, TCPV4/6, hdr_len, gso_size 1448, csum at the TCP header, 1 buffer
+        l4 = 54 if v6 else 34
+        h = bytes([1, 4 if v6 else 1]) + le16(l4 + 20) + le16(1448) + le16(l4) + le16(16) + le16(1)
+        mac = b"\x52\x54\x00\x12\x34\x56\x02\x00\x00\x00\x00\x01"
+        if v6:
+            ip = b"\x86\xdd\x60" + bytes(3) + (frame_len - 54).to_bytes(2, "big") + bytes([6, 64]) + bytes(32)
+        else:
+            ip = (b"\x08\x00\x45\x00" + (frame_len - 14).to_bytes(2, "big") + b"\x00\x00\x40\x00\x40\x06" +
+                  bytes(10))
+        tcp = bytes(12) + bytes([5 << 4]) + bytes(7)
+        return h + mac + ip + tcp + bytes(frame_len - l4 - 20)
     eth = b"\x52\x54\x00\x12\x34\x56\x02\x00\x00\x00\x00\x01\x08\x00" + bytes(50)
     hdr12 = bytes(10) + le16(1)
     csum_hdr = bytes([1, 0]) + le16(0) + le16(34) + le16(16) + le16(1)   # NEEDS_CSUM
@@ -156,6 +169,8 @@ def vnet_hdr():
         "merged_3": params(1526, 1526, 0x43, 4) + bytes(10) + le16(3) + eth + bytes(64),
         "legacy_short": params(10 + 13, 1524, 0x00) + bytes(10) + eth[:13],
         "gso_set": params(12 + 64, 1526, 0x01) + bytes([0, 1]) + bytes(8) + le16(1) + eth,
+        "gso_tcp4": params(12 + 200, 1526, 0x07, tso=3) + gso(False),
+        "gso_tcp6": params(12 + 200, 1526, 0x07, tso=3) + gso(True),
     }
 
 
@@ -169,6 +184,9 @@ def vnet_rx():
     return {
         "modern_frames": bytes([0x09, 0x08]) + good() * 4 + irq + release + good(1, 1514) + irq,
         "mergeable_big": bytes([0x0b, 0x08]) + good(0, 9000) + irq + release,
+        # receive TSO: a 20,074-byte coalesced IPv4 segment, NEEDS_CSUM, then IPv6
+        "rx_tso": bytes([0x0f, 0x08]) + good(8 | 32, 100) + le16(20000) + le16(1448) + le16(54) + irq +
+        release + good(8 | 16 | 32, 100) + le16(60000) + le16(1428) + le16(74) + irq + release,
         "packed_evidx": bytes([0x19, 0x18]) + good() * 8 + irq + send * 3 + tx_irq + timers,
         "ctrl_coal": bytes([0xc9, 0x08 | 0x20]) + good() * 16 + irq + timers + irq + bytes([14 | 0x20]),
         "echo": bytes([0x29, 0x48]) + good() * 4 + irq + tx_irq,

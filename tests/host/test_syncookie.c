@@ -765,6 +765,148 @@ static void test_timewait_reopen_no_listener(void **state)
 	assert_int_equal(http_server_start(HTTP_PORT, NULL), 0);
 }
 
+/* vireo_tcp_inpacket's ACK rule (net/lwip_port.c): a segment of more than
+ * one MSS (receive TSO) arms TF_ACK_DELAY, so tcp_receive's tcp_ack() sends
+ * the ACK now instead of holding it; one MSS or less, or a PCB not in a
+ * data-receiving state, is left as lwIP would have it. */
+static void test_coalesced_segment_acked_now(void **state)
+{
+	struct tcp_pcb *pcb = tcp_new();
+	struct tcp_hdr hdr;
+	struct pbuf *p;
+	u64 before = vireo_lwip_stats.rx_coalesced_acks;
+
+	assert_non_null(pcb);
+	memset(&hdr, 0, sizeof(hdr));
+	TCPH_HDRLEN_FLAGS_SET(&hdr, 5, TCP_ACK);
+	pcb->mss = 1460;
+	p = pbuf_alloc(PBUF_RAW, 2921, PBUF_RAM);
+	assert_non_null(p);
+	pcb->state = LISTEN + 1;	/* SYN_SENT: not yet */
+	assert_int_equal(vireo_tcp_inpacket(pcb, &hdr, 0, 0, NULL, p), ERR_OK);
+	assert_false(pcb->flags & TF_ACK_DELAY);
+	pcb->state = ESTABLISHED;
+	pbuf_realloc(p, 1460);		/* one MSS: lwIP's own rule */
+	assert_int_equal(vireo_tcp_inpacket(pcb, &hdr, 0, 0, NULL, p), ERR_OK);
+	assert_false(pcb->flags & TF_ACK_DELAY);
+	pbuf_free(p);
+	p = pbuf_alloc(PBUF_RAW, 1461, PBUF_RAM);
+	assert_int_equal(vireo_tcp_inpacket(pcb, &hdr, 0, 0, NULL, p), ERR_OK);
+	assert_true(pcb->flags & TF_ACK_DELAY);
+	pcb->flags = 0;
+	pcb->state = FIN_WAIT_2;
+	assert_int_equal(vireo_tcp_inpacket(pcb, &hdr, 0, 0, NULL, p), ERR_OK);
+	assert_true(pcb->flags & TF_ACK_DELAY);
+	assert_int_equal(vireo_lwip_stats.rx_coalesced_acks, before + 2);
+	pbuf_free(p);
+	pcb->state = CLOSED;
+	tcp_abort(pcb);
+}
+
+/* A segment coalesced by receive TSO, as the netif hands it to lwIP: one
+ * IPv4 packet of 2.5 MSS of data in a chain of PBUF_REF pieces, its TCP
+ * checksum partial (the pseudo-header sum only, NEEDS_CSUM). With the
+ * netif's TCP check on, lwIP drops it (the sum is not complete); with the
+ * check off, as net/netif_vnet.c switches it for a frame the device vouched
+ * for, lwIP takes the whole segment at once, ACKs it at once (the port's
+ * rule for segments over one MSS) and the server answers the request. */
+#define BIG_REQ_PAD 3600
+
+static u8 big_pkt[4096];
+
+static void send_coalesced(u16 sport, u32 seq, u32 ack, const u8 *data, u16 len)
+{
+	u16 tot = (u16)(20 + 20 + len), off;
+	u8 *t = big_pkt + 20, pseudo[12];
+	struct pbuf *head = NULL;
+
+	assert_true(tot <= sizeof(big_pkt));
+	memset(big_pkt, 0, 40);
+	big_pkt[0] = 0x45;
+	wr16(big_pkt + 2, tot);
+	big_pkt[6] = 0x40;
+	big_pkt[8] = 64;
+	big_pkt[9] = IP_PROTO_TCP;
+	wr32(big_pkt + 12, CLIENT_IP);
+	wr32(big_pkt + 16, SERVER_IP);
+	wr16(big_pkt + 10, csum_fold(csum_add(0, big_pkt, 20)));
+	wr16(t, sport);
+	wr16(t + 2, HTTP_PORT);
+	wr32(t + 4, seq);
+	wr32(t + 8, ack);
+	t[12] = 5 << 4;
+	t[13] = F_ACK | F_PSH;
+	wr16(t + 14, 64240);
+	memcpy(t + 20, data, len);
+	/* partial: the pseudo-header sum, not complemented, as a device leaves it */
+	memcpy(pseudo, big_pkt + 12, 8);
+	pseudo[8] = 0;
+	pseudo[9] = IP_PROTO_TCP;
+	wr16(pseudo + 10, (u16)(20 + len));
+	wr16(t + 16, (u16)~csum_fold(csum_add(0, pseudo, 12)));
+	for (off = 0; off < tot; off += 1000) {
+		u16 n = (u16)(tot - off < 1000 ? tot - off : 1000);
+		struct pbuf *q = pbuf_alloc(PBUF_RAW, n, PBUF_REF);
+
+		assert_non_null(q);
+		q->payload = big_pkt + off;
+		if (head)
+			pbuf_cat(head, q);
+		else
+			head = q;
+	}
+	assert_int_equal(head->tot_len, tot);
+	assert_true(pbuf_clen(head) >= 4);
+	if (nif.input(head, &nif) != ERR_OK)
+		pbuf_free(head);
+}
+
+static void test_coalesced_segment_through_lwip(void **state)
+{
+	char req[BIG_REQ_PAD + 64];
+	u64 acks = vireo_lwip_stats.rx_coalesced_acks;
+	u32 isn = 777000, srv, chkerr = lwip_stats.tcp.chkerr;
+	struct seg *s, *r = NULL;
+	int n, i;
+
+	n = snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: x\r\nX-Pad: ");
+	memset(req + n, 'a', BIG_REQ_PAD);
+	n += BIG_REQ_PAD;
+	n += snprintf(req + n, sizeof(req) - (size_t)n, "\r\nConnection: close\r\n\r\n");
+	assert_true(n > 2 * TCP_MSS);
+
+	srv = syn(CLIENT_IP, 40100, isn, 1460)->seq;
+	send_tcp(CLIENT_IP, 40100, isn + 1, srv + 1, F_ACK, 0, NULL, 0);
+	assert_non_null(find_pcb(40100));
+
+	/* the partial sum with the check on: a checksum error, nothing taken */
+	out_clear();
+	send_coalesced(40100, isn + 1, srv + 1, (const u8 *)req, (u16)n);
+	assert_int_equal(lwip_stats.tcp.chkerr, chkerr + 1);
+	assert_null(out_to(CLIENT_IP, 40100));
+
+	/* the check off for this input, as the netif does for CSUM_OK */
+	NETIF_SET_CHECKSUM_CTRL(&nif, NETIF_CHECKSUM_ENABLE_ALL & ~NETIF_CHECKSUM_CHECK_TCP);
+	send_coalesced(40100, isn + 1, srv + 1, (const u8 *)req, (u16)n);
+	NETIF_SET_CHECKSUM_CTRL(&nif, NETIF_CHECKSUM_ENABLE_ALL);
+	assert_int_equal(vireo_lwip_stats.rx_coalesced_acks, acks + 1);
+	/* acknowledged whole before any timer ran */
+	for (s = out_head; s; s = s->next)
+		if (s->dport == 40100 && s->ack == isn + 1 + (u32)n)
+			break;
+	assert_non_null(s);
+	for (i = 0; i < 50 && !r; i++) {
+		for (s = out_head; s; s = s->next)
+			if (s->dport == 40100 && s->len > 0)
+				r = s;
+		hk_clock_advance_ms(10);
+		sys_check_timeouts();
+	}
+	assert_non_null(r);
+	assert_true(memcmp(r->data, "HTTP/1.1 200", 12) == 0);
+	send_tcp(CLIENT_IP, 40100, isn + 1 + (u32)n, srv + 1, F_RST, 0, NULL, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -777,6 +919,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_timewait_newer_syn_reopens, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timewait_older_syn_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timewait_reopen_no_listener, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_coalesced_segment_acked_now, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_coalesced_segment_through_lwip, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);

@@ -184,6 +184,242 @@ static void test_rx_gso(void **state)
 	}
 }
 
+/* ---- receive segmentation offload (GUEST_TSO4/6) ---- */
+
+static const struct vnet_rx_cfg CFG_GSO = {
+	.hdr_len = 12, .mrg_rxbuf = true, .guest_csum = true,
+	.max_buffers = 32, .max_frame = 1518,
+	.guest_tso4 = true, .guest_tso6 = true, .max_gso_frame = VNET_FRAME_MAX,
+};
+
+#define GSO_POSTED 4000u	/* buffer 1 of a merged GSO frame: full */
+
+/* A GSO frame in buf as a device writes it: header (type, gso_size, hdr_len,
+ * NEEDS_CSUM at the TCP checksum, nbuf), then Ethernet, IPv4 (IHL 5) or
+ * IPv6, and TCP with 12 bytes of options; the IP length says frame_len. */
+static u32 gso_frame(u8 type, u16 gso_size, u16 nbuf, u32 frame_len)
+{
+	u8 *f = buf + 12;
+	u32 l4 = type == VIRTIO_NET_HDR_GSO_TCPV6 ? 54 : 34;
+
+	memset(buf, 0, sizeof(buf));
+	rx_hdr(buf, VIRTIO_NET_HDR_F_NEEDS_CSUM, type, (u16)l4, 16, nbuf);
+	buf[2] = (u8)(l4 + 32);			/* hdr_len */
+	buf[4] = (u8)gso_size;
+	buf[5] = (u8)(gso_size >> 8);
+	if (type == VIRTIO_NET_HDR_GSO_TCPV6) {
+		f[12] = 0x86; f[13] = 0xdd;
+		f[14] = 0x60;
+		f[18] = (u8)((frame_len - 54) >> 8);
+		f[19] = (u8)(frame_len - 54);
+		f[20] = 6;			/* next header: TCP */
+		f[21] = 64;
+	} else {
+		f[12] = 0x08; f[13] = 0x00;
+		f[14] = 0x45;
+		f[16] = (u8)((frame_len - 14) >> 8);
+		f[17] = (u8)(frame_len - 14);
+		f[20] = 0x40;			/* DF */
+		f[22] = 64;
+		f[23] = 6;
+	}
+	f[l4 + 12] = 8 << 4;			/* data offset: 32 bytes */
+	return l4 + 32;
+}
+
+/* Runs a 64,000-byte GSO frame through check and merge: buffer 1 holds
+ * GSO_POSTED - 12 frame bytes, the rest come in full GSO_POSTED buffers. */
+static int gso_run(const struct vnet_rx_cfg *cfg, u32 frame_len, struct vnet_rx_info *info)
+{
+	u32 left = frame_len - (GSO_POSTED - 12);
+	int err = vnet_hdr_rx_check(cfg, buf, GSO_POSTED, GSO_POSTED, info);
+
+	while (!err && info->bufs_left) {
+		u32 n = left < GSO_POSTED ? left : GSO_POSTED;
+
+		err = vnet_hdr_rx_merge(cfg, info, n, GSO_POSTED);
+		left -= n;
+	}
+	return err;
+}
+
+static u16 gso_nbuf(u32 frame_len)
+{
+	return (u16)(1 + (frame_len - (GSO_POSTED - 12) + GSO_POSTED - 1) / GSO_POSTED);
+}
+
+static void test_rx_gso_ok(void **state)
+{
+	struct vnet_rx_info info;
+	u32 len = 64000, hdrs;
+
+	hdrs = gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 1448, gso_nbuf(len), len);
+	assert_int_equal(gso_run(&CFG_GSO, len, &info), 0);
+	assert_int_equal(info.frame_len, len);
+	assert_int_equal(info.gso_type, VIRTIO_NET_HDR_GSO_TCPV4);
+	assert_int_equal(info.gso_size, 1448);
+	assert_int_equal(info.gso_hdrs, hdrs);
+	assert_int_equal(info.num_buffers, 17);
+	assert_true(info.needs_csum);
+	/* (64000 - 66) / 1448 = 44.2: 45 wire segments */
+	assert_int_equal(vnet_hdr_rx_gso_segments(&info), 45);
+
+	hdrs = gso_frame(VIRTIO_NET_HDR_GSO_TCPV6, 1428, gso_nbuf(len), len);
+	assert_int_equal(gso_run(&CFG_GSO, len, &info), 0);
+	assert_int_equal(info.gso_type, VIRTIO_NET_HDR_GSO_TCPV6);
+	assert_int_equal(info.gso_hdrs, 86);
+	assert_int_equal(vnet_hdr_rx_gso_segments(&info), (len - 86 + 1427) / 1428);
+
+	/* The largest frame there is, and a GSO frame that fits one buffer. */
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 1448, gso_nbuf(VNET_FRAME_MAX), VNET_FRAME_MAX);
+	assert_int_equal(gso_run(&CFG_GSO, VNET_FRAME_MAX, &info), 0);
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 1448, 1, 1000);
+	assert_int_equal(vnet_hdr_rx_check(&CFG_GSO, buf, 12 + 1000, GSO_POSTED, &info), 0);
+	assert_int_equal(vnet_hdr_rx_gso_segments(&info), 1);
+
+	/* DATA_VALID or no flag at all (lwIP then checks the sum itself). */
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 1448, gso_nbuf(len), len);
+	buf[0] = VIRTIO_NET_HDR_F_DATA_VALID;
+	assert_int_equal(gso_run(&CFG_GSO, len, &info), 0);
+	assert_true(info.csum_valid && !info.needs_csum);
+	buf[0] = 0;
+	assert_int_equal(gso_run(&CFG_GSO, len, &info), 0);
+
+	/* A frame that is not GSO stays within max_frame. */
+	rx_hdr(buf, 0, 0, 0, 0, 1);
+	assert_int_equal(vnet_hdr_rx_check(&CFG_GSO, buf, 12 + 1518, GSO_POSTED, &info), 0);
+	assert_int_equal(vnet_hdr_rx_gso_segments(&info), 1);
+	expect_drop(&CFG_GSO, 12 + 1519, GSO_POSTED, -EBADMSG, VNET_DROP_FRAME_TOO_BIG);
+}
+
+/* A hostile field in an otherwise good 64,000-byte IPv4 GSO frame. */
+static void gso_expect(const struct vnet_rx_cfg *cfg, u32 len, enum vnet_drop why)
+{
+	struct vnet_rx_info info;
+
+	assert_int_equal(gso_run(cfg, len, &info) < 0, true);
+	assert_int_equal(info.drop, why);
+	assert_int_equal(info.bufs_left, 0);
+}
+
+static void test_rx_gso_hostile(void **state)
+{
+	struct vnet_rx_cfg c;
+	struct vnet_rx_info info;
+	const u32 len = 64000;
+	const u16 nb = gso_nbuf(len);
+	static const u8 bad_types[] = {
+		VIRTIO_NET_HDR_GSO_UDP, VIRTIO_NET_HDR_GSO_UDP_L4, 2, 6, 0x7f, 0xff,
+		VIRTIO_NET_HDR_GSO_ECN | VIRTIO_NET_HDR_GSO_TCPV4,
+		VIRTIO_NET_HDR_GSO_ECN | VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_GSO_ECN,
+	};
+
+	/* Types not negotiated: dropped before anything else is read, and the
+	 * packet's other buffers are skipped. */
+	for (size_t i = 0; i < sizeof bad_types; i++) {
+		gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 1448, nb, len);
+		buf[1] = bad_types[i];
+		assert_int_equal(vnet_hdr_rx_check(&CFG_GSO, buf, GSO_POSTED, GSO_POSTED, &info), -EBADMSG);
+		assert_int_equal(info.drop, VNET_DROP_BAD_GSO);
+		assert_int_equal(info.skip, nb - 1);
+	}
+	c = CFG_GSO;
+	c.guest_tso6 = false;
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV6, 1428, nb, len);
+	gso_expect(&c, len, VNET_DROP_BAD_GSO);
+	c = CFG_GSO;
+	c.guest_tso4 = false;
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 1448, nb, len);
+	gso_expect(&c, len, VNET_DROP_BAD_GSO);
+
+	/* gso_size: 0, or more than a 1518-byte frame carries behind 54 bytes */
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 0, nb, len);
+	gso_expect(&CFG_GSO, len, VNET_DROP_BAD_GSO_SIZE);
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 1465, nb, len);
+	gso_expect(&CFG_GSO, len, VNET_DROP_BAD_GSO_SIZE);
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 0xffff, nb, len);
+	gso_expect(&CFG_GSO, len, VNET_DROP_BAD_GSO_SIZE);
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 1464, nb, len);
+	assert_int_equal(gso_run(&CFG_GSO, len, &info), 0);
+
+	/* num_buffers and the total still hold */
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 1448, 33, len);
+	gso_expect(&CFG_GSO, len, VNET_DROP_BAD_NUM_BUFFERS);
+	c = CFG_GSO;
+	c.max_gso_frame = 60000;
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 1448, nb, len);
+	gso_expect(&c, len, VNET_DROP_FRAME_TOO_BIG);
+
+	/* Headers: each one broken in turn (offsets into buf: 12 header bytes,
+	 * then the frame). */
+	static const struct { unsigned at; u8 val; } bad[] = {
+		{ 12 + 12, 0x86 },	/* IPv6 EtherType under TCPV4 */
+		{ 12 + 13, 0x01 },
+		{ 12 + 14, 0x65 },	/* version 6 */
+		{ 12 + 14, 0x44 },	/* IHL 4 */
+		{ 12 + 14, 0x4f },	/* IHL 15: TCP is not where csum_start says */
+		{ 12 + 23, 17 },	/* UDP */
+		{ 12 + 20, 0x60 },	/* DF and more fragments */
+		{ 12 + 21, 0x01 },	/* a fragment offset */
+		{ 12 + 16, 0xff },	/* IP length past the frame */
+		{ 12 + 34 + 12, 4 << 4 },	/* TCP data offset 4 */
+		{ 6, 35 },		/* csum_start not the TCP header */
+		{ 8, 6 },		/* csum_offset not the TCP checksum */
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 1448, nb, len);
+		buf[bad[i].at] = bad[i].val;
+		gso_expect(&CFG_GSO, len, VNET_DROP_BAD_GSO_HEADERS);
+	}
+	/* IP length 40: ends inside the 32-byte TCP header */
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 1448, nb, len);
+	buf[12 + 16] = 0;
+	buf[12 + 17] = 40;
+	gso_expect(&CFG_GSO, len, VNET_DROP_BAD_GSO_HEADERS);
+	/* IP length shorter than the frame: Ethernet padding, lwIP trims it */
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 1448, nb, len - 10);
+	assert_int_equal(gso_run(&CFG_GSO, len, &info), 0);
+	/* hdr_len may be a hint, but not past the frame */
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 1448, nb, len);
+	buf[2] = 0xff;
+	buf[3] = 0xff;
+	gso_expect(&CFG_GSO, len, VNET_DROP_BAD_GSO_HEADERS);
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 1448, nb, len);
+	buf[2] = 0;			/* too small is only a wrong hint */
+	assert_int_equal(gso_run(&CFG_GSO, len, &info), 0);
+	buf[2] = (u8)(len & 0xff);	/* the linear length, as Linux's tun writes it */
+	buf[3] = (u8)(len >> 8);
+	assert_int_equal(gso_run(&CFG_GSO, len, &info), 0);
+	/* IPv6: jumbo (payload length 0), an extension header first */
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV6, 1428, nb, len);
+	buf[12 + 18] = buf[12 + 19] = 0;
+	gso_expect(&CFG_GSO, len, VNET_DROP_BAD_GSO_HEADERS);
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV6, 1428, nb, len);
+	buf[12 + 20] = 0;		/* hop-by-hop */
+	gso_expect(&CFG_GSO, len, VNET_DROP_BAD_GSO_HEADERS);
+	/* headers longer than a one-buffer frame */
+	gso_frame(VIRTIO_NET_HDR_GSO_TCPV4, 1448, 1, 1000);
+	expect_drop(&CFG_GSO, 12 + 60, GSO_POSTED, -EBADMSG, VNET_DROP_BAD_GSO_HEADERS);
+}
+
+static void test_rx_gso_config(void **state)
+{
+	struct vnet_rx_cfg c = CFG_GSO;
+
+	rx_hdr(buf, 0, 0, 0, 0, 1);
+	c.mrg_rxbuf = false;	/* no big buffers: receive TSO needs MRG_RXBUF */
+	c.max_buffers = 1;
+	expect_drop(&c, 100, POSTED, -EINVAL, VNET_DROP_BAD_CONFIG);
+	c = CFG_GSO;
+	c.guest_csum = false;
+	expect_drop(&c, 100, POSTED, -EINVAL, VNET_DROP_BAD_CONFIG);
+	c = CFG_GSO;
+	c.max_gso_frame = 1517;
+	expect_drop(&c, 100, POSTED, -EINVAL, VNET_DROP_BAD_CONFIG);
+	c.max_gso_frame = VNET_FRAME_MAX + 1;
+	expect_drop(&c, 100, POSTED, -EINVAL, VNET_DROP_BAD_CONFIG);
+}
+
 static void test_rx_bad_config(void **state)
 {
 	struct vnet_rx_cfg c;
@@ -1025,6 +1261,9 @@ int main(void)
 		cmocka_unit_test(test_rx_flags),
 		cmocka_unit_test(test_rx_csum_offsets),
 		cmocka_unit_test(test_rx_gso),
+		cmocka_unit_test(test_rx_gso_ok),
+		cmocka_unit_test(test_rx_gso_hostile),
+		cmocka_unit_test(test_rx_gso_config),
 		cmocka_unit_test(test_rx_bad_config),
 		cmocka_unit_test(test_rx_merge),
 		cmocka_unit_test(test_rx_merge_totals),

@@ -464,6 +464,160 @@ static void test_rx_merged(void **state)
 	check_all();
 }
 
+/* ---- receive segmentation offload (GUEST_TSO4/6) ---- */
+
+#define TSO		(F(VIRTIO_NET_F_GUEST_TSO4) | F(VIRTIO_NET_F_GUEST_TSO6))
+
+/* A TCP/IPv4 (or IPv6) frame of len bytes in frame[]: the IP length says
+ * len - 14 (or less by short), TCP with a 20-byte header. */
+static void make_tcp(u32 len, bool v6, u32 short_by, u8 seed)
+{
+	u32 ip = len - 14 - short_by;
+
+	make_frame(frame, len, seed);
+	if (v6) {
+		frame[12] = 0x86;
+		frame[13] = 0xdd;
+		frame[14] = 0x60;
+		frame[18] = (u8)((ip - 40) >> 8);
+		frame[19] = (u8)(ip - 40);
+		frame[20] = 6;
+		frame[54 + 12] = 5 << 4;
+	} else {
+		frame[14] = 0x45;
+		frame[16] = (u8)(ip >> 8);
+		frame[17] = (u8)ip;
+		frame[20] = 0x40;
+		frame[21] = 0;
+		frame[23] = 6;
+		frame[34 + 12] = 5 << 4;
+	}
+}
+
+static void expect_tcp(u32 len, bool v6, u8 seed)
+{
+	make_tcp(len, v6, 0, seed);
+	assert_int_equal(up.last_len, len);
+	assert_memory_equal(up.last, frame, len);
+}
+
+static void rx_tso_drop(struct vd_hdr h, u32 len, bool v6, u32 short_by, enum vnet_drop why)
+{
+	struct vnet_stats st0, st1;
+	unsigned frames = up.frames;
+
+	stats(&st0);
+	make_tcp(len, v6, short_by, 3);
+	assert_true(vd_rx_frame(&dev, &h, frame, len) > 0);
+	vd_irq(&dev, VD_RX, true);
+	run();
+	stats(&st1);
+	if (st1.q[0].drops[why] != st0.q[0].drops[why] + 1)
+		fail_msg("gso %#x size %u len %u: drop %s not counted", h.gso, h.gso_size, len,
+			 vnet_hdr_drop_name(why));
+	assert_int_equal(up.frames, frames);
+	assert_int_equal(st1.q[0].gso_frames, st0.q[0].gso_frames);
+	assert_false(dev.vd.broken);
+	/* the packet's other buffers went with it: the next frame is good */
+	rx_good(NULL, 60, 78);
+	expect_last(60, 78);
+	up_release_all(&up);
+	run();
+	check_all();
+}
+
+static void test_rx_tso(void **state)
+{
+	const struct vd_hdr h4 = { .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM, .gso = VIRTIO_NET_HDR_GSO_TCPV4,
+				   .csum_start = 34, .csum_offset = 16, .hdr_len = 54, .gso_size = 1448,
+				   .num_buffers = -1 };
+	const struct vd_hdr h6 = { .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM, .gso = VIRTIO_NET_HDR_GSO_TCPV6,
+				   .csum_start = 54, .csum_offset = 16, .hdr_len = 74, .gso_size = 1428,
+				   .num_buffers = -1 };
+	struct vd_hdr h;
+	struct vnet_stats st;
+	struct vnet_info info;
+	u32 cap;
+
+	bring_up(MODERN | EVIDX | MRG | CSUMS | TSO, 64);
+	vnet_get_info(vn, &info);
+	assert_true(info.rx_tso4 && info.rx_tso6);
+	cap = vd_rx_buflen(&dev, 0);
+	/* 64,000 bytes: one chain of 17 page buffers, handed up whole, the
+	 * checksum partial (CSUM_OK) */
+	make_tcp(64000, false, 0, 1);
+	assert_int_equal(vd_rx_frame(&dev, &h4, frame, 64000), (int)((64000 + 12 + cap - 1) / cap));
+	vd_irq(&dev, VD_RX, true);
+	run();
+	expect_tcp(64000, false, 1);
+	assert_int_equal(up.last_segs, (64000 + 12 + cap - 1) / cap);
+	assert_true(up.last_flags & VNET_RX_CSUM_OK);
+	stats(&st);
+	assert_int_equal(st.q[0].gso_frames, 1);
+	assert_int_equal(st.q[0].gso_segments, (64000 - 54 + 1447) / 1448);
+	up_release_all(&up);
+	run();
+	check_all();
+	/* IPv6, the largest frame there is */
+	make_tcp(VNET_FRAME_MAX, true, 0, 2);
+	assert_true(vd_rx_frame(&dev, &h6, frame, VNET_FRAME_MAX) > 0);
+	vd_irq(&dev, VD_RX, true);
+	run();
+	expect_tcp(VNET_FRAME_MAX, true, 2);
+	stats(&st);
+	assert_int_equal(st.q[0].gso_frames, 2);
+	up_release_all(&up);
+	run();
+	check_all();
+
+	/* Hostile values: dropped whole, counted, the queue keeps going. */
+	h = h4;
+	h.gso_size = 0;
+	rx_tso_drop(h, 64000, false, 0, VNET_DROP_BAD_GSO_SIZE);
+	h.gso_size = 9000;
+	rx_tso_drop(h, 64000, false, 0, VNET_DROP_BAD_GSO_SIZE);
+	h = h4;
+	h.gso = VIRTIO_NET_HDR_GSO_TCPV4 | VIRTIO_NET_HDR_GSO_ECN;
+	rx_tso_drop(h, 64000, false, 0, VNET_DROP_BAD_GSO);
+	h.gso = VIRTIO_NET_HDR_GSO_UDP;
+	rx_tso_drop(h, 64000, false, 0, VNET_DROP_BAD_GSO);
+	rx_tso_drop(h4, 64000, true, 0, VNET_DROP_BAD_GSO_HEADERS);	/* IPv6 frame, TCPV4 type */
+	h = h4;
+	h.csum_start = 38;
+	rx_tso_drop(h, 64000, false, 0, VNET_DROP_BAD_GSO_HEADERS);
+	h = h4;
+	h.hdr_len = 0xffff;
+	rx_tso_drop(h, 64000, false, 0, VNET_DROP_BAD_GSO_HEADERS);
+	/* an IP length past the frame is only known once every buffer is in */
+	make_tcp(64000, false, 0, 3);
+	frame[16] = 0xff;
+	assert_true(vd_rx_frame(&dev, &h4, frame, 64000) > 0);
+	vd_irq(&dev, VD_RX, true);
+	run();
+	stats(&st);
+	assert_int_equal(st.q[0].drops[VNET_DROP_BAD_GSO_HEADERS], 4);
+	rx_tso_drop(h4, 65536, false, 0, VNET_DROP_FRAME_TOO_BIG);
+	/* a frame that is not GSO may not grow past the MTU */
+	rx_tso_drop((struct vd_hdr){ .num_buffers = -1 }, 1515 + 4, false, 0, VNET_DROP_FRAME_TOO_BIG);
+	stats(&st);
+	assert_int_equal(st.q[0].gso_frames, 2);
+	check_all();
+	teardown(state);
+
+	/* Offered without MRG_RXBUF: not negotiated (no big buffers), a GSO
+	 * frame is refused as one that was never allowed. */
+	bring_up(MODERN | EVIDX | CSUMS | TSO, 64);
+	vnet_get_info(vn, &info);
+	assert_false(info.rx_tso4 || info.rx_tso6);
+	assert_false(dev.vd.features & TSO);
+	rx_tso_drop(h4, 1000, false, 0, VNET_DROP_BAD_GSO);
+	teardown(state);
+
+	/* Without GUEST_CSUM: not negotiated either (§5.1.3.1). */
+	bring_up(MODERN | EVIDX | MRG | F(VIRTIO_NET_F_CSUM) | TSO, 64);
+	assert_false(dev.vd.features & TSO);
+}
+
 /* ---- receive: bad values drop the frame, count the reason, keep going ---- */
 
 struct bad_case {
@@ -1501,6 +1655,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_rx_good_frames, teardown),
 		cmocka_unit_test_teardown(test_rx_hold_everything_then_release, teardown),
 		cmocka_unit_test_teardown(test_rx_merged, teardown),
+		cmocka_unit_test_teardown(test_rx_tso, teardown),
 		cmocka_unit_test_teardown(test_rx_bad_headers, teardown),
 		cmocka_unit_test_teardown(test_rx_merged_bad, teardown),
 		cmocka_unit_test_teardown(test_rx_ring_lies, teardown),

@@ -19,7 +19,8 @@ RNG_CONSOLE = ["-chardev", "null,id=mxc0", "-device", "virtio-rng-pci", "-device
 # must be negotiated, features that must not be)
 CONFIGS = [
     pytest.param("", "q35", 64, [], None, {"VERSION_1", "MRG_RXBUF", "CSUM", "GUEST_CSUM", "EVENT_IDX",
-                                              "INDIRECT_DESC", "HOST_TSO4", "HOST_TSO6"}, {"RING_PACKED"},
+                                              "INDIRECT_DESC", "HOST_TSO4", "HOST_TSO6", "GUEST_TSO4", "GUEST_TSO6"},
+                 {"RING_PACKED"},
                  id="default"),
     pytest.param("disable-modern=on", "q35", 64, [], None, {"MRG_RXBUF"}, {"VERSION_1"}, id="legacy"),
     pytest.param("disable-legacy=on", "q35", 64, [], None, {"VERSION_1"}, {"RING_PACKED"}, id="modern-only"),
@@ -35,6 +36,8 @@ CONFIGS = [
     pytest.param("csum=off,guest_csum=off", "q35", 64, [], None, set(), {"CSUM", "GUEST_CSUM", "HOST_TSO4"},
                  id="csum-off"),
     pytest.param("host_tso4=off", "q35", 64, [], None, {"CSUM", "HOST_TSO6"}, {"HOST_TSO4"}, id="host_tso4-off"),
+    pytest.param("guest_tso4=off", "q35", 64, [], None, {"GUEST_CSUM", "GUEST_TSO6"}, {"GUEST_TSO4"},
+                 id="guest_tso4-off"),
     pytest.param("vectors=0,mrg_rxbuf=off", "q35", 64, [], None, set(), {"MRG_RXBUF"}, id="intx-mrg_rxbuf-off",
                  marks=Q),
     pytest.param("vectors=0", "q35", 64, [], None, set(), set(), id="intx"),
@@ -63,7 +66,7 @@ def net_lines(text):
     feats = set(re.search(rf"^{dev}: features (.*)$", text, re.M).group(1).split())
     probe = re.search(rf"^{dev}: net: mac \S+ mtu (\d+), rx (\d+) x (\d+) B( mergeable)?, tx ring (\d+)", text, re.M)
     lwip = re.search(r"^net: lwIP \S+ on virtio\d+, mtu (\d+), checksums: tx (\w+), rx (\w+); "
-                     r"segmentation offload: ([\w ]+)$", text, re.M)
+                     r"segmentation offload: ([\w ]+); receive offload: ([\w ]+)$", text, re.M)
     assert probe and lwip, text[-3000:]
     return m.group(2), feats, probe, lwip
 
@@ -80,6 +83,12 @@ def test_appliance(opts, machine, mem, extra, tap_mtu, must, must_not):
         assert lwip.group(2) == csum and lwip.group(3) == ("offloaded" if "GUEST_CSUM" in feats else "software")
         tso = " ".join(t for t in ("tso4", "tso6") if f"HOST_{t.upper()}" in feats and "CSUM" in feats)
         assert lwip.group(4) == (tso or "off"), (lwip.group(4), sorted(feats))
+        # receive TSO needs GUEST_CSUM and, by vireo's choice, MRG_RXBUF
+        rx = " ".join(t for t in ("tso4", "tso6") if f"GUEST_{t.upper()}" in feats)
+        assert not rx or {"GUEST_CSUM", "MRG_RXBUF"} <= feats, sorted(feats)
+        if "MRG_RXBUF" not in feats:
+            assert not {"GUEST_TSO4", "GUEST_TSO6"} & feats, sorted(feats)
+        assert lwip.group(5) == (rx or "off"), (lwip.group(5), sorted(feats))
         mtu = 9000 if "host_mtu=9000" in opts else 1500
         assert int(probe.group(1)) == mtu and int(lwip.group(1)) == mtu
 

@@ -77,7 +77,7 @@ def test_net_command_and_static_bring_up(boot):
         text = vm.text
         assert re.search(r"^net: address by static configuration$", text, re.M), text
         assert re.search(r"^net: 10\.9\.8\.7/28 gw 10\.9\.8\.1 \(static\)$", text, re.M), text
-        assert re.search(r"^net: lwIP \S+ on virtio\d+, mtu \d+, checksums: tx \w+, rx \w+; segmentation offload: off$", text, re.M), text
+        assert re.search(r"^net: lwIP \S+ on virtio\d+, mtu \d+, checksums: tx \w+, rx \w+; segmentation offload: off; receive offload: off$", text, re.M), text
         time.sleep(0.5)
         vm.send("net\r")
         m = vm.wait_for(r"^net: virtio\d+ link (\w+); rx \d+ frames \d+ B, tx (\d+) frames \d+ B, "

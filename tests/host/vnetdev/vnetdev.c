@@ -553,6 +553,10 @@ void vd_put_hdr(const struct vnetdev *v, u8 *buf, const struct vd_hdr *h, u16 nb
 	memset(buf, 0, vd_hdr_len(v));
 	buf[0] = h->flags;
 	buf[1] = h->gso;
+	buf[2] = (u8)h->hdr_len;
+	buf[3] = (u8)(h->hdr_len >> 8);
+	buf[4] = (u8)h->gso_size;
+	buf[5] = (u8)(h->gso_size >> 8);
 	buf[6] = (u8)h->csum_start;
 	buf[7] = (u8)(h->csum_start >> 8);
 	buf[8] = (u8)h->csum_offset;

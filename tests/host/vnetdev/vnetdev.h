@@ -47,6 +47,7 @@ struct vd_txframe {
 struct vd_hdr {
 	u8 flags, gso;
 	u16 csum_start, csum_offset;
+	u16 hdr_len, gso_size;		/* GSO frames (GUEST_TSO4/6) */
 	int num_buffers;		/* < 0: the true count */
 };
 
