@@ -61,7 +61,7 @@ log "building vireo without the 64 KiB benchmark file (for its size), then as se
 run $make -s APP_EXTRA= all >"$dir/build-noextra.log" 2>&1 || { cat "$dir/build-noextra.log"; exit 1; }
 cp build/vireo.efi "$dir/vireo-noextra.efi"
 ${CC:-cc} -O2 -Wall -pthread -o "$out/udpstream" tests/bench/udpstream.c || { echo "bench: udpstream.c did not build" >&2; exit 1; }
-run $make -s image >"$dir/build.log" 2>&1 || { cat "$dir/build.log"; exit 1; }
+run $make -s all image >"$dir/build.log" 2>&1 || { cat "$dir/build.log"; exit 1; }
 export BENCH_OUT=$out
 if [[ ! -r $out/peer-linux/linux.efi || ! -r $out/peer-linux-nginx/linux.efi ]]; then
 	log "building the Linux and nginx peers (Debian packages; a few minutes)"
