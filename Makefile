@@ -210,11 +210,14 @@ include $(sort $(wildcard tests/host/*.mk))
 # (kernel/parse.c, kernel/outbuf.c; libc stands in for kernel/string.c) ahead of its own sources.
 HOST_SHIM_SRCS := tests/host/shim/hostk.c kernel/timerq.c kernel/parse.c kernel/outbuf.c
 host_srcs = $(HOST_SHIM_SRCS) $(filter-out $(HOST_SHIM_SRCS),$($(1)_SRCS))
+# (Only the sources and archives go to the compiler: the .d files make every
+# header a prerequisite too, and some of lwIP's and mbedTLS's refuse to be
+# compiled on their own.)
 define host_test_rule
 $(BUILD)/host/$(1): $$(call host_srcs,$(1))
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  HOSTCC  $$@")
-	$$(Q)$$(HOST_CC) $$(HOST_CFLAGS) -MF $$@.d $$^ -o $$@ $$($(1)_LDFLAGS) $$(HOST_LDLIBS)
+	$$(Q)$$(HOST_CC) $$(HOST_CFLAGS) -MF $$@.d $$(filter %.c %.a,$$^) -o $$@ $$($(1)_LDFLAGS) $$(HOST_LDLIBS)
 endef
 $(foreach t,$(HOST_TESTS),$(eval $(call host_test_rule,$(t))))
 
