@@ -1,9 +1,9 @@
 /* hostk: the one host stand-in for the kernel, linked into every host test
- * and fuzzer (with kernel/timerq.c) by the Makefile's rules: a fake clock,
+ * and fuzzer (with kernel/loop.c and kernel/timerq.c) by the Makefile's rules: a fake clock,
  * malloc-backed pages and heap with live counters and failure injection
  * (so ASan tracks every buffer), memory statistics, kprintf kept in a ring
  * and klog counted (shim_klog_*, arch.h), panic, deterministic randomness,
- * a tiny event loop (work items and the real kernel/timerq.c) and strlcpy
+ * the event loop (the real kernel/loop.c's queues, run without halting) and strlcpy
  * (the host's libc has none). Printed to stderr with VIREO_TEST_LOG=1. */
 #ifndef VIREO_HOSTK_H
 #define VIREO_HOSTK_H
