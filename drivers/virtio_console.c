@@ -341,6 +341,18 @@ static void vcons_rx_irq(struct virtio_vq *q)
 
 /* ---- ports ---- */
 
+/* Gives a port's pages back (either may be absent). */
+static void vcons_port_free(struct vcons_port *p)
+{
+	if (p->rx)
+		page_free(p->rx, 1);
+	if (p->tx)
+		page_free(p->tx, TX_PAGES);
+	p->rx = NULL;
+	p->tx = NULL;
+	p->tx_free = NULL;
+}
+
 /* Buffers are allocated the first time a port is used, then kept. */
 static int vcons_port_alloc(struct vcons_port *p)
 {
@@ -351,12 +363,7 @@ static int vcons_port_alloc(struct vcons_port *p)
 	p->rx = page_alloc(1);
 	p->tx = page_alloc(TX_PAGES);
 	if (!p->rx || !p->tx) {
-		if (p->rx)
-			page_free(p->rx, 1);
-		if (p->tx)
-			page_free(p->tx, TX_PAGES);
-		p->rx = NULL;
-		p->tx = NULL;
+		vcons_port_free(p);
 		return -ENOMEM;
 	}
 	for (i = 0; i < TX_BUFS; i++) {
@@ -736,13 +743,7 @@ static void vcons_free_buffers(struct vcons *vc)
 	for (i = 0; i < VCONS_MAX_PORTS; i++) {
 		struct vcons_port *p = &vc->port[i];
 
-		if (p->rx)
-			page_free(p->rx, 1);
-		if (p->tx)
-			page_free(p->tx, TX_PAGES);
-		p->rx = NULL;
-		p->tx = NULL;
-		p->tx_free = NULL;
+		vcons_port_free(p);
 		p->nrx = 0;
 	}
 	if (vc->cbuf)
