@@ -45,16 +45,15 @@ static const char *alpn[] = { "http/1.1", NULL };
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	size_t cn, kn;
-	unsigned char *c = tls_host_fixture("ec-cert.pem", &cn), *k = tls_host_fixture("ec-key.pem", &kn);
+	struct tls_blob c = tls_host_fixture("ec-cert.pem"), k = tls_host_fixture("ec-key.pem");
 	char err[160];
 
 	tls_host_deterministic(true);	/* the same input takes the same path */
 	if (psa_crypto_init() != PSA_SUCCESS ||
-	    tls_keys_load(&keys, c, cn, k, kn, tls_host_rng, NULL, err, sizeof(err)) != 0)
+	    tls_keys_load(&keys, c.p, c.n, k.p, k.n, tls_host_rng, NULL, err, sizeof(err)) != 0)
 		abort();
-	free(c);
-	free(k);
+	free(c.p);
+	free(k.p);
 	mbedtls_ssl_config_init(&conf);
 	if (mbedtls_ssl_config_defaults(&conf, MBEDTLS_SSL_IS_SERVER, MBEDTLS_SSL_TRANSPORT_STREAM,
 					MBEDTLS_SSL_PRESET_DEFAULT) != 0)

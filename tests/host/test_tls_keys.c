@@ -15,22 +15,9 @@
 #include "net/tls/tls_keys.h"
 #include "tests/host/tls_host.h"
 
-struct blob {
-	unsigned char *p;
-	size_t n;
-};
-
-static struct blob rd(const char *name)
-{
-	struct blob b;
-
-	b.p = tls_host_fixture(name, &b.n);
-	return b;
-}
-
 static char err[160];
 
-static int load(struct tls_keys *k, struct blob c, struct blob key)
+static int load(struct tls_keys *k, struct tls_blob c, struct tls_blob key)
 {
 	err[0] = '\0';
 	return tls_keys_load(k, c.p, c.n, key.p, key.n, tls_host_rng, NULL, err, sizeof(err));
@@ -39,7 +26,7 @@ static int load(struct tls_keys *k, struct blob c, struct blob key)
 /* Loads, expects failure with msg in the message, and nothing left over. */
 static void expect_fail(const char *cert, const char *key, const char *msg)
 {
-	struct blob c = rd(cert), kb = rd(key);
+	struct tls_blob c = tls_host_fixture(cert), kb = tls_host_fixture(key);
 	struct tls_keys k;
 
 	assert_int_equal(load(&k, c, kb), -1);
@@ -54,7 +41,7 @@ static void expect_fail(const char *cert, const char *key, const char *msg)
 
 static void expect_ok(const char *cert, const char *key, const char *desc)
 {
-	struct blob c = rd(cert), kb = rd(key);
+	struct tls_blob c = tls_host_fixture(cert), kb = tls_host_fixture(key);
 	struct tls_keys k;
 	char d[32];
 
@@ -78,7 +65,7 @@ static void test_good_pairs(void **state)
 /* The length may count a trailing NUL (a C string) or not. */
 static void test_trailing_nul(void **state)
 {
-	struct blob c = rd("ec-cert.pem"), kb = rd("ec-key.pem");
+	struct tls_blob c = tls_host_fixture("ec-cert.pem"), kb = tls_host_fixture("ec-key.pem");
 	struct tls_keys k;
 
 	c.p = realloc(c.p, c.n + 1);
@@ -108,9 +95,9 @@ static void test_bad_pairs(void **state)
 
 static void test_empty_and_huge(void **state)
 {
-	struct blob c = rd("ec-cert.pem"), kb = rd("ec-key.pem");
-	struct blob none = { c.p, 0 };
-	struct blob big = { calloc(1, TLS_KEYS_MAX_INPUT + 1), TLS_KEYS_MAX_INPUT + 1 };
+	struct tls_blob c = tls_host_fixture("ec-cert.pem"), kb = tls_host_fixture("ec-key.pem");
+	struct tls_blob none = { c.p, 0 };
+	struct tls_blob big = { calloc(1, TLS_KEYS_MAX_INPUT + 1), TLS_KEYS_MAX_INPUT + 1 };
 	struct tls_keys k;
 
 	assert_int_equal(load(&k, none, kb), -1);
@@ -131,8 +118,9 @@ static void test_empty_and_huge(void **state)
  * refused, not crashed, nothing leaked. */
 static void test_garbage_and_truncation(void **state)
 {
-	struct blob c = rd("ec-cert.pem"), kb = rd("ec-key.pem"), d = rd("ec-cert.der");
-	struct blob g = { malloc(2000), 2000 };
+	struct tls_blob c = tls_host_fixture("ec-cert.pem"), kb = tls_host_fixture("ec-key.pem");
+	struct tls_blob d = tls_host_fixture("ec-cert.der");
+	struct tls_blob g = { malloc(2000), 2000 };
 	struct tls_keys k;
 
 	for (size_t i = 0; i < g.n; i++)
@@ -142,17 +130,17 @@ static void test_garbage_and_truncation(void **state)
 	assert_int_equal(load(&k, c, g), -1);
 	assert_non_null(strstr(err, "key:"));
 	for (size_t n = 1; n < c.n - 30; n += 7) {
-		struct blob t = { c.p, n };
+		struct tls_blob t = { c.p, n };
 
 		assert_int_equal(load(&k, t, kb), -1);
 	}
 	for (size_t n = 1; n < kb.n - 30; n += 5) {
-		struct blob t = { kb.p, n };
+		struct tls_blob t = { kb.p, n };
 
 		assert_int_equal(load(&k, c, t), -1);
 	}
 	for (size_t n = 1; n < d.n; n += 3) {
-		struct blob t = { d.p, n };
+		struct tls_blob t = { d.p, n };
 
 		assert_int_equal(load(&k, t, kb), -1);
 	}
@@ -172,7 +160,7 @@ static void test_garbage_and_truncation(void **state)
  * there are enough, then succeeds. */
 static void test_allocation_failures(void **state)
 {
-	struct blob c = rd("rsa-cert.pem"), kb = rd("rsa-key.pem");
+	struct tls_blob c = tls_host_fixture("rsa-cert.pem"), kb = tls_host_fixture("rsa-key.pem");
 	struct tls_keys k;
 	long i;
 

@@ -46,19 +46,6 @@ static int bio_recv(void *ctx, unsigned char *buf, size_t len)
 	return (int)n;	/* 0: EOF */
 }
 
-struct blob {
-	unsigned char *p;
-	size_t n;
-};
-
-static struct blob rd(const char *name)
-{
-	struct blob b;
-
-	b.p = tls_host_fixture(name, &b.n);
-	return b;
-}
-
 static const char *alpn[] = { "http/1.1", NULL };
 
 struct result {
@@ -76,7 +63,7 @@ struct result {
 static void serve(const char *cert, const char *key, const char *client_cmd, const void *raw, size_t raw_len,
 		  struct result *r)
 {
-	struct blob c = rd(cert), k = rd(key);
+	struct tls_blob c = tls_host_fixture(cert), k = tls_host_fixture(key);
 	struct tls_keys keys;
 	mbedtls_ssl_config conf;
 	mbedtls_ssl_context ssl;

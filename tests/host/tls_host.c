@@ -97,7 +97,7 @@ psa_status_t mbedtls_psa_external_get_random(mbedtls_psa_external_random_context
 	return PSA_SUCCESS;
 }
 
-unsigned char *tls_host_fixture(const char *name, size_t *len)
+struct tls_blob tls_host_fixture(const char *name)
 {
 	char path[256];
 	unsigned char *b = NULL;
@@ -115,6 +115,5 @@ unsigned char *tls_host_fixture(const char *name, size_t *len)
 		abort();
 	}
 	fclose(f);
-	*len = (size_t)n;
-	return b;
+	return (struct tls_blob){ b, (size_t)n };
 }

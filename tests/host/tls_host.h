@@ -33,8 +33,12 @@ void tls_host_deterministic(bool on);
 /* mbedTLS's f_rng: fills out with len random bytes (as above); 0 or -1. */
 int tls_host_rng(void *ctx, unsigned char *out, size_t len);
 
-/* The whole fixture file name (TLS_FIX_DIR) in a malloc'd buffer, its
- * length in *len; aborts with a message if it cannot be read. */
-unsigned char *tls_host_fixture(const char *name, size_t *len);
+/* The whole fixture file name (TLS_FIX_DIR) in a malloc'd buffer (the
+ * caller frees p); aborts with a message if it cannot be read. */
+struct tls_blob {
+	unsigned char *p;
+	size_t n;
+};
+struct tls_blob tls_host_fixture(const char *name);
 
 #endif
