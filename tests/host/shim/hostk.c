@@ -18,11 +18,25 @@
 
 static u64 clock_ns = 5 * NSEC_PER_SEC;	/* not 0: catches "0 means unset" */
 static u64 clock_step;
+static void (*clock_hook)(void *arg);
+static void *clock_hook_arg;
+static bool clock_hook_running;
 
 u64 time_ns(void)
 {
 	clock_ns += clock_step;
+	if (clock_hook && !clock_hook_running) {
+		clock_hook_running = true;
+		clock_hook(clock_hook_arg);
+		clock_hook_running = false;
+	}
 	return clock_ns;
+}
+
+void hk_on_clock(void (*fn)(void *arg), void *arg)
+{
+	clock_hook = fn;
+	clock_hook_arg = arg;
 }
 
 u64 hk_now(void)

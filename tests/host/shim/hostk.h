@@ -18,6 +18,9 @@ void hk_clock_advance(u64 ns);
 /* Every time_ns() call also advances the clock by step ns (0: off), so
  * a driver busy-waiting on a silent device reaches its deadline. */
 void hk_clock_autostep(u64 step);
+/* fn(arg) runs at every time_ns() call (not from within itself) until
+ * hk_on_clock(NULL, NULL): a device that acts while the driver busy-waits. */
+void hk_on_clock(void (*fn)(void *arg), void *arg);
 /* What loop_busy_ns() says, for the coalescing policy: the CPU busy all the
  * time (true) or never (false, the default). */
 void hk_cpu_busy(bool busy);
