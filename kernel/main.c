@@ -71,6 +71,7 @@ static void main_start_network(void)
 
 void kernel_main(struct boot_info *bi)
 {
+	bool echo;
 	int warnings;
 
 	timeline_mark_at(bi->stamp_names[0], bi->tsc.efi_main);
@@ -112,6 +113,7 @@ void kernel_main(struct boot_info *bi)
 
 	pci_init();
 	timeline_mark("pci");
+	echo = vnet_echo_start();	/* vnet.echo: the reflector takes the device */
 	pci_probe_drivers();
 	virtio_mmio_probe();
 	timeline_mark("drivers");
@@ -125,7 +127,7 @@ void kernel_main(struct boot_info *bi)
 	timeline_mark("ready");
 	timeline_print();
 	kprintf("vireo: kernel ready\n");
-	if (!vnet_echo_start())	/* vnet.echo: the reflector has the device */
+	if (!echo)
 		main_start_network();
 	loop_run();
 }
