@@ -55,7 +55,7 @@ KLDFLAGS := -nostdlib -znocombreloc -shared -Bsymbolic --no-undefined \
 BOOT_SRCS   := boot/efi_main.c boot/fwcfg.c
 KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel/string.c kernel/parse.c kernel/outbuf.c \
 	kernel/trap.c kernel/panic.c kernel/mm.c kernel/mm_range.c kernel/frames.c kernel/heap.c kernel/apic.c \
-	kernel/time.c kernel/timerq.c kernel/loop.c kernel/cmdline.c kernel/config.c kernel/selftest.c \
+	kernel/time.c kernel/timerq.c kernel/loop.c kernel/loop_run.c kernel/cmdline.c kernel/config.c kernel/selftest.c \
 	kernel/timeline.c kernel/shell.c kernel/random.c kernel/chacha20.c kernel/csprng.c \
 	kernel/siphash.c kernel/power.c
 DRIVER_SRCS := drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
@@ -209,15 +209,18 @@ FUZZERS :=
 include $(sort $(wildcard tests/host/*.mk))
 
 # Every host test and fuzzer links the one host kernel shim (hostk, with the
-# real kernel/timerq.c its event loop runs on) and the toolkit's pure part
+# real kernel/loop.c and kernel/timerq.c its event loop runs on) and the toolkit's pure part
 # (kernel/parse.c, kernel/outbuf.c; libc stands in for kernel/string.c) ahead of its own sources.
-HOST_SHIM_SRCS := tests/host/shim/hostk.c kernel/timerq.c kernel/parse.c kernel/outbuf.c
+HOST_SHIM_SRCS := tests/host/shim/hostk.c kernel/loop.c kernel/timerq.c kernel/parse.c kernel/outbuf.c
 host_srcs = $(HOST_SHIM_SRCS) $(filter-out $(HOST_SHIM_SRCS),$($(1)_SRCS))
+# (Only the sources and archives go to the compiler: the .d files make every
+# header a prerequisite too, and some of lwIP's and mbedTLS's refuse to be
+# compiled on their own.)
 define host_test_rule
 $(BUILD)/host/$(1): $$(call host_srcs,$(1))
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  HOSTCC  $$@")
-	$$(Q)$$(HOST_CC) $$(HOST_CFLAGS) -MF $$@.d $$^ -o $$@ $$($(1)_LDFLAGS) $$(HOST_LDLIBS)
+	$$(Q)$$(HOST_CC) $$(HOST_CFLAGS) -MF $$@.d $$(filter %.c %.a,$$^) -o $$@ $$($(1)_LDFLAGS) $$(HOST_LDLIBS)
 endef
 $(foreach t,$(HOST_TESTS),$(eval $(call host_test_rule,$(t))))
 

@@ -19,13 +19,13 @@ static EFI_GUID acpi20_guid = ACPI_20_TABLE_GUID;
 static EFI_GUID acpi10_guid = ACPI_TABLE_GUID;
 static EFI_GUID gop_guid = EFI_GRAPHICS_OUTPUT_PROTOCOL_GUID;
 
-static void say(EFI_SYSTEM_TABLE *st, const CHAR16 *msg)
+static void efi_say(EFI_SYSTEM_TABLE *st, const CHAR16 *msg)
 {
 	if (st->ConOut)
 		st->ConOut->OutputString(st->ConOut, (CHAR16 *)msg);
 }
 
-static bool guid_eq(const EFI_GUID *a, const EFI_GUID *b)
+static bool efi_guid_eq(const EFI_GUID *a, const EFI_GUID *b)
 {
 	const u8 *x = (const u8 *)a, *y = (const u8 *)b;
 	size_t i;
@@ -36,26 +36,26 @@ static bool guid_eq(const EFI_GUID *a, const EFI_GUID *b)
 	return true;
 }
 
-static void find_rsdp(EFI_SYSTEM_TABLE *st, struct boot_info *bi)
+static void efi_find_rsdp(EFI_SYSTEM_TABLE *st, struct boot_info *bi)
 {
 	UINTN i;
 
 	for (i = 0; i < st->NumberOfTableEntries; i++) {
 		EFI_CONFIGURATION_TABLE *t = &st->ConfigurationTable[i];
 
-		if (guid_eq(&t->VendorGuid, &acpi20_guid)) {
+		if (efi_guid_eq(&t->VendorGuid, &acpi20_guid)) {
 			bi->rsdp = (u64)(UINTN)t->VendorTable;
 			bi->rsdp_rev = 2;
 			return;
 		}
-		if (guid_eq(&t->VendorGuid, &acpi10_guid) && !bi->rsdp) {
+		if (efi_guid_eq(&t->VendorGuid, &acpi10_guid) && !bi->rsdp) {
 			bi->rsdp = (u64)(UINTN)t->VendorTable;
 			bi->rsdp_rev = 0;
 		}
 	}
 }
 
-static void find_fb(EFI_BOOT_SERVICES *bs, struct boot_info *bi)
+static void efi_find_fb(EFI_BOOT_SERVICES *bs, struct boot_info *bi)
 {
 	EFI_GRAPHICS_OUTPUT_PROTOCOL *gop = NULL;
 
@@ -71,7 +71,7 @@ static void find_fb(EFI_BOOT_SERVICES *bs, struct boot_info *bi)
 			gop->Mode->Info->PixelFormat == PixelBlueGreenRedReserved8BitPerColor ? 2 : 0;
 }
 
-static bool ends_with_efi(const char *s, size_t n)
+static bool efi_ends_with_efi(const char *s, size_t n)
 {
 	return n >= 4 && s[n - 4] == '.' && (s[n - 3] | 0x20) == 'e' && (s[n - 2] | 0x20) == 'f' &&
 	       (s[n - 1] | 0x20) == 'i';
@@ -83,7 +83,7 @@ static bool ends_with_efi(const char *s, size_t n)
  * boot entries pass a binary GUID instead, so anything that is not printable
  * text is ignored.
  */
-static bool cmdline_from_load_options(const EFI_LOADED_IMAGE *li, struct boot_info *bi)
+static bool efi_cmdline_from_load_options(const EFI_LOADED_IMAGE *li, struct boot_info *bi)
 {
 	const CHAR16 *w = li->LoadOptions;
 	size_t n = li->LoadOptionsSize / sizeof(CHAR16), i, o = 0, tok;
@@ -111,7 +111,7 @@ static bool cmdline_from_load_options(const EFI_LOADED_IMAGE *li, struct boot_in
 			if (first[k] == '\\' || first[k] == '/')
 				path = true;
 		}
-		if (path || (len <= sizeof first && ends_with_efi(first, len)))
+		if (path || (len <= sizeof first && efi_ends_with_efi(first, len)))
 			i = tok;
 	}
 	while (i < n && (w[i] == ' ' || w[i] == '\t'))
@@ -122,7 +122,7 @@ static bool cmdline_from_load_options(const EFI_LOADED_IMAGE *li, struct boot_in
 	return true;
 }
 
-static void copy_str(char *dst, size_t n, const char *s)
+static void efi_copy_str(char *dst, size_t n, const char *s)
 {
 	size_t i;
 
@@ -131,12 +131,12 @@ static void copy_str(char *dst, size_t n, const char *s)
 	dst[i] = '\0';
 }
 
-static void set_src(struct boot_info *bi, const char *s)
+static void efi_set_src(struct boot_info *bi, const char *s)
 {
-	copy_str(bi->cmdline_src, sizeof bi->cmdline_src, s);
+	efi_copy_str(bi->cmdline_src, sizeof bi->cmdline_src, s);
 }
 
-static u32 classify(u32 efi_type)
+static u32 efi_classify(u32 efi_type)
 {
 	switch (efi_type) {
 	case EfiConventionalMemory:
@@ -163,14 +163,14 @@ static u32 classify(u32 efi_type)
 }
 
 /* Pure conversion after exit: merge adjacent entries of the same class. */
-static void convert_map(struct boot_info *bi, const u8 *map, UINTN size, UINTN dsize)
+static void efi_convert_map(struct boot_info *bi, const u8 *map, UINTN size, UINTN dsize)
 {
 	UINTN off;
 
 	bi->nregions = 0;
 	for (off = 0; off + dsize <= size; off += dsize) {
 		const EFI_MEMORY_DESCRIPTOR *d = (const EFI_MEMORY_DESCRIPTOR *)(map + off);
-		u32 type = classify(d->Type);
+		u32 type = efi_classify(d->Type);
 		u64 base = d->PhysicalStart, len = d->NumberOfPages * 4096ULL;
 		struct boot_region *last = bi->nregions ? &bi->regions[bi->nregions - 1] : NULL;
 
@@ -208,15 +208,15 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	if (bs->AllocatePages(AllocateAnyPages, EfiLoaderData, bi_npages, &bi_pages) != EFI_SUCCESS ||
 	    bs->AllocatePages(AllocateAnyPages, EfiLoaderData, BOOT_STACK_PAGES + 1, &stack_pages) !=
 		    EFI_SUCCESS) {
-		say(st, L"vireo: boot: out of memory\r\n");
+		efi_say(st, L"vireo: boot: out of memory\r\n");
 		return EFI_OUT_OF_RESOURCES;
 	}
 	bi = (struct boot_info *)(UINTN)bi_pages;
 	memset(bi, 0, sizeof *bi);
 	bi->magic = BOOT_INFO_MAGIC;
 	bi->tsc.efi_main = t0;
-	copy_str(bi->stamp_names[0], sizeof bi->stamp_names[0], "efi_main");
-	copy_str(bi->stamp_names[1], sizeof bi->stamp_names[1], "exit_boot_services");
+	efi_copy_str(bi->stamp_names[0], sizeof bi->stamp_names[0], "efi_main");
+	efi_copy_str(bi->stamp_names[1], sizeof bi->stamp_names[1], "exit_boot_services");
 	bi->self_base = bi_pages;
 	bi->self_size = bi_npages * 4096;
 	bi->stack_base = stack_pages;
@@ -226,16 +226,16 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 		bi->image_base = (u64)(UINTN)li->ImageBase;
 		bi->image_size = li->ImageSize;
 	}
-	find_rsdp(st, bi);
-	find_fb(bs, bi);
+	efi_find_rsdp(st, bi);
+	efi_find_fb(bs, bi);
 
-	if (li && cmdline_from_load_options(li, bi) && bi->cmdline[0])
-		set_src(bi, "loadoptions");
+	if (li && efi_cmdline_from_load_options(li, bi) && bi->cmdline[0])
+		efi_set_src(bi, "loadoptions");
 	else if (fwcfg_read_file("opt/vireo/cmdline", bi->cmdline, BOOT_CMDLINE_MAX) >= 0)
-		set_src(bi, "fw_cfg");
+		efi_set_src(bi, "fw_cfg");
 	else {
 		bi->cmdline[0] = '\0';
-		set_src(bi, "none");
+		efi_set_src(bi, "none");
 	}
 
 	/* Size the map, then allocate with slack: the allocation itself may
@@ -243,12 +243,12 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	 * GetMemoryMap and ExitBootServices. */
 	s = bs->GetMemoryMap(&map_size, NULL, &map_key, &dsize, &dver);
 	if (s != EFI_BUFFER_TOO_SMALL || dsize < sizeof(EFI_MEMORY_DESCRIPTOR)) {
-		say(st, L"vireo: boot: GetMemoryMap failed\r\n");
+		efi_say(st, L"vireo: boot: GetMemoryMap failed\r\n");
 		return EFI_LOAD_ERROR;
 	}
 	map_cap = map_size + MAP_SLACK_DESCS * dsize;
 	if (bs->AllocatePool(EfiLoaderData, map_cap, (void **)&map) != EFI_SUCCESS) {
-		say(st, L"vireo: boot: out of memory for the memory map\r\n");
+		efi_say(st, L"vireo: boot: out of memory for the memory map\r\n");
 		return EFI_OUT_OF_RESOURCES;
 	}
 
@@ -264,14 +264,14 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 		/* EFI_INVALID_PARAMETER: the map changed under us; fetch it again. */
 	}
 	if (s != EFI_SUCCESS) {
-		say(st, L"vireo: boot: ExitBootServices failed\r\n");
+		efi_say(st, L"vireo: boot: ExitBootServices failed\r\n");
 		return s;
 	}
 	/* Firmware is gone from here on. */
 	bi->tsc.after_exit = rdtsc();
 	bi->exit_tries = tries;
 	cli();
-	convert_map(bi, map, map_size, dsize);
+	efi_convert_map(bi, map, map_size, dsize);
 
 	/* Switch to the kernel stack (its lowest page is the guard) and go. */
 	__asm__ __volatile__("mov %0, %%rsp\n\t"

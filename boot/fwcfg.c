@@ -1,6 +1,7 @@
 /* QEMU fw_cfg over I/O ports 0x510 (selector) / 0x511 (data), spec in QEMU's
  * docs/specs/fw_cfg.txt. Plain port I/O: no firmware call involved. */
 #include "boot/fwcfg.h"
+#include "kernel/byteorder.h"
 #include "kernel/io.h"
 
 #define FWCFG_PORT_SEL 0x510
@@ -21,12 +22,7 @@ static void fwcfg_bytes(void *dst, u32 len)
 		*p++ = inb(FWCFG_PORT_DATA);
 }
 
-static u32 be32(const u8 *b)
-{
-	return (u32)b[0] << 24 | (u32)b[1] << 16 | (u32)b[2] << 8 | b[3];
-}
-
-static bool name_eq(const char *a, const char *b, size_t n)
+static bool fwcfg_name_eq(const char *a, const char *b, size_t n)
 {
 	size_t i;
 
@@ -52,16 +48,16 @@ int fwcfg_read_file(const char *name, char *buf, size_t size)
 
 	fwcfg_select(FWCFG_FILE_DIR);
 	fwcfg_bytes(hdr, 4);
-	count = be32(hdr);
+	count = get_be32(hdr);
 	if (count > 4096)	/* QEMU has a few dozen; anything more is nonsense */
 		return -ENOENT;
 	for (i = 0; i < count; i++) {
 		fwcfg_bytes(ent, sizeof ent);	/* be32 size, be16 select, be16 rsvd, char name[56] */
 		ent[63] = '\0';
-		if (!name_eq((const char *)ent + 8, name, 56))
+		if (!fwcfg_name_eq((const char *)ent + 8, name, 56))
 			continue;
-		fsize = be32(ent);
-		sel = (u16)(ent[4] << 8 | ent[5]);
+		fsize = get_be32(ent);
+		sel = get_be16(ent + 4);
 		take = size ? (u32)MIN((u64)fsize, (u64)size - 1) : 0;
 		fwcfg_select(sel);
 		fwcfg_bytes(buf, take);

@@ -56,8 +56,11 @@
  * CTRL_PENDING queued; replies beyond those are dropped and counted. */
 #define CTRL_PENDING 32
 #define NAME_MAX 64
-#define SETTLE_QUIET_NS (5 * NSEC_PER_MSEC)	/* probe: handshake done after this silence */
-#define SETTLE_MAX_NS (50 * NSEC_PER_MSEC)	/* ... or this long at most */
+/* Probe: the handshake is done once every control message sent is
+ * completed and nothing has arrived for SETTLE_QUIET_NS, or at the latest
+ * after SETTLE_MAX_NS (a device that never completes or never stops). */
+#define SETTLE_QUIET_NS (5 * NSEC_PER_MSEC)
+#define SETTLE_MAX_NS (500 * NSEC_PER_MSEC)
 #define EMERG_SPINS 100000	/* panic path: bounded wait for ring completions */
 
 struct txbuf {
@@ -338,6 +341,18 @@ static void vcons_rx_irq(struct virtio_vq *q)
 
 /* ---- ports ---- */
 
+/* Gives a port's pages back (either may be absent). */
+static void vcons_port_free(struct vcons_port *p)
+{
+	if (p->rx)
+		page_free(p->rx, 1);
+	if (p->tx)
+		page_free(p->tx, TX_PAGES);
+	p->rx = NULL;
+	p->tx = NULL;
+	p->tx_free = NULL;
+}
+
 /* Buffers are allocated the first time a port is used, then kept. */
 static int vcons_port_alloc(struct vcons_port *p)
 {
@@ -348,12 +363,7 @@ static int vcons_port_alloc(struct vcons_port *p)
 	p->rx = page_alloc(1);
 	p->tx = page_alloc(TX_PAGES);
 	if (!p->rx || !p->tx) {
-		if (p->rx)
-			page_free(p->rx, 1);
-		if (p->tx)
-			page_free(p->tx, TX_PAGES);
-		p->rx = NULL;
-		p->tx = NULL;
+		vcons_port_free(p);
 		return -ENOMEM;
 	}
 	for (i = 0; i < TX_BUFS; i++) {
@@ -652,18 +662,41 @@ static void vcons_ctrl_poll(void *arg)
 	}
 }
 
-/* Probe: run the port handshake until the device goes quiet (bounded), so
- * consoles are live before the kernel is ready and a boot-time panic shows
- * on them. Messages arriving later (hot-add) are handled from the loop. */
+/* Whether a control message is still queued or not yet completed by the
+ * device (takes the completions and posts what waits first). */
+static bool vcons_ctrl_outstanding(struct vcons *vc)
+{
+	unsigned i;
+
+	vcons_ctrl_flush(vc);
+	if (vc->pend_len)
+		return true;
+	for (i = 0; i < CTRL_TX_SLOTS; i++)
+		if (vc->cmsg_busy[i])
+			return true;
+	return false;
+}
+
+/* Probe: run the port handshake until it is done (bounded), so consoles are
+ * live before the kernel is ready and a boot-time panic shows on them.
+ * Silence alone does not say done: a device answers from its own thread,
+ * which a loaded host can hold back for longer than the quiet window. But a
+ * device acts on a control message before it completes it (QEMU sends a
+ * port's CONSOLE_PORT, PORT_NAME and PORT_OPEN, or DEVICE_READY's PORT_ADDs,
+ * and then marks ours used), so the wait lasts until every message we sent
+ * is completed, and then SETTLE_QUIET_NS without news. Messages arriving
+ * later (hot-add) are handled from the loop. */
 static void vcons_ctrl_settle(struct vcons *vc)
 {
 	u64 now = time_ns();
 	u64 quiet = now + SETTLE_QUIET_NS, limit = now + SETTLE_MAX_NS;
 
-	while (now < quiet && now < limit && !vc->vd->broken) {
+	while (now < limit && !vc->vd->broken) {
 		if (virtq_more_used(&vc->cin->vq)) {
 			vcons_ctrl_poll(vc);
 			quiet = time_ns() + SETTLE_QUIET_NS;
+		} else if (now >= quiet && !vcons_ctrl_outstanding(vc)) {
+			break;
 		} else {
 			pause();
 		}
@@ -710,13 +743,7 @@ static void vcons_free_buffers(struct vcons *vc)
 	for (i = 0; i < VCONS_MAX_PORTS; i++) {
 		struct vcons_port *p = &vc->port[i];
 
-		if (p->rx)
-			page_free(p->rx, 1);
-		if (p->tx)
-			page_free(p->tx, TX_PAGES);
-		p->rx = NULL;
-		p->tx = NULL;
-		p->tx_free = NULL;
+		vcons_port_free(p);
 		p->nrx = 0;
 	}
 	if (vc->cbuf)

@@ -497,7 +497,7 @@ static void virtq_add_corrupt(struct virtq *vq, struct add_head *h)
 
 /* Checks the request and builds it in the ring, unpublished (*h). */
 static inline __attribute__((always_inline)) int
-add_build(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
+virtq_add_build(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
 	  const struct virtq_sg *in, unsigned n_in, void *token, struct add_head *h)
 {
 	u64 bytes = 0, in_bytes = 0;
@@ -564,7 +564,7 @@ virtq_add_slow(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
 
 	if (vq->broken || vq->stopped)
 		return -EIO;
-	err = add_build(vq, out, n_out, in, n_in, token, &h);
+	err = virtq_add_build(vq, out, n_out, in, n_in, token, &h);
 	if (err)
 		return err;
 	if (vq->debug_corrupt) {
@@ -586,7 +586,7 @@ int virtq_add(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
 
 	if (__builtin_expect(vq->add_slow, 0))
 		return virtq_add_slow(vq, out, n_out, in, n_in, token);
-	err = add_build(vq, out, n_out, in, n_in, token, &h);
+	err = virtq_add_build(vq, out, n_out, in, n_in, token, &h);
 	if (err == 0)
 		virtq_add_publish(vq, &h);
 	return err;

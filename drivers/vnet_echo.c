@@ -7,6 +7,7 @@
 
 #include "drivers/virtio_net.h"
 #include "drivers/vnet_echo.h"
+#include "kernel/cmdline.h"
 #include "kernel/console.h"
 #include "kernel/loop.h"
 #include "kernel/string.h"
@@ -16,6 +17,10 @@ static struct {
 	struct work attach;
 	u8 mac[6];
 } echo;
+
+CMDLINE_PARAM(vnet_echo, .key = "vnet.echo", .type = CMDLINE_BOOL, .dst = &echo.on, .def = "off",
+	      .help = "virtio-net reflects every received frame to its sender (data-path self-test; the network "
+		      "and the appliance are not started)");
 
 static void vnet_echo_release(struct vnet_rxbuf *f)
 {
@@ -80,4 +85,11 @@ void vnet_set_echo(bool on)
 		work_queue(&echo.attach);
 	else
 		work_cancel(&echo.attach);
+}
+
+bool vnet_echo_start(void)
+{
+	if (echo.on)
+		vnet_set_echo(true);
+	return echo.on;
 }

@@ -5,9 +5,15 @@
 
 #include "kernel/types.h"
 
-/* Before drivers probe: with on, the first virtio-net device is taken by the
- * reflector (from the loop's first pass, so after the probe) instead of
- * the IP stack, and sends every frame back to its sender. */
+/* With on, the first virtio-net device is taken by the reflector (from the
+ * loop's next pass, so after the probe) instead of the IP stack, and sends
+ * every frame back to its sender. */
 void vnet_set_echo(bool on);
+/* Before drivers probe: does the above when the command line says vnet.echo
+ * (a key of this file's); returns whether it did, so that the caller leaves
+ * the network and the appliance off. Queued this early, the attach runs
+ * ahead of any receive work in the loop's first pass: no frame arrives
+ * before the reflector. */
+bool vnet_echo_start(void);
 
 #endif

@@ -25,6 +25,30 @@
 #define dma_wmb() barrier()
 #define dma_mb() __asm__ __volatile__("lock; addl $0,-8(%%rsp)" ::: "memory", "cc")
 
+static inline u64 read_rflags(void)
+{
+	u64 f;
+
+	__asm__ __volatile__("pushfq; popq %0" : "=r"(f));
+	return f;
+}
+
+/* Saves IF and disables interrupts; irq_restore() puts IF back. (The host's
+ * <arch.h> makes both no-ops: a host test is one thread, nothing interrupts.) */
+static inline u64 irq_save(void)
+{
+	u64 f = read_rflags();
+
+	__asm__ __volatile__("cli" ::: "memory");
+	return f;
+}
+
+static inline void irq_restore(u64 f)
+{
+	if (f & (1u << 9))
+		__asm__ __volatile__("sti" ::: "memory");
+}
+
 /* Kernel log line (printf format, no trailing newline needed). */
 void klog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -3,6 +3,7 @@
 #define VIREO_IO_H
 
 #include "kernel/types.h"
+#include <arch.h>
 
 static inline void outb(u16 port, u8 v) { __asm__ __volatile__("outb %0, %1" :: "a"(v), "Nd"(port)); }
 static inline void outw(u16 port, u16 v) { __asm__ __volatile__("outw %0, %1" :: "a"(v), "Nd"(port)); }
@@ -53,17 +54,7 @@ static inline void pause(void) { __asm__ __volatile__("pause"); }
  * between the caller's last check and the hlt. */
 static inline void sti_hlt(void) { __asm__ __volatile__("sti; hlt" ::: "memory"); }
 
-static inline u64 read_rflags(void)
-{
-	u64 f;
-
-	__asm__ __volatile__("pushfq; popq %0" : "=r"(f));
-	return f;
-}
-
-/* Saves IF and disables interrupts; irq_restore() puts IF back. */
-static inline u64 irq_save(void) { u64 f = read_rflags(); cli(); return f; }
-static inline void irq_restore(u64 f) { if (f & (1u << 9)) sti(); }
+/* read_rflags(), irq_save() and irq_restore() are in <arch.h>. */
 
 static inline u32 mmio_r32(u64 addr) { return *(volatile u32 *)addr; }
 static inline void mmio_w32(u64 addr, u32 v) { *(volatile u32 *)addr = v; }

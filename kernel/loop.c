@@ -1,8 +1,9 @@
-/* Event loop: work items, then expired timers, then sti;hlt until the next
- * interrupt or the LAPIC one-shot armed for the nearest deadline. */
-#include "kernel/io.h"
+/* The event loop's queues: work items, run once each in the order queued,
+ * and timers (kernel/timerq.c). Portable: the host tests run this file as
+ * it is; the loop that runs the queues and halts is kernel/loop_run.c. */
+#include <arch.h>
+
 #include "kernel/loop.h"
-#include "kernel/time.h"
 
 static struct work *work_head, **work_tail = &work_head;
 static struct timerq timers;	/* zero is empty: timers may start before loop_run */
@@ -74,36 +75,51 @@ bool timer_stop(struct timer *t)
 	return timerq_cancel(&timers, t);
 }
 
-u64 loop_busy_ns(void)
+unsigned loop_run_work(unsigned budget)
 {
-	u64 now = time_ns(), idle = time_tsc_to_ns(loop_stats.idle_tsc);
+	unsigned runs = 0;
+	struct work *w;
 
-	return now > idle ? now - idle : 0;
+	while (runs < budget && (w = loop_work_pop())) {
+		runs++;
+		loop_stats.work_runs++;
+		w->fn(w->arg);
+	}
+	return runs;
 }
 
-void loop_run(void)
+unsigned loop_run_timers(u64 now)
 {
-	for (;;) {
-		struct work *w;
-		unsigned budget = 64;	/* then let timers run */
-		u64 t0;
+	unsigned fired = timerq_run(&timers, now);
 
-		loop_stats.iterations++;
-		while (budget-- && (w = loop_work_pop())) {
-			loop_stats.work_runs++;
-			w->fn(w->arg);
-		}
-		loop_stats.timers_fired += timerq_run(&timers, time_ns());
+	loop_stats.timers_fired += fired;
+	return fired;
+}
 
-		cli();
-		if (READ_ONCE(work_head) || timerq_next(&timers) <= time_ns()) {
-			sti();
-			continue;
-		}
-		time_arm(timerq_next(&timers));
-		t0 = rdtsc();
-		sti_hlt();	/* the interrupt that wakes us runs before this returns */
-		loop_stats.halts++;
-		loop_stats.idle_tsc += rdtsc() - t0;
-	}
+bool loop_work_queued(void)
+{
+	return READ_ONCE(work_head) != NULL;
+}
+
+unsigned loop_work_count(void)
+{
+	u64 flags = irq_save();
+	unsigned n = 0;
+
+	for (struct work *w = work_head; w; w = w->next)
+		n++;
+	irq_restore(flags);
+	return n;
+}
+
+u64 loop_next_deadline(void)
+{
+	return timerq_next(&timers);
+}
+
+void loop_reset(void)
+{
+	while (work_head)
+		work_cancel(work_head);
+	timerq_init(&timers);
 }

@@ -27,7 +27,20 @@ bool work_cancel(struct work *w);
 void timer_start(struct timer *t, u64 deadline_ns);
 bool timer_stop(struct timer *t);
 
+/* The kernel's loop (kernel/loop_run.c): forever, up to 64 work items, the
+ * due timers, then halt until an interrupt or the next deadline. */
 void loop_run(void) __attribute__((noreturn));
+
+/* The steps it is made of (kernel/loop.c, which the host tests run too).
+ * Runs queued work items, at most budget; returns how many ran. */
+unsigned loop_run_work(unsigned budget);
+/* Runs the timers due at now; returns how many fired. */
+unsigned loop_run_timers(u64 now);
+bool loop_work_queued(void);
+unsigned loop_work_count(void);		/* work items queued */
+u64 loop_next_deadline(void);		/* the earliest timer's, UINT64_MAX if none */
+/* Forgets every queued work item and timer (host tests, between cases). */
+void loop_reset(void);
 
 struct loop_stats {
 	u64 iterations, halts, work_runs, timers_fired;

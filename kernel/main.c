@@ -34,11 +34,6 @@ static bool verbose;
 CMDLINE_PARAM(verbose, .key = "verbose", .type = CMDLINE_BOOL, .dst = &verbose, .def = "off",
 	      .help = "print the firmware memory map");
 
-static bool vnet_echo;
-CMDLINE_PARAM(vnet_echo, .key = "vnet.echo", .type = CMDLINE_BOOL, .dst = &vnet_echo, .def = "off",
-	      .help = "virtio-net reflects every received frame to its sender (data-path self-test; the network "
-		      "and the appliance are not started)");
-
 static const char *const mem_type_names[] = {
 	"free", "boot", "loader", "acpi", "acpi-nvs", "runtime", "mmio", "reserved",
 };
@@ -76,6 +71,7 @@ static void main_start_network(void)
 
 void kernel_main(struct boot_info *bi)
 {
+	bool echo;
 	int warnings;
 
 	timeline_mark_at(bi->stamp_names[0], bi->tsc.efi_main);
@@ -117,7 +113,7 @@ void kernel_main(struct boot_info *bi)
 
 	pci_init();
 	timeline_mark("pci");
-	vnet_set_echo(vnet_echo);
+	echo = vnet_echo_start();	/* vnet.echo: the reflector takes the device */
 	pci_probe_drivers();
 	virtio_mmio_probe();
 	timeline_mark("drivers");
@@ -131,7 +127,7 @@ void kernel_main(struct boot_info *bi)
 	timeline_mark("ready");
 	timeline_print();
 	kprintf("vireo: kernel ready\n");
-	if (!vnet_echo)
+	if (!echo)
 		main_start_network();
 	loop_run();
 }

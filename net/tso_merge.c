@@ -1,25 +1,10 @@
 /* Segment merging for transmit segmentation offload; the rules and the
  * reasoning are in tso_merge.h. */
+#include "kernel/byteorder.h"
 #include "kernel/string.h"
 #include "net/tso_merge.h"
 
 #define ETH_HLEN 14u
-
-static u16 tso_merge_get16(const u8 *p)
-{
-	return (u16)(p[0] << 8 | p[1]);
-}
-
-static void tso_merge_put16(u8 *p, u16 v)
-{
-	p[0] = (u8)(v >> 8);
-	p[1] = (u8)v;
-}
-
-static u32 tso_merge_get32(const u8 *p)
-{
-	return (u32)p[0] << 24 | (u32)p[1] << 16 | (u32)p[2] << 8 | p[3];
-}
 
 int tso_merge_parse(const struct tso_piece *pcs, unsigned n, u32 frame_len, struct tso_seg *out)
 {
@@ -34,7 +19,7 @@ int tso_merge_parse(const struct tso_piece *pcs, unsigned n, u32 frame_len, stru
 		return -ENOTSUP;
 	memset(out, 0, sizeof(*out));
 	out->l3 = ETH_HLEN;
-	if (tso_merge_get16(f + 12) == 0x0800) {
+	if (get_be16(f + 12) == 0x0800) {
 		const u8 *ip = f + ETH_HLEN;
 		u32 ihl = (ip[0] & 0xfu) * 4u;
 
@@ -42,15 +27,15 @@ int tso_merge_parse(const struct tso_piece *pcs, unsigned n, u32 frame_len, stru
 			return -ENOTSUP;
 		if (((ip[6] & 0x3f) | ip[7]) != 0)	/* MF or an offset: a fragment */
 			return -ENOTSUP;
-		if ((u32)tso_merge_get16(ip + 2) != frame_len - ETH_HLEN)
+		if ((u32)get_be16(ip + 2) != frame_len - ETH_HLEN)
 			return -ENOTSUP;
 		out->l4 = ETH_HLEN + ihl;
-	} else if (tso_merge_get16(f + 12) == 0x86dd) {
+	} else if (get_be16(f + 12) == 0x86dd) {
 		const u8 *ip = f + ETH_HLEN;
 
 		if (have < ETH_HLEN + 40 || (ip[0] >> 4) != 6 || ip[6] != 6)
 			return -ENOTSUP;
-		if ((u32)tso_merge_get16(ip + 4) != frame_len - ETH_HLEN - 40)
+		if ((u32)get_be16(ip + 4) != frame_len - ETH_HLEN - 40)
 			return -ENOTSUP;
 		out->v6 = true;
 		out->l4 = ETH_HLEN + 40;
@@ -63,7 +48,7 @@ int tso_merge_parse(const struct tso_piece *pcs, unsigned n, u32 frame_len, stru
 	out->hlen = out->l4 + doff;
 	if (doff < 20 || out->hlen > have || out->hlen > TSO_HDR_MAX || out->hlen > frame_len)
 		return -ENOTSUP;
-	out->seq = tso_merge_get32(f + out->l4 + 4);
+	out->seq = get_be32(f + out->l4 + 4);
 	out->flags = f[out->l4 + 13];
 	out->payload = frame_len - out->hlen;
 	return 0;
@@ -198,17 +183,17 @@ void tso_merge_finish(struct tso_batch *b)
 	u8 *tcp = b->hdr + f->l4;
 
 	if (f->v6) {
-		tso_merge_put16(ip + 4, (u16)(f->hlen - f->l4 + b->payload));
+		put_be16(ip + 4, (u16)(f->hlen - f->l4 + b->payload));
 	} else {
 		u32 sum = 0, ihl = f->l4 - f->l3;
 
-		tso_merge_put16(ip + 2, (u16)(f->hlen - f->l3 + b->payload));
-		tso_merge_put16(ip + 10, 0);
+		put_be16(ip + 2, (u16)(f->hlen - f->l3 + b->payload));
+		put_be16(ip + 10, 0);
 		for (u32 i = 0; i < ihl; i += 2)
-			sum += tso_merge_get16(ip + i);
+			sum += get_be16(ip + i);
 		while (sum >> 16)
 			sum = (sum & 0xffff) + (sum >> 16);
-		tso_merge_put16(ip + 10, (u16)~sum);
+		put_be16(ip + 10, (u16)~sum);
 	}
 	tcp[13] = (u8)((tcp[13] & ~(TSO_TCP_PSH | TSO_TCP_FIN)) | b->psh_fin);
 }

@@ -21,6 +21,7 @@
 
 #include <arch.h>
 #include "drivers/acpi_tables.h"
+#include "kernel/byteorder.h"
 
 #define MAX_MAPS 4096
 
@@ -48,16 +49,6 @@ static const void *fuzz_map(void *ctx, u64 phys, u64 len)
 	return p;
 }
 
-static u32 rd32(const u8 *p)
-{
-	return (u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24;
-}
-
-static u64 rd64(const u8 *p)
-{
-	return (u64)rd32(p) | (u64)rd32(p + 4) << 32;
-}
-
 static void fix_sum(u8 *p, size_t len, size_t field)
 {
 	u8 sum = 0;
@@ -75,7 +66,7 @@ static void clamp(u8 *mem, size_t size, u64 phys)
 
 	if (phys > size || size - phys < 36)
 		return;
-	len = rd32(mem + phys + 4);
+	len = get_le32(mem + phys + 4);
 	if (len < 36)
 		len = 36;
 	if (len > size - phys)
@@ -93,7 +84,7 @@ static u32 fix_table(u8 *mem, size_t size, u64 phys)
 
 	if (phys > size || size - phys < 36)
 		return 0;
-	len = rd32(mem + phys + 4);
+	len = get_le32(mem + phys + 4);
 	if (len < 36 || len > size - phys)
 		return 0;
 	fix_sum(mem + phys, len, 9);
@@ -126,11 +117,11 @@ static void fix_root(u8 *mem, size_t size, u64 phys, const char *sig,
 		clamp(mem, size, phys);
 	if (phys > size || size - phys < 36)
 		return;
-	len = rd32(mem + phys + 4);
+	len = get_le32(mem + phys + 4);
 	if (len < 36 || len > size - phys)
 		return;
 	for (i = 0; i < (len - 36) / esz && i < 256; i++) {
-		ent = esz == 8 ? rd64(mem + phys + 36 + 8 * i) : rd32(mem + phys + 36 + 4 * i);
+		ent = esz == 8 ? get_le64(mem + phys + 36 + 8 * i) : get_le32(mem + phys + 36 + 4 * i);
 		if ((flags & F_TABLE_SIG) && ent <= size && size - ent >= 9)
 			stamp(mem, size, ent, sigs[mem[ent + 8] & 3], 4);
 		if (flags & F_CLAMP)
@@ -157,13 +148,13 @@ static void prepare(u8 *mem, size_t size, u64 rsdp, unsigned flags)
 		memcpy(r + 20, "\x24\0\0\0", 4);
 	}
 	if (r[15] >= 2 && size - rsdp >= 36)
-		fix_root(mem, size, rd64(r + 24), "XSDT", 8, flags);
-	fix_root(mem, size, rd32(r + 16), "RSDT", 4, flags);
+		fix_root(mem, size, get_le64(r + 24), "XSDT", 8, flags);
+	fix_root(mem, size, get_le32(r + 16), "RSDT", 4, flags);
 	if (!(flags & F_FIX))
 		return;
 	fix_sum(r, 20, 8);
 	if (r[15] >= 2 && size - rsdp >= 36) {
-		xlen = rd32(r + 20);
+		xlen = get_le32(r + 20);
 		if (xlen >= 36 && xlen <= size - rsdp)
 			fix_sum(r, xlen, 32);
 	}

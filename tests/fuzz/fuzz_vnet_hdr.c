@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "drivers/vnet_hdr.h"
+#include "kernel/byteorder.h"
 
 #define CHECK(c)                                                                     \
 	do {                                                                         \
@@ -27,11 +28,6 @@
 
 #define PARAMS		16u
 #define MAX_POSTED	(65536u + 64u)
-
-static u32 get32(const u8 *p)
-{
-	return (u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24;
-}
 
 /* Lengths mostly near interesting edges, sometimes anything. */
 static u32 pick_len(u32 raw)
@@ -84,8 +80,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < PARAMS)
 		return 0;
-	used = pick_len(get32(data));
-	posted = pick_len(get32(data + 4)) % MAX_POSTED;
+	used = pick_len(get_le32(data));
+	posted = pick_len(get_le32(data + 4)) % MAX_POSTED;
 	feat = data[8];
 	cfg = (struct vnet_rx_cfg){
 		.hdr_len = vnet_hdr_len(feat & 1, feat & 2),
@@ -97,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (feat & 0x10)
 		cfg.hdr_len = data[10] % 24;			/* sometimes nonsense */
 	if (feat & 0x20)
-		cfg.max_frame = get32(data + 12) % 70000;
+		cfg.max_frame = get_le32(data + 12) % 70000;
 	if (feat & 0x40)
 		used = posted;		/* a full buffer, as merging requires */
 	cfg.guest_tso4 = data[11] & 1;
@@ -147,8 +143,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (size < PARAMS + 8 * (i + 1))
 			break;
 		p = data + size - 8 * (i + 1);
-		q = pick_len(get32(p + 4));
-		u = (p[0] & 1) ? q : pick_len(get32(p));	/* often full */
+		q = pick_len(get_le32(p + 4));
+		u = (p[0] & 1) ? q : pick_len(get_le32(p));	/* often full */
 		before = info;
 		ret = vnet_hdr_rx_merge(&cfg, &info, u, q);
 		if (ret) {

@@ -12,6 +12,7 @@
 
 #include <arch.h>
 #include "drivers/acpi_tables.h"
+#include "kernel/byteorder.h"
 
 #define IMG_BASE	0xe0000ull
 #define IMG_SIZE	0x20000u
@@ -57,29 +58,6 @@ static u8 *at(u64 phys)
 	return img + (phys - IMG_BASE);
 }
 
-static void w16(u8 *p, u16 v)
-{
-	p[0] = (u8)v;
-	p[1] = (u8)(v >> 8);
-}
-
-static void w32(u8 *p, u32 v)
-{
-	w16(p, (u16)v);
-	w16(p + 2, (u16)(v >> 16));
-}
-
-static void w64(u8 *p, u64 v)
-{
-	w32(p, (u32)v);
-	w32(p + 4, (u32)(v >> 32));
-}
-
-static u32 r32(const u8 *p)
-{
-	return (u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24;
-}
-
 static void csum_at(u8 *p, u32 len, u32 field)
 {
 	u8 sum = 0;
@@ -94,7 +72,7 @@ static void csum_at(u8 *p, u32 len, u32 field)
 /* Recompute a table's checksum from its own length field. */
 static void fix(u64 phys)
 {
-	csum_at(at(phys), r32(at(phys) + 4), 9);
+	csum_at(at(phys), get_le32(at(phys) + 4), 9);
 }
 
 static void hdr(u64 phys, const char *sig, u32 len, u8 rev)
@@ -102,13 +80,13 @@ static void hdr(u64 phys, const char *sig, u32 len, u8 rev)
 	u8 *p = at(phys);
 
 	memcpy(p, sig, 4);
-	w32(p + 4, len);
+	put_le32(p + 4, len);
 	p[8] = rev;
 	memcpy(p + 10, "VIREO ", 6);
 	memcpy(p + 16, "TESTTBL ", 8);
-	w32(p + 24, 1);
+	put_le32(p + 24, 1);
 	memcpy(p + 28, "TEST", 4);
-	w32(p + 32, 1);
+	put_le32(p + 32, 1);
 }
 
 static void rsdp(u64 phys, u8 rev, u32 rsdt, u64 xsdt)
@@ -118,10 +96,10 @@ static void rsdp(u64 phys, u8 rev, u32 rsdt, u64 xsdt)
 	memcpy(p, "RSD PTR ", 8);
 	memcpy(p + 9, "BOCHS ", 6);
 	p[15] = rev;
-	w32(p + 16, rsdt);
+	put_le32(p + 16, rsdt);
 	if (rev >= 2) {
-		w32(p + 20, 36);
-		w64(p + 24, xsdt);
+		put_le32(p + 20, 36);
+		put_le64(p + 24, xsdt);
 	}
 	csum_at(p, 20, 8);
 	if (rev >= 2)
@@ -136,9 +114,9 @@ static void root(u64 phys, const char *sig, const u64 *ent, unsigned n)
 	hdr(phys, sig, 36 + esz * n, 1);
 	for (i = 0; i < n; i++) {
 		if (esz == 8)
-			w64(p + 36 + 8 * i, ent[i]);
+			put_le64(p + 36 + 8 * i, ent[i]);
 		else
-			w32(p + 36 + 4 * i, (u32)ent[i]);
+			put_le32(p + 36 + 4 * i, (u32)ent[i]);
 	}
 	fix(phys);
 }
@@ -163,7 +141,7 @@ static void tb_put(struct tb *t, const u8 *bytes, u32 n)
 
 static void tb_end(struct tb *t)
 {
-	w32(at(t->phys) + 4, t->len);
+	put_le32(at(t->phys) + 4, t->len);
 	fix(t->phys);
 }
 
@@ -171,7 +149,7 @@ static void madt_lapic(struct tb *t, u8 uid, u8 id, u32 flags)
 {
 	u8 e[8] = { 0, 8, uid, id };
 
-	w32(e + 4, flags);
+	put_le32(e + 4, flags);
 	tb_put(t, e, sizeof e);
 }
 
@@ -179,8 +157,8 @@ static void madt_ioapic(struct tb *t, u8 id, u32 addr, u32 gsi)
 {
 	u8 e[12] = { 1, 12, id, 0 };
 
-	w32(e + 4, addr);
-	w32(e + 8, gsi);
+	put_le32(e + 4, addr);
+	put_le32(e + 8, gsi);
 	tb_put(t, e, sizeof e);
 }
 
@@ -188,8 +166,8 @@ static void madt_iso(struct tb *t, u8 irq, u32 gsi, u16 flags)
 {
 	u8 e[10] = { 2, 10, 0, irq };
 
-	w32(e + 4, gsi);
-	w16(e + 8, flags);
+	put_le32(e + 4, gsi);
+	put_le16(e + 8, flags);
 	tb_put(t, e, sizeof e);
 }
 
@@ -197,7 +175,7 @@ static void madt_lapic_nmi(struct tb *t, u8 uid, u16 flags, u8 lint)
 {
 	u8 e[6] = { 4, 6, uid };
 
-	w16(e + 3, flags);
+	put_le16(e + 3, flags);
 	e[5] = lint;
 	tb_put(t, e, sizeof e);
 }
@@ -208,8 +186,8 @@ static void build_madt(u64 phys, u32 lapic)
 	struct tb t = tb_begin(phys, "APIC", 3);
 	u8 fixed[8];
 
-	w32(fixed, lapic);
-	w32(fixed + 4, 1);	/* PCAT_COMPAT */
+	put_le32(fixed, lapic);
+	put_le32(fixed + 4, 1);	/* PCAT_COMPAT */
 	tb_put(&t, fixed, 8);
 	madt_lapic(&t, 0, 0, 1);
 	madt_lapic(&t, 1, 1, 1);
@@ -231,7 +209,7 @@ static void build_mcfg(u64 phys)
 	u8 e[16] = { 0 }, rsvd[8] = { 0 };
 
 	tb_put(&t, rsvd, 8);
-	w64(e, 0xb0000000);
+	put_le64(e, 0xb0000000);
 	e[10] = 0;
 	e[11] = 0xff;
 	tb_put(&t, e, 16);
@@ -243,12 +221,12 @@ static void build_hpet(u64 phys, u32 block_id)
 	u8 *p = at(phys);
 
 	hdr(phys, "HPET", 56, 1);
-	w32(p + 36, block_id);
+	put_le32(p + 36, block_id);
 	p[40] = 0;		/* system memory */
 	p[41] = 64;
-	w64(p + 44, 0xfed00000);
+	put_le64(p + 44, 0xfed00000);
 	p[52] = 0;
-	w16(p + 53, 0x80);
+	put_le16(p + 53, 0x80);
 	p[55] = 0;
 	fix(phys);
 }
@@ -262,45 +240,45 @@ static void build_fadt(u64 phys, u8 rev, u32 len, u32 flags)
 
 	memset(p, 0, 276);
 	hdr(phys, "FACP", len, rev);
-	w32(p + 36, 0x7ffe0000);		/* FIRMWARE_CTRL */
-	w32(p + 40, 0x7ffd0000);		/* DSDT */
-	w16(p + 46, 9);				/* SCI_INT */
-	w32(p + 48, 0xb2);			/* SMI_CMD */
+	put_le32(p + 36, 0x7ffe0000);		/* FIRMWARE_CTRL */
+	put_le32(p + 40, 0x7ffd0000);		/* DSDT */
+	put_le16(p + 46, 9);				/* SCI_INT */
+	put_le32(p + 48, 0xb2);			/* SMI_CMD */
 	p[52] = 0xf1;				/* ACPI_ENABLE */
 	p[53] = 0xf0;				/* ACPI_DISABLE */
-	w32(p + 56, 0x600);			/* PM1a_EVT_BLK */
-	w32(p + 64, 0x604);			/* PM1a_CNT_BLK */
+	put_le32(p + 56, 0x600);			/* PM1a_EVT_BLK */
+	put_le32(p + 64, 0x604);			/* PM1a_CNT_BLK */
 	p[88] = 4;				/* PM1_EVT_LEN */
 	p[89] = 2;				/* PM1_CNT_LEN */
 	p[148] = ACPI_GAS_SYSIO;		/* X_PM1a_EVT_BLK */
 	p[149] = 32;
-	w64(p + 152, 0xb000);
+	put_le64(p + 152, 0xb000);
 	p[172] = ACPI_GAS_SYSIO;		/* X_PM1a_CNT_BLK */
 	p[173] = 16;
-	w64(p + 176, 0xb004);
-	w32(p + 76, 0x608);			/* PM_TMR_BLK */
+	put_le64(p + 176, 0xb004);
+	put_le32(p + 76, 0x608);			/* PM_TMR_BLK */
 	p[91] = 4;				/* PM_TMR_LEN */
 	p[108] = 0x32;				/* CENTURY */
-	w16(p + 109, ACPI_BOOT_8042 | ACPI_BOOT_NO_VGA);
-	w32(p + 112, flags);
+	put_le16(p + 109, ACPI_BOOT_8042 | ACPI_BOOT_NO_VGA);
+	put_le32(p + 112, flags);
 	p[116] = ACPI_GAS_SYSIO;		/* RESET_REG */
 	p[117] = 8;
 	p[118] = 0;
 	p[119] = 1;
-	w64(p + 120, 0xcf9);
+	put_le64(p + 120, 0xcf9);
 	p[128] = 0x0f;				/* RESET_VALUE */
-	w64(p + 140, 0x17ffd0000ull);		/* X_DSDT */
+	put_le64(p + 140, 0x17ffd0000ull);		/* X_DSDT */
 	p[208] = ACPI_GAS_SYSIO;		/* X_PM_TMR_BLK */
 	p[209] = 32;
 	p[211] = 3;
-	w64(p + 212, 0xb008);
+	put_le64(p + 212, 0xb008);
 	fix(phys);
 }
 
 static void build_waet(u64 phys)
 {
 	hdr(phys, "WAET", 40, 1);
-	w32(at(phys) + 36, 2);
+	put_le32(at(phys) + 36, 2);
 	fix(phys);
 }
 
@@ -516,7 +494,7 @@ static void test_rsdp_huge_length_uses_rsdt(void **state)
 {
 	(void)state;
 	build_q35();
-	w32(at(RSDP_AT) + 20, 0x10000000);
+	put_le32(at(RSDP_AT) + 20, 0x10000000);
 	csum_at(at(RSDP_AT), 20, 8);
 	assert_int_equal(run(), 0);
 	assert_false(info.xsdt);
@@ -623,7 +601,7 @@ static void test_length_below_header(void **state)
 {
 	(void)state;
 	build_q35();
-	w32(at(MCFG_AT) + 4, 20);
+	put_le32(at(MCFG_AT) + 4, 20);
 	csum_at(at(MCFG_AT), 36, 9);	/* would sum to 0 over 36 bytes */
 	assert_int_equal(run(), 0);
 	assert_false(info.mcfg_present);
@@ -636,7 +614,7 @@ static void test_length_too_large(void **state)
 {
 	(void)state;
 	build_q35();
-	w32(at(WAET_AT) + 4, ACPI_MAX_TABLE_LEN + 1);
+	put_le32(at(WAET_AT) + 4, ACPI_MAX_TABLE_LEN + 1);
 	assert_int_equal(run(), 0);
 	assert_null(acpi_find_table(&info, "WAET"));
 	assert_int_equal(shim_klog_count(), 1);
@@ -753,7 +731,7 @@ static void test_root_trailing_bytes(void **state)
 {
 	(void)state;
 	build_q35();
-	w32(at(XSDT_AT) + 4, 36 + 5 * 8 + 3);
+	put_le32(at(XSDT_AT) + 4, 36 + 5 * 8 + 3);
 	fix(XSDT_AT);
 	assert_int_equal(run(), 0);
 	assert_true(info.xsdt);
@@ -772,7 +750,7 @@ static void test_madt_zero_length_entry(void **state)
 	(void)state;
 	build_q35();
 	t = tb_begin(APIC_AT, "APIC", 3);
-	w32(fixed, 0xfee00000);
+	put_le32(fixed, 0xfee00000);
 	tb_put(&t, fixed, 8);
 	madt_lapic(&t, 0, 0, 1);
 	tb_put(&t, bad, 2);
@@ -803,7 +781,7 @@ static void test_madt_entry_overruns(void **state)
 	(void)state;
 	build_q35();
 	t = tb_begin(APIC_AT, "APIC", 3);
-	w32(fixed, 0xfee00000);
+	put_le32(fixed, 0xfee00000);
 	tb_put(&t, fixed, 8);
 	madt_lapic(&t, 0, 0, 1);
 	madt_ioapic(&t, 0, 0xfec00000, 0);
@@ -825,7 +803,7 @@ static void test_madt_entry_too_short_for_type(void **state)
 	(void)state;
 	build_q35();
 	t = tb_begin(APIC_AT, "APIC", 3);
-	w32(fixed, 0xfee00000);
+	put_le32(fixed, 0xfee00000);
 	tb_put(&t, fixed, 8);
 	tb_put(&t, shortio, 8);		/* IOAPIC needs 12 */
 	madt_lapic(&t, 0, 5, 1);	/* walk continues past it */
@@ -849,24 +827,24 @@ static void test_madt_x2apic_override_nmi(void **state)
 	(void)state;
 	build_q35();
 	t = tb_begin(APIC_AT, "APIC", 5);
-	w32(fixed, 0xfee00000);
+	put_le32(fixed, 0xfee00000);
 	tb_put(&t, fixed, 8);
-	w32(x2 + 4, 0x1234);	/* x2APIC id */
-	w32(x2 + 8, 1);		/* enabled */
-	w32(x2 + 12, 77);	/* uid */
+	put_le32(x2 + 4, 0x1234);	/* x2APIC id */
+	put_le32(x2 + 8, 1);		/* enabled */
+	put_le32(x2 + 12, 77);	/* uid */
 	tb_put(&t, x2, 16);
 	madt_lapic(&t, 0, 0x34, 1);
 	madt_lapic(&t, 1, 0x34, 1);	/* same APIC id again: dropped */
-	w16(x2nmi + 2, 0x5);
-	w32(x2nmi + 4, ACPI_UID_ALL_CPUS);
+	put_le16(x2nmi + 2, 0x5);
+	put_le32(x2nmi + 4, ACPI_UID_ALL_CPUS);
 	x2nmi[8] = 1;
 	tb_put(&t, x2nmi, 12);
-	w64(ovr + 4, 0x1fee00000ull);
+	put_le64(ovr + 4, 0x1fee00000ull);
 	tb_put(&t, ovr, 12);
-	w64(ovr2 + 4, 0x2fee00000ull);
+	put_le64(ovr2 + 4, 0x2fee00000ull);
 	tb_put(&t, ovr2, 12);		/* second override: ignored */
-	w16(nmisrc + 2, 0xd);
-	w32(nmisrc + 4, 2);
+	put_le16(nmisrc + 2, 0xd);
+	put_le32(nmisrc + 4, 2);
 	tb_put(&t, nmisrc, 8);
 	tb_put(&t, unknown, 6);		/* unknown type: skipped quietly */
 	tb_put(&t, iso_pci, 10);	/* bus 1: not ISA, dropped */
@@ -898,7 +876,7 @@ static void test_madt_array_caps(void **state)
 	(void)state;
 	build_q35();
 	t = tb_begin(APIC_AT, "APIC", 3);
-	w32(fixed, 0xfee00000);
+	put_le32(fixed, 0xfee00000);
 	tb_put(&t, fixed, 8);
 	for (i = 0; i < ACPI_MAX_CPUS + 10; i++)
 		madt_lapic(&t, (u8)i, (u8)i, 1);
@@ -920,20 +898,20 @@ static void test_mcfg_validation(void **state)
 	t = tb_begin(MCFG_AT, "MCFG", 1);
 	tb_put(&t, rsvd, 8);
 	memset(e, 0, 16);
-	w64(e, 0xb0000000);
+	put_le64(e, 0xb0000000);
 	e[10] = 5;
 	e[11] = 4;			/* end < start */
 	tb_put(&t, e, 16);
-	w64(e, 0);
+	put_le64(e, 0);
 	e[10] = 0;
 	e[11] = 0xff;			/* base 0 */
 	tb_put(&t, e, 16);
-	w64(e, 0xb0001000);		/* not 1 MiB aligned */
+	put_le64(e, 0xb0001000);		/* not 1 MiB aligned */
 	tb_put(&t, e, 16);
-	w64(e, 0xfffffffffff00000ull);	/* window wraps */
+	put_le64(e, 0xfffffffffff00000ull);	/* window wraps */
 	tb_put(&t, e, 16);
-	w64(e, 0xe0000000);
-	w16(e + 8, 1);
+	put_le64(e, 0xe0000000);
+	put_le16(e + 8, 1);
 	e[10] = 0x10;
 	e[11] = 0x1f;			/* good: segment 1, buses 16-31 */
 	tb_put(&t, e, 16);
@@ -1061,8 +1039,8 @@ static void test_fadt_pm1_blocks(void **state)
 	(void)state;
 	build_q35();
 	build_fadt(FACP_AT, 1, 116, STD_FLAGS);	/* rev 1: legacy fields only */
-	w32(at(FACP_AT) + 60, 0x700);		/* PM1b_EVT_BLK */
-	w32(at(FACP_AT) + 68, 0x704);		/* PM1b_CNT_BLK */
+	put_le32(at(FACP_AT) + 60, 0x700);		/* PM1b_EVT_BLK */
+	put_le32(at(FACP_AT) + 68, 0x704);		/* PM1b_CNT_BLK */
 	fix(FACP_AT);
 	assert_int_equal(run(), 0);
 	assert_int_equal(info.fadt.pm1a_evt, 0x600);
@@ -1077,8 +1055,8 @@ static void test_fadt_pm1_blocks(void **state)
 	p = at(FACP_AT);
 	p[148] = ACPI_GAS_SYSMEM;
 	p[88] = 2;
-	w32(p + 64, 0);
-	w64(p + 176, 0x1fffe);
+	put_le32(p + 64, 0);
+	put_le64(p + 176, 0x1fffe);
 	fix(FACP_AT);
 	assert_int_equal(run(), 0);
 	assert_int_equal(info.fadt.pm1a_evt, 0);

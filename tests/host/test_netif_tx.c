@@ -18,6 +18,7 @@
 #include "lwip/pbuf.h"
 #include "net/tso_out.h"
 #include "tests/host/netif_vnet_host.h"
+#include "kernel/byteorder.h"
 
 /* ---- what netif_vnet.c calls besides lwIP and the kernel shim ---- */
 
@@ -206,12 +207,6 @@ static void test_tx_error_releases_backlog(void **state)
 static u8 site[NSEGS * MSS];	/* a site body: segments point into it (zero-copy) */
 static struct pbuf *segs[NSEGS];
 
-static void put16(u8 *p, unsigned v)
-{
-	p[0] = (u8)(v >> 8);
-	p[1] = (u8)v;
-}
-
 /* As lwIP builds a zero-copy segment: a RAM pbuf with the Ethernet, IPv4
  * and TCP headers, then a ROM pbuf over the body. */
 static struct pbuf *segment(u16 sport, u32 seq, u32 len, u8 flags)
@@ -220,16 +215,16 @@ static struct pbuf *segment(u16 sport, u32 seq, u32 len, u8 flags)
 	u8 *p = h->payload;
 
 	memset(p, 0, 54);
-	put16(p + 12, 0x0800);
+	put_be16(p + 12, 0x0800);
 	p[14] = 0x45;
-	put16(p + 16, 40 + len);
+	put_be16(p + 16, 40 + len);
 	p[22] = 64;
 	p[23] = 6;
 	memcpy(p + 26, "\x0a\x4d\x00\x02\x0a\x4d\x00\x01", 8);
-	put16(p + 34, 80);
-	put16(p + 36, sport);
-	put16(p + 38, seq >> 16);
-	put16(p + 40, seq & 0xffff);
+	put_be16(p + 34, 80);
+	put_be16(p + 36, sport);
+	put_be16(p + 38, seq >> 16);
+	put_be16(p + 40, seq & 0xffff);
 	p[46] = 0x50;
 	p[47] = flags;
 	if (len) {
@@ -302,7 +297,7 @@ static void test_tso_order_kept(void **state)
 	struct pbuf *other = segment(40001, 1000 + 2 * MSS, MSS, 0x10);
 
 	memset(arp->payload, 0, 42);
-	put16((u8 *)arp->payload + 12, 0x0806);
+	put_be16((u8 *)arp->payload + 12, 0x0806);
 	assert_int_equal(nvh_linkoutput(segs[0]), ERR_OK);
 	assert_int_equal(nvh_linkoutput(segs[1]), ERR_OK);
 	assert_int_equal(nvh_linkoutput(arp), ERR_OK);		/* flushes the merge, then goes */

@@ -14,21 +14,10 @@
 #include "drivers/pci_parse.h"
 #include "drivers/virtio_pci_caps.h"
 #include "drivers/virtio_pci_reg.h"
+#include "kernel/byteorder.h"
 
 static u8 cfg[PCIE_CFG_LEN];
 static struct pci_bar bars[6];
-
-static void w16(u8 *p, u16 v)
-{
-	p[0] = (u8)v;
-	p[1] = (u8)(v >> 8);
-}
-
-static void w32(u8 *p, u32 v)
-{
-	w16(p, (u16)v);
-	w16(p + 2, (u16)(v >> 16));
-}
 
 static void cap(u8 off, u8 id, u8 next)
 {
@@ -43,8 +32,8 @@ static void vcap(u8 off, u8 next, u8 type, u8 bar, u32 offset, u32 length,
 	cfg[off + 2] = cap_len;
 	cfg[off + 3] = type;
 	cfg[off + 4] = bar;
-	w32(cfg + off + 8, offset);
-	w32(cfg + off + 12, length);
+	put_le32(cfg + off + 8, offset);
+	put_le32(cfg + off + 12, length);
 }
 
 #define BAR1_BASE	0xfebd1000u
@@ -54,26 +43,26 @@ static void build_virtio_net(void)
 {
 	memset(cfg, 0, sizeof cfg);
 	memset(bars, 0, sizeof bars);
-	w16(cfg + PCI_VENDOR_ID, VIRTIO_PCI_VENDOR_ID);
-	w16(cfg + PCI_DEVICE_ID, VIRTIO_PCI_DEVICE_MODERN_BASE + 1);
-	w16(cfg + PCI_STATUS, PCI_STATUS_CAP_LIST);
+	put_le16(cfg + PCI_VENDOR_ID, VIRTIO_PCI_VENDOR_ID);
+	put_le16(cfg + PCI_DEVICE_ID, VIRTIO_PCI_DEVICE_MODERN_BASE + 1);
+	put_le16(cfg + PCI_STATUS, PCI_STATUS_CAP_LIST);
 	cfg[PCI_REVISION_ID] = 1;
 	cfg[PCI_CLASS] = 0x02;			/* network */
-	w32(cfg + PCI_BAR0 + 4, BAR1_BASE);	/* BAR1: mem32 4 KiB */
-	w32(cfg + PCI_BAR0 + 16, BAR4_BASE | 0xc);	/* BAR4: mem64 pref */
-	w16(cfg + PCI_SUBSYS_VENDOR_ID, 0x1af4);
-	w16(cfg + PCI_SUBSYS_ID, 1);
+	put_le32(cfg + PCI_BAR0 + 4, BAR1_BASE);	/* BAR1: mem32 4 KiB */
+	put_le32(cfg + PCI_BAR0 + 16, BAR4_BASE | 0xc);	/* BAR4: mem64 pref */
+	put_le16(cfg + PCI_SUBSYS_VENDOR_ID, 0x1af4);
+	put_le16(cfg + PCI_SUBSYS_ID, 1);
 	cfg[PCI_INT_LINE] = 11;
 	cfg[PCI_INT_PIN] = 1;
 	cfg[PCI_CAP_PTR] = 0x98;
 
 	cap(0x98, PCI_CAP_ID_MSIX, 0x84);
-	w16(cfg + 0x9a, 2);			/* 3 vectors */
-	w32(cfg + 0x9c, 0x000 | 1);		/* table: BAR1 + 0 */
-	w32(cfg + 0xa0, 0x800 | 1);		/* PBA: BAR1 + 0x800 */
+	put_le16(cfg + 0x9a, 2);			/* 3 vectors */
+	put_le32(cfg + 0x9c, 0x000 | 1);		/* table: BAR1 + 0 */
+	put_le32(cfg + 0xa0, 0x800 | 1);		/* PBA: BAR1 + 0x800 */
 	vcap(0x84, 0x70, VIRTIO_PCI_CAP_PCI_CFG, 0, 0, 0, 20);
 	vcap(0x70, 0x60, VIRTIO_PCI_CAP_NOTIFY_CFG, 4, 0x3000, 0x1000, 20);
-	w32(cfg + 0x70 + 16, 4);
+	put_le32(cfg + 0x70 + 16, 4);
 	vcap(0x60, 0x50, VIRTIO_PCI_CAP_DEVICE_CFG, 4, 0x2000, 0x1000, 16);
 	vcap(0x50, 0x40, VIRTIO_PCI_CAP_ISR_CFG, 4, 0x1000, 0x1000, 16);
 	vcap(0x40, 0x00, VIRTIO_PCI_CAP_COMMON_CFG, 4, 0x0000, 0x1000, 16);
@@ -144,9 +133,9 @@ static void test_header_errors(void **state)
 	assert_int_equal(pci_header_parse(cfg, 32, &h), -EINVAL);
 	cfg[PCI_HEADER_TYPE] = 0x05;
 	assert_int_equal(pci_header_parse(cfg, PCI_CFG_LEN, &h), -EBADMSG);
-	w16(cfg, 0xffff);
+	put_le16(cfg, 0xffff);
 	assert_int_equal(pci_header_parse(cfg, PCI_CFG_LEN, &h), -ENODEV);
-	w16(cfg, 0);
+	put_le16(cfg, 0);
 	assert_int_equal(pci_header_parse(cfg, PCI_CFG_LEN, &h), -ENODEV);
 }
 
@@ -199,7 +188,7 @@ static void test_cap_status_bit_clear(void **state)
 	struct pci_cap_iter it;
 
 	(void)state;
-	w16(cfg + PCI_STATUS, 0);
+	put_le16(cfg + PCI_STATUS, 0);
 	assert_int_equal(pci_cap_find(cfg, PCI_CFG_LEN, PCI_CAP_ID_MSIX, 0), -ENOENT);
 	pci_cap_iter_init(&it, cfg, PCI_CFG_LEN);
 	assert_int_equal(pci_cap_iter_next(&it, NULL), 0);
@@ -280,7 +269,7 @@ static void test_cap_full_chain_is_not_a_loop(void **state)
 
 static void ext_hdr(u16 off, u16 id, u8 ver, u16 next)
 {
-	w32(cfg + off, (u32)id | (u32)ver << 16 | (u32)next << 20);
+	put_le32(cfg + off, (u32)id | (u32)ver << 16 | (u32)next << 20);
 }
 
 static void test_ext_caps(void **state)
@@ -405,7 +394,7 @@ static void test_msix_good(void **state)
 	struct pci_msix_info m;
 
 	(void)state;
-	w16(cfg + 0x9a, 2 | PCI_MSIX_CTRL_ENABLE);
+	put_le16(cfg + 0x9a, 2 | PCI_MSIX_CTRL_ENABLE);
 	assert_int_equal(pci_msix_parse(cfg, PCI_CFG_LEN, 0x98, msix_bars, &m), 0);
 	assert_int_equal(m.table_size, 3);
 	assert_int_equal(m.table_bir, 1);
@@ -422,18 +411,18 @@ static void test_msix_table_beyond_bar(void **state)
 	struct pci_msix_info m;
 
 	(void)state;
-	w32(cfg + 0x9c, 0xff8 | 1);	/* 3 * 16 bytes from 0xff8 */
+	put_le32(cfg + 0x9c, 0xff8 | 1);	/* 3 * 16 bytes from 0xff8 */
 	assert_int_equal(pci_msix_parse(cfg, PCI_CFG_LEN, 0x98, msix_bars, &m), -ERANGE);
 	assert_int_equal(shim_klog_count(), 1);
 	assert_non_null(strstr(shim_klog_last(), "table"));
 
-	w32(cfg + 0x9c, 0xfd0 | 1);	/* ends exactly at 0x1000: fits */
-	w32(cfg + 0xa0, 0x800 | 1);
+	put_le32(cfg + 0x9c, 0xfd0 | 1);	/* ends exactly at 0x1000: fits */
+	put_le32(cfg + 0xa0, 0x800 | 1);
 	assert_int_equal(pci_msix_parse(cfg, PCI_CFG_LEN, 0x98, msix_bars, &m), 0);
 
-	w16(cfg + 0x9a, 0x7ff);		/* 2048 vectors = 32 KiB */
-	w32(cfg + 0x9c, 0 | 4);
-	w32(cfg + 0xa0, 0x800 | 1);
+	put_le16(cfg + 0x9a, 0x7ff);		/* 2048 vectors = 32 KiB */
+	put_le32(cfg + 0x9c, 0 | 4);
+	put_le32(cfg + 0xa0, 0x800 | 1);
 	assert_int_equal(pci_msix_parse(cfg, PCI_CFG_LEN, 0x98, msix_bars, &m), -ERANGE);
 	assert_int_equal(m.table_size, 2048);
 }
@@ -443,14 +432,14 @@ static void test_msix_bad_bir_and_pba(void **state)
 	struct pci_msix_info m;
 
 	(void)state;
-	w32(cfg + 0x9c, 0 | 7);		/* reserved BIR */
+	put_le32(cfg + 0x9c, 0 | 7);		/* reserved BIR */
 	assert_int_equal(pci_msix_parse(cfg, PCI_CFG_LEN, 0x98, msix_bars, &m), -ERANGE);
-	w32(cfg + 0x9c, 0 | 2);		/* absent BAR */
+	put_le32(cfg + 0x9c, 0 | 2);		/* absent BAR */
 	assert_int_equal(pci_msix_parse(cfg, PCI_CFG_LEN, 0x98, msix_bars, &m), -ERANGE);
-	w32(cfg + 0x9c, 0 | 1);
-	w32(cfg + 0xa0, 0x1000 | 1);	/* PBA starts at the BAR end */
+	put_le32(cfg + 0x9c, 0 | 1);
+	put_le32(cfg + 0xa0, 0x1000 | 1);	/* PBA starts at the BAR end */
 	assert_int_equal(pci_msix_parse(cfg, PCI_CFG_LEN, 0x98, msix_bars, &m), -ERANGE);
-	w32(cfg + 0xa0, 0x020 | 1);	/* inside the 48-byte table */
+	put_le32(cfg + 0xa0, 0x020 | 1);	/* inside the 48-byte table */
 	assert_int_equal(pci_msix_parse(cfg, PCI_CFG_LEN, 0x98, msix_bars, &m), -ERANGE);
 	assert_int_equal(shim_klog_count(), 4);
 }
@@ -472,7 +461,7 @@ static void test_msi(void **state)
 
 	(void)state;
 	cap(0x50, PCI_CAP_ID_MSI, 0);
-	w16(cfg + 0x52, (5 << 1) | (1 << 7) | (1 << 8));
+	put_le16(cfg + 0x52, (5 << 1) | (1 << 7) | (1 << 8));
 	assert_int_equal(pci_msi_parse(cfg, PCI_CFG_LEN, 0x50, &m), 0);
 	assert_true(m.is_64bit);
 	assert_true(m.per_vector_mask);
@@ -484,7 +473,7 @@ static void test_msi(void **state)
 	assert_int_equal(m.mask_off, 0x60);
 	assert_int_equal(m.pending_off, 0x64);
 
-	w16(cfg + 0x52, 1);		/* 32-bit, 1 vector, enabled */
+	put_le16(cfg + 0x52, 1);		/* 32-bit, 1 vector, enabled */
 	assert_int_equal(pci_msi_parse(cfg, PCI_CFG_LEN, 0x50, &m), 0);
 	assert_false(m.is_64bit);
 	assert_true(m.enabled);
@@ -493,17 +482,17 @@ static void test_msi(void **state)
 	assert_int_equal(m.data_off, 0x58);
 	assert_int_equal(m.mask_off, 0);
 
-	w16(cfg + 0x52, (2 << 1) | (1 << 8));	/* 32-bit with masking */
+	put_le16(cfg + 0x52, (2 << 1) | (1 << 8));	/* 32-bit with masking */
 	assert_int_equal(pci_msi_parse(cfg, PCI_CFG_LEN, 0x50, &m), 0);
 	assert_int_equal(m.max_vectors, 4);
 	assert_int_equal(m.mask_off, 0x5c);
 	assert_int_equal(m.pending_off, 0x60);
 
-	w16(cfg + 0x52, 6 << 1);	/* reserved MMC */
+	put_le16(cfg + 0x52, 6 << 1);	/* reserved MMC */
 	assert_int_equal(pci_msi_parse(cfg, PCI_CFG_LEN, 0x50, &m), -EBADMSG);
 
 	cap(0xf0, PCI_CAP_ID_MSI, 0);	/* 64-bit + masking needs 24 bytes */
-	w16(cfg + 0xf2, (1 << 7) | (1 << 8));
+	put_le16(cfg + 0xf2, (1 << 7) | (1 << 8));
 	assert_int_equal(pci_msi_parse(cfg, PCI_CFG_LEN, 0xf0, &m), -EINVAL);
 	assert_int_equal(pci_msi_parse(cfg, PCI_CFG_LEN, 0x98, &m), -EINVAL);
 }
@@ -584,7 +573,7 @@ static void test_virtio_cap_bar7(void **state)
 	shim_klog_reset();
 	cap(0x40, PCI_CAP_ID_VNDR, 0xb0);
 	vcap(0xb0, 0x00, VIRTIO_PCI_CAP_NOTIFY_CFG, 4, 0x3800, 0x800, 20);
-	w32(cfg + 0xb0 + 16, 0x1000);
+	put_le32(cfg + 0xb0 + 16, 0x1000);
 	assert_int_equal(virtio_pci_parse_caps(cfg, PCI_CFG_LEN, bars, &l), 0);
 	assert_int_equal(l.notify.cap_off, 0xb0);
 	assert_int_equal(l.notify.offset, 0x3800);
@@ -598,8 +587,8 @@ static void test_virtio_offset_length_overflow(void **state)
 
 	(void)state;
 	/* 0xfffff000 + 0x2000 wraps to 0x1000 in 32 bits: must not pass */
-	w32(cfg + 0x40 + 8, 0xfffff000);
-	w32(cfg + 0x40 + 12, 0x2000);
+	put_le32(cfg + 0x40 + 8, 0xfffff000);
+	put_le32(cfg + 0x40 + 12, 0x2000);
 	assert_int_equal(virtio_pci_parse_caps(cfg, PCI_CFG_LEN, bars, &l), -ENODEV);
 	assert_false(l.common.present);
 	assert_int_equal(shim_klog_count(), 1);
@@ -607,8 +596,8 @@ static void test_virtio_offset_length_overflow(void **state)
 
 	/* just past the end of BAR 4 */
 	shim_klog_reset();
-	w32(cfg + 0x40 + 8, 0x3000);
-	w32(cfg + 0x40 + 12, 0x1001);
+	put_le32(cfg + 0x40 + 8, 0x3000);
+	put_le32(cfg + 0x40 + 12, 0x1001);
 	assert_int_equal(virtio_pci_parse_caps(cfg, PCI_CFG_LEN, bars, &l), -ENODEV);
 	assert_int_equal(shim_klog_count(), 1);
 }
@@ -618,13 +607,13 @@ static void test_virtio_common_too_short(void **state)
 	struct virtio_pci_layout l;
 
 	(void)state;
-	w32(cfg + 0x40 + 12, 0x30);
+	put_le32(cfg + 0x40 + 12, 0x30);
 	assert_int_equal(virtio_pci_parse_caps(cfg, PCI_CFG_LEN, bars, &l), -ENODEV);
 	assert_false(l.common.present);
 	assert_int_equal(shim_klog_count(), 1);
 
 	shim_klog_reset();
-	w32(cfg + 0x40 + 12, sizeof(struct virtio_pci_common_cfg));
+	put_le32(cfg + 0x40 + 12, sizeof(struct virtio_pci_common_cfg));
 	assert_int_equal(virtio_pci_parse_caps(cfg, PCI_CFG_LEN, bars, &l), 0);
 	assert_int_equal(shim_klog_count(), 0);
 }
@@ -635,14 +624,14 @@ static void test_virtio_notify_beyond_window(void **state)
 	u64 off;
 
 	(void)state;
-	w32(cfg + 0x70 + 12, 0x10);	/* room for queues 0..3 at 4 bytes */
+	put_le32(cfg + 0x70 + 12, 0x10);	/* room for queues 0..3 at 4 bytes */
 	assert_int_equal(virtio_pci_parse_caps(cfg, PCI_CFG_LEN, bars, &l), 0);
 	assert_int_equal(virtio_pci_notify_offset(&l, 3, false, &off), 0);
 	assert_int_equal(off, 0x300c);
 	assert_int_equal(virtio_pci_notify_offset(&l, 3, true, &off), 0);
 	assert_int_equal(virtio_pci_notify_offset(&l, 4, false, &off), -ERANGE);
 
-	w32(cfg + 0x70 + 12, 0x0e);	/* 3*4 + 2 fits, + 4 does not */
+	put_le32(cfg + 0x70 + 12, 0x0e);	/* 3*4 + 2 fits, + 4 does not */
 	assert_int_equal(virtio_pci_parse_caps(cfg, PCI_CFG_LEN, bars, &l), 0);
 	assert_int_equal(virtio_pci_notify_offset(&l, 3, false, &off), 0);
 	assert_int_equal(virtio_pci_notify_offset(&l, 3, true, &off), -ERANGE);
@@ -673,7 +662,7 @@ static void test_virtio_missing_caps(void **state)
 	cap(0x98, PCI_CAP_ID_MSIX, 0);	/* no vendor caps: legacy-only */
 	assert_int_equal(virtio_pci_parse_caps(cfg, PCI_CFG_LEN, bars, &l), -ENODEV);
 
-	w16(cfg + PCI_STATUS, 0);
+	put_le16(cfg + PCI_STATUS, 0);
 	assert_int_equal(virtio_pci_parse_caps(cfg, PCI_CFG_LEN, bars, &l), -ENODEV);
 	assert_int_equal(shim_klog_count(), 0);
 }
@@ -688,7 +677,7 @@ static void test_virtio_bad_caps_rejected(void **state)
 	assert_int_equal(shim_klog_count(), 1);
 	build_virtio_net();
 
-	w32(cfg + 0x70 + 16, 3);	/* multiplier not a power of two */
+	put_le32(cfg + 0x70 + 16, 3);	/* multiplier not a power of two */
 	assert_int_equal(virtio_pci_parse_caps(cfg, PCI_CFG_LEN, bars, &l), -ENODEV);
 	build_virtio_net();
 
@@ -699,22 +688,22 @@ static void test_virtio_bad_caps_rejected(void **state)
 	bars[0] = (struct pci_bar){ .kind = PCI_BAR_IO, .slots = 1,
 				    .base = 0xc000, .size = 0x40 };
 	cfg[0x50 + 4] = 0;		/* I/O BAR */
-	w32(cfg + 0x50 + 8, 0x13);
-	w32(cfg + 0x50 + 12, 1);
+	put_le32(cfg + 0x50 + 8, 0x13);
+	put_le32(cfg + 0x50 + 12, 1);
 	assert_int_equal(virtio_pci_parse_caps(cfg, PCI_CFG_LEN, bars, &l), -ENODEV);
 	build_virtio_net();
 
-	w32(cfg + 0x40 + 8, 0x2);	/* common cfg must be 4-aligned */
-	w32(cfg + 0x40 + 12, 0x100);
+	put_le32(cfg + 0x40 + 8, 0x2);	/* common cfg must be 4-aligned */
+	put_le32(cfg + 0x40 + 12, 0x100);
 	assert_int_equal(virtio_pci_parse_caps(cfg, PCI_CFG_LEN, bars, &l), -ENODEV);
 	build_virtio_net();
 
-	w32(cfg + 0x70 + 8, 0x3001);	/* notify must be 2-aligned */
-	w32(cfg + 0x70 + 12, 0x100);
+	put_le32(cfg + 0x70 + 8, 0x3001);	/* notify must be 2-aligned */
+	put_le32(cfg + 0x70 + 12, 0x100);
 	assert_int_equal(virtio_pci_parse_caps(cfg, PCI_CFG_LEN, bars, &l), -ENODEV);
 	build_virtio_net();
 
-	w32(cfg + 0x50 + 12, 0);	/* ISR length 0 */
+	put_le32(cfg + 0x50 + 12, 0);	/* ISR length 0 */
 	assert_int_equal(virtio_pci_parse_caps(cfg, PCI_CFG_LEN, bars, &l), -ENODEV);
 	assert_int_equal(shim_klog_count(), 7);
 }

@@ -25,6 +25,7 @@
 #include "net/lwip_port.h"
 #include "kernel/time.h"
 #include "tests/host/shim/hostk.h"
+#include "kernel/byteorder.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -59,16 +60,6 @@ static struct netif nif;
 static struct seg *out_head, **out_tail = &out_head;
 static unsigned int out_count;
 
-static u16 rd16(const u8 *p)
-{
-	return (u16)(p[0] << 8 | p[1]);
-}
-
-static u32 rd32(const u8 *p)
-{
-	return (u32)p[0] << 24 | (u32)p[1] << 16 | (u32)p[2] << 8 | p[3];
-}
-
 static err_t out4(struct netif *n, struct pbuf *p, const ip4_addr_t *a)
 {
 	u8 buf[1600];
@@ -83,16 +74,16 @@ static err_t out4(struct netif *n, struct pbuf *p, const ip4_addr_t *a)
 	thl = (u16)((buf[ihl + 12] >> 4) * 4);
 	s = calloc(1, sizeof(*s) + len);
 	assert_non_null(s);
-	s->src = rd32(buf + 12);
-	s->dst = rd32(buf + 16);
-	s->sport = rd16(buf + ihl);
-	s->dport = rd16(buf + ihl + 2);
-	s->seq = rd32(buf + ihl + 4);
-	s->ack = rd32(buf + ihl + 8);
+	s->src = get_be32(buf + 12);
+	s->dst = get_be32(buf + 16);
+	s->sport = get_be16(buf + ihl);
+	s->dport = get_be16(buf + ihl + 2);
+	s->seq = get_be32(buf + ihl + 4);
+	s->ack = get_be32(buf + ihl + 8);
 	s->flags = buf[ihl + 13];
 	for (i = 20; i + 3 < thl; i++)
 		if (buf[ihl + i] == 2 && buf[ihl + i + 1] == 4)
-			s->mss = rd16(buf + ihl + i + 2);
+			s->mss = get_be16(buf + ihl + i + 2);
 	s->len = (u16)(len - ihl - thl);
 	memcpy(s->data, buf + ihl + thl, s->len);
 	*out_tail = s;
@@ -116,15 +107,15 @@ static err_t out6(struct netif *n, struct pbuf *p, const ip6_addr_t *a)
 	thl = (u16)((buf[40 + 12] >> 4) * 4);
 	s = calloc(1, sizeof(*s) + len);
 	assert_non_null(s);
-	s->src = rd32(buf + 20);
-	s->dst = rd32(buf + 36);
-	s->sport = rd16(buf + 40);
-	s->dport = rd16(buf + 42);
-	s->seq = rd32(buf + 44);
-	s->ack = rd32(buf + 48);
+	s->src = get_be32(buf + 20);
+	s->dst = get_be32(buf + 36);
+	s->sport = get_be16(buf + 40);
+	s->dport = get_be16(buf + 42);
+	s->seq = get_be32(buf + 44);
+	s->ack = get_be32(buf + 48);
 	s->flags = buf[40 + 13];
 	if (thl >= 24 && buf[60] == 2 && buf[61] == 4)
-		s->mss = rd16(buf + 62);
+		s->mss = get_be16(buf + 62);
 	s->len = (u16)(len - 40 - thl);
 	memcpy(s->data, buf + 40 + thl, s->len);
 	*out_tail = s;
@@ -192,18 +183,6 @@ static u16 csum_fold(u32 sum)
 	return (u16)~sum;
 }
 
-static void wr16(u8 *p, u16 v)
-{
-	p[0] = (u8)(v >> 8);
-	p[1] = (u8)v;
-}
-
-static void wr32(u8 *p, u32 v)
-{
-	wr16(p, (u16)(v >> 16));
-	wr16(p + 2, (u16)v);
-}
-
 /* IPv6 hosts are fd00::/64 with the IPv4 test address as their last four
  * bytes; the server is fd00::2. */
 static bool use_v6;
@@ -219,46 +198,46 @@ static void send_tcp(u32 src, u16 sport, u32 seq, u32 ack, u8 flags, u16 mss,
 
 	if (use_v6) {
 		pkt[0] = 0x60;
-		wr16(pkt + 4, (u16)(thl + len));
+		put_be16(pkt + 4, (u16)(thl + len));
 		pkt[6] = IP_PROTO_TCP;
 		pkt[7] = 64;
 		pkt[8] = 0xfd;
-		wr32(pkt + 20, src);
+		put_be32(pkt + 20, src);
 		pkt[24] = 0xfd;
 		pkt[39] = 2;
 		memcpy(pseudo, pkt + 8, 32);
-		wr32(pseudo + 32, (u32)(thl + len));
-		wr32(pseudo + 36, IP_PROTO_TCP);
+		put_be32(pseudo + 32, (u32)(thl + len));
+		put_be32(pseudo + 36, IP_PROTO_TCP);
 		plen = 40;
 	} else {
 		pkt[0] = 0x45;
-		wr16(pkt + 2, tot);
+		put_be16(pkt + 2, tot);
 		pkt[8] = 64;
 		pkt[9] = IP_PROTO_TCP;
-		wr32(pkt + 12, src);
-		wr32(pkt + 16, SERVER_IP);
-		wr16(pkt + 10, csum_fold(csum_add(0, pkt, 20)));
+		put_be32(pkt + 12, src);
+		put_be32(pkt + 16, SERVER_IP);
+		put_be16(pkt + 10, csum_fold(csum_add(0, pkt, 20)));
 		memcpy(pseudo, pkt + 12, 8);
 		pseudo[8] = 0;
 		pseudo[9] = IP_PROTO_TCP;
-		wr16(pseudo + 10, (u16)(thl + len));
+		put_be16(pseudo + 10, (u16)(thl + len));
 		plen = 12;
 	}
-	wr16(t, sport);
-	wr16(t + 2, HTTP_PORT);
-	wr32(t + 4, seq);
-	wr32(t + 8, ack);
+	put_be16(t, sport);
+	put_be16(t + 2, HTTP_PORT);
+	put_be32(t + 4, seq);
+	put_be32(t + 8, ack);
 	t[12] = (u8)((thl / 4) << 4);
 	t[13] = flags;
-	wr16(t + 14, 64240);
+	put_be16(t + 14, 64240);
 	if (mss) {
 		t[20] = 2;
 		t[21] = 4;
-		wr16(t + 22, mss);
+		put_be16(t + 22, mss);
 	}
 	if (len)
 		memcpy(t + thl, data, len);
-	wr16(t + 16, csum_fold(csum_add(csum_add(0, pseudo, plen), t, thl + len)));
+	put_be16(t + 16, csum_fold(csum_add(csum_add(0, pseudo, plen), t, thl + len)));
 
 	p = pbuf_alloc(PBUF_RAW, tot, PBUF_POOL);
 	assert_non_null(p);

@@ -2,7 +2,7 @@
  * input: fixtures made by openssl at build time (tests/host/tls.mk). Every
  * failure must come back as -1 with a message naming the problem, leave
  * nothing allocated, and never touch memory it should not (ASan). The TLS
- * heap is the test's calloc with a failure switch and a live count. */
+ * heap is tests/host/tls_host.c's: counted, with a failure switch. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -10,92 +10,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <cmocka.h>
 
 #include "net/tls/tls_keys.h"
-#include "psa/crypto.h"
-
-static long live;		/* allocations not yet freed */
-static long fail_at = -1;	/* the allocation number that fails, or -1 */
-static long nalloc;
-
-void *vireo_tls_calloc(size_t n, size_t size)
-{
-	void *p;
-
-	if (fail_at >= 0 && nalloc++ == fail_at)
-		return NULL;
-	p = calloc(n ? n : 1, size ? size : 1);
-	if (p)
-		live++;
-	return p;
-}
-
-void vireo_tls_free(void *p)
-{
-	if (p)
-		live--;
-	free(p);
-}
-
-int mbedtls_hardware_poll(void *data, unsigned char *out, size_t len, size_t *olen)
-{
-	*olen = (size_t)getrandom(out, len, 0);
-	return *olen == len ? 0 : -1;
-}
-
-psa_status_t mbedtls_psa_external_get_random(mbedtls_psa_external_random_context_t *ctx,
-					     uint8_t *out, size_t size, size_t *olen)
-{
-	*olen = (size_t)getrandom(out, size, 0);
-	return *olen == size ? PSA_SUCCESS : PSA_ERROR_INSUFFICIENT_ENTROPY;
-}
-
-static int rng(void *ctx, unsigned char *out, size_t len)
-{
-	return getrandom(out, len, 0) == (ssize_t)len ? 0 : -1;
-}
-
-struct blob {
-	unsigned char *p;
-	size_t n;
-};
-
-static struct blob rd(const char *name)
-{
-	char path[256];
-	struct blob b = { 0 };
-	FILE *f;
-	long n;
-
-	snprintf(path, sizeof(path), "%s/%s", TLS_FIX_DIR, name);
-	f = fopen(path, "rb");
-	assert_non_null(f);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	assert_true(n > 0);
-	rewind(f);
-	b.p = malloc((size_t)n);
-	assert_non_null(b.p);
-	assert_int_equal(fread(b.p, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	b.n = (size_t)n;
-	return b;
-}
+#include "tests/host/tls_host.h"
 
 static char err[160];
 
-static int load(struct tls_keys *k, struct blob c, struct blob key)
+static int load(struct tls_keys *k, struct tls_blob c, struct tls_blob key)
 {
 	err[0] = '\0';
-	return tls_keys_load(k, c.p, c.n, key.p, key.n, rng, NULL, err, sizeof(err));
+	return tls_keys_load(k, c.p, c.n, key.p, key.n, tls_host_rng, NULL, err, sizeof(err));
 }
 
 /* Loads, expects failure with msg in the message, and nothing left over. */
 static void expect_fail(const char *cert, const char *key, const char *msg)
 {
-	struct blob c = rd(cert), kb = rd(key);
+	struct tls_blob c = tls_host_fixture(cert), kb = tls_host_fixture(key);
 	struct tls_keys k;
 
 	assert_int_equal(load(&k, c, kb), -1);
@@ -103,14 +34,14 @@ static void expect_fail(const char *cert, const char *key, const char *msg)
 		fail_msg("%s + %s: \"%s\" does not say \"%s\"", cert, key, err, msg);
 	assert_int_equal(k.loaded, 0);
 	tls_keys_free(&k);
-	assert_int_equal(live, 0);
+	assert_int_equal(tls_host_heap.blocks, 0);
 	free(c.p);
 	free(kb.p);
 }
 
 static void expect_ok(const char *cert, const char *key, const char *desc)
 {
-	struct blob c = rd(cert), kb = rd(key);
+	struct tls_blob c = tls_host_fixture(cert), kb = tls_host_fixture(key);
 	struct tls_keys k;
 	char d[32];
 
@@ -119,7 +50,7 @@ static void expect_ok(const char *cert, const char *key, const char *desc)
 	assert_int_equal(k.loaded, 1);
 	assert_string_equal(tls_keys_describe(&k, d, sizeof(d)), desc);
 	tls_keys_free(&k);
-	assert_int_equal(live, 0);
+	assert_int_equal(tls_host_heap.blocks, 0);
 	free(c.p);
 	free(kb.p);
 }
@@ -134,14 +65,14 @@ static void test_good_pairs(void **state)
 /* The length may count a trailing NUL (a C string) or not. */
 static void test_trailing_nul(void **state)
 {
-	struct blob c = rd("ec-cert.pem"), kb = rd("ec-key.pem");
+	struct tls_blob c = tls_host_fixture("ec-cert.pem"), kb = tls_host_fixture("ec-key.pem");
 	struct tls_keys k;
 
 	c.p = realloc(c.p, c.n + 1);
 	c.p[c.n++] = '\0';
 	assert_int_equal(load(&k, c, kb), 0);
 	tls_keys_free(&k);
-	assert_int_equal(live, 0);
+	assert_int_equal(tls_host_heap.blocks, 0);
 	free(c.p);
 	free(kb.p);
 }
@@ -164,20 +95,20 @@ static void test_bad_pairs(void **state)
 
 static void test_empty_and_huge(void **state)
 {
-	struct blob c = rd("ec-cert.pem"), kb = rd("ec-key.pem");
-	struct blob none = { c.p, 0 };
-	struct blob big = { calloc(1, TLS_KEYS_MAX_INPUT + 1), TLS_KEYS_MAX_INPUT + 1 };
+	struct tls_blob c = tls_host_fixture("ec-cert.pem"), kb = tls_host_fixture("ec-key.pem");
+	struct tls_blob none = { c.p, 0 };
+	struct tls_blob big = { calloc(1, TLS_KEYS_MAX_INPUT + 1), TLS_KEYS_MAX_INPUT + 1 };
 	struct tls_keys k;
 
 	assert_int_equal(load(&k, none, kb), -1);
 	assert_non_null(strstr(err, "certificate: empty"));
 	assert_int_equal(load(&k, c, none), -1);
 	assert_non_null(strstr(err, "key: empty"));
-	assert_int_equal(tls_keys_load(&k, NULL, 10, kb.p, kb.n, rng, NULL, err, sizeof(err)), -1);
+	assert_int_equal(tls_keys_load(&k, NULL, 10, kb.p, kb.n, tls_host_rng, NULL, err, sizeof(err)), -1);
 	assert_int_equal(load(&k, big, kb), -1);
 	assert_non_null(strstr(err, "64 KiB"));
 	assert_int_equal(load(&k, c, big), -1);
-	assert_int_equal(live, 0);
+	assert_int_equal(tls_host_heap.blocks, 0);
 	free(big.p);
 	free(c.p);
 	free(kb.p);
@@ -187,8 +118,9 @@ static void test_empty_and_huge(void **state)
  * refused, not crashed, nothing leaked. */
 static void test_garbage_and_truncation(void **state)
 {
-	struct blob c = rd("ec-cert.pem"), kb = rd("ec-key.pem"), d = rd("ec-cert.der");
-	struct blob g = { malloc(2000), 2000 };
+	struct tls_blob c = tls_host_fixture("ec-cert.pem"), kb = tls_host_fixture("ec-key.pem");
+	struct tls_blob d = tls_host_fixture("ec-cert.der");
+	struct tls_blob g = { malloc(2000), 2000 };
 	struct tls_keys k;
 
 	for (size_t i = 0; i < g.n; i++)
@@ -198,17 +130,17 @@ static void test_garbage_and_truncation(void **state)
 	assert_int_equal(load(&k, c, g), -1);
 	assert_non_null(strstr(err, "key:"));
 	for (size_t n = 1; n < c.n - 30; n += 7) {
-		struct blob t = { c.p, n };
+		struct tls_blob t = { c.p, n };
 
 		assert_int_equal(load(&k, t, kb), -1);
 	}
 	for (size_t n = 1; n < kb.n - 30; n += 5) {
-		struct blob t = { kb.p, n };
+		struct tls_blob t = { kb.p, n };
 
 		assert_int_equal(load(&k, c, t), -1);
 	}
 	for (size_t n = 1; n < d.n; n += 3) {
-		struct blob t = { d.p, n };
+		struct tls_blob t = { d.p, n };
 
 		assert_int_equal(load(&k, t, kb), -1);
 	}
@@ -217,7 +149,7 @@ static void test_garbage_and_truncation(void **state)
 	 * the public key makes the pair mismatch or not parse: never 0. */
 	c.p[c.n / 3] ^= 0x01;
 	assert_int_equal(load(&k, c, kb), -1);
-	assert_int_equal(live, 0);
+	assert_int_equal(tls_host_heap.blocks, 0);
 	free(c.p);
 	free(kb.p);
 	free(d.p);
@@ -228,23 +160,22 @@ static void test_garbage_and_truncation(void **state)
  * there are enough, then succeeds. */
 static void test_allocation_failures(void **state)
 {
-	struct blob c = rd("rsa-cert.pem"), kb = rd("rsa-key.pem");
+	struct tls_blob c = tls_host_fixture("rsa-cert.pem"), kb = tls_host_fixture("rsa-key.pem");
 	struct tls_keys k;
 	long i;
 
 	for (i = 0; i < 10000; i++) {
 		int r;
 
-		nalloc = 0;
-		fail_at = i;
+		tls_host_fail_alloc(i);
 		r = load(&k, c, kb);
 		tls_keys_free(&k);
-		assert_int_equal(live, 0);
+		assert_int_equal(tls_host_heap.blocks, 0);
 		if (r == 0)
 			break;
 		assert_int_equal(r, -1);
 	}
-	fail_at = -1;
+	tls_host_fail_alloc(-1);
 	assert_true(i > 2 && i < 10000);
 	free(c.p);
 	free(kb.p);

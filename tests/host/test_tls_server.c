@@ -19,7 +19,6 @@
 #include <poll.h>
 #include <unistd.h>
 #include <netinet/in.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <cmocka.h>
@@ -28,54 +27,7 @@
 #include "mbedtls/net_sockets.h"
 #include "net/tls/tls_keys.h"
 #include "psa/crypto.h"
-
-/* ---- the TLS heap: calloc with a size header, live and peak bytes ---- */
-static size_t live_bytes, peak_bytes;
-
-void *vireo_tls_calloc(size_t n, size_t size)
-{
-	size_t *p;
-
-	if (size && n > ((size_t)-1 - 16) / size)
-		return NULL;
-	p = calloc(1, n * size + 16);
-	if (!p)
-		return NULL;
-	p[0] = n * size;
-	live_bytes += n * size;
-	if (live_bytes > peak_bytes)
-		peak_bytes = live_bytes;
-	return (char *)p + 16;
-}
-
-void vireo_tls_free(void *q)
-{
-	size_t *p;
-
-	if (!q)
-		return;
-	p = (size_t *)((char *)q - 16);
-	live_bytes -= p[0];
-	free(p);
-}
-
-int mbedtls_hardware_poll(void *data, unsigned char *out, size_t len, size_t *olen)
-{
-	*olen = (size_t)getrandom(out, len, 0);
-	return *olen == len ? 0 : -1;
-}
-
-psa_status_t mbedtls_psa_external_get_random(mbedtls_psa_external_random_context_t *ctx,
-					     uint8_t *out, size_t size, size_t *olen)
-{
-	*olen = (size_t)getrandom(out, size, 0);
-	return *olen == size ? PSA_SUCCESS : PSA_ERROR_INSUFFICIENT_ENTROPY;
-}
-
-static int rng(void *ctx, unsigned char *out, size_t len)
-{
-	return getrandom(out, len, 0) == (ssize_t)len ? 0 : -1;
-}
+#include "tests/host/tls_host.h"
 
 /* ---- record I/O on a socket ---- */
 static int bio_send(void *ctx, const unsigned char *buf, size_t len)
@@ -92,24 +44,6 @@ static int bio_recv(void *ctx, unsigned char *buf, size_t len)
 	if (n < 0)
 		return errno == EAGAIN ? MBEDTLS_ERR_SSL_TIMEOUT : MBEDTLS_ERR_NET_RECV_FAILED;
 	return (int)n;	/* 0: EOF */
-}
-
-static struct blob {
-	unsigned char *p;
-	size_t n;
-} rd(const char *name)
-{
-	char path[256];
-	struct blob b = { 0 };
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", TLS_FIX_DIR, name);
-	f = fopen(path, "rb");
-	assert_non_null(f);
-	b.p = malloc(65536);
-	b.n = fread(b.p, 1, 65536, f);
-	fclose(f);
-	return b;
 }
 
 static const char *alpn[] = { "http/1.1", NULL };
@@ -129,7 +63,7 @@ struct result {
 static void serve(const char *cert, const char *key, const char *client_cmd, const void *raw, size_t raw_len,
 		  struct result *r)
 {
-	struct blob c = rd(cert), k = rd(key);
+	struct tls_blob c = tls_host_fixture(cert), k = tls_host_fixture(key);
 	struct tls_keys keys;
 	mbedtls_ssl_config conf;
 	mbedtls_ssl_context ssl;
@@ -143,11 +77,11 @@ static void serve(const char *cert, const char *key, const char *client_cmd, con
 	size_t base;
 
 	memset(r, 0, sizeof(*r));
-	assert_int_equal(tls_keys_load(&keys, c.p, c.n, k.p, k.n, rng, NULL, err, sizeof(err)), 0);
+	assert_int_equal(tls_keys_load(&keys, c.p, c.n, k.p, k.n, tls_host_rng, NULL, err, sizeof(err)), 0);
 	mbedtls_ssl_config_init(&conf);
 	assert_int_equal(mbedtls_ssl_config_defaults(&conf, MBEDTLS_SSL_IS_SERVER, MBEDTLS_SSL_TRANSPORT_STREAM,
 						     MBEDTLS_SSL_PRESET_DEFAULT), 0);
-	mbedtls_ssl_conf_rng(&conf, rng, NULL);
+	mbedtls_ssl_conf_rng(&conf, tls_host_rng, NULL);
 	assert_int_equal(mbedtls_ssl_conf_own_cert(&conf, &keys.chain, &keys.key), 0);
 	assert_int_equal(mbedtls_ssl_conf_alpn_protocols(&conf, alpn), 0);
 
@@ -179,12 +113,12 @@ static void serve(const char *cert, const char *key, const char *client_cmd, con
 		size_t slen;
 
 		assert_int_equal(mbedtls_pk_sign(&keys.key, MBEDTLS_MD_SHA256, hash, sizeof(hash), sig, sizeof(sig),
-						 &slen, rng, NULL), 0);
+						 &slen, tls_host_rng, NULL), 0);
 		assert_int_equal(mbedtls_pk_sign_ext(MBEDTLS_PK_RSASSA_PSS, &keys.key, MBEDTLS_MD_SHA256, hash,
-						     sizeof(hash), sig, sizeof(sig), &slen, rng, NULL), 0);
+						     sizeof(hash), sig, sizeof(sig), &slen, tls_host_rng, NULL), 0);
 	}
-	base = live_bytes;
-	peak_bytes = live_bytes;
+	base = tls_host_heap.bytes;
+	tls_host_peak_reset();
 	mbedtls_ssl_init(&ssl);
 	assert_int_equal(mbedtls_ssl_setup(&ssl, &conf), 0);
 	mbedtls_ssl_set_bio(&ssl, &fd, bio_send, bio_recv, NULL);
@@ -192,8 +126,8 @@ static void serve(const char *cert, const char *key, const char *client_cmd, con
 		ret = mbedtls_ssl_handshake(&ssl);
 	while (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE);
 	r->handshake = ret;
-	r->hs_peak = peak_bytes - base;
-	r->established = live_bytes - base;
+	r->hs_peak = tls_host_heap.peak - base;
+	r->established = tls_host_heap.bytes - base;
 	if (ret == 0) {
 		unsigned char buf[64];
 
@@ -221,7 +155,7 @@ static void serve(const char *cert, const char *key, const char *client_cmd, con
 	if (cfd >= 0)
 		close(cfd);
 	/* Everything the connection held is back. */
-	assert_int_equal(live_bytes, base);
+	assert_int_equal(tls_host_heap.bytes, base);
 	mbedtls_ssl_config_free(&conf);
 	tls_keys_free(&keys);
 	free(c.p);

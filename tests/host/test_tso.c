@@ -15,6 +15,7 @@
 #include "drivers/virtio_net_reg.h"
 #include "drivers/vnet_gso.h"
 #include "net/tso_merge.h"
+#include "kernel/byteorder.h"
 
 #define MSS 1460u
 #define MAXF 80
@@ -39,18 +40,6 @@ struct fspec {
 	u8 opts;		/* TCP option bytes (multiple of 4) */
 };
 
-static void put16(u8 *p, u32 v)
-{
-	p[0] = (u8)(v >> 8);
-	p[1] = (u8)v;
-}
-
-static void put32(u8 *p, u32 v)
-{
-	put16(p, v >> 16);
-	put16(p + 2, v & 0xffff);
-}
-
 static u16 ip4_sum(const u8 *ip, u32 len)
 {
 	u32 s = 0;
@@ -70,33 +59,33 @@ static struct frame *mk(struct frame *f, struct fspec s)
 	memset(f, 0, sizeof(*f));
 	memcpy(h, "\x52\x54\x00\x12\x34\x56\x02\x00\x00\x00\x00\x01", 12);
 	if (s.v6) {
-		put16(h + 12, 0x86dd);
+		put_be16(h + 12, 0x86dd);
 		h[14] = 0x60;
-		put16(h + 18, tl + s.payload);
+		put_be16(h + 18, tl + s.payload);
 		h[20] = 6;
 		h[21] = 64;
 		memset(h + 22, 0xfd, 16);
 		memset(h + 38, 0xfe, 16);
 		l4 = 54;
 	} else {
-		put16(h + 12, 0x0800);
+		put_be16(h + 12, 0x0800);
 		h[14] = 0x45;
-		put16(h + 16, 20 + tl + s.payload);
-		put16(h + 18, s.id);
+		put_be16(h + 16, 20 + tl + s.payload);
+		put_be16(h + 18, s.id);
 		h[22] = 255;
 		h[23] = 6;
 		memcpy(h + 26, "\x0a\x4d\x00\x02\x0a\x4d\x00\x01", 8);
-		put16(h + 24, ip4_sum(h + 14, 20));
+		put_be16(h + 24, ip4_sum(h + 14, 20));
 		l4 = 34;
 	}
-	put16(h + l4, 80);
-	put16(h + l4 + 2, s.sport);
-	put32(h + l4 + 4, s.seq);
-	put32(h + l4 + 8, s.ack);
+	put_be16(h + l4, 80);
+	put_be16(h + l4 + 2, s.sport);
+	put_be32(h + l4 + 4, s.seq);
+	put_be32(h + l4 + 8, s.ack);
 	h[l4 + 12] = (u8)((tl / 4) << 4);
 	h[l4 + 13] = s.flags;
-	put16(h + l4 + 14, 8192);
-	put16(h + l4 + 16, 0xbeef);	/* whatever the stack left */
+	put_be16(h + l4 + 14, 8192);
+	put_be16(h + l4 + 16, 0xbeef);	/* whatever the stack left */
 	memset(h + l4 + 20, 1, s.opts);	/* NOPs */
 	f->hlen = l4 + tl;
 	f->len = f->hlen + s.payload;
@@ -156,15 +145,15 @@ static void check_resegment(struct tso_batch *b)
 
 		assert_true(k < b->nseg);
 		memcpy(h, b->hdr, f->hlen);
-		put32(h + f->l4 + 4, f->seq + done);
+		put_be32(h + f->l4 + 4, f->seq + done);
 		flags = h[f->l4 + 13];
 		if (!last)
 			flags &= (u8)~(TSO_TCP_PSH | TSO_TCP_FIN);
 		h[f->l4 + 13] = flags;
 		if (f->v6) {
-			put16(h + 18, f->hlen - f->l4 + pl);
+			put_be16(h + 18, f->hlen - f->l4 + pl);
 		} else {
-			put16(h + 16, f->hlen - f->l3 + pl);
+			put_be16(h + 16, f->hlen - f->l3 + pl);
 			/* id and checksum: the device's business; compare the rest */
 			memcpy(h + 18, o->hdr + 18, 2);
 			memcpy(h + 24, o->hdr + 24, 2);
@@ -258,8 +247,8 @@ static void test_other_flow_or_header(void **state)
 	s.opts = 0;
 	mk(&fr[1], s);
 	fr[1].hdr[29] ^= 1;					/* other source address */
-	put16(fr[1].hdr + 24, 0);
-	put16(fr[1].hdr + 24, ip4_sum(fr[1].hdr + 14, 20));
+	put_be16(fr[1].hdr + 24, 0);
+	put_be16(fr[1].hdr + 24, ip4_sum(fr[1].hdr + 14, 20));
 	assert_int_equal(add(&B, &fr[1]), TSO_FULL);
 	mk(&fr[1], s);
 	fr[1].hdr[0] ^= 2;					/* other destination MAC */
@@ -429,7 +418,7 @@ static void test_family_and_parse(void **state)
 	fr[0].hdr[34 + 12] = 0x40;	/* data offset 16 bytes */
 	assert_int_equal(tso_merge_parse(fr[0].pcs, fr[0].n, fr[0].len, &s), -ENOTSUP);
 	flow(1, MSS, false, 0);
-	put16(fr[0].hdr + 12, 0x0806);
+	put_be16(fr[0].hdr + 12, 0x0806);
 	assert_int_equal(tso_merge_parse(fr[0].pcs, fr[0].n, fr[0].len, &s), -ENOTSUP);
 	assert_int_equal(tso_merge_parse(fr[0].pcs, 0, fr[0].len, &s), -ENOTSUP);
 }
@@ -483,7 +472,7 @@ static void test_gso_hdr(void **state)
 	assert_int_equal(vnet_tx_gso_hdr(vh, fr[0].hdr, fr[0].hlen, 200, 1200, true, true), -ENOTSUP);
 	fr[0].hdr[54 + 12] = 0x10;	/* data offset 4 */
 	assert_int_equal(vnet_tx_gso_hdr(vh, fr[0].hdr, fr[0].hlen, 54, 1200, true, true), -ENOTSUP);
-	put16(fr[0].hdr + 12, 0x0806);
+	put_be16(fr[0].hdr + 12, 0x0806);
 	assert_int_equal(vnet_tx_gso_hdr(vh, fr[0].hdr, fr[0].hlen, 54, 1200, true, true), -ENOTSUP);
 	for (unsigned i = 0; i < sizeof vh; i++)
 		assert_int_equal(vh[i], 0);

@@ -60,6 +60,7 @@ static int teardown(void **state)
 	hk_run(100000);
 	hk_loop_reset();
 	hk_clock_autostep(0);
+	hk_on_clock(NULL, NULL);
 	assert_int_equal(vd_errors(&dev), 0);
 	vd_fini(&dev);
 	hk_free_kept();
@@ -148,11 +149,64 @@ static void test_ctrl_replies_in_order(void **state)
 	assert_int_equal(dev.raw_done[VD_Q3], 31);	/* DEVICE_READY and 30 replies */
 }
 
+/* The device answers DEVICE_READY late, as a device model on a loaded
+ * host whose thread is held back: LATE_NS after the probe sends it (four
+ * times the probe's quiet window) it adds port 0 as a console and
+ * completes DEVICE_READY, and from then on completes every control message
+ * the driver sends. The probe waits for it: port 0 is live when the probe
+ * returns, before any loop pass, so a panic at boot reaches it. */
+#define LATE_NS (20 * NSEC_PER_MSEC)
+static u64 late_at;
+static bool late_sent;
+
+static void late_device(void *arg)
+{
+	u8 m[8];
+
+	if (hk_now() < late_at)
+		return;
+	if (!late_sent) {
+		late_sent = true;
+		put_msg(m, 0, VIRTIO_CONSOLE_DEVICE_ADD, 1);
+		assert_true(vd_raw_write(&dev, VD_CTRL, m, sizeof m) >= 0);
+		put_msg(m, 0, VIRTIO_CONSOLE_CONSOLE_PORT, 1);
+		assert_true(vd_raw_write(&dev, VD_CTRL, m, sizeof m) >= 0);
+	}
+	vd_raw_complete(&dev, VD_Q3, ~0u);
+}
+
+static void test_late_device_port_live_after_probe(void **state)
+{
+	u64 t0;
+
+	vd_init(&dev, F(VIRTIO_F_VERSION_1) | F(VIRTIO_CONSOLE_F_MULTIPORT), 32);
+	dev.raw = true;
+	dev.vd.device_id = VIRTIO_ID_CONSOLE;
+	dev.qmax[VD_CTRL] = 32;
+	dev.qmax[VD_Q3] = 32;
+	memset(dev.cfg, 0, sizeof dev.cfg);
+	dev.cfg[offsetof(struct virtio_console_config, max_nr_ports)] = 1;
+	hk_clock_autostep(1000);
+	t0 = hk_now();
+	late_at = t0 + LATE_NS;
+	late_sent = false;
+	hk_on_clock(late_device, NULL);
+	assert_int_equal(hk_probe(&dev.vd), 0);
+	hk_on_clock(NULL, NULL);
+	assert_true(late_sent);
+	assert_true(hk_log_contains("port 0 console"));
+	assert_int_equal(sinks, 1);
+	/* Done on quiet once all was completed, far from the 500 ms bound. */
+	assert_int_equal(vd_raw_pending(&dev, VD_Q3), 0);
+	assert_true(hk_now() - t0 < LATE_NS + 10 * NSEC_PER_MSEC);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_ctrl_flood_never_waits, teardown),
 		cmocka_unit_test_teardown(test_ctrl_replies_in_order, teardown),
+		cmocka_unit_test_teardown(test_late_device_port_live_after_probe, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,6 +13,7 @@
 
 #include "drivers/vnet_hdr.h"
 #include "drivers/vnet_ctrl.h"
+#include "kernel/byteorder.h"
 
 /* ======================================================================
  * Receive checks
@@ -705,12 +706,6 @@ static u32 le32_at(const u8 *p)
 	return (u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24;
 }
 
-static void put32(u8 *p, u32 v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (u8)(v >> (8 * i));
-}
-
 static bool has(u32 bit)
 {
 	return D.features >> bit & 1;
@@ -814,8 +809,8 @@ static u8 sim_apply(const u8 *out, u32 n, u8 *result, u32 result_room, u32 *writ
 			}
 			if (result_room < 8)
 				return VIRTIO_NET_ERR;
-			put32(result, D.coal[q].packets);
-			put32(result + 4, D.coal[q].usecs);
+			put_le32(result, D.coal[q].packets);
+			put_le32(result + 4, D.coal[q].usecs);
 			*written = 8;
 			return VIRTIO_NET_OK;
 		}
@@ -1118,8 +1113,8 @@ static void test_ctrl_vq_result_check(void **state)
 
 	vnet_ctrl_coal_vq_get(&C, 0);
 	C.ack = VIRTIO_NET_OK;
-	put32(C.result, 64);
-	put32(C.result + 4, 128);
+	put_le32(C.result, 64);
+	put_le32(C.result + 4, 128);
 	assert_int_equal(vnet_ctrl_coal_vq_result(&C, 1, &p, &u), -EPROTO);	/* no result */
 	assert_int_equal(vnet_ctrl_coal_vq_result(&C, 8, &p, &u), -EPROTO);
 	assert_int_equal(vnet_ctrl_coal_vq_result(&C, 10, &p, &u), -EPROTO);

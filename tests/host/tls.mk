@@ -1,13 +1,15 @@
 # TLS certificate/key loading (net/tls/tls_keys.c) with bad input, over the
 # same mbedTLS sources and configuration as the image, built for the host
 # (glibc, ASan/UBSan) into one archive by a recursive make once the fetch has
-# run (the list of library/*.c is only known then).
+# run (the list of library/*.c is only known then). tests/host/tls_host.c is
+# the platform glue (counted heap, randomness, fixtures) all three TLS
+# programs below share.
 HOST_TESTS += test_tls_keys
 MBEDTLS_HOST_LIB := $(BUILD)/host/mbedtls/libmbedtls.a
 MBEDTLS_HOST_CFLAGS := $(HOST_CFLAGS) -I$(MBEDTLS_SRCDIR)/include -I$(MBEDTLS_SRCDIR)/library \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
 MBEDTLS_HOST_OBJS = $(patsubst %.c,$(BUILD)/host/mbedtls/%.o,$(MBEDTLS_SRCS))
-test_tls_keys_SRCS := tests/host/test_tls_keys.c net/tls/tls_keys.c $(MBEDTLS_HOST_LIB)
+test_tls_keys_SRCS := tests/host/test_tls_keys.c tests/host/tls_host.c net/tls/tls_keys.c $(MBEDTLS_HOST_LIB)
 $(BUILD)/host/test_tls_keys: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
 
@@ -47,7 +49,7 @@ $(TLS_FIX)/stamp: tests/host/tls.mk
 
 # The configuration as a server over loopback against openssl s_client.
 HOST_TESTS += test_tls_server
-test_tls_server_SRCS := tests/host/test_tls_server.c net/tls/tls_keys.c $(MBEDTLS_HOST_LIB)
+test_tls_server_SRCS := tests/host/test_tls_server.c tests/host/tls_host.c net/tls/tls_keys.c $(MBEDTLS_HOST_LIB)
 $(BUILD)/host/test_tls_server: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
 $(BUILD)/host/test_tls_server: $(TLS_FIX)/stamp
@@ -59,7 +61,7 @@ MBEDTLS_FUZZ_LIB := $(BUILD)/fuzz/mbedtls/libmbedtls.a
 MBEDTLS_FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -Itests/host/shim -I. -DHOST_TEST \
 	-I$(MBEDTLS_SRCDIR)/include -I$(MBEDTLS_SRCDIR)/library '-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
 MBEDTLS_FUZZ_OBJS = $(patsubst %.c,$(BUILD)/fuzz/mbedtls/%.o,$(MBEDTLS_SRCS))
-fuzz_tls_SRCS := tests/fuzz/fuzz_tls.c net/tls/tls_keys.c $(MBEDTLS_FUZZ_LIB)
+fuzz_tls_SRCS := tests/fuzz/fuzz_tls.c tests/host/tls_host.c net/tls/tls_keys.c $(MBEDTLS_FUZZ_LIB)
 $(BUILD)/fuzz/fuzz_tls: FUZZ_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
 $(BUILD)/fuzz/fuzz_tls: $(TLS_FIX)/stamp

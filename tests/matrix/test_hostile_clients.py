@@ -131,12 +131,14 @@ def test_slowloris_and_silent_clients_time_out_while_others_are_served(guest):
         assert took is not None, data
         assert data.startswith(b"HTTP/1.1 408 "), data[:100]
         # the timeout runs from the first byte of the head; trickling does
-        # not extend it (500 ms poll granularity below, any delay above)
-        assert took >= HEADER_TIMEOUT - 1, took
+        # not extend it (500 ms poll granularity below; above, 20 s of
+        # slack for TCG under load, which a timeout that fires late or
+        # that trickling extends still crosses)
+        assert HEADER_TIMEOUT - 1 <= took < HEADER_TIMEOUT + 20, took
     for took, data in quiet:
         assert took is not None, data
         assert data == b"", data[:100]  # closed quietly: no bytes yet, no 408
-        assert took >= HEADER_TIMEOUT - 1, took
+        assert HEADER_TIMEOUT - 1 <= took < HEADER_TIMEOUT + 20, took
     after = guest.metrics()
     assert delta(after, before, 'vireo_http_timeouts_total{kind="header"}') == 30
     guest.wait_idle(guest.base)

@@ -5,7 +5,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rootskip  # noqa: E402
-from vm import IMAGE, Vm  # noqa: E402
+from vm import IMAGE, PVH_ELF, Vm  # noqa: E402
 
 
 @pytest.fixture
@@ -33,6 +33,15 @@ def netns():
         rootskip.skip_root_only()
     with nsmod.Netns() as ns:
         yield ns
+
+
+@pytest.fixture
+def need_elf():
+    """Fails the test, with the command that builds it, where build/vireo.elf
+    (the PVH kernel) is missing; test_pvh.py and test_microvm.py use it on
+    every test (pytestmark)."""
+    if not os.path.exists(PVH_ELF):
+        pytest.fail(f"{PVH_ELF} missing: run `make elf` (make test-qemu does)")
 
 
 def pytest_configure(config):

@@ -4,17 +4,21 @@ import os
 import re
 import socket
 import tempfile
-import threading
 import time
 
 import pytest
 
+from vm import Output
+
 READY = r"^vireo: kernel ready$"
 
 
-class Chardev:
+class Chardev(Output):
     """The host end of a QEMU unix-socket chardev (server=on,wait=off),
-    connected as soon as QEMU creates it; output is gathered by a thread."""
+    connected as soon as QEMU creates it; output is gathered by a thread
+    (vm.Output)."""
+
+    what = "the virtconsole"
 
     def __init__(self, path, timeout=20):
         deadline = time.monotonic() + timeout
@@ -28,35 +32,10 @@ class Chardev:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.02)
-        self.out = b""
-        self.lock = threading.Lock()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        while True:
-            try:
-                chunk = self.sock.recv(4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            with self.lock:
-                self.out += chunk
-
-    @property
-    def text(self):
-        with self.lock:
-            return self.out.decode("utf-8", "replace").replace("\r\n", "\n")
+        self._gather(lambda: self.sock.recv(4096))
 
     def wait_for(self, pattern, timeout=60, start=0):
-        rx = re.compile(pattern, re.M)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            m = rx.search(self.text, start)
-            if m:
-                return m
-            time.sleep(0.05)
-        raise AssertionError(f"virtconsole never showed /{pattern}/:\n{self.text[-4000:]}")
+        return super().wait_for(pattern, timeout, start)
 
     def send(self, s):
         self.sock.sendall(s.encode())

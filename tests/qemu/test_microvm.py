@@ -18,11 +18,8 @@ READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
 SITE = os.path.join(ROOT, "net", "app", "default-site")
 MACHINE = "microvm,acpi=off"
 
-
-@pytest.fixture(autouse=True)
-def _need_elf():
-    if not os.path.exists(PVH_ELF):
-        pytest.fail(f"{PVH_ELF} missing: run `make elf` (make test-qemu does)")
+# Every test here boots build/vireo.elf (conftest.py).
+pytestmark = pytest.mark.usefixtures("need_elf")
 
 
 @pytest.fixture

@@ -15,9 +15,63 @@ PVH_ELF = os.path.join(ROOT, "build", "vireo.elf")
 BOOT_TIMEOUT = float(os.environ.get("VIREO_BOOT_TIMEOUT", "90"))
 
 
-class Vm:
-    """One QEMU process. The serial console is QEMU's stdio; output is
-    collected by a thread so tests can wait for lines without blocking."""
+class Output:
+    """Text a thread gathers from a stream (QEMU's stdio, a chardev socket),
+    for tests to wait for lines without blocking. Subclasses call
+    _gather(read) with a function returning the next chunk (b"" at the end)
+    and may override _ended() to fail fast when the source is gone."""
+
+    what = "the console"
+
+    def _gather(self, read):
+        self.out = b""
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, args=(read,), daemon=True)
+        self.reader.start()
+
+    def _read(self, read):
+        while True:
+            try:
+                chunk = read()
+            except OSError:
+                break
+            if not chunk:
+                break
+            with self.lock:
+                self.out += chunk
+
+    def _ended(self):
+        """An AssertionError message if the source is gone, else None."""
+        return None
+
+    @property
+    def text(self):
+        with self.lock:
+            return self.out.decode("utf-8", "replace").replace("\r\n", "\n")
+
+    def wait_for(self, pattern, timeout=BOOT_TIMEOUT, start=0):
+        """Waits for regex `pattern` in the output after offset `start`;
+        returns the match. Fails with the output if it never comes."""
+        rx = re.compile(pattern, re.M)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = rx.search(self.text, start)
+            if m:
+                return m
+            ended = self._ended()
+            if ended:
+                time.sleep(0.2)
+                m = rx.search(self.text, start)
+                if m:
+                    return m
+                raise AssertionError(f"{ended} before /{pattern}/:\n{self.text[-6000:]}")
+            time.sleep(0.05)
+        raise AssertionError(f"timed out after {timeout}s waiting for /{pattern}/ on {self.what}:\n"
+                             f"{self.text[-6000:]}")
+
+
+class Vm(Output):
+    """One QEMU process. The serial console is QEMU's stdio (Output)."""
 
     def __init__(self, cmdline="", machine="q35", mem=64, image=IMAGE, extra=(), reboot=True, wrap=(), kernel=None):
         """wrap: a command prefix, e.g. ["ip", "netns", "exec", ns] to run
@@ -36,44 +90,15 @@ class Vm:
         args += list(extra)
         self._qmp = None
         self.args = args
-        self.out = b""
-        self.lock = threading.Lock()
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         self.started = time.monotonic()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
+        self._gather(lambda: self.proc.stdout.read1(4096))
 
-    def _read(self):
-        while True:
-            chunk = self.proc.stdout.read1(4096)
-            if not chunk:
-                break
-            with self.lock:
-                self.out += chunk
-
-    @property
-    def text(self):
-        with self.lock:
-            return self.out.decode("utf-8", "replace").replace("\r\n", "\n")
-
-    def wait_for(self, pattern, timeout=BOOT_TIMEOUT, start=0):
-        """Waits for regex `pattern` in the console output after offset `start`;
-        returns the match. Fails with the console log if it never comes."""
-        rx = re.compile(pattern, re.M)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            m = rx.search(self.text, start)
-            if m:
-                return m
-            if self.proc.poll() is not None:
-                time.sleep(0.2)
-                m = rx.search(self.text, start)
-                if m:
-                    return m
-                raise AssertionError(f"QEMU exited ({self.proc.returncode}) before /{pattern}/:\n{self.text[-6000:]}")
-            time.sleep(0.05)
-        raise AssertionError(f"timed out after {timeout}s waiting for /{pattern}/:\n{self.text[-6000:]}")
+    def _ended(self):
+        if self.proc.poll() is not None:
+            return f"QEMU exited ({self.proc.returncode})"
+        return None
 
     def send(self, s):
         self.proc.stdin.write(s.encode())

@@ -18,11 +18,25 @@
 
 static u64 clock_ns = 5 * NSEC_PER_SEC;	/* not 0: catches "0 means unset" */
 static u64 clock_step;
+static void (*clock_hook)(void *arg);
+static void *clock_hook_arg;
+static bool clock_hook_running;
 
 u64 time_ns(void)
 {
 	clock_ns += clock_step;
+	if (clock_hook && !clock_hook_running) {
+		clock_hook_running = true;
+		clock_hook(clock_hook_arg);
+		clock_hook_running = false;
+	}
 	return clock_ns;
+}
+
+void hk_on_clock(void (*fn)(void *arg), void *arg)
+{
+	clock_hook = fn;
+	clock_hook_arg = arg;
 }
 
 u64 hk_now(void)
@@ -291,62 +305,11 @@ u32 random_u32(void)
 	return (u32)random_u64();
 }
 
-/* ---- event loop (kernel/loop.c without the halting) ---- */
-
-static struct work *work_head, **work_tail = &work_head;
-static struct timerq timers;
-
-void work_init(struct work *w, void (*fn)(void *), void *arg)
-{
-	w->fn = fn;
-	w->arg = arg;
-	w->next = NULL;
-	w->queued = false;
-}
-
-void work_queue(struct work *w)
-{
-	if (w->queued)
-		return;
-	w->queued = true;
-	w->next = NULL;
-	*work_tail = w;
-	work_tail = &w->next;
-}
-
-bool work_cancel(struct work *w)
-{
-	struct work **pp;
-
-	for (pp = &work_head; *pp; pp = &(*pp)->next) {
-		if (*pp != w)
-			continue;
-		*pp = w->next;
-		if (!*pp)
-			work_tail = pp;
-		w->queued = false;
-		return true;
-	}
-	return false;
-}
-
-void timer_start(struct timer *t, u64 deadline_ns)
-{
-	timerq_add(&timers, t, deadline_ns);
-}
-
-bool timer_stop(struct timer *t)
-{
-	return timerq_cancel(&timers, t);
-}
+/* ---- event loop: kernel/loop.c's queues, run without halting ---- */
 
 unsigned hk_work_pending(void)
 {
-	unsigned n = 0;
-
-	for (struct work *w = work_head; w; w = w->next)
-		n++;
-	return n;
+	return loop_work_count();
 }
 
 unsigned hk_run(unsigned limit)
@@ -354,29 +317,20 @@ unsigned hk_run(unsigned limit)
 	unsigned runs = 0;
 
 	for (;;) {
-		while (runs < limit && work_head) {
-			struct work *w = work_head;
-
-			work_head = w->next;
-			if (!work_head)
-				work_tail = &work_head;
-			w->queued = false;
-			runs++;
-			w->fn(w->arg);
-		}
-		if (runs >= limit || !timerq_run(&timers, clock_ns))
+		runs += loop_run_work(limit - runs);
+		if (runs >= limit || !loop_run_timers(clock_ns))
 			return runs;
 	}
 }
 
 u64 hk_next_deadline(void)
 {
-	return timerq_next(&timers);
+	return loop_next_deadline();
 }
 
 bool hk_run_timers_until(u64 max_ns)
 {
-	u64 dl = timerq_next(&timers), end = clock_ns + max_ns;
+	u64 dl = loop_next_deadline(), end = clock_ns + max_ns;
 
 	if (dl == UINT64_MAX || dl > end) {
 		clock_ns = end;
@@ -391,9 +345,7 @@ bool hk_run_timers_until(u64 max_ns)
 
 void hk_loop_reset(void)
 {
-	while (work_head)
-		work_cancel(work_head);
-	timerq_init(&timers);
+	loop_reset();
 }
 
 size_t strlcpy(char *dst, const char *src, size_t size)

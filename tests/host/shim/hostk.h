@@ -1,9 +1,9 @@
 /* hostk: the one host stand-in for the kernel, linked into every host test
- * and fuzzer (with kernel/timerq.c) by the Makefile's rules: a fake clock,
+ * and fuzzer (with kernel/loop.c and kernel/timerq.c) by the Makefile's rules: a fake clock,
  * malloc-backed pages and heap with live counters and failure injection
  * (so ASan tracks every buffer), memory statistics, kprintf kept in a ring
  * and klog counted (shim_klog_*, arch.h), panic, deterministic randomness,
- * a tiny event loop (work items and the real kernel/timerq.c) and strlcpy
+ * the event loop (the real kernel/loop.c's queues, run without halting) and strlcpy
  * (the host's libc has none). Printed to stderr with VIREO_TEST_LOG=1. */
 #ifndef VIREO_HOSTK_H
 #define VIREO_HOSTK_H
@@ -18,6 +18,9 @@ void hk_clock_advance(u64 ns);
 /* Every time_ns() call also advances the clock by step ns (0: off), so
  * a driver busy-waiting on a silent device reaches its deadline. */
 void hk_clock_autostep(u64 step);
+/* fn(arg) runs at every time_ns() call (not from within itself) until
+ * hk_on_clock(NULL, NULL): a device that acts while the driver busy-waits. */
+void hk_on_clock(void (*fn)(void *arg), void *arg);
 /* What loop_busy_ns() says, for the coalescing policy: the CPU busy all the
  * time (true) or never (false, the default). */
 void hk_cpu_busy(bool busy);
