@@ -802,27 +802,27 @@ static void send_coalesced(u16 sport, u32 seq, u32 ack, const u8 *data, u16 len)
 	assert_true(tot <= sizeof(big_pkt));
 	memset(big_pkt, 0, 40);
 	big_pkt[0] = 0x45;
-	wr16(big_pkt + 2, tot);
+	put_be16(big_pkt + 2, tot);
 	big_pkt[6] = 0x40;
 	big_pkt[8] = 64;
 	big_pkt[9] = IP_PROTO_TCP;
-	wr32(big_pkt + 12, CLIENT_IP);
-	wr32(big_pkt + 16, SERVER_IP);
-	wr16(big_pkt + 10, csum_fold(csum_add(0, big_pkt, 20)));
-	wr16(t, sport);
-	wr16(t + 2, HTTP_PORT);
-	wr32(t + 4, seq);
-	wr32(t + 8, ack);
+	put_be32(big_pkt + 12, CLIENT_IP);
+	put_be32(big_pkt + 16, SERVER_IP);
+	put_be16(big_pkt + 10, csum_fold(csum_add(0, big_pkt, 20)));
+	put_be16(t, sport);
+	put_be16(t + 2, HTTP_PORT);
+	put_be32(t + 4, seq);
+	put_be32(t + 8, ack);
 	t[12] = 5 << 4;
 	t[13] = F_ACK | F_PSH;
-	wr16(t + 14, 64240);
+	put_be16(t + 14, 64240);
 	memcpy(t + 20, data, len);
 	/* partial: the pseudo-header sum, not complemented, as a device leaves it */
 	memcpy(pseudo, big_pkt + 12, 8);
 	pseudo[8] = 0;
 	pseudo[9] = IP_PROTO_TCP;
-	wr16(pseudo + 10, (u16)(20 + len));
-	wr16(t + 16, (u16)~csum_fold(csum_add(0, pseudo, 12)));
+	put_be16(pseudo + 10, (u16)(20 + len));
+	put_be16(t + 16, (u16)~csum_fold(csum_add(0, pseudo, 12)));
 	for (off = 0; off < tot; off += 1000) {
 		u16 n = (u16)(tot - off < 1000 ? tot - off : 1000);
 		struct pbuf *q = pbuf_alloc(PBUF_RAW, n, PBUF_REF);
