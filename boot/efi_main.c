@@ -18,6 +18,7 @@ static EFI_GUID loaded_image_guid = LOADED_IMAGE_PROTOCOL;
 static EFI_GUID acpi20_guid = ACPI_20_TABLE_GUID;
 static EFI_GUID acpi10_guid = ACPI_TABLE_GUID;
 static EFI_GUID gop_guid = EFI_GRAPHICS_OUTPUT_PROTOCOL_GUID;
+static EFI_GUID sfs_guid = EFI_SIMPLE_FILE_SYSTEM_PROTOCOL_GUID;
 
 static void say(EFI_SYSTEM_TABLE *st, const CHAR16 *msg)
 {
@@ -120,6 +121,63 @@ static bool cmdline_from_load_options(const EFI_LOADED_IMAGE *li, struct boot_in
 		bi->cmdline[o++] = (char)w[i];
 	bi->cmdline[o] = '\0';
 	return true;
+}
+
+/* Reads all of file f into buf[cap] and one byte more: *len is what was
+ * read; the extra byte tells a file of exactly cap bytes from a larger one.
+ * Returns BOOT_CFG_OK, BOOT_CFG_TOO_BIG or BOOT_CFG_ERROR (*status). */
+static u32 read_bounded(EFI_FILE_HANDLE f, char *buf, size_t cap, u32 *len, u64 *status)
+{
+	size_t got = 0;
+	char extra;
+
+	/* Read may return less than asked; a zero-byte read is the end. The
+	 * loop ends within cap + 1 non-empty reads. */
+	for (;;) {
+		UINTN want = got < cap ? cap - got : 1;
+		EFI_STATUS s = f->Read(f, &want, got < cap ? (void *)(buf + got) : (void *)&extra);
+
+		if (s != EFI_SUCCESS) {
+			*status = s;
+			return BOOT_CFG_ERROR;
+		}
+		if (want == 0)
+			break;
+		if (got == cap)
+			return BOOT_CFG_TOO_BIG;
+		if (want > cap - got) {	/* a firmware that overran its buffer */
+			*status = EFI_BAD_BUFFER_SIZE;
+			return BOOT_CFG_ERROR;
+		}
+		got += want;
+	}
+	*len = (u32)got;
+	return BOOT_CFG_OK;
+}
+
+/* EFI/vireo/vireo.cfg on the volume vireo was loaded from, into bi->cfg
+ * (bounded by BOOT_CFG_MAX; kernel/config.c parses it). */
+static void read_cfg(EFI_BOOT_SERVICES *bs, const EFI_LOADED_IMAGE *li, struct boot_info *bi)
+{
+	EFI_SIMPLE_FILE_SYSTEM_PROTOCOL *fs = NULL;
+	EFI_FILE_HANDLE root = NULL, f = NULL;
+	EFI_STATUS s;
+
+	bi->cfg_state = BOOT_CFG_ABSENT;
+	if (!li || !li->DeviceHandle ||
+	    bs->HandleProtocol(li->DeviceHandle, &sfs_guid, (void **)&fs) != EFI_SUCCESS || !fs)
+		return;
+	if (fs->OpenVolume(fs, &root) != EFI_SUCCESS || !root)
+		return;
+	s = root->Open(root, &f, (CHAR16 *)L"\\EFI\\vireo\\vireo.cfg", EFI_FILE_MODE_READ, 0);
+	if (s == EFI_SUCCESS && f) {
+		bi->cfg_state = read_bounded(f, bi->cfg, sizeof bi->cfg, &bi->cfg_len, &bi->cfg_status);
+		f->Close(f);
+	} else if (s != EFI_NOT_FOUND) {
+		bi->cfg_state = BOOT_CFG_ERROR;
+		bi->cfg_status = s;
+	}
+	root->Close(root);
 }
 
 static void copy_str(char *dst, size_t n, const char *s)
@@ -228,6 +286,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	}
 	find_rsdp(st, bi);
 	find_fb(bs, bi);
+	read_cfg(bs, li, bi);
 
 	if (li && cmdline_from_load_options(li, bi) && bi->cmdline[0])
 		set_src(bi, "loadoptions");

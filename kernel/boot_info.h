@@ -5,7 +5,9 @@
 
 #define BOOT_MAX_REGIONS 512
 #define BOOT_CMDLINE_MAX 1024
-#define BOOT_STACK_PAGES 16	/* kernel stack, plus one guard page below it */
+#define BOOT_STACK_PAGES 16
+#define BOOT_CFG_MAX 16384	/* EFI/vireo/vireo.cfg: larger files are refused */
+#define BOOT_CFG_PATH "EFI/vireo/vireo.cfg"	/* kernel stack, plus one guard page below it */
 
 #ifndef __ASSEMBLER__	/* boot/pvh_entry.S reads the numbers above */
 #include "kernel/types.h"
@@ -62,6 +64,19 @@ struct boot_info {
 	u32 nregions;
 	u32 regions_dropped;	/* map entries that did not fit */
 	struct boot_region regions[BOOT_MAX_REGIONS];
+	/* EFI/vireo/vireo.cfg from the ESP vireo was loaded from (UEFI only). */
+	u32 cfg_state;		/* enum boot_cfg_state */
+	u32 cfg_len;		/* BOOT_CFG_OK: bytes in cfg */
+	u64 cfg_status;		/* BOOT_CFG_ERROR: the EFI status */
+	char cfg[BOOT_CFG_MAX];	/* the file's bytes, not NUL-terminated */
+};
+
+enum boot_cfg_state {
+	BOOT_CFG_NONE,		/* not looked for (PVH) */
+	BOOT_CFG_OK,
+	BOOT_CFG_ABSENT,	/* no such file (or no file system protocol) */
+	BOOT_CFG_TOO_BIG,	/* over BOOT_CFG_MAX bytes: not used */
+	BOOT_CFG_ERROR,		/* opening or reading failed: not used */
 };
 
 /* Entered on the kernel stack with interrupts disabled; never returns. */

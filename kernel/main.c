@@ -76,8 +76,6 @@ static void start_network(void)
 
 void kernel_main(struct boot_info *bi)
 {
-	int warnings;
-
 	timeline_mark_at(bi->stamp_names[0], bi->tsc.efi_main);
 	timeline_mark_at(bi->stamp_names[1], bi->tsc.after_exit);
 	console_init();
@@ -86,11 +84,7 @@ void kernel_main(struct boot_info *bi)
 	if (bi->magic != BOOT_INFO_MAGIC)
 		panic("boot_info magic %#lx is wrong", bi->magic);
 
-	kprintf("cmdline (%s): %s\n", bi->cmdline_src, bi->cmdline[0] ? bi->cmdline : "(empty)");
-	warnings = config_parse(bi->cmdline);
-	if (warnings)
-		kprintf("cmdline: %d warning%s, continuing with defaults for those keys\n", warnings,
-			warnings == 1 ? "" : "s");
+	config_boot(bi);
 
 	if (verbose)
 		print_memory_map(bi);
