@@ -28,6 +28,7 @@
 #include "kernel/time.h"
 #include "kernel/timeline.h"
 #include "net/app/app.h"
+#include "net/app/site.h"
 #include "net/net.h"
 
 static bool verbose;
@@ -125,6 +126,7 @@ void kernel_main(struct boot_info *bi)
 	timeline_mark("ready");
 	timeline_print();
 	kprintf("vireo: kernel ready\n");
+	site_esp_boot(bi);
 	if (!vnet_echo)
 		start_network();
 	loop_run();
