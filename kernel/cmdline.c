@@ -20,7 +20,7 @@ struct cmdline_state {
 	int shown;		/* warnings handed to warn (src->max_warn bounds them) */
 };
 
-static void cl_emit(struct cmdline_state *st, char *msg)
+static void cmdline_emit(struct cmdline_state *st, char *msg)
 {
 	/* The line is untrusted: keep control bytes out of the log. */
 	for (char *p = msg; *p; p++)
@@ -29,7 +29,7 @@ static void cl_emit(struct cmdline_state *st, char *msg)
 	st->warn(st->ctx, msg);
 }
 
-static void cl_vwarn(struct cmdline_state *st, const struct cmdline_opt *o, const char *fmt, va_list ap)
+static void cmdline_vwarn(struct cmdline_state *st, const struct cmdline_opt *o, const char *fmt, va_list ap)
 {
 	char msg[224];
 	size_t len;
@@ -54,32 +54,32 @@ static void cl_vwarn(struct cmdline_state *st, const struct cmdline_opt *o, cons
 		len = strlen(msg);
 		ksnprintf(msg + len, sizeof msg - len, ", keeping %s", kept);
 	}
-	cl_emit(st, msg);
+	cmdline_emit(st, msg);
 }
 
 __attribute__((format(printf, 2, 3)))
-static void cl_warn(struct cmdline_state *st, const char *fmt, ...)
+static void cmdline_warn(struct cmdline_state *st, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	cl_vwarn(st, NULL, fmt, ap);
+	cmdline_vwarn(st, NULL, fmt, ap);
 	va_end(ap);
 }
 
 /* A warning about key o's value: ends ", keeping <what o holds now>". */
 __attribute__((format(printf, 3, 4)))
-static void cl_warn_key(struct cmdline_state *st, const struct cmdline_opt *o, const char *fmt, ...)
+static void cmdline_warn_key(struct cmdline_state *st, const struct cmdline_opt *o, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	cl_vwarn(st, o, fmt, ap);
+	cmdline_vwarn(st, o, fmt, ap);
 	va_end(ap);
 }
 
 /* After the last token of a source: one line for the warnings not shown. */
-static void cl_warn_summary(struct cmdline_state *st)
+static void cmdline_warn_summary(struct cmdline_state *st)
 {
 	char msg[96];
 
@@ -87,10 +87,10 @@ static void cl_warn_summary(struct cmdline_state *st)
 		return;
 	ksnprintf(msg, sizeof msg, "%s: %d more warning%s not shown", st->src ? st->src->name : "cmdline",
 		  st->nwarn - st->shown, st->nwarn - st->shown == 1 ? "" : "s");
-	cl_emit(st, msg);
+	cmdline_emit(st, msg);
 }
 
-static bool cl_space(char c)
+static bool cmdline_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
@@ -99,7 +99,7 @@ static bool cl_space(char c)
 /* Decimal digits only: -EINVAL for anything else or nothing, -ERANGE past 64 bits. */
 /* The whole of s, decimal: -EINVAL for junk anywhere (before any range
  * check), -ERANGE above UINT64_MAX. */
-static int cl_parse_dec(const char *s, u64 *out)
+static int cmdline_parse_dec(const char *s, u64 *out)
 {
 	for (const char *p = s; *p; p++)
 		if (*p < '0' || *p > '9')
@@ -107,7 +107,7 @@ static int cl_parse_dec(const char *s, u64 *out)
 	return parse_dec(&s, UINT64_MAX, out);
 }
 
-static int cl_hexval(char c)
+static int cmdline_hexval(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -119,7 +119,7 @@ static int cl_hexval(char c)
 }
 
 /* Hex digits with an optional 0x/0X: -EINVAL or -ERANGE as above. */
-static int cl_parse_hex(const char *s, u64 *out)
+static int cmdline_parse_hex(const char *s, u64 *out)
 {
 	u64 v = 0;
 
@@ -128,12 +128,12 @@ static int cl_parse_hex(const char *s, u64 *out)
 	if (!*s)
 		return -EINVAL;
 	for (const char *p = s; *p; p++)
-		if (cl_hexval(*p) < 0)
+		if (cmdline_hexval(*p) < 0)
 			return -EINVAL;
 	for (; *s; s++) {
 		if (v >> 60)
 			return -ERANGE;
-		v = v << 4 | (u64)cl_hexval(*s);
+		v = v << 4 | (u64)cmdline_hexval(*s);
 	}
 	*out = v;
 	return 0;
@@ -147,31 +147,31 @@ union cl_val {
 	const char *s;	/* STR */
 };
 
-static int cl_get_number(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, u64 *out)
+static int cmdline_get_number(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, u64 *out)
 {
 	bool hex = o->type == CMDLINE_HEX;
 	const char *what = hex ? "a hex number" : "a decimal number";
 	u64 v;
 	int err;
 
-	err = hex ? cl_parse_hex(val, &v) : cl_parse_dec(val, &v);
+	err = hex ? cmdline_parse_hex(val, &v) : cmdline_parse_dec(val, &v);
 	if (err == -EINVAL) {
-		cl_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s",
+		cmdline_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s",
 			o->key, val, what);
 		return -EINVAL;
 	}
 	if (err == -ERANGE) {
-		cl_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s that fits in 64 bits",
+		cmdline_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s that fits in 64 bits",
 			o->key, val, what);
 		return -EINVAL;
 	}
 	if (v < o->min || (o->max && v > o->max)) {
 		if (o->max)
-			cl_warn_key(st, o, hex ? CMDLINE_SHOW "=" CMDLINE_SHOW ": expected 0x%llx..0x%llx"
+			cmdline_warn_key(st, o, hex ? CMDLINE_SHOW "=" CMDLINE_SHOW ": expected 0x%llx..0x%llx"
 					: CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %llu..%llu",
 				o->key, val, (unsigned long long)o->min, (unsigned long long)o->max);
 		else
-			cl_warn_key(st, o, hex ? CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at least 0x%llx"
+			cmdline_warn_key(st, o, hex ? CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at least 0x%llx"
 					: CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at least %llu",
 				o->key, val, (unsigned long long)o->min);
 		return -EINVAL;
@@ -180,7 +180,7 @@ static int cl_get_number(struct cmdline_state *st, const struct cmdline_opt *o, 
 	return 0;
 }
 
-static int cl_get_bool(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, bool *out)
+static int cmdline_get_bool(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, bool *out)
 {
 	static const char *const yes[] = { "1", "on", "yes", "true" };
 	static const char *const no[] = { "0", "off", "no", "false" };
@@ -191,13 +191,13 @@ static int cl_get_bool(struct cmdline_state *st, const struct cmdline_opt *o, co
 			return 0;
 		}
 	}
-	cl_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": expected 1|0|on|off|yes|no|true|false",
+	cmdline_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": expected 1|0|on|off|yes|no|true|false",
 		o->key, val);
 	return -EINVAL;
 }
 
 /* "a<sep>b<sep>c" into buf[size], cut with "..." when it does not fit. */
-static void cl_join_choices(const struct cmdline_opt *o, const char *sep, char *buf, size_t size)
+static void cmdline_join_choices(const struct cmdline_opt *o, const char *sep, char *buf, size_t size)
 {
 	size_t len = 0;
 	int i;
@@ -212,7 +212,7 @@ static void cl_join_choices(const struct cmdline_opt *o, const char *sep, char *
 		ksnprintf(buf + size - 4, 4, "...");
 }
 
-static int cl_get_enum(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, int *out)
+static int cmdline_get_enum(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, int *out)
 {
 	char list[96];
 	int i;
@@ -223,16 +223,16 @@ static int cl_get_enum(struct cmdline_state *st, const struct cmdline_opt *o, co
 			return 0;
 		}
 	}
-	cl_join_choices(o, "|", list, sizeof list);
-	cl_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s",
+	cmdline_join_choices(o, "|", list, sizeof list);
+	cmdline_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s",
 		o->key, val, list[0] ? list : "(no choices)");
 	return -EINVAL;
 }
 
-static int cl_get_str(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, const char **out)
+static int cmdline_get_str(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, const char **out)
 {
 	if (!o->dst || strlen(val) >= o->dst_size) {
-		cl_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at most %zu characters",
+		cmdline_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at most %zu characters",
 			o->key, val, o->dst_size ? o->dst_size - 1 : 0);
 		return -EINVAL;
 	}
@@ -242,7 +242,7 @@ static int cl_get_str(struct cmdline_state *st, const struct cmdline_opt *o, con
 
 /* Parses val as o's type (not CUSTOM) and runs o's validator: 0 with *v
  * set, or -EINVAL after one warning. */
-static int cl_get(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, union cl_val *v)
+static int cmdline_get(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, union cl_val *v)
 {
 	char why[64];
 	const void *arg;
@@ -250,24 +250,24 @@ static int cl_get(struct cmdline_state *st, const struct cmdline_opt *o, const c
 
 	switch (o->type) {
 	case CMDLINE_BOOL:
-		err = cl_get_bool(st, o, val, &v->b);
+		err = cmdline_get_bool(st, o, val, &v->b);
 		arg = &v->b;
 		break;
 	case CMDLINE_UINT:
 	case CMDLINE_HEX:
-		err = cl_get_number(st, o, val, &v->u);
+		err = cmdline_get_number(st, o, val, &v->u);
 		arg = &v->u;
 		break;
 	case CMDLINE_ENUM:
-		err = cl_get_enum(st, o, val, &v->e);
+		err = cmdline_get_enum(st, o, val, &v->e);
 		arg = &v->e;
 		break;
 	case CMDLINE_STR:
-		err = cl_get_str(st, o, val, &v->s);
+		err = cmdline_get_str(st, o, val, &v->s);
 		arg = v->s;
 		break;
 	default:
-		cl_warn(st, CMDLINE_SHOW ": option has a bad type, ignored", o->key);
+		cmdline_warn(st, CMDLINE_SHOW ": option has a bad type, ignored", o->key);
 		return -EINVAL;
 	}
 	if (err || !o->validate)
@@ -276,12 +276,12 @@ static int cl_get(struct cmdline_state *st, const struct cmdline_opt *o, const c
 	if (o->validate(arg, why, sizeof why) == 0)
 		return 0;
 	why[sizeof why - 1] = '\0';	/* whatever the callback did */
-	cl_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": %s",
+	cmdline_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": %s",
 		o->key, val, why[0] ? why : "invalid value");
 	return -EINVAL;
 }
 
-static void cl_store(const struct cmdline_opt *o, const union cl_val *v)
+static void cmdline_store(const struct cmdline_opt *o, const union cl_val *v)
 {
 	if (!o->dst)
 		return;
@@ -297,7 +297,7 @@ static void cl_store(const struct cmdline_opt *o, const union cl_val *v)
 		*(int *)o->dst = v->e;
 		break;
 	case CMDLINE_STR:
-		for (size_t i = 0; i <= strlen(v->s); i++)	/* fits: cl_get_str */
+		for (size_t i = 0; i <= strlen(v->s); i++)	/* fits: cmdline_get_str */
 			((char *)o->dst)[i] = v->s[i];
 		break;
 	default:
@@ -306,27 +306,27 @@ static void cl_store(const struct cmdline_opt *o, const union cl_val *v)
 }
 
 /* o took val: the source's set hook hears of it. */
-static void cl_stored(struct cmdline_state *st, const struct cmdline_opt *o, const char *val)
+static void cmdline_stored(struct cmdline_state *st, const struct cmdline_opt *o, const char *val)
 {
 	if (st->src && st->src->set)
 		st->src->set(st->src->ctx, st->where, o, val);
 }
 
-static void cl_set_custom(struct cmdline_state *st, const struct cmdline_opt *o, const char *val)
+static void cmdline_set_custom(struct cmdline_state *st, const struct cmdline_opt *o, const char *val)
 {
 	char why[64];
 
 	why[0] = '\0';
 	if (o->parse && o->parse(val, o->dst, why, sizeof why) == 0) {
-		cl_stored(st, o, val);
+		cmdline_stored(st, o, val);
 		return;
 	}
 	why[sizeof why - 1] = '\0';	/* whatever the callback did */
-	cl_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": %s",
+	cmdline_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": %s",
 		o->key, val, why[0] ? why : "invalid value");
 }
 
-static const struct cmdline_opt *cl_find(const struct cmdline_state *st, const char *key)
+static const struct cmdline_opt *cmdline_find(const struct cmdline_state *st, const char *key)
 {
 	for (size_t i = 0; i < st->nopts; i++) {
 		const struct cmdline_opt *o = st->set ? st->set[i] : &st->opts[i];
@@ -337,7 +337,7 @@ static const struct cmdline_opt *cl_find(const struct cmdline_state *st, const c
 	return NULL;
 }
 
-static void cl_token(struct cmdline_state *st, char *tok)
+static void cmdline_token(struct cmdline_state *st, char *tok)
 {
 	const struct cmdline_opt *o;
 	union cl_val v;
@@ -351,44 +351,44 @@ static void cl_token(struct cmdline_state *st, char *tok)
 		}
 	}
 	if (!tok[0]) {
-		cl_warn(st, "'=" CMDLINE_SHOW "' has no key, ignored", val);
+		cmdline_warn(st, "'=" CMDLINE_SHOW "' has no key, ignored", val);
 		return;
 	}
-	o = cl_find(st, tok);
+	o = cmdline_find(st, tok);
 
 	if (!val) {
 		if (o && o->type == CMDLINE_BOOL) {
-			if (cl_get(st, o, "1", &v) == 0) {
-				cl_store(o, &v);
-				cl_stored(st, o, "1");
+			if (cmdline_get(st, o, "1", &v) == 0) {
+				cmdline_store(o, &v);
+				cmdline_stored(st, o, "1");
 			}
 			return;
 		}
-		cl_warn(st, "'" CMDLINE_SHOW "' is not key=value", tok);
+		cmdline_warn(st, "'" CMDLINE_SHOW "' is not key=value", tok);
 		return;
 	}
 	if (!o) {
-		cl_warn(st, "unknown key '" CMDLINE_SHOW "' ignored", tok);
+		cmdline_warn(st, "unknown key '" CMDLINE_SHOW "' ignored", tok);
 		return;
 	}
 
 	if (o->type == CMDLINE_CUSTOM) {
-		cl_set_custom(st, o, val);
+		cmdline_set_custom(st, o, val);
 		return;
 	}
-	if (cl_get(st, o, val, &v) == 0) {
-		cl_store(o, &v);
-		cl_stored(st, o, val);
+	if (cmdline_get(st, o, val, &v) == 0) {
+		cmdline_store(o, &v);
+		cmdline_stored(st, o, val);
 	}
 }
 
-static int cl_parse_line(struct cmdline_state *st, const char *line);
+static int cmdline_parse_line(struct cmdline_state *st, const char *line);
 
 int cmdline_parse(const char *line, const struct cmdline_opt *opts, size_t nopts, cmdline_warn_fn warn, void *ctx)
 {
 	struct cmdline_state st = { .opts = opts, .nopts = nopts, .warn = warn, .ctx = ctx, .where = "cmdline" };
 
-	return cl_parse_line(&st, line);
+	return cmdline_parse_line(&st, line);
 }
 
 int cmdline_parse_set(const char *line, const struct cmdline_opt *const *set, size_t n, cmdline_warn_fn warn,
@@ -396,7 +396,7 @@ int cmdline_parse_set(const char *line, const struct cmdline_opt *const *set, si
 {
 	struct cmdline_state st = { .set = set, .nopts = n, .warn = warn, .ctx = ctx, .where = "cmdline" };
 
-	return cl_parse_line(&st, line);
+	return cmdline_parse_line(&st, line);
 }
 
 int cmdline_parse_src(const char *line, const struct cmdline_opt *const *set, size_t n,
@@ -404,8 +404,8 @@ int cmdline_parse_src(const char *line, const struct cmdline_opt *const *set, si
 {
 	struct cmdline_state st = { .set = set, .nopts = n, .warn = src->warn, .ctx = src->ctx, .src = src,
 				    .where = src->name };
-	cl_parse_line(&st, line);
-	cl_warn_summary(&st);
+	cmdline_parse_line(&st, line);
+	cmdline_warn_summary(&st);
 	return st.nwarn;
 }
 
@@ -416,7 +416,7 @@ bool cmdline_default_ok(const struct cmdline_opt *o)
 
 	if (o->type == CMDLINE_CUSTOM || !o->def || o->def_prose)
 		return true;
-	if (!o->dst || cl_get(&st, o, o->def, &v))
+	if (!o->dst || cmdline_get(&st, o, o->def, &v))
 		return false;
 	switch (o->type) {
 	case CMDLINE_BOOL:
@@ -455,7 +455,7 @@ void cmdline_describe_values(const struct cmdline_opt *o, const char *sep, char 
 		ksnprintf(buf, size, "hex number");
 		break;
 	case CMDLINE_ENUM:
-		cl_join_choices(o, sep, buf, size);
+		cmdline_join_choices(o, sep, buf, size);
 		break;
 	case CMDLINE_STR:
 		ksnprintf(buf, size, "text, at most %zu characters", o->dst_size ? o->dst_size - 1 : 0);
@@ -466,7 +466,7 @@ void cmdline_describe_values(const struct cmdline_opt *o, const char *sep, char 
 	}
 }
 
-static int cl_parse_line(struct cmdline_state *st_, const char *line)
+static int cmdline_parse_line(struct cmdline_state *st_, const char *line)
 {
 	struct cmdline_state st = *st_;
 	char tok[CMDLINE_MAX];
@@ -482,18 +482,18 @@ static int cl_parse_line(struct cmdline_state *st_, const char *line)
 	cut = n == CMDLINE_MAX;
 	if (cut) {
 		n = CMDLINE_MAX - 1;
-		cl_warn(&st, "longer than %d characters, ignoring the rest", CMDLINE_MAX - 1);
+		cmdline_warn(&st, "longer than %d characters, ignoring the rest", CMDLINE_MAX - 1);
 	}
 
 	for (;;) {
 		bool quoted = false;
 		size_t len = 0;
 
-		while (i < n && cl_space(line[i]))
+		while (i < n && cmdline_space(line[i]))
 			i++;
 		if (i == n)
 			break;
-		while (i < n && (quoted || !cl_space(line[i]))) {
+		while (i < n && (quoted || !cmdline_space(line[i]))) {
 			if (line[i] == '"')
 				quoted = !quoted;
 			else
@@ -501,24 +501,24 @@ static int cl_parse_line(struct cmdline_state *st_, const char *line)
 			i++;
 		}
 		tok[len] = '\0';
-		if (i == n && cut && (quoted || !cl_space(line[n])))
+		if (i == n && cut && (quoted || !cmdline_space(line[n])))
 			break;	/* the limit fell inside this token: drop it */
 		if (quoted)
-			cl_warn(&st, "unterminated quote in '" CMDLINE_SHOW "', taking the rest", tok);
-		cl_token(&st, tok);
+			cmdline_warn(&st, "unterminated quote in '" CMDLINE_SHOW "', taking the rest", tok);
+		cmdline_token(&st, tok);
 	}
 	*st_ = st;
 	return st.nwarn;
 }
 
-static bool cl_blank(char c)
+static bool cmdline_blank(char c)
 {
 	return c == ' ' || c == '\t' || c == '\r';
 }
 
 /* One line of a file, line[0..len) (no '\n'), already checked for length:
- * blank, a comment, or "key = value" handed to cl_token as key=value. */
-static void cl_file_line(struct cmdline_state *st, const char *line, size_t len, char *tok)
+ * blank, a comment, or "key = value" handed to cmdline_token as key=value. */
+static void cmdline_file_line(struct cmdline_state *st, const char *line, size_t len, char *tok)
 {
 	size_t a = 0, b = len, eq, kend, vbeg, o = 0;
 
@@ -526,30 +526,30 @@ static void cl_file_line(struct cmdline_state *st, const char *line, size_t len,
 		u8 c = (u8)line[i];
 
 		if (c == 0) {
-			cl_warn(st, "a NUL byte in the line, ignored");
+			cmdline_warn(st, "a NUL byte in the line, ignored");
 			return;
 		}
 		if ((c < 0x20 && c != '\t' && c != '\r') || c >= 0x7f) {
-			cl_warn(st, "byte 0x%02x is not printable ASCII, line ignored", c);
+			cmdline_warn(st, "byte 0x%02x is not printable ASCII, line ignored", c);
 			return;
 		}
 	}
-	while (a < b && cl_blank(line[a]))
+	while (a < b && cmdline_blank(line[a]))
 		a++;
-	while (b > a && cl_blank(line[b - 1]))
+	while (b > a && cmdline_blank(line[b - 1]))
 		b--;
 	if (a == b || line[a] == '#')
 		return;
 	for (eq = a; eq < b && line[eq] != '='; eq++)
 		;
 	kend = eq;
-	while (kend > a && cl_blank(line[kend - 1]))
+	while (kend > a && cmdline_blank(line[kend - 1]))
 		kend--;
 	for (size_t i = a; i < kend; i++)
 		tok[o++] = line[i];
 	if (eq < b) {
 		vbeg = eq + 1;
-		while (vbeg < b && cl_blank(line[vbeg]))
+		while (vbeg < b && cmdline_blank(line[vbeg]))
 			vbeg++;
 		/* A value wholly in double quotes loses them (as on the command line). */
 		if (b - vbeg >= 2 && line[vbeg] == '"' && line[b - 1] == '"') {
@@ -564,11 +564,11 @@ static void cl_file_line(struct cmdline_state *st, const char *line, size_t len,
 	/* Tabs and CRs were blanks only at the ends and around the '='. */
 	for (size_t i = 0; i < o; i++) {
 		if ((u8)tok[i] < 0x20) {
-			cl_warn(st, "byte 0x%02x is not printable ASCII, line ignored", (u8)tok[i]);
+			cmdline_warn(st, "byte 0x%02x is not printable ASCII, line ignored", (u8)tok[i]);
 			return;
 		}
 	}
-	cl_token(st, tok);
+	cmdline_token(st, tok);
 }
 
 int cmdline_parse_file(const char *buf, size_t len, const struct cmdline_opt *const *set, size_t n,
@@ -589,18 +589,18 @@ int cmdline_parse_file(const char *buf, size_t len, const struct cmdline_opt *co
 		ksnprintf(where, sizeof where, "%.40s line %u", src->name, lineno);
 		st.where = where;
 		if (end - pos >= CMDLINE_MAX)
-			cl_warn(&st, "longer than %d characters, ignored", CMDLINE_MAX - 1);
+			cmdline_warn(&st, "longer than %d characters, ignored", CMDLINE_MAX - 1);
 		else
-			cl_file_line(&st, buf + pos, end - pos, tok);
+			cmdline_file_line(&st, buf + pos, end - pos, tok);
 		pos = end + 1;	/* past the '\n'; past len when the last line has none */
 	}
-	cl_warn_summary(&st);
+	cmdline_warn_summary(&st);
 	return st.nwarn;
 }
 
 /* An address part: 1 to 3 digits, at most max, no leading zero (often
  * meant as octal). */
-static int cl_dec_part(const char **sp, u32 max, u32 *out)
+static int cmdline_dec_part(const char **sp, u32 max, u32 *out)
 {
 	const char *s = *sp;
 	u64 v;
@@ -622,13 +622,13 @@ int cmdline_parse_ipv4(const char *s, u32 *addr, int *prefix)
 	for (i = 0; i < 4; i++) {
 		if (i && *s++ != '.')
 			return -EINVAL;
-		if (cl_dec_part(&s, 255, &part))
+		if (cmdline_dec_part(&s, 255, &part))
 			return -EINVAL;
 		a = a << 8 | part;
 	}
 	if (prefix && *s == '/') {
 		s++;
-		if (cl_dec_part(&s, 32, &len))
+		if (cmdline_dec_part(&s, 32, &len))
 			return -EINVAL;
 		pfx = (int)len;
 	}

@@ -25,7 +25,7 @@ size_t config_params(const struct cmdline_opt *const **set)
 }
 
 __attribute__((format(printf, 3, 4)))
-static void cfg_report(cmdline_warn_fn warn, void *ctx, const char *fmt, ...)
+static void config_report(cmdline_warn_fn warn, void *ctx, const char *fmt, ...)
 {
 	char msg[160];
 	va_list ap;
@@ -47,21 +47,21 @@ int config_check(cmdline_warn_fn warn, void *ctx)
 		const struct cmdline_opt *o = set[i];
 
 		if (!o->key || !o->key[0] || !o->help) {
-			cfg_report(warn, ctx, "cmdline: table entry %zu has no key or no help", i);
+			config_report(warn, ctx, "cmdline: table entry %zu has no key or no help", i);
 			problems++;
 			continue;
 		}
 		for (size_t j = 0; j < i; j++) {
 			if (set[j]->key && !strcmp(set[j]->key, o->key)) {
 				/* The parser takes the first: say which one is dead. */
-				cfg_report(warn, ctx, "cmdline: key '%.48s' is registered twice; the second is ignored",
+				config_report(warn, ctx, "cmdline: key '%.48s' is registered twice; the second is ignored",
 					   o->key);
 				problems++;
 				break;
 			}
 		}
 		if (!cmdline_default_ok(o)) {
-			cfg_report(warn, ctx, "cmdline: key '%.48s': its default '%.32s' is not what its variable holds",
+			config_report(warn, ctx, "cmdline: key '%.48s': its default '%.32s' is not what its variable holds",
 				   o->key, o->def);
 			problems++;
 		}
@@ -69,7 +69,7 @@ int config_check(cmdline_warn_fn warn, void *ctx)
 	return problems;
 }
 
-static void cfg_warn(void *ctx, const char *msg)
+static void config_warn(void *ctx, const char *msg)
 {
 	(void)ctx;
 	kprintf("warning: %s\n", msg);
@@ -80,9 +80,9 @@ int config_parse(const char *cmdline)
 {
 	const struct cmdline_opt *const *set;
 	size_t n = config_params(&set);
-	int problems = config_check(cfg_warn, NULL);
+	int problems = config_check(config_warn, NULL);
 
-	return problems + cmdline_parse_set(cmdline, set, n, cfg_warn, NULL);
+	return problems + cmdline_parse_set(cmdline, set, n, config_warn, NULL);
 }
 
 void config_print_params(void)
@@ -114,13 +114,13 @@ void config_print_params(void)
 	}
 }
 
-static void cfg_cmd_params(const char *args)
+static void config_cmd_params(const char *args)
 {
 	(void)args;
 	config_print_params();
 }
 
-SHELL_CMD(params, .name = "params", .fn = cfg_cmd_params, .help = "the command-line keys, their values and defaults");
+SHELL_CMD(params, .name = "params", .fn = config_cmd_params, .help = "the command-line keys, their values and defaults");
 
 /* ---- layered sources ---- */
 
@@ -130,19 +130,19 @@ SHELL_CMD(params, .name = "params", .fn = cfg_cmd_params, .help = "the command-l
 #define CONFIG_TEXT 48		/* how much of a value the origin log keeps */
 #define CONFIG_FILE_WARN 16	/* warnings shown per file, then a count */
 
-struct cfg_origin {
+struct config_origin {
 	const char *src;	/* the source that set the key last; NULL: default */
 	char text[CONFIG_TEXT];	/* the value as that source gave it, maybe cut with "..." */
 };
 
-static struct cfg_origin cfg_origins[CONFIG_MAX_KEYS];
+static struct config_origin config_origins[CONFIG_MAX_KEYS];
 
-struct cfg_apply {
+struct config_apply {
 	const char *label;	/* the origin the log shows, e.g. "vireo.cfg" */
 	bool file;		/* a repeated key is worth a warning */
 };
 
-static size_t cfg_index(const struct cmdline_opt *o)
+static size_t config_index(const struct cmdline_opt *o)
 {
 	const struct cmdline_opt *const *set;
 	size_t n = config_params(&set);
@@ -153,15 +153,15 @@ static size_t cfg_index(const struct cmdline_opt *o)
 	return CONFIG_MAX_KEYS;
 }
 
-static void cfg_set(void *ctx, const char *where, const struct cmdline_opt *o, const char *val)
+static void config_set(void *ctx, const char *where, const struct cmdline_opt *o, const char *val)
 {
-	const struct cfg_apply *a = ctx;
-	size_t i = cfg_index(o), len = strlen(val);
-	struct cfg_origin *org;
+	const struct config_apply *a = ctx;
+	size_t i = config_index(o), len = strlen(val);
+	struct config_origin *org;
 
 	if (i == CONFIG_MAX_KEYS)
 		return;
-	org = &cfg_origins[i];
+	org = &config_origins[i];
 	if (a->file && org->src == a->label)
 		kprintf("config: %.64s: %.48s was set on an earlier line; the later value wins\n", where, o->key);
 	org->src = a->label;
@@ -173,24 +173,24 @@ static void cfg_set(void *ctx, const char *where, const struct cmdline_opt *o, c
 	}
 }
 
-static int cfg_kept(void *ctx, const struct cmdline_opt *o, char *buf, size_t size)
+static int config_kept(void *ctx, const struct cmdline_opt *o, char *buf, size_t size)
 {
-	size_t i = cfg_index(o);
+	size_t i = config_index(o);
 
 	(void)ctx;
-	if (i == CONFIG_MAX_KEYS || !cfg_origins[i].src)
+	if (i == CONFIG_MAX_KEYS || !config_origins[i].src)
 		return 0;
-	return ksnprintf(buf, size, "%s from %s (default %s)", cfg_origins[i].text, cfg_origins[i].src,
+	return ksnprintf(buf, size, "%s from %s (default %s)", config_origins[i].text, config_origins[i].src,
 			 o->def ? o->def : "none");
 }
 
-static int cfg_apply(const char *label, const char *name, bool file, const char *buf, size_t len)
+static int config_apply_source(const char *label, const char *name, bool file, const char *buf, size_t len)
 {
 	const struct cmdline_opt *const *set;
 	size_t n = config_params(&set);
-	struct cfg_apply a = { .label = label, .file = file };
+	struct config_apply a = { .label = label, .file = file };
 	struct cmdline_source src = {
-		.name = name, .warn = cfg_warn, .set = cfg_set, .kept = cfg_kept, .ctx = &a,
+		.name = name, .warn = config_warn, .set = config_set, .kept = config_kept, .ctx = &a,
 		.max_warn = file ? CONFIG_FILE_WARN : 0,
 	};
 
@@ -199,19 +199,19 @@ static int cfg_apply(const char *label, const char *name, bool file, const char 
 
 int config_apply_file(const char *label, const char *buf, size_t len)
 {
-	return cfg_apply(label, label, true, buf, len);
+	return config_apply_source(label, label, true, buf, len);
 }
 
 int config_apply_cmdline(const char *label, const char *line)
 {
-	return cfg_apply(label, "cmdline", false, line, 0);
+	return config_apply_source(label, "cmdline", false, line, 0);
 }
 
 const char *config_origin(const struct cmdline_opt *o)
 {
-	size_t i = cfg_index(o);
+	size_t i = config_index(o);
 
-	return i == CONFIG_MAX_KEYS ? NULL : cfg_origins[i].src;
+	return i == CONFIG_MAX_KEYS ? NULL : config_origins[i].src;
 }
 
 void config_print_origins(void)
@@ -220,20 +220,20 @@ void config_print_origins(void)
 	size_t n = config_params(&set);
 
 	for (size_t i = 0; i < n && i < CONFIG_MAX_KEYS; i++)
-		if (cfg_origins[i].src)
-			kprintf("config: %s=%s (from %s)\n", set[i]->key, cfg_origins[i].text, cfg_origins[i].src);
+		if (config_origins[i].src)
+			kprintf("config: %s=%s (from %s)\n", set[i]->key, config_origins[i].text, config_origins[i].src);
 }
 
 void config_reset_origins(void)
 {
-	memset(cfg_origins, 0, sizeof cfg_origins);
+	memset(config_origins, 0, sizeof config_origins);
 }
 
 int config_boot(const struct boot_info *bi)
 {
 	/* The label outlives the call: origins point at it. */
 	static char cmdline_label[40];
-	int problems = config_check(cfg_warn, NULL);
+	int problems = config_check(config_warn, NULL);
 
 	switch (bi->cfg_state) {
 	case BOOT_CFG_OK:
