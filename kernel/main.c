@@ -73,6 +73,9 @@ static void main_start_network(void)
 	netup_cmdline_addrs(&addrs);
 	if (netup_start(n, &addrs, app_http_port()) == 0)
 		netif_vnet_attach();
+	err = sntp_start();
+	if (err)
+		kprintf("net: ntp client failed to start (%d)\n", err);
 }
 
 void kernel_main(struct boot_info *bi)

@@ -211,8 +211,8 @@ extern void *vireo_lwip_heap;		/* net/lwip_port.c */
 #define MEMP_NUM_MLD6_GROUP		4	/* all-nodes + 3 solicited-node groups */
 #define MEMP_NUM_REASSDATA		4
 #define MEMP_NUM_FRAG_PBUF		16
-/* lwIP's own timers plus the port's TIME_WAIT trim. */
-#define MEMP_NUM_SYS_TIMEOUT		(LWIP_NUM_SYS_TIMEOUT_INTERNAL + 1)
+/* lwIP's own timers plus the port's TIME_WAIT trim and the SNTP client's. */
+#define MEMP_NUM_SYS_TIMEOUT		(LWIP_NUM_SYS_TIMEOUT_INTERNAL + 2)
 
 /* ---- pbufs ---------------------------------------------------------------- */
 /* One pool pbuf holds a whole frame: 1514 bytes, 1518 with a VLAN tag. */

@@ -1246,6 +1246,42 @@ static void test_esp_site_full_table(void **state)
 	free(s);
 }
 
+/* ---- the Date header ---- */
+
+static size_t date_known(char *buf, size_t size)
+{
+	return (size_t)snprintf(buf, size, "Sun, 06 Nov 1994 08:49:37 GMT");
+}
+
+static size_t date_unknown(char *buf, size_t size)
+{
+	(void)buf;
+	(void)size;
+	return 0;
+}
+
+static void test_date_header(void **state)
+{
+	char buf[512];
+	size_t n;
+
+	http_set_date_source(date_known);
+	n = http_response_head(buf, sizeof buf, 200, "text/plain", 3, true, NULL);
+	buf[n] = '\0';
+	assert_string_equal(buf, "HTTP/1.1 200 OK\r\nServer: vireo\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+				 "Content-Type: text/plain\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\n");
+	n = http_error_response(buf, sizeof buf, 404, false, true);
+	buf[n] = '\0';
+	assert_non_null(strstr(buf, "\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"));
+	/* the head still refuses what does not fit, Date included */
+	assert_int_equal(http_response_head(buf, 60, 200, "text/plain", 3, true, NULL), 0);
+	http_set_date_source(date_unknown);
+	n = http_response_head(buf, sizeof buf, 200, NULL, 0, false, NULL);
+	buf[n] = '\0';
+	assert_null(strstr(buf, "Date:"));
+	http_set_date_source(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1269,6 +1305,7 @@ int main(void)
 		cmocka_unit_test(test_content_types),
 		cmocka_unit_test(test_etag_match),
 		cmocka_unit_test(test_site_lookup),
+		cmocka_unit_test(test_date_header),
 		cmocka_unit_test(test_esp_site_indexed_and_served),
 		cmocka_unit_test(test_esp_site_refusals),
 		cmocka_unit_test(test_esp_site_full_table),
