@@ -76,6 +76,9 @@ static void main_start_network(void)
 	err = sntp_start();
 	if (err)
 		kprintf("net: ntp client failed to start (%d)\n", err);
+	err = syslog_start();
+	if (err)
+		kprintf("net: syslog failed to start (%d)\n", err);
 }
 
 void kernel_main(struct boot_info *bi)

@@ -61,4 +61,9 @@ int netup_start(struct netif *n, const struct netup_addrs *a, u16 http_port);
  * (kernel/wallclock.h). Returns 0 (also when off), or -ENOMEM/-EIO. */
 int sntp_start(void);
 
+/* Remote syslog (net/syslog.c) when syslog= names a server: every console
+ * line from now on (and the log ring's contents) as RFC 5424 over UDP,
+ * bounded and dropping. Returns 0 (also when off), or -ENOMEM. */
+int syslog_start(void);
+
 #endif
