@@ -1,6 +1,6 @@
 /*
  * The SNTP client (RFC 4330) on lwIP's raw UDP API: one request at a time to
- * the ntp= server, each with a random transmit timestamp the reply must
+ * the ntp= server (an address, or a name net/resolv.c looks up first), each with a random transmit timestamp the reply must
  * echo (sntp_msg.c checks the rest). An answer sets kernel/wallclock.c; no
  * answer retries after 2, 4, 8 ... 64 s; once set, the clock is refreshed
  * every SNTP_RESYNC_MS.
@@ -24,6 +24,7 @@
 #include "lwip/timeouts.h"
 #include "lwip/udp.h"
 #include "net/net.h"
+#include "net/resolv.h"
 #include "net/sntp_msg.h"
 
 #define SNTP_FIRST_MS 1000	/* after start: let the address settle */
@@ -33,7 +34,8 @@
 #define SNTP_RESYNC_MS (3600 * 1000)
 #define SNTP_LOG_MAX 8
 
-static u32 sntp_server;	/* host order; 0: off */
+static u32 sntp_server;	/* host order; 0: off, or ... */
+static char sntp_name[254];	/* ... a host name to resolve (net/resolv.c) */
 
 static int sntp_parse(const char *val, void *dst, char *why, size_t why_len)
 {
@@ -42,17 +44,24 @@ static int sntp_parse(const char *val, void *dst, char *why, size_t why_len)
 	(void)dst;
 	if (!strcmp(val, "off")) {
 		sntp_server = 0;
+		sntp_name[0] = '\0';
 		return 0;
 	}
-	if (cmdline_parse_ipv4(val, &a, NULL) < 0 || a == 0 || a == 0xffffffffu) {
-		ksnprintf(why, why_len, "want off or a server's A.B.C.D");
-		return -EINVAL;
+	if (cmdline_parse_ipv4(val, &a, NULL) == 0 && a != 0 && a != 0xffffffffu) {
+		sntp_server = a;
+		sntp_name[0] = '\0';
+		return 0;
 	}
-	sntp_server = a;
-	return 0;
+	if (resolv_is_name(val) && strlen(val) < sizeof sntp_name) {
+		sntp_server = 0;
+		strlcpy(sntp_name, val, sizeof sntp_name);
+		return 0;
+	}
+	ksnprintf(why, why_len, "want off, a server's A.B.C.D or its name");
+	return -EINVAL;
 }
 CMDLINE_PARAM(ntp, .key = "ntp", .type = CMDLINE_CUSTOM, .parse = sntp_parse, .def = "off",
-	      .values = "off, A.B.C.D", .help = "SNTP server for wall-clock time (the Date header, log timestamps)");
+	      .values = "off, A.B.C.D, host name (dns=)", .help = "SNTP server for wall-clock time (the Date header, log timestamps)");
 
 static struct {
 	struct udp_pcb *pcb;
@@ -72,6 +81,22 @@ static void sntp_arm(u32 ms)
 	sys_timeout(ms, sntp_send, NULL);
 }
 
+static void sntp_resolved(const char *name, const ip_addr_t *a, void *arg)
+{
+	static bool said;
+
+	(void)arg;
+	if (!a) {
+		if (sntp.logged++ < SNTP_LOG_MAX)
+			kprintf("warning: ntp: %s did not resolve; trying again in %u s\n", name, sntp.retry_ms / 1000);
+		return;	/* sntp_send's retry timer is armed */
+	}
+	if (!said)
+		kprintf("ntp: %s is %s\n", name, ipaddr_ntoa(a));
+	said = true;
+	sntp_arm(1);	/* send now: the lookup is cached */
+}
+
 static void sntp_send(void *arg)
 {
 	struct netif *n = netif_default;
@@ -82,6 +107,22 @@ static void sntp_send(void *arg)
 	if (!n || !netif_is_up(n) || !netif_is_link_up(n) || ip4_addr_isany_val(*netif_ip4_addr(n))) {
 		sys_timeout(SNTP_WAIT_ADDR_MS, sntp_send, NULL);
 		return;
+	}
+	if (sntp_name[0]) {
+		ip_addr_t a;
+		int err = resolv_lookup(sntp_name, &a, sntp_resolved);
+
+		if (err) {
+			/* -EBUSY: sntp_resolved sends once the answer is in;
+			 * this timer is the retry if it never comes. */
+			if (err != -EBUSY && sntp.logged++ < SNTP_LOG_MAX)
+				kprintf("warning: ntp: cannot ask DNS for %s\n", sntp_name);
+			sys_timeout(sntp.retry_ms, sntp_send, NULL);
+			if (sntp.retry_ms < SNTP_RETRY_MAX_MS)
+				sntp.retry_ms *= 2;
+			return;
+		}
+		sntp.server = a;
 	}
 	/* The previous request, if any, went unanswered: it is forgotten. */
 	sntp.nonce = random_u64() | 1;	/* never 0: a reply's empty originate never matches */
@@ -140,7 +181,7 @@ static void sntp_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_a
 
 int sntp_start(void)
 {
-	if (!sntp_server)
+	if (!sntp_server && !sntp_name[0])
 		return 0;
 	sntp.pcb = udp_new_ip_type(IPADDR_TYPE_V4);
 	if (!sntp.pcb)
@@ -153,7 +194,7 @@ int sntp_start(void)
 	udp_recv(sntp.pcb, sntp_recv, NULL);
 	ip_addr_set_ip4_u32_val(sntp.server, lwip_htonl(sntp_server));
 	sntp.retry_ms = SNTP_RETRY_MIN_MS;
-	kprintf("ntp: server %s\n", ipaddr_ntoa(&sntp.server));
+	kprintf("ntp: server %s\n", sntp_name[0] ? sntp_name : ipaddr_ntoa(&sntp.server));
 	sntp_arm(SNTP_FIRST_MS);
 	return 0;
 }

@@ -127,3 +127,44 @@ def test_hostile_server_refused_and_serving_goes_on(boot, netns):
     r = netns.run("curl", "-sS", "-i", "--max-time", "20", f"http://{netns.guest_ip}/healthz")
     head = r.stdout.decode(errors="replace")
     assert head.startswith("HTTP/1.1 200 OK") and "\r\nDate:" not in head, head
+
+
+FAKE_DNS = r'''
+import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("{host}", 53))
+s.settimeout(150)
+while True:
+    try:
+        q, peer = s.recvfrom(512)
+    except socket.timeout:
+        break
+    qid, flags, qd = struct.unpack("!HHH", q[:6])
+    i, labels = 12, []
+    while q[i]:
+        labels.append(q[i + 1:i + 1 + q[i]].decode())
+        i += 1 + q[i]
+    question = q[12:i + 5]
+    name = ".".join(labels).lower()
+    print(name, flush=True)
+    if name == "time.vireo.test":
+        ans = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton("{host}")
+        s.sendto(struct.pack("!HHHHHH", qid, 0x8180, 1, 1, 0, 0) + question + ans, peer)
+    else:
+        s.sendto(struct.pack("!HHHHHH", qid, 0x8183, 1, 0, 0, 0) + question, peer)
+'''
+
+
+def test_ntp_server_by_name_through_dns(boot, netns, chronyd):
+    dns = netns.popen("/usr/bin/python3", "-c", FAKE_DNS.format(host=netns.host_ip),
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        vm = boot(cmdline=f"ip={netns.guest_ip}/24 dns={netns.host_ip} ntp=time.vireo.test", wrap=netns.wrap,
+                  extra=netns.qemu_args())
+        vm.wait_for(READY, timeout=120)
+        vm.wait_for(rf"^ntp: time\.vireo\.test is {re.escape(netns.host_ip)}$", timeout=60)
+        vm.wait_for(rf"^{STAMP}time: \S+ from ntp {re.escape(netns.host_ip)} ", timeout=60)
+    finally:
+        dns.kill()
+        out, _ = dns.communicate(timeout=10)
+    assert "time.vireo.test" in out.decode().split()

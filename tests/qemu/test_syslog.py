@@ -72,11 +72,16 @@ def test_console_lines_reach_the_syslog_listener(boot, netns):
     assert r.stdout == b"ok\n"
 
 
-def test_bad_syslog_value_warns_and_boots(boot):
-    vm = boot(cmdline="syslog=10.0.0.1:99999 syslog=nowhere",
+def test_bad_syslog_dns_ntp_values_warn_and_boot(boot):
+    vm = boot(cmdline="syslog=10.0.0.1:99999 syslog=nowhere dns=1.2.3 dns=1.2.3.4, ntp=bad_name!",
               extra=["-netdev", "user,id=n0,restrict=on", "-device", "virtio-net-pci,netdev=n0,romfile="])
     vm.wait_for(READY, timeout=120)
     assert re.search(r"^warning: cmdline: syslog=10\.0\.0\.1:99999: want off or A\.B\.C\.D\[:port\], "
                      r"keeping default off$", vm.text, re.M), vm.text
     assert re.search(r"^warning: cmdline: syslog=nowhere: ", vm.text, re.M)
     assert "syslog: to" not in vm.text
+    assert re.search(r"^warning: cmdline: dns=1\.2\.3: want one or two A\.B\.C\.D, comma-separated", vm.text, re.M)
+    assert re.search(r"^warning: cmdline: dns=1\.2\.3\.4,: want", vm.text, re.M)
+    assert re.search(r"^warning: cmdline: ntp=bad_name!: want off, a server's A\.B\.C\.D or its name, "
+                     r"keeping default off$", vm.text, re.M), vm.text
+    assert "ntp: server" not in vm.text
