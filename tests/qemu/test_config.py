@@ -90,3 +90,28 @@ def test_no_file_says_so(boot):
     vm.wait_for(r"^vireo: kernel ready$", timeout=120)
     assert re.search(r"^config: no EFI/vireo/vireo\.cfg$", vm.text, re.M), vm.text
 
+
+
+def test_grub_image_reads_the_file_too(boot, tmp_path):
+    """GRUB's chainloader hands vireo the ESP's device: vireo.cfg on
+    vireo-grub.img (where EFI/vireo/ already holds grub.cfg) applies under
+    the command line GRUB passes."""
+    grub = os.path.join(ROOT, "build", "vireo-grub.img")
+    if not os.path.exists(grub):
+        raise AssertionError(f"{grub} missing: run `make images` (make test does)")
+    img = tmp_path / "grub.img"
+    shutil.copyfile(grub, img)
+    cfg = tmp_path / "vireo.cfg"
+    cfg.write_text("http=8080\npanic=halt\n")
+    subprocess.run(["mcopy", "-o", "-i", f"{img}{ESP}", str(cfg), "::/EFI/vireo/vireo.cfg"], check=True,
+                   env=dict(os.environ, MTOOLS_SKIP_CHECK="1"))
+    port = free_tcp_port()
+    vm = boot(image=str(img), extra=["-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:8080",
+                                     "-device", "virtio-net-pci,netdev=n0,romfile="])
+    m = vm.wait_for(READY, timeout=120)
+    assert m.group(2) == "8080", vm.text
+    assert re.search(r"^config: http=8080 \(from vireo\.cfg\)$", vm.text, re.M), vm.text
+    # GRUB's LoadOptions carry panic=reboot, and the command line wins
+    assert re.search(r"^config: panic=reboot \(from cmdline \(loadoptions\)\)$", vm.text, re.M), vm.text
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=20) as r:
+        assert r.status == 200
