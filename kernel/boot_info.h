@@ -5,7 +5,17 @@
 
 #define BOOT_MAX_REGIONS 512
 #define BOOT_CMDLINE_MAX 1024
-#define BOOT_STACK_PAGES 16	/* kernel stack, plus one guard page below it */
+#define BOOT_STACK_PAGES 16
+#define BOOT_CFG_MAX 16384	/* EFI/vireo/vireo.cfg: larger files are refused */
+#define BOOT_CFG_PATH "EFI/vireo/vireo.cfg"
+/* EFI/vireo/site/: at most this many files, this many bytes of them in all,
+ * URL paths of at most BOOT_SITE_PATH_MAX - 1 bytes, directories at most
+ * BOOT_SITE_DEPTH deep. Over any bound the baked-in site stays. */
+#define BOOT_SITE_PATH "EFI/vireo/site"
+#define BOOT_SITE_MAX_FILES 256
+#define BOOT_SITE_MAX_BYTES (8u << 20)
+#define BOOT_SITE_PATH_MAX 256
+#define BOOT_SITE_DEPTH 8	/* kernel stack, plus one guard page below it */
 
 #ifndef __ASSEMBLER__	/* boot/pvh_entry.S reads the numbers above */
 #include "kernel/types.h"
@@ -62,6 +72,45 @@ struct boot_info {
 	u32 nregions;
 	u32 regions_dropped;	/* map entries that did not fit */
 	struct boot_region regions[BOOT_MAX_REGIONS];
+	/* EFI/vireo/vireo.cfg from the ESP vireo was loaded from (UEFI only). */
+	u32 cfg_state;		/* enum boot_cfg_state */
+	u32 cfg_len;		/* BOOT_CFG_OK: bytes in cfg */
+	u64 cfg_status;		/* BOOT_CFG_ERROR: the EFI status */
+	char cfg[BOOT_CFG_MAX];	/* the file's bytes, not NUL-terminated */
+	/* EFI/vireo/site/ (UEFI only): site_nfiles struct boot_site_file
+	 * entries at site_base, the files' bytes behind them; site_size
+	 * bytes in all, in EfiLoaderData pages the kernel never frees. */
+	u32 site_state;		/* enum boot_site_state */
+	u32 site_nfiles;
+	u64 site_base, site_size;
+	u64 site_status;	/* BOOT_SITE_ERROR: the EFI status */
+	char site_what[BOOT_SITE_PATH_MAX];	/* the path a refusal is about */
+};
+
+/* One file of the ESP's site: its URL path ("/index.html") and where its
+ * bytes are, relative to the end of the entry table. */
+struct boot_site_file {
+	char path[BOOT_SITE_PATH_MAX];	/* NUL-terminated */
+	u64 off, len;
+};
+
+enum boot_site_state {
+	BOOT_SITE_NONE,		/* not looked for (PVH) */
+	BOOT_SITE_OK,
+	BOOT_SITE_ABSENT,	/* no EFI/vireo/site directory */
+	BOOT_SITE_TOO_MANY,	/* over BOOT_SITE_MAX_FILES files */
+	BOOT_SITE_TOO_BIG,	/* over BOOT_SITE_MAX_BYTES bytes */
+	BOOT_SITE_BAD_NAME,	/* a name outside [A-Za-z0-9._~-], or a path too long or deep */
+	BOOT_SITE_NO_MEMORY,
+	BOOT_SITE_ERROR,	/* opening or reading failed */
+};
+
+enum boot_cfg_state {
+	BOOT_CFG_NONE,		/* not looked for (PVH) */
+	BOOT_CFG_OK,
+	BOOT_CFG_ABSENT,	/* no such file (or no file system protocol) */
+	BOOT_CFG_TOO_BIG,	/* over BOOT_CFG_MAX bytes: not used */
+	BOOT_CFG_ERROR,		/* opening or reading failed: not used */
 };
 
 /* Entered on the kernel stack with interrupts disabled; never returns. */

@@ -14,26 +14,80 @@ struct cmdline_state {
 	size_t nopts;
 	cmdline_warn_fn warn;
 	void *ctx;
+	const struct cmdline_source *src;	/* NULL: "cmdline", no hooks */
+	const char *where;	/* every warning's prefix: the source's name, or "<name> line N" */
 	int nwarn;
+	int shown;		/* warnings handed to warn (src->max_warn bounds them) */
 };
 
-__attribute__((format(printf, 2, 3)))
-static void cmdline_warn(struct cmdline_state *st, const char *fmt, ...)
+static void cmdline_emit(struct cmdline_state *st, char *msg)
 {
-	char msg[192];
-	va_list ap;
-
-	st->nwarn++;
-	if (!st->warn)
-		return;
-	va_start(ap, fmt);
-	kvsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
 	/* The line is untrusted: keep control bytes out of the log. */
 	for (char *p = msg; *p; p++)
 		if ((u8)*p < 0x20 || (u8)*p >= 0x7f)
 			*p = '?';
 	st->warn(st->ctx, msg);
+}
+
+static void cmdline_vwarn(struct cmdline_state *st, const struct cmdline_opt *o, const char *fmt, va_list ap)
+{
+	char msg[224];
+	size_t len;
+	int max = st->src ? st->src->max_warn : 0;
+
+	st->nwarn++;
+	if (!st->warn || (max && st->shown >= max))
+		return;
+	st->shown++;
+	ksnprintf(msg, sizeof msg, "%s: ", st->where);
+	len = strlen(msg);
+	kvsnprintf(msg + len, sizeof msg - len, fmt, ap);
+	if (o) {
+		/* What the key holds now: its default, or what an earlier
+		 * source gave it (the source's kept hook says which). */
+		char kept[96];
+
+		kept[0] = '\0';
+		if (!st->src || !st->src->kept || st->src->kept(st->src->ctx, o, kept, sizeof kept) <= 0)
+			ksnprintf(kept, sizeof kept, "default%s%.48s", o->def ? " " : "", o->def ? o->def : "");
+		kept[sizeof kept - 1] = '\0';
+		len = strlen(msg);
+		ksnprintf(msg + len, sizeof msg - len, ", keeping %s", kept);
+	}
+	cmdline_emit(st, msg);
+}
+
+__attribute__((format(printf, 2, 3)))
+static void cmdline_warn(struct cmdline_state *st, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	cmdline_vwarn(st, NULL, fmt, ap);
+	va_end(ap);
+}
+
+/* A warning about key o's value: ends ", keeping <what o holds now>". */
+__attribute__((format(printf, 3, 4)))
+static void cmdline_warn_key(struct cmdline_state *st, const struct cmdline_opt *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	cmdline_vwarn(st, o, fmt, ap);
+	va_end(ap);
+}
+
+/* After the last token of a source: one line for the warnings not shown. */
+static void cmdline_warn_summary(struct cmdline_state *st)
+{
+	char msg[96];
+
+	if (!st->warn || st->nwarn <= st->shown)
+		return;
+	ksnprintf(msg, sizeof msg, "%s: %d more warning%s not shown", st->src ? st->src->name : "cmdline",
+		  st->nwarn - st->shown, st->nwarn - st->shown == 1 ? "" : "s");
+	cmdline_emit(st, msg);
 }
 
 static bool cmdline_space(char c)
@@ -102,23 +156,23 @@ static int cmdline_get_number(struct cmdline_state *st, const struct cmdline_opt
 
 	err = hex ? cmdline_parse_hex(val, &v) : cmdline_parse_dec(val, &v);
 	if (err == -EINVAL) {
-		cmdline_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s, keeping default",
+		cmdline_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s",
 			o->key, val, what);
 		return -EINVAL;
 	}
 	if (err == -ERANGE) {
-		cmdline_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s that fits in 64 bits, keeping default",
+		cmdline_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s that fits in 64 bits",
 			o->key, val, what);
 		return -EINVAL;
 	}
 	if (v < o->min || (o->max && v > o->max)) {
 		if (o->max)
-			cmdline_warn(st, hex ? "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected 0x%llx..0x%llx, keeping default"
-					: "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %llu..%llu, keeping default",
+			cmdline_warn_key(st, o, hex ? CMDLINE_SHOW "=" CMDLINE_SHOW ": expected 0x%llx..0x%llx"
+					: CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %llu..%llu",
 				o->key, val, (unsigned long long)o->min, (unsigned long long)o->max);
 		else
-			cmdline_warn(st, hex ? "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at least 0x%llx, keeping default"
-					: "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at least %llu, keeping default",
+			cmdline_warn_key(st, o, hex ? CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at least 0x%llx"
+					: CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at least %llu",
 				o->key, val, (unsigned long long)o->min);
 		return -EINVAL;
 	}
@@ -137,7 +191,7 @@ static int cmdline_get_bool(struct cmdline_state *st, const struct cmdline_opt *
 			return 0;
 		}
 	}
-	cmdline_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected 1|0|on|off|yes|no|true|false, keeping default",
+	cmdline_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": expected 1|0|on|off|yes|no|true|false",
 		o->key, val);
 	return -EINVAL;
 }
@@ -170,7 +224,7 @@ static int cmdline_get_enum(struct cmdline_state *st, const struct cmdline_opt *
 		}
 	}
 	cmdline_join_choices(o, "|", list, sizeof list);
-	cmdline_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s, keeping default",
+	cmdline_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s",
 		o->key, val, list[0] ? list : "(no choices)");
 	return -EINVAL;
 }
@@ -178,7 +232,7 @@ static int cmdline_get_enum(struct cmdline_state *st, const struct cmdline_opt *
 static int cmdline_get_str(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, const char **out)
 {
 	if (!o->dst || strlen(val) >= o->dst_size) {
-		cmdline_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at most %zu characters, keeping default",
+		cmdline_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at most %zu characters",
 			o->key, val, o->dst_size ? o->dst_size - 1 : 0);
 		return -EINVAL;
 	}
@@ -213,7 +267,7 @@ static int cmdline_get(struct cmdline_state *st, const struct cmdline_opt *o, co
 		arg = v->s;
 		break;
 	default:
-		cmdline_warn(st, "cmdline: " CMDLINE_SHOW ": option has a bad type, ignored", o->key);
+		cmdline_warn(st, CMDLINE_SHOW ": option has a bad type, ignored", o->key);
 		return -EINVAL;
 	}
 	if (err || !o->validate)
@@ -222,7 +276,7 @@ static int cmdline_get(struct cmdline_state *st, const struct cmdline_opt *o, co
 	if (o->validate(arg, why, sizeof why) == 0)
 		return 0;
 	why[sizeof why - 1] = '\0';	/* whatever the callback did */
-	cmdline_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": %s, keeping default",
+	cmdline_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": %s",
 		o->key, val, why[0] ? why : "invalid value");
 	return -EINVAL;
 }
@@ -251,15 +305,24 @@ static void cmdline_store(const struct cmdline_opt *o, const union cl_val *v)
 	}
 }
 
+/* o took val: the source's set hook hears of it. */
+static void cmdline_stored(struct cmdline_state *st, const struct cmdline_opt *o, const char *val)
+{
+	if (st->src && st->src->set)
+		st->src->set(st->src->ctx, st->where, o, val);
+}
+
 static void cmdline_set_custom(struct cmdline_state *st, const struct cmdline_opt *o, const char *val)
 {
 	char why[64];
 
 	why[0] = '\0';
-	if (o->parse && o->parse(val, o->dst, why, sizeof why) == 0)
+	if (o->parse && o->parse(val, o->dst, why, sizeof why) == 0) {
+		cmdline_stored(st, o, val);
 		return;
+	}
 	why[sizeof why - 1] = '\0';	/* whatever the callback did */
-	cmdline_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": %s, keeping default",
+	cmdline_warn_key(st, o, CMDLINE_SHOW "=" CMDLINE_SHOW ": %s",
 		o->key, val, why[0] ? why : "invalid value");
 }
 
@@ -288,22 +351,24 @@ static void cmdline_token(struct cmdline_state *st, char *tok)
 		}
 	}
 	if (!tok[0]) {
-		cmdline_warn(st, "cmdline: '=" CMDLINE_SHOW "' has no key, ignored", val);
+		cmdline_warn(st, "'=" CMDLINE_SHOW "' has no key, ignored", val);
 		return;
 	}
 	o = cmdline_find(st, tok);
 
 	if (!val) {
 		if (o && o->type == CMDLINE_BOOL) {
-			if (cmdline_get(st, o, "1", &v) == 0)
+			if (cmdline_get(st, o, "1", &v) == 0) {
 				cmdline_store(o, &v);
+				cmdline_stored(st, o, "1");
+			}
 			return;
 		}
-		cmdline_warn(st, "cmdline: '" CMDLINE_SHOW "' is not key=value", tok);
+		cmdline_warn(st, "'" CMDLINE_SHOW "' is not key=value", tok);
 		return;
 	}
 	if (!o) {
-		cmdline_warn(st, "cmdline: unknown key '" CMDLINE_SHOW "' ignored", tok);
+		cmdline_warn(st, "unknown key '" CMDLINE_SHOW "' ignored", tok);
 		return;
 	}
 
@@ -311,15 +376,17 @@ static void cmdline_token(struct cmdline_state *st, char *tok)
 		cmdline_set_custom(st, o, val);
 		return;
 	}
-	if (cmdline_get(st, o, val, &v) == 0)
+	if (cmdline_get(st, o, val, &v) == 0) {
 		cmdline_store(o, &v);
+		cmdline_stored(st, o, val);
+	}
 }
 
 static int cmdline_parse_line(struct cmdline_state *st, const char *line);
 
 int cmdline_parse(const char *line, const struct cmdline_opt *opts, size_t nopts, cmdline_warn_fn warn, void *ctx)
 {
-	struct cmdline_state st = { .opts = opts, .nopts = nopts, .warn = warn, .ctx = ctx, .nwarn = 0 };
+	struct cmdline_state st = { .opts = opts, .nopts = nopts, .warn = warn, .ctx = ctx, .where = "cmdline" };
 
 	return cmdline_parse_line(&st, line);
 }
@@ -327,14 +394,24 @@ int cmdline_parse(const char *line, const struct cmdline_opt *opts, size_t nopts
 int cmdline_parse_set(const char *line, const struct cmdline_opt *const *set, size_t n, cmdline_warn_fn warn,
 		      void *ctx)
 {
-	struct cmdline_state st = { .set = set, .nopts = n, .warn = warn, .ctx = ctx, .nwarn = 0 };
+	struct cmdline_state st = { .set = set, .nopts = n, .warn = warn, .ctx = ctx, .where = "cmdline" };
 
 	return cmdline_parse_line(&st, line);
 }
 
+int cmdline_parse_src(const char *line, const struct cmdline_opt *const *set, size_t n,
+		      const struct cmdline_source *src)
+{
+	struct cmdline_state st = { .set = set, .nopts = n, .warn = src->warn, .ctx = src->ctx, .src = src,
+				    .where = src->name };
+	cmdline_parse_line(&st, line);
+	cmdline_warn_summary(&st);
+	return st.nwarn;
+}
+
 bool cmdline_default_ok(const struct cmdline_opt *o)
 {
-	struct cmdline_state st = { .nopts = 0 };	/* no warn: failures are only counted */
+	struct cmdline_state st = { .nopts = 0, .where = "" };	/* no warn: failures are only counted */
 	union cl_val v;
 
 	if (o->type == CMDLINE_CUSTOM || !o->def || o->def_prose)
@@ -405,7 +482,7 @@ static int cmdline_parse_line(struct cmdline_state *st_, const char *line)
 	cut = n == CMDLINE_MAX;
 	if (cut) {
 		n = CMDLINE_MAX - 1;
-		cmdline_warn(&st, "cmdline: longer than %d characters, ignoring the rest", CMDLINE_MAX - 1);
+		cmdline_warn(&st, "longer than %d characters, ignoring the rest", CMDLINE_MAX - 1);
 	}
 
 	for (;;) {
@@ -427,9 +504,97 @@ static int cmdline_parse_line(struct cmdline_state *st_, const char *line)
 		if (i == n && cut && (quoted || !cmdline_space(line[n])))
 			break;	/* the limit fell inside this token: drop it */
 		if (quoted)
-			cmdline_warn(&st, "cmdline: unterminated quote in '" CMDLINE_SHOW "', taking the rest", tok);
+			cmdline_warn(&st, "unterminated quote in '" CMDLINE_SHOW "', taking the rest", tok);
 		cmdline_token(&st, tok);
 	}
+	*st_ = st;
+	return st.nwarn;
+}
+
+static bool cmdline_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r';
+}
+
+/* One line of a file, line[0..len) (no '\n'), already checked for length:
+ * blank, a comment, or "key = value" handed to cmdline_token as key=value. */
+static void cmdline_file_line(struct cmdline_state *st, const char *line, size_t len, char *tok)
+{
+	size_t a = 0, b = len, eq, kend, vbeg, o = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		u8 c = (u8)line[i];
+
+		if (c == 0) {
+			cmdline_warn(st, "a NUL byte in the line, ignored");
+			return;
+		}
+		if ((c < 0x20 && c != '\t' && c != '\r') || c >= 0x7f) {
+			cmdline_warn(st, "byte 0x%02x is not printable ASCII, line ignored", c);
+			return;
+		}
+	}
+	while (a < b && cmdline_blank(line[a]))
+		a++;
+	while (b > a && cmdline_blank(line[b - 1]))
+		b--;
+	if (a == b || line[a] == '#')
+		return;
+	for (eq = a; eq < b && line[eq] != '='; eq++)
+		;
+	kend = eq;
+	while (kend > a && cmdline_blank(line[kend - 1]))
+		kend--;
+	for (size_t i = a; i < kend; i++)
+		tok[o++] = line[i];
+	if (eq < b) {
+		vbeg = eq + 1;
+		while (vbeg < b && cmdline_blank(line[vbeg]))
+			vbeg++;
+		/* A value wholly in double quotes loses them (as on the command line). */
+		if (b - vbeg >= 2 && line[vbeg] == '"' && line[b - 1] == '"') {
+			vbeg++;
+			b--;
+		}
+		tok[o++] = '=';
+		for (size_t i = vbeg; i < b; i++)
+			tok[o++] = line[i];
+	}
+	tok[o] = '\0';	/* o <= len < CMDLINE_MAX */
+	/* Tabs and CRs were blanks only at the ends and around the '='. */
+	for (size_t i = 0; i < o; i++) {
+		if ((u8)tok[i] < 0x20) {
+			cmdline_warn(st, "byte 0x%02x is not printable ASCII, line ignored", (u8)tok[i]);
+			return;
+		}
+	}
+	cmdline_token(st, tok);
+}
+
+int cmdline_parse_file(const char *buf, size_t len, const struct cmdline_opt *const *set, size_t n,
+		       const struct cmdline_source *src)
+{
+	struct cmdline_state st = { .set = set, .nopts = n, .warn = src->warn, .ctx = src->ctx, .src = src };
+	char tok[CMDLINE_MAX];
+	char where[64];
+	size_t pos = 0;
+	unsigned lineno = 0;
+
+	while (buf && pos < len) {
+		size_t end = pos;
+
+		while (end < len && buf[end] != '\n')
+			end++;
+		lineno++;
+		ksnprintf(where, sizeof where, "%.40s line %u", src->name, lineno);
+		st.where = where;
+		if (end - pos >= CMDLINE_MAX)
+			cmdline_warn(&st, "longer than %d characters, ignored", CMDLINE_MAX - 1);
+		else
+			cmdline_file_line(&st, buf + pos, end - pos, tok);
+		pos = end + 1;	/* past the '\n'; past len when the last line has none */
+	}
+	cmdline_warn_summary(&st);
 	return st.nwarn;
 }
 

@@ -60,13 +60,49 @@ typedef void (*cmdline_warn_fn)(void *ctx, const char *msg);
  * may be "double quoted" to contain spaces) against opts[nopts]. A known key
  * with a valid value sets *dst (a repeated key: the last valid one wins); a
  * malformed value, unknown key or bare non-BOOL token calls warn(ctx, msg)
- * (warn may be NULL) and leaves the destination alone. Never reads past the
+ * (warn may be NULL; msg starts "cmdline: ", and one about a key's value
+ * ends ", keeping default[ <def>]") and leaves the destination alone. Never reads past the
  * NUL nor past CMDLINE_MAX bytes. Returns the number of warnings. */
 int cmdline_parse(const char *line, const struct cmdline_opt *opts, size_t nopts, cmdline_warn_fn warn, void *ctx);
 
 /* The same against a table of pointers (a linker set of CMDLINE_PARAMs). */
 int cmdline_parse_set(const char *line, const struct cmdline_opt *const *set, size_t n, cmdline_warn_fn warn,
 		      void *ctx);
+
+/* A source of key=value settings (the command line, a file) and what its
+ * caller hears of it. */
+struct cmdline_source {
+	const char *name;	/* every warning starts "<name>: " (a file's "<name> line N: ") */
+	cmdline_warn_fn warn;	/* may be NULL */
+	/* After o has taken val (the text as given); where is the warning
+	 * prefix of the moment (for a file, with its line). May be NULL. */
+	void (*set)(void *ctx, const char *where, const struct cmdline_opt *o, const char *val);
+	/* A bad value keeps what o holds: writes the ", keeping ..." text
+	 * into buf[size] and returns its length, or 0 for "default <def>".
+	 * May be NULL. */
+	int (*kept)(void *ctx, const struct cmdline_opt *o, char *buf, size_t size);
+	void *ctx;		/* passed to warn, set and kept */
+	int max_warn;		/* at most this many warnings reach warn, then one
+				 * "<name>: N more warnings not shown"; 0: no bound */
+};
+
+/* cmdline_parse_set with the source's name, hooks and warning bound. */
+int cmdline_parse_src(const char *line, const struct cmdline_opt *const *set, size_t n,
+		      const struct cmdline_source *src);
+
+/*
+ * A configuration file, buf[0..len) (not NUL-terminated; NUL bytes are
+ * data): one setting per line, "key=value" with blanks allowed around the
+ * '=' and at either end, a value wholly in double quotes loses them; blank
+ * lines and lines starting with '#' are skipped; "\r\n" endings and a last
+ * line without '\n' are fine. Each setting goes through the same token
+ * parser as the command line (a later line wins). A line longer than
+ * CMDLINE_MAX - 1 characters, or holding a NUL or a byte that is not
+ * printable ASCII (tab aside), is skipped with a warning
+ * "<name> line N: ...". Returns the number of warnings.
+ */
+int cmdline_parse_file(const char *buf, size_t len, const struct cmdline_opt *const *set, size_t n,
+		       const struct cmdline_source *src);
 
 /* Whether o->def parses, with o's own type and checks (validate included),
  * to the value *dst holds now; true for CUSTOM, a NULL def and def_prose,

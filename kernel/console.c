@@ -2,6 +2,7 @@
 #include <stdarg.h>
 
 #include "kernel/console.h"
+#include "kernel/wallclock.h"
 #include "kernel/fmt.h"
 #include "kernel/io.h"
 #include "kernel/irq.h"
@@ -66,10 +67,9 @@ void console_init(void)
 	work_init(&rx_work, console_rx_drain, NULL);
 }
 
-void console_write(const char *buf, size_t len)
+static void console_write_raw(const char *buf, size_t len)
 {
 	struct console_sink *s;
-	u64 flags = irq_save();
 	size_t i;
 
 	for (i = 0; i < len; i++)
@@ -82,6 +82,34 @@ void console_write(const char *buf, size_t len)
 			s->emerg_write(s, buf, len);
 		else if (!panic_mode)
 			s->write(s, buf, len);
+	}
+}
+
+/* Every line starts with the wall-clock time once it is known
+ * (kernel/wallclock.c); before that, and in a panic, lines are as written. */
+void console_write(const char *buf, size_t len)
+{
+	static bool line_start = true;
+	u64 flags = irq_save();
+
+	while (len) {
+		size_t n = 0;
+
+		if (line_start && !panic_mode) {
+			char stamp[32];
+			size_t sn = wallclock_stamp(stamp, sizeof stamp);
+
+			if (sn)
+				console_write_raw(stamp, sn);
+		}
+		while (n < len && buf[n] != '\n')
+			n++;
+		if (n < len)
+			n++;	/* the newline */
+		console_write_raw(buf, n);
+		line_start = buf[n - 1] == '\n';
+		buf += n;
+		len -= n;
 	}
 	irq_restore(flags);
 }

@@ -28,6 +28,7 @@
 #include "kernel/time.h"
 #include "kernel/timeline.h"
 #include "net/app/app.h"
+#include "net/app/site.h"
 #include "net/net.h"
 
 static bool verbose;
@@ -67,12 +68,17 @@ static void main_start_network(void)
 	netup_cmdline_addrs(&addrs);
 	if (netup_start(n, &addrs, app_http_port()) == 0)
 		netif_vnet_attach();
+	err = sntp_start();
+	if (err)
+		kprintf("net: ntp client failed to start (%d)\n", err);
+	err = syslog_start();
+	if (err)
+		kprintf("net: syslog failed to start (%d)\n", err);
 }
 
 void kernel_main(struct boot_info *bi)
 {
 	bool echo;
-	int warnings;
 
 	timeline_mark_at(bi->stamp_names[0], bi->tsc.efi_main);
 	timeline_mark_at(bi->stamp_names[1], bi->tsc.after_exit);
@@ -82,11 +88,7 @@ void kernel_main(struct boot_info *bi)
 	if (bi->magic != BOOT_INFO_MAGIC)
 		panic("boot_info magic %#lx is wrong", bi->magic);
 
-	kprintf("cmdline (%s): %s\n", bi->cmdline_src, bi->cmdline[0] ? bi->cmdline : "(empty)");
-	warnings = config_parse(bi->cmdline);
-	if (warnings)
-		kprintf("cmdline: %d warning%s, continuing with defaults for those keys\n", warnings,
-			warnings == 1 ? "" : "s");
+	config_boot(bi);
 
 	if (verbose)
 		main_print_memory_map(bi);
@@ -127,6 +129,7 @@ void kernel_main(struct boot_info *bi)
 	timeline_mark("ready");
 	timeline_print();
 	kprintf("vireo: kernel ready\n");
+	site_esp_boot(bi);
 	if (!echo)
 		main_start_network();
 	loop_run();

@@ -22,7 +22,7 @@
  *     (later ones count up from it; RFC 6056 algorithm 1 would need a patch)
  *   - dhcp.c: the DHCP transaction id (DHCP_CREATE_RAND_XID); a guessed xid
  *     lets an off-path host spoof offers. dhcp6.c likewise (LWIP_IPV6_DHCP6
- *     is off); dns.c's id and port (LWIP_DNS is off)
+ *     is off); dns.c's query id and source port (DNS for ntp=, net/resolv.c)
  *  not security-relevant (timing spread only)
  *   - mld6.c report delay; igmp.c report delay, acd.c probe timing (both off)
  * TCP ISNs do not use LWIP_RAND(): LWIP_HOOK_TCP_ISN below (RFC 6528). IPv4
@@ -235,7 +235,7 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
 #define MEMP_NUM_TCP_PCB		(64 + 16 + 36 + VIREO_LWIP_ORPHANS_MAX + VIREO_LWIP_TIME_WAIT_MAX)
 #define MEMP_NUM_TCP_PCB_LISTEN		4	/* HTTP (dual stack) and spares */
 #define MEMP_NUM_TCP_SEG		(64 * TCP_SND_QUEUELEN)	/* 64 live, each a full queue */
-#define MEMP_NUM_UDP_PCB		4	/* DHCP, spares */
+#define MEMP_NUM_UDP_PCB		6	/* DHCP, DNS, SNTP, syslog, echo, a spare */
 #define MEMP_NUM_PBUF			256	/* PBUF_REF/ROM: zero-copy TX of static bodies */
 #define PBUF_POOL_SIZE			32	/* unused on the zero-copy RX path; a budget */
 #define MEMP_NUM_ARP_QUEUE		16
@@ -243,8 +243,8 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
 #define MEMP_NUM_MLD6_GROUP		4	/* all-nodes + 3 solicited-node groups */
 #define MEMP_NUM_REASSDATA		4
 #define MEMP_NUM_FRAG_PBUF		16
-/* lwIP's own timers plus the port's TIME_WAIT trim. */
-#define MEMP_NUM_SYS_TIMEOUT		(LWIP_NUM_SYS_TIMEOUT_INTERNAL + 1)
+/* lwIP's own timers plus the port's TIME_WAIT trim and the SNTP client's. */
+#define MEMP_NUM_SYS_TIMEOUT		(LWIP_NUM_SYS_TIMEOUT_INTERNAL + 2)
 
 /* ---- pbufs ---------------------------------------------------------------- */
 /* One pool pbuf holds a whole frame: 1514 bytes, 1518 with a VLAN tag. */
@@ -296,7 +296,10 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
 #define LWIP_DHCP_DOES_ACD_CHECK	0
 #define LWIP_ACD			0
 #define LWIP_AUTOIP			0
-#define LWIP_DNS			0	/* the appliance resolves nothing */
+/* DNS for names in ntp= (net/resolv.c): one pcb, DNS_TABLE_SIZE (4) cached
+ * names of at most DNS_MAX_NAME_LENGTH (256), one query at a time, random
+ * ids and source port (LWIP_DNS_SECURE's default). */
+#define LWIP_DNS			1
 /* Reassembly and fragmentation for large pings and odd paths; bounded. */
 #define IP_REASSEMBLY			1
 #define IP_FRAG				1

@@ -67,4 +67,14 @@ void netup_cmdline_addrs(struct netup_addrs *a);
  * (a prefix length outside 1..31) with n untouched. */
 int netup_start(struct netif *n, const struct netup_addrs *a, u16 http_port);
 
+/* The SNTP client (net/sntp.c) when ntp= names a server: asks it once the
+ * default netif has an IPv4 address, sets the wall clock from the answer
+ * (kernel/wallclock.h). Returns 0 (also when off), or -ENOMEM/-EIO. */
+int sntp_start(void);
+
+/* Remote syslog (net/syslog.c) when syslog= names a server: every console
+ * line from now on (and the log ring's contents) as RFC 5424 over UDP,
+ * bounded and dropping. Returns 0 (also when off), or -ENOMEM. */
+int syslog_start(void);
+
 #endif

@@ -9,9 +9,11 @@
 #include "kernel/loop.h"
 #include "kernel/power.h"
 #include "kernel/string.h"
+#include "kernel/wallclock.h"
 #include "lwip/priv/tcp_priv.h"
 #include "net/app/app.h"
 #include "net/app/echo.h"
+#include "net/app/http.h"
 #include "net/app/metrics.h"
 #include "net/app/server.h"
 #include "net/net.h"
@@ -259,6 +261,7 @@ int app_start(void)
 	metrics_register(&loop_source);
 	metrics_register(&tcp_source);
 	metrics_register(&rxmem_source);
+	http_set_date_source(wallclock_http_now);	/* a Date header once the clock is set */
 	err = http_server_start((u16)http_port, NULL);
 	if (err) {
 		kprintf("http: cannot listen on port %u (%d)\n", (unsigned)http_port, err);

@@ -511,10 +511,18 @@ const char *http_reason(int status)
 	}
 }
 
+static size_t (*http_date_source)(char *buf, size_t size);
+
+void http_set_date_source(size_t (*fn)(char *buf, size_t size))
+{
+	http_date_source = fn;
+}
+
 size_t http_response_head(char *buf, size_t size, int status, const char *content_type,
 			  u64 content_length, bool keep_alive, const char *extra_headers)
 {
 	struct outbuf o = { buf, size, 0 };
+	char date[40];
 
 	if (status < 100 || status > 599)
 		return 0;
@@ -523,6 +531,12 @@ size_t http_response_head(char *buf, size_t size, int status, const char *conten
 	outbuf_str(&o, " ");
 	outbuf_str(&o, http_reason(status));
 	outbuf_str(&o, "\r\nServer: vireo\r\n");
+	if (http_date_source && http_date_source(date, sizeof date)) {
+		date[sizeof date - 1] = '\0';
+		outbuf_str(&o, "Date: ");
+		outbuf_str(&o, date);
+		outbuf_str(&o, "\r\n");
+	}
 	if (content_type) {
 		outbuf_str(&o, "Content-Type: ");
 		outbuf_str(&o, content_type);

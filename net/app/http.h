@@ -75,6 +75,11 @@ int http_parse(struct http_req_parser *p, const u8 *data, size_t len, size_t *co
 /* The reason phrase for status ("Not Found"), or "" for a code we never send. */
 const char *http_reason(int status);
 
+/* Where the Date header comes from: fn writes "Sun, 06 Nov 1994 08:49:37
+ * GMT" into buf[size] and returns its length, or 0 while the time is
+ * unknown (no Date then). NULL, the default, sends none. */
+void http_set_date_source(size_t (*fn)(char *buf, size_t size));
+
 /*
  * Write a response head into buf:
  *   HTTP/1.1 <status> <reason>\r\n Server: vireo\r\n Content-Type: <type>\r\n

@@ -40,7 +40,18 @@ const struct site_file *site_find(const struct site_file *files, size_t n, const
 	return NULL;
 }
 
+static const struct site_file *site_cur;	/* NULL: the generated table */
+static size_t site_cur_n;
+
+void site_use(const struct site_file *files, size_t n)
+{
+	site_cur = files;
+	site_cur_n = n;
+}
+
 const struct site_file *site_lookup(const char *path)
 {
+	if (site_cur)
+		return site_find(site_cur, site_cur_n, path);
 	return site_find(site_files, site_nfiles, path);
 }

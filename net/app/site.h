@@ -24,7 +24,31 @@ extern const size_t site_nfiles;
  */
 const struct site_file *site_find(const struct site_file *files, size_t n, const char *path);
 
-/* site_find() over the generated site_files table. */
+/* site_find() over the site in use: the generated site_files table, or
+ * what site_use() installed. */
 const struct site_file *site_lookup(const char *path);
+
+/* Serve files[0..n) (sorted as site_find wants, living as long as the
+ * image) instead of the generated table from now on. */
+void site_use(const struct site_file *files, size_t n);
+
+struct boot_info;
+struct boot_site_file;
+
+/*
+ * The ESP's site (net/app/site_esp.c): checks boot/'s table tab[0..n) of
+ * files whose bytes lie in data[0..data_len) (every path NUL-terminated
+ * and shaped as mksite.py makes them, every file inside data, no path
+ * twice) and builds *out, a sorted site_file array with Content-Types and
+ * ETags (one kzalloc). Returns 0, or -EINVAL/-ENOMEM with a short reason
+ * in why[why_len] and *out NULL.
+ */
+int site_esp_index(const struct boot_site_file *tab, u32 n, const u8 *data, u64 data_len,
+		   struct site_file **out, char *why, size_t why_len);
+
+/* At boot: serves EFI/vireo/site/ if boot/ read it and it checks, saying so
+ * ("site: N files, B bytes from EFI/vireo/site ..."); a refusal (over a
+ * bound, a bad name, a read error) is one warning and the baked site stays. */
+void site_esp_boot(const struct boot_info *bi);
 
 #endif

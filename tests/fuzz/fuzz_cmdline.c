@@ -1,4 +1,5 @@
-/* libFuzzer target for kernel/cmdline.c: arbitrary bytes as a command line.
+/* libFuzzer target for kernel/cmdline.c: arbitrary bytes as a command line,
+ * and the same bytes as a configuration file (cmdline_parse_file).
  * Checks: no crash or over-read (ASan/UBSan), STR destinations always hold a
  * NUL within dst_size and never spill into the guard bytes behind them,
  * warnings are short printable lines, and the return value counts them. */
@@ -58,12 +59,12 @@ static void on_warn(void *ctx, const char *msg)
 {
 	size_t n = strnlen(msg, 256);
 
-	if (n == 0 || n >= 192)
+	if (n == 0 || n >= 224)	/* cl_vwarn's buffer */
 		abort();
 	for (size_t i = 0; i < n; i++)
 		if ((u8)msg[i] < 0x20 || (u8)msg[i] >= 0x7f)
 			abort();
-	if (strncmp(msg, "cmdline: ", 9) != 0)
+	if (strncmp(msg, "cmdline: ", 9) != 0 && strncmp(msg, "cmdline line ", 13) != 0)
 		abort();
 	nwarn++;
 }
@@ -100,8 +101,47 @@ static void run(const char *line)
 		abort();
 }
 
+/* The file's set hook: the value is a printable string that fits a line. */
+static void on_set(void *ctx, const char *where, const struct cmdline_opt *o, const char *val)
+{
+	size_t n = strnlen(val, CMDLINE_MAX);
+
+	(void)ctx;
+	if (n >= CMDLINE_MAX || strncmp(where, "cmdline line ", 13) != 0 || !o->key)
+		abort();
+	for (size_t i = 0; i < n; i++)
+		if ((u8)val[i] < 0x20 || (u8)val[i] >= 0x7f)
+			abort();
+}
+
+static void run_file(const uint8_t *data, size_t size)
+{
+	static const struct cmdline_opt *set[sizeof opts / sizeof opts[0]];
+	struct cmdline_source src = { .name = "cmdline", .warn = on_warn, .set = on_set, .max_warn = 0 };
+	char *buf = malloc(size ? size : 1);	/* exactly sized, no NUL behind */
+	int ret;
+
+	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+		set[i] = &opts[i];
+	memcpy(buf, data, size);
+	memset(&s, GUARD, sizeof s);
+	strcpy(s.small, "abc");
+	strcpy(s.name, "default");
+	s.one[0] = '\0';
+	nwarn = 0;
+	ret = cmdline_parse_file(buf, size, set, sizeof opts / sizeof opts[0], &src);
+	if (ret != nwarn)
+		abort();
+	check_dst(s.small, sizeof s.small, s.guard1);
+	check_dst(s.name, sizeof s.name, s.guard2);
+	check_dst(s.one, sizeof s.one, s.guard3);
+	free(buf);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	run_file(data, size);
+
 	char *line = malloc(size + 1);
 
 	memcpy(line, data, size);

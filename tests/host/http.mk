@@ -1,5 +1,5 @@
 HOST_TESTS += test_http
-test_http_SRCS := tests/host/test_http.c net/app/http.c net/app/site.c $(BUILD)/host/site_default.c
+test_http_SRCS := tests/host/test_http.c net/app/http.c net/app/site.c net/app/site_esp.c $(BUILD)/host/site_default.c
 FUZZERS += fuzz_http
 fuzz_http_SRCS := tests/fuzz/fuzz_http.c net/app/http.c
 

@@ -395,6 +395,219 @@ static void test_parse_ipv4(void **state)
 	assert_int_equal(cmdline_parse_ipv4(NULL, &a, &pfx), -EINVAL);
 }
 
+/* ---- the file form (cmdline_parse_file) ---- */
+
+static const struct cmdline_opt *opt_set[sizeof opts / sizeof opts[0]];
+
+struct setlog {
+	int n;
+	char where[8][64];
+	char key[8][16];
+	char val[8][64];
+};
+static struct setlog sl;
+
+static void on_set(void *ctx, const char *where, const struct cmdline_opt *o, const char *val)
+{
+	struct setlog *l = ctx == &w ? &sl : ctx;
+
+	if (l->n < 8) {
+		snprintf(l->where[l->n], sizeof l->where[0], "%s", where);
+		snprintf(l->key[l->n], sizeof l->key[0], "%s", o->key);
+		snprintf(l->val[l->n], sizeof l->val[0], "%s", val);
+	}
+	l->n++;
+}
+
+static int file_warn_max;
+static int (*file_kept)(void *ctx, const struct cmdline_opt *o, char *buf, size_t size);
+
+/* Parses buf[0..len) from an exactly-sized heap copy (no NUL behind it, so
+ * ASan sees any read past len). Returns this call's warning count. */
+static int parse_file(const char *buf, size_t len)
+{
+	char *copy = malloc(len ? len : 1);
+	struct cmdline_source src = { .name = "f.cfg", .warn = collect, .set = on_set, .kept = file_kept,
+				      .ctx = &w, .max_warn = file_warn_max };
+	int before = w.n, ret;
+
+	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+		opt_set[i] = &opts[i];
+	memcpy(copy, buf, len);
+	ret = cmdline_parse_file(copy, len, opt_set, sizeof opts / sizeof opts[0], &src);
+	free(copy);
+	if (!file_warn_max)
+		assert_int_equal(ret, w.n - before);
+	return ret;
+}
+
+#define PARSE_FILE(lit) parse_file(lit, sizeof(lit) - 1)
+
+static int reset_file(void **state)
+{
+	memset(&sl, 0, sizeof sl);
+	file_warn_max = 0;
+	file_kept = NULL;
+	return reset(state);
+}
+
+/* Comments, blank lines, blanks around '=', CRLF, quotes, a bare switch
+ * and a last line without '\n'. */
+static void test_file_forms(void **state)
+{
+	assert_int_equal(PARSE_FILE("# a comment\n\n   \t\n  mem = 128 \r\nname=\"a b\"\n"
+				    "quiet\n#port=1\nlog=debug\t\nport=8080"), 0);
+	assert_int_equal(mem, 128);
+	assert_string_equal(name, "a b");
+	assert_true(quiet);
+	assert_int_equal(level, 3);
+	assert_int_equal(port, 8080);
+	assert_int_equal(sl.n, 5);
+	assert_string_equal(sl.where[0], "f.cfg line 4");
+	assert_string_equal(sl.key[0], "mem");
+	assert_string_equal(sl.val[0], "128");
+	assert_string_equal(sl.val[1], "a b");
+	assert_string_equal(sl.where[4], "f.cfg line 9");
+	assert_string_equal(sl.val[4], "8080");
+}
+
+static void test_file_empty(void **state)
+{
+	assert_int_equal(parse_file("", 0), 0);
+	assert_int_equal(PARSE_FILE("\n\n\n"), 0);
+	assert_int_equal(cmdline_parse_file(NULL, 5, opt_set, 0, &(struct cmdline_source){ .name = "x" }), 0);
+	assert_int_equal(mem, 64);
+	assert_int_equal(sl.n, 0);
+}
+
+/* The bad lines name the file and the line; the good ones still apply. */
+static void test_file_bad_lines(void **state)
+{
+	assert_int_equal(PARSE_FILE("bogus=1\nmem=12\n=5\nnomsi=2\nname\nport=81\n"), 5);
+	assert_string_equal(w.msg[0], "f.cfg line 1: unknown key 'bogus' ignored");
+	assert_string_equal(w.msg[1], "f.cfg line 2: mem=12: expected 16..4096, keeping default");
+	assert_string_equal(w.msg[2], "f.cfg line 3: '=5' has no key, ignored");
+	assert_string_equal(w.msg[3], "f.cfg line 4: nomsi=2: expected 1|0|on|off|yes|no|true|false, keeping default");
+	assert_string_equal(w.msg[4], "f.cfg line 5: 'name' is not key=value");
+	assert_int_equal(mem, 64);
+	assert_int_equal(port, 81);
+}
+
+/* A NUL inside a line drops that line only, and the NUL never ends the file. */
+static void test_file_nul(void **state)
+{
+	assert_int_equal(PARSE_FILE("mem=100\0junk\nport=81\n\0\nname=x"), 2);
+	assert_string_equal(w.msg[0], "f.cfg line 1: a NUL byte in the line, ignored");
+	assert_string_equal(w.msg[1], "f.cfg line 3: a NUL byte in the line, ignored");
+	assert_int_equal(mem, 64);
+	assert_int_equal(port, 81);
+	assert_string_equal(name, "x");
+}
+
+static void test_file_not_ascii(void **state)
+{
+	assert_int_equal(PARSE_FILE("name=\xc3\xa9t\xc3\xa9\npath=/a\x1b[2J\nport=82\x7f\nmem=100\nname=a\tb\n"
+				    "name=a\rb\nlog = \t error\t\r\n"), 5);
+	assert_string_equal(w.msg[0], "f.cfg line 1: byte 0xc3 is not printable ASCII, line ignored");
+	assert_string_equal(w.msg[1], "f.cfg line 2: byte 0x1b is not printable ASCII, line ignored");
+	assert_string_equal(w.msg[2], "f.cfg line 3: byte 0x7f is not printable ASCII, line ignored");
+	assert_string_equal(w.msg[3], "f.cfg line 5: byte 0x09 is not printable ASCII, line ignored");
+	assert_string_equal(w.msg[4], "f.cfg line 6: byte 0x0d is not printable ASCII, line ignored");
+	assert_int_equal(level, 0);	/* tabs and a CR around the setting are blanks */
+	assert_string_equal(name, "dflt");
+	assert_string_equal(path, "/");
+	assert_int_equal(port, 80);
+	assert_int_equal(mem, 100);
+}
+
+/* CMDLINE_MAX - 1 characters is a line; one more is refused whole, and
+ * the next line still parses. */
+static void test_file_long_lines(void **state)
+{
+	size_t len = 3 * CMDLINE_MAX + 64;
+	char *buf = malloc(len);
+	size_t o = 0;
+
+	/* a comment of exactly CMDLINE_MAX - 1 characters: fine */
+	buf[o++] = '#';
+	memset(buf + o, 'c', CMDLINE_MAX - 2);
+	o += CMDLINE_MAX - 2;
+	buf[o++] = '\n';
+	/* a setting of CMDLINE_MAX characters: refused */
+	memcpy(buf + o, "path=", 5);
+	memset(buf + o + 5, 'p', CMDLINE_MAX - 5);
+	o += CMDLINE_MAX;
+	buf[o++] = '\n';
+	memcpy(buf + o, "mem=256\n", 8);
+	o += 8;
+	/* a last line far over, without '\n' */
+	memset(buf + o, 'z', len - o);
+	assert_int_equal(parse_file(buf, len), 2);
+	assert_string_equal(w.msg[0], "f.cfg line 2: longer than 1023 characters, ignored");
+	assert_string_equal(w.msg[1], "f.cfg line 4: longer than 1023 characters, ignored");
+	assert_string_equal(path, "/");
+	assert_int_equal(mem, 256);
+	free(buf);
+}
+
+/* A key repeated: each valid line applies in turn, the last one wins; the
+ * set hook hears every one (kernel/config.c warns about the repeat). */
+static void test_file_duplicates(void **state)
+{
+	assert_int_equal(PARSE_FILE("port=1\nport=2\nport=x\n"), 1);
+	assert_int_equal(port, 2);
+	assert_int_equal(sl.n, 2);
+	assert_string_equal(sl.where[1], "f.cfg line 2");
+}
+
+/* A flood of bad lines: max_warn reach the log, then one count. */
+static void test_file_warning_bound(void **state)
+{
+	char buf[40 * 8];
+	size_t o = 0;
+
+	for (int i = 0; i < 40; i++)
+		o += (size_t)snprintf(buf + o, sizeof buf - o, "x%d=1\n", i % 10);
+	file_warn_max = 5;
+	assert_int_equal(parse_file(buf, o), 40);
+	assert_int_equal(w.n, 6);
+	assert_string_equal(w.msg[4], "f.cfg line 5: unknown key 'x4' ignored");
+	assert_string_equal(w.msg[5], "f.cfg: 35 more warnings not shown");
+}
+
+static int kept_from_earlier(void *ctx, const struct cmdline_opt *o, char *buf, size_t size)
+{
+	(void)ctx;
+	if (strcmp(o->key, "mem"))
+		return 0;
+	return snprintf(buf, size, "%s from an earlier source", "512");
+}
+
+/* A bad value keeps what the key holds: the kept hook says what. */
+static void test_file_kept(void **state)
+{
+	file_kept = kept_from_earlier;
+	assert_int_equal(PARSE_FILE("mem=1\nport=x\n"), 2);
+	assert_string_equal(w.msg[0], "f.cfg line 1: mem=1: expected 16..4096, keeping 512 from an earlier source");
+	assert_string_equal(w.msg[1], "f.cfg line 2: port=x: expected a decimal number, keeping default");
+}
+
+/* cmdline_parse_src: the source's name leads its warnings. */
+static void test_src_name(void **state)
+{
+	struct cmdline_source src = { .name = "cmdline", .warn = collect, .set = on_set, .ctx = &w, .max_warn = 1 };
+
+	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+		opt_set[i] = &opts[i];
+	assert_int_equal(cmdline_parse_src("mem=1 port=2 a=1 b=2", opt_set, sizeof opts / sizeof opts[0], &src), 3);
+	assert_int_equal(port, 2);
+	assert_int_equal(w.n, 2);
+	assert_string_equal(w.msg[0], "cmdline: mem=1: expected 16..4096, keeping default");
+	assert_string_equal(w.msg[1], "cmdline: 2 more warnings not shown");
+	assert_int_equal(sl.n, 1);
+	assert_string_equal(sl.where[0], "cmdline");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -415,6 +628,16 @@ int main(void)
 		cmocka_unit_test_setup(test_over_long_boundary_on_space, reset),
 		cmocka_unit_test_setup(test_exactly_max_minus_one, reset),
 		cmocka_unit_test(test_parse_ipv4),
+		cmocka_unit_test_setup(test_file_forms, reset_file),
+		cmocka_unit_test_setup(test_file_empty, reset_file),
+		cmocka_unit_test_setup(test_file_bad_lines, reset_file),
+		cmocka_unit_test_setup(test_file_nul, reset_file),
+		cmocka_unit_test_setup(test_file_not_ascii, reset_file),
+		cmocka_unit_test_setup(test_file_long_lines, reset_file),
+		cmocka_unit_test_setup(test_file_duplicates, reset_file),
+		cmocka_unit_test_setup(test_file_warning_bound, reset_file),
+		cmocka_unit_test_setup(test_file_kept, reset_file),
+		cmocka_unit_test_setup(test_src_name, reset_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,8 +13,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "kernel/boot_info.h"
+#include "kernel/mm.h"
 #include "net/app/http.h"
 #include "net/app/site.h"
+#include "tests/host/shim/hostk.h"
 
 #define S(lit) lit, sizeof(lit) - 1	/* literal and its length, NULs included */
 
@@ -1111,6 +1114,174 @@ static void test_mksite(void **state)
 	assert_int_equal(sh("rm -rf %s", tmp), 0);
 }
 
+/* ---- the ESP's site (site_esp.c) ---- */
+
+struct esp_site {
+	struct boot_site_file tab[BOOT_SITE_MAX_FILES];
+	u8 data[4096];
+};
+
+static void esp_add(struct esp_site *s, u32 i, const char *path, u64 off, const char *content)
+{
+	snprintf(s->tab[i].path, sizeof s->tab[i].path, "%s", path);
+	s->tab[i].off = off;
+	s->tab[i].len = strlen(content);
+	memcpy(s->data + off, content, strlen(content));
+}
+
+/* A table in boot/'s order becomes a sorted site with types and ETags,
+ * and site_use() makes site_lookup serve it instead of the baked site. */
+static void test_esp_site_indexed_and_served(void **state)
+{
+	struct esp_site *s = calloc(1, sizeof *s);
+	struct site_file *files;
+	const struct site_file *f;
+	char why[64] = "";
+
+	esp_add(s, 0, "/z.txt", 0, "zzz");
+	esp_add(s, 1, "/index.html", 8, "<h1>esp</h1>");
+	esp_add(s, 2, "/css/a.css", 24, "body{}");
+	esp_add(s, 3, "/empty", 32, "");
+	assert_int_equal(site_esp_index(s->tab, 4, s->data, sizeof s->data, &files, why, sizeof why), 0);
+	assert_string_equal(files[0].path, "/css/a.css");
+	assert_string_equal(files[1].path, "/empty");
+	assert_string_equal(files[2].path, "/index.html");
+	assert_string_equal(files[3].path, "/z.txt");
+	assert_string_equal(files[0].content_type, "text/css; charset=utf-8");
+	assert_string_equal(files[1].content_type, "application/octet-stream");
+	assert_int_equal(files[1].len, 0);
+	assert_int_equal(strlen(files[2].etag), 18);
+	assert_true(files[2].etag[0] == '"' && files[2].etag[17] == '"');
+	assert_string_not_equal(files[0].etag, files[3].etag);
+
+	site_use(files, 4);
+	f = site_lookup("/");
+	assert_non_null(f);
+	assert_int_equal(f->len, 12);
+	assert_memory_equal(f->data, "<h1>esp</h1>", 12);
+	assert_ptr_equal(site_lookup("/css/a.css"), &files[0]);
+	assert_null(site_lookup("/64k.bin"));	/* the baked site is not merged in */
+	site_use(NULL, 0);
+	assert_non_null(site_lookup("/64k.bin"));
+	kfree(files);
+	free(s);
+}
+
+/* Whatever the table says, nothing outside data is served, no path is
+ * unterminated, odd or given twice; each refusal has a reason. */
+static void test_esp_site_refusals(void **state)
+{
+	struct esp_site *s = calloc(1, sizeof *s);
+	struct site_file *files = (struct site_file *)1;
+	long live = hk_kmem_live();
+	char why[64];
+	static const char *const bad_paths[] = {
+		"index.html", "/", "/a//b", "/a/", "/.hidden", "/a/.b", "/a b", "/a%20b", "/\xc3\xa9",
+		"/a/../b",
+	};
+
+	for (size_t i = 0; i < sizeof bad_paths / sizeof bad_paths[0]; i++) {
+		memset(s, 0, sizeof *s);
+		esp_add(s, 0, "/ok", 0, "x");
+		esp_add(s, 1, bad_paths[i], 8, "y");
+		if (site_esp_index(s->tab, 2, s->data, sizeof s->data, &files, why, sizeof why) != -EINVAL)
+			fail_msg("path %s accepted", bad_paths[i]);
+		assert_null(files);
+		assert_string_equal(why, "a bad path");
+	}
+
+	memset(s, 0, sizeof *s);
+	memset(s->tab[0].path, 'a', sizeof s->tab[0].path);	/* no NUL */
+	s->tab[0].path[0] = '/';
+	assert_int_equal(site_esp_index(s->tab, 1, s->data, sizeof s->data, &files, why, sizeof why), -EINVAL);
+	assert_string_equal(why, "a bad path");
+
+	memset(s, 0, sizeof *s);
+	esp_add(s, 0, "/a", 0, "123456");
+	s->tab[0].off = sizeof s->data - 5;	/* its last byte one past data */
+	assert_int_equal(site_esp_index(s->tab, 1, s->data, sizeof s->data, &files, why, sizeof why), -EINVAL);
+	assert_string_equal(why, "/a: outside the data read");
+	s->tab[0].off = UINT64_MAX;	/* off + len would wrap */
+	s->tab[0].len = 2;
+	assert_int_equal(site_esp_index(s->tab, 1, s->data, sizeof s->data, &files, why, sizeof why), -EINVAL);
+	s->tab[0].off = 0;
+	s->tab[0].len = UINT64_MAX;
+	assert_int_equal(site_esp_index(s->tab, 1, s->data, sizeof s->data, &files, why, sizeof why), -EINVAL);
+
+	memset(s, 0, sizeof *s);
+	esp_add(s, 0, "/b", 0, "1");
+	esp_add(s, 1, "/a", 8, "2");
+	esp_add(s, 2, "/b", 16, "3");
+	assert_int_equal(site_esp_index(s->tab, 3, s->data, sizeof s->data, &files, why, sizeof why), -EINVAL);
+	assert_string_equal(why, "/b: given twice");
+
+	assert_int_equal(site_esp_index(s->tab, 0, s->data, sizeof s->data, &files, why, sizeof why), -EINVAL);
+	assert_string_equal(why, "no files");
+	assert_int_equal(site_esp_index(s->tab, BOOT_SITE_MAX_FILES + 1, s->data, sizeof s->data, &files, why,
+					sizeof why), -EINVAL);
+	assert_string_equal(why, "too many files");
+	assert_int_equal(hk_kmem_live(), live);	/* every refusal freed its array */
+	free(s);
+}
+
+/* The bound itself: BOOT_SITE_MAX_FILES files index; the order comes out
+ * sorted from the reverse. */
+static void test_esp_site_full_table(void **state)
+{
+	struct esp_site *s = calloc(1, sizeof *s);
+	struct site_file *files;
+	char why[64], name[16];
+
+	for (u32 i = 0; i < BOOT_SITE_MAX_FILES; i++) {
+		snprintf(name, sizeof name, "/f%03u", BOOT_SITE_MAX_FILES - 1 - i);
+		esp_add(s, i, name, i * 8, "ab");
+	}
+	assert_int_equal(site_esp_index(s->tab, BOOT_SITE_MAX_FILES, s->data, sizeof s->data, &files, why,
+					sizeof why), 0);
+	for (u32 i = 0; i < BOOT_SITE_MAX_FILES; i++) {
+		snprintf(name, sizeof name, "/f%03u", i);
+		assert_string_equal(files[i].path, name);
+	}
+	kfree(files);
+	free(s);
+}
+
+/* ---- the Date header ---- */
+
+static size_t date_known(char *buf, size_t size)
+{
+	return (size_t)snprintf(buf, size, "Sun, 06 Nov 1994 08:49:37 GMT");
+}
+
+static size_t date_unknown(char *buf, size_t size)
+{
+	(void)buf;
+	(void)size;
+	return 0;
+}
+
+static void test_date_header(void **state)
+{
+	char buf[512];
+	size_t n;
+
+	http_set_date_source(date_known);
+	n = http_response_head(buf, sizeof buf, 200, "text/plain", 3, true, NULL);
+	buf[n] = '\0';
+	assert_string_equal(buf, "HTTP/1.1 200 OK\r\nServer: vireo\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+				 "Content-Type: text/plain\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\n");
+	n = http_error_response(buf, sizeof buf, 404, false, true);
+	buf[n] = '\0';
+	assert_non_null(strstr(buf, "\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"));
+	/* the head still refuses what does not fit, Date included */
+	assert_int_equal(http_response_head(buf, 60, 200, "text/plain", 3, true, NULL), 0);
+	http_set_date_source(date_unknown);
+	n = http_response_head(buf, sizeof buf, 200, NULL, 0, false, NULL);
+	buf[n] = '\0';
+	assert_null(strstr(buf, "Date:"));
+	http_set_date_source(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1134,6 +1305,10 @@ int main(void)
 		cmocka_unit_test(test_content_types),
 		cmocka_unit_test(test_etag_match),
 		cmocka_unit_test(test_site_lookup),
+		cmocka_unit_test(test_date_header),
+		cmocka_unit_test(test_esp_site_indexed_and_served),
+		cmocka_unit_test(test_esp_site_refusals),
+		cmocka_unit_test(test_esp_site_full_table),
 		cmocka_unit_test(test_site_find_dirs),
 		cmocka_unit_test(test_mksite),
 	};

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "kernel/boot_info.h"
 #include "kernel/cmdline.h"
 #include "kernel/config.h"
 #include "tests/host/shim/hostk.h"
@@ -100,6 +101,7 @@ static int reset(void **state)
 	p_dup_a = p_dup_b = 1;
 	even_calls = 0;
 	hk_log_reset();
+	config_reset_origins();
 	return 0;
 }
 
@@ -320,6 +322,151 @@ static void test_print_sorted(void **state)
 	}
 }
 
+/* ---- the sources in order: defaults, the file, the command line ---- */
+
+static const struct cmdline_opt *key_opt(const char *key)
+{
+	const struct cmdline_opt *const *set;
+	size_t n = config_params(&set);
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(set[i]->key, key))
+			return set[i];
+	return NULL;
+}
+
+/* Later wins; a bad value keeps the earlier source's value and says so,
+ * with the default; the origin log names each source. */
+static void test_sources_in_order(void **state)
+{
+	static const char file[] = "t.count=50\nt.mode=fast\nt.name=file\n";
+
+	assert_int_equal(config_apply_file("vireo.cfg", file, sizeof file - 1), 0);
+	assert_int_equal(config_apply_cmdline("cmdline (test)", "t.count=0 t.mode=slow t.flag"), 1);
+	assert_int_equal(p_count, 50);
+	assert_int_equal(p_mode, 0);
+	assert_string_equal(p_name, "file");
+	assert_true(p_flag);
+	assert_true(find_out("warning: cmdline: t.count=0: expected 1..100, keeping 50 from vireo.cfg (default 7)") >= 0);
+	assert_string_equal(config_origin(key_opt("t.count")), "vireo.cfg");
+	assert_string_equal(config_origin(key_opt("t.mode")), "cmdline (test)");
+	assert_string_equal(config_origin(key_opt("t.flag")), "cmdline (test)");
+	assert_null(config_origin(key_opt("t.mask")));
+
+	hk_log_reset();
+	config_print_origins();
+	assert_true(find_out("config: t.count=50 (from vireo.cfg)") >= 0);
+	assert_true(find_out("config: t.mode=slow (from cmdline (test))") >= 0);
+	assert_true(find_out("config: t.name=file (from vireo.cfg)") >= 0);
+	assert_true(find_out("config: t.flag=1 (from cmdline (test))") >= 0);
+	assert_true(find_out("t.mask") < 0);
+	assert_int_equal(nout, 4);
+}
+
+/* A bad value in the file keeps the default and names it; a repeated key
+ * in the file is noted, and the later line wins. */
+static void test_file_bad_value_and_repeat(void **state)
+{
+	static const char file[] = "t.count=1000\nt.even=2\nt.even=6\nbogus=1\n";
+
+	assert_int_equal(config_apply_file("vireo.cfg", file, sizeof file - 1), 2);
+	assert_true(find_out("warning: vireo.cfg line 1: t.count=1000: expected 1..100, keeping default 7") >= 0);
+	assert_true(find_out("config: vireo.cfg line 3: t.even was set on an earlier line; the later value wins") >= 0);
+	assert_true(find_out("warning: vireo.cfg line 4: unknown key 'bogus' ignored") >= 0);
+	assert_int_equal(p_count, 7);
+	assert_int_equal(p_even, 6);
+}
+
+/* A value longer than the origin log keeps is cut, marked. */
+static void test_origin_text_cut(void **state)
+{
+	static const char file[] = "t.pair=a,b\n";
+
+	assert_int_equal(config_apply_file("vireo.cfg", file, sizeof file - 1), 0);
+	assert_int_equal(config_apply_cmdline("c", "t.pair=b,a"), 1);
+	assert_true(find_out("warning: cmdline: t.pair=b,a: want a,b, keeping a,b from vireo.cfg (default none)") >= 0);
+	hk_log_reset();
+	assert_int_equal(config_apply_cmdline("c", "t.mask=0x00000000000000000000000000000000000000000000000000000000000001"), 0);
+	config_print_origins();
+	assert_true(find_out("config: t.mask=0x000000000000000000000000000000000000000000... (from c)") >= 0);
+}
+
+static struct boot_info *new_bi(u32 state, const char *cfg, const char *cmdline)
+{
+	struct boot_info *bi = calloc(1, sizeof *bi);
+
+	bi->cfg_state = state;
+	if (cfg) {
+		bi->cfg_len = (u32)strlen(cfg);
+		memcpy(bi->cfg, cfg, bi->cfg_len);
+	}
+	snprintf(bi->cmdline, sizeof bi->cmdline, "%s", cmdline);
+	snprintf(bi->cmdline_src, sizeof bi->cmdline_src, "fw_cfg");
+	return bi;
+}
+
+/* config_boot: the file's state, then the command line, then the origins. */
+static void test_boot_file_then_cmdline(void **state)
+{
+	struct boot_info *bi = new_bi(BOOT_CFG_OK, "t.count=9\nt.mask=0x1\n", "t.mask=0x2");
+	int file_line, cmd_line, origin;
+
+	/* the table's own duplicate (t.dup) is one warning */
+	assert_int_equal(config_boot(bi), 1);
+	assert_int_equal(p_count, 9);
+	assert_int_equal(p_mask, 2);
+	file_line = find_out("config: EFI/vireo/vireo.cfg: 21 bytes");
+	cmd_line = find_out("cmdline (fw_cfg): t.mask=0x2");
+	origin = find_out("config: t.mask=0x2 (from cmdline (fw_cfg))");
+	assert_true(file_line >= 0 && cmd_line > file_line && origin > cmd_line);
+	assert_true(find_out("config: t.count=9 (from vireo.cfg)") >= 0);
+	assert_true(find_out("config: 1 warning, those keys keep their earlier values") >= 0);
+	free(bi);
+}
+
+static void test_boot_file_states(void **state)
+{
+	struct boot_info *bi = new_bi(BOOT_CFG_TOO_BIG, "t.count=9\n", "");
+
+	assert_int_equal(config_boot(bi), 2);
+	assert_true(find_out("warning: vireo.cfg: EFI/vireo/vireo.cfg is larger than 16384 bytes, ignored") >= 0);
+	assert_int_equal(p_count, 7);
+	assert_true(find_out("cmdline (fw_cfg): (empty)") >= 0);
+
+	hk_log_reset();
+	bi->cfg_state = BOOT_CFG_ERROR;
+	bi->cfg_status = 0x800000000000000eULL;
+	assert_int_equal(config_boot(bi), 2);
+	assert_true(find_out("warning: vireo.cfg: reading EFI/vireo/vireo.cfg failed (EFI status 0x800000000000000e), ignored") >= 0);
+	assert_int_equal(p_count, 7);
+
+	hk_log_reset();
+	bi->cfg_state = BOOT_CFG_ABSENT;
+	assert_int_equal(config_boot(bi), 1);
+	assert_true(find_out("config: no EFI/vireo/vireo.cfg") >= 0);
+
+	hk_log_reset();
+	bi->cfg_state = BOOT_CFG_NONE;	/* PVH: not looked for, nothing said */
+	assert_int_equal(config_boot(bi), 1);
+	assert_true(find_out("vireo.cfg") < 0);
+	assert_int_equal(p_count, 7);
+	free(bi);
+}
+
+/* A cfg_len past the buffer (a boot/ bug) is clamped to it, not trusted:
+ * the whole buffer is one line of 16 KiB (the NULs behind the text), too
+ * long, and ASan sees no read past the struct. */
+static void test_boot_len_clamped(void **state)
+{
+	struct boot_info *bi = new_bi(BOOT_CFG_OK, "t.count=11", "");
+
+	bi->cfg_len = 0xffffffffu;
+	config_boot(bi);
+	assert_true(find_out("warning: vireo.cfg line 1: longer than 1023 characters, ignored") >= 0);
+	assert_int_equal(p_count, 7);
+	free(bi);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +479,12 @@ int main(void)
 		cmocka_unit_test_setup(test_default_check, reset),
 		cmocka_unit_test_setup(test_values_described, reset),
 		cmocka_unit_test_setup(test_print_sorted, reset),
+		cmocka_unit_test_setup(test_sources_in_order, reset),
+		cmocka_unit_test_setup(test_file_bad_value_and_repeat, reset),
+		cmocka_unit_test_setup(test_origin_text_cut, reset),
+		cmocka_unit_test_setup(test_boot_file_then_cmdline, reset),
+		cmocka_unit_test_setup(test_boot_file_states, reset),
+		cmocka_unit_test_setup(test_boot_len_clamped, reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

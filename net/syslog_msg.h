@@ -1,0 +1,30 @@
+/* RFC 5424 syslog messages for the console's lines (net/syslog.c). Pure. */
+#ifndef VIREO_NET_SYSLOG_MSG_H
+#define VIREO_NET_SYSLOG_MSG_H
+
+#include "kernel/types.h"
+
+#define SYSLOG_FACILITY_USER 1
+#define SYSLOG_SEV_CRIT 2
+#define SYSLOG_SEV_WARNING 4
+#define SYSLOG_SEV_INFO 6
+
+/* The severity of a console line: "vireo: panic" is critical, "warning:"
+ * a warning, anything else informational. */
+int syslog_msg_severity(const char *line, size_t len);
+
+/* line[0..len) without the console's own "[<ISO time>] " stamp, if it has
+ * one (the message carries the time in its header). Returns the new start. */
+size_t syslog_msg_unstamp(const char *line, size_t len);
+
+/*
+ * "<PRI>1 TIMESTAMP HOST vireo - - - MSG" (RFC 5424 section 6, facility
+ * user, MSGID and structured data nil) into out[size]: timestamp NULL or
+ * "" is the nil "-", host NULL or "" too; msg[0..len) is copied with
+ * control bytes as '?' and cut to fit. Returns the length (no NUL is
+ * written), or 0 if even the header does not fit.
+ */
+size_t syslog_msg_format(char *out, size_t size, int severity, const char *timestamp, const char *host,
+			 const char *msg, size_t len);
+
+#endif
