@@ -218,7 +218,7 @@ static void efi_site_fail(struct site_walk *w, u32 state, const char *path, u64 
 		return;
 	w->state = state;
 	w->bi->site_status = status;
-	copy_str(w->bi->site_what, sizeof w->bi->site_what, path);
+	efi_copy_str(w->bi->site_what, sizeof w->bi->site_what, path);
 }
 
 /* A FAT long name as a URL path segment: [A-Za-z0-9._~-] only (as
@@ -296,7 +296,7 @@ static void efi_site_file(struct site_walk *w, EFI_FILE_HANDLE dir, const EFI_FI
 		return;
 	}
 	e = &w->files[w->n++];
-	copy_str(e->path, sizeof e->path, path);
+	efi_copy_str(e->path, sizeof e->path, path);
 	e->off = w->used;
 	e->len = got;
 	w->used += (got + 7) & ~7ULL;	/* room was checked against got; 8-aligned files */
@@ -506,8 +506,6 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	}
 	efi_find_rsdp(st, bi);
 	efi_find_fb(bs, bi);
-	find_rsdp(st, bi);
-	find_fb(bs, bi);
 	esp = efi_open_boot_volume(bs, li);
 	efi_read_cfg(esp, bi);
 	efi_read_site(bs, esp, bi);
