@@ -55,14 +55,14 @@ static u64 lapic_mult;	/* lapic ticks = ns * lapic_mult >> 32 */
 
 static void time_refine_start(void);
 
-static u64 mul_shr32(u64 a, u64 b)
+static u64 time_mul_shr32(u64 a, u64 b)
 {
 	return (u64)(((unsigned __int128)a * b) >> 32);
 }
 
 /* One PIT channel-2 countdown of `ms`, timing the TSC and LAPIC timer
  * against it. Returns false if the PIT never finishes (no PIT). */
-static bool pit_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
+static bool time_pit_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
 {
 	u32 count = (u32)(PIT_HZ * ms / 1000);
 	u64 t0, t1, spins = 0;
@@ -99,7 +99,7 @@ static bool pit_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
 /* PIT channel 0 in mode 2 (rate generator, 65536 counts), its count read
  * by latching: no port-0x61 gate needed. Its IRQ stays masked (apic_init).
  * Returns false if the count never moves (no PIT). */
-static u16 pit0_read(void)
+static u16 time_pit0_read(void)
 {
 	u8 lo, hi;
 
@@ -109,7 +109,7 @@ static u16 pit0_read(void)
 	return (u16)(lo | hi << 8);
 }
 
-static bool pit0_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
+static bool time_pit0_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
 {
 	u32 want = (u32)(PIT_HZ * ms / 1000), done = 0, l0, l1;
 	u64 t0, t1, spins = 0;
@@ -118,8 +118,8 @@ static bool pit0_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
 	outb(0x43, 0x34);	/* ch0, lo/hi byte, mode 2 */
 	outb(0x40, 0);
 	outb(0x40, 0);
-	prev = pit0_read();
-	while ((now = pit0_read()) == prev)	/* a counter that moves, and an edge to start on */
+	prev = time_pit0_read();
+	while ((now = time_pit0_read()) == prev)	/* a counter that moves, and an edge to start on */
 		if (++spins > 1000000ULL)
 			return false;
 	prev = now;
@@ -128,7 +128,7 @@ static bool pit0_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
 	t0 = rdtsc();
 	spins = 0;
 	while (done < want) {
-		now = pit0_read();
+		now = time_pit0_read();
 		done += (u16)(prev - now);	/* counts down; mod 2^16 across the reload */
 		prev = now;
 		if (++spins > 100000000ULL)
@@ -143,7 +143,7 @@ static bool pit0_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
 
 /* CPUID 0x15: TSC = crystal * ebx / eax; 0x16: base frequency in MHz.
  * Either may be absent or zero (QEMU under TCG gives neither). */
-static u64 cpuid_tsc_hz(const char **which, bool crystal_only)
+static u64 time_cpuid_tsc_hz(const char **which, bool crystal_only)
 {
 	u32 max, a, b, c, d;
 
@@ -168,7 +168,7 @@ static u64 cpuid_tsc_hz(const char **which, bool crystal_only)
 }
 
 /* The LAPIC timer against the TSC once its rate is known. */
-static u32 lapic_vs_tsc(u64 hz, u32 ms)
+static u32 time_lapic_vs_tsc(u64 hz, u32 ms)
 {
 	u64 end;
 	u32 l0;
@@ -188,7 +188,7 @@ void time_set_pm_timer(u16 port, u8 bits)
 }
 
 /* The same window against the ACPI PM timer, a free-running counter. */
-static bool pm_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
+static bool time_pm_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
 {
 	u32 mask = pm_bits == 32 ? 0xffffffffu : 0xffffffu;
 	u32 want = (u32)(PM_TIMER_HZ * ms / 1000), start, now, l0, l1;
@@ -241,11 +241,11 @@ static bool time_calibrate(u64 *ticks, u32 *lticks)
 	u32 lt;
 
 	for (i = 0; i < CAL_WINDOWS; i++) {
-		if (pm_port && pm_window(CAL_MS, &t[i], &lt))
+		if (pm_port && time_pm_window(CAL_MS, &t[i], &lt))
 			reference = "pm-timer";
-		else if (!pm_port && !no_pit2 && pit_window(CAL_MS, &t[i], &lt))
+		else if (!pm_port && !no_pit2 && time_pit_window(CAL_MS, &t[i], &lt))
 			reference = "pit";
-		else if (!pm_port && no_pit2 && pit0_window(CAL_MS, &t[i], &lt))
+		else if (!pm_port && no_pit2 && time_pit0_window(CAL_MS, &t[i], &lt))
 			reference = "pit-ch0";
 		else if (!pm_port && i == 0 && !no_pit2) {
 			no_pit2 = true;	/* no channel 2 gate: try channel 0 */
@@ -271,11 +271,11 @@ void time_init(u64 tsc_start)
 	base_ns = 0;
 	/* Exact where the CPU states its crystal: no window against a
 	 * reference at all. */
-	hz = cpuid_tsc_hz(&which, true);
+	hz = time_cpuid_tsc_hz(&which, true);
 	if (hz) {
 		reference = which;
 		ticks = hz / 1000 * CAL_MS;
-		lticks = lapic_vs_tsc(hz, CAL_MS);
+		lticks = time_lapic_vs_tsc(hz, CAL_MS);
 		goto done;
 	}
 	ok = time_calibrate(&ticks, &lticks);
@@ -284,11 +284,11 @@ void time_init(u64 tsc_start)
 		ok = time_calibrate(&ticks, &lticks);
 	}
 	if (!ok || ticks == 0) {
-		hz = cpuid_tsc_hz(&which, false);
+		hz = time_cpuid_tsc_hz(&which, false);
 		if (hz) {
 			reference = which;
 			ticks = hz / 1000 * CAL_MS;
-			lticks = lapic_vs_tsc(hz, CAL_MS);
+			lticks = time_lapic_vs_tsc(hz, CAL_MS);
 		} else {
 			klog("time: no PM timer, PIT or CPUID frequency; assuming 2 GHz TSC and 62.5 MHz LAPIC timer");
 			reference = "guess";
@@ -306,14 +306,14 @@ done:
 	time_refine_start();
 }
 
-u64 tsc_to_ns(u64 ticks)
+u64 time_tsc_to_ns(u64 ticks)
 {
-	return mul_shr32(ticks, tsc_mult);
+	return time_mul_shr32(ticks, tsc_mult);
 }
 
 u64 time_ns(void)
 {
-	return base_ns + tsc_to_ns(rdtsc() - base_tsc);
+	return base_ns + time_tsc_to_ns(rdtsc() - base_tsc);
 }
 
 /* ---- refining the TSC rate in the background ---- */
@@ -326,15 +326,15 @@ static bool refine_running;
 
 /* One reference reading with the TSC beside it; false when the two TSC
  * reads around it are too far apart to place it (a preemption). */
-static bool refine_sample(u64 *tsc, u32 *count)
+static bool time_refine_sample(u64 *tsc, u32 *count)
 {
 	u64 a, b;
 	u32 c;
 
 	a = rdtsc();
-	c = refine_ref_hz == PIT_HZ ? pit0_read() : inl(pm_port) & (pm_bits == 32 ? 0xffffffffu : 0xffffffu);
+	c = refine_ref_hz == PIT_HZ ? time_pit0_read() : inl(pm_port) & (pm_bits == 32 ? 0xffffffffu : 0xffffffu);
 	b = rdtsc();
-	if (tsc_to_ns(b - a) > REFINE_SKEW_NS)
+	if (time_tsc_to_ns(b - a) > REFINE_SKEW_NS)
 		return false;
 	*tsc = a + (b - a) / 2;
 	*count = c;
@@ -343,7 +343,7 @@ static bool refine_sample(u64 *tsc, u32 *count)
 
 /* Reference ticks from prev to now: the PIT counts down mod 2^16, the PM
  * timer up mod 2^24 or 2^32. */
-static u32 refine_delta(u32 prev, u32 now)
+static u32 time_refine_delta(u32 prev, u32 now)
 {
 	if (refine_ref_hz == PIT_HZ)
 		return (u16)(prev - now);
@@ -352,12 +352,12 @@ static u32 refine_delta(u32 prev, u32 now)
 
 /* The new rate takes over at this instant: time_ns() stays continuous and
  * monotonic, only its slope changes. */
-static void refine_apply(u64 hz, u64 span_ms)
+static void time_refine_apply(u64 hz, u64 span_ms)
 {
 	u64 flags = irq_save(), now = rdtsc(), old = tsc_hz;
 	s64 ppm;
 
-	base_ns += tsc_to_ns(now - base_tsc);
+	base_ns += time_tsc_to_ns(now - base_tsc);
 	base_tsc = now;
 	tsc_hz = hz;
 	tsc_mult = (NSEC_PER_SEC << 32) / tsc_hz;
@@ -378,20 +378,20 @@ static void time_refine_fn(struct timer *t, void *arg)
 			REFINE_SPAN_MS, (unsigned)(REFINE_GAP_NS / NSEC_PER_MSEC), REFINE_GIVE_UP_NS / NSEC_PER_SEC);
 		return;
 	}
-	if (refine_sample(&tsc, &c)) {
-		if (!refine_running || tsc_to_ns(tsc - refine_prev_tsc) > REFINE_GAP_NS) {
+	if (time_refine_sample(&tsc, &c)) {
+		if (!refine_running || time_tsc_to_ns(tsc - refine_prev_tsc) > REFINE_GAP_NS) {
 			refine_running = true;	/* (re)start the span here */
 			refine_t0 = tsc;
 			refine_acc = 0;
 		} else {
-			refine_acc += refine_delta(refine_prev, c);
+			refine_acc += time_refine_delta(refine_prev, c);
 		}
 		refine_prev = c;
 		refine_prev_tsc = tsc;
 		if (refine_acc >= refine_ref_hz * REFINE_SPAN_MS / 1000) {
 			/* < 0.52 s of TSC ticks (1e10 at 20 GHz) times at most
 			 * 3.6e6: under 2^64. */
-			refine_apply((tsc - refine_t0) * refine_ref_hz / refine_acc,
+			time_refine_apply((tsc - refine_t0) * refine_ref_hz / refine_acc,
 				     refine_acc * 1000 / refine_ref_hz);
 			return;
 		}
@@ -439,7 +439,7 @@ void time_arm(u64 deadline_ns)
 		return;
 	}
 	now = time_ns();
-	ticks = deadline_ns > now ? mul_shr32(deadline_ns - now, lapic_mult) : 0;
+	ticks = deadline_ns > now ? time_mul_shr32(deadline_ns - now, lapic_mult) : 0;
 	/* A far deadline wakes us early; the loop simply re-arms. */
 	lapic_timer_oneshot((u32)MIN(MAX(ticks, 1), 0xffffffffULL));
 }
@@ -449,7 +449,7 @@ void time_irq(void)
 	/* Nothing to do here: waking the halted loop is the point. */
 }
 
-void udelay(u64 us)
+void time_udelay(u64 us)
 {
 	u64 end = time_ns() + us * NSEC_PER_USEC;
 
