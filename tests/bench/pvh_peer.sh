@@ -15,14 +15,17 @@
 #
 # env: BENCH_REPS (boots per guest, default 3), BENCH_DURATION (wrk seconds
 # per test, default 10), BENCH_HARNESS (default ../shared/bench),
-# BENCH_PVH_MEM (vireo's -m, default 16). Needs root (namespaces, tap).
+# BENCH_PVH_MEM (vireo's -m, default 16), BENCH_BOOT_TIMEOUT (seconds a boot
+# may take to its marker, default 180: the Linux peer does not come up on
+# microvm under TCG here, see docs/microvm.md). Needs root (namespaces, tap).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 harness=${BENCH_HARNESS:-$root/../shared/bench}
 harness=$(cd "$harness" 2>/dev/null && pwd) || { echo "bench-pvh: harness not found (BENCH_HARNESS)" >&2; exit 1; }
-reps=${BENCH_REPS:-3} dur=${BENCH_DURATION:-10} mem=${BENCH_PVH_MEM:-16}
-[[ $reps =~ ^[0-9]+$ && $dur =~ ^[0-9]+$ && $mem =~ ^[0-9]+$ ]] || { echo "bench-pvh: BENCH_REPS, BENCH_DURATION, BENCH_PVH_MEM are numbers" >&2; exit 1; }
+reps=${BENCH_REPS:-3} dur=${BENCH_DURATION:-10} mem=${BENCH_PVH_MEM:-16} boot_to=${BENCH_BOOT_TIMEOUT:-180}
+[[ $reps =~ ^[0-9]+$ && $dur =~ ^[0-9]+$ && $mem =~ ^[0-9]+$ && $boot_to =~ ^[0-9]+$ ]] ||
+	{ echo "bench-pvh: BENCH_REPS, BENCH_DURATION, BENCH_PVH_MEM, BENCH_BOOT_TIMEOUT are numbers" >&2; exit 1; }
 ((EUID == 0)) || { echo "bench-pvh: the side by side needs root (network namespaces, tap devices)" >&2; exit 1; }
 for t in wrk curl ip qemu-system-x86_64; do
 	command -v "$t" >/dev/null || { echo "bench-pvh: missing $t (make deps-test)" >&2; exit 1; }
@@ -57,7 +60,7 @@ for m in q35 microvm; do
 	peer=$harness/guests/linux-nginx.sh
 	[[ $m == microvm ]] && peer=$harness/guests/linux-nginx-microvm.sh
 	log "$m: $reps rep(s) x (nginx peer, vireo at -m $mem), wrk ${dur} s per test"
-	VIREO_MACHINE=$m run bash "$harness/run.sh" --reps "$reps" --duration "$dur" \
+	VIREO_MACHINE=$m run bash "$harness/run.sh" --reps "$reps" --duration "$dur" --boot-timeout "$boot_to" \
 		--tag bench-pvh --results "$dir/$m.jsonl" "$peer" "$root/tests/bench/vireo-pvh.sh" \
 		>"$dir/$m.txt" 2>"$dir/$m.log" || { rc=1; tail -20 "$dir/$m.log" >&2; }
 done
