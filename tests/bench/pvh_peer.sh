@@ -4,7 +4,9 @@
 # shared harness (../shared/bench/run.sh), on q35 and on microvm, static
 # address, tap networking in a namespace of the harness's own:
 #   q35:     guests/linux-nginx.sh          vs vireo.elf (tests/bench/vireo-pvh.sh, q35)
-#   microvm: guests/linux-nginx-microvm.sh  vs vireo.elf (tests/bench/vireo-pvh.sh, microvm)
+#   microvm: guests/linux-nginx-microvm.sh, plus tsc_early_khz= (tests/bench/nginx-microvm-tsc.sh:
+#            without it the peer does not boot on microvm under TCG)
+#            vs vireo.elf (tests/bench/vireo-pvh.sh, microvm)
 # Each guest at its own -m: the peer at its descriptor's 128 MiB, vireo at
 # 16 MiB (BENCH_PVH_MEM). Both machines keep QEMU's defaults (microvm: ACPI
 # on, legacy virtio-mmio) and stop through QMP system_powerdown.
@@ -16,8 +18,8 @@
 # env: BENCH_REPS (boots per guest, default 3), BENCH_DURATION (wrk seconds
 # per test, default 10), BENCH_HARNESS (default ../shared/bench),
 # BENCH_PVH_MEM (vireo's -m, default 16), BENCH_BOOT_TIMEOUT (seconds a boot
-# may take to its marker, default 180: the Linux peer does not come up on
-# microvm under TCG here, see docs/microvm.md). Needs root (namespaces, tap).
+# may take to its marker, default 180), PEER_TSC_KHZ (default: the host's
+# "cpu MHz"), BENCH_PVH_MACHINES (default "q35 microvm"). Needs root.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -55,15 +57,19 @@ fi
 
 # vireo through tests/bench/vireo-pvh.sh: static address, its own marker.
 export VIREO_ELF=$root/build/vireo.elf VIREO_MEM=$mem
+# The nginx peer on microvm needs its TSC rate given (tests/bench/nginx-microvm-tsc.sh):
+# under TCG that is the host's.
+khz=$(awk -F: '/^cpu MHz/ { printf "%d", $2 * 1000; exit }' /proc/cpuinfo)
+export PEER_TSC_KHZ=${PEER_TSC_KHZ:-$khz}
 rc=0
-for m in q35 microvm; do
+for m in ${BENCH_PVH_MACHINES:-q35 microvm}; do
 	peer=$harness/guests/linux-nginx.sh
-	[[ $m == microvm ]] && peer=$harness/guests/linux-nginx-microvm.sh
+	[[ $m == microvm ]] && peer=$root/tests/bench/nginx-microvm-tsc.sh
 	log "$m: $reps rep(s) x (nginx peer, vireo at -m $mem), wrk ${dur} s per test"
 	VIREO_MACHINE=$m run bash "$harness/run.sh" --reps "$reps" --duration "$dur" --boot-timeout "$boot_to" \
 		--tag bench-pvh --results "$dir/$m.jsonl" "$peer" "$root/tests/bench/vireo-pvh.sh" \
 		>"$dir/$m.txt" 2>"$dir/$m.log" || { rc=1; tail -20 "$dir/$m.log" >&2; }
 done
-python3 tests/bench/pvh_summary.py "$dir/q35.jsonl" "$dir/microvm.jsonl" | tee "$dir/summary.txt"
+python3 tests/bench/pvh_summary.py "$dir"/*.jsonl | tee "$dir/summary.txt"
 log "raw results in $dir"
 exit $rc
