@@ -170,9 +170,13 @@ test-qemu: $(PVH)
 run-microvm: deps-run $(PVH)
 	images/qemu.sh --microvm --kernel $(PVH) --mem $(MEM) --cmdline "$(CMDLINE)" \
 		$(if $(PORT),--port $(PORT) --guest-port $(HTTP_PORT)) $(QEMU_OPTS)
-# QEMU start -> first HTTP 200: OVMF vs -kernel on q35, pc and microvm (printed).
+# QEMU start -> first HTTP 200: OVMF vs -kernel on q35, pc and microvm (printed);
+# then, as root, side by side with the nginx peer booted with -kernel on q35 and
+# microvm through the shared harness (tests/bench/pvh_peer.sh; BENCH_REPS,
+# BENCH_DURATION, BENCH_HARNESS, BENCH_PVH_MEM).
 bench-pvh: deps-test $(IMAGE) $(PVH)
 	$(Q)$(PYTHON) tests/bench/pvh_boot.py
+	$(Q)tests/bench/pvh_peer.sh
 
 image: $(IMAGE)
 $(IMAGE): $(EFI) images/mkimage.sh
@@ -363,7 +367,8 @@ help:
 	@echo "  make fuzz-smoke every libFuzzer target for FUZZ_RUNS=$(FUZZ_RUNS) runs (part of make test)"
 	@echo "  make fuzz       libFuzzer targets, FUZZ_TIME=$(FUZZ_TIME) s each"
 	@echo "  make lwip-fetch, make lwip-check   fetch lwIP only; link check and sizes (net/README.md)"
-	@echo "  make bench-pvh  QEMU start -> first HTTP 200: OVMF vs -kernel (q35, pc, microvm)"
+	@echo "  make bench-pvh  QEMU start -> first HTTP 200: OVMF vs -kernel (q35, pc, microvm); then (root)"
+	@echo "                  vireo's ELF vs the nginx peer booted with -kernel, q35 and microvm"
 	@echo "  make bench-boot EFI size, efi_main->kernel ready, idle host CPU"
 	@echo "  make bench      vireo vs. nginx on Linux (shared harness, TCG, tap): table + build/bench/summary.json"
 	@echo "                  (BENCH_REPS=3 BENCH_DURATION=10 BENCH_EXTRA_REPS=2 BENCH_MEM=256, -m of both guests;"

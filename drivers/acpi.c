@@ -1,6 +1,7 @@
 /* Kernel side of ACPI: map tables through the boot memory map, parse them,
  * log a summary and configure interrupts, reboot, the PM timer, and the
- * power button (SCI, PM1 blocks, \_S5 from the DSDT). */
+ * power button (SCI, PM1 blocks, \_S5 from the DSDT; on a hardware-reduced
+ * platform the Generic Event Device and the FADT's sleep registers). */
 #include <arch.h>
 
 #include "drivers/acpi.h"
@@ -31,6 +32,11 @@
 static struct acpi_info *info;
 static struct aml_s5 s5;
 static bool s5_ok;
+static struct aml_ged ged;
+static bool ged_ok;
+static volatile u32 *ged_evt;	/* the GED's event selector, mapped */
+static u32 ged_unclaimed;	/* events other than power-down, logged once */
+static volatile u8 *sleep_ctl_mem;
 static u32 sci_gsi, sci_unclaimed;
 static u64 sci_window;	/* time_ns() of the first unclaimed SCI counted */
 static struct work storm_work;
@@ -112,6 +118,8 @@ static bool acpi_find_s5(const struct boot_info *bi, const struct acpi_fadt *f)
 		return false;
 	}
 	virtio_mmio_from_acpi(t + 36, len - 36);
+	if (f->hw_reduced)
+		ged_ok = aml_find_ged(t + 36, len - 36, &ged) == 0;
 	err = aml_find_s5(t + 36, len - 36, &s5);
 	if (err) {
 		kprintf("acpi: no usable \\_S5 package in the DSDT (%d)\n", err);
@@ -237,6 +245,79 @@ static void acpi_s5(void)
 		pause();
 }
 
+/* Hardware-reduced S5 (ACPI 6.5 §4.8.3.7, §7.4.2.5 steps): SLP_TYPx in
+ * bits 4:2 of the sleep control register, with SLP_EN (bit 5). */
+#define SLEEP_TYP_SHIFT 2
+#define SLEEP_EN	(1u << 5)
+
+static void acpi_s5_hw_reduced(void)
+{
+	const struct acpi_gas *g = &info->fadt.sleep_ctl;
+	u8 v = (u8)((s5.slp_typa & 7) << SLEEP_TYP_SHIFT | SLEEP_EN);
+	u64 end;
+
+	if (g->space_id == ACPI_GAS_SYSIO)
+		outb((u16)g->address, v);
+	else if (sleep_ctl_mem)
+		*sleep_ctl_mem = v;
+	end = time_ns() + NSEC_PER_SEC;
+	while (time_ns() < end)
+		pause();
+}
+
+/* The GED's interrupt: its _EVT method reads the event selector (which
+ * clears it, QEMU's hw/acpi/generic_event_device.c) and notifies the power
+ * button on bit 1. That is the one event we act on; others are counted and
+ * said once. Edge-triggered: nothing to clear before the EOI. */
+#define GED_PWR_DOWN	(1u << 1)
+
+static void acpi_ged_irq(void *arg)
+{
+	u32 sel = *ged_evt;
+
+	(void)arg;
+	if (sel & GED_PWR_DOWN)
+		power_button();
+	if ((sel & ~GED_PWR_DOWN) && !ged_unclaimed++)
+		klog("acpi: GED event %#x not handled (only power-down is)", sel & ~GED_PWR_DOWN);
+}
+
+static void acpi_power_hw_reduced(const struct acpi_fadt *f)
+{
+	const struct acpi_gas *c = &f->sleep_ctl;
+	int vec;
+
+	if (!c->address || !s5_ok) {
+		kprintf("acpi: hardware-reduced ACPI without %s: no power off\n",
+			!c->address ? "sleep registers" : "a usable \\_S5");
+		return;
+	}
+	if (c->space_id == ACPI_GAS_SYSMEM && !(sleep_ctl_mem = mmio_map(c->address, 1))) {
+		kprintf("acpi: sleep control register %#lx not mappable: no power off\n", c->address);
+		return;
+	}
+	power_register_off(acpi_s5_hw_reduced);
+	if (!ged_ok) {
+		kprintf("acpi: hardware-reduced, no Generic Event Device in the DSDT: power button not available, "
+			"S5 by sleep control %#lx\n", c->address);
+		return;
+	}
+	ged_evt = mmio_map(ged.evt_addr, ged.evt_len);
+	if (!ged_evt) {
+		kprintf("acpi: GED event register %#lx not mappable: power button not available\n", ged.evt_addr);
+		return;
+	}
+	vec = irq_route_gsi(ged.gsi, !ged.edge, ged.active_low, acpi_ged_irq, NULL);
+	if (vec < 0) {
+		kprintf("acpi: cannot route GED gsi %u (%d): power button not available\n", ged.gsi, vec);
+		return;
+	}
+	(void)*ged_evt;	/* an event from before: dropped */
+	kprintf("acpi: power button on GED gsi %u (%s, active %s), event register %#lx, sleep control %s %#lx, S5 "
+		"type %u\n", ged.gsi, ged.edge ? "edge" : "level", ged.active_low ? "low" : "high", ged.evt_addr,
+		c->space_id == ACPI_GAS_SYSIO ? "port" : "mem", c->address, s5.slp_typa);
+}
+
 /* SCI_EN set means ACPI mode; otherwise ask the firmware through SMI_CMD. */
 static int acpi_enable_acpi_mode(const struct acpi_fadt *f)
 {
@@ -269,9 +350,12 @@ void acpi_power_init(void)
 		return;
 	}
 	f = &info->fadt;
-	if (f->hw_reduced || !f->pm1a_evt || !f->pm1a_cnt || !f->sci_int) {
-		kprintf("acpi: %s: power button not available\n",
-			f->hw_reduced ? "hardware-reduced ACPI" : "no SCI or PM1 block");
+	if (f->hw_reduced) {
+		acpi_power_hw_reduced(f);
+		return;
+	}
+	if (!f->pm1a_evt || !f->pm1a_cnt || !f->sci_int) {
+		kprintf("acpi: no SCI or PM1 block: power button not available\n");
 		return;
 	}
 	err = acpi_enable_acpi_mode(f);

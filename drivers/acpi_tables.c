@@ -44,6 +44,8 @@
 #define FADT_X_PM1A_CNT_BLK	172
 #define FADT_X_PM1B_CNT_BLK	184
 #define FADT_X_PM_TMR_BLK	208
+#define FADT_SLEEP_CONTROL_REG	244
+#define FADT_SLEEP_STATUS_REG	256
 #define GAS_LEN			12
 
 /* HPET table field offsets (IA-PC HPET spec 1.0a §3.2.4). */
@@ -532,6 +534,33 @@ static void acpi_fadt_reset(struct acpi_walk *w, const u8 *t, u32 len)
 	f->reset_supported = true;
 }
 
+/* SLEEP_CONTROL_REG and SLEEP_STATUS_REG (revision 5, hardware-reduced
+ * platforms, §4.8.3.7): 8-bit registers at bit offset 0, in memory or I/O
+ * space; both or neither. */
+static void acpi_fadt_sleep(struct acpi_walk *w, const u8 *t, u32 len)
+{
+	struct acpi_fadt *f = &w->info->fadt;
+	struct acpi_gas c, s;
+
+	if (f->revision < 5 || !acpi_covers(len, FADT_SLEEP_STATUS_REG, 12))
+		return;
+	acpi_gas_read(t + FADT_SLEEP_CONTROL_REG, &c);
+	acpi_gas_read(t + FADT_SLEEP_STATUS_REG, &s);
+	if (!c.address && !s.address)
+		return;
+	if (!c.address || !s.address || c.bit_width != 8 || s.bit_width != 8 || c.bit_offset || s.bit_offset ||
+	    (c.space_id != ACPI_GAS_SYSMEM && c.space_id != ACPI_GAS_SYSIO) ||
+	    (s.space_id != ACPI_GAS_SYSMEM && s.space_id != ACPI_GAS_SYSIO) ||
+	    (c.space_id == ACPI_GAS_SYSIO && c.address > 0xffff) ||
+	    (s.space_id == ACPI_GAS_SYSIO && s.address > 0xffff)) {
+		acpi_warn(w, "FADT: SLEEP_CONTROL/STATUS_REG (space %u/%u width %u/%u) unusable", c.space_id,
+			  s.space_id, c.bit_width, s.bit_width);
+		return;
+	}
+	f->sleep_ctl = c;
+	f->sleep_sts = s;
+}
+
 static bool acpi_fadt_parse(struct acpi_walk *w, const u8 *t, u32 len)
 {
 	struct acpi_fadt *f = &w->info->fadt;
@@ -570,6 +599,7 @@ static bool acpi_fadt_parse(struct acpi_walk *w, const u8 *t, u32 len)
 	acpi_fadt_reset(w, t, len);
 	acpi_fadt_pm_timer(w, t, len);
 	acpi_fadt_pm1(w, t, len);
+	acpi_fadt_sleep(w, t, len);
 	return true;
 }
 

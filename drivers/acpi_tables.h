@@ -153,6 +153,9 @@ struct acpi_fadt {
 	u8   pm1_evt_len, pm1_cnt_len;
 	u16  pm1a_evt, pm1b_evt;	/* status at +0, enable at +pm1_evt_len/2 */
 	u16  pm1a_cnt, pm1b_cnt;
+	/* Hardware-reduced sleep registers (rev >= 5): address 0 = absent;
+	 * when present, both are 8-bit memory or I/O registers. */
+	struct acpi_gas sleep_ctl, sleep_sts;
 };
 
 struct acpi_hpet {

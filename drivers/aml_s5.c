@@ -13,6 +13,11 @@
 #define AML_QWORD_PREFIX 0x0e
 #define AML_PACKAGE_OP	0x12
 #define AML_ROOT_CHAR	'\\'
+#define AML_STRING_PREFIX 0x0d
+#define AML_EXT_OP	0x5b
+#define AML_OPREGION_OP	0x80	/* after AML_EXT_OP */
+#define AML_SPACE_SYSMEM 0x00
+#define AML_RES_EXT_IRQ	0x89
 
 /* PkgLength (ACPI 6.5 §20.2.4): the lead byte's bits 7-6 count the bytes
  * that follow (0-3). With none, bits 5-0 are the length; otherwise bits 3-0
@@ -133,6 +138,81 @@ int aml_find_s5(const u8 *aml, u32 len, struct aml_s5 *out)
 			continue;
 		seen = true;
 		if (aml_s5_package(aml, len, i + 4, out) == 0)
+			return 0;
+	}
+	return seen ? -EBADMSG : -ENOENT;
+}
+
+static bool ged_hid_at(const u8 *aml, u32 len, u32 i)
+{
+	static const u8 hid[] = { AML_STRING_PREFIX, 'A', 'C', 'P', 'I', '0', '0', '1', '3', 0 };
+	u32 k;
+
+	if (len - i < sizeof hid)
+		return false;
+	for (k = 0; k < sizeof hid; k++)
+		if (aml[i + k] != hid[k])
+			return false;
+	return true;
+}
+
+/* The device whose _HID string starts at aml[i]. */
+static int aml_ged_at(const u8 *aml, u32 len, u32 i, struct aml_ged *out)
+{
+	u32 j, end = len - i > AML_GED_SPAN ? i + AML_GED_SPAN : len, used;
+	bool irq = false, reg = false;
+	struct aml_ged g = { 0 };
+	u64 off, rlen;
+
+	for (j = i + 10; j < end && !(irq && reg) && !ged_hid_at(aml, len, j); j++) {
+		/* Extended Interrupt: 0x89, length (2 bytes) >= 6, flags,
+		 * count >= 1, then 4-byte GSIs. */
+		if (!irq && aml[j] == AML_RES_EXT_IRQ && end - j >= 9 && aml[j + 1] >= 6 && aml[j + 2] == 0 &&
+		    aml[j + 4] >= 1) {
+			g.gsi = (u32)aml[j + 5] | (u32)aml[j + 6] << 8 | (u32)aml[j + 7] << 16 | (u32)aml[j + 8] << 24;
+			g.edge = aml[j + 3] & 0x02;
+			g.active_low = aml[j + 3] & 0x04;
+			irq = g.gsi >= 1 && g.gsi <= 255;
+			j += 8;
+		/* OperationRegion: ExtOpPrefix 0x80, NameSeg, RegionSpace,
+		 * RegionOffset, RegionLen. */
+		} else if (!reg && aml[j] == AML_EXT_OP && end - j >= 8 && aml[j + 1] == AML_OPREGION_OP &&
+			   aml[j + 6] == AML_SPACE_SYSMEM) {
+			u32 at = j + 7;
+
+			if (aml_data_int(aml + at, end - at, &off, &used))
+				continue;
+			at += used;
+			if (aml_data_int(aml + at, end - at, &rlen, &used))
+				continue;
+			if (rlen < 4 || rlen > 4096 || off >= (1ULL << 47) - rlen || (off & 3))
+				continue;
+			g.evt_addr = off;
+			g.evt_len = (u32)rlen;
+			reg = true;
+			j = at + used - 1;
+		}
+	}
+	if (!irq || !reg)
+		return -EBADMSG;
+	*out = g;
+	return 0;
+}
+
+int aml_find_ged(const u8 *aml, u32 len, struct aml_ged *out)
+{
+	bool seen = false;
+	u32 i;
+
+	if (!aml || !out)
+		return -EINVAL;
+	if (len > AML_S5_MAX_LEN)
+		return -E2BIG;
+	for (i = 0; i < len; i++) {
+		if (!ged_hid_at(aml, len, i))
+			continue;
+		seen = true;
+		if (aml_ged_at(aml, len, i, out) == 0)
 			return 0;
 	}
 	return seen ? -EBADMSG : -ENOENT;

@@ -32,4 +32,34 @@ struct aml_s5 {
  */
 int aml_find_s5(const u8 *aml, u32 len, struct aml_s5 *out);
 
+/* The Generic Event Device of a hardware-reduced platform (ACPI 6.5
+ * §5.6.9): its interrupt and the system-memory register its _EVT method
+ * reads. QEMU microvm's: Interrupt(Edge, ActiveHigh){9} and
+ * OperationRegion(EREG, SystemMemory, 0xfea00000, 4), whose bit 1 is the
+ * power-down event (read clears it). */
+#define AML_GED_SPAN	256u	/* bytes scanned after the _HID string */
+
+struct aml_ged {
+	u32 gsi;
+	bool edge;
+	bool active_low;
+	u64 evt_addr;	/* the first SystemMemory OperationRegion in the device */
+	u32 evt_len;
+};
+
+/*
+ * Looks through aml[0..len) for the string "ACPI0013" (a _HID) and, within
+ * the AML_GED_SPAN bytes after it (stopping at another such string), for an
+ * Extended Interrupt descriptor (0x89, length >= 6, at least one GSI, GSI
+ * 1..255) and an OperationRegion in SystemMemory whose offset and length are
+ * integer constants, the length 4 to 4096 and the region below 2^47 without
+ * wrapping. Not an interpreter: _EVT itself is not read; the caller knows
+ * which bit means what. The first device that has both wins.
+ *
+ * Cost: one pass over len bytes, at most AML_GED_SPAN bytes per candidate.
+ * Returns 0 with *out set; -ENOENT without an "ACPI0013" string; -EBADMSG
+ * if none is well-formed; -E2BIG if len > AML_S5_MAX_LEN; -EINVAL on NULL.
+ */
+int aml_find_ged(const u8 *aml, u32 len, struct aml_ged *out);
+
 #endif

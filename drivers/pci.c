@@ -441,6 +441,20 @@ static void pci_print_dev(const struct pci_dev *d)
 	kprintf("\n");
 }
 
+/* Configuration mechanism #1 is there when its address register keeps
+ * what is written to it: the test PC BIOSes and Linux make. Where nothing
+ * decodes port 0xcf8 (QEMU microvm) it reads back all ones, and the scan
+ * (256 config reads, and their translation under emulation) is skipped. */
+static bool pci_ports_present(void)
+{
+	u32 saved = inl(0xcf8), back;
+
+	outl(0xcf8, 0x80000000u);
+	back = inl(0xcf8);
+	outl(0xcf8, saved);
+	return back == 0x80000000u;
+}
+
 void pci_init(void)
 {
 	const struct acpi_info *acpi = acpi_get();
@@ -460,6 +474,10 @@ void pci_init(void)
 		if (ecam_base)
 			ecam_base -= (u64)e->start_bus << 20;
 		break;
+	}
+	if (!ecam_base && !pci_ports_present()) {
+		kprintf("pci: no ECAM and nothing at port 0xcf8: no PCI, scan skipped\n");
+		return;
 	}
 	kprintf("pci: config access through %s\n", ecam_base ? "ECAM" : "ports 0xcf8/0xcfc");
 	pci_scan_bus(ecam_base ? ecam_start : 0, NULL, 0);

@@ -36,10 +36,23 @@
  * (net/lwipopts.h "receive memory" for what the stack may keep of it). */
 #define RX_BUDGET 64
 #define RX_MAX_BUFS 256
-/* Control commands are polled from the event loop, where no busy-wait may
- * last more than 1 ms. A device that answers later has its answer taken by
- * the next command (ctrl_send); until then no new command is sent. */
-#define CTRL_TIMEOUT_NS (1 * NSEC_PER_MSEC)
+/* Control commands go out one at a time from a short queue and are never
+ * waited for in place: a device answers when its I/O thread gets to it,
+ * which on a loaded host is often more than a millisecond after the notify
+ * (a 1 ms busy-wait at probe time used to give up: "allmulti on refused
+ * (-110)"), and bring-up need not wait for filters it does not depend on.
+ * The answer is polled (commands are rare; the queue's interrupt stays
+ * off): at once after the notify, then every CTRL_POLL_NS, for at most
+ * CTRL_TIMEOUT_NS. A command not answered by then fails, with everything
+ * queued behind it; it stays the device's, and nothing is sent until its
+ * late answer is taken (by the next vnet_ctrl_queue). Bounds: CTRL_QUEUE
+ * queued commands per device (probe's three plus one); a queued command of
+ * the same class and command is replaced, since only the latest setting
+ * matters; a full queue refuses with -ENOSPC. At most
+ * CTRL_TIMEOUT_NS / CTRL_POLL_NS = 1000 polls per command. */
+#define CTRL_QUEUE 4
+#define CTRL_POLL_NS (1 * NSEC_PER_MSEC)
+#define CTRL_TIMEOUT_NS (1 * NSEC_PER_SEC)
 #define MAX_VNETS 4
 
 struct txslot {
@@ -80,7 +93,13 @@ struct vnet {
 	u32 link_resumes;
 	struct vnet_qstats st[2];
 	struct vnet_ctrl_cmd cmd;	/* built here ... */
+	struct vnet_ctrl_cmd ctrl_q[CTRL_QUEUE];	/* ... queued here, oldest first ... */
 	struct vnet_ctrl_cmd cmd_dev;	/* ... and sent from here */
+	u32 ctrl_n;			/* queued */
+	bool ctrl_busy;			/* cmd_dev is the device's */
+	bool ctrl_late;			/* ... and was not answered in time */
+	u64 ctrl_deadline;
+	struct timer ctrl_timer;
 };
 
 static struct vnet *vnets[MAX_VNETS];
@@ -181,47 +200,160 @@ static bool vnet_live(struct vnet *vn)
 
 /* ---- control queue (polled: commands are rare and made from the loop) ---- */
 
-static int vnet_ctrl_send(struct vnet *vn)
+static const char *vnet_ctrl_name(const struct vnet_ctrl_cmd *c)
 {
-	struct vnet_ctrl_cmd *c = &vn->cmd_dev;
-	struct virtq_sg out[3], in[2];
-	unsigned no = 0, ni = 0;
-	u64 deadline;
+	if (c->hdr[0] == VIRTIO_NET_CTRL_RX && c->hdr[1] == VIRTIO_NET_CTRL_RX_PROMISC)
+		return c->data[0] ? "promisc on" : "promisc off";
+	if (c->hdr[0] == VIRTIO_NET_CTRL_RX && c->hdr[1] == VIRTIO_NET_CTRL_RX_ALLMULTI)
+		return c->data[0] ? "allmulti on" : "allmulti off";
+	if (c->hdr[0] == VIRTIO_NET_CTRL_MAC)
+		return "MAC filter";
+	if (c->hdr[0] == VIRTIO_NET_CTRL_ANNOUNCE)
+		return "announce ack";
+	if (c->hdr[0] == VIRTIO_NET_CTRL_NOTF_COAL)
+		return "NOTF_COAL";
+	return "command";
+}
+
+/* The outcome of one command: 0, or why it failed (-EIO refused, -EPROTO
+ * a malformed answer, -ETIMEDOUT none in time). */
+static void vnet_ctrl_done(struct vnet *vn, const struct vnet_ctrl_cmd *c, int err)
+{
+	if (!err || !vn->vd)
+		return;
+	if (c->hdr[0] == VIRTIO_NET_CTRL_NOTF_COAL) {
+		if (vn->coal_device)
+			kprintf("virtio%u: net: NOTF_COAL refused (%d); coalescing in the driver\n", vn->vd->index,
+				err);
+		vn->coal_device = false;
+		return;
+	}
+	kprintf("virtio%u: net: %s refused (%d)\n", vn->vd->index, vnet_ctrl_name(c), err);
+}
+
+/* Takes the device's answer to cmd_dev if there is one. */
+static bool vnet_ctrl_reap(struct vnet *vn)
+{
 	u32 len = 0;
-	void *tok;
+	void *tok = virtq_get(&vn->ctrl->vq, &len);
+	bool late = vn->ctrl_late;
 	int err;
+
+	if (!tok)
+		return false;
+	err = tok == &vn->cmd_dev ? vnet_ctrl_ack_check(&vn->cmd_dev.ack, len) : -EPROTO;
+	vn->ctrl_busy = vn->ctrl_late = false;
+	if (late)
+		kprintf("virtio%u: net: late answer to %s (%d); control queue usable again\n", vn->vd->index,
+			vnet_ctrl_name(&vn->cmd_dev), err);
+	else
+		vnet_ctrl_done(vn, &vn->cmd_dev, err);
+	return true;
+}
+
+/* Sends what is queued while the device answers at once; leaves the poll
+ * timer armed while a command is out. */
+static void vnet_ctrl_pump(struct vnet *vn)
+{
+	struct virtq_sg out[3], in[2];
+	struct vnet_ctrl_cmd *c = &vn->cmd_dev;
+	unsigned no, ni;
+	int err;
+
+	for (;;) {
+		if (vn->ctrl_busy && !vnet_ctrl_reap(vn)) {
+			if (!vn->ctrl_late)
+				timer_start(&vn->ctrl_timer, MIN(time_ns() + CTRL_POLL_NS, vn->ctrl_deadline));
+			return;
+		}
+		if (!vn->ctrl_n)
+			return;
+		*c = vn->ctrl_q[0];
+		memmove(&vn->ctrl_q[0], &vn->ctrl_q[1], --vn->ctrl_n * sizeof(vn->ctrl_q[0]));
+		no = ni = 0;
+		out[no++] = (struct virtq_sg){ c->hdr, 2 };
+		if (c->data_split && c->data_split < c->data_len) {
+			out[no++] = (struct virtq_sg){ c->data, c->data_split };
+			out[no++] = (struct virtq_sg){ c->data + c->data_split, c->data_len - c->data_split };
+		} else if (c->data_len) {
+			out[no++] = (struct virtq_sg){ c->data, c->data_len };
+		}
+		in[ni++] = (struct virtq_sg){ &c->ack, 1 };
+		if (c->result_len)
+			in[ni++] = (struct virtq_sg){ c->result, c->result_len };
+		err = virtq_add(&vn->ctrl->vq, out, no, in, ni, c);
+		if (err) {
+			vnet_ctrl_done(vn, c, err);
+			continue;
+		}
+		vn->ctrl_busy = true;
+		vn->ctrl_deadline = time_ns() + CTRL_TIMEOUT_NS;
+		virtq_kick(&vn->ctrl->vq);
+	}
+}
+
+/* Fails every queued command (and the one out, which stays the device's
+ * until it answers). */
+static void vnet_ctrl_fail_all(struct vnet *vn, int err)
+{
+	struct vnet_ctrl_cmd c;
+
+	if (vn->ctrl_busy)
+		vnet_ctrl_done(vn, &vn->cmd_dev, err);
+	while (vn->ctrl_n) {
+		c = vn->ctrl_q[0];
+		memmove(&vn->ctrl_q[0], &vn->ctrl_q[1], --vn->ctrl_n * sizeof(vn->ctrl_q[0]));
+		vnet_ctrl_done(vn, &c, err);
+	}
+}
+
+static void vnet_ctrl_timer_fn(struct timer *t, void *arg)
+{
+	struct vnet *vn = arg;
+
+	(void)t;
+	if (!vn->vd || !vn->ctrl || !vn->ctrl_busy)
+		return;
+	if (!virtq_is_broken(&vn->ctrl->vq) && (vnet_ctrl_reap(vn) || time_ns() < vn->ctrl_deadline)) {
+		vnet_ctrl_pump(vn);
+		return;
+	}
+	kprintf("virtio%u: net: %s not answered in %lu ms; %u queued command%s dropped\n", vn->vd->index,
+		vnet_ctrl_name(&vn->cmd_dev), CTRL_TIMEOUT_NS / NSEC_PER_MSEC, vn->ctrl_n, vn->ctrl_n == 1 ? "" : "s");
+	vn->ctrl_late = true;
+	vnet_ctrl_fail_all(vn, -ETIMEDOUT);
+}
+
+/* Queues vn->cmd; the outcome reaches vnet_ctrl_done. 0, or -ENOTSUP (no
+ * control queue), -EBUSY (the device has not answered an earlier command
+ * yet), -ENOSPC (queue full). */
+static int vnet_ctrl_queue(struct vnet *vn)
+{
+	u32 i;
 
 	if (!vn->ctrl)
 		return -ENOTSUP;
-	/* A command that timed out is still the device's: take its late
-	 * answer if there is one; until then send nothing, or the next
-	 * command would be written over the one the device may yet read. */
-	while (virtq_get(&vn->ctrl->vq, &len))
-		;
-	if (virtq_num_free(&vn->ctrl->vq) != vn->ctrl->vq.num)
+	if (vn->ctrl_late && !vnet_ctrl_reap(vn))
 		return -EBUSY;
-	*c = vn->cmd;
-	out[no++] = (struct virtq_sg){ c->hdr, 2 };
-	if (c->data_split && c->data_split < c->data_len) {
-		out[no++] = (struct virtq_sg){ c->data, c->data_split };
-		out[no++] = (struct virtq_sg){ c->data + c->data_split, c->data_len - c->data_split };
-	} else if (c->data_len) {
-		out[no++] = (struct virtq_sg){ c->data, c->data_len };
-	}
-	in[ni++] = (struct virtq_sg){ &c->ack, 1 };
-	if (c->result_len)
-		in[ni++] = (struct virtq_sg){ c->result, c->result_len };
-	err = virtq_add(&vn->ctrl->vq, out, no, in, ni, c);
-	if (err)
-		return err;
-	virtq_kick(&vn->ctrl->vq);
-	deadline = time_ns() + CTRL_TIMEOUT_NS;
-	while (!(tok = virtq_get(&vn->ctrl->vq, &len))) {
-		if (virtq_is_broken(&vn->ctrl->vq) || time_ns() > deadline)
-			return -ETIMEDOUT;
-		pause();
-	}
-	return tok == c ? vnet_ctrl_ack_check(&c->ack, len) : -EPROTO;
+	for (i = 0; i < vn->ctrl_n; i++)
+		if (vn->ctrl_q[i].hdr[0] == vn->cmd.hdr[0] && vn->ctrl_q[i].hdr[1] == vn->cmd.hdr[1])
+			break;
+	if (i == CTRL_QUEUE)
+		return -ENOSPC;
+	vn->ctrl_q[i] = vn->cmd;
+	if (i == vn->ctrl_n)
+		vn->ctrl_n++;
+	vnet_ctrl_pump(vn);
+	return 0;
+}
+
+/* Forgets the queue when the device is reset or goes: what it held is no
+ * longer its own. */
+static void vnet_ctrl_reset(struct vnet *vn)
+{
+	timer_stop(&vn->ctrl_timer);
+	vn->ctrl_n = 0;
+	vn->ctrl_busy = vn->ctrl_late = false;
 }
 
 /* ---- receive buffers ---- */
@@ -406,7 +538,9 @@ static void vnet_rx_rearm(struct vnet *vn)
 			else
 				err = vnet_ctrl_coal_set(&vn->cmd, false, frames, usecs);
 			if (err >= 0)
-				err = vnet_ctrl_send(vn);
+				err = vnet_ctrl_queue(vn);
+			/* The answer comes later: a refusal or no answer turns
+			 * coal_device off there (vnet_ctrl_done). */
 			if (err < 0) {
 				kprintf("virtio%u: net: NOTF_COAL refused (%d); coalescing in the driver\n",
 					vn->vd->index, err);
@@ -756,6 +890,7 @@ static void vnet_read_link(struct vnet *vn, bool announce_log)
 	struct virtio_dev *d = vn->vd;
 	u16 status = VIRTIO_NET_S_LINK_UP;
 	bool up;
+	int err;
 
 	/* A torn read (the generation never settled) changes nothing: the
 	 * next config interrupt reads again. */
@@ -768,8 +903,8 @@ static void vnet_read_link(struct vnet *vn, bool announce_log)
 	vnet_set_link(vn, up);
 	if ((status & VIRTIO_NET_S_ANNOUNCE) && virtio_has(d, VIRTIO_NET_F_GUEST_ANNOUNCE)) {
 		kprintf("virtio%u: net: announce requested\n", d->index);
-		if (vnet_ctrl_announce_ack(&vn->cmd) >= 0)
-			vnet_ctrl_send(vn);
+		if (vnet_ctrl_announce_ack(&vn->cmd) >= 0 && (err = vnet_ctrl_queue(vn)))
+			kprintf("virtio%u: net: announce ack not sent (%d)\n", d->index, err);
 	}
 }
 
@@ -785,13 +920,14 @@ static void vnet_ctrl_setup(struct vnet *vn)
 
 	if (!vn->ctrl || !virtio_has(d, VIRTIO_NET_F_CTRL_RX))
 		return;
-	/* Our MAC, broadcast and all multicast (IPv6 neighbour discovery). */
-	if (vnet_ctrl_rx_mode(&vn->cmd, VIRTIO_NET_CTRL_RX_PROMISC, false) >= 0 && (err = vnet_ctrl_send(vn)))
-		kprintf("virtio%u: net: promisc off refused (%d)\n", d->index, err);
-	if (vnet_ctrl_rx_mode(&vn->cmd, VIRTIO_NET_CTRL_RX_ALLMULTI, true) >= 0 && (err = vnet_ctrl_send(vn)))
-		kprintf("virtio%u: net: allmulti on refused (%d)\n", d->index, err);
-	if (vnet_ctrl_mac_table(&vn->cmd, (const u8 (*)[6])vn->mac, 1, NULL, 0) >= 0 && (err = vnet_ctrl_send(vn)))
-		kprintf("virtio%u: net: MAC filter refused (%d)\n", d->index, err);
+	/* Our MAC, broadcast and all multicast (IPv6 neighbour discovery).
+	 * Queued, not awaited: a refusal is logged when it comes. */
+	if (vnet_ctrl_rx_mode(&vn->cmd, VIRTIO_NET_CTRL_RX_PROMISC, false) >= 0 && (err = vnet_ctrl_queue(vn)))
+		kprintf("virtio%u: net: promisc off not sent (%d)\n", d->index, err);
+	if (vnet_ctrl_rx_mode(&vn->cmd, VIRTIO_NET_CTRL_RX_ALLMULTI, true) >= 0 && (err = vnet_ctrl_queue(vn)))
+		kprintf("virtio%u: net: allmulti on not sent (%d)\n", d->index, err);
+	if (vnet_ctrl_mac_table(&vn->cmd, (const u8 (*)[6])vn->mac, 1, NULL, 0) >= 0 && (err = vnet_ctrl_queue(vn)))
+		kprintf("virtio%u: net: MAC filter not sent (%d)\n", d->index, err);
 }
 
 static void vnet_coal_setup(struct vnet *vn)
@@ -833,6 +969,7 @@ static struct vnet *vnet_for(struct virtio_dev *d)
 		work_init(&vnets[slot]->refill_work, vnet_rx_refill, vnets[slot]);
 		work_init(&vnets[slot]->kick_work, vnet_tx_kick, vnets[slot]);
 		timer_init(&vnets[slot]->coal_timer, vnet_coal_timer_fn, vnets[slot]);
+		timer_init(&vnets[slot]->ctrl_timer, vnet_ctrl_timer_fn, vnets[slot]);
 	}
 	return vnets[slot];
 }
@@ -932,6 +1069,7 @@ static int vnet_net_probe(struct virtio_dev *d)
 		goto fail;
 	}
 	vn->ctrl = NULL;
+	vnet_ctrl_reset(vn);
 	if (virtio_has(d, VIRTIO_NET_F_CTRL_VQ)) {
 		vn->ctrl = virtio_setup_vq(d, 2, 64, NULL, vn);
 		if (vn->ctrl)
@@ -990,6 +1128,7 @@ fail:
 	 * may call into vn (or run work queued on it) once it is freed. */
 	virtio_quiesce(d);
 	timer_stop(&vn->coal_timer);
+	vnet_ctrl_reset(vn);
 	work_cancel(&vn->rx_work);
 	work_cancel(&vn->tx_work);
 	work_cancel(&vn->refill_work);
@@ -1018,6 +1157,7 @@ static void vnet_net_remove(struct virtio_dev *d)
 	 * and no device first, so the upper layer drops what it had queued for
 	 * us and nothing it does from tx_done() below can reach these queues. */
 	timer_stop(&vn->coal_timer);
+	vnet_ctrl_reset(vn);
 	vnet_set_link(vn, false);
 	vn->vd = NULL;
 	while ((t = virtq_detach_unused(&vn->rx->vq))) {

@@ -1,10 +1,22 @@
 /* Byte-at-a-time string routines, with rep movs/stos for the bulk ones. */
 #include "kernel/string.h"
 
+/* Bulk copies and fills move 8 bytes per step: the same speed as the byte
+ * forms on hardware with fast string operations, and several times faster
+ * under emulation (TCG runs a rep prefix as one loop iteration per
+ * element), which matters for boot-time zeroing of rings and heaps. */
+#define STRING_BULK 64
+
 void *memcpy(void *dst, const void *src, size_t n)
 {
 	void *d = dst;
+	size_t q;
 
+	if (n >= STRING_BULK) {
+		q = n / 8;
+		n %= 8;
+		__asm__ __volatile__("rep movsq" : "+D"(d), "+S"(src), "+c"(q) : : "memory");
+	}
 	__asm__ __volatile__("rep movsb" : "+D"(d), "+S"(src), "+c"(n) : : "memory");
 	return dst;
 }
@@ -26,7 +38,13 @@ void *memmove(void *dst, const void *src, size_t n)
 void *memset(void *dst, int c, size_t n)
 {
 	void *d = dst;
+	size_t q;
 
+	if (n >= STRING_BULK) {
+		q = n / 8;
+		n %= 8;
+		__asm__ __volatile__("rep stosq" : "+D"(d), "+c"(q) : "a"((u64)(u8)c * 0x0101010101010101ULL) : "memory");
+	}
 	__asm__ __volatile__("rep stosb" : "+D"(d), "+c"(n) : "a"(c) : "memory");
 	return dst;
 }

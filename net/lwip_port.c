@@ -286,7 +286,10 @@ int vireo_lwip_init(void)
 
 	if (lwip_port_heap_mem != NULL)
 		return 0;
-	lwip_port_heap_mem = page_alloc(HEAP_KPAGES);
+	/* Not zeroed: segheap_init writes every page descriptor it keeps and
+	 * lwIP initialises whatever it allocates (4 MiB of zeroing was a
+	 * third of the bring-up under emulation). */
+	lwip_port_heap_mem = page_alloc_raw(HEAP_KPAGES);
 	if (lwip_port_heap_mem == NULL) {
 		kprintf("lwip: no %u KiB for the heap\n", (unsigned int)(HEAP_KPAGES * PAGE_SIZE / 1024));
 		return -ENOMEM;

@@ -1032,6 +1032,47 @@ static void test_fadt_hw_reduced_and_bad_reset(void **state)
 	assert_log_has("RESET_REG", NULL);
 }
 
+/* QEMU microvm's FADT: hardware-reduced, the GED's sleep registers in
+ * memory (control 0xfea00200, status 0xfea00201); a 16-bit one is refused. */
+static void test_fadt_sleep_registers(void **state)
+{
+	u8 *p;
+
+	(void)state;
+	build_q35();
+	build_fadt(FACP_AT, 6, 276, ACPI_FADT_HW_REDUCED);
+	p = at(FACP_AT);
+	p[244] = ACPI_GAS_SYSMEM;
+	p[245] = 8;
+	p[247] = 1;
+	w64(p + 248, 0xfea00200);
+	p[256] = ACPI_GAS_SYSMEM;
+	p[257] = 8;
+	p[259] = 1;
+	w64(p + 260, 0xfea00201);
+	fix(FACP_AT);
+	assert_int_equal(run(), 0);
+	assert_true(info.fadt.hw_reduced);
+	assert_int_equal(info.fadt.sleep_ctl.space_id, ACPI_GAS_SYSMEM);
+	assert_int_equal(info.fadt.sleep_ctl.address, 0xfea00200);
+	assert_int_equal(info.fadt.sleep_sts.address, 0xfea00201);
+
+	p[257] = 16;
+	fix(FACP_AT);
+	memset(&info, 0, sizeof info);
+	assert_int_equal(run(), 0);
+	assert_int_equal(info.fadt.sleep_ctl.address, 0);
+	assert_log_has("SLEEP_CONTROL", NULL);
+
+	/* Revision 4: the fields are not read even when the bytes are there. */
+	p[257] = 8;
+	p[8] = 4;
+	fix(FACP_AT);
+	memset(&info, 0, sizeof info);
+	assert_int_equal(run(), 0);
+	assert_int_equal(info.fadt.sleep_ctl.address, 0);
+}
+
 static void test_fadt_pm1_blocks(void **state)
 {
 	u8 *p;
@@ -1137,6 +1178,7 @@ int main(void)
 		T(test_fadt_revision_lies_length_rules),
 		T(test_fadt_tiny),
 		T(test_fadt_hw_reduced_and_bad_reset),
+		T(test_fadt_sleep_registers),
 		T(test_fadt_pm1_blocks),
 		T(test_hpet_no_block_id),
 		T(test_hpet_io_space_rejected),

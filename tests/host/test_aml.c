@@ -1,4 +1,4 @@
-/* Host tests for drivers/aml_s5.c. Every table is handed over as an
+/* Host tests for drivers/aml_s5.c (\_S5 and the GED). Every table is handed over as an
  * exact-size heap copy, so a read one byte past the end is an ASan error. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -350,6 +350,152 @@ static void test_size_bound(void **state)
 	assert_int_equal(aml_find_s5(A->b, 0, NULL), -EINVAL);
 }
 
+/* ---- the Generic Event Device (aml_find_ged) ---- */
+
+static int scan_ged(struct aml_ged *out)
+{
+	u8 *copy = malloc(A->n ? A->n : 1);
+	int r;
+
+	assert_non_null(copy);
+	memcpy(copy, A->b, A->n);
+	r = aml_find_ged(copy, A->n, out);
+	free(copy);
+	return r;
+}
+
+/* QEMU microvm's GED (hw/acpi/generic_event_device.c): Device (GED) {
+ * Name (_HID, "ACPI0013"), Name (_UID, "GED"), Name (_CRS, ResourceTemplate
+ * () { Interrupt (ResourceConsumer, Edge, ActiveHigh, Exclusive) {irq} }),
+ * OperationRegion (EREG, SystemMemory, base, 4), Field ..., Method (_EVT) }.
+ * flags is the interrupt descriptor's flag byte, space the region's. */
+static void ged_shape(u8 flags, u32 irq, u8 space, const u8 *off, u32 off_len, const u8 *len, u32 len_len)
+{
+	u8 crs[] = { 0x89, 0x06, 0x00, flags, 0x01, (u8)irq, (u8)(irq >> 8), (u8)(irq >> 16), (u8)(irq >> 24),
+		     0x79, 0x00 };
+
+	put("\x5b\x82\x4f\x04GED_", 8);			/* Device (GED), some PkgLength */
+	put("\x08_HID\x0d" "ACPI0013\x00", 15);
+	put("\x08_UID\x0dGED\x00", 10);
+	put("\x08_CRS\x11\x0e\x0a\x0b", 9);		/* Name (_CRS, Buffer (11) { */
+	put(crs, sizeof crs);
+	put("\x5b\x80" "EREG", 6);
+	put1(space);
+	put(off, off_len);
+	put(len, len_len);
+	put("\x5b\x81\x0b" "EREG\x03" "ESEL\x20", 13);	/* Field (EREG, DWordAcc, ...) { ESEL, 32 } */
+	put("\x14\x0a_EVT\x09\xa4\x00", 8);		/* Method (_EVT, 1) { ... } */
+}
+
+static const u8 off_fea[] = { 0x0c, 0x00, 0x00, 0xa0, 0xfe };
+static const u8 len_4[] = { 0x0a, 0x04 };
+
+static void test_ged_qemu_microvm(void **state)
+{
+	struct aml_ged g;
+
+	(void)state;
+	put("\x5b\x82\x10" "COM1\x08_HID\x0c\x41\xd0\x05\x01", 16);	/* another device first */
+	ged_shape(0x03, 9, 0x00, off_fea, sizeof off_fea, len_4, sizeof len_4);
+	put("\x5b\x82\x0a" "PWRB\x08_HID\x0d" "PNP0C0C\x00", 21);
+	assert_int_equal(scan_ged(&g), 0);
+	assert_int_equal(g.gsi, 9);
+	assert_true(g.edge);
+	assert_false(g.active_low);
+	assert_int_equal(g.evt_addr, 0xfea00000);
+	assert_int_equal(g.evt_len, 4);
+}
+
+static void test_ged_flags_and_wide_offset(void **state)
+{
+	static const u8 q[] = { 0x0e, 0x00, 0x10, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00 };	/* 0x1000_0000_1000 */
+	static const u8 w[] = { 0x0b, 0x00, 0x01 };						/* 256 */
+	struct aml_ged g;
+
+	(void)state;
+	ged_shape(0x05, 40, 0x00, q, sizeof q, w, sizeof w);	/* level, active low */
+	assert_int_equal(scan_ged(&g), 0);
+	assert_int_equal(g.gsi, 40);
+	assert_false(g.edge);
+	assert_true(g.active_low);
+	assert_int_equal(g.evt_addr, 0x100000001000ULL);
+	assert_int_equal(g.evt_len, 256);
+}
+
+static void test_ged_refused(void **state)
+{
+	static const u8 off_odd[] = { 0x0c, 0x02, 0x00, 0xa0, 0xfe };
+	static const u8 off_high[] = { 0x0e, 0, 0, 0, 0, 0, 0x80, 0, 0 };	/* 2^47 */
+	static const u8 len_2[] = { 0x0a, 0x02 };
+	static const u8 len_big[] = { 0x0b, 0x01, 0x10 };			/* 4097 */
+	static const u8 len_name[] = { 'L', 'E', 'N', '_' };			/* not a constant */
+	struct aml_ged g;
+
+	(void)state;
+	assert_int_equal(scan_ged(&g), -ENOENT);
+	put("\x08_HID\x0d" "ACPI0012\x00", 15);
+	assert_int_equal(scan_ged(&g), -ENOENT);
+	/* Each broken in one way: SystemIO region, interrupt 0 and 256, a
+	 * 2-byte and a 4097-byte region, a misaligned one, one at 2^47, a
+	 * length that is a name. */
+	ged_shape(0x03, 9, 0x01, off_fea, sizeof off_fea, len_4, sizeof len_4);
+	assert_int_equal(scan_ged(&g), -EBADMSG);
+	A->n = 0;
+	ged_shape(0x03, 0, 0x00, off_fea, sizeof off_fea, len_4, sizeof len_4);
+	ged_shape(0x03, 256, 0x00, off_fea, sizeof off_fea, len_4, sizeof len_4);
+	ged_shape(0x03, 9, 0x00, off_fea, sizeof off_fea, len_2, sizeof len_2);
+	ged_shape(0x03, 9, 0x00, off_fea, sizeof off_fea, len_big, sizeof len_big);
+	ged_shape(0x03, 9, 0x00, off_odd, sizeof off_odd, len_4, sizeof len_4);
+	ged_shape(0x03, 9, 0x00, off_high, sizeof off_high, len_4, sizeof len_4);
+	ged_shape(0x03, 9, 0x00, off_fea, sizeof off_fea, len_name, sizeof len_name);
+	assert_int_equal(scan_ged(&g), -EBADMSG);
+	/* ... and then a good one: it wins. */
+	ged_shape(0x03, 7, 0x00, off_fea, sizeof off_fea, len_4, sizeof len_4);
+	assert_int_equal(scan_ged(&g), 0);
+	assert_int_equal(g.gsi, 7);
+	assert_int_equal(aml_find_ged(NULL, 0, &g), -EINVAL);
+	assert_int_equal(aml_find_ged(A->b, 0, NULL), -EINVAL);
+}
+
+/* Cut at every length: never a read past the end (ASan), and success only
+ * once both the interrupt and the region are whole. */
+static void test_ged_truncated(void **state)
+{
+	struct aml_ged g;
+	u32 full, n, need = 0;
+
+	(void)state;
+	ged_shape(0x03, 9, 0x00, off_fea, sizeof off_fea, len_4, sizeof len_4);
+	full = A->n;
+	for (n = 0; n <= full; n++) {
+		int r;
+
+		A->n = n;
+		r = scan_ged(&g);
+		assert_true(r == 0 || r == -ENOENT || r == -EBADMSG);
+		if (r == 0 && !need)
+			need = n;
+	}
+	/* Device (8) + _HID (15) + _UID (10) + _CRS head (9) + descriptor (9)
+	 * and end tag (2) + OperationRegion (6 + 1 + 5 + 2). */
+	assert_int_equal(need, 8 + 15 + 10 + 9 + 11 + 14);
+}
+
+/* The scan stops AML_GED_SPAN bytes after the _HID. */
+static void test_ged_span(void **state)
+{
+	struct aml_ged g;
+	u32 i;
+
+	(void)state;
+	put("\x08_HID\x0d" "ACPI0013\x00", 15);
+	for (i = 0; i < AML_GED_SPAN; i++)
+		put1(0xa3);	/* Noop */
+	put("\x11\x0e\x0a\x0b\x89\x06\x00\x03\x01\x09\x00\x00\x00\x79\x00", 15);
+	put("\x5b\x80" "EREG\x00\x0c\x00\x00\xa0\xfe\x0a\x04", 14);
+	assert_int_equal(scan_ged(&g), -EBADMSG);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -367,6 +513,11 @@ int main(void)
 		T(test_bad_then_good),
 		T(test_deep_nesting),
 		T(test_size_bound),
+		T(test_ged_qemu_microvm),
+		T(test_ged_flags_and_wide_offset),
+		T(test_ged_refused),
+		T(test_ged_truncated),
+		T(test_ged_span),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

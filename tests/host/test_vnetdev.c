@@ -1298,6 +1298,15 @@ static void test_notf_coal_programmed(void **state)
 	up_init(&up);
 }
 
+/* Runs the loop's timers until ns of fake time have passed. */
+static void run_for(u64 ns)
+{
+	u64 end = hk_now() + ns;
+
+	while (hk_now() < end)
+		hk_run_timers_until(end - hk_now());
+}
+
 static void test_ctrl_refused_or_silent(void **state)
 {
 	struct vnet_stats st;
@@ -1323,15 +1332,25 @@ static void test_ctrl_refused_or_silent(void **state)
 		up_init(&up);
 		u64 t0 = hk_now();
 
-		/* 10 us per clock read: a silent device costs the probe (three
-		 * commands, only the first waits) about 1 ms of busy-wait. */
+		/* 10 us per clock read: the probe queues its three commands
+		 * and waits for none of them. */
 		hk_clock_autostep(10 * NSEC_PER_USEC);
 		assert_int_equal(hk_probe(&dev.vd), 0);
 		hk_clock_autostep(0);
-		assert_true(hk_now() - t0 < 3 * NSEC_PER_MSEC);
+		assert_true(hk_now() - t0 < 500 * NSEC_PER_USEC);
 		vn = vnet_host_for(&dev.vd);
 		assert_int_equal(up_attach(&up, vn), 0);
 		run();
+		if (mode == VD_CTRL_SILENT) {
+			/* NOTF_COAL waits behind the unanswered command,
+			 * for at most 1 s; then both fail. */
+			stats(&st);
+			assert_true(st.coal_device);
+			run_for(999 * NSEC_PER_MSEC);
+			assert_false(hk_log_contains("not answered"));
+			run_for(2 * NSEC_PER_MSEC);
+			assert_true(hk_log_contains("promisc off not answered in 1000 ms"));
+		}
 		stats(&st);
 		assert_false(st.coal_device);
 		rx_good(NULL, 60, 1);
@@ -1340,6 +1359,45 @@ static void test_ctrl_refused_or_silent(void **state)
 		teardown(state);
 	}
 	up_init(&up);
+}
+
+static void test_ctrl_slow_answer(void **state)
+{
+	struct vnet_stats st;
+	unsigned n;
+
+	/* A device whose I/O thread answers 5 ms after each notify (a loaded
+	 * host): probe does not wait, every command is answered and taken,
+	 * in order, none is called refused. */
+	vd_init(&dev, MODERN | EVIDX | CTRL | F(VIRTIO_NET_F_NOTF_COAL), 64);
+	dev.ctrl_mode = VD_CTRL_SILENT;
+	up_init(&up);
+	hk_log_reset();
+	assert_int_equal(hk_probe(&dev.vd), 0);
+	vn = vnet_host_for(&dev.vd);
+	assert_int_equal(up_attach(&up, vn), 0);
+	run();
+	for (n = 0; n < 10; n++) {
+		run_for(5 * NSEC_PER_MSEC);
+		dev.ctrl_mode = VD_CTRL_OK;
+		vd_ctrl_serve(&dev);
+		dev.ctrl_mode = VD_CTRL_SILENT;
+	}
+	run_for(5 * NSEC_PER_MSEC);
+	assert_true(dev.ncmds >= 3);
+	assert_int_equal(dev.cmds[0].cls, VIRTIO_NET_CTRL_RX);
+	assert_int_equal(dev.cmds[0].cmd, VIRTIO_NET_CTRL_RX_PROMISC);
+	assert_int_equal(dev.cmds[1].cls, VIRTIO_NET_CTRL_RX);
+	assert_int_equal(dev.cmds[1].cmd, VIRTIO_NET_CTRL_RX_ALLMULTI);
+	assert_int_equal(dev.cmds[2].cls, VIRTIO_NET_CTRL_MAC);
+	for (n = 0; n < dev.ncmds; n++)
+		assert_true(dev.cmds[n].answered_ok);
+	assert_false(hk_log_contains("refused"));
+	assert_false(hk_log_contains("not answered"));
+	stats(&st);
+	assert_true(st.coal_device);
+	assert_int_equal(vd_errors(&dev), 0);
+	check_all();
 }
 
 static void test_ctrl_late_answer(void **state)
@@ -1353,12 +1411,12 @@ static void test_ctrl_late_answer(void **state)
 		F(VIRTIO_NET_F_NOTF_COAL), 64);
 	dev.ctrl_mode = VD_CTRL_SILENT;
 	up_init(&up);
-	hk_clock_autostep(NSEC_PER_MSEC);
 	assert_int_equal(hk_probe(&dev.vd), 0);
-	hk_clock_autostep(0);
 	vn = vnet_host_for(&dev.vd);
 	assert_int_equal(up_attach(&up, vn), 0);
 	run();
+	run_for(1100 * NSEC_PER_MSEC);	/* the driver gives up on it */
+	assert_true(hk_log_contains("not answered in 1000 ms"));
 	dev.ctrl_mode = VD_CTRL_OK;
 	vd_ctrl_serve(&dev);
 	assert_int_equal(vd_errors(&dev), 0);
@@ -1671,6 +1729,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_reset_probe_fails, teardown),
 		cmocka_unit_test_teardown(test_notf_coal_programmed, teardown),
 		cmocka_unit_test_teardown(test_ctrl_refused_or_silent, teardown),
+		cmocka_unit_test_teardown(test_ctrl_slow_answer, teardown),
 		cmocka_unit_test_teardown(test_ctrl_late_answer, teardown),
 		cmocka_unit_test_teardown(test_event_idx_coalescing, teardown),
 		cmocka_unit_test_teardown(test_wakeup_invariant_split, teardown),
