@@ -1045,11 +1045,11 @@ static void test_fadt_sleep_registers(void **state)
 	p[244] = ACPI_GAS_SYSMEM;
 	p[245] = 8;
 	p[247] = 1;
-	w64(p + 248, 0xfea00200);
+	put_le64(p + 248, 0xfea00200);
 	p[256] = ACPI_GAS_SYSMEM;
 	p[257] = 8;
 	p[259] = 1;
-	w64(p + 260, 0xfea00201);
+	put_le64(p + 260, 0xfea00201);
 	fix(FACP_AT);
 	assert_int_equal(run(), 0);
 	assert_true(info.fadt.hw_reduced);
