@@ -14,7 +14,7 @@ extern u64 pvh_entry_tsc;
 static struct boot_info pvh_bi __attribute__((aligned(4096)));
 
 /* Everything below 4 GiB is identity-mapped by the entry code. */
-static const void *phys(u64 pa, u64 len)
+static const void *pvh_phys(u64 pa, u64 len)
 {
 	if (!pa || len > (1ULL << 32) || pa > (1ULL << 32) - len)
 		return NULL;
@@ -23,7 +23,7 @@ static const void *phys(u64 pa, u64 len)
 
 /* The kernel's console is not up yet: a failure here is told on COM1 by
  * polling, then the CPU halts. */
-static void early_say(const char *s)
+static void pvh_early_say(const char *s)
 {
 	for (; *s; s++) {
 		u32 spins = 100000;
@@ -34,7 +34,7 @@ static void early_say(const char *s)
 	}
 }
 
-static void copy_name(char *dst, const char *s, size_t n)
+static void pvh_copy_name(char *dst, const char *s, size_t n)
 {
 	size_t i;
 
@@ -54,18 +54,18 @@ void pvh_main(u64 start_info)
 	bi->tsc.efi_main = pvh_entry_tsc;
 	bi->tsc.before_exit = t;
 	bi->tsc.after_exit = t;
-	copy_name(bi->stamp_names[0], "pvh_entry", sizeof bi->stamp_names[0]);
-	copy_name(bi->stamp_names[1], "long_mode", sizeof bi->stamp_names[1]);
+	pvh_copy_name(bi->stamp_names[0], "pvh_entry", sizeof bi->stamp_names[0]);
+	pvh_copy_name(bi->stamp_names[1], "long_mode", sizeof bi->stamp_names[1]);
 	bi->image_base = (u64)ImageBase;
 	bi->image_size = (u64)(__image_end - ImageBase);
 	bi->stack_base = (u64)pvh_stack;
 	bi->stack_size = (BOOT_STACK_PAGES + 1) * 4096ULL;
 	bi->self_base = (u64)bi;
 	bi->self_size = (sizeof *bi + 4095) & ~4095ULL;
-	if (pvh_fill_boot_info(bi, start_info, phys, bi->image_base, bi->image_base + bi->image_size, &why)) {
-		early_say("vireo: pvh: ");
-		early_say(why);
-		early_say("; halted\r\n");
+	if (pvh_fill_boot_info(bi, start_info, pvh_phys, bi->image_base, bi->image_base + bi->image_size, &why)) {
+		pvh_early_say("vireo: pvh: ");
+		pvh_early_say(why);
+		pvh_early_say("; halted\r\n");
 		for (;;)
 			__asm__ __volatile__("cli; hlt");
 	}

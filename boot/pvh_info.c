@@ -24,7 +24,7 @@ struct span {
 
 static const u32 prio_type[] = { BOOT_MEM_FREE, BOOT_MEM_ACPI_RECLAIM, BOOT_MEM_ACPI_NVS, BOOT_MEM_RESERVED };
 
-static u32 e820_prio(u32 t)
+static u32 pvh_info_e820_prio(u32 t)
 {
 	switch (t) {
 	case E820_RAM:
@@ -38,7 +38,7 @@ static u32 e820_prio(u32 t)
 	}
 }
 
-static void sort_u64(u64 *v, u32 n)
+static void pvh_info_sort_u64(u64 *v, u32 n)
 {
 	u32 i, j;
 
@@ -51,7 +51,7 @@ static void sort_u64(u64 *v, u32 n)
 	}
 }
 
-static bool push_region(struct boot_info *bi, u64 lo, u64 hi, u32 type, u32 e820)
+static bool pvh_info_push_region(struct boot_info *bi, u64 lo, u64 hi, u32 type, u32 e820)
 {
 	struct boot_region *last = bi->nregions ? &bi->regions[bi->nregions - 1] : NULL;
 
@@ -70,7 +70,7 @@ static bool push_region(struct boot_info *bi, u64 lo, u64 hi, u32 type, u32 e820
 }
 
 /* Whole pages of RAM only: a partial page at either end is left out. */
-static void trim_ram(struct boot_info *bi)
+static void pvh_info_trim_ram(struct boot_info *bi)
 {
 	u32 i, o = 0;
 
@@ -91,7 +91,7 @@ static void trim_ram(struct boot_info *bi)
 }
 
 /* [lo, hi) out of the one RAM region that holds it, as BOOT_MEM_LOADER. */
-static bool carve(struct boot_info *bi, u64 lo, u64 hi)
+static bool pvh_info_carve(struct boot_info *bi, u64 lo, u64 hi)
 {
 	u32 i, k;
 
@@ -119,7 +119,7 @@ static bool carve(struct boot_info *bi, u64 lo, u64 hi)
 	return false;
 }
 
-static void set_src(struct boot_info *bi, const char *s)
+static void pvh_info_set_src(struct boot_info *bi, const char *s)
 {
 	u32 i;
 
@@ -128,12 +128,12 @@ static void set_src(struct boot_info *bi, const char *s)
 	bi->cmdline_src[i] = '\0';
 }
 
-static void read_cmdline(struct boot_info *bi, u64 pa, pvh_phys_fn phys)
+static void pvh_info_read_cmdline(struct boot_info *bi, u64 pa, pvh_phys_fn phys)
 {
 	u32 i;
 
 	bi->cmdline[0] = '\0';
-	set_src(bi, "none");
+	pvh_info_set_src(bi, "none");
 	if (!pa)
 		return;
 	for (i = 0; i < BOOT_CMDLINE_MAX - 1; i++) {
@@ -144,7 +144,7 @@ static void read_cmdline(struct boot_info *bi, u64 pa, pvh_phys_fn phys)
 		bi->cmdline[i] = *c;
 	}
 	bi->cmdline[i] = '\0';	/* longer ones are cut, as on the UEFI path */
-	set_src(bi, "pvh");
+	pvh_info_set_src(bi, "pvh");
 }
 
 int pvh_fill_boot_info(struct boot_info *bi, u64 si_pa, pvh_phys_fn phys, u64 img_lo, u64 img_hi,
@@ -186,12 +186,12 @@ int pvh_fill_boot_info(struct boot_info *bi, u64 si_pa, pvh_phys_fn phys, u64 im
 			continue;
 		if (lo + len < lo)	/* wraps: clip at the top of the address space */
 			len = ~0ULL - lo;
-		in[n] = (struct span){ lo, lo + len, e820_prio(map[i].type), map[i].type };
+		in[n] = (struct span){ lo, lo + len, pvh_info_e820_prio(map[i].type), map[i].type };
 		cuts[ncuts++] = lo;
 		cuts[ncuts++] = lo + len;
 		n++;
 	}
-	sort_u64(cuts, ncuts);
+	pvh_info_sort_u64(cuts, ncuts);
 
 	bi->nregions = 0;
 	bi->regions_dropped = 0;
@@ -210,19 +210,19 @@ int pvh_fill_boot_info(struct boot_info *bi, u64 si_pa, pvh_phys_fn phys, u64 im
 			}
 		}
 		if (covered)
-			push_region(bi, lo, hi, prio_type[prio], e820);
+			pvh_info_push_region(bi, lo, hi, prio_type[prio], e820);
 	}
-	trim_ram(bi);
+	pvh_info_trim_ram(bi);
 	if (bi->regions_dropped) {
 		*why = "memory map does not fit";
 		return -1;
 	}
-	if (img_hi <= img_lo || !carve(bi, img_lo, img_hi)) {
+	if (img_hi <= img_lo || !pvh_info_carve(bi, img_lo, img_hi)) {
 		*why = "kernel image is not inside one RAM region of the memory map";
 		return -1;
 	}
 
-	read_cmdline(bi, si->cmdline_paddr, phys);
+	pvh_info_read_cmdline(bi, si->cmdline_paddr, phys);
 	bi->rsdp = 0;
 	bi->rsdp_rev = 0;
 	if (si->rsdp_paddr) {

@@ -3,6 +3,7 @@
  * comes first; nothing the table says about a length is believed until it
  * has been checked against what is really there. */
 #include "drivers/aml_s5.h"
+#include "drivers/aml_hid.h"
 
 #define AML_ZERO_OP	0x00
 #define AML_ONE_OP	0x01
@@ -143,19 +144,6 @@ int aml_find_s5(const u8 *aml, u32 len, struct aml_s5 *out)
 	return seen ? -EBADMSG : -ENOENT;
 }
 
-static bool ged_hid_at(const u8 *aml, u32 len, u32 i)
-{
-	static const u8 hid[] = { AML_STRING_PREFIX, 'A', 'C', 'P', 'I', '0', '0', '1', '3', 0 };
-	u32 k;
-
-	if (len - i < sizeof hid)
-		return false;
-	for (k = 0; k < sizeof hid; k++)
-		if (aml[i + k] != hid[k])
-			return false;
-	return true;
-}
-
 /* The device whose _HID string starts at aml[i]. */
 static int aml_ged_at(const u8 *aml, u32 len, u32 i, struct aml_ged *out)
 {
@@ -164,7 +152,7 @@ static int aml_ged_at(const u8 *aml, u32 len, u32 i, struct aml_ged *out)
 	struct aml_ged g = { 0 };
 	u64 off, rlen;
 
-	for (j = i + 10; j < end && !(irq && reg) && !ged_hid_at(aml, len, j); j++) {
+	for (j = i + 10; j < end && !(irq && reg) && !aml_hid_at(aml, len, j, "ACPI0013"); j++) {
 		/* Extended Interrupt: 0x89, length (2 bytes) >= 6, flags,
 		 * count >= 1, then 4-byte GSIs. */
 		if (!irq && aml[j] == AML_RES_EXT_IRQ && end - j >= 9 && aml[j + 1] >= 6 && aml[j + 2] == 0 &&
@@ -209,7 +197,7 @@ int aml_find_ged(const u8 *aml, u32 len, struct aml_ged *out)
 	if (len > AML_S5_MAX_LEN)
 		return -E2BIG;
 	for (i = 0; i < len; i++) {
-		if (!ged_hid_at(aml, len, i))
+		if (!aml_hid_at(aml, len, i, "ACPI0013"))
 			continue;
 		seen = true;
 		if (aml_ged_at(aml, len, i, out) == 0)

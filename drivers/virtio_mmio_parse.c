@@ -1,8 +1,10 @@
 /* virtio-mmio command-line windows and register checks (see the header). */
 #include "drivers/virtio_mmio_parse.h"
 #include "drivers/virtio_mmio_reg.h"
+#include "drivers/aml_hid.h"
+#include "kernel/byteorder.h"
 
-static void say(char *why, size_t why_len, const char *s)
+static void vmmio_say(char *why, size_t why_len, const char *s)
 {
 	size_t i;
 
@@ -14,7 +16,7 @@ static void say(char *why, size_t why_len, const char *s)
 }
 
 /* A number: 0x-prefixed hex or decimal, at least one digit, no overflow. */
-static bool number(const char **p, u64 *out)
+static bool vmmio_number(const char **p, u64 *out)
 {
 	const char *s = *p;
 	u64 v = 0;
@@ -50,8 +52,8 @@ int vmmio_parse(const char *val, struct vmmio_window *out, char *why, size_t why
 	u64 size, base, gsi, id = 0;
 	unsigned shift = 0;
 
-	if (!number(&p, &size)) {
-		say(why, why_len, "expected <size>@<addr>:<irq>[:<id>]");
+	if (!vmmio_number(&p, &size)) {
+		vmmio_say(why, why_len, "expected <size>@<addr>:<irq>[:<id>]");
 		return -EINVAL;
 	}
 	switch (*p) {
@@ -60,18 +62,18 @@ int vmmio_parse(const char *val, struct vmmio_window *out, char *why, size_t why
 	case 'G': case 'g': shift = 30; p++; break;
 	}
 	if (shift && size > (~0ULL >> shift)) {
-		say(why, why_len, "size overflows");
+		vmmio_say(why, why_len, "size overflows");
 		return -EINVAL;
 	}
 	size <<= shift;
-	if (*p++ != '@' || !number(&p, &base) || *p++ != ':' || !number(&p, &gsi)) {
-		say(why, why_len, "expected <size>@<addr>:<irq>[:<id>]");
+	if (*p++ != '@' || !vmmio_number(&p, &base) || *p++ != ':' || !vmmio_number(&p, &gsi)) {
+		vmmio_say(why, why_len, "expected <size>@<addr>:<irq>[:<id>]");
 		return -EINVAL;
 	}
 	if (*p == ':') {
 		p++;
-		if (!number(&p, &id) || id > 0xffffffffULL) {
-			say(why, why_len, "bad device id");
+		if (!vmmio_number(&p, &id) || id > 0xffffffffULL) {
+			vmmio_say(why, why_len, "bad device id");
 			return -EINVAL;
 		}
 		out->has_id = true;
@@ -79,23 +81,23 @@ int vmmio_parse(const char *val, struct vmmio_window *out, char *why, size_t why
 		out->has_id = false;
 	}
 	if (*p) {
-		say(why, why_len, "junk after the window");
+		vmmio_say(why, why_len, "junk after the window");
 		return -EINVAL;
 	}
 	if (size < VMMIO_WIN_MIN || size > VMMIO_WIN_MAX) {
-		say(why, why_len, "size outside 0x100..0x10000");
+		vmmio_say(why, why_len, "size outside 0x100..0x10000");
 		return -EINVAL;
 	}
 	if (base & 3) {
-		say(why, why_len, "address not 4-byte aligned");
+		vmmio_say(why, why_len, "address not 4-byte aligned");
 		return -EINVAL;
 	}
 	if (base + size < base || base + size > (1ULL << 47)) {
-		say(why, why_len, "window wraps or lies above the physical address space");
+		vmmio_say(why, why_len, "window wraps or lies above the physical address space");
 		return -EINVAL;
 	}
 	if (gsi == 0 || gsi > VMMIO_GSI_MAX) {
-		say(why, why_len, "irq outside 1..255");
+		vmmio_say(why, why_len, "irq outside 1..255");
 		return -EINVAL;
 	}
 	out->base = base;
@@ -106,7 +108,7 @@ int vmmio_parse(const char *val, struct vmmio_window *out, char *why, size_t why
 }
 
 /* 0: added; 1: already there (not added); -EINVAL: refused, counted. */
-static int list_add(struct vmmio_list *l, const struct vmmio_window *wp, char *why, size_t why_len)
+static int vmmio_list_add(struct vmmio_list *l, const struct vmmio_window *wp, char *why, size_t why_len)
 {
 	struct vmmio_window w = *wp;
 	u32 i;
@@ -121,18 +123,18 @@ static int list_add(struct vmmio_list *l, const struct vmmio_window *wp, char *w
 		const struct vmmio_window *o = &l->w[i];
 
 		if (w.base < o->base + o->size && o->base < w.base + w.size) {
-			say(why, why_len, "window overlaps an earlier one");
+			vmmio_say(why, why_len, "window overlaps an earlier one");
 			l->refused++;
 			return -EINVAL;
 		}
 		if (w.gsi == o->gsi) {	/* edge-triggered lines cannot be shared */
-			say(why, why_len, "irq already taken by an earlier window");
+			vmmio_say(why, why_len, "irq already taken by an earlier window");
 			l->refused++;
 			return -EINVAL;
 		}
 	}
 	if (l->n == VMMIO_MAX_DEVICES) {
-		say(why, why_len, "more than 32 windows");
+		vmmio_say(why, why_len, "more than 32 windows");
 		l->refused++;
 		return -EINVAL;
 	}
@@ -149,25 +151,7 @@ int vmmio_cmdline_add(const char *val, void *list, char *why, size_t why_len)
 		l->refused++;
 		return -EINVAL;
 	}
-	return list_add(l, &w, why, why_len) < 0 ? -EINVAL : 0;
-}
-
-static u32 rd_le32(const u8 *p)
-{
-	return (u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24;
-}
-
-static bool hid_at(const u8 *aml, u32 len, u32 i)
-{
-	static const u8 hid[] = { 0x0d, 'L', 'N', 'R', 'O', '0', '0', '0', '5', 0 };
-	u32 k;
-
-	if (len - i < sizeof hid)
-		return false;
-	for (k = 0; k < sizeof hid; k++)
-		if (aml[i + k] != hid[k])
-			return false;
-	return true;
+	return vmmio_list_add(l, &w, why, why_len) < 0 ? -EINVAL : 0;
 }
 
 int vmmio_aml_scan(const u8 *aml, u32 len, struct vmmio_list *l, char *why, size_t why_len)
@@ -179,36 +163,36 @@ int vmmio_aml_scan(const u8 *aml, u32 len, struct vmmio_list *l, char *why, size
 		bool mem = false, irq = false;
 		u32 j, end;
 
-		if (!hid_at(aml, len, i))
+		if (!aml_hid_at(aml, len, i, "LNRO0005"))
 			continue;
 		end = len - i > VMMIO_AML_SPAN ? i + VMMIO_AML_SPAN : len;
-		for (j = i + 10; j < end && !(mem && irq) && !hid_at(aml, len, j); j++) {
+		for (j = i + 10; j < end && !(mem && irq) && !aml_hid_at(aml, len, j, "LNRO0005"); j++) {
 			/* Memory32Fixed: 0x86, length 9, info, base, length. */
 			if (!mem && aml[j] == 0x86 && end - j >= 12 && aml[j + 1] == 9 && aml[j + 2] == 0) {
-				w.base = rd_le32(aml + j + 4);
-				w.size = rd_le32(aml + j + 8);
+				w.base = get_le32(aml + j + 4);
+				w.size = get_le32(aml + j + 8);
 				mem = true;
 				j += 11;
 			/* Extended Interrupt: 0x89, length >= 6, flags, count >= 1, GSIs. */
 			} else if (!irq && aml[j] == 0x89 && end - j >= 9 && aml[j + 1] >= 6 && aml[j + 2] == 0 &&
 				   aml[j + 4] >= 1) {
-				w.gsi = rd_le32(aml + j + 5);
+				w.gsi = get_le32(aml + j + 5);
 				irq = true;
 				j += 8;
 			}
 		}
 		if (!mem || !irq) {
-			say(why, why_len, "LNRO0005 device without a memory window and an interrupt");
+			vmmio_say(why, why_len, "LNRO0005 device without a memory window and an interrupt");
 			l->refused++;
 			continue;
 		}
 		if (w.size < VMMIO_WIN_MIN || w.size > VMMIO_WIN_MAX || (w.base & 3) || w.gsi == 0 ||
 		    w.gsi > VMMIO_GSI_MAX) {
-			say(why, why_len, "LNRO0005 window or interrupt out of bounds");
+			vmmio_say(why, why_len, "LNRO0005 window or interrupt out of bounds");
 			l->refused++;
 			continue;
 		}
-		if (list_add(l, &w, why, why_len) == 0)
+		if (vmmio_list_add(l, &w, why, why_len) == 0)
 			found++;
 	}
 	return (int)found;
