@@ -1,21 +1,22 @@
 /*
- * The HTTP/1.1 server on lwIP's raw TCP API (NO_SYS: everything runs in the
+ * The HTTP/1.1 server on lwIP's altcp API (tcputil.h: the raw TCP API in the
+ * default build, plain TCP or TLS over TCP with make TLS=1; NO_SYS: everything runs in the
  * event loop, in lwIP's callbacks).
  *
  * One struct conn per accepted connection, in one of three states:
  *   READ    bytes from rx[] go to the request parser until a head is complete
- *   SEND    a response is being handed to tcp_write() as send space allows
+ *   SEND    a response is being handed to altcp_write() as send space allows
  *   LINGER  after the last response: our FIN is queued, input is discarded
  *           until the peer's FIN, or linger_ms after our data was acked
  *
  * Memory is bounded per connection. Received bytes are copied into rx[]
- * (TCP_WND bytes) and the pbuf is freed at once; tcp_recved() is called only
+ * (TCP_WND bytes) and the pbuf is freed at once; altcp_recved() is called only
  * for bytes the parser has taken, so the window the peer sees is exactly the
  * room left in rx[] and rx[] cannot overflow. While a response is written,
  * pipelined requests wait in rx[], and a peer that keeps sending stalls on a
- * closed window. Static bodies are passed to tcp_write() without copying
+ * closed window. Static bodies are passed to altcp_write() without copying
  * (they are rodata and outlive every segment); heads, error pages and
- * /metrics are copied. Writes stop when tcp_sndbuf() or the segment queue is
+ * /metrics are copied. Writes stop when altcp_sndbuf() or the segment queue is
  * full and resume from the sent callback.
  *
  * Timeouts are checked from the poll callback (every TCP slow-timer tick,
@@ -37,7 +38,7 @@
 #include "kernel/mm.h"
 #include "kernel/time.h"
 #include "kernel/types.h"
-#include "lwip/tcp.h"
+#include "lwip/altcp.h"
 #include "net/app/http.h"
 #include "net/app/metrics.h"
 #include "net/app/server.h"
@@ -68,7 +69,7 @@ struct conn {
 	u64 t_window;		/* start of the current send-stall window */
 	u32 acked_window;	/* bytes acked since t_window */
 	u32 need_window;	/* bytes the peer must ack by t_window + send_timeout */
-	u32 inflight;		/* bytes given to tcp_write(), not yet acked */
+	u32 inflight;		/* bytes given to altcp_write(), not yet acked */
 
 	/* The response: out[] (copied), then body (zero-copy unless body_copy). */
 	u16 out_len, out_off;
@@ -88,22 +89,22 @@ _Static_assert(offsetof(struct conn, link) == 0, "conntab entries are struct con
 struct http_server_stats http_server_stats;
 
 static struct {
-	struct tcp_pcb *listen;
+	struct altcp_pcb *listen;
 	struct http_server_cfg cfg;
 	struct conntab tab;
 	bool draining;		/* http_server_drain(): close after each response */
-} srv;
+} server;
 
-static u64 now_ms(void)
+static u64 server_now_ms(void)
 {
 	return time_ns() / NSEC_PER_MSEC;
 }
 
 /* ---- connection lifetime ---- */
 
-static void conn_free(struct conn *c)
+static void server_conn_free(struct conn *c)
 {
-	conntab_remove(&srv.tab, &c->link);
+	conntab_remove(&server.tab, &c->link);
 	kfree(c->dyn);
 	kfree(c);
 	http_server_stats.conns_active--;
@@ -111,45 +112,46 @@ static void conn_free(struct conn *c)
 
 /* No more callbacks for this pcb: lwIP's defaults take over. */
 /* RST and free. Returns ERR_ABRT, which a callback must hand back to lwIP. */
-static err_t conn_abort(struct conn *c)
+static err_t server_conn_abort(struct conn *c)
 {
-	struct tcp_pcb *pcb = c->link.pcb;
+	struct altcp_pcb *pcb = c->link.pcb;
 
 	app_pcb_detach(pcb);
-	conn_free(c);
-	tcp_abort(pcb);
+	server_conn_free(c);
+	altcp_abort(pcb);
 	return ERR_ABRT;
 }
 
-/* Window fully reopened first: lwIP answers tcp_close() with a RST when
- * received data was never tcp_recved(). */
-static void rx_discard(struct conn *c)
+/* Window fully reopened first: lwIP answers altcp_close() with a RST when
+ * received data was never altcp_recved(). */
+static void server_rx_discard(struct conn *c)
 {
 	u32 n = c->rx_len - c->rx_off;
 
 	if (n)
-		tcp_recved(c->link.pcb, (u16_t)n);
+		altcp_recved(c->link.pcb, (u16_t)n);
 	c->rx_off = c->rx_len = 0;
 }
 
 /* Hand the pcb to lwIP for an orderly close (FIN after queued data). */
-static err_t conn_close(struct conn *c)
+static err_t server_conn_close(struct conn *c)
 {
-	struct tcp_pcb *pcb = c->link.pcb;
+	struct altcp_pcb *pcb = c->link.pcb;
+	struct tcp_pcb *tpcb = app_tcp_pcb(pcb);
 
-	rx_discard(c);
+	server_rx_discard(c);
 	app_pcb_detach(pcb);
-	conn_free(c);
-	if (tcp_close(pcb) != ERR_OK) {
-		tcp_abort(pcb);
+	server_conn_free(c);
+	if (altcp_close(pcb) != ERR_OK) {
+		altcp_abort(pcb);
 		return ERR_ABRT;
 	}
-	vireo_lwip_orphans_trim(pcb);	/* pcb is an orphan now: keep within the caps */
+	vireo_lwip_orphans_trim(tpcb);	/* pcb is an orphan now: keep within the caps */
 	return ERR_OK;
 }
 
 /* Response bytes not yet acknowledged, written or not. */
-static u32 outstanding(const struct conn *c)
+static u32 server_outstanding(const struct conn *c)
 {
 	u32 n = c->inflight;
 
@@ -158,64 +160,64 @@ static u32 outstanding(const struct conn *c)
 	return n;
 }
 
-static void stall_window_start(struct conn *c, u64 now)
+static void server_stall_window_start(struct conn *c, u64 now)
 {
 	c->t_window = now;
 	c->acked_window = 0;
-	c->need_window = MIN(srv.cfg.send_min_bytes, outstanding(c));
+	c->need_window = MIN(server.cfg.send_min_bytes, server_outstanding(c));
 }
 
 /* No ACK progress for send_timeout, or at the end of a send_timeout window
  * less acked than the window asked for. */
-static bool send_stalled(struct conn *c, u64 now)
+static bool server_send_stalled(struct conn *c, u64 now)
 {
-	if (now - c->t_progress >= srv.cfg.send_timeout_ms)
+	if (now - c->t_progress >= server.cfg.send_timeout_ms)
 		return true;
-	if (now - c->t_window < srv.cfg.send_timeout_ms)
+	if (now - c->t_window < server.cfg.send_timeout_ms)
 		return false;
 	if (c->acked_window < c->need_window)
 		return true;
-	stall_window_start(c, now);
+	server_stall_window_start(c, now);
 	return false;
 }
 
 /* The last response is written: send FIN after it, keep reading (and
  * dropping) what the peer still sends so it gets the response rather than a
  * RST, and free once the peer closes or linger_ms after everything was acked. */
-static err_t begin_close(struct conn *c)
+static err_t server_begin_close(struct conn *c)
 {
-	rx_discard(c);
+	server_rx_discard(c);
 	if (c->rx_eof)
-		return conn_close(c);
-	if (tcp_shutdown(c->link.pcb, 0, 1) != ERR_OK)
-		return conn_abort(c);
+		return server_conn_close(c);
+	if (altcp_shutdown(c->link.pcb, 0, 1) != ERR_OK)
+		return server_conn_abort(c);
 	c->state = C_LINGER;
 	if (!c->inflight)
-		c->t_progress = now_ms();
+		c->t_progress = server_now_ms();
 	return ERR_OK;
 }
 
 /* ---- responses ---- */
 
-static void count_response(int status)
+static void server_count_response(int status)
 {
 	if (status >= 100 && status <= 599)
 		http_server_stats.responses[status / 100]++;
 }
 
-static void start_send(struct conn *c)
+static void server_start_send(struct conn *c)
 {
 	c->state = C_SEND;
 	c->out_off = 0;
 	c->body_off = 0;
 	if (!c->inflight) {
-		c->t_progress = now_ms();
-		stall_window_start(c, c->t_progress);
+		c->t_progress = server_now_ms();
+		server_stall_window_start(c, c->t_progress);
 	}
 }
 
 /* A whole canned error response into out[]; closes afterwards. */
-static void respond_error(struct conn *c, int status, bool head_only)
+static void server_respond_error(struct conn *c, int status, bool head_only)
 {
 	size_t n = http_error_response(c->out, sizeof c->out, status, false, head_only);
 
@@ -223,12 +225,12 @@ static void respond_error(struct conn *c, int status, bool head_only)
 	c->body = NULL;
 	c->body_len = 0;
 	c->close_after = true;
-	count_response(status);
-	start_send(c);
+	server_count_response(status);
+	server_start_send(c);
 }
 
 /* "Name: value\r\n" into buf, or "" if it does not fit. */
-static const char *header_line(char *buf, size_t size, const char *name, const char *value)
+static const char *server_header_line(char *buf, size_t size, const char *name, const char *value)
 {
 	size_t n = 0;
 	const char *s;
@@ -249,7 +251,7 @@ static const char *header_line(char *buf, size_t size, const char *name, const c
 	return buf;
 }
 
-static bool path_is(const struct http_req_parser *p, const char *lit)
+static bool server_path_is(const struct http_req_parser *p, const char *lit)
 {
 	size_t i;
 
@@ -261,7 +263,7 @@ static bool path_is(const struct http_req_parser *p, const char *lit)
 
 /* Generate /metrics into a fresh buffer: size it with a counting pass first,
  * with some slack for counters that grow a digit in between. */
-static int make_metrics(struct conn *c)
+static int server_make_metrics(struct conn *c)
 {
 	struct metrics_buf b;
 	size_t size;
@@ -283,11 +285,11 @@ static int make_metrics(struct conn *c)
 }
 
 /* Set up the response to the request the parser just completed. */
-static void respond(struct conn *c)
+static void server_respond(struct conn *c)
 {
 	const struct http_req_parser *p = &c->parser;
 	bool head_only = p->method == HTTP_METHOD_HEAD;
-	bool keep = p->keep_alive && !srv.draining;
+	bool keep = p->keep_alive && !server.draining;
 	const struct site_file *f;
 	const char *type, *extra;
 	char line[96];
@@ -297,21 +299,21 @@ static void respond(struct conn *c)
 	c->body = NULL;
 	c->body_len = 0;
 	c->body_copy = false;
-	if (path_is(p, "/healthz")) {
+	if (server_path_is(p, "/healthz")) {
 		type = TYPE_TEXT;
 		extra = NO_STORE;
 		c->body = (const u8 *)"ok\n";
 		c->body_len = 3;
-	} else if (path_is(p, "/metrics")) {
-		if (make_metrics(c)) {
-			respond_error(c, 503, head_only);
+	} else if (server_path_is(p, "/metrics")) {
+		if (server_make_metrics(c)) {
+			server_respond_error(c, 503, head_only);
 			return;
 		}
 		type = METRICS_CONTENT_TYPE;
 		extra = NO_STORE;
 	} else if ((f = site_lookup(p->path)) != NULL) {
 		type = f->content_type;
-		extra = header_line(line, sizeof line, "ETag", f->etag);
+		extra = server_header_line(line, sizeof line, "ETag", f->etag);
 		c->body = f->data;
 		c->body_len = f->len;
 		if (http_etag_match(p->if_none_match, f->etag)) {
@@ -322,29 +324,29 @@ static void respond(struct conn *c)
 		n = http_error_response(c->out, sizeof c->out, 404, keep, head_only);
 		c->out_len = (u16)n;
 		c->close_after = !keep;
-		count_response(404);
-		start_send(c);
+		server_count_response(404);
+		server_start_send(c);
 		return;
 	}
 
 	n = http_response_head(c->out, sizeof c->out, status, type, c->body_len, keep, extra);
 	if (!n) {
 		/* Cannot happen with the types and tags mksite emits. */
-		respond_error(c, 500, head_only);
+		server_respond_error(c, 500, head_only);
 		return;
 	}
 	c->out_len = (u16)n;
 	if (head_only || status == 304)
 		c->body_len = 0;
 	c->close_after = !keep;
-	count_response(status);
-	start_send(c);
+	server_count_response(status);
+	server_start_send(c);
 }
 
 /* Hand as much of the response to lwIP as it takes now. */
-static err_t write_some(struct conn *c)
+static err_t server_write_some(struct conn *c)
 {
-	struct tcp_pcb *pcb = c->link.pcb;
+	struct altcp_pcb *pcb = c->link.pcb;
 	bool wrote = false;
 	err_t err;
 
@@ -364,7 +366,7 @@ static err_t write_some(struct conn *c)
 		} else {
 			break;
 		}
-		n = MIN(left, (size_t)tcp_sndbuf(pcb));
+		n = MIN(left, (size_t)altcp_sndbuf(pcb));
 		if (flags & TCP_WRITE_FLAG_COPY)
 			n = c->inflight < HTTP_COPY_INFLIGHT ?
 			    MIN(n, (size_t)(HTTP_COPY_INFLIGHT - c->inflight)) : 0;
@@ -372,11 +374,11 @@ static err_t write_some(struct conn *c)
 			break;
 		if (n < left && !(flags & TCP_WRITE_FLAG_COPY))
 			flags |= TCP_WRITE_FLAG_MORE;
-		err = tcp_write(pcb, src, (u16_t)n, flags);
+		err = altcp_write(pcb, src, (u16_t)n, flags);
 		if (err == ERR_MEM)
 			break;	/* queue full or no memory: sent or poll retries */
 		if (err != ERR_OK)
-			return conn_abort(c);
+			return server_conn_abort(c);
 		if (c->out_off < c->out_len)
 			c->out_off += (u16)n;
 		else
@@ -386,7 +388,7 @@ static err_t write_some(struct conn *c)
 		wrote = true;
 	}
 	if (wrote)
-		tcp_output(pcb);	/* on failure lwIP retries from its timer */
+		altcp_output(pcb);	/* on failure lwIP retries from its timer */
 	return ERR_OK;
 }
 
@@ -396,25 +398,25 @@ static err_t write_some(struct conn *c)
  * requests are answered in order. Callbacks return what this returns and
  * must not touch c afterwards: it may be freed.
  */
-static err_t pump(struct conn *c)
+static err_t server_pump(struct conn *c)
 {
 	for (;;) {
 		int r;
 		size_t used;
 
 		if (c->state == C_SEND) {
-			if (write_some(c) == ERR_ABRT)
+			if (server_write_some(c) == ERR_ABRT)
 				return ERR_ABRT;
 			if (c->out_off < c->out_len || c->body_off < c->body_len)
-				return ERR_OK;	/* resumes from on_sent() */
+				return ERR_OK;	/* resumes from server_on_sent() */
 			kfree(c->dyn);
 			c->dyn = NULL;
-			if (c->close_after || srv.draining)
-				return begin_close(c);
+			if (c->close_after || server.draining)
+				return server_begin_close(c);
 			c->state = C_READ;
 			c->served = true;
 			c->head_started = false;
-			c->t_wait = now_ms();
+			c->t_wait = server_now_ms();
 			http_parser_reset(&c->parser);
 			continue;
 		}
@@ -424,38 +426,38 @@ static err_t pump(struct conn *c)
 		if (c->rx_off == c->rx_len) {
 			c->rx_off = c->rx_len = 0;
 			if (c->rx_eof)
-				return conn_close(c);	/* nothing more will come */
+				return server_conn_close(c);	/* nothing more will come */
 			return ERR_OK;
 		}
 		if (!c->head_started) {
 			c->head_started = true;
-			c->t_head = now_ms();
+			c->t_head = server_now_ms();
 		}
 		r = http_parse(&c->parser, c->rx + c->rx_off, c->rx_len - c->rx_off, &used);
 		if (used) {
 			c->rx_off += (u32)used;
-			tcp_recved(c->link.pcb, (u16_t)used);
+			altcp_recved(c->link.pcb, (u16_t)used);
 		}
 		if (r == HTTP_NEED_MORE)
 			continue;
 		http_server_stats.requests++;
 		if (r == HTTP_DONE)
-			respond(c);
+			server_respond(c);
 		else
-			respond_error(c, c->parser.status, false);
+			server_respond_error(c, c->parser.status, false);
 	}
 }
 
 /* ---- lwIP callbacks ---- */
 
-static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+static err_t server_on_recv(void *arg, struct altcp_pcb *pcb, struct pbuf *p, err_t err)
 {
 	struct conn *c = arg;
 	u32 held, n;
 
 	if (!c) {
 		if (p) {
-			tcp_recved(pcb, p->tot_len);
+			altcp_recved(pcb, p->tot_len);
 			pbuf_free(p);
 		}
 		return ERR_OK;
@@ -463,13 +465,13 @@ static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	if (!p) {
 		c->rx_eof = true;
 		if (c->state == C_LINGER)
-			return conn_close(c);
-		return pump(c);
+			return server_conn_close(c);
+		return server_pump(c);
 	}
 	n = p->tot_len;
 	http_server_stats.rx_bytes += n;
 	if (c->state == C_LINGER) {
-		tcp_recved(pcb, (u16_t)n);
+		altcp_recved(pcb, (u16_t)n);
 		pbuf_free(p);
 		return ERR_OK;
 	}
@@ -478,7 +480,7 @@ static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 		/* More than the window we granted: cannot happen with lwIP's
 		 * window accounting, so treat it as a broken connection. */
 		pbuf_free(p);
-		return conn_abort(c);
+		return server_conn_abort(c);
 	}
 	if (c->rx_len + n > sizeof c->rx) {
 		__builtin_memmove(c->rx, c->rx + c->rx_off, held);
@@ -488,10 +490,10 @@ static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	pbuf_copy_partial(p, c->rx + c->rx_len, (u16_t)n, 0);
 	c->rx_len += n;
 	pbuf_free(p);
-	return pump(c);
+	return server_pump(c);
 }
 
-static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
+static err_t server_on_sent(void *arg, struct altcp_pcb *pcb, u16_t len)
 {
 	struct conn *c = arg;
 
@@ -499,15 +501,15 @@ static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 		return ERR_OK;
 	c->inflight -= MIN((u32)len, c->inflight);
 	c->acked_window += len;
-	c->t_progress = now_ms();
+	c->t_progress = server_now_ms();
 	if (c->state == C_SEND)
-		return pump(c);
+		return server_pump(c);
 	return ERR_OK;
 }
 
 /* The pcb is already gone (RST from the peer, lwIP gave up, or ERR_CLSD
  * after our FIN was acked in LAST_ACK). */
-static void on_err(void *arg, err_t err)
+static void server_on_err(void *arg, err_t err)
 {
 	struct conn *c = arg;
 
@@ -515,17 +517,17 @@ static void on_err(void *arg, err_t err)
 		return;
 	if (err != ERR_CLSD)
 		http_server_stats.conns_reset++;
-	conn_free(c);
+	server_conn_free(c);
 }
 
-static err_t on_poll(void *arg, struct tcp_pcb *pcb)
+static err_t server_on_poll(void *arg, struct altcp_pcb *pcb)
 {
 	struct conn *c = arg;
-	const struct http_server_cfg *cfg = &srv.cfg;
-	u64 now = now_ms();
+	const struct http_server_cfg *cfg = &server.cfg;
+	u64 now = server_now_ms();
 
 	if (!c) {
-		tcp_abort(pcb);
+		altcp_abort(pcb);
 		return ERR_ABRT;
 	}
 	switch (c->state) {
@@ -533,40 +535,40 @@ static err_t on_poll(void *arg, struct tcp_pcb *pcb)
 		/* A response handed to lwIP whole can still be stuck behind a
 		 * reader that stopped reading: the send stall applies until it
 		 * is acknowledged, whatever the connection does meanwhile. */
-		if (c->inflight && send_stalled(c, now)) {
+		if (c->inflight && server_send_stalled(c, now)) {
 			http_server_stats.timeouts_send++;
-			return conn_abort(c);
+			return server_conn_abort(c);
 		}
 		if (c->head_started) {
 			if (now - c->t_head < cfg->header_timeout_ms)
 				break;
 			http_server_stats.timeouts_header++;
-			respond_error(c, 408, false);
-			return pump(c);
+			server_respond_error(c, 408, false);
+			return server_pump(c);
 		}
 		if (!c->served && now - c->t_wait >= cfg->header_timeout_ms) {
 			http_server_stats.timeouts_header++;
-			return conn_close(c);
+			return server_conn_close(c);
 		}
 		if (c->served && now - c->t_wait >= cfg->idle_timeout_ms) {
 			http_server_stats.timeouts_idle++;
-			return conn_close(c);
+			return server_conn_close(c);
 		}
 		break;
 	case C_SEND:
-		if (send_stalled(c, now)) {
+		if (server_send_stalled(c, now)) {
 			http_server_stats.timeouts_send++;
-			return conn_abort(c);
+			return server_conn_abort(c);
 		}
-		return pump(c);	/* retry writes that failed for memory */
+		return server_pump(c);	/* retry writes that failed for memory */
 	case C_LINGER:
 		if (c->inflight) {
-			if (send_stalled(c, now)) {
+			if (server_send_stalled(c, now)) {
 				http_server_stats.timeouts_send++;
-				return conn_abort(c);
+				return server_conn_abort(c);
 			}
 		} else if (now - c->t_progress >= cfg->linger_ms) {
-			return conn_close(c);
+			return server_conn_close(c);
 		}
 		break;
 	}
@@ -574,26 +576,26 @@ static err_t on_poll(void *arg, struct tcp_pcb *pcb)
 }
 
 /* Waiting for a request, nothing unacknowledged: the cheapest to end. */
-static bool conn_idle(const struct conntab_conn *l)
+static bool server_conn_idle(const struct conntab_conn *l)
 {
 	const struct conn *c = (const struct conn *)l;
 
 	return c->state == C_READ && !c->head_started && !c->inflight;
 }
 
-static void conn_evict(struct conntab_conn *l)
+static void server_conn_evict(struct conntab_conn *l)
 {
-	conn_abort((struct conn *)l);
+	server_conn_abort((struct conn *)l);
 }
 
-static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
+static err_t server_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 {
 	enum conntab_verdict v;
 	struct conn *c;
 
 	if (err != ERR_OK || !pcb)
 		return ERR_VAL;
-	c = (struct conn *)conntab_accept(&srv.tab, pcb, sizeof *c, conn_idle, conn_evict, &v);
+	c = (struct conn *)conntab_accept(&server.tab, pcb, sizeof *c, server_conn_idle, server_conn_evict, &v);
 	if (v == CONNTAB_REFUSE_SOURCE)
 		http_server_stats.conns_refused_source++;
 	else if (v == CONNTAB_EVICT)
@@ -601,30 +603,30 @@ static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	if (!c)
 		goto refuse;
 	c->state = C_READ;
-	c->t_wait = now_ms();
+	c->t_wait = server_now_ms();
 	http_parser_reset(&c->parser);
 	http_server_stats.conns_accepted++;
 	http_server_stats.conns_active++;
 
-	tcp_arg(pcb, c);
-	tcp_recv(pcb, on_recv);
-	tcp_sent(pcb, on_sent);
-	tcp_err(pcb, on_err);
-	tcp_poll(pcb, on_poll, POLL_TICKS);
-	tcp_nagle_disable(pcb);	/* a response's last segment goes out at once */
+	altcp_arg(pcb, c);
+	altcp_recv(pcb, server_on_recv);
+	altcp_sent(pcb, server_on_sent);
+	altcp_err(pcb, server_on_err);
+	altcp_poll(pcb, server_on_poll, POLL_TICKS);
+	altcp_nagle_disable(pcb);	/* a response's last segment goes out at once */
 	return ERR_OK;
 
 refuse:
 	/* Reset at once. Nothing is kept for the refused peer, so a flood
 	 * costs no memory (see docs/appliance.md). */
 	http_server_stats.conns_refused++;
-	tcp_abort(pcb);
+	altcp_abort(pcb);
 	return ERR_ABRT;
 }
 
 /* ---- metrics ---- */
 
-static void write_http(struct metrics_buf *b)
+static void server_write_metrics(struct metrics_buf *b)
 {
 	const struct http_server_stats *s = &http_server_stats;
 	static const char *const classes[] = { NULL, "1xx", "2xx", "3xx", "4xx", "5xx" };
@@ -664,11 +666,11 @@ static void write_http(struct metrics_buf *b)
 		       "/metrics responses cut short by the size limit.", s->metrics_truncated);
 }
 
-static struct metrics_source http_source = { "http", write_http, NULL };
+static struct metrics_source server_metrics_source = { "http", server_write_metrics, NULL };
 
 /* ---- start and stop ---- */
 
-static u32 or_default(u32 v, u32 def)
+static u32 server_or_default(u32 v, u32 def)
 {
 	return v ? v : def;
 }
@@ -676,40 +678,40 @@ static u32 or_default(u32 v, u32 def)
 int http_server_start(u16 port, const struct http_server_cfg *cfg)
 {
 	struct http_server_cfg none = { 0 };
-	struct tcp_pcb *pcb, *lpcb;
+	struct altcp_pcb *pcb, *lpcb;
 	err_t err;
 
-	if (srv.listen)
+	if (server.listen)
 		return -EBUSY;
 	if (!cfg)
 		cfg = &none;
-	srv.cfg.max_conns = or_default(cfg->max_conns, HTTP_SERVER_MAX_CONNS);
-	srv.cfg.idle_timeout_ms = or_default(cfg->idle_timeout_ms, HTTP_SERVER_IDLE_MS);
-	srv.cfg.header_timeout_ms = or_default(cfg->header_timeout_ms, HTTP_SERVER_HEADER_MS);
-	srv.cfg.send_timeout_ms = or_default(cfg->send_timeout_ms, HTTP_SERVER_SEND_MS);
-	srv.cfg.linger_ms = or_default(cfg->linger_ms, HTTP_SERVER_LINGER_MS);
-	srv.cfg.max_per_src = MIN(or_default(cfg->max_per_src, srv.cfg.max_conns), srv.cfg.max_conns);
-	srv.cfg.send_min_bytes = or_default(cfg->send_min_bytes, HTTP_SERVER_SEND_MIN_BYTES);
-	srv.tab.max_conns = srv.cfg.max_conns;
-	srv.tab.max_per_src = srv.cfg.max_per_src;
+	server.cfg.max_conns = server_or_default(cfg->max_conns, HTTP_SERVER_MAX_CONNS);
+	server.cfg.idle_timeout_ms = server_or_default(cfg->idle_timeout_ms, HTTP_SERVER_IDLE_MS);
+	server.cfg.header_timeout_ms = server_or_default(cfg->header_timeout_ms, HTTP_SERVER_HEADER_MS);
+	server.cfg.send_timeout_ms = server_or_default(cfg->send_timeout_ms, HTTP_SERVER_SEND_MS);
+	server.cfg.linger_ms = server_or_default(cfg->linger_ms, HTTP_SERVER_LINGER_MS);
+	server.cfg.max_per_src = MIN(server_or_default(cfg->max_per_src, server.cfg.max_conns), server.cfg.max_conns);
+	server.cfg.send_min_bytes = server_or_default(cfg->send_min_bytes, HTTP_SERVER_SEND_MIN_BYTES);
+	server.tab.max_conns = server.cfg.max_conns;
+	server.tab.max_per_src = server.cfg.max_per_src;
 
-	pcb = tcp_new_ip_type(IPADDR_TYPE_ANY);
+	pcb = altcp_tcp_new_ip_type(IPADDR_TYPE_ANY);
 	if (!pcb)
 		return -ENOMEM;
-	err = tcp_bind(pcb, IP_ANY_TYPE, port);
+	err = altcp_bind(pcb, IP_ANY_TYPE, port);
 	if (err != ERR_OK) {
-		tcp_close(pcb);
+		altcp_close(pcb);
 		return -EIO;
 	}
-	lpcb = tcp_listen_with_backlog_and_err(pcb, TCP_DEFAULT_LISTEN_BACKLOG, &err);
+	lpcb = altcp_listen_with_backlog_and_err(pcb, TCP_DEFAULT_LISTEN_BACKLOG, &err);
 	if (!lpcb) {
-		tcp_close(pcb);
+		altcp_close(pcb);
 		return err == ERR_MEM ? -ENOMEM : -EIO;
 	}
-	srv.listen = lpcb;
+	server.listen = lpcb;
 	__builtin_memset(&http_server_stats, 0, sizeof http_server_stats);
-	tcp_accept(lpcb, on_accept);
-	metrics_register(&http_source);
+	altcp_accept(lpcb, server_on_accept);
+	metrics_register(&server_metrics_source);
 	return 0;
 }
 
@@ -719,36 +721,36 @@ void http_server_drain(u32 *idle_closed, u32 *busy)
 	struct conn *c, *next;
 
 	*idle_closed = *busy = 0;
-	if (!srv.listen)
+	if (!server.listen)
 		return;
-	tcp_close(srv.listen);
-	srv.listen = NULL;
-	srv.draining = true;
-	for (c = (struct conn *)srv.tab.head; c; c = next) {
+	altcp_close(server.listen);
+	server.listen = NULL;
+	server.draining = true;
+	for (c = (struct conn *)server.tab.head; c; c = next) {
 		next = (struct conn *)c->link.next;
 		/* Waiting for a first or next request, no byte of it yet:
 		 * idle, unless the last response is still unacknowledged,
 		 * which then closes as if it had asked for it. */
 		if (c->state == C_READ && !c->head_started && !c->inflight) {
-			conn_close(c);
+			server_conn_close(c);
 			(*idle_closed)++;
 			continue;
 		}
 		(*busy)++;
 		if (c->state == C_READ && !c->head_started)
-			begin_close(c);
+			server_begin_close(c);
 	}
 }
 
 void http_server_stop(void)
 {
-	if (!srv.listen && !srv.draining)
+	if (!server.listen && !server.draining)
 		return;
-	if (srv.listen)
-		tcp_close(srv.listen);	/* a listening pcb is freed at once */
-	srv.listen = NULL;
-	srv.draining = false;
-	while (srv.tab.head)
-		conn_abort((struct conn *)srv.tab.head);
-	metrics_unregister(&http_source);
+	if (server.listen)
+		altcp_close(server.listen);	/* a listening pcb is freed at once */
+	server.listen = NULL;
+	server.draining = false;
+	while (server.tab.head)
+		server_conn_abort((struct conn *)server.tab.head);
+	metrics_unregister(&server_metrics_source);
 }
