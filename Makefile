@@ -63,7 +63,7 @@ DRIVER_SRCS := drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci
 	drivers/virtio_rng.c drivers/virtio_selftest.c drivers/virtio_net.c drivers/vnet_echo.c drivers/vnet_hdr.c drivers/vnet_ctrl.c drivers/vnet_gso.c \
 	drivers/coalesce.c drivers/virtio_console.c drivers/virtio_mmio_parse.c drivers/virtio_mmio.c
 NET_SRCS    := net/sys_arch.c net/lwip_port.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/tso_merge.c net/tso_out.c net/netif_vnet.c net/netup.c net/app/app.c net/app/conntab.c net/app/http.c \
-	net/app/site.c net/app/server.c net/app/metrics.c net/app/echo.c
+	net/app/site.c net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c
 SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(BUILD)/k/site_data.o
 

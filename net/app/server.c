@@ -45,7 +45,12 @@
 #include "net/app/site.h"
 #include "net/app/tcputil.h"
 #include "net/app/conntab.h"
+#include "net/app/https.h"
 #include "net/lwip_port.h"
+#include "lwip/ip_addr.h"
+#if LWIP_ALTCP_TLS
+#include "lwip/altcp_tls.h"
+#endif
 
 enum conn_state { C_READ, C_SEND, C_LINGER };
 
@@ -63,6 +68,9 @@ struct conn {
 	bool served;		/* a response was written: waiting is keep-alive idle */
 	bool head_started;	/* READ: bytes of the next head have arrived */
 	bool close_after;	/* SEND: close once this response is written */
+	bool tls;		/* accepted on the HTTPS listener */
+	bool handshaking;	/* HTTPS: TLS handshake not finished (counted in hs_active) */
+	bool hs_timed_out;	/* HTTPS: closed by the header timeout while handshaking */
 	u64 t_wait;		/* READ: accept, or the end of the last response (ms) */
 	u64 t_head;		/* READ: when the first byte of this head was seen */
 	u64 t_progress;		/* last ACK progress, or when waiting for it began */
@@ -90,9 +98,11 @@ struct http_server_stats http_server_stats;
 
 static struct {
 	struct altcp_pcb *listen;
+	struct altcp_pcb *listen_tls;	/* HTTPS (https.c), or NULL */
 	struct http_server_cfg cfg;
 	struct conntab tab;
 	bool draining;		/* http_server_drain(): close after each response */
+	u16 redirect_port;	/* http.redirect: plain HTTP answers 301 to this port */
 } server;
 
 static u64 server_now_ms(void)
@@ -104,6 +114,12 @@ static u64 server_now_ms(void)
 
 static void server_conn_free(struct conn *c)
 {
+	if (c->handshaking) {
+		https_stats.handshakes_active--;
+		https_stats.failures[c->hs_timed_out ? HTTPS_FAIL_TIMEOUT : HTTPS_FAIL_CLOSED]++;
+	}
+	if (c->tls)
+		https_stats.conns_active--;
 	conntab_remove(&server.tab, &c->link);
 	kfree(c->dyn);
 	kfree(c);
@@ -284,6 +300,98 @@ static int server_make_metrics(struct conn *c)
 	return 0;
 }
 
+/* "Location: https://host[:port]/path\r\n" for the HTTPS redirect: the
+ * request's Host without its port (else the address the connection came
+ * in on), https= unless 443, and the decoded path percent-encoded again
+ * (it may hold any byte). A path that does not fit sends to "/". The
+ * query is not kept (the parser drops it). */
+/* Left as they are in a URL path (RFC 3986 pchar without '%'). */
+static bool server_url_char(u8 ch)
+{
+	static const char other[] = "/-._~!$&'()*+,;=:@";
+
+	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
+		return true;
+	for (const char *o = other; *o; o++)
+		if (ch == (u8)*o)
+			return true;
+	return false;
+}
+
+static const char *server_location(struct conn *c, char *buf, size_t size)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	static const char scheme[] = "Location: https://";
+	const struct http_req_parser *p = &c->parser;
+	char local[IPADDR_STRLEN_MAX + 2];
+	size_t n, hlen = 0, i, start;
+	const char *h = p->host;
+
+	if (h) {
+		if (h[0] == '[') {
+			while (h[hlen] && h[hlen] != ']')
+				hlen++;
+			hlen += h[hlen] == ']';
+		} else {
+			while (h[hlen] && h[hlen] != ':')
+				hlen++;
+		}
+	}
+	/* No Host (HTTP/1.0), an empty one or one too long for the line:
+	 * the address the request came in on. */
+	if (!hlen || sizeof scheme + hlen + sizeof ":65535/\r\n" > size) {
+		const ip_addr_t *a = altcp_get_ip(c->link.pcb, 1);
+
+		local[0] = '[';
+		ipaddr_ntoa_r(a, local + 1, sizeof local - 2);
+		hlen = __builtin_strlen(local + 1);
+		if (IP_IS_V6(a)) {
+			local[++hlen] = ']';
+			h = local;
+			hlen++;
+		} else {
+			h = local + 1;
+		}
+	}
+	n = 0;
+	for (i = 0; scheme[i]; i++)
+		buf[n++] = scheme[i];
+	for (i = 0; i < hlen; i++)
+		buf[n++] = h[i];
+	if (server.redirect_port != 443) {
+		char digits[6];
+		u32 port = server.redirect_port, nd = 0;
+
+		do {
+			digits[nd++] = (char)('0' + port % 10);
+			port /= 10;
+		} while (port);
+		buf[n++] = ':';
+		while (nd)
+			buf[n++] = digits[--nd];
+	}
+	start = n;
+	for (i = 0; i < p->path_len && n + 6 < size; i++) {
+		u8 ch = (u8)p->path[i];
+
+		if (server_url_char(ch)) {
+			buf[n++] = (char)ch;
+		} else {
+			buf[n++] = '%';
+			buf[n++] = hex[ch >> 4];
+			buf[n++] = hex[ch & 15];
+		}
+	}
+	if (i < p->path_len) {
+		n = start;	/* the path does not fit: the site's root */
+		buf[n++] = '/';
+	}
+	buf[n++] = '\r';
+	buf[n++] = '\n';
+	buf[n] = '\0';
+	return buf;
+}
+
 /* Set up the response to the request the parser just completed. */
 static void server_respond(struct conn *c)
 {
@@ -292,14 +400,18 @@ static void server_respond(struct conn *c)
 	bool keep = p->keep_alive && !server.draining;
 	const struct site_file *f;
 	const char *type, *extra;
-	char line[96];
+	char line[96], line301[OUT_MAX - 160];
 	int status = 200;
 	size_t n;
 
 	c->body = NULL;
 	c->body_len = 0;
 	c->body_copy = false;
-	if (server_path_is(p, "/healthz")) {
+	if (server.redirect_port && !c->tls && !server_path_is(p, "/healthz")) {
+		status = 301;
+		type = NULL;
+		extra = server_location(c, line301, sizeof line301);
+	} else if (server_path_is(p, "/healthz")) {
 		type = TYPE_TEXT;
 		extra = NO_STORE;
 		c->body = (const u8 *)"ok\n";
@@ -336,7 +448,7 @@ static void server_respond(struct conn *c)
 		return;
 	}
 	c->out_len = (u16)n;
-	if (head_only || status == 304)
+	if (head_only || status == 304 || status == 301)
 		c->body_len = 0;
 	c->close_after = !keep;
 	server_count_response(status);
@@ -366,7 +478,13 @@ static err_t server_write_some(struct conn *c)
 		} else {
 			break;
 		}
+		if (c->tls)
+			flags = TCP_WRITE_FLAG_COPY;	/* altcp_tls copies: count it so */
 		n = MIN(left, (size_t)altcp_sndbuf(pcb));
+#if LWIP_ALTCP_TLS
+		if (c->tls)
+			n = MIN(n, (size_t)https_write_max(pcb));
+#endif
 		if (flags & TCP_WRITE_FLAG_COPY)
 			n = c->inflight < HTTP_COPY_INFLIGHT ?
 			    MIN(n, (size_t)(HTTP_COPY_INFLIGHT - c->inflight)) : 0;
@@ -477,6 +595,12 @@ static err_t server_on_recv(void *arg, struct altcp_pcb *pcb, struct pbuf *p, er
 	}
 	held = c->rx_len - c->rx_off;
 	if (n > sizeof c->rx - held) {
+		/* Over TLS, decrypted data is handed up as it is decrypted:
+		 * refuse it, altcp_tls keeps it and offers it again (poll). */
+		if (c->tls) {
+			http_server_stats.rx_bytes -= n;
+			return ERR_MEM;
+		}
 		/* More than the window we granted: cannot happen with lwIP's
 		 * window accounting, so treat it as a broken connection. */
 		pbuf_free(p);
@@ -548,6 +672,7 @@ static err_t server_on_poll(void *arg, struct altcp_pcb *pcb)
 		}
 		if (!c->served && now - c->t_wait >= cfg->header_timeout_ms) {
 			http_server_stats.timeouts_header++;
+			c->hs_timed_out = c->handshaking;
 			return server_conn_close(c);
 		}
 		if (c->served && now - c->t_wait >= cfg->idle_timeout_ms) {
@@ -588,13 +713,39 @@ static void server_conn_evict(struct conntab_conn *l)
 	server_conn_abort((struct conn *)l);
 }
 
+/* HTTPS: the handshake and connection limits (https.h); false to refuse. */
+static bool server_tls_admit(struct altcp_pcb *pcb)
+{
+	struct conntab_src src;
+	const struct conntab_conn *l;
+	u32 n = 0;
+
+	if (https_stats.handshakes_active >= HTTPS_MAX_HANDSHAKES ||
+	    https_stats.conns_active >= HTTPS_MAX_CONNS) {
+		https_stats.failures[HTTPS_FAIL_LIMIT]++;
+		return false;
+	}
+	conntab_src_of(altcp_get_ip(pcb, 0), &src);
+	for (l = server.tab.head; l; l = l->next)
+		if (((const struct conn *)l)->handshaking && conntab_src_equal(&l->src, &src))
+			n++;
+	if (n >= HTTPS_MAX_HANDSHAKES_PER_SRC) {
+		https_stats.failures[HTTPS_FAIL_LIMIT_SOURCE]++;
+		return false;
+	}
+	return true;
+}
+
 static err_t server_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 {
+	bool tls = arg == &server.listen_tls;
 	enum conntab_verdict v;
 	struct conn *c;
 
 	if (err != ERR_OK || !pcb)
 		return ERR_VAL;
+	if (tls && !server_tls_admit(pcb))
+		goto refuse;
 	c = (struct conn *)conntab_accept(&server.tab, pcb, sizeof *c, server_conn_idle, server_conn_evict, &v);
 	if (v == CONNTAB_REFUSE_SOURCE)
 		http_server_stats.conns_refused_source++;
@@ -607,6 +758,11 @@ static err_t server_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 	http_parser_reset(&c->parser);
 	http_server_stats.conns_accepted++;
 	http_server_stats.conns_active++;
+	if (tls) {
+		c->tls = c->handshaking = true;
+		https_stats.conns_active++;
+		https_stats.handshakes_active++;
+	}
 
 	altcp_arg(pcb, c);
 	altcp_recv(pcb, server_on_recv);
@@ -725,6 +881,9 @@ void http_server_drain(u32 *idle_closed, u32 *busy)
 		return;
 	altcp_close(server.listen);
 	server.listen = NULL;
+	if (server.listen_tls)
+		altcp_close(server.listen_tls);
+	server.listen_tls = NULL;
 	server.draining = true;
 	for (c = (struct conn *)server.tab.head; c; c = next) {
 		next = (struct conn *)c->link.next;
@@ -749,8 +908,58 @@ void http_server_stop(void)
 	if (server.listen)
 		altcp_close(server.listen);	/* a listening pcb is freed at once */
 	server.listen = NULL;
+	if (server.listen_tls)
+		altcp_close(server.listen_tls);
+	server.listen_tls = NULL;
 	server.draining = false;
 	while (server.tab.head)
 		server_conn_abort((struct conn *)server.tab.head);
 	metrics_unregister(&server_metrics_source);
 }
+
+/* ---- HTTPS (https.c) ---- */
+
+void http_server_set_redirect(u16 https_port)
+{
+	server.redirect_port = https_port;
+}
+
+/* The TLS handshake of the connection whose altcp arg is arg ended (patch
+ * 0004's hook, through https.c): it no longer counts as handshaking. */
+void http_server_handshake_end(void *arg)
+{
+	struct conn *c = arg;
+
+	if (c && c->handshaking) {
+		c->handshaking = false;
+		https_stats.handshakes_active--;
+	}
+}
+
+#if LWIP_ALTCP_TLS
+int http_server_listen_tls(u16 port, struct altcp_tls_config *conf)
+{
+	struct altcp_pcb *pcb, *lpcb;
+	err_t err;
+
+	if (!server.listen || server.listen_tls)
+		return -EBUSY;
+	pcb = altcp_tls_new(conf, IPADDR_TYPE_ANY);
+	if (!pcb)
+		return -ENOMEM;
+	err = altcp_bind(pcb, IP_ANY_TYPE, port);
+	if (err != ERR_OK) {
+		altcp_close(pcb);
+		return -EIO;
+	}
+	lpcb = altcp_listen_with_backlog_and_err(pcb, TCP_DEFAULT_LISTEN_BACKLOG, &err);
+	if (!lpcb) {
+		altcp_close(pcb);
+		return err == ERR_MEM ? -ENOMEM : -EIO;
+	}
+	server.listen_tls = lpcb;
+	altcp_arg(lpcb, &server.listen_tls);
+	altcp_accept(lpcb, server_on_accept);
+	return 0;
+}
+#endif
