@@ -177,6 +177,16 @@ u16 https_write_max(struct altcp_pcb *pcb)
 	return n > 0 ? (u16)MIN(n, 0xffff) : 0;
 }
 
+void https_close_notify(struct altcp_pcb *pcb)
+{
+	mbedtls_ssl_context *ssl = altcp_tls_context(pcb);
+
+	/* Not while a record is still partly unsent (out_left): the alert
+	 * would be built over it. Best effort: no room, no alert. */
+	if (ssl && mbedtls_ssl_is_handshake_over(ssl) && !ssl->MBEDTLS_PRIVATE(out_left))
+		mbedtls_ssl_close_notify(ssl);
+}
+
 static struct metrics_source https_source = { "https", https_metrics, NULL };
 
 int https_start(void)

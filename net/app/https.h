@@ -22,7 +22,7 @@
  */
 #define HTTPS_MAX_CONNS			64
 #define HTTPS_MAX_HANDSHAKES		16
-#define HTTPS_MAX_HANDSHAKES_PER_SRC	4
+#define HTTPS_MAX_HANDSHAKES_PER_SRC	8
 
 /* Why a handshake did not finish. */
 enum https_fail {
@@ -61,5 +61,8 @@ struct altcp_pcb;
  * record's payload (4096 B, MBEDTLS_SSL_OUT_CONTENT_LEN, 4095 under TLS
  * 1.3); altcp_tls cannot report a partial write. */
 u16 https_write_max(struct altcp_pcb *pcb);
+/* Queue a close_notify alert on pcb (once its handshake is done): an
+ * orderly TLS close, before our FIN (RFC 8446 6.1). */
+void https_close_notify(struct altcp_pcb *pcb);
 
 #endif

@@ -156,6 +156,10 @@ static err_t server_conn_close(struct conn *c)
 	struct tcp_pcb *tpcb = app_tcp_pcb(pcb);
 
 	server_rx_discard(c);
+#if LWIP_ALTCP_TLS
+	if (c->tls)
+		https_close_notify(pcb);
+#endif
 	app_pcb_detach(pcb);
 	server_conn_free(c);
 	if (altcp_close(pcb) != ERR_OK) {
@@ -205,6 +209,10 @@ static err_t server_begin_close(struct conn *c)
 	server_rx_discard(c);
 	if (c->rx_eof)
 		return server_conn_close(c);
+#if LWIP_ALTCP_TLS
+	if (c->tls)
+		https_close_notify(c->link.pcb);
+#endif
 	if (altcp_shutdown(c->link.pcb, 0, 1) != ERR_OK)
 		return server_conn_abort(c);
 	c->state = C_LINGER;
