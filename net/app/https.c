@@ -155,6 +155,8 @@ static void https_metrics(struct metrics_buf *b)
 				s->failures[i]);
 	metrics_simple(b, "vireo_https_handshakes_active", METRICS_GAUGE, "TLS handshakes in progress",
 		       s->handshakes_active);
+	metrics_simple(b, "vireo_https_handshakes_evicted_total", METRICS_COUNTER,
+		       "Handshakes reset to make room for a source running fewer", s->handshakes_evicted);
 	metrics_simple(b, "vireo_https_connections_active", METRICS_GAUGE, "HTTPS connections open now",
 		       s->conns_active);
 	metrics_family(b, "vireo_https_sessions_total", METRICS_COUNTER,

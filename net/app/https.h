@@ -15,7 +15,9 @@
  * full because of the others. Handshakes cost the most CPU (one ECDHE and
  * one signature each) and are what a flood makes: at most
  * HTTPS_MAX_HANDSHAKES run at once, HTTPS_MAX_HANDSHAKES_PER_SRC from one
- * source (IPv4 address, IPv6 /64); more are reset on accept, and the other
+ * source (IPv4 address, IPv6 /64); more are reset on accept (when all
+ * HTTPS_MAX_HANDSHAKES are taken, a source running fewer than its share
+ * evicts the oldest handshake of the source running the most), and the other
  * HTTPS_MAX_CONNS - HTTPS_MAX_HANDSHAKES slots stay for connections whose
  * handshake is done. A handshake is bounded in time by the server's header
  * timeout (accept to a complete first request head, 10 s).
@@ -31,7 +33,7 @@ enum https_fail {
 	HTTPS_FAIL_PEER_ALERT,	/* the client sent a fatal alert */
 	HTTPS_FAIL_MEMORY,	/* the TLS heap could not give what it needed */
 	HTTPS_FAIL_OTHER,	/* any other mbedTLS error */
-	HTTPS_FAIL_CLOSED,	/* the peer closed or reset, or we evicted it */
+	HTTPS_FAIL_CLOSED,	/* the peer closed or reset, or it was evicted */
 	HTTPS_FAIL_TIMEOUT,	/* the header timeout ran out */
 	HTTPS_FAIL_LIMIT,	/* refused on accept: HTTPS_MAX_HANDSHAKES or _CONNS */
 	HTTPS_FAIL_LIMIT_SOURCE, /* refused on accept: HTTPS_MAX_HANDSHAKES_PER_SRC */
@@ -43,6 +45,7 @@ struct https_stats {
 	u64 handshakes;			/* completed */
 	u64 failures[HTTPS_FAIL_COUNT];
 	u64 handshakes_active;		/* gauge */
+	u64 handshakes_evicted;		/* of the closed ones: to make room for a lighter source */
 	u64 conns_active;		/* gauge: TLS connections the server holds */
 };
 extern struct https_stats https_stats;

@@ -721,25 +721,67 @@ static void server_conn_evict(struct conntab_conn *l)
 	server_conn_abort((struct conn *)l);
 }
 
-/* HTTPS: the handshake and connection limits (https.h); false to refuse. */
-static bool server_tls_admit(struct altcp_pcb *pcb)
+/* Handshakes in progress from src. */
+static u32 server_tls_handshakes_from(const struct conntab_src *src)
 {
-	struct conntab_src src;
 	const struct conntab_conn *l;
 	u32 n = 0;
 
-	if (https_stats.handshakes_active >= HTTPS_MAX_HANDSHAKES ||
-	    https_stats.conns_active >= HTTPS_MAX_CONNS) {
+	for (l = server.tab.head; l; l = l->next)
+		if (((const struct conn *)l)->handshaking && conntab_src_equal(&l->src, src))
+			n++;
+	return n;
+}
+
+/* All handshake slots taken: the oldest handshake of the source running
+ * the most, if that source runs more than mine + 1 (so that evicting
+ * evens the shares out, never the other way round); else NULL. At most
+ * 64 x 64 source compares, only while the slots are full. */
+static struct conn *server_tls_victim(u32 mine)
+{
+	struct conntab_conn *l;
+	struct conn *victim = NULL;
+	u32 heavy = 0, n;
+
+	for (l = server.tab.head; l; l = l->next) {
+		if (!((struct conn *)l)->handshaking)
+			continue;
+		n = server_tls_handshakes_from(&l->src);
+		if (n > heavy || (n == heavy && victim && conntab_src_equal(&l->src, &victim->link.src))) {
+			heavy = n;
+			victim = (struct conn *)l;	/* newest first: the last seen is the oldest */
+		}
+	}
+	return heavy > mine + 1 ? victim : NULL;
+}
+
+/* HTTPS: the handshake and connection limits (https.h); false to refuse.
+ * When every handshake slot is taken, a source below its share evicts
+ * the oldest handshake of the heaviest source, as the table does. */
+static bool server_tls_admit(struct altcp_pcb *pcb)
+{
+	struct conntab_src src;
+	struct conn *victim;
+	u32 mine;
+
+	if (https_stats.conns_active >= HTTPS_MAX_CONNS) {
 		https_stats.failures[HTTPS_FAIL_LIMIT]++;
 		return false;
 	}
 	conntab_src_of(altcp_get_ip(pcb, 0), &src);
-	for (l = server.tab.head; l; l = l->next)
-		if (((const struct conn *)l)->handshaking && conntab_src_equal(&l->src, &src))
-			n++;
-	if (n >= HTTPS_MAX_HANDSHAKES_PER_SRC) {
+	mine = server_tls_handshakes_from(&src);
+	if (mine >= HTTPS_MAX_HANDSHAKES_PER_SRC) {
 		https_stats.failures[HTTPS_FAIL_LIMIT_SOURCE]++;
 		return false;
+	}
+	if (https_stats.handshakes_active >= HTTPS_MAX_HANDSHAKES) {
+		victim = server_tls_victim(mine);
+		if (!victim) {
+			https_stats.failures[HTTPS_FAIL_LIMIT]++;
+			return false;
+		}
+		https_stats.handshakes_evicted++;
+		server_conn_abort(victim);
 	}
 	return true;
 }

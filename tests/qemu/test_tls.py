@@ -221,3 +221,46 @@ def test_thousand_requests_16_tls_connections_heap_back(boot):
     assert m["vireo_tls_heap_in_use_bytes"] == idle
     assert m["vireo_tls_heap_alloc_failures_total"] == 0
     assert m["vireo_https_handshakes_total"] == 16
+
+
+def test_handshake_flood_and_garbage_legit_served(boot, netns):
+    """Two flood sources try to hold every handshake slot with stalled
+    ClientHellos, a third sends garbage, truncated and scrambled ones; a
+    legitimate client on a fourth address keeps its connection and opens new
+    ones throughout. Afterwards nothing is left and the TLS heap is back."""
+    import json
+    import sys
+    need_image()
+    addrs = ["10.77.0.3", "10.77.0.4", "10.77.0.5"]
+    for a in addrs:
+        subprocess.run(["ip", "-n", netns.name, "addr", "add", f"{a}/24", "dev", netns.tap], check=True)
+    vm = boot(image=os.path.join(BUILD, "vireo.img"), cmdline=f"ip={netns.guest_ip}/24 gw={netns.host_ip}",
+              wrap=netns.wrap, extra=netns.qemu_args())
+    vm.wait_for(READY, timeout=120)
+
+    def get(path):
+        r = netns.run("curl", "-s", "-D", "-", f"http://{netns.guest_ip}{path}", timeout=30)
+        return parse_response(r.stdout)
+    idle = metrics(get)["vireo_tls_heap_in_use_bytes"]
+    r = netns.run(sys.executable, os.path.join(os.path.dirname(__file__), "tls_flood.py"), netns.guest_ip, "443",
+                  "10.77.0.3", f"{netns.host_ip},10.77.0.5", "10.77.0.4", timeout=300)
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    out = json.loads(r.stdout)
+    assert out["legit_errors"] == [] and out["legit_ok"] == 15, out
+    # The flood got at most its share of slots, the rest was refused.
+    assert out["held"] <= 2 * 8 and out["refused"] >= 2 * 24 - 16, out
+    m = metrics(get)
+    fails = {k.split('"')[1]: v for k, v in m.items() if k.startswith("vireo_https_handshake_failures_total")}
+    # Garbage fails as malformed (or is refused by the limits with the rest
+    # of its source's burst), truncated ones as closed; every attempt counted.
+    assert fails["malformed"] >= 1 and fails["closed"] >= 1, fails
+    assert fails["limit_source"] + fails["limit"] >= 1, fails
+    assert m["vireo_https_handshakes_total"] == 1 + 5, m
+    assert m["vireo_tls_heap_alloc_failures_total"] == 0
+    for _ in range(100):
+        m = metrics(get)
+        if m["vireo_https_connections_active"] == 0:
+            break
+        time.sleep(0.2)
+    assert m["vireo_https_connections_active"] == 0 and m["vireo_https_handshakes_active"] == 0, m
+    assert m["vireo_tls_heap_in_use_bytes"] == idle
