@@ -183,9 +183,13 @@ MEM ?= 64
 # the guest's, if CMDLINE sets http=.
 PORT ?= 8080
 HTTP_PORT ?= $(or $(patsubst http=%,%,$(filter http=%,$(CMDLINE))),80)
+# make TLS=1 run: host port TLS_PORT (8443) to the guest's https= port too.
+TLS_PORT ?= 8443
+HTTPS_PORT ?= $(or $(patsubst https=%,%,$(filter https=%,$(CMDLINE))),443)
 run: deps-run $(IMAGE)
 	images/qemu.sh --image $(IMAGE) --mem $(MEM) --cmdline "$(CMDLINE)" \
-		$(if $(PORT),--port $(PORT) --guest-port $(HTTP_PORT)) $(QEMU_OPTS)
+		$(if $(PORT),--port $(PORT) --guest-port $(HTTP_PORT)) \
+		$(if $(and $(PORT),$(filter 1,$(TLS))),--tls-port $(TLS_PORT) --guest-tls-port $(HTTPS_PORT)) $(QEMU_OPTS)
 
 deps-run:
 	$(Q)tools/deps.sh run
