@@ -264,3 +264,45 @@ def test_handshake_flood_and_garbage_legit_served(boot, netns):
         time.sleep(0.2)
     assert m["vireo_https_connections_active"] == 0 and m["vireo_https_handshakes_active"] == 0, m
     assert m["vireo_tls_heap_in_use_bytes"] == idle
+
+
+def test_testssl_no_high_or_critical(boot, tmp_path):
+    """testssl.sh (Debian's package) against the appliance, with a
+    certificate from a test CA that testssl is told to trust (the development
+    certificate is self-signed: testssl rates that CRITICAL whatever the TLS
+    configuration) and a CRL distribution point (no revocation URI is HIGH).
+    Protocols, cipher categories, forward secrecy, server preference, server
+    defaults and certificate, vulnerabilities; the client simulations are
+    left out for time. No finding rated HIGH or CRITICAL."""
+    import json
+    if not shutil.which("testssl"):
+        pytest.skip("testssl.sh not installed (tools/deps.sh test installs it)")
+
+    def ssl_(*a):
+        subprocess.run(["openssl", *a], check=True, capture_output=True, cwd=tmp_path)
+    ssl_("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key",
+         "-out", "ca.pem", "-days", "365", "-subj", "/CN=vireo test CA",
+         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    ssl_("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "leaf.key",
+         "-out", "leaf.csr", "-subj", "/CN=localhost")
+    (tmp_path / "ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n"
+                                  "basicConstraints=critical,CA:FALSE\n"
+                                  "keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n"
+                                  "crlDistributionPoints=URI:http://localhost/ca.crl\n")
+    ssl_("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+         "-out", "leaf.pem", "-days", "365", "-extfile", "ext")
+    (tmp_path / "chain.pem").write_text((tmp_path / "leaf.pem").read_text() + (tmp_path / "ca.pem").read_text())
+    make(f"TLS_CERT={tmp_path / 'chain.pem'}", f"TLS_KEY={tmp_path / 'leaf.key'}")
+    vm, get = boot_and_get(boot)
+    assert vm.ready.group(4) == "443"
+    out = tmp_path / "testssl.json"
+    r = subprocess.run(["testssl", "--quiet", "--color", "0", "--warnings", "batch", "--add-ca",
+                        str(tmp_path / "ca.pem"), "--jsonfile", str(out), "-p", "-s", "-f", "-P", "-S", "-U",
+                        f"localhost:{vm.sport}"], capture_output=True, text=True, timeout=900)
+    findings = json.loads(out.read_text())
+    bad = [(f["severity"], f["id"], f["finding"]) for f in findings if f["severity"] in ("HIGH", "CRITICAL")]
+    assert findings and not bad, (bad, r.stdout[-3000:])
+    # It did look: TLS 1.3 and 1.2 offered, nothing older.
+    sev = {f["id"]: f["finding"] for f in findings}
+    assert sev["TLS1_3"].startswith("offered") and sev["TLS1_2"].startswith("offered"), sev
+    assert sev["TLS1_1"].startswith("not offered") and sev["SSLv3"].startswith("not offered"), sev
