@@ -5,16 +5,16 @@
 #include "kernel/byteorder.h"
 #include "kernel/chacha20.h"
 
-static inline u32 chacha_rotl(u32 v, int n)
+static inline u32 chacha20_rotl(u32 v, int n)
 {
 	return (v << n) | (v >> (32 - n));
 }
 
 #define CHACHA_QR(a, b, c, d) do {					\
-	a += b; d ^= a; d = chacha_rotl(d, 16);				\
-	c += d; b ^= c; b = chacha_rotl(b, 12);				\
-	a += b; d ^= a; d = chacha_rotl(d, 8);				\
-	c += d; b ^= c; b = chacha_rotl(b, 7);				\
+	a += b; d ^= a; d = chacha20_rotl(d, 16);				\
+	c += d; b ^= c; b = chacha20_rotl(b, 12);				\
+	a += b; d ^= a; d = chacha20_rotl(d, 8);				\
+	c += d; b ^= c; b = chacha20_rotl(b, 7);				\
 } while (0)
 
 void chacha20_block(const u8 key[CHACHA20_KEY_BYTES], u32 counter,

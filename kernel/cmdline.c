@@ -18,7 +18,7 @@ struct cmdline_state {
 };
 
 __attribute__((format(printf, 2, 3)))
-static void cl_warn(struct cmdline_state *st, const char *fmt, ...)
+static void cmdline_warn(struct cmdline_state *st, const char *fmt, ...)
 {
 	char msg[192];
 	va_list ap;
@@ -36,7 +36,7 @@ static void cl_warn(struct cmdline_state *st, const char *fmt, ...)
 	st->warn(st->ctx, msg);
 }
 
-static bool cl_space(char c)
+static bool cmdline_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
@@ -45,7 +45,7 @@ static bool cl_space(char c)
 /* Decimal digits only: -EINVAL for anything else or nothing, -ERANGE past 64 bits. */
 /* The whole of s, decimal: -EINVAL for junk anywhere (before any range
  * check), -ERANGE above UINT64_MAX. */
-static int cl_parse_dec(const char *s, u64 *out)
+static int cmdline_parse_dec(const char *s, u64 *out)
 {
 	for (const char *p = s; *p; p++)
 		if (*p < '0' || *p > '9')
@@ -53,7 +53,7 @@ static int cl_parse_dec(const char *s, u64 *out)
 	return parse_dec(&s, UINT64_MAX, out);
 }
 
-static int cl_hexval(char c)
+static int cmdline_hexval(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -65,7 +65,7 @@ static int cl_hexval(char c)
 }
 
 /* Hex digits with an optional 0x/0X: -EINVAL or -ERANGE as above. */
-static int cl_parse_hex(const char *s, u64 *out)
+static int cmdline_parse_hex(const char *s, u64 *out)
 {
 	u64 v = 0;
 
@@ -74,12 +74,12 @@ static int cl_parse_hex(const char *s, u64 *out)
 	if (!*s)
 		return -EINVAL;
 	for (const char *p = s; *p; p++)
-		if (cl_hexval(*p) < 0)
+		if (cmdline_hexval(*p) < 0)
 			return -EINVAL;
 	for (; *s; s++) {
 		if (v >> 60)
 			return -ERANGE;
-		v = v << 4 | (u64)cl_hexval(*s);
+		v = v << 4 | (u64)cmdline_hexval(*s);
 	}
 	*out = v;
 	return 0;
@@ -93,31 +93,31 @@ union cl_val {
 	const char *s;	/* STR */
 };
 
-static int cl_get_number(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, u64 *out)
+static int cmdline_get_number(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, u64 *out)
 {
 	bool hex = o->type == CMDLINE_HEX;
 	const char *what = hex ? "a hex number" : "a decimal number";
 	u64 v;
 	int err;
 
-	err = hex ? cl_parse_hex(val, &v) : cl_parse_dec(val, &v);
+	err = hex ? cmdline_parse_hex(val, &v) : cmdline_parse_dec(val, &v);
 	if (err == -EINVAL) {
-		cl_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s, keeping default",
+		cmdline_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s, keeping default",
 			o->key, val, what);
 		return -EINVAL;
 	}
 	if (err == -ERANGE) {
-		cl_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s that fits in 64 bits, keeping default",
+		cmdline_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s that fits in 64 bits, keeping default",
 			o->key, val, what);
 		return -EINVAL;
 	}
 	if (v < o->min || (o->max && v > o->max)) {
 		if (o->max)
-			cl_warn(st, hex ? "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected 0x%llx..0x%llx, keeping default"
+			cmdline_warn(st, hex ? "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected 0x%llx..0x%llx, keeping default"
 					: "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %llu..%llu, keeping default",
 				o->key, val, (unsigned long long)o->min, (unsigned long long)o->max);
 		else
-			cl_warn(st, hex ? "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at least 0x%llx, keeping default"
+			cmdline_warn(st, hex ? "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at least 0x%llx, keeping default"
 					: "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at least %llu, keeping default",
 				o->key, val, (unsigned long long)o->min);
 		return -EINVAL;
@@ -126,7 +126,7 @@ static int cl_get_number(struct cmdline_state *st, const struct cmdline_opt *o, 
 	return 0;
 }
 
-static int cl_get_bool(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, bool *out)
+static int cmdline_get_bool(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, bool *out)
 {
 	static const char *const yes[] = { "1", "on", "yes", "true" };
 	static const char *const no[] = { "0", "off", "no", "false" };
@@ -137,13 +137,13 @@ static int cl_get_bool(struct cmdline_state *st, const struct cmdline_opt *o, co
 			return 0;
 		}
 	}
-	cl_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected 1|0|on|off|yes|no|true|false, keeping default",
+	cmdline_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected 1|0|on|off|yes|no|true|false, keeping default",
 		o->key, val);
 	return -EINVAL;
 }
 
 /* "a<sep>b<sep>c" into buf[size], cut with "..." when it does not fit. */
-static void cl_join_choices(const struct cmdline_opt *o, const char *sep, char *buf, size_t size)
+static void cmdline_join_choices(const struct cmdline_opt *o, const char *sep, char *buf, size_t size)
 {
 	size_t len = 0;
 	int i;
@@ -158,7 +158,7 @@ static void cl_join_choices(const struct cmdline_opt *o, const char *sep, char *
 		ksnprintf(buf + size - 4, 4, "...");
 }
 
-static int cl_get_enum(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, int *out)
+static int cmdline_get_enum(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, int *out)
 {
 	char list[96];
 	int i;
@@ -169,16 +169,16 @@ static int cl_get_enum(struct cmdline_state *st, const struct cmdline_opt *o, co
 			return 0;
 		}
 	}
-	cl_join_choices(o, "|", list, sizeof list);
-	cl_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s, keeping default",
+	cmdline_join_choices(o, "|", list, sizeof list);
+	cmdline_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected %s, keeping default",
 		o->key, val, list[0] ? list : "(no choices)");
 	return -EINVAL;
 }
 
-static int cl_get_str(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, const char **out)
+static int cmdline_get_str(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, const char **out)
 {
 	if (!o->dst || strlen(val) >= o->dst_size) {
-		cl_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at most %zu characters, keeping default",
+		cmdline_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": expected at most %zu characters, keeping default",
 			o->key, val, o->dst_size ? o->dst_size - 1 : 0);
 		return -EINVAL;
 	}
@@ -188,7 +188,7 @@ static int cl_get_str(struct cmdline_state *st, const struct cmdline_opt *o, con
 
 /* Parses val as o's type (not CUSTOM) and runs o's validator: 0 with *v
  * set, or -EINVAL after one warning. */
-static int cl_get(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, union cl_val *v)
+static int cmdline_get(struct cmdline_state *st, const struct cmdline_opt *o, const char *val, union cl_val *v)
 {
 	char why[64];
 	const void *arg;
@@ -196,24 +196,24 @@ static int cl_get(struct cmdline_state *st, const struct cmdline_opt *o, const c
 
 	switch (o->type) {
 	case CMDLINE_BOOL:
-		err = cl_get_bool(st, o, val, &v->b);
+		err = cmdline_get_bool(st, o, val, &v->b);
 		arg = &v->b;
 		break;
 	case CMDLINE_UINT:
 	case CMDLINE_HEX:
-		err = cl_get_number(st, o, val, &v->u);
+		err = cmdline_get_number(st, o, val, &v->u);
 		arg = &v->u;
 		break;
 	case CMDLINE_ENUM:
-		err = cl_get_enum(st, o, val, &v->e);
+		err = cmdline_get_enum(st, o, val, &v->e);
 		arg = &v->e;
 		break;
 	case CMDLINE_STR:
-		err = cl_get_str(st, o, val, &v->s);
+		err = cmdline_get_str(st, o, val, &v->s);
 		arg = v->s;
 		break;
 	default:
-		cl_warn(st, "cmdline: " CMDLINE_SHOW ": option has a bad type, ignored", o->key);
+		cmdline_warn(st, "cmdline: " CMDLINE_SHOW ": option has a bad type, ignored", o->key);
 		return -EINVAL;
 	}
 	if (err || !o->validate)
@@ -222,12 +222,12 @@ static int cl_get(struct cmdline_state *st, const struct cmdline_opt *o, const c
 	if (o->validate(arg, why, sizeof why) == 0)
 		return 0;
 	why[sizeof why - 1] = '\0';	/* whatever the callback did */
-	cl_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": %s, keeping default",
+	cmdline_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": %s, keeping default",
 		o->key, val, why[0] ? why : "invalid value");
 	return -EINVAL;
 }
 
-static void cl_store(const struct cmdline_opt *o, const union cl_val *v)
+static void cmdline_store(const struct cmdline_opt *o, const union cl_val *v)
 {
 	if (!o->dst)
 		return;
@@ -243,7 +243,7 @@ static void cl_store(const struct cmdline_opt *o, const union cl_val *v)
 		*(int *)o->dst = v->e;
 		break;
 	case CMDLINE_STR:
-		for (size_t i = 0; i <= strlen(v->s); i++)	/* fits: cl_get_str */
+		for (size_t i = 0; i <= strlen(v->s); i++)	/* fits: cmdline_get_str */
 			((char *)o->dst)[i] = v->s[i];
 		break;
 	default:
@@ -251,7 +251,7 @@ static void cl_store(const struct cmdline_opt *o, const union cl_val *v)
 	}
 }
 
-static void cl_set_custom(struct cmdline_state *st, const struct cmdline_opt *o, const char *val)
+static void cmdline_set_custom(struct cmdline_state *st, const struct cmdline_opt *o, const char *val)
 {
 	char why[64];
 
@@ -259,11 +259,11 @@ static void cl_set_custom(struct cmdline_state *st, const struct cmdline_opt *o,
 	if (o->parse && o->parse(val, o->dst, why, sizeof why) == 0)
 		return;
 	why[sizeof why - 1] = '\0';	/* whatever the callback did */
-	cl_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": %s, keeping default",
+	cmdline_warn(st, "cmdline: " CMDLINE_SHOW "=" CMDLINE_SHOW ": %s, keeping default",
 		o->key, val, why[0] ? why : "invalid value");
 }
 
-static const struct cmdline_opt *cl_find(const struct cmdline_state *st, const char *key)
+static const struct cmdline_opt *cmdline_find(const struct cmdline_state *st, const char *key)
 {
 	for (size_t i = 0; i < st->nopts; i++) {
 		const struct cmdline_opt *o = st->set ? st->set[i] : &st->opts[i];
@@ -274,7 +274,7 @@ static const struct cmdline_opt *cl_find(const struct cmdline_state *st, const c
 	return NULL;
 }
 
-static void cl_token(struct cmdline_state *st, char *tok)
+static void cmdline_token(struct cmdline_state *st, char *tok)
 {
 	const struct cmdline_opt *o;
 	union cl_val v;
@@ -288,40 +288,40 @@ static void cl_token(struct cmdline_state *st, char *tok)
 		}
 	}
 	if (!tok[0]) {
-		cl_warn(st, "cmdline: '=" CMDLINE_SHOW "' has no key, ignored", val);
+		cmdline_warn(st, "cmdline: '=" CMDLINE_SHOW "' has no key, ignored", val);
 		return;
 	}
-	o = cl_find(st, tok);
+	o = cmdline_find(st, tok);
 
 	if (!val) {
 		if (o && o->type == CMDLINE_BOOL) {
-			if (cl_get(st, o, "1", &v) == 0)
-				cl_store(o, &v);
+			if (cmdline_get(st, o, "1", &v) == 0)
+				cmdline_store(o, &v);
 			return;
 		}
-		cl_warn(st, "cmdline: '" CMDLINE_SHOW "' is not key=value", tok);
+		cmdline_warn(st, "cmdline: '" CMDLINE_SHOW "' is not key=value", tok);
 		return;
 	}
 	if (!o) {
-		cl_warn(st, "cmdline: unknown key '" CMDLINE_SHOW "' ignored", tok);
+		cmdline_warn(st, "cmdline: unknown key '" CMDLINE_SHOW "' ignored", tok);
 		return;
 	}
 
 	if (o->type == CMDLINE_CUSTOM) {
-		cl_set_custom(st, o, val);
+		cmdline_set_custom(st, o, val);
 		return;
 	}
-	if (cl_get(st, o, val, &v) == 0)
-		cl_store(o, &v);
+	if (cmdline_get(st, o, val, &v) == 0)
+		cmdline_store(o, &v);
 }
 
-static int cl_parse_line(struct cmdline_state *st, const char *line);
+static int cmdline_parse_line(struct cmdline_state *st, const char *line);
 
 int cmdline_parse(const char *line, const struct cmdline_opt *opts, size_t nopts, cmdline_warn_fn warn, void *ctx)
 {
 	struct cmdline_state st = { .opts = opts, .nopts = nopts, .warn = warn, .ctx = ctx, .nwarn = 0 };
 
-	return cl_parse_line(&st, line);
+	return cmdline_parse_line(&st, line);
 }
 
 int cmdline_parse_set(const char *line, const struct cmdline_opt *const *set, size_t n, cmdline_warn_fn warn,
@@ -329,7 +329,7 @@ int cmdline_parse_set(const char *line, const struct cmdline_opt *const *set, si
 {
 	struct cmdline_state st = { .set = set, .nopts = n, .warn = warn, .ctx = ctx, .nwarn = 0 };
 
-	return cl_parse_line(&st, line);
+	return cmdline_parse_line(&st, line);
 }
 
 bool cmdline_default_ok(const struct cmdline_opt *o)
@@ -339,7 +339,7 @@ bool cmdline_default_ok(const struct cmdline_opt *o)
 
 	if (o->type == CMDLINE_CUSTOM || !o->def || o->def_prose)
 		return true;
-	if (!o->dst || cl_get(&st, o, o->def, &v))
+	if (!o->dst || cmdline_get(&st, o, o->def, &v))
 		return false;
 	switch (o->type) {
 	case CMDLINE_BOOL:
@@ -378,7 +378,7 @@ void cmdline_describe_values(const struct cmdline_opt *o, const char *sep, char 
 		ksnprintf(buf, size, "hex number");
 		break;
 	case CMDLINE_ENUM:
-		cl_join_choices(o, sep, buf, size);
+		cmdline_join_choices(o, sep, buf, size);
 		break;
 	case CMDLINE_STR:
 		ksnprintf(buf, size, "text, at most %zu characters", o->dst_size ? o->dst_size - 1 : 0);
@@ -389,7 +389,7 @@ void cmdline_describe_values(const struct cmdline_opt *o, const char *sep, char 
 	}
 }
 
-static int cl_parse_line(struct cmdline_state *st_, const char *line)
+static int cmdline_parse_line(struct cmdline_state *st_, const char *line)
 {
 	struct cmdline_state st = *st_;
 	char tok[CMDLINE_MAX];
@@ -405,18 +405,18 @@ static int cl_parse_line(struct cmdline_state *st_, const char *line)
 	cut = n == CMDLINE_MAX;
 	if (cut) {
 		n = CMDLINE_MAX - 1;
-		cl_warn(&st, "cmdline: longer than %d characters, ignoring the rest", CMDLINE_MAX - 1);
+		cmdline_warn(&st, "cmdline: longer than %d characters, ignoring the rest", CMDLINE_MAX - 1);
 	}
 
 	for (;;) {
 		bool quoted = false;
 		size_t len = 0;
 
-		while (i < n && cl_space(line[i]))
+		while (i < n && cmdline_space(line[i]))
 			i++;
 		if (i == n)
 			break;
-		while (i < n && (quoted || !cl_space(line[i]))) {
+		while (i < n && (quoted || !cmdline_space(line[i]))) {
 			if (line[i] == '"')
 				quoted = !quoted;
 			else
@@ -424,18 +424,18 @@ static int cl_parse_line(struct cmdline_state *st_, const char *line)
 			i++;
 		}
 		tok[len] = '\0';
-		if (i == n && cut && (quoted || !cl_space(line[n])))
+		if (i == n && cut && (quoted || !cmdline_space(line[n])))
 			break;	/* the limit fell inside this token: drop it */
 		if (quoted)
-			cl_warn(&st, "cmdline: unterminated quote in '" CMDLINE_SHOW "', taking the rest", tok);
-		cl_token(&st, tok);
+			cmdline_warn(&st, "cmdline: unterminated quote in '" CMDLINE_SHOW "', taking the rest", tok);
+		cmdline_token(&st, tok);
 	}
 	return st.nwarn;
 }
 
 /* An address part: 1 to 3 digits, at most max, no leading zero (often
  * meant as octal). */
-static int cl_dec_part(const char **sp, u32 max, u32 *out)
+static int cmdline_dec_part(const char **sp, u32 max, u32 *out)
 {
 	const char *s = *sp;
 	u64 v;
@@ -457,13 +457,13 @@ int cmdline_parse_ipv4(const char *s, u32 *addr, int *prefix)
 	for (i = 0; i < 4; i++) {
 		if (i && *s++ != '.')
 			return -EINVAL;
-		if (cl_dec_part(&s, 255, &part))
+		if (cmdline_dec_part(&s, 255, &part))
 			return -EINVAL;
 		a = a << 8 | part;
 	}
 	if (prefix && *s == '/') {
 		s++;
-		if (cl_dec_part(&s, 32, &len))
+		if (cmdline_dec_part(&s, 32, &len))
 			return -EINVAL;
 		pfx = (int)len;
 	}

@@ -18,7 +18,7 @@ size_t config_params(const struct cmdline_opt *const **set)
 }
 
 __attribute__((format(printf, 3, 4)))
-static void cfg_report(cmdline_warn_fn warn, void *ctx, const char *fmt, ...)
+static void config_report(cmdline_warn_fn warn, void *ctx, const char *fmt, ...)
 {
 	char msg[160];
 	va_list ap;
@@ -40,21 +40,21 @@ int config_check(cmdline_warn_fn warn, void *ctx)
 		const struct cmdline_opt *o = set[i];
 
 		if (!o->key || !o->key[0] || !o->help) {
-			cfg_report(warn, ctx, "cmdline: table entry %zu has no key or no help", i);
+			config_report(warn, ctx, "cmdline: table entry %zu has no key or no help", i);
 			problems++;
 			continue;
 		}
 		for (size_t j = 0; j < i; j++) {
 			if (set[j]->key && !strcmp(set[j]->key, o->key)) {
 				/* The parser takes the first: say which one is dead. */
-				cfg_report(warn, ctx, "cmdline: key '%.48s' is registered twice; the second is ignored",
+				config_report(warn, ctx, "cmdline: key '%.48s' is registered twice; the second is ignored",
 					   o->key);
 				problems++;
 				break;
 			}
 		}
 		if (!cmdline_default_ok(o)) {
-			cfg_report(warn, ctx, "cmdline: key '%.48s': its default '%.32s' is not what its variable holds",
+			config_report(warn, ctx, "cmdline: key '%.48s': its default '%.32s' is not what its variable holds",
 				   o->key, o->def);
 			problems++;
 		}
@@ -62,7 +62,7 @@ int config_check(cmdline_warn_fn warn, void *ctx)
 	return problems;
 }
 
-static void cfg_warn(void *ctx, const char *msg)
+static void config_warn(void *ctx, const char *msg)
 {
 	(void)ctx;
 	kprintf("warning: %s\n", msg);
@@ -72,9 +72,9 @@ int config_parse(const char *cmdline)
 {
 	const struct cmdline_opt *const *set;
 	size_t n = config_params(&set);
-	int problems = config_check(cfg_warn, NULL);
+	int problems = config_check(config_warn, NULL);
 
-	return problems + cmdline_parse_set(cmdline, set, n, cfg_warn, NULL);
+	return problems + cmdline_parse_set(cmdline, set, n, config_warn, NULL);
 }
 
 void config_print_params(void)
@@ -106,10 +106,10 @@ void config_print_params(void)
 	}
 }
 
-static void cfg_cmd_params(const char *args)
+static void config_cmd_params(const char *args)
 {
 	(void)args;
 	config_print_params();
 }
 
-SHELL_CMD(params, .name = "params", .fn = cfg_cmd_params, .help = "the command-line keys, their values and defaults");
+SHELL_CMD(params, .name = "params", .fn = config_cmd_params, .help = "the command-line keys, their values and defaults");

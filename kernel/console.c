@@ -31,9 +31,9 @@ struct console_stats console_stats;
 static char rx_ring[RX_RING];
 static u32 rx_head, rx_tail;
 static struct work rx_work;
-static void rx_drain(void *arg);
+static void console_rx_drain(void *arg);
 
-static void uart_putc(char c)
+static void console_uart_putc(char c)
 {
 	u32 spins = 100000;
 
@@ -43,14 +43,14 @@ static void uart_putc(char c)
 	outb(COM1 + UART_THR, (u8)c);
 }
 
-static void uart_write(const char *buf, size_t len)
+static void console_uart_write(const char *buf, size_t len)
 {
 	size_t i;
 
 	for (i = 0; i < len; i++) {
 		if (buf[i] == '\n')
-			uart_putc('\r');
-		uart_putc(buf[i]);
+			console_uart_putc('\r');
+		console_uart_putc(buf[i]);
 	}
 }
 
@@ -63,7 +63,7 @@ void console_init(void)
 	outb(COM1 + UART_LCR, 0x03);	/* 8N1 */
 	outb(COM1 + UART_FCR, 0xc7);	/* FIFO on, cleared, 14-byte threshold */
 	outb(COM1 + UART_MCR, 0x0b);	/* DTR, RTS, OUT2 (IRQ line enable) */
-	work_init(&rx_work, rx_drain, NULL);
+	work_init(&rx_work, console_rx_drain, NULL);
 }
 
 void console_write(const char *buf, size_t len)
@@ -76,7 +76,7 @@ void console_write(const char *buf, size_t len)
 		log_ring[(log_head + i) % LOG_RING_SIZE] = buf[i];
 	log_head += len;
 	console_stats.bytes += len;
-	uart_write(buf, len);
+	console_uart_write(buf, len);
 	for (s = sinks; s; s = s->next) {
 		if (panic_mode && s->emerg_write)
 			s->emerg_write(s, buf, len);
@@ -159,7 +159,7 @@ void klog(const char *fmt, ...)
 }
 
 /* Runs in the event loop: hand complete input to the shell. */
-static void rx_drain(void *arg)
+static void console_rx_drain(void *arg)
 {
 	static char line[128];
 	static size_t len;
@@ -190,7 +190,7 @@ static void rx_drain(void *arg)
 
 /* Producer side of rx_ring: interrupts are off (an interrupt handler, or
  * console_input), so UART and virtio input never interleave mid-byte. */
-static void rx_put(char c)
+static void console_rx_put(char c)
 {
 	console_stats.rx_bytes++;
 	if (rx_head - rx_tail >= RX_RING) {
@@ -201,12 +201,12 @@ static void rx_put(char c)
 	WRITE_ONCE(rx_head, rx_head + 1);
 }
 
-static void uart_irq(void *arg)
+static void console_uart_irq(void *arg)
 {
 	u32 spins = 64;
 
 	while ((inb(COM1 + UART_LSR) & LSR_DR) && spins--)
-		rx_put((char)inb(COM1 + UART_RBR));
+		console_rx_put((char)inb(COM1 + UART_RBR));
 	work_queue(&rx_work);
 }
 
@@ -216,7 +216,7 @@ void console_input(const char *buf, size_t len)
 	size_t i;
 
 	for (i = 0; i < len; i++)
-		rx_put(buf[i]);
+		console_rx_put(buf[i]);
 	irq_restore(flags);
 	if (len)
 		work_queue(&rx_work);
@@ -224,7 +224,7 @@ void console_input(const char *buf, size_t len)
 
 void console_enable_input(void)
 {
-	if (irq_route_isa(UART_IRQ, uart_irq, NULL) < 0) {
+	if (irq_route_isa(UART_IRQ, console_uart_irq, NULL) < 0) {
 		klog("console: no interrupt route for COM1, input disabled");
 		return;
 	}

@@ -27,7 +27,7 @@ struct fmt_spec {
 	enum fmt_len len;
 };
 
-static void sink_put(struct fmt_sink *s, char c)
+static void fmt_sink_put(struct fmt_sink *s, char c)
 {
 	if (s->pos + 1 < s->size)
 		s->buf[s->pos] = c;
@@ -35,7 +35,7 @@ static void sink_put(struct fmt_sink *s, char c)
 }
 
 /* n copies of c, but only the ones that fit are stored. */
-static void sink_pad(struct fmt_sink *s, char c, u64 n)
+static void fmt_sink_pad(struct fmt_sink *s, char c, u64 n)
 {
 	while (n && s->pos + 1 < s->size) {
 		s->buf[s->pos++] = c;
@@ -44,19 +44,19 @@ static void sink_pad(struct fmt_sink *s, char c, u64 n)
 	s->pos += n;
 }
 
-static void sink_mem(struct fmt_sink *s, const char *p, size_t n)
+static void fmt_sink_mem(struct fmt_sink *s, const char *p, size_t n)
 {
 	while (n--)
-		sink_put(s, *p++);
+		fmt_sink_put(s, *p++);
 }
 
-static u64 width_gap(const struct fmt_spec *sp, u64 len)
+static u64 fmt_width_gap(const struct fmt_spec *sp, u64 len)
 {
 	return (u64)sp->width > len ? (u64)sp->width - len : 0;
 }
 
 /* sign: '-', '+', ' ' or 0. prefix: "", "0x" or "0X". */
-static void emit_int(struct fmt_sink *s, const struct fmt_spec *sp, u64 v,
+static void fmt_emit_int(struct fmt_sink *s, const struct fmt_spec *sp, u64 v,
 		     unsigned base, bool upper, char sign, bool force_prefix)
 {
 	const char *set = upper ? "0123456789ABCDEF" : "0123456789abcdef";
@@ -74,34 +74,34 @@ static void emit_int(struct fmt_sink *s, const struct fmt_spec *sp, u64 v,
 		prefix = upper ? "0X" : "0x";
 
 	len = (sign ? 1 : 0) + (prefix[0] ? 2 : 0) + zeros + (u64)nd;
-	gap = width_gap(sp, len);
+	gap = fmt_width_gap(sp, len);
 	if (!(sp->flags & F_LEFT) && !((sp->flags & F_ZERO) && sp->prec < 0))
-		sink_pad(s, ' ', gap);
+		fmt_sink_pad(s, ' ', gap);
 	if (sign)
-		sink_put(s, sign);
-	sink_mem(s, prefix, prefix[0] ? 2 : 0);
+		fmt_sink_put(s, sign);
+	fmt_sink_mem(s, prefix, prefix[0] ? 2 : 0);
 	if (!(sp->flags & F_LEFT) && (sp->flags & F_ZERO) && sp->prec < 0)
-		sink_pad(s, '0', gap);
-	sink_pad(s, '0', zeros);
+		fmt_sink_pad(s, '0', gap);
+	fmt_sink_pad(s, '0', zeros);
 	while (nd)
-		sink_put(s, digits[--nd]);
+		fmt_sink_put(s, digits[--nd]);
 	if (sp->flags & F_LEFT)
-		sink_pad(s, ' ', gap);
+		fmt_sink_pad(s, ' ', gap);
 }
 
 /* n bytes of str, padded to the width. */
-static void emit_str(struct fmt_sink *s, const struct fmt_spec *sp, const char *str, size_t n)
+static void fmt_emit_str(struct fmt_sink *s, const struct fmt_spec *sp, const char *str, size_t n)
 {
-	u64 gap = width_gap(sp, n);
+	u64 gap = fmt_width_gap(sp, n);
 
 	if (!(sp->flags & F_LEFT))
-		sink_pad(s, ' ', gap);
-	sink_mem(s, str, n);
+		fmt_sink_pad(s, ' ', gap);
+	fmt_sink_mem(s, str, n);
 	if (sp->flags & F_LEFT)
-		sink_pad(s, ' ', gap);
+		fmt_sink_pad(s, ' ', gap);
 }
 
-static s64 arg_signed(va_list *ap, enum fmt_len len)
+static s64 fmt_arg_signed(va_list *ap, enum fmt_len len)
 {
 	switch (len) {
 	case LEN_HH:	return (signed char)va_arg(*ap, int);
@@ -115,7 +115,7 @@ static s64 arg_signed(va_list *ap, enum fmt_len len)
 	}
 }
 
-static u64 arg_unsigned(va_list *ap, enum fmt_len len)
+static u64 fmt_arg_unsigned(va_list *ap, enum fmt_len len)
 {
 	switch (len) {
 	case LEN_HH:	return (unsigned char)va_arg(*ap, unsigned int);
@@ -143,7 +143,7 @@ static int fmt_parse_num(const char **pp)
 }
 
 /* Flags, width, precision and length of the directive after '%'. */
-static const char *parse_spec(const char *p, struct fmt_spec *sp, va_list *ap)
+static const char *fmt_parse_spec(const char *p, struct fmt_spec *sp, va_list *ap)
 {
 	sp->flags = 0;
 	sp->width = 0;
@@ -234,35 +234,35 @@ static int fmt_run(struct fmt_sink *s, const char *fmt, va_list *ap)
 		s64 sv;
 
 		if (*p != '%') {
-			sink_put(s, *p++);
+			fmt_sink_put(s, *p++);
 			continue;
 		}
-		p = parse_spec(p + 1, &sp, ap);
+		p = fmt_parse_spec(p + 1, &sp, ap);
 		switch (*p) {
 		case 'd':
 		case 'i':
-			sv = arg_signed(ap, sp.len);
+			sv = fmt_arg_signed(ap, sp.len);
 			sign = sv < 0 ? '-' : (sp.flags & F_PLUS) ? '+' : (sp.flags & F_SPACE) ? ' ' : 0;
 			/* 0 - (u64)sv is exact for INT64_MIN too */
-			emit_int(s, &sp, sv < 0 ? 0 - (u64)sv : (u64)sv, 10, false, sign, false);
+			fmt_emit_int(s, &sp, sv < 0 ? 0 - (u64)sv : (u64)sv, 10, false, sign, false);
 			break;
 		case 'u':
-			emit_int(s, &sp, arg_unsigned(ap, sp.len), 10, false, 0, false);
+			fmt_emit_int(s, &sp, fmt_arg_unsigned(ap, sp.len), 10, false, 0, false);
 			break;
 		case 'o':
-			emit_int(s, &sp, arg_unsigned(ap, sp.len), 8, false, 0, false);
+			fmt_emit_int(s, &sp, fmt_arg_unsigned(ap, sp.len), 8, false, 0, false);
 			break;
 		case 'x':
 		case 'X':
-			emit_int(s, &sp, arg_unsigned(ap, sp.len), 16, *p == 'X', 0, false);
+			fmt_emit_int(s, &sp, fmt_arg_unsigned(ap, sp.len), 16, *p == 'X', 0, false);
 			break;
 		case 'p':
-			emit_int(s, &sp, (u64)(uintptr_t)va_arg(*ap, void *), 16, false, 0, true);
+			fmt_emit_int(s, &sp, (u64)(uintptr_t)va_arg(*ap, void *), 16, false, 0, true);
 			break;
 		case 'c': {
 			char c = (char)va_arg(*ap, int);
 
-			emit_str(s, &sp, &c, 1);
+			fmt_emit_str(s, &sp, &c, 1);
 			break;
 		}
 		case 's': {
@@ -274,19 +274,19 @@ static int fmt_run(struct fmt_sink *s, const char *fmt, va_list *ap)
 			/* Never look past the precision: the array need not be terminated. */
 			while ((sp.prec < 0 || n < (size_t)sp.prec) && str[n])
 				n++;
-			emit_str(s, &sp, str, n);
+			fmt_emit_str(s, &sp, str, n);
 			break;
 		}
 		case '%':
-			sink_put(s, '%');
+			fmt_sink_put(s, '%');
 			break;
 		case '\0':
 			/* A directive cut off by the end of the format. */
-			sink_mem(s, start, (size_t)(p - start));
+			fmt_sink_mem(s, start, (size_t)(p - start));
 			continue;
 		default:
 			/* Unknown conversion: show the whole directive as written. */
-			sink_mem(s, start, (size_t)(p - start) + 1);
+			fmt_sink_mem(s, start, (size_t)(p - start) + 1);
 			break;
 		}
 		p++;

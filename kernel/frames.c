@@ -4,17 +4,17 @@
 
 #define FR_BITS 64
 
-static bool fr_test(const struct frames *f, u64 i)
+static bool frames_test(const struct frames *f, u64 i)
 {
 	return (f->bitmap[i / FR_BITS] >> (i % FR_BITS)) & 1;
 }
 
-static void fr_set(struct frames *f, u64 i)
+static void frames_set(struct frames *f, u64 i)
 {
 	f->bitmap[i / FR_BITS] |= 1ull << (i % FR_BITS);
 }
 
-static void fr_clear(struct frames *f, u64 i)
+static void frames_clear(struct frames *f, u64 i)
 {
 	f->bitmap[i / FR_BITS] &= ~(1ull << (i % FR_BITS));
 }
@@ -22,7 +22,7 @@ static void fr_clear(struct frames *f, u64 i)
 /* [base, base+len) as page indexes [*first, *end) within the range, rounded
  * outward or inward; false if nothing is left. Works in offsets from
  * f->base (page-aligned), so nothing overflows near the top of memory. */
-static bool fr_span(const struct frames *f, u64 base, u64 len, bool outward, u64 *first, u64 *end)
+static bool frames_span(const struct frames *f, u64 base, u64 len, bool outward, u64 *first, u64 *end)
 {
 	u64 top = base + len, lo, hi, s, e;
 
@@ -78,13 +78,13 @@ void frames_add_free(struct frames *f, u64 base, u64 len)
 {
 	u64 i, end;
 
-	if (!fr_span(f, base, len, false, &i, &end))
+	if (!frames_span(f, base, len, false, &i, &end))
 		return;
 	if (f->base == 0 && i == 0)
 		i = 1;		/* physical page 0 stays in use: 0 means failure */
 	for (; i < end; i++) {
-		if (fr_test(f, i)) {
-			fr_clear(f, i);
+		if (frames_test(f, i)) {
+			frames_clear(f, i);
 			f->nfree++;
 			f->ntotal++;
 		}
@@ -96,11 +96,11 @@ void frames_reserve(struct frames *f, u64 base, u64 len)
 {
 	u64 i, end;
 
-	if (!fr_span(f, base, len, true, &i, &end))
+	if (!frames_span(f, base, len, true, &i, &end))
 		return;
 	for (; i < end; i++) {
-		if (!fr_test(f, i)) {
-			fr_set(f, i);
+		if (!frames_test(f, i)) {
+			frames_set(f, i);
 			f->nfree--;
 			f->ntotal--;
 		}
@@ -120,7 +120,7 @@ u64 frames_alloc(struct frames *f)
 		if (f->bitmap[w] != ~0ull) {
 			u64 i = w * FR_BITS + (u64)__builtin_ctzll(~f->bitmap[w]);
 
-			fr_set(f, i);
+			frames_set(f, i);
 			f->nfree--;
 			f->hint = i + 1;
 			return f->base + i * PAGE_SIZE;
@@ -130,7 +130,7 @@ u64 frames_alloc(struct frames *f)
 }
 
 /* First page index >= i whose address is a multiple of align, or false. */
-static bool fr_next_aligned(const struct frames *f, u64 i, u64 align, u64 *out)
+static bool frames_next_aligned(const struct frames *f, u64 i, u64 align, u64 *out)
 {
 	u64 phys = f->base + i * PAGE_SIZE;
 	u64 up = ALIGN_UP(phys, align);
@@ -147,21 +147,21 @@ u64 frames_alloc_contig(struct frames *f, u64 npages, u64 align)
 
 	if (npages == 0 || npages > f->nfree || !IS_POW2(align) || align < PAGE_SIZE)
 		return 0;
-	if (!fr_next_aligned(f, 0, align, &i))
+	if (!frames_next_aligned(f, 0, align, &i))
 		return 0;
 	while (npages <= f->npages - i) {
 		u64 k;
 
-		for (k = 0; k < npages && !fr_test(f, i + k); k++)
+		for (k = 0; k < npages && !frames_test(f, i + k); k++)
 			;
 		if (k == npages) {
 			for (k = 0; k < npages; k++)
-				fr_set(f, i + k);
+				frames_set(f, i + k);
 			f->nfree -= npages;
 			return f->base + i * PAGE_SIZE;
 		}
 		/* Page i + k is in use: no run that contains it can work. */
-		if (!fr_next_aligned(f, i + k + 1, align, &i))
+		if (!frames_next_aligned(f, i + k + 1, align, &i))
 			return 0;
 	}
 	return 0;
@@ -177,10 +177,10 @@ int frames_free(struct frames *f, u64 phys, u64 npages)
 	if (i >= f->npages || npages > f->npages - i)
 		return -EINVAL;
 	for (u64 k = 0; k < npages; k++)
-		if (!fr_test(f, i + k))
+		if (!frames_test(f, i + k))
 			return -EINVAL;		/* double free: change nothing */
 	for (u64 k = 0; k < npages; k++)
-		fr_clear(f, i + k);
+		frames_clear(f, i + k);
 	f->nfree += npages;
 	if (i < f->hint)
 		f->hint = i;

@@ -18,7 +18,7 @@
 #define HB_END		0x454e4421686561f2ull	/* "END!hea" */
 
 struct heap_block {
-	u64 tag;		/* hb_tag(self, size, state) */
+	u64 tag;		/* heap_block_tag(self, size, state) */
 	size_t size;		/* whole block, header included; multiple of 16 */
 	size_t prev_size;	/* size of the block just below; 0 for the first */
 	u64 check;		/* ~tag */
@@ -39,42 +39,42 @@ struct heap_arena {
 _Static_assert(HB_HDR % HEAP_ALIGN == 0, "payloads must stay 16-byte aligned");
 _Static_assert(sizeof(struct heap_arena) % HEAP_ALIGN == 0, "blocks must start 16-byte aligned");
 
-static u64 hb_tag(const struct heap_block *b, size_t size, u64 state)
+static u64 heap_block_tag(const struct heap_block *b, size_t size, u64 state)
 {
 	return state ^ (u64)(uintptr_t)b ^ ((u64)size * 0x9e3779b97f4a7c15ull);
 }
 
-static void hb_set(struct heap_block *b, size_t size, u64 state)
+static void heap_block_set(struct heap_block *b, size_t size, u64 state)
 {
 	b->size = size;
-	b->tag = hb_tag(b, size, state);
+	b->tag = heap_block_tag(b, size, state);
 	b->check = ~b->tag;
 }
 
-static bool hb_is(const struct heap_block *b, u64 state)
+static bool heap_block_is(const struct heap_block *b, u64 state)
 {
-	return b->tag == hb_tag(b, b->size, state) && b->check == ~b->tag;
+	return b->tag == heap_block_tag(b, b->size, state) && b->check == ~b->tag;
 }
 
 /* Erases a header that was merged away, so a stale pointer to it fails. */
-static void hb_kill(struct heap_block *b)
+static void heap_block_kill(struct heap_block *b)
 {
 	b->tag = 0;
 	b->check = 0;
 }
 
-static struct heap_block *hb_at(uintptr_t addr)
+static struct heap_block *heap_block_at(uintptr_t addr)
 {
 	return (struct heap_block *)addr;
 }
 
-static struct heap_block *hb_next(const struct heap_block *b)
+static struct heap_block *heap_block_next(const struct heap_block *b)
 {
-	return hb_at((uintptr_t)b + b->size);
+	return heap_block_at((uintptr_t)b + b->size);
 }
 
 /* Links b into the free list after `after` (NULL: at the head). */
-static void fl_link_after(struct heap *h, struct heap_block *after, struct heap_block *b)
+static void heap_freelist_link_after(struct heap *h, struct heap_block *after, struct heap_block *b)
 {
 	b->fprev = after;
 	b->fnext = after ? after->fnext : h->free_list;
@@ -86,16 +86,16 @@ static void fl_link_after(struct heap *h, struct heap_block *after, struct heap_
 		h->free_list = b;
 }
 
-static void fl_insert(struct heap *h, struct heap_block *b)
+static void heap_freelist_insert(struct heap *h, struct heap_block *b)
 {
 	struct heap_block *after = NULL;
 
 	for (struct heap_block *f = h->free_list; f && f < b; f = f->fnext)
 		after = f;
-	fl_link_after(h, after, b);
+	heap_freelist_link_after(h, after, b);
 }
 
-static void fl_remove(struct heap *h, struct heap_block *b)
+static void heap_freelist_remove(struct heap *h, struct heap_block *b)
 {
 	if (b->fprev)
 		b->fprev->fnext = b->fnext;
@@ -148,13 +148,13 @@ void heap_add_arena(struct heap *h, void *mem, size_t len)
 	a->next = h->arenas;
 	h->arenas = a;
 
-	b = hb_at(a->first);
-	hb_set(b, a->end - a->first, HB_FREE);
+	b = heap_block_at(a->first);
+	heap_block_set(b, a->end - a->first, HB_FREE);
 	b->prev_size = 0;
-	end = hb_at(a->end);
-	hb_set(end, 0, HB_END);
+	end = heap_block_at(a->end);
+	heap_block_set(end, 0, HB_END);
 	end->prev_size = b->size;
-	fl_insert(h, b);
+	heap_freelist_insert(h, b);
 	h->arena_bytes += hi - lo;
 }
 
@@ -167,26 +167,26 @@ static void *heap_carve(struct heap *h, struct heap_block *b, uintptr_t nb, size
 	size_t usize;
 
 	if (nb != bs) {
-		hb_set(b, nb - bs, HB_FREE);	/* the front gap stays free, in place */
+		heap_block_set(b, nb - bs, HB_FREE);	/* the front gap stays free, in place */
 		before = b;
-		u = hb_at(nb);
+		u = heap_block_at(nb);
 		u->prev_size = b->size;
 	} else {
-		fl_remove(h, b);
+		heap_freelist_remove(h, b);
 		u = b;
 	}
 	usize = be - nb;
 	if (usize - need >= HB_MIN) {
-		struct heap_block *t = hb_at(nb + need);
+		struct heap_block *t = heap_block_at(nb + need);
 
-		hb_set(t, usize - need, HB_FREE);
+		heap_block_set(t, usize - need, HB_FREE);
 		t->prev_size = need;
-		hb_next(t)->prev_size = t->size;
-		fl_link_after(h, before, t);
+		heap_block_next(t)->prev_size = t->size;
+		heap_freelist_link_after(h, before, t);
 		usize = need;
 	}
-	hb_set(u, usize, HB_USED);
-	hb_next(u)->prev_size = usize;
+	heap_block_set(u, usize, HB_USED);
+	heap_block_next(u)->prev_size = usize;
 
 	h->in_use += usize;
 	if (h->in_use > h->peak)
@@ -239,16 +239,16 @@ static bool heap_block_sane(const struct heap_arena *a, const struct heap_block 
 
 	if (b->size < HB_MIN || b->size % HEAP_ALIGN || b->size > a->end - bs)
 		return false;
-	next = hb_next(b);
+	next = heap_block_next(b);
 	if (next->prev_size != b->size ||
-	    !(hb_is(next, HB_FREE) || hb_is(next, HB_USED) || hb_is(next, HB_END)))
+	    !(heap_block_is(next, HB_FREE) || heap_block_is(next, HB_USED) || heap_block_is(next, HB_END)))
 		return false;
 	if (b->prev_size == 0)
 		return bs == a->first;
 	if (b->prev_size > bs - a->first)
 		return false;
-	prev = hb_at(bs - b->prev_size);
-	return prev->size == b->prev_size && (hb_is(prev, HB_FREE) || hb_is(prev, HB_USED));
+	prev = heap_block_at(bs - b->prev_size);
+	return prev->size == b->prev_size && (heap_block_is(prev, HB_FREE) || heap_block_is(prev, HB_USED));
 }
 
 void heap_free(struct heap *h, void *p)
@@ -262,14 +262,14 @@ void heap_free(struct heap *h, void *p)
 	if (!p)
 		return;
 	a = heap_arena_of(h, x);
-	b = hb_at(x - HB_HDR);
+	b = heap_block_at(x - HB_HDR);
 	if (!a)
 		why = "pointer outside every arena";
 	else if (x % HEAP_ALIGN)
 		why = "misaligned pointer";
-	else if (hb_is(b, HB_FREE))
+	else if (heap_block_is(b, HB_FREE))
 		why = "double free";
-	else if (!hb_is(b, HB_USED))
+	else if (!heap_block_is(b, HB_USED))
 		why = "not the start of a block, or its header was overwritten";
 	else if (!heap_block_sane(a, b))
 		why = "block header inconsistent with its neighbours";
@@ -285,22 +285,22 @@ void heap_free(struct heap *h, void *p)
 	h->in_use -= size;
 	h->frees++;
 
-	next = hb_next(b);
-	if (hb_is(next, HB_FREE)) {
-		fl_remove(h, next);
+	next = heap_block_next(b);
+	if (heap_block_is(next, HB_FREE)) {
+		heap_freelist_remove(h, next);
 		size += next->size;
-		hb_kill(next);
+		heap_block_kill(next);
 	}
-	prev = b->prev_size ? hb_at(x - HB_HDR - b->prev_size) : NULL;
-	if (prev && hb_is(prev, HB_FREE)) {
-		hb_kill(b);
-		hb_set(prev, prev->size + size, HB_FREE);	/* already listed */
+	prev = b->prev_size ? heap_block_at(x - HB_HDR - b->prev_size) : NULL;
+	if (prev && heap_block_is(prev, HB_FREE)) {
+		heap_block_kill(b);
+		heap_block_set(prev, prev->size + size, HB_FREE);	/* already listed */
 		b = prev;
 	} else {
-		hb_set(b, size, HB_FREE);
-		fl_insert(h, b);
+		heap_block_set(b, size, HB_FREE);
+		heap_freelist_insert(h, b);
 	}
-	hb_next(b)->prev_size = b->size;
+	heap_block_next(b)->prev_size = b->size;
 }
 
 size_t heap_largest_free(const struct heap *h)
@@ -320,7 +320,7 @@ int heap_check(const struct heap *h)
 	u64 nfree = 0, nlisted = 0;
 
 	for (; f; fprev = f, f = f->fnext, nlisted++)
-		if (f->fprev != fprev || (fprev && fprev >= f) || !hb_is(f, HB_FREE))
+		if (f->fprev != fprev || (fprev && fprev >= f) || !heap_block_is(f, HB_FREE))
 			return -EBADMSG;
 
 	for (const struct heap_arena *a = h->arenas; a; a = a->next) {
@@ -329,10 +329,10 @@ int heap_check(const struct heap *h)
 		bool prev_free = false;
 
 		while (at < a->end) {
-			const struct heap_block *b = hb_at(at);
-			bool is_free = hb_is(b, HB_FREE);
+			const struct heap_block *b = heap_block_at(at);
+			bool is_free = heap_block_is(b, HB_FREE);
 
-			if ((!is_free && !hb_is(b, HB_USED)) || b->prev_size != prev_size ||
+			if ((!is_free && !heap_block_is(b, HB_USED)) || b->prev_size != prev_size ||
 			    b->size < HB_MIN || b->size % HEAP_ALIGN || b->size > a->end - at ||
 			    (is_free && prev_free))
 				return -EBADMSG;
@@ -344,7 +344,7 @@ int heap_check(const struct heap *h)
 			prev_free = is_free;
 			at += b->size;
 		}
-		if (at != a->end || !hb_is(hb_at(at), HB_END) || hb_at(at)->prev_size != prev_size)
+		if (at != a->end || !heap_block_is(heap_block_at(at), HB_END) || heap_block_at(at)->prev_size != prev_size)
 			return -EBADMSG;
 	}
 	return nfree == nlisted && used == h->in_use ? 0 : -EBADMSG;

@@ -49,7 +49,7 @@ bool work_cancel(struct work *w)
 	return found;
 }
 
-static struct work *work_pop(void)
+static struct work *loop_work_pop(void)
 {
 	u64 flags = irq_save();
 	struct work *w = work_head;
@@ -76,7 +76,7 @@ bool timer_stop(struct timer *t)
 
 u64 loop_busy_ns(void)
 {
-	u64 now = time_ns(), idle = tsc_to_ns(loop_stats.idle_tsc);
+	u64 now = time_ns(), idle = time_tsc_to_ns(loop_stats.idle_tsc);
 
 	return now > idle ? now - idle : 0;
 }
@@ -89,7 +89,7 @@ void loop_run(void)
 		u64 t0;
 
 		loop_stats.iterations++;
-		while (budget-- && (w = work_pop())) {
+		while (budget-- && (w = loop_work_pop())) {
 			loop_stats.work_runs++;
 			w->fn(w->arg);
 		}

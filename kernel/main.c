@@ -43,7 +43,7 @@ static const char *const mem_type_names[] = {
 	"free", "boot", "loader", "acpi", "acpi-nvs", "runtime", "mmio", "reserved",
 };
 
-static void print_memory_map(const struct boot_info *bi)
+static void main_print_memory_map(const struct boot_info *bi)
 {
 	u32 i;
 
@@ -58,7 +58,7 @@ static void print_memory_map(const struct boot_info *bi)
 
 /* The netif on the first virtio-net device, the appliance's listeners, the
  * addresses the command line gives, then the link (net/net.h). */
-static void start_network(void)
+static void main_start_network(void)
 {
 	struct netup_addrs addrs;
 	struct netif *n = netif_vnet_add();
@@ -93,7 +93,7 @@ void kernel_main(struct boot_info *bi)
 			warnings == 1 ? "" : "s");
 
 	if (verbose)
-		print_memory_map(bi);
+		main_print_memory_map(bi);
 	mm_init(bi);
 	trap_init_ist();
 	timeline_mark("mm");
@@ -132,6 +132,6 @@ void kernel_main(struct boot_info *bi)
 	timeline_print();
 	kprintf("vireo: kernel ready\n");
 	if (!vnet_echo)
-		start_network();
+		main_start_network();
 	loop_run();
 }

@@ -51,7 +51,7 @@ static u64 usable_bytes, reclaimed_bytes;
 static struct mm_range ram[BOOT_MAX_REGIONS];
 static unsigned nram;
 
-static u64 *pt_new(void)
+static u64 *mm_pt_new(void)
 {
 	u64 pa = frames_alloc(&frames);
 
@@ -63,7 +63,7 @@ static u64 *pt_new(void)
 }
 
 /* The table one level down from entry e, splitting a 2 MiB page if needed. */
-static u64 *pt_next(u64 *e, bool split_2m)
+static u64 *mm_pt_next(u64 *e, bool split_2m)
 {
 	u64 *t;
 	int i;
@@ -73,54 +73,54 @@ static u64 *pt_next(u64 *e, bool split_2m)
 			return (u64 *)(*e & PTE_ADDR);
 		if (!split_2m)
 			return NULL;
-		t = pt_new();
+		t = mm_pt_new();
 		for (i = 0; i < 512; i++)
 			t[i] = ((*e & PTE_ADDR) + (u64)i * PAGE_SIZE) | (*e & ~PTE_ADDR & ~PTE_PS);
 		*e = (u64)t | PTE_P | PTE_W;
 		return t;
 	}
-	t = pt_new();
+	t = mm_pt_new();
 	*e = (u64)t | PTE_P | PTE_W;	/* permissions are enforced at the leaf */
 	return t;
 }
 
-static u64 *pde_for(u64 va)
+static u64 *mm_pde_for(u64 va)
 {
-	u64 *pdpt = pt_next(&pml4[(va >> 39) & 511], false);
-	u64 *pd = pt_next(&pdpt[(va >> 30) & 511], false);
+	u64 *pdpt = mm_pt_next(&pml4[(va >> 39) & 511], false);
+	u64 *pd = mm_pt_next(&pdpt[(va >> 30) & 511], false);
 
 	return &pd[(va >> 21) & 511];
 }
 
-static void map_4k(u64 va, u64 flags, bool present)
+static void mm_map_4k(u64 va, u64 flags, bool present)
 {
-	u64 *pde = pde_for(va);
-	u64 *pt = pt_next(pde, true);
+	u64 *pde = mm_pde_for(va);
+	u64 *pt = mm_pt_next(pde, true);
 
 	pt[(va >> 12) & 511] = present ? (va | flags | PTE_P) : 0;
 }
 
 /* Identity-maps [lo, hi) with flags, using 2 MiB pages where possible. */
-static void map_range(u64 lo, u64 hi, u64 flags)
+static void mm_map_range(u64 lo, u64 hi, u64 flags)
 {
 	u64 va;
 
 	lo = ALIGN_DOWN(lo, (u64)PAGE_SIZE);
 	hi = ALIGN_UP(hi, (u64)PAGE_SIZE);
 	for (va = lo; va < hi;) {
-		u64 *pde = pde_for(va);
+		u64 *pde = mm_pde_for(va);
 
 		if ((va & (PG_2M - 1)) == 0 && hi - va >= PG_2M && (!(*pde & PTE_P) || (*pde & PTE_PS))) {
 			*pde = va | flags | PTE_P | PTE_PS;
 			va += PG_2M;
 		} else {
-			map_4k(va, flags, true);
+			mm_map_4k(va, flags, true);
 			va += PAGE_SIZE;
 		}
 	}
 }
 
-static void frames_setup(struct boot_info *bi)
+static void mm_frames_setup(struct boot_info *bi)
 {
 	u64 hi = 0, need;
 	u32 i;
@@ -163,8 +163,8 @@ void mm_init(struct boot_info *bi)
 	u64 base = (u64)ImageBase;
 	u32 i;
 
-	frames_setup(bi);
-	pml4 = pt_new();
+	mm_frames_setup(bi);
+	pml4 = mm_pt_new();
 
 	/* All RAM the firmware told us about (not MMIO: that is mapped on
 	 * demand). Adjacent regions are merged first so most of it gets 2 MiB
@@ -184,20 +184,20 @@ void mm_init(struct boot_info *bi)
 				break;
 			hi = n->base + n->len;
 		}
-		map_range(lo, hi, PERM_RW);
+		mm_map_range(lo, hi, PERM_RW);
 		ram[nram++] = (struct mm_range){ lo, hi };
 	}
 	/* The image, page by page, W^X. */
-	map_range(base, (u64)__text_start, PERM_RO);
-	map_range((u64)__text_start, (u64)__text_end, PERM_RX);
-	map_range((u64)__text_end, (u64)__rodata_end, PERM_RO);
-	map_range((u64)__data_start, (u64)__data_end, PERM_RW);
-	map_range((u64)__data_end, (u64)__image_end, PERM_RO);
+	mm_map_range(base, (u64)__text_start, PERM_RO);
+	mm_map_range((u64)__text_start, (u64)__text_end, PERM_RX);
+	mm_map_range((u64)__text_end, (u64)__rodata_end, PERM_RO);
+	mm_map_range((u64)__data_start, (u64)__data_end, PERM_RW);
+	mm_map_range((u64)__data_end, (u64)__image_end, PERM_RO);
 	/* Not present: page 0 (NULL) and the page below the kernel stack. */
 	guard_lo = bi->stack_base;
 	guard_hi = bi->stack_base + PAGE_SIZE;
-	map_4k(0, 0, false);
-	map_4k(guard_lo, 0, false);
+	mm_map_4k(0, 0, false);
+	mm_map_4k(guard_lo, 0, false);
 
 	wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_NXE);
 	write_cr0(read_cr0() | CR0_WP);
@@ -299,7 +299,7 @@ void *mmio_map(u64 phys, u64 len)
 			err == -ERANGE ? "beyond the identity map" : "empty or wraps");
 		return NULL;
 	}
-	map_range(phys, phys + len, PERM_MMIO);
+	mm_map_range(phys, phys + len, PERM_MMIO);
 	write_cr3(read_cr3());	/* flush: a split 2 MiB page may have changed */
 	return (void *)phys;
 }
@@ -322,7 +322,7 @@ void mm_get_stats(struct mm_stats *s)
 	s->image_bytes = (u64)(__image_end - ImageBase);
 }
 
-static void kib_mib(const char *label, u64 bytes)
+static void mm_kib_mib(const char *label, u64 bytes)
 {
 	kprintf("%s %lu.%lu MiB", label, bytes >> 20, ((bytes & 0xfffff) * 10) >> 20);
 }
@@ -332,9 +332,9 @@ void mm_print_summary(void)
 	struct mm_stats s;
 
 	mm_get_stats(&s);
-	kib_mib("mem:", s.usable_bytes);
+	mm_kib_mib("mem:", s.usable_bytes);
 	kprintf(" usable (%lu KiB reclaimed from boot services),", s.reclaimed_bytes >> 10);
-	kib_mib("", s.free_frames * PAGE_SIZE);
+	mm_kib_mib("", s.free_frames * PAGE_SIZE);
 	kprintf(" free; image %lu KiB at %#lx, page tables %lu KiB, heap %lu KiB\n", s.image_bytes >> 10,
 		mm_image_base(), s.pt_pages * 4, s.heap_arena >> 10);
 }

@@ -3,7 +3,7 @@
 
 #include "kernel/mm_range.h"
 
-static bool overlaps(u64 lo, u64 hi, struct mm_range r)
+static bool mm_range_overlaps(u64 lo, u64 hi, struct mm_range r)
 {
 	return lo < r.hi && r.lo < hi;
 }
@@ -22,10 +22,10 @@ int mm_range_check_mmio(const struct mm_range *ram, unsigned nram, struct mm_ran
 		return -ERANGE;
 	lo = ALIGN_DOWN(phys, (u64)PAGE_SIZE);
 	hi = ALIGN_UP(phys + len, (u64)PAGE_SIZE);
-	if (overlaps(lo, hi, image))
+	if (mm_range_overlaps(lo, hi, image))
 		return -EFAULT;
 	for (i = 0; i < nram; i++)
-		if (overlaps(lo, hi, ram[i]))
+		if (mm_range_overlaps(lo, hi, ram[i]))
 			return -EFAULT;
 	return 0;
 }

@@ -40,7 +40,7 @@ void panic_set_acpi_reset(u8 space, u64 addr, u8 value)
 	reset_value = value;
 }
 
-static bool on_stack(u64 a, u64 len)
+static bool panic_on_stack(u64 a, u64 len)
 {
 	unsigned i;
 
@@ -50,7 +50,7 @@ static bool on_stack(u64 a, u64 len)
 	return false;
 }
 
-static void backtrace(u64 rip, u64 rbp)
+static void panic_backtrace(u64 rip, u64 rbp)
 {
 	u64 base = mm_image_base();
 	int depth;
@@ -61,7 +61,7 @@ static void backtrace(u64 rip, u64 rbp)
 		u64 *fp = (u64 *)rbp;
 		u64 ret;
 
-		if ((rbp & 7) || !on_stack(rbp, 16))
+		if ((rbp & 7) || !panic_on_stack(rbp, 16))
 			break;
 		ret = fp[1];
 		if (ret == 0)
@@ -114,7 +114,7 @@ void panic(const char *fmt, ...)
 	va_end(ap);
 	kprintf("vireo: panic: %s\n", msg);
 	__asm__ __volatile__("mov %%rbp, %0" : "=r"(rbp));
-	backtrace((u64)__builtin_return_address(0), rbp ? *(u64 *)rbp : 0);
+	panic_backtrace((u64)__builtin_return_address(0), rbp ? *(u64 *)rbp : 0);
 	panic_finish();
 }
 
@@ -124,7 +124,7 @@ void panic_trap(struct trap_frame *f)
 	u64 cr2 = read_cr2();
 
 	panic_enter();
-	if (f->vector == 8 && on_stack(cr2, 1) == false && cr2 && mm_is_guard(cr2))
+	if (f->vector == 8 && panic_on_stack(cr2, 1) == false && cr2 && mm_is_guard(cr2))
 		kprintf("vireo: panic: kernel stack overflow (double fault, guard page %#lx)\n", cr2);
 	else if (f->vector == 14 && mm_is_guard(cr2))
 		kprintf("vireo: panic: kernel stack overflow (guard page %#lx)\n", cr2);
@@ -141,7 +141,7 @@ void panic_trap(struct trap_frame *f)
 	kprintf("r12=%016lx r13=%016lx r14=%016lx r15=%016lx\n", f->r12, f->r13, f->r14, f->r15);
 	kprintf("rip=%016lx cs=%04lx ss=%04lx rflags=%08lx\n", f->rip, f->cs, f->ss, f->rflags);
 	kprintf("cr0=%016lx cr2=%016lx cr3=%016lx cr4=%016lx\n", read_cr0(), cr2, read_cr3(), read_cr4());
-	backtrace(f->rip, f->rbp);
+	panic_backtrace(f->rip, f->rbp);
 	panic_finish();
 }
 

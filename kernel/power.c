@@ -17,8 +17,8 @@
 
 static const struct power_drain_ops *drain;
 static void (*off_fn)(void);
-static void on_press(void *arg);
-static struct work press_work = { .fn = on_press };
+static void power_on_press(void *arg);
+static struct work press_work = { .fn = power_on_press };
 static struct timer poll_timer;
 static struct power_drain_counts counts;
 static u64 t_press, deadline;
@@ -38,7 +38,7 @@ void power_register_off(void (*off)(void))
 	off_fn = off;
 }
 
-static void spin_ms(u64 ms)
+static void power_spin_ms(u64 ms)
 {
 	u64 end = time_ns() + ms * NSEC_PER_MSEC;
 
@@ -46,14 +46,14 @@ static void spin_ms(u64 ms)
 		pause();
 }
 
-static void __attribute__((noreturn)) finish(void)
+static void __attribute__((noreturn)) power_finish(void)
 {
 	u32 cut = drain ? drain->cut(drain->ctx) : 0;
 	u32 drained = counts.busy > cut ? counts.busy - cut : 0;
 
 	kprintf("vireo: power off: %u drained, %u idle closed, %u cut after %lu ms\n", drained, counts.idle,
 		cut, (time_ns() - t_press) / NSEC_PER_MSEC);
-	spin_ms(POWER_UART_FLUSH_MS);
+	power_spin_ms(POWER_UART_FLUSH_MS);
 	cli();
 	if (off_fn)
 		off_fn();
@@ -62,7 +62,7 @@ static void __attribute__((noreturn)) finish(void)
 		__asm__ __volatile__("hlt");
 }
 
-static void poll(struct timer *t, void *arg)
+static void power_poll(struct timer *t, void *arg)
 {
 	u64 now = time_ns();
 
@@ -71,10 +71,10 @@ static void poll(struct timer *t, void *arg)
 		timer_start(t, MIN(now + POWER_POLL_MS * NSEC_PER_MSEC, deadline));
 		return;
 	}
-	finish();
+	power_finish();
 }
 
-static void on_press(void *arg)
+static void power_on_press(void *arg)
 {
 	(void)arg;
 	if (started) {
@@ -88,7 +88,7 @@ static void on_press(void *arg)
 		drain->begin(drain->ctx, &counts);
 	kprintf("power: button pressed: %u busy, %u idle closed; grace %lu s\n", counts.busy, counts.idle,
 		shutdown_grace);
-	timer_init(&poll_timer, poll, NULL);
+	timer_init(&poll_timer, power_poll, NULL);
 	timer_start(&poll_timer, time_ns());
 }
 

@@ -27,7 +27,7 @@ static char source[48] = "unseeded";
 static bool device_seen;
 u64 random_entropy_bytes;
 
-static bool hw_random(bool seed, u64 *out)
+static bool random_hw(bool seed, u64 *out)
 {
 	int i;
 	u8 ok;
@@ -63,10 +63,10 @@ void random_init(void)
 		has_rdseed = (b >> 18) & 1;
 	}
 	for (i = 0; i < HW_WORDS; i++) {
-		if (has_rdseed && hw_random(true, &seed.hw[i])) {
+		if (has_rdseed && random_hw(true, &seed.hw[i])) {
 			got++;
 			hw = "rdseed";
-		} else if (has_rdrand && hw_random(false, &seed.hw[i])) {
+		} else if (has_rdrand && random_hw(false, &seed.hw[i])) {
 			got++;
 			if (!hw)
 				hw = "rdrand";

@@ -24,13 +24,13 @@ enum selftest selftest_requested(void)
 static volatile int sink;
 
 /* Recurses until the guard page stops it (depth is never reached). */
-static int __attribute__((noinline)) recurse(int n)
+static int __attribute__((noinline)) selftest_recurse(int n)
 {
 	volatile char pad[512];
 
 	pad[0] = (char)n;
 	if (n < 0x7fffffff && sink != -1)
-		return recurse(n + 1) + pad[0];
+		return selftest_recurse(n + 1) + pad[0];
 	return pad[0];
 }
 
@@ -54,7 +54,7 @@ static void __attribute__((noinline)) selftest_fault(void)
 		sink = 42 / zero;
 		break;
 	case SELFTEST_STACK:
-		sink = recurse(0);
+		sink = selftest_recurse(0);
 		break;
 	case SELFTEST_WX:
 		/* Text is read-only: writing to our own code must fault. */

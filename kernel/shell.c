@@ -59,7 +59,7 @@ SHELL_CMD(mem, .name = "mem", .fn = shell_cmd_mem, .help = "memory summary");
 static void shell_cmd_stats(const char *args)
 {
 	u64 now = time_ns(), busy_pct;
-	u64 idle = tsc_to_ns(loop_stats.idle_tsc);
+	u64 idle = time_tsc_to_ns(loop_stats.idle_tsc);
 
 	(void)args;
 	busy_pct = now ? 100 - MIN(idle * 100 / now, (u64)100) : 0;

@@ -3,12 +3,12 @@
  * rounds after the 0xff finalization constant. */
 #include "kernel/siphash.h"
 
-static inline u64 sip_rotl(u64 v, int n)
+static inline u64 siphash_rotl(u64 v, int n)
 {
 	return (v << n) | (v >> (64 - n));
 }
 
-static inline u64 sip_le64(const u8 *p)
+static inline u64 siphash_le64(const u8 *p)
 {
 	u64 v = 0;
 	int i;
@@ -22,36 +22,36 @@ struct sip_state {
 	u64 v0, v1, v2, v3;
 };
 
-static void sip_round(struct sip_state *s)
+static void siphash_round(struct sip_state *s)
 {
 	s->v0 += s->v1;
-	s->v1 = sip_rotl(s->v1, 13);
+	s->v1 = siphash_rotl(s->v1, 13);
 	s->v1 ^= s->v0;
-	s->v0 = sip_rotl(s->v0, 32);
+	s->v0 = siphash_rotl(s->v0, 32);
 	s->v2 += s->v3;
-	s->v3 = sip_rotl(s->v3, 16);
+	s->v3 = siphash_rotl(s->v3, 16);
 	s->v3 ^= s->v2;
 	s->v0 += s->v3;
-	s->v3 = sip_rotl(s->v3, 21);
+	s->v3 = siphash_rotl(s->v3, 21);
 	s->v3 ^= s->v0;
 	s->v2 += s->v1;
-	s->v1 = sip_rotl(s->v1, 17);
+	s->v1 = siphash_rotl(s->v1, 17);
 	s->v1 ^= s->v2;
-	s->v2 = sip_rotl(s->v2, 32);
+	s->v2 = siphash_rotl(s->v2, 32);
 }
 
-static void sip_compress(struct sip_state *s, u64 m)
+static void siphash_compress(struct sip_state *s, u64 m)
 {
 	s->v3 ^= m;
-	sip_round(s);
-	sip_round(s);
+	siphash_round(s);
+	siphash_round(s);
 	s->v0 ^= m;
 }
 
 void siphash_key_from_bytes(struct siphash_key *k, const u8 bytes[16])
 {
-	k->k0 = sip_le64(bytes);
-	k->k1 = sip_le64(bytes + 8);
+	k->k0 = siphash_le64(bytes);
+	k->k1 = siphash_le64(bytes + 8);
 }
 
 u64 siphash24(const struct siphash_key *k, const void *in, size_t len)
@@ -67,15 +67,15 @@ u64 siphash24(const struct siphash_key *k, const void *in, size_t len)
 	u64 last = (u64)(len & 0xff) << 56;
 
 	for (i = 0; i < full; i += 8)
-		sip_compress(&s, sip_le64(p + i));
+		siphash_compress(&s, siphash_le64(p + i));
 	for (i = 0; i < (len & 7); i++)
 		last |= (u64)p[full + i] << (8 * i);
-	sip_compress(&s, last);
+	siphash_compress(&s, last);
 
 	s.v2 ^= 0xff;
-	sip_round(&s);
-	sip_round(&s);
-	sip_round(&s);
-	sip_round(&s);
+	siphash_round(&s);
+	siphash_round(&s);
+	siphash_round(&s);
+	siphash_round(&s);
 	return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
 }

@@ -28,14 +28,14 @@ static const char *reference = "pit";
 static u64 tsc_mult;	/* ns = ticks * tsc_mult >> 32 */
 static u64 lapic_mult;	/* lapic ticks = ns * lapic_mult >> 32 */
 
-static u64 mul_shr32(u64 a, u64 b)
+static u64 time_mul_shr32(u64 a, u64 b)
 {
 	return (u64)(((unsigned __int128)a * b) >> 32);
 }
 
 /* One PIT channel-2 countdown of `ms`, timing the TSC and LAPIC timer
  * against it. Returns false if the PIT never finishes (no PIT). */
-static bool pit_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
+static bool time_pit_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
 {
 	u32 count = (u32)(PIT_HZ * ms / 1000);
 	u64 t0, t1, spins = 0;
@@ -72,7 +72,7 @@ static bool pit_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
 /* PIT channel 0 in mode 2 (rate generator, 65536 counts), its count read
  * by latching: no port-0x61 gate needed. Its IRQ stays masked (apic_init).
  * Returns false if the count never moves (no PIT). */
-static u16 pit0_read(void)
+static u16 time_pit0_read(void)
 {
 	u8 lo, hi;
 
@@ -82,7 +82,7 @@ static u16 pit0_read(void)
 	return (u16)(lo | hi << 8);
 }
 
-static bool pit0_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
+static bool time_pit0_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
 {
 	u32 want = (u32)(PIT_HZ * ms / 1000), done = 0, l0, l1;
 	u64 t0, t1, spins = 0;
@@ -91,8 +91,8 @@ static bool pit0_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
 	outb(0x43, 0x34);	/* ch0, lo/hi byte, mode 2 */
 	outb(0x40, 0);
 	outb(0x40, 0);
-	prev = pit0_read();
-	while ((now = pit0_read()) == prev)	/* a counter that moves, and an edge to start on */
+	prev = time_pit0_read();
+	while ((now = time_pit0_read()) == prev)	/* a counter that moves, and an edge to start on */
 		if (++spins > 1000000ULL)
 			return false;
 	prev = now;
@@ -101,7 +101,7 @@ static bool pit0_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
 	t0 = rdtsc();
 	spins = 0;
 	while (done < want) {
-		now = pit0_read();
+		now = time_pit0_read();
 		done += (u16)(prev - now);	/* counts down; mod 2^16 across the reload */
 		prev = now;
 		if (++spins > 100000000ULL)
@@ -116,7 +116,7 @@ static bool pit0_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
 
 /* CPUID 0x15: TSC = crystal * ebx / eax; 0x16: base frequency in MHz.
  * Either may be absent or zero (QEMU under TCG gives neither). */
-static u64 cpuid_tsc_hz(const char **which)
+static u64 time_cpuid_tsc_hz(const char **which)
 {
 	u32 max, a, b, c, d;
 
@@ -139,7 +139,7 @@ static u64 cpuid_tsc_hz(const char **which)
 }
 
 /* The LAPIC timer against the TSC once its rate is known. */
-static u32 lapic_vs_tsc(u64 hz, u32 ms)
+static u32 time_lapic_vs_tsc(u64 hz, u32 ms)
 {
 	u64 end;
 	u32 l0;
@@ -159,7 +159,7 @@ void time_set_pm_timer(u16 port, u8 bits)
 }
 
 /* The same window against the ACPI PM timer, a free-running counter. */
-static bool pm_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
+static bool time_pm_window(u32 ms, u64 *tsc_ticks, u32 *lapic_ticks)
 {
 	u32 mask = pm_bits == 32 ? 0xffffffffu : 0xffffffu;
 	u32 want = (u32)(PM_TIMER_HZ * ms / 1000), start, now, l0, l1;
@@ -212,11 +212,11 @@ static bool time_calibrate(u64 *ticks, u32 *lticks)
 	u32 lt;
 
 	for (i = 0; i < CAL_WINDOWS; i++) {
-		if (pm_port && pm_window(CAL_MS, &t[i], &lt))
+		if (pm_port && time_pm_window(CAL_MS, &t[i], &lt))
 			reference = "pm-timer";
-		else if (!pm_port && !no_pit2 && pit_window(CAL_MS, &t[i], &lt))
+		else if (!pm_port && !no_pit2 && time_pit_window(CAL_MS, &t[i], &lt))
 			reference = "pit";
-		else if (!pm_port && no_pit2 && pit0_window(CAL_MS, &t[i], &lt))
+		else if (!pm_port && no_pit2 && time_pit0_window(CAL_MS, &t[i], &lt))
 			reference = "pit-ch0";
 		else if (!pm_port && i == 0 && !no_pit2) {
 			no_pit2 = true;	/* no channel 2 gate: try channel 0 */
@@ -245,12 +245,12 @@ void time_init(u64 tsc_start)
 	}
 	if (!ok || ticks == 0) {
 		const char *which = NULL;
-		u64 hz = cpuid_tsc_hz(&which);
+		u64 hz = time_cpuid_tsc_hz(&which);
 
 		if (hz) {
 			reference = which;
 			ticks = hz / 1000 * CAL_MS;
-			lticks = lapic_vs_tsc(hz, CAL_MS);
+			lticks = time_lapic_vs_tsc(hz, CAL_MS);
 		} else {
 			klog("time: no PM timer, PIT or CPUID frequency; assuming 2 GHz TSC and 62.5 MHz LAPIC timer");
 			reference = "guess";
@@ -266,14 +266,14 @@ void time_init(u64 tsc_start)
 	lapic_mult = (lapic_hz << 32) / NSEC_PER_SEC;
 }
 
-u64 tsc_to_ns(u64 ticks)
+u64 time_tsc_to_ns(u64 ticks)
 {
-	return mul_shr32(ticks, tsc_mult);
+	return time_mul_shr32(ticks, tsc_mult);
 }
 
 u64 time_ns(void)
 {
-	return tsc_to_ns(rdtsc() - tsc0);
+	return time_tsc_to_ns(rdtsc() - tsc0);
 }
 
 u64 time_tsc_hz(void)
@@ -295,7 +295,7 @@ void time_arm(u64 deadline_ns)
 		return;
 	}
 	now = time_ns();
-	ticks = deadline_ns > now ? mul_shr32(deadline_ns - now, lapic_mult) : 0;
+	ticks = deadline_ns > now ? time_mul_shr32(deadline_ns - now, lapic_mult) : 0;
 	/* A far deadline wakes us early; the loop simply re-arms. */
 	lapic_timer_oneshot((u32)MIN(MAX(ticks, 1), 0xffffffffULL));
 }
@@ -305,7 +305,7 @@ void time_irq(void)
 	/* Nothing to do here: waking the halted loop is the point. */
 }
 
-void udelay(u64 us)
+void time_udelay(u64 us)
 {
 	u64 end = time_ns() + us * NSEC_PER_USEC;
 

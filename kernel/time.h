@@ -15,7 +15,7 @@ void time_set_pm_timer(u16 port, u8 bits);
 /* tsc0 is the TSC value that time_ns() counts from. */
 void time_init(u64 tsc0);
 u64 time_ns(void);
-u64 tsc_to_ns(u64 ticks);
+u64 time_tsc_to_ns(u64 ticks);
 u64 time_tsc_hz(void);
 u64 time_lapic_hz(void);
 /* "pm-timer" or "pit": what the TSC was calibrated against. */
@@ -23,6 +23,6 @@ const char *time_reference(void);
 /* Arms the LAPIC timer for an absolute time_ns() deadline (UINT64_MAX: off). */
 void time_arm(u64 deadline_ns);
 void time_irq(void);
-void udelay(u64 us);
+void time_udelay(u64 us);
 
 #endif

@@ -31,7 +31,7 @@ u64 timeline_ns(const char *name)
 
 	for (i = 1; i < nmarks; i++)
 		if (!strcmp(marks[i].name, name))
-			return tsc_to_ns(marks[i].tsc - marks[0].tsc);
+			return time_tsc_to_ns(marks[i].tsc - marks[0].tsc);
 	return 0;
 }
 
@@ -41,7 +41,7 @@ void timeline_print(void)
 
 	kprintf("boot: timeline (ms since %s):", nmarks ? marks[0].name : "?");
 	for (i = 1; i < nmarks; i++) {
-		u64 us = tsc_to_ns(marks[i].tsc - marks[0].tsc) / 1000;
+		u64 us = time_tsc_to_ns(marks[i].tsc - marks[0].tsc) / 1000;
 
 		kprintf(" %s=%lu.%03lu", marks[i].name, us / 1000, us % 1000);
 	}

@@ -15,7 +15,7 @@ static bool timerq_running(const struct timerq *q)
 }
 
 /* Unlinks t from the list at *pp: true if it was there. */
-static bool timer_unlink(struct timer **pp, struct timer *t)
+static bool timerq_unlink(struct timer **pp, struct timer *t)
 {
 	for (; *pp; pp = &(*pp)->next) {
 		if (*pp == t) {
@@ -63,8 +63,8 @@ bool timerq_cancel(struct timerq *q, struct timer *t)
 {
 	if (!t->armed)
 		return false;
-	if (!timer_unlink(&q->head, t) &&
-	    !(timerq_running(q) && timer_unlink((struct timer **)q->head->arg, t)))
+	if (!timerq_unlink(&q->head, t) &&
+	    !(timerq_running(q) && timerq_unlink((struct timer **)q->head->arg, t)))
 		return false;	/* armed, but not in q: not ours to touch */
 	t->armed = false;
 	return true;

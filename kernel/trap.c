@@ -49,7 +49,7 @@ void gdt_load(const struct desc_ptr *gdtr, u16 code, u16 data, u16 tss_sel);
 void irq_dispatch(u64 vector);
 void trap_dispatch(struct trap_frame *f);
 
-static void idt_set(int vec, u8 ist)
+static void trap_idt_set(int vec, u8 ist)
 {
 	u64 a = (u64)(isr_stubs + 16 * vec);
 
@@ -79,7 +79,7 @@ void trap_init(void)
 	gdt_load(&gdtr, SEL_CODE, SEL_DATA, SEL_TSS);
 
 	for (v = 0; v < 256; v++)
-		idt_set(v, 0);
+		trap_idt_set(v, 0);
 	__asm__ __volatile__("lidt %0" :: "m"(idtr));
 }
 
@@ -96,9 +96,9 @@ void trap_init_ist(void)
 		tss.ist[which[i] - 1] = (u64)stack + IST_PAGES * PAGE_SIZE;
 		panic_add_stack((u64)stack, (u64)stack + IST_PAGES * PAGE_SIZE);
 	}
-	idt_set(8, IST_DF);
-	idt_set(2, IST_NMI);
-	idt_set(18, IST_MC);
+	trap_idt_set(8, IST_DF);
+	trap_idt_set(2, IST_NMI);
+	trap_idt_set(18, IST_MC);
 }
 
 void trap_dispatch(struct trap_frame *f)

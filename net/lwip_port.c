@@ -43,7 +43,7 @@ static const u16_t pool_budget[MEMP_MAX] = {
 #define HEAP_HDR LWIP_MEM_ALIGN_SIZE(12)
 #define HEAP_COST(n) (HEAP_HDR + LWIP_MEM_ALIGN_SIZE(n))
 
-static bool pcb_is_orphan(const struct tcp_pcb *pcb)
+static bool lwip_port_pcb_is_orphan(const struct tcp_pcb *pcb)
 {
 	if (pcb->callback_arg != NULL)
 		return false;
@@ -61,7 +61,7 @@ static bool pcb_is_orphan(const struct tcp_pcb *pcb)
 /* Heap bytes one pbuf chain holds: heap pbufs by their extent (struct,
  * header room and data), pool and ROM/REF pbufs by their pool element, the
  * driver's zero-copy receive pbufs nothing. */
-static u32 chain_cost(const struct pbuf *p)
+static u32 lwip_port_chain_cost(const struct pbuf *p)
 {
 	u32 n = 0;
 
@@ -83,24 +83,24 @@ static u32 chain_cost(const struct pbuf *p)
 	return n;
 }
 
-static u32 segs_cost(const struct tcp_seg *seg)
+static u32 lwip_port_segs_cost(const struct tcp_seg *seg)
 {
 	u32 n = 0;
 
 	for (; seg != NULL; seg = seg->next)
-		n += HEAP_COST(sizeof(struct tcp_seg)) + chain_cost(seg->p);
+		n += HEAP_COST(sizeof(struct tcp_seg)) + lwip_port_chain_cost(seg->p);
 	return n;
 }
 
 /* What pcb holds of lwIP's heap, an estimate from above. */
-static u32 pcb_cost(const struct tcp_pcb *pcb)
+static u32 lwip_port_pcb_cost(const struct tcp_pcb *pcb)
 {
-	u32 n = HEAP_COST(sizeof(struct tcp_pcb)) + segs_cost(pcb->unsent) + segs_cost(pcb->unacked);
+	u32 n = HEAP_COST(sizeof(struct tcp_pcb)) + lwip_port_segs_cost(pcb->unsent) + lwip_port_segs_cost(pcb->unacked);
 
 #if TCP_QUEUE_OOSEQ
-	n += segs_cost(pcb->ooseq);
+	n += lwip_port_segs_cost(pcb->ooseq);
 #endif
-	return n + chain_cost(pcb->refused_data);
+	return n + lwip_port_chain_cost(pcb->refused_data);
 }
 
 void vireo_lwip_orphans_count(u32 *count, u32 *bytes)
@@ -109,10 +109,10 @@ void vireo_lwip_orphans_count(u32 *count, u32 *bytes)
 
 	*count = *bytes = 0;
 	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = pcb->next) {
-		if (!pcb_is_orphan(pcb))
+		if (!lwip_port_pcb_is_orphan(pcb))
 			continue;
 		(*count)++;
-		*bytes += pcb_cost(pcb);
+		*bytes += lwip_port_pcb_cost(pcb);
 	}
 }
 
@@ -130,9 +130,9 @@ void vireo_lwip_orphans_trim(struct tcp_pcb *keep)
 
 	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = next) {
 		next = pcb->next;
-		if (!pcb_is_orphan(pcb))
+		if (!lwip_port_pcb_is_orphan(pcb))
 			continue;
-		cost = pcb_cost(pcb);
+		cost = lwip_port_pcb_cost(pcb);
 		if (pcb != keep && (count + 1 > VIREO_LWIP_ORPHANS_MAX ||
 				    bytes + cost > VIREO_LWIP_ORPHANS_BYTES)) {
 			tcp_abort(pcb);
@@ -146,13 +146,13 @@ void vireo_lwip_orphans_trim(struct tcp_pcb *keep)
 		vireo_lwip_stats.orphans_peak = count;
 }
 
-static void orphans_expire(void)
+static void lwip_port_orphans_expire(void)
 {
 	struct tcp_pcb *pcb, *next;
 
 	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = next) {
 		next = pcb->next;
-		if (pcb_is_orphan(pcb) &&
+		if (lwip_port_pcb_is_orphan(pcb) &&
 		    (u32_t)(tcp_ticks - pcb->tmr) >= VIREO_LWIP_ORPHAN_TIMEOUT_MS / TCP_SLOW_INTERVAL) {
 			tcp_abort(pcb);
 			vireo_lwip_stats.orphans_timedout++;
@@ -160,7 +160,7 @@ static void orphans_expire(void)
 	}
 }
 
-static void tw_trim(void *arg)
+static void lwip_port_tw_trim(void *arg)
 {
 	struct tcp_pcb *pcb, *next;
 	unsigned int n = 0;
@@ -187,9 +187,9 @@ static void tw_trim(void *arg)
 			vireo_lwip_stats.tw_trimmed++;
 		}
 	}
-	orphans_expire();
+	lwip_port_orphans_expire();
 	vireo_lwip_orphans_trim(NULL);
-	sys_timeout(TCP_TMR_INTERVAL, tw_trim, arg);
+	sys_timeout(TCP_TMR_INTERVAL, lwip_port_tw_trim, arg);
 }
 
 /* LWIP_HOOK_TCP_TIMEWAIT_REOPEN (net/patches/0002): lwIP is about to free a
@@ -219,6 +219,6 @@ int vireo_lwip_init(void)
 	for (i = 0; i < MEMP_MAX; i++)
 		lwip_stats.memp[i]->avail = pool_budget[i];
 
-	sys_timeout(TCP_TMR_INTERVAL, tw_trim, NULL);
+	sys_timeout(TCP_TMR_INTERVAL, lwip_port_tw_trim, NULL);
 	return 0;
 }

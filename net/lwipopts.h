@@ -92,7 +92,7 @@
  *   live echo: 16 x W_echo                                       372992
  *   orphans (closed by the application, lwIP still sending our
  *     data and FIN): the port keeps <= VIREO_LWIP_ORPHANS_BYTES of
- *     them by its own estimate (net/lwip_port.c pcb_cost(), from
+ *     them by its own estimate (net/lwip_port.c lwip_port_pcb_cost(), from
  *     above), plus the one just closed: 524288 + W_http           549952
  *   half-open and not yet accepted: listen backlogs 32 (HTTP) + 4
  *     (echo) x (PCB + SYN-ACK segment: 288 + 48 + 120 + 8)         16704

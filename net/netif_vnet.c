@@ -34,7 +34,7 @@
  * Segmentation offload (HOST_TSO4/6): linkoutput hands every frame to
  * net/tso_out.c, which merges consecutive full-MSS segments of one flow
  * from one burst into a frame the device cuts again and sends everything
- * through nv_send below, in order (the reasoning is in net/tso_merge.h).
+ * through netif_vnet_send below, in order (the reasoning is in net/tso_merge.h).
  *
  * Time: lwIP's timeouts run from one kernel timer re-armed at
  * sys_timeouts_sleeptime() after every entry into lwIP.
@@ -116,10 +116,10 @@ SHELL_CMD(net, .name = "net", .fn = netif_vnet_cmd, .help = "the netif: link, fr
 
 /* ---- timers ---- */
 
-static void lwip_timer_fn(struct timer *t, void *arg);
+static void netif_vnet_lwip_timer_fn(struct timer *t, void *arg);
 
 /* After any entry into lwIP: wake up for its next timeout. */
-static void timers_rearm(void)
+static void netif_vnet_timers_rearm(void)
 {
 	u32 ms = sys_timeouts_sleeptime();
 	u64 dl;
@@ -139,31 +139,31 @@ static void timers_rearm(void)
 	}
 }
 
-static void lwip_timer_fn(struct timer *t, void *arg)
+static void netif_vnet_lwip_timer_fn(struct timer *t, void *arg)
 {
 	(void)t;
 	(void)arg;
 	lwip_deadline = ~0ULL;
 	sys_check_timeouts();
-	timers_rearm();
+	netif_vnet_timers_rearm();
 }
 
 /* ---- receive ---- */
 
-static void rx_pbuf_free(struct pbuf *p)
+static void netif_vnet_rx_pbuf_free(struct pbuf *p)
 {
 	/* The pbuf_custom is the first member of the scratch, which is the
 	 * first member of the buffer. */
 	vnet_rx_release((struct vnet_rxbuf *)(void *)p);
 }
 
-static void rxmem_work_fn(void *arg)
+static void netif_vnet_rxmem_work_fn(void *arg)
 {
 	(void)arg;
 	rxmem_enforce();
 }
 
-static void nv_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned flags)
+static void netif_vnet_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned flags)
 {
 	struct pbuf *head = NULL;
 	u32 held, total;
@@ -176,7 +176,7 @@ static void nv_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned flags)
 		struct pbuf_custom *pc = (struct pbuf_custom *)(void *)f->upper;
 		struct pbuf *p;
 
-		pc->custom_free_function = rx_pbuf_free;
+		pc->custom_free_function = netif_vnet_rx_pbuf_free;
 		p = pbuf_alloced_custom(PBUF_RAW, (u16)f->len, PBUF_REF, pc, f->data, (u16)f->len);
 		if (!head)
 			head = p;
@@ -198,14 +198,14 @@ static void nv_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned flags)
 		pbuf_free(head);
 	if (skip_check)
 		NETIF_SET_CHECKSUM_CTRL(&nif, check_flags);
-	timers_rearm();
+	netif_vnet_timers_rearm();
 }
 
 /* ---- transmit ---- */
 
 /* Hands one frame (holding its own reference) to the driver: 0, -ENOSPC
  * (keep it and retry) or another error (it was freed). */
-static int tx_one(struct pbuf *send)
+static int netif_vnet_tx_one(struct pbuf *send)
 {
 	struct virtq_sg sg[VNET_TX_MAX_SG];
 	unsigned cnt = 0;
@@ -225,7 +225,7 @@ static int tx_one(struct pbuf *send)
 	return err;
 }
 
-static void backlog_flush(void)
+static void netif_vnet_backlog_flush(void)
 {
 	if (bl_flushing)
 		return;		/* a completion reclaimed inside vnet_tx() */
@@ -238,7 +238,7 @@ static void backlog_flush(void)
 		 * path frees whatever the backlog still holds. */
 		bl_head = (bl_head + 1) % TX_BACKLOG_MAX;
 		bl_len--;
-		if (tx_one(p) == -ENOSPC) {
+		if (netif_vnet_tx_one(p) == -ENOSPC) {
 			/* Back at the head; the ring was full, so the link is
 			 * still up and the backlog has room for it. */
 			bl_head = (bl_head + TX_BACKLOG_MAX - 1) % TX_BACKLOG_MAX;
@@ -250,7 +250,7 @@ static void backlog_flush(void)
 	bl_flushing = false;
 }
 
-static void backlog_drop(void)
+static void netif_vnet_backlog_drop(void)
 {
 	while (bl_len) {
 		pbuf_free(backlog[bl_head]);
@@ -260,16 +260,16 @@ static void backlog_drop(void)
 	}
 }
 
-static void nv_tx_done(void *ctx, void *token)
+static void netif_vnet_tx_done(void *ctx, void *token)
 {
 	(void)ctx;
 	pbuf_free(token);
 	if (bl_len)
-		backlog_flush();
+		netif_vnet_backlog_flush();
 }
 
 /* Sends (or parks) one frame; takes a reference of its own. */
-static err_t nv_send(struct pbuf *p)
+static err_t netif_vnet_send(struct pbuf *p)
 {
 	struct pbuf *q, *send = p;
 	unsigned cnt = 0;
@@ -291,7 +291,7 @@ static err_t nv_send(struct pbuf *p)
 		pbuf_ref(p);
 	}
 	if (!bl_len) {
-		int err = tx_one(send);
+		int err = netif_vnet_tx_one(send);
 
 		if (err == 0)
 			return ERR_OK;
@@ -308,10 +308,10 @@ static err_t nv_send(struct pbuf *p)
 	return ERR_OK;
 }
 
-static err_t nv_linkoutput(struct netif *n, struct pbuf *p)
+static err_t netif_vnet_linkoutput(struct netif *n, struct pbuf *p)
 {
 	(void)n;
-	return tso ? tso_out(p) : nv_send(p);
+	return tso ? tso_out(p) : netif_vnet_send(p);
 }
 
 /* ---- link ---- */
@@ -328,7 +328,7 @@ static err_t nv_linkoutput(struct netif *n, struct pbuf *p)
  * the address is here again. lwIP sends the gratuitous ARP for IPv4 from
  * netif_set_link_up (LWIP_ACD is 0, see netif_issue_reports) but has no
  * such advertisement. Override set, Solicited and Router clear. */
-static void announce_ip6(struct netif *n)
+static void netif_vnet_announce_ip6(struct netif *n)
 {
 	ip6_addr_t allnodes;
 
@@ -364,7 +364,7 @@ static void announce_ip6(struct netif *n)
 	}
 }
 
-static void nv_link(void *ctx, bool up)
+static void netif_vnet_link(void *ctx, bool up)
 {
 	(void)ctx;
 	static bool first_up = true;
@@ -376,18 +376,18 @@ static void nv_link(void *ctx, bool up)
 			timeline_mark("link");
 		netif_set_link_up(&nif);
 		if (!first_up)
-			announce_ip6(&nif);
+			netif_vnet_announce_ip6(&nif);
 		first_up = false;
 	} else {
 		netif_set_link_down(&nif);
 		if (tso)
 			tso_out_flush();	/* refused by the driver: freed */
-		backlog_drop();
+		netif_vnet_backlog_drop();
 	}
-	timers_rearm();
+	netif_vnet_timers_rearm();
 }
 
-static err_t nv_netif_init(struct netif *n)
+static err_t netif_vnet_netif_init(struct netif *n)
 {
 	n->name[0] = 'e';
 	n->name[1] = 'n';
@@ -399,7 +399,7 @@ static err_t nv_netif_init(struct netif *n)
 		   NETIF_FLAG_MLD6;
 	n->output = etharp_output;
 	n->output_ip6 = ethip6_output;
-	n->linkoutput = nv_linkoutput;
+	n->linkoutput = netif_vnet_linkoutput;
 	check_flags = NETIF_CHECKSUM_ENABLE_ALL;
 	if (info.tx_csum)
 		check_flags &= (u16)~NETIF_CHECKSUM_GEN_TCP;
@@ -419,16 +419,16 @@ struct netif *netif_vnet_add(void)
 	}
 	if (vireo_lwip_init())
 		return NULL;
-	timer_init(&lwip_timer, lwip_timer_fn, NULL);
+	timer_init(&lwip_timer, netif_vnet_lwip_timer_fn, NULL);
 	rxmem_init();
-	work_init(&rxmem_work, rxmem_work_fn, NULL);
+	work_init(&rxmem_work, netif_vnet_rxmem_work_fn, NULL);
 	backlog = kmalloc(TX_BACKLOG_MAX * sizeof(*backlog));
 	vnet_get_info(vn, &info);
 	tso = info.tx_csum && (info.tx_tso4 || info.tx_tso6);
 	if (tso)
-		tso_out_init(nv_send, info.tx_tso4, info.tx_tso6, VNET_TX_MAX_SG - 1);
+		tso_out_init(netif_vnet_send, info.tx_tso4, info.tx_tso6, VNET_TX_MAX_SG - 1);
 	ip4_addr_set_zero(&zero);
-	if (!netif_add(&nif, &zero, &zero, &zero, NULL, nv_netif_init, netif_input)) {
+	if (!netif_add(&nif, &zero, &zero, &zero, NULL, netif_vnet_netif_init, netif_input)) {
 		kprintf("net: netif_add failed\n");
 		return NULL;
 	}
@@ -442,10 +442,10 @@ struct netif *netif_vnet_add(void)
 
 void netif_vnet_attach(void)
 {
-	static const struct vnet_upper up = { NULL, nv_rx, nv_tx_done, nv_link };
+	static const struct vnet_upper up = { NULL, netif_vnet_rx, netif_vnet_tx_done, netif_vnet_link };
 
 	if (!vn)
 		return;
 	vnet_attach(vn, &up);	/* link state arrives now */
-	timers_rearm();
+	netif_vnet_timers_rearm();
 }

@@ -47,7 +47,7 @@ u32 rxmem_watermark(u32 total)
 
 /* Whether a copy of len bytes would eat into the heap's reserve. lwIP's
  * mem.avail is 0 when its heap is the C library's (host tests): no limit. */
-static bool heap_short(u32 len)
+static bool rxmem_heap_short(u32 len)
 {
 	mem_size_t avail = lwip_stats.mem.avail, used = lwip_stats.mem.used;
 	u32 need = len + (u32)sizeof(struct pbuf) + 2 * MEM_ALIGNMENT;
@@ -67,7 +67,7 @@ struct pbuf *rxmem_admit(struct pbuf *p, u32 held, u32 total)
 		rxmem_stats.held_peak = held;
 	if (held <= mark)
 		return p;
-	q = heap_short(p->tot_len) ? NULL : pbuf_clone(PBUF_RAW, PBUF_RAM, p);
+	q = rxmem_heap_short(p->tot_len) ? NULL : pbuf_clone(PBUF_RAW, PBUF_RAM, p);
 	pbuf_free(p);	/* the driver's buffers go back to the ring now */
 	if (!q) {
 		rxmem_stats.nomem_drops++;
@@ -78,17 +78,17 @@ struct pbuf *rxmem_admit(struct pbuf *p, u32 held, u32 total)
 	return q;
 }
 
-static u64 age_get(const struct tcp_pcb *pcb)
+static u64 rxmem_age_get(const struct tcp_pcb *pcb)
 {
 	return (u64)(uintptr_t)tcp_ext_arg_get(pcb, age_id);
 }
 
-static void age_set(struct tcp_pcb *pcb, u64 age)
+static void rxmem_age_set(struct tcp_pcb *pcb, u64 age)
 {
 	tcp_ext_arg_set(pcb, age_id, (void *)(uintptr_t)age);
 }
 
-static void ooseq_size(const struct tcp_pcb *pcb, u32 *pbufs, u32 *bytes)
+static void rxmem_ooseq_size(const struct tcp_pcb *pcb, u32 *pbufs, u32 *bytes)
 {
 	const struct tcp_seg *s;
 
@@ -100,12 +100,12 @@ static void ooseq_size(const struct tcp_pcb *pcb, u32 *pbufs, u32 *bytes)
 	}
 }
 
-static struct tcp_pcb *ooseq_oldest(void)
+static struct tcp_pcb *rxmem_ooseq_oldest(void)
 {
 	struct tcp_pcb *pcb, *oldest = NULL;
 
 	for (pcb = tcp_active_pcbs; pcb; pcb = pcb->next)
-		if (pcb->ooseq && (!oldest || age_get(pcb) < age_get(oldest)))
+		if (pcb->ooseq && (!oldest || rxmem_age_get(pcb) < rxmem_age_get(oldest)))
 			oldest = pcb;
 	return oldest;
 }
@@ -119,23 +119,23 @@ void rxmem_enforce(void)
 	 * connection enters TIME_WAIT or is freed. */
 	for (pcb = tcp_active_pcbs; pcb; pcb = pcb->next) {
 		if (!pcb->ooseq) {
-			if (age_get(pcb))
-				age_set(pcb, 0);
+			if (rxmem_age_get(pcb))
+				rxmem_age_set(pcb, 0);
 			continue;
 		}
-		if (!age_get(pcb))
-			age_set(pcb, ++age_seq);
-		ooseq_size(pcb, &np, &nb);
+		if (!rxmem_age_get(pcb))
+			rxmem_age_set(pcb, ++age_seq);
+		rxmem_ooseq_size(pcb, &np, &nb);
 		pbufs += np;
 		bytes += nb;
 	}
 	while (pbufs > rxmem_limits.ooseq_pbufs || bytes > rxmem_limits.ooseq_bytes) {
-		pcb = ooseq_oldest();
+		pcb = rxmem_ooseq_oldest();
 		if (!pcb)
 			break;
-		ooseq_size(pcb, &np, &nb);
+		rxmem_ooseq_size(pcb, &np, &nb);
 		tcp_free_ooseq(pcb);
-		age_set(pcb, 0);
+		rxmem_age_set(pcb, 0);
 		pbufs -= np;
 		bytes -= nb;
 		rxmem_stats.ooseq_evictions++;

@@ -5,23 +5,23 @@
 
 #define ETH_HLEN 14u
 
-static u16 get16(const u8 *p)
+static u16 tso_merge_get16(const u8 *p)
 {
 	return (u16)(p[0] << 8 | p[1]);
 }
 
-static void put16(u8 *p, u16 v)
+static void tso_merge_put16(u8 *p, u16 v)
 {
 	p[0] = (u8)(v >> 8);
 	p[1] = (u8)v;
 }
 
-static u32 get32(const u8 *p)
+static u32 tso_merge_get32(const u8 *p)
 {
 	return (u32)p[0] << 24 | (u32)p[1] << 16 | (u32)p[2] << 8 | p[3];
 }
 
-int tso_parse(const struct tso_piece *pcs, unsigned n, u32 frame_len, struct tso_seg *out)
+int tso_merge_parse(const struct tso_piece *pcs, unsigned n, u32 frame_len, struct tso_seg *out)
 {
 	const u8 *f;
 	u32 have, doff;
@@ -34,7 +34,7 @@ int tso_parse(const struct tso_piece *pcs, unsigned n, u32 frame_len, struct tso
 		return -ENOTSUP;
 	memset(out, 0, sizeof(*out));
 	out->l3 = ETH_HLEN;
-	if (get16(f + 12) == 0x0800) {
+	if (tso_merge_get16(f + 12) == 0x0800) {
 		const u8 *ip = f + ETH_HLEN;
 		u32 ihl = (ip[0] & 0xfu) * 4u;
 
@@ -42,15 +42,15 @@ int tso_parse(const struct tso_piece *pcs, unsigned n, u32 frame_len, struct tso
 			return -ENOTSUP;
 		if (((ip[6] & 0x3f) | ip[7]) != 0)	/* MF or an offset: a fragment */
 			return -ENOTSUP;
-		if ((u32)get16(ip + 2) != frame_len - ETH_HLEN)
+		if ((u32)tso_merge_get16(ip + 2) != frame_len - ETH_HLEN)
 			return -ENOTSUP;
 		out->l4 = ETH_HLEN + ihl;
-	} else if (get16(f + 12) == 0x86dd) {
+	} else if (tso_merge_get16(f + 12) == 0x86dd) {
 		const u8 *ip = f + ETH_HLEN;
 
 		if (have < ETH_HLEN + 40 || (ip[0] >> 4) != 6 || ip[6] != 6)
 			return -ENOTSUP;
-		if ((u32)get16(ip + 4) != frame_len - ETH_HLEN - 40)
+		if ((u32)tso_merge_get16(ip + 4) != frame_len - ETH_HLEN - 40)
 			return -ENOTSUP;
 		out->v6 = true;
 		out->l4 = ETH_HLEN + 40;
@@ -63,13 +63,13 @@ int tso_parse(const struct tso_piece *pcs, unsigned n, u32 frame_len, struct tso
 	out->hlen = out->l4 + doff;
 	if (doff < 20 || out->hlen > have || out->hlen > TSO_HDR_MAX || out->hlen > frame_len)
 		return -ENOTSUP;
-	out->seq = get32(f + out->l4 + 4);
+	out->seq = tso_merge_get32(f + out->l4 + 4);
 	out->flags = f[out->l4 + 13];
 	out->payload = frame_len - out->hlen;
 	return 0;
 }
 
-void tso_reset(struct tso_batch *b)
+void tso_merge_reset(struct tso_batch *b)
 {
 	b->nseg = 0;
 	b->npiece = 0;
@@ -78,9 +78,9 @@ void tso_reset(struct tso_batch *b)
 	b->closed = false;
 }
 
-void tso_init(struct tso_batch *b, unsigned max_pieces, bool v4, bool v6)
+void tso_merge_init(struct tso_batch *b, unsigned max_pieces, bool v4, bool v6)
 {
-	tso_reset(b);
+	tso_merge_reset(b);
 	b->max_pieces = max_pieces < 1 ? 1 : max_pieces > TSO_MAX_PIECES ? TSO_MAX_PIECES : max_pieces;
 	b->v4 = v4;
 	b->v6 = v6;
@@ -88,7 +88,7 @@ void tso_init(struct tso_batch *b, unsigned max_pieces, bool v4, bool v6)
 
 /* Header bytes that may differ between segments of one merge: lengths, the
  * IPv4 id and checksum, the sequence number, flags and TCP checksum. */
-static bool may_differ(const struct tso_seg *s, u32 i)
+static bool tso_merge_may_differ(const struct tso_seg *s, u32 i)
 {
 	if (i >= s->l3 && i < s->l4) {
 		u32 o = i - s->l3;
@@ -108,7 +108,7 @@ static bool may_differ(const struct tso_seg *s, u32 i)
 /* Appends the payload of a frame (the bytes after skip) to the batch's
  * pieces, joining adjacent ones. Returns false if the pieces do not fit
  * (the batch is then unchanged). */
-static bool add_pieces(struct tso_batch *b, const struct tso_piece *pcs, unsigned n, u32 skip)
+static bool tso_merge_add_pieces(struct tso_batch *b, const struct tso_piece *pcs, unsigned n, u32 skip)
 {
 	unsigned np = b->npiece, nt = 0;
 	struct tso_piece grown = np ? b->piece[np - 1] : (struct tso_piece){ NULL, 0 };
@@ -142,7 +142,7 @@ static bool add_pieces(struct tso_batch *b, const struct tso_piece *pcs, unsigne
 	return true;
 }
 
-enum tso_verdict tso_add(struct tso_batch *b, const struct tso_piece *pcs, unsigned n, u32 frame_len,
+enum tso_verdict tso_merge_add(struct tso_batch *b, const struct tso_piece *pcs, unsigned n, u32 frame_len,
 			 void *tok)
 {
 	const u8 bad = TSO_TCP_SYN | TSO_TCP_RST | TSO_TCP_URG | TSO_TCP_ECE | TSO_TCP_CWR;
@@ -150,7 +150,7 @@ enum tso_verdict tso_add(struct tso_batch *b, const struct tso_piece *pcs, unsig
 	const struct tso_seg *f = &b->first;
 	u32 iplen;
 
-	if (tso_parse(pcs, n, frame_len, &s) < 0 || s.payload == 0 || (s.flags & bad) ||
+	if (tso_merge_parse(pcs, n, frame_len, &s) < 0 || s.payload == 0 || (s.flags & bad) ||
 	    !(s.flags & TSO_TCP_ACK) || !(s.v6 ? b->v6 : b->v4))
 		return TSO_ALONE;
 	if (b->nseg == 0) {
@@ -161,7 +161,7 @@ enum tso_verdict tso_add(struct tso_batch *b, const struct tso_piece *pcs, unsig
 		b->gso_size = (u16)s.payload;
 		b->payload = 0;
 		b->npiece = 0;
-		if (!add_pieces(b, pcs, n, s.hlen))
+		if (!tso_merge_add_pieces(b, pcs, n, s.hlen))
 			return TSO_ALONE;
 		b->payload = s.payload;
 		b->next_seq = s.seq + s.payload;
@@ -179,9 +179,9 @@ enum tso_verdict tso_add(struct tso_batch *b, const struct tso_piece *pcs, unsig
 	if (iplen > TSO_IP_MAX)
 		return TSO_FULL;
 	for (u32 i = 0; i < s.hlen; i++)
-		if (pcs[0].addr[i] != b->hdr[i] && !may_differ(f, i))
+		if (pcs[0].addr[i] != b->hdr[i] && !tso_merge_may_differ(f, i))
 			return TSO_FULL;
-	if (!add_pieces(b, pcs, n, s.hlen))
+	if (!tso_merge_add_pieces(b, pcs, n, s.hlen))
 		return TSO_FULL;
 	b->payload += s.payload;
 	b->next_seq += s.payload;
@@ -191,24 +191,24 @@ enum tso_verdict tso_add(struct tso_batch *b, const struct tso_piece *pcs, unsig
 	return TSO_ADDED;
 }
 
-void tso_finish(struct tso_batch *b)
+void tso_merge_finish(struct tso_batch *b)
 {
 	const struct tso_seg *f = &b->first;
 	u8 *ip = b->hdr + f->l3;
 	u8 *tcp = b->hdr + f->l4;
 
 	if (f->v6) {
-		put16(ip + 4, (u16)(f->hlen - f->l4 + b->payload));
+		tso_merge_put16(ip + 4, (u16)(f->hlen - f->l4 + b->payload));
 	} else {
 		u32 sum = 0, ihl = f->l4 - f->l3;
 
-		put16(ip + 2, (u16)(f->hlen - f->l3 + b->payload));
-		put16(ip + 10, 0);
+		tso_merge_put16(ip + 2, (u16)(f->hlen - f->l3 + b->payload));
+		tso_merge_put16(ip + 10, 0);
 		for (u32 i = 0; i < ihl; i += 2)
-			sum += get16(ip + i);
+			sum += tso_merge_get16(ip + i);
 		while (sum >> 16)
 			sum = (sum & 0xffff) + (sum >> 16);
-		put16(ip + 10, (u16)~sum);
+		tso_merge_put16(ip + 10, (u16)~sum);
 	}
 	tcp[13] = (u8)((tcp[13] & ~(TSO_TCP_PSH | TSO_TCP_FIN)) | b->psh_fin);
 }

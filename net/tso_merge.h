@@ -91,25 +91,25 @@ enum tso_verdict {
  * (frame_len bytes over all pieces). Returns 0 for an IPv4 (not a fragment)
  * or IPv6 (TCP directly after the fixed header) TCP segment whose IP length
  * field matches frame_len, or -ENOTSUP. */
-int tso_parse(const struct tso_piece *pcs, unsigned n, u32 frame_len, struct tso_seg *out);
+int tso_merge_parse(const struct tso_piece *pcs, unsigned n, u32 frame_len, struct tso_seg *out);
 
 /* An empty batch; max_pieces is the payload pieces a merged frame may have
  * (clamped to 1..TSO_MAX_PIECES); v4, v6: the families that may be merged. */
-void tso_init(struct tso_batch *b, unsigned max_pieces, bool v4, bool v6);
+void tso_merge_init(struct tso_batch *b, unsigned max_pieces, bool v4, bool v6);
 
 /* Empties a batch (after its frame was sent), keeping its settings. */
-void tso_reset(struct tso_batch *b);
+void tso_merge_reset(struct tso_batch *b);
 
 /* Offers one frame (pieces pcs[0..n), frame_len bytes; tok comes back in
  * b->tok). A frame that is not a mergeable segment is TSO_ALONE whatever
  * the batch holds. */
-enum tso_verdict tso_add(struct tso_batch *b, const struct tso_piece *pcs, unsigned n, u32 frame_len,
+enum tso_verdict tso_merge_add(struct tso_batch *b, const struct tso_piece *pcs, unsigned n, u32 frame_len,
 			 void *tok);
 
 /* Completes the merged header in b->hdr (first.hlen bytes): IP length and,
  * for IPv4, the header checksum; TCP flags with PSH/FIN of the merge. The
  * TCP checksum is left for the device (NEEDS_CSUM, seeded by the driver).
  * Call with b->nseg >= 2; the payload is b->piece[0..npiece). */
-void tso_finish(struct tso_batch *b);
+void tso_merge_finish(struct tso_batch *b);
 
 #endif

@@ -43,7 +43,7 @@ static err_t (*xmit_fn)(struct pbuf *p);
 static unsigned nrecs;		/* records in flight */
 static bool ready, flushing;
 
-static void rec_free(struct pbuf *p)
+static void tso_out_rec_free(struct pbuf *p)
 {
 	struct tso_rec *r = (struct tso_rec *)(void *)p;
 
@@ -53,7 +53,7 @@ static void rec_free(struct pbuf *p)
 	nrecs--;
 }
 
-static struct tso_rec *rec_get(void)
+static struct tso_rec *tso_out_rec_get(void)
 {
 	struct tso_rec *r;
 
@@ -69,32 +69,32 @@ u16 tso_out_gso_size(const struct pbuf *p)
 {
 	const struct pbuf_custom *pc = (const struct pbuf_custom *)(const void *)p;
 
-	if (!(p->flags & PBUF_FLAG_IS_CUSTOM) || pc->custom_free_function != rec_free)
+	if (!(p->flags & PBUF_FLAG_IS_CUSTOM) || pc->custom_free_function != tso_out_rec_free)
 		return 0;
 	return ((const struct tso_rec *)(const void *)p)->gso_size;
 }
 
 /* Sends a frame queued with its own reference, and drops that reference. */
-static void send_held(struct pbuf *p)
+static void tso_out_send_held(struct pbuf *p)
 {
 	xmit_fn(p);
 	pbuf_free(p);
 }
 
 /* The batch's frames one by one, as they came. */
-static void send_each(void)
+static void tso_out_send_each(void)
 {
 	for (unsigned i = 0; i < batch.nseg; i++)
-		send_held(batch.tok[i]);
+		tso_out_send_held(batch.tok[i]);
 }
 
 /* Builds the merged chain; NULL (nothing changed) if out of memory. */
-static struct pbuf *build(void)
+static struct pbuf *tso_out_build(void)
 {
 	struct tso_rec *r;
 	struct pbuf *head, *body = NULL;
 
-	r = rec_get();
+	r = tso_out_rec_get();
 	if (!r) {
 		tso_out_stats.no_record++;
 		return NULL;
@@ -116,13 +116,13 @@ static struct pbuf *build(void)
 		else
 			body = q;
 	}
-	tso_finish(&batch);
+	tso_merge_finish(&batch);
 	memcpy(r->hdr, batch.hdr, batch.first.hlen);
 	r->gso_size = batch.gso_size;
 	r->nseg = batch.nseg;
 	for (unsigned i = 0; i < batch.nseg; i++)
 		r->seg[i] = batch.tok[i];	/* the batch's references move to the record */
-	r->pc.custom_free_function = rec_free;
+	r->pc.custom_free_function = tso_out_rec_free;
 	head = pbuf_alloced_custom(PBUF_RAW, (u16)batch.first.hlen, PBUF_REF, &r->pc, r->hdr, TSO_HDR_MAX);
 	pbuf_cat(head, body);
 	return head;
@@ -139,19 +139,19 @@ void tso_out_flush(void)
 		return;
 	flushing = true;
 	if (batch.nseg == 1) {
-		send_held(batch.tok[0]);
-	} else if ((m = build())) {
+		tso_out_send_held(batch.tok[0]);
+	} else if ((m = tso_out_build())) {
 		tso_out_stats.merged_frames++;
 		tso_out_stats.merged_segments += batch.nseg;
-		send_held(m);
+		tso_out_send_held(m);
 	} else {
-		send_each();
+		tso_out_send_each();
 	}
-	tso_reset(&batch);
+	tso_merge_reset(&batch);
 	flushing = false;
 }
 
-static void flush_work_fn(void *arg)
+static void tso_out_flush_work_fn(void *arg)
 {
 	(void)arg;
 	tso_out_flush();
@@ -167,10 +167,10 @@ err_t tso_out(struct pbuf *p)
 	for (q = p; q && n <= TSO_MAX_PIECES; q = q->next)
 		if (q->len)
 			pcs[n++] = (struct tso_piece){ q->payload, q->len };
-	v = q ? TSO_ALONE : tso_add(&batch, pcs, n, p->tot_len, p);
+	v = q ? TSO_ALONE : tso_merge_add(&batch, pcs, n, p->tot_len, p);
 	if (v == TSO_FULL) {
 		tso_out_flush();
-		v = tso_add(&batch, pcs, n, p->tot_len, p);
+		v = tso_merge_add(&batch, pcs, n, p->tot_len, p);
 	}
 	if (v == TSO_ALONE) {
 		tso_out_flush();
@@ -185,8 +185,8 @@ err_t tso_out(struct pbuf *p)
 void tso_out_init(err_t (*xmit)(struct pbuf *p), bool v4, bool v6, unsigned max_pieces)
 {
 	if (!ready)
-		work_init(&flush_work, flush_work_fn, NULL);
+		work_init(&flush_work, tso_out_flush_work_fn, NULL);
 	ready = true;
 	xmit_fn = xmit;
-	tso_init(&batch, max_pieces, v4, v6);
+	tso_merge_init(&batch, max_pieces, v4, v6);
 }

@@ -76,7 +76,7 @@ u16 app_http_port(void)
 
 static const char *const coal_mode_names[] = { "off", "fixed", "adaptive" };
 
-static void q_counter(struct metrics_buf *b, const char *name, const char *help,
+static void app_q_counter(struct metrics_buf *b, const char *name, const char *help,
 		      const struct vnet_stats *st, size_t off)
 {
 	static const char *const q[2] = { "queue=\"rx\"", "queue=\"tx\"" };
@@ -86,23 +86,23 @@ static void q_counter(struct metrics_buf *b, const char *name, const char *help,
 		metrics_sample(b, name, q[i], *(const u64 *)(const void *)((const u8 *)&st->q[i] + off));
 }
 
-static void vnet_metrics(struct metrics_buf *b)
+static void app_vnet_metrics(struct metrics_buf *b)
 {
 	struct vnet_stats st;
 	char labels[64];
 
 	if (!netif_vnet_stats(&st))
 		return;
-	q_counter(b, "vireo_vnet_frames_total", "Frames received/sent by virtio-net", &st,
+	app_q_counter(b, "vireo_vnet_frames_total", "Frames received/sent by virtio-net", &st,
 		  offsetof(struct vnet_qstats, frames));
-	q_counter(b, "vireo_vnet_bytes_total", "Frame bytes received/sent", &st, offsetof(struct vnet_qstats, bytes));
-	q_counter(b, "vireo_vnet_interrupts_total", "Queue interrupts taken", &st,
+	app_q_counter(b, "vireo_vnet_bytes_total", "Frame bytes received/sent", &st, offsetof(struct vnet_qstats, bytes));
+	app_q_counter(b, "vireo_vnet_interrupts_total", "Queue interrupts taken", &st,
 		  offsetof(struct vnet_qstats, interrupts));
-	q_counter(b, "vireo_vnet_polls_total", "Queue polls run from the event loop", &st,
+	app_q_counter(b, "vireo_vnet_polls_total", "Queue polls run from the event loop", &st,
 		  offsetof(struct vnet_qstats, polls));
-	q_counter(b, "vireo_vnet_budget_exhausted_total", "Polls that used their whole budget", &st,
+	app_q_counter(b, "vireo_vnet_budget_exhausted_total", "Polls that used their whole budget", &st,
 		  offsetof(struct vnet_qstats, budget_exhausted));
-	q_counter(b, "vireo_vnet_csum_offloaded_total", "Frames whose TCP/UDP checksum the device handled", &st,
+	app_q_counter(b, "vireo_vnet_csum_offloaded_total", "Frames whose TCP/UDP checksum the device handled", &st,
 		  offsetof(struct vnet_qstats, csum_offloaded));
 	metrics_simple(b, "vireo_vnet_tx_ring_full_total", METRICS_COUNTER, "Transmits refused: ring full",
 		       st.q[1].no_room);
@@ -141,7 +141,7 @@ static void vnet_metrics(struct metrics_buf *b)
 }
 
 /* Receive memory accounting (net/rxmem.h): each decision it takes. */
-static void rxmem_metrics(struct metrics_buf *b)
+static void app_rxmem_metrics(struct metrics_buf *b)
 {
 	const struct rxmem_stats *s = &rxmem_stats;
 	u32 held, total;
@@ -170,7 +170,7 @@ static void rxmem_metrics(struct metrics_buf *b)
 		       "Payload bytes in the freed out-of-order queues", s->ooseq_evicted_bytes);
 }
 
-static void loop_metrics(struct metrics_buf *b)
+static void app_loop_metrics(struct metrics_buf *b)
 {
 	metrics_simple(b, "vireo_loop_iterations_total", METRICS_COUNTER, "Event loop iterations",
 		       loop_stats.iterations);
@@ -182,7 +182,7 @@ static void loop_metrics(struct metrics_buf *b)
 
 /* TCP PCBs by list: connections in use vs. TIME_WAIT (bounded by the port's
  * trim), so a leak shows apart from the TIME_WAIT a closing server keeps. */
-static void tcp_metrics(struct metrics_buf *b)
+static void app_tcp_metrics(struct metrics_buf *b)
 {
 	u64 active = 0, tw = 0;
 	struct tcp_pcb *p;
@@ -196,16 +196,16 @@ static void tcp_metrics(struct metrics_buf *b)
 	metrics_sample(b, "vireo_tcp_pcbs", "list=\"time_wait\"", tw);
 }
 
-static struct metrics_source tcp_source = { "tcp", tcp_metrics, NULL };
-static struct metrics_source vnet_source = { "vnet", vnet_metrics, NULL };
-static struct metrics_source loop_source = { "loop", loop_metrics, NULL };
-static struct metrics_source rxmem_source = { "rxmem", rxmem_metrics, NULL };
+static struct metrics_source tcp_source = { "tcp", app_tcp_metrics, NULL };
+static struct metrics_source vnet_source = { "vnet", app_vnet_metrics, NULL };
+static struct metrics_source loop_source = { "loop", app_loop_metrics, NULL };
+static struct metrics_source rxmem_source = { "rxmem", app_rxmem_metrics, NULL };
 
 /* ---- power off: drain the HTTP server ---- */
 
 static u16 drain_port;
 
-static void drain_begin(void *ctx, struct power_drain_counts *c)
+static void app_drain_begin(void *ctx, struct power_drain_counts *c)
 {
 	(void)ctx;
 	http_server_drain(&c->idle, &c->busy);
@@ -213,7 +213,7 @@ static void drain_begin(void *ctx, struct power_drain_counts *c)
 
 /* Done when the server holds no connection and lwIP has nothing of ours
  * unsent or unacknowledged (the last responses and FINs were delivered). */
-static bool drain_done(void *ctx)
+static bool app_drain_done(void *ctx)
 {
 	struct tcp_pcb *p;
 
@@ -226,7 +226,7 @@ static bool drain_done(void *ctx)
 	return true;
 }
 
-static u32 drain_cut(void *ctx)
+static u32 app_drain_cut(void *ctx)
 {
 	u32 left = (u32)http_server_stats.conns_active;
 
@@ -236,9 +236,9 @@ static u32 drain_cut(void *ctx)
 }
 
 static const struct power_drain_ops http_drain = {
-	.begin = drain_begin,
-	.done = drain_done,
-	.cut = drain_cut,
+	.begin = app_drain_begin,
+	.done = app_drain_done,
+	.cut = app_drain_cut,
 };
 
 int app_start(void)

@@ -4,7 +4,7 @@
  * The parser works in two steps. http_parse() copies bytes into p->buf until
  * it sees the empty line that ends the head, enforcing the size limits and
  * rejecting control bytes on the way, so a head split anywhere gives the same
- * result as one delivered whole. finish() then parses the complete head in
+ * result as one delivered whole. http_finish() then parses the complete head in
  * place. Nothing here trusts the peer: every length is bounded by buf.
  *
  * Decisions beyond the RFCs' MUSTs: single SP between request-line parts;
@@ -24,43 +24,43 @@ enum { ST_HEAD = 0, ST_DONE, ST_ERROR };	/* ST_HEAD is 0: a zeroed parser is rea
 
 /* ---- byte classes and small string helpers (no libc in the kernel) ---- */
 
-static u8 to_lower(u8 c)
+static u8 http_to_lower(u8 c)
 {
 	return (c >= 'A' && c <= 'Z') ? (u8)(c + ('a' - 'A')) : c;
 }
 
 /* s[0..n) equals the lower-case literal lit, ignoring the case of s. */
-static bool eq_nocase(const char *s, size_t n, const char *lit)
+static bool http_eq_nocase(const char *s, size_t n, const char *lit)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (!lit[i] || to_lower((u8)s[i]) != (u8)lit[i])
+		if (!lit[i] || http_to_lower((u8)s[i]) != (u8)lit[i])
 			return false;
 	return lit[n] == '\0';
 }
 
-static bool is_digit(u8 c)
+static bool http_is_digit(u8 c)
 {
 	return c >= '0' && c <= '9';
 }
 
-static bool is_alpha(u8 c)
+static bool http_is_alpha(u8 c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-static int hex_val(u8 c)
+static int http_hex_val(u8 c)
 {
-	if (is_digit(c))
+	if (http_is_digit(c))
 		return c - '0';
-	c = to_lower(c);
+	c = http_to_lower(c);
 	if (c >= 'a' && c <= 'f')
 		return c - 'a' + 10;
 	return -1;
 }
 
-static bool in_set(u8 c, const char *set)
+static bool http_in_set(u8 c, const char *set)
 {
 	for (; *set; set++)
 		if ((u8)*set == c)
@@ -69,34 +69,34 @@ static bool in_set(u8 c, const char *set)
 }
 
 /* RFC 9110 5.6.2 tchar. */
-static bool is_tchar(u8 c)
+static bool http_is_tchar(u8 c)
 {
-	return is_alpha(c) || is_digit(c) || in_set(c, "!#$%&'*+-.^_`|~");
+	return http_is_alpha(c) || http_is_digit(c) || http_in_set(c, "!#$%&'*+-.^_`|~");
 }
 
 /* RFC 3986 pchar minus pct-encoded (handled by the callers). */
-static bool is_pchar(u8 c)
+static bool http_is_pchar(u8 c)
 {
-	return is_alpha(c) || is_digit(c) || in_set(c, "-._~!$&'()*+,;=:@");
+	return http_is_alpha(c) || http_is_digit(c) || http_in_set(c, "-._~!$&'()*+,;=:@");
 }
 
 /* RFC 3986 authority without userinfo: reg-name, IP-literal, port. */
-static bool is_host_char(u8 c)
+static bool http_is_host_char(u8 c)
 {
-	return is_alpha(c) || is_digit(c) || in_set(c, "-._~!$&'()*+,;=:[]%");
+	return http_is_alpha(c) || http_is_digit(c) || http_in_set(c, "-._~!$&'()*+,;=:[]%");
 }
 
-static bool all_digits(const char *s, size_t n)
+static bool http_all_digits(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!is_digit((u8)s[i]))
+		if (!http_is_digit((u8)s[i]))
 			return false;
 	return true;
 }
 
 /* host [":" port]: an IP-literal in balanced brackets (hex digits, ':' and
  * '.' inside) or a name without brackets; the port, if any, is digits. */
-static bool authority_ok(const char *a, size_t n)
+static bool http_authority_ok(const char *a, size_t n)
 {
 	size_t i, end;
 
@@ -104,22 +104,22 @@ static bool authority_ok(const char *a, size_t n)
 		return false;
 	if (a[0] == '[') {
 		for (end = 1; end < n && a[end] != ']'; end++)
-			if (hex_val((u8)a[end]) < 0 && a[end] != ':' && a[end] != '.')
+			if (http_hex_val((u8)a[end]) < 0 && a[end] != ':' && a[end] != '.')
 				return false;
 		if (end == n || end == 1)
 			return false;	/* unclosed or empty */
 		i = end + 1;
-		return i == n || (a[i] == ':' && all_digits(a + i + 1, n - i - 1));
+		return i == n || (a[i] == ':' && http_all_digits(a + i + 1, n - i - 1));
 	}
 	for (i = 0; i < n && a[i] != ':'; i++)
 		if (a[i] == '[' || a[i] == ']')
 			return false;
 	if (i == 0)
 		return false;
-	return i == n || all_digits(a + i + 1, n - i - 1);
+	return i == n || http_all_digits(a + i + 1, n - i - 1);
 }
 
-static bool is_ows(u8 c)
+static bool http_is_ows(u8 c)
 {
 	return c == ' ' || c == '\t';
 }
@@ -145,7 +145,7 @@ void http_parser_reset(struct http_req_parser *p)
 	p->req_start = 0;
 }
 
-static int fail(struct http_req_parser *p, int status)
+static int http_fail(struct http_req_parser *p, int status)
 {
 	p->status = status;
 	p->state = ST_ERROR;
@@ -166,7 +166,7 @@ struct head_info {
 
 /* One line of the complete head starting at *pos: its start and length
  * without the line ending. The scanner guaranteed the LF is there. */
-static char *next_line(struct http_req_parser *p, u32 *pos, size_t *len)
+static char *http_next_line(struct http_req_parser *p, u32 *pos, size_t *len)
 {
 	char *s = p->buf + *pos;
 	size_t n = 0;
@@ -181,21 +181,21 @@ static char *next_line(struct http_req_parser *p, u32 *pos, size_t *len)
 }
 
 /* A %XX escape at s[0..n): s[0] is '%'. Returns the byte or -1. */
-static int pct_decode(const char *s, size_t n)
+static int http_pct_decode(const char *s, size_t n)
 {
 	int hi, lo;
 
 	if (n < 3)
 		return -1;
-	hi = hex_val((u8)s[1]);
-	lo = hex_val((u8)s[2]);
+	hi = http_hex_val((u8)s[1]);
+	lo = http_hex_val((u8)s[2]);
 	if (hi < 0 || lo < 0)
 		return -1;
 	return hi * 16 + lo;
 }
 
 /* Query: pchar / "/" / "?" with well-formed escapes. Ignored otherwise. */
-static bool query_ok(const char *s, size_t n)
+static bool http_query_ok(const char *s, size_t n)
 {
 	size_t i;
 
@@ -203,10 +203,10 @@ static bool query_ok(const char *s, size_t n)
 		u8 c = (u8)s[i];
 
 		if (c == '%') {
-			if (pct_decode(s + i, n - i) < 0)
+			if (http_pct_decode(s + i, n - i) < 0)
 				return false;
 			i += 2;
-		} else if (!is_pchar(c) && c != '/' && c != '?') {
+		} else if (!http_is_pchar(c) && c != '/' && c != '?') {
 			return false;
 		}
 	}
@@ -214,7 +214,7 @@ static bool query_ok(const char *s, size_t n)
 }
 
 /* True if the decoded path has a ".." segment. */
-static bool has_dotdot(const char *s, size_t n)
+static bool http_has_dotdot(const char *s, size_t n)
 {
 	size_t i, seg = 0;	/* start of the current segment */
 
@@ -231,23 +231,23 @@ static bool has_dotdot(const char *s, size_t n)
 /* Reduce the request target t[0..n) to a decoded path, in place in p->buf.
  * Returns 0 or the error status. t[n] is the SP after the target, so the
  * decoded path (never longer than the raw one) always has room for its NUL. */
-static int parse_target(struct http_req_parser *p, char *t, size_t n)
+static int http_parse_target(struct http_req_parser *p, char *t, size_t n)
 {
 	size_t i, q, w;
 
-	if (n >= 7 && eq_nocase(t, 7, "http://")) {
+	if (n >= 7 && http_eq_nocase(t, 7, "http://")) {
 		/* absolute-form: keep only path and query (RFC 9112 3.2.2). */
 		t += 7;
 		n -= 7;
 		for (i = 0; i < n && t[i] != '/' && t[i] != '?'; i++)
-			if (!is_host_char((u8)t[i]))
+			if (!http_is_host_char((u8)t[i]))
 				return 400;	/* includes userinfo '@' and '#' */
-		if (!authority_ok(t, i))
+		if (!http_authority_ok(t, i))
 			return 400;
 		t += i;
 		n -= i;
 		if (n == 0 || t[0] == '?') {
-			if (n && !query_ok(t + 1, n - 1))
+			if (n && !http_query_ok(t + 1, n - 1))
 				return 400;
 			p->path = "/";
 			p->path_len = 1;
@@ -259,24 +259,24 @@ static int parse_target(struct http_req_parser *p, char *t, size_t n)
 
 	for (q = 0; q < n && t[q] != '?'; q++)
 		;
-	if (q < n && !query_ok(t + q + 1, n - q - 1))
+	if (q < n && !http_query_ok(t + q + 1, n - q - 1))
 		return 400;
 
 	for (i = 0, w = 0; i < q; i++) {
 		int c = (u8)t[i];
 
 		if (c == '%') {
-			c = pct_decode(t + i, q - i);
+			c = http_pct_decode(t + i, q - i);
 			if (c < 0 || c < 0x20 || c == 0x7f)
 				return 400;	/* bad escape, NUL or control */
 			i += 2;
-		} else if (!is_pchar((u8)c) && c != '/') {
+		} else if (!http_is_pchar((u8)c) && c != '/') {
 			return 400;
 		}
 		t[w++] = (char)c;
 	}
 	t[w] = '\0';
-	if (has_dotdot(t, w))
+	if (http_has_dotdot(t, w))
 		return 400;
 	p->path = t;
 	p->path_len = w;
@@ -284,7 +284,7 @@ static int parse_target(struct http_req_parser *p, char *t, size_t n)
 }
 
 /* Connection: #token. Records close / keep-alive; other tokens are ignored. */
-static int parse_connection(struct head_info *h, const char *v, size_t n)
+static int http_parse_connection(struct head_info *h, const char *v, size_t n)
 {
 	size_t i = 0, s, e;
 
@@ -292,16 +292,16 @@ static int parse_connection(struct head_info *h, const char *v, size_t n)
 		for (s = i; s < n && v[s] != ','; s++)
 			;
 		e = s;	/* element is v[i..e), then trim OWS */
-		while (i < e && is_ows((u8)v[i]))
+		while (i < e && http_is_ows((u8)v[i]))
 			i++;
-		while (e > i && is_ows((u8)v[e - 1]))
+		while (e > i && http_is_ows((u8)v[e - 1]))
 			e--;
 		for (size_t k = i; k < e; k++)
-			if (!is_tchar((u8)v[k]))
+			if (!http_is_tchar((u8)v[k]))
 				return 400;
-		if (eq_nocase(v + i, e - i, "close"))
+		if (http_eq_nocase(v + i, e - i, "close"))
 			h->close = true;
-		else if (eq_nocase(v + i, e - i, "keep-alive"))
+		else if (http_eq_nocase(v + i, e - i, "keep-alive"))
 			h->keep = true;
 		i = s + 1;
 	}
@@ -309,23 +309,23 @@ static int parse_connection(struct head_info *h, const char *v, size_t n)
 }
 
 /* One field line, name and value already split and the value trimmed. */
-static int parse_field(struct http_req_parser *p, struct head_info *h, const char *name,
+static int http_parse_field(struct http_req_parser *p, struct head_info *h, const char *name,
 		       size_t nlen, char *v, size_t vlen)
 {
 	size_t i;
 
-	if (eq_nocase(name, nlen, "host")) {
+	if (http_eq_nocase(name, nlen, "host")) {
 		if (h->host)
 			return 400;	/* RFC 9112 3.2: more than one Host */
 		for (i = 0; i < vlen; i++)
-			if (!is_host_char((u8)v[i]))
+			if (!http_is_host_char((u8)v[i]))
 				return 400;
 		h->host = true;
 		v[vlen] = '\0';	/* overwrites OWS, CR or LF of this line */
 		p->host = v;
-	} else if (eq_nocase(name, nlen, "connection")) {
-		return parse_connection(h, v, vlen);
-	} else if (eq_nocase(name, nlen, "content-length")) {
+	} else if (http_eq_nocase(name, nlen, "connection")) {
+		return http_parse_connection(h, v, vlen);
+	} else if (http_eq_nocase(name, nlen, "content-length")) {
 		const char *end = v;
 		u64 val;
 
@@ -334,9 +334,9 @@ static int parse_field(struct http_req_parser *p, struct head_info *h, const cha
 			return 400;
 		h->clen = true;
 		h->clen_val = val;
-	} else if (eq_nocase(name, nlen, "transfer-encoding")) {
+	} else if (http_eq_nocase(name, nlen, "transfer-encoding")) {
 		h->te = true;
-	} else if (eq_nocase(name, nlen, "if-none-match")) {
+	} else if (http_eq_nocase(name, nlen, "if-none-match")) {
 		if (h->inm) {
 			p->if_none_match = NULL;	/* split list: ignore, serve 200 */
 		} else {
@@ -349,7 +349,7 @@ static int parse_field(struct http_req_parser *p, struct head_info *h, const cha
 }
 
 /* Parse the complete head in p->buf[req_start..len). */
-static int finish(struct http_req_parser *p)
+static int http_finish(struct http_req_parser *p)
 {
 	struct head_info h = { 0 };
 	u32 pos = p->req_start;
@@ -358,68 +358,68 @@ static int finish(struct http_req_parser *p)
 	int err;
 
 	/* request-line = method SP request-target SP HTTP-version */
-	s = next_line(p, &pos, &n);
+	s = http_next_line(p, &pos, &n);
 	for (m = 0; m < n && s[m] != ' '; m++)
-		if (!is_tchar((u8)s[m]))
-			return fail(p, 400);
+		if (!http_is_tchar((u8)s[m]))
+			return http_fail(p, 400);
 	if (m == 0 || m == n)
-		return fail(p, 400);
+		return http_fail(p, 400);
 	t = s + m + 1;
 	for (tl = 0; m + 1 + tl < n && t[tl] != ' '; tl++)
 		;
 	if (tl == 0 || m + 1 + tl == n)
-		return fail(p, 400);
+		return http_fail(p, 400);
 	v = t + tl + 1;
 	vl = n - m - tl - 2;
 	if (vl != 8 || v[0] != 'H' || v[1] != 'T' || v[2] != 'T' || v[3] != 'P' || v[4] != '/' ||
-	    !is_digit((u8)v[5]) || v[6] != '.' || !is_digit((u8)v[7]))
-		return fail(p, 400);
+	    !http_is_digit((u8)v[5]) || v[6] != '.' || !http_is_digit((u8)v[7]))
+		return http_fail(p, 400);
 	if (v[5] != '1')
-		return fail(p, 505);
+		return http_fail(p, 505);
 	p->version_minor = v[7] == '0' ? 0 : 1;
 
 	/* field-line = field-name ":" OWS field-value OWS */
 	for (;;) {
-		char *f = next_line(p, &pos, &n);
+		char *f = http_next_line(p, &pos, &n);
 		char *val;
 
 		if (n == 0)
 			break;	/* the empty line that ends the head */
-		if (is_ows((u8)f[0]))
-			return fail(p, 400);	/* obs-fold, or whitespace before a field */
+		if (http_is_ows((u8)f[0]))
+			return http_fail(p, 400);	/* obs-fold, or whitespace before a field */
 		for (i = 0; i < n && f[i] != ':'; i++)
-			if (!is_tchar((u8)f[i]))
-				return fail(p, 400);	/* also whitespace before the colon */
+			if (!http_is_tchar((u8)f[i]))
+				return http_fail(p, 400);	/* also whitespace before the colon */
 		if (i == 0 || i == n)
-			return fail(p, 400);
+			return http_fail(p, 400);
 		val = f + i + 1;
 		vl = n - i - 1;
-		while (vl && is_ows((u8)val[0])) {
+		while (vl && http_is_ows((u8)val[0])) {
 			val++;
 			vl--;
 		}
-		while (vl && is_ows((u8)val[vl - 1]))
+		while (vl && http_is_ows((u8)val[vl - 1]))
 			vl--;
-		err = parse_field(p, &h, f, i, val, vl);
+		err = http_parse_field(p, &h, f, i, val, vl);
 		if (err)
-			return fail(p, err);
+			return http_fail(p, err);
 	}
 
 	if (p->version_minor == 1 && !h.host)
-		return fail(p, 400);
+		return http_fail(p, 400);
 	if (m == 3 && s[0] == 'G' && s[1] == 'E' && s[2] == 'T')
 		p->method = HTTP_METHOD_GET;
 	else if (m == 4 && s[0] == 'H' && s[1] == 'E' && s[2] == 'A' && s[3] == 'D')
 		p->method = HTTP_METHOD_HEAD;
 	else
-		return fail(p, 405);
-	err = parse_target(p, t, tl);
+		return http_fail(p, 405);
+	err = http_parse_target(p, t, tl);
 	if (err)
-		return fail(p, err);
+		return http_fail(p, err);
 	if (h.te)
-		return fail(p, h.clen ? 400 : 501);	/* both at once: smuggling attempt */
+		return http_fail(p, h.clen ? 400 : 501);	/* both at once: smuggling attempt */
 	if (h.clen && h.clen_val)
-		return fail(p, 413);
+		return http_fail(p, 413);
 
 	p->has_host = h.host;
 	if (p->version_minor == 1)
@@ -447,7 +447,7 @@ int http_parse(struct http_req_parser *p, const u8 *data, size_t len, size_t *co
 
 		if (p->len == HTTP_HEAD_MAX) {
 			*consumed = i;
-			return fail(p, 431);
+			return http_fail(p, 431);
 		}
 		p->buf[p->len++] = (char)c;
 		*consumed = i + 1;
@@ -456,12 +456,12 @@ int http_parse(struct http_req_parser *p, const u8 *data, size_t len, size_t *co
 			/* CR, LF and NUL are never allowed inside a line (RFC 9110
 			 * 5.5); other controls are not valid anywhere either. */
 			if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f)
-				return fail(p, 400);
+				return http_fail(p, 400);
 			if (p->len - p->line_start >= 2 && p->buf[p->len - 2] == '\r')
-				return fail(p, 400);	/* bare CR */
+				return http_fail(p, 400);	/* bare CR */
 			/* +1: the line may still end in CRLF. */
 			if (!p->seen_reqline && p->len - p->line_start > HTTP_REQLINE_MAX + 1)
-				return fail(p, 414);
+				return http_fail(p, 414);
 			continue;
 		}
 
@@ -475,12 +475,12 @@ int http_parse(struct http_req_parser *p, const u8 *data, size_t len, size_t *co
 				continue;
 			}
 			if (line_len > HTTP_REQLINE_MAX)
-				return fail(p, 414);
+				return http_fail(p, 414);
 			p->seen_reqline = true;
 		} else if (line_len == 0) {
-			return finish(p);
+			return http_finish(p);
 		} else if (++p->nheaders > HTTP_HEADERS_MAX) {
-			return fail(p, 431);
+			return http_fail(p, 431);
 		}
 		p->line_start = p->len;
 	}
@@ -620,20 +620,20 @@ const char *http_content_type(const char *path)
 		size_t n = (size_t)(path - ext);
 
 		for (i = 0; i < ARRAY_SIZE(content_types); i++)
-			if (eq_nocase(ext, n, content_types[i].ext))
+			if (http_eq_nocase(ext, n, content_types[i].ext))
 				return content_types[i].type;
 	}
 	return "application/octet-stream";
 }
 
 /* Skip a leading W/ (weak indicator). */
-static const char *strip_weak(const char *s)
+static const char *http_strip_weak(const char *s)
 {
 	return (s[0] == 'W' && s[1] == '/') ? s + 2 : s;
 }
 
 /* Length of the quoted opaque-tag at s (quotes included), or 0 if malformed. */
-static size_t opaque_len(const char *s)
+static size_t http_opaque_len(const char *s)
 {
 	size_t n = 1;
 
@@ -656,25 +656,25 @@ bool http_etag_match(const char *if_none_match, const char *etag)
 
 	if (!s || !etag)
 		return false;
-	want = strip_weak(etag);
-	want_len = opaque_len(want);
+	want = http_strip_weak(etag);
+	want_len = http_opaque_len(want);
 	if (!want_len)
 		return false;
 
-	while (is_ows((u8)*s))
+	while (http_is_ows((u8)*s))
 		s++;
 	if (*s == '*') {
-		for (s++; is_ows((u8)*s); s++)
+		for (s++; http_is_ows((u8)*s); s++)
 			;
 		return *s == '\0';
 	}
 	for (;;) {
-		while (is_ows((u8)*s) || *s == ',')
+		while (http_is_ows((u8)*s) || *s == ',')
 			s++;	/* empty list elements are allowed */
 		if (!*s)
 			return matched;
-		s = strip_weak(s);
-		n = opaque_len(s);
+		s = http_strip_weak(s);
+		n = http_opaque_len(s);
 		if (!n)
 			return false;
 		if (n == want_len) {
@@ -683,7 +683,7 @@ bool http_etag_match(const char *if_none_match, const char *etag)
 			if (i == n)
 				matched = true;
 		}
-		for (s += n; is_ows((u8)*s); s++)
+		for (s += n; http_is_ows((u8)*s); s++)
 			;
 		if (*s && *s != ',')
 			return false;

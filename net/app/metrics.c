@@ -26,14 +26,14 @@ void metrics_buf_init(struct metrics_buf *b, char *buf, size_t size)
 	b->count_only = buf == NULL;
 }
 
-/* A line under construction: appended after b->len, committed by line_end(). */
+/* A line under construction: appended after b->len, committed by metrics_line_end(). */
 struct line {
 	struct metrics_buf *b;
 	struct outbuf o;	/* over b's buffer, from b->len */
 };
 
 /* Label values: backslash, double quote and newline are escaped. */
-static void put_escaped(struct line *l, const char *s)
+static void metrics_put_escaped(struct line *l, const char *s)
 {
 	for (; *s; s++) {
 		if (*s == '\\')
@@ -47,7 +47,7 @@ static void put_escaped(struct line *l, const char *s)
 	}
 }
 
-static bool line_begin(struct metrics_buf *b, struct line *l)
+static bool metrics_line_begin(struct metrics_buf *b, struct line *l)
 {
 	l->b = b;
 	l->o.buf = b->buf;
@@ -57,7 +57,7 @@ static bool line_begin(struct metrics_buf *b, struct line *l)
 }
 
 /* Keep the line if all of it fit; otherwise drop it and everything after. */
-static void line_end(struct line *l)
+static void metrics_line_end(struct line *l)
 {
 	outbuf_mem(&l->o, "\n", 1);
 	if (l->b->count_only || l->o.len <= l->b->size)
@@ -71,7 +71,7 @@ void metrics_family(struct metrics_buf *b, const char *name, enum metrics_type t
 {
 	struct line l;
 
-	if (!line_begin(b, &l))
+	if (!metrics_line_begin(b, &l))
 		return;
 	outbuf_str(&l.o, "# HELP ");
 	outbuf_str(&l.o, name);
@@ -80,14 +80,14 @@ void metrics_family(struct metrics_buf *b, const char *name, enum metrics_type t
 	outbuf_str(&l.o, "\n# TYPE ");
 	outbuf_str(&l.o, name);
 	outbuf_str(&l.o, type == METRICS_COUNTER ? " counter" : " gauge");
-	line_end(&l);
+	metrics_line_end(&l);
 }
 
 void metrics_sample(struct metrics_buf *b, const char *name, const char *labels, u64 value)
 {
 	struct line l;
 
-	if (!line_begin(b, &l))
+	if (!metrics_line_begin(b, &l))
 		return;
 	outbuf_str(&l.o, name);
 	if (labels) {
@@ -97,7 +97,7 @@ void metrics_sample(struct metrics_buf *b, const char *name, const char *labels,
 	}
 	outbuf_str(&l.o, " ");
 	outbuf_u64(&l.o, value);
-	line_end(&l);
+	metrics_line_end(&l);
 }
 
 void metrics_sample1(struct metrics_buf *b, const char *name, const char *key, const char *value,
@@ -105,16 +105,16 @@ void metrics_sample1(struct metrics_buf *b, const char *name, const char *key, c
 {
 	struct line l;
 
-	if (!line_begin(b, &l))
+	if (!metrics_line_begin(b, &l))
 		return;
 	outbuf_str(&l.o, name);
 	outbuf_str(&l.o, "{");
 	outbuf_str(&l.o, key);
 	outbuf_str(&l.o, "=\"");
-	put_escaped(&l, value ? value : "");
+	metrics_put_escaped(&l, value ? value : "");
 	outbuf_str(&l.o, "\"} ");
 	outbuf_u64(&l.o, v);
-	line_end(&l);
+	metrics_line_end(&l);
 }
 
 void metrics_simple(struct metrics_buf *b, const char *name, enum metrics_type type,
@@ -126,13 +126,13 @@ void metrics_simple(struct metrics_buf *b, const char *name, enum metrics_type t
 
 /* ---- built-in sources ---- */
 
-static void write_uptime(struct metrics_buf *b)
+static void metrics_write_uptime(struct metrics_buf *b)
 {
 	metrics_simple(b, "vireo_uptime_seconds", METRICS_GAUGE,
 		       "Seconds since the kernel's clock started.", time_ns() / NSEC_PER_SEC);
 }
 
-static void write_kernel_mem(struct metrics_buf *b)
+static void metrics_write_kernel_mem(struct metrics_buf *b)
 {
 	struct mm_stats s;
 
@@ -193,7 +193,7 @@ static const struct {
 	PROTO_FIELD(cachehit, "Cache hits, by lwIP protocol layer."),
 };
 
-static void write_lwip(struct metrics_buf *b)
+static void metrics_write_lwip(struct metrics_buf *b)
 {
 	u32 orphans, orphan_bytes;
 	size_t f, i;
@@ -270,9 +270,9 @@ static void write_lwip(struct metrics_buf *b)
 
 /* ---- the registry ---- */
 
-static struct metrics_source src_lwip = { "lwip", write_lwip, NULL };
-static struct metrics_source src_mem = { "mem", write_kernel_mem, &src_lwip };
-static struct metrics_source src_uptime = { "uptime", write_uptime, &src_mem };
+static struct metrics_source src_lwip = { "lwip", metrics_write_lwip, NULL };
+static struct metrics_source src_mem = { "mem", metrics_write_kernel_mem, &src_lwip };
+static struct metrics_source src_uptime = { "uptime", metrics_write_uptime, &src_mem };
 static struct metrics_source *sources = &src_uptime;
 
 void metrics_register(struct metrics_source *s)

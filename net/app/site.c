@@ -3,7 +3,7 @@
 #include "net/app/site.h"
 
 /* Compare the concatenation a b with c, as unsigned bytes: <0, 0, >0. */
-static int cmp_cat(const char *a, const char *b, const char *c)
+static int site_cmp_cat(const char *a, const char *b, const char *c)
 {
 	for (; *a; a++, c++)
 		if ((u8)*a != (u8)*c)
@@ -28,7 +28,7 @@ const struct site_file *site_find(const struct site_file *files, size_t n, const
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		int d = cmp_cat(path, suffix, files[mid].path);
+		int d = site_cmp_cat(path, suffix, files[mid].path);
 
 		if (d == 0)
 			return &files[mid];

@@ -5,7 +5,7 @@
 #include "mbedtls/platform.h"
 #include "mbedtls/ecp.h"
 
-static void say(char *err, size_t errlen, const char *what, int ret)
+static void tls_keys_say(char *err, size_t errlen, const char *what, int ret)
 {
 	if (ret)
 		mbedtls_snprintf(err, errlen, "%s (mbedTLS error -0x%04x)", what, (unsigned int)-ret);
@@ -13,7 +13,7 @@ static void say(char *err, size_t errlen, const char *what, int ret)
 		mbedtls_snprintf(err, errlen, "%s", what);
 }
 
-static int contains(const unsigned char *in, size_t len, const char *s)
+static int tls_keys_contains(const unsigned char *in, size_t len, const char *s)
 {
 	size_t n = strlen(s);
 
@@ -26,7 +26,7 @@ static int contains(const unsigned char *in, size_t len, const char *s)
 /* PEM parsing wants the NUL counted in the length; DER must not have one.
  * A copy with a NUL after the data serves both (the length passed excludes
  * the NUL unless the data is PEM). */
-static unsigned char *with_nul(const unsigned char *in, size_t len, size_t *plen)
+static unsigned char *tls_keys_with_nul(const unsigned char *in, size_t len, size_t *plen)
 {
 	unsigned char *p;
 
@@ -39,7 +39,7 @@ static unsigned char *with_nul(const unsigned char *in, size_t len, size_t *plen
 	p[len] = '\0';
 	/* PEM if it contains a BEGIN line; then the NUL is part of the input. */
 	*plen = len;
-	if (contains(in, len, "-----BEGIN "))
+	if (tls_keys_contains(in, len, "-----BEGIN "))
 		*plen = len + 1;
 	return p;
 }
@@ -56,49 +56,49 @@ int tls_keys_load(struct tls_keys *k, const unsigned char *cert, size_t cert_len
 	mbedtls_x509_crt_init(&k->chain);
 	mbedtls_pk_init(&k->key);
 	if (!cert || cert_len == 0) {
-		say(err, errlen, "certificate: empty", 0);
+		tls_keys_say(err, errlen, "certificate: empty", 0);
 		return -1;
 	}
 	if (!key || key_len == 0) {
-		say(err, errlen, "key: empty", 0);
+		tls_keys_say(err, errlen, "key: empty", 0);
 		return -1;
 	}
 	if (cert_len > TLS_KEYS_MAX_INPUT || key_len > TLS_KEYS_MAX_INPUT) {
-		say(err, errlen, "certificate or key: larger than 64 KiB", 0);
+		tls_keys_say(err, errlen, "certificate or key: larger than 64 KiB", 0);
 		return -1;
 	}
-	c = with_nul(cert, cert_len, &clen);
-	kb = with_nul(key, key_len, &klen);
+	c = tls_keys_with_nul(cert, cert_len, &clen);
+	kb = tls_keys_with_nul(key, key_len, &klen);
 	if (!c || !kb) {
-		say(err, errlen, "out of TLS memory while loading the certificate", 0);
+		tls_keys_say(err, errlen, "out of TLS memory while loading the certificate", 0);
 		ret = -1;
 		goto out;
 	}
 	ret = mbedtls_x509_crt_parse(&k->chain, c, clen);
 	if (ret != 0) {
 		/* > 0: some certificates of a PEM chain did not parse. */
-		say(err, errlen, ret > 0 ? "certificate: part of the chain does not parse"
+		tls_keys_say(err, errlen, ret > 0 ? "certificate: part of the chain does not parse"
 					 : "certificate: does not parse as X.509 (not PEM or DER, or a key other than RSA or EC P-256)", ret > 0 ? 0 : ret);
 		ret = -1;
 		goto out;
 	}
 	/* PKCS#8 "ENCRYPTED PRIVATE KEY" or OpenSSL's "Proc-Type: 4,ENCRYPTED":
 	 * without PKCS#5 compiled in mbedTLS would only say "invalid format". */
-	if (contains(kb, klen, "ENCRYPTED")) {
-		say(err, errlen, "key: encrypted keys are not supported (give an unencrypted PKCS#8 or SEC1/PKCS#1 key)", 0);
+	if (tls_keys_contains(kb, klen, "ENCRYPTED")) {
+		tls_keys_say(err, errlen, "key: encrypted keys are not supported (give an unencrypted PKCS#8 or SEC1/PKCS#1 key)", 0);
 		ret = -1;
 		goto out;
 	}
 	ret = mbedtls_pk_parse_key(&k->key, kb, klen, NULL, 0, rng, rng_ctx);
 	if (ret != 0) {
-		say(err, errlen, "key: does not parse (not PEM or DER, or a key other than RSA or EC P-256)", ret);
+		tls_keys_say(err, errlen, "key: does not parse (not PEM or DER, or a key other than RSA or EC P-256)", ret);
 		ret = -1;
 		goto out;
 	}
 	switch (mbedtls_pk_get_type(&k->key)) {
 	case MBEDTLS_PK_RSA:
 		if (mbedtls_pk_get_bitlen(&k->key) < 2048) {
-			say(err, errlen, "key: RSA keys under 2048 bits are refused", 0);
+			tls_keys_say(err, errlen, "key: RSA keys under 2048 bits are refused", 0);
 			ret = -1;
 			goto out;
 		}
@@ -106,19 +106,19 @@ int tls_keys_load(struct tls_keys *k, const unsigned char *cert, size_t cert_len
 	case MBEDTLS_PK_ECKEY:
 	case MBEDTLS_PK_ECDSA:
 		if (mbedtls_ecp_keypair_get_group_id(mbedtls_pk_ec(k->key)) != MBEDTLS_ECP_DP_SECP256R1) {
-			say(err, errlen, "key: EC keys must be on P-256", 0);
+			tls_keys_say(err, errlen, "key: EC keys must be on P-256", 0);
 			ret = -1;
 			goto out;
 		}
 		break;
 	default:
-		say(err, errlen, "key: neither RSA nor EC", 0);
+		tls_keys_say(err, errlen, "key: neither RSA nor EC", 0);
 		ret = -1;
 		goto out;
 	}
 	ret = mbedtls_pk_check_pair(&k->chain.pk, &k->key, rng, rng_ctx);
 	if (ret != 0) {
-		say(err, errlen, "key does not match the certificate", ret);
+		tls_keys_say(err, errlen, "key does not match the certificate", ret);
 		ret = -1;
 		goto out;
 	}

@@ -12,7 +12,7 @@ void nvh_setup(struct vnet *fake)
 	vn = fake;
 	backlog = kmalloc(TX_BACKLOG_MAX * sizeof(*backlog));
 	bl_head = bl_len = 0;
-	nif.linkoutput = nv_linkoutput;
+	nif.linkoutput = netif_vnet_linkoutput;
 }
 
 /* The same with segmentation offload in force (net/tso_out.c). */
@@ -21,7 +21,7 @@ void nvh_setup_tso(struct vnet *fake)
 	nvh_setup(fake);
 	info.tx_csum = true;
 	tso = true;
-	tso_out_init(nv_send, true, true, VNET_TX_MAX_SG - 1);
+	tso_out_init(netif_vnet_send, true, true, VNET_TX_MAX_SG - 1);
 }
 
 /* What the loop does when the burst's flush work runs. */
@@ -41,17 +41,17 @@ void nvh_teardown(void)
 
 err_t nvh_linkoutput(struct pbuf *p)
 {
-	return nv_linkoutput(&nif, p);
+	return netif_vnet_linkoutput(&nif, p);
 }
 
 void nvh_tx_done(void *token)
 {
-	nv_tx_done(NULL, token);
+	netif_vnet_tx_done(NULL, token);
 }
 
 void nvh_link(bool up)
 {
-	nv_link(NULL, up);
+	netif_vnet_link(NULL, up);
 }
 
 unsigned nvh_backlog_len(void)

@@ -111,7 +111,7 @@ static struct frame *mk(struct frame *f, struct fspec s)
 
 static enum tso_verdict add(struct tso_batch *b, struct frame *f)
 {
-	return tso_add(b, f->pcs, f->n, f->len, f);
+	return tso_merge_add(b, f->pcs, f->n, f->len, f);
 }
 
 /* n full segments of one flow from seq 1000, the last `last` bytes. */
@@ -185,7 +185,7 @@ static struct tso_batch B;
 static void test_merge_v4(void **state)
 {
 	flow(5, 700, false, TSO_TCP_PSH);
-	tso_init(&B, 15, true, true);
+	tso_merge_init(&B, 15, true, true);
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(add(&B, &fr[i]), TSO_ADDED);
 	assert_int_equal(B.nseg, 5);
@@ -196,7 +196,7 @@ static void test_merge_v4(void **state)
 	mk(&fr[5], (struct fspec){ .sport = 40000, .seq = 1000 + 4 * MSS + 700, .ack = 77, .flags = TSO_TCP_ACK,
 				   .payload = MSS });
 	assert_int_equal(add(&B, &fr[5]), TSO_FULL);
-	tso_finish(&B);
+	tso_merge_finish(&B);
 	assert_true(B.hdr[34 + 13] & TSO_TCP_PSH);
 	check_resegment(&B);
 }
@@ -204,11 +204,11 @@ static void test_merge_v4(void **state)
 static void test_merge_v6(void **state)
 {
 	flow(4, MSS, true, TSO_TCP_FIN | TSO_TCP_PSH);
-	tso_init(&B, 15, true, true);
+	tso_merge_init(&B, 15, true, true);
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(add(&B, &fr[i]), TSO_ADDED);
 	assert_true(B.closed);	/* FIN: the flow ends here */
-	tso_finish(&B);
+	tso_merge_finish(&B);
 	assert_int_equal(B.hdr[54 + 13], TSO_TCP_ACK | TSO_TCP_FIN | TSO_TCP_PSH);
 	check_resegment(&B);
 }
@@ -217,10 +217,10 @@ static void test_psh_in_the_middle(void **state)
 {
 	flow(3, MSS, false, 0);
 	fr[1].hdr[34 + 13] |= TSO_TCP_PSH;	/* end of one tcp_write, more follows */
-	tso_init(&B, 15, true, true);
+	tso_merge_init(&B, 15, true, true);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(add(&B, &fr[i]), TSO_ADDED);
-	tso_finish(&B);
+	tso_merge_finish(&B);
 	assert_true(B.hdr[34 + 13] & TSO_TCP_PSH);
 	/* the device keeps PSH for the last segment only: on the wire it
 	 * moves from the middle segment to the last */
@@ -234,7 +234,7 @@ static void test_not_contiguous(void **state)
 	flow(3, MSS, false, 0);
 	mk(&fr[1], (struct fspec){ .sport = 40000, .seq = 1000 + 2 * MSS, .ack = 77, .flags = TSO_TCP_ACK,
 				   .payload = MSS });
-	tso_init(&B, 15, true, true);
+	tso_merge_init(&B, 15, true, true);
 	assert_int_equal(add(&B, &fr[0]), TSO_ADDED);
 	assert_int_equal(add(&B, &fr[1]), TSO_FULL);	/* a hole */
 	assert_int_equal(B.nseg, 1);
@@ -245,7 +245,7 @@ static void test_other_flow_or_header(void **state)
 	struct fspec s = { .sport = 40000, .seq = 1000 + MSS, .ack = 77, .flags = TSO_TCP_ACK, .payload = MSS };
 
 	flow(1, MSS, false, 0);
-	tso_init(&B, 15, true, true);
+	tso_merge_init(&B, 15, true, true);
 	assert_int_equal(add(&B, &fr[0]), TSO_ADDED);
 	s.sport = 40001;
 	assert_int_equal(add(&B, mk(&fr[1], s)), TSO_FULL);	/* other port */
@@ -278,7 +278,7 @@ static void test_flags(void **state)
 				    TSO_TCP_ECE | TSO_TCP_ACK, TSO_TCP_CWR | TSO_TCP_ACK, 0 };
 
 	flow(2, MSS, false, 0);
-	tso_init(&B, 15, true, true);
+	tso_merge_init(&B, 15, true, true);
 	assert_int_equal(add(&B, &fr[0]), TSO_ADDED);
 	for (unsigned i = 0; i < sizeof(alone); i++) {
 		fr[1].hdr[34 + 13] = alone[i];
@@ -288,7 +288,7 @@ static void test_flags(void **state)
 	mk(&fr[1], (struct fspec){ .sport = 40000, .seq = 1000 + MSS, .ack = 77, .flags = TSO_TCP_ACK });
 	assert_int_equal(add(&B, &fr[1]), TSO_ALONE);
 	/* FIN in the middle: nothing may follow it */
-	tso_init(&B, 15, true, true);
+	tso_merge_init(&B, 15, true, true);
 	flow(3, MSS, false, 0);
 	fr[1].hdr[34 + 13] |= TSO_TCP_FIN;
 	assert_int_equal(add(&B, &fr[0]), TSO_ADDED);
@@ -303,7 +303,7 @@ static void test_lone_retransmission(void **state)
 	 * stays a batch of one, which the netif sends as it came. */
 	mk(&fr[0], (struct fspec){ .sport = 40000, .seq = 1000 + 7 * MSS, .ack = 90, .flags = TSO_TCP_ACK,
 				   .payload = MSS });
-	tso_init(&B, 15, true, true);
+	tso_merge_init(&B, 15, true, true);
 	assert_int_equal(add(&B, &fr[0]), TSO_ADDED);
 	assert_int_equal(B.nseg, 1);
 	assert_ptr_equal(B.tok[0], &fr[0]);
@@ -319,14 +319,14 @@ static void test_short_then_more(void **state)
 	mk(&fr[1], (struct fspec){ .sport = 40000, .seq = 1000 + MSS, .ack = 77, .flags = TSO_TCP_ACK, .payload = 1000 });
 	mk(&fr[2], (struct fspec){ .sport = 40000, .seq = 1000 + MSS + 1000, .ack = 77, .flags = TSO_TCP_ACK,
 				   .payload = 400 });
-	tso_init(&B, 15, true, true);
+	tso_merge_init(&B, 15, true, true);
 	assert_int_equal(add(&B, &fr[0]), TSO_ADDED);
 	assert_int_equal(add(&B, &fr[1]), TSO_ADDED);
 	assert_int_equal(add(&B, &fr[2]), TSO_FULL);	/* after a short one */
 	/* larger than the first: another gso_size */
 	mk(&fr[0], (struct fspec){ .sport = 40000, .seq = 1000, .ack = 77, .flags = TSO_TCP_ACK, .payload = 500 });
 	mk(&fr[1], (struct fspec){ .sport = 40000, .seq = 1500, .ack = 77, .flags = TSO_TCP_ACK, .payload = 600 });
-	tso_init(&B, 15, true, true);
+	tso_merge_init(&B, 15, true, true);
 	assert_int_equal(add(&B, &fr[0]), TSO_ADDED);
 	assert_int_equal(add(&B, &fr[1]), TSO_FULL);
 }
@@ -337,15 +337,15 @@ static void test_size_bound(void **state)
 
 	/* IPv4: 40 header bytes + 44 x 1460 = 64280 fits, a 45th does not */
 	flow(46, MSS, false, 0);
-	tso_init(&B, 15, true, true);
+	tso_merge_init(&B, 15, true, true);
 	for (i = 0; i < 44; i++)
 		assert_int_equal(add(&B, &fr[i]), TSO_ADDED);
 	assert_int_equal(add(&B, &fr[44]), TSO_FULL);
-	tso_finish(&B);
+	tso_merge_finish(&B);
 	check_resegment(&B);
 	/* IPv6: the payload length excludes the fixed header: still 44 */
 	flow(46, MSS, true, 0);
-	tso_init(&B, 15, true, true);
+	tso_merge_init(&B, 15, true, true);
 	for (i = 0; i < 44; i++)
 		assert_int_equal(add(&B, &fr[i]), TSO_ADDED);
 	assert_int_equal(add(&B, &fr[44]), TSO_FULL);
@@ -353,11 +353,11 @@ static void test_size_bound(void **state)
 	for (i = 0; i < MAXF; i++)
 		mk(&fr[i], (struct fspec){ .sport = 1, .seq = 1000 + i * 100, .ack = 1, .flags = TSO_TCP_ACK,
 					   .payload = 100 });
-	tso_init(&B, 15, true, true);
+	tso_merge_init(&B, 15, true, true);
 	for (i = 0; i < TSO_MAX_SEGS; i++)
 		assert_int_equal(add(&B, &fr[i]), TSO_ADDED);
 	assert_int_equal(add(&B, &fr[i]), TSO_FULL);
-	tso_finish(&B);
+	tso_merge_finish(&B);
 	check_resegment(&B);
 }
 
@@ -372,30 +372,30 @@ static void test_piece_bound(void **state)
 		mk(&fr[i], (struct fspec){ .sport = 2, .seq = 1000 + i * MSS, .ack = 1, .flags = TSO_TCP_ACK,
 					   .payload = MSS, .data = scattered[4 - i] });
 	}
-	tso_init(&B, 3, true, true);
+	tso_merge_init(&B, 3, true, true);
 	for (i = 0; i < 3; i++)
 		assert_int_equal(add(&B, &fr[i]), TSO_ADDED);
 	assert_int_equal(add(&B, &fr[3]), TSO_FULL);
 	assert_int_equal(B.npiece, 3);
-	tso_finish(&B);
+	tso_merge_finish(&B);
 	check_resegment(&B);
 	/* headers and payload in one piece (how lwIP builds copied data) */
 	{
 		static u8 one[3][14 + 40 + MSS];
 		struct tso_piece p[3];
 
-		tso_init(&B, 15, true, true);
+		tso_merge_init(&B, 15, true, true);
 		for (i = 0; i < 3; i++) {
 			mk(&fr[i], (struct fspec){ .sport = 3, .seq = 5000 + i * MSS, .ack = 1, .flags = TSO_TCP_ACK,
 						   .payload = MSS, .data = scattered[i] });
 			memcpy(one[i], fr[i].hdr, fr[i].hlen);
 			memcpy(one[i] + fr[i].hlen, scattered[i], MSS);
 			p[i] = (struct tso_piece){ one[i], fr[i].len };
-			assert_int_equal(tso_add(&B, &p[i], 1, fr[i].len, &fr[i]), TSO_ADDED);
+			assert_int_equal(tso_merge_add(&B, &p[i], 1, fr[i].len, &fr[i]), TSO_ADDED);
 		}
 		assert_int_equal(B.npiece, 3);
 		assert_ptr_equal(B.piece[1].addr, one[1] + fr[1].hlen);
-		tso_finish(&B);
+		tso_merge_finish(&B);
 		check_resegment(&B);
 	}
 }
@@ -405,33 +405,33 @@ static void test_family_and_parse(void **state)
 	struct tso_seg s;
 
 	flow(1, MSS, true, 0);
-	tso_init(&B, 15, true, false);	/* HOST_TSO4 only */
+	tso_merge_init(&B, 15, true, false);	/* HOST_TSO4 only */
 	assert_int_equal(add(&B, &fr[0]), TSO_ALONE);
-	tso_init(&B, 15, false, true);
+	tso_merge_init(&B, 15, false, true);
 	flow(1, MSS, false, 0);
 	assert_int_equal(add(&B, &fr[0]), TSO_ALONE);
 	/* parse: a length that disagrees with the frame, a fragment, UDP,
 	 * headers not in the first piece, ARP */
 	flow(1, MSS, false, 0);
-	assert_int_equal(tso_parse(fr[0].pcs, fr[0].n, fr[0].len, &s), 0);
+	assert_int_equal(tso_merge_parse(fr[0].pcs, fr[0].n, fr[0].len, &s), 0);
 	assert_int_equal(s.hlen, 54);
 	assert_int_equal(s.payload, MSS);
-	assert_int_equal(tso_parse(fr[0].pcs, fr[0].n, fr[0].len + 1, &s), -ENOTSUP);
+	assert_int_equal(tso_merge_parse(fr[0].pcs, fr[0].n, fr[0].len + 1, &s), -ENOTSUP);
 	fr[0].hdr[20] = 0x20;	/* MF */
-	assert_int_equal(tso_parse(fr[0].pcs, fr[0].n, fr[0].len, &s), -ENOTSUP);
+	assert_int_equal(tso_merge_parse(fr[0].pcs, fr[0].n, fr[0].len, &s), -ENOTSUP);
 	flow(1, MSS, false, 0);
 	fr[0].hdr[23] = 17;
-	assert_int_equal(tso_parse(fr[0].pcs, fr[0].n, fr[0].len, &s), -ENOTSUP);
+	assert_int_equal(tso_merge_parse(fr[0].pcs, fr[0].n, fr[0].len, &s), -ENOTSUP);
 	flow(1, MSS, false, 0);
 	fr[0].pcs[0].len = 40;
-	assert_int_equal(tso_parse(fr[0].pcs, fr[0].n, fr[0].len, &s), -ENOTSUP);
+	assert_int_equal(tso_merge_parse(fr[0].pcs, fr[0].n, fr[0].len, &s), -ENOTSUP);
 	flow(1, MSS, false, 0);
 	fr[0].hdr[34 + 12] = 0x40;	/* data offset 16 bytes */
-	assert_int_equal(tso_parse(fr[0].pcs, fr[0].n, fr[0].len, &s), -ENOTSUP);
+	assert_int_equal(tso_merge_parse(fr[0].pcs, fr[0].n, fr[0].len, &s), -ENOTSUP);
 	flow(1, MSS, false, 0);
 	put16(fr[0].hdr + 12, 0x0806);
-	assert_int_equal(tso_parse(fr[0].pcs, fr[0].n, fr[0].len, &s), -ENOTSUP);
-	assert_int_equal(tso_parse(fr[0].pcs, 0, fr[0].len, &s), -ENOTSUP);
+	assert_int_equal(tso_merge_parse(fr[0].pcs, fr[0].n, fr[0].len, &s), -ENOTSUP);
+	assert_int_equal(tso_merge_parse(fr[0].pcs, 0, fr[0].len, &s), -ENOTSUP);
 }
 
 /* ---- drivers/vnet_gso.c ---- */

@@ -85,13 +85,13 @@ SO = os.path.join(ROOT, "build", "vireo.so")
 # nx faults at rip = &sink, which is data, reached by a tail jump from
 # selftest_fault (objdump: `jmp <sink>`), so the frame chain starts at
 # selftest_run's frame and names its caller. The stack overflow's 32
-# frames are all recurse().
+# frames are all selftest_recurse().
 FAULT_FRAMES = {
     "pagefault": ["selftest_fault", "selftest_run", "kernel_main"],
     "null": ["selftest_fault", "selftest_run", "kernel_main"],
     "ud": ["selftest_fault", "selftest_run", "kernel_main"],
     "divzero": ["selftest_fault", "selftest_run", "kernel_main"],
-    "stack": ["recurse"],
+    "stack": ["selftest_recurse"],
     "wx": ["selftest_fault", "selftest_run", "kernel_main"],
     "nx": ["kernel_main"],
 }
