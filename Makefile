@@ -155,10 +155,10 @@ $(BUILD)/k/boot/%.o: boot/%.S
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  AS      $<")
 	$(Q)$(CC) $(KCFLAGS) $(KASFLAGS) -c $< -o $@
-$(PVH): $(PVH_OBJS) $(LWIP_LIB) linker/pvh.ld
+$(PVH): $(PVH_OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/pvh.ld
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(LD) -nostdlib -static -z noexecstack -z max-page-size=4096 --build-id=none --gc-sections \
-		--no-undefined -T linker/pvh.ld $(PVH_OBJS) $(LWIP_LIB) -o $@
+		--no-undefined -T linker/pvh.ld $(PVH_OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) -o $@
 	@echo "  ELF     $@ ($$(stat -c %s $@) bytes)"
 # tests/qemu/test_pvh.py boots it.
 test-qemu: $(PVH)
