@@ -1,11 +1,17 @@
 /* Byte-at-a-time string routines, with rep movs/stos for the bulk ones. */
 #include "kernel/string.h"
 
+/* Eight bytes a step, then the tail: under QEMU's TCG every iteration of a
+ * rep string instruction is emulated one by one, so movsq copies 8x faster
+ * than movsb there (mbedTLS's record and block copies made memcpy a third
+ * of the HTTPS profile); on hardware both are fast. */
 void *memcpy(void *dst, const void *src, size_t n)
 {
 	void *d = dst;
+	size_t q = n / 8, r = n % 8;
 
-	__asm__ __volatile__("rep movsb" : "+D"(d), "+S"(src), "+c"(n) : : "memory");
+	__asm__ __volatile__("rep movsq" : "+D"(d), "+S"(src), "+c"(q) : : "memory");
+	__asm__ __volatile__("rep movsb" : "+D"(d), "+S"(src), "+c"(r) : : "memory");
 	return dst;
 }
 
@@ -23,11 +29,15 @@ void *memmove(void *dst, const void *src, size_t n)
 	return dst;
 }
 
+/* As memcpy: eight bytes a step (mbedTLS's bignum code zeroes a lot). */
 void *memset(void *dst, int c, size_t n)
 {
 	void *d = dst;
+	size_t q = n / 8, r = n % 8;
+	u64 v = (u8)c * 0x0101010101010101ull;
 
-	__asm__ __volatile__("rep stosb" : "+D"(d), "+c"(n) : "a"(c) : "memory");
+	__asm__ __volatile__("rep stosq" : "+D"(d), "+c"(q) : "a"(v) : "memory");
+	__asm__ __volatile__("rep stosb" : "+D"(d), "+c"(r) : "a"(v) : "memory");
 	return dst;
 }
 

@@ -48,7 +48,7 @@ $(MBEDTLS_STAMP): net/fetch-mbedtls.sh net/debsrc.sh | $(LWIP_STAMP)
 
 # A static pattern rule: a plain %.o one would also "build" the .d files
 # make tries to remake (through its built-in %: %.o).
-$(MBEDTLS_OBJS): $(BUILD)/mbedtls/%.o: $(MBEDTLS_STAMP) net/tls/mbedtls_config.h
+$(MBEDTLS_OBJS): $(BUILD)/mbedtls/%.o: $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(wildcard net/tls/include/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      mbedtls/$*.c")
 	$(Q)$(CC) $(MBEDTLS_LIB_CFLAGS) -c $(MBEDTLS_SRCDIR)/library/$*.c -o $@
