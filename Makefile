@@ -218,7 +218,7 @@ define host_test_rule
 $(BUILD)/host/$(1): $$(call host_srcs,$(1))
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  HOSTCC  $$@")
-	$$(Q)$$(HOST_CC) $$(HOST_CFLAGS) -MF $$@.d $$^ -o $$@ $$($(1)_LDFLAGS) $$(HOST_LDLIBS)
+	$$(Q)$$(HOST_CC) $$(HOST_CFLAGS) -MF $$@.d $$(filter-out %.h,$$^) -o $$@ $$($(1)_LDFLAGS) $$(HOST_LDLIBS)
 endef
 $(foreach t,$(HOST_TESTS),$(eval $(call host_test_rule,$(t))))
 

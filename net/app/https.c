@@ -28,6 +28,10 @@
 #include "mbedtls/net_sockets.h"	/* MBEDTLS_ERR_NET_*, as altcp_tls reports them */
 #include "mbedtls/ssl.h"
 #include "mbedtls/ssl_ciphersuites.h"
+#include "mbedtls/ssl_ticket.h"
+#include "kernel/loop.h"
+#include "kernel/random.h"
+#include "kernel/time.h"
 #include "net/tls/tls.h"
 #include "net/tls/tls_keys.h"
 #endif
@@ -65,6 +69,62 @@ static struct {
 static u64 https_suites_other;
 
 static struct altcp_tls_config *https_conf;
+
+/*
+ * Session tickets. mbedTLS's ticket module seals a session under one of two
+ * keys (AES-256-GCM); https.c replaces the newer one with 32 bytes from the
+ * CSPRNG every HTTPS_TICKET_ROTATE_S, so a ticket is accepted for one to
+ * two periods after it was issued, and a key never outlives two periods.
+ * The lifetime mbedTLS writes into tickets (a hint to clients) is the
+ * same period.
+ */
+#define HTTPS_TICKET_ROTATE_S	3600u
+static mbedtls_ssl_ticket_context https_ticket;
+static struct timer https_ticket_timer;
+
+static int https_rng(void *ctx, unsigned char *out, size_t len)
+{
+	random_bytes(out, len);
+	return 0;
+}
+
+static void https_ticket_rotate(struct timer *t, void *arg)
+{
+	unsigned char name[4], key[32];
+
+	random_bytes(name, sizeof name);
+	random_bytes(key, sizeof key);
+	if (mbedtls_ssl_ticket_rotate(&https_ticket, name, sizeof name, key, sizeof key,
+				      HTTPS_TICKET_ROTATE_S) == 0)
+		https_stats.ticket_rotations++;
+	__builtin_memset(key, 0, sizeof key);
+	timer_start(t, time_ns() + (u64)HTTPS_TICKET_ROTATE_S * NSEC_PER_SEC);
+}
+
+/* mbedTLS's ticket parse, counting the tickets it accepts: each is a
+ * resumed session. */
+static int https_ticket_parse(void *p_ticket, mbedtls_ssl_session *session, unsigned char *buf, size_t len)
+{
+	int ret = mbedtls_ssl_ticket_parse(p_ticket, session, buf, len);
+
+	if (ret == 0)
+		https_stats.resumptions++;
+	else
+		https_stats.tickets_refused++;
+	return ret;
+}
+
+static int https_tickets_start(mbedtls_ssl_config *c)
+{
+	mbedtls_ssl_ticket_init(&https_ticket);
+	if (mbedtls_ssl_ticket_setup(&https_ticket, https_rng, NULL, MBEDTLS_CIPHER_AES_256_GCM,
+				     HTTPS_TICKET_ROTATE_S) != 0)
+		return -1;
+	mbedtls_ssl_conf_session_tickets_cb(c, mbedtls_ssl_ticket_write, https_ticket_parse, &https_ticket);
+	timer_init(&https_ticket_timer, https_ticket_rotate, NULL);
+	timer_start(&https_ticket_timer, time_ns() + (u64)HTTPS_TICKET_ROTATE_S * NSEC_PER_SEC);
+	return 0;
+}
 
 /* net/patches/0004: the mbedTLS configuration under an altcp_tls one. */
 mbedtls_ssl_config *altcp_tls_ssl_config(struct altcp_tls_config *conf);
@@ -159,6 +219,13 @@ static void https_metrics(struct metrics_buf *b)
 		       "Handshakes reset to make room for a source running fewer", s->handshakes_evicted);
 	metrics_simple(b, "vireo_https_connections_active", METRICS_GAUGE, "HTTPS connections open now",
 		       s->conns_active);
+	metrics_simple(b, "vireo_https_resumptions_total", METRICS_COUNTER,
+		       "Session tickets accepted: handshakes that resumed a session", s->resumptions);
+	metrics_simple(b, "vireo_https_tickets_refused_total", METRICS_COUNTER,
+		       "Session tickets offered that did not open (old key, forged, damaged)",
+		       s->tickets_refused);
+	metrics_simple(b, "vireo_https_ticket_key_rotations_total", METRICS_COUNTER,
+		       "Session ticket keys replaced from the CSPRNG", s->ticket_rotations);
 	metrics_family(b, "vireo_https_sessions_total", METRICS_COUNTER,
 		       "Completed handshakes by protocol version and cipher suite");
 	for (int i = 0; i < HTTPS_SUITES && https_suites[i].id; i++) {
@@ -205,7 +272,8 @@ int https_start(void)
 		return -ENOMEM;
 	}
 	if (mbedtls_ssl_conf_own_cert(altcp_tls_ssl_config(https_conf), &k->chain, &k->key) != 0 ||
-	    altcp_tls_configure_alpn_protocols(https_conf, alpn) != ERR_OK) {
+	    altcp_tls_configure_alpn_protocols(https_conf, alpn) != ERR_OK ||
+	    https_tickets_start(altcp_tls_ssl_config(https_conf)) != 0) {
 		kprintf("https: the TLS configuration was refused; HTTPS off\n");
 		goto fail;
 	}

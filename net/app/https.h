@@ -47,6 +47,9 @@ struct https_stats {
 	u64 handshakes_active;		/* gauge */
 	u64 handshakes_evicted;		/* of the closed ones: to make room for a lighter source */
 	u64 conns_active;		/* gauge: TLS connections the server holds */
+	u64 resumptions;		/* session tickets accepted */
+	u64 tickets_refused;		/* session tickets that did not open */
+	u64 ticket_rotations;		/* ticket keys replaced */
 };
 extern struct https_stats https_stats;
 

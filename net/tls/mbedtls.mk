@@ -34,7 +34,7 @@ TLS_LWIP_SRCS := apps/altcp_tls/altcp_tls_mbedtls.c apps/altcp_tls/altcp_tls_mbe
 TLS_LWIP_OBJS := $(patsubst %.c,$(BUILD)/tls-lwip/%.o,$(TLS_LWIP_SRCS))
 TLS_OBJS := $(patsubst %.c,$(BUILD)/k/%.o,$(TLS_SRCS)) $(BUILD)/k/tls_creds.o $(TLS_LWIP_OBJS)
 
-$(TLS_LWIP_OBJS): $(BUILD)/tls-lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP) $(MBEDTLS_STAMP)
+$(TLS_LWIP_OBJS): $(BUILD)/tls-lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP) $(MBEDTLS_STAMP) net/tls/mbedtls_config.h net/lwipopts.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      lwip/$*.c")
 	$(Q)$(CC) $(LWIP_LIB_CFLAGS) $(MBEDTLS_CFLAGS) -c $< -o $@

@@ -160,6 +160,25 @@ def test_https_tls13_tls12_chain_alpn(boot):
     assert parse_response(r.stdout)[0] == 404
 
 
+def test_session_resumption(boot, tmp_path):
+    """Session tickets: a second connection presenting the first one's
+    ticket resumes, under TLS 1.3 (PSK with ECDHE) and 1.2; a ticket that
+    is tampered with is refused and a full handshake follows."""
+    need_image()
+    vm, get = boot_and_get(boot)
+    req = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    for v in ("-tls1_3", "-tls1_2"):
+        sess = str(tmp_path / f"sess{v}")
+        rc, out = s_client(vm.sport, v, "-sess_out", sess, data=req)
+        assert rc == 0 and re.search(r"^New, TLSv1\.[23]", out, re.M) and "\nok\n" in out, out[-2000:]
+        rc, out = s_client(vm.sport, v, "-sess_in", sess, data=req)
+        assert rc == 0 and re.search(r"^Reused, TLSv1\.[23]", out, re.M) and "\nok\n" in out, out[-2000:]
+    m = metrics(get)
+    assert m["vireo_https_resumptions_total"] == 2
+    assert m["vireo_https_tickets_refused_total"] == 0
+    assert m["vireo_https_handshakes_total"] == 4
+
+
 def test_http_redirect(boot):
     need_image()
     vm, get = boot_and_get(boot, cmdline="http.redirect=on https=443")
