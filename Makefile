@@ -63,7 +63,7 @@ DRIVER_SRCS := drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci
 	drivers/virtio_rng.c drivers/virtio_selftest.c drivers/virtio_net.c drivers/vnet_echo.c drivers/vnet_hdr.c drivers/vnet_ctrl.c drivers/vnet_gso.c \
 	drivers/coalesce.c drivers/virtio_console.c drivers/virtio_mmio_parse.c drivers/virtio_mmio.c
 NET_SRCS    := net/sys_arch.c net/lwip_port.c net/segheap.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/tso_merge.c net/tso_out.c net/netif_vnet.c net/netup.c net/sntp.c net/sntp_msg.c net/syslog.c net/syslog_msg.c net/resolv.c net/app/app.c net/app/conntab.c net/app/http.c \
-	net/app/site.c net/app/site_esp.c net/app/server.c net/app/metrics.c net/app/echo.c
+	net/app/site.c net/app/site_esp.c net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c
 SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(BUILD)/k/site_data.o
 
@@ -158,10 +158,10 @@ $(BUILD)/k/boot/%.o: boot/%.S
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  AS      $<")
 	$(Q)$(CC) $(KCFLAGS) $(KASFLAGS) -c $< -o $@
-$(PVH): $(PVH_OBJS) $(LWIP_LIB) linker/pvh.ld
+$(PVH): $(PVH_OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/pvh.ld
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(LD) -nostdlib -static -z noexecstack -z max-page-size=4096 --build-id=none --gc-sections \
-		--no-undefined -T linker/pvh.ld $(PVH_OBJS) $(LWIP_LIB) -o $@
+		--no-undefined -T linker/pvh.ld $(PVH_OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) -o $@
 	@echo "  ELF     $@ ($$(stat -c %s $@) bytes)"
 # tests/qemu/test_pvh.py boots it.
 test-qemu: $(PVH)
@@ -190,9 +190,13 @@ MEM ?= 64
 # the guest's, if CMDLINE sets http=.
 PORT ?= 8080
 HTTP_PORT ?= $(or $(patsubst http=%,%,$(filter http=%,$(CMDLINE))),80)
+# make TLS=1 run: host port TLS_PORT (8443) to the guest's https= port too.
+TLS_PORT ?= 8443
+HTTPS_PORT ?= $(or $(patsubst https=%,%,$(filter https=%,$(CMDLINE))),443)
 run: deps-run $(IMAGE)
 	images/qemu.sh --image $(IMAGE) --mem $(MEM) --cmdline "$(CMDLINE)" \
-		$(if $(PORT),--port $(PORT) --guest-port $(HTTP_PORT)) $(QEMU_OPTS)
+		$(if $(PORT),--port $(PORT) --guest-port $(HTTP_PORT)) \
+		$(if $(and $(PORT),$(filter 1,$(TLS))),--tls-port $(TLS_PORT) --guest-tls-port $(HTTPS_PORT)) $(QEMU_OPTS)
 
 deps-run:
 	$(Q)tools/deps.sh run
@@ -339,11 +343,11 @@ help:
 	@echo "  make run-microvm  the appliance on QEMU microvm (PVH, virtio-mmio, no PCI/ACPI);"
 	@echo "                  same PORT=, CMDLINE=, QEMU_OPTS=, MEM= as make run"
 	@echo "  make image      build $(IMAGE) (GPT disk, ESP with EFI/BOOT/BOOTX64.EFI)"
-	@echo "  make TLS=1      build with mbedTLS 3.6 and the certificate/key (TLS_CERT=, TLS_KEY=;"
-	@echo "                  else a development certificate in $(BUILD)/tls/); HTTPS listener not yet"
+	@echo "  make TLS=1      build with HTTPS (mbedTLS 3.6) and the certificate/key (TLS_CERT=, TLS_KEY=;"
+	@echo "                  else a development certificate in $(BUILD)/tls/); https= port 443"
 	@echo "                  (docs/https.md). make TLS=1 tls-check: what mbedTLS needs, its size"
 	@echo "  make run        install QEMU/OVMF if missing, boot the appliance; http://localhost:8080/"
-	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=)"
+	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=); with TLS=1 also https://localhost:8443/ (TLS_PORT=)"
 	@echo "  make test       install test deps if missing; host unit tests (ASan/UBSan),"
 	@echo "                  fuzz smoke ($(FUZZ_RUNS) runs each), QEMU tests under OVMF, the"
 	@echo "                  quick matrix subset (~10-15 min). Fails if root-only tests (tap, matrix)"

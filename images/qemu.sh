@@ -25,6 +25,8 @@
 #   --port N         a virtio-net NIC on QEMU's user network (DHCP), with host
 #                    TCP port N on 127.0.0.1 forwarded to the guest's HTTP port
 #   --guest-port P   the guest's HTTP port for --port (default 80; http=P)
+#   --tls-port N     with --port: also host TCP port N to the guest's HTTPS port
+#   --guest-tls-port P  the guest's HTTPS port for --tls-port (default 443; https=P)
 #   --print          print the QEMU command instead of running it
 # Anything after the options is passed to QEMU unchanged (QEMU_OPTS).
 # VIREO_QEMU_SH_OPTS (split on spaces) adds options before the command line's,
@@ -35,7 +37,7 @@ if [[ -n ${VIREO_QEMU_SH_OPTS:-} ]]; then
 	read -ra env_opts <<<"$VIREO_QEMU_SH_OPTS"
 	set -- "${env_opts[@]}" "$@"
 fi
-image=build/vireo.img mem=64 cmdline="" machine=q35 accel=${ACCEL:-auto} port="" guest_port=80 print=0
+image=build/vireo.img mem=64 cmdline="" machine=q35 accel=${ACCEL:-auto} port="" guest_port=80 tls_port="" guest_tls_port=443 print=0
 format="" cdrom=0 secboot=0 vars_src="" kernel="" microvm=0
 while (($#)); do
 	case $1 in
@@ -52,6 +54,8 @@ while (($#)); do
 	--accel) accel=$2; shift 2 ;;
 	--port) port=$2; shift 2 ;;
 	--guest-port) guest_port=$2; shift 2 ;;
+	--tls-port) tls_port=$2; shift 2 ;;
+	--guest-tls-port) guest_tls_port=$2; shift 2 ;;
 	--print) print=1; shift ;;
 	-h | --help) sed -n '2,/^set -eu/{/^set -eu/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	--) shift; break ;;
@@ -150,7 +154,7 @@ fi
 # QEMU splits -fw_cfg at commas; a comma in the value is written twice
 [[ -n $cmdline && -z $kernel ]] && args+=(-fw_cfg "name=opt/vireo/cmdline,string=${cmdline//,/,,}")
 if [[ -n $port ]]; then
-	args+=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:$guest_port"
+	args+=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:$guest_port${tls_port:+,hostfwd=tcp:127.0.0.1:$tls_port-:$guest_tls_port}"
 		-device "$( ((microvm)) && echo virtio-net-device,netdev=n0 || echo virtio-net-pci,netdev=n0,romfile=)")
 fi
 args+=("$@")
@@ -158,5 +162,5 @@ if ((print)); then
 	printf '%q ' "${args[@]}"; echo
 	exit 0
 fi
-echo "qemu.sh: $accel, $machine_opts, ${mem} MiB$([[ -n $kernel ]] && echo ", -kernel $kernel")$( ((secboot)) && echo ', secure boot')$([[ -n $port ]] && echo ", http://localhost:$port/ -> guest port $guest_port"); quit with Ctrl-A X" >&2
+echo "qemu.sh: $accel, $machine_opts, ${mem} MiB$([[ -n $kernel ]] && echo ", -kernel $kernel")$( ((secboot)) && echo ', secure boot')$([[ -n $port ]] && echo ", http://localhost:$port/ -> guest port $guest_port")$([[ -n $port && -n $tls_port ]] && echo ", https://localhost:$tls_port/ -> guest port $guest_tls_port"); quit with Ctrl-A X" >&2
 "${args[@]}"

@@ -4,7 +4,8 @@
 /* Bulk copies and fills move 8 bytes per step: the same speed as the byte
  * forms on hardware with fast string operations, and several times faster
  * under emulation (TCG runs a rep prefix as one loop iteration per
- * element), which matters for boot-time zeroing of rings and heaps. */
+ * element), which matters for boot-time zeroing of rings and heaps and
+ * for mbedTLS's record copies (a third of the HTTPS profile before). */
 #define STRING_BULK 64
 
 void *memcpy(void *dst, const void *src, size_t n)
@@ -35,6 +36,7 @@ void *memmove(void *dst, const void *src, size_t n)
 	return dst;
 }
 
+/* As memcpy: eight bytes a step (mbedTLS's bignum code zeroes a lot). */
 void *memset(void *dst, int c, size_t n)
 {
 	void *d = dst;

@@ -332,6 +332,13 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
 #define LWIP_ALTCP			1
 #define LWIP_ALTCP_TLS			1
 #define LWIP_ALTCP_TLS_MBEDTLS		1
+/* A server asks no client certificate. */
+#define ALTCP_MBEDTLS_AUTHMODE		MBEDTLS_SSL_VERIFY_NONE
+/* net/patches/0004: every handshake's outcome, to net/app/https.c. */
+struct altcp_pcb;
+struct mbedtls_ssl_context;
+void vireo_tls_handshake_hook(struct altcp_pcb *conn, struct mbedtls_ssl_context *ssl, int ret);
+#define ALTCP_MBEDTLS_HANDSHAKE_HOOK(conn, ssl, ret) vireo_tls_handshake_hook((conn), (ssl), (ret))
 #endif
 #define TCP_MSS				1460	/* 1500 MTU - 40; IPv6 gets 1440 per route */
 /* Requests are small, so the receive window mainly bounds what one slow

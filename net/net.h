@@ -66,6 +66,8 @@ void netup_cmdline_addrs(struct netup_addrs *a);
  * `vireo: ready ip=<address> http=<http_port>`. Returns 0, or -EINVAL
  * (a prefix length outside 1..31) with n untouched. */
 int netup_start(struct netif *n, const struct netup_addrs *a, u16 http_port);
+/* The ready line also says https=<port> (set before the address comes up). */
+void netup_set_https_port(u16 port);
 
 /* The SNTP client (net/sntp.c) when ntp= names a server: asks it once the
  * default netif has an IPv4 address, sets the wall clock from the answer

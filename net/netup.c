@@ -62,7 +62,12 @@ void netup_cmdline_addrs(struct netup_addrs *a)
 /* ---- bring-up ---- */
 
 static bool netup_static, netup_announced;
-static u16 netup_http_port;
+static u16 netup_http_port, netup_https_port;
+
+void netup_set_https_port(u16 port)
+{
+	netup_https_port = port;
+}
 
 static unsigned netup_prefix_len(u32 mask_be)
 {
@@ -91,7 +96,11 @@ static void netup_changed(struct netif *n)
 		ip4addr_ntoa(netif_ip4_gw(n)), netup_static ? "static" : "dhcp");
 	timeline_mark("serving");
 	timeline_print();
-	kprintf("vireo: ready ip=%s http=%u\n", addr, (unsigned)netup_http_port);
+	if (netup_https_port)
+		kprintf("vireo: ready ip=%s http=%u https=%u\n", addr, (unsigned)netup_http_port,
+			(unsigned)netup_https_port);
+	else
+		kprintf("vireo: ready ip=%s http=%u\n", addr, (unsigned)netup_http_port);
 }
 
 int netup_start(struct netif *n, const struct netup_addrs *a, u16 http_port)

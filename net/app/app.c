@@ -14,6 +14,7 @@
 #include "net/app/app.h"
 #include "net/app/echo.h"
 #include "net/app/http.h"
+#include "net/app/https.h"
 #include "net/app/metrics.h"
 #include "net/app/server.h"
 #include "net/net.h"
@@ -233,7 +234,7 @@ static bool app_drain_done(void *ctx)
 	if (http_server_stats.conns_active)
 		return false;
 	for (p = tcp_active_pcbs; p; p = p->next)
-		if (p->local_port == drain_port && (p->unsent || p->unacked))
+		if ((p->local_port == drain_port || p->local_port == https_port()) && (p->unsent || p->unacked))
 			return false;
 	return true;
 }
@@ -270,7 +271,9 @@ int app_start(void)
 	drain_port = (u16)http_port;
 	power_register_drain(&http_drain);
 #ifdef VIREO_TLS
-	tls_start();	/* logs its own result; HTTP serves either way */
+	/* Each logs its own result; HTTP serves either way. */
+	if (tls_start() == 0)
+		https_start();
 #endif
 	if (echo_services) {
 		struct echo_cfg ecfg = { .port = ECHO_PORT };

@@ -8,7 +8,7 @@
 #include "kernel/types.h"
 #include "kernel/mm.h"
 #include "lwip/ip_addr.h"
-#include "lwip/tcp.h"
+#include "lwip/altcp.h"
 #include "net/app/conntab.h"
 
 void conntab_src_of(const ip_addr_t *addr, struct conntab_src *src)
@@ -119,7 +119,7 @@ enum conntab_verdict conntab_admit(const struct conntab *t, const struct conntab
 	return CONNTAB_EVICT;
 }
 
-struct conntab_conn *conntab_accept(struct conntab *t, struct tcp_pcb *pcb, size_t size,
+struct conntab_conn *conntab_accept(struct conntab *t, struct altcp_pcb *pcb, size_t size,
 				    bool (*is_idle)(const struct conntab_conn *c),
 				    void (*evict)(struct conntab_conn *c),
 				    enum conntab_verdict *verdict)
@@ -127,7 +127,7 @@ struct conntab_conn *conntab_accept(struct conntab *t, struct tcp_pcb *pcb, size
 	struct conntab_conn *victim, *c;
 	struct conntab_src src;
 
-	conntab_src_of(&pcb->remote_ip, &src);
+	conntab_src_of(altcp_get_ip(pcb, 0), &src);
 	*verdict = conntab_admit(t, &src, is_idle, &victim);
 	if (*verdict == CONNTAB_REFUSE_SOURCE || *verdict == CONNTAB_REFUSE_FULL)
 		return NULL;

@@ -5,9 +5,8 @@
 #define VIREO_NET_APP_CONNTAB_H
 
 #include "kernel/types.h"
+#include "lwip/altcp.h"
 #include "lwip/ip_addr.h"
-
-struct tcp_pcb;
 
 /* A source: an IPv4 address, or the /64 prefix of an IPv6 one (one host or
  * one site: a single IPv6 host is handed a whole /64). */
@@ -19,7 +18,7 @@ struct conntab_src {
 /* Embedded as the first member of each service's connection state. */
 struct conntab_conn {
 	struct conntab_conn *next, *prev;	/* newest first */
-	struct tcp_pcb *pcb;
+	struct altcp_pcb *pcb;	/* plain TCP, or TLS over TCP */
 	struct conntab_src src;
 };
 
@@ -67,7 +66,7 @@ enum conntab_verdict conntab_admit(const struct conntab *t, const struct conntab
  * Returns NULL if refused or out of memory; *verdict says which applied
  * (CONNTAB_ADMIT or CONNTAB_EVICT with NULL: no memory).
  */
-struct conntab_conn *conntab_accept(struct conntab *t, struct tcp_pcb *pcb, size_t size,
+struct conntab_conn *conntab_accept(struct conntab *t, struct altcp_pcb *pcb, size_t size,
 				    bool (*is_idle)(const struct conntab_conn *c),
 				    void (*evict)(struct conntab_conn *c),
 				    enum conntab_verdict *verdict);

@@ -1,9 +1,9 @@
 /*
- * TCP and UDP echo on lwIP's raw API.
+ * TCP and UDP echo on lwIP's altcp API (plain TCP; tcputil.h) and raw UDP API.
  *
  * TCP: received bytes are copied into the connection's buf[] (TCP_WND bytes)
- * and the pbuf freed; buf[] drains into tcp_write() as send space allows.
- * tcp_recved() is called from the sent callback, for bytes the peer has
+ * and the pbuf freed; buf[] drains into altcp_write() as send space allows.
+ * altcp_recved() is called from the sent callback, for bytes the peer has
  * acked, so everything the connection holds (buf[] plus its unacked echo)
  * stays within one window and buf[] cannot overflow. Connections are kept
  * in a conntab (net/app/conntab.h): per-source cap and fair share.
@@ -20,7 +20,7 @@
 #include "kernel/time.h"
 #include "kernel/types.h"
 #include "lwip/ip.h"
-#include "lwip/tcp.h"
+#include "lwip/altcp.h"
 #include "lwip/udp.h"
 #include "net/app/echo.h"
 #include "net/app/metrics.h"
@@ -31,7 +31,7 @@
 struct echo_conn {
 	struct conntab_conn link;	/* first: the table hands back this */
 	bool eof;		/* the peer's FIN arrived */
-	u32 unrecved;		/* received, not yet given back with tcp_recved() */
+	u32 unrecved;		/* received, not yet given back with altcp_recved() */
 	u64 t_active;		/* last data either way (ms) */
 	u32 off, len;		/* bytes still to echo: buf[off..len) */
 	u8 buf[TCP_WND];
@@ -51,7 +51,7 @@ struct echo_stats echo_stats;
 
 static struct {
 	bool started;
-	struct tcp_pcb *listen;
+	struct altcp_pcb *listen;
 	struct udp_pcb *udp;
 	struct conntab tab;
 	struct echo_cfg cfg;
@@ -60,75 +60,76 @@ static struct {
 	struct bucket src[ECHO_UDP_BUCKETS];
 } echo;
 
-static u64 now_ms(void)
+static u64 echo_now_ms(void)
 {
 	return time_ns() / NSEC_PER_MSEC;
 }
 
-static void conn_free(struct echo_conn *c)
+static void echo_conn_free(struct echo_conn *c)
 {
 	conntab_remove(&echo.tab, &c->link);
 	kfree(c);
 	echo_stats.tcp_active--;
 }
 
-static err_t conn_abort(struct echo_conn *c)
+static err_t echo_conn_abort(struct echo_conn *c)
 {
-	struct tcp_pcb *pcb = c->link.pcb;
+	struct altcp_pcb *pcb = c->link.pcb;
 
 	app_pcb_detach(pcb);
-	conn_free(c);
-	tcp_abort(pcb);
+	echo_conn_free(c);
+	altcp_abort(pcb);
 	return ERR_ABRT;
 }
 
 /* Orderly close; the window is reopened first so lwIP sends FIN, not RST. */
-static err_t conn_close(struct echo_conn *c)
+static err_t echo_conn_close(struct echo_conn *c)
 {
-	struct tcp_pcb *pcb = c->link.pcb;
+	struct altcp_pcb *pcb = c->link.pcb;
+	struct tcp_pcb *tpcb = app_tcp_pcb(pcb);
 
 	if (c->unrecved)
-		tcp_recved(pcb, (u16_t)c->unrecved);
+		altcp_recved(pcb, (u16_t)c->unrecved);
 	app_pcb_detach(pcb);
-	conn_free(c);
-	if (tcp_close(pcb) != ERR_OK) {
-		tcp_abort(pcb);
+	echo_conn_free(c);
+	if (altcp_close(pcb) != ERR_OK) {
+		altcp_abort(pcb);
 		return ERR_ABRT;
 	}
-	vireo_lwip_orphans_trim(pcb);
+	vireo_lwip_orphans_trim(tpcb);
 	return ERR_OK;
 }
 
 static err_t echo_more(struct echo_conn *c)
 {
-	u32 n = MIN(c->len - c->off, (u32)tcp_sndbuf(c->link.pcb));
+	u32 n = MIN(c->len - c->off, (u32)altcp_sndbuf(c->link.pcb));
 	err_t err;
 
 	if (n) {
-		err = tcp_write(c->link.pcb, c->buf + c->off, (u16_t)n, TCP_WRITE_FLAG_COPY);
+		err = altcp_write(c->link.pcb, c->buf + c->off, (u16_t)n, TCP_WRITE_FLAG_COPY);
 		if (err == ERR_OK) {
 			c->off += n;
 			echo_stats.tcp_bytes += n;
-			tcp_output(c->link.pcb);
+			altcp_output(c->link.pcb);
 		} else if (err != ERR_MEM) {
-			return conn_abort(c);
+			return echo_conn_abort(c);
 		}
 	}
 	if (c->off == c->len)
 		c->off = c->len = 0;
 	if (c->eof && c->len == 0)
-		return conn_close(c);	/* FIN follows the queued echo */
+		return echo_conn_close(c);	/* FIN follows the queued echo */
 	return ERR_OK;
 }
 
-static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+static err_t echo_on_recv(void *arg, struct altcp_pcb *pcb, struct pbuf *p, err_t err)
 {
 	struct echo_conn *c = arg;
 	u32 held;
 
 	if (!c) {
 		if (p) {
-			tcp_recved(pcb, p->tot_len);
+			altcp_recved(pcb, p->tot_len);
 			pbuf_free(p);
 		}
 		return ERR_OK;
@@ -140,7 +141,7 @@ static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	held = c->len - c->off;
 	if (p->tot_len > sizeof c->buf - held) {
 		pbuf_free(p);	/* beyond the window we granted */
-		return conn_abort(c);
+		return echo_conn_abort(c);
 	}
 	if (c->len + p->tot_len > sizeof c->buf) {
 		__builtin_memmove(c->buf, c->buf + c->off, held);
@@ -150,12 +151,12 @@ static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	pbuf_copy_partial(p, c->buf + c->len, p->tot_len, 0);
 	c->len += p->tot_len;
 	c->unrecved += p->tot_len;
-	c->t_active = now_ms();
+	c->t_active = echo_now_ms();
 	pbuf_free(p);
 	return echo_more(c);
 }
 
-static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
+static err_t echo_on_sent(void *arg, struct altcp_pcb *pcb, u16_t len)
 {
 	struct echo_conn *c = arg;
 	u32 n;
@@ -165,80 +166,80 @@ static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 	n = MIN((u32)len, c->unrecved);
 	if (n) {
 		c->unrecved -= n;
-		tcp_recved(pcb, (u16_t)n);	/* the echo is acked: take more */
+		altcp_recved(pcb, (u16_t)n);	/* the echo is acked: take more */
 	}
-	c->t_active = now_ms();
+	c->t_active = echo_now_ms();
 	return echo_more(c);
 }
 
-static void on_err(void *arg, err_t err)
+static void echo_on_err(void *arg, err_t err)
 {
 	if (arg)
-		conn_free(arg);
+		echo_conn_free(arg);
 }
 
-static err_t on_poll(void *arg, struct tcp_pcb *pcb)
+static err_t echo_on_poll(void *arg, struct altcp_pcb *pcb)
 {
 	struct echo_conn *c = arg;
 
 	if (!c) {
-		tcp_abort(pcb);
+		altcp_abort(pcb);
 		return ERR_ABRT;
 	}
-	if (now_ms() - c->t_active >= ECHO_IDLE_MS) {
+	if (echo_now_ms() - c->t_active >= ECHO_IDLE_MS) {
 		echo_stats.tcp_timeouts++;
-		return conn_abort(c);	/* a stalled peer may hold unacked data */
+		return echo_conn_abort(c);	/* a stalled peer may hold unacked data */
 	}
 	return echo_more(c);
 }
 
 /* Nothing waiting to be echoed or acknowledged. */
-static bool conn_idle(const struct conntab_conn *l)
+static bool echo_conn_idle(const struct conntab_conn *l)
 {
 	const struct echo_conn *c = (const struct echo_conn *)l;
 
 	return c->len == c->off && !c->unrecved;
 }
 
-static void conn_evict(struct conntab_conn *l)
+static void echo_conn_evict(struct conntab_conn *l)
 {
-	conn_abort((struct echo_conn *)l);
+	echo_conn_abort((struct echo_conn *)l);
 }
 
-static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
+static err_t echo_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 {
 	enum conntab_verdict v;
 	struct echo_conn *c;
 
 	if (err != ERR_OK || !pcb)
 		return ERR_VAL;
-	c = (struct echo_conn *)conntab_accept(&echo.tab, pcb, sizeof *c, conn_idle, conn_evict, &v);
+	c = (struct echo_conn *)conntab_accept(&echo.tab, pcb, sizeof *c, echo_conn_idle, echo_conn_evict, &v);
 	if (v == CONNTAB_REFUSE_SOURCE)
 		echo_stats.tcp_refused_source++;
 	else if (v == CONNTAB_EVICT)
 		echo_stats.tcp_evicted++;
 	if (!c)
 		goto refuse;
-	c->t_active = now_ms();
+	c->t_active = echo_now_ms();
 	echo_stats.tcp_accepted++;
 	echo_stats.tcp_active++;
-	tcp_arg(pcb, c);
-	tcp_recv(pcb, on_recv);
-	tcp_sent(pcb, on_sent);
-	tcp_err(pcb, on_err);
-	tcp_poll(pcb, on_poll, 2);
-	tcp_nagle_disable(pcb);
+	altcp_arg(pcb, c);
+	altcp_recv(pcb, echo_on_recv);
+	altcp_sent(pcb, echo_on_sent);
+	altcp_err(pcb, echo_on_err);
+	altcp_poll(pcb, echo_on_poll, 2);
+	altcp_nagle_disable(pcb);
 	return ERR_OK;
 
 refuse:
 	echo_stats.tcp_refused++;
-	tcp_abort(pcb);
+	altcp_abort(pcb);
 	return ERR_ABRT;
 }
 
 /* Refill b for the time since it was last used, then take one datagram's
  * token if there is one. */
-static bool bucket_take(struct bucket *b, u32 rate, u32 burst, u64 now)
+static bool echo_bucket_take(struct bucket *b, u32 rate, u32 burst, u64 now)
 {
 	u64 milli = b->milli + (now - b->t_ms) * rate;	/* rate/s = rate milli/ms */
 
@@ -250,13 +251,13 @@ static bool bucket_take(struct bucket *b, u32 rate, u32 burst, u64 now)
 	return true;
 }
 
-static bool addr_is_bcast(const ip_addr_t *a)
+static bool echo_addr_is_bcast(const ip_addr_t *a)
 {
 	return IP_IS_V4(a) && ip4_addr_isbroadcast(ip_2_ip4(a), ip_current_input_netif());
 }
 
 /* Why a datagram from addr:port to dst gets no answer, or NULL. */
-static u64 *udp_refusal(const struct udp_pcb *pcb, const ip_addr_t *addr, u16_t port,
+static u64 *echo_udp_refusal(const struct udp_pcb *pcb, const ip_addr_t *addr, u16_t port,
 			const ip_addr_t *dst)
 {
 	struct conntab_src src;
@@ -268,23 +269,23 @@ static u64 *udp_refusal(const struct udp_pcb *pcb, const ip_addr_t *addr, u16_t 
 		return &echo_stats.udp_refused[ECHO_UDP_OWN_PORT];
 	if (ip_addr_ismulticast(dst) || ip_addr_ismulticast(addr))
 		return &echo_stats.udp_refused[ECHO_UDP_MULTICAST];
-	if (addr_is_bcast(dst) || addr_is_bcast(addr) ||
+	if (echo_addr_is_bcast(dst) || echo_addr_is_bcast(addr) ||
 	    (IP_IS_V4(addr) && ip4_addr_isany_val(*ip_2_ip4(addr))))
 		return &echo_stats.udp_refused[ECHO_UDP_BROADCAST];
-	now = now_ms();
+	now = echo_now_ms();
 	conntab_src_of(addr, &src);
-	if (!bucket_take(&echo.src[conntab_src_hash(&src, echo.hash_key) % ECHO_UDP_BUCKETS],
+	if (!echo_bucket_take(&echo.src[conntab_src_hash(&src, echo.hash_key) % ECHO_UDP_BUCKETS],
 			 echo.cfg.udp_src_rate, echo.cfg.udp_src_burst, now))
 		return &echo_stats.udp_refused[ECHO_UDP_RATE_SOURCE];
-	if (!bucket_take(&echo.global, echo.cfg.udp_rate, echo.cfg.udp_burst, now))
+	if (!echo_bucket_take(&echo.global, echo.cfg.udp_rate, echo.cfg.udp_burst, now))
 		return &echo_stats.udp_refused[ECHO_UDP_RATE_GLOBAL];
 	return NULL;
 }
 
-static void on_udp(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr,
+static void echo_on_udp(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr,
 		   u16_t port)
 {
-	u64 *why = udp_refusal(pcb, addr, port, ip_current_dest_addr());
+	u64 *why = echo_udp_refusal(pcb, addr, port, ip_current_dest_addr());
 
 	if (why) {
 		(*why)++;
@@ -299,7 +300,7 @@ static void on_udp(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr
 	pbuf_free(p);
 }
 
-static const char *const udp_reasons[ECHO_UDP_REASONS] = {
+static const char *const echo_udp_reasons[ECHO_UDP_REASONS] = {
 	[ECHO_UDP_LOW_PORT] = "low_port",
 	[ECHO_UDP_OWN_PORT] = "own_port",
 	[ECHO_UDP_BROADCAST] = "broadcast",
@@ -308,7 +309,7 @@ static const char *const udp_reasons[ECHO_UDP_REASONS] = {
 	[ECHO_UDP_RATE_GLOBAL] = "rate_global",
 };
 
-static void write_echo(struct metrics_buf *b)
+static void echo_write_metrics(struct metrics_buf *b)
 {
 	const struct echo_stats *s = &echo_stats;
 	int i;
@@ -337,40 +338,40 @@ static void write_echo(struct metrics_buf *b)
 	metrics_family(b, "vireo_echo_udp_refused_total", METRICS_COUNTER,
 		       "UDP datagrams not echoed, by rule.");
 	for (i = 0; i < ECHO_UDP_REASONS; i++)
-		metrics_sample1(b, "vireo_echo_udp_refused_total", "reason", udp_reasons[i],
+		metrics_sample1(b, "vireo_echo_udp_refused_total", "reason", echo_udp_reasons[i],
 				s->udp_refused[i]);
 }
 
-static struct metrics_source echo_source = { "echo", write_echo, NULL };
+static struct metrics_source echo_source = { "echo", echo_write_metrics, NULL };
 
-static u32 or_default(u32 v, u32 def)
+static u32 echo_or_default(u32 v, u32 def)
 {
 	return v ? v : def;
 }
 
-static int start_tcp(u16 port)
+static int echo_start_tcp(u16 port)
 {
-	struct tcp_pcb *pcb, *lpcb;
+	struct altcp_pcb *pcb, *lpcb;
 	err_t err;
 
-	pcb = tcp_new_ip_type(IPADDR_TYPE_ANY);
+	pcb = altcp_tcp_new_ip_type(IPADDR_TYPE_ANY);
 	if (!pcb)
 		return -ENOMEM;
-	if (tcp_bind(pcb, IP_ANY_TYPE, port) != ERR_OK) {
-		tcp_close(pcb);
+	if (altcp_bind(pcb, IP_ANY_TYPE, port) != ERR_OK) {
+		altcp_close(pcb);
 		return -EIO;
 	}
-	lpcb = tcp_listen_with_backlog_and_err(pcb, 4, &err);
+	lpcb = altcp_listen_with_backlog_and_err(pcb, 4, &err);
 	if (!lpcb) {
-		tcp_close(pcb);
+		altcp_close(pcb);
 		return err == ERR_MEM ? -ENOMEM : -EIO;
 	}
 	echo.listen = lpcb;
-	tcp_accept(lpcb, on_accept);
+	altcp_accept(lpcb, echo_on_accept);
 	return 0;
 }
 
-static int start_udp(u16 port)
+static int echo_start_udp(u16 port)
 {
 	struct udp_pcb *upcb;
 
@@ -382,7 +383,7 @@ static int start_udp(u16 port)
 		return -EIO;
 	}
 	echo.udp = upcb;
-	udp_recv(upcb, on_udp, NULL);
+	udp_recv(upcb, echo_on_udp, NULL);
 	return 0;
 }
 
@@ -397,17 +398,17 @@ int echo_start(const struct echo_cfg *c)
 	__builtin_memset(&echo.tab, 0, sizeof echo.tab);
 	echo.cfg.port = c->port;
 	echo.cfg.services = c->services;
-	echo.cfg.max_conns = or_default(c->max_conns, ECHO_MAX_CONNS);
-	echo.cfg.max_per_src = MIN(or_default(c->max_per_src, echo.cfg.max_conns), echo.cfg.max_conns);
-	echo.cfg.udp_rate = or_default(c->udp_rate, ECHO_UDP_RATE);
-	echo.cfg.udp_burst = or_default(c->udp_burst, ECHO_UDP_BURST);
-	echo.cfg.udp_src_rate = or_default(c->udp_src_rate, ECHO_UDP_SRC_RATE);
-	echo.cfg.udp_src_burst = or_default(c->udp_src_burst, ECHO_UDP_SRC_BURST);
+	echo.cfg.max_conns = echo_or_default(c->max_conns, ECHO_MAX_CONNS);
+	echo.cfg.max_per_src = MIN(echo_or_default(c->max_per_src, echo.cfg.max_conns), echo.cfg.max_conns);
+	echo.cfg.udp_rate = echo_or_default(c->udp_rate, ECHO_UDP_RATE);
+	echo.cfg.udp_burst = echo_or_default(c->udp_burst, ECHO_UDP_BURST);
+	echo.cfg.udp_src_rate = echo_or_default(c->udp_src_rate, ECHO_UDP_SRC_RATE);
+	echo.cfg.udp_src_burst = echo_or_default(c->udp_src_burst, ECHO_UDP_SRC_BURST);
 	echo.tab.max_conns = echo.cfg.max_conns;
 	echo.tab.max_per_src = echo.cfg.max_per_src;
 	echo.hash_key = (u32)LWIP_RAND();
 	/* Buckets start full. */
-	echo.global.t_ms = now_ms();
+	echo.global.t_ms = echo_now_ms();
 	echo.global.milli = echo.cfg.udp_burst * 1000;
 	for (i = 0; i < ECHO_UDP_BUCKETS; i++) {
 		echo.src[i].t_ms = echo.global.t_ms;
@@ -415,12 +416,12 @@ int echo_start(const struct echo_cfg *c)
 	}
 
 	if (c->services & ECHO_TCP) {
-		err = start_tcp(c->port);
+		err = echo_start_tcp(c->port);
 		if (err)
 			return err;
 	}
 	if (c->services & ECHO_UDP) {
-		err = start_udp(c->port);
+		err = echo_start_udp(c->port);
 		if (err)
 			goto fail_tcp;
 	}
@@ -431,7 +432,7 @@ int echo_start(const struct echo_cfg *c)
 
 fail_tcp:
 	if (echo.listen) {
-		tcp_close(echo.listen);
+		altcp_close(echo.listen);
 		echo.listen = NULL;
 	}
 	return err;
@@ -442,7 +443,7 @@ void echo_stop(void)
 	if (!echo.started)
 		return;
 	if (echo.listen) {
-		tcp_close(echo.listen);
+		altcp_close(echo.listen);
 		echo.listen = NULL;
 	}
 	if (echo.udp) {
@@ -450,7 +451,7 @@ void echo_stop(void)
 		echo.udp = NULL;
 	}
 	while (echo.tab.head)
-		conn_abort((struct echo_conn *)echo.tab.head);
+		echo_conn_abort((struct echo_conn *)echo.tab.head);
 	echo.started = false;
 	metrics_unregister(&echo_source);
 }

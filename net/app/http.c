@@ -136,6 +136,7 @@ void http_parser_reset(struct http_req_parser *p)
 	p->path = NULL;
 	p->path_len = 0;
 	p->if_none_match = NULL;
+	p->host = NULL;
 	p->state = ST_HEAD;
 	p->seen_reqline = false;
 	p->nheaders = 0;
@@ -153,6 +154,7 @@ static int http_fail(struct http_req_parser *p, int status)
 	p->path = NULL;
 	p->path_len = 0;
 	p->if_none_match = NULL;
+	p->host = NULL;
 	return HTTP_ERROR;
 }
 
@@ -319,6 +321,8 @@ static int http_parse_field(struct http_req_parser *p, struct head_info *h, cons
 			if (!http_is_host_char((u8)v[i]))
 				return 400;
 		h->host = true;
+		v[vlen] = '\0';	/* overwrites OWS, CR or LF of this line */
+		p->host = v;
 	} else if (http_eq_nocase(name, nlen, "connection")) {
 		return http_parse_connection(h, v, vlen);
 	} else if (http_eq_nocase(name, nlen, "content-length")) {

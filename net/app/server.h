@@ -68,4 +68,16 @@ void http_server_stop(void);
  */
 void http_server_drain(u32 *idle_closed, u32 *busy);
 
+/* HTTPS (net/app/https.c, make TLS=1): listen on port through altcp_tls
+ * with conf, after http_server_start(), serving the same routes with the
+ * same limits, plus https.h's handshake and connection limits. 0, -EBUSY,
+ * -ENOMEM or -EIO. */
+struct altcp_tls_config;
+int http_server_listen_tls(u16 port, struct altcp_tls_config *conf);
+/* A connection's handshake ended (arg: its altcp arg, may be NULL). */
+void http_server_handshake_end(void *arg);
+/* http.redirect=on: plain HTTP requests other than /healthz get a 301 to
+ * https://<Host>[:https_port]/<path>. 0 turns it off. */
+void http_server_set_redirect(u16 https_port);
+
 #endif

@@ -34,7 +34,7 @@ TLS_LWIP_SRCS := apps/altcp_tls/altcp_tls_mbedtls.c apps/altcp_tls/altcp_tls_mbe
 TLS_LWIP_OBJS := $(patsubst %.c,$(BUILD)/tls-lwip/%.o,$(TLS_LWIP_SRCS))
 TLS_OBJS := $(patsubst %.c,$(BUILD)/k/%.o,$(TLS_SRCS)) $(BUILD)/k/tls_creds.o $(TLS_LWIP_OBJS)
 
-$(TLS_LWIP_OBJS): $(BUILD)/tls-lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP) $(MBEDTLS_STAMP)
+$(TLS_LWIP_OBJS): $(BUILD)/tls-lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP) $(MBEDTLS_STAMP) net/tls/mbedtls_config.h net/lwipopts.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      lwip/$*.c")
 	$(Q)$(CC) $(LWIP_LIB_CFLAGS) $(MBEDTLS_CFLAGS) -c $< -o $@
@@ -48,7 +48,7 @@ $(MBEDTLS_STAMP): net/fetch-mbedtls.sh net/debsrc.sh | $(LWIP_STAMP)
 
 # A static pattern rule: a plain %.o one would also "build" the .d files
 # make tries to remake (through its built-in %: %.o).
-$(MBEDTLS_OBJS): $(BUILD)/mbedtls/%.o: $(MBEDTLS_STAMP) net/tls/mbedtls_config.h
+$(MBEDTLS_OBJS): $(BUILD)/mbedtls/%.o: $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(wildcard net/tls/include/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      mbedtls/$*.c")
 	$(Q)$(CC) $(MBEDTLS_LIB_CFLAGS) -c $(MBEDTLS_SRCDIR)/library/$*.c -o $@

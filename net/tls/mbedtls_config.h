@@ -13,7 +13,8 @@
  *
  * Key exchange: ephemeral ECDHE only, on X25519 and P-256 (both for 1.2 and
  * 1.3). No static RSA key transport (no forward secrecy), no finite-field DHE
- * (slow, and large parameters), no PSK.
+ * (slow, and large parameters), no PSK other than TLS 1.3's resumption
+ * tickets (with ECDHE).
  *
  * Certificates: ECDSA (P-256) and RSA. RSA needs PKCS#1 v1.5 (TLS 1.2
  * signatures and certificate signatures) and v2.1/PSS (TLS 1.3 mandates PSS
@@ -29,7 +30,7 @@
  * Platform: freestanding. No filesystem (keys come from memory), no sockets
  * (lwIP's altcp moves the bytes), no time source (MBEDTLS_HAVE_TIME off: the
  * server does not check certificate dates, which is the client's job; session
- * tickets would need it for their lifetime). Memory comes from vireo's bounded
+ * tickets live by key rotation instead, below). Memory comes from vireo's bounded
  * TLS heap (net/tls/tls_port.c) through the calloc/free macros; randomness
  * from the kernel CSPRNG (kernel/random.h) through PSA's external RNG and the
  * entropy module's hardware-poll hook.
@@ -106,9 +107,18 @@ int ksnprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((forma
  * net/tls/tls.h states the total with the context structures. */
 #define MBEDTLS_SSL_IN_CONTENT_LEN	16384
 #define MBEDTLS_SSL_OUT_CONTENT_LEN	4096
-/* TLS 1.3 servers may send NewSessionTicket; without tickets compiled in
- * there is nothing to send. */
-#define MBEDTLS_SSL_TLS1_3_DEFAULT_NEW_SESSION_TICKETS 0
+/* Session resumption (net/app/https.c): stateless tickets sealed with
+ * AES-256-GCM under keys https.c draws from the CSPRNG and rotates itself,
+ * since mbedTLS's own rotation and the tickets' lifetime check need
+ * MBEDTLS_HAVE_TIME: a ticket is good while its key is one of the two kept.
+ * TLS 1.3 resumes with PSK + ECDHE, so forward secrecy stays; PSK-only
+ * resumption (MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_ENABLED) and
+ * externally provisioned PSKs stay off. One NewSessionTicket per TLS 1.3
+ * handshake. */
+#define MBEDTLS_SSL_SESSION_TICKETS
+#define MBEDTLS_SSL_TICKET_C
+#define MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL_ENABLED
+#define MBEDTLS_SSL_TLS1_3_DEFAULT_NEW_SESSION_TICKETS 1
 
 /* ---- public keys and certificates ------------------------------------- */
 #define MBEDTLS_X509_USE_C

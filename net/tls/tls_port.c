@@ -124,3 +124,8 @@ void tls_heap_get_stats(struct tls_heap_stats *s)
 	s->allocs = tls_heap.allocs;
 	s->failures = tls_heap.failures;
 }
+
+struct tls_keys *tls_server_keys(void)
+{
+	return tls_ok ? &tls_keys : NULL;
+}

@@ -692,6 +692,27 @@ static void test_if_none_match_and_state(void **state)
 	}
 }
 
+/* The Host value is kept (trimmed) for the HTTPS redirect's Location. */
+static void test_host_value(void **state)
+{
+	size_t used;
+
+	http_parser_reset(&P);
+	assert_int_equal(http_parse(&P, (const u8 *)"GET / HTTP/1.1\r\nHost:  ex.org:8080 \r\n\r\n", 39, &used),
+			 HTTP_DONE);
+	assert_string_equal(P.host, "ex.org:8080");
+	http_parser_reset(&P);
+	assert_null(P.host);
+	assert_int_equal(http_parse(&P, (const u8 *)"GET / HTTP/1.0\r\n\r\n", 18, &used), HTTP_DONE);
+	assert_null(P.host);
+	/* A bad Host character is a 400 and leaves no value behind. */
+	http_parser_reset(&P);
+	assert_int_equal(http_parse(&P, (const u8 *)"GET / HTTP/1.1\r\nHost: a\"b\r\n\r\n", 29, &used),
+			 HTTP_ERROR);
+	assert_int_equal(P.status, 400);
+	assert_null(P.host);
+}
+
 /* ---- responses ---- */
 
 static void check_head(int status, const char *type, u64 len, bool keep, const char *extra,
@@ -1299,6 +1320,7 @@ int main(void)
 		cmocka_unit_test(test_uri_too_long),
 		cmocka_unit_test(test_header_fields_too_large),
 		cmocka_unit_test(test_if_none_match_and_state),
+		cmocka_unit_test(test_host_value),
 		cmocka_unit_test(test_response_head),
 		cmocka_unit_test(test_reasons),
 		cmocka_unit_test(test_error_responses),

@@ -571,6 +571,49 @@ static void test_healthz(void **state)
 	cl_close(&c);
 }
 
+/* http.redirect: 301 to https with the Host's name, the HTTPS port unless
+ * 443 and the path percent-encoded; /healthz still served; no Host: the
+ * address the connection came in on; a path too long for the line: "/". */
+static void test_https_redirect(void **state)
+{
+	static char req[2200];
+	struct client c;
+	struct resp r;
+	size_t n;
+
+	http_server_set_redirect(8443);
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /a%20b/%7e%22y%25 HTTP/1.1\r\nHost: ex.org:80\r\n\r\n");
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 301);
+	assert_string_equal(hdr(&r, "Location"), "https://ex.org:8443/a%20b/~%22y%25");
+	assert_string_equal(hdr(&r, "Content-Length"), "0");
+	cl_send_str(&c, "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	cl_close(&c);
+
+	cl_open(&c, V6, HTTP_PORT);
+	cl_send_str(&c, "GET /x HTTP/1.0\r\n\r\n");
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 301);
+	assert_string_equal(hdr(&r, "Location"), "https://[FD00::2]:8443/x");
+	cl_close(&c);
+
+	http_server_set_redirect(443);
+	cl_open(&c, V4, HTTP_PORT);
+	n = (size_t)snprintf(req, sizeof req, "GET /");
+	while (n < 1500)
+		req[n++] = 'p';
+	n += (size_t)snprintf(req + n, sizeof req - n, " HTTP/1.1\r\nHost: [fd00::1]:99\r\n\r\n");
+	cl_send(&c, req, n);
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 301);
+	assert_string_equal(hdr(&r, "Location"), "https://[fd00::1]/");
+	cl_close(&c);
+	http_server_set_redirect(0);
+}
+
 /* 404 keeps the connection; the next request on it is served. */
 static void test_not_found_keeps_alive(void **state)
 {
@@ -1734,6 +1777,7 @@ int main(void)
 		T(test_head),
 		T(test_not_modified),
 		T(test_healthz),
+		T(test_https_redirect),
 		T(test_not_found_keeps_alive),
 		T(test_bad_request),
 		T(test_method_not_allowed),

@@ -1,0 +1,74 @@
+/* The appliance's HTTPS listener (docs/https.md): the HTTP server of
+ * server.c behind lwIP's altcp_tls over mbedTLS, on https= (default 443),
+ * built with make TLS=1. Its keys: https=, http.redirect=. */
+#ifndef VIREO_NET_APP_HTTPS_H
+#define VIREO_NET_APP_HTTPS_H
+
+#include "kernel/types.h"
+
+/*
+ * Limits. What one TLS connection holds of the TLS heap is at most 30 KiB
+ * (TLS_CONN_BYTES in net/tls/tls.h, measured), handshaking or established;
+ * the keys and configuration about 8 KiB. HTTPS_MAX_CONNS x 30 KiB + 8 KiB
+ * = 64 x 30,720 + 8,192 = 1,974,272 B fits the 2 MiB (2,097,152 B) TLS heap
+ * with 120 KiB to spare, so an accepted connection never finds the heap
+ * full because of the others. Handshakes cost the most CPU (one ECDHE and
+ * one signature each) and are what a flood makes: at most
+ * HTTPS_MAX_HANDSHAKES run at once, HTTPS_MAX_HANDSHAKES_PER_SRC from one
+ * source (IPv4 address, IPv6 /64); more are reset on accept (when all
+ * HTTPS_MAX_HANDSHAKES are taken, a source running fewer than its share
+ * evicts the oldest handshake of the source running the most), and the other
+ * HTTPS_MAX_CONNS - HTTPS_MAX_HANDSHAKES slots stay for connections whose
+ * handshake is done. A handshake is bounded in time by the server's header
+ * timeout (accept to a complete first request head, 10 s).
+ */
+#define HTTPS_MAX_CONNS			64
+#define HTTPS_MAX_HANDSHAKES		16
+#define HTTPS_MAX_HANDSHAKES_PER_SRC	8
+
+/* Why a handshake did not finish. */
+enum https_fail {
+	HTTPS_FAIL_NO_COMMON,	/* no common version, suite or group */
+	HTTPS_FAIL_MALFORMED,	/* a bad record or handshake message */
+	HTTPS_FAIL_PEER_ALERT,	/* the client sent a fatal alert */
+	HTTPS_FAIL_MEMORY,	/* the TLS heap could not give what it needed */
+	HTTPS_FAIL_OTHER,	/* any other mbedTLS error */
+	HTTPS_FAIL_CLOSED,	/* the peer closed or reset, or it was evicted */
+	HTTPS_FAIL_TIMEOUT,	/* the header timeout ran out */
+	HTTPS_FAIL_LIMIT,	/* refused on accept: HTTPS_MAX_HANDSHAKES or _CONNS */
+	HTTPS_FAIL_LIMIT_SOURCE, /* refused on accept: HTTPS_MAX_HANDSHAKES_PER_SRC */
+	HTTPS_FAIL_COUNT
+};
+
+/* Counters on /metrics as vireo_https_*. */
+struct https_stats {
+	u64 handshakes;			/* completed */
+	u64 failures[HTTPS_FAIL_COUNT];
+	u64 handshakes_active;		/* gauge */
+	u64 handshakes_evicted;		/* of the closed ones: to make room for a lighter source */
+	u64 conns_active;		/* gauge: TLS connections the server holds */
+	u64 resumptions;		/* session tickets accepted */
+	u64 tickets_refused;		/* session tickets that did not open */
+	u64 ticket_rotations;		/* ticket keys replaced */
+};
+extern struct https_stats https_stats;
+
+/* The https= port, and whether http.redirect= asked for redirects. */
+u16 https_port(void);
+
+/* make TLS=1: after tls_start() succeeded, configure TLS (certificate, ALPN
+ * http/1.1) and open the listener through http_server_listen_tls(); tells
+ * netup the port for the ready line and the server the redirect. Logs and
+ * returns negative on failure (HTTP unaffected). */
+int https_start(void);
+
+struct altcp_pcb;
+/* The most one altcp_write() on the TLS connection pcb may take: one
+ * record's payload (4096 B, MBEDTLS_SSL_OUT_CONTENT_LEN, 4095 under TLS
+ * 1.3); altcp_tls cannot report a partial write. */
+u16 https_write_max(struct altcp_pcb *pcb);
+/* Queue a close_notify alert on pcb (once its handshake is done): an
+ * orderly TLS close, before our FIN (RFC 8446 6.1). */
+void https_close_notify(struct altcp_pcb *pcb);
+
+#endif
