@@ -58,7 +58,7 @@ u32 conntab_src_count(const struct conntab *t, const struct conntab_src *src)
 
 /* Distinct sources in the table; *heavy is one connection of the source with
  * the most (the first such source met), *heavy_n its count. */
-static u32 census(const struct conntab *t, const struct conntab_conn **heavy, u32 *heavy_n)
+static u32 conntab_census(const struct conntab *t, const struct conntab_conn **heavy, u32 *heavy_n)
 {
 	const struct conntab_conn *c, *d;
 	u32 sources = 0;
@@ -101,7 +101,7 @@ enum conntab_verdict conntab_admit(const struct conntab *t, const struct conntab
 	if (t->count < t->max_conns)
 		return CONNTAB_ADMIT;
 
-	sources = census(t, &heavy, &heavy_n) + (mine == 0);
+	sources = conntab_census(t, &heavy, &heavy_n) + (mine == 0);
 	share = t->max_conns / sources;
 	/* At or above its share, or nobody above theirs (rounding): refuse. */
 	if (!heavy || mine >= share || heavy_n <= share || heavy_n <= mine + 1)
