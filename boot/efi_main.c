@@ -198,6 +198,48 @@ static void efi_read_cfg(EFI_FILE_HANDLE root, struct boot_info *bi)
 	}
 }
 
+#ifdef VIREO_TLS
+/* One of EFI/vireo/tls/{cert,key}.pem into pages of its own, at most
+ * BOOT_TLS_FILE_MAX bytes (the pages are freed again unless the read
+ * succeeded). The kernel (net/tls/tls_port.c) parses and checks them. */
+#define TLS_FILE_PAGES ((BOOT_TLS_FILE_MAX + 4095) / 4096)
+
+static void efi_read_tls_file(EFI_BOOT_SERVICES *bs, EFI_FILE_HANDLE root, const CHAR16 *path,
+			      struct boot_file *out)
+{
+	EFI_PHYSICAL_ADDRESS base = 0;
+	EFI_FILE_HANDLE f = NULL;
+	EFI_STATUS s;
+
+	out->state = BOOT_CFG_ABSENT;
+	if (!root)
+		return;
+	s = root->Open(root, &f, (CHAR16 *)path, EFI_FILE_MODE_READ, 0);
+	if (s != EFI_SUCCESS || !f) {
+		if (s != EFI_NOT_FOUND) {
+			out->state = BOOT_CFG_ERROR;
+			out->status = s;
+		}
+		return;
+	}
+	if (bs->AllocatePages(AllocateAnyPages, EfiLoaderData, TLS_FILE_PAGES, &base) != EFI_SUCCESS) {
+		out->state = BOOT_CFG_ERROR;
+		out->status = EFI_OUT_OF_RESOURCES;
+		f->Close(f);
+		return;
+	}
+	out->state = efi_read_bounded(f, (char *)(UINTN)base, BOOT_TLS_FILE_MAX, &out->len, &out->status);
+	f->Close(f);
+	if (out->state != BOOT_CFG_OK) {
+		memset((void *)(UINTN)base, 0, BOOT_TLS_FILE_MAX);	/* part of a key, maybe */
+		bs->FreePages(base, TLS_FILE_PAGES);
+		out->len = 0;
+		return;
+	}
+	out->base = base;
+}
+#endif
+
 /* ---- EFI/vireo/site/: every file into memory, bounded (boot_info.h) ---- */
 
 #define SITE_TABLE_BYTES ((u64)BOOT_SITE_MAX_FILES * sizeof(struct boot_site_file))
@@ -509,6 +551,10 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	esp = efi_open_boot_volume(bs, li);
 	efi_read_cfg(esp, bi);
 	efi_read_site(bs, esp, bi);
+#ifdef VIREO_TLS
+	efi_read_tls_file(bs, esp, L"\\EFI\\vireo\\tls\\cert.pem", &bi->tls_cert);
+	efi_read_tls_file(bs, esp, L"\\EFI\\vireo\\tls\\key.pem", &bi->tls_key);
+#endif
 	if (esp)
 		esp->Close(esp);
 

@@ -16,6 +16,12 @@
 #define BOOT_SITE_MAX_BYTES (8u << 20)
 #define BOOT_SITE_PATH_MAX 256
 #define BOOT_SITE_DEPTH 8	/* kernel stack, plus one guard page below it */
+/* make TLS=1: the HTTPS certificate chain and key from the ESP, each at most
+ * BOOT_TLS_FILE_MAX bytes (net/tls/tls_keys.h's TLS_KEYS_MAX_INPUT): 16
+ * pages a file, 32 pages (128 KiB) of EfiLoaderData at most. */
+#define BOOT_TLS_CERT_PATH "EFI/vireo/tls/cert.pem"
+#define BOOT_TLS_KEY_PATH "EFI/vireo/tls/key.pem"
+#define BOOT_TLS_FILE_MAX (64u * 1024)
 
 #ifndef __ASSEMBLER__	/* boot/pvh_entry.S reads the numbers above */
 #include "kernel/types.h"
@@ -52,6 +58,15 @@ struct boot_stamps {
 	u64 after_exit;
 };
 
+/* One small file read from the ESP: state is an enum boot_cfg_state; on
+ * BOOT_CFG_OK, len bytes at base, in EfiLoaderData pages. */
+struct boot_file {
+	u32 state;
+	u32 len;
+	u64 base;
+	u64 status;	/* BOOT_CFG_ERROR: the EFI status */
+};
+
 struct boot_info {
 	u64 magic;
 #define BOOT_INFO_MAGIC 0x766972656f626f6fULL	/* "vireoboo" */
@@ -85,6 +100,9 @@ struct boot_info {
 	u64 site_base, site_size;
 	u64 site_status;	/* BOOT_SITE_ERROR: the EFI status */
 	char site_what[BOOT_SITE_PATH_MAX];	/* the path a refusal is about */
+	/* BOOT_TLS_CERT_PATH and BOOT_TLS_KEY_PATH (UEFI, make TLS=1 only;
+	 * otherwise BOOT_CFG_NONE). */
+	struct boot_file tls_cert, tls_key;
 };
 
 /* One file of the ESP's site: its URL path ("/index.html") and where its

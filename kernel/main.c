@@ -30,6 +30,9 @@
 #include "net/app/app.h"
 #include "net/app/site.h"
 #include "net/net.h"
+#ifdef VIREO_TLS
+#include "net/tls/tls.h"
+#endif
 
 static bool verbose;
 CMDLINE_PARAM(verbose, .key = "verbose", .type = CMDLINE_BOOL, .dst = &verbose, .def = "off",
@@ -130,6 +133,9 @@ void kernel_main(struct boot_info *bi)
 	timeline_print();
 	kprintf("vireo: kernel ready\n");
 	site_esp_boot(bi);
+#ifdef VIREO_TLS
+	tls_boot_files(bi);	/* EFI/vireo/tls/: used by tls_start() */
+#endif
 	if (!echo)
 		main_start_network();
 	loop_run();

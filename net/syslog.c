@@ -7,7 +7,8 @@
  * counted (vireo_syslog_dropped_total), never blocks the console.
  *
  * Memory, fixed at build time: SYSLOG_RING lines of at most SYSLOG_LINE
- * bytes (64 x 256 = 16 KiB, longer lines cut and counted), one line being
+ * bytes (64 x 256 = 16 KiB, four pages taken when syslog= is set, not .bss,
+ * which the image stores; longer lines cut and counted), one line being
  * assembled (256 B), one 512-byte datagram on the stack while sending.
  * The sink replays the console's log ring when added (at most
  * LOG_RING_SIZE = 8 KiB, so the boot log arrives too, less what drops).
@@ -17,6 +18,7 @@
 #include "kernel/fmt.h"
 #include "kernel/io.h"
 #include "kernel/loop.h"
+#include "kernel/mm.h"
 #include "kernel/parse.h"
 #include "kernel/string.h"
 #include "kernel/wallclock.h"
@@ -34,6 +36,7 @@
 #define SYSLOG_LINE 256
 #define SYSLOG_DGRAM 512
 #define SYSLOG_WAIT_MS 500	/* no address yet: try again */
+_Static_assert(SYSLOG_RING * SYSLOG_LINE % PAGE_SIZE == 0, "the ring is whole pages");
 
 static u32 syslog_addr;		/* host order; 0: off */
 static u16 syslog_port = 514;
@@ -77,7 +80,7 @@ CMDLINE_PARAM(syslog, .key = "syslog", .type = CMDLINE_CUSTOM, .parse = syslog_p
 	      .help = "send every console line to this syslog server (RFC 5424 over UDP)");
 
 static struct {
-	char ring[SYSLOG_RING][SYSLOG_LINE];
+	char (*ring)[SYSLOG_LINE];	/* SYSLOG_RING lines, from syslog_start() */
 	u16 len[SYSLOG_RING];
 	u32 head, tail;		/* head - tail lines are queued */
 	char cur[SYSLOG_LINE];	/* the line being assembled */
@@ -220,6 +223,12 @@ int syslog_start(void)
 {
 	if (!syslog_addr)
 		return 0;
+	if (!slog.ring)
+		slog.ring = page_alloc(SYSLOG_RING * SYSLOG_LINE / PAGE_SIZE);
+	if (!slog.ring) {
+		kprintf("syslog: no memory for the %u-line ring; not sending\n", SYSLOG_RING);
+		return -ENOMEM;
+	}
 	slog.pcb = udp_new_ip_type(IPADDR_TYPE_V4);
 	if (!slog.pcb)
 		return -ENOMEM;

@@ -31,11 +31,17 @@ struct tls_heap_stats {
 	u64 allocs, failures;
 };
 
-/* Sets up the TLS heap and PSA crypto and loads the built-in certificate and
- * key; logs what it loaded (and that it is a development certificate when
+/* Sets up the TLS heap and PSA crypto and loads the certificate and key (the
+ * ESP's, else the built-in ones); logs what it loaded (and that it is a development certificate when
  * make generated it) or, on bad input, one line saying what is wrong. 0 when
  * TLS can be offered, negative otherwise (HTTP is unaffected). */
 int tls_start(void);
+/* Before tls_start(): the ESP's EFI/vireo/tls/cert.pem and key.pem as boot/
+ * read them (kernel/boot_info.h). When either is there, tls_start() uses
+ * that pair instead of the built-in one, or no HTTPS if the pair is bad; it
+ * wipes the key file's bytes once parsed. */
+struct boot_info;
+void tls_boot_files(struct boot_info *bi);
 /* Whether tls_start() succeeded. */
 bool tls_ready(void);
 void tls_heap_get_stats(struct tls_heap_stats *s);

@@ -63,8 +63,12 @@ int tls_keys_load(struct tls_keys *k, const unsigned char *cert, size_t cert_len
 		tls_keys_say(err, errlen, "key: empty", 0);
 		return -1;
 	}
-	if (cert_len > TLS_KEYS_MAX_INPUT || key_len > TLS_KEYS_MAX_INPUT) {
-		tls_keys_say(err, errlen, "certificate or key: larger than 64 KiB", 0);
+	if (cert_len > TLS_KEYS_MAX_INPUT) {
+		tls_keys_say(err, errlen, "certificate: larger than 64 KiB", 0);
+		return -1;
+	}
+	if (key_len > TLS_KEYS_MAX_INPUT) {
+		tls_keys_say(err, errlen, "key: larger than 64 KiB", 0);
 		return -1;
 	}
 	c = tls_keys_with_nul(cert, cert_len, &clen);
@@ -154,4 +158,13 @@ const char *tls_keys_describe(const struct tls_keys *k, char *buf, size_t len)
 	else
 		mbedtls_snprintf(buf, len, "EC P-256");
 	return buf;
+}
+
+int tls_keys_blame(const char *err)
+{
+	if (strncmp(err, "certificate:", 12) == 0)
+		return TLS_KEYS_BLAME_CERT;
+	if (strncmp(err, "key:", 4) == 0)
+		return TLS_KEYS_BLAME_KEY;
+	return TLS_KEYS_BLAME_BOTH;
 }

@@ -29,6 +29,14 @@ int tls_keys_load(struct tls_keys *k, const unsigned char *cert, size_t cert_len
 		  char *err, size_t errlen);
 void tls_keys_free(struct tls_keys *k);
 
+/* Which input an error line from tls_keys_load() is about, so the log can
+ * name the file: the certificate ("certificate: ..."), the key ("key: ...")
+ * or both (the key does not match the certificate, or out of memory). */
+#define TLS_KEYS_BLAME_CERT	1
+#define TLS_KEYS_BLAME_KEY	2
+#define TLS_KEYS_BLAME_BOTH	3
+int tls_keys_blame(const char *err);
+
 /* "EC P-256" or "RSA 2048", for the boot log. */
 const char *tls_keys_describe(const struct tls_keys *k, char *buf, size_t len);
 

@@ -23,8 +23,9 @@ static int load(struct tls_keys *k, struct tls_blob c, struct tls_blob key)
 	return tls_keys_load(k, c.p, c.n, key.p, key.n, tls_host_rng, NULL, err, sizeof(err));
 }
 
-/* Loads, expects failure with msg in the message, and nothing left over. */
-static void expect_fail(const char *cert, const char *key, const char *msg)
+/* Loads, expects failure with msg in the message, blaming the file it is
+ * about (the boot log names that file), and nothing left over. */
+static void expect_fail_blame(const char *cert, const char *key, const char *msg, int blame)
 {
 	struct tls_blob c = tls_host_fixture(cert), kb = tls_host_fixture(key);
 	struct tls_keys k;
@@ -32,12 +33,18 @@ static void expect_fail(const char *cert, const char *key, const char *msg)
 	assert_int_equal(load(&k, c, kb), -1);
 	if (!strstr(err, msg))
 		fail_msg("%s + %s: \"%s\" does not say \"%s\"", cert, key, err, msg);
+	if (tls_keys_blame(err) != blame)
+		fail_msg("%s + %s: \"%s\" blamed on %d, not %d", cert, key, err, tls_keys_blame(err), blame);
 	assert_int_equal(k.loaded, 0);
 	tls_keys_free(&k);
 	assert_int_equal(tls_host_heap.blocks, 0);
 	free(c.p);
 	free(kb.p);
 }
+
+#define CERT TLS_KEYS_BLAME_CERT
+#define KEY TLS_KEYS_BLAME_KEY
+#define BOTH TLS_KEYS_BLAME_BOTH
 
 static void expect_ok(const char *cert, const char *key, const char *desc)
 {
@@ -79,18 +86,18 @@ static void test_trailing_nul(void **state)
 
 static void test_bad_pairs(void **state)
 {
-	expect_fail("ec-cert.pem", "ec2-key.pem", "does not match");
-	expect_fail("ec-cert.pem", "rsa-key.pem", "does not match");
-	expect_fail("rsa-cert.pem", "ec-key.pem", "does not match");
-	expect_fail("rsa1024-cert.pem", "rsa1024-key.pem", "under 2048");
+	expect_fail_blame("ec-cert.pem", "ec2-key.pem", "does not match", BOTH);
+	expect_fail_blame("ec-cert.pem", "rsa-key.pem", "does not match", BOTH);
+	expect_fail_blame("rsa-cert.pem", "ec-key.pem", "does not match", BOTH);
+	expect_fail_blame("rsa1024-cert.pem", "rsa1024-key.pem", "under 2048", KEY);
 	/* P-384 is not compiled in: neither its certificate nor its key
 	 * parses, and the message says which kinds do. */
-	expect_fail("p384-cert.pem", "p384-key.pem", "certificate: does not parse as X.509");
-	expect_fail("ec-cert.pem", "p384-key.pem", "or EC P-256");
-	expect_fail("ec-cert.pem", "enc-key.pem", "encrypted");
+	expect_fail_blame("p384-cert.pem", "p384-key.pem", "certificate: does not parse as X.509", CERT);
+	expect_fail_blame("ec-cert.pem", "p384-key.pem", "or EC P-256", KEY);
+	expect_fail_blame("ec-cert.pem", "enc-key.pem", "encrypted", KEY);
 	/* Swapped: a key where the certificate goes and the other way round. */
-	expect_fail("ec-key.pem", "ec-cert.pem", "certificate:");
-	expect_fail("ec-cert.pem", "ec-cert.pem", "key:");
+	expect_fail_blame("ec-key.pem", "ec-cert.pem", "certificate:", CERT);
+	expect_fail_blame("ec-cert.pem", "ec-cert.pem", "key:", KEY);
 }
 
 static void test_empty_and_huge(void **state)
@@ -106,8 +113,11 @@ static void test_empty_and_huge(void **state)
 	assert_non_null(strstr(err, "key: empty"));
 	assert_int_equal(tls_keys_load(&k, NULL, 10, kb.p, kb.n, tls_host_rng, NULL, err, sizeof(err)), -1);
 	assert_int_equal(load(&k, big, kb), -1);
-	assert_non_null(strstr(err, "64 KiB"));
+	assert_non_null(strstr(err, "certificate: larger than 64 KiB"));
+	assert_int_equal(tls_keys_blame(err), TLS_KEYS_BLAME_CERT);
 	assert_int_equal(load(&k, c, big), -1);
+	assert_non_null(strstr(err, "key: larger than 64 KiB"));
+	assert_int_equal(tls_keys_blame(err), TLS_KEYS_BLAME_KEY);
 	assert_int_equal(tls_host_heap.blocks, 0);
 	free(big.p);
 	free(c.p);

@@ -36,9 +36,9 @@ def make(*args):
 
 
 
-def boot_and_get(boot, cmdline=""):
+def boot_and_get(boot, cmdline="", image=None):
     port, sport = free_tcp_port(), free_tcp_port()
-    vm = boot(image=os.path.join(BUILD, "vireo.img"), cmdline=cmdline, extra=[
+    vm = boot(image=image or os.path.join(BUILD, "vireo.img"), cmdline=cmdline, extra=[
         "-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:80,"
         f"hostfwd=tcp:127.0.0.1:{sport}-:443",
         "-device", "virtio-net-pci,netdev=n0,romfile="])
@@ -87,6 +87,109 @@ def test_mismatched_key_refused_http_serves(boot, tmp_path):
     assert status == 200
     status, _, body = get("/metrics")
     assert parse_prometheus(body.decode())["vireo_tls_ready"] == 0
+
+
+# ---- EFI/vireo/tls/cert.pem and key.pem on the ESP (docs/https.md) ----
+
+ESP = "@@1M"  # images/lib.sh: the ESP starts at sector 2048 of every vireo disk
+PEM_CERT = r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----"
+
+
+def image_with_tls_files(tmp_path, files):
+    """A copy of the TLS image whose ESP holds files ({name: bytes}) in
+    EFI/vireo/tls/, written with mtools as an operator would."""
+    img = tmp_path / "vireo-esp-tls.img"
+    shutil.copyfile(os.path.join(BUILD, "vireo.img"), img)
+    env = dict(os.environ, MTOOLS_SKIP_CHECK="1")
+    for d in ("::/EFI/vireo", "::/EFI/vireo/tls"):
+        subprocess.run(["mmd", "-i", f"{img}{ESP}", d], env=env, capture_output=True)  # may exist
+    for name, data in files.items():
+        src = tmp_path / name
+        src.write_bytes(data)
+        subprocess.run(["mcopy", "-o", "-i", f"{img}{ESP}", str(src), f"::/EFI/vireo/tls/{name}"],
+                       check=True, env=env)
+    return str(img)
+
+
+def openssl(*args):
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+def ca_and_leaf(tmp_path):
+    """A CA (EC P-256) and an RSA-2048 leaf it signed: (chain PEM leaf
+    first, leaf key PEM, CA key path)."""
+    t = str(tmp_path)
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", f"{t}/ca-key.pem", "-out", f"{t}/ca.pem", "-days", "2", "-subj", "/CN=vireo test ESP CA")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{t}/leaf-key.pem", "-out", f"{t}/leaf.csr",
+            "-subj", "/CN=localhost")
+    openssl("x509", "-req", "-in", f"{t}/leaf.csr", "-CA", f"{t}/ca.pem", "-CAkey", f"{t}/ca-key.pem",
+            "-CAcreateserial", "-out", f"{t}/leaf.pem", "-days", "2")
+    with open(f"{t}/leaf.pem", "rb") as a, open(f"{t}/ca.pem", "rb") as b, open(f"{t}/leaf-key.pem", "rb") as k:
+        return a.read() + b.read(), k.read()
+
+
+def test_esp_certificate_chain_preferred_over_built_in(boot, tmp_path):
+    need_image()
+    chain, key = ca_and_leaf(tmp_path)
+    img = image_with_tls_files(tmp_path, {"cert.pem": chain, "key.pem": key})
+    vm, get = boot_and_get(boot, image=img)
+    assert re.search(r"^tls: RSA 2048 key, certificate from the ESP \(EFI/vireo/tls/cert.pem, "
+                     r"EFI/vireo/tls/key.pem; preferred over the built-in development one\)$", vm.text, re.M), vm.text
+    assert "DEVELOPMENT" not in vm.text
+    assert vm.ready.group(4) == "443", vm.ready.group(0)
+    req = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    rc, out = s_client(vm.sport, "-showcerts", "-CAfile", str(tmp_path / "ca.pem"), "-verify_return_error",
+                       data=req)
+    assert rc == 0, out[-2000:]
+    assert "Verify return code: 0 (ok)" in out, out[-2000:]
+    assert "HTTP/1.1 200 OK" in out and "\nok\n" in out
+    served = re.findall(PEM_CERT, out, re.S)
+    assert served == re.findall(PEM_CERT, chain.decode(), re.S) and len(served) == 2
+    with open(os.path.join(BUILD, "tls", "dev-cert.pem")) as f:
+        assert re.findall(PEM_CERT, f.read(), re.S)[0] not in served
+    assert metrics(get)["vireo_tls_ready"] == 1
+
+
+def test_esp_mismatched_pair_refused_http_serves(boot, tmp_path):
+    need_image()
+    chain, _ = ca_and_leaf(tmp_path)
+    openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", str(tmp_path / "other.pem"))
+    img = image_with_tls_files(tmp_path, {"cert.pem": chain, "key.pem": (tmp_path / "other.pem").read_bytes()})
+    vm, get = boot_and_get(boot, image=img)
+    assert re.search(r"^tls: EFI/vireo/tls/key.pem and EFI/vireo/tls/cert.pem: key does not match the "
+                     r"certificate .*; HTTPS off, HTTP unaffected$", vm.text, re.M), vm.text
+    # No silent fall-back to the built-in key.
+    assert "DEVELOPMENT" not in vm.text and "certificate from" not in vm.text
+    assert vm.ready.group(3) is None, vm.ready.group(0)
+    status, _, _ = get("/")
+    assert status == 200
+    assert metrics(get)["vireo_tls_ready"] == 0
+
+
+def test_esp_oversized_cert_and_missing_key_refused(boot, tmp_path):
+    # One byte past BOOT_TLS_FILE_MAX (64 KiB): boot/ refuses it unread; with
+    # no key.pem beside it, that is said too.
+    need_image()
+    img = image_with_tls_files(tmp_path, {"cert.pem": b"#" * (64 * 1024 + 1)})
+    vm, get = boot_and_get(boot, image=img)
+    assert re.search(r"^tls: EFI/vireo/tls/cert.pem: larger than 65536 bytes, refused; HTTPS off, "
+                     r"HTTP unaffected$", vm.text, re.M), vm.text
+    assert re.search(r"^tls: EFI/vireo/tls/key.pem: missing \(give both", vm.text, re.M), vm.text
+    assert vm.ready.group(3) is None, vm.ready.group(0)
+    status, _, _ = get("/")
+    assert status == 200
+
+
+def test_esp_malformed_key_named(boot, tmp_path):
+    need_image()
+    chain, key = ca_and_leaf(tmp_path)
+    img = image_with_tls_files(tmp_path, {"cert.pem": chain, "key.pem": key[:len(key) // 2]})
+    vm, get = boot_and_get(boot, image=img)
+    assert re.search(r"^tls: EFI/vireo/tls/key.pem: key: does not parse .*; HTTPS off, HTTP unaffected$",
+                     vm.text, re.M), vm.text
+    assert vm.ready.group(3) is None, vm.ready.group(0)
+    assert get("/")[0] == 200
 
 
 # ---- HTTPS ----
