@@ -1,6 +1,6 @@
 /* TLS for the appliance (built with make TLS=1): mbedTLS 3.6 over a bounded
  * heap of its own, seeded from the kernel CSPRNG, and the certificate and key
- * baked into the image at build time.
+ * baked into the image at build time or found on the ESP (EFI/vireo/tls/).
  *
  * Memory bound. mbedTLS allocates only from the TLS heap, TLS_HEAP_BYTES
  * carved from the page allocator once at start-up; an allocation that does
