@@ -116,7 +116,7 @@ IMAGE := $(BUILD)/vireo.img
 PVH   := $(BUILD)/vireo.elf
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
-	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks bench-upload params
+	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks bench-upload bench-tls params
 all: $(EFI) $(PVH)
 
 $(BUILD)/k/boot/%.o: boot/%.c
@@ -313,6 +313,11 @@ bench-boot: deps-test $(IMAGE)
 bench: deps-test
 	$(Q)MAKE="$(MAKE)" tests/bench/bench.sh
 
+# HTTPS side by side: vireo (make TLS=1, built into build/bench-tls/) and the
+# nginx peer serving HTTPS, through the shared harness's run.sh --tls.
+bench-tls: deps-test
+	$(Q)MAKE="$(MAKE)" tests/bench/bench_tls.sh
+
 # Upload MB/s through TCP echo with receive TSO on and off (vnet.guest_tso),
 # over a tap in a namespace; BENCH_REPS uploads (3) of BENCH_MIB MiB (16)
 # per mode, each checked byte for byte; BENCH_MEM (256). Needs root.
@@ -378,6 +383,9 @@ help:
 	@echo "  make bench      vireo vs. nginx on Linux (shared harness, TCG, tap): table + build/bench/summary.json"
 	@echo "                  (BENCH_REPS=3 BENCH_DURATION=10 BENCH_EXTRA_REPS=2 BENCH_MEM=256, -m of both guests;"
 	@echo "                  about 20 min; needs root)"
+	@echo "  make bench-tls  HTTPS: vireo (TLS=1) vs nginx serving HTTPS, shared harness --tls:"
+	@echo "                  https req/s c1/c32, 64 KiB MB/s, handshakes/s (BENCH_REPS=1"
+	@echo "                  BENCH_DURATION=5 BENCH_MEM=256; about 6 min; needs root)"
 	@echo "  make bench-upload  upload MB/s through TCP echo, receive TSO on and off (tap;"
 	@echo "                  BENCH_REPS=3 BENCH_MIB=16 BENCH_MEM=256; about 2 min; needs root)"
 	@echo "  make bench-attacks  SYN flood, out-of-order pinning, fragment trains, slot hog, orphan"
