@@ -881,11 +881,32 @@ static u32 server_or_default(u32 v, u32 def)
 	return v ? v : def;
 }
 
+/* Binds pcb (NULL: its allocation failed) to port on every address and
+ * listens; *out is the listening pcb. Returns 0 or -ENOMEM/-EIO, pcb closed. */
+static int server_listen_on(struct altcp_pcb *pcb, u16 port, struct altcp_pcb **out)
+{
+	err_t err;
+
+	if (!pcb)
+		return -ENOMEM;
+	err = altcp_bind(pcb, IP_ANY_TYPE, port);
+	if (err != ERR_OK) {
+		altcp_close(pcb);
+		return -EIO;
+	}
+	*out = altcp_listen_with_backlog_and_err(pcb, TCP_DEFAULT_LISTEN_BACKLOG, &err);
+	if (!*out) {
+		altcp_close(pcb);
+		return err == ERR_MEM ? -ENOMEM : -EIO;
+	}
+	return 0;
+}
+
 int http_server_start(u16 port, const struct http_server_cfg *cfg)
 {
 	struct http_server_cfg none = { 0 };
-	struct altcp_pcb *pcb, *lpcb;
-	err_t err;
+	struct altcp_pcb *lpcb;
+	int rc;
 
 	if (server.listen)
 		return -EBUSY;
@@ -901,19 +922,9 @@ int http_server_start(u16 port, const struct http_server_cfg *cfg)
 	server.tab.max_conns = server.cfg.max_conns;
 	server.tab.max_per_src = server.cfg.max_per_src;
 
-	pcb = altcp_tcp_new_ip_type(IPADDR_TYPE_ANY);
-	if (!pcb)
-		return -ENOMEM;
-	err = altcp_bind(pcb, IP_ANY_TYPE, port);
-	if (err != ERR_OK) {
-		altcp_close(pcb);
-		return -EIO;
-	}
-	lpcb = altcp_listen_with_backlog_and_err(pcb, TCP_DEFAULT_LISTEN_BACKLOG, &err);
-	if (!lpcb) {
-		altcp_close(pcb);
-		return err == ERR_MEM ? -ENOMEM : -EIO;
-	}
+	rc = server_listen_on(altcp_tcp_new_ip_type(IPADDR_TYPE_ANY), port, &lpcb);
+	if (rc)
+		return rc;
 	server.listen = lpcb;
 	__builtin_memset(&http_server_stats, 0, sizeof http_server_stats);
 	altcp_accept(lpcb, server_on_accept);
@@ -989,24 +1000,14 @@ void http_server_handshake_end(void *arg)
 #if LWIP_ALTCP_TLS
 int http_server_listen_tls(u16 port, struct altcp_tls_config *conf)
 {
-	struct altcp_pcb *pcb, *lpcb;
-	err_t err;
+	struct altcp_pcb *lpcb;
+	int rc;
 
 	if (!server.listen || server.listen_tls)
 		return -EBUSY;
-	pcb = altcp_tls_new(conf, IPADDR_TYPE_ANY);
-	if (!pcb)
-		return -ENOMEM;
-	err = altcp_bind(pcb, IP_ANY_TYPE, port);
-	if (err != ERR_OK) {
-		altcp_close(pcb);
-		return -EIO;
-	}
-	lpcb = altcp_listen_with_backlog_and_err(pcb, TCP_DEFAULT_LISTEN_BACKLOG, &err);
-	if (!lpcb) {
-		altcp_close(pcb);
-		return err == ERR_MEM ? -ENOMEM : -EIO;
-	}
+	rc = server_listen_on(altcp_tls_new(conf, IPADDR_TYPE_ANY), port, &lpcb);
+	if (rc)
+		return rc;
 	server.listen_tls = lpcb;
 	altcp_arg(lpcb, &server.listen_tls);
 	altcp_accept(lpcb, server_on_accept);
