@@ -91,6 +91,7 @@ struct vnet {
 	u16 mtu;
 	bool link_up;
 	u32 link_resumes;
+	u32 announces;			/* VIRTIO_NET_S_ANNOUNCE requests taken */
 	struct vnet_qstats st[2];
 	struct vnet_ctrl_cmd cmd;	/* built here ... */
 	struct vnet_ctrl_cmd ctrl_q[CTRL_QUEUE];	/* ... queued here, oldest first ... */
@@ -818,6 +819,7 @@ void vnet_get_stats(struct vnet *vn, struct vnet_stats *st)
 	st->coal = vn->coal.stats;
 	st->resets = vn->key->resets;
 	st->link_resumes = vn->link_resumes;
+	st->announces = vn->announces;
 }
 
 /* `fault net-needs-reset` (debug only): the next receive buffer posted to the
@@ -901,8 +903,18 @@ static void vnet_read_link(struct vnet *vn, bool announce_log)
 	if (up != vn->link_up || announce_log)
 		kprintf("virtio%u: net: link %s\n", d->index, up ? "up" : "down");
 	vnet_set_link(vn, up);
+	/* Spec 5.1.6.5.4 (Gratuitous Packet Sending): processing the
+	 * notification "involves: 1. Sending the gratuitous packets (eg. ARP)
+	 * or marking there are pending gratuitous packets to be sent and
+	 * letting deferred routine to send them. 2. Sending
+	 * VIRTIO_NET_CTRL_ANNOUNCE_ACK command through control vq." So the
+	 * upper layer sends first (on the transmit queue, ahead of the ack),
+	 * then the ack clears the bit. */
 	if ((status & VIRTIO_NET_S_ANNOUNCE) && virtio_has(d, VIRTIO_NET_F_GUEST_ANNOUNCE)) {
 		kprintf("virtio%u: net: announce requested\n", d->index);
+		vn->announces++;
+		if (vn->attached && vn->up.announce)
+			vn->up.announce(vn->up.ctx);
 		if (vnet_ctrl_announce_ack(&vn->cmd) >= 0 && (err = vnet_ctrl_queue(vn)))
 			kprintf("virtio%u: net: announce ack not sent (%d)\n", d->index, err);
 	}

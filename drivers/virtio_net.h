@@ -62,6 +62,11 @@ struct vnet_upper {
 	/* The device is done with the buffers sent with token. */
 	void (*tx_done)(void *ctx, void *token);
 	void (*link)(void *ctx, bool up);
+	/* Optional (may be NULL). The device asked the driver to announce
+	 * itself (VIRTIO_NET_S_ANNOUNCE, GUEST_ANNOUNCE negotiated: typically
+	 * just after a live migration): send the gratuitous packets now. The
+	 * driver sends VIRTIO_NET_CTRL_ANNOUNCE_ACK once this returns. */
+	void (*announce)(void *ctx);
 };
 
 struct vnet_info {
@@ -100,6 +105,7 @@ struct vnet_stats {
 	struct coal_stats coal;
 	u32 resets;			/* DEVICE_NEEDS_RESET recoveries */
 	u32 link_resumes;		/* link-up transitions: rings re-kicked and polled */
+	u32 announces;			/* announce requests taken (GUEST_ANNOUNCE) */
 };
 
 /* The first virtio-net device that probed, or NULL. */

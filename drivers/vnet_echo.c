@@ -63,7 +63,7 @@ static void vnet_echo_link(void *ctx, bool up)
 static void vnet_echo_attach(void *arg)
 {
 	struct vnet *vn = vnet_get();
-	struct vnet_upper up = { vn, vnet_echo_rx, vnet_echo_tx_done, vnet_echo_link };
+	struct vnet_upper up = { vn, vnet_echo_rx, vnet_echo_tx_done, vnet_echo_link, NULL };
 	struct vnet_info info;
 
 	(void)arg;

@@ -348,9 +348,10 @@ static err_t netif_vnet_linkoutput(struct netif *n, struct pbuf *p)
  * the address is here again. lwIP sends the gratuitous ARP for IPv4 from
  * netif_set_link_up (LWIP_ACD is 0, see netif_issue_reports) but has no
  * such advertisement. Override set, Solicited and Router clear. */
-static void netif_vnet_announce_ip6(struct netif *n)
+static unsigned netif_vnet_announce_ip6(struct netif *n)
 {
 	ip6_addr_t allnodes;
+	unsigned sent = 0;
 
 	ip6_addr_set_allnodes_linklocal(&allnodes);
 	ip6_addr_assign_zone(&allnodes, IP6_MULTICAST, n);
@@ -378,10 +379,38 @@ static void netif_vnet_announce_ip6(struct netif *n)
 		/* The netif never offloads ICMPv6 checksums: always computed. */
 		sum = ip6_chksum_pseudo(p, IP6_NEXTH_ICMP6, p->tot_len, a, &allnodes);
 		memcpy(m + 2, &sum, 2);
-		ip6_output_if(p, a, &allnodes, 255, 0, IP6_NEXTH_ICMP6, n);
+		if (ip6_output_if(p, a, &allnodes, 255, 0, IP6_NEXTH_ICMP6, n) == ERR_OK)
+			sent++;
 		pbuf_free(p);
 		ND6_STATS_INC(nd6.xmit);
 	}
+	return sent;
+}
+
+/* The device asks us to announce ourselves (virtio-net GUEST_ANNOUNCE; QEMU
+ * does after a live migration and on QMP announce-self): the switch in
+ * front of the new host has not seen our MAC yet, and neighbours may hold
+ * stale entries. A gratuitous ARP (RFC 5227 3: an ARP request with our
+ * address as both sender and target, to broadcast) moves the bridge's
+ * forwarding entry and refreshes IPv4 caches; an unsolicited neighbour
+ * advertisement per valid IPv6 address (link-local and global alike) does
+ * the same for IPv6. With no IPv4 address yet (DHCP pending) there is
+ * nothing to claim: the NA for the link-local address still goes. */
+static void netif_vnet_announce(void *ctx)
+{
+	unsigned na;
+	bool arp = false;
+
+	(void)ctx;
+	if (!netif_is_up(&nif) || !netif_is_link_up(&nif)) {
+		kprintf("net: announce skipped: link down\n");
+		return;
+	}
+	if (!ip4_addr_isany_val(*netif_ip4_addr(&nif)))
+		arp = etharp_gratuitous(&nif) == ERR_OK;
+	na = netif_vnet_announce_ip6(&nif);
+	kprintf("net: announced: %s, %u neighbour advertisement%s\n", arp ? "gratuitous ARP" : "no ARP", na,
+		na == 1 ? "" : "s");
 }
 
 static void netif_vnet_link(void *ctx, bool up)
@@ -464,7 +493,8 @@ struct netif *netif_vnet_add(void)
 
 void netif_vnet_attach(void)
 {
-	static const struct vnet_upper up = { NULL, netif_vnet_rx, netif_vnet_tx_done, netif_vnet_link };
+	static const struct vnet_upper up = { NULL, netif_vnet_rx, netif_vnet_tx_done, netif_vnet_link,
+						netif_vnet_announce };
 
 	if (!vn)
 		return;

@@ -141,6 +141,9 @@ static void app_vnet_metrics(struct metrics_buf *b)
 		       st.resets);
 	metrics_simple(b, "vireo_vnet_link_resumes_total", METRICS_COUNTER,
 		       "Link-up transitions: rings reclaimed, notified and polled", st.link_resumes);
+	metrics_simple(b, "vireo_vnet_announces_total", METRICS_COUNTER,
+		       "Announce requests from the device (GUEST_ANNOUNCE: after a live migration) answered",
+		       st.announces);
 	ksnprintf(labels, sizeof labels, "queue=\"rx\",mode=\"%s\",where=\"%s\"",
 		  coal_mode_names[st.coal_mode < 3 ? st.coal_mode : 0], st.coal_device ? "device" : "driver");
 	metrics_family(b, "vireo_vnet_coalesce_frames", METRICS_GAUGE, "Completions gathered per interrupt, in force");

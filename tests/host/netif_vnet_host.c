@@ -58,3 +58,29 @@ unsigned nvh_backlog_len(void)
 {
 	return bl_len;
 }
+
+/* The netif as netif_vnet_add makes it (netif_vnet_netif_init, our MAC),
+ * down and without addresses: the test sets them. nvh_netif_remove()
+ * takes it out of lwIP's list again. */
+struct netif *nvh_netif_add(const u8 mac[6])
+{
+	ip4_addr_t zero;
+
+	memcpy(info.mac, mac, ETH_HWADDR_LEN);
+	info.mtu = 1500;
+	ip4_addr_set_zero(&zero);
+	if (!netif_add(&nif, &zero, &zero, &zero, NULL, netif_vnet_netif_init, netif_input))
+		return NULL;
+	return &nif;
+}
+
+void nvh_netif_remove(void)
+{
+	netif_remove(&nif);
+}
+
+/* What the driver calls on VIRTIO_NET_S_ANNOUNCE. */
+void nvh_announce(void)
+{
+	netif_vnet_announce(NULL);
+}

@@ -3,6 +3,7 @@
 #define VIREO_NETIF_VNET_HOST_H
 
 #include "drivers/virtio_net.h"
+#include "lwip/netif.h"
 #include "lwip/pbuf.h"
 
 void nvh_setup(struct vnet *fake);
@@ -13,5 +14,8 @@ err_t nvh_linkoutput(struct pbuf *p);
 void nvh_tx_done(void *token);
 void nvh_link(bool up);
 unsigned nvh_backlog_len(void);
+struct netif *nvh_netif_add(const u8 mac[6]);
+void nvh_netif_remove(void);
+void nvh_announce(void);
 
 #endif

@@ -16,6 +16,8 @@
 #include "net/net.h"
 #include "lwip/init.h"
 #include "lwip/pbuf.h"
+#include "lwip/netif.h"
+#include "lwip/ip_addr.h"
 #include "net/tso_out.h"
 #include "tests/host/netif_vnet_host.h"
 #include "kernel/byteorder.h"
@@ -29,6 +31,10 @@ static void *sent[MAXSENT];
 static unsigned sent_flags[MAXSENT], sent_n[MAXSENT];
 static u8 sent_hdr[MAXSENT][64];	/* the first bytes of each frame's first piece */
 static unsigned nsent, calls;
+#define FULL_MAX 32
+#define FULL_LEN 256
+static u8 sent_full[FULL_MAX][FULL_LEN];	/* the whole of the first frames */
+static u32 sent_len[FULL_MAX];
 
 struct vnet *vnet_get(void)
 {
@@ -80,6 +86,17 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 	sent_flags[nsent] = flags;
 	sent_n[nsent] = n;
 	memcpy(sent_hdr[nsent], sg[0].addr, sg[0].len < 64 ? sg[0].len : 64);
+	if (nsent < FULL_MAX) {
+		u32 at = 0;
+
+		for (unsigned i = 0; i < n; i++) {
+			u32 k = sg[i].len < FULL_LEN - at ? sg[i].len : FULL_LEN - at;
+
+			memcpy(sent_full[nsent] + at, sg[i].addr, k);
+			at += k;
+		}
+		sent_len[nsent] = at;
+	}
 	sent[nsent++] = token;
 	return 0;
 }
@@ -177,6 +194,123 @@ static void test_backlog_counters(void **state)
 	assert_ptr_equal(sent[NFRAMES], frames[0]);
 	nvh_tx_done(sent[NFRAMES]);
 	assert_int_equal(netif_vnet_tx_stats.in_driver, 0);
+}
+
+/* ---- GUEST_ANNOUNCE: what goes out when the device asks ---- */
+
+static const u8 ann_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+
+/* The Internet checksum of an ICMPv6 message with its pseudo-header
+ * (RFC 8200 8.1), computed here independently of lwIP: 0 when correct. */
+static u16 icmp6_sum(const u8 *ip6)
+{
+	u32 len = (u32)ip6[4] << 8 | ip6[5], sum = 0;
+
+	for (unsigned i = 8; i < 40; i += 2)	/* source and destination */
+		sum += (u32)ip6[i] << 8 | ip6[i + 1];
+	sum += len + 58;
+	for (u32 i = 0; i < len; i += 2)
+		sum += (u32)ip6[40 + i] << 8 | (i + 1 < len ? ip6[40 + i + 1] : 0);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (u16)~sum;
+}
+
+static void check_na(unsigned i, const u8 addr[16])
+{
+	static const u8 allnodes_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
+	static const u8 allnodes[16] = { 0xff, 0x02, [15] = 1 };
+	const u8 *f = sent_full[i], *ip = f + 14, *m = ip + 40;
+
+	assert_int_equal(sent_len[i], 14 + 40 + 32);
+	assert_memory_equal(f, allnodes_mac, 6);
+	assert_memory_equal(f + 6, ann_mac, 6);
+	assert_int_equal(get_be16(f + 12), 0x86dd);
+	assert_int_equal(get_be16(ip + 4), 32);		/* payload length */
+	assert_int_equal(ip[6], 58);			/* ICMPv6 */
+	assert_int_equal(ip[7], 255);			/* hop limit (RFC 4861 7.1.2) */
+	assert_memory_equal(ip + 8, addr, 16);
+	assert_memory_equal(ip + 24, allnodes, 16);
+	assert_int_equal(m[0], 136);			/* neighbour advertisement */
+	assert_int_equal(m[1], 0);
+	assert_int_equal(m[4], 0x20);			/* Override; not Router, not Solicited */
+	assert_memory_equal(m + 8, addr, 16);		/* target */
+	assert_int_equal(m[24], 2);			/* target link-layer address */
+	assert_int_equal(m[25], 1);
+	assert_memory_equal(m + 26, ann_mac, 6);
+	assert_int_equal(icmp6_sum(ip), 0);
+}
+
+static void test_announce(void **state)
+{
+	static const u8 ll[16] = { 0xfe, 0x80, [8] = 0x50, 0x54, 0x00, 0xff, 0xfe, 0x12, 0x34, 0x56 };
+	static const u8 global[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 2 };
+	static const u8 tentative[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 3 };
+	static const u8 bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	ip4_addr_t ip, mask, gw;
+	ip6_addr_t a6;
+	struct netif *n;
+	unsigned before;
+	const u8 *f;
+
+	n = nvh_netif_add(ann_mac);
+	assert_non_null(n);
+	IP4_ADDR(&ip, 10, 77, 0, 2);
+	IP4_ADDR(&mask, 255, 255, 255, 0);
+	IP4_ADDR(&gw, 10, 77, 0, 1);
+	netif_set_addr(n, &ip, &mask, &gw);
+	memcpy(a6.addr, ll, 16);
+	ip6_addr_clear_zone(&a6);
+	netif_ip6_addr_set(n, 0, &a6);
+	netif_ip6_addr_set_state(n, 0, IP6_ADDR_PREFERRED);
+	memcpy(a6.addr, global, 16);
+	netif_ip6_addr_set(n, 1, &a6);
+	netif_ip6_addr_set_state(n, 1, IP6_ADDR_PREFERRED);
+	memcpy(a6.addr, tentative, 16);
+	netif_ip6_addr_set(n, 2, &a6);
+	netif_ip6_addr_set_state(n, 2, IP6_ADDR_TENTATIVE);
+
+	/* Down: nothing to say, nothing sent. */
+	before = nsent;
+	nvh_announce();
+	assert_int_equal(nsent, before);
+
+	netif_set_up(n);
+	netif_set_link_up(n);		/* lwIP's own reports: not ours to check */
+	before = nsent;
+	nvh_announce();
+	/* A gratuitous ARP, then one NA per valid address; the tentative one
+	 * is DAD's to speak for. */
+	assert_int_equal(nsent, before + 3);
+	assert_true(nsent <= FULL_MAX);
+	f = sent_full[before];
+	assert_true(sent_len[before] >= 42);
+	assert_memory_equal(f, bcast, 6);
+	assert_memory_equal(f + 6, ann_mac, 6);
+	assert_int_equal(get_be16(f + 12), 0x0806);
+	assert_int_equal(get_be16(f + 14), 1);		/* Ethernet */
+	assert_int_equal(get_be16(f + 16), 0x0800);
+	assert_int_equal(f[18], 6);
+	assert_int_equal(f[19], 4);
+	assert_int_equal(get_be16(f + 20), 1);		/* request (RFC 5227 3) */
+	assert_memory_equal(f + 22, ann_mac, 6);	/* sender: us */
+	assert_memory_equal(f + 28, &ip.addr, 4);
+	assert_memory_equal(f + 38, &ip.addr, 4);	/* target: our own address */
+	check_na(before + 1, ll);
+	check_na(before + 2, global);
+
+	/* Without an IPv4 address (DHCP not done) only the NAs go. */
+	netif_set_ipaddr(n, IP4_ADDR_ANY4);
+	before = nsent;
+	nvh_announce();
+	assert_int_equal(nsent, before + 2);
+	check_na(before, ll);
+	check_na(before + 1, global);
+
+	for (unsigned i = 0; i < nsent; i++)
+		nvh_tx_done(sent[i]);
+	netif_set_down(n);
+	nvh_netif_remove();
 }
 
 /* The driver fails the add of the first parked frame and takes the link
@@ -400,6 +534,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tx_error_releases_backlog, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_backlog_counters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tso_merged_frame, setup_tso, teardown_tso),
+		cmocka_unit_test_setup_teardown(test_announce, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tso_single_segment_alone, setup_tso, teardown_tso),
 		cmocka_unit_test_setup_teardown(test_tso_order_kept, setup_tso, teardown_tso),
 		cmocka_unit_test_setup_teardown(test_tso_link_down_in_flush, setup_tso, teardown_tso),

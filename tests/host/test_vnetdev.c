@@ -1052,8 +1052,73 @@ static void test_link_flaps(void **state)
 	assert_int_equal(up.link_ups, 11);
 	assert_int_equal(up.link_downs, 10);
 	assert_int_equal(dev.announce_acks, 1);
+	assert_int_equal(up.announces, 1);
 	vnet_get_info(vn, &info);
 	assert_true(info.link_up);
+	check_all();
+}
+
+/* GUEST_ANNOUNCE (spec 5.1.6.5.4): on a config interrupt with
+ * VIRTIO_NET_S_ANNOUNCE the upper layer's announce() runs first (it sends
+ * its gratuitous frames on the transmit queue), then the driver sends
+ * VIRTIO_NET_CTRL_ANNOUNCE_ACK; once per request, and never when the
+ * feature was not negotiated (the bit then means nothing). */
+static unsigned acks_at_announce, ntx_at_announce;
+
+static void announce_sends(struct upper *u)
+{
+	acks_at_announce = dev.announce_acks;
+	ntx_at_announce = dev.ntx;
+	make_frame(frame, 60, 7);
+	assert_int_equal(up_send(u, 0, frame, 60, 1, 0), 0);
+	make_frame(frame, 86, 8);
+	assert_int_equal(up_send(u, 1, frame, 86, 1, 0), 0);
+}
+
+static void test_announce_then_ack(void **state)
+{
+	struct vnet_stats st;
+	unsigned ncmds;
+
+	bring_up(MODERN | EVIDX | CTRL | F(VIRTIO_NET_F_GUEST_ANNOUNCE), 64);
+	dev.tx_auto = true;
+	up.on_announce = announce_sends;
+	ncmds = dev.ncmds;
+	vd_set_link(&dev, true, true);
+	run();
+	assert_int_equal(up.announces, 1);
+	assert_int_equal(acks_at_announce, 0);		/* frames first, ack after */
+	assert_int_equal(dev.ntx, ntx_at_announce + 2);
+	assert_int_equal(dev.announce_acks, 1);
+	assert_int_equal(dev.ncmds, ncmds + 1);
+	assert_int_equal(dev.cmds[(dev.ncmds - 1) % VD_CMD_LOG].cls, VIRTIO_NET_CTRL_ANNOUNCE);
+	assert_int_equal(up.link_ups, 1);		/* no link change */
+	/* A plain config interrupt (the bit cleared by the ack) announces nothing. */
+	vd_set_link(&dev, true, false);
+	run();
+	assert_int_equal(up.announces, 1);
+	/* The next request (another migration) is answered again. */
+	vd_set_link(&dev, true, true);
+	run();
+	assert_int_equal(up.announces, 2);
+	assert_int_equal(dev.announce_acks, 2);
+	stats(&st);
+	assert_int_equal(st.announces, 2);
+	check_all();
+}
+
+static void test_announce_needs_feature(void **state)
+{
+	struct vnet_stats st;
+
+	/* Offered but masked out is the same as not offered: CTRL_VQ alone. */
+	bring_up(MODERN | EVIDX | CTRL, 64);
+	vd_set_link(&dev, true, true);
+	run();
+	assert_int_equal(up.announces, 0);
+	assert_int_equal(dev.announce_acks, 0);
+	stats(&st);
+	assert_int_equal(st.announces, 0);
 	check_all();
 }
 
@@ -1723,6 +1788,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_tx_queue_broken_takes_link_down, teardown),
 		cmocka_unit_test_teardown(test_tx_csum_offload, teardown),
 		cmocka_unit_test_teardown(test_link_flaps, teardown),
+		cmocka_unit_test_teardown(test_announce_then_ack, teardown),
+		cmocka_unit_test_teardown(test_announce_needs_feature, teardown),
 		cmocka_unit_test_teardown(test_link_up_recovers_lost_events, teardown),
 		cmocka_unit_test_teardown(test_reset_with_buffers_held, teardown),
 		cmocka_unit_test_teardown(test_reset_changes_buffer_size, teardown),

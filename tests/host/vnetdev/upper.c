@@ -92,6 +92,15 @@ static void up_link(void *ctx, bool up)
 		u->link_downs++;
 }
 
+static void up_announce(void *ctx)
+{
+	struct upper *u = ctx;
+
+	u->announces++;
+	if (u->on_announce)
+		u->on_announce(u);
+}
+
 void up_init(struct upper *u)
 {
 	memset(u, 0, sizeof(*u));
@@ -106,7 +115,7 @@ void up_fini(struct upper *u)
 
 int up_attach(struct upper *u, struct vnet *vn)
 {
-	struct vnet_upper up = { u, up_rx, up_tx_done, up_link };
+	struct vnet_upper up = { u, up_rx, up_tx_done, up_link, up_announce };
 
 	u->vn = vn;
 	return vnet_attach(vn, &up);

@@ -30,6 +30,8 @@ struct upper {
 	unsigned last_flags, last_segs;
 	bool link, link_known;
 	unsigned link_ups, link_downs;
+	unsigned announces;		/* announce() calls */
+	void (*on_announce)(struct upper *u);	/* run inside announce(), if set */
 	struct up_token tok[UP_TOKENS];
 	unsigned tx_sent, tx_done;
 	unsigned errors;
