@@ -1,0 +1,372 @@
+"""Live migration under load (issue 17): vireo (OVMF, TCG) serving on a tap,
+a client keeping requests going, the whole machine moved to a second QEMU
+on this host, and nothing lost.
+
+Layout, all inside one network namespace of the test's own:
+
+    client (10.77.0.1 on br0) -- br0 --+-- tap0 -- source QEMU
+                                       +-- tap1 -- destination QEMU (-incoming)
+
+Both QEMUs get the same command line (the same image read-only, a copy of
+the same OVMF variable store: the flash contents travel in the migration
+stream anyway, the same devices at the same addresses), the destination
+only adds -incoming and its own tap. The bridge learned the guest's MAC on
+tap0; after the switch the guest's gratuitous ARP (GUEST_ANNOUNCE: QEMU
+sets VIRTIO_NET_S_ANNOUNCE on the destination) moves that entry to tap1.
+
+Checks: zero failed requests across the switch (a connection reset, a
+timeout, a short or wrong body all count: TCP must survive), the console
+answers a shell command on the destination, a capture on tap1 shows the
+gratuitous ARP and the unsolicited neighbour advertisement, the bridge's
+entry for the guest's MAC is on tap1. Prints query-migrate's downtime and
+total time.
+
+The lock-down pair (virtio.features=): a destination whose NIC does not
+offer RING_PACKED refuses a guest that negotiated it (QEMU's virtio_load:
+"Features ... unsupported"); the migration fails and the source keeps
+running and serving. The same destination accepts a guest booted with the
+mask that leaves RING_PACKED out.
+
+Every load loop is bounded (stop() in finally, and a request cap)."""
+import os
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mxlib  # noqa: E402
+from mxlib import GUEST_MAC, INDEX, NsClient, Vm, nsmod, read_responses  # noqa: E402
+
+GUEST_IP = "10.77.0.2"
+HOST_IP = "10.77.0.1"
+GUEST_LL = bytes.fromhex("fe80000000000000505400fffe123456")
+GUEST_LL_TEXT = mxlib.GUEST_LL
+MIG_PORT = 4444
+RING_PACKED = 34
+NO_PACKED = 0xFFFFFFFFFFFFFFFF & ~(1 << RING_PACKED)
+# Both sides: the destination reports the outcome of loading the state
+# back to the source. Without it the source calls a migration "completed"
+# once it has sent everything and stays paused even when the destination
+# then refuses the device state (seen here with the lock-down pair below:
+# the guest was lost); with it the source sees "failed" and resumes.
+RETURN_PATH = [{"capability": "return-path", "state": True}]
+LOAD_CAP = 200000  # requests per load thread, whatever happens
+
+# About 50 s for the three tests on a shared 2-core host: part of make test.
+pytestmark = pytest.mark.quick
+
+
+class BridgedNs:
+    """A namespace with br0 (the client's address) and two taps on it."""
+
+    def __init__(self):
+        self.ns = nsmod.Netns(tap="tap0")
+        try:
+            run = lambda *a: self.ns.run(*a, check=True)  # noqa: E731
+            run("ip", "addr", "flush", "dev", "tap0")
+            run("ip", "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0")
+            run("ip", "tuntap", "add", "dev", "tap1", "mode", "tap")
+            for tap in ("tap0", "tap1"):
+                run("ip", "link", "set", tap, "master", "br0")
+                run("ip", "link", "set", tap, "up")
+            run("ip", "addr", "add", f"{HOST_IP}/24", "dev", "br0")
+            run("ip", "link", "set", "br0", "up")
+            self.ns.tap = "br0"  # where NsClient.add_source would add addresses
+        except BaseException:
+            self.ns.close()
+            raise
+
+    def fdb_port(self, mac=GUEST_MAC):
+        """The bridge port the guest's MAC is learned on, or None."""
+        out = self.ns.run("bridge", "fdb", "show", "br", "br0").stdout.decode()
+        for line in out.splitlines():
+            f = line.split()
+            if f and f[0] == mac and "dev" in f:
+                return f[f.index("dev") + 1]
+        return None
+
+    def close(self):
+        self.ns.close()
+
+
+def qemu_extra(tap, device_opts):
+    dev = f"virtio-net-pci,netdev=n0,id=nic0,romfile=,mac={GUEST_MAC},addr=0x3"
+    if device_opts:
+        dev += "," + device_opts
+    return ["-netdev", f"tap,id=n0,ifname={tap},script=no,downscript=no,vhost=off,vnet_hdr=on",
+            "-device", dev]
+
+
+def boot(bns, tap, device_opts="", cmdline="", incoming=False):
+    cl = f"ip={GUEST_IP}/24 gw={HOST_IP}" + (f" {cmdline}" if cmdline else "")
+    extra = qemu_extra(tap, device_opts)
+    if incoming:
+        extra += ["-incoming", f"tcp:127.0.0.1:{MIG_PORT}"]
+    vm = Vm(cmdline=cl, wrap=bns.ns.wrap, extra=extra)
+    if incoming:
+        try:
+            # QMP answers once QEMU has set up, the -incoming socket included.
+            assert vm.qmp("query-status")["status"] == "inmigrate"
+            vm.qmp("migrate-set-capabilities", capabilities=RETURN_PATH)
+        except BaseException:
+            vm.stop()
+            raise
+    return vm
+
+
+class MixedLoad:
+    """Two bounded client loops: keep-alive GETs on one connection held for
+    the whole run (mxlib.Load, no reconnect: a reset is a failure) and a
+    new connection per GET (Connection: close). Every exception counts as
+    a failure; nothing is retried."""
+
+    def __init__(self, client):
+        self.client = client
+        self.keep = mxlib.Load(client, conns=1, per_conn=None, timeout=30)
+        self.fresh_ok = 0
+        self.fresh_errors = []
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._fresh, daemon=True)
+
+    def _fresh(self):
+        req = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        for _ in range(LOAD_CAP):
+            if self.stopping.is_set():
+                return
+            try:
+                with self.client.connect(timeout=30) as s:
+                    s.sendall(req)
+                    (r,), _ = read_responses(s, 1)
+                if r[0] != 200 or r[2] != INDEX:
+                    raise AssertionError(f"bad response {r[0]} {len(r[2])} bytes")
+                self.fresh_ok += 1
+            except Exception as e:  # noqa: BLE001
+                self.fresh_errors.append(repr(e))
+            time.sleep(0.01)
+
+    def start(self):
+        self.keep.start()
+        self.thread.start()
+        return self
+
+    @property
+    def ok(self):
+        return self.keep.ok + self.fresh_ok
+
+    @property
+    def errors(self):
+        return self.keep.errors + self.fresh_errors
+
+    def stop(self):
+        self.stopping.set()
+        self.keep.stop()
+        self.thread.join(60)
+        assert not self.thread.is_alive(), "load did not finish"
+
+
+def wait_ok_grows(load, by, timeout=120):
+    """Waits until `by` more requests succeeded (the load is moving)."""
+    start = load.ok
+    deadline = time.monotonic() + timeout
+    while load.ok < start + by:
+        assert not load.errors, load.errors[:3]
+        assert load.keep.threads[0].is_alive() or load.keep.stopping.is_set(), "keep-alive loop ended"
+        assert time.monotonic() < deadline, f"only {load.ok - start} requests in {timeout}s"
+        time.sleep(0.1)
+
+
+def migrate(src, timeout=300):
+    """Starts the migration and polls query-migrate until it ends; returns
+    the final query-migrate answer."""
+    src.qmp("migrate-set-capabilities", capabilities=RETURN_PATH)
+    src.qmp("migrate-set-parameters", **{"max-bandwidth": 1 << 30, "downtime-limit": 300})
+    src.qmp("migrate", uri=f"tcp:127.0.0.1:{MIG_PORT}")
+    deadline = time.monotonic() + timeout
+    while True:
+        info = src.qmp("query-migrate")
+        if info.get("status") in ("completed", "failed", "cancelled"):
+            return info
+        assert time.monotonic() < deadline, f"migration still {info.get('status')} after {timeout}s"
+        time.sleep(0.1)
+
+
+def capture(bns, tap, path):
+    """tcpdump on tap (ARP and ICMPv6 only), writing packets as they come;
+    returns once it listens."""
+    p = bns.ns.popen("tcpdump", "-i", tap, "-U", "-n", "-w", path, "arp or icmp6",
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    line = p.stderr.readline().decode()
+    assert "listening" in line, line
+    return p
+
+
+def pcap_frames(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    magic = struct.unpack_from("<I", data)[0]
+    end = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
+    off, frames = 24, []
+    while off + 16 <= len(data):
+        incl = struct.unpack_from(end + "I", data, off + 8)[0]
+        frames.append(data[off + 16:off + 16 + incl])
+        off += 16 + incl
+    return frames
+
+
+def is_garp(f):
+    """An ARP request from the guest claiming its own address (RFC 5227 3)."""
+    mac = bytes.fromhex(GUEST_MAC.replace(":", ""))
+    ip = bytes(int(x) for x in GUEST_IP.split("."))
+    return (len(f) >= 42 and f[12:14] == b"\x08\x06" and f[20:22] == b"\x00\x01" and f[22:28] == mac
+            and f[28:32] == ip and f[38:42] == ip)
+
+
+def na_target(f):
+    """The target of an unsolicited (Solicited flag clear) neighbour
+    advertisement with Override set, or None."""
+    if len(f) < 14 + 40 + 24 or f[12:14] != b"\x86\xdd" or f[14 + 6] != 58:
+        return None
+    m = f[54:]
+    if m[0] != 136 or (m[4] & 0x40) or not (m[4] & 0x20):
+        return None
+    return bytes(m[8:24])
+
+
+def wait_ll_valid(bns, timeout=60):
+    """Waits until the guest answers on its link-local address: duplicate
+    address detection is over (lwIP neither answers for nor announces a
+    tentative address), so the announce after the switch covers it."""
+    deadline = time.monotonic() + timeout
+    while bns.ns.run("ping", "-6", "-c1", "-W1", f"{GUEST_LL_TEXT}%br0").returncode != 0:
+        assert time.monotonic() < deadline, "the guest's link-local address never answered"
+        time.sleep(0.5)
+
+
+def console_answers(vm, cmd="stats", pattern=r"^uptime \d+ ms"):
+    start = len(vm.text)
+    vm.send(cmd + "\n")
+    return vm.wait_for(pattern, timeout=60, start=start)
+
+
+@pytest.fixture
+def bns():
+    b = BridgedNs()
+    yield b
+    b.close()
+
+
+@pytest.mark.parametrize("ring", ["split", "packed"])
+def test_migration_under_load(bns, ring, tmp_path):
+    opts = "packed=on" if ring == "packed" else ""
+    src = dst = load = dump = None
+    client = NsClient(bns.ns, GUEST_IP)
+    try:
+        src = boot(bns, "tap0", opts)
+        src.wait_for(mxlib.READY, timeout=180)
+        feats = src.wait_for(r"^virtio\d+: features.*\bGUEST_ANNOUNCE\b.*$", timeout=5).group(0)
+        assert ("RING_PACKED" in feats) == (ring == "packed"), feats
+        wait_ll_valid(bns)
+        load = MixedLoad(client).start()
+        wait_ok_grows(load, 50)
+        assert bns.fdb_port() == "tap0"
+        dst = boot(bns, "tap1", opts, incoming=True)
+        pcap = str(tmp_path / "tap1.pcap")
+        dump = capture(bns, "tap1", pcap)
+        before = load.ok
+        t0 = time.monotonic()
+        info = migrate(src)
+        wall = time.monotonic() - t0
+        assert info["status"] == "completed", info
+        assert dst.qmp("query-status")["status"] == "running"
+        dst.wait_for(r"net: announced: gratuitous ARP, [1-9]\d* neighbour advertisement", timeout=60)
+        wait_ok_grows(load, 100)  # served from the destination
+        console_answers(dst)
+        load.stop()
+        after = load.ok
+        print(f"\nmigration ({ring}): downtime {info.get('downtime')} ms, total {info.get('total-time')} ms "
+              f"(wall {wall:.1f} s), setup {info.get('setup-time')} ms, "
+              f"{info.get('ram', {}).get('transferred', 0) / 2**20:.1f} MiB sent; "
+              f"{after} requests ({before} before), 0 failed")
+        assert not load.errors, load.errors[:5]
+        time.sleep(0.5)
+        dump.terminate()
+        dump.wait(10)
+        frames = pcap_frames(pcap)
+        assert any(is_garp(f) for f in frames), f"no gratuitous ARP on tap1 in {len(frames)} frames"
+        targets = {na_target(f) for f in frames} - {None}
+        assert GUEST_LL in targets, f"no unsolicited NA for the link-local address: {targets}"
+        assert bns.fdb_port() == "tap1"
+        status, _, body = client.get("/metrics")
+        assert status == 200, status
+        m = mxlib.parse_prometheus(body.decode())
+        assert m.get("vireo_vnet_announces_total", 0) >= 1, m.get("vireo_vnet_announces_total")
+    finally:
+        if load is not None and not load.stopping.is_set():
+            load.stop()
+        if dump is not None and dump.poll() is None:
+            dump.kill()
+            dump.wait(10)
+        for vm in (dst, src):
+            if vm is not None:
+                vm.stop()
+        client.close_ns()
+
+
+def test_lockdown_refuses_then_accepts(bns):
+    """A guest that negotiated RING_PACKED cannot move to a NIC without it:
+    the destination refuses it, the source keeps serving. Booted with
+    virtio.features= leaving RING_PACKED out, it moves to that NIC."""
+    client = NsClient(bns.ns, GUEST_IP)
+    src = dst = load = None
+    try:
+        src = boot(bns, "tap0", "packed=on")
+        src.wait_for(mxlib.READY, timeout=180)
+        feats = src.wait_for(r"^virtio\d+: features.*\bGUEST_ANNOUNCE\b.*$", timeout=5).group(0)
+        assert "RING_PACKED" in feats, feats
+        load = MixedLoad(client).start()
+        wait_ok_grows(load, 30)
+        dst = boot(bns, "tap1", "packed=off", incoming=True)
+        info = migrate(src)
+        assert info["status"] == "failed", info
+        dst.proc.wait(60)
+        assert dst.proc.returncode != 0
+        refusal = dst.wait_for(r"^.*[Ff]eatures 0x[0-9a-f]+ unsupported.*$", timeout=5).group(0)
+        print(f"\nlock-down: the destination refused: {refusal.strip()}")
+        dst.stop()
+        dst = None
+        deadline = time.monotonic() + 30
+        while src.qmp("query-status")["status"] != "running":
+            assert time.monotonic() < deadline, src.qmp("query-status")
+            time.sleep(0.1)
+        wait_ok_grows(load, 50)  # the source still serves, nothing was lost
+        load.stop()
+        assert not load.errors, load.errors[:5]
+        src.stop()
+        src = None
+        load = None
+
+        src = boot(bns, "tap0", "packed=on", cmdline=f"virtio.features={NO_PACKED:#x}")
+        src.wait_for(mxlib.READY, timeout=180)
+        feats = src.wait_for(r"^virtio\d+: features.*\bGUEST_ANNOUNCE\b.*$", timeout=5).group(0)
+        assert "RING_PACKED" not in feats, feats
+        load = MixedLoad(client).start()
+        wait_ok_grows(load, 30)
+        dst = boot(bns, "tap1", "packed=off", incoming=True)
+        info = migrate(src)
+        assert info["status"] == "completed", info
+        wait_ok_grows(load, 50)
+        load.stop()
+        assert not load.errors, load.errors[:5]
+        print(f"\nlock-down: masked guest migrated, downtime {info.get('downtime')} ms, "
+              f"total {info.get('total-time')} ms")
+    finally:
+        if load is not None and not load.stopping.is_set():
+            load.stop()
+        for vm in (dst, src):
+            if vm is not None:
+                vm.stop()
+        client.close_ns()
