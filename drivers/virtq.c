@@ -37,7 +37,38 @@ struct virtq_layout {
 	u16 indirect_max;
 };
 
-/* ---- barriers, chosen once per queue ----------------------------------- */
+/* ---- barriers, chosen once per queue ----------------------------------- *
+ *
+ * Virtio 1.2 section 6 (Reserved Feature Bits), VIRTIO_F_ORDER_PLATFORM (36):
+ * "If this feature bit is negotiated, the ordering in effect for any memory
+ * accesses by the driver that need to be ordered in a specific way with
+ * respect to accesses by the device is the one suitable for devices
+ * described by the platform. This implies that the driver needs to use
+ * memory barriers suitable for devices described by the platform; e.g. for
+ * the PCI transport in the case of hardware PCI devices. If this feature bit
+ * is not negotiated, then the device and driver are assumed to be
+ * implemented in software, that is they can be assumed to run on identical
+ * CPUs in an SMP configuration. Thus a weaker form of memory barriers is
+ * sufficient to yield better performance." (6.1: "A driver SHOULD accept
+ * VIRTIO_F_ORDER_PLATFORM if it is offered.")
+ *
+ * So, per queue, fixed at virtq_init from the negotiated bit
+ * (virtio_core.c: weak_barriers = !ORDER_PLATFORM):
+ *   not negotiated (weak_barriers): the SMP barriers of kernel/arch.h,
+ *     dma_wmb()/dma_rmb() (compiler barriers: x86-TSO keeps stores in order
+ *     and loads in order as another CPU sees them) and dma_mb() (a locked
+ *     add: the one reordering TSO allows, store then load, needs it);
+ *   negotiated: the platform's device barriers, wmb() = sfence, rmb() =
+ *     lfence, mb() = mfence, which also order non-temporal and
+ *     write-combining accesses as a hardware device on the bus sees them.
+ * The notification itself needs no barrier of its own: every kick goes
+ * through virtq_kick_prepare(), whose virtq_mb() orders the published ring
+ * before the suppression read and the transport's uncached MMIO store
+ * (virtio_pci.c, virtio_mmio.c), which x86 never moves before older stores.
+ * QEMU 7.2's devices do not offer ORDER_PLATFORM (no property turns it on;
+ * the boot log's feature line never lists it), so under QEMU every queue
+ * takes the weak set; tests/host/test_vnetdev.c checks both choices by
+ * counting the barriers the host shim executes. */
 
 static inline void virtq_wmb(const struct virtq *vq)
 {

@@ -13,14 +13,18 @@
 #define barrier() __asm__ __volatile__("" ::: "memory")
 
 /* Full-strength barriers, for memory shared with real hardware
- * (VIRTIO_F_ORDER_PLATFORM) and for write-combining/uncached memory. */
+ * (VIRTIO_F_ORDER_PLATFORM: "memory barriers suitable for devices described
+ * by the platform", drivers/virtq.c) and for write-combining/uncached
+ * memory. */
 #define mb() __asm__ __volatile__("mfence" ::: "memory")
 #define rmb() __asm__ __volatile__("lfence" ::: "memory")
 #define wmb() __asm__ __volatile__("sfence" ::: "memory")
 
 /* Barriers for coherent write-back memory shared with a device or another
- * CPU (a hypervisor's device model). x86 is TSO: loads are not reordered with
- * loads, stores not with stores, so only store->load needs a real fence. */
+ * CPU (a hypervisor's device model: virtio without ORDER_PLATFORM, "assumed
+ * to run on identical CPUs in an SMP configuration"). x86 is TSO: loads are
+ * not reordered with loads, stores not with stores, so only store->load
+ * needs a real fence. */
 #define dma_rmb() barrier()
 #define dma_wmb() barrier()
 #define dma_mb() __asm__ __volatile__("lock; addl $0,-8(%%rsp)" ::: "memory", "cc")

@@ -21,6 +21,7 @@
 #include "tests/host/shim/hostk.h"
 #include "tests/host/vnetdev/hostbus.h"
 #include "tests/host/vnetdev/upper.h"
+#include <arch.h>
 #include "tests/host/vnetdev/vnet_host.h"
 #include "tests/host/vnetdev/vnetdev.h"
 
@@ -1058,6 +1059,66 @@ static void test_link_flaps(void **state)
 	check_all();
 }
 
+/* ---- VIRTIO_F_ORDER_PLATFORM: which barrier set each queue uses ---- */
+
+/* Sends and completes a frame, takes a received one: the queues publish,
+ * kick (with the suppression check) and read used entries. Returns the
+ * barriers executed meanwhile. */
+static struct shim_barrier_counts barriers_of_traffic(void)
+{
+	struct shim_barrier_counts before = shim_barriers, d;
+
+	make_frame(frame, 60, 5);
+	assert_int_equal(up_send(&up, 0, frame, 60, 1, 0), 0);
+	run();
+	assert_int_equal(vd_tx_complete(&dev, 1, false), 1);
+	vd_irq(&dev, VD_TX, true);
+	run();
+	assert_int_equal(up.tx_done, 1);
+	vd_rx_posted(&dev);
+	assert_true(vd_rx_frame(&dev, NULL, frame, 60) > 0);
+	vd_irq(&dev, VD_RX, true);
+	run();
+	assert_int_equal(up.frames, 1);
+	up_release_all(&up);
+	run();
+	d.mb = shim_barriers.mb - before.mb;
+	d.rmb = shim_barriers.rmb - before.rmb;
+	d.wmb = shim_barriers.wmb - before.wmb;
+	d.dma_mb = shim_barriers.dma_mb - before.dma_mb;
+	d.dma_rmb = shim_barriers.dma_rmb - before.dma_rmb;
+	d.dma_wmb = shim_barriers.dma_wmb - before.dma_wmb;
+	return d;
+}
+
+static void test_order_platform_barriers(void **state)
+{
+	struct shim_barrier_counts d;
+
+	/* Offered and negotiated: the platform's device barriers only. */
+	bring_up(MODERN | EVIDX | F(VIRTIO_F_ORDER_PLATFORM), 64);
+	assert_false(dev.vq[VD_RX]->vq.weak_barriers);
+	assert_false(dev.vq[VD_TX]->vq.weak_barriers);
+	d = barriers_of_traffic();
+	assert_true(d.wmb > 0 && d.rmb > 0 && d.mb > 0);
+	assert_int_equal(d.dma_wmb + d.dma_rmb + d.dma_mb, 0);
+	check_all();
+}
+
+static void test_no_order_platform_barriers(void **state)
+{
+	struct shim_barrier_counts d;
+
+	/* Not offered (QEMU's devices): the lighter SMP barriers only. */
+	bring_up(MODERN | EVIDX, 64);
+	assert_true(dev.vq[VD_RX]->vq.weak_barriers);
+	assert_true(dev.vq[VD_TX]->vq.weak_barriers);
+	d = barriers_of_traffic();
+	assert_true(d.dma_wmb > 0 && d.dma_rmb > 0 && d.dma_mb > 0);
+	assert_int_equal(d.wmb + d.rmb + d.mb, 0);
+	check_all();
+}
+
 /* GUEST_ANNOUNCE (spec 5.1.6.5.4): on a config interrupt with
  * VIRTIO_NET_S_ANNOUNCE the upper layer's announce() runs first (it sends
  * its gratuitous frames on the transmit queue), then the driver sends
@@ -1789,6 +1850,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_tx_csum_offload, teardown),
 		cmocka_unit_test_teardown(test_link_flaps, teardown),
 		cmocka_unit_test_teardown(test_announce_then_ack, teardown),
+		cmocka_unit_test_teardown(test_order_platform_barriers, teardown),
+		cmocka_unit_test_teardown(test_no_order_platform_barriers, teardown),
 		cmocka_unit_test_teardown(test_announce_needs_feature, teardown),
 		cmocka_unit_test_teardown(test_link_up_recovers_lost_events, teardown),
 		cmocka_unit_test_teardown(test_reset_with_buffers_held, teardown),

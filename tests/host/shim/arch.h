@@ -9,12 +9,22 @@
 #define READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
 #define WRITE_ONCE(x, v) (*(volatile __typeof__(x) *)&(x) = (v))
 #define barrier() __asm__ __volatile__("" ::: "memory")
-#define mb() __atomic_thread_fence(__ATOMIC_SEQ_CST)
-#define rmb() __atomic_thread_fence(__ATOMIC_ACQUIRE)
-#define wmb() __atomic_thread_fence(__ATOMIC_RELEASE)
-#define dma_rmb() __atomic_thread_fence(__ATOMIC_ACQUIRE)
-#define dma_wmb() __atomic_thread_fence(__ATOMIC_RELEASE)
-#define dma_mb() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+
+/* Each barrier also counts itself, so a test can see which set code chose
+ * (drivers/virtq.c: the platform's with VIRTIO_F_ORDER_PLATFORM, the SMP
+ * ones without). A weak definition: every host program has it once. */
+struct shim_barrier_counts {
+	unsigned long mb, rmb, wmb;		/* platform (device) barriers */
+	unsigned long dma_mb, dma_rmb, dma_wmb;	/* SMP barriers */
+};
+__attribute__((weak)) struct shim_barrier_counts shim_barriers;
+#define SHIM_FENCE(counter, order) (shim_barriers.counter++, __atomic_thread_fence(order))
+#define mb() SHIM_FENCE(mb, __ATOMIC_SEQ_CST)
+#define rmb() SHIM_FENCE(rmb, __ATOMIC_ACQUIRE)
+#define wmb() SHIM_FENCE(wmb, __ATOMIC_RELEASE)
+#define dma_rmb() SHIM_FENCE(dma_rmb, __ATOMIC_ACQUIRE)
+#define dma_wmb() SHIM_FENCE(dma_wmb, __ATOMIC_RELEASE)
+#define dma_mb() SHIM_FENCE(dma_mb, __ATOMIC_SEQ_CST)
 
 /* One thread, nothing interrupts it: nothing to mask. */
 static inline u64 irq_save(void) { return 0; }
