@@ -17,7 +17,9 @@ sets VIRTIO_NET_S_ANNOUNCE on the destination) moves that entry to tap1.
 Checks: zero failed requests across the switch (a connection reset, a
 timeout, a short or wrong body all count: TCP must survive), the console
 answers a shell command on the destination, a capture on tap1 shows the
-gratuitous ARP and the unsolicited neighbour advertisement, the bridge's
+gratuitous ARP and an unsolicited neighbour advertisement for each of the
+guest's IPv6 addresses (link-local, and a global one it took by SLAAC from
+a router advertisement the test sends), the bridge's
 entry for the guest's MAC is on tap1. Prints query-migrate's downtime and
 total time.
 
@@ -29,6 +31,7 @@ mask that leaves RING_PACKED out.
 
 Every load loop is bounded (stop() in finally, and a request cap)."""
 import os
+import socket
 import struct
 import subprocess
 import sys
@@ -246,6 +249,33 @@ def wait_ll_valid(bns, timeout=60):
         time.sleep(0.5)
 
 
+GLOBAL_PREFIX = "2001:db8:77::"
+GUEST_GLOBAL = "2001:db8:77::5054:ff:fe12:3456"  # SLAAC from the MAC (EUI-64)
+RA_SCRIPT = """
+import sys
+from scapy.all import Ether, IPv6, ICMPv6ND_RA, ICMPv6NDOptPrefixInfo, sendp
+sendp(Ether(dst="33:33:00:00:00:01") / IPv6(src=sys.argv[1], dst="ff02::1", hlim=255) /
+      ICMPv6ND_RA(routerlifetime=0) /
+      ICMPv6NDOptPrefixInfo(prefix=sys.argv[2], prefixlen=64, L=1, A=1, validlifetime=86400,
+                            preferredlifetime=14400), iface="br0", verbose=False)
+"""
+
+
+def give_global(bns, timeout=60):
+    """A global IPv6 address for the guest: router advertisements (lifetime
+    0: a prefix, not a default router) for 2001:db8:77::/64 until the
+    guest answers on its SLAAC address."""
+    bns.ns.run("ip", "-6", "addr", "add", f"{GLOBAL_PREFIX}1/64", "dev", "br0", "nodad", check=True)
+    out = bns.ns.run("ip", "-6", "-o", "addr", "show", "dev", "br0", "scope", "link").stdout.decode()
+    src = out.split("inet6 ")[1].split("/")[0]
+    deadline = time.monotonic() + timeout
+    while True:
+        bns.ns.run(mxlib.PYTHON, "-c", RA_SCRIPT, src, GLOBAL_PREFIX, check=True, timeout=60)
+        if bns.ns.run("ping", "-6", "-c1", "-W2", GUEST_GLOBAL).returncode == 0:
+            return
+        assert time.monotonic() < deadline, "the guest never answered on its SLAAC address"
+
+
 def console_answers(vm, cmd="stats", pattern=r"^uptime \d+ ms"):
     start = len(vm.text)
     vm.send(cmd + "\n")
@@ -270,6 +300,7 @@ def test_migration_under_load(bns, ring, tmp_path):
         feats = src.wait_for(r"^virtio\d+: features.*\bGUEST_ANNOUNCE\b.*$", timeout=5).group(0)
         assert ("RING_PACKED" in feats) == (ring == "packed"), feats
         wait_ll_valid(bns)
+        give_global(bns)
         load = MixedLoad(client).start()
         wait_ok_grows(load, 50)
         assert bns.fdb_port() == "tap0"
@@ -282,7 +313,7 @@ def test_migration_under_load(bns, ring, tmp_path):
         wall = time.monotonic() - t0
         assert info["status"] == "completed", info
         assert dst.qmp("query-status")["status"] == "running"
-        dst.wait_for(r"net: announced: gratuitous ARP, [1-9]\d* neighbour advertisement", timeout=60)
+        dst.wait_for(r"net: announced: gratuitous ARP, 2 neighbour advertisements", timeout=60)
         wait_ok_grows(load, 100)  # served from the destination
         console_answers(dst)
         load.stop()
@@ -299,6 +330,8 @@ def test_migration_under_load(bns, ring, tmp_path):
         assert any(is_garp(f) for f in frames), f"no gratuitous ARP on tap1 in {len(frames)} frames"
         targets = {na_target(f) for f in frames} - {None}
         assert GUEST_LL in targets, f"no unsolicited NA for the link-local address: {targets}"
+        assert socket.inet_pton(socket.AF_INET6, GUEST_GLOBAL) in targets, \
+            f"no unsolicited NA for the global address: {targets}"
         assert bns.fdb_port() == "tap1"
         status, _, body = client.get("/metrics")
         assert status == 200, status
