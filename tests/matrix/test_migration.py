@@ -59,7 +59,7 @@ NO_PACKED = 0xFFFFFFFFFFFFFFFF & ~(1 << RING_PACKED)
 RETURN_PATH = [{"capability": "return-path", "state": True}]
 LOAD_CAP = 200000  # requests per load thread, whatever happens
 
-# The split, packed and lock-down tests take about 50-60 s together on the
+# The split, packed and lock-down tests take about 50-80 s together on the
 # shared 2-core host: marked quick, part of make test. The IOMMU row (about
 # 20 s more) is make test-matrix only.
 Q = pytest.mark.quick
