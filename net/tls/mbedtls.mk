@@ -48,7 +48,7 @@ $(TLS_LWIP_OBJS): $(BUILD)/tls-lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP) $(
 mbedtls-fetch: $(MBEDTLS_STAMP)
 
 # Both fetches share $(BUILD)/apt: lwIP's goes first.
-$(MBEDTLS_STAMP): net/fetch-mbedtls.sh net/debsrc.sh | $(LWIP_STAMP)
+$(MBEDTLS_STAMP): net/fetch-mbedtls.sh net/debsrc.sh net/patches-mbedtls $(wildcard net/patches-mbedtls/*.patch) | $(LWIP_STAMP)
 	$(Q)net/fetch-mbedtls.sh $(BUILD)
 
 # A static pattern rule: a plain %.o one would also "build" the .d files
