@@ -4,8 +4,10 @@
 # patches applied into BUILD/mbedtls-src/mbedtls. BUILD defaults to "build".
 # Invoked by net/tls/mbedtls.mk, only for builds with TLS. The fetch, the trust
 # chain and the stamp are net/debsrc.sh's (shared with net/fetch-lwip.sh).
-# vireo does not patch mbedTLS: everything it needs is in its config header
-# (net/tls/mbedtls_config.h) and the platform glue (net/tls/tls_port.c).
+# vireo's own patches (net/patches-mbedtls/, applied last) are kept to what
+# the config header (net/tls/mbedtls_config.h), the _ALT hooks and the
+# platform glue (net/tls/tls_port.c) cannot do: one, the TLS 1.3 server's
+# cipher suite order.
 set -euo pipefail
 
 DEB_SOURCE=mbedtls
@@ -18,7 +20,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 DEB_DIR=mbedtls-src
 DEB_TREE=mbedtls
 DEB_CHECK=(library/ssl_tls.c include/mbedtls/ssl.h include/mbedtls/build_info.h)
-DEB_PATCHDIR=
+DEB_PATCHDIR=$here/patches-mbedtls
 DEB_MIRROR=${LWIP_DEBIAN_MIRROR:-}
 DEB_MIRROR_VAR=LWIP_DEBIAN_MIRROR
 DEB_LABEL=mbedTLS

@@ -44,11 +44,44 @@ static bool https_redirect;
 CMDLINE_PARAM(http_redirect, .key = "http.redirect", .type = CMDLINE_BOOL, .dst = &https_redirect,
 	      .def = "off", .help = "answer plain HTTP with 301 to HTTPS, except /healthz (when HTTPS is on)");
 
+/* The handshake limits (https.h): the defaults keep one client or a small NAT
+ * (a browser opens 6 connections at once) within its share; behind a proxy or
+ * load balancer every connection comes from one address, and
+ * https.handshakes_per_source= up to https.handshakes= lets it use them all. */
+_Static_assert(HTTPS_MAX_CONNS == 64, "the .max of the two keys below (literal for tools/cmdline_table.py)");
+static u64 https_handshakes_opt = HTTPS_MAX_HANDSHAKES;
+CMDLINE_PARAM(https_handshakes, .key = "https.handshakes", .type = CMDLINE_UINT, .dst = &https_handshakes_opt,
+	      .min = 1, .max = 64, .def = "16",
+	      .help = "TLS handshakes running at once (of the 64 TLS connections; more are reset on accept)");
+static u64 https_handshakes_src_opt = HTTPS_MAX_HANDSHAKES_PER_SRC;
+CMDLINE_PARAM(https_handshakes_per_source, .key = "https.handshakes_per_source", .type = CMDLINE_UINT,
+	      .dst = &https_handshakes_src_opt, .min = 1, .max = 64, .def = "8",
+	      .help = "TLS handshakes at once from one address (IPv6 /64); raise it behind a proxy");
+
+/* Seconds between ticket key rotations (below). The floor keeps a ticket
+ * useful for one full handshake's round trips under emulation; the ceiling
+ * keeps a key's life (two periods) well inside TLS 1.3's 7-day limit on a
+ * ticket's lifetime. */
+static u64 https_ticket_rotate_opt = 3600;
+CMDLINE_PARAM(https_ticket_rotate, .key = "https.ticket_rotate", .type = CMDLINE_UINT,
+	      .dst = &https_ticket_rotate_opt, .min = 5, .max = 86400, .def = "3600",
+	      .help = "seconds between session-ticket key rotations (a ticket opens for one to two)");
+
 struct https_stats https_stats;
 
 u16 https_port(void)
 {
 	return (u16)https_port_opt;
+}
+
+u32 https_max_handshakes(void)
+{
+	return (u32)https_handshakes_opt;
+}
+
+u32 https_max_handshakes_per_src(void)
+{
+	return (u32)https_handshakes_src_opt;
 }
 
 #ifdef VIREO_TLS
@@ -72,13 +105,17 @@ static struct altcp_tls_config *https_conf;
 
 /*
  * Session tickets. mbedTLS's ticket module seals a session under one of two
- * keys (AES-256-GCM); https.c replaces the newer one with 32 bytes from the
- * CSPRNG every HTTPS_TICKET_ROTATE_S, so a ticket is accepted for one to
- * two periods after it was issued, and a key never outlives two periods.
- * The lifetime mbedTLS writes into tickets (a hint to clients) is the
- * same period.
+ * keys (AES-256-GCM); https.c replaces the older one with 32 bytes from the
+ * CSPRNG, and makes it the one new tickets are sealed with, every
+ * https.ticket_rotate= seconds (default 3600), so a ticket is accepted for
+ * one to two periods after it was issued, and a key never outlives two
+ * periods. The lifetime mbedTLS writes into tickets (how long a client may
+ * offer one) is two periods, the longest a ticket can open: clients drop a
+ * ticket older than that hint, and RFC 8446 4.6.1 lets the server refuse one
+ * sooner (a ticket issued late in a period opens for a little over one).
  */
-#define HTTPS_TICKET_ROTATE_S	3600u
+#define HTTPS_TICKET_ROTATE_S	((u32)https_ticket_rotate_opt)
+#define HTTPS_TICKET_LIFETIME_S	(2 * HTTPS_TICKET_ROTATE_S)
 static mbedtls_ssl_ticket_context https_ticket;
 static struct timer https_ticket_timer;
 
@@ -95,7 +132,7 @@ static void https_ticket_rotate(struct timer *t, void *arg)
 	random_bytes(name, sizeof name);
 	random_bytes(key, sizeof key);
 	if (mbedtls_ssl_ticket_rotate(&https_ticket, name, sizeof name, key, sizeof key,
-				      HTTPS_TICKET_ROTATE_S) == 0)
+				      HTTPS_TICKET_LIFETIME_S) == 0)
 		https_stats.ticket_rotations++;
 	__builtin_memset(key, 0, sizeof key);
 	timer_start(t, time_ns() + (u64)HTTPS_TICKET_ROTATE_S * NSEC_PER_SEC);
@@ -118,7 +155,7 @@ static int https_tickets_start(mbedtls_ssl_config *c)
 {
 	mbedtls_ssl_ticket_init(&https_ticket);
 	if (mbedtls_ssl_ticket_setup(&https_ticket, https_rng, NULL, MBEDTLS_CIPHER_AES_256_GCM,
-				     HTTPS_TICKET_ROTATE_S) != 0)
+				     HTTPS_TICKET_LIFETIME_S) != 0)
 		return -1;
 	mbedtls_ssl_conf_session_tickets_cb(c, mbedtls_ssl_ticket_write, https_ticket_parse, &https_ticket);
 	timer_init(&https_ticket_timer, https_ticket_rotate, NULL);

@@ -14,17 +14,20 @@
  * with 120 KiB to spare, so an accepted connection never finds the heap
  * full because of the others. Handshakes cost the most CPU (one ECDHE and
  * one signature each) and are what a flood makes: at most
- * HTTPS_MAX_HANDSHAKES run at once, HTTPS_MAX_HANDSHAKES_PER_SRC from one
- * source (IPv4 address, IPv6 /64); more are reset on accept (when all
- * HTTPS_MAX_HANDSHAKES are taken, a source running fewer than its share
- * evicts the oldest handshake of the source running the most), and the other
- * HTTPS_MAX_CONNS - HTTPS_MAX_HANDSHAKES slots stay for connections whose
- * handshake is done. A handshake is bounded in time by the server's header
- * timeout (accept to a complete first request head, 10 s).
+ * https.handshakes= (default HTTPS_MAX_HANDSHAKES) run at once,
+ * https.handshakes_per_source= (default HTTPS_MAX_HANDSHAKES_PER_SRC) from
+ * one source (IPv4 address, IPv6 /64); more are reset on accept (when all
+ * handshake slots are taken, a source running fewer than its share evicts
+ * the oldest handshake of the source running the most), and the other
+ * HTTPS_MAX_CONNS - https.handshakes slots stay for connections whose
+ * handshake is done. Both keys are bounded by HTTPS_MAX_CONNS (a handshake is
+ * a connection, so the heap arithmetic above holds whatever they are set
+ * to); a handshake is bounded in time by the server's header timeout (accept
+ * to a complete first request head, 10 s).
  */
 #define HTTPS_MAX_CONNS			64
-#define HTTPS_MAX_HANDSHAKES		16
-#define HTTPS_MAX_HANDSHAKES_PER_SRC	8
+#define HTTPS_MAX_HANDSHAKES		16	/* https.handshakes= default */
+#define HTTPS_MAX_HANDSHAKES_PER_SRC	8	/* https.handshakes_per_source= default */
 
 /* Why a handshake did not finish. */
 enum https_fail {
@@ -35,8 +38,8 @@ enum https_fail {
 	HTTPS_FAIL_OTHER,	/* any other mbedTLS error */
 	HTTPS_FAIL_CLOSED,	/* the peer closed or reset, or it was evicted */
 	HTTPS_FAIL_TIMEOUT,	/* the header timeout ran out */
-	HTTPS_FAIL_LIMIT,	/* refused on accept: HTTPS_MAX_HANDSHAKES or _CONNS */
-	HTTPS_FAIL_LIMIT_SOURCE, /* refused on accept: HTTPS_MAX_HANDSHAKES_PER_SRC */
+	HTTPS_FAIL_LIMIT,	/* refused on accept: https.handshakes= or HTTPS_MAX_CONNS */
+	HTTPS_FAIL_LIMIT_SOURCE, /* refused on accept: https.handshakes_per_source= */
 	HTTPS_FAIL_COUNT
 };
 
@@ -55,6 +58,9 @@ extern struct https_stats https_stats;
 
 /* The https= port, and whether http.redirect= asked for redirects. */
 u16 https_port(void);
+/* https.handshakes= and https.handshakes_per_source= (1-HTTPS_MAX_CONNS). */
+u32 https_max_handshakes(void);
+u32 https_max_handshakes_per_src(void);
 
 /* make TLS=1: after tls_start() succeeded, configure TLS (certificate, ALPN
  * http/1.1) and open the listener through http_server_listen_tls(); tells

@@ -770,11 +770,11 @@ static bool server_tls_admit(struct altcp_pcb *pcb)
 	}
 	conntab_src_of(altcp_get_ip(pcb, 0), &src);
 	mine = server_tls_handshakes_from(&src);
-	if (mine >= HTTPS_MAX_HANDSHAKES_PER_SRC) {
+	if (mine >= https_max_handshakes_per_src()) {
 		https_stats.failures[HTTPS_FAIL_LIMIT_SOURCE]++;
 		return false;
 	}
-	if (https_stats.handshakes_active >= HTTPS_MAX_HANDSHAKES) {
+	if (https_stats.handshakes_active >= https_max_handshakes()) {
 		victim = server_tls_victim(mine);
 		if (!victim) {
 			https_stats.failures[HTTPS_FAIL_LIMIT]++;

@@ -27,6 +27,11 @@ MBEDTLS_LIB_CFLAGS := -Inet/tls/include $(KCFLAGS) -nostdinc -isystem $(LWIP_GCC
 # release's library/ directory, read once the tree exists.
 MBEDTLS_SRCS = $(notdir $(wildcard $(MBEDTLS_SRCDIR)/library/*.c))
 MBEDTLS_OBJS = $(patsubst %.c,$(BUILD)/mbedtls/%.o,$(MBEDTLS_SRCS))
+# vireo's code behind mbedTLS's documented _ALT hooks (mbedtls_config.h says
+# which), archived with the library (as vireo-<name>.o) so every program that
+# links mbedTLS (the image, the host tests, the fuzzer) gets them.
+MBEDTLS_ALT_SRCS := net/tls/x25519_alt.c
+MBEDTLS_ALT_OBJS := $(patsubst net/tls/%.c,$(BUILD)/mbedtls/vireo-%.o,$(MBEDTLS_ALT_SRCS))
 
 TLS_SRCS := net/tls/tls_port.c net/tls/tls_keys.c net/tls/tls_libc.c
 # lwIP's TLS layer for altcp (net/patches/0003 ports it to mbedTLS 3).
@@ -43,7 +48,7 @@ $(TLS_LWIP_OBJS): $(BUILD)/tls-lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP) $(
 mbedtls-fetch: $(MBEDTLS_STAMP)
 
 # Both fetches share $(BUILD)/apt: lwIP's goes first.
-$(MBEDTLS_STAMP): net/fetch-mbedtls.sh net/debsrc.sh | $(LWIP_STAMP)
+$(MBEDTLS_STAMP): net/fetch-mbedtls.sh net/debsrc.sh net/patches-mbedtls $(wildcard net/patches-mbedtls/*.patch) | $(LWIP_STAMP)
 	$(Q)net/fetch-mbedtls.sh $(BUILD)
 
 # A static pattern rule: a plain %.o one would also "build" the .d files
@@ -53,16 +58,21 @@ $(MBEDTLS_OBJS): $(BUILD)/mbedtls/%.o: $(MBEDTLS_STAMP) net/tls/mbedtls_config.h
 	@$(if $(Q),echo "  CC      mbedtls/$*.c")
 	$(Q)$(CC) $(MBEDTLS_LIB_CFLAGS) -c $(MBEDTLS_SRCDIR)/library/$*.c -o $@
 
+$(MBEDTLS_ALT_OBJS): $(BUILD)/mbedtls/vireo-%.o: net/tls/%.c $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(wildcard net/tls/include/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(MBEDTLS_LIB_CFLAGS) -c $< -o $@
+
 # The object list is only known after the fetch: a recursive make builds the
 # archive once the stamp exists.
-$(MBEDTLS_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(wildcard net/tls/include/*.h)
+$(MBEDTLS_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(wildcard net/tls/include/*.h) $(MBEDTLS_ALT_SRCS)
 	$(Q)$(MAKE) --no-print-directory mbedtls-objs
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@
 	$(Q)$(AR) rcsD $@ $(BUILD)/mbedtls/*.o
 
 .PHONY: mbedtls-objs
-mbedtls-objs: $(MBEDTLS_OBJS)
+mbedtls-objs: $(MBEDTLS_OBJS) $(MBEDTLS_ALT_OBJS)
 
 $(BUILD)/k/net/tls/%.o: KCFLAGS += -nostdinc -isystem $(LWIP_GCC_INC) $(MBEDTLS_CFLAGS)
 $(TLS_OBJS): | $(MBEDTLS_STAMP)

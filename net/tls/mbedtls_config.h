@@ -149,6 +149,14 @@ int ksnprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((forma
 /* Fast modular reduction for the NIST prime (P-256): a few KiB of code for
  * several times faster handshakes. */
 #define MBEDTLS_ECP_NIST_OPTIM
+/* X25519: mbedTLS's Montgomery ladder over vireo's fixed-size field
+ * arithmetic (net/tls/x25519_alt.c: 5 x 51-bit limbs, no heap) for the
+ * ladder step and the final inversion, instead of general bignums; every
+ * TLS 1.3 handshake makes two of these multiplications. Only Curve25519
+ * (mbedtls_internal_ecp_grp_capable()); P-256 keeps mbedTLS's code. */
+#define MBEDTLS_ECP_INTERNAL_ALT
+#define MBEDTLS_ECP_DOUBLE_ADD_MXZ_ALT
+#define MBEDTLS_ECP_NORMALIZE_MXZ_ALT
 
 /* ---- symmetric --------------------------------------------------------- */
 #define MBEDTLS_CIPHER_C
@@ -175,17 +183,23 @@ int ksnprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((forma
  * secrets; MBEDTLS_PSA_KEY_SLOT_COUNT is set in net/tls/tls.h's terms. */
 #define MBEDTLS_PSA_KEY_SLOT_COUNT	256
 
-/* Only the cipher suites we want, strongest first (ciphersuite IDs from
- * ssl_ciphersuites.h). mbedTLS would otherwise offer everything compiled. */
+/* Only the cipher suites we want (ciphersuite IDs from ssl_ciphersuites.h;
+ * mbedTLS would otherwise offer everything compiled), in the server's order
+ * of preference, which decides under TLS 1.2 and, with
+ * net/patches-mbedtls/0001, under TLS 1.3 too. ChaCha20-Poly1305 first: with
+ * no AES-NI (-mgeneral-regs-only) AES-GCM is table lookups, several times
+ * slower here (64 KiB responses under TCG, docs/https.md) and open to cache
+ * timing, while ChaCha20 and Poly1305 are plain constant-time arithmetic.
+ * Then AES-128-GCM (10 rounds) before AES-256-GCM (14). */
 #define MBEDTLS_SSL_CIPHERSUITES \
+	MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256, \
 	MBEDTLS_TLS1_3_AES_128_GCM_SHA256, \
 	MBEDTLS_TLS1_3_AES_256_GCM_SHA384, \
-	MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256, \
+	MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, \
 	MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, \
 	MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, \
-	MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, \
+	MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256, \
 	MBEDTLS_TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, \
-	MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, \
-	MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256
+	MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384
 
 #endif

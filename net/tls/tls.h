@@ -7,10 +7,10 @@
  * not fit fails (that handshake or connection fails, nothing else does).
  * Per connection, with mbedtls_config.h's record buffers (in 16384 + ~90,
  * out 4096 + ~90), as measured by tests/host/test_tls_server.c (mbedTLS
- * 3.6.6, P-256 or RSA-2048 key): established, 21,650-22,546 bytes under
- * TLS 1.2 and 24,574-26,366 under TLS 1.3 (it keeps more per-connection
- * secrets); during the handshake, at most 29,806 bytes (TLS 1.3 with
- * RSA-2048). Bound used here: 30 KiB (30,720 bytes) a connection, whatever
+ * 3.6.6, P-256 or RSA-2048 key): established, 21,706-22,602 bytes under
+ * TLS 1.2 and 24,654-26,446 under TLS 1.3 (it keeps more per-connection
+ * secrets); during the handshake, at most 29,010 bytes (TLS 1.2 with
+ * RSA-2048; 29,806 before X25519 moved off mbedTLS's bignums). Bound used here: 30 KiB (30,720 bytes) a connection, whatever
  * its state. The keys and the ssl
  * config hold about 8 KiB. So the 2 MiB heap holds (2048 - 8) / 30 = 68
  * connections at once, handshaking or not; the HTTPS listener must admit no

@@ -15,6 +15,7 @@ share of samples, and the /metrics deltas of the transmit path over the run
   tests/bench/profile.py [--conns 32] [--seconds 10] [--path /64k.bin]
                          [--image build/vireo.img] [--mem 256] [--top 15]
                          [--cmdline "vnet.tso=off"] [--no-sample] [--callers]
+                         [--https] [--close]
 A figure, not a test: nothing here fails when the guest is slow."""
 import argparse
 import bisect
@@ -95,13 +96,17 @@ def main():
     ap.add_argument("--cmdline", default="")
     ap.add_argument("--no-sample", action="store_true", help="wrk and /metrics only (no QMP sampling)")
     ap.add_argument("--callers", action="store_true", help="also the caller of each sample (one frame up)")
+    ap.add_argument("--https", action="store_true", help="over HTTPS on port 443 (a make TLS=1 image)")
+    ap.add_argument("--close", action="store_true",
+                    help="'Connection: close' (with --https: a new TLS handshake per request)")
     a = ap.parse_args()
     addrs, names = symbols(a.so)
     with Guest(mem=a.mem, image=a.image, cmdline=a.cmdline) as g:
         m = re.search(r"image \d+ KiB at (0x[0-9a-f]+)", g.vm.text)
         base = int(m.group(1), 16) if m else 0
-        url = f"http://{g.ip}{a.path}"
-        g.ns.run("wrk", "-t1", "-c", str(a.conns), "-d", "2", url, timeout=60)  # warm-up
+        url = f"https://{g.ip}:443{a.path}" if a.https else f"http://{g.ip}{a.path}"
+        hdr = ["-H", "Connection: close"] if a.close else []
+        g.ns.run("wrk", "-t1", "-c", str(a.conns), "-d", "2", *hdr, url, timeout=60)  # warm-up
         before = g.metrics()
         rips, stop = [], threading.Event()
         callers = [] if a.callers else None
@@ -109,7 +114,7 @@ def main():
         if not a.no_sample:
             t.start()
         try:
-            r = g.ns.run("wrk", "-t1", "-c", str(a.conns), "-d", str(a.seconds), "--latency", url,
+            r = g.ns.run("wrk", "-t1", "-c", str(a.conns), "-d", str(a.seconds), "--latency", *hdr, url,
                          timeout=a.seconds + 60)
         finally:
             stop.set()

@@ -204,8 +204,15 @@ static int setup(void **state)
 
 static void test_tls13(void **state)
 {
-	/* The suite is the client's first choice among ours (OpenSSL: AES-256). */
-	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_3 -alpn http/1.1", "TLSv1.3", "TLS1-3-AES-256-GCM-SHA384");
+	/* The suite is the server's first choice among the client's
+	 * (net/patches-mbedtls/0001), whatever the client's order: OpenSSL
+	 * lists AES-256-GCM first, and with ChaCha20 last. */
+	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_3 -alpn http/1.1", "TLSv1.3", "TLS1-3-CHACHA20-POLY1305-SHA256");
+	client_ok("ec-cert.pem", "ec-key.pem",
+		  "-tls1_3 -ciphersuites TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256",
+		  "TLSv1.3", "TLS1-3-CHACHA20-POLY1305-SHA256");
+	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_3 -ciphersuites TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256",
+		  "TLSv1.3", "TLS1-3-AES-128-GCM-SHA256");
 	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_3 -ciphersuites TLS_AES_128_GCM_SHA256", "TLSv1.3",
 		  "TLS1-3-AES-128-GCM-SHA256");
 	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_3 -ciphersuites TLS_AES_256_GCM_SHA384", "TLSv1.3",
@@ -226,6 +233,9 @@ static void test_tls12(void **state)
 		  "TLS-ECDHE-ECDSA-WITH-CHACHA20-POLY1305-SHA256");
 	client_ok("rsa-cert.pem", "rsa-key.pem", "-tls1_2 -cipher ECDHE-RSA-AES256-GCM-SHA384", "TLSv1.2",
 		  "TLS-ECDHE-RSA-WITH-AES-256-GCM-SHA384");
+	/* 1.2 takes the server's order too (mbedTLS's own): ChaCha20 first. */
+	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_2 -cipher ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305",
+		  "TLSv1.2", "TLS-ECDHE-ECDSA-WITH-CHACHA20-POLY1305-SHA256");
 	/* X25519 key exchange in 1.2: with an RSA certificate (an ECDSA one
 	 * needs its own curve, P-256, among the client's groups: RFC 8422). */
 	client_ok("rsa-cert.pem", "rsa-key.pem", "-tls1_2 -groups X25519", "TLSv1.2", NULL);

@@ -18,9 +18,15 @@ $(MBEDTLS_HOST_OBJS): $(BUILD)/host/mbedtls/%.o: $(MBEDTLS_STAMP) net/tls/mbedtl
 	@$(if $(Q),echo "  HOSTCC  mbedtls/$*.c")
 	$(Q)$(HOST_CC) $(MBEDTLS_HOST_CFLAGS) -MF $@.d -c $(MBEDTLS_SRCDIR)/library/$*.c -o $@
 
+MBEDTLS_HOST_ALT_OBJS := $(patsubst net/tls/%.c,$(BUILD)/host/mbedtls/vireo-%.o,$(MBEDTLS_ALT_SRCS))
+$(MBEDTLS_HOST_ALT_OBJS): $(BUILD)/host/mbedtls/vireo-%.o: net/tls/%.c $(MBEDTLS_STAMP) net/tls/mbedtls_config.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  HOSTCC  $<")
+	$(Q)$(HOST_CC) $(MBEDTLS_HOST_CFLAGS) -MF $@.d -c $< -o $@
+
 .PHONY: mbedtls-host-objs
-mbedtls-host-objs: $(MBEDTLS_HOST_OBJS)
-$(MBEDTLS_HOST_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h
+mbedtls-host-objs: $(MBEDTLS_HOST_OBJS) $(MBEDTLS_HOST_ALT_OBJS)
+$(MBEDTLS_HOST_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(MBEDTLS_ALT_SRCS)
 	$(Q)$(MAKE) --no-print-directory mbedtls-host-objs
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@
@@ -47,6 +53,13 @@ $(TLS_FIX)/stamp: tests/host/tls.mk
 	openssl pkey -in ec-key.pem -outform DER -out ec-key.der; \
 	touch stamp
 
+# Curve25519 through mbedTLS's ladder with net/tls/x25519_alt.c's field
+# arithmetic: RFC 7748's vectors.
+HOST_TESTS += test_x25519
+test_x25519_SRCS := tests/host/test_x25519.c tests/host/tls_host.c $(MBEDTLS_HOST_LIB)
+$(BUILD)/host/test_x25519: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
+	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
+
 # The configuration as a server over loopback against openssl s_client.
 HOST_TESTS += test_tls_server
 test_tls_server_SRCS := tests/host/test_tls_server.c tests/host/tls_host.c net/tls/tls_keys.c $(MBEDTLS_HOST_LIB)
@@ -71,9 +84,15 @@ $(MBEDTLS_FUZZ_OBJS): $(BUILD)/fuzz/mbedtls/%.o: $(MBEDTLS_STAMP) net/tls/mbedtl
 	@$(if $(Q),echo "  FUZZCC  mbedtls/$*.c")
 	$(Q)$(FUZZ_CC) $(MBEDTLS_FUZZ_CFLAGS) -c $(MBEDTLS_SRCDIR)/library/$*.c -o $@
 
+MBEDTLS_FUZZ_ALT_OBJS := $(patsubst net/tls/%.c,$(BUILD)/fuzz/mbedtls/vireo-%.o,$(MBEDTLS_ALT_SRCS))
+$(MBEDTLS_FUZZ_ALT_OBJS): $(BUILD)/fuzz/mbedtls/vireo-%.o: net/tls/%.c $(MBEDTLS_STAMP) net/tls/mbedtls_config.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZCC  $<")
+	$(Q)$(FUZZ_CC) $(MBEDTLS_FUZZ_CFLAGS) -c $< -o $@
+
 .PHONY: mbedtls-fuzz-objs
-mbedtls-fuzz-objs: $(MBEDTLS_FUZZ_OBJS)
-$(MBEDTLS_FUZZ_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h
+mbedtls-fuzz-objs: $(MBEDTLS_FUZZ_OBJS) $(MBEDTLS_FUZZ_ALT_OBJS)
+$(MBEDTLS_FUZZ_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(MBEDTLS_ALT_SRCS)
 	$(Q)$(MAKE) --no-print-directory mbedtls-fuzz-objs
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@

@@ -20,7 +20,7 @@ import netns as nsmod  # noqa: E402
 from httpc import parse_prometheus, parse_response, read_all, read_responses  # noqa: E402,F401
 from vm import IMAGE, ROOT, Vm  # noqa: E402,F401
 
-READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
+READY = r"^vireo: ready ip=(\S+) http=(\d+)(?: https=\d+)?$"
 SITE = os.path.join(ROOT, "net", "app", "default-site")
 with open(os.path.join(SITE, "index.html"), "rb") as _f:
     INDEX = _f.read()
