@@ -160,6 +160,33 @@ static void prepare(u8 *mem, size_t size, u64 rsdp, unsigned flags)
 	}
 }
 
+/* DMAR: counts within the arrays, every unit's and RMRR's scopes inside
+ * the scope array, bases and ranges as the parser promises. */
+static void check_dmar(const struct acpi_dmar *d)
+{
+	u32 i;
+
+	if (d->unit_count > ACPI_DMAR_MAX_UNITS || d->rmrr_count > ACPI_DMAR_MAX_RMRR ||
+	    d->scope_count > ACPI_DMAR_MAX_SCOPES)
+		__builtin_trap();
+	for (i = 0; i < d->unit_count; i++) {
+		const struct acpi_drhd *u = &d->units[i];
+
+		if (!u->base || (u->base & 0xfff) || u->scope_first + u->scope_count > d->scope_count)
+			__builtin_trap();
+	}
+	for (i = 0; i < d->rmrr_count; i++) {
+		const struct acpi_rmrr *r = &d->rmrrs[i];
+
+		if (r->limit < r->base || (r->base & 0xfff) || (r->limit & 0xfff) != 0xfff ||
+		    r->scope_first + r->scope_count > d->scope_count)
+			__builtin_trap();
+	}
+	for (i = 0; i < d->scope_count; i++)
+		if (!d->scopes[i].path_len || d->scopes[i].path_len > ACPI_DMAR_MAX_PATH)
+			__builtin_trap();
+}
+
 static void check(const struct acpi_info *info, size_t size)
 {
 	const struct acpi_madt *m = &info->madt;
@@ -194,6 +221,7 @@ static void check(const struct acpi_info *info, size_t size)
 		__builtin_trap();
 	if (info->hpet.comparators > 32)
 		__builtin_trap();
+	check_dmar(&info->dmar);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
