@@ -33,6 +33,7 @@
 #include "kernel/io.h"
 #include "kernel/irq.h"
 #include "kernel/mm.h"
+#include "kernel/shell.h"
 #include "kernel/string.h"
 #include "kernel/time.h"
 
@@ -101,6 +102,7 @@ struct vtd_domain {
 	bool faulted;		/* this episode already logged and reported */
 	bool map_failed;	/* a map refusal already logged */
 	u64 faults;
+	u64 pages_ro, pages_rw;	/* leaf entries in each window */
 };
 
 struct vtd_unit {
@@ -600,6 +602,8 @@ dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool devi
 		if (err)
 			goto fail;
 		any |= added;
+		if (added)
+			*(device_writes ? &dom->pages_rw : &dom->pages_ro) += 1;
 	}
 	if (any) {
 		vtd_flush_lines(dom->unit, NULL, 0);	/* ordering only: the walk reads memory */
@@ -608,7 +612,7 @@ dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool devi
 		else
 			vtd_write_buffer_flush(dom->unit);
 	}
-	if (device_writes && vtd_selftest_stray && ++vtd_writable_maps == vtd_selftest_stray) {
+	if (device_writes && ++vtd_writable_maps == vtd_selftest_stray) {
 		kprintf("vtd%u: iommu.stray: handing %02x:%02x.%u the read-only address %#lx for a buffer it writes\n",
 			dom->unit->index, dom->bdf >> 8, (dom->bdf >> 3) & 31, dom->bdf & 7,
 			vtd_iova(pa, len, false));
@@ -628,7 +632,48 @@ fail:
 void vtd_domain_clear(struct vtd_domain *dom)
 {
 	vtd_pt_clear(&dom->pt);
+	dom->pages_ro = dom->pages_rw = 0;
 	vtd_inval_iotlb(dom->unit, dom->did);
 	dom->faulted = false;
 	dom->map_failed = false;
 }
+
+/* `iommu`: the units and their domains. */
+static void vtd_cmd_show(const char *args)
+{
+	unsigned i, k;
+
+	(void)args;
+	if (!vtd_nunits)
+		kprintf("iommu: no remapping unit in use\n");
+	for (i = 0; i < vtd_nunits; i++) {
+		struct vtd_unit *u = vtd_units[i];
+
+		kprintf("iommu: vtd%u translation %s, %u device(s) covered, %u domain(s)\n", u->index,
+			u->on && !u->broken ? "on" : "broken", u->covered, u->ndomains);
+		for (k = 0; k < u->ndomains; k++) {
+			struct vtd_domain *d = &u->domains[k];
+
+			kprintf("iommu: domain %u %02x:%02x.%u pages ro %lu rw %lu tables %lu faults %lu\n", d->did,
+				d->bdf >> 8, (d->bdf >> 3) & 31, d->bdf & 7, d->pages_ro, d->pages_rw,
+				d->pt.table_pages, d->faults);
+		}
+	}
+}
+SHELL_CMD(iommu, .name = "iommu", .fn = vtd_cmd_show, .help = "DMA remapping units and domains");
+
+/* `iommu-stray` (debug only): the next device-writable buffer any translated
+ * device is given goes out at its read-only address, so the device's write
+ * faults and the device is reset and probed again. */
+static void vtd_cmd_stray(const char *args)
+{
+	(void)args;
+	if (!vtd_nunits) {
+		kprintf("iommu-stray: no remapping unit in use\n");
+		return;
+	}
+	vtd_selftest_stray = vtd_writable_maps + 1;
+	kprintf("iommu-stray: armed: the next device-writable buffer gets a read-only address\n");
+}
+SHELL_CMD(iommu_stray, .name = "iommu-stray", .fn = vtd_cmd_stray, .debug = true,
+	  .help = "hand a device one writable buffer at its read-only address (fault and recovery test)");
