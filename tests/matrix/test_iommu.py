@@ -95,6 +95,7 @@ def test_pass_through_without_access_platform():
         g.log_clean()
 
 
+@pytest.mark.quick
 def test_stray_write_faults_and_recovers():
     """One receive buffer handed out at its read-only address: QEMU's unit
     refuses the device's write (reason 5), vireo logs it once, resets the
