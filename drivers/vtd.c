@@ -88,6 +88,7 @@
 #define VTD_MAX_DOMAINS	32
 #define VTD_DID_PT	1	/* pass-through; 0 is reserved in caching mode */
 #define VTD_WAIT_NS	1000000000ull
+#define VTD_RMRR_MAX	(256ull << 20)	/* 65,536 entries in 128-130 table pages */
 
 struct vtd_unit;
 
@@ -122,6 +123,7 @@ struct vtd_unit {
 	u16 next_did;
 	struct vtd_domain domains[VTD_MAX_DOMAINS];
 	unsigned covered;
+	u64 other_faults;	/* from devices without a domain of ours */
 };
 
 static struct vtd_unit *vtd_units[ACPI_DMAR_MAX_UNITS];
@@ -343,6 +345,8 @@ static void vtd_fault_irq(void *arg)
 			if (dom->faulted)
 				continue;	/* logged once per episode */
 			dom->faulted = true;
+		} else if (u->other_faults++) {
+			continue;	/* pass-through or unknown requesters: the first one only */
 		}
 		klog("vtd%u: fault: %02x:%02x.%u %s at %#lx: %s (reason %#x)%s", u->index, f.source >> 8,
 		     (f.source >> 3) & 31, f.source & 7, f.read ? "read" : "write", f.addr,
@@ -536,6 +540,41 @@ void vtd_init(void)
 		vtd_unit_init(&a->dmar, i);
 }
 
+/* Firmware's reserved regions (RMRRs) naming this device stay reachable at
+ * their own addresses (VT-d §8.4): identity entries, read-write. They lie
+ * below the windows (limit checked), so the two never collide. */
+static void vtd_map_rmrrs(struct vtd_domain *dom, const struct acpi_dmar *dmar)
+{
+	unsigned i, k;
+	bool added;
+
+	for (i = 0; i < dmar->rmrr_count; i++) {
+		const struct acpi_rmrr *r = &dmar->rmrrs[i];
+		bool mine = false;
+		u64 pa;
+
+		for (k = 0; k < r->scope_count && r->scope_first + k < dmar->scope_count; k++) {
+			u16 bdf;
+
+			if (!acpi_dmar_scope_bdf(&dmar->scopes[r->scope_first + k], vtd_cfg_read8, NULL, &bdf) &&
+			    bdf == dom->bdf)
+				mine = true;
+		}
+		if (!mine || r->segment != 0)
+			continue;
+		if (r->limit >= VTD_WIN_RO || r->limit - r->base >= VTD_RMRR_MAX) {
+			kprintf("vtd%u: RMRR %#lx-%#lx reaches the IOVA windows or is over 256 MiB; not mapped\n",
+				dom->unit->index, r->base, r->limit);
+			continue;
+		}
+		for (pa = r->base; pa < r->limit; pa += VTD_PAGE)
+			if (vtd_pt_map(&dom->pt, pa, pa, VTD_PTE_R | VTD_PTE_W, &added) < 0)
+				break;
+		kprintf("vtd%u: RMRR %#lx-%#lx identity-mapped for %02x:%02x.%u\n", dom->unit->index, r->base,
+			r->limit, dom->bdf >> 8, (dom->bdf >> 3) & 31, dom->bdf & 7);
+	}
+}
+
 struct vtd_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void *arg)
 {
 	const struct acpi_info *a = acpi_get();
@@ -557,6 +596,7 @@ struct vtd_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void 
 	if (dom) {
 		dom->fault = fault;	/* a re-probe: same domain, emptied on reset */
 		dom->fault_arg = arg;
+		vtd_map_rmrrs(dom, &a->dmar);
 		return dom;
 	}
 	if (u->ndomains == VTD_MAX_DOMAINS ||
@@ -580,6 +620,7 @@ struct vtd_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void 
 	dom->fault_arg = arg;
 	u->ndomains++;
 	u->next_did++;
+	vtd_map_rmrrs(dom, &a->dmar);
 	vtd_set_context(u, e, dom->pt.root_pa | 1, u->aw | ((u64)dom->did << 8));
 	kprintf("vtd%u: %02x:%02x.%u translated in domain %u\n", u->index, p->bus, p->dev, p->fn, dom->did);
 	return dom;
