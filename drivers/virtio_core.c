@@ -235,6 +235,8 @@ fail_vqs:
 	 * driver that did not is covered here, before the reset. */
 	virtio_quiesce(d);
 	virtio_core_reset_device(d);
+	if (d->dma && !d->dead)
+		vtd_domain_clear(d->dma);	/* the rings and buffers are freed next */
 	virtio_core_free_vqs(d);
 fail_irq:
 	virtio_quiesce(d);
