@@ -186,6 +186,8 @@ static bool vtd_qi_submit(struct vtd_unit *u, u64 lo, u64 hi)
 	u64 *d = &u->iq[2 * u->iq_tail];
 	u64 end = time_ns() + VTD_WAIT_NS;
 
+	if (u->broken)
+		return false;	/* logged once when it broke; never wait again */
 	d[0] = lo;
 	d[1] = hi;
 	u->iq_status = 0;
@@ -213,6 +215,8 @@ static bool vtd_reg_inval(struct vtd_unit *u, u32 off, u64 cmd, const char *what
 {
 	u64 end = time_ns() + VTD_WAIT_NS;
 
+	if (u->broken)
+		return false;
 	vtd_w64(u, off, cmd);
 	while (vtd_r64(u, off) & (1ull << 63)) {
 		if (time_ns() > end) {
