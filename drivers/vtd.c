@@ -232,7 +232,7 @@ static bool vtd_reg_inval(struct vtd_unit *u, u32 off, u64 cmd, const char *what
 /* GCMD.WBF is one-shot: set it, wait for WBFS to clear (§6.8). */
 static void vtd_write_buffer_flush(struct vtd_unit *u)
 {
-	if (!(u->cap & CAP_RWBF))
+	if (!(u->cap & CAP_RWBF) || u->broken)
 		return;
 	vtd_w32(u, VTD_GCMD, (vtd_r32(u, VTD_GSTS) & GS_KEEP) | GS_WBFS);
 	vtd_wait_gsts(u, GS_WBFS, false, "write buffer flush");
