@@ -61,7 +61,7 @@ KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel
 DRIVER_SRCS := drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
 	drivers/virtq.c drivers/virtio.c drivers/virtio_drivers.c drivers/virtio_core.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
 	drivers/virtio_rng.c drivers/virtio_selftest.c drivers/virtio_net.c drivers/vnet_echo.c drivers/vnet_hdr.c drivers/vnet_ctrl.c drivers/vnet_gso.c \
-	drivers/coalesce.c drivers/virtio_console.c drivers/virtio_mmio_parse.c drivers/virtio_mmio.c
+	drivers/coalesce.c drivers/virtio_console.c drivers/virtio_mmio_parse.c drivers/virtio_mmio.c drivers/vtd_pt.c drivers/vtd.c
 NET_SRCS    := net/sys_arch.c net/lwip_port.c net/segheap.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/tso_merge.c net/tso_out.c net/netif_vnet.c net/netup.c net/sntp.c net/sntp_msg.c net/syslog.c net/syslog_msg.c net/resolv.c net/app/app.c net/app/conntab.c net/app/http.c \
 	net/app/site.c net/app/site_esp.c net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c
 SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
@@ -366,11 +366,13 @@ help:
 	@echo "                  docs/appliance.md's command-line table matches the sources"
 	@echo "  make test-qemu  QEMU tests only"
 	@echo "  make test-matrix  the appliance in 25 virtio-net/machine configurations, TSO on"
-	@echo "                  a wire and off, uploads with receive TSO on and off, live migration under load,"
-	@echo "                  plus test-hostile (~11-13 min; needs root for a netns with a tap)"
+	@echo "                  a wire and off, uploads with receive TSO on and off, DMA through VT-d,"
+	@echo "                  live migration under load, plus test-hostile (~12-14 min; needs root for a"
+	@echo "                  netns with a tap)"
 	@echo "  make test-matrix-quick  4 of those configurations, ab -k -c 32 on 3 boots,"
-	@echo "                  TSO on a wire, uploads with receive TSO, live migration (split, packed,"
-	@echo "                  the virtio.features= lock-down pair) (part of make test, ~3 min)"
+	@echo "                  TSO on a wire, uploads with receive TSO, a VT-d fault and recovery,"
+	@echo "                  live migration (split, packed, the virtio.features= lock-down pair)"
+	@echo "                  (part of make test, ~3-4 min)"
 	@echo "  make test-hostile  malformed frames, SYN flood, receive-memory pinning, hostile"
 	@echo "                  HTTP clients, link down/up and device reset under load, TIME_WAIT"
 	@echo "                  reuse, ab -k -c 32 (~6 min when timed; see docs/testing.md)"

@@ -128,6 +128,36 @@ static bool acpi_find_s5(const struct boot_info *bi, const struct acpi_fadt *f)
 	return true;
 }
 
+static const char *const acpi_scope_names[] = { "?", "pci", "bridge", "ioapic", "hpet", "acpi" };
+
+/* One line per remapping unit and reserved region, then one per scope. */
+static void acpi_log_dmar(const struct acpi_dmar *d)
+{
+	u32 i, k;
+
+	if (!d->present)
+		return;
+	kprintf("acpi: dmar haw %u%s, %u unit(s), %u rmrr\n", d->haw,
+		(d->flags & ACPI_DMAR_INTR_REMAP) ? ", interrupt remapping" : "", d->unit_count,
+		d->rmrr_count);
+	for (i = 0; i < d->unit_count; i++) {
+		const struct acpi_drhd *u = &d->units[i];
+
+		kprintf("acpi: dmar unit %u at %#lx segment %u%s\n", i, u->base, u->segment,
+			u->include_all ? ", all pci devices not named elsewhere" : "");
+		for (k = 0; k < u->scope_count; k++) {
+			const struct acpi_dmar_scope *s = &d->scopes[u->scope_first + k];
+
+			kprintf("acpi: dmar unit %u scope %s id %u bus %u path %02x.%u%s\n", i,
+				acpi_scope_names[s->type < 6 ? s->type : 0], s->enum_id, s->start_bus,
+				s->path[0][0], s->path[0][1], s->path_len > 1 ? " ..." : "");
+		}
+	}
+	for (i = 0; i < d->rmrr_count; i++)
+		kprintf("acpi: dmar rmrr %#lx-%#lx segment %u, %u device(s)\n", d->rmrrs[i].base,
+			d->rmrrs[i].limit, d->rmrrs[i].segment, d->rmrrs[i].scope_count);
+}
+
 int acpi_init(const struct boot_info *bi)
 {
 	struct acpi_mem mem = { acpi_pm_map, (void *)bi };
@@ -173,6 +203,7 @@ int acpi_init(const struct boot_info *bi)
 		info->fadt.reset_supported ? (info->fadt.reset_reg.space_id == ACPI_GAS_SYSIO ? "port" : "mem")
 					   : "none",
 		info->fadt.reset_reg.address, info->fadt.reset_value, info->hpet.present ? info->hpet.base : 0);
+	acpi_log_dmar(&info->dmar);
 	acpi_apply(info);
 	s5_ok = acpi_find_s5(bi, &info->fadt);
 	return 0;

@@ -637,6 +637,224 @@ static bool acpi_hpet_parse(struct acpi_walk *w, const u8 *t, u32 len)
 	return true;
 }
 
+/* ---- DMAR (VT-d 4.x §8) ---------------------------------------------------- */
+
+#define DMAR_HAW		36
+#define DMAR_FLAGS		37
+#define DMAR_STRUCTS		48	/* remapping structures start here */
+#define DMAR_TYPE_DRHD		0
+#define DMAR_TYPE_RMRR		1
+#define DRHD_LEN		16	/* fixed part; device scopes follow */
+#define RMRR_LEN		24
+#define DSCOPE_HDR		6	/* then (device, function) pairs */
+#define DMAR_PAGE		0xfffull
+
+enum {
+	FULL_DMAR_UNITS = 1 << 6,
+	FULL_DMAR_RMRR = 1 << 7,
+	FULL_DMAR_SCOPES = 1 << 8,
+};
+
+/* Device scopes in [p, p+len) into dmar->scopes; first and count say which.
+ * A scope with a bad length ends this structure's list (the rest cannot be
+ * framed); one with an empty or too long path is skipped. */
+static void acpi_dmar_scopes(struct acpi_walk *w, const u8 *p, u32 len, const char *who,
+			     u8 *first, u8 *count)
+{
+	struct acpi_dmar *d = &w->info->dmar;
+	u32 off = 0, slen, n, i;
+
+	*first = (u8)d->scope_count;
+	*count = 0;
+	while (off < len) {
+		struct acpi_dmar_scope *s;
+
+		if (len - off < DSCOPE_HDR || (slen = p[off + 1]) < DSCOPE_HDR ||
+		    slen > len - off || (slen - DSCOPE_HDR) % 2) {
+			acpi_warn(w, "DMAR: %s device scope at +%u has a bad length, rest of its scopes ignored",
+				  who, off);
+			return;
+		}
+		n = (slen - DSCOPE_HDR) / 2;
+		if (n == 0 || n > ACPI_DMAR_MAX_PATH) {
+			acpi_warn(w, "DMAR: %s device scope at +%u has a path of %u hops, ignored",
+				  who, off, n);
+		} else if (!acpi_full(w, d->scope_count, ACPI_DMAR_MAX_SCOPES, FULL_DMAR_SCOPES,
+				      "DMAR device scopes")) {
+			s = &d->scopes[d->scope_count++];
+			s->type = p[off];
+			s->enum_id = p[off + 4];
+			s->start_bus = p[off + 5];
+			s->path_len = (u8)n;
+			for (i = 0; i < n; i++) {
+				s->path[i][0] = p[off + DSCOPE_HDR + 2 * i];
+				s->path[i][1] = p[off + DSCOPE_HDR + 2 * i + 1];
+			}
+			(*count)++;
+		}
+		off += slen;
+	}
+}
+
+static void acpi_dmar_drhd(struct acpi_walk *w, const u8 *e, u32 len, u32 off)
+{
+	struct acpi_dmar *d = &w->info->dmar;
+	struct acpi_drhd *u;
+	u64 base;
+	u32 i;
+
+	if (len < DRHD_LEN) {
+		acpi_warn(w, "DMAR: DRHD at +%u too short (%u), ignored", off, len);
+		return;
+	}
+	base = get_le64(e + 8);
+	if (!base || (base & DMAR_PAGE)) {
+		acpi_warn(w, "DMAR: DRHD at +%u register base 0x%llx unusable, ignored", off,
+			  (unsigned long long)base);
+		return;
+	}
+	for (i = 0; i < d->unit_count; i++)
+		if (d->units[i].base == base) {
+			acpi_warn(w, "DMAR: DRHD at +%u repeats register base 0x%llx, ignored", off,
+				  (unsigned long long)base);
+			return;
+		}
+	if (acpi_full(w, d->unit_count, ACPI_DMAR_MAX_UNITS, FULL_DMAR_UNITS, "DMAR units"))
+		return;
+	u = &d->units[d->unit_count++];
+	u->base = base;
+	u->include_all = e[4] & 1;
+	u->size = e[5] & 0xf;
+	u->segment = get_le16(e + 6);
+	acpi_dmar_scopes(w, e + DRHD_LEN, len - DRHD_LEN, "DRHD", &u->scope_first, &u->scope_count);
+}
+
+static void acpi_dmar_rmrr(struct acpi_walk *w, const u8 *e, u32 len, u32 off)
+{
+	struct acpi_dmar *d = &w->info->dmar;
+	struct acpi_rmrr *r;
+	u64 base, limit;
+
+	if (len < RMRR_LEN) {
+		acpi_warn(w, "DMAR: RMRR at +%u too short (%u), ignored", off, len);
+		return;
+	}
+	base = get_le64(e + 8);
+	limit = get_le64(e + 16);
+	if ((base & DMAR_PAGE) || (limit & DMAR_PAGE) != DMAR_PAGE || limit < base) {
+		acpi_warn(w, "DMAR: RMRR at +%u range 0x%llx-0x%llx unusable, ignored", off,
+			  (unsigned long long)base, (unsigned long long)limit);
+		return;
+	}
+	if (acpi_full(w, d->rmrr_count, ACPI_DMAR_MAX_RMRR, FULL_DMAR_RMRR, "DMAR RMRRs"))
+		return;
+	r = &d->rmrrs[d->rmrr_count++];
+	r->base = base;
+	r->limit = limit;
+	r->segment = get_le16(e + 6);
+	acpi_dmar_scopes(w, e + RMRR_LEN, len - RMRR_LEN, "RMRR", &r->scope_first, &r->scope_count);
+}
+
+static bool acpi_dmar_parse(struct acpi_walk *w, const u8 *t, u32 len)
+{
+	struct acpi_dmar *d = &w->info->dmar;
+	u32 off = DMAR_STRUCTS, elen;
+	u16 type;
+
+	if (len < DMAR_STRUCTS) {
+		acpi_warn(w, "DMAR: length %u too short, ignored", len);
+		return false;
+	}
+	d->present = true;
+	d->haw = (u8)(t[DMAR_HAW] + 1);
+	d->flags = t[DMAR_FLAGS];
+	while (off < len) {
+		if (len - off < 4 || (elen = get_le16(t + off + 2)) < 4 || elen > len - off) {
+			acpi_warn(w, "DMAR: structure at +%u has a bad length, rest ignored", off);
+			break;
+		}
+		type = get_le16(t + off);
+		if (type == DMAR_TYPE_DRHD)
+			acpi_dmar_drhd(w, t + off, elen, off);
+		else if (type == DMAR_TYPE_RMRR)
+			acpi_dmar_rmrr(w, t + off, elen, off);
+		/* ATSR, RHSA, ANDD, SATC: not used here */
+		off += elen;
+	}
+	return true;
+}
+
+int acpi_dmar_scope_bdf(const struct acpi_dmar_scope *s, acpi_cfg_read8 rd, void *ctx, u16 *bdf)
+{
+	u8 bus = s->start_bus, dev = 0, fn = 0, sec;
+	u32 i;
+
+	if ((s->type != ACPI_DSCOPE_ENDPOINT && s->type != ACPI_DSCOPE_BRIDGE) || !s->path_len ||
+	    s->path_len > ACPI_DMAR_MAX_PATH)
+		return -EINVAL;
+	for (i = 0; i < s->path_len; i++) {
+		dev = s->path[i][0];
+		fn = s->path[i][1];
+		if (dev > 31 || fn > 7)
+			return -EINVAL;
+		if (i + 1 == s->path_len)
+			break;
+		if (rd(ctx, bus, dev, fn, 0) == 0xff && rd(ctx, bus, dev, fn, 1) == 0xff)
+			return -ENOENT;
+		if ((rd(ctx, bus, dev, fn, 0x0e) & 0x7f) != 1)
+			return -EINVAL;
+		sec = rd(ctx, bus, dev, fn, 0x19);
+		if (sec <= bus)
+			return -EINVAL;	/* a loop or a bridge not yet numbered */
+		bus = sec;
+	}
+	*bdf = (u16)(bus << 8 | dev << 3 | fn);
+	return 0;
+}
+
+static bool acpi_dmar_scope_covers(const struct acpi_dmar_scope *s, u16 bdf, acpi_cfg_read8 rd,
+				   void *ctx)
+{
+	u16 at;
+	u8 sec, sub;
+
+	if (acpi_dmar_scope_bdf(s, rd, ctx, &at))
+		return false;
+	if (s->type == ACPI_DSCOPE_ENDPOINT)
+		return at == bdf;
+	if (at == bdf)
+		return true;
+	sec = rd(ctx, (u8)(at >> 8), (u8)((at >> 3) & 31), (u8)(at & 7), 0x19);
+	sub = rd(ctx, (u8)(at >> 8), (u8)((at >> 3) & 31), (u8)(at & 7), 0x1a);
+	return sec > (at >> 8) && (bdf >> 8) >= sec && (bdf >> 8) <= sub;
+}
+
+int acpi_dmar_unit_for(const struct acpi_dmar *dmar, u16 seg, u16 bdf, acpi_cfg_read8 rd, void *ctx)
+{
+	int all = -1;
+	u32 i, k;
+
+	for (i = 0; i < dmar->unit_count; i++) {
+		const struct acpi_drhd *u = &dmar->units[i];
+
+		if (u->segment != seg)
+			continue;
+		if (u->include_all) {
+			if (all < 0)
+				all = (int)i;
+			continue;
+		}
+		for (k = 0; k < u->scope_count; k++) {
+			u32 idx = (u32)u->scope_first + k;
+
+			if (idx < dmar->scope_count &&
+			    acpi_dmar_scope_covers(&dmar->scopes[idx], bdf, rd, ctx))
+				return (int)i;
+		}
+	}
+	return all;
+}
+
 /* ---- root table walk ------------------------------------------------------ */
 
 static void acpi_record(struct acpi_walk *w, const u8 *t, u32 len, u64 phys)
@@ -655,7 +873,7 @@ static void acpi_record(struct acpi_walk *w, const u8 *t, u32 len, u64 phys)
 
 /* Policy for repeats: a table overlapping the root table or one already
  * accepted (the same entry listed twice, a self-reference, overlapping
- * copies) is skipped, and so is a second FACP/APIC/MCFG/HPET. The first
+ * copies) is skipped, and so is a second FACP/APIC/MCFG/HPET/DMAR. The first
  * valid one wins; each skip is one warning. */
 static void acpi_visit(struct acpi_walk *w, u64 phys, u32 idx)
 {
@@ -692,6 +910,8 @@ static void acpi_visit(struct acpi_walk *w, u64 phys, u32 idx)
 		taken = info->mcfg_present;
 	else if (acpi_bytes_eq(t, "HPET", 4))
 		taken = info->hpet.present;
+	else if (acpi_bytes_eq(t, "DMAR", 4))
+		taken = info->dmar.present;
 	else
 		taken = false;
 	if (taken) {
@@ -708,6 +928,8 @@ static void acpi_visit(struct acpi_walk *w, u64 phys, u32 idx)
 		ok = acpi_mcfg_parse(w, t, len);
 	else if (acpi_bytes_eq(t, "HPET", 4))
 		ok = acpi_hpet_parse(w, t, len);
+	else if (acpi_bytes_eq(t, "DMAR", 4))
+		ok = acpi_dmar_parse(w, t, len);
 	else
 		ok = true;	/* valid but not decoded here: just recorded */
 	if (ok)

@@ -169,6 +169,55 @@ struct acpi_hpet {
 	bool legacy_capable;	/* from block_id (LEG_RT_CAP) */
 };
 
+/* DMAR (Intel VT-d spec 4.x §8): DMA remapping hardware units (DRHD), the
+ * memory firmware devices keep using (RMRR) and their device scopes. */
+#define ACPI_DMAR_MAX_UNITS	8
+#define ACPI_DMAR_MAX_RMRR	8
+#define ACPI_DMAR_MAX_SCOPES	32	/* all units and RMRRs together */
+#define ACPI_DMAR_MAX_PATH	8	/* (device, function) hops per scope */
+
+#define ACPI_DMAR_INTR_REMAP	(1u << 0)	/* DMAR Flags */
+#define ACPI_DMAR_X2APIC_OPT_OUT (1u << 1)
+
+#define ACPI_DSCOPE_ENDPOINT	1
+#define ACPI_DSCOPE_BRIDGE	2	/* PCI sub-hierarchy */
+#define ACPI_DSCOPE_IOAPIC	3
+#define ACPI_DSCOPE_HPET	4
+#define ACPI_DSCOPE_NAMESPACE	5
+
+struct acpi_dmar_scope {
+	u8 type;		/* ACPI_DSCOPE_* */
+	u8 enum_id;		/* IOAPIC/HPET id */
+	u8 start_bus;
+	u8 path_len;		/* 1..ACPI_DMAR_MAX_PATH */
+	u8 path[ACPI_DMAR_MAX_PATH][2];	/* (device, function) */
+};
+
+struct acpi_drhd {
+	u64  base;		/* register block, 4 KiB aligned, not 0 */
+	u16  segment;
+	u8   size;		/* register set is 2^(size+12) bytes (0 in old tables) */
+	bool include_all;	/* INCLUDE_PCI_ALL: every device of the segment not
+				 * named by another unit's scope */
+	u8   scope_first, scope_count;	/* in acpi_dmar.scopes */
+};
+
+struct acpi_rmrr {
+	u64 base, limit;	/* [base, limit], page-aligned, limit >= base */
+	u16 segment;
+	u8  scope_first, scope_count;
+};
+
+struct acpi_dmar {
+	bool present;
+	u8   haw;		/* host address width in bits (field + 1) */
+	u8   flags;		/* ACPI_DMAR_* */
+	u32  unit_count, rmrr_count, scope_count;
+	struct acpi_drhd units[ACPI_DMAR_MAX_UNITS];
+	struct acpi_rmrr rmrrs[ACPI_DMAR_MAX_RMRR];
+	struct acpi_dmar_scope scopes[ACPI_DMAR_MAX_SCOPES];
+};
+
 struct acpi_info {
 	u8   rsdp_revision;
 	bool xsdt;		/* root table is the XSDT (else the RSDT) */
@@ -183,6 +232,7 @@ struct acpi_info {
 	struct acpi_ecam ecam[ACPI_MAX_ECAM];
 	struct acpi_fadt fadt;
 	struct acpi_hpet hpet;
+	struct acpi_dmar dmar;
 
 	u32  warnings;		/* klog lines emitted while parsing */
 };
@@ -191,17 +241,39 @@ struct acpi_info {
  * (zeroed first; the caller owns it, ~3 KiB: keep it off small stacks).
  * Every table must map, be 36..ACPI_MAX_TABLE_LEN bytes long and sum to 0;
  * a bad table is skipped with one klog line naming it, never trusted.
- * The first valid FACP/APIC/MCFG/HPET wins; later ones, tables overlapping
+ * The first valid FACP/APIC/MCFG/HPET/DMAR wins; later ones, tables overlapping
  * the root table or an accepted table, and self-references are skipped with
  * a warning. A MADT entry whose length is < 2 or overruns the table ends
  * the MADT walk (entries before it are kept); one too short for its type is
  * skipped. Bad MCFG windows (end < start, base 0 or not 1 MiB aligned,
  * wrapping, overlapping an earlier one) are dropped one by one.
+ * DMAR: a structure whose length is < 4 or overruns the table ends the walk;
+ * a DRHD with base 0, unaligned, or repeated, an RMRR with an unaligned or
+ * inverted range, and a device scope with a bad length or an empty or too
+ * long path are dropped one by one, each with a warning.
  * Returns 0 (tables found; individual tables may still be absent, see the
  * present flags), -EFAULT if the RSDP cannot be mapped, -EBADMSG if it has
  * a bad signature or checksum, -ENOENT if neither XSDT nor RSDT is usable,
  * -EINVAL on NULL arguments. */
 int acpi_parse(u64 rsdp_phys, const struct acpi_mem *mem, struct acpi_info *out);
+
+/* Config-space byte reader for walking DMAR scope paths over the bus. */
+typedef u8 (*acpi_cfg_read8)(void *ctx, u8 bus, u8 dev, u8 fn, u16 off);
+
+/* Resolve a PCI scope (endpoint or bridge) to the bus/device/function its
+ * path ends at: each hop but the last must be a PCI-to-PCI bridge (header
+ * type 1) whose secondary bus is read through rd. Returns 0 and *bdf
+ * (bus << 8 | dev << 3 | fn), -ENOENT if a hop is absent (vendor 0xffff),
+ * -EINVAL if a hop is not a bridge, has a secondary bus not above its own,
+ * or the scope is not a PCI one. */
+int acpi_dmar_scope_bdf(const struct acpi_dmar_scope *s, acpi_cfg_read8 rd, void *ctx, u16 *bdf);
+
+/* The unit covering PCI device seg:bdf: a unit whose endpoint scope names it
+ * or whose bridge scope's bus range [secondary, subordinate] holds its bus
+ * wins; else the segment's INCLUDE_PCI_ALL unit. Returns the index in
+ * dmar->units or -1. */
+int acpi_dmar_unit_for(const struct acpi_dmar *dmar, u16 seg, u16 bdf, acpi_cfg_read8 rd,
+		       void *ctx);
 
 /* GSI for an ISA irq: the MADT override's gsi and flags, else irq itself
  * with flags 0 (conforming: ISA edge, active high). flags_out may be NULL. */

@@ -130,10 +130,21 @@ static void virtio_bus_config_changed(void *arg)
 		if (!d->driver)
 			continue;
 		status = d->ops->get_status(d);
-		if (status & VIRTIO_S_NEEDS_RESET) {
+		if (d->dma_fault && d->dma_fault_resets >= VIRTIO_DMA_FAULT_RESETS) {
+			kprintf("virtio%u: DMA fault after %u recoveries; device left removed\n", d->index,
+				d->dma_fault_resets);
+			virtio_core_remove(d);
+			d->dma_fault = false;
+			continue;
+		}
+		if ((status & VIRTIO_S_NEEDS_RESET) || d->dma_fault) {
 			const struct virtio_driver *drv = d->driver;
 
-			kprintf("virtio%u: device needs reset; resetting and probing again\n", d->index);
+			kprintf("virtio%u: %s; resetting and probing again\n", d->index,
+				d->dma_fault ? "DMA fault" : "device needs reset");
+			if (d->dma_fault)
+				d->dma_fault_resets++;
+			d->dma_fault = false;
 			d->resets++;
 			virtio_core_remove(d);
 			if (d->dead)

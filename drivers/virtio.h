@@ -119,6 +119,12 @@ struct virtio_driver {
 
 #define VIRTIO_DRIVER(drv) LINKSET_ADD(".drivers.virtio", const struct virtio_driver, virtio_##drv, drv)
 
+struct pci_dev;
+struct vtd_domain;
+
+/* Recoveries from IOMMU faults a device gets before it is left removed. */
+#define VIRTIO_DMA_FAULT_RESETS	8
+
 struct virtio_dev {
 	u16 device_id;
 	u16 vendor_id;
@@ -136,6 +142,12 @@ struct virtio_dev {
 	struct virtio_vq *vqs[VIRTIO_MAX_VQS];
 	u16 nvqs;
 	void (*config_irq)(struct virtio_dev *d);	/* set by the core */
+	struct pci_dev *pci;		/* PCI transport's function, else NULL */
+	/* ACCESS_PLATFORM behind a VT-d unit: the device's translated domain
+	 * (drivers/vtd.h); NULL: addresses are physical (dma_map). */
+	struct vtd_domain *dma;
+	bool dma_fault;			/* the unit reported a fault: reset pending */
+	u32 dma_fault_resets;		/* recoveries from DMA faults (budgeted) */
 	struct virtio_dev *next;
 };
 

@@ -20,6 +20,7 @@
 #include "kernel/console.h"
 #include "kernel/mm.h"
 #include "kernel/string.h"
+#include "drivers/vtd.h"
 
 static u64 feature_mask = ~0ULL;
 CMDLINE_PARAM(features, .key = "virtio.features", .type = CMDLINE_HEX, .dst = &feature_mask,
@@ -192,6 +193,8 @@ static int virtio_core_reset_device(struct virtio_dev *d)
 	return -ETIMEDOUT;
 }
 
+static void virtio_core_dma_fault(void *arg);
+
 int virtio_core_probe(struct virtio_dev *d, const struct virtio_driver *drv)
 {
 	char st[96];
@@ -213,6 +216,10 @@ int virtio_core_probe(struct virtio_dev *d, const struct virtio_driver *drv)
 	err = virtio_core_negotiate(d, drv);					/* steps 4-6 */
 	if (err)
 		goto fail_irq;
+	/* Before any queue exists: with ACCESS_PLATFORM the device gets a
+	 * translated domain of its own; without it, it stays pass-through. */
+	if (!d->dma && d->pci && virtio_has(d, VIRTIO_F_ACCESS_PLATFORM))
+		d->dma = vtd_attach(d->pci, virtio_core_dma_fault, d);
 	err = drv->probe(d);						/* step 7 */
 	if (err)
 		goto fail_vqs;
@@ -228,6 +235,8 @@ fail_vqs:
 	 * driver that did not is covered here, before the reset. */
 	virtio_quiesce(d);
 	virtio_core_reset_device(d);
+	if (d->dma && !d->dead)
+		vtd_domain_clear(d->dma);	/* the rings and buffers are freed next */
 	virtio_core_free_vqs(d);
 fail_irq:
 	virtio_quiesce(d);
@@ -245,6 +254,11 @@ void virtio_core_remove(struct virtio_dev *d)
 	 * touching our memory (or is found unable to: dead). */
 	virtio_quiesce(d);
 	virtio_core_reset_device(d);
+	/* Reset done: the device no longer uses what it was given, and its
+	 * memory is freed next. A dead device keeps its mappings, like its
+	 * memory (virtio_keep_forever). */
+	if (d->dma && !d->dead)
+		vtd_domain_clear(d->dma);
 	if (d->driver && d->driver->remove)
 		d->driver->remove(d);
 	virtio_core_free_vqs(d);
@@ -290,9 +304,23 @@ int virtio_cfg_write32(struct virtio_dev *d, u32 off, u32 v)
 	return d->ops->cfg_write(d, off, &v, 4);
 }
 
-static dma_addr_t virtio_core_vq_dma_map(void *ctx, const void *va, size_t len)
+static dma_addr_t virtio_core_vq_dma_map(void *ctx, const void *va, size_t len, bool device_writes)
 {
+	struct virtio_vq *q = ctx;
+
+	if (q->vdev->dma)
+		return vtd_map(q->vdev->dma, va, len, device_writes);
 	return dma_map(va, len);
+}
+
+/* The unit reported a fault for this device (interrupt context): reset and
+ * probe it again from the loop, like DEVICE_NEEDS_RESET (virtio.c). */
+static void virtio_core_dma_fault(void *arg)
+{
+	struct virtio_dev *d = arg;
+
+	d->dma_fault = true;
+	virtio_config_interrupt(d);
 }
 
 static void virtio_core_vq_notify(void *ctx, u32 data)

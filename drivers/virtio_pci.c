@@ -551,6 +551,7 @@ static int virtio_pci_probe(struct pci_dev *p, const struct pci_id *id)
 	}
 	vp->vdev.vendor_id = p->hdr.subsys_vendor_id;
 	vp->vdev.transport = vp;
+	vp->vdev.pci = p;
 	ksnprintf(vp->desc, sizeof vp->desc, "pci %02x:%02x.%u %s", p->bus, p->dev, p->fn,
 		  vp->vdev.modern ? "modern" : "legacy");
 	virtio_add_device(&vp->vdev);

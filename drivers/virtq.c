@@ -122,10 +122,10 @@ static inline bool virtq_need_event(u16 event, u16 new_idx, u16 old_idx)
 	return (u16)(new_idx - event - 1) < (u16)(new_idx - old_idx);
 }
 
-static dma_addr_t virtq_map(const struct virtq *vq, const void *va, size_t len)
+static dma_addr_t virtq_map(const struct virtq *vq, const void *va, size_t len, bool device_writes)
 {
 	if (vq->dma_map)
-		return vq->dma_map(vq->ctx, va, len);
+		return vq->dma_map(vq->ctx, va, len, device_writes);
 	return (dma_addr_t)(uintptr_t)va;
 }
 
@@ -321,7 +321,7 @@ int virtq_init(struct virtq *vq, const struct virtq_config *cfg, void *ring_mem,
 	vq->slot = priv_mem;
 	/* One mapping for the whole block: ring parts and indirect tables are
 	 * then at fixed offsets from ring_dma. */
-	vq->ring_dma = virtq_map(vq, ring_mem, l.ring_bytes);
+	vq->ring_dma = virtq_map(vq, ring_mem, l.ring_bytes, true);	/* the device writes the used ring */
 
 	if (vq->is_packed) {
 		vq->packed.desc = (struct pvirtq_desc *)base;
@@ -377,7 +377,7 @@ static void virtq_split_add(struct virtq *vq, const struct virtq_sg *out, unsign
 		for (k = 0; k < total; k++) {
 			const struct virtq_sg *sg = virtq_sg_at(out, n_out, in, k);
 
-			table[k].addr = virtq_map(vq, sg->addr, sg->len);
+			table[k].addr = virtq_map(vq, sg->addr, sg->len, k >= n_out);
 			table[k].len = sg->len;
 			table[k].flags = (u16)((k >= n_out ? VIRTQ_DESC_F_WRITE : 0) |
 					       (k + 1 < total ? VIRTQ_DESC_F_NEXT : 0));
@@ -397,7 +397,7 @@ static void virtq_split_add(struct virtq *vq, const struct virtq_sg *out, unsign
 			u16 nx = vq->in_order ? (u16)((i + 1) & mask) : vq->slot[i].next;
 
 			d = &vq->split.desc[i];
-			d->addr = virtq_map(vq, sg->addr, sg->len);
+			d->addr = virtq_map(vq, sg->addr, sg->len, k >= n_out);
 			d->len = sg->len;
 			d->flags = (u16)((k >= n_out ? VIRTQ_DESC_F_WRITE : 0) |
 					 (k + 1 < total ? VIRTQ_DESC_F_NEXT : 0));
@@ -451,7 +451,7 @@ static void virtq_packed_add(struct virtq *vq, const struct virtq_sg *out, unsig
 		for (k = 0; k < total; k++) {
 			const struct virtq_sg *sg = virtq_sg_at(out, n_out, in, k);
 
-			table[k].addr = virtq_map(vq, sg->addr, sg->len);
+			table[k].addr = virtq_map(vq, sg->addr, sg->len, k >= n_out);
 			table[k].len = sg->len;
 			table[k].id = 0;
 			table[k].flags = (u16)(k >= n_out ? VIRTQ_DESC_F_WRITE : 0);
@@ -474,7 +474,7 @@ static void virtq_packed_add(struct virtq *vq, const struct virtq_sg *out, unsig
 					  virtq_packed_avail_bits(wrap));
 
 			d = &vq->packed.desc[pos];
-			d->addr = virtq_map(vq, sg->addr, sg->len);
+			d->addr = virtq_map(vq, sg->addr, sg->len, k >= n_out);
 			d->len = sg->len;
 			d->id = id;	/* required in the last one; harmless in the rest */
 			if (k == 0)

@@ -23,8 +23,9 @@ struct virtq_config {
 	bool notification_data;	/* VIRTIO_F_NOTIFICATION_DATA */
 	bool weak_barriers;	/* true: dma_* barriers; false: mb/rmb/wmb (ORDER_PLATFORM) */
 	u16 indirect_max;	/* entries per indirect table; 0 = default; capped at num */
-	/* Device address of [va, va+len); NULL means identity. */
-	dma_addr_t (*dma_map)(void *ctx, const void *va, size_t len);
+	/* Device address of [va, va+len), for a device that only reads it or
+	 * (device_writes) may write it; NULL means identity. */
+	dma_addr_t (*dma_map)(void *ctx, const void *va, size_t len, bool device_writes);
 	/* Available-buffer notification; data per §2.9 (see virtq_notify). */
 	void (*notify)(void *ctx, u32 data);
 	void *ctx;
@@ -65,7 +66,7 @@ struct virtq {
 	u16 indirect_max;	/* 0 when indirect is off */
 	bool is_packed;		/* packed layout (else split) */
 	bool event_idx, indirect, in_order, notification_data, weak_barriers;
-	dma_addr_t (*dma_map)(void *ctx, const void *va, size_t len);
+	dma_addr_t (*dma_map)(void *ctx, const void *va, size_t len, bool device_writes);
 	void (*notify)(void *ctx, u32 data);
 	void *ctx;
 

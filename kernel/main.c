@@ -10,6 +10,7 @@
  */
 #include "drivers/acpi.h"
 #include "drivers/pci.h"
+#include "drivers/vtd.h"
 #include "drivers/virtio_mmio.h"
 #include "drivers/virtio_net.h"
 #include "drivers/virtio_selftest.h"
@@ -119,6 +120,7 @@ void kernel_main(struct boot_info *bi)
 	pci_init();
 	timeline_mark("pci");
 	echo = vnet_echo_start();	/* vnet.echo: the reflector takes the device */
+	vtd_init();	/* DMA remapping on before any driver hands out a buffer */
 	pci_probe_drivers();
 	virtio_mmio_probe();
 	timeline_mark("drivers");

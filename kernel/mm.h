@@ -25,8 +25,10 @@ void *mmio_map(u64 phys, u64 len);
  * negative error (kernel/mm_range.h). For a whole BAR before a window of it
  * is mapped. */
 int mmio_check(u64 phys, u64 len);
-/* The address a device must use for [va, va+len): identity today, an IOMMU
- * mapping once ACCESS_PLATFORM meets an IOMMU. */
+/* The address a device without a translated domain must use for
+ * [va, va+len): the physical address (identity map). A virtio device that
+ * negotiated ACCESS_PLATFORM behind a VT-d unit gets vtd_map() instead
+ * (drivers/vtd.h, through the virtio core's map hook). */
 dma_addr_t dma_map(const void *va, size_t len);
 u64 mm_image_base(void);
 bool mm_is_guard(u64 addr);

@@ -7,8 +7,9 @@
  *   bit 0  repair checksums (RSDP, both root tables, every listed table);
  *   bit 1  stamp "RSD PTR " at the RSDP;
  *   bit 2  stamp "XSDT"/"RSDT" at the root table addresses;
- *   bit 3  stamp FACP/APIC/MCFG/HPET on each listed table, chosen by the
- *          low 2 bits of its revision byte;
+ *   bit 3  stamp FACP/APIC/MCFG/HPET/DMAR on each listed table, chosen by
+ *          the low 3 bits of its revision byte (FACP APIC MCFG HPET DMAR
+ *          APIC MCFG DMAR);
  *   bit 4  make the RSDP revision 2 with length 36;
  *   bit 5  clamp root and listed table lengths to 36..(end of memory).
  * With no flag set the bytes are parsed exactly as given. map() returns an exact-size heap copy of the
@@ -107,7 +108,7 @@ static void stamp(u8 *mem, size_t size, u64 phys, const char *sig, size_t n)
 static void fix_root(u8 *mem, size_t size, u64 phys, const char *sig,
 		     unsigned esz, unsigned flags)
 {
-	static const char *const sigs[] = { "FACP", "APIC", "MCFG", "HPET" };
+	static const char *const sigs[] = { "FACP", "APIC", "MCFG", "HPET", "DMAR", "APIC", "MCFG", "DMAR" };
 	u32 len, i;
 	u64 ent;
 
@@ -123,7 +124,7 @@ static void fix_root(u8 *mem, size_t size, u64 phys, const char *sig,
 	for (i = 0; i < (len - 36) / esz && i < 256; i++) {
 		ent = esz == 8 ? get_le64(mem + phys + 36 + 8 * i) : get_le32(mem + phys + 36 + 4 * i);
 		if ((flags & F_TABLE_SIG) && ent <= size && size - ent >= 9)
-			stamp(mem, size, ent, sigs[mem[ent + 8] & 3], 4);
+			stamp(mem, size, ent, sigs[mem[ent + 8] & 7], 4);
 		if (flags & F_CLAMP)
 			clamp(mem, size, ent);
 		if (flags & F_FIX)
@@ -160,6 +161,33 @@ static void prepare(u8 *mem, size_t size, u64 rsdp, unsigned flags)
 	}
 }
 
+/* DMAR: counts within the arrays, every unit's and RMRR's scopes inside
+ * the scope array, bases and ranges as the parser promises. */
+static void check_dmar(const struct acpi_dmar *d)
+{
+	u32 i;
+
+	if (d->unit_count > ACPI_DMAR_MAX_UNITS || d->rmrr_count > ACPI_DMAR_MAX_RMRR ||
+	    d->scope_count > ACPI_DMAR_MAX_SCOPES)
+		__builtin_trap();
+	for (i = 0; i < d->unit_count; i++) {
+		const struct acpi_drhd *u = &d->units[i];
+
+		if (!u->base || (u->base & 0xfff) || u->scope_first + u->scope_count > d->scope_count)
+			__builtin_trap();
+	}
+	for (i = 0; i < d->rmrr_count; i++) {
+		const struct acpi_rmrr *r = &d->rmrrs[i];
+
+		if (r->limit < r->base || (r->base & 0xfff) || (r->limit & 0xfff) != 0xfff ||
+		    r->scope_first + r->scope_count > d->scope_count)
+			__builtin_trap();
+	}
+	for (i = 0; i < d->scope_count; i++)
+		if (!d->scopes[i].path_len || d->scopes[i].path_len > ACPI_DMAR_MAX_PATH)
+			__builtin_trap();
+}
+
 static void check(const struct acpi_info *info, size_t size)
 {
 	const struct acpi_madt *m = &info->madt;
@@ -194,6 +222,7 @@ static void check(const struct acpi_info *info, size_t size)
 		__builtin_trap();
 	if (info->hpet.comparators > 32)
 		__builtin_trap();
+	check_dmar(&info->dmar);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

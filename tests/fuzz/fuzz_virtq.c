@@ -93,10 +93,11 @@ static void fuzz_notify(void *ctx, u32 data)
 		CHECK(data == s->cfg.index);
 }
 
-static dma_addr_t fuzz_map(void *ctx, const void *va, size_t len)
+static dma_addr_t fuzz_map(void *ctx, const void *va, size_t len, bool device_writes)
 {
 	(void)ctx;
 	(void)len;
+	(void)device_writes;
 	return (dma_addr_t)(uintptr_t)va;
 }
 

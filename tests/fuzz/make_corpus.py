@@ -106,8 +106,20 @@ def acpi():
     fadt = sdt(b"FACP", bytes(fadt_body), rev=6)
     hpet = sdt(b"HPET", le32(0x8086a201) + bytes([0, 64, 0, 0]) + le64(0xfed00000) + bytes([0]) +
                le16(0) + bytes([0]))
+    # DMAR as QEMU's q35 writes it (one INCLUDE_PCI_ALL unit with an I/O APIC
+    # scope), plus a unit naming an endpoint two bridges down and an RMRR.
+    ioapic_scope = bytes([3, 8, 0, 0, 0, 0xff, 0x1f, 0])
+    deep_scope = bytes([1, 12, 0, 0, 0, 0, 0x1c, 0, 0, 0, 0, 0])
+    dmar = sdt(b"DMAR", bytes([38, 1]) + bytes(10) +
+               le16(0) + le16(16 + len(deep_scope)) + bytes([0, 0]) + le16(0) + le64(0xfed91000) +
+               deep_scope +
+               le16(0) + le16(16 + len(ioapic_scope)) + bytes([1, 0]) + le16(0) + le64(0xfed90000) +
+               ioapic_scope +
+               le16(1) + le16(24 + len(deep_scope)) + bytes(2) + le16(0) + le64(0x7f000000) +
+               le64(0x7f0fffff) + deep_scope)
     return {
         "xsdt_all": acpi_image(0x00, [fadt, madt, mcfg, hpet]),
+        "dmar_q35": acpi_image(0x00, [fadt, madt, mcfg, dmar]),
         "rsdt_madt": acpi_image(0x00, [madt], use_xsdt=False),
         "repair_flags": acpi_image(0x3f, [madt, mcfg]),
         "empty_root": acpi_image(0x00, []),

@@ -40,12 +40,13 @@ u32 fake_hash(u32 h, const void *p, size_t n)
 	return h;
 }
 
-dma_addr_t fake_dma_map(void *ctx, const void *va, size_t len)
+dma_addr_t fake_dma_map(void *ctx, const void *va, size_t len, bool device_writes)
 {
 	struct fake_dev *d = ctx;
 
 	if (d) {
 		d->maps++;
+		d->maps_writable += device_writes;
 		if (d->eager && d->pending)
 			fake_dev_fetch(d);
 	}

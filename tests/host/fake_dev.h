@@ -74,6 +74,7 @@ struct fake_dev {
 	u32 last_notify;		/* their data */
 	unsigned interrupts;		/* used-buffer notifications we would send */
 	unsigned fetched, completed, indirect_seen, used_wrap_flips, maps;
+	unsigned maps_writable;		/* dma_map calls for device-writable memory */
 	u32 last_out_hash, last_out_len;	/* of the last completed buffer */
 	u16 last_id;
 	bool have_last_id;
@@ -93,7 +94,7 @@ struct fake_dev {
 };
 
 /* cfg->dma_map / cfg->notify for a queue driven by a fake_dev (ctx = dev). */
-dma_addr_t fake_dma_map(void *ctx, const void *va, size_t len);
+dma_addr_t fake_dma_map(void *ctx, const void *va, size_t len, bool device_writes);
 void *fake_dma_va(dma_addr_t addr);
 void fake_dev_notify(void *ctx, u32 data);
 

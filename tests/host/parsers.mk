@@ -7,3 +7,5 @@ HOST_TESTS += test_aml
 test_aml_SRCS := tests/host/test_aml.c drivers/aml_s5.c
 FUZZERS += fuzz_aml
 fuzz_aml_SRCS := tests/fuzz/fuzz_aml.c drivers/aml_s5.c
+HOST_TESTS += test_vtd
+test_vtd_SRCS := tests/host/test_vtd.c drivers/vtd_pt.c

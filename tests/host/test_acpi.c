@@ -1137,6 +1137,271 @@ static void test_hpet_io_space_rejected(void **state)
 	assert_log_has("HPET", "unusable");
 }
 
+/* ---- DMAR ---- */
+
+#define DMAR_AT		SPARE_AT
+
+static void dmar_begin(struct tb *t, u8 haw, u8 flags)
+{
+	u8 h[12] = { (u8)(haw - 1), flags };
+
+	*t = tb_begin(DMAR_AT, "DMAR", 1);
+	tb_put(t, h, sizeof h);
+}
+
+/* A DRHD with scopes given as raw bytes (nsc bytes). */
+static void dmar_drhd(struct tb *t, u8 flags, u16 seg, u64 base, const u8 *sc, u32 nsc)
+{
+	u8 e[16] = { 0 };
+
+	put_le16(e, 0);
+	put_le16(e + 2, (u16)(16 + nsc));
+	e[4] = flags;
+	put_le16(e + 6, seg);
+	put_le64(e + 8, base);
+	tb_put(t, e, sizeof e);
+	if (nsc)
+		tb_put(t, sc, nsc);
+}
+
+static void dmar_rmrr(struct tb *t, u64 base, u64 limit, const u8 *sc, u32 nsc)
+{
+	u8 e[24] = { 0 };
+
+	put_le16(e, 1);
+	put_le16(e + 2, (u16)(24 + nsc));
+	put_le64(e + 8, base);
+	put_le64(e + 16, limit);
+	tb_put(t, e, sizeof e);
+	if (nsc)
+		tb_put(t, sc, nsc);
+}
+
+static void with_dmar(struct tb *t)
+{
+	const u64 ent[] = { FACP_AT, APIC_AT, MCFG_AT, HPET_AT, DMAR_AT };
+
+	tb_end(t);
+	build_fadt(FACP_AT, 6, 276, STD_FLAGS);
+	build_madt(APIC_AT, 0xfee00000);
+	build_mcfg(MCFG_AT);
+	build_hpet(HPET_AT, 0x8086a201);
+	root(XSDT_AT, "XSDT", ent, ARRAY_SIZE(ent));
+	rsdp(RSDP_AT, 2, RSDT_AT, XSDT_AT);
+}
+
+/* A fake bus: 00:1c.0 is a bridge to bus 2 (subordinate 3), 02:00.0 a
+ * bridge to bus 3; 03:00.0 and 00:02.0 are endpoints. */
+static u8 fake_cfg(void *ctx, u8 bus, u8 dev, u8 fn, u16 off)
+{
+	bool bridge = (bus == 0 && dev == 0x1c && fn == 0) || (bus == 2 && dev == 0 && fn == 0);
+	bool present = bridge || (bus == 3 && dev == 0 && fn == 0) || (bus == 0 && dev == 2 && fn == 0);
+
+	(void)ctx;
+	if (!present)
+		return 0xff;
+	switch (off) {
+	case 0: return 0x86;
+	case 1: return 0x80;
+	case 0x0e: return bridge ? 1 : 0;
+	case 0x19: return bridge ? (bus == 0 ? 2 : 3) : 0;
+	case 0x1a: return bridge ? 3 : 0;
+	default: return 0;
+	}
+}
+
+/* QEMU's q35 shape: one INCLUDE_PCI_ALL unit with an IOAPIC scope, plus a
+ * second unit naming one endpoint behind two bridges, and an RMRR. */
+static void test_dmar_good(void **state)
+{
+	const u8 ioapic[8] = { 3, 8, 0, 0, 2, 0xff, 0x1f, 0 };
+	const u8 ep[10] = { 1, 10, 0, 0, 0, 0, 0x1c, 0, 0, 0 };	/* 00:1c.0 -> 02:00.0 */
+	const u8 deep[12] = { 1, 12, 0, 0, 0, 0, 0x1c, 0, 0, 0, 0, 0 };	/* -> 03:00.0 */
+	u8 sc[22];
+	struct tb t;
+	u16 bdf;
+
+	(void)state;
+	memcpy(sc, ep, 10);
+	memcpy(sc + 10, deep, 12);
+	dmar_begin(&t, 39, ACPI_DMAR_INTR_REMAP);
+	dmar_drhd(&t, 0, 0, 0xfed91000, sc, sizeof sc);
+	dmar_drhd(&t, 1, 0, 0xfed90000, ioapic, sizeof ioapic);
+	dmar_rmrr(&t, 0x7f000000, 0x7f0fffff, ep, sizeof ep);
+	with_dmar(&t);
+	assert_int_equal(run(), 0);
+	assert_int_equal(shim_klog_count(), 0);
+	assert_true(info.dmar.present);
+	assert_int_equal(info.dmar.haw, 39);
+	assert_int_equal(info.dmar.flags, ACPI_DMAR_INTR_REMAP);
+	assert_int_equal(info.dmar.unit_count, 2);
+	assert_int_equal(info.dmar.units[0].base, 0xfed91000);
+	assert_false(info.dmar.units[0].include_all);
+	assert_int_equal(info.dmar.units[0].scope_count, 2);
+	assert_true(info.dmar.units[1].include_all);
+	assert_int_equal(info.dmar.units[1].scope_count, 1);
+	assert_int_equal(info.dmar.scopes[info.dmar.units[1].scope_first].type, ACPI_DSCOPE_IOAPIC);
+	assert_int_equal(info.dmar.scopes[info.dmar.units[1].scope_first].enum_id, 2);
+	assert_int_equal(info.dmar.rmrr_count, 1);
+	assert_int_equal(info.dmar.rmrrs[0].limit, 0x7f0fffff);
+	assert_int_equal(info.dmar.scope_count, 4);
+	assert_non_null(acpi_find_table(&info, "DMAR"));
+
+	/* Paths walked over the fake bus. */
+	assert_int_equal(acpi_dmar_scope_bdf(&info.dmar.scopes[0], fake_cfg, NULL, &bdf), 0);
+	assert_int_equal(bdf, 2 << 8);
+	assert_int_equal(acpi_dmar_scope_bdf(&info.dmar.scopes[1], fake_cfg, NULL, &bdf), 0);
+	assert_int_equal(bdf, 3 << 8);
+	assert_int_equal(acpi_dmar_scope_bdf(&info.dmar.scopes[2], fake_cfg, NULL, &bdf), -EINVAL);
+	/* 02:00.0 and 03:00.0 by the named unit, 00:02.0 by the catch-all,
+	 * nothing on another segment. */
+	assert_int_equal(acpi_dmar_unit_for(&info.dmar, 0, 2 << 8, fake_cfg, NULL), 0);
+	assert_int_equal(acpi_dmar_unit_for(&info.dmar, 0, 3 << 8, fake_cfg, NULL), 0);
+	assert_int_equal(acpi_dmar_unit_for(&info.dmar, 0, 2 << 3, fake_cfg, NULL), 1);
+	assert_int_equal(acpi_dmar_unit_for(&info.dmar, 1, 2 << 3, fake_cfg, NULL), -1);
+}
+
+static void test_dmar_bridge_scope_covers_bus_range(void **state)
+{
+	const u8 br[8] = { 2, 8, 0, 0, 0, 0, 0x1c, 0 };
+	struct tb t;
+
+	(void)state;
+	dmar_begin(&t, 48, 0);
+	dmar_drhd(&t, 0, 0, 0xfed91000, br, sizeof br);
+	with_dmar(&t);
+	assert_int_equal(run(), 0);
+	assert_int_equal(acpi_dmar_unit_for(&info.dmar, 0, 0x1c << 3, fake_cfg, NULL), 0);
+	assert_int_equal(acpi_dmar_unit_for(&info.dmar, 0, 2 << 8, fake_cfg, NULL), 0);
+	assert_int_equal(acpi_dmar_unit_for(&info.dmar, 0, 3 << 8 | 5, fake_cfg, NULL), 0);
+	assert_int_equal(acpi_dmar_unit_for(&info.dmar, 0, 4 << 8, fake_cfg, NULL), -1);
+	assert_int_equal(acpi_dmar_unit_for(&info.dmar, 0, 2 << 3, fake_cfg, NULL), -1);
+}
+
+/* Paths that are absent, through non-bridges, looping or out of range. */
+static void test_dmar_scope_bad_paths(void **state)
+{
+	struct acpi_dmar_scope s = { .type = ACPI_DSCOPE_ENDPOINT, .start_bus = 0, .path_len = 2 };
+	u16 bdf = 0xabcd;
+
+	(void)state;
+	s.path[0][0] = 5;	/* absent */
+	assert_int_equal(acpi_dmar_scope_bdf(&s, fake_cfg, NULL, &bdf), -ENOENT);
+	s.path[0][0] = 2;	/* an endpoint, not a bridge */
+	assert_int_equal(acpi_dmar_scope_bdf(&s, fake_cfg, NULL, &bdf), -EINVAL);
+	s.path[0][0] = 0x1c;
+	s.path[1][0] = 32;	/* device number out of range */
+	assert_int_equal(acpi_dmar_scope_bdf(&s, fake_cfg, NULL, &bdf), -EINVAL);
+	s.start_bus = 3;	/* bus 3's "bridge" at 00.0 is an endpoint */
+	s.path[0][0] = 0;
+	s.path[1][0] = 0;
+	assert_int_equal(acpi_dmar_scope_bdf(&s, fake_cfg, NULL, &bdf), -EINVAL);
+	s.start_bus = 2;	/* 02:00.0 bridges to 3, then 03:00.0 */
+	assert_int_equal(acpi_dmar_scope_bdf(&s, fake_cfg, NULL, &bdf), 0);
+	assert_int_equal(bdf, 3 << 8);
+	s.type = ACPI_DSCOPE_IOAPIC;
+	assert_int_equal(acpi_dmar_scope_bdf(&s, fake_cfg, NULL, &bdf), -EINVAL);
+	s.type = ACPI_DSCOPE_ENDPOINT;
+	s.path_len = 0;
+	assert_int_equal(acpi_dmar_scope_bdf(&s, fake_cfg, NULL, &bdf), -EINVAL);
+}
+
+/* Hostile structures: each is dropped with one warning, the rest kept. */
+static void test_dmar_hostile_structures(void **state)
+{
+	const u8 badlen[8] = { 1, 7, 0, 0, 0, 0, 2, 0 };	/* odd path bytes */
+	const u8 nopath[6] = { 1, 6, 0, 0, 0, 0 };
+	u8 longpath[6 + 2 * 9] = { 1, 6 + 2 * 9 };
+	struct tb t;
+
+	(void)state;
+	dmar_begin(&t, 39, 0);
+	dmar_drhd(&t, 0, 0, 0, NULL, 0);			/* base 0 */
+	dmar_drhd(&t, 0, 0, 0xfed90800, NULL, 0);		/* unaligned */
+	dmar_drhd(&t, 1, 0, 0xfed90000, nopath, sizeof nopath);	/* kept, scope dropped */
+	dmar_drhd(&t, 0, 0, 0xfed90000, NULL, 0);		/* repeated base */
+	dmar_drhd(&t, 0, 1, 0xfed92000, longpath, sizeof longpath);	/* kept, scope dropped */
+	dmar_drhd(&t, 0, 2, 0xfed93000, badlen, sizeof badlen);	/* kept, scope list ends */
+	dmar_rmrr(&t, 0x1000, 0x0fff, NULL, 0);			/* inverted */
+	dmar_rmrr(&t, 0x1800, 0x2fff, NULL, 0);			/* unaligned base */
+	dmar_rmrr(&t, 0x1000, 0x2ffe, NULL, 0);			/* unaligned limit */
+	dmar_rmrr(&t, 0x1000, 0x2fff, NULL, 0);			/* good */
+	with_dmar(&t);
+	assert_int_equal(run(), 0);
+	assert_int_equal(shim_klog_count(), 9);
+	assert_int_equal(info.dmar.unit_count, 3);
+	assert_int_equal(info.dmar.units[0].base, 0xfed90000);
+	assert_int_equal(info.dmar.units[0].scope_count, 0);
+	assert_int_equal(info.dmar.units[1].segment, 1);
+	assert_int_equal(info.dmar.units[2].scope_count, 0);
+	assert_int_equal(info.dmar.scope_count, 0);
+	assert_int_equal(info.dmar.rmrr_count, 1);
+	assert_int_equal(info.dmar.rmrrs[0].base, 0x1000);
+}
+
+/* A structure length that is short, zero or overruns ends the walk. */
+static void test_dmar_structure_lengths(void **state)
+{
+	static const u16 bad[] = { 0, 3, 0x400 };
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		struct tb t;
+		u8 *p;
+
+		memset(img, 0, IMG_SIZE);
+		dmar_begin(&t, 39, 0);
+		dmar_drhd(&t, 1, 0, 0xfed90000, NULL, 0);
+		p = at(t.phys + t.len);
+		dmar_drhd(&t, 0, 0, 0xfed91000, NULL, 0);
+		put_le16(p + 2, bad[i]);
+		with_dmar(&t);
+		shim_klog_reset();
+		assert_int_equal(run(), 0);
+		assert_int_equal(info.dmar.unit_count, 1);
+		assert_int_equal(shim_klog_count(), 1);
+		assert_log_has("DMAR", "bad length");
+	}
+	/* A header shorter than the fixed 48 bytes: the table is refused. */
+	{
+		struct tb t;
+
+		memset(img, 0, IMG_SIZE);
+		t = tb_begin(DMAR_AT, "DMAR", 1);
+		tb_put(&t, (const u8 *)"\x26\x00", 2);
+		with_dmar(&t);
+		shim_klog_reset();
+		assert_int_equal(run(), 0);
+		assert_false(info.dmar.present);
+		assert_null(acpi_find_table(&info, "DMAR"));
+	}
+}
+
+/* More units and scopes than the arrays hold: capped with one warning each. */
+static void test_dmar_caps(void **state)
+{
+	const u8 ep[8] = { 1, 8, 0, 0, 0, 0, 2, 0 };
+	u8 sc[8 * 5];
+	struct tb t;
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < 5; i++)
+		memcpy(sc + 8 * i, ep, 8);
+	dmar_begin(&t, 39, 0);
+	for (i = 0; i < ACPI_DMAR_MAX_UNITS + 2; i++)
+		dmar_drhd(&t, 0, 0, 0xfed00000 + 0x1000ull * i, sc, sizeof sc);
+	with_dmar(&t);
+	assert_int_equal(run(), 0);
+	assert_int_equal(info.dmar.unit_count, ACPI_DMAR_MAX_UNITS);
+	assert_int_equal(info.dmar.scope_count, ACPI_DMAR_MAX_SCOPES);
+	assert_int_equal(shim_klog_count(), 2);
+	for (i = 0; i < info.dmar.unit_count; i++)
+		assert_true(info.dmar.units[i].scope_first + info.dmar.units[i].scope_count <=
+			    info.dmar.scope_count);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -1182,6 +1447,12 @@ int main(void)
 		T(test_fadt_pm1_blocks),
 		T(test_hpet_no_block_id),
 		T(test_hpet_io_space_rejected),
+		T(test_dmar_good),
+		T(test_dmar_bridge_scope_covers_bus_range),
+		T(test_dmar_scope_bad_paths),
+		T(test_dmar_hostile_structures),
+		T(test_dmar_structure_lengths),
+		T(test_dmar_caps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1066,6 +1066,7 @@ static void test_counters(void **state)
 	assert_int_equal(H.vq.stats.completions, 1);
 	assert_int_equal(H.vq.inflight, 1);
 	assert_int_equal(H.dev.maps, 4);	/* 4 elements (the ring was mapped before attach) */
+	assert_int_equal(H.dev.maps_writable, 2);	/* the one device-writable element of each */
 	expect_clean();
 }
 

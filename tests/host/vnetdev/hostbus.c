@@ -7,6 +7,7 @@
 #include "drivers/virtio.h"
 #include "drivers/virtio_core.h"
 #include "kernel/mm.h"
+#include "drivers/vtd.h"
 #include "tests/host/fake_dev.h"
 #include "tests/host/vnetdev/hostbus.h"
 
@@ -14,7 +15,32 @@
  * fake_dev expects, so a VA handed to the device unmapped is caught. */
 dma_addr_t dma_map(const void *va, size_t len)
 {
-	return fake_dma_map(NULL, va, len);
+	return fake_dma_map(NULL, va, len, true);
+}
+
+/* No VT-d unit here: devices have no PCI function, so no domain is ever
+ * attached and these are never reached with one. */
+struct vtd_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void *arg)
+{
+	(void)p;
+	(void)fault;
+	(void)arg;
+	return NULL;
+}
+
+dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool device_writes)
+{
+	(void)dom;
+	(void)va;
+	(void)len;
+	(void)device_writes;
+	abort();
+}
+
+void vtd_domain_clear(struct vtd_domain *dom)
+{
+	(void)dom;
+	abort();
 }
 
 /* ---- virtio bus (the real drivers/virtio.c, with an injected table) ---- */

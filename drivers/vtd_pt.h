@@ -1,0 +1,69 @@
+/* VT-d second-level page tables, the IOVA windows and fault-record decoding
+ * (Intel VT-d spec 4.x §3.6, §9.8, §11.4.14). Pure: table pages come from a
+ * caller hook, so the host tests build tables in fake memory. */
+#ifndef VIREO_VTD_PT_H
+#define VIREO_VTD_PT_H
+
+#include "kernel/types.h"
+
+#define VTD_PAGE		4096ull
+#define VTD_PTE_R		(1ull << 0)
+#define VTD_PTE_W		(1ull << 1)
+#define VTD_PTE_ADDR		0x000ffffffffff000ull
+
+/* IOVA windows. A domain never maps an IOVA equal to a physical address:
+ * memory a device only reads appears at VTD_WIN_RO + pa (read-only entries),
+ * memory it may write at VTD_WIN_RW + pa. Both windows are above every
+ * physical address we accept (pa < VTD_WIN_SIZE), so a driver that hands a
+ * device a physical address (an identity bug) gets a fault, not a silent
+ * success. The same page may sit in both windows with different rights.
+ * Chosen for a 39-bit (3-level) address width, the least a unit offers. */
+#define VTD_WIN_SIZE		(1ull << 37)	/* 128 GiB of physical memory */
+#define VTD_WIN_RO		(1ull << 37)
+#define VTD_WIN_RW		(2ull << 37)
+
+struct vtd_pt {
+	int levels;		/* 3 (39-bit) or 4 (48-bit) */
+	u64 root_pa;
+	u64 *root;
+	/* A zeroed, 4 KiB aligned table page: its address for software, *pa
+	 * for the unit; NULL when out of memory. */
+	void *(*alloc)(void *ctx, u64 *pa);
+	void (*free)(void *ctx, void *va);
+	void *(*va)(void *ctx, u64 pa);	/* a table's software address */
+	void *ctx;
+	u64 table_pages;	/* including the root */
+	u64 mapped;		/* leaf entries present */
+};
+
+/* Allocates the root. Returns 0, -EINVAL (levels not 3 or 4), -ENOMEM. */
+int vtd_pt_init(struct vtd_pt *pt, int levels);
+/* Maps one 4 KiB page iova -> pa with rights (VTD_PTE_R|VTD_PTE_W). An
+ * identical entry already there is success with *added false; a different
+ * one is -EEXIST. -ERANGE: iova beyond the levels' width or unaligned;
+ * -ENOMEM: no table page. */
+int vtd_pt_map(struct vtd_pt *pt, u64 iova, u64 pa, u64 rights, bool *added);
+/* The leaf entry for iova, 0 if none. */
+u64 vtd_pt_lookup(const struct vtd_pt *pt, u64 iova);
+/* Removes every mapping and frees every table page but the root. */
+void vtd_pt_clear(struct vtd_pt *pt);
+/* Clears and frees the root too. */
+void vtd_pt_destroy(struct vtd_pt *pt);
+
+/* The IOVA for [pa, pa+len) in the window for the direction, or 0 when
+ * the range is empty, wraps or reaches past VTD_WIN_SIZE. */
+u64 vtd_iova(u64 pa, u64 len, bool device_writes);
+
+/* A primary fault record (§11.4.14.1), the two 64-bit halves. */
+struct vtd_fault {
+	bool valid;		/* F */
+	u16 source;		/* requester id: bus << 8 | dev << 3 | fn */
+	u8 reason;		/* FR */
+	bool read;		/* T: 1 = read request, 0 = write */
+	u64 addr;		/* FI: the faulting page */
+};
+void vtd_fault_decode(u64 lo, u64 hi, struct vtd_fault *f);
+/* A short name for a fault reason (Appendix A), "unknown" otherwise. */
+const char *vtd_fault_reason(u8 reason);
+
+#endif
