@@ -45,6 +45,11 @@ struct netif_vnet_tx_stats {
 };
 extern struct netif_vnet_tx_stats netif_vnet_tx_stats;
 
+/* A panic's frame (net/syslog.c): frame[0..len), a whole Ethernet frame,
+ * straight to the device (vnet_tx_emergency), or -EIO with no device or
+ * the link down. For panic mode only: the upper layer is detached. */
+int netif_vnet_emergency_tx(const void *frame, u32 len);
+
 /* ---- net/netup.c ---- */
 
 /* IPv4 addressing: a static address (with an optional gateway), or DHCP. */
