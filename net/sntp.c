@@ -181,6 +181,22 @@ static void sntp_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_a
 
 int sntp_start(void)
 {
+	if (sntp.pcb) {
+		/* Again, after ntp= changed: the next request goes to the
+		 * new server, now (the old one's pending answer no longer
+		 * matches: its address differs, or its nonce is replaced). */
+		sys_untimeout(sntp_send, NULL);
+		sntp.pending = false;
+		if (!sntp_server && !sntp_name[0]) {
+			kprintf("ntp: off\n");
+			return 0;
+		}
+		ip_addr_set_ip4_u32_val(sntp.server, lwip_htonl(sntp_server));
+		sntp.retry_ms = SNTP_RETRY_MIN_MS;
+		kprintf("ntp: server %s\n", sntp_name[0] ? sntp_name : ipaddr_ntoa(&sntp.server));
+		sntp_arm(1);
+		return 0;
+	}
 	if (!sntp_server && !sntp_name[0])
 		return 0;
 	sntp.pcb = udp_new_ip_type(IPADDR_TYPE_V4);

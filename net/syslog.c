@@ -150,7 +150,7 @@ static void syslog_emerg_send(const char *line, size_t len)
 	size_t dlen, flen;
 	u64 ns;
 
-	if (!slog.emerg || !slog.link_ok || slog.emerg_sent >= SYSLOG_EMERG_LINES)
+	if (!slog.emerg || !slog.link_ok || !syslog_addr || slog.emerg_sent >= SYSLOG_EMERG_LINES)
 		return;
 	frame = slog.emerg[slog.emerg_sent];
 	len -= syslog_msg_unstamp(line, len);
@@ -221,6 +221,13 @@ static void syslog_drain(void *arg)
 	u64 ns;
 
 	(void)arg;
+	if (!syslog_addr) {	/* turned off after start: drop what is queued */
+		u64 flags = irq_save();
+
+		slog.tail = slog.head;
+		irq_restore(flags);
+		return;
+	}
 	if (!n || !netif_is_up(n) || !netif_is_link_up(n) || ip4_addr_isany_val(*netif_ip4_addr(n))) {
 		if (!slog.waiting) {
 			slog.waiting = true;
@@ -290,6 +297,19 @@ static struct metrics_source syslog_source = { "syslog", syslog_metrics, NULL };
 
 int syslog_start(void)
 {
+	if (slog.pcb) {
+		/* Again, after syslog= changed: the queue goes to the new
+		 * server (the drain looks the next hop up again), or, for
+		 * off, is dropped from now on. */
+		slog.link_ok = false;
+		ip_addr_set_ip4_u32_val(slog.server, lwip_htonl(syslog_addr));
+		if (syslog_addr)
+			kprintf("syslog: to %s port %u\n", ipaddr_ntoa(&slog.server), syslog_port);
+		else
+			kprintf("syslog: off\n");
+		work_queue(&slog.work);
+		return 0;
+	}
 	if (!syslog_addr)
 		return 0;
 	if (!slog.ring)

@@ -932,6 +932,25 @@ int http_server_start(u16 port, const struct http_server_cfg *cfg)
 	return 0;
 }
 
+/* A new port for the HTTP listener (cloud metadata's http=): the new one
+ * listens before the old one closes, so a refusal leaves HTTP as it was.
+ * Connections accepted on the old port go on. */
+int http_server_rebind(u16 port)
+{
+	struct altcp_pcb *lpcb;
+	int rc;
+
+	if (!server.listen)
+		return -EBUSY;
+	rc = server_listen_on(altcp_tcp_new_ip_type(IPADDR_TYPE_ANY), port, &lpcb);
+	if (rc)
+		return rc;
+	altcp_close(server.listen);
+	server.listen = lpcb;
+	altcp_accept(lpcb, server_on_accept);
+	return 0;
+}
+
 /* Graceful stop, for power off: see server.h. */
 void http_server_drain(u32 *idle_closed, u32 *busy)
 {
