@@ -272,6 +272,14 @@ fuzz: deps-test $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 
 test-qemu: deps-test $(IMAGE)
 	$(Q)$(PYTHON) -m pytest -q -ra tests/qemu
+# N instances behind HAProxy in a namespace (tests/fleet/fleet.py); the test
+# powers one off and kills another under requests (not part of make test).
+N ?= 3
+.PHONY: fleet test-fleet
+fleet: deps-test $(PVH)
+	$(Q)$(PYTHON) tests/fleet/fleet.py --n $(N)
+test-fleet: deps-test $(PVH)
+	$(Q)$(PYTHON) -m pytest -q -ra -s tests/fleet
 
 # tests/matrix: the appliance over a tap device in a namespace of its own,
 # in every virtio-net/machine configuration, under hostile input and faults.
@@ -365,6 +373,10 @@ help:
 	@echo "  make check-docs every relative link in README.md, docs/, net/README.md resolves;"
 	@echo "                  docs/appliance.md's command-line table matches the sources"
 	@echo "  make test-qemu  QEMU tests only"
+	@echo "  make fleet N=3  N instances behind HAProxy in a network namespace (health checks"
+	@echo "                  on /healthz); prints the front address; Ctrl-C stops it"
+	@echo "  make test-fleet 3 instances under requests through HAProxy: one powered off, one"
+	@echo "                  killed, no request lost (~30 s; needs root; not in make test)"
 	@echo "  make test-matrix  the appliance in 25 virtio-net/machine configurations, TSO on"
 	@echo "                  a wire and off, uploads with receive TSO on and off, plus test-hostile (~10-12 min; needs root for a"
 	@echo "                  netns with a tap)"
