@@ -82,7 +82,7 @@ def test_bad_syslog_dns_ntp_values_warn_and_boot(boot):
     assert "syslog: to" not in vm.text
     assert re.search(r"^warning: cmdline: dns=1\.2\.3: want one or two A\.B\.C\.D, comma-separated", vm.text, re.M)
     assert re.search(r"^warning: cmdline: dns=1\.2\.3\.4,: want", vm.text, re.M)
-    assert re.search(r"^warning: cmdline: ntp=bad_name!: want off, a server's A\.B\.C\.D or its name, "
+    assert re.search(r"^warning: cmdline: ntp=bad_name!: want off, dhcp, a server's A\.B\.C\.D or its name, "
                      r"keeping default off$", vm.text, re.M), vm.text
     assert "ntp: server" not in vm.text
 
