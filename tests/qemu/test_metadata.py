@@ -7,6 +7,7 @@ bounded and warned about while the appliance serves on its boot
 configuration."""
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -53,7 +54,8 @@ def _get(netns, url):
 
 
 def test_gce_attribute_moves_the_http_port(boot, netns, mdserver):
-    srv = mdserver("gce", b"# from the instance attribute\nhttp=8080\nverbose=on\ndns=10.77.0.1\nnosuchkey=1\n")
+    srv = mdserver("gce", b"# from the instance attribute\nhttp=8080\nverbose=on\ndns=10.77.0.1\nnosuchkey=1\n"
+                          b"syslog=10.77.0.1:5514\nntp=10.77.0.1\n")
     vm = _boot(boot, netns, "gce")
     m = vm.wait_for(READY, timeout=120)
     assert m.group(2) == "8080", vm.text
@@ -65,6 +67,9 @@ def test_gce_attribute_moves_the_http_port(boot, netns, mdserver):
     assert re.search(r"^warning: metadata line 3: verbose takes effect only at boot", text, re.M), text
     assert re.search(r"^warning: metadata line 5: .*nosuchkey", text, re.M), text
     assert re.search(r"^http: listening on port 8080 \(was 80\)$", text, re.M)
+    # syslog= and ntp= started after boot, from metadata
+    assert re.search(r"^syslog: to 10\.77\.0\.1 port 5514$", text, re.M), text
+    assert re.search(r"^ntp: server 10\.77\.0\.1$", text, re.M), text
     # the ready line came after the metadata step
     assert text.index("bytes of configuration") < m.start()
     assert _get(netns, f"http://{netns.guest_ip}:8080/healthz").stdout == b"ok\n"
@@ -118,3 +123,26 @@ def test_no_server_times_out_within_the_bound(boot, netns):
     took = re.search(r"^metadata: none applied \(.*\) after (\d+) ms", vm.text, re.M)
     assert took and int(took.group(1)) <= 10500, vm.text
     assert _get(netns, f"http://{netns.guest_ip}/healthz").stdout == b"ok\n"
+
+
+def test_metadata_after_a_dhcp_lease(boot, netns, mdserver, tmp_path):
+    """With DHCP (Debian's dnsmasq in the namespace, its address the
+    router), the metadata step runs once the lease is bound."""
+    dnsmasq = shutil.which("dnsmasq") or "/usr/sbin/dnsmasq"
+    if not os.path.exists(dnsmasq):
+        pytest.fail("dnsmasq missing: `make deps` installs dnsmasq-base")
+    dhcp = netns.popen(dnsmasq, "--no-daemon", "--conf-file=/dev/null", "--port=0", f"--interface={netns.tap}",
+                       "--bind-interfaces", "--dhcp-range=10.77.0.50,10.77.0.60,255.255.255.0,1h",
+                       "--dhcp-authoritative", f"--dhcp-leasefile={tmp_path}/leases",
+                       f"--pid-file={tmp_path}/dnsmasq.pid", "--user=root",
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        mdserver("gce", b"http=8082\n")
+        vm = boot(cmdline="metadata=gce", wrap=netns.wrap, extra=netns.qemu_args())
+        m = vm.wait_for(READY, timeout=120)
+        assert m.group(2) == "8082", vm.text
+        assert re.search(r"^net: 10\.77\.0\.\d+/24 gw 10\.77\.0\.1 \(dhcp\)$", vm.text, re.M), vm.text
+        assert _get(netns, f"http://{m.group(1)}:8082/healthz").stdout == b"ok\n"
+    finally:
+        dhcp.terminate()
+        dhcp.wait(timeout=10)
