@@ -61,7 +61,9 @@ def test_gce_attribute_moves_the_http_port(boot, netns, mdserver):
     assert m.group(2) == "8080", vm.text
     text = vm.text
     assert re.search(r"^metadata: asking gce at 169\.254\.169\.254 \(at most 10 s\)$", text, re.M)
-    assert re.search(r"^metadata: gce: \d+ bytes of configuration after \d+ ms$", text, re.M)
+    took = re.search(r"^metadata: gce: \d+ bytes of configuration after (\d+) ms$", text, re.M)
+    assert took, text
+    print(f"metadata: the gce step took {took.group(1)} ms")
     assert re.search(r"^config: http=8080 \(from metadata\)$", text, re.M)
     assert re.search(r"^config: dns=10\.77\.0\.1 \(from metadata\)$", text, re.M)
     assert re.search(r"^warning: metadata line 3: verbose takes effect only at boot", text, re.M), text
@@ -110,6 +112,7 @@ def test_hostile_server_is_bounded_and_boot_goes_on(boot, netns, mdserver, mode,
     took = re.search(r"^metadata: none applied \(\S.*\) after (\d+) ms; serving with the boot configuration$",
                      vm.text, re.M)
     assert took and int(took.group(1)) <= 10500, vm.text
+    print(f"metadata: {mode} server: gave up after {took.group(1)} ms")
     assert "(from metadata)" not in vm.text
     assert _get(netns, f"http://{netns.guest_ip}/healthz").stdout == b"ok\n"
     # a bad answer is not asked again; no answer is, once
@@ -122,6 +125,7 @@ def test_no_server_times_out_within_the_bound(boot, netns):
     vm.wait_for(READY, timeout=120)
     took = re.search(r"^metadata: none applied \(.*\) after (\d+) ms", vm.text, re.M)
     assert took and int(took.group(1)) <= 10500, vm.text
+    print(f"metadata: no server: gave up after {took.group(1)} ms")
     assert _get(netns, f"http://{netns.guest_ip}/healthz").stdout == b"ok\n"
 
 
