@@ -103,7 +103,13 @@ APP_STAMP := $(BUILD)/app-root.$(shell printf '%s %s' '$(APP_ROOT)' '$(APP_EXTRA
 $(APP_STAMP):
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $(BUILD)/app-root.* && touch $@
-$(BUILD)/site_data.c: tools/mksite.py $(APP_STAMP) $(shell find $(APP_ROOT) -type f 2>/dev/null)
+# The site's Last-Modified is SOURCE_DATE_EPOCH (mksite.py): a new commit
+# regenerates the site tables (the kernel's and the host tests').
+SITE_DATE_STAMP := $(BUILD)/site-date.$(SOURCE_DATE_EPOCH)
+$(SITE_DATE_STAMP):
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $(BUILD)/site-date.* && touch $@
+$(BUILD)/site_data.c: tools/mksite.py $(APP_STAMP) $(SITE_DATE_STAMP) $(shell find $(APP_ROOT) -type f 2>/dev/null)
 	@$(if $(Q),echo "  MKSITE  $(APP_ROOT)")
 	$(Q)$(PYTHON) tools/mksite.py $(APP_ROOT) $@ $(addprefix --extra ,$(APP_EXTRA))
 $(BUILD)/k/site_data.o: $(BUILD)/site_data.c
