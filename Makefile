@@ -62,8 +62,8 @@ DRIVER_SRCS := drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci
 	drivers/virtq.c drivers/virtio.c drivers/virtio_drivers.c drivers/virtio_core.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
 	drivers/virtio_rng.c drivers/virtio_selftest.c drivers/virtio_net.c drivers/vnet_echo.c drivers/vnet_hdr.c drivers/vnet_ctrl.c drivers/vnet_gso.c \
 	drivers/coalesce.c drivers/virtio_console.c drivers/virtio_mmio_parse.c drivers/virtio_mmio.c drivers/vtd_pt.c drivers/vtd.c
-NET_SRCS    := net/sys_arch.c net/lwip_port.c net/segheap.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/tso_merge.c net/tso_out.c net/netif_vnet.c net/netup.c net/sntp.c net/sntp_msg.c net/syslog.c net/syslog_msg.c net/resolv.c net/app/app.c net/app/conntab.c net/app/http.c \
-	net/app/site.c net/app/site_esp.c net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c
+NET_SRCS    := net/sys_arch.c net/lwip_port.c net/segheap.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/tso_merge.c net/tso_out.c net/netif_vnet.c net/netup.c net/sntp.c net/sntp_msg.c net/syslog.c net/syslog_msg.c net/resolv.c net/mdhttp.c net/app/app.c net/app/conntab.c net/app/http.c \
+	net/app/site.c net/app/site_esp.c net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c net/app/metadata.c
 SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(BUILD)/k/site_data.o
 
@@ -103,7 +103,13 @@ APP_STAMP := $(BUILD)/app-root.$(shell printf '%s %s' '$(APP_ROOT)' '$(APP_EXTRA
 $(APP_STAMP):
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $(BUILD)/app-root.* && touch $@
-$(BUILD)/site_data.c: tools/mksite.py $(APP_STAMP) $(shell find $(APP_ROOT) -type f 2>/dev/null)
+# The site's Last-Modified is SOURCE_DATE_EPOCH (mksite.py): a new commit
+# regenerates the site tables (the kernel's and the host tests').
+SITE_DATE_STAMP := $(BUILD)/site-date.$(SOURCE_DATE_EPOCH)
+$(SITE_DATE_STAMP):
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $(BUILD)/site-date.* && touch $@
+$(BUILD)/site_data.c: tools/mksite.py $(APP_STAMP) $(SITE_DATE_STAMP) $(shell find $(APP_ROOT) -type f 2>/dev/null)
 	@$(if $(Q),echo "  MKSITE  $(APP_ROOT)")
 	$(Q)$(PYTHON) tools/mksite.py $(APP_ROOT) $@ $(addprefix --extra ,$(APP_EXTRA))
 $(BUILD)/k/site_data.o: $(BUILD)/site_data.c
@@ -272,6 +278,14 @@ fuzz: deps-test $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 
 test-qemu: deps-test $(IMAGE)
 	$(Q)$(PYTHON) -m pytest -q -ra tests/qemu
+# N instances behind HAProxy in a namespace (tests/fleet/fleet.py); the test
+# powers one off and kills another under requests (not part of make test).
+N ?= 3
+.PHONY: fleet test-fleet
+fleet: deps-test $(PVH)
+	$(Q)$(PYTHON) tests/fleet/fleet.py --n $(N)
+test-fleet: deps-test $(PVH)
+	$(Q)$(PYTHON) -m pytest -q -ra -s tests/fleet
 
 # tests/matrix: the appliance over a tap device in a namespace of its own,
 # in every virtio-net/machine configuration, under hostile input and faults.
@@ -365,6 +379,10 @@ help:
 	@echo "  make check-docs every relative link in README.md, docs/, net/README.md resolves;"
 	@echo "                  docs/appliance.md's command-line table matches the sources"
 	@echo "  make test-qemu  QEMU tests only"
+	@echo "  make fleet N=3  N instances behind HAProxy in a network namespace (health checks"
+	@echo "                  on /healthz); prints the front address; Ctrl-C stops it"
+	@echo "  make test-fleet 3 instances under requests through HAProxy: one powered off, one"
+	@echo "                  killed, no request lost (~30 s; needs root; not in make test)"
 	@echo "  make test-matrix  the appliance in 25 virtio-net/machine configurations, TSO on"
 	@echo "                  a wire and off, uploads with receive TSO on and off, DMA through VT-d,"
 	@echo "                  live migration under load, plus test-hostile (~12-14 min; needs root for a"

@@ -10,6 +10,7 @@
 #include "kernel/boot_info.h"
 #include "kernel/io.h"
 #include "kernel/string.h"
+#include "kernel/wallclock.h"
 
 #define MAP_SLACK_DESCS 16	/* room for the map to grow between calls */
 #define EXIT_TRIES 8
@@ -288,6 +289,19 @@ static size_t efi_site_append(char *path, size_t len, const CHAR16 *name, size_t
 	return i ? len : 0;
 }
 
+/* A file's modification time in Unix seconds, 0 if the firmware's is not
+ * a valid date. FAT keeps local time with no zone (TimeZone unspecified):
+ * read as UTC; a zone given is minutes with Localtime = UTC - TimeZone. */
+static u64 efi_file_mtime(const EFI_TIME *t)
+{
+	u64 s = wallclock_from_civil(t->Year, t->Month, t->Day, t->Hour, t->Minute, t->Second);
+	s16 tz = (s16)t->TimeZone;
+
+	if (s && tz >= -1440 && tz <= 1440 && (u64)((s64)s + tz * 60) > 0)
+		s = (u64)((s64)s + tz * 60);
+	return s;
+}
+
 static void efi_site_file(struct site_walk *w, EFI_FILE_HANDLE dir, const EFI_FILE_INFO *info, const char *path)
 {
 	EFI_FILE_HANDLE f = NULL;
@@ -341,6 +355,7 @@ static void efi_site_file(struct site_walk *w, EFI_FILE_HANDLE dir, const EFI_FI
 	efi_copy_str(e->path, sizeof e->path, path);
 	e->off = w->used;
 	e->len = got;
+	e->mtime = efi_file_mtime(&info->ModificationTime);
 	w->used += (got + 7) & ~7ULL;	/* room was checked against got; 8-aligned files */
 	if (w->used > BOOT_SITE_MAX_BYTES)
 		w->used = BOOT_SITE_MAX_BYTES;

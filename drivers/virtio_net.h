@@ -129,6 +129,13 @@ void vnet_rx_pool(struct vnet *vn, u32 *held, u32 *total);
  * a tx_done) or -EIO (device broken or link down). */
 int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned flags, void *token);
 void vnet_get_stats(struct vnet *vn, struct vnet_stats *st);
+/* A panic's best-effort send: frame[0..len) (Ethernet header first, no
+ * offload) goes on the ring and the device is notified at once. The upper
+ * layer is detached first (completions reclaimed to make room call no one:
+ * the machine is stopping), nothing is allocated and nothing waits.
+ * Returns 0, -ENOSPC or -EIO; frame must stay valid (it does: the caller
+ * halts). */
+int vnet_tx_emergency(struct vnet *vn, const void *frame, u32 len);
 
 
 #endif

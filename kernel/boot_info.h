@@ -110,6 +110,7 @@ struct boot_info {
 struct boot_site_file {
 	char path[BOOT_SITE_PATH_MAX];	/* NUL-terminated */
 	u64 off, len;
+	u64 mtime;			/* the file's modification time, Unix seconds; 0: none */
 };
 
 enum boot_site_state {

@@ -224,6 +224,16 @@ void config_print_origins(void)
 			kprintf("config: %s=%s (from %s)\n", set[i]->key, config_origins[i].text, config_origins[i].src);
 }
 
+void config_print_origins_from(const char *label)
+{
+	const struct cmdline_opt *const *set;
+	size_t n = config_params(&set);
+
+	for (size_t i = 0; i < n && i < CONFIG_MAX_KEYS; i++)
+		if (config_origins[i].src && !strcmp(config_origins[i].src, label))
+			kprintf("config: %s=%s (from %s)\n", set[i]->key, config_origins[i].text, label);
+}
+
 void config_reset_origins(void)
 {
 	memset(config_origins, 0, sizeof config_origins);

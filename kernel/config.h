@@ -44,6 +44,8 @@ const char *config_origin(const struct cmdline_opt *o);
 
 /* The "config: key=value (from <source>)" lines; forgetting them (tests). */
 void config_print_origins(void);
+/* Only the keys the source labelled label set (a late source: metadata). */
+void config_print_origins_from(const char *label);
 void config_reset_origins(void);
 
 /* Prints the table, sorted by key, one "  key=<values> (default <d>): help"

@@ -7,6 +7,7 @@
 #include "kernel/io.h"
 #include "kernel/mm.h"
 #include "kernel/panic.h"
+#include "kernel/shell.h"
 
 static const char *const exc_names[32] = {
 	"divide error", "debug", "NMI", "breakpoint", "overflow", "bound range",
@@ -117,6 +118,14 @@ void panic(const char *fmt, ...)
 	panic_backtrace((u64)__builtin_return_address(0), rbp ? *(u64 *)rbp : 0);
 	panic_finish();
 }
+
+static void panic_cmd(const char *args)
+{
+	(void)args;
+	panic("shell: requested panic");
+}
+SHELL_CMD(panic, .name = "panic", .fn = panic_cmd, .debug = true,
+	  .help = "panic now, with the network up (tests the panic path and its syslog frames)");
 
 void panic_trap(struct trap_frame *f)
 {

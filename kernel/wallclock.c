@@ -26,6 +26,71 @@ void wallclock_civil(u64 unix_s, struct civil_time *c)
 	c->wday = (u32)((days + 4) % 7);	/* 1970-01-01 was a Thursday */
 }
 
+u64 wallclock_from_civil(u32 year, u32 month, u32 day, u32 hour, u32 min, u32 sec)
+{
+	static const u8 mdays[12] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+	u64 y, era, yoe, doy, doe;
+
+	if (year < 1970 || year > 9999 || month < 1 || month > 12 || day < 1 || day > mdays[month - 1] ||
+	    (month == 2 && day == 29 && !leap) || hour > 23 || min > 59 || sec > 59)
+		return 0;
+	/* The inverse of wallclock_civil: years start on March 1. */
+	y = year - (month <= 2);
+	era = y / 400;
+	yoe = y - era * 400;
+	doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return ((era * 146097 + doe - 719468) * 86400) + hour * 3600 + min * 60 + sec;
+}
+
+static int wallclock_digits(const char *s, int n)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v;
+}
+
+bool wallclock_parse_http_date(const char *s, u64 *unix_s)
+{
+	static const char wdays[] = "SunMonTueWedThuFriSat";
+	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+	int day, year, hour, min, sec, month = -1, i;
+	bool wday = false;
+	u64 t;
+
+	/* "Sun, 06 Nov 1994 08:49:37 GMT": exactly 29 characters */
+	for (i = 0; i < 30; i++)
+		if (!s[i])
+			break;
+	if (i != 29 || s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' || s[16] != ' ' ||
+	    s[19] != ':' || s[22] != ':' || s[25] != ' ' || s[26] != 'G' || s[27] != 'M' || s[28] != 'T')
+		return false;
+	for (i = 0; i < 7; i++)
+		if (s[0] == wdays[3 * i] && s[1] == wdays[3 * i + 1] && s[2] == wdays[3 * i + 2])
+			wday = true;
+	for (i = 0; i < 12; i++)
+		if (s[8] == months[3 * i] && s[9] == months[3 * i + 1] && s[10] == months[3 * i + 2])
+			month = i + 1;
+	day = wallclock_digits(s + 5, 2);
+	year = wallclock_digits(s + 12, 4);
+	hour = wallclock_digits(s + 17, 2);
+	min = wallclock_digits(s + 20, 2);
+	sec = wallclock_digits(s + 23, 2);
+	if (!wday || month < 0 || day < 0 || year < 0 || hour < 0 || min < 0 || sec < 0)
+		return false;
+	t = wallclock_from_civil((u32)year, (u32)month, (u32)day, (u32)hour, (u32)min, (u32)sec);
+	if (!t)
+		return false;
+	*unix_s = t;
+	return true;
+}
+
 static char *wallclock_dec(char *p, u32 v, int width)
 {
 	for (int i = width - 1; i >= 0; i--, v /= 10)

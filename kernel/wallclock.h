@@ -19,6 +19,16 @@ struct civil_time {
 /* Days since 1970-01-01 and seconds of the day into a UTC civil date. */
 void wallclock_civil(u64 unix_s, struct civil_time *c);
 
+/* The inverse: Unix seconds of a UTC date and time, or 0 if a field is out
+ * of range (years 1970-9999, a day the month has, 23:59:59 at most). */
+u64 wallclock_from_civil(u32 year, u32 month, u32 day, u32 hour, u32 min, u32 sec);
+
+/* An IMF-fixdate (s NUL-terminated, exactly 29 characters, names and
+ * ranges checked) into *unix_s; false, *unix_s untouched, for anything
+ * else (RFC 9110's two obsolete forms included: a recipient may treat
+ * an If-Modified-Since it cannot read as absent). */
+bool wallclock_parse_http_date(const char *s, u64 *unix_s);
+
 /* "Sun, 06 Nov 1994 08:49:37 GMT" (RFC 9110's IMF-fixdate, 29 characters)
  * into buf[size]; returns its length, or 0 if it does not fit. */
 size_t wallclock_http_date(u64 unix_s, char *buf, size_t size);

@@ -291,6 +291,7 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
 #define LWIP_RAW			0	/* ICMP echo needs no raw PCBs */
 #define LWIP_IGMP			0
 #define LWIP_DHCP			1
+#define LWIP_DHCP_GET_NTP_SRV		1	/* option 42, for ntp=dhcp (net/sntp.c) */
 /* No address conflict detection before binding a DHCP lease: it costs 3-5 s
  * of probes per boot, and on a virtual NIC the DHCP server owns the segment. */
 #define LWIP_DHCP_DOES_ACD_CHECK	0

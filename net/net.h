@@ -45,6 +45,11 @@ struct netif_vnet_tx_stats {
 };
 extern struct netif_vnet_tx_stats netif_vnet_tx_stats;
 
+/* A panic's frame (net/syslog.c): frame[0..len), a whole Ethernet frame,
+ * straight to the device (vnet_tx_emergency), or -EIO with no device or
+ * the link down. For panic mode only: the upper layer is detached. */
+int netif_vnet_emergency_tx(const void *frame, u32 len);
+
 /* ---- net/netup.c ---- */
 
 /* IPv4 addressing: a static address (with an optional gateway), or DHCP. */
@@ -68,15 +73,27 @@ void netup_cmdline_addrs(struct netup_addrs *a);
 int netup_start(struct netif *n, const struct netup_addrs *a, u16 http_port);
 /* The ready line also says https=<port> (set before the address comes up). */
 void netup_set_https_port(u16 port);
+/* The HTTP port the ready line names, when it moved (app_reapply_http). */
+void netup_set_http_port(u16 port);
+/* A step between the address and the ready line (cloud metadata): once the
+ * address is bound, gate(ready) runs instead of the ready line, and must
+ * call ready() exactly once, within its own time bound. */
+void netup_set_gate(void (*gate)(void (*ready)(void)));
+/* ip=/gw= changed after boot: gives n the static address they name now
+ * (DHCP stopped; a missing gw= keeps the current gateway) and logs it.
+ * Returns 1 if the address changed, 0 if not (or no ip= is set). */
+int netup_readdress(struct netif *n);
 
 /* The SNTP client (net/sntp.c) when ntp= names a server: asks it once the
  * default netif has an IPv4 address, sets the wall clock from the answer
- * (kernel/wallclock.h). Returns 0 (also when off), or -ENOMEM/-EIO. */
+ * (kernel/wallclock.h). Returns 0 (also when off), or -ENOMEM/-EIO. Called
+ * again after ntp= changed, it asks the new server (or stops, for off). */
 int sntp_start(void);
 
 /* Remote syslog (net/syslog.c) when syslog= names a server: every console
  * line from now on (and the log ring's contents) as RFC 5424 over UDP,
- * bounded and dropping. Returns 0 (also when off), or -ENOMEM. */
+ * bounded and dropping. Returns 0 (also when off), or -ENOMEM. Called
+ * again after syslog= changed, it sends to the new server (or stops). */
 int syslog_start(void);
 
 #endif

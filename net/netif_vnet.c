@@ -108,6 +108,13 @@ void netif_vnet_rx_pool(u32 *held, u32 *total)
 		vnet_rx_pool(vn, held, total);
 }
 
+int netif_vnet_emergency_tx(const void *frame, u32 len)
+{
+	if (!vn || !netif_is_link_up(&nif))
+		return -EIO;
+	return vnet_tx_emergency(vn, frame, len);
+}
+
 /* `net`: the device's link and traffic as the netif sees them. */
 static void netif_vnet_cmd(const char *args)
 {

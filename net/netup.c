@@ -63,10 +63,22 @@ void netup_cmdline_addrs(struct netup_addrs *a)
 
 static bool netup_static, netup_announced;
 static u16 netup_http_port, netup_https_port;
+static void (*netup_gate)(void (*ready)(void));
+static struct netif *netup_nif;
 
 void netup_set_https_port(u16 port)
 {
 	netup_https_port = port;
+}
+
+void netup_set_http_port(u16 port)
+{
+	netup_http_port = port;
+}
+
+void netup_set_gate(void (*gate)(void (*ready)(void)))
+{
+	netup_gate = gate;
 }
 
 static unsigned netup_prefix_len(u32 mask_be)
@@ -81,8 +93,10 @@ static unsigned netup_prefix_len(u32 mask_be)
 	return n;
 }
 
+static void netup_ready(void);
+
 /* The netif's status and link callback: serving means interface up, link
- * up, IPv4 address bound; said once. */
+ * up, IPv4 address bound; said once (after the gate, if one is set). */
 static void netup_changed(struct netif *n)
 {
 	char addr[IP4ADDR_STRLEN_MAX];
@@ -94,6 +108,21 @@ static void netup_changed(struct netif *n)
 	ip4addr_ntoa_r(netif_ip4_addr(n), addr, sizeof addr);
 	kprintf("net: %s/%u gw %s (%s)\n", addr, netup_prefix_len(ip4_addr_get_u32(netif_ip4_netmask(n))),
 		ip4addr_ntoa(netif_ip4_gw(n)), netup_static ? "static" : "dhcp");
+	if (netup_gate)
+		netup_gate(netup_ready);	/* calls netup_ready when done */
+	else
+		netup_ready();
+}
+
+/* The ready line, with the address and ports in force now. */
+static void netup_ready(void)
+{
+	struct netif *n = netup_nif;
+	char addr[IP4ADDR_STRLEN_MAX];
+
+	if (!n)
+		return;
+	ip4addr_ntoa_r(netif_ip4_addr(n), addr, sizeof addr);
 	timeline_mark("serving");
 	timeline_print();
 	if (netup_https_port)
@@ -113,6 +142,7 @@ int netup_start(struct netif *n, const struct netup_addrs *a, u16 http_port)
 	}
 	netup_static = a->ip4_set;
 	netup_http_port = http_port;
+	netup_nif = n;
 	ip4_addr_set_zero(&addr);
 	ip4_addr_set_zero(&mask);
 	ip4_addr_set_zero(&gw);
@@ -132,4 +162,31 @@ int netup_start(struct netif *n, const struct netup_addrs *a, u16 http_port)
 	if (!a->ip4_set)
 		dhcp_start(n);
 	return 0;
+}
+
+int netup_readdress(struct netif *n)
+{
+	struct netup_addrs a;
+	ip4_addr_t addr, mask, gw;
+	char text[IP4ADDR_STRLEN_MAX];
+
+	netup_cmdline_addrs(&a);
+	if (!n || !a.ip4_set)
+		return 0;
+	ip4_addr_set_u32(&addr, lwip_htonl(a.ip4_addr));
+	ip4_addr_set_u32(&mask, lwip_htonl(~0u << (32 - a.ip4_prefix)));
+	if (a.gw_set)
+		ip4_addr_set_u32(&gw, lwip_htonl(a.gw));
+	else
+		ip4_addr_copy(gw, *netif_ip4_gw(n));	/* keep the route we have */
+	if (ip4_addr_eq(&addr, netif_ip4_addr(n)) && ip4_addr_eq(&mask, netif_ip4_netmask(n)) &&
+	    ip4_addr_eq(&gw, netif_ip4_gw(n)))
+		return 0;
+	if (!netup_static)
+		dhcp_release_and_stop(n);
+	netup_static = true;
+	netif_set_addr(n, &addr, &mask, &gw);
+	ip4addr_ntoa_r(&addr, text, sizeof text);
+	kprintf("net: %s/%d gw %s (static, changed after boot)\n", text, a.ip4_prefix, ip4addr_ntoa(&gw));
+	return 1;
 }

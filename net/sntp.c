@@ -35,33 +35,37 @@
 #define SNTP_LOG_MAX 8
 
 static u32 sntp_server;	/* host order; 0: off, or ... */
-static char sntp_name[254];	/* ... a host name to resolve (net/resolv.c) */
+static char sntp_name[254];	/* ... a host name to resolve (net/resolv.c), or ... */
+static bool sntp_dhcp;		/* ... the server a DHCP lease names (option 42) */
 
 static int sntp_parse(const char *val, void *dst, char *why, size_t why_len)
 {
 	u32 a;
 
 	(void)dst;
-	if (!strcmp(val, "off")) {
+	if (!strcmp(val, "off") || !strcmp(val, "dhcp")) {
 		sntp_server = 0;
 		sntp_name[0] = '\0';
+		sntp_dhcp = val[0] == 'd';
 		return 0;
 	}
 	if (cmdline_parse_ipv4(val, &a, NULL) == 0 && a != 0 && a != 0xffffffffu) {
 		sntp_server = a;
 		sntp_name[0] = '\0';
+		sntp_dhcp = false;
 		return 0;
 	}
 	if (resolv_is_name(val) && strlen(val) < sizeof sntp_name) {
 		sntp_server = 0;
+		sntp_dhcp = false;
 		strlcpy(sntp_name, val, sizeof sntp_name);
 		return 0;
 	}
-	ksnprintf(why, why_len, "want off, a server's A.B.C.D or its name");
+	ksnprintf(why, why_len, "want off, dhcp, a server's A.B.C.D or its name");
 	return -EINVAL;
 }
 CMDLINE_PARAM(ntp, .key = "ntp", .type = CMDLINE_CUSTOM, .parse = sntp_parse, .def = "off",
-	      .values = "off, A.B.C.D, host name (dns=)", .help = "SNTP server for wall-clock time (the Date header, log timestamps)");
+	      .values = "off, dhcp (option 42), A.B.C.D, host name (dns=)", .help = "SNTP server for wall-clock time (the Date header, log timestamps)");
 
 static struct {
 	struct udp_pcb *pcb;
@@ -179,9 +183,76 @@ static void sntp_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_a
 	sntp_arm(SNTP_RESYNC_MS);
 }
 
+/* ntp=dhcp: the last lease's option 42 (host order; 0: none yet). */
+static u32 sntp_dhcp_server;
+
+/* Asks the DHCP lease's server, or says it waits for one. */
+static void sntp_dhcp_announce(void)
+{
+	if (!sntp_dhcp_server) {
+		kprintf("ntp: server from DHCP (option 42), none yet\n");
+		return;
+	}
+	ip_addr_set_ip4_u32_val(sntp.server, lwip_htonl(sntp_dhcp_server));
+	sntp.retry_ms = SNTP_RETRY_MIN_MS;
+	kprintf("ntp: server %s (from DHCP)\n", ipaddr_ntoa(&sntp.server));
+	sntp_arm(1);
+}
+
+/* lwIP's hook (LWIP_DHCP_GET_NTP_SRV), on every lease (offer taken,
+ * renewal): servers[0..n) from its option 42, at most
+ * LWIP_DHCP_MAX_NTP_SERVERS (1). A lease is untrusted input: an address
+ * that cannot be a server's (0, broadcast, multicast, loopback) is
+ * refused with one warning per lease. */
+void dhcp_set_ntp_servers(u8_t n, const ip4_addr_t *servers)
+{
+	u32 a = n ? lwip_ntohl(ip4_addr_get_u32(&servers[0])) : 0;
+
+	if (!sntp_dhcp)
+		return;
+	if (n && (a == 0 || a == 0xffffffffu || (a >> 28) == 0xe || (a >> 24) == 127)) {
+		kprintf("warning: ntp: the DHCP lease's NTP server %u.%u.%u.%u is not usable\n", a >> 24,
+			a >> 16 & 0xff, a >> 8 & 0xff, a & 0xff);
+		return;
+	}
+	if (!n) {
+		static bool said;
+
+		if (!sntp_dhcp_server && !said)
+			kprintf("ntp: the DHCP lease names no NTP server (option 42)\n");
+		said = true;
+		return;
+	}
+	if (a == sntp_dhcp_server)
+		return;
+	sntp_dhcp_server = a;
+	if (sntp.pcb)
+		sntp_dhcp_announce();
+}
+
 int sntp_start(void)
 {
-	if (!sntp_server && !sntp_name[0])
+	if (sntp.pcb) {
+		/* Again, after ntp= changed: the next request goes to the
+		 * new server, now (the old one's pending answer no longer
+		 * matches: its address differs, or its nonce is replaced). */
+		sys_untimeout(sntp_send, NULL);
+		sntp.pending = false;
+		if (!sntp_server && !sntp_name[0] && !sntp_dhcp) {
+			kprintf("ntp: off\n");
+			return 0;
+		}
+		if (sntp_dhcp) {
+			sntp_dhcp_announce();
+			return 0;
+		}
+		ip_addr_set_ip4_u32_val(sntp.server, lwip_htonl(sntp_server));
+		sntp.retry_ms = SNTP_RETRY_MIN_MS;
+		kprintf("ntp: server %s\n", sntp_name[0] ? sntp_name : ipaddr_ntoa(&sntp.server));
+		sntp_arm(1);
+		return 0;
+	}
+	if (!sntp_server && !sntp_name[0] && !sntp_dhcp)
 		return 0;
 	sntp.pcb = udp_new_ip_type(IPADDR_TYPE_V4);
 	if (!sntp.pcb)
@@ -192,8 +263,12 @@ int sntp_start(void)
 		return -EIO;
 	}
 	udp_recv(sntp.pcb, sntp_recv, NULL);
-	ip_addr_set_ip4_u32_val(sntp.server, lwip_htonl(sntp_server));
 	sntp.retry_ms = SNTP_RETRY_MIN_MS;
+	if (sntp_dhcp) {
+		sntp_dhcp_announce();
+		return 0;
+	}
+	ip_addr_set_ip4_u32_val(sntp.server, lwip_htonl(sntp_server));
 	kprintf("ntp: server %s\n", sntp_name[0] ? sntp_name : ipaddr_ntoa(&sntp.server));
 	sntp_arm(SNTP_FIRST_MS);
 	return 0;

@@ -12,6 +12,16 @@
  * assembled (256 B), one 512-byte datagram on the stack while sending.
  * The sink replays the console's log ring when added (at most
  * LOG_RING_SIZE = 8 KiB, so the boot log arrives too, less what drops).
+ *
+ * A panic (console_panic_mode) stops the loop for good, so its lines take
+ * another way: the sink's emergency writer builds each of the first
+ * SYSLOG_EMERG_LINES lines into a complete Ethernet/IPv4/UDP frame
+ * (syslog_msg_frame) in a page taken at start (16 x 256 B) and hands it
+ * straight to the driver (netif_vnet_emergency_tx): no lwIP, no
+ * allocation, no waiting. It needs the next hop's MAC, remembered from the
+ * last time the loop sent; before that (or with the link down) panic lines
+ * stay on the console only. Best effort: a frame the ring has no room for
+ * is lost.
  */
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
@@ -36,6 +46,9 @@
 #define SYSLOG_LINE 256
 #define SYSLOG_DGRAM 512
 #define SYSLOG_WAIT_MS 500	/* no address yet: try again */
+#define SYSLOG_EMERG_LINES 16	/* panic lines sent, one frame each ... */
+#define SYSLOG_EMERG_FRAME 256	/* ... of at most this many bytes, in one page */
+_Static_assert(SYSLOG_EMERG_LINES * SYSLOG_EMERG_FRAME <= PAGE_SIZE, "the panic frames fit a page");
 _Static_assert(SYSLOG_RING * SYSLOG_LINE % PAGE_SIZE == 0, "the ring is whole pages");
 
 static u32 syslog_addr;		/* host order; 0: off */
@@ -91,6 +104,13 @@ static struct {
 	struct work work;
 	bool waiting;		/* a retry timer is armed */
 	u64 sent, dropped, cut, send_errors;
+	/* the panic path */
+	u8 (*emerg)[SYSLOG_EMERG_FRAME];	/* SYSLOG_EMERG_LINES frames, one page */
+	struct syslog_msg_link link;	/* as the loop last sent: addresses, next hop's MAC */
+	bool link_ok;
+	char eline[SYSLOG_LINE];
+	u16 eline_len;
+	u16 emerg_sent, ip_id;
 } slog;
 
 /* Interrupts are off (console sinks are called so). */
@@ -122,7 +142,47 @@ static void syslog_sink_write(struct console_sink *s, const char *buf, size_t le
 	}
 }
 
-static struct console_sink syslog_sink = { .name = "syslog", .write = syslog_sink_write };
+/* One panic line as one frame, straight to the driver. */
+static void syslog_emerg_send(const char *line, size_t len)
+{
+	char stamp[32], host[16], dgram[SYSLOG_EMERG_FRAME - SYSLOG_MSG_FRAME_HDR];
+	u8 *frame;
+	size_t dlen, flen;
+	u64 ns;
+
+	if (!slog.emerg || !slog.link_ok || !syslog_addr || slog.emerg_sent >= SYSLOG_EMERG_LINES)
+		return;
+	frame = slog.emerg[slog.emerg_sent];
+	len -= syslog_msg_unstamp(line, len);
+	stamp[0] = '\0';
+	if (wallclock_now(&ns))
+		wallclock_iso(ns, stamp, sizeof stamp);
+	ksnprintf(host, sizeof host, "%u.%u.%u.%u", slog.link.src_ip >> 24, slog.link.src_ip >> 16 & 0xff,
+		  slog.link.src_ip >> 8 & 0xff, slog.link.src_ip & 0xff);
+	dlen = syslog_msg_format(dgram, sizeof dgram, syslog_msg_severity(line, len), stamp, host, line, len);
+	flen = dlen ? syslog_msg_frame(frame, SYSLOG_EMERG_FRAME, &slog.link, slog.ip_id++, dgram, dlen) : 0;
+	if (flen && netif_vnet_emergency_tx(frame, (u32)flen) == 0)
+		slog.emerg_sent++;
+}
+
+/* Panic mode: interrupts off, the loop never runs again. */
+static void syslog_sink_emerg(struct console_sink *s, const char *buf, size_t len)
+{
+	(void)s;
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] != '\n') {
+			if (slog.eline_len < SYSLOG_LINE)
+				slog.eline[slog.eline_len++] = buf[i];
+			continue;
+		}
+		syslog_emerg_send(slog.eline, slog.eline_len);
+		slog.eline_len = 0;
+	}
+}
+
+static struct console_sink syslog_sink = {
+	.name = "syslog", .write = syslog_sink_write, .emerg_write = syslog_sink_emerg,
+};
 
 static void syslog_retry(void *arg)
 {
@@ -139,8 +199,17 @@ static bool syslog_hop_ready(struct netif *n)
 
 	if (!ip4_addr_net_eq(server, netif_ip4_addr(n), netif_ip4_netmask(n)))
 		hop = netif_ip4_gw(n);
-	if (etharp_find_addr(n, hop, &eth, &found) >= 0)
+	if (etharp_find_addr(n, hop, &eth, &found) >= 0) {
+		/* What the panic writer needs to address a frame by itself. */
+		memcpy(slog.link.src_mac, n->hwaddr, 6);
+		memcpy(slog.link.dst_mac, eth->addr, 6);
+		slog.link.src_ip = lwip_ntohl(ip4_addr_get_u32(netif_ip4_addr(n)));
+		slog.link.dst_ip = syslog_addr;
+		slog.link.src_port = slog.pcb->local_port ? slog.pcb->local_port : syslog_port;
+		slog.link.dst_port = syslog_port;
+		slog.link_ok = true;
 		return true;
+	}
 	etharp_query(n, hop, NULL);
 	return false;
 }
@@ -152,6 +221,13 @@ static void syslog_drain(void *arg)
 	u64 ns;
 
 	(void)arg;
+	if (!syslog_addr) {	/* turned off after start: drop what is queued */
+		u64 flags = irq_save();
+
+		slog.tail = slog.head;
+		irq_restore(flags);
+		return;
+	}
 	if (!n || !netif_is_up(n) || !netif_is_link_up(n) || ip4_addr_isany_val(*netif_ip4_addr(n))) {
 		if (!slog.waiting) {
 			slog.waiting = true;
@@ -221,6 +297,19 @@ static struct metrics_source syslog_source = { "syslog", syslog_metrics, NULL };
 
 int syslog_start(void)
 {
+	if (slog.pcb) {
+		/* Again, after syslog= changed: the queue goes to the new
+		 * server (the drain looks the next hop up again), or, for
+		 * off, is dropped from now on. */
+		slog.link_ok = false;
+		ip_addr_set_ip4_u32_val(slog.server, lwip_htonl(syslog_addr));
+		if (syslog_addr)
+			kprintf("syslog: to %s port %u\n", ipaddr_ntoa(&slog.server), syslog_port);
+		else
+			kprintf("syslog: off\n");
+		work_queue(&slog.work);
+		return 0;
+	}
 	if (!syslog_addr)
 		return 0;
 	if (!slog.ring)
@@ -229,6 +318,8 @@ int syslog_start(void)
 		kprintf("syslog: no memory for the %u-line ring; not sending\n", SYSLOG_RING);
 		return -ENOMEM;
 	}
+	if (!slog.emerg)
+		slog.emerg = page_alloc(1);	/* without it, panics stay on the console */
 	slog.pcb = udp_new_ip_type(IPADDR_TYPE_V4);
 	if (!slog.pcb)
 		return -ENOMEM;

@@ -1,4 +1,6 @@
 /* RFC 5424 messages (see syslog_msg.h). */
+#include "kernel/byteorder.h"
+#include "kernel/string.h"
 #include "net/syslog_msg.h"
 
 static bool syslog_msg_prefix(const char *line, size_t len, const char *p)
@@ -63,4 +65,60 @@ size_t syslog_msg_format(char *out, size_t size, int severity, const char *times
 		out[o++] = c < 0x20 || c >= 0x7f ? '?' : (char)c;
 	}
 	return o;
+}
+
+/* The Internet checksum's running sum over p[0..len) (RFC 1071). */
+static u32 syslog_msg_sum(u32 sum, const u8 *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len; i += 2)
+		sum += get_be16(p + i);
+	if (len & 1)
+		sum += (u32)p[len - 1] << 8;
+	return sum;
+}
+
+static u16 syslog_msg_fold(u32 sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (u16)~sum;
+}
+
+size_t syslog_msg_frame(u8 *out, size_t size, const struct syslog_msg_link *l, u16 ip_id, const void *payload,
+			size_t len)
+{
+	u8 *ip = out + 14, *udp = ip + 20, pseudo[12];
+	size_t total = SYSLOG_MSG_FRAME_HDR + len;
+	u16 csum;
+
+	if (size < SYSLOG_MSG_FRAME_HDR || len > size - SYSLOG_MSG_FRAME_HDR || 20 + 8 + len > 1500)
+		return 0;
+	memcpy(out, l->dst_mac, 6);
+	memcpy(out + 6, l->src_mac, 6);
+	put_be16(out + 12, 0x0800);
+	ip[0] = 0x45;
+	ip[1] = 0;
+	put_be16(ip + 2, (u16)(20 + 8 + len));
+	put_be16(ip + 4, ip_id);
+	put_be16(ip + 6, 0x4000);	/* don't fragment */
+	ip[8] = 64;
+	ip[9] = 17;			/* UDP */
+	put_be16(ip + 10, 0);
+	put_be32(ip + 12, l->src_ip);
+	put_be32(ip + 16, l->dst_ip);
+	put_be16(ip + 10, syslog_msg_fold(syslog_msg_sum(0, ip, 20)));
+	put_be16(udp, l->src_port);
+	put_be16(udp + 2, l->dst_port);
+	put_be16(udp + 4, (u16)(8 + len));
+	put_be16(udp + 6, 0);
+	memcpy(udp + 8, payload, len);
+	memcpy(pseudo, ip + 12, 8);
+	pseudo[8] = 0;
+	pseudo[9] = 17;
+	put_be16(pseudo + 10, (u16)(8 + len));
+	csum = syslog_msg_fold(syslog_msg_sum(syslog_msg_sum(0, pseudo, sizeof pseudo), udp, 8 + len));
+	put_be16(udp + 6, csum ? csum : 0xffff);	/* 0 would mean "no checksum" */
+	return total;
 }

@@ -27,4 +27,23 @@ size_t syslog_msg_unstamp(const char *line, size_t len);
 size_t syslog_msg_format(char *out, size_t size, int severity, const char *timestamp, const char *host,
 			 const char *msg, size_t len);
 
+/* The addresses of a datagram built without lwIP (net/syslog.c's panic
+ * writer): IPv4 addresses in host order. */
+struct syslog_msg_link {
+	u8 src_mac[6], dst_mac[6];
+	u32 src_ip, dst_ip;
+	u16 src_port, dst_port;
+};
+
+#define SYSLOG_MSG_FRAME_HDR (14 + 20 + 8)	/* Ethernet + IPv4 + UDP */
+
+/*
+ * One Ethernet frame carrying payload[0..len) as a UDP datagram over IPv4
+ * (no options, TTL 64, don't fragment, both checksums filled in) into
+ * out[size]. Returns the frame's length, or 0 if it does not fit in size
+ * or in 1500 bytes of IP. Pure: no allocation, no lwIP.
+ */
+size_t syslog_msg_frame(u8 *out, size_t size, const struct syslog_msg_link *l, u16 ip_id, const void *payload,
+			size_t len);
+
 #endif

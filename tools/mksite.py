@@ -146,13 +146,18 @@ def emit(files):
             out.append('\t"' + "".join(OCTAL[b] for b in data[off:off + 64]) + '"')
         out[-1] += ";"
         out.append("")
+    # Last-Modified: the build's time, as reproducible as the rest.
+    try:
+        mtime = max(0, int(os.environ.get("SOURCE_DATE_EPOCH", "0")))
+    except ValueError:
+        mtime = 0
     if urls:
         out.append("const struct site_file site_files[] = {")
         for i, url in enumerate(urls):
             data = files[url]
             etag = hashlib.sha256(data).hexdigest()[:16]
             out.append(f'\t{{ "{url}", site_data_{i}, {len(data)}, '
-                       f'"{content_type(url)}", "\\"{etag}\\"" }},')
+                       f'"{content_type(url)}", "\\"{etag}\\"", {mtime}ULL }},')
         out.append("};")
     else:
         out.append("const struct site_file site_files[1];	/* unused: the site is empty */")

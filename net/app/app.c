@@ -15,6 +15,7 @@
 #include "net/app/echo.h"
 #include "net/app/http.h"
 #include "net/app/https.h"
+#include "net/app/metadata.h"
 #include "net/app/metrics.h"
 #include "net/app/server.h"
 #include "net/net.h"
@@ -74,6 +75,28 @@ CMDLINE_PARAM(echo_udp_rate, .key = "echo.udp_rate", .type = CMDLINE_UINT, .dst 
 u16 app_http_port(void)
 {
 	return (u16)http_port;
+}
+
+
+static u16 drain_port;	/* the port HTTP listens on, once started */
+
+void app_reapply_http(void)
+{
+	u16 was = drain_port;
+	int err;
+
+	if (!was || http_port == was)
+		return;
+	err = http_server_rebind((u16)http_port);
+	if (err) {
+		kprintf("warning: http: cannot listen on port %u (%d); staying on %u\n", (unsigned)http_port, err,
+			(unsigned)was);
+		http_port = was;
+		return;
+	}
+	drain_port = (u16)http_port;
+	netup_set_http_port(drain_port);
+	kprintf("http: listening on port %u (was %u)\n", (unsigned)drain_port, (unsigned)was);
 }
 
 static const char *const coal_mode_names[] = { "off", "fixed", "adaptive" };
@@ -219,7 +242,6 @@ static struct metrics_source rxmem_source = { "rxmem", app_rxmem_metrics, NULL }
 
 /* ---- power off: drain the HTTP server ---- */
 
-static u16 drain_port;
 
 static void app_drain_begin(void *ctx, struct power_drain_counts *c)
 {
@@ -273,6 +295,7 @@ int app_start(void)
 	}
 	drain_port = (u16)http_port;
 	power_register_drain(&http_drain);
+	metadata_start();	/* before the address: it gates the ready line */
 #ifdef VIREO_TLS
 	/* Each logs its own result; HTTP serves either way. */
 	if (tls_start() == 0)

@@ -136,6 +136,7 @@ void http_parser_reset(struct http_req_parser *p)
 	p->path = NULL;
 	p->path_len = 0;
 	p->if_none_match = NULL;
+	p->if_modified_since = NULL;
 	p->host = NULL;
 	p->state = ST_HEAD;
 	p->seen_reqline = false;
@@ -154,13 +155,14 @@ static int http_fail(struct http_req_parser *p, int status)
 	p->path = NULL;
 	p->path_len = 0;
 	p->if_none_match = NULL;
+	p->if_modified_since = NULL;
 	p->host = NULL;
 	return HTTP_ERROR;
 }
 
 /* What the header fields said; filled by one pass over them. */
 struct head_info {
-	bool host, clen, te, close, keep, inm;
+	bool host, clen, te, close, keep, inm, ims;
 	u64 clen_val;
 };
 
@@ -344,6 +346,14 @@ static int http_parse_field(struct http_req_parser *p, struct head_info *h, cons
 			p->if_none_match = v;
 		}
 		h->inm = true;
+	} else if (http_eq_nocase(name, nlen, "if-modified-since")) {
+		if (h->ims) {
+			p->if_modified_since = NULL;	/* twice: ignore, serve 200 */
+		} else {
+			v[vlen] = '\0';	/* overwrites OWS, CR or LF of this line */
+			p->if_modified_since = v;
+		}
+		h->ims = true;
 	}
 	return 0;
 }

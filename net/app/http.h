@@ -32,7 +32,8 @@ enum http_method {
 /*
  * One connection's request parser. Zero it or call http_parser_reset() before
  * the first request. The public fields are meaningful after HTTP_DONE (and
- * status after HTTP_ERROR); the rest is private. path, if_none_match and host point
+ * status after HTTP_ERROR); the rest is private. path, if_none_match,
+ * if_modified_since and host point
  * into buf, so they stay valid only until the next reset.
  */
 struct http_req_parser {
@@ -45,6 +46,7 @@ struct http_req_parser {
 	const char *path;	/* decoded, NUL-terminated, starts with '/', no query */
 	size_t path_len;
 	const char *if_none_match;	/* trimmed value, or NULL (absent or repeated) */
+	const char *if_modified_since;	/* trimmed value, or NULL (absent or repeated) */
 	const char *host;	/* the Host field's trimmed value (checked characters), or NULL */
 
 	/* Private. */

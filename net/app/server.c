@@ -38,6 +38,7 @@
 #include "kernel/mm.h"
 #include "kernel/time.h"
 #include "kernel/types.h"
+#include "kernel/wallclock.h"
 #include "lwip/altcp.h"
 #include "net/app/http.h"
 #include "net/app/metrics.h"
@@ -400,6 +401,33 @@ static const char *server_location(struct conn *c, char *buf, size_t size)
 	return buf;
 }
 
+/* Appends "Last-Modified: <date>\r\n" to the NUL-terminated buf[size]
+ * once the clock is set and f has a time (never later than now, RFC 9110
+ * 8.8.2.1); returns that time, or 0 (nothing appended). */
+static u64 server_last_modified(const struct site_file *f, char *buf, size_t size)
+{
+	size_t at = __builtin_strlen(buf), n;
+	u64 now, lm;
+
+	if (!f->mtime || !wallclock_now(&now) || size - at < 15 + 30 + 2)
+		return 0;
+	lm = MIN(f->mtime, now / NSEC_PER_SEC);
+	__builtin_memcpy(buf + at, "Last-Modified: ", 15);
+	n = wallclock_http_date(lm, buf + at + 15, size - at - 15);
+	__builtin_memcpy(buf + at + 15 + n, "\r\n", 3);
+	return lm;
+}
+
+/* If-Modified-Since (RFC 9110 13.1.3), asked only without If-None-Match:
+ * a date we cannot read is no condition. */
+static bool server_not_modified_since(const struct http_req_parser *p, u64 lm)
+{
+	u64 since;
+
+	return lm && p->if_modified_since && wallclock_parse_http_date(p->if_modified_since, &since) &&
+	       lm <= since;
+}
+
 /* Set up the response to the request the parser just completed. */
 static void server_respond(struct conn *c)
 {
@@ -408,7 +436,8 @@ static void server_respond(struct conn *c)
 	bool keep = p->keep_alive && !server.draining;
 	const struct site_file *f;
 	const char *type, *extra;
-	char line[96], line301[OUT_MAX - 160];
+	char line[160], line301[OUT_MAX - 160];
+	u64 lm;
 	int status = 200;
 	size_t n;
 
@@ -434,9 +463,10 @@ static void server_respond(struct conn *c)
 	} else if ((f = site_lookup(p->path)) != NULL) {
 		type = f->content_type;
 		extra = server_header_line(line, sizeof line, "ETag", f->etag);
+		lm = server_last_modified(f, line, sizeof line);
 		c->body = f->data;
 		c->body_len = f->len;
-		if (http_etag_match(p->if_none_match, f->etag)) {
+		if (p->if_none_match ? http_etag_match(p->if_none_match, f->etag) : server_not_modified_since(p, lm)) {
 			status = 304;
 			type = NULL;	/* Content-Length stays the 200's, RFC 9110 8.6 */
 		}
@@ -929,6 +959,25 @@ int http_server_start(u16 port, const struct http_server_cfg *cfg)
 	__builtin_memset(&http_server_stats, 0, sizeof http_server_stats);
 	altcp_accept(lpcb, server_on_accept);
 	metrics_register(&server_metrics_source);
+	return 0;
+}
+
+/* A new port for the HTTP listener (cloud metadata's http=): the new one
+ * listens before the old one closes, so a refusal leaves HTTP as it was.
+ * Connections accepted on the old port go on. */
+int http_server_rebind(u16 port)
+{
+	struct altcp_pcb *lpcb;
+	int rc;
+
+	if (!server.listen)
+		return -EBUSY;
+	rc = server_listen_on(altcp_tcp_new_ip_type(IPADDR_TYPE_ANY), port, &lpcb);
+	if (rc)
+		return rc;
+	altcp_close(server.listen);
+	server.listen = lpcb;
+	altcp_accept(lpcb, server_on_accept);
 	return 0;
 }
 

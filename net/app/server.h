@@ -53,6 +53,11 @@ extern struct http_server_stats http_server_stats;
  */
 int http_server_start(u16 port, const struct http_server_cfg *cfg);
 
+/* Moves the HTTP listener to port: listens there, then closes the old
+ * listener (its connections go on). 0, -EBUSY (not started), -ENOMEM or
+ * -EIO (the new port refused; the old one still listens). */
+int http_server_rebind(u16 port);
+
 /* Close the listener and abort every connection (RST); frees all the server
  * holds. Safe to call when not started. The counters stay readable. */
 void http_server_stop(void);

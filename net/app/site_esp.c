@@ -123,6 +123,7 @@ int site_esp_index(const struct boot_site_file *tab, u32 n, const u8 *data, u64 
 		f = (struct site_file){
 			.path = e->path, .data = data + e->off, .len = e->len,
 			.content_type = http_content_type(e->path), .etag = etags + i * SITE_ETAG_LEN,
+			.mtime = e->mtime,
 		};
 		site_etag(etags + i * SITE_ETAG_LEN, site_hash(f.data, f.len));
 		/* Insertion sort by path (n <= 256); an equal path is refused. */

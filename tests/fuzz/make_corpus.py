@@ -71,6 +71,20 @@ def rsdp(xsdt_addr, rsdt_addr):
     return bytes(r)
 
 
+# ---- fuzz_mdhttp: a metadata server's HTTP/1.1 response ----
+def mdhttp():
+    return {
+        "gce": b"HTTP/1.1 200 OK\r\nMetadata-Flavor: Google\r\nContent-Type: application/text\r\n"
+               b"Content-Length: 20\r\n\r\nhttp=8080\nsyslog=off\n",
+        "token": b"HTTP/1.1 200 OK\r\nX-Aws-Ec2-Metadata-Token-Ttl-Seconds: 60\r\nContent-Length: 12\r\n\r\n"
+                 b"AQAEAKkS9x==",
+        "close": b"HTTP/1.0 404 Not Found\r\nServer: x\r\n\r\nnot found",
+        "chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        "badlen": b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+        "redirect": b"HTTP/1.1 302 Found\r\nLocation: http://169.254.169.254/\r\nContent-Length: 0\r\n\r\n",
+    }
+
+
 def acpi_image(flags, tables, use_xsdt=True):
     mem = bytearray(0x1000)
     rsdp_at, root_at, at = 0x40, 0x80, 0x100
@@ -289,6 +303,7 @@ def tls():
 TARGETS = {
     "fuzz_cmdline": cmdline,
     "fuzz_http": http,
+    "fuzz_mdhttp": mdhttp,
     "fuzz_acpi": acpi,
     "fuzz_virtq": virtq,
     "fuzz_vnet_hdr": vnet_hdr,

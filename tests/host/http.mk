@@ -4,7 +4,7 @@ FUZZERS += fuzz_http
 fuzz_http_SRCS := tests/fuzz/fuzz_http.c net/app/http.c
 
 # The default site plus the benchmark's synthesized /64k.bin, as the image has it.
-$(BUILD)/host/site_default.c: tools/mksite.py tests/host/http.mk $(shell find net/app/default-site -type f 2>/dev/null)
+$(BUILD)/host/site_default.c: tools/mksite.py tests/host/http.mk $(SITE_DATE_STAMP) $(shell find net/app/default-site -type f 2>/dev/null)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  MKSITE  $@")
 	$(Q)/usr/bin/python3 tools/mksite.py net/app/default-site $@ --extra 64k.bin=65536

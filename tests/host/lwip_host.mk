@@ -34,7 +34,7 @@ $(LWIP_HOST_LIB): $(LWIP_HOST_OBJS)
 # The HTTP server, metrics and echo against lwIP over an in-process netif.
 HOST_TESTS += test_server
 test_server_SRCS := tests/host/test_server.c \
-	net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c net/app/conntab.c net/app/http.c net/app/site.c \
+	net/app/server.c kernel/wallclock.c net/app/https.c net/app/metrics.c net/app/echo.c net/app/conntab.c net/app/http.c net/app/site.c \
 	$(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
 $(BUILD)/host/test_server: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
 $(BUILD)/host/test_server: | $(LWIP_STAMP)
@@ -43,7 +43,7 @@ $(BUILD)/host/test_server: | $(LWIP_STAMP)
 # HTTP server, with hand-made packets from spoofed and real clients.
 HOST_TESTS += test_syncookie
 test_syncookie_SRCS := tests/host/test_syncookie.c \
-	net/app/server.c net/app/https.c net/app/metrics.c net/app/conntab.c net/app/http.c net/app/site.c \
+	net/app/server.c kernel/wallclock.c net/app/https.c net/app/metrics.c net/app/conntab.c net/app/http.c net/app/site.c \
 	$(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
 $(BUILD)/host/test_syncookie: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
 $(BUILD)/host/test_syncookie: | $(LWIP_STAMP)

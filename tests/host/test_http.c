@@ -669,6 +669,17 @@ static void test_if_none_match_and_state(void **state)
 	assert_int_equal(o.r, HTTP_DONE);
 	assert_false(o.has_inm);
 
+	/* If-Modified-Since: trimmed, NUL-terminated; twice is none; reset forgets it */
+	http_parser_reset(&P);
+	assert_int_equal(http_parse(&P, (const u8 *)"GET / HTTP/1.1\r\nHost: x\r\nIf-Modified-Since:  Sun, 06 Nov 1994 08:49:37 GMT \r\n\r\n",
+				    79, &used), HTTP_DONE);
+	assert_string_equal(P.if_modified_since, "Sun, 06 Nov 1994 08:49:37 GMT");
+	http_parser_reset(&P);
+	assert_null(P.if_modified_since);
+	assert_int_equal(http_parse(&P, (const u8 *)"GET / HTTP/1.1\r\nHost: x\r\nIf-Modified-Since: a\r\nif-modified-since: a\r\n\r\n",
+				    71, &used), HTTP_DONE);
+	assert_null(P.if_modified_since);
+
 	/* Errors stick until reset; reset makes the parser reusable. */
 	http_parser_reset(&P);
 	assert_int_equal(http_parse(&P, (const u8 *)"BAD\x01", 4, &used), HTTP_ERROR);
@@ -968,14 +979,14 @@ static void test_site_find_dirs(void **state)
 {
 	static const u8 d[1];
 	static const struct site_file t[] = {	/* byte order, as mksite.py sorts */
-		{ "/a", d, 1, "", "" },
-		{ "/a-b/index.html", d, 1, "", "" },
-		{ "/a/b", d, 1, "", "" },
-		{ "/a/index.html", d, 1, "", "" },
-		{ "/b.txt", d, 1, "", "" },
-		{ "/docs/deep/index.html", d, 1, "", "" },
-		{ "/docs/index.html", d, 1, "", "" },
-		{ "/z", d, 1, "", "" },
+		{ "/a", d, 1, "", "", 0 },
+		{ "/a-b/index.html", d, 1, "", "", 0 },
+		{ "/a/b", d, 1, "", "", 0 },
+		{ "/a/index.html", d, 1, "", "", 0 },
+		{ "/b.txt", d, 1, "", "", 0 },
+		{ "/docs/deep/index.html", d, 1, "", "", 0 },
+		{ "/docs/index.html", d, 1, "", "", 0 },
+		{ "/z", d, 1, "", "", 0 },
 	};
 
 	for (size_t n = 0; n <= ARRAY_SIZE(t); n++)	/* every prefix of the table */
@@ -1163,7 +1174,10 @@ static void test_esp_site_indexed_and_served(void **state)
 	esp_add(s, 1, "/index.html", 8, "<h1>esp</h1>");
 	esp_add(s, 2, "/css/a.css", 24, "body{}");
 	esp_add(s, 3, "/empty", 32, "");
+	s->tab[1].mtime = 1764892800;	/* the ESP file's time goes with it (Last-Modified) */
 	assert_int_equal(site_esp_index(s->tab, 4, s->data, sizeof s->data, &files, why, sizeof why), 0);
+	assert_int_equal(files[2].mtime, 1764892800);
+	assert_int_equal(files[0].mtime, 0);
 	assert_string_equal(files[0].path, "/css/a.css");
 	assert_string_equal(files[1].path, "/empty");
 	assert_string_equal(files[2].path, "/index.html");

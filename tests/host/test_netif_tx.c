@@ -101,6 +101,15 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 	return 0;
 }
 
+static unsigned emerg_calls;
+
+/* The panic path's driver call: counted, the frame untouched. */
+int vnet_tx_emergency(struct vnet *vn, const void *frame, u32 len)
+{
+	emerg_calls++;
+	return len ? 0 : -EINVAL;
+}
+
 void timeline_mark(const char *name)
 {
 }
@@ -315,6 +324,22 @@ static void test_announce(void **state)
 
 /* The driver fails the add of the first parked frame and takes the link
  * down while doing so: that frame and all the others are freed once. */
+/* A panic's frame reaches the driver only while the link is up. */
+static void test_emergency_needs_the_link(void **state)
+{
+	static const u8 frame[60];
+
+	emerg_calls = 0;
+	nvh_link(false);
+	assert_int_equal(netif_vnet_emergency_tx(frame, sizeof frame), -EIO);
+	nvh_link(true);
+	assert_int_equal(netif_vnet_emergency_tx(frame, sizeof frame), 0);
+	assert_int_equal(emerg_calls, 1);
+	nvh_link(false);
+	assert_int_equal(netif_vnet_emergency_tx(frame, sizeof frame), -EIO);
+	assert_int_equal(emerg_calls, 1);
+}
+
 static void test_tx_error_releases_backlog(void **state)
 {
 	assert_int_equal(nvh_linkoutput(frames[0]), ERR_OK);
@@ -531,6 +556,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_backlog_drains_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_emergency_needs_the_link, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tx_error_releases_backlog, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_backlog_counters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tso_merged_frame, setup_tso, teardown_tso),

@@ -46,7 +46,7 @@ static void test_dns_key(void **state)
 	assert_true(hk_log_contains("warning: cmdline: dns=1.2.3: want one or two A.B.C.D, comma-separated"));
 	assert_int_equal(config_parse("ntp=time.vireo.test ntp=10.0.0.1 ntp=off"), 0);
 	assert_int_equal(config_parse("ntp=bad_name! ntp=1.2.3"), 2);
-	assert_true(hk_log_contains("warning: cmdline: ntp=bad_name!: want off, a server's A.B.C.D or its name"));
+	assert_true(hk_log_contains("warning: cmdline: ntp=bad_name!: want off, dhcp, a server's A.B.C.D or its name"));
 }
 
 int main(void)

@@ -25,6 +25,8 @@
 #include "net/app/server.h"
 #include "net/app/site.h"
 #include "net/lwip_port.h"
+#include "kernel/time.h"
+#include "kernel/wallclock.h"
 #include "tests/host/shim/hostk.h"
 
 #include <ctype.h>
@@ -553,6 +555,87 @@ static void test_not_modified(void **state)
 	assert_memory_equal(r.body, f->data, f->len);
 	cl_close(&c);
 	assert_int_equal(http_server_stats.responses[3], 1);
+}
+
+/* Last-Modified once the clock is set (the build's time), If-Modified-Since
+ * without If-None-Match. */
+static void test_last_modified(void **state)
+{
+	const struct site_file *f = site_lookup("/index.html");
+	struct client c;
+	struct resp r;
+	char req[256], date[40], early[40];
+
+	if (f->mtime < WALLCLOCK_MIN_S)
+		skip();	/* built without SOURCE_DATE_EPOCH */
+	wallclock_reset();
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, GET_INDEX);
+	assert_true(cl_response(&c, false, &r));
+	assert_null(hdr(&r, "Last-Modified"));	/* no clock yet */
+	assert_int_equal(wallclock_set((f->mtime + 86400) * NSEC_PER_SEC, time_ns()), 0);
+	cl_send_str(&c, GET_INDEX);
+	assert_true(cl_response(&c, false, &r));
+	wallclock_http_date(f->mtime, date, sizeof date);
+	wallclock_http_date(f->mtime - 1, early, sizeof early);
+	assert_non_null(hdr(&r, "Last-Modified"));
+	assert_string_equal(hdr(&r, "Last-Modified"), date);
+	snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: v\r\nIf-Modified-Since: %s\r\n\r\n", date);
+	cl_send_str(&c, req);
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 304);
+	assert_string_equal(hdr(&r, "ETag"), f->etag);
+	snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: v\r\nIf-Modified-Since: %s\r\n\r\n", early);
+	cl_send_str(&c, req);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	/* If-None-Match decides alone when present */
+	snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: v\r\nIf-None-Match: \"x\"\r\nIf-Modified-Since: %s\r\n\r\n",
+		 date);
+	cl_send_str(&c, req);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	/* a clock behind the file's time: Last-Modified is now, not later */
+	assert_int_equal(wallclock_set((f->mtime - 3600) * NSEC_PER_SEC, time_ns()), 0);
+	cl_send_str(&c, GET_INDEX);
+	assert_true(cl_response(&c, false, &r));
+	wallclock_http_date(f->mtime - 3600, date, sizeof date);
+	assert_string_equal(hdr(&r, "Last-Modified"), date);
+	cl_close(&c);
+	wallclock_reset();
+}
+
+/* The listener moves to another port (cloud metadata's http=): the new
+ * port accepts, the old one refuses, a connection already open goes on; a
+ * port that cannot be bound leaves the listener where it was. */
+static void test_rebind(void **state)
+{
+	struct client c, d, e;
+	struct resp r;
+
+	cl_open(&c, V4, HTTP_PORT);
+	assert_true(c.connected);
+	assert_int_equal(http_server_rebind(HTTP_PORT + 1), 0);
+	cl_send_str(&c, GET_INDEX);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	cl_open(&d, V4, HTTP_PORT);
+	assert_false(d.connected);
+	cl_open(&e, V6, HTTP_PORT + 1);
+	assert_true(e.connected);
+	cl_send_str(&e, GET_INDEX);
+	assert_true(cl_response(&e, false, &r));
+	assert_int_equal(r.status, 200);
+	/* the port in use by our own listener: refused, still listening */
+	assert_int_equal(http_server_rebind(HTTP_PORT + 1), -EIO);
+	cl_close(&e);
+	cl_open(&e, V4, HTTP_PORT + 1);
+	assert_true(e.connected);
+	cl_close(&e);
+	cl_close(&c);
+	if (!d.dead)
+		cl_abort(&d);
+	run_ms(100);
 }
 
 static void test_healthz(void **state)
@@ -1776,6 +1859,8 @@ int main(void)
 		T(test_index_v6),
 		T(test_head),
 		T(test_not_modified),
+		T(test_last_modified),
+		T(test_rebind),
 		T(test_healthz),
 		T(test_https_redirect),
 		T(test_not_found_keeps_alive),

@@ -39,6 +39,40 @@ static void test_http_dates(void **state)
 	assert_int_equal(wallclock_http_date(0, buf, 30), 29);
 }
 
+/* If-Modified-Since's dates: IMF-fixdate only, every field checked. */
+static void test_parse_http_date(void **state)
+{
+	static const char *const bad[] = {
+		"", "Sun, 06 Nov 1994 08:49:37 GM", "Sun, 06 Nov 1994 08:49:37 GMTX", "Sunday, 06-Nov-94 08:49:37 GMT",
+		"Sun Nov  6 08:49:37 1994", "Sun, 6 Nov 1994 08:49:37 GMT ", "Xyz, 06 Nov 1994 08:49:37 GMT",
+		"Sun, 06 Now 1994 08:49:37 GMT", "Sun, 31 Apr 2026 08:49:37 GMT", "Sun, 29 Feb 2026 08:49:37 GMT",
+		"Sun, 06 Nov 1969 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 08:60:37 GMT",
+		"Sun, 06 Nov 1994 08:49:60 GMT", "Sun, 0x Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 UTC",
+		"Sun, 00 Nov 1994 08:49:37 GMT", "Sun; 06 Nov 1994 08:49:37 GMT",
+	};
+	char buf[40];
+	u64 t = 12345;
+
+	assert_true(wallclock_parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT", &t));
+	assert_int_equal(t, 784111777);
+	assert_true(wallclock_parse_http_date("Thu, 29 Feb 2024 23:59:59 GMT", &t));
+	assert_int_equal(t, 1709251199);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		t = 7;
+		if (wallclock_parse_http_date(bad[i], &t) || t != 7)
+			fail_msg("accepted '%s'", bad[i]);
+	}
+	/* what wallclock_http_date writes reads back */
+	for (u64 s = 86400; s < 4102444800ULL; s += 86400 * 37 + 3671) {
+		assert_int_equal(wallclock_http_date(s, buf, sizeof buf), 29);
+		assert_true(wallclock_parse_http_date(buf, &t));
+		assert_int_equal(t, s);
+	}
+	assert_int_equal(wallclock_from_civil(1970, 1, 1, 0, 0, 0), 0);	/* the epoch itself reads as "none" */
+	assert_int_equal(wallclock_from_civil(2026, 13, 1, 0, 0, 0), 0);
+	assert_int_equal(wallclock_from_civil(10000, 1, 1, 0, 0, 0), 0);
+}
+
 /* Every day from 1970 to 2106 against a day-by-day count. */
 static void test_civil_walk(void **state)
 {
@@ -50,6 +84,10 @@ static void test_civil_walk(void **state)
 		u32 len = mdays[m - 1] + (m == 2 && (y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)));
 
 		wallclock_civil(day * 86400 + 3661, &c);
+		/* and back: from_civil inverts civil on every day */
+		if (wallclock_from_civil(y, m, d, 1, 1, 1) != day * 86400 + 3661)
+			fail_msg("day %llu: from_civil(%u-%u-%u) is %llu", (unsigned long long)day, y, m, d,
+				 (unsigned long long)wallclock_from_civil(y, m, d, 1, 1, 1));
 		if (c.year != y || c.month != m || c.day != d || c.wday != wday || c.hour != 1 || c.min != 1 ||
 		    c.sec != 1)
 			fail_msg("day %llu: %u-%u-%u want %u-%u-%u", (unsigned long long)day, c.year, c.month, c.day, y,
@@ -208,6 +246,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_http_dates),
 		cmocka_unit_test(test_civil_walk),
+		cmocka_unit_test(test_parse_http_date),
 		cmocka_unit_test(test_iso_and_clock),
 		cmocka_unit_test(test_request),
 		cmocka_unit_test(test_era),

@@ -65,6 +65,26 @@ def test_sntp_sets_the_clock_date_and_stamps(boot, netns, chronyd):
     assert re.fullmatch(r"[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT", date.group(1))
     served = email.utils.parsedate_to_datetime(date.group(1)).timestamp()
     assert abs(served - time.time()) < 5, (date.group(1), time.time())
+    # site files carry Last-Modified (the build's time, never after Date)
+    # and answer If-Modified-Since; If-None-Match, when present, decides
+    r = netns.run("curl", "-sS", "-i", "--max-time", "20", f"http://{netns.guest_ip}/index.html")
+    head = r.stdout.decode(errors="replace").split("\r\n\r\n")[0]
+    lm = re.search(r"^Last-Modified: (.*)\r?$", head, re.M)
+    assert lm and head.startswith("HTTP/1.1 200"), head
+    lm_s = email.utils.parsedate_to_datetime(lm.group(1)).timestamp()
+    assert calendar.timegm((2024, 1, 1, 0, 0, 0)) <= lm_s <= served + 1, (lm.group(1), date.group(1))
+    earlier = email.utils.format_datetime(email.utils.parsedate_to_datetime(lm.group(1)).replace(
+        year=2023), usegmt=True)
+    for hdrs, want in (([f"If-Modified-Since: {lm.group(1)}"], "304"),
+                       ([f"If-Modified-Since: {earlier}"], "200"),
+                       (["If-Modified-Since: yesterday"], "200"),
+                       (['If-None-Match: "nope"', f"If-Modified-Since: {lm.group(1)}"], "200")):
+        args = []
+        for h in hdrs:
+            args += ["-H", h]
+        r = netns.run("curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20", *args,
+                      f"http://{netns.guest_ip}/index.html")
+        assert r.stdout.decode() == want, (hdrs, r.stdout, r.stderr)
     # every console line from the clock on carries its stamp; none before
     after = vm.text[m.start():]
     lines = [line for line in after.split("\n")[:-1] if line]
@@ -127,6 +147,10 @@ def test_hostile_server_refused_and_serving_goes_on(boot, netns):
     r = netns.run("curl", "-sS", "-i", "--max-time", "20", f"http://{netns.guest_ip}/healthz")
     head = r.stdout.decode(errors="replace")
     assert head.startswith("HTTP/1.1 200 OK") and "\r\nDate:" not in head, head
+    # no clock, no Last-Modified either
+    r = netns.run("curl", "-sS", "-I", "--max-time", "20", f"http://{netns.guest_ip}/index.html")
+    head = r.stdout.decode(errors="replace")
+    assert head.startswith("HTTP/1.1 200 OK") and "Last-Modified" not in head, head
 
 
 FAKE_DNS = r'''
@@ -168,3 +192,31 @@ def test_ntp_server_by_name_through_dns(boot, netns, chronyd):
         dns.kill()
         out, _ = dns.communicate(timeout=10)
     assert "time.vireo.test" in out.decode().split()
+
+
+DNSMASQ = shutil.which("dnsmasq") or "/usr/sbin/dnsmasq"
+
+
+def test_ntp_server_from_dhcp_option_42(boot, netns, chronyd, tmp_path):
+    """ntp=dhcp: dnsmasq (Debian's dnsmasq-base) leases an address and names
+    the namespace's chronyd in option 42; the guest asks it."""
+    if not os.path.exists(DNSMASQ):
+        pytest.fail("dnsmasq missing: `make deps` installs dnsmasq-base")
+    dhcp = netns.popen(DNSMASQ, "--no-daemon", "--conf-file=/dev/null", "--port=0", f"--interface={netns.tap}",
+                       "--bind-interfaces", "--dhcp-range=10.77.0.50,10.77.0.60,255.255.255.0,1h",
+                       f"--dhcp-option=option:ntp-server,{netns.host_ip}", "--dhcp-authoritative",
+                       f"--dhcp-leasefile={tmp_path}/leases", f"--pid-file={tmp_path}/dnsmasq.pid", "--user=root",
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        vm = boot(cmdline="ntp=dhcp", wrap=netns.wrap, extra=netns.qemu_args())
+        m = vm.wait_for(READY, timeout=120)
+        addr = m.group(1)
+        assert re.match(r"10\.77\.0\.(5\d|60)$", addr), vm.text
+        assert re.search(r"^ntp: server from DHCP \(option 42\), none yet$", vm.text, re.M), vm.text
+        vm.wait_for(rf"^ntp: server {re.escape(netns.host_ip)} \(from DHCP\)$", timeout=30)
+        vm.wait_for(rf"^{STAMP}time: \S+ from ntp {re.escape(netns.host_ip)} ", timeout=60)
+        r = netns.run("curl", "-sS", "-i", "--max-time", "20", f"http://{addr}/healthz")
+        assert "\r\nDate: " in r.stdout.decode(errors="replace")
+    finally:
+        dhcp.terminate()
+        dhcp.wait(timeout=10)

@@ -82,6 +82,39 @@ def test_bad_syslog_dns_ntp_values_warn_and_boot(boot):
     assert "syslog: to" not in vm.text
     assert re.search(r"^warning: cmdline: dns=1\.2\.3: want one or two A\.B\.C\.D, comma-separated", vm.text, re.M)
     assert re.search(r"^warning: cmdline: dns=1\.2\.3\.4,: want", vm.text, re.M)
-    assert re.search(r"^warning: cmdline: ntp=bad_name!: want off, a server's A\.B\.C\.D or its name, "
+    assert re.search(r"^warning: cmdline: ntp=bad_name!: want off, dhcp, a server's A\.B\.C\.D or its name, "
                      r"keeping default off$", vm.text, re.M), vm.text
     assert "ntp: server" not in vm.text
+
+
+def test_panic_lines_reach_the_syslog_listener(boot, netns):
+    """A panic stops the loop that sends syslog lines: its lines go out as
+    frames built by the panic writer and handed straight to the driver."""
+    lst = netns.popen("/usr/bin/python3", "-c", LISTEN.format(host=netns.host_ip, idle=6),
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        vm = boot(cmdline=f"ip={netns.guest_ip}/24 syslog={netns.host_ip}:5514 debug", wrap=netns.wrap,
+                  extra=netns.qemu_args(), reboot=False)
+        vm.wait_for(READY, timeout=120)
+        vm.wait_for(r"^syslog: to \S+ port 5514$")
+        time.sleep(2)   # the loop has sent (the next hop's MAC is known)
+        vm.send("panic\r")
+        vm.wait_for(r"^vireo: panic: shell: requested panic$", timeout=30)
+        vm.wait_for(r"^vireo: halted$", timeout=30)
+        out, err = lst.communicate(timeout=60)
+    finally:
+        if lst.poll() is None:
+            lst.kill()
+            lst.wait()
+    msgs = [m for m in out.decode(errors="replace").split("\n") if m]
+    parsed = [RFC5424.match(m) for m in msgs]
+    assert msgs and all(parsed), msgs[-5:]
+    texts = [(int(p.group(1)), p.group(3), p.group(4)) for p in parsed]
+    assert (10, netns.guest_ip, "vireo: panic: shell: requested panic") in texts, texts[-10:]
+    assert (14, netns.guest_ip, "vireo: halted") in texts, texts[-10:]
+    # the backtrace follows the panic line, in order, at most 16 lines in all
+    at = [t for _, _, t in texts].index("vireo: panic: shell: requested panic")
+    after = [t for _, _, t in texts[at:]]
+    assert after[1].startswith("backtrace ("), after
+    assert len(after) <= 16
+

@@ -1,5 +1,5 @@
-/* lwIP options for the host tests: vireo's own (net/lwipopts.h), with one
- * change. lwIP's heap and, through MEMP_MEM_MALLOC, its pools come from the
+/* lwIP options for the host tests: vireo's own (net/lwipopts.h), with two
+ * changes (the second at the end). lwIP's heap and, through MEMP_MEM_MALLOC, its pools come from the
  * C library's malloc() (not net/segheap.c, tested on its own in
  * test_segheap), so AddressSanitizer sees every pbuf, segment and PCB
  * as a separate allocation: a use after free or a leak inside lwIP (or of a
@@ -17,5 +17,10 @@
 #undef MEM_CUSTOM_FREE
 #undef MEM_CUSTOM_CALLOC
 #define MEM_LIBC_MALLOC 1
+
+/* And no DHCP option 42: its hook (dhcp_set_ntp_servers) lives in
+ * net/sntp.c, which only test_resolv links. */
+#undef LWIP_DHCP_GET_NTP_SRV
+#define LWIP_DHCP_GET_NTP_SRV 0
 
 #endif
