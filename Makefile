@@ -66,6 +66,19 @@ NET_SRCS    := net/sys_arch.c net/lwip_port.c net/segheap.c net/tcp_isn.c net/sy
 	net/app/site.c net/app/site_esp.c net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c net/app/metadata.c
 SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(BUILD)/k/site_data.o
+# Cold code is built for size (-Os after -O2 wins): boot, ACPI and PCI scans,
+# device set-up, configuration, the shell, SNTP/DNS/syslog, the /metrics text.
+# The per-packet and per-request path (virtqueues, virtio-net, traps, the
+# server and its parse/outbuf helpers, the allocators, lwIP's TCP/IP) keeps
+# -O2; net/lwip.mk does the same for lwIP's cold files.
+COLD_SRCS := boot/efi_main.c boot/fwcfg.c kernel/main.c kernel/console.c kernel/fmt.c kernel/panic.c \
+	kernel/mm_range.c kernel/cmdline.c kernel/config.c kernel/selftest.c kernel/timeline.c kernel/shell.c \
+	kernel/power.c kernel/wallclock.c drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
+	drivers/virtio_pci_caps.c drivers/virtio_drivers.c drivers/virtio_rng.c drivers/virtio_selftest.c \
+	drivers/vnet_echo.c drivers/vnet_ctrl.c drivers/virtio_console.c drivers/virtio_mmio_parse.c \
+	net/netup.c net/sntp.c net/sntp_msg.c net/syslog.c net/syslog_msg.c net/resolv.c net/app/site_esp.c \
+	net/app/metrics.c net/app/https.c net/app/app.c
+$(patsubst %.c,$(BUILD)/k/%.o,$(COLD_SRCS)): KCFLAGS += -Os
 
 # lwIP (fetched, never committed) and the rules for code that uses it.
 include net/lwip.mk
@@ -145,10 +158,12 @@ $(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/vireo.ld
 	$(Q)$(LD) $(KLDFLAGS) --defsym=__image_cap=$(IMAGE_CAP) $(EFI_CRT0) $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) -o $@ -L$(EFI_LIB) -lgnuefi
 
 # --subsystem 10 = EFI application. Section list matches linker/vireo.ld.
+# --strip-all: the PE's COFF symbol table (~44 KB) is never loaded; debuggers
+# read vireo.so.
 $(EFI): $(ELF)
 	@$(if $(Q),echo "  OBJCOPY $@")
 	$(Q)$(OBJCOPY) -j .text -j .rodata -j .data -j .dynamic -j .rela -j .dynsym \
-		-j .dynstr -j .reloc --target efi-app-x86_64 --subsystem=10 $< $@
+		-j .dynstr -j .reloc --strip-all --target efi-app-x86_64 --subsystem=10 $< $@
 	@echo "  EFI     $@ ($$(stat -c %s $@) bytes)"
 
 # ---- PVH ELF (boot/pvh*.{c,S}, linker/pvh.ld) ----------------------------

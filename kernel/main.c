@@ -134,6 +134,7 @@ void kernel_main(struct boot_info *bi)
 	timeline_mark("ready");
 	timeline_print();
 	kprintf("vireo: kernel ready\n");
+	site_synth_boot();	/* APP_EXTRA's files: generated, not stored */
 	site_esp_boot(bi);
 #ifdef VIREO_TLS
 	tls_boot_files(bi);	/* EFI/vireo/tls/: used by tls_start() */

@@ -17,13 +17,13 @@ LWIP_LIB    := $(BUILD)/lwip/liblwip.a
 # the few libc headers lwIP's core includes.
 LWIP_CFLAGS := -Inet -Inet/port -Inet/port/include -I$(LWIP_SRCDIR)/src/include
 
-LWIP_PORT_SRCS := net/sys_arch.c net/lwip_port.c net/segheap.c net/tcp_isn.c net/syncookie.c
+LWIP_PORT_SRCS := net/sys_arch.c net/lwip_port.c net/segheap.c net/tcp_isn.c net/syncookie.c net/rxmem.c
 
 # The appliance (net/app): HTTP server, metrics, echo (the kernel links them
 # through NET_SRCS, with app.c). lwip-check compiles these with the kernel's
 # flags and links them with lwIP alone, plus a site table generated from
 # net/app/default-site.
-APP_SRCS := net/app/conntab.c net/app/http.c net/app/site.c net/app/server.c net/app/metrics.c net/app/echo.c
+APP_SRCS := net/app/conntab.c net/app/http.c net/app/site.c net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c
 
 # lwIP's core, IPv4, IPv6 and Ethernet, relative to src/ (the pinned release's
 # src/Filelists.mk COREFILES, CORE4FILES, CORE6FILES and netif/ethernet.c).
@@ -64,6 +64,15 @@ $(LWIP_STAMP): net/fetch-lwip.sh net/debsrc.sh net/patches $(wildcard net/patche
 # lwIP's sources appear when the stamp is made; this rule only orders that.
 $(LWIP_SRCDIR)/src/%.c: | $(LWIP_STAMP) ;
 
+# lwIP's cold files are built for size, like the kernel's COLD_SRCS: set-up,
+# DHCP, DNS, MLD, ICMP, reassembly, statistics. TCP, UDP, IP, ARP/ND and
+# Ethernet keep -O2.
+LWIP_COLD := core/init.c core/dns.c core/stats.c core/netif.c core/raw.c \
+	core/ipv4/dhcp.c core/ipv4/autoip.c core/ipv4/acd.c core/ipv4/igmp.c core/ipv4/icmp.c \
+	core/ipv4/ip4_frag.c core/ipv6/dhcp6.c core/ipv6/mld6.c core/ipv6/icmp6.c core/ipv6/ip6_frag.c \
+	core/ipv6/inet6.c
+$(patsubst %.c,$(BUILD)/lwip/%.o,$(filter $(LWIP_COLD),$(LWIP_SRCS))): LWIP_LIB_CFLAGS += -Os
+
 $(LWIP_OBJS): $(BUILD)/lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      lwip/$*.c")
@@ -84,10 +93,11 @@ $(patsubst %.c,$(BUILD)/k/%.o,$(LWIP_PORT_SRCS)): | $(LWIP_STAMP)
 # with every member of liblwip.a into one relocatable object and fails if it
 # needs any symbol outside LWIP_KERNEL_SYMS, the kernel API lwIP may use
 # (_GLOBAL_OFFSET_TABLE_ is the linker's own, referenced by -fpic code).
-# (mm_get_stats: the kernel memory figures on /metrics.)
+# (mm_get_stats: the kernel memory figures on /metrics; outbuf_*: its text
+# buffer, kernel/outbuf.h; parse_dec: kernel/parse.h.)
 LWIP_KERNEL_SYMS := _GLOBAL_OFFSET_TABLE_ memcpy memmove memset memcmp strlen strnlen strcmp strncmp \
 	kprintf ksnprintf panic time_ns random_u32 siphash24 page_alloc page_free \
-	kmalloc kzalloc kfree mm_get_stats
+	page_alloc_raw kmalloc kzalloc kfree mm_get_stats outbuf_mem outbuf_str outbuf_u64 parse_dec
 LWIP_CHECK_OBJS := $(patsubst net/%.c,$(BUILD)/lwip/port/%.o,$(LWIP_PORT_SRCS) $(APP_SRCS)) \
 	$(BUILD)/lwip/port/app/site_default.o
 

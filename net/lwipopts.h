@@ -97,16 +97,20 @@
  * error pages and /metrics only while less than 8192 bytes are unacked
  * (server.c HTTP_COPY_INFLIGHT; site bodies are PBUF_ROM into rodata), and
  * never with TCP_WRITE_FLAG_MORE, so lwIP does not round a copy up to an MSS
- * (TCP_OVERSIZE); echo holds at most TCP_WND (5840) unacked.
+ * (TCP_OVERSIZE); echo holds at most its receive window unacked: TCP_WND
+ * (5840), or VIREO_RXMEM_BULK_WND (46720) for the at most
+ * VIREO_RXMEM_BULK_MAX (2) connections holding a bulk window (net/rxmem.c).
  *   W_http = 18816 + 10322 = 29138        W_echo = 18816 + 7359 = 26175
+ *   W_bulk = 18816 + 58868 = 77684 (an echo connection with a bulk window)
  *
  *   live HTTP: 64 (the server's table) x W_http                 1864832
- *   live echo: 16 x W_echo                                       418800
+ *   live echo: 14 x W_echo + 2 x W_bulk                          521818
  *   orphans (closed by the application, lwIP still sending our
  *     data and FIN): the port keeps <= VIREO_LWIP_ORPHANS_BYTES of
  *     them by its own estimate (net/lwip_port.c lwip_port_pcb_cost(),
- *     block sizes from segheap), plus the one just closed:
- *     524288 + W_http                                           553426
+ *     block sizes from segheap), plus the one just closed, at most
+ *     W_bulk (an orphan keeps its grant, so it counts among the 2):
+ *     524288 + W_bulk                                           601972
  *   half-open and not yet accepted: listen backlogs 32 (HTTP) + 4
  *     (echo) x (PCB + SYN-ACK segment: 288 + 48 + 112)             16128
  *   listening PCBs: 4 x 112                                          448
@@ -120,10 +124,10 @@
  *     plus one batch of receive-TSO frames), reassembly 2 x 16
  *     copies ~50 KiB: 550112, x 1.26 for rounding                 693141
  *   DHCP, MLD, ND, timers                                            8192
- *                                                          total  3804439
- * i.e. 3.6 MiB of the 4 MiB heap, whatever the number or kind of connections
+ *                                                          total  3956003
+ * i.e. 3.8 MiB of the 4 MiB heap, whatever the number or kind of connections
  * a remote party opens: every term is a count a limit above or in the
- * application caps times a per-PCB bound. The rest (381 KiB, 9%, 47 pages)
+ * application caps times a per-PCB bound. The rest (233 KiB, 5.7%, 29 pages)
  * is for pages partly full: a class keeps a page while one of its slots is
  * live, and a page empty again goes back to the pool for any class. Not in
  * this sum: frames no TCP
@@ -346,6 +350,20 @@ void vireo_tls_handshake_hook(struct altcp_pcb *conn, struct mbedtls_ssl_context
  * reader can make the heap hold: 4 MSS = 5840 bytes, ~47 Mbit/s of upload per
  * connection at 1 ms RTT, which an appliance that serves does not need. */
 #define TCP_WND				(4 * TCP_MSS)
+/* Uploads: a connection rxmem grants a bulk window (TCP echo asks at accept)
+ * opens up to VIREO_RXMEM_BULK_WND instead; 4 MSS holds an upload to one
+ * small window per round trip. At most VIREO_RXMEM_BULK_MAX connections
+ * hold one at once (until lwIP frees the PCB), the rest keep TCP_WND: the
+ * heap budget above counts both, and echo's own buffer (kernel heap) is
+ * its window, 2 x 46720 + 14 x 5840 bytes at most. Through echo on a tap,
+ * 16 MiB uploads, medians of 6 (make bench-upload's upload, shared host):
+ * 4 MSS 10.1 MB/s, 16 MSS 32.2, 32 MSS 50.0, 44 MSS 50.1. TCP_WND_MAX(pcb)
+ * is lwIP's per-connection cap, made overridable by net/patches/0005. */
+#define VIREO_RXMEM_BULK_WND		(32 * TCP_MSS)	/* 46720 */
+#define VIREO_RXMEM_BULK_MAX		2
+struct tcp_pcb;
+__UINT32_TYPE__ rxmem_wnd_max(const struct tcp_pcb *pcb);	/* net/rxmem.c */
+#define TCP_WND_MAX(pcb)		((tcpwnd_size_t)rxmem_wnd_max(pcb))
 /* Responses: up to 44 MSS (64240 bytes, the largest window without window
  * scaling) queued per connection, so a 64 KiB file goes out in one burst as
  * fast as the peer's window and lwIP's congestion window allow. Measured

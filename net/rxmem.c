@@ -15,6 +15,13 @@
  * first time a check finds it non-empty, and the stamp is cleared once it is
  * empty again. A real connection fills its hole within a round trip, so its
  * stamp is young; data an attacker leaves in place grows old and goes first.
+ *
+ * Bulk windows: the same ext arg's top bit marks a connection granted the
+ * bulk receive window (VIREO_RXMEM_BULK_WND instead of TCP_WND; lwIP asks
+ * rxmem_wnd_max() through TCP_WND_MAX(pcb), net/patches/0005). At most
+ * rxmem_limits.bulk_max connections hold a grant; it ends when lwIP frees
+ * the PCB (the ext arg's destroy callback), so a closed connection whose
+ * queue lwIP still sends keeps its grant as long as it keeps the memory.
  */
 #include "lwip/pbuf.h"
 #include "lwip/stats.h"
@@ -27,17 +34,69 @@ struct rxmem_limits rxmem_limits = {
 	.ooseq_pbufs = VIREO_RXMEM_OOSEQ_PBUFS,
 	.ooseq_bytes = VIREO_RXMEM_OOSEQ_BYTES,
 	.heap_reserve = VIREO_RXMEM_HEAP_RESERVE,
+	.bulk_max = VIREO_RXMEM_BULK_MAX,
 };
 
 static u8 age_id;
 static bool age_ready;
 static u64 age_seq;
 
+#define RXMEM_BULK_BIT	(1ull << 63)	/* in the ext arg, above the age stamp */
+
+static u64 rxmem_arg_get(const struct tcp_pcb *pcb)
+{
+	return age_ready ? (u64)(uintptr_t)tcp_ext_arg_get(pcb, age_id) : 0;
+}
+
+static void rxmem_pcb_destroyed(u8_t id, void *data)
+{
+	(void)id;
+	if (((u64)(uintptr_t)data & RXMEM_BULK_BIT) && rxmem_stats.bulk_grants)
+		rxmem_stats.bulk_grants--;
+}
+
+static const struct tcp_ext_arg_callbacks rxmem_ext_callbacks = {
+	.destroy = rxmem_pcb_destroyed,
+};
+
 void rxmem_init(void)
 {
 	if (!age_ready)
 		age_id = tcp_ext_arg_alloc_id();
 	age_ready = true;
+}
+
+u32 rxmem_wnd_max(const struct tcp_pcb *pcb)
+{
+	return (rxmem_arg_get(pcb) & RXMEM_BULK_BIT) ? VIREO_RXMEM_BULK_WND : TCP_WND;
+}
+
+bool rxmem_bulk_available(void)
+{
+	return age_ready && rxmem_stats.bulk_grants < rxmem_limits.bulk_max;
+}
+
+bool rxmem_bulk_grant(struct tcp_pcb *pcb)
+{
+	u64 arg;
+
+	arg = rxmem_arg_get(pcb);
+	if (arg & RXMEM_BULK_BIT)
+		return true;
+	if (!rxmem_bulk_available()) {
+		rxmem_stats.bulk_refused++;
+		return false;
+	}
+	tcp_ext_arg_set(pcb, age_id, (void *)(uintptr_t)(arg | RXMEM_BULK_BIT));
+	tcp_ext_arg_set_callbacks(pcb, age_id, &rxmem_ext_callbacks);
+	rxmem_stats.bulk_grants++;
+	rxmem_stats.bulk_granted++;
+	if (rxmem_stats.bulk_grants > rxmem_stats.bulk_peak)
+		rxmem_stats.bulk_peak = rxmem_stats.bulk_grants;
+	/* Open the rest of the window now: lwIP announces it at once (the
+	 * update is more than TCP_WND_UPDATE_THRESHOLD). */
+	tcp_recved(pcb, (u16_t)(VIREO_RXMEM_BULK_WND - TCP_WND));
+	return true;
 }
 
 u32 rxmem_watermark(u32 total)
@@ -80,12 +139,14 @@ struct pbuf *rxmem_admit(struct pbuf *p, u32 held, u32 total)
 
 static u64 rxmem_age_get(const struct tcp_pcb *pcb)
 {
-	return (u64)(uintptr_t)tcp_ext_arg_get(pcb, age_id);
+	return rxmem_arg_get(pcb) & ~RXMEM_BULK_BIT;
 }
 
 static void rxmem_age_set(struct tcp_pcb *pcb, u64 age)
 {
-	tcp_ext_arg_set(pcb, age_id, (void *)(uintptr_t)age);
+	u64 bulk = rxmem_arg_get(pcb) & RXMEM_BULK_BIT;
+
+	tcp_ext_arg_set(pcb, age_id, (void *)(uintptr_t)(age | bulk));
 }
 
 static void rxmem_ooseq_size(const struct tcp_pcb *pcb, u32 *pbufs, u32 *bytes)

@@ -16,11 +16,13 @@
 #include "kernel/types.h"
 
 struct pbuf;
+struct tcp_pcb;
 
 struct rxmem_limits {
 	u32 ooseq_pbufs;	/* TCP out-of-order pbufs, all connections */
 	u32 ooseq_bytes;	/* TCP out-of-order payload bytes, all connections */
 	u32 heap_reserve;	/* lwIP heap bytes a copy must leave free */
+	u32 bulk_max;		/* connections holding the bulk window at once */
 };
 
 struct rxmem_stats {
@@ -34,6 +36,10 @@ struct rxmem_stats {
 	u32 ooseq_bytes;
 	u32 held_peak;		/* most driver buffers the stack held at once */
 	u32 watermark;		/* the last watermark in force */
+	u32 bulk_grants;	/* connections holding the bulk window now */
+	u32 bulk_peak;		/* most at once */
+	u64 bulk_granted;	/* grants made */
+	u64 bulk_refused;	/* asked for while all were held: TCP_WND instead */
 };
 extern struct rxmem_stats rxmem_stats;
 
@@ -57,5 +63,17 @@ struct pbuf *rxmem_admit(struct pbuf *p, u32 held, u32 total);
 /* Applies the global out-of-order caps: frees whole out-of-order queues,
  * oldest first, until the total is within rxmem_limits. */
 void rxmem_enforce(void);
+
+/* The receive window lwIP may open for pcb: VIREO_RXMEM_BULK_WND if it holds
+ * a bulk grant, else TCP_WND. lwIP's TCP_WND_MAX(pcb) (net/lwipopts.h). */
+u32 rxmem_wnd_max(const struct tcp_pcb *pcb);
+
+/* Whether a bulk grant is free now (at most rxmem_limits.bulk_max held). */
+bool rxmem_bulk_available(void);
+
+/* Gives an established pcb the bulk window and announces it at once, if a
+ * grant is free (else counted, and pcb keeps TCP_WND). The grant is held
+ * until lwIP frees the pcb. Returns whether pcb holds one. */
+bool rxmem_bulk_grant(struct tcp_pcb *pcb);
 
 #endif

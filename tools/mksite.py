@@ -15,6 +15,9 @@ files are errors, so nothing in a path ever needs escaping.
 
 --extra NAME=SIZE synthesizes a file of SIZE bytes at /NAME (NAME may contain
 '/'), byte i being i % 251, so large benchmark files need not live in git.
+Its bytes are not in the output either: the entry's data is NULL and
+site_synth_boot() (net/app/site.c) generates them at boot; its ETag is that
+of the bytes generated.
 """
 
 import argparse
@@ -108,6 +111,9 @@ def walk(root, files):
                 add(files, prefix + f, fh.read(), full)
 
 
+SYNTH = set()   # URL paths of --extra files: generated at boot, not stored
+
+
 def add_extra(files, spec):
     name, sep, size = spec.partition("=")
     name = name.lstrip("/")
@@ -120,6 +126,7 @@ def add_extra(files, spec):
     size = int(size)
     data = bytes(i % 251 for i in range(size))
     add(files, "/" + name, data, f"--extra {spec}")
+    SYNTH.add("/" + name)
 
 
 def emit(files):
@@ -134,6 +141,10 @@ def emit(files):
     for i, url in enumerate(urls):
         data = files[url]
         out.append(f"/* {url} */")
+        if url in SYNTH:
+            out.append(f"/* {len(data)} bytes generated at boot (site_synth_boot) */")
+            out.append("")
+            continue
         if not data:
             out.append(f"static const u8 site_data_{i}[1] = {{ 0 }};")
             out.append("")
@@ -156,7 +167,8 @@ def emit(files):
         for i, url in enumerate(urls):
             data = files[url]
             etag = hashlib.sha256(data).hexdigest()[:16]
-            out.append(f'\t{{ "{url}", site_data_{i}, {len(data)}, '
+            ref = "NULL" if url in SYNTH else f"site_data_{i}"
+            out.append(f'\t{{ "{url}", {ref}, {len(data)}, '
                        f'"{content_type(url)}", "\\"{etag}\\"", {mtime}ULL }},')
         out.append("};")
     else:

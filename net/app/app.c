@@ -207,6 +207,14 @@ static void app_rxmem_metrics(struct metrics_buf *b)
 		       "Pbufs in the freed out-of-order queues", s->ooseq_evicted_pbufs);
 	metrics_simple(b, "vireo_rxmem_ooseq_evicted_bytes_total", METRICS_COUNTER,
 		       "Payload bytes in the freed out-of-order queues", s->ooseq_evicted_bytes);
+	metrics_simple(b, "vireo_rxmem_bulk_windows", METRICS_GAUGE,
+		       "Connections holding the bulk receive window now", s->bulk_grants);
+	metrics_simple(b, "vireo_rxmem_bulk_windows_peak", METRICS_GAUGE,
+		       "Most connections holding the bulk receive window at once", s->bulk_peak);
+	metrics_simple(b, "vireo_rxmem_bulk_windows_granted_total", METRICS_COUNTER,
+		       "Bulk receive windows granted", s->bulk_granted);
+	metrics_simple(b, "vireo_rxmem_bulk_windows_refused_total", METRICS_COUNTER,
+		       "Bulk receive windows asked for while all were held (TCP_WND instead)", s->bulk_refused);
 }
 
 static void app_loop_metrics(struct metrics_buf *b)

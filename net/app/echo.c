@@ -1,8 +1,9 @@
 /*
  * TCP and UDP echo on lwIP's altcp API (plain TCP; tcputil.h) and raw UDP API.
  *
- * TCP: received bytes are copied into the connection's buf[] (TCP_WND bytes)
- * and the pbuf freed; buf[] drains into altcp_write() as send space allows.
+ * TCP: received bytes are copied into the connection's buf[] (its receive
+ * window: the bulk window if rxmem grants one at accept, net/rxmem.h, else
+ * TCP_WND) and the pbuf freed; buf[] drains into altcp_write() as send space allows.
  * altcp_recved() is called from the sent callback, for bytes the peer has
  * acked, so everything the connection holds (buf[] plus its unacked echo)
  * stays within one window and buf[] cannot overflow. Connections are kept
@@ -27,6 +28,7 @@
 #include "net/app/tcputil.h"
 #include "net/app/conntab.h"
 #include "net/lwip_port.h"
+#include "net/rxmem.h"
 
 struct echo_conn {
 	struct conntab_conn link;	/* first: the table hands back this */
@@ -34,7 +36,8 @@ struct echo_conn {
 	u32 unrecved;		/* received, not yet given back with altcp_recved() */
 	u64 t_active;		/* last data either way (ms) */
 	u32 off, len;		/* bytes still to echo: buf[off..len) */
-	u8 buf[TCP_WND];
+	u32 cap;		/* sizeof buf: the window lwIP may open */
+	u8 buf[];
 };
 
 _Static_assert(offsetof(struct echo_conn, link) == 0, "conntab entries are struct echo_conn");
@@ -139,11 +142,11 @@ static err_t echo_on_recv(void *arg, struct altcp_pcb *pcb, struct pbuf *p, err_
 		return echo_more(c);
 	}
 	held = c->len - c->off;
-	if (p->tot_len > sizeof c->buf - held) {
+	if (p->tot_len > c->cap - held) {
 		pbuf_free(p);	/* beyond the window we granted */
 		return echo_conn_abort(c);
 	}
-	if (c->len + p->tot_len > sizeof c->buf) {
+	if (c->len + p->tot_len > c->cap) {
 		__builtin_memmove(c->buf, c->buf + c->off, held);
 		c->off = 0;
 		c->len = held;
@@ -210,16 +213,23 @@ static err_t echo_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 {
 	enum conntab_verdict v;
 	struct echo_conn *c;
+	bool bulk = rxmem_bulk_available();
+	u32 cap = bulk ? VIREO_RXMEM_BULK_WND : TCP_WND;
 
 	if (err != ERR_OK || !pcb)
 		return ERR_VAL;
-	c = (struct echo_conn *)conntab_accept(&echo.tab, pcb, sizeof *c, echo_conn_idle, echo_conn_evict, &v);
+	c = (struct echo_conn *)conntab_accept(&echo.tab, pcb, sizeof *c + cap, echo_conn_idle, echo_conn_evict, &v);
 	if (v == CONNTAB_REFUSE_SOURCE)
 		echo_stats.tcp_refused_source++;
 	else if (v == CONNTAB_EVICT)
 		echo_stats.tcp_evicted++;
 	if (!c)
 		goto refuse;
+	c->cap = cap;
+	if (bulk)
+		rxmem_bulk_grant(app_tcp_pcb(pcb));	/* else TCP_WND, counted there */
+	else
+		rxmem_stats.bulk_refused++;
 	c->t_active = echo_now_ms();
 	echo_stats.tcp_accepted++;
 	echo_stats.tcp_active++;

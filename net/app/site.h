@@ -26,13 +26,21 @@ extern const size_t site_nfiles;
  */
 const struct site_file *site_find(const struct site_file *files, size_t n, const char *path);
 
-/* site_find() over the site in use: the generated site_files table, or
- * what site_use() installed. */
+/* site_find() over the site in use: the generated site_files table (with
+ * its synthetic files once site_synth_boot() made them), or what
+ * site_use() installed. */
 const struct site_file *site_lookup(const char *path);
 
 /* Serve files[0..n) (sorted as site_find wants, living as long as the
  * image) instead of the generated table from now on. */
 void site_use(const struct site_file *files, size_t n);
+
+/* The generated table's synthetic files (mksite.py --extra: data NULL, byte
+ * i is i % 251) are not stored in the image: at boot this generates them
+ * into pages, and a copy of the table that points at them stands for the
+ * generated table from then on (once; a file without memory is left out,
+ * with a warning). Until then site_lookup() does not find them. */
+void site_synth_boot(void);
 
 struct boot_info;
 struct boot_site_file;

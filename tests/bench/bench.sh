@@ -44,17 +44,10 @@ mkdir -p "$dir"
 t_start=$(date +%s)
 log() { echo "[bench $(date +%H:%M:%S)] $*" >&2; }
 
-# Children run in the background so that a TERM reaches them at once.
-child=""
-trap '[[ -n $child ]] && kill -TERM "$child" 2>/dev/null; wait "$child" 2>/dev/null; exit 130' INT TERM HUP
-run() {
-	"$@" &
-	child=$!
-	wait "$child"
-	local rc=$?
-	child=""
-	return $rc
-}
+# run (children in the background, so that a TERM reaches them at once) and
+# bench_build_peers: shared with pvh_peer.sh.
+# shellcheck source=tests/bench/peers.sh
+. "$root/tests/bench/peers.sh"
 
 # ---- 1. builds
 log "building vireo without the 64 KiB benchmark file (for its size), then as served"
@@ -63,12 +56,8 @@ cp build/vireo.efi "$dir/vireo-noextra.efi"
 ${CC:-cc} -O2 -Wall -pthread -o "$out/udpstream" tests/bench/udpstream.c || { echo "bench: udpstream.c did not build" >&2; exit 1; }
 run $make -s all image >"$dir/build.log" 2>&1 || { cat "$dir/build.log"; exit 1; }
 export BENCH_OUT=$out
-if [[ ! -r $out/peer-linux/linux.efi || ! -r $out/peer-linux-nginx/linux.efi ]]; then
-	log "building the Linux and nginx peers (Debian packages; a few minutes)"
-	run "$harness/peer-linux/build.sh" >"$dir/peer-build.log" 2>&1 &&
-		run "$harness/peer-linux-nginx/build.sh" >>"$dir/peer-build.log" 2>&1 ||
-		{ tail -30 "$dir/peer-build.log"; exit 1; }
-fi
+bench_build_peers "$dir/peer-build.log" peer-linux peer-linux-nginx -- \
+	"$out/peer-linux/linux.efi" "$out/peer-linux-nginx/linux.efi"
 
 # vireo as the harness's README quick start boots it, at the peer's -m
 export UEFI_APP=$root/build/vireo.efi UEFI_NAME=vireo UEFI_MARKER='vireo: ready' UEFI_DHCP=1 UEFI_MEM=$mem

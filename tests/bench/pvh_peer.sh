@@ -39,21 +39,10 @@ mkdir -p "$dir"
 export BENCH_OUT=$out
 log() { echo "[bench-pvh $(date +%H:%M:%S)] $*" >&2; }
 
-child=""
-trap '[[ -n $child ]] && kill -TERM "$child" 2>/dev/null; wait "$child" 2>/dev/null; exit 130' INT TERM HUP
-run() {
-	"$@" &
-	child=$!
-	wait "$child"
-	local rc=$?
-	child=""
-	return $rc
-}
-
-if [[ ! -r $out/peer-linux-nginx/vmlinuz || ! -r $out/peer-linux-nginx/initrd.img ]]; then
-	log "building the nginx peer (Debian packages; a few minutes)"
-	run "$harness/peer-linux-nginx/build.sh" >"$dir/peer-build.log" 2>&1 || { tail -30 "$dir/peer-build.log"; exit 1; }
-fi
+# shellcheck source=tests/bench/peers.sh
+. "$root/tests/bench/peers.sh"
+bench_build_peers "$dir/peer-build.log" peer-linux-nginx -- \
+	"$out/peer-linux-nginx/vmlinuz" "$out/peer-linux-nginx/initrd.img"
 
 # vireo through tests/bench/vireo-pvh.sh: static address, its own marker.
 export VIREO_ELF=$root/build/vireo.elf VIREO_MEM=$mem

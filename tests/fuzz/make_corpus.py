@@ -140,6 +140,71 @@ def acpi():
     }
 
 
+# ---- fuzz_aml: a DSDT body (AML, after the 36-byte header) ----
+def aml_pkglen(n):
+    """PkgLength (ACPI 6.5 20.2.4) of n bytes that follow it: it counts
+    its own bytes too."""
+    if n + 1 < 0x40:
+        return bytes([n + 1])
+    if n + 2 < 0x1000:
+        t = n + 2
+        return bytes([0x40 | (t & 0xf), (t >> 4) & 0xff])
+    t = n + 3
+    return bytes([0x80 | (t & 0xf), (t >> 4) & 0xff, (t >> 12) & 0xff])
+
+
+def aml_pkg(op, body):
+    return op + aml_pkglen(len(body)) + body
+
+
+def aml_name(name, data):
+    return b"\x08" + name + data
+
+
+def aml_string(text):
+    return b"\x0d" + text + b"\0"
+
+
+def aml_int(v):
+    if v in (0, 1):
+        return bytes([v])
+    if v < 0x100:
+        return b"\x0a" + bytes([v])
+    if v < 0x10000:
+        return b"\x0b" + le16(v)
+    return b"\x0c" + le32(v)
+
+
+def aml_package(*elems):
+    return aml_pkg(b"\x12", bytes([len(elems)]) + b"".join(aml_int(e) for e in elems))
+
+
+def aml_buffer(data):
+    return aml_pkg(b"\x11", aml_int(len(data)) + data)
+
+
+def aml():
+    s5 = aml_name(b"_S5_", aml_package(5, 0, 0, 0))
+    # QEMU microvm's GED: Interrupt(ResourceConsumer, Edge, ActiveHigh,
+    # Exclusive) {9}, OperationRegion(EREG, SystemMemory, 0xfea00000, 4),
+    # Field(EREG, DWordAcc) {ESEL, 32}, Method(_EVT, 1, Serialized)
+    irq = bytes([0x89]) + le16(6) + bytes([0x03, 1]) + le32(9) + bytes([0x79, 0])
+    ged = aml_pkg(b"\x5b\x82", b"GED_" +
+                  aml_name(b"_HID", aml_string(b"ACPI0013")) +
+                  aml_name(b"_UID", aml_string(b"GED")) +
+                  aml_name(b"_CRS", aml_buffer(irq)) +
+                  b"\x5b\x80EREG\x00" + aml_int(0xfea00000) + aml_int(4) +
+                  aml_pkg(b"\x5b\x81", b"EREG\x03" + b"ESEL\x20") +
+                  aml_pkg(b"\x14", b"_EVT\x09\xa4\x00"))
+    pwrb = aml_pkg(b"\x5b\x82", b"PWRB" + aml_name(b"_HID", aml_string(b"PNP0C0C")))
+    pci0 = aml_pkg(b"\x5b\x82", b"PCI0")
+    return {
+        "microvm": ged + pwrb + aml_pkg(b"\x10", b"\\\x00" + s5),
+        "q35_s5": aml_pkg(b"\x10", b"\\_SB_" + pci0) + s5.replace(aml_package(5, 0, 0, 0),
+                                                                  aml_package(0, 0, 0, 0)),
+    }
+
+
 # ---- fuzz_virtq: config byte, size byte, then ops (op % 20) ----
 def virtq():
     # op 0 add: n_out, n_in, one length byte per element, token
@@ -305,6 +370,7 @@ TARGETS = {
     "fuzz_http": http,
     "fuzz_mdhttp": mdhttp,
     "fuzz_acpi": acpi,
+    "fuzz_aml": aml,
     "fuzz_virtq": virtq,
     "fuzz_vnet_hdr": vnet_hdr,
     "fuzz_vnet_rx": vnet_rx,

@@ -8,7 +8,7 @@ LWIP_HOST_LIB := $(BUILD)/host/lwip/liblwip.a
 LWIP_HOST_CFLAGS := $(HOST_CFLAGS) -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
 LWIP_HOST_OBJS := $(patsubst %.c,$(BUILD)/host/lwip/%.o,$(LWIP_SRCS)) \
 	$(BUILD)/host/lwip/port/sys_arch.o $(BUILD)/host/lwip/port/lwip_port.o $(BUILD)/host/lwip/port/segheap.o \
-	$(BUILD)/host/lwip/port/tcp_isn.o $(BUILD)/host/lwip/port/syncookie.o \
+	$(BUILD)/host/lwip/port/tcp_isn.o $(BUILD)/host/lwip/port/syncookie.o $(BUILD)/host/lwip/port/rxmem.o \
 	$(BUILD)/host/lwip/kernel/siphash.o
 
 $(BUILD)/host/lwip/kernel/%.o: kernel/%.c
@@ -55,7 +55,7 @@ $(NETIF_TX_WRAP): tests/host/netif_vnet_host.c net/netif_vnet.c tests/host/netif
 	@mkdir -p $(dir $@)
 	$(Q)cp $< $@
 HOST_TESTS += test_netif_tx
-test_netif_tx_SRCS := tests/host/test_netif_tx.c $(NETIF_TX_WRAP) drivers/vnet_hdr.c net/rxmem.c \
+test_netif_tx_SRCS := tests/host/test_netif_tx.c $(NETIF_TX_WRAP) drivers/vnet_hdr.c \
 	net/tso_out.c net/tso_merge.c \
 	$(LWIP_HOST_LIB)
 $(BUILD)/host/test_netif_tx: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include

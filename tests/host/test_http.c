@@ -932,6 +932,11 @@ static void test_site_lookup(void **state)
 	const struct site_file *f, *idx;
 
 	assert_int_equal(site_nfiles, 2);
+	/* /64k.bin is synthetic: not in the image, found once generated */
+	assert_null(site_files[0].data);
+	assert_null(site_lookup("/64k.bin"));
+	site_synth_boot();
+	site_synth_boot();	/* once */
 	idx = site_lookup("/index.html");
 	assert_non_null(idx);
 	assert_string_equal(idx->path, "/index.html");
@@ -965,7 +970,12 @@ static void test_site_lookup(void **state)
 
 		if (i)
 			assert_true(strcmp(site_files[i - 1].path, site_files[i].path) < 0);
-		assert_ptr_equal(site_lookup(site_files[i].path), &site_files[i]);
+		f = site_lookup(site_files[i].path);
+		assert_non_null(f);
+		assert_string_equal(f->path, site_files[i].path);
+		assert_int_equal(f->len, site_files[i].len);
+		assert_ptr_equal(f->etag, site_files[i].etag);
+		assert_true(site_files[i].data == NULL || f == &site_files[i] || f->data == site_files[i].data);
 		assert_string_equal(site_files[i].content_type, http_content_type(site_files[i].path));
 		assert_int_equal(strlen(e), 18);
 		assert_true(e[0] == '"' && e[17] == '"');
@@ -1110,7 +1120,8 @@ static void test_mksite(void **state)
 	assert_null(strstr(t1, "hidden"));
 	assert_null(strstr(t1, "git"));
 	assert_non_null(strstr(t1, "{ \"/e.css\", site_data_0, 0, \"text/css; charset=utf-8\""));
-	assert_non_null(strstr(t1, "{ \"/sub/gen.bin\", site_data_1, 100,"));
+	assert_non_null(strstr(t1, "{ \"/sub/gen.bin\", NULL, 100,"));
+	assert_null(strstr(t1, "site_data_1["));	/* generated at boot, not stored */
 	assert_non_null(strstr(t1, "{ \"/sub/index.html\", site_data_2, 10,"));
 	assert_non_null(strstr(t1, "{ \"/z.txt\", site_data_3, 3,"));
 	assert_non_null(strstr(t1, "const size_t site_nfiles = 4;"));
@@ -1197,6 +1208,7 @@ static void test_esp_site_indexed_and_served(void **state)
 	assert_ptr_equal(site_lookup("/css/a.css"), &files[0]);
 	assert_null(site_lookup("/64k.bin"));	/* the baked site is not merged in */
 	site_use(NULL, 0);
+	site_synth_boot();
 	assert_non_null(site_lookup("/64k.bin"));
 	kfree(files);
 	free(s);

@@ -130,6 +130,20 @@ static bool wire_drops(const u8 *d, u16 len)
 	return hole[be16(t)] && be32(t + 4) == hole[be16(t)];
 }
 
+/* TCP segments with RST set that went on the wire, either way. */
+static u32 wire_rsts;
+
+static void wire_count_rst(const u8 *d, u16 len)
+{
+	u32 ihl;
+
+	if (len < 20 || (d[0] >> 4) != 4 || d[9] != IP_PROTO_TCP)
+		return;
+	ihl = (d[0] & 15u) * 4;
+	if (len >= ihl + 20 && (d[ihl + 13] & 0x04))
+		wire_rsts++;
+}
+
 static err_t wire_put(struct pbuf *p)
 {
 	struct frame *f = malloc(sizeof *f + p->tot_len);
@@ -138,6 +152,7 @@ static err_t wire_put(struct pbuf *p)
 	f->next = NULL;
 	f->len = p->tot_len;
 	pbuf_copy_partial(p, f->data, p->tot_len, 0);
+	wire_count_rst(f->data, f->len);
 	if (wire_drops(f->data, f->len)) {
 		free(f);
 		return ERR_OK;
@@ -395,7 +410,7 @@ static int setup(void **state)
 		base_memp[i] = lwip_stats.memp[i]->used;
 	memset(&rxmem_stats, 0, sizeof rxmem_stats);
 	rxmem_limits = (struct rxmem_limits){ VIREO_RXMEM_OOSEQ_PBUFS, VIREO_RXMEM_OOSEQ_BYTES,
-					      VIREO_RXMEM_HEAP_RESERVE };
+					      VIREO_RXMEM_HEAP_RESERVE, VIREO_RXMEM_BULK_MAX };
 	attack = false;
 	listener = tcp_new_ip_type(IPADDR_TYPE_ANY);
 	assert_non_null(listener);
@@ -752,6 +767,81 @@ static void test_reass_v6_bounded(void **state)
 	reass(true);
 }
 
+/* Bulk windows: at most bulk_max connections hold one; a grant is announced
+ * at once, survives the out-of-order age bookkeeping in the same ext arg,
+ * lets the connection close with a FIN (lwIP sends a RST when the window is
+ * not back at TCP_WND_MAX), and ends when lwIP frees the PCB. */
+static void test_bulk_window_grants_bounded(void **state)
+{
+	struct tcp_pcb *s[3];
+	u32 before;
+	unsigned i;
+
+	rxmem_limits.bulk_max = 2;
+	clients_open(3);
+	for (i = 0; i < 3; i++) {
+		s[i] = srv_by_port[cl[i].port];
+		assert_int_equal(rxmem_wnd_max(s[i]), TCP_WND);
+		assert_int_equal(cl[i].pcb->snd_wnd, TCP_WND);
+	}
+	assert_true(rxmem_bulk_grant(s[0]));
+	assert_true(rxmem_bulk_grant(s[0]));	/* held already: no second grant */
+	assert_true(rxmem_bulk_grant(s[1]));
+	assert_false(rxmem_bulk_available());
+	assert_false(rxmem_bulk_grant(s[2]));
+	assert_int_equal(rxmem_stats.bulk_grants, 2);
+	assert_int_equal(rxmem_stats.bulk_peak, 2);
+	assert_int_equal(rxmem_stats.bulk_granted, 2);
+	assert_int_equal(rxmem_stats.bulk_refused, 1);
+	run_ms(10);
+	/* the window updates reached the peers */
+	assert_int_equal(cl[0].pcb->snd_wnd, VIREO_RXMEM_BULK_WND);
+	assert_int_equal(cl[1].pcb->snd_wnd, VIREO_RXMEM_BULK_WND);
+	assert_int_equal(cl[2].pcb->snd_wnd, TCP_WND);
+	assert_int_equal(rxmem_wnd_max(s[0]), VIREO_RXMEM_BULK_WND);
+	assert_int_equal(rxmem_wnd_max(s[2]), TCP_WND);
+
+	/* an out-of-order queue's age stamp comes and goes beside the grant */
+	attack = true;
+	cl_hole(&cl[0], 2);
+	run_ms(10);
+	rxmem_enforce();
+	assert_non_null(s[0]->ooseq);
+	assert_int_equal(rxmem_wnd_max(s[0]), VIREO_RXMEM_BULK_WND);
+	attack = false;
+	run_ms(5000);	/* the client retransmits the lost byte */
+	rxmem_enforce();
+	assert_null(s[0]->ooseq);
+	assert_int_equal(srv_bytes[cl[0].port], 3);
+	assert_int_equal(rxmem_wnd_max(s[0]), VIREO_RXMEM_BULK_WND);
+
+	/* a bulk window's worth in flight at once, taken whole */
+	before = srv_bytes[cl[1].port];
+	{
+		static u8 blk[VIREO_RXMEM_BULK_WND];
+
+		memset(blk, 'b', sizeof blk);
+		assert_int_equal(tcp_write(cl[1].pcb, blk, sizeof blk - TCP_MSS, TCP_WRITE_FLAG_COPY), ERR_OK);
+		assert_int_equal(tcp_output(cl[1].pcb), ERR_OK);
+	}
+	run_ms(1000);
+	assert_int_equal(srv_bytes[cl[1].port] - before, VIREO_RXMEM_BULK_WND - TCP_MSS);
+
+	/* orderly closes: FIN both ways, no RST */
+	wire_rsts = 0;
+	clients_close(3);
+	run_ms(1000);
+	for (i = 0; i < 3; i++)
+		assert_null(srv_by_port[cl[i].port]);
+	assert_int_equal(wire_rsts, 0);
+	/* TIME_WAIT over, the PCBs freed: the grants are back */
+	run_ms(2 * TCP_MSL + 10000);
+	assert_null(tcp_active_pcbs);
+	assert_null(tcp_tw_pcbs);
+	assert_int_equal(rxmem_stats.bulk_grants, 0);
+	assert_true(rxmem_bulk_available());
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -764,6 +854,7 @@ int main(void)
 		T(test_ooseq_byte_cap_and_age),
 		T(test_reass_v4_bounded),
 		T(test_reass_v6_bounded),
+		T(test_bulk_window_grants_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);

@@ -405,6 +405,7 @@ static int group_setup(void **state)
 	s8_t idx;
 
 	assert_int_equal(vireo_lwip_init(), 0);
+	site_synth_boot();	/* /64k.bin, as at boot */
 	IP4_ADDR(&a, 192, 168, 7, 2);
 	IP4_ADDR(&m, 255, 255, 255, 0);
 	IP4_ADDR(&g, 192, 168, 7, 1);

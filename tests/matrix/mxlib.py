@@ -7,6 +7,7 @@ Nothing here depends on speed: waits are bounded by generous deadlines and
 only fail when the expected state never comes."""
 import ctypes
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -240,6 +241,24 @@ class Guest(NsClient):
 
     def __exit__(self, *exc):
         self.close()
+
+
+def extra_site_image(site_build, app_extra):
+    """build/'s objects relinked with APP_EXTRA's synthetic files in the site
+    (e.g. "1m.bin=1048576"), in a build directory of its own (site_build,
+    emptied first; build/'s objects and fetched sources are copied in, so
+    only the site and the link are redone). Returns the image's path."""
+    build = os.path.join(ROOT, "build")
+    shutil.rmtree(site_build, ignore_errors=True)
+    os.makedirs(site_build)
+    for d in ("k", "lwip", "lwip-src", "apt"):
+        if os.path.isdir(os.path.join(build, d)):
+            subprocess.run(["cp", "-a", os.path.join(build, d), site_build], check=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    r = subprocess.run(["make", "-s", f"BUILD={site_build}", f"APP_EXTRA={app_extra}", "image"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return os.path.join(site_build, "vireo.img")
 
 
 def idle_levels(m):

@@ -12,7 +12,6 @@ import hashlib
 import os
 import random
 import select
-import shutil
 import socket
 import struct
 import subprocess
@@ -21,7 +20,7 @@ import time
 
 import pytest
 
-from mxlib import READY, ROOT, Guest, Vm, _setns, nsmod
+from mxlib import READY, ROOT, Guest, Vm, _setns, extra_site_image, nsmod
 
 SITE_BUILD = os.path.join(ROOT, "build", "bulk-site")
 EXTRA = "64k.bin=65536 1m.bin=1048576 16m.bin=16777216"
@@ -44,17 +43,7 @@ def pattern_sha256(n):
 def bulk_image():
     """build/vireo.img's objects relinked with a site that has /1m.bin and
     /16m.bin (mksite writes them as string literals: seconds to compile)."""
-    build = os.path.join(ROOT, "build")
-    shutil.rmtree(SITE_BUILD, ignore_errors=True)
-    os.makedirs(SITE_BUILD)
-    for d in ("k", "lwip", "lwip-src", "apt"):
-        if os.path.isdir(os.path.join(build, d)):
-            subprocess.run(["cp", "-a", os.path.join(build, d), SITE_BUILD], check=True)
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
-    r = subprocess.run(["make", "-s", f"BUILD={SITE_BUILD}", f"APP_EXTRA={EXTRA}", "image"], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    return os.path.join(SITE_BUILD, "vireo.img")
+    return extra_site_image(SITE_BUILD, EXTRA)
 
 
 def fetch_sha256(wrap, url, out):

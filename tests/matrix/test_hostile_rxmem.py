@@ -9,15 +9,25 @@ legitimate client fetches / over new connections and must succeed at least
 99% of the time; afterwards every level returns to idle.
 
 Without net/rxmem.c the out-of-order attack holds every receive buffer and
-the appliance answers nothing until the connections go (see docs/testing.md)."""
+the appliance answers nothing until the connections go (see docs/testing.md).
+
+Bulk windows: 14 connections upload through TCP echo at once, six of them
+never reading the echo back (so the guest keeps all it may of theirs), and
+they come first, taking both bulk windows. At most VIREO_RXMEM_BULK_MAX hold
+one at any time, the rest run on TCP_WND, every upload comes back byte for
+byte, lwIP's heap stays under the worst case written in net/lwipopts.h, and
+the legitimate client keeps being served."""
 import os
+import re
+import socket
 import subprocess
 import threading
 import time
 
 import pytest
 
-from mxlib import HERE, INDEX, PYTHON, Guest, delta, parse_prometheus, read_responses
+from mxlib import HERE, INDEX, PYTHON, ROOT, Guest, delta, parse_prometheus, read_responses
+from test_rx_tso import pattern, upload
 
 pytestmark = pytest.mark.hostile
 
@@ -189,5 +199,94 @@ def test_reassembly_pinning():
             assert s["vireo_vnet_rx_buffers_held"] <= 2 * 16 + 8
         # both reassembly timeouts are 15 s
         g.wait_idle(base, timeout=90)
+        g.serves()
+        g.log_clean()
+
+
+def lwipopts_define(name):
+    with open(os.path.join(ROOT, "net", "lwipopts.h")) as f:
+        text = f.read()
+    return text, re.search(rf"^#define {name}\s+(\S+)", text, re.M).group(1)
+
+
+def test_bulk_windows_bounded():
+    text, bulk_max = lwipopts_define("VIREO_RXMEM_BULK_MAX")
+    bulk_max = int(bulk_max)
+    heap_bound = int(re.search(r"^ \*\s+total\s+(\d+)$", text, re.M).group(1))
+    hogs_n, uploaders_n, mib = 6, 8, 4
+    data = pattern(mib << 20)
+    with Guest(cmdline="echo=tcp") as g:
+        g.serves()
+        base = g.baseline()
+        legit = Legit(g).start()
+        hogs = []
+        for _ in range(hogs_n):
+            h = g.socket()
+            h.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # stalls the echo soon
+            h.settimeout(10)
+            h.connect((g.ip, 7))
+            h.setblocking(False)
+            hogs.append(h)
+        pushed = [0] * hogs_n
+
+        def push():
+            for i, h in enumerate(hogs):
+                try:
+                    while True:
+                        pushed[i] += h.send(data[:65536])
+                except (BlockingIOError, InterruptedError):
+                    pass
+
+        push()
+        time.sleep(1)
+        push()
+        results = [None] * uploaders_n
+
+        def up(i):
+            try:
+                results[i] = upload(g, data, timeout=240) == data
+            except Exception as e:  # noqa: BLE001
+                results[i] = repr(e)
+
+        ts = [threading.Thread(target=up, args=(i,), daemon=True) for i in range(uploaders_n)]
+        for t in ts:
+            t.start()
+        samples = []
+        t0 = time.monotonic()
+        while any(t.is_alive() for t in ts) and time.monotonic() - t0 < 300:
+            push()
+            time.sleep(2)
+            samples.append(try_metrics(g))
+        for t in ts:
+            t.join(10)
+        mid = g.metrics()
+        for h in hogs:
+            h.close()
+        time.sleep(2)
+        legit.stop()
+        keys = ("vireo_rxmem_bulk_windows", "vireo_lwip_mem_used_bytes", "vireo_lwip_mem_max_bytes", "error")
+        for m in samples:
+            print("during:", {k: m[k] for k in keys if k in m})
+        print(f"hogs pushed {pushed} bytes; uploads {results}")
+        print(f"legitimate: {legit.ok} ok, {len(legit.failed)} failed ({legit.rate():.1%})", legit.failed[:5])
+        assert results == [True] * uploaders_n, results
+        assert all(p > 0 for p in pushed)
+        assert legit.rate() >= 0.99, legit.failed[:10]
+        assert all("error" not in m for m in samples)
+        for m in samples:
+            assert m["vireo_rxmem_bulk_windows"] <= bulk_max
+        assert mid["vireo_rxmem_bulk_windows_peak"] == bulk_max
+        # the hogs came first and held both grants the whole time
+        assert delta(mid, base, "vireo_rxmem_bulk_windows_granted_total") == bulk_max
+        assert delta(mid, base, "vireo_rxmem_bulk_windows_refused_total") >= uploaders_n
+        assert mid["vireo_lwip_mem_max_bytes"] <= heap_bound, (mid["vireo_lwip_mem_max_bytes"], heap_bound)
+        assert mid["vireo_lwip_mem_errors_total"] == base["vireo_lwip_mem_errors_total"]
+
+        m = g.wait_idle(base, timeout=120)
+        assert m["vireo_rxmem_bulk_windows"] == 0
+        # a grant is free again: a new upload gets one, and comes back whole
+        assert upload(g, data) == data
+        m = g.metrics()
+        assert delta(m, base, "vireo_rxmem_bulk_windows_granted_total") == bulk_max + 1
         g.serves()
         g.log_clean()

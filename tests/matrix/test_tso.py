@@ -13,7 +13,6 @@ byte for byte; /metrics shows offloaded frames were sent, and none with
 vnet.tso=off."""
 import os
 import re
-import shutil
 import socket
 import struct
 import subprocess
@@ -22,7 +21,7 @@ import uuid
 
 import pytest
 
-from mxlib import BIG, GUEST_LL, ROOT, Guest, _setns
+from mxlib import BIG, GUEST_LL, ROOT, Guest, _setns, extra_site_image
 
 HALF_MIB = bytes(i % 251 for i in range(1 << 19))
 SITE_BUILD = os.path.join(ROOT, "build", "tso-site")
@@ -35,17 +34,7 @@ PACKET_OUTGOING = 4
 @pytest.fixture(scope="module")
 def big_image():
     """build/vireo.img's objects relinked with a site that has /512k.bin."""
-    build = os.path.join(ROOT, "build")
-    shutil.rmtree(SITE_BUILD, ignore_errors=True)
-    os.makedirs(SITE_BUILD)
-    for d in ("k", "lwip", "lwip-src", "apt"):
-        if os.path.isdir(os.path.join(build, d)):
-            subprocess.run(["cp", "-a", os.path.join(build, d), SITE_BUILD], check=True)
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
-    r = subprocess.run(["make", "-s", f"BUILD={SITE_BUILD}", f"APP_EXTRA={EXTRA}", "image"], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    return os.path.join(SITE_BUILD, "vireo.img")
+    return extra_site_image(SITE_BUILD, EXTRA)
 
 
 class Wire:
