@@ -34,12 +34,15 @@ typedef struct vireo_tcp {
 	u32 id;
 } vireo_tcp;
 
-#define VIREO_TCP_SERVICES_MAX 8	/* listening services, all apps */
-#define VIREO_TCP_CONNS_MAX 64		/* one service's max_conns at most */
-#define VIREO_TCP_CONNS_TOTAL 64	/* connections of all services together */
-#define VIREO_TCP_RXBUF 4096		/* received bytes held per connection */
-#define VIREO_TCP_INFLIGHT 8192		/* sent bytes unacknowledged per connection */
-#define VIREO_TCP_MAX_CONNS_DEFAULT 16
+/* lwIP's heap budget (net/lwipopts.h) counts 16 live connections besides
+ * HTTP's: the app services' and the echo service's together. */
+#define VIREO_TCP_SERVICES_MAX 4	/* listening services, all apps */
+#define VIREO_TCP_CONNS_MAX 16		/* one service's max_conns at most */
+#define VIREO_TCP_CONNS_TOTAL 16	/* live connections of every service and echo */
+#define VIREO_TCP_RXBUF 8192		/* received bytes held per connection at most
+					 * (one TCP window, 5840 B, is all a peer may send) */
+#define VIREO_TCP_INFLIGHT 4096		/* copied bytes unacknowledged per connection */
+#define VIREO_TCP_MAX_CONNS_DEFAULT 8
 #define VIREO_TCP_IDLE_MS_DEFAULT 60000	/* no byte either way */
 #define VIREO_TCP_SEND_MS_DEFAULT 30000	/* data outstanding, no ACK progress */
 
@@ -96,7 +99,7 @@ typedef struct vireo_udp {
 	u32 id;
 } vireo_udp;
 
-#define VIREO_UDP_SERVICES_MAX 8
+#define VIREO_UDP_SERVICES_MAX 4
 #define VIREO_UDP_MAX 4096		/* a datagram's payload, either way */
 #define VIREO_UDP_DGRAM_DEFAULT 512
 
