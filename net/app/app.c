@@ -268,6 +268,7 @@ int app_start(void)
 	err = http_server_start((u16)http_port, NULL);
 	if (err) {
 		kprintf("http: cannot listen on port %u (%d)\n", (unsigned)http_port, err);
+		api_apps_start();	/* their TCP/UDP services may still serve */
 		return err;
 	}
 	drain_port = (u16)http_port;
