@@ -15,21 +15,22 @@
 #                 images/setcmdline.sh changes it in a built image.
 # Everything is made without root from Debian packages, reproducibly (times
 # from SOURCE_DATE_EPOCH, fixed ids). docs/deploy.md says how to import each.
+# With APP=apps/NAME (docs/apps.md) the same files land in build/apps/NAME/.
 
 GRUB_CMDLINE ?= panic=reboot
 export GRUB_CMDLINE KEY_PASS
 
-IMG_DIR    := $(BUILD)/images
+IMG_DIR    := $(OUT)/images
 GRUB_EFI   := $(IMG_DIR)/grubx64.efi
 GRUB_ESP   := $(IMG_DIR)/grub-esp.img
-GRUB_IMAGE := $(BUILD)/vireo-grub.img
-ISO        := $(BUILD)/vireo.iso
-QCOW2      := $(BUILD)/vireo.qcow2
-GCE_TAR    := $(BUILD)/vireo-gce.tar.gz
-AZURE_VHD  := $(BUILD)/vireo-azure.vhd
-AWS_VMDK   := $(BUILD)/vireo-aws.vmdk
+GRUB_IMAGE := $(OUT)/vireo-grub.img
+ISO        := $(OUT)/vireo.iso
+QCOW2      := $(OUT)/vireo.qcow2
+GCE_TAR    := $(OUT)/vireo-gce.tar.gz
+AZURE_VHD  := $(OUT)/vireo-azure.vhd
+AWS_VMDK   := $(OUT)/vireo-aws.vmdk
 IMAGES     := $(IMAGE) $(GRUB_IMAGE) $(ISO) $(QCOW2) $(GCE_TAR) $(AZURE_VHD) $(AWS_VMDK)
-SIGNED     := $(BUILD)/signed
+SIGNED     := $(OUT)/signed
 IMG_LIB    := images/lib.sh
 
 # Packages the image builders use beyond the build set in tools/deps.sh.
@@ -91,4 +92,4 @@ sign: deps-images $(EFI) $(GRUB_EFI)
 	@mkdir -p $(SIGNED)
 	$(Q)images/sign.sh "$(KEY)" "$(CERT)" $(EFI) $(SIGNED)/vireo.efi
 	$(Q)images/sign.sh "$(KEY)" "$(CERT)" $(GRUB_EFI) $(SIGNED)/grubx64.efi
-	$(Q)images/mkimage.sh $(SIGNED)/vireo.efi $(BUILD)/vireo-signed.img
+	$(Q)images/mkimage.sh $(SIGNED)/vireo.efi $(OUT)/vireo-signed.img

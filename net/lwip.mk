@@ -23,7 +23,8 @@ LWIP_PORT_SRCS := net/sys_arch.c net/lwip_port.c net/segheap.c net/tcp_isn.c net
 # through NET_SRCS, with app.c). lwip-check compiles these with the kernel's
 # flags and links them with lwIP alone, plus a site table generated from
 # net/app/default-site.
-APP_SRCS := net/app/conntab.c net/app/http.c net/app/site.c net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c
+RUNTIME_APP_SRCS := net/app/conntab.c net/app/http.c net/app/site.c net/app/server.c net/app/https.c net/app/metrics.c \
+	net/app/echo.c net/app/api.c net/app/routes.c net/app/services.c
 
 # lwIP's core, IPv4, IPv6 and Ethernet, relative to src/ (the pinned release's
 # src/Filelists.mk COREFILES, CORE4FILES, CORE6FILES and netif/ethernet.c).
@@ -98,7 +99,7 @@ $(patsubst %.c,$(BUILD)/k/%.o,$(LWIP_PORT_SRCS)): | $(LWIP_STAMP)
 LWIP_KERNEL_SYMS := _GLOBAL_OFFSET_TABLE_ memcpy memmove memset memcmp strlen strnlen strcmp strncmp \
 	kprintf ksnprintf panic time_ns random_u32 siphash24 page_alloc page_free \
 	page_alloc_raw kmalloc kzalloc kfree mm_get_stats outbuf_mem outbuf_str outbuf_u64 parse_dec
-LWIP_CHECK_OBJS := $(patsubst net/%.c,$(BUILD)/lwip/port/%.o,$(LWIP_PORT_SRCS) $(APP_SRCS)) \
+LWIP_CHECK_OBJS := $(patsubst net/%.c,$(BUILD)/lwip/port/%.o,$(LWIP_PORT_SRCS) $(RUNTIME_APP_SRCS)) \
 	$(BUILD)/lwip/port/app/site_default.o
 
 $(filter-out %/site_default.o,$(LWIP_CHECK_OBJS)): $(BUILD)/lwip/port/%.o: net/%.c $(LWIP_STAMP)

@@ -1,4 +1,5 @@
-/* The default appliance: the static HTTP server, TCP/UDP echo on port 7 when
+/* The runtime's services: the HTTP server (its routes are the apps',
+ * include/vireo/, started here), TCP/UDP echo on port 7 when
  * echo= asks for it, and the driver's and event loop's counters on /metrics
  * (the device's through the netif, net/net.h). Its keys: http=, echo=,
  * echo.udp_rate=. */
@@ -11,6 +12,7 @@
 #include "kernel/string.h"
 #include "kernel/wallclock.h"
 #include "lwip/priv/tcp_priv.h"
+#include "net/app/api.h"
 #include "net/app/app.h"
 #include "net/app/echo.h"
 #include "net/app/http.h"
@@ -299,11 +301,14 @@ int app_start(void)
 	err = http_server_start((u16)http_port, NULL);
 	if (err) {
 		kprintf("http: cannot listen on port %u (%d)\n", (unsigned)http_port, err);
+		api_apps_start();	/* their TCP/UDP services may still serve */
 		return err;
 	}
 	drain_port = (u16)http_port;
 	power_register_drain(&http_drain);
 	metadata_start();	/* before the address: it gates the ready line */
+	/* The apps' routes and services (include/vireo/); each logs itself. */
+	api_apps_start();
 #ifdef VIREO_TLS
 	/* Each logs its own result; HTTP serves either way. */
 	if (tls_start() == 0)
