@@ -4,19 +4,21 @@
  * prefix listings as JSON. Pure: no I/O and no kernel calls except the
  * allocator the caller hands in, so the host tests run it as it is.
  *
- * Memory bound, exactly: every entry is one heap block holding its header
- * (struct kv_entry, KV_ENTRY_HDR = 32 bytes), its key and its value. The
+ * Memory bound, exactly: every entry is one block from vireo_alloc() holding
+ * its header (struct kv_entry, KV_ENTRY_HDR = 32 bytes), its key and its
+ * value. vireo_alloc(n) adds its own 16-byte header (VIREO_ALLOC_OVERHEAD)
+ * and takes kmalloc(n + 16) from the kernel's heap, which carves a block of
+ * a 32-byte header plus the payload in 16-byte steps (kernel/heap.c). So the
  * store charges each entry
  *
  *     kv_charge(klen, vlen) = KV_BLOCK_HDR + ALIGN_UP(KV_ENTRY_HDR + klen + vlen, 16)
  *
- * which is the block the kernel's heap (kernel/heap.c: a 32-byte block header,
- * payloads in 16-byte steps) carves for kmalloc(KV_ENTRY_HDR + klen + vlen).
+ * with KV_BLOCK_HDR = 32 + 16 = 48: the heap block the entry really takes.
  * `used` is the sum of the charges of the entries present and never exceeds
  * max_bytes: a put that would pass it is refused with KV_FULL (HTTP 507)
- * and changes nothing. Example: key "a", value "hello": 32 + ALIGN_UP(32 + 1
- * + 5, 16) = 32 + 48 = 80 bytes. The smallest entry (1-byte key, empty
- * value) costs 80 bytes, so a store holds at most max_bytes / 80 entries.
+ * and changes nothing. Example: key "a", value "hello": 48 + ALIGN_UP(32 + 1
+ * + 5, 16) = 48 + 48 = 96 bytes. The smallest entry (1-byte key, empty
+ * value) costs 96 bytes, so a store holds at most max_bytes / 96 entries.
  *
  * Beyond `used`: (1) the heap may leave a split remainder smaller than its
  * minimum free block (48 bytes, so at most 32) attached to a block; (2) a
@@ -39,8 +41,9 @@
 /* The largest value_max a store may be configured with. */
 #define KV_VALUE_CEIL (1u << 20)
 
-/* The heap's per-block header (kernel/heap.c's HB_HDR) and the entry's own. */
-#define KV_BLOCK_HDR 32u
+/* Per block: the kernel heap's header (kernel/heap.c's HB_HDR, 32) and
+ * vireo_alloc()'s (VIREO_ALLOC_OVERHEAD, 16); then the entry's own header. */
+#define KV_BLOCK_HDR 48u
 #define KV_ENTRY_HDR 32u
 
 /* An ETag as sent: a double quote, 16 lowercase hex digits, a double quote. */
@@ -70,7 +73,7 @@ struct kv_config {
 	size_t max_bytes;	/* the bound on used; 0 refuses every put */
 	size_t value_max;	/* 0..KV_VALUE_CEIL */
 	u8 secret[16];		/* the ETag key: random per boot */
-	void *(*alloc)(size_t size);	/* kmalloc in the kernel */
+	void *(*alloc)(size_t size);	/* vireo_alloc in the appliance */
 	void (*free)(void *p);
 };
 
