@@ -1,3 +1,5 @@
 # apps/kv's store (keys, values, the memory bound, ETags, conditionals, listings).
 HOST_TESTS += test_kv_store
 test_kv_store_SRCS := apps/kv/tests/test_kv_store.c apps/kv/kv_store.c kernel/siphash.c
+FUZZERS += fuzz_kv_store
+fuzz_kv_store_SRCS := apps/kv/tests/fuzz_kv_store.c apps/kv/kv_store.c kernel/siphash.c
