@@ -3,7 +3,8 @@
 1 and 32 connections, with wrk over a tap in a namespace of its own
 (tests/matrix/mxlib.py's Guest), one boot of the kv image. GET reads one
 64-byte value; PUT writes 64-byte values over 1,000 keys in turn
-(apps/kv/bench_put.lua), so the store's size stays fixed. Figures only:
+(apps/kv/bench_put.lua), so the store's size stays fixed; GET /healthz
+(the runtime's own smallest answer) on the same boot gives the scale. Figures only:
 nothing is asserted about speed; non-2xx answers and socket errors are
 printed next to each figure. Every run is bounded by --duration.
 
@@ -58,16 +59,18 @@ def main():
         if r.stdout.decode() != "201":
             raise SystemExit(f"PUT of the GET key answered {r.stdout.decode()}: {r.stderr.decode()}")
         for conns in (1, 32):
+            # The runtime's own smallest answer on the same boot, for scale.
+            res[f"healthz_c{conns}"] = wrk(g, conns, a.duration, f"{base}/healthz")
             res[f"get_c{conns}"] = wrk(g, conns, a.duration, f"{base}/kv/bench/get")
             res[f"put_c{conns}"] = wrk(g, conns, a.duration, base, script=LUA)
         m = g.metrics()
         res["kv_keys"] = m.get("kv_keys")
         res["kv_bytes_used"] = m.get("kv_bytes_used")
-    for k in ("get_c1", "get_c32", "put_c1", "put_c32"):
+    for k in ("healthz_c1", "healthz_c32", "get_c1", "get_c32", "put_c1", "put_c32"):
         v = res[k]
         extra = "".join([f", {v['non2xx']} non-2xx" if v["non2xx"] else "",
                          f", socket errors {v['socket_errors']}" if v["socket_errors"] else ""])
-        print(f"kv {k.replace('_', ' '):8}: {v['rps']:10,.0f} req/s  p50 {v['p50']}{extra}", flush=True)
+        print(f"{k.replace('_', ' '):11}: {v['rps']:10,.0f} req/s  p50 {v['p50']}{extra}", flush=True)
     print(f"store after the run: {res['kv_keys']:.0f} keys, {res['kv_bytes_used']:.0f} bytes")
     print(json.dumps({"duration": a.duration, "mem": a.mem, **res}))
 

@@ -76,6 +76,7 @@ def kv(app_boot):
 
 
 def test_round_trip(kv):
+    assert f"kv: /kv/ serving, max_bytes={MAX_BYTES} value_max={VALUE_MAX}" in kv.app.vm.text
     st, h, _ = kv.curl("PUT", "/kv/greeting", b"hello")
     assert st == 201
     tag = h["etag"]

@@ -447,6 +447,22 @@ static void test_listing_refusals(void **st)
 	assert_int_equal(mem_used, 0);
 }
 
+/* kv.max_bytes above what app.mem= leaves: a boot warning, and puts that
+ * vireo_alloc() refuses are 507 (test_full_is_507). */
+static void test_init_warns_over_app_mem(void **st)
+{
+	const struct vireo_app *const *a = __start_vireo_apps;
+
+	mem_limit = 2 * 1024 * 1024;
+	last_log[0] = 0;
+	assert_int_equal((*a)->init(), 0);
+	assert_non_null(strstr(last_log, "over app.mem (2097152)"));
+	mem_limit = VIREO_APP_MEM_DEFAULT;
+	last_log[0] = 0;
+	assert_int_equal((*a)->init(), 0);
+	assert_non_null(strstr(last_log, "kv: /kv/ serving"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -457,6 +473,7 @@ int main(void)
 		cmocka_unit_test(test_full_is_507),
 		cmocka_unit_test(test_listing),
 		cmocka_unit_test(test_listing_refusals),
+		cmocka_unit_test(test_init_warns_over_app_mem),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
