@@ -15,6 +15,7 @@
  */
 #include "vireo/vireo.h"
 #include "apps/kv/kv_store.h"
+#include "kernel/parse.h"
 #include "kernel/random.h"	/* the ETag secret: the API has no random source yet */
 #include "kernel/string.h"
 
@@ -183,26 +184,12 @@ static void kv_delete_one(vireo_req r, const char *key, size_t klen)
 	vireo_resp_send(r, 204, NULL, NULL, 0);
 }
 
-/* Parses limit=: 1..KV_PAGE_MAX decimal digits only; -1 otherwise. */
-static int kv_parse_limit(const char *s, int n)
-{
-	int v = 0, i;
-
-	if (n < 1 || n > 4)
-		return -1;
-	for (i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	return v >= 1 && v <= KV_PAGE_MAX ? v : -1;
-}
-
 static void kv_list(vireo_req r)
 {
 	char prefix[KV_KEY_MAX + 1], cursor[2 * KV_KEY_MAX + 1], lim[8];
 	u8 after[KV_KEY_MAX];
-	int plen, clen, llen, alen = 0, limit = KV_PAGE_DEFAULT;
+	int plen, clen, llen, alen = 0;
+	u64 limit = KV_PAGE_DEFAULT;
 	char *buf;
 	size_t n;
 
@@ -227,8 +214,9 @@ static void kv_list(vireo_req r)
 	}
 	llen = vireo_req_query_param(r, "limit", lim, sizeof lim);
 	if (llen != -ENOENT) {
-		limit = llen < 0 ? -1 : kv_parse_limit(lim, llen);
-		if (limit < 0) {
+		const char *p = lim;
+
+		if (llen < 0 || parse_dec(&p, KV_PAGE_MAX, &limit) || *p || limit == 0) {
 			kv_fail(r, 400, "bad limit: 1..1000", KV_R_BAD);
 			return;
 		}

@@ -426,7 +426,7 @@ static void test_listing(void **st)
 static void test_listing_refusals(void **st)
 {
 	static const char *const bad[] = {"cursor=zz", "cursor=616", "cursor=", "limit=0",
-					  "limit=1001", "limit=", "limit=12345", "limit=-1",
+					  "limit=1001", "limit=", "limit=12345", "limit=-1", "limit=1x",
 					  "prefix=%00"};
 	char longp[300];
 
