@@ -118,11 +118,6 @@ static void kv_answer_status(vireo_req r, enum kv_status st, const struct kv_ent
 	}
 }
 
-static const struct kv_entry *kv_current(const char *key, size_t klen)
-{
-	return kv_key_valid((const u8 *)key, klen) ? kv_find(&kv_store, (const u8 *)key, klen) : NULL;
-}
-
 static void kv_get_one(vireo_req r, const char *key, size_t klen)
 {
 	const struct kv_entry *e;
@@ -133,7 +128,7 @@ static void kv_get_one(vireo_req r, const char *key, size_t klen)
 	st = kv_get(&kv_store, (const u8 *)key, klen, vireo_req_header(r, "If-Match"),
 		    vireo_req_header(r, "If-None-Match"), &e);
 	if (st != KV_OK) {
-		kv_answer_status(r, st, kv_current(key, klen));
+		kv_answer_status(r, st, e);
 		return;
 	}
 	kv_entry_etag(e, tag);
@@ -274,20 +269,10 @@ static void kv_handler(vireo_req r, void *arg)
 	}
 }
 
-static void *kv_alloc(size_t size)
-{
-	return vireo_alloc(size);
-}
-
-static void kv_free(void *p)
-{
-	vireo_free(p);
-}
-
 static int kv_init(void)
 {
 	struct kv_config c = {.max_bytes = (size_t)kv_max_bytes, .value_max = (size_t)kv_value_max,
-			      .alloc = kv_alloc, .free = kv_free};
+			      .alloc = vireo_alloc, .free = vireo_free};
 	size_t worst;
 	int err;
 

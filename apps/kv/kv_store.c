@@ -298,6 +298,8 @@ enum kv_status kv_get(const struct kv_store *s, const u8 *key, size_t klen, cons
 		return KV_BAD_KEY;
 	e = kv_find(s, key, klen);
 	r = kv_cond_check(e, if_match, if_none_match, true);
+	if (r == KV_NOT_MODIFIED)
+		*out = e;	/* a 304 carries the entry's ETag */
 	if (r != KV_OK)
 		return r;
 	if (!e)

@@ -130,9 +130,10 @@ enum kv_status kv_cond_check(const struct kv_entry *e, const char *if_match,
 /* The entry for key or NULL (an invalid key is never present). */
 const struct kv_entry *kv_find(const struct kv_store *s, const u8 *key, size_t klen);
 
-/* A read: KV_OK with *out set, KV_NOT_FOUND, KV_NOT_MODIFIED,
- * KV_PRECONDITION_FAILED or KV_BAD_KEY. The entry stays valid until the next
- * put, delete or clear. */
+/* A read: KV_OK, KV_NOT_FOUND, KV_NOT_MODIFIED, KV_PRECONDITION_FAILED or
+ * KV_BAD_KEY. *out is the entry after KV_OK and KV_NOT_MODIFIED (whose
+ * answer carries its ETag), else NULL; it stays valid until the next put,
+ * delete or clear. */
 enum kv_status kv_get(const struct kv_store *s, const u8 *key, size_t klen, const char *if_match,
 		      const char *if_none_match, const struct kv_entry **out);
 

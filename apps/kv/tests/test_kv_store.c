@@ -294,6 +294,7 @@ static void test_conditionals(void **st)
 
 	/* GET */
 	assert_int_equal(kv_get(&S, K("k"), NULL, tag, &e), KV_NOT_MODIFIED);
+	assert_ptr_equal(e, kv_find(&S, K("k")));	/* for the 304's ETag */
 	assert_int_equal(kv_get(&S, K("k"), NULL, weak, &e), KV_NOT_MODIFIED);
 	assert_int_equal(kv_get(&S, K("k"), NULL, "*", &e), KV_NOT_MODIFIED);
 	assert_int_equal(kv_get(&S, K("k"), NULL, list, &e), KV_NOT_MODIFIED);
@@ -302,6 +303,7 @@ static void test_conditionals(void **st)
 	assert_int_equal(kv_get(&S, K("k"), list, NULL, &e), KV_OK);
 	assert_int_equal(kv_get(&S, K("k"), "*", NULL, &e), KV_OK);
 	assert_int_equal(kv_get(&S, K("k"), old, NULL, &e), KV_PRECONDITION_FAILED);
+	assert_null(e);
 	assert_int_equal(kv_get(&S, K("k"), weak, NULL, &e), KV_PRECONDITION_FAILED);
 	/* If-Match first: a failing If-Match is 412 even when If-None-Match would be 304. */
 	assert_int_equal(kv_get(&S, K("k"), old, tag, &e), KV_PRECONDITION_FAILED);
