@@ -81,18 +81,18 @@ static void kv_fail(vireo_req r, int status, const char *why, int reason)
 		vireo_resp_error(r, 503);
 }
 
-/* 304 and 412 carry no JSON: 304 has no body at all. */
+/* The JSON error bodies; a 304 has no body at all. e: the entry for a 304. */
 static void kv_answer_status(vireo_req r, enum kv_status st, const struct kv_entry *e)
 {
 	char tag[KV_ETAG_LEN + 1];
 
 	switch (st) {
 	case KV_NOT_MODIFIED:
-		if (e) {
-			kv_entry_etag(e, tag);
-			vireo_resp_header(r, "ETag", tag);
-		}
-		vireo_resp_send(r, 304, NULL, NULL, 0);
+		/* ETag, and the 200's Content-Length (RFC 9110 8.6): the
+		 * runtime sends no body and copies none for a 304. */
+		kv_entry_etag(e, tag);
+		vireo_resp_header(r, "ETag", tag);
+		vireo_resp_send(r, 304, NULL, kv_entry_value(e), e->vlen);
 		return;
 	case KV_PRECONDITION_FAILED:
 		kv_fail(r, 412, "precondition failed", KV_R_PRECOND);

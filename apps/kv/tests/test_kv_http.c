@@ -27,7 +27,7 @@ struct fake_req {
 	int status;
 	char type[64];
 	char body_out[(1 << 16) + 1];
-	size_t out_len;
+	size_t out_len, content_length;
 	char resp_hdrs[512];
 	int answers;
 };
@@ -122,10 +122,13 @@ int vireo_resp_header(vireo_req r, const char *name, const char *value)
 int vireo_resp_send(vireo_req r, int status, const char *type, const void *body, size_t len)
 {
 	assert_true(len < sizeof Q.body_out);
-	if ((status == 204 || status == 304) && len)
+	if ((len && !body) || (status == 204 && len))
 		return -EINVAL;
 	Q.answers++;
 	Q.status = status;
+	Q.content_length = len;
+	if (status == 304)	/* the representation's length; no body */
+		len = 0;
 	snprintf(Q.type, sizeof Q.type, "%s", type ? type : "");
 	if (len)
 		memcpy(Q.body_out, body, len);
@@ -330,6 +333,7 @@ static void test_conditionals(void **st)
 	resp_etag(t);
 	assert_int_equal(GET("c", "If-None-Match", t), 304);
 	assert_int_equal(Q.out_len, 0);
+	assert_int_equal(Q.content_length, 1);	/* the 200's, RFC 9110 8.6 */
 	assert_string_equal(resp_etag(t2), t);
 	assert_int_equal(GET("c", "If-Match", "\"x\""), 412);
 	assert_int_equal(PUT("c", "2", "If-None-Match", "*"), 412);
