@@ -35,9 +35,67 @@ static void kv_free_tree(struct kv_store *s, struct kv_entry *e)
 void kv_store_clear(struct kv_store *s)
 {
 	kv_free_tree(s, s->root);
+	while (s->held_list) {
+		struct kv_entry *e = s->held_list;
+
+		s->held_list = e->right;
+		s->free(e);
+	}
 	s->root = NULL;
 	s->used = 0;
 	s->count = 0;
+	s->held = 0;
+	s->held_bytes = 0;
+}
+
+/* An entry leaving the tree: freed, or kept on the held list while pinned. */
+static void kv_release(struct kv_store *s, struct kv_entry *e)
+{
+	size_t charge = kv_charge(e->klen, e->vlen);
+
+	if (!e->pins) {
+		s->used -= charge;
+		s->free(e);
+		return;
+	}
+	e->height = 0;
+	e->left = NULL;
+	e->right = s->held_list;
+	if (s->held_list)
+		s->held_list->left = e;
+	s->held_list = e;
+	s->held++;
+	s->held_bytes += charge;
+}
+
+bool kv_pin(struct kv_store *s, const struct kv_entry *ce)
+{
+	struct kv_entry *e = (struct kv_entry *)ce;
+
+	if (e->pins == 0xffff)
+		return false;
+	e->pins++;
+	return true;
+}
+
+void kv_unpin(struct kv_store *s, const struct kv_entry *ce)
+{
+	struct kv_entry *e = (struct kv_entry *)ce;
+	size_t charge;
+
+	if (!e->pins || --e->pins || e->height)
+		return;	/* still pinned, or still in the tree */
+	if (e->left)
+		e->left->right = e->right;
+	else
+		s->held_list = e->right;
+	if (e->right)
+		e->right->left = e->left;
+	charge = kv_charge(e->klen, e->vlen);
+	s->held--;
+	s->held_bytes -= charge;
+	s->used -= charge;
+	s->free(e);
 }
 
 void kv_store_set_max(struct kv_store *s, size_t max_bytes)
@@ -326,7 +384,8 @@ enum kv_status kv_put(struct kv_store *s, const u8 *key, size_t klen, const void
 	if (r != KV_OK)
 		return r;
 	charge = kv_charge(klen, vlen);
-	next = s->used - (e ? kv_charge(e->klen, e->vlen) : 0) + charge;
+	/* A pinned old entry stays charged until its last unpin. */
+	next = s->used - (e && !e->pins ? kv_charge(e->klen, e->vlen) : 0) + charge;
 	if (next > s->max_bytes) {
 		s->refused_full++;
 		return KV_FULL;
@@ -342,12 +401,13 @@ enum kv_status kv_put(struct kv_store *s, const u8 *key, size_t klen, const void
 	if (vlen)
 		memcpy(n->data + klen, value, vlen);
 	n->tag = siphash24(&s->tagkey, &n->klen, 1 + klen + vlen);
+	n->pins = 0;
 	s->root = kv_insert(s->root, n, &old);
+	s->used += charge;
 	if (old)
-		s->free(old);
+		kv_release(s, old);
 	else
 		s->count++;
-	s->used = next;
 	if (etag)
 		kv_entry_etag(n, etag);
 	return old ? KV_OK : KV_CREATED;
@@ -369,9 +429,8 @@ enum kv_status kv_delete(struct kv_store *s, const u8 *key, size_t klen, const c
 	if (!e)
 		return KV_NOT_FOUND;
 	s->root = kv_remove(s->root, key, klen, &gone);
-	s->used -= kv_charge(gone->klen, gone->vlen);
 	s->count--;
-	s->free(gone);
+	kv_release(s, gone);
 	return KV_OK;
 }
 
@@ -555,9 +614,18 @@ static int kv_check_tree(const struct kv_entry *e, struct kv_check *c)
 int kv_store_check(const struct kv_store *s)
 {
 	struct kv_check c = {0};
+	const struct kv_entry *e, *prev = NULL;
+	size_t held = 0, held_bytes = 0;
 
 	kv_check_tree(s->root, &c);
-	if (c.bad || c.used != s->used || c.count != s->count)
+	for (e = s->held_list; e; prev = e, e = e->right) {
+		if (e->left != prev || e->height || !e->pins || held > s->held)
+			return -EBADMSG;
+		held++;
+		held_bytes += kv_charge(e->klen, e->vlen);
+	}
+	if (c.bad || c.used + held_bytes != s->used || c.count != s->count || held != s->held ||
+	    held_bytes != s->held_bytes)
 		return -EBADMSG;
 	return 0;
 }

@@ -20,6 +20,10 @@
  * + 5, 16) = 48 + 48 = 96 bytes. The smallest entry (1-byte key, empty
  * value) costs 96 bytes, so a store holds at most max_bytes / 96 entries.
  *
+ * `used` also covers entries a streaming response still reads after their
+ * key was replaced or deleted (kv_pin): they leave the tree at once but keep
+ * their charge until the response ends.
+ *
  * Beyond `used`: (1) the heap may leave a split remainder smaller than its
  * minimum free block (48 bytes, so at most 32) attached to a block; (2) a
  * put replacing a key allocates the new entry before freeing the old one,
@@ -60,10 +64,11 @@
  * then the value.
  */
 struct kv_entry {
-	struct kv_entry *left, *right;
+	struct kv_entry *left, *right;	/* held: the held list's prev and next */
 	u64 tag;
 	u32 vlen;
-	u8 height;
+	u16 pins;	/* responses still reading the value (kv_pin) */
+	u8 height;	/* 0: out of the tree, held until unpinned */
 	u8 klen;	/* just before data: the tag hashes klen, key, value as one run */
 	u8 data[];
 };
@@ -85,6 +90,10 @@ struct kv_store {
 	struct siphash_key tagkey;
 	void *(*alloc)(size_t size);
 	void (*free)(void *p);
+	/* Entries replaced or deleted while pinned: out of the tree, still
+	 * charged in used until their last unpin frees them. */
+	struct kv_entry *held_list;
+	size_t held, held_bytes;
 	/* Refusals: puts over the bound, allocations that failed. */
 	u64 refused_full, refused_nomem;
 };
@@ -156,6 +165,16 @@ static inline const u8 *kv_entry_value(const struct kv_entry *e)
 {
 	return e->data + e->klen;
 }
+
+/*
+ * Pins: a response streaming an entry's value pins it, so a put or delete of
+ * its key meanwhile takes it out of the tree but does not free it: it stays
+ * charged in used (the bound still holds with it) and is freed by the last
+ * kv_unpin(). kv_pin returns false (nothing pinned) at 65,535 pins. Clear
+ * frees held entries too: pins end with the store.
+ */
+bool kv_pin(struct kv_store *s, const struct kv_entry *e);
+void kv_unpin(struct kv_store *s, const struct kv_entry *e);
 
 /* Writes the entry's ETag ("\"0123456789abcdef\"") and a NUL into etag. */
 void kv_entry_etag(const struct kv_entry *e, char etag[KV_ETAG_LEN + 1]);

@@ -6,11 +6,13 @@
  *   delete: klen byte, key, selector byte, header texts
  *   get:    the same as delete
  *   list:   plen byte, prefix, alen byte, cursor bytes, limit byte, cap byte
+ *   pin:    klen byte, key: pins that entry (up to 8 pins held at once)
+ *   unpin:  drops the oldest pin
  * Keys and header texts come straight from the input, so they are often
  * invalid: the store must refuse them cleanly. Checks after each operation:
  * no crash (ASan/UBSan), the tree's invariants (kv_store_check), used never
  * above max_bytes, every put's result consistent with the bound, the
- * allocator's live blocks equal to count, and a listing always within its cap
+ * allocator's live blocks equal to count plus held, and a listing always within its cap
  * and framed as a JSON object. */
 #include <stddef.h>
 #include <stdint.h>
@@ -82,14 +84,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct in in = {data, size};
 	struct kv_store s;
 	struct kv_config c = {.max_bytes = 4096, .value_max = 512, .alloc = f_alloc, .free = f_free};
-	unsigned ops = 0;
+	unsigned ops = 0, npins = 0;
+	const struct kv_entry *pins[8];
 
 	memset(c.secret, 0x42, sizeof c.secret);
 	if (kv_store_init(&s, &c))
 		die();
 	memset(value, 'v', sizeof value);
 	while (in.n && ops++ < 256) {
-		u8 op = byte(&in) % 4, sel;
+		u8 op = byte(&in) % 6, sel;
 		const u8 *key, *ck;
 		size_t klen, vlen, used0 = s.used;
 		char im[64], inm[64];
@@ -115,7 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				if (!e || e->vlen != vlen)
 					die();
 			} else if (r == KV_FULL) {
-				if (used0 - (old ? kv_charge(old->klen, old->vlen) : 0) +
+				if (used0 - (old && !old->pins ? kv_charge(old->klen, old->vlen) : 0) +
 					    kv_charge(klen, vlen) <= s.max_bytes || s.used != used0)
 					die();
 			} else if (s.used != used0) {
@@ -136,6 +139,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				r = kv_get(&s, key, klen, him, hinm, &e);
 				if ((r == KV_OK) != (e != NULL))
 					die();
+			}
+			break;
+		case 4:
+			klen = take(&in, byte(&in), &key);
+			e = kv_key_valid(key, klen) ? kv_find(&s, key, klen) : NULL;
+			if (e && npins < 8 && kv_pin(&s, e))
+				pins[npins++] = e;
+			break;
+		case 5:
+			if (npins) {
+				kv_unpin(&s, pins[0]);
+				memmove(pins, pins + 1, --npins * sizeof pins[0]);
 			}
 			break;
 		default: {
@@ -159,9 +174,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		}
-		if (kv_store_check(&s) || s.used > s.max_bytes || live != (long)s.count)
+		if (kv_store_check(&s) || s.used > s.max_bytes || live != (long)(s.count + s.held))
 			die();
 	}
+	while (npins)
+		kv_unpin(&s, pins[--npins]);
+	if (kv_store_check(&s) || s.held)
+		die();
 	kv_store_clear(&s);
 	if (live)
 		die();

@@ -649,6 +649,63 @@ static void test_random_vs_model(void **st)
 	teardown_store();
 }
 
+/* A pinned entry replaced or deleted leaves the tree at once, keeps its
+ * bytes (still charged) until the last unpin, and counts against the bound. */
+static void test_pins(void **st)
+{
+	const size_t c5 = kv_charge(1, 5);
+	const struct kv_entry *e, *e2;
+
+	setup_store(3 * c5, 64);
+	assert_int_equal(kv_put(&S, K("a"), "hello", 5, NULL, NULL, NULL), KV_CREATED);
+	e = kv_find(&S, K("a"));
+	assert_true(kv_pin(&S, e));
+	assert_true(kv_pin(&S, e));
+	/* Replaced while pinned: the old bytes stay readable and charged. */
+	assert_int_equal(kv_put(&S, K("a"), "world", 5, NULL, NULL, NULL), KV_OK);
+	assert_int_equal(kv_store_check(&S), 0);
+	assert_memory_equal(kv_entry_value(e), "hello", 5);
+	e2 = kv_find(&S, K("a"));
+	assert_ptr_not_equal(e, e2);
+	assert_memory_equal(kv_entry_value(e2), "world", 5);
+	assert_int_equal(S.count, 1);
+	assert_int_equal(S.held, 1);
+	assert_int_equal(S.used, 2 * c5);
+	assert_int_equal(live_blocks, 2);
+	/* The held bytes count: room for one more entry, not two. */
+	assert_int_equal(kv_put(&S, K("b"), "12345", 5, NULL, NULL, NULL), KV_CREATED);
+	assert_int_equal(kv_put(&S, K("c"), "12345", 5, NULL, NULL, NULL), KV_FULL);
+	/* Deleting a pinned entry holds it too. */
+	assert_true(kv_pin(&S, e2));
+	assert_int_equal(kv_delete(&S, K("a"), NULL, NULL), KV_OK);
+	assert_null(kv_find(&S, K("a")));
+	assert_int_equal(S.held, 2);
+	assert_int_equal(S.used, 3 * c5);
+	assert_int_equal(kv_store_check(&S), 0);
+	kv_unpin(&S, e);
+	assert_int_equal(S.held, 2);	/* one pin left on e */
+	kv_unpin(&S, e2);
+	assert_int_equal(S.held, 1);
+	assert_int_equal(S.used, 2 * c5);
+	assert_int_equal(kv_store_check(&S), 0);
+	kv_unpin(&S, e);
+	assert_int_equal(S.held, 0);
+	assert_int_equal(S.used, c5);
+	assert_int_equal(live_blocks, 1);
+	assert_int_equal(kv_put(&S, K("c"), "12345", 5, NULL, NULL, NULL), KV_CREATED);
+	/* Pinning an entry in the tree and unpinning it changes nothing else. */
+	e = kv_find(&S, K("c"));
+	assert_true(kv_pin(&S, e));
+	kv_unpin(&S, e);
+	assert_int_equal(kv_store_check(&S), 0);
+	assert_ptr_equal(kv_find(&S, K("c")), e);
+	/* Clear frees held entries as well. */
+	assert_true(kv_pin(&S, e));
+	assert_int_equal(kv_delete(&S, K("c"), NULL, NULL), KV_OK);
+	assert_int_equal(S.held, 1);
+	teardown_store();
+}
+
 /* Sorted insertion (the AVL's worst input for a plain BST) stays shallow. */
 static void test_sorted_insert_balanced(void **st)
 {
@@ -687,6 +744,7 @@ int main(void)
 		cmocka_unit_test(test_list_paging),
 		cmocka_unit_test(test_list_worst_case),
 		cmocka_unit_test(test_random_vs_model),
+		cmocka_unit_test(test_pins),
 		cmocka_unit_test(test_sorted_insert_balanced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
