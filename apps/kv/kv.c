@@ -118,6 +118,76 @@ static void kv_answer_status(vireo_req r, enum kv_status st, const struct kv_ent
 	}
 }
 
+/*
+ * Values above KV_STREAM_MIN bytes are streamed from the entry itself
+ * through the runtime's stream buffer (VIREO_RESP_STREAM_BUF) instead of
+ * being copied whole into its response budget: the entry is pinned
+ * (kv_store.h) so a put or delete of the key meanwhile leaves these bytes
+ * alone, still charged, until the response ends. Per stream kv holds a
+ * 16-byte state from vireo_alloc().
+ */
+#define KV_STREAM_MIN 4096
+
+struct kv_stream {
+	const struct kv_entry *e;
+	u32 off;
+	bool ended;
+};
+
+static void kv_stream_pump(vireo_req r, void *arg)
+{
+	struct kv_stream *st = arg;
+	const struct kv_entry *e = st->e;
+
+	while (!st->ended && st->off < e->vlen) {
+		int n = vireo_resp_write(r, kv_entry_value(e) + st->off, e->vlen - st->off);
+
+		if (n <= 0)
+			return;	/* 0: full, on_writable calls again; < 0: over */
+		st->off += (u32)n;
+	}
+	if (!st->ended) {
+		st->ended = true;
+		vireo_resp_end(r);
+	}
+}
+
+static void kv_stream_done(vireo_req r, bool done, void *arg)
+{
+	struct kv_stream *st = arg;
+
+	kv_unpin(&kv_store, st->e);
+	kv_gauges();
+	vireo_free(st);
+}
+
+/* Streams e's value as the 200; false if it could not start (copy instead). */
+static bool kv_stream(vireo_req r, const struct kv_entry *e)
+{
+	struct kv_stream *st = vireo_alloc(sizeof *st);
+
+	if (!st)
+		return false;
+	if (!kv_pin(&kv_store, e)) {
+		vireo_free(st);
+		return false;
+	}
+	st->e = e;
+	if (vireo_req_on_done(r, kv_stream_done, st) < 0) {
+		kv_unpin(&kv_store, e);
+		vireo_free(st);
+		return false;
+	}
+	/* From here on_done releases st, whatever happens to the exchange. */
+	if (vireo_resp_start(r, 200, "application/octet-stream", e->vlen) < 0) {
+		vireo_resp_error(r, 503);
+		return true;
+	}
+	vireo_resp_on_writable(r, kv_stream_pump, st);
+	kv_stream_pump(r, st);
+	return true;
+}
+
 static void kv_get_one(vireo_req r, const char *key, size_t klen)
 {
 	const struct kv_entry *e;
@@ -133,6 +203,8 @@ static void kv_get_one(vireo_req r, const char *key, size_t klen)
 	}
 	kv_entry_etag(e, tag);
 	vireo_resp_header(r, "ETag", tag);
+	if (e->vlen > KV_STREAM_MIN && vireo_req_method(r) == VIREO_GET && kv_stream(r, e))
+		return;
 	/* Copied: the entry may be replaced while the response is in flight. */
 	if (vireo_resp_send(r, 200, "application/octet-stream", kv_entry_value(e), e->vlen) < 0) {
 		vireo_counter_vec_add(&kv_refused, KV_R_BUSY, 1);
