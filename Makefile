@@ -75,16 +75,18 @@ NET_SRCS    := net/sys_arch.c net/lwip_port.c net/segheap.c net/tcp_isn.c net/sy
 APP ?= apps/site
 override APP := $(patsubst %/,%,$(APP))
 APP_NAME := $(notdir $(APP))
-APP_SRCS := $(wildcard $(APP)/*.c)
-APP_CFLAGS :=
--include $(APP)/app.mk
-ifeq ($(strip $(APP_SRCS)),)
-$(error APP=$(APP): no C files there; the apps are $(notdir $(patsubst %/,%,$(wildcard apps/*/))))
-endif
 ifeq ($(APP),apps/site)
 OUT := $(BUILD)
 else
 OUT := $(BUILD)/apps/$(APP_NAME)
+endif
+APP_SRCS := $(wildcard $(APP)/*.c)
+APP_CFLAGS :=
+# app.mk sees APP, APP_NAME and OUT (for generated sources: a rule making
+# $(OUT)/x.c and APP_SRCS += $(OUT)/x.c).
+-include $(APP)/app.mk
+ifeq ($(strip $(APP_SRCS)),)
+$(error APP=$(APP): no C files there; the apps are $(notdir $(patsubst %/,%,$(wildcard apps/*/))))
 endif
 APP_OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(APP_SRCS)))
 $(APP_OBJS): KCFLAGS += $(APP_CFLAGS)
