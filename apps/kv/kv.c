@@ -26,7 +26,9 @@
  * refuses and the put is 507 as well). With the defaults the store's worst
  * case fits app.mem=4 MiB: 2 MiB of entries + one replacement in flight
  * (kv_charge(250, 1 MiB) = 1,048,912) + the listing page (8 KiB + 16) =
- * 3,154,272 bytes. init warns when the configured values do not fit.
+ * 3,154,272 bytes, plus 32 bytes per streaming GET (its state and
+ * vireo_alloc's header; entries a stream still reads stay inside
+ * kv.max_bytes). init warns when the configured values do not fit.
  */
 VIREO_CONFIG_UINT(kv_max_bytes, "kv.max_bytes", 2097152, 0, 1073741824,
 		  "apps/kv: bytes the store may hold (keys + values + 80..95 B per entry: apps/kv/kv_store.h)");
