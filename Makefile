@@ -164,7 +164,7 @@ IMAGE := $(OUT)/vireo.img
 PVH   := $(OUT)/vireo.elf
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
-	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks bench-upload bench-tls params
+	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks bench-upload bench-tls bench-kv params
 all: $(EFI) $(PVH)
 
 $(BUILD)/k/boot/%.o: boot/%.c
@@ -391,6 +391,14 @@ bench: deps-test
 bench-tls: deps-test
 	$(Q)MAKE="$(MAKE)" tests/bench/bench_tls.sh
 
+# apps/kv: GET and PUT req/s at 1 and 32 connections (wrk over a tap in a
+# namespace, one boot of make APP=apps/kv; tests/bench/kv.py). BENCH_DURATION
+# (5 s per figure), BENCH_MEM (256). Needs root.
+bench-kv: deps-test
+	$(Q)$(MAKE) --no-print-directory APP=apps/kv image
+	$(Q)$(PYTHON) tests/bench/kv.py --image $(BUILD)/apps/kv/vireo.img \
+		--duration $(or $(BENCH_DURATION),5) --mem $(or $(BENCH_MEM),256)
+
 # Upload MB/s through TCP echo with receive TSO on and off (vnet.guest_tso),
 # over a tap in a namespace; BENCH_REPS uploads (3) of BENCH_MIB MiB (16)
 # per mode, each checked byte for byte; BENCH_MEM (256). Needs root.
@@ -467,6 +475,7 @@ help:
 	@echo "  make bench      vireo vs. nginx on Linux (shared harness, TCG, tap): table + build/bench/summary.json"
 	@echo "                  (BENCH_REPS=3 BENCH_DURATION=10 BENCH_EXTRA_REPS=2 BENCH_MEM=256, -m of both guests;"
 	@echo "                  about 20 min; needs root)"
+	@echo "  make bench-kv   apps/kv: GET/PUT req/s at c1 and c32 with wrk (BENCH_DURATION=5, needs root)"
 	@echo "  make bench-tls  HTTPS: vireo (TLS=1) vs nginx serving HTTPS, shared harness --tls:"
 	@echo "                  https req/s c1/c32, 64 KiB MB/s, handshakes/s (BENCH_REPS=1"
 	@echo "                  BENCH_DURATION=5 BENCH_MEM=256; about 6 min; needs root)"

@@ -1,0 +1,377 @@
+/* apps/kv: an in-memory key-value store over HTTP with a JSON listing, on
+ * vireo's application API. The store and its bounds are apps/kv/kv_store.c;
+ * this file maps HTTP onto it. apps/kv/README.md is the user's guide.
+ *
+ *   GET    /kv/<key>       the value (application/octet-stream), ETag
+ *   PUT    /kv/<key>       body = value (Content-Length required): 201 new, 204 replaced
+ *   DELETE /kv/<key>       204
+ *   GET    /kv/?prefix=P&cursor=C&limit=N   a page of keys as JSON
+ *
+ * If-Match and If-None-Match work on all three (304/412). Refusals: 400 bad
+ * key, cursor or limit; 404; 405 (other methods, and PUT/DELETE on /kv/);
+ * 411 PUT without Content-Length; 412; 413 value over kv.value_max (the
+ * runtime's, from the route's max_body); 507 the store is full. Error bodies
+ * are JSON: {"error":"...","status":N}.
+ */
+#include "vireo/vireo.h"
+#include "apps/kv/kv_store.h"
+#include "kernel/parse.h"
+#include "kernel/random.h"	/* the ETag secret: the API has no random source yet */
+#include "kernel/string.h"
+
+/*
+ * Bounds. kv.max_bytes caps the store (kv_store.h's arithmetic). Everything
+ * kv allocates comes from vireo_alloc() under app.mem=, so the appliance's
+ * memory is bounded even if kv.max_bytes is set above it (vireo_alloc then
+ * refuses and the put is 507 as well). With the defaults the store's worst
+ * case fits app.mem=4 MiB: 2 MiB of entries + one replacement in flight
+ * (kv_charge(250, 1 MiB) = 1,048,912) + the listing page (8 KiB + 16) =
+ * 3,154,272 bytes, plus 32 bytes per streaming GET (its state and
+ * vireo_alloc's header; entries a stream still reads stay inside
+ * kv.max_bytes). init warns when the configured values do not fit.
+ */
+VIREO_CONFIG_UINT(kv_max_bytes, "kv.max_bytes", 2097152, 0, 1073741824,
+		  "apps/kv: bytes the store may hold (keys + values + 80..95 B per entry: apps/kv/kv_store.h)");
+VIREO_CONFIG_UINT(kv_value_max, "kv.value_max", 1048576, 0, 1048576,
+		  "apps/kv: the largest value in bytes (a bigger PUT is 413)");
+
+#define KV_LIST_BUF 8192	/* one page of JSON; >= KV_LIST_MIN_CAP */
+_Static_assert(KV_LIST_BUF >= KV_LIST_MIN_CAP, "a page must hold the longest key");
+_Static_assert(KV_VALUE_CEIL <= VIREO_HTTP_BODY_MAX, "a value is one request body");
+
+VIREO_GAUGE(kv_keys_g, "kv_keys", "Keys in the store.");
+VIREO_GAUGE(kv_used_g, "kv_bytes_used", "Bytes the store holds (keys, values, per-entry overhead).");
+VIREO_GAUGE(kv_max_g, "kv_bytes_max", "The store's bound (kv.max_bytes).");
+VIREO_COUNTER_VEC(kv_requests, "kv_requests_total", "Requests by operation.", "op",
+		  "get", "put", "delete", "list");
+VIREO_COUNTER_VEC(kv_refused, "kv_refused_total", "Requests refused, by reason.", "reason",
+		  "full", "nomem", "too_large", "bad_request", "not_found", "precondition",
+		  "length_required", "method", "busy");
+enum { KV_OP_GET, KV_OP_PUT, KV_OP_DELETE, KV_OP_LIST };
+enum {
+	KV_R_FULL, KV_R_NOMEM, KV_R_TOO_LARGE, KV_R_BAD, KV_R_NOT_FOUND, KV_R_PRECOND,
+	KV_R_LENGTH, KV_R_METHOD, KV_R_BUSY,
+};
+
+static struct kv_store kv_store;
+
+static void kv_gauges(void)
+{
+	vireo_gauge_set(&kv_keys_g, (s64)kv_store.count);
+	vireo_gauge_set(&kv_used_g, (s64)kv_store.used);
+	vireo_gauge_set(&kv_max_g, (s64)kv_store.max_bytes);
+}
+
+/* A JSON error body; the connection stays up (vireo_resp_send). */
+static void kv_fail(vireo_req r, int status, const char *why, int reason)
+{
+	char body[160];
+	struct outbuf o = {body, sizeof body, 0};
+
+	if (reason >= 0)
+		vireo_counter_vec_add(&kv_refused, (u32)reason, 1);
+	outbuf_str(&o, "{\"error\":");
+	kv_json_string(&o, (const u8 *)why, strlen(why));
+	outbuf_str(&o, ",\"status\":");
+	outbuf_u64(&o, (u64)status);
+	outbuf_str(&o, "}\n");
+	if (o.len > sizeof body) {	/* our own strings are short; never happens */
+		vireo_resp_error(r, status);
+		return;
+	}
+	if (vireo_resp_send(r, status, "application/json", body, o.len) < 0)
+		vireo_resp_error(r, 503);
+}
+
+/* The JSON error bodies; a 304 has no body at all. e: the entry for a 304. */
+static void kv_answer_status(vireo_req r, enum kv_status st, const struct kv_entry *e)
+{
+	char tag[KV_ETAG_LEN + 1];
+
+	switch (st) {
+	case KV_NOT_MODIFIED:
+		/* ETag, and the 200's Content-Length (RFC 9110 8.6): the
+		 * runtime sends no body and copies none for a 304. */
+		kv_entry_etag(e, tag);
+		vireo_resp_header(r, "ETag", tag);
+		vireo_resp_send(r, 304, NULL, kv_entry_value(e), e->vlen);
+		return;
+	case KV_PRECONDITION_FAILED:
+		kv_fail(r, 412, "precondition failed", KV_R_PRECOND);
+		return;
+	case KV_NOT_FOUND:
+		kv_fail(r, 404, "no such key", KV_R_NOT_FOUND);
+		return;
+	case KV_BAD_KEY:
+		kv_fail(r, 400, "bad key: 1..250 bytes of printable ASCII, no space", KV_R_BAD);
+		return;
+	case KV_TOO_LARGE:
+		kv_fail(r, 413, "value too large (kv.value_max)", KV_R_TOO_LARGE);
+		return;
+	case KV_FULL:
+		kv_fail(r, 507, "store full (kv.max_bytes)", KV_R_FULL);
+		return;
+	case KV_NO_MEMORY:
+		kv_fail(r, 507, "out of memory (app.mem)", KV_R_NOMEM);
+		return;
+	default:
+		kv_fail(r, 500, "internal error", -1);
+		return;
+	}
+}
+
+/*
+ * Values above KV_STREAM_MIN bytes are streamed from the entry itself
+ * through the runtime's stream buffer (VIREO_RESP_STREAM_BUF) instead of
+ * being copied whole into its response budget: the entry is pinned
+ * (kv_store.h) so a put or delete of the key meanwhile leaves these bytes
+ * alone, still charged, until the response ends. Per stream kv holds a
+ * 16-byte state from vireo_alloc().
+ */
+#define KV_STREAM_MIN 4096
+
+struct kv_stream {
+	const struct kv_entry *e;
+	u32 off;
+	bool ended;
+};
+
+static void kv_stream_pump(vireo_req r, void *arg)
+{
+	struct kv_stream *st = arg;
+	const struct kv_entry *e = st->e;
+
+	while (!st->ended && st->off < e->vlen) {
+		int n = vireo_resp_write(r, kv_entry_value(e) + st->off, e->vlen - st->off);
+
+		if (n <= 0)
+			return;	/* 0: full, on_writable calls again; < 0: over */
+		st->off += (u32)n;
+	}
+	if (!st->ended) {
+		st->ended = true;
+		vireo_resp_end(r);
+	}
+}
+
+static void kv_stream_done(vireo_req r, bool done, void *arg)
+{
+	struct kv_stream *st = arg;
+
+	kv_unpin(&kv_store, st->e);
+	kv_gauges();
+	vireo_free(st);
+}
+
+/* Streams e's value as the 200; false if it could not start (copy instead). */
+static bool kv_stream(vireo_req r, const struct kv_entry *e)
+{
+	struct kv_stream *st = vireo_alloc(sizeof *st);
+
+	if (!st)
+		return false;
+	if (!kv_pin(&kv_store, e)) {
+		vireo_free(st);
+		return false;
+	}
+	st->e = e;
+	if (vireo_req_on_done(r, kv_stream_done, st) < 0) {
+		kv_unpin(&kv_store, e);
+		vireo_free(st);
+		return false;
+	}
+	/* From here on_done releases st, whatever happens to the exchange. */
+	if (vireo_resp_start(r, 200, "application/octet-stream", e->vlen) < 0) {
+		vireo_resp_error(r, 503);
+		return true;
+	}
+	vireo_resp_on_writable(r, kv_stream_pump, st);
+	kv_stream_pump(r, st);
+	return true;
+}
+
+static void kv_get_one(vireo_req r, const char *key, size_t klen)
+{
+	const struct kv_entry *e;
+	enum kv_status st;
+	char tag[KV_ETAG_LEN + 1];
+
+	vireo_counter_vec_add(&kv_requests, KV_OP_GET, 1);
+	st = kv_get(&kv_store, (const u8 *)key, klen, vireo_req_header(r, "If-Match"),
+		    vireo_req_header(r, "If-None-Match"), &e);
+	if (st != KV_OK) {
+		kv_answer_status(r, st, e);
+		return;
+	}
+	kv_entry_etag(e, tag);
+	vireo_resp_header(r, "ETag", tag);
+	if (e->vlen > KV_STREAM_MIN && vireo_req_method(r) == VIREO_GET && kv_stream(r, e))
+		return;
+	/* Copied: the entry may be replaced while the response is in flight. */
+	if (vireo_resp_send(r, 200, "application/octet-stream", kv_entry_value(e), e->vlen) < 0) {
+		vireo_counter_vec_add(&kv_refused, KV_R_BUSY, 1);
+		vireo_resp_error(r, 503);
+	}
+}
+
+static void kv_put_one(vireo_req r, const char *key, size_t klen)
+{
+	const void *body;
+	size_t len;
+	enum kv_status st;
+	char tag[KV_ETAG_LEN + 1];
+
+	vireo_counter_vec_add(&kv_requests, KV_OP_PUT, 1);
+	if (!vireo_req_header(r, "Content-Length")) {
+		kv_fail(r, 411, "PUT needs a Content-Length", KV_R_LENGTH);
+		return;
+	}
+	body = vireo_req_body(r, &len);
+	st = kv_put(&kv_store, (const u8 *)key, klen, body, len, vireo_req_header(r, "If-Match"),
+		    vireo_req_header(r, "If-None-Match"), tag);
+	kv_gauges();
+	if (st != KV_OK && st != KV_CREATED) {
+		kv_answer_status(r, st, NULL);
+		return;
+	}
+	vireo_resp_header(r, "ETag", tag);
+	vireo_resp_send(r, st == KV_CREATED ? 201 : 204, NULL, NULL, 0);
+}
+
+static void kv_delete_one(vireo_req r, const char *key, size_t klen)
+{
+	enum kv_status st;
+
+	vireo_counter_vec_add(&kv_requests, KV_OP_DELETE, 1);
+	st = kv_delete(&kv_store, (const u8 *)key, klen, vireo_req_header(r, "If-Match"),
+		       vireo_req_header(r, "If-None-Match"));
+	kv_gauges();
+	if (st != KV_OK) {
+		kv_answer_status(r, st, NULL);
+		return;
+	}
+	vireo_resp_send(r, 204, NULL, NULL, 0);
+}
+
+static void kv_list(vireo_req r)
+{
+	char prefix[KV_KEY_MAX + 1], cursor[2 * KV_KEY_MAX + 1], lim[8];
+	u8 after[KV_KEY_MAX];
+	int plen, clen, llen, alen = 0;
+	u64 limit = KV_PAGE_DEFAULT;
+	char *buf;
+	size_t n;
+
+	vireo_counter_vec_add(&kv_requests, KV_OP_LIST, 1);
+	plen = vireo_req_query_param(r, "prefix", prefix, sizeof prefix);
+	if (plen == -ENOENT) {
+		plen = 0;
+	} else if (plen < 0) {
+		kv_fail(r, 400, "bad prefix: at most 250 bytes", KV_R_BAD);
+		return;
+	}
+	clen = vireo_req_query_param(r, "cursor", cursor, sizeof cursor);
+	if (clen >= 0) {
+		alen = kv_cursor_decode(cursor, (size_t)clen, after);
+		if (alen < 0) {
+			kv_fail(r, 400, "bad cursor", KV_R_BAD);
+			return;
+		}
+	} else if (clen != -ENOENT) {
+		kv_fail(r, 400, "bad cursor", KV_R_BAD);
+		return;
+	}
+	llen = vireo_req_query_param(r, "limit", lim, sizeof lim);
+	if (llen != -ENOENT) {
+		const char *p = lim;
+
+		if (llen < 0 || parse_dec(&p, KV_PAGE_MAX, &limit) || *p || limit == 0) {
+			kv_fail(r, 400, "bad limit: 1..1000", KV_R_BAD);
+			return;
+		}
+	}
+	buf = vireo_alloc(KV_LIST_BUF);
+	if (!buf) {
+		kv_fail(r, 503, "out of memory (app.mem)", KV_R_NOMEM);
+		return;
+	}
+	n = kv_list_json(&kv_store, (const u8 *)prefix, (size_t)plen, after, (size_t)alen,
+			 (unsigned)limit, buf, KV_LIST_BUF - 1);
+	if (n == 0) {
+		vireo_free(buf);
+		kv_fail(r, 500, "listing failed", -1);
+		return;
+	}
+	buf[n++] = '\n';
+	if (vireo_resp_send(r, 200, "application/json", buf, n) < 0) {
+		vireo_counter_vec_add(&kv_refused, KV_R_BUSY, 1);
+		vireo_resp_error(r, 503);
+	}
+	vireo_free(buf);
+}
+
+static void kv_handler(vireo_req r, void *arg)
+{
+	const char *key = vireo_req_subpath(r);
+	size_t klen = strlen(key);
+	enum vireo_method m = vireo_req_method(r);
+
+	if (klen == 0) {
+		if (m == VIREO_GET || m == VIREO_HEAD) {
+			kv_list(r);
+		} else {
+			vireo_resp_header(r, "Allow", "GET, HEAD");
+			kv_fail(r, 405, "/kv/ lists keys: GET only", KV_R_METHOD);
+		}
+		return;
+	}
+	switch (m) {
+	case VIREO_GET:
+	case VIREO_HEAD:
+		kv_get_one(r, key, klen);
+		break;
+	case VIREO_PUT:
+		kv_put_one(r, key, klen);
+		break;
+	case VIREO_DELETE:
+		kv_delete_one(r, key, klen);
+		break;
+	default:	/* the route allows only the three */
+		vireo_resp_header(r, "Allow", "GET, HEAD, PUT, DELETE");
+		kv_fail(r, 405, "method not allowed", KV_R_METHOD);
+		break;
+	}
+}
+
+static int kv_init(void)
+{
+	struct kv_config c = {.max_bytes = (size_t)kv_max_bytes, .value_max = (size_t)kv_value_max,
+			      .alloc = vireo_alloc, .free = vireo_free};
+	size_t worst;
+	int err;
+
+	random_bytes(c.secret, sizeof c.secret);
+	err = kv_store_init(&kv_store, &c);
+	if (err)
+		return err;
+	kv_gauges();
+	err = vireo_http_route(&(struct vireo_route){
+		.path = "/kv/", .prefix = true,
+		.methods = VIREO_GET | VIREO_PUT | VIREO_DELETE,
+		.handler = kv_handler, .max_body = (u32)kv_value_max});
+	if (err)
+		return err;
+	worst = kv_store.max_bytes + kv_charge(KV_KEY_MAX, kv_store.value_max) + KV_LIST_BUF +
+		VIREO_ALLOC_OVERHEAD;
+	vireo_log("kv: /kv/ serving, max_bytes=%lu value_max=%lu", (unsigned long)kv_store.max_bytes,
+		  (unsigned long)kv_store.value_max);
+	if (worst > vireo_mem_limit())
+		vireo_warn("kv: kv.max_bytes + a %lu-byte replacement + the listing page (%lu) is over "
+			   "app.mem (%lu): puts may be refused below kv.max_bytes",
+			   (unsigned long)kv_charge(KV_KEY_MAX, kv_store.value_max),
+			   (unsigned long)worst, (unsigned long)vireo_mem_limit());
+	return 0;
+}
+
+VIREO_APP(kv, .name = "kv", .init = kv_init,
+	  .help = "an in-memory key-value store: GET/PUT/DELETE /kv/<key>, listing at /kv/");

@@ -1,0 +1,614 @@
+/* apps/kv/kv.c's HTTP mapping on the host, against a stand-in for the
+ * application API (the handful of vireo_* calls kv.c makes, recording what
+ * it answers): statuses, ETag and Allow headers, JSON bodies, query
+ * parameters, the metrics it counts. The real runtime is exercised by
+ * tests/qemu/test_kv.py; this pins kv.c's own decisions. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <cmocka.h>
+
+#include "vireo/vireo.h"
+#include "apps/kv/kv_store.h"
+
+/* ---- the stand-in API ---- */
+struct fake_req {
+	enum vireo_method method;
+	const char *subpath, *query;
+	const char *hdr_name[4], *hdr_val[4];
+	const void *body;
+	size_t body_len;
+	/* the answer */
+	int status;
+	char type[64];
+	char body_out[(1 << 16) + 1];
+	size_t out_len, content_length;
+	char resp_hdrs[512];
+	int answers;
+};
+
+static struct fake_req Q;
+static struct vireo_route route;
+static int routes;
+static size_t mem_used, mem_limit = VIREO_APP_MEM_DEFAULT;
+static unsigned fail_alloc;
+
+int vireo_http_route(const struct vireo_route *r)
+{
+	route = *r;
+	routes++;
+	return 0;
+}
+
+const char *vireo_req_subpath(vireo_req r)
+{
+	return Q.subpath;
+}
+
+enum vireo_method vireo_req_method(vireo_req r)
+{
+	return Q.method;
+}
+
+const char *vireo_req_header(vireo_req r, const char *name)
+{
+	for (int i = 0; i < 4; i++)
+		if (Q.hdr_name[i] && !strcasecmp(Q.hdr_name[i], name))
+			return Q.hdr_val[i];
+	return NULL;
+}
+
+const void *vireo_req_body(vireo_req r, size_t *len)
+{
+	*len = Q.body_len;
+	return Q.body;
+}
+
+static int hexv(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* As the header describes it: first match, percent-decoded, '+' a space. */
+int vireo_req_query_param(vireo_req r, const char *name, char *buf, size_t size)
+{
+	const char *p = Q.query ? Q.query : "";
+	size_t nl = strlen(name);
+
+	while (*p) {
+		const char *end = strchr(p, '&');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		if (len > nl && !strncmp(p, name, nl) && p[nl] == '=') {
+			size_t w = 0;
+			for (size_t i = nl + 1; i < len; i++) {
+				int c = (u8)p[i];
+				if (c == '%' && i + 2 < len + 1 && hexv(p[i + 1]) >= 0 && hexv(p[i + 2]) >= 0) {
+					c = hexv(p[i + 1]) << 4 | hexv(p[i + 2]);
+					i += 2;
+				} else if (c == '+') {
+					c = ' ';
+				}
+				if (c == 0)
+					return -EINVAL;
+				if (w + 1 >= size) {
+					buf[0] = 0;
+					return -E2BIG;
+				}
+				buf[w++] = (char)c;
+			}
+			buf[w] = 0;
+			return (int)w;
+		}
+		p += len + (end ? 1 : 0);
+	}
+	return -ENOENT;
+}
+
+int vireo_resp_header(vireo_req r, const char *name, const char *value)
+{
+	size_t n = strlen(Q.resp_hdrs);
+
+	snprintf(Q.resp_hdrs + n, sizeof Q.resp_hdrs - n, "%s: %s\n", name, value);
+	return 0;
+}
+
+int vireo_resp_send(vireo_req r, int status, const char *type, const void *body, size_t len)
+{
+	if ((len && !body) || (status == 204 && len))
+		return -EINVAL;
+	Q.answers++;
+	Q.status = status;
+	Q.content_length = len;
+	if (status == 304 || Q.method == VIREO_HEAD)	/* the length; no body */
+		len = 0;
+	assert_true(len < sizeof Q.body_out);
+	snprintf(Q.type, sizeof Q.type, "%s", type ? type : "");
+	if (len)
+		memcpy(Q.body_out, body, len);
+	Q.body_out[len] = 0;
+	Q.out_len = len;
+	return 0;
+}
+
+/* One streamed response at a time, kept apart from Q so other requests can
+ * run while it is open: the test opens the window and calls on_writable. */
+static struct {
+	bool open, ended;
+	u64 length;
+	size_t window;		/* bytes the next write may take */
+	u8 buf[1 << 17];
+	size_t len;
+	void (*writable)(vireo_req r, void *arg);
+	void *writable_arg;
+	void (*done)(vireo_req r, bool done, void *arg);
+	void *done_arg;
+} ST;
+
+int vireo_req_on_done(vireo_req r, void (*fn)(vireo_req r, bool done, void *arg), void *arg)
+{
+	ST.done = fn;
+	ST.done_arg = arg;
+	return 0;
+}
+
+int vireo_resp_on_writable(vireo_req r, void (*fn)(vireo_req r, void *arg), void *arg)
+{
+	ST.writable = fn;
+	ST.writable_arg = arg;
+	return 0;
+}
+
+int vireo_resp_start(vireo_req r, int status, const char *type, u64 length)
+{
+	assert_false(ST.open);
+	Q.answers++;
+	Q.status = status;
+	snprintf(Q.type, sizeof Q.type, "%s", type ? type : "");
+	ST.open = true;
+	ST.ended = false;
+	ST.length = length;
+	ST.len = 0;
+	return 0;
+}
+
+int vireo_resp_write(vireo_req r, const void *data, size_t len)
+{
+	size_t n = len < ST.window ? len : ST.window;
+
+	assert_true(ST.open && !ST.ended);
+	assert_true(ST.len + len <= ST.length);
+	memcpy(ST.buf + ST.len, data, n);
+	ST.len += n;
+	ST.window -= n;
+	return (int)n;
+}
+
+/* The exchange ends: on_done once, then the handle is gone. */
+static void stream_finish(bool done)
+{
+	void (*fn)(vireo_req, bool, void *) = ST.done;
+
+	ST.open = false;
+	ST.done = NULL;
+	ST.writable = NULL;
+	if (fn)
+		fn((vireo_req){2}, done, ST.done_arg);
+}
+
+int vireo_resp_end(vireo_req r)
+{
+	assert_true(ST.open && !ST.ended);
+	ST.ended = true;
+	stream_finish(ST.len == ST.length);
+	return 0;
+}
+
+int vireo_resp_error(vireo_req r, int status)
+{
+	Q.answers++;
+	Q.status = status;
+	return 0;
+}
+
+void *vireo_alloc(size_t size)
+{
+	void *p;
+
+	if (fail_alloc) {
+		fail_alloc--;
+		return NULL;
+	}
+	if (mem_used + size + VIREO_ALLOC_OVERHEAD > mem_limit)
+		return NULL;
+	p = calloc(1, size + 16);
+	assert_non_null(p);
+	*(size_t *)p = size;
+	mem_used += size + VIREO_ALLOC_OVERHEAD;
+	return (char *)p + 16;
+}
+
+void vireo_free(void *p)
+{
+	if (!p)
+		return;
+	p = (char *)p - 16;
+	mem_used -= *(size_t *)p + VIREO_ALLOC_OVERHEAD;
+	free(p);
+}
+
+size_t vireo_mem_limit(void)
+{
+	return mem_limit;
+}
+
+static char last_log[256];
+
+void vireo_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_log, sizeof last_log, fmt, ap);
+	va_end(ap);
+}
+
+void vireo_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_log, sizeof last_log, fmt, ap);
+	va_end(ap);
+}
+
+void vireo_counter_vec_add(struct vireo_counter_vec *c, u32 i, u64 n)
+{
+	if (i < c->n)
+		c->v[i] += n;
+}
+
+void random_bytes(void *buf, size_t len)
+{
+	memset(buf, 0x5c, len);
+}
+
+/* ---- driving kv.c ---- */
+extern const struct vireo_app *const __start_vireo_apps[], *const __stop_vireo_apps[];
+extern struct vireo_metric *const __start_vireo_metrics[], *const __stop_vireo_metrics[];
+
+static const struct vireo_metric *metric(const char *name)
+{
+	for (struct vireo_metric *const *m = __start_vireo_metrics; m < __stop_vireo_metrics; m++)
+		if (!strcmp((*m)->name, name))
+			return *m;
+	fail_msg("no metric %s", name);
+	return NULL;
+}
+
+static s64 gauge(const char *name)
+{
+	return ((struct vireo_gauge *)metric(name)->value)->v;
+}
+
+static u64 vec(const char *name, const char *label)
+{
+	const struct vireo_counter_vec *v = metric(name)->value;
+
+	for (u32 i = 0; i < v->n; i++)
+		if (!strcmp(v->values[i], label))
+			return v->v[i];
+	fail_msg("no label %s", label);
+	return 0;
+}
+
+static int req(enum vireo_method m, const char *subpath, const char *query, const void *body,
+	       size_t len, ...)
+{
+	va_list ap;
+	int i = 0;
+	const char *n;
+
+	memset(&Q, 0, sizeof Q);
+	Q.method = m;
+	Q.subpath = subpath;
+	Q.query = query;
+	Q.body = body;
+	Q.body_len = len;
+	va_start(ap, len);
+	while ((n = va_arg(ap, const char *)) && i < 4) {
+		Q.hdr_name[i] = n;
+		Q.hdr_val[i++] = va_arg(ap, const char *);
+	}
+	va_end(ap);
+	route.handler((vireo_req){1}, route.arg);
+	assert_int_equal(Q.answers, 1);
+	return Q.status;
+}
+
+#define PUT(key, lit, ...) req(VIREO_PUT, key, NULL, lit, sizeof(lit) - 1, "Content-Length", "x", ##__VA_ARGS__, NULL)
+#define GET(key, ...) req(VIREO_GET, key, NULL, NULL, 0, ##__VA_ARGS__, NULL)
+#define DEL(key, ...) req(VIREO_DELETE, key, NULL, NULL, 0, ##__VA_ARGS__, NULL)
+#define LIST(q) req(VIREO_GET, "", q, NULL, 0, NULL)
+
+static const char *resp_etag(char out[KV_ETAG_LEN + 1])
+{
+	const char *p = strstr(Q.resp_hdrs, "ETag: ");
+
+	assert_non_null(p);
+	memcpy(out, p + 6, KV_ETAG_LEN);
+	out[KV_ETAG_LEN] = 0;
+	return out;
+}
+
+static int setup(void **st)
+{
+	const struct vireo_app *const *a;
+
+	assert_int_equal(__stop_vireo_apps - __start_vireo_apps, 1);
+	a = __start_vireo_apps;
+	assert_string_equal((*a)->name, "kv");
+	routes = 0;
+	assert_int_equal((*a)->init(), 0);
+	assert_int_equal(routes, 1);
+	return 0;
+}
+
+static void test_route(void **st)
+{
+	assert_string_equal(route.path, "/kv/");
+	assert_true(route.prefix);
+	assert_int_equal(route.methods, VIREO_GET | VIREO_PUT | VIREO_DELETE);
+	assert_int_equal(route.max_body, 1048576);	/* kv.value_max's default */
+	assert_non_null(strstr(last_log, "max_bytes=2097152"));
+	assert_int_equal(gauge("kv_bytes_max"), 2097152);
+}
+
+static void test_round_trip(void **st)
+{
+	char t1[KV_ETAG_LEN + 1], t2[KV_ETAG_LEN + 1];
+	u64 puts = vec("kv_requests_total", "put");
+
+	assert_int_equal(PUT("a/b", "hello"), 201);
+	resp_etag(t1);
+	assert_int_equal(Q.out_len, 0);
+	assert_int_equal(gauge("kv_keys"), 1);
+	assert_int_equal(gauge("kv_bytes_used"), kv_charge(3, 5));
+	assert_int_equal(GET("a/b"), 200);
+	assert_string_equal(Q.body_out, "hello");
+	assert_string_equal(Q.type, "application/octet-stream");
+	assert_string_equal(resp_etag(t2), t1);
+	assert_int_equal(req(VIREO_HEAD, "a/b", NULL, NULL, 0, NULL), 200);
+	assert_int_equal(PUT("a/b", "bye"), 204);
+	assert_string_not_equal(resp_etag(t2), t1);
+	assert_int_equal(DEL("a/b"), 204);
+	assert_int_equal(GET("a/b"), 404);
+	assert_string_equal(Q.type, "application/json");
+	assert_string_equal(Q.body_out, "{\"error\":\"no such key\",\"status\":404}\n");
+	assert_int_equal(DEL("a/b"), 404);
+	assert_int_equal(gauge("kv_keys"), 0);
+	assert_int_equal(gauge("kv_bytes_used"), 0);
+	assert_int_equal(vec("kv_requests_total", "put"), puts + 2);
+	assert_int_equal(mem_used, 0);
+}
+
+static void test_conditionals(void **st)
+{
+	char t[KV_ETAG_LEN + 1], t2[KV_ETAG_LEN + 1];
+
+	assert_int_equal(PUT("c", "1"), 201);
+	resp_etag(t);
+	assert_int_equal(GET("c", "If-None-Match", t), 304);
+	assert_int_equal(Q.out_len, 0);
+	assert_int_equal(Q.content_length, 1);	/* the 200's, RFC 9110 8.6 */
+	assert_string_equal(resp_etag(t2), t);
+	assert_int_equal(GET("c", "If-Match", "\"x\""), 412);
+	assert_int_equal(PUT("c", "2", "If-None-Match", "*"), 412);
+	assert_int_equal(PUT("c", "2", "If-Match", t), 204);
+	assert_int_equal(PUT("c", "3", "If-Match", t), 412);
+	assert_int_equal(DEL("c", "If-Match", t), 412);
+	assert_int_equal(DEL("c", "If-Match", "*"), 204);
+	assert_true(vec("kv_refused_total", "precondition") >= 4);
+}
+
+static void test_refusals(void **st)
+{
+	static u8 big[1048577];
+
+	assert_int_equal(PUT("a b", "x"), 400);
+	assert_non_null(strstr(Q.body_out, "\"status\":400"));
+	/* 411: no Content-Length */
+	assert_int_equal(req(VIREO_PUT, "k", NULL, "x", 1, NULL), 411);
+	assert_int_equal(vec("kv_refused_total", "length_required"), 1);
+	/* 405 on the listing path, with Allow */
+	assert_int_equal(req(VIREO_PUT, "", NULL, "x", 1, "Content-Length", "1", NULL), 405);
+	assert_non_null(strstr(Q.resp_hdrs, "Allow: GET, HEAD\n"));
+	assert_int_equal(req(VIREO_POST, "k", NULL, NULL, 0, NULL), 405);
+	/* 413 if a body over the bound ever reaches kv.c */
+	assert_int_equal(req(VIREO_PUT, "k", NULL, big, sizeof big, "Content-Length", "x", NULL), 413);
+	assert_int_equal(mem_used, 0);
+}
+
+static void test_full_is_507(void **st)
+{
+	static u8 v[65536];
+	char key[16];
+	int i, st507 = 0;
+
+	for (i = 0; i < 100; i++) {
+		snprintf(key, sizeof key, "f%02d", i);
+		int s = req(VIREO_PUT, key, NULL, v, sizeof v, "Content-Length", "x", NULL);
+		if (s == 507) {
+			st507 = 1;
+			break;
+		}
+		assert_int_equal(s, 201);
+	}
+	assert_true(st507);
+	assert_int_equal(i, 2097152 / kv_charge(3, sizeof v));	/* 31 */
+	assert_non_null(strstr(Q.body_out, "store full"));
+	assert_int_equal(vec("kv_refused_total", "full"), 1);
+	assert_true(gauge("kv_bytes_used") <= 2097152);
+	/* app.mem refusing is 507 too, counted apart */
+	fail_alloc = 1;
+	assert_int_equal(req(VIREO_PUT, "f00", NULL, "x", 1, "Content-Length", "1", NULL), 507);
+	assert_non_null(strstr(Q.body_out, "app.mem"));
+	assert_int_equal(vec("kv_refused_total", "nomem"), 1);
+	ST.window = sizeof v;	/* streamed (over 4 KiB), all in one write */
+	assert_int_equal(GET("f00"), 200);
+	assert_false(ST.open);
+	assert_int_equal(ST.len, sizeof v);
+	for (int j = 0; j < i; j++) {
+		snprintf(key, sizeof key, "f%02d", j);
+		assert_int_equal(DEL(key), 204);
+	}
+	assert_int_equal(mem_used, 0);
+}
+
+static void test_listing(void **st)
+{
+	char q[600];
+	const char *c;
+
+	assert_int_equal(PUT("p/1", "x"), 201);
+	assert_int_equal(PUT("p/2", "xy"), 201);
+	assert_int_equal(PUT("p\"3", "x"), 201);
+	assert_int_equal(PUT("q", "x"), 201);
+	assert_int_equal(LIST("prefix=p%2F&limit=1"), 200);
+	assert_string_equal(Q.type, "application/json");
+	assert_non_null(strstr(Q.body_out, "{\"keys\":[{\"key\":\"p/1\",\"bytes\":1,"));
+	c = strstr(Q.body_out, "\"more\":true,\"cursor\":\"");
+	assert_non_null(c);
+	assert_int_equal(Q.body_out[Q.out_len - 1], '\n');
+	snprintf(q, sizeof q, "prefix=p/&limit=1&cursor=%.*s", (int)strcspn(c + 22, "\""), c + 22);
+	assert_int_equal(LIST(q), 200);
+	assert_non_null(strstr(Q.body_out, "\"key\":\"p/2\",\"bytes\":2"));
+	assert_non_null(strstr(Q.body_out, "\"more\":false,\"cursor\":null}"));
+	assert_int_equal(LIST("prefix=p%22"), 200);
+	assert_non_null(strstr(Q.body_out, "\"key\":\"p\\\"3\""));
+	assert_int_equal(LIST(""), 200);
+	assert_non_null(strstr(Q.body_out, "\"key\":\"q\""));
+	assert_int_equal(vec("kv_requests_total", "list") >= 4, 1);
+	DEL("p/1");
+	DEL("p/2");
+	DEL("p\"3");
+	DEL("q");
+	assert_int_equal(mem_used, 0);
+}
+
+static void test_listing_refusals(void **st)
+{
+	static const char *const bad[] = {"cursor=zz", "cursor=616", "cursor=", "limit=0",
+					  "limit=1001", "limit=", "limit=12345", "limit=-1", "limit=1x",
+					  "prefix=%00"};
+	char longp[300];
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_int_equal(LIST(bad[i]), 400);
+		assert_non_null(strstr(Q.body_out, "\"status\":400"));
+	}
+	memset(longp, 'a', sizeof longp);
+	memcpy(longp, "prefix=", 7);
+	longp[7 + 251] = 0;
+	assert_int_equal(LIST(longp), 400);
+	longp[7 + 250] = 0;
+	assert_int_equal(LIST(longp), 200);
+	assert_int_equal(LIST("limit=1000"), 200);
+	/* app.mem refusing the page buffer: 503 */
+	fail_alloc = 1;
+	assert_int_equal(LIST(""), 503);
+	assert_int_equal(mem_used, 0);
+}
+
+/* A value over 4 KiB streams from the pinned entry with back-pressure; a put
+ * and a delete of its key meanwhile leave the streamed bytes alone, still
+ * charged until the response ends; a lost connection releases them too. */
+static void test_streamed_get(void **st)
+{
+	static u8 v1[70000], v2[5000];
+	char t[KV_ETAG_LEN + 1];
+	unsigned turns = 0;
+
+	for (size_t i = 0; i < sizeof v1; i++)
+		v1[i] = (u8)(i * 7 + 3);
+	memset(v2, 'z', sizeof v2);
+	assert_int_equal(req(VIREO_PUT, "big", NULL, v1, sizeof v1, "Content-Length", "x", NULL), 201);
+	resp_etag(t);
+	ST.window = 1000;
+	assert_int_equal(GET("big"), 200);
+	assert_true(ST.open && ST.len == 1000 && ST.length == sizeof v1);
+	assert_non_null(strstr(Q.resp_hdrs, t));
+	/* Replaced, then deleted, while the response is half sent. */
+	assert_int_equal(req(VIREO_PUT, "big", NULL, v2, sizeof v2, "Content-Length", "x", NULL), 204);
+	assert_int_equal(gauge("kv_bytes_used"), kv_charge(3, sizeof v1) + kv_charge(3, sizeof v2));
+	assert_int_equal(DEL("big"), 204);
+	assert_int_equal(gauge("kv_keys"), 0);
+	assert_int_equal(gauge("kv_bytes_used"), kv_charge(3, sizeof v1));
+	while (ST.open) {
+		assert_true(++turns < 1000);
+		ST.window = 4096;
+		ST.writable(((vireo_req){2}), ST.writable_arg);
+	}
+	assert_int_equal(ST.len, sizeof v1);
+	assert_memory_equal(ST.buf, v1, sizeof v1);
+	assert_int_equal(gauge("kv_bytes_used"), 0);
+	assert_int_equal(mem_used, 0);
+
+	/* A HEAD is never streamed; a 4 KiB value neither. */
+	assert_int_equal(req(VIREO_PUT, "big", NULL, v1, sizeof v1, "Content-Length", "x", NULL), 201);
+	assert_int_equal(req(VIREO_HEAD, "big", NULL, NULL, 0, NULL), 200);
+	assert_false(ST.open);
+	assert_int_equal(Q.content_length, sizeof v1);
+	assert_int_equal(req(VIREO_PUT, "4k", NULL, v1, 4096, "Content-Length", "x", NULL), 201);
+	assert_int_equal(GET("4k"), 200);
+	assert_false(ST.open);
+	assert_int_equal(Q.out_len, 4096);
+	/* The connection lost mid-stream: on_done(false) releases the pin. */
+	ST.window = 10;
+	assert_int_equal(GET("big"), 200);
+	assert_true(ST.open);
+	assert_int_equal(DEL("big"), 204);
+	assert_int_equal(gauge("kv_bytes_used"), kv_charge(3, sizeof v1) + kv_charge(2, 4096));
+	stream_finish(false);
+	assert_int_equal(gauge("kv_bytes_used"), kv_charge(2, 4096));
+	assert_int_equal(DEL("4k"), 204);
+	assert_int_equal(mem_used, 0);
+}
+
+/* kv.max_bytes above what app.mem= leaves: a boot warning, and puts that
+ * vireo_alloc() refuses are 507 (test_full_is_507). */
+static void test_init_warns_over_app_mem(void **st)
+{
+	const struct vireo_app *const *a = __start_vireo_apps;
+
+	mem_limit = 2 * 1024 * 1024;
+	last_log[0] = 0;
+	assert_int_equal((*a)->init(), 0);
+	assert_non_null(strstr(last_log, "over app.mem (2097152)"));
+	mem_limit = VIREO_APP_MEM_DEFAULT;
+	last_log[0] = 0;
+	assert_int_equal((*a)->init(), 0);
+	assert_non_null(strstr(last_log, "kv: /kv/ serving"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_route),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_conditionals),
+		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_full_is_507),
+		cmocka_unit_test(test_listing),
+		cmocka_unit_test(test_listing_refusals),
+		cmocka_unit_test(test_streamed_get),
+		cmocka_unit_test(test_init_warns_over_app_mem),
+	};
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
