@@ -39,7 +39,7 @@ KCFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fno-asynchronous-unwind-tables -ffunction-sections -fdata-sections \
 	-fdebug-prefix-map=$(CURDIR)=. \
 	-DVIREO_VERSION='"$(VERSION)"' -DVIREO_REV='"$(GIT_REV)"' \
-	-I. -Ikernel -MMD -MP
+	-I. -Iinclude -Ikernel -MMD -MP
 # make TLS=1 (the TLS block below): lwIP is built with altcp (net/lwipopts.h)
 # and its altcp_tls.h includes mbedTLS's headers (net/tls/mbedtls.mk).
 ifeq ($(TLS),1)
@@ -204,7 +204,7 @@ deps-run:
 # ---- tests ---------------------------------------------------------------
 HOST_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
-	-Itests/host/shim -I. -MMD -MP -DHOST_TEST
+	-Itests/host/shim -I. -Iinclude -MMD -MP -DHOST_TEST
 HOST_LDLIBS := -lcmocka
 HOST_TESTS :=
 FUZZERS :=
@@ -232,7 +232,7 @@ $(BUILD)/host/$(1): $$(call host_srcs,$(1))
 endef
 $(foreach t,$(HOST_TESTS),$(eval $(call host_test_rule,$(t))))
 
-FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Itests/host/shim -I. -DHOST_TEST -DFUZZ
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Itests/host/shim -I. -Iinclude -DHOST_TEST -DFUZZ
 define fuzz_rule
 $(BUILD)/fuzz/$(1): $$(call host_srcs,$(1))
 	@mkdir -p $$(dir $$@)

@@ -45,11 +45,13 @@ typedef uint64_t dma_addr_t;
 #define ENODEV 19
 #define EINVAL 22
 #define ENOSPC 28
+#define EPIPE 32
 #define ERANGE 34
 #define EPROTO 71
 #define EOVERFLOW 75
 #define EBADMSG 74
 #define ENOTSUP 95
 #define ETIMEDOUT 110
+#define EALREADY 114
 
 #endif

@@ -1,0 +1,179 @@
+/*
+ * vireo's application API: HTTP routes on the appliance's HTTP server (the
+ * http= port, and https= in a TLS=1 build). The runtime owns the
+ * connections, the parser and every limit of docs/appliance.md (header
+ * size, connection counts, per-source caps, timeouts); an app sees one
+ * request at a time through a vireo_req handle and answers through the same
+ * handle.
+ *
+ *	static void hello(vireo_req r, void *arg)
+ *	{
+ *		vireo_resp_send(r, 200, "text/plain", "hello\n", 6);
+ *	}
+ *	...
+ *	vireo_http_route(&(struct vireo_route){ .path = "/hello",
+ *		.methods = VIREO_GET, .handler = hello });
+ *
+ * Routing: an exact route ("/hello") wins over a prefix route ("/api/",
+ * .prefix = true, matching every path that starts with it); among prefix
+ * routes the longest wins. /healthz and /metrics are the runtime's and cannot
+ * be taken. No route: 404. A route that does not allow the method: 405 with
+ * an Allow header, and the connection closes (as for any request the
+ * runtime refuses before reading its body). GET implies HEAD: the runtime
+ * drops the body of a HEAD answer and keeps its Content-Length.
+ *
+ * Request bodies: only with Content-Length (a chunked request is 501), at
+ * most the route's max_body (413 and close otherwise), read whole before the
+ * handler runs. The bytes held for bodies and copied responses are bounded
+ * all together by VIREO_HTTP_BUF_BUDGET: a request that would pass it is
+ * 503 and closes. The whole request (head and body) must arrive within the
+ * header timeout (10 s, 408).
+ *
+ * The handler answers at once (vireo_resp_send and friends), or later: it
+ * may return without answering and finish from a timer, deferred work or
+ * another connection's callback, within VIREO_HTTP_DEFER_MS (else the
+ * runtime answers 503 and closes). A response is written with
+ * back-pressure: vireo_resp_write() takes what fits and on_writable says
+ * when there is room again. The handle goes stale when the exchange ends
+ * (response written, or the connection lost); on_done says which.
+ */
+#ifndef VIREO_API_HTTP_H
+#define VIREO_API_HTTP_H
+
+#include "vireo/app.h"
+
+/* Methods, as bits of a route's mask and as vireo_req_method()'s answer. */
+enum vireo_method {
+	VIREO_GET = 1u << 0,
+	VIREO_HEAD = 1u << 1,
+	VIREO_POST = 1u << 2,
+	VIREO_PUT = 1u << 3,
+	VIREO_DELETE = 1u << 4,
+	VIREO_PATCH = 1u << 5,
+	VIREO_OPTIONS = 1u << 6,
+};
+#define VIREO_METHODS_ALL 0x7fu
+
+/* One request and its response. Pass by value; 0 is never a live handle. */
+typedef struct vireo_req {
+	u32 id;
+} vireo_req;
+
+typedef void (*vireo_http_handler)(vireo_req r, void *arg);
+
+#define VIREO_HTTP_ROUTES_MAX 32		/* routes in all, every app together */
+#define VIREO_HTTP_PATH_MAX 256			/* a route's path, NUL excluded */
+#define VIREO_HTTP_BODY_MAX (1024u * 1024u)	/* a route's max_body at most */
+/* Request bodies held plus response bodies copied, all connections: 64
+ * connections cannot make the runtime hold more than this. */
+#define VIREO_HTTP_BUF_BUDGET (4u * 1024u * 1024u)
+#define VIREO_HTTP_DEFER_MS 30000		/* a handler's answer must start by then */
+#define VIREO_RESP_HEADERS_MAX 512		/* extra header bytes per response */
+#define VIREO_RESP_STREAM_BUF 8192		/* vireo_resp_write()'s buffer */
+
+struct vireo_route {
+	const char *path;	/* starts with '/'; must live as long as the image */
+	bool prefix;		/* match every path starting with path */
+	unsigned methods;	/* VIREO_GET | VIREO_POST ...; not 0 */
+	vireo_http_handler handler;
+	void *arg;		/* handed to handler */
+	u32 max_body;		/* request body bytes accepted, <= VIREO_HTTP_BODY_MAX;
+				 * 0: a request with a body is 413 */
+};
+
+/*
+ * Adds a route (the struct is copied). Returns 0, or (logged):
+ * -EINVAL  no handler, no methods or unknown bits, a path that is empty, does
+ *          not start with '/', is longer than VIREO_HTTP_PATH_MAX or holds a
+ *          byte outside printable ASCII, max_body too large;
+ * -EEXIST  the same path (and prefix flag) is routed already for one of these
+ *          methods, or the path is a runtime route (/healthz, /metrics);
+ * -ENOSPC  VIREO_HTTP_ROUTES_MAX routes exist.
+ */
+int vireo_http_route(const struct vireo_route *route);
+
+/* ---- the request (valid until the exchange ends) ---- */
+
+/* True while r is live (its response not yet finished, connection up). */
+bool vireo_req_live(vireo_req r);
+/* One VIREO_* bit, or 0 if r is stale. */
+enum vireo_method vireo_req_method(vireo_req r);
+/* The decoded path ("/kv/a b"), NUL-terminated, no query; "" if stale. */
+const char *vireo_req_path(vireo_req r);
+/* For a prefix route: the path after the prefix ("/kv/" matched by "/kv/"
+ * gives ""); for an exact route "". */
+const char *vireo_req_subpath(vireo_req r);
+/* The raw query after '?' (still percent-encoded), "" if none or stale. */
+const char *vireo_req_query(vireo_req r);
+/*
+ * The first name=value of the query whose name is name (names compare
+ * exactly, after decoding), its value percent-decoded ('+' is a space) into
+ * buf[size] and NUL-terminated. Returns the value's length, -ENOENT if
+ * absent, -E2BIG if it does not fit (buf is then ""), -EINVAL if it decodes
+ * to a NUL byte, -EPIPE if r is stale.
+ */
+int vireo_req_query_param(vireo_req r, const char *name, char *buf, size_t size);
+/* A header field's value, trimmed, by case-insensitive name; NULL if it is
+ * absent, appears more than once (an ambiguous value is no value), or r is
+ * stale. */
+const char *vireo_req_header(vireo_req r, const char *name);
+/* The body (NULL and *len 0 without one). */
+const void *vireo_req_body(vireo_req r, size_t *len);
+/* The client's address and port. 0 or -EPIPE. */
+int vireo_req_peer(vireo_req r, struct vireo_addr *a);
+/* Whether the request came over HTTPS. */
+bool vireo_req_tls(vireo_req r);
+/* Whether If-None-Match matches etag (a quoted entity tag, weak
+ * comparison, RFC 9110 13.1.2): answer 304 then. False if stale. */
+bool vireo_req_etag_match(vireo_req r, const char *etag);
+
+/* ---- the response ---- */
+
+/* Adds "name: value" to the response head. Before the response starts
+ * only. 0, -EINVAL (a name that is not a token, a value with CR, LF or
+ * another control byte; or one the runtime sets: Content-Length,
+ * Transfer-Encoding, Connection, Server, Date), -ENOSPC (more than
+ * VIREO_RESP_HEADERS_MAX bytes), -EALREADY (started), -EPIPE. */
+int vireo_resp_header(vireo_req r, const char *name, const char *value);
+
+/* A whole response with body[0..len) copied (counted against
+ * VIREO_HTTP_BUF_BUDGET while it is sent). type may be NULL (no
+ * Content-Type). Ends the exchange for the app: r goes stale once written.
+ * 0, -EINVAL (status outside 100..599, 1xx, or a body with 204/304),
+ * -ENOMEM (budget), -EALREADY, -EPIPE. */
+int vireo_resp_send(vireo_req r, int status, const char *type, const void *body, size_t len);
+/* The same without copying: body must stay unchanged as long as the image
+ * lives (rodata, the baked site). */
+int vireo_resp_send_static(vireo_req r, int status, const char *type, const void *body, size_t len);
+/* The runtime's canned HTML page for an error status (400..599). A 4xx
+ * keeps the connection alive, a 5xx closes it. */
+int vireo_resp_error(vireo_req r, int status);
+
+/* Streaming: the head now, the body through vireo_resp_write(). length is
+ * the body's exact size, or VIREO_LENGTH_UNKNOWN: chunked for HTTP/1.1, and
+ * for HTTP/1.0 the connection closes at the end. 0, -EINVAL, -EALREADY,
+ * -EPIPE. */
+#define VIREO_LENGTH_UNKNOWN UINT64_MAX
+int vireo_resp_start(vireo_req r, int status, const char *type, u64 length);
+/* Copies as much of data[0..len) as fits the stream buffer
+ * (VIREO_RESP_STREAM_BUF) and returns it: 0 when full, so wait for
+ * on_writable. Writing more than a declared length is -EINVAL and nothing
+ * is taken; -EINVAL before vireo_resp_start(), -EPIPE when stale. */
+int vireo_resp_write(vireo_req r, const void *data, size_t len);
+/* The body is complete: the exchange ends once it is written. With a
+ * declared length, ending short of it closes the connection instead (the
+ * peer sees a short body, not a wrong one). 0, -EINVAL (not started),
+ * -EPIPE. */
+int vireo_resp_end(vireo_req r);
+
+/* fn(r, arg) from the loop whenever the stream buffer has drained below
+ * half after a write was short or returned 0. One callback per exchange;
+ * NULL removes it. 0 or -EPIPE. */
+int vireo_resp_on_writable(vireo_req r, void (*fn)(vireo_req r, void *arg), void *arg);
+/* fn(r, done, arg) once when the exchange ends: done is true if the whole
+ * response was handed to TCP, false if the connection was lost first
+ * (reset, timeout, power off) or the handler never answered. r is stale
+ * during the call; free the request's own state here. 0 or -EPIPE. */
+int vireo_req_on_done(vireo_req r, void (*fn)(vireo_req r, bool done, void *arg), void *arg);
+
+#endif

@@ -1,0 +1,123 @@
+/*
+ * vireo's application API: TCP and UDP services of the app's own, IPv4 and
+ * IPv6 on every address of the appliance.
+ *
+ * TCP: the runtime accepts, applies the service's connection limits (a
+ * table with a per-source cap and a fair share when full, as the HTTP
+ * server's: net/app/conntab.h) and timeouts, and hands the app a vireo_tcp
+ * handle per connection. Received bytes are offered through on_recv, which
+ * says how many it consumed; the rest stays in the runtime's receive buffer
+ * (VIREO_TCP_RXBUF) and the peer's window closes until the app consumes it,
+ * so a fast sender cannot make the appliance buffer more. vireo_tcp_send()
+ * copies what fits under the per-connection send bound (VIREO_TCP_INFLIGHT
+ * bytes unacknowledged) and on_writable says when there is room again.
+ *
+ * UDP: one callback per datagram with its source; datagrams over the
+ * service's max_datagram (at most VIREO_UDP_MAX) are dropped and counted,
+ * as are datagrams from port 0 and from broadcast or multicast sources.
+ * Replies go out with vireo_udp_send(). Rate limits against reflection are
+ * the app's to apply (it knows what an answer costs); the runtime bounds
+ * only what one datagram can make it hold.
+ *
+ * Every service's counters are on /metrics as vireo_app_tcp_* and
+ * vireo_app_udp_* with a service="name" label.
+ */
+#ifndef VIREO_API_NET_H
+#define VIREO_API_NET_H
+
+#include "vireo/app.h"
+
+/* ---- TCP ---- */
+
+/* One accepted connection. Pass by value; 0 is never a live handle. */
+typedef struct vireo_tcp {
+	u32 id;
+} vireo_tcp;
+
+/* lwIP's heap budget (net/lwipopts.h) counts 16 live connections besides
+ * HTTP's: the app services' and the echo service's together. */
+#define VIREO_TCP_SERVICES_MAX 4	/* listening services, all apps */
+#define VIREO_TCP_CONNS_MAX 16		/* one service's max_conns at most */
+#define VIREO_TCP_CONNS_TOTAL 16	/* live connections of every service and echo */
+#define VIREO_TCP_RXBUF 8192		/* received bytes held per connection at most
+					 * (one TCP window, 5840 B, is all a peer may send) */
+#define VIREO_TCP_INFLIGHT 4096		/* copied bytes unacknowledged per connection */
+#define VIREO_TCP_MAX_CONNS_DEFAULT 8
+#define VIREO_TCP_IDLE_MS_DEFAULT 60000	/* no byte either way */
+#define VIREO_TCP_SEND_MS_DEFAULT 30000	/* data outstanding, no ACK progress */
+
+/* A zero limit takes the default in brackets. */
+struct vireo_tcp_service {
+	const char *name;	/* 1..31 of [a-z0-9_-]: the metrics label */
+	u16 port;		/* not 0, not a port in use (http=, https=, echo) */
+	u32 max_conns;		/* [VIREO_TCP_MAX_CONNS_DEFAULT], <= VIREO_TCP_CONNS_MAX;
+				 * more are reset on accept */
+	u32 max_per_src;	/* from one source (IPv4 address, IPv6 /64) while the
+				 * table has room [max_conns / 4, at least 1] */
+	u32 idle_timeout_ms;	/* [VIREO_TCP_IDLE_MS_DEFAULT] */
+	u32 send_timeout_ms;	/* [VIREO_TCP_SEND_MS_DEFAULT] */
+
+	/* All optional but on_recv. */
+	void (*on_accept)(vireo_tcp c, void *arg);
+	/* data[0..len) (len >= 1) is everything received and not yet
+	 * consumed; returns how many bytes it consumed (<= len). */
+	size_t (*on_recv)(vireo_tcp c, const void *data, size_t len, void *arg);
+	/* The peer sent its FIN after the bytes already offered. */
+	void (*on_eof)(vireo_tcp c, void *arg);
+	/* Room again after vireo_tcp_send() took less than asked. */
+	void (*on_writable)(vireo_tcp c, void *arg);
+	/* The connection is gone (closed, reset, timed out, evicted for a
+	 * newcomer, power off); c is stale during the call. */
+	void (*on_close)(vireo_tcp c, void *arg);
+	void *arg;
+};
+
+/* Listen (the struct is copied). 0, or (logged) -EINVAL (no on_recv, port
+ * 0, bad name, limits too large), -EEXIST (the port is taken), -ENOSPC
+ * (VIREO_TCP_SERVICES_MAX), -ENOMEM, -EIO. */
+int vireo_tcp_listen(const struct vireo_tcp_service *s);
+
+/* Copies up to len bytes for sending and returns how many: less than len
+ * (0 included) when the send bound is reached, and on_writable follows.
+ * -EPIPE when stale or closing. */
+int vireo_tcp_send(vireo_tcp c, const void *data, size_t len);
+/* Offer the unconsumed received bytes again (after on_recv consumed less
+ * than it was given and the app can now take more). 0 or -EPIPE. */
+int vireo_tcp_recv_again(vireo_tcp c);
+/* Close after what was sent is delivered (FIN); on_close follows. */
+int vireo_tcp_close(vireo_tcp c);
+/* Reset now; on_close follows (from the loop, not from this call). */
+int vireo_tcp_abort(vireo_tcp c);
+int vireo_tcp_peer(vireo_tcp c, struct vireo_addr *a);
+/* One pointer of the app's per connection (NULL at accept). */
+int vireo_tcp_set_ctx(vireo_tcp c, void *ctx);
+void *vireo_tcp_ctx(vireo_tcp c);
+
+/* ---- UDP ---- */
+
+typedef struct vireo_udp {
+	u32 id;
+} vireo_udp;
+
+#define VIREO_UDP_SERVICES_MAX 4
+#define VIREO_UDP_MAX 4096		/* a datagram's payload, either way */
+#define VIREO_UDP_DGRAM_DEFAULT 512
+
+struct vireo_udp_service {
+	const char *name;	/* 1..31 of [a-z0-9_-] */
+	u16 port;
+	u32 max_datagram;	/* [VIREO_UDP_DGRAM_DEFAULT], <= VIREO_UDP_MAX */
+	/* data[0..len) is valid during the call only. */
+	void (*on_recv)(vireo_udp u, const struct vireo_addr *src, const void *data, size_t len,
+			void *arg);
+	void *arg;
+};
+
+/* Bind (the struct is copied); *out (may be NULL) gets the socket. 0, or
+ * (logged) -EINVAL, -EEXIST, -ENOSPC, -ENOMEM, -EIO. */
+int vireo_udp_bind(const struct vireo_udp_service *s, vireo_udp *out);
+/* Send data[0..len) (len <= VIREO_UDP_MAX) to dst from the service's port.
+ * 0, -EINVAL (bad address, too long), -ENOMEM, -EIO, -EPIPE (bad handle). */
+int vireo_udp_send(vireo_udp u, const struct vireo_addr *dst, const void *data, size_t len);
+
+#endif
