@@ -4,12 +4,17 @@ DNS_HOST_ZONE := $(BUILD)/host/dns_example_zone.c
 $(DNS_HOST_ZONE): apps/dns/example.zone apps/dns/mkzone.py
 	@mkdir -p $(dir $@)
 	$(Q)$(PYTHON) apps/dns/mkzone.py $< $@
-$(BUILD)/host/mkzone.ok: apps/dns/mkzone.py apps/dns/test_mkzone.py
+$(BUILD)/host/mkzone.ok: apps/dns/mkzone.py apps/dns/test_mkzone.py apps/dns/test_dig_host.py tests/qemu/dns_client.py $(BUILD)/host/dns_serve
 	@mkdir -p $(dir $@)
-	$(Q)$(PYTHON) -m pytest -q -p no:cacheprovider apps/dns/test_mkzone.py >$@.log 2>&1 || { cat $@.log; exit 1; }
+	$(Q)$(PYTHON) -m pytest -q -p no:cacheprovider apps/dns/test_mkzone.py apps/dns/test_dig_host.py >$@.log 2>&1 || { cat $@.log; exit 1; }
 	$(Q)touch $@
 HOST_TESTS += test_dns
 test_dns_SRCS := tests/host/test_dns.c apps/dns/dnsmsg.c apps/dns/rrl.c kernel/siphash.c $(DNS_HOST_ZONE)
 $(BUILD)/host/test_dns: $(BUILD)/host/mkzone.ok
 FUZZERS += fuzz_dns
 fuzz_dns_SRCS := tests/fuzz/fuzz_dns.c apps/dns/dnsmsg.c apps/dns/rrl.c kernel/siphash.c $(DNS_HOST_ZONE)
+# dns_serve: the engine behind host sockets, for dig/kdig (apps/dns/test_dig_host.py).
+$(BUILD)/host/dns_serve: tests/host/dns_serve.c apps/dns/dnsmsg.c apps/dns/rrl.c kernel/siphash.c $(DNS_HOST_ZONE)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  HOSTCC  $@")
+	$(Q)$(HOST_CC) $(HOST_CFLAGS) -MF $@.d $(filter %.c,$^) -o $@
