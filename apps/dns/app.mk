@@ -1,0 +1,11 @@
+# make APP=apps/dns: the zone (DNS_ZONE, a zone file; apps/dns/README.md) is
+# compiled into a C table by apps/dns/mkzone.py at build time. The generated
+# file's name carries a hash of the zone's path, so choosing another zone
+# builds and links another object.
+DNS_ZONE ?= apps/dns/example.zone
+DNS_ZONE_C := $(BUILD)/apps/dns/zone-$(shell printf '%s' '$(DNS_ZONE)' | sha1sum | cut -c1-12).c
+APP_SRCS += $(DNS_ZONE_C)
+$(DNS_ZONE_C): $(DNS_ZONE) apps/dns/mkzone.py
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  MKZONE  $(DNS_ZONE)")
+	$(Q)$(PYTHON) apps/dns/mkzone.py $(DNS_ZONE) $@
