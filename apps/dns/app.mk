@@ -3,6 +3,7 @@
 # file's name carries a hash of the zone's path, so choosing another zone
 # builds and links another object.
 DNS_ZONE ?= apps/dns/example.zone
+$(if $(wildcard $(DNS_ZONE)),,$(error DNS_ZONE=$(DNS_ZONE): no such zone file))
 DNS_ZONE_C := $(BUILD)/apps/dns/zone-$(shell printf '%s' '$(DNS_ZONE)' | sha1sum | cut -c1-12).c
 APP_SRCS += $(DNS_ZONE_C)
 $(DNS_ZONE_C): $(DNS_ZONE) apps/dns/mkzone.py
