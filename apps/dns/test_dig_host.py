@@ -1,7 +1,7 @@
 """The engine behind host sockets (build/host/dns_serve, ASan/UBSan) asked by
 real clients: dig and kdig (Debian's dnsutils, knot-dnsutils) and the raw
-client tests/qemu/dns_client.py, on 127.0.0.1. The same questions are put to
-the booted appliance by tests/qemu/test_dns.py; this runs in make test-host."""
+client apps/dns/tests/dns_client.py, on 127.0.0.1. The same questions are put to
+the booted appliance by apps/dns/tests/test_dns.py; this runs in make test-host."""
 import json
 import os
 import re
@@ -13,7 +13,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SERVE = os.path.join(ROOT, "build", "host", "dns_serve")
-CLIENT = os.path.join(ROOT, "tests", "qemu", "dns_client.py")
+CLIENT = os.path.join(ROOT, "apps", "dns", "tests", "dns_client.py")
 
 
 def free_port():

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A raw DNS client for tests/qemu/test_dns.py, run inside the test's network
+"""A raw DNS client for apps/dns/tests/test_dns.py, run inside the test's network
 namespace (`ip netns exec NS python3 dns_client.py MODE ...`); prints one
 JSON object. Every loop is bounded (counts and socket timeouts).
 
