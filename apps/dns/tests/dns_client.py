@@ -6,6 +6,8 @@ JSON object. Every loop is bounded (counts and socket timeouts).
   malformed SERVER PORT      bad queries over UDP, each with what came back
   burst SERVER PORT SRC N    N queries at once from source address SRC:
                              answers, truncated "slips" and silence counted
+  pingpong SERVER PORT N      N queries one at a time (1 s timeout each):
+                             queries/s and latency percentiles (make bench-dns)
   tcp SERVER PORT [unbounded]  several queries on one connection, pipelined
                              and split byte by byte; a bad length prefix;
                              120 queries on one connection (the server's
@@ -108,6 +110,32 @@ def burst(server, port, src, n):
     return {"sent": n, "answered": full, "slipped": slip, "silent": n - full - slip, "send_s": round(sent_s, 3)}
 
 
+def pingpong(server, port, n):
+    names = ["vireo.test", "www.vireo.test", "nope.vireo.test", "host.vireo.test"]
+    msgs = [query(nm, 1, qid=i) for i, nm in enumerate(names)]
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect((server, port))
+    s.settimeout(1.0)
+    lat = []
+    lost = 0
+    t0 = time.perf_counter()
+    for i in range(n):
+        t = time.perf_counter()
+        s.send(msgs[i % len(msgs)])
+        try:
+            s.recv(4096)
+        except socket.timeout:
+            lost += 1
+            continue
+        lat.append((time.perf_counter() - t) * 1e3)
+    wall = time.perf_counter() - t0
+    s.close()
+    lat.sort()
+    pick = lambda p: round(lat[min(len(lat) - 1, int(len(lat) * p / 100))], 3) if lat else None  # noqa: E731
+    return {"queries": n, "lost": lost, "qps": round(len(lat) / wall), "p50_ms": pick(50), "p99_ms": pick(99),
+            "max_ms": round(lat[-1], 3) if lat else None}
+
+
 def recv_msg(s):
     def exact(k):
         b = b""
@@ -174,6 +202,8 @@ def main(argv):
         res = malformed(argv[2], int(argv[3]))
     elif mode == "burst":
         res = burst(argv[2], int(argv[3]), argv[4], int(argv[5]))
+    elif mode == "pingpong":
+        res = pingpong(argv[2], int(argv[3]), int(argv[4]))
     elif mode == "tcp":
         res = tcp(argv[2], int(argv[3]), bounded=len(argv) < 5 or argv[4] != "unbounded")
     else:
