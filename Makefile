@@ -63,9 +63,34 @@ DRIVER_SRCS := drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci
 	drivers/virtio_rng.c drivers/virtio_selftest.c drivers/virtio_net.c drivers/vnet_echo.c drivers/vnet_hdr.c drivers/vnet_ctrl.c drivers/vnet_gso.c \
 	drivers/coalesce.c drivers/virtio_console.c drivers/virtio_mmio_parse.c drivers/virtio_mmio.c
 NET_SRCS    := net/sys_arch.c net/lwip_port.c net/segheap.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/tso_merge.c net/tso_out.c net/netif_vnet.c net/netup.c net/sntp.c net/sntp_msg.c net/syslog.c net/syslog_msg.c net/resolv.c net/app/app.c net/app/conntab.c net/app/http.c \
-	net/app/site.c net/app/site_esp.c net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c
+	net/app/site.c net/app/site_esp.c net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c \
+	net/app/api.c net/app/routes.c net/app/services.c
+
+# ---- the appliance: make APP=apps/NAME (docs/apps.md) ----------------------
+# The app's C files (apps/NAME/*.c) are linked with the runtime above. Its
+# apps/NAME/app.mk, if any, may add APP_SRCS, APP_CFLAGS, APP_ROOT and
+# APP_EXTRA. The default app's outputs are $(BUILD)/vireo.*; any other's go
+# to $(BUILD)/apps/NAME/ (objects are shared: the runtime's are the same for
+# every app, the app's own live under $(BUILD)/k/apps/NAME/).
+APP ?= apps/site
+override APP := $(patsubst %/,%,$(APP))
+APP_NAME := $(notdir $(APP))
+APP_SRCS := $(wildcard $(APP)/*.c)
+APP_CFLAGS :=
+-include $(APP)/app.mk
+ifeq ($(strip $(APP_SRCS)),)
+$(error APP=$(APP): no C files there; the apps are $(notdir $(patsubst %/,%,$(wildcard apps/*/))))
+endif
+ifeq ($(APP),apps/site)
+OUT := $(BUILD)
+else
+OUT := $(BUILD)/apps/$(APP_NAME)
+endif
+APP_OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(APP_SRCS)))
+$(APP_OBJS): KCFLAGS += $(APP_CFLAGS)
+
 SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
-OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(BUILD)/k/site_data.o
+OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(APP_OBJS) $(OUT)/site_data.o
 
 # lwIP (fetched, never committed) and the rules for code that uses it.
 include net/lwip.mk
@@ -92,28 +117,30 @@ $(OBJS) $(LWIP_OBJS): | $(MBEDTLS_STAMP)
 endif
 # ---- end TLS ---------------------------------------------------------------
 
-# The site the appliance serves: APP_ROOT's files, plus APP_EXTRA synthesized
-# files (NAME=SIZE; the benchmark's 64 KiB file), baked in as rodata.
-APP_ROOT  ?= net/app/default-site
-APP_EXTRA ?= 64k.bin=65536
+# The files baked into the image (vireo/files.h; the static site serves them):
+# APP_ROOT's files, plus APP_EXTRA synthesized files (NAME=SIZE; the
+# benchmark's 64 KiB file, for the static site only), as rodata. An app's
+# own apps/NAME/site/ is its APP_ROOT when it has one.
+APP_ROOT  ?= $(if $(wildcard $(APP)/site),$(APP)/site,net/app/default-site)
+APP_EXTRA ?= $(if $(filter apps/site,$(APP)),64k.bin=65536)
 # The linker's cap on the EFI image: 1 MiB for code and the site, plus the
 # synthesized files' sizes (a benchmark or test build's 1 MiB or 16 MiB body).
 IMAGE_CAP := $(shell echo '$(APP_EXTRA)' | tr ' ' '\n' | awk -F= '{ s += $$2 } END { print s + 1048576 }')
-APP_STAMP := $(BUILD)/app-root.$(shell printf '%s %s' '$(APP_ROOT)' '$(APP_EXTRA)' | sha1sum | cut -c1-12)
+APP_STAMP := $(OUT)/app-root.$(shell printf '%s %s' '$(APP_ROOT)' '$(APP_EXTRA)' | sha1sum | cut -c1-12)
 $(APP_STAMP):
 	@mkdir -p $(dir $@)
-	$(Q)rm -f $(BUILD)/app-root.* && touch $@
-$(BUILD)/site_data.c: tools/mksite.py $(APP_STAMP) $(shell find $(APP_ROOT) -type f 2>/dev/null)
+	$(Q)rm -f $(OUT)/app-root.* && touch $@
+$(OUT)/site_data.c: tools/mksite.py $(APP_STAMP) $(shell find $(APP_ROOT) -type f 2>/dev/null)
 	@$(if $(Q),echo "  MKSITE  $(APP_ROOT)")
 	$(Q)$(PYTHON) tools/mksite.py $(APP_ROOT) $@ $(addprefix --extra ,$(APP_EXTRA))
-$(BUILD)/k/site_data.o: $(BUILD)/site_data.c
+$(OUT)/site_data.o: $(OUT)/site_data.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(KCFLAGS) -c $< -o $@
 
-EFI   := $(BUILD)/vireo.efi
-ELF   := $(BUILD)/vireo.so
-IMAGE := $(BUILD)/vireo.img
-PVH   := $(BUILD)/vireo.elf
+EFI   := $(OUT)/vireo.efi
+ELF   := $(OUT)/vireo.so
+IMAGE := $(OUT)/vireo.img
+PVH   := $(OUT)/vireo.elf
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
 	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks bench-upload bench-tls params
@@ -135,6 +162,7 @@ $(BUILD)/k/%.o: %.S
 	$(Q)$(CC) $(KCFLAGS) $(KASFLAGS) -c $< -o $@
 
 $(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/vireo.ld
+	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(LD) $(KLDFLAGS) --defsym=__image_cap=$(IMAGE_CAP) $(EFI_CRT0) $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) -o $@ -L$(EFI_LIB) -lgnuefi
 
@@ -159,6 +187,7 @@ $(BUILD)/k/boot/%.o: boot/%.S
 	@$(if $(Q),echo "  AS      $<")
 	$(Q)$(CC) $(KCFLAGS) $(KASFLAGS) -c $< -o $@
 $(PVH): $(PVH_OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/pvh.ld
+	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(LD) -nostdlib -static -z noexecstack -z max-page-size=4096 --build-id=none --gc-sections \
 		--no-undefined -T linker/pvh.ld $(PVH_OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) -o $@
@@ -215,6 +244,9 @@ FUZZERS :=
 # Each tests/host/*.mk adds names to HOST_TESTS (with NAME_SRCS) and FUZZERS
 # (with NAME_SRCS, and NAME_LDFLAGS if it needs any); the rules are generated below.
 include $(sort $(wildcard tests/host/*.mk))
+# An app's own host tests (apps/NAME/host.mk, in the same form), whichever
+# APP is being built.
+-include $(sort $(wildcard apps/*/host.mk))
 
 # Every host test and fuzzer links the one host kernel shim (hostk, with the
 # real kernel/loop.c and kernel/timerq.c its event loop runs on) and the toolkit's pure part
@@ -273,6 +305,16 @@ fuzz: deps-test $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 test-qemu: deps-test $(IMAGE)
 	$(Q)$(PYTHON) -m pytest -q -ra tests/qemu
 
+# Every app's own QEMU tests (apps/NAME/tests/test_*.py; the static site's
+# are tests/qemu and tests/matrix): the app's image (make APP=apps/NAME
+# image), then pytest on its tests, which boot it (apps/conftest.py).
+APP_TEST_DIRS := $(sort $(dir $(wildcard apps/*/tests/test_*.py)))
+.PHONY: test-apps
+test-apps: deps-test
+	$(Q)set -e; for t in $(APP_TEST_DIRS); do a=$${t%/tests/}; echo "  APP     $$a"; \
+		$(MAKE) --no-print-directory APP=$$a image; \
+		$(PYTHON) -m pytest -q -ra $$t; done
+
 # tests/matrix: the appliance over a tap device in a namespace of its own,
 # in every virtio-net/machine configuration, under hostile input and faults.
 # Markers pick the suites: quick (part of make test), hostile, soak.
@@ -297,7 +339,7 @@ soak: deps-test $(IMAGE)
 ROOT_SKIPS := $(BUILD)/root-skips.txt
 test: test-host fuzz-smoke
 	$(Q)rm -f $(ROOT_SKIPS); rc=0; \
-	VIREO_ROOT_SKIPS=$(abspath $(ROOT_SKIPS)) $(MAKE) --no-print-directory -k test-qemu test-matrix-quick || rc=$$?; \
+	VIREO_ROOT_SKIPS=$(abspath $(ROOT_SKIPS)) $(MAKE) --no-print-directory -k test-qemu test-matrix-quick test-apps || rc=$$?; \
 	$(PYTHON) tests/qemu/rootskip.py verdict $(ROOT_SKIPS) 2 $$rc
 
 deps-test:
@@ -354,6 +396,9 @@ help:
 	@echo "                  (docs/https.md). make TLS=1 tls-check: what mbedTLS needs, its size"
 	@echo "  make run        install QEMU/OVMF if missing, boot the appliance; http://localhost:8080/"
 	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=); with TLS=1 also https://localhost:8443/ (TLS_PORT=)"
+	@echo "  APP=apps/NAME   build (and run) that app instead of the static site (apps/site): any"
+	@echo "                  target above, outputs in $(BUILD)/apps/NAME/; apps: $(notdir $(patsubst %/,%,$(wildcard apps/*/)))"
+	@echo "                  (docs/apps.md; copy apps/template to start one)"
 	@echo "  make test       install test deps if missing; host unit tests (ASan/UBSan),"
 	@echo "                  fuzz smoke ($(FUZZ_RUNS) runs each), QEMU tests under OVMF, the"
 	@echo "                  quick matrix subset (~10-15 min). Fails if root-only tests (tap, matrix)"
@@ -365,6 +410,7 @@ help:
 	@echo "  make check-docs every relative link in README.md, docs/, net/README.md resolves;"
 	@echo "                  docs/appliance.md's command-line table matches the sources"
 	@echo "  make test-qemu  QEMU tests only"
+	@echo "  make test-apps  each app's image and its own QEMU tests (apps/NAME/tests/; part of make test)"
 	@echo "  make test-matrix  the appliance in 25 virtio-net/machine configurations, TSO on"
 	@echo "                  a wire and off, uploads with receive TSO on and off, plus test-hostile (~10-12 min; needs root for a"
 	@echo "                  netns with a tap)"

@@ -27,6 +27,8 @@
 #ifndef VIREO_API_APP_H
 #define VIREO_API_APP_H
 
+#include "kernel/string.h"	/* memcpy, memmove, memset, memcmp, strlen, strnlen,
+				 * strcmp, strncmp, strlcpy */
 #include "kernel/types.h"	/* u8..u64, s64, bool, size_t, the E* error codes */
 
 /* ---- registration ---- */
@@ -75,6 +77,10 @@ struct vireo_app {
 #define VIREO_LOG_BURST 50
 void vireo_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void vireo_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* snprintf into buf[size] (always NUL-terminated when size > 0), kprintf's
+ * formats (no floating point); returns the length the whole text needs. */
+int vireo_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- memory ---- */
 

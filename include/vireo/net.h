@@ -60,7 +60,9 @@ struct vireo_tcp_service {
 	/* All optional but on_recv. */
 	void (*on_accept)(vireo_tcp c, void *arg);
 	/* data[0..len) (len >= 1) is everything received and not yet
-	 * consumed; returns how many bytes it consumed (<= len). */
+	 * consumed; returns how many bytes it consumed (<= len). The rest
+	 * is offered again when more arrives, after on_writable (room to
+	 * answer), or on vireo_tcp_recv_again(). */
 	size_t (*on_recv)(vireo_tcp c, const void *data, size_t len, void *arg);
 	/* The peer sent its FIN after the bytes already offered. */
 	void (*on_eof)(vireo_tcp c, void *arg);

@@ -1,4 +1,5 @@
-/* The default appliance: the static HTTP server, TCP/UDP echo on port 7 when
+/* The runtime's services: the HTTP server (its routes are the apps',
+ * include/vireo/, started here), TCP/UDP echo on port 7 when
  * echo= asks for it, and the driver's and event loop's counters on /metrics
  * (the device's through the netif, net/net.h). Its keys: http=, echo=,
  * echo.udp_rate=. */
@@ -11,6 +12,7 @@
 #include "kernel/string.h"
 #include "kernel/wallclock.h"
 #include "lwip/priv/tcp_priv.h"
+#include "net/app/api.h"
 #include "net/app/app.h"
 #include "net/app/echo.h"
 #include "net/app/http.h"
@@ -270,6 +272,8 @@ int app_start(void)
 	}
 	drain_port = (u16)http_port;
 	power_register_drain(&http_drain);
+	/* The apps' routes and services (include/vireo/); each logs itself. */
+	api_apps_start();
 #ifdef VIREO_TLS
 	/* Each logs its own result; HTTP serves either way. */
 	if (tls_start() == 0)

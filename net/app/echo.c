@@ -22,6 +22,8 @@
 #include "lwip/ip.h"
 #include "lwip/altcp.h"
 #include "lwip/udp.h"
+#include "vireo/net.h"
+#include "net/app/api.h"
 #include "net/app/echo.h"
 #include "net/app/metrics.h"
 #include "net/app/tcputil.h"
@@ -213,6 +215,10 @@ static err_t echo_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 
 	if (err != ERR_OK || !pcb)
 		return ERR_VAL;
+	/* lwIP's heap budget counts 16 live connections for echo and the apps'
+	 * TCP services together (vireo/net.h). */
+	if (api_tcp_live() && api_tcp_live() + echo_stats.tcp_active >= VIREO_TCP_CONNS_TOTAL)
+		goto refuse;
 	c = (struct echo_conn *)conntab_accept(&echo.tab, pcb, sizeof *c, echo_conn_idle, echo_conn_evict, &v);
 	if (v == CONNTAB_REFUSE_SOURCE)
 		echo_stats.tcp_refused_source++;

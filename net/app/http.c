@@ -137,6 +137,9 @@ void http_parser_reset(struct http_req_parser *p)
 	p->path_len = 0;
 	p->if_none_match = NULL;
 	p->host = NULL;
+	p->query = NULL;
+	p->content_length = 0;
+	p->nfields = 0;
 	p->state = ST_HEAD;
 	p->seen_reqline = false;
 	p->nheaders = 0;
@@ -155,6 +158,9 @@ static int http_fail(struct http_req_parser *p, int status)
 	p->path_len = 0;
 	p->if_none_match = NULL;
 	p->host = NULL;
+	p->query = NULL;
+	p->content_length = 0;
+	p->nfields = 0;
 	return HTTP_ERROR;
 }
 
@@ -249,6 +255,10 @@ static int http_parse_target(struct http_req_parser *p, char *t, size_t n)
 		if (n == 0 || t[0] == '?') {
 			if (n && !http_query_ok(t + 1, n - 1))
 				return 400;
+			if (n) {
+				t[n] = '\0';	/* the SP after the target */
+				p->query = t + 1;
+			}
 			p->path = "/";
 			p->path_len = 1;
 			return 0;
@@ -261,6 +271,10 @@ static int http_parse_target(struct http_req_parser *p, char *t, size_t n)
 		;
 	if (q < n && !http_query_ok(t + q + 1, n - q - 1))
 		return 400;
+	if (q < n) {
+		t[n] = '\0';	/* the SP after the target; the path ends before '?' */
+		p->query = t + q + 1;
+	}
 
 	for (i = 0, w = 0; i < q; i++) {
 		int c = (u8)t[i];
@@ -345,7 +359,127 @@ static int http_parse_field(struct http_req_parser *p, struct head_info *h, cons
 		}
 		h->inm = true;
 	}
+	if (p->ext && p->nfields < HTTP_HEADERS_MAX) {
+		struct http_field *f = &p->fields[p->nfields++];
+
+		v[vlen] = '\0';	/* as above: the line is behind the scanner */
+		f->name = (u16)(name - p->buf);
+		f->name_len = (u16)nlen;
+		f->value = (u16)(v - p->buf);
+	}
 	return 0;
+}
+
+/* The method token s[0..m) (case-sensitive, RFC 9110 9.1) with ext. */
+static enum http_method http_method_of(const char *s, size_t m)
+{
+	static const struct {
+		const char *name;
+		enum http_method method;
+	} names[] = {
+		{ "POST", HTTP_METHOD_POST },     { "PUT", HTTP_METHOD_PUT },
+		{ "DELETE", HTTP_METHOD_DELETE }, { "PATCH", HTTP_METHOD_PATCH },
+		{ "OPTIONS", HTTP_METHOD_OPTIONS },
+	};
+	size_t i, k;
+
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		for (k = 0; k < m && names[i].name[k] == s[k]; k++)
+			;
+		if (k == m && names[i].name[k] == '\0')
+			return names[i].method;
+	}
+	return HTTP_METHOD_OTHER;
+}
+
+const char *http_header(const struct http_req_parser *p, const char *name)
+{
+	const char *found = NULL;
+	size_t i;
+
+	if (p->state != ST_DONE)
+		return NULL;
+	for (i = 0; i < p->nfields; i++) {
+		const struct http_field *f = &p->fields[i];
+		size_t k;
+
+		for (k = 0; k < f->name_len && name[k]; k++)
+			if (http_to_lower((u8)p->buf[f->name + k]) != http_to_lower((u8)name[k]))
+				break;
+		if (k != f->name_len || name[k])
+			continue;
+		if (found)
+			return NULL;	/* repeated: ambiguous */
+		found = p->buf + f->value;
+	}
+	return found;
+}
+
+/* Decodes s[0..n) (percent escapes, '+' as space) into buf[size] with a
+ * NUL, or compares it with want (buf NULL). Returns the length, -EINVAL
+ * for a bad escape or a NUL byte, -E2BIG when it does not fit, 1 / 0 as
+ * "equal" / "differs" when comparing. */
+static int http_form_decode(const char *s, size_t n, char *buf, size_t size, const char *want)
+{
+	size_t i, w = 0;
+
+	for (i = 0; i < n; i++) {
+		int c = (u8)s[i];
+
+		if (c == '+') {
+			c = ' ';
+		} else if (c == '%') {
+			c = http_pct_decode(s + i, n - i);
+			if (c < 0)
+				return -EINVAL;
+			i += 2;
+		}
+		if (c == 0)
+			return -EINVAL;
+		if (want) {
+			if ((u8)want[w] != c)
+				return 0;
+		} else {
+			if (w + 1 >= size)
+				return -E2BIG;
+			buf[w] = (char)c;
+		}
+		w++;
+	}
+	if (want)
+		return want[w] == '\0';
+	buf[w] = '\0';
+	return (int)w;
+}
+
+int http_query_param(const char *query, const char *name, char *buf, size_t size)
+{
+	const char *s = query;
+
+	if (buf && size)
+		buf[0] = '\0';
+	if (!s || !buf || !size)
+		return -ENOENT;
+	while (*s) {
+		size_t n = 0, eq;
+		int r;
+
+		while (s[n] && s[n] != '&')
+			n++;
+		for (eq = 0; eq < n && s[eq] != '='; eq++)
+			;
+		r = http_form_decode(s, eq, NULL, 0, name);
+		if (r == 1) {
+			r = eq < n ? http_form_decode(s + eq + 1, n - eq - 1, buf, size, NULL) : 0;
+			if (r < 0)
+				buf[0] = '\0';
+			return r;
+		}
+		s += n;
+		if (*s == '&')
+			s++;
+	}
+	return -ENOENT;
 }
 
 /* Parse the complete head in p->buf[req_start..len). */
@@ -411,15 +545,18 @@ static int http_finish(struct http_req_parser *p)
 		p->method = HTTP_METHOD_GET;
 	else if (m == 4 && s[0] == 'H' && s[1] == 'E' && s[2] == 'A' && s[3] == 'D')
 		p->method = HTTP_METHOD_HEAD;
-	else
+	else if (!p->ext)
 		return http_fail(p, 405);
+	else
+		p->method = http_method_of(s, m);
 	err = http_parse_target(p, t, tl);
 	if (err)
 		return http_fail(p, err);
 	if (h.te)
 		return http_fail(p, h.clen ? 400 : 501);	/* both at once: smuggling attempt */
-	if (h.clen && h.clen_val)
+	if (h.clen && h.clen_val && !p->ext)
 		return http_fail(p, 413);
+	p->content_length = h.clen ? h.clen_val : 0;
 
 	p->has_host = h.host;
 	if (p->version_minor == 1)
@@ -493,6 +630,8 @@ const char *http_reason(int status)
 {
 	switch (status) {
 	case 200: return "OK";
+	case 201: return "Created";
+	case 202: return "Accepted";
 	case 204: return "No Content";
 	case 206: return "Partial Content";
 	case 301: return "Moved Permanently";
@@ -503,14 +642,25 @@ const char *http_reason(int status)
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 408: return "Request Timeout";
+	case 409: return "Conflict";
+	case 410: return "Gone";
+	case 411: return "Length Required";
+	case 412: return "Precondition Failed";
 	case 413: return "Content Too Large";
 	case 414: return "URI Too Long";
+	case 415: return "Unsupported Media Type";
 	case 416: return "Range Not Satisfiable";
+	case 422: return "Unprocessable Content";
+	case 428: return "Precondition Required";
+	case 429: return "Too Many Requests";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
 	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
 	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
 	case 505: return "HTTP Version Not Supported";
+	case 507: return "Insufficient Storage";
 	default: return "";
 	}
 }
@@ -524,6 +674,13 @@ void http_set_date_source(size_t (*fn)(char *buf, size_t size))
 
 size_t http_response_head(char *buf, size_t size, int status, const char *content_type,
 			  u64 content_length, bool keep_alive, const char *extra_headers)
+{
+	return http_response_head_len(buf, size, status, content_type, &content_length, keep_alive,
+				      extra_headers);
+}
+
+size_t http_response_head_len(char *buf, size_t size, int status, const char *content_type,
+			      const u64 *content_length, bool keep_alive, const char *extra_headers)
 {
 	struct outbuf o = { buf, size, 0 };
 	char date[40];
@@ -546,9 +703,12 @@ size_t http_response_head(char *buf, size_t size, int status, const char *conten
 		outbuf_str(&o, content_type);
 		outbuf_str(&o, "\r\n");
 	}
-	outbuf_str(&o, "Content-Length: ");
-	outbuf_u64(&o, content_length);
-	outbuf_str(&o, keep_alive ? "\r\nConnection: keep-alive\r\n" : "\r\nConnection: close\r\n");
+	if (content_length) {
+		outbuf_str(&o, "Content-Length: ");
+		outbuf_u64(&o, *content_length);
+		outbuf_str(&o, "\r\n");
+	}
+	outbuf_str(&o, keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n");
 	if (extra_headers)
 		outbuf_str(&o, extra_headers);
 	outbuf_str(&o, "\r\n");

@@ -27,6 +27,19 @@ enum http_method {
 	HTTP_METHOD_NONE = 0,
 	HTTP_METHOD_GET,
 	HTTP_METHOD_HEAD,
+	/* Only with the parser's ext flag (the application API): */
+	HTTP_METHOD_POST,
+	HTTP_METHOD_PUT,
+	HTTP_METHOD_DELETE,
+	HTTP_METHOD_PATCH,
+	HTTP_METHOD_OPTIONS,
+	HTTP_METHOD_OTHER,	/* any other token */
+};
+
+/* A header field of the head, as offsets into the parser's buf: the name
+ * (not NUL-terminated) and its trimmed value (NUL-terminated in place). */
+struct http_field {
+	u16 name, name_len, value;
 };
 
 /*
@@ -46,6 +59,18 @@ struct http_req_parser {
 	size_t path_len;
 	const char *if_none_match;	/* trimmed value, or NULL (absent or repeated) */
 	const char *host;	/* the Host field's trimmed value (checked characters), or NULL */
+	/* With ext only: */
+	const char *query;	/* the raw query after '?', NUL-terminated, or NULL */
+	u64 content_length;	/* Content-Length, 0 if absent */
+	u16 nfields;		/* fields[0..nfields): every header field */
+	struct http_field fields[HTTP_HEADERS_MAX];
+
+	/* Set by the owner, kept across resets: parse for the application
+	 * API. Any method token is accepted (HTTP_METHOD_OTHER for unknown
+	 * ones; the caller answers 405), Content-Length > 0 is accepted
+	 * (the caller reads or refuses the body), and query and fields are
+	 * filled. Transfer-Encoding stays 501 (400 with Content-Length). */
+	bool ext;
 
 	/* Private. */
 	u8 state;
@@ -73,6 +98,18 @@ void http_parser_reset(struct http_req_parser *p);
  */
 int http_parse(struct http_req_parser *p, const u8 *data, size_t len, size_t *consumed);
 
+/* After HTTP_DONE with ext: the trimmed value of the header field name
+ * (case-insensitive), or NULL if it is absent or appears more than once. */
+const char *http_header(const struct http_req_parser *p, const char *name);
+
+/*
+ * In a raw query string (name=value pairs split by '&', percent-encoded,
+ * '+' for space): the first pair whose decoded name is name, its decoded
+ * value into buf[size] NUL-terminated. Returns the value's length, -ENOENT,
+ * -E2BIG (buf is then "") or -EINVAL (a bad escape or a NUL byte).
+ */
+int http_query_param(const char *query, const char *name, char *buf, size_t size);
+
 /* The reason phrase for status ("Not Found"), or "" for a code we never send. */
 const char *http_reason(int status);
 
@@ -91,6 +128,11 @@ void http_set_date_source(size_t (*fn)(char *buf, size_t size));
  */
 size_t http_response_head(char *buf, size_t size, int status, const char *content_type,
 			  u64 content_length, bool keep_alive, const char *extra_headers);
+
+/* The same with content_length NULL for no Content-Length line (a chunked
+ * or close-delimited body). */
+size_t http_response_head_len(char *buf, size_t size, int status, const char *content_type,
+			      const u64 *content_length, bool keep_alive, const char *extra_headers);
 
 /*
  * Write the canned HTML body for an error status ("<h1>404 Not Found</h1>...")

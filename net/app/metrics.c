@@ -79,7 +79,7 @@ void metrics_family(struct metrics_buf *b, const char *name, enum metrics_type t
 	outbuf_str(&l.o, help);
 	outbuf_str(&l.o, "\n# TYPE ");
 	outbuf_str(&l.o, name);
-	outbuf_str(&l.o, type == METRICS_COUNTER ? " counter" : " gauge");
+	outbuf_str(&l.o, type == METRICS_COUNTER ? " counter" : type == METRICS_GAUGE ? " gauge" : " histogram");
 	metrics_line_end(&l);
 }
 
@@ -97,6 +97,23 @@ void metrics_sample(struct metrics_buf *b, const char *name, const char *labels,
 	}
 	outbuf_str(&l.o, " ");
 	outbuf_u64(&l.o, value);
+	metrics_line_end(&l);
+}
+
+void metrics_sample_s64(struct metrics_buf *b, const char *name, const char *labels, s64 value)
+{
+	struct line l;
+
+	if (!metrics_line_begin(b, &l))
+		return;
+	outbuf_str(&l.o, name);
+	if (labels) {
+		outbuf_str(&l.o, "{");
+		outbuf_str(&l.o, labels);
+		outbuf_str(&l.o, "}");
+	}
+	outbuf_str(&l.o, value < 0 ? " -" : " ");
+	outbuf_u64(&l.o, value < 0 ? (u64)0 - (u64)value : (u64)value);
 	metrics_line_end(&l);
 }
 

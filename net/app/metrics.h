@@ -20,11 +20,11 @@ struct metrics_buf {
 	bool count_only;
 };
 
-enum metrics_type { METRICS_COUNTER, METRICS_GAUGE };
+enum metrics_type { METRICS_COUNTER, METRICS_GAUGE, METRICS_HISTOGRAM };
 
 void metrics_buf_init(struct metrics_buf *b, char *buf, size_t size);
 
-/* "# HELP name help" and "# TYPE name counter|gauge": once per family, before
+/* "# HELP name help" and "# TYPE name counter|gauge|histogram": once per family, before
  * its samples. help must not contain a newline or backslash. */
 void metrics_family(struct metrics_buf *b, const char *name, enum metrics_type type,
 		    const char *help);
@@ -32,6 +32,9 @@ void metrics_family(struct metrics_buf *b, const char *name, enum metrics_type t
 /* "name value", or "name{labels} value" when labels is not NULL; labels is
  * written as given (k="v",k2="v2"), so its values must already be escaped. */
 void metrics_sample(struct metrics_buf *b, const char *name, const char *labels, u64 value);
+
+/* A signed sample (gauges that may go below zero). */
+void metrics_sample_s64(struct metrics_buf *b, const char *name, const char *labels, s64 value);
 
 /* "name{key="value"} v" with value escaped (\\, \", \n) as the format wants. */
 void metrics_sample1(struct metrics_buf *b, const char *name, const char *key, const char *value,

@@ -34,7 +34,18 @@
  *
  * Connections are kept in a conntab (net/app/conntab.h): a per-source cap and
  * a fair share of the table when it is full.
+ *
+ * Routes other than /healthz and /metrics are the apps' (include/vireo/http.h,
+ * net/app/routes.c). A request for one is an exchange with a vireo_req
+ * handle (net/app/api.h): two more states, BODY (reading a Content-Length
+ * body into a buffer counted against VIREO_HTTP_BUF_BUDGET) and APP (the
+ * handler has it and has not answered yet). The API's calls never write to
+ * lwIP or free anything themselves: they set up the response and queue the
+ * connection's pump_work, so the app is never re-entered from its own call
+ * and a handle of a freed connection is only ever stale, never dangling.
  */
+#include "kernel/fmt.h"
+#include "kernel/loop.h"
 #include "kernel/mm.h"
 #include "kernel/time.h"
 #include "kernel/types.h"
@@ -42,8 +53,8 @@
 #include "net/app/http.h"
 #include "net/app/metrics.h"
 #include "net/app/server.h"
-#include "net/app/site.h"
 #include "net/app/tcputil.h"
+#include "net/app/api.h"
 #include "net/app/conntab.h"
 #include "net/app/https.h"
 #include "net/lwip_port.h"
@@ -52,9 +63,11 @@
 #include "lwip/altcp_tls.h"
 #endif
 
-enum conn_state { C_READ, C_SEND, C_LINGER };
+enum conn_state { C_READ, C_SEND, C_LINGER, C_BODY, C_APP };
 
-#define OUT_MAX 512		/* a response head, or a whole error response */
+#define OUT_MAX 1024		/* a response head (an app's adds up to
+				 * VIREO_RESP_HEADERS_MAX), or a whole error response */
+#define LOCATION_MAX 352	/* the redirect's Location line */
 #define POLL_TICKS 1		/* tcp_poll interval: 1 x 500 ms */
 #define TYPE_TEXT "text/plain; charset=utf-8"
 #define NO_STORE "Cache-Control: no-store\r\n"
@@ -87,6 +100,29 @@ struct conn {
 	char *dyn;		/* kmalloc'd body (/metrics), freed once written */
 	char out[OUT_MAX];
 
+	/* The app's exchange (vireo/http.h): see the top of the file. */
+	u32 xid;		/* its vireo_req id while live, else 0 */
+	const struct api_route *route;
+	u8 *req_body;		/* BODY/APP: the request body */
+	u32 req_body_len, req_body_need;
+	size_t budget;		/* bytes held against VIREO_HTTP_BUF_BUDGET */
+	u64 t_app;		/* APP: when the handler got the request */
+	bool stream;		/* SEND: the body comes from sbuf through vireo_resp_write */
+	bool stream_ended;	/* vireo_resp_end() was called */
+	bool chunked;		/* the stream is sent chunked */
+	bool want_writable;	/* a write was short: call on_writable when there is room */
+	u64 stream_len;		/* declared body length, or VIREO_LENGTH_UNKNOWN */
+	u64 stream_taken;	/* body bytes vireo_resp_write() took */
+	u8 *sbuf;		/* the stream buffer, VIREO_RESP_STREAM_BUF bytes */
+	u32 sbuf_off, sbuf_len;	/* unsent bytes are sbuf[sbuf_off..sbuf_len) */
+	void (*on_writable)(vireo_req r, void *arg);
+	void *writable_arg;
+	void (*on_done)(vireo_req r, bool done, void *arg);
+	void *done_arg;
+	struct work pump_work;	/* server_pump() from the loop, for API calls */
+	u16 xhdr_len;
+	char xhdr[VIREO_RESP_HEADERS_MAX + 1];	/* the app's extra header lines */
+
 	u32 rx_off, rx_len;	/* unparsed bytes are rx[rx_off..rx_len) */
 	u8 rx[TCP_WND];
 	struct http_req_parser parser;
@@ -95,6 +131,7 @@ struct conn {
 _Static_assert(offsetof(struct conn, link) == 0, "conntab entries are struct conn");
 
 struct http_server_stats http_server_stats;
+struct api_http_stats api_http_stats;
 
 static struct {
 	struct altcp_pcb *listen;
@@ -110,6 +147,40 @@ static u64 server_now_ms(void)
 	return time_ns() / NSEC_PER_MSEC;
 }
 
+/* ---- the app's exchange: its end and its memory ---- */
+
+/* Frees the request body and the stream buffer and gives back the budget
+ * they (and a copied response) held. */
+static void server_app_release(struct conn *c)
+{
+	kfree(c->req_body);
+	c->req_body = NULL;
+	c->req_body_len = c->req_body_need = 0;
+	kfree(c->sbuf);
+	c->sbuf = NULL;
+	c->sbuf_off = c->sbuf_len = 0;
+	api_buf_give(c->budget);
+	c->budget = 0;
+}
+
+/* The exchange ends: the handle goes stale, then on_done hears it. */
+static void server_app_end(struct conn *c, bool done)
+{
+	void (*fn)(vireo_req r, bool done, void *arg) = c->on_done;
+	u32 id = c->xid;
+
+	if (!id)
+		return;
+	c->xid = 0;
+	c->on_done = NULL;
+	c->on_writable = NULL;
+	api_handle_free(id);
+	if (!done)
+		api_http_stats.lost++;
+	if (fn)
+		fn((vireo_req){ id }, done, c->done_arg);
+}
+
 /* ---- connection lifetime ---- */
 
 static void server_conn_free(struct conn *c)
@@ -120,6 +191,9 @@ static void server_conn_free(struct conn *c)
 	}
 	if (c->tls)
 		https_stats.conns_active--;
+	work_cancel(&c->pump_work);
+	server_app_end(c, false);
+	server_app_release(c);
 	conntab_remove(&server.tab, &c->link);
 	kfree(c->dyn);
 	kfree(c);
@@ -176,7 +250,8 @@ static u32 server_outstanding(const struct conn *c)
 	u32 n = c->inflight;
 
 	if (c->state == C_SEND)
-		n += (u32)(c->out_len - c->out_off) + (u32)(c->body_len - c->body_off);
+		n += (u32)(c->out_len - c->out_off) + (u32)(c->body_len - c->body_off) +
+		     (c->stream ? c->sbuf_len - c->sbuf_off : 0);
 	return n;
 }
 
@@ -248,31 +323,32 @@ static void server_respond_error(struct conn *c, int status, bool head_only)
 	c->out_len = (u16)n;
 	c->body = NULL;
 	c->body_len = 0;
+	c->stream = false;
 	c->close_after = true;
 	server_count_response(status);
 	server_start_send(c);
 }
 
-/* "Name: value\r\n" into buf, or "" if it does not fit. */
-static const char *server_header_line(char *buf, size_t size, const char *name, const char *value)
+/* The same with extra header lines (a route's Allow), closing afterwards. */
+static void server_respond_error_extra(struct conn *c, int status, bool head_only, const char *extra)
 {
-	size_t n = 0;
-	const char *s;
+	size_t body = http_error_body(NULL, 0, status);
+	size_t n = http_response_head(c->out, sizeof c->out, status, "text/html; charset=utf-8", body, false,
+				      extra);
 
-	for (s = name; *s && n < size; s++)
-		buf[n++] = *s;
-	for (s = ": "; *s && n < size; s++)
-		buf[n++] = *s;
-	for (s = value; *s && n < size; s++)
-		buf[n++] = *s;
-	for (s = "\r\n"; *s && n < size; s++)
-		buf[n++] = *s;
-	if (n >= size) {
-		buf[0] = '\0';
-		return buf;
+	if (!n || !body) {
+		server_respond_error(c, status, head_only);
+		return;
 	}
-	buf[n] = '\0';
-	return buf;
+	if (!head_only)
+		n += http_error_body(c->out + n, sizeof c->out - n, status);
+	c->out_len = (u16)n;
+	c->body = NULL;
+	c->body_len = 0;
+	c->stream = false;
+	c->close_after = true;
+	server_count_response(status);
+	server_start_send(c);
 }
 
 static bool server_path_is(const struct http_req_parser *p, const char *lit)
@@ -400,21 +476,104 @@ static const char *server_location(struct conn *c, char *buf, size_t size)
 	return buf;
 }
 
+/* ---- the apps' routes ---- */
+
+static unsigned server_method_bit(enum http_method m)
+{
+	switch (m) {
+	case HTTP_METHOD_GET: return VIREO_GET;
+	case HTTP_METHOD_HEAD: return VIREO_HEAD;
+	case HTTP_METHOD_POST: return VIREO_POST;
+	case HTTP_METHOD_PUT: return VIREO_PUT;
+	case HTTP_METHOD_DELETE: return VIREO_DELETE;
+	case HTTP_METHOD_PATCH: return VIREO_PATCH;
+	case HTTP_METHOD_OPTIONS: return VIREO_OPTIONS;
+	default: return 0;
+	}
+}
+
+/* Hand the request (head and body read) to its route's handler. It may
+ * answer during the call (the state is SEND afterwards) or later. */
+static void server_app_dispatch(struct conn *c)
+{
+	c->xid = api_handle_new(API_H_REQ, c);
+	if (!c->xid) {
+		server_app_release(c);
+		server_respond_error(c, 503, c->parser.method == HTTP_METHOD_HEAD);
+		return;
+	}
+	c->state = C_APP;
+	c->t_app = server_now_ms();
+	c->stream = c->stream_ended = c->chunked = c->want_writable = false;
+	c->close_after = false;
+	c->stream_len = c->stream_taken = 0;
+	c->xhdr_len = 0;
+	c->xhdr[0] = '\0';
+	c->on_writable = NULL;
+	c->on_done = NULL;
+	api_http_stats.requests++;
+	c->route->r.handler((vireo_req){ c->xid }, c->route->r.arg);
+}
+
+/* A request for an app's route: the method and the body checked, then
+ * the body read (BODY) or the handler called. */
+static void server_app_request(struct conn *c, const struct api_route *rt)
+{
+	const struct http_req_parser *p = &c->parser;
+	bool head_only = p->method == HTTP_METHOD_HEAD;
+	unsigned m = server_method_bit(p->method);
+	char allow[96];
+
+	if (m)
+		rt = api_route_for_method(rt, m);
+	if (!m || !api_route_allows(rt, m)) {
+		api_http_stats.method_refusals++;
+		server_respond_error_extra(c, 405, head_only, api_route_allow_header(rt, allow, sizeof allow));
+		return;
+	}
+	if (p->content_length > rt->r.max_body) {
+		api_http_stats.body_too_large++;
+		server_respond_error(c, 413, head_only);
+		return;
+	}
+	c->route = rt;
+	if (!p->content_length) {
+		server_app_dispatch(c);
+		return;
+	}
+	if (!api_buf_take((size_t)p->content_length)) {
+		api_http_stats.budget_refusals++;
+		server_respond_error(c, 503, head_only);
+		return;
+	}
+	c->budget += (size_t)p->content_length;
+	c->req_body = kmalloc((size_t)p->content_length);
+	if (!c->req_body) {
+		server_app_release(c);
+		server_respond_error(c, 503, head_only);
+		return;
+	}
+	c->req_body_need = (u32)p->content_length;
+	c->req_body_len = 0;
+	c->state = C_BODY;
+}
+
 /* Set up the response to the request the parser just completed. */
 static void server_respond(struct conn *c)
 {
 	const struct http_req_parser *p = &c->parser;
 	bool head_only = p->method == HTTP_METHOD_HEAD;
 	bool keep = p->keep_alive && !server.draining;
-	const struct site_file *f;
+	const struct api_route *rt;
 	const char *type, *extra;
-	char line[96], line301[OUT_MAX - 160];
+	char line301[LOCATION_MAX];
 	int status = 200;
 	size_t n;
 
 	c->body = NULL;
 	c->body_len = 0;
 	c->body_copy = false;
+	c->stream = false;
 	if (server.redirect_port && !c->tls && !server_path_is(p, "/healthz")) {
 		status = 301;
 		type = NULL;
@@ -431,15 +590,9 @@ static void server_respond(struct conn *c)
 		}
 		type = METRICS_CONTENT_TYPE;
 		extra = NO_STORE;
-	} else if ((f = site_lookup(p->path)) != NULL) {
-		type = f->content_type;
-		extra = server_header_line(line, sizeof line, "ETag", f->etag);
-		c->body = f->data;
-		c->body_len = f->len;
-		if (http_etag_match(p->if_none_match, f->etag)) {
-			status = 304;
-			type = NULL;	/* Content-Length stays the 200's, RFC 9110 8.6 */
-		}
+	} else if ((rt = api_route_match(p->path)) != NULL) {
+		server_app_request(c, rt);
+		return;
 	} else {
 		n = http_error_response(c->out, sizeof c->out, 404, keep, head_only);
 		c->out_len = (u16)n;
@@ -456,7 +609,7 @@ static void server_respond(struct conn *c)
 		return;
 	}
 	c->out_len = (u16)n;
-	if (head_only || status == 304 || status == 301)
+	if (head_only || status == 301)
 		c->body_len = 0;
 	c->close_after = !keep;
 	server_count_response(status);
@@ -483,6 +636,10 @@ static err_t server_write_some(struct conn *c)
 			src = c->body + c->body_off;
 			left = c->body_len - c->body_off;
 			flags = c->body_copy ? TCP_WRITE_FLAG_COPY : 0;
+		} else if (c->stream && c->sbuf_off < c->sbuf_len) {
+			src = c->sbuf + c->sbuf_off;
+			left = c->sbuf_len - c->sbuf_off;
+			flags = TCP_WRITE_FLAG_COPY;
 		} else {
 			break;
 		}
@@ -507,8 +664,10 @@ static err_t server_write_some(struct conn *c)
 			return server_conn_abort(c);
 		if (c->out_off < c->out_len)
 			c->out_off += (u16)n;
-		else
+		else if (c->body_off < c->body_len)
 			c->body_off += n;
+		else
+			c->sbuf_off += (u32)n;
 		c->inflight += (u32)n;
 		http_server_stats.tx_bytes += n;
 		wrote = true;
@@ -535,8 +694,22 @@ static err_t server_pump(struct conn *c)
 				return ERR_ABRT;
 			if (c->out_off < c->out_len || c->body_off < c->body_len)
 				return ERR_OK;	/* resumes from server_on_sent() */
+			if (c->stream && (c->sbuf_off < c->sbuf_len || !c->stream_ended)) {
+				/* Drained what the app gave: ask for more. */
+				if (c->want_writable && c->on_writable && c->xid && !c->stream_ended &&
+				    c->sbuf_len - c->sbuf_off <= VIREO_RESP_STREAM_BUF / 2) {
+					c->want_writable = false;
+					c->on_writable((vireo_req){ c->xid }, c->writable_arg);
+					if (c->sbuf_off < c->sbuf_len || c->stream_ended)
+						continue;
+				}
+				return ERR_OK;
+			}
 			kfree(c->dyn);
 			c->dyn = NULL;
+			server_app_end(c, true);
+			server_app_release(c);
+			c->stream = false;
 			if (c->close_after || server.draining)
 				return server_begin_close(c);
 			c->state = C_READ;
@@ -545,6 +718,26 @@ static err_t server_pump(struct conn *c)
 			c->t_wait = server_now_ms();
 			http_parser_reset(&c->parser);
 			continue;
+		}
+		if (c->state == C_BODY) {
+			u32 n = MIN(c->rx_len - c->rx_off, c->req_body_need - c->req_body_len);
+
+			if (n) {
+				__builtin_memcpy(c->req_body + c->req_body_len, c->rx + c->rx_off, n);
+				c->req_body_len += n;
+				c->rx_off += n;
+				altcp_recved(c->link.pcb, (u16_t)n);
+			}
+			if (c->req_body_len == c->req_body_need) {
+				server_app_dispatch(c);
+				continue;
+			}
+			if (c->rx_off == c->rx_len) {
+				c->rx_off = c->rx_len = 0;
+				if (c->rx_eof)
+					return server_conn_close(c);	/* the body will not come */
+			}
+			return ERR_OK;
 		}
 		if (c->state != C_READ)
 			return ERR_OK;
@@ -572,6 +765,478 @@ static err_t server_pump(struct conn *c)
 		else
 			server_respond_error(c, c->parser.status, false);
 	}
+}
+
+/* The connection's pump_work: an API call set something up. */
+static void server_pump_work(void *arg)
+{
+	server_pump(arg);
+}
+
+/* ---- the application API's exchange calls (vireo/http.h) ---- */
+
+/* The live exchange of r, or NULL. */
+static struct conn *server_xc(vireo_req r)
+{
+	return api_handle_get(API_H_REQ, r.id);
+}
+
+bool vireo_req_live(vireo_req r)
+{
+	return server_xc(r) != NULL;
+}
+
+enum vireo_method vireo_req_method(vireo_req r)
+{
+	struct conn *c = server_xc(r);
+
+	return c ? (enum vireo_method)server_method_bit(c->parser.method) : (enum vireo_method)0;
+}
+
+const char *vireo_req_path(vireo_req r)
+{
+	struct conn *c = server_xc(r);
+
+	return c ? c->parser.path : "";
+}
+
+const char *vireo_req_subpath(vireo_req r)
+{
+	struct conn *c = server_xc(r);
+
+	if (!c || !c->route->r.prefix)
+		return "";
+	return c->parser.path + MIN(c->route->path_len, c->parser.path_len);
+}
+
+const char *vireo_req_query(vireo_req r)
+{
+	struct conn *c = server_xc(r);
+
+	return c && c->parser.query ? c->parser.query : "";
+}
+
+int vireo_req_query_param(vireo_req r, const char *name, char *buf, size_t size)
+{
+	struct conn *c = server_xc(r);
+
+	if (!c) {
+		if (buf && size)
+			buf[0] = '\0';
+		return -EPIPE;
+	}
+	if (!name || !buf || !size) {
+		api_misuse("vireo_req_query_param: no name or buffer: refused");
+		return -EINVAL;
+	}
+	return http_query_param(c->parser.query, name, buf, size);
+}
+
+const char *vireo_req_header(vireo_req r, const char *name)
+{
+	struct conn *c = server_xc(r);
+
+	return c && name ? http_header(&c->parser, name) : NULL;
+}
+
+const void *vireo_req_body(vireo_req r, size_t *len)
+{
+	struct conn *c = server_xc(r);
+	size_t n = c && c->req_body ? c->req_body_len : 0;
+
+	if (len)
+		*len = n;
+	return n ? c->req_body : NULL;
+}
+
+int vireo_req_peer(vireo_req r, struct vireo_addr *a)
+{
+	struct conn *c = server_xc(r);
+
+	if (!c)
+		return -EPIPE;
+	api_addr_of(altcp_get_ip(c->link.pcb, 0), app_tcp_pcb(c->link.pcb)->remote_port, a);
+	return 0;
+}
+
+bool vireo_req_tls(vireo_req r)
+{
+	struct conn *c = server_xc(r);
+
+	return c && c->tls;
+}
+
+bool vireo_req_etag_match(vireo_req r, const char *etag)
+{
+	struct conn *c = server_xc(r);
+
+	return c && http_etag_match(c->parser.if_none_match, etag);
+}
+
+static bool server_tchar(u8 ch)
+{
+	static const char other[] = "!#$%&'*+-.^_`|~";
+
+	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
+		return true;
+	for (const char *o = other; *o; o++)
+		if (ch == (u8)*o)
+			return true;
+	return false;
+}
+
+static bool server_name_is(const char *name, const char *lit)
+{
+	for (; *name && *lit; name++, lit++) {
+		char a = *name >= 'A' && *name <= 'Z' ? (char)(*name + 32) : *name;
+
+		if (a != *lit)
+			return false;
+	}
+	return *name == *lit;
+}
+
+/* The exchange of r waiting for its answer, or NULL after a refusal
+ * (*err says which, logged for misuse). */
+static struct conn *server_xc_unanswered(vireo_req r, const char *fn, int *err)
+{
+	struct conn *c = server_xc(r);
+
+	if (!c) {
+		*err = -EPIPE;
+		return NULL;
+	}
+	if (c->state != C_APP) {
+		api_misuse("%s: the response has started already: refused", fn);
+		*err = -EALREADY;
+		return NULL;
+	}
+	return c;
+}
+
+int vireo_resp_header(vireo_req r, const char *name, const char *value)
+{
+	static const char *const runtime[] = { "content-length", "transfer-encoding", "connection", "server",
+					       "date" };
+	size_t nl = 0, vl = 0, i;
+	struct conn *c;
+	int err;
+
+	c = server_xc_unanswered(r, "vireo_resp_header", &err);
+	if (!c)
+		return err;
+	if (!name || !value) {
+		api_misuse("vireo_resp_header: no name or value: refused");
+		return -EINVAL;
+	}
+	for (nl = 0; name[nl]; nl++)
+		if (!server_tchar((u8)name[nl]) || nl > VIREO_RESP_HEADERS_MAX)
+			break;
+	for (i = 0; i < ARRAY_SIZE(runtime); i++)
+		if (server_name_is(name, runtime[i]))
+			nl = 0;
+	for (vl = 0; value[vl] && vl <= VIREO_RESP_HEADERS_MAX; vl++)
+		if (((u8)value[vl] < 0x20 && value[vl] != '\t') || value[vl] == 0x7f)
+			break;
+	if (!nl || name[nl] || value[vl]) {
+		api_misuse("vireo_resp_header %.32s: not a token, a runtime header, or a bad value: refused", name);
+		return -EINVAL;
+	}
+	if (c->xhdr_len + nl + 2 + vl + 2 > VIREO_RESP_HEADERS_MAX) {
+		api_misuse("vireo_resp_header %.32s: over %u bytes of headers: refused", name,
+			   VIREO_RESP_HEADERS_MAX);
+		return -ENOSPC;
+	}
+	__builtin_memcpy(c->xhdr + c->xhdr_len, name, nl);
+	c->xhdr_len += (u16)nl;
+	c->xhdr[c->xhdr_len++] = ':';
+	c->xhdr[c->xhdr_len++] = ' ';
+	__builtin_memcpy(c->xhdr + c->xhdr_len, value, vl);
+	c->xhdr_len += (u16)vl;
+	c->xhdr[c->xhdr_len++] = '\r';
+	c->xhdr[c->xhdr_len++] = '\n';
+	c->xhdr[c->xhdr_len] = '\0';
+	return 0;
+}
+
+/* The head into out[] and SEND; the pump is queued. length: the
+ * Content-Length, or NULL for none. */
+static int server_app_head(struct conn *c, int status, const char *type, const u64 *length, const char *te)
+{
+	char extra[VIREO_RESP_HEADERS_MAX + 32];
+	bool keep = c->parser.keep_alive && !server.draining && !c->close_after;
+	size_t n = c->xhdr_len, i;
+
+	__builtin_memcpy(extra, c->xhdr, n);
+	for (i = 0; te && te[i]; i++)
+		extra[n++] = te[i];
+	extra[n] = '\0';
+	n = http_response_head_len(c->out, sizeof c->out, status, type, length, keep, extra);
+	if (!n) {
+		api_misuse("vireo_resp: status %d with its headers does not fit: 500 sent", status);
+		server_respond_error(c, 500, c->parser.method == HTTP_METHOD_HEAD);
+		work_queue(&c->pump_work);
+		return -EINVAL;
+	}
+	c->out_len = (u16)n;
+	c->close_after = !keep;
+	server_count_response(status);
+	server_start_send(c);
+	work_queue(&c->pump_work);
+	return 0;
+}
+
+static bool server_status_ok(int status, const char *fn)
+{
+	if (status < 200 || status > 599) {
+		api_misuse("%s: status %d: refused", fn, status);
+		return false;
+	}
+	return true;
+}
+
+static int server_app_send(vireo_req r, int status, const char *type, const void *body, size_t len, bool copy)
+{
+	const char *fn = copy ? "vireo_resp_send" : "vireo_resp_send_static";
+	struct conn *c;
+	bool head_only;
+	int err;
+
+	c = server_xc_unanswered(r, fn, &err);
+	if (!c)
+		return err;
+	head_only = c->parser.method == HTTP_METHOD_HEAD || status == 304;
+	if (!server_status_ok(status, fn))
+		return -EINVAL;
+	if ((len && !body) || (status == 204 && len)) {
+		api_misuse("%s: %s: refused", fn, len && !body ? "a length without a body" : "204 has no body");
+		return -EINVAL;
+	}
+	c->body = body;
+	c->body_len = len;
+	c->body_copy = false;
+	if (copy && len && !head_only) {
+		if (!api_buf_take(len)) {
+			api_http_stats.budget_refusals++;
+			return -ENOMEM;
+		}
+		c->dyn = kmalloc(len);
+		if (!c->dyn) {
+			api_buf_give(len);
+			return -ENOMEM;
+		}
+		c->budget += len;
+		__builtin_memcpy(c->dyn, body, len);
+		c->body = (const u8 *)c->dyn;
+		c->body_copy = true;
+	}
+	/* 304: Content-Length stays the 200's (RFC 9110 8.6), no body. */
+	err = server_app_head(c, status, status == 304 ? NULL : type, &(u64){ len }, NULL);
+	if (head_only)
+		c->body_len = 0;
+	return err;
+}
+
+int vireo_resp_send(vireo_req r, int status, const char *type, const void *body, size_t len)
+{
+	return server_app_send(r, status, type, body, len, true);
+}
+
+int vireo_resp_send_static(vireo_req r, int status, const char *type, const void *body, size_t len)
+{
+	return server_app_send(r, status, type, body, len, false);
+}
+
+int vireo_resp_error(vireo_req r, int status)
+{
+	bool head_only, keep;
+	struct conn *c;
+	size_t n;
+	int err;
+
+	c = server_xc_unanswered(r, "vireo_resp_error", &err);
+	if (!c)
+		return err;
+	if (status < 400 || status > 599 || !http_error_body(NULL, 0, status)) {
+		api_misuse("vireo_resp_error: status %d has no canned page: refused", status);
+		return -EINVAL;
+	}
+	head_only = c->parser.method == HTTP_METHOD_HEAD;
+	keep = status < 500 && c->parser.keep_alive && !server.draining;
+	n = http_error_response(c->out, sizeof c->out, status, keep, head_only);
+	c->out_len = (u16)n;
+	c->body = NULL;
+	c->body_len = 0;
+	c->close_after = !keep;
+	server_count_response(status);
+	server_start_send(c);
+	work_queue(&c->pump_work);
+	return 0;
+}
+
+int vireo_resp_start(vireo_req r, int status, const char *type, u64 length)
+{
+	struct conn *c;
+	bool head_only;
+	int err;
+
+	c = server_xc_unanswered(r, "vireo_resp_start", &err);
+	if (!c)
+		return err;
+	if (!server_status_ok(status, "vireo_resp_start"))
+		return -EINVAL;
+	if ((status == 204 || status == 304) && length) {
+		api_misuse("vireo_resp_start: %d has no body: refused", status);
+		return -EINVAL;
+	}
+	head_only = c->parser.method == HTTP_METHOD_HEAD || status == 204 || status == 304;
+	if (!head_only) {
+		if (!api_buf_take(VIREO_RESP_STREAM_BUF)) {
+			api_http_stats.budget_refusals++;
+			return -ENOMEM;
+		}
+		c->sbuf = kmalloc(VIREO_RESP_STREAM_BUF);
+		if (!c->sbuf) {
+			api_buf_give(VIREO_RESP_STREAM_BUF);
+			return -ENOMEM;
+		}
+		c->budget += VIREO_RESP_STREAM_BUF;
+	}
+	c->sbuf_off = c->sbuf_len = 0;
+	c->stream_len = length;
+	c->stream_taken = 0;
+	c->stream_ended = false;
+	c->chunked = false;
+	c->body = NULL;
+	c->body_len = 0;
+	c->body_copy = false;
+	if (length == VIREO_LENGTH_UNKNOWN && !head_only) {
+		if (c->parser.version_minor >= 1)
+			c->chunked = true;
+		else
+			c->close_after = true;	/* HTTP/1.0: the end is our FIN */
+	}
+	err = server_app_head(c, status, type, length == VIREO_LENGTH_UNKNOWN ? NULL : &length,
+			      c->chunked ? "Transfer-Encoding: chunked\r\n" : NULL);
+	if (!err)
+		c->stream = true;
+	return err;
+}
+
+/* The stream of r, started and not ended, or NULL after a refusal. */
+static struct conn *server_xc_stream(vireo_req r, const char *fn, int *err)
+{
+	struct conn *c = server_xc(r);
+
+	if (!c) {
+		*err = -EPIPE;
+		return NULL;
+	}
+	if (c->state != C_SEND || !c->stream) {
+		api_misuse("%s: no vireo_resp_start() before: refused", fn);
+		*err = -EINVAL;
+		return NULL;
+	}
+	if (c->stream_ended) {
+		api_misuse("%s: after vireo_resp_end(): refused", fn);
+		*err = -EINVAL;
+		return NULL;
+	}
+	return c;
+}
+
+#define CHUNK_TRAILER "0\r\n\r\n"
+
+int vireo_resp_write(vireo_req r, const void *data, size_t len)
+{
+	struct conn *c;
+	size_t room, n, over = 0;
+	int err;
+
+	c = server_xc_stream(r, "vireo_resp_write", &err);
+	if (!c)
+		return err;
+	if (len && !data) {
+		api_misuse("vireo_resp_write: no data: refused");
+		return -EINVAL;
+	}
+	len = MIN(len, (size_t)0x7fffffff);
+	if (c->stream_len != VIREO_LENGTH_UNKNOWN && len > c->stream_len - c->stream_taken) {
+		api_misuse("vireo_resp_write: past the declared length %llu: refused",
+			   (unsigned long long)c->stream_len);
+		return -EINVAL;
+	}
+	if (!c->sbuf) {		/* HEAD, 204, 304: no body goes out */
+		c->stream_taken += len;
+		return (int)len;
+	}
+	if (c->sbuf_off == c->sbuf_len)
+		c->sbuf_off = c->sbuf_len = 0;
+	else if (c->sbuf_off) {
+		__builtin_memmove(c->sbuf, c->sbuf + c->sbuf_off, c->sbuf_len - c->sbuf_off);
+		c->sbuf_len -= c->sbuf_off;
+		c->sbuf_off = 0;
+	}
+	room = VIREO_RESP_STREAM_BUF - c->sbuf_len;
+	if (c->chunked)
+		over = 4 + 2 + 2 + sizeof CHUNK_TRAILER - 1;	/* hex size, CRLF, CRLF; the trailer */
+	n = room > over ? MIN(len, room - over) : 0;
+	if (n) {
+		if (c->chunked)
+			c->sbuf_len += (u32)ksnprintf((char *)c->sbuf + c->sbuf_len, 8, "%zx\r\n", n);
+		__builtin_memcpy(c->sbuf + c->sbuf_len, data, n);
+		c->sbuf_len += (u32)n;
+		if (c->chunked) {
+			c->sbuf[c->sbuf_len++] = '\r';
+			c->sbuf[c->sbuf_len++] = '\n';
+		}
+		c->stream_taken += n;
+		work_queue(&c->pump_work);
+	}
+	if (n < len)
+		c->want_writable = true;
+	return (int)n;
+}
+
+int vireo_resp_end(vireo_req r)
+{
+	struct conn *c;
+	int err;
+
+	c = server_xc_stream(r, "vireo_resp_end", &err);
+	if (!c)
+		return err;
+	if (c->chunked) {
+		__builtin_memcpy(c->sbuf + c->sbuf_len, CHUNK_TRAILER, sizeof CHUNK_TRAILER - 1);
+		c->sbuf_len += sizeof CHUNK_TRAILER - 1;
+	}
+	if (c->stream_len != VIREO_LENGTH_UNKNOWN && c->stream_taken < c->stream_len)
+		c->close_after = true;	/* short: the peer must not take it for whole */
+	c->stream_ended = true;
+	work_queue(&c->pump_work);
+	return 0;
+}
+
+int vireo_resp_on_writable(vireo_req r, void (*fn)(vireo_req r, void *arg), void *arg)
+{
+	struct conn *c = server_xc(r);
+
+	if (!c)
+		return -EPIPE;
+	c->on_writable = fn;
+	c->writable_arg = arg;
+	return 0;
+}
+
+int vireo_req_on_done(vireo_req r, void (*fn)(vireo_req r, bool done, void *arg), void *arg)
+{
+	struct conn *c = server_xc(r);
+
+	if (!c)
+		return -EPIPE;
+	c->on_done = fn;
+	c->done_arg = arg;
+	return 0;
 }
 
 /* ---- lwIP callbacks ---- */
@@ -686,6 +1351,31 @@ static err_t server_on_poll(void *arg, struct altcp_pcb *pcb)
 		if (c->served && now - c->t_wait >= cfg->idle_timeout_ms) {
 			http_server_stats.timeouts_idle++;
 			return server_conn_close(c);
+		}
+		break;
+	case C_BODY:
+		if (c->inflight && server_send_stalled(c, now)) {
+			http_server_stats.timeouts_send++;
+			return server_conn_abort(c);
+		}
+		if (now - c->t_head >= cfg->header_timeout_ms) {
+			http_server_stats.timeouts_header++;
+			server_app_release(c);
+			server_respond_error(c, 408, false);
+			return server_pump(c);
+		}
+		break;
+	case C_APP:
+		if (c->inflight && server_send_stalled(c, now)) {
+			http_server_stats.timeouts_send++;
+			return server_conn_abort(c);
+		}
+		if (now - c->t_app >= VIREO_HTTP_DEFER_MS) {
+			api_http_stats.deferred_timeouts++;
+			server_app_end(c, false);
+			server_app_release(c);
+			server_respond_error(c, 503, c->parser.method == HTTP_METHOD_HEAD);
+			return server_pump(c);
 		}
 		break;
 	case C_SEND:
@@ -805,7 +1495,9 @@ static err_t server_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 		goto refuse;
 	c->state = C_READ;
 	c->t_wait = server_now_ms();
+	c->parser.ext = true;	/* methods and bodies for the apps' routes */
 	http_parser_reset(&c->parser);
+	work_init(&c->pump_work, server_pump_work, c);
 	http_server_stats.conns_accepted++;
 	http_server_stats.conns_active++;
 	if (tls) {

@@ -31,20 +31,34 @@ $(LWIP_HOST_LIB): $(LWIP_HOST_OBJS)
 	$(Q)rm -f $@
 	$(Q)$(AR) rcs $@ $^
 
+# The application API's runtime (include/vireo/) as the HTTP server needs it,
+# with the static-site app, which serves the site.
+API_HOST_SRCS := net/app/api.c net/app/routes.c net/app/services.c kernel/fmt.c kernel/wallclock.c apps/site/site.c
+
 # The HTTP server, metrics and echo against lwIP over an in-process netif.
 HOST_TESTS += test_server
-test_server_SRCS := tests/host/test_server.c \
+test_server_SRCS := tests/host/test_server.c tests/host/lwip_wire.c \
 	net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c net/app/conntab.c net/app/http.c net/app/site.c \
-	$(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
+	$(API_HOST_SRCS) $(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
 $(BUILD)/host/test_server: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
 $(BUILD)/host/test_server: | $(LWIP_STAMP)
+
+# The application API (include/vireo/): routes, bodies, streaming with
+# back-pressure, finishing later, misuse, TCP and UDP services, metrics.
+HOST_TESTS += test_api
+test_api_SRCS := tests/host/test_api.c tests/host/lwip_wire.c \
+	net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c net/app/conntab.c net/app/http.c net/app/site.c \
+	net/app/api.c net/app/routes.c net/app/services.c kernel/fmt.c kernel/wallclock.c kernel/cmdline.c \
+	$(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
+$(BUILD)/host/test_api: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
+$(BUILD)/host/test_api: | $(LWIP_STAMP)
 
 # SYN cookies and RFC 6528 ISNs against lwIP (patched, net/patches) and the
 # HTTP server, with hand-made packets from spoofed and real clients.
 HOST_TESTS += test_syncookie
 test_syncookie_SRCS := tests/host/test_syncookie.c \
 	net/app/server.c net/app/https.c net/app/metrics.c net/app/conntab.c net/app/http.c net/app/site.c \
-	$(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
+	net/app/echo.c $(API_HOST_SRCS) $(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
 $(BUILD)/host/test_syncookie: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
 $(BUILD)/host/test_syncookie: | $(LWIP_STAMP)
 # net/netif_vnet.c's transmit backlog against a scripted driver. The wrapper

@@ -20,6 +20,7 @@
 #include "lwip/timeouts.h"
 #include "lwip/priv/tcp_priv.h"
 #include "net/app/metrics.h"
+#include "net/app/api.h"
 #include "net/app/server.h"
 #include "net/lwip_hooks.h"
 #include "net/lwip_port.h"
@@ -272,6 +273,7 @@ static int group_setup(void **state)
 	netif_set_default(&nif);
 	netif_set_up(&nif);
 	netif_set_link_up(&nif);
+	assert_int_equal(api_apps_start(), 0);	/* the static-site app's route */
 	return 0;
 }
 

@@ -1,0 +1,83 @@
+/* The runtime side of the application API (include/vireo/): what server.c,
+ * services.c and app.c share. Apps never include this. */
+#ifndef VIREO_NET_APP_API_H
+#define VIREO_NET_APP_API_H
+
+#include "kernel/types.h"
+#include "vireo/http.h"
+
+/* ---- handles: small ids for runtime objects, stale once freed ---- */
+
+/* id = generation << 8 | slot; a slot's generation moves on every free, so
+ * an old id never finds the next object in the slot. 0 is never an id. */
+#define API_HANDLE_SLOTS 256
+enum api_handle_kind { API_H_NONE, API_H_REQ, API_H_TCP };
+/* A fresh id for obj, or 0 when every slot is taken. */
+u32 api_handle_new(enum api_handle_kind kind, void *obj);
+/* The object, or NULL if id is stale, 0 or of another kind. */
+void *api_handle_get(enum api_handle_kind kind, u32 id);
+/* Retires id (a stale id is ignored). */
+void api_handle_free(u32 id);
+u32 api_handles_live(void);
+
+/* ---- routes (net/app/routes.c; pure) ---- */
+
+struct api_route {
+	struct vireo_route r;
+	size_t path_len;
+};
+
+/* The route for path (NUL-terminated): the exact one, else the longest
+ * prefix; NULL if none. Method is not looked at: see api_route_allows. */
+const struct api_route *api_route_match(const char *path);
+/* Among the routes with rt's path and prefix flag (split by method), the
+ * one serving method; rt itself if none does (then 405). */
+const struct api_route *api_route_for_method(const struct api_route *rt, unsigned method);
+/* Whether the route serves method (a VIREO_* bit; GET implies HEAD). */
+bool api_route_allows(const struct api_route *rt, unsigned method);
+/* "Allow: GET, HEAD, ...\r\n" for rt into buf[size]; returns buf. */
+const char *api_route_allow_header(const struct api_route *rt, char *buf, size_t size);
+/* Forget every route (host tests). */
+void api_routes_reset(void);
+u32 api_routes_count(void);
+
+/* ---- the rest ---- */
+
+/* Runs every VIREO_APP's init in link order, after checking the apps'
+ * and metrics' registrations; registers the API's /metrics source. Called
+ * once by app_start(). Returns the number of apps whose init failed. */
+int api_apps_start(void);
+/* A refusal of misuse: counted on /metrics (vireo_app_misuse_total) and
+ * logged (rate-limited with the apps' own lines). */
+void api_misuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Bytes held against VIREO_HTTP_BUF_BUDGET: true and counted if n more
+ * fit, false (nothing counted) otherwise. */
+bool api_buf_take(size_t n);
+void api_buf_give(size_t n);
+size_t api_buf_held(void);
+
+/* The HTTP side (server.c): counts for /metrics. */
+struct api_http_stats {
+	u64 requests;		/* handed to an app's handler */
+	u64 deferred_timeouts;	/* the handler never answered: 503 */
+	u64 lost;		/* exchanges whose connection ended first */
+	u64 budget_refusals;	/* 503: VIREO_HTTP_BUF_BUDGET */
+	u64 body_too_large;	/* 413 */
+	u64 method_refusals;	/* 405 on a route */
+};
+extern struct api_http_stats api_http_stats;
+
+/* A vireo_addr from lwIP's address and a port (services.c). */
+struct ip_addr;
+void api_addr_of(const struct ip_addr *ip, u16 port, struct vireo_addr *a);
+
+/* services.c: live TCP connections of every app service, for the budget
+ * shared with echo (VIREO_TCP_CONNS_TOTAL). */
+u32 api_tcp_live(void);
+/* Whether a port is taken by an app's TCP (or UDP) service. */
+bool api_tcp_port_used(u16 port);
+bool api_udp_port_used(u16 port);
+/* Power off / tests: close every app service (listeners and connections). */
+void api_services_stop(void);
+
+#endif
