@@ -1,5 +1,7 @@
-# apps/dns: the engine against the example zone (compiled by apps/dns/mkzone.py,
-# whose own error cases run first), the TCP framing and the rate limiter.
+# apps/dns's host tests (the Makefile reads every apps/*/host.mk): the engine
+# against the example zone (compiled by apps/dns/mkzone.py, whose own error
+# cases and the dig/kdig tests of dns_serve run first), the TCP framing and
+# the rate limiter.
 DNS_HOST_ZONE := $(BUILD)/host/dns_example_zone.c
 $(DNS_HOST_ZONE): apps/dns/example.zone apps/dns/mkzone.py
 	@mkdir -p $(dir $@)
