@@ -10,3 +10,6 @@ $(DNS_ZONE_C): $(DNS_ZONE) apps/dns/mkzone.py
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  MKZONE  $(DNS_ZONE)")
 	$(Q)$(PYTHON) apps/dns/mkzone.py $(DNS_ZONE) $@
+# make run APP=apps/dns PORT=8080: DNS on host port DNS_RUN_PORT (5353), UDP and TCP.
+DNS_RUN_PORT ?= 5353
+APP_RUN_FWD := --fwd udp:$(DNS_RUN_PORT)-:53 --fwd tcp:$(DNS_RUN_PORT)-:53
