@@ -150,6 +150,7 @@ def test_tcp_framing(srv):
     assert [h["rcode"] for h in r["pipelined"]] == [0, 0, 3, 0]
     assert r["pipelined"][3]["an"] == 12 and r["pipelined"][3]["tc"] == 0
     assert r["bytewise"]["an"] == 1
+    assert [(h["an"], h["tc"]) for h in r["big_pipelined"]] == [(12, 0)] * 8
     assert r["bad_length"] in ("closed", "reset")
 
 

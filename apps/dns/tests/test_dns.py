@@ -150,6 +150,7 @@ def test_tcp_pipelining_and_bounds(dns):
     assert [h["rcode"] for h in r["pipelined"]] == [0, 0, 3, 0]
     assert r["pipelined"][3]["an"] == 12 and r["pipelined"][3]["tc"] == 0
     assert r["bytewise"]["an"] == 1
+    assert [(h["an"], h["tc"]) for h in r["big_pipelined"]] == [(12, 0)] * 8
     assert r["bad_length"] in ("closed", "reset")
     assert r["bounded"] == 100	# DNS_TCP_QUERIES, then the server closes
     assert metric(ns, "dns_tcp_bad_length_total") >= 1
