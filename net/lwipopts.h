@@ -97,19 +97,21 @@
  * error pages and /metrics only while less than 8192 bytes are unacked
  * (server.c HTTP_COPY_INFLIGHT; site bodies are PBUF_ROM into rodata), and
  * never with TCP_WRITE_FLAG_MORE, so lwIP does not round a copy up to an MSS
- * (TCP_OVERSIZE); echo holds at most TCP_WND (5840) unacked.
+ * (TCP_OVERSIZE); echo holds at most TCP_WND (5840) unacked, an app's TCP
+ * service 4096 (VIREO_TCP_INFLIGHT, include/vireo/net.h), so W_echo covers both.
  *   W_http = 18816 + 10322 = 29138        W_echo = 18816 + 7359 = 26175
  *
  *   live HTTP: 64 (the server's table) x W_http                 1864832
- *   live echo: 16 x W_echo                                       418800
+ *   live echo and app TCP services together: 16 x W_echo          418800
  *   orphans (closed by the application, lwIP still sending our
  *     data and FIN): the port keeps <= VIREO_LWIP_ORPHANS_BYTES of
  *     them by its own estimate (net/lwip_port.c lwip_port_pcb_cost(),
  *     block sizes from segheap), plus the one just closed:
  *     524288 + W_http                                           553426
  *   half-open and not yet accepted: listen backlogs 32 (HTTP) + 4
- *     (echo) x (PCB + SYN-ACK segment: 288 + 48 + 112)             16128
- *   listening PCBs: 4 x 112                                          448
+ *     (echo) + 4 x 4 (app TCP services) x (PCB + SYN-ACK segment:
+ *     288 + 48 + 112)                                               23296
+ *   listening PCBs: 8 x 112                                          896
  *   TIME_WAIT: VIREO_LWIP_TIME_WAIT_MAX x 288 (queues are empty)   147456
  *   refused connections: aborted in the accept callback              0
  *   packets waiting for ARP/ND (lwIP: ARP_QUEUE_LEN 3 x
@@ -120,10 +122,10 @@
  *     plus one batch of receive-TSO frames), reassembly 2 x 16
  *     copies ~50 KiB: 550112, x 1.26 for rounding                 693141
  *   DHCP, MLD, ND, timers                                            8192
- *                                                          total  3804439
+ *                                                          total  3812055
  * i.e. 3.6 MiB of the 4 MiB heap, whatever the number or kind of connections
  * a remote party opens: every term is a count a limit above or in the
- * application caps times a per-PCB bound. The rest (381 KiB, 9%, 47 pages)
+ * application caps times a per-PCB bound. The rest (373 KiB, 9%, 46 pages)
  * is for pages partly full: a class keeps a page while one of its slots is
  * live, and a page empty again goes back to the pool for any class. Not in
  * this sum: frames no TCP
@@ -231,11 +233,11 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
 #define VIREO_LWIP_ORPHAN_TIMEOUT_MS	60000
 
 /* Budgets (see above: exported as avail, not enforced by lwIP). */
-/* 64 HTTP and 16 echo live, 36 half-open, the orphan and TIME_WAIT caps. */
-#define MEMP_NUM_TCP_PCB		(64 + 16 + 36 + VIREO_LWIP_ORPHANS_MAX + VIREO_LWIP_TIME_WAIT_MAX)
-#define MEMP_NUM_TCP_PCB_LISTEN		4	/* HTTP (dual stack) and spares */
+/* 64 HTTP and 16 echo/app live, 52 half-open, the orphan and TIME_WAIT caps. */
+#define MEMP_NUM_TCP_PCB		(64 + 16 + 52 + VIREO_LWIP_ORPHANS_MAX + VIREO_LWIP_TIME_WAIT_MAX)
+#define MEMP_NUM_TCP_PCB_LISTEN		8	/* HTTP, HTTPS, echo, 4 app services, a spare */
 #define MEMP_NUM_TCP_SEG		(64 * TCP_SND_QUEUELEN)	/* 64 live, each a full queue */
-#define MEMP_NUM_UDP_PCB		6	/* DHCP, DNS, SNTP, syslog, echo, a spare */
+#define MEMP_NUM_UDP_PCB		10	/* DHCP, DNS, SNTP, syslog, echo, 4 app services, a spare */
 #define MEMP_NUM_PBUF			256	/* PBUF_REF/ROM: zero-copy TX of static bodies */
 #define PBUF_POOL_SIZE			32	/* unused on the zero-copy RX path; a budget */
 #define MEMP_NUM_ARP_QUEUE		16

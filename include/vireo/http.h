@@ -138,9 +138,10 @@ int vireo_resp_header(vireo_req r, const char *name, const char *value);
 
 /* A whole response with body[0..len) copied (counted against
  * VIREO_HTTP_BUF_BUDGET while it is sent). type may be NULL (no
- * Content-Type). Ends the exchange for the app: r goes stale once written.
- * 0, -EINVAL (status outside 100..599, 1xx, or a body with 204/304),
- * -ENOMEM (budget), -EALREADY, -EPIPE. */
+ * Content-Type). For 304, len is the representation's Content-Length
+ * (RFC 9110 8.6) and no body is sent, nor for HEAD. Ends the exchange for
+ * the app: r goes stale once written. 0, -EINVAL (status outside 200..599,
+ * a body with 204), -ENOMEM (budget), -EALREADY, -EPIPE. */
 int vireo_resp_send(vireo_req r, int status, const char *type, const void *body, size_t len);
 /* The same without copying: body must stay unchanged as long as the image
  * lives (rodata, the baked site). */

@@ -20,7 +20,8 @@
  * /metrics (updates still work and cost nothing): a name that is not
  * [a-zA-Z_][a-zA-Z0-9_]* or starts with "vireo_" (the runtime's), a name
  * declared twice, buckets not ascending, a help text with a newline or
- * backslash, a label value that needs escaping. Updates take a pointer to
+ * backslash, a bad label name (label values are escaped as the format
+ * wants). Updates take a pointer to
  * the declared type, so handing a gauge to vireo_counter_inc() is a build
  * error.
  */

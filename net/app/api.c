@@ -23,12 +23,14 @@
 
 /* ---- handles ---- */
 
+/* The table (4 KiB) is taken from the heap by api_apps_start(): the EFI
+ * image's .bss is bounded (linker/vireo.ld). */
 static struct {
-	struct {
+	struct api_slot {
 		void *obj;
 		u32 gen;	/* 24 bits, never 0 */
 		u8 kind;
-	} slot[API_HANDLE_SLOTS];
+	} *slot;
 	u32 cursor, live;
 } api_h;
 
@@ -36,6 +38,8 @@ u32 api_handle_new(enum api_handle_kind kind, void *obj)
 {
 	u32 i, s;
 
+	if (!api_h.slot)
+		return 0;
 	for (i = 0; i < API_HANDLE_SLOTS; i++) {
 		s = (api_h.cursor + i) % API_HANDLE_SLOTS;
 		if (api_h.slot[s].obj)
@@ -56,7 +60,7 @@ void *api_handle_get(enum api_handle_kind kind, u32 id)
 {
 	u32 s = id & 0xff;
 
-	if (!id || !api_h.slot[s].obj || api_h.slot[s].gen != id >> 8 || api_h.slot[s].kind != kind)
+	if (!id || !api_h.slot || !api_h.slot[s].obj || api_h.slot[s].gen != id >> 8 || api_h.slot[s].kind != kind)
 		return NULL;
 	return api_h.slot[s].obj;
 }
@@ -65,7 +69,7 @@ void api_handle_free(u32 id)
 {
 	u32 s = id & 0xff;
 
-	if (!id || !api_h.slot[s].obj || api_h.slot[s].gen != id >> 8)
+	if (!id || !api_h.slot || !api_h.slot[s].obj || api_h.slot[s].gen != id >> 8)
 		return;
 	api_h.slot[s].obj = NULL;
 	api_h.slot[s].kind = API_H_NONE;
@@ -678,6 +682,13 @@ int api_apps_start(void)
 
 	api_metrics_check();
 	metrics_register(&api_metrics_source);
+	/* The tables, from the heap once (the EFI image's .bss is bounded). */
+	if (!api_h.slot)
+		api_h.slot = kzalloc(API_HANDLE_SLOTS * sizeof *api_h.slot);
+	if (!api_h.slot || api_routes_alloc()) {
+		kprintf("app: no memory for the API's tables: no app started\n");
+		return (int)n;
+	}
 	for (i = 0; i < n; i++) {
 		const struct vireo_app *a = set[i];
 

@@ -37,6 +37,8 @@ const struct api_route *api_route_for_method(const struct api_route *rt, unsigne
 bool api_route_allows(const struct api_route *rt, unsigned method);
 /* "Allow: GET, HEAD, ...\r\n" for rt into buf[size]; returns buf. */
 const char *api_route_allow_header(const struct api_route *rt, char *buf, size_t size);
+/* The table, from the heap (api_apps_start()). 0 or -ENOMEM. */
+int api_routes_alloc(void);
 /* Forget every route (host tests). */
 void api_routes_reset(void);
 u32 api_routes_count(void);
@@ -74,9 +76,6 @@ void api_addr_of(const struct ip_addr *ip, u16 port, struct vireo_addr *a);
 /* services.c: live TCP connections of every app service, for the budget
  * shared with echo (VIREO_TCP_CONNS_TOTAL). */
 u32 api_tcp_live(void);
-/* Whether a port is taken by an app's TCP (or UDP) service. */
-bool api_tcp_port_used(u16 port);
-bool api_udp_port_used(u16 port);
 /* Power off / tests: close every app service (listeners and connections). */
 void api_services_stop(void);
 

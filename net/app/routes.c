@@ -1,10 +1,12 @@
 /* The application API's route table (vireo/http.h): registration checks
- * and matching. Pure: no I/O, host-tested. */
+ * and matching. No I/O, host-tested. */
+#include "kernel/mm.h"
 #include "kernel/types.h"
 #include "net/app/api.h"
 
+/* From the heap at boot, api_routes_alloc() (the EFI image's .bss is bounded). */
 static struct {
-	struct api_route r[VIREO_HTTP_ROUTES_MAX];
+	struct api_route *r;
 	u32 n;
 } routes;
 
@@ -77,6 +79,8 @@ int vireo_http_route(const struct vireo_route *route)
 			return -EEXIST;
 		}
 	}
+	if (!routes.r)
+		return -ENOMEM;	/* api_apps_start() failed for want of memory */
 	if (routes.n == VIREO_HTTP_ROUTES_MAX) {
 		api_misuse("vireo_http_route %s: %u routes already: refused", route->path, VIREO_HTTP_ROUTES_MAX);
 		return -ENOSPC;
@@ -175,6 +179,13 @@ const char *api_route_allow_header(const struct api_route *rt, char *buf, size_t
 	buf[n++] = '\n';
 	buf[n] = '\0';
 	return buf;
+}
+
+int api_routes_alloc(void)
+{
+	if (!routes.r)
+		routes.r = kzalloc(VIREO_HTTP_ROUTES_MAX * sizeof *routes.r);
+	return routes.r ? 0 : -ENOMEM;
 }
 
 void api_routes_reset(void)

@@ -120,6 +120,7 @@ struct conn {
 	void (*on_done)(vireo_req r, bool done, void *arg);
 	void *done_arg;
 	struct work pump_work;	/* server_pump() from the loop, for API calls */
+	bool in_handler;	/* the handler runs: the caller pumps after it */
 	u16 xhdr_len;
 	char xhdr[VIREO_RESP_HEADERS_MAX + 1];	/* the app's extra header lines */
 
@@ -512,7 +513,9 @@ static void server_app_dispatch(struct conn *c)
 	c->on_writable = NULL;
 	c->on_done = NULL;
 	api_http_stats.requests++;
+	c->in_handler = true;
 	c->route->r.handler((vireo_req){ c->xid }, c->route->r.arg);
+	c->in_handler = false;
 }
 
 /* A request for an app's route: the method and the body checked, then
@@ -775,6 +778,14 @@ static void server_pump_work(void *arg)
 
 /* ---- the application API's exchange calls (vireo/http.h) ---- */
 
+/* Something to write: pump from the loop, unless the handler is running
+ * inline (server_respond()'s caller pumps when it returns). */
+static void server_kick(struct conn *c)
+{
+	if (!c->in_handler)
+		work_queue(&c->pump_work);
+}
+
 /* The live exchange of r, or NULL. */
 static struct conn *server_xc(vireo_req r)
 {
@@ -975,14 +986,14 @@ static int server_app_head(struct conn *c, int status, const char *type, const u
 	if (!n) {
 		api_misuse("vireo_resp: status %d with its headers does not fit: 500 sent", status);
 		server_respond_error(c, 500, c->parser.method == HTTP_METHOD_HEAD);
-		work_queue(&c->pump_work);
+		server_kick(c);
 		return -EINVAL;
 	}
 	c->out_len = (u16)n;
 	c->close_after = !keep;
 	server_count_response(status);
 	server_start_send(c);
-	work_queue(&c->pump_work);
+	server_kick(c);
 	return 0;
 }
 
@@ -1070,7 +1081,7 @@ int vireo_resp_error(vireo_req r, int status)
 	c->close_after = !keep;
 	server_count_response(status);
 	server_start_send(c);
-	work_queue(&c->pump_work);
+	server_kick(c);
 	return 0;
 }
 
@@ -1191,7 +1202,7 @@ int vireo_resp_write(vireo_req r, const void *data, size_t len)
 			c->sbuf[c->sbuf_len++] = '\n';
 		}
 		c->stream_taken += n;
-		work_queue(&c->pump_work);
+		server_kick(c);
 	}
 	if (n < len)
 		c->want_writable = true;
@@ -1213,7 +1224,7 @@ int vireo_resp_end(vireo_req r)
 	if (c->stream_len != VIREO_LENGTH_UNKNOWN && c->stream_taken < c->stream_len)
 		c->close_after = true;	/* short: the peer must not take it for whole */
 	c->stream_ended = true;
-	work_queue(&c->pump_work);
+	server_kick(c);
 	return 0;
 }
 

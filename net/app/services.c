@@ -72,15 +72,24 @@ struct usvc {
 	u64 datagrams, bytes, sent, send_errors, dropped_size, dropped_source;
 };
 
-static struct {
+/* From the heap at the first service (the EFI image's .bss is bounded),
+ * never given back: services are not removed. */
+static struct svcs {
 	struct svc tcp[VIREO_TCP_SERVICES_MAX];
-	u32 ntcp, live;
+	u32 ntcp;
 	struct usvc udp[VIREO_UDP_SERVICES_MAX];
 	u32 nudp;
-	bool metrics;
-} svcs;
+	u8 udp_buf[VIREO_UDP_MAX];	/* one datagram, as the app sees it */
+} *svcs;
+static u32 svcs_live;		/* TCP connections of every service */
+static bool svcs_metrics;
 
-static u8 svc_udp_buf[VIREO_UDP_MAX];
+static bool svcs_alloc(void)
+{
+	if (!svcs)
+		svcs = kzalloc(sizeof *svcs);
+	return svcs != NULL;
+}
 
 static u64 svc_now_ms(void)
 {
@@ -119,7 +128,7 @@ static bool svc_ip_of(const struct vireo_addr *a, ip_addr_t *ip)
 
 u32 api_tcp_live(void)
 {
-	return svcs.live;
+	return svcs_live;
 }
 
 static bool svc_name_ok(const char *s)
@@ -146,7 +155,7 @@ static void svc_conn_free(struct svc_conn *c)
 	work_cancel(&c->work);
 	conntab_remove(&s->tab, &c->link);
 	api_handle_free(id);
-	svcs.live--;
+	svcs_live--;
 	kfree(c);
 	if (s->cfg.on_close)
 		s->cfg.on_close((vireo_tcp){ id }, s->cfg.arg);
@@ -331,7 +340,7 @@ static err_t svc_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 	if (err != ERR_OK || !pcb || !s)
 		return ERR_VAL;
 	/* The heap budget's 16 non-HTTP connections, shared with echo. */
-	if (svcs.live + (u32)echo_stats.tcp_active < VIREO_TCP_CONNS_TOTAL)
+	if (svcs_live + (u32)echo_stats.tcp_active < VIREO_TCP_CONNS_TOTAL)
 		c = (struct svc_conn *)conntab_accept(&s->tab, pcb, sizeof *c, svc_conn_idle, svc_conn_evict, &v);
 	if (v == CONNTAB_REFUSE_SOURCE)
 		s->refused_source++;
@@ -349,7 +358,7 @@ static err_t svc_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 	c->id = id;
 	c->t_active = c->t_progress = svc_now_ms();
 	work_init(&c->work, svc_conn_work, c);
-	svcs.live++;
+	svcs_live++;
 	s->accepted++;
 	altcp_arg(pcb, c);
 	altcp_recv(pcb, svc_on_recv);
@@ -492,30 +501,32 @@ static void svc_family(struct metrics_buf *b, const char *name, enum metrics_typ
 {
 	u32 i;
 
-	if (!svcs.ntcp)
+	if (!svcs->ntcp)
 		return;
 	metrics_family(b, name, type, help);
-	for (i = 0; i < svcs.ntcp; i++)
-		metrics_sample1(b, name, "service", svcs.tcp[i].cfg.name,
-				*(const u64 *)(const void *)((const u8 *)&svcs.tcp[i] + off));
+	for (i = 0; i < svcs->ntcp; i++)
+		metrics_sample1(b, name, "service", svcs->tcp[i].cfg.name,
+				*(const u64 *)(const void *)((const u8 *)&svcs->tcp[i] + off));
 }
 
 static void usvc_family(struct metrics_buf *b, const char *name, const char *help, size_t off)
 {
 	u32 i;
 
-	if (!svcs.nudp)
+	if (!svcs->nudp)
 		return;
 	metrics_family(b, name, METRICS_COUNTER, help);
-	for (i = 0; i < svcs.nudp; i++)
-		metrics_sample1(b, name, "service", svcs.udp[i].cfg.name,
-				*(const u64 *)(const void *)((const u8 *)&svcs.udp[i] + off));
+	for (i = 0; i < svcs->nudp; i++)
+		metrics_sample1(b, name, "service", svcs->udp[i].cfg.name,
+				*(const u64 *)(const void *)((const u8 *)&svcs->udp[i] + off));
 }
 
 static void svc_write_metrics(struct metrics_buf *b)
 {
 	u32 i;
 
+	if (!svcs)
+		return;
 	svc_family(b, "vireo_app_tcp_connections_accepted_total", METRICS_COUNTER,
 		   "App TCP connections accepted.", offsetof(struct svc, accepted));
 	svc_family(b, "vireo_app_tcp_connections_refused_total", METRICS_COUNTER,
@@ -525,11 +536,11 @@ static void svc_write_metrics(struct metrics_buf *b)
 	svc_family(b, "vireo_app_tcp_connections_evicted_total", METRICS_COUNTER,
 		   "App TCP connections reset to give a source below its fair share a slot.",
 		   offsetof(struct svc, evicted));
-	if (svcs.ntcp) {
+	if (svcs->ntcp) {
 		metrics_family(b, "vireo_app_tcp_connections_active", METRICS_GAUGE, "App TCP connections open now.");
-		for (i = 0; i < svcs.ntcp; i++)
-			metrics_sample1(b, "vireo_app_tcp_connections_active", "service", svcs.tcp[i].cfg.name,
-					svcs.tcp[i].tab.count);
+		for (i = 0; i < svcs->ntcp; i++)
+			metrics_sample1(b, "vireo_app_tcp_connections_active", "service", svcs->tcp[i].cfg.name,
+					svcs->tcp[i].tab.count);
 	}
 	svc_family(b, "vireo_app_tcp_timeouts_idle_total", METRICS_COUNTER,
 		   "App TCP connections reset for inactivity.", offsetof(struct svc, timeouts_idle));
@@ -557,8 +568,8 @@ static struct metrics_source svc_metrics_source = { "app_services", svc_write_me
 
 static void svc_metrics_register(void)
 {
-	if (!svcs.metrics) {
-		svcs.metrics = true;
+	if (!svcs_metrics) {
+		svcs_metrics = true;
 		metrics_register(&svc_metrics_source);
 	}
 }
@@ -576,7 +587,9 @@ int vireo_tcp_listen(const struct vireo_tcp_service *cfg)
 			   "max_conns <= %u: refused", cfg && cfg->name ? cfg->name : "(null)", VIREO_TCP_CONNS_MAX);
 		return -EINVAL;
 	}
-	if (svcs.ntcp == VIREO_TCP_SERVICES_MAX) {
+	if (!svcs_alloc())
+		return -ENOMEM;
+	if (svcs->ntcp == VIREO_TCP_SERVICES_MAX) {
 		api_misuse("vireo_tcp_listen %s: %u services already: refused", cfg->name, VIREO_TCP_SERVICES_MAX);
 		return -ENOSPC;
 	}
@@ -594,7 +607,7 @@ int vireo_tcp_listen(const struct vireo_tcp_service *cfg)
 		altcp_close(pcb);
 		return err == ERR_MEM ? -ENOMEM : -EIO;
 	}
-	s = &svcs.tcp[svcs.ntcp++];
+	s = &svcs->tcp[svcs->ntcp++];
 	__builtin_memset(s, 0, sizeof *s);
 	s->cfg = *cfg;
 	if (!s->cfg.max_conns)
@@ -613,22 +626,6 @@ int vireo_tcp_listen(const struct vireo_tcp_service *cfg)
 	altcp_accept(lpcb, svc_on_accept);
 	svc_metrics_register();
 	return 0;
-}
-
-bool api_tcp_port_used(u16 port)
-{
-	for (u32 i = 0; i < svcs.ntcp; i++)
-		if (svcs.tcp[i].listen && svcs.tcp[i].cfg.port == port)
-			return true;
-	return false;
-}
-
-bool api_udp_port_used(u16 port)
-{
-	for (u32 i = 0; i < svcs.nudp; i++)
-		if (svcs.udp[i].pcb && svcs.udp[i].cfg.port == port)
-			return true;
-	return false;
 }
 
 /* ---- UDP ---- */
@@ -657,12 +654,12 @@ static void svc_on_udp(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_
 		pbuf_free(p);
 		return;
 	}
-	pbuf_copy_partial(p, svc_udp_buf, len, 0);
+	pbuf_copy_partial(p, svcs->udp_buf, len, 0);
 	pbuf_free(p);
 	u->datagrams++;
 	u->bytes += len;
 	api_addr_of(addr, port, &src);
-	u->cfg.on_recv((vireo_udp){ (u32)(u - svcs.udp) + 1 }, &src, svc_udp_buf, len, u->cfg.arg);
+	u->cfg.on_recv((vireo_udp){ (u32)(u - svcs->udp) + 1 }, &src, svcs->udp_buf, len, u->cfg.arg);
 }
 
 int vireo_udp_bind(const struct vireo_udp_service *cfg, vireo_udp *out)
@@ -678,7 +675,9 @@ int vireo_udp_bind(const struct vireo_udp_service *cfg, vireo_udp *out)
 			   "max_datagram <= %u: refused", cfg && cfg->name ? cfg->name : "(null)", VIREO_UDP_MAX);
 		return -EINVAL;
 	}
-	if (svcs.nudp == VIREO_UDP_SERVICES_MAX) {
+	if (!svcs_alloc())
+		return -ENOMEM;
+	if (svcs->nudp == VIREO_UDP_SERVICES_MAX) {
 		api_misuse("vireo_udp_bind %s: %u services already: refused", cfg->name, VIREO_UDP_SERVICES_MAX);
 		return -ENOSPC;
 	}
@@ -691,7 +690,7 @@ int vireo_udp_bind(const struct vireo_udp_service *cfg, vireo_udp *out)
 		api_misuse("vireo_udp_bind %s: port %u is taken: refused", cfg->name, cfg->port);
 		return err == ERR_USE ? -EEXIST : -EIO;
 	}
-	u = &svcs.udp[svcs.nudp++];
+	u = &svcs->udp[svcs->nudp++];
 	__builtin_memset(u, 0, sizeof *u);
 	u->cfg = *cfg;
 	if (!u->cfg.max_datagram)
@@ -700,13 +699,13 @@ int vireo_udp_bind(const struct vireo_udp_service *cfg, vireo_udp *out)
 	udp_recv(pcb, svc_on_udp, u);
 	svc_metrics_register();
 	if (out)
-		out->id = svcs.nudp;
+		out->id = svcs->nudp;
 	return 0;
 }
 
 int vireo_udp_send(vireo_udp h, const struct vireo_addr *dst, const void *data, size_t len)
 {
-	struct usvc *u = h.id && h.id <= svcs.nudp ? &svcs.udp[h.id - 1] : NULL;
+	struct usvc *u = svcs && h.id && h.id <= svcs->nudp ? &svcs->udp[h.id - 1] : NULL;
 	ip_addr_t ip;
 	struct pbuf *p;
 	err_t err;
@@ -741,8 +740,10 @@ void api_services_stop(void)
 {
 	u32 i;
 
-	for (i = 0; i < svcs.ntcp; i++) {
-		struct svc *s = &svcs.tcp[i];
+	if (!svcs)
+		return;
+	for (i = 0; i < svcs->ntcp; i++) {
+		struct svc *s = &svcs->tcp[i];
 
 		if (s->listen)
 			altcp_close(s->listen);
@@ -750,13 +751,14 @@ void api_services_stop(void)
 		while (s->tab.head)
 			svc_conn_abort((struct svc_conn *)s->tab.head);
 	}
-	for (i = 0; i < svcs.nudp; i++) {
-		if (svcs.udp[i].pcb)
-			udp_remove(svcs.udp[i].pcb);
-		svcs.udp[i].pcb = NULL;
+	for (i = 0; i < svcs->nudp; i++) {
+		if (svcs->udp[i].pcb)
+			udp_remove(svcs->udp[i].pcb);
+		svcs->udp[i].pcb = NULL;
 	}
-	svcs.ntcp = svcs.nudp = 0;
-	if (svcs.metrics)
+	kfree(svcs);
+	svcs = NULL;
+	if (svcs_metrics)
 		metrics_unregister(&svc_metrics_source);
-	svcs.metrics = false;
+	svcs_metrics = false;
 }
