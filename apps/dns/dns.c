@@ -57,6 +57,14 @@ struct dns_conn {
 	bool closing;
 };
 
+/* Every live connection's block by handle id: on_close gets a handle that is
+ * already stale (vireo_tcp_ctx() is NULL then), so the block is found here
+ * to be freed. DNS_TCP_CONNS slots, as many as the service's max_conns. */
+static struct {
+	u32 id;
+	struct dns_conn *d;
+} dns_conns[DNS_TCP_CONNS];
+
 static struct rrl *dns_rrl_table;
 static vireo_udp dns_udp_sock;
 
@@ -104,12 +112,18 @@ static void dns_udp_recv(vireo_udp u, const struct vireo_addr *src, const void *
 
 static void dns_tcp_accept(vireo_tcp c, void *arg)
 {
-	struct dns_conn *d = vireo_alloc(sizeof *d);
+	struct dns_conn *d;
+	unsigned i;
 
-	if (!d) {
+	for (i = 0; i < DNS_TCP_CONNS && dns_conns[i].d; i++)
+		;
+	d = i < DNS_TCP_CONNS ? vireo_alloc(sizeof *d) : NULL;
+	if (!d) {	/* the runtime keeps to max_conns, so only when app.mem is short */
 		vireo_tcp_abort(c);
 		return;
 	}
+	dns_conns[i].id = c.id;
+	dns_conns[i].d = d;
 	vireo_tcp_set_ctx(c, d);
 }
 
@@ -197,7 +211,13 @@ static void dns_tcp_eof(vireo_tcp c, void *arg)
 
 static void dns_tcp_closed(vireo_tcp c, void *arg)
 {
-	vireo_free(vireo_tcp_ctx(c));
+	for (unsigned i = 0; i < DNS_TCP_CONNS; i++) {
+		if (dns_conns[i].d && dns_conns[i].id == c.id) {
+			vireo_free(dns_conns[i].d);
+			dns_conns[i].d = NULL;
+			return;
+		}
+	}
 }
 
 /* The apex as text, for the boot line. */
@@ -242,7 +262,8 @@ static int dns_init(void)
 		dns_rrl_table = vireo_alloc(sizeof *dns_rrl_table);
 		if (!dns_rrl_table)
 			return -ENOMEM;
-		random_bytes(key, sizeof key);
+		put_le64(key, random_u64());	/* the kernel's CSPRNG */
+		put_le64(key + 8, random_u64());
 		rrl_init(dns_rrl_table, key, (u32)dns_rrl_rate, (u32)dns_rrl_slip);
 	}
 	rc = vireo_udp_bind(&us, &dns_udp_sock);
