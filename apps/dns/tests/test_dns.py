@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -145,6 +146,7 @@ def test_malformed_then_still_serving(dns):
 
 def test_tcp_pipelining_and_bounds(dns):
     ns, _ = dns
+    mem0 = metric(ns, "vireo_app_mem_bytes")
     r = client(ns, "tcp", ns.guest_ip, 53)
     assert [h["id"] for h in r["pipelined"]] == [100, 101, 102, 103]
     assert [h["rcode"] for h in r["pipelined"]] == [0, 0, 3, 0]
@@ -154,6 +156,12 @@ def test_tcp_pipelining_and_bounds(dns):
     assert r["bad_length"] in ("closed", "reset")
     assert r["bounded"] == 100	# DNS_TCP_QUERIES, then the server closes
     assert metric(ns, "dns_tcp_bad_length_total") >= 1
+    # Every connection's 9,246-byte block is back once they are closed.
+    for _ in range(50):
+        if metric(ns, "vireo_app_mem_bytes") <= mem0:
+            break
+        time.sleep(0.2)
+    assert metric(ns, "vireo_app_mem_bytes") <= mem0	# (an earlier test's may close meanwhile)
 
 
 def test_reflection_burst_limited_other_network_served(dns):
