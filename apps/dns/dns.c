@@ -9,8 +9,9 @@
  *  - TCP: at most DNS_TCP_CONNS connections (the runtime's table, per-source
  *    cap max_conns / 4, idle timeout dns.tcp_idle_ms), each holding one
  *    struct dns_conn from vireo_alloc: 2 + 1024 query bytes + 2 + 8192
- *    answer bytes + a few counters = 9,236 bytes, 8 x 9,236 = 73,888 bytes
- *    in all, under app.mem='s 4 MiB default. A connection answers at most
+ *    answer bytes + 9 bytes of counters = 9,230 bytes, 9,246 with
+ *    VIREO_ALLOC_OVERHEAD; 8 x 9,246 = 73,968 bytes in all, under app.mem='s
+ *    4 MiB default (checked below). A connection answers at most
  *    DNS_TCP_QUERIES queries, then closes after the last answer; while an
  *    answer is still going out it reads nothing more (the runtime's 8 KiB
  *    receive bound closes the peer's window). A length prefix of 0 or over
@@ -56,6 +57,10 @@ struct dns_conn {
 	u16 queries;
 	bool closing;
 };
+_Static_assert(DNS_TCP_CONNS * (sizeof(struct dns_conn) + VIREO_ALLOC_OVERHEAD) + sizeof(struct rrl) +
+		       VIREO_ALLOC_OVERHEAD <= VIREO_APP_MEM_DEFAULT / 4,
+	       "apps/dns: the TCP blocks and the RRL table fit a quarter of app.mem's default");
+_Static_assert(DNS_TCP_CONNS <= VIREO_TCP_CONNS_MAX, "apps/dns: more connections than a service may have");
 
 /* Every live connection's block by handle id: on_close gets a handle that is
  * already stale (vireo_tcp_ctx() is NULL then), so the block is found here
