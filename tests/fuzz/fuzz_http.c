@@ -6,7 +6,11 @@
  * NUL-terminated path of path_len bytes that starts with '/' and has no
  * control bytes and no ".." segment; ERROR gives a known status; and the
  * chunked run sees exactly the same requests as a run fed all at once.
- * Each request's outcome also exercises the response builders. */
+ * Each request's outcome also exercises the response builders. Seed bit 4
+ * turns on the parser's ext mode (the application API's: any method, bodies
+ * by Content-Length, the query and the header index), where DONE gives any
+ * method, a NUL-terminated query without control bytes, and http_header()
+ * and http_query_param() are run over the head. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,7 +24,8 @@ struct event {
 	int r, status, method, minor;
 	bool keep;
 	size_t end;		/* stream offset where this request's head ended */
-	u32 path_hash;
+	u32 path_hash, query_hash;
+	u64 clen;
 };
 
 static struct http_req_parser P;
@@ -40,8 +45,27 @@ static void check_done(void)
 	const char *s = P.path;
 	size_t n = P.path_len;
 
-	if (P.method != HTTP_METHOD_GET && P.method != HTTP_METHOD_HEAD)
+	if (P.ext ? (P.method == HTTP_METHOD_NONE || P.method > HTTP_METHOD_OTHER) :
+		    (P.method != HTTP_METHOD_GET && P.method != HTTP_METHOD_HEAD))
 		abort();
+	if (P.ext) {
+		static const char *const hn[] = { "host", "X-OTHER", "content-length", "if-none-match", "" };
+		char v[16];
+
+		for (const char *q = P.query; q && *q; q++)
+			if ((u8)*q < 0x21 || *q == 0x7f)
+				abort();
+		for (size_t k = 0; k < sizeof hn / sizeof hn[0]; k++) {
+			const char *h = http_header(&P, hn[k]);
+
+			if (h && (h < P.buf || h >= P.buf + sizeof P.buf || strlen(h) >= sizeof P.buf))
+				abort();
+		}
+		if (http_query_param(P.query, "a", v, sizeof v) >= (int)sizeof v || strlen(v) >= sizeof v)
+			abort();
+	} else if (P.content_length) {
+		abort();	/* content_length is ext's only */
+	}
 	if (P.version_minor > 1 || (P.version_minor == 1 && !P.has_host) || P.status != 0)
 		abort();
 	if (!s || n == 0 || s[0] != '/' || strlen(s) != n)
@@ -110,6 +134,7 @@ static size_t run(const u8 *data, size_t len, u8 seed, bool chunked, struct even
 	size_t off = 0, nev = 0, used;
 	u32 rng = seed;
 
+	P.ext = seed & 16;
 	http_parser_reset(&P);
 	while (off < len && nev < MAX_REQS) {
 		size_t c = len - off;
@@ -136,6 +161,8 @@ static size_t run(const u8 *data, size_t len, u8 seed, bool chunked, struct even
 			ev[nev].minor = P.version_minor;
 			ev[nev].keep = P.keep_alive;
 			ev[nev].path_hash = hash(P.path, P.path_len);
+			ev[nev].query_hash = P.query ? hash(P.query, strlen(P.query)) : 0;
+			ev[nev].clen = P.content_length;
 			if (!chunked)
 				respond(false, false);
 			if (http_parse(&P, data + off, len - off, &used) != HTTP_DONE || used)
@@ -170,7 +197,7 @@ static void compare(const u8 *data, size_t size, u8 seed)
 
 		if (x->r != y->r || x->status != y->status || x->end != y->end ||
 		    x->method != y->method || x->minor != y->minor || x->keep != y->keep ||
-		    x->path_hash != y->path_hash)
+		    x->path_hash != y->path_hash || x->query_hash != y->query_hash || x->clen != y->clen)
 			abort();
 	}
 }
