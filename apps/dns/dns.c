@@ -4,7 +4,7 @@
  * answers, configuration keys and metrics.
  *
  * Bounds (what a remote party can make it hold):
- *  - UDP: nothing past the call. One static DNS_UDP_MAX-byte answer buffer;
+ *  - UDP: nothing past the call. One DNS_UDP_MAX-byte answer buffer (app memory);
  *    queries over DNS_UDP_QUERY_MAX bytes are dropped by the runtime.
  *  - TCP: at most DNS_TCP_CONNS connections (the runtime's table, per-source
  *    cap max_conns / 4, idle timeout dns.tcp_idle_ms), each holding one
@@ -58,7 +58,7 @@ struct dns_conn {
 	bool closing;
 };
 _Static_assert(DNS_TCP_CONNS * (sizeof(struct dns_conn) + VIREO_ALLOC_OVERHEAD) + sizeof(struct rrl) +
-		       VIREO_ALLOC_OVERHEAD <= VIREO_APP_MEM_DEFAULT / 4,
+		       DNS_UDP_MAX + 2 * VIREO_ALLOC_OVERHEAD <= VIREO_APP_MEM_DEFAULT / 4,
 	       "apps/dns: the TCP blocks and the RRL table fit a quarter of app.mem's default");
 _Static_assert(DNS_TCP_CONNS <= VIREO_TCP_CONNS_MAX, "apps/dns: more connections than a service may have");
 
@@ -70,7 +70,10 @@ static struct {
 	struct dns_conn *d;
 } dns_conns[DNS_TCP_CONNS];
 
+/* From the app's memory at init, not .bss (a TLS=1 image's .bss is nearly
+ * at its 64 KiB cap): the rate limiter's table and the one UDP answer. */
 static struct rrl *dns_rrl_table;
+static u8 *dns_udp_out;
 static vireo_udp dns_udp_sock;
 
 static void dns_count(const struct dns_result *res, unsigned transport)
@@ -86,9 +89,9 @@ static void dns_count(const struct dns_result *res, unsigned transport)
 
 static void dns_udp_recv(vireo_udp u, const struct vireo_addr *src, const void *data, size_t len, void *arg)
 {
-	static u8 out[DNS_UDP_MAX];
+	u8 *out = dns_udp_out;
 	struct dns_result res;
-	size_t n = dns_respond(&dns_zone_table, data, len, out, sizeof out, false, &res);
+	size_t n = dns_respond(&dns_zone_table, data, len, out, DNS_UDP_MAX, false, &res);
 
 	if (n == 0) {
 		vireo_counter_inc(&dns_ignored);
@@ -261,6 +264,9 @@ static int dns_init(void)
 	char apex[256];
 	int rc;
 
+	dns_udp_out = vireo_alloc(DNS_UDP_MAX);
+	if (!dns_udp_out)
+		return -ENOMEM;
 	if (dns_rrl_on) {
 		u8 key[16];
 
