@@ -248,7 +248,8 @@ HTTPS_PORT ?= $(or $(patsubst https=%,%,$(filter https=%,$(CMDLINE))),443)
 run: deps-run $(IMAGE)
 	images/qemu.sh --image $(IMAGE) --mem $(MEM) --cmdline "$(CMDLINE)" \
 		$(if $(PORT),--port $(PORT) --guest-port $(HTTP_PORT)) \
-		$(if $(and $(PORT),$(filter 1,$(TLS))),--tls-port $(TLS_PORT) --guest-tls-port $(HTTPS_PORT)) $(QEMU_OPTS)
+		$(if $(and $(PORT),$(filter 1,$(TLS))),--tls-port $(TLS_PORT) --guest-tls-port $(HTTPS_PORT)) \
+		$(if $(PORT),$(APP_RUN_FWD)) $(QEMU_OPTS)
 
 deps-run:
 	$(Q)tools/deps.sh run
@@ -406,6 +407,14 @@ bench-upload: deps-test $(IMAGE)
 	$(Q)$(PYTHON) tests/bench/upload.py --reps $(or $(BENCH_REPS),3) --mib $(or $(BENCH_MIB),16) \
 		--mem $(or $(BENCH_MEM),256)
 
+# apps/dns under load: make APP=apps/dns image, then tests/bench/dns_bench.py
+# (one query at a time, then dnsperf with 32 in flight, BENCH_DURATION s
+# each, 5; rate limiting off). Needs root (a tap in a namespace).
+.PHONY: bench-dns
+bench-dns: deps-test
+	$(Q)$(MAKE) --no-print-directory APP=apps/dns image
+	$(Q)$(PYTHON) tests/bench/dns_bench.py $(BUILD)/apps/dns/vireo.img --seconds $(or $(BENCH_DURATION),5)
+
 # Each attack of issue 13 against vireo and against the nginx peer (booted
 # as `make bench` boots both), a legitimate client before, during and after:
 # success rate during the attack, time to full service after it; table on
@@ -481,6 +490,8 @@ help:
 	@echo "                  BENCH_DURATION=5 BENCH_MEM=256; about 6 min; needs root)"
 	@echo "  make bench-upload  upload MB/s through TCP echo, receive TSO on and off (tap;"
 	@echo "                  BENCH_REPS=3 BENCH_MIB=16 BENCH_MEM=256; about 2 min; needs root)"
+	@echo "  make bench-dns  apps/dns: queries/s and p50/p99 latency, 1 and 32 in flight (dnsperf;"
+	@echo "                  BENCH_DURATION=5; needs root)"
 	@echo "  make bench-attacks  SYN flood, out-of-order pinning, fragment trains, slot hog, orphan"
 	@echo "                  flood against vireo and the nginx peer: legitimate success % during each"
 	@echo "                  attack, time to full service after it; table + build/bench/attacks.json"

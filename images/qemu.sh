@@ -27,6 +27,8 @@
 #   --guest-port P   the guest's HTTP port for --port (default 80; http=P)
 #   --tls-port N     with --port: also host TCP port N to the guest's HTTPS port
 #   --guest-tls-port P  the guest's HTTPS port for --tls-port (default 443; https=P)
+#   --fwd PROTO:HOST-:GUEST  with --port: one more forward on 127.0.0.1, e.g.
+#                    udp:5353-:53 (apps/dns); may be given more than once
 #   --print          print the QEMU command instead of running it
 # Anything after the options is passed to QEMU unchanged (QEMU_OPTS).
 # VIREO_QEMU_SH_OPTS (split on spaces) adds options before the command line's,
@@ -38,7 +40,7 @@ if [[ -n ${VIREO_QEMU_SH_OPTS:-} ]]; then
 	set -- "${env_opts[@]}" "$@"
 fi
 image=build/vireo.img mem=64 cmdline="" machine=q35 accel=${ACCEL:-auto} port="" guest_port=80 tls_port="" guest_tls_port=443 print=0
-format="" cdrom=0 secboot=0 vars_src="" kernel="" microvm=0
+format="" cdrom=0 secboot=0 vars_src="" kernel="" microvm=0 fwd=""
 while (($#)); do
 	case $1 in
 	--image) image=$2; shift 2 ;;
@@ -56,6 +58,9 @@ while (($#)); do
 	--guest-port) guest_port=$2; shift 2 ;;
 	--tls-port) tls_port=$2; shift 2 ;;
 	--guest-tls-port) guest_tls_port=$2; shift 2 ;;
+	--fwd)
+		[[ $2 =~ ^(tcp|udp):[0-9]+-:[0-9]+$ ]] || { echo "qemu.sh: --fwd wants PROTO:HOSTPORT-:GUESTPORT, not '$2'" >&2; exit 2; }
+		fwd+=",hostfwd=${2%%:*}:127.0.0.1:${2#*:}"; shift 2 ;;
 	--print) print=1; shift ;;
 	-h | --help) sed -n '2,/^set -eu/{/^set -eu/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	--) shift; break ;;
@@ -154,7 +159,7 @@ fi
 # QEMU splits -fw_cfg at commas; a comma in the value is written twice
 [[ -n $cmdline && -z $kernel ]] && args+=(-fw_cfg "name=opt/vireo/cmdline,string=${cmdline//,/,,}")
 if [[ -n $port ]]; then
-	args+=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:$guest_port${tls_port:+,hostfwd=tcp:127.0.0.1:$tls_port-:$guest_tls_port}"
+	args+=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:$guest_port${tls_port:+,hostfwd=tcp:127.0.0.1:$tls_port-:$guest_tls_port}$fwd"
 		-device "$( ((microvm)) && echo virtio-net-device,netdev=n0 || echo virtio-net-pci,netdev=n0,romfile=)")
 fi
 args+=("$@")

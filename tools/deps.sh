@@ -7,7 +7,7 @@ build=(make gcc binutils gnu-efi mtools dosfstools gdisk python3 procps)
 run=(qemu-system-x86 ovmf dpkg-dev gpgv debian-archive-keyring)
 test=(libcmocka-dev clang libclang-rt-14-dev python3-pytest grub-efi-amd64-bin xorriso qemu-utils sbsigntool openssl
 	curl iputils-ping iproute2 wrk python3-scapy apache2-utils tcpdump ethtool chrony testssl.sh
-	haproxy dnsmasq-base)
+	haproxy dnsmasq-base dnsutils knot-dnsutils dnsperf)
 case $what in
 run) want=("${build[@]}" "${run[@]}") ;;
 test) want=("${build[@]}" "${run[@]}" "${test[@]}") ;;

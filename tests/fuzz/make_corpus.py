@@ -365,6 +365,35 @@ def tls():
     }
 
 
+# ---- fuzz_dns: a mode byte (bit 0: TCP; the rest: TCP output room), then a query ----
+def dns_query(name, qtype, edns=None, qid=0x1234, flags=0x0100):
+    q = be16(qid) + be16(flags) + be16(1) + be16(0) + be16(0) + be16(1 if edns else 0)
+    for lab in name.split("."):
+        if lab:
+            q += bytes([len(lab)]) + lab.encode()
+    q += b"\0" + be16(qtype) + be16(1)
+    if edns:
+        q += b"\0" + be16(41) + be16(edns) + b"\0\0\0\0" + be16(0)
+    return q
+
+
+def dns():
+    return {
+        "a_apex": b"\0" + dns_query("ViReO.test", 1),
+        "mx_edns": b"\0" + dns_query("vireo.test", 15, edns=1232),
+        "ns_glue": b"\0" + dns_query("vireo.test", 2),
+        "cname_chain": b"\0" + dns_query("www.vireo.test", 1),
+        "cname_loop": b"\0" + dns_query("loop1.vireo.test", 1),
+        "big_txt_udp": b"\0" + dns_query("big.vireo.test", 16),
+        "big_txt_tcp": b"\x03" + dns_query("big.vireo.test", 16),
+        "any_tcp": b"\xff" + dns_query("vireo.test", 255),
+        "referral": b"\0" + dns_query("a.child.vireo.test", 28),
+        "nxdomain": b"\0" + dns_query("nope.vireo.test", 1),
+        "refused": b"\0" + dns_query("example.com", 1),
+        "tcp_stream": b"\x01" + b"".join(be16(len(q)) + q for q in (dns_query("vireo.test", 6), dns_query("x.vireo.test", 1))),
+    }
+
+
 TARGETS = {
     "fuzz_cmdline": cmdline,
     "fuzz_http": http,
@@ -376,6 +405,7 @@ TARGETS = {
     "fuzz_vnet_rx": vnet_rx,
     "fuzz_vmmio": vmmio,
     "fuzz_tls": tls,
+    "fuzz_dns": dns,
 }
 
 

@@ -1,0 +1,297 @@
+/* apps/dns: an authoritative DNS server for one zone compiled in at build
+ * time (apps/dns/README.md). The glue between the application API and the
+ * pure engine: UDP and TCP on dns.port, response-rate limiting of UDP
+ * answers, configuration keys and metrics.
+ *
+ * Bounds (what a remote party can make it hold):
+ *  - UDP: nothing past the call. One DNS_UDP_MAX-byte answer buffer (app memory);
+ *    queries over DNS_UDP_QUERY_MAX bytes are dropped by the runtime.
+ *  - TCP: at most DNS_TCP_CONNS connections (the runtime's table, per-source
+ *    cap max_conns / 4, idle timeout dns.tcp_idle_ms), each holding one
+ *    struct dns_conn from vireo_alloc: 2 + 1024 query bytes + 2 + 8192
+ *    answer bytes + 9 bytes of counters = 9,230 bytes, 9,246 with
+ *    VIREO_ALLOC_OVERHEAD; 8 x 9,246 = 73,968 bytes in all, under app.mem='s
+ *    4 MiB default (checked below). A connection answers at most
+ *    DNS_TCP_QUERIES queries, then closes after the last answer; while an
+ *    answer is still going out it reads nothing more (the runtime's 8 KiB
+ *    receive bound closes the peer's window). A length prefix of 0 or over
+ *    1024 resets the connection.
+ *  - Rate limiting: a fixed table of RRL_BUCKETS buckets (24 KiB, rrl.h).
+ */
+#include "vireo/vireo.h"
+#include "apps/dns/dnsmsg.h"
+#include "apps/dns/rrl.h"
+#include "kernel/byteorder.h"
+#include "kernel/random.h"
+#include "kernel/string.h"
+
+extern const struct dns_zone dns_zone_table;
+
+#define DNS_UDP_QUERY_MAX 1024
+#define DNS_TCP_CONNS 8
+#define DNS_TCP_ANSWER_MAX 8192
+#define DNS_TCP_QUERIES 100
+
+VIREO_CONFIG_UINT(dns_port, "dns.port", 53, 1, 65535, "UDP and TCP port of the DNS server");
+VIREO_CONFIG_BOOL(dns_rrl_on, "dns.rrl", true, "rate-limit UDP answers per source prefix (reflection)");
+VIREO_CONFIG_UINT(dns_rrl_rate, "dns.rrl.rate", 20, 1, 100000, "UDP answers per second to one IPv4 /24 or IPv6 /56");
+VIREO_CONFIG_UINT(dns_rrl_slip, "dns.rrl.slip", 2, 0, 100,
+		  "over the rate, every Nth answer goes out truncated (TC), the rest dropped; 0 drops all");
+VIREO_CONFIG_UINT(dns_tcp_idle_ms, "dns.tcp_idle_ms", 10000, 100, 600000, "a DNS TCP connection with no traffic closes");
+
+VIREO_COUNTER_VEC(dns_queries, "dns_queries_total", "DNS queries answered or dropped, by transport.", "transport",
+		  "udp", "tcp");
+VIREO_COUNTER_VEC(dns_rcodes, "dns_responses_total", "DNS responses by RCODE.", "rcode", "noerror", "formerr",
+		  "servfail", "nxdomain", "notimp", "refused", "badvers");
+VIREO_COUNTER(dns_ignored, "dns_ignored_total", "Datagrams or messages not answered: shorter than a header, or responses.");
+VIREO_COUNTER(dns_truncated, "dns_truncated_total", "Answers cut at a whole record with TC set (UDP size, or TCP's 8 KiB).");
+VIREO_COUNTER_VEC(dns_rrl, "dns_rrl_total", "UDP answers by the rate limiter's verdict.", "verdict", "pass", "drop",
+		  "slip");
+VIREO_COUNTER(dns_tcp_bad, "dns_tcp_bad_length_total", "TCP connections reset for a length prefix of 0 or over 1024.");
+VIREO_COUNTER(dns_send_fail, "dns_send_failed_total", "UDP answers the runtime could not send.");
+
+struct dns_conn {
+	struct dns_tcp_reader rd;
+	u8 out[2 + DNS_TCP_ANSWER_MAX];
+	u16 out_len, out_sent;
+	u16 queries;
+	bool closing;
+};
+_Static_assert(DNS_TCP_CONNS * (sizeof(struct dns_conn) + VIREO_ALLOC_OVERHEAD) + sizeof(struct rrl) +
+		       DNS_UDP_MAX + 2 * VIREO_ALLOC_OVERHEAD <= VIREO_APP_MEM_DEFAULT / 4,
+	       "apps/dns: the TCP blocks and the RRL table fit a quarter of app.mem's default");
+_Static_assert(DNS_TCP_CONNS <= VIREO_TCP_CONNS_MAX, "apps/dns: more connections than a service may have");
+
+/* Every live connection's block by handle id: on_close gets a handle that is
+ * already stale (vireo_tcp_ctx() is NULL then), so the block is found here
+ * to be freed. DNS_TCP_CONNS slots, as many as the service's max_conns. */
+static struct {
+	u32 id;
+	struct dns_conn *d;
+} dns_conns[DNS_TCP_CONNS];
+
+/* From the app's memory at init, not .bss (a TLS=1 image's .bss is nearly
+ * at its 64 KiB cap): the rate limiter's table and the one UDP answer. */
+static struct rrl *dns_rrl_table;
+static u8 *dns_udp_out;
+static vireo_udp dns_udp_sock;
+
+static void dns_count(const struct dns_result *res, unsigned transport)
+{
+	static const u8 rc_index[17] = { 0, 1, 2, 3, 4, 5, [16] = 6 };
+
+	vireo_counter_vec_add(&dns_queries, transport, 1);
+	if (res->rcode <= 5 || res->rcode == DNS_RCODE_BADVERS)
+		vireo_counter_vec_add(&dns_rcodes, rc_index[res->rcode], 1);
+	if (res->truncated)
+		vireo_counter_inc(&dns_truncated);
+}
+
+static void dns_udp_recv(vireo_udp u, const struct vireo_addr *src, const void *data, size_t len, void *arg)
+{
+	u8 *out = dns_udp_out;
+	struct dns_result res;
+	size_t n = dns_respond(&dns_zone_table, data, len, out, DNS_UDP_MAX, false, &res);
+
+	if (n == 0) {
+		vireo_counter_inc(&dns_ignored);
+		return;
+	}
+	if (dns_rrl_table) {
+		enum rrl_verdict v = rrl_check(dns_rrl_table, src->ip, src->family == VIREO_AF_INET ? 4 : 16,
+					       vireo_now_ms() * 1000000ULL);
+
+		vireo_counter_vec_add(&dns_rrl, (u32)v, 1);
+		if (v == RRL_DROP)
+			return;
+		if (v == RRL_SLIP) {
+			n = dns_slip(out, n, &res);
+			if (n == 0)
+				return;
+			res.truncated = true;
+		}
+	}
+	dns_count(&res, 0);
+	if (vireo_udp_send(u, src, out, n) < 0)
+		vireo_counter_inc(&dns_send_fail);
+}
+
+/* ---- TCP ---- */
+
+static void dns_tcp_accept(vireo_tcp c, void *arg)
+{
+	struct dns_conn *d;
+	unsigned i;
+
+	for (i = 0; i < DNS_TCP_CONNS && dns_conns[i].d; i++)
+		;
+	d = i < DNS_TCP_CONNS ? vireo_alloc(sizeof *d) : NULL;
+	if (!d) {	/* the runtime keeps to max_conns, so only when app.mem is short */
+		vireo_tcp_abort(c);
+		return;
+	}
+	dns_conns[i].id = c.id;
+	dns_conns[i].d = d;
+	vireo_tcp_set_ctx(c, d);
+}
+
+/* Sends what is left of the answer; true when none is. */
+static bool dns_tcp_flush(vireo_tcp c, struct dns_conn *d)
+{
+	while (d->out_sent < d->out_len) {
+		int r = vireo_tcp_send(c, d->out + d->out_sent, d->out_len - d->out_sent);
+
+		if (r <= 0)
+			return false;
+		d->out_sent = (u16)(d->out_sent + r);
+	}
+	return true;
+}
+
+static size_t dns_tcp_recv(vireo_tcp c, const void *data, size_t len, void *arg)
+{
+	struct dns_conn *d = vireo_tcp_ctx(c);
+	const u8 *p = data;
+	size_t used = 0;
+
+	if (!d)
+		return len;
+	while (used < len) {
+		struct dns_result res;
+		size_t m, n;
+		long took;
+
+		if (d->out_sent < d->out_len)
+			break;	/* the answer before is still going out: read no more */
+		if (d->closing) {
+			used = len;	/* past the per-connection bound: discarded */
+			break;
+		}
+		took = dns_tcp_feed(&d->rd, p + used, len - used, &m);
+		if (took < 0) {
+			vireo_counter_inc(&dns_tcp_bad);
+			vireo_tcp_abort(c);
+			return len;
+		}
+		used += (size_t)took;
+		if (!m)
+			continue;
+		n = dns_respond(&dns_zone_table, d->rd.buf + 2, m, d->out + 2, DNS_TCP_ANSWER_MAX, true, &res);
+		dns_tcp_next(&d->rd);
+		if (n) {
+			dns_count(&res, 1);
+			put_be16(d->out, (u16)n);
+			d->out_len = (u16)(n + 2);
+			d->out_sent = 0;
+			dns_tcp_flush(c, d);
+		} else {
+			vireo_counter_inc(&dns_ignored);
+		}
+		if (++d->queries >= DNS_TCP_QUERIES)
+			d->closing = true;
+	}
+	if (d->closing && d->out_sent == d->out_len)
+		vireo_tcp_close(c);
+	return used;
+}
+
+static void dns_tcp_writable(vireo_tcp c, void *arg)
+{
+	struct dns_conn *d = vireo_tcp_ctx(c);
+
+	if (!d || !dns_tcp_flush(c, d))
+		return;
+	if (d->closing)
+		vireo_tcp_close(c);
+	else
+		vireo_tcp_recv_again(c);
+}
+
+static void dns_tcp_eof(vireo_tcp c, void *arg)
+{
+	struct dns_conn *d = vireo_tcp_ctx(c);
+
+	if (d && d->out_sent < d->out_len)
+		d->closing = true;	/* close once the answer is out */
+	else
+		vireo_tcp_close(c);
+}
+
+static void dns_tcp_closed(vireo_tcp c, void *arg)
+{
+	for (unsigned i = 0; i < DNS_TCP_CONNS; i++) {
+		if (dns_conns[i].d && dns_conns[i].id == c.id) {
+			vireo_free(dns_conns[i].d);
+			dns_conns[i].d = NULL;
+			return;
+		}
+	}
+}
+
+/* The apex as text, for the boot line. */
+static void dns_apex_text(char *buf, size_t size)
+{
+	const u8 *n = dns_zone_table.apex.wire;
+	size_t o = 0;
+
+	for (size_t i = 0; n[i] && o + n[i] + 2 < size; i += n[i] + 1u) {
+		memcpy(buf + o, n + i + 1, n[i]);
+		o += n[i];
+		buf[o++] = '.';
+	}
+	buf[o] = 0;
+}
+
+static int dns_init(void)
+{
+	struct vireo_udp_service us = {
+		.name = "dns",
+		.port = (u16)dns_port,
+		.max_datagram = DNS_UDP_QUERY_MAX,
+		.on_recv = dns_udp_recv,
+	};
+	struct vireo_tcp_service ts = {
+		.name = "dns",
+		.port = (u16)dns_port,
+		.max_conns = DNS_TCP_CONNS,
+		.idle_timeout_ms = (u32)dns_tcp_idle_ms,
+		.on_accept = dns_tcp_accept,
+		.on_recv = dns_tcp_recv,
+		.on_eof = dns_tcp_eof,
+		.on_writable = dns_tcp_writable,
+		.on_close = dns_tcp_closed,
+	};
+	char apex[256];
+	int rc;
+
+	dns_udp_out = vireo_alloc(DNS_UDP_MAX);
+	if (!dns_udp_out)
+		return -ENOMEM;
+	if (dns_rrl_on) {
+		u8 key[16];
+
+		dns_rrl_table = vireo_alloc(sizeof *dns_rrl_table);
+		if (!dns_rrl_table)
+			return -ENOMEM;
+		put_le64(key, random_u64());	/* the kernel's CSPRNG */
+		put_le64(key + 8, random_u64());
+		rrl_init(dns_rrl_table, key, (u32)dns_rrl_rate, (u32)dns_rrl_slip);
+	}
+	rc = vireo_udp_bind(&us, &dns_udp_sock);
+	if (rc)
+		return rc;
+	rc = vireo_tcp_listen(&ts);
+	if (rc)
+		return rc;
+	dns_apex_text(apex, sizeof apex);
+	if (dns_rrl_on)
+		vireo_log("dns: zone %s (%u records) on udp/tcp %u, rrl %u/s slip %u", apex,
+			  (unsigned)dns_zone_table.nrrs, (unsigned)dns_port, (unsigned)dns_rrl_rate,
+			  (unsigned)dns_rrl_slip);
+	else
+		vireo_log("dns: zone %s (%u records) on udp/tcp %u, rrl off", apex, (unsigned)dns_zone_table.nrrs,
+			  (unsigned)dns_port);
+	return 0;
+}
+
+VIREO_APP(dns, .name = "dns", .init = dns_init, .help = "authoritative DNS for one zone baked in at build time");
