@@ -69,7 +69,8 @@ struct vireo_tcp_service {
 	/* Room again after vireo_tcp_send() took less than asked. */
 	void (*on_writable)(vireo_tcp c, void *arg);
 	/* The connection is gone (closed, reset, timed out, evicted for a
-	 * newcomer, power off); c is stale during the call. */
+	 * newcomer, power off); c is stale during the call except for
+	 * vireo_tcp_ctx(c), which still returns the context to free. */
 	void (*on_close)(vireo_tcp c, void *arg);
 	void *arg;
 };

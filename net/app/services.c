@@ -147,18 +147,30 @@ static bool svc_name_ok(const char *s)
 /* ---- TCP connections ---- */
 
 /* The connection is gone: the handle goes stale, then on_close hears it. */
+/* The connection whose on_close is running, and its context. */
+static u32 svc_closing_id;
+static void *svc_closing_ctx;
+
 static void svc_conn_free(struct svc_conn *c)
 {
 	struct svc *s = c->svc;
 	u32 id = c->id;
+	void *ctx = c->ctx;
 
 	work_cancel(&c->work);
 	conntab_remove(&s->tab, &c->link);
 	api_handle_free(id);
 	svcs_live--;
 	kfree(c);
-	if (s->cfg.on_close)
+	if (s->cfg.on_close) {
+		/* The handle is stale, but on_close is where an app frees what
+		 * it hung on the connection: vireo_tcp_ctx() still answers. */
+		svc_closing_id = id;
+		svc_closing_ctx = ctx;
 		s->cfg.on_close((vireo_tcp){ id }, s->cfg.arg);
+		svc_closing_id = 0;
+		svc_closing_ctx = NULL;
+	}
 }
 
 static err_t svc_conn_abort(struct svc_conn *c)
@@ -489,8 +501,11 @@ int vireo_tcp_set_ctx(vireo_tcp t, void *ctx)
 
 void *vireo_tcp_ctx(vireo_tcp t)
 {
-	struct svc_conn *c = svc_tc(t);
+	struct svc_conn *c;
 
+	if (t.id && t.id == svc_closing_id)
+		return svc_closing_ctx;
+	c = svc_tc(t);
 	return c ? c->ctx : NULL;
 }
 

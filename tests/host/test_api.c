@@ -218,6 +218,7 @@ static void svc_close_cb(vireo_tcp c, void *arg)
 {
 	t.closes++;
 	assert_int_equal(vireo_tcp_send(c, "x", 1), -EPIPE);	/* stale during the call */
+	assert_ptr_equal(vireo_tcp_ctx(c), &t);			/* but its context is there to free */
 }
 
 static void udp_recv_cb(vireo_udp u, const struct vireo_addr *src, const void *data, size_t len, void *arg)
