@@ -95,10 +95,17 @@ $(patsubst %.c,$(BUILD)/k/%.o,$(LWIP_PORT_SRCS)): | $(LWIP_STAMP)
 # needs any symbol outside LWIP_KERNEL_SYMS, the kernel API lwIP may use
 # (_GLOBAL_OFFSET_TABLE_ is the linker's own, referenced by -fpic code).
 # (mm_get_stats: the kernel memory figures on /metrics; outbuf_*: its text
-# buffer, kernel/outbuf.h; parse_dec: kernel/parse.h.)
+# buffer, kernel/outbuf.h; parse_dec: kernel/parse.h; timer_*/work_*: the
+# loop's timers and work items the app API runs on, kernel/loop.h;
+# wallclock_*: Date and Last-Modified; __start/__stop_vireo_*: the apps' and
+# metrics' linker sets; dhcp_set_ntp_servers: lwIP's DHCP option 42 hook,
+# net/sntp.c.)
 LWIP_KERNEL_SYMS := _GLOBAL_OFFSET_TABLE_ memcpy memmove memset memcmp strlen strnlen strcmp strncmp \
-	kprintf ksnprintf panic time_ns random_u32 siphash24 page_alloc page_free \
-	page_alloc_raw kmalloc kzalloc kfree mm_get_stats outbuf_mem outbuf_str outbuf_u64 parse_dec
+	kprintf ksnprintf kvsnprintf panic time_ns random_u32 siphash24 page_alloc page_free \
+	page_alloc_raw kmalloc kzalloc kfree mm_get_stats outbuf_mem outbuf_str outbuf_u64 parse_dec \
+	timer_init timer_start timer_stop work_init work_queue work_cancel \
+	wallclock_now wallclock_http_date wallclock_parse_http_date \
+	__start_vireo_apps __stop_vireo_apps __start_vireo_metrics __stop_vireo_metrics dhcp_set_ntp_servers
 LWIP_CHECK_OBJS := $(patsubst net/%.c,$(BUILD)/lwip/port/%.o,$(LWIP_PORT_SRCS) $(RUNTIME_APP_SRCS)) \
 	$(BUILD)/lwip/port/app/site_default.o
 

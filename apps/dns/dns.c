@@ -22,7 +22,6 @@
 #include "apps/dns/dnsmsg.h"
 #include "apps/dns/rrl.h"
 #include "kernel/byteorder.h"
-#include "kernel/random.h"
 #include "kernel/string.h"
 
 extern const struct dns_zone dns_zone_table;
@@ -273,8 +272,7 @@ static int dns_init(void)
 		dns_rrl_table = vireo_alloc(sizeof *dns_rrl_table);
 		if (!dns_rrl_table)
 			return -ENOMEM;
-		put_le64(key, random_u64());	/* the kernel's CSPRNG */
-		put_le64(key + 8, random_u64());
+		vireo_random(key, sizeof key);	/* the kernel's CSPRNG */
 		rrl_init(dns_rrl_table, key, (u32)dns_rrl_rate, (u32)dns_rrl_slip);
 	}
 	rc = vireo_udp_bind(&us, &dns_udp_sock);

@@ -16,7 +16,6 @@
 #include "vireo/vireo.h"
 #include "apps/kv/kv_store.h"
 #include "kernel/parse.h"
-#include "kernel/random.h"	/* the ETag secret: the API has no random source yet */
 #include "kernel/string.h"
 
 /*
@@ -350,7 +349,7 @@ static int kv_init(void)
 	size_t worst;
 	int err;
 
-	random_bytes(c.secret, sizeof c.secret);
+	vireo_random(c.secret, sizeof c.secret);
 	err = kv_store_init(&kv_store, &c);
 	if (err)
 		return err;

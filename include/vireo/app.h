@@ -108,6 +108,12 @@ u64 vireo_now_ms(void);
  * true, or false while it is unknown. */
 bool vireo_wallclock(u64 *unix_s);
 
+/* ---- randomness ---- */
+
+/* len bytes from the kernel's ChaCha20 generator (seeded from RDRAND/RDSEED,
+ * TSC jitter and virtio-rng): for keys, secrets, unguessable identifiers. */
+void vireo_random(void *buf, size_t len);
+
 /* ---- timers ---- */
 
 /* Opaque storage the app owns (static, or in its own allocation). Zero it

@@ -13,6 +13,7 @@
 #include "kernel/mm.h"
 #include "kernel/time.h"
 #include "kernel/types.h"
+#include "kernel/random.h"
 #include "kernel/wallclock.h"
 #include "net/app/api.h"
 #include "net/app/http.h"
@@ -263,6 +264,12 @@ size_t api_buf_held(void)
 u64 vireo_now_ms(void)
 {
 	return time_ns() / NSEC_PER_MSEC;
+}
+
+void vireo_random(void *buf, size_t len)
+{
+	if (buf && len)
+		random_bytes(buf, len);
 }
 
 bool vireo_wallclock(u64 *unix_s)

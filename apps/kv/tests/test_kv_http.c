@@ -274,7 +274,7 @@ void vireo_counter_vec_add(struct vireo_counter_vec *c, u32 i, u64 n)
 		c->v[i] += n;
 }
 
-void random_bytes(void *buf, size_t len)
+void vireo_random(void *buf, size_t len)
 {
 	memset(buf, 0x5c, len);
 }

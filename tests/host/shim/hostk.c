@@ -305,6 +305,14 @@ u32 random_u32(void)
 	return (u32)random_u64();
 }
 
+void random_bytes(void *buf, size_t len)
+{
+	u8 *p = buf;
+
+	for (size_t i = 0; i < len; i++)
+		p[i] = (u8)random_u64();
+}
+
 /* ---- event loop: kernel/loop.c's queues, run without halting ---- */
 
 unsigned hk_work_pending(void)
