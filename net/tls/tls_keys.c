@@ -25,22 +25,23 @@ static int tls_keys_contains(const unsigned char *in, size_t len, const char *s)
 
 /* PEM parsing wants the NUL counted in the length; DER must not have one.
  * A copy with a NUL after the data serves both (the length passed excludes
- * the NUL unless the data is PEM). */
+ * the NUL unless the data is PEM). Trailing NULs (a C string's) are dropped
+ * from PEM only: DER ends wherever its last value ends, and that may be a
+ * zero byte (an EC key's public point does, one time in 256). */
 static unsigned char *tls_keys_with_nul(const unsigned char *in, size_t len, size_t *plen)
 {
 	unsigned char *p;
+	int pem = tls_keys_contains(in, len, "-----BEGIN ");
 
-	while (len > 0 && in[len - 1] == '\0')
+	while (pem && len > 0 && in[len - 1] == '\0')
 		len--;
 	p = mbedtls_calloc(1, len + 1);
 	if (!p)
 		return NULL;
 	memcpy(p, in, len);
 	p[len] = '\0';
-	/* PEM if it contains a BEGIN line; then the NUL is part of the input. */
-	*plen = len;
-	if (tls_keys_contains(in, len, "-----BEGIN "))
-		*plen = len + 1;
+	/* PEM: the NUL is part of the input. */
+	*plen = pem ? len + 1 : len;
 	return p;
 }
 

@@ -69,6 +69,17 @@ static void test_good_pairs(void **state)
 	expect_ok("ec-cert.der", "ec-key.der", "EC P-256");
 }
 
+/* A DER key whose last byte is zero (tls.mk draws keys until one is): not
+ * a C string's NUL to drop. */
+static void test_der_ending_in_zero(void **state)
+{
+	struct tls_blob kb = tls_host_fixture("ec00-key.der");
+
+	assert_int_equal(kb.p[kb.n - 1], 0);
+	free(kb.p);
+	expect_ok("ec00-cert.pem", "ec00-key.der", "EC P-256");
+}
+
 /* The length may count a trailing NUL (a C string) or not. */
 static void test_trailing_nul(void **state)
 {
@@ -195,6 +206,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good_pairs),
+		cmocka_unit_test(test_der_ending_in_zero),
 		cmocka_unit_test(test_trailing_nul),
 		cmocka_unit_test(test_bad_pairs),
 		cmocka_unit_test(test_empty_and_huge),

@@ -34,7 +34,7 @@ $(MBEDTLS_HOST_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(MBEDTLS_ALT_SRC
 
 # Fixtures made by openssl at build time (no key is committed): two P-256
 # keys (the second mismatches the certificate), RSA 2048 and 1024, P-384,
-# an encrypted key.
+# an encrypted key, and a P-256 key whose DER ends in a zero byte (drawn until one does).
 TLS_FIX := $(BUILD)/host/tls-fix
 $(BUILD)/host/test_tls_keys: HOST_CFLAGS += -DTLS_FIX_DIR='"$(TLS_FIX)"'
 $(BUILD)/host/test_tls_keys: $(TLS_FIX)/stamp
@@ -51,6 +51,11 @@ $(TLS_FIX)/stamp: tests/host/tls.mk
 	openssl pkey -in ec-key.pem -aes256 -passout pass:secret -out enc-key.pem 2>/dev/null; \
 	openssl x509 -in ec-cert.pem -outform DER -out ec-cert.der; \
 	openssl pkey -in ec-key.pem -outform DER -out ec-key.der; \
+	for i in $$(seq 4096); do \
+		openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ec00-key.pem 2>/dev/null; \
+		openssl pkey -in ec00-key.pem -outform DER -out ec00-key.der; \
+		[ "$$(tail -c1 ec00-key.der | od -An -tx1 | tr -d ' ')" = 00 ] && break; \
+	done; cert ec00; \
 	touch stamp
 
 # Curve25519 through mbedTLS's ladder with net/tls/x25519_alt.c's field
