@@ -684,6 +684,10 @@ dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool devi
 	bool added, any = false;
 	int err = 0;
 
+	/* No new buffer reaches the device while entries it may still cache
+	 * for freed ones are pending (unmapped since the last flush). */
+	if (dom->npend)
+		vtd_unmap_flush(dom);
 	if (!iova) {
 		err = -ERANGE;
 		goto fail;
