@@ -120,11 +120,13 @@ static dma_addr_t virtq_map_el(const struct virtq *vq, size_t t, const struct vi
 {
 	if (!vq->transient)
 		return virtq_map(vq, sg->addr, sg->len, device_writes);
+	dma_addr_t addr = vq->dma_map(vq->ctx, sg->addr, sg->len, device_writes, true);
+
 	vq->tmap[t].va = sg->addr;
 	vq->tmap[t].len = sg->len;
 	vq->tmap[t].writes = device_writes;
-	vq->tmap[t].live = true;
-	return vq->dma_map(vq->ctx, sg->addr, sg->len, device_writes, true);
+	vq->tmap[t].live = addr != 0;	/* 0: refused, nothing held (the device faults on it) */
+	return addr;
 }
 
 static void virtq_unmap_el(struct virtq *vq, size_t t)

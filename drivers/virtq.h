@@ -26,7 +26,8 @@ struct virtq_config {
 	/* Device address of [va, va+len), for a device that only reads it or
 	 * (device_writes) may write it; NULL means identity. transient: the
 	 * element of a buffer on a transient queue (below); false for the ring
-	 * and on other queues, whose mappings live as long as the device. */
+	 * and on other queues, whose mappings live as long as the device.
+	 * Returns 0 when it cannot map (then holds nothing: not unmapped). */
 	dma_addr_t (*dma_map)(void *ctx, const void *va, size_t len, bool device_writes, bool transient);
 	/* transient: every buffer added is mapped with transient set and, once
 	 * the device returned it (virtq_get) or the queue was stopped

@@ -111,7 +111,8 @@ struct vtd_domain {
 	u64 faults;
 	u64 pages_ro, pages_rw;	/* leaf entries in each window */
 	u64 unmapped;		/* pages cleared by vtd_unmap */
-	u64 inval_page, inval_dom;	/* IOTLB requests for them: per page, per domain */
+	u64 inval_page, inval_dom;	/* ... invalidated page by page, by domain requests */
+	u64 flushes;		/* vtd_unmap_flush calls that invalidated (one wait each) */
 	unsigned npend;		/* pages cleared since the last vtd_unmap_flush */
 	u64 pend[VTD_PSI_BATCH];	/* ... their IOVAs, while they fit */
 };
@@ -679,7 +680,7 @@ struct vtd_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void 
 dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool device_writes,
 		   bool transient)
 {
-	u64 pa = (u64)va, iova = vtd_iova(pa, len, device_writes), page, end;
+	u64 pa = (u64)va, iova = vtd_iova(pa, len, device_writes), page = 0, end;
 	u64 rights = VTD_PTE_R | (device_writes ? VTD_PTE_W : 0);
 	bool added, any = false;
 	int err = 0;
@@ -720,6 +721,15 @@ dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool devi
 	}
 	return iova;
 fail:
+	if (transient) {	/* give back what this call took: the caller holds nothing */
+		u64 stop = page;
+		bool removed;
+
+		for (page = pa & ~(VTD_PAGE - 1); iova && page < stop; page += VTD_PAGE)
+			if (!vtd_pt_put(&dom->pt, vtd_iova(page, 1, device_writes), &removed) && removed)
+				*(device_writes ? &dom->pages_rw : &dom->pages_ro) -= 1;
+		vtd_inval_iotlb(dom->unit, dom->did);
+	}
 	if (!dom->map_failed) {
 		dom->map_failed = true;
 		klog("vtd%u: cannot map %#lx+%#lx for %02x:%02x.%u (%d); the device will fault", dom->unit->index,
@@ -766,6 +776,7 @@ void vtd_unmap_flush(struct vtd_domain *dom)
 		dom->inval_dom++;
 	}
 	dom->npend = 0;
+	dom->flushes++;
 }
 
 void vtd_domain_clear(struct vtd_domain *dom)
@@ -795,9 +806,10 @@ static void vtd_cmd_show(const char *args)
 			struct vtd_domain *d = &u->domains[k];
 
 			kprintf("iommu: domain %u %02x:%02x.%u pages ro %lu rw %lu tables %lu faults %lu "
-				"unmapped %lu invalidations page %lu domain %lu\n", d->did,
+				"unmapped %lu invalidations page %lu domain %lu flushes %lu\n", d->did,
 				d->bdf >> 8, (d->bdf >> 3) & 31, d->bdf & 7, d->pages_ro, d->pages_rw,
-				d->pt.table_pages, d->faults, d->unmapped, d->inval_page, d->inval_dom);
+				d->pt.table_pages, d->faults, d->unmapped, d->inval_page, d->inval_dom,
+				d->flushes);
 		}
 	}
 }

@@ -51,6 +51,8 @@ dma_addr_t fake_dma_map(void *ctx, const void *va, size_t len, bool device_write
 	if (d) {
 		d->maps++;
 		d->maps_writable += device_writes;
+		if (transient && d->refuse)
+			return 0;
 		if (transient) {
 			d->tmaps++;
 			for (page = (uintptr_t)va & ~4095ul; page < (uintptr_t)va + len; page += 4096) {

@@ -85,6 +85,7 @@ struct fake_dev {
 	struct { uintptr_t page; unsigned refs; } tpage[FAKE_TPAGES];
 	unsigned ntpage;
 	unsigned tmaps, unmaps, unmap_flushes, faults;
+	bool refuse;			/* transient maps return 0 (mapping refused) */
 
 	unsigned errors;		/* driver broke a rule */
 	char error[192];		/* the last one */

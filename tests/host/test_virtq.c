@@ -1064,6 +1064,19 @@ static void test_transient_unmap(void **state)
 		expect_clean();
 		teardown(NULL);
 	}
+	/* a refused map holds nothing, so nothing is given back for it */
+	h_open(packed, 8, OPT_TRANS);
+	H.dev.refuse = true;
+	assert_int_equal(add_req(0, 1, 1), 0);
+	H.dev.refuse = false;
+	assert_int_equal(add_req(1, 1, 0), 0);
+	assert_non_null(virtq_detach_unused(&H.vq));
+	assert_non_null(virtq_detach_unused(&H.vq));
+	assert_null(virtq_detach_unused(&H.vq));
+	assert_int_equal(H.dev.tmaps, 1);
+	assert_int_equal(H.dev.unmaps, 1);
+	expect_clean();
+	teardown(NULL);
 	/* reset with buffers never detached: their mappings go with them */
 	h_open(packed, 8, OPT_IND | OPT_TRANS);
 	assert_int_equal(add_req(0, 2, 1), 0);

@@ -31,15 +31,15 @@ ON = r"^vtd0: translation on \(3-level tables, (queued|register) invalidation, w
 
 
 def iommu_domains(g):
-    """The `iommu` shell command's domains: {bdf: {ro, rw, faults, unmapped, inval_page, inval_dom}}."""
+    """The `iommu` shell command's domains: {bdf: {ro, rw, faults, unmapped, inval_page, inval_dom, flushes}}."""
     mark = len(g.vm.text)
     g.vm.send("iommu\n")
     g.vm.wait_for(r"^iommu: vtd0 translation on", timeout=30, start=mark)
     time.sleep(1)
     doms = {}
     for m in re.finditer(r"^iommu: domain \d+ (\S+) pages ro (\d+) rw (\d+) tables \d+ faults (\d+) "
-                         r"unmapped (\d+) invalidations page (\d+) domain (\d+)$", g.vm.text[mark:], re.M):
-        doms[m.group(1)] = dict(zip(("ro", "rw", "faults", "unmapped", "inval_page", "inval_dom"),
+                         r"unmapped (\d+) invalidations page (\d+) domain (\d+) flushes (\d+)$", g.vm.text[mark:], re.M):
+        doms[m.group(1)] = dict(zip(("ro", "rw", "faults", "unmapped", "inval_page", "inval_dom", "flushes"),
                                     map(int, m.groups()[1:])))
     return doms
 
@@ -85,6 +85,8 @@ def test_translated(opts, extra):
         # (only site bodies, mapped once, stay) instead of adding heap pages
         first = iommu_domains(g)["00:02.0"]
         assert first["unmapped"] > 0 and first["inval_page"] + first["inval_dom"] > 0, first
+        # batched: never more flushes than pages unmapped
+        assert 0 < first["flushes"] <= first["unmapped"], first
         bulk(g)
         time.sleep(1)
         again = iommu_domains(g)["00:02.0"]
