@@ -185,6 +185,11 @@ int virtio_cfg_write32(struct virtio_dev *d, u32 off, u32 v);
  * interrupt context. Returns the queue or NULL (logged). */
 struct virtio_vq *virtio_setup_vq(struct virtio_dev *d, u16 idx, u16 num_hint,
 				  void (*callback)(struct virtio_vq *q), void *priv);
+/* The same for a queue whose buffers are transient (transmit chains,
+ * control commands, console output): behind a VT-d domain each buffer's
+ * pages are unmapped when the queue reclaims it (drivers/virtq.h). */
+struct virtio_vq *virtio_setup_vq_transient(struct virtio_dev *d, u16 idx, u16 num_hint,
+					    void (*callback)(struct virtio_vq *q), void *priv);
 /* Resets one queue (RING_RESET), detaches what was posted on it, frees
  * nothing, re-enables it and calls the driver's vq_reset; returns 0,
  * -ENOTSUP or the transport's error. */

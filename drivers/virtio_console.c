@@ -811,7 +811,7 @@ static int vcons_probe(struct virtio_dev *d)
 		work_init(&p->rx_work, vcons_rx_poll, p);
 		work_init(&p->tx_work, vcons_tx_work, p);
 		p->rxq = virtio_setup_vq(d, (u16)VIRTIO_CONSOLE_RXQ(i), DATA_QSIZE, vcons_rx_irq, p);
-		p->txq = p->rxq ? virtio_setup_vq(d, (u16)VIRTIO_CONSOLE_TXQ(i), DATA_QSIZE, vcons_tx_irq, p) : NULL;
+		p->txq = p->rxq ? virtio_setup_vq_transient(d, (u16)VIRTIO_CONSOLE_TXQ(i), DATA_QSIZE, vcons_tx_irq, p) : NULL;
 		if (!p->txq) {
 			if (i == 0)
 				goto fail;
@@ -823,7 +823,7 @@ static int vcons_probe(struct virtio_dev *d)
 	}
 	if (vc->multiport) {
 		vc->cin = virtio_setup_vq(d, VIRTIO_CONSOLE_CTRL_RXQ, CTRL_QSIZE, vcons_ctrl_irq, vc);
-		vc->cout = vc->cin ? virtio_setup_vq(d, VIRTIO_CONSOLE_CTRL_TXQ, CTRL_QSIZE, vcons_ctrl_irq, vc) : NULL;
+		vc->cout = vc->cin ? virtio_setup_vq_transient(d, VIRTIO_CONSOLE_CTRL_TXQ, CTRL_QSIZE, vcons_ctrl_irq, vc) : NULL;
 		vc->cbuf = page_alloc(1);
 		if (!vc->cout || !vc->cbuf) {
 			err = vc->cbuf ? -EIO : -ENOMEM;

@@ -304,13 +304,33 @@ int virtio_cfg_write32(struct virtio_dev *d, u32 off, u32 v)
 	return d->ops->cfg_write(d, off, &v, 4);
 }
 
-static dma_addr_t virtio_core_vq_dma_map(void *ctx, const void *va, size_t len, bool device_writes)
+/* Site bodies live in the image's read-only data: long-lived even when
+ * they go out on a transient (transmit) queue, so they stay mapped once. */
+static dma_addr_t virtio_core_vq_dma_map(void *ctx, const void *va, size_t len, bool device_writes,
+					 bool transient)
 {
 	struct virtio_vq *q = ctx;
 
 	if (q->vdev->dma)
-		return vtd_map(q->vdev->dma, va, len, device_writes);
+		return vtd_map(q->vdev->dma, va, len, device_writes,
+			       transient && !mm_in_rodata(va, len));
 	return dma_map(va, len);
+}
+
+static void virtio_core_vq_dma_unmap(void *ctx, const void *va, size_t len, bool device_writes)
+{
+	struct virtio_vq *q = ctx;
+
+	if (q->vdev->dma && !mm_in_rodata(va, len))
+		vtd_unmap(q->vdev->dma, va, len, device_writes);
+}
+
+static void virtio_core_vq_dma_unmap_flush(void *ctx)
+{
+	struct virtio_vq *q = ctx;
+
+	if (q->vdev->dma)
+		vtd_unmap_flush(q->vdev->dma);
 }
 
 /* The unit reported a fault for this device (interrupt context): reset and
@@ -330,8 +350,9 @@ static void virtio_core_vq_notify(void *ctx, u32 data)
 	q->vdev->ops->notify(q, data);
 }
 
-struct virtio_vq *virtio_setup_vq(struct virtio_dev *d, u16 idx, u16 num_hint,
-				  void (*callback)(struct virtio_vq *q), void *priv)
+static struct virtio_vq *virtio_core_setup_vq(struct virtio_dev *d, u16 idx, u16 num_hint,
+					      void (*callback)(struct virtio_vq *q), void *priv,
+					      bool transient)
 {
 	struct virtq_config cfg = { 0 };
 	struct virtio_vq *q;
@@ -361,6 +382,9 @@ struct virtio_vq *virtio_setup_vq(struct virtio_dev *d, u16 idx, u16 num_hint,
 	cfg.notification_data = virtio_has(d, VIRTIO_F_NOTIFICATION_DATA);
 	cfg.weak_barriers = !virtio_has(d, VIRTIO_F_ORDER_PLATFORM);
 	cfg.dma_map = virtio_core_vq_dma_map;
+	cfg.dma_unmap = virtio_core_vq_dma_unmap;
+	cfg.dma_unmap_flush = virtio_core_vq_dma_unmap_flush;
+	cfg.transient = transient;
 	cfg.notify = virtio_core_vq_notify;
 	if (virtq_mem_size(&cfg, &ring_bytes, &priv_bytes) < 0) {
 		kprintf("virtio%u: queue %u size %u not usable (max %u)\n", d->index, idx, num, max);
@@ -389,6 +413,18 @@ struct virtio_vq *virtio_setup_vq(struct virtio_dev *d, u16 idx, u16 num_hint,
 	}
 	q->live = true;
 	return q;
+}
+
+struct virtio_vq *virtio_setup_vq(struct virtio_dev *d, u16 idx, u16 num_hint,
+				  void (*callback)(struct virtio_vq *q), void *priv)
+{
+	return virtio_core_setup_vq(d, idx, num_hint, callback, priv, false);
+}
+
+struct virtio_vq *virtio_setup_vq_transient(struct virtio_dev *d, u16 idx, u16 num_hint,
+					    void (*callback)(struct virtio_vq *q), void *priv)
+{
+	return virtio_core_setup_vq(d, idx, num_hint, callback, priv, true);
 }
 
 int virtio_reset_vq(struct virtio_vq *q)

@@ -1094,7 +1094,7 @@ static int vnet_net_probe(struct virtio_dev *d)
 	vn->rxcfg.max_gso_frame = VNET_FRAME_MAX;
 
 	vn->rx = virtio_setup_vq(d, VIRTIO_NET_RXQ(0), 0, vnet_rx_irq, vn);
-	vn->tx = vn->rx ? virtio_setup_vq(d, VIRTIO_NET_TXQ(0), 0, vnet_tx_irq, vn) : NULL;
+	vn->tx = vn->rx ? virtio_setup_vq_transient(d, VIRTIO_NET_TXQ(0), 0, vnet_tx_irq, vn) : NULL;
 	if (!vn->tx) {
 		err = -EIO;
 		goto fail;
@@ -1102,7 +1102,7 @@ static int vnet_net_probe(struct virtio_dev *d)
 	vn->ctrl = NULL;
 	vnet_ctrl_reset(vn);
 	if (virtio_has(d, VIRTIO_NET_F_CTRL_VQ)) {
-		vn->ctrl = virtio_setup_vq(d, 2, 64, NULL, vn);
+		vn->ctrl = virtio_setup_vq_transient(d, 2, 64, NULL, vn);
 		if (vn->ctrl)
 			virtq_disable_cb(&vn->ctrl->vq);	/* polled */
 	}

@@ -29,7 +29,23 @@ struct virtq_slot {
 	u16 next;	/* split: next descriptor (chain or free list); packed: next free id */
 	u16 ndescs;	/* ring descriptors the buffer holds (1 when indirect) */
 	u16 fifo_next;	/* in_order: the next newer in-flight buffer */
+	u16 pos0;	/* packed, direct, transient: its first record (virtq_tmap) */
+	u16 nelem;	/* indirect: elements in the table */
 	bool indirect;
+};
+
+/* Transient queues: what one element mapped, for dma_unmap. Split direct
+ * elements by descriptor index (a descriptor is the buffer's until it is
+ * released); packed direct ones in records taken from a free list of num
+ * (ring positions are reused while older buffers are still in flight, but
+ * never more than num descriptors are), linked from the slot's pos0; table
+ * elements at num + slot * indirect_max + k. Driver-private, like the slots. */
+struct virtq_tmap {
+	const void *va;
+	u32 len;
+	u16 next;	/* packed: next record of the chain, or of the free list */
+	bool writes;
+	bool live;	/* mapped and not yet unmapped */
 };
 
 struct virtq_layout {
@@ -125,8 +141,73 @@ static inline bool virtq_need_event(u16 event, u16 new_idx, u16 old_idx)
 static dma_addr_t virtq_map(const struct virtq *vq, const void *va, size_t len, bool device_writes)
 {
 	if (vq->dma_map)
-		return vq->dma_map(vq->ctx, va, len, device_writes);
+		return vq->dma_map(vq->ctx, va, len, device_writes, false);
 	return (dma_addr_t)(uintptr_t)va;
+}
+
+/* One element of a buffer; on a transient queue recorded in *t. */
+static dma_addr_t virtq_map_el(const struct virtq *vq, size_t t, const struct virtq_sg *sg,
+			       bool device_writes)
+{
+	if (!vq->transient)
+		return virtq_map(vq, sg->addr, sg->len, device_writes);
+	dma_addr_t addr = vq->dma_map(vq->ctx, sg->addr, sg->len, device_writes, true);
+
+	vq->tmap[t].va = sg->addr;
+	vq->tmap[t].len = sg->len;
+	vq->tmap[t].writes = device_writes;
+	vq->tmap[t].live = addr != 0;	/* 0: refused, nothing held (the device faults on it) */
+	return addr;
+}
+
+static void virtq_unmap_el(struct virtq *vq, size_t t)
+{
+	struct virtq_tmap *m = &vq->tmap[t];
+
+	if (!m->live)
+		return;
+	m->live = false;
+	vq->dma_unmap(vq->ctx, m->va, m->len, m->writes);
+	vq->stats.unmaps++;
+	vq->unmapped = true;
+}
+
+/* Buffer id is back from the device (or the device was reset): drop the
+ * mappings of its elements. Walks the private shadows only. */
+static void virtq_unmap_chain(struct virtq *vq, u16 id)
+{
+	const struct virtq_slot *s = &vq->slot[id];
+	size_t base = vq->num + (size_t)id * vq->indirect_max;
+	u16 k, p = vq->is_packed ? s->pos0 : id, nx;
+
+	if (s->indirect) {
+		for (k = 0; k < s->nelem; k++)
+			virtq_unmap_el(vq, base + k);
+		return;
+	}
+	for (k = 0; k < s->ndescs && p != NO_SLOT; k++) {
+		virtq_unmap_el(vq, p);
+		if (vq->is_packed) {
+			nx = vq->tmap[p].next;
+			vq->tmap[p].next = vq->tmap_free;
+			vq->tmap_free = p;
+			p = nx;
+		} else if (vq->in_order) {
+			p = (u16)((p + 1u) & (vq->num - 1u));
+		} else {
+			p = vq->slot[p].next;
+		}
+	}
+}
+
+/* End of a reclaim pass: one invalidation for what it unmapped. */
+static void virtq_unmap_flush(struct virtq *vq)
+{
+	if (!vq->unmapped)
+		return;
+	vq->unmapped = false;
+	if (vq->dma_unmap_flush)
+		vq->dma_unmap_flush(vq->ctx);
 }
 
 static size_t virtq_indirect_table_off(const struct virtq *vq, u16 i)
@@ -238,7 +319,9 @@ int virtq_mem_size(const struct virtq_config *cfg, size_t *ring_bytes, size_t *p
 	if (ring_bytes)
 		*ring_bytes = l.ring_bytes;
 	if (priv_bytes)
-		*priv_bytes = (size_t)cfg->num * sizeof(struct virtq_slot);
+		*priv_bytes = (size_t)cfg->num * sizeof(struct virtq_slot) +
+			      (cfg->transient ? (size_t)cfg->num * (1u + l.indirect_max) *
+						sizeof(struct virtq_tmap) : 0);
 	return 0;
 }
 
@@ -255,7 +338,16 @@ static void virtq_start(struct virtq *vq)
 		vq->slot[i].ndescs = 0;
 		vq->slot[i].fifo_next = NO_SLOT;
 		vq->slot[i].indirect = false;
+		vq->slot[i].pos0 = 0;
+		vq->slot[i].nelem = 0;
 	}
+	if (vq->tmap) {
+		memset(vq->tmap, 0, (size_t)vq->num * (1u + vq->indirect_max) * sizeof(struct virtq_tmap));
+		for (i = 0; i < vq->num; i++)
+			vq->tmap[i].next = (u16)(i + 1u < vq->num ? i + 1u : NO_SLOT);
+	}
+	vq->tmap_free = 0;
+	vq->unmapped = false;
 	vq->broken = false;
 	vq->stopped = false;
 	vq->debug_corrupt = false;
@@ -319,6 +411,11 @@ int virtq_init(struct virtq *vq, const struct virtq_config *cfg, void *ring_mem,
 	vq->device_off = l.device_off;
 	vq->indirect_off = l.indirect_off;
 	vq->slot = priv_mem;
+	if (cfg->transient)
+		vq->tmap = (struct virtq_tmap *)(vq->slot + cfg->num);
+	vq->transient = cfg->transient && cfg->dma_map && cfg->dma_unmap;
+	vq->dma_unmap = cfg->dma_unmap;
+	vq->dma_unmap_flush = cfg->dma_unmap_flush;
 	/* One mapping for the whole block: ring parts and indirect tables are
 	 * then at fixed offsets from ring_dma. */
 	vq->ring_dma = virtq_map(vq, ring_mem, l.ring_bytes, true);	/* the device writes the used ring */
@@ -377,7 +474,8 @@ static void virtq_split_add(struct virtq *vq, const struct virtq_sg *out, unsign
 		for (k = 0; k < total; k++) {
 			const struct virtq_sg *sg = virtq_sg_at(out, n_out, in, k);
 
-			table[k].addr = virtq_map(vq, sg->addr, sg->len, k >= n_out);
+			table[k].addr = virtq_map_el(vq, vq->num + (size_t)head * vq->indirect_max + k, sg,
+						     k >= n_out);
 			table[k].len = sg->len;
 			table[k].flags = (u16)((k >= n_out ? VIRTQ_DESC_F_WRITE : 0) |
 					       (k + 1 < total ? VIRTQ_DESC_F_NEXT : 0));
@@ -397,7 +495,7 @@ static void virtq_split_add(struct virtq *vq, const struct virtq_sg *out, unsign
 			u16 nx = vq->in_order ? (u16)((i + 1) & mask) : vq->slot[i].next;
 
 			d = &vq->split.desc[i];
-			d->addr = virtq_map(vq, sg->addr, sg->len, k >= n_out);
+			d->addr = virtq_map_el(vq, i, sg, k >= n_out);
 			d->len = sg->len;
 			d->flags = (u16)((k >= n_out ? VIRTQ_DESC_F_WRITE : 0) |
 					 (k + 1 < total ? VIRTQ_DESC_F_NEXT : 0));
@@ -416,6 +514,7 @@ static void virtq_split_add(struct virtq *vq, const struct virtq_sg *out, unsign
 	vq->slot[head].in_len = in_len;
 	vq->slot[head].ndescs = ndescs;
 	vq->slot[head].indirect = use_indirect;
+	vq->slot[head].nelem = (u16)total;
 	vq->num_free = (u16)(vq->num_free - ndescs);
 	if (vq->in_order)
 		virtq_fifo_push(vq, head);
@@ -451,7 +550,8 @@ static void virtq_packed_add(struct virtq *vq, const struct virtq_sg *out, unsig
 		for (k = 0; k < total; k++) {
 			const struct virtq_sg *sg = virtq_sg_at(out, n_out, in, k);
 
-			table[k].addr = virtq_map(vq, sg->addr, sg->len, k >= n_out);
+			table[k].addr = virtq_map_el(vq, vq->num + (size_t)id * vq->indirect_max + k, sg,
+						     k >= n_out);
 			table[k].len = sg->len;
 			table[k].id = 0;
 			table[k].flags = (u16)(k >= n_out ? VIRTQ_DESC_F_WRITE : 0);
@@ -467,6 +567,8 @@ static void virtq_packed_add(struct virtq *vq, const struct virtq_sg *out, unsig
 		}
 		ndescs = 1;
 	} else {
+		u16 rec = NO_SLOT, prev = NO_SLOT;
+
 		for (k = 0; k < total; k++) {
 			const struct virtq_sg *sg = virtq_sg_at(out, n_out, in, k);
 			u16 flags = (u16)((k >= n_out ? VIRTQ_DESC_F_WRITE : 0) |
@@ -474,7 +576,17 @@ static void virtq_packed_add(struct virtq *vq, const struct virtq_sg *out, unsig
 					  virtq_packed_avail_bits(wrap));
 
 			d = &vq->packed.desc[pos];
-			d->addr = virtq_map(vq, sg->addr, sg->len, k >= n_out);
+			if (vq->transient) {	/* at most num direct descriptors in flight */
+				rec = vq->tmap_free;
+				vq->tmap_free = vq->tmap[rec].next;
+				vq->tmap[rec].next = NO_SLOT;
+				if (prev == NO_SLOT)
+					vq->slot[id].pos0 = rec;
+				else
+					vq->tmap[prev].next = rec;
+				prev = rec;
+			}
+			d->addr = virtq_map_el(vq, rec, sg, k >= n_out);
 			d->len = sg->len;
 			d->id = id;	/* required in the last one; harmless in the rest */
 			if (k == 0)
@@ -497,6 +609,7 @@ static void virtq_packed_add(struct virtq *vq, const struct virtq_sg *out, unsig
 	vq->slot[id].in_len = in_len;
 	vq->slot[id].ndescs = ndescs;
 	vq->slot[id].indirect = use_indirect;
+	vq->slot[id].nelem = (u16)total;
 	vq->num_free = (u16)(vq->num_free - ndescs);
 	if (vq->in_order)
 		virtq_fifo_push(vq, id);
@@ -712,6 +825,8 @@ static void *virtq_release(struct virtq *vq, u16 id)
 	void *token = s->token;
 	u16 last = id, k;
 
+	if (vq->transient)
+		virtq_unmap_chain(vq, id);	/* before the links below change */
 	if (vq->in_order)
 		virtq_fifo_pop(vq);	/* callers only release the oldest with in_order */
 	if (vq->is_packed) {
@@ -880,6 +995,11 @@ void *virtq_get(struct virtq *vq, u32 *len)
 	if (vq->broken || vq->stopped)
 		return NULL;
 	token = vq->is_packed ? virtq_packed_get(vq, &l) : virtq_split_get(vq, &l);
+	/* Batched per pass: invalidate when the caller's loop finds nothing
+	 * more, or when nothing is left in flight (a caller waiting for one
+	 * buffer stops there). */
+	if (!token || vq->inflight == 0)
+		virtq_unmap_flush(vq);
 	if (token) {
 		vq->stats.completions++;
 		if (len)
@@ -1038,17 +1158,23 @@ void *virtq_detach_unused(struct virtq *vq)
 	vq->stopped = true;
 	vq->add_slow = true;
 	vq->batch = false;
-	if (vq->inflight == 0)
+	if (vq->inflight == 0) {
+		virtq_unmap_flush(vq);
 		return NULL;
+	}
 	if (vq->in_order) {
 		i = vq->fifo_head;	/* oldest first keeps the fifo consistent */
-		if (i == NO_SLOT)
+		if (i == NO_SLOT) {
+			virtq_unmap_flush(vq);
 			return NULL;
+		}
 	} else {
 		for (i = 0; i < vq->num && !vq->slot[i].token; i++)
 			;
-		if (i == vq->num)
+		if (i == vq->num) {
+			virtq_unmap_flush(vq);
 			return NULL;
+		}
 	}
 	vq->stats.detached++;
 	return virtq_release(vq, i);
@@ -1056,8 +1182,15 @@ void *virtq_detach_unused(struct virtq *vq)
 
 void virtq_reset_state(struct virtq *vq)
 {
+	size_t t;
+
 	if (vq->inflight)
 		klog("virtq %u: reset drops %u outstanding buffers", vq->index, vq->inflight);
+	if (vq->transient) {	/* the device is reset: their mappings go too */
+		for (t = 0; t < (size_t)vq->num * (1u + vq->indirect_max); t++)
+			virtq_unmap_el(vq, t);
+		virtq_unmap_flush(vq);
+	}
 	virtq_start(vq);
 }
 

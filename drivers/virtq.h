@@ -24,8 +24,21 @@ struct virtq_config {
 	bool weak_barriers;	/* true: dma_* barriers; false: mb/rmb/wmb (ORDER_PLATFORM) */
 	u16 indirect_max;	/* entries per indirect table; 0 = default; capped at num */
 	/* Device address of [va, va+len), for a device that only reads it or
-	 * (device_writes) may write it; NULL means identity. */
-	dma_addr_t (*dma_map)(void *ctx, const void *va, size_t len, bool device_writes);
+	 * (device_writes) may write it; NULL means identity. transient: the
+	 * element of a buffer on a transient queue (below); false for the ring
+	 * and on other queues, whose mappings live as long as the device.
+	 * Returns 0 when it cannot map (then holds nothing: not unmapped). */
+	dma_addr_t (*dma_map)(void *ctx, const void *va, size_t len, bool device_writes, bool transient);
+	/* transient: every buffer added is mapped with transient set and, once
+	 * the device returned it (virtq_get) or the queue was stopped
+	 * (virtq_detach_unused), handed to dma_unmap with the same va, len and
+	 * direction, before its token goes back to the caller; dma_unmap_flush
+	 * then runs once per virtq_get / virtq_detach_unused call that unmapped
+	 * something. The ring itself is never transient. Costs 16 bytes of
+	 * private memory per descriptor and per indirect-table entry. */
+	bool transient;
+	void (*dma_unmap)(void *ctx, const void *va, size_t len, bool device_writes);
+	void (*dma_unmap_flush)(void *ctx);
 	/* Available-buffer notification; data per §2.9 (see virtq_notify). */
 	void (*notify)(void *ctx, u32 data);
 	void *ctx;
@@ -46,9 +59,11 @@ struct virtq_stats {
 	u64 completions;	/* tokens returned by virtq_get */
 	u64 batched;		/* ... of which skipped by an in-order batch entry */
 	u64 detached;		/* tokens returned by virtq_detach_unused */
+	u64 unmaps;		/* transient elements handed to dma_unmap */
 };
 
 struct virtq_slot;	/* per-descriptor / per-buffer-id shadow, private to virtq.c */
+struct virtq_tmap;	/* per-element record of a transient mapping, private to virtq.c */
 
 /* Callback mode the driver asked for (virtq_disable_cb/enable_cb/_delayed). */
 enum virtq_cb_mode {
@@ -66,7 +81,10 @@ struct virtq {
 	u16 indirect_max;	/* 0 when indirect is off */
 	bool is_packed;		/* packed layout (else split) */
 	bool event_idx, indirect, in_order, notification_data, weak_barriers;
-	dma_addr_t (*dma_map)(void *ctx, const void *va, size_t len, bool device_writes);
+	bool transient;
+	dma_addr_t (*dma_map)(void *ctx, const void *va, size_t len, bool device_writes, bool transient);
+	void (*dma_unmap)(void *ctx, const void *va, size_t len, bool device_writes);
+	void (*dma_unmap_flush)(void *ctx);
 	void (*notify)(void *ctx, u32 data);
 	void *ctx;
 
@@ -76,6 +94,9 @@ struct virtq {
 	dma_addr_t ring_dma;	/* device address of ring_mem */
 	size_t driver_off, device_off, indirect_off;	/* offsets in ring_mem */
 	struct virtq_slot *slot;	/* driver-private shadows, num entries */
+	struct virtq_tmap *tmap;	/* transient: what each element mapped (virtq.c) */
+	bool unmapped;			/* transient: an unmap since the last flush */
+	u16 tmap_free;			/* transient, packed: free direct-element records */
 
 	/* state common to both layouts */
 	bool broken;		/* device misbehaved: no more adds or gets */

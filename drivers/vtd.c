@@ -10,11 +10,14 @@
  * ACCESS_PLATFORM keep working on physical addresses.
  *
  * Addresses: see drivers/vtd_pt.h, two windows above all RAM (read-only and
- * read-write). A page is mapped the first time a buffer in it is handed to
- * the device and stays mapped until the device is reset (vtd_domain_clear):
- * rings, receive pools and site bodies are therefore mapped once for their
- * life; no buffer is unmapped while the device may use it, because nothing
- * is unmapped before the device is reset.
+ * read-write). Long-lived buffers (rings, receive pools, site bodies) are
+ * mapped the first time they are handed to the device and stay mapped until
+ * the device is reset (vtd_domain_clear). Transient ones (transmit chains,
+ * control-queue commands, console output) are counted per page in the leaf
+ * entry (vtd_pt_get/put): virtq drops its reference when it reclaims the
+ * chain, after the device returned it (or was reset), and the last user of a
+ * page clears the entry; the IOTLB is invalidated once per reclaim pass
+ * (vtd_unmap_flush). A page a long-lived buffer also uses is pinned.
  *
  * Invalidation: queued (ECAP.QI) or register-based; a new mapping is
  * flushed from the IOTLB only in caching mode (CAP.CM), where not-present
@@ -64,6 +67,7 @@
 #define CAP_ND(c)	((unsigned)((c) & 7))
 #define CAP_RWBF	(1ull << 4)
 #define CAP_CM		(1ull << 7)
+#define CAP_PSI		(1ull << 39)
 #define CAP_SAGAW(c)	((unsigned)(((c) >> 8) & 0x1f))
 #define CAP_MGAW(c)	((unsigned)((((c) >> 16) & 0x3f) + 1))
 #define CAP_FRO(c)	((unsigned)((((c) >> 24) & 0x3ff) * 16))
@@ -82,6 +86,7 @@
 #define QI_CC_GLOBAL	(0x1ull | (1ull << 4))
 #define QI_IOTLB_GLOBAL	(0x2ull | (1ull << 4) | (1ull << 7) | (1ull << 6))
 #define QI_IOTLB_DOM	(0x2ull | (2ull << 4) | (1ull << 7) | (1ull << 6))
+#define QI_IOTLB_PAGE	(0x2ull | (3ull << 4) | (1ull << 7) | (1ull << 6))
 #define QI_WAIT_SW	(0x5ull | (1ull << 5))
 #define QI_ENTRIES	256	/* one 4 KiB page of 16-byte descriptors */
 
@@ -89,6 +94,7 @@
 #define VTD_DID_PT	1	/* pass-through; 0 is reserved in caching mode */
 #define VTD_WAIT_NS	1000000000ull
 #define VTD_RMRR_MAX	(256ull << 20)	/* 65,536 entries in 128-130 table pages */
+#define VTD_PSI_BATCH	16	/* pages invalidated one by one; more: the whole domain */
 
 struct vtd_unit;
 
@@ -104,6 +110,11 @@ struct vtd_domain {
 	bool map_failed;	/* a map refusal already logged */
 	u64 faults;
 	u64 pages_ro, pages_rw;	/* leaf entries in each window */
+	u64 unmapped;		/* pages cleared by vtd_unmap */
+	u64 inval_page, inval_dom;	/* ... invalidated page by page, by domain requests */
+	u64 flushes;		/* vtd_unmap_flush calls that invalidated (one wait each) */
+	unsigned npend;		/* pages cleared since the last vtd_unmap_flush */
+	u64 pend[VTD_PSI_BATCH];	/* ... their IOVAs, while they fit */
 };
 
 struct vtd_unit {
@@ -181,22 +192,27 @@ static bool vtd_gcmd(struct vtd_unit *u, u32 bit, bool set, const char *what)
 	return vtd_wait_gsts(u, bit, set, what);
 }
 
-static bool vtd_qi_submit(struct vtd_unit *u, u64 lo, u64 hi)
+/* n requests (n + 1 < QI_ENTRIES) then one wait descriptor for them all. */
+static bool vtd_qi_submit_n(struct vtd_unit *u, const u64 (*req)[2], unsigned n)
 {
-	u64 *d = &u->iq[2 * u->iq_tail];
+	u64 *d;
 	u64 end = time_ns() + VTD_WAIT_NS;
+	unsigned i;
 
 	if (u->broken)
 		return false;	/* logged once when it broke; never wait again */
-	d[0] = lo;
-	d[1] = hi;
+	for (i = 0; i < n; i++) {
+		d = &u->iq[2 * ((u->iq_tail + i) % QI_ENTRIES)];
+		d[0] = req[i][0];
+		d[1] = req[i][1];
+		vtd_flush_lines(u, d, 16);
+	}
 	u->iq_status = 0;
-	d = &u->iq[2 * ((u->iq_tail + 1) % QI_ENTRIES)];
+	d = &u->iq[2 * ((u->iq_tail + n) % QI_ENTRIES)];
 	d[0] = QI_WAIT_SW | (1ull << 32);	/* status data 1 */
 	d[1] = (u64)&u->iq_status;
-	vtd_flush_lines(u, &u->iq[2 * u->iq_tail], 16);
 	vtd_flush_lines(u, d, 16);
-	u->iq_tail = (u->iq_tail + 2) % QI_ENTRIES;
+	u->iq_tail = (u->iq_tail + n + 1) % QI_ENTRIES;
 	wmb();
 	vtd_w64(u, VTD_IQT, (u64)u->iq_tail << 4);
 	while (READ_ONCE(u->iq_status) != 1) {
@@ -209,6 +225,13 @@ static bool vtd_qi_submit(struct vtd_unit *u, u64 lo, u64 hi)
 		pause();
 	}
 	return true;
+}
+
+static bool vtd_qi_submit(struct vtd_unit *u, u64 lo, u64 hi)
+{
+	const u64 req[1][2] = { { lo, hi } };
+
+	return vtd_qi_submit_n(u, req, 1);
 }
 
 static bool vtd_reg_inval(struct vtd_unit *u, u32 off, u64 cmd, const char *what)
@@ -257,6 +280,30 @@ static void vtd_inval_iotlb(struct vtd_unit *u, u16 did)
 		vtd_reg_inval(u, ECAP_IRO(u->ecap) + 8,
 			      (1ull << 63) | (did ? (2ull << 60) | ((u64)did << 32) : (1ull << 60)) |
 			      (1ull << 49) | (1ull << 48), "IOTLB");
+}
+
+/* Page-selective invalidation of dom's pending pages (§6.5.1.2, §6.5.2.3:
+ * address mask 0, one page each), after their entries were cleared. */
+static void vtd_inval_pages(struct vtd_unit *u, u16 did, const u64 *iova, unsigned n)
+{
+	u64 req[VTD_PSI_BATCH][2];
+	unsigned i;
+
+	vtd_write_buffer_flush(u);
+	if (u->iq) {
+		for (i = 0; i < n; i++) {
+			req[i][0] = QI_IOTLB_PAGE | ((u64)did << 16);
+			req[i][1] = iova[i];	/* AM 0, IH 0 */
+		}
+		vtd_qi_submit_n(u, req, n);
+		return;
+	}
+	for (i = 0; i < n && !u->broken; i++) {
+		vtd_w64(u, ECAP_IRO(u->ecap), iova[i]);	/* IVA */
+		vtd_reg_inval(u, ECAP_IRO(u->ecap) + 8,
+			      (1ull << 63) | (3ull << 60) | ((u64)did << 32) | (1ull << 49) | (1ull << 48),
+			      "page IOTLB");
+	}
 }
 
 /* ---- page-table memory hooks ---- */
@@ -630,20 +677,28 @@ struct vtd_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void 
 	return dom;
 }
 
-dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool device_writes)
+dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool device_writes,
+		   bool transient)
 {
-	u64 pa = (u64)va, iova = vtd_iova(pa, len, device_writes), page, end;
+	u64 pa = (u64)va, iova = vtd_iova(pa, len, device_writes), page = 0, end;
 	u64 rights = VTD_PTE_R | (device_writes ? VTD_PTE_W : 0);
 	bool added, any = false;
 	int err = 0;
 
+	/* No new buffer reaches the device while entries it may still cache
+	 * for freed ones are pending (unmapped since the last flush). */
+	if (dom->npend)
+		vtd_unmap_flush(dom);
 	if (!iova) {
 		err = -ERANGE;
 		goto fail;
 	}
 	end = (pa + len + VTD_PAGE - 1) & ~(VTD_PAGE - 1);
 	for (page = pa & ~(VTD_PAGE - 1); page < end; page += VTD_PAGE) {
-		err = vtd_pt_map(&dom->pt, vtd_iova(page, 1, device_writes), page, rights, &added);
+		u64 io = vtd_iova(page, 1, device_writes);
+
+		err = transient ? vtd_pt_get(&dom->pt, io, page, rights, &added)
+				: vtd_pt_map(&dom->pt, io, page, rights, &added);
 		if (err)
 			goto fail;
 		any |= added;
@@ -661,11 +716,20 @@ dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool devi
 		kprintf("vtd%u: iommu.stray: handing %02x:%02x.%u the read-only address %#lx for a buffer it writes\n",
 			dom->unit->index, dom->bdf >> 8, (dom->bdf >> 3) & 31, dom->bdf & 7,
 			vtd_iova(pa, len, false));
-		vtd_map(dom, va, len, false);
+		vtd_map(dom, va, len, false, false);	/* pinned: the unmap names the other window */
 		return vtd_iova(pa, len, false);
 	}
 	return iova;
 fail:
+	if (transient) {	/* give back what this call took: the caller holds nothing */
+		u64 stop = page;
+		bool removed;
+
+		for (page = pa & ~(VTD_PAGE - 1); iova && page < stop; page += VTD_PAGE)
+			if (!vtd_pt_put(&dom->pt, vtd_iova(page, 1, device_writes), &removed) && removed)
+				*(device_writes ? &dom->pages_rw : &dom->pages_ro) -= 1;
+		vtd_inval_iotlb(dom->unit, dom->did);
+	}
 	if (!dom->map_failed) {
 		dom->map_failed = true;
 		klog("vtd%u: cannot map %#lx+%#lx for %02x:%02x.%u (%d); the device will fault", dom->unit->index,
@@ -674,9 +738,51 @@ fail:
 	return 0;
 }
 
+void vtd_unmap(struct vtd_domain *dom, const void *va, size_t len, bool device_writes)
+{
+	u64 pa = (u64)va, page, end;
+	bool removed;
+
+	if (!vtd_iova(pa, len, device_writes))
+		return;	/* never mapped (vtd_map refused it) */
+	end = (pa + len + VTD_PAGE - 1) & ~(VTD_PAGE - 1);
+	for (page = pa & ~(VTD_PAGE - 1); page < end; page += VTD_PAGE) {
+		u64 io = vtd_iova(page, 1, device_writes);
+
+		/* -ENOENT: the domain was emptied by a reset since the map */
+		if (vtd_pt_put(&dom->pt, io, &removed) < 0 || !removed)
+			continue;
+		vtd_flush_lines(dom->unit, vtd_pt_leaf(&dom->pt, io), 8);
+		*(device_writes ? &dom->pages_rw : &dom->pages_ro) -= 1;
+		dom->unmapped++;
+		if (dom->npend < VTD_PSI_BATCH)
+			dom->pend[dom->npend] = io;
+		if (dom->npend < VTD_PSI_BATCH + 1)
+			dom->npend++;	/* one past the batch: the whole domain */
+	}
+}
+
+void vtd_unmap_flush(struct vtd_domain *dom)
+{
+	struct vtd_unit *u = dom->unit;
+
+	if (!dom->npend)
+		return;
+	if (dom->npend <= VTD_PSI_BATCH && (u->cap & CAP_PSI)) {
+		vtd_inval_pages(u, dom->did, dom->pend, dom->npend);
+		dom->inval_page += dom->npend;
+	} else {
+		vtd_inval_iotlb(u, dom->did);
+		dom->inval_dom++;
+	}
+	dom->npend = 0;
+	dom->flushes++;
+}
+
 void vtd_domain_clear(struct vtd_domain *dom)
 {
 	vtd_pt_clear(&dom->pt);
+	dom->npend = 0;	/* covered by the domain invalidation below */
 	dom->pages_ro = dom->pages_rw = 0;
 	vtd_inval_iotlb(dom->unit, dom->did);
 	dom->faulted = false;
@@ -699,9 +805,11 @@ static void vtd_cmd_show(const char *args)
 		for (k = 0; k < u->ndomains; k++) {
 			struct vtd_domain *d = &u->domains[k];
 
-			kprintf("iommu: domain %u %02x:%02x.%u pages ro %lu rw %lu tables %lu faults %lu\n", d->did,
+			kprintf("iommu: domain %u %02x:%02x.%u pages ro %lu rw %lu tables %lu faults %lu "
+				"unmapped %lu invalidations page %lu domain %lu flushes %lu\n", d->did,
 				d->bdf >> 8, (d->bdf >> 3) & 31, d->bdf & 7, d->pages_ro, d->pages_rw,
-				d->pt.table_pages, d->faults);
+				d->pt.table_pages, d->faults, d->unmapped, d->inval_page, d->inval_dom,
+				d->flushes);
 		}
 	}
 }

@@ -18,10 +18,22 @@ void vtd_init(void);
  * fault(arg) is called from interrupt context once per fault episode.
  * NULL when no enabled unit covers p: the caller keeps using dma_map(). */
 struct vtd_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void *arg);
-/* The device address of [va, va+len) in dom, mapped on first use and kept
- * until vtd_domain_clear: read-only unless device_writes. 0 (logged once)
- * when it cannot be mapped: the device then faults on it. */
-dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool device_writes);
+/* The device address of [va, va+len) in dom: read-only unless
+ * device_writes. Long-lived (transient false): mapped on first use and kept
+ * until vtd_domain_clear. Transient: each page counts one more user, and
+ * vtd_unmap with the same arguments drops it. 0 (logged once) when it
+ * cannot be mapped: the device then faults on it. */
+dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool device_writes,
+		   bool transient);
+/* Gives back a transient mapping once the device is done with the buffer:
+ * a page no other in-flight buffer uses is cleared, and its IOTLB entry
+ * invalidated at the next vtd_unmap_flush (before that the device may still
+ * reach it, so the caller flushes before reusing or freeing the memory). */
+void vtd_unmap(struct vtd_domain *dom, const void *va, size_t len, bool device_writes);
+/* The invalidation for every page vtd_unmap cleared since the last flush:
+ * page-selective when the unit has it (CAP.PSI) and at most
+ * VTD_PSI_BATCH pages are pending, else one domain-selective request. */
+void vtd_unmap_flush(struct vtd_domain *dom);
 /* Removes every mapping of dom and invalidates the unit's caches; for a
  * device that has been reset and whose memory is about to be freed. A new
  * fault episode may be reported after this. */

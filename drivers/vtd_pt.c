@@ -30,9 +30,10 @@ static bool vtd_pt_in_range(const struct vtd_pt *pt, u64 iova)
 	return !(iova & (VTD_PAGE - 1)) && (iova >> (12 + 9 * pt->levels)) == 0;
 }
 
-int vtd_pt_map(struct vtd_pt *pt, u64 iova, u64 pa, u64 rights, bool *added)
+static int vtd_pt_install(struct vtd_pt *pt, u64 iova, u64 pa, u64 rights, bool transient,
+			  bool *added)
 {
-	u64 *t = pt->root, want;
+	u64 *t = pt->root, want, refs;
 	int level;
 
 	*added = false;
@@ -55,29 +56,82 @@ int vtd_pt_map(struct vtd_pt *pt, u64 iova, u64 pa, u64 rights, bool *added)
 	}
 	want = pa | rights;
 	t += vtd_pt_index(iova, 1);
-	if (*t)
-		return *t == want ? 0 : -EEXIST;
-	*t = want;
+	if (*t) {
+		if ((*t & ~VTD_PTE_REF) != want)
+			return -EEXIST;
+		refs = (*t & VTD_PTE_REF) >> VTD_PTE_REF_SHIFT;
+		if (refs && (!transient || refs == VTD_PTE_REF_MAX))
+			refs = 0;	/* pinned from now on */
+		else if (refs)
+			refs++;
+		*t = want | refs << VTD_PTE_REF_SHIFT;
+		return 0;
+	}
+	*t = want | (transient ? 1ull << VTD_PTE_REF_SHIFT : 0);
 	pt->mapped++;
 	*added = true;
 	return 0;
 }
 
-u64 vtd_pt_lookup(const struct vtd_pt *pt, u64 iova)
+int vtd_pt_map(struct vtd_pt *pt, u64 iova, u64 pa, u64 rights, bool *added)
 {
-	const u64 *t = pt->root;
+	return vtd_pt_install(pt, iova, pa, rights, false, added);
+}
+
+int vtd_pt_get(struct vtd_pt *pt, u64 iova, u64 pa, u64 rights, bool *added)
+{
+	return vtd_pt_install(pt, iova, pa, rights, true, added);
+}
+
+u64 *vtd_pt_leaf(const struct vtd_pt *pt, u64 iova)
+{
+	u64 *t = pt->root;
 	int level;
 
 	if (!t || !vtd_pt_in_range(pt, iova & ~(VTD_PAGE - 1)))
-		return 0;
+		return NULL;
 	for (level = pt->levels; level > 1; level--) {
 		u64 e = t[vtd_pt_index(iova, level)];
 
 		if (!(e & VTD_NONLEAF))
-			return 0;
+			return NULL;
 		t = pt->va(pt->ctx, e & VTD_PTE_ADDR);
 	}
-	return t[vtd_pt_index(iova, 1)];
+	return &t[vtd_pt_index(iova, 1)];
+}
+
+int vtd_pt_put(struct vtd_pt *pt, u64 iova, bool *removed)
+{
+	u64 *e = vtd_pt_leaf(pt, iova), refs;
+
+	*removed = false;
+	if (!e || !*e)
+		return -ENOENT;
+	refs = (*e & VTD_PTE_REF) >> VTD_PTE_REF_SHIFT;
+	if (!refs)
+		return 0;	/* pinned */
+	if (--refs) {
+		*e = (*e & ~VTD_PTE_REF) | refs << VTD_PTE_REF_SHIFT;
+		return 0;
+	}
+	*e = 0;
+	pt->mapped--;
+	*removed = true;
+	return 0;
+}
+
+unsigned vtd_pt_refs(const struct vtd_pt *pt, u64 iova)
+{
+	const u64 *e = vtd_pt_leaf(pt, iova);
+
+	return e ? (unsigned)((*e & VTD_PTE_REF) >> VTD_PTE_REF_SHIFT) : 0;
+}
+
+u64 vtd_pt_lookup(const struct vtd_pt *pt, u64 iova)
+{
+	const u64 *e = vtd_pt_leaf(pt, iova);
+
+	return e ? *e & ~VTD_PTE_REF : 0;
 }
 
 static void vtd_pt_free_level(struct vtd_pt *pt, u64 *t, int level)

@@ -10,6 +10,13 @@
 #define VTD_PTE_R		(1ull << 0)
 #define VTD_PTE_W		(1ull << 1)
 #define VTD_PTE_ADDR		0x000ffffffffff000ull
+/* Leaf bits 61:52 are ignored by the unit (§9.8): we keep in them how many
+ * in-flight transient buffers use the page. 0 means pinned: mapped for a
+ * long-lived buffer (or by more transient ones than the field counts) and
+ * kept until vtd_pt_clear. */
+#define VTD_PTE_REF_SHIFT	52
+#define VTD_PTE_REF_MAX		1023ull
+#define VTD_PTE_REF		(VTD_PTE_REF_MAX << VTD_PTE_REF_SHIFT)
 
 /* IOVA windows. A domain never maps an IOVA equal to a physical address:
  * memory a device only reads appears at VTD_WIN_RO + pa (read-only entries),
@@ -43,8 +50,23 @@ int vtd_pt_init(struct vtd_pt *pt, int levels);
  * one is -EEXIST. -ERANGE: iova beyond the levels' width or unaligned;
  * -ENOMEM: no table page. */
 int vtd_pt_map(struct vtd_pt *pt, u64 iova, u64 pa, u64 rights, bool *added);
-/* The leaf entry for iova, 0 if none. */
+/* vtd_pt_map for one transient buffer: a new entry starts with one
+ * reference, an entry with references gains one (at VTD_PTE_REF_MAX it is
+ * pinned instead), a pinned entry stays pinned. vtd_pt_map on an entry with
+ * references pins it. */
+int vtd_pt_get(struct vtd_pt *pt, u64 iova, u64 pa, u64 rights, bool *added);
+/* Drops one transient reference to the page at iova: the last one clears
+ * the entry (*removed true; the caller invalidates the IOTLB). A pinned
+ * entry is left alone. -ENOENT: no entry (the domain was cleared since). */
+int vtd_pt_put(struct vtd_pt *pt, u64 iova, bool *removed);
+/* The leaf entry for iova as the unit reads it (references masked), 0 if
+ * none. */
 u64 vtd_pt_lookup(const struct vtd_pt *pt, u64 iova);
+/* Transient references to the page at iova; 0 when pinned or absent. */
+unsigned vtd_pt_refs(const struct vtd_pt *pt, u64 iova);
+/* The leaf entry's own address (for cache-line flushes), NULL if no table
+ * reaches it. */
+u64 *vtd_pt_leaf(const struct vtd_pt *pt, u64 iova);
 /* Removes every mapping and frees every table page but the root. */
 void vtd_pt_clear(struct vtd_pt *pt);
 /* Clears and frees the root too. */

@@ -227,6 +227,13 @@ u64 mm_image_base(void)
 	return (u64)ImageBase;
 }
 
+bool mm_in_rodata(const void *va, size_t len)
+{
+	u64 a = (u64)va;
+
+	return a >= (u64)__rodata_start && a < (u64)__rodata_end && len <= (u64)__rodata_end - a;
+}
+
 void *page_alloc_raw(size_t npages)
 {
 	u64 pa = npages == 1 ? frames_alloc(&frames) : frames_alloc_contig(&frames, npages, PAGE_SIZE);

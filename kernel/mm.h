@@ -31,6 +31,8 @@ int mmio_check(u64 phys, u64 len);
  * (drivers/vtd.h, through the virtio core's map hook). */
 dma_addr_t dma_map(const void *va, size_t len);
 u64 mm_image_base(void);
+/* True if [va, va+len) lies in the image's read-only data (site bodies). */
+bool mm_in_rodata(const void *va, size_t len);
 bool mm_is_guard(u64 addr);
 
 struct mm_stats {

@@ -73,6 +73,7 @@ struct state {
 	struct tok tok[NTOK];
 	unsigned breaks;	/* broken false -> true transitions */
 	bool was_broken;
+	u64 maps_transient, unmaps;	/* transient queues: dma_map / dma_unmap calls */
 	/* device: split */
 	u16 dev_last_avail, dev_used_idx;
 	/* device: packed */
@@ -93,12 +94,31 @@ static void fuzz_notify(void *ctx, u32 data)
 		CHECK(data == s->cfg.index);
 }
 
-static dma_addr_t fuzz_map(void *ctx, const void *va, size_t len, bool device_writes)
+static dma_addr_t fuzz_map(void *ctx, const void *va, size_t len, bool device_writes, bool transient)
 {
-	(void)ctx;
+	struct state *s = ctx;
+
 	(void)len;
 	(void)device_writes;
+	s->maps_transient += transient;
 	return (dma_addr_t)(uintptr_t)va;
+}
+
+/* Every transient map is given back exactly once, whatever the device did. */
+static void fuzz_unmap(void *ctx, const void *va, size_t len, bool device_writes)
+{
+	struct state *s = ctx;
+
+	(void)va;
+	(void)len;
+	(void)device_writes;
+	s->unmaps++;
+	CHECK(s->unmaps <= s->maps_transient);
+}
+
+static void fuzz_unmap_flush(void *ctx)
+{
+	(void)ctx;
 }
 
 static unsigned inflight_toks(const struct state *s, unsigned *need)
@@ -214,6 +234,7 @@ static void drain_detach(struct state *s)
 	}
 	CHECK(inflight_toks(s, NULL) == 0);
 	CHECK(virtq_num_free(&s->vq) == s->vq.num);
+	CHECK(s->unmaps == s->maps_transient);
 }
 
 static void dev_reset(struct state *s)
@@ -413,6 +434,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s->cfg.index = 7;
 	s->cfg.notify = fuzz_notify;
 	s->cfg.dma_map = (nb & 0x80) ? fuzz_map : NULL;
+	s->cfg.transient = (nb & 0x40) && (nb & 0x80);
+	s->cfg.dma_unmap = fuzz_unmap;
+	s->cfg.dma_unmap_flush = fuzz_unmap_flush;
 	s->cfg.ctx = s;
 
 	CHECK(virtq_mem_size(&s->cfg, &rb, &pb) == 0);

@@ -40,17 +40,93 @@ u32 fake_hash(u32 h, const void *p, size_t n)
 	return h;
 }
 
-dma_addr_t fake_dma_map(void *ctx, const void *va, size_t len, bool device_writes)
+static int tpage_find(const struct fake_dev *d, uintptr_t page)
+{
+	unsigned i;
+
+	for (i = 0; i < d->ntpage; i++)
+		if (d->tpage[i].page == page)
+			return (int)i;
+	return -1;
+}
+
+dma_addr_t fake_dma_map(void *ctx, const void *va, size_t len, bool device_writes, bool transient)
 {
 	struct fake_dev *d = ctx;
+	uintptr_t page;
 
 	if (d) {
 		d->maps++;
 		d->maps_writable += device_writes;
+		if (transient && d->refuse)
+			return 0;
+		if (transient) {
+			d->tmaps++;
+			for (page = (uintptr_t)va & ~4095ul; page < (uintptr_t)va + len; page += 4096) {
+				int i = tpage_find(d, page);
+
+				if (i < 0) {
+					if (d->ntpage == FAKE_TPAGES) {
+						dev_err(d, "more than %d transient pages", FAKE_TPAGES);
+						continue;
+					}
+					i = (int)d->ntpage++;
+					d->tpage[i].page = page;
+					d->tpage[i].refs = 0;
+				}
+				d->tpage[i].refs++;
+			}
+		}
 		if (d->eager && d->pending)
 			fake_dev_fetch(d);
 	}
 	return (dma_addr_t)(uintptr_t)va ^ FAKE_DMA_XOR;
+}
+
+void fake_dma_unmap(void *ctx, const void *va, size_t len, bool device_writes)
+{
+	struct fake_dev *d = ctx;
+	uintptr_t page, a = (uintptr_t)va;
+	unsigned b, k;
+
+	(void)device_writes;
+	d->unmaps++;
+	for (b = 0; b < d->npending; b++)
+		for (k = 0; k < d->pending[b].nseg; k++) {
+			uintptr_t s = (uintptr_t)d->pending[b].seg[k].va;
+
+			if (s < a + len && a < s + d->pending[b].seg[k].len)
+				dev_err(d, "unmapped %p+%zu while the device holds it", va, len);
+		}
+	for (page = a & ~4095ul; page < a + len; page += 4096) {
+		int i = tpage_find(d, page);
+
+		if (i < 0) {
+			dev_err(d, "unmap of %#lx, not mapped", (unsigned long)page);
+			continue;
+		}
+		if (--d->tpage[i].refs == 0)
+			d->tpage[i] = d->tpage[--d->ntpage];
+	}
+}
+
+void fake_dma_unmap_flush(void *ctx)
+{
+	struct fake_dev *d = ctx;
+
+	d->unmap_flushes++;
+}
+
+bool fake_dev_dma_read(struct fake_dev *d, dma_addr_t addr, u32 len)
+{
+	uintptr_t a = (uintptr_t)fake_dma_va(addr), page;
+
+	for (page = a & ~4095ul; page < a + len; page += 4096)
+		if (tpage_find(d, page) < 0) {
+			d->faults++;
+			return false;
+		}
+	return true;
 }
 
 void *fake_dma_va(dma_addr_t addr)

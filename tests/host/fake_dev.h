@@ -12,6 +12,7 @@
 #include "drivers/virtq.h"
 
 #define FAKE_MAX_SEGS	64
+#define FAKE_TPAGES	256	/* pages with live transient mappings */
 #define FAKE_LEN_ALL	0xffffffffu	/* complete: fill every writable byte */
 /* Device addresses are driver VAs XORed with this, so a VA handed to the
  * device unmapped is caught (user VAs never have these bits set). */
@@ -79,6 +80,13 @@ struct fake_dev {
 	u16 last_id;
 	bool have_last_id;
 
+	/* IOMMU model for transient queues: pages mapped transient, counted;
+	 * a page whose count drops to 0 is gone and the device faults on it */
+	struct { uintptr_t page; unsigned refs; } tpage[FAKE_TPAGES];
+	unsigned ntpage;
+	unsigned tmaps, unmaps, unmap_flushes, faults;
+	bool refuse;			/* transient maps return 0 (mapping refused) */
+
 	unsigned errors;		/* driver broke a rule */
 	char error[192];		/* the last one */
 
@@ -94,7 +102,15 @@ struct fake_dev {
 };
 
 /* cfg->dma_map / cfg->notify for a queue driven by a fake_dev (ctx = dev). */
-dma_addr_t fake_dma_map(void *ctx, const void *va, size_t len, bool device_writes);
+dma_addr_t fake_dma_map(void *ctx, const void *va, size_t len, bool device_writes, bool transient);
+/* cfg->dma_unmap / cfg->dma_unmap_flush: an unmap of memory the device holds
+ * (taken, not completed) or of a page with no transient mapping is a
+ * driver error. */
+void fake_dma_unmap(void *ctx, const void *va, size_t len, bool device_writes);
+void fake_dma_unmap_flush(void *ctx);
+/* The device reading [addr, addr+len) of transient memory: false (and a
+ * fault counted) when a page of it is no longer mapped. */
+bool fake_dev_dma_read(struct fake_dev *d, dma_addr_t addr, u32 len);
 void *fake_dma_va(dma_addr_t addr);
 void fake_dev_notify(void *ctx, u32 data);
 

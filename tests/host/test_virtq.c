@@ -19,6 +19,7 @@
 #define OPT_INORD	4u	/* VIRTIO_F_IN_ORDER */
 #define OPT_NDATA	8u	/* VIRTIO_F_NOTIFICATION_DATA */
 #define OPT_WEAK	16u	/* weak (dma_*) barriers */
+#define OPT_TRANS	32u	/* transient buffers: unmapped when reclaimed */
 
 #define QINDEX 3
 
@@ -69,6 +70,9 @@ static void h_open_max(bool packed, u16 num, unsigned opts, u16 indirect_max)
 	H.cfg.weak_barriers = opts & OPT_WEAK;
 	H.cfg.indirect_max = indirect_max;
 	H.cfg.dma_map = fake_dma_map;
+	H.cfg.transient = opts & OPT_TRANS;
+	H.cfg.dma_unmap = fake_dma_unmap;
+	H.cfg.dma_unmap_flush = fake_dma_unmap_flush;
 	H.cfg.notify = fake_dev_notify;
 	H.cfg.ctx = &H.dev;
 	assert_int_equal(virtq_mem_size(&H.cfg, &H.ring_bytes, &H.priv_bytes), 0);
@@ -971,6 +975,130 @@ static void test_detach_and_reset(void **state)
 	expect_clean();
 }
 
+/* Transient queues: every element is unmapped when its chain comes back,
+ * never while the device holds it; a page two in-flight buffers share stays
+ * until both are back; once it is gone the device faults on it; one flush
+ * per reclaim pass. Direct, indirect and in-order chains. */
+static void test_transient_unmap(void **state)
+{
+	static const unsigned opts[] = { 0, OPT_IND, OPT_INORD, OPT_IND | OPT_INORD };
+	bool packed = layout(state);
+	u8 *mem = aligned_alloc(4096, 8 * 4096);
+	unsigned o, i;
+
+	assert_non_null(mem);
+	for (o = 0; o < sizeof opts / sizeof opts[0]; o++) {
+		struct virtq_sg a = { mem + 16, 100 };			/* page 0 */
+		struct virtq_sg bc[2] = { { mem + 300, 100 },		/* page 0, shared with a */
+					  { mem + 4096 - 50, 100 } };	/* pages 0 and 1 */
+		struct virtq_sg d = { mem + 2 * 4096, 64 };		/* page 2, device writes */
+		unsigned flushes;
+		u32 len;
+
+		h_open(packed, 8, opts[o] | OPT_TRANS);
+		assert_int_equal(virtq_add(&H.vq, &a, 1, NULL, 0, &REQ[0]), 0);
+		assert_int_equal(virtq_add(&H.vq, bc, 2, &d, 1, &REQ[1]), 0);
+		virtq_kick(&H.vq);
+		assert_int_equal(fake_dev_fetch(&H.dev), 2);
+		assert_int_equal(H.dev.tmaps, 4);
+		assert_int_equal(H.dev.ntpage, 3);
+		/* in flight: nothing unmapped, every page reachable */
+		assert_null(virtq_get(&H.vq, &len));
+		assert_int_equal(H.dev.unmaps, 0);
+		assert_true(fake_dev_dma_read(&H.dev, (dma_addr_t)(uintptr_t)a.addr ^ FAKE_DMA_XOR, 100));
+
+		fake_dev_complete(&H.dev, 0, FAKE_LEN_ALL);
+		assert_ptr_equal(virtq_get(&H.vq, &len), &REQ[0]);
+		assert_int_equal(H.dev.unmaps, 1);
+		/* a's page is still b's and c's: the device may still read it */
+		assert_true(fake_dev_dma_read(&H.dev, (dma_addr_t)(uintptr_t)a.addr ^ FAKE_DMA_XOR, 100));
+		assert_int_equal(H.dev.ntpage, 3);
+
+		fake_dev_complete(&H.dev, 0, FAKE_LEN_ALL);
+		assert_ptr_equal(virtq_get(&H.vq, &len), &REQ[1]);
+		assert_int_equal(len, 64);
+		assert_int_equal(H.dev.unmaps, 4);
+		assert_int_equal(H.dev.ntpage, 0);
+		/* a completed transmit buffer read again through its IOVA: fault */
+		assert_false(fake_dev_dma_read(&H.dev, (dma_addr_t)(uintptr_t)a.addr ^ FAKE_DMA_XOR, 100));
+		assert_false(fake_dev_dma_read(&H.dev, (dma_addr_t)(uintptr_t)d.addr ^ FAKE_DMA_XOR, 64));
+		assert_int_equal(H.dev.faults, 2);
+		assert_int_equal(H.vq.stats.unmaps, 4);
+
+		/* four buffers back in one pass: one flush */
+		for (i = 0; i < 4; i++) {
+			struct virtq_sg e = { mem + (3 + i) * 4096, 32 };
+
+			assert_int_equal(virtq_add(&H.vq, &e, 1, NULL, 0, &REQ[2 + i]), 0);
+		}
+		virtq_kick(&H.vq);
+		assert_int_equal(fake_dev_fetch(&H.dev), 4);
+		if (opts[o] & OPT_INORD) {
+			fake_dev_complete_batch(&H.dev, 4, 0);	/* one used entry for all four */
+		} else {
+			for (i = 0; i < 4; i++)
+				fake_dev_complete(&H.dev, 0, FAKE_LEN_ALL);
+		}
+		flushes = H.dev.unmap_flushes;
+		for (i = 0; i < 4; i++)
+			assert_ptr_equal(virtq_get(&H.vq, &len), &REQ[2 + i]);
+		assert_null(virtq_get(&H.vq, &len));
+		assert_int_equal(H.dev.unmap_flushes, flushes + 1);
+		assert_int_equal(H.dev.unmaps, 8);
+		assert_int_equal(H.dev.ntpage, 0);
+
+		/* detached after a device reset: unmapped too */
+		assert_int_equal(virtq_add(&H.vq, &a, 1, NULL, 0, &REQ[0]), 0);
+		assert_int_equal(virtq_add(&H.vq, bc, 2, &d, 1, &REQ[1]), 0);
+		virtq_kick(&H.vq);
+		fake_dev_fetch(&H.dev);
+		fake_dev_reset(&H.dev);
+		flushes = H.dev.unmap_flushes;
+		assert_non_null(virtq_detach_unused(&H.vq));
+		assert_non_null(virtq_detach_unused(&H.vq));
+		assert_null(virtq_detach_unused(&H.vq));
+		assert_int_equal(H.dev.unmaps, 12);
+		assert_int_equal(H.dev.ntpage, 0);
+		assert_int_equal(H.dev.unmap_flushes, flushes + 1);
+		virtq_reset_state(&H.vq);
+		expect_clean();
+		teardown(NULL);
+	}
+	/* a refused map holds nothing, so nothing is given back for it */
+	h_open(packed, 8, OPT_TRANS);
+	H.dev.refuse = true;
+	assert_int_equal(add_req(0, 1, 1), 0);
+	H.dev.refuse = false;
+	assert_int_equal(add_req(1, 1, 0), 0);
+	assert_non_null(virtq_detach_unused(&H.vq));
+	assert_non_null(virtq_detach_unused(&H.vq));
+	assert_null(virtq_detach_unused(&H.vq));
+	assert_int_equal(H.dev.tmaps, 1);
+	assert_int_equal(H.dev.unmaps, 1);
+	expect_clean();
+	teardown(NULL);
+	/* reset with buffers never detached: their mappings go with them */
+	h_open(packed, 8, OPT_IND | OPT_TRANS);
+	assert_int_equal(add_req(0, 2, 1), 0);
+	assert_int_equal(H.dev.tmaps, 3);
+	virtq_reset_state(&H.vq);
+	assert_int_equal(H.dev.unmaps, 3);
+	assert_int_equal(H.dev.ntpage, 0);
+	teardown(NULL);
+	/* long-lived queues map as before and never unmap */
+	h_open(packed, 8, OPT_IND);
+	assert_int_equal(add_req(0, 2, 1), 0);
+	virtq_kick(&H.vq);
+	fake_dev_fetch(&H.dev);
+	fake_dev_complete(&H.dev, 0, FAKE_LEN_ALL);
+	assert_non_null(virtq_get(&H.vq, NULL));
+	assert_int_equal(H.dev.tmaps, 0);
+	assert_int_equal(H.dev.unmaps, 0);
+	assert_int_equal(H.dev.unmap_flushes, 0);
+	expect_clean();
+	free(mem);
+}
+
 static void test_reset_drops_and_logs(void **state)
 {
 	h_open(layout(state), 4, 0);
@@ -1310,6 +1438,7 @@ int main(void)
 		BOTH(test_bad_args),
 		BOTH(test_detach_and_reset),
 		BOTH(test_reset_drops_and_logs),
+		BOTH(test_transient_unmap),
 		BOTH(test_debug_corrupt_next),
 		BOTH(test_counters),
 		BOTH(test_hostile_id_range),

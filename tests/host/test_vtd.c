@@ -222,6 +222,78 @@ static void test_fault_decode(void **state)
 	assert_string_equal(vtd_fault_reason(0xee), "unknown");
 }
 
+/* Transient mappings: counted per page, the last put clears the entry (the
+ * unit then faults on it), a page a long-lived buffer uses is never
+ * cleared by puts. */
+static void test_refcounts(void **state)
+{
+	struct vtd_pt pt = new_pt(3);
+	u64 ro = vtd_iova(0x7000, 1, false), rw = vtd_iova(0x7000, 1, true);
+	bool added, removed;
+	unsigned i;
+
+	(void)state;
+	/* two buffers in one page: mapped by the first, kept until both go */
+	assert_int_equal(vtd_pt_get(&pt, ro, 0x7000, VTD_PTE_R, &added), 0);
+	assert_true(added);
+	assert_int_equal(vtd_pt_get(&pt, ro, 0x7000, VTD_PTE_R, &added), 0);
+	assert_false(added);
+	assert_int_equal(vtd_pt_refs(&pt, ro), 2);
+	/* the unit sees the plain entry; the count sits in ignored bits */
+	assert_int_equal(walk(&pt, ro) & ~VTD_PTE_REF, 0x7000 | VTD_PTE_R);
+	assert_int_equal(walk(&pt, ro) & 0xc000000000000800ull, 0);	/* bits the unit checks: clear */
+	assert_int_equal(vtd_pt_lookup(&pt, ro), 0x7000 | VTD_PTE_R);
+	assert_int_equal(vtd_pt_put(&pt, ro, &removed), 0);
+	assert_false(removed);
+	assert_int_equal(walk(&pt, ro) & ~VTD_PTE_REF, 0x7000 | VTD_PTE_R);	/* still in flight */
+	assert_int_equal(vtd_pt_put(&pt, ro, &removed), 0);
+	assert_true(removed);
+	assert_int_equal(walk(&pt, ro), 0);
+	assert_int_equal(pt.mapped, 0);
+	assert_int_equal(vtd_pt_put(&pt, ro, &removed), -ENOENT);	/* nothing left to drop */
+	assert_false(removed);
+	assert_int_equal(vtd_pt_put(&pt, vtd_iova(0x40000000, 1, false), &removed), -ENOENT);
+
+	/* windows are counted apart */
+	assert_int_equal(vtd_pt_get(&pt, ro, 0x7000, VTD_PTE_R, &added), 0);
+	assert_int_equal(vtd_pt_get(&pt, rw, 0x7000, VTD_PTE_R | VTD_PTE_W, &added), 0);
+	assert_int_equal(vtd_pt_put(&pt, rw, &removed), 0);
+	assert_true(removed);
+	assert_int_equal(vtd_pt_refs(&pt, ro), 1);
+	/* a long-lived buffer joins the page: pinned, puts leave it */
+	assert_int_equal(vtd_pt_map(&pt, ro, 0x7000, VTD_PTE_R, &added), 0);
+	assert_false(added);
+	assert_int_equal(vtd_pt_refs(&pt, ro), 0);
+	assert_int_equal(vtd_pt_put(&pt, ro, &removed), 0);
+	assert_false(removed);
+	assert_int_equal(walk(&pt, ro), 0x7000 | VTD_PTE_R);
+	/* and transient buffers on a pinned page do not unpin it */
+	assert_int_equal(vtd_pt_get(&pt, ro, 0x7000, VTD_PTE_R, &added), 0);
+	assert_int_equal(vtd_pt_put(&pt, ro, &removed), 0);
+	assert_false(removed);
+	assert_int_equal(walk(&pt, ro), 0x7000 | VTD_PTE_R);
+	/* a different page at a counted IOVA is still refused */
+	assert_int_equal(vtd_pt_get(&pt, rw, 0x7000, VTD_PTE_R | VTD_PTE_W, &added), 0);
+	assert_int_equal(vtd_pt_get(&pt, rw, 0x8000, VTD_PTE_R | VTD_PTE_W, &added), -EEXIST);
+	assert_int_equal(vtd_pt_refs(&pt, rw), 1);
+
+	/* the count saturates into a pin, never wraps to "unmapped" */
+	for (i = 1; i < VTD_PTE_REF_MAX; i++)
+		assert_int_equal(vtd_pt_get(&pt, rw, 0x7000, VTD_PTE_R | VTD_PTE_W, &added), 0);
+	assert_int_equal(vtd_pt_refs(&pt, rw), VTD_PTE_REF_MAX);
+	assert_int_equal(vtd_pt_get(&pt, rw, 0x7000, VTD_PTE_R | VTD_PTE_W, &added), 0);
+	assert_int_equal(vtd_pt_refs(&pt, rw), 0);
+	for (i = 0; i <= VTD_PTE_REF_MAX; i++) {
+		assert_int_equal(vtd_pt_put(&pt, rw, &removed), 0);
+		assert_false(removed);
+	}
+	assert_int_equal(walk(&pt, rw), 0x7000 | VTD_PTE_R | VTD_PTE_W);
+	assert_int_equal(pt.mapped, 2);
+	vtd_pt_clear(&pt);
+	assert_int_equal(vtd_pt_put(&pt, rw, &removed), -ENOENT);	/* after a reset */
+	vtd_pt_destroy(&pt);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -233,6 +305,7 @@ int main(void)
 		T(test_many_pages),
 		T(test_iova_windows),
 		T(test_fault_decode),
+		T(test_refcounts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,7 +15,7 @@
  * fake_dev expects, so a VA handed to the device unmapped is caught. */
 dma_addr_t dma_map(const void *va, size_t len)
 {
-	return fake_dma_map(NULL, va, len, true);
+	return fake_dma_map(NULL, va, len, true, false);
 }
 
 /* No VT-d unit here: devices have no PCI function, so no domain is ever
@@ -28,13 +28,38 @@ struct vtd_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void 
 	return NULL;
 }
 
-dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool device_writes)
+dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool device_writes,
+		   bool transient)
+{
+	(void)dom;
+	(void)va;
+	(void)len;
+	(void)device_writes;
+	(void)transient;
+	abort();
+}
+
+void vtd_unmap(struct vtd_domain *dom, const void *va, size_t len, bool device_writes)
 {
 	(void)dom;
 	(void)va;
 	(void)len;
 	(void)device_writes;
 	abort();
+}
+
+void vtd_unmap_flush(struct vtd_domain *dom)
+{
+	(void)dom;
+	abort();
+}
+
+/* Site bodies are not told apart here: no domain, so never asked. */
+bool mm_in_rodata(const void *va, size_t len)
+{
+	(void)va;
+	(void)len;
+	return false;
 }
 
 void vtd_domain_clear(struct vtd_domain *dom)
