@@ -238,12 +238,7 @@ static err_t server_conn_close(struct conn *c)
 #endif
 	app_pcb_detach(pcb);
 	server_conn_free(c);
-	if (altcp_close(pcb) != ERR_OK) {
-		altcp_abort(pcb);
-		return ERR_ABRT;
-	}
-	vireo_lwip_orphans_trim(tpcb);	/* pcb is an orphan now: keep within the caps */
-	return ERR_OK;
+	return app_pcb_close_detached(pcb, tpcb);
 }
 
 /* Response bytes not yet acknowledged, written or not. */
@@ -391,17 +386,21 @@ static int server_make_metrics(struct conn *c)
  * in on), https= unless 443, and the decoded path percent-encoded again
  * (it may hold any byte). A path that does not fit sends to "/". The
  * query is not kept (the parser drops it). */
-/* Left as they are in a URL path (RFC 3986 pchar without '%'). */
-static bool server_url_char(u8 ch)
+/* A letter, a digit, or one of other's characters. */
+static bool server_alnum_or(u8 ch, const char *other)
 {
-	static const char other[] = "/-._~!$&'()*+,;=:@";
-
 	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
 		return true;
 	for (const char *o = other; *o; o++)
 		if (ch == (u8)*o)
 			return true;
 	return false;
+}
+
+/* Left as they are in a URL path (RFC 3986 pchar without '%'). */
+static bool server_url_char(u8 ch)
+{
+	return server_alnum_or(ch, "/-._~!$&'()*+,;=:@");
 }
 
 static const char *server_location(struct conn *c, char *buf, size_t size)
@@ -922,16 +921,10 @@ bool vireo_req_not_modified(vireo_req r, const char *etag, u64 mtime)
 	       lm <= since;
 }
 
+/* An HTTP token character (RFC 9110 5.6.2 tchar). */
 static bool server_tchar(u8 ch)
 {
-	static const char other[] = "!#$%&'*+-.^_`|~";
-
-	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
-		return true;
-	for (const char *o = other; *o; o++)
-		if (ch == (u8)*o)
-			return true;
-	return false;
+	return server_alnum_or(ch, "!#$%&'*+-.^_`|~");
 }
 
 static bool server_name_is(const char *name, const char *lit)
@@ -1295,13 +1288,8 @@ static err_t server_on_recv(void *arg, struct altcp_pcb *pcb, struct pbuf *p, er
 	struct conn *c = arg;
 	u32 held, n;
 
-	if (!c) {
-		if (p) {
-			altcp_recved(pcb, p->tot_len);
-			pbuf_free(p);
-		}
-		return ERR_OK;
-	}
+	if (!c)
+		return app_recv_stray(pcb, p);
 	if (!p) {
 		c->rx_eof = true;
 		if (c->state == C_LINGER)
