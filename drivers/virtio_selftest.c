@@ -217,7 +217,8 @@ static void virtio_selftest_poll(struct timer *t, void *arg)
 			if (dma == 1 && d->resets - st.resets_before == 1)
 				virtio_selftest_finish("pass", NULL);
 			else
-				virtio_selftest_finish("FAIL", dma ? "more than one reset" : "reset, but not for a DMA fault");
+				virtio_selftest_finish("FAIL", dma ? "more than one reset"
+								   : "reset, but not for a DMA fault");
 			break;
 		}
 		kprintf("selftest: virtio-needs-reset: virtio%u recovered after %u reset%s\n", d->index,

@@ -1,6 +1,6 @@
 /* The virtio core's recovery self-tests (selftest=virtio-needs-reset,
- * selftest=virtio-ring-reset and selftest=iommu-fault), run on a virtio-rng device in a real VMM,
- * and run-time fault injection. */
+ * selftest=virtio-ring-reset and selftest=iommu-fault), run on a virtio-rng
+ * device in a real VMM, and run-time fault injection. */
 #ifndef VIREO_VIRTIO_SELFTEST_H
 #define VIREO_VIRTIO_SELFTEST_H
 
