@@ -164,7 +164,8 @@ IMAGE := $(OUT)/vireo.img
 PVH   := $(OUT)/vireo.elf
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
-	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks bench-upload bench-tls bench-kv params
+	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks bench-upload bench-tls bench-kv params \
+	bench-iommu bench-migration
 all: $(EFI) $(PVH)
 
 $(BUILD)/k/boot/%.o: boot/%.c
@@ -407,6 +408,22 @@ bench-upload: deps-test $(IMAGE)
 	$(Q)$(PYTHON) tests/bench/upload.py --reps $(or $(BENCH_REPS),3) --mib $(or $(BENCH_MIB),16) \
 		--mem $(or $(BENCH_MEM),256)
 
+# Serving with the NIC behind -device intel-iommu (iommu_platform=on,
+# translation on, asserted from the log) against no IOMMU, booted
+# alternately BENCH_REPS times each (2); wrk BENCH_DURATION s (5) per figure:
+# 612 B req/s at c1 and c32, 64 KiB MB/s at c32; medians and on/off.
+# BENCH_MEM (256). Needs root (tests/bench/iommu.py).
+bench-iommu: deps-test $(IMAGE)
+	$(Q)$(PYTHON) tests/bench/iommu.py --reps $(or $(BENCH_REPS),2) --seconds $(or $(BENCH_DURATION),5) \
+		--mem $(or $(BENCH_MEM),256)
+
+# BENCH_MIGRATIONS (5) live migrations back and forth between two QEMUs
+# under a client load (tests/matrix/migrlib.py, as test_migration.py):
+# downtime and total time min/median/max, failed requests.
+# BENCH_MIGRATION_OPTS: --packed, --iommu. Needs root (tests/bench/migration.py).
+bench-migration: deps-test $(IMAGE)
+	$(Q)$(PYTHON) tests/bench/migration.py --count $(or $(BENCH_MIGRATIONS),5) $(BENCH_MIGRATION_OPTS)
+
 # apps/dns under load: make APP=apps/dns image, then tests/bench/dns_bench.py
 # (one query at a time, then dnsperf with 32 in flight, BENCH_DURATION s
 # each, 5; rate limiting off). Needs root (a tap in a namespace).
@@ -492,6 +509,11 @@ help:
 	@echo "                  BENCH_REPS=3 BENCH_MIB=16 BENCH_MEM=256; about 2 min; needs root)"
 	@echo "  make bench-dns  apps/dns: queries/s and p50/p99 latency, 1 and 32 in flight (dnsperf;"
 	@echo "                  BENCH_DURATION=5; needs root)"
+	@echo "  make bench-iommu  req/s (612 B c1, c32) and MB/s (64 KiB c32) with the NIC's DMA translated"
+	@echo "                  by intel-iommu vs no IOMMU, alternated (BENCH_REPS=2 BENCH_DURATION=5"
+	@echo "                  BENCH_MEM=256; about 2 min; needs root)"
+	@echo "  make bench-migration  BENCH_MIGRATIONS=5 live migrations under load: downtime, total time,"
+	@echo "                  failed requests (BENCH_MIGRATION_OPTS=--packed/--iommu; needs root)"
 	@echo "  make bench-attacks  SYN flood, out-of-order pinning, fragment trains, slot hog, orphan"
 	@echo "                  flood against vireo and the nginx peer: legitimate success % during each"
 	@echo "                  attack, time to full service after it; table + build/bench/attacks.json"
