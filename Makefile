@@ -192,7 +192,7 @@ $(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/vireo.ld
 # read vireo.so.
 $(EFI): $(ELF)
 	@$(if $(Q),echo "  OBJCOPY $@")
-	$(Q)$(OBJCOPY) -j .text -j .rodata -j .data -j .dynamic -j .rela -j .dynsym \
+	$(Q)$(OBJCOPY) -j .text -j .rodata -j .data -j .bss -j .dynamic -j .rela -j .dynsym \
 		-j .dynstr -j .reloc --strip-all --target efi-app-x86_64 --subsystem=10 $< $@
 	@echo "  EFI     $@ ($$(stat -c %s $@) bytes)"
 
