@@ -1,6 +1,6 @@
 # vireo — one plain Makefile. `make help` lists the targets.
 #
-# Kernel objects are built freestanding and linked with GNU-EFI's crt0 into a
+# Kernel objects are built freestanding (GNU-EFI for headers) and linked into a
 # PE32+ UEFI application. Pure code (rings, parsers, allocators) is also built
 # for the host under ASan/UBSan by the rules near the end.
 
@@ -21,8 +21,6 @@ PYTHON  := /usr/bin/python3
 FUZZ_CC := clang
 
 EFI_INC   := /usr/include/efi
-EFI_LIB   := /usr/lib
-EFI_CRT0  := $(EFI_LIB)/crt0-efi-x86_64.o
 
 # Reproducible builds: timestamps come from the last commit.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
@@ -52,7 +50,7 @@ KASFLAGS := -I. -MMD -MP -g
 KLDFLAGS := -nostdlib -znocombreloc -shared -Bsymbolic --no-undefined \
 	--build-id=none --gc-sections -T linker/vireo.ld
 
-BOOT_SRCS   := boot/efi_main.c boot/fwcfg.c
+BOOT_SRCS   := boot/efi_start.c boot/relr.c boot/efi_main.c boot/fwcfg.c
 KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel/string.c kernel/parse.c kernel/outbuf.c \
 	kernel/trap.c kernel/panic.c kernel/mm.c kernel/mm_range.c kernel/frames.c kernel/heap.c kernel/apic.c \
 	kernel/time.c kernel/timerq.c kernel/loop.c kernel/loop_run.c kernel/cmdline.c kernel/config.c kernel/selftest.c \
@@ -94,18 +92,23 @@ $(APP_OBJS): KCFLAGS += $(APP_CFLAGS)
 SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(APP_OBJS) $(OUT)/site_data.o
 # Cold code is built for size (-Os after -O2 wins): boot, ACPI and PCI scans,
-# device set-up, configuration, the shell, SNTP/DNS/syslog, the /metrics text.
+# device set-up, configuration, the shell, SNTP/DNS/syslog, the /metrics text,
+# the boot-time metadata fetch, VT-d (its per-buffer map/unmap is IOTLB-bound).
 # The per-packet and per-request path (virtqueues, virtio-net, traps, the
 # server and its parse/outbuf helpers, the allocators, lwIP's TCP/IP) keeps
 # -O2; net/lwip.mk does the same for lwIP's cold files.
-COLD_SRCS := boot/efi_main.c boot/fwcfg.c kernel/main.c kernel/console.c kernel/fmt.c kernel/panic.c \
+COLD_SRCS := boot/efi_start.c boot/relr.c boot/efi_main.c boot/fwcfg.c kernel/main.c kernel/console.c kernel/fmt.c kernel/panic.c \
 	kernel/mm_range.c kernel/cmdline.c kernel/config.c kernel/selftest.c kernel/timeline.c kernel/shell.c \
 	kernel/power.c kernel/wallclock.c drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
 	drivers/virtio_pci_caps.c drivers/virtio_drivers.c drivers/virtio_rng.c drivers/virtio_selftest.c \
 	drivers/vnet_echo.c drivers/vnet_ctrl.c drivers/virtio_console.c drivers/virtio_mmio_parse.c \
 	net/netup.c net/sntp.c net/sntp_msg.c net/syslog.c net/syslog_msg.c net/resolv.c net/app/site_esp.c \
-	net/app/metrics.c net/app/https.c net/app/app.c
+	net/app/metrics.c net/app/https.c net/app/app.c net/mdhttp.c net/app/metadata.c drivers/vtd.c
 $(patsubst %.c,$(BUILD)/k/%.o,$(COLD_SRCS)): KCFLAGS += -Os
+# No code is padded to 16-byte boundaries (functions, loops, jump targets),
+# -O2 code and lwIP's included: 13 KB of the image. Under TCG, which
+# translates blocks wherever they lie, it costs nothing (docs/benchmarks.md).
+KCFLAGS += -falign-functions=1 -falign-jumps=1 -falign-labels=1 -falign-loops=1
 
 # lwIP (fetched, never committed) and the rules for code that uses it.
 include net/lwip.mk
@@ -186,15 +189,17 @@ $(BUILD)/k/%.o: %.S
 $(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/vireo.ld
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(LD) $(KLDFLAGS) --defsym=__image_cap=$(IMAGE_CAP) $(EFI_CRT0) $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) -o $@ -L$(EFI_LIB) -lgnuefi
+	$(Q)$(LD) $(KLDFLAGS) -z pack-relative-relocs --defsym=__image_cap=$(IMAGE_CAP) $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) -o $@
 
-# --subsystem 10 = EFI application. Section list matches linker/vireo.ld.
+# --subsystem 10 = EFI application. Section list matches linker/vireo.ld:
+# the image relocates itself from its RELR table (boot/efi_start.c, in
+# .rodata), so .dynamic, .dynsym and .dynstr stay out of the PE.
 # --strip-all: the PE's COFF symbol table (~44 KB) is never loaded; debuggers
 # read vireo.so.
 $(EFI): $(ELF)
 	@$(if $(Q),echo "  OBJCOPY $@")
-	$(Q)$(OBJCOPY) -j .text -j .rodata -j .data -j .dynamic -j .rela -j .dynsym \
-		-j .dynstr -j .reloc --strip-all --target efi-app-x86_64 --subsystem=10 $< $@
+	$(Q)$(OBJCOPY) -j .text -j .rodata -j .data -j .bss -j .reloc \
+		--strip-all --target efi-app-x86_64 --subsystem=10 $< $@
 	@echo "  EFI     $@ ($$(stat -c %s $@) bytes)"
 
 # ---- PVH ELF (boot/pvh*.{c,S}, linker/pvh.ld) ----------------------------
@@ -202,7 +207,7 @@ $(EFI): $(ELF)
 # its load address as build/vireo.elf for `qemu-system-x86_64 -kernel`
 # (SeaBIOS on q35/pc, qboot on microvm) and other PVH loaders.
 PVH_SRCS := boot/pvh_entry.S boot/pvh.c boot/pvh_info.c
-PVH_OBJS := $(filter-out $(BUILD)/k/boot/efi_main.o,$(OBJS)) \
+PVH_OBJS := $(filter-out $(BUILD)/k/boot/efi_main.o $(BUILD)/k/boot/efi_start.o,$(OBJS)) \
 	$(patsubst %,$(BUILD)/k/%.o,$(basename $(PVH_SRCS)))
 .PHONY: elf
 elf: $(PVH)
