@@ -74,9 +74,17 @@ for p in libglib2.0-dev libpixman-1-dev libslirp-dev libfdt-dev zlib1g-dev flex 
 		die "missing Debian package $p: run tools/deps.sh qemu-current"
 done
 mkdir -p "$dir"
+# One build per cache directory at a time (two worktrees may ask at once):
+# the second waits, then finds it built.
+exec 9>"$dir/lock"
+flock 9
+if [[ -x $bin && -f $dir/built && "$(cat "$dir/built")" == "$hash" ]]; then
+	say "up to date: $bin"
+	exit 0
+fi
 
-# Both fetches share $dir/apt (never two at once: this script runs them in
-# turn). Subshells, because debsrc.sh defines its variables globally.
+# The fetch's apt state is $dir/apt (one fetch at a time: the lock above).
+# Subshells, because debsrc.sh defines its variables globally.
 fetch() { # SOURCE VERSION SHA256 TREE CHECK...
 	(
 		DEB_SOURCE=$1 DEB_VERSION=$2 DEB_DSC_SHA256=$3 DEB_TREE=$4
