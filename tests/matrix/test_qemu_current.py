@@ -66,10 +66,10 @@ def test_is_qemu_10():
     assert re.match(r"QEMU emulator version 10\.0\.", r.stdout), r.stdout
 
 
-# Properties QEMU 10.0's virtio-net-pci, virtio-rng-pci and virtio-serial-pci have
-# and the system QEMU's (7.2) lack, and what vireo
-# makes of each. A property not listed fails test_new_properties_accounted:
-# a new pin must say what it brings.
+# Properties QEMU 10.0's virtio-net-pci, virtio-rng-pci and virtio-serial-pci
+# have and the system QEMU's (7.2) lack, and what vireo makes of each. A
+# property not listed fails test_new_properties_accounted: a new pin must say
+# what it brings.
 NEW_PROPS = {
     "in_order": "VIRTIO_F_IN_ORDER: the rows below, split and packed, net, rng and console",
     "guest_uso4": "VIRTIO_NET_F_GUEST_USO4 (bit 54): UDP segmentation offload, not negotiated by vireo",
