@@ -1,6 +1,6 @@
 # vireo — one plain Makefile. `make help` lists the targets.
 #
-# Kernel objects are built freestanding and linked with GNU-EFI's crt0 into a
+# Kernel objects are built freestanding (GNU-EFI for headers) and linked into a
 # PE32+ UEFI application. Pure code (rings, parsers, allocators) is also built
 # for the host under ASan/UBSan by the rules near the end.
 
@@ -21,8 +21,6 @@ PYTHON  := /usr/bin/python3
 FUZZ_CC := clang
 
 EFI_INC   := /usr/include/efi
-EFI_LIB   := /usr/lib
-EFI_CRT0  := $(EFI_LIB)/crt0-efi-x86_64.o
 
 # Reproducible builds: timestamps come from the last commit.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
@@ -52,7 +50,7 @@ KASFLAGS := -I. -MMD -MP -g
 KLDFLAGS := -nostdlib -znocombreloc -shared -Bsymbolic --no-undefined \
 	--build-id=none --gc-sections -T linker/vireo.ld
 
-BOOT_SRCS   := boot/efi_main.c boot/fwcfg.c
+BOOT_SRCS   := boot/efi_start.c boot/relr.c boot/efi_main.c boot/fwcfg.c
 KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel/string.c kernel/parse.c kernel/outbuf.c \
 	kernel/trap.c kernel/panic.c kernel/mm.c kernel/mm_range.c kernel/frames.c kernel/heap.c kernel/apic.c \
 	kernel/time.c kernel/timerq.c kernel/loop.c kernel/loop_run.c kernel/cmdline.c kernel/config.c kernel/selftest.c \
@@ -94,18 +92,23 @@ $(APP_OBJS): KCFLAGS += $(APP_CFLAGS)
 SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(APP_OBJS) $(OUT)/site_data.o
 # Cold code is built for size (-Os after -O2 wins): boot, ACPI and PCI scans,
-# device set-up, configuration, the shell, SNTP/DNS/syslog, the /metrics text.
+# device set-up, configuration, the shell, SNTP/DNS/syslog, the /metrics text,
+# the boot-time metadata fetch, VT-d (its per-buffer map/unmap is IOTLB-bound).
 # The per-packet and per-request path (virtqueues, virtio-net, traps, the
 # server and its parse/outbuf helpers, the allocators, lwIP's TCP/IP) keeps
 # -O2; net/lwip.mk does the same for lwIP's cold files.
-COLD_SRCS := boot/efi_main.c boot/fwcfg.c kernel/main.c kernel/console.c kernel/fmt.c kernel/panic.c \
+COLD_SRCS := boot/efi_start.c boot/relr.c boot/efi_main.c boot/fwcfg.c kernel/main.c kernel/console.c kernel/fmt.c kernel/panic.c \
 	kernel/mm_range.c kernel/cmdline.c kernel/config.c kernel/selftest.c kernel/timeline.c kernel/shell.c \
 	kernel/power.c kernel/wallclock.c drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
 	drivers/virtio_pci_caps.c drivers/virtio_drivers.c drivers/virtio_rng.c drivers/virtio_selftest.c \
 	drivers/vnet_echo.c drivers/vnet_ctrl.c drivers/virtio_console.c drivers/virtio_mmio_parse.c \
 	net/netup.c net/sntp.c net/sntp_msg.c net/syslog.c net/syslog_msg.c net/resolv.c net/app/site_esp.c \
-	net/app/metrics.c net/app/https.c net/app/app.c
+	net/app/metrics.c net/app/https.c net/app/app.c net/mdhttp.c net/app/metadata.c drivers/vtd.c
 $(patsubst %.c,$(BUILD)/k/%.o,$(COLD_SRCS)): KCFLAGS += -Os
+# No code is padded to 16-byte boundaries (functions, loops, jump targets),
+# -O2 code and lwIP's included: 13 KB of the image. Under TCG, which
+# translates blocks wherever they lie, it costs nothing (docs/benchmarks.md).
+KCFLAGS += -falign-functions=1 -falign-jumps=1 -falign-labels=1 -falign-loops=1
 
 # lwIP (fetched, never committed) and the rules for code that uses it.
 include net/lwip.mk
@@ -164,7 +167,8 @@ IMAGE := $(OUT)/vireo.img
 PVH   := $(OUT)/vireo.elf
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
-	test-matrix test-matrix-quick test-hostile soak qemu-current test-qemu-current check-docs bench-attacks bench-upload bench-tls bench-kv params
+	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks bench-upload bench-tls bench-kv params \
+	bench-iommu bench-migration qemu-current test-qemu-current
 all: $(EFI) $(PVH)
 
 $(BUILD)/k/boot/%.o: boot/%.c
@@ -185,15 +189,17 @@ $(BUILD)/k/%.o: %.S
 $(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/vireo.ld
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(LD) $(KLDFLAGS) --defsym=__image_cap=$(IMAGE_CAP) $(EFI_CRT0) $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) -o $@ -L$(EFI_LIB) -lgnuefi
+	$(Q)$(LD) $(KLDFLAGS) -z pack-relative-relocs --defsym=__image_cap=$(IMAGE_CAP) $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) -o $@
 
-# --subsystem 10 = EFI application. Section list matches linker/vireo.ld.
+# --subsystem 10 = EFI application. Section list matches linker/vireo.ld:
+# the image relocates itself from its RELR table (boot/efi_start.c, in
+# .rodata), so .dynamic, .dynsym and .dynstr stay out of the PE.
 # --strip-all: the PE's COFF symbol table (~44 KB) is never loaded; debuggers
 # read vireo.so.
 $(EFI): $(ELF)
 	@$(if $(Q),echo "  OBJCOPY $@")
-	$(Q)$(OBJCOPY) -j .text -j .rodata -j .data -j .dynamic -j .rela -j .dynsym \
-		-j .dynstr -j .reloc --strip-all --target efi-app-x86_64 --subsystem=10 $< $@
+	$(Q)$(OBJCOPY) -j .text -j .rodata -j .data -j .bss -j .reloc \
+		--strip-all --target efi-app-x86_64 --subsystem=10 $< $@
 	@echo "  EFI     $@ ($$(stat -c %s $@) bytes)"
 
 # ---- PVH ELF (boot/pvh*.{c,S}, linker/pvh.ld) ----------------------------
@@ -201,7 +207,7 @@ $(EFI): $(ELF)
 # its load address as build/vireo.elf for `qemu-system-x86_64 -kernel`
 # (SeaBIOS on q35/pc, qboot on microvm) and other PVH loaders.
 PVH_SRCS := boot/pvh_entry.S boot/pvh.c boot/pvh_info.c
-PVH_OBJS := $(filter-out $(BUILD)/k/boot/efi_main.o,$(OBJS)) \
+PVH_OBJS := $(filter-out $(BUILD)/k/boot/efi_main.o $(BUILD)/k/boot/efi_start.o,$(OBJS)) \
 	$(patsubst %,$(BUILD)/k/%.o,$(basename $(PVH_SRCS)))
 .PHONY: elf
 elf: $(PVH)
@@ -418,6 +424,22 @@ bench-upload: deps-test $(IMAGE)
 	$(Q)$(PYTHON) tests/bench/upload.py --reps $(or $(BENCH_REPS),3) --mib $(or $(BENCH_MIB),16) \
 		--mem $(or $(BENCH_MEM),256)
 
+# Serving with the NIC behind -device intel-iommu (iommu_platform=on,
+# translation on, asserted from the log) against no IOMMU, booted
+# alternately BENCH_REPS times each (2); wrk BENCH_DURATION s (5) per figure:
+# 612 B req/s at c1 and c32, 64 KiB MB/s at c32; medians and on/off.
+# BENCH_MEM (256). Needs root (tests/bench/iommu.py).
+bench-iommu: deps-test $(IMAGE)
+	$(Q)$(PYTHON) tests/bench/iommu.py --reps $(or $(BENCH_REPS),2) --seconds $(or $(BENCH_DURATION),5) \
+		--mem $(or $(BENCH_MEM),256)
+
+# BENCH_MIGRATIONS (5) live migrations back and forth between two QEMUs
+# under a client load (tests/matrix/migrlib.py, as test_migration.py):
+# downtime and total time min/median/max, failed requests.
+# BENCH_MIGRATION_OPTS: --packed, --iommu. Needs root (tests/bench/migration.py).
+bench-migration: deps-test $(IMAGE)
+	$(Q)$(PYTHON) tests/bench/migration.py --count $(or $(BENCH_MIGRATIONS),5) $(BENCH_MIGRATION_OPTS)
+
 # apps/dns under load: make APP=apps/dns image, then tests/bench/dns_bench.py
 # (one query at a time, then dnsperf with 32 in flight, BENCH_DURATION s
 # each, 5; rate limiting off). Needs root (a tap in a namespace).
@@ -507,6 +529,11 @@ help:
 	@echo "                  BENCH_REPS=3 BENCH_MIB=16 BENCH_MEM=256; about 2 min; needs root)"
 	@echo "  make bench-dns  apps/dns: queries/s and p50/p99 latency, 1 and 32 in flight (dnsperf;"
 	@echo "                  BENCH_DURATION=5; needs root)"
+	@echo "  make bench-iommu  req/s (612 B c1, c32) and MB/s (64 KiB c32) with the NIC's DMA translated"
+	@echo "                  by intel-iommu vs no IOMMU, alternated (BENCH_REPS=2 BENCH_DURATION=5"
+	@echo "                  BENCH_MEM=256; about 2 min; needs root)"
+	@echo "  make bench-migration  BENCH_MIGRATIONS=5 live migrations under load: downtime, total time,"
+	@echo "                  failed requests (BENCH_MIGRATION_OPTS=--packed/--iommu; needs root)"
 	@echo "  make bench-attacks  SYN flood, out-of-order pinning, fragment trains, slot hog, orphan"
 	@echo "                  flood against vireo and the nginx peer: legitimate success % during each"
 	@echo "                  attack, time to full service after it; table + build/bench/attacks.json"

@@ -8,6 +8,12 @@
  *  - RING_RESET: with one buffer in flight, queue 0 alone is reset (the
  *    device stays DRIVER_OK), the buffer detached, the queue re-enabled and
  *    handed back to its driver (virtio_driver.vq_reset), which fills it again.
+ *  - A DMA fault (selftest=iommu-fault, the device behind an enabled VT-d
+ *    unit with ACCESS_PLATFORM): the test's buffer, which the device
+ *    writes, is handed out at its read-only address (vtd_stray_next). The
+ *    unit refuses the device's write and reports the fault; the bus resets
+ *    the device and probes it again (a DMA-fault recovery), and the fresh
+ *    driver fills its queue once more.
  *
  * The test's own buffer and token are used for the posted buffer, never the
  * driver's. "Delivered" means: queue 0 live, at least one completion since
@@ -18,11 +24,12 @@
 
 #include "drivers/virtio.h"
 #include "drivers/virtio_selftest.h"
+#include "drivers/vtd.h"
 #include "kernel/console.h"
 #include "kernel/loop.h"
 #include "kernel/time.h"
 
-#define SELFTEST_DEADLINE_NS (5 * NSEC_PER_SEC)
+#define SELFTEST_DEADLINE_NS (10 * NSEC_PER_SEC)
 #define SELFTEST_POLL_NS (20 * NSEC_PER_MSEC)
 
 enum selftest_phase {
@@ -37,6 +44,7 @@ static struct {
 	enum selftest_phase phase;
 	struct virtio_dev *vd;	/* the device under test */
 	u32 resets_before;	/* vd->resets when the test started */
+	u32 dma_resets_before;	/* vd->dma_fault_resets when the test started */
 	u64 completions_mark;	/* queue 0's completions when a phase started */
 	u64 deadline_ns;	/* 0 while no phase with a deadline runs */
 	struct timer poll;
@@ -47,6 +55,7 @@ static const char *const selftest_names[] = {
 	[VIRTIO_SELFTEST_NONE] = "none",
 	[VIRTIO_SELFTEST_NEEDS_RESET] = "virtio-needs-reset",
 	[VIRTIO_SELFTEST_RING_RESET] = "virtio-ring-reset",
+	[VIRTIO_SELFTEST_IOMMU_FAULT] = "iommu-fault",
 };
 
 /* Prints the self-test's one final line (why may be NULL); later calls do nothing. */
@@ -107,6 +116,30 @@ static void virtio_selftest_start_needs_reset(struct virtio_vq *q)
 	st.deadline_ns = time_ns() + SELFTEST_DEADLINE_NS;
 }
 
+static void virtio_selftest_start_iommu_fault(struct virtio_vq *q)
+{
+	struct virtio_dev *d = st.vd;
+
+	if (!d->dma) {
+		kprintf("selftest: iommu-fault: virtio%u is not translated (no enabled VT-d unit covers it, or "
+			"ACCESS_PLATFORM not negotiated)\n", d->index);
+		virtio_selftest_finish("skipped", "the device is not behind a translating IOMMU");
+		return;
+	}
+	st.resets_before = d->resets;
+	st.dma_resets_before = d->dma_fault_resets;
+	st.completions_mark = 0;	/* the re-probed device's new queue counts from 0 */
+	kprintf("selftest: iommu-fault: virtio%u queue %u: handing the device a buffer it writes at its "
+		"read-only address\n", d->index, q->index);
+	vtd_stray_next();
+	if (virtio_selftest_post(q) < 0) {
+		virtio_selftest_finish("FAIL", "could not post the buffer");
+		return;
+	}
+	st.phase = ST_WAIT_RESET;
+	st.deadline_ns = time_ns() + SELFTEST_DEADLINE_NS;
+}
+
 static void virtio_selftest_start_ring_reset(struct virtio_vq *q)
 {
 	struct virtio_dev *d = st.vd;
@@ -155,8 +188,8 @@ static void virtio_selftest_poll(struct timer *t, void *arg)
 	if (st.phase == ST_DONE)
 		return;
 	if (st.deadline_ns && time_ns() >= st.deadline_ns) {
-		virtio_selftest_finish("FAIL", st.phase == ST_WAIT_RESET ? "no reset and recovery within 5 s"
-								  : "no entropy after the queue reset within 5 s");
+		virtio_selftest_finish("FAIL", st.phase == ST_WAIT_RESET ? "no reset and recovery within 10 s"
+								  : "no entropy after the queue reset within 10 s");
 		return;
 	}
 	switch (st.phase) {
@@ -165,6 +198,8 @@ static void virtio_selftest_poll(struct timer *t, void *arg)
 			break;
 		if (st.kind == VIRTIO_SELFTEST_NEEDS_RESET)
 			virtio_selftest_start_needs_reset(q);
+		else if (st.kind == VIRTIO_SELFTEST_IOMMU_FAULT)
+			virtio_selftest_start_iommu_fault(q);
 		else
 			virtio_selftest_start_ring_reset(q);
 		break;
@@ -173,6 +208,19 @@ static void virtio_selftest_poll(struct timer *t, void *arg)
 		 * completed leaves resets unchanged: wait for the deadline. */
 		if (d->resets == st.resets_before || !q || !virtio_selftest_delivered(q))
 			break;
+		if (st.kind == VIRTIO_SELFTEST_IOMMU_FAULT) {
+			u32 dma = d->dma_fault_resets - st.dma_resets_before;
+
+			kprintf("selftest: iommu-fault: virtio%u recovered after %u reset%s, %u of them for a DMA "
+				"fault\n", d->index, d->resets - st.resets_before,
+				d->resets - st.resets_before == 1 ? "" : "s", dma);
+			if (dma == 1 && d->resets - st.resets_before == 1)
+				virtio_selftest_finish("pass", NULL);
+			else
+				virtio_selftest_finish("FAIL", dma ? "more than one reset"
+								   : "reset, but not for a DMA fault");
+			break;
+		}
 		kprintf("selftest: virtio-needs-reset: virtio%u recovered after %u reset%s\n", d->index,
 			d->resets - st.resets_before, d->resets - st.resets_before == 1 ? "" : "s");
 		if (d->resets - st.resets_before == 1)

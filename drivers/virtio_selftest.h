@@ -1,6 +1,6 @@
-/* The virtio core's recovery self-tests (selftest=virtio-needs-reset and
- * selftest=virtio-ring-reset), run on a virtio-rng device in a real VMM,
- * and run-time fault injection. */
+/* The virtio core's recovery self-tests (selftest=virtio-needs-reset,
+ * selftest=virtio-ring-reset and selftest=iommu-fault), run on a virtio-rng
+ * device in a real VMM, and run-time fault injection. */
 #ifndef VIREO_VIRTIO_SELFTEST_H
 #define VIREO_VIRTIO_SELFTEST_H
 
@@ -10,6 +10,7 @@ enum virtio_selftest {
 	VIRTIO_SELFTEST_NONE,
 	VIRTIO_SELFTEST_NEEDS_RESET,	/* selftest=virtio-needs-reset */
 	VIRTIO_SELFTEST_RING_RESET,	/* selftest=virtio-ring-reset */
+	VIRTIO_SELFTEST_IOMMU_FAULT,	/* selftest=iommu-fault */
 };
 
 /* Arms one recovery self-test on the first bound virtio-rng device; call

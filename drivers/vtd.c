@@ -815,6 +815,11 @@ static void vtd_cmd_show(const char *args)
 }
 SHELL_CMD(iommu, .name = "iommu", .fn = vtd_cmd_show, .help = "DMA remapping units and domains");
 
+void vtd_stray_next(void)
+{
+	vtd_selftest_stray = vtd_writable_maps + 1;
+}
+
 /* `iommu-stray` (debug only): the next device-writable buffer any translated
  * device is given goes out at its read-only address, so the device's write
  * faults and the device is reset and probed again. */
@@ -825,7 +830,7 @@ static void vtd_cmd_stray(const char *args)
 		kprintf("iommu-stray: no remapping unit in use\n");
 		return;
 	}
-	vtd_selftest_stray = vtd_writable_maps + 1;
+	vtd_stray_next();
 	kprintf("iommu-stray: armed: the next device-writable buffer gets a read-only address\n");
 }
 SHELL_CMD(iommu_stray, .name = "iommu-stray", .fn = vtd_cmd_stray, .debug = true,

@@ -38,5 +38,9 @@ void vtd_unmap_flush(struct vtd_domain *dom);
  * device that has been reset and whose memory is about to be freed. A new
  * fault episode may be reported after this. */
 void vtd_domain_clear(struct vtd_domain *dom);
+/* Self-test (iommu.stray, the shell's iommu-stray, selftest=iommu-fault):
+ * the next device-writable buffer any translated device is given goes out
+ * at its read-only address, so the device's write faults. */
+void vtd_stray_next(void);
 
 #endif

@@ -107,17 +107,6 @@ static int cmdline_parse_dec(const char *s, u64 *out)
 	return parse_dec(&s, UINT64_MAX, out);
 }
 
-static int cmdline_hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Hex digits with an optional 0x/0X: -EINVAL or -ERANGE as above. */
 static int cmdline_parse_hex(const char *s, u64 *out)
 {
@@ -128,12 +117,12 @@ static int cmdline_parse_hex(const char *s, u64 *out)
 	if (!*s)
 		return -EINVAL;
 	for (const char *p = s; *p; p++)
-		if (cmdline_hexval(*p) < 0)
+		if (parse_hexdigit(*p) < 0)
 			return -EINVAL;
 	for (; *s; s++) {
 		if (v >> 60)
 			return -ERANGE;
-		v = v << 4 | (u64)cmdline_hexval(*s);
+		v = v << 4 | (u64)parse_hexdigit(*s);
 	}
 	*out = v;
 	return 0;

@@ -130,6 +130,8 @@ void kernel_main(struct boot_info *bi)
 		virtio_selftest(VIRTIO_SELFTEST_NEEDS_RESET);
 	else if (selftest_requested() == SELFTEST_VIRTIO_RING_RESET)
 		virtio_selftest(VIRTIO_SELFTEST_RING_RESET);
+	else if (selftest_requested() == SELFTEST_IOMMU_FAULT)
+		virtio_selftest(VIRTIO_SELFTEST_IOMMU_FAULT);
 
 	timeline_mark("ready");
 	timeline_print();

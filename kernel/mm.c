@@ -6,7 +6,7 @@
  *   .text                   R  X
  *   .rodata                 R  NX
  *   .data/.bss              RW NX
- *   relocation tables       R  NX (patched by crt0 before we get here)
+ *   (the RELR table is in .rodata: boot/efi_start.c applied it before efi_main)
  *   stack guard, page 0     not present
  *   MMIO (mmio_map)         RW NX, uncached; never over RAM or the image,
  *                           at most MM_MMIO_MAX a call (mm_range.h)

@@ -12,4 +12,16 @@
  * overflow), and *sp and *out are left alone. */
 int parse_dec(const char **sp, u64 max, u64 *out);
 
+/* A hexadecimal digit's value (either case), or -1. */
+static inline int parse_hexdigit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 #endif

@@ -6,15 +6,17 @@
 
 static const char *const selftest_choices[] = {
 	"none", "panic", "pagefault", "null", "ud", "divzero", "stack", "wx", "nx",
-	"virtio-needs-reset", "virtio-ring-reset", NULL,
+	"virtio-needs-reset", "virtio-ring-reset", "iommu-fault", NULL,
 };
 static int selftest = SELFTEST_NONE;
 CMDLINE_PARAM(selftest, .key = "selftest", .type = CMDLINE_ENUM, .dst = &selftest, .choices = selftest_choices,
 	      .def = "none",
-	      .help = "trigger a fault at boot (tests the panic path); virtio-* run on the first virtio-rng once it "
-		      "has delivered entropy: a malformed descriptor the device must answer with DEVICE_NEEDS_RESET "
-		      "(recovered by reset and re-probe), or a RING_RESET cycle of its queue (skipped if not "
-		      "negotiated), ending in selftest: <value>: pass, FAIL (...) or skipped (...)");
+	      .help = "trigger a fault at boot (tests the panic path); virtio-* and iommu-fault run on the first "
+		      "virtio-rng once it has delivered entropy: a malformed descriptor the device must answer with "
+		      "DEVICE_NEEDS_RESET (recovered by reset and re-probe), a RING_RESET cycle of its queue (skipped "
+		      "if not negotiated), or (iommu-fault) a buffer it writes handed out at its read-only IOVA, so "
+		      "the VT-d unit faults it and it is reset and probed again (skipped if not translated), ending "
+		      "in selftest: <value>: pass, FAIL (...) or skipped (...)");
 
 enum selftest selftest_requested(void)
 {
@@ -72,7 +74,8 @@ void selftest_run(void)
 	if (selftest == SELFTEST_NONE)
 		return;
 	kprintf("selftest: %s\n", selftest_choices[selftest]);
-	if (selftest == SELFTEST_VIRTIO_NEEDS_RESET || selftest == SELFTEST_VIRTIO_RING_RESET)
+	if (selftest == SELFTEST_VIRTIO_NEEDS_RESET || selftest == SELFTEST_VIRTIO_RING_RESET ||
+	    selftest == SELFTEST_IOMMU_FAULT)
 		return;	/* not a fault: armed on virtio-rng by kernel_main */
 	selftest_fault();
 	kprintf("selftest: %s did not fault\n", selftest_choices[selftest]);

@@ -15,6 +15,7 @@ enum selftest {
 	SELFTEST_NX,
 	SELFTEST_VIRTIO_NEEDS_RESET,	/* run by virtio-rng once drivers are up */
 	SELFTEST_VIRTIO_RING_RESET,
+	SELFTEST_IOMMU_FAULT,		/* on virtio-rng too, behind VT-d */
 };
 
 /* The value of selftest= (enum selftest). */

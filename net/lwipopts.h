@@ -133,7 +133,19 @@
  * a remote party opens: every term is a count a limit above or in the
  * application caps times a per-PCB bound. The rest (225 KiB, 5.5%, 28 pages)
  * is for pages partly full: a class keeps a page while one of its slots is
- * live, and a page empty again goes back to the pool for any class. Not in
+ * live, and a page empty again goes back to the pool for any class.
+ * make TLS=1 adds (net/app/https.h): the HTTPS connections are among the 64
+ * and count their queue encrypted, framing included, against the same 8192,
+ * except the at most HTTPS_BULK_MAX (2) holding a bulk grant, 32768
+ * (HTTPS_BULK_INFLIGHT): W_tls = 18816 + 41288 = 60104, so
+ *   2 x (W_tls - W_http)                                          +61932
+ *   the altcp layers: an altcp_pcb (88 + 8 -> 96) for each of the 80 live
+ *     connections, and for the 64 TLS ones one more and altcp_tls's
+ *     state (456 + 8 -> 512): 80 x 96 + 64 x 608                  +46592
+ *                                                     TLS=1 total  4072143
+ * i.e. 3.9 MiB, 119 KiB (2.9%) left for pages partly full. Also outside the
+ * sum in either build: a handshake's own flight (the chain, written by
+ * mbedTLS before any response; at most https.handshakes= at once). Not in
  * this sum: frames no TCP
  * queue owns (ICMP echo replies are heap copies, UDP echo replies) while they
  * wait in the driver's transmit ring and backlog (net/netif_vnet.c,

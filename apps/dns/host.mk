@@ -6,7 +6,7 @@ DNS_HOST_ZONE := $(BUILD)/host/dns_example_zone.c
 $(DNS_HOST_ZONE): apps/dns/example.zone apps/dns/mkzone.py
 	@mkdir -p $(dir $@)
 	$(Q)$(PYTHON) apps/dns/mkzone.py $< $@
-$(BUILD)/host/mkzone.ok: apps/dns/mkzone.py apps/dns/test_mkzone.py apps/dns/test_dig_host.py apps/dns/tests/dns_client.py $(BUILD)/host/dns_serve
+$(BUILD)/host/mkzone.ok: apps/dns/mkzone.py apps/dns/test_mkzone.py apps/dns/test_dig_host.py apps/dns/tests/dns_client.py apps/dns/tests/digout.py $(BUILD)/host/dns_serve
 	@mkdir -p $(dir $@)
 	$(Q)$(PYTHON) -m pytest -q -p no:cacheprovider apps/dns/test_mkzone.py apps/dns/test_dig_host.py >$@.log 2>&1 || { cat $@.log; exit 1; }
 	$(Q)touch $@

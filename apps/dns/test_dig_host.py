@@ -14,6 +14,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SERVE = os.path.join(ROOT, "build", "host", "dns_serve")
 CLIENT = os.path.join(ROOT, "apps", "dns", "tests", "dns_client.py")
+sys.path.insert(0, os.path.join(ROOT, "apps", "dns", "tests"))
+from digout import count, flags, status  # noqa: E402
 
 
 def free_port():
@@ -51,21 +53,6 @@ def dig(srv, *args, tool="dig"):
     p = subprocess.run([tool, "@127.0.0.1", "-p", str(srv.port), "+time=2", tries] + list(args),
                        capture_output=True, text=True, timeout=30)
     return p.stdout
-
-
-def status(out):
-    m = re.search(r"status: (\w+)", out)
-    return m.group(1) if m else None
-
-
-def flags(out):
-    m = re.search(r";; flags: ([a-z ]*);", out)
-    return set(m.group(1).split()) if m else set()
-
-
-def count(out, section):
-    m = re.search(section + r": (\d+)", out)
-    return int(m.group(1))
 
 
 def test_each_type(srv):

@@ -1,5 +1,6 @@
 /* apps/kv's store; see kv_store.h for the bounds and their arithmetic. */
 #include "apps/kv/kv_store.h"
+#include "kernel/parse.h"
 #include "kernel/string.h"
 
 /* The tag hashes the length byte, the key and the value as one run. */
@@ -459,17 +460,6 @@ void kv_json_string(struct outbuf *o, const u8 *s, size_t n)
 	outbuf_mem(o, "\"", 1);
 }
 
-static int kv_hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int kv_cursor_decode(const char *hex, size_t n, u8 key[KV_KEY_MAX])
 {
 	size_t i;
@@ -477,7 +467,7 @@ int kv_cursor_decode(const char *hex, size_t n, u8 key[KV_KEY_MAX])
 	if (n == 0 || n % 2 || n > 2 * KV_KEY_MAX)
 		return -EINVAL;
 	for (i = 0; i < n; i += 2) {
-		int hi = kv_hexval(hex[i]), lo = kv_hexval(hex[i + 1]);
+		int hi = parse_hexdigit(hex[i]), lo = parse_hexdigit(hex[i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return -EINVAL;

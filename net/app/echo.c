@@ -97,12 +97,7 @@ static err_t echo_conn_close(struct echo_conn *c)
 		altcp_recved(pcb, (u16_t)c->unrecved);
 	app_pcb_detach(pcb);
 	echo_conn_free(c);
-	if (altcp_close(pcb) != ERR_OK) {
-		altcp_abort(pcb);
-		return ERR_ABRT;
-	}
-	vireo_lwip_orphans_trim(tpcb);
-	return ERR_OK;
+	return app_pcb_close_detached(pcb, tpcb);
 }
 
 static err_t echo_more(struct echo_conn *c)
@@ -132,13 +127,8 @@ static err_t echo_on_recv(void *arg, struct altcp_pcb *pcb, struct pbuf *p, err_
 	struct echo_conn *c = arg;
 	u32 held;
 
-	if (!c) {
-		if (p) {
-			altcp_recved(pcb, p->tot_len);
-			pbuf_free(p);
-		}
-		return ERR_OK;
-	}
+	if (!c)
+		return app_recv_stray(pcb, p);
 	if (!p) {
 		c->eof = true;
 		return echo_more(c);

@@ -50,16 +50,6 @@ static bool http_is_alpha(u8 c)
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-static int http_hex_val(u8 c)
-{
-	if (http_is_digit(c))
-		return c - '0';
-	c = http_to_lower(c);
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 static bool http_in_set(u8 c, const char *set)
 {
 	for (; *set; set++)
@@ -104,7 +94,7 @@ static bool http_authority_ok(const char *a, size_t n)
 		return false;
 	if (a[0] == '[') {
 		for (end = 1; end < n && a[end] != ']'; end++)
-			if (http_hex_val((u8)a[end]) < 0 && a[end] != ':' && a[end] != '.')
+			if (parse_hexdigit(a[end]) < 0 && a[end] != ':' && a[end] != '.')
 				return false;
 		if (end == n || end == 1)
 			return false;	/* unclosed or empty */
@@ -195,8 +185,8 @@ static int http_pct_decode(const char *s, size_t n)
 
 	if (n < 3)
 		return -1;
-	hi = http_hex_val((u8)s[1]);
-	lo = http_hex_val((u8)s[2]);
+	hi = parse_hexdigit(s[1]);
+	lo = parse_hexdigit(s[2]);
 	if (hi < 0 || lo < 0)
 		return -1;
 	return hi * 16 + lo;

@@ -263,6 +263,13 @@ static void https_metrics(struct metrics_buf *b)
 		       s->tickets_refused);
 	metrics_simple(b, "vireo_https_ticket_key_rotations_total", METRICS_COUNTER,
 		       "Session ticket keys replaced from the CSPRNG", s->ticket_rotations);
+	metrics_simple(b, "vireo_https_bulk_grants", METRICS_GAUGE,
+		       "HTTPS connections allowed HTTPS_BULK_INFLIGHT queued bytes now", s->bulk_grants);
+	metrics_simple(b, "vireo_https_bulk_grants_peak", METRICS_GAUGE, "Most bulk grants held at once",
+		       s->bulk_peak);
+	metrics_simple(b, "vireo_https_bulk_refused_total", METRICS_COUNTER,
+		       "Writes that asked for a bulk grant while all were held (8 KiB queued instead)",
+		       s->bulk_refused);
 	metrics_family(b, "vireo_https_sessions_total", METRICS_COUNTER,
 		       "Completed handshakes by protocol version and cipher suite");
 	for (int i = 0; i < HTTPS_SUITES && https_suites[i].id; i++) {

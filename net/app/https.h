@@ -26,6 +26,24 @@
  * to a complete first request head, 10 s).
  */
 #define HTTPS_MAX_CONNS			64
+
+/*
+ * What a TLS connection may keep queued in lwIP (net/app/server.c): the
+ * encrypted bytes in its TCP send queue, records and their framing, measured
+ * from lwIP's send buffer (not the plaintext count, which leaves out the
+ * 22-29 bytes a record adds). HTTP_COPY_INFLIGHT (8 KiB) unless the
+ * connection holds a bulk grant: then HTTPS_BULK_INFLIGHT, so a 64 KiB
+ * response goes in two round trips instead of eight. A grant is taken when a
+ * response has more left than 8 KiB allows and given back once everything
+ * written is acknowledged or the connection ends; at most HTTPS_BULK_MAX
+ * connections hold one, for net/lwipopts.h's heap worst case.
+ */
+#define HTTPS_BULK_INFLIGHT		32768
+/* What a record adds to its plaintext, at most, with the suites
+ * net/tls/mbedtls_config.h enables: 5 header + 8 explicit nonce (TLS 1.2
+ * GCM) + 16 tag, or 5 + 1 content type + 16 + padding (TLS 1.3), < 64. */
+#define TLS_RECORD_FRAMING_MAX		64
+#define HTTPS_BULK_MAX			2
 #define HTTPS_MAX_HANDSHAKES		16	/* https.handshakes= default */
 #define HTTPS_MAX_HANDSHAKES_PER_SRC	8	/* https.handshakes_per_source= default */
 
@@ -53,6 +71,11 @@ struct https_stats {
 	u64 resumptions;		/* session tickets accepted */
 	u64 tickets_refused;		/* session tickets that did not open */
 	u64 ticket_rotations;		/* ticket keys replaced */
+#ifdef VIREO_TLS
+	u32 bulk_grants;		/* gauge: connections holding a bulk grant */
+	u32 bulk_peak;			/* most at once */
+	u64 bulk_refused;		/* asked for one while all were held (per write) */
+#endif
 };
 extern struct https_stats https_stats;
 

@@ -85,6 +85,9 @@ struct conn {
 	bool tls;		/* accepted on the HTTPS listener */
 	bool handshaking;	/* HTTPS: TLS handshake not finished (counted in hs_active) */
 	bool hs_timed_out;	/* HTTPS: closed by the header timeout while handshaking */
+#if LWIP_ALTCP_TLS
+	bool bulk;		/* HTTPS: holds a bulk grant (https.h HTTPS_BULK_INFLIGHT) */
+#endif
 	u64 t_wait;		/* READ: accept, or the end of the last response (ms) */
 	u64 t_head;		/* READ: when the first byte of this head was seen */
 	u64 t_progress;		/* last ACK progress, or when waiting for it began */
@@ -185,8 +188,21 @@ static void server_app_end(struct conn *c, bool done)
 
 /* ---- connection lifetime ---- */
 
+static void server_tls_bulk_release(struct conn *c)
+{
+#if LWIP_ALTCP_TLS
+	if (c->bulk) {
+		c->bulk = false;
+		https_stats.bulk_grants--;
+	}
+#else
+	(void)c;
+#endif
+}
+
 static void server_conn_free(struct conn *c)
 {
+	server_tls_bulk_release(c);
 	if (c->handshaking) {
 		https_stats.handshakes_active--;
 		https_stats.failures[c->hs_timed_out ? HTTPS_FAIL_TIMEOUT : HTTPS_FAIL_CLOSED]++;
@@ -238,12 +254,7 @@ static err_t server_conn_close(struct conn *c)
 #endif
 	app_pcb_detach(pcb);
 	server_conn_free(c);
-	if (altcp_close(pcb) != ERR_OK) {
-		altcp_abort(pcb);
-		return ERR_ABRT;
-	}
-	vireo_lwip_orphans_trim(tpcb);	/* pcb is an orphan now: keep within the caps */
-	return ERR_OK;
+	return app_pcb_close_detached(pcb, tpcb);
 }
 
 /* Response bytes not yet acknowledged, written or not. */
@@ -391,17 +402,21 @@ static int server_make_metrics(struct conn *c)
  * in on), https= unless 443, and the decoded path percent-encoded again
  * (it may hold any byte). A path that does not fit sends to "/". The
  * query is not kept (the parser drops it). */
-/* Left as they are in a URL path (RFC 3986 pchar without '%'). */
-static bool server_url_char(u8 ch)
+/* A letter, a digit, or one of other's characters. */
+static bool server_alnum_or(u8 ch, const char *other)
 {
-	static const char other[] = "/-._~!$&'()*+,;=:@";
-
 	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
 		return true;
 	for (const char *o = other; *o; o++)
 		if (ch == (u8)*o)
 			return true;
 	return false;
+}
+
+/* Left as they are in a URL path (RFC 3986 pchar without '%'). */
+static bool server_url_char(u8 ch)
+{
+	return server_alnum_or(ch, "/-._~!$&'()*+,;=:@");
 }
 
 static const char *server_location(struct conn *c, char *buf, size_t size)
@@ -620,6 +635,34 @@ static void server_respond(struct conn *c)
 	server_start_send(c);
 }
 
+#if LWIP_ALTCP_TLS
+/* How many more bytes of one record (plaintext) a TLS connection may write
+ * now: what its TCP send queue holds is counted encrypted, framing included,
+ * against HTTP_COPY_INFLIGHT, or HTTPS_BULK_INFLIGHT with a bulk grant,
+ * taken here when more is left than the small bound lets through. */
+static size_t server_tls_room(struct conn *c, size_t left)
+{
+	struct tcp_pcb *tpcb = app_tcp_pcb(c->link.pcb);
+	u32 queued = (u32)TCP_SND_BUF - MIN((u32)tcp_sndbuf(tpcb), (u32)TCP_SND_BUF);
+	u32 cap = HTTP_COPY_INFLIGHT;
+
+	if (!c->bulk && queued + left + TLS_RECORD_FRAMING_MAX > HTTP_COPY_INFLIGHT) {
+		if (https_stats.bulk_grants < HTTPS_BULK_MAX) {
+			c->bulk = true;
+			if (++https_stats.bulk_grants > https_stats.bulk_peak)
+				https_stats.bulk_peak = https_stats.bulk_grants;
+		} else {
+			https_stats.bulk_refused++;
+		}
+	}
+	if (c->bulk)
+		cap = HTTPS_BULK_INFLIGHT;
+	if (queued + TLS_RECORD_FRAMING_MAX >= cap)
+		return 0;
+	return cap - queued - TLS_RECORD_FRAMING_MAX;
+}
+#endif
+
 /* Hand as much of the response to lwIP as it takes now. */
 static err_t server_write_some(struct conn *c)
 {
@@ -654,6 +697,11 @@ static err_t server_write_some(struct conn *c)
 		if (c->tls)
 			n = MIN(n, (size_t)https_write_max(pcb));
 #endif
+#if LWIP_ALTCP_TLS
+		if (c->tls)
+			n = MIN(n, server_tls_room(c, left));
+		else
+#endif
 		if (flags & TCP_WRITE_FLAG_COPY)
 			n = c->inflight < HTTP_COPY_INFLIGHT ?
 			    MIN(n, (size_t)(HTTP_COPY_INFLIGHT - c->inflight)) : 0;
@@ -678,6 +726,8 @@ static err_t server_write_some(struct conn *c)
 	}
 	if (wrote)
 		altcp_output(pcb);	/* on failure lwIP retries from its timer */
+	else if (!c->inflight)
+		server_tls_bulk_release(c);	/* nothing went: the grant is for bytes in flight */
 	return ERR_OK;
 }
 
@@ -922,16 +972,10 @@ bool vireo_req_not_modified(vireo_req r, const char *etag, u64 mtime)
 	       lm <= since;
 }
 
+/* An HTTP token character (RFC 9110 5.6.2 tchar). */
 static bool server_tchar(u8 ch)
 {
-	static const char other[] = "!#$%&'*+-.^_`|~";
-
-	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
-		return true;
-	for (const char *o = other; *o; o++)
-		if (ch == (u8)*o)
-			return true;
-	return false;
+	return server_alnum_or(ch, "!#$%&'*+-.^_`|~");
 }
 
 static bool server_name_is(const char *name, const char *lit)
@@ -1295,13 +1339,8 @@ static err_t server_on_recv(void *arg, struct altcp_pcb *pcb, struct pbuf *p, er
 	struct conn *c = arg;
 	u32 held, n;
 
-	if (!c) {
-		if (p) {
-			altcp_recved(pcb, p->tot_len);
-			pbuf_free(p);
-		}
-		return ERR_OK;
-	}
+	if (!c)
+		return app_recv_stray(pcb, p);
 	if (!p) {
 		c->rx_eof = true;
 		if (c->state == C_LINGER)
@@ -1348,6 +1387,8 @@ static err_t server_on_sent(void *arg, struct altcp_pcb *pcb, u16_t len)
 	c->inflight -= MIN((u32)len, c->inflight);
 	c->acked_window += len;
 	c->t_progress = server_now_ms();
+	if (!c->inflight)
+		server_tls_bulk_release(c);	/* taken again if more is left */
 	if (c->state == C_SEND)
 		return server_pump(c);
 	return ERR_OK;

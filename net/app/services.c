@@ -193,12 +193,7 @@ static err_t svc_conn_close(struct svc_conn *c)
 		altcp_recved(pcb, (u16_t)held);	/* a full window: FIN, not RST */
 	app_pcb_detach(pcb);
 	svc_conn_free(c);
-	if (altcp_close(pcb) != ERR_OK) {
-		altcp_abort(pcb);
-		return ERR_ABRT;
-	}
-	vireo_lwip_orphans_trim(tpcb);
-	return ERR_OK;
+	return app_pcb_close_detached(pcb, tpcb);
 }
 
 /* Offer what rx[] holds; on_eof once it is all consumed after the FIN. */
@@ -253,13 +248,8 @@ static err_t svc_on_recv(void *arg, struct altcp_pcb *pcb, struct pbuf *p, err_t
 	struct svc_conn *c = arg;
 	u32 held, n;
 
-	if (!c) {
-		if (p) {
-			altcp_recved(pcb, p->tot_len);
-			pbuf_free(p);
-		}
-		return ERR_OK;
-	}
+	if (!c)
+		return app_recv_stray(pcb, p);
 	if (!p) {
 		c->eof = true;
 		return svc_deliver(c);

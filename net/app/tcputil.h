@@ -8,6 +8,7 @@
 #include "lwip/altcp.h"
 #include "lwip/altcp_tcp.h"
 #include "lwip/tcp.h"
+#include "net/lwip_port.h"
 
 /* Unhooks every callback and the argument from pcb, so lwIP never calls
  * back into state the caller is about to free. */
@@ -32,6 +33,32 @@ static inline struct tcp_pcb *app_tcp_pcb(struct altcp_pcb *pcb)
 #else
 	return pcb;
 #endif
+}
+
+/* Closes pcb once the caller has detached it (app_pcb_detach) and freed
+ * its own state: a FIN after what is queued, or a reset when lwIP cannot
+ * queue one (ERR_ABRT then, for an lwIP callback to return). tpcb is
+ * app_tcp_pcb(pcb), taken before the close frees the altcp layers; the
+ * orphan it becomes is kept within the port's caps. */
+static inline err_t app_pcb_close_detached(struct altcp_pcb *pcb, struct tcp_pcb *tpcb)
+{
+	if (altcp_close(pcb) != ERR_OK) {
+		altcp_abort(pcb);
+		return ERR_ABRT;
+	}
+	vireo_lwip_orphans_trim(tpcb);
+	return ERR_OK;
+}
+
+/* A receive callback's data for a connection whose state is gone (the
+ * argument already NULL): acknowledged and dropped. */
+static inline err_t app_recv_stray(struct altcp_pcb *pcb, struct pbuf *p)
+{
+	if (p) {
+		altcp_recved(pcb, p->tot_len);
+		pbuf_free(p);
+	}
+	return ERR_OK;
 }
 
 #endif

@@ -162,7 +162,7 @@ int ksnprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((forma
 #define MBEDTLS_CIPHER_C
 #define MBEDTLS_AES_C
 /* The AES tables as constants (.rodata) rather than built at first use into
- * 8.5 KiB of .bss, which the image stores anyway and linker/vireo.ld caps. */
+ * 8.5 KiB of .bss, which linker/vireo.ld caps. */
 #define MBEDTLS_AES_ROM_TABLES
 #define MBEDTLS_GCM_C
 #define MBEDTLS_CHACHA20_C

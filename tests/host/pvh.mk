@@ -5,3 +5,6 @@ HOST_TESTS += test_vmmio
 test_vmmio_SRCS := tests/host/test_vmmio.c drivers/virtio_mmio_parse.c
 FUZZERS += fuzz_vmmio
 fuzz_vmmio_SRCS := tests/fuzz/fuzz_vmmio.c drivers/virtio_mmio_parse.c
+# The UEFI image's RELR self-relocation (boot/efi_start.c).
+HOST_TESTS += test_relr
+test_relr_SRCS := tests/host/test_relr.c boot/relr.c

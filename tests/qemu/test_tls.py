@@ -418,6 +418,54 @@ def test_thousand_requests_16_tls_connections_heap_back(boot):
     assert m["vireo_https_handshakes_total"] == 16
 
 
+def test_bulk_grants_bounded(boot):
+    """HTTPS_BULK_MAX (2) connections at most may keep 32 KiB queued
+    (net/app/https.h, the heap sum in net/lwipopts.h): four readers that
+    stop reading with 64 KiB responses pipelined stall holding their
+    queues; two hold grants, the others are refused one and keep 8 KiB.
+    Once read, every body is whole and the grants are back."""
+    import ssl
+    need_image()
+    vm, get = boot_and_get(boot)
+    status, _, want = get("/64k.bin")
+    assert status == 200 and len(want) == 65536
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    n_resp = 24
+    conns = []
+    for _ in range(4):
+        raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        raw.settimeout(60)
+        raw.connect(("127.0.0.1", vm.sport))
+        s = ctx.wrap_socket(raw, server_hostname="localhost")
+        s.sendall(b"GET /64k.bin HTTP/1.1\r\nHost: localhost\r\n\r\n" * n_resp)
+        conns.append(s)
+    # 4 x 24 x 64 KiB is more than the path between can buffer: the
+    # senders stall with their queues full.
+    for _ in range(100):
+        m = metrics(get)
+        if m["vireo_https_bulk_refused_total"] >= 2 and m["vireo_https_bulk_grants"] == 2:
+            break
+        time.sleep(0.1)
+    assert m["vireo_https_bulk_grants"] == 2, m
+    assert m["vireo_https_bulk_grants_peak"] == 2
+    assert m["vireo_https_bulk_refused_total"] >= 2
+    for s in conns:
+        resps, _ = read_responses(s, n_resp)
+        assert all(r[0] == 200 and r[2] == want for r in resps)
+    for s in conns:
+        s.close()
+    for _ in range(100):
+        m = metrics(get)
+        if m["vireo_https_connections_active"] == 0:
+            break
+        time.sleep(0.1)
+    assert m["vireo_https_bulk_grants"] == 0
+    assert m["vireo_https_bulk_grants_peak"] == 2
+    assert m["vireo_lwip_mem_errors_total"] == 0
+
+
 def test_handshake_flood_and_garbage_legit_served(boot, netns):
     """Two flood sources try to hold every handshake slot with stalled
     ClientHellos, a third sends garbage, truncated and scrambled ones; a

@@ -21,6 +21,9 @@ import netns as nsmod  # noqa: E402
 import rootskip  # noqa: E402
 from vm import ROOT, Vm  # noqa: E402
 
+sys.path.insert(0, HERE)
+from digout import count, flags, status  # noqa: E402
+
 DNS_IMAGE = os.environ.get("VIREO_DNS_IMAGE", os.path.join(ROOT, "build", "apps", "dns", "vireo.img"))
 CLIENT = os.path.join(HERE, "dns_client.py")
 READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
@@ -46,28 +49,13 @@ def dns():
             yield ns, vm
         finally:
             vm.stop()
-    assert "panic" not in vm.text.lower()
+    assert "vireo: panic" not in vm.text
 
 
 def dig(ns, *args, tool="dig", src=None):
     tries = "+tries=1" if tool == "dig" else "+retry=0"
     cmd = [tool, f"@{ns.guest_ip}", "+time=5", tries] + (["-b", src] if src else []) + list(args)
     return ns.run(*cmd, timeout=60).stdout.decode()
-
-
-def status(out):
-    m = re.search(r"status: (\w+)", out)
-    return m.group(1) if m else out
-
-
-def flags(out):
-    m = re.search(r";; flags: ([a-z ]*);", out)
-    return set(m.group(1).split()) if m else set()
-
-
-def count(out, section):
-    m = re.search(section + r": (\d+)", out)
-    return int(m.group(1)) if m else -1
 
 
 def client(ns, *args):
