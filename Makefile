@@ -168,7 +168,7 @@ PVH   := $(OUT)/vireo.elf
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
 	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks bench-upload bench-tls bench-kv params \
-	bench-iommu bench-migration
+	bench-iommu bench-migration qemu-current test-qemu-current
 all: $(EFI) $(PVH)
 
 $(BUILD)/k/boot/%.o: boot/%.c
@@ -369,6 +369,17 @@ test-hostile: deps-test $(IMAGE)
 soak: deps-test $(IMAGE)
 	$(Q)$(MATRIX_PYTEST) -s -m soak
 
+# QEMU 10.0 from Debian trixie's source package, x86_64-softmmu only, built
+# once and cached outside the clone (tools/qemu-current.sh says where), and
+# the features QEMU 7.2 lacks proven against it (tests/matrix/
+# test_qemu_current.py; part of test-matrix when that QEMU is present).
+qemu-current:
+	$(Q)tools/deps.sh qemu-current
+	$(Q)tools/qemu-current.sh
+
+test-qemu-current: deps-test qemu-current $(IMAGE)
+	$(Q)$(MATRIX_PYTEST) -m qemu_current
+
 # make test: every suite. The tap tests and tests/matrix need root and
 # /dev/net/tun; where they are skipped the pytest run fails and so does make
 # test, unless VIREO_SKIP_ROOT_TESTS=1 says a run without them is meant. Both
@@ -493,6 +504,10 @@ help:
 	@echo "                  TSO on a wire, uploads with receive TSO, a VT-d fault and recovery,"
 	@echo "                  live migration (split, packed, the virtio.features= lock-down pair)"
 	@echo "                  (part of make test, ~3-4 min)"
+	@echo "  make qemu-current  build QEMU 10.0 (Debian trixie's source, x86_64-softmmu only) once,"
+	@echo "                  cached outside the clone (tools/qemu-current.sh --path prints where)"
+	@echo "  make test-qemu-current  IN_ORDER (split, packed; net, rng, console) against QEMU 10.0's"
+	@echo "                  devices (builds it first; needs root; not in make test)"
 	@echo "  make test-hostile  malformed frames, SYN flood, receive-memory pinning, hostile"
 	@echo "                  HTTP clients, link down/up and device reset under load, TIME_WAIT"
 	@echo "                  reuse, ab -k -c 32 (~6 min when timed; see docs/testing.md)"

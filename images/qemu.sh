@@ -33,8 +33,11 @@
 # Anything after the options is passed to QEMU unchanged (QEMU_OPTS).
 # VIREO_QEMU_SH_OPTS (split on spaces) adds options before the command line's,
 # for callers that cannot add their own (tests/qemu/vm.py: --cdrom, --secboot).
+# VIREO_QEMU names the QEMU binary (default qemu-system-x86_64 from PATH;
+# tests/matrix/test_qemu_current.py points it at `make qemu-current`'s).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+qemu=${VIREO_QEMU:-qemu-system-x86_64}
 if [[ -n ${VIREO_QEMU_SH_OPTS:-} ]]; then
 	read -ra env_opts <<<"$VIREO_QEMU_SH_OPTS"
 	set -- "${env_opts[@]}" "$@"
@@ -106,7 +109,7 @@ kvm_works() {
 	local out vars pid i ok=1
 	out=$(mktemp) vars=$(mktemp)
 	cp "$ovmf_vars" "$vars"
-	qemu-system-x86_64 -accel kvm -machine q35 -m "$mem" -nodefaults -no-user-config -display none \
+	"$qemu" -accel kvm -machine q35 -m "$mem" -nodefaults -no-user-config -display none \
 		-serial "file:$out" -drive if=pflash,format=raw,unit=0,readonly=on,file="$ovmf_code" \
 		-drive if=pflash,format=raw,unit=1,file="$vars" \
 		-drive if=none,id=boot,format="$format",file="$image",readonly=on \
@@ -135,7 +138,7 @@ trap 'rm -f "$vars"' EXIT
 # needs SMM and the flash must only be writable from it.
 machine_opts=$machine
 ((secboot)) && machine_opts+=",smm=on"
-args=(qemu-system-x86_64 -machine "$machine_opts" -accel "$accel" -m "$mem" -smp 1
+args=("$qemu" -machine "$machine_opts" -accel "$accel" -m "$mem" -smp 1
 	-nodefaults -no-user-config -display none -serial stdio)
 if [[ -n $kernel ]]; then
 	args+=(-kernel "$kernel")

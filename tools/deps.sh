@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deps.sh run|test — install the Debian packages a target needs, if missing.
+# deps.sh run|test|qemu-current — install the Debian packages a target needs, if missing.
 # Only Debian packages through apt; nothing else is downloaded.
 set -euo pipefail
 what=${1:-test}
@@ -8,7 +8,12 @@ run=(qemu-system-x86 ovmf dpkg-dev gpgv debian-archive-keyring)
 test=(libcmocka-dev clang libclang-rt-14-dev python3-pytest grub-efi-amd64-bin xorriso qemu-utils sbsigntool openssl
 	curl iputils-ping iproute2 wrk python3-scapy apache2-utils tcpdump ethtool chrony testssl.sh
 	haproxy dnsmasq-base dnsutils knot-dnsutils dnsperf)
+# make qemu-current: what QEMU 10.0's x86_64-softmmu build needs (meson
+# comes from trixie, fetched by tools/qemu-current.sh: Debian 12's is too old)
+qemu_current=(gcc make ninja-build pkgconf python3-venv flex bison libglib2.0-dev libpixman-1-dev
+	libslirp-dev libfdt-dev zlib1g-dev dpkg-dev debian-archive-keyring)
 case $what in
+qemu-current) want=("${qemu_current[@]}") ;;
 run) want=("${build[@]}" "${run[@]}") ;;
 test) want=("${build[@]}" "${run[@]}" "${test[@]}") ;;
 *) echo "deps.sh: unknown set '$what'" >&2; exit 2 ;;

@@ -12,6 +12,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "quick: the fast subset `make test` runs (make test-matrix-quick)")
     config.addinivalue_line("markers", "hostile: malformed frames, floods and hostile clients (make test-hostile)")
     rootskip.register(config)
+    config.addinivalue_line("markers", "qemu_current: against QEMU 10.0 from `make qemu-current`; skipped "
+                            "without it (make test-qemu-current)")
     config.addinivalue_line("markers", "soak: 100,000 requests at 64 connections (make soak; not in test-matrix)")
 
 
