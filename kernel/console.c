@@ -168,6 +168,10 @@ int kprintf(const char *fmt, ...)
 	va_start(ap, fmt);
 	n = kvsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
+	/* Cut short: a line still ends where it would have, so the next one
+	 * (and the syslog record split at newlines) starts on its own. */
+	if ((size_t)n >= sizeof buf && fmt[0] && fmt[__builtin_strlen(fmt) - 1] == '\n')
+		buf[sizeof buf - 2] = '\n';
 	console_write(buf, MIN((size_t)n, sizeof buf - 1));
 	return n;
 }

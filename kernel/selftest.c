@@ -12,11 +12,8 @@ static int selftest = SELFTEST_NONE;
 CMDLINE_PARAM(selftest, .key = "selftest", .type = CMDLINE_ENUM, .dst = &selftest, .choices = selftest_choices,
 	      .def = "none",
 	      .help = "trigger a fault at boot (tests the panic path); virtio-* and iommu-fault run on the first "
-		      "virtio-rng once it has delivered entropy: a malformed descriptor the device must answer with "
-		      "DEVICE_NEEDS_RESET (recovered by reset and re-probe), a RING_RESET cycle of its queue (skipped "
-		      "if not negotiated), or (iommu-fault) a buffer it writes handed out at its read-only IOVA, so "
-		      "the VT-d unit faults it and it is reset and probed again (skipped if not translated), ending "
-		      "in selftest: <value>: pass, FAIL (...) or skipped (...)");
+		      "virtio-rng once it has delivered entropy (docs/appliance.md) and end in selftest: <value>: "
+		      "pass, FAIL (...) or skipped (...)");
 
 enum selftest selftest_requested(void)
 {
