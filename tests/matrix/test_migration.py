@@ -57,9 +57,11 @@ IOMMU = "disable-legacy=on,iommu_platform=on"
 
 
 def capture(bns, tap, path):
-    """tcpdump on tap (ARP and ICMPv6 only), writing packets as they come;
-    returns once it listens."""
-    p = bns.ns.popen("tcpdump", "-i", tap, "-U", "-n", "-w", path, "arp or icmp6",
+    """tcpdump on tap (ARP and ICMPv6 only), writing packets as they come
+    (--immediate-mode: without it libpcap hands packets over a block at a
+    time, and what sits in the kernel's unfinished block is lost when
+    tcpdump is stopped); returns once it listens."""
+    p = bns.ns.popen("tcpdump", "-i", tap, "--immediate-mode", "-U", "-n", "-w", path, "arp or icmp6",
                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     line = p.stderr.readline().decode()
     assert "listening" in line, line
@@ -69,6 +71,8 @@ def capture(bns, tap, path):
 def pcap_frames(path):
     with open(path, "rb") as f:
         data = f.read()
+    if len(data) < 24:
+        return []  # the file header not written yet
     magic = struct.unpack_from("<I", data)[0]
     end = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
     off, frames = 24, []
@@ -189,6 +193,9 @@ def test_migration_under_load(bns, ring, opts, more, tmp_path):
               f"{info.get('ram', {}).get('transferred', 0) / 2**20:.1f} MiB sent; "
               f"{after} requests ({before} before), {len(load.errors)} failed")
         assert not load.errors, load.errors[:5]
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any(is_garp(f) for f in pcap_frames(pcap)):
+            time.sleep(0.2)
         time.sleep(0.5)
         dump.terminate()
         dump.wait(10)
