@@ -2,11 +2,12 @@
  * (test_server.c, test_api.c): one in-process netif whose output queues IP
  * packets that wire_drain() delivers back to ip_input(), a fake clock moving
  * lwIP's timers, raw-API TCP clients, and HTTP responses as a client sees
- * them. Moved out of test_server.c unchanged. */
+ * them, and the netif's bring-up and the leak check both tests run. */
 #define _GNU_SOURCE	/* memmem */
 #include "tests/host/lwip_wire.h"
 #include "lwip/ip.h"
 #include "lwip/priv/tcp_priv.h"
+#include "lwip/stats.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +25,46 @@
 struct netif nif;
 struct frame *wire_head, **wire_tail = &wire_head;
 ip_addr_t addr4, addr6;
+
+void wire_netif_up(void)
+{
+	ip4_addr_t a, m, g;
+	s8_t idx;
+
+	IP4_ADDR(&a, 192, 168, 7, 2);
+	IP4_ADDR(&m, 255, 255, 255, 0);
+	IP4_ADDR(&g, 192, 168, 7, 1);
+	assert_non_null(netif_add(&nif, &a, &m, &g, NULL, nif_init, ip_input));
+	assert_true(ipaddr_aton("fd00::2", &addr6));
+	assert_int_equal(netif_add_ip6_address(&nif, ip_2_ip6(&addr6), &idx), ERR_OK);
+	netif_ip6_addr_set_state(&nif, idx, IP6_ADDR_PREFERRED);
+	netif_set_default(&nif);
+	netif_set_up(&nif);
+	netif_set_link_up(&nif);
+	ip_addr_copy_from_ip4(addr4, a);
+	run_step(5000, 100);	/* let MLD/ND start-up chatter settle */
+}
+
+static mem_size_t wire_base_mem;
+static u32 wire_base_memp[MEMP_MAX];
+
+void wire_snapshot(void)
+{
+	wire_base_mem = lwip_stats.mem.used;
+	for (int i = 0; i < MEMP_MAX; i++)
+		wire_base_memp[i] = lwip_stats.memp[i]->used;
+}
+
+void wire_check_idle(void)
+{
+	assert_null(tcp_active_pcbs);
+	assert_null(tcp_tw_pcbs);
+	for (int i = 0; i < MEMP_MAX; i++)
+		if (lwip_stats.memp[i]->used != wire_base_memp[i])
+			fail_msg("pool %s: %u used, %u at start", lwip_stats.memp[i]->name,
+				 (unsigned)lwip_stats.memp[i]->used, (unsigned)wire_base_memp[i]);
+	assert_int_equal(lwip_stats.mem.used, wire_base_mem);
+}
 
 /* Blackhole: TCP segments without data, SYN or FIN (pure ACKs) from source
  * ports [bh_lo, bh_hi) are lost on the wire: a peer that never ACKs. */

@@ -47,6 +47,13 @@ extern u16 bh_lo, bh_hi;
 
 /* The netif (nif_init for netif_add) and its addresses. */
 err_t nif_init(struct netif *n);
+/* Adds nif (192.168.7.2/24, gateway .1; fd00::2 preferred) as the default
+ * netif, up, and lets its MLD/ND start-up chatter settle; sets addr4/addr6. */
+void wire_netif_up(void);
+/* Records lwIP's heap and pool levels; wire_check_idle() fails the test
+ * unless no TCP PCB is active or in TIME_WAIT and every level is back. */
+void wire_snapshot(void);
+void wire_check_idle(void);
 /* Deliver queued packets until the wire is quiet; let ms of fake time pass
  * in steps (deliver, advance, run lwIP's timers). */
 void wire_drain(void);

@@ -266,29 +266,12 @@ static const struct vireo_tcp_service tcp_svc = {
 
 /* ---- fixtures ---- */
 
-static mem_size_t base_mem;
-static u32 base_memp[MEMP_MAX];
-
 static long base_kmem;	/* kernel heap blocks after the apps started */
 
 static int group_setup(void **state)
 {
-	ip4_addr_t a, m, g;
-	s8_t idx;
-
 	assert_int_equal(vireo_lwip_init(), 0);
-	IP4_ADDR(&a, 192, 168, 7, 2);
-	IP4_ADDR(&m, 255, 255, 255, 0);
-	IP4_ADDR(&g, 192, 168, 7, 1);
-	assert_non_null(netif_add(&nif, &a, &m, &g, NULL, nif_init, ip_input));
-	assert_true(ipaddr_aton("fd00::2", &addr6));
-	assert_int_equal(netif_add_ip6_address(&nif, ip_2_ip6(&addr6), &idx), ERR_OK);
-	netif_ip6_addr_set_state(&nif, idx, IP6_ADDR_PREFERRED);
-	netif_set_default(&nif);
-	netif_set_up(&nif);
-	netif_set_link_up(&nif);
-	ip_addr_copy_from_ip4(addr4, a);
-	run_step(5000, 100);
+	wire_netif_up();
 	/* The metric named vireo_*: refused at boot, one misuse. */
 	assert_int_equal(api_apps_start(), 0);
 	base_kmem = hk_kmem_live();
@@ -299,9 +282,7 @@ static int group_setup(void **state)
 static int setup(void **state)
 {
 	memset(&t, 0, sizeof t);
-	base_mem = lwip_stats.mem.used;
-	for (int i = 0; i < MEMP_MAX; i++)
-		base_memp[i] = lwip_stats.memp[i]->used;
+	wire_snapshot();
 	assert_int_equal(http_server_start(HTTP_PORT, NULL), 0);
 	return 0;
 }
@@ -311,13 +292,7 @@ static int teardown(void **state)
 	http_server_stop();
 	api_services_stop();
 	run_step(2 * TCP_MSL + 10000, 250);
-	assert_null(tcp_active_pcbs);
-	assert_null(tcp_tw_pcbs);
-	for (int i = 0; i < MEMP_MAX; i++)
-		if (lwip_stats.memp[i]->used != base_memp[i])
-			fail_msg("pool %s: %u used, %u at start", lwip_stats.memp[i]->name,
-				 (unsigned)lwip_stats.memp[i]->used, (unsigned)base_memp[i]);
-	assert_int_equal(lwip_stats.mem.used, base_mem);
+	wire_check_idle();
 	assert_int_equal(api_handles_live(), 0);
 	assert_int_equal(api_buf_held(), 0);
 	assert_int_equal(hk_kmem_live(), base_kmem);	/* the API's tables stay */
