@@ -168,6 +168,26 @@ static void server_app_release(struct conn *c)
 	c->budget = 0;
 }
 
+/* len bytes of the apps' shared buffer budget (api_buf_take), charged to
+ * c until server_app_release(); NULL, nothing held, when the budget or the
+ * heap refuses (a budget refusal counted). */
+static void *server_app_alloc(struct conn *c, size_t len)
+{
+	void *p;
+
+	if (!api_buf_take(len)) {
+		api_http_stats.budget_refusals++;
+		return NULL;
+	}
+	p = kmalloc(len);
+	if (!p) {
+		api_buf_give(len);
+		return NULL;
+	}
+	c->budget += len;
+	return p;
+}
+
 /* The exchange ends: the handle goes stale, then on_done hears it. */
 static void server_app_end(struct conn *c, bool done)
 {
@@ -560,15 +580,8 @@ static void server_app_request(struct conn *c, const struct api_route *rt)
 		server_app_dispatch(c);
 		return;
 	}
-	if (!api_buf_take((size_t)p->content_length)) {
-		api_http_stats.budget_refusals++;
-		server_respond_error(c, 503, head_only);
-		return;
-	}
-	c->budget += (size_t)p->content_length;
-	c->req_body = kmalloc((size_t)p->content_length);
+	c->req_body = server_app_alloc(c, (size_t)p->content_length);
 	if (!c->req_body) {
-		server_app_release(c);
 		server_respond_error(c, 503, head_only);
 		return;
 	}
@@ -1109,16 +1122,9 @@ static int server_app_send(vireo_req r, int status, const char *type, const void
 	c->body_len = len;
 	c->body_copy = false;
 	if (copy && len && !head_only) {
-		if (!api_buf_take(len)) {
-			api_http_stats.budget_refusals++;
+		c->dyn = server_app_alloc(c, len);
+		if (!c->dyn)
 			return -ENOMEM;
-		}
-		c->dyn = kmalloc(len);
-		if (!c->dyn) {
-			api_buf_give(len);
-			return -ENOMEM;
-		}
-		c->budget += len;
 		__builtin_memcpy(c->dyn, body, len);
 		c->body = (const u8 *)c->dyn;
 		c->body_copy = true;
@@ -1184,16 +1190,9 @@ int vireo_resp_start(vireo_req r, int status, const char *type, u64 length)
 	}
 	head_only = c->parser.method == HTTP_METHOD_HEAD || status == 204 || status == 304;
 	if (!head_only) {
-		if (!api_buf_take(VIREO_RESP_STREAM_BUF)) {
-			api_http_stats.budget_refusals++;
+		c->sbuf = server_app_alloc(c, VIREO_RESP_STREAM_BUF);
+		if (!c->sbuf)
 			return -ENOMEM;
-		}
-		c->sbuf = kmalloc(VIREO_RESP_STREAM_BUF);
-		if (!c->sbuf) {
-			api_buf_give(VIREO_RESP_STREAM_BUF);
-			return -ENOMEM;
-		}
-		c->budget += VIREO_RESP_STREAM_BUF;
 	}
 	c->sbuf_off = c->sbuf_len = 0;
 	c->stream_len = length;
