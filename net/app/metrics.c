@@ -83,7 +83,8 @@ void metrics_family(struct metrics_buf *b, const char *name, enum metrics_type t
 	metrics_line_end(&l);
 }
 
-void metrics_sample(struct metrics_buf *b, const char *name, const char *labels, u64 value)
+/* One sample: name{labels} [-]magnitude. */
+static void metrics_sample_sign(struct metrics_buf *b, const char *name, const char *labels, bool neg, u64 mag)
 {
 	struct line l;
 
@@ -95,26 +96,19 @@ void metrics_sample(struct metrics_buf *b, const char *name, const char *labels,
 		outbuf_str(&l.o, labels);
 		outbuf_str(&l.o, "}");
 	}
-	outbuf_str(&l.o, " ");
-	outbuf_u64(&l.o, value);
+	outbuf_str(&l.o, neg ? " -" : " ");
+	outbuf_u64(&l.o, mag);
 	metrics_line_end(&l);
+}
+
+void metrics_sample(struct metrics_buf *b, const char *name, const char *labels, u64 value)
+{
+	metrics_sample_sign(b, name, labels, false, value);
 }
 
 void metrics_sample_s64(struct metrics_buf *b, const char *name, const char *labels, s64 value)
 {
-	struct line l;
-
-	if (!metrics_line_begin(b, &l))
-		return;
-	outbuf_str(&l.o, name);
-	if (labels) {
-		outbuf_str(&l.o, "{");
-		outbuf_str(&l.o, labels);
-		outbuf_str(&l.o, "}");
-	}
-	outbuf_str(&l.o, value < 0 ? " -" : " ");
-	outbuf_u64(&l.o, value < 0 ? (u64)0 - (u64)value : (u64)value);
-	metrics_line_end(&l);
+	metrics_sample_sign(b, name, labels, value < 0, value < 0 ? (u64)0 - (u64)value : (u64)value);
 }
 
 void metrics_sample1(struct metrics_buf *b, const char *name, const char *key, const char *value,
