@@ -384,7 +384,10 @@ static struct virtio_vq *virtio_core_setup_vq(struct virtio_dev *d, u16 idx, u16
 	cfg.dma_map = virtio_core_vq_dma_map;
 	cfg.dma_unmap = virtio_core_vq_dma_unmap;
 	cfg.dma_unmap_flush = virtio_core_vq_dma_unmap_flush;
-	cfg.transient = transient;
+	/* Per-buffer unmapping only where there is something to unmap: with
+	 * physical addresses (no domain) a transient queue would record each
+	 * element and call dma_unmap for nothing, on the transmit path. */
+	cfg.transient = transient && d->dma;
 	cfg.notify = virtio_core_vq_notify;
 	if (virtq_mem_size(&cfg, &ring_bytes, &priv_bytes) < 0) {
 		kprintf("virtio%u: queue %u size %u not usable (max %u)\n", d->index, idx, num, max);
