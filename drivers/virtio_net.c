@@ -55,8 +55,14 @@
 #define CTRL_TIMEOUT_NS (1 * NSEC_PER_SEC)
 #define MAX_VNETS 4
 
+/* A transmit slot's virtio-net header lives in vn->hdrs, pages of their own
+ * that hold nothing else: on a translated queue they are mapped once
+ * (read-only) for the queue's life (virtq_keep_mapped), not per packet,
+ * so only the upper layer's data is mapped and unmapped per frame. */
+#define TXHDR_STRIDE 16u
+_Static_assert(VIRTIO_NET_HDR_LEN <= TXHDR_STRIDE, "a header slot holds the longest transmit header");
 struct txslot {
-	u8 hdr[VIRTIO_NET_HDR_LEN];
+	u8 *hdr;	/* VIRTIO_NET_HDR_LEN bytes in vn->hdrs */
 	void *token;
 	struct txslot *next_free;
 };
@@ -82,6 +88,8 @@ struct vnet {
 	u16 buf_pages;
 	struct txslot *slots, *free_tx;
 	u32 nslots;
+	u8 *hdrs;			/* the slots' headers, hdr_pages pages */
+	u32 hdr_pages;
 	bool tx_pending_kick;
 	bool attached;
 	bool rx_csum_whole;		/* vnet_set_rx_csum_whole */
@@ -1124,15 +1132,21 @@ static int vnet_net_probe(struct virtio_dev *d)
 	}
 	vn->nslots = vn->tx->num;
 	vn->slots = kzalloc(vn->nslots * sizeof(*vn->slots));
-	if (!vn->slots) {
+	vn->hdr_pages = ALIGN_UP(vn->nslots * TXHDR_STRIDE, (u32)PAGE_SIZE) / PAGE_SIZE;
+	vn->hdrs = page_alloc(vn->hdr_pages);
+	if (!vn->slots || !vn->hdrs) {
 		err = -ENOMEM;
 		goto fail;
 	}
 	vn->free_tx = NULL;
 	for (i = 0; i < vn->nslots; i++) {
+		vn->slots[i].hdr = vn->hdrs + (size_t)i * TXHDR_STRIDE;
 		vn->slots[i].next_free = vn->free_tx;
 		vn->free_tx = &vn->slots[i];
 	}
+	/* Freed only after the core cleared the device's domain (remove), or
+	 * kept for good with a dead device: nothing stays mapped once freed. */
+	virtq_keep_mapped(&vn->tx->vq, vn->hdrs, (size_t)vn->hdr_pages * PAGE_SIZE);
 	vn->nposted = 0;
 	vn->rx_skip = 0;
 	vn->tx_pending_kick = false;
@@ -1166,6 +1180,9 @@ fail:
 	work_cancel(&vn->kick_work);
 	kfree(vn->slots);
 	vn->slots = NULL;
+	if (vn->hdrs)	/* nothing was sent: never mapped */
+		page_free(vn->hdrs, vn->hdr_pages);
+	vn->hdrs = NULL;
 	vn->rx = vn->tx = vn->ctrl = NULL;	/* the core frees the queues */
 	vn->vd = NULL;
 	d->priv = NULL;
@@ -1210,11 +1227,15 @@ static void vnet_net_remove(struct virtio_dev *d)
 			vn->up.tx_done(vn->up.ctx, s->token);
 		s->token = NULL;
 	}
-	if (d->dead)
+	if (d->dead) {
 		virtio_keep_forever(vn->slots, 0);
-	else
+		virtio_keep_forever(vn->hdrs, vn->hdr_pages);
+	} else {
 		kfree(vn->slots);
+		page_free(vn->hdrs, vn->hdr_pages);	/* the core cleared the domain first */
+	}
 	vn->slots = NULL;
+	vn->hdrs = NULL;
 	vn->free_tx = NULL;
 	vn->rx = vn->tx = vn->ctrl = NULL;
 	d->priv = NULL;

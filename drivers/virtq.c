@@ -145,12 +145,27 @@ static dma_addr_t virtq_map(const struct virtq *vq, const void *va, size_t len, 
 	return (dma_addr_t)(uintptr_t)va;
 }
 
-/* One element of a buffer; on a transient queue recorded in *t. */
+/* Inside virtq_keep_mapped's range (wrap-safe: both ends checked as
+ * offsets from its start). */
+static bool virtq_kept(const struct virtq *vq, const struct virtq_sg *sg)
+{
+	uintptr_t off = (uintptr_t)sg->addr - (uintptr_t)vq->keep_va;
+
+	return vq->keep_len && (uintptr_t)sg->addr >= (uintptr_t)vq->keep_va && off <= vq->keep_len &&
+	       sg->len <= vq->keep_len - off;
+}
+
+/* One element of a buffer; on a transient queue recorded in *t (a kept
+ * element is recorded as holding nothing to unmap). */
 static dma_addr_t virtq_map_el(const struct virtq *vq, size_t t, const struct virtq_sg *sg,
 			       bool device_writes)
 {
 	if (!vq->transient)
 		return virtq_map(vq, sg->addr, sg->len, device_writes);
+	if (virtq_kept(vq, sg)) {
+		vq->tmap[t].live = false;
+		return virtq_map(vq, sg->addr, sg->len, device_writes);
+	}
 	dma_addr_t addr = vq->dma_map(vq->ctx, sg->addr, sg->len, device_writes, true);
 
 	vq->tmap[t].va = sg->addr;
@@ -1192,6 +1207,12 @@ void virtq_reset_state(struct virtq *vq)
 		virtq_unmap_flush(vq);
 	}
 	virtq_start(vq);
+}
+
+void virtq_keep_mapped(struct virtq *vq, const void *va, size_t len)
+{
+	vq->keep_va = va;
+	vq->keep_len = va ? len : 0;
 }
 
 void virtq_debug_corrupt_next(struct virtq *vq)

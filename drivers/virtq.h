@@ -95,6 +95,8 @@ struct virtq {
 	size_t driver_off, device_off, indirect_off;	/* offsets in ring_mem */
 	struct virtq_slot *slot;	/* driver-private shadows, num entries */
 	struct virtq_tmap *tmap;	/* transient: what each element mapped (virtq.c) */
+	const u8 *keep_va;		/* transient: virtq_keep_mapped's range ... */
+	size_t keep_len;		/* ... (0: none) */
 	bool unmapped;			/* transient: an unmap since the last flush */
 	u16 tmap_free;			/* transient, packed: free direct-element records */
 
@@ -206,6 +208,16 @@ bool virtq_enable_cb_delayed(struct virtq *vq, u16 n);
  * when none is left. Works on a broken queue. After the first call the queue
  * is stopped: virtq_add returns -EIO until virtq_reset_state. */
 void *virtq_detach_unused(struct virtq *vq);
+/* Transient queue: an element lying wholly inside [va, va+len) is driver
+ * memory that lives as long as the device's mappings (virtio-net's transmit
+ * header slots): it is mapped with dma_map(transient false), i.e. once on
+ * first use and kept until the device's domain is cleared, and never handed
+ * to dma_unmap. Elements outside it keep the per-buffer rules. One range per
+ * queue (a later call replaces it; len 0 removes it); it survives
+ * virtq_reset_state. The caller frees the range only after the device's
+ * mappings are gone (its domain cleared or the device kept for good).
+ * Nothing on a queue that is not transient (every mapping is long-lived). */
+void virtq_keep_mapped(struct virtq *vq, const void *va, size_t len);
 
 /* After a device-side queue reset and once virtq_detach_unused returned NULL:
  * forget all state, zero the ring and start again at index 0 (also clears

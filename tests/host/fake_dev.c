@@ -60,6 +60,19 @@ dma_addr_t fake_dma_map(void *ctx, const void *va, size_t len, bool device_write
 		d->maps_writable += device_writes;
 		if (transient && d->refuse)
 			return 0;
+		if (!transient) {
+			uintptr_t start = (uintptr_t)va & ~4095ul, end = ((uintptr_t)va + len + 4095) & ~4095ul;
+			unsigned k;
+
+			d->kmaps++;
+			for (k = 0; k < d->nkept && !(d->kept[k].start == start && d->kept[k].end == end); k++)
+				;
+			if (k == d->nkept && d->nkept < FAKE_KEPT) {
+				d->kept[k].start = start;
+				d->kept[k].end = end;
+				d->nkept++;
+			}
+		}
 		if (transient) {
 			d->tmaps++;
 			for (page = (uintptr_t)va & ~4095ul; page < (uintptr_t)va + len; page += 4096) {
@@ -120,12 +133,16 @@ void fake_dma_unmap_flush(void *ctx)
 bool fake_dev_dma_read(struct fake_dev *d, dma_addr_t addr, u32 len)
 {
 	uintptr_t a = (uintptr_t)fake_dma_va(addr), page;
+	unsigned k;
 
-	for (page = a & ~4095ul; page < a + len; page += 4096)
-		if (tpage_find(d, page) < 0) {
+	for (page = a & ~4095ul; page < a + len; page += 4096) {
+		for (k = 0; k < d->nkept && !(page >= d->kept[k].start && page < d->kept[k].end); k++)
+			;
+		if (k == d->nkept && tpage_find(d, page) < 0) {
 			d->faults++;
 			return false;
 		}
+	}
 	return true;
 }
 

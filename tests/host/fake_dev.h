@@ -13,6 +13,7 @@
 
 #define FAKE_MAX_SEGS	64
 #define FAKE_TPAGES	256	/* pages with live transient mappings */
+#define FAKE_KEPT	16	/* long-lived mappings recorded (ring, kept ranges) */
 #define FAKE_LEN_ALL	0xffffffffu	/* complete: fill every writable byte */
 /* Device addresses are driver VAs XORed with this, so a VA handed to the
  * device unmapped is caught (user VAs never have these bits set). */
@@ -85,6 +86,10 @@ struct fake_dev {
 	struct { uintptr_t page; unsigned refs; } tpage[FAKE_TPAGES];
 	unsigned ntpage;
 	unsigned tmaps, unmaps, unmap_flushes, faults;
+	/* long-lived maps (transient false): whole pages, reachable until
+	 * fake_dev_fini; kmaps counts the calls */
+	struct { uintptr_t start, end; } kept[FAKE_KEPT];
+	unsigned nkept, kmaps;
 	bool refuse;			/* transient maps return 0 (mapping refused) */
 
 	unsigned errors;		/* driver broke a rule */

@@ -975,6 +975,111 @@ static void test_detach_and_reset(void **state)
 	expect_clean();
 }
 
+/* virtq_keep_mapped: on a transient queue an element wholly inside the
+ * kept range (virtio-net's header slots) is mapped long-lived and never
+ * unmapped: still reachable after its buffer came back, through a device
+ * reset too; the other elements of the same chain keep the per-buffer
+ * rules (unmapped on return, then the device faults on them); an element
+ * reaching past either end of the range is transient. Direct, indirect and
+ * in-order chains. */
+static void test_keep_mapped(void **state)
+{
+	static const unsigned opts[] = { 0, OPT_IND, OPT_INORD, OPT_IND | OPT_INORD };
+	bool packed = layout(state);
+	u8 *mem = aligned_alloc(4096, 4 * 4096);
+	u8 *keep = mem + 4096;	/* the kept range: page 1 and the first half of page 2 */
+	unsigned o;
+
+	assert_non_null(mem);
+	for (o = 0; o < sizeof opts / sizeof opts[0]; o++) {
+		struct virtq_sg hdr = { keep + 32, 12 };		/* inside */
+		struct virtq_sg data = { mem + 3 * 4096, 200 };		/* outside: page 3 */
+		struct virtq_sg chain[2] = { hdr, data };
+		struct virtq_sg before = { keep - 8, 16 };		/* page 0 into the range */
+		struct virtq_sg after = { keep + 6144 - 8, 16 };	/* past its end, page 2 */
+		unsigned kmaps, tmaps;
+		u32 len;
+
+		h_open(packed, 8, opts[o] | OPT_TRANS);
+		virtq_keep_mapped(&H.vq, keep, 6144);
+		kmaps = H.dev.kmaps;
+		assert_int_equal(virtq_add(&H.vq, chain, 2, NULL, 0, &REQ[0]), 0);
+		virtq_kick(&H.vq);
+		assert_int_equal(fake_dev_fetch(&H.dev), 1);
+		assert_int_equal(H.dev.kmaps, kmaps + 1);	/* the header: long-lived */
+		assert_int_equal(H.dev.tmaps, 1);		/* the data: transient */
+		fake_dev_complete(&H.dev, 0, FAKE_LEN_ALL);
+		assert_ptr_equal(virtq_get(&H.vq, &len), &REQ[0]);
+		assert_int_equal(H.dev.unmaps, 1);		/* the data only */
+		assert_int_equal(H.vq.stats.unmaps, 1);
+		assert_true(fake_dev_dma_read(&H.dev, (dma_addr_t)(uintptr_t)hdr.addr ^ FAKE_DMA_XOR, 12));
+		assert_false(fake_dev_dma_read(&H.dev, (dma_addr_t)(uintptr_t)data.addr ^ FAKE_DMA_XOR, 200));
+		assert_int_equal(H.dev.faults, 1);
+
+		/* straddling either end: transient like any other element */
+		tmaps = H.dev.tmaps;
+		assert_int_equal(virtq_add(&H.vq, &before, 1, NULL, 0, &REQ[1]), 0);
+		assert_int_equal(virtq_add(&H.vq, &after, 1, NULL, 0, &REQ[2]), 0);
+		virtq_kick(&H.vq);
+		assert_int_equal(fake_dev_fetch(&H.dev), 2);
+		assert_int_equal(H.dev.tmaps, tmaps + 2);
+		fake_dev_complete(&H.dev, 0, FAKE_LEN_ALL);
+		fake_dev_complete(&H.dev, 0, FAKE_LEN_ALL);
+		assert_ptr_equal(virtq_get(&H.vq, &len), &REQ[1]);
+		assert_ptr_equal(virtq_get(&H.vq, &len), &REQ[2]);
+		assert_int_equal(H.dev.unmaps, 3);
+		assert_false(fake_dev_dma_read(&H.dev, (dma_addr_t)(uintptr_t)before.addr ^ FAKE_DMA_XOR, 8));
+
+		/* detached after a device reset, and after virtq_reset_state: the
+		 * header is still not unmapped and the range still holds */
+		assert_int_equal(virtq_add(&H.vq, chain, 2, NULL, 0, &REQ[3]), 0);
+		virtq_kick(&H.vq);
+		fake_dev_fetch(&H.dev);
+		fake_dev_reset(&H.dev);
+		assert_ptr_equal(virtq_detach_unused(&H.vq), &REQ[3]);
+		assert_null(virtq_detach_unused(&H.vq));
+		assert_int_equal(H.dev.unmaps, 4);
+		virtq_reset_state(&H.vq);
+		assert_int_equal(H.dev.unmaps, 4);
+		kmaps = H.dev.kmaps;
+		assert_int_equal(virtq_add(&H.vq, chain, 2, NULL, 0, &REQ[4]), 0);
+		assert_int_equal(H.dev.kmaps, kmaps + 1);
+		assert_ptr_equal(virtq_detach_unused(&H.vq), &REQ[4]);
+		assert_int_equal(H.dev.unmaps, 5);
+		assert_int_equal(H.dev.ntpage, 0);
+
+		/* len 0 removes the range: the header is transient again */
+		virtq_keep_mapped(&H.vq, keep, 0);
+		virtq_reset_state(&H.vq);
+		tmaps = H.dev.tmaps;
+		assert_int_equal(virtq_add(&H.vq, &hdr, 1, NULL, 0, &REQ[5]), 0);
+		assert_int_equal(H.dev.tmaps, tmaps + 1);
+		assert_ptr_equal(virtq_detach_unused(&H.vq), &REQ[5]);
+		assert_int_equal(H.dev.unmaps, 6);
+		virtq_reset_state(&H.vq);
+		expect_clean();
+		teardown(NULL);
+	}
+	/* not transient: the range changes nothing (every map long-lived) */
+	h_open(packed, 8, 0);
+	virtq_keep_mapped(&H.vq, keep, 6144);
+	{
+		struct virtq_sg chain[2] = { { keep + 32, 12 }, { mem + 3 * 4096, 200 } };
+		u32 len;
+
+		assert_int_equal(virtq_add(&H.vq, chain, 2, NULL, 0, &REQ[0]), 0);
+		virtq_kick(&H.vq);
+		assert_int_equal(fake_dev_fetch(&H.dev), 1);
+		assert_int_equal(H.dev.tmaps, 0);
+		fake_dev_complete(&H.dev, 0, FAKE_LEN_ALL);
+		assert_ptr_equal(virtq_get(&H.vq, &len), &REQ[0]);
+		assert_int_equal(H.dev.unmaps, 0);
+	}
+	expect_clean();
+	teardown(NULL);
+	free(mem);
+}
+
 /* Transient queues: every element is unmapped when its chain comes back,
  * never while the device holds it; a page two in-flight buffers share stays
  * until both are back; once it is gone the device faults on it; one flush
@@ -1439,6 +1544,7 @@ int main(void)
 		BOTH(test_detach_and_reset),
 		BOTH(test_reset_drops_and_logs),
 		BOTH(test_transient_unmap),
+		BOTH(test_keep_mapped),
 		BOTH(test_debug_corrupt_next),
 		BOTH(test_counters),
 		BOTH(test_hostile_id_range),
