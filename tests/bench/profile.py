@@ -15,7 +15,7 @@ share of samples, and the /metrics deltas of the transmit path over the run
   tests/bench/profile.py [--conns 32] [--seconds 10] [--path /64k.bin]
                          [--image build/vireo.img] [--mem 256] [--top 15]
                          [--cmdline "vnet.tso=off"] [--no-sample] [--callers]
-                         [--https] [--close]
+                         [--https] [--close] [--iommu]
 A figure, not a test: nothing here fails when the guest is slow."""
 import argparse
 import bisect
@@ -97,11 +97,18 @@ def main():
     ap.add_argument("--no-sample", action="store_true", help="wrk and /metrics only (no QMP sampling)")
     ap.add_argument("--callers", action="store_true", help="also the caller of each sample (one frame up)")
     ap.add_argument("--https", action="store_true", help="over HTTPS on port 443 (a make TLS=1 image)")
+    ap.add_argument("--iommu", action="store_true",
+                    help="the NIC behind -device intel-iommu with iommu_platform=on (translation on, "
+                         "as tests/bench/iommu.py boots it; stops if the log does not say so)")
     ap.add_argument("--close", action="store_true",
                     help="'Connection: close' (with --https: a new TLS handshake per request)")
     a = ap.parse_args()
     addrs, names = symbols(a.so)
-    with Guest(mem=a.mem, image=a.image, cmdline=a.cmdline) as g:
+    dev = dict(device_opts="disable-legacy=on,iommu_platform=on", extra=["-device", "intel-iommu"]) \
+        if a.iommu else {}
+    with Guest(mem=a.mem, image=a.image, cmdline=a.cmdline, **dev) as g:
+        if a.iommu and not re.search(r"^vtd0: 00:02\.0 translated in domain", g.vm.text, re.M):
+            sys.exit("profile: translation is not on for the NIC; see the boot log:\n" + g.vm.text[-2000:])
         m = re.search(r"image \d+ KiB at (0x[0-9a-f]+)", g.vm.text)
         base = int(m.group(1), 16) if m else 0
         url = f"https://{g.ip}:443{a.path}" if a.https else f"http://{g.ip}{a.path}"
