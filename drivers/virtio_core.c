@@ -350,6 +350,8 @@ static void virtio_core_vq_notify(void *ctx, u32 data)
 	q->vdev->ops->notify(q, data);
 }
 
+#define VIRTIO_DIRECT_MAX 4
+
 static struct virtio_vq *virtio_core_setup_vq(struct virtio_dev *d, u16 idx, u16 num_hint,
 					      void (*callback)(struct virtio_vq *q), void *priv,
 					      bool transient)
@@ -388,6 +390,11 @@ static struct virtio_vq *virtio_core_setup_vq(struct virtio_dev *d, u16 idx, u16
 	 * physical addresses (no domain) a transient queue would record each
 	 * element and call dma_unmap for nothing, on the transmit path. */
 	cfg.transient = transient && d->dma;
+	/* Behind VT-d every descriptor the device reads is one translation,
+	 * and a table costs one read more than the chain's own descriptors:
+	 * short chains (virtio-net's header, packet headers and body) go
+	 * direct while the ring has room. */
+	cfg.direct_max = d->dma ? VIRTIO_DIRECT_MAX : 0;
 	cfg.notify = virtio_core_vq_notify;
 	if (virtq_mem_size(&cfg, &ring_bytes, &priv_bytes) < 0) {
 		kprintf("virtio%u: queue %u size %u not usable (max %u)\n", d->index, idx, num, max);

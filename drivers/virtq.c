@@ -410,6 +410,7 @@ int virtq_init(struct virtq *vq, const struct virtq_config *cfg, void *ring_mem,
 	vq->num = cfg->num;
 	vq->index = cfg->index;
 	vq->indirect_max = l.indirect_max;
+	vq->direct_max = cfg->direct_max;
 	vq->is_packed = cfg->packed;
 	vq->event_idx = cfg->event_idx;
 	vq->indirect = cfg->indirect;
@@ -685,8 +686,10 @@ virtq_add_build(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
 
 	/* Policy: one table per request whenever it fits, so a multi-element
 	 * request costs one ring slot; single elements go direct (a table
-	 * would only add a fetch), as do chains longer than indirect_max. */
-	use_indirect = vq->indirect_max >= 2 && total >= 2 && total <= vq->indirect_max;
+	 * would only add a fetch), as do chains longer than indirect_max, and
+	 * chains up to direct_max while half the ring is free. */
+	use_indirect = vq->indirect_max >= 2 && total >= 2 && total <= vq->indirect_max &&
+		       !(total <= vq->direct_max && vq->num_free >= vq->num / 2u);
 	need = (u16)(use_indirect ? 1 : total);
 	if (need > vq->num_free || (vq->is_packed && vq->packed.free_id == NO_SLOT)) {
 		vq->stats.enospc++;

@@ -23,6 +23,13 @@ struct virtq_config {
 	bool notification_data;	/* VIRTIO_F_NOTIFICATION_DATA */
 	bool weak_barriers;	/* true: dma_* barriers; false: mb/rmb/wmb (ORDER_PLATFORM) */
 	u16 indirect_max;	/* entries per indirect table; 0 = default; capped at num */
+	/* Chains of up to direct_max elements go direct, not through a table,
+	 * while at least half the ring is free (a fuller ring gets one slot
+	 * per chain again). For a device behind an IOMMU, where each
+	 * descriptor the device reads is one translation: a table costs one
+	 * more read (the ring descriptor pointing at it). 0: tables whenever
+	 * they fit. */
+	u16 direct_max;
 	/* Device address of [va, va+len), for a device that only reads it or
 	 * (device_writes) may write it; NULL means identity. transient: the
 	 * element of a buffer on a transient queue (below); false for the ring
@@ -79,6 +86,7 @@ struct virtq {
 	u16 num;
 	u16 index;
 	u16 indirect_max;	/* 0 when indirect is off */
+	u16 direct_max;		/* virtq_config's */
 	bool is_packed;		/* packed layout (else split) */
 	bool event_idx, indirect, in_order, notification_data, weak_barriers;
 	bool transient;

@@ -190,7 +190,8 @@ static void op_add(struct state *s, struct input *in)
 		k = (k + 1) % NTOK;
 	CHECK(!s->tok[k].inflight);	/* NTOK > any queue */
 
-	use_indirect = vq->indirect_max >= 2 && total >= 2 && total <= vq->indirect_max;
+	use_indirect = vq->indirect_max >= 2 && total >= 2 && total <= vq->indirect_max &&
+		       !(total <= vq->direct_max && free_before >= vq->num / 2u);
 	need = (u16)(use_indirect ? 1 : total);
 	rc = virtq_add(vq, out, n_out, inv, n_in, &s->tok[k]);
 	if (vq->broken || vq->stopped)
@@ -435,6 +436,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s->cfg.notify = fuzz_notify;
 	s->cfg.dma_map = (nb & 0x80) ? fuzz_map : NULL;
 	s->cfg.transient = (nb & 0x40) && (nb & 0x80);
+	s->cfg.direct_max = (nb & 0x20) ? 4 : 0;	/* as for a device behind VT-d */
 	s->cfg.dma_unmap = fuzz_unmap;
 	s->cfg.dma_unmap_flush = fuzz_unmap_flush;
 	s->cfg.ctx = s;

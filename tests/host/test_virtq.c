@@ -36,6 +36,7 @@ struct harness {
 	bool open;
 };
 static struct harness H;
+static u16 next_direct_max;	/* the next h_open's cfg.direct_max, then 0 again */
 
 /* Requests: up to 3 readable and 3 writable elements each. */
 #define MAX_REQ 1024
@@ -69,6 +70,8 @@ static void h_open_max(bool packed, u16 num, unsigned opts, u16 indirect_max)
 	H.cfg.notification_data = opts & OPT_NDATA;
 	H.cfg.weak_barriers = opts & OPT_WEAK;
 	H.cfg.indirect_max = indirect_max;
+	H.cfg.direct_max = next_direct_max;
+	next_direct_max = 0;
 	H.cfg.dma_map = fake_dma_map;
 	H.cfg.transient = opts & OPT_TRANS;
 	H.cfg.dma_unmap = fake_dma_unmap;
@@ -975,6 +978,61 @@ static void test_detach_and_reset(void **state)
 	expect_clean();
 }
 
+/* direct_max: chains of up to direct_max elements go direct while at
+ * least half the ring is free, through a table once it is fuller; longer
+ * chains always through a table; the device sees the same data either way,
+ * and a transient queue unmaps both kinds. */
+static void test_direct_max(void **state)
+{
+	bool packed = layout(state);
+	unsigned trans, i, seen;
+	u32 len;
+
+	for (trans = 0; trans < 2; trans++) {
+		next_direct_max = 3;
+		h_open(packed, 16, OPT_IND | (trans ? OPT_TRANS : 0));
+		assert_int_equal(add_req(0, 2, 1), 0);		/* 3 elements: direct */
+		assert_int_equal(H.vq.num_free, 13);
+		assert_int_equal(H.vq.stats.indirect_adds, 0);
+		assert_int_equal(add_req(1, 3, 1), 0);		/* 4: a table */
+		assert_int_equal(H.vq.num_free, 12);
+		assert_int_equal(H.vq.stats.indirect_adds, 1);
+		/* 12 free of 16: direct until fewer than 8 are free */
+		assert_int_equal(add_req(2, 3, 0), 0);
+		assert_int_equal(add_req(3, 3, 0), 0);
+		assert_int_equal(H.vq.num_free, 6);
+		assert_int_equal(H.vq.stats.indirect_adds, 1);
+		assert_int_equal(add_req(4, 2, 0), 0);		/* 6 free: a table */
+		assert_int_equal(H.vq.num_free, 5);
+		assert_int_equal(H.vq.stats.indirect_adds, 2);
+		virtq_kick(&H.vq);
+		assert_int_equal(fake_dev_fetch(&H.dev), 5);
+		seen = H.dev.indirect_seen;
+		for (i = 0; i < 5; i++) {
+			fake_dev_complete(&H.dev, 0, FAKE_LEN_ALL);
+			assert_ptr_equal(virtq_get(&H.vq, &len), &REQ[i]);
+			assert_int_equal(len, REQ[i].in_total);
+			check_in_data(i, len);
+			assert_int_equal(H.dev.last_out_hash, REQ[i].out_hash);
+		}
+		assert_int_equal(seen, 2);
+		assert_int_equal(H.vq.num_free, 16);
+		if (trans) {
+			assert_int_equal(H.dev.ntpage, 0);	/* everything given back */
+			assert_int_equal(H.vq.stats.unmaps, H.dev.tmaps);
+		}
+		expect_clean();
+		teardown(NULL);
+	}
+	/* 0 (the default): a table whenever it fits */
+	h_open(packed, 16, OPT_IND);
+	assert_int_equal(add_req(0, 2, 1), 0);
+	assert_int_equal(H.vq.stats.indirect_adds, 1);
+	assert_int_equal(H.vq.num_free, 15);
+	expect_clean();
+	teardown(NULL);
+}
+
 /* virtq_keep_mapped: on a transient queue an element wholly inside the
  * kept range (virtio-net's header slots) is mapped long-lived and never
  * unmapped: still reachable after its buffer came back, through a device
@@ -1545,6 +1603,7 @@ int main(void)
 		BOTH(test_reset_drops_and_logs),
 		BOTH(test_transient_unmap),
 		BOTH(test_keep_mapped),
+		BOTH(test_direct_max),
 		BOTH(test_debug_corrupt_next),
 		BOTH(test_counters),
 		BOTH(test_hostile_id_range),
