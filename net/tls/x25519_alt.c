@@ -72,23 +72,29 @@ static void x25519_carry(x25519_fe a)
 	c = a[0] >> 51; a[0] &= X25519_MASK; a[1] += c;
 }
 
+/* Bounds. x25519_mul, x25519_sq, x25519_mul_small and x25519_carry leave
+ * limbs below 2^51 (limb 1 below 2^51 + 2^13): "carried". A sum or a
+ * difference of two carried elements (the difference offset by 2p, whose
+ * limbs, 2^52 - 38 and 2^52 - 2, are above any carried limb, so nothing goes
+ * negative) has limbs below 2^53 and is not carried again: in the ladder
+ * they only feed x25519_mul, x25519_sq and x25519_mul_small, which take
+ * limbs below 2^53 (a column is at most five products below 19 * 2^106,
+ * under 2^113 in 128 bits; the top column's carry, below 2^58, times 19
+ * still fits 64 bits). Eight carries fewer per ladder step. */
 static void x25519_add(x25519_fe r, const x25519_fe a, const x25519_fe b)
 {
 	for (int i = 0; i < 5; i++)
 		r[i] = a[i] + b[i];
-	x25519_carry(r);
 }
 
-/* a - b + 2p: limbs of carried inputs stay non-negative. */
 static void x25519_sub(x25519_fe r, const x25519_fe a, const x25519_fe b)
 {
 	r[0] = a[0] + 0xfffffffffffdaull - b[0];
 	for (int i = 1; i < 5; i++)
 		r[i] = a[i] + 0xffffffffffffeull - b[i];
-	x25519_carry(r);
 }
 
-/* Inputs carried (limbs < 2^52): every column sum stays below 2^116. */
+/* Inputs below 2^53 per limb (above); the result is carried. */
 static void x25519_mul(x25519_fe r, const x25519_fe a, const x25519_fe b)
 {
 	x25519_u64 b1 = 19 * b[1], b2 = 19 * b[2], b3 = 19 * b[3], b4 = 19 * b[4];
@@ -120,7 +126,8 @@ static void x25519_mul(x25519_fe r, const x25519_fe a, const x25519_fe b)
 }
 
 /* a^2: x25519_mul's columns with the symmetric products paired (15
- * multiplications instead of 25). Same input bound and the same carry. */
+ * multiplications instead of 25; the doubled and 38-fold factors stay below
+ * 2^59, products below 2^112). Same input bound and the same carry. */
 static void x25519_sq(x25519_fe r, const x25519_fe a)
 {
 	x25519_u64 a0_2 = 2 * a[0], a1_2 = 2 * a[1], a1_38 = 38 * a[1], a2_38 = 38 * a[2];
