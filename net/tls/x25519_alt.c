@@ -311,14 +311,13 @@ int mbedtls_ecp_mul_mxz_alt(const mbedtls_ecp_group *grp, mbedtls_ecp_point *R, 
 		x25519_u64 w[4] = { 0, 0, 0, 0 };
 
 		if ((ret = f_rng(p_rng, rnd, sizeof(rnd))) != 0)
-			return ret;
+			goto out;
 		rnd[31] &= 0x3f;
 		for (i = 0; i < 32; i++)
 			w[i / 8] |= (x25519_u64)rnd[i] << (8 * (i % 8));
 		x25519_from_words(l, w);
 		nz = l[0] | l[1] | l[2] | l[3] | l[4];
 	} while (nz == 0);
-	mbedtls_platform_zeroize(rnd, sizeof(rnd));
 
 	x2[0] = 1; x2[1] = x2[2] = x2[3] = x2[4] = 0;
 	z2[0] = z2[1] = z2[2] = z2[3] = z2[4] = 0;
@@ -376,11 +375,14 @@ int mbedtls_ecp_mul_mxz_alt(const mbedtls_ecp_group *grp, mbedtls_ecp_point *R, 
 	mbedtls_mpi_free(&R->MBEDTLS_PRIVATE(Y));
 	ret = mbedtls_mpi_lset(&R->MBEDTLS_PRIVATE(Z), 1);
 out:
-	/* The scalar's copy and the ladder's state, which follows its bits. */
+	/* The scalar's copy and everything the ladder computed from it. */
 	mbedtls_platform_zeroize(k, sizeof(k));
-	mbedtls_platform_zeroize(x2, sizeof(x2));
-	mbedtls_platform_zeroize(z2, sizeof(z2));
-	mbedtls_platform_zeroize(x3, sizeof(x3));
-	mbedtls_platform_zeroize(z3, sizeof(z3));
+	mbedtls_platform_zeroize(rnd, sizeof(rnd));
+	{
+		x25519_u64 *fe[] = { x2, z2, x3, z3, a, aa, b, bb, e, c, d, da, cb, l };
+
+		for (i = 0; i < (int)(sizeof(fe) / sizeof(fe[0])); i++)
+			mbedtls_platform_zeroize(fe[i], sizeof(x25519_fe));
+	}
 	return ret;
 }
