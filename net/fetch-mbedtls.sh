@@ -6,8 +6,8 @@
 # chain and the stamp are net/debsrc.sh's (shared with net/fetch-lwip.sh).
 # vireo's own patches (net/patches-mbedtls/, applied last) are kept to what
 # the config header (net/tls/mbedtls_config.h), the _ALT hooks and the
-# platform glue (net/tls/tls_port.c) cannot do: one, the TLS 1.3 server's
-# cipher suite order.
+# platform glue (net/tls/tls_port.c) cannot do: the TLS 1.3 server's cipher
+# suite order, and a hook for the whole Montgomery ladder (X25519).
 set -euo pipefail
 
 DEB_SOURCE=mbedtls

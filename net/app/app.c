@@ -10,6 +10,7 @@
 #include "kernel/loop.h"
 #include "kernel/power.h"
 #include "kernel/string.h"
+#include "kernel/time.h"
 #include "kernel/wallclock.h"
 #include "lwip/priv/tcp_priv.h"
 #include "net/app/api.h"
@@ -227,6 +228,13 @@ static void app_loop_metrics(struct metrics_buf *b)
 		       loop_stats.halts);
 	metrics_simple(b, "vireo_loop_work_runs_total", METRICS_COUNTER, "Work items run", loop_stats.work_runs);
 	metrics_simple(b, "vireo_loop_timers_fired_total", METRICS_COUNTER, "Timers fired", loop_stats.timers_fired);
+	/* The guest's own idle time (halted in the loop), so a profile can tell
+	 * a guest waiting for work from a vCPU thread waiting for a host CPU:
+	 * QMP RIP samples cannot (a vCPU woken from its halt but not yet run by
+	 * the host still shows the halt's RIP). */
+	metrics_simple(b, "vireo_loop_halted_microseconds_total", METRICS_COUNTER,
+		       "Microseconds the loop spent halted, waiting for an interrupt",
+		       time_tsc_to_ns(loop_stats.idle_tsc) / 1000);
 }
 
 /* TCP PCBs by list: connections in use vs. TIME_WAIT (bounded by the port's

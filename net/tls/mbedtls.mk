@@ -27,9 +27,10 @@ MBEDTLS_LIB_CFLAGS := -Inet/tls/include $(KCFLAGS) -nostdinc -isystem $(LWIP_GCC
 # release's library/ directory, read once the tree exists.
 MBEDTLS_SRCS = $(notdir $(wildcard $(MBEDTLS_SRCDIR)/library/*.c))
 MBEDTLS_OBJS = $(patsubst %.c,$(BUILD)/mbedtls/%.o,$(MBEDTLS_SRCS))
-# vireo's code behind mbedTLS's documented _ALT hooks (mbedtls_config.h says
-# which), archived with the library (as vireo-<name>.o) so every program that
-# links mbedTLS (the image, the host tests, the fuzzer) gets them.
+# vireo's code behind mbedTLS's _ALT hooks (mbedtls_config.h says which; one is
+# added by net/patches-mbedtls/0002), archived with the library (as
+# vireo-<name>.o) so every program that links mbedTLS (the image, the host
+# tests, the fuzzer) gets them.
 MBEDTLS_ALT_SRCS := net/tls/x25519_alt.c
 MBEDTLS_ALT_OBJS := $(patsubst net/tls/%.c,$(BUILD)/mbedtls/vireo-%.o,$(MBEDTLS_ALT_SRCS))
 

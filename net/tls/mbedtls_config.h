@@ -149,14 +149,15 @@ int ksnprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((forma
 /* Fast modular reduction for the NIST prime (P-256): a few KiB of code for
  * several times faster handshakes. */
 #define MBEDTLS_ECP_NIST_OPTIM
-/* X25519: mbedTLS's Montgomery ladder over vireo's fixed-size field
- * arithmetic (net/tls/x25519_alt.c: 5 x 51-bit limbs, no heap) for the
- * ladder step and the final inversion, instead of general bignums; every
- * TLS 1.3 handshake makes two of these multiplications. Only Curve25519
- * (mbedtls_internal_ecp_grp_capable()); P-256 keeps mbedTLS's code. */
-#define MBEDTLS_ECP_INTERNAL_ALT
-#define MBEDTLS_ECP_DOUBLE_ADD_MXZ_ALT
-#define MBEDTLS_ECP_NORMALIZE_MXZ_ALT
+/* X25519: the whole Montgomery ladder in vireo's fixed-size field
+ * arithmetic (net/tls/x25519_alt.c: 5 x 51-bit limbs, no heap, one
+ * conversion in and one out) instead of general bignums; every TLS 1.3
+ * handshake makes two of these multiplications. mbedTLS has _ALT hooks for
+ * the ladder's step and normalisation only (ECP_INTERNAL_ALT), which left
+ * bignum conversions and swaps around every step; this hook is vireo's
+ * (net/patches-mbedtls/0002). Only Curve25519
+ * (mbedtls_ecp_mul_mxz_alt_capable()); P-256 keeps mbedTLS's code. */
+#define MBEDTLS_ECP_MUL_MXZ_ALT
 
 /* ---- symmetric --------------------------------------------------------- */
 #define MBEDTLS_CIPHER_C

@@ -1,36 +1,46 @@
 /*
- * Curve25519 field arithmetic for mbedTLS's Montgomery ladder
- * (MBEDTLS_ECP_INTERNAL_ALT with MBEDTLS_ECP_DOUBLE_ADD_MXZ_ALT and
- * MBEDTLS_ECP_NORMALIZE_MXZ_ALT in net/tls/mbedtls_config.h; docs/https.md).
+ * X25519 for mbedTLS in vireo's own Curve25519 arithmetic: the whole
+ * Montgomery ladder (RFC 7748, 5) behind mbedtls_ecp_mul(), taken through
+ * MBEDTLS_ECP_MUL_MXZ_ALT (net/patches-mbedtls/0002; net/tls/mbedtls_config.h,
+ * docs/https.md).
  *
  * Why: every TLS 1.3 handshake, resumed or not, makes two X25519 scalar
- * multiplications (our key share and the shared secret). mbedTLS runs them
- * over its general bignum code: each of the ladder's 255 steps is nine
- * multiplications of heap-allocated, variable-length integers with a
- * generic reduction, and under QEMU's TCG that was most of a handshake's
- * time (QMP samples: mbedtls_mpi_sub_abs, _cmp_mpi, _core_mla, _grow,
- * memcpy/memset, the heap). mbedTLS's hooks let a port replace the ladder
- * step and the final normalisation for groups it is "capable" of; this file
- * is capable of Curve25519 only (P-256 keeps mbedTLS's code) and does the
- * step in a fixed representation instead: a field element mod
- * p = 2^255 - 19 as five 51-bit limbs in 64-bit words, products as
- * unsigned __int128 (one mulq each), reduction by folding 2^255 = 19.
- * The ladder itself (bit loop, constant-time swaps, the projective
- * randomisation) stays mbedTLS's.
+ * multiplications (our key share and the shared secret), and under QEMU's
+ * TCG they were most of a resumed handshake's guest time. mbedTLS runs them
+ * over its general bignum code. Its _ALT hooks for the ladder step and the
+ * final normalisation (what this file implemented first) still left
+ * mbedTLS's ladder around the step: each of its 255 steps converted five
+ * bignums into limbs and four back (growing them on the heap), and swapped
+ * bignums four times, which cost as much again as the field arithmetic
+ * (QMP samples of a resumed handshake: the conversions, the bignum swaps
+ * and mbedTLS's step wrapper next to x25519_mul). Here the ladder runs on
+ * fixed-size field elements from the scalar's first bit to the inversion,
+ * with one conversion in and one out.
  *
- * Constant time: no branch or memory index depends on the values; the one
- * branch is normalisation's Z = 0 test, which is about the peer's public
- * point (a low-order point gives Z = 0) and fails the multiplication the
- * way mbedTLS's own inversion does (MBEDTLS_ERR_MPI_NOT_ACCEPTABLE).
+ * A field element mod p = 2^255 - 19 is five 51-bit limbs in 64-bit words,
+ * products as unsigned __int128 (one mulq each), reduction by folding
+ * 2^255 = 19. Squarings have their own routine (15 products instead of
+ * 25): four of a ladder step's ten multiplications and 254 of the
+ * inversion's 265 are squarings.
  *
- * The formulas are those of ecp.c's own ecp_double_add_mxz() (the
- * hyperelliptic.org "mladd-1987-m" ladder step, a24 = (A + 2) / 4 = 121666)
- * and an inversion by Fermat, z^(p-2). tests/host/test_x25519.c checks the
- * result through mbedtls_ecp_mul() against RFC 7748's vectors, and
- * test_tls_server handshakes with OpenSSL over X25519 through it.
+ * Constant time: no branch or memory index depends on the scalar or the
+ * values; the swaps are masks. The one branch is the end's Z = 0 test,
+ * which is about the peer's public point (a low-order point gives Z = 0) and
+ * fails the multiplication the way mbedTLS's own inversion does
+ * (MBEDTLS_ERR_MPI_NOT_ACCEPTABLE); mbedtls_ecp_check_pubkey() refuses
+ * Curve25519's low-order points before the ladder, so it is a second line. As mbedTLS's ladder does, the starting
+ * point's projective coordinates are randomised (X, Z) = (u l, l) with l
+ * from the caller's generator, so the values the ladder works on differ
+ * from one multiplication to the next.
+ *
+ * tests/host/test_x25519.c checks the result through mbedtls_ecp_mul()
+ * against RFC 7748's vectors, its 1,000-fold iteration and Diffie-Hellman
+ * agreement over random keys; test_tls_server handshakes with OpenSSL over
+ * X25519 through it.
  */
 #include "mbedtls/ecp.h"
 #include "mbedtls/bignum.h"
+#include "mbedtls/platform_util.h"
 
 typedef unsigned __int128 x25519_u128;
 typedef unsigned long long x25519_u64;
@@ -40,14 +50,14 @@ typedef x25519_u64 x25519_fe[5];
 
 _Static_assert(sizeof(mbedtls_mpi_uint) == 8, "64-bit bignum limbs");
 
-/* mbedTLS's private hook prototypes (library/ecp_internal_alt.h). */
-unsigned char mbedtls_internal_ecp_grp_capable(const mbedtls_ecp_group *grp);
-int mbedtls_internal_ecp_init(const mbedtls_ecp_group *grp);
-void mbedtls_internal_ecp_free(const mbedtls_ecp_group *grp);
-int mbedtls_internal_ecp_double_add_mxz(const mbedtls_ecp_group *grp, mbedtls_ecp_point *R, mbedtls_ecp_point *S,
-					const mbedtls_ecp_point *P, const mbedtls_ecp_point *Q,
-					const mbedtls_mpi *d);
-int mbedtls_internal_ecp_normalize_mxz(const mbedtls_ecp_group *grp, mbedtls_ecp_point *P);
+/* The hook net/patches-mbedtls/0002 adds to ecp.c (declared there). */
+int mbedtls_ecp_mul_mxz_alt_capable(const mbedtls_ecp_group *grp);
+int mbedtls_ecp_mul_mxz_alt(const mbedtls_ecp_group *grp, mbedtls_ecp_point *R, const mbedtls_mpi *m,
+			    const mbedtls_ecp_point *P, int (*f_rng)(void *, unsigned char *, size_t), void *p_rng);
+
+#ifdef HOST_TEST
+unsigned long x25519_alt_ladders;	/* tests: the ladder here ran, not mbedTLS's */
+#endif
 
 /* Limbs to below 2^51 each (plus at most 2^13 in limb 1), value mod p kept. */
 static void x25519_carry(x25519_fe a)
@@ -62,23 +72,29 @@ static void x25519_carry(x25519_fe a)
 	c = a[0] >> 51; a[0] &= X25519_MASK; a[1] += c;
 }
 
+/* Bounds. x25519_mul, x25519_sq, x25519_mul_small and x25519_carry leave
+ * limbs below 2^51 (limb 1 below 2^51 + 2^13): "carried". A sum or a
+ * difference of two carried elements (the difference offset by 2p, whose
+ * limbs, 2^52 - 38 and 2^52 - 2, are above any carried limb, so nothing goes
+ * negative) has limbs below 2^53 and is not carried again: in the ladder
+ * they only feed x25519_mul, x25519_sq and x25519_mul_small, which take
+ * limbs below 2^53 (a column is at most five products below 19 * 2^106,
+ * under 2^113 in 128 bits; the top column's carry, below 2^58, times 19
+ * still fits 64 bits). Eight carries fewer per ladder step. */
 static void x25519_add(x25519_fe r, const x25519_fe a, const x25519_fe b)
 {
 	for (int i = 0; i < 5; i++)
 		r[i] = a[i] + b[i];
-	x25519_carry(r);
 }
 
-/* a - b + 2p: limbs of carried inputs stay non-negative. */
 static void x25519_sub(x25519_fe r, const x25519_fe a, const x25519_fe b)
 {
 	r[0] = a[0] + 0xfffffffffffdaull - b[0];
 	for (int i = 1; i < 5; i++)
 		r[i] = a[i] + 0xffffffffffffeull - b[i];
-	x25519_carry(r);
 }
 
-/* Inputs carried (limbs < 2^52): every column sum stays below 2^116. */
+/* Inputs below 2^53 per limb (above); the result is carried. */
 static void x25519_mul(x25519_fe r, const x25519_fe a, const x25519_fe b)
 {
 	x25519_u64 b1 = 19 * b[1], b2 = 19 * b[2], b3 = 19 * b[3], b4 = 19 * b[4];
@@ -109,6 +125,43 @@ static void x25519_mul(x25519_fe r, const x25519_fe a, const x25519_fe b)
 	r[0] &= X25519_MASK;
 }
 
+/* a^2: x25519_mul's columns with the symmetric products paired (15
+ * multiplications instead of 25; the doubled and 38-fold factors stay below
+ * 2^59, products below 2^112). Same input bound and the same carry. */
+static void x25519_sq(x25519_fe r, const x25519_fe a)
+{
+	x25519_u64 a0_2 = 2 * a[0], a1_2 = 2 * a[1], a1_38 = 38 * a[1], a2_38 = 38 * a[2];
+	x25519_u64 a3_19 = 19 * a[3], a3_38 = 38 * a[3], a4_19 = 19 * a[4];
+	x25519_u128 t0, t1, t2, t3, t4;
+	x25519_u64 c;
+
+	t0 = (x25519_u128)a[0] * a[0] + (x25519_u128)a1_38 * a[4] + (x25519_u128)a2_38 * a[3];
+	t1 = (x25519_u128)a0_2 * a[1] + (x25519_u128)a2_38 * a[4] + (x25519_u128)a3_19 * a[3];
+	t2 = (x25519_u128)a0_2 * a[2] + (x25519_u128)a[1] * a[1] + (x25519_u128)a3_38 * a[4];
+	t3 = (x25519_u128)a0_2 * a[3] + (x25519_u128)a1_2 * a[2] + (x25519_u128)a4_19 * a[4];
+	t4 = (x25519_u128)a0_2 * a[4] + (x25519_u128)a1_2 * a[3] + (x25519_u128)a[2] * a[2];
+	t1 += (x25519_u64)(t0 >> 51);
+	t2 += (x25519_u64)(t1 >> 51);
+	t3 += (x25519_u64)(t2 >> 51);
+	t4 += (x25519_u64)(t3 >> 51);
+	c = (x25519_u64)(t4 >> 51);
+	r[0] = ((x25519_u64)t0 & X25519_MASK) + 19 * c;
+	r[1] = (x25519_u64)t1 & X25519_MASK;
+	r[2] = (x25519_u64)t2 & X25519_MASK;
+	r[3] = (x25519_u64)t3 & X25519_MASK;
+	r[4] = (x25519_u64)t4 & X25519_MASK;
+	r[1] += r[0] >> 51;
+	r[0] &= X25519_MASK;
+}
+
+/* n successive squarings of a into r. */
+static void x25519_sqn(x25519_fe r, const x25519_fe a, int n)
+{
+	x25519_sq(r, a);
+	while (--n > 0)
+		x25519_sq(r, r);
+}
+
 static void x25519_mul_small(x25519_fe r, const x25519_fe a, x25519_u64 k)
 {
 	x25519_u128 t;
@@ -124,7 +177,18 @@ static void x25519_mul_small(x25519_fe r, const x25519_fe a, x25519_u64 k)
 	r[0] &= X25519_MASK;
 }
 
-/* From a bignum below 2^256 (mbedTLS keeps these reduced mod p). */
+/* From four 64-bit words, little-endian, a value below 2^256. */
+static void x25519_from_words(x25519_fe r, const x25519_u64 w[4])
+{
+	r[0] = w[0] & X25519_MASK;
+	r[1] = ((w[0] >> 51) | (w[1] << 13)) & X25519_MASK;
+	r[2] = ((w[1] >> 38) | (w[2] << 26)) & X25519_MASK;
+	r[3] = ((w[2] >> 25) | (w[3] << 39)) & X25519_MASK;
+	r[4] = w[3] >> 12;	/* up to 52 bits: x25519_mul takes it */
+	x25519_carry(r);
+}
+
+/* From a bignum below 2^256 (mbedtls_ecp_check_pubkey's bound). */
 static void x25519_from_mpi(x25519_fe r, const mbedtls_mpi *X)
 {
 	x25519_u64 w[4] = { 0, 0, 0, 0 };
@@ -132,12 +196,7 @@ static void x25519_from_mpi(x25519_fe r, const mbedtls_mpi *X)
 
 	for (size_t i = 0; i < n; i++)
 		w[i] = X->MBEDTLS_PRIVATE(p)[i];
-	r[0] = w[0] & X25519_MASK;
-	r[1] = ((w[0] >> 51) | (w[1] << 13)) & X25519_MASK;
-	r[2] = ((w[1] >> 38) | (w[2] << 26)) & X25519_MASK;
-	r[3] = ((w[2] >> 25) | (w[3] << 39)) & X25519_MASK;
-	r[4] = w[3] >> 12;	/* up to 52 bits: x25519_mul takes it */
-	x25519_carry(r);
+	x25519_from_words(r, w);
 }
 
 /* Fully reduced into [0, p), then into X as four 64-bit limbs. */
@@ -176,126 +235,154 @@ static int x25519_to_mpi(mbedtls_mpi *X, const x25519_fe a)
 	return 0;
 }
 
-unsigned char mbedtls_internal_ecp_grp_capable(const mbedtls_ecp_group *grp)
+/* Swaps a and b when swap is 1, leaves them when 0, by mask. */
+static void x25519_cswap(x25519_fe a, x25519_fe b, x25519_u64 swap)
+{
+	x25519_u64 mask = 0 - swap, t;
+
+	for (int i = 0; i < 5; i++) {
+		t = mask & (a[i] ^ b[i]);
+		a[i] ^= t;
+		b[i] ^= t;
+	}
+}
+
+/* r = z^(p-2) = 1/z (0 for z = 0), p - 2 = 2^255 - 21: the usual addition
+ * chain, z^(2^k - 1) for k = 5, 10, 20, 40, 50, 100, 200, 250, then five
+ * squarings and z^11. */
+static void x25519_invert(x25519_fe r, const x25519_fe z)
+{
+	x25519_fe z2, z9, z11, a, b, c;
+
+	x25519_sq(z2, z);			/* z^2 */
+	x25519_sqn(a, z2, 2);			/* z^8 */
+	x25519_mul(z9, a, z);			/* z^9 */
+	x25519_mul(z11, z9, z2);		/* z^11 */
+	x25519_sq(a, z11);			/* z^22 */
+	x25519_mul(a, a, z9);			/* z^31 = z^(2^5 - 1) */
+	x25519_sqn(b, a, 5);
+	x25519_mul(a, b, a);			/* z^(2^10 - 1) */
+	x25519_sqn(b, a, 10);
+	x25519_mul(b, b, a);			/* z^(2^20 - 1) */
+	x25519_sqn(c, b, 20);
+	x25519_mul(b, c, b);			/* z^(2^40 - 1) */
+	x25519_sqn(b, b, 10);
+	x25519_mul(a, b, a);			/* z^(2^50 - 1) */
+	x25519_sqn(b, a, 50);
+	x25519_mul(b, b, a);			/* z^(2^100 - 1) */
+	x25519_sqn(c, b, 100);
+	x25519_mul(b, c, b);			/* z^(2^200 - 1) */
+	x25519_sqn(b, b, 50);
+	x25519_mul(a, b, a);			/* z^(2^250 - 1) */
+	x25519_sqn(a, a, 5);			/* z^(2^255 - 32) */
+	x25519_mul(r, a, z11);			/* z^(2^255 - 21) */
+}
+
+int mbedtls_ecp_mul_mxz_alt_capable(const mbedtls_ecp_group *grp)
 {
 	return grp->id == MBEDTLS_ECP_DP_CURVE25519;
 }
 
-int mbedtls_internal_ecp_init(const mbedtls_ecp_group *grp)
+/* R = m P, x-coordinates only (R->X affine, R->Z = 1, R->Y freed), as
+ * ecp.c's ecp_mul_mxz() leaves it; m and P were checked by the caller
+ * (mbedtls_ecp_check_privkey: m below 2^255; check_pubkey: P.X in 32
+ * bytes). The ladder of RFC 7748, 5: x2/z2 = R, x3/z3 = R + P, over the
+ * scalar's bits from grp->nbits (254, the clamped top bit) down to 0, the
+ * bits mbedTLS's own ladder runs. */
+int mbedtls_ecp_mul_mxz_alt(const mbedtls_ecp_group *grp, mbedtls_ecp_point *R, const mbedtls_mpi *m,
+			    const mbedtls_ecp_point *P, int (*f_rng)(void *, unsigned char *, size_t), void *p_rng)
 {
-	(void)grp;
-	return 0;
-}
-
-void mbedtls_internal_ecp_free(const mbedtls_ecp_group *grp)
-{
-	(void)grp;
-}
-
-/* R = 2P, S = P + Q, d = X(P - Q); R may be P and S may be Q (the ladder
- * passes them so), so every input is read before anything is written. */
-int mbedtls_internal_ecp_double_add_mxz(const mbedtls_ecp_group *grp, mbedtls_ecp_point *R, mbedtls_ecp_point *S,
-					const mbedtls_ecp_point *P, const mbedtls_ecp_point *Q,
-					const mbedtls_mpi *d)
-{
-	x25519_fe px, pz, qx, qz, xd, pp, pm, qp, qm, rx, rz, sx, sz, t;
-	int ret;
-
-	(void)grp;
-	x25519_from_mpi(px, &P->MBEDTLS_PRIVATE(X));
-	x25519_from_mpi(pz, &P->MBEDTLS_PRIVATE(Z));
-	x25519_from_mpi(qx, &Q->MBEDTLS_PRIVATE(X));
-	x25519_from_mpi(qz, &Q->MBEDTLS_PRIVATE(Z));
-	x25519_from_mpi(xd, d);
-
-	x25519_add(pp, px, pz);		/* Pp = PX + PZ */
-	x25519_sub(pm, px, pz);		/* Pm = PX - PZ */
-	x25519_add(qp, qx, qz);		/* Qp = QX + QZ */
-	x25519_sub(qm, qx, qz);		/* Qm = QX - QZ */
-	x25519_mul(qm, qm, pp);		/* Qm * Pp */
-	x25519_mul(qp, qp, pm);		/* Qp * Pm */
-	x25519_mul(pp, pp, pp);		/* Pp^2 */
-	x25519_mul(pm, pm, pm);		/* Pm^2 */
-	x25519_mul(rx, pp, pm);		/* RX = Pp^2 Pm^2 */
-	x25519_sub(t, pp, pm);		/* E = Pp^2 - Pm^2 */
-	x25519_mul_small(rz, t, 121666);	/* a24 E */
-	x25519_add(rz, rz, pm);		/* a24 E + Pm^2 */
-	x25519_mul(rz, rz, t);		/* RZ = E (a24 E + Pm^2) */
-	x25519_add(sx, qm, qp);
-	x25519_mul(sx, sx, sx);		/* SX = (Qm Pp + Qp Pm)^2 */
-	x25519_sub(sz, qm, qp);
-	x25519_mul(sz, sz, sz);
-	x25519_mul(sz, sz, xd);		/* SZ = d (Qm Pp - Qp Pm)^2 */
-
-	if ((ret = x25519_to_mpi(&R->MBEDTLS_PRIVATE(X), rx)) != 0 ||
-	    (ret = x25519_to_mpi(&R->MBEDTLS_PRIVATE(Z), rz)) != 0 ||
-	    (ret = x25519_to_mpi(&S->MBEDTLS_PRIVATE(X), sx)) != 0 ||
-	    (ret = x25519_to_mpi(&S->MBEDTLS_PRIVATE(Z), sz)) != 0)
-		return ret;
-	return 0;
-}
-
-/* X = X / Z, Z = 1, with 1/Z = Z^(p-2), p - 2 = 2^255 - 21. */
-int mbedtls_internal_ecp_normalize_mxz(const mbedtls_ecp_group *grp, mbedtls_ecp_point *P)
-{
-	x25519_fe x, z, z2, z9, z11, a, b, c;
-	x25519_u64 nz;
+	x25519_fe x1, x2, z2, x3, z3, a, aa, b, bb, e, c, d, da, cb, l;
+	x25519_u64 k[4] = { 0, 0, 0, 0 }, swap = 0, nz;
+	unsigned char rnd[32];
+	size_t n = m->MBEDTLS_PRIVATE(n) < 4 ? m->MBEDTLS_PRIVATE(n) : 4;
 	int ret, i;
 
-	(void)grp;
-	x25519_from_mpi(x, &P->MBEDTLS_PRIVATE(X));
-	x25519_from_mpi(z, &P->MBEDTLS_PRIVATE(Z));
+	if (f_rng == NULL)
+		return MBEDTLS_ERR_ECP_BAD_INPUT_DATA;	/* as ecp_mul_mxz() */
+	for (size_t j = 0; j < n; j++)
+		k[j] = m->MBEDTLS_PRIVATE(p)[j];
+	x25519_from_mpi(x1, &P->MBEDTLS_PRIVATE(X));
+
+	/* l: a random nonzero field element below 2^254 (so nonzero limbs
+	 * mean nonzero mod p; zero has probability 2^-254 and is drawn again,
+	 * a branch on a random value, not on a secret). */
+	do {
+		x25519_u64 w[4] = { 0, 0, 0, 0 };
+
+		if ((ret = f_rng(p_rng, rnd, sizeof(rnd))) != 0)
+			goto out;
+		rnd[31] &= 0x3f;
+		for (i = 0; i < 32; i++)
+			w[i / 8] |= (x25519_u64)rnd[i] << (8 * (i % 8));
+		x25519_from_words(l, w);
+		nz = l[0] | l[1] | l[2] | l[3] | l[4];
+	} while (nz == 0);
+
+	x2[0] = 1; x2[1] = x2[2] = x2[3] = x2[4] = 0;
+	z2[0] = z2[1] = z2[2] = z2[3] = z2[4] = 0;
+	x25519_mul(x3, x1, l);
+	for (i = 0; i < 5; i++)
+		z3[i] = l[i];
+
+	for (i = (int)grp->nbits; i >= 0; i--) {
+		x25519_u64 bit = (k[i / 64] >> (i % 64)) & 1;
+
+		swap ^= bit;
+		x25519_cswap(x2, x3, swap);
+		x25519_cswap(z2, z3, swap);
+		swap = bit;
+
+		x25519_add(a, x2, z2);		/* A = x2 + z2 */
+		x25519_sq(aa, a);		/* AA = A^2 */
+		x25519_sub(b, x2, z2);		/* B = x2 - z2 */
+		x25519_sq(bb, b);		/* BB = B^2 */
+		x25519_sub(e, aa, bb);		/* E = AA - BB */
+		x25519_add(c, x3, z3);		/* C = x3 + z3 */
+		x25519_sub(d, x3, z3);		/* D = x3 - z3 */
+		x25519_mul(da, d, a);		/* DA = D A */
+		x25519_mul(cb, c, b);		/* CB = C B */
+		x25519_add(x3, da, cb);
+		x25519_sq(x3, x3);		/* x3 = (DA + CB)^2 */
+		x25519_sub(z3, da, cb);
+		x25519_sq(z3, z3);
+		x25519_mul(z3, z3, x1);		/* z3 = x1 (DA - CB)^2 */
+		x25519_mul(x2, aa, bb);		/* x2 = AA BB */
+		x25519_mul_small(z2, e, 121665);
+		x25519_add(z2, z2, aa);
+		x25519_mul(z2, z2, e);		/* z2 = E (AA + a24 E) */
+	}
+	x25519_cswap(x2, x3, swap);
+	x25519_cswap(z2, z3, swap);
+#ifdef HOST_TEST
+	x25519_alt_ladders++;
+#endif
 
 	/* Z = 0 mod p (a low-order peer point): no inverse, as mbedTLS says. */
-	if ((ret = x25519_to_mpi(&P->MBEDTLS_PRIVATE(Z), z)) != 0)
-		return ret;
+	if ((ret = x25519_to_mpi(&R->MBEDTLS_PRIVATE(Z), z2)) != 0)
+		goto out;
 	nz = 0;
 	for (i = 0; i < 4; i++)
-		nz |= P->MBEDTLS_PRIVATE(Z).MBEDTLS_PRIVATE(p)[i];
-	if (nz == 0)
-		return MBEDTLS_ERR_MPI_NOT_ACCEPTABLE;
+		nz |= R->MBEDTLS_PRIVATE(Z).MBEDTLS_PRIVATE(p)[i];
+	if (nz == 0) {
+		ret = MBEDTLS_ERR_MPI_NOT_ACCEPTABLE;
+		goto out;
+	}
+	x25519_invert(a, z2);
+	x25519_mul(x2, x2, a);
+	if ((ret = x25519_to_mpi(&R->MBEDTLS_PRIVATE(X), x2)) != 0)
+		goto out;
+	mbedtls_mpi_free(&R->MBEDTLS_PRIVATE(Y));
+	ret = mbedtls_mpi_lset(&R->MBEDTLS_PRIVATE(Z), 1);
+out:
+	/* The scalar's copy and everything the ladder computed from it. */
+	mbedtls_platform_zeroize(k, sizeof(k));
+	mbedtls_platform_zeroize(rnd, sizeof(rnd));
+	{
+		x25519_u64 *fe[] = { x2, z2, x3, z3, a, aa, b, bb, e, c, d, da, cb, l };
 
-	/* The usual addition chain: z^(2^k - 1) for k = 5, 10, 20, 40, 50,
-	 * 100, 200, 250, then five squarings and z^11. */
-	x25519_mul(z2, z, z);			/* z^2 */
-	x25519_mul(a, z2, z2);
-	x25519_mul(a, a, a);			/* z^8 */
-	x25519_mul(z9, a, z);			/* z^9 */
-	x25519_mul(z11, z9, z2);		/* z^11 */
-	x25519_mul(a, z11, z11);		/* z^22 */
-	x25519_mul(a, a, z9);			/* z^31 = z^(2^5 - 1) */
-	x25519_mul(b, a, a);
-	for (i = 1; i < 5; i++)
-		x25519_mul(b, b, b);
-	x25519_mul(a, b, a);			/* z^(2^10 - 1) */
-	x25519_mul(b, a, a);
-	for (i = 1; i < 10; i++)
-		x25519_mul(b, b, b);
-	x25519_mul(b, b, a);			/* z^(2^20 - 1) */
-	x25519_mul(c, b, b);
-	for (i = 1; i < 20; i++)
-		x25519_mul(c, c, c);
-	x25519_mul(b, c, b);			/* z^(2^40 - 1) */
-	for (i = 0; i < 10; i++)
-		x25519_mul(b, b, b);
-	x25519_mul(a, b, a);			/* z^(2^50 - 1) */
-	x25519_mul(b, a, a);
-	for (i = 1; i < 50; i++)
-		x25519_mul(b, b, b);
-	x25519_mul(b, b, a);			/* z^(2^100 - 1) */
-	x25519_mul(c, b, b);
-	for (i = 1; i < 100; i++)
-		x25519_mul(c, c, c);
-	x25519_mul(b, c, b);			/* z^(2^200 - 1) */
-	for (i = 0; i < 50; i++)
-		x25519_mul(b, b, b);
-	x25519_mul(a, b, a);			/* z^(2^250 - 1) */
-	for (i = 0; i < 5; i++)
-		x25519_mul(a, a, a);		/* z^(2^255 - 32) */
-	x25519_mul(a, a, z11);			/* z^(2^255 - 21) */
-
-	x25519_mul(x, x, a);
-	if ((ret = x25519_to_mpi(&P->MBEDTLS_PRIVATE(X), x)) != 0)
-		return ret;
-	return mbedtls_mpi_lset(&P->MBEDTLS_PRIVATE(Z), 1);
+		for (i = 0; i < (int)(sizeof(fe) / sizeof(fe[0])); i++)
+			mbedtls_platform_zeroize(fe[i], sizeof(x25519_fe));
+	}
+	return ret;
 }

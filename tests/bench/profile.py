@@ -10,7 +10,10 @@ kernel prints at boot ("image ... at 0x...").
 
 Prints wrk's figures (requests/s, MB/s, p50/p99), the busiest functions by
 share of samples, and the /metrics deltas of the transmit path over the run
-(frames, interrupts, backlog). Needs root (namespace, tap), wrk and nm.
+(frames, interrupts, backlog), the guest's halted share (its own counter)
+and, for QEMU's two busiest threads, the time on a host CPU and the time
+runnable but waiting for one (schedstat): on a shared host a vCPU kept
+waiting looks idle to RIP samples. Needs root (namespace, tap), wrk and nm.
 
   tests/bench/profile.py [--conns 32] [--seconds 10] [--path /64k.bin]
                          [--image build/vireo.img] [--mem 256] [--top 15]
@@ -68,6 +71,27 @@ def sample(vm, stop, rips, callers):
         time.sleep(0.002)
 
 
+def thread_times(pids):
+    """{(tid, name): (seconds on a host CPU, seconds runnable but waiting for
+    one)} for every thread of pids, from /proc/<pid>/task/<tid>/schedstat."""
+    out = {}
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                    name = f.read().strip()
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    run, wait = f.read().split()[:2]
+            except (OSError, ValueError):
+                continue
+            out[(tid, name)] = (int(run) / 1e9, int(wait) / 1e9)
+    return out
+
+
 def wrk_figures(text):
     fig = {}
     m = re.search(r"Requests/sec:\s+([\d.]+)", text)
@@ -115,6 +139,8 @@ def main():
         hdr = ["-H", "Connection: close"] if a.close else []
         g.ns.run("wrk", "-t1", "-c", str(a.conns), "-d", "2", *hdr, url, timeout=60)  # warm-up
         before = g.metrics()
+        pids = g.vm._pids()
+        threads0, t0 = thread_times(pids), time.monotonic()
         rips, stop = [], threading.Event()
         callers = [] if a.callers else None
         t = threading.Thread(target=sample, args=(g.vm, stop, rips, callers))
@@ -127,6 +153,7 @@ def main():
             stop.set()
             if t.is_alive():
                 t.join()
+        threads1, elapsed = thread_times(pids), time.monotonic() - t0
         after = g.metrics()
         text = r.stdout.decode()
     fig = wrk_figures(text)
@@ -146,6 +173,21 @@ def main():
             by = collections.Counter(sym(c) for r, c in zip(rips, callers) if sym(r) == name)
             line += "  <- " + ", ".join(f"{k} {v}" for k, v in by.most_common(3))
         print(line)
+    # Where the vCPU's time went: the guest's own halted time (its loop's
+    # counter) against the host's view of QEMU's busiest thread (the vCPU
+    # under TCG): on a CPU, or runnable and waiting for one. A RIP sample
+    # taken while the host keeps the vCPU off its CPU shows where the guest
+    # last stopped, often the halt: the halted share below is the real one.
+    halted = after.get("vireo_loop_halted_microseconds_total", 0) - before.get("vireo_loop_halted_microseconds_total", 0)
+    if halted:
+        print(f"guest halted {100.0 * halted / 1e6 / elapsed:.1f}% of {elapsed:.1f} s")
+    busiest = sorted(((threads1[k][0] - threads0.get(k, (0, 0))[0], threads1[k][1] - threads0.get(k, (0, 0))[1], k[1])
+                      for k in threads1), reverse=True)[:2]
+    for run, wait, name in busiest:
+        nreq = fig.get("req_s", 0) * a.seconds
+        print(f"QEMU thread {name}: on a host CPU {100.0 * run / elapsed:.1f}%, "
+              f"runnable but waiting for one {100.0 * wait / elapsed:.1f}%"
+              + (f", {1e3 * run / nreq:.2f} ms of host CPU per request" if nreq else ""))
     print("/metrics over the run:")
     for k in sorted(after):
         if k.startswith(("vireo_vnet_tx", "vireo_netif_tx", "vireo_lwip_heap_pages", "vireo_lwip_mem_")) \

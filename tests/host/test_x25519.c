@@ -1,10 +1,12 @@
-/* net/tls/x25519_alt.c: mbedTLS's Montgomery ladder with vireo's Curve25519
- * field arithmetic (the MBEDTLS_ECP_*_MXZ_ALT hooks), driven through the
- * public mbedtls_ecp_mul() as PSA and ECDH drive it: RFC 7748's scalar
- * multiplication vectors (5.2), its Diffie-Hellman example (6.1) and the
- * 1,000-fold iteration (5.2), and that P-256 still goes through mbedTLS's
- * own code (a key pair checks out). The TLS heap is tests/host/tls_host.c's:
- * nothing may be left allocated. */
+/* net/tls/x25519_alt.c: vireo's Montgomery ladder in its own Curve25519
+ * field arithmetic (MBEDTLS_ECP_MUL_MXZ_ALT, net/patches-mbedtls/0002),
+ * driven through the public mbedtls_ecp_mul() as PSA and ECDH drive it:
+ * RFC 7748's scalar multiplication vectors (5.2), its Diffie-Hellman example
+ * (6.1) and the 1,000-fold iteration (5.2), agreement over random key
+ * pairs, a low-order point refused, each multiplication counted by the
+ * ladder (so mbedTLS's own ladder cannot pass these in its place), and
+ * that P-256 still goes through mbedTLS's own code (a key pair checks out).
+ * The TLS heap is tests/host/tls_host.c's: nothing may be left allocated. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -16,6 +18,8 @@
 
 #include "mbedtls/ecp.h"
 #include "tests/host/tls_host.h"
+
+extern unsigned long x25519_alt_ladders;	/* net/tls/x25519_alt.c, HOST_TEST */
 
 static void unhex(unsigned char out[32], const char *hex)
 {
@@ -64,10 +68,13 @@ static void expect(const char *k_hex, const char *u_hex, const char *want_hex)
 {
 	unsigned char k[32], u[32], want[32], got[32];
 
+	unsigned long ladders = x25519_alt_ladders;
+
 	unhex(k, k_hex);
 	unhex(u, u_hex);
 	unhex(want, want_hex);
 	assert_int_equal(x25519(got, k, u), 0);
+	assert_int_equal(x25519_alt_ladders, ladders + 1);	/* vireo's ladder ran */
 	assert_memory_equal(got, want, 32);
 }
 
@@ -120,6 +127,51 @@ static void test_rfc7748_iterated(void **state)
 	assert_int_equal(tls_host_heap.blocks, 0);
 }
 
+/* Random key pairs: X25519(a, X25519(b, 9)) == X25519(b, X25519(a, 9)),
+ * each with its own projective randomisation. */
+static void test_agreement_random(void **state)
+{
+	static const unsigned char nine[32] = { 9 };
+	unsigned char a[32], b[32], pa[32], pb[32], sa[32], sb[32];
+
+	(void)state;
+	for (int i = 0; i < 64; i++) {
+		tls_host_rng(NULL, a, sizeof(a));
+		tls_host_rng(NULL, b, sizeof(b));
+		assert_int_equal(x25519(pa, a, nine), 0);
+		assert_int_equal(x25519(pb, b, nine), 0);
+		assert_int_equal(x25519(sa, a, pb), 0);
+		assert_int_equal(x25519(sb, b, pa), 0);
+		assert_memory_equal(sa, sb, 32);
+		assert_memory_not_equal(pa, pb, 32);
+	}
+	assert_int_equal(tls_host_heap.blocks, 0);
+}
+
+/* Low-order points (u = 0, u = p, which is 0 mod p though below 2^255,
+ * u = 1 of order 4, u = p - 1) never reach the ladder: mbedTLS's public-key
+ * check refuses them first, so the shared secret cannot be forced to zero. */
+static void test_low_order_refused(void **state)
+{
+	static const char *const bad[] = {
+		"0000000000000000000000000000000000000000000000000000000000000000",
+		"edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+		"0100000000000000000000000000000000000000000000000000000000000000",
+		"ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+	};
+	unsigned char key[32], u[32], out[32];
+	unsigned long ladders = x25519_alt_ladders;
+
+	(void)state;
+	unhex(key, "a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		unhex(u, bad[i]);
+		assert_int_equal(x25519(out, key, u), MBEDTLS_ERR_ECP_INVALID_KEY);
+	}
+	assert_int_equal(x25519_alt_ladders, ladders);
+	assert_int_equal(tls_host_heap.blocks, 0);
+}
+
 /* P-256 is not the hooks' group: a generated key pair must check out
  * (mbedtls_ecp_check_pub_priv multiplies again with mbedTLS's own code). */
 static void test_p256_untouched(void **state)
@@ -140,6 +192,8 @@ int main(void)
 		cmocka_unit_test(test_rfc7748_vectors),
 		cmocka_unit_test(test_rfc7748_diffie_hellman),
 		cmocka_unit_test(test_rfc7748_iterated),
+		cmocka_unit_test(test_agreement_random),
+		cmocka_unit_test(test_low_order_refused),
 		cmocka_unit_test(test_p256_untouched),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

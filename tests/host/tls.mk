@@ -58,8 +58,8 @@ $(TLS_FIX)/stamp: tests/host/tls.mk
 	done; cert ec00; \
 	touch stamp
 
-# Curve25519 through mbedTLS's ladder with net/tls/x25519_alt.c's field
-# arithmetic: RFC 7748's vectors.
+# X25519 through vireo's ladder (net/tls/x25519_alt.c, mbedTLS patch 0002):
+# RFC 7748's vectors, random agreement, low-order points.
 HOST_TESTS += test_x25519
 test_x25519_SRCS := tests/host/test_x25519.c tests/host/tls_host.c $(MBEDTLS_HOST_LIB)
 $(BUILD)/host/test_x25519: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \

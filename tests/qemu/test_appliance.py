@@ -127,6 +127,17 @@ def test_metrics_parse(app):
     assert any(n.startswith("vireo_lwip_") for n in names)
 
 
+def test_halted_time_metric(app):
+    """vireo_loop_halted_microseconds_total: the guest's own idle time. An
+    idle appliance is halted most of a second; never longer than it ran."""
+    m0, t0 = app.metrics(), time.monotonic()
+    time.sleep(2)
+    m1, wall = app.metrics(), time.monotonic() - t0
+    h0, h1 = m0["vireo_loop_halted_microseconds_total"], m1["vireo_loop_halted_microseconds_total"]
+    assert 0 < h0 <= m0["vireo_uptime_seconds"] * 1e6 + 1e6
+    assert 0.5 * wall <= (h1 - h0) / 1e6 <= wall + 0.5, (h0, h1, wall)
+
+
 @pytest.mark.parametrize("raw,status", [
     (b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n", 404),
     (b"GARBAGE\r\n\r\n", 400),
