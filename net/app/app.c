@@ -225,6 +225,9 @@ static void app_loop_metrics(struct metrics_buf *b)
 		       loop_stats.iterations);
 	metrics_simple(b, "vireo_loop_halts_total", METRICS_COUNTER, "Times the loop halted for an interrupt",
 		       loop_stats.halts);
+	metrics_simple(b, "vireo_loop_busy_ns_total", METRICS_COUNTER,
+		       "Nanoseconds since boot not spent halted (the interrupt that ends a halt counts as halted)",
+		       loop_busy_ns());
 	metrics_simple(b, "vireo_loop_work_runs_total", METRICS_COUNTER, "Work items run", loop_stats.work_runs);
 	metrics_simple(b, "vireo_loop_timers_fired_total", METRICS_COUNTER, "Timers fired", loop_stats.timers_fired);
 }

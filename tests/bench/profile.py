@@ -139,9 +139,15 @@ def main():
             by = collections.Counter(sym(c) for r, c in zip(rips, callers) if sym(r) == name)
             line += "  <- " + ", ".join(f"{k} {v}" for k, v in by.most_common(3))
         print(line)
+    busy = after.get("vireo_loop_busy_ns_total", 0) - before.get("vireo_loop_busy_ns_total", 0)
+    reqs = fig.get("req_s", 0) * a.seconds
+    if busy and reqs:
+        # includes the /metrics read after the run and the time QMP samples stop the vCPU
+        print(f"guest busy {busy / 1e9:.2f} s of ~{a.seconds} s ({100 * busy / 1e9 / a.seconds:.0f}%), "
+              f"{busy / 1e3 / reqs:.1f} us per request")
     print("/metrics over the run:")
     for k in sorted(after):
-        if k.startswith(("vireo_vnet_tx", "vireo_netif_tx", "vireo_lwip_heap_pages", "vireo_lwip_mem_")) \
+        if k.startswith(("vireo_vnet_tx", "vireo_netif_tx", "vireo_lwip_heap_pages", "vireo_lwip_mem_", "vireo_loop_")) \
                 or k in TX_KEYS:
             d = after[k] - before.get(k, 0)
             print(f"  {k} {before.get(k, 0):.0f} -> {after[k]:.0f} ({d:+.0f})")
