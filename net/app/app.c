@@ -228,6 +228,9 @@ static void app_loop_metrics(struct metrics_buf *b)
 	metrics_simple(b, "vireo_loop_busy_ns_total", METRICS_COUNTER,
 		       "Nanoseconds since boot not spent halted (the interrupt that ends a halt counts as halted)",
 		       loop_busy_ns());
+	metrics_simple(b, "vireo_loop_timer_writes_total", METRICS_COUNTER,
+		       "LAPIC timer programmings (armed before a halt only when the deadline changed or it fired)",
+		       loop_stats.timer_writes);
 	metrics_simple(b, "vireo_loop_work_runs_total", METRICS_COUNTER, "Work items run", loop_stats.work_runs);
 	metrics_simple(b, "vireo_loop_timers_fired_total", METRICS_COUNTER, "Timers fired", loop_stats.timers_fired);
 }
