@@ -167,7 +167,7 @@ IMAGE := $(OUT)/vireo.img
 PVH   := $(OUT)/vireo.elf
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
-	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks bench-upload bench-tls bench-kv params \
+	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks bench-upload bench-tls bench-1m bench-kv params \
 	bench-iommu bench-migration qemu-current test-qemu-current
 all: $(EFI) $(PVH)
 
@@ -404,6 +404,12 @@ bench-boot: deps-test $(IMAGE)
 bench: deps-test
 	$(Q)MAKE="$(MAKE)" tests/bench/bench.sh
 
+# A 1 MiB body side by side: vireo built with /1m.bin (build/bench-1m/) and
+# the nginx peer with /www/1m.bin added to its initramfs, through the shared
+# harness with /1m.bin as its large file (tests/bench/bench_1m.sh).
+bench-1m: deps-test
+	$(Q)MAKE="$(MAKE)" tests/bench/bench_1m.sh
+
 # HTTPS side by side: vireo (make TLS=1, built into build/bench-tls/) and the
 # nginx peer serving HTTPS, through the shared harness's run.sh --tls.
 bench-tls: deps-test
@@ -525,6 +531,9 @@ help:
 	@echo "  make bench-tls  HTTPS: vireo (TLS=1) vs nginx serving HTTPS, shared harness --tls:"
 	@echo "                  https req/s c1/c32, 64 KiB MB/s, handshakes/s (BENCH_REPS=1"
 	@echo "                  BENCH_DURATION=5 BENCH_MEM=256; about 6 min; needs root)"
+	@echo "  make bench-1m   1 MiB body: vireo (APP_EXTRA with 1m.bin) vs nginx with /www/1m.bin"
+	@echo "                  added, shared harness: 612 B req/s and 1 MiB MB/s at c1/c32"
+	@echo "                  (BENCH_REPS=1 BENCH_DURATION=5 BENCH_MEM=256; needs root)"
 	@echo "  make bench-upload  upload MB/s through TCP echo, receive TSO on and off (tap;"
 	@echo "                  BENCH_REPS=3 BENCH_MIB=16 BENCH_MEM=256; about 2 min; needs root)"
 	@echo "  make bench-dns  apps/dns: queries/s and p50/p99 latency, 1 and 32 in flight (dnsperf;"

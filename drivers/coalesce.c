@@ -16,7 +16,9 @@
  *   fraction u of the CPU (time not halted, which the caller counts). Then:
  *     u >= 1/2 and f < COAL_AMORTISED: step up to the least k with
  *       F_k >= 2f, so the count is above what polling gathers by itself
- *       (a smaller step would change nothing and be undone);
+ *       (a smaller step would change nothing and be undone), unless R
+ *       does not bring F_k frames within the hold (F_k > R x hold): then
+ *       the timer would end every batch, a pure delay;
  *     u < 1/4: step down one profile (the CPU has room again);
  *     otherwise stay (hysteresis).
  *
@@ -121,6 +123,7 @@ static void coal_idle_reset(struct coal_policy *p, u64 now, u64 busy)
 static void coal_decide(struct coal_policy *p, u64 fps, u32 frames, u32 wakeups, u64 busy, u64 elapsed)
 {
 	bool held = p->hold > 0;
+	unsigned k;
 
 	if (held)
 		p->hold--;
@@ -147,12 +150,19 @@ static void coal_decide(struct coal_policy *p, u64 fps, u32 frames, u32 wakeups,
 		return;
 	if (p->level >= coal_top_level(p))
 		return;
+	k = MAX(coal_level_above(p, frames, wakeups), p->level + 1u);
+	/* A count the rate does not fill within the hold: the timer, not the
+	 * count, would end every batch, each frame waiting for it (a
+	 * request/response flow at one connection: a request or an ACK
+	 * alone, held up to COAL_ADAPT_USECS on the critical path). */
+	if ((NS_PER_S << k) > fps * (COAL_ADAPT_USECS * 1000u))	/* 2^k >= F_k */
+		return;
 	p->prev_level = p->level;
 	p->probe_fps = fps;
 	p->probe_frames = frames;
 	p->probe_wakeups = wakeups;
 	p->probing = true;
-	coal_set_level(p, MAX(coal_level_above(p, frames, wakeups), p->level + 1u));
+	coal_set_level(p, k);
 }
 
 void coal_init(struct coal_policy *p, enum coal_mode mode, u16 frames, u32 usecs)

@@ -45,6 +45,7 @@ void loop_reset(void);
 struct loop_stats {
 	u64 iterations, halts, work_runs, timers_fired;
 	u64 idle_tsc;	/* TSC ticks spent halted */
+	u64 timer_writes;	/* LAPIC timer programmings by time_arm() */
 };
 extern struct loop_stats loop_stats;
 

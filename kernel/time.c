@@ -24,6 +24,7 @@
 #include "kernel/loop.h"
 #include "kernel/string.h"
 #include "kernel/time.h"
+#include "kernel/timerq.h"
 
 #define PIT_HZ 1193182ULL
 #define PM_TIMER_HZ 3579545ULL
@@ -52,6 +53,9 @@ static u8 pm_bits;
 static const char *reference = "pit";
 static u64 tsc_mult;	/* ns = ticks * tsc_mult >> 32 */
 static u64 lapic_mult;	/* lapic ticks = ns * lapic_mult >> 32 */
+/* What the LAPIC timer is programmed for: the loop arms it before every
+ * halt, mostly for the deadline it already waits for (kernel/timerq.h). */
+static struct oneshot lapic_arm;
 
 static void time_refine_start(void);
 
@@ -303,6 +307,7 @@ done:
 		lapic_hz = 1;
 	tsc_mult = (NSEC_PER_SEC << 32) / tsc_hz;
 	lapic_mult = (lapic_hz << 32) / NSEC_PER_SEC;
+	oneshot_init(&lapic_arm);	/* calibration reprogrammed the timer */
 	time_refine_start();
 }
 
@@ -434,6 +439,9 @@ void time_arm(u64 deadline_ns)
 {
 	u64 now, ticks;
 
+	if (!oneshot_need(&lapic_arm, deadline_ns))
+		return;	/* already set for it, and not fired yet */
+	loop_stats.timer_writes++;
 	if (deadline_ns == UINT64_MAX) {
 		lapic_timer_oneshot(0);	/* stop: only interrupts wake us */
 		return;
@@ -446,7 +454,10 @@ void time_arm(u64 deadline_ns)
 
 void time_irq(void)
 {
-	/* Nothing to do here: waking the halted loop is the point. */
+	/* Waking the halted loop is the point; the next time_arm() programs
+	 * the timer again, even for the same deadline (it may have fired
+	 * early: a far deadline is cut to 2^32 ticks). */
+	oneshot_fired(&lapic_arm);
 }
 
 void time_udelay(u64 us)

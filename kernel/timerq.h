@@ -35,4 +35,37 @@ u64 timerq_next(const struct timerq *q);
  * timerq_run on q from a callback returns 0. Returns the number fired. */
 unsigned timerq_run(struct timerq *q, u64 now);
 
+/* What a one-shot hardware timer (the LAPIC's) was last programmed for, so
+ * that the loop, which arms it before every halt, writes the device only
+ * when the deadline changed or the timer has fired since: each write is an
+ * emulated register access (under TCG, a trip through QEMU's device model
+ * and its lock), and most halts wait for the same nearest deadline as the
+ * one before. */
+struct oneshot { u64 deadline; bool armed; };
+
+/* Nothing programmed yet: the next oneshot_need() says yes. */
+static inline void oneshot_init(struct oneshot *o)
+{
+	o->deadline = 0;
+	o->armed = false;
+}
+
+/* Whether the timer must be programmed to fire at `deadline` (UINT64_MAX:
+ * stopped); records it as programmed when so. */
+static inline bool oneshot_need(struct oneshot *o, u64 deadline)
+{
+	if (o->armed && o->deadline == deadline)
+		return false;
+	o->deadline = deadline;
+	o->armed = true;
+	return true;
+}
+
+/* The timer fired (its interrupt ran), or was programmed behind our back:
+ * the next oneshot_need() says yes whatever the deadline. */
+static inline void oneshot_fired(struct oneshot *o)
+{
+	o->armed = false;
+}
+
 #endif

@@ -104,6 +104,11 @@ static const u16_t pool_budget[MEMP_MAX] = {
  * for n plus mem.c's size header). */
 #define HEAP_COST(n) ((u32)segheap_block_bytes(MEM_HDR + LWIP_MEM_ALIGN_SIZE(n)))
 
+/* lwipopts.h's heap worst case counts a PCB as a 320-byte block and its
+ * send queue as 96 pbufs: a change to either must redo that sum. */
+_Static_assert(sizeof(struct tcp_pcb) + 8 <= 320 && TCP_SND_QUEUELEN <= 96,
+	       "redo the heap worst case in net/lwipopts.h");
+
 static bool lwip_port_pcb_is_orphan(const struct tcp_pcb *pcb)
 {
 	if (pcb->callback_arg != NULL)

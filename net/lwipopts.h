@@ -80,12 +80,12 @@
  *
  * Worst case of lwIP's heap, by kind of connection (x86_64 sizes; a block is
  * the request plus mem.c's 8-byte header, rounded up to its class,
- * segheap_block_bytes(): tcp_pcb 272 -> 288 (LWIP_TCP_KEEPALIVE adds
- * keep_idle/intvl/cnt), tcp_seg 32 -> 48, a ROM/REF pbuf 24 -> 32, a heap
+ * segheap_block_bytes(): tcp_pcb 296 -> 320 (LWIP_TCP_KEEPALIVE adds
+ * keep_idle/intvl/cnt, LWIP_WND_SCALE 32-bit windows), tcp_seg 32 -> 48, a ROM/REF pbuf 24 -> 32, a heap
  * pbuf 24 + 80 (struct and TCP/IPv6/Ethernet header room) + its data: 112
  * with no data, and above 128 bytes a class is at most 1.26 x the request,
  * so <= 141 + 1.26 x data). One TCP PCB holds at most
- *   the PCB                                                       288
+ *   the PCB                                                       320
  *   its send queue: TCP_SND_QUEUELEN (96) pbufs, lwIP refuses more
  *     tcp_write()s; each pbuf <= 141 + 1.26 x its copied bytes, each
  *     segment at least one pbuf, so <= 96 x (141 + 48)            18144
@@ -93,7 +93,7 @@
  *   out-of-order segments: TCP_OOSEQ_MAX_PBUFS (8) x 48             384
  *     (their data: the driver's zero-copy pages, or copies counted
  *     once for all PCBs under "received data" below)
- * = 18816 + 1.26 x copied bytes. Copied bytes: the HTTP server copies heads,
+ * = 18848 + 1.26 x copied bytes. Copied bytes: the HTTP server copies heads,
  * error pages and /metrics only while less than 8192 bytes are unacked
  * (server.c HTTP_COPY_INFLIGHT; site bodies are PBUF_ROM into rodata), and
  * never with TCP_WRITE_FLAG_MORE, so lwIP does not round a copy up to an MSS
@@ -102,23 +102,23 @@
  * VIREO_RXMEM_BULK_MAX (2) connections holding a bulk window (net/rxmem.c);
  * an app's TCP service 4096 (VIREO_TCP_INFLIGHT, include/vireo/net.h), so
  * W_echo covers those too.
- *   W_http = 18816 + 10322 = 29138        W_echo = 18816 + 7359 = 26175
- *   W_bulk = 18816 + 58868 = 77684 (an echo connection with a bulk window)
+ *   W_http = 18848 + 10322 = 29170        W_echo = 18848 + 7359 = 26207
+ *   W_bulk = 18848 + 58868 = 77716 (an echo connection with a bulk window)
  *
- *   live HTTP: 64 (the server's table) x W_http                 1864832
+ *   live HTTP: 64 (the server's table) x W_http                 1866880
  *   live echo and app TCP services together (16; only echo
- *     connections take bulk windows): 14 x W_echo + 2 x W_bulk      521818
+ *     connections take bulk windows): 14 x W_echo + 2 x W_bulk      522330
  *   orphans (closed by the application, lwIP still sending our
  *     data and FIN): the port keeps <= VIREO_LWIP_ORPHANS_BYTES of
  *     them by its own estimate (net/lwip_port.c lwip_port_pcb_cost(),
  *     block sizes from segheap), plus the one just closed, at most
  *     W_bulk (an orphan keeps its grant, so it counts among the 2):
- *     524288 + W_bulk                                           601972
+ *     524288 + W_bulk                                           602004
  *   half-open and not yet accepted: listen backlogs 32 (HTTP) + 4
  *     (echo) + 4 x 4 (app TCP services) x (PCB + SYN-ACK segment:
- *     288 + 48 + 112)                                               23296
+ *     320 + 48 + 112)                                               24960
  *   listening PCBs: 8 x 112                                          896
- *   TIME_WAIT: VIREO_LWIP_TIME_WAIT_MAX x 288 (queues are empty)   147456
+ *   TIME_WAIT: VIREO_LWIP_TIME_WAIT_MAX x 320 (queues are empty)   163840
  *   refused connections: aborted in the accept callback              0
  *   packets waiting for ARP/ND (lwIP: ARP_QUEUE_LEN 3 x
  *     ARP_TABLE_SIZE 10, and as many for ND6) x 1632 (a frame copy) 97920
@@ -128,22 +128,22 @@
  *     plus one batch of receive-TSO frames), reassembly 2 x 16
  *     copies ~50 KiB: 550112, x 1.26 for rounding                 693141
  *   DHCP, MLD, ND, timers                                            8192
- *                                                          total  3963619
+ *                                                          total  3984259
  * i.e. 3.8 MiB of the 4 MiB heap, whatever the number or kind of connections
  * a remote party opens: every term is a count a limit above or in the
- * application caps times a per-PCB bound. The rest (225 KiB, 5.5%, 28 pages)
+ * application caps times a per-PCB bound. The rest (205 KiB, 5.0%, 25 pages)
  * is for pages partly full: a class keeps a page while one of its slots is
  * live, and a page empty again goes back to the pool for any class.
  * make TLS=1 adds (net/app/https.h): the HTTPS connections are among the 64
  * and count their queue encrypted, framing included, against the same 8192,
  * except the at most HTTPS_BULK_MAX (2) holding a bulk grant, 32768
- * (HTTPS_BULK_INFLIGHT): W_tls = 18816 + 41288 = 60104, so
+ * (HTTPS_BULK_INFLIGHT): W_tls = 18848 + 41288 = 60136, so
  *   2 x (W_tls - W_http)                                          +61932
  *   the altcp layers: an altcp_pcb (88 + 8 -> 96) for each of the 80 live
  *     connections, and for the 64 TLS ones one more and altcp_tls's
  *     state (456 + 8 -> 512): 80 x 96 + 64 x 608                  +46592
- *                                                     TLS=1 total  4072143
- * i.e. 3.9 MiB, 119 KiB (2.9%) left for pages partly full. Also outside the
+ *                                                     TLS=1 total  4092783
+ * i.e. 3.9 MiB, 99 KiB (2.4%) left for pages partly full. Also outside the
  * sum in either build: a handshake's own flight (the chain, written by
  * mbedTLS before any response; at most https.handshakes= at once). Not in
  * this sum: frames no TCP
@@ -172,7 +172,7 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
 /* The port aborts the oldest TIME_WAIT PCBs beyond this many, every TCP timer
  * tick (lwIP's own TIME_WAIT reaping runs only once PCB allocation fails,
  * i.e. once the whole heap is gone). Linux's tcp_max_tw_buckets does the
- * same. 512 x 288 bytes = 144 KiB; 2 x TCP_MSL stays the default 2 min. */
+ * same. 512 x 320 bytes = 160 KiB; 2 x TCP_MSL stays the default 2 min. */
 #define VIREO_LWIP_TIME_WAIT_MAX	512
 
 /* The port aborts half-open (SYN_RCVD) PCBs older than this (lwIP keeps them
@@ -380,27 +380,42 @@ void vireo_tls_handshake_hook(struct altcp_pcb *conn, struct mbedtls_ssl_context
 struct tcp_pcb;
 __UINT32_TYPE__ rxmem_wnd_max(const struct tcp_pcb *pcb);	/* net/rxmem.c */
 #define TCP_WND_MAX(pcb)		((tcpwnd_size_t)rxmem_wnd_max(pcb))
-/* Responses: up to 44 MSS (64240 bytes, the largest window without window
- * scaling) queued per connection, so a 64 KiB file goes out in one burst as
- * fast as the peer's window and lwIP's congestion window allow. Measured
- * under TCG with user networking: 8 MSS gave 188 requests/s for /64k.bin at
- * one connection, 44 MSS 606 (the ACK clock, not the bytes, was the limit).
- * Bodies are zero-copy, so this costs headers only (budget above). */
-#define TCP_SND_BUF			(44 * TCP_MSS)
-/* A full TCP_SND_BUF of site body takes 2 pbufs per segment (header, ROM
- * body): 88, and 8 more for heads and small writes. lwIP requires at least
- * 2 x TCP_SND_BUF / TCP_MSS. This count bounds a PCB's queue in the heap
- * budget above (4 per segment, 176, would be 14 KiB more per PCB). */
-#define TCP_SND_QUEUELEN		((2 * TCP_SND_BUF) / TCP_MSS + 8)
+/* Responses: up to 46 MSS (67160 bytes) queued per connection, so a whole
+ * 64 KiB file with its head (65,683 bytes) goes out in one burst as fast as
+ * the peer's window and lwIP's congestion window allow. Measured under TCG
+ * with user networking: 8 MSS gave 188 requests/s for /64k.bin at one
+ * connection, 44 MSS 606 (the ACK clock, not the bytes, was the limit).
+ * 44 MSS (64240, the largest window without scaling) left the response's
+ * last 1,443 bytes waiting a round trip for the ACK of the first 44
+ * segments on every keep-alive request (docs/benchmarks.md, "64 KiB at one
+ * connection"); past 65,535 bytes the peer's window must be scaled
+ * (LWIP_WND_SCALE below). Bodies are zero-copy, so this costs headers only
+ * (budget above). */
+#define TCP_SND_BUF			(46 * TCP_MSS)
+/* A 64 KiB response takes 2 pbufs per segment (header, ROM body) over 45
+ * segments, 91 with the head's copy: 92 (2 x TCP_SND_BUF / TCP_MSS, lwIP's
+ * minimum) and 4 more for heads and small writes. A full queue makes
+ * tcp_write() refuse more (ERR_MEM) until ACKs free pbufs. This count bounds
+ * a PCB's queue in the heap budget above (4 per segment, 184, would be
+ * 16 KiB more per PCB). */
+#define TCP_SND_QUEUELEN		((2 * TCP_SND_BUF) / TCP_MSS + 4)
 #define TCP_QUEUE_OOSEQ			1
 #define TCP_OOSEQ_MAX_BYTES		TCP_WND	/* per PCB */
 #define TCP_OOSEQ_MAX_PBUFS		8	/* per PCB: stops tiny-segment floods */
 #define TCP_LISTEN_BACKLOG		1
-/* Bounds half-open PCBs per listener: 32 x 288 B = 9 KiB; past it SYNs get
+/* Bounds half-open PCBs per listener: 32 x 320 B = 10 KiB; past it SYNs get
  * cookies and cost nothing to hold. */
 #define TCP_DEFAULT_LISTEN_BACKLOG	32
 #define LWIP_TCP_KEEPALIVE		1	/* idle keep-alive connections get probed */
-#define LWIP_WND_SCALE			0
+/* Window scaling (RFC 7323) for what we send: a peer that offers it may
+ * announce more than 64 KiB, which a 64 KiB response plus its head needs to
+ * leave in one flight. Our own receive window keeps scale 0 (TCP_WND and
+ * the bulk grants stay below 65,536), so nothing about what a peer can make
+ * us hold changes. lwIP offers the option in a SYN-ACK only when the SYN
+ * had it; a SYN cookie's SYN-ACK never does (net/syncookie.c). Costs 24 B
+ * per PCB (32-bit windows; the budget above). */
+#define LWIP_WND_SCALE			1
+#define TCP_RCV_SCALE			0
 #define LWIP_TCP_SACK_OUT		0
 #define LWIP_TCP_TIMESTAMPS		0
 

@@ -85,7 +85,7 @@ static u64 lwip_deadline = ~0ULL;
 static u16 check_flags;		/* the netif's checksum flags outside a CSUM_OK input */
 static bool tso;		/* frames go through net/tso_out.c */
 
-#define TX_BACKLOG_MAX 4096	/* frames: 64 connections x a full TCP_SND_BUF (44) fit */
+#define TX_BACKLOG_MAX 4096	/* frames: 64 connections x a full TCP_SND_BUF (46) fit */
 static struct pbuf **backlog;	/* FIFO of frames waiting for ring space */
 static unsigned bl_head, bl_len;
 static bool bl_flushing;

@@ -8,8 +8,8 @@
 /* Slot sizes, multiples of 8. Up to 128 in steps of 16 (so a request above
  * 16 bytes wastes at most 15); above, each step is at most 1.26x the one
  * below, and from 512 on the sizes are SEGHEAP_PAGE / k rounded down to 8,
- * so a page of them wastes less than 8 x k bytes. 288 is a tcp_pcb with
- * lwIP's 8-byte size header (272 + 8, rounded), 48 a tcp_seg (32 + 8). */
+ * so a page of them wastes less than 8 x k bytes. 320 is a tcp_pcb with
+ * lwIP's 8-byte size header (296 + 8, rounded), 48 a tcp_seg (32 + 8). */
 static const u16 class_size[SEGHEAP_NCLASS] = {
 	16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 288, 320, 384, 448,
 	512, 584, 680, 816, 1024, 1168, 1360, 1632, 2048,

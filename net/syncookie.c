@@ -24,8 +24,10 @@
  * that connection is an ordinary one under the application's connection
  * limit, to a spoofed address that never answers.
  *
- * What a cookie cannot carry: window scaling and SACK (lwIP uses neither,
- * LWIP_WND_SCALE and LWIP_TCP_SACK_OUT are 0) and timestamps (off too),
+ * What a cookie cannot carry: window scaling (lwIP scales the windows it
+ * is sent, LWIP_WND_SCALE; the SYN-ACK built here does not offer the
+ * option, so a cookie connection runs unscaled both ways, its send window
+ * at most 65,535 bytes), SACK (LWIP_TCP_SACK_OUT is 0) and timestamps (off),
  * and an MSS other than the four below: a cookie connection uses the
  * largest table entry not above the client's MSS. */
 #include "kernel/random.h"

@@ -226,6 +226,9 @@ static void app_loop_metrics(struct metrics_buf *b)
 		       loop_stats.iterations);
 	metrics_simple(b, "vireo_loop_halts_total", METRICS_COUNTER, "Times the loop halted for an interrupt",
 		       loop_stats.halts);
+	metrics_simple(b, "vireo_loop_timer_writes_total", METRICS_COUNTER,
+		       "LAPIC timer programmings (armed before a halt only when the deadline changed or it fired)",
+		       loop_stats.timer_writes);
 	metrics_simple(b, "vireo_loop_work_runs_total", METRICS_COUNTER, "Work items run", loop_stats.work_runs);
 	metrics_simple(b, "vireo_loop_timers_fired_total", METRICS_COUNTER, "Timers fired", loop_stats.timers_fired);
 	/* The guest's own idle time (halted in the loop), so a profile can tell

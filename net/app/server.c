@@ -656,7 +656,8 @@ static void server_respond(struct conn *c)
 static size_t server_tls_room(struct conn *c, size_t left)
 {
 	struct tcp_pcb *tpcb = app_tcp_pcb(c->link.pcb);
-	u32 queued = (u32)TCP_SND_BUF - MIN((u32)tcp_sndbuf(tpcb), (u32)TCP_SND_BUF);
+	/* snd_buf itself: tcp_sndbuf() stops at 65,535, below TCP_SND_BUF */
+	u32 queued = (u32)TCP_SND_BUF - MIN((u32)tpcb->snd_buf, (u32)TCP_SND_BUF);
 	u32 cap = HTTP_COPY_INFLIGHT;
 
 	if (!c->bulk && queued + left + TLS_RECORD_FRAMING_MAX > HTTP_COPY_INFLIGHT) {

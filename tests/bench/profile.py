@@ -188,9 +188,15 @@ def main():
         print(f"QEMU thread {name}: on a host CPU {100.0 * run / elapsed:.1f}%, "
               f"runnable but waiting for one {100.0 * wait / elapsed:.1f}%"
               + (f", {1e3 * run / nreq:.2f} ms of host CPU per request" if nreq else ""))
+    reqs = fig.get("req_s", 0) * a.seconds
+    if halted and reqs:
+        # busy = not halted; includes the /metrics read after the run and the
+        # time QMP samples stop the vCPU
+        busy = elapsed - halted / 1e6
+        print(f"guest busy {busy:.2f} s of {elapsed:.1f} s, {1e6 * busy / reqs:.1f} us per request")
     print("/metrics over the run:")
     for k in sorted(after):
-        if k.startswith(("vireo_vnet_tx", "vireo_netif_tx", "vireo_lwip_heap_pages", "vireo_lwip_mem_")) \
+        if k.startswith(("vireo_vnet_tx", "vireo_netif_tx", "vireo_lwip_heap_pages", "vireo_lwip_mem_", "vireo_loop_")) \
                 or k in TX_KEYS:
             d = after[k] - before.get(k, 0)
             print(f"  {k} {before.get(k, 0):.0f} -> {after[k]:.0f} ({d:+.0f})")

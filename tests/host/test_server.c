@@ -558,6 +558,56 @@ static void test_64k(void **state)
 	cl_close(&c);
 }
 
+/* The server's end of c's connection. */
+static struct tcp_pcb *server_pcb_of(const struct client *c)
+{
+	struct tcp_pcb *p;
+
+	for (p = tcp_active_pcbs; p; p = p->next)
+		if (p->local_port == HTTP_PORT && p->remote_port == c->pcb->local_port)
+			return p;
+	return NULL;
+}
+
+/* A 64 KiB file and its head are handed to lwIP in one go, before any ACK:
+ * with TCP_SND_BUF at 44 MSS (64240 bytes) the last 1,443 bytes waited a
+ * round trip for the ACK of the first 44 segments on every keep-alive
+ * request. The client offers window scaling (lwIP does with
+ * LWIP_WND_SCALE), which a peer's window needs to reach past 65,535 bytes,
+ * and the server takes it. Pure ACKs from the client are lost meanwhile,
+ * so nothing queued is freed before the check. */
+static void test_64k_one_flight(void **state)
+{
+	const struct site_file *f = site_lookup("/64k.bin");
+	struct tcp_pcb *srv;
+	struct client c;
+	struct resp r;
+	u64 tx0;
+	u32 queued;
+
+	assert_non_null(f);
+	cl_open(&c, V4, HTTP_PORT);
+	srv = server_pcb_of(&c);
+	assert_non_null(srv);
+	assert_true(srv->flags & TF_WND_SCALE);
+	assert_int_equal(srv->rcv_scale, 0);	/* our receive window is not scaled */
+	bh_lo = c.pcb->local_port;
+	bh_hi = (u16)(bh_lo + 1);
+	tx0 = http_server_stats.tx_bytes;
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	run_ms(20);
+	queued = srv->snd_lbb - srv->lastack;
+	assert_int_equal(queued, http_server_stats.tx_bytes - tx0);
+	if (queued <= 65536)
+		fail_msg("only %u bytes of the response queued before an ACK", queued);
+	bh_lo = bh_hi = 0;
+	assert_true(cl_response(&c, false, &r));
+	expect_file_head(&r, f, true);
+	assert_int_equal(r.body_len, 65536);
+	assert_int_equal(queued, r.head_len + 65536);
+	cl_close(&c);
+}
+
 /* Every line is a comment (# HELP / # TYPE) or "name{labels} value", and
  * every sample's family was declared before it. */
 static void check_exposition(const char *text, size_t len)
@@ -1498,6 +1548,7 @@ int main(void)
 		T(test_http10),
 		T(test_client_half_close),
 		T(test_64k),
+		T(test_64k_one_flight),
 		T(test_metrics),
 		T(test_metrics_writer),
 		T(test_connection_limit),

@@ -269,6 +269,63 @@ static void test_randomized_against_model(void **state)
 	norder = 0;
 }
 
+/* ---- oneshot: the LAPIC arm cache ---- */
+
+static void test_oneshot_basic(void **state)
+{
+	struct oneshot o;
+
+	(void)state;
+	oneshot_init(&o);
+	assert_true(oneshot_need(&o, 1000));
+	assert_false(oneshot_need(&o, 1000));	/* same deadline, not fired */
+	assert_true(oneshot_need(&o, 900));	/* a nearer one */
+	assert_true(oneshot_need(&o, 1000));	/* and back */
+	oneshot_fired(&o);
+	assert_true(oneshot_need(&o, 1000));	/* fired early (a far deadline, rounding) */
+	assert_true(oneshot_need(&o, UINT64_MAX));
+	assert_false(oneshot_need(&o, UINT64_MAX));
+	oneshot_init(&o);
+	assert_true(oneshot_need(&o, 0));	/* nothing programmed yet, even for 0 */
+}
+
+/* Against a model of the device: after every arm the hardware is set to
+ * fire at the deadline asked for (or stopped for UINT64_MAX), whatever
+ * mix of fires, early fires and changing deadlines came before; and the
+ * device is written only when that was not already so. */
+static void test_oneshot_against_device(void **state)
+{
+	static const u64 dl[] = { 100, 200, 300, UINT64_MAX };
+	struct oneshot o;
+	u64 hw = UINT64_MAX;	/* what the device will fire at; MAX: nothing */
+	unsigned writes = 0, arms = 0;
+
+	(void)state;
+	srand(7);
+	oneshot_init(&o);
+	for (int i = 0; i < 100000; i++) {
+		int op = rand() % 4;
+
+		if (op == 0 && hw != UINT64_MAX) {	/* the interrupt */
+			hw = UINT64_MAX;
+			oneshot_fired(&o);
+		} else {
+			u64 d = dl[rand() % 4];
+			bool already = hw == d;
+
+			arms++;
+			if (oneshot_need(&o, d)) {
+				hw = d;
+				writes++;
+			} else {
+				assert_true(already);
+			}
+			assert_true(hw == d);
+		}
+	}
+	assert_true(writes < arms);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -280,6 +337,8 @@ int main(void)
 		cmocka_unit_test_setup(test_cancel_other_from_callback, setup),
 		cmocka_unit_test_setup(test_add_from_callback, setup),
 		cmocka_unit_test_setup(test_randomized_against_model, setup),
+		cmocka_unit_test(test_oneshot_basic),
+		cmocka_unit_test(test_oneshot_against_device),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
