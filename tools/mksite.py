@@ -6,7 +6,9 @@ usage: mksite.py ROOT OUT.c [--extra NAME=SIZE ...]
 Every regular file under ROOT becomes one entry of site_files[], with its URL
 path, its bytes as a const (.rodata) array initialized by a string literal, its Content-Type and a quoted
 ETag (the first 16 hex digits of its SHA-256). Entries are sorted by URL path
-in byte order, which site_find() relies on for its binary search. The output
+in byte order, which site_find() relies on for its binary search. site_heads[]
+holds, entry for entry, the file's lines of its response head (Content-Type,
+Content-Length, ETag), made here once so that serving it formats nothing. The output
 depends only on file names and contents: no timestamps, no ROOT path.
 
 Dotfiles and dot-directories are skipped. Names outside [A-Za-z0-9._~-], names
@@ -55,6 +57,24 @@ TYPES = {
     "bin": "application/octet-stream",
 }
 DEFAULT_TYPE = "application/octet-stream"
+
+
+def c_str(s):
+    """s (printable ASCII but quote and backslash, CR, LF) as a C string literal."""
+    if any(c in s for c in '"\\') or any(not (c in "\r\n" or " " <= c <= "~") for c in s):
+        raise SiteError(f"cannot quote {s!r}")
+    return '"' + s.replace("\r", "\\r").replace("\n", "\\n") + '"'
+
+
+def head_entry(url, data, etag):
+    """The file's struct site_head (net/app/site.h): its Content-Type and
+    Content-Length lines, then its ETag line, as the runtime's
+    http_response_head() formats them (test_http compares them)."""
+    ctype = f"Content-Type: {content_type(url)}\r\n"
+    head = ctype + f"Content-Length: {len(data)}\r\n"
+    etag_line = f'ETag: "{etag}"\r\n'
+    quoted = etag_line.replace('"', '\\"').replace("\r", "\\r").replace("\n", "\\n")
+    return f'\t{{ {c_str(head)}, "{quoted}", {len(head)}, {len(ctype)}, {len(etag_line)} }},'
 
 
 class SiteError(Exception):
@@ -171,8 +191,13 @@ def emit(files):
             out.append(f'\t{{ "{url}", {ref}, {len(data)}, '
                        f'"{content_type(url)}", "\\"{etag}\\"", {mtime}ULL }},')
         out.append("};")
+        out.append("const struct site_head site_heads[] = {")
+        for url in urls:
+            out.append(head_entry(url, files[url], hashlib.sha256(files[url]).hexdigest()[:16]))
+        out.append("};")
     else:
         out.append("const struct site_file site_files[1];	/* unused: the site is empty */")
+        out.append("const struct site_head site_heads[1];")
     out.append(f"const size_t site_nfiles = {len(urls)};")
     return "\n".join(out) + "\n"
 

@@ -156,6 +156,22 @@ int vireo_resp_send(vireo_req r, int status, const char *type, const void *body,
 /* The same without copying: body must stay unchanged as long as the image
  * lives (rodata, the baked site). */
 int vireo_resp_send_static(vireo_req r, int status, const char *type, const void *body, size_t len);
+/*
+ * A file vireo_file_find() filled f with, served whole and zero-copy with
+ * its validators, formatting nothing per request (its head's lines were
+ * made when the site was: the fast path of the static site):
+ * 304 with its Content-Length and no body when vireo_req_not_modified(r,
+ * f->etag, f->mtime), else 200 with its Content-Type and bytes (none for
+ * HEAD); then ETag and, as vireo_resp_last_modified() adds it,
+ * Last-Modified, after any header added before. The bytes sent are the
+ * same as from vireo_resp_header(r, "ETag", f->etag),
+ * vireo_resp_last_modified(r, f->mtime) and vireo_resp_send_static().
+ * The runtime serves the file f names as it found it, whatever f's other
+ * fields say now. 0, -EINVAL (f NULL or not from vireo_file_find(), or
+ * the head does not fit: then 500 is sent), -EALREADY, -EPIPE.
+ */
+struct vireo_file;
+int vireo_resp_send_file(vireo_req r, const struct vireo_file *f);
 /* The runtime's canned HTML page for an error status (400..599). A 4xx
  * keeps the connection alive, a 5xx closes it. */
 int vireo_resp_error(vireo_req r, int status);

@@ -474,6 +474,7 @@ bool vireo_file_find(const char *path, struct vireo_file *f)
 	f->content_type = s->content_type;
 	f->etag = s->etag;
 	f->mtime = s->mtime;
+	f->priv = s;
 	return true;
 }
 

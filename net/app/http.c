@@ -672,6 +672,22 @@ void http_set_date_source(size_t (*fn)(char *buf, size_t size))
 	http_date_source = fn;
 }
 
+size_t http_date(char *buf, size_t size)
+{
+	size_t n;
+
+	if (!http_date_source || !size)
+		return 0;
+	n = http_date_source(buf, size);
+	if (!n)
+		return 0;
+	buf[size - 1] = '\0';
+	if (n >= size || buf[n] != '\0')	/* not the length it said: measure */
+		for (n = 0; buf[n]; n++)
+			;
+	return n;
+}
+
 size_t http_response_head(char *buf, size_t size, int status, const char *content_type,
 			  u64 content_length, bool keep_alive, const char *extra_headers)
 {
@@ -684,34 +700,38 @@ size_t http_response_head_len(char *buf, size_t size, int status, const char *co
 {
 	struct outbuf o = { buf, size, 0 };
 	char date[40];
+	size_t dl;
 
 	if (status < 100 || status > 599)
 		return 0;
-	outbuf_str(&o, "HTTP/1.1 ");
+	outbuf_lit(&o, "HTTP/1.1 ");
 	outbuf_u64(&o, (u64)status);
-	outbuf_str(&o, " ");
+	outbuf_lit(&o, " ");
 	outbuf_str(&o, http_reason(status));
-	outbuf_str(&o, "\r\nServer: vireo\r\n");
-	if (http_date_source && http_date_source(date, sizeof date)) {
-		date[sizeof date - 1] = '\0';
-		outbuf_str(&o, "Date: ");
-		outbuf_str(&o, date);
-		outbuf_str(&o, "\r\n");
+	outbuf_lit(&o, "\r\nServer: vireo\r\n");
+	dl = http_date(date, sizeof date);
+	if (dl) {
+		outbuf_lit(&o, "Date: ");
+		outbuf_mem(&o, date, dl);
+		outbuf_lit(&o, "\r\n");
 	}
 	if (content_type) {
-		outbuf_str(&o, "Content-Type: ");
+		outbuf_lit(&o, "Content-Type: ");
 		outbuf_str(&o, content_type);
-		outbuf_str(&o, "\r\n");
+		outbuf_lit(&o, "\r\n");
 	}
 	if (content_length) {
-		outbuf_str(&o, "Content-Length: ");
+		outbuf_lit(&o, "Content-Length: ");
 		outbuf_u64(&o, *content_length);
-		outbuf_str(&o, "\r\n");
+		outbuf_lit(&o, "\r\n");
 	}
-	outbuf_str(&o, keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n");
+	if (keep_alive)
+		outbuf_lit(&o, "Connection: keep-alive\r\n");
+	else
+		outbuf_lit(&o, "Connection: close\r\n");
 	if (extra_headers)
 		outbuf_str(&o, extra_headers);
-	outbuf_str(&o, "\r\n");
+	outbuf_lit(&o, "\r\n");
 	return o.len <= size ? o.len : 0;
 }
 

@@ -120,6 +120,11 @@ const char *http_reason(int status);
  * unknown (no Date then). NULL, the default, sends none. */
 void http_set_date_source(size_t (*fn)(char *buf, size_t size));
 
+/* The Date header's value from that source into buf[size] (size >= 40),
+ * NUL-terminated, and its length; 0 for no Date line. Every head the
+ * runtime writes takes its date from here. */
+size_t http_date(char *buf, size_t size);
+
 /*
  * Write a response head into buf:
  *   HTTP/1.1 <status> <reason>\r\n Server: vireo\r\n Content-Type: <type>\r\n

@@ -47,6 +47,7 @@
 #include "kernel/fmt.h"
 #include "kernel/loop.h"
 #include "kernel/mm.h"
+#include "kernel/outbuf.h"
 #include "kernel/time.h"
 #include "kernel/types.h"
 #include "kernel/wallclock.h"
@@ -58,8 +59,10 @@
 #include "net/app/api.h"
 #include "net/app/conntab.h"
 #include "net/app/https.h"
+#include "net/app/site.h"
 #include "net/lwip_port.h"
 #include "lwip/ip_addr.h"
+#include "vireo/files.h"
 #if LWIP_ALTCP_TLS
 #include "lwip/altcp_tls.h"
 #endif
@@ -972,18 +975,21 @@ u64 vireo_resp_last_modified(vireo_req r, u64 mtime)
 
 /* If-None-Match decides when present; otherwise If-Modified-Since (RFC
  * 9110 13.1.3, 13.2.2), where a date we cannot read is no condition. */
+static bool server_not_modified(const struct conn *c, const char *etag, u64 lm)
+{
+	u64 since;
+
+	if (c->parser.if_none_match)
+		return etag && http_etag_match(c->parser.if_none_match, etag);
+	return lm && c->parser.if_modified_since && wallclock_parse_http_date(c->parser.if_modified_since, &since) &&
+	       lm <= since;
+}
+
 bool vireo_req_not_modified(vireo_req r, const char *etag, u64 mtime)
 {
 	struct conn *c = server_xc(r);
-	u64 lm, since;
 
-	if (!c)
-		return false;
-	if (c->parser.if_none_match)
-		return etag && http_etag_match(c->parser.if_none_match, etag);
-	lm = server_lm(mtime);
-	return lm && c->parser.if_modified_since && wallclock_parse_http_date(c->parser.if_modified_since, &since) &&
-	       lm <= since;
+	return c && server_not_modified(c, etag, server_lm(mtime));
 }
 
 /* An HTTP token character (RFC 9110 5.6.2 tchar). */
@@ -1145,6 +1151,107 @@ int vireo_resp_send(vireo_req r, int status, const char *type, const void *body,
 int vireo_resp_send_static(vireo_req r, int status, const char *type, const void *body, size_t len)
 {
 	return server_app_send(r, status, type, body, len, false);
+}
+
+/* "Last-Modified: <date>\r\n" for lm (not 0) and its length; one line is
+ * kept, since the baked files share the build's time. 0 if the date does
+ * not format. */
+static size_t server_lm_line(u64 lm, const char **line)
+{
+	static struct {
+		u64 lm;
+		size_t len;
+		char line[48];
+	} k;
+	size_t n;
+
+	if (lm != k.lm) {
+		k.lm = lm;
+		k.len = 0;
+		__builtin_memcpy(k.line, "Last-Modified: ", 15);
+		n = wallclock_http_date(lm, k.line + 15, sizeof k.line - 17);
+		if (n) {
+			k.line[15 + n] = '\r';
+			k.line[16 + n] = '\n';
+			k.len = 17 + n;
+		}
+	}
+	*line = k.line;
+	return k.len;
+}
+
+int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
+{
+	static const char st200[] = "HTTP/1.1 200 OK\r\nServer: vireo\r\n";
+	static const char st304[] = "HTTP/1.1 304 Not Modified\r\nServer: vireo\r\n";
+	static const char ka[] = "Connection: keep-alive\r\n", cl[] = "Connection: close\r\n";
+	const struct site_file *f;
+	const struct site_head *h;
+	struct site_head made;
+	const char *head, *lm_line = NULL;
+	char date[40], lines[SITE_LINES_MAX];
+	size_t dl, hl, ll = 0, total;
+	bool keep, nm;
+	struct conn *c;
+	u64 lm;
+	char *p;
+	int err;
+
+	c = server_xc_unanswered(r, "vireo_resp_send_file", &err);
+	if (!c)
+		return err;
+	f = vf ? site_owned(vf->priv, &h) : NULL;
+	if (!f) {
+		api_misuse("vireo_resp_send_file: not a file vireo_file_find() found: refused");
+		return -EINVAL;
+	}
+	if (!h) {
+		/* No memory for the table's lines: the same bytes, made now. */
+		if (site_head_lines(f, &made, lines, sizeof lines) > sizeof lines) {
+			api_misuse("vireo_resp_send_file: %.64s: its head lines do not fit: refused", f->path);
+			return -EINVAL;
+		}
+		h = &made;
+	}
+	lm = server_lm(f->mtime);
+	nm = server_not_modified(c, f->etag, lm);
+	head = h->head + (nm ? h->cl_off : 0);
+	hl = h->head_len - (nm ? h->cl_off : 0);
+	if (lm)
+		ll = server_lm_line(lm, &lm_line);
+	dl = http_date(date, sizeof date);
+	keep = c->parser.keep_alive && !server.draining && !c->close_after;
+	total = (nm ? sizeof st304 : sizeof st200) - 1 + (dl ? dl + 8 : 0) + hl + (keep ? sizeof ka : sizeof cl) - 1 +
+		c->xhdr_len + h->etag_line_len + ll + 2;
+	if (total > sizeof c->out) {
+		api_misuse("vireo_resp_send_file: %.64s with its headers does not fit: 500 sent", f->path);
+		server_respond_error(c, 500, c->parser.method == HTTP_METHOD_HEAD);
+		server_kick(c);
+		return -EINVAL;
+	}
+	/* The order of http_response_head(): status, Server, Date, Content-Type,
+	 * Content-Length, Connection, then the extra lines. */
+	p = nm ? outbuf_put(c->out, st304, sizeof st304 - 1) : outbuf_put(c->out, st200, sizeof st200 - 1);
+	if (dl) {
+		p = outbuf_put(p, "Date: ", 6);
+		p = outbuf_put(p, date, dl);
+		p = outbuf_put(p, "\r\n", 2);
+	}
+	p = outbuf_put(p, head, hl);
+	p = keep ? outbuf_put(p, ka, sizeof ka - 1) : outbuf_put(p, cl, sizeof cl - 1);
+	p = outbuf_put(p, c->xhdr, c->xhdr_len);
+	p = outbuf_put(p, h->etag_line, h->etag_line_len);
+	p = outbuf_put(p, lm_line, ll);
+	p = outbuf_put(p, "\r\n", 2);
+	c->out_len = (u16)(p - c->out);
+	c->body = f->data;
+	c->body_len = nm || c->parser.method == HTTP_METHOD_HEAD ? 0 : f->len;
+	c->body_copy = false;
+	c->close_after = !keep;
+	server_count_response(nm ? 304 : 200);
+	server_start_send(c);
+	server_kick(c);
+	return 0;
 }
 
 int vireo_resp_error(vireo_req r, int status)

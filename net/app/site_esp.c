@@ -189,6 +189,7 @@ void site_esp_boot(const struct boot_info *bi)
 	for (u32 i = 0; i < bi->site_nfiles; i++)
 		bytes += files[i].len;
 	site_use(files, bi->site_nfiles);
+	site_use_heads(site_heads_make(files, bi->site_nfiles));	/* NULL: served the slower way */
 	kprintf("site: %u files, %lu bytes from " BOOT_SITE_PATH " (instead of the built-in site)\n",
 		bi->site_nfiles, (unsigned long)bytes);
 }

@@ -17,7 +17,10 @@
 #include "net/app/http.h"
 #include "net/app/metrics.h"
 #include "net/app/server.h"
+#include "net/app/site.h"
 #include "net/lwip_port.h"
+#include "kernel/time.h"
+#include "kernel/wallclock.h"
 #include "tests/host/lwip_wire.h"
 #include "vireo/vireo.h"
 
@@ -111,6 +114,57 @@ static void h_body(vireo_req r, void *arg)
 
 	vireo_histogram_observe(&t_sizes, len);
 	vireo_resp_send(r, 201, "application/octet-stream", b, len);
+}
+
+/* A baked file (the subpath names it): by vireo_resp_send_file() (arg
+ * NULL), or the long way it stands for (arg not NULL). ?h=V adds X-Before
+ * first; ?lie=1 changes the copy's fields before sending. */
+static void h_file(vireo_req r, void *arg)
+{
+	char path[128], q[16];
+	struct vireo_file f;
+	int nm;
+
+	snprintf(path, sizeof path, "/%s", vireo_req_subpath(r));
+	if (!vireo_file_find(path, &f)) {
+		vireo_resp_error(r, 404);
+		return;
+	}
+	if (vireo_req_query_param(r, "h", q, sizeof q) > 0)
+		assert_int_equal(vireo_resp_header(r, "X-Before", q), 0);
+	if (!arg) {
+		if (vireo_req_query_param(r, "lie", q, sizeof q) > 0) {
+			f.data = (const u8 *)"x";
+			f.len = 1;
+			f.etag = "\"lie\"";
+			f.content_type = "text/lie";
+		}
+		assert_int_equal(vireo_resp_send_file(r, &f), 0);
+		assert_int_equal(vireo_resp_send_file(r, &f), -EALREADY);
+		return;
+	}
+	assert_int_equal(vireo_resp_header(r, "ETag", f.etag), 0);
+	vireo_resp_last_modified(r, f.mtime);
+	nm = vireo_req_not_modified(r, f.etag, f.mtime);
+	assert_int_equal(vireo_resp_send_static(r, nm ? 304 : 200, f.content_type, f.data, f.len), 0);
+}
+
+/* vireo_resp_send_file() misused: each refused and logged, then a real
+ * answer. */
+static void h_file_misuse(vireo_req r, void *arg)
+{
+	struct vireo_file f, forged;
+
+	assert_true(vireo_file_find("/index.html", &f));
+	assert_int_equal(vireo_resp_send_file(r, NULL), -EINVAL);
+	forged = f;
+	forged.priv = &forged;			/* not the runtime's entry */
+	assert_int_equal(vireo_resp_send_file(r, &forged), -EINVAL);
+	forged.priv = (const char *)f.priv + 8;	/* inside one, not at its start */
+	assert_int_equal(vireo_resp_send_file(r, &forged), -EINVAL);
+	forged.priv = NULL;
+	assert_int_equal(vireo_resp_send_file(r, &forged), -EINVAL);
+	assert_int_equal(vireo_resp_send_file(r, &f), 0);
 }
 
 static void t_timer_fire(struct vireo_timer *tm, void *arg)
@@ -252,6 +306,13 @@ static int t_app_init(void)
 								 .handler = h_never }), 0);
 	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/stream", .methods = VIREO_GET,
 								 .handler = h_stream }), 0);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/file/", .prefix = true,
+								 .methods = VIREO_GET, .handler = h_file }), 0);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/long/", .prefix = true,
+								 .methods = VIREO_GET, .handler = h_file,
+								 .arg = (void *)1 }), 0);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/filemisuse", .methods = VIREO_GET,
+								 .handler = h_file_misuse }), 0);
 	/* The same path for another method: a second route. */
 	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/exact", .methods = VIREO_DELETE,
 								 .handler = h_prefix, .arg = (void *)pre }), 0);
@@ -862,6 +923,115 @@ static void test_addr_str(void **state)
 	assert_string_equal(s, "192.0.2.1");
 }
 
+/* ---- vireo_resp_send_file ---- */
+
+/* One request (fmt has %s where the route goes) on a fresh connection to
+ * /t/file/ and to /t/long/: the same bytes back, head and body. */
+static void same_bytes(const char *fmt, bool head_only, int status)
+{
+	struct client c1, c2;
+	struct resp r1, r2;
+	char req[512];
+
+	snprintf(req, sizeof req, fmt, "/t/file/");
+	get(&c1, req, &r1, head_only || status == 304);
+	snprintf(req, sizeof req, fmt, "/t/long/");
+	get(&c2, req, &r2, head_only || status == 304);
+	assert_int_equal(r1.status, status);
+	assert_string_equal(r1.head, r2.head);
+	assert_int_equal(r1.body_len, r2.body_len);
+	if (r1.body_len)
+		assert_memory_equal(r1.body, r2.body, r1.body_len);
+	run_ms(100);
+	assert_int_equal(c1.len - c1.off, c2.len - c2.off);	/* nothing more on either */
+	assert_int_equal(c1.eof, c2.eof);
+	cl_close(&c1);
+	cl_close(&c2);
+}
+
+static void same_bytes_all(const struct site_file *f)
+{
+	char inm[256], ims[256], date[40];
+	u64 now;
+
+	snprintf(inm, sizeof inm, "GET %%sindex.html HTTP/1.1\r\nHost: h\r\nIf-None-Match: W/\"x\", %s\r\n\r\n",
+		 f->etag);
+	same_bytes("GET %sindex.html HTTP/1.1\r\nHost: h\r\n\r\n", false, 200);
+	same_bytes("GET %s HTTP/1.1\r\nHost: h\r\n\r\n", false, 200);
+	same_bytes("HEAD %sindex.html HTTP/1.1\r\nHost: h\r\n\r\n", true, 200);
+	same_bytes("GET %sindex.html?h=yes HTTP/1.1\r\nHost: h\r\n\r\n", false, 200);
+	same_bytes("GET %sindex.html HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", false, 200);
+	same_bytes("GET %sindex.html HTTP/1.0\r\n\r\n", false, 200);
+	same_bytes(inm, false, 304);
+	same_bytes("GET %sindex.html?h=2 HTTP/1.1\r\nHost: h\r\nIf-None-Match: \"nope\"\r\n\r\n", false, 200);
+	if (!wallclock_now(&now))
+		return;
+	/* If-Modified-Since decides without If-None-Match. */
+	wallclock_http_date(f->mtime, date, sizeof date);
+	snprintf(ims, sizeof ims, "GET %%sindex.html HTTP/1.1\r\nHost: h\r\nIf-Modified-Since: %s\r\n\r\n", date);
+	same_bytes(ims, false, 304);
+	wallclock_http_date(f->mtime - 1, date, sizeof date);
+	snprintf(ims, sizeof ims, "GET %%sindex.html HTTP/1.1\r\nHost: h\r\nIf-Modified-Since: %s\r\n\r\n", date);
+	same_bytes(ims, false, 200);
+}
+
+static size_t fixed_date(char *buf, size_t size)
+{
+	return (size_t)snprintf(buf, size, "Sun, 06 Nov 1994 08:49:37 GMT");
+}
+
+/* The fast path writes what the long way writes, in every case: with and
+ * without Date and Last-Modified, for the baked table's lines and for a
+ * table without them (formatted per request). */
+static void test_send_file_same_bytes(void **state)
+{
+	const struct site_file *f = site_lookup("/index.html");
+	struct site_file tab[1];
+	struct client c;
+	struct resp r;
+
+	assert_non_null(f);
+	same_bytes_all(f);
+	http_set_date_source(fixed_date);
+	same_bytes_all(f);
+	if (f->mtime >= WALLCLOCK_MIN_S) {	/* built with SOURCE_DATE_EPOCH (make does) */
+		assert_int_equal(wallclock_set((f->mtime + 86400) * NSEC_PER_SEC, time_ns()), 0);
+		same_bytes_all(f);
+		get(&c, "GET /t/file/index.html HTTP/1.1\r\nHost: h\r\n\r\n", &r, false);
+		assert_non_null(hdr(&r, "Last-Modified"));
+		cl_close(&c);
+	}
+	tab[0] = *f;
+	site_use(tab, 1);
+	same_bytes_all(f);
+	site_use(NULL, 0);
+	http_set_date_source(NULL);
+	wallclock_reset();
+	/* The file the runtime found is served, whatever the copy says now. */
+	get(&c, "GET /t/file/index.html?lie=1 HTTP/1.1\r\nHost: h\r\n\r\n", &r, false);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "ETag"), f->etag);
+	assert_string_equal(hdr(&r, "Content-Type"), f->content_type);
+	assert_int_equal(r.body_len, f->len);
+	assert_memory_equal(r.body, f->data, f->len);
+	cl_close(&c);
+}
+
+static void test_send_file_misuse(void **state)
+{
+	struct vireo_file f;
+	struct client c;
+	struct resp r;
+
+	get(&c, "GET /t/filemisuse HTTP/1.1\r\nHost: h\r\n\r\n", &r, false);
+	assert_int_equal(r.status, 200);
+	assert_true(hk_log_contains("warning: app API: vireo_resp_send_file: not a file vireo_file_find() found: refused"));
+	cl_close(&c);
+	assert_true(vireo_file_find("/index.html", &f));
+	assert_int_equal(vireo_resp_send_file((vireo_req){ 0 }, &f), -EPIPE);
+	assert_int_equal(vireo_resp_send_file((vireo_req){ 12345 }, &f), -EPIPE);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -883,6 +1053,8 @@ int main(void)
 		T(test_metrics),
 		T(test_config_key),
 		T(test_addr_str),
+		T(test_send_file_same_bytes),
+		T(test_send_file_misuse),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);

@@ -1293,6 +1293,94 @@ static void test_esp_site_full_table(void **state)
 	free(s);
 }
 
+/* A file's head lines against the runtime's own formatting: what
+ * http_response_head() writes around them for 200 and for 304. */
+static void check_lines(const struct site_file *f, const struct site_head *h)
+{
+	char etag[64], got[1024], want[1024];
+	size_t n;
+
+	assert_non_null(h->head);
+	assert_int_equal(strlen(h->head), h->head_len);
+	assert_int_equal(strlen(h->etag_line), h->etag_line_len);
+	snprintf(etag, sizeof etag, "ETag: %s\r\n", f->etag);
+	assert_string_equal(h->etag_line, etag);
+	n = http_response_head(got, sizeof got, 200, f->content_type, f->len, true, etag);
+	got[n] = '\0';
+	snprintf(want, sizeof want, "HTTP/1.1 200 OK\r\nServer: vireo\r\n%sConnection: keep-alive\r\n%s\r\n",
+		 h->head, h->etag_line);
+	assert_string_equal(got, want);
+	n = http_response_head(got, sizeof got, 304, NULL, f->len, false, etag);
+	got[n] = '\0';
+	snprintf(want, sizeof want, "HTTP/1.1 304 Not Modified\r\nServer: vireo\r\n%sConnection: close\r\n%s\r\n",
+		 h->head + h->cl_off, h->etag_line);
+	assert_string_equal(got, want);
+}
+
+/* mksite.py's site_heads[] and site_heads_make()'s lines are what the
+ * runtime formats; site_owned() knows the entries of the table in use and
+ * hands out their lines, or none for a table given without them. */
+static void test_site_heads(void **state)
+{
+	struct esp_site *s = calloc(1, sizeof *s);
+	char buf[SITE_LINES_MAX];
+	struct site_head h, *heads;
+	const struct site_head *hp;
+	const struct site_file *f;
+	struct site_file *files;
+	char why[64] = "";
+	size_t n;
+
+	for (size_t i = 0; i < site_nfiles; i++) {
+		f = &site_files[i];
+		check_lines(f, &site_heads[i]);
+		memset(&h, 0, sizeof h);
+		n = site_head_lines(f, &h, buf, sizeof buf);
+		assert_true(n > 0 && n <= sizeof buf);
+		assert_int_equal(h.head_len, site_heads[i].head_len);
+		assert_int_equal(h.cl_off, site_heads[i].cl_off);
+		assert_string_equal(h.etag_line, site_heads[i].etag_line);
+		assert_memory_equal(h.head, site_heads[i].head, h.head_len);
+		/* Measuring, and a buffer one byte short: the size, nothing made. */
+		memset(&h, 0, sizeof h);
+		assert_int_equal(site_head_lines(f, &h, NULL, 0), n);
+		assert_int_equal(site_head_lines(f, &h, buf, n - 1), n);
+		assert_null(h.head);
+	}
+
+	/* The baked table (synthetic files made): its entries, nothing else. */
+	site_synth_boot();
+	f = site_lookup("/index.html");
+	assert_ptr_equal(site_owned(f, &hp), f);
+	assert_ptr_equal(hp, &site_heads[1]);
+	assert_null(site_owned((const char *)f + 8, &hp));
+	assert_null(hp);
+	assert_null(site_owned(&h, &hp));
+	assert_null(site_owned(NULL, &hp));
+
+	/* The ESP's table: lines made at boot, handed over after site_use(). */
+	esp_add(s, 0, "/z.txt", 0, "zzz");
+	esp_add(s, 1, "/index.html", 8, "<h1>esp</h1>");
+	esp_add(s, 2, "/empty", 24, "");
+	assert_int_equal(site_esp_index(s->tab, 3, s->data, sizeof s->data, &files, why, sizeof why), 0);
+	heads = site_heads_make(files, 3);
+	assert_non_null(heads);
+	for (size_t i = 0; i < 3; i++)
+		check_lines(&files[i], &heads[i]);
+	site_use(files, 3);
+	assert_ptr_equal(site_owned(&files[1], &hp), &files[1]);
+	assert_null(hp);	/* no lines given: served the slower way */
+	assert_null(site_owned(f, &hp));	/* the baked site is not in use */
+	site_use_heads(heads);
+	assert_ptr_equal(site_owned(&files[2], &hp), &files[2]);
+	assert_ptr_equal(hp, &heads[2]);
+	site_use(NULL, 0);
+	assert_ptr_equal(site_owned(f, &hp), f);
+	kfree(heads);
+	kfree(files);
+	free(s);
+}
+
 /* ---- the Date header ---- */
 
 static size_t date_known(char *buf, size_t size)
@@ -1359,6 +1447,7 @@ int main(void)
 		cmocka_unit_test(test_esp_site_full_table),
 		cmocka_unit_test(test_site_find_dirs),
 		cmocka_unit_test(test_mksite),
+		cmocka_unit_test(test_site_heads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
