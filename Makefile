@@ -93,7 +93,9 @@ SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(APP_OBJS) $(OUT)/site_data.o
 # Cold code is built for size (-Os after -O2 wins): boot, ACPI and PCI scans,
 # device set-up, configuration, the shell, SNTP/DNS/syslog, the /metrics text,
-# the boot-time metadata fetch, VT-d (its per-buffer map/unmap is IOTLB-bound).
+# the boot-time metadata fetch, VT-d (its per-buffer map/unmap is IOTLB-bound),
+# the apps' TCP/UDP services and the MMIO transport (microVM). Set-up
+# functions inside the hot files are marked __cold (kernel/types.h).
 # The per-packet and per-request path (virtqueues, virtio-net, traps, the
 # server and its parse/outbuf helpers, the allocators, lwIP's TCP/IP) keeps
 # -O2; net/lwip.mk does the same for lwIP's cold files.
@@ -103,7 +105,8 @@ COLD_SRCS := boot/efi_start.c boot/relr.c boot/efi_main.c boot/fwcfg.c kernel/ma
 	drivers/virtio_pci_caps.c drivers/virtio_drivers.c drivers/virtio_rng.c drivers/virtio_selftest.c \
 	drivers/vnet_echo.c drivers/vnet_ctrl.c drivers/virtio_console.c drivers/virtio_mmio_parse.c \
 	net/netup.c net/sntp.c net/sntp_msg.c net/syslog.c net/syslog_msg.c net/resolv.c net/app/site_esp.c \
-	net/app/metrics.c net/app/https.c net/app/app.c net/mdhttp.c net/app/metadata.c drivers/vtd.c
+	net/app/metrics.c net/app/https.c net/app/app.c net/mdhttp.c net/app/metadata.c drivers/vtd.c drivers/vtd_pt.c \
+	drivers/virtio_mmio.c net/app/services.c
 $(patsubst %.c,$(BUILD)/k/%.o,$(COLD_SRCS)): KCFLAGS += -Os
 # No code is padded to 16-byte boundaries (functions, loops, jump targets),
 # -O2 code and lwIP's included: 13 KB of the image. Under TCG, which

@@ -195,7 +195,7 @@ static int virtio_core_reset_device(struct virtio_dev *d)
 
 static void virtio_core_dma_fault(void *arg);
 
-int virtio_core_probe(struct virtio_dev *d, const struct virtio_driver *drv)
+__cold int virtio_core_probe(struct virtio_dev *d, const struct virtio_driver *drv)
 {
 	char st[96];
 	int err;
@@ -352,7 +352,7 @@ static void virtio_core_vq_notify(void *ctx, u32 data)
 
 #define VIRTIO_DIRECT_MAX 4
 
-static struct virtio_vq *virtio_core_setup_vq(struct virtio_dev *d, u16 idx, u16 num_hint,
+__cold static struct virtio_vq *virtio_core_setup_vq(struct virtio_dev *d, u16 idx, u16 num_hint,
 					      void (*callback)(struct virtio_vq *q), void *priv,
 					      bool transient)
 {

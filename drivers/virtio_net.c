@@ -1067,7 +1067,7 @@ static void vnet_read_mac(struct vnet *vn, bool again)
 	vn->mac_random = true;
 }
 
-static int vnet_net_probe(struct virtio_dev *d)
+__cold static int vnet_net_probe(struct virtio_dev *d)
 {
 	struct vnet *vn = vnet_for(d);
 	bool mrg = virtio_has(d, VIRTIO_NET_F_MRG_RXBUF);
@@ -1194,7 +1194,7 @@ fail:
 	return err;
 }
 
-static void vnet_net_remove(struct virtio_dev *d)
+__cold static void vnet_net_remove(struct virtio_dev *d)
 {
 	struct vnet *vn = d->priv;
 	void *t;

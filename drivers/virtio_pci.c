@@ -385,7 +385,7 @@ static void virtio_pci_set_config_vector(struct vpci *vp, u16 entry)
 		outw(vp->io + VIRTIO_PCI_LEGACY_CONFIG_VECTOR, entry);
 }
 
-static int virtio_pci_irq_setup(struct virtio_dev *d)
+__cold static int virtio_pci_irq_setup(struct virtio_dev *d)
 {
 	struct vpci *vp = virtio_pci_to_vp(d);
 	int n, i;
@@ -443,7 +443,7 @@ static void virtio_pci_irq_teardown(struct virtio_dev *d)
 }
 
 /* Queue setup hook shared by both transports: pick the MSI-X entry. */
-static int virtio_pci_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
+__cold static int virtio_pci_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
 {
 	struct vpci *vp = virtio_pci_to_vp(d);
 
@@ -508,7 +508,7 @@ static u64 virtio_pci_map_region(struct pci_dev *p, const struct virtio_pci_regi
 	return pci_map_bar_window(p, r->bar, r->offset, r->length);
 }
 
-static int virtio_pci_probe(struct pci_dev *p, const struct pci_id *id)
+__cold static int virtio_pci_probe(struct pci_dev *p, const struct pci_id *id)
 {
 	u16 did = p->hdr.device_id;
 	struct vpci *vp;

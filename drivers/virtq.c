@@ -341,7 +341,7 @@ int virtq_mem_size(const struct virtq_config *cfg, size_t *ring_bytes, size_t *p
 }
 
 /* Everything a fresh or reset queue starts with; the ring memory is zeroed. */
-static void virtq_start(struct virtq *vq)
+__cold static void virtq_start(struct virtq *vq)
 {
 	u16 i;
 
@@ -390,7 +390,7 @@ static void virtq_start(struct virtq *vq)
 	}
 }
 
-int virtq_init(struct virtq *vq, const struct virtq_config *cfg, void *ring_mem, void *priv_mem)
+__cold int virtq_init(struct virtq *vq, const struct virtq_config *cfg, void *ring_mem, void *priv_mem)
 {
 	struct virtq_layout l;
 	u8 *base = ring_mem;

@@ -158,7 +158,7 @@ static void mm_frames_setup(struct boot_info *bi)
 	frames_reserve(&frames, 0, 0x100000);
 }
 
-void mm_init(struct boot_info *bi)
+__cold void mm_init(struct boot_info *bi)
 {
 	u64 base = (u64)ImageBase;
 	u32 i;

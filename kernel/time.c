@@ -264,7 +264,7 @@ static bool time_calibrate(u64 *ticks, u32 *lticks)
 	return true;
 }
 
-void time_init(u64 tsc_start)
+__cold void time_init(u64 tsc_start)
 {
 	const char *which = NULL;
 	u64 ticks = 0, hz;

@@ -616,7 +616,7 @@ static void api_write_histogram(struct metrics_buf *b, const struct vireo_metric
 	metrics_sample(b, name, NULL, h->count);
 }
 
-static void api_write_metrics(struct metrics_buf *b)
+__cold static void api_write_metrics(struct metrics_buf *b)
 {
 	struct vireo_metric *const *set = __start_vireo_metrics;
 	size_t n = set ? (size_t)(__stop_vireo_metrics - __start_vireo_metrics) : 0, k;
@@ -683,7 +683,7 @@ static struct metrics_source api_metrics_source = { "app", api_write_metrics, NU
 
 /* ---- the apps ---- */
 
-int api_apps_start(void)
+__cold int api_apps_start(void)
 {
 	const struct vireo_app *const *set = __start_vireo_apps;
 	size_t n = set ? (size_t)(__stop_vireo_apps - __start_vireo_apps) : 0, i;

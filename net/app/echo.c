@@ -315,7 +315,7 @@ static const char *const echo_udp_reasons[ECHO_UDP_REASONS] = {
 	[ECHO_UDP_RATE_GLOBAL] = "rate_global",
 };
 
-static void echo_write_metrics(struct metrics_buf *b)
+__cold static void echo_write_metrics(struct metrics_buf *b)
 {
 	const struct echo_stats *s = &echo_stats;
 	int i;
@@ -393,7 +393,7 @@ static int echo_start_udp(u16 port)
 	return 0;
 }
 
-int echo_start(const struct echo_cfg *c)
+__cold int echo_start(const struct echo_cfg *c)
 {
 	int err, i;
 

@@ -1721,7 +1721,7 @@ refuse:
 
 /* ---- metrics ---- */
 
-static void server_write_metrics(struct metrics_buf *b)
+__cold static void server_write_metrics(struct metrics_buf *b)
 {
 	const struct http_server_stats *s = &http_server_stats;
 	static const char *const classes[] = { NULL, "1xx", "2xx", "3xx", "4xx", "5xx" };
@@ -1791,7 +1791,7 @@ static int server_listen_on(struct altcp_pcb *pcb, u16 port, struct altcp_pcb **
 	return 0;
 }
 
-int http_server_start(u16 port, const struct http_server_cfg *cfg)
+__cold int http_server_start(u16 port, const struct http_server_cfg *cfg)
 {
 	struct http_server_cfg none = { 0 };
 	struct altcp_pcb *lpcb;
