@@ -53,7 +53,7 @@ static bool age_ready;
 static u64 age_seq;
 
 #define RXMEM_BULK_BIT	(1ull << 63)	/* in the ext arg, above the age stamp */
-#define RXMEM_SND_BIT	(1ull << 62)	/* a bulk send grant */
+#define RXMEM_SND_BIT	VIREO_SND_BULK_ARG_BIT	/* a bulk send grant */
 #define RXMEM_FLAGS	(RXMEM_BULK_BIT | RXMEM_SND_BIT)
 
 static u64 rxmem_arg_get(const struct tcp_pcb *pcb)
@@ -76,6 +76,7 @@ static const struct tcp_ext_arg_callbacks rxmem_ext_callbacks = {
 
 void rxmem_init(void)
 {
+	/* The only ext arg: id 0, which TCP_SND_QUEUELEN_PCB() reads inline. */
 	if (!age_ready)
 		age_id = tcp_ext_arg_alloc_id();
 	age_ready = true;
@@ -116,7 +117,7 @@ bool rxmem_bulk_grant(struct tcp_pcb *pcb)
 
 u16 rxmem_snd_queuelen_max(const struct tcp_pcb *pcb)
 {
-	return (rxmem_arg_get(pcb) & RXMEM_SND_BIT) ? VIREO_SND_BULK_QUEUELEN : TCP_SND_QUEUELEN;
+	return age_ready ? TCP_SND_QUEUELEN_PCB(pcb) : TCP_SND_QUEUELEN;
 }
 
 bool rxmem_snd_grant(struct tcp_pcb *pcb)

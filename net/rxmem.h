@@ -81,8 +81,8 @@ bool rxmem_bulk_available(void);
 bool rxmem_bulk_grant(struct tcp_pcb *pcb);
 
 /* The send queue cap lwIP applies to pcb, in pbufs: VIREO_SND_BULK_QUEUELEN
- * if it holds a bulk send grant, else TCP_SND_QUEUELEN. lwIP's
- * TCP_SND_QUEUELEN_PCB(pcb) (net/lwipopts.h). */
+ * if it holds a bulk send grant, else TCP_SND_QUEUELEN: what lwIP's
+ * TCP_SND_QUEUELEN_PCB(pcb) (net/lwipopts.h) reads inline. */
 u16 rxmem_snd_queuelen_max(const struct tcp_pcb *pcb);
 
 /* Raises pcb's send buffer to VIREO_SND_BULK_BUF bytes and its queue to
