@@ -104,8 +104,14 @@
  * W_echo covers those too.
  *   W_http = 18848 + 10322 = 29170        W_echo = 18848 + 7359 = 26207
  *   W_bulk = 18848 + 58868 = 77716 (an echo connection with a bulk window)
+ *   W_sndbulk = W_http + (184 - 96) x 189 = 45802 (an HTTP connection with
+ *     a bulk send grant: VIREO_SND_BULK_QUEUELEN pbufs instead of 96; its
+ *     extra bytes are zero-copy body, so only copies count, as above)
  *
  *   live HTTP: 64 (the server's table) x W_http                 1866880
+ *   bulk send grants: VIREO_SND_BULK_MAX (2) x (W_sndbulk - W_http),
+ *     held until lwIP frees the PCB (an orphan's is inside the orphan
+ *     estimate below, its cost counted from its real queue)          33264
  *   live echo and app TCP services together (16; only echo
  *     connections take bulk windows): 14 x W_echo + 2 x W_bulk      522330
  *   orphans (closed by the application, lwIP still sending our
@@ -128,10 +134,10 @@
  *     plus one batch of receive-TSO frames), reassembly 2 x 16
  *     copies ~50 KiB: 550112, x 1.26 for rounding                 693141
  *   DHCP, MLD, ND, timers                                            8192
- *                                                          total  3984259
+ *                                                          total  4017523
  * i.e. 3.8 MiB of the 4 MiB heap, whatever the number or kind of connections
  * a remote party opens: every term is a count a limit above or in the
- * application caps times a per-PCB bound. The rest (205 KiB, 5.0%, 25 pages)
+ * application caps times a per-PCB bound. The rest (173 KiB, 4.2%, 21 pages)
  * is for pages partly full: a class keeps a page while one of its slots is
  * live, and a page empty again goes back to the pool for any class.
  * make TLS=1 adds (net/app/https.h): the HTTPS connections are among the 64
@@ -142,8 +148,8 @@
  *   the altcp layers: an altcp_pcb (88 + 8 -> 96) for each of the 80 live
  *     connections, and for the 64 TLS ones one more and altcp_tls's
  *     state (456 + 8 -> 512): 80 x 96 + 64 x 608                  +46592
- *                                                     TLS=1 total  4092783
- * i.e. 3.9 MiB, 99 KiB (2.4%) left for pages partly full. Also outside the
+ *                                                     TLS=1 total  4126047
+ * i.e. 3.9 MiB, 67 KiB (1.6%) left for pages partly full. Also outside the
  * sum in either build: a handshake's own flight (the chain, written by
  * mbedTLS before any response; at most https.handshakes= at once). Not in
  * this sum: frames no TCP
@@ -399,6 +405,23 @@ __UINT32_TYPE__ rxmem_wnd_max(const struct tcp_pcb *pcb);	/* net/rxmem.c */
  * a PCB's queue in the heap budget above (4 per segment, 184, would be
  * 16 KiB more per PCB). */
 #define TCP_SND_QUEUELEN		((2 * TCP_SND_BUF) / TCP_MSS + 4)
+/* Large bodies: a connection writing a zero-copy body larger than
+ * TCP_SND_BUF (the HTTP server asks, net/app/server.c) gets a bulk send
+ * grant (net/rxmem.c): VIREO_SND_BULK_BUF bytes and VIREO_SND_BULK_QUEUELEN
+ * pbufs instead, so a 1 MiB response keeps more than one 64 KiB flight
+ * queued while ACKs come back. At most VIREO_SND_BULK_MAX connections hold
+ * one at once (until lwIP frees the PCB), the rest keep TCP_SND_BUF; the
+ * heap budget above counts both. TCP_SND_QUEUELEN_PCB(pcb) is lwIP's
+ * per-connection queue cap, made overridable by net/patches/0006. */
+#define VIREO_SND_BULK_BUF		(90 * TCP_MSS)	/* 131400 */
+#define VIREO_SND_BULK_QUEUELEN		((2 * VIREO_SND_BULK_BUF) / TCP_MSS + 4)	/* 184 */
+#define VIREO_SND_BULK_MAX		2
+/* The grant is a bit of the PCB's one ext arg (rxmem's, id 0: the only one
+ * allocated); read inline, since lwIP asks on every write and output (a
+ * call there was 2.2% of the guest's samples at 1 MiB c32). */
+#define VIREO_SND_BULK_ARG_BIT		(1ull << 62)
+#define TCP_SND_QUEUELEN_PCB(pcb)	(((__UINT64_TYPE__)(__UINTPTR_TYPE__)(pcb)->ext_args[0].data & \
+					  VIREO_SND_BULK_ARG_BIT) ? VIREO_SND_BULK_QUEUELEN : TCP_SND_QUEUELEN)
 #define TCP_QUEUE_OOSEQ			1
 #define TCP_OOSEQ_MAX_BYTES		TCP_WND	/* per PCB */
 #define TCP_OOSEQ_MAX_PBUFS		8	/* per PCB: stops tiny-segment floods */

@@ -22,6 +22,16 @@
  * rxmem_limits.bulk_max connections hold a grant; it ends when lwIP frees
  * the PCB (the ext arg's destroy callback), so a closed connection whose
  * queue lwIP still sends keeps its grant as long as it keeps the memory.
+ *
+ * Bulk send grants, the same way for what we send: the ext arg's next bit
+ * marks a connection whose send buffer was raised from TCP_SND_BUF to
+ * VIREO_SND_BULK_BUF (pcb->snd_buf, the free space lwIP counts down on
+ * writes and up on ACKs, raised by the difference) and its queue cap from
+ * TCP_SND_QUEUELEN to VIREO_SND_BULK_QUEUELEN (lwIP asks
+ * rxmem_snd_queuelen_max() through TCP_SND_QUEUELEN_PCB(pcb),
+ * net/patches/0006). The HTTP server asks for one for a zero-copy body
+ * larger than TCP_SND_BUF. At most rxmem_limits.snd_bulk_max are held; like
+ * the receive grant it ends when lwIP frees the PCB.
  */
 #include "lwip/pbuf.h"
 #include "lwip/stats.h"
@@ -35,6 +45,7 @@ struct rxmem_limits rxmem_limits = {
 	.ooseq_bytes = VIREO_RXMEM_OOSEQ_BYTES,
 	.heap_reserve = VIREO_RXMEM_HEAP_RESERVE,
 	.bulk_max = VIREO_RXMEM_BULK_MAX,
+	.snd_bulk_max = VIREO_SND_BULK_MAX,
 };
 
 static u8 age_id;
@@ -42,6 +53,8 @@ static bool age_ready;
 static u64 age_seq;
 
 #define RXMEM_BULK_BIT	(1ull << 63)	/* in the ext arg, above the age stamp */
+#define RXMEM_SND_BIT	VIREO_SND_BULK_ARG_BIT	/* a bulk send grant */
+#define RXMEM_FLAGS	(RXMEM_BULK_BIT | RXMEM_SND_BIT)
 
 static u64 rxmem_arg_get(const struct tcp_pcb *pcb)
 {
@@ -53,6 +66,8 @@ static void rxmem_pcb_destroyed(u8_t id, void *data)
 	(void)id;
 	if (((u64)(uintptr_t)data & RXMEM_BULK_BIT) && rxmem_stats.bulk_grants)
 		rxmem_stats.bulk_grants--;
+	if (((u64)(uintptr_t)data & RXMEM_SND_BIT) && rxmem_stats.snd_bulk_grants)
+		rxmem_stats.snd_bulk_grants--;
 }
 
 static const struct tcp_ext_arg_callbacks rxmem_ext_callbacks = {
@@ -61,6 +76,7 @@ static const struct tcp_ext_arg_callbacks rxmem_ext_callbacks = {
 
 void rxmem_init(void)
 {
+	/* The only ext arg: id 0, which TCP_SND_QUEUELEN_PCB() reads inline. */
 	if (!age_ready)
 		age_id = tcp_ext_arg_alloc_id();
 	age_ready = true;
@@ -96,6 +112,35 @@ bool rxmem_bulk_grant(struct tcp_pcb *pcb)
 	/* Open the rest of the window now: lwIP announces it at once (the
 	 * update is more than TCP_WND_UPDATE_THRESHOLD). */
 	tcp_recved(pcb, (u16_t)(VIREO_RXMEM_BULK_WND - TCP_WND));
+	return true;
+}
+
+u16 rxmem_snd_queuelen_max(const struct tcp_pcb *pcb)
+{
+	return age_ready ? TCP_SND_QUEUELEN_PCB(pcb) : TCP_SND_QUEUELEN;
+}
+
+bool rxmem_snd_grant(struct tcp_pcb *pcb)
+{
+	u64 arg;
+
+	arg = rxmem_arg_get(pcb);
+	if (arg & RXMEM_SND_BIT)
+		return true;
+	if (!age_ready || rxmem_stats.snd_bulk_grants >= rxmem_limits.snd_bulk_max) {
+		rxmem_stats.snd_bulk_refused++;
+		return false;
+	}
+	tcp_ext_arg_set(pcb, age_id, (void *)(uintptr_t)(arg | RXMEM_SND_BIT));
+	tcp_ext_arg_set_callbacks(pcb, age_id, &rxmem_ext_callbacks);
+	if (++rxmem_stats.snd_bulk_grants > rxmem_stats.snd_bulk_peak)
+		rxmem_stats.snd_bulk_peak = rxmem_stats.snd_bulk_grants;
+	/* snd_buf is the free space: what is queued now stays counted. */
+	pcb->snd_buf += VIREO_SND_BULK_BUF - TCP_SND_BUF;
+	/* lwIP starts ssthresh at TCP_SND_BUF, the most it could have in
+	 * flight: slow start may now go on to the larger buffer. */
+	if (pcb->ssthresh < VIREO_SND_BULK_BUF)
+		pcb->ssthresh = VIREO_SND_BULK_BUF;
 	return true;
 }
 
@@ -139,14 +184,14 @@ struct pbuf *rxmem_admit(struct pbuf *p, u32 held, u32 total)
 
 static u64 rxmem_age_get(const struct tcp_pcb *pcb)
 {
-	return rxmem_arg_get(pcb) & ~RXMEM_BULK_BIT;
+	return rxmem_arg_get(pcb) & ~RXMEM_FLAGS;
 }
 
 static void rxmem_age_set(struct tcp_pcb *pcb, u64 age)
 {
-	u64 bulk = rxmem_arg_get(pcb) & RXMEM_BULK_BIT;
+	u64 flags = rxmem_arg_get(pcb) & RXMEM_FLAGS;
 
-	tcp_ext_arg_set(pcb, age_id, (void *)(uintptr_t)(age | bulk));
+	tcp_ext_arg_set(pcb, age_id, (void *)(uintptr_t)(age | flags));
 }
 
 static void rxmem_ooseq_size(const struct tcp_pcb *pcb, u32 *pbufs, u32 *bytes)

@@ -23,6 +23,7 @@ struct rxmem_limits {
 	u32 ooseq_bytes;	/* TCP out-of-order payload bytes, all connections */
 	u32 heap_reserve;	/* lwIP heap bytes a copy must leave free */
 	u32 bulk_max;		/* connections holding the bulk window at once */
+	u32 snd_bulk_max;	/* connections holding the bulk send buffer at once */
 };
 
 struct rxmem_stats {
@@ -40,6 +41,9 @@ struct rxmem_stats {
 	u32 bulk_peak;		/* most at once */
 	u64 bulk_granted;	/* grants made */
 	u64 bulk_refused;	/* asked for while all were held: TCP_WND instead */
+	u32 snd_bulk_grants;	/* connections holding the bulk send buffer now */
+	u32 snd_bulk_peak;	/* most at once */
+	u64 snd_bulk_refused;	/* asked for while all were held: TCP_SND_BUF instead */
 };
 extern struct rxmem_stats rxmem_stats;
 
@@ -75,5 +79,16 @@ bool rxmem_bulk_available(void);
  * grant is free (else counted, and pcb keeps TCP_WND). The grant is held
  * until lwIP frees the pcb. Returns whether pcb holds one. */
 bool rxmem_bulk_grant(struct tcp_pcb *pcb);
+
+/* The send queue cap lwIP applies to pcb, in pbufs: VIREO_SND_BULK_QUEUELEN
+ * if it holds a bulk send grant, else TCP_SND_QUEUELEN: what lwIP's
+ * TCP_SND_QUEUELEN_PCB(pcb) (net/lwipopts.h) reads inline. */
+u16 rxmem_snd_queuelen_max(const struct tcp_pcb *pcb);
+
+/* Raises pcb's send buffer to VIREO_SND_BULK_BUF bytes and its queue to
+ * VIREO_SND_BULK_QUEUELEN pbufs, if a grant is free (else counted, and pcb
+ * keeps TCP_SND_BUF). Held until lwIP frees the pcb. Returns whether pcb
+ * holds one. */
+bool rxmem_snd_grant(struct tcp_pcb *pcb);
 
 #endif

@@ -61,6 +61,7 @@
 #include "net/app/https.h"
 #include "net/app/site.h"
 #include "net/lwip_port.h"
+#include "net/rxmem.h"
 #include "lwip/ip_addr.h"
 #include "vireo/files.h"
 #if LWIP_ALTCP_TLS
@@ -726,6 +727,12 @@ static err_t server_write_some(struct conn *c)
 			break;
 		if (n < left && !(flags & TCP_WRITE_FLAG_COPY))
 			flags |= TCP_WRITE_FLAG_MORE;
+		/* A zero-copy body larger than TCP_SND_BUF asks once, at its
+		 * first write, for the bulk send buffer (lwipopts.h
+		 * VIREO_SND_BULK_BUF): its queue costs headers, not payload. */
+		if (!(flags & TCP_WRITE_FLAG_COPY) && c->body_off == 0 && c->body_len > TCP_SND_BUF &&
+		    c->out_off == c->out_len)
+			rxmem_snd_grant(app_tcp_pcb(pcb));
 		err = altcp_write(pcb, src, (u16_t)n, flags);
 		if (err == ERR_MEM)
 			break;	/* queue full or no memory: sent or poll retries */

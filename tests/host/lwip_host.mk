@@ -35,11 +35,17 @@ $(LWIP_HOST_LIB): $(LWIP_HOST_OBJS)
 # with the static-site app, which serves the site.
 API_HOST_SRCS := net/app/api.c net/app/routes.c net/app/services.c kernel/fmt.c kernel/wallclock.c apps/site/site.c
 
-# The HTTP server, metrics and echo against lwIP over an in-process netif.
+# The HTTP server, metrics and echo against lwIP over an in-process netif. Its
+# site is the default one plus /256k.bin, a body past TCP_SND_BUF (bulk send
+# grants).
+$(BUILD)/host/site_server.c: tools/mksite.py tests/host/lwip_host.mk $(SITE_DATE_STAMP) $(shell find net/app/default-site -type f 2>/dev/null)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  MKSITE  $@")
+	$(Q)/usr/bin/python3 tools/mksite.py net/app/default-site $@ --extra 64k.bin=65536 --extra 256k.bin=262144
 HOST_TESTS += test_server
 test_server_SRCS := tests/host/test_server.c tests/host/lwip_wire.c \
 	net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c net/app/conntab.c net/app/http.c net/app/site.c \
-	$(API_HOST_SRCS) $(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
+	$(API_HOST_SRCS) $(BUILD)/host/site_server.c $(LWIP_HOST_LIB)
 $(BUILD)/host/test_server: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
 $(BUILD)/host/test_server: | $(LWIP_STAMP)
 

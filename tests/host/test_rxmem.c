@@ -410,7 +410,8 @@ static int setup(void **state)
 		base_memp[i] = lwip_stats.memp[i]->used;
 	memset(&rxmem_stats, 0, sizeof rxmem_stats);
 	rxmem_limits = (struct rxmem_limits){ VIREO_RXMEM_OOSEQ_PBUFS, VIREO_RXMEM_OOSEQ_BYTES,
-					      VIREO_RXMEM_HEAP_RESERVE, VIREO_RXMEM_BULK_MAX };
+					      VIREO_RXMEM_HEAP_RESERVE, VIREO_RXMEM_BULK_MAX,
+					      VIREO_SND_BULK_MAX };
 	attack = false;
 	listener = tcp_new_ip_type(IPADDR_TYPE_ANY);
 	assert_non_null(listener);

@@ -26,6 +26,7 @@
 #include "net/app/server.h"
 #include "net/app/site.h"
 #include "net/lwip_port.h"
+#include "net/rxmem.h"
 #include "kernel/time.h"
 #include "kernel/wallclock.h"
 #include "tests/host/lwip_wire.h"
@@ -55,6 +56,10 @@ static int group_setup(void **state)
 {
 	assert_int_equal(vireo_lwip_init(), 0);
 	site_synth_boot();	/* /64k.bin, as at boot */
+	/* As netif_vnet does, for the bulk send grants; the echo tests here
+	 * count on TCP_WND, so no bulk receive window (test_rxmem has those). */
+	rxmem_init();
+	rxmem_limits.bulk_max = 0;
 	wire_netif_up();
 	assert_int_equal(api_apps_start(), 0);	/* the static-site app's route */
 	base_kmem = hk_kmem_live();
@@ -606,6 +611,75 @@ static void test_64k_one_flight(void **state)
 	assert_int_equal(r.body_len, 65536);
 	assert_int_equal(queued, r.head_len + 65536);
 	cl_close(&c);
+}
+
+/* Bodies past TCP_SND_BUF ask for the bulk send buffer (VIREO_SND_BULK_BUF
+ * bytes, VIREO_SND_BULK_QUEUELEN pbufs): one more client than
+ * VIREO_SND_BULK_MAX fetches /256k.bin while its ACKs are lost. The first
+ * VIREO_SND_BULK_MAX queue more than TCP_SND_BUF (and at most the bulk
+ * buffer), the last is refused and keeps TCP_SND_BUF; the grants end with
+ * the PCBs. /64k.bin (head and body within TCP_SND_BUF) asks for none. */
+#define SNDBULK_PORT 41000
+static void test_snd_bulk_grants_bounded(void **state)
+{
+	enum { N = VIREO_SND_BULK_MAX + 1 };
+	static const char req[] = "GET /256k.bin HTTP/1.1\r\nHost: v\r\n\r\n";
+	static struct client c[N];
+	const struct site_file *f = site_lookup("/256k.bin");
+	u64 refused0 = rxmem_stats.snd_bulk_refused;
+	struct resp r;
+	int i;
+
+	assert_non_null(f);
+	assert_int_equal(rxmem_stats.snd_bulk_grants, 0);
+	bh_lo = SNDBULK_PORT;
+	bh_hi = (u16)(SNDBULK_PORT + N);
+	for (i = 0; i < N; i++) {
+		struct tcp_pcb *srv;
+		u32 queued;
+
+		cl_open_from(&c[i], false, HTTP_PORT, (u16)(SNDBULK_PORT + i));
+		assert_true(c[i].connected);
+		c[i].tx = (const u8 *)req;
+		c[i].tx_len = sizeof req - 1;
+		cl_push(&c[i]);
+		run_ms(20);
+		srv = server_pcb_of(&c[i]);
+		assert_non_null(srv);
+		queued = srv->snd_lbb - srv->lastack;
+		if (i < VIREO_SND_BULK_MAX) {
+			if (queued <= TCP_SND_BUF || queued > VIREO_SND_BULK_BUF)
+				fail_msg("granted client %d: %u bytes queued", i, queued);
+			assert_true(srv->snd_queuelen <= VIREO_SND_BULK_QUEUELEN);
+			assert_int_equal(rxmem_snd_queuelen_max(srv), VIREO_SND_BULK_QUEUELEN);
+		} else {
+			if (queued > TCP_SND_BUF)
+				fail_msg("refused client: %u bytes queued", queued);
+			assert_true(srv->snd_queuelen <= TCP_SND_QUEUELEN);
+			assert_int_equal(rxmem_snd_queuelen_max(srv), TCP_SND_QUEUELEN);
+		}
+		assert_int_equal(rxmem_stats.snd_bulk_grants, MIN(i + 1, VIREO_SND_BULK_MAX));
+	}
+	assert_int_equal(rxmem_stats.snd_bulk_refused, refused0 + 1);
+	assert_int_equal(rxmem_stats.snd_bulk_peak, VIREO_SND_BULK_MAX);
+	/* ACKs flow again: every client gets its whole body. */
+	bh_lo = bh_hi = 0;
+	for (i = 0; i < N; i++) {
+		assert_true(cl_response(&c[i], false, &r));
+		assert_int_equal(r.body_len, 262144);
+		cl_close(&c[i]);
+	}
+	run_step(2 * TCP_MSL + 10000, 250);	/* lwIP frees the PCBs */
+	assert_int_equal(rxmem_stats.snd_bulk_grants, 0);
+	/* A 64 KiB body fits TCP_SND_BUF: no grant asked for. */
+	refused0 = rxmem_stats.snd_bulk_refused;
+	cl_open(&c[0], V4, HTTP_PORT);
+	cl_send_str(&c[0], "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c[0], false, &r));
+	assert_int_equal(r.body_len, 65536);
+	assert_int_equal(rxmem_stats.snd_bulk_grants, 0);
+	assert_int_equal(rxmem_stats.snd_bulk_refused, refused0);
+	cl_close(&c[0]);
 }
 
 /* Every line is a comment (# HELP / # TYPE) or "name{labels} value", and
@@ -1549,6 +1623,7 @@ int main(void)
 		T(test_client_half_close),
 		T(test_64k),
 		T(test_64k_one_flight),
+		T(test_snd_bulk_grants_bounded),
 		T(test_metrics),
 		T(test_metrics_writer),
 		T(test_connection_limit),
