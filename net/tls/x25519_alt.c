@@ -94,23 +94,15 @@ static void x25519_sub(x25519_fe r, const x25519_fe a, const x25519_fe b)
 		r[i] = a[i] + 0xffffffffffffeull - b[i];
 }
 
-/* Inputs below 2^53 per limb (above); the result is carried. */
-static void x25519_mul(x25519_fe r, const x25519_fe a, const x25519_fe b)
+/* The 128-bit columns of a product (mul and sq) carried into five limbs:
+ * each column's excess moves up, the top one's comes back times 19
+ * (2^255 = 19 mod p), and one more carry from limb 0 into limb 1 leaves
+ * the result carried (the bounds above). */
+static inline void x25519_carry_wide(x25519_fe r, x25519_u128 t0, x25519_u128 t1, x25519_u128 t2, x25519_u128 t3,
+				     x25519_u128 t4)
 {
-	x25519_u64 b1 = 19 * b[1], b2 = 19 * b[2], b3 = 19 * b[3], b4 = 19 * b[4];
-	x25519_u128 t0, t1, t2, t3, t4;
 	x25519_u64 c;
 
-	t0 = (x25519_u128)a[0] * b[0] + (x25519_u128)a[1] * b4 + (x25519_u128)a[2] * b3 +
-	     (x25519_u128)a[3] * b2 + (x25519_u128)a[4] * b1;
-	t1 = (x25519_u128)a[0] * b[1] + (x25519_u128)a[1] * b[0] + (x25519_u128)a[2] * b4 +
-	     (x25519_u128)a[3] * b3 + (x25519_u128)a[4] * b2;
-	t2 = (x25519_u128)a[0] * b[2] + (x25519_u128)a[1] * b[1] + (x25519_u128)a[2] * b[0] +
-	     (x25519_u128)a[3] * b4 + (x25519_u128)a[4] * b3;
-	t3 = (x25519_u128)a[0] * b[3] + (x25519_u128)a[1] * b[2] + (x25519_u128)a[2] * b[1] +
-	     (x25519_u128)a[3] * b[0] + (x25519_u128)a[4] * b4;
-	t4 = (x25519_u128)a[0] * b[4] + (x25519_u128)a[1] * b[3] + (x25519_u128)a[2] * b[2] +
-	     (x25519_u128)a[3] * b[1] + (x25519_u128)a[4] * b[0];
 	t1 += (x25519_u64)(t0 >> 51);
 	t2 += (x25519_u64)(t1 >> 51);
 	t3 += (x25519_u64)(t2 >> 51);
@@ -125,6 +117,25 @@ static void x25519_mul(x25519_fe r, const x25519_fe a, const x25519_fe b)
 	r[0] &= X25519_MASK;
 }
 
+/* Inputs below 2^53 per limb (above); the result is carried. */
+static void x25519_mul(x25519_fe r, const x25519_fe a, const x25519_fe b)
+{
+	x25519_u64 b1 = 19 * b[1], b2 = 19 * b[2], b3 = 19 * b[3], b4 = 19 * b[4];
+	x25519_u128 t0, t1, t2, t3, t4;
+
+	t0 = (x25519_u128)a[0] * b[0] + (x25519_u128)a[1] * b4 + (x25519_u128)a[2] * b3 +
+	     (x25519_u128)a[3] * b2 + (x25519_u128)a[4] * b1;
+	t1 = (x25519_u128)a[0] * b[1] + (x25519_u128)a[1] * b[0] + (x25519_u128)a[2] * b4 +
+	     (x25519_u128)a[3] * b3 + (x25519_u128)a[4] * b2;
+	t2 = (x25519_u128)a[0] * b[2] + (x25519_u128)a[1] * b[1] + (x25519_u128)a[2] * b[0] +
+	     (x25519_u128)a[3] * b4 + (x25519_u128)a[4] * b3;
+	t3 = (x25519_u128)a[0] * b[3] + (x25519_u128)a[1] * b[2] + (x25519_u128)a[2] * b[1] +
+	     (x25519_u128)a[3] * b[0] + (x25519_u128)a[4] * b4;
+	t4 = (x25519_u128)a[0] * b[4] + (x25519_u128)a[1] * b[3] + (x25519_u128)a[2] * b[2] +
+	     (x25519_u128)a[3] * b[1] + (x25519_u128)a[4] * b[0];
+	x25519_carry_wide(r, t0, t1, t2, t3, t4);
+}
+
 /* a^2: x25519_mul's columns with the symmetric products paired (15
  * multiplications instead of 25; the doubled and 38-fold factors stay below
  * 2^59, products below 2^112). Same input bound and the same carry. */
@@ -133,25 +144,13 @@ static void x25519_sq(x25519_fe r, const x25519_fe a)
 	x25519_u64 a0_2 = 2 * a[0], a1_2 = 2 * a[1], a1_38 = 38 * a[1], a2_38 = 38 * a[2];
 	x25519_u64 a3_19 = 19 * a[3], a3_38 = 38 * a[3], a4_19 = 19 * a[4];
 	x25519_u128 t0, t1, t2, t3, t4;
-	x25519_u64 c;
 
 	t0 = (x25519_u128)a[0] * a[0] + (x25519_u128)a1_38 * a[4] + (x25519_u128)a2_38 * a[3];
 	t1 = (x25519_u128)a0_2 * a[1] + (x25519_u128)a2_38 * a[4] + (x25519_u128)a3_19 * a[3];
 	t2 = (x25519_u128)a0_2 * a[2] + (x25519_u128)a[1] * a[1] + (x25519_u128)a3_38 * a[4];
 	t3 = (x25519_u128)a0_2 * a[3] + (x25519_u128)a1_2 * a[2] + (x25519_u128)a4_19 * a[4];
 	t4 = (x25519_u128)a0_2 * a[4] + (x25519_u128)a1_2 * a[3] + (x25519_u128)a[2] * a[2];
-	t1 += (x25519_u64)(t0 >> 51);
-	t2 += (x25519_u64)(t1 >> 51);
-	t3 += (x25519_u64)(t2 >> 51);
-	t4 += (x25519_u64)(t3 >> 51);
-	c = (x25519_u64)(t4 >> 51);
-	r[0] = ((x25519_u64)t0 & X25519_MASK) + 19 * c;
-	r[1] = (x25519_u64)t1 & X25519_MASK;
-	r[2] = (x25519_u64)t2 & X25519_MASK;
-	r[3] = (x25519_u64)t3 & X25519_MASK;
-	r[4] = (x25519_u64)t4 & X25519_MASK;
-	r[1] += r[0] >> 51;
-	r[0] &= X25519_MASK;
+	x25519_carry_wide(r, t0, t1, t2, t3, t4);
 }
 
 /* n successive squarings of a into r. */
