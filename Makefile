@@ -37,7 +37,7 @@ KCFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fno-asynchronous-unwind-tables -ffunction-sections -fdata-sections \
 	-fdebug-prefix-map=$(CURDIR)=. \
 	-DVIREO_VERSION='"$(VERSION)"' -DVIREO_REV='"$(GIT_REV)"' \
-	-I. -Iinclude -Ikernel -MMD -MP
+	-I. -Iinclude -Ikernel/arch -MMD -MP
 # make TLS=1 (the TLS block below): lwIP is built with altcp (net/lwipopts.h)
 # and its altcp_tls.h includes mbedTLS's headers (net/tls/mbedtls.mk).
 ifeq ($(TLS),1)
@@ -51,11 +51,11 @@ KLDFLAGS := -nostdlib -znocombreloc -shared -Bsymbolic --no-undefined \
 	--build-id=none --gc-sections -T linker/vireo.ld
 
 BOOT_SRCS   := boot/efi_start.c boot/relr.c boot/efi_main.c boot/fwcfg.c
-KERNEL_SRCS := kernel/entry.S kernel/main.c kernel/console.c kernel/fmt.c kernel/string.c kernel/parse.c kernel/outbuf.c \
-	kernel/trap.c kernel/panic.c kernel/mm.c kernel/mm_range.c kernel/frames.c kernel/heap.c kernel/apic.c \
-	kernel/time.c kernel/timerq.c kernel/loop.c kernel/loop_run.c kernel/cmdline.c kernel/config.c kernel/selftest.c \
-	kernel/timeline.c kernel/shell.c kernel/random.c kernel/chacha20.c kernel/csprng.c \
-	kernel/siphash.c kernel/power.c kernel/wallclock.c
+KERNEL_SRCS := kernel/arch/entry.S kernel/main.c kernel/console.c lib/fmt.c lib/string.c lib/parse.c lib/outbuf.c \
+	kernel/arch/trap.c kernel/panic.c kernel/mm/mm.c kernel/mm/mm_range.c kernel/mm/frames.c kernel/mm/heap.c kernel/arch/apic.c \
+	kernel/time/time.c kernel/time/timerq.c kernel/loop.c kernel/loop_run.c kernel/cmdline.c kernel/config.c debug/selftest.c \
+	kernel/time/timeline.c kernel/shell.c kernel/random.c lib/crypto/chacha20.c lib/crypto/csprng.c \
+	lib/crypto/siphash.c kernel/power.c kernel/time/wallclock.c
 DRIVER_SRCS := drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
 	drivers/virtq.c drivers/virtio.c drivers/virtio_drivers.c drivers/virtio_core.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
 	drivers/virtio_rng.c drivers/virtio_selftest.c drivers/virtio_net.c drivers/vnet_echo.c drivers/vnet_hdr.c drivers/vnet_ctrl.c drivers/vnet_gso.c \
@@ -95,13 +95,13 @@ OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(APP_OBJS) $(OUT)/site
 # device set-up, configuration, the shell, SNTP/DNS/syslog, the /metrics text,
 # the boot-time metadata fetch, VT-d (its per-buffer map/unmap is IOTLB-bound),
 # the apps' TCP/UDP services and the MMIO transport (microVM). Set-up
-# functions inside the hot files are marked __cold (kernel/types.h).
+# functions inside the hot files are marked __cold (lib/types.h).
 # The per-packet and per-request path (virtqueues, virtio-net, traps, the
 # server and its parse/outbuf helpers, the allocators, lwIP's TCP/IP) keeps
 # -O2; net/lwip.mk does the same for lwIP's cold files.
-COLD_SRCS := boot/efi_start.c boot/relr.c boot/efi_main.c boot/fwcfg.c kernel/main.c kernel/console.c kernel/fmt.c kernel/panic.c \
-	kernel/mm_range.c kernel/cmdline.c kernel/config.c kernel/selftest.c kernel/timeline.c kernel/shell.c \
-	kernel/power.c kernel/wallclock.c drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
+COLD_SRCS := boot/efi_start.c boot/relr.c boot/efi_main.c boot/fwcfg.c kernel/main.c kernel/console.c lib/fmt.c kernel/panic.c \
+	kernel/mm/mm_range.c kernel/cmdline.c kernel/config.c debug/selftest.c kernel/time/timeline.c kernel/shell.c \
+	kernel/power.c kernel/time/wallclock.c drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
 	drivers/virtio_pci_caps.c drivers/virtio_drivers.c drivers/virtio_rng.c drivers/virtio_selftest.c \
 	drivers/vnet_echo.c drivers/vnet_ctrl.c drivers/virtio_console.c drivers/virtio_mmio_parse.c \
 	net/netup.c net/sntp.c net/sntp_msg.c net/syslog.c net/syslog_msg.c net/resolv.c net/app/site_esp.c \
@@ -282,9 +282,9 @@ include $(sort $(wildcard tests/host/*.mk))
 -include $(sort $(wildcard apps/*/host.mk))
 
 # Every host test and fuzzer links the one host kernel shim (hostk, with the
-# real kernel/loop.c and kernel/timerq.c its event loop runs on) and the toolkit's pure part
-# (kernel/parse.c, kernel/outbuf.c; libc stands in for kernel/string.c) ahead of its own sources.
-HOST_SHIM_SRCS := tests/host/shim/hostk.c kernel/loop.c kernel/timerq.c kernel/parse.c kernel/outbuf.c
+# real kernel/loop.c and kernel/time/timerq.c its event loop runs on) and the toolkit's pure part
+# (lib/parse.c, lib/outbuf.c; libc stands in for lib/string.c) ahead of its own sources.
+HOST_SHIM_SRCS := tests/host/shim/hostk.c kernel/loop.c kernel/time/timerq.c lib/parse.c lib/outbuf.c
 host_srcs = $(HOST_SHIM_SRCS) $(filter-out $(HOST_SHIM_SRCS),$($(1)_SRCS))
 # (Only the sources and archives go to the compiler: the .d files make every
 # header a prerequisite too, and some of lwIP's and mbedTLS's refuse to be
@@ -293,7 +293,7 @@ define host_test_rule
 $(BUILD)/host/$(1): $$(call host_srcs,$(1))
 	@mkdir -p $$(dir $$@)
 	@$$(if $$(Q),echo "  HOSTCC  $$@")
-	$$(Q)$$(HOST_CC) $$(HOST_CFLAGS) -MF $$@.d $$(filter %.c %.a,$$^) -o $$@ $$($(1)_LDFLAGS) $$(HOST_LDLIBS)
+	$$(Q)$$(HOST_CC) $$(HOST_CFLAGS) -MF $$@.d $$(filter %.c %.a,$$(call host_srcs,$(1))) -o $$@ $$($(1)_LDFLAGS) $$(HOST_LDLIBS)
 endef
 $(foreach t,$(HOST_TESTS),$(eval $(call host_test_rule,$(t))))
 
@@ -554,6 +554,17 @@ help:
 	@echo "                  sources (tools/cmdline_table.py; the shell's params prints the same)"
 	@echo "  make clean      remove $(BUILD)/"
 	@echo "  V=1             show commands"
+
+# A source or header named only by a stale dependency file (it has moved or
+# gone) is no reason to stop: the rules above compile the sources they list,
+# never what a .d file adds, and a listed file that is missing still fails
+# in the compiler.
+# (Built-in rules are off: with them, a missing apps/NAME/app.mk would be
+# "made" from an app.mk.c through this rule.)
+.SUFFIXES:
+MAKEFLAGS += --no-builtin-rules
+%.c %.h %.S:
+	@:
 
 # (Not searched: the fetched source trees, build/*-src (mbedTLS has a
 # ChangeLog.d directory), and tests/qemu/test_tls.py's build/tls-image.)

@@ -8,9 +8,9 @@
 
 #include "boot/fwcfg.h"
 #include "kernel/boot_info.h"
-#include "kernel/io.h"
-#include "kernel/string.h"
-#include "kernel/wallclock.h"
+#include "kernel/arch/io.h"
+#include "lib/string.h"
+#include "kernel/time/wallclock.h"
 
 #define MAP_SLACK_DESCS 16	/* room for the map to grow between calls */
 #define EXIT_TRIES 8

@@ -1,8 +1,8 @@
 /* QEMU fw_cfg over I/O ports 0x510 (selector) / 0x511 (data), spec in QEMU's
  * docs/specs/fw_cfg.txt. Plain port I/O: no firmware call involved. */
 #include "boot/fwcfg.h"
-#include "kernel/byteorder.h"
-#include "kernel/io.h"
+#include "lib/byteorder.h"
+#include "kernel/arch/io.h"
 
 #define FWCFG_PORT_SEL 0x510
 #define FWCFG_PORT_DATA 0x511

@@ -2,7 +2,7 @@
 #ifndef VIREO_FWCFG_H
 #define VIREO_FWCFG_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /* Copies the named fw_cfg file into buf (NUL-terminated, truncated to
  * size - 1). Returns its full length, or -ENOENT if absent or no fw_cfg. */

@@ -5,7 +5,7 @@
  * exactly as the UEFI path does. No firmware is called; none is needed.
  */
 #include "boot/pvh_info.h"
-#include "kernel/io.h"
+#include "kernel/arch/io.h"
 
 extern char ImageBase[], __image_end[];
 extern u8 pvh_stack[];

@@ -3,7 +3,7 @@
 #ifndef VIREO_BOOT_RELR_H
 #define VIREO_BOOT_RELR_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /*
  * Adds base to every 64-bit word the table names. An even entry is the

@@ -8,13 +8,13 @@
 #include "drivers/virtio_mmio.h"
 #include "drivers/aml_s5.h"
 #include "kernel/console.h"
-#include "kernel/io.h"
-#include "kernel/irq.h"
+#include "kernel/arch/io.h"
+#include "kernel/arch/irq.h"
 #include "kernel/loop.h"
-#include "kernel/mm.h"
+#include "kernel/mm/mm.h"
 #include "kernel/panic.h"
 #include "kernel/power.h"
-#include "kernel/time.h"
+#include "kernel/time/time.h"
 
 /* PM1 fixed registers (ACPI 6.5 §4.8.3): status (write 1 to clear) at the
  * event block, enable at event block + PM1_EVT_LEN / 2, control block. */

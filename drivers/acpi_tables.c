@@ -3,8 +3,8 @@
  * sum to zero, and a bad table is skipped with one warning. All multi-byte
  * fields are read byte by byte, so tables may sit at any alignment. */
 #include "drivers/acpi_tables.h"
-#include "kernel/byteorder.h"
-#include "kernel/string.h"
+#include "lib/byteorder.h"
+#include "lib/string.h"
 #include <arch.h>
 
 #define ACPI_HDR_LEN		36	/* System Description Table Header */

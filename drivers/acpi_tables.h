@@ -3,7 +3,7 @@
 #ifndef VIREO_ACPI_TABLES_H
 #define VIREO_ACPI_TABLES_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /* How the parser reaches physical memory. map() returns a pointer valid for
  * len bytes starting at phys, or NULL if that range cannot be read. It is

@@ -4,7 +4,7 @@
 #ifndef VIREO_AML_HID_H
 #define VIREO_AML_HID_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 #define AML_HID_STRING_PREFIX	0x0d	/* StringPrefix: NUL-terminated ASCII follows */
 

@@ -3,7 +3,7 @@
 #ifndef VIREO_AML_S5_H
 #define VIREO_AML_S5_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /* Longest AML body scanned: the table length limit of acpi_tables.h. */
 #define AML_S5_MAX_LEN	(1u << 20)

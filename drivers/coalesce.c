@@ -34,10 +34,10 @@
  *
  * Idle: no frame for COAL_IDLE_NS, or a window without frames, goes straight
  * to profile 0 and forgets the guard's history. */
-#include "kernel/types.h"
+#include "lib/types.h"
 #include "drivers/coalesce.h"
-#include "kernel/parse.h"
-#include "kernel/string.h"
+#include "lib/parse.h"
+#include "lib/string.h"
 
 #define COAL_ADAPT_USECS	COAL_USECS_MAX	/* hold of every profile above 0 */
 #define COAL_LEVELS		7u		/* F = 1, 2, 4 .. 64 */

@@ -23,7 +23,7 @@
 #ifndef VIREO_COALESCE_H
 #define VIREO_COALESCE_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 #define COAL_FRAMES_MAX		64u	/* default bound on frames per interrupt */
 #define COAL_USECS_MAX		200u	/* bound on the usecs hold time */

@@ -8,10 +8,10 @@
 #include "drivers/acpi.h"
 #include "drivers/pci.h"
 #include "kernel/console.h"
-#include "kernel/io.h"
-#include "kernel/linkset.h"
-#include "kernel/mm.h"
-#include "kernel/string.h"
+#include "kernel/arch/io.h"
+#include "lib/linkset.h"
+#include "kernel/mm/mm.h"
+#include "lib/string.h"
 
 #define PCI_CMD_IO (1u << 0)
 #define PCI_CMD_MEM (1u << 1)

@@ -4,9 +4,9 @@
 #define VIREO_PCI_H
 
 #include "drivers/pci_parse.h"
-#include "kernel/irq.h"
-#include "kernel/linkset.h"
-#include "kernel/types.h"
+#include "kernel/arch/irq.h"
+#include "lib/linkset.h"
+#include "lib/types.h"
 
 struct pci_driver;
 

@@ -1,7 +1,7 @@
 /* PCI config-space parsing over a snapshot. Every pointer and length in the
  * snapshot came from the device and is checked before use. */
 #include "drivers/pci_parse.h"
-#include "kernel/string.h"
+#include "lib/string.h"
 #include <arch.h>
 
 #define PCI_CARDBUS_CAP_PTR	0x14	/* type 2 headers keep it here */

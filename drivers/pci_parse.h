@@ -3,7 +3,7 @@
 #ifndef VIREO_PCI_PARSE_H
 #define VIREO_PCI_PARSE_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /* Type 0/1 header offsets (PCI Local Bus 3.0 §6.1). */
 #define PCI_VENDOR_ID		0x00

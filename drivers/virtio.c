@@ -15,8 +15,8 @@
 #include "drivers/virtio_core.h"
 #include "kernel/console.h"
 #include "kernel/loop.h"
-#include "kernel/mm.h"
-#include "kernel/string.h"
+#include "kernel/mm/mm.h"
+#include "lib/string.h"
 
 static struct virtio_dev *devices, **devices_tail = &devices;
 static struct work config_work;

@@ -5,8 +5,8 @@
 #define VIREO_VIRTIO_H
 
 #include "drivers/virtq.h"
-#include "kernel/linkset.h"
-#include "kernel/types.h"
+#include "lib/linkset.h"
+#include "lib/types.h"
 
 /* Device status bits, §2.1. */
 #define VIRTIO_S_ACKNOWLEDGE 0x01

@@ -31,12 +31,12 @@
 #include "drivers/virtio_console.h"
 #include "drivers/virtio_console_reg.h"
 #include "kernel/console.h"
-#include "kernel/io.h"
+#include "kernel/arch/io.h"
 #include "kernel/loop.h"
-#include "kernel/mm.h"
+#include "kernel/mm/mm.h"
 #include "kernel/shell.h"
-#include "kernel/string.h"
-#include "kernel/time.h"
+#include "lib/string.h"
+#include "kernel/time/time.h"
 
 #define VCONS_MAX_PORTS ((VIRTIO_MAX_VQS - 2) / 2)	/* queue pairs beside control */
 #define DATA_QSIZE 64		/* hint; legacy devices keep their own size */

@@ -5,7 +5,7 @@
 #ifndef VIREO_VIRTIO_CONSOLE_REG_H
 #define VIREO_VIRTIO_CONSOLE_REG_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /* ---- feature bits, §5.3.3 (bit numbers) -------------------------------- */
 #define VIRTIO_CONSOLE_F_SIZE		0	/* cols/rows valid */

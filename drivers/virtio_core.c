@@ -18,8 +18,8 @@
 #include "drivers/virtio_core.h"
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
-#include "kernel/mm.h"
-#include "kernel/string.h"
+#include "kernel/mm/mm.h"
+#include "lib/string.h"
 #include "drivers/vtd.h"
 
 static u64 feature_mask = ~0ULL;

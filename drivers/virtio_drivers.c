@@ -2,7 +2,7 @@
  * from drivers/virtio.c so the host harness can link the bus with the
  * driver under test instead. */
 #include "drivers/virtio.h"
-#include "kernel/linkset.h"
+#include "lib/linkset.h"
 
 extern char __virtio_drivers_start[], __virtio_drivers_end[];
 

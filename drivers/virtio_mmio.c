@@ -15,12 +15,12 @@
 #include "drivers/virtio_mmio_reg.h"
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
-#include "kernel/fmt.h"
-#include "kernel/io.h"
-#include "kernel/irq.h"
+#include "lib/fmt.h"
+#include "kernel/arch/io.h"
+#include "kernel/arch/irq.h"
 #include "kernel/loop.h"
-#include "kernel/mm.h"
-#include "kernel/time.h"
+#include "kernel/mm/mm.h"
+#include "kernel/time/time.h"
 
 #define POLL_NS (1 * NSEC_PER_MSEC)
 #define LEGACY_PAGE 4096u

@@ -2,7 +2,7 @@
 #include "drivers/virtio_mmio_parse.h"
 #include "drivers/virtio_mmio_reg.h"
 #include "drivers/aml_hid.h"
-#include "kernel/byteorder.h"
+#include "lib/byteorder.h"
 
 static void vmmio_say(char *why, size_t why_len, const char *s)
 {

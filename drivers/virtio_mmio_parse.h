@@ -8,7 +8,7 @@
 #ifndef VIREO_VIRTIO_MMIO_PARSE_H
 #define VIREO_VIRTIO_MMIO_PARSE_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /* Bounds. A window holds the registers (0x100 bytes) and the device config
  * after them, so at least 0x100 and at most VMMIO_WIN_MAX; at most

@@ -18,14 +18,14 @@
 #include "kernel/cmdline.h"
 #include "drivers/vnet_gso.h"
 #include "kernel/console.h"
-#include "kernel/fmt.h"
-#include "kernel/io.h"
+#include "lib/fmt.h"
+#include "kernel/arch/io.h"
 #include "kernel/loop.h"
-#include "kernel/mm.h"
+#include "kernel/mm/mm.h"
 #include "kernel/random.h"
 #include "kernel/shell.h"
-#include "kernel/string.h"
-#include "kernel/time.h"
+#include "lib/string.h"
+#include "kernel/time/time.h"
 
 /* Buffers per poll (a merged frame counts each of its buffers and may end
  * up to max_buffers - 1 past the budget). With receive TSO a 64 KiB frame

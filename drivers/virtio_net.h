@@ -22,7 +22,7 @@
 #include "drivers/coalesce.h"
 #include "drivers/vnet_hdr.h"
 #include "drivers/virtq.h"
-#include "kernel/types.h"
+#include "lib/types.h"
 
 struct vnet;
 

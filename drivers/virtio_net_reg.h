@@ -5,7 +5,7 @@
 #ifndef VIREO_VIRTIO_NET_REG_H
 #define VIREO_VIRTIO_NET_REG_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 #define VIRTIO_ID_NET	1	/* virtio device id, §5.1.1 */
 

@@ -12,12 +12,12 @@
 #include "drivers/virtio_pci_caps.h"
 #include "drivers/virtio_pci_reg.h"
 #include "kernel/console.h"
-#include "kernel/fmt.h"
-#include "kernel/io.h"
+#include "lib/fmt.h"
+#include "kernel/arch/io.h"
 #include "kernel/loop.h"
-#include "kernel/mm.h"
-#include "kernel/string.h"
-#include "kernel/time.h"
+#include "kernel/mm/mm.h"
+#include "lib/string.h"
+#include "kernel/time/time.h"
 
 #define CC(field) offsetof(struct virtio_pci_common_cfg, field)
 #define MAX_ENTRIES (VIRTIO_MAX_VQS + 1)

@@ -3,7 +3,7 @@
  * the BARs we decoded ourselves before anything maps it. */
 #include "drivers/virtio_pci_caps.h"
 #include "drivers/virtio_pci_reg.h"
-#include "kernel/string.h"
+#include "lib/string.h"
 #include <arch.h>
 
 #define CAP_CFG_TYPE	offsetof(struct virtio_pci_cap, cfg_type)

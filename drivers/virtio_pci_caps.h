@@ -4,7 +4,7 @@
 #ifndef VIREO_VIRTIO_PCI_CAPS_H
 #define VIREO_VIRTIO_PCI_CAPS_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 #include "drivers/pci_parse.h"
 
 /* Where one virtio structure lives: bytes [offset, offset + length) of

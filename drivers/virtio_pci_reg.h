@@ -3,7 +3,7 @@
 #ifndef VIREO_VIRTIO_PCI_REG_H
 #define VIREO_VIRTIO_PCI_REG_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 #define VIRTIO_PCI_VENDOR_ID		0x1af4
 #define VIRTIO_PCI_DEVICE_LEGACY_MIN	0x1000	/* transitional: 0x1000..0x103f */

@@ -3,7 +3,7 @@
 #ifndef VIREO_VIRTIO_RING_REG_H
 #define VIREO_VIRTIO_RING_REG_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /* ---- descriptor flags (both layouts) ---------------------------------- */
 #define VIRTQ_DESC_F_NEXT	1u	/* chain continues (split: via next) */

@@ -10,7 +10,7 @@
 #include "drivers/virtio.h"
 #include "kernel/console.h"
 #include "kernel/loop.h"
-#include "kernel/mm.h"
+#include "kernel/mm/mm.h"
 #include "kernel/random.h"
 
 #define RNG_BUF 64

@@ -27,7 +27,7 @@
 #include "drivers/vtd.h"
 #include "kernel/console.h"
 #include "kernel/loop.h"
-#include "kernel/time.h"
+#include "kernel/time/time.h"
 
 #define SELFTEST_DEADLINE_NS (10 * NSEC_PER_SEC)
 #define SELFTEST_POLL_NS (20 * NSEC_PER_MSEC)

@@ -4,7 +4,7 @@
 #ifndef VIREO_VIRTIO_SELFTEST_H
 #define VIREO_VIRTIO_SELFTEST_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 enum virtio_selftest {
 	VIRTIO_SELFTEST_NONE,

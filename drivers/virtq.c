@@ -15,10 +15,10 @@
  *   then, if indirect: num tables of indirect_max descriptors, one per split
  *   head descriptor / packed buffer id, so a table is never shared.
  */
-#include "kernel/types.h"
+#include "lib/types.h"
 #include "drivers/virtq.h"
 #include "drivers/virtio_ring_reg.h"
-#include "kernel/string.h"
+#include "lib/string.h"
 #include <arch.h>
 
 #define NO_SLOT 0xffffu	/* end of a shadow list; never a valid index (num <= 1024) */

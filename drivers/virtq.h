@@ -5,7 +5,7 @@
 #ifndef VIREO_VIRTQ_H
 #define VIREO_VIRTQ_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 #include "drivers/virtio_ring_reg.h"
 
 #define VIRTQ_MAX_SIZE		1024u	/* our cap on the queue size (num) */

@@ -1,10 +1,10 @@
 /* virtio-net control-queue command encoding, §5.1.6.5. Multi-byte fields
  * are written byte by byte (little-endian), so no alignment is assumed. */
-#include "kernel/types.h"
+#include "lib/types.h"
 #include <arch.h>
 #include "drivers/vnet_ctrl.h"
-#include "kernel/byteorder.h"
-#include "kernel/string.h"
+#include "lib/byteorder.h"
+#include "lib/string.h"
 
 #define MAC_LEN 6u
 

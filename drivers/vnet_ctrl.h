@@ -4,7 +4,7 @@
 #ifndef VIREO_VNET_CTRL_H
 #define VIREO_VNET_CTRL_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 #include "drivers/virtio_net_reg.h"
 
 #define VNET_CTRL_MAC_MAX	32u	/* unicast + multicast entries in one TABLE_SET */

@@ -10,7 +10,7 @@
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
 #include "kernel/loop.h"
-#include "kernel/string.h"
+#include "lib/string.h"
 
 static struct {
 	bool on;

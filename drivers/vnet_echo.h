@@ -3,7 +3,7 @@
 #ifndef VIREO_VNET_ECHO_H
 #define VIREO_VNET_ECHO_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /* With on, the first virtio-net device is taken by the reflector (from the
  * loop's next pass, so after the probe) instead of the IP stack, and sends

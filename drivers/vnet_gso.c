@@ -1,5 +1,5 @@
 /* Segmentation offload headers and virtio-net feature dependencies. */
-#include "kernel/types.h"
+#include "lib/types.h"
 #include "drivers/virtio_net_reg.h"
 #include "drivers/vnet_gso.h"
 #include "drivers/vnet_hdr.h"

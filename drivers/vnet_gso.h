@@ -3,7 +3,7 @@
 #ifndef VIREO_VNET_GSO_H
 #define VIREO_VNET_GSO_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /* Drops every virtio-net feature whose requirement (virtio 1.2 §5.1.3.1)
  * is missing from `features`, repeatedly, so a chain (HOST_ECN needs

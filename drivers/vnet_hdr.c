@@ -1,8 +1,8 @@
 /* virtio-net header checks and fills, §5.1.6. Every header byte and length
  * the device reports is untrusted; nothing here writes to a receive buffer. */
-#include "kernel/types.h"
+#include "lib/types.h"
 #include "drivers/vnet_hdr.h"
-#include "kernel/byteorder.h"
+#include "lib/byteorder.h"
 
 /* Known RX flag bits. Others are ignored, as §5.1.6.4.2 requires. */
 #define RX_KNOWN_FLAGS (VIRTIO_NET_HDR_F_NEEDS_CSUM | VIRTIO_NET_HDR_F_DATA_VALID | \

@@ -5,7 +5,7 @@
 #ifndef VIREO_VNET_HDR_H
 #define VIREO_VNET_HDR_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 #include "drivers/virtio_net_reg.h"
 
 #define VNET_ETH_HLEN		14u	/* smallest frame we accept */

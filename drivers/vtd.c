@@ -32,13 +32,13 @@
 #include "drivers/vtd_pt.h"
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
-#include "kernel/fmt.h"
-#include "kernel/io.h"
-#include "kernel/irq.h"
-#include "kernel/mm.h"
+#include "lib/fmt.h"
+#include "kernel/arch/io.h"
+#include "kernel/arch/irq.h"
+#include "kernel/mm/mm.h"
 #include "kernel/shell.h"
-#include "kernel/string.h"
-#include "kernel/time.h"
+#include "lib/string.h"
+#include "kernel/time/time.h"
 
 #define VTD_VER		0x00
 #define VTD_CAP		0x08

@@ -4,7 +4,7 @@
 #ifndef VIREO_VTD_H
 #define VIREO_VTD_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 struct pci_dev;
 struct vtd_domain;

@@ -1,6 +1,6 @@
 /* VT-d second-level page tables and fault records (see vtd_pt.h). */
 #include "drivers/vtd_pt.h"
-#include "kernel/string.h"
+#include "lib/string.h"
 #include <arch.h>
 
 #define VTD_PT_ENTRIES	512

@@ -4,7 +4,7 @@
 #ifndef VIREO_VTD_PT_H
 #define VIREO_VTD_PT_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 #define VTD_PAGE		4096ull
 #define VTD_PTE_R		(1ull << 0)

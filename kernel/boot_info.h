@@ -24,7 +24,7 @@
 #define BOOT_TLS_FILE_MAX (64u * 1024)
 
 #ifndef __ASSEMBLER__	/* boot/pvh_entry.S reads the numbers above */
-#include "kernel/types.h"
+#include "lib/types.h"
 
 enum boot_mem_type {
 	BOOT_MEM_FREE,		/* conventional memory */

@@ -2,9 +2,9 @@
  * local buffer, split at its first '=', and handed to the parser for the
  * option's type. Destinations are written only after a value fully checks. */
 #include "kernel/cmdline.h"
-#include "kernel/fmt.h"
-#include "kernel/parse.h"
-#include "kernel/string.h"
+#include "lib/fmt.h"
+#include "lib/parse.h"
+#include "lib/string.h"
 
 #define CMDLINE_SHOW "%.48s"	/* how much of a key or value a warning quotes */
 

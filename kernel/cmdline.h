@@ -2,7 +2,7 @@
 #ifndef VIREO_CMDLINE_H
 #define VIREO_CMDLINE_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /* Longest line looked at, NUL included: at most CMDLINE_MAX - 1 characters
  * are parsed; a longer line is cut (with a warning) before its last partial

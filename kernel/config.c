@@ -11,9 +11,9 @@
 #include "kernel/cmdline.h"
 #include "kernel/config.h"
 #include "kernel/console.h"
-#include "kernel/fmt.h"
+#include "lib/fmt.h"
 #include "kernel/shell.h"
-#include "kernel/string.h"
+#include "lib/string.h"
 
 extern const struct cmdline_opt *const __start_vireo_cmdline[];
 extern const struct cmdline_opt *const __stop_vireo_cmdline[];

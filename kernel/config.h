@@ -4,7 +4,7 @@
 #define VIREO_CONFIG_H
 
 #include "kernel/cmdline.h"
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /* Checks the table (config_check), then parses the boot command line
  * against it, warning on the console ("warning: cmdline: ...") for each bad

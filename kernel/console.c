@@ -2,13 +2,13 @@
 #include <stdarg.h>
 
 #include "kernel/console.h"
-#include "kernel/wallclock.h"
-#include "kernel/fmt.h"
-#include "kernel/io.h"
-#include "kernel/irq.h"
+#include "kernel/time/wallclock.h"
+#include "lib/fmt.h"
+#include "kernel/arch/io.h"
+#include "kernel/arch/irq.h"
 #include "kernel/loop.h"
 #include "kernel/shell.h"
-#include "kernel/string.h"
+#include "lib/string.h"
 
 #define COM1 0x3f8
 #define UART_RBR 0	/* receive buffer (DLAB=0) */

@@ -3,7 +3,7 @@
 #ifndef VIREO_CONSOLE_H
 #define VIREO_CONSOLE_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 struct console_sink {
 	const char *name;

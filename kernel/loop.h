@@ -3,8 +3,8 @@
 #ifndef VIREO_LOOP_H
 #define VIREO_LOOP_H
 
-#include "kernel/timerq.h"
-#include "kernel/types.h"
+#include "kernel/time/timerq.h"
+#include "lib/types.h"
 #include <arch.h>
 
 struct work {

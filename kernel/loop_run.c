@@ -1,9 +1,9 @@
 /* The kernel's event loop: queued work (kernel/loop.c), then expired
  * timers, then sti;hlt until the next interrupt or the LAPIC one-shot armed
  * for the nearest deadline. */
-#include "kernel/io.h"
+#include "kernel/arch/io.h"
 #include "kernel/loop.h"
-#include "kernel/time.h"
+#include "kernel/time/time.h"
 
 u64 loop_busy_ns(void)
 {

@@ -3,9 +3,9 @@
 
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
-#include "kernel/fmt.h"
-#include "kernel/io.h"
-#include "kernel/mm.h"
+#include "lib/fmt.h"
+#include "kernel/arch/io.h"
+#include "kernel/mm/mm.h"
 #include "kernel/panic.h"
 #include "kernel/shell.h"
 

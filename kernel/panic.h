@@ -4,8 +4,8 @@
 #ifndef VIREO_PANIC_H
 #define VIREO_PANIC_H
 
-#include "kernel/irq.h"
-#include "kernel/types.h"
+#include "kernel/arch/irq.h"
+#include "lib/types.h"
 
 void panic(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void panic_trap(struct trap_frame *f) __attribute__((noreturn));

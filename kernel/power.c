@@ -7,10 +7,10 @@
 
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
-#include "kernel/io.h"
+#include "kernel/arch/io.h"
 #include "kernel/loop.h"
 #include "kernel/power.h"
-#include "kernel/time.h"
+#include "kernel/time/time.h"
 
 #define POWER_POLL_MS 50
 #define POWER_UART_FLUSH_MS 20	/* 16-byte FIFO at 115200 baud: under 2 ms */

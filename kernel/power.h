@@ -5,7 +5,7 @@
 #ifndef VIREO_POWER_H
 #define VIREO_POWER_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /* Connections at the moment draining began. */
 struct power_drain_counts {

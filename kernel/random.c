@@ -13,11 +13,11 @@
  * (random_add_entropy), so the key is fully seeded from the device within
  * the first completion. */
 #include "kernel/console.h"
-#include "kernel/csprng.h"
-#include "kernel/fmt.h"
-#include "kernel/io.h"
+#include "lib/crypto/csprng.h"
+#include "lib/fmt.h"
+#include "kernel/arch/io.h"
 #include "kernel/random.h"
-#include "kernel/string.h"
+#include "lib/string.h"
 
 #define JITTER_SAMPLES	256
 #define HW_WORDS	4	/* 256 bits */

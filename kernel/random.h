@@ -7,7 +7,7 @@
 #ifndef VIREO_RANDOM_H
 #define VIREO_RANDOM_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /* Seeds the generator and logs from what. Call once at boot, before any
  * other function here. */

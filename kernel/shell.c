@@ -3,15 +3,15 @@
  * finds them in the vireo_shell linker set and runs them. */
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
-#include "kernel/fmt.h"
-#include "kernel/irq.h"
+#include "lib/fmt.h"
+#include "kernel/arch/irq.h"
 #include "kernel/loop.h"
-#include "kernel/mm.h"
+#include "kernel/mm/mm.h"
 #include "kernel/panic.h"
 #include "kernel/shell.h"
-#include "kernel/string.h"
-#include "kernel/time.h"
-#include "kernel/timeline.h"
+#include "lib/string.h"
+#include "kernel/time/time.h"
+#include "kernel/time/timeline.h"
 
 extern const struct shell_cmd *const __start_vireo_shell[];
 extern const struct shell_cmd *const __stop_vireo_shell[];

@@ -3,7 +3,7 @@
 #ifndef VIREO_SHELL_H
 #define VIREO_SHELL_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 struct shell_cmd {
 	const char *name;

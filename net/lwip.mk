@@ -95,7 +95,7 @@ $(patsubst %.c,$(BUILD)/k/%.o,$(LWIP_PORT_SRCS)): | $(LWIP_STAMP)
 # needs any symbol outside LWIP_KERNEL_SYMS, the kernel API lwIP may use
 # (_GLOBAL_OFFSET_TABLE_ is the linker's own, referenced by -fpic code).
 # (mm_get_stats: the kernel memory figures on /metrics; outbuf_*: its text
-# buffer, kernel/outbuf.h; parse_dec: kernel/parse.h; timer_*/work_*: the
+# buffer, lib/outbuf.h; parse_dec: lib/parse.h; timer_*/work_*: the
 # loop's timers and work items the app API runs on, kernel/loop.h;
 # wallclock_*: Date and Last-Modified; __start/__stop_vireo_*: the apps' and
 # metrics' linker sets; dhcp_set_ntp_servers: lwIP's DHCP option 42 hook,

@@ -1,8 +1,8 @@
 /* vireo's lwIP port: heap set-up, pool budgets, TIME_WAIT and orphan trimming. */
 #include "kernel/console.h"
-#include "kernel/mm.h"
+#include "kernel/mm/mm.h"
 #include "kernel/panic.h"	/* unused: checks cc.h's copy of panic() */
-#include "kernel/types.h"
+#include "lib/types.h"
 #include "lwip/init.h"
 #include "lwip/memp.h"
 #include "lwip/pbuf.h"

@@ -3,7 +3,7 @@
 #ifndef VIREO_NET_LWIP_PORT_H
 #define VIREO_NET_LWIP_PORT_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /* Allocates lwIP's heap (MEM_SIZE bytes of kernel pages, see net/lwipopts.h),
  * runs lwip_init(), publishes the per-pool budgets as

@@ -3,7 +3,7 @@
  * line found by a search that resumes where it stopped, so a response
  * dripped one byte at a time costs linear time), then the body (at most
  * MDHTTP_BODY_MAX, its length from Content-Length or the close). */
-#include "kernel/string.h"
+#include "lib/string.h"
 #include "net/mdhttp.h"
 
 #define MDHTTP_MIN(a, b) ((a) < (b) ? (a) : (b))

@@ -6,7 +6,7 @@
 #ifndef VIREO_NET_MDHTTP_H
 #define VIREO_NET_MDHTTP_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 #define MDHTTP_HEAD_MAX 4096	/* status line and headers, with the blank line */
 #define MDHTTP_BODY_MAX 16384	/* as EFI/vireo/vireo.cfg's bound */

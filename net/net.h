@@ -10,7 +10,7 @@
 #ifndef VIREO_NET_NET_H
 #define VIREO_NET_NET_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 struct netif;
 struct vnet_stats;

@@ -6,8 +6,8 @@
  */
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
-#include "kernel/fmt.h"
-#include "kernel/timeline.h"
+#include "lib/fmt.h"
+#include "kernel/time/timeline.h"
 #include "lwip/dhcp.h"
 #include "lwip/netif.h"
 #include "net/net.h"

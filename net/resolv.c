@@ -4,8 +4,8 @@
  * dns= wins over a lease: its servers are set again before every query.
  */
 #include "kernel/cmdline.h"
-#include "kernel/fmt.h"
-#include "kernel/string.h"
+#include "lib/fmt.h"
+#include "lib/string.h"
 #include "lwip/dns.h"
 #include "lwip/ip_addr.h"
 #include "net/resolv.h"

@@ -2,7 +2,7 @@
 #ifndef VIREO_NET_RESOLV_H
 #define VIREO_NET_RESOLV_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 #include "lwip/ip_addr.h"
 
 /* Whether s looks like a host name: letters, digits, '-' and single dots,

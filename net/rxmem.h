@@ -13,7 +13,7 @@
 #ifndef VIREO_NET_RXMEM_H
 #define VIREO_NET_RXMEM_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 struct pbuf;
 struct tcp_pcb;

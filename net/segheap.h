@@ -30,7 +30,7 @@
 #ifndef VIREO_SEGHEAP_H
 #define VIREO_SEGHEAP_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 #define SEGHEAP_PAGE		8192u
 #define SEGHEAP_ALIGN		8u	/* every block's address and size */

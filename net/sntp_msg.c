@@ -1,5 +1,5 @@
 /* SNTP messages (see sntp_msg.h). */
-#include "kernel/wallclock.h"
+#include "kernel/time/wallclock.h"
 #include "net/sntp_msg.h"
 
 static u64 sntp_msg_be64(const u8 *p)

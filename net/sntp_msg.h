@@ -3,7 +3,7 @@
 #ifndef VIREO_NET_SNTP_MSG_H
 #define VIREO_NET_SNTP_MSG_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 #define SNTP_MSG_LEN 48			/* the fixed header; extensions are ignored */
 #define SNTP_PORT 123

@@ -31,8 +31,8 @@
  * and an MSS other than the four below: a cookie connection uses the
  * largest table entry not above the client's MSS. */
 #include "kernel/random.h"
-#include "kernel/siphash.h"
-#include "kernel/time.h"
+#include "lib/crypto/siphash.h"
+#include "kernel/time/time.h"
 #include "lwip/inet_chksum.h"
 #include "lwip/ip.h"
 #include "lwip/pbuf.h"

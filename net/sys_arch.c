@@ -1,5 +1,5 @@
 /* lwIP's system layer for NO_SYS=1: only the millisecond clock. */
-#include "kernel/time.h"
+#include "kernel/time/time.h"
 #include "lwip/sys.h"
 
 /* Milliseconds since boot from the kernel's monotonic clock. lwIP compares

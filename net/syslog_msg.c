@@ -1,6 +1,6 @@
 /* RFC 5424 messages (see syslog_msg.h). */
-#include "kernel/byteorder.h"
-#include "kernel/string.h"
+#include "lib/byteorder.h"
+#include "lib/string.h"
 #include "net/syslog_msg.h"
 
 static bool syslog_msg_prefix(const char *line, size_t len, const char *p)

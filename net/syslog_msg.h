@@ -2,7 +2,7 @@
 #ifndef VIREO_NET_SYSLOG_MSG_H
 #define VIREO_NET_SYSLOG_MSG_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 #define SYSLOG_FACILITY_USER 1
 #define SYSLOG_SEV_CRIT 2

@@ -12,9 +12,9 @@
  * so that virtio-rng's entropy (mixed in while the network comes up) is in
  * it when there is a virtio-rng device. */
 #include "kernel/random.h"
-#include "kernel/siphash.h"
-#include "kernel/string.h"
-#include "kernel/time.h"
+#include "lib/crypto/siphash.h"
+#include "lib/string.h"
+#include "kernel/time/time.h"
 #include "lwip/ip_addr.h"
 #include "net/lwip_hooks.h"
 #include "net/tcp_isn.h"

@@ -3,8 +3,8 @@
 #ifndef VIREO_NET_TCP_ISN_H
 #define VIREO_NET_TCP_ISN_H
 
-#include "kernel/siphash.h"
-#include "kernel/types.h"
+#include "lib/crypto/siphash.h"
+#include "lib/types.h"
 #include "lwip/ip_addr.h"
 
 /* Two IPv6 addresses and two ports. */

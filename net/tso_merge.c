@@ -1,7 +1,7 @@
 /* Segment merging for transmit segmentation offload; the rules and the
  * reasoning are in tso_merge.h. */
-#include "kernel/byteorder.h"
-#include "kernel/string.h"
+#include "lib/byteorder.h"
+#include "lib/string.h"
 #include "net/tso_merge.h"
 
 #define ETH_HLEN 14u

@@ -36,7 +36,7 @@
 #ifndef VIREO_TSO_MERGE_H
 #define VIREO_TSO_MERGE_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 #define TSO_HDR_MAX	136u	/* Ethernet 14 + IPv4 with options 60 + TCP 60, rounded */
 #define TSO_MAX_SEGS	64u	/* segments per merged frame */

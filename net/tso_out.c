@@ -18,8 +18,8 @@
  * frames' worth of ring slots. The burst itself is one tso_batch: at most
  * TSO_MAX_SEGS frames are ever waiting for the flush. */
 #include "kernel/loop.h"
-#include "kernel/mm.h"
-#include "kernel/string.h"
+#include "kernel/mm/mm.h"
+#include "lib/string.h"
 #include "lwip/pbuf.h"
 #include "net/tso_merge.h"
 #include "net/tso_out.h"

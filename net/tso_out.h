@@ -8,7 +8,7 @@
 #ifndef VIREO_TSO_OUT_H
 #define VIREO_TSO_OUT_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 #include "lwip/err.h"
 
 struct pbuf;

@@ -21,8 +21,8 @@
 #include "vireo/vireo.h"
 #include "apps/dns/dnsmsg.h"
 #include "apps/dns/rrl.h"
-#include "kernel/byteorder.h"
-#include "kernel/string.h"
+#include "lib/byteorder.h"
+#include "lib/string.h"
 
 extern const struct dns_zone dns_zone_table;
 

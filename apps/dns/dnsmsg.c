@@ -1,7 +1,7 @@
 /* apps/dns's engine (see dnsmsg.h). */
 #include "apps/dns/dnsmsg.h"
-#include "kernel/byteorder.h"
-#include "kernel/string.h"
+#include "lib/byteorder.h"
+#include "lib/string.h"
 
 #define DNS_CLASS_IN 1
 #define DNS_OPT_LEN 11	/* root name, type, class, TTL, RDLENGTH 0 */

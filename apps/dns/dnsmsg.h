@@ -29,7 +29,7 @@
 #define VIREO_DNS_DNSMSG_H
 
 #include "apps/dns/zone.h"
-#include "kernel/types.h"
+#include "lib/types.h"
 
 #define DNS_HDR_LEN 12
 #define DNS_UDP_MIN 512

@@ -11,12 +11,12 @@ $(BUILD)/host/mkzone.ok: apps/dns/mkzone.py apps/dns/test_mkzone.py apps/dns/tes
 	$(Q)$(PYTHON) -m pytest -q -p no:cacheprovider apps/dns/test_mkzone.py apps/dns/test_dig_host.py >$@.log 2>&1 || { cat $@.log; exit 1; }
 	$(Q)touch $@
 HOST_TESTS += test_dns
-test_dns_SRCS := tests/host/test_dns.c apps/dns/dnsmsg.c apps/dns/rrl.c kernel/siphash.c $(DNS_HOST_ZONE)
+test_dns_SRCS := tests/host/test_dns.c apps/dns/dnsmsg.c apps/dns/rrl.c lib/crypto/siphash.c $(DNS_HOST_ZONE)
 $(BUILD)/host/test_dns: $(BUILD)/host/mkzone.ok
 FUZZERS += fuzz_dns
-fuzz_dns_SRCS := tests/fuzz/fuzz_dns.c apps/dns/dnsmsg.c apps/dns/rrl.c kernel/siphash.c $(DNS_HOST_ZONE)
+fuzz_dns_SRCS := tests/fuzz/fuzz_dns.c apps/dns/dnsmsg.c apps/dns/rrl.c lib/crypto/siphash.c $(DNS_HOST_ZONE)
 # dns_serve: the engine behind host sockets, for dig/kdig (apps/dns/test_dig_host.py).
-$(BUILD)/host/dns_serve: tests/host/dns_serve.c apps/dns/dnsmsg.c apps/dns/rrl.c kernel/siphash.c $(DNS_HOST_ZONE)
+$(BUILD)/host/dns_serve: tests/host/dns_serve.c apps/dns/dnsmsg.c apps/dns/rrl.c lib/crypto/siphash.c $(DNS_HOST_ZONE)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  HOSTCC  $@")
 	$(Q)$(HOST_CC) $(HOST_CFLAGS) -MF $@.d $(filter %.c,$^) -o $@
@@ -24,7 +24,7 @@ $(BUILD)/host/dns_serve: tests/host/dns_serve.c apps/dns/dnsmsg.c apps/dns/rrl.c
 HOST_TESTS += test_dns_app
 test_dns_app_SRCS := tests/host/test_dns_app.c tests/host/lwip_wire.c \
 	net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c net/app/conntab.c net/app/http.c net/app/site.c \
-	$(API_HOST_SRCS) kernel/cmdline.c kernel/siphash.c \
+	$(API_HOST_SRCS) kernel/cmdline.c lib/crypto/siphash.c \
 	apps/dns/dns.c apps/dns/dnsmsg.c apps/dns/rrl.c $(DNS_HOST_ZONE) $(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
 $(BUILD)/host/test_dns_app: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
 $(BUILD)/host/test_dns_app: | $(LWIP_STAMP)

@@ -1,6 +1,6 @@
 /* Response-rate limiting (see rrl.h). */
 #include "apps/dns/rrl.h"
-#include "kernel/string.h"
+#include "lib/string.h"
 
 _Static_assert(RRL_BUCKETS % RRL_WAYS == 0 && (RRL_BUCKETS & (RRL_BUCKETS - 1)) == 0, "RRL table shape");
 

@@ -16,8 +16,8 @@
 #ifndef VIREO_DNS_RRL_H
 #define VIREO_DNS_RRL_H
 
-#include "kernel/siphash.h"
-#include "kernel/types.h"
+#include "lib/crypto/siphash.h"
+#include "lib/types.h"
 
 #define RRL_BUCKETS 1024
 #define RRL_WAYS 4

@@ -10,7 +10,7 @@
 #ifndef VIREO_DNS_ZONE_H
 #define VIREO_DNS_ZONE_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 #define DNS_RR_NO_NAME 0xffff
 

@@ -15,8 +15,8 @@
  */
 #include "vireo/vireo.h"
 #include "apps/kv/kv_store.h"
-#include "kernel/parse.h"
-#include "kernel/string.h"
+#include "lib/parse.h"
+#include "lib/string.h"
 
 /*
  * Bounds. kv.max_bytes caps the store (kv_store.h's arithmetic). Everything

@@ -27,9 +27,9 @@
 #ifndef VIREO_API_APP_H
 #define VIREO_API_APP_H
 
-#include "kernel/string.h"	/* memcpy, memmove, memset, memcmp, strlen, strnlen,
+#include "lib/string.h"	/* memcpy, memmove, memset, memcmp, strlen, strnlen,
 				 * strcmp, strncmp, strlcpy */
-#include "kernel/types.h"	/* u8..u64, s64, bool, size_t, the E* error codes */
+#include "lib/types.h"	/* u8..u64, s64, bool, size_t, the E* error codes */
 
 /* ---- registration ---- */
 

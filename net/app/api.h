@@ -3,7 +3,7 @@
 #ifndef VIREO_NET_APP_API_H
 #define VIREO_NET_APP_API_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 #include "vireo/http.h"
 
 /* ---- handles: small ids for runtime objects, stale once freed ---- */

@@ -2,7 +2,7 @@
 #ifndef VIREO_NET_APP_APP_H
 #define VIREO_NET_APP_APP_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /* Starts the appliance's services as its keys say (HTTP on http=, echo on 7
  * when echo= asks) and registers its metrics and the power-off drain.

@@ -5,8 +5,8 @@
  * 16 for echo), so the O(n^2) walk conntab_admit() does when the table is
  * full is 64 x 64 key compares at most, once per refused-or-evicting accept.
  */
-#include "kernel/types.h"
-#include "kernel/mm.h"
+#include "lib/types.h"
+#include "kernel/mm/mm.h"
 #include "lwip/ip_addr.h"
 #include "lwip/altcp.h"
 #include "net/app/conntab.h"

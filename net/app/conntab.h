@@ -4,7 +4,7 @@
 #ifndef VIREO_NET_APP_CONNTAB_H
 #define VIREO_NET_APP_CONNTAB_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 #include "lwip/altcp.h"
 #include "lwip/ip_addr.h"
 

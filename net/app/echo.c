@@ -17,9 +17,9 @@
  * more). Whatever a spoofed source makes us reflect is at most the global
  * rate, one datagram out per datagram in.
  */
-#include "kernel/mm.h"
-#include "kernel/time.h"
-#include "kernel/types.h"
+#include "kernel/mm/mm.h"
+#include "kernel/time/time.h"
+#include "lib/types.h"
 #include "lwip/ip.h"
 #include "lwip/altcp.h"
 #include "lwip/udp.h"

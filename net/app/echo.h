@@ -2,7 +2,7 @@
 #ifndef VIREO_NET_APP_ECHO_H
 #define VIREO_NET_APP_ECHO_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 #define ECHO_TCP 1u
 #define ECHO_UDP 2u

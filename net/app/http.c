@@ -13,9 +13,9 @@
  * repeated Host or Content-Length is 400 even if identical; request bodies
  * are refused (Content-Length > 0: 413, Transfer-Encoding: 501).
  */
-#include "kernel/types.h"
-#include "kernel/outbuf.h"
-#include "kernel/parse.h"
+#include "lib/types.h"
+#include "lib/outbuf.h"
+#include "lib/parse.h"
 #include "net/app/http.h"
 
 enum { ST_HEAD = 0, ST_DONE, ST_ERROR };	/* ST_HEAD is 0: a zeroed parser is ready */

@@ -2,7 +2,7 @@
 #ifndef VIREO_NET_APP_HTTP_H
 #define VIREO_NET_APP_HTTP_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /*
  * Limits. A request line longer than HTTP_REQLINE_MAX bytes (not counting its

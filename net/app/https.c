@@ -18,7 +18,7 @@
  */
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
-#include "kernel/types.h"
+#include "lib/types.h"
 #include "net/app/https.h"
 #include "net/app/metrics.h"
 #include "net/app/server.h"
@@ -31,7 +31,7 @@
 #include "mbedtls/ssl_ticket.h"
 #include "kernel/loop.h"
 #include "kernel/random.h"
-#include "kernel/time.h"
+#include "kernel/time/time.h"
 #include "net/tls/tls.h"
 #include "net/tls/tls_keys.h"
 #endif

@@ -4,7 +4,7 @@
 #ifndef VIREO_NET_APP_HTTPS_H
 #define VIREO_NET_APP_HTTPS_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /*
  * Limits. What one TLS connection holds of the TLS heap is at most 30 KiB

@@ -5,11 +5,11 @@
  * requires, so tables such as lwIP's per-protocol counters are written field
  * by field, one family per field with a proto label. Values are u64 integers.
  */
-#include "kernel/mm.h"
-#include "kernel/outbuf.h"
-#include "kernel/string.h"
-#include "kernel/time.h"
-#include "kernel/types.h"
+#include "kernel/mm/mm.h"
+#include "lib/outbuf.h"
+#include "lib/string.h"
+#include "kernel/time/time.h"
+#include "lib/types.h"
 #include "lwip/memp.h"
 #include "lwip/stats.h"
 #include "net/app/metrics.h"

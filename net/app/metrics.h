@@ -2,7 +2,7 @@
 #ifndef VIREO_NET_APP_METRICS_H
 #define VIREO_NET_APP_METRICS_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 

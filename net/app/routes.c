@@ -1,7 +1,7 @@
 /* The application API's route table (vireo/http.h): registration checks
  * and matching. No I/O, host-tested. */
-#include "kernel/mm.h"
-#include "kernel/types.h"
+#include "kernel/mm/mm.h"
+#include "lib/types.h"
 #include "net/app/api.h"
 
 /* From the heap at boot, api_routes_alloc() (the EFI image's .bss is bounded). */

@@ -44,13 +44,13 @@
  * connection's pump_work, so the app is never re-entered from its own call
  * and a handle of a freed connection is only ever stale, never dangling.
  */
-#include "kernel/fmt.h"
+#include "lib/fmt.h"
 #include "kernel/loop.h"
-#include "kernel/mm.h"
-#include "kernel/outbuf.h"
-#include "kernel/time.h"
-#include "kernel/types.h"
-#include "kernel/wallclock.h"
+#include "kernel/mm/mm.h"
+#include "lib/outbuf.h"
+#include "kernel/time/time.h"
+#include "lib/types.h"
+#include "kernel/time/wallclock.h"
 #include "lwip/altcp.h"
 #include "net/app/http.h"
 #include "net/app/metrics.h"

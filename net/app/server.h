@@ -2,7 +2,7 @@
 #ifndef VIREO_NET_APP_SERVER_H
 #define VIREO_NET_APP_SERVER_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /* Limits and timeouts; a zero field takes the default in brackets. */
 struct http_server_cfg {

@@ -20,9 +20,9 @@
  * and counted.
  */
 #include "kernel/loop.h"
-#include "kernel/mm.h"
-#include "kernel/time.h"
-#include "kernel/types.h"
+#include "kernel/mm/mm.h"
+#include "kernel/time/time.h"
+#include "lib/types.h"
 #include "lwip/altcp.h"
 #include "lwip/ip.h"
 #include "lwip/udp.h"

@@ -2,7 +2,7 @@
 #ifndef VIREO_NET_APP_SITE_H
 #define VIREO_NET_APP_SITE_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 /* One file. Everything is read-only and lives as long as the image. */
 struct site_file {

@@ -8,8 +8,8 @@
  */
 #include "kernel/boot_info.h"
 #include "kernel/console.h"
-#include "kernel/mm.h"
-#include "kernel/string.h"
+#include "kernel/mm/mm.h"
+#include "lib/string.h"
 #include "net/app/http.h"
 #include "net/app/site.h"
 

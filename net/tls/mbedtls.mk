@@ -18,7 +18,7 @@ MBEDTLS_LIB    := $(BUILD)/mbedtls/libmbedtls.a
 # (net/tls/include), the config file, no host headers (-nostdinc).
 MBEDTLS_CFLAGS := -Inet/tls/include -I$(MBEDTLS_SRCDIR)/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
-# net/tls/include goes before the kernel's -Ikernel (kernel/string.h lacks strstr).
+# net/tls/include goes before the kernel's -Ikernel (lib/string.h lacks strstr).
 MBEDTLS_LIB_CFLAGS := -Inet/tls/include $(KCFLAGS) -nostdinc -isystem $(LWIP_GCC_INC) $(MBEDTLS_CFLAGS) -I$(MBEDTLS_SRCDIR)/library
 
 # Every library/*.c of the pinned release: the config decides what each one

@@ -19,7 +19,7 @@
 #ifndef VIREO_TLS_H
 #define VIREO_TLS_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 #define TLS_HEAP_BYTES	(2u * 1024 * 1024)
 /* What one connection may hold of it (see above), and the keys and config. */

@@ -4,10 +4,10 @@
 
 #include "kernel/boot_info.h"
 #include "kernel/console.h"
-#include "kernel/heap.h"
-#include "kernel/mm.h"
+#include "kernel/mm/heap.h"
+#include "kernel/mm/mm.h"
 #include "kernel/random.h"
-#include "kernel/string.h"
+#include "lib/string.h"
 #include "mbedtls/entropy.h"
 #include "mbedtls/platform_util.h"
 #include "psa/crypto.h"

@@ -22,7 +22,7 @@
 
 #include <arch.h>
 #include "drivers/acpi_tables.h"
-#include "kernel/byteorder.h"
+#include "lib/byteorder.h"
 
 #define MAX_MAPS 4096
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel/wallclock.h"
+#include "kernel/time/wallclock.h"
 #include "net/sntp_msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

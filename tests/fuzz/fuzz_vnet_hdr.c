@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "drivers/vnet_hdr.h"
-#include "kernel/byteorder.h"
+#include "lib/byteorder.h"
 
 #define CHECK(c)                                                                     \
 	do {                                                                         \

@@ -7,7 +7,7 @@
 #ifndef VIREO_FAKE_DEV_H
 #define VIREO_FAKE_DEV_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 #include "drivers/virtio_ring_reg.h"
 #include "drivers/virtq.h"
 

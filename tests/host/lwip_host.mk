@@ -9,14 +9,14 @@ LWIP_HOST_CFLAGS := $(HOST_CFLAGS) -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)
 LWIP_HOST_OBJS := $(patsubst %.c,$(BUILD)/host/lwip/%.o,$(LWIP_SRCS)) \
 	$(BUILD)/host/lwip/port/sys_arch.o $(BUILD)/host/lwip/port/lwip_port.o $(BUILD)/host/lwip/port/segheap.o \
 	$(BUILD)/host/lwip/port/tcp_isn.o $(BUILD)/host/lwip/port/syncookie.o $(BUILD)/host/lwip/port/rxmem.o \
-	$(BUILD)/host/lwip/kernel/siphash.o
+	$(BUILD)/host/lwip/lib/crypto/siphash.o
 
-$(BUILD)/host/lwip/kernel/%.o: kernel/%.c
+$(BUILD)/host/lwip/lib/%.o: lib/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  HOSTCC  $<")
 	$(Q)$(HOST_CC) $(HOST_CFLAGS) -c $< -o $@
 
-$(filter-out $(BUILD)/host/lwip/port/% $(BUILD)/host/lwip/kernel/%,$(LWIP_HOST_OBJS)): $(BUILD)/host/lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP)
+$(filter-out $(BUILD)/host/lwip/port/% $(BUILD)/host/lwip/lib/%,$(LWIP_HOST_OBJS)): $(BUILD)/host/lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  HOSTCC  lwip/$*.c")
 	$(Q)$(HOST_CC) $(LWIP_HOST_CFLAGS) -c $< -o $@
@@ -33,7 +33,7 @@ $(LWIP_HOST_LIB): $(LWIP_HOST_OBJS)
 
 # The application API's runtime (include/vireo/) as the HTTP server needs it,
 # with the static-site app, which serves the site.
-API_HOST_SRCS := net/app/api.c net/app/routes.c net/app/services.c kernel/fmt.c kernel/wallclock.c apps/site/site.c
+API_HOST_SRCS := net/app/api.c net/app/routes.c net/app/services.c lib/fmt.c kernel/time/wallclock.c apps/site/site.c
 
 # The HTTP server, metrics and echo against lwIP over an in-process netif. Its
 # site is the default one plus /256k.bin, a body past TCP_SND_BUF (bulk send
@@ -54,7 +54,7 @@ $(BUILD)/host/test_server: | $(LWIP_STAMP)
 HOST_TESTS += test_api
 test_api_SRCS := tests/host/test_api.c tests/host/lwip_wire.c \
 	net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c net/app/conntab.c net/app/http.c net/app/site.c \
-	net/app/api.c net/app/routes.c net/app/services.c kernel/fmt.c kernel/wallclock.c kernel/cmdline.c \
+	net/app/api.c net/app/routes.c net/app/services.c lib/fmt.c kernel/time/wallclock.c kernel/cmdline.c \
 	$(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
 $(BUILD)/host/test_api: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
 $(BUILD)/host/test_api: | $(LWIP_STAMP)

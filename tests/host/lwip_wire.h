@@ -8,7 +8,7 @@
 #include "lwip/pbuf.h"
 #include "lwip/tcp.h"
 #include "lwip/timeouts.h"
-#include "kernel/types.h"
+#include "lib/types.h"
 #include "tests/host/shim/hostk.h"
 
 /* A packet on the wire. */

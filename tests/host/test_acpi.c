@@ -12,7 +12,7 @@
 
 #include <arch.h>
 #include "drivers/acpi_tables.h"
-#include "kernel/byteorder.h"
+#include "lib/byteorder.h"
 
 #define IMG_BASE	0xe0000ull
 #define IMG_SIZE	0x20000u

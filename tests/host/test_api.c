@@ -19,8 +19,8 @@
 #include "net/app/server.h"
 #include "net/app/site.h"
 #include "net/lwip_port.h"
-#include "kernel/time.h"
-#include "kernel/wallclock.h"
+#include "kernel/time/time.h"
+#include "kernel/time/wallclock.h"
 #include "tests/host/lwip_wire.h"
 #include "vireo/vireo.h"
 

@@ -14,9 +14,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "kernel/chacha20.h"
-#include "kernel/csprng.h"
-#include "kernel/siphash.h"
+#include "lib/crypto/chacha20.h"
+#include "lib/crypto/csprng.h"
+#include "lib/crypto/siphash.h"
 
 static void unhex(const char *hex, u8 *out, size_t n)
 {

@@ -13,7 +13,7 @@
 
 #include "apps/dns/dnsmsg.h"
 #include "apps/dns/rrl.h"
-#include "kernel/byteorder.h"
+#include "lib/byteorder.h"
 
 extern const struct dns_zone dns_zone_table;
 #define Z (&dns_zone_table)

@@ -15,7 +15,7 @@
 #include "net/lwip_port.h"
 #include "tests/host/lwip_wire.h"
 #include "apps/dns/dnsmsg.h"
-#include "kernel/byteorder.h"
+#include "lib/byteorder.h"
 #include "vireo/vireo.h"
 
 #include <setjmp.h>

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "kernel/fmt.h"
+#include "lib/fmt.h"
 
 static unsigned ncompared;
 static bool sparse_sizes;	/* the big matrix checks a few sizes, not all */

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "kernel/frames.h"
+#include "kernel/mm/frames.h"
 
 #define KiB 1024ull
 #define MiB (1024 * KiB)

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include <arch.h>
-#include "kernel/heap.h"
+#include "kernel/mm/heap.h"
 
 #define ARENA (256 * 1024)
 

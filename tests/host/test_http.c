@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "kernel/boot_info.h"
-#include "kernel/mm.h"
+#include "kernel/mm/mm.h"
 #include "net/app/http.h"
 #include "net/app/site.h"
 #include "tests/host/shim/hostk.h"

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include <arch.h>
-#include "kernel/mm_range.h"
+#include "kernel/mm/mm_range.h"
 
 static const struct mm_range ram[] = {
 	{ 0x100000, 0x7f000000 },		/* RAM below the PCI hole */

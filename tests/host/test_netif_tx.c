@@ -20,7 +20,7 @@
 #include "lwip/ip_addr.h"
 #include "net/tso_out.h"
 #include "tests/host/netif_vnet_host.h"
-#include "kernel/byteorder.h"
+#include "lib/byteorder.h"
 
 /* ---- what netif_vnet.c calls besides lwIP and the kernel shim ---- */
 

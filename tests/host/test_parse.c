@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "kernel/parse.h"
+#include "lib/parse.h"
 
 static void test_dec_values_and_end(void **state)
 {

@@ -14,7 +14,7 @@
 #include "drivers/pci_parse.h"
 #include "drivers/virtio_pci_caps.h"
 #include "drivers/virtio_pci_reg.h"
-#include "kernel/byteorder.h"
+#include "lib/byteorder.h"
 
 static u8 cfg[PCIE_CFG_LEN];
 static struct pci_bar bars[6];

@@ -27,8 +27,8 @@
 #include "net/app/site.h"
 #include "net/lwip_port.h"
 #include "net/rxmem.h"
-#include "kernel/time.h"
-#include "kernel/wallclock.h"
+#include "kernel/time/time.h"
+#include "kernel/time/wallclock.h"
 #include "tests/host/lwip_wire.h"
 #include "tests/host/shim/hostk.h"
 

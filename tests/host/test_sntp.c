@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "kernel/wallclock.h"
+#include "kernel/time/wallclock.h"
 #include "net/sntp_msg.h"
 #include "tests/host/shim/hostk.h"
 

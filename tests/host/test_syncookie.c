@@ -24,9 +24,9 @@
 #include "net/app/server.h"
 #include "net/lwip_hooks.h"
 #include "net/lwip_port.h"
-#include "kernel/time.h"
+#include "kernel/time/time.h"
 #include "tests/host/shim/hostk.h"
-#include "kernel/byteorder.h"
+#include "lib/byteorder.h"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "kernel/timerq.h"
+#include "kernel/time/timerq.h"
 
 static struct timerq q;
 static struct timer tm[16];

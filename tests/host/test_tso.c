@@ -15,7 +15,7 @@
 #include "drivers/virtio_net_reg.h"
 #include "drivers/vnet_gso.h"
 #include "net/tso_merge.h"
-#include "kernel/byteorder.h"
+#include "lib/byteorder.h"
 
 #define MSS 1460u
 #define MAXF 80

@@ -16,7 +16,7 @@
 
 #include "drivers/virtio_console_reg.h"
 #include "kernel/console.h"
-#include "kernel/time.h"
+#include "kernel/time/time.h"
 #include "tests/host/shim/hostk.h"
 #include "tests/host/vnetdev/hostbus.h"
 #include "tests/host/vnetdev/vnetdev.h"

@@ -13,7 +13,7 @@
 
 #include "drivers/vnet_hdr.h"
 #include "drivers/vnet_ctrl.h"
-#include "kernel/byteorder.h"
+#include "lib/byteorder.h"
 
 /* ======================================================================
  * Receive checks

@@ -17,7 +17,7 @@
 #include "drivers/virtio_net.h"
 #include "drivers/virtio_selftest.h"
 #include "drivers/vnet_echo.h"
-#include "kernel/time.h"
+#include "kernel/time/time.h"
 #include "tests/host/shim/hostk.h"
 #include "tests/host/vnetdev/hostbus.h"
 #include "tests/host/vnetdev/upper.h"

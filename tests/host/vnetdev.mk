@@ -12,9 +12,9 @@ VIRTIO_HOST_LDFLAGS := -Wl,--wrap=virtio_set_broken -Wl,--wrap=virtio_keep_forev
 VNETDEV_SRCS := $(VNETDEV_WRAP) tests/host/vnetdev/hostbus.c \
 	tests/host/vnetdev/vnetdev.c tests/host/vnetdev/upper.c tests/host/fake_dev.c \
 	drivers/virtio.c drivers/virtio_core.c drivers/virtq.c drivers/vnet_hdr.c drivers/vnet_ctrl.c drivers/vnet_gso.c drivers/coalesce.c drivers/vnet_echo.c drivers/virtio_selftest.c \
-	kernel/fmt.c
+	lib/fmt.c
 $(VNETDEV_WRAP): tests/host/vnetdev/virtio_net_host.c drivers/virtio_net.c \
-		$(wildcard drivers/*.h kernel/*.h tests/host/vnetdev/*.h)
+		$(wildcard drivers/*.h kernel/*.h kernel/*/*.h lib/*.h lib/*/*.h tests/host/vnetdev/*.h)
 	@mkdir -p $(dir $@)
 	$(Q)cp $< $@
 
@@ -29,7 +29,7 @@ fuzz_vnet_rx_LDFLAGS := $(VIRTIO_HOST_LDFLAGS)
 # once) and the real virtio bus.
 VRNG_WRAP := $(BUILD)/host/vnetdev/virtio_rng_host.c
 $(VRNG_WRAP): tests/host/vnetdev/virtio_rng_host.c drivers/virtio_rng.c \
-		$(wildcard drivers/*.h kernel/*.h tests/host/vnetdev/*.h)
+		$(wildcard drivers/*.h kernel/*.h kernel/*/*.h lib/*.h lib/*/*.h tests/host/vnetdev/*.h)
 	@mkdir -p $(dir $@)
 	$(Q)cp $< $@
 
@@ -42,7 +42,7 @@ test_vrng_LDFLAGS := $(VIRTIO_HOST_LDFLAGS)
 # drivers/virtio_console.c the same way, the device played raw.
 VCONS_WRAP := $(BUILD)/host/vnetdev/virtio_console_host.c
 $(VCONS_WRAP): tests/host/vnetdev/virtio_console_host.c drivers/virtio_console.c \
-		$(wildcard drivers/*.h kernel/*.h tests/host/vnetdev/*.h)
+		$(wildcard drivers/*.h kernel/*.h kernel/*/*.h lib/*.h lib/*/*.h tests/host/vnetdev/*.h)
 	@mkdir -p $(dir $@)
 	$(Q)cp $< $@
 

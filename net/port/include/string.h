@@ -1,5 +1,5 @@
 /* <string.h> for lwIP in the freestanding kernel: the kernel's own routines. */
 #ifndef VIREO_LWIP_STRING_H
 #define VIREO_LWIP_STRING_H
-#include "kernel/string.h"
+#include "lib/string.h"
 #endif

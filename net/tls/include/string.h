@@ -2,7 +2,7 @@
  * plus strchr and strstr (PEM and X.509 parsing), in net/tls/tls_libc.c. */
 #ifndef VIREO_TLS_STRING_H
 #define VIREO_TLS_STRING_H
-#include "kernel/string.h"
+#include "lib/string.h"
 char *strchr(const char *s, int c);
 char *strstr(const char *haystack, const char *needle);
 /* The kernel builds with -fno-builtin, so each of mbedTLS's unaligned

@@ -4,7 +4,7 @@
 #ifndef VIREO_ARCH_H
 #define VIREO_ARCH_H
 
-#include "kernel/types.h"
+#include "lib/types.h"
 
 #define READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
 #define WRITE_ONCE(x, v) (*(volatile __typeof__(x) *)&(x) = (v))

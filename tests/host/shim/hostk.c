@@ -8,10 +8,10 @@
 #include <arch.h>
 #include "kernel/loop.h"
 #include "kernel/console.h"
-#include "kernel/mm.h"
+#include "kernel/mm/mm.h"
 #include "kernel/panic.h"
 #include "kernel/random.h"
-#include "kernel/time.h"
+#include "kernel/time/time.h"
 #include "tests/host/shim/hostk.h"
 
 /* ---- clock ---- */

@@ -8,8 +8,8 @@
 #ifndef VIREO_HOSTK_H
 #define VIREO_HOSTK_H
 
-#include "kernel/time.h"
-#include "kernel/types.h"
+#include "kernel/time/time.h"
+#include "lib/types.h"
 
 /* ---- clock: time_ns() returns this; it moves only when told to ---- */
 u64 hk_now(void);

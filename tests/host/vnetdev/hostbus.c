@@ -6,7 +6,7 @@
 
 #include "drivers/virtio.h"
 #include "drivers/virtio_core.h"
-#include "kernel/mm.h"
+#include "kernel/mm/mm.h"
 #include "drivers/vtd.h"
 #include "tests/host/fake_dev.h"
 #include "tests/host/vnetdev/hostbus.h"

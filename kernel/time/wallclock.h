@@ -1,0 +1,56 @@
+/* Wall-clock time: unknown until a source (net/sntp.c) sets it, then the
+ * monotonic clock (time_ns) plus an offset. Formatting is pure. */
+#ifndef VIREO_WALLCLOCK_H
+#define VIREO_WALLCLOCK_H
+
+#include "lib/types.h"
+
+/* Plausible wall-clock times: a source's answer outside them is refused
+ * (2024-01-01T00:00:00Z .. 2105-12-31T23:59:59Z; NTP's era 0 ends 2036,
+ * its era 1 runs past this). */
+#define WALLCLOCK_MIN_S 1704067200ULL
+#define WALLCLOCK_MAX_S 4291747199ULL
+
+struct civil_time {
+	u32 year, month, day;		/* month 1-12, day 1-31 */
+	u32 hour, min, sec, wday;	/* wday 0 = Sunday */
+};
+
+/* Days since 1970-01-01 and seconds of the day into a UTC civil date. */
+void wallclock_civil(u64 unix_s, struct civil_time *c);
+
+/* The inverse: Unix seconds of a UTC date and time, or 0 if a field is out
+ * of range (years 1970-9999, a day the month has, 23:59:59 at most). */
+u64 wallclock_from_civil(u32 year, u32 month, u32 day, u32 hour, u32 min, u32 sec);
+
+/* An IMF-fixdate (s NUL-terminated, exactly 29 characters, names and
+ * ranges checked) into *unix_s; false, *unix_s untouched, for anything
+ * else (RFC 9110's two obsolete forms included: a recipient may treat
+ * an If-Modified-Since it cannot read as absent). */
+bool wallclock_parse_http_date(const char *s, u64 *unix_s);
+
+/* "Sun, 06 Nov 1994 08:49:37 GMT" (RFC 9110's IMF-fixdate, 29 characters)
+ * into buf[size]; returns its length, or 0 if it does not fit. */
+size_t wallclock_http_date(u64 unix_s, char *buf, size_t size);
+
+/* "2026-12-04T20:38:11.123Z" (24 characters); 0 if it does not fit. */
+size_t wallclock_iso(u64 unix_ns, char *buf, size_t size);
+
+/* Sets the clock: unix_ns was the time at monotonic now_ns (time_ns()).
+ * Refused (-ERANGE) outside WALLCLOCK_MIN_S..MAX_S. */
+int wallclock_set(u64 unix_ns, u64 now_ns);
+
+/* The time now, false while no source has set it. */
+bool wallclock_now(u64 *unix_ns);
+
+/* The HTTP Date of now, cached per second: length, or 0 while unknown. */
+size_t wallclock_http_now(char *buf, size_t size);
+
+/* The console's line stamp: "[2026-12-04T20:38:11.123Z] ", or 0 while
+ * unknown (kernel/console.c calls it at every line start). */
+size_t wallclock_stamp(char *buf, size_t size);
+
+/* Forget the clock (host tests). */
+void wallclock_reset(void);
+
+#endif
