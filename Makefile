@@ -56,10 +56,10 @@ KERNEL_SRCS := kernel/arch/entry.S kernel/main.c kernel/console.c lib/fmt.c lib/
 	kernel/time/time.c kernel/time/timerq.c kernel/loop.c kernel/loop_run.c kernel/cmdline.c kernel/config.c debug/selftest.c \
 	kernel/time/timeline.c kernel/shell.c kernel/random.c lib/crypto/chacha20.c lib/crypto/csprng.c \
 	lib/crypto/siphash.c kernel/power.c kernel/time/wallclock.c
-DRIVER_SRCS := drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
-	drivers/virtq.c drivers/virtio.c drivers/virtio_drivers.c drivers/virtio_core.c drivers/virtio_pci_caps.c drivers/virtio_pci.c \
-	drivers/virtio_rng.c drivers/virtio_selftest.c drivers/virtio_net.c drivers/vnet_echo.c drivers/vnet_hdr.c drivers/vnet_ctrl.c drivers/vnet_gso.c \
-	drivers/coalesce.c drivers/virtio_console.c drivers/virtio_mmio_parse.c drivers/virtio_mmio.c drivers/vtd_pt.c drivers/vtd.c
+DRIVER_SRCS := drivers/acpi/acpi_tables.c drivers/acpi/aml_s5.c drivers/acpi/acpi.c drivers/pci/pci_parse.c drivers/pci/pci.c \
+	drivers/virtio/virtq.c drivers/virtio/virtio.c drivers/virtio/virtio_drivers.c drivers/virtio/virtio_core.c drivers/virtio/virtio_pci_caps.c drivers/virtio/virtio_pci.c \
+	drivers/virtio/rng/virtio_rng.c debug/virtio_selftest.c drivers/virtio/net/virtio_net.c debug/vnet_echo.c drivers/virtio/net/vnet_hdr.c drivers/virtio/net/vnet_ctrl.c drivers/virtio/net/vnet_gso.c \
+	drivers/virtio/net/coalesce.c drivers/virtio/console/virtio_console.c drivers/virtio/virtio_mmio_parse.c drivers/virtio/virtio_mmio.c drivers/iommu/vtd_pt.c drivers/iommu/vtd.c
 NET_SRCS    := net/sys_arch.c net/lwip_port.c net/segheap.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/tso_merge.c net/tso_out.c net/netif_vnet.c net/netup.c net/sntp.c net/sntp_msg.c net/syslog.c net/syslog_msg.c net/resolv.c net/mdhttp.c net/app/app.c net/app/conntab.c net/app/http.c \
 	net/app/site.c net/app/site_esp.c net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c net/app/metadata.c \
 	net/app/api.c net/app/routes.c net/app/services.c
@@ -101,12 +101,12 @@ OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(APP_OBJS) $(OUT)/site
 # -O2; net/lwip.mk does the same for lwIP's cold files.
 COLD_SRCS := boot/efi_start.c boot/relr.c boot/efi_main.c boot/fwcfg.c kernel/main.c kernel/console.c lib/fmt.c kernel/panic.c \
 	kernel/mm/mm_range.c kernel/cmdline.c kernel/config.c debug/selftest.c kernel/time/timeline.c kernel/shell.c \
-	kernel/power.c kernel/time/wallclock.c drivers/acpi_tables.c drivers/aml_s5.c drivers/acpi.c drivers/pci_parse.c drivers/pci.c \
-	drivers/virtio_pci_caps.c drivers/virtio_drivers.c drivers/virtio_rng.c drivers/virtio_selftest.c \
-	drivers/vnet_echo.c drivers/vnet_ctrl.c drivers/virtio_console.c drivers/virtio_mmio_parse.c \
+	kernel/power.c kernel/time/wallclock.c drivers/acpi/acpi_tables.c drivers/acpi/aml_s5.c drivers/acpi/acpi.c drivers/pci/pci_parse.c drivers/pci/pci.c \
+	drivers/virtio/virtio_pci_caps.c drivers/virtio/virtio_drivers.c drivers/virtio/rng/virtio_rng.c debug/virtio_selftest.c \
+	debug/vnet_echo.c drivers/virtio/net/vnet_ctrl.c drivers/virtio/console/virtio_console.c drivers/virtio/virtio_mmio_parse.c \
 	net/netup.c net/sntp.c net/sntp_msg.c net/syslog.c net/syslog_msg.c net/resolv.c net/app/site_esp.c \
-	net/app/metrics.c net/app/https.c net/app/app.c net/mdhttp.c net/app/metadata.c drivers/vtd.c drivers/vtd_pt.c \
-	drivers/virtio_mmio.c net/app/services.c
+	net/app/metrics.c net/app/https.c net/app/app.c net/mdhttp.c net/app/metadata.c drivers/iommu/vtd.c drivers/iommu/vtd_pt.c \
+	drivers/virtio/virtio_mmio.c net/app/services.c
 $(patsubst %.c,$(BUILD)/k/%.o,$(COLD_SRCS)): KCFLAGS += -Os
 # No code is padded to 16-byte boundaries (functions, loops, jump targets),
 # -O2 code and lwIP's included: 13 KB of the image. Under TCG, which

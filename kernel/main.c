@@ -8,13 +8,13 @@
  * command-line keys (CMDLINE_PARAM) and register their own shell commands
  * (SHELL_CMD); this file only starts them in order.
  */
-#include "drivers/acpi.h"
-#include "drivers/pci.h"
-#include "drivers/vtd.h"
-#include "drivers/virtio_mmio.h"
-#include "drivers/virtio_net.h"
-#include "drivers/virtio_selftest.h"
-#include "drivers/vnet_echo.h"
+#include "drivers/acpi/acpi.h"
+#include "drivers/pci/pci.h"
+#include "drivers/iommu/vtd.h"
+#include "drivers/virtio/virtio_mmio.h"
+#include "drivers/virtio/net/virtio_net.h"
+#include "debug/virtio_selftest.h"
+#include "debug/vnet_echo.h"
 #include "kernel/boot_info.h"
 #include "kernel/cmdline.h"
 #include "kernel/config.h"

@@ -49,7 +49,7 @@
  * Time: lwIP's timeouts run from one kernel timer re-armed at
  * sys_timeouts_sleeptime() after every entry into lwIP.
  */
-#include "drivers/virtio_net.h"
+#include "drivers/virtio/net/virtio_net.h"
 #include "kernel/console.h"
 #include "kernel/loop.h"
 #include "kernel/mm/mm.h"

@@ -3,7 +3,7 @@
  * echo= asks for it, and the driver's and event loop's counters on /metrics
  * (the device's through the netif, net/net.h). Its keys: http=, echo=,
  * echo.udp_rate=. */
-#include "drivers/virtio_net.h"
+#include "drivers/virtio/net/virtio_net.h"
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
 #include "lib/fmt.h"

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include <arch.h>
-#include "drivers/acpi_tables.h"
+#include "drivers/acpi/acpi_tables.h"
 #include "lib/byteorder.h"
 
 #define MAX_MAPS 4096

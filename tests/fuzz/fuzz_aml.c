@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include <arch.h>
-#include "drivers/aml_s5.h"
+#include "drivers/acpi/aml_s5.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include <arch.h>
-#include "drivers/virtq.h"
-#include "drivers/virtio_ring_reg.h"
+#include "drivers/virtio/virtq.h"
+#include "drivers/virtio/virtio_ring_reg.h"
 
 #define CHECK(c)                                                                    \
 	do {                                                                        \

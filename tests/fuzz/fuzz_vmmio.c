@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/virtio_mmio_parse.h"
+#include "drivers/virtio/virtio_mmio_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

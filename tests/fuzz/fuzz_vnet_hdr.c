@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/vnet_hdr.h"
+#include "drivers/virtio/net/vnet_hdr.h"
 #include "lib/byteorder.h"
 
 #define CHECK(c)                                                                     \

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/virtio_net.h"
-#include "drivers/vnet_echo.h"
+#include "drivers/virtio/net/virtio_net.h"
+#include "debug/vnet_echo.h"
 #include "kernel/time/time.h"
 #include "tests/host/shim/hostk.h"
 #include "tests/host/vnetdev/hostbus.h"

@@ -8,8 +8,8 @@
 #define VIREO_FAKE_DEV_H
 
 #include "lib/types.h"
-#include "drivers/virtio_ring_reg.h"
-#include "drivers/virtq.h"
+#include "drivers/virtio/virtio_ring_reg.h"
+#include "drivers/virtio/virtq.h"
 
 #define FAKE_MAX_SEGS	64
 #define FAKE_TPAGES	256	/* pages with live transient mappings */

@@ -75,7 +75,7 @@ $(NETIF_TX_WRAP): tests/host/netif_vnet_host.c net/netif_vnet.c tests/host/netif
 	@mkdir -p $(dir $@)
 	$(Q)cp $< $@
 HOST_TESTS += test_netif_tx
-test_netif_tx_SRCS := tests/host/test_netif_tx.c $(NETIF_TX_WRAP) drivers/vnet_hdr.c \
+test_netif_tx_SRCS := tests/host/test_netif_tx.c $(NETIF_TX_WRAP) drivers/virtio/net/vnet_hdr.c \
 	net/tso_out.c net/tso_merge.c \
 	$(LWIP_HOST_LIB)
 $(BUILD)/host/test_netif_tx: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include

@@ -2,7 +2,7 @@
 #ifndef VIREO_NETIF_VNET_HOST_H
 #define VIREO_NETIF_VNET_HOST_H
 
-#include "drivers/virtio_net.h"
+#include "drivers/virtio/net/virtio_net.h"
 #include "lwip/netif.h"
 #include "lwip/pbuf.h"
 

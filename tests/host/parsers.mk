@@ -1,11 +1,11 @@
 HOST_TESTS += test_acpi test_pci
-test_acpi_SRCS := tests/host/test_acpi.c drivers/acpi_tables.c
-test_pci_SRCS := tests/host/test_pci.c drivers/pci_parse.c drivers/virtio_pci_caps.c
+test_acpi_SRCS := tests/host/test_acpi.c drivers/acpi/acpi_tables.c
+test_pci_SRCS := tests/host/test_pci.c drivers/pci/pci_parse.c drivers/virtio/virtio_pci_caps.c
 FUZZERS += fuzz_acpi
-fuzz_acpi_SRCS := tests/fuzz/fuzz_acpi.c drivers/acpi_tables.c
+fuzz_acpi_SRCS := tests/fuzz/fuzz_acpi.c drivers/acpi/acpi_tables.c
 HOST_TESTS += test_aml
-test_aml_SRCS := tests/host/test_aml.c drivers/aml_s5.c
+test_aml_SRCS := tests/host/test_aml.c drivers/acpi/aml_s5.c
 FUZZERS += fuzz_aml
-fuzz_aml_SRCS := tests/fuzz/fuzz_aml.c drivers/aml_s5.c
+fuzz_aml_SRCS := tests/fuzz/fuzz_aml.c drivers/acpi/aml_s5.c
 HOST_TESTS += test_vtd
-test_vtd_SRCS := tests/host/test_vtd.c drivers/vtd_pt.c
+test_vtd_SRCS := tests/host/test_vtd.c drivers/iommu/vtd_pt.c

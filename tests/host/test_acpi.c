@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include <arch.h>
-#include "drivers/acpi_tables.h"
+#include "drivers/acpi/acpi_tables.h"
 #include "lib/byteorder.h"
 
 #define IMG_BASE	0xe0000ull

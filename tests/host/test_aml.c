@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include <arch.h>
-#include "drivers/aml_s5.h"
+#include "drivers/acpi/aml_s5.h"
 
 /* A growable AML byte buffer with the encoders the tests need. */
 struct aml {

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "drivers/coalesce.h"
+#include "drivers/virtio/net/coalesce.h"
 
 #define US		1000ull
 #define MS		1000000ull

@@ -11,9 +11,9 @@
 #include <cmocka.h>
 
 #include <arch.h>
-#include "drivers/pci_parse.h"
-#include "drivers/virtio_pci_caps.h"
-#include "drivers/virtio_pci_reg.h"
+#include "drivers/pci/pci_parse.h"
+#include "drivers/virtio/virtio_pci_caps.h"
+#include "drivers/virtio/virtio_pci_reg.h"
 #include "lib/byteorder.h"
 
 static u8 cfg[PCIE_CFG_LEN];

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "drivers/virtio_net_reg.h"
-#include "drivers/vnet_gso.h"
+#include "drivers/virtio/net/virtio_net_reg.h"
+#include "drivers/virtio/net/vnet_gso.h"
 #include "net/tso_merge.h"
 #include "lib/byteorder.h"
 

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "drivers/virtio_console_reg.h"
+#include "drivers/virtio/console/virtio_console_reg.h"
 #include "kernel/console.h"
 #include "kernel/time/time.h"
 #include "tests/host/shim/hostk.h"

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include <arch.h>
-#include "drivers/virtq.h"
-#include "drivers/virtio_ring_reg.h"
+#include "drivers/virtio/virtq.h"
+#include "drivers/virtio/virtio_ring_reg.h"
 #include "tests/host/fake_dev.h"
 
 #define OPT_EVT		1u	/* VIRTIO_F_EVENT_IDX */

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "drivers/virtio_mmio_parse.h"
-#include "drivers/virtio_mmio_reg.h"
+#include "drivers/virtio/virtio_mmio_parse.h"
+#include "drivers/virtio/virtio_mmio_reg.h"
 
 static char why[64];
 

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "drivers/vnet_hdr.h"
-#include "drivers/vnet_ctrl.h"
+#include "drivers/virtio/net/vnet_hdr.h"
+#include "drivers/virtio/net/vnet_ctrl.h"
 #include "lib/byteorder.h"
 
 /* ======================================================================

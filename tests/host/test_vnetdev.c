@@ -14,9 +14,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "drivers/virtio_net.h"
-#include "drivers/virtio_selftest.h"
-#include "drivers/vnet_echo.h"
+#include "drivers/virtio/net/virtio_net.h"
+#include "debug/virtio_selftest.h"
+#include "debug/vnet_echo.h"
 #include "kernel/time/time.h"
 #include "tests/host/shim/hostk.h"
 #include "tests/host/vnetdev/hostbus.h"

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include <arch.h>
-#include "drivers/vtd_pt.h"
+#include "drivers/iommu/vtd_pt.h"
 
 static unsigned live, budget;
 

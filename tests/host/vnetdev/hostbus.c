@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "drivers/virtio.h"
-#include "drivers/virtio_core.h"
+#include "drivers/virtio/virtio.h"
+#include "drivers/virtio/virtio_core.h"
 #include "kernel/mm/mm.h"
-#include "drivers/vtd.h"
+#include "drivers/iommu/vtd.h"
 #include "tests/host/fake_dev.h"
 #include "tests/host/vnetdev/hostbus.h"
 

@@ -4,7 +4,7 @@
 #ifndef VIREO_HOSTBUS_H
 #define VIREO_HOSTBUS_H
 
-#include "drivers/virtio.h"
+#include "drivers/virtio/virtio.h"
 
 /* The driver under test, captured from its VIRTIO_DRIVER() line; the bus's
  * driver table (virtio_driver_table) holds it alone. */

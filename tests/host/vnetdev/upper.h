@@ -7,7 +7,7 @@
 #ifndef VIREO_UPPER_H
 #define VIREO_UPPER_H
 
-#include "drivers/virtio_net.h"
+#include "drivers/virtio/net/virtio_net.h"
 #include "tests/host/vnetdev/vnetdev.h"
 
 #define UP_HOLD_MAX	4096

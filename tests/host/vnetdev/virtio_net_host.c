@@ -3,10 +3,10 @@
  * it defines vnet_host_driver instead, the one driver in hostbus's table. Being the
  * same translation unit, the helpers below may read the driver's statics:
  * they are test-only views, never used by the driver. */
-#include "drivers/virtio.h"
+#include "drivers/virtio/virtio.h"
 #undef VIRTIO_DRIVER
 #define VIRTIO_DRIVER(drv) const struct virtio_driver *const vnet_host_driver = &(drv)
-#include "drivers/virtio_net.c"
+#include "drivers/virtio/net/virtio_net.c"
 
 #include "tests/host/vnetdev/vnet_host.h"
 

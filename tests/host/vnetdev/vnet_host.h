@@ -3,8 +3,8 @@
 #ifndef VIREO_VNET_HOST_H
 #define VIREO_VNET_HOST_H
 
-#include "drivers/virtio.h"
-#include "drivers/virtio_net.h"
+#include "drivers/virtio/virtio.h"
+#include "drivers/virtio/net/virtio_net.h"
 
 u32 vnet_host_free_count(struct vnet *vn);	/* receive buffers on the free list */
 u32 vnet_host_tx_free(struct vnet *vn);		/* transmit slots free */

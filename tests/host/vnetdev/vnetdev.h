@@ -8,9 +8,9 @@
 #ifndef VIREO_VNETDEV_H
 #define VIREO_VNETDEV_H
 
-#include "drivers/virtio.h"
-#include "drivers/virtio_net_reg.h"
-#include "drivers/vnet_ctrl.h"
+#include "drivers/virtio/virtio.h"
+#include "drivers/virtio/net/virtio_net_reg.h"
+#include "drivers/virtio/net/vnet_ctrl.h"
 #include "tests/host/fake_dev.h"
 
 /* Queue 3 exists only for other device types played raw (virtio-console). */
