@@ -38,7 +38,7 @@ KCFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fdebug-prefix-map=$(CURDIR)=. \
 	-DVIREO_VERSION='"$(VERSION)"' -DVIREO_REV='"$(GIT_REV)"' \
 	-I. -Iinclude -Ikernel/arch -MMD -MP
-# make TLS=1 (the TLS block below): lwIP is built with altcp (net/lwipopts.h)
+# make TLS=1 (the TLS block below): lwIP is built with altcp (net/port/lwipopts.h)
 # and its altcp_tls.h includes mbedTLS's headers (net/tls/mbedtls.mk).
 ifeq ($(TLS),1)
 KCFLAGS += -DVIREO_TLS=1 -I$(BUILD)/mbedtls-src/mbedtls/include \
@@ -60,9 +60,9 @@ DRIVER_SRCS := drivers/acpi/acpi_tables.c drivers/acpi/aml_s5.c drivers/acpi/acp
 	drivers/virtio/virtq.c drivers/virtio/virtio.c drivers/virtio/virtio_drivers.c drivers/virtio/virtio_core.c drivers/virtio/virtio_pci_caps.c drivers/virtio/virtio_pci.c \
 	drivers/virtio/rng/virtio_rng.c debug/virtio_selftest.c drivers/virtio/net/virtio_net.c debug/vnet_echo.c drivers/virtio/net/vnet_hdr.c drivers/virtio/net/vnet_ctrl.c drivers/virtio/net/vnet_gso.c \
 	drivers/virtio/net/coalesce.c drivers/virtio/console/virtio_console.c drivers/virtio/virtio_mmio_parse.c drivers/virtio/virtio_mmio.c drivers/iommu/vtd_pt.c drivers/iommu/vtd.c
-NET_SRCS    := net/sys_arch.c net/lwip_port.c net/segheap.c net/tcp_isn.c net/syncookie.c net/rxmem.c net/tso_merge.c net/tso_out.c net/netif_vnet.c net/netup.c net/sntp.c net/sntp_msg.c net/syslog.c net/syslog_msg.c net/resolv.c net/mdhttp.c net/app/app.c net/app/conntab.c net/app/http.c \
-	net/app/site.c net/app/site_esp.c net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c net/app/metadata.c \
-	net/app/api.c net/app/routes.c net/app/services.c
+NET_SRCS    := net/port/sys_arch.c net/port/lwip_port.c net/port/segheap.c net/tcp/tcp_isn.c net/tcp/syncookie.c net/tcp/rxmem.c net/netif/tso_merge.c net/netif/tso_out.c net/netif/netif_vnet.c net/netif/netup.c net/clients/sntp.c net/clients/sntp_msg.c net/clients/syslog.c net/clients/syslog_msg.c net/clients/resolv.c net/clients/mdhttp.c runtime/app.c runtime/conntab.c runtime/http/http.c \
+	runtime/site.c runtime/site_esp.c runtime/http/server.c runtime/http/https.c runtime/metrics.c runtime/echo.c runtime/metadata.c \
+	runtime/api.c runtime/http/routes.c runtime/services.c
 
 # ---- the appliance: make APP=apps/NAME (docs/apps.md) ----------------------
 # The app's C files (apps/NAME/*.c) are linked with the runtime above. Its
@@ -98,15 +98,15 @@ OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(APP_OBJS) $(OUT)/site
 # functions inside the hot files are marked __cold (lib/types.h).
 # The per-packet and per-request path (virtqueues, virtio-net, traps, the
 # server and its parse/outbuf helpers, the allocators, lwIP's TCP/IP) keeps
-# -O2; net/lwip.mk does the same for lwIP's cold files.
+# -O2; net/port/lwip.mk does the same for lwIP's cold files.
 COLD_SRCS := boot/efi_start.c boot/relr.c boot/efi_main.c boot/fwcfg.c kernel/main.c kernel/console.c lib/fmt.c kernel/panic.c \
 	kernel/mm/mm_range.c kernel/cmdline.c kernel/config.c debug/selftest.c kernel/time/timeline.c kernel/shell.c \
 	kernel/power.c kernel/time/wallclock.c drivers/acpi/acpi_tables.c drivers/acpi/aml_s5.c drivers/acpi/acpi.c drivers/pci/pci_parse.c drivers/pci/pci.c \
 	drivers/virtio/virtio_pci_caps.c drivers/virtio/virtio_drivers.c drivers/virtio/rng/virtio_rng.c debug/virtio_selftest.c \
 	debug/vnet_echo.c drivers/virtio/net/vnet_ctrl.c drivers/virtio/console/virtio_console.c drivers/virtio/virtio_mmio_parse.c \
-	net/netup.c net/sntp.c net/sntp_msg.c net/syslog.c net/syslog_msg.c net/resolv.c net/app/site_esp.c \
-	net/app/metrics.c net/app/https.c net/app/app.c net/mdhttp.c net/app/metadata.c drivers/iommu/vtd.c drivers/iommu/vtd_pt.c \
-	drivers/virtio/virtio_mmio.c net/app/services.c
+	net/netif/netup.c net/clients/sntp.c net/clients/sntp_msg.c net/clients/syslog.c net/clients/syslog_msg.c net/clients/resolv.c runtime/site_esp.c \
+	runtime/metrics.c runtime/http/https.c runtime/app.c net/clients/mdhttp.c runtime/metadata.c drivers/iommu/vtd.c drivers/iommu/vtd_pt.c \
+	drivers/virtio/virtio_mmio.c runtime/services.c
 $(patsubst %.c,$(BUILD)/k/%.o,$(COLD_SRCS)): KCFLAGS += -Os
 # No code is padded to 16-byte boundaries (functions, loops, jump targets),
 # -O2 code and lwIP's included: 13 KB of the image. Under TCG, which
@@ -114,7 +114,7 @@ $(patsubst %.c,$(BUILD)/k/%.o,$(COLD_SRCS)): KCFLAGS += -Os
 KCFLAGS += -falign-functions=1 -falign-jumps=1 -falign-labels=1 -falign-loops=1
 
 # lwIP (fetched, never committed) and the rules for code that uses it.
-include net/lwip.mk
+include net/port/lwip.mk
 $(patsubst %.c,$(BUILD)/k/%.o,$(NET_SRCS)): | $(LWIP_STAMP)
 
 # ---- TLS: make TLS=1 (net/tls/mbedtls.mk, docs/https.md) -----------------
@@ -142,7 +142,7 @@ endif
 # APP_ROOT's files as rodata, plus APP_EXTRA synthesized files (NAME=SIZE; the
 # benchmark's 64 KiB file, for the static site only), generated at boot. An app's
 # own apps/NAME/site/ is its APP_ROOT when it has one.
-APP_ROOT  ?= $(if $(wildcard $(APP)/site),$(APP)/site,net/app/default-site)
+APP_ROOT  ?= $(if $(wildcard $(APP)/site),$(APP)/site,runtime/default-site)
 APP_EXTRA ?= $(if $(filter apps/site,$(APP)),64k.bin=65536)
 # The linker's cap on the EFI image: 1 MiB for code and the site, plus the
 # synthesized files' sizes (a benchmark or test build's 1 MiB or 16 MiB body).
@@ -270,7 +270,7 @@ HOST_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 HOST_LDLIBS := -lcmocka
 HOST_TESTS :=
 FUZZERS :=
-# Image builders keep their rules beside their code. (net/lwip.mk is read
+# Image builders keep their rules beside their code. (net/port/lwip.mk is read
 # above: the kernel links lwIP, and tests/host/lwip_host.mk builds its
 # sources, LWIP_SRCS, for the host.)
 -include $(sort $(wildcard images/*.mk))

@@ -28,8 +28,8 @@
 #include "debug/selftest.h"
 #include "kernel/time/time.h"
 #include "kernel/time/timeline.h"
-#include "net/app/app.h"
-#include "net/app/site.h"
+#include "runtime/app.h"
+#include "runtime/site.h"
 #include "net/net.h"
 #ifdef VIREO_TLS
 #include "net/tls/tls.h"

@@ -23,7 +23,7 @@ $(BUILD)/host/dns_serve: tests/host/dns_serve.c apps/dns/dnsmsg.c apps/dns/rrl.c
 # apps/dns/dns.c, the glue, through the application API over the host's lwIP.
 HOST_TESTS += test_dns_app
 test_dns_app_SRCS := tests/host/test_dns_app.c tests/host/lwip_wire.c \
-	net/app/server.c net/app/https.c net/app/metrics.c net/app/echo.c net/app/conntab.c net/app/http.c net/app/site.c \
+	runtime/http/server.c runtime/http/https.c runtime/metrics.c runtime/echo.c runtime/conntab.c runtime/http/http.c runtime/site.c \
 	$(API_HOST_SRCS) kernel/cmdline.c lib/crypto/siphash.c \
 	apps/dns/dns.c apps/dns/dnsmsg.c apps/dns/rrl.c $(DNS_HOST_ZONE) $(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
 $(BUILD)/host/test_dns_app: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include

@@ -1,4 +1,4 @@
-# TLS (make TLS=1): mbedTLS 3.6 fetched from Debian (net/fetch-mbedtls.sh),
+# TLS (make TLS=1): mbedTLS 3.6 fetched from Debian (net/tls/fetch-mbedtls.sh),
 # built freestanding into $(BUILD)/mbedtls/libmbedtls.a with the kernel's
 # flags and net/tls/mbedtls_config.h; vireo's glue in net/tls/. Included by
 # the top-level Makefile always, but only TLS=1 links it into the image (a
@@ -28,19 +28,19 @@ MBEDTLS_LIB_CFLAGS := -Inet/tls/include $(KCFLAGS) -nostdinc -isystem $(LWIP_GCC
 MBEDTLS_SRCS = $(notdir $(wildcard $(MBEDTLS_SRCDIR)/library/*.c))
 MBEDTLS_OBJS = $(patsubst %.c,$(BUILD)/mbedtls/%.o,$(MBEDTLS_SRCS))
 # vireo's code behind mbedTLS's _ALT hooks (mbedtls_config.h says which; one is
-# added by net/patches-mbedtls/0002), archived with the library (as
+# added by net/tls/patches/0002), archived with the library (as
 # vireo-<name>.o) so every program that links mbedTLS (the image, the host
 # tests, the fuzzer) gets them.
 MBEDTLS_ALT_SRCS := net/tls/x25519_alt.c
 MBEDTLS_ALT_OBJS := $(patsubst net/tls/%.c,$(BUILD)/mbedtls/vireo-%.o,$(MBEDTLS_ALT_SRCS))
 
 TLS_SRCS := net/tls/tls_port.c net/tls/tls_keys.c net/tls/tls_libc.c
-# lwIP's TLS layer for altcp (net/patches/0003 ports it to mbedTLS 3).
+# lwIP's TLS layer for altcp (net/port/patches/0003 ports it to mbedTLS 3).
 TLS_LWIP_SRCS := apps/altcp_tls/altcp_tls_mbedtls.c apps/altcp_tls/altcp_tls_mbedtls_mem.c
 TLS_LWIP_OBJS := $(patsubst %.c,$(BUILD)/tls-lwip/%.o,$(TLS_LWIP_SRCS))
 TLS_OBJS := $(patsubst %.c,$(BUILD)/k/%.o,$(TLS_SRCS)) $(BUILD)/k/tls_creds.o $(TLS_LWIP_OBJS)
 
-$(TLS_LWIP_OBJS): $(BUILD)/tls-lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP) $(MBEDTLS_STAMP) net/tls/mbedtls_config.h net/lwipopts.h
+$(TLS_LWIP_OBJS): $(BUILD)/tls-lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP) $(MBEDTLS_STAMP) net/tls/mbedtls_config.h net/port/lwipopts.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      lwip/$*.c")
 	$(Q)$(CC) $(LWIP_LIB_CFLAGS) $(MBEDTLS_CFLAGS) -c $< -o $@
@@ -49,8 +49,8 @@ $(TLS_LWIP_OBJS): $(BUILD)/tls-lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP) $(
 mbedtls-fetch: $(MBEDTLS_STAMP)
 
 # Both fetches share $(BUILD)/apt: lwIP's goes first.
-$(MBEDTLS_STAMP): net/fetch-mbedtls.sh net/debsrc.sh net/patches-mbedtls $(wildcard net/patches-mbedtls/*.patch) | $(LWIP_STAMP)
-	$(Q)net/fetch-mbedtls.sh $(BUILD)
+$(MBEDTLS_STAMP): net/tls/fetch-mbedtls.sh net/debsrc.sh net/tls/patches $(wildcard net/tls/patches/*.patch) | $(LWIP_STAMP)
+	$(Q)net/tls/fetch-mbedtls.sh $(BUILD)
 
 # A static pattern rule: a plain %.o one would also "build" the .d files
 # make tries to remake (through its built-in %: %.o).

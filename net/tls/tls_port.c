@@ -12,7 +12,7 @@
 #include "mbedtls/platform_util.h"
 #include "psa/crypto.h"
 #include "net/tls/tls_keys.h"
-#include "net/app/metrics.h"
+#include "runtime/metrics.h"
 
 #define TLS_HEAP_PAGES	(TLS_HEAP_BYTES / PAGE_SIZE)
 

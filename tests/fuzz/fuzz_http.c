@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/app/http.h"
+#include "runtime/http/http.h"
 
 #define MAX_REQS 64
 

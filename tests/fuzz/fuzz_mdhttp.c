@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/mdhttp.h"
+#include "net/clients/mdhttp.h"
 
 static char buf_a[MDHTTP_BUF], buf_b[MDHTTP_BUF];
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "kernel/time/wallclock.h"
-#include "net/sntp_msg.h"
+#include "net/clients/sntp_msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,7 +1,7 @@
 /* net/netif_vnet.c, unchanged, built for the host so its transmit backlog
  * can be driven directly (test_netif_tx.c): the same translation unit, so
  * the helpers below reach its statics. They are test-only. */
-#include "net/netif_vnet.c"
+#include "net/netif/netif_vnet.c"
 
 #include "tests/host/netif_vnet_host.h"
 

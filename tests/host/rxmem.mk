@@ -1,4 +1,4 @@
-# Receive memory accounting (net/rxmem.c) over the real lwIP core, with a
+# Receive memory accounting (net/tcp/rxmem.c) over the real lwIP core, with a
 # simulated zero-copy receive pool in place of the driver.
 HOST_TESTS += test_rxmem
 test_rxmem_SRCS := tests/host/test_rxmem.c $(LWIP_HOST_LIB)

@@ -15,8 +15,8 @@
 
 #include "kernel/boot_info.h"
 #include "kernel/mm/mm.h"
-#include "net/app/http.h"
-#include "net/app/site.h"
+#include "runtime/http/http.h"
+#include "runtime/site.h"
 #include "tests/host/shim/hostk.h"
 
 #define S(lit) lit, sizeof(lit) - 1	/* literal and its length, NULs included */
@@ -1077,8 +1077,8 @@ static void test_mksite(void **state)
 	snprintf(out2, sizeof out2, "%s/two.c", tmp);
 
 	/* The default site: twice, identical, and what this binary was built from. */
-	assert_int_equal(sh(PY " net/app/default-site %s --extra 64k.bin=65536", out1), 0);
-	assert_int_equal(sh(PY " net/app/default-site %s --extra 64k.bin=65536", out2), 0);
+	assert_int_equal(sh(PY " runtime/default-site %s --extra 64k.bin=65536", out1), 0);
+	assert_int_equal(sh(PY " runtime/default-site %s --extra 64k.bin=65536", out2), 0);
 	t1 = slurp(out1, &n1);
 	t2 = slurp(out2, &n2);
 	assert_non_null(t1);

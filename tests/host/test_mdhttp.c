@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "net/mdhttp.h"
+#include "net/clients/mdhttp.h"
 
 static char buf[MDHTTP_BUF];
 

@@ -18,7 +18,7 @@
 #include "lwip/pbuf.h"
 #include "lwip/netif.h"
 #include "lwip/ip_addr.h"
-#include "net/tso_out.h"
+#include "net/netif/tso_out.h"
 #include "tests/host/netif_vnet_host.h"
 #include "lib/byteorder.h"
 

@@ -1,7 +1,7 @@
 /* net/resolv.c's pure parts: which ntp= values are host names, and the
  * dns= parser as the boot runs it (through kernel/config.c). */
 /* lwIP's headers first: the port's cc.h defines BYTE_ORDER as lwIP wants. */
-#include "net/resolv.h"
+#include "net/clients/resolv.h"
 
 #include <stdarg.h>
 #include <stddef.h>

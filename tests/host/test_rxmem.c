@@ -21,8 +21,8 @@
 #include "lwip/timeouts.h"
 #include "lwip/udp.h"
 #include "lwip/priv/tcp_priv.h"
-#include "net/lwip_port.h"
-#include "net/rxmem.h"
+#include "net/port/lwip_port.h"
+#include "net/tcp/rxmem.h"
 #include "tests/host/shim/hostk.h"
 
 #include <stdarg.h>

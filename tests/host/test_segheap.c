@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "net/segheap.h"
+#include "net/port/segheap.h"
 
 #define NPAGES 64u
 

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "kernel/time/wallclock.h"
-#include "net/sntp_msg.h"
+#include "net/clients/sntp_msg.h"
 #include "tests/host/shim/hostk.h"
 
 static void test_http_dates(void **state)

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "net/syslog_msg.h"
+#include "net/clients/syslog_msg.h"
 
 static size_t fmt(char *out, size_t size, int sev, const char *ts, const char *host, const char *msg)
 {

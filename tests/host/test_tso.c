@@ -14,7 +14,7 @@
 
 #include "drivers/virtio/net/virtio_net_reg.h"
 #include "drivers/virtio/net/vnet_gso.h"
-#include "net/tso_merge.h"
+#include "net/netif/tso_merge.h"
 #include "lib/byteorder.h"
 
 #define MSS 1460u

@@ -4,4 +4,4 @@ test_coalesce_SRCS := tests/host/test_coalesce.c drivers/virtio/net/coalesce.c
 FUZZERS += fuzz_vnet_hdr
 fuzz_vnet_hdr_SRCS := tests/fuzz/fuzz_vnet_hdr.c drivers/virtio/net/vnet_hdr.c
 HOST_TESTS += test_tso
-test_tso_SRCS := tests/host/test_tso.c net/tso_merge.c drivers/virtio/net/vnet_gso.c
+test_tso_SRCS := tests/host/test_tso.c net/netif/tso_merge.c drivers/virtio/net/vnet_gso.c

@@ -9,7 +9,7 @@
 #ifndef VIREO_HOST_LWIPOPTS_H
 #define VIREO_HOST_LWIPOPTS_H
 
-#include "net/lwipopts.h"
+#include "net/port/lwipopts.h"
 
 #undef MEM_LIBC_MALLOC
 #undef MEM_CUSTOM_ALLOCATOR

@@ -1,0 +1,136 @@
+# lwIP: fetched from Debian (net/port/fetch-lwip.sh), built freestanding into
+# $(BUILD)/lwip/liblwip.a. Included by the top-level Makefile.
+#
+# For the kernel:
+#   LWIP_LIB        the archive to link
+#   LWIP_CFLAGS     include paths for code that includes lwIP headers
+#   LWIP_PORT_SRCS  vireo's port files (net/; the kernel's NET_SRCS lists them)
+#   LWIP_STAMP      exists once the source is unpacked (order-only prerequisite
+#                   for anything that includes lwIP headers)
+# Targets: $(LWIP_LIB), lwip-fetch, lwip-check (link check, sizes).
+
+LWIP_SRCDIR := $(BUILD)/lwip-src/lwip
+LWIP_STAMP  := $(BUILD)/lwip-src/stamp
+LWIP_LIB    := $(BUILD)/lwip/liblwip.a
+
+# net/ holds lwipopts.h and lwip_port.h, net/port/arch/cc.h, net/port/include
+# the few libc headers lwIP's core includes.
+LWIP_CFLAGS := -Inet/port -Inet/port/include -I$(LWIP_SRCDIR)/src/include
+
+LWIP_PORT_SRCS := net/port/sys_arch.c net/port/lwip_port.c net/port/segheap.c net/tcp/tcp_isn.c net/tcp/syncookie.c net/tcp/rxmem.c
+
+# The appliance (net/app): HTTP server, metrics, echo (the kernel links them
+# through NET_SRCS, with app.c). lwip-check compiles these with the kernel's
+# flags and links them with lwIP alone, plus a site table generated from
+# runtime/default-site.
+RUNTIME_APP_SRCS := runtime/conntab.c runtime/http/http.c runtime/site.c runtime/http/server.c runtime/http/https.c runtime/metrics.c \
+	runtime/echo.c runtime/api.c runtime/http/routes.c runtime/services.c
+
+# lwIP's core, IPv4, IPv6 and Ethernet, relative to src/ (the pinned release's
+# src/Filelists.mk COREFILES, CORE4FILES, CORE6FILES and netif/ethernet.c).
+# Listed rather than globbed: the tree does not exist before the first fetch.
+LWIP_SRCS := \
+	core/init.c core/def.c core/dns.c core/inet_chksum.c core/ip.c \
+	core/mem.c core/memp.c core/netif.c core/pbuf.c core/raw.c core/stats.c \
+	core/sys.c core/altcp.c core/altcp_alloc.c core/altcp_tcp.c core/tcp.c \
+	core/tcp_in.c core/tcp_out.c core/timeouts.c core/udp.c \
+	core/ipv4/acd.c core/ipv4/autoip.c core/ipv4/dhcp.c core/ipv4/etharp.c \
+	core/ipv4/icmp.c core/ipv4/igmp.c core/ipv4/ip4_frag.c core/ipv4/ip4.c \
+	core/ipv4/ip4_addr.c \
+	core/ipv6/dhcp6.c core/ipv6/ethip6.c core/ipv6/icmp6.c core/ipv6/inet6.c \
+	core/ipv6/ip6.c core/ipv6/ip6_addr.c core/ipv6/ip6_frag.c core/ipv6/mld6.c \
+	core/ipv6/nd6.c \
+	netif/ethernet.c
+LWIP_OBJS := $(patsubst %.c,$(BUILD)/lwip/%.o,$(LWIP_SRCS))
+
+# lwIP's own sources: the kernel's flags unchanged (2.2.1 builds clean under
+# -Wall -Wextra -Werror with them, so nothing is relaxed; should a newer
+# compiler complain, add the specific -Wno-* here, for lwIP only), plus
+# -nostdinc with GCC's freestanding headers only, so nothing from the host's
+# libc can slip in: what lwIP needs of libc is in net/port/include.
+LWIP_GCC_INC := $(shell $(CC) -print-file-name=include)
+LWIP_LIB_CFLAGS := $(KCFLAGS) -nostdinc -isystem $(LWIP_GCC_INC) $(LWIP_CFLAGS)
+
+.PHONY: lwip-fetch lwip-check
+
+lwip-fetch: $(LWIP_STAMP)
+
+# The script is idempotent and quick when the pinned tree is already there;
+# editing it (a new pin) or a patch in net/port/patches (the directory itself
+# for added or removed ones) re-runs it, which unpacks afresh, and every
+# lwIP object, kernel and host, is rebuilt from the patched tree.
+$(LWIP_STAMP): net/port/fetch-lwip.sh net/debsrc.sh net/port/patches $(wildcard net/port/patches/*.patch)
+	$(Q)net/port/fetch-lwip.sh $(BUILD)
+
+# lwIP's sources appear when the stamp is made; this rule only orders that.
+$(LWIP_SRCDIR)/src/%.c: | $(LWIP_STAMP) ;
+
+# lwIP's cold files are built for size, like the kernel's COLD_SRCS: set-up,
+# DHCP, DNS, MLD, ICMP, reassembly, statistics. TCP, UDP, IP, ARP/ND and
+# Ethernet keep -O2.
+LWIP_COLD := core/init.c core/dns.c core/stats.c core/netif.c core/raw.c \
+	core/ipv4/dhcp.c core/ipv4/autoip.c core/ipv4/acd.c core/ipv4/igmp.c core/ipv4/icmp.c \
+	core/ipv4/ip4_frag.c core/ipv6/dhcp6.c core/ipv6/mld6.c core/ipv6/icmp6.c core/ipv6/ip6_frag.c \
+	core/ipv6/inet6.c
+$(patsubst %.c,$(BUILD)/lwip/%.o,$(filter $(LWIP_COLD),$(LWIP_SRCS))): LWIP_LIB_CFLAGS += -Os
+
+$(LWIP_OBJS): $(BUILD)/lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      lwip/$*.c")
+	$(Q)$(CC) $(LWIP_LIB_CFLAGS) -c $< -o $@
+
+$(LWIP_LIB): $(LWIP_OBJS)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@
+	$(Q)$(AR) rcsD $@ $(LWIP_OBJS)
+
+# Port files built by the kernel's own rule see lwIP's headers too, and wait
+# for the fetch.
+$(BUILD)/k/net/%.o $(BUILD)/k/runtime/%.o: KCFLAGS += $(LWIP_CFLAGS)
+$(patsubst %.c,$(BUILD)/k/%.o,$(LWIP_PORT_SRCS)): | $(LWIP_STAMP)
+
+# ---- lwip-check: does lwIP plus the port link against the kernel alone? ----
+# Compiles the port files with the kernel's flags (-Werror kept), links them
+# with every member of liblwip.a into one relocatable object and fails if it
+# needs any symbol outside LWIP_KERNEL_SYMS, the kernel API lwIP may use
+# (_GLOBAL_OFFSET_TABLE_ is the linker's own, referenced by -fpic code).
+# (mm_get_stats: the kernel memory figures on /metrics; outbuf_*: its text
+# buffer, lib/outbuf.h; parse_dec: lib/parse.h; timer_*/work_*: the
+# loop's timers and work items the app API runs on, kernel/loop.h;
+# wallclock_*: Date and Last-Modified; __start/__stop_vireo_*: the apps' and
+# metrics' linker sets; dhcp_set_ntp_servers: lwIP's DHCP option 42 hook,
+# net/clients/sntp.c.)
+LWIP_KERNEL_SYMS := _GLOBAL_OFFSET_TABLE_ memcpy memmove memset memcmp strlen strnlen strcmp strncmp \
+	kprintf ksnprintf kvsnprintf panic time_ns random_u32 siphash24 page_alloc page_free \
+	page_alloc_raw kmalloc kzalloc kfree mm_get_stats outbuf_mem outbuf_str outbuf_u64 parse_dec \
+	timer_init timer_start timer_stop work_init work_queue work_cancel \
+	wallclock_now wallclock_http_date wallclock_parse_http_date \
+	__start_vireo_apps __stop_vireo_apps __start_vireo_metrics __stop_vireo_metrics dhcp_set_ntp_servers
+LWIP_CHECK_OBJS := $(patsubst %.c,$(BUILD)/lwip/check/%.o,$(LWIP_PORT_SRCS) $(RUNTIME_APP_SRCS)) \
+	$(BUILD)/lwip/check/site_default.o
+
+$(filter-out %/site_default.o,$(LWIP_CHECK_OBJS)): $(BUILD)/lwip/check/%.o: %.c $(LWIP_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(KCFLAGS) $(LWIP_CFLAGS) -c $< -o $@
+
+$(BUILD)/lwip/check/site_default.c: tools/mksite.py $(shell find runtime/default-site -type f 2>/dev/null)
+	@mkdir -p $(dir $@)
+	$(Q)/usr/bin/python3 tools/mksite.py runtime/default-site $@
+
+$(BUILD)/lwip/check/site_default.o: $(BUILD)/lwip/check/site_default.c
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(KCFLAGS) -c $< -o $@
+
+$(BUILD)/lwip/check.o: $(LWIP_LIB) $(LWIP_CHECK_OBJS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(LD) -r -o $@ $(LWIP_CHECK_OBJS) --whole-archive $(LWIP_LIB) --no-whole-archive
+
+lwip-check: $(BUILD)/lwip/check.o
+	$(Q)set -e; \
+	undef=$$(nm -u $< | awk '{ print $$2 }' | sort -u); \
+	bad=$$(for s in $$undef; do case " $(LWIP_KERNEL_SYMS) " in *" $$s "*) ;; *) echo $$s ;; esac; done); \
+	echo "  CHECK   lwIP + port + app need from the kernel: "$$undef; \
+	if [ -n "$$bad" ]; then echo "lwip-check: unexpected undefined symbols:" $$bad >&2; exit 1; fi; \
+	echo "  SIZE    $(LWIP_LIB): $$(stat -c %s $(LWIP_LIB)) bytes (archive, with debug info)"; \
+	size -t $< | awk 'END { printf "  SIZE    lwIP + port + app code: text %d, data %d, bss %d bytes (before --gc-sections)\n", $$1, $$2, $$3 }'

@@ -1,0 +1,321 @@
+/* vireo's lwIP port: heap set-up, pool budgets, TIME_WAIT and orphan trimming. */
+#include "kernel/console.h"
+#include "kernel/mm/mm.h"
+#include "kernel/panic.h"	/* unused: checks cc.h's copy of panic() */
+#include "lib/types.h"
+#include "lwip/init.h"
+#include "lwip/memp.h"
+#include "lwip/pbuf.h"
+#include "lwip/stats.h"
+#include "lwip/tcp.h"
+#include "lwip/timeouts.h"
+#include "lwip/priv/tcp_priv.h"
+#include "netif/ppp/ppp_opts.h"	/* PPP_NUM_TIMEOUTS, in a pool budget */
+#include "net/port/lwip_hooks.h"
+#include "net/port/lwip_port.h"
+#include "net/port/segheap.h"
+#include <string.h>
+
+/* lwIP's heap is net/segheap.c over MEM_SIZE bytes of pages (plus the
+ * heap's descriptors in front of them), through MEM_CUSTOM_ALLOCATOR. */
+#define HEAP_NPAGES ((u32)(MEM_SIZE / SEGHEAP_PAGE))
+#define HEAP_KPAGES ((segheap_region_bytes(HEAP_NPAGES) + PAGE_SIZE - 1) / PAGE_SIZE)
+
+/* mem.c (MEM_CUSTOM_ALLOCATOR with MEM_STATS) puts the request's size in a
+ * header of this many bytes in front of each block. */
+#define MEM_HDR LWIP_MEM_ALIGN_SIZE(sizeof(mem_size_t))
+
+static void *lwip_port_heap_mem;
+struct vireo_lwip_stats vireo_lwip_stats;
+
+#if !MEM_LIBC_MALLOC
+static struct segheap lwip_port_heap;
+
+/* mem.c adds the request's size (without its header) to
+ * lwip_stats.mem.used after this returns, and subtracts it before calling
+ * vireo_mem_free(); each adds the rest of the block, so mem.used (and
+ * mem.max, which lwIP updates with it) is the heap's bytes in blocks
+ * exactly: what the rounding and headers really take. */
+void *vireo_mem_malloc(size_t n)
+{
+	size_t before = lwip_port_heap.bytes;
+	void *p = segheap_alloc(&lwip_port_heap, n);
+
+	if (p != NULL && n >= MEM_HDR)
+		lwip_stats.mem.used += (lwip_port_heap.bytes - before) - (n - MEM_HDR);
+	return p;
+}
+
+void vireo_mem_free(void *p)
+{
+	mem_size_t size = p != NULL ? *(mem_size_t *)p : 0;
+	size_t block = segheap_free(&lwip_port_heap, p);
+
+	if (block)
+		lwip_stats.mem.used -= block - size;
+}
+
+/* Only called with MEM_STATS off (mem.c's own mem_calloc otherwise). */
+void *vireo_mem_calloc(size_t count, size_t size)
+{
+	void *p;
+
+	if (size && count > (size_t)-1 / size)
+		return NULL;
+	p = segheap_alloc(&lwip_port_heap, count * size);
+	if (p != NULL)
+		memset(p, 0, count * size);
+	return p;
+}
+
+void vireo_lwip_heap_stats(struct vireo_lwip_heap_stats *st)
+{
+	st->pages = lwip_port_heap.npages;
+	st->pages_used = lwip_port_heap.pages_used;
+	st->pages_peak = lwip_port_heap.pages_peak;
+	st->bad_frees = lwip_port_heap.bad_frees;
+}
+#else
+void vireo_lwip_heap_stats(struct vireo_lwip_heap_stats *st)
+{
+	*st = (struct vireo_lwip_heap_stats){0};
+}
+#endif
+
+/* The MEMP_NUM_* and PBUF_POOL_SIZE budgets, indexed by memp_t, from the same
+ * pool list memp.c expands (the size argument is dropped unevaluated). */
+static const u16_t pool_budget[MEMP_MAX] = {
+#define LWIP_MEMPOOL(name, num, size, desc) [MEMP_##name] = (num),
+#include "lwip/priv/memp_std.h"
+};
+
+/* ---- orphans: connections the application closed, not yet gone ----
+ *
+ * After tcp_close() a PCB stays in lwIP's active list, without an argument
+ * or callbacks, until the peer acknowledges our data and FIN (FIN_WAIT_1,
+ * CLOSING, LAST_ACK) and, in FIN_WAIT_2, sends its own FIN. A peer that never
+ * does keeps it for as long as lwIP's retransmissions and persist probes last
+ * (tens of minutes). Like Linux's tcp_max_orphans and tcp_fin_timeout, the
+ * port aborts (RST) orphans beyond VIREO_LWIP_ORPHANS_MAX or
+ * VIREO_LWIP_ORPHANS_BYTES, oldest first, and any orphan the peer has sent
+ * nothing to for VIREO_LWIP_ORPHAN_TIMEOUT_MS. */
+
+/* The heap block a request of n bytes takes (net/segheap.c's class or run
+ * for n plus mem.c's size header). */
+#define HEAP_COST(n) ((u32)segheap_block_bytes(MEM_HDR + LWIP_MEM_ALIGN_SIZE(n)))
+
+/* lwipopts.h's heap worst case counts a PCB as a 320-byte block and its
+ * send queue as 96 pbufs: a change to either must redo that sum. */
+_Static_assert(sizeof(struct tcp_pcb) + 8 <= 320 && TCP_SND_QUEUELEN <= 96,
+	       "redo the heap worst case in net/lwipopts.h");
+
+static bool lwip_port_pcb_is_orphan(const struct tcp_pcb *pcb)
+{
+	if (pcb->callback_arg != NULL)
+		return false;
+	switch (pcb->state) {
+	case FIN_WAIT_1:
+	case FIN_WAIT_2:
+	case CLOSING:
+	case LAST_ACK:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Heap bytes one pbuf chain holds: heap pbufs by their extent (struct,
+ * header room and data), pool and ROM/REF pbufs by their pool element, the
+ * driver's zero-copy receive pbufs nothing. */
+static u32 lwip_port_chain_cost(const struct pbuf *p)
+{
+	u32 n = 0;
+
+	for (; p != NULL; p = p->next) {
+		switch (pbuf_get_allocsrc(p)) {
+		case PBUF_TYPE_ALLOC_SRC_MASK_STD_HEAP:
+			n += HEAP_COST((u32)((const u8 *)p->payload - (const u8 *)p) + p->len);
+			break;
+		case PBUF_TYPE_ALLOC_SRC_MASK_STD_MEMP_PBUF:
+			n += HEAP_COST(sizeof(struct pbuf));
+			break;
+		case PBUF_TYPE_ALLOC_SRC_MASK_STD_MEMP_PBUF_POOL:
+			n += HEAP_COST(LWIP_MEM_ALIGN_SIZE(sizeof(struct pbuf)) + PBUF_POOL_BUFSIZE);
+			break;
+		default:
+			break;
+		}
+	}
+	return n;
+}
+
+static u32 lwip_port_segs_cost(const struct tcp_seg *seg)
+{
+	u32 n = 0;
+
+	for (; seg != NULL; seg = seg->next)
+		n += HEAP_COST(sizeof(struct tcp_seg)) + lwip_port_chain_cost(seg->p);
+	return n;
+}
+
+/* What pcb holds of lwIP's heap, an estimate from above. */
+static u32 lwip_port_pcb_cost(const struct tcp_pcb *pcb)
+{
+	u32 n = HEAP_COST(sizeof(struct tcp_pcb)) + lwip_port_segs_cost(pcb->unsent) + lwip_port_segs_cost(pcb->unacked);
+
+#if TCP_QUEUE_OOSEQ
+	n += lwip_port_segs_cost(pcb->ooseq);
+#endif
+	return n + lwip_port_chain_cost(pcb->refused_data);
+}
+
+void vireo_lwip_orphans_count(u32 *count, u32 *bytes)
+{
+	const struct tcp_pcb *pcb;
+
+	*count = *bytes = 0;
+	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = pcb->next) {
+		if (!lwip_port_pcb_is_orphan(pcb))
+			continue;
+		(*count)++;
+		*bytes += lwip_port_pcb_cost(pcb);
+	}
+}
+
+/* TCP_REG() pushes on the head, so the active list runs newest first: walk it
+ * summing orphans, and every orphan past either cap is older than all those
+ * kept. keep (the PCB just closed, whose callback may still be running in
+ * lwIP) is counted but never aborted. Aborting other PCBs from an
+ * application callback is safe: lwIP's timers restart their walk when the
+ * list changes (tcp_active_pcbs_changed), and tcp_input() touches only the
+ * PCB it is delivering to. */
+void vireo_lwip_orphans_trim(struct tcp_pcb *keep)
+{
+	struct tcp_pcb *pcb, *next;
+	u32 count = 0, bytes = 0, cost;
+
+	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = next) {
+		next = pcb->next;
+		if (!lwip_port_pcb_is_orphan(pcb))
+			continue;
+		cost = lwip_port_pcb_cost(pcb);
+		if (pcb != keep && (count + 1 > VIREO_LWIP_ORPHANS_MAX ||
+				    bytes + cost > VIREO_LWIP_ORPHANS_BYTES)) {
+			tcp_abort(pcb);
+			vireo_lwip_stats.orphans_capped++;
+			continue;
+		}
+		count++;
+		bytes += cost;
+	}
+	if (count > vireo_lwip_stats.orphans_peak)
+		vireo_lwip_stats.orphans_peak = count;
+}
+
+static void lwip_port_orphans_expire(void)
+{
+	struct tcp_pcb *pcb, *next;
+
+	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = next) {
+		next = pcb->next;
+		if (lwip_port_pcb_is_orphan(pcb) &&
+		    (u32_t)(tcp_ticks - pcb->tmr) >= VIREO_LWIP_ORPHAN_TIMEOUT_MS / TCP_SLOW_INTERVAL) {
+			tcp_abort(pcb);
+			vireo_lwip_stats.orphans_timedout++;
+		}
+	}
+}
+
+static void lwip_port_tw_trim(void *arg)
+{
+	struct tcp_pcb *pcb, *next;
+	unsigned int n = 0;
+
+	/* Half-open connections older than VIREO_LWIP_SYN_RCVD_MS (lwipopts.h):
+	 * tcp_ticks counts TCP_SLOW_INTERVAL (500 ms) ticks; pcb->tmr is the
+	 * tick of the last segment from the peer. */
+	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = next) {
+		next = pcb->next;
+		if (pcb->state == SYN_RCVD &&
+		    (u32_t)(tcp_ticks - pcb->tmr) >= VIREO_LWIP_SYN_RCVD_MS / TCP_SLOW_INTERVAL) {
+			tcp_abort(pcb);
+			vireo_lwip_stats.syn_trimmed++;
+		}
+	}
+
+	/* TCP_REG() pushes on the head, so the list runs newest first and
+	 * everything past the cap is the oldest. Aborting a TIME_WAIT PCB only
+	 * unlinks and frees it; no RST is sent. */
+	for (pcb = tcp_tw_pcbs; pcb != NULL; pcb = next) {
+		next = pcb->next;
+		if (++n > VIREO_LWIP_TIME_WAIT_MAX) {
+			tcp_abort(pcb);
+			vireo_lwip_stats.tw_trimmed++;
+		}
+	}
+	lwip_port_orphans_expire();
+	vireo_lwip_orphans_trim(NULL);
+	sys_timeout(TCP_TMR_INTERVAL, lwip_port_tw_trim, arg);
+}
+
+/* LWIP_HOOK_TCP_TIMEWAIT_REOPEN (net/patches/0002): lwIP is about to free a
+ * TIME_WAIT PCB because a SYN above its rcv_nxt reopens the 4-tuple. */
+void vireo_lwip_tw_reopen(struct tcp_pcb *pcb)
+{
+	(void)pcb;
+	vireo_lwip_stats.tw_reopened++;
+}
+
+/* LWIP_HOOK_TCP_INPACKET_PCB, for every segment tcp_input has a PCB for
+ * (p: the payload, the TCP header already taken off). A segment carrying
+ * more than one MSS of data is one the device coalesced (receive TSO): it
+ * is acknowledged at once, as RFC 5681 §4.2 asks for every second
+ * full-sized segment. lwIP would count it as one segment and hold the ACK
+ * for the delayed-ACK timer, while the sender, whose whole window it may
+ * be, waits for that ACK. Setting TF_ACK_DELAY makes tcp_receive's
+ * tcp_ack() send the ACK now. Then the SYN-cookie check. */
+err_t vireo_tcp_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen, u16_t opt1len, u8_t *opt2,
+			 struct pbuf *p)
+{
+	if ((pcb->state == ESTABLISHED || pcb->state == FIN_WAIT_1 || pcb->state == FIN_WAIT_2) &&
+	    p->tot_len > pcb->mss) {
+		tcp_set_flags(pcb, TF_ACK_DELAY);
+		vireo_lwip_stats.rx_coalesced_acks++;
+	}
+	return vireo_syncookie_inpacket(pcb, hdr, optlen, opt1len, opt2, p);
+}
+
+int vireo_lwip_init(void)
+{
+	int i;
+
+	if (lwip_port_heap_mem != NULL)
+		return 0;
+	/* Not zeroed: segheap_init writes every page descriptor it keeps and
+	 * lwIP initialises whatever it allocates (4 MiB of zeroing was a
+	 * third of the bring-up under emulation). */
+	lwip_port_heap_mem = page_alloc_raw(HEAP_KPAGES);
+	if (lwip_port_heap_mem == NULL) {
+		kprintf("lwip: no %u KiB for the heap\n", (unsigned int)(HEAP_KPAGES * PAGE_SIZE / 1024));
+		return -ENOMEM;
+	}
+#if !MEM_LIBC_MALLOC
+	if (segheap_init(&lwip_port_heap, lwip_port_heap_mem, segheap_region_bytes(HEAP_NPAGES)) != HEAP_NPAGES)
+		panic("lwip: heap of %u pages, not %u", (unsigned int)lwip_port_heap.npages,
+		      (unsigned int)HEAP_NPAGES);
+#endif
+	vireo_lwip_stats.heap_bytes = MEM_SIZE;
+
+	lwip_init();
+#if !MEM_LIBC_MALLOC
+	/* mem_init() does nothing with MEM_CUSTOM_ALLOCATOR: the heap's size. */
+	lwip_stats.mem.avail = MEM_SIZE;
+#endif
+
+	/* With MEMP_MEM_MALLOC lwIP leaves avail at 0; publish the budgets. */
+	for (i = 0; i < MEMP_MAX; i++)
+		lwip_stats.memp[i]->avail = pool_budget[i];
+
+	sys_timeout(TCP_TMR_INTERVAL, lwip_port_tw_trim, NULL);
+	return 0;
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# fetch-mbedtls.sh [BUILD] — fetch Debian trixie's mbedtls source package
+# (mbedTLS 3.6 LTS, pinned below), verify it and unpack it with Debian's
+# patches applied into BUILD/mbedtls-src/mbedtls. BUILD defaults to "build".
+# Invoked by net/tls/mbedtls.mk, only for builds with TLS. The fetch, the trust
+# chain and the stamp are net/debsrc.sh's (shared with net/fetch-lwip.sh).
+# vireo's own patches (net/patches-mbedtls/, applied last) are kept to what
+# the config header (net/tls/mbedtls_config.h), the _ALT hooks and the
+# platform glue (net/tls/tls_port.c) cannot do: the TLS 1.3 server's cipher
+# suite order, and a hook for the whole Montgomery ladder (X25519).
+set -euo pipefail
+
+DEB_SOURCE=mbedtls
+DEB_VERSION=3.6.6-0.1~deb13u1
+DEB_SUITE=trixie
+DEB_DSC_SHA256=eb9ed1adbbddcb0d00276fac6fcee0056c64ce01481c2522a16dca75792eb5eb
+KEYRING=${LWIP_DEBIAN_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+DEB_DIR=mbedtls-src
+DEB_TREE=mbedtls
+DEB_CHECK=(library/ssl_tls.c include/mbedtls/ssl.h include/mbedtls/build_info.h)
+DEB_PATCHDIR=$here/patches
+DEB_MIRROR=${LWIP_DEBIAN_MIRROR:-}
+DEB_MIRROR_VAR=LWIP_DEBIAN_MIRROR
+DEB_LABEL=mbedTLS
+DEB_TOOL=fetch-mbedtls
+DEB_SAY="MBEDTLS"
+DEB_PIN_WHERE="DEB_VERSION and DEB_DSC_SHA256 in net/fetch-mbedtls.sh"
+
+# shellcheck source=net/debsrc.sh
+. "$here/../debsrc.sh"
+debsrc_run "${1:-build}"

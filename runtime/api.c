@@ -1,0 +1,718 @@
+/*
+ * The application API's core (include/vireo/app.h, metrics.h, files.h): the
+ * registry of apps, handles, logging, the apps' memory, timers and deferred
+ * work on the event loop, addresses, declared metrics on /metrics, the baked
+ * files. HTTP exchanges live in server.c, TCP/UDP services in services.c.
+ */
+#include <stdarg.h>
+
+#include "kernel/cmdline.h"
+#include "kernel/console.h"
+#include "lib/fmt.h"
+#include "kernel/loop.h"
+#include "kernel/mm/mm.h"
+#include "kernel/time/time.h"
+#include "lib/types.h"
+#include "kernel/random.h"
+#include "kernel/time/wallclock.h"
+#include "runtime/api.h"
+#include "runtime/http/http.h"
+#include "runtime/metrics.h"
+#include "runtime/site.h"
+#include "vireo/files.h"
+#include "vireo/metrics.h"
+
+/* ---- handles ---- */
+
+/* The table (4 KiB) is taken from the heap by api_apps_start(): the EFI
+ * image's .bss is bounded (linker/vireo.ld). */
+static struct {
+	struct api_slot {
+		void *obj;
+		u32 gen;	/* 24 bits, never 0 */
+		u8 kind;
+	} *slot;
+	u32 cursor, live;
+} api_h;
+
+u32 api_handle_new(enum api_handle_kind kind, void *obj)
+{
+	u32 i, s;
+
+	if (!api_h.slot)
+		return 0;
+	for (i = 0; i < API_HANDLE_SLOTS; i++) {
+		s = (api_h.cursor + i) % API_HANDLE_SLOTS;
+		if (api_h.slot[s].obj)
+			continue;
+		api_h.slot[s].gen = (api_h.slot[s].gen + 1) & 0xffffffu;
+		if (!api_h.slot[s].gen)
+			api_h.slot[s].gen = 1;
+		api_h.slot[s].obj = obj;
+		api_h.slot[s].kind = (u8)kind;
+		api_h.cursor = s + 1;
+		api_h.live++;
+		return api_h.slot[s].gen << 8 | s;
+	}
+	return 0;
+}
+
+void *api_handle_get(enum api_handle_kind kind, u32 id)
+{
+	u32 s = id & 0xff;
+
+	if (!id || !api_h.slot || !api_h.slot[s].obj || api_h.slot[s].gen != id >> 8 || api_h.slot[s].kind != kind)
+		return NULL;
+	return api_h.slot[s].obj;
+}
+
+void api_handle_free(u32 id)
+{
+	u32 s = id & 0xff;
+
+	if (!id || !api_h.slot || !api_h.slot[s].obj || api_h.slot[s].gen != id >> 8)
+		return;
+	api_h.slot[s].obj = NULL;
+	api_h.slot[s].kind = API_H_NONE;
+	api_h.live--;
+}
+
+u32 api_handles_live(void)
+{
+	return api_h.live;
+}
+
+/* ---- logging: one token bucket for every app line ---- */
+
+static struct {
+	u64 t_ms;
+	u32 milli;		/* tokens x 1000 */
+	bool primed;
+	u64 dropped, lines, misuse;
+} api_log;
+
+static bool api_log_allow(void)
+{
+	u64 now = time_ns() / NSEC_PER_MSEC;
+	u64 cap = (u64)VIREO_LOG_BURST * 1000;
+
+	if (!api_log.primed) {
+		api_log.primed = true;
+		api_log.milli = (u32)cap;
+		api_log.t_ms = now;
+	}
+	if (now > api_log.t_ms) {
+		u64 add = (now - api_log.t_ms) * VIREO_LOG_RATE;	/* ms x per-second = milli */
+
+		api_log.milli = (u32)MIN(cap, api_log.milli + add);
+		api_log.t_ms = now;
+	}
+	if (api_log.milli < 1000) {
+		api_log.dropped++;
+		return false;
+	}
+	api_log.milli -= 1000;
+	api_log.lines++;
+	return true;
+}
+
+static void api_vlog(const char *prefix, const char *fmt, va_list ap)
+{
+	char line[VIREO_LOG_LINE];
+
+	if (!api_log_allow())
+		return;
+	kvsnprintf(line, sizeof line, fmt, ap);
+	kprintf("%s%s\n", prefix, line);
+}
+
+void vireo_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	api_vlog("", fmt, ap);
+	va_end(ap);
+}
+
+void vireo_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	api_vlog("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+int vireo_snprintf(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = kvsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+void api_misuse(const char *fmt, ...)
+{
+	va_list ap;
+
+	api_log.misuse++;
+	va_start(ap, fmt);
+	api_vlog("warning: app API: ", fmt, ap);
+	va_end(ap);
+}
+
+/* ---- the apps' memory ---- */
+
+static u64 api_mem_max = VIREO_APP_MEM_DEFAULT;
+CMDLINE_PARAM(app_mem, .key = "app.mem", .type = CMDLINE_UINT, .dst = &api_mem_max, .min = 4096,
+	      .max = 1073741824, .def = "4194304",
+	      .help = "bytes the app may hold through vireo_alloc() (docs/apps.md)");
+
+#define API_ALLOC_MAGIC 0x7669726561707021ull	/* "vireapp!" */
+
+struct api_block {
+	u64 size;	/* the caller's size */
+	u64 check;	/* API_ALLOC_MAGIC ^ size ^ address; 0 once freed */
+};
+_Static_assert(sizeof(struct api_block) == VIREO_ALLOC_OVERHEAD, "vireo_alloc's header");
+
+static struct {
+	u64 used;	/* bytes incl. headers */
+	u64 bad_frees, failures;
+} api_mem;
+
+void *vireo_alloc(size_t size)
+{
+	struct api_block *b;
+	u64 total = (u64)size + sizeof *b;
+
+	if (size > api_mem_max || api_mem.used + total > api_mem_max) {
+		api_mem.failures++;
+		return NULL;
+	}
+	b = kzalloc((size_t)total);
+	if (!b) {
+		api_mem.failures++;
+		return NULL;
+	}
+	b->size = size;
+	b->check = API_ALLOC_MAGIC ^ size ^ (u64)(uintptr_t)b;
+	api_mem.used += total;
+	return b + 1;
+}
+
+void vireo_free(void *p)
+{
+	struct api_block *b;
+
+	if (!p)
+		return;
+	if ((uintptr_t)p % 8) {
+		api_mem.bad_frees++;
+		api_misuse("vireo_free(%p): not a vireo_alloc() block: refused", p);
+		return;
+	}
+	b = (struct api_block *)p - 1;
+	if (b->check != (API_ALLOC_MAGIC ^ b->size ^ (u64)(uintptr_t)b)) {
+		api_mem.bad_frees++;
+		api_misuse("vireo_free(%p): not a live vireo_alloc() block (freed twice?): refused", p);
+		return;
+	}
+	b->check = 0;
+	api_mem.used -= b->size + sizeof *b;
+	kfree(b);
+}
+
+size_t vireo_mem_used(void)
+{
+	return (size_t)api_mem.used;
+}
+
+size_t vireo_mem_limit(void)
+{
+	return (size_t)api_mem_max;
+}
+
+/* ---- the HTTP buffer budget (request bodies, copied responses) ---- */
+
+static size_t api_buf;
+
+bool api_buf_take(size_t n)
+{
+	if (n > VIREO_HTTP_BUF_BUDGET || api_buf + n > VIREO_HTTP_BUF_BUDGET)
+		return false;
+	api_buf += n;
+	return true;
+}
+
+void api_buf_give(size_t n)
+{
+	api_buf -= MIN(n, api_buf);
+}
+
+size_t api_buf_held(void)
+{
+	return api_buf;
+}
+
+/* ---- time, timers, deferred work ---- */
+
+u64 vireo_now_ms(void)
+{
+	return time_ns() / NSEC_PER_MSEC;
+}
+
+void vireo_random(void *buf, size_t len)
+{
+	if (buf && len)
+		random_bytes(buf, len);
+}
+
+bool vireo_wallclock(u64 *unix_s)
+{
+	u64 ns;
+
+	if (!wallclock_now(&ns))
+		return false;
+	*unix_s = ns / 1000000000ull;
+	return true;
+}
+
+#define API_TIMER_MAGIC 0x74696d6572212121ull
+#define API_DEFER_MAGIC 0x6465666572212121ull
+
+struct api_timer {
+	struct timer t;
+	vireo_timer_fn fn;
+	void *arg;
+	u64 magic;
+};
+_Static_assert(sizeof(struct api_timer) <= sizeof(struct vireo_timer), "struct vireo_timer's storage");
+
+struct api_defer {
+	struct work w;
+	u64 magic;
+};
+_Static_assert(sizeof(struct api_defer) <= sizeof(struct vireo_defer), "struct vireo_defer's storage");
+
+static void api_timer_fire(struct timer *t, void *arg)
+{
+	struct api_timer *at = arg;
+
+	(void)t;
+	at->fn((struct vireo_timer *)(void *)at, at->arg);
+}
+
+void vireo_timer_init(struct vireo_timer *t, vireo_timer_fn fn, void *arg)
+{
+	struct api_timer *at = (struct api_timer *)(void *)t;
+
+	if (!t || !fn) {
+		api_misuse("vireo_timer_init: no timer or function: refused");
+		return;
+	}
+	if (at->magic == API_TIMER_MAGIC && at->t.armed)
+		timer_stop(&at->t);
+	timer_init(&at->t, api_timer_fire, at);
+	at->fn = fn;
+	at->arg = arg;
+	at->magic = API_TIMER_MAGIC;
+}
+
+int vireo_timer_start(struct vireo_timer *t, u32 ms)
+{
+	struct api_timer *at = (struct api_timer *)(void *)t;
+
+	if (!t || at->magic != API_TIMER_MAGIC) {
+		api_misuse("vireo_timer_start: timer not initialised: refused");
+		return -EINVAL;
+	}
+	timer_start(&at->t, time_ns() + (u64)ms * NSEC_PER_MSEC);
+	return 0;
+}
+
+bool vireo_timer_stop(struct vireo_timer *t)
+{
+	struct api_timer *at = (struct api_timer *)(void *)t;
+
+	if (!t || at->magic != API_TIMER_MAGIC)
+		return false;
+	return timer_stop(&at->t);
+}
+
+bool vireo_timer_armed(const struct vireo_timer *t)
+{
+	const struct api_timer *at = (const struct api_timer *)(const void *)t;
+
+	return t && at->magic == API_TIMER_MAGIC && at->t.armed;
+}
+
+void vireo_defer_init(struct vireo_defer *d, void (*fn)(void *arg), void *arg)
+{
+	struct api_defer *ad = (struct api_defer *)(void *)d;
+
+	if (!d || !fn) {
+		api_misuse("vireo_defer_init: no work or function: refused");
+		return;
+	}
+	if (ad->magic == API_DEFER_MAGIC)
+		work_cancel(&ad->w);
+	work_init(&ad->w, fn, arg);
+	ad->magic = API_DEFER_MAGIC;
+}
+
+int vireo_defer(struct vireo_defer *d)
+{
+	struct api_defer *ad = (struct api_defer *)(void *)d;
+
+	if (!d || ad->magic != API_DEFER_MAGIC) {
+		api_misuse("vireo_defer: work not initialised: refused");
+		return -EINVAL;
+	}
+	work_queue(&ad->w);
+	return 0;
+}
+
+bool vireo_defer_cancel(struct vireo_defer *d)
+{
+	struct api_defer *ad = (struct api_defer *)(void *)d;
+
+	if (!d || ad->magic != API_DEFER_MAGIC)
+		return false;
+	return work_cancel(&ad->w);
+}
+
+/* ---- addresses ---- */
+
+static size_t api_put_hex16(char *p, u32 v)
+{
+	static const char hex[] = "0123456789abcdef";
+	char tmp[4];
+	size_t n = 0, i;
+
+	do {
+		tmp[n++] = hex[v & 15];
+		v >>= 4;
+	} while (v);
+	for (i = 0; i < n; i++)
+		p[i] = tmp[n - 1 - i];
+	return n;
+}
+
+size_t vireo_addr_str(const struct vireo_addr *a, char *buf, size_t size)
+{
+	char tmp[VIREO_ADDR_STRLEN];
+	size_t n = 0, i;
+
+	if (!buf || !size)
+		return 0;
+	buf[0] = '\0';
+	if (!a)
+		return 0;
+	if (a->family == VIREO_AF_INET) {
+		n = (size_t)ksnprintf(tmp, sizeof tmp, "%u.%u.%u.%u", a->ip[0], a->ip[1], a->ip[2], a->ip[3]);
+	} else if (a->family == VIREO_AF_INET6) {
+		u32 g[8];
+		int best = -1, best_len = 0, run = -1, run_len = 0;
+
+		for (i = 0; i < 8; i++)
+			g[i] = (u32)a->ip[2 * i] << 8 | a->ip[2 * i + 1];
+		/* RFC 5952: the longest run of two or more zero groups, the
+		 * first such, becomes "::". */
+		for (i = 0; i < 8; i++) {
+			if (g[i] == 0) {
+				if (run < 0) {
+					run = (int)i;
+					run_len = 0;
+				}
+				if (++run_len > best_len && run_len >= 2) {
+					best = run;
+					best_len = run_len;
+				}
+			} else {
+				run = -1;
+			}
+		}
+		for (i = 0; i < 8; i++) {
+			if (best >= 0 && (int)i == best) {
+				tmp[n++] = ':';
+				if (i == 0)
+					tmp[n++] = ':';
+				i += (size_t)best_len - 1;
+				continue;
+			}
+			n += api_put_hex16(tmp + n, g[i]);
+			if (i < 7)
+				tmp[n++] = ':';
+		}
+		tmp[n] = '\0';
+	} else {
+		return 0;
+	}
+	if (n + 1 > size)
+		return 0;
+	for (i = 0; i <= n; i++)
+		buf[i] = tmp[i];
+	return n;
+}
+
+/* ---- the baked files ---- */
+
+bool vireo_file_find(const char *path, struct vireo_file *f)
+{
+	const struct site_file *s = path ? site_lookup(path) : NULL;
+
+	if (!s || !f)
+		return false;
+	f->path = s->path;
+	f->data = s->data;
+	f->len = s->len;
+	f->content_type = s->content_type;
+	f->etag = s->etag;
+	f->mtime = s->mtime;
+	f->priv = s;
+	return true;
+}
+
+const char *vireo_content_type(const char *path)
+{
+	return http_content_type(path ? path : "");
+}
+
+/* ---- metrics ---- */
+
+void vireo_histogram_observe(struct vireo_histogram *h, u64 v)
+{
+	u32 i;
+
+	for (i = 0; i < h->n && v > h->le[i]; i++)
+		;
+	h->counts[i]++;
+	h->sum += v;
+	h->count++;
+}
+
+void vireo_counter_vec_add(struct vireo_counter_vec *c, u32 i, u64 n)
+{
+	if (i >= c->n) {
+		api_misuse("vireo_counter_vec_add: index %u of %u: ignored", i, c->n);
+		return;
+	}
+	c->v[i] += n;
+}
+
+/* The linker sets; weak so that a host test without apps links. */
+extern const struct vireo_app *const __start_vireo_apps[] __attribute__((weak));
+extern const struct vireo_app *const __stop_vireo_apps[] __attribute__((weak));
+extern struct vireo_metric *const __start_vireo_metrics[] __attribute__((weak));
+extern struct vireo_metric *const __stop_vireo_metrics[] __attribute__((weak));
+
+static bool api_name_ok(const char *s, size_t max, bool metric)
+{
+	size_t n;
+
+	if (!s || !*s)
+		return false;
+	for (n = 0; s[n]; n++) {
+		char c = s[n];
+		bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9' && (n || !metric)) || c == '_' ||
+			  (metric ? (c >= 'A' && c <= 'Z') : c == '-');
+
+		if (!ok || n >= max)
+			return false;
+	}
+	return true;
+}
+
+static bool api_str_eq(const char *a, const char *b)
+{
+	while (*a && *a == *b) {
+		a++;
+		b++;
+	}
+	return *a == *b;
+}
+
+static bool api_help_ok(const char *s)
+{
+	if (!s)
+		return false;
+	for (; *s; s++)
+		if (*s == '\n' || *s == '\\')
+			return false;
+	return true;
+}
+
+static const char *api_metric_why(struct vireo_metric *const *set, size_t n, size_t k)
+{
+	const struct vireo_metric *m = set[k];
+	size_t i;
+
+	if (!m->name || !api_name_ok(m->name, 200, true))
+		return "a name must be [a-zA-Z_][a-zA-Z0-9_]*";
+	if (m->name[0] == 'v' && m->name[1] == 'i' && m->name[2] == 'r' && m->name[3] == 'e' && m->name[4] == 'o' &&
+	    m->name[5] == '_')
+		return "vireo_ names are the runtime's";
+	if (!api_help_ok(m->help))
+		return "help must be one line without backslashes";
+	for (i = 0; i < k; i++)
+		if (set[i]->name && api_str_eq(set[i]->name, m->name))
+			return "declared twice";
+	if (m->kind == VIREO_METRIC_HISTOGRAM) {
+		const struct vireo_histogram *h = m->value;
+
+		for (i = 1; i < h->n; i++)
+			if (h->le[i] <= h->le[i - 1])
+				return "buckets must be ascending";
+	}
+	if (m->kind == VIREO_METRIC_COUNTER_VEC) {
+		const struct vireo_counter_vec *c = m->value;
+
+		if (!api_name_ok(c->label, 100, true) || api_str_eq(c->label, "le"))
+			return "a label name must be [a-zA-Z_][a-zA-Z0-9_]*, not le";
+		for (i = 0; i < c->n; i++)
+			if (!c->values[i])
+				return "a label value is NULL";
+	}
+	return NULL;
+}
+
+static void api_metrics_check(void)
+{
+	struct vireo_metric *const *set = __start_vireo_metrics;
+	size_t n = set ? (size_t)(__stop_vireo_metrics - __start_vireo_metrics) : 0, k;
+
+	for (k = 0; k < n; k++) {
+		const char *why = api_metric_why(set, n, k);
+
+		set[k]->refused = why != NULL;
+		if (why)
+			api_misuse("metric %.64s: %s: left out of /metrics", set[k]->name ? set[k]->name : "(null)",
+				   why);
+	}
+}
+
+static void api_write_histogram(struct metrics_buf *b, const struct vireo_metric *m)
+{
+	const struct vireo_histogram *h = m->value;
+	char name[224], le[32];
+	u64 cum = 0;
+	u32 i;
+
+	ksnprintf(name, sizeof name, "%s_bucket", m->name);
+	for (i = 0; i <= h->n; i++) {
+		cum += h->counts[i];
+		if (i < h->n)
+			ksnprintf(le, sizeof le, "%llu", (unsigned long long)h->le[i]);
+		metrics_sample1(b, name, "le", i < h->n ? le : "+Inf", cum);
+	}
+	ksnprintf(name, sizeof name, "%s_sum", m->name);
+	metrics_sample(b, name, NULL, h->sum);
+	ksnprintf(name, sizeof name, "%s_count", m->name);
+	metrics_sample(b, name, NULL, h->count);
+}
+
+__cold static void api_write_metrics(struct metrics_buf *b)
+{
+	struct vireo_metric *const *set = __start_vireo_metrics;
+	size_t n = set ? (size_t)(__stop_vireo_metrics - __start_vireo_metrics) : 0, k;
+	const struct api_http_stats *h = &api_http_stats;
+
+	metrics_simple(b, "vireo_app_misuse_total", METRICS_COUNTER,
+		       "Application API calls refused as misuse (each logged, rate-limited).", api_log.misuse);
+	metrics_simple(b, "vireo_app_log_lines_total", METRICS_COUNTER, "Lines the apps logged.", api_log.lines);
+	metrics_simple(b, "vireo_app_log_dropped_total", METRICS_COUNTER,
+		       "App log lines dropped by the rate limit.", api_log.dropped);
+	metrics_simple(b, "vireo_app_mem_bytes", METRICS_GAUGE, "Bytes the apps hold through vireo_alloc().",
+		       api_mem.used);
+	metrics_simple(b, "vireo_app_mem_limit_bytes", METRICS_GAUGE, "app.mem=: the apps' memory limit.",
+		       api_mem_max);
+	metrics_simple(b, "vireo_app_mem_failures_total", METRICS_COUNTER,
+		       "vireo_alloc() calls refused (limit or kernel heap).", api_mem.failures);
+	metrics_simple(b, "vireo_app_mem_bad_frees_total", METRICS_COUNTER,
+		       "vireo_free() calls refused (not a live block).", api_mem.bad_frees);
+	metrics_simple(b, "vireo_app_http_requests_total", METRICS_COUNTER,
+		       "Requests handed to an app's route handler.", h->requests);
+	metrics_simple(b, "vireo_app_http_lost_total", METRICS_COUNTER,
+		       "App exchanges whose connection ended before the response did.", h->lost);
+	metrics_simple(b, "vireo_app_http_deferred_timeouts_total", METRICS_COUNTER,
+		       "Handlers that did not answer within the deferral limit (503).", h->deferred_timeouts);
+	metrics_family(b, "vireo_app_http_refused_total", METRICS_COUNTER,
+		       "Requests to app routes refused by the runtime, by reason.");
+	metrics_sample1(b, "vireo_app_http_refused_total", "reason", "method", h->method_refusals);
+	metrics_sample1(b, "vireo_app_http_refused_total", "reason", "body_too_large", h->body_too_large);
+	metrics_sample1(b, "vireo_app_http_refused_total", "reason", "budget", h->budget_refusals);
+	metrics_simple(b, "vireo_app_http_buffer_bytes", METRICS_GAUGE,
+		       "Request bodies and copied responses held, all connections.", api_buf);
+
+	for (k = 0; k < n; k++) {
+		const struct vireo_metric *m = set[k];
+
+		if (m->refused)
+			continue;
+		switch (m->kind) {
+		case VIREO_METRIC_COUNTER:
+			metrics_simple(b, m->name, METRICS_COUNTER, m->help,
+				       ((const struct vireo_counter *)m->value)->v);
+			break;
+		case VIREO_METRIC_GAUGE:
+			metrics_family(b, m->name, METRICS_GAUGE, m->help);
+			metrics_sample_s64(b, m->name, NULL, ((const struct vireo_gauge *)m->value)->v);
+			break;
+		case VIREO_METRIC_HISTOGRAM:
+			metrics_family(b, m->name, METRICS_HISTOGRAM, m->help);
+			api_write_histogram(b, m);
+			break;
+		case VIREO_METRIC_COUNTER_VEC: {
+			const struct vireo_counter_vec *c = m->value;
+
+			metrics_family(b, m->name, METRICS_COUNTER, m->help);
+			for (u32 i = 0; i < c->n; i++)
+				metrics_sample1(b, m->name, c->label, c->values[i], c->v[i]);
+			break;
+		}
+		}
+	}
+}
+
+static struct metrics_source api_metrics_source = { "app", api_write_metrics, NULL };
+
+/* ---- the apps ---- */
+
+__cold int api_apps_start(void)
+{
+	const struct vireo_app *const *set = __start_vireo_apps;
+	size_t n = set ? (size_t)(__stop_vireo_apps - __start_vireo_apps) : 0, i;
+	int failed = 0, err;
+
+	api_metrics_check();
+	metrics_register(&api_metrics_source);
+	/* The tables, from the heap once (the EFI image's .bss is bounded). */
+	if (!api_h.slot)
+		api_h.slot = kzalloc(API_HANDLE_SLOTS * sizeof *api_h.slot);
+	if (!api_h.slot || api_routes_alloc()) {
+		kprintf("app: no memory for the API's tables: no app started\n");
+		return (int)n;
+	}
+	for (i = 0; i < n; i++) {
+		const struct vireo_app *a = set[i];
+
+		if (!a->name || !api_name_ok(a->name, 31, false) || !a->init) {
+			api_misuse("app %.32s: a name of 1..31 [a-z0-9_-] and an init are needed: not started",
+				   a->name ? a->name : "(null)");
+			failed++;
+			continue;
+		}
+		kprintf("app %s: %s\n", a->name, a->help ? a->help : "");
+		err = a->init();
+		if (err) {
+			kprintf("app %s: init failed (%d)\n", a->name, err);
+			failed++;
+		}
+	}
+	return failed;
+}

@@ -1,0 +1,347 @@
+/*
+ * HTTPS (docs/https.md): the server of server.c behind lwIP's altcp_tls
+ * (net/patches/0003, 0004) over mbedTLS with net/tls/mbedtls_config.h, and
+ * its counters on /metrics. Built into every image for its keys (https=
+ * and http.redirect= are listed whatever the build); the listener itself
+ * exists only with make TLS=1.
+ *
+ * The TLS configuration is altcp_tls's server one (mbedTLS's defaults:
+ * TLS 1.2 and 1.3, as compiled), with the certificate chain and key that
+ * net/tls/tls_port.c loaded and checked at boot (no second parse), no
+ * client certificate asked for (ALTCP_MBEDTLS_AUTHMODE in lwipopts.h), and
+ * ALPN "http/1.1" (a client offering only h2 gets no ALPN and speaks
+ * HTTP/1.1 anyway or leaves).
+ *
+ * Every handshake ends through the hook patch 0004 adds to altcp_tls
+ * (vireo_tls_handshake_hook(), below) or, when the peer goes away first,
+ * through the server (HTTPS_FAIL_CLOSED/TIMEOUT): counted once either way.
+ */
+#include "kernel/cmdline.h"
+#include "kernel/console.h"
+#include "lib/types.h"
+#include "runtime/http/https.h"
+#include "runtime/metrics.h"
+#include "runtime/http/server.h"
+#include "net/net.h"
+#ifdef VIREO_TLS
+#include "lwip/altcp_tls.h"
+#include "mbedtls/net_sockets.h"	/* MBEDTLS_ERR_NET_*, as altcp_tls reports them */
+#include "mbedtls/ssl.h"
+#include "mbedtls/ssl_ciphersuites.h"
+#include "mbedtls/ssl_ticket.h"
+#include "kernel/loop.h"
+#include "kernel/random.h"
+#include "kernel/time/time.h"
+#include "net/tls/tls.h"
+#include "net/tls/tls_keys.h"
+#endif
+
+static u64 https_port_opt = 443;
+CMDLINE_PARAM(https, .key = "https", .type = CMDLINE_UINT, .dst = &https_port_opt, .min = 1, .max = 65535,
+	      .def = "443", .help = "the HTTPS server's TCP port (make TLS=1 images with a good key)");
+
+static bool https_redirect;
+CMDLINE_PARAM(http_redirect, .key = "http.redirect", .type = CMDLINE_BOOL, .dst = &https_redirect,
+	      .def = "off", .help = "answer plain HTTP with 301 to HTTPS, except /healthz (when HTTPS is on)");
+
+/* The handshake limits (https.h): the defaults keep one client or a small NAT
+ * (a browser opens 6 connections at once) within its share; behind a proxy or
+ * load balancer every connection comes from one address, and
+ * https.handshakes_per_source= up to https.handshakes= lets it use them all. */
+_Static_assert(HTTPS_MAX_CONNS == 64, "the .max of the two keys below (literal for tools/cmdline_table.py)");
+static u64 https_handshakes_opt = HTTPS_MAX_HANDSHAKES;
+CMDLINE_PARAM(https_handshakes, .key = "https.handshakes", .type = CMDLINE_UINT, .dst = &https_handshakes_opt,
+	      .min = 1, .max = 64, .def = "16",
+	      .help = "TLS handshakes running at once (of the 64 TLS connections; more are reset on accept)");
+static u64 https_handshakes_src_opt = HTTPS_MAX_HANDSHAKES_PER_SRC;
+CMDLINE_PARAM(https_handshakes_per_source, .key = "https.handshakes_per_source", .type = CMDLINE_UINT,
+	      .dst = &https_handshakes_src_opt, .min = 1, .max = 64, .def = "8",
+	      .help = "TLS handshakes at once from one address (IPv6 /64); raise it behind a proxy");
+
+/* Seconds between ticket key rotations (below). The floor keeps a ticket
+ * useful for one full handshake's round trips under emulation; the ceiling
+ * keeps a key's life (two periods) well inside TLS 1.3's 7-day limit on a
+ * ticket's lifetime. */
+static u64 https_ticket_rotate_opt = 3600;
+CMDLINE_PARAM(https_ticket_rotate, .key = "https.ticket_rotate", .type = CMDLINE_UINT,
+	      .dst = &https_ticket_rotate_opt, .min = 5, .max = 86400, .def = "3600",
+	      .help = "seconds between session-ticket key rotations (a ticket opens for one to two)");
+
+struct https_stats https_stats;
+
+u16 https_port(void)
+{
+	return (u16)https_port_opt;
+}
+
+u32 https_max_handshakes(void)
+{
+	return (u32)https_handshakes_opt;
+}
+
+u32 https_max_handshakes_per_src(void)
+{
+	return (u32)https_handshakes_src_opt;
+}
+
+#ifdef VIREO_TLS
+
+_Static_assert(HTTPS_MAX_CONNS * TLS_CONN_BYTES + TLS_FIXED_BYTES <= TLS_HEAP_BYTES,
+	       "the TLS heap must hold every HTTPS connection");
+_Static_assert(HTTPS_MAX_HANDSHAKES <= HTTPS_MAX_CONNS, "handshakes are connections");
+
+/* Completed handshakes by version and suite: few pairs are possible with
+ * mbedtls_config.h (3 suites under 1.3, 6 under 1.2); a pair beyond the
+ * table (cannot happen) counts under the last slot's "other". */
+#define HTTPS_SUITES 12
+static struct {
+	int id;			/* mbedTLS ciphersuite id; 0: unused */
+	bool v13;
+	u64 n;
+} https_suites[HTTPS_SUITES];
+static u64 https_suites_other;
+
+static struct altcp_tls_config *https_conf;
+
+/*
+ * Session tickets. mbedTLS's ticket module seals a session under one of two
+ * keys (AES-256-GCM); https.c replaces the older one with 32 bytes from the
+ * CSPRNG, and makes it the one new tickets are sealed with, every
+ * https.ticket_rotate= seconds (default 3600), so a ticket is accepted for
+ * one to two periods after it was issued, and a key never outlives two
+ * periods. The lifetime mbedTLS writes into tickets (how long a client may
+ * offer one) is two periods, the longest a ticket can open: clients drop a
+ * ticket older than that hint, and RFC 8446 4.6.1 lets the server refuse one
+ * sooner (a ticket issued late in a period opens for a little over one).
+ */
+#define HTTPS_TICKET_ROTATE_S	((u32)https_ticket_rotate_opt)
+#define HTTPS_TICKET_LIFETIME_S	(2 * HTTPS_TICKET_ROTATE_S)
+static mbedtls_ssl_ticket_context https_ticket;
+static struct timer https_ticket_timer;
+
+static int https_rng(void *ctx, unsigned char *out, size_t len)
+{
+	random_bytes(out, len);
+	return 0;
+}
+
+static void https_ticket_rotate(struct timer *t, void *arg)
+{
+	unsigned char name[4], key[32];
+
+	random_bytes(name, sizeof name);
+	random_bytes(key, sizeof key);
+	if (mbedtls_ssl_ticket_rotate(&https_ticket, name, sizeof name, key, sizeof key,
+				      HTTPS_TICKET_LIFETIME_S) == 0)
+		https_stats.ticket_rotations++;
+	__builtin_memset(key, 0, sizeof key);
+	timer_start(t, time_ns() + (u64)HTTPS_TICKET_ROTATE_S * NSEC_PER_SEC);
+}
+
+/* mbedTLS's ticket parse, counting the tickets it accepts: each is a
+ * resumed session. */
+static int https_ticket_parse(void *p_ticket, mbedtls_ssl_session *session, unsigned char *buf, size_t len)
+{
+	int ret = mbedtls_ssl_ticket_parse(p_ticket, session, buf, len);
+
+	if (ret == 0)
+		https_stats.resumptions++;
+	else
+		https_stats.tickets_refused++;
+	return ret;
+}
+
+static int https_tickets_start(mbedtls_ssl_config *c)
+{
+	mbedtls_ssl_ticket_init(&https_ticket);
+	if (mbedtls_ssl_ticket_setup(&https_ticket, https_rng, NULL, MBEDTLS_CIPHER_AES_256_GCM,
+				     HTTPS_TICKET_LIFETIME_S) != 0)
+		return -1;
+	mbedtls_ssl_conf_session_tickets_cb(c, mbedtls_ssl_ticket_write, https_ticket_parse, &https_ticket);
+	timer_init(&https_ticket_timer, https_ticket_rotate, NULL);
+	timer_start(&https_ticket_timer, time_ns() + (u64)HTTPS_TICKET_ROTATE_S * NSEC_PER_SEC);
+	return 0;
+}
+
+/* net/patches/0004: the mbedTLS configuration under an altcp_tls one. */
+mbedtls_ssl_config *altcp_tls_ssl_config(struct altcp_tls_config *conf);
+
+static const char *const https_fail_names[HTTPS_FAIL_COUNT] = {
+	[HTTPS_FAIL_NO_COMMON] = "no_common",
+	[HTTPS_FAIL_MALFORMED] = "malformed",
+	[HTTPS_FAIL_PEER_ALERT] = "peer_alert",
+	[HTTPS_FAIL_MEMORY] = "memory",
+	[HTTPS_FAIL_OTHER] = "other",
+	[HTTPS_FAIL_CLOSED] = "closed",
+	[HTTPS_FAIL_TIMEOUT] = "timeout",
+	[HTTPS_FAIL_LIMIT] = "limit",
+	[HTTPS_FAIL_LIMIT_SOURCE] = "limit_source",
+};
+
+static enum https_fail https_classify(int ret)
+{
+	switch (ret) {
+	case MBEDTLS_ERR_SSL_HANDSHAKE_FAILURE:
+	case MBEDTLS_ERR_SSL_BAD_PROTOCOL_VERSION:
+	case MBEDTLS_ERR_SSL_BAD_CERTIFICATE:
+		return HTTPS_FAIL_NO_COMMON;
+	case MBEDTLS_ERR_SSL_DECODE_ERROR:
+	case MBEDTLS_ERR_SSL_INVALID_RECORD:
+	case MBEDTLS_ERR_SSL_UNEXPECTED_MESSAGE:
+	case MBEDTLS_ERR_SSL_UNEXPECTED_RECORD:
+	case MBEDTLS_ERR_SSL_ILLEGAL_PARAMETER:
+	case MBEDTLS_ERR_SSL_INVALID_MAC:
+	case MBEDTLS_ERR_SSL_UNSUPPORTED_EXTENSION:
+	case MBEDTLS_ERR_SSL_BAD_INPUT_DATA:
+		return HTTPS_FAIL_MALFORMED;
+	case MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE:
+		return HTTPS_FAIL_PEER_ALERT;
+	case MBEDTLS_ERR_SSL_ALLOC_FAILED:
+		return HTTPS_FAIL_MEMORY;
+	case MBEDTLS_ERR_SSL_CONN_EOF:
+	case MBEDTLS_ERR_NET_CONN_RESET:
+	case MBEDTLS_ERR_NET_SEND_FAILED:
+		return HTTPS_FAIL_CLOSED;
+	default:
+		return HTTPS_FAIL_OTHER;
+	}
+}
+
+static void https_count_suite(const mbedtls_ssl_context *ssl)
+{
+	int id = mbedtls_ssl_get_ciphersuite_id_from_ssl(ssl);
+	bool v13 = mbedtls_ssl_get_version_number(ssl) == MBEDTLS_SSL_VERSION_TLS1_3;
+
+	for (int i = 0; i < HTTPS_SUITES; i++) {
+		if (!https_suites[i].id) {
+			https_suites[i].id = id;
+			https_suites[i].v13 = v13;
+		}
+		if (https_suites[i].id == id && https_suites[i].v13 == v13) {
+			https_suites[i].n++;
+			return;
+		}
+	}
+	https_suites_other++;
+}
+
+/* Patch 0004's ALTCP_MBEDTLS_HANDSHAKE_HOOK (net/lwipopts.h): once per
+ * handshake, ret 0 when it completed, else mbedTLS's error. */
+void vireo_tls_handshake_hook(struct altcp_pcb *conn, mbedtls_ssl_context *ssl, int ret)
+{
+	if (ret == 0) {
+		https_stats.handshakes++;
+		https_count_suite(ssl);
+	} else {
+		https_stats.failures[https_classify(ret)]++;
+	}
+	http_server_handshake_end(conn->arg);
+}
+
+static void https_metrics(struct metrics_buf *b)
+{
+	const struct https_stats *s = &https_stats;
+	char labels[96];
+
+	metrics_simple(b, "vireo_https_handshakes_total", METRICS_COUNTER, "TLS handshakes completed",
+		       s->handshakes);
+	metrics_family(b, "vireo_https_handshake_failures_total", METRICS_COUNTER,
+		       "TLS handshakes that did not complete, by reason");
+	for (int i = 0; i < HTTPS_FAIL_COUNT; i++)
+		metrics_sample1(b, "vireo_https_handshake_failures_total", "reason", https_fail_names[i],
+				s->failures[i]);
+	metrics_simple(b, "vireo_https_handshakes_active", METRICS_GAUGE, "TLS handshakes in progress",
+		       s->handshakes_active);
+	metrics_simple(b, "vireo_https_handshakes_evicted_total", METRICS_COUNTER,
+		       "Handshakes reset to make room for a source running fewer", s->handshakes_evicted);
+	metrics_simple(b, "vireo_https_connections_active", METRICS_GAUGE, "HTTPS connections open now",
+		       s->conns_active);
+	metrics_simple(b, "vireo_https_resumptions_total", METRICS_COUNTER,
+		       "Session tickets accepted: handshakes that resumed a session", s->resumptions);
+	metrics_simple(b, "vireo_https_tickets_refused_total", METRICS_COUNTER,
+		       "Session tickets offered that did not open (old key, forged, damaged)",
+		       s->tickets_refused);
+	metrics_simple(b, "vireo_https_ticket_key_rotations_total", METRICS_COUNTER,
+		       "Session ticket keys replaced from the CSPRNG", s->ticket_rotations);
+	metrics_simple(b, "vireo_https_bulk_grants", METRICS_GAUGE,
+		       "HTTPS connections allowed HTTPS_BULK_INFLIGHT queued bytes now", s->bulk_grants);
+	metrics_simple(b, "vireo_https_bulk_grants_peak", METRICS_GAUGE, "Most bulk grants held at once",
+		       s->bulk_peak);
+	metrics_simple(b, "vireo_https_bulk_refused_total", METRICS_COUNTER,
+		       "Writes that asked for a bulk grant while all were held (8 KiB queued instead)",
+		       s->bulk_refused);
+	metrics_family(b, "vireo_https_sessions_total", METRICS_COUNTER,
+		       "Completed handshakes by protocol version and cipher suite");
+	for (int i = 0; i < HTTPS_SUITES && https_suites[i].id; i++) {
+		ksnprintf(labels, sizeof labels, "version=\"%s\",cipher=\"%s\"",
+			  https_suites[i].v13 ? "TLSv1.3" : "TLSv1.2",
+			  mbedtls_ssl_get_ciphersuite_name(https_suites[i].id));
+		metrics_sample(b, "vireo_https_sessions_total", labels, https_suites[i].n);
+	}
+	if (https_suites_other)
+		metrics_sample(b, "vireo_https_sessions_total", "version=\"other\",cipher=\"other\"",
+			       https_suites_other);
+}
+
+u16 https_write_max(struct altcp_pcb *pcb)
+{
+	int n = mbedtls_ssl_get_max_out_record_payload(altcp_tls_context(pcb));
+
+	return n > 0 ? (u16)MIN(n, 0xffff) : 0;
+}
+
+void https_close_notify(struct altcp_pcb *pcb)
+{
+	mbedtls_ssl_context *ssl = altcp_tls_context(pcb);
+
+	/* Not while a record is still partly unsent (out_left): the alert
+	 * would be built over it. Best effort: no room, no alert. */
+	if (ssl && mbedtls_ssl_is_handshake_over(ssl) && !ssl->MBEDTLS_PRIVATE(out_left))
+		mbedtls_ssl_close_notify(ssl);
+}
+
+static struct metrics_source https_source = { "https", https_metrics, NULL };
+
+int https_start(void)
+{
+	static const char *alpn[] = { "http/1.1", NULL };
+	struct tls_keys *k = tls_server_keys();
+	int err;
+
+	if (!k)
+		return -EINVAL;	/* tls_start() said why */
+	https_conf = altcp_tls_create_config_server(0);
+	if (!https_conf) {
+		kprintf("https: no memory for the TLS configuration; HTTPS off\n");
+		return -ENOMEM;
+	}
+	if (mbedtls_ssl_conf_own_cert(altcp_tls_ssl_config(https_conf), &k->chain, &k->key) != 0 ||
+	    altcp_tls_configure_alpn_protocols(https_conf, alpn) != ERR_OK ||
+	    https_tickets_start(altcp_tls_ssl_config(https_conf)) != 0) {
+		kprintf("https: the TLS configuration was refused; HTTPS off\n");
+		goto fail;
+	}
+	err = http_server_listen_tls(https_port(), https_conf);
+	if (err) {
+		kprintf("https: cannot listen on port %u (%d); HTTPS off\n", (unsigned)https_port(), err);
+		goto fail;
+	}
+	metrics_register(&https_source);
+	netup_set_https_port(https_port());
+	if (https_redirect)
+		http_server_set_redirect(https_port());
+	return 0;
+fail:
+	altcp_tls_free_config(https_conf);
+	https_conf = NULL;
+	return -EIO;
+}
+
+#else
+
+int https_start(void)
+{
+	return -ENOTSUP;
+}
+
+#endif

@@ -1,0 +1,195 @@
+/*
+ * The site from the ESP: boot/efi_main.c reads EFI/vireo/site/ into memory
+ * (at most BOOT_SITE_MAX_FILES files and BOOT_SITE_MAX_BYTES bytes, see
+ * kernel/boot_info.h); this file checks the table it left, indexes it the
+ * way tools/mksite.py indexes the baked site (sorted URL paths, a Content-
+ * Type, an ETag) and hands it to site.c, which then serves it instead of
+ * the baked-in site. Anything wrong keeps the baked site, with one warning.
+ */
+#include "kernel/boot_info.h"
+#include "kernel/console.h"
+#include "kernel/mm/mm.h"
+#include "lib/string.h"
+#include "runtime/http/http.h"
+#include "runtime/site.h"
+
+_Static_assert(BOOT_SITE_MAX_FILES == 256 && BOOT_SITE_MAX_BYTES == 8u << 20 && BOOT_SITE_PATH_MAX == 256 &&
+		       BOOT_SITE_DEPTH == 8,
+	       "site_refusals[] quotes the bounds");
+
+#define SITE_ETAG_LEN 20	/* "\"" + 16 hex + "\"" + NUL, rounded up */
+
+/* A URL path as mksite.py would make it: "/seg/seg", each segment of
+ * [A-Za-z0-9._~-], not starting with '.', none empty. */
+static bool site_path_ok(const char *p)
+{
+	bool seg_start = true;
+
+	if (p[0] != '/')
+		return false;
+	for (p++; *p; p++) {
+		char c = *p;
+
+		if (c == '/') {
+			if (seg_start)
+				return false;
+			seg_start = true;
+			continue;
+		}
+		if (seg_start && c == '.')
+			return false;
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+		      c == '_' || c == '~' || c == '-'))
+			return false;
+		seg_start = false;
+	}
+	return !seg_start;
+}
+
+static int site_cmp(const char *a, const char *b)
+{
+	for (; *a && *a == *b; a++, b++)
+		;
+	return (u8)*a - (u8)*b;
+}
+
+/* FNV-1a over the bytes and then the length: an ETag changes when the
+ * content does (it is no defence against crafted collisions, and needs
+ * none: whoever writes the ESP writes the site). */
+static u64 site_hash(const u8 *d, u64 len)
+{
+	u64 h = 0xcbf29ce484222325ULL;
+
+	for (u64 i = 0; i < len; i++)
+		h = (h ^ d[i]) * 0x100000001b3ULL;
+	for (int i = 0; i < 8; i++)
+		h = (h ^ (u8)(len >> (8 * i))) * 0x100000001b3ULL;
+	return h;
+}
+
+static void site_etag(char *out, u64 h)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	out[0] = '"';
+	for (int i = 0; i < 16; i++)
+		out[1 + i] = hex[(h >> (60 - 4 * i)) & 0xf];
+	out[17] = '"';
+	out[18] = '\0';
+}
+
+static void site_why(char *why, size_t why_len, const char *a, const char *b)
+{
+	size_t o = 0;
+
+	for (; a && *a && o + 1 < why_len; a++)
+		why[o++] = *a;
+	for (; b && *b && o + 1 < why_len; b++)
+		why[o++] = *b;
+	if (why_len)
+		why[o] = '\0';
+}
+
+int site_esp_index(const struct boot_site_file *tab, u32 n, const u8 *data, u64 data_len,
+		   struct site_file **out, char *why, size_t why_len)
+{
+	struct site_file *files;
+	char *etags;
+
+	*out = NULL;
+	if (n == 0 || n > BOOT_SITE_MAX_FILES) {
+		site_why(why, why_len, n ? "too many files" : "no files", NULL);
+		return -EINVAL;
+	}
+	files = kzalloc(n * (sizeof *files + SITE_ETAG_LEN));
+	if (!files) {
+		site_why(why, why_len, "out of memory", NULL);
+		return -ENOMEM;
+	}
+	etags = (char *)(files + n);
+	for (u32 i = 0; i < n; i++) {
+		const struct boot_site_file *e = &tab[i];
+		struct site_file f;
+		u32 j;
+
+		if (strnlen(e->path, sizeof e->path) == sizeof e->path || !site_path_ok(e->path)) {
+			site_why(why, why_len, "a bad path", NULL);
+			goto bad;
+		}
+		if (e->off > data_len || e->len > data_len - e->off) {
+			site_why(why, why_len, e->path, ": outside the data read");
+			goto bad;
+		}
+		f = (struct site_file){
+			.path = e->path, .data = data + e->off, .len = e->len,
+			.content_type = http_content_type(e->path), .etag = etags + i * SITE_ETAG_LEN,
+			.mtime = e->mtime,
+		};
+		site_etag(etags + i * SITE_ETAG_LEN, site_hash(f.data, f.len));
+		/* Insertion sort by path (n <= 256); an equal path is refused. */
+		for (j = i; j > 0; j--) {
+			int d = site_cmp(files[j - 1].path, f.path);
+
+			if (d == 0) {
+				site_why(why, why_len, e->path, ": given twice");
+				goto bad;
+			}
+			if (d < 0)
+				break;
+			files[j] = files[j - 1];
+		}
+		files[j] = f;
+	}
+	*out = files;
+	return 0;
+bad:
+	kfree(files);
+	return -EINVAL;
+}
+
+static const char *const site_refusals[] = {
+	[BOOT_SITE_TOO_MANY] = "has more than 256 files",
+	[BOOT_SITE_TOO_BIG] = "holds more than 8 MiB",
+	[BOOT_SITE_BAD_NAME] = "has a name outside [A-Za-z0-9._~-], a path over 255 bytes or 8 levels",
+	[BOOT_SITE_NO_MEMORY] = "does not fit in the firmware's free memory",
+	[BOOT_SITE_ERROR] = "could not be read",
+};
+
+void site_esp_boot(const struct boot_info *bi)
+{
+	struct site_file *files;
+	char why[96];
+	u64 table = (u64)BOOT_SITE_MAX_FILES * sizeof(struct boot_site_file);
+	u64 bytes = 0;
+
+	switch (bi->site_state) {
+	case BOOT_SITE_NONE:
+	case BOOT_SITE_ABSENT:
+		return;	/* the baked-in site, nothing to say */
+	case BOOT_SITE_OK:
+		break;
+	default:
+		kprintf("warning: site: " BOOT_SITE_PATH " %s (at %.64s, status %#lx); serving the built-in site\n",
+			bi->site_state < ARRAY_SIZE(site_refusals) && site_refusals[bi->site_state] ?
+				site_refusals[bi->site_state] : "was refused",
+			bi->site_what[0] ? bi->site_what : "/", (unsigned long)bi->site_status);
+		return;
+	}
+	if (bi->site_size < table) {
+		kprintf("warning: site: " BOOT_SITE_PATH ": a %lu-byte table is too short; serving the built-in site\n",
+			(unsigned long)bi->site_size);
+		return;
+	}
+	if (site_esp_index((const struct boot_site_file *)(uintptr_t)bi->site_base, bi->site_nfiles,
+			   (const u8 *)(uintptr_t)bi->site_base + table, bi->site_size - table, &files, why,
+			   sizeof why)) {
+		kprintf("warning: site: " BOOT_SITE_PATH ": %s; serving the built-in site\n", why);
+		return;
+	}
+	for (u32 i = 0; i < bi->site_nfiles; i++)
+		bytes += files[i].len;
+	site_use(files, bi->site_nfiles);
+	site_use_heads(site_heads_make(files, bi->site_nfiles));	/* NULL: served the slower way */
+	kprintf("site: %u files, %lu bytes from " BOOT_SITE_PATH " (instead of the built-in site)\n",
+		bi->site_nfiles, (unsigned long)bytes);
+}
