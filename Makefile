@@ -319,20 +319,20 @@ check-docs:
 	$(Q)$(PYTHON) tests/host/check_docs.py .
 	$(Q)$(PYTHON) tools/cmdline_table.py --check docs/appliance.md
 
-# Both start from the committed seeds (tests/fuzz/corpus/<target>/, written by
-# tests/fuzz/make_corpus.py) next to the working corpus; libFuzzer adds new
+# Both start from the committed seeds (tests/fuzz/corpus/<target>/, an app's
+# in apps/NAME/tests/corpus/<target>/, written by tests/fuzz/make_corpus.py) next to the working corpus; libFuzzer adds new
 # inputs to the first directory only, so the seeds stay as committed.
 fuzz-smoke: deps-test $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 	$(Q)set -e; for f in $(FUZZERS); do echo "  FUZZ    $$f ($(FUZZ_RUNS) runs)"; \
 		mkdir -p $(BUILD)/fuzz/corpus-$$f; \
-		seeds=tests/fuzz/corpus/$$f; [ -d $$seeds ] || seeds=; \
+		seeds=$$(ls -d tests/fuzz/corpus/$$f apps/*/tests/corpus/$$f 2>/dev/null | head -1); \
 		$(BUILD)/fuzz/$$f -runs=$(FUZZ_RUNS) -seed=1 $(BUILD)/fuzz/corpus-$$f $$seeds 2>$(BUILD)/fuzz/$$f.log \
 		|| { tail -40 $(BUILD)/fuzz/$$f.log; exit 1; }; done
 
 fuzz: deps-test $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 	$(Q)set -e; for f in $(FUZZERS); do echo "  FUZZ    $$f ($(FUZZ_TIME) s)"; \
 		mkdir -p $(BUILD)/fuzz/corpus-$$f; \
-		seeds=tests/fuzz/corpus/$$f; [ -d $$seeds ] || seeds=; \
+		seeds=$$(ls -d tests/fuzz/corpus/$$f apps/*/tests/corpus/$$f 2>/dev/null | head -1); \
 		$(BUILD)/fuzz/$$f -max_total_time=$(FUZZ_TIME) $(BUILD)/fuzz/corpus-$$f $$seeds; done
 
 test-qemu: deps-test $(IMAGE)

@@ -12,6 +12,8 @@ import struct
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+# An app's fuzzer keeps its seeds in the app's folder.
+APP_CORPUS = {"fuzz_dns": os.path.join(ROOT, "..", "..", "..", "apps", "dns", "tests", "corpus")}
 
 
 def le16(v):
@@ -54,7 +56,7 @@ def http():
     }
 
 
-# ---- fuzz_acpi: physical memory from 0; bytes 0-1 RSDP address, byte 2 flags ----
+# ---- fuzz_acpi_tables: physical memory from 0; bytes 0-1 RSDP address, byte 2 flags ----
 def sdt(sig, body, rev=1):
     length = 36 + len(body)
     hdr = sig + le32(length) + bytes([rev, 0]) + b"VIREO " + b"FUZZTBL " + le32(1) + b"VIRO" + le32(1)
@@ -140,7 +142,7 @@ def acpi():
     }
 
 
-# ---- fuzz_aml: a DSDT body (AML, after the 36-byte header) ----
+# ---- fuzz_aml_s5: a DSDT body (AML, after the 36-byte header) ----
 def aml_pkglen(n):
     """PkgLength (ACPI 6.5 20.2.4) of n bytes that follow it: it counts
     its own bytes too."""
@@ -265,7 +267,7 @@ def vnet_hdr():
     }
 
 
-# ---- fuzz_vnet_rx: feature byte a, byte b, [mtu], [ctrl mode], then ops (op % 16) ----
+# ---- fuzz_virtio_net: feature byte a, byte b, [mtu], [ctrl mode], then ops (op % 16) ----
 def vnet_rx():
     def good(b=0, len_=60):
         return bytes([0, b]) + le16(len_ - 14)
@@ -297,7 +299,7 @@ def vnet_rx():
     }
 
 
-# ---- fuzz_vmmio: virtio_mmio.device= values, NUL-separated ----
+# ---- fuzz_virtio_mmio_parse: virtio_mmio.device= values, NUL-separated ----
 def vmmio():
     return {
         "microvm": b"512@0xfeb00e00:12\x00512@0xfeb00c00:11\x00512@0xfeb00a00:10",
@@ -316,7 +318,7 @@ def vmmio_dev(base, size, gsi):
             + bytes([len(crs) + 3, 0x0a, len(crs)]) + crs)
 
 
-# ---- fuzz_tls: the bytes a client sends a TLS server, as records ----
+# ---- fuzz_mbedtls_config: the bytes a client sends a TLS server, as records ----
 def be16(v):
     return struct.pack(">H", v & 0xffff)
 
@@ -398,13 +400,13 @@ TARGETS = {
     "fuzz_cmdline": cmdline,
     "fuzz_http": http,
     "fuzz_mdhttp": mdhttp,
-    "fuzz_acpi": acpi,
-    "fuzz_aml": aml,
+    "fuzz_acpi_tables": acpi,
+    "fuzz_aml_s5": aml,
     "fuzz_virtq": virtq,
     "fuzz_vnet_hdr": vnet_hdr,
-    "fuzz_vnet_rx": vnet_rx,
-    "fuzz_vmmio": vmmio,
-    "fuzz_tls": tls,
+    "fuzz_virtio_net": vnet_rx,
+    "fuzz_virtio_mmio_parse": vmmio,
+    "fuzz_mbedtls_config": tls,
     "fuzz_dns": dns,
 }
 
@@ -412,7 +414,7 @@ TARGETS = {
 def main():
     total = 0
     for target, make in TARGETS.items():
-        d = os.path.join(ROOT, target)
+        d = os.path.normpath(os.path.join(APP_CORPUS.get(target, ROOT), target))
         os.makedirs(d, exist_ok=True)
         for old in os.listdir(d):
             os.unlink(os.path.join(d, old))

@@ -36,7 +36,7 @@ $(BUILD)/host/site_server.c: tools/mksite.py tests/host/lwip_host.mk $(SITE_DATE
 	@$(if $(Q),echo "  MKSITE  $@")
 	$(Q)/usr/bin/python3 tools/mksite.py runtime/default-site $@ --extra 64k.bin=65536 --extra 256k.bin=262144
 HOST_TESTS += test_server
-test_server_SRCS := tests/host/test_server.c tests/host/lwip_wire.c \
+test_server_SRCS := tests/host/runtime/http/test_server.c tests/host/lwip/lwip_wire.c \
 	runtime/http/server.c runtime/http/https.c runtime/metrics.c runtime/echo.c runtime/conntab.c runtime/http/http.c runtime/site.c \
 	$(API_HOST_SRCS) $(BUILD)/host/site_server.c $(LWIP_HOST_LIB)
 $(BUILD)/host/test_server: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
@@ -45,7 +45,7 @@ $(BUILD)/host/test_server: | $(LWIP_STAMP)
 # The application API (include/vireo/): routes, bodies, streaming with
 # back-pressure, finishing later, misuse, TCP and UDP services, metrics.
 HOST_TESTS += test_api
-test_api_SRCS := tests/host/test_api.c tests/host/lwip_wire.c \
+test_api_SRCS := tests/host/runtime/test_api.c tests/host/lwip/lwip_wire.c \
 	runtime/http/server.c runtime/http/https.c runtime/metrics.c runtime/echo.c runtime/conntab.c runtime/http/http.c runtime/site.c \
 	runtime/api.c runtime/http/routes.c runtime/services.c lib/fmt.c kernel/time/wallclock.c kernel/cmdline.c \
 	$(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
@@ -55,7 +55,7 @@ $(BUILD)/host/test_api: | $(LWIP_STAMP)
 # SYN cookies and RFC 6528 ISNs against lwIP (patched, net/port/patches) and the
 # HTTP server, with hand-made packets from spoofed and real clients.
 HOST_TESTS += test_syncookie
-test_syncookie_SRCS := tests/host/test_syncookie.c \
+test_syncookie_SRCS := tests/host/net/tcp/test_syncookie.c \
 	runtime/http/server.c runtime/http/https.c runtime/metrics.c runtime/conntab.c runtime/http/http.c runtime/site.c \
 	runtime/echo.c $(API_HOST_SRCS) $(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
 $(BUILD)/host/test_syncookie: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
@@ -64,12 +64,12 @@ $(BUILD)/host/test_syncookie: | $(LWIP_STAMP)
 # that includes it is copied into $(BUILD) whenever it changes (as in
 # vnetdev.mk: the one-command host rule tracks only the last source's headers).
 NETIF_TX_WRAP := $(BUILD)/host/netif/netif_vnet_host.c
-$(NETIF_TX_WRAP): tests/host/netif_vnet_host.c net/netif/netif_vnet.c tests/host/netif_vnet_host.h
+$(NETIF_TX_WRAP): tests/host/net/netif/netif_vnet_host.c net/netif/netif_vnet.c tests/host/net/netif/netif_vnet_host.h
 	@mkdir -p $(dir $@)
 	$(Q)cp $< $@
-HOST_TESTS += test_netif_tx
-test_netif_tx_SRCS := tests/host/test_netif_tx.c $(NETIF_TX_WRAP) drivers/virtio/net/vnet_hdr.c \
+HOST_TESTS += test_netif_vnet
+test_netif_vnet_SRCS := tests/host/net/netif/test_netif_vnet.c $(NETIF_TX_WRAP) drivers/virtio/net/vnet_hdr.c \
 	net/netif/tso_out.c net/netif/tso_merge.c \
 	$(LWIP_HOST_LIB)
-$(BUILD)/host/test_netif_tx: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
-$(BUILD)/host/test_netif_tx: | $(LWIP_STAMP)
+$(BUILD)/host/test_netif_vnet: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
+$(BUILD)/host/test_netif_vnet: | $(LWIP_STAMP)

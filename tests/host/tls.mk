@@ -1,7 +1,7 @@
 # TLS certificate/key loading (net/tls/tls_keys.c) with bad input, over the
 # same mbedTLS sources and configuration as the image, built for the host
 # (glibc, ASan/UBSan) into one archive by a recursive make once the fetch has
-# run (the list of library/*.c is only known then). tests/host/tls_host.c is
+# run (the list of library/*.c is only known then). tests/host/net/tls/tls_host.c is
 # the platform glue (counted heap, randomness, fixtures) all three TLS
 # programs below share.
 HOST_TESTS += test_tls_keys
@@ -9,7 +9,7 @@ MBEDTLS_HOST_LIB := $(BUILD)/host/mbedtls/libmbedtls.a
 MBEDTLS_HOST_CFLAGS := $(HOST_CFLAGS) -I$(MBEDTLS_SRCDIR)/include -I$(MBEDTLS_SRCDIR)/library \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
 MBEDTLS_HOST_OBJS = $(patsubst %.c,$(BUILD)/host/mbedtls/%.o,$(MBEDTLS_SRCS))
-test_tls_keys_SRCS := tests/host/test_tls_keys.c tests/host/tls_host.c net/tls/tls_keys.c $(MBEDTLS_HOST_LIB)
+test_tls_keys_SRCS := tests/host/net/tls/test_tls_keys.c tests/host/net/tls/tls_host.c net/tls/tls_keys.c $(MBEDTLS_HOST_LIB)
 $(BUILD)/host/test_tls_keys: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
 
@@ -60,29 +60,29 @@ $(TLS_FIX)/stamp: tests/host/tls.mk
 
 # X25519 through vireo's ladder (net/tls/x25519_alt.c, mbedTLS patch 0002):
 # RFC 7748's vectors, random agreement, low-order points.
-HOST_TESTS += test_x25519
-test_x25519_SRCS := tests/host/test_x25519.c tests/host/tls_host.c $(MBEDTLS_HOST_LIB)
-$(BUILD)/host/test_x25519: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
+HOST_TESTS += test_x25519_alt
+test_x25519_alt_SRCS := tests/host/net/tls/test_x25519_alt.c tests/host/net/tls/tls_host.c $(MBEDTLS_HOST_LIB)
+$(BUILD)/host/test_x25519_alt: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
 
 # The configuration as a server over loopback against openssl s_client.
-HOST_TESTS += test_tls_server
-test_tls_server_SRCS := tests/host/test_tls_server.c tests/host/tls_host.c net/tls/tls_keys.c $(MBEDTLS_HOST_LIB)
-$(BUILD)/host/test_tls_server: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
+HOST_TESTS += test_mbedtls_config
+test_mbedtls_config_SRCS := tests/host/net/tls/test_mbedtls_config.c tests/host/net/tls/tls_host.c net/tls/tls_keys.c $(MBEDTLS_HOST_LIB)
+$(BUILD)/host/test_mbedtls_config: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
-$(BUILD)/host/test_tls_server: $(TLS_FIX)/stamp
+$(BUILD)/host/test_mbedtls_config: $(TLS_FIX)/stamp
 
-# fuzz_tls: the server's record input (tests/fuzz/fuzz_tls.c), over mbedTLS
+# fuzz_mbedtls_config: the server's record input (tests/fuzz/net/tls/fuzz_mbedtls_config.c), over mbedTLS
 # built with clang for libFuzzer (coverage, ASan, UBSan) into its own archive.
-FUZZERS += fuzz_tls
+FUZZERS += fuzz_mbedtls_config
 MBEDTLS_FUZZ_LIB := $(BUILD)/fuzz/mbedtls/libmbedtls.a
 MBEDTLS_FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -Itests/host/shim -I. -DHOST_TEST \
 	-I$(MBEDTLS_SRCDIR)/include -I$(MBEDTLS_SRCDIR)/library '-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
 MBEDTLS_FUZZ_OBJS = $(patsubst %.c,$(BUILD)/fuzz/mbedtls/%.o,$(MBEDTLS_SRCS))
-fuzz_tls_SRCS := tests/fuzz/fuzz_tls.c tests/host/tls_host.c net/tls/tls_keys.c $(MBEDTLS_FUZZ_LIB)
-$(BUILD)/fuzz/fuzz_tls: FUZZ_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
+fuzz_mbedtls_config_SRCS := tests/fuzz/net/tls/fuzz_mbedtls_config.c tests/host/net/tls/tls_host.c net/tls/tls_keys.c $(MBEDTLS_FUZZ_LIB)
+$(BUILD)/fuzz/fuzz_mbedtls_config: FUZZ_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
-$(BUILD)/fuzz/fuzz_tls: $(TLS_FIX)/stamp
+$(BUILD)/fuzz/fuzz_mbedtls_config: $(TLS_FIX)/stamp
 
 $(MBEDTLS_FUZZ_OBJS): $(BUILD)/fuzz/mbedtls/%.o: $(MBEDTLS_STAMP) net/tls/mbedtls_config.h
 	@mkdir -p $(dir $@)

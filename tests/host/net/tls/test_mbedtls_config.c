@@ -1,0 +1,284 @@
+/* mbedTLS with vireo's configuration (net/tls/mbedtls_config.h) as a TLS
+ * server over loopback, against openssl s_client: what the configuration
+ * negotiates (TLS 1.3 and 1.2; X25519 and P-256; AES-GCM and
+ * ChaCha20-Poly1305; ECDSA and RSA certificates; ALPN http/1.1) and what it
+ * refuses (TLS 1.1, CBC suites, P-384 only, garbage and truncated
+ * ClientHellos), with the heap back to zero after every connection. It also
+ * measures what one connection holds (printed): the handshake peak and the
+ * established level, the figures net/tls/tls.h's bound rests on. The server
+ * is driven as the appliance will drive it: one context, records through
+ * send/recv callbacks, no mbedTLS networking code. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <poll.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <cmocka.h>
+
+#include "mbedtls/ssl.h"
+#include "mbedtls/net_sockets.h"
+#include "net/tls/tls_keys.h"
+#include "psa/crypto.h"
+#include "tests/host/net/tls/tls_host.h"
+
+/* ---- record I/O on a socket ---- */
+static int bio_send(void *ctx, const unsigned char *buf, size_t len)
+{
+	ssize_t n = send(*(int *)ctx, buf, len, MSG_NOSIGNAL);
+
+	return n < 0 ? MBEDTLS_ERR_NET_SEND_FAILED : (int)n;
+}
+
+static int bio_recv(void *ctx, unsigned char *buf, size_t len)
+{
+	ssize_t n = recv(*(int *)ctx, buf, len, 0);
+
+	if (n < 0)
+		return errno == EAGAIN ? MBEDTLS_ERR_SSL_TIMEOUT : MBEDTLS_ERR_NET_RECV_FAILED;
+	return (int)n;	/* 0: EOF */
+}
+
+static const char *alpn[] = { "http/1.1", NULL };
+
+struct result {
+	int handshake;		/* mbedtls_ssl_handshake()'s final return */
+	char client[8192];	/* s_client's output */
+	size_t hs_peak;		/* heap peak during the handshake */
+	size_t established;	/* heap in use once established */
+	char version[16], suite[64], alpn[16];
+};
+
+/* One connection: listen, start client_cmd (a shell command with %d for
+ * the port), run the server side, collect the client's output. raw != NULL:
+ * instead of a client command, connect a plain socket, send raw bytes and
+ * close. */
+static void serve(const char *cert, const char *key, const char *client_cmd, const void *raw, size_t raw_len,
+		  struct result *r)
+{
+	struct tls_blob c = tls_host_fixture(cert), k = tls_host_fixture(key);
+	struct tls_keys keys;
+	mbedtls_ssl_config conf;
+	mbedtls_ssl_context ssl;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	struct timeval tv = { .tv_sec = 20 };
+	struct pollfd pfd;
+	char cmd[1024], err[160];
+	FILE *client = NULL;
+	int ls, fd, cfd = -1, ret;
+	size_t base;
+
+	memset(r, 0, sizeof(*r));
+	assert_int_equal(tls_keys_load(&keys, c.p, c.n, k.p, k.n, tls_host_rng, NULL, err, sizeof(err)), 0);
+	mbedtls_ssl_config_init(&conf);
+	assert_int_equal(mbedtls_ssl_config_defaults(&conf, MBEDTLS_SSL_IS_SERVER, MBEDTLS_SSL_TRANSPORT_STREAM,
+						     MBEDTLS_SSL_PRESET_DEFAULT), 0);
+	mbedtls_ssl_conf_rng(&conf, tls_host_rng, NULL);
+	assert_int_equal(mbedtls_ssl_conf_own_cert(&conf, &keys.chain, &keys.key), 0);
+	assert_int_equal(mbedtls_ssl_conf_alpn_protocols(&conf, alpn), 0);
+
+	ls = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(ls >= 0);
+	assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(ls, 4), 0);
+	assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
+	if (raw) {
+		cfd = socket(AF_INET, SOCK_STREAM, 0);
+		assert_int_equal(connect(cfd, (struct sockaddr *)&a, sizeof(a)), 0);
+		assert_int_equal(send(cfd, raw, raw_len, 0), (ssize_t)raw_len);
+		shutdown(cfd, SHUT_WR);
+	} else {
+		snprintf(cmd, sizeof(cmd), client_cmd, ntohs(a.sin_port));
+		client = popen(cmd, "r");
+		assert_non_null(client);
+	}
+	pfd = (struct pollfd){ .fd = ls, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 20000), 1);
+	fd = accept(ls, NULL, NULL);
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+
+	/* An RSA key caches its blinding values at its first private-key
+	 * operation, for good: sign once so only the connection is counted. */
+	if (mbedtls_pk_get_type(&keys.key) == MBEDTLS_PK_RSA) {
+		unsigned char hash[32] = { 1 }, sig[MBEDTLS_PK_SIGNATURE_MAX_SIZE];
+		size_t slen;
+
+		assert_int_equal(mbedtls_pk_sign(&keys.key, MBEDTLS_MD_SHA256, hash, sizeof(hash), sig, sizeof(sig),
+						 &slen, tls_host_rng, NULL), 0);
+		assert_int_equal(mbedtls_pk_sign_ext(MBEDTLS_PK_RSASSA_PSS, &keys.key, MBEDTLS_MD_SHA256, hash,
+						     sizeof(hash), sig, sizeof(sig), &slen, tls_host_rng, NULL), 0);
+	}
+	base = tls_host_heap.bytes;
+	tls_host_peak_reset();
+	mbedtls_ssl_init(&ssl);
+	assert_int_equal(mbedtls_ssl_setup(&ssl, &conf), 0);
+	mbedtls_ssl_set_bio(&ssl, &fd, bio_send, bio_recv, NULL);
+	do
+		ret = mbedtls_ssl_handshake(&ssl);
+	while (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE);
+	r->handshake = ret;
+	r->hs_peak = tls_host_heap.peak - base;
+	r->established = tls_host_heap.bytes - base;
+	if (ret == 0) {
+		unsigned char buf[64];
+
+		snprintf(r->version, sizeof(r->version), "%s", mbedtls_ssl_get_version(&ssl));
+		snprintf(r->suite, sizeof(r->suite), "%s", mbedtls_ssl_get_ciphersuite(&ssl));
+		if (mbedtls_ssl_get_alpn_protocol(&ssl))
+			snprintf(r->alpn, sizeof(r->alpn), "%s", mbedtls_ssl_get_alpn_protocol(&ssl));
+		/* TLS 1.3 may deliver a post-handshake message first. */
+		do
+			ret = mbedtls_ssl_read(&ssl, buf, sizeof(buf));
+		while (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET);
+		assert_true(ret > 0);
+		assert_int_equal(mbedtls_ssl_write(&ssl, (const unsigned char *)"pong\n", 5), 5);
+		mbedtls_ssl_close_notify(&ssl);
+	}
+	mbedtls_ssl_free(&ssl);
+	close(fd);
+	close(ls);
+	if (client) {
+		size_t n = fread(r->client, 1, sizeof(r->client) - 1, client);
+
+		r->client[n] = '\0';
+		pclose(client);
+	}
+	if (cfd >= 0)
+		close(cfd);
+	/* Everything the connection held is back. */
+	assert_int_equal(tls_host_heap.bytes, base);
+	mbedtls_ssl_config_free(&conf);
+	tls_keys_free(&keys);
+	free(c.p);
+	free(k.p);
+}
+
+#define CLIENT "printf 'ping\\n' | timeout 30 openssl s_client -connect 127.0.0.1:%%d -brief -ign_eof %s 2>&1"
+
+static void client_ok(const char *cert, const char *key, const char *opts, const char *version,
+		      const char *suite)
+{
+	char cmd[512];
+	struct result r;
+
+	snprintf(cmd, sizeof(cmd), CLIENT, opts);
+	serve(cert, key, cmd, NULL, 0, &r);
+	if (r.handshake != 0)
+		fail_msg("%s: handshake -0x%04x; client said:\n%s", opts, (unsigned)-r.handshake, r.client);
+	assert_string_equal(r.version, version);
+	if (suite && strcmp(r.suite, suite) != 0)
+		fail_msg("%s: suite %s, expected %s", opts, r.suite, suite);
+	/* ALPN: agreed when the client offers http/1.1, absent otherwise. */
+	assert_string_equal(r.alpn, strstr(opts, "http/1.1") ? "http/1.1" : "");
+	if (!strstr(r.client, "pong"))
+		fail_msg("%s: no reply at the client:\n%s", opts, r.client);
+	printf("  %-58s %s %s: handshake peak %zu B, established %zu B\n", opts, r.version, r.suite,
+	       r.hs_peak, r.established);
+}
+
+static void client_refused(const char *cert, const char *key, const char *opts)
+{
+	char cmd[512];
+	struct result r;
+
+	snprintf(cmd, sizeof(cmd), CLIENT, opts);
+	serve(cert, key, cmd, NULL, 0, &r);
+	if (r.handshake == 0)
+		fail_msg("%s: negotiated %s %s, should be refused", opts, r.version, r.suite);
+	printf("  %-58s refused (-0x%04x)\n", opts, (unsigned)-r.handshake);
+}
+
+static int setup(void **state)
+{
+	return psa_crypto_init() == PSA_SUCCESS ? 0 : -1;
+}
+
+static void test_tls13(void **state)
+{
+	/* The suite is the server's first choice among the client's
+	 * (net/patches-mbedtls/0001), whatever the client's order: OpenSSL
+	 * lists AES-256-GCM first, and with ChaCha20 last. */
+	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_3 -alpn http/1.1", "TLSv1.3", "TLS1-3-CHACHA20-POLY1305-SHA256");
+	client_ok("ec-cert.pem", "ec-key.pem",
+		  "-tls1_3 -ciphersuites TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256",
+		  "TLSv1.3", "TLS1-3-CHACHA20-POLY1305-SHA256");
+	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_3 -ciphersuites TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256",
+		  "TLSv1.3", "TLS1-3-AES-128-GCM-SHA256");
+	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_3 -ciphersuites TLS_AES_128_GCM_SHA256", "TLSv1.3",
+		  "TLS1-3-AES-128-GCM-SHA256");
+	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_3 -ciphersuites TLS_AES_256_GCM_SHA384", "TLSv1.3",
+		  "TLS1-3-AES-256-GCM-SHA384");
+	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_3 -ciphersuites TLS_CHACHA20_POLY1305_SHA256", "TLSv1.3",
+		  "TLS1-3-CHACHA20-POLY1305-SHA256");
+	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_3 -groups X25519", "TLSv1.3", NULL);
+	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_3 -groups P-256", "TLSv1.3", NULL);
+	client_ok("rsa-cert.pem", "rsa-key.pem", "-tls1_3", "TLSv1.3", NULL);
+}
+
+static void test_tls12(void **state)
+{
+	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_2 -alpn h2,http/1.1 -cipher ECDHE-ECDSA-AES128-GCM-SHA256",
+		  "TLSv1.2",
+		  "TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256");
+	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_2 -cipher ECDHE-ECDSA-CHACHA20-POLY1305", "TLSv1.2",
+		  "TLS-ECDHE-ECDSA-WITH-CHACHA20-POLY1305-SHA256");
+	client_ok("rsa-cert.pem", "rsa-key.pem", "-tls1_2 -cipher ECDHE-RSA-AES256-GCM-SHA384", "TLSv1.2",
+		  "TLS-ECDHE-RSA-WITH-AES-256-GCM-SHA384");
+	/* 1.2 takes the server's order too (mbedTLS's own): ChaCha20 first. */
+	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_2 -cipher ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305",
+		  "TLSv1.2", "TLS-ECDHE-ECDSA-WITH-CHACHA20-POLY1305-SHA256");
+	/* X25519 key exchange in 1.2: with an RSA certificate (an ECDSA one
+	 * needs its own curve, P-256, among the client's groups: RFC 8422). */
+	client_ok("rsa-cert.pem", "rsa-key.pem", "-tls1_2 -groups X25519", "TLSv1.2", NULL);
+	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_2 -groups X25519:P-256", "TLSv1.2", NULL);
+}
+
+static void test_refused(void **state)
+{
+	client_refused("ec-cert.pem", "ec-key.pem", "-tls1_1 -cipher DEFAULT@SECLEVEL=0");
+	client_refused("ec-cert.pem", "ec-key.pem", "-tls1_2 -cipher ECDHE-ECDSA-AES128-SHA");
+	client_refused("rsa-cert.pem", "rsa-key.pem", "-tls1_2 -cipher AES128-GCM-SHA256");	/* static RSA */
+	client_refused("ec-cert.pem", "ec-key.pem", "-tls1_3 -groups P-384");
+	client_refused("ec-cert.pem", "ec-key.pem", "-tls1_2 -groups P-384");
+}
+
+static void test_garbage(void **state)
+{
+	static const unsigned char hello_start[] = { 0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03 };
+	unsigned char junk[600];
+	struct result r;
+
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (unsigned char)(i * 37u + 11u);
+	serve("ec-cert.pem", "ec-key.pem", NULL, junk, sizeof(junk), &r);
+	assert_int_not_equal(r.handshake, 0);
+	/* A ClientHello record header promising 512 bytes, then EOF. */
+	serve("ec-cert.pem", "ec-key.pem", NULL, hello_start, sizeof(hello_start), &r);
+	assert_int_not_equal(r.handshake, 0);
+	/* A record header claiming more than a record may hold. */
+	serve("ec-cert.pem", "ec-key.pem", NULL, "\x16\x03\x01\xff\xff", 5, &r);
+	assert_int_not_equal(r.handshake, 0);
+	serve("ec-cert.pem", "ec-key.pem", NULL, "GET / HTTP/1.1\r\n\r\n", 18, &r);
+	assert_int_not_equal(r.handshake, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tls13),
+		cmocka_unit_test(test_tls12),
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_garbage),
+	};
+
+	return cmocka_run_group_tests(tests, setup, NULL);
+}

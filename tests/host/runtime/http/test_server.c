@@ -1,0 +1,1656 @@
+/* net/app/server.c, metrics.c and echo.c driven through the real lwIP core:
+ * one in-process netif whose output queues IP packets on a "wire" that the
+ * test delivers back to ip_input(), raw-API TCP and UDP clients talking to
+ * the servers over IPv4 and IPv6, and a fake clock that moves lwIP's timers.
+ * After every test all connections must be gone and every lwIP pool, lwIP's
+ * heap and the kernel heap shim must be back to where they started. */
+/* lwIP's headers first: the port's cc.h defines BYTE_ORDER as lwIP wants, and
+ * the C library's later definition, in a system header, passes quietly. */
+#define _GNU_SOURCE	/* memmem, asprintf */
+#include "lwip/init.h"
+#include "lwip/ip.h"
+#include "lwip/ip_addr.h"
+#include "lwip/memp.h"
+#include "lwip/netif.h"
+#include "lwip/pbuf.h"
+#include "lwip/stats.h"
+#include "lwip/tcp.h"
+#include "lwip/timeouts.h"
+#include "lwip/udp.h"
+#include "lwip/priv/tcp_priv.h"
+#include "runtime/api.h"
+#include "runtime/conntab.h"
+#include "runtime/echo.h"
+#include "runtime/http/http.h"
+#include "runtime/metrics.h"
+#include "runtime/http/server.h"
+#include "runtime/site.h"
+#include "net/port/lwip_port.h"
+#include "net/tcp/rxmem.h"
+#include "kernel/time/time.h"
+#include "kernel/time/wallclock.h"
+#include "tests/host/lwip/lwip_wire.h"
+#include "tests/host/shim/hostk.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+
+#define HTTP_PORT 80
+#define ECHO_PORT 7
+#define V4 false
+#define V6 true
+
+/* ---- fixtures: baseline, server start, leak checks ---- */
+
+static long base_kmem;	/* kernel heap blocks after the apps started */
+
+static int group_setup(void **state)
+{
+	assert_int_equal(vireo_lwip_init(), 0);
+	site_synth_boot();	/* /64k.bin, as at boot */
+	/* As netif_vnet does, for the bulk send grants; the echo tests here
+	 * count on TCP_WND, so no bulk receive window (test_rxmem has those). */
+	rxmem_init();
+	rxmem_limits.bulk_max = 0;
+	wire_netif_up();
+	assert_int_equal(api_apps_start(), 0);	/* the static-site app's route */
+	base_kmem = hk_kmem_live();
+	return 0;
+}
+
+static const struct echo_cfg echo_cfg_all = { .port = ECHO_PORT, .services = ECHO_TCP | ECHO_UDP };
+
+static int setup(void **state)
+{
+	wire_snapshot();
+	assert_int_equal(http_server_start(HTTP_PORT, NULL), 0);
+	assert_int_equal(echo_start(&echo_cfg_all), 0);
+	return 0;
+}
+
+/* Stop the servers, wait out TIME_WAIT (2 MSL) and check nothing is left. */
+static int teardown(void **state)
+{
+	http_server_stop();
+	echo_stop();
+	run_step(2 * TCP_MSL + 10000, 250);
+	wire_check_idle();
+	assert_null(wire_head);
+	assert_int_equal(hk_kmem_live(), base_kmem);	/* the API's tables stay */
+	return 0;
+}
+
+static void restart(const struct http_server_cfg *cfg)
+{
+	http_server_stop();
+	assert_int_equal(http_server_start(HTTP_PORT, cfg), 0);
+}
+
+static const char *GET_INDEX = "GET / HTTP/1.1\r\nHost: vireo\r\n\r\n";
+
+/* The head the server must send for f, byte for byte. */
+static void expect_file_head(const struct resp *r, const struct site_file *f, bool keep)
+{
+	char want[1024];
+
+	snprintf(want, sizeof want,
+		 "HTTP/1.1 200 OK\r\nServer: vireo\r\nContent-Type: %s\r\nContent-Length: %llu\r\n"
+		 "Connection: %s\r\nETag: %s\r\n\r\n",
+		 f->content_type, (unsigned long long)f->len, keep ? "keep-alive" : "close", f->etag);
+	assert_string_equal(r->head, want);
+}
+
+/* ---- HTTP ---- */
+
+static void get_index(bool v6)
+{
+	const struct site_file *f = site_lookup("/index.html");
+	struct client c;
+	struct resp r;
+
+	assert_non_null(f);
+	cl_open(&c, v6, HTTP_PORT);
+	assert_true(c.connected);
+	cl_send_str(&c, GET_INDEX);
+	assert_true(cl_response(&c, false, &r));
+	expect_file_head(&r, f, true);
+	assert_int_equal(r.body_len, f->len);
+	assert_memory_equal(r.body, f->data, f->len);
+	run_ms(200);
+	assert_int_equal(c.len, c.off);	/* nothing after the body */
+	assert_false(c.eof);
+	assert_int_equal(http_server_stats.conns_active, 1);
+	cl_close(&c);
+	run_ms(100);
+	assert_int_equal(http_server_stats.conns_active, 0);
+	assert_int_equal(http_server_stats.requests, 1);
+	assert_int_equal(http_server_stats.responses[2], 1);
+}
+
+static void test_index_v4(void **state)
+{
+	get_index(V4);
+}
+
+static void test_index_v6(void **state)
+{
+	get_index(V6);
+}
+
+static void test_head(void **state)
+{
+	const struct site_file *f = site_lookup("/index.html");
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "HEAD /index.html HTTP/1.1\r\nHost: vireo\r\n\r\n");
+	assert_true(cl_response(&c, true, &r));
+	expect_file_head(&r, f, true);
+	run_ms(200);
+	assert_int_equal(c.len, r.head_len);	/* no body */
+	cl_close(&c);
+}
+
+static void test_not_modified(void **state)
+{
+	const struct site_file *f = site_lookup("/index.html");
+	struct client c;
+	struct resp r;
+	char req[256];
+
+	cl_open(&c, V4, HTTP_PORT);
+	snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: v\r\nIf-None-Match: W/\"x\", %s\r\n\r\n",
+		 f->etag);
+	cl_send_str(&c, req);
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 304);
+	assert_string_equal(hdr(&r, "ETag"), f->etag);
+	assert_null(hdr(&r, "Content-Type"));
+	run_ms(100);
+	assert_int_equal(c.len, r.head_len);
+	/* A different tag: the whole file. */
+	cl_send_str(&c, "GET / HTTP/1.1\r\nHost: v\r\nIf-None-Match: \"nope\"\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_memory_equal(r.body, f->data, f->len);
+	cl_close(&c);
+	assert_int_equal(http_server_stats.responses[3], 1);
+}
+
+/* Last-Modified once the clock is set (the build's time), If-Modified-Since
+ * without If-None-Match. */
+static void test_last_modified(void **state)
+{
+	const struct site_file *f = site_lookup("/index.html");
+	struct client c;
+	struct resp r;
+	char req[256], date[40], early[40];
+
+	if (f->mtime < WALLCLOCK_MIN_S)
+		skip();	/* built without SOURCE_DATE_EPOCH */
+	wallclock_reset();
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, GET_INDEX);
+	assert_true(cl_response(&c, false, &r));
+	assert_null(hdr(&r, "Last-Modified"));	/* no clock yet */
+	assert_int_equal(wallclock_set((f->mtime + 86400) * NSEC_PER_SEC, time_ns()), 0);
+	cl_send_str(&c, GET_INDEX);
+	assert_true(cl_response(&c, false, &r));
+	wallclock_http_date(f->mtime, date, sizeof date);
+	wallclock_http_date(f->mtime - 1, early, sizeof early);
+	assert_non_null(hdr(&r, "Last-Modified"));
+	assert_string_equal(hdr(&r, "Last-Modified"), date);
+	snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: v\r\nIf-Modified-Since: %s\r\n\r\n", date);
+	cl_send_str(&c, req);
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 304);
+	assert_string_equal(hdr(&r, "ETag"), f->etag);
+	snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: v\r\nIf-Modified-Since: %s\r\n\r\n", early);
+	cl_send_str(&c, req);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	/* If-None-Match decides alone when present */
+	snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: v\r\nIf-None-Match: \"x\"\r\nIf-Modified-Since: %s\r\n\r\n",
+		 date);
+	cl_send_str(&c, req);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	/* a clock behind the file's time: Last-Modified is now, not later */
+	assert_int_equal(wallclock_set((f->mtime - 3600) * NSEC_PER_SEC, time_ns()), 0);
+	cl_send_str(&c, GET_INDEX);
+	assert_true(cl_response(&c, false, &r));
+	wallclock_http_date(f->mtime - 3600, date, sizeof date);
+	assert_string_equal(hdr(&r, "Last-Modified"), date);
+	cl_close(&c);
+	wallclock_reset();
+}
+
+/* The listener moves to another port (cloud metadata's http=): the new
+ * port accepts, the old one refuses, a connection already open goes on; a
+ * port that cannot be bound leaves the listener where it was. */
+static void test_rebind(void **state)
+{
+	struct client c, d, e;
+	struct resp r;
+
+	cl_open(&c, V4, HTTP_PORT);
+	assert_true(c.connected);
+	assert_int_equal(http_server_rebind(HTTP_PORT + 1), 0);
+	cl_send_str(&c, GET_INDEX);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	cl_open(&d, V4, HTTP_PORT);
+	assert_false(d.connected);
+	cl_open(&e, V6, HTTP_PORT + 1);
+	assert_true(e.connected);
+	cl_send_str(&e, GET_INDEX);
+	assert_true(cl_response(&e, false, &r));
+	assert_int_equal(r.status, 200);
+	/* the port in use by our own listener: refused, still listening */
+	assert_int_equal(http_server_rebind(HTTP_PORT + 1), -EIO);
+	cl_close(&e);
+	cl_open(&e, V4, HTTP_PORT + 1);
+	assert_true(e.connected);
+	cl_close(&e);
+	cl_close(&c);
+	if (!d.dead)
+		cl_abort(&d);
+	run_ms(100);
+}
+
+static void test_healthz(void **state)
+{
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V6, HTTP_PORT);
+	cl_send_str(&c, "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Content-Type"), "text/plain; charset=utf-8");
+	assert_string_equal(hdr(&r, "Cache-Control"), "no-store");
+	assert_int_equal(r.body_len, 3);
+	assert_memory_equal(r.body, "ok\n", 3);
+	cl_close(&c);
+}
+
+/* http.redirect: 301 to https with the Host's name, the HTTPS port unless
+ * 443 and the path percent-encoded; /healthz still served; no Host: the
+ * address the connection came in on; a path too long for the line: "/". */
+static void test_https_redirect(void **state)
+{
+	static char req[2200];
+	struct client c;
+	struct resp r;
+	size_t n;
+
+	http_server_set_redirect(8443);
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /a%20b/%7e%22y%25 HTTP/1.1\r\nHost: ex.org:80\r\n\r\n");
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 301);
+	assert_string_equal(hdr(&r, "Location"), "https://ex.org:8443/a%20b/~%22y%25");
+	assert_string_equal(hdr(&r, "Content-Length"), "0");
+	cl_send_str(&c, "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	cl_close(&c);
+
+	cl_open(&c, V6, HTTP_PORT);
+	cl_send_str(&c, "GET /x HTTP/1.0\r\n\r\n");
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 301);
+	assert_string_equal(hdr(&r, "Location"), "https://[FD00::2]:8443/x");
+	cl_close(&c);
+
+	http_server_set_redirect(443);
+	cl_open(&c, V4, HTTP_PORT);
+	n = (size_t)snprintf(req, sizeof req, "GET /");
+	while (n < 1500)
+		req[n++] = 'p';
+	n += (size_t)snprintf(req + n, sizeof req - n, " HTTP/1.1\r\nHost: [fd00::1]:99\r\n\r\n");
+	cl_send(&c, req, n);
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 301);
+	assert_string_equal(hdr(&r, "Location"), "https://[fd00::1]/");
+	cl_close(&c);
+	http_server_set_redirect(0);
+}
+
+/* 404 keeps the connection; the next request on it is served. */
+static void test_not_found_keeps_alive(void **state)
+{
+	struct client c;
+	struct resp r;
+	char body[512];
+	size_t n = http_error_body(body, sizeof body, 404);
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /no/such/file HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 404);
+	assert_string_equal(hdr(&r, "Connection"), "keep-alive");
+	assert_int_equal(r.body_len, n);
+	assert_memory_equal(r.body, body, n);
+	cl_send_str(&c, "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_false(c.eof);
+	cl_close(&c);
+	assert_int_equal(http_server_stats.conns_accepted, 1);
+	assert_int_equal(http_server_stats.responses[4], 1);
+}
+
+/* An error the parser reports: that status, Connection: close, then FIN (not
+ * RST, even with more bytes arriving after the bad head). */
+static void expect_error(const char *req, size_t len, int status)
+{
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send(&c, req, len);
+	run_ms(500);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, status);
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	if (status == 405)
+		assert_string_equal(hdr(&r, "Allow"), "GET, HEAD");
+	run_ms(200);
+	assert_true(c.eof);
+	assert_false(c.dead);
+	assert_int_equal(c.len, c.off);
+	cl_close(&c);
+	run_ms(100);
+	assert_int_equal(http_server_stats.conns_active, 0);
+	assert_int_equal(http_server_stats.conns_reset, 0);
+}
+
+static void test_bad_request(void **state)
+{
+	static const char req[] = "GET /a b HTTP/1.1\r\nHost: v\r\n\r\nGET / HTTP/1.1\r\nHost: v\r\n\r\n";
+
+	expect_error(req, sizeof req - 1, 400);
+}
+
+static void test_method_not_allowed(void **state)
+{
+	static const char req[] = "DELETE / HTTP/1.1\r\nHost: v\r\n\r\n";
+
+	expect_error(req, sizeof req - 1, 405);
+}
+
+static void test_uri_too_long(void **state)
+{
+	static char req[4096];
+	int n;
+
+	n = snprintf(req, sizeof req, "GET /%0*d HTTP/1.1\r\nHost: v\r\n\r\n", 3000, 7);
+	expect_error(req, (size_t)n, 414);
+}
+
+static void test_header_fields_too_large(void **state)
+{
+	static char req[32768];
+	size_t n = 0;
+	int i;
+
+	/* More than HTTP_HEADERS_MAX lines. */
+	n = (size_t)sprintf(req, "GET / HTTP/1.1\r\nHost: v\r\n");
+	for (i = 0; i < HTTP_HEADERS_MAX + 1; i++)
+		n += (size_t)sprintf(req + n, "X-%d: y\r\n", i);
+	n += (size_t)sprintf(req + n, "\r\n");
+	expect_error(req, n, 431);
+
+	/* A head over HTTP_HEAD_MAX bytes: also more than one receive window. */
+	n = (size_t)sprintf(req, "GET / HTTP/1.1\r\nHost: v\r\n");
+	for (i = 0; i < 20; i++)
+		n += (size_t)sprintf(req + n, "X-%d: %0500d\r\n", i, 0);
+	n += (size_t)sprintf(req + n, "\r\n");
+	assert_true(n > HTTP_HEAD_MAX && n > TCP_WND);
+	expect_error(req, n, 431);
+}
+
+static void test_keep_alive(void **state)
+{
+	static const char *const paths[] = { "/", "/healthz", "/index.html", "/nope", "/" };
+	struct client c;
+	struct resp r;
+	char req[128];
+	size_t i;
+
+	cl_open(&c, V6, HTTP_PORT);
+	for (i = 0; i < ARRAY_SIZE(paths); i++) {
+		snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: v\r\n\r\n", paths[i]);
+		cl_send_str(&c, req);
+		assert_true(cl_response(&c, false, &r));
+		assert_int_equal(r.status, strcmp(paths[i], "/nope") ? 200 : 404);
+		assert_string_equal(hdr(&r, "Connection"), "keep-alive");
+	}
+	assert_int_equal(http_server_stats.conns_accepted, 1);
+	assert_int_equal(http_server_stats.requests, ARRAY_SIZE(paths));
+	cl_close(&c);
+}
+
+/* Four requests in one write: four responses, in order, and the last one's
+ * Connection: close is honoured. */
+static void test_pipelined(void **state)
+{
+	static const char reqs[] =
+		"GET / HTTP/1.1\r\nHost: v\r\n\r\n"
+		"HEAD /healthz HTTP/1.1\r\nHost: v\r\n\r\n"
+		"GET /nope HTTP/1.1\r\nHost: v\r\n\r\n"
+		"GET /healthz HTTP/1.1\r\nHost: v\r\nConnection: close\r\n\r\n";
+	const struct site_file *f = site_lookup("/");
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send(&c, reqs, sizeof reqs - 1);
+	run_ms(200);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_memory_equal(r.body, f->data, f->len);
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Content-Length"), "3");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 404);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	assert_memory_equal(r.body, "ok\n", 3);
+	assert_int_equal(c.len, c.off);
+	assert_true(c.eof);
+	assert_int_equal(http_server_stats.requests, 4);
+	cl_close(&c);
+}
+
+/* Connection: close without the client closing: the server's linger ends
+ * by itself. */
+static void test_connection_close(void **state)
+{
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET / HTTP/1.1\r\nHost: v\r\nConnection: close\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	run_ms(100);
+	assert_true(c.eof);
+	assert_int_equal(http_server_stats.conns_active, 1);	/* lingering */
+	run_ms(HTTP_SERVER_LINGER_MS + 1000);
+	assert_int_equal(http_server_stats.conns_active, 0);
+	assert_false(c.dead);
+	cl_close(&c);
+}
+
+static void test_http10(void **state)
+{
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /healthz HTTP/1.0\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	run_ms(100);
+	assert_true(c.eof);
+	cl_close(&c);
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_string_equal(hdr(&r, "Connection"), "keep-alive");
+	cl_send_str(&c, "GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_false(c.eof);
+	cl_close(&c);
+}
+
+/* The client sends its request and shuts down its side: the response still
+ * arrives whole, then the server closes. */
+static void test_client_half_close(void **state)
+{
+	const struct site_file *f = site_lookup("/64k.bin");
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V6, HTTP_PORT);
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_int_equal(tcp_shutdown(c.pcb, 0, 1), ERR_OK);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.body_len, f->len);
+	assert_memory_equal(r.body, f->data, f->len);
+	run_ms(100);
+	assert_true(c.eof);
+	cl_close(&c);
+	assert_int_equal(http_server_stats.conns_active, 0);
+}
+
+static void test_64k(void **state)
+{
+	const struct site_file *f = site_lookup("/64k.bin");
+	struct client c;
+	struct resp r;
+	size_t i;
+
+	assert_non_null(f);
+	assert_int_equal(f->len, 65536);
+	lwip_stats.memp[MEMP_PBUF]->max = 0;
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	expect_file_head(&r, f, true);
+	assert_int_equal(r.body_len, 65536);
+	for (i = 0; i < 65536; i++)
+		if (r.body[i] != (u8)(i % 251))
+			fail_msg("byte %zu is %u", i, r.body[i]);
+	/* The body went out as PBUF_ROM pbufs pointing into the site table. */
+	assert_true(lwip_stats.memp[MEMP_PBUF]->max > 0);
+	assert_true(http_server_stats.tx_bytes == r.head_len + 65536);
+	cl_close(&c);
+}
+
+/* The server's end of c's connection. */
+static struct tcp_pcb *server_pcb_of(const struct client *c)
+{
+	struct tcp_pcb *p;
+
+	for (p = tcp_active_pcbs; p; p = p->next)
+		if (p->local_port == HTTP_PORT && p->remote_port == c->pcb->local_port)
+			return p;
+	return NULL;
+}
+
+/* A 64 KiB file and its head are handed to lwIP in one go, before any ACK:
+ * with TCP_SND_BUF at 44 MSS (64240 bytes) the last 1,443 bytes waited a
+ * round trip for the ACK of the first 44 segments on every keep-alive
+ * request. The client offers window scaling (lwIP does with
+ * LWIP_WND_SCALE), which a peer's window needs to reach past 65,535 bytes,
+ * and the server takes it. Pure ACKs from the client are lost meanwhile,
+ * so nothing queued is freed before the check. */
+static void test_64k_one_flight(void **state)
+{
+	const struct site_file *f = site_lookup("/64k.bin");
+	struct tcp_pcb *srv;
+	struct client c;
+	struct resp r;
+	u64 tx0;
+	u32 queued;
+
+	assert_non_null(f);
+	cl_open(&c, V4, HTTP_PORT);
+	srv = server_pcb_of(&c);
+	assert_non_null(srv);
+	assert_true(srv->flags & TF_WND_SCALE);
+	assert_int_equal(srv->rcv_scale, 0);	/* our receive window is not scaled */
+	bh_lo = c.pcb->local_port;
+	bh_hi = (u16)(bh_lo + 1);
+	tx0 = http_server_stats.tx_bytes;
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	run_ms(20);
+	queued = srv->snd_lbb - srv->lastack;
+	assert_int_equal(queued, http_server_stats.tx_bytes - tx0);
+	if (queued <= 65536)
+		fail_msg("only %u bytes of the response queued before an ACK", queued);
+	bh_lo = bh_hi = 0;
+	assert_true(cl_response(&c, false, &r));
+	expect_file_head(&r, f, true);
+	assert_int_equal(r.body_len, 65536);
+	assert_int_equal(queued, r.head_len + 65536);
+	cl_close(&c);
+}
+
+/* Bodies past TCP_SND_BUF ask for the bulk send buffer (VIREO_SND_BULK_BUF
+ * bytes, VIREO_SND_BULK_QUEUELEN pbufs): one more client than
+ * VIREO_SND_BULK_MAX fetches /256k.bin while its ACKs are lost. The first
+ * VIREO_SND_BULK_MAX queue more than TCP_SND_BUF (and at most the bulk
+ * buffer), the last is refused and keeps TCP_SND_BUF; the grants end with
+ * the PCBs. /64k.bin (head and body within TCP_SND_BUF) asks for none. */
+#define SNDBULK_PORT 41000
+static void test_snd_bulk_grants_bounded(void **state)
+{
+	enum { N = VIREO_SND_BULK_MAX + 1 };
+	static const char req[] = "GET /256k.bin HTTP/1.1\r\nHost: v\r\n\r\n";
+	static struct client c[N];
+	const struct site_file *f = site_lookup("/256k.bin");
+	u64 refused0 = rxmem_stats.snd_bulk_refused;
+	struct resp r;
+	int i;
+
+	assert_non_null(f);
+	assert_int_equal(rxmem_stats.snd_bulk_grants, 0);
+	bh_lo = SNDBULK_PORT;
+	bh_hi = (u16)(SNDBULK_PORT + N);
+	for (i = 0; i < N; i++) {
+		struct tcp_pcb *srv;
+		u32 queued;
+
+		cl_open_from(&c[i], false, HTTP_PORT, (u16)(SNDBULK_PORT + i));
+		assert_true(c[i].connected);
+		c[i].tx = (const u8 *)req;
+		c[i].tx_len = sizeof req - 1;
+		cl_push(&c[i]);
+		run_ms(20);
+		srv = server_pcb_of(&c[i]);
+		assert_non_null(srv);
+		queued = srv->snd_lbb - srv->lastack;
+		if (i < VIREO_SND_BULK_MAX) {
+			if (queued <= TCP_SND_BUF || queued > VIREO_SND_BULK_BUF)
+				fail_msg("granted client %d: %u bytes queued", i, queued);
+			assert_true(srv->snd_queuelen <= VIREO_SND_BULK_QUEUELEN);
+			assert_int_equal(rxmem_snd_queuelen_max(srv), VIREO_SND_BULK_QUEUELEN);
+		} else {
+			if (queued > TCP_SND_BUF)
+				fail_msg("refused client: %u bytes queued", queued);
+			assert_true(srv->snd_queuelen <= TCP_SND_QUEUELEN);
+			assert_int_equal(rxmem_snd_queuelen_max(srv), TCP_SND_QUEUELEN);
+		}
+		assert_int_equal(rxmem_stats.snd_bulk_grants, MIN(i + 1, VIREO_SND_BULK_MAX));
+	}
+	assert_int_equal(rxmem_stats.snd_bulk_refused, refused0 + 1);
+	assert_int_equal(rxmem_stats.snd_bulk_peak, VIREO_SND_BULK_MAX);
+	/* ACKs flow again: every client gets its whole body. */
+	bh_lo = bh_hi = 0;
+	for (i = 0; i < N; i++) {
+		assert_true(cl_response(&c[i], false, &r));
+		assert_int_equal(r.body_len, 262144);
+		cl_close(&c[i]);
+	}
+	run_step(2 * TCP_MSL + 10000, 250);	/* lwIP frees the PCBs */
+	assert_int_equal(rxmem_stats.snd_bulk_grants, 0);
+	/* A 64 KiB body fits TCP_SND_BUF: no grant asked for. */
+	refused0 = rxmem_stats.snd_bulk_refused;
+	cl_open(&c[0], V4, HTTP_PORT);
+	cl_send_str(&c[0], "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c[0], false, &r));
+	assert_int_equal(r.body_len, 65536);
+	assert_int_equal(rxmem_stats.snd_bulk_grants, 0);
+	assert_int_equal(rxmem_stats.snd_bulk_refused, refused0);
+	cl_close(&c[0]);
+}
+
+/* Every line is a comment (# HELP / # TYPE) or "name{labels} value", and
+ * every sample's family was declared before it. */
+static void check_exposition(const char *text, size_t len)
+{
+	char declared[128][96] = { { 0 } };
+	size_t ndecl = 0, pos = 0, samples = 0;
+
+	assert_true(len > 0 && text[len - 1] == '\n');
+	while (pos < len) {
+		const char *line = text + pos, *nl = memchr(line, '\n', len - pos);
+		char name[96];
+		size_t n, i = 0, k;
+
+		assert_non_null(nl);
+		n = (size_t)(nl - line);
+		pos += n + 1;
+		if (n >= 7 && memcmp(line, "# HELP ", 7) == 0)
+			continue;
+		if (n >= 7 && memcmp(line, "# TYPE ", 7) == 0) {
+			const char *sp = memchr(line + 7, ' ', n - 7);
+
+			assert_non_null(sp);
+			assert_true(strncmp(sp, " counter\n", 9) == 0 || strncmp(sp, " gauge\n", 7) == 0);
+			assert_true(ndecl < 128 && (size_t)(sp - line - 7) < 96);
+			memcpy(declared[ndecl], line + 7, (size_t)(sp - line - 7));
+			ndecl++;
+			continue;
+		}
+		assert_true(n > 0 && line[0] != '#');
+		while (i < n && (isalnum((unsigned char)line[i]) || line[i] == '_' || line[i] == ':'))
+			i++;
+		assert_true(i > 0 && i < sizeof name && !isdigit((unsigned char)line[0]));
+		memcpy(name, line, i);
+		name[i] = '\0';
+		for (k = 0; k < ndecl && strcmp(declared[k], name); k++)
+			;
+		if (k == ndecl)
+			fail_msg("sample %s without # TYPE", name);
+		if (line[i] == '{') {
+			for (i++;;) {
+				size_t s = i;
+
+				while (i < n && (isalnum((unsigned char)line[i]) || line[i] == '_'))
+					i++;
+				assert_true(i > s && i + 1 < n && line[i] == '=' && line[i + 1] == '"');
+				for (i += 2; i < n && line[i] != '"'; i++)
+					if (line[i] == '\\')
+						i++;
+				assert_true(i < n);
+				i++;
+				if (line[i] == ',') {
+					i++;
+					continue;
+				}
+				assert_true(line[i] == '}');
+				i++;
+				break;
+			}
+		}
+		assert_true(i < n && line[i] == ' ');
+		for (i++, k = i; i < n; i++)
+			assert_true(isdigit((unsigned char)line[i]));
+		assert_true(i > k);
+		samples++;
+	}
+	assert_true(samples > 100);
+}
+
+static bool has_line(const u8 *body, size_t len, const char *line)
+{
+	char *want;
+	bool found;
+
+	assert_true(asprintf(&want, "\n%s\n", line) > 0);
+	found = memmem(body, len, want, strlen(want)) != NULL;
+	free(want);
+	return found;
+}
+
+static void test_metrics(void **state)
+{
+	struct client c, u;
+	struct resp r;
+	char line[128];
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_open(&u, V6, HTTP_PORT);	/* a second, idle connection */
+	cl_send_str(&c, "GET /metrics HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+	assert_string_equal(hdr(&r, "Cache-Control"), "no-store");
+	check_exposition((const char *)r.body, r.body_len);
+	assert_true(r.body_len < HTTP_METRICS_MAX / 2);
+	if (getenv("VIREO_TEST_LOG"))
+		fprintf(stderr, "/metrics: %zu bytes\n", r.body_len);
+	assert_true(has_line(r.body, r.body_len, "vireo_http_connections_active 2"));
+	assert_true(has_line(r.body, r.body_len, "vireo_http_requests_total 1"));
+	assert_true(has_line(r.body, r.body_len, "vireo_http_connections_accepted_total 2"));
+	assert_true(has_line(r.body, r.body_len, "vireo_http_responses_total{code=\"2xx\"} 0"));
+	snprintf(line, sizeof line, "vireo_lwip_memp_avail{pool=\"TCP_PCB\"} %u", (unsigned)MEMP_NUM_TCP_PCB);
+	assert_true(has_line(r.body, r.body_len, line));
+	assert_true(has_line(r.body, r.body_len, "vireo_lwip_orphans 0"));
+	assert_true(has_line(r.body, r.body_len, "vireo_echo_udp_refused_total{reason=\"low_port\"} 0"));
+	assert_true(has_line(r.body, r.body_len, "vireo_lwip_heap_bytes 4194304"));
+	assert_true(has_line(r.body, r.body_len, "vireo_mem_frames_total 12288"));
+	assert_true(has_line(r.body, r.body_len, "vireo_echo_tcp_connections_active 0"));
+	assert_non_null(memmem(r.body, r.body_len, "\nvireo_lwip_recv_total{proto=\"tcp\"} ", 36));
+	assert_non_null(memmem(r.body, r.body_len, "\nvireo_uptime_seconds ", 22));
+	assert_int_equal(http_server_stats.metrics_truncated, 0);
+
+	/* HEAD: the same head, no body. */
+	cl_send_str(&c, "HEAD /metrics HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 200);
+	run_ms(100);
+	assert_int_equal(c.len, c.off);
+	cl_close(&c);
+	cl_close(&u);
+}
+
+/* The writer: whole lines or nothing, escaped label values, registry. */
+static void w_test(struct metrics_buf *b)
+{
+	metrics_family(b, "t_total", METRICS_COUNTER, "Test.");
+	metrics_sample1(b, "t_total", "k", "a\"b\\c\nd", 7);
+	metrics_sample(b, "t_total", "x=\"1\",y=\"2\"", 18446744073709551615ull);
+}
+
+static void test_metrics_writer(void **state)
+{
+	static const char want[] = "# HELP t_total Test.\n# TYPE t_total counter\n"
+				   "t_total{k=\"a\\\"b\\\\c\\nd\"} 7\n"
+				   "t_total{x=\"1\",y=\"2\"} 18446744073709551615\n";
+	struct metrics_source src = { "t", w_test, NULL }, dup = { "t", w_test, NULL };
+	struct metrics_buf b;
+	char buf[256];
+	size_t cut;
+
+	metrics_buf_init(&b, NULL, 0);
+	w_test(&b);
+	assert_int_equal(b.len, sizeof want - 1);
+	metrics_buf_init(&b, buf, sizeof buf);
+	w_test(&b);
+	assert_false(b.overflow);
+	assert_int_equal(b.len, sizeof want - 1);
+	assert_memory_equal(buf, want, b.len);
+
+	/* Every size: output is a prefix ending at a line boundary. */
+	for (cut = 0; cut < sizeof want - 1; cut++) {
+		metrics_buf_init(&b, buf, cut);
+		w_test(&b);
+		assert_true(b.overflow);
+		assert_true(b.len <= cut);
+		assert_memory_equal(buf, want, b.len);
+		assert_true(b.len == 0 || buf[b.len - 1] == '\n');
+	}
+
+	metrics_register(&src);
+	metrics_register(&dup);		/* same name: ignored */
+	metrics_buf_init(&b, NULL, 0);
+	metrics_write_all(&b);
+	cut = b.len;
+	metrics_unregister(&src);
+	metrics_buf_init(&b, NULL, 0);
+	metrics_write_all(&b);
+	assert_int_equal(cut - b.len, sizeof want - 1);
+}
+
+/* Over max_conns: reset on accept, counted, and the others unaffected. */
+static void test_connection_limit(void **state)
+{
+	struct http_server_cfg cfg = { .max_conns = 3 };
+	struct client c[5];
+	struct resp r;
+	int i;
+
+	restart(&cfg);
+	for (i = 0; i < 3; i++) {
+		cl_open(&c[i], i & 1, HTTP_PORT);
+		assert_true(c[i].connected);
+	}
+	assert_int_equal(http_server_stats.conns_active, 3);
+	cl_open(&c[3], V4, HTTP_PORT);
+	run_ms(100);
+	assert_true(c[3].dead);
+	assert_int_equal(c[3].err, ERR_RST);
+	assert_int_equal(http_server_stats.conns_refused, 1);
+	for (i = 0; i < 3; i++) {
+		cl_send_str(&c[i], "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+		assert_true(cl_response(&c[i], false, &r));
+		assert_int_equal(r.status, 200);
+	}
+	cl_close(&c[0]);
+	run_ms(100);
+	cl_open(&c[4], V6, HTTP_PORT);
+	assert_false(c[4].dead);
+	cl_send_str(&c[4], "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c[4], false, &r));
+	for (i = 1; i < 5; i++)
+		i == 3 ? cl_abort(&c[i]) : cl_close(&c[i]);
+
+	/* No memory for the connection state: refused the same way. */
+	hk_fail_kmem(0, 1);
+	cl_open(&c[0], V4, HTTP_PORT);
+	run_ms(100);
+	assert_true(c[0].dead);
+	assert_int_equal(http_server_stats.conns_refused, 2);
+	cl_abort(&c[0]);
+	assert_int_equal(http_server_stats.conns_accepted, 4);
+}
+
+static void test_idle_timeout(void **state)
+{
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	run_step(HTTP_SERVER_IDLE_MS - 1000, 50);
+	assert_false(c.eof);
+	run_step(1600, 50);
+	assert_true(c.eof);
+	assert_false(c.dead);
+	assert_int_equal(c.len, c.off);	/* closed quietly, no 408 */
+	assert_int_equal(http_server_stats.timeouts_idle, 1);
+	assert_int_equal(http_server_stats.conns_active, 0);
+	cl_close(&c);
+}
+
+static void test_header_timeout(void **state)
+{
+	struct client c;
+	struct resp r;
+	int i;
+
+	/* Connected, nothing sent: closed after the header timeout. */
+	cl_open(&c, V4, HTTP_PORT);
+	run_step(HTTP_SERVER_HEADER_MS - 1000, 50);
+	assert_false(c.eof);
+	run_step(1600, 50);
+	assert_true(c.eof);
+	assert_int_equal(c.len, 0);
+	cl_close(&c);
+
+	/* A head dribbled one byte a second: 408, then close. */
+	cl_open(&c, V6, HTTP_PORT);
+	for (i = 0; i < 12 && !c.eof; i++) {
+		cl_send(&c, &"GET / HTTP/1.1\r\nHost: v\r\n"[i], 1);
+		run_ms(950);
+	}
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 408);
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	run_ms(100);
+	assert_true(c.eof);
+	assert_int_equal(http_server_stats.timeouts_header, 2);
+	cl_close(&c);
+}
+
+/* A client that stops reading: the server waits send_timeout without ACK
+ * progress, then resets. */
+static void test_send_timeout(void **state)
+{
+	struct http_server_cfg cfg = { .send_timeout_ms = 5000 };
+	struct client c;
+
+	restart(&cfg);
+	cl_open(&c, V4, HTTP_PORT);
+	c.hold = true;
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	run_step(4000, 50);
+	assert_int_equal(http_server_stats.conns_active, 1);
+	assert_true(c.len <= TCP_WND);
+	run_step(2000, 50);
+	assert_int_equal(http_server_stats.conns_active, 0);
+	assert_int_equal(http_server_stats.timeouts_send, 1);
+	/* The RST's sequence number is past the client's closed window (the
+	 * server's zero-window probe), so the client rightly ignores it. */
+	cl_abort(&c);
+}
+
+/* Graceful drain (power off): idle connections close at once, new ones are
+ * refused, a response in progress completes byte for byte and its pipelined
+ * successor is dropped, a request half read is answered with Connection:
+ * close; then nothing is left. */
+static void test_drain(void **state)
+{
+	/* Two 64 KiB responses overflow TCP_SND_BUF: the second is being
+	 * written when the drain starts; /healthz after it waits in rx[]. */
+	static const char three[] = "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n"
+				    "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n"
+				    "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n";
+	const struct site_file *f = site_lookup("/64k.bin");
+	struct client kept, fresh, slow, half, late;
+	u32 idle = 99, busy = 99;
+	struct resp r;
+
+	cl_open(&kept, V4, HTTP_PORT);
+	cl_send_str(&kept, GET_INDEX);
+	assert_true(cl_response(&kept, false, &r));	/* now keep-alive idle */
+	cl_open(&fresh, V6, HTTP_PORT);			/* nothing sent yet */
+	cl_open(&slow, V4, HTTP_PORT);
+	slow.hold = true;
+	cl_send(&slow, three, sizeof three - 1);
+	run_ms(200);
+	assert_true(slow.len > 0 && slow.len < 65536);
+	cl_open(&half, V6, HTTP_PORT);
+	cl_send_str(&half, "GET /healthz HTTP/1.1\r\nHo");
+	assert_int_equal(http_server_stats.conns_active, 4);
+
+	http_server_drain(&idle, &busy);
+	assert_int_equal(idle, 2);
+	assert_int_equal(busy, 2);
+	run_ms(200);
+	assert_true(kept.eof);
+	assert_true(fresh.eof);
+	assert_int_equal(kept.len, kept.off);	/* a FIN, no stray bytes */
+	assert_int_equal(fresh.len, 0);
+	assert_int_equal(http_server_stats.conns_active, 2);
+
+	cl_open(&late, V4, HTTP_PORT);			/* the listener is gone */
+	run_ms(200);
+	assert_true(late.dead || !late.connected);
+
+	cl_send_str(&half, "st: v\r\n\r\n");
+	assert_true(cl_response(&half, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	run_ms(100);
+	assert_true(half.eof);
+
+	cl_resume(&slow);
+	assert_true(cl_response(&slow, false, &r));
+	assert_int_equal(r.body_len, f->len);
+	assert_memory_equal(r.body, f->data, f->len);
+	assert_true(cl_response(&slow, false, &r));
+	assert_int_equal(r.body_len, f->len);
+	assert_memory_equal(r.body, f->data, f->len);
+	run_ms(200);
+	assert_true(slow.eof);
+	assert_int_equal(slow.len, slow.off);	/* /healthz was not answered */
+
+	cl_close(&kept);
+	cl_close(&fresh);
+	cl_close(&slow);
+	cl_close(&half);
+	cl_abort(&late);
+	run_ms(200);
+	assert_int_equal(http_server_stats.conns_active, 0);
+	http_server_drain(&idle, &busy);		/* already draining: no-op */
+	assert_int_equal(idle + busy, 0);
+}
+
+/* The grace period ends with a response still held up (handed to lwIP
+ * whole, unacknowledged: busy, not idle): stop cuts it. */
+static void test_drain_then_cut(void **state)
+{
+	struct client c;
+	u32 idle, busy;
+
+	cl_open(&c, V4, HTTP_PORT);
+	c.hold = true;
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	run_ms(200);
+	http_server_drain(&idle, &busy);
+	assert_int_equal(idle, 0);
+	assert_int_equal(busy, 1);
+	run_ms(1000);
+	assert_int_equal(http_server_stats.conns_active, 1);	/* still held up */
+	http_server_stop();
+	assert_int_equal(http_server_stats.conns_active, 0);
+	cl_abort(&c);
+}
+
+/* The client resets in the middle of a response: the state is freed. */
+static void test_client_abort(void **state)
+{
+	struct client c;
+
+	cl_open(&c, V6, HTTP_PORT);
+	c.hold = true;
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	run_ms(200);
+	assert_true(c.len > 0 && c.len < 65536);
+	assert_int_equal(http_server_stats.conns_active, 1);
+	cl_abort(&c);
+	run_ms(100);
+	assert_int_equal(http_server_stats.conns_active, 0);
+	assert_int_equal(http_server_stats.conns_reset, 1);
+}
+
+/* Many connections at once, each with a pipelined pair. */
+static void test_many_connections(void **state)
+{
+	static struct client c[HTTP_SERVER_MAX_CONNS];
+	static const char reqs[] = "GET / HTTP/1.1\r\nHost: v\r\n\r\nGET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n";
+	struct resp r;
+	int i;
+
+	for (i = 0; i < HTTP_SERVER_MAX_CONNS; i++) {
+		cl_open(&c[i], i & 1, HTTP_PORT);
+		c[i].tx = (const u8 *)reqs;
+		c[i].tx_len = sizeof reqs - 1;
+		cl_push(&c[i]);
+	}
+	assert_int_equal(http_server_stats.conns_active, HTTP_SERVER_MAX_CONNS);
+	run_ms(2000);
+	for (i = 0; i < HTTP_SERVER_MAX_CONNS; i++) {
+		assert_true(cl_response(&c[i], false, &r));
+		assert_true(cl_response(&c[i], false, &r));
+		assert_int_equal(r.body_len, 65536);
+		cl_close(&c[i]);
+	}
+	assert_int_equal(http_server_stats.responses[2], 2 * HTTP_SERVER_MAX_CONNS);
+	assert_int_equal(http_server_stats.conns_refused, 0);
+}
+
+static void test_start_twice(void **state)
+{
+	assert_int_equal(http_server_start(HTTP_PORT, NULL), -EBUSY);
+	assert_int_equal(echo_start(&echo_cfg_all), -EBUSY);
+}
+
+/* ---- echo ---- */
+
+static void test_tcp_echo(void **state)
+{
+	static u8 data[20000];
+	struct client c;
+	size_t i;
+
+	for (i = 0; i < sizeof data; i++)
+		data[i] = (u8)(i * 7 + 3);
+	cl_open(&c, V4, ECHO_PORT);
+	cl_send(&c, data, sizeof data);
+	for (i = 0; i < 100 && c.len < sizeof data; i++)
+		run_ms(50);
+	assert_int_equal(c.len, sizeof data);
+	assert_memory_equal(c.buf, data, sizeof data);
+	assert_int_equal(echo_stats.tcp_bytes, sizeof data);
+	cl_close(&c);
+	run_ms(100);
+	assert_int_equal(echo_stats.tcp_active, 0);
+}
+
+/* A peer that sends but does not read: the echo holds at most one window,
+ * then its window closes; once the peer reads, everything comes back. */
+static void test_tcp_echo_bounded(void **state)
+{
+	static u8 data[150000];	/* more than the client can queue (TCP_SND_BUF) */
+	struct client c;
+	size_t i;
+
+	for (i = 0; i < sizeof data; i++)
+		data[i] = (u8)(i % 253);
+	cl_open(&c, V6, ECHO_PORT);
+	c.hold = true;
+	cl_send(&c, data, sizeof data);
+	run_ms(3000);
+	assert_true(c.len <= TCP_WND);
+	assert_true(echo_stats.tcp_bytes <= 2 * TCP_WND);	/* client window + ours */
+	assert_true(c.tx_off < sizeof data);		/* the sender is blocked */
+	cl_resume(&c);
+	for (i = 0; i < 200 && c.len < sizeof data; i++)
+		run_ms(50);
+	assert_int_equal(c.len, sizeof data);
+	assert_memory_equal(c.buf, data, sizeof data);
+	cl_close(&c);
+}
+
+struct udp_client {
+	char got[256];
+	size_t len;
+	u16 from;
+};
+
+static void udp_in(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr, u16_t port)
+{
+	struct udp_client *u = arg;
+
+	u->len = pbuf_copy_partial(p, u->got, sizeof u->got, 0);
+	u->from = port;
+	pbuf_free(p);
+}
+
+static void udp_echo(bool v6)
+{
+	struct udp_client u = { .len = 0 };
+	struct udp_pcb *pcb = udp_new_ip_type(v6 ? IPADDR_TYPE_V6 : IPADDR_TYPE_V4);
+	struct pbuf *p = pbuf_alloc(PBUF_TRANSPORT, 9, PBUF_RAM);
+
+	assert_non_null(pcb);
+	assert_non_null(p);
+	assert_int_equal(udp_bind(pcb, v6 ? IP6_ADDR_ANY : IP4_ADDR_ANY, 4000), ERR_OK);
+	udp_recv(pcb, udp_in, &u);
+	pbuf_take(p, "hello udp", 9);
+	assert_int_equal(udp_sendto(pcb, p, v6 ? &addr6 : &addr4, ECHO_PORT), ERR_OK);
+	pbuf_free(p);
+	run_ms(20);
+	assert_int_equal(u.len, 9);
+	assert_memory_equal(u.got, "hello udp", 9);
+	assert_int_equal(u.from, ECHO_PORT);
+	udp_remove(pcb);
+}
+
+static void test_udp_echo(void **state)
+{
+	udp_echo(V4);
+	udp_echo(V6);
+	assert_int_equal(echo_stats.udp_datagrams, 2);
+	assert_int_equal(echo_stats.udp_bytes, 18);
+}
+
+/* ---- per-source limits and fair share ---- */
+
+static const char *GET_HEALTHZ = "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n";
+
+/* While the table has room a source may hold max_per_src; others are served. */
+static void test_per_source_cap(void **state)
+{
+	struct http_server_cfg cfg = { .max_conns = 4, .max_per_src = 2 };
+	struct client c[4];
+	struct resp r;
+	int i;
+
+	restart(&cfg);
+	cl_open(&c[0], V4, HTTP_PORT);
+	cl_open(&c[1], V4, HTTP_PORT);
+	cl_open(&c[2], V4, HTTP_PORT);
+	run_ms(100);
+	assert_false(c[0].dead);
+	assert_false(c[1].dead);
+	assert_true(c[2].dead);
+	assert_int_equal(c[2].err, ERR_RST);
+	assert_int_equal(http_server_stats.conns_refused_source, 1);
+	assert_int_equal(http_server_stats.conns_refused, 1);
+	cl_open(&c[3], V6, HTTP_PORT);	/* another source */
+	cl_send_str(&c[3], GET_HEALTHZ);
+	assert_true(cl_response(&c[3], false, &r));
+	assert_int_equal(r.status, 200);
+	for (i = 0; i < 4; i++)
+		i == 2 ? cl_abort(&c[i]) : cl_close(&c[i]);
+}
+
+/* The table is full of one source: a newcomer from another source below its
+ * fair share takes the oldest idle slot of the heaviest source; at its share
+ * it is refused like everyone. */
+static void test_fair_share(void **state)
+{
+	struct http_server_cfg cfg = { .max_conns = 4 };
+	struct client a[5], b[3];
+	struct resp r;
+	int i;
+
+	restart(&cfg);
+	for (i = 0; i < 4; i++)
+		cl_open(&a[i], V4, HTTP_PORT);
+	cl_send_str(&a[1], "GET / HT");	/* a[1] is mid-request: not idle */
+	assert_int_equal(http_server_stats.conns_active, 4);
+
+	/* Sources 1 (v4, 4 slots) and the newcomer: share 2. */
+	cl_open(&b[0], V6, HTTP_PORT);
+	run_ms(100);
+	assert_false(b[0].dead);
+	assert_true(a[0].dead);		/* the oldest idle one */
+	assert_int_equal(a[0].err, ERR_RST);
+	cl_open(&b[1], V6, HTTP_PORT);
+	run_ms(100);
+	assert_false(b[1].dead);
+	assert_false(a[1].dead);	/* busy: skipped */
+	assert_true(a[2].dead);
+	assert_int_equal(http_server_stats.conns_evicted, 2);
+	/* Each source at its share now. */
+	cl_open(&b[2], V6, HTTP_PORT);
+	cl_open(&a[4], V4, HTTP_PORT);
+	run_ms(100);
+	assert_true(b[2].dead);
+	assert_true(a[4].dead);
+	assert_int_equal(http_server_stats.conns_evicted, 2);
+	assert_int_equal(http_server_stats.conns_refused, 2);
+	assert_int_equal(http_server_stats.conns_active, 4);
+	/* The survivors are served. */
+	cl_send_str(&a[1], "TP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&a[1], false, &r));
+	cl_send_str(&b[0], GET_HEALTHZ);
+	assert_true(cl_response(&b[0], false, &r));
+	assert_int_equal(r.status, 200);
+	for (i = 0; i < 5; i++)
+		(i == 1 || i == 3) ? cl_close(&a[i]) : cl_abort(&a[i]);
+	cl_close(&b[0]);
+	cl_close(&b[1]);
+	cl_abort(&b[2]);
+}
+
+/* Echo shares the accounting: its table, its cap. */
+static void test_echo_per_source(void **state)
+{
+	struct echo_cfg cfg = { .port = ECHO_PORT, .services = ECHO_TCP, .max_conns = 2 };
+	struct client c[3];
+	int i;
+
+	echo_stop();
+	assert_int_equal(echo_start(&cfg), 0);
+	cl_open(&c[0], V4, ECHO_PORT);
+	cl_open(&c[1], V4, ECHO_PORT);
+	cl_open(&c[2], V6, ECHO_PORT);	/* full: evicts the oldest v4 */
+	run_ms(100);
+	assert_true(c[0].dead);
+	assert_false(c[1].dead);
+	assert_false(c[2].dead);
+	assert_int_equal(echo_stats.tcp_evicted, 1);
+	cl_send_str(&c[2], "abc");
+	run_ms(100);
+	assert_int_equal(c[2].len, 3);
+	for (i = 0; i < 3; i++)
+		i ? cl_close(&c[i]) : cl_abort(&c[i]);
+}
+
+/* ---- send stall judged by bytes ---- */
+
+/* Open the client's window by n bytes and announce it at once, however
+ * small: lwIP as a receiver avoids silly windows (it announces nothing below
+ * an MSS), an attacker does not, so the announced window is set by hand. */
+static void cl_window(struct client *c, u32 n)
+{
+	struct tcp_pcb *pcb = c->pcb;
+
+	n = MIN(n, c->held);
+	if (!n || !pcb)
+		return;
+	tcp_recved(pcb, (u16_t)n);
+	c->held -= n;
+	pcb->rcv_ann_wnd = pcb->rcv_wnd;
+	pcb->rcv_ann_right_edge = pcb->rcv_nxt + pcb->rcv_wnd;
+	tcp_ack_now(pcb);
+	tcp_output(pcb);
+}
+
+/* A reader that opens its window one byte at a time and ACKs every byte:
+ * ACKs keep coming (the old "any ACK" rule never fires), but less than
+ * send_min_bytes per window gets it reset. */
+static void test_tiny_window_stall(void **state)
+{
+	struct http_server_cfg cfg = { .send_timeout_ms = 5000 };
+	struct client c;
+	size_t at_5s = 0;
+	int t;
+
+	restart(&cfg);
+	cl_open(&c, V4, HTTP_PORT);
+	c.hold = true;
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	for (t = 0; t < 200 && http_server_stats.conns_active; t++) {
+		cl_window(&c, 1);
+		run_ms(100);
+		if (t == 60)
+			at_5s = c.len;
+	}
+	assert_int_equal(http_server_stats.conns_active, 0);
+	assert_int_equal(http_server_stats.timeouts_send, 1);
+	assert_true(c.len > at_5s + 3);	/* progress, a byte at a time */
+	assert_true(t >= 50 && t <= 110);	/* within two windows */
+	cl_abort(&c);
+}
+
+/* A slow reader that acks more than send_min_bytes per window is not reset. */
+static void test_slow_reader_served(void **state)
+{
+	struct http_server_cfg cfg = { .send_timeout_ms = 5000 };
+	struct client c;
+	struct resp r;
+	int t;
+
+	restart(&cfg);
+	cl_open(&c, V6, HTTP_PORT);
+	c.hold = true;
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	for (t = 0; t < 60 && c.len < 65536; t++) {
+		cl_window(&c, TCP_MSS);
+		run_ms(1000);
+	}
+	assert_true(t > 3 * 5);		/* it took several windows */
+	assert_int_equal(http_server_stats.timeouts_send, 0);
+	cl_resume(&c);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.body_len, 65536);
+	cl_close(&c);
+}
+
+/* ---- orphans ---- */
+
+#define ORPHAN_PORT 40000
+
+/* n clients send a request and FIN, then never ACK again: the server answers,
+ * closes, and its PCBs wait in LAST_ACK for ACKs that never come. */
+static void orphan_flood(struct client *c, int n)
+{
+	static const char req[] = "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n";
+	int i;
+
+	bh_lo = ORPHAN_PORT;
+	bh_hi = (u16)(ORPHAN_PORT + n);
+	for (i = 0; i < n; i++) {
+		cl_open_from(&c[i], i & 1, HTTP_PORT, (u16)(ORPHAN_PORT + i));
+		assert_true(c[i].connected);
+		c[i].tx = (const u8 *)req;
+		c[i].tx_len = sizeof req - 1;
+		cl_push(&c[i]);
+		assert_int_equal(tcp_shutdown(c[i].pcb, 0, 1), ERR_OK);
+		run_ms(20);
+	}
+	run_ms(500);
+}
+
+static void orphans_end(struct client *c, int n)
+{
+	int i;
+
+	bh_lo = bh_hi = 0;
+	for (i = 0; i < n; i++)
+		cl_abort(&c[i]);
+}
+
+/* More orphans than the cap: the oldest are aborted, the count stays at the
+ * cap, and the heap they hold stays within the budget per orphan. */
+static void test_orphans_cap(void **state)
+{
+	enum { N = VIREO_LWIP_ORPHANS_MAX + 40 };
+	static struct client c[N];
+	u64 capped0 = vireo_lwip_stats.orphans_capped;
+	mem_size_t used0 = lwip_stats.mem.used;
+	u32 count, bytes;
+
+	orphan_flood(c, N);
+	vireo_lwip_orphans_count(&count, &bytes);
+	assert_int_equal(count, VIREO_LWIP_ORPHANS_MAX);
+	assert_true(bytes <= VIREO_LWIP_ORPHANS_BYTES);
+	assert_int_equal(vireo_lwip_stats.orphans_capped - capped0, N - VIREO_LWIP_ORPHANS_MAX);
+	assert_int_equal(http_server_stats.conns_active, 0);
+	assert_int_equal(http_server_stats.responses[2], N);
+	if (getenv("VIREO_TEST_LOG"))
+		fprintf(stderr, "orphans: %u holding ~%u bytes (estimate), heap +%u\n", count, bytes,
+			(unsigned)(lwip_stats.mem.used - used0));
+	/* The heap holds the capped orphans (bytes is their estimate from
+	 * above) and one PCB per client (272 with its block header); 40
+	 * uncapped orphans more would be ~28 KiB beyond that. */
+	assert_true(lwip_stats.mem.used - used0 <= (mem_size_t)(bytes + N * 272));
+	orphans_end(c, N);
+}
+
+/* Orphans whose peer stays silent go after VIREO_LWIP_ORPHAN_TIMEOUT_MS. */
+static void test_orphans_timeout(void **state)
+{
+	enum { N = 8 };
+	static struct client c[N];
+	u64 timedout0 = vireo_lwip_stats.orphans_timedout;
+	u32 count, bytes;
+
+	orphan_flood(c, N);
+	vireo_lwip_orphans_count(&count, &bytes);
+	assert_int_equal(count, N);
+	run_step(VIREO_LWIP_ORPHAN_TIMEOUT_MS - 5000, 250);
+	vireo_lwip_orphans_count(&count, &bytes);
+	assert_int_equal(count, N);
+	run_step(6000, 250);
+	vireo_lwip_orphans_count(&count, &bytes);
+	assert_int_equal(count, 0);
+	assert_int_equal(vireo_lwip_stats.orphans_timedout - timedout0, N);
+	orphans_end(c, N);
+}
+
+/* ---- UDP echo rules ---- */
+
+struct udp_peer {
+	struct udp_pcb *pcb;
+	int answers;
+};
+
+static void udp_count(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr, u16_t port)
+{
+	((struct udp_peer *)arg)->answers++;
+	pbuf_free(p);
+}
+
+/* n datagrams from port `from` to `to`:ECHO_PORT; the number of answers. */
+static int udp_burst(bool v6, u16 from, const ip_addr_t *to, int n)
+{
+	struct udp_peer u = { .answers = 0 };
+	int i;
+
+	u.pcb = udp_new_ip_type(v6 ? IPADDR_TYPE_V6 : IPADDR_TYPE_V4);
+	assert_non_null(u.pcb);
+	assert_int_equal(udp_bind(u.pcb, v6 ? IP6_ADDR_ANY : IP4_ADDR_ANY, from), ERR_OK);
+	udp_recv(u.pcb, udp_count, &u);
+	for (i = 0; i < n; i++) {
+		struct pbuf *p = pbuf_alloc(PBUF_TRANSPORT, 4, PBUF_RAM);
+
+		assert_non_null(p);
+		pbuf_take(p, "ping", 4);
+		udp_sendto(u.pcb, p, to ? to : v6 ? &addr6 : &addr4, ECHO_PORT);
+		pbuf_free(p);
+		wire_drain();
+	}
+	run_ms(20);
+	udp_remove(u.pcb);
+	return u.answers;
+}
+
+static void test_udp_echo_refusals(void **state)
+{
+	ip_addr_t bcast, mcast;
+
+	IP_ADDR4(&bcast, 192, 168, 7, 255);
+	assert_true(ipaddr_aton("ff02::1", &mcast));
+	assert_int_equal(udp_burst(V4, 19, NULL, 1), 0);	/* chargen */
+	assert_int_equal(udp_burst(V6, 13, NULL, 1), 0);	/* daytime */
+	assert_int_equal(echo_stats.udp_refused[ECHO_UDP_LOW_PORT], 2);
+	assert_int_equal(udp_burst(V4, 5000, &bcast, 1), 0);
+	assert_int_equal(echo_stats.udp_refused[ECHO_UDP_BROADCAST], 1);
+	assert_int_equal(udp_burst(V6, 5000, &mcast, 1), 0);
+	assert_int_equal(echo_stats.udp_refused[ECHO_UDP_MULTICAST], 1);
+	assert_int_equal(udp_burst(V4, 5000, NULL, 1), 1);	/* and a fine one */
+	assert_int_equal(echo_stats.udp_datagrams, 1);
+	assert_int_equal(echo_stats.udp_dropped, 4);
+}
+
+/* Echo on a high port: its own port is refused as a source too. */
+static void test_udp_echo_own_port(void **state)
+{
+	struct echo_cfg cfg = { .port = 7007, .services = ECHO_UDP };
+	struct udp_pcb *pcb;
+	struct pbuf *p;
+
+	echo_stop();
+	assert_int_equal(echo_start(&cfg), 0);
+	/* A second PCB on the same port would be refused by udp_bind(): send
+	 * from the echo's own port through a connected raw-API PCB instead. */
+	pcb = udp_new_ip_type(IPADDR_TYPE_V4);
+	assert_non_null(pcb);
+	pcb->local_port = 7007;		/* as another host's echo would */
+	p = pbuf_alloc(PBUF_TRANSPORT, 4, PBUF_RAM);
+	assert_non_null(p);
+	pbuf_take(p, "loop", 4);
+	assert_int_equal(udp_sendto(pcb, p, &addr4, 7007), ERR_OK);
+	pbuf_free(p);
+	run_ms(20);
+	assert_int_equal(echo_stats.udp_refused[ECHO_UDP_OWN_PORT], 1);
+	assert_int_equal(echo_stats.udp_datagrams, 0);
+	udp_remove(pcb);
+}
+
+static void test_udp_echo_rate(void **state)
+{
+	struct echo_cfg cfg = { .port = ECHO_PORT, .services = ECHO_UDP };
+
+	/* One source: its burst, then its rate. */
+	assert_int_equal(udp_burst(V4, 5000, NULL, 40), ECHO_UDP_SRC_BURST);
+	assert_int_equal(echo_stats.udp_refused[ECHO_UDP_RATE_SOURCE], 40 - ECHO_UDP_SRC_BURST);
+	run_ms(500);
+	assert_int_equal(udp_burst(V4, 5001, NULL, 40), ECHO_UDP_SRC_RATE / 2);
+	/* Another source has its own bucket. */
+	assert_int_equal(udp_burst(V6, 5000, NULL, 4), 4);
+
+	/* All sources together: the global bucket. */
+	cfg.udp_rate = 1;
+	cfg.udp_burst = 6;
+	cfg.udp_src_burst = 100;
+	echo_stop();
+	assert_int_equal(echo_start(&cfg), 0);
+	assert_int_equal(udp_burst(V4, 5000, NULL, 5) + udp_burst(V6, 5000, NULL, 5), 6);
+	assert_int_equal(echo_stats.udp_refused[ECHO_UDP_RATE_GLOBAL], 4);
+}
+
+/* echo_start() with no service, or an unknown one, is refused. */
+static void test_echo_services(void **state)
+{
+	struct echo_cfg none = { .port = ECHO_PORT }, bad = { .port = ECHO_PORT, .services = 4 };
+
+	echo_stop();
+	assert_int_equal(echo_start(&none), -EINVAL);
+	assert_int_equal(echo_start(&bad), -EINVAL);
+	assert_int_equal(echo_start(&echo_cfg_all), 0);
+}
+
+/* Source keys: an IPv4 address, an IPv6 /64. */
+static void test_source_keys(void **state)
+{
+	static const char *const same64[] = { "fd00::1", "fd00::ffff:1", "fd00::1:2:3:4" };
+	struct conntab_src a, b;
+	ip_addr_t x;
+	size_t i;
+
+	assert_true(ipaddr_aton("fd00::2", &x));
+	conntab_src_of(&x, &a);
+	for (i = 0; i < ARRAY_SIZE(same64); i++) {
+		assert_true(ipaddr_aton(same64[i], &x));
+		conntab_src_of(&x, &b);
+		assert_true(conntab_src_equal(&a, &b));
+		assert_int_equal(conntab_src_hash(&a, 7), conntab_src_hash(&b, 7));
+	}
+	assert_true(ipaddr_aton("fd00:0:0:1::2", &x));	/* the next /64 */
+	conntab_src_of(&x, &b);
+	assert_false(conntab_src_equal(&a, &b));
+	assert_true(ipaddr_aton("192.168.7.2", &x));
+	conntab_src_of(&x, &a);
+	assert_true(ipaddr_aton("192.168.7.3", &x));
+	conntab_src_of(&x, &b);
+	assert_false(conntab_src_equal(&a, &b));
+	assert_true(ipaddr_aton("::ffff:192.168.7.2", &x));	/* an IPv6 address, not the IPv4 one */
+	conntab_src_of(&x, &b);
+	assert_false(conntab_src_equal(&a, &b));
+	assert_int_not_equal(conntab_src_hash(&a, 1), conntab_src_hash(&a, 2));	/* keyed */
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_index_v4),
+		T(test_index_v6),
+		T(test_head),
+		T(test_not_modified),
+		T(test_last_modified),
+		T(test_rebind),
+		T(test_healthz),
+		T(test_https_redirect),
+		T(test_not_found_keeps_alive),
+		T(test_bad_request),
+		T(test_method_not_allowed),
+		T(test_uri_too_long),
+		T(test_header_fields_too_large),
+		T(test_keep_alive),
+		T(test_pipelined),
+		T(test_connection_close),
+		T(test_http10),
+		T(test_client_half_close),
+		T(test_64k),
+		T(test_64k_one_flight),
+		T(test_snd_bulk_grants_bounded),
+		T(test_metrics),
+		T(test_metrics_writer),
+		T(test_connection_limit),
+		T(test_idle_timeout),
+		T(test_header_timeout),
+		T(test_send_timeout),
+		T(test_client_abort),
+		T(test_many_connections),
+		T(test_start_twice),
+		T(test_tcp_echo),
+		T(test_tcp_echo_bounded),
+		T(test_udp_echo),
+		T(test_per_source_cap),
+		T(test_fair_share),
+		T(test_echo_per_source),
+		T(test_tiny_window_stall),
+		T(test_slow_reader_served),
+		T(test_orphans_cap),
+		T(test_orphans_timeout),
+		T(test_udp_echo_refusals),
+		T(test_udp_echo_own_port),
+		T(test_udp_echo_rate),
+		T(test_echo_services),
+		T(test_source_keys),
+		T(test_drain),
+		T(test_drain_then_cut),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, NULL);
+}

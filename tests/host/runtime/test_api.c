@@ -1,0 +1,1061 @@
+/* The application API (include/vireo/) against the runtime's host build:
+ * the HTTP server, the route table, TCP and UDP services, timers and
+ * metrics over the real lwIP core on the test wire (lwip_wire.c). Routes
+ * are registered once, as an app's init would; after every test all
+ * connections, handles and buffers must be gone and lwIP's pools, its heap
+ * and the kernel heap shim back to where they started. */
+#define _GNU_SOURCE	/* memmem */
+#include "lwip/init.h"
+#include "lwip/ip.h"
+#include "lwip/memp.h"
+#include "lwip/stats.h"
+#include "lwip/tcp.h"
+#include "lwip/udp.h"
+#include "lwip/priv/tcp_priv.h"
+#include "runtime/api.h"
+#include "runtime/echo.h"
+#include "runtime/http/http.h"
+#include "runtime/metrics.h"
+#include "runtime/http/server.h"
+#include "runtime/site.h"
+#include "net/port/lwip_port.h"
+#include "kernel/time/time.h"
+#include "kernel/time/wallclock.h"
+#include "tests/host/lwip/lwip_wire.h"
+#include "vireo/vireo.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#define HTTP_PORT 80
+#define TCP_SVC_PORT 9000
+#define UDP_SVC_PORT 5353
+#define V4 false
+#define V6 true
+
+/* ---- the app under test: its routes, services and metrics ---- */
+
+VIREO_COUNTER(t_hits, "t_hits_total", "Handler calls.");
+VIREO_GAUGE(t_level, "t_level", "A signed gauge.");
+VIREO_HISTOGRAM(t_sizes, "t_sizes_bytes", "Body sizes.", 10, 100, 1000);
+VIREO_COUNTER_VEC(t_kinds, "t_kinds_total", "By kind.", "kind", "a", "b");
+VIREO_COUNTER(t_bad, "vireo_t_bad", "A name of the runtime's: refused.");
+VIREO_CONFIG_UINT(t_knob, "t.knob", 7, 1, 10, "a test key");
+
+static struct {
+	unsigned calls;
+	char subpath[64], query_a[32], xhdr[32];
+	bool xhdr_null;
+	vireo_req kept;		/* a deferred exchange */
+	unsigned done_true, done_false;
+	struct vireo_timer timer;
+	/* streaming */
+	size_t stream_total, stream_sent;
+	unsigned writable_calls, short_writes;
+	bool chunk_unknown;
+	/* TCP service */
+	unsigned accepts, closes, eofs;
+	bool tcp_hold;		/* on_recv consumes nothing */
+	vireo_tcp last_tcp;
+	/* UDP */
+	unsigned udp_in;
+	struct vireo_addr udp_src;
+	vireo_udp udp;
+} t;
+
+static void t_on_done(vireo_req r, bool done, void *arg)
+{
+	(void)r;
+	(void)arg;
+	if (done)
+		t.done_true++;
+	else
+		t.done_false++;
+}
+
+static void h_exact(vireo_req r, void *arg)
+{
+	char buf[64];
+	int n;
+	const char *x;
+
+	t.calls++;
+	vireo_counter_inc(&t_hits);
+	vireo_req_on_done(r, t_on_done, NULL);
+	if (vireo_req_query_param(r, "a", t.query_a, sizeof t.query_a) < 0)
+		t.query_a[0] = '\0';
+	x = vireo_req_header(r, "X-Test");
+	t.xhdr_null = x == NULL;
+	snprintf(t.xhdr, sizeof t.xhdr, "%s", x ? x : "");
+	n = snprintf(buf, sizeof buf, "exact %s\n", vireo_req_method(r) == VIREO_HEAD ? "head" : "get");
+	assert_int_equal(vireo_resp_header(r, "X-App", "yes"), 0);
+	assert_int_equal(vireo_resp_send(r, 200, "text/plain", buf, (size_t)n), 0);
+	/* Misuse after the answer: refused, nothing breaks. */
+	assert_int_equal(vireo_resp_send(r, 200, "text/plain", "x", 1), -EALREADY);
+	assert_int_equal(vireo_resp_header(r, "X-Late", "1"), -EALREADY);
+}
+
+static void h_prefix(vireo_req r, void *arg)
+{
+	snprintf(t.subpath, sizeof t.subpath, "%s", vireo_req_subpath(r));
+	vireo_resp_send(r, 200, "text/plain", (const char *)arg, strlen(arg));
+}
+
+static void h_body(vireo_req r, void *arg)
+{
+	size_t len;
+	const void *b = vireo_req_body(r, &len);
+
+	vireo_histogram_observe(&t_sizes, len);
+	vireo_resp_send(r, 201, "application/octet-stream", b, len);
+}
+
+/* A baked file (the subpath names it): by vireo_resp_send_file() (arg
+ * NULL), or the long way it stands for (arg not NULL). ?h=V adds X-Before
+ * first; ?lie=1 changes the copy's fields before sending. */
+static void h_file(vireo_req r, void *arg)
+{
+	char path[128], q[16];
+	struct vireo_file f;
+	int nm;
+
+	snprintf(path, sizeof path, "/%s", vireo_req_subpath(r));
+	if (!vireo_file_find(path, &f)) {
+		vireo_resp_error(r, 404);
+		return;
+	}
+	if (vireo_req_query_param(r, "h", q, sizeof q) > 0)
+		assert_int_equal(vireo_resp_header(r, "X-Before", q), 0);
+	if (!arg) {
+		if (vireo_req_query_param(r, "lie", q, sizeof q) > 0) {
+			f.data = (const u8 *)"x";
+			f.len = 1;
+			f.etag = "\"lie\"";
+			f.content_type = "text/lie";
+		}
+		assert_int_equal(vireo_resp_send_file(r, &f), 0);
+		assert_int_equal(vireo_resp_send_file(r, &f), -EALREADY);
+		return;
+	}
+	assert_int_equal(vireo_resp_header(r, "ETag", f.etag), 0);
+	vireo_resp_last_modified(r, f.mtime);
+	nm = vireo_req_not_modified(r, f.etag, f.mtime);
+	assert_int_equal(vireo_resp_send_static(r, nm ? 304 : 200, f.content_type, f.data, f.len), 0);
+}
+
+/* vireo_resp_send_file() misused: each refused and logged, then a real
+ * answer. */
+static void h_file_misuse(vireo_req r, void *arg)
+{
+	struct vireo_file f, forged;
+
+	assert_true(vireo_file_find("/index.html", &f));
+	assert_int_equal(vireo_resp_send_file(r, NULL), -EINVAL);
+	forged = f;
+	forged.priv = &forged;			/* not the runtime's entry */
+	assert_int_equal(vireo_resp_send_file(r, &forged), -EINVAL);
+	forged.priv = (const char *)f.priv + 8;	/* inside one, not at its start */
+	assert_int_equal(vireo_resp_send_file(r, &forged), -EINVAL);
+	forged.priv = NULL;
+	assert_int_equal(vireo_resp_send_file(r, &forged), -EINVAL);
+	assert_int_equal(vireo_resp_send_file(r, &f), 0);
+}
+
+static void t_timer_fire(struct vireo_timer *tm, void *arg)
+{
+	(void)tm;
+	(void)arg;
+	assert_int_equal(vireo_resp_send(t.kept, 200, "text/plain", "later\n", 6), 0);
+}
+
+static void h_later(vireo_req r, void *arg)
+{
+	t.kept = r;
+	vireo_req_on_done(r, t_on_done, NULL);
+	vireo_timer_init(&t.timer, t_timer_fire, NULL);
+	assert_int_equal(vireo_timer_start(&t.timer, 200), 0);
+}
+
+static void h_never(vireo_req r, void *arg)
+{
+	t.kept = r;
+	vireo_req_on_done(r, t_on_done, NULL);
+}
+
+static u8 stream_byte(size_t i)
+{
+	return (u8)(i * 7 + (i >> 8));
+}
+
+static void stream_fill(vireo_req r, void *arg)
+{
+	t.writable_calls++;
+	while (t.stream_sent < t.stream_total) {
+		u8 chunk[3000];
+		size_t n = MIN(sizeof chunk, t.stream_total - t.stream_sent), i;
+		int w;
+
+		for (i = 0; i < n; i++)
+			chunk[i] = stream_byte(t.stream_sent + i);
+		w = vireo_resp_write(r, chunk, n);
+		assert_true(w >= 0);
+		t.stream_sent += (size_t)w;
+		if ((size_t)w < n) {
+			t.short_writes++;
+			return;	/* on_writable comes back */
+		}
+	}
+	assert_int_equal(vireo_resp_end(r), 0);
+	assert_int_equal(vireo_resp_write(r, "x", 1), -EINVAL);	/* after the end */
+}
+
+static void h_stream(vireo_req r, void *arg)
+{
+	vireo_req_on_done(r, t_on_done, NULL);
+	assert_int_equal(vireo_resp_write(r, "x", 1), -EINVAL);	/* before the start */
+	assert_int_equal(vireo_resp_start(r, 200, "application/octet-stream",
+					  t.chunk_unknown ? VIREO_LENGTH_UNKNOWN : t.stream_total), 0);
+	if (!t.chunk_unknown) {
+		u8 big[16] = { 0 };
+
+		/* More than declared: refused whole. */
+		assert_int_equal(vireo_resp_write(r, big, 0), 0);
+		if (t.stream_total < sizeof big)
+			assert_int_equal(vireo_resp_write(r, big, sizeof big), -EINVAL);
+	}
+	vireo_resp_on_writable(r, stream_fill, NULL);
+	stream_fill(r, NULL);
+}
+
+/* TCP service: answers each line upper-cased; "hold" makes on_recv take
+ * nothing until recv_again. */
+static void svc_accept_cb(vireo_tcp c, void *arg)
+{
+	t.accepts++;
+	t.last_tcp = c;
+	vireo_tcp_set_ctx(c, &t);
+}
+
+static size_t svc_recv_cb(vireo_tcp c, const void *data, size_t len, void *arg)
+{
+	char out[256];
+	size_t i, n = MIN(len, sizeof out);
+
+	assert_ptr_equal(vireo_tcp_ctx(c), &t);
+	if (t.tcp_hold)
+		return 0;
+	for (i = 0; i < n; i++) {
+		char ch = ((const char *)data)[i];
+
+		out[i] = (ch >= 'a' && ch <= 'z') ? (char)(ch - 32) : ch;
+	}
+	if (n >= 4 && !memcmp(data, "quit", 4)) {
+		vireo_tcp_close(c);
+		return n;
+	}
+	return (size_t)vireo_tcp_send(c, out, n);
+}
+
+static void svc_eof_cb(vireo_tcp c, void *arg)
+{
+	t.eofs++;
+	vireo_tcp_close(c);
+}
+
+static void svc_close_cb(vireo_tcp c, void *arg)
+{
+	t.closes++;
+	assert_int_equal(vireo_tcp_send(c, "x", 1), -EPIPE);	/* stale during the call */
+	assert_ptr_equal(vireo_tcp_ctx(c), &t);			/* but its context is there to free */
+}
+
+static void udp_recv_cb(vireo_udp u, const struct vireo_addr *src, const void *data, size_t len, void *arg)
+{
+	char out[64];
+	int n;
+
+	t.udp_in++;
+	t.udp_src = *src;
+	n = snprintf(out, sizeof out, "got %zu", len);
+	assert_int_equal(vireo_udp_send(u, src, out, (size_t)n), 0);
+}
+
+static int t_app_init(void)
+{
+	static const char pre[] = "prefix\n", longer[] = "longer\n";
+
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/exact", .methods = VIREO_GET,
+								 .handler = h_exact }), 0);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/pre/", .prefix = true,
+								 .methods = VIREO_GET, .handler = h_prefix,
+								 .arg = (void *)pre }), 0);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/pre/long/", .prefix = true,
+								 .methods = VIREO_GET, .handler = h_prefix,
+								 .arg = (void *)longer }), 0);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/body", .methods = VIREO_POST | VIREO_PUT,
+								 .max_body = VIREO_HTTP_BODY_MAX, .handler = h_body }), 0);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/later", .methods = VIREO_GET,
+								 .handler = h_later }), 0);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/never", .methods = VIREO_GET,
+								 .handler = h_never }), 0);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/stream", .methods = VIREO_GET,
+								 .handler = h_stream }), 0);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/file/", .prefix = true,
+								 .methods = VIREO_GET, .handler = h_file }), 0);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/long/", .prefix = true,
+								 .methods = VIREO_GET, .handler = h_file,
+								 .arg = (void *)1 }), 0);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/filemisuse", .methods = VIREO_GET,
+								 .handler = h_file_misuse }), 0);
+	/* The same path for another method: a second route. */
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/exact", .methods = VIREO_DELETE,
+								 .handler = h_prefix, .arg = (void *)pre }), 0);
+	return 0;
+}
+VIREO_APP(t, .name = "t", .init = t_app_init, .help = "the API's host test");
+
+static const struct vireo_tcp_service tcp_svc = {
+	.name = "upper", .port = TCP_SVC_PORT, .max_conns = 4, .max_per_src = 2, .idle_timeout_ms = 5000,
+	.on_accept = svc_accept_cb, .on_recv = svc_recv_cb, .on_eof = svc_eof_cb, .on_close = svc_close_cb,
+};
+
+/* ---- fixtures ---- */
+
+static long base_kmem;	/* kernel heap blocks after the apps started */
+
+static int group_setup(void **state)
+{
+	assert_int_equal(vireo_lwip_init(), 0);
+	wire_netif_up();
+	/* The metric named vireo_*: refused at boot, one misuse. */
+	assert_int_equal(api_apps_start(), 0);
+	base_kmem = hk_kmem_live();
+	assert_true(hk_log_contains("metric vireo_t_bad: vireo_ names are the runtime's"));
+	return 0;
+}
+
+static int setup(void **state)
+{
+	memset(&t, 0, sizeof t);
+	wire_snapshot();
+	assert_int_equal(http_server_start(HTTP_PORT, NULL), 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	http_server_stop();
+	api_services_stop();
+	run_step(2 * TCP_MSL + 10000, 250);
+	wire_check_idle();
+	assert_int_equal(api_handles_live(), 0);
+	assert_int_equal(api_buf_held(), 0);
+	assert_int_equal(hk_kmem_live(), base_kmem);	/* the API's tables stay */
+	return 0;
+}
+
+static void get(struct client *c, const char *req, struct resp *r, bool head)
+{
+	cl_open(c, V4, HTTP_PORT);
+	cl_send_str(c, req);
+	run_ms(200);
+	assert_true(cl_response(c, head, r));
+}
+
+/* ---- routes ---- */
+
+static void test_exact_route(void **state)
+{
+	struct client c;
+	struct resp r;
+
+	get(&c, "GET /t/exact?a=x%20y&b=2 HTTP/1.1\r\nHost: h\r\nX-Test:  v1 \r\n\r\n", &r, false);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "X-App"), "yes");
+	assert_string_equal(hdr(&r, "Connection"), "keep-alive");
+	assert_memory_equal(r.body, "exact get\n", 10);
+	assert_string_equal(t.query_a, "x y");
+	assert_string_equal(t.xhdr, "v1");
+	/* HEAD: the same Content-Length, no body; a repeated header is NULL. */
+	cl_send_str(&c, "HEAD /t/exact HTTP/1.1\r\nHost: h\r\nX-Test: 1\r\nx-test: 2\r\n\r\n");
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Content-Length"), "11");	/* "exact head\n" */
+	assert_true(t.xhdr_null);
+	run_ms(100);
+	assert_int_equal(c.len, c.off);	/* no body followed */
+	assert_int_equal(t.calls, 2);
+	assert_int_equal(t.done_true, 2);
+	assert_int_equal(t_hits.v, 2);
+	cl_close(&c);
+}
+
+static void test_prefix_and_404_405(void **state)
+{
+	struct client c;
+	struct resp r;
+
+	get(&c, "GET /t/pre/a/b HTTP/1.1\r\nHost: h\r\n\r\n", &r, false);
+	assert_memory_equal(r.body, "prefix\n", 7);
+	assert_string_equal(t.subpath, "a/b");
+	cl_send_str(&c, "GET /t/pre/long/z HTTP/1.1\r\nHost: h\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_memory_equal(r.body, "longer\n", 7);	/* the longest prefix */
+	assert_string_equal(t.subpath, "z");
+	cl_send_str(&c, "DELETE /t/exact HTTP/1.1\r\nHost: h\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_memory_equal(r.body, "prefix\n", 7);	/* the DELETE route of the same path */
+	cl_send_str(&c, "GET /t/nothing HTTP/1.1\r\nHost: h\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 404);
+	assert_string_equal(hdr(&r, "Connection"), "keep-alive");
+	cl_send_str(&c, "PUT /t/exact HTTP/1.1\r\nHost: h\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 405);
+	assert_string_equal(hdr(&r, "Allow"), "GET, HEAD, DELETE");
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	run_ms(200);
+	assert_true(c.eof);
+	cl_close(&c);
+	assert_int_equal(api_http_stats.method_refusals, 1);
+}
+
+/* ---- bodies ---- */
+
+static void test_body_round_trip(void **state)
+{
+	static u8 req[70000];
+	size_t body = 60000, n, i;
+	struct client c;
+	struct resp r;
+
+	n = (size_t)snprintf((char *)req, sizeof req, "PUT /t/body HTTP/1.1\r\nHost: h\r\nContent-Length: %zu\r\n\r\n",
+			     body);
+	for (i = 0; i < body; i++)
+		req[n + i] = (u8)(i * 13);
+	cl_open(&c, V6, HTTP_PORT);
+	cl_send(&c, req, n + body);
+	run_ms(2000);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 201);
+	assert_int_equal(r.body_len, body);
+	assert_memory_equal(r.body, req + n, body);
+	assert_int_equal(t_sizes.count, 1);
+	assert_int_equal(t_sizes.counts[3], 1);	/* above every bound */
+	cl_close(&c);
+}
+
+static void test_body_refusals(void **state)
+{
+	struct client c[5];
+	struct resp r;
+	char req[160];
+	int i;
+
+	/* A body to a route without max_body: 413, close. */
+	get(&c[0], "GET /t/exact HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc", &r, false);
+	assert_int_equal(r.status, 413);
+	cl_close(&c[0]);
+	/* Chunked request bodies: 501. */
+	get(&c[0], "POST /t/body HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n", &r, false);
+	assert_int_equal(r.status, 501);
+	cl_close(&c[0]);
+	/* Over the route's max_body (1 MiB): 413. */
+	snprintf(req, sizeof req, "POST /t/body HTTP/1.1\r\nHost: h\r\nContent-Length: %u\r\n\r\n",
+		 VIREO_HTTP_BODY_MAX + 1);
+	get(&c[0], req, &r, false);
+	assert_int_equal(r.status, 413);
+	cl_close(&c[0]);
+	/* The budget: four 1 MiB bodies held (heads sent, bodies not), the
+	 * fifth is 503 at once. */
+	snprintf(req, sizeof req, "POST /t/body HTTP/1.1\r\nHost: h\r\nContent-Length: %u\r\n\r\n",
+		 VIREO_HTTP_BODY_MAX);
+	for (i = 0; i < 4; i++) {
+		cl_open(&c[i], V4, HTTP_PORT);
+		cl_send_str(&c[i], req);
+	}
+	assert_int_equal(api_buf_held(), 4 * VIREO_HTTP_BODY_MAX);
+	get(&c[4], req, &r, false);
+	assert_int_equal(r.status, 503);
+	assert_int_equal(api_http_stats.budget_refusals, 1);
+	cl_close(&c[4]);
+	/* A body that never completes: 408 at the header timeout, budget back. */
+	run_ms(HTTP_SERVER_HEADER_MS + 1000);
+	for (i = 0; i < 4; i++) {
+		assert_true(cl_response(&c[i], false, &r));
+		assert_int_equal(r.status, 408);
+		cl_close(&c[i]);
+	}
+	assert_int_equal(api_buf_held(), 0);
+}
+
+/* ---- finishing later ---- */
+
+static void test_finish_from_timer(void **state)
+{
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /t/later HTTP/1.1\r\nHost: h\r\n\r\n");
+	run_ms(100);
+	assert_int_equal(c.len, 0);	/* nothing before the timer */
+	assert_true(vireo_req_live(t.kept));
+	run_ms(200);
+	assert_true(cl_response(&c, false, &r));
+	assert_memory_equal(r.body, "later\n", 6);
+	assert_int_equal(t.done_true, 1);
+	assert_false(vireo_req_live(t.kept));
+	assert_int_equal(vireo_resp_send(t.kept, 200, NULL, NULL, 0), -EPIPE);	/* stale */
+	cl_close(&c);
+}
+
+static void test_never_answered_and_lost(void **state)
+{
+	struct client c;
+	struct resp r;
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /t/never HTTP/1.1\r\nHost: h\r\n\r\n");
+	run_ms(1000);
+	assert_int_equal(c.len, 0);
+	assert_true(vireo_req_live(t.kept));
+	cl_abort(&c);
+	assert_int_equal(t.done_false, 1);	/* the client reset: lost */
+	assert_false(vireo_req_live(t.kept));
+	assert_int_equal(vireo_resp_error(t.kept, 500), -EPIPE);
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /t/never HTTP/1.1\r\nHost: h\r\n\r\n");
+	run_ms(VIREO_HTTP_DEFER_MS + 1000);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 503);
+	assert_int_equal(t.done_false, 2);
+	assert_int_equal(api_http_stats.deferred_timeouts, 1);
+	cl_close(&c);
+}
+
+/* ---- streaming ---- */
+
+/* The body of a chunked response at c->off, decoded into out. */
+static size_t read_chunked(struct client *c, u8 *out, size_t cap)
+{
+	const u8 *s = c->buf + c->off, *end = c->buf + c->len;
+	size_t n = 0;
+
+	for (;;) {
+		char *e;
+		unsigned long sz = strtoul((const char *)s, &e, 16);
+
+		assert_true((const u8 *)e < end && e[0] == '\r' && e[1] == '\n');
+		s = (const u8 *)e + 2;
+		if (!sz)
+			break;
+		assert_true(n + sz <= cap && s + sz + 2 <= end);
+		memcpy(out + n, s, sz);
+		n += sz;
+		s += sz;
+		assert_true(s[0] == '\r' && s[1] == '\n');
+		s += 2;
+	}
+	assert_true(s + 2 <= end && s[0] == '\r' && s[1] == '\n');
+	c->off = (size_t)(s + 2 - c->buf);
+	return n;
+}
+
+static void stream_case(bool unknown, bool http10)
+{
+	static u8 got[300000];
+	struct client c;
+	size_t i, n;
+	const u8 *head_end;
+
+	t.stream_total = 200000;
+	t.chunk_unknown = unknown;
+	cl_open(&c, V4, HTTP_PORT);
+	c.hold = true;	/* a slow reader: the window closes */
+	cl_send_str(&c, http10 ? "GET /t/stream HTTP/1.0\r\n\r\n" : "GET /t/stream HTTP/1.1\r\nHost: h\r\n\r\n");
+	run_ms(500);
+	assert_true(t.short_writes >= 1);	/* back-pressure reached the app */
+	assert_true(t.stream_sent < t.stream_total);
+	assert_true(c.len < 60000);
+	cl_resume(&c);
+	for (i = 0; i < 200 && t.done_true == 0; i++)
+		run_ms(50), cl_resume(&c);
+	assert_int_equal(t.done_true, 1);
+	assert_int_equal(t.stream_sent, t.stream_total);
+	assert_true(t.writable_calls >= 2);
+	run_ms(200);
+	head_end = memmem(c.buf, c.len, "\r\n\r\n", 4);
+	assert_non_null(head_end);
+	c.off = (size_t)(head_end + 4 - c.buf);
+	if (unknown && !http10) {
+		assert_non_null(memmem(c.buf, c.off, "Transfer-Encoding: chunked\r\n", 28));
+		n = read_chunked(&c, got, sizeof got);
+	} else {
+		if (!unknown)
+			assert_non_null(memmem(c.buf, c.off, "Content-Length: 200000\r\n", 24));
+		n = c.len - c.off;
+		memcpy(got, c.buf + c.off, n);
+		c.off = c.len;
+	}
+	assert_int_equal(n, t.stream_total);
+	for (i = 0; i < n; i++)
+		if (got[i] != stream_byte(i))
+			fail_msg("byte %zu: %u, want %u", i, got[i], stream_byte(i));
+	if (http10) {
+		run_ms(200);
+		assert_true(c.eof);	/* HTTP/1.0 without a length: the end is the FIN */
+	}
+	cl_close(&c);
+}
+
+static void test_stream_chunked(void **state)
+{
+	stream_case(true, false);
+}
+
+static void test_stream_declared_length(void **state)
+{
+	stream_case(false, false);
+}
+
+static void test_stream_http10(void **state)
+{
+	stream_case(true, true);
+}
+
+/* ---- misuse ---- */
+
+static void test_misuse_refused(void **state)
+{
+	u64 before;
+	struct vireo_timer tm;
+	struct vireo_defer d;
+	void *p;
+
+	before = api_http_stats.requests;
+	(void)before;
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/exact", .methods = VIREO_GET,
+								 .handler = h_exact }), -EEXIST);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/exact", .methods = VIREO_HEAD,
+								 .handler = h_exact }), -EEXIST);	/* GET has HEAD */
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/metrics", .methods = VIREO_GET,
+								 .handler = h_exact }), -EEXIST);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "nope", .methods = VIREO_GET,
+								 .handler = h_exact }), -EINVAL);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/a b", .methods = VIREO_GET,
+								 .handler = h_exact }), -EINVAL);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/x", .methods = 0x100,
+								 .handler = h_exact }), -EINVAL);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/x", .methods = VIREO_GET }), -EINVAL);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/x", .methods = VIREO_POST,
+								 .handler = h_exact,
+								 .max_body = VIREO_HTTP_BODY_MAX + 1 }), -EINVAL);
+	assert_int_equal(vireo_http_route(NULL), -EINVAL);
+	/* Handles that were never live. */
+	assert_int_equal(vireo_resp_send((vireo_req){ 0 }, 200, NULL, NULL, 0), -EPIPE);
+	assert_int_equal(vireo_resp_write((vireo_req){ 12345 }, "x", 1), -EPIPE);
+	assert_string_equal(vireo_req_path((vireo_req){ 7 }), "");
+	assert_int_equal(vireo_tcp_send((vireo_tcp){ 99 }, "x", 1), -EPIPE);
+	assert_int_equal(vireo_udp_send((vireo_udp){ 3 }, &t.udp_src, "x", 1), -EPIPE);
+	/* Timers and work never initialised. */
+	memset(&tm, 0xa5, sizeof tm);
+	memset(&d, 0, sizeof d);
+	assert_int_equal(vireo_timer_start(&tm, 10), -EINVAL);
+	assert_false(vireo_timer_stop(&tm));
+	assert_int_equal(vireo_defer(&d), -EINVAL);
+	/* Memory: a foreign pointer and a double free are refused. */
+	p = vireo_alloc(100);
+	assert_non_null(p);
+	assert_int_equal(vireo_mem_used(), 100 + VIREO_ALLOC_OVERHEAD);
+	vireo_free(p);
+	assert_int_equal(vireo_mem_used(), 0);
+	vireo_free((char *)&tm + 16);
+	assert_null(vireo_alloc(vireo_mem_limit() + 1));
+	/* A counter-vec index out of range is ignored. */
+	vireo_counter_vec_add(&t_kinds, 5, 1);
+	vireo_counter_vec_add(&t_kinds, 1, 2);
+	assert_int_equal(t_kinds.v[1], 2);
+	assert_true(hk_log_contains("warning: app API: vireo_counter_vec_add: index 5 of 2: ignored"));
+	/* Services: bad arguments, a port taken twice. */
+	assert_int_equal(vireo_tcp_listen(&(struct vireo_tcp_service){ .name = "x", .port = 1 }), -EINVAL);
+	assert_int_equal(vireo_tcp_listen(&(struct vireo_tcp_service){ .name = "Bad!", .port = 1,
+									.on_recv = svc_recv_cb }), -EINVAL);
+	assert_int_equal(vireo_tcp_listen(&tcp_svc), 0);
+	assert_int_equal(vireo_tcp_listen(&tcp_svc), -EEXIST);
+	assert_int_equal(vireo_udp_bind(&(struct vireo_udp_service){ .name = "u", .port = 9,
+								     .max_datagram = VIREO_UDP_MAX + 1,
+								     .on_recv = udp_recv_cb }, NULL), -EINVAL);
+}
+
+static int defer_runs;
+
+static void defer_fn(void *arg)
+{
+	defer_runs += *(int *)arg;
+}
+
+static unsigned timer_fires;
+
+static void count_fire(struct vireo_timer *tm, void *arg)
+{
+	timer_fires++;
+	if (timer_fires < 3)
+		vireo_timer_start(tm, 100);	/* periodic: again from the callback */
+}
+
+static void test_deferred_work_and_timer(void **state)
+{
+	static struct vireo_defer d;
+	static struct vireo_timer tm;
+	static int one = 1;
+
+	defer_runs = 0;
+	timer_fires = 0;
+	vireo_defer_init(&d, defer_fn, &one);
+	assert_int_equal(vireo_defer(&d), 0);
+	assert_int_equal(vireo_defer(&d), 0);	/* queued once */
+	run_ms(10);
+	assert_int_equal(defer_runs, 1);
+	assert_int_equal(vireo_defer(&d), 0);
+	assert_true(vireo_defer_cancel(&d));
+	run_ms(10);
+	assert_int_equal(defer_runs, 1);
+
+	vireo_timer_init(&tm, count_fire, NULL);
+	assert_false(vireo_timer_armed(&tm));
+	assert_int_equal(vireo_timer_start(&tm, 100), 0);
+	assert_true(vireo_timer_armed(&tm));
+	run_ms(90);
+	assert_int_equal(timer_fires, 0);
+	run_ms(500);
+	assert_int_equal(timer_fires, 3);
+	assert_false(vireo_timer_armed(&tm));
+	assert_int_equal(vireo_timer_start(&tm, 100), 0);
+	assert_true(vireo_timer_stop(&tm));
+	run_ms(300);
+	assert_int_equal(timer_fires, 3);
+}
+
+/* ---- TCP service ---- */
+
+static void test_tcp_service(void **state)
+{
+	struct client a, b, c3, big;
+	u8 line[] = "hello\n";
+	int i;
+
+	assert_int_equal(vireo_tcp_listen(&tcp_svc), 0);
+	cl_open(&a, V4, TCP_SVC_PORT);
+	cl_send(&a, line, 6);
+	run_ms(100);
+	assert_int_equal(a.len, 6);
+	assert_memory_equal(a.buf, "HELLO\n", 6);
+	assert_int_equal(t.accepts, 1);
+	/* Per source: 2; a third from the same address is reset. */
+	cl_open(&b, V4, TCP_SVC_PORT);
+	cl_open(&c3, V4, TCP_SVC_PORT);
+	run_ms(100);
+	assert_true(c3.dead);
+	assert_false(b.dead);
+	cl_abort(&c3);
+	/* Holding: on_recv takes nothing, the window closes at what one
+	 * connection may hold, recv_again hands it over later. */
+	t.tcp_hold = true;
+	{
+		static u8 lots[20000];
+
+		memset(lots, 'a', sizeof lots);
+		cl_send(&b, lots, sizeof lots);
+		run_ms(500);
+		assert_int_equal(b.len, 0);
+		assert_true(b.pcb->unsent || b.pcb->unacked);	/* the window closed on it */
+		t.tcp_hold = false;
+		assert_int_equal(vireo_tcp_recv_again(t.last_tcp), 0);
+		for (i = 0; i < 100 && b.len < sizeof lots; i++)
+			run_ms(50);
+		assert_int_equal(b.len, sizeof lots);
+		assert_int_equal(b.buf[0], 'A');
+	}
+	/* The peer's FIN: on_eof closes; on_close follows; the app's close. */
+	cl_send_str(&a, "quit");
+	run_ms(200);
+	assert_true(a.eof);
+	cl_close(&a);
+	cl_close(&b);
+	run_ms(200);
+	assert_int_equal(t.closes, 2);
+	/* Idle timeout. */
+	cl_open(&big, V6, TCP_SVC_PORT);
+	run_ms(6000);
+	assert_true(big.eof || big.dead);
+	assert_int_equal(t.closes, 3);
+	cl_abort(&big);
+}
+
+/* ---- UDP service ---- */
+
+static struct {
+	unsigned n;
+	char last[64];
+} udp_client;
+
+static void udp_client_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr, u16_t port)
+{
+	size_t n = MIN((size_t)p->tot_len, sizeof udp_client.last - 1);
+
+	pbuf_copy_partial(p, udp_client.last, (u16_t)n, 0);
+	udp_client.last[n] = '\0';
+	udp_client.n++;
+	pbuf_free(p);
+}
+
+static void udp_send_len(struct udp_pcb *pcb, bool v6, size_t len, u16 port)
+{
+	struct pbuf *p = pbuf_alloc(PBUF_TRANSPORT, (u16_t)len, PBUF_RAM);
+
+	assert_non_null(p);
+	memset(p->payload, 'u', len);
+	assert_int_equal(udp_sendto(pcb, p, v6 ? &addr6 : &addr4, port), ERR_OK);
+	pbuf_free(p);
+	run_ms(50);
+}
+
+static void test_udp_service(void **state)
+{
+	struct udp_pcb *cl4 = udp_new_ip_type(IPADDR_TYPE_V4), *cl6 = udp_new_ip_type(IPADDR_TYPE_V6);
+	vireo_udp u;
+
+	memset(&udp_client, 0, sizeof udp_client);
+	assert_int_equal(vireo_udp_bind(&(struct vireo_udp_service){ .name = "q", .port = UDP_SVC_PORT,
+								     .max_datagram = 1000, .on_recv = udp_recv_cb },
+					&u), 0);
+	assert_int_not_equal(u.id, 0);
+	assert_int_equal(vireo_udp_bind(&(struct vireo_udp_service){ .name = "q2", .port = UDP_SVC_PORT,
+								     .on_recv = udp_recv_cb }, NULL), -EEXIST);
+	assert_int_equal(udp_bind(cl4, IP4_ADDR_ANY, 40001), ERR_OK);
+	assert_int_equal(udp_bind(cl6, IP6_ADDR_ANY, 40002), ERR_OK);
+	udp_recv(cl4, udp_client_recv, NULL);
+	udp_recv(cl6, udp_client_recv, NULL);
+	udp_send_len(cl4, V4, 1000, UDP_SVC_PORT);
+	assert_int_equal(udp_client.n, 1);
+	assert_string_equal(udp_client.last, "got 1000");
+	assert_int_equal(t.udp_src.family, VIREO_AF_INET);
+	assert_int_equal(t.udp_src.port, 40001);
+	udp_send_len(cl6, V6, 12, UDP_SVC_PORT);
+	assert_int_equal(udp_client.n, 2);
+	assert_int_equal(t.udp_src.family, VIREO_AF_INET6);
+	{
+		char s[VIREO_ADDR_STRLEN];
+
+		assert_int_equal(vireo_addr_str(&t.udp_src, s, sizeof s), 7);
+		assert_string_equal(s, "fd00::2");
+	}
+	/* Over max_datagram: dropped, never seen by the app. */
+	udp_send_len(cl4, V4, 1001, UDP_SVC_PORT);
+	assert_int_equal(t.udp_in, 2);
+	assert_int_equal(udp_client.n, 2);
+	udp_remove(cl4);
+	udp_remove(cl6);
+}
+
+/* ---- metrics ---- */
+
+static void test_metrics(void **state)
+{
+	struct client c;
+	struct resp r;
+	char *body;
+
+	t_sizes.count = t_sizes.sum = 0;
+	memset(t_sizes.counts, 0, sizeof(u64) * (t_sizes.n + 1));
+	vireo_gauge_set(&t_level, -5);
+	vireo_histogram_observe(&t_sizes, 10);
+	vireo_histogram_observe(&t_sizes, 11);
+	get(&c, "GET /metrics HTTP/1.1\r\nHost: h\r\n\r\n", &r, false);
+	assert_int_equal(r.status, 200);
+	body = strndup((const char *)r.body, r.body_len);
+	assert_non_null(strstr(body, "# TYPE t_hits_total counter\nt_hits_total "));
+	assert_non_null(strstr(body, "\nt_level -5\n"));
+	assert_non_null(strstr(body, "# TYPE t_sizes_bytes histogram\n"));
+	assert_non_null(strstr(body, "t_sizes_bytes_bucket{le=\"10\"} 1\n"));
+	assert_non_null(strstr(body, "t_sizes_bytes_bucket{le=\"100\"} 2\n"));
+	assert_non_null(strstr(body, "t_sizes_bytes_bucket{le=\"+Inf\"} 2\n"));
+	assert_non_null(strstr(body, "t_sizes_bytes_sum 21\nt_sizes_bytes_count 2\n"));
+	assert_non_null(strstr(body, "t_kinds_total{kind=\"a\"} "));
+	assert_null(strstr(body, "vireo_t_bad"));
+	assert_non_null(strstr(body, "vireo_app_misuse_total "));
+	free(body);
+	cl_close(&c);
+}
+
+static void test_config_key(void **state)
+{
+	/* VIREO_CONFIG_UINT made a cmdline key with its default text. */
+	assert_int_equal(t_knob, 7);
+}
+
+static void test_addr_str(void **state)
+{
+	struct vireo_addr a = { .family = VIREO_AF_INET6 };
+	char s[VIREO_ADDR_STRLEN];
+
+	a.ip[0] = 0x20, a.ip[1] = 0x01, a.ip[2] = 0x0d, a.ip[3] = 0xb8, a.ip[15] = 1;
+	vireo_addr_str(&a, s, sizeof s);
+	assert_string_equal(s, "2001:db8::1");
+	memset(a.ip, 0, 16);
+	vireo_addr_str(&a, s, sizeof s);
+	assert_string_equal(s, "::");
+	a.ip[5] = 1, a.ip[13] = 2;	/* 0:0:1:0:0:0:2:0: the longer run goes */
+	vireo_addr_str(&a, s, sizeof s);
+	assert_string_equal(s, "0:0:1::2:0");
+	a = (struct vireo_addr){ .family = VIREO_AF_INET, .ip = { 192, 0, 2, 1 } };
+	assert_int_equal(vireo_addr_str(&a, s, 9), 0);	/* does not fit */
+	assert_string_equal(s, "");
+	assert_int_equal(vireo_addr_str(&a, s, sizeof s), 9);
+	assert_string_equal(s, "192.0.2.1");
+}
+
+/* ---- vireo_resp_send_file ---- */
+
+/* One request (fmt has %s where the route goes) on a fresh connection to
+ * /t/file/ and to /t/long/: the same bytes back, head and body. */
+static void same_bytes(const char *fmt, bool head_only, int status)
+{
+	struct client c1, c2;
+	struct resp r1, r2;
+	char req[512];
+
+	snprintf(req, sizeof req, fmt, "/t/file/");
+	get(&c1, req, &r1, head_only || status == 304);
+	snprintf(req, sizeof req, fmt, "/t/long/");
+	get(&c2, req, &r2, head_only || status == 304);
+	assert_int_equal(r1.status, status);
+	assert_string_equal(r1.head, r2.head);
+	assert_int_equal(r1.body_len, r2.body_len);
+	if (r1.body_len)
+		assert_memory_equal(r1.body, r2.body, r1.body_len);
+	run_ms(100);
+	assert_int_equal(c1.len - c1.off, c2.len - c2.off);	/* nothing more on either */
+	assert_int_equal(c1.eof, c2.eof);
+	cl_close(&c1);
+	cl_close(&c2);
+}
+
+static void same_bytes_all(const struct site_file *f)
+{
+	char inm[256], ims[256], date[40];
+	u64 now;
+
+	snprintf(inm, sizeof inm, "GET %%sindex.html HTTP/1.1\r\nHost: h\r\nIf-None-Match: W/\"x\", %s\r\n\r\n",
+		 f->etag);
+	same_bytes("GET %sindex.html HTTP/1.1\r\nHost: h\r\n\r\n", false, 200);
+	same_bytes("GET %s HTTP/1.1\r\nHost: h\r\n\r\n", false, 200);
+	same_bytes("HEAD %sindex.html HTTP/1.1\r\nHost: h\r\n\r\n", true, 200);
+	same_bytes("GET %sindex.html?h=yes HTTP/1.1\r\nHost: h\r\n\r\n", false, 200);
+	same_bytes("GET %sindex.html HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", false, 200);
+	same_bytes("GET %sindex.html HTTP/1.0\r\n\r\n", false, 200);
+	same_bytes(inm, false, 304);
+	same_bytes("GET %sindex.html?h=2 HTTP/1.1\r\nHost: h\r\nIf-None-Match: \"nope\"\r\n\r\n", false, 200);
+	if (!wallclock_now(&now))
+		return;
+	/* If-Modified-Since decides without If-None-Match. */
+	wallclock_http_date(f->mtime, date, sizeof date);
+	snprintf(ims, sizeof ims, "GET %%sindex.html HTTP/1.1\r\nHost: h\r\nIf-Modified-Since: %s\r\n\r\n", date);
+	same_bytes(ims, false, 304);
+	wallclock_http_date(f->mtime - 1, date, sizeof date);
+	snprintf(ims, sizeof ims, "GET %%sindex.html HTTP/1.1\r\nHost: h\r\nIf-Modified-Since: %s\r\n\r\n", date);
+	same_bytes(ims, false, 200);
+}
+
+static size_t fixed_date(char *buf, size_t size)
+{
+	return (size_t)snprintf(buf, size, "Sun, 06 Nov 1994 08:49:37 GMT");
+}
+
+/* The fast path writes what the long way writes, in every case: with and
+ * without Date and Last-Modified, for the baked table's lines and for a
+ * table without them (formatted per request). */
+static void test_send_file_same_bytes(void **state)
+{
+	const struct site_file *f = site_lookup("/index.html");
+	struct site_file tab[1];
+	struct client c;
+	struct resp r;
+
+	assert_non_null(f);
+	same_bytes_all(f);
+	http_set_date_source(fixed_date);
+	same_bytes_all(f);
+	if (f->mtime >= WALLCLOCK_MIN_S) {	/* built with SOURCE_DATE_EPOCH (make does) */
+		assert_int_equal(wallclock_set((f->mtime + 86400) * NSEC_PER_SEC, time_ns()), 0);
+		same_bytes_all(f);
+		get(&c, "GET /t/file/index.html HTTP/1.1\r\nHost: h\r\n\r\n", &r, false);
+		assert_non_null(hdr(&r, "Last-Modified"));
+		cl_close(&c);
+	}
+	tab[0] = *f;
+	site_use(tab, 1);
+	same_bytes_all(f);
+	site_use(NULL, 0);
+	http_set_date_source(NULL);
+	wallclock_reset();
+	/* The file the runtime found is served, whatever the copy says now. */
+	get(&c, "GET /t/file/index.html?lie=1 HTTP/1.1\r\nHost: h\r\n\r\n", &r, false);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "ETag"), f->etag);
+	assert_string_equal(hdr(&r, "Content-Type"), f->content_type);
+	assert_int_equal(r.body_len, f->len);
+	assert_memory_equal(r.body, f->data, f->len);
+	cl_close(&c);
+}
+
+static void test_send_file_misuse(void **state)
+{
+	struct vireo_file f;
+	struct client c;
+	struct resp r;
+
+	get(&c, "GET /t/filemisuse HTTP/1.1\r\nHost: h\r\n\r\n", &r, false);
+	assert_int_equal(r.status, 200);
+	assert_true(hk_log_contains("warning: app API: vireo_resp_send_file: not a file vireo_file_find() found: refused"));
+	cl_close(&c);
+	assert_true(vireo_file_find("/index.html", &f));
+	assert_int_equal(vireo_resp_send_file((vireo_req){ 0 }, &f), -EPIPE);
+	assert_int_equal(vireo_resp_send_file((vireo_req){ 12345 }, &f), -EPIPE);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_exact_route),
+		T(test_prefix_and_404_405),
+		T(test_body_round_trip),
+		T(test_body_refusals),
+		T(test_finish_from_timer),
+		T(test_never_answered_and_lost),
+		T(test_stream_chunked),
+		T(test_stream_declared_length),
+		T(test_stream_http10),
+		T(test_misuse_refused),
+		T(test_deferred_work_and_timer),
+		T(test_tcp_service),
+		T(test_udp_service),
+		T(test_metrics),
+		T(test_config_key),
+		T(test_addr_str),
+		T(test_send_file_same_bytes),
+		T(test_send_file_misuse),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, NULL);
+}

@@ -1,0 +1,207 @@
+/* hostbus: the virtio bus around the driver under test (tests/host/vnetdev):
+ * the real drivers/virtio.c and drivers/virtio_core.c with an injected
+ * driver table; see hostbus.h. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "drivers/virtio/virtio.h"
+#include "drivers/virtio/virtio_core.h"
+#include "kernel/mm/mm.h"
+#include "drivers/iommu/vtd.h"
+#include "tests/host/simdev/fake_dev.h"
+#include "tests/host/simdev/hostbus.h"
+
+/* The kernel's device addresses are identity; here they are XORed as
+ * fake_dev expects, so a VA handed to the device unmapped is caught. */
+dma_addr_t dma_map(const void *va, size_t len)
+{
+	return fake_dma_map(NULL, va, len, true, false);
+}
+
+/* No VT-d unit here: devices have no PCI function, so no domain is ever
+ * attached and these are never reached with one. */
+struct vtd_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void *arg)
+{
+	(void)p;
+	(void)fault;
+	(void)arg;
+	return NULL;
+}
+
+dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool device_writes,
+		   bool transient)
+{
+	(void)dom;
+	(void)va;
+	(void)len;
+	(void)device_writes;
+	(void)transient;
+	abort();
+}
+
+void vtd_unmap(struct vtd_domain *dom, const void *va, size_t len, bool device_writes)
+{
+	(void)dom;
+	(void)va;
+	(void)len;
+	(void)device_writes;
+	abort();
+}
+
+void vtd_unmap_flush(struct vtd_domain *dom)
+{
+	(void)dom;
+	abort();
+}
+
+/* Site bodies are not told apart here: no domain, so never asked. */
+bool mm_in_rodata(const void *va, size_t len)
+{
+	(void)va;
+	(void)len;
+	return false;
+}
+
+void vtd_domain_clear(struct vtd_domain *dom)
+{
+	(void)dom;
+	abort();
+}
+
+/* selftest=iommu-fault arms it only on a device with a domain: never here. */
+void vtd_stray_next(void)
+{
+	abort();
+}
+
+/* ---- virtio bus (the real drivers/virtio.c, with an injected table) ---- */
+
+/* The bus matches against the driver under test only. */
+const struct virtio_driver *const *virtio_driver_table(size_t *n)
+{
+	*n = 1;
+	return &vnet_host_driver;
+}
+
+/* Linked with -Wl,--wrap=virtio_set_broken (vnetdev.mk): counts the calls
+ * that mark a device, then runs the real one. */
+void __real_virtio_set_broken(struct virtio_dev *d, const char *why);
+void __wrap_virtio_set_broken(struct virtio_dev *d, const char *why);
+
+static unsigned broken_count;
+static char broken_why[128];
+
+void __wrap_virtio_set_broken(struct virtio_dev *d, const char *why)
+{
+	if (!d->broken) {
+		broken_count++;
+		snprintf(broken_why, sizeof broken_why, "%s", why);
+	}
+	__real_virtio_set_broken(d, why);
+}
+
+unsigned hk_broken_count(void)
+{
+	return broken_count;
+}
+
+const char *hk_broken_why(void)
+{
+	return broken_why;
+}
+
+void hk_vq_interrupt(struct virtio_vq *q)
+{
+	virtio_vq_interrupt(q);
+}
+
+static bool on_bus(const struct virtio_dev *d)
+{
+	for (const struct virtio_dev *x = virtio_devices(); x; x = x->next)
+		if (x == d)
+			return true;
+	return false;
+}
+
+/* The first probe is the transport's report (virtio_add_device: registry,
+ * match, core probe); later ones, after hk_remove, probe the same driver
+ * again through the core as a NEEDS_RESET recovery does. */
+int hk_probe(struct virtio_dev *d)
+{
+	if (!on_bus(d))
+		return virtio_add_device(d);
+	return virtio_core_probe(d, vnet_host_driver);
+}
+
+void hk_remove(struct virtio_dev *d)
+{
+	virtio_core_remove(d);
+}
+
+void hk_unplug(struct virtio_dev *d)
+{
+	virtio_del_device(d);
+}
+
+/* Linked with -Wl,--wrap=virtio_keep_forever: the real one only counts;
+ * here what is kept is also recorded so a test can free it once the
+ * simulated device is gone (and LeakSanitizer sees it reachable). */
+void __real_virtio_keep_forever(void *p, size_t npages);
+void __wrap_virtio_keep_forever(void *p, size_t npages);
+
+#define KEPT_MAX 1024
+static struct {
+	void *p;
+	size_t pages;
+} kept[KEPT_MAX];
+static unsigned nkept;
+
+void __wrap_virtio_keep_forever(void *p, size_t npages)
+{
+	__real_virtio_keep_forever(p, npages);
+	if (!p)
+		return;
+	if (nkept == KEPT_MAX) {
+		fprintf(stderr, "hostbus: more than %u kept blocks\n", KEPT_MAX);
+		abort();
+	}
+	kept[nkept].p = p;
+	kept[nkept].pages = npages;
+	nkept++;
+}
+
+/* The bus's own count, since the last hk_free_kept(). */
+static u64 kept_base_pages, kept_base_blocks;
+
+long hk_kept_pages(void)
+{
+	u64 pages, blocks;
+
+	virtio_kept(&pages, &blocks);
+	return (long)(pages - kept_base_pages);
+}
+
+unsigned hk_kept_blocks(void)
+{
+	u64 pages, blocks;
+
+	virtio_kept(&pages, &blocks);
+	return (unsigned)(blocks - kept_base_blocks);
+}
+
+void hk_free_kept(void)
+{
+	while (nkept) {
+		nkept--;
+		if (kept[nkept].pages)
+			page_free(kept[nkept].p, kept[nkept].pages);
+		else
+			kfree(kept[nkept].p);
+	}
+	virtio_kept(&kept_base_pages, &kept_base_blocks);
+}
+
+void hk_config_interrupt(struct virtio_dev *d)
+{
+	virtio_config_interrupt(d);
+}
