@@ -50,19 +50,18 @@ KASFLAGS := -I. -MMD -MP -g
 KLDFLAGS := -nostdlib -znocombreloc -shared -Bsymbolic --no-undefined \
 	--build-id=none --gc-sections -T linker/vireo.ld
 
-BOOT_SRCS   := boot/efi_start.c boot/relr.c boot/efi_main.c boot/fwcfg.c
-KERNEL_SRCS := kernel/arch/entry.S kernel/main.c kernel/console.c lib/fmt.c lib/string.c lib/parse.c lib/outbuf.c \
-	kernel/arch/trap.c kernel/panic.c kernel/mm/mm.c kernel/mm/mm_range.c kernel/mm/frames.c kernel/mm/heap.c kernel/arch/apic.c \
-	kernel/time/time.c kernel/time/timerq.c kernel/loop.c kernel/loop_run.c kernel/cmdline.c kernel/config.c debug/selftest.c \
-	kernel/time/timeline.c kernel/shell.c kernel/random.c lib/crypto/chacha20.c lib/crypto/csprng.c \
-	lib/crypto/siphash.c kernel/power.c kernel/time/wallclock.c
-DRIVER_SRCS := drivers/acpi/acpi_tables.c drivers/acpi/aml_s5.c drivers/acpi/acpi.c drivers/pci/pci_parse.c drivers/pci/pci.c \
-	drivers/virtio/virtq.c drivers/virtio/virtio.c drivers/virtio/virtio_drivers.c drivers/virtio/virtio_core.c drivers/virtio/virtio_pci_caps.c drivers/virtio/virtio_pci.c \
-	drivers/virtio/rng/virtio_rng.c debug/virtio_selftest.c drivers/virtio/net/virtio_net.c debug/vnet_echo.c drivers/virtio/net/vnet_hdr.c drivers/virtio/net/vnet_ctrl.c drivers/virtio/net/vnet_gso.c \
-	drivers/virtio/net/coalesce.c drivers/virtio/console/virtio_console.c drivers/virtio/virtio_mmio_parse.c drivers/virtio/virtio_mmio.c drivers/iommu/vtd_pt.c drivers/iommu/vtd.c
-NET_SRCS    := net/port/sys_arch.c net/port/lwip_port.c net/port/segheap.c net/tcp/tcp_isn.c net/tcp/syncookie.c net/tcp/rxmem.c net/netif/tso_merge.c net/netif/tso_out.c net/netif/netif_vnet.c net/netif/netup.c net/clients/sntp.c net/clients/sntp_msg.c net/clients/syslog.c net/clients/syslog_msg.c net/clients/resolv.c net/clients/mdhttp.c runtime/app.c runtime/conntab.c runtime/http/http.c \
-	runtime/site.c runtime/site_esp.c runtime/http/server.c runtime/http/https.c runtime/metrics.c runtime/echo.c runtime/metadata.c \
-	runtime/api.c runtime/http/routes.c runtime/services.c
+# ---- the sources: each named once, in its folder's sources.mk ------------
+# Every subsystem lists its own files, in the layering order (docs/
+# architecture.md) that is also the link order: HOT_SRCS are built -O2,
+# COLD_SRCS -Os (below). A test, a fuzzer or a group names a source by its
+# file name alone, $(call src,NAME ...), so a path is written once.
+SUBSYSTEMS := lib boot kernel drivers debug net runtime
+HOT_SRCS :=
+COLD_SRCS :=
+include $(addsuffix /sources.mk,$(SUBSYSTEMS))
+# (TLS_SRCS and MBEDTLS_ALT_SRCS come from net/tls/mbedtls.mk, read below.)
+ALL_SRCS = $(HOT_SRCS) $(COLD_SRCS) $(PVH_SRCS) $(TLS_SRCS) $(MBEDTLS_ALT_SRCS)
+src = $(foreach n,$(1),$(or $(filter %/$(n).c %/$(n).S,$(ALL_SRCS)),$(error no source $(n).c in any sources.mk)))
 
 # ---- the appliance: make APP=apps/NAME (docs/apps.md) ----------------------
 # The app's C files (apps/NAME/*.c) are linked with the runtime above. Its
@@ -89,24 +88,17 @@ endif
 APP_OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(APP_SRCS)))
 $(APP_OBJS): KCFLAGS += $(APP_CFLAGS)
 
-SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
+SRCS := $(HOT_SRCS) $(COLD_SRCS)
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(APP_OBJS) $(OUT)/site_data.o
-# Cold code is built for size (-Os after -O2 wins): boot, ACPI and PCI scans,
+# Hot and cold: each sources.mk puts a file in HOT_SRCS or COLD_SRCS. Cold
+# code is built for size (-Os after -O2 wins): boot, ACPI and PCI scans,
 # device set-up, configuration, the shell, SNTP/DNS/syslog, the /metrics text,
 # the boot-time metadata fetch, VT-d (its per-buffer map/unmap is IOTLB-bound),
-# the apps' TCP/UDP services and the MMIO transport (microVM). Set-up
-# functions inside the hot files are marked __cold (lib/types.h).
+# the apps' TCP/UDP services, the MMIO transport (microVM), all of debug/.
+# Set-up functions inside the hot files are marked __cold (lib/types.h).
 # The per-packet and per-request path (virtqueues, virtio-net, traps, the
 # server and its parse/outbuf helpers, the allocators, lwIP's TCP/IP) keeps
 # -O2; net/port/lwip.mk does the same for lwIP's cold files.
-COLD_SRCS := boot/efi_start.c boot/relr.c boot/efi_main.c boot/fwcfg.c kernel/main.c kernel/console.c lib/fmt.c kernel/panic.c \
-	kernel/mm/mm_range.c kernel/cmdline.c kernel/config.c debug/selftest.c kernel/time/timeline.c kernel/shell.c \
-	kernel/power.c kernel/time/wallclock.c drivers/acpi/acpi_tables.c drivers/acpi/aml_s5.c drivers/acpi/acpi.c drivers/pci/pci_parse.c drivers/pci/pci.c \
-	drivers/virtio/virtio_pci_caps.c drivers/virtio/virtio_drivers.c drivers/virtio/rng/virtio_rng.c debug/virtio_selftest.c \
-	debug/vnet_echo.c drivers/virtio/net/vnet_ctrl.c drivers/virtio/console/virtio_console.c drivers/virtio/virtio_mmio_parse.c \
-	net/netif/netup.c net/clients/sntp.c net/clients/sntp_msg.c net/clients/syslog.c net/clients/syslog_msg.c net/clients/resolv.c runtime/site_esp.c \
-	runtime/metrics.c runtime/http/https.c runtime/app.c net/clients/mdhttp.c runtime/metadata.c drivers/iommu/vtd.c drivers/iommu/vtd_pt.c \
-	drivers/virtio/virtio_mmio.c runtime/services.c
 $(patsubst %.c,$(BUILD)/k/%.o,$(COLD_SRCS)): KCFLAGS += -Os
 # No code is padded to 16-byte boundaries (functions, loops, jump targets),
 # -O2 code and lwIP's included: 13 KB of the image. Under TCG, which
@@ -115,7 +107,7 @@ KCFLAGS += -falign-functions=1 -falign-jumps=1 -falign-labels=1 -falign-loops=1
 
 # lwIP (fetched, never committed) and the rules for code that uses it.
 include net/port/lwip.mk
-$(patsubst %.c,$(BUILD)/k/%.o,$(NET_SRCS)): | $(LWIP_STAMP)
+$(patsubst %.c,$(BUILD)/k/%.o,$(filter net/% runtime/%,$(SRCS))): | $(LWIP_STAMP)
 
 # ---- TLS: make TLS=1 (net/tls/mbedtls.mk, docs/https.md) -----------------
 # Off by default: mbedTLS adds a third to the image. The stamp's name holds
@@ -205,12 +197,11 @@ $(EFI): $(ELF)
 		--strip-all --target efi-app-x86_64 --subsystem=10 $< $@
 	@echo "  EFI     $@ ($$(stat -c %s $@) bytes)"
 
-# ---- PVH ELF (boot/pvh*.{c,S}, linker/pvh.ld) ----------------------------
+# ---- PVH ELF (PVH_SRCS, boot/sources.mk; linker/pvh.ld) ------------------
 # The same kernel objects, with the PVH entry instead of efi_main, linked at
 # its load address as build/vireo.elf for `qemu-system-x86_64 -kernel`
 # (SeaBIOS on q35/pc, qboot on microvm) and other PVH loaders.
-PVH_SRCS := boot/pvh_entry.S boot/pvh.c boot/pvh_info.c
-PVH_OBJS := $(filter-out $(BUILD)/k/boot/efi_main.o $(BUILD)/k/boot/efi_start.o,$(OBJS)) \
+PVH_OBJS := $(filter-out $(patsubst %,$(BUILD)/k/boot/%.o,$(EFI_ONLY)),$(OBJS)) \
 	$(patsubst %,$(BUILD)/k/%.o,$(basename $(PVH_SRCS)))
 .PHONY: elf
 elf: $(PVH)
@@ -270,22 +261,37 @@ HOST_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 HOST_LDLIBS := -lcmocka
 HOST_TESTS :=
 FUZZERS :=
-# Image builders keep their rules beside their code. (net/port/lwip.mk is read
-# above: the kernel links lwIP, and tests/host/lwip_host.mk builds its
-# sources, LWIP_SRCS, for the host.)
+LWIP_HOST_TESTS :=
+# Image builders keep their rules beside their code.
 -include $(sort $(wildcard images/*.mk))
-# Each tests/host/*.mk adds names to HOST_TESTS (with NAME_SRCS) and FUZZERS
-# (with NAME_SRCS, and NAME_LDFLAGS if it needs any); the rules are generated below.
-include $(sort $(wildcard tests/host/*.mk))
-# An app's own host tests (apps/NAME/host.mk, in the same form), whichever
-# APP is being built.
+# Host tests and fuzzers mirror the tree (docs/testing.md): the test of F/x.c
+# is tests/host/F/test_x.c, its fuzzer tests/fuzz/F/fuzz_x.c; an app's are in
+# apps/NAME/tests/. A test's own file is found by its name. The host.mk files
+# (tests/host/**/host.mk, apps/NAME/host.mk whichever APP is built) add names
+# to HOST_TESTS or FUZZERS and, for each, NAME_USES (the tree's sources it
+# links, by file name: see src above), NAME_SRCS (anything else: harness files,
+# generated sources, archives), NAME_LDFLAGS; a name in LWIP_HOST_TESTS is
+# built over the host's lwIP. The shared groups come first: the host's lwIP
+# (tests/host/lwip/), the simulated devices (tests/host/simdev/), the runtime
+# over lwIP (tests/host/runtime/).
+TEST_FILES := $(shell find tests/host tests/fuzz apps -name 'test_*.c' -o -name 'fuzz_*.c')
+test_file = $(or $(filter %/$(1).c,$(TEST_FILES)),$(error $(1): no $(1).c in tests/ or apps/NAME/tests/))
+# Names are unique: a source's file name in the tree, a test's everywhere.
+dups = $(sort $(foreach n,$(1),$(if $(word 2,$(filter $(n),$(1))),$(n))))
+$(if $(call dups,$(notdir $(basename $(ALL_SRCS)))),$(error two sources named $(call dups,$(notdir $(basename $(ALL_SRCS))))))
+$(if $(call dups,$(notdir $(TEST_FILES))),$(error two tests named $(call dups,$(notdir $(TEST_FILES)))))
+HOST_GROUPS := tests/host/lwip/host.mk tests/host/simdev/host.mk tests/host/runtime/host.mk
+include $(HOST_GROUPS) $(filter-out $(HOST_GROUPS),$(sort $(shell find tests/host -name host.mk)))
 -include $(sort $(wildcard apps/*/host.mk))
+$(addprefix $(BUILD)/host/,$(LWIP_HOST_TESTS)): HOST_CFLAGS += $(LWIP_HOST_INC)
+$(addprefix $(BUILD)/host/,$(LWIP_HOST_TESTS)): | $(LWIP_STAMP)
 
 # Every host test and fuzzer links the one host kernel shim (hostk, with the
-# real kernel/loop.c and kernel/time/timerq.c its event loop runs on) and the toolkit's pure part
-# (lib/parse.c, lib/outbuf.c; libc stands in for lib/string.c) ahead of its own sources.
-HOST_SHIM_SRCS := tests/host/shim/hostk.c kernel/loop.c kernel/time/timerq.c lib/parse.c lib/outbuf.c
-host_srcs = $(HOST_SHIM_SRCS) $(filter-out $(HOST_SHIM_SRCS),$($(1)_SRCS))
+# real kernel/loop.c and kernel/time/timerq.c its event loop runs on) and the
+# toolkit's pure part (lib/parse.c, lib/outbuf.c; libc stands in for
+# lib/string.c) ahead of its own sources.
+HOST_SHIM_SRCS := tests/host/shim/hostk.c $(call src,loop timerq parse outbuf)
+host_srcs = $(HOST_SHIM_SRCS) $(filter-out $(HOST_SHIM_SRCS),$(call test_file,$(1)) $(call src,$($(1)_USES)) $($(1)_SRCS))
 # (Only the sources and archives go to the compiler: the .d files make every
 # header a prerequisite too, and some of lwIP's and mbedTLS's refuse to be
 # compiled on their own.)

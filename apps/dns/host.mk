@@ -10,21 +10,22 @@ $(BUILD)/host/mkzone.ok: apps/dns/mkzone.py apps/dns/tests/host_mkzone.py apps/d
 	@mkdir -p $(dir $@)
 	$(Q)$(PYTHON) -m pytest -q -p no:cacheprovider apps/dns/tests/host_mkzone.py apps/dns/tests/host_dig.py >$@.log 2>&1 || { cat $@.log; exit 1; }
 	$(Q)touch $@
+DNS_ENGINE := apps/dns/dnsmsg.c apps/dns/rrl.c
 HOST_TESTS += test_dns
-test_dns_SRCS := apps/dns/tests/test_dns.c apps/dns/dnsmsg.c apps/dns/rrl.c lib/crypto/siphash.c $(DNS_HOST_ZONE)
+test_dns_USES := siphash
+test_dns_SRCS := $(DNS_ENGINE) $(DNS_HOST_ZONE)
 $(BUILD)/host/test_dns: $(BUILD)/host/mkzone.ok
 FUZZERS += fuzz_dns
-fuzz_dns_SRCS := apps/dns/tests/fuzz_dns.c apps/dns/dnsmsg.c apps/dns/rrl.c lib/crypto/siphash.c $(DNS_HOST_ZONE)
+fuzz_dns_USES := siphash
+fuzz_dns_SRCS := $(DNS_ENGINE) $(DNS_HOST_ZONE)
 # dns_serve: the engine behind host sockets, for dig/kdig (apps/dns/tests/host_dig.py).
-$(BUILD)/host/dns_serve: apps/dns/tests/dns_serve.c apps/dns/dnsmsg.c apps/dns/rrl.c lib/crypto/siphash.c $(DNS_HOST_ZONE)
+DNS_SERVE_SRCS := apps/dns/tests/dns_serve.c $(DNS_ENGINE) $(call src,siphash) $(DNS_HOST_ZONE)
+$(BUILD)/host/dns_serve: $(DNS_SERVE_SRCS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  HOSTCC  $@")
-	$(Q)$(HOST_CC) $(HOST_CFLAGS) -MF $@.d $(filter %.c,$^) -o $@
+	$(Q)$(HOST_CC) $(HOST_CFLAGS) -MF $@.d $(DNS_SERVE_SRCS) -o $@
 # apps/dns/dns.c, the glue, through the application API over the host's lwIP.
 HOST_TESTS += test_dns_app
-test_dns_app_SRCS := apps/dns/tests/test_dns_app.c tests/host/lwip/lwip_wire.c \
-	runtime/http/server.c runtime/http/https.c runtime/metrics.c runtime/echo.c runtime/conntab.c runtime/http/http.c runtime/site.c \
-	$(API_HOST_SRCS) kernel/cmdline.c lib/crypto/siphash.c \
-	apps/dns/dns.c apps/dns/dnsmsg.c apps/dns/rrl.c $(DNS_HOST_ZONE) $(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
-$(BUILD)/host/test_dns_app: HOST_CFLAGS += -Itests/host/lwip -Inet/port -I$(LWIP_SRCDIR)/src/include
-$(BUILD)/host/test_dns_app: | $(LWIP_STAMP)
+test_dns_app_USES := $(RUNTIME_HOST_USES) cmdline siphash
+test_dns_app_SRCS := apps/dns/dns.c $(DNS_ENGINE) $(DNS_HOST_ZONE) $(RUNTIME_HOST_SRCS)
+LWIP_HOST_TESTS += test_dns_app

@@ -4,7 +4,7 @@
 # For the kernel:
 #   LWIP_LIB        the archive to link
 #   LWIP_CFLAGS     include paths for code that includes lwIP headers
-#   LWIP_PORT_SRCS  vireo's port files (net/; the kernel's NET_SRCS lists them)
+#   LWIP_PORT_SRCS  vireo's port files (NET_PORT, net/sources.mk)
 #   LWIP_STAMP      exists once the source is unpacked (order-only prerequisite
 #                   for anything that includes lwIP headers)
 # Targets: $(LWIP_LIB), lwip-fetch, lwip-check (link check, sizes).
@@ -13,18 +13,16 @@ LWIP_SRCDIR := $(BUILD)/lwip-src/lwip
 LWIP_STAMP  := $(BUILD)/lwip-src/stamp
 LWIP_LIB    := $(BUILD)/lwip/liblwip.a
 
-# net/ holds lwipopts.h and lwip_port.h, net/port/arch/cc.h, net/port/include
+# net/port/ holds lwipopts.h, lwip_port.h and arch/cc.h, net/port/include
 # the few libc headers lwIP's core includes.
 LWIP_CFLAGS := -Inet/port -Inet/port/include -I$(LWIP_SRCDIR)/src/include
 
-LWIP_PORT_SRCS := net/port/sys_arch.c net/port/lwip_port.c net/port/segheap.c net/tcp/tcp_isn.c net/tcp/syncookie.c net/tcp/rxmem.c
+LWIP_PORT_SRCS := $(call src,$(NET_PORT))
 
-# The appliance (net/app): HTTP server, metrics, echo (the kernel links them
-# through NET_SRCS, with app.c). lwip-check compiles these with the kernel's
-# flags and links them with lwIP alone, plus a site table generated from
-# runtime/default-site.
-RUNTIME_APP_SRCS := runtime/conntab.c runtime/http/http.c runtime/site.c runtime/http/server.c runtime/http/https.c runtime/metrics.c \
-	runtime/echo.c runtime/api.c runtime/http/routes.c runtime/services.c
+# The runtime lwIP serves (RUNTIME_CORE, runtime/sources.mk): lwip-check
+# compiles it with the kernel's flags and links it with lwIP alone, plus a
+# site table generated from runtime/default-site.
+RUNTIME_APP_SRCS := $(call src,$(RUNTIME_CORE))
 
 # lwIP's core, IPv4, IPv6 and Ethernet, relative to src/ (the pinned release's
 # src/Filelists.mk COREFILES, CORE4FILES, CORE6FILES and netif/ethernet.c).
@@ -95,14 +93,15 @@ $(patsubst %.c,$(BUILD)/k/%.o,$(LWIP_PORT_SRCS)): | $(LWIP_STAMP)
 # needs any symbol outside LWIP_KERNEL_SYMS, the kernel API lwIP may use
 # (_GLOBAL_OFFSET_TABLE_ is the linker's own, referenced by -fpic code).
 # (mm_get_stats: the kernel memory figures on /metrics; outbuf_*: its text
-# buffer, lib/outbuf.h; parse_dec: lib/parse.h; timer_*/work_*: the
+# buffer, lib/outbuf.h; parse_dec: lib/parse.h; random_bytes: the apps'
+# randomness, kernel/random.h; timer_*/work_*: the
 # loop's timers and work items the app API runs on, kernel/loop.h;
 # wallclock_*: Date and Last-Modified; __start/__stop_vireo_*: the apps' and
 # metrics' linker sets; dhcp_set_ntp_servers: lwIP's DHCP option 42 hook,
 # net/clients/sntp.c.)
 LWIP_KERNEL_SYMS := _GLOBAL_OFFSET_TABLE_ memcpy memmove memset memcmp strlen strnlen strcmp strncmp \
 	kprintf ksnprintf kvsnprintf panic time_ns random_u32 siphash24 page_alloc page_free \
-	page_alloc_raw kmalloc kzalloc kfree mm_get_stats outbuf_mem outbuf_str outbuf_u64 parse_dec \
+	page_alloc_raw kmalloc kzalloc kfree mm_get_stats outbuf_mem outbuf_put outbuf_str outbuf_u64 parse_dec random_bytes \
 	timer_init timer_start timer_stop work_init work_queue work_cancel \
 	wallclock_now wallclock_http_date wallclock_parse_http_date \
 	__start_vireo_apps __stop_vireo_apps __start_vireo_metrics __stop_vireo_metrics dhcp_set_ntp_servers

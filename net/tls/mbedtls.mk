@@ -3,7 +3,7 @@
 # flags and net/tls/mbedtls_config.h; vireo's glue in net/tls/. Included by
 # the top-level Makefile always, but only TLS=1 links it into the image (a
 # default image build neither fetches nor links it; make test-host fetches it
-# for the key-loading tests, tests/host/tls.mk). See docs/https.md.
+# for the key-loading tests, tests/host/net/tls/host.mk). See docs/https.md.
 #
 # Credentials: TLS_CERT=<chain.pem> TLS_KEY=<key.pem> at build time, or else
 # a self-signed development certificate (EC P-256, CN=vireo-dev, SAN

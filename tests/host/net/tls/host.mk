@@ -1,4 +1,4 @@
-# TLS certificate/key loading (net/tls/tls_keys.c) with bad input, over the
+# net/tls/: certificate/key loading (tls_keys.c) with bad input, over the
 # same mbedTLS sources and configuration as the image, built for the host
 # (glibc, ASan/UBSan) into one archive by a recursive make once the fetch has
 # run (the list of library/*.c is only known then). tests/host/net/tls/tls_host.c is
@@ -9,7 +9,9 @@ MBEDTLS_HOST_LIB := $(BUILD)/host/mbedtls/libmbedtls.a
 MBEDTLS_HOST_CFLAGS := $(HOST_CFLAGS) -I$(MBEDTLS_SRCDIR)/include -I$(MBEDTLS_SRCDIR)/library \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
 MBEDTLS_HOST_OBJS = $(patsubst %.c,$(BUILD)/host/mbedtls/%.o,$(MBEDTLS_SRCS))
-test_tls_keys_SRCS := tests/host/net/tls/test_tls_keys.c tests/host/net/tls/tls_host.c net/tls/tls_keys.c $(MBEDTLS_HOST_LIB)
+TLS_HOST := tests/host/net/tls/tls_host.c
+test_tls_keys_USES := tls_keys
+test_tls_keys_SRCS := $(TLS_HOST) $(MBEDTLS_HOST_LIB)
 $(BUILD)/host/test_tls_keys: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
 
@@ -38,7 +40,7 @@ $(MBEDTLS_HOST_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(MBEDTLS_ALT_SRC
 TLS_FIX := $(BUILD)/host/tls-fix
 $(BUILD)/host/test_tls_keys: HOST_CFLAGS += -DTLS_FIX_DIR='"$(TLS_FIX)"'
 $(BUILD)/host/test_tls_keys: $(TLS_FIX)/stamp
-$(TLS_FIX)/stamp: tests/host/tls.mk
+$(TLS_FIX)/stamp: tests/host/net/tls/host.mk
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  OPENSSL $(TLS_FIX)/")
 	$(Q)set -e; cd $(TLS_FIX); \
@@ -61,13 +63,14 @@ $(TLS_FIX)/stamp: tests/host/tls.mk
 # X25519 through vireo's ladder (net/tls/x25519_alt.c, mbedTLS patch 0002):
 # RFC 7748's vectors, random agreement, low-order points.
 HOST_TESTS += test_x25519_alt
-test_x25519_alt_SRCS := tests/host/net/tls/test_x25519_alt.c tests/host/net/tls/tls_host.c $(MBEDTLS_HOST_LIB)
+test_x25519_alt_SRCS := $(TLS_HOST) $(MBEDTLS_HOST_LIB)
 $(BUILD)/host/test_x25519_alt: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
 
 # The configuration as a server over loopback against openssl s_client.
 HOST_TESTS += test_mbedtls_config
-test_mbedtls_config_SRCS := tests/host/net/tls/test_mbedtls_config.c tests/host/net/tls/tls_host.c net/tls/tls_keys.c $(MBEDTLS_HOST_LIB)
+test_mbedtls_config_USES := tls_keys
+test_mbedtls_config_SRCS := $(TLS_HOST) $(MBEDTLS_HOST_LIB)
 $(BUILD)/host/test_mbedtls_config: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
 $(BUILD)/host/test_mbedtls_config: $(TLS_FIX)/stamp
@@ -79,7 +82,8 @@ MBEDTLS_FUZZ_LIB := $(BUILD)/fuzz/mbedtls/libmbedtls.a
 MBEDTLS_FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -Itests/host/shim -I. -DHOST_TEST \
 	-I$(MBEDTLS_SRCDIR)/include -I$(MBEDTLS_SRCDIR)/library '-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
 MBEDTLS_FUZZ_OBJS = $(patsubst %.c,$(BUILD)/fuzz/mbedtls/%.o,$(MBEDTLS_SRCS))
-fuzz_mbedtls_config_SRCS := tests/fuzz/net/tls/fuzz_mbedtls_config.c tests/host/net/tls/tls_host.c net/tls/tls_keys.c $(MBEDTLS_FUZZ_LIB)
+fuzz_mbedtls_config_USES := tls_keys
+fuzz_mbedtls_config_SRCS := $(TLS_HOST) $(MBEDTLS_FUZZ_LIB)
 $(BUILD)/fuzz/fuzz_mbedtls_config: FUZZ_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
 $(BUILD)/fuzz/fuzz_mbedtls_config: $(TLS_FIX)/stamp

@@ -1,0 +1,12 @@
+# kernel/: the command-line parser, the CMDLINE_PARAM linker set as
+# kernel/config.c walks it (keys the test registers), the frame allocator,
+# heap and MMIO ranges (mm/), the timer queue (time/).
+HOST_TESTS += test_cmdline test_config test_frames test_heap test_mm_range test_timerq
+test_cmdline_USES := cmdline fmt
+test_config_USES := config cmdline fmt
+test_frames_USES := frames
+test_heap_USES := heap
+test_mm_range_USES := mm_range
+test_timerq_USES := timerq
+FUZZERS += fuzz_cmdline
+fuzz_cmdline_USES := cmdline fmt

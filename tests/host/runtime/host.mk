@@ -1,0 +1,38 @@
+# The runtime's tests, and the runtime over the host's lwIP as the tests of
+# code above it link it (RUNTIME_HOST_USES, RUNTIME_HOST_SRCS: with the
+# static-site app, which serves the site).
+RUNTIME_HOST_USES := $(RUNTIME_CORE) fmt wallclock
+SITE_APP := apps/site/site.c
+RUNTIME_HOST_SRCS := $(LWIP_WIRE) $(SITE_APP) $(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
+
+# The default site plus the benchmark's synthesized /64k.bin, as the image has
+# it; the server's test adds /256k.bin, a body past TCP_SND_BUF (bulk send
+# grants).
+$(BUILD)/host/site_default.c: tools/mksite.py tests/host/runtime/host.mk $(SITE_DATE_STAMP) $(shell find runtime/default-site -type f 2>/dev/null)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  MKSITE  $@")
+	$(Q)/usr/bin/python3 tools/mksite.py runtime/default-site $@ --extra 64k.bin=65536
+$(BUILD)/host/site_server.c: tools/mksite.py tests/host/runtime/host.mk $(SITE_DATE_STAMP) $(shell find runtime/default-site -type f 2>/dev/null)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  MKSITE  $@")
+	$(Q)/usr/bin/python3 tools/mksite.py runtime/default-site $@ --extra 64k.bin=65536 --extra 256k.bin=262144
+
+# The request parser and the site tables (baked and from the ESP).
+HOST_TESTS += test_http
+test_http_USES := http site site_esp
+test_http_SRCS := $(BUILD)/host/site_default.c
+FUZZERS += fuzz_http
+fuzz_http_USES := http
+
+# The HTTP server, metrics and echo against lwIP over an in-process netif.
+HOST_TESTS += test_server
+test_server_USES := $(RUNTIME_HOST_USES)
+test_server_SRCS := $(filter-out $(BUILD)/host/site_default.c,$(RUNTIME_HOST_SRCS)) $(BUILD)/host/site_server.c
+
+# The application API (include/vireo/): routes, bodies, streaming with
+# back-pressure, finishing later, misuse, TCP and UDP services, metrics (its
+# own apps, so not the static site).
+HOST_TESTS += test_api
+test_api_USES := $(RUNTIME_HOST_USES) cmdline
+test_api_SRCS := $(filter-out $(SITE_APP),$(RUNTIME_HOST_SRCS))
+LWIP_HOST_TESTS += test_server test_api
