@@ -1,10 +1,11 @@
 # The simulated devices a driver's host test runs against: fake_dev (the
-# device side of one ring, checking every rule the driver must keep),
-# vnetdev (a virtio device: transport, config space, queues; virtio-net's
-# receive, transmit and control semantics, or raw queues another device's
-# test plays itself), and hostbus (the real virtio bus, drivers/virtio/
-# virtio.c and virtio_core.c, whose driver table holds the driver under test;
-# it wraps two bus functions at link time to observe them, SIMDEV_LDFLAGS).
+# device side of one ring, checking every rule the driver must keep), simdev
+# (a virtio device of any type: transport, config space of its own size,
+# queues, interrupts; raw queues the test plays itself), vnetdev (simdev with
+# virtio-net's receive, transmit and control semantics, VNETDEV), and hostbus
+# (the real virtio bus, drivers/virtio/virtio.c and virtio_core.c, whose
+# driver table holds the driver under test; it wraps two bus functions at
+# link time to observe them, SIMDEV_LDFLAGS).
 # A driver is built for the host unchanged, through a wrapper that includes
 # it: tests/host/F/x_host.c for F/x.c, $(call host_wrap,x). The wrapper is
 # copied into $(BUILD) whenever the driver or any header changes: the
@@ -12,7 +13,8 @@
 # driver is not a source of its own there.
 FAKE_DEV := tests/host/simdev/fake_dev.c
 SIMDEV_USES := virtio virtio_core virtq
-SIMDEV_SRCS := tests/host/simdev/hostbus.c tests/host/simdev/vnetdev.c $(FAKE_DEV)
+SIMDEV_SRCS := tests/host/simdev/hostbus.c tests/host/simdev/simdev.c $(FAKE_DEV)
+VNETDEV := tests/host/simdev/vnetdev.c
 SIMDEV_LDFLAGS := -Wl,--wrap=virtio_set_broken -Wl,--wrap=virtio_keep_forever
 host_wrap = $(patsubst %.c,$(BUILD)/host/wrap/%_host.c,$(call src,$(1)))
 HOST_HEADERS := $(shell find include lib kernel drivers debug net runtime tests/host -name '*.h')

@@ -1,4 +1,4 @@
-/* hostbus: the virtio bus around the driver under test (tests/host/vnetdev):
+/* hostbus: the virtio bus around the driver under test (tests/host/simdev):
  * the real drivers/virtio.c and drivers/virtio_core.c with an injected
  * driver table; see hostbus.h. */
 #include <stdio.h>
@@ -80,7 +80,7 @@ void vtd_stray_next(void)
 const struct virtio_driver *const *virtio_driver_table(size_t *n)
 {
 	*n = 1;
-	return &vnet_host_driver;
+	return &hostbus_driver;
 }
 
 /* Linked with -Wl,--wrap=virtio_set_broken (vnetdev.mk): counts the calls
@@ -130,7 +130,7 @@ int hk_probe(struct virtio_dev *d)
 {
 	if (!on_bus(d))
 		return virtio_add_device(d);
-	return virtio_core_probe(d, vnet_host_driver);
+	return virtio_core_probe(d, hostbus_driver);
 }
 
 void hk_remove(struct virtio_dev *d)

@@ -1,4 +1,4 @@
-/* hostbus: the virtio bus for host tests of a driver (tests/host/vnetdev):
+/* hostbus: the virtio bus for host tests of a driver (tests/host/simdev):
  * the real drivers/virtio.c and drivers/virtio_core.c, whose driver table
  * holds the driver under test alone, and dma_map() as fake_dev expects. */
 #ifndef VIREO_HOSTBUS_H
@@ -8,7 +8,7 @@
 
 /* The driver under test, captured from its VIRTIO_DRIVER() line; the bus's
  * driver table (virtio_driver_table) holds it alone. */
-extern const struct virtio_driver *const vnet_host_driver;
+extern const struct virtio_driver *const hostbus_driver;
 /* The first call for d is the transport's report, virtio_add_device()
  * (registry, driver match, virtio_core_probe); after hk_remove() it is
  * virtio_core_probe() again. Returns the probe's result. */

@@ -11,81 +11,21 @@
 #define OFF_STATUS	offsetof(struct virtio_net_config, status)
 #define OFF_MTU		offsetof(struct virtio_net_config, mtu)
 
-static struct vnetdev *to_vd(struct virtio_dev *d)
-{
-	return (struct vnetdev *)((char *)d - offsetof(struct vnetdev, vd));
-}
+_Static_assert(sizeof(((struct vnetdev *)0)->sd) == sizeof(struct simdev) &&
+		       offsetof(struct vnetdev, kick) == offsetof(struct vnetdev, sd.kick),
+	       "struct vnetdev's anonymous fields lie over its struct simdev");
 
 static bool has(const struct vnetdev *v, unsigned bit)
 {
 	return (v->vd.features >> bit) & 1;
 }
 
-static void vd_err(struct vnetdev *v, unsigned qi, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void vd_err(struct vnetdev *v, unsigned qi, const char *fmt, ...)
-{
-	struct fake_dev *q = &v->q[qi];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(q->error, sizeof q->error, fmt, ap);
-	va_end(ap);
-	q->errors++;
-	if (getenv("VIREO_TEST_LOG"))
-		fprintf(stderr, "vnetdev: driver error: %s\n", q->error);
-}
+#define vd_err(v, qi, ...) sd_err(&(v)->sd, qi, __VA_ARGS__)
 
 u32 vd_hdr_len(const struct vnetdev *v)
 {
 	return v->vd.modern || has(v, VIRTIO_NET_F_MRG_RXBUF) ? VIRTIO_NET_HDR_LEN
 							       : VIRTIO_NET_HDR_LEN_LEGACY;
-}
-
-unsigned vd_errors(const struct vnetdev *v)
-{
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < VD_NQ; i++)
-		n += v->q[i].errors;
-	return n;
-}
-
-const char *vd_error(const struct vnetdev *v)
-{
-	for (unsigned i = 0; i < VD_NQ; i++)
-		if (v->q[i].errors)
-			return v->q[i].error;
-	return "";
-}
-
-/* Gathers the device-readable bytes of a taken buffer into out (at most
- * max); returns their total length. */
-static u32 gather(const struct fake_buf *b, u8 *out, u32 max)
-{
-	u32 n = 0;
-
-	for (unsigned i = 0; i < b->nseg; i++) {
-		if (b->seg[i].write)
-			continue;
-		for (u32 j = 0; j < b->seg[i].len; j++, n++)
-			if (n < max)
-				out[n] = b->seg[i].va[j];
-	}
-	return n;
-}
-
-/* Takes newly available buffers; with the split event index, asks to be
- * notified of the very next one, as a device that keeps up does. */
-static unsigned fetch(struct vnetdev *v, unsigned qi)
-{
-	struct fake_dev *q = &v->q[qi];
-	unsigned n = fake_dev_fetch(q);
-
-	if (!q->packed && q->event_idx)
-		fake_dev_set_avail_event(q, q->last_avail);
-	return n;
 }
 
 /* ---- control queue ---- */
@@ -185,12 +125,12 @@ void vd_ctrl_serve(struct vnetdev *v)
 {
 	struct fake_dev *q = &v->q[VD_CTRL];
 
-	fetch(v, VD_CTRL);
+	sd_posted(&v->sd, VD_CTRL);
 	while (q->npending && v->ctrl_mode != VD_CTRL_SILENT) {
 		const struct fake_buf *b = &q->pending[0];
 		u8 bytes[2 + VNET_CTRL_DATA_MAX], ack;
 		struct vd_cmd *c = &v->cmds[v->ncmds++ % VD_CMD_LOG];
-		u32 n = gather(b, bytes, sizeof bytes);
+		u32 n = sd_gather(b, bytes, sizeof bytes);
 
 		memset(c, 0, sizeof(*c));
 		if (n < 2 || n > sizeof bytes || b->in_len < 1) {
@@ -222,7 +162,7 @@ static void tx_record(struct vnetdev *v, const struct fake_buf *b)
 	u8 *all;
 
 	all = malloc(VD_TX_MAX);
-	n = gather(b, all, VD_TX_MAX);
+	n = sd_gather(b, all, VD_TX_MAX);
 	free(f->data);
 	memset(f, 0, sizeof(*f));
 	if (b->in_len)
@@ -256,7 +196,7 @@ unsigned vd_tx_complete(struct vnetdev *v, unsigned max, bool reverse)
 
 	if (!v->live[VD_TX])
 		return 0;
-	fetch(v, VD_TX);
+	sd_posted(&v->sd, VD_TX);
 	while (done < max && q->npending) {
 		unsigned i = reverse && !q->in_order ? q->npending - 1 : 0;
 
@@ -269,10 +209,7 @@ unsigned vd_tx_complete(struct vnetdev *v, unsigned max, bool reverse)
 
 unsigned vd_tx_pending(struct vnetdev *v)
 {
-	if (!v->live[VD_TX])
-		return 0;
-	fetch(v, VD_TX);
-	return v->q[VD_TX].npending;
+	return sd_posted(&v->sd, VD_TX);
 }
 
 const struct vd_txframe *vd_tx_last(const struct vnetdev *v)
@@ -280,201 +217,19 @@ const struct vd_txframe *vd_tx_last(const struct vnetdev *v)
 	return v->ntx ? &v->tx[(v->ntx - 1) % VD_TX_LOG] : NULL;
 }
 
-/* ---- transport ops ---- */
+/* ---- the device's semantics (simdev's kick hook) ---- */
 
-static u8 op_get_status(struct virtio_dev *d)
+static void vd_kick(struct simdev *sd, unsigned qi)
 {
-	return to_vd(d)->status;
-}
+	struct vnetdev *v = (struct vnetdev *)sd;
 
-static void storm(struct vnetdev *v)
-{
-	if (!v->irq_storm || !v->irq_on)
-		return;
-	for (unsigned i = 0; i < VD_NQ; i++) {
-		if (!v->live[i] || !v->vq[i])
-			continue;
-		v->storm_irqs++;
-		hk_vq_interrupt(v->vq[i]);
-	}
-}
-
-static void op_set_status(struct virtio_dev *d, u8 status)
-{
-	struct vnetdev *v = to_vd(d);
-
-	if (status == 0)
-		storm(v);	/* the driver polls the reset, interrupts on */
-	if (status == 0 && v->reset_stuck) {
-		v->resets++;
-		return;
-	}
-	if (status == 0) {
-		v->resets++;
-		for (unsigned i = 0; i < VD_NQ; i++) {
-			if (v->live[i])
-				fake_dev_reset(&v->q[i]);
-			v->live[i] = false;
-			v->vq[i] = NULL;
-		}
-	}
-	if ((status & VIRTIO_S_FEATURES_OK) && !v->vd.modern)
-		vd_err(v, VD_RX, "FEATURES_OK on a legacy device");
-	v->status = status;
-}
-
-static u64 op_get_features(struct virtio_dev *d)
-{
-	return to_vd(d)->offered;
-}
-
-static void op_set_features(struct virtio_dev *d, u64 features)
-{
-	struct vnetdev *v = to_vd(d);
-
-	if (features & ~v->offered)
-		vd_err(v, VD_RX, "driver took features %#llx not offered",
-		       (unsigned long long)(features & ~v->offered));
-}
-
-static u8 op_config_generation(struct virtio_dev *d)
-{
-	struct vnetdev *v = to_vd(d);
-
-	return v->gen_unstable ? v->gen++ : v->gen;
-}
-
-static int op_cfg_read(struct virtio_dev *d, u32 off, void *buf, u32 width)
-{
-	struct vnetdev *v = to_vd(d);
-
-	if (width != 1 && width != 2 && width != 4)
-		vd_err(v, VD_RX, "config read of width %u", width);
-	if (off % width)
-		vd_err(v, VD_RX, "unaligned config read at %u", off);
-	if (off >= sizeof v->cfg || width > sizeof v->cfg - off)
-		return -ERANGE;
-	memcpy(buf, v->cfg + off, width);
-	return 0;
-}
-
-static int op_cfg_write(struct virtio_dev *d, u32 off, const void *buf, u32 width)
-{
-	return -ERANGE;
-}
-
-static u16 op_queue_max(struct virtio_dev *d, u16 idx)
-{
-	struct vnetdev *v = to_vd(d);
-
-	storm(v);
-	return idx < VD_NQ ? v->qmax[idx] : 0;
-}
-
-static bool op_queue_size_fixed(struct virtio_dev *d)
-{
-	return !to_vd(d)->vd.modern;
-}
-
-static int op_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
-{
-	struct vnetdev *v = to_vd(d);
-	struct virtq_config cfg = { 0 };
-
-	if (q->index >= VD_NQ)
-		return -EINVAL;
-	cfg.num = q->vq.num;
-	cfg.index = q->index;
-	cfg.packed = q->vq.is_packed;
-	cfg.event_idx = q->vq.event_idx;
-	cfg.in_order = q->vq.in_order;
-	cfg.indirect = q->vq.indirect;
-	fake_dev_init(&v->q[q->index], &cfg, &q->vq);
-	v->vq[q->index] = q;
-	v->live[q->index] = true;
-	v->irqs_seen[q->index] = 0;
-	return 0;
-}
-
-static void rx_auto(struct vnetdev *v)
-{
-	static const u8 fill[VD_AUTO_FILL] = { 0x5a };
-
-	while (vd_rx_posted(v)) {
-		if (v->rx_auto_done == VD_AUTO_MAX) {
-			vd_err(v, VD_RX, "driver kept re-posting: %u completions", VD_AUTO_MAX);
-			return;
-		}
-		v->rx_auto_done++;
-		vd_rx_raw(v, 0, fill, MIN(v->rx_auto_len, (u32)VD_AUTO_FILL), v->rx_auto_len, FAKE_LIE_NONE);
-	}
-}
-
-static void op_notify(struct virtio_vq *q, u32 data)
-{
-	struct vnetdev *v = to_vd(q->vdev);
-
-	if (q->index >= VD_NQ || !v->live[q->index]) {
-		vd_err(v, VD_RX, "notify for queue %u, not live", q->index);
-		return;
-	}
-	if (!(v->status & VIRTIO_S_DRIVER_OK) && q->index != VD_RX)
-		vd_err(v, q->index, "notify before DRIVER_OK");
-	v->kicks[q->index]++;
-	fake_dev_notify(&v->q[q->index], data);
-	if (v->raw)
-		fetch(v, q->index);
-	else if (q->index == VD_CTRL)
+	if (qi == VD_CTRL)
 		vd_ctrl_serve(v);
-	else if (q->index == VD_TX && v->tx_auto)
+	else if (qi == VD_TX && v->tx_auto)
 		vd_tx_complete(v, ~0u, false);
-	else if (q->index == VD_RX && v->rx_auto)
-		rx_auto(v);
-	else if (q->index == VD_RX)
-		fetch(v, VD_RX);
+	else if (qi == VD_RX)
+		sd_posted(sd, VD_RX);
 }
-
-static int op_irq_setup(struct virtio_dev *d)
-{
-	struct vnetdev *v = to_vd(d);
-
-	if (v->irq_on)
-		vd_err(v, VD_RX, "irq_setup twice");
-	v->irq_on = true;
-	return 0;
-}
-
-static void op_irq_teardown(struct virtio_dev *d)
-{
-	struct vnetdev *v = to_vd(d);
-
-	if (!v->irq_on)
-		vd_err(v, VD_RX, "irq_teardown without irq_setup");
-	v->irq_on = false;
-}
-
-static const char *op_describe(struct virtio_dev *d)
-{
-	return "vnetdev";
-}
-
-static const struct virtio_transport_ops vd_ops = {
-	.name = "vnetdev",
-	.get_status = op_get_status,
-	.set_status = op_set_status,
-	.get_features = op_get_features,
-	.set_features = op_set_features,
-	.config_generation = op_config_generation,
-	.cfg_read = op_cfg_read,
-	.cfg_write = op_cfg_write,
-	.queue_max = op_queue_max,
-	.queue_size_fixed = op_queue_size_fixed,
-	.queue_setup = op_queue_setup,
-	.notify = op_notify,
-	.irq_setup = op_irq_setup,
-	.irq_teardown = op_irq_teardown,
-	.describe = op_describe,
-};
 
 /* ---- set-up ---- */
 
@@ -483,11 +238,8 @@ void vd_init(struct vnetdev *v, u64 features, u16 qsize)
 	static const u8 mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
 
 	memset(v, 0, sizeof(*v));
-	v->vd.device_id = VIRTIO_ID_NET;
-	v->vd.vendor_id = 0x1af4;
-	v->vd.ops = &vd_ops;
-	v->vd.modern = (features >> VIRTIO_F_VERSION_1) & 1;
-	v->offered = features;
+	sd_init(&v->sd, VIRTIO_ID_NET, features, sizeof(struct virtio_net_config));
+	v->kick = vd_kick;
 	v->qmax[VD_RX] = qsize;
 	v->qmax[VD_TX] = qsize;
 	v->qmax[VD_CTRL] = (features >> VIRTIO_NET_F_CTRL_VQ) & 1 ? 64 : 0;
@@ -498,9 +250,7 @@ void vd_init(struct vnetdev *v, u64 features, u16 qsize)
 
 void vd_fini(struct vnetdev *v)
 {
-	hk_unplug(&v->vd);
-	for (unsigned i = 0; i < VD_NQ; i++)
-		fake_dev_fini(&v->q[i]);
+	sd_fini(&v->sd);
 	for (unsigned i = 0; i < VD_TX_LOG; i++) {
 		free(v->tx[i].data);
 		v->tx[i].data = NULL;
@@ -509,35 +259,14 @@ void vd_fini(struct vnetdev *v)
 
 /* ---- config space ---- */
 
-void vd_cfg_write16(struct vnetdev *v, u32 off, u16 val)
-{
-	v->cfg[off] = (u8)val;
-	v->cfg[off + 1] = (u8)(val >> 8);
-	v->gen++;
-}
-
 void vd_set_link(struct vnetdev *v, bool up, bool announce)
 {
 	vd_cfg_write16(v, OFF_STATUS, (u16)((up ? VIRTIO_NET_S_LINK_UP : 0) |
 					    (announce ? VIRTIO_NET_S_ANNOUNCE : 0)));
-	hk_config_interrupt(&v->vd);
-}
-
-void vd_needs_reset(struct vnetdev *v)
-{
-	v->status |= VIRTIO_S_NEEDS_RESET;
-	hk_config_interrupt(&v->vd);
+	sd_config_interrupt(&v->sd);
 }
 
 /* ---- receive ---- */
-
-unsigned vd_rx_posted(struct vnetdev *v)
-{
-	if (!v->live[VD_RX])
-		return 0;
-	fetch(v, VD_RX);
-	return v->q[VD_RX].npending;
-}
 
 u32 vd_rx_buflen(struct vnetdev *v, unsigned i)
 {
@@ -596,73 +325,4 @@ int vd_rx_frame(struct vnetdev *v, const struct vd_hdr *h, const u8 *frame, u32 
 	}
 	free(pkt);
 	return (int)nbuf;
-}
-
-int vd_rx_raw(struct vnetdev *v, unsigned i, const u8 *bytes, u32 n, u32 used_len,
-	      enum fake_lie lie)
-{
-	struct fake_dev *q = &v->q[VD_RX];
-
-	if (i >= vd_rx_posted(v))
-		return -1;
-	q->data = bytes;
-	q->data_len = n;
-	q->lie = lie;
-	return fake_dev_complete(q, i, used_len);
-}
-
-/* ---- raw queues ---- */
-
-int vd_raw_write(struct vnetdev *v, unsigned qi, const u8 *bytes, u32 n)
-{
-	struct fake_dev *q = &v->q[qi];
-
-	if (qi >= VD_NQ || !v->live[qi])
-		return -1;
-	fetch(v, qi);
-	if (!q->npending)
-		return -1;
-	q->data = bytes;
-	q->data_len = n;
-	return fake_dev_complete(q, 0, n);
-}
-
-unsigned vd_raw_complete(struct vnetdev *v, unsigned qi, unsigned max)
-{
-	struct fake_dev *q = &v->q[qi];
-	unsigned n = 0;
-
-	if (qi >= VD_NQ || !v->live[qi])
-		return 0;
-	fetch(v, qi);
-	while (n < max && q->npending) {
-		gather(&q->pending[0], v->raw_last[qi], sizeof v->raw_last[qi]);
-		if (fake_dev_complete(q, 0, 0) < 0)
-			break;
-		n++;
-		v->raw_done[qi]++;
-	}
-	return n;
-}
-
-unsigned vd_raw_pending(struct vnetdev *v, unsigned qi)
-{
-	if (qi >= VD_NQ || !v->live[qi])
-		return 0;
-	fetch(v, qi);
-	return v->q[qi].npending;
-}
-
-/* ---- interrupts ---- */
-
-bool vd_irq(struct vnetdev *v, unsigned qi, bool force)
-{
-	if (qi >= VD_NQ || !v->live[qi] || !v->vq[qi] || !v->irq_on)
-		return false;	/* no route: interrupts torn down */
-	if (!force && v->q[qi].interrupts == v->irqs_seen[qi])
-		return false;
-	v->irqs_seen[qi] = v->q[qi].interrupts;
-	v->irqs[qi]++;
-	hk_vq_interrupt(v->vq[qi]);
-	return true;
 }

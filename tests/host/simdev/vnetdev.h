@@ -1,10 +1,9 @@
-/* vnetdev: a simulated virtio-net device for host tests of the real driver.
- * It is the transport (status, features, config space, queue setup,
- * notifications) and the device side of the receive, transmit and control
- * rings (through fake_dev, which checks every ring rule the driver must
- * keep). It delivers frames with chosen headers and lengths, consumes and
- * records transmitted frames, answers control commands (NOTF_COAL
- * included), raises interrupts, and misbehaves on request. */
+/* vnetdev: a simulated virtio-net device for host tests of the real driver:
+ * the generic simulated device (simdev.h: transport, config space, queues,
+ * interrupts, misbehaviour on request) with virtio-net's semantics on its
+ * receive, transmit and control queues. It delivers frames with chosen
+ * headers and lengths, consumes and records transmitted frames, answers
+ * control commands (NOTF_COAL included). */
 #ifndef VIREO_VNETDEV_H
 #define VIREO_VNETDEV_H
 
@@ -12,9 +11,9 @@
 #include "drivers/virtio/net/virtio_net_reg.h"
 #include "drivers/virtio/net/vnet_ctrl.h"
 #include "tests/host/simdev/fake_dev.h"
+#include "tests/host/simdev/simdev.h"
 
-/* Queue 3 exists only for other device types played raw (virtio-console). */
-enum { VD_RX, VD_TX, VD_CTRL, VD_Q3, VD_NQ };
+enum { VD_RX, VD_TX, VD_CTRL };
 
 enum vd_ctrl_mode {
 	VD_CTRL_OK,		/* ack VIRTIO_NET_OK (ERR for unnegotiated commands) */
@@ -27,8 +26,6 @@ enum vd_ctrl_mode {
 #define VD_CMD_LOG	256
 #define VD_TX_LOG	64
 #define VD_TX_MAX	(65536u + 64u)
-#define VD_AUTO_MAX	100000u
-#define VD_AUTO_FILL	4096u
 
 struct vd_cmd {
 	u8 cls, cmd;
@@ -51,27 +48,16 @@ struct vd_hdr {
 	int num_buffers;		/* < 0: the true count */
 };
 
+/* The generic device's fields are reached by their plain names (dev.vd,
+ * dev.status, dev.q[...]) through the anonymous struct, and as a struct
+ * simdev through sd (the same layout: a union of the two). */
 struct vnetdev {
-	struct virtio_dev vd;		/* what the driver and the core see */
-	u8 status;
-	u64 offered;
-	u8 cfg[sizeof(struct virtio_net_config)];
-	u8 gen;
-	bool gen_unstable;		/* config_generation changes on every read */
-	u16 qmax[VD_NQ];		/* 0: the queue does not exist */
-	struct fake_dev q[VD_NQ];
-	struct virtio_vq *vq[VD_NQ];	/* the driver's, while set up */
-	bool live[VD_NQ];
-	unsigned kicks[VD_NQ];
-	unsigned irqs_seen[VD_NQ];	/* fake_dev interrupts already delivered */
-	unsigned irqs[VD_NQ];		/* interrupts delivered */
-	unsigned resets;		/* status writes of 0 */
-	bool reset_stuck;		/* a write of 0 never completes: status stays */
-	bool irq_on;			/* between irq_setup and irq_teardown */
-	/* While interrupts are set up, an interrupt on every live queue at
-	 * each queue_max read and each reset: one arriving in any window. */
-	bool irq_storm;
-	unsigned storm_irqs;		/* interrupts the storm delivered */
+	union {
+		struct simdev sd;
+		struct {
+			SIMDEV_FIELDS;
+		};
+	};
 
 	/* control queue */
 	enum vd_ctrl_mode ctrl_mode;
@@ -84,17 +70,6 @@ struct vnetdev {
 
 	/* transmit */
 	bool tx_auto;			/* complete transmitted frames on the kick */
-	/* Queue 0 as a device that fills buffers at once (virtio-rng): on
-	 * each kick every posted buffer completes with rx_auto_len bytes, at
-	 * most VD_AUTO_MAX in all (then an error: the driver never stops). */
-	/* Raw: no net semantics on any queue; a kick only takes buffers. The
-	 * test plays the device with vd_raw_write and vd_raw_complete. */
-	bool raw;
-	unsigned raw_done[VD_NQ];	/* buffers vd_raw_complete completed */
-	u8 raw_last[VD_NQ][64];		/* readable bytes of the last of them */
-	bool rx_auto;
-	u32 rx_auto_len;
-	unsigned rx_auto_done;
 	unsigned ntx;			/* frames consumed (log keeps the last VD_TX_LOG) */
 	struct vd_txframe tx[VD_TX_LOG];
 	unsigned tx_bad;		/* frames with a header the driver must not send */
@@ -107,18 +82,27 @@ void vd_init(struct vnetdev *v, u64 features, u16 qsize);
 void vd_fini(struct vnetdev *v);
 u32 vd_hdr_len(const struct vnetdev *v);
 /* Sum of the ring rules the driver broke, over all queues (0 expected). */
-unsigned vd_errors(const struct vnetdev *v);
-const char *vd_error(const struct vnetdev *v);
+static inline unsigned vd_errors(const struct vnetdev *v) { return sd_errors(&v->sd); }
+static inline const char *vd_error(const struct vnetdev *v) { return sd_error(&v->sd); }
 
 /* ---- config space ---- */
 void vd_set_link(struct vnetdev *v, bool up, bool announce);	/* + config interrupt */
-void vd_cfg_write16(struct vnetdev *v, u32 off, u16 val);	/* no interrupt */
-void vd_needs_reset(struct vnetdev *v);		/* DEVICE_NEEDS_RESET + config interrupt */
+static inline void vd_cfg_write16(struct vnetdev *v, u32 off, u16 val)	/* no interrupt */
+{
+	sd_cfg_write16(&v->sd, off, val);
+}
+static inline void vd_needs_reset(struct vnetdev *v)	/* DEVICE_NEEDS_RESET + config interrupt */
+{
+	sd_needs_reset(&v->sd);
+}
 
 /* ---- receive ---- */
 /* Takes the buffers the driver posted since the last call; returns how
  * many are posted (taken, not used) now. */
-unsigned vd_rx_posted(struct vnetdev *v);
+static inline unsigned vd_rx_posted(struct vnetdev *v)
+{
+	return sd_posted(&v->sd, VD_RX);
+}
 /* Writable bytes of the i-th oldest posted buffer (0 if none). */
 u32 vd_rx_buflen(struct vnetdev *v, unsigned i);
 /* A well-formed packet: header h (NULL: all zero), frame bytes, spread over
@@ -128,8 +112,11 @@ int vd_rx_frame(struct vnetdev *v, const struct vd_hdr *h, const u8 *frame, u32 
 /* Raw: writes n bytes into posted buffer i and publishes a used entry of
  * used_len (clamped to the buffer unless lie says otherwise). Returns the
  * buffer id or -1. */
-int vd_rx_raw(struct vnetdev *v, unsigned i, const u8 *bytes, u32 n, u32 used_len,
-	      enum fake_lie lie);
+static inline int vd_rx_raw(struct vnetdev *v, unsigned i, const u8 *bytes, u32 n, u32 used_len,
+			    enum fake_lie lie)
+{
+	return sd_complete(&v->sd, VD_RX, i, bytes, n, used_len, lie);
+}
 /* Builds a header into buf (vd_hdr_len bytes). */
 void vd_put_hdr(const struct vnetdev *v, u8 *buf, const struct vd_hdr *h, u16 nbuf);
 
@@ -145,20 +132,13 @@ unsigned vd_tx_complete(struct vnetdev *v, unsigned max, bool reverse);
 unsigned vd_tx_pending(struct vnetdev *v);	/* taken, not completed */
 const struct vd_txframe *vd_tx_last(const struct vnetdev *v);
 
-/* ---- raw queues ---- */
-/* Writes n bytes into the oldest posted buffer of queue qi and completes
- * it with used length n. Returns the buffer id or -1 (none posted). */
-int vd_raw_write(struct vnetdev *v, unsigned qi, const u8 *bytes, u32 n);
-/* Takes new buffers of queue qi and completes up to max of them, oldest
- * first, with used length 0, keeping the last one's readable bytes.
- * Returns how many completed. */
-unsigned vd_raw_complete(struct vnetdev *v, unsigned qi, unsigned max);
-unsigned vd_raw_pending(struct vnetdev *v, unsigned qi);	/* taken, not completed */
-
 /* ---- interrupts ---- */
 /* Delivers queue qi's interrupt if the device decided to send one since the
  * last call (event index / flags), or always with force. Returns true if
  * delivered. */
-bool vd_irq(struct vnetdev *v, unsigned qi, bool force);
+static inline bool vd_irq(struct vnetdev *v, unsigned qi, bool force)
+{
+	return sd_irq(&v->sd, qi, force);
+}
 
 #endif

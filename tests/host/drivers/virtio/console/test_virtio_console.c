@@ -1,6 +1,6 @@
-/* drivers/virtio_console.c, unchanged, against the simulated device of
- * tests/host/vnetdev played raw (its queues 0-3 as the console's port 0
- * and control queues) and the real virtio core. The control path never
+/* drivers/virtio/console/virtio_console.c, unchanged, against the simulated
+ * device (tests/host/simdev/simdev.h) played raw (queues 0-3: the console's
+ * port 0 and control queues) and the real virtio core. The control path never
  * busy-waits: a device that floods the control queue and never completes
  * the driver's replies costs the event loop no waiting (the clock moves
  * with every time_ns() call), replies queue in a bounded FIFO, the rest
@@ -19,11 +19,15 @@
 #include "kernel/time/time.h"
 #include "tests/host/shim/hostk.h"
 #include "tests/host/simdev/hostbus.h"
-#include "tests/host/simdev/vnetdev.h"
+#include "tests/host/simdev/simdev.h"
 
 #define F(b) VIRTIO_BIT(b)
 
-static struct vnetdev dev;
+/* The console's queues: port 0's receive and transmit queues, then the
+ * control receive (device to driver) and transmit queues. */
+enum { CQ_PORT0_IN, CQ_PORT0_OUT, CQ_CTRL_IN, CQ_CTRL_OUT };
+
+static struct simdev dev;
 static unsigned sinks;
 
 /* kernel/console.c's sink registry and input, as far as the driver uses them. */
@@ -61,8 +65,8 @@ static int teardown(void **state)
 	hk_loop_reset();
 	hk_clock_autostep(0);
 	hk_on_clock(NULL, NULL);
-	assert_int_equal(vd_errors(&dev), 0);
-	vd_fini(&dev);
+	assert_int_equal(sd_errors(&dev), 0);
+	sd_fini(&dev);
 	hk_free_kept();
 	assert_int_equal(hk_pages_live(), 0);
 	assert_int_equal(hk_kmem_live(), 0);
@@ -74,17 +78,16 @@ static int teardown(void **state)
  * does not exist): DEVICE_ADD for ports 1-3 is answered PORT_READY 0. */
 static void bring_up(void)
 {
-	vd_init(&dev, F(VIRTIO_F_VERSION_1) | F(VIRTIO_CONSOLE_F_MULTIPORT), 32);
+	sd_init(&dev, VIRTIO_ID_CONSOLE, F(VIRTIO_F_VERSION_1) | F(VIRTIO_CONSOLE_F_MULTIPORT),
+		sizeof(struct virtio_console_config));
 	dev.raw = true;
-	dev.vd.device_id = VIRTIO_ID_CONSOLE;
-	dev.qmax[VD_CTRL] = 32;
-	dev.qmax[VD_Q3] = 32;
-	memset(dev.cfg, 0, sizeof dev.cfg);
+	for (unsigned q = CQ_PORT0_IN; q <= CQ_CTRL_OUT; q++)
+		dev.qmax[q] = 32;
 	dev.cfg[offsetof(struct virtio_console_config, max_nr_ports)] = 4;
 	hk_clock_autostep(1000);	/* the probe's settle loop waits for quiet */
 	assert_int_equal(hk_probe(&dev.vd), 0);
 	assert_true(dev.status & VIRTIO_S_DRIVER_OK);
-	assert_int_equal(vd_raw_pending(&dev, VD_Q3), 1);	/* DEVICE_READY */
+	assert_int_equal(sd_raw_pending(&dev, CQ_CTRL_OUT), 1);	/* DEVICE_READY */
 }
 
 static void test_ctrl_flood_never_waits(void **state)
@@ -102,31 +105,31 @@ static void test_ctrl_flood_never_waits(void **state)
 
 		for (k = 0; k < 16 && sent < 48; k++, sent++) {
 			put_msg(m, 1 + sent % 3, VIRTIO_CONSOLE_DEVICE_ADD, 0);
-			assert_true(vd_raw_write(&dev, VD_CTRL, m, sizeof m) >= 0);
+			assert_true(sd_raw_write(&dev, CQ_CTRL_IN, m, sizeof m) >= 0);
 		}
-		vd_irq(&dev, VD_CTRL, true);
+		sd_irq(&dev, CQ_CTRL_IN, true);
 		assert_true(hk_run(100000) < 100000);
 	}
 	/* No waiting: a handful of time_ns() calls (1 us each) at most. */
 	assert_true(hk_now() - t0 < NSEC_PER_MSEC);
 	/* 8 slots in flight (DEVICE_READY + 7 replies), 32 queued, 9 dropped. */
-	assert_int_equal(vd_raw_pending(&dev, VD_Q3), 8);
+	assert_int_equal(sd_raw_pending(&dev, CQ_CTRL_OUT), 8);
 	assert_true(hk_log_contains("control queue backed up"));
 
 	/* Completions drain the FIFO, each through the transmit queue's
 	 * interrupt that the driver armed (not forced here). */
-	while (dev.raw_done[VD_Q3] < 40 && rounds++ < 10) {
-		assert_int_equal(vd_raw_complete(&dev, VD_Q3, ~0u), 8);
-		if (dev.raw_done[VD_Q3] < 40)
-			assert_true(vd_irq(&dev, VD_Q3, false));
+	while (dev.raw_done[CQ_CTRL_OUT] < 40 && rounds++ < 10) {
+		assert_int_equal(sd_raw_complete(&dev, CQ_CTRL_OUT, ~0u), 8);
+		if (dev.raw_done[CQ_CTRL_OUT] < 40)
+			assert_true(sd_irq(&dev, CQ_CTRL_OUT, false));
 		assert_true(hk_run(100000) < 100000);
 	}
-	assert_int_equal(dev.raw_done[VD_Q3], 40);
-	assert_int_equal(vd_raw_pending(&dev, VD_Q3), 0);
+	assert_int_equal(dev.raw_done[CQ_CTRL_OUT], 40);
+	assert_int_equal(sd_raw_pending(&dev, CQ_CTRL_OUT), 0);
 	/* The last one delivered is the 39th reply: PORT_READY 0 for its port. */
 	put_msg(m, 1 + 38 % 3, VIRTIO_CONSOLE_PORT_READY, 0);
-	assert_memory_equal(dev.raw_last[VD_Q3], m, sizeof m);
-	assert_int_equal(vd_errors(&dev), 0);
+	assert_memory_equal(dev.raw_last[CQ_CTRL_OUT], m, sizeof m);
+	assert_int_equal(sd_errors(&dev), 0);
 }
 
 /* The same flood, then the device completes replies as it goes: every
@@ -136,17 +139,17 @@ static void test_ctrl_replies_in_order(void **state)
 	u8 m[8];
 
 	bring_up();
-	assert_int_equal(vd_raw_complete(&dev, VD_Q3, ~0u), 1);
+	assert_int_equal(sd_raw_complete(&dev, CQ_CTRL_OUT, ~0u), 1);
 	for (unsigned i = 0; i < 30; i++) {
 		put_msg(m, 1 + i % 3, VIRTIO_CONSOLE_DEVICE_ADD, 0);
-		assert_true(vd_raw_write(&dev, VD_CTRL, m, sizeof m) >= 0);
-		vd_irq(&dev, VD_CTRL, true);
+		assert_true(sd_raw_write(&dev, CQ_CTRL_IN, m, sizeof m) >= 0);
+		sd_irq(&dev, CQ_CTRL_IN, true);
 		assert_true(hk_run(100000) < 100000);
-		assert_int_equal(vd_raw_complete(&dev, VD_Q3, ~0u), 1);
+		assert_int_equal(sd_raw_complete(&dev, CQ_CTRL_OUT, ~0u), 1);
 		put_msg(m, 1 + i % 3, VIRTIO_CONSOLE_PORT_READY, 0);
-		assert_memory_equal(dev.raw_last[VD_Q3], m, sizeof m);
+		assert_memory_equal(dev.raw_last[CQ_CTRL_OUT], m, sizeof m);
 	}
-	assert_int_equal(dev.raw_done[VD_Q3], 31);	/* DEVICE_READY and 30 replies */
+	assert_int_equal(dev.raw_done[CQ_CTRL_OUT], 31);	/* DEVICE_READY and 30 replies */
 }
 
 /* The device answers DEVICE_READY late, as a device model on a loaded
@@ -168,23 +171,22 @@ static void late_device(void *arg)
 	if (!late_sent) {
 		late_sent = true;
 		put_msg(m, 0, VIRTIO_CONSOLE_DEVICE_ADD, 1);
-		assert_true(vd_raw_write(&dev, VD_CTRL, m, sizeof m) >= 0);
+		assert_true(sd_raw_write(&dev, CQ_CTRL_IN, m, sizeof m) >= 0);
 		put_msg(m, 0, VIRTIO_CONSOLE_CONSOLE_PORT, 1);
-		assert_true(vd_raw_write(&dev, VD_CTRL, m, sizeof m) >= 0);
+		assert_true(sd_raw_write(&dev, CQ_CTRL_IN, m, sizeof m) >= 0);
 	}
-	vd_raw_complete(&dev, VD_Q3, ~0u);
+	sd_raw_complete(&dev, CQ_CTRL_OUT, ~0u);
 }
 
 static void test_late_device_port_live_after_probe(void **state)
 {
 	u64 t0;
 
-	vd_init(&dev, F(VIRTIO_F_VERSION_1) | F(VIRTIO_CONSOLE_F_MULTIPORT), 32);
+	sd_init(&dev, VIRTIO_ID_CONSOLE, F(VIRTIO_F_VERSION_1) | F(VIRTIO_CONSOLE_F_MULTIPORT),
+		sizeof(struct virtio_console_config));
 	dev.raw = true;
-	dev.vd.device_id = VIRTIO_ID_CONSOLE;
-	dev.qmax[VD_CTRL] = 32;
-	dev.qmax[VD_Q3] = 32;
-	memset(dev.cfg, 0, sizeof dev.cfg);
+	for (unsigned q = CQ_PORT0_IN; q <= CQ_CTRL_OUT; q++)
+		dev.qmax[q] = 32;
 	dev.cfg[offsetof(struct virtio_console_config, max_nr_ports)] = 1;
 	hk_clock_autostep(1000);
 	t0 = hk_now();
@@ -197,7 +199,7 @@ static void test_late_device_port_live_after_probe(void **state)
 	assert_true(hk_log_contains("port 0 console"));
 	assert_int_equal(sinks, 1);
 	/* Done on quiet once all was completed, far from the 500 ms bound. */
-	assert_int_equal(vd_raw_pending(&dev, VD_Q3), 0);
+	assert_int_equal(sd_raw_pending(&dev, CQ_CTRL_OUT), 0);
 	assert_true(hk_now() - t0 < LATE_NS + 10 * NSEC_PER_MSEC);
 }
 

@@ -1,11 +1,11 @@
 /* drivers/virtio_net.c, unchanged, built for the host. Its VIRTIO_DRIVER()
  * line would put the driver in the kernel's .drivers.virtio section; here
- * it defines vnet_host_driver instead, the one driver in hostbus's table. Being the
+ * it defines hostbus_driver instead, the one driver in hostbus's table. Being the
  * same translation unit, the helpers below may read the driver's statics:
  * they are test-only views, never used by the driver. */
 #include "drivers/virtio/virtio.h"
 #undef VIRTIO_DRIVER
-#define VIRTIO_DRIVER(drv) const struct virtio_driver *const vnet_host_driver = &(drv)
+#define VIRTIO_DRIVER(drv) const struct virtio_driver *const hostbus_driver = &(drv)
 #include "drivers/virtio/net/virtio_net.c"
 
 #include "tests/host/drivers/virtio/net/vnet_host.h"

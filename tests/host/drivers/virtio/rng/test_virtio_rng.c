@@ -1,6 +1,6 @@
-/* drivers/virtio_rng.c, unchanged, against the simulated device of
- * tests/host/vnetdev (its queue 0 filling every posted buffer at once, as
- * virtio-rng does) and the real virtio core: entropy is gathered, and a
+/* drivers/virtio/rng/virtio_rng.c, unchanged, against the simulated device
+ * (tests/host/simdev/simdev.h: its queue 0 filling every posted buffer at
+ * once, as virtio-rng does) and the real virtio core: entropy is gathered, and a
  * device that completes every buffer at once with nothing in it cannot
  * keep the event loop re-posting (budgets per pass and in all). */
 #include <stdarg.h>
@@ -14,19 +14,19 @@
 
 #include "tests/host/shim/hostk.h"
 #include "tests/host/simdev/hostbus.h"
-#include "tests/host/simdev/vnetdev.h"
+#include "tests/host/simdev/simdev.h"
 
-static struct vnetdev dev;
+static struct simdev dev;
 
 static void bring_up(u32 len)
 {
-	vd_init(&dev, VIRTIO_BIT(VIRTIO_F_VERSION_1), 8);
-	dev.vd.device_id = VIRTIO_ID_RNG;	/* the bus matches the driver by it */
-	dev.rx_auto = true;
-	dev.rx_auto_len = len;
+	sd_init(&dev, VIRTIO_ID_RNG, VIRTIO_BIT(VIRTIO_F_VERSION_1), 0);	/* no config space */
+	dev.qmax[0] = 8;
+	dev.auto_fill = true;
+	dev.auto_len = len;
 	assert_int_equal(hk_probe(&dev.vd), 0);
 	assert_true(dev.status & VIRTIO_S_DRIVER_OK);
-	assert_int_equal(dev.rx_auto_done, 1);	/* the probe's buffer, at once */
+	assert_int_equal(dev.auto_done, 1);	/* the probe's buffer, at once */
 }
 
 static int teardown(void **state)
@@ -35,8 +35,8 @@ static int teardown(void **state)
 		hk_remove(&dev.vd);
 	hk_run(100000);
 	hk_loop_reset();
-	assert_int_equal(vd_errors(&dev), 0);
-	vd_fini(&dev);
+	assert_int_equal(sd_errors(&dev), 0);
+	sd_fini(&dev);
 	hk_free_kept();
 	assert_int_equal(hk_pages_live(), 0);
 	assert_int_equal(hk_kmem_live(), 0);
@@ -48,10 +48,10 @@ static void test_rng_gathers(void **state)
 	u64 before = hk_entropy_bytes();
 
 	bring_up(64);
-	vd_irq(&dev, VD_RX, true);
+	sd_irq(&dev, 0, true);
 	assert_true(hk_run(100000) < 100000);
 	assert_int_equal(hk_entropy_bytes() - before, 256);
-	assert_int_equal(dev.rx_auto_done, 4);
+	assert_int_equal(dev.auto_done, 4);
 	assert_true(hk_log_contains("256 bytes of entropy"));
 }
 
@@ -60,14 +60,14 @@ static void test_rng_gathers(void **state)
 static void test_rng_empty_completions_bounded(void **state)
 {
 	bring_up(0);
-	vd_irq(&dev, VD_RX, true);
+	sd_irq(&dev, 0, true);
 	assert_true(hk_run(100000) < 100);
-	assert_true(dev.rx_auto_done <= 8);
+	assert_true(dev.auto_done <= 8);
 	assert_true(hk_log_contains("empty completions; device given up"));
 	/* Further interrupts change nothing. */
-	vd_irq(&dev, VD_RX, true);
+	sd_irq(&dev, 0, true);
 	hk_run(100000);
-	assert_true(dev.rx_auto_done <= 8);
+	assert_true(dev.auto_done <= 8);
 }
 
 /* One byte per completion: 256 completions, taken at most 16 per pass. */
@@ -77,13 +77,13 @@ static void test_rng_pass_budget(void **state)
 	unsigned passes;
 
 	bring_up(1);
-	vd_irq(&dev, VD_RX, true);
+	sd_irq(&dev, 0, true);
 	assert_int_equal(hk_run(1), 1);
-	assert_true(dev.rx_auto_done <= 1 + 16);
+	assert_true(dev.auto_done <= 1 + 16);
 	passes = 1 + hk_run(100000);
 	assert_true(passes >= 256 / 16);
 	assert_int_equal(hk_entropy_bytes() - before, 256);
-	assert_int_equal(dev.rx_auto_done, 256);
+	assert_int_equal(dev.auto_done, 256);
 }
 
 int main(void)
