@@ -3,6 +3,7 @@
 #include "kernel/console.h"
 #include "kernel/panic.h"
 #include "debug/selftest.h"
+#include "debug/virtio_selftest.h"
 
 static const char *const selftest_choices[] = {
 	"none", "panic", "pagefault", "null", "ud", "divzero", "stack", "wx", "nx",
@@ -15,10 +16,6 @@ CMDLINE_PARAM(selftest, .key = "selftest", .type = CMDLINE_ENUM, .dst = &selftes
 		      "virtio-rng once it has delivered entropy (docs/appliance.md) and end in selftest: <value>: "
 		      "pass, FAIL (...) or skipped (...)");
 
-enum selftest selftest_requested(void)
-{
-	return (enum selftest)selftest;
-}
 
 static volatile int sink;
 
@@ -71,9 +68,15 @@ void selftest_run(void)
 	if (selftest == SELFTEST_NONE)
 		return;
 	kprintf("selftest: %s\n", selftest_choices[selftest]);
-	if (selftest == SELFTEST_VIRTIO_NEEDS_RESET || selftest == SELFTEST_VIRTIO_RING_RESET ||
-	    selftest == SELFTEST_IOMMU_FAULT)
-		return;	/* not a fault: armed on virtio-rng by kernel_main */
+	/* Not faults: armed on virtio-rng, whose driver has probed by now. */
+	if (selftest == SELFTEST_VIRTIO_NEEDS_RESET)
+		virtio_selftest(VIRTIO_SELFTEST_NEEDS_RESET);
+	else if (selftest == SELFTEST_VIRTIO_RING_RESET)
+		virtio_selftest(VIRTIO_SELFTEST_RING_RESET);
+	else if (selftest == SELFTEST_IOMMU_FAULT)
+		virtio_selftest(VIRTIO_SELFTEST_IOMMU_FAULT);
+	if (selftest >= SELFTEST_VIRTIO_NEEDS_RESET)
+		return;
 	selftest_fault();
 	kprintf("selftest: %s did not fault\n", selftest_choices[selftest]);
 }

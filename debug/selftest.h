@@ -1,5 +1,5 @@
 /* selftest=: a fault provoked at boot to test the panic path, or a virtio
- * recovery path the composition root arms once drivers have probed. */
+ * recovery path armed once drivers have probed. */
 #ifndef VIREO_SELFTEST_H
 #define VIREO_SELFTEST_H
 
@@ -18,12 +18,9 @@ enum selftest {
 	SELFTEST_IOMMU_FAULT,		/* on virtio-rng too, behind VT-d */
 };
 
-/* The value of selftest= (enum selftest). */
-enum selftest selftest_requested(void);
-
-/* Runs the fault self-test named by selftest= (most of them do not return).
- * The virtio-* ones only print their name here: kernel_main arms them on
- * the virtio-rng driver once devices have probed. */
+/* Runs the self-test named by selftest=, once the drivers have probed: a
+ * fault (most of them do not return), or a virtio recovery test armed on
+ * the virtio-rng driver (debug/virtio_selftest.h). */
 void selftest_run(void);
 
 #endif

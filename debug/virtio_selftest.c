@@ -24,10 +24,13 @@
 
 #include "drivers/virtio/virtio.h"
 #include "debug/virtio_selftest.h"
+#include "debug/virtq_fault.h"
 #include "drivers/iommu/vtd.h"
 #include "kernel/console.h"
 #include "kernel/loop.h"
+#include "kernel/shell.h"
 #include "kernel/time/time.h"
+#include "lib/string.h"
 
 #define SELFTEST_DEADLINE_NS (10 * NSEC_PER_SEC)
 #define SELFTEST_POLL_NS (20 * NSEC_PER_MSEC)
@@ -280,3 +283,26 @@ int virtio_fault_corrupt_next(u16 device_id, u16 qidx)
 	}
 	return -EIO;
 }
+
+/* `fault net-needs-reset` (debug only): the next receive buffer posted to the
+ * first virtio-net device gets a malformed head descriptor, so the device
+ * sets DEVICE_NEEDS_RESET once it reaches that buffer and the core resets
+ * and probes the device again (receive, not transmit: see
+ * virtio_fault_corrupt_next). */
+static void virtio_selftest_cmd_fault(const char *what)
+{
+	int idx;
+
+	if (strcmp(what, "net-needs-reset")) {
+		kprintf("fault: unknown fault '%s' (known: net-needs-reset)\n", what);
+		return;
+	}
+	idx = virtio_fault_corrupt_next(VIRTIO_ID_NET, 0);	/* 0: receive */
+	if (idx < 0)
+		kprintf("fault: net-needs-reset: no live virtio-net device\n");
+	else
+		kprintf("fault: net-needs-reset: virtio%d: the next receive buffer gets a malformed descriptor\n",
+			idx);
+}
+SHELL_CMD(fault, .name = "fault", .fn = virtio_selftest_cmd_fault, .usage = "net-needs-reset", .debug = true,
+	  .help = "malformed virtio-net rx buffer");

@@ -3,18 +3,17 @@
  * event loop. Console contract (tests rely on it): `vireo <version>` first,
  * `vireo: kernel ready` once initialised, `vireo: panic: ...` on a panic.
  *
- * The composition root: the one file in kernel/ that includes drivers/ and
- * net/ headers. Drivers, the network and the appliance read their own
- * command-line keys (CMDLINE_PARAM) and register their own shell commands
- * (SHELL_CMD); this file only starts them in order.
+ * The composition root: the one file that includes every layer's headers
+ * (drivers/, net/, runtime/, debug/). Drivers, the network and the
+ * appliance read their own command-line keys (CMDLINE_PARAM) and register
+ * their own shell commands (SHELL_CMD); this file only starts them in order.
  */
+#include "debug/debug.h"
 #include "drivers/acpi/acpi.h"
 #include "drivers/pci/pci.h"
 #include "drivers/iommu/vtd.h"
 #include "drivers/virtio/virtio_mmio.h"
 #include "drivers/virtio/net/virtio_net.h"
-#include "debug/virtio_selftest.h"
-#include "debug/vnet_echo.h"
 #include "kernel/boot_info.h"
 #include "kernel/cmdline.h"
 #include "kernel/config.h"
@@ -25,7 +24,6 @@
 #include "kernel/mm/mm.h"
 #include "kernel/panic.h"
 #include "kernel/random.h"
-#include "debug/selftest.h"
 #include "kernel/time/time.h"
 #include "kernel/time/timeline.h"
 #include "runtime/app.h"
@@ -119,19 +117,13 @@ void kernel_main(struct boot_info *bi)
 
 	pci_init();
 	timeline_mark("pci");
-	echo = vnet_echo_start();	/* vnet.echo: the reflector takes the device */
+	echo = debug_start();	/* vnet.echo: the reflector takes the device */
 	vtd_init();	/* DMA remapping on before any driver hands out a buffer */
 	pci_probe_drivers();
 	virtio_mmio_probe();
 	timeline_mark("drivers");
 
-	selftest_run();
-	if (selftest_requested() == SELFTEST_VIRTIO_NEEDS_RESET)
-		virtio_selftest(VIRTIO_SELFTEST_NEEDS_RESET);
-	else if (selftest_requested() == SELFTEST_VIRTIO_RING_RESET)
-		virtio_selftest(VIRTIO_SELFTEST_RING_RESET);
-	else if (selftest_requested() == SELFTEST_IOMMU_FAULT)
-		virtio_selftest(VIRTIO_SELFTEST_IOMMU_FAULT);
+	debug_selftests();	/* selftest= */
 
 	timeline_mark("ready");
 	timeline_print();

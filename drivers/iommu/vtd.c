@@ -146,10 +146,6 @@ static u64 vtd_writable_maps;
 CMDLINE_PARAM(vtd_on, .key = "iommu", .type = CMDLINE_BOOL, .dst = &vtd_enabled, .def = "on",
 	      .help = "use an Intel VT-d unit the ACPI DMAR table lists: devices that negotiated "
 		      "ACCESS_PLATFORM get translated DMA, others pass-through");
-CMDLINE_PARAM(vtd_stray, .key = "iommu.stray", .type = CMDLINE_UINT, .dst = &vtd_selftest_stray,
-	      .def = "0", .values = "0 or N",
-	      .help = "self-test: the Nth device-writable buffer is handed to the device at its read-only "
-		      "address, so the device's write faults; 0 = off");
 
 static u32 vtd_r32(const struct vtd_unit *u, u32 off) { return mmio_r32(u->regs + off); }
 static u64 vtd_r64(const struct vtd_unit *u, u32 off) { return mmio_r64(u->regs + off); }
@@ -815,23 +811,17 @@ static void vtd_cmd_show(const char *args)
 }
 SHELL_CMD(iommu, .name = "iommu", .fn = vtd_cmd_show, .help = "DMA remapping units and domains");
 
-void vtd_stray_next(void)
+/* The test seam (debug/debug.c: iommu.stray=, the shell's iommu-stray;
+ * debug/virtio_selftest.c: selftest=iommu-fault). */
+void vtd_stray_at(u64 n)
 {
-	vtd_selftest_stray = vtd_writable_maps + 1;
+	vtd_selftest_stray = n;
 }
 
-/* `iommu-stray` (debug only): the next device-writable buffer any translated
- * device is given goes out at its read-only address, so the device's write
- * faults and the device is reset and probed again. */
-static void vtd_cmd_stray(const char *args)
+int vtd_stray_next(void)
 {
-	(void)args;
-	if (!vtd_nunits) {
-		kprintf("iommu-stray: no remapping unit in use\n");
-		return;
-	}
-	vtd_stray_next();
-	kprintf("iommu-stray: armed: the next device-writable buffer gets a read-only address\n");
+	if (!vtd_nunits)
+		return -ENODEV;
+	vtd_selftest_stray = vtd_writable_maps + 1;
+	return 0;
 }
-SHELL_CMD(iommu_stray, .name = "iommu-stray", .fn = vtd_cmd_stray, .debug = true,
-	  .help = "hand a device one writable buffer at its read-only address (fault and recovery test)");

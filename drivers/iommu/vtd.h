@@ -38,9 +38,12 @@ void vtd_unmap_flush(struct vtd_domain *dom);
  * device that has been reset and whose memory is about to be freed. A new
  * fault episode may be reported after this. */
 void vtd_domain_clear(struct vtd_domain *dom);
-/* Self-test (iommu.stray, the shell's iommu-stray, selftest=iommu-fault):
- * the next device-writable buffer any translated device is given goes out
- * at its read-only address, so the device's write faults. */
-void vtd_stray_next(void);
+/* The test seam, for debug/ only (iommu.stray=, the shell's iommu-stray,
+ * selftest=iommu-fault): the nth device-writable buffer translated devices
+ * are given since boot (0: none), or the next one, goes out at its
+ * read-only address, so the device's write faults. vtd_stray_next returns
+ * -ENODEV when no unit is in use. */
+void vtd_stray_at(u64 n);
+int vtd_stray_next(void);
 
 #endif

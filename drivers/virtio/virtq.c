@@ -365,7 +365,7 @@ __cold static void virtq_start(struct virtq *vq)
 	vq->unmapped = false;
 	vq->broken = false;
 	vq->stopped = false;
-	vq->debug_corrupt = false;
+	vq->debug_corrupt = NULL;
 	vq->add_slow = false;
 	vq->cb_mode = VIRTQ_CB_ENABLED;	/* zeroed flags/used_event mean "notify" */
 	vq->num_free = vq->num;
@@ -641,20 +641,6 @@ static void virtq_packed_publish(struct virtq *vq, const struct add_head *h)
 	vq->added += h->ndescs;
 }
 
-/* The fault virtq_debug_corrupt_next() armed, on a built head: split, NEXT
- * with next = num (a link off the end of the table); packed, an indirect
- * table of odd length (no whole number of descriptors). */
-static void virtq_add_corrupt(struct virtq *vq, struct add_head *h)
-{
-	if (vq->is_packed) {
-		vq->packed.desc[h->pos].len |= 1;
-		h->flags |= VIRTQ_DESC_F_INDIRECT;
-	} else {
-		vq->split.desc[h->pos].flags |= VIRTQ_DESC_F_NEXT;
-		vq->split.desc[h->pos].next = vq->num;
-	}
-}
-
 /* Checks the request and builds it in the ring, unpublished (*h). */
 static inline __attribute__((always_inline)) int
 virtq_add_build(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
@@ -715,8 +701,8 @@ static inline void virtq_add_publish(struct virtq *vq, const struct add_head *h)
 		virtq_split_publish(vq, h);
 }
 
-/* Every add that is not plain: the queue broken or stopped (-EIO), or a
- * fault armed (virtq_debug_corrupt_next), which goes on this one add. */
+/* Every add that is not plain: the queue broken or stopped (-EIO), or the
+ * test seam armed (virtq_arm_debug), which goes on this one add. */
 static __attribute__((noinline, cold)) int
 virtq_add_slow(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
 	       const struct virtq_sg *in, unsigned n_in, void *token)
@@ -730,8 +716,10 @@ virtq_add_slow(struct virtq *vq, const struct virtq_sg *out, unsigned n_out,
 	if (err)
 		return err;
 	if (vq->debug_corrupt) {
-		vq->debug_corrupt = false;
-		virtq_add_corrupt(vq, &h);
+		void (*corrupt)(struct virtq *, u16, u16 *) = vq->debug_corrupt;
+
+		vq->debug_corrupt = NULL;
+		corrupt(vq, h.pos, &h.flags);
 	}
 	vq->add_slow = false;	/* neither broken nor stopped, and the fault is spent */
 	virtq_add_publish(vq, &h);
@@ -1218,10 +1206,9 @@ void virtq_keep_mapped(struct virtq *vq, const void *va, size_t len)
 	vq->keep_len = va ? len : 0;
 }
 
-void virtq_debug_corrupt_next(struct virtq *vq)
+void virtq_arm_debug(struct virtq *vq, void (*corrupt)(struct virtq *vq, u16 head, u16 *head_flags))
 {
-	klog("virtq %u: self-test: the next buffer gets a malformed head descriptor", vq->index);
-	vq->debug_corrupt = true;
+	vq->debug_corrupt = corrupt;
 	vq->add_slow = true;
 }
 

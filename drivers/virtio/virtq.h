@@ -111,7 +111,10 @@ struct virtq {
 	/* state common to both layouts */
 	bool broken;		/* device misbehaved: no more adds or gets */
 	bool stopped;		/* detach_unused ran: only reset_state is useful */
-	bool debug_corrupt;	/* virtq_debug_corrupt_next armed (self-tests only) */
+	/* The ring's test seam (virtq_arm_debug): armed, the next add hands its
+	 * built, unpublished head to it (head_flags: a packed head's flags,
+	 * published after), then disarms. NULL in production. */
+	void (*debug_corrupt)(struct virtq *vq, u16 head, u16 *head_flags);
 	bool add_slow;		/* broken, stopped or debug_corrupt: virtq_add's slow path */
 	u8 cb_mode;		/* enum virtq_cb_mode */
 	u16 num_free;		/* free descriptors (split) / ring slots (packed) */
@@ -232,14 +235,10 @@ void virtq_keep_mapped(struct virtq *vq, const void *va, size_t len);
  * broken). Tokens still outstanding are dropped (and logged). */
 void virtq_reset_state(struct virtq *vq);
 
-/* Self-tests only, never in a driver's normal path: the next virtq_add
- * publishes a deliberately malformed head descriptor so that a checking
- * device (QEMU's virtio_error) flags DEVICE_NEEDS_RESET. Split: the head gets
- * NEXT with next = num, a link off the end of the table. Packed (which has
- * no next field): the head claims an indirect table whose length is odd, so
- * not a whole number of descriptors. Driver-side state is left as a normal
- * add would leave it; virtq_reset_state disarms. */
-void virtq_debug_corrupt_next(struct virtq *vq);
+/* The ring's one test seam, for debug/ only (debug/virtq_fault.c): the next
+ * virtq_add calls corrupt(vq, head, &head_flags) on the head it built, before
+ * publishing it, and disarms. virtq_reset_state disarms too. */
+void virtq_arm_debug(struct virtq *vq, void (*corrupt)(struct virtq *vq, u16 head, u16 *head_flags));
 
 /* Free descriptors (split) or ring slots (packed). */
 unsigned virtq_num_free(const struct virtq *vq);

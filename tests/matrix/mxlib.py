@@ -22,7 +22,7 @@ from httpc import parse_prometheus, parse_response, read_all, read_responses  # 
 from vm import IMAGE, ROOT, Vm  # noqa: E402,F401
 
 READY = r"^vireo: ready ip=(\S+) http=(\d+)(?: https=\d+)?$"
-SITE = os.path.join(ROOT, "net", "app", "default-site")
+SITE = os.path.join(ROOT, "runtime", "default-site")
 with open(os.path.join(SITE, "index.html"), "rb") as _f:
     INDEX = _f.read()
 BIG = bytes(i % 251 for i in range(65536))

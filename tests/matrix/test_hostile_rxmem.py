@@ -204,7 +204,7 @@ def test_reassembly_pinning():
 
 
 def lwipopts_define(name):
-    with open(os.path.join(ROOT, "net", "lwipopts.h")) as f:
+    with open(os.path.join(ROOT, "net", "port", "lwipopts.h")) as f:
         text = f.read()
     return text, re.search(rf"^#define {name}\s+(\S+)", text, re.M).group(1)
 

@@ -15,7 +15,7 @@ from httpc import free_tcp_port, parse_prometheus, parse_response, read_all, rea
 from vm import ROOT, Vm
 
 READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
-SITE = os.path.join(ROOT, "net", "app", "default-site")
+SITE = os.path.join(ROOT, "runtime", "default-site")
 GUEST_LL = "fe80::5054:ff:fe12:3456"
 
 

@@ -13,7 +13,7 @@ from vm import IMAGE, ROOT
 
 READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
 ESP = "@@1M"  # images/lib.sh: the ESP starts at sector 2048 of every vireo disk
-INDEX = os.path.join(ROOT, "net", "app", "default-site", "index.html")
+INDEX = os.path.join(ROOT, "runtime", "default-site", "index.html")
 
 
 def image_with_cfg(tmp_path, text):

@@ -14,7 +14,7 @@ from vm import IMAGE, ROOT
 
 READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
 ESP = "@@1M"  # images/lib.sh: the ESP starts at sector 2048 of every vireo disk
-BAKED_INDEX = os.path.join(ROOT, "net", "app", "default-site", "index.html")
+BAKED_INDEX = os.path.join(ROOT, "runtime", "default-site", "index.html")
 ENV = dict(os.environ, MTOOLS_SKIP_CHECK="1")
 
 

@@ -18,7 +18,7 @@ from test_poweroff import powerdown_and_wait
 from vm import PVH_ELF, ROOT
 
 READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
-SITE = os.path.join(ROOT, "net", "app", "default-site")
+SITE = os.path.join(ROOT, "runtime", "default-site")
 MACHINE = "microvm,acpi=off"
 
 # Every test here boots build/vireo.elf (conftest.py).

@@ -10,7 +10,7 @@ from httpc import free_tcp_port, get_close as get
 from vm import PVH_ELF, ROOT
 
 READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
-SITE = os.path.join(ROOT, "net", "app", "default-site")
+SITE = os.path.join(ROOT, "runtime", "default-site")
 
 # Every test here boots build/vireo.elf (conftest.py).
 pytestmark = pytest.mark.usefixtures("need_elf")

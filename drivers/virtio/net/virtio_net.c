@@ -13,7 +13,6 @@
 #include "drivers/virtio/virtio.h"
 #include "drivers/virtio/net/virtio_net.h"
 #include "drivers/virtio/net/virtio_net_reg.h"
-#include "debug/virtio_selftest.h"
 #include "drivers/virtio/net/vnet_ctrl.h"
 #include "kernel/cmdline.h"
 #include "drivers/virtio/net/vnet_gso.h"
@@ -23,7 +22,6 @@
 #include "kernel/loop.h"
 #include "kernel/mm/mm.h"
 #include "kernel/random.h"
-#include "kernel/shell.h"
 #include "lib/string.h"
 #include "kernel/time/time.h"
 
@@ -848,31 +846,6 @@ void vnet_get_stats(struct vnet *vn, struct vnet_stats *st)
 	st->link_resumes = vn->link_resumes;
 	st->announces = vn->announces;
 }
-
-/* `fault net-needs-reset` (debug only): the next receive buffer posted to the
- * first virtio-net device gets a malformed head descriptor (the core's fault
- * seam, virtio_fault_corrupt_next), so the device sets DEVICE_NEEDS_RESET once
- * it reaches that buffer and the core resets and probes the device again.
- * Receive, not transmit: a receive buffer is always one direct descriptor,
- * whose bad NEXT link a device must reject, while a transmitted frame is
- * usually an indirect table, and QEMU ignores NEXT on an indirect head. */
-static void vnet_cmd_fault(const char *what)
-{
-	int idx;
-
-	if (strcmp(what, "net-needs-reset")) {
-		kprintf("fault: unknown fault '%s' (known: net-needs-reset)\n", what);
-		return;
-	}
-	idx = virtio_fault_corrupt_next(VIRTIO_ID_NET, 0);	/* 0: receive */
-	if (idx < 0)
-		kprintf("fault: net-needs-reset: no live virtio-net device\n");
-	else
-		kprintf("fault: net-needs-reset: virtio%d: the next receive buffer gets a malformed descriptor\n",
-			idx);
-}
-SHELL_CMD(fault, .name = "fault", .fn = vnet_cmd_fault, .usage = "net-needs-reset", .debug = true,
-	  .help = "malformed virtio-net rx buffer");
 
 /* ---- configuration ---- */
 

@@ -9,7 +9,7 @@ test_acpi_tables_USES := acpi_tables
 test_aml_s5_USES := aml_s5
 test_pci_parse_USES := pci_parse virtio_pci_caps
 test_vtd_pt_USES := vtd_pt
-test_virtq_USES := virtq
+test_virtq_USES := virtq virtq_fault
 test_virtq_SRCS := $(FAKE_DEV)
 test_virtio_mmio_parse_USES := virtio_mmio_parse
 FUZZERS += fuzz_acpi_tables fuzz_aml_s5 fuzz_virtq fuzz_virtio_mmio_parse
@@ -26,7 +26,7 @@ fuzz_vnet_hdr_USES := vnet_hdr
 
 HOST_TESTS += test_virtio_net test_virtio_rng test_virtio_console
 FUZZERS += fuzz_virtio_net
-VNET_HOST_USES := $(SIMDEV_USES) vnet_hdr vnet_ctrl vnet_gso coalesce vnet_echo virtio_selftest fmt
+VNET_HOST_USES := $(SIMDEV_USES) vnet_hdr vnet_ctrl vnet_gso coalesce vnet_echo virtio_selftest virtq_fault fmt
 VNET_HOST_SRCS := $(call host_wrap,virtio_net) $(SIMDEV_SRCS) $(VNETDEV) tests/host/drivers/virtio/net/upper.c
 test_virtio_net_USES := $(VNET_HOST_USES)
 test_virtio_net_SRCS := $(VNET_HOST_SRCS)

@@ -69,7 +69,7 @@ void vtd_domain_clear(struct vtd_domain *dom)
 }
 
 /* selftest=iommu-fault arms it only on a device with a domain: never here. */
-void vtd_stray_next(void)
+int vtd_stray_next(void)
 {
 	abort();
 }

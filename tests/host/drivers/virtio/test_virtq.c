@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <arch.h>
+#include "debug/virtq_fault.h"
 #include "drivers/virtio/virtq.h"
 #include "drivers/virtio/virtio_ring_reg.h"
 #include "tests/host/simdev/fake_dev.h"
