@@ -5,7 +5,6 @@
 #include <arch.h>
 
 #include "drivers/acpi/acpi.h"
-#include "drivers/virtio/virtio_mmio.h"
 #include "drivers/acpi/aml_s5.h"
 #include "kernel/console.h"
 #include "kernel/arch/io.h"
@@ -35,6 +34,12 @@ static bool s5_ok;
 static struct aml_ged ged;
 static bool ged_ok;
 static volatile u32 *ged_evt;	/* the GED's event selector, mapped */
+/* The platform devices the DSDT describes (acpi_devices()): at most
+ * ACPI_DEVS_MAX of them kept, more than a microVM's transports and event
+ * device need (QEMU microvm: 8 virtio-mmio, 1 GED). */
+#define ACPI_DEVS_MAX 32
+static struct aml_dev acpi_devs[ACPI_DEVS_MAX];
+static u32 acpi_ndevs;
 static u32 ged_unclaimed;	/* events other than power-down, logged once */
 static volatile u8 *sleep_ctl_mem;
 static u32 sci_gsi, sci_unclaimed;
@@ -90,8 +95,8 @@ static void acpi_apply(const struct acpi_info *a)
 		time_set_pm_timer((u16)a->fadt.pm_timer.address, a->fadt.pm_timer_bits);
 }
 
-/* \_S5 from the DSDT the FADT names: header first, then the whole table,
- * checksummed, then the bounded AML scan. */
+/* \_S5 (and the platform devices) from the DSDT the FADT names: header
+ * first, then the whole table, checksummed, then the bounded AML scans. */
 static bool acpi_find_s5(const struct boot_info *bi, const struct acpi_fadt *f)
 {
 	const u8 *t;
@@ -117,7 +122,9 @@ static bool acpi_find_s5(const struct boot_info *bi, const struct acpi_fadt *f)
 		kprintf("acpi: DSDT checksum bad\n");
 		return false;
 	}
-	virtio_mmio_from_acpi(t + 36, len - 36);
+	acpi_ndevs = aml_find_devices(t + 36, len - 36, acpi_devs, ACPI_DEVS_MAX);
+	if (acpi_ndevs > ACPI_DEVS_MAX)
+		acpi_ndevs = ACPI_DEVS_MAX;
 	if (f->hw_reduced)
 		ged_ok = aml_find_ged(t + 36, len - 36, &ged) == 0;
 	err = aml_find_s5(t + 36, len - 36, &s5);
@@ -421,4 +428,10 @@ void acpi_power_init(void)
 const struct acpi_info *acpi_get(void)
 {
 	return info;
+}
+
+const struct aml_dev *acpi_devices(u32 *n)
+{
+	*n = acpi_ndevs;
+	return acpi_devs;
 }

@@ -4,6 +4,7 @@
 #define VIREO_ACPI_H
 
 #include "drivers/acpi/acpi_tables.h"
+#include "drivers/acpi/aml_s5.h"
 #include "kernel/boot_info.h"
 
 /* Parses the tables and applies IOAPICs, ISA overrides, the reset register
@@ -15,5 +16,10 @@ int acpi_init(const struct boot_info *bi);
 void acpi_power_init(void);
 /* The parsed tables, or NULL when there were none. */
 const struct acpi_info *acpi_get(void);
+/* The platform devices the DSDT describes with a _HID string (struct
+ * aml_dev: its fixed window and interrupt, unchecked), published for the
+ * bus that drives them to read (virtio-mmio: "LNRO0005"); *n of them, 0
+ * without ACPI or a usable DSDT. Valid from acpi_init on. */
+const struct aml_dev *acpi_devices(u32 *n);
 
 #endif

@@ -4,6 +4,8 @@
  * has been checked against what is really there. */
 #include "drivers/acpi/aml_s5.h"
 #include "drivers/acpi/aml_hid.h"
+#include "lib/byteorder.h"
+#include "lib/string.h"
 
 #define AML_ZERO_OP	0x00
 #define AML_ONE_OP	0x01
@@ -204,4 +206,49 @@ int aml_find_ged(const u8 *aml, u32 len, struct aml_ged *out)
 			return 0;
 	}
 	return seen ? -EBADMSG : -ENOENT;
+}
+
+/* StringPrefix, 8 characters '0'..'Z', NUL: the shape of a _HID string. */
+static bool aml_hid_like(const u8 *aml, u32 len, u32 i)
+{
+	u32 k;
+
+	if (len - i < 10 || aml[i] != AML_HID_STRING_PREFIX || aml[i + 9] != 0)
+		return false;
+	for (k = 1; k <= 8; k++)
+		if ((u8)(aml[i + k] - '0') > 'Z' - '0')
+			return false;
+	return true;
+}
+
+u32 aml_find_devices(const u8 *aml, u32 len, struct aml_dev *out, u32 max)
+{
+	struct aml_dev spare, *d;
+	u32 i, j, end, n = 0;
+
+	for (i = 0; i < len; i++) {
+		if (!aml_hid_like(aml, len, i))
+			continue;
+		d = n < max ? &out[n] : &spare;	/* past max: scanned, not kept */
+		n++;
+		memset(d, 0, sizeof *d);
+		memcpy(d->hid, aml + i + 1, 8);
+		end = len - i > AML_DEV_SPAN ? i + AML_DEV_SPAN : len;
+		for (j = i + 10; j < end && !(d->mem && d->irq) && !aml_hid_like(aml, len, j); j++) {
+			/* Memory32Fixed: 0x86, length 9, info, base, length. */
+			if (!d->mem && aml[j] == 0x86 && end - j >= 12 && aml[j + 1] == 9 && aml[j + 2] == 0) {
+				d->base = get_le32(aml + j + 4);
+				d->size = get_le32(aml + j + 8);
+				d->mem = true;
+				j += 11;
+			/* Extended Interrupt: 0x89, length >= 6, flags, count >= 1, GSIs. */
+			} else if (!d->irq && aml[j] == AML_RES_EXT_IRQ && end - j >= 9 && aml[j + 1] >= 6 &&
+				   aml[j + 2] == 0 && aml[j + 4] >= 1) {
+				d->gsi = get_le32(aml + j + 5);
+				d->irq = true;
+				j += 8;
+			}
+		}
+	}
+	return n;
 }

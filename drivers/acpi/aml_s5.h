@@ -1,5 +1,7 @@
-/* The \_S5 (soft-off) sleep type from a DSDT or SSDT: a bounded byte scan of
- * the AML for Name(_S5_, Package () {...}), no interpreter. Pure code. */
+/* What vireo reads from AML without an interpreter, by bounded byte scans:
+ * the \_S5 (soft-off) sleep type, the Generic Event Device, and the
+ * platform devices the DSDT describes with a fixed window and an interrupt.
+ * Pure code. */
 #ifndef VIREO_AML_S5_H
 #define VIREO_AML_S5_H
 
@@ -61,5 +63,31 @@ struct aml_ged {
  * if none is well-formed; -E2BIG if len > AML_S5_MAX_LEN; -EINVAL on NULL.
  */
 int aml_find_ged(const u8 *aml, u32 len, struct aml_ged *out);
+
+/* A platform device as the AML describes it: a _HID string constant and the
+ * first Memory32Fixed and Extended Interrupt resource descriptors after it
+ * (its _CRS buffer, as QEMU microvm's virtio-mmio devices have them). Found
+ * by a byte scan, so nothing in it is trusted: whoever drives the device
+ * checks the window and the interrupt. */
+#define AML_DEV_SPAN	256u	/* bytes scanned after the _HID string */
+
+struct aml_dev {
+	char hid[9];	/* the _HID's 8 characters ('0'..'Z'), NUL-terminated */
+	bool mem, irq;	/* a Memory32Fixed, an Extended Interrupt was found */
+	u32 base, size;	/* Memory32Fixed */
+	u32 gsi;	/* the Extended Interrupt's first GSI */
+};
+
+/*
+ * Every 8-character _HID-like string constant in aml[0..len) (StringPrefix,
+ * 8 characters '0'..'Z', NUL) with the resources found within the AML_DEV_SPAN bytes
+ * after it, stopping at the next such string: Memory32Fixed (0x86, length 9)
+ * and Extended Interrupt (0x89, length >= 6, at least one GSI), each whole
+ * inside the span. At most max are stored in out[], in AML order.
+ *
+ * Cost: one pass over len bytes, at most AML_DEV_SPAN more per string.
+ * Returns the number found (more than max: the rest were not stored).
+ */
+u32 aml_find_devices(const u8 *aml, u32 len, struct aml_dev *out, u32 max);
 
 #endif

@@ -9,6 +9,7 @@
  */
 #include <arch.h>
 
+#include "drivers/acpi/acpi.h"
 #include "drivers/virtio/virtio.h"
 #include "drivers/virtio/virtio_mmio.h"
 #include "drivers/virtio/virtio_mmio_parse.h"
@@ -397,29 +398,22 @@ static void vmmio_probe_one(const struct vmmio_window *w)
 	virtio_add_device(&vm->vdev);
 }
 
-static u32 vmmio_from_acpi;
 
-void virtio_mmio_from_acpi(const u8 *aml, u32 len)
+void virtio_mmio_probe(void)
 {
-	u32 refused = virtio_mmio_windows.refused;
+	u32 i, ndevs, from_acpi, refused = virtio_mmio_windows.refused;
+	const struct aml_dev *devs = acpi_devices(&ndevs);
 	char why[64];
-	int n = vmmio_aml_scan(aml, len, &virtio_mmio_windows, why, sizeof why);
 
+	from_acpi = (u32)vmmio_add_platform(devs, ndevs, &virtio_mmio_windows, why, sizeof why);
 	if (virtio_mmio_windows.refused != refused)
 		kprintf("acpi: %u virtio-mmio device%s in the DSDT refused (last: %s)\n",
 			virtio_mmio_windows.refused - refused, virtio_mmio_windows.refused - refused == 1 ? "" : "s",
 			why);
-	vmmio_from_acpi = (u32)n;
-}
-
-void virtio_mmio_probe(void)
-{
-	u32 i;
-
 	if (virtio_mmio_windows.n == 0 && virtio_mmio_windows.refused == 0)
 		return;
 	kprintf("virtio-mmio: %u window%s (%u from the command line, %u from ACPI)%s\n", virtio_mmio_windows.n,
-		virtio_mmio_windows.n == 1 ? "" : "s", virtio_mmio_windows.n - vmmio_from_acpi, vmmio_from_acpi,
+		virtio_mmio_windows.n == 1 ? "" : "s", virtio_mmio_windows.n - from_acpi, from_acpi,
 		virtio_mmio_windows.refused ? "; some refused" : "");
 	for (i = 0; i < virtio_mmio_windows.n; i++)
 		vmmio_probe_one(&virtio_mmio_windows.w[i]);

@@ -1,8 +1,8 @@
 /* virtio-mmio command-line windows and register checks (see the header). */
 #include "drivers/virtio/virtio_mmio_parse.h"
 #include "drivers/virtio/virtio_mmio_reg.h"
-#include "drivers/acpi/aml_hid.h"
 #include "lib/byteorder.h"
+#include "lib/string.h"
 
 static void vmmio_say(char *why, size_t why_len, const char *s)
 {
@@ -154,34 +154,16 @@ int vmmio_cmdline_add(const char *val, void *list, char *why, size_t why_len)
 	return vmmio_list_add(l, &w, why, why_len) < 0 ? -EINVAL : 0;
 }
 
-int vmmio_aml_scan(const u8 *aml, u32 len, struct vmmio_list *l, char *why, size_t why_len)
+int vmmio_add_platform(const struct aml_dev *d, u32 n, struct vmmio_list *l, char *why, size_t why_len)
 {
 	u32 i, found = 0;
 
-	for (i = 0; i < len; i++) {
-		struct vmmio_window w = { 0 };
-		bool mem = false, irq = false;
-		u32 j, end;
+	for (i = 0; i < n; i++) {
+		struct vmmio_window w = { .base = d[i].base, .size = d[i].size, .gsi = d[i].gsi };
 
-		if (!aml_hid_at(aml, len, i, "LNRO0005"))
+		if (memcmp(d[i].hid, VMMIO_ACPI_HID, 8))
 			continue;
-		end = len - i > VMMIO_AML_SPAN ? i + VMMIO_AML_SPAN : len;
-		for (j = i + 10; j < end && !(mem && irq) && !aml_hid_at(aml, len, j, "LNRO0005"); j++) {
-			/* Memory32Fixed: 0x86, length 9, info, base, length. */
-			if (!mem && aml[j] == 0x86 && end - j >= 12 && aml[j + 1] == 9 && aml[j + 2] == 0) {
-				w.base = get_le32(aml + j + 4);
-				w.size = get_le32(aml + j + 8);
-				mem = true;
-				j += 11;
-			/* Extended Interrupt: 0x89, length >= 6, flags, count >= 1, GSIs. */
-			} else if (!irq && aml[j] == 0x89 && end - j >= 9 && aml[j + 1] >= 6 && aml[j + 2] == 0 &&
-				   aml[j + 4] >= 1) {
-				w.gsi = get_le32(aml + j + 5);
-				irq = true;
-				j += 8;
-			}
-		}
-		if (!mem || !irq) {
+		if (!d[i].mem || !d[i].irq) {
 			vmmio_say(why, why_len, "LNRO0005 device without a memory window and an interrupt");
 			l->refused++;
 			continue;

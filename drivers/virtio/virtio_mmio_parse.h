@@ -8,6 +8,7 @@
 #ifndef VIREO_VIRTIO_MMIO_PARSE_H
 #define VIREO_VIRTIO_MMIO_PARSE_H
 
+#include "drivers/acpi/aml_s5.h"
 #include "lib/types.h"
 
 /* Bounds. A window holds the registers (0x100 bytes) and the device config
@@ -42,17 +43,14 @@ int vmmio_parse(const char *val, struct vmmio_window *out, char *why, size_t why
  * line's CMDLINE_CUSTOM parser for virtio_mmio.device (dst: the list). */
 int vmmio_cmdline_add(const char *val, void *list, char *why, size_t why_len);
 
-/* Devices the DSDT describes (QEMU microvm with ACPI): each "LNRO0005"
- * _HID string, then within VMMIO_AML_SPAN bytes (and before the next one)
- * a Memory32Fixed descriptor and an Extended Interrupt descriptor, as the
- * _CRS buffer holds them. A byte scan, not an AML interpreter: what it
- * finds goes through the same bounds and list checks as the command line
- * (a window both name is kept once), and the window's magic is checked
- * before use. Returns the number added; refusals count in l->refused, the
- * last reason in why. Bound: len steps for the string, VMMIO_AML_SPAN per
- * device found. */
-#define VMMIO_AML_SPAN 256
-int vmmio_aml_scan(const u8 *aml, u32 len, struct vmmio_list *l, char *why, size_t why_len);
+/* The devices ACPI published (acpi_devices(): n of them, as the DSDT's
+ * AML describes them) whose _HID is virtio-mmio's, VMMIO_ACPI_HID (QEMU
+ * microvm with ACPI): each goes through the same bounds and list checks as
+ * the command line (a window both name is kept once), and the window's
+ * magic is checked before use. Returns the number added; refusals count in
+ * l->refused, the last reason in why. */
+#define VMMIO_ACPI_HID "LNRO0005"
+int vmmio_add_platform(const struct aml_dev *d, u32 n, struct vmmio_list *l, char *why, size_t why_len);
 
 /* The first registers of a window: returns the layout version (1 legacy,
  * 2 modern), 0 for an empty slot (device id 0), or -ENODEV with *why set

@@ -1,4 +1,4 @@
-/* libFuzzer target for drivers/aml_s5.c (aml_find_s5 and aml_find_ged). The input is a table body as
+/* libFuzzer target for drivers/acpi/aml_s5.c (aml_find_s5, aml_find_ged, aml_find_devices). The input is a table body as
  * given, copied to an exact-size buffer (a read past it is an ASan report).
  * Checks: only the documented errors; success gives 3-bit values and is
  * repeatable (the scan keeps no state between calls). */
@@ -14,6 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct aml_s5 s, again;
 	struct aml_ged g, g2;
+	struct aml_dev devs[4];
+	u32 ndevs;
 	u8 *buf;
 	int r;
 
@@ -43,6 +45,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (aml_find_ged(buf, (u32)size, &g2) != 0 || memcmp(&g, &g2, sizeof g) != 0)
 			abort();
 	}
+	/* Devices: at most the 4 asked for stored, each _HID 8 characters
+	 * '0'..'Z' and NUL-terminated; as many found as a rescan finds. */
+	ndevs = aml_find_devices(buf, (u32)size, devs, 4);
+	for (u32 i = 0; i < ndevs && i < 4; i++)
+		if (strlen(devs[i].hid) != 8)
+			abort();
+	if (ndevs > size / 10 || aml_find_devices(buf, (u32)size, devs, 0) != ndevs)
+		abort();
 	free(buf);
 	return 0;
 }

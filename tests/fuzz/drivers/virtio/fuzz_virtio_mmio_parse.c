@@ -1,6 +1,6 @@
 /* libFuzzer target for drivers/virtio_mmio_parse.c: the input, split at
  * NULs, is a series of virtio_mmio.device= values added to one list; then
- * the whole input is scanned as DSDT AML (vmmio_aml_scan) into that list.
+ * the whole input is scanned as DSDT AML (aml_find_devices, then vmmio_add_platform) into that list.
  * Checks: no crash or over-read (ASan/UBSan); every accepted window obeys
  * the bounds (size, alignment, no wrap, gsi range); accepted windows never
  * overlap nor share an irq; the list never passes VMMIO_MAX_DEVICES; a refusal always comes
@@ -11,6 +11,16 @@
 #include <string.h>
 
 #include "drivers/virtio/virtio_mmio_parse.h"
+
+/* The DSDT's devices as ACPI publishes them (aml_find_devices), then the
+ * transport's checks of the virtio-mmio ones (vmmio_add_platform). */
+static int aml_scan(const u8 *aml, u32 len, struct vmmio_list *l, char *why, size_t why_len)
+{
+	static struct aml_dev devs[64];
+	u32 n = aml_find_devices(aml, len, devs, 64);
+
+	return vmmio_add_platform(devs, n < 64 ? n : 64, l, why, why_len);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -44,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		memset(why, 'w', sizeof why - 1);
 		why[sizeof why - 1] = '\0';	/* a refusal must terminate what it writes */
-		added = vmmio_aml_scan(data, (u32)size, &l, why, sizeof why);
+		added = aml_scan(data, (u32)size, &l, why, sizeof why);
 
 		if (added < 0 || l.n != before + (u32)added || l.n > VMMIO_MAX_DEVICES)
 			abort();

@@ -496,6 +496,50 @@ static void test_ged_span(void **state)
 	assert_int_equal(scan_ged(&g), -EBADMSG);
 }
 
+/* A Device's _HID string and a _CRS with Memory32Fixed (base, size) and
+ * an Extended Interrupt (gsi), as QEMU microvm writes its virtio-mmio ones. */
+static void put_crs_dev(const char hid[8], u32 base, u32 size, u32 gsi)
+{
+	put("\x08_HID\x0d", 6);
+	put(hid, 8);
+	put1(0);
+	put("\x08_CRS\x11\x1a\x0a\x17", 9);
+	put("\x86\x09\x00\x01", 4);
+	put(&base, 4);
+	put(&size, 4);
+	put("\x89\x06\x00\x0b\x01", 5);
+	put(&gsi, 4);
+	put("\x79\x00", 2);
+}
+
+/* The platform devices ACPI publishes: every _HID string with its window
+ * and interrupt, whatever the device; past max, counted and not stored. */
+static void test_devices(void **state)
+{
+	struct aml_dev d[3];
+
+	(void)state;
+	put_crs_dev("LNRO0005", 0xfeb00e00, 0x200, 47);
+	put("\x08_HID\x0d" "QEMU0002\x00", 15);	/* no resources */
+	put_crs_dev("LNRO0005", 0xfeb00c00, 0x200, 46);
+	put_crs_dev("ABCD0001", 0x1000, 0x100, 5);
+	memset(d, 0x5a, sizeof d);
+	assert_int_equal(aml_find_devices(A->b, A->n, d, 3), 4);
+	assert_string_equal(d[0].hid, "LNRO0005");
+	assert_true(d[0].mem && d[0].irq);
+	assert_int_equal(d[0].base, 0xfeb00e00);
+	assert_int_equal(d[0].size, 0x200);
+	assert_int_equal(d[0].gsi, 47);
+	assert_string_equal(d[1].hid, "QEMU0002");
+	assert_false(d[1].mem || d[1].irq);	/* the next _HID ends its span */
+	assert_string_equal(d[2].hid, "LNRO0005");
+	assert_int_equal(d[2].gsi, 46);
+	/* Cut short anywhere: never a read past len, never more than max. */
+	for (u32 k = 0; k < A->n; k++)
+		assert_true(aml_find_devices(A->b, k, d, 3) <= 4);
+	assert_int_equal(aml_find_devices(A->b, A->n, d, 0), 4);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -518,6 +562,7 @@ int main(void)
 		T(test_ged_refused),
 		T(test_ged_truncated),
 		T(test_ged_span),
+		T(test_devices),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

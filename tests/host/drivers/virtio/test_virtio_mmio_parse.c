@@ -11,6 +11,16 @@
 #include "drivers/virtio/virtio_mmio_parse.h"
 #include "drivers/virtio/virtio_mmio_reg.h"
 
+/* The DSDT's devices as ACPI publishes them (aml_find_devices), then the
+ * transport's checks of the virtio-mmio ones (vmmio_add_platform). */
+static int aml_scan(const u8 *aml, u32 len, struct vmmio_list *l, char *why, size_t why_len)
+{
+	static struct aml_dev devs[64];
+	u32 n = aml_find_devices(aml, len, devs, 64);
+
+	return vmmio_add_platform(devs, n < 64 ? n : 64, l, why, why_len);
+}
+
 static char why[64];
 
 static int parse(const char *s, struct vmmio_window *w)
@@ -169,7 +179,7 @@ static void test_aml_scan(void **state)
 	memset(aml, 0x5b, 16), n = 16;	/* other AML before */
 	n += put_dev(aml + n, 0xfeb02e00, 0x200, 47);
 	n += put_dev(aml + n, 0xfeb02c00, 0x200, 46);
-	assert_int_equal(vmmio_aml_scan(aml, (u32)n, &l, why, sizeof why), 2);
+	assert_int_equal(aml_scan(aml, (u32)n, &l, why, sizeof why), 2);
 	assert_int_equal(l.n, 2);
 	assert_int_equal(l.w[0].base, 0xfeb02e00);
 	assert_int_equal(l.w[0].size, 0x200);
@@ -180,7 +190,7 @@ static void test_aml_scan(void **state)
 	assert_int_equal(l.n, 2);
 	assert_int_equal(l.refused, 0);
 	/* Scanning again adds nothing. */
-	assert_int_equal(vmmio_aml_scan(aml, (u32)n, &l, why, sizeof why), 0);
+	assert_int_equal(aml_scan(aml, (u32)n, &l, why, sizeof why), 0);
 	assert_int_equal(l.n, 2);
 }
 
@@ -196,7 +206,7 @@ static void test_aml_hostile(void **state)
 	dev = put_dev(aml, 0xfeb00000, 0x200, 16);
 	for (k = 0; k <= dev; k++) {
 		memset(&l, 0, sizeof l);
-		vmmio_aml_scan(aml, (u32)k, &l, why, sizeof why);
+		aml_scan(aml, (u32)k, &l, why, sizeof why);
 		assert_int_equal(l.n, k >= dev - 2 ? 1 : 0);
 	}
 	/* Out of bounds values are refused, with the reason. */
@@ -205,29 +215,29 @@ static void test_aml_hostile(void **state)
 	n += put_dev(aml + n, 0xfeb00002, 0x200, 17);	/* misaligned */
 	n += put_dev(aml + n, 0xfeb01000, 0x200, 0);	/* gsi 0 */
 	n += put_dev(aml + n, 0xfeb02000, 0x200, 300);	/* gsi past 255 */
-	assert_int_equal(vmmio_aml_scan(aml, (u32)n, &l, why, sizeof why), 0);
+	assert_int_equal(aml_scan(aml, (u32)n, &l, why, sizeof why), 0);
 	assert_int_equal(l.refused, 4);
 	assert_non_null(strstr(why, "out of bounds"));
 	/* Two devices on one window: the second is refused as an overlap. */
 	memset(&l, 0, sizeof l);
 	n = put_dev(aml, 0xfeb00000, 0x200, 16);
 	n += put_dev(aml + n, 0xfeb00100, 0x200, 17);
-	assert_int_equal(vmmio_aml_scan(aml, (u32)n, &l, why, sizeof why), 1);
+	assert_int_equal(aml_scan(aml, (u32)n, &l, why, sizeof why), 1);
 	assert_int_equal(l.refused, 1);
 	/* A _HID with no descriptors before the next _HID. */
 	memset(&l, 0, sizeof l);
 	memcpy(aml, "\x0dLNRO0005", 10);
 	n = 10 + put_dev(aml + 10, 0xfeb00000, 0x200, 16);
-	assert_int_equal(vmmio_aml_scan(aml, (u32)n, &l, why, sizeof why), 1);
+	assert_int_equal(aml_scan(aml, (u32)n, &l, why, sizeof why), 1);
 	assert_int_equal(l.refused, 1);
 	assert_non_null(strstr(why, "without"));
-	/* Descriptors farther than VMMIO_AML_SPAN from the _HID are not its. */
+	/* Descriptors farther than AML_DEV_SPAN from the _HID are not its. */
 	memset(&l, 0, sizeof l);
 	memset(aml, 0, sizeof aml);
 	memcpy(aml, "\x0dLNRO0005", 10);
-	put_dev(aml + 10 + VMMIO_AML_SPAN, 0xfeb00000, 0x200, 16);
-	memset(aml + 10 + VMMIO_AML_SPAN, 0, 22);	/* drop that one's own _HID */
-	assert_int_equal(vmmio_aml_scan(aml, 10 + VMMIO_AML_SPAN + 64, &l, why, sizeof why), 0);
+	put_dev(aml + 10 + AML_DEV_SPAN, 0xfeb00000, 0x200, 16);
+	memset(aml + 10 + AML_DEV_SPAN, 0, 22);	/* drop that one's own _HID */
+	assert_int_equal(aml_scan(aml, 10 + AML_DEV_SPAN + 64, &l, why, sizeof why), 0);
 	assert_int_equal(l.refused, 1);
 }
 
