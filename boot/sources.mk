@@ -1,7 +1,7 @@
-# boot/: the UEFI entry (efi_start, efi_main: vireo.efi only), the PVH entry
+# boot/: the UEFI entry (efi_start, efi_main, the ESP loader esp: vireo.efi only), the PVH entry
 # (pvh_*: vireo.elf only) and what both use (RELR relocation, fw_cfg).
 # HOT_SRCS are built -O2, COLD_SRCS -Os (the Makefile's "Hot and cold"); each
 # file is named once, here.
-COLD_SRCS += boot/efi_start.c boot/relr.c boot/efi_main.c boot/fwcfg.c
-EFI_ONLY := efi_start efi_main
+COLD_SRCS += boot/efi_start.c boot/relr.c boot/efi_main.c boot/esp.c boot/fwcfg.c
+EFI_ONLY := efi_start efi_main esp
 PVH_SRCS := boot/pvh_entry.S boot/pvh.c boot/pvh_info.c

@@ -1,28 +1,21 @@
 /* The composition root's entry to debug/ (debug.h), and VT-d's test hooks:
- * iommu.stray= and the shell's iommu-stray. */
+ * iommu.stray= (straight into the seam, vtd_stray_nth) and the shell's
+ * iommu-stray. */
 #include "debug/debug.h"
-#include "debug/selftest.h"
 #include "debug/vnet_echo.h"
 #include "drivers/iommu/vtd.h"
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
 #include "kernel/shell.h"
 
-static u64 debug_iommu_stray;	/* >0: the Nth device-writable map is given a read-only IOVA */
-CMDLINE_PARAM(vtd_stray, .key = "iommu.stray", .type = CMDLINE_UINT, .dst = &debug_iommu_stray,
+CMDLINE_PARAM(vtd_stray, .key = "iommu.stray", .type = CMDLINE_UINT, .dst = &vtd_stray_nth,
 	      .def = "0", .values = "0 or N",
 	      .help = "self-test: the Nth device-writable buffer is handed to the device at its read-only "
 		      "address, so the device's write faults; 0 = off");
 
 bool debug_start(void)
 {
-	vtd_stray_at(debug_iommu_stray);
 	return vnet_echo_start();
-}
-
-void debug_selftests(void)
-{
-	selftest_run();
 }
 
 /* `iommu-stray` (debug only): the next device-writable buffer any translated

@@ -6,22 +6,41 @@
 #define BOOT_MAX_REGIONS 512
 #define BOOT_CMDLINE_MAX 1024
 #define BOOT_STACK_PAGES 16
-#define BOOT_CFG_MAX 16384	/* EFI/vireo/vireo.cfg: larger files are refused */
+
+/*
+ * Files read from the ESP vireo was loaded from, before the firmware hands
+ * over (UEFI only: boot/esp.c; PVH leaves them BOOT_FILE_NONE). One line
+ * each: its id (bi->files[BOOT_FILE_<id>]), its path, its size cap in
+ * bytes, and flags: BOOT_FILE_DIR (a directory, read whole: every file in
+ * it and below, as a table of struct boot_dir_entry), BOOT_FILE_TLS (only
+ * in make TLS=1 builds), BOOT_FILE_SECRET (a refused read is wiped). A file
+ * or directory over its cap is not loaded, and the kernel says so with its
+ * name, size and cap (config_boot). Adding a file is one line here; its
+ * reader takes it from bi->files[].
+ */
 #define BOOT_CFG_PATH "EFI/vireo/vireo.cfg"
-/* EFI/vireo/site/: at most this many files, this many bytes of them in all,
- * URL paths of at most BOOT_SITE_PATH_MAX - 1 bytes, directories at most
- * BOOT_SITE_DEPTH deep. Over any bound the baked-in site stays. */
+#define BOOT_CFG_MAX 16384
 #define BOOT_SITE_PATH "EFI/vireo/site"
-#define BOOT_SITE_MAX_FILES 256
 #define BOOT_SITE_MAX_BYTES (8u << 20)
-#define BOOT_SITE_PATH_MAX 256
-#define BOOT_SITE_DEPTH 8	/* kernel stack, plus one guard page below it */
-/* make TLS=1: the HTTPS certificate chain and key from the ESP, each at most
- * BOOT_TLS_FILE_MAX bytes (net/tls/tls_keys.h's TLS_KEYS_MAX_INPUT): 16
- * pages a file, 32 pages (128 KiB) of EfiLoaderData at most. */
+/* make TLS=1: the HTTPS certificate chain and key, each at most
+ * BOOT_TLS_FILE_MAX bytes (net/tls/tls_keys.h's TLS_KEYS_MAX_INPUT). */
 #define BOOT_TLS_CERT_PATH "EFI/vireo/tls/cert.pem"
 #define BOOT_TLS_KEY_PATH "EFI/vireo/tls/key.pem"
 #define BOOT_TLS_FILE_MAX (64u * 1024)
+#define BOOT_FILES(X)								\
+	X(CFG, BOOT_CFG_PATH, BOOT_CFG_MAX, 0)					\
+	X(SITE, BOOT_SITE_PATH, BOOT_SITE_MAX_BYTES, BOOT_FILE_DIR)		\
+	X(TLS_CERT, BOOT_TLS_CERT_PATH, BOOT_TLS_FILE_MAX, BOOT_FILE_TLS)	\
+	X(TLS_KEY, BOOT_TLS_KEY_PATH, BOOT_TLS_FILE_MAX, BOOT_FILE_TLS | BOOT_FILE_SECRET)
+#define BOOT_FILE_DIR		1u
+#define BOOT_FILE_TLS		2u
+#define BOOT_FILE_SECRET	4u
+/* A directory: at most BOOT_DIR_MAX_FILES files (besides its byte cap),
+ * URL paths of at most BOOT_DIR_PATH_MAX - 1 bytes of [A-Za-z0-9._~-] per
+ * name, at most BOOT_DIR_DEPTH levels deep. */
+#define BOOT_DIR_MAX_FILES 256
+#define BOOT_DIR_PATH_MAX 256
+#define BOOT_DIR_DEPTH 8	/* kernel stack, plus one guard page below it */
 
 #ifndef __ASSEMBLER__	/* boot/pvh_entry.S reads the numbers above */
 #include "lib/types.h"
@@ -58,13 +77,21 @@ struct boot_stamps {
 	u64 after_exit;
 };
 
-/* One small file read from the ESP: state is an enum boot_cfg_state; on
- * BOOT_CFG_OK, len bytes at base, in EfiLoaderData pages. */
+#define BOOT_FILE_ID(id, path, cap, flags) BOOT_FILE_##id,
+enum boot_file_id { BOOT_FILES(BOOT_FILE_ID) BOOT_NFILES };
+#undef BOOT_FILE_ID
+
+/* One entry of BOOT_FILES as boot/ left it. */
 struct boot_file {
-	u32 state;
-	u32 len;
-	u64 base;
-	u64 status;	/* BOOT_CFG_ERROR: the EFI status */
+	char path[48];	/* its path, NUL-terminated (for messages) */
+	u32 state;	/* enum boot_file_state */
+	u32 n;		/* a directory: its files, n struct boot_dir_entry at base */
+	u64 base;	/* BOOT_FILE_OK: the bytes, in EfiLoaderData pages the kernel keeps
+			 * (a directory: the entry table, then the files' bytes) */
+	u64 len;	/* BOOT_FILE_OK: bytes at base; BOOT_FILE_TOO_BIG: the size seen */
+	u64 cap;	/* its cap (BOOT_FILES) */
+	u64 status;	/* BOOT_FILE_ERROR: the EFI status */
+	char what[BOOT_DIR_PATH_MAX];	/* a directory's refusal: the path it is about */
 };
 
 struct boot_info {
@@ -87,49 +114,27 @@ struct boot_info {
 	u32 nregions;
 	u32 regions_dropped;	/* map entries that did not fit */
 	struct boot_region regions[BOOT_MAX_REGIONS];
-	/* EFI/vireo/vireo.cfg from the ESP vireo was loaded from (UEFI only). */
-	u32 cfg_state;		/* enum boot_cfg_state */
-	u32 cfg_len;		/* BOOT_CFG_OK: bytes in cfg */
-	u64 cfg_status;		/* BOOT_CFG_ERROR: the EFI status */
-	char cfg[BOOT_CFG_MAX];	/* the file's bytes, not NUL-terminated */
-	/* EFI/vireo/site/ (UEFI only): site_nfiles struct boot_site_file
-	 * entries at site_base, the files' bytes behind them; site_size
-	 * bytes in all, in EfiLoaderData pages the kernel never frees. */
-	u32 site_state;		/* enum boot_site_state */
-	u32 site_nfiles;
-	u64 site_base, site_size;
-	u64 site_status;	/* BOOT_SITE_ERROR: the EFI status */
-	char site_what[BOOT_SITE_PATH_MAX];	/* the path a refusal is about */
-	/* BOOT_TLS_CERT_PATH and BOOT_TLS_KEY_PATH (UEFI, make TLS=1 only;
-	 * otherwise BOOT_CFG_NONE). */
-	struct boot_file tls_cert, tls_key;
+	struct boot_file files[BOOT_NFILES];	/* BOOT_FILES, from the ESP */
 };
 
-/* One file of the ESP's site: its URL path ("/index.html") and where its
- * bytes are, relative to the end of the entry table. */
-struct boot_site_file {
-	char path[BOOT_SITE_PATH_MAX];	/* NUL-terminated */
+/* One file of a directory read from the ESP: its URL path ("/index.html")
+ * and where its bytes are, relative to the end of the entry table (which
+ * holds BOOT_DIR_MAX_FILES entries). */
+struct boot_dir_entry {
+	char path[BOOT_DIR_PATH_MAX];	/* NUL-terminated */
 	u64 off, len;
 	u64 mtime;			/* the file's modification time, Unix seconds; 0: none */
 };
 
-enum boot_site_state {
-	BOOT_SITE_NONE,		/* not looked for (PVH) */
-	BOOT_SITE_OK,
-	BOOT_SITE_ABSENT,	/* no EFI/vireo/site directory */
-	BOOT_SITE_TOO_MANY,	/* over BOOT_SITE_MAX_FILES files */
-	BOOT_SITE_TOO_BIG,	/* over BOOT_SITE_MAX_BYTES bytes */
-	BOOT_SITE_BAD_NAME,	/* a name outside [A-Za-z0-9._~-], or a path too long or deep */
-	BOOT_SITE_NO_MEMORY,
-	BOOT_SITE_ERROR,	/* opening or reading failed */
-};
-
-enum boot_cfg_state {
-	BOOT_CFG_NONE,		/* not looked for (PVH) */
-	BOOT_CFG_OK,
-	BOOT_CFG_ABSENT,	/* no such file (or no file system protocol) */
-	BOOT_CFG_TOO_BIG,	/* over BOOT_CFG_MAX bytes: not used */
-	BOOT_CFG_ERROR,		/* opening or reading failed: not used */
+enum boot_file_state {
+	BOOT_FILE_NONE,		/* not looked for (PVH, or a TLS file without make TLS=1) */
+	BOOT_FILE_OK,
+	BOOT_FILE_ABSENT,	/* no such file (or no file system protocol) */
+	BOOT_FILE_TOO_BIG,	/* over its cap: len is the size seen */
+	BOOT_FILE_TOO_MANY,	/* a directory of over BOOT_DIR_MAX_FILES files */
+	BOOT_FILE_BAD_NAME,	/* a name outside [A-Za-z0-9._~-], or a path too long or deep */
+	BOOT_FILE_NO_MEMORY,
+	BOOT_FILE_ERROR,	/* opening or reading failed: status */
 };
 
 /* Entered on the kernel stack with interrupts disabled; never returns. */

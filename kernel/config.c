@@ -245,25 +245,33 @@ int config_boot(const struct boot_info *bi)
 	static char cmdline_label[40];
 	int problems = config_check(config_warn, NULL);
 
-	switch (bi->cfg_state) {
-	case BOOT_CFG_OK:
-		kprintf("config: " BOOT_CFG_PATH ": %u bytes\n", bi->cfg_len);
-		problems += config_apply_file("vireo.cfg", bi->cfg, MIN((size_t)bi->cfg_len, sizeof bi->cfg));
+	const struct boot_file *cfg = &bi->files[BOOT_FILE_CFG], *f;
+
+	/* Whatever boot/ refused for its size (BOOT_FILES): name, size, cap. */
+	for (f = bi->files; f < bi->files + BOOT_NFILES; f++)
+		if (f->state == BOOT_FILE_TOO_BIG)
+			kprintf("boot: %.48s refused: %lu bytes or more, cap %lu\n", f->path, (unsigned long)f->len,
+				(unsigned long)f->cap);
+	switch (cfg->state) {
+	case BOOT_FILE_OK:
+		kprintf("config: " BOOT_CFG_PATH ": %lu bytes\n", (unsigned long)cfg->len);
+		problems += config_apply_file("vireo.cfg", (const char *)(uintptr_t)cfg->base,
+					      MIN(cfg->len, (u64)BOOT_CFG_MAX));
 		break;
-	case BOOT_CFG_TOO_BIG:
+	case BOOT_FILE_TOO_BIG:
 		kprintf("warning: vireo.cfg: " BOOT_CFG_PATH " is larger than %u bytes, ignored (the built-in "
 			"defaults and the command line apply)\n", (unsigned)BOOT_CFG_MAX);
 		problems++;
 		break;
-	case BOOT_CFG_ERROR:
-		kprintf("warning: vireo.cfg: reading " BOOT_CFG_PATH " failed (EFI status %#lx), ignored\n",
-			(unsigned long)bi->cfg_status);
-		problems++;
-		break;
-	case BOOT_CFG_ABSENT:
+	case BOOT_FILE_ABSENT:
 		kprintf("config: no " BOOT_CFG_PATH "\n");
 		break;
-	default:	/* BOOT_CFG_NONE: not looked for (PVH has no ESP) */
+	case BOOT_FILE_NONE:	/* not looked for (PVH has no ESP) */
+		break;
+	default:
+		kprintf("warning: vireo.cfg: reading " BOOT_CFG_PATH " failed (EFI status %#lx), ignored\n",
+			(unsigned long)cfg->status);
+		problems++;
 		break;
 	}
 	kprintf("cmdline (%s): %s\n", bi->cmdline_src, bi->cmdline[0] ? bi->cmdline : "(empty)");

@@ -24,7 +24,7 @@ struct boot_info;
 
 /*
  * The boot's configuration, every source in order (later wins): the
- * built-in defaults; EFI/vireo/vireo.cfg as boot/ read it (bi->cfg_state);
+ * built-in defaults; EFI/vireo/vireo.cfg as boot/ read it (bi->files[BOOT_FILE_CFG]);
  * bi->cmdline. Checks the table, logs the file's state and the command
  * line, warns "warning: <source>: ..." for each bad line or token (a bad
  * value keeps what the key held: its default or an earlier source's

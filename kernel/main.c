@@ -123,7 +123,7 @@ void kernel_main(struct boot_info *bi)
 	virtio_mmio_probe();
 	timeline_mark("drivers");
 
-	debug_selftests();	/* selftest= */
+	selftest_run();	/* selftest= (debug/) */
 
 	timeline_mark("ready");
 	timeline_print();

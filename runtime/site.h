@@ -82,17 +82,17 @@ void site_use_heads(const struct site_head *h);
 void site_synth_boot(void);
 
 struct boot_info;
-struct boot_site_file;
+struct boot_dir_entry;
 
 /*
- * The ESP's site (net/app/site_esp.c): checks boot/'s table tab[0..n) of
+ * The ESP's site (runtime/site_esp.c): checks boot/'s table tab[0..n) of
  * files whose bytes lie in data[0..data_len) (every path NUL-terminated
  * and shaped as mksite.py makes them, every file inside data, no path
  * twice) and builds *out, a sorted site_file array with Content-Types and
  * ETags (one kzalloc). Returns 0, or -EINVAL/-ENOMEM with a short reason
  * in why[why_len] and *out NULL.
  */
-int site_esp_index(const struct boot_site_file *tab, u32 n, const u8 *data, u64 data_len,
+int site_esp_index(const struct boot_dir_entry *tab, u32 n, const u8 *data, u64 data_len,
 		   struct site_file **out, char *why, size_t why_len);
 
 /* At boot: serves EFI/vireo/site/ if boot/ read it and it checks, saying so

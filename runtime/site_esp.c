@@ -1,7 +1,7 @@
 /*
- * The site from the ESP: boot/efi_main.c reads EFI/vireo/site/ into memory
- * (at most BOOT_SITE_MAX_FILES files and BOOT_SITE_MAX_BYTES bytes, see
- * kernel/boot_info.h); this file checks the table it left, indexes it the
+ * The site from the ESP: boot/esp.c reads EFI/vireo/site/ into memory
+ * (BOOT_FILE_SITE: at most BOOT_DIR_MAX_FILES files and BOOT_SITE_MAX_BYTES
+ * bytes, see kernel/boot_info.h); this file checks the table it left, indexes it the
  * way tools/mksite.py indexes the baked site (sorted URL paths, a Content-
  * Type, an ETag) and hands it to site.c, which then serves it instead of
  * the baked-in site. Anything wrong keeps the baked site, with one warning.
@@ -13,8 +13,8 @@
 #include "runtime/http/http.h"
 #include "runtime/site.h"
 
-_Static_assert(BOOT_SITE_MAX_FILES == 256 && BOOT_SITE_MAX_BYTES == 8u << 20 && BOOT_SITE_PATH_MAX == 256 &&
-		       BOOT_SITE_DEPTH == 8,
+_Static_assert(BOOT_DIR_MAX_FILES == 256 && BOOT_SITE_MAX_BYTES == 8u << 20 && BOOT_DIR_PATH_MAX == 256 &&
+		       BOOT_DIR_DEPTH == 8,
 	       "site_refusals[] quotes the bounds");
 
 #define SITE_ETAG_LEN 20	/* "\"" + 16 hex + "\"" + NUL, rounded up */
@@ -90,14 +90,14 @@ static void site_why(char *why, size_t why_len, const char *a, const char *b)
 		why[o] = '\0';
 }
 
-int site_esp_index(const struct boot_site_file *tab, u32 n, const u8 *data, u64 data_len,
+int site_esp_index(const struct boot_dir_entry *tab, u32 n, const u8 *data, u64 data_len,
 		   struct site_file **out, char *why, size_t why_len)
 {
 	struct site_file *files;
 	char *etags;
 
 	*out = NULL;
-	if (n == 0 || n > BOOT_SITE_MAX_FILES) {
+	if (n == 0 || n > BOOT_DIR_MAX_FILES) {
 		site_why(why, why_len, n ? "too many files" : "no files", NULL);
 		return -EINVAL;
 	}
@@ -108,7 +108,7 @@ int site_esp_index(const struct boot_site_file *tab, u32 n, const u8 *data, u64 
 	}
 	etags = (char *)(files + n);
 	for (u32 i = 0; i < n; i++) {
-		const struct boot_site_file *e = &tab[i];
+		const struct boot_dir_entry *e = &tab[i];
 		struct site_file f;
 		u32 j;
 
@@ -148,48 +148,48 @@ bad:
 }
 
 static const char *const site_refusals[] = {
-	[BOOT_SITE_TOO_MANY] = "has more than 256 files",
-	[BOOT_SITE_TOO_BIG] = "holds more than 8 MiB",
-	[BOOT_SITE_BAD_NAME] = "has a name outside [A-Za-z0-9._~-], a path over 255 bytes or 8 levels",
-	[BOOT_SITE_NO_MEMORY] = "does not fit in the firmware's free memory",
-	[BOOT_SITE_ERROR] = "could not be read",
+	[BOOT_FILE_TOO_MANY] = "has more than 256 files",
+	[BOOT_FILE_TOO_BIG] = "holds more than 8 MiB",
+	[BOOT_FILE_BAD_NAME] = "has a name outside [A-Za-z0-9._~-], a path over 255 bytes or 8 levels",
+	[BOOT_FILE_NO_MEMORY] = "does not fit in the firmware's free memory",
+	[BOOT_FILE_ERROR] = "could not be read",
 };
 
 void site_esp_boot(const struct boot_info *bi)
 {
+	const struct boot_file *f = &bi->files[BOOT_FILE_SITE];
 	struct site_file *files;
 	char why[96];
-	u64 table = (u64)BOOT_SITE_MAX_FILES * sizeof(struct boot_site_file);
+	u64 table = (u64)BOOT_DIR_MAX_FILES * sizeof(struct boot_dir_entry);
 	u64 bytes = 0;
 
-	switch (bi->site_state) {
-	case BOOT_SITE_NONE:
-	case BOOT_SITE_ABSENT:
+	switch (f->state) {
+	case BOOT_FILE_NONE:
+	case BOOT_FILE_ABSENT:
 		return;	/* the baked-in site, nothing to say */
-	case BOOT_SITE_OK:
+	case BOOT_FILE_OK:
 		break;
 	default:
 		kprintf("warning: site: " BOOT_SITE_PATH " %s (at %.64s, status %#lx); serving the built-in site\n",
-			bi->site_state < ARRAY_SIZE(site_refusals) && site_refusals[bi->site_state] ?
-				site_refusals[bi->site_state] : "was refused",
-			bi->site_what[0] ? bi->site_what : "/", (unsigned long)bi->site_status);
+			f->state < ARRAY_SIZE(site_refusals) && site_refusals[f->state] ?
+				site_refusals[f->state] : "was refused",
+			f->what[0] ? f->what : "/", (unsigned long)f->status);
 		return;
 	}
-	if (bi->site_size < table) {
+	if (f->len < table) {
 		kprintf("warning: site: " BOOT_SITE_PATH ": a %lu-byte table is too short; serving the built-in site\n",
-			(unsigned long)bi->site_size);
+			(unsigned long)f->len);
 		return;
 	}
-	if (site_esp_index((const struct boot_site_file *)(uintptr_t)bi->site_base, bi->site_nfiles,
-			   (const u8 *)(uintptr_t)bi->site_base + table, bi->site_size - table, &files, why,
-			   sizeof why)) {
+	if (site_esp_index((const struct boot_dir_entry *)(uintptr_t)f->base, f->n,
+			   (const u8 *)(uintptr_t)f->base + table, f->len - table, &files, why, sizeof why)) {
 		kprintf("warning: site: " BOOT_SITE_PATH ": %s; serving the built-in site\n", why);
 		return;
 	}
-	for (u32 i = 0; i < bi->site_nfiles; i++)
+	for (u32 i = 0; i < f->n; i++)
 		bytes += files[i].len;
-	site_use(files, bi->site_nfiles);
-	site_use_heads(site_heads_make(files, bi->site_nfiles));	/* NULL: served the slower way */
-	kprintf("site: %u files, %lu bytes from " BOOT_SITE_PATH " (instead of the built-in site)\n",
-		bi->site_nfiles, (unsigned long)bytes);
+	site_use(files, f->n);
+	site_use_heads(site_heads_make(files, f->n));	/* NULL: served the slower way */
+	kprintf("site: %u files, %lu bytes from " BOOT_SITE_PATH " (instead of the built-in site)\n", f->n,
+		(unsigned long)bytes);
 }

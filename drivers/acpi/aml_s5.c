@@ -3,7 +3,6 @@
  * comes first; nothing the table says about a length is believed until it
  * has been checked against what is really there. */
 #include "drivers/acpi/aml_s5.h"
-#include "drivers/acpi/aml_hid.h"
 #include "lib/byteorder.h"
 #include "lib/string.h"
 
@@ -20,6 +19,7 @@
 #define AML_EXT_OP	0x5b
 #define AML_OPREGION_OP	0x80	/* after AML_EXT_OP */
 #define AML_SPACE_SYSMEM 0x00
+#define AML_HID_STRING_PREFIX	0x0d	/* StringPrefix: NUL-terminated ASCII follows */
 #define AML_RES_EXT_IRQ	0x89
 
 /* PkgLength (ACPI 6.5 §20.2.4): the lead byte's bits 7-6 count the bytes
@@ -146,6 +146,25 @@ int aml_find_s5(const u8 *aml, u32 len, struct aml_s5 *out)
 	return seen ? -EBADMSG : -ENOENT;
 }
 
+/* StringPrefix, 8 characters '0'..'Z', NUL: the shape of a _HID string. */
+static bool aml_hid_like(const u8 *aml, u32 len, u32 i)
+{
+	u32 k;
+
+	if (len - i < 10 || aml[i] != AML_HID_STRING_PREFIX || aml[i + 9] != 0)
+		return false;
+	for (k = 1; k <= 8; k++)
+		if ((u8)(aml[i + k] - '0') > 'Z' - '0')
+			return false;
+	return true;
+}
+
+/* The Generic Event Device's _HID string at aml[i]. */
+static bool aml_ged_hid_at(const u8 *aml, u32 len, u32 i)
+{
+	return aml_hid_like(aml, len, i) && !memcmp(aml + i + 1, "ACPI0013", 8);
+}
+
 /* The device whose _HID string starts at aml[i]. */
 static int aml_ged_at(const u8 *aml, u32 len, u32 i, struct aml_ged *out)
 {
@@ -154,7 +173,7 @@ static int aml_ged_at(const u8 *aml, u32 len, u32 i, struct aml_ged *out)
 	struct aml_ged g = { 0 };
 	u64 off, rlen;
 
-	for (j = i + 10; j < end && !(irq && reg) && !aml_hid_at(aml, len, j, "ACPI0013"); j++) {
+	for (j = i + 10; j < end && !(irq && reg) && !aml_ged_hid_at(aml, len, j); j++) {
 		/* Extended Interrupt: 0x89, length (2 bytes) >= 6, flags,
 		 * count >= 1, then 4-byte GSIs. */
 		if (!irq && aml[j] == AML_RES_EXT_IRQ && end - j >= 9 && aml[j + 1] >= 6 && aml[j + 2] == 0 &&
@@ -199,26 +218,13 @@ int aml_find_ged(const u8 *aml, u32 len, struct aml_ged *out)
 	if (len > AML_S5_MAX_LEN)
 		return -E2BIG;
 	for (i = 0; i < len; i++) {
-		if (!aml_hid_at(aml, len, i, "ACPI0013"))
+		if (!aml_ged_hid_at(aml, len, i))
 			continue;
 		seen = true;
 		if (aml_ged_at(aml, len, i, out) == 0)
 			return 0;
 	}
 	return seen ? -EBADMSG : -ENOENT;
-}
-
-/* StringPrefix, 8 characters '0'..'Z', NUL: the shape of a _HID string. */
-static bool aml_hid_like(const u8 *aml, u32 len, u32 i)
-{
-	u32 k;
-
-	if (len - i < 10 || aml[i] != AML_HID_STRING_PREFIX || aml[i + 9] != 0)
-		return false;
-	for (k = 1; k <= 8; k++)
-		if ((u8)(aml[i + k] - '0') > 'Z' - '0')
-			return false;
-	return true;
 }
 
 u32 aml_find_devices(const u8 *aml, u32 len, struct aml_dev *out, u32 max)

@@ -140,7 +140,7 @@ struct vtd_unit {
 static struct vtd_unit *vtd_units[ACPI_DMAR_MAX_UNITS];
 static unsigned vtd_nunits;
 static bool vtd_enabled = true;
-static u64 vtd_selftest_stray;	/* >0: the Nth device-writable map is given a read-only IOVA */
+u64 vtd_stray_nth;	/* the test seam (vtd.h) */
 static u64 vtd_writable_maps;
 
 CMDLINE_PARAM(vtd_on, .key = "iommu", .type = CMDLINE_BOOL, .dst = &vtd_enabled, .def = "on",
@@ -708,7 +708,7 @@ dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool devi
 		else
 			vtd_write_buffer_flush(dom->unit);
 	}
-	if (device_writes && ++vtd_writable_maps == vtd_selftest_stray) {
+	if (device_writes && ++vtd_writable_maps == vtd_stray_nth) {
 		kprintf("vtd%u: iommu.stray: handing %02x:%02x.%u the read-only address %#lx for a buffer it writes\n",
 			dom->unit->index, dom->bdf >> 8, (dom->bdf >> 3) & 31, dom->bdf & 7,
 			vtd_iova(pa, len, false));
@@ -811,17 +811,12 @@ static void vtd_cmd_show(const char *args)
 }
 SHELL_CMD(iommu, .name = "iommu", .fn = vtd_cmd_show, .help = "DMA remapping units and domains");
 
-/* The test seam (debug/debug.c: iommu.stray=, the shell's iommu-stray;
+/* The test seam (debug/debug.c: the shell's iommu-stray;
  * debug/virtio_selftest.c: selftest=iommu-fault). */
-void vtd_stray_at(u64 n)
-{
-	vtd_selftest_stray = n;
-}
-
 int vtd_stray_next(void)
 {
 	if (!vtd_nunits)
 		return -ENODEV;
-	vtd_selftest_stray = vtd_writable_maps + 1;
+	vtd_stray_nth = vtd_writable_maps + 1;
 	return 0;
 }

@@ -39,11 +39,12 @@ void vtd_unmap_flush(struct vtd_domain *dom);
  * fault episode may be reported after this. */
 void vtd_domain_clear(struct vtd_domain *dom);
 /* The test seam, for debug/ only (iommu.stray=, the shell's iommu-stray,
- * selftest=iommu-fault): the nth device-writable buffer translated devices
- * are given since boot (0: none), or the next one, goes out at its
- * read-only address, so the device's write faults. vtd_stray_next returns
- * -ENODEV when no unit is in use. */
-void vtd_stray_at(u64 n);
+ * selftest=iommu-fault): the vtd_stray_nth-th device-writable buffer
+ * translated devices are given since boot (0: none), or with
+ * vtd_stray_next() the next one, goes out at its read-only address, so the
+ * device's write faults. vtd_stray_next returns -ENODEV when no unit is in
+ * use. */
+extern u64 vtd_stray_nth;
 int vtd_stray_next(void);
 
 #endif

@@ -157,25 +157,24 @@ int vmmio_cmdline_add(const char *val, void *list, char *why, size_t why_len)
 int vmmio_add_platform(const struct aml_dev *d, u32 n, struct vmmio_list *l, char *why, size_t why_len)
 {
 	u32 i, found = 0;
+	const char *bad;
 
-	for (i = 0; i < n; i++) {
-		struct vmmio_window w = { .base = d[i].base, .size = d[i].size, .gsi = d[i].gsi };
+	for (i = 0; i < n; i++, d++) {
+		struct vmmio_window w = { .base = d->base, .size = d->size, .gsi = d->gsi };
 
-		if (memcmp(d[i].hid, VMMIO_ACPI_HID, 8))
+		if (memcmp(d->hid, VMMIO_ACPI_HID, 8))
 			continue;
-		if (!d[i].mem || !d[i].irq) {
-			vmmio_say(why, why_len, "LNRO0005 device without a memory window and an interrupt");
-			l->refused++;
+		if (!d->mem || !d->irq)
+			bad = "LNRO0005 device without a memory window and an interrupt";
+		else if (w.size < VMMIO_WIN_MIN || w.size > VMMIO_WIN_MAX || (w.base & 3) || w.gsi == 0 ||
+			 w.gsi > VMMIO_GSI_MAX)
+			bad = "LNRO0005 window or interrupt out of bounds";
+		else {
+			found += vmmio_list_add(l, &w, why, why_len) == 0;
 			continue;
 		}
-		if (w.size < VMMIO_WIN_MIN || w.size > VMMIO_WIN_MAX || (w.base & 3) || w.gsi == 0 ||
-		    w.gsi > VMMIO_GSI_MAX) {
-			vmmio_say(why, why_len, "LNRO0005 window or interrupt out of bounds");
-			l->refused++;
-			continue;
-		}
-		if (vmmio_list_add(l, &w, why, why_len) == 0)
-			found++;
+		vmmio_say(why, why_len, bad);
+		l->refused++;
 	}
 	return (int)found;
 }

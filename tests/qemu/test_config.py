@@ -82,6 +82,9 @@ def test_oversized_file_is_refused_and_boot_goes_on(boot, tmp_path):
     assert m.group(2) == "80"
     assert re.search(r"^warning: vireo\.cfg: EFI/vireo/vireo\.cfg is larger than 16384 bytes, ignored", vm.text,
                      re.M), vm.text
+    # The ESP loader's own line: name, size (one byte past the cap is how
+    # boot/ finds a file too big), cap.
+    assert re.search(r"^boot: EFI/vireo/vireo\.cfg refused: 16385 bytes or more, cap 16384$", vm.text, re.M), vm.text
     assert "(from vireo.cfg)" not in vm.text
 
 

@@ -126,3 +126,7 @@ def test_over_8_mib_keeps_the_baked_site(boot, tmp_path):
     subprocess.run(["bash", "-c", script], check=True, cwd=ROOT)
     vm, port = boot_app(boot, str(img))
     _baked_site_stays(vm, port, r"holds more than 8 MiB \(at /[ab]\.bin")
+    # The ESP loader's own line: the bytes seen (the first file, 8-aligned,
+    # and the one over the cap; a.bin or b.bin first), the cap.
+    assert re.search(rf"^boot: EFI/vireo/site refused: ({(8 << 20) + 1}|{(8 << 20) + 8}) bytes or more, "
+                     r"cap 8388608$", vm.text, re.M), vm.text

@@ -391,14 +391,20 @@ static void test_origin_text_cut(void **state)
 	assert_true(find_out("config: t.mask=0x000000000000000000000000000000000000000000... (from c)") >= 0);
 }
 
+/* EFI/vireo/vireo.cfg as boot/ leaves it: in a buffer of its cap. */
+static char cfg_buf[BOOT_CFG_MAX];
+
 static struct boot_info *new_bi(u32 state, const char *cfg, const char *cmdline)
 {
 	struct boot_info *bi = calloc(1, sizeof *bi);
+	struct boot_file *f = &bi->files[BOOT_FILE_CFG];
 
-	bi->cfg_state = state;
+	f->state = state;
+	memset(cfg_buf, 0, sizeof cfg_buf);
 	if (cfg) {
-		bi->cfg_len = (u32)strlen(cfg);
-		memcpy(bi->cfg, cfg, bi->cfg_len);
+		f->len = strlen(cfg);
+		memcpy(cfg_buf, cfg, f->len);
+		f->base = (u64)(uintptr_t)cfg_buf;
 	}
 	snprintf(bi->cmdline, sizeof bi->cmdline, "%s", cmdline);
 	snprintf(bi->cmdline_src, sizeof bi->cmdline_src, "fw_cfg");
@@ -408,7 +414,7 @@ static struct boot_info *new_bi(u32 state, const char *cfg, const char *cmdline)
 /* config_boot: the file's state, then the command line, then the origins. */
 static void test_boot_file_then_cmdline(void **state)
 {
-	struct boot_info *bi = new_bi(BOOT_CFG_OK, "t.count=9\nt.mask=0x1\n", "t.mask=0x2");
+	struct boot_info *bi = new_bi(BOOT_FILE_OK, "t.count=9\nt.mask=0x1\n", "t.mask=0x2");
 	int file_line, cmd_line, origin;
 
 	/* the table's own duplicate (t.dup) is one warning */
@@ -426,41 +432,47 @@ static void test_boot_file_then_cmdline(void **state)
 
 static void test_boot_file_states(void **state)
 {
-	struct boot_info *bi = new_bi(BOOT_CFG_TOO_BIG, "t.count=9\n", "");
+	struct boot_info *bi = new_bi(BOOT_FILE_TOO_BIG, "t.count=9\n", "");
 
+	/* boot/ refused it for its size: the generic line (name, size, cap)
+	 * for any file, then the configuration's own. */
+	snprintf(bi->files[BOOT_FILE_CFG].path, sizeof bi->files[BOOT_FILE_CFG].path, BOOT_CFG_PATH);
+	bi->files[BOOT_FILE_CFG].len = 20000;
+	bi->files[BOOT_FILE_CFG].cap = BOOT_CFG_MAX;
 	assert_int_equal(config_boot(bi), 2);
+	assert_true(find_out("boot: EFI/vireo/vireo.cfg refused: 20000 bytes or more, cap 16384") >= 0);
 	assert_true(find_out("warning: vireo.cfg: EFI/vireo/vireo.cfg is larger than 16384 bytes, ignored") >= 0);
 	assert_int_equal(p_count, 7);
 	assert_true(find_out("cmdline (fw_cfg): (empty)") >= 0);
 
 	hk_log_reset();
-	bi->cfg_state = BOOT_CFG_ERROR;
-	bi->cfg_status = 0x800000000000000eULL;
+	bi->files[BOOT_FILE_CFG].state = BOOT_FILE_ERROR;
+	bi->files[BOOT_FILE_CFG].status = 0x800000000000000eULL;
 	assert_int_equal(config_boot(bi), 2);
 	assert_true(find_out("warning: vireo.cfg: reading EFI/vireo/vireo.cfg failed (EFI status 0x800000000000000e), ignored") >= 0);
 	assert_int_equal(p_count, 7);
 
 	hk_log_reset();
-	bi->cfg_state = BOOT_CFG_ABSENT;
+	bi->files[BOOT_FILE_CFG].state = BOOT_FILE_ABSENT;
 	assert_int_equal(config_boot(bi), 1);
 	assert_true(find_out("config: no EFI/vireo/vireo.cfg") >= 0);
 
 	hk_log_reset();
-	bi->cfg_state = BOOT_CFG_NONE;	/* PVH: not looked for, nothing said */
+	bi->files[BOOT_FILE_CFG].state = BOOT_FILE_NONE;	/* PVH: not looked for, nothing said */
 	assert_int_equal(config_boot(bi), 1);
 	assert_true(find_out("vireo.cfg") < 0);
 	assert_int_equal(p_count, 7);
 	free(bi);
 }
 
-/* A cfg_len past the buffer (a boot/ bug) is clamped to it, not trusted:
- * the whole buffer is one line of 16 KiB (the NULs behind the text), too
- * long, and ASan sees no read past the struct. */
+/* A length past the cap (a boot/ bug) is clamped to it, not trusted: the
+ * whole 16 KiB buffer is one line (the NULs behind the text), too long, and
+ * ASan sees no read past the buffer. */
 static void test_boot_len_clamped(void **state)
 {
-	struct boot_info *bi = new_bi(BOOT_CFG_OK, "t.count=11", "");
+	struct boot_info *bi = new_bi(BOOT_FILE_OK, "t.count=11", "");
 
-	bi->cfg_len = 0xffffffffu;
+	bi->files[BOOT_FILE_CFG].len = 0xffffffffu;
 	config_boot(bi);
 	assert_true(find_out("warning: vireo.cfg line 1: longer than 1023 characters, ignored") >= 0);
 	assert_int_equal(p_count, 7);

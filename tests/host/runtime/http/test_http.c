@@ -1160,7 +1160,7 @@ static void test_mksite(void **state)
 /* ---- the ESP's site (site_esp.c) ---- */
 
 struct esp_site {
-	struct boot_site_file tab[BOOT_SITE_MAX_FILES];
+	struct boot_dir_entry tab[BOOT_DIR_MAX_FILES];
 	u8 data[4096];
 };
 
@@ -1264,14 +1264,14 @@ static void test_esp_site_refusals(void **state)
 
 	assert_int_equal(site_esp_index(s->tab, 0, s->data, sizeof s->data, &files, why, sizeof why), -EINVAL);
 	assert_string_equal(why, "no files");
-	assert_int_equal(site_esp_index(s->tab, BOOT_SITE_MAX_FILES + 1, s->data, sizeof s->data, &files, why,
+	assert_int_equal(site_esp_index(s->tab, BOOT_DIR_MAX_FILES + 1, s->data, sizeof s->data, &files, why,
 					sizeof why), -EINVAL);
 	assert_string_equal(why, "too many files");
 	assert_int_equal(hk_kmem_live(), live);	/* every refusal freed its array */
 	free(s);
 }
 
-/* The bound itself: BOOT_SITE_MAX_FILES files index; the order comes out
+/* The bound itself: BOOT_DIR_MAX_FILES files index; the order comes out
  * sorted from the reverse. */
 static void test_esp_site_full_table(void **state)
 {
@@ -1279,13 +1279,13 @@ static void test_esp_site_full_table(void **state)
 	struct site_file *files;
 	char why[64], name[16];
 
-	for (u32 i = 0; i < BOOT_SITE_MAX_FILES; i++) {
-		snprintf(name, sizeof name, "/f%03u", BOOT_SITE_MAX_FILES - 1 - i);
+	for (u32 i = 0; i < BOOT_DIR_MAX_FILES; i++) {
+		snprintf(name, sizeof name, "/f%03u", BOOT_DIR_MAX_FILES - 1 - i);
 		esp_add(s, i, name, i * 8, "ab");
 	}
-	assert_int_equal(site_esp_index(s->tab, BOOT_SITE_MAX_FILES, s->data, sizeof s->data, &files, why,
+	assert_int_equal(site_esp_index(s->tab, BOOT_DIR_MAX_FILES, s->data, sizeof s->data, &files, why,
 					sizeof why), 0);
-	for (u32 i = 0; i < BOOT_SITE_MAX_FILES; i++) {
+	for (u32 i = 0; i < BOOT_DIR_MAX_FILES; i++) {
 		snprintf(name, sizeof name, "/f%03u", i);
 		assert_string_equal(files[i].path, name);
 	}

@@ -1,0 +1,347 @@
+/*
+ * The ESP loader: every file and directory kernel/boot_info.h's BOOT_FILES
+ * names, read from the volume vireo was loaded from before the firmware
+ * hands over, each bounded by its own cap. A file's size is known before a
+ * byte is read (its directory entry, or its end position), so one over its
+ * cap is refused without reading it, with its size recorded for the
+ * kernel's message; the read itself is bounded again, since firmware may
+ * report one size and deliver another. A directory is read whole, depth
+ * first, into one allocation: BOOT_DIR_MAX_FILES struct boot_dir_entry,
+ * then the files' bytes, 8-aligned, at most its cap in all.
+ */
+#include <efi.h>
+
+#include "boot/esp.h"
+#include "kernel/time/wallclock.h"
+#include "lib/string.h"
+
+#define ESP_CHUNK 0x100000	/* bytes asked of one Read() */
+#define DIR_TABLE_BYTES ((u64)BOOT_DIR_MAX_FILES * sizeof(struct boot_dir_entry))
+
+static EFI_GUID sfs_guid = EFI_SIMPLE_FILE_SYSTEM_PROTOCOL_GUID;
+
+/* BOOT_FILES as data: the paths in one struct of char arrays, each entry
+ * its offset there (no pointers, so nothing for the loader to relocate). */
+#define ESP_PATH_FIELD(id, path, cap, flags) char id[sizeof(path)];
+static const struct esp_paths { BOOT_FILES(ESP_PATH_FIELD) } esp_paths = {
+#define ESP_PATH(id, path, cap, flags) .id = path,
+	BOOT_FILES(ESP_PATH)
+};
+static const struct esp_want {
+	u32 cap;
+	u16 path;	/* offset in esp_paths */
+	u16 flags;
+} esp_wants[BOOT_NFILES] = {
+#define ESP_WANT(id, path, cap, flags) [BOOT_FILE_##id] = { cap, offsetof(struct esp_paths, id), flags },
+	BOOT_FILES(ESP_WANT)
+};
+
+void esp_copy_str(char *dst, size_t n, const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i] && i < n - 1; i++)
+		dst[i] = s[i];
+	dst[i] = '\0';
+}
+
+/* The first refusal of an entry wins; a directory's names its path. */
+static void esp_fail(struct boot_file *f, u32 state, const char *what, u64 status)
+{
+	if (f->state != BOOT_FILE_OK)
+		return;
+	f->state = state;
+	f->status = status;
+	if (what)
+		esp_copy_str(f->what, sizeof f->what, what);
+}
+
+/* Reads all of fh into buf[room]: the bytes read, *s EFI_SUCCESS; or, when
+ * the file holds more than room (or firmware reported more than it was
+ * asked for), EFI_BAD_BUFFER_SIZE. */
+static u64 esp_read(EFI_FILE_HANDLE fh, u8 *buf, u64 room, EFI_STATUS *s)
+{
+	u64 got = 0;
+	u8 extra;
+
+	/* Read may return less than asked; a zero-byte read is the end. The
+	 * loop ends within room / 1 + 1 non-empty reads. */
+	for (;;) {
+		UINTN want = room - got > ESP_CHUNK ? ESP_CHUNK : (UINTN)(room - got);
+
+		if (want == 0) {	/* full: one byte more says the file is longer */
+			want = 1;
+			*s = fh->Read(fh, &want, &extra);
+			if (*s == EFI_SUCCESS && want != 0)
+				*s = EFI_BAD_BUFFER_SIZE;
+			break;
+		}
+		*s = fh->Read(fh, &want, buf + got);
+		if (*s != EFI_SUCCESS || want == 0)
+			break;
+		if (want > room - got) {
+			*s = EFI_BAD_BUFFER_SIZE;
+			break;
+		}
+		got += want;
+	}
+	return got;
+}
+
+/* ---- one entry's pages: a file, or every file of a directory ---- */
+
+/* A directory entry with a name as long as any path kept. */
+union esp_info {
+	EFI_FILE_INFO info;
+	u8 raw[offsetof(EFI_FILE_INFO, FileName) + 2 * (BOOT_DIR_PATH_MAX + 1)];
+};
+
+struct esp_walk {
+	struct boot_file *f;
+	struct boot_dir_entry *tab;	/* at the start of the pages */
+	u8 *data;			/* cap bytes (behind the table) */
+	u64 used;			/* data bytes taken */
+};
+
+/* A FAT long name as a URL path segment: [A-Za-z0-9._~-] only (as
+ * tools/mksite.py asks of the baked site), so no path ever needs escaping.
+ * Appends "/name" to path[len], NUL-terminated; returns the new length, or
+ * 0 when a character is outside the set or the path would not fit. */
+static size_t esp_path_append(char *path, size_t len, const CHAR16 *name, size_t name_max)
+{
+	size_t i;
+
+	if (len + 1 >= BOOT_DIR_PATH_MAX)
+		return 0;
+	path[len++] = '/';
+	for (i = 0; i < name_max && name[i]; i++) {
+		CHAR16 c = name[i];
+
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+		      c == '_' || c == '~' || c == '-'))
+			return 0;
+		if (len + 1 >= BOOT_DIR_PATH_MAX)
+			return 0;
+		path[len++] = (char)c;
+	}
+	path[len] = '\0';
+	return i ? len : 0;
+}
+
+/* A file's modification time in Unix seconds, 0 if the firmware's is not
+ * a valid date. FAT keeps local time with no zone (TimeZone unspecified):
+ * read as UTC; a zone given is minutes with Localtime = UTC - TimeZone. */
+static u64 esp_file_mtime(const EFI_TIME *t)
+{
+	u64 s = wallclock_from_civil(t->Year, t->Month, t->Day, t->Hour, t->Minute, t->Second);
+	s16 tz = (s16)t->TimeZone;
+
+	if (s && tz >= -1440 && tz <= 1440 && (u64)((s64)s + tz * 60) > 0)
+		s = (u64)((s64)s + tz * 60);
+	return s;
+}
+
+/* File fh of a directory, info its entry: into the walk's data and table. */
+static void esp_file(struct esp_walk *w, EFI_FILE_HANDLE fh, const EFI_FILE_INFO *info, const char *path)
+{
+	struct boot_file *f = w->f;
+	struct boot_dir_entry *e;
+	u64 room = f->cap - w->used, got;
+	EFI_STATUS s;
+
+	if (f->n == BOOT_DIR_MAX_FILES) {
+		esp_fail(f, BOOT_FILE_TOO_MANY, path, 0);
+		return;
+	}
+	if (info->FileSize > room) {
+		f->len = w->used + info->FileSize;	/* the size seen (so far) */
+		esp_fail(f, BOOT_FILE_TOO_BIG, path, 0);
+		return;
+	}
+	got = esp_read(fh, w->data + w->used, room, &s);
+	if (s == EFI_SUCCESS && got != info->FileSize)
+		s = EFI_BAD_BUFFER_SIZE;	/* not the size its entry said */
+	if (s != EFI_SUCCESS) {
+		esp_fail(f, got == room ? BOOT_FILE_TOO_BIG : BOOT_FILE_ERROR, path, s);
+		return;
+	}
+	e = &w->tab[f->n++];
+	esp_copy_str(e->path, sizeof e->path, path);
+	e->off = w->used;
+	e->len = got;
+	e->mtime = esp_file_mtime(&info->ModificationTime);
+	w->used += (got + 7) & ~7ULL;	/* room was checked against got; 8-aligned files */
+	if (w->used > f->cap)
+		w->used = f->cap;
+}
+
+/* One directory: its files, then (depth permitting) its directories.
+ * Names starting with '.' are skipped, as mksite.py skips dotfiles. */
+static void esp_dir(struct esp_walk *w, EFI_FILE_HANDLE dir, char *path, size_t len, unsigned depth)
+{
+	union esp_info buf;
+
+	while (w->f->state == BOOT_FILE_OK) {
+		UINTN size = sizeof buf - sizeof(CHAR16);
+		size_t name_max, nlen;
+		EFI_STATUS s = dir->Read(dir, &size, &buf);
+
+		if (s == EFI_BUFFER_TOO_SMALL) {	/* a name longer than any path we keep */
+			esp_fail(w->f, BOOT_FILE_BAD_NAME, path, s);
+			return;
+		}
+		if (s != EFI_SUCCESS) {
+			esp_fail(w->f, BOOT_FILE_ERROR, path, s);
+			return;
+		}
+		if (size == 0)
+			return;	/* the end of the directory */
+		if (size < SIZE_OF_EFI_FILE_INFO || size > sizeof buf - sizeof(CHAR16)) {
+			esp_fail(w->f, BOOT_FILE_ERROR, path, EFI_BAD_BUFFER_SIZE);
+			return;
+		}
+		/* The name ends within what was returned, whatever firmware did. */
+		name_max = (size - SIZE_OF_EFI_FILE_INFO) / sizeof(CHAR16);
+		buf.info.FileName[name_max] = 0;
+		if (buf.info.FileName[0] == '.' || buf.info.FileName[0] == 0)
+			continue;
+		nlen = esp_path_append(path, len, buf.info.FileName, name_max);
+		if (!nlen) {
+			path[len] = '\0';
+			esp_fail(w->f, BOOT_FILE_BAD_NAME, path, 0);
+			return;
+		}
+		if (buf.info.Attribute & EFI_FILE_DIRECTORY) {
+			EFI_FILE_HANDLE sub = NULL;
+
+			if (depth + 1 >= BOOT_DIR_DEPTH) {
+				esp_fail(w->f, BOOT_FILE_BAD_NAME, path, 0);
+				return;
+			}
+			s = dir->Open(dir, &sub, buf.info.FileName, EFI_FILE_MODE_READ, 0);
+			if (s != EFI_SUCCESS || !sub) {
+				esp_fail(w->f, BOOT_FILE_ERROR, path, s);
+				return;
+			}
+			esp_dir(w, sub, path, nlen, depth + 1);
+			sub->Close(sub);
+		} else {
+			EFI_FILE_HANDLE fh = NULL;
+
+			s = dir->Open(dir, &fh, buf.info.FileName, EFI_FILE_MODE_READ, 0);
+			if (s != EFI_SUCCESS || !fh) {
+				esp_fail(w->f, BOOT_FILE_ERROR, path, s);
+				return;
+			}
+			esp_file(w, fh, &buf.info, path);
+			fh->Close(fh);
+		}
+		path[len] = '\0';
+	}
+}
+
+/* ---- one entry of BOOT_FILES ---- */
+
+/* The entry fh names into the pages at mem: its length, f->state left
+ * BOOT_FILE_OK, or a refusal. A file's size is not asked for: reading one
+ * byte past its cap is how one over it is found (f->len = cap + 1: "at
+ * least"). */
+static u64 esp_entry(struct boot_file *f, u32 flags, EFI_FILE_HANDLE fh, u8 *mem)
+{
+	struct esp_walk w = { .f = f, .tab = (struct boot_dir_entry *)mem, .data = mem + DIR_TABLE_BYTES };
+	char path[BOOT_DIR_PATH_MAX];
+	EFI_STATUS s;
+	u64 got;
+
+	if (flags & BOOT_FILE_DIR) {
+		path[0] = '\0';
+		esp_dir(&w, fh, path, 0, 0);
+		return DIR_TABLE_BYTES + w.used;
+	}
+	got = esp_read(fh, mem, f->cap, &s);
+	if (s != EFI_SUCCESS) {
+		f->len = got + 1;
+		esp_fail(f, got == f->cap ? BOOT_FILE_TOO_BIG : BOOT_FILE_ERROR, NULL, s);
+	}
+	return got;
+}
+
+/* path into out (NUL-terminated, n bytes at most) and, as the firmware's
+ * UCS-2 "\EFI\vireo\x" for "EFI/vireo/x", into out16[n + 1]. */
+static void esp_paths_of(char *out, CHAR16 *out16, size_t n, const char *path)
+{
+	size_t i;
+
+	out16[0] = '\\';
+	for (i = 0; path[i] && i + 1 < n; i++) {
+		out[i] = path[i];
+		out16[i + 1] = path[i] == '/' ? '\\' : (CHAR16)path[i];
+	}
+	out[i] = '\0';
+	out16[i + 1] = 0;
+}
+
+void esp_load(EFI_BOOT_SERVICES *bs, EFI_HANDLE device, struct boot_info *bi)
+{
+	EFI_SIMPLE_FILE_SYSTEM_PROTOCOL *fs = NULL;
+	EFI_FILE_HANDLE root = NULL;
+	u32 i;
+
+	if (!device || bs->HandleProtocol(device, &sfs_guid, (void **)&fs) != EFI_SUCCESS || !fs ||
+	    fs->OpenVolume(fs, &root) != EFI_SUCCESS)
+		root = NULL;	/* every entry BOOT_FILE_ABSENT */
+	for (i = 0; i < BOOT_NFILES; i++) {
+		const struct esp_want *want = &esp_wants[i];
+		struct boot_file *f = &bi->files[i];
+		u64 table = want->flags & BOOT_FILE_DIR ? DIR_TABLE_BYTES : 0;
+		UINTN pages = (table + want->cap + 4095) / 4096, used;
+		EFI_PHYSICAL_ADDRESS base = 0;
+		EFI_FILE_HANDLE fh = NULL;
+		CHAR16 path16[sizeof f->path + 1];
+		EFI_STATUS s;
+		u64 len;
+
+		esp_paths_of(f->path, path16, sizeof f->path, (const char *)&esp_paths + want->path);
+		f->cap = want->cap;
+#ifndef VIREO_TLS
+		if (want->flags & BOOT_FILE_TLS)
+			continue;	/* BOOT_FILE_NONE: HTTPS is not built in */
+#endif
+		f->state = BOOT_FILE_ABSENT;
+		if (!root)
+			continue;
+		s = root->Open(root, &fh, path16, EFI_FILE_MODE_READ, 0);
+		if (s != EFI_SUCCESS || !fh) {
+			if (s != EFI_NOT_FOUND) {
+				f->state = BOOT_FILE_ERROR;
+				f->status = s;
+			}
+			continue;
+		}
+		/* The most the cap allows, the unused tail given back after. */
+		if (bs->AllocatePages(AllocateAnyPages, EfiLoaderData, pages, &base) != EFI_SUCCESS) {
+			f->state = BOOT_FILE_NO_MEMORY;
+			f->status = EFI_OUT_OF_RESOURCES;
+			fh->Close(fh);
+			continue;
+		}
+		f->state = BOOT_FILE_OK;
+		len = esp_entry(f, want->flags, fh, (u8 *)(UINTN)base);
+		fh->Close(fh);
+		if (f->state != BOOT_FILE_OK) {
+#ifdef VIREO_TLS	/* the only secrets are the TLS key's */
+			if (want->flags & BOOT_FILE_SECRET)
+				memset((void *)(UINTN)base, 0, pages * 4096);	/* part of a key, maybe */
+#endif
+			bs->FreePages(base, pages);
+			continue;
+		}
+		used = len / 4096 + 1;	/* at least one page: base stays valid */
+		if (used < pages)
+			bs->FreePages(base + used * 4096, pages - used);
+		f->base = base;
+		f->len = len;
+	}
+	if (root)
+		root->Close(root);
+}
