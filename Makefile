@@ -162,7 +162,7 @@ IMAGE := $(OUT)/vireo.img
 PVH   := $(OUT)/vireo.elf
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
-	test-matrix test-matrix-quick test-hostile soak check-docs bench-attacks bench-upload bench-tls bench-1m bench-kv params \
+	test-matrix test-matrix-quick test-hostile soak check-docs check-layers bench-attacks bench-upload bench-tls bench-1m bench-kv params \
 	bench-iommu bench-migration qemu-current test-qemu-current
 all: $(EFI) $(PVH)
 
@@ -314,7 +314,7 @@ $(foreach f,$(FUZZERS),$(eval $(call fuzz_rule,$(f))))
 
 FUZZ_RUNS ?= 20000
 FUZZ_TIME ?= 300
-test-host: deps-test check-docs $(addprefix $(BUILD)/host/,$(HOST_TESTS))
+test-host: deps-test check-docs check-layers $(addprefix $(BUILD)/host/,$(HOST_TESTS))
 	$(Q)set -e; for t in $(HOST_TESTS); do echo "  TEST    $$t"; $(BUILD)/host/$$t; done
 
 # Every relative link in README.md, docs/ and net/README.md resolves (a file,
@@ -324,6 +324,13 @@ test-host: deps-test check-docs $(addprefix $(BUILD)/host/,$(HOST_TESTS))
 check-docs:
 	$(Q)$(PYTHON) tests/host/check_docs.py .
 	$(Q)$(PYTHON) tools/cmdline_table.py --check docs/appliance.md
+
+# Every #include points down the stack (tools/layers.py: the rule, and the
+# known exceptions with the issue item that removes each); the script's
+# self-test first proves it fails on planted violations. Part of test-host.
+check-layers:
+	$(Q)$(PYTHON) tools/layers.py --self-test
+	$(Q)$(PYTHON) tools/layers.py
 
 # Both start from the committed seeds (tests/fuzz/corpus/<target>/, an app's
 # in apps/NAME/tests/corpus/<target>/, written by tests/fuzz/make_corpus.py) next to the working corpus; libFuzzer adds new
@@ -502,9 +509,10 @@ help:
 	@echo "                  its last line says which"
 	@echo "  make images     every image: GRUB disk, ISO, qcow2, GCE/Azure/AWS files (images/images.mk)"
 	@echo "  make sign KEY=key.pem CERT=cert.pem   Secure Boot signed build/vireo-signed.img"
-	@echo "  make test-host  host unit tests only (and make check-docs)"
+	@echo "  make test-host  host unit tests only (and make check-docs, check-layers)"
 	@echo "  make check-docs every relative link in README.md, docs/, net/README.md resolves;"
 	@echo "                  docs/appliance.md's command-line table matches the sources"
+	@echo "  make check-layers  every #include points down the stack (tools/layers.py; part of test-host)"
 	@echo "  make test-qemu  QEMU tests only"
 	@echo "  make test-apps  each app's image and its own QEMU tests (apps/NAME/tests/; part of make test)"
 	@echo "  make fleet N=3  N instances behind HAProxy in a network namespace (health checks"
