@@ -15,13 +15,14 @@ composition root, kernel/main.c, may include every layer but apps/. Inside
 drivers/, the virtio bus, core and ring (drivers/virtio/*.c|h) do not know
 an IOMMU by name (drivers/iommu/). lwIP's and mbedTLS's headers are net/'s
 (code above net/ may use them). An include that is neither the tree's nor a
-known library's is an error too.
+known library's is an error too. And tests mirror the tree: the host test
+of F/x.c is tests/host/F/test_x.c, its fuzzer tests/fuzz/F/fuzz_x.c.
 
 Today's known violations are ALLOWED below, each with the issue item that
 removes it; an allowed line that no longer violates is an error as well
 (so the list only shrinks). Exit status 1 on any error, each printed as
 file:line: the include: the rule. --self-test proves the check fails on a
-violation (run by make check-layers).
+violation (make check-layers runs it first).
 """
 import os
 import re
@@ -158,6 +159,26 @@ def sources(root):
                     yield os.path.join(rel, f)
 
 
+def check_tests(root, out=sys.stdout):
+    """Tests mirror the tree: tests/host/F/test_x.c (tests/fuzz/F/fuzz_x.c)
+    tests F/x.c (or F/x.h, or the folder F/x/ as a whole)."""
+    errors = 0
+    for kind, prefix in (("host", "test_"), ("fuzz", "fuzz_")):
+        base = os.path.join(root, "tests", kind)
+        for dirpath, _, files in os.walk(base):
+            for f in sorted(files):
+                if not (f.startswith(prefix) and f.endswith(".c")):
+                    continue
+                folder_rel = os.path.relpath(dirpath, base)
+                name = f[len(prefix):-2]
+                stem = os.path.join(root, folder_rel, name)
+                if not (os.path.isfile(stem + ".c") or os.path.isfile(stem + ".h") or os.path.isdir(stem)):
+                    print(f"tests/{kind}/{folder_rel}/{f}: no {folder_rel}/{name}.c: the test of F/x.c is "
+                          f"tests/{kind}/F/{prefix}x.c (docs/testing.md)", file=out)
+                    errors += 1
+    return errors
+
+
 def check(root, allowed, out=sys.stdout):
     def exists(p):
         return os.path.isfile(os.path.join(root, p))
@@ -217,10 +238,12 @@ def self_test():
         "net/f.c": '#include "debug/g.h"\n',
         "debug/g.h": '#include "drivers/pci/pci.h"\n',
         "kernel/h.c": '#include "runtime/api.h"\n',  # allowed below
+        "tests/host/kernel/test_loop.c": "",  # mirrors kernel/loop.h
+        "tests/host/kernel/test_nothing.c": "",  # mirrors nothing
     }
     expect = {"lib/a.c:1", "kernel/b.c:1", "drivers/c.c:1", "drivers/virtio/core.c:1", "net/d.c:1",
               "include/vireo/app.h:1", "apps/x/x.c:3", "apps/x/x.c:4", "drivers/e.c:1", "drivers/e.c:2",
-              "drivers/e.c:3", "net/f.c:1"}
+              "drivers/e.c:3", "net/f.c:1", "tests/host/kernel/test_nothing.c"}
     with tempfile.TemporaryDirectory() as d:
         for p, text in cases.items():
             os.makedirs(os.path.join(d, os.path.dirname(p)), exist_ok=True)
@@ -235,7 +258,8 @@ def self_test():
 
         out = Out()
         errors = check(d, {("kernel/h.c", "runtime/api.h"): "test", ("lib/gone.c", "x.h"): "test"}, out)
-        got = {":".join(line.split(":")[:2]) for line in "".join(out.lines).splitlines()}
+        errors += check_tests(d, out)
+        got = {line.split(": ")[0] for line in "".join(out.lines).splitlines()}
         if got != expect or errors != len(expect):
             print("tools/layers.py --self-test: expected violations at", sorted(expect), file=sys.stderr)
             print("got:", "".join(out.lines), file=sys.stderr)
@@ -255,11 +279,13 @@ def self_test():
 def main():
     if sys.argv[1:] == ["--self-test"]:
         return self_test()
-    errors = check(ROOT, ALLOWED)
+    errors = check(ROOT, ALLOWED) + check_tests(ROOT)
     if errors:
-        print(f"layers: {errors} include(s) against the layering (docs/architecture.md)", file=sys.stderr)
+        print(f"layers: {errors} problem(s) with the layering or the tests' layout (docs/architecture.md, "
+              "docs/testing.md)", file=sys.stderr)
         return 1
-    print(f"layers: every #include points down the stack ({len(ALLOWED)} known exceptions, issue 28 items 2-3)")
+    print(f"layers: every #include points down the stack ({len(ALLOWED)} known exceptions, issue 28 items 2-3); "
+          "every host test and fuzzer mirrors its source")
     return 0
 
 
