@@ -1,5 +1,5 @@
 /* ELF RELR relocations ("-z pack-relative-relocs"): the UEFI image's
- * self-relocation, host-tested (tests/host/test_relr.c). */
+ * self-relocation, host-tested (tests/host/boot/test_relr.c). */
 #ifndef VIREO_BOOT_RELR_H
 #define VIREO_BOOT_RELR_H
 

@@ -1,5 +1,5 @@
 /* vnet.echo: the raw-frame reflector, an upper layer of virtio-net of its
- * own (drivers/vnet_echo.c), for testing the driver before the IP stack. */
+ * own (debug/vnet_echo.c), for testing the driver before the IP stack. */
 #ifndef VIREO_VNET_ECHO_H
 #define VIREO_VNET_ECHO_H
 

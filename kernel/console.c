@@ -86,7 +86,7 @@ static void console_write_raw(const char *buf, size_t len)
 }
 
 /* Every line starts with the wall-clock time once it is known
- * (kernel/wallclock.c); before that, and in a panic, lines are as written. */
+ * (kernel/time/wallclock.c); before that, and in a panic, lines are as written. */
 void console_write(const char *buf, size_t len)
 {
 	static bool line_start = true;

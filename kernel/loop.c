@@ -1,5 +1,5 @@
 /* The event loop's queues: work items, run once each in the order queued,
- * and timers (kernel/timerq.c). Portable: the host tests run this file as
+ * and timers (kernel/time/timerq.c). Portable: the host tests run this file as
  * it is; the loop that runs the queues and halts is kernel/loop_run.c. */
 #include <arch.h>
 

@@ -1,5 +1,5 @@
 /* The kernel's cryptographic random generator: ChaCha20 with fast key
- * erasure (kernel/csprng.c), seeded at boot from RDSEED or RDRAND when the
+ * erasure (lib/crypto/csprng.c), seeded at boot from RDSEED or RDRAND when the
  * CPU has them and from TSC timing jitter, and reseeded with every batch of
  * device entropy (virtio-rng). Used for TCP ISN and SYN-cookie keys, lwIP's
  * LWIP_RAND() (ports, DHCP xids), a random MAC. Event-loop context only:

@@ -1,7 +1,7 @@
 /* An output builder: appends to a fixed buffer while it fits and keeps
  * counting past the end, so a caller can size what it writes (len > size:
  * it did not fit) or measure with no buffer at all (size 0). Never
- * NUL-terminates. Pure: the host tests link kernel/outbuf.c as it is. */
+ * NUL-terminates. Pure: the host tests link lib/outbuf.c as it is. */
 #ifndef VIREO_OUTBUF_H
 #define VIREO_OUTBUF_H
 

@@ -1,5 +1,5 @@
 /* Parsing helpers shared by the command line, the drivers' settings, the
- * formatter and the HTTP parser. Pure: the host tests link kernel/parse.c
+ * formatter and the HTTP parser. Pure: the host tests link lib/parse.c
  * as it is. */
 #ifndef VIREO_PARSE_H
 #define VIREO_PARSE_H

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # debsrc.sh — sourced, not run: fetch one pinned Debian source package,
 # verify it and unpack it with Debian's patches (and vireo's own) applied.
-# net/fetch-lwip.sh and net/fetch-mbedtls.sh set the DEB_* variables below
+# net/port/fetch-lwip.sh and net/tls/fetch-mbedtls.sh set the DEB_* variables below
 # and call debsrc_run BUILD.
 #
 #   DEB_SOURCE DEB_VERSION DEB_SUITE  the source package, pinned

@@ -1,9 +1,9 @@
 /* The network layer: lwIP's netif on the first virtio-net device
- * (net/netif_vnet.c) and the bring-up that gives it addresses
- * (net/netup.c). The composition root (kernel/main.c) calls, in order:
+ * (net/netif/netif_vnet.c) and the bring-up that gives it addresses
+ * (net/netif/netup.c). The composition root (kernel/main.c) calls, in order:
  *
  *	n = netif_vnet_add();		lwIP and the netif, down, no address
- *	app_start();			the appliance's listeners (net/app/)
+ *	app_start();			the appliance's listeners (runtime/)
  *	netup_start(n, &addrs, port);	addresses, DHCP, the ready line
  *	netif_vnet_attach();		the device's link state arrives
  */
@@ -15,7 +15,7 @@
 struct netif;
 struct vnet_stats;
 
-/* ---- net/netif_vnet.c ---- */
+/* ---- net/netif/netif_vnet.c ---- */
 
 /* Starts lwIP and adds the netif on the first virtio-net device that
  * probed, not yet up and with no address; logs "net: lwIP <version> on
@@ -45,12 +45,12 @@ struct netif_vnet_tx_stats {
 };
 extern struct netif_vnet_tx_stats netif_vnet_tx_stats;
 
-/* A panic's frame (net/syslog.c): frame[0..len), a whole Ethernet frame,
+/* A panic's frame (net/clients/syslog.c): frame[0..len), a whole Ethernet frame,
  * straight to the device (vnet_tx_emergency), or -EIO with no device or
  * the link down. For panic mode only: the upper layer is detached. */
 int netif_vnet_emergency_tx(const void *frame, u32 len);
 
-/* ---- net/netup.c ---- */
+/* ---- net/netif/netup.c ---- */
 
 /* IPv4 addressing: a static address (with an optional gateway), or DHCP. */
 struct netup_addrs {
@@ -84,13 +84,13 @@ void netup_set_gate(void (*gate)(void (*ready)(void)));
  * Returns 1 if the address changed, 0 if not (or no ip= is set). */
 int netup_readdress(struct netif *n);
 
-/* The SNTP client (net/sntp.c) when ntp= names a server: asks it once the
+/* The SNTP client (net/clients/sntp.c) when ntp= names a server: asks it once the
  * default netif has an IPv4 address, sets the wall clock from the answer
- * (kernel/wallclock.h). Returns 0 (also when off), or -ENOMEM/-EIO. Called
+ * (kernel/time/wallclock.h). Returns 0 (also when off), or -ENOMEM/-EIO. Called
  * again after ntp= changed, it asks the new server (or stops, for off). */
 int sntp_start(void);
 
-/* Remote syslog (net/syslog.c) when syslog= names a server: every console
+/* Remote syslog (net/clients/syslog.c) when syslog= names a server: every console
  * line from now on (and the log ring's contents) as RFC 5424 over UDP,
  * bounded and dropping. Returns 0 (also when off), or -ENOMEM. Called
  * again after syslog= changed, it sends to the new server (or stops). */

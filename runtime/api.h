@@ -20,7 +20,7 @@ void *api_handle_get(enum api_handle_kind kind, u32 id);
 void api_handle_free(u32 id);
 u32 api_handles_live(void);
 
-/* ---- routes (net/app/routes.c; pure) ---- */
+/* ---- routes (runtime/http/routes.c; pure) ---- */
 
 struct api_route {
 	struct vireo_route r;

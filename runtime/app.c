@@ -182,7 +182,7 @@ static void app_vnet_metrics(struct metrics_buf *b)
 		       "Receive polls started by the coalescing timer", st.q[0].coal_timer_wakeups);
 }
 
-/* Receive memory accounting (net/rxmem.h): each decision it takes. */
+/* Receive memory accounting (net/tcp/rxmem.h): each decision it takes. */
 static void app_rxmem_metrics(struct metrics_buf *b)
 {
 	const struct rxmem_stats *s = &rxmem_stats;

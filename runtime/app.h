@@ -14,7 +14,7 @@ int app_start(void);
 /* The HTTP server's port (http=), for the ready line. */
 u16 app_http_port(void);
 
-/* http= changed after boot (cloud metadata, net/app/metadata.c): moves the
+/* http= changed after boot (cloud metadata, runtime/metadata.c): moves the
  * listener to the new port and the ready line with it, or warns and keeps
  * the old port (http= goes back to it). */
 void app_reapply_http(void);

@@ -2,12 +2,12 @@
  * TCP and UDP echo on lwIP's altcp API (plain TCP; tcputil.h) and raw UDP API.
  *
  * TCP: received bytes are copied into the connection's buf[] (its receive
- * window: the bulk window if rxmem grants one at accept, net/rxmem.h, else
+ * window: the bulk window if rxmem grants one at accept, net/tcp/rxmem.h, else
  * TCP_WND) and the pbuf freed; buf[] drains into altcp_write() as send space allows.
  * altcp_recved() is called from the sent callback, for bytes the peer has
  * acked, so everything the connection holds (buf[] plus its unacked echo)
  * stays within one window and buf[] cannot overflow. Connections are kept
- * in a conntab (net/app/conntab.h): per-source cap and fair share.
+ * in a conntab (runtime/conntab.h): per-source cap and fair share.
  *
  * UDP: never answers a source port below 1024 (0, and every well-known
  * service: chargen, daytime, echo itself would loop), our own port, a

@@ -47,7 +47,7 @@ extern struct echo_stats echo_stats;
 /*
  * Start the services cfg->services names on cfg->port, IPv4 and IPv6. A TCP
  * connection holds at most one receive window of data (TCP_WND, or the bulk
- * window if net/rxmem.c grants one at accept): bytes are
+ * window if net/tcp/rxmem.c grants one at accept): bytes are
  * acknowledged with tcp_recved() only once their echo has been acked by the
  * peer, so a peer that does not read sees the window close. UDP datagrams are
  * answered to their source under the rules and rates in echo.c. Call from the

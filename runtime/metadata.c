@@ -3,7 +3,7 @@
  * (metadata=gce|aws|auto, off by default), the last source after the
  * built-in defaults, vireo.cfg and the command line (kernel/config.c).
  *
- * Once the address is bound (net/netup.c's gate) and before the ready
+ * Once the address is bound (net/netif/netup.c's gate) and before the ready
  * line, one HTTP/1.1 exchange at a time with 169.254.169.254:80 over
  * lwIP's raw TCP API:
  *   gce:  GET /computeMetadata/v1/instance/attributes/vireo-config with

@@ -7,7 +7,7 @@
  * to on_recv; altcp_recved() is called only for what the app consumed, so a
  * slow app closes the peer's window instead of growing a buffer. Sends are
  * copied into lwIP (TCP_WRITE_FLAG_COPY) while less than VIREO_TCP_INFLIGHT
- * bytes are unacknowledged, which is what net/lwipopts.h's heap budget
+ * bytes are unacknowledged, which is what net/port/lwipopts.h's heap budget
  * counts for these connections (with echo's, VIREO_TCP_CONNS_TOTAL live).
  * Closing and aborting on the app's request happen from the connection's
  * work item, never inside the app's call: the app is not re-entered and its

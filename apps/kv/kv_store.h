@@ -8,7 +8,7 @@
  * its header (struct kv_entry, KV_ENTRY_HDR = 32 bytes), its key and its
  * value. vireo_alloc(n) adds its own 16-byte header (VIREO_ALLOC_OVERHEAD)
  * and takes kmalloc(n + 16) from the kernel's heap, which carves a block of
- * a 32-byte header plus the payload in 16-byte steps (kernel/heap.c). So the
+ * a 32-byte header plus the payload in 16-byte steps (kernel/mm/heap.c). So the
  * store charges each entry
  *
  *     kv_charge(klen, vlen) = KV_BLOCK_HDR + ALIGN_UP(KV_ENTRY_HDR + klen + vlen, 16)
@@ -45,7 +45,7 @@
 /* The largest value_max a store may be configured with. */
 #define KV_VALUE_CEIL (1u << 20)
 
-/* Per block: the kernel heap's header (kernel/heap.c's HB_HDR, 32) and
+/* Per block: the kernel heap's header (kernel/mm/heap.c's HB_HDR, 32) and
  * vireo_alloc()'s (VIREO_ALLOC_OVERHEAD, 16); then the entry's own header. */
 #define KV_BLOCK_HDR 48u
 #define KV_ENTRY_HDR 32u

@@ -1,4 +1,4 @@
-/* ACPI in the kernel: parse the firmware's tables once (drivers/acpi_tables.c
+/* ACPI in the kernel: parse the firmware's tables once (drivers/acpi/acpi_tables.c
  * does the checking) and hand the facts to the interrupt, time and reset code. */
 #ifndef VIREO_ACPI_H
 #define VIREO_ACPI_H

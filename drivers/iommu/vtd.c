@@ -9,7 +9,7 @@
  * context entry (domain 1): firmware-era devices and devices driven without
  * ACCESS_PLATFORM keep working on physical addresses.
  *
- * Addresses: see drivers/vtd_pt.h, two windows above all RAM (read-only and
+ * Addresses: see drivers/iommu/vtd_pt.h, two windows above all RAM (read-only and
  * read-write). Long-lived buffers (rings, receive pools, site bodies) are
  * mapped the first time they are handed to the device and stay mapped until
  * the device is reset (vtd_domain_clear). Transient ones (transmit chains,

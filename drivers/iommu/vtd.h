@@ -1,4 +1,4 @@
-/* Intel VT-d DMA remapping (drivers/vtd.c): the units the ACPI DMAR table
+/* Intel VT-d DMA remapping (drivers/iommu/vtd.c): the units the ACPI DMAR table
  * lists, one translated domain per device that negotiated ACCESS_PLATFORM,
  * pass-through for every other device a unit covers. */
 #ifndef VIREO_VTD_H

@@ -144,7 +144,7 @@ struct virtio_dev {
 	void (*config_irq)(struct virtio_dev *d);	/* set by the core */
 	struct pci_dev *pci;		/* PCI transport's function, else NULL */
 	/* ACCESS_PLATFORM behind a VT-d unit: the device's translated domain
-	 * (drivers/vtd.h); NULL: addresses are physical (dma_map). */
+	 * (drivers/iommu/vtd.h); NULL: addresses are physical (dma_map). */
 	struct vtd_domain *dma;
 	bool dma_fault;			/* the unit reported a fault: reset pending */
 	u32 dma_fault_resets;		/* recoveries from DMA faults (budgeted) */
@@ -160,7 +160,7 @@ int virtio_add_device(struct virtio_dev *d);
 void virtio_del_device(struct virtio_dev *d);
 struct virtio_dev *virtio_devices(void);
 /* The drivers the bus matches against: the kernel's VIRTIO_DRIVER() set
- * (drivers/virtio_drivers.c); the host harness supplies its own. */
+ * (drivers/virtio/virtio_drivers.c); the host harness supplies its own. */
 const struct virtio_driver *const *virtio_driver_table(size_t *n);
 
 static inline bool virtio_has(const struct virtio_dev *d, unsigned bit)
@@ -187,7 +187,7 @@ struct virtio_vq *virtio_setup_vq(struct virtio_dev *d, u16 idx, u16 num_hint,
 				  void (*callback)(struct virtio_vq *q), void *priv);
 /* The same for a queue whose buffers are transient (transmit chains,
  * control commands, console output): behind a VT-d domain each buffer's
- * pages are unmapped when the queue reclaims it (drivers/virtq.h). */
+ * pages are unmapped when the queue reclaims it (drivers/virtio/virtq.h). */
 struct virtio_vq *virtio_setup_vq_transient(struct virtio_dev *d, u16 idx, u16 num_hint,
 					    void (*callback)(struct virtio_vq *q), void *priv);
 /* Resets one queue (RING_RESET), detaches what was posted on it, frees

@@ -1,6 +1,6 @@
 /*
  * The virtio core's device life cycle, apart from the device registry so
- * the host harness (tests/host/vnetdev) runs this very code: the status
+ * the host harness (tests/host/simdev) runs this very code: the status
  * walk of spec §3.1.1 (reset, ACKNOWLEDGE, DRIVER, features, FEATURES_OK
  * re-read, queues, DRIVER_OK, or FAILED unwinding in reverse), queue setup,
  * config reads that retry on a generation change, and teardown.

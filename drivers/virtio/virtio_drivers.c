@@ -1,5 +1,5 @@
 /* The kernel's virtio driver table: every VIRTIO_DRIVER() linked in. Apart
- * from drivers/virtio.c so the host harness can link the bus with the
+ * from drivers/virtio/virtio.c so the host harness can link the bus with the
  * driver under test instead. */
 #include "drivers/virtio/virtio.h"
 #include "lib/linkset.h"

@@ -2,8 +2,8 @@
  * virtio-mmio, the pure parts: the kernel command line's device windows
  * (virtio_mmio.device=<size>@<addr>:<irq>[:<id>], the form Linux takes and
  * QEMU microvm and Firecracker pass) and the checks on what a window's
- * registers say. Host-tested (tests/host/test_vmmio.c) and fuzzed
- * (tests/fuzz/fuzz_vmmio.c).
+ * registers say. Host-tested (tests/host/drivers/virtio/test_virtio_mmio_parse.c) and fuzzed
+ * (tests/fuzz/drivers/virtio/fuzz_virtio_mmio_parse.c).
  */
 #ifndef VIREO_VIRTIO_MMIO_PARSE_H
 #define VIREO_VIRTIO_MMIO_PARSE_H

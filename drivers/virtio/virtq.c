@@ -70,7 +70,7 @@ struct virtq_layout {
  *
  * So, per queue, fixed at virtq_init from the negotiated bit
  * (virtio_core.c: weak_barriers = !ORDER_PLATFORM):
- *   not negotiated (weak_barriers): the SMP barriers of kernel/arch.h,
+ *   not negotiated (weak_barriers): the SMP barriers of kernel/arch/arch.h,
  *     dma_wmb()/dma_rmb() (compiler barriers: x86-TSO keeps stores in order
  *     and loads in order as another CPU sees them) and dma_mb() (a locked
  *     add: the one reordering TSO allows, store then load, needs it);
@@ -83,7 +83,7 @@ struct virtq_layout {
  * (virtio_pci.c, virtio_mmio.c), which x86 never moves before older stores.
  * QEMU 7.2's devices do not offer ORDER_PLATFORM (no property turns it on;
  * the boot log's feature line never lists it), so under QEMU every queue
- * takes the weak set; tests/host/test_vnetdev.c checks both choices by
+ * takes the weak set; tests/host/drivers/virtio/net/test_virtio_net.c checks both choices by
  * counting the barriers the host shim executes. */
 
 static inline void virtq_wmb(const struct virtq *vq)

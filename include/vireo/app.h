@@ -51,7 +51,7 @@ struct vireo_app {
  *	static int hello_init(void) { ... }
  *	VIREO_APP(hello, .name = "hello", .init = hello_init, .help = "says hello");
  *
- * The runtime walks the vireo_apps linker set (kernel/linkset.h) at boot, in
+ * The runtime walks the vireo_apps linker set (lib/linkset.h) at boot, in
  * link order. A registration without a name or init, or with a bad name,
  * is refused with a log line and its init is not called.
  */

@@ -4,7 +4,7 @@
  *
  * TCP: the runtime accepts, applies the service's connection limits (a
  * table with a per-source cap and a fair share when full, as the HTTP
- * server's: net/app/conntab.h) and timeouts, and hands the app a vireo_tcp
+ * server's: runtime/conntab.h) and timeouts, and hands the app a vireo_tcp
  * handle per connection. Received bytes are offered through on_recv, which
  * says how many it consumed; the rest stays in the runtime's receive buffer
  * (VIREO_TCP_RXBUF) and the peer's window closes until the app consumes it,
@@ -34,7 +34,7 @@ typedef struct vireo_tcp {
 	u32 id;
 } vireo_tcp;
 
-/* lwIP's heap budget (net/lwipopts.h) counts 16 live connections besides
+/* lwIP's heap budget (net/port/lwipopts.h) counts 16 live connections besides
  * HTTP's: the app services' and the echo service's together. */
 #define VIREO_TCP_SERVICES_MAX 4	/* listening services, all apps */
 #define VIREO_TCP_CONNS_MAX 16		/* one service's max_conns at most */

@@ -14,7 +14,7 @@
 
 /* Full-strength barriers, for memory shared with real hardware
  * (VIRTIO_F_ORDER_PLATFORM: "memory barriers suitable for devices described
- * by the platform", drivers/virtq.c) and for write-combining/uncached
+ * by the platform", drivers/virtio/virtq.c) and for write-combining/uncached
  * memory. */
 #define mb() __asm__ __volatile__("mfence" ::: "memory")
 #define rmb() __asm__ __volatile__("lfence" ::: "memory")

@@ -2,7 +2,7 @@
  * Interrupt and exception entry. Stub n sits at isr_stubs + 16*n, so the IDT
  * needs no table of addresses (and no relocations). Each stub pushes a zero
  * error code where the CPU does not, then its vector, and joins isr_common,
- * which saves the registers as struct trap_frame (kernel/irq.h).
+ * which saves the registers as struct trap_frame (kernel/arch/irq.h).
  */
 	.section .text.entry, "ax"
 	.code64

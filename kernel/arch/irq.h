@@ -11,7 +11,7 @@
 
 typedef void (*irq_fn)(void *arg);
 
-/* Saved by kernel/entry.S, in push order reversed. */
+/* Saved by kernel/arch/entry.S, in push order reversed. */
 struct trap_frame {
 	u64 r15, r14, r13, r12, r11, r10, r9, r8;
 	u64 rbp, rdi, rsi, rdx, rcx, rbx, rax;

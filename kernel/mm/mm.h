@@ -22,13 +22,13 @@ void kfree(void *p);
  * identity map, or shares a page with RAM or the kernel image. */
 void *mmio_map(u64 phys, u64 len);
 /* The same checks without the length limit and without mapping: 0 or a
- * negative error (kernel/mm_range.h). For a whole BAR before a window of it
+ * negative error (kernel/mm/mm_range.h). For a whole BAR before a window of it
  * is mapped. */
 int mmio_check(u64 phys, u64 len);
 /* The address a device without a translated domain must use for
  * [va, va+len): the physical address (identity map). A virtio device that
  * negotiated ACCESS_PLATFORM behind a VT-d unit gets vtd_map() instead
- * (drivers/vtd.h, through the virtio core's map hook). */
+ * (drivers/iommu/vtd.h, through the virtio core's map hook). */
 dma_addr_t dma_map(const void *va, size_t len);
 u64 mm_image_base(void);
 /* True if [va, va+len) lies in the image's read-only data (site bodies). */

@@ -54,7 +54,7 @@ static const char *reference = "pit";
 static u64 tsc_mult;	/* ns = ticks * tsc_mult >> 32 */
 static u64 lapic_mult;	/* lapic ticks = ns * lapic_mult >> 32 */
 /* What the LAPIC timer is programmed for: the loop arms it before every
- * halt, mostly for the deadline it already waits for (kernel/timerq.h). */
+ * halt, mostly for the deadline it already waits for (kernel/time/timerq.h). */
 static struct oneshot lapic_arm;
 
 static void time_refine_start(void);

@@ -1,4 +1,4 @@
-/* Wall-clock time: unknown until a source (net/sntp.c) sets it, then the
+/* Wall-clock time: unknown until a source (net/clients/sntp.c) sets it, then the
  * monotonic clock (time_ns) plus an offset. Formatting is pure. */
 #ifndef VIREO_WALLCLOCK_H
 #define VIREO_WALLCLOCK_H

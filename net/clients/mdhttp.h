@@ -1,4 +1,4 @@
-/* The cloud metadata client's HTTP/1.1 messages (net/app/metadata.c): the
+/* The cloud metadata client's HTTP/1.1 messages (runtime/metadata.c): the
  * request it sends and an incremental reader of the response, into a
  * buffer the caller gives. Pure: no allocation, no lwIP, every length
  * checked; a response is untrusted input (the fuzz target fuzz_mdhttp

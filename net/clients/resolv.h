@@ -1,4 +1,4 @@
-/* Names for the keys that take a host name (net/resolv.c). */
+/* Names for the keys that take a host name (net/clients/resolv.c). */
 #ifndef VIREO_NET_RESOLV_H
 #define VIREO_NET_RESOLV_H
 

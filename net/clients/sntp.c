@@ -1,7 +1,7 @@
 /*
  * The SNTP client (RFC 4330) on lwIP's raw UDP API: one request at a time to
- * the ntp= server (an address, or a name net/resolv.c looks up first), each with a random transmit timestamp the reply must
- * echo (sntp_msg.c checks the rest). An answer sets kernel/wallclock.c; no
+ * the ntp= server (an address, or a name net/clients/resolv.c looks up first), each with a random transmit timestamp the reply must
+ * echo (sntp_msg.c checks the rest). An answer sets kernel/time/wallclock.c; no
  * answer retries after 2, 4, 8 ... 64 s; once set, the clock is refreshed
  * every SNTP_RESYNC_MS.
  *
@@ -35,7 +35,7 @@
 #define SNTP_LOG_MAX 8
 
 static u32 sntp_server;	/* host order; 0: off, or ... */
-static char sntp_name[254];	/* ... a host name to resolve (net/resolv.c), or ... */
+static char sntp_name[254];	/* ... a host name to resolve (net/clients/resolv.c), or ... */
 static bool sntp_dhcp;		/* ... the server a DHCP lease names (option 42) */
 
 static int sntp_parse(const char *val, void *dst, char *why, size_t why_len)

@@ -29,7 +29,7 @@ struct sntp_reply {
  * version 3 or 4; leap indicator not 3 (unsynchronised); stratum 1-15
  * (0 is a kiss-o'-death: its code is in why); the originate timestamp is
  * nonce; receive and transmit timestamps present, in order, and within
- * kernel/wallclock.h's plausible range. Returns 0 with *r set, or -EINVAL
+ * kernel/time/wallclock.h's plausible range. Returns 0 with *r set, or -EINVAL
  * with a short reason in why[why_len].
  */
 int sntp_msg_check(const u8 *p, size_t len, u64 nonce, struct sntp_reply *r, char *why, size_t why_len);

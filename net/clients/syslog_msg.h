@@ -1,4 +1,4 @@
-/* RFC 5424 syslog messages for the console's lines (net/syslog.c). Pure. */
+/* RFC 5424 syslog messages for the console's lines (net/clients/syslog.c). Pure. */
 #ifndef VIREO_NET_SYSLOG_MSG_H
 #define VIREO_NET_SYSLOG_MSG_H
 
@@ -27,7 +27,7 @@ size_t syslog_msg_unstamp(const char *line, size_t len);
 size_t syslog_msg_format(char *out, size_t size, int severity, const char *timestamp, const char *host,
 			 const char *msg, size_t len);
 
-/* The addresses of a datagram built without lwIP (net/syslog.c's panic
+/* The addresses of a datagram built without lwIP (net/clients/syslog.c's panic
  * writer): IPv4 addresses in host order. */
 struct syslog_msg_link {
 	u8 src_mac[6], dst_mac[6];

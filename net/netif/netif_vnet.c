@@ -2,7 +2,7 @@
  * lwIP's netif on vireo's virtio-net driver: it owns the device (receive,
  * transmit and its backlog, link state) and exports the device's counters
  * (net/net.h). Addresses and the `vireo: ready` line are bring-up's
- * (net/netup.c); the appliance is started by the composition root.
+ * (net/netif/netup.c); the appliance is started by the composition root.
  *
  * Receive is zero-copy: each driver buffer of a frame becomes a PBUF_REF
  * custom pbuf whose struct lives in the buffer's upper-layer scratch bytes;
@@ -12,7 +12,7 @@
  * What the stack keeps of received frames cannot drain the pool: above a
  * watermark of held buffers frames are copied into lwIP's heap instead, and
  * after each receive batch the global out-of-order caps are applied
- * (net/rxmem.h).
+ * (net/tcp/rxmem.h).
  *
  * Transmit maps a pbuf chain onto the driver's scatter-gather list and holds
  * a reference to the chain until the device is done (tx_done). While that
@@ -42,9 +42,9 @@
  * segment's sum itself.
  *
  * Segmentation offload (HOST_TSO4/6): linkoutput hands every frame to
- * net/tso_out.c, which merges consecutive full-MSS segments of one flow
+ * net/netif/tso_out.c, which merges consecutive full-MSS segments of one flow
  * from one burst into a frame the device cuts again and sends everything
- * through netif_vnet_send below, in order (the reasoning is in net/tso_merge.h).
+ * through netif_vnet_send below, in order (the reasoning is in net/netif/tso_merge.h).
  *
  * Time: lwIP's timeouts run from one kernel timer re-armed at
  * sys_timeouts_sleeptime() after every entry into lwIP.
@@ -83,7 +83,7 @@ static struct vnet_info info;
 static struct timer lwip_timer;
 static u64 lwip_deadline = ~0ULL;
 static u16 check_flags;		/* the netif's checksum flags outside a CSUM_OK input */
-static bool tso;		/* frames go through net/tso_out.c */
+static bool tso;		/* frames go through net/netif/tso_out.c */
 
 #define TX_BACKLOG_MAX 4096	/* frames: 64 connections x a full TCP_SND_BUF (46) fit */
 static struct pbuf **backlog;	/* FIFO of frames waiting for ring space */
@@ -426,7 +426,7 @@ static void netif_vnet_link(void *ctx, bool up)
 	static bool first_up = true;
 
 	/* netif_set_link_up/down run the netif's link callback: bring-up
-	 * (net/netup.c) sees the change there. */
+	 * (net/netif/netup.c) sees the change there. */
 	if (up) {
 		if (first_up)
 			timeline_mark("link");

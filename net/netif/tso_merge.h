@@ -1,7 +1,7 @@
 /* tso_merge: joins consecutive TCP segments of one flow, as the stack handed
  * them to the netif in one transmit burst, into one frame for the device to
  * cut again (VIRTIO_NET_F_HOST_TSO4/6). Pure code over frame bytes: no lwIP,
- * no rings. The netif glue (net/tso_out.c) feeds it frames and sends what it
+ * no rings. The netif glue (net/netif/tso_out.c) feeds it frames and sends what it
  * builds.
  *
  * Why merge in the netif rather than let lwIP build 64 KiB segments: lwIP's

@@ -1,4 +1,4 @@
-/* Transmit segmentation offload, the lwIP side (net/tso_out.h).
+/* Transmit segmentation offload, the lwIP side (net/netif/tso_out.h).
  *
  * A merged frame is a pbuf chain the netif sends like any other: a custom
  * pbuf over the record's header copy (tso_merge patched its lengths and

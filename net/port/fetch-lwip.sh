@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # fetch-lwip.sh [BUILD] — fetch Debian trixie's lwip source package (pinned
 # below), verify it and unpack it with Debian's patches applied into
-# BUILD/lwip-src/lwip. BUILD defaults to "build". Invoked by net/lwip.mk.
+# BUILD/lwip-src/lwip. BUILD defaults to "build". Invoked by net/port/lwip.mk.
 # The fetch, the trust chain and the stamp are net/debsrc.sh's (shared with
-# net/fetch-mbedtls.sh). vireo's patches (net/patches/*.patch, -p1 against
+# net/tls/fetch-mbedtls.sh). vireo's patches (net/port/patches/*.patch, -p1 against
 # lwIP's top directory) are applied last; their contents are part of the stamp.
 set -euo pipefail
 
@@ -23,7 +23,7 @@ DEB_MIRROR_VAR=LWIP_DEBIAN_MIRROR
 DEB_LABEL=lwIP
 DEB_TOOL=fetch-lwip
 DEB_SAY="LWIP   "
-DEB_PIN_WHERE="DEB_VERSION and DEB_DSC_SHA256 in net/fetch-lwip.sh"
+DEB_PIN_WHERE="DEB_VERSION and DEB_DSC_SHA256 in net/port/fetch-lwip.sh"
 
 # shellcheck source=net/debsrc.sh
 . "$here/../debsrc.sh"

@@ -1,6 +1,6 @@
-/* vireo's lwIP hooks (LWIP_HOOK_FILENAME in net/lwipopts.h): RFC 6528
- * initial sequence numbers (net/tcp_isn.c) and SYN cookies
- * (net/syncookie.c). Included by lwIP's own sources after their headers. */
+/* vireo's lwIP hooks (LWIP_HOOK_FILENAME in net/port/lwipopts.h): RFC 6528
+ * initial sequence numbers (net/tcp/tcp_isn.c) and SYN cookies
+ * (net/tcp/syncookie.c). Included by lwIP's own sources after their headers. */
 #ifndef VIREO_NET_LWIP_HOOKS_H
 #define VIREO_NET_LWIP_HOOKS_H
 
@@ -25,18 +25,18 @@ u32_t vireo_tcp_isn(const ip_addr_t *local_ip, u16_t local_port,
 err_t vireo_syncookie_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen,
 			       u16_t opt1len, u8_t *opt2, struct pbuf *p);
 
-/* LWIP_HOOK_TCP_INPACKET_PCB itself (net/lwip_port.c): a segment of more
+/* LWIP_HOOK_TCP_INPACKET_PCB itself (net/port/lwip_port.c): a segment of more
  * than one MSS (receive TSO) is acknowledged at once; then the above. */
 err_t vireo_tcp_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen, u16_t opt1len, u8_t *opt2,
 			 struct pbuf *p);
 
-/* LWIP_HOOK_TCP_LISTEN_ACK (net/patches/0001): a pure ACK for a listener.
+/* LWIP_HOOK_TCP_LISTEN_ACK (net/port/patches/0001): a pure ACK for a listener.
  * If it acknowledges a valid cookie, returns a registered SYN_RCVD PCB for
  * tcp_input to process the segment with; otherwise NULL. */
 struct tcp_pcb *vireo_syncookie_ack(struct tcp_pcb_listen *lpcb, struct tcp_hdr *hdr,
 				    struct pbuf *p);
 
-/* LWIP_HOOK_TCP_TIMEWAIT_REOPEN (net/patches/0002): a SYN (no ACK, no RST)
+/* LWIP_HOOK_TCP_TIMEWAIT_REOPEN (net/port/patches/0002): a SYN (no ACK, no RST)
  * above a TIME_WAIT PCB's rcv_nxt; lwIP frees the PCB after this returns and
  * hands the SYN to the listeners. Counts vireo_lwip_stats.tw_reopened. */
 void vireo_lwip_tw_reopen(struct tcp_pcb *pcb);

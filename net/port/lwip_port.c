@@ -16,7 +16,7 @@
 #include "net/port/segheap.h"
 #include <string.h>
 
-/* lwIP's heap is net/segheap.c over MEM_SIZE bytes of pages (plus the
+/* lwIP's heap is net/port/segheap.c over MEM_SIZE bytes of pages (plus the
  * heap's descriptors in front of them), through MEM_CUSTOM_ALLOCATOR. */
 #define HEAP_NPAGES ((u32)(MEM_SIZE / SEGHEAP_PAGE))
 #define HEAP_KPAGES ((segheap_region_bytes(HEAP_NPAGES) + PAGE_SIZE - 1) / PAGE_SIZE)
@@ -100,14 +100,14 @@ static const u16_t pool_budget[MEMP_MAX] = {
  * VIREO_LWIP_ORPHANS_BYTES, oldest first, and any orphan the peer has sent
  * nothing to for VIREO_LWIP_ORPHAN_TIMEOUT_MS. */
 
-/* The heap block a request of n bytes takes (net/segheap.c's class or run
+/* The heap block a request of n bytes takes (net/port/segheap.c's class or run
  * for n plus mem.c's size header). */
 #define HEAP_COST(n) ((u32)segheap_block_bytes(MEM_HDR + LWIP_MEM_ALIGN_SIZE(n)))
 
 /* lwipopts.h's heap worst case counts a PCB as a 320-byte block and its
  * send queue as 96 pbufs: a change to either must redo that sum. */
 _Static_assert(sizeof(struct tcp_pcb) + 8 <= 320 && TCP_SND_QUEUELEN <= 96,
-	       "redo the heap worst case in net/lwipopts.h");
+	       "redo the heap worst case in net/port/lwipopts.h");
 
 static bool lwip_port_pcb_is_orphan(const struct tcp_pcb *pcb)
 {
@@ -258,7 +258,7 @@ static void lwip_port_tw_trim(void *arg)
 	sys_timeout(TCP_TMR_INTERVAL, lwip_port_tw_trim, arg);
 }
 
-/* LWIP_HOOK_TCP_TIMEWAIT_REOPEN (net/patches/0002): lwIP is about to free a
+/* LWIP_HOOK_TCP_TIMEWAIT_REOPEN (net/port/patches/0002): lwIP is about to free a
  * TIME_WAIT PCB because a SYN above its rcv_nxt reopens the 4-tuple. */
 void vireo_lwip_tw_reopen(struct tcp_pcb *pcb)
 {

@@ -5,7 +5,7 @@
 
 #include "lib/types.h"
 
-/* Allocates lwIP's heap (MEM_SIZE bytes of kernel pages, see net/lwipopts.h),
+/* Allocates lwIP's heap (MEM_SIZE bytes of kernel pages, see net/port/lwipopts.h),
  * runs lwip_init(), publishes the per-pool budgets as
  * lwip_stats.memp[i]->avail and starts the TIME_WAIT trim timer. Call once,
  * from the event loop's context, before any netif is added; later calls do
@@ -19,9 +19,9 @@ int vireo_lwip_init(void);
 struct vireo_lwip_stats {
 	u64 heap_bytes;		/* lwIP heap handed to mem_init(), 0 before init */
 	u64 tw_trimmed;		/* TIME_WAIT PCBs dropped above the cap */
-	u64 tw_reopened;	/* TIME_WAIT PCBs a new SYN reopened (net/patches/0002) */
+	u64 tw_reopened;	/* TIME_WAIT PCBs a new SYN reopened (net/port/patches/0002) */
 	u64 syn_trimmed;	/* half-open (SYN_RCVD) PCBs aborted after VIREO_LWIP_SYN_RCVD_MS */
-	u64 syncookies_sent;	/* SYN-ACKs with a cookie, listen backlog full (net/syncookie.c) */
+	u64 syncookies_sent;	/* SYN-ACKs with a cookie, listen backlog full (net/tcp/syncookie.c) */
 	u64 syncookies_validated;	/* ACKs with a valid cookie: a connection made */
 	u64 syncookies_rejected;	/* ACKs for a listener with a bad or stale cookie */
 	u64 orphans_capped;	/* orphans aborted over VIREO_LWIP_ORPHANS_MAX/_BYTES */
@@ -31,7 +31,7 @@ struct vireo_lwip_stats {
 };
 extern struct vireo_lwip_stats vireo_lwip_stats;
 
-/* lwIP's heap (net/segheap.c); all 0 when lwIP runs on the C library's
+/* lwIP's heap (net/port/segheap.c); all 0 when lwIP runs on the C library's
  * malloc (host tests). Bytes in blocks are lwip_stats.mem.used. */
 struct vireo_lwip_heap_stats {
 	u32 pages, pages_used, pages_peak;	/* of SEGHEAP_PAGE bytes */
@@ -44,7 +44,7 @@ struct tcp_pcb;
 /* Orphans: TCP PCBs the application closed (callback argument cleared)
  * that lwIP still holds in FIN_WAIT_1, FIN_WAIT_2, CLOSING or LAST_ACK.
  * vireo_lwip_orphans_trim() aborts the oldest beyond the caps in
- * net/lwipopts.h; call it right after tcp_close() succeeds, passing the
+ * net/port/lwipopts.h; call it right after tcp_close() succeeds, passing the
  * closed PCB, which is never aborted by this call. The port also runs it,
  * and the orphan timeout, from its timer. Event loop only. */
 void vireo_lwip_orphans_trim(struct tcp_pcb *keep);

@@ -22,19 +22,19 @@
  *     (later ones count up from it; RFC 6056 algorithm 1 would need a patch)
  *   - dhcp.c: the DHCP transaction id (DHCP_CREATE_RAND_XID); a guessed xid
  *     lets an off-path host spoof offers. dhcp6.c likewise (LWIP_IPV6_DHCP6
- *     is off); dns.c's query id and source port (DNS for ntp=, net/resolv.c)
+ *     is off); dns.c's query id and source port (DNS for ntp=, net/clients/resolv.c)
  *  not security-relevant (timing spread only)
  *   - mld6.c report delay; igmp.c report delay, acd.c probe timing (both off)
  * TCP ISNs do not use LWIP_RAND(): LWIP_HOOK_TCP_ISN below (RFC 6528). IPv4
  * and IPv6 fragment ids are lwIP's counters (ip4.c, ip6_frag.c), unchanged. */
 #define LWIP_RAND()			((u32_t)random_u32())	/* cc.h declares it */
 
-/* ---- hooks (net/lwip_hooks.h) ------------------------------------------
- * ISNs per RFC 6528 (net/tcp_isn.c) and SYN cookies (net/syncookie.c):
+/* ---- hooks (net/port/lwip_hooks.h) ------------------------------------------
+ * ISNs per RFC 6528 (net/tcp/tcp_isn.c) and SYN cookies (net/tcp/syncookie.c):
  * INPACKET_PCB answers a SYN with a cookie when the listen backlog is full,
- * TCP_LISTEN_ACK (added by net/patches/0001) turns an ACK with a valid
+ * TCP_LISTEN_ACK (added by net/port/patches/0001) turns an ACK with a valid
  * cookie into a connection; it also ACKs a coalesced (receive TSO) segment of
- * more than one MSS at once (net/lwip_port.c). TCP_TIMEWAIT_REOPEN (net/patches/0002) counts
+ * more than one MSS at once (net/port/lwip_port.c). TCP_TIMEWAIT_REOPEN (net/port/patches/0002) counts
  * TIME_WAIT PCBs a new SYN from the same 4-tuple reopened. */
 #define LWIP_HOOK_FILENAME		"net/port/lwip_hooks.h"
 #define LWIP_HOOK_TCP_ISN(lip, lport, rip, rport)	vireo_tcp_isn(lip, lport, rip, rport)
@@ -51,8 +51,8 @@
  *
  * Instead:
  *  - MEM_CUSTOM_ALLOCATOR: lwIP's mem_malloc()/mem_free() go to
- *    net/segheap.c, a segregated-fit heap over MEM_SIZE bytes of pages the
- *    kernel allocates at boot (vireo_lwip_init(), net/lwip_port.c, before
+ *    net/port/segheap.c, a segregated-fit heap over MEM_SIZE bytes of pages the
+ *    kernel allocates at boot (vireo_lwip_init(), net/port/lwip_port.c, before
  *    lwip_init()). A private heap bounds what the network can take from the
  *    kernel and the other way round; it is a hard cap (a request that does
  *    not fit fails, lwIP's callers handle ERR_MEM). Allocation and free are
@@ -99,7 +99,7 @@
  * never with TCP_WRITE_FLAG_MORE, so lwIP does not round a copy up to an MSS
  * (TCP_OVERSIZE); echo holds at most its receive window unacked: TCP_WND
  * (5840), or VIREO_RXMEM_BULK_WND (46720) for the at most
- * VIREO_RXMEM_BULK_MAX (2) connections holding a bulk window (net/rxmem.c);
+ * VIREO_RXMEM_BULK_MAX (2) connections holding a bulk window (net/tcp/rxmem.c);
  * an app's TCP service 4096 (VIREO_TCP_INFLIGHT, include/vireo/net.h), so
  * W_echo covers those too.
  *   W_http = 18848 + 10322 = 29170        W_echo = 18848 + 7359 = 26207
@@ -116,7 +116,7 @@
  *     connections take bulk windows): 14 x W_echo + 2 x W_bulk      522330
  *   orphans (closed by the application, lwIP still sending our
  *     data and FIN): the port keeps <= VIREO_LWIP_ORPHANS_BYTES of
- *     them by its own estimate (net/lwip_port.c lwip_port_pcb_cost(),
+ *     them by its own estimate (net/port/lwip_port.c lwip_port_pcb_cost(),
  *     block sizes from segheap), plus the one just closed, at most
  *     W_bulk (an orphan keeps its grant, so it counts among the 2):
  *     524288 + W_bulk                                           602004
@@ -140,7 +140,7 @@
  * application caps times a per-PCB bound. The rest (173 KiB, 4.2%, 21 pages)
  * is for pages partly full: a class keeps a page while one of its slots is
  * live, and a page empty again goes back to the pool for any class.
- * make TLS=1 adds (net/app/https.h): the HTTPS connections are among the 64
+ * make TLS=1 adds (runtime/http/https.h): the HTTPS connections are among the 64
  * and count their queue encrypted, framing included, against the same 8192,
  * except the at most HTTPS_BULK_MAX (2) holding a bulk grant, 32768
  * (HTTPS_BULK_INFLIGHT): W_tls = 18848 + 41288 = 60136, so
@@ -154,9 +154,9 @@
  * mbedTLS before any response; at most https.handshakes= at once). Not in
  * this sum: frames no TCP
  * queue owns (ICMP echo replies are heap copies, UDP echo replies) while they
- * wait in the driver's transmit ring and backlog (net/netif_vnet.c,
+ * wait in the driver's transmit ring and backlog (net/netif/netif_vnet.c,
  * TX_BACKLOG_MAX frames); they last only as long as the device is slow.
- * tests/host/test_server.c test_orphans_* and tests/matrix
+ * tests/host/runtime/http/test_server.c test_orphans_* and tests/matrix
  * test_hostile_clients.py::test_orphan_flood push past the orphan caps.
  * MEM_SIZE = 4 MiB is ~8% of a 48 MiB guest (plus 48 KiB of the heap's page
  * descriptors). */
@@ -165,7 +165,7 @@
 #endif
 #define MEM_LIBC_MALLOC			0
 #define MEM_CUSTOM_ALLOCATOR		1
-#define MEM_CUSTOM_MALLOC		vireo_mem_malloc	/* net/lwip_port.c */
+#define MEM_CUSTOM_MALLOC		vireo_mem_malloc	/* net/port/lwip_port.c */
 #define MEM_CUSTOM_FREE			vireo_mem_free
 #define MEM_CUSTOM_CALLOC		vireo_mem_calloc
 void *vireo_mem_malloc(__SIZE_TYPE__ n);
@@ -183,7 +183,7 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
 
 /* The port aborts half-open (SYN_RCVD) PCBs older than this (lwIP keeps them
  * 20 s, TCP_SYN_RCVD_TIMEOUT, not configurable). Once a flood fills the
- * listen backlog, SYNs get SYN cookies (net/syncookie.c) and no PCB, so
+ * listen backlog, SYNs get SYN cookies (net/tcp/syncookie.c) and no PCB, so
  * clients are not shut out; this limit only makes the backlog, and with it
  * stateful SYN handling (and the MSS a cookie cannot carry exactly), come
  * back sooner after a flood. A real client answers a SYN-ACK within a
@@ -191,7 +191,7 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
  * so 3 s costs real clients nothing. */
 #define VIREO_LWIP_SYN_RCVD_MS		3000
 
-/* ---- receive memory (net/rxmem.c) -----------------------------------------
+/* ---- receive memory (net/tcp/rxmem.c) -----------------------------------------
  * Every frame the stack keeps pins a receive buffer until lwIP frees it, and
  * lwIP keeps some for as long as a remote party likes: out-of-order segments
  * (per PCB only TCP_OOSEQ_MAX_PBUFS/BYTES), fragments of a datagram that
@@ -211,7 +211,7 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
  * A copy that would leave less than VIREO_RXMEM_HEAP_RESERVE of lwIP's heap
  * free is not made: the frame is dropped (counted), its buffers reposted.
  *
- * Receive TSO (GUEST_TSO4/6, drivers/virtio_net.c): a frame is then up to
+ * Receive TSO (GUEST_TSO4/6, drivers/virtio/net/virtio_net.c): a frame is then up to
  * 65,535 bytes in up to 17 buffers, so the stack holds at most 64 + 17 = 81
  * buffers and 175 stay with the driver; a copy is up to 65,535 B + its
  * pbuf, made only while VIREO_RXMEM_HEAP_RESERVE stays free. A zero-copy
@@ -244,7 +244,7 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
 /* One lwIP ext arg per PCB: rxmem's out-of-order age stamp. */
 #define LWIP_TCP_PCB_NUM_EXT_ARGS	1
 
-/* Orphans (above, and net/lwip_port.c): at most this many, and at most this
+/* Orphans (above, and net/port/lwip_port.c): at most this many, and at most this
  * many bytes of the heap by the port's estimate; the oldest beyond either are
  * aborted (RST), checked on every close by the application and every TCP
  * timer tick. A legitimate orphan lasts one round trip (the peer's ACK of our
@@ -317,13 +317,13 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
 #define LWIP_RAW			0	/* ICMP echo needs no raw PCBs */
 #define LWIP_IGMP			0
 #define LWIP_DHCP			1
-#define LWIP_DHCP_GET_NTP_SRV		1	/* option 42, for ntp=dhcp (net/sntp.c) */
+#define LWIP_DHCP_GET_NTP_SRV		1	/* option 42, for ntp=dhcp (net/clients/sntp.c) */
 /* No address conflict detection before binding a DHCP lease: it costs 3-5 s
  * of probes per boot, and on a virtual NIC the DHCP server owns the segment. */
 #define LWIP_DHCP_DOES_ACD_CHECK	0
 #define LWIP_ACD			0
 #define LWIP_AUTOIP			0
-/* DNS for names in ntp= (net/resolv.c): one pcb, DNS_TABLE_SIZE (4) cached
+/* DNS for names in ntp= (net/clients/resolv.c): one pcb, DNS_TABLE_SIZE (4) cached
  * names of at most DNS_MAX_NAME_LENGTH (256), one query at a time, random
  * ids and source port (LWIP_DNS_SECURE's default). */
 #define LWIP_DNS			1
@@ -353,7 +353,7 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
 #define LWIP_UDP			1
 #define LWIP_TCP			1
 /* make TLS=1: the application layered TCP API, with lwIP's TLS layer over
- * mbedTLS (src/apps/altcp_tls, patched for mbedTLS 3 by net/patches/0003).
+ * mbedTLS (src/apps/altcp_tls, patched for mbedTLS 3 by net/port/patches/0003).
  * Off otherwise: the default image is built exactly as before. */
 #ifdef VIREO_TLS
 #define LWIP_ALTCP			1
@@ -361,7 +361,7 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
 #define LWIP_ALTCP_TLS_MBEDTLS		1
 /* A server asks no client certificate. */
 #define ALTCP_MBEDTLS_AUTHMODE		MBEDTLS_SSL_VERIFY_NONE
-/* net/patches/0004: every handshake's outcome, to net/app/https.c. */
+/* net/port/patches/0004: every handshake's outcome, to runtime/http/https.c. */
 struct altcp_pcb;
 struct mbedtls_ssl_context;
 void vireo_tls_handshake_hook(struct altcp_pcb *conn, struct mbedtls_ssl_context *ssl, int ret);
@@ -380,11 +380,11 @@ void vireo_tls_handshake_hook(struct altcp_pcb *conn, struct mbedtls_ssl_context
  * its window, 2 x 46720 + 14 x 5840 bytes at most. Through echo on a tap,
  * 16 MiB uploads, medians of 6 (make bench-upload's upload, shared host):
  * 4 MSS 10.1 MB/s, 16 MSS 32.2, 32 MSS 50.0, 44 MSS 50.1. TCP_WND_MAX(pcb)
- * is lwIP's per-connection cap, made overridable by net/patches/0005. */
+ * is lwIP's per-connection cap, made overridable by net/port/patches/0005. */
 #define VIREO_RXMEM_BULK_WND		(32 * TCP_MSS)	/* 46720 */
 #define VIREO_RXMEM_BULK_MAX		2
 struct tcp_pcb;
-__UINT32_TYPE__ rxmem_wnd_max(const struct tcp_pcb *pcb);	/* net/rxmem.c */
+__UINT32_TYPE__ rxmem_wnd_max(const struct tcp_pcb *pcb);	/* net/tcp/rxmem.c */
 #define TCP_WND_MAX(pcb)		((tcpwnd_size_t)rxmem_wnd_max(pcb))
 /* Responses: up to 46 MSS (67160 bytes) queued per connection, so a whole
  * 64 KiB file with its head (65,683 bytes) goes out in one burst as fast as
@@ -406,13 +406,13 @@ __UINT32_TYPE__ rxmem_wnd_max(const struct tcp_pcb *pcb);	/* net/rxmem.c */
  * 16 KiB more per PCB). */
 #define TCP_SND_QUEUELEN		((2 * TCP_SND_BUF) / TCP_MSS + 4)
 /* Large bodies: a connection writing a zero-copy body larger than
- * TCP_SND_BUF (the HTTP server asks, net/app/server.c) gets a bulk send
- * grant (net/rxmem.c): VIREO_SND_BULK_BUF bytes and VIREO_SND_BULK_QUEUELEN
+ * TCP_SND_BUF (the HTTP server asks, runtime/http/server.c) gets a bulk send
+ * grant (net/tcp/rxmem.c): VIREO_SND_BULK_BUF bytes and VIREO_SND_BULK_QUEUELEN
  * pbufs instead, so a 1 MiB response keeps more than one 64 KiB flight
  * queued while ACKs come back. At most VIREO_SND_BULK_MAX connections hold
  * one at once (until lwIP frees the PCB), the rest keep TCP_SND_BUF; the
  * heap budget above counts both. TCP_SND_QUEUELEN_PCB(pcb) is lwIP's
- * per-connection queue cap, made overridable by net/patches/0006. */
+ * per-connection queue cap, made overridable by net/port/patches/0006. */
 #define VIREO_SND_BULK_BUF		(90 * TCP_MSS)	/* 131400 */
 #define VIREO_SND_BULK_QUEUELEN		((2 * VIREO_SND_BULK_BUF) / TCP_MSS + 4)	/* 184 */
 #define VIREO_SND_BULK_MAX		2
@@ -435,7 +435,7 @@ __UINT32_TYPE__ rxmem_wnd_max(const struct tcp_pcb *pcb);	/* net/rxmem.c */
  * leave in one flight. Our own receive window keeps scale 0 (TCP_WND and
  * the bulk grants stay below 65,536), so nothing about what a peer can make
  * us hold changes. lwIP offers the option in a SYN-ACK only when the SYN
- * had it; a SYN cookie's SYN-ACK never does (net/syncookie.c). Costs 24 B
+ * had it; a SYN cookie's SYN-ACK never does (net/tcp/syncookie.c). Costs 24 B
  * per PCB (32-bit windows; the budget above). */
 #define LWIP_WND_SCALE			1
 #define TCP_RCV_SCALE			0

@@ -26,7 +26,7 @@
  * Frees are checked: a pointer outside the region, not at a slot boundary,
  * in a free page, or to a slot already free (one live bit per slot) is
  * counted in bad_frees and otherwise ignored. Pure C, no locking: lwIP runs
- * in one context (net/lwipopts.h). */
+ * in one context (net/port/lwipopts.h). */
 #ifndef VIREO_SEGHEAP_H
 #define VIREO_SEGHEAP_H
 

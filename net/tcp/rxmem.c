@@ -18,7 +18,7 @@
  *
  * Bulk windows: the same ext arg's top bit marks a connection granted the
  * bulk receive window (VIREO_RXMEM_BULK_WND instead of TCP_WND; lwIP asks
- * rxmem_wnd_max() through TCP_WND_MAX(pcb), net/patches/0005). At most
+ * rxmem_wnd_max() through TCP_WND_MAX(pcb), net/port/patches/0005). At most
  * rxmem_limits.bulk_max connections hold a grant; it ends when lwIP frees
  * the PCB (the ext arg's destroy callback), so a closed connection whose
  * queue lwIP still sends keeps its grant as long as it keeps the memory.
@@ -29,7 +29,7 @@
  * writes and up on ACKs, raised by the difference) and its queue cap from
  * TCP_SND_QUEUELEN to VIREO_SND_BULK_QUEUELEN (lwIP asks
  * rxmem_snd_queuelen_max() through TCP_SND_QUEUELEN_PCB(pcb),
- * net/patches/0006). The HTTP server asks for one for a zero-copy body
+ * net/port/patches/0006). The HTTP server asks for one for a zero-copy body
  * larger than TCP_SND_BUF. At most rxmem_limits.snd_bulk_max are held; like
  * the receive grant it ends when lwIP frees the PCB.
  */

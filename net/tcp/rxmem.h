@@ -8,7 +8,7 @@
  * receive batch rxmem_enforce() caps the TCP out-of-order data kept across
  * all connections, freeing the oldest connection's queue first.
  *
- * Bounds and their arithmetic: net/lwipopts.h, "receive memory". Call from
+ * Bounds and their arithmetic: net/port/lwipopts.h, "receive memory". Call from
  * the event loop only (lwIP's context). */
 #ifndef VIREO_NET_RXMEM_H
 #define VIREO_NET_RXMEM_H
@@ -69,7 +69,7 @@ struct pbuf *rxmem_admit(struct pbuf *p, u32 held, u32 total);
 void rxmem_enforce(void);
 
 /* The receive window lwIP may open for pcb: VIREO_RXMEM_BULK_WND if it holds
- * a bulk grant, else TCP_WND. lwIP's TCP_WND_MAX(pcb) (net/lwipopts.h). */
+ * a bulk grant, else TCP_WND. lwIP's TCP_WND_MAX(pcb) (net/port/lwipopts.h). */
 u32 rxmem_wnd_max(const struct tcp_pcb *pcb);
 
 /* Whether a bulk grant is free now (at most rxmem_limits.bulk_max held). */
@@ -82,7 +82,7 @@ bool rxmem_bulk_grant(struct tcp_pcb *pcb);
 
 /* The send queue cap lwIP applies to pcb, in pbufs: VIREO_SND_BULK_QUEUELEN
  * if it holds a bulk send grant, else TCP_SND_QUEUELEN: what lwIP's
- * TCP_SND_QUEUELEN_PCB(pcb) (net/lwipopts.h) reads inline. */
+ * TCP_SND_QUEUELEN_PCB(pcb) (net/port/lwipopts.h) reads inline. */
 u16 rxmem_snd_queuelen_max(const struct tcp_pcb *pcb);
 
 /* Raises pcb's send buffer to VIREO_SND_BULK_BUF bytes and its queue to

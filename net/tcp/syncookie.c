@@ -8,7 +8,7 @@
  * SYN acknowledges cookie + 1; vireo_syncookie_ack() recomputes the cookie
  * from that ACK and, if it matches and is recent, makes the SYN_RCVD PCB
  * the listener would have made, which tcp_input then moves to ESTABLISHED
- * and hands to the accept callback (net/patches/0001).
+ * and hands to the accept callback (net/port/patches/0001).
  *
  * The cookie, 32 bits:
  *	31..26	t mod 64, t = time_ns() >> 34 (a step is 17.2 s)

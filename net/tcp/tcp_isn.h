@@ -1,5 +1,5 @@
-/* Keyed hashing of TCP 4-tuples, shared by RFC 6528 ISNs (net/tcp_isn.c)
- * and SYN cookies (net/syncookie.c). */
+/* Keyed hashing of TCP 4-tuples, shared by RFC 6528 ISNs (net/tcp/tcp_isn.c)
+ * and SYN cookies (net/tcp/syncookie.c). */
 #ifndef VIREO_NET_TCP_ISN_H
 #define VIREO_NET_TCP_ISN_H
 

@@ -3,8 +3,8 @@
 # (mbedTLS 3.6 LTS, pinned below), verify it and unpack it with Debian's
 # patches applied into BUILD/mbedtls-src/mbedtls. BUILD defaults to "build".
 # Invoked by net/tls/mbedtls.mk, only for builds with TLS. The fetch, the trust
-# chain and the stamp are net/debsrc.sh's (shared with net/fetch-lwip.sh).
-# vireo's own patches (net/patches-mbedtls/, applied last) are kept to what
+# chain and the stamp are net/debsrc.sh's (shared with net/port/fetch-lwip.sh).
+# vireo's own patches (net/tls/patches/, applied last) are kept to what
 # the config header (net/tls/mbedtls_config.h), the _ALT hooks and the
 # platform glue (net/tls/tls_port.c) cannot do: the TLS 1.3 server's cipher
 # suite order, and a hook for the whole Montgomery ladder (X25519).
@@ -26,7 +26,7 @@ DEB_MIRROR_VAR=LWIP_DEBIAN_MIRROR
 DEB_LABEL=mbedTLS
 DEB_TOOL=fetch-mbedtls
 DEB_SAY="MBEDTLS"
-DEB_PIN_WHERE="DEB_VERSION and DEB_DSC_SHA256 in net/fetch-mbedtls.sh"
+DEB_PIN_WHERE="DEB_VERSION and DEB_DSC_SHA256 in net/tls/fetch-mbedtls.sh"
 
 # shellcheck source=net/debsrc.sh
 . "$here/../debsrc.sh"

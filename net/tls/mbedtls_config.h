@@ -107,7 +107,7 @@ int ksnprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((forma
  * net/tls/tls.h states the total with the context structures. */
 #define MBEDTLS_SSL_IN_CONTENT_LEN	16384
 #define MBEDTLS_SSL_OUT_CONTENT_LEN	4096
-/* Session resumption (net/app/https.c): stateless tickets sealed with
+/* Session resumption (runtime/http/https.c): stateless tickets sealed with
  * AES-256-GCM under keys https.c draws from the CSPRNG and rotates itself,
  * since mbedTLS's own rotation and the tickets' lifetime check need
  * MBEDTLS_HAVE_TIME: a ticket is good while its key is one of the two kept.
@@ -155,7 +155,7 @@ int ksnprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((forma
  * handshake makes two of these multiplications. mbedTLS has _ALT hooks for
  * the ladder's step and normalisation only (ECP_INTERNAL_ALT), which left
  * bignum conversions and swaps around every step; this hook is vireo's
- * (net/patches-mbedtls/0002). Only Curve25519
+ * (net/tls/patches/0002). Only Curve25519
  * (mbedtls_ecp_mul_mxz_alt_capable()); P-256 keeps mbedTLS's code. */
 #define MBEDTLS_ECP_MUL_MXZ_ALT
 
@@ -187,7 +187,7 @@ int ksnprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((forma
 /* Only the cipher suites we want (ciphersuite IDs from ssl_ciphersuites.h;
  * mbedTLS would otherwise offer everything compiled), in the server's order
  * of preference, which decides under TLS 1.2 and, with
- * net/patches-mbedtls/0001, under TLS 1.3 too. ChaCha20-Poly1305 first: with
+ * net/tls/patches/0001, under TLS 1.3 too. ChaCha20-Poly1305 first: with
  * no AES-NI (-mgeneral-regs-only) AES-GCM is table lookups, several times
  * slower here (64 KiB responses under TCG, docs/https.md) and open to cache
  * timing, while ChaCha20 and Poly1305 are plain constant-time arithmetic.

@@ -6,7 +6,7 @@
  * carved from the page allocator once at start-up; an allocation that does
  * not fit fails (that handshake or connection fails, nothing else does).
  * Per connection, with mbedtls_config.h's record buffers (in 16384 + ~90,
- * out 4096 + ~90), as measured by tests/host/test_tls_server.c (mbedTLS
+ * out 4096 + ~90), as measured by tests/host/net/tls/test_mbedtls_config.c (mbedTLS
  * 3.6.6, P-256 or RSA-2048 key): established, 21,706-22,602 bytes under
  * TLS 1.2 and 24,654-26,446 under TLS 1.3 (it keeps more per-connection
  * secrets); during the handshake, at most 29,010 bytes (TLS 1.2 with

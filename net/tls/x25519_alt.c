@@ -1,7 +1,7 @@
 /*
  * X25519 for mbedTLS in vireo's own Curve25519 arithmetic: the whole
  * Montgomery ladder (RFC 7748, 5) behind mbedtls_ecp_mul(), taken through
- * MBEDTLS_ECP_MUL_MXZ_ALT (net/patches-mbedtls/0002; net/tls/mbedtls_config.h,
+ * MBEDTLS_ECP_MUL_MXZ_ALT (net/tls/patches/0002; net/tls/mbedtls_config.h,
  * docs/https.md).
  *
  * Why: every TLS 1.3 handshake, resumed or not, makes two X25519 scalar
@@ -33,9 +33,9 @@
  * from the caller's generator, so the values the ladder works on differ
  * from one multiplication to the next.
  *
- * tests/host/test_x25519.c checks the result through mbedtls_ecp_mul()
+ * tests/host/net/tls/test_x25519_alt.c checks the result through mbedtls_ecp_mul()
  * against RFC 7748's vectors, its 1,000-fold iteration and Diffie-Hellman
- * agreement over random keys; test_tls_server handshakes with OpenSSL over
+ * agreement over random keys; test_mbedtls_config handshakes with OpenSSL over
  * X25519 through it.
  */
 #include "mbedtls/ecp.h"
@@ -50,7 +50,7 @@ typedef x25519_u64 x25519_fe[5];
 
 _Static_assert(sizeof(mbedtls_mpi_uint) == 8, "64-bit bignum limbs");
 
-/* The hook net/patches-mbedtls/0002 adds to ecp.c (declared there). */
+/* The hook net/tls/patches/0002 adds to ecp.c (declared there). */
 int mbedtls_ecp_mul_mxz_alt_capable(const mbedtls_ecp_group *grp);
 int mbedtls_ecp_mul_mxz_alt(const mbedtls_ecp_group *grp, mbedtls_ecp_point *R, const mbedtls_mpi *m,
 			    const mbedtls_ecp_point *P, int (*f_rng)(void *, unsigned char *, size_t), void *p_rng);

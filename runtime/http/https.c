@@ -1,6 +1,6 @@
 /*
  * HTTPS (docs/https.md): the server of server.c behind lwIP's altcp_tls
- * (net/patches/0003, 0004) over mbedTLS with net/tls/mbedtls_config.h, and
+ * (net/port/patches/0003, 0004) over mbedTLS with net/tls/mbedtls_config.h, and
  * its counters on /metrics. Built into every image for its keys (https=
  * and http.redirect= are listed whatever the build); the listener itself
  * exists only with make TLS=1.
@@ -163,7 +163,7 @@ static int https_tickets_start(mbedtls_ssl_config *c)
 	return 0;
 }
 
-/* net/patches/0004: the mbedTLS configuration under an altcp_tls one. */
+/* net/port/patches/0004: the mbedTLS configuration under an altcp_tls one. */
 mbedtls_ssl_config *altcp_tls_ssl_config(struct altcp_tls_config *conf);
 
 static const char *const https_fail_names[HTTPS_FAIL_COUNT] = {
@@ -225,7 +225,7 @@ static void https_count_suite(const mbedtls_ssl_context *ssl)
 	https_suites_other++;
 }
 
-/* Patch 0004's ALTCP_MBEDTLS_HANDSHAKE_HOOK (net/lwipopts.h): once per
+/* Patch 0004's ALTCP_MBEDTLS_HANDSHAKE_HOOK (net/port/lwipopts.h): once per
  * handshake, ret 0 when it completed, else mbedTLS's error. */
 void vireo_tls_handshake_hook(struct altcp_pcb *conn, mbedtls_ssl_context *ssl, int ret)
 {

@@ -28,7 +28,7 @@
 #define HTTPS_MAX_CONNS			64
 
 /*
- * What a TLS connection may keep queued in lwIP (net/app/server.c): the
+ * What a TLS connection may keep queued in lwIP (runtime/http/server.c): the
  * encrypted bytes in its TCP send queue, records and their framing, measured
  * from lwIP's send buffer (not the plaintext count, which leaves out the
  * 22-29 bytes a record adds). HTTP_COPY_INFLIGHT (8 KiB) unless the
@@ -36,7 +36,7 @@
  * response goes in two round trips instead of eight. A grant is taken when a
  * response has more left than 8 KiB allows and given back once everything
  * written is acknowledged or the connection ends; at most HTTPS_BULK_MAX
- * connections hold one, for net/lwipopts.h's heap worst case.
+ * connections hold one, for net/port/lwipopts.h's heap worst case.
  */
 #define HTTPS_BULK_INFLIGHT		32768
 /* What a record adds to its plaintext, at most, with the suites

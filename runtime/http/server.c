@@ -27,17 +27,17 @@
  * is reset like one that ACKs nothing.
  *
  * What one connection makes lwIP's heap hold is bounded for the budget in
- * net/lwipopts.h: copied bytes (heads, error pages, /metrics) are written only
+ * net/port/lwipopts.h: copied bytes (heads, error pages, /metrics) are written only
  * while less than HTTP_COPY_INFLIGHT is unacknowledged, and never with
  * TCP_WRITE_FLAG_MORE, which would make lwIP round each copied pbuf up to a
  * whole MSS (TCP_OVERSIZE) for the next write to fill.
  *
- * Connections are kept in a conntab (net/app/conntab.h): a per-source cap and
+ * Connections are kept in a conntab (runtime/conntab.h): a per-source cap and
  * a fair share of the table when it is full.
  *
  * Routes other than /healthz and /metrics are the apps' (include/vireo/http.h,
- * net/app/routes.c). A request for one is an exchange with a vireo_req
- * handle (net/app/api.h): two more states, BODY (reading a Content-Length
+ * runtime/http/routes.c). A request for one is an exchange with a vireo_req
+ * handle (runtime/api.h): two more states, BODY (reading a Content-Length
  * body into a buffer counted against VIREO_HTTP_BUF_BUDGET) and APP (the
  * handler has it and has not answered yet). The API's calls never write to
  * lwIP or free anything themselves: they set up the response and queue the

@@ -73,7 +73,7 @@ void http_server_stop(void);
  */
 void http_server_drain(u32 *idle_closed, u32 *busy);
 
-/* HTTPS (net/app/https.c, make TLS=1): listen on port through altcp_tls
+/* HTTPS (runtime/http/https.c, make TLS=1): listen on port through altcp_tls
  * with conf, after http_server_start(), serving the same routes with the
  * same limits, plus https.h's handshake and connection limits. 0, -EBUSY,
  * -ENOMEM or -EIO. */

@@ -30,7 +30,7 @@ GUEST_MAC = "52:54:00:12:34:56"
 GUEST_LL = "fe80::5054:ff:fe12:3456"
 PYTHON = "/usr/bin/python3"
 # An lwIP TCP PCB in TIME_WAIT costs this much of lwIP's heap (MEMP_MEM_MALLOC:
-# the tcp_pcb plus mem.c's size header, in net/segheap.c's 320-byte class).
+# the tcp_pcb plus mem.c's size header, in net/port/segheap.c's 320-byte class).
 TW_PCB_BYTES = 320
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -282,7 +282,7 @@ def idle_levels(m):
 def lwip_heap_excess(base, m):
     """lwIP's heap in use beyond `base`, TIME_WAIT PCBs (320 B each) taken
     out, and the slack allowed: 32 B per pool element in use. The heap
-    (net/segheap.c) counts whole blocks of fixed classes, so layout no
+    (net/port/segheap.c) counts whole blocks of fixed classes, so layout no
     longer moves the level; the slack stays for the idle blocks outside
     the pools. A leaked frame-sized pbuf is well beyond it."""
     def net(x):

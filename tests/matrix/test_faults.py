@@ -23,10 +23,10 @@ pytestmark = pytest.mark.hostile
 # Connection: close) less than 2 MSL before; lwIP answered the new SYN from
 # TIME_WAIT with an ACK for the old connection and ignored the host's RST
 # (tcp_timewait_input), so the host's SYNs backed off until TIME_WAIT ended.
-# Seen once in 36 flap runs (tap capture). net/patches/0002 now reopens from
+# Seen once in 36 flap runs (tap capture). net/port/patches/0002 now reopens from
 # TIME_WAIT, as Linux does, when the new SYN's sequence number is above the
 # old connection's (RFC 1122 4.2.2.13, RFC 6191), counted in
-# vireo_lwip_time_wait_reopened_total; tested by tests/host/test_syncookie.c
+# vireo_lwip_time_wait_reopened_total; tested by tests/host/net/tcp/test_syncookie.c
 # and, over the tap, test_tw_reuse.py.
 def after_fault(g, base):
     check = Load(g, conns=5, per_conn=10).start().join()

@@ -22,7 +22,7 @@ from client_attacks import MAX_CONNS, drop_pure_acks, hog, orphan_flood, undo_dr
 from mxlib import BIG, INDEX, Guest, Legit, Load, delta, legit_after, read_all, read_responses
 
 pytestmark = pytest.mark.hostile
-HEADER_TIMEOUT = 10  # net/app/server.c HTTP_SERVER_HEADER_MS
+HEADER_TIMEOUT = 10  # runtime/http/server.c HTTP_SERVER_HEADER_MS
 
 
 @pytest.fixture(scope="module")
@@ -382,7 +382,7 @@ def test_orphan_flood(guest):
     assert stats["done"] >= FLOOD_N * 0.9, stats
     assert len(stats["sample_errors"]) <= 1, stats["sample_errors"]
     assert capped > 0  # the flood went past the cap
-    assert during["vireo_lwip_orphans_peak"] <= 64  # net/lwipopts.h VIREO_LWIP_ORPHANS_MAX
+    assert during["vireo_lwip_orphans_peak"] <= 64  # net/port/lwipopts.h VIREO_LWIP_ORPHANS_MAX
     assert peak["orphan_bytes"] <= 512 * 1024  # VIREO_LWIP_ORPHANS_BYTES
     assert peak["active"] <= 64 + 64 + 36 + 8  # live, orphans, half-open, slack for this test's own
     # orphans' cap, TIME_WAIT's (320 B each, at most 512) and the live connections' traffic

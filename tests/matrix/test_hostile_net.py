@@ -71,7 +71,7 @@ def test_malformed_frames_checksums_and_syn_flood():
         t0 = time.monotonic()
         # The listener's backlog (32) fills with half-open PCBs from the
         # spoofed addresses; from then on SYNs get SYN cookies
-        # (net/syncookie.c) and no state, so new connections succeed at
+        # (net/tcp/syncookie.c) and no state, so new connections succeed at
         # once. The port aborts the half-open PCBs after 3 s
         # (VIREO_LWIP_SYN_RCVD_MS; lwIP would keep them 20 s). Measure:
         # short connection attempts until five in a row succeed.

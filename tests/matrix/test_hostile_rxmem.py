@@ -1,4 +1,4 @@
-"""Receive memory under attack (net/rxmem.c): what the stack keeps of
+"""Receive memory under attack (net/tcp/rxmem.c): what the stack keeps of
 received frames must never take the driver's receive pool.
 
 Out-of-order pinning: 48 connections from 48 addresses each leave a hole and
@@ -8,14 +8,14 @@ of which only the first fragment ever comes. While each attack lasts a
 legitimate client fetches / over new connections and must succeed at least
 99% of the time; afterwards every level returns to idle.
 
-Without net/rxmem.c the out-of-order attack holds every receive buffer and
+Without net/tcp/rxmem.c the out-of-order attack holds every receive buffer and
 the appliance answers nothing until the connections go (see docs/testing.md).
 
 Bulk windows: 14 connections upload through TCP echo at once, six of them
 never reading the echo back (so the guest keeps all it may of theirs), and
 they come first, taking both bulk windows. At most VIREO_RXMEM_BULK_MAX hold
 one at any time, the rest run on TCP_WND, every upload comes back byte for
-byte, lwIP's heap stays under the worst case written in net/lwipopts.h, and
+byte, lwIP's heap stays under the worst case written in net/port/lwipopts.h, and
 the legitimate client keeps being served."""
 import os
 import re

@@ -1,6 +1,6 @@
 """vireo against a current QEMU's virtio devices: the features Debian 12's
 QEMU 7.2 does not offer, proven against QEMU 10.0's implementation instead
-of only against vireo's own simulated device (tests/host/vnetdev).
+of only against vireo's own simulated device (tests/host/simdev).
 
 The QEMU is `make qemu-current`'s (tools/qemu-current.sh: Debian trixie's
 source package, x86_64-softmmu only, cached outside the clone). Without it
@@ -98,7 +98,7 @@ def test_new_properties_accounted():
 NOTIF = pytest.mark.skipif(built() and not offers("notification_data"), reason=(
     "QEMU 10.0's emulated virtio devices have no notification_data property: only vhost "
     "backends (vhost-user, vDPA) pass VIRTIO_F_NOTIFICATION_DATA through, and none runs here; "
-    "NOTIFICATION_DATA stays proven against tests/host/vnetdev only"))
+    "NOTIFICATION_DATA stays proven against tests/host/simdev only"))
 
 # id: (virtio-net-pci options, features that must be negotiated, must not)
 NET_ROWS = [

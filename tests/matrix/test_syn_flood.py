@@ -4,7 +4,7 @@ test_syn_flood_cookies: spoofed SYNs at 1,000/s for 20 s (syn_tools.py
 flood, from 198.18.0.0/15, so every SYN-ACK goes to a gateway that drops it)
 while a legitimate client fetches / over fresh connections back to back.
 The listen backlog (32) is full the whole time; SYN cookies
-(net/syncookie.c) answer every SYN without keeping state, so the client must
+(net/tcp/syncookie.c) answer every SYN without keeping state, so the client must
 keep getting in (>= 99%), the appliance must serve fully afterwards and
 every pool and heap must return to idle.
 

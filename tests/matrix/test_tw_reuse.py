@@ -2,7 +2,7 @@
 the connection (Connection: close, so the appliance closes first and holds
 TIME_WAIT). Linux's next ISN for the same 4-tuple is above the old
 connection's (RFC 6528 clock), so the new SYN reopens the 4-tuple
-(net/patches/0002) and is served at once; without the patch lwIP answered
+(net/port/patches/0002) and is served at once; without the patch lwIP answered
 it with an ACK for the old connection until TIME_WAIT ended (2 MSL, 120 s),
 beyond the connect timeout here. Each reuse is counted in
 vireo_lwip_time_wait_reopened_total."""

@@ -234,7 +234,7 @@ def test_thousand_requests_16_connections_no_leak(app):
     assert pool_levels(after) == pool_levels(before)
     # lwIP's heap holds the pools too (MEMP_MEM_MALLOC): no growth beyond the
     # TIME_WAIT PCBs that appeared meanwhile, 320 bytes each (tcp_pcb plus
-    # mem.c's size header, in net/segheap.c's 320-byte class; net/lwipopts.h).
+    # mem.c's size header, in net/port/segheap.c's 320-byte class; net/port/lwipopts.h).
     # It may shrink: boot-time leftovers (an ARP-queued pbuf, DHCP) can be
     # freed in between.
     tw = after['vireo_tcp_pcbs{list="time_wait"}'] - before['vireo_tcp_pcbs{list="time_wait"}']

@@ -220,7 +220,7 @@ def test_https_tls13_tls12_chain_alpn(boot):
     assert vm.ready.group(4) == "443"
     _, _, page = get("/index.html")
     url = f"https://127.0.0.1:{vm.sport}/index.html"
-    # The server's suite order decides (net/patches-mbedtls/0001): ChaCha20
+    # The server's suite order decides (net/tls/patches/0001): ChaCha20
     # first, though curl (OpenSSL) lists AES-GCM first.
     for args, want in ((["--tlsv1.3"], "TLSv1.3 / TLS_CHACHA20_POLY1305_SHA256"),
                        (["--tlsv1.2", "--tls-max", "1.2"], "TLSv1.2 / ECDHE-ECDSA-CHACHA20-POLY1305")):
@@ -420,7 +420,7 @@ def test_thousand_requests_16_tls_connections_heap_back(boot):
 
 def test_bulk_grants_bounded(boot):
     """HTTPS_BULK_MAX (2) connections at most may keep 32 KiB queued
-    (net/app/https.h, the heap sum in net/lwipopts.h): four readers that
+    (runtime/http/https.h, the heap sum in net/port/lwipopts.h): four readers that
     stop reading with 64 KiB responses pipelined stall holding their
     queues; two hold grants, the others are refused one and keep 8 KiB.
     Once read, every body is whole and the grants are back."""

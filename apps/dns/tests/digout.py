@@ -1,4 +1,4 @@
-"""Reading dig's and kdig's text output, for apps/dns/test_dig_host.py (the
+"""Reading dig's and kdig's text output, for apps/dns/tests/host_dig.py (the
 engine on 127.0.0.1) and apps/dns/tests/test_dns.py (the booted appliance)."""
 import re
 

@@ -1,6 +1,6 @@
 /* dns_serve: apps/dns's engine and rate limiter behind host sockets, so the
  * zone can be asked by real clients (dig, kdig) without booting a VM:
- * apps/dns/test_dig_host.py runs it under ASan/UBSan on 127.0.0.1.
+ * apps/dns/tests/host_dig.py runs it under ASan/UBSan on 127.0.0.1.
  *
  *   dns_serve PORT RATE SLIP SECONDS
  *

@@ -5,7 +5,7 @@ type, NXDOMAIN/NODATA/REFUSED, the big TXT truncated over UDP and whole over
 TCP, malformed queries with the server still answering, the TCP bounds, and
 a reflection burst from one network rate-limited while another network is
 still answered. The same questions are put to the engine on the host by
-apps/dns/test_dig_host.py (make test-host)."""
+apps/dns/tests/host_dig.py (make test-host)."""
 import json
 import os
 import re

@@ -1,5 +1,5 @@
 /* apps/dns/dns.c, the glue, over the runtime's host build (the real lwIP
- * core on the test wire, tests/host/lwip_wire.c) under ASan/UBSan: its init
+ * core on the test wire, tests/host/lwip/lwip_wire.c) under ASan/UBSan: its init
  * binds UDP and TCP 53 through the API, UDP answers go through the rate
  * limiter (dns.rrl.rate 20, slip 2 by default, on the fake clock), TCP
  * answers are framed, pipelined, held back while over the runtime's 4 KiB

@@ -31,7 +31,7 @@
  * a poll takes at most 64 + 16 = 80 buffers, ~310 KiB of frames.
  * Receive memory stays what it was with the offload: the pool is
  * min(ring, RX_MAX_BUFS) = 256 one-page buffers, 1 MiB, whatever the frames
- * (net/lwipopts.h "receive memory" for what the stack may keep of it). */
+ * (net/port/lwipopts.h "receive memory" for what the stack may keep of it). */
 #define RX_BUDGET 64
 #define RX_MAX_BUFS 256
 /* Control commands go out one at a time from a short queue and are never

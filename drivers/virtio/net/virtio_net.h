@@ -3,7 +3,7 @@
  * queue, NAPI-style polling with interrupt coalescing, and per-queue
  * counters.
  *
- * The interface to a network stack (net/netif_vnet.c) uses no stack types:
+ * The interface to a network stack (net/netif/netif_vnet.c) uses no stack types:
  *  - receive is zero-copy: the driver hands up a validated frame as a chain
  *    of its own receive buffers; the upper layer owns each buffer until it
  *    calls vnet_rx_release() (typically from a pbuf's free function), and

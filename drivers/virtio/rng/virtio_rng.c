@@ -3,7 +3,7 @@
  * The smallest complete virtio driver, and the template for a new one: a
  * table of ids, probe (state, queue, ready, first buffer), the queue's
  * interrupt deferring to loop work, remove, and a refill after a queue
- * reset. The core's recovery self-tests (drivers/virtio_selftest.c) run on
+ * reset. The core's recovery self-tests (debug/virtio_selftest.c) run on
  * this device from outside the driver. */
 #include <arch.h>
 

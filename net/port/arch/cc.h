@@ -8,7 +8,7 @@
 
 /* Kernel services lwIP calls. These repeat kernel/console.h, kernel/panic.h
  * and the entropy source's header so lwIP sources need no kernel header;
- * net/lwip_port.c includes both, which makes any drift a compile error. */
+ * net/port/lwip_port.c includes both, which makes any drift a compile error. */
 int kprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void panic(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 /* Uniformly random 32 bits (kernel entropy): TCP ISNs, ports, DHCP xids. */
@@ -26,7 +26,7 @@ uint32_t random_u32(void);
 typedef long ssize_t;
 #define SSIZE_MAX		__LONG_MAX__
 
-/* printf formats for lwIP's types, as kernel/fmt.c understands them. */
+/* printf formats for lwIP's types, as lib/fmt.c understands them. */
 #define X8_F	"02x"
 #define U16_F	"hu"
 #define S16_F	"hd"

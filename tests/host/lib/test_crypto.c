@@ -1,7 +1,7 @@
-/* kernel/chacha20.c against RFC 8439's block-function vectors (section
- * 2.3.2 and appendix A.1), kernel/siphash.c against the SipHash-2-4
+/* lib/crypto/chacha20.c against RFC 8439's block-function vectors (section
+ * 2.3.2 and appendix A.1), lib/crypto/siphash.c against the SipHash-2-4
  * reference vectors (key 00..0f, messages 00..(n-1), n = 0..63), and the
- * fast-key-erasure generator in kernel/csprng.c: its first output and next
+ * fast-key-erasure generator in lib/crypto/csprng.c: its first output and next
  * key follow from the A.1 vectors, output is wiped as it is served, reads
  * split at any size give the same stream, and mixing changes everything
  * after it. */

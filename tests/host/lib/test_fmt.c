@@ -1,4 +1,4 @@
-/* kernel/fmt.c against the host C library's vsnprintf, including every
+/* lib/fmt.c against the host C library's vsnprintf, including every
  * truncation size, plus the few places where vireo chooses differently. */
 #include <stdarg.h>
 #include <stddef.h>

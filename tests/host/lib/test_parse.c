@@ -1,4 +1,4 @@
-/* kernel/parse.c: parse_dec's bounds, errors and where it leaves *sp. */
+/* lib/parse.c: parse_dec's bounds, errors and where it leaves *sp. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

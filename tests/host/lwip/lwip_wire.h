@@ -1,5 +1,5 @@
 /* The lwIP test wire shared by the host tests of the runtime's services
- * (tests/host/lwip_wire.c). */
+ * (tests/host/lwip/lwip_wire.c). */
 #ifndef VIREO_TESTS_HOST_LWIP_WIRE_H
 #define VIREO_TESTS_HOST_LWIP_WIRE_H
 

@@ -1,6 +1,6 @@
-/* lwIP options for the host tests: vireo's own (net/lwipopts.h), with two
+/* lwIP options for the host tests: vireo's own (net/port/lwipopts.h), with two
  * changes (the second at the end). lwIP's heap and, through MEMP_MEM_MALLOC, its pools come from the
- * C library's malloc() (not net/segheap.c, tested on its own in
+ * C library's malloc() (not net/port/segheap.c, tested on its own in
  * test_segheap), so AddressSanitizer sees every pbuf, segment and PCB
  * as a separate allocation: a use after free or a leak inside lwIP (or of a
  * pbuf the application forgot) is reported at the spot. lwIP keeps counting
@@ -19,7 +19,7 @@
 #define MEM_LIBC_MALLOC 1
 
 /* And no DHCP option 42: its hook (dhcp_set_ntp_servers) lives in
- * net/sntp.c, which only test_resolv links. */
+ * net/clients/sntp.c, which only test_resolv links. */
 #undef LWIP_DHCP_GET_NTP_SRV
 #define LWIP_DHCP_GET_NTP_SRV 0
 

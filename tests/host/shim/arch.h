@@ -1,4 +1,4 @@
-/* Host stand-in for kernel/arch.h: same names, host primitives. klog() is
+/* Host stand-in for kernel/arch/arch.h: same names, host primitives. klog() is
  * implemented in tests/host/shim/hostk.c and counts lines so tests can check
  * "logs once" contracts (see shim_klog_count / shim_klog_last). */
 #ifndef VIREO_ARCH_H
@@ -11,7 +11,7 @@
 #define barrier() __asm__ __volatile__("" ::: "memory")
 
 /* Each barrier also counts itself, so a test can see which set code chose
- * (drivers/virtq.c: the platform's with VIRTIO_F_ORDER_PLATFORM, the SMP
+ * (drivers/virtio/virtq.c: the platform's with VIRTIO_F_ORDER_PLATFORM, the SMP
  * ones without). A weak definition: every host program has it once. */
 struct shim_barrier_counts {
 	unsigned long mb, rmb, wmb;		/* platform (device) barriers */

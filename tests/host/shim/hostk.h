@@ -1,5 +1,5 @@
 /* hostk: the one host stand-in for the kernel, linked into every host test
- * and fuzzer (with kernel/loop.c and kernel/timerq.c) by the Makefile's rules: a fake clock,
+ * and fuzzer (with kernel/loop.c and kernel/time/timerq.c) by the Makefile's rules: a fake clock,
  * malloc-backed pages and heap with live counters and failure injection
  * (so ASan tracks every buffer), memory statistics, kprintf kept in a ring
  * and klog counted (shim_klog_*, arch.h), panic, deterministic randomness,

@@ -9,7 +9,7 @@
 
 /* The device's own fences: the same as the shim's dma_*() but not counted
  * in shim_barriers, which tells which set the driver chose
- * (test_vnetdev's ORDER_PLATFORM tests). */
+ * (test_virtio_net's ORDER_PLATFORM tests). */
 #define fd_rmb() __atomic_thread_fence(__ATOMIC_ACQUIRE)
 #define fd_wmb() __atomic_thread_fence(__ATOMIC_RELEASE)
 #define fd_mb() __atomic_thread_fence(__ATOMIC_SEQ_CST)

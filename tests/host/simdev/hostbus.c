@@ -1,5 +1,5 @@
 /* hostbus: the virtio bus around the driver under test (tests/host/simdev):
- * the real drivers/virtio.c and drivers/virtio_core.c with an injected
+ * the real drivers/virtio/virtio.c and drivers/virtio/virtio_core.c with an injected
  * driver table; see hostbus.h. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,7 +74,7 @@ int vtd_stray_next(void)
 	abort();
 }
 
-/* ---- virtio bus (the real drivers/virtio.c, with an injected table) ---- */
+/* ---- virtio bus (the real drivers/virtio/virtio.c, with an injected table) ---- */
 
 /* The bus matches against the driver under test only. */
 const struct virtio_driver *const *virtio_driver_table(size_t *n)

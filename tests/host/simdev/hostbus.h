@@ -1,5 +1,5 @@
 /* hostbus: the virtio bus for host tests of a driver (tests/host/simdev):
- * the real drivers/virtio.c and drivers/virtio_core.c, whose driver table
+ * the real drivers/virtio/virtio.c and drivers/virtio/virtio_core.c, whose driver table
  * holds the driver under test alone, and dma_map() as fake_dev expects. */
 #ifndef VIREO_HOSTBUS_H
 #define VIREO_HOSTBUS_H

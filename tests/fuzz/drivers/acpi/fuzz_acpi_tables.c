@@ -1,4 +1,4 @@
-/* libFuzzer target for drivers/acpi_tables.c.
+/* libFuzzer target for drivers/acpi/acpi_tables.c.
  *
  * The input is the contents of physical memory from address 0. Its first
  * two bytes (little-endian, modulo the input size) give the RSDP address.

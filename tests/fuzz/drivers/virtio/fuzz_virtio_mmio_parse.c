@@ -1,4 +1,4 @@
-/* libFuzzer target for drivers/virtio_mmio_parse.c: the input, split at
+/* libFuzzer target for drivers/virtio/virtio_mmio_parse.c: the input, split at
  * NULs, is a series of virtio_mmio.device= values added to one list; then
  * the whole input is scanned as DSDT AML (aml_find_devices, then vmmio_add_platform) into that list.
  * Checks: no crash or over-read (ASan/UBSan); every accepted window obeys

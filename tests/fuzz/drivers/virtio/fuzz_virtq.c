@@ -1,4 +1,4 @@
-/* libFuzzer target for drivers/virtq.c. The input is a script: a config
+/* libFuzzer target for drivers/virtio/virtq.c. The input is a script: a config
  * (layout, features, queue size) and then operations, either driver calls or
  * device writes with device-controlled bytes (split used entries and used
  * idx, packed descriptor flags/ids/lengths, event suppression fields). A small

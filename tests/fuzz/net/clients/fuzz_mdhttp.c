@@ -1,4 +1,4 @@
-/* libFuzzer target for net/mdhttp.c: arbitrary bytes as a metadata
+/* libFuzzer target for net/clients/mdhttp.c: arbitrary bytes as a metadata
  * server's response, fed whole and in pieces (the first byte picks the
  * piece size). Checks: no crash or over-read (exactly-sized copies), the
  * result does not depend on how the bytes were split, a DONE response has

@@ -1,4 +1,4 @@
-/* libFuzzer target for net/sntp_msg.c: arbitrary bytes as a server's reply.
+/* libFuzzer target for net/clients/sntp_msg.c: arbitrary bytes as a server's reply.
  * Checks: no crash or over-read (an exactly-sized copy), a refusal always
  * has a printable reason, an accepted reply is in wallclock.h's range with
  * receive <= transmit, and the time derived from it never goes below the

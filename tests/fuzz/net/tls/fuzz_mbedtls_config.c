@@ -2,10 +2,10 @@
  * the input as everything the client sends (records, from the first byte of
  * the ClientHello on; seeds from tests/fuzz/make_corpus.py). Whatever the
  * handshake does, the connection's memory must all come back: the TLS heap
- * is counted (tests/host/tls_host.c, in its deterministic mode) and the run
+ * is counted (tests/host/net/tls/tls_host.c, in its deterministic mode) and the run
  * aborts if a connection leaves bytes behind. The
  * server's own output is discarded. The key is an EC P-256 pair from the
- * host tests' fixtures (tests/host/tls.mk). */
+ * host tests' fixtures (tests/host/net/tls/host.mk). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -81,7 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE);
 	/* FUZZ_TLS_VERBOSE=1: say where each input ended (checks the seeds). */
 	if (getenv("FUZZ_TLS_VERBOSE"))
-		fprintf(stderr, "fuzz_tls: %zu bytes, handshake -0x%04x in state %d\n", size, (unsigned)-ret,
+		fprintf(stderr, "fuzz_mbedtls_config: %zu bytes, handshake -0x%04x in state %d\n", size, (unsigned)-ret,
 			(int)ssl.MBEDTLS_PRIVATE(state));
 	if (ret == 0) {
 		unsigned char buf[256];
@@ -91,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	mbedtls_ssl_free(&ssl);
 	if (tls_host_heap.bytes != base) {
-		fprintf(stderr, "fuzz_tls: a connection left %zu bytes behind\n", tls_host_heap.bytes - base);
+		fprintf(stderr, "fuzz_mbedtls_config: a connection left %zu bytes behind\n", tls_host_heap.bytes - base);
 		abort();
 	}
 	return 0;

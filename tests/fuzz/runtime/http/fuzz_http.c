@@ -1,4 +1,4 @@
-/* libFuzzer target for net/app/http.c. The first input byte seeds the chunk
+/* libFuzzer target for runtime/http/http.c. The first input byte seeds the chunk
  * sizes; the rest is a connection's byte stream, parsed request after request
  * as a server would (reset after each DONE, stop at the first ERROR).
  * Checks: no crash or over-read (ASan/UBSan); *consumed <= len and NEED_MORE

@@ -1,4 +1,4 @@
-/* Host tests for drivers/acpi_tables.c. Tables are laid out in a fake
+/* Host tests for drivers/acpi/acpi_tables.c. Tables are laid out in a fake
  * physical-memory image; map() hands out an exact-size heap copy of the
  * range asked for, so any read past what the parser mapped is an ASan
  * error, not a silent pass. */

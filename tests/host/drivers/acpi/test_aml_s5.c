@@ -1,4 +1,4 @@
-/* Host tests for drivers/aml_s5.c (\_S5 and the GED). Every table is handed over as an
+/* Host tests for drivers/acpi/aml_s5.c (\_S5 and the GED). Every table is handed over as an
  * exact-size heap copy, so a read one byte past the end is an ASan error. */
 #include <stdarg.h>
 #include <stddef.h>

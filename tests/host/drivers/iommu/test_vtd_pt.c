@@ -1,4 +1,4 @@
-/* Host tests for drivers/vtd_pt.c: page tables built in fake memory (every
+/* Host tests for drivers/iommu/vtd_pt.c: page tables built in fake memory (every
  * table page a separate aligned heap block, counted), the IOVA windows and
  * fault-record decoding. */
 #include <stdarg.h>

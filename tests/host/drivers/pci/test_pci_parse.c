@@ -1,4 +1,4 @@
-/* Host tests for drivers/pci_parse.c and drivers/virtio_pci_caps.c over
+/* Host tests for drivers/pci/pci_parse.c and drivers/virtio/virtio_pci_caps.c over
  * config-space snapshots built here. The base snapshot is a virtio-net
  * function laid out the way QEMU presents a modern-only device: MSI-X
  * (table and PBA in BAR 1) heading a list of vendor caps that place the

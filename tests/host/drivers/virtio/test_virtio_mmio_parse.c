@@ -1,4 +1,4 @@
-/* drivers/virtio_mmio_parse.c: virtio_mmio.device= windows and the checks on
+/* drivers/virtio/virtio_mmio_parse.c: virtio_mmio.device= windows and the checks on
  * a window's identifying registers and queue sizes. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* Host tests for drivers/virtq.c against tests/host/fake_dev.c, both ring
+/* Host tests for drivers/virtio/virtq.c against tests/host/simdev/fake_dev.c, both ring
  * layouts. Built with ASan/UBSan; run build/host/test_virtq. */
 #include <stdarg.h>
 #include <stddef.h>

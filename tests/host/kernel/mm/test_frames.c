@@ -1,4 +1,4 @@
-/* kernel/frames.c: rounding and clipping, holes, exhaustion, contiguous runs
+/* kernel/mm/frames.c: rounding and clipping, holes, exhaustion, contiguous runs
  * with alignment, double free, big-range size math, and a randomized run
  * against a byte-per-page model. */
 #include <stdarg.h>

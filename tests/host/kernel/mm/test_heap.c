@@ -1,4 +1,4 @@
-/* kernel/heap.c: alignment, coalescing back to one block, fragmentation,
+/* kernel/mm/heap.c: alignment, coalescing back to one block, fragmentation,
  * several arenas, invalid frees (logged once, heap untouched), and a
  * randomized run that checks payloads are never overlapped or clobbered. */
 #include <stdarg.h>

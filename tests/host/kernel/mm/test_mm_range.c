@@ -1,4 +1,4 @@
-/* kernel/mm_range.c: what an MMIO mapping may cover. Device-supplied
+/* kernel/mm/mm_range.c: what an MMIO mapping may cover. Device-supplied
  * addresses (BARs) are refused when they are empty, wrap, are too long,
  * leave the identity-mappable range, or touch RAM or the kernel image on
  * any page the mapping would change. */

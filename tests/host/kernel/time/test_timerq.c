@@ -1,4 +1,4 @@
-/* kernel/timerq.c: ordering, ties, cancel, callbacks that add and cancel
+/* kernel/time/timerq.c: ordering, ties, cancel, callbacks that add and cancel
  * timers mid-run, next(), and a randomized run against a simple model. */
 #include <stdarg.h>
 #include <stddef.h>

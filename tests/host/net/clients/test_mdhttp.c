@@ -1,4 +1,4 @@
-/* net/mdhttp.c: the metadata client's request and its response reader,
+/* net/clients/mdhttp.c: the metadata client's request and its response reader,
  * against well-formed, hostile and dripped responses. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* net/resolv.c's pure parts: which ntp= values are host names, and the
+/* net/clients/resolv.c's pure parts: which ntp= values are host names, and the
  * dns= parser as the boot runs it (through kernel/config.c). */
 /* lwIP's headers first: the port's cc.h defines BYTE_ORDER as lwIP wants. */
 #include "net/clients/resolv.h"

@@ -1,4 +1,4 @@
-/* kernel/wallclock.c's civil dates and formats, and net/sntp_msg.c's
+/* kernel/time/wallclock.c's civil dates and formats, and net/clients/sntp_msg.c's
  * request and reply checks (every refusal, the era, the delay). */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* net/syslog_msg.c: RFC 5424 framing of console lines, severities, the
+/* net/clients/syslog_msg.c: RFC 5424 framing of console lines, severities, the
  * console's stamp removed, control bytes and the size bound. */
 #include <stdarg.h>
 #include <stddef.h>

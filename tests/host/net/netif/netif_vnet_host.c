@@ -1,5 +1,5 @@
-/* net/netif_vnet.c, unchanged, built for the host so its transmit backlog
- * can be driven directly (test_netif_tx.c): the same translation unit, so
+/* net/netif/netif_vnet.c, unchanged, built for the host so its transmit backlog
+ * can be driven directly (test_netif_vnet.c): the same translation unit, so
  * the helpers below reach its statics. They are test-only. */
 #include "net/netif/netif_vnet.c"
 
@@ -15,7 +15,7 @@ void nvh_setup(struct vnet *fake)
 	nif.linkoutput = netif_vnet_linkoutput;
 }
 
-/* The same with segmentation offload in force (net/tso_out.c). */
+/* The same with segmentation offload in force (net/netif/tso_out.c). */
 void nvh_setup_tso(struct vnet *fake)
 {
 	nvh_setup(fake);

@@ -1,4 +1,4 @@
-/* Test-only views of net/netif_vnet.c's transmit path (netif_vnet_host.c). */
+/* Test-only views of net/netif/netif_vnet.c's transmit path (netif_vnet_host.c). */
 #ifndef VIREO_NETIF_VNET_HOST_H
 #define VIREO_NETIF_VNET_HOST_H
 

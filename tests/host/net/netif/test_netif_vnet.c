@@ -1,4 +1,4 @@
-/* net/netif_vnet.c's transmit backlog against a scripted vnet_tx: frames
+/* net/netif/netif_vnet.c's transmit backlog against a scripted vnet_tx: frames
  * park while the ring is full and go out in order as completions come; a
  * transmit error that takes the link down from inside vnet_tx() (as the
  * driver does for any add error but "ring full") releases every parked
@@ -71,7 +71,7 @@ void vnet_rx_pool(struct vnet *vn, u32 *held, u32 *total)
 	*total = 0;
 }
 
-/* As drivers/virtio_net.c: a failing add takes the link down (the upper
+/* As drivers/virtio/net/virtio_net.c: a failing add takes the link down (the upper
  * layer's link callback runs inside this call) and returns -EIO. */
 int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned flags, void *token)
 {
@@ -358,7 +358,7 @@ static void test_tx_error_releases_backlog(void **state)
 	assert_int_equal(nvh_backlog_len(), 0);
 }
 
-/* ---- segmentation offload: net/tso_out.c through the netif ---- */
+/* ---- segmentation offload: net/netif/tso_out.c through the netif ---- */
 
 #define MSS 1460
 #define NSEGS 5
@@ -516,7 +516,7 @@ static void test_tso_backlog(void **state)
 	pbuf_free(first);
 }
 
-/* Every record in flight (TSO_RECORDS_MAX, net/tso_out.c): the next burst
+/* Every record in flight (TSO_RECORDS_MAX, net/netif/tso_out.c): the next burst
  * goes out segment by segment, counted; completions give records back. */
 static void test_tso_record_bound(void **state)
 {

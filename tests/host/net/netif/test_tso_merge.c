@@ -1,4 +1,4 @@
-/* net/tso_merge.c (segment merging for HOST_TSO4/6) and drivers/vnet_gso.c
+/* net/netif/tso_merge.c (segment merging for HOST_TSO4/6) and drivers/virtio/net/vnet_gso.c
  * (the offload header, feature dependencies): good and edge inputs. Every
  * merged frame is cut again here as a device would (gso_size payload per
  * segment, PSH/FIN on the last only, IPv4 id + 1 per segment) and must give
@@ -423,7 +423,7 @@ static void test_family_and_parse(void **state)
 	assert_int_equal(tso_merge_parse(fr[0].pcs, 0, fr[0].len, &s), -ENOTSUP);
 }
 
-/* ---- drivers/vnet_gso.c ---- */
+/* ---- drivers/virtio/net/vnet_gso.c ---- */
 
 #define F(x) (1ULL << VIRTIO_NET_F_##x)
 

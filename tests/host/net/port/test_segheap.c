@@ -1,4 +1,4 @@
-/* net/segheap.c: sizing, the class ladder's rounding bound, slot and run
+/* net/port/segheap.c: sizing, the class ladder's rounding bound, slot and run
  * reuse, the hard cap, checked frees, and a randomized run against a shadow
  * that checks blocks never overlap or get clobbered. */
 #include <stdarg.h>

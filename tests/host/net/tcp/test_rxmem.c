@@ -1,7 +1,7 @@
-/* net/rxmem.c over the real lwIP core. A simulated receive pool stands in
+/* net/tcp/rxmem.c over the real lwIP core. A simulated receive pool stands in
  * for the driver: every frame delivered to lwIP is copied into one of the
  * pool's buffers and goes up as a PBUF_REF custom pbuf, exactly as
- * net/netif_vnet.c does it, and the buffer is free again only when lwIP
+ * net/netif/netif_vnet.c does it, and the buffer is free again only when lwIP
  * frees the pbuf. A frame that finds no free buffer is lost, as it would be
  * with an empty ring.
  *
@@ -183,7 +183,7 @@ static err_t nif_init(struct netif *n)
 	return ERR_OK;
 }
 
-/* One received frame, the way net/netif_vnet.c takes it. */
+/* One received frame, the way net/netif/netif_vnet.c takes it. */
 static void rx_one(const u8 *data, u16 len)
 {
 	struct pbuf *p = pool_frame(data, len);

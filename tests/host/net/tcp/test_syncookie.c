@@ -1,12 +1,12 @@
-/* SYN cookies (net/syncookie.c with net/patches/0001) and RFC 6528 ISNs
- * (net/tcp_isn.c) through the real lwIP core and the HTTP server. The test
+/* SYN cookies (net/tcp/syncookie.c with net/port/patches/0001) and RFC 6528 ISNs
+ * (net/tcp/tcp_isn.c) through the real lwIP core and the HTTP server. The test
  * plays the remote hosts with hand-made IPv4/TCP packets, so it can spoof
  * sources, forge ACKs and read every sequence number the server picks; what
  * the server sends is captured, not looped back. With the listen backlog
  * full of half-open connections: a SYN gets a cookie SYN-ACK and costs no
  * PCB or heap; an ACK with the cookie makes a connection that serves HTTP;
  * forged, replayed or stale cookies make nothing. IPv4 and IPv6.
- * Also TIME_WAIT reuse (net/patches/0002), which needs the same hand-made
+ * Also TIME_WAIT reuse (net/port/patches/0002), which needs the same hand-made
  * packets: a SYN above the old connection's sequence numbers reopens a
  * 4-tuple the server closed first, any other SYN is answered as before. */
 #include "lwip/init.h"
@@ -549,7 +549,7 @@ static void test_cookie_forged_stale(void **state)
 	assert_non_null(find_pcb(40032));
 }
 
-/* ---- TIME_WAIT reuse (net/patches/0002) ---- */
+/* ---- TIME_WAIT reuse (net/port/patches/0002) ---- */
 
 static struct tcp_pcb *find_tw(u16 sport)
 {
@@ -749,7 +749,7 @@ static void test_timewait_reopen_no_listener(void **state)
 	assert_int_equal(http_server_start(HTTP_PORT, NULL), 0);
 }
 
-/* vireo_tcp_inpacket's ACK rule (net/lwip_port.c): a segment of more than
+/* vireo_tcp_inpacket's ACK rule (net/port/lwip_port.c): a segment of more than
  * one MSS (receive TSO) arms TF_ACK_DELAY, so tcp_receive's tcp_ack() sends
  * the ACK now instead of holding it; one MSS or less, or a PCB not in a
  * data-receiving state, is left as lwIP would have it. */
@@ -791,7 +791,7 @@ static void test_coalesced_segment_acked_now(void **state)
  * IPv4 packet of 2.5 MSS of data in a chain of PBUF_REF pieces, its TCP
  * checksum partial (the pseudo-header sum only, NEEDS_CSUM). With the
  * netif's TCP check on, lwIP drops it (the sum is not complete); with the
- * check off, as net/netif_vnet.c switches it for a frame the device vouched
+ * check off, as net/netif/netif_vnet.c switches it for a frame the device vouched
  * for, lwIP takes the whole segment at once, ACKs it at once (the port's
  * rule for segments over one MSS) and the server answers the request. */
 #define BIG_REQ_PAD 3600

@@ -205,7 +205,7 @@ static int setup(void **state)
 static void test_tls13(void **state)
 {
 	/* The suite is the server's first choice among the client's
-	 * (net/patches-mbedtls/0001), whatever the client's order: OpenSSL
+	 * (net/tls/patches/0001), whatever the client's order: OpenSSL
 	 * lists AES-256-GCM first, and with ChaCha20 last. */
 	client_ok("ec-cert.pem", "ec-key.pem", "-tls1_3 -alpn http/1.1", "TLSv1.3", "TLS1-3-CHACHA20-POLY1305-SHA256");
 	client_ok("ec-cert.pem", "ec-key.pem",

@@ -1,8 +1,8 @@
 /* net/tls/tls_keys.c, the HTTPS certificate/key loader, with good and bad
- * input: fixtures made by openssl at build time (tests/host/tls.mk). Every
+ * input: fixtures made by openssl at build time (tests/host/net/tls/host.mk). Every
  * failure must come back as -1 with a message naming the problem, leave
  * nothing allocated, and never touch memory it should not (ASan). The TLS
- * heap is tests/host/tls_host.c's: counted, with a failure switch. */
+ * heap is tests/host/net/tls/tls_host.c's: counted, with a failure switch. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

@@ -1,12 +1,12 @@
 /* net/tls/x25519_alt.c: vireo's Montgomery ladder in its own Curve25519
- * field arithmetic (MBEDTLS_ECP_MUL_MXZ_ALT, net/patches-mbedtls/0002),
+ * field arithmetic (MBEDTLS_ECP_MUL_MXZ_ALT, net/tls/patches/0002),
  * driven through the public mbedtls_ecp_mul() as PSA and ECDH drive it:
  * RFC 7748's scalar multiplication vectors (5.2), its Diffie-Hellman example
  * (6.1) and the 1,000-fold iteration (5.2), agreement over random key
  * pairs, a low-order point refused, each multiplication counted by the
  * ladder (so mbedTLS's own ladder cannot pass these in its place), and
  * that P-256 still goes through mbedTLS's own code (a key pair checks out).
- * The TLS heap is tests/host/tls_host.c's: nothing may be left allocated. */
+ * The TLS heap is tests/host/net/tls/tls_host.c's: nothing may be left allocated. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

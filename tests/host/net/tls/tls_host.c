@@ -111,7 +111,7 @@ struct tls_blob tls_host_fixture(const char *name)
 	if (n > 0 && fseek(f, 0, SEEK_SET) == 0)
 		b = malloc((size_t)n);
 	if (!b || fread(b, 1, (size_t)n, f) != (size_t)n) {
-		fprintf(stderr, "tls_host: cannot read %s (the fixtures come from tests/host/tls.mk)\n", path);
+		fprintf(stderr, "tls_host: cannot read %s (the fixtures come from tests/host/net/tls/host.mk)\n", path);
 		abort();
 	}
 	fclose(f);

@@ -1,5 +1,5 @@
 /* tls_host: the platform mbedTLS needs (net/tls/tls.h's hooks), on the host,
- * shared by test_tls_keys, test_tls_server and fuzz_tls.
+ * shared by test_tls_keys, test_mbedtls_config and fuzz_mbedtls_config.
  *
  * - The TLS heap (vireo_tls_calloc/vireo_tls_free): the C library's calloc
  *   with a size header, counting live blocks, live bytes and the peak, with
@@ -8,7 +8,7 @@
  *   tls_host_rng for mbedTLS's f_rng arguments): getrandom(), or in the
  *   deterministic mode a fixed pattern, so the same input takes the same
  *   path (the fuzzer).
- * - The openssl fixtures tests/host/tls.mk makes at build time. */
+ * - The openssl fixtures tests/host/net/tls/host.mk makes at build time. */
 #ifndef VIREO_TESTS_HOST_TLS_HOST_H
 #define VIREO_TESTS_HOST_TLS_HOST_H
 

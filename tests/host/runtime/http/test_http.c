@@ -1,4 +1,4 @@
-/* net/app/http.c and net/app/site.c: the request parser under every way TCP
+/* runtime/http/http.c and runtime/site.c: the request parser under every way TCP
  * can split a stream, its limits and refusals, response heads byte for byte,
  * content types, ETags, the generated default site and tools/mksite.py. */
 #define _GNU_SOURCE	/* memmem */

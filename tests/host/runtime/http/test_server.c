@@ -1,4 +1,4 @@
-/* net/app/server.c, metrics.c and echo.c driven through the real lwIP core:
+/* runtime/http/server.c, metrics.c and echo.c driven through the real lwIP core:
  * one in-process netif whose output queues IP packets on a "wire" that the
  * test delivers back to ip_input(), raw-API TCP and UDP clients talking to
  * the servers over IPv4 and IPv6, and a fake clock that moves lwIP's timers.

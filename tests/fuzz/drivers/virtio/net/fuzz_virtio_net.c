@@ -1,6 +1,6 @@
 /* libFuzzer target: the input is a hostile virtio-net device driving the
- * real drivers/virtio_net.c (built as in test_vnetdev, over the simulated
- * device in tests/host/vnetdev/). Two bytes choose the features (receive TSO
+ * real drivers/virtio/net/virtio_net.c (built as in test_virtio_net, over the simulated
+ * device in tests/host/simdev/). Two bytes choose the features (receive TSO
  * with checksums), queue size,
  * MTU, echo mode and the control queue's manners; then each op byte picks a
  * device or upper-layer action: good frames, raw used entries with
@@ -30,7 +30,7 @@
 #define CHECK(c)                                                                        \
 	do {                                                                            \
 		if (!(c)) {                                                             \
-			fprintf(stderr, "fuzz_vnet_rx: invariant failed: %s (line %d)\n", \
+			fprintf(stderr, "fuzz_virtio_net: invariant failed: %s (line %d)\n", \
 				#c, __LINE__);                                          \
 			abort();                                                        \
 		}                                                                       \

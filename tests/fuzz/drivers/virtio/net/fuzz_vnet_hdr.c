@@ -1,4 +1,4 @@
-/* libFuzzer target for drivers/vnet_hdr.c receive checks. The input is:
+/* libFuzzer target for drivers/virtio/net/vnet_hdr.c receive checks. The input is:
  *   16 bytes of parameters: used_len, posted_len (le32 each), negotiated
  *   features, max_buffers, odd configurations, "buffer full" hints,
  *   receive TSO (byte 11: GUEST_TSO4, GUEST_TSO6);

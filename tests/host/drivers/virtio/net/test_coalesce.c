@@ -1,4 +1,4 @@
-/* drivers/coalesce.c against a discrete-event simulation of one receive
+/* drivers/virtio/net/coalesce.c against a discrete-event simulation of one receive
  * queue: frames arrive on a schedule; the simulated device interrupts when
  * coal_frames() completions are pending or (device mode, NOTF_COAL) when
  * coal_usecs() have passed since the first pending one; the simulated driver

@@ -1,5 +1,5 @@
-/* drivers/virtio_net.c, unchanged, against a simulated hostile device
- * (tests/host/vnetdev/): probe and remove, receive with good and bad
+/* drivers/virtio/net/virtio_net.c, unchanged, against a simulated hostile device
+ * (tests/host/simdev/): probe and remove, receive with good and bad
  * headers, lengths and ring values, merged buffers, transmit and tx_done,
  * the control queue and NOTF_COAL, event-index coalescing and its timer,
  * link changes, DEVICE_NEEDS_RESET re-probes with buffers held above, a
@@ -1244,7 +1244,7 @@ static void test_reset_with_buffers_held(void **state)
 
 	vd_needs_reset(&dev);
 	run();
-	/* drivers/virtio.c's config work did it: removed, reset, probed again. */
+	/* drivers/virtio/virtio.c's config work did it: removed, reset, probed again. */
 	assert_true(hk_log_contains("device needs reset; resetting and probing again"));
 	assert_int_equal(dev.vd.resets, 1);
 	assert_ptr_equal(dev.vd.driver, hostbus_driver);

@@ -1,5 +1,5 @@
-/* drivers/vnet_hdr.c (receive checks, transmit header, checksums) and
- * drivers/vnet_ctrl.c (control commands). The commands are proven against a
+/* drivers/virtio/net/vnet_hdr.c (receive checks, transmit header, checksums) and
+ * drivers/virtio/net/vnet_ctrl.c (control commands). The commands are proven against a
  * simulated control device written here from the spec: it reads the chain
  * the way a device does, applies the command to its state and writes the
  * ack (QEMU 7.2 has no NOTF_COAL, so this is where those commands are tried). */

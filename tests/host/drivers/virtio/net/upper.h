@@ -1,4 +1,4 @@
-/* upper: a checking upper layer for drivers/virtio_net.c (struct
+/* upper: a checking upper layer for drivers/virtio/net/virtio_net.c (struct
  * vnet_upper). It checks every frame handed up (chain shape, segment
  * bounds, lengths, flags), keeps a copy of the last one, holds the
  * buffers until told to release them (in any order), checks that tx_done

@@ -1,4 +1,4 @@
-/* drivers/virtio_net.c, unchanged, built for the host. Its VIRTIO_DRIVER()
+/* drivers/virtio/net/virtio_net.c, unchanged, built for the host. Its VIRTIO_DRIVER()
  * line would put the driver in the kernel's .drivers.virtio section; here
  * it defines hostbus_driver instead, the one driver in hostbus's table. Being the
  * same translation unit, the helpers below may read the driver's statics:

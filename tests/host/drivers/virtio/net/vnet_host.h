@@ -1,4 +1,4 @@
-/* Test-only views of drivers/virtio_net.c's private state, defined next to
+/* Test-only views of drivers/virtio/net/virtio_net.c's private state, defined next to
  * the driver in virtio_net_host.c (see there). */
 #ifndef VIREO_VNET_HOST_H
 #define VIREO_VNET_HOST_H
