@@ -11,9 +11,9 @@
 set -euo pipefail
 
 DEB_SOURCE=mbedtls
-DEB_VERSION=3.6.6-0.1~deb13u1
-DEB_SUITE=trixie
-DEB_DSC_SHA256=eb9ed1adbbddcb0d00276fac6fcee0056c64ce01481c2522a16dca75792eb5eb
+DEB_VERSION=3.6.7-3
+DEB_SUITE=forky
+DEB_DSC_SHA256=a468f939a098d45c5a6f64ac91a5bb41ff188d5562edbcb37aaed59f767df25f
 KEYRING=${LWIP_DEBIAN_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
