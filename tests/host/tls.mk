@@ -102,3 +102,12 @@ $(MBEDTLS_FUZZ_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(MBEDTLS_ALT_SRC
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@
 	$(Q)$(AR) rcsD $@ $(BUILD)/fuzz/mbedtls/*.o
+
+# Mbed TLS advisories against the server configuration, one test per
+# backported fix (net/patches-mbedtls/0003-, docs/https.md's table):
+# hand-made records from memory.
+HOST_TESTS += test_tls_advisories
+test_tls_advisories_SRCS := tests/host/test_tls_advisories.c tests/host/tls_host.c net/tls/tls_keys.c $(MBEDTLS_HOST_LIB)
+$(BUILD)/host/test_tls_advisories: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
+	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
+$(BUILD)/host/test_tls_advisories: $(TLS_FIX)/stamp
