@@ -111,3 +111,32 @@ test_tls_advisories_SRCS := tests/host/test_tls_advisories.c tests/host/tls_host
 $(BUILD)/host/test_tls_advisories: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
 $(BUILD)/host/test_tls_advisories: $(TLS_FIX)/stamp
+
+# The same mbedTLS with the TLS client compiled in
+# (tests/host/mbedtls_config_client.h), in an archive of its own, for the
+# client-side advisories' tests (the image's configuration is server-only).
+MBEDTLS_CLI_LIB := $(BUILD)/host/mbedtls-cli/libmbedtls.a
+MBEDTLS_CLI_CFLAGS := $(HOST_CFLAGS) -I$(MBEDTLS_SRCDIR)/include -I$(MBEDTLS_SRCDIR)/library \
+	'-DMBEDTLS_CONFIG_FILE="tests/host/mbedtls_config_client.h"'
+MBEDTLS_CLI_OBJS = $(patsubst %.c,$(BUILD)/host/mbedtls-cli/%.o,$(MBEDTLS_SRCS))
+MBEDTLS_CLI_ALT_OBJS := $(patsubst net/tls/%.c,$(BUILD)/host/mbedtls-cli/vireo-%.o,$(MBEDTLS_ALT_SRCS))
+$(MBEDTLS_CLI_OBJS): $(BUILD)/host/mbedtls-cli/%.o: $(MBEDTLS_STAMP) net/tls/mbedtls_config.h tests/host/mbedtls_config_client.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  HOSTCC  mbedtls-cli/$*.c")
+	$(Q)$(HOST_CC) $(MBEDTLS_CLI_CFLAGS) -MF $@.d -c $(MBEDTLS_SRCDIR)/library/$*.c -o $@
+$(MBEDTLS_CLI_ALT_OBJS): $(BUILD)/host/mbedtls-cli/vireo-%.o: net/tls/%.c $(MBEDTLS_STAMP) net/tls/mbedtls_config.h tests/host/mbedtls_config_client.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  HOSTCC  $<")
+	$(Q)$(HOST_CC) $(MBEDTLS_CLI_CFLAGS) -MF $@.d -c $< -o $@
+.PHONY: mbedtls-cli-objs
+mbedtls-cli-objs: $(MBEDTLS_CLI_OBJS) $(MBEDTLS_CLI_ALT_OBJS)
+$(MBEDTLS_CLI_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h tests/host/mbedtls_config_client.h $(MBEDTLS_ALT_SRCS)
+	$(Q)$(MAKE) --no-print-directory mbedtls-cli-objs
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@
+	$(Q)$(AR) rcsD $@ $(BUILD)/host/mbedtls-cli/*.o
+
+HOST_TESTS += test_tls_client_advisories
+test_tls_client_advisories_SRCS := tests/host/test_tls_client_advisories.c tests/host/tls_host.c $(MBEDTLS_CLI_LIB)
+$(BUILD)/host/test_tls_client_advisories: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
+	'-DMBEDTLS_CONFIG_FILE="tests/host/mbedtls_config_client.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
