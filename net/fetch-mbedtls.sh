@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# fetch-mbedtls.sh [BUILD] — fetch Debian trixie's mbedtls source package
-# (mbedTLS 3.6 LTS, pinned below), verify it and unpack it with Debian's
+# fetch-mbedtls.sh [BUILD] — fetch Debian forky's mbedtls source package
+# (mbedTLS 3.6 LTS, pinned below; docs/https.md#mbedtls-version-and-advisories
+# says why this version and what to do when it leaves the archive), verify it and unpack it with Debian's
 # patches applied into BUILD/mbedtls-src/mbedtls. BUILD defaults to "build".
 # Invoked by net/tls/mbedtls.mk, only for builds with TLS. The fetch, the trust
 # chain and the stamp are net/debsrc.sh's (shared with net/fetch-lwip.sh).
@@ -26,7 +27,8 @@ DEB_MIRROR_VAR=LWIP_DEBIAN_MIRROR
 DEB_LABEL=mbedTLS
 DEB_TOOL=fetch-mbedtls
 DEB_SAY="MBEDTLS"
-DEB_PIN_WHERE="DEB_VERSION and DEB_DSC_SHA256 in net/fetch-mbedtls.sh"
+DEB_PIN_WHERE="DEB_SUITE, DEB_VERSION and DEB_DSC_SHA256 in net/fetch-mbedtls.sh"
+DEB_PIN_NEXT="review the new version's advisories, re-base net/patches-mbedtls/ and update docs/https.md's advisory table; make check-docs checks they agree"
 
 # shellcheck source=net/debsrc.sh
 . "$here/debsrc.sh"
