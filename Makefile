@@ -318,12 +318,15 @@ test-host: deps-test check-docs check-layers $(addprefix $(BUILD)/host/,$(HOST_T
 	$(Q)set -e; for t in $(HOST_TESTS); do echo "  TEST    $$t"; $(BUILD)/host/$$t; done
 
 # Every relative link in README.md, docs/ and net/README.md resolves (a file,
-# and a heading for a #fragment), and docs/appliance.md's command-line table
-# is the one the sources' CMDLINE_PARAMs make; under a second, so part of
-# test-host.
+# and a heading for a #fragment), docs/appliance.md's command-line table
+# is the one the sources' CMDLINE_PARAMs make, and the mbedTLS pin, its
+# patches and docs/https.md's advisory table agree (with the check's own
+# self-test: each kind of disagreement is caught); under a second, so part
+# of test-host.
 check-docs:
 	$(Q)$(PYTHON) tests/host/check_docs.py .
 	$(Q)$(PYTHON) tools/cmdline_table.py --check docs/appliance.md
+	$(Q)$(PYTHON) tools/check_mbedtls_pin.py . && $(PYTHON) tools/check_mbedtls_pin.py . --self-test >/dev/null
 
 # Every #include points down the stack (tools/layers.py: the rule, and the
 # known exceptions with the issue item that removes each); the script's
@@ -511,7 +514,8 @@ help:
 	@echo "  make sign KEY=key.pem CERT=cert.pem   Secure Boot signed build/vireo-signed.img"
 	@echo "  make test-host  host unit tests only (and make check-docs, check-layers)"
 	@echo "  make check-docs every relative link in README.md, docs/, net/README.md resolves;"
-	@echo "                  docs/appliance.md's command-line table matches the sources"
+	@echo "                  docs/appliance.md's command-line table matches the sources;"
+	@echo "                  the mbedTLS pin, its patches and docs/https.md's advisory table agree"
 	@echo "  make check-layers  every #include points down the stack (tools/layers.py; part of test-host)"
 	@echo "  make test-qemu  QEMU tests only"
 	@echo "  make test-apps  each app's image and its own QEMU tests (apps/NAME/tests/; part of make test)"

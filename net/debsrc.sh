@@ -14,6 +14,8 @@
 #   DEB_MIRROR       archive URI override (empty: the machine's own mirror)
 #   DEB_MIRROR_VAR   the environment variable a user sets for that
 #   DEB_LABEL, DEB_TOOL, DEB_SAY, DEB_PIN_WHERE   names for messages
+#   DEB_PIN_NEXT     optional: what else a re-pin involves (named when the
+#                    pinned version is gone from the suite)
 #   KEYRING          the Debian archive keyring
 #
 # Trust chain, outermost first:
@@ -169,7 +171,7 @@ fetch() {
 		if grep -q -e NO_PUBKEY -e EXPKEYSIG -e 'not signed' -e 'signatures were invalid' "$aptdir/update.log"; then
 			die "the $DEB_SUITE Release file does not verify against $KEYRING; update the Debian package debian-archive-keyring"
 		fi
-		die "cannot fetch the $DEB_SUITE source index from $uri (offline?). $DEB_LABEL's source is needed once: retry with the network up, or put $dsc and its tarballs into $dl/"
+		die "cannot fetch the $DEB_SUITE source index from $uri (offline, or $DEB_SUITE is no longer in the archive?). $DEB_LABEL's source is needed once: retry with the network up, or put $dsc and its tarballs into $dl/; if $DEB_SUITE is gone, re-pin $DEB_PIN_WHERE to a suite that ships it, after reviewing the change"
 	fi
 
 	# Run as root, apt downloads as the unprivileged _apt user: let it write
@@ -185,7 +187,7 @@ fetch() {
 		sed 's/^/    /' "$aptdir/source.log" >&2
 		local now
 		now=$(apt-cache "${apt[@]}" showsrc "$DEB_SOURCE" 2>/dev/null | awk '/^Version:/ { print $2 }' | tr '\n' ' ')
-		die "cannot download $DEB_SOURCE $DEB_VERSION from $DEB_SUITE (the suite now has: ${now:-nothing}). If Debian replaced it, re-pin $DEB_PIN_WHERE after reviewing the change"
+		die "cannot download $DEB_SOURCE $DEB_VERSION from $DEB_SUITE (the suite now has: ${now:-nothing}); no other version is used in its place. If Debian replaced it, re-pin $DEB_PIN_WHERE after reviewing the change${DEB_PIN_NEXT:+ ($DEB_PIN_NEXT)}, or put $dsc and its tarballs (a copy kept from an earlier fetch) into $dl/"
 	fi
 	[[ -z $sandbox ]] || chown -R "$(id -u):$(id -g)" "$dl"
 }

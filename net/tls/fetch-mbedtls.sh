@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# fetch-mbedtls.sh [BUILD] — fetch Debian trixie's mbedtls source package
-# (mbedTLS 3.6 LTS, pinned below), verify it and unpack it with Debian's
+# fetch-mbedtls.sh [BUILD] — fetch Debian forky's mbedtls source package
+# (mbedTLS 3.6 LTS, pinned below; docs/https.md#mbedtls-version-and-advisories
+# says why this version and what to do when it leaves the archive), verify it and unpack it with Debian's
 # patches applied into BUILD/mbedtls-src/mbedtls. BUILD defaults to "build".
 # Invoked by net/tls/mbedtls.mk, only for builds with TLS. The fetch, the trust
 # chain and the stamp are net/debsrc.sh's (shared with net/port/fetch-lwip.sh).
@@ -11,9 +12,9 @@
 set -euo pipefail
 
 DEB_SOURCE=mbedtls
-DEB_VERSION=3.6.6-0.1~deb13u1
-DEB_SUITE=trixie
-DEB_DSC_SHA256=eb9ed1adbbddcb0d00276fac6fcee0056c64ce01481c2522a16dca75792eb5eb
+DEB_VERSION=3.6.7-3
+DEB_SUITE=forky
+DEB_DSC_SHA256=a468f939a098d45c5a6f64ac91a5bb41ff188d5562edbcb37aaed59f767df25f
 KEYRING=${LWIP_DEBIAN_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -26,7 +27,8 @@ DEB_MIRROR_VAR=LWIP_DEBIAN_MIRROR
 DEB_LABEL=mbedTLS
 DEB_TOOL=fetch-mbedtls
 DEB_SAY="MBEDTLS"
-DEB_PIN_WHERE="DEB_VERSION and DEB_DSC_SHA256 in net/tls/fetch-mbedtls.sh"
+DEB_PIN_WHERE="DEB_SUITE, DEB_VERSION and DEB_DSC_SHA256 in net/tls/fetch-mbedtls.sh"
+DEB_PIN_NEXT="review the new version's advisories, re-base net/tls/patches/ and update docs/https.md's advisory table; make check-docs checks they agree"
 
 # shellcheck source=net/debsrc.sh
 . "$here/../debsrc.sh"
