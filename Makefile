@@ -91,6 +91,18 @@ $(APP_OBJS): KCFLAGS += $(APP_CFLAGS)
 
 SRCS := $(BOOT_SRCS) $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS)
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(APP_OBJS) $(OUT)/site_data.o
+# An app's own file on the ESP (app.mk: APP_ESP_FILE := NAME, a file boot/
+# reads from EFI/vireo/APP_NAME/NAME for vireo_esp_file()): efi_main.c is
+# built for that app alone, in $(OUT), with the path; other apps' images
+# have none of that code.
+ifneq ($(strip $(APP_ESP_FILE)),)
+OBJS := $(filter-out $(BUILD)/k/boot/efi_main.o,$(OBJS)) $(OUT)/efi_main.o
+$(OUT)/efi_main.o: boot/efi_main.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $< ($(APP_NAME)/$(APP_ESP_FILE))")
+	$(Q)$(CC) $(KCFLAGS) -Os $(BOOT_CFLAGS) '-DVIREO_APP_ESP_FILE="$(APP_ESP_FILE)"' \
+		'-DVIREO_APP_NAME_STR="$(APP_NAME)"' -c $< -o $@
+endif
 # Cold code is built for size (-Os after -O2 wins): boot, ACPI and PCI scans,
 # device set-up, configuration, the shell, SNTP/DNS/syslog, the /metrics text,
 # the boot-time metadata fetch, VT-d (its per-buffer map/unmap is IOTLB-bound),
@@ -210,7 +222,7 @@ $(EFI): $(ELF)
 # its load address as build/vireo.elf for `qemu-system-x86_64 -kernel`
 # (SeaBIOS on q35/pc, qboot on microvm) and other PVH loaders.
 PVH_SRCS := boot/pvh_entry.S boot/pvh.c boot/pvh_info.c
-PVH_OBJS := $(filter-out $(BUILD)/k/boot/efi_main.o $(BUILD)/k/boot/efi_start.o,$(OBJS)) \
+PVH_OBJS := $(filter-out $(BUILD)/k/boot/efi_main.o $(OUT)/efi_main.o $(BUILD)/k/boot/efi_start.o,$(OBJS)) \
 	$(patsubst %,$(BUILD)/k/%.o,$(basename $(PVH_SRCS)))
 .PHONY: elf
 elf: $(PVH)

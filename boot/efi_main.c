@@ -241,6 +241,50 @@ static void efi_read_tls_file(EFI_BOOT_SERVICES *bs, EFI_FILE_HANDLE root, const
 }
 #endif
 
+#ifdef VIREO_APP_ESP_FILE
+/* The app's own file, EFI/vireo/<app>/<file> (its app.mk's APP_ESP_FILE;
+ * make compiles this file for that app alone), into pages of its own: room
+ * for BOOT_APP_FILE_MAX bytes, the tail beyond the file given back. The
+ * app checks the bytes (vireo_esp_file). */
+#define APP_FILE_PAGES ((BOOT_APP_FILE_MAX + 4095) / 4096)
+
+static void efi_read_app_file(EFI_BOOT_SERVICES *bs, EFI_FILE_HANDLE root, struct boot_file *out)
+{
+	EFI_PHYSICAL_ADDRESS base = 0;
+	EFI_FILE_HANDLE f = NULL;
+	EFI_STATUS s;
+	u64 used;
+
+	out->state = BOOT_CFG_ABSENT;
+	if (!root)
+		return;
+	s = root->Open(root, &f, (CHAR16 *)(L"\\EFI\\vireo\\" VIREO_APP_NAME_STR L"\\" VIREO_APP_ESP_FILE),
+		       EFI_FILE_MODE_READ, 0);
+	if (s != EFI_SUCCESS || !f) {
+		if (s != EFI_NOT_FOUND) {
+			out->state = BOOT_CFG_ERROR;
+			out->status = s;
+		}
+		return;
+	}
+	if (bs->AllocatePages(AllocateAnyPages, EfiLoaderData, APP_FILE_PAGES, &base) != EFI_SUCCESS) {
+		out->state = BOOT_CFG_ERROR;
+		out->status = EFI_OUT_OF_RESOURCES;
+		f->Close(f);
+		return;
+	}
+	out->state = efi_read_bounded(f, (char *)(UINTN)base, BOOT_APP_FILE_MAX, &out->len, &out->status);
+	f->Close(f);
+	used = out->state == BOOT_CFG_OK ? (out->len + 4095ULL) / 4096 : 0;
+	if (used < APP_FILE_PAGES)
+		bs->FreePages(base + used * 4096, APP_FILE_PAGES - used);
+	if (out->state != BOOT_CFG_OK)
+		out->len = 0;
+	else
+		out->base = used ? base : 0;
+}
+#endif
+
 /* ---- EFI/vireo/site/: every file into memory, bounded (boot_info.h) ---- */
 
 #define SITE_TABLE_BYTES ((u64)BOOT_SITE_MAX_FILES * sizeof(struct boot_site_file))
@@ -569,6 +613,9 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 #ifdef VIREO_TLS
 	efi_read_tls_file(bs, esp, L"\\EFI\\vireo\\tls\\cert.pem", &bi->tls_cert);
 	efi_read_tls_file(bs, esp, L"\\EFI\\vireo\\tls\\key.pem", &bi->tls_key);
+#endif
+#ifdef VIREO_APP_ESP_FILE
+	efi_read_app_file(bs, esp, &bi->app_file);
 #endif
 	if (esp)
 		esp->Close(esp);

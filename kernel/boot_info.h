@@ -22,6 +22,11 @@
 #define BOOT_TLS_CERT_PATH "EFI/vireo/tls/cert.pem"
 #define BOOT_TLS_KEY_PATH "EFI/vireo/tls/key.pem"
 #define BOOT_TLS_FILE_MAX (64u * 1024)
+/* An app's own file on the ESP (apps whose app.mk sets APP_ESP_FILE, e.g.
+ * apps/dns's EFI/vireo/dns/zone.bin): at most BOOT_APP_FILE_MAX bytes. The
+ * pages for the most are taken, the unused tail given back: 2,048 pages of
+ * EfiLoaderData at most while booting. */
+#define BOOT_APP_FILE_MAX (8u << 20)
 
 #ifndef __ASSEMBLER__	/* boot/pvh_entry.S reads the numbers above */
 #include "kernel/types.h"
@@ -103,6 +108,9 @@ struct boot_info {
 	/* BOOT_TLS_CERT_PATH and BOOT_TLS_KEY_PATH (UEFI, make TLS=1 only;
 	 * otherwise BOOT_CFG_NONE). */
 	struct boot_file tls_cert, tls_key;
+	/* BOOT_APP_FILE_MAX: the app's ESP file (UEFI, APP_ESP_FILE only;
+	 * otherwise BOOT_CFG_NONE). net/app/api.c hands it to the app. */
+	struct boot_file app_file;
 };
 
 /* One file of the ESP's site: its URL path ("/index.html") and where its

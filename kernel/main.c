@@ -28,6 +28,7 @@
 #include "kernel/selftest.h"
 #include "kernel/time.h"
 #include "kernel/timeline.h"
+#include "net/app/api.h"
 #include "net/app/app.h"
 #include "net/app/site.h"
 #include "net/net.h"
@@ -138,6 +139,7 @@ void kernel_main(struct boot_info *bi)
 	kprintf("vireo: kernel ready\n");
 	site_synth_boot();	/* APP_EXTRA's files: generated, not stored */
 	site_esp_boot(bi);
+	api_esp_boot(bi);	/* the app's file on the ESP (APP_ESP_FILE) */
 #ifdef VIREO_TLS
 	tls_boot_files(bi);	/* EFI/vireo/tls/: used by tls_start() */
 #endif

@@ -62,6 +62,20 @@ struct vireo_app {
 		__attribute__((used, section(VIREO_APP_SECTION), aligned(sizeof(void *)))) = \
 			&vireo_appreg_##id
 
+/* ---- the app's file on the ESP ---- */
+
+/*
+ * An app whose app.mk sets APP_ESP_FILE := NAME gets the file
+ * EFI/vireo/APP/NAME of the ESP it booted from (APP: the app's directory
+ * name), read by the boot loader before the kernel starts: at most 8 MiB,
+ * read-only, 8-byte aligned, for the image's life. Returns 0 with *data and
+ * *len set; -ENOENT when there is none (or the app has no APP_ESP_FILE, or
+ * vireo booted without UEFI: PVH), -EOVERFLOW when it was over 8 MiB, -EIO
+ * when the firmware could not read it. The bytes are whatever was written
+ * there: the app checks them before use (apps/dns: a compiled zone).
+ */
+int vireo_esp_file(const void **data, size_t *len);
+
 /* ---- logging ---- */
 
 /*

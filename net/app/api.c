@@ -6,6 +6,7 @@
  */
 #include <stdarg.h>
 
+#include "kernel/boot_info.h"
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
 #include "kernel/fmt.h"
@@ -270,6 +271,27 @@ void vireo_random(void *buf, size_t len)
 {
 	if (buf && len)
 		random_bytes(buf, len);
+}
+
+/* The app's ESP file as boot/ left it (kernel_main hands it over). */
+static const struct boot_file *api_esp;
+
+__cold void api_esp_boot(const struct boot_info *bi)
+{
+	api_esp = &bi->app_file;
+}
+
+__cold int vireo_esp_file(const void **data, size_t *len)
+{
+	if (!api_esp || api_esp->state == BOOT_CFG_NONE || api_esp->state == BOOT_CFG_ABSENT)
+		return -ENOENT;
+	if (api_esp->state == BOOT_CFG_TOO_BIG)
+		return -EOVERFLOW;
+	if (api_esp->state != BOOT_CFG_OK || api_esp->len > BOOT_APP_FILE_MAX)
+		return -EIO;
+	*data = (const void *)(uintptr_t)api_esp->base;
+	*len = api_esp->len;
+	return 0;
 }
 
 bool vireo_wallclock(u64 *unix_s)
