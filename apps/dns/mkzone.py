@@ -3,6 +3,7 @@
 image apps/dns serves (apps/dns/zone.h describes its layout), at build time:
 OUT.c carries it as the built-in zone; OUT.bin is the same bytes for the ESP
 (EFI/vireo/dns/zone.bin replaces the built-in zone at boot, no rebuild).
+mkzone.py --dump ZONE.bin lists an image's records (RFC 3597 form).
 
 The input is a subset of the RFC 1035 master-file format:
   $ORIGIN name.        (absolute)         $TTL 3600 (or 1h, 30m, 2d, 1w)
@@ -729,6 +730,26 @@ def emit_c(blob, src):
     return "\n".join(out) + "\n"
 
 
+def read_image(blob):
+    """The records of a compiled zone: [(owner text, ttl, type code, rdata)],
+    after checking its header and checksum (ValueError otherwise)."""
+    if len(blob) < HDR_LEN or blob[:8] != MAGIC:
+        raise ValueError("not a zone image")
+    fmt, total, check = struct.unpack_from("<IIQ", blob, 8)
+    if fmt != FORMAT or total != len(blob) or siphash24(CHECK_KEY, blob[24:]) != check:
+        raise ValueError("bad format, length or checksum")
+    serial, apex, nnodes, nrrs, nodes_off, rrs_off, data_off, data_len, _ = struct.unpack_from("<9I", blob, 24)
+    data = blob[data_off:data_off + data_len]
+    out = []
+    for i in range(nnodes):
+        name, name_len, flags, first, count = struct.unpack_from("<IHHII", blob, nodes_off + 16 * i)
+        owner = show_key(data[name:name + name_len])
+        for k in range(first, first + count):
+            rtype, rdlen, ttl, rd, _, _ = struct.unpack_from("<HHIIHH", blob, rrs_off + 16 * k)
+            out.append((owner, ttl, rtype, bytes(data[rd:rd + rdlen])))
+    return out
+
+
 def write(dst, data, mode):
     with open(dst + ".tmp", mode) as f:
         f.write(data)
@@ -737,6 +758,16 @@ def write(dst, data, mode):
 
 def main(argv):
     args = argv[1:]
+    if len(args) == 2 and args[0] == "--dump":
+        try:
+            with open(args[1], "rb") as f:
+                recs = read_image(f.read())
+        except (OSError, ValueError) as e:
+            print("%s: %s" % (args[1], e), file=sys.stderr)
+            return 1
+        for owner, ttl, rtype, rd in recs:
+            print("%s %d %s \\# %d %s" % (owner, ttl, NAMES.get(rtype, "TYPE%d" % rtype), len(rd), rd.hex()))
+        return 0
     out_bin = None
     if "--bin" in args:
         i = args.index("--bin")

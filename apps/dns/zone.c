@@ -14,18 +14,21 @@
 static int zone_fail(char *err, size_t errlen, const char *what, u64 where)
 {
 	char num[24];
-	size_t n = 0, o;
+	size_t n = 0, o = 0;
 
 	if (!errlen)
 		return -1;
-	strlcpy(err, what, errlen);
+	while (what[o] && o + 1 < errlen) {
+		err[o] = what[o];
+		o++;
+	}
+	err[o] = 0;
 	if (where == (u64)-1)
 		return -1;
 	do {
 		num[n++] = (char)('0' + where % 10);
 		where /= 10;
 	} while (where);
-	o = strlen(err);
 	if (o + n + 2 >= errlen)
 		return -1;
 	err[o++] = ' ';
