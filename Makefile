@@ -465,13 +465,21 @@ bench-iommu: deps-test $(IMAGE)
 bench-migration: deps-test $(IMAGE)
 	$(Q)$(PYTHON) tests/bench/migration.py --count $(or $(BENCH_MIGRATIONS),5) $(BENCH_MIGRATION_OPTS)
 
-# apps/dns under load: make APP=apps/dns image, then tests/bench/dns_bench.py
-# (one query at a time, then dnsperf with 32 in flight, BENCH_DURATION s
-# each, 5; rate limiting off). Needs root (a tap in a namespace).
-.PHONY: bench-dns
+# apps/dns against NSD and Knot DNS on Linux in the same QEMU, the same zone
+# and clients: make APP=apps/dns image, the Linux peers (tests/bench/peer/
+# build.sh nsd knot, the first time), then tests/bench/dns_bench.py: one
+# query at a time and dnsperf with 32 in flight, BENCH_DURATION s each (5),
+# BENCH_REPS rounds (1), -m BENCH_MEM (256); rate limiting off. Needs root.
+.PHONY: bench-dns bench-peers
 bench-dns: deps-test
 	$(Q)$(MAKE) --no-print-directory APP=apps/dns image
-	$(Q)$(PYTHON) tests/bench/dns_bench.py $(BUILD)/apps/dns/vireo.img --seconds $(or $(BENCH_DURATION),5)
+	$(Q)$(PYTHON) tests/bench/dns_bench.py $(BUILD)/apps/dns/vireo.img --seconds $(or $(BENCH_DURATION),5) \
+		--reps $(or $(BENCH_REPS),1) --mem $(or $(BENCH_MEM),256)
+# Every Linux peer tests/bench/peer/ has a fragment for (BENCH_PEERS, default
+# all), built again into build/bench/peer-NAME/.
+BENCH_PEERS ?= $(patsubst tests/bench/peer/%.sh,%,$(filter-out tests/bench/peer/build.sh,$(wildcard tests/bench/peer/*.sh)))
+bench-peers:
+	$(Q)tests/bench/peer/build.sh $(BENCH_PEERS)
 
 # Each attack of issue 13 against vireo and against the nginx peer (booted
 # as `make bench` boots both), a legitimate client before, during and after:
@@ -557,8 +565,10 @@ help:
 	@echo "                  (BENCH_REPS=1 BENCH_DURATION=5 BENCH_MEM=256; needs root)"
 	@echo "  make bench-upload  upload MB/s through TCP echo, receive TSO on and off (tap;"
 	@echo "                  BENCH_REPS=3 BENCH_MIB=16 BENCH_MEM=256; about 2 min; needs root)"
-	@echo "  make bench-dns  apps/dns: queries/s and p50/p99 latency, 1 and 32 in flight (dnsperf;"
-	@echo "                  BENCH_DURATION=5; needs root)"
+	@echo "  make bench-dns  apps/dns vs NSD and Knot on Linux in the same QEMU: queries/s and p99, 1 and"
+	@echo "                  32 in flight (ping-pong client, dnsperf; BENCH_DURATION=5 BENCH_REPS=1"
+	@echo "                  BENCH_MEM=256; about 3 min, more the first time: the peers; needs root)"
+	@echo "  make bench-peers  the Linux benchmark peers (tests/bench/peer/build.sh: nsd, knot)"
 	@echo "  make bench-iommu  req/s (612 B c1, c32) and MB/s (64 KiB c32) with the NIC's DMA translated"
 	@echo "                  by intel-iommu vs no IOMMU, alternated (BENCH_REPS=2 BENCH_DURATION=5"
 	@echo "                  BENCH_MEM=256; about 2 min; needs root)"

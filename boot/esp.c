@@ -266,16 +266,22 @@ static u64 esp_entry(struct boot_file *f, u32 flags, EFI_FILE_HANDLE fh, u8 *mem
 	return got;
 }
 
-/* path into out (NUL-terminated, n bytes at most) and, as the firmware's
- * UCS-2 "\EFI\vireo\x" for "EFI/vireo/x", into out16[n + 1]. */
-static void esp_paths_of(char *out, CHAR16 *out16, size_t n, const char *path)
+/* BOOT_ESP_DIR then name into out (NUL-terminated, n bytes at most) and,
+ * as the firmware's UCS-2 "\EFI\vireo\x" for "EFI/vireo/x", into
+ * out16[n + 1]. */
+static void esp_paths_of(char *out, CHAR16 *out16, size_t n, const char *name)
 {
+	static const char dir[] = BOOT_ESP_DIR;
 	size_t i;
 
 	out16[0] = '\\';
-	for (i = 0; path[i] && i + 1 < n; i++) {
-		out[i] = path[i];
-		out16[i + 1] = path[i] == '/' ? '\\' : (CHAR16)path[i];
+	for (i = 0; i + 1 < n; i++) {
+		char c = i < sizeof dir - 1 ? dir[i] : name[i - (sizeof dir - 1)];
+
+		if (!c)
+			break;
+		out[i] = c;
+		out16[i + 1] = c == '/' ? '\\' : (CHAR16)c;
 	}
 	out[i] = '\0';
 	out16[i + 1] = 0;

@@ -10,7 +10,8 @@
 /*
  * Files read from the ESP vireo was loaded from, before the firmware hands
  * over (UEFI only: boot/esp.c; PVH leaves them BOOT_FILE_NONE). One line
- * each: its id (bi->files[BOOT_FILE_<id>]), its path, its size cap in
+ * each: its id (bi->files[BOOT_FILE_<id>]), its path below BOOT_ESP_DIR,
+ * its size cap in
  * bytes, and flags: BOOT_FILE_DIR (a directory, read whole: every file in
  * it and below, as a table of struct boot_dir_entry), BOOT_FILE_TLS (only
  * in make TLS=1 builds), BOOT_FILE_SECRET (a refused read is wiped). A file
@@ -18,20 +19,31 @@
  * name, size and cap (config_boot). Adding a file is one line here; its
  * reader takes it from bi->files[].
  */
-#define BOOT_CFG_PATH "EFI/vireo/vireo.cfg"
+#define BOOT_ESP_DIR "EFI/vireo/"	/* every path below, and only below it */
+#define BOOT_CFG_NAME "vireo.cfg"
+#define BOOT_CFG_PATH BOOT_ESP_DIR BOOT_CFG_NAME
 #define BOOT_CFG_MAX 16384
-#define BOOT_SITE_PATH "EFI/vireo/site"
+#define BOOT_SITE_NAME "site"
+#define BOOT_SITE_PATH BOOT_ESP_DIR BOOT_SITE_NAME
 #define BOOT_SITE_MAX_BYTES (8u << 20)
 /* make TLS=1: the HTTPS certificate chain and key, each at most
  * BOOT_TLS_FILE_MAX bytes (net/tls/tls_keys.h's TLS_KEYS_MAX_INPUT). */
-#define BOOT_TLS_CERT_PATH "EFI/vireo/tls/cert.pem"
-#define BOOT_TLS_KEY_PATH "EFI/vireo/tls/key.pem"
+#define BOOT_TLS_CERT_NAME "tls/cert.pem"
+#define BOOT_TLS_CERT_PATH BOOT_ESP_DIR BOOT_TLS_CERT_NAME
+#define BOOT_TLS_KEY_NAME "tls/key.pem"
+#define BOOT_TLS_KEY_PATH BOOT_ESP_DIR BOOT_TLS_KEY_NAME
 #define BOOT_TLS_FILE_MAX (64u * 1024)
+/* The app's own files (vireo_esp_file(): apps/dns's zone.bin), read like
+ * the site: at most BOOT_DIR_MAX_FILES files and BOOT_APP_MAX_BYTES. */
+#define BOOT_APP_NAME "app"
+#define BOOT_APP_PATH BOOT_ESP_DIR BOOT_APP_NAME
+#define BOOT_APP_MAX_BYTES (8u << 20)
 #define BOOT_FILES(X)								\
-	X(CFG, BOOT_CFG_PATH, BOOT_CFG_MAX, 0)					\
-	X(SITE, BOOT_SITE_PATH, BOOT_SITE_MAX_BYTES, BOOT_FILE_DIR)		\
-	X(TLS_CERT, BOOT_TLS_CERT_PATH, BOOT_TLS_FILE_MAX, BOOT_FILE_TLS)	\
-	X(TLS_KEY, BOOT_TLS_KEY_PATH, BOOT_TLS_FILE_MAX, BOOT_FILE_TLS | BOOT_FILE_SECRET)
+	X(CFG, BOOT_CFG_NAME, BOOT_CFG_MAX, 0)					\
+	X(SITE, BOOT_SITE_NAME, BOOT_SITE_MAX_BYTES, BOOT_FILE_DIR)		\
+	X(APP, BOOT_APP_NAME, BOOT_APP_MAX_BYTES, BOOT_FILE_DIR)		\
+	X(TLS_CERT, BOOT_TLS_CERT_NAME, BOOT_TLS_FILE_MAX, BOOT_FILE_TLS)	\
+	X(TLS_KEY, BOOT_TLS_KEY_NAME, BOOT_TLS_FILE_MAX, BOOT_FILE_TLS | BOOT_FILE_SECRET)
 #define BOOT_FILE_DIR		1u
 #define BOOT_FILE_TLS		2u
 #define BOOT_FILE_SECRET	4u

@@ -26,6 +26,7 @@
 #include "kernel/random.h"
 #include "kernel/time/time.h"
 #include "kernel/time/timeline.h"
+#include "runtime/api.h"
 #include "runtime/app.h"
 #include "runtime/site.h"
 #include "net/net.h"
@@ -130,6 +131,7 @@ void kernel_main(struct boot_info *bi)
 	kprintf("vireo: kernel ready\n");
 	site_synth_boot();	/* APP_EXTRA's files: generated, not stored */
 	site_esp_boot(bi);
+	api_esp_boot(bi);	/* EFI/vireo/app/: vireo_esp_file() */
 #ifdef VIREO_TLS
 	tls_boot_files(bi);	/* EFI/vireo/tls/: used by tls_start() */
 #endif

@@ -6,6 +6,7 @@
  */
 #include <stdarg.h>
 
+#include "kernel/boot_info.h"
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
 #include "lib/fmt.h"
@@ -270,6 +271,38 @@ void vireo_random(void *buf, size_t len)
 {
 	if (buf && len)
 		random_bytes(buf, len);
+}
+
+/* The app's ESP directory as boot/ left it (kernel_main hands it over). */
+static const struct boot_file *api_esp;
+
+__cold void api_esp_boot(const struct boot_info *bi)
+{
+	api_esp = &bi->files[BOOT_FILE_APP];
+}
+
+__cold int vireo_esp_file(const char *name, const void **data, size_t *len)
+{
+	const struct boot_dir_entry *tab;
+	const u8 *bytes;
+	u32 i;
+
+	if (!api_esp || api_esp->state == BOOT_FILE_NONE || api_esp->state == BOOT_FILE_ABSENT)
+		return -ENOENT;
+	if (api_esp->state == BOOT_FILE_TOO_BIG || api_esp->state == BOOT_FILE_TOO_MANY)
+		return -EOVERFLOW;
+	if (api_esp->state != BOOT_FILE_OK || api_esp->n > BOOT_DIR_MAX_FILES || !name)
+		return -EIO;
+	tab = (const struct boot_dir_entry *)(uintptr_t)api_esp->base;
+	bytes = (const u8 *)(tab + BOOT_DIR_MAX_FILES);
+	/* boot/esp.c names each file "/name" (paths below the directory). */
+	for (i = 0; i < api_esp->n; i++)
+		if (tab[i].path[0] == '/' && !strncmp(tab[i].path + 1, name, sizeof tab[i].path - 1)) {
+			*data = bytes + tab[i].off;
+			*len = tab[i].len;
+			return 0;
+		}
+	return -ENOENT;
 }
 
 bool vireo_wallclock(u64 *unix_s)

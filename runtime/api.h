@@ -49,6 +49,9 @@ u32 api_routes_count(void);
  * and metrics' registrations; registers the API's /metrics source. Called
  * once by app_start(). Returns the number of apps whose init failed. */
 int api_apps_start(void);
+/* Keeps bi's EFI/vireo/app/ directory for vireo_esp_file(). */
+struct boot_info;
+void api_esp_boot(const struct boot_info *bi);
 /* A refusal of misuse: counted on /metrics (vireo_app_misuse_total) and
  * logged (rate-limited with the apps' own lines). */
 void api_misuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

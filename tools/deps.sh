@@ -7,7 +7,7 @@ build=(make gcc binutils gnu-efi mtools dosfstools gdisk python3 procps)
 run=(qemu-system-x86 ovmf dpkg-dev gpgv debian-archive-keyring)
 test=(libcmocka-dev clang libclang-rt-14-dev python3-pytest grub-efi-amd64-bin xorriso qemu-utils sbsigntool openssl
 	curl iputils-ping iproute2 wrk python3-scapy apache2-utils tcpdump ethtool chrony testssl.sh
-	haproxy dnsmasq-base dnsutils knot-dnsutils dnsperf)
+	haproxy dnsmasq-base dnsutils knot-dnsutils dnsperf nsd python3-dnspython)
 # make qemu-current: what QEMU 10.0's x86_64-softmmu build needs (meson
 # comes from trixie, fetched by tools/qemu-current.sh: Debian 12's is too old)
 qemu_current=(gcc make ninja-build pkgconf python3-venv flex bison libglib2.0-dev libpixman-1-dev
@@ -27,5 +27,14 @@ echo "deps: installing ${missing[*]}"
 sudo=""
 ((EUID == 0)) || sudo=sudo
 $sudo apt-get update -qq
+# Servers installed only for tests (nsd, haproxy) must not start on the host:
+# a temporary policy-rc.d tells apt's maintainer scripts so (where no other
+# policy is in place).
+policy=/usr/sbin/policy-rc.d
+if [[ ! -e $policy ]]; then
+	printf '#!/bin/sh\n# temporary, vireo tools/deps.sh\nexit 101\n' | $sudo tee $policy >/dev/null
+	$sudo chmod 0755 $policy
+	trap '$sudo rm -f $policy' EXIT
+fi
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "deps: done"

@@ -1,7 +1,8 @@
 /* apps/dns: an authoritative DNS server for one zone compiled in at build
- * time (apps/dns/README.md). The glue between the application API and the
- * pure engine: UDP and TCP on dns.port, response-rate limiting of UDP
- * answers, configuration keys and metrics.
+ * time, or the one on the ESP (EFI/vireo/app/zone.bin) when it checks out
+ * (apps/dns/README.md). The glue between the application API and the pure
+ * engine: UDP and TCP on dns.port, response-rate limiting of UDP answers,
+ * configuration keys and metrics.
  *
  * Bounds (what a remote party can make it hold):
  *  - UDP: nothing past the call. One DNS_UDP_MAX-byte answer buffer (app memory);
@@ -24,7 +25,8 @@
 #include "lib/byteorder.h"
 #include "lib/string.h"
 
-extern const struct dns_zone dns_zone_table;
+#define DNS_ESP_NAME "zone.bin"
+#define DNS_ESP_PATH "EFI/vireo/app/" DNS_ESP_NAME
 
 #define DNS_UDP_QUERY_MAX 1024
 #define DNS_TCP_CONNS 8
@@ -36,7 +38,15 @@ VIREO_CONFIG_BOOL(dns_rrl_on, "dns.rrl", true, "rate-limit UDP answers per sourc
 VIREO_CONFIG_UINT(dns_rrl_rate, "dns.rrl.rate", 20, 1, 100000, "UDP answers per second to one IPv4 /24 or IPv6 /56");
 VIREO_CONFIG_UINT(dns_rrl_slip, "dns.rrl.slip", 2, 0, 100,
 		  "over the rate, every Nth answer goes out truncated (TC), the rest dropped; 0 drops all");
+VIREO_CONFIG_UINT(dns_rrl_global, "dns.rrl.global", 0, 0, 4000000,
+		  "UDP answers per second in all, whatever their source (0: no ceiling)");
 VIREO_CONFIG_UINT(dns_tcp_idle_ms, "dns.tcp_idle_ms", 10000, 100, 600000, "a DNS TCP connection with no traffic closes");
+VIREO_CONFIG_STR(dns_nsid, "dns.nsid", DNS_NSID_MAX + 1, "",
+		 "NSID (RFC 5001) sent to clients that ask, and id.server's text; empty: no NSID");
+VIREO_CONFIG_BOOL(dns_cookies, "dns.cookies", false,
+		  "DNS cookies (RFC 7873): a client with a good server cookie is not rate-limited");
+VIREO_CONFIG_BOOL(dns_chaos, "dns.chaos", false,
+		  "answer CHAOS TXT version.bind/version.server and id.server/hostname.bind (else REFUSED)");
 
 VIREO_COUNTER_VEC(dns_queries, "dns_queries_total", "DNS queries answered or dropped, by transport.", "transport",
 		  "udp", "tcp");
@@ -48,6 +58,8 @@ VIREO_COUNTER_VEC(dns_rrl, "dns_rrl_total", "UDP answers by the rate limiter's v
 		  "slip");
 VIREO_COUNTER(dns_tcp_bad, "dns_tcp_bad_length_total", "TCP connections reset for a length prefix of 0 or over 1024.");
 VIREO_COUNTER(dns_send_fail, "dns_send_failed_total", "UDP answers the runtime could not send.");
+VIREO_COUNTER_VEC(dns_cookie, "dns_cookies_total", "Queries with a DNS cookie: new (a client cookie only, or a server "
+		  "cookie that did not check) or good.", "state", "new", "good");
 
 struct dns_conn {
 	struct dns_tcp_reader rd;
@@ -74,12 +86,23 @@ static struct {
 static struct rrl *dns_rrl_table;
 static u8 *dns_udp_out;
 static vireo_udp dns_udp_sock;
+static struct dns_zone dns_zone_cur;
+static struct dns_server dns_srv = { .zone = &dns_zone_cur, .version = "vireo" };
+
+static void dns_peer_of(const struct vireo_addr *a, struct dns_peer *p)
+{
+	p->addr = a->ip;
+	p->alen = a->family == VIREO_AF_INET ? 4 : 16;
+	p->now_s = (u32)(vireo_now_ms() / 1000);
+}
 
 static void dns_count(const struct dns_result *res, unsigned transport)
 {
 	static const u8 rc_index[17] = { 0, 1, 2, 3, 4, 5, [16] = 6 };
 
 	vireo_counter_vec_add(&dns_queries, transport, 1);
+	if (res->cookie != DNS_COOKIE_NONE)
+		vireo_counter_vec_add(&dns_cookie, res->cookie == DNS_COOKIE_GOOD, 1);
 	if (res->rcode <= 5 || res->rcode == DNS_RCODE_BADVERS)
 		vireo_counter_vec_add(&dns_rcodes, rc_index[res->rcode], 1);
 	if (res->truncated)
@@ -90,13 +113,17 @@ static void dns_udp_recv(vireo_udp u, const struct vireo_addr *src, const void *
 {
 	u8 *out = dns_udp_out;
 	struct dns_result res;
-	size_t n = dns_respond(&dns_zone_table, data, len, out, DNS_UDP_MAX, false, &res);
+	struct dns_peer peer;
+	size_t n;
 
+	dns_peer_of(src, &peer);
+	n = dns_respond(&dns_srv, &peer, data, len, out, DNS_UDP_MAX, false, &res);
 	if (n == 0) {
 		vireo_counter_inc(&dns_ignored);
 		return;
 	}
-	if (dns_rrl_table) {
+	/* A good server cookie proves the source address: no reflection. */
+	if (dns_rrl_table && res.cookie != DNS_COOKIE_GOOD) {
 		enum rrl_verdict v = rrl_check(dns_rrl_table, src->ip, src->family == VIREO_AF_INET ? 4 : 16,
 					       vireo_now_ms() * 1000000ULL);
 
@@ -157,6 +184,8 @@ static size_t dns_tcp_recv(vireo_tcp c, const void *data, size_t len, void *arg)
 		return len;
 	while (used < len) {
 		struct dns_result res;
+		struct dns_peer peer = { 0 };
+		struct vireo_addr a;
 		size_t m, n;
 		long took;
 
@@ -175,7 +204,9 @@ static size_t dns_tcp_recv(vireo_tcp c, const void *data, size_t len, void *arg)
 		used += (size_t)took;
 		if (!m)
 			continue;
-		n = dns_respond(&dns_zone_table, d->rd.buf + 2, m, d->out + 2, DNS_TCP_ANSWER_MAX, true, &res);
+		if (vireo_tcp_peer(c, &a) == 0)
+			dns_peer_of(&a, &peer);
+		n = dns_respond(&dns_srv, &peer, d->rd.buf + 2, m, d->out + 2, DNS_TCP_ANSWER_MAX, true, &res);
 		dns_tcp_next(&d->rd);
 		if (n) {
 			dns_count(&res, 1);
@@ -230,7 +261,7 @@ static void dns_tcp_closed(vireo_tcp c, void *arg)
 /* The apex as text, for the boot line. */
 static void dns_apex_text(char *buf, size_t size)
 {
-	const u8 *n = dns_zone_table.apex.wire;
+	const u8 *n = dns_zone_cur.apex_name;
 	size_t o = 0;
 
 	for (size_t i = 0; n[i] && o + n[i] + 2 < size; i += n[i] + 1u) {
@@ -239,6 +270,42 @@ static void dns_apex_text(char *buf, size_t size)
 		buf[o++] = '.';
 	}
 	buf[o] = 0;
+}
+
+/* The built-in zone, then the ESP's when there is one and it checks out;
+ * a bad one is one warning and the built-in zone stays. */
+static int dns_load_zone(void)
+{
+	const void *img;
+	size_t len;
+	char err[120];
+	struct dns_zone esp;
+	int rc;
+
+	if (dns_zone_open(&dns_zone_cur, dns_zone_builtin, dns_zone_builtin_len, err, sizeof err)) {
+		vireo_warn("dns: the built-in zone: %s", err);	/* mkzone.py wrote it: not reached */
+		return -EINVAL;
+	}
+	rc = vireo_esp_file(DNS_ESP_NAME, &img, &len);
+	if (rc == -ENOENT) {
+		vireo_log("dns: built-in zone, serial %u", (unsigned)dns_zone_cur.serial);
+		return 0;
+	}
+	if (rc == -EOVERFLOW)
+		vireo_warn("dns: " DNS_ESP_PATH ": EFI/vireo/app/ holds over 8 MiB or 256 files, refused; serving the built-in zone (serial %u)",
+			   (unsigned)dns_zone_cur.serial);
+	else if (rc)
+		vireo_warn("dns: " DNS_ESP_PATH ": could not be read; serving the built-in zone (serial %u)",
+			   (unsigned)dns_zone_cur.serial);
+	else if (dns_zone_open(&esp, img, len, err, sizeof err))
+		vireo_warn("dns: " DNS_ESP_PATH ": %s; serving the built-in zone (serial %u)", err,
+			   (unsigned)dns_zone_cur.serial);
+	else {
+		dns_zone_cur = esp;
+		vireo_log("dns: zone from the ESP (" DNS_ESP_PATH ", %u bytes), serial %u", (unsigned)len,
+			  (unsigned)esp.serial);
+	}
+	return 0;
 }
 
 static int dns_init(void)
@@ -263,6 +330,21 @@ static int dns_init(void)
 	char apex[256];
 	int rc;
 
+	rc = dns_load_zone();
+	if (rc)
+		return rc;
+	dns_srv.nsid = (const u8 *)dns_nsid;
+	dns_srv.nsid_len = (u16)strnlen(dns_nsid, DNS_NSID_MAX);
+	dns_srv.id = dns_nsid[0] ? dns_nsid : "vireo";
+	dns_srv.chaos = dns_chaos;
+	dns_srv.cookies = dns_cookies;
+	if (dns_cookies) {
+		u8 secret[16];
+
+		vireo_random(secret, sizeof secret);	/* the kernel's CSPRNG */
+		siphash_key_from_bytes(&dns_srv.cookie_key, secret);
+		memset(secret, 0, sizeof secret);
+	}
 	dns_udp_out = vireo_alloc(DNS_UDP_MAX);
 	if (!dns_udp_out)
 		return -ENOMEM;
@@ -274,6 +356,7 @@ static int dns_init(void)
 			return -ENOMEM;
 		vireo_random(key, sizeof key);	/* the kernel's CSPRNG */
 		rrl_init(dns_rrl_table, key, (u32)dns_rrl_rate, (u32)dns_rrl_slip);
+		rrl_set_global(dns_rrl_table, (u32)dns_rrl_global);
 	}
 	rc = vireo_udp_bind(&us, &dns_udp_sock);
 	if (rc)
@@ -284,11 +367,16 @@ static int dns_init(void)
 	dns_apex_text(apex, sizeof apex);
 	if (dns_rrl_on)
 		vireo_log("dns: zone %s (%u records) on udp/tcp %u, rrl %u/s slip %u", apex,
-			  (unsigned)dns_zone_table.nrrs, (unsigned)dns_port, (unsigned)dns_rrl_rate,
+			  (unsigned)dns_zone_cur.nrrs, (unsigned)dns_port, (unsigned)dns_rrl_rate,
 			  (unsigned)dns_rrl_slip);
 	else
-		vireo_log("dns: zone %s (%u records) on udp/tcp %u, rrl off", apex, (unsigned)dns_zone_table.nrrs,
+		vireo_log("dns: zone %s (%u records) on udp/tcp %u, rrl off", apex, (unsigned)dns_zone_cur.nrrs,
 			  (unsigned)dns_port);
+	if (dns_rrl_on && dns_rrl_global)
+		vireo_log("dns: at most %u UDP answers a second in all (dns.rrl.global)", (unsigned)dns_rrl_global);
+	if (dns_srv.nsid_len || dns_cookies || dns_chaos)
+		vireo_log("dns: nsid %s, cookies %s, chaos %s", dns_srv.nsid_len ? dns_nsid : "off",
+			  dns_cookies ? "on" : "off", dns_chaos ? "on" : "off");
 	return 0;
 }
 

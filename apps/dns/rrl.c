@@ -20,6 +20,56 @@ static u32 rrl_cap(const struct rrl *r)
 	return r->rate * 1000u;
 }
 
+void rrl_set_global(struct rrl *r, u32 rate)
+{
+	r->global_rate = MIN(rate, RRL_GLOBAL_MAX);
+	r->global.tokens = r->global_rate * 1000u;
+	r->global.last_ns = 0;
+	r->global.tag = 0;
+}
+
+/* Refills bk at rate (answers a second) up to one second's worth. */
+static void rrl_refill(struct rrl_bucket *bk, u32 rate, u64 now_ns)
+{
+	u64 el, add;
+
+	if (now_ns <= bk->last_ns)
+		return;
+	/* el <= 1 s here, so el * rate <= 1e9 * 4e6 fits easily. */
+	el = MIN(now_ns - bk->last_ns, 1000000000ULL);
+	add = el * rate / 1000000ULL;
+	/* While less than a thousandth has come in, the time keeps adding
+	 * up instead of being rounded away at every query. */
+	if (add) {
+		bk->tokens = (u32)MIN(bk->tokens + add, (u64)rate * 1000u);
+		bk->last_ns = now_ns;
+	}
+}
+
+/* Over a limit: one in slip goes out as a slip, the rest are dropped. */
+static enum rrl_verdict rrl_over(struct rrl *r, u32 *over)
+{
+	(*over)++;
+	if (r->slip && *over % r->slip == 0) {
+		r->slipped++;
+		return RRL_SLIP;
+	}
+	r->dropped++;
+	return RRL_DROP;
+}
+
+/* The global ceiling's verdict for an answer its prefix lets through. */
+static bool rrl_global_ok(struct rrl *r, u64 now_ns)
+{
+	if (!r->global_rate)
+		return true;
+	rrl_refill(&r->global, r->global_rate, now_ns);
+	if (r->global.tokens < 1000)
+		return false;
+	r->global.tokens -= 1000;
+	return true;
+}
+
 enum rrl_verdict rrl_check(struct rrl *r, const u8 *addr, size_t alen, u64 now_ns)
 {
 	u8 pfx[17] = { 0 };
@@ -28,6 +78,10 @@ enum rrl_verdict rrl_check(struct rrl *r, const u8 *addr, size_t alen, u64 now_n
 	u64 h;
 
 	if (r->rate == 0) {
+		if (!rrl_global_ok(r, now_ns)) {
+			r->global_limited++;
+			return rrl_over(r, &r->global.over);
+		}
 		r->passed++;
 		return RRL_PASS;
 	}
@@ -56,29 +110,18 @@ enum rrl_verdict rrl_check(struct rrl *r, const u8 *addr, size_t alen, u64 now_n
 		bk->tokens = rrl_cap(r);
 		bk->last_ns = now_ns;
 		bk->over = 0;
-	} else if (now_ns > bk->last_ns) {
-		/* el <= 1 s here, so el * rate <= 1e9 * 1e5 fits easily. */
-		u64 el = MIN(now_ns - bk->last_ns, 1000000000ULL);
-		u64 add = el * r->rate / 1000000ULL;
-
-		/* While less than a thousandth has come in, the time keeps
-		 * adding up instead of being rounded away at every query. */
-		if (add) {
-			bk->tokens = (u32)MIN(bk->tokens + add, (u64)rrl_cap(r));
-			bk->last_ns = now_ns;
-		}
+	} else {
+		rrl_refill(bk, r->rate, now_ns);
 	}
 	if (bk->tokens >= 1000) {
+		if (!rrl_global_ok(r, now_ns)) {
+			r->global_limited++;	/* the prefix keeps its token */
+			return rrl_over(r, &r->global.over);
+		}
 		bk->tokens -= 1000;
 		bk->over = 0;
 		r->passed++;
 		return RRL_PASS;
 	}
-	bk->over++;
-	if (r->slip && bk->over % r->slip == 0) {
-		r->slipped++;
-		return RRL_SLIP;
-	}
-	r->dropped++;
-	return RRL_DROP;
+	return rrl_over(r, &bk->over);
 }

@@ -62,6 +62,21 @@ struct vireo_app {
 		__attribute__((used, section(VIREO_APP_SECTION), aligned(sizeof(void *)))) = \
 			&vireo_appreg_##id
 
+/* ---- the app's files on the ESP ---- */
+
+/*
+ * The file `name` of the ESP's EFI/vireo/app/ directory (the app's own
+ * files), read by the boot loader before the kernel starts: at most 8 MiB
+ * and 256 files in all, names of [A-Za-z0-9._~-], read-only, 8-byte aligned,
+ * for the image's life. Returns 0 with *data and *len set; -ENOENT when
+ * there is no such file (or vireo booted without UEFI: PVH), -EOVERFLOW
+ * when the directory was over those bounds, -EIO when the firmware could
+ * not read it (or a name outside the set was in it). The bytes are whatever
+ * was written there: the app checks them before use (apps/dns: a compiled
+ * zone).
+ */
+int vireo_esp_file(const char *name, const void **data, size_t *len);
+
 /* ---- logging ---- */
 
 /*

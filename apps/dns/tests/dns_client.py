@@ -6,6 +6,10 @@ JSON object. Every loop is bounded (counts and socket timeouts).
   malformed SERVER PORT      bad queries over UDP, each with what came back
   burst SERVER PORT SRC N    N queries at once from source address SRC:
                              answers, truncated "slips" and silence counted
+  multiburst SERVER PORT SRC,SRC... N  N queries at once from each source:
+                             answers, slips and silence, in all
+  cookieburst SERVER PORT SRC N  a query with a client cookie, then N at
+                             once carrying the server cookie it got back
   pingpong SERVER PORT N      N queries one at a time (1 s timeout each):
                              queries/s and latency percentiles (make bench-dns)
   tcp SERVER PORT [unbounded]  several queries on one connection, pipelined
@@ -110,6 +114,96 @@ def burst(server, port, src, n):
     return {"sent": n, "answered": full, "slipped": slip, "silent": n - full - slip, "send_s": round(sent_s, 3)}
 
 
+def multiburst(server, port, srcs, n):
+    """n queries from each source address, all sent before any is read."""
+    socks = []
+    for src in srcs:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((src, 0))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        socks.append(s)
+    for i in range(n):
+        for s in socks:
+            s.sendto(query("host.vireo.test", qid=i), (server, port))
+    full = slip = 0
+    for s in socks:
+        s.settimeout(2.0)
+        for _ in range(n):
+            try:
+                h = header(s.recv(4096))
+            except socket.timeout:
+                break
+            if h.get("tc") and h.get("an") == 0:
+                slip += 1
+            elif h.get("an"):
+                full += 1
+        s.close()
+    total = n * len(srcs)
+    return {"sent": total, "answered": full, "slipped": slip, "silent": total - full - slip}
+
+
+def opt_cookie(cookie):
+    """An OPT record (EDNS 1232) carrying a COOKIE option."""
+    return b"\0" + struct.pack(">HHIH", 41, 1232, 0, 4 + len(cookie)) + struct.pack(">HH", 10, len(cookie)) + cookie
+
+
+def skip_name(m, o):
+    while True:
+        if m[o] & 0xC0 == 0xC0:
+            return o + 2
+        if m[o] == 0:
+            return o + 1
+        o += m[o] + 1
+
+
+def cookie_of(resp):
+    """The COOKIE option's data in a response's OPT record, or None."""
+    qd, an, ns, ar = struct.unpack(">HHHH", resp[4:12])
+    o = 12
+    for _ in range(qd):
+        o = skip_name(resp, o) + 4
+    for _ in range(an + ns + ar):
+        o = skip_name(resp, o)
+        rtype, _, _, rdlen = struct.unpack(">HHIH", resp[o:o + 10])
+        o += 10
+        if rtype == 41:
+            opts = resp[o:o + rdlen]
+            while len(opts) >= 4:
+                code, olen = struct.unpack(">HH", opts[:4])
+                if code == 10:
+                    return opts[4:4 + olen]
+                opts = opts[4 + olen:]
+        o += rdlen
+    return None
+
+
+def cookieburst(server, port, src, n):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((src, 0))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+    s.settimeout(2.0)
+    s.sendto(query("host.vireo.test", qid=1, ar=1, tail=opt_cookie(b"clientck")), (server, port))
+    first = s.recv(4096)
+    cookie = cookie_of(first)
+    out = {"first": header(first), "cookie_len": len(cookie) if cookie else 0, "answered": 0, "slipped": 0}
+    if not cookie:
+        return out
+    for i in range(n):
+        s.sendto(query("host.vireo.test", qid=i, ar=1, tail=opt_cookie(cookie)), (server, port))
+    for _ in range(n):
+        try:
+            h = header(s.recv(4096))
+        except socket.timeout:
+            break
+        if h.get("tc") and h.get("an") == 0:
+            out["slipped"] += 1
+        elif h.get("an"):
+            out["answered"] += 1
+    out["silent"] = n - out["answered"] - out["slipped"]
+    s.close()
+    return out
+
+
 def pingpong(server, port, n):
     names = ["vireo.test", "www.vireo.test", "nope.vireo.test", "host.vireo.test"]
     msgs = [query(nm, 1, qid=i) for i, nm in enumerate(names)]
@@ -207,6 +301,10 @@ def main(argv):
         res = malformed(argv[2], int(argv[3]))
     elif mode == "burst":
         res = burst(argv[2], int(argv[3]), argv[4], int(argv[5]))
+    elif mode == "multiburst":
+        res = multiburst(argv[2], int(argv[3]), argv[4].split(","), int(argv[5]))
+    elif mode == "cookieburst":
+        res = cookieburst(argv[2], int(argv[3]), argv[4], int(argv[5]))
     elif mode == "pingpong":
         res = pingpong(argv[2], int(argv[3]), int(argv[4]))
     elif mode == "tcp":

@@ -23,7 +23,8 @@
 #include "apps/dns/rrl.h"
 #include "lib/byteorder.h"
 
-extern const struct dns_zone dns_zone_table;
+static struct dns_zone zone;
+static struct dns_server srv = { .zone = &zone, .version = "vireo", .id = "dns_serve" };
 
 static volatile sig_atomic_t stop;
 
@@ -77,7 +78,8 @@ static void serve_tcp(int c)
 			off += (size_t)took;
 			if (m) {
 				struct dns_result res;
-				size_t n = dns_respond(&dns_zone_table, rd.buf + 2, m, out + 2, 65535, true, &res);
+				struct dns_peer p = { .now_s = (u32)(now_ns() / 1000000000ULL) };
+				size_t n = dns_respond(&srv, &p, rd.buf + 2, m, out + 2, 65535, true, &res);
 
 				dns_tcp_next(&rd);
 				if (n) {
@@ -98,9 +100,15 @@ int main(int argc, char **argv)
 	int u, t;
 	unsigned long answered = 0, ignored = 0;
 
+	char err[128];
+
 	if (argc != 5) {
 		fprintf(stderr, "usage: dns_serve PORT RATE SLIP SECONDS\n");
 		return 2;
+	}
+	if (dns_zone_open(&zone, dns_zone_builtin, dns_zone_builtin_len, err, sizeof err)) {
+		fprintf(stderr, "dns_serve: the zone: %s\n", err);
+		return 1;
 	}
 	u = sock(SOCK_DGRAM, atoi(argv[1]));
 	t = sock(SOCK_STREAM, atoi(argv[1]));
@@ -124,7 +132,10 @@ int main(int argc, char **argv)
 
 			if (got < 0)
 				continue;
-			n = dns_respond(&dns_zone_table, q, (size_t)got, out, sizeof out, false, &res);
+			struct dns_peer peer = { .addr = (const u8 *)&from.sin_addr, .alen = 4,
+						 .now_s = (u32)(now_ns() / 1000000000ULL) };
+
+			n = dns_respond(&srv, &peer, q, (size_t)got, out, sizeof out, false, &res);
 			if (!n) {
 				ignored++;
 				continue;

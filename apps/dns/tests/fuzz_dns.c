@@ -1,6 +1,11 @@
-/* libFuzzer target for apps/dns's engine (dnsmsg.c) over the example zone,
- * its TCP framing and the rate limiter. The first byte picks UDP or TCP and
- * the output room; the rest is a query (or, for the framing, a stream).
+/* libFuzzer target for apps/dns's engine (dnsmsg.c) over
+ * apps/dns/tests/rfc.zone (wildcards, delegations, every type), its TCP
+ * framing, the rate limiter, and the zone image check (zone.c). The first
+ * byte picks UDP or TCP, the output room, and the server's options (NSID,
+ * cookies, CHAOS); the rest is a query (or, for the framing, a stream).
+ * With the first byte's top bits 11, the rest edits a copy of the zone
+ * image instead (offset, value pairs), its checksum made right again: an
+ * image dns_zone_open accepts must then be served without a fault.
  * Checks: no crash or over-read (an exactly-sized copy), a response never
  * longer than its limit (512 without EDNS, DNS_UDP_MAX with it, the room
  * given over TCP), the ID echoed and QR set, every count matching whole
@@ -13,9 +18,13 @@
 
 #include "apps/dns/dnsmsg.h"
 #include "apps/dns/rrl.h"
+#include "apps/dns/zone.h"
 #include "lib/byteorder.h"
+#include "lib/crypto/siphash.h"
 
-extern const struct dns_zone dns_zone_table;
+static struct dns_zone zone;
+static struct dns_server srv = { .zone = &zone, .version = "vireo", .id = "fuzz" };
+static const u8 peer_ip[4] = { 192, 0, 2, 1 };
 
 /* Skips a name; 0 on anything a well-formed response cannot hold. */
 static size_t skip_name(const u8 *m, size_t len, size_t o)
@@ -64,23 +73,89 @@ static void check(const u8 *q, size_t qlen, const u8 *r, size_t n, size_t limit)
 		abort();
 }
 
+/* Mode 11: edits to the zone image; an accepted image is asked a few
+ * questions that reach every part of the engine. */
+static void fuzz_image(const u8 *data, size_t len)
+{
+	static u8 img[1 << 16] __attribute__((aligned(8)));
+	static const u8 k[16] = DNS_ZONE_CHECK_KEY;
+	static const char *const names[] = { "host3.example", "www.big.example", "c1.example", "a.wc.example",
+					     "sec.example", "q.w3.example", "_sip._udp.example", "example" };
+	static const u16 types[] = { DNS_TYPE_A, DNS_TYPE_MX, DNS_TYPE_ANY, DNS_TYPE_DS, DNS_TYPE_SRV, DNS_TYPE_NS };
+	static u8 resp[8192];
+	struct siphash_key key;
+	struct dns_server s = srv;
+	struct dns_peer p = { 0 };
+	struct dns_zone z;
+	struct dns_result res;
+	char err[128];
+	size_t ilen = dns_zone_builtin_len;
+
+	if (ilen > sizeof img)
+		abort();
+	memcpy(img, dns_zone_builtin, ilen);
+	for (size_t i = 0; i + 3 <= len; i += 3)
+		img[(get_be16(data + i) % (ilen - 24)) + 24] = data[i + 2];
+	siphash_key_from_bytes(&key, k);
+	put_le64(img + 16, siphash24(&key, img + 24, ilen - 24));
+	if (dns_zone_open(&z, img, ilen, err, sizeof err))
+		return;
+	s.zone = &z;
+	for (size_t ni = 0; ni < ARRAY_SIZE(names); ni++)
+		for (size_t ti = 0; ti < ARRAY_SIZE(types); ti++) {
+			u8 q[300];
+			const char *nm = names[ni];
+			size_t n = 12;
+
+			memset(q, 0, 12);
+			put_be16(q + 4, 1);
+			while (*nm) {
+				const char *dot = strchr(nm, '.');
+				size_t l = dot ? (size_t)(dot - nm) : strlen(nm);
+
+				q[n++] = (u8)l;
+				memcpy(q + n, nm, l);
+				n += l;
+				nm += l + (dot ? 1 : 0);
+			}
+			q[n++] = 0;
+			put_be16(q + n, types[ti]);
+			put_be16(q + n + 2, 1);
+			n += 4;
+			check(q, n, resp, dns_respond(&s, &p, q, n, resp, sizeof resp, ti & 1, &res),
+			      ti & 1 ? sizeof resp : DNS_UDP_MIN);
+		}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static u8 resp[70000];
 	static struct rrl rrl;
 	struct dns_result res;
+	struct dns_peer peer = { .addr = peer_ip, .alen = 4 };
 	u8 *copy;
 	size_t len, n, room;
 	bool tcp;
 
 	if (size < 1)
 		return 0;
+	if (!zone.base && dns_zone_open(&zone, dns_zone_builtin, dns_zone_builtin_len, (char[128]){ 0 }, 128))
+		abort();
+	if ((data[0] & 0xc0) == 0xc0) {
+		fuzz_image(data + 1, size - 1);
+		return 0;
+	}
+	srv.nsid = (const u8 *)"fuzz-nsid";
+	srv.nsid_len = (data[0] & 0x40) ? 9 : 0;
+	srv.cookies = (data[0] & 0x80) != 0;
+	srv.chaos = (data[0] & 0x20) != 0;
+	peer.now_s = size > 8 ? get_be32(data + size - 4) : 0;
 	tcp = data[0] & 1;
-	room = tcp ? DNS_UDP_MIN + (size_t)(data[0] >> 1) * 512 : sizeof resp;
+	room = tcp ? DNS_UDP_MIN + (size_t)((data[0] >> 1) & 0xf) * 512 : sizeof resp;
 	len = size - 1;
 	copy = malloc(len ? len : 1);
 	memcpy(copy, data + 1, len);
-	n = dns_respond(&dns_zone_table, copy, len, resp, room, tcp, &res);
+	n = dns_respond(&srv, &peer, copy, len, resp, room, tcp, &res);
 	if (n) {
 		size_t limit = tcp ? room : res.edns ? DNS_UDP_MAX : DNS_UDP_MIN;
 
@@ -108,7 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (m) {
 				if (m > DNS_TCP_QUERY_MAX)
 					abort();
-				n = dns_respond(&dns_zone_table, rd.buf + 2, m, resp, 65535, true, &res);
+				n = dns_respond(&srv, &peer, rd.buf + 2, m, resp, 65535, true, &res);
 				check(rd.buf + 2, m, resp, n, 65535);
 				dns_tcp_next(&rd);
 			} else if (took == 0) {

@@ -99,6 +99,7 @@ def test_header_and_negative(dns):
     out = dig(ns, "sub.vireo.test", "A")	# an empty non-terminal
     assert status(out) == "NOERROR" and count(out, "ANSWER") == 0
     assert status(dig(ns, "example.com", "A")) == "REFUSED"
+    assert status(dig(ns, "CH", "TXT", "version.bind")) == "REFUSED"	# dns.chaos is off by default
     out = dig(ns, "+norec", "www.child.vireo.test", "A")
     assert "aa" not in flags(out) and count(out, "AUTHORITY") == 2
 

@@ -20,6 +20,7 @@
 #include "runtime/site.h"
 #include "net/port/lwip_port.h"
 #include "kernel/time/time.h"
+#include "kernel/boot_info.h"
 #include "kernel/time/wallclock.h"
 #include "tests/host/lwip/lwip_wire.h"
 #include "vireo/vireo.h"
@@ -1032,6 +1033,56 @@ static void test_send_file_misuse(void **state)
 	assert_int_equal(vireo_resp_send_file((vireo_req){ 12345 }, &f), -EPIPE);
 }
 
+/* vireo_esp_file(): a file of EFI/vireo/app/ by name, from the directory
+ * table boot/esp.c leaves; every refusal state of the directory. */
+static void test_esp_file(void **state)
+{
+	static struct boot_info bi;
+	static struct {
+		struct boot_dir_entry tab[BOOT_DIR_MAX_FILES];
+		u8 bytes[32];
+	} dir;
+	struct boot_file *f = &bi.files[BOOT_FILE_APP];
+	const void *data;
+	size_t len;
+
+	(void)state;
+	memset(&bi, 0, sizeof bi);
+	api_esp_boot(&bi);
+	f->state = BOOT_FILE_NONE;	/* PVH: no ESP */
+	assert_int_equal(vireo_esp_file("zone.bin", &data, &len), -ENOENT);
+	f->state = BOOT_FILE_ABSENT;
+	assert_int_equal(vireo_esp_file("zone.bin", &data, &len), -ENOENT);
+	f->state = BOOT_FILE_TOO_BIG;
+	assert_int_equal(vireo_esp_file("zone.bin", &data, &len), -EOVERFLOW);
+	f->state = BOOT_FILE_TOO_MANY;
+	assert_int_equal(vireo_esp_file("zone.bin", &data, &len), -EOVERFLOW);
+	f->state = BOOT_FILE_ERROR;
+	assert_int_equal(vireo_esp_file("zone.bin", &data, &len), -EIO);
+
+	memcpy(dir.bytes, "first...zone-bytes", 18);
+	strcpy(dir.tab[0].path, "/a.txt");
+	dir.tab[0].off = 0;
+	dir.tab[0].len = 5;
+	strcpy(dir.tab[1].path, "/zone.bin");
+	dir.tab[1].off = 8;
+	dir.tab[1].len = 10;
+	f->state = BOOT_FILE_OK;
+	f->base = (u64)(uintptr_t)&dir;
+	f->n = 2;
+	assert_int_equal(vireo_esp_file("zone.bin", &data, &len), 0);
+	assert_int_equal(len, 10);
+	assert_memory_equal(data, "zone-bytes", 10);
+	assert_int_equal(vireo_esp_file("a.txt", &data, &len), 0);
+	assert_int_equal(len, 5);
+	assert_int_equal(vireo_esp_file("zone.bi", &data, &len), -ENOENT);	/* whole names only */
+	assert_int_equal(vireo_esp_file("zone.bin2", &data, &len), -ENOENT);
+	assert_int_equal(vireo_esp_file("/zone.bin", &data, &len), -ENOENT);
+	assert_int_equal(vireo_esp_file(NULL, &data, &len), -EIO);
+	f->n = BOOT_DIR_MAX_FILES + 1;	/* a table boot/ cannot have left */
+	assert_int_equal(vireo_esp_file("zone.bin", &data, &len), -EIO);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1055,6 +1106,7 @@ int main(void)
 		T(test_addr_str),
 		T(test_send_file_same_bytes),
 		T(test_send_file_misuse),
+		cmocka_unit_test(test_esp_file),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);
