@@ -687,6 +687,45 @@ void fake_dev_set_no_notify(struct fake_dev *d, bool on)
 	fd_mb();	/* orders the flags store before our next avail read */
 }
 
+bool fake_dev_will_notify(struct fake_dev *d)
+{
+	u16 ev_flags, ev, pos;
+	bool w;
+	u32 ndesc = 0;
+
+	fake_dev_fetch(d);
+	if (!d->npending)
+		return false;
+	if (!d->packed) {
+		/* Entry k moves used idx from used_idx + k - 1 to used_idx + k:
+		 * need_event fires for k - 1 == used_event - used_idx. */
+		if (d->event_idx)
+			return (u16)(READ_ONCE(d->avail->ring[d->num]) - d->used_idx) < d->npending;
+		return !(READ_ONCE(d->avail->flags) & VIRTQ_AVAIL_F_NO_INTERRUPT);
+	}
+	ev_flags = READ_ONCE(d->drv_evt->flags);
+	if (ev_flags == VIRTQ_EVENT_FLAGS_ENABLE)
+		return true;
+	if (ev_flags != VIRTQ_EVENT_FLAGS_DESC)
+		return false;
+	/* The used descriptors go to [used_pos, used_pos + ndesc) whatever
+	 * the order the buffers complete in. */
+	for (unsigned i = 0; i < d->npending; i++)
+		ndesc += d->pending[i].ndesc;
+	ev = READ_ONCE(d->drv_evt->desc);
+	pos = d->used_pos;
+	w = d->used_wrap;
+	for (u32 k = 0; k < ndesc; k++) {
+		if (pos == (ev & VIRTQ_EVENT_OFF_MASK) && w == (ev >> VIRTQ_EVENT_WRAP_SHIFT))
+			return true;
+		if (++pos == d->num) {
+			pos = 0;
+			w = !w;
+		}
+	}
+	return false;
+}
+
 void fake_dev_set_avail_event(struct fake_dev *d, u16 idx)
 {
 	WRITE_ONCE(*(le16 *)&d->used->ring[d->num], idx);

@@ -144,6 +144,13 @@ void fake_dev_raw_used(struct fake_dev *d, u32 id, u32 len, u16 adv);
 /* Packed: write a raw descriptor at the device's used position (no advance). */
 void fake_dev_raw_packed(struct fake_dev *d, u16 id, u32 len, u16 flags);
 
+/* Whether completing every buffer taken and not yet completed (after
+ * fetching what is newly available), one used entry each in any order,
+ * would send a used-buffer notification under the driver's suppression
+ * fields as they are now. Takes newly available buffers first (as the
+ * device may at any time), else only reads; false with none outstanding. */
+bool fake_dev_will_notify(struct fake_dev *d);
+
 /* Available-buffer notification suppression, device side. */
 void fake_dev_set_no_notify(struct fake_dev *d, bool on);	/* split flags */
 void fake_dev_set_avail_event(struct fake_dev *d, u16 idx);	/* split event idx */

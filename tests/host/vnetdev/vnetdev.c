@@ -666,3 +666,13 @@ bool vd_irq(struct vnetdev *v, unsigned qi, bool force)
 	hk_vq_interrupt(v->vq[qi]);
 	return true;
 }
+
+bool vd_wakeup_due(struct vnetdev *v, unsigned qi)
+{
+	if (qi >= VD_NQ || !v->live[qi])
+		return false;
+	if (v->q[qi].interrupts != v->irqs_seen[qi])
+		return true;
+	fetch(v, qi);
+	return fake_dev_will_notify(&v->q[qi]);
+}

@@ -160,5 +160,9 @@ unsigned vd_raw_pending(struct vnetdev *v, unsigned qi);	/* taken, not completed
  * last call (event index / flags), or always with force. Returns true if
  * delivered. */
 bool vd_irq(struct vnetdev *v, unsigned qi, bool force);
+/* Whether queue qi's driver will hear from the device about the buffers it
+ * has outstanding: an interrupt the device decided on is not delivered yet,
+ * or completing all of them would raise one (fake_dev_will_notify). */
+bool vd_wakeup_due(struct vnetdev *v, unsigned qi);
 
 #endif
