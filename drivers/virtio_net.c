@@ -638,7 +638,26 @@ static void vnet_coal_timer_fn(struct timer *t, void *arg)
 	work_queue(&vn->rx_work);
 }
 
-/* ---- transmit ---- */
+/* ---- transmit ----
+ *
+ * The transmit queue's wakeup rule: whenever a frame is in flight (added
+ * and not yet reclaimed), either the device has been asked to interrupt by
+ * the time it has completed all of them, or the kick or the poll is
+ * queued. A frame in flight holds the upper layer's memory (a zero-copy
+ * body, the reflector's receive buffer), so a queue that breaks the rule
+ * keeps it until something else makes the driver look: the next send, or
+ * nothing at all when the next send waits for that memory (the reflector
+ * with every receive buffer in flight, issue 37). Every path keeps it:
+ * - vnet_tx() adds a frame and queues the kick;
+ * - the kick and the poll end in vnet_tx_arm(), which arms for everything
+ *   in flight, or queues the poll when the device got there first;
+ * - the interrupt disables the callback and queues the poll;
+ * - a reclaim anywhere else (vnet_tx() with no free slot, the receive
+ *   poll, link resume) moves neither the device's used index nor the
+ *   armed event: what is still in flight stays covered by it.
+ * The event index moves only forward with the frames in flight, so an
+ * interrupt decided for an earlier event and delivered after a later one
+ * was armed ends in a poll that arms again for what is left. */
 
 static unsigned vnet_tx_reclaim(struct vnet *vn)
 {
@@ -668,6 +687,22 @@ static unsigned vnet_tx_reclaim(struct vnet *vn)
 	return n;
 }
 
+/* Re-establishes the rule above: one interrupt once everything in flight
+ * is done. virtq_enable_cb_delayed() reads the used index again after
+ * publishing the event (§2.7.14: re-check after re-enabling, since the
+ * device may have passed the event before it saw it, §2.7.7); if it has,
+ * the interrupt may never come and the poll takes over. Nothing in
+ * flight: nothing to wake for, and the next kick arms. */
+static void vnet_tx_arm(struct vnet *vn)
+{
+	struct virtq *vq = &vn->tx->vq;
+
+	if (vq->inflight && !virtq_enable_cb_delayed(vq, vq->inflight)) {
+		virtq_disable_cb(vq);
+		work_queue(&vn->tx_work);
+	}
+}
+
 /* Kicks once per loop pass however many frames were queued in it. */
 static void vnet_tx_kick(void *arg)
 {
@@ -677,11 +712,7 @@ static void vnet_tx_kick(void *arg)
 		return;
 	vn->tx_pending_kick = false;
 	virtq_kick(&vn->tx->vq);
-	/* One interrupt when everything in flight is done, to reclaim. */
-	if (!virtq_enable_cb_delayed(&vn->tx->vq, (u16)vn->tx->vq.inflight)) {
-		virtq_disable_cb(&vn->tx->vq);
-		work_queue(&vn->tx_work);
-	}
+	vnet_tx_arm(vn);
 }
 
 int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned flags, void *token)
@@ -783,6 +814,7 @@ static void vnet_tx_poll(void *arg)
 	vn->st[1].polls++;
 	vn->st[1].interrupts = vn->tx->interrupts;
 	vnet_tx_reclaim(vn);
+	vnet_tx_arm(vn);	/* nothing when the reclaim found the queue broken */
 }
 
 static void vnet_tx_irq(struct virtio_vq *q)

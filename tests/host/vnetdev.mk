@@ -21,6 +21,12 @@ $(VNETDEV_WRAP): tests/host/vnetdev/virtio_net_host.c drivers/virtio_net.c \
 HOST_TESTS += test_vnetdev
 test_vnetdev_SRCS := tests/host/test_vnetdev.c $(VNETDEV_SRCS)
 test_vnetdev_LDFLAGS := $(VIRTIO_HOST_LDFLAGS)
+# The same driver and device with the frame reflector above: the queues'
+# wakeup rules under every interleaving of the event-index race and under
+# overload (issue 37).
+HOST_TESTS += test_vnet_wakeup
+test_vnet_wakeup_SRCS := tests/host/test_vnet_wakeup.c $(VNETDEV_SRCS)
+test_vnet_wakeup_LDFLAGS := $(VIRTIO_HOST_LDFLAGS)
 FUZZERS += fuzz_vnet_rx
 fuzz_vnet_rx_SRCS := tests/fuzz/fuzz_vnet_rx.c $(VNETDEV_SRCS)
 fuzz_vnet_rx_LDFLAGS := $(VIRTIO_HOST_LDFLAGS)
