@@ -6,9 +6,12 @@
 # time to observe them, VIRTIO_HOST_LDFLAGS) and a simulated device.
 # The wrapper is copied into $(BUILD) whenever the driver or a header changes:
 # the one-command host rule records only the last source's dependencies, and
-# the driver is not a source of its own here.
+# the driver is not a source of its own here. virtq_enable_cb and
+# virtq_enable_cb_delayed are wrapped too: shim_mb_hook runs just before a
+# driver re-enables a callback (hostbus.c).
 VNETDEV_WRAP := $(BUILD)/host/vnetdev/virtio_net_host.c
-VIRTIO_HOST_LDFLAGS := -Wl,--wrap=virtio_set_broken -Wl,--wrap=virtio_keep_forever
+VIRTIO_HOST_LDFLAGS := -Wl,--wrap=virtio_set_broken -Wl,--wrap=virtio_keep_forever \
+	-Wl,--wrap=virtq_enable_cb -Wl,--wrap=virtq_enable_cb_delayed
 VNETDEV_SRCS := $(VNETDEV_WRAP) tests/host/vnetdev/hostbus.c \
 	tests/host/vnetdev/vnetdev.c tests/host/vnetdev/upper.c tests/host/fake_dev.c \
 	drivers/virtio.c drivers/virtio_core.c drivers/virtq.c drivers/vnet_hdr.c drivers/vnet_ctrl.c drivers/vnet_gso.c drivers/coalesce.c drivers/vnet_echo.c drivers/virtio_selftest.c \

@@ -20,10 +20,11 @@ struct shim_barrier_counts {
 __attribute__((weak)) struct shim_barrier_counts shim_barriers;
 /* If set, runs at every full barrier (mb, dma_mb), after the fence: a
  * simulated device acting there acts between the driver's store and its
- * re-read (the event-index race of virtq_enable_cb*), the one interleaving
- * a single-threaded test cannot otherwise reach. A test that sets it must
- * not re-enter the code under test from it other than as an interrupt
- * would (tests/host/test_vnet_wakeup.c). */
+ * re-read (the event-index race of virtq_enable_cb*), an interleaving a
+ * single-threaded test cannot otherwise reach. The virtio host tests also
+ * run it just before a driver re-enables a callback (tests/host/vnetdev/
+ * hostbus.c). A test that sets it must not re-enter the code under test
+ * from it other than as an interrupt would (tests/host/test_vnet_wakeup.c). */
 __attribute__((weak)) void (*shim_mb_hook)(void);
 #define SHIM_FENCE(counter, order) (shim_barriers.counter++, __atomic_thread_fence(order))
 #define SHIM_FULL(counter) (SHIM_FENCE(counter, __ATOMIC_SEQ_CST), shim_mb_hook ? shim_mb_hook() : (void)0)
