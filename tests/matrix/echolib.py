@@ -47,9 +47,13 @@ def build_flooder():
 class EchoGuest:
     """vireo with vnet.echo on a tap in a namespace of its own.
     device_opts: virtio-net-pci properties; extra_cmdline: more of the
-    kernel command line; mem: MiB; qemu_extra: more QEMU arguments."""
+    kernel command line; mem: MiB; qemu_extra: more QEMU arguments;
+    nice: QEMU's niceness (None: inherited). A negative one keeps QEMU's
+    vCPU thread and its I/O thread on CPUs at the same time on a busy
+    host, as on an idle one: the device completing transmits while the
+    driver re-arms needs both running (test_echo_flood.py)."""
 
-    def __init__(self, device_opts="", extra_cmdline="", mem=64, image=IMAGE, qemu_extra=()):
+    def __init__(self, device_opts="", extra_cmdline="", mem=64, image=IMAGE, qemu_extra=(), nice=None):
         self.ns = nsmod.Netns()
         self.vm = None
         try:
@@ -57,7 +61,8 @@ class EchoGuest:
             # waits here, then is dropped (tx_dropped).
             self.ns.run("ip", "link", "set", self.ns.tap, "txqueuelen", "1000", check=True)
             cl = "vnet.echo" + (f" {extra_cmdline}" if extra_cmdline else "")
-            self.vm = Vm(cmdline=cl, mem=mem, image=image, wrap=self.ns.wrap,
+            wrap = self.ns.wrap + (["nice", "-n", str(nice)] if nice is not None else [])
+            self.vm = Vm(cmdline=cl, mem=mem, image=image, wrap=wrap,
                          extra=self.ns.qemu_args(device_opts) + list(qemu_extra))
             self.vm.wait_for(r"^virtio\d+: net: echo attached$", timeout=180)
             self.vm.wait_for(r"^virtio\d+: net: link up$", timeout=60)

@@ -210,8 +210,9 @@ void hk_config_interrupt(struct virtio_dev *d)
 /* A driver re-enabling a callback (wrapped, VIRTIO_HOST_LDFLAGS): the
  * simulated device may act first (shim_mb_hook), after the driver's last
  * look at the used ring and before its store, the window the re-check
- * after re-enabling exists for; the full barriers give the window after
- * the store. Calls from inside virtq.c are not wrapped. */
+ * after re-enabling exists for; the full barriers give the window between
+ * the store and the re-check; and it may act again once the call returns,
+ * after the re-check. Calls from inside virtq.c are not wrapped. */
 bool __real_virtq_enable_cb(struct virtq *vq);
 bool __wrap_virtq_enable_cb(struct virtq *vq);
 bool __real_virtq_enable_cb_delayed(struct virtq *vq, u16 n);
@@ -219,14 +220,24 @@ bool __wrap_virtq_enable_cb_delayed(struct virtq *vq, u16 n);
 
 bool __wrap_virtq_enable_cb(struct virtq *vq)
 {
+	bool ok;
+
 	if (shim_mb_hook)
 		shim_mb_hook();
-	return __real_virtq_enable_cb(vq);
+	ok = __real_virtq_enable_cb(vq);
+	if (shim_mb_hook)
+		shim_mb_hook();
+	return ok;
 }
 
 bool __wrap_virtq_enable_cb_delayed(struct virtq *vq, u16 n)
 {
+	bool ok;
+
 	if (shim_mb_hook)
 		shim_mb_hook();
-	return __real_virtq_enable_cb_delayed(vq, n);
+	ok = __real_virtq_enable_cb_delayed(vq, n);
+	if (shim_mb_hook)
+		shim_mb_hook();
+	return ok;
 }
