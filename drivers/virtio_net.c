@@ -724,10 +724,11 @@ static void vnet_tx_arm(struct vnet *vn)
  * overload run in four, tests/matrix/test_echo_flood.py). The same holds
  * for kicks (avail idx against the device's avail event). So the driver
  * looks once more, RECHECK_NS after it armed or posted: used buffers on
- * either queue are taken as their interrupt, and both queues are notified
- * if they hold buffers (a notification the device does not need costs it
- * one look at the ring). The timer runs again while frames are in flight,
- * and stops when nothing is: an idle device costs nothing. */
+ * either queue are taken as their interrupt, the receive queue is notified,
+ * and the transmit queue while frames are in flight (a notification the
+ * device does not need costs it one look at the ring). The timer runs
+ * again while frames are in flight, and stops when nothing is: an idle
+ * device costs nothing. */
 #define RECHECK_NS (10 * NSEC_PER_MSEC)
 
 static void vnet_tx_irq(struct virtio_vq *q);

@@ -104,6 +104,15 @@ struct fake_dev {
 					 * middle of virtq_add, like a device running
 					 * concurrently: catches publishing too early */
 	enum fake_lie lie;		/* applied to the next completion, then cleared */
+	/* Packed: the last descriptor the device wrote that the driver did not
+	 * make (fake_dev_raw_packed, FAKE_LIE_WRAP/FLAGS), and where. The ring
+	 * is shared: until the driver writes that slot again, the device takes
+	 * it for its own, never for a buffer made available (it could look
+	 * like one, and send the device reading memory at the driver's old
+	 * address with the length it wrote itself). */
+	bool scribbled;
+	u16 scribble_pos;
+	struct pvirtq_desc scribble;
 };
 
 /* cfg->dma_map / cfg->notify for a queue driven by a fake_dev (ctx = dev). */
