@@ -458,6 +458,15 @@ bench-iommu: deps-test $(IMAGE)
 	$(Q)$(PYTHON) tests/bench/iommu.py --reps $(or $(BENCH_REPS),2) --seconds $(or $(BENCH_DURATION),5) \
 		--mem $(or $(BENCH_MEM),256)
 
+# The device ceiling: frames/s the frame reflector (vnet.echo) sends back
+# at 60, 590 and 1514 B, offered at rising rates from AF_PACKET on a tap
+# (tests/bench/echo.py, tests/bench/echoflood.c); BENCH_DURATION s per step
+# (3), BENCH_MEM (256). Table on stdout, JSON in build/bench/echo.json.
+# About 1.5 minutes; needs root.
+.PHONY: bench-echo
+bench-echo: deps-test $(IMAGE)
+	$(Q)$(PYTHON) tests/bench/echo.py --seconds $(or $(BENCH_DURATION),3) --mem $(or $(BENCH_MEM),256)
+
 # BENCH_MIGRATIONS (5) live migrations back and forth between two QEMUs
 # under a client load (tests/matrix/migrlib.py, as test_migration.py):
 # downtime and total time min/median/max, failed requests.
@@ -533,12 +542,13 @@ help:
 	@echo "                  killed, no request lost (~30 s; needs root; not in make test)"
 	@echo "  make test-matrix  the appliance in 25 virtio-net/machine configurations, TSO on"
 	@echo "                  a wire and off, uploads with receive TSO on and off, DMA through VT-d,"
-	@echo "                  live migration under load, plus test-hostile (~12-14 min; needs root for a"
+	@echo "                  live migration under load, the frame reflector under overload in 6"
+	@echo "                  configurations, plus test-hostile (~14-16 min; needs root for a"
 	@echo "                  netns with a tap)"
 	@echo "  make test-matrix-quick  4 of those configurations, ab -k -c 32 on 3 boots,"
 	@echo "                  TSO on a wire, uploads with receive TSO, a VT-d fault and recovery,"
 	@echo "                  live migration (split, packed, the virtio.features= lock-down pair)"
-	@echo "                  (part of make test, ~3-4 min)"
+	@echo "                  the reflector under overload (part of make test, ~4-5 min)"
 	@echo "  make qemu-current  build QEMU 10.0 (Debian trixie's source, x86_64-softmmu only) once,"
 	@echo "                  cached outside the clone (tools/qemu-current.sh --path prints where)"
 	@echo "  make test-qemu-current  IN_ORDER (split, packed; net, rng, console) against QEMU 10.0's"
@@ -572,6 +582,9 @@ help:
 	@echo "  make bench-iommu  req/s (612 B c1, c32) and MB/s (64 KiB c32) with the NIC's DMA translated"
 	@echo "                  by intel-iommu vs no IOMMU, alternated (BENCH_REPS=2 BENCH_DURATION=5"
 	@echo "                  BENCH_MEM=256; about 2 min; needs root)"
+	@echo "  make bench-echo  the device ceiling: frames/s vnet.echo reflects at 60, 590, 1514 B,"
+	@echo "                  offered at rising rates over a tap (BENCH_DURATION=3 BENCH_MEM=256;"
+	@echo "                  about 1.5 min; needs root)"
 	@echo "  make bench-migration  BENCH_MIGRATIONS=5 live migrations under load: downtime, total time,"
 	@echo "                  failed requests (BENCH_MIGRATION_OPTS=--packed/--iommu; needs root)"
 	@echo "  make bench-attacks  SYN flood, out-of-order pinning, fragment trains, slot hog, orphan"

@@ -71,6 +71,7 @@ struct vnet {
 	struct virtio_vq *rx, *tx, *ctrl;
 	struct work rx_work, tx_work, refill_work, kick_work;
 	struct timer coal_timer;
+	struct timer recheck;		/* vnet_recheck() */
 	struct coal_policy coal;
 	bool coal_device;		/* NOTF_COAL programs the device */
 	bool coal_dev_set;
@@ -389,6 +390,8 @@ static void vnet_rx_free_chain(struct vnet *vn, struct vnet_rxbuf *b)
 	}
 }
 
+static void vnet_recheck_soon(struct vnet *vn);
+
 static void vnet_rx_post(struct vnet *vn)
 {
 	bool added = false;
@@ -405,8 +408,10 @@ static void vnet_rx_post(struct vnet *vn)
 		vn->nposted++;
 		added = true;
 	}
-	if (added)
+	if (added) {
 		virtq_kick(&vn->rx->vq);
+		vnet_recheck_soon(vn);
+	}
 }
 
 static void vnet_rx_refill(void *arg)
@@ -568,6 +573,7 @@ static void vnet_rx_rearm(struct vnet *vn)
 		work_queue(&vn->rx_work);
 		return;
 	}
+	vnet_recheck_soon(vn);
 	dl = coal_deadline(&vn->coal, now, vn->coal_device);
 	if (dl != COAL_NO_DEADLINE)
 		timer_start(&vn->coal_timer, dl);
@@ -636,7 +642,26 @@ static void vnet_coal_timer_fn(struct timer *t, void *arg)
 	work_queue(&vn->rx_work);
 }
 
-/* ---- transmit ---- */
+/* ---- transmit ----
+ *
+ * The transmit queue's wakeup rule: whenever a frame is in flight (added
+ * and not yet reclaimed), either the device has been asked to interrupt by
+ * the time it has completed all of them, or the kick or the poll is
+ * queued. A frame in flight holds the upper layer's memory (a zero-copy
+ * body, the reflector's receive buffer), so a queue that breaks the rule
+ * keeps it until something else makes the driver look: the next send, or
+ * nothing at all when the next send waits for that memory (the reflector
+ * with every receive buffer in flight, issue 37). Every path keeps it:
+ * - vnet_tx() adds a frame and queues the kick;
+ * - the kick and the poll end in vnet_tx_arm(), which arms for everything
+ *   in flight, or queues the poll when the device got there first;
+ * - the interrupt disables the callback and queues the poll;
+ * - a reclaim anywhere else (vnet_tx() with no free slot, the receive
+ *   poll, link resume) moves neither the device's used index nor the
+ *   armed event: what is still in flight stays covered by it.
+ * The event index moves only forward with the frames in flight, so an
+ * interrupt decided for an earlier event and delivered after a later one
+ * was armed ends in a poll that arms again for what is left. */
 
 static unsigned vnet_tx_reclaim(struct vnet *vn)
 {
@@ -666,6 +691,69 @@ static unsigned vnet_tx_reclaim(struct vnet *vn)
 	return n;
 }
 
+/* Re-establishes the rule above: one interrupt once everything in flight
+ * is done. virtq_enable_cb_delayed() reads the used index again after
+ * publishing the event (§2.7.14: re-check after re-enabling, since the
+ * device may have passed the event before it saw it, §2.7.7); if it has,
+ * the interrupt may never come and the poll takes over. Nothing in
+ * flight: nothing to wake for, and the next kick arms. */
+static void vnet_tx_arm(struct vnet *vn)
+{
+	struct virtq *vq = &vn->tx->vq;
+
+	if (!vq->inflight)
+		return;
+	if (!virtq_enable_cb_delayed(vq, vq->inflight)) {
+		virtq_disable_cb(vq);
+		work_queue(&vn->tx_work);
+	}
+	vnet_recheck_soon(vn);
+}
+
+/* The re-checks above are the driver's half of a handshake whose other
+ * half runs in the device, concurrently: the driver stores the event, then
+ * reads the index; the device stores the index, then reads the event. With
+ * a full barrier between each store and read, one of them sees the other.
+ * QEMU before 8.1 under TCG with one vCPU does not carry out the guest's
+ * barriers (its commit "tcg: Do not elide memory barriers for
+ * !CF_PARALLEL in system mode", c914d46d0a), so on QEMU 7.2 both can miss:
+ * a queue is armed, the device used what it holds and sent nothing, and the
+ * reflector stops for good (seen with the rule above kept: about one
+ * overload run in four, tests/matrix/test_echo_flood.py). The same holds
+ * for kicks (avail idx against the device's avail event). So the driver
+ * looks once more, RECHECK_NS after it armed or posted: used buffers on
+ * either queue are taken as their interrupt, the receive queue is notified,
+ * and the transmit queue while frames are in flight (a notification the
+ * device does not need costs it one look at the ring). The timer runs
+ * again while frames are in flight, and stops when nothing is: an idle
+ * device costs nothing. */
+#define RECHECK_NS (10 * NSEC_PER_MSEC)
+
+static void vnet_tx_irq(struct virtio_vq *q);
+
+__cold static void vnet_recheck(struct timer *t, void *arg)
+{
+	struct vnet *vn = arg;
+
+	/* Stopped before the queues go (remove, a failed probe); a broken
+	 * queue reports nothing used and takes no notification. */
+	if (virtq_more_used(&vn->rx->vq))
+		vnet_rx_irq(vn->rx);
+	if (virtq_more_used(&vn->tx->vq))
+		vnet_tx_irq(vn->tx);
+	virtq_notify(&vn->rx->vq);
+	if (vn->tx->vq.inflight) {
+		virtq_notify(&vn->tx->vq);
+		timer_start(t, time_ns() + RECHECK_NS);
+	}
+}
+
+__attribute__((noinline)) static void vnet_recheck_soon(struct vnet *vn)
+{
+	if (!vn->recheck.armed)
+		timer_start(&vn->recheck, time_ns() + RECHECK_NS);
+}
+
 /* Kicks once per loop pass however many frames were queued in it. */
 static void vnet_tx_kick(void *arg)
 {
@@ -675,11 +763,7 @@ static void vnet_tx_kick(void *arg)
 		return;
 	vn->tx_pending_kick = false;
 	virtq_kick(&vn->tx->vq);
-	/* One interrupt when everything in flight is done, to reclaim. */
-	if (!virtq_enable_cb_delayed(&vn->tx->vq, (u16)vn->tx->vq.inflight)) {
-		virtq_disable_cb(&vn->tx->vq);
-		work_queue(&vn->tx_work);
-	}
+	vnet_tx_arm(vn);
 }
 
 int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned flags, void *token)
@@ -781,6 +865,7 @@ static void vnet_tx_poll(void *arg)
 	vn->st[1].polls++;
 	vn->st[1].interrupts = vn->tx->interrupts;
 	vnet_tx_reclaim(vn);
+	vnet_tx_arm(vn);	/* nothing when the reclaim found the queue broken */
 }
 
 static void vnet_tx_irq(struct virtio_vq *q)
@@ -981,6 +1066,7 @@ static struct vnet *vnet_for(struct virtio_dev *d)
 		work_init(&vnets[slot]->refill_work, vnet_rx_refill, vnets[slot]);
 		work_init(&vnets[slot]->kick_work, vnet_tx_kick, vnets[slot]);
 		timer_init(&vnets[slot]->coal_timer, vnet_coal_timer_fn, vnets[slot]);
+		timer_init(&vnets[slot]->recheck, vnet_recheck, vnets[slot]);
 		timer_init(&vnets[slot]->ctrl_timer, vnet_ctrl_timer_fn, vnets[slot]);
 	}
 	return vnets[slot];
@@ -1146,6 +1232,7 @@ fail:
 	 * may call into vn (or run work queued on it) once it is freed. */
 	virtio_quiesce(d);
 	timer_stop(&vn->coal_timer);
+	timer_stop(&vn->recheck);
 	vnet_ctrl_reset(vn);
 	work_cancel(&vn->rx_work);
 	work_cancel(&vn->tx_work);
@@ -1178,6 +1265,7 @@ __cold static void vnet_net_remove(struct virtio_dev *d)
 	 * and no device first, so the upper layer drops what it had queued for
 	 * us and nothing it does from tx_done() below can reach these queues. */
 	timer_stop(&vn->coal_timer);
+	timer_stop(&vn->recheck);
 	vnet_ctrl_reset(vn);
 	vnet_set_link(vn, false);
 	vn->vd = NULL;

@@ -180,6 +180,7 @@ void fake_dev_reset(struct fake_dev *d)
 	d->npending = 0;
 	d->have_last_id = false;
 	d->lie = FAKE_LIE_NONE;
+	d->scribbled = false;
 }
 
 void fake_dev_init(struct fake_dev *d, const struct virtq_config *cfg, const struct virtq *vq)
@@ -402,6 +403,19 @@ static void packed_table(struct fake_dev *d, struct fake_buf *b, const struct pv
 	}
 }
 
+/* The device's own scribble, not yet overwritten by the driver. */
+static bool scribbled_at(const struct fake_dev *d, u16 pos)
+{
+	return d->scribbled && pos == d->scribble_pos && !memcmp(&d->pdesc[pos], &d->scribble, sizeof d->scribble);
+}
+
+static void scribble(struct fake_dev *d, u16 pos)
+{
+	d->scribbled = true;
+	d->scribble_pos = pos;
+	memcpy(&d->scribble, &d->pdesc[pos], sizeof d->scribble);
+}
+
 static unsigned fetch_packed(struct fake_dev *d)
 {
 	unsigned n = 0;
@@ -424,6 +438,8 @@ static unsigned fetch_packed(struct fake_dev *d)
 		for (;;) {
 			const struct pvirtq_desc *dd = &d->pdesc[pos];
 
+			if (scribbled_at(d, pos))
+				return n;	/* ours, not the driver's: nothing more to take */
 			if (++count > d->num) {
 				dev_err(d, "descriptor list longer than the queue");
 				return n;
@@ -568,6 +584,7 @@ static void publish(struct fake_dev *d, const struct fake_buf *b, u32 len, unsig
 			flags = d->used_wrap ? 0 : (VIRTQ_DESC_F_AVAIL | VIRTQ_DESC_F_USED);
 		if (d->lie == FAKE_LIE_FLAGS)
 			flags = d->used_wrap ? VIRTQ_DESC_F_USED : VIRTQ_DESC_F_AVAIL;
+
 		if (len)
 			flags |= VIRTQ_DESC_F_WRITE;	/* §2.8.4: data was written */
 		d->pdesc[pos].id = id;
@@ -575,6 +592,8 @@ static void publish(struct fake_dev *d, const struct fake_buf *b, u32 len, unsig
 		fd_wmb();	/* orders id/len before the flags that publish them */
 		WRITE_ONCE(d->pdesc[pos].flags, flags);
 		fd_mb();	/* orders the flags store before reading the driver's suppression */
+		if (d->lie == FAKE_LIE_WRAP || d->lie == FAKE_LIE_FLAGS)
+			scribble(d, pos);
 
 		ev_flags = READ_ONCE(d->drv_evt->flags);
 		ev = READ_ONCE(d->drv_evt->desc);
@@ -677,6 +696,7 @@ void fake_dev_raw_packed(struct fake_dev *d, u16 id, u32 len, u16 flags)
 	d->pdesc[d->used_pos].len = len;
 	fd_wmb();	/* orders id/len before the flags */
 	WRITE_ONCE(d->pdesc[d->used_pos].flags, flags);
+	scribble(d, d->used_pos);
 }
 
 /* ---- device-side notification suppression ---------------------------------- */
@@ -685,6 +705,45 @@ void fake_dev_set_no_notify(struct fake_dev *d, bool on)
 {
 	WRITE_ONCE(d->used->flags, (u16)(on ? VIRTQ_USED_F_NO_NOTIFY : 0));
 	fd_mb();	/* orders the flags store before our next avail read */
+}
+
+bool fake_dev_will_notify(struct fake_dev *d)
+{
+	u16 ev_flags, ev, pos;
+	bool w;
+	u32 ndesc = 0;
+
+	fake_dev_fetch(d);
+	if (!d->npending)
+		return false;
+	if (!d->packed) {
+		/* Entry k moves used idx from used_idx + k - 1 to used_idx + k:
+		 * need_event fires for k - 1 == used_event - used_idx. */
+		if (d->event_idx)
+			return (u16)(READ_ONCE(d->avail->ring[d->num]) - d->used_idx) < d->npending;
+		return !(READ_ONCE(d->avail->flags) & VIRTQ_AVAIL_F_NO_INTERRUPT);
+	}
+	ev_flags = READ_ONCE(d->drv_evt->flags);
+	if (ev_flags == VIRTQ_EVENT_FLAGS_ENABLE)
+		return true;
+	if (ev_flags != VIRTQ_EVENT_FLAGS_DESC)
+		return false;
+	/* The used descriptors go to [used_pos, used_pos + ndesc) whatever
+	 * the order the buffers complete in. */
+	for (unsigned i = 0; i < d->npending; i++)
+		ndesc += d->pending[i].ndesc;
+	ev = READ_ONCE(d->drv_evt->desc);
+	pos = d->used_pos;
+	w = d->used_wrap;
+	for (u32 k = 0; k < ndesc; k++) {
+		if (pos == (ev & VIRTQ_EVENT_OFF_MASK) && w == (ev >> VIRTQ_EVENT_WRAP_SHIFT))
+			return true;
+		if (++pos == d->num) {
+			pos = 0;
+			w = !w;
+		}
+	}
+	return false;
 }
 
 void fake_dev_set_avail_event(struct fake_dev *d, u16 idx)

@@ -104,6 +104,15 @@ struct fake_dev {
 					 * middle of virtq_add, like a device running
 					 * concurrently: catches publishing too early */
 	enum fake_lie lie;		/* applied to the next completion, then cleared */
+	/* Packed: the last descriptor the device wrote that the driver did not
+	 * make (fake_dev_raw_packed, FAKE_LIE_WRAP/FLAGS), and where. The ring
+	 * is shared: until the driver writes that slot again, the device takes
+	 * it for its own, never for a buffer made available (it could look
+	 * like one, and send the device reading memory at the driver's old
+	 * address with the length it wrote itself). */
+	bool scribbled;
+	u16 scribble_pos;
+	struct pvirtq_desc scribble;
 };
 
 /* cfg->dma_map / cfg->notify for a queue driven by a fake_dev (ctx = dev). */
@@ -143,6 +152,13 @@ int fake_dev_complete_batch(struct fake_dev *d, unsigned k, u32 len_last);
 void fake_dev_raw_used(struct fake_dev *d, u32 id, u32 len, u16 adv);
 /* Packed: write a raw descriptor at the device's used position (no advance). */
 void fake_dev_raw_packed(struct fake_dev *d, u16 id, u32 len, u16 flags);
+
+/* Whether completing every buffer taken and not yet completed (after
+ * fetching what is newly available), one used entry each in any order,
+ * would send a used-buffer notification under the driver's suppression
+ * fields as they are now. Takes newly available buffers first (as the
+ * device may at any time), else only reads; false with none outstanding. */
+bool fake_dev_will_notify(struct fake_dev *d);
 
 /* Available-buffer notification suppression, device side. */
 void fake_dev_set_no_notify(struct fake_dev *d, bool on);	/* split flags */

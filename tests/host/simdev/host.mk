@@ -5,7 +5,8 @@
 # virtio-net's receive, transmit and control semantics, VNETDEV), and hostbus
 # (the real virtio bus, drivers/virtio/virtio.c and virtio_core.c, whose
 # driver table holds the driver under test; it wraps two bus functions at
-# link time to observe them, SIMDEV_LDFLAGS).
+# link time to observe them, and virtq_enable_cb/_delayed so shim_mb_hook
+# runs just before and after a driver re-enables a callback: SIMDEV_LDFLAGS).
 # A driver is built for the host unchanged, through a wrapper that includes
 # it: tests/host/F/x_host.c for F/x.c, $(call host_wrap,x). The wrapper is
 # copied into $(BUILD) whenever the driver or any header changes: the
@@ -15,7 +16,8 @@ FAKE_DEV := tests/host/simdev/fake_dev.c
 SIMDEV_USES := virtio virtio_core virtq
 SIMDEV_SRCS := tests/host/simdev/hostbus.c tests/host/simdev/simdev.c $(FAKE_DEV)
 VNETDEV := tests/host/simdev/vnetdev.c
-SIMDEV_LDFLAGS := -Wl,--wrap=virtio_set_broken -Wl,--wrap=virtio_keep_forever
+SIMDEV_LDFLAGS := -Wl,--wrap=virtio_set_broken -Wl,--wrap=virtio_keep_forever \
+	-Wl,--wrap=virtq_enable_cb -Wl,--wrap=virtq_enable_cb_delayed
 host_wrap = $(patsubst %.c,$(BUILD)/host/wrap/%_host.c,$(call src,$(1)))
 HOST_HEADERS := $(shell find include lib kernel drivers debug net runtime tests/host -name '*.h')
 $(BUILD)/host/wrap/%_host.c: tests/host/%_host.c %.c $(HOST_HEADERS)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <arch.h>
 #include "drivers/virtio/virtio.h"
 #include "drivers/virtio/virtio_core.h"
 #include "kernel/mm/mm.h"
@@ -204,4 +205,39 @@ void hk_free_kept(void)
 void hk_config_interrupt(struct virtio_dev *d)
 {
 	virtio_config_interrupt(d);
+}
+
+/* A driver re-enabling a callback (wrapped, SIMDEV_LDFLAGS): the
+ * simulated device may act first (shim_mb_hook), after the driver's last
+ * look at the used ring and before its store, the window the re-check
+ * after re-enabling exists for; the full barriers give the window between
+ * the store and the re-check; and it may act again once the call returns,
+ * after the re-check. Calls from inside virtq.c are not wrapped. */
+bool __real_virtq_enable_cb(struct virtq *vq);
+bool __wrap_virtq_enable_cb(struct virtq *vq);
+bool __real_virtq_enable_cb_delayed(struct virtq *vq, u16 n);
+bool __wrap_virtq_enable_cb_delayed(struct virtq *vq, u16 n);
+
+bool __wrap_virtq_enable_cb(struct virtq *vq)
+{
+	bool ok;
+
+	if (shim_mb_hook)
+		shim_mb_hook();
+	ok = __real_virtq_enable_cb(vq);
+	if (shim_mb_hook)
+		shim_mb_hook();
+	return ok;
+}
+
+bool __wrap_virtq_enable_cb_delayed(struct virtq *vq, u16 n)
+{
+	bool ok;
+
+	if (shim_mb_hook)
+		shim_mb_hook();
+	ok = __real_virtq_enable_cb_delayed(vq, n);
+	if (shim_mb_hook)
+		shim_mb_hook();
+	return ok;
 }

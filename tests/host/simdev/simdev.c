@@ -372,3 +372,13 @@ bool sd_irq(struct simdev *sd, unsigned qi, bool force)
 	hk_vq_interrupt(sd->vq[qi]);
 	return true;
 }
+
+bool sd_wakeup_due(struct simdev *sd, unsigned qi)
+{
+	if (qi >= SD_NQ || !sd->live[qi])
+		return false;
+	if (sd->q[qi].interrupts != sd->irqs_seen[qi])
+		return true;
+	sd_posted(sd, qi);
+	return fake_dev_will_notify(&sd->q[qi]);
+}

@@ -115,5 +115,10 @@ unsigned sd_raw_pending(struct simdev *sd, unsigned qi);	/* taken, not completed
  * last call (event index / flags), or always with force. Returns true if
  * delivered. */
 bool sd_irq(struct simdev *sd, unsigned qi, bool force);
+/* Whether queue qi's driver will hear from the device about the buffers it
+ * has outstanding: an interrupt the device decided on is not delivered yet,
+ * or completing all of them would raise one (fake_dev_will_notify). The
+ * wakeup rules' check (docs/architecture.md, "The wakeup rules"). */
+bool sd_wakeup_due(struct simdev *sd, unsigned qi);
 
 #endif

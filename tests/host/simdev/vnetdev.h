@@ -140,5 +140,11 @@ static inline bool vd_irq(struct vnetdev *v, unsigned qi, bool force)
 {
 	return sd_irq(&v->sd, qi, force);
 }
+/* Whether queue qi's driver will hear from the device about the buffers it
+ * has outstanding (sd_wakeup_due). */
+static inline bool vd_wakeup_due(struct vnetdev *v, unsigned qi)
+{
+	return sd_wakeup_due(&v->sd, qi);
+}
 
 #endif

@@ -55,6 +55,7 @@ u32 vnet_host_forget_all(void)
 			continue;
 		held += vn->nheld;
 		timer_stop(&vn->coal_timer);
+		timer_stop(&vn->recheck);
 		work_cancel(&vn->rx_work);
 		work_cancel(&vn->tx_work);
 		work_cancel(&vn->refill_work);
