@@ -86,7 +86,12 @@ ifeq ($(strip $(APP_SRCS)),)
 $(error APP=$(APP): no C files there; the apps are $(notdir $(patsubst %/,%,$(wildcard apps/*/))))
 endif
 APP_OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(APP_SRCS)))
-$(APP_OBJS): KCFLAGS += $(APP_CFLAGS)
+# An app is sealed (docs/apps.md): its files are built with the app API's
+# include path and its own folder only, not the tree's (-I., -Ikernel/arch,
+# lwIP's, mbedTLS's), so an app that includes kernel/, lib/ or runtime/
+# does not compile. APP_CFLAGS (app.mk) come last.
+APP_KCFLAGS = $(filter-out -I% '-DMBEDTLS_CONFIG_FILE=%,$(KCFLAGS)) -Iinclude -I$(APP_DIR) $(APP_CFLAGS)
+$(APP_OBJS): APP_DIR := $(APP)
 
 SRCS := $(HOT_SRCS) $(COLD_SRCS)
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(APP_OBJS) $(OUT)/site_data.o
@@ -180,6 +185,11 @@ $(BUILD)/k/%.o: %.S
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  AS      $<")
 	$(Q)$(CC) $(KCFLAGS) $(KASFLAGS) -c $< -o $@
+
+$(APP_OBJS): $(BUILD)/k/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(APP_KCFLAGS) -c $< -o $@
 
 $(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/vireo.ld
 	@mkdir -p $(dir $@)

@@ -27,9 +27,9 @@
 #ifndef VIREO_API_APP_H
 #define VIREO_API_APP_H
 
-#include "lib/string.h"	/* memcpy, memmove, memset, memcmp, strlen, strnlen,
+#include "vireo/string.h"	/* memcpy, memmove, memset, memcmp, strlen, strnlen,
 				 * strcmp, strncmp, strlcpy */
-#include "lib/types.h"	/* u8..u64, s64, bool, size_t, the E* error codes */
+#include "vireo/types.h"	/* u8..u64, s64, bool, size_t, the E* error codes */
 
 /* ---- registration ---- */
 
@@ -51,7 +51,7 @@ struct vireo_app {
  *	static int hello_init(void) { ... }
  *	VIREO_APP(hello, .name = "hello", .init = hello_init, .help = "says hello");
  *
- * The runtime walks the vireo_apps linker set (lib/linkset.h) at boot, in
+ * The runtime walks the vireo_apps linker set at boot, in
  * link order. A registration without a name or init, or with a bad name,
  * is refused with a log line and its init is not called.
  */
