@@ -18,6 +18,7 @@
 #include "kernel/time/wallclock.h"
 #include "runtime/api.h"
 #include "runtime/http/http.h"
+#include "runtime/http/server.h"
 #include "runtime/metrics.h"
 #include "runtime/site.h"
 #include "vireo/files.h"
@@ -731,6 +732,9 @@ __cold int api_apps_start(void)
 		kprintf("app: no memory for the API's tables: no app started\n");
 		return (int)n;
 	}
+	/* The runtime's own routes first: no app can take them. */
+	if (!api_routes_count())
+		http_server_routes();
 	for (i = 0; i < n; i++) {
 		const struct vireo_app *a = set[i];
 

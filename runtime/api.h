@@ -25,7 +25,18 @@ u32 api_handles_live(void);
 struct api_route {
 	struct vireo_route r;
 	size_t path_len;
+	bool runtime;		/* the runtime's own (/healthz, /metrics): every
+				 * method, no body; not an app's to take */
+	bool plain;		/* served on plain HTTP under http.redirect= too */
 };
+
+/* The runtime's own routes, registered first (runtime/http/exchange.c). */
+#define API_ROUTES_RUNTIME 2
+#define API_ROUTE_RUNTIME 1u
+#define API_ROUTE_PLAIN 2u
+/* vireo_http_route() for the runtime (flags: API_ROUTE_*): the same checks,
+ * and no app can route a path the runtime routes. */
+int api_route_add(const struct vireo_route *route, unsigned flags);
 
 /* The route for path (NUL-terminated): the exact one, else the longest
  * prefix; NULL if none. Method is not looked at: see api_route_allows. */
@@ -39,7 +50,7 @@ bool api_route_allows(const struct api_route *rt, unsigned method);
 const char *api_route_allow_header(const struct api_route *rt, char *buf, size_t size);
 /* The table, from the heap (api_apps_start()). 0 or -ENOMEM. */
 int api_routes_alloc(void);
-/* Forget every route (host tests). */
+/* Forget every app's route (host tests); the runtime's stay. */
 void api_routes_reset(void);
 u32 api_routes_count(void);
 

@@ -1,8 +1,9 @@
 /*
- * Per-source connection accounting for the HTTP server and echo.
+ * Per-source connection accounting for the HTTP server and the apps' TCP
+ * services (echo's included).
  *
  * The table is a list, newest first; it holds at most max_conns (64 for HTTP,
- * 16 for echo), so the O(n^2) walk conntab_admit() does when the table is
+ * 16 for a TCP service), so the O(n^2) walk conntab_admit() does when the table is
  * full is 64 x 64 key compares at most, once per refused-or-evicting accept.
  */
 #include "lib/types.h"
@@ -136,7 +137,6 @@ struct conntab_conn *conntab_accept(struct conntab *t, struct altcp_pcb *pcb, si
 	c = kzalloc(size);
 	if (!c)
 		return NULL;
-	c->pcb = pcb;
 	c->src = src;
 	conntab_insert(t, c);
 	return c;

@@ -15,10 +15,10 @@ struct conntab_src {
 	bool v6;
 };
 
-/* Embedded as the first member of each service's connection state. */
+/* Embedded as the first member of each service's connection state (the
+ * connection itself, its pcb, is the state's struct tcpconn). */
 struct conntab_conn {
 	struct conntab_conn *next, *prev;	/* newest first */
-	struct altcp_pcb *pcb;	/* plain TCP, or TLS over TCP */
 	struct conntab_src src;
 };
 
@@ -62,7 +62,7 @@ enum conntab_verdict conntab_admit(const struct conntab *t, const struct conntab
  * The whole admission of a new connection: conntab_admit() for pcb's source,
  * the victim (if any) ended through evict(), which must remove it from the
  * table, then size zeroed bytes allocated (a service's state, with its
- * struct conntab_conn first), pcb and source filled in, and inserted.
+ * struct conntab_conn first), its source filled in, and inserted.
  * Returns NULL if refused or out of memory; *verdict says which applied
  * (CONNTAB_ADMIT or CONNTAB_EVICT with NULL: no memory).
  */

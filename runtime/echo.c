@@ -34,6 +34,7 @@
 
 struct echo_conn {
 	struct conntab_conn link;	/* first: the table hands back this */
+	struct altcp_pcb *pcb;
 	bool eof;		/* the peer's FIN arrived */
 	u32 unrecved;		/* received, not yet given back with altcp_recved() */
 	u64 t_active;		/* last data either way (ms) */
@@ -79,7 +80,7 @@ static void echo_conn_free(struct echo_conn *c)
 
 static err_t echo_conn_abort(struct echo_conn *c)
 {
-	struct altcp_pcb *pcb = c->link.pcb;
+	struct altcp_pcb *pcb = c->pcb;
 
 	app_pcb_detach(pcb);
 	echo_conn_free(c);
@@ -90,7 +91,7 @@ static err_t echo_conn_abort(struct echo_conn *c)
 /* Orderly close; the window is reopened first so lwIP sends FIN, not RST. */
 static err_t echo_conn_close(struct echo_conn *c)
 {
-	struct altcp_pcb *pcb = c->link.pcb;
+	struct altcp_pcb *pcb = c->pcb;
 	struct tcp_pcb *tpcb = app_tcp_pcb(pcb);
 
 	if (c->unrecved)
@@ -102,15 +103,15 @@ static err_t echo_conn_close(struct echo_conn *c)
 
 static err_t echo_more(struct echo_conn *c)
 {
-	u32 n = MIN(c->len - c->off, (u32)altcp_sndbuf(c->link.pcb));
+	u32 n = MIN(c->len - c->off, (u32)altcp_sndbuf(c->pcb));
 	err_t err;
 
 	if (n) {
-		err = altcp_write(c->link.pcb, c->buf + c->off, (u16_t)n, TCP_WRITE_FLAG_COPY);
+		err = altcp_write(c->pcb, c->buf + c->off, (u16_t)n, TCP_WRITE_FLAG_COPY);
 		if (err == ERR_OK) {
 			c->off += n;
 			echo_stats.tcp_bytes += n;
-			altcp_output(c->link.pcb);
+			altcp_output(c->pcb);
 		} else if (err != ERR_MEM) {
 			return echo_conn_abort(c);
 		}
@@ -221,6 +222,7 @@ static err_t echo_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 		echo_stats.tcp_evicted++;
 	if (!c)
 		goto refuse;
+	c->pcb = pcb;
 	c->cap = cap;
 	if (bulk)
 		rxmem_bulk_grant(app_tcp_pcb(pcb));	/* else TCP_WND, counted there */

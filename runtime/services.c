@@ -30,8 +30,8 @@
 #include "runtime/conntab.h"
 #include "runtime/echo.h"
 #include "runtime/metrics.h"
-#include "runtime/tcputil.h"
 #include "net/port/lwip_port.h"
+#include "net/tcp/tcpconn.h"
 #include "vireo/net.h"
 
 _Static_assert(TCP_WND <= VIREO_TCP_RXBUF, "a connection's receive buffer holds one window");
@@ -42,18 +42,15 @@ struct svc;
 
 struct svc_conn {
 	struct conntab_conn link;	/* first: the table hands back this */
+	struct tcpconn tc;	/* the pcb, rx[], inflight, ACK progress */
 	struct svc *svc;
 	u32 id;			/* the vireo_tcp handle */
 	void *ctx;
-	bool eof;		/* the peer's FIN arrived */
 	bool eof_told;		/* on_eof was called */
 	bool close_req, abort_req, recv_req;	/* the app asked: done from work */
 	bool want_writable;
-	u32 inflight;		/* copied to lwIP, not yet acked */
 	u64 t_active;		/* last byte either way (ms) */
-	u64 t_progress;		/* last ACK progress, or when data began waiting */
 	struct work work;
-	u32 rx_off, rx_len;
 	u8 rx[VIREO_TCP_RXBUF];
 };
 
@@ -146,13 +143,19 @@ static bool svc_name_ok(const char *s)
 
 /* ---- TCP connections ---- */
 
-/* The connection is gone: the handle goes stale, then on_close hears it. */
 /* The connection whose on_close is running, and its context. */
 static u32 svc_closing_id;
 static void *svc_closing_ctx;
 
-static void svc_conn_free(struct svc_conn *c)
+static inline struct svc_conn *svc_conn_of(struct tcpconn *tc)
 {
+	return tcpconn_owner(tc, struct svc_conn, tc);
+}
+
+/* tcpconn's free: the handle goes stale, then on_close hears it. */
+static void svc_conn_free(struct tcpconn *tc, err_t err)
+{
+	struct svc_conn *c = svc_conn_of(tc);
 	struct svc *s = c->svc;
 	u32 id = c->id;
 	void *ctx = c->ctx;
@@ -173,37 +176,15 @@ static void svc_conn_free(struct svc_conn *c)
 	}
 }
 
-static err_t svc_conn_abort(struct svc_conn *c)
-{
-	struct altcp_pcb *pcb = c->link.pcb;
-
-	app_pcb_detach(pcb);
-	svc_conn_free(c);
-	altcp_abort(pcb);
-	return ERR_ABRT;
-}
-
-static err_t svc_conn_close(struct svc_conn *c)
-{
-	struct altcp_pcb *pcb = c->link.pcb;
-	struct tcp_pcb *tpcb = app_tcp_pcb(pcb);
-	u32 held = c->rx_len - c->rx_off;
-
-	if (held)
-		altcp_recved(pcb, (u16_t)held);	/* a full window: FIN, not RST */
-	app_pcb_detach(pcb);
-	svc_conn_free(c);
-	return app_pcb_close_detached(pcb, tpcb);
-}
-
 /* Offer what rx[] holds; on_eof once it is all consumed after the FIN. */
 static err_t svc_deliver(struct svc_conn *c)
 {
 	struct svc *s = c->svc;
+	struct tcpconn *tc = &c->tc;
 
-	while (c->rx_off < c->rx_len && !c->close_req && !c->abort_req) {
-		size_t len = c->rx_len - c->rx_off;
-		size_t n = s->cfg.on_recv((vireo_tcp){ c->id }, c->rx + c->rx_off, len, s->cfg.arg);
+	while (tcpconn_rx_held(tc) && !c->close_req && !c->abort_req) {
+		size_t len = tcpconn_rx_held(tc);
+		size_t n = s->cfg.on_recv((vireo_tcp){ c->id }, tc->rx + tc->rx_off, len, s->cfg.arg);
 
 		if (n > len) {
 			api_misuse("tcp %s: on_recv consumed %zu of %zu bytes: counted as %zu", s->cfg.name, n, len,
@@ -212,25 +193,22 @@ static err_t svc_deliver(struct svc_conn *c)
 		}
 		if (!n)
 			break;
-		c->rx_off += (u32)n;
-		altcp_recved(c->link.pcb, (u16_t)n);
+		tcpconn_rx_consume(tc, (u32)n);
 	}
-	if (c->rx_off == c->rx_len)
-		c->rx_off = c->rx_len = 0;
 	if (c->abort_req)
-		return svc_conn_abort(c);
+		return tcpconn_abort(tc);
 	if (c->close_req)
-		return svc_conn_close(c);
-	if (c->eof && c->rx_len == 0 && !c->eof_told) {
+		return tcpconn_close(tc);
+	if (tc->rx_eof && !tcpconn_rx_held(tc) && !c->eof_told) {
 		c->eof_told = true;
 		if (s->cfg.on_eof)
 			s->cfg.on_eof((vireo_tcp){ c->id }, s->cfg.arg);
 		else
 			c->close_req = true;	/* no one to tell: close after our data */
 		if (c->abort_req)
-			return svc_conn_abort(c);
+			return tcpconn_abort(tc);
 		if (c->close_req)
-			return svc_conn_close(c);
+			return tcpconn_close(tc);
 	}
 	return ERR_OK;
 }
@@ -243,47 +221,22 @@ static void svc_conn_work(void *arg)
 	svc_deliver(c);
 }
 
-static err_t svc_on_recv(void *arg, struct altcp_pcb *pcb, struct pbuf *p, err_t err)
+static err_t svc_recv(struct tcpconn *tc)
 {
-	struct svc_conn *c = arg;
-	u32 held, n;
+	struct svc_conn *c = svc_conn_of(tc);
 
-	if (!c)
-		return app_recv_stray(pcb, p);
-	if (!p) {
-		c->eof = true;
-		return svc_deliver(c);
-	}
-	n = p->tot_len;
-	held = c->rx_len - c->rx_off;
-	if (n > sizeof c->rx - held) {
-		pbuf_free(p);	/* beyond the window we granted */
-		return svc_conn_abort(c);
-	}
-	if (c->rx_len + n > sizeof c->rx) {
-		__builtin_memmove(c->rx, c->rx + c->rx_off, held);
-		c->rx_off = 0;
-		c->rx_len = held;
-	}
-	pbuf_copy_partial(p, c->rx + c->rx_len, (u16_t)n, 0);
-	c->rx_len += n;
-	c->svc->rx_bytes += n;
-	c->t_active = svc_now_ms();
-	pbuf_free(p);
+	if (!tc->rx_eof)
+		c->t_active = svc_now_ms();	/* bytes, not the FIN */
 	return svc_deliver(c);
 }
 
-static err_t svc_on_sent(void *arg, struct altcp_pcb *pcb, u16_t len)
+static err_t svc_sent(struct tcpconn *tc, u16 len)
 {
-	struct svc_conn *c = arg;
-	struct svc *s;
+	struct svc_conn *c = svc_conn_of(tc);
+	struct svc *s = c->svc;
 
-	if (!c)
-		return ERR_OK;
-	s = c->svc;
-	c->inflight -= MIN((u32)len, c->inflight);
-	c->t_active = c->t_progress = svc_now_ms();
-	if (c->want_writable && c->inflight <= VIREO_TCP_INFLIGHT / 2 && !c->close_req && !c->abort_req) {
+	c->t_active = tc->t_progress;
+	if (c->want_writable && tc->inflight <= VIREO_TCP_INFLIGHT / 2 && !c->close_req && !c->abort_req) {
 		c->want_writable = false;
 		if (s->cfg.on_writable)
 			s->cfg.on_writable((vireo_tcp){ c->id }, s->cfg.arg);
@@ -293,43 +246,40 @@ static err_t svc_on_sent(void *arg, struct altcp_pcb *pcb, u16_t len)
 	return ERR_OK;
 }
 
-static void svc_on_err(void *arg, err_t err)
+static err_t svc_poll(struct tcpconn *tc)
 {
-	if (arg)
-		svc_conn_free(arg);
-}
-
-static err_t svc_on_poll(void *arg, struct altcp_pcb *pcb)
-{
-	struct svc_conn *c = arg;
+	struct svc_conn *c = svc_conn_of(tc);
 	u64 now = svc_now_ms();
 
-	if (!c) {
-		altcp_abort(pcb);
-		return ERR_ABRT;
-	}
-	if (c->inflight && now - c->t_progress >= c->svc->cfg.send_timeout_ms) {
+	if (tc->inflight && tcpconn_stalled(tc, now, c->svc->cfg.send_timeout_ms, 0, tc->inflight)) {
 		c->svc->timeouts_send++;
-		return svc_conn_abort(c);
+		return tcpconn_abort(tc);
 	}
 	if (now - c->t_active >= c->svc->cfg.idle_timeout_ms) {
 		c->svc->timeouts_idle++;
-		return svc_conn_abort(c);
+		return tcpconn_abort(tc);
 	}
 	return ERR_OK;
 }
+
+static const struct tcpconn_ops svc_tcp_ops = {
+	.recv = svc_recv,
+	.sent = svc_sent,
+	.poll = svc_poll,
+	.free = svc_conn_free,
+};
 
 /* Nothing unconsumed or unacknowledged: the cheapest to end. */
 static bool svc_conn_idle(const struct conntab_conn *l)
 {
 	const struct svc_conn *c = (const struct svc_conn *)l;
 
-	return c->rx_len == c->rx_off && !c->inflight;
+	return !tcpconn_rx_held(&c->tc) && !c->tc.inflight;
 }
 
 static void svc_conn_evict(struct conntab_conn *l)
 {
-	svc_conn_abort((struct svc_conn *)l);
+	tcpconn_abort(&((struct svc_conn *)l)->tc);
 }
 
 static err_t svc_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
@@ -358,22 +308,18 @@ static err_t svc_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 	}
 	c->svc = s;
 	c->id = id;
-	c->t_active = c->t_progress = svc_now_ms();
+	tcpconn_attach(&c->tc, pcb, &svc_tcp_ops, c->rx, sizeof c->rx, SVC_POLL_TICKS);
+	c->tc.rx_count = &s->rx_bytes;
+	c->t_active = c->tc.t_progress = svc_now_ms();
 	work_init(&c->work, svc_conn_work, c);
 	svcs_live++;
 	s->accepted++;
-	altcp_arg(pcb, c);
-	altcp_recv(pcb, svc_on_recv);
-	altcp_sent(pcb, svc_on_sent);
-	altcp_err(pcb, svc_on_err);
-	altcp_poll(pcb, svc_on_poll, SVC_POLL_TICKS);
-	altcp_nagle_disable(pcb);
 	if (s->cfg.on_accept) {
 		s->cfg.on_accept((vireo_tcp){ id }, s->cfg.arg);
 		if (c->abort_req)
-			return svc_conn_abort(c);
+			return tcpconn_abort(&c->tc);
 		if (c->close_req)
-			return svc_conn_close(c);
+			return tcpconn_close(&c->tc);
 	}
 	return ERR_OK;
 
@@ -410,10 +356,10 @@ int vireo_tcp_send(vireo_tcp t, const void *data, size_t len)
 		api_misuse("vireo_tcp_send: no data: refused");
 		return -EINVAL;
 	}
-	n = MIN(len, (size_t)altcp_sndbuf(c->link.pcb));
-	n = MIN(n, (size_t)(VIREO_TCP_INFLIGHT - MIN(c->inflight, (u32)VIREO_TCP_INFLIGHT)));
+	n = MIN(len, (size_t)altcp_sndbuf(c->tc.pcb));
+	n = MIN(n, (size_t)(VIREO_TCP_INFLIGHT - MIN(c->tc.inflight, (u32)VIREO_TCP_INFLIGHT)));
 	if (n) {
-		err = altcp_write(c->link.pcb, data, (u16_t)n, TCP_WRITE_FLAG_COPY);
+		err = altcp_write(c->tc.pcb, data, (u16_t)n, TCP_WRITE_FLAG_COPY);
 		if (err == ERR_MEM) {
 			n = 0;
 		} else if (err != ERR_OK) {
@@ -421,12 +367,12 @@ int vireo_tcp_send(vireo_tcp t, const void *data, size_t len)
 			work_queue(&c->work);
 			return -EPIPE;
 		} else {
-			if (!c->inflight)
-				c->t_progress = svc_now_ms();
-			c->inflight += (u32)n;
+			if (!c->tc.inflight)
+				c->tc.t_progress = svc_now_ms();
+			c->tc.inflight += (u32)n;
 			c->svc->tx_bytes += n;
 			c->t_active = svc_now_ms();
-			altcp_output(c->link.pcb);
+			altcp_output(c->tc.pcb);
 		}
 	}
 	if (n < len)
@@ -475,7 +421,7 @@ int vireo_tcp_peer(vireo_tcp t, struct vireo_addr *a)
 		return -EPIPE;
 	if (!a)
 		return -EINVAL;
-	api_addr_of(altcp_get_ip(c->link.pcb, 0), app_tcp_pcb(c->link.pcb)->remote_port, a);
+	api_addr_of(altcp_get_ip(c->tc.pcb, 0), tcpconn_tcp_pcb(c->tc.pcb)->remote_port, a);
 	return 0;
 }
 
@@ -754,7 +700,7 @@ void api_services_stop(void)
 			altcp_close(s->listen);
 		s->listen = NULL;
 		while (s->tab.head)
-			svc_conn_abort((struct svc_conn *)s->tab.head);
+			tcpconn_abort(&((struct svc_conn *)s->tab.head)->tc);
 	}
 	for (i = 0; i < svcs->nudp; i++) {
 		if (svcs->udp[i].pcb)
