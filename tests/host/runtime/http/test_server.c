@@ -269,6 +269,7 @@ static void test_rebind(void **state)
 
 static void test_healthz(void **state)
 {
+	u64 app_requests = api_http_stats.requests;
 	struct client c;
 	struct resp r;
 
@@ -280,6 +281,15 @@ static void test_healthz(void **state)
 	assert_string_equal(hdr(&r, "Cache-Control"), "no-store");
 	assert_int_equal(r.body_len, 3);
 	assert_memory_equal(r.body, "ok\n", 3);
+	/* Byte for byte what the server always sent (no clock: no Date). */
+	assert_string_equal(r.head, "HTTP/1.1 200 OK\r\nServer: vireo\r\nContent-Type: text/plain; charset=utf-8\r\n"
+				    "Content-Length: 3\r\nConnection: keep-alive\r\nCache-Control: no-store\r\n\r\n");
+	/* Any method, as before: the runtime's routes are not an app's. */
+	cl_send_str(&c, "FOO /healthz HTTP/1.1\r\nHost: v\r\nConnection: close\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_string_equal(r.head, "HTTP/1.1 200 OK\r\nServer: vireo\r\nContent-Type: text/plain; charset=utf-8\r\n"
+				    "Content-Length: 3\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n");
+	assert_int_equal(api_http_stats.requests, app_requests);	/* not an app's request */
 	cl_close(&c);
 }
 
@@ -765,13 +775,16 @@ static void test_metrics(void **state)
 {
 	struct client c, u;
 	struct resp r;
-	char line[128];
+	char line[256];
 
 	cl_open(&c, V4, HTTP_PORT);
 	cl_open(&u, V6, HTTP_PORT);	/* a second, idle connection */
 	cl_send_str(&c, "GET /metrics HTTP/1.1\r\nHost: v\r\n\r\n");
 	assert_true(cl_response(&c, false, &r));
 	assert_int_equal(r.status, 200);
+	snprintf(line, sizeof line, "HTTP/1.1 200 OK\r\nServer: vireo\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+		 "Connection: keep-alive\r\nCache-Control: no-store\r\n\r\n", METRICS_CONTENT_TYPE, r.body_len);
+	assert_string_equal(r.head, line);
 	assert_string_equal(hdr(&r, "Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
 	assert_string_equal(hdr(&r, "Cache-Control"), "no-store");
 	check_exposition((const char *)r.body, r.body_len);
