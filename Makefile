@@ -85,6 +85,14 @@ APP_CFLAGS :=
 ifeq ($(strip $(APP_SRCS)),)
 $(error APP=$(APP): no C files there; the apps are $(notdir $(patsubst %/,%,$(wildcard apps/*/))))
 endif
+# Every image also carries vireo's own apps, IMAGE_APPS (docs/apps.md): they
+# are apps on the same API, linked after APP (their init runs after its, so
+# APP's services take a port first), and being vireo's their keys are the
+# appliance's (docs/appliance.md, make params) and their metrics keep the
+# vireo_ names (VIREO_BUILTIN, include/vireo/app.h).
+IMAGE_APPS := apps/echo
+IMAGE_APP_SRCS := $(foreach a,$(filter-out $(APP),$(IMAGE_APPS)),$(wildcard $(a)/*.c))
+APP_SRCS += $(IMAGE_APP_SRCS)
 APP_OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(APP_SRCS)))
 # An app is sealed (docs/apps.md): its files are built with the app API's
 # include path and its own folder only, not the tree's (-I., -Ikernel/arch,
@@ -92,6 +100,9 @@ APP_OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(APP_SRCS)))
 # does not compile. APP_CFLAGS (app.mk) come last.
 APP_KCFLAGS = $(filter-out -I% '-DMBEDTLS_CONFIG_FILE=%,$(KCFLAGS)) -Iinclude -I$(APP_DIR) $(APP_CFLAGS)
 $(APP_OBJS): APP_DIR := $(APP)
+$(foreach a,$(IMAGE_APPS),$(eval $(patsubst %,$(BUILD)/k/%.o,$(basename $(wildcard $(a)/*.c))): APP_DIR := $(a)))
+# (Cold, as the TCP/UDP services under them are: -Os.)
+$(foreach a,$(IMAGE_APPS),$(eval $(patsubst %,$(BUILD)/k/%.o,$(basename $(wildcard $(a)/*.c))): APP_CFLAGS := -Os))
 
 SRCS := $(HOT_SRCS) $(COLD_SRCS)
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(APP_OBJS) $(OUT)/site_data.o

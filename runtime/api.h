@@ -83,13 +83,14 @@ struct api_http_stats {
 };
 extern struct api_http_stats api_http_stats;
 
+/* An app's or a service's name (metric false: 1..max of [a-z0-9_-]) or a
+ * metric's (metric true: [a-zA-Z_][a-zA-Z0-9_]*, at most max). */
+bool api_name_ok(const char *s, size_t max, bool metric);
+
 /* A vireo_addr from lwIP's address and a port (services.c). */
 struct ip_addr;
 void api_addr_of(const struct ip_addr *ip, u16 port, struct vireo_addr *a);
 
-/* services.c: live TCP connections of every app service, for the budget
- * shared with echo (VIREO_TCP_CONNS_TOTAL). */
-u32 api_tcp_live(void);
 /* Power off / tests: close every app service (listeners and connections). */
 void api_services_stop(void);
 

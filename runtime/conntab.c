@@ -29,23 +29,6 @@ bool conntab_src_equal(const struct conntab_src *a, const struct conntab_src *b)
 	return a->v6 == b->v6 && a->w[0] == b->w[0] && a->w[1] == b->w[1];
 }
 
-/* Two rounds of a multiply-xorshift mix per word: spreads nearby addresses
- * over the buckets; the key keeps a remote party from choosing collisions. */
-u32 conntab_src_hash(const struct conntab_src *src, u32 key)
-{
-	u32 h = key ^ (src->v6 ? 0x9e3779b9u : 0);
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		h ^= src->w[i];
-		h *= 0x85ebca6bu;
-		h ^= h >> 13;
-		h *= 0xc2b2ae35u;
-		h ^= h >> 16;
-	}
-	return h;
-}
-
 u32 conntab_src_count(const struct conntab *t, const struct conntab_src *src)
 {
 	const struct conntab_conn *c;

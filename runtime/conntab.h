@@ -39,8 +39,6 @@ enum conntab_verdict {
 /* The source key of addr (IPv4, or IPv6 by /64). */
 void conntab_src_of(const ip_addr_t *addr, struct conntab_src *src);
 bool conntab_src_equal(const struct conntab_src *a, const struct conntab_src *b);
-/* A 32-bit hash of src, keyed by key (callers pass a boot-time secret). */
-u32 conntab_src_hash(const struct conntab_src *src, u32 key);
 
 /* Connections from src in the table. */
 u32 conntab_src_count(const struct conntab *t, const struct conntab_src *src);

@@ -33,6 +33,18 @@
 
 /* ---- registration ---- */
 
+/*
+ * vireo's own apps, which every image carries (apps/echo: the Makefile's
+ * IMAGE_APPS, docs/apps.md), define VIREO_BUILTIN before including the API:
+ * their metric names are the runtime's (vireo_...), which other apps'
+ * cannot take.
+ */
+#ifdef VIREO_BUILTIN
+#define VIREO_BUILTIN_ true
+#else
+#define VIREO_BUILTIN_ false
+#endif
+
 struct vireo_app {
 	const char *name;	/* 1..31 of [a-z0-9_-]: logs and /metrics labels */
 	/* Called once at boot, after the configuration is parsed and the
@@ -42,6 +54,7 @@ struct vireo_app {
 	 * routes (/healthz, /metrics) and whatever the app registered. */
 	int (*init)(void);
 	const char *help;	/* one line, for the boot log */
+	bool builtin;		/* VIREO_BUILTIN (set by VIREO_APP) */
 };
 
 /*
@@ -57,7 +70,7 @@ struct vireo_app {
  */
 #define VIREO_APP_SECTION "vireo_apps"
 #define VIREO_APP(id, ...)                                                               \
-	static const struct vireo_app vireo_appreg_##id = { __VA_ARGS__ };               \
+	static const struct vireo_app vireo_appreg_##id = { .builtin = VIREO_BUILTIN_, __VA_ARGS__ }; \
 	static const struct vireo_app *const vireo_appreg_ptr_##id                       \
 		__attribute__((used, section(VIREO_APP_SECTION), aligned(sizeof(void *)))) = \
 			&vireo_appreg_##id

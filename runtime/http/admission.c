@@ -33,7 +33,7 @@ static void admission_evict(struct conntab_conn *l)
 }
 
 /* Handshakes in progress from src. */
-static u32 admission_handshakes_from(const struct conntab_src *src)
+__cold static u32 admission_handshakes_from(const struct conntab_src *src)
 {
 	const struct conntab_conn *l;
 	u32 n = 0;
@@ -48,7 +48,7 @@ static u32 admission_handshakes_from(const struct conntab_src *src)
  * the most, if that source runs more than mine + 1 (so that evicting
  * evens the shares out, never the other way round); else NULL. At most
  * 64 x 64 source compares, only while the slots are full. */
-static struct conn *admission_tls_victim(u32 mine)
+__cold static struct conn *admission_tls_victim(u32 mine)
 {
 	struct conntab_conn *l;
 	struct conn *victim = NULL;
@@ -67,7 +67,7 @@ static struct conn *admission_tls_victim(u32 mine)
 }
 
 /* HTTPS: the handshake and connection limits (https.h); false to refuse. */
-static bool admission_tls(struct altcp_pcb *pcb)
+__cold static bool admission_tls(struct altcp_pcb *pcb)
 {
 	struct conntab_src src;
 	struct conn *victim;

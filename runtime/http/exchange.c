@@ -773,7 +773,7 @@ int vireo_req_on_done(vireo_req r, void (*fn)(vireo_req r, bool done, void *arg)
  * zero-copy from rodata or from c->dyn (freed once written). Formatted
  * here rather than through vireo_resp_header() and vireo_resp_send(),
  * which the default image does not otherwise link. */
-static void exchange_own_reply(struct conn *c, const char *type, const void *body, size_t len)
+__cold static void exchange_own_reply(struct conn *c, const char *type, const void *body, size_t len)
 {
 	bool keep = c->parser.keep_alive && !http_srv.draining;
 	size_t n = http_response_head(c->out, sizeof c->out, 200, type, len, keep, "Cache-Control: no-store\r\n");
@@ -792,7 +792,7 @@ static void exchange_own_reply(struct conn *c, const char *type, const void *bod
 	server_start_send(c);
 }
 
-static void exchange_healthz(vireo_req r, void *arg)
+__cold static void exchange_healthz(vireo_req r, void *arg)
 {
 	struct conn *c = exchange_xc(r);
 
@@ -803,7 +803,7 @@ static void exchange_healthz(vireo_req r, void *arg)
 /* /metrics into a fresh buffer, not counted against the apps' budget:
  * sized with a counting pass first, with some slack for counters that grow
  * a digit in between, at most HTTP_METRICS_MAX (cut at a line, counted). */
-static void exchange_metrics(vireo_req r, void *arg)
+__cold static void exchange_metrics(vireo_req r, void *arg)
 {
 	struct conn *c = exchange_xc(r);
 	struct metrics_buf b;

@@ -36,12 +36,12 @@ static unsigned routes_mask(unsigned methods)
 	return (methods & VIREO_GET) ? methods | VIREO_HEAD : methods;
 }
 
-int vireo_http_route(const struct vireo_route *route)
+__cold int vireo_http_route(const struct vireo_route *route)
 {
 	return api_route_add(route, 0);
 }
 
-int api_route_add(const struct vireo_route *route, unsigned flags)
+__cold int api_route_add(const struct vireo_route *route, unsigned flags)
 {
 	struct api_route *rt;
 	size_t len, i;
@@ -194,7 +194,7 @@ const char *api_route_allow_header(const struct api_route *rt, char *buf, size_t
 	return buf;
 }
 
-int api_routes_alloc(void)
+__cold int api_routes_alloc(void)
 {
 	if (!routes.r)
 		routes.r = kzalloc((VIREO_HTTP_ROUTES_MAX + API_ROUTES_RUNTIME) * sizeof *routes.r);

@@ -187,7 +187,7 @@ void server_respond_error(struct conn *c, int status, bool head_only)
 }
 
 /* The same with extra header lines (a route's Allow), closing afterwards. */
-void server_respond_error_extra(struct conn *c, int status, bool head_only, const char *extra)
+__cold void server_respond_error_extra(struct conn *c, int status, bool head_only, const char *extra)
 {
 	size_t body = http_error_body(NULL, 0, status);
 	size_t n = http_response_head(c->out, sizeof c->out, status, "text/html; charset=utf-8", body, false,
@@ -230,7 +230,7 @@ static bool server_url_char(u8 ch)
 	return server_alnum_or(ch, "/-._~!$&'()*+,;=:@");
 }
 
-static const char *server_location(struct conn *c, char *buf, size_t size)
+__cold static const char *server_location(struct conn *c, char *buf, size_t size)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	static const char scheme[] = "Location: https://";
