@@ -514,7 +514,8 @@ bench-attacks: deps-test $(EFI)
 clean:
 	rm -rf $(BUILD)
 
-# The docs' command-line table, from the registrations in the sources.
+# The docs' command-line tables (the image's keys, the apps'), from the
+# registrations in the sources.
 params:
 	$(Q)$(PYTHON) tools/cmdline_table.py
 
@@ -599,8 +600,9 @@ help:
 	@echo "                  flood against vireo and the nginx peer: legitimate success % during each"
 	@echo "                  attack, time to full service after it; table + build/bench/attacks.json"
 	@echo "                  (BENCH_MEM=256 BENCH_HARNESS=../shared/bench; about 15 min; needs root)"
-	@echo "  make params     the command-line table (Markdown) from the CMDLINE_PARAMs in the"
-	@echo "                  sources (tools/cmdline_table.py; the shell's params prints the same)"
+	@echo "  make params     the command-line tables (Markdown) from the key registrations in"
+	@echo "                  the sources: the image's, then every app's (tools/cmdline_table.py;"
+	@echo "                  the shell's params prints the image's keys the same)"
 	@echo "  make clean      remove $(BUILD)/"
 	@echo "  V=1             show commands"
 
