@@ -85,8 +85,24 @@ APP_CFLAGS :=
 ifeq ($(strip $(APP_SRCS)),)
 $(error APP=$(APP): no C files there; the apps are $(notdir $(patsubst %/,%,$(wildcard apps/*/))))
 endif
+# Every image also carries vireo's own apps, IMAGE_APPS (docs/apps.md): they
+# are apps on the same API, linked after APP (their init runs after its, so
+# APP's services take a port first), and being vireo's their keys are the
+# appliance's (docs/appliance.md, make params) and their metrics keep the
+# vireo_ names (VIREO_BUILTIN, include/vireo/app.h).
+IMAGE_APPS := apps/echo
+IMAGE_APP_SRCS := $(foreach a,$(filter-out $(APP),$(IMAGE_APPS)),$(wildcard $(a)/*.c))
+APP_SRCS += $(IMAGE_APP_SRCS)
 APP_OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(APP_SRCS)))
-$(APP_OBJS): KCFLAGS += $(APP_CFLAGS)
+# An app is sealed (docs/apps.md): its files are built with the app API's
+# include path and its own folder only, not the tree's (-I., -Ikernel/arch,
+# lwIP's, mbedTLS's), so an app that includes kernel/, lib/ or runtime/
+# does not compile. APP_CFLAGS (app.mk) come last.
+APP_KCFLAGS = $(filter-out -I% '-DMBEDTLS_CONFIG_FILE=%,$(KCFLAGS)) -Iinclude -I$(APP_DIR) $(APP_CFLAGS)
+$(APP_OBJS): APP_DIR := $(APP)
+$(foreach a,$(IMAGE_APPS),$(eval $(patsubst %,$(BUILD)/k/%.o,$(basename $(wildcard $(a)/*.c))): APP_DIR := $(a)))
+# (Cold, as the TCP/UDP services under them are: -Os.)
+$(foreach a,$(IMAGE_APPS),$(eval $(patsubst %,$(BUILD)/k/%.o,$(basename $(wildcard $(a)/*.c))): APP_CFLAGS := -Os))
 
 SRCS := $(HOT_SRCS) $(COLD_SRCS)
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(APP_OBJS) $(OUT)/site_data.o
@@ -180,6 +196,11 @@ $(BUILD)/k/%.o: %.S
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  AS      $<")
 	$(Q)$(CC) $(KCFLAGS) $(KASFLAGS) -c $< -o $@
+
+$(APP_OBJS): $(BUILD)/k/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(APP_KCFLAGS) -c $< -o $@
 
 $(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/vireo.ld
 	@mkdir -p $(dir $@)
@@ -502,7 +523,8 @@ bench-attacks: deps-test $(EFI)
 clean:
 	rm -rf $(BUILD)
 
-# The docs' command-line table, from the registrations in the sources.
+# The docs' command-line tables (the image's keys, the apps'), from the
+# registrations in the sources.
 params:
 	$(Q)$(PYTHON) tools/cmdline_table.py
 
@@ -591,8 +613,9 @@ help:
 	@echo "                  flood against vireo and the nginx peer: legitimate success % during each"
 	@echo "                  attack, time to full service after it; table + build/bench/attacks.json"
 	@echo "                  (BENCH_MEM=256 BENCH_HARNESS=../shared/bench; about 15 min; needs root)"
-	@echo "  make params     the command-line table (Markdown) from the CMDLINE_PARAMs in the"
-	@echo "                  sources (tools/cmdline_table.py; the shell's params prints the same)"
+	@echo "  make params     the command-line tables (Markdown) from the key registrations in"
+	@echo "                  the sources: the image's, then every app's (tools/cmdline_table.py;"
+	@echo "                  the shell's params prints the image's keys the same)"
 	@echo "  make clean      remove $(BUILD)/"
 	@echo "  V=1             show commands"
 

@@ -1,57 +1,16 @@
-/* Boot command line: key=value tokens parsed against a table of options. */
+/* Boot command line: key=value tokens parsed against a table of options,
+ * the CMDLINE_PARAM registrations (include/vireo/config.h: the kernel's keys
+ * and the apps' are one kind). */
 #ifndef VIREO_CMDLINE_H
 #define VIREO_CMDLINE_H
 
 #include "lib/types.h"
+#include "vireo/config.h"	/* struct cmdline_opt, CMDLINE_PARAM: the registration apps share */
 
 /* Longest line looked at, NUL included: at most CMDLINE_MAX - 1 characters
  * are parsed; a longer line is cut (with a warning) before its last partial
  * token. */
 #define CMDLINE_MAX 1024
-
-enum cmdline_type { CMDLINE_BOOL, CMDLINE_UINT, CMDLINE_HEX, CMDLINE_ENUM, CMDLINE_STR, CMDLINE_CUSTOM };
-
-struct cmdline_opt {
-	const char *key;
-	enum cmdline_type type;
-	void *dst;		/* bool*, u64* (UINT/HEX), int* (ENUM: index into choices), char* (STR), any (CUSTOM) */
-	size_t dst_size;	/* STR: buffer size including NUL */
-	u64 min, max;		/* UINT/HEX inclusive range; max == 0 means no limit */
-	const char *const *choices;	/* ENUM: NULL-terminated list */
-	/* CUSTOM: return 0, or -EINVAL and write a short reason into why[why_len] */
-	int (*parse)(const char *val, void *dst, char *why, size_t why_len);
-	/* Optional, for every type but CUSTOM: sees the parsed value (bool *,
-	 * u64 *, int * or const char * as dst would get it) after the type's
-	 * own checks and before it is stored; returns 0, or -EINVAL with a
-	 * short reason in why[why_len] (the destination keeps its value). */
-	int (*validate)(const void *val, char *why, size_t why_len);
-	const char *def;	/* the default as the docs show it; for BOOL, UINT, HEX,
-				 * ENUM and STR it must parse to dst's initial value
-				 * (cmdline_default_ok) ... */
-	bool def_prose;		/* ... unless this says def is prose: a default
-				 * no value of the type can express */
-	const char *values;	/* the accepted values for the docs; NULL: from the type */
-	const char *help;
-};
-
-/*
- * Registers a command-line key next to the code it configures, at link time:
- *
- *	static u64 http_port = 80;
- *	CMDLINE_PARAM(http, .key = "http", .type = CMDLINE_UINT, .dst = &http_port,
- *		      .min = 1, .max = 65535, .def = "80", .help = "the HTTP server's port");
- *
- * The first argument only names the registration (unique in its file); the
- * rest initialises a struct cmdline_opt. kernel/config.c parses the boot
- * command line against every registered key (cmdline_params()); the shell's
- * `params` and tools/cmdline_table.py print the table from the same fields.
- */
-#define CMDLINE_SECTION "vireo_cmdline"
-#define CMDLINE_PARAM(id, ...)                                                       \
-	static const struct cmdline_opt cmdlinereg_##id = { __VA_ARGS__ };         \
-	static const struct cmdline_opt *const cmdlinereg_ptr_##id                 \
-		__attribute__((used, section(CMDLINE_SECTION), aligned(sizeof(void *)))) = \
-			&cmdlinereg_##id
 
 /* Receives one warning line (no newline); msg is only valid during the call. */
 typedef void (*cmdline_warn_fn)(void *ctx, const char *msg);

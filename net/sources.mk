@@ -1,9 +1,9 @@
 # net/: port/ (lwIP's port, its fetch and patches), tcp/ (ISNs, SYN cookies,
-# receive memory), netif/ (the netif on virtio-net, bring-up, TSO), clients/
+# receive memory, the TCP connection base every TCP user sits on), netif/ (the netif on virtio-net, bring-up, TSO), clients/
 # (SNTP, syslog, DNS names, the metadata client's HTTP) and tls/ (make TLS=1;
 # its own net/tls/mbedtls.mk). Cold: bring-up and the clients.
 HOT_SRCS += net/port/sys_arch.c net/port/lwip_port.c net/port/segheap.c \
-	net/tcp/tcp_isn.c net/tcp/syncookie.c net/tcp/rxmem.c \
+	net/tcp/tcp_isn.c net/tcp/syncookie.c net/tcp/rxmem.c net/tcp/tcpconn.c \
 	net/netif/tso_merge.c net/netif/tso_out.c net/netif/netif_vnet.c
 COLD_SRCS += net/netif/netup.c \
 	net/clients/sntp.c net/clients/sntp_msg.c net/clients/syslog.c net/clients/syslog_msg.c \

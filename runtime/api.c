@@ -18,6 +18,7 @@
 #include "kernel/time/wallclock.h"
 #include "runtime/api.h"
 #include "runtime/http/http.h"
+#include "runtime/http/server.h"
 #include "runtime/metrics.h"
 #include "runtime/site.h"
 #include "vireo/files.h"
@@ -544,7 +545,7 @@ extern const struct vireo_app *const __stop_vireo_apps[] __attribute__((weak));
 extern struct vireo_metric *const __start_vireo_metrics[] __attribute__((weak));
 extern struct vireo_metric *const __stop_vireo_metrics[] __attribute__((weak));
 
-static bool api_name_ok(const char *s, size_t max, bool metric)
+bool api_name_ok(const char *s, size_t max, bool metric)
 {
 	size_t n;
 
@@ -580,18 +581,27 @@ static bool api_help_ok(const char *s)
 	return true;
 }
 
+/* What is wrong with a family's name and help, or NULL. */
+static const char *api_family_why(const char *name, const char *help, bool builtin)
+{
+	if (!name || !api_name_ok(name, 200, true))
+		return "a name must be [a-zA-Z_][a-zA-Z0-9_]*";
+	if (!builtin && name[0] == 'v' && name[1] == 'i' && name[2] == 'r' && name[3] == 'e' && name[4] == 'o' &&
+	    name[5] == '_')
+		return "vireo_ names are the runtime's";
+	if (!api_help_ok(help))
+		return "help must be one line without backslashes";
+	return NULL;
+}
+
 static const char *api_metric_why(struct vireo_metric *const *set, size_t n, size_t k)
 {
 	const struct vireo_metric *m = set[k];
+	const char *why = api_family_why(m->name, m->help, m->builtin);
 	size_t i;
 
-	if (!m->name || !api_name_ok(m->name, 200, true))
-		return "a name must be [a-zA-Z_][a-zA-Z0-9_]*";
-	if (m->name[0] == 'v' && m->name[1] == 'i' && m->name[2] == 'r' && m->name[3] == 'e' && m->name[4] == 'o' &&
-	    m->name[5] == '_')
-		return "vireo_ names are the runtime's";
-	if (!api_help_ok(m->help))
-		return "help must be one line without backslashes";
+	if (why)
+		return why;
 	for (i = 0; i < k; i++)
 		if (set[i]->name && api_str_eq(set[i]->name, m->name))
 			return "declared twice";
@@ -648,6 +658,8 @@ static void api_write_histogram(struct metrics_buf *b, const struct vireo_metric
 	ksnprintf(name, sizeof name, "%s_count", m->name);
 	metrics_sample(b, name, NULL, h->count);
 }
+
+static void api_write_writers(struct metrics_buf *b);
 
 __cold static void api_write_metrics(struct metrics_buf *b)
 {
@@ -710,9 +722,85 @@ __cold static void api_write_metrics(struct metrics_buf *b)
 		}
 		}
 	}
+	api_write_writers(b);
 }
 
 static struct metrics_source api_metrics_source = { "app", api_write_metrics, NULL };
+
+/* ---- families written at scrape time ---- */
+
+struct vireo_metrics_out {
+	struct metrics_buf *b;
+	struct api_writer *w;
+	bool skip;		/* the family last begun was refused */
+};
+
+static struct api_writer {
+	void (*fn)(struct vireo_metrics_out *o, void *arg);
+	void *arg;
+	bool builtin;		/* registered by one of vireo's own apps */
+	bool warned;		/* its first refusal was logged */
+} api_writers[VIREO_METRICS_WRITERS];
+static u32 api_nwriters;
+static const struct vireo_app *api_app_running;	/* the app whose init runs */
+
+__cold int vireo_metrics_writer(void (*fn)(struct vireo_metrics_out *o, void *arg), void *arg)
+{
+	struct api_writer *w;
+
+	if (!fn || api_nwriters == VIREO_METRICS_WRITERS) {
+		api_misuse("vireo_metrics_writer: %s: refused", fn ? "all taken" : "no function");
+		return fn ? -ENOSPC : -EINVAL;
+	}
+	w = &api_writers[api_nwriters++];
+	w->fn = fn;
+	w->arg = arg;
+	w->builtin = api_app_running && api_app_running->builtin;
+	return 0;
+}
+
+__cold void vireo_metrics_family(struct vireo_metrics_out *o, const char *name, enum vireo_metric_kind kind,
+				 const char *help)
+{
+	const char *why = api_family_why(name, help, o->w->builtin);
+
+	if (!why && kind != VIREO_METRIC_COUNTER && kind != VIREO_METRIC_GAUGE)
+		why = "a written family is a counter or a gauge";
+	o->skip = why != NULL;
+	if (!why) {
+		metrics_family(o->b, name, kind == VIREO_METRIC_GAUGE ? METRICS_GAUGE : METRICS_COUNTER, help);
+	} else if (!o->w->warned) {
+		o->w->warned = true;
+		api_misuse("metric %.64s: %s: left out of /metrics", name ? name : "(null)", why);
+	} else {
+		api_log.misuse++;
+	}
+}
+
+__cold void vireo_metrics_sample(struct vireo_metrics_out *o, const char *name, const char *label,
+				 const char *value, u64 v)
+{
+	if (o->skip || !name)
+		return;
+	if (!label)
+		metrics_sample(o->b, name, NULL, v);
+	else if (api_name_ok(label, 100, true) && value)
+		metrics_sample1(o->b, name, label, value, v);
+	else
+		api_log.misuse++;
+}
+
+__cold static void api_write_writers(struct metrics_buf *b)
+{
+	struct vireo_metrics_out o = { .b = b };
+	u32 i;
+
+	for (i = 0; i < api_nwriters; i++) {
+		o.w = &api_writers[i];
+		o.skip = false;
+		o.w->fn(&o, o.w->arg);
+	}
+}
 
 /* ---- the apps ---- */
 
@@ -731,6 +819,9 @@ __cold int api_apps_start(void)
 		kprintf("app: no memory for the API's tables: no app started\n");
 		return (int)n;
 	}
+	/* The runtime's own routes first: no app can take them. */
+	if (!api_routes_count())
+		http_server_routes();
 	for (i = 0; i < n; i++) {
 		const struct vireo_app *a = set[i];
 
@@ -741,7 +832,9 @@ __cold int api_apps_start(void)
 			continue;
 		}
 		kprintf("app %s: %s\n", a->name, a->help ? a->help : "");
+		api_app_running = a;
 		err = a->init();
+		api_app_running = NULL;
 		if (err) {
 			kprintf("app %s: init failed (%d)\n", a->name, err);
 			failed++;

@@ -25,7 +25,18 @@ u32 api_handles_live(void);
 struct api_route {
 	struct vireo_route r;
 	size_t path_len;
+	bool runtime;		/* the runtime's own (/healthz, /metrics): every
+				 * method, no body; not an app's to take */
+	bool plain;		/* served on plain HTTP under http.redirect= too */
 };
+
+/* The runtime's own routes, registered first (runtime/http/exchange.c). */
+#define API_ROUTES_RUNTIME 2
+#define API_ROUTE_RUNTIME 1u
+#define API_ROUTE_PLAIN 2u
+/* vireo_http_route() for the runtime (flags: API_ROUTE_*): the same checks,
+ * and no app can route a path the runtime routes. */
+int api_route_add(const struct vireo_route *route, unsigned flags);
 
 /* The route for path (NUL-terminated): the exact one, else the longest
  * prefix; NULL if none. Method is not looked at: see api_route_allows. */
@@ -39,7 +50,7 @@ bool api_route_allows(const struct api_route *rt, unsigned method);
 const char *api_route_allow_header(const struct api_route *rt, char *buf, size_t size);
 /* The table, from the heap (api_apps_start()). 0 or -ENOMEM. */
 int api_routes_alloc(void);
-/* Forget every route (host tests). */
+/* Forget every app's route (host tests); the runtime's stay. */
 void api_routes_reset(void);
 u32 api_routes_count(void);
 
@@ -72,13 +83,14 @@ struct api_http_stats {
 };
 extern struct api_http_stats api_http_stats;
 
+/* An app's or a service's name (metric false: 1..max of [a-z0-9_-]) or a
+ * metric's (metric true: [a-zA-Z_][a-zA-Z0-9_]*, at most max). */
+bool api_name_ok(const char *s, size_t max, bool metric);
+
 /* A vireo_addr from lwIP's address and a port (services.c). */
 struct ip_addr;
 void api_addr_of(const struct ip_addr *ip, u16 port, struct vireo_addr *a);
 
-/* services.c: live TCP connections of every app service, for the budget
- * shared with echo (VIREO_TCP_CONNS_TOTAL). */
-u32 api_tcp_live(void);
 /* Power off / tests: close every app service (listeners and connections). */
 void api_services_stop(void);
 

@@ -1,8 +1,7 @@
 /* The runtime's services: the HTTP server (its routes are the apps',
- * include/vireo/, started here), TCP/UDP echo on port 7 when
- * echo= asks for it, and the driver's and event loop's counters on /metrics
- * (the device's through the netif, net/net.h). Its keys: http=, echo=,
- * echo.udp_rate=. */
+ * include/vireo/, started here with the apps themselves: apps/echo among
+ * them) and the driver's and event loop's counters on /metrics (the
+ * device's through the netif, net/net.h). Its key: http=. */
 #include "drivers/virtio/net/virtio_net.h"
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
@@ -15,7 +14,6 @@
 #include "lwip/priv/tcp_priv.h"
 #include "runtime/api.h"
 #include "runtime/app.h"
-#include "runtime/echo.h"
 #include "runtime/http/http.h"
 #include "runtime/http/https.h"
 #include "runtime/metadata.h"
@@ -28,52 +26,9 @@
 #include "net/tls/tls.h"
 #endif
 
-#define ECHO_PORT 7
-
 static u64 http_port = 80;
 CMDLINE_PARAM(http, .key = "http", .type = CMDLINE_UINT, .dst = &http_port, .min = 1, .max = 65535, .def = "80",
 	      .help = "the HTTP server's TCP port");
-
-#define APP_ECHO_TCP 1u
-#define APP_ECHO_UDP 2u
-static unsigned int echo_services;	/* APP_ECHO_*: none by default */
-
-/* echo=tcp, echo=udp or echo=tcp,udp (either order). */
-static int app_parse_echo(const char *val, void *dst, char *why, size_t why_len)
-{
-	unsigned int want = 0;
-	const char *s = val;
-
-	(void)dst;
-	for (;;) {
-		size_t n = 0;
-
-		while (s[n] && s[n] != ',')
-			n++;
-		if (n == 3 && !strncmp(s, "tcp", 3))
-			want |= APP_ECHO_TCP;
-		else if (n == 3 && !strncmp(s, "udp", 3))
-			want |= APP_ECHO_UDP;
-		else
-			goto bad;
-		s += n;
-		if (*s == '\0')
-			break;
-		s++;	/* the comma; an empty item after it is rejected above */
-	}
-	echo_services = want;
-	return 0;
-bad:
-	ksnprintf(why, why_len, "want tcp, udp or tcp,udp; echo stays off");
-	return -EINVAL;
-}
-CMDLINE_PARAM(echo, .key = "echo", .type = CMDLINE_CUSTOM, .parse = app_parse_echo, .def = "off",
-	      .values = "tcp, udp, tcp,udp", .help = "start the echo service (RFC 862) on port 7");
-
-static u64 echo_udp_rate;	/* 0: echo.h's defaults */
-CMDLINE_PARAM(echo_udp_rate, .key = "echo.udp_rate", .type = CMDLINE_UINT, .dst = &echo_udp_rate, .min = 1,
-	      .max = 1000000, .def = "256 all, 16 per source", .def_prose = true,
-	      .help = "UDP echo datagrams/s, global and per source (benchmarks)");
 
 u16 app_http_port(void)
 {
@@ -325,22 +280,5 @@ int app_start(void)
 	if (tls_start() == 0)
 		https_start();
 #endif
-	if (echo_services) {
-		struct echo_cfg ecfg = { .port = ECHO_PORT };
-
-		if (echo_services & APP_ECHO_TCP)
-			ecfg.services |= ECHO_TCP;
-		if (echo_services & APP_ECHO_UDP)
-			ecfg.services |= ECHO_UDP;
-		if (echo_udp_rate) {
-			/* One limit for all and for each source; a quarter
-			 * second's worth of burst. */
-			ecfg.udp_rate = ecfg.udp_src_rate = (u32)echo_udp_rate;
-			ecfg.udp_burst = ecfg.udp_src_burst = MAX(ecfg.udp_rate / 4, (u32)ECHO_UDP_BURST);
-		}
-		err = echo_start(&ecfg);
-		if (err)
-			kprintf("echo: cannot listen on port %u (%d)\n", ECHO_PORT, err);
-	}
 	return 0;
 }

@@ -4,8 +4,9 @@
 
 #include "lib/types.h"
 
-/* Starts the appliance's services as its keys say (HTTP on http=, echo on 7
- * when echo= asks) and registers its metrics and the power-off drain.
+/* Starts the appliance's services as its keys say (HTTP on http=, then the
+ * apps: apps/echo's echo on 7 when echo= asks) and registers its metrics and
+ * the power-off drain.
  * Called once by the composition root, after netif_vnet_add() and before
  * the netif comes up (listeners bind to any address). Returns 0, or the
  * HTTP server's error after logging it. */

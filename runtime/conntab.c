@@ -1,8 +1,9 @@
 /*
- * Per-source connection accounting for the HTTP server and echo.
+ * Per-source connection accounting for the HTTP server and the apps' TCP
+ * services (echo's included).
  *
  * The table is a list, newest first; it holds at most max_conns (64 for HTTP,
- * 16 for echo), so the O(n^2) walk conntab_admit() does when the table is
+ * 16 for a TCP service), so the O(n^2) walk conntab_admit() does when the table is
  * full is 64 x 64 key compares at most, once per refused-or-evicting accept.
  */
 #include "lib/types.h"
@@ -26,23 +27,6 @@ void conntab_src_of(const ip_addr_t *addr, struct conntab_src *src)
 bool conntab_src_equal(const struct conntab_src *a, const struct conntab_src *b)
 {
 	return a->v6 == b->v6 && a->w[0] == b->w[0] && a->w[1] == b->w[1];
-}
-
-/* Two rounds of a multiply-xorshift mix per word: spreads nearby addresses
- * over the buckets; the key keeps a remote party from choosing collisions. */
-u32 conntab_src_hash(const struct conntab_src *src, u32 key)
-{
-	u32 h = key ^ (src->v6 ? 0x9e3779b9u : 0);
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		h ^= src->w[i];
-		h *= 0x85ebca6bu;
-		h ^= h >> 13;
-		h *= 0xc2b2ae35u;
-		h ^= h >> 16;
-	}
-	return h;
 }
 
 u32 conntab_src_count(const struct conntab *t, const struct conntab_src *src)
@@ -136,7 +120,6 @@ struct conntab_conn *conntab_accept(struct conntab *t, struct altcp_pcb *pcb, si
 	c = kzalloc(size);
 	if (!c)
 		return NULL;
-	c->pcb = pcb;
 	c->src = src;
 	conntab_insert(t, c);
 	return c;

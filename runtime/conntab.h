@@ -15,10 +15,10 @@ struct conntab_src {
 	bool v6;
 };
 
-/* Embedded as the first member of each service's connection state. */
+/* Embedded as the first member of each service's connection state (the
+ * connection itself, its pcb, is the state's struct tcpconn). */
 struct conntab_conn {
 	struct conntab_conn *next, *prev;	/* newest first */
-	struct altcp_pcb *pcb;	/* plain TCP, or TLS over TCP */
 	struct conntab_src src;
 };
 
@@ -39,8 +39,6 @@ enum conntab_verdict {
 /* The source key of addr (IPv4, or IPv6 by /64). */
 void conntab_src_of(const ip_addr_t *addr, struct conntab_src *src);
 bool conntab_src_equal(const struct conntab_src *a, const struct conntab_src *b);
-/* A 32-bit hash of src, keyed by key (callers pass a boot-time secret). */
-u32 conntab_src_hash(const struct conntab_src *src, u32 key);
 
 /* Connections from src in the table. */
 u32 conntab_src_count(const struct conntab *t, const struct conntab_src *src);
@@ -62,7 +60,7 @@ enum conntab_verdict conntab_admit(const struct conntab *t, const struct conntab
  * The whole admission of a new connection: conntab_admit() for pcb's source,
  * the victim (if any) ended through evict(), which must remove it from the
  * table, then size zeroed bytes allocated (a service's state, with its
- * struct conntab_conn first), pcb and source filled in, and inserted.
+ * struct conntab_conn first), its source filled in, and inserted.
  * Returns NULL if refused or out of memory; *verdict says which applied
  * (CONNTAB_ADMIT or CONNTAB_EVICT with NULL: no memory).
  */

@@ -2,22 +2,27 @@
  * The application API's TCP and UDP services (include/vireo/net.h), on
  * lwIP's altcp (plain TCP) and raw UDP APIs.
  *
- * TCP, per connection: received bytes are copied into rx[] (at most one
- * window, TCP_WND, can be outstanding, so rx[] cannot overflow) and offered
- * to on_recv; altcp_recved() is called only for what the app consumed, so a
- * slow app closes the peer's window instead of growing a buffer. Sends are
- * copied into lwIP (TCP_WRITE_FLAG_COPY) while less than VIREO_TCP_INFLIGHT
- * bytes are unacknowledged, which is what net/port/lwipopts.h's heap budget
- * counts for these connections (with echo's, VIREO_TCP_CONNS_TOTAL live).
+ * TCP, per connection, on the TCP connection base (net/tcp/tcpconn.h):
+ * received bytes are copied into rx[] (at most one window can be
+ * outstanding, so rx[] cannot overflow) and offered to on_recv; the window
+ * reopens only for what the app consumed, so a slow app closes the peer's
+ * window instead of growing a buffer. Sends are copied into lwIP
+ * (TCP_WRITE_FLAG_COPY) while less than VIREO_TCP_INFLIGHT bytes are
+ * unacknowledged, which is what net/port/lwipopts.h's heap budget counts for
+ * these connections (VIREO_TCP_CONNS_TOTAL live). A bulk service's
+ * connection asks net/tcp/rxmem.c for the bulk receive window at accept:
+ * with it, rx[] and the send bound are VIREO_RXMEM_BULK_WND; without it,
+ * TCP_WND each (the budget's W_bulk and W_echo).
  * Closing and aborting on the app's request happen from the connection's
  * work item, never inside the app's call: the app is not re-entered and its
  * handle stays valid until on_close. The poll callback (every 500 ms)
  * applies the idle and send-stall timeouts.
  *
- * UDP: a datagram is copied into one static buffer of VIREO_UDP_MAX bytes
- * and offered to on_recv; larger than the service's max_datagram, from
- * port 0, or from or to a broadcast or multicast address, it is dropped
- * and counted.
+ * UDP: a datagram in one pbuf is offered to on_recv where it lies; one
+ * reassembled from fragments (a chain) is copied into one buffer of the
+ * largest max_datagram bound first. Larger than the service's
+ * max_datagram, from port 0, or from or to a broadcast or multicast
+ * address, it is dropped and counted.
  */
 #include "kernel/loop.h"
 #include "kernel/mm/mm.h"
@@ -28,13 +33,15 @@
 #include "lwip/udp.h"
 #include "runtime/api.h"
 #include "runtime/conntab.h"
-#include "runtime/echo.h"
 #include "runtime/metrics.h"
-#include "runtime/tcputil.h"
 #include "net/port/lwip_port.h"
+#include "net/tcp/rxmem.h"
+#include "net/tcp/tcpconn.h"
 #include "vireo/net.h"
 
 _Static_assert(TCP_WND <= VIREO_TCP_RXBUF, "a connection's receive buffer holds one window");
+_Static_assert(VIREO_TCP_BULK_RXBUF == VIREO_RXMEM_BULK_WND && VIREO_TCP_BULK_CONNS == VIREO_RXMEM_BULK_MAX,
+	       "vireo/net.h's bulk window is rxmem's");
 
 #define SVC_POLL_TICKS 1	/* 500 ms */
 
@@ -42,19 +49,17 @@ struct svc;
 
 struct svc_conn {
 	struct conntab_conn link;	/* first: the table hands back this */
+	struct tcpconn tc;	/* the pcb, rx[], inflight, ACK progress */
 	struct svc *svc;
 	u32 id;			/* the vireo_tcp handle */
 	void *ctx;
-	bool eof;		/* the peer's FIN arrived */
 	bool eof_told;		/* on_eof was called */
 	bool close_req, abort_req, recv_req;	/* the app asked: done from work */
 	bool want_writable;
-	u32 inflight;		/* copied to lwIP, not yet acked */
+	u32 inflight_max;	/* copied bytes unacknowledged at most */
 	u64 t_active;		/* last byte either way (ms) */
-	u64 t_progress;		/* last ACK progress, or when data began waiting */
 	struct work work;
-	u32 rx_off, rx_len;
-	u8 rx[VIREO_TCP_RXBUF];
+	u8 rx[];		/* VIREO_TCP_RXBUF; a bulk service's: its window */
 };
 
 _Static_assert(offsetof(struct svc_conn, link) == 0, "conntab entries are struct svc_conn");
@@ -63,13 +68,13 @@ struct svc {
 	struct vireo_tcp_service cfg;
 	struct altcp_pcb *listen;
 	struct conntab tab;
-	u64 accepted, refused, refused_source, evicted, timeouts_idle, timeouts_send, rx_bytes, tx_bytes;
+	struct vireo_tcp_stats st;	/* active: tab.count */
 };
 
 struct usvc {
 	struct vireo_udp_service cfg;
 	struct udp_pcb *pcb;
-	u64 datagrams, bytes, sent, send_errors, dropped_size, dropped_source;
+	struct vireo_udp_stats st;
 };
 
 /* From the heap at the first service (the EFI image's .bss is bounded),
@@ -79,7 +84,8 @@ static struct svcs {
 	u32 ntcp;
 	struct usvc udp[VIREO_UDP_SERVICES_MAX];
 	u32 nudp;
-	u8 udp_buf[VIREO_UDP_MAX];	/* one datagram, as the app sees it */
+	u8 *udp_buf;		/* a fragmented datagram, as the app sees it */
+	u32 udp_buf_size;	/* the largest max_datagram bound */
 } *svcs;
 static u32 svcs_live;		/* TCP connections of every service */
 static bool svcs_metrics;
@@ -126,33 +132,21 @@ static bool svc_ip_of(const struct vireo_addr *a, ip_addr_t *ip)
 	return false;
 }
 
-u32 api_tcp_live(void)
-{
-	return svcs_live;
-}
-
-static bool svc_name_ok(const char *s)
-{
-	size_t n;
-
-	if (!s || !*s)
-		return false;
-	for (n = 0; s[n]; n++)
-		if (n >= 31 || !((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') || s[n] == '_' ||
-				 s[n] == '-'))
-			return false;
-	return true;
-}
-
 /* ---- TCP connections ---- */
 
-/* The connection is gone: the handle goes stale, then on_close hears it. */
 /* The connection whose on_close is running, and its context. */
 static u32 svc_closing_id;
 static void *svc_closing_ctx;
 
-static void svc_conn_free(struct svc_conn *c)
+static inline struct svc_conn *svc_conn_of(struct tcpconn *tc)
 {
+	return tcpconn_owner(tc, struct svc_conn, tc);
+}
+
+/* tcpconn's free: the handle goes stale, then on_close hears it. */
+static void svc_conn_free(struct tcpconn *tc, err_t err)
+{
+	struct svc_conn *c = svc_conn_of(tc);
 	struct svc *s = c->svc;
 	u32 id = c->id;
 	void *ctx = c->ctx;
@@ -161,6 +155,7 @@ static void svc_conn_free(struct svc_conn *c)
 	conntab_remove(&s->tab, &c->link);
 	api_handle_free(id);
 	svcs_live--;
+	s->st.active--;
 	kfree(c);
 	if (s->cfg.on_close) {
 		/* The handle is stale, but on_close is where an app frees what
@@ -173,37 +168,15 @@ static void svc_conn_free(struct svc_conn *c)
 	}
 }
 
-static err_t svc_conn_abort(struct svc_conn *c)
-{
-	struct altcp_pcb *pcb = c->link.pcb;
-
-	app_pcb_detach(pcb);
-	svc_conn_free(c);
-	altcp_abort(pcb);
-	return ERR_ABRT;
-}
-
-static err_t svc_conn_close(struct svc_conn *c)
-{
-	struct altcp_pcb *pcb = c->link.pcb;
-	struct tcp_pcb *tpcb = app_tcp_pcb(pcb);
-	u32 held = c->rx_len - c->rx_off;
-
-	if (held)
-		altcp_recved(pcb, (u16_t)held);	/* a full window: FIN, not RST */
-	app_pcb_detach(pcb);
-	svc_conn_free(c);
-	return app_pcb_close_detached(pcb, tpcb);
-}
-
 /* Offer what rx[] holds; on_eof once it is all consumed after the FIN. */
 static err_t svc_deliver(struct svc_conn *c)
 {
 	struct svc *s = c->svc;
+	struct tcpconn *tc = &c->tc;
 
-	while (c->rx_off < c->rx_len && !c->close_req && !c->abort_req) {
-		size_t len = c->rx_len - c->rx_off;
-		size_t n = s->cfg.on_recv((vireo_tcp){ c->id }, c->rx + c->rx_off, len, s->cfg.arg);
+	while (tcpconn_rx_held(tc) && !c->close_req && !c->abort_req) {
+		size_t len = tcpconn_rx_held(tc);
+		size_t n = s->cfg.on_recv((vireo_tcp){ c->id }, tc->rx + tc->rx_off, len, s->cfg.arg);
 
 		if (n > len) {
 			api_misuse("tcp %s: on_recv consumed %zu of %zu bytes: counted as %zu", s->cfg.name, n, len,
@@ -212,25 +185,22 @@ static err_t svc_deliver(struct svc_conn *c)
 		}
 		if (!n)
 			break;
-		c->rx_off += (u32)n;
-		altcp_recved(c->link.pcb, (u16_t)n);
+		tcpconn_rx_consume(tc, (u32)n);
 	}
-	if (c->rx_off == c->rx_len)
-		c->rx_off = c->rx_len = 0;
 	if (c->abort_req)
-		return svc_conn_abort(c);
+		return tcpconn_abort(tc);
 	if (c->close_req)
-		return svc_conn_close(c);
-	if (c->eof && c->rx_len == 0 && !c->eof_told) {
+		return tcpconn_close(tc);
+	if (tc->rx_eof && !tcpconn_rx_held(tc) && !c->eof_told) {
 		c->eof_told = true;
 		if (s->cfg.on_eof)
 			s->cfg.on_eof((vireo_tcp){ c->id }, s->cfg.arg);
 		else
 			c->close_req = true;	/* no one to tell: close after our data */
 		if (c->abort_req)
-			return svc_conn_abort(c);
+			return tcpconn_abort(tc);
 		if (c->close_req)
-			return svc_conn_close(c);
+			return tcpconn_close(tc);
 	}
 	return ERR_OK;
 }
@@ -243,47 +213,22 @@ static void svc_conn_work(void *arg)
 	svc_deliver(c);
 }
 
-static err_t svc_on_recv(void *arg, struct altcp_pcb *pcb, struct pbuf *p, err_t err)
+static err_t svc_recv(struct tcpconn *tc)
 {
-	struct svc_conn *c = arg;
-	u32 held, n;
+	struct svc_conn *c = svc_conn_of(tc);
 
-	if (!c)
-		return app_recv_stray(pcb, p);
-	if (!p) {
-		c->eof = true;
-		return svc_deliver(c);
-	}
-	n = p->tot_len;
-	held = c->rx_len - c->rx_off;
-	if (n > sizeof c->rx - held) {
-		pbuf_free(p);	/* beyond the window we granted */
-		return svc_conn_abort(c);
-	}
-	if (c->rx_len + n > sizeof c->rx) {
-		__builtin_memmove(c->rx, c->rx + c->rx_off, held);
-		c->rx_off = 0;
-		c->rx_len = held;
-	}
-	pbuf_copy_partial(p, c->rx + c->rx_len, (u16_t)n, 0);
-	c->rx_len += n;
-	c->svc->rx_bytes += n;
-	c->t_active = svc_now_ms();
-	pbuf_free(p);
+	if (!tc->rx_eof)
+		c->t_active = svc_now_ms();	/* bytes, not the FIN */
 	return svc_deliver(c);
 }
 
-static err_t svc_on_sent(void *arg, struct altcp_pcb *pcb, u16_t len)
+static err_t svc_sent(struct tcpconn *tc, u16 len)
 {
-	struct svc_conn *c = arg;
-	struct svc *s;
+	struct svc_conn *c = svc_conn_of(tc);
+	struct svc *s = c->svc;
 
-	if (!c)
-		return ERR_OK;
-	s = c->svc;
-	c->inflight -= MIN((u32)len, c->inflight);
-	c->t_active = c->t_progress = svc_now_ms();
-	if (c->want_writable && c->inflight <= VIREO_TCP_INFLIGHT / 2 && !c->close_req && !c->abort_req) {
+	c->t_active = tc->t_progress;
+	if (c->want_writable && tc->inflight <= c->inflight_max / 2 && !c->close_req && !c->abort_req) {
 		c->want_writable = false;
 		if (s->cfg.on_writable)
 			s->cfg.on_writable((vireo_tcp){ c->id }, s->cfg.arg);
@@ -293,43 +238,40 @@ static err_t svc_on_sent(void *arg, struct altcp_pcb *pcb, u16_t len)
 	return ERR_OK;
 }
 
-static void svc_on_err(void *arg, err_t err)
+static err_t svc_poll(struct tcpconn *tc)
 {
-	if (arg)
-		svc_conn_free(arg);
-}
-
-static err_t svc_on_poll(void *arg, struct altcp_pcb *pcb)
-{
-	struct svc_conn *c = arg;
+	struct svc_conn *c = svc_conn_of(tc);
 	u64 now = svc_now_ms();
 
-	if (!c) {
-		altcp_abort(pcb);
-		return ERR_ABRT;
-	}
-	if (c->inflight && now - c->t_progress >= c->svc->cfg.send_timeout_ms) {
-		c->svc->timeouts_send++;
-		return svc_conn_abort(c);
+	if (tc->inflight && tcpconn_stalled(tc, now, c->svc->cfg.send_timeout_ms, 0, tc->inflight)) {
+		c->svc->st.timeouts_send++;
+		return tcpconn_abort(tc);
 	}
 	if (now - c->t_active >= c->svc->cfg.idle_timeout_ms) {
-		c->svc->timeouts_idle++;
-		return svc_conn_abort(c);
+		c->svc->st.timeouts_idle++;
+		return tcpconn_abort(tc);
 	}
 	return ERR_OK;
 }
+
+static const struct tcpconn_ops svc_tcp_ops = {
+	.recv = svc_recv,
+	.sent = svc_sent,
+	.poll = svc_poll,
+	.free = svc_conn_free,
+};
 
 /* Nothing unconsumed or unacknowledged: the cheapest to end. */
 static bool svc_conn_idle(const struct conntab_conn *l)
 {
 	const struct svc_conn *c = (const struct svc_conn *)l;
 
-	return c->rx_len == c->rx_off && !c->inflight;
+	return !tcpconn_rx_held(&c->tc) && !c->tc.inflight;
 }
 
 static void svc_conn_evict(struct conntab_conn *l)
 {
-	svc_conn_abort((struct svc_conn *)l);
+	tcpconn_abort(&((struct svc_conn *)l)->tc);
 }
 
 static err_t svc_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
@@ -337,17 +279,21 @@ static err_t svc_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 	struct svc *s = arg;
 	enum conntab_verdict v = CONNTAB_REFUSE_FULL;
 	struct svc_conn *c = NULL;
-	u32 id;
+	bool bulk;
+	u32 id, cap;
 
 	if (err != ERR_OK || !pcb || !s)
 		return ERR_VAL;
-	/* The heap budget's 16 non-HTTP connections, shared with echo. */
-	if (svcs_live + (u32)echo_stats.tcp_active < VIREO_TCP_CONNS_TOTAL)
-		c = (struct svc_conn *)conntab_accept(&s->tab, pcb, sizeof *c, svc_conn_idle, svc_conn_evict, &v);
+	bulk = s->cfg.bulk && rxmem_bulk_available();
+	cap = bulk ? VIREO_RXMEM_BULK_WND : s->cfg.bulk ? TCP_WND : VIREO_TCP_RXBUF;
+	/* The heap budget's 16 non-HTTP connections. */
+	if (svcs_live < VIREO_TCP_CONNS_TOTAL)
+		c = (struct svc_conn *)conntab_accept(&s->tab, pcb, sizeof *c + cap, svc_conn_idle, svc_conn_evict,
+						      &v);
 	if (v == CONNTAB_REFUSE_SOURCE)
-		s->refused_source++;
+		s->st.refused_source++;
 	else if (v == CONNTAB_EVICT)
-		s->evicted++;
+		s->st.evicted++;
 	if (!c)
 		goto refuse;
 	id = api_handle_new(API_H_TCP, c);
@@ -358,27 +304,29 @@ static err_t svc_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 	}
 	c->svc = s;
 	c->id = id;
-	c->t_active = c->t_progress = svc_now_ms();
+	c->inflight_max = s->cfg.bulk ? cap : VIREO_TCP_INFLIGHT;
+	if (bulk)
+		rxmem_bulk_grant(tcpconn_tcp_pcb(pcb));	/* else TCP_WND, counted there */
+	else if (s->cfg.bulk)
+		rxmem_stats.bulk_refused++;
+	tcpconn_attach(&c->tc, pcb, &svc_tcp_ops, c->rx, cap, SVC_POLL_TICKS);
+	c->tc.rx_count = &s->st.rx_bytes;
+	c->t_active = c->tc.t_progress = svc_now_ms();
 	work_init(&c->work, svc_conn_work, c);
 	svcs_live++;
-	s->accepted++;
-	altcp_arg(pcb, c);
-	altcp_recv(pcb, svc_on_recv);
-	altcp_sent(pcb, svc_on_sent);
-	altcp_err(pcb, svc_on_err);
-	altcp_poll(pcb, svc_on_poll, SVC_POLL_TICKS);
-	altcp_nagle_disable(pcb);
+	s->st.accepted++;
+	s->st.active++;
 	if (s->cfg.on_accept) {
 		s->cfg.on_accept((vireo_tcp){ id }, s->cfg.arg);
 		if (c->abort_req)
-			return svc_conn_abort(c);
+			return tcpconn_abort(&c->tc);
 		if (c->close_req)
-			return svc_conn_close(c);
+			return tcpconn_close(&c->tc);
 	}
 	return ERR_OK;
 
 refuse:
-	s->refused++;
+	s->st.refused++;
 	altcp_abort(pcb);
 	return ERR_ABRT;
 }
@@ -410,10 +358,10 @@ int vireo_tcp_send(vireo_tcp t, const void *data, size_t len)
 		api_misuse("vireo_tcp_send: no data: refused");
 		return -EINVAL;
 	}
-	n = MIN(len, (size_t)altcp_sndbuf(c->link.pcb));
-	n = MIN(n, (size_t)(VIREO_TCP_INFLIGHT - MIN(c->inflight, (u32)VIREO_TCP_INFLIGHT)));
+	n = MIN(len, (size_t)altcp_sndbuf(c->tc.pcb));
+	n = MIN(n, (size_t)(c->inflight_max - MIN(c->tc.inflight, c->inflight_max)));
 	if (n) {
-		err = altcp_write(c->link.pcb, data, (u16_t)n, TCP_WRITE_FLAG_COPY);
+		err = altcp_write(c->tc.pcb, data, (u16_t)n, TCP_WRITE_FLAG_COPY);
 		if (err == ERR_MEM) {
 			n = 0;
 		} else if (err != ERR_OK) {
@@ -421,12 +369,12 @@ int vireo_tcp_send(vireo_tcp t, const void *data, size_t len)
 			work_queue(&c->work);
 			return -EPIPE;
 		} else {
-			if (!c->inflight)
-				c->t_progress = svc_now_ms();
-			c->inflight += (u32)n;
-			c->svc->tx_bytes += n;
+			if (!c->tc.inflight)
+				c->tc.t_progress = svc_now_ms();
+			c->tc.inflight += (u32)n;
+			c->svc->st.tx_bytes += n;
 			c->t_active = svc_now_ms();
-			altcp_output(c->link.pcb);
+			altcp_output(c->tc.pcb);
 		}
 	}
 	if (n < len)
@@ -475,7 +423,7 @@ int vireo_tcp_peer(vireo_tcp t, struct vireo_addr *a)
 		return -EPIPE;
 	if (!a)
 		return -EINVAL;
-	api_addr_of(altcp_get_ip(c->link.pcb, 0), app_tcp_pcb(c->link.pcb)->remote_port, a);
+	api_addr_of(altcp_get_ip(c->tc.pcb, 0), tcpconn_tcp_pcb(c->tc.pcb)->remote_port, a);
 	return 0;
 }
 
@@ -499,74 +447,83 @@ void *vireo_tcp_ctx(vireo_tcp t)
 	return c ? c->ctx : NULL;
 }
 
+int vireo_tcp_stats(u16 port, struct vireo_tcp_stats *st)
+{
+	u32 i;
+
+	for (i = 0; svcs && st && i < svcs->ntcp; i++) {
+		if (svcs->tcp[i].cfg.port != port)
+			continue;
+		*st = svcs->tcp[i].st;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 /* ---- metrics ---- */
 
-static void svc_family(struct metrics_buf *b, const char *name, enum metrics_type type, const char *help,
-		       size_t off)
-{
-	u32 i;
-
-	if (!svcs->ntcp)
-		return;
-	metrics_family(b, name, type, help);
-	for (i = 0; i < svcs->ntcp; i++)
-		metrics_sample1(b, name, "service", svcs->tcp[i].cfg.name,
-				*(const u64 *)(const void *)((const u8 *)&svcs->tcp[i] + off));
-}
-
-static void usvc_family(struct metrics_buf *b, const char *name, const char *help, size_t off)
-{
-	u32 i;
-
-	if (!svcs->nudp)
-		return;
-	metrics_family(b, name, METRICS_COUNTER, help);
-	for (i = 0; i < svcs->nudp; i++)
-		metrics_sample1(b, name, "service", svcs->udp[i].cfg.name,
-				*(const u64 *)(const void *)((const u8 *)&svcs->udp[i] + off));
-}
+/* vireo_app_tcp_* and vireo_app_udp_*, one sample per service: the
+ * counter at off in its struct svc (tcp) or struct usvc (udp). */
+static const struct svc_family {
+	const char *name, *help;
+	u16 off;
+	bool udp, gauge;
+} svc_families[] = {
+#define SVC_T(name, help, f) { name, help, offsetof(struct svc, st.f), false, false }
+#define SVC_U(name, help, f) { name, help, offsetof(struct usvc, st.f), true, false }
+	SVC_T("vireo_app_tcp_connections_accepted_total", "App TCP connections accepted.", accepted),
+	SVC_T("vireo_app_tcp_connections_refused_total", "App TCP connections reset on accept (limits or memory).",
+	      refused),
+	SVC_T("vireo_app_tcp_connections_refused_source_total", "Of those, refused for the per-source limit.",
+	      refused_source),
+	SVC_T("vireo_app_tcp_connections_evicted_total",
+	      "App TCP connections reset to give a source below its fair share a slot.", evicted),
+	{ "vireo_app_tcp_connections_active", "App TCP connections open now.", offsetof(struct svc, st.active), false,
+	  true },
+	SVC_T("vireo_app_tcp_timeouts_idle_total", "App TCP connections reset for inactivity.", timeouts_idle),
+	SVC_T("vireo_app_tcp_timeouts_send_total", "App TCP connections reset for a send stall.", timeouts_send),
+	SVC_T("vireo_app_tcp_received_bytes_total", "App TCP bytes received.", rx_bytes),
+	SVC_T("vireo_app_tcp_sent_bytes_total", "App TCP bytes queued for sending.", tx_bytes),
+	SVC_U("vireo_app_udp_datagrams_total", "App UDP datagrams handed to the app.", datagrams),
+	SVC_U("vireo_app_udp_received_bytes_total", "App UDP payload bytes handed to the app.", bytes),
+	SVC_U("vireo_app_udp_dropped_size_total", "App UDP datagrams over max_datagram, dropped.", dropped_size),
+	/* (off: the first of its three counters, summed below) */
+	SVC_U("vireo_app_udp_dropped_source_total",
+	      "App UDP datagrams from port 0 or a broadcast/multicast address, dropped.", dropped_port0),
+	SVC_U("vireo_app_udp_sent_total", "App UDP datagrams sent.", sent),
+	SVC_U("vireo_app_udp_send_errors_total", "App UDP sends that failed (memory, routing).", send_errors),
+#undef SVC_T
+#undef SVC_U
+};
+_Static_assert(offsetof(struct vireo_udp_stats, dropped_broadcast) ==
+		       offsetof(struct vireo_udp_stats, dropped_port0) + 8 &&
+	       offsetof(struct vireo_udp_stats, dropped_multicast) ==
+		       offsetof(struct vireo_udp_stats, dropped_port0) + 16,
+	       "dropped_source sums three counters in a row");
 
 static void svc_write_metrics(struct metrics_buf *b)
 {
-	u32 i;
+	const struct svc_family *f;
+	u32 i, n;
 
 	if (!svcs)
 		return;
-	svc_family(b, "vireo_app_tcp_connections_accepted_total", METRICS_COUNTER,
-		   "App TCP connections accepted.", offsetof(struct svc, accepted));
-	svc_family(b, "vireo_app_tcp_connections_refused_total", METRICS_COUNTER,
-		   "App TCP connections reset on accept (limits or memory).", offsetof(struct svc, refused));
-	svc_family(b, "vireo_app_tcp_connections_refused_source_total", METRICS_COUNTER,
-		   "Of those, refused for the per-source limit.", offsetof(struct svc, refused_source));
-	svc_family(b, "vireo_app_tcp_connections_evicted_total", METRICS_COUNTER,
-		   "App TCP connections reset to give a source below its fair share a slot.",
-		   offsetof(struct svc, evicted));
-	if (svcs->ntcp) {
-		metrics_family(b, "vireo_app_tcp_connections_active", METRICS_GAUGE, "App TCP connections open now.");
-		for (i = 0; i < svcs->ntcp; i++)
-			metrics_sample1(b, "vireo_app_tcp_connections_active", "service", svcs->tcp[i].cfg.name,
-					svcs->tcp[i].tab.count);
+	for (f = svc_families; f < svc_families + ARRAY_SIZE(svc_families); f++) {
+		n = f->udp ? svcs->nudp : svcs->ntcp;
+		if (!n)
+			continue;
+		metrics_family(b, f->name, f->gauge ? METRICS_GAUGE : METRICS_COUNTER, f->help);
+		for (i = 0; i < n; i++) {
+			const u8 *base = f->udp ? (const u8 *)&svcs->udp[i] : (const u8 *)&svcs->tcp[i];
+			const u64 *v = (const u64 *)(const void *)(base + f->off);
+			u64 sum = v[0];
+
+			if (f->udp && f->off == offsetof(struct usvc, st.dropped_port0))
+				sum += v[1] + v[2];
+			metrics_sample1(b, f->name, "service", f->udp ? svcs->udp[i].cfg.name : svcs->tcp[i].cfg.name,
+					sum);
+		}
 	}
-	svc_family(b, "vireo_app_tcp_timeouts_idle_total", METRICS_COUNTER,
-		   "App TCP connections reset for inactivity.", offsetof(struct svc, timeouts_idle));
-	svc_family(b, "vireo_app_tcp_timeouts_send_total", METRICS_COUNTER,
-		   "App TCP connections reset for a send stall.", offsetof(struct svc, timeouts_send));
-	svc_family(b, "vireo_app_tcp_received_bytes_total", METRICS_COUNTER, "App TCP bytes received.",
-		   offsetof(struct svc, rx_bytes));
-	svc_family(b, "vireo_app_tcp_sent_bytes_total", METRICS_COUNTER, "App TCP bytes queued for sending.",
-		   offsetof(struct svc, tx_bytes));
-	usvc_family(b, "vireo_app_udp_datagrams_total", "App UDP datagrams handed to the app.",
-		    offsetof(struct usvc, datagrams));
-	usvc_family(b, "vireo_app_udp_received_bytes_total", "App UDP payload bytes handed to the app.",
-		    offsetof(struct usvc, bytes));
-	usvc_family(b, "vireo_app_udp_dropped_size_total", "App UDP datagrams over max_datagram, dropped.",
-		    offsetof(struct usvc, dropped_size));
-	usvc_family(b, "vireo_app_udp_dropped_source_total",
-		    "App UDP datagrams from port 0 or a broadcast/multicast address, dropped.",
-		    offsetof(struct usvc, dropped_source));
-	usvc_family(b, "vireo_app_udp_sent_total", "App UDP datagrams sent.", offsetof(struct usvc, sent));
-	usvc_family(b, "vireo_app_udp_send_errors_total", "App UDP sends that failed (memory, routing).",
-		    offsetof(struct usvc, send_errors));
 }
 
 static struct metrics_source svc_metrics_source = { "app_services", svc_write_metrics, NULL };
@@ -587,7 +544,7 @@ int vireo_tcp_listen(const struct vireo_tcp_service *cfg)
 	struct svc *s;
 	err_t err;
 
-	if (!cfg || !cfg->on_recv || !cfg->port || !svc_name_ok(cfg->name) || cfg->max_conns > VIREO_TCP_CONNS_MAX) {
+	if (!cfg || !cfg->on_recv || !cfg->port || !api_name_ok(cfg->name, 31, false) || cfg->max_conns > VIREO_TCP_CONNS_MAX) {
 		api_misuse("vireo_tcp_listen %.32s: needs on_recv, a port, a name of 1..31 [a-z0-9_-], "
 			   "max_conns <= %u: refused", cfg && cfg->name ? cfg->name : "(null)", VIREO_TCP_CONNS_MAX);
 		return -EINVAL;
@@ -641,41 +598,55 @@ static bool svc_addr_bcast(const ip_addr_t *a)
 			       ip4_addr_isany_val(*ip_2_ip4(a)));
 }
 
+/* Why a datagram from addr:port to dst is dropped before the app sees it,
+ * or NULL. */
+static u64 *svc_udp_refusal(struct usvc *u, const ip_addr_t *addr, u16_t port, const ip_addr_t *dst)
+{
+	if (!port)
+		return &u->st.dropped_port0;
+	if (ip_addr_ismulticast(addr) || ip_addr_ismulticast(dst))
+		return &u->st.dropped_multicast;
+	if (svc_addr_bcast(addr) || svc_addr_bcast(dst))
+		return &u->st.dropped_broadcast;
+	return NULL;
+}
+
 static void svc_on_udp(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr, u16_t port)
 {
 	struct usvc *u = arg;
-	const ip_addr_t *dst = ip_current_dest_addr();
+	u64 *why = svc_udp_refusal(u, addr, port, ip_current_dest_addr());
 	struct vireo_addr src;
 	u16 len = p->tot_len;
+	const void *data = p->payload;
 
-	if (!port || ip_addr_ismulticast(addr) || ip_addr_ismulticast(dst) || svc_addr_bcast(addr) ||
-	    svc_addr_bcast(dst)) {
-		u->dropped_source++;
+	if (!why && len > u->cfg.max_datagram)
+		why = &u->st.dropped_size;
+	if (why) {
+		(*why)++;
 		pbuf_free(p);
 		return;
 	}
-	if (len > u->cfg.max_datagram) {
-		u->dropped_size++;
-		pbuf_free(p);
-		return;
+	if (p->len != len) {	/* reassembled from fragments */
+		pbuf_copy_partial(p, svcs->udp_buf, len, 0);
+		data = svcs->udp_buf;
 	}
-	pbuf_copy_partial(p, svcs->udp_buf, len, 0);
-	pbuf_free(p);
-	u->datagrams++;
-	u->bytes += len;
+	u->st.datagrams++;
+	u->st.bytes += len;
 	api_addr_of(addr, port, &src);
-	u->cfg.on_recv((vireo_udp){ (u32)(u - svcs->udp) + 1 }, &src, svcs->udp_buf, len, u->cfg.arg);
+	u->cfg.on_recv((vireo_udp){ (u32)(u - svcs->udp) + 1 }, &src, data, len, u->cfg.arg);
+	pbuf_free(p);
 }
 
 int vireo_udp_bind(const struct vireo_udp_service *cfg, vireo_udp *out)
 {
 	struct udp_pcb *pcb;
 	struct usvc *u;
+	u32 max;
 	err_t err;
 
 	if (out)
 		out->id = 0;
-	if (!cfg || !cfg->on_recv || !cfg->port || !svc_name_ok(cfg->name) || cfg->max_datagram > VIREO_UDP_MAX) {
+	if (!cfg || !cfg->on_recv || !cfg->port || !api_name_ok(cfg->name, 31, false) || cfg->max_datagram > VIREO_UDP_MAX) {
 		api_misuse("vireo_udp_bind %.32s: needs on_recv, a port, a name of 1..31 [a-z0-9_-], "
 			   "max_datagram <= %u: refused", cfg && cfg->name ? cfg->name : "(null)", VIREO_UDP_MAX);
 		return -EINVAL;
@@ -685,6 +656,18 @@ int vireo_udp_bind(const struct vireo_udp_service *cfg, vireo_udp *out)
 	if (svcs->nudp == VIREO_UDP_SERVICES_MAX) {
 		api_misuse("vireo_udp_bind %s: %u services already: refused", cfg->name, VIREO_UDP_SERVICES_MAX);
 		return -ENOSPC;
+	}
+	/* One buffer for a fragmented datagram of any service: the largest
+	 * max_datagram bound. */
+	max = cfg->max_datagram ? cfg->max_datagram : VIREO_UDP_DGRAM_DEFAULT;
+	if (max > svcs->udp_buf_size) {
+		u8 *buf = kmalloc(max);
+
+		if (!buf)
+			return -ENOMEM;
+		kfree(svcs->udp_buf);
+		svcs->udp_buf = buf;
+		svcs->udp_buf_size = max;
 	}
 	pcb = udp_new_ip_type(IPADDR_TYPE_ANY);
 	if (!pcb)
@@ -698,8 +681,7 @@ int vireo_udp_bind(const struct vireo_udp_service *cfg, vireo_udp *out)
 	u = &svcs->udp[svcs->nudp++];
 	__builtin_memset(u, 0, sizeof *u);
 	u->cfg = *cfg;
-	if (!u->cfg.max_datagram)
-		u->cfg.max_datagram = VIREO_UDP_DGRAM_DEFAULT;
+	u->cfg.max_datagram = max;
 	u->pcb = pcb;
 	udp_recv(pcb, svc_on_udp, u);
 	svc_metrics_register();
@@ -708,9 +690,24 @@ int vireo_udp_bind(const struct vireo_udp_service *cfg, vireo_udp *out)
 	return 0;
 }
 
+static struct usvc *svc_udp(vireo_udp h)
+{
+	return svcs && h.id && h.id <= svcs->nudp ? &svcs->udp[h.id - 1] : NULL;
+}
+
+int vireo_udp_stats(vireo_udp h, struct vireo_udp_stats *st)
+{
+	struct usvc *u = svc_udp(h);
+
+	if (!u || !st)
+		return -EPIPE;
+	*st = u->st;
+	return 0;
+}
+
 int vireo_udp_send(vireo_udp h, const struct vireo_addr *dst, const void *data, size_t len)
 {
-	struct usvc *u = svcs && h.id && h.id <= svcs->nudp ? &svcs->udp[h.id - 1] : NULL;
+	struct usvc *u = svc_udp(h);
 	ip_addr_t ip;
 	struct pbuf *p;
 	err_t err;
@@ -724,7 +721,7 @@ int vireo_udp_send(vireo_udp h, const struct vireo_addr *dst, const void *data, 
 	}
 	p = pbuf_alloc(PBUF_TRANSPORT, (u16_t)len, PBUF_RAM);
 	if (!p) {
-		u->send_errors++;
+		u->st.send_errors++;
 		return -ENOMEM;
 	}
 	if (len)
@@ -732,10 +729,10 @@ int vireo_udp_send(vireo_udp h, const struct vireo_addr *dst, const void *data, 
 	err = udp_sendto(u->pcb, p, &ip, dst->port);
 	pbuf_free(p);
 	if (err != ERR_OK) {
-		u->send_errors++;
+		u->st.send_errors++;
 		return err == ERR_MEM ? -ENOMEM : -EIO;
 	}
-	u->sent++;
+	u->st.sent++;
 	return 0;
 }
 
@@ -754,13 +751,14 @@ void api_services_stop(void)
 			altcp_close(s->listen);
 		s->listen = NULL;
 		while (s->tab.head)
-			svc_conn_abort((struct svc_conn *)s->tab.head);
+			tcpconn_abort(&((struct svc_conn *)s->tab.head)->tc);
 	}
 	for (i = 0; i < svcs->nudp; i++) {
 		if (svcs->udp[i].pcb)
 			udp_remove(svcs->udp[i].pcb);
 		svcs->udp[i].pcb = NULL;
 	}
+	kfree(svcs->udp_buf);
 	kfree(svcs);
 	svcs = NULL;
 	if (svcs_metrics)

@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
-"""Prints vireo's command-line table from the CMDLINE_PARAM registrations in
-the sources (kernel/cmdline.h), the way the kernel's `params` shell command
-prints it at run time.
+"""Prints vireo's command-line tables from the key registrations in the
+sources (include/vireo/config.h, kernel/cmdline.h), the way the kernel's
+`params` shell command prints them at run time: the image's keys (the tree's
+and those of the apps every image carries, the Makefile's IMAGE_APPS), then
+each other app's (apps/NAME/: its VIREO_CONFIG_* and CMDLINE_PARAM keys,
+there in an image built with that app).
 
-  tools/cmdline_table.py               the Markdown table for the docs
-  tools/cmdline_table.py --plain       `params`' lines, exactly
-  tools/cmdline_table.py --check FILE  exit 1 unless FILE holds the table
+  tools/cmdline_table.py               both Markdown tables for the docs
+  tools/cmdline_table.py --plain       the image's `params` lines, exactly
+  tools/cmdline_table.py --check FILE  exit 1 unless FILE holds both tables
 
 Only the fields a registration spells out are read: .key, .type, .def,
 .values, .help (C string literals, adjacent ones joined), .min, .max (decimal
 or hex literals) and .choices (the name of a NULL-terminated array of string
-literals in the same file). Values are described from the type as
-cmdline_describe_values() does when .values is not given.
+literals in the same file), or a VIREO_CONFIG_UINT/BOOL/STR's arguments in
+their order. Values are described from the type as cmdline_describe_values()
+does when .values is not given.
 """
 import argparse
 import os
@@ -30,8 +34,9 @@ def c_strings(text):
 
 
 def registrations(text):
-    """The argument text of each CMDLINE_PARAM(...) in a C file."""
-    for m in re.finditer(r"^\s*CMDLINE_PARAM\(", text, re.M):
+    """(macro, argument text) of each CMDLINE_PARAM(...) or VIREO_CONFIG_*(...)
+    at the start of a line of a C file."""
+    for m in re.finditer(r"^\s*(CMDLINE_PARAM|VIREO_CONFIG_UINT|VIREO_CONFIG_BOOL|VIREO_CONFIG_STR)\(", text, re.M):
         depth, i = 1, m.end()
         while depth and i < len(text):
             c = text[i]
@@ -40,7 +45,39 @@ def registrations(text):
                 continue
             depth += {"(": 1, ")": -1}.get(c, 0)
             i += 1
-        yield text[m.end():i - 1]
+        yield m.group(1), text[m.end():i - 1]
+
+
+def split_args(args):
+    """A macro's arguments, split at top-level commas (strings kept whole)."""
+    out, depth, cur, i = [], 0, "", 0
+    while i < len(args):
+        c = args[i]
+        if c == '"':
+            j = re.compile(STRING).match(args, i).end()
+            cur += args[i:j]
+            i = j
+            continue
+        if c == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            depth += {"(": 1, ")": -1}.get(c, 0)
+            cur += c
+        i += 1
+    out.append(cur.strip())
+    return out
+
+
+def config_fields(macro, args):
+    """A VIREO_CONFIG_*'s arguments as the CMDLINE_PARAM fields it makes
+    (include/vireo/config.h)."""
+    a = split_args(args)
+    if macro == "VIREO_CONFIG_UINT":
+        return {"key": a[1], "type": "CMDLINE_UINT", "def": '"%s"' % a[2], "min": a[3], "max": a[4], "help": a[5]}
+    if macro == "VIREO_CONFIG_BOOL":
+        return {"key": a[1], "type": "CMDLINE_BOOL", "def": '"%s"' % a[2], "help": a[3]}
+    return {"key": a[1], "type": "CMDLINE_STR", "dst_size": a[2], "def": a[3], "help": a[4]}
 
 
 def fields(args):
@@ -54,6 +91,24 @@ def fields(args):
 def number(text):
     text = text.strip().rstrip("uUlL")
     return int(text, 0)
+
+
+def constant(expr, path):
+    """An integer constant expression of literals and the #defines of the
+    files beside path (a buffer's size: DNS_NSID_MAX + 1)."""
+    defines = {}
+    d = os.path.dirname(os.path.join(ROOT, path))
+    for name in sorted(os.listdir(d)):
+        if name.endswith((".c", ".h")):
+            with open(os.path.join(d, name)) as fh:
+                for m in re.finditer(r"^#define\s+(\w+)\s+([^/\n]+)", fh.read(), re.M):
+                    defines[m.group(1)] = m.group(2).strip()
+    for _ in range(8):
+        expr = re.sub(r"\b([A-Za-z_]\w*)\b", lambda m: "(%s)" % defines.get(m.group(1), m.group(1)), expr)
+    expr = re.sub(r"\b(0x[0-9a-fA-F]+|\d+)[uUlL]*\b", r"\1", expr)
+    if not re.fullmatch(r"[\s\d()+\-*/xXa-fA-F]*", expr):
+        sys.exit(f"{path}: cannot read the size {expr}")
+    return int(eval(expr.replace("/", "//")))  # noqa: S307 (digits and operators only)
 
 
 def choices(text, name, path):
@@ -77,13 +132,29 @@ def describe(f, text, path, sep):
         return "hex number"
     if kind == "CMDLINE_ENUM":
         return sep.join(choices(text, f["choices"], path))
+    if kind == "CMDLINE_STR" and "dst_size" in f:
+        return f"text, at most {constant(f['dst_size'], path) - 1} characters"
     sys.exit(f"{path}: key {c_strings(f.get('key', ''))}: give .values for type {kind or '?'}")
 
 
-def collect():
+def image_apps():
+    """The Makefile's IMAGE_APPS: the apps every image carries."""
+    with open(os.path.join(ROOT, "Makefile")) as fh:
+        m = re.search(r"^IMAGE_APPS\s*:?=\s*(.*)$", fh.read(), re.M)
+    return m.group(1).split() if m else []
+
+
+def other_apps():
+    apps = sorted(os.path.join("apps", d) for d in os.listdir(os.path.join(ROOT, "apps"))
+                  if os.path.isdir(os.path.join(ROOT, "apps", d)))
+    return [a for a in apps if a not in image_apps()]
+
+
+def collect(dirs):
     params = {}
-    for d in SOURCE_DIRS:
-        for dirpath, _, files in os.walk(os.path.join(ROOT, d)):
+    for d in dirs:
+        for dirpath, dirs_, files in os.walk(os.path.join(ROOT, d)):
+            dirs_[:] = [x for x in dirs_ if x != "tests"]
             for name in sorted(files):
                 if not name.endswith(".c"):
                     continue
@@ -91,8 +162,8 @@ def collect():
                 with open(path) as fh:
                     text = fh.read()
                 rel = os.path.relpath(path, ROOT)
-                for args in registrations(text):
-                    f = fields(args)
+                for macro, args in registrations(text):
+                    f = fields(args) if macro == "CMDLINE_PARAM" else config_fields(macro, args)
                     key = c_strings(f.get("key", ""))
                     if not key or "help" not in f:
                         sys.exit(f"{rel}: a CMDLINE_PARAM without .key or .help")
@@ -121,19 +192,34 @@ def markdown(params):
     return "\n".join(lines) + "\n"
 
 
+def markdown_apps():
+    """One table of every other app's keys, by app."""
+    lines = ["| app | key | values | default | meaning |", "| --- | --- | --- | --- | --- |"]
+    for app in other_apps():
+        for p in collect([app]):
+            values = f"`{p['md']}`" if p["enum"] else p["md"]
+            lines.append(f"| `{app}` | `{p['key']}` | {values} | {p['def']} | {p['help']} |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--plain", action="store_true", help="the lines the shell's `params` prints")
     ap.add_argument("--check", metavar="FILE", help="fail unless FILE contains the Markdown table")
     args = ap.parse_args()
-    params = collect()
+    params = collect(list(SOURCE_DIRS) + image_apps())
     if args.check:
         with open(args.check) as fh:
-            if markdown(params) not in fh.read():
-                sys.exit(f"{args.check}: its command-line table differs from the sources; "
-                         "paste the output of tools/cmdline_table.py")
+            text = fh.read()
+        for what, table in (("command-line", markdown(params)), ("apps' key", markdown_apps())):
+            if table not in text:
+                sys.exit(f"{args.check}: its {what} table differs from the sources; "
+                         "paste the output of tools/cmdline_table.py (make params)")
         return
-    sys.stdout.write(plain(params) if args.plain else markdown(params))
+    if args.plain:
+        sys.stdout.write(plain(params))
+    else:
+        sys.stdout.write(markdown(params) + "\n" + markdown_apps())
 
 
 if __name__ == "__main__":

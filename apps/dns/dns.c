@@ -20,10 +20,10 @@
  *  - Rate limiting: a fixed table of RRL_BUCKETS buckets (24 KiB, rrl.h).
  */
 #include "vireo/vireo.h"
-#include "apps/dns/dnsmsg.h"
-#include "apps/dns/rrl.h"
-#include "lib/byteorder.h"
-#include "lib/string.h"
+#include "dnsmsg.h"
+#include "rrl.h"
+#include "vireo/byteorder.h"
+#include "vireo/string.h"
 
 #define DNS_ESP_NAME "zone.bin"
 #define DNS_ESP_PATH "EFI/vireo/app/" DNS_ESP_NAME

@@ -1,7 +1,7 @@
 /* apps/dns's engine (see dnsmsg.h). */
-#include "apps/dns/dnsmsg.h"
-#include "lib/byteorder.h"
-#include "lib/string.h"
+#include "dnsmsg.h"
+#include "vireo/byteorder.h"
+#include "vireo/string.h"
 
 #define DNS_OPT_LEN 11		/* root name, type, class, TTL, RDLENGTH */
 #define DNS_ANSWERED_MAX 32	/* records whose targets get additional data */

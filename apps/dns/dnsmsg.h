@@ -44,9 +44,9 @@
 #ifndef VIREO_DNS_DNSMSG_H
 #define VIREO_DNS_DNSMSG_H
 
-#include "apps/dns/zone.h"
-#include "lib/crypto/siphash.h"
-#include "lib/types.h"
+#include "zone.h"
+#include "vireo/siphash.h"
+#include "vireo/types.h"
 
 #define DNS_HDR_LEN 12
 #define DNS_UDP_MIN 512

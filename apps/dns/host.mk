@@ -16,6 +16,10 @@ $(BUILD)/host/mkzone.ok: apps/dns/mkzone.py apps/dns/tests/host_mkzone.py apps/d
 	$(Q)$(PYTHON) -m pytest -q -p no:cacheprovider apps/dns/tests/host_mkzone.py apps/dns/tests/host_dig.py >$@.log 2>&1 || { cat $@.log; exit 1; }
 	$(Q)touch $@
 DNS_ENGINE := apps/dns/dnsmsg.c apps/dns/zone.c apps/dns/rrl.c
+# A compiled zone includes "zone.h" as the app's own files do (the image
+# builds apps/dns with -Iapps/dns: docs/apps.md).
+$(addprefix $(BUILD)/host/,test_dns test_dns_rfc test_dns_app dns_serve) $(BUILD)/fuzz/fuzz_dns: HOST_CFLAGS += -Iapps/dns
+$(BUILD)/fuzz/fuzz_dns: FUZZ_CFLAGS += -Iapps/dns
 HOST_TESTS += test_dns
 test_dns_USES := siphash
 test_dns_SRCS := $(DNS_ENGINE) $(DNS_HOST_ZONE)

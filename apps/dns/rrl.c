@@ -1,6 +1,6 @@
 /* Response-rate limiting (see rrl.h). */
-#include "apps/dns/rrl.h"
-#include "lib/string.h"
+#include "rrl.h"
+#include "vireo/string.h"
 
 _Static_assert(RRL_BUCKETS % RRL_WAYS == 0 && (RRL_BUCKETS & (RRL_BUCKETS - 1)) == 0, "RRL table shape");
 

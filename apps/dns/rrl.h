@@ -23,8 +23,8 @@
 #ifndef VIREO_DNS_RRL_H
 #define VIREO_DNS_RRL_H
 
-#include "lib/crypto/siphash.h"
-#include "lib/types.h"
+#include "vireo/siphash.h"
+#include "vireo/types.h"
 
 #define RRL_BUCKETS 1024
 #define RRL_WAYS 4

@@ -1,10 +1,10 @@
 /* apps/dns: checking a compiled zone image before it is served (zone.h).
  * Pure code, built for the host tests and the fuzzer too. Every field is
  * treated as hostile: an image from the ESP is whatever was written there. */
-#include "apps/dns/zone.h"
-#include "lib/byteorder.h"
-#include "lib/crypto/siphash.h"
-#include "lib/string.h"
+#include "zone.h"
+#include "vireo/byteorder.h"
+#include "vireo/siphash.h"
+#include "vireo/string.h"
 
 #define DNS_TYPE_NS 2
 #define DNS_TYPE_CNAME 5

@@ -20,7 +20,7 @@
 #ifndef VIREO_DNS_ZONE_H
 #define VIREO_DNS_ZONE_H
 
-#include "lib/types.h"
+#include "vireo/types.h"
 
 #define DNS_ZONE_MAGIC "VIREODNS"
 #define DNS_ZONE_FORMAT 1

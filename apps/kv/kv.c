@@ -14,9 +14,9 @@
  * are JSON: {"error":"...","status":N}.
  */
 #include "vireo/vireo.h"
-#include "apps/kv/kv_store.h"
-#include "lib/parse.h"
-#include "lib/string.h"
+#include "kv_store.h"
+#include "vireo/parse.h"
+#include "vireo/string.h"
 
 /*
  * Bounds. kv.max_bytes caps the store (kv_store.h's arithmetic). Everything

@@ -1,7 +1,7 @@
 /* apps/kv's store; see kv_store.h for the bounds and their arithmetic. */
-#include "apps/kv/kv_store.h"
-#include "lib/parse.h"
-#include "lib/string.h"
+#include "kv_store.h"
+#include "vireo/parse.h"
+#include "vireo/string.h"
 
 /* The tag hashes the length byte, the key and the value as one run. */
 _Static_assert(offsetof(struct kv_entry, data) == offsetof(struct kv_entry, klen) + 1,

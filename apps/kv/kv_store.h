@@ -35,9 +35,9 @@
 #ifndef VIREO_APPS_KV_STORE_H
 #define VIREO_APPS_KV_STORE_H
 
-#include "lib/outbuf.h"
-#include "lib/crypto/siphash.h"
-#include "lib/types.h"
+#include "vireo/outbuf.h"
+#include "vireo/siphash.h"
+#include "vireo/types.h"
 
 /* Keys: 1..KV_KEY_MAX bytes, each printable ASCII 0x21..0x7e (no space, no
  * control byte, nothing above 0x7e). Values: 0..value_max bytes, any bytes. */

@@ -27,11 +27,23 @@
 #ifndef VIREO_API_APP_H
 #define VIREO_API_APP_H
 
-#include "lib/string.h"	/* memcpy, memmove, memset, memcmp, strlen, strnlen,
+#include "vireo/string.h"	/* memcpy, memmove, memset, memcmp, strlen, strnlen,
 				 * strcmp, strncmp, strlcpy */
-#include "lib/types.h"	/* u8..u64, s64, bool, size_t, the E* error codes */
+#include "vireo/types.h"	/* u8..u64, s64, bool, size_t, the E* error codes */
 
 /* ---- registration ---- */
+
+/*
+ * vireo's own apps, which every image carries (apps/echo: the Makefile's
+ * IMAGE_APPS, docs/apps.md), define VIREO_BUILTIN before including the API:
+ * their metric names are the runtime's (vireo_...), which other apps'
+ * cannot take.
+ */
+#ifdef VIREO_BUILTIN
+#define VIREO_BUILTIN_ true
+#else
+#define VIREO_BUILTIN_ false
+#endif
 
 struct vireo_app {
 	const char *name;	/* 1..31 of [a-z0-9_-]: logs and /metrics labels */
@@ -42,6 +54,7 @@ struct vireo_app {
 	 * routes (/healthz, /metrics) and whatever the app registered. */
 	int (*init)(void);
 	const char *help;	/* one line, for the boot log */
+	bool builtin;		/* VIREO_BUILTIN (set by VIREO_APP) */
 };
 
 /*
@@ -51,13 +64,13 @@ struct vireo_app {
  *	static int hello_init(void) { ... }
  *	VIREO_APP(hello, .name = "hello", .init = hello_init, .help = "says hello");
  *
- * The runtime walks the vireo_apps linker set (lib/linkset.h) at boot, in
+ * The runtime walks the vireo_apps linker set at boot, in
  * link order. A registration without a name or init, or with a bad name,
  * is refused with a log line and its init is not called.
  */
 #define VIREO_APP_SECTION "vireo_apps"
 #define VIREO_APP(id, ...)                                                               \
-	static const struct vireo_app vireo_appreg_##id = { __VA_ARGS__ };               \
+	static const struct vireo_app vireo_appreg_##id = { .builtin = VIREO_BUILTIN_, __VA_ARGS__ }; \
 	static const struct vireo_app *const vireo_appreg_ptr_##id                       \
 		__attribute__((used, section(VIREO_APP_SECTION), aligned(sizeof(void *)))) = \
 			&vireo_appreg_##id

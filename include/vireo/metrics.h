@@ -18,7 +18,8 @@
  *
  * Checked at boot, each refusal one log line, the metric then left out of
  * /metrics (updates still work and cost nothing): a name that is not
- * [a-zA-Z_][a-zA-Z0-9_]* or starts with "vireo_" (the runtime's), a name
+ * [a-zA-Z_][a-zA-Z0-9_]* or starts with "vireo_" (the runtime's, and its own
+ * apps': those built with VIREO_BUILTIN, vireo/app.h), a name
  * declared twice, buckets not ascending, a help text with a newline or
  * backslash, a bad label name (label values are escaped as the format
  * wants). Updates take a pointer to
@@ -41,6 +42,7 @@ struct vireo_metric {
 	const char *help;
 	enum vireo_metric_kind kind;
 	bool refused;		/* set at boot when a check fails */
+	bool builtin;		/* declared by one of vireo's own apps (VIREO_BUILTIN) */
 	void *value;		/* the typed struct below */
 };
 
@@ -66,7 +68,8 @@ struct vireo_counter_vec {
 #define VIREO_METRIC_SECTION "vireo_metrics"
 #define VIREO_METRIC_REGISTER_(var, name_, help_, kind_)                                        \
 	static struct vireo_metric vireo_metricreg_##var = { .name = name_, .help = help_,      \
-							     .kind = kind_, .value = &var };    \
+							     .kind = kind_, .value = &var,      \
+							     .builtin = VIREO_BUILTIN_ };       \
 	static struct vireo_metric *const vireo_metricreg_ptr_##var                             \
 		__attribute__((used, section(VIREO_METRIC_SECTION), aligned(sizeof(void *)))) = \
 			&vireo_metricreg_##var
@@ -123,5 +126,28 @@ void vireo_histogram_observe(struct vireo_histogram *h, u64 v);
 /* i outside the list is ignored (and counted by the runtime as misuse:
  * vireo_app_misuse_total). */
 void vireo_counter_vec_add(struct vireo_counter_vec *c, u32 i, u64 n);
+
+/* ---- families written when /metrics is read ---- */
+
+/*
+ * For what an app knows only when asked (a service's counters from
+ * vireo_tcp_stats(), a table's size) or shows only while it runs:
+ * fn(o, arg) is called each time /metrics is generated, after the declared
+ * metrics, and writes its families with vireo_metrics_family() and each
+ * family's samples with vireo_metrics_sample(). Names follow the declared
+ * metrics' rules (a family refused is left out, its writer's first refusal
+ * logged and every one counted as misuse). Register from init, at most
+ * VIREO_METRICS_WRITERS of all apps: 0, -EINVAL (no fn), -ENOSPC.
+ */
+#define VIREO_METRICS_WRITERS 4
+struct vireo_metrics_out;
+int vireo_metrics_writer(void (*fn)(struct vireo_metrics_out *o, void *arg), void *arg);
+/* kind: VIREO_METRIC_COUNTER or VIREO_METRIC_GAUGE. */
+void vireo_metrics_family(struct vireo_metrics_out *o, const char *name, enum vireo_metric_kind kind,
+			  const char *help);
+/* A sample of the family last begun (name is its name): label NULL for
+ * none, else label="value" (value escaped as the format wants). */
+void vireo_metrics_sample(struct vireo_metrics_out *o, const char *name, const char *label, const char *value,
+			  u64 v);
 
 #endif

@@ -14,7 +14,8 @@
  *
  * UDP: one callback per datagram with its source; datagrams over the
  * service's max_datagram (at most VIREO_UDP_MAX) are dropped and counted,
- * as are datagrams from port 0 and from broadcast or multicast sources.
+ * as are datagrams from port 0 and from or to broadcast or multicast
+ * addresses.
  * Replies go out with vireo_udp_send(). Rate limits against reflection are
  * the app's to apply (it knows what an answer costs); the runtime bounds
  * only what one datagram can make it hold.
@@ -35,13 +36,19 @@ typedef struct vireo_tcp {
 } vireo_tcp;
 
 /* lwIP's heap budget (net/port/lwipopts.h) counts 16 live connections besides
- * HTTP's: the app services' and the echo service's together. */
-#define VIREO_TCP_SERVICES_MAX 4	/* listening services, all apps */
+ * HTTP's: every service's together (apps/echo's included). */
+#define VIREO_TCP_SERVICES_MAX 5	/* listening services, all apps (echo's included) */
 #define VIREO_TCP_CONNS_MAX 16		/* one service's max_conns at most */
-#define VIREO_TCP_CONNS_TOTAL 16	/* live connections of every service and echo */
+#define VIREO_TCP_CONNS_TOTAL 16	/* live connections of every service */
 #define VIREO_TCP_RXBUF 8192		/* received bytes held per connection at most
 					 * (one TCP window, 5840 B, is all a peer may send) */
 #define VIREO_TCP_INFLIGHT 4096		/* copied bytes unacknowledged per connection */
+/* A bulk service's connection (uploads: apps/echo) holding the bulk receive
+ * window: its received bytes held, and its copied bytes unacknowledged, at
+ * most this (net/port/lwipopts.h VIREO_RXMEM_BULK_WND); at most
+ * VIREO_TCP_BULK_CONNS connections of every service hold one at once. */
+#define VIREO_TCP_BULK_RXBUF 46720
+#define VIREO_TCP_BULK_CONNS 2
 #define VIREO_TCP_MAX_CONNS_DEFAULT 8
 #define VIREO_TCP_IDLE_MS_DEFAULT 60000	/* no byte either way */
 #define VIREO_TCP_SEND_MS_DEFAULT 30000	/* data outstanding, no ACK progress */
@@ -56,6 +63,11 @@ struct vireo_tcp_service {
 				 * table has room [max_conns / 4, at least 1] */
 	u32 idle_timeout_ms;	/* [VIREO_TCP_IDLE_MS_DEFAULT] */
 	u32 send_timeout_ms;	/* [VIREO_TCP_SEND_MS_DEFAULT] */
+	/* Ask for the bulk receive window at accept: while one of the
+	 * VIREO_TCP_BULK_CONNS grants is free the connection's receive
+	 * buffer and send bound are VIREO_TCP_BULK_RXBUF, else one TCP
+	 * window (5840 B) each. */
+	bool bulk;
 
 	/* All optional but on_recv. */
 	void (*on_accept)(vireo_tcp c, void *arg);
@@ -96,14 +108,30 @@ int vireo_tcp_peer(vireo_tcp c, struct vireo_addr *a);
 int vireo_tcp_set_ctx(vireo_tcp c, void *ctx);
 void *vireo_tcp_ctx(vireo_tcp c);
 
+/* A service's counters, as vireo_app_tcp_*{service=...} shows them: for an
+ * app that exports its own view (apps/echo). */
+struct vireo_tcp_stats {
+	u64 accepted;		/* connections accepted */
+	u64 refused;		/* reset on accept: limits or memory */
+	u64 refused_source;	/* of those, for the per-source limit */
+	u64 evicted;		/* reset for a source below its fair share */
+	u64 timeouts_idle, timeouts_send;	/* reset by a timeout */
+	u64 rx_bytes, tx_bytes;	/* received; taken by vireo_tcp_send() */
+	u64 active;		/* open now */
+};
+/* The counters of the service listening on port into *st: 0, or -ENOENT. */
+int vireo_tcp_stats(u16 port, struct vireo_tcp_stats *st);
+
 /* ---- UDP ---- */
 
 typedef struct vireo_udp {
 	u32 id;
 } vireo_udp;
 
-#define VIREO_UDP_SERVICES_MAX 4
-#define VIREO_UDP_MAX 4096		/* a datagram's payload, either way */
+#define VIREO_UDP_SERVICES_MAX 5	/* echo's included */
+#define VIREO_UDP_MAX 65507		/* a datagram's payload, either way: UDP's own
+					 * bound (the runtime keeps one buffer of the
+					 * largest max_datagram bound) */
 #define VIREO_UDP_DGRAM_DEFAULT 512
 
 struct vireo_udp_service {
@@ -122,5 +150,17 @@ int vireo_udp_bind(const struct vireo_udp_service *s, vireo_udp *out);
 /* Send data[0..len) (len <= VIREO_UDP_MAX) to dst from the service's port.
  * 0, -EINVAL (bad address, too long), -ENOMEM, -EIO, -EPIPE (bad handle). */
 int vireo_udp_send(vireo_udp u, const struct vireo_addr *dst, const void *data, size_t len);
+
+/* A UDP service's counters (vireo_app_udp_*{service=...}). */
+struct vireo_udp_stats {
+	u64 datagrams, bytes;	/* handed to on_recv */
+	u64 sent, send_errors;	/* vireo_udp_send() */
+	u64 dropped_size;	/* over max_datagram */
+	/* dropped before the app saw them, by source: from port 0, from or to
+	 * a broadcast address (or 0.0.0.0), from or to a multicast one */
+	u64 dropped_port0, dropped_broadcast, dropped_multicast;
+};
+/* u's counters into *st: 0, or -EPIPE (bad handle). */
+int vireo_udp_stats(vireo_udp u, struct vireo_udp_stats *st);
 
 #endif

@@ -95,15 +95,15 @@
  *     once for all PCBs under "received data" below)
  * = 18848 + 1.26 x copied bytes. Copied bytes: the HTTP server copies heads,
  * error pages and /metrics only while less than 8192 bytes are unacked
- * (server.c HTTP_COPY_INFLIGHT; site bodies are PBUF_ROM into rodata), and
+ * (runtime/http/conn.h HTTP_COPY_INFLIGHT; site bodies are PBUF_ROM into rodata), and
  * never with TCP_WRITE_FLAG_MORE, so lwIP does not round a copy up to an MSS
- * (TCP_OVERSIZE); echo holds at most its receive window unacked: TCP_WND
- * (5840), or VIREO_RXMEM_BULK_WND (46720) for the at most
- * VIREO_RXMEM_BULK_MAX (2) connections holding a bulk window (net/tcp/rxmem.c);
- * an app's TCP service 4096 (VIREO_TCP_INFLIGHT, include/vireo/net.h), so
- * W_echo covers those too.
+ * (TCP_OVERSIZE); an app's TCP service 4096 (VIREO_TCP_INFLIGHT,
+ * include/vireo/net.h), a bulk service's (apps/echo's) at most its receive
+ * window: TCP_WND (5840), or VIREO_RXMEM_BULK_WND (46720) for the at most
+ * VIREO_RXMEM_BULK_MAX (2) connections holding a bulk window (net/tcp/rxmem.c),
+ * so W_echo covers every service's plain connection.
  *   W_http = 18848 + 10322 = 29170        W_echo = 18848 + 7359 = 26207
- *   W_bulk = 18848 + 58868 = 77716 (an echo connection with a bulk window)
+ *   W_bulk = 18848 + 58868 = 77716 (a connection with a bulk window)
  *   W_sndbulk = W_http + (184 - 96) x 189 = 45802 (an HTTP connection with
  *     a bulk send grant: VIREO_SND_BULK_QUEUELEN pbufs instead of 96; its
  *     extra bytes are zero-copy body, so only copies count, as above)
@@ -112,16 +112,16 @@
  *   bulk send grants: VIREO_SND_BULK_MAX (2) x (W_sndbulk - W_http),
  *     held until lwIP frees the PCB (an orphan's is inside the orphan
  *     estimate below, its cost counted from its real queue)          33264
- *   live echo and app TCP services together (16; only echo
- *     connections take bulk windows): 14 x W_echo + 2 x W_bulk      522330
+ *   live TCP services' connections together (16, echo's included;
+ *     only bulk services' take bulk windows): 14 x W_echo + 2 x W_bulk 522330
  *   orphans (closed by the application, lwIP still sending our
  *     data and FIN): the port keeps <= VIREO_LWIP_ORPHANS_BYTES of
  *     them by its own estimate (net/port/lwip_port.c lwip_port_pcb_cost(),
  *     block sizes from segheap), plus the one just closed, at most
  *     W_bulk (an orphan keeps its grant, so it counts among the 2):
  *     524288 + W_bulk                                           602004
- *   half-open and not yet accepted: listen backlogs 32 (HTTP) + 4
- *     (echo) + 4 x 4 (app TCP services) x (PCB + SYN-ACK segment:
+ *   half-open and not yet accepted: listen backlogs 32 (HTTP) + 5 x 4
+ *     (TCP services, echo's included) x (PCB + SYN-ACK segment:
  *     320 + 48 + 112)                                               24960
  *   listening PCBs: 8 x 112                                          896
  *   TIME_WAIT: VIREO_LWIP_TIME_WAIT_MAX x 320 (queues are empty)   163840
@@ -257,11 +257,11 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
 #define VIREO_LWIP_ORPHAN_TIMEOUT_MS	60000
 
 /* Budgets (see above: exported as avail, not enforced by lwIP). */
-/* 64 HTTP and 16 echo/app live, 52 half-open, the orphan and TIME_WAIT caps. */
+/* 64 HTTP and 16 TCP-service live, 52 half-open, the orphan and TIME_WAIT caps. */
 #define MEMP_NUM_TCP_PCB		(64 + 16 + 52 + VIREO_LWIP_ORPHANS_MAX + VIREO_LWIP_TIME_WAIT_MAX)
-#define MEMP_NUM_TCP_PCB_LISTEN		8	/* HTTP, HTTPS, echo, 4 app services, a spare */
+#define MEMP_NUM_TCP_PCB_LISTEN		8	/* HTTP, HTTPS, 5 TCP services (echo's included), a spare */
 #define MEMP_NUM_TCP_SEG		(64 * TCP_SND_QUEUELEN)	/* 64 live, each a full queue */
-#define MEMP_NUM_UDP_PCB		10	/* DHCP, DNS, SNTP, syslog, echo, 4 app services, a spare */
+#define MEMP_NUM_UDP_PCB		10	/* DHCP, DNS, SNTP, syslog, 5 UDP services (echo's included), a spare */
 #define MEMP_NUM_PBUF			256	/* PBUF_REF/ROM: zero-copy TX of static bodies */
 #define PBUF_POOL_SIZE			32	/* unused on the zero-copy RX path; a budget */
 #define MEMP_NUM_ARP_QUEUE		16
@@ -372,7 +372,8 @@ void vireo_tls_handshake_hook(struct altcp_pcb *conn, struct mbedtls_ssl_context
  * reader can make the heap hold: 4 MSS = 5840 bytes, ~47 Mbit/s of upload per
  * connection at 1 ms RTT, which an appliance that serves does not need. */
 #define TCP_WND				(4 * TCP_MSS)
-/* Uploads: a connection rxmem grants a bulk window (TCP echo asks at accept)
+/* Uploads: a connection rxmem grants a bulk window (a bulk TCP service asks at
+ * accept: apps/echo's)
  * opens up to VIREO_RXMEM_BULK_WND instead; 4 MSS holds an upload to one
  * small window per round trip. At most VIREO_RXMEM_BULK_MAX connections
  * hold one at once (until lwIP frees the PCB), the rest keep TCP_WND: the

@@ -1,5 +1,6 @@
-/* The application API's route table (vireo/http.h): registration checks
- * and matching. No I/O, host-tested. */
+/* The HTTP server's route table (vireo/http.h): the apps' routes and the
+ * runtime's own (/healthz, /metrics: registered first, by exchange.c),
+ * registration checks and matching. No I/O, host-tested. */
 #include "kernel/mm/mm.h"
 #include "lib/types.h"
 #include "runtime/api.h"
@@ -8,6 +9,7 @@
 static struct {
 	struct api_route *r;
 	u32 n;
+	u32 nruntime;		/* the first nruntime are the runtime's own */
 } routes;
 
 static size_t routes_strlen(const char *s, size_t max)
@@ -34,7 +36,12 @@ static unsigned routes_mask(unsigned methods)
 	return (methods & VIREO_GET) ? methods | VIREO_HEAD : methods;
 }
 
-int vireo_http_route(const struct vireo_route *route)
+__cold int vireo_http_route(const struct vireo_route *route)
+{
+	return api_route_add(route, 0);
+}
+
+__cold int api_route_add(const struct vireo_route *route, unsigned flags)
 {
 	struct api_route *rt;
 	size_t len, i;
@@ -66,12 +73,12 @@ int vireo_http_route(const struct vireo_route *route)
 			   VIREO_HTTP_BODY_MAX);
 		return -EINVAL;
 	}
-	if (routes_str_eq(route->path, "/healthz") || routes_str_eq(route->path, "/metrics")) {
-		api_misuse("vireo_http_route %s: a runtime route: refused", route->path);
-		return -EEXIST;
-	}
 	for (i = 0; i < routes.n; i++) {
 		rt = &routes.r[i];
+		if (rt->runtime && routes_str_eq(rt->r.path, route->path)) {
+			api_misuse("vireo_http_route %s: a runtime route: refused", route->path);
+			return -EEXIST;
+		}
 		if (rt->r.prefix == route->prefix && routes_str_eq(rt->r.path, route->path) &&
 		    (routes_mask(rt->r.methods) & routes_mask(route->methods))) {
 			api_misuse("vireo_http_route %s: routed already for some of these methods: refused",
@@ -81,13 +88,19 @@ int vireo_http_route(const struct vireo_route *route)
 	}
 	if (!routes.r)
 		return -ENOMEM;	/* api_apps_start() failed for want of memory */
-	if (routes.n == VIREO_HTTP_ROUTES_MAX) {
+	/* The runtime's routes come first (api_apps_start()), so an app's
+	 * never take their slots. */
+	if (routes.n == VIREO_HTTP_ROUTES_MAX + routes.nruntime) {
 		api_misuse("vireo_http_route %s: %u routes already: refused", route->path, VIREO_HTTP_ROUTES_MAX);
 		return -ENOSPC;
 	}
 	rt = &routes.r[routes.n++];
 	rt->r = *route;
 	rt->path_len = len;
+	rt->runtime = (flags & API_ROUTE_RUNTIME) != 0;
+	rt->plain = (flags & API_ROUTE_PLAIN) != 0;
+	if (rt->runtime)
+		routes.nruntime++;
 	return 0;
 }
 
@@ -181,16 +194,16 @@ const char *api_route_allow_header(const struct api_route *rt, char *buf, size_t
 	return buf;
 }
 
-int api_routes_alloc(void)
+__cold int api_routes_alloc(void)
 {
 	if (!routes.r)
-		routes.r = kzalloc(VIREO_HTTP_ROUTES_MAX * sizeof *routes.r);
+		routes.r = kzalloc((VIREO_HTTP_ROUTES_MAX + API_ROUTES_RUNTIME) * sizeof *routes.r);
 	return routes.r ? 0 : -ENOMEM;
 }
 
 void api_routes_reset(void)
 {
-	routes.n = 0;
+	routes.n = routes.nruntime;
 }
 
 u32 api_routes_count(void)

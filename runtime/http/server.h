@@ -1,4 +1,6 @@
-/* The appliance's HTTP/1.1 server: static site, /healthz and /metrics over lwIP's raw TCP API. */
+/* The appliance's HTTP/1.1 server: the routes' (the apps' and the runtime's
+ * own /healthz and /metrics) over the TCP connection base. Its four files
+ * and what they share: runtime/http/conn.h. */
 #ifndef VIREO_NET_APP_SERVER_H
 #define VIREO_NET_APP_SERVER_H
 
@@ -44,14 +46,18 @@ struct http_server_stats {
 extern struct http_server_stats http_server_stats;
 
 /*
- * Listen on port (IPv4 and IPv6, IPADDR_TYPE_ANY) and serve site_lookup()
- * files, /healthz and /metrics. cfg may be NULL for the defaults and is
+ * Listen on port (IPv4 and IPv6, IPADDR_TYPE_ANY) and serve the routes
+ * (http_server_routes(), vireo_http_route()). cfg may be NULL for the defaults and is
  * copied. Zeroes the counters and registers them as the "http" metrics
  * source. Call from the event loop, after vireo_lwip_init(); the netif may
  * come up later. Returns 0, -EBUSY if already started, -ENOMEM or -EIO
  * (lwIP refused the bind or listen).
  */
 int http_server_start(u16 port, const struct http_server_cfg *cfg);
+
+/* Registers the runtime's own routes, /healthz and /metrics, in the route
+ * table (api_apps_start(), before the apps' init). 0 or the table's error. */
+int http_server_routes(void);
 
 /* Moves the HTTP listener to port: listens there, then closes the old
  * listener (its connections go on). 0, -EBUSY (not started), -ENOMEM or

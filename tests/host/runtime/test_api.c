@@ -13,7 +13,6 @@
 #include "lwip/udp.h"
 #include "lwip/priv/tcp_priv.h"
 #include "runtime/api.h"
-#include "runtime/echo.h"
 #include "runtime/http/http.h"
 #include "runtime/metrics.h"
 #include "runtime/http/server.h"
@@ -287,8 +286,26 @@ static void udp_recv_cb(vireo_udp u, const struct vireo_addr *src, const void *d
 	assert_int_equal(vireo_udp_send(u, src, out, (size_t)n), 0);
 }
 
+/* Written at scrape time: a counter, a labelled gauge, and two families
+ * refused (a name of the runtime's from an app not built with
+ * VIREO_BUILTIN; a bad name), each left out and counted. */
+static u64 t_written;
+static void t_writer(struct vireo_metrics_out *o, void *arg)
+{
+	vireo_metrics_family(o, "t_written_total", VIREO_METRIC_COUNTER, "Scrapes seen by the writer.");
+	vireo_metrics_sample(o, "t_written_total", NULL, NULL, ++t_written);
+	vireo_metrics_family(o, "vireo_t_taken", VIREO_METRIC_GAUGE, "Not the app's.");
+	vireo_metrics_sample(o, "vireo_t_taken", NULL, NULL, 1);
+	vireo_metrics_family(o, "t_queue", VIREO_METRIC_GAUGE, "By queue.");
+	vireo_metrics_sample(o, "t_queue", "q", "a\"b", 3);
+	vireo_metrics_family(o, "9bad", VIREO_METRIC_COUNTER, "A bad name.");
+	vireo_metrics_sample(o, "9bad", NULL, NULL, 1);
+}
+
 static int t_app_init(void)
 {
+	assert_int_equal(vireo_metrics_writer(t_writer, NULL), 0);
+	assert_int_equal(vireo_metrics_writer(NULL, NULL), -EINVAL);
 	static const char pre[] = "prefix\n", longer[] = "longer\n";
 
 	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/exact", .methods = VIREO_GET,
@@ -799,6 +816,18 @@ static void test_tcp_service(void **state)
 	assert_true(big.eof || big.dead);
 	assert_int_equal(t.closes, 3);
 	cl_abort(&big);
+	{
+		struct vireo_tcp_stats st;
+
+		assert_int_equal(vireo_tcp_stats(TCP_SVC_PORT, &st), 0);
+		assert_int_equal(st.accepted, 3);
+		assert_int_equal(st.refused, 1);
+		assert_int_equal(st.refused_source, 1);
+		assert_int_equal(st.timeouts_idle, 1);
+		assert_int_equal(st.active, 0);
+		assert_int_equal(st.rx_bytes, 6 + 20000 + 4);
+		assert_int_equal(vireo_tcp_stats(TCP_SVC_PORT + 1, &st), -ENOENT);
+	}
 }
 
 /* ---- UDP service ---- */
@@ -863,6 +892,16 @@ static void test_udp_service(void **state)
 	udp_send_len(cl4, V4, 1001, UDP_SVC_PORT);
 	assert_int_equal(t.udp_in, 2);
 	assert_int_equal(udp_client.n, 2);
+	{
+		struct vireo_udp_stats st;
+
+		assert_int_equal(vireo_udp_stats(u, &st), 0);
+		assert_int_equal(st.datagrams, 2);
+		assert_int_equal(st.bytes, 1012);
+		assert_int_equal(st.dropped_size, 1);
+		assert_int_equal(st.sent, 2);
+		assert_int_equal(vireo_udp_stats((vireo_udp){ 99 }, &st), -EPIPE);
+	}
 	udp_remove(cl4);
 	udp_remove(cl6);
 }
@@ -893,6 +932,14 @@ static void test_metrics(void **state)
 	assert_non_null(strstr(body, "t_kinds_total{kind=\"a\"} "));
 	assert_null(strstr(body, "vireo_t_bad"));
 	assert_non_null(strstr(body, "vireo_app_misuse_total "));
+	/* The writer's families, after the declared ones; the refused left out. */
+	assert_non_null(strstr(body, "# HELP t_written_total Scrapes seen by the writer.\n"
+				     "# TYPE t_written_total counter\nt_written_total "));
+	assert_non_null(strstr(body, "# TYPE t_queue gauge\nt_queue{q=\"a\\\"b\"} 3\n"));
+	assert_null(strstr(body, "vireo_t_taken"));
+	assert_null(strstr(body, "9bad"));
+	assert_true(strstr(body, "t_kinds_total") < strstr(body, "t_written_total"));
+	assert_true(hk_log_contains("metric vireo_t_taken: vireo_ names are the runtime's: left out of /metrics"));
 	free(body);
 	cl_close(&c);
 }

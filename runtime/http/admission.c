@@ -1,0 +1,139 @@
+/*
+ * Who gets a connection of the HTTP server (runtime/http/conn.h), decided
+ * at accept, before anything is allocated for the peer:
+ * - HTTPS first: at most HTTPS_MAX_CONNS TLS connections, at most
+ *   https.handshakes= handshakes at once and https.handshakes_per_source=
+ *   from one source (runtime/http/https.h); when every handshake slot is
+ *   taken, a source below its share evicts the oldest handshake of the
+ *   source running the most;
+ * - then the connection table (runtime/conntab.h): max_conns connections,
+ *   max_per_src from one source while there is room, and when it is full a
+ *   source below its fair share takes the slot of the heaviest source's
+ *   oldest idle (else oldest) connection.
+ * A refused connection is reset at once from the accept callback: nothing
+ * is kept for the peer, so a flood costs no memory (docs/appliance.md).
+ */
+#include "lib/types.h"
+#include "lwip/altcp.h"
+#include "runtime/conntab.h"
+#include "runtime/http/conn.h"
+#include "runtime/http/https.h"
+
+/* Waiting for a request, nothing unacknowledged: the cheapest to end. */
+static bool admission_idle(const struct conntab_conn *l)
+{
+	const struct conn *c = (const struct conn *)l;
+
+	return c->state == C_READ && !c->head_started && !c->tc.inflight;
+}
+
+static void admission_evict(struct conntab_conn *l)
+{
+	server_conn_abort((struct conn *)l);
+}
+
+/* Handshakes in progress from src. */
+__cold static u32 admission_handshakes_from(const struct conntab_src *src)
+{
+	const struct conntab_conn *l;
+	u32 n = 0;
+
+	for (l = http_srv.tab.head; l; l = l->next)
+		if (((const struct conn *)l)->handshaking && conntab_src_equal(&l->src, src))
+			n++;
+	return n;
+}
+
+/* All handshake slots taken: the oldest handshake of the source running
+ * the most, if that source runs more than mine + 1 (so that evicting
+ * evens the shares out, never the other way round); else NULL. At most
+ * 64 x 64 source compares, only while the slots are full. */
+__cold static struct conn *admission_tls_victim(u32 mine)
+{
+	struct conntab_conn *l;
+	struct conn *victim = NULL;
+	u32 heavy = 0, n;
+
+	for (l = http_srv.tab.head; l; l = l->next) {
+		if (!((struct conn *)l)->handshaking)
+			continue;
+		n = admission_handshakes_from(&l->src);
+		if (n > heavy || (n == heavy && victim && conntab_src_equal(&l->src, &victim->link.src))) {
+			heavy = n;
+			victim = (struct conn *)l;	/* newest first: the last seen is the oldest */
+		}
+	}
+	return heavy > mine + 1 ? victim : NULL;
+}
+
+/* HTTPS: the handshake and connection limits (https.h); false to refuse. */
+__cold static bool admission_tls(struct altcp_pcb *pcb)
+{
+	struct conntab_src src;
+	struct conn *victim;
+	u32 mine;
+
+	if (https_stats.conns_active >= HTTPS_MAX_CONNS) {
+		https_stats.failures[HTTPS_FAIL_LIMIT]++;
+		return false;
+	}
+	conntab_src_of(altcp_get_ip(pcb, 0), &src);
+	mine = admission_handshakes_from(&src);
+	if (mine >= https_max_handshakes_per_src()) {
+		https_stats.failures[HTTPS_FAIL_LIMIT_SOURCE]++;
+		return false;
+	}
+	if (https_stats.handshakes_active >= https_max_handshakes()) {
+		victim = admission_tls_victim(mine);
+		if (!victim) {
+			https_stats.failures[HTTPS_FAIL_LIMIT]++;
+			return false;
+		}
+		https_stats.handshakes_evicted++;
+		server_conn_abort(victim);
+	}
+	return true;
+}
+
+err_t admission_accept(void *arg, struct altcp_pcb *pcb, err_t err)
+{
+	bool tls = arg == &http_srv.listen_tls;
+	enum conntab_verdict v;
+	struct conn *c;
+
+	if (err != ERR_OK || !pcb)
+		return ERR_VAL;
+	if (tls && !admission_tls(pcb))
+		goto refuse;
+	c = (struct conn *)conntab_accept(&http_srv.tab, pcb, sizeof *c, admission_idle, admission_evict, &v);
+	if (v == CONNTAB_REFUSE_SOURCE)
+		http_server_stats.conns_refused_source++;
+	else if (v == CONNTAB_EVICT)
+		http_server_stats.conns_evicted++;	/* not our pcb: nothing to hand back to lwIP */
+	if (!c)
+		goto refuse;
+	server_conn_attach(c, pcb, tls);
+	if (tls) {
+		c->handshaking = true;
+		https_stats.conns_active++;
+		https_stats.handshakes_active++;
+	}
+	return ERR_OK;
+
+refuse:
+	http_server_stats.conns_refused++;
+	altcp_abort(pcb);
+	return ERR_ABRT;
+}
+
+/* The TLS handshake of the connection whose altcp arg is arg ended (patch
+ * 0004's hook, through https.c): it no longer counts as handshaking. */
+void http_server_handshake_end(void *arg)
+{
+	struct conn *c = arg ? tcpconn_owner(arg, struct conn, tc) : NULL;
+
+	if (c && c->handshaking) {
+		c->handshaking = false;
+		https_stats.handshakes_active--;
+	}
+}

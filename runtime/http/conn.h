@@ -1,0 +1,146 @@
+/*
+ * The HTTP server's connection and what its four files share (server.h is
+ * the server's interface to the rest of the tree; this is its inside):
+ *   server.c     the connection state machine on the TCP connection base
+ *                (net/tcp/tcpconn.h): reading heads, routing, writing
+ *                responses, timeouts
+ *   exchange.c   an app's request: the vireo_req_* and vireo_resp_* calls
+ *                (include/vireo/http.h), and the runtime's own routes
+ *   admission.c  who gets a connection: the per-source table and the TLS
+ *                handshake limits, at accept
+ *   listen.c     the listeners: start, rebind, drain, stop; the counters
+ */
+#ifndef VIREO_RUNTIME_HTTP_CONN_H
+#define VIREO_RUNTIME_HTTP_CONN_H
+
+#include "kernel/loop.h"
+#include "lib/types.h"
+#include "net/tcp/tcpconn.h"
+#include "runtime/api.h"
+#include "runtime/conntab.h"
+#include "runtime/http/http.h"
+#include "runtime/http/server.h"
+
+/*
+ * A connection is in one of five states:
+ *   READ    bytes from rx[] go to the request parser until a head is complete
+ *   BODY    an app's request: its Content-Length body is read into a buffer
+ *           counted against VIREO_HTTP_BUF_BUDGET
+ *   APP     the route's handler has the request and has not answered yet
+ *   SEND    a response is being handed to altcp_write() as send space allows
+ *   LINGER  after the last response: our FIN is queued, input is discarded
+ *           until the peer's FIN, or linger_ms after our data was acked
+ */
+enum conn_state { C_READ, C_SEND, C_LINGER, C_BODY, C_APP };
+
+#define OUT_MAX 1024		/* a response head (an app's adds up to
+				 * VIREO_RESP_HEADERS_MAX), or a whole error response */
+/* Copied response bytes are written only below this many unacked bytes. */
+#define HTTP_COPY_INFLIGHT 8192
+
+struct conn {
+	struct conntab_conn link;	/* first: the table hands back this */
+	struct tcpconn tc;	/* the pcb, rx[], inflight, the stall window */
+	enum conn_state state;
+	bool served;		/* a response was written: waiting is keep-alive idle */
+	bool head_started;	/* READ: bytes of the next head have arrived */
+	bool close_after;	/* SEND: close once this response is written */
+	bool handshaking;	/* HTTPS: TLS handshake not finished (counted in hs_active) */
+	bool hs_timed_out;	/* HTTPS: closed by the header timeout while handshaking */
+#if LWIP_ALTCP_TLS
+	bool bulk;		/* HTTPS: holds a bulk grant (https.h HTTPS_BULK_INFLIGHT) */
+#endif
+	u64 t_wait;		/* READ: accept, or the end of the last response (ms) */
+	u64 t_head;		/* READ: when the first byte of this head was seen */
+
+	/* The response: out[] (copied), then body (zero-copy unless body_copy). */
+	u16 out_len, out_off;
+	const u8 *body;
+	size_t body_len, body_off;
+	bool body_copy;
+	char *dyn;		/* kmalloc'd body (/metrics, a copied response), freed once written */
+	char out[OUT_MAX];
+
+	/* The exchange (exchange.c): a request for a route. */
+	u32 xid;		/* its vireo_req id while live, else 0 */
+	const struct api_route *route;
+	u8 *req_body;		/* BODY/APP: the request body */
+	u32 req_body_len, req_body_need;
+	size_t budget;		/* bytes held against VIREO_HTTP_BUF_BUDGET */
+	u64 t_app;		/* APP: when the handler got the request */
+	bool stream;		/* SEND: the body comes from sbuf through vireo_resp_write */
+	bool stream_ended;	/* vireo_resp_end() was called */
+	bool chunked;		/* the stream is sent chunked */
+	bool want_writable;	/* a write was short: call on_writable when there is room */
+	u64 stream_len;		/* declared body length, or VIREO_LENGTH_UNKNOWN */
+	u64 stream_taken;	/* body bytes vireo_resp_write() took */
+	u8 *sbuf;		/* the stream buffer, VIREO_RESP_STREAM_BUF bytes */
+	u32 sbuf_off, sbuf_len;	/* unsent bytes are sbuf[sbuf_off..sbuf_len) */
+	void (*on_writable)(vireo_req r, void *arg);
+	void *writable_arg;
+	void (*on_done)(vireo_req r, bool done, void *arg);
+	void *done_arg;
+	struct work pump_work;	/* server_pump() from the loop, for API calls */
+	bool in_handler;	/* the handler runs: the caller pumps after it */
+	u16 xhdr_len;
+	char xhdr[VIREO_RESP_HEADERS_MAX + 1];	/* the app's extra header lines */
+
+	u8 rx[TCP_WND];		/* tc's receive buffer: one window */
+	struct http_req_parser parser;
+};
+
+_Static_assert(offsetof(struct conn, link) == 0, "conntab entries are struct conn");
+
+/* The server's state (listen.c). */
+struct http_srv {
+	struct altcp_pcb *listen;
+	struct altcp_pcb *listen_tls;	/* HTTPS (https.c), or NULL */
+	struct http_server_cfg cfg;
+	struct conntab tab;
+	bool draining;		/* http_server_drain(): close after each response */
+	u16 redirect_port;	/* http.redirect: plain HTTP answers 301 to this port */
+};
+extern struct http_srv http_srv;
+
+/* ---- server.c: the connection ---- */
+
+/* A connection admission.c let in: its state set up, pcb taken over. */
+void server_conn_attach(struct conn *c, struct altcp_pcb *pcb, bool tls);
+/* RST and free; FIN and free (a close_notify first over TLS). Both return
+ * what an lwIP callback hands back (ERR_ABRT for the abort). */
+err_t server_conn_abort(struct conn *c);
+err_t server_conn_close(struct conn *c);
+/* The last response is written: FIN, then linger (C_LINGER). */
+err_t server_begin_close(struct conn *c);
+/* Move the connection forward as far as it goes (writes, parses, answers
+ * pipelined requests). Callers return what this returns and must not
+ * touch c afterwards: it may be freed. */
+err_t server_pump(struct conn *c);
+/* server_pump() from the loop, unless a handler runs inline. */
+void server_kick(struct conn *c);
+/* A response starts: SEND, its stall window and counters. */
+void server_count_response(int status);
+void server_start_send(struct conn *c);
+/* A canned error page into out[]; closes afterwards. extra: header lines
+ * (a route's Allow) or NULL. */
+void server_respond_error(struct conn *c, int status, bool head_only);
+void server_respond_error_extra(struct conn *c, int status, bool head_only, const char *extra);
+
+/* ---- exchange.c: a request for a route ---- */
+
+/* The request the parser completed, for route rt: its method and body
+ * checked, the body read (BODY) or the handler called. */
+void exchange_request(struct conn *c, const struct api_route *rt);
+/* The body is in: the handler gets the request. */
+void exchange_dispatch(struct conn *c);
+/* The exchange ends: the handle goes stale, then on_done hears it. */
+void exchange_end(struct conn *c, bool done);
+/* Frees the request body and the stream buffer and gives back the budget. */
+void exchange_release(struct conn *c);
+
+/* ---- admission.c: accepting ---- */
+
+/* The listeners' accept callback (arg: &http_srv.listen_tls for HTTPS). */
+err_t admission_accept(void *arg, struct altcp_pcb *pcb, err_t err);
+
+#endif
