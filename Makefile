@@ -14,6 +14,7 @@ endif
 CC      := gcc
 LD      := ld
 OBJCOPY := objcopy
+OBJDUMP := objdump
 HOST_CC := gcc
 # Debian's interpreter, where python3-pytest is installed (not a pyenv shim).
 PYTHON  := /usr/bin/python3
@@ -191,10 +192,22 @@ $(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/vireo.ld
 # .rodata), so .dynamic, .dynsym and .dynstr stay out of the PE.
 # --strip-all: the PE's COFF symbol table (~44 KB) is never loaded; debuggers
 # read vireo.so.
+# The linker sets (vireo_<set> sections, include/vireo/linkset.h) lie right
+# after .data, inside the data pages: their bytes, .data's and the alignment
+# between them, dumped at once, become the PE's .data, so the PE keeps one
+# data section (a PE section each would cost file alignment and break its
+# section alignment). Any other allocated section would be lost: the build
+# stops on one.
+EFI_SECTIONS := \.hash|\.gnu\.hash|\.text|\.reloc|\.rodata|\.data|vireo_[a-z0-9_]+|\.bss|\.dynamic|\.dynsym|\.rela|\.dynstr
 $(EFI): $(ELF)
 	@$(if $(Q),echo "  OBJCOPY $@")
-	$(Q)$(OBJCOPY) -j .text -j .rodata -j .data -j .bss -j .reloc \
+	$(Q)extra=$$($(OBJDUMP) -h $< | awk 'NR > 5 && NF >= 7 { name = $$2 } /ALLOC/ { print name }' | \
+		grep -vxE '$(EFI_SECTIONS)' || true); \
+		if [ -n "$$extra" ]; then echo "$<: sections the PE would lose: $$extra" >&2; exit 1; fi
+	$(Q)$(OBJCOPY) -O binary -j .data -j 'vireo_*' $< $@.data
+	$(Q)$(OBJCOPY) -j .text -j .rodata -j .data -j .bss -j .reloc --update-section .data=$@.data \
 		--strip-all --target efi-app-x86_64 --subsystem=10 $< $@
+	$(Q)rm -f $@.data
 	@echo "  EFI     $@ ($$(stat -c %s $@) bytes)"
 
 # ---- PVH ELF (PVH_SRCS, boot/sources.mk; linker/pvh.ld) ------------------

@@ -3,6 +3,7 @@
 #define VIREO_CMDLINE_H
 
 #include "lib/types.h"
+#include "vireo/linkset.h"
 
 /* Longest line looked at, NUL included: at most CMDLINE_MAX - 1 characters
  * are parsed; a longer line is cut (with a warning) before its last partial
@@ -42,16 +43,14 @@ struct cmdline_opt {
  *		      .min = 1, .max = 65535, .def = "80", .help = "the HTTP server's port");
  *
  * The first argument only names the registration (unique in its file); the
- * rest initialises a struct cmdline_opt. kernel/config.c parses the boot
- * command line against every registered key (cmdline_params()); the shell's
- * `params` and tools/cmdline_table.py print the table from the same fields.
+ * rest initialises a struct cmdline_opt, put in the cmdline linker set
+ * (include/vireo/linkset.h). kernel/config.c parses the boot command line
+ * against every registered key (config_params()); the shell's `params` and
+ * tools/cmdline_table.py print the table from the same fields.
  */
-#define CMDLINE_SECTION "vireo_cmdline"
-#define CMDLINE_PARAM(id, ...)                                                       \
-	static const struct cmdline_opt cmdlinereg_##id = { __VA_ARGS__ };         \
-	static const struct cmdline_opt *const cmdlinereg_ptr_##id                 \
-		__attribute__((used, section(CMDLINE_SECTION), aligned(sizeof(void *)))) = \
-			&cmdlinereg_##id
+#define CMDLINE_PARAM(id, ...)                                               \
+	static const struct cmdline_opt cmdlinereg_##id = { __VA_ARGS__ }; \
+	VIREO_LINKSET_ADD(cmdline, const struct cmdline_opt, id, cmdlinereg_##id)
 
 /* Receives one warning line (no newline); msg is only valid during the call. */
 typedef void (*cmdline_warn_fn)(void *ctx, const char *msg);

@@ -11,6 +11,7 @@
 #include "kernel/console.h"
 #include "lib/fmt.h"
 #include "kernel/loop.h"
+#include "lib/linkset.h"
 #include "kernel/mm/mm.h"
 #include "kernel/time/time.h"
 #include "lib/types.h"
@@ -538,11 +539,9 @@ void vireo_counter_vec_add(struct vireo_counter_vec *c, u32 i, u64 n)
 	c->v[i] += n;
 }
 
-/* The linker sets; weak so that a host test without apps links. */
-extern const struct vireo_app *const __start_vireo_apps[] __attribute__((weak));
-extern const struct vireo_app *const __stop_vireo_apps[] __attribute__((weak));
-extern struct vireo_metric *const __start_vireo_metrics[] __attribute__((weak));
-extern struct vireo_metric *const __stop_vireo_metrics[] __attribute__((weak));
+/* The linker sets of VIREO_APP and VIREO_COUNTER...; empty without apps. */
+LINKSET_DECLARE(apps, const struct vireo_app);
+LINKSET_DECLARE(metrics, struct vireo_metric);
 
 static bool api_name_ok(const char *s, size_t max, bool metric)
 {
@@ -616,8 +615,8 @@ static const char *api_metric_why(struct vireo_metric *const *set, size_t n, siz
 
 static void api_metrics_check(void)
 {
-	struct vireo_metric *const *set = __start_vireo_metrics;
-	size_t n = set ? (size_t)(__stop_vireo_metrics - __start_vireo_metrics) : 0, k;
+	struct vireo_metric *const *set = LINKSET_BEGIN(metrics);
+	size_t n = LINKSET_COUNT(metrics), k;
 
 	for (k = 0; k < n; k++) {
 		const char *why = api_metric_why(set, n, k);
@@ -651,8 +650,8 @@ static void api_write_histogram(struct metrics_buf *b, const struct vireo_metric
 
 __cold static void api_write_metrics(struct metrics_buf *b)
 {
-	struct vireo_metric *const *set = __start_vireo_metrics;
-	size_t n = set ? (size_t)(__stop_vireo_metrics - __start_vireo_metrics) : 0, k;
+	struct vireo_metric *const *set = LINKSET_BEGIN(metrics);
+	size_t n = LINKSET_COUNT(metrics), k;
 	const struct api_http_stats *h = &api_http_stats;
 
 	metrics_simple(b, "vireo_app_misuse_total", METRICS_COUNTER,
@@ -718,8 +717,8 @@ static struct metrics_source api_metrics_source = { "app", api_write_metrics, NU
 
 __cold int api_apps_start(void)
 {
-	const struct vireo_app *const *set = __start_vireo_apps;
-	size_t n = set ? (size_t)(__stop_vireo_apps - __start_vireo_apps) : 0, i;
+	const struct vireo_app *const *set = LINKSET_BEGIN(apps);
+	size_t n = LINKSET_COUNT(apps), i;
 	int failed = 0, err;
 
 	api_metrics_check();

@@ -5,7 +5,7 @@
 #define VIREO_VIRTIO_H
 
 #include "drivers/virtio/virtq.h"
-#include "lib/linkset.h"
+#include "vireo/linkset.h"
 #include "lib/types.h"
 
 /* Device status bits, §2.1. */
@@ -117,7 +117,9 @@ struct virtio_driver {
 	void (*vq_reset)(struct virtio_vq *q);
 };
 
-#define VIRTIO_DRIVER(drv) LINKSET_ADD(".drivers.virtio", const struct virtio_driver, virtio_##drv, drv)
+/* Registers a driver at link time, in the virtio_drivers linker set
+ * (include/vireo/linkset.h), which the bus walks: VIRTIO_DRIVER(my_driver); */
+#define VIRTIO_DRIVER(drv) VIREO_LINKSET_ADD(virtio_drivers, const struct virtio_driver, drv, drv)
 
 struct pci_dev;
 struct vtd_domain;
@@ -159,9 +161,6 @@ int virtio_add_device(struct virtio_dev *d);
  * removal yet. */
 void virtio_del_device(struct virtio_dev *d);
 struct virtio_dev *virtio_devices(void);
-/* The drivers the bus matches against: the kernel's VIRTIO_DRIVER() set
- * (drivers/virtio/virtio_drivers.c); the host harness supplies its own. */
-const struct virtio_driver *const *virtio_driver_table(size_t *n);
 
 static inline bool virtio_has(const struct virtio_dev *d, unsigned bit)
 {

@@ -63,13 +63,11 @@ struct vireo_counter_vec {
 	u64 *v;
 };
 
-#define VIREO_METRIC_SECTION "vireo_metrics"
-#define VIREO_METRIC_REGISTER_(var, name_, help_, kind_)                                        \
-	static struct vireo_metric vireo_metricreg_##var = { .name = name_, .help = help_,      \
-							     .kind = kind_, .value = &var };    \
-	static struct vireo_metric *const vireo_metricreg_ptr_##var                             \
-		__attribute__((used, section(VIREO_METRIC_SECTION), aligned(sizeof(void *)))) = \
-			&vireo_metricreg_##var
+/* Each metric is an entry of the metrics linker set (vireo/linkset.h). */
+#define VIREO_METRIC_REGISTER_(var, name_, help_, kind_)                                   \
+	static struct vireo_metric vireo_metricreg_##var = { .name = name_, .help = help_, \
+							     .kind = kind_, .value = &var }; \
+	VIREO_LINKSET_ADD(metrics, struct vireo_metric, var, vireo_metricreg_##var)
 
 #define VIREO_COUNTER(var, name_, help_)          \
 	static struct vireo_counter var;          \

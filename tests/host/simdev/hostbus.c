@@ -1,12 +1,13 @@
 /* hostbus: the virtio bus around the driver under test (tests/host/simdev):
- * the real drivers/virtio/virtio.c and drivers/virtio/virtio_core.c with an injected
- * driver table; see hostbus.h. */
+ * the real drivers/virtio/virtio.c and drivers/virtio/virtio_core.c; the bus's
+ * driver table is the one driver the test links. See hostbus.h. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "drivers/virtio/virtio.h"
 #include "drivers/virtio/virtio_core.h"
 #include "kernel/mm/mm.h"
+#include "lib/linkset.h"
 #include "drivers/iommu/vtd.h"
 #include "tests/host/simdev/fake_dev.h"
 #include "tests/host/simdev/hostbus.h"
@@ -74,13 +75,20 @@ int vtd_stray_next(void)
 	abort();
 }
 
-/* ---- virtio bus (the real drivers/virtio/virtio.c, with an injected table) ---- */
+/* ---- virtio bus (the real drivers/virtio/virtio.c) ---- */
 
-/* The bus matches against the driver under test only. */
-const struct virtio_driver *const *virtio_driver_table(size_t *n)
+/* The bus's own table, the virtio_drivers linker set: a test links one
+ * driver, so it holds that one. */
+LINKSET_DECLARE(virtio_drivers, const struct virtio_driver);
+
+const struct virtio_driver *hostbus_driver(void)
 {
-	*n = 1;
-	return &hostbus_driver;
+	if (LINKSET_COUNT(virtio_drivers) != 1) {
+		fprintf(stderr, "hostbus: %zu drivers linked; a test links the one under test\n",
+			LINKSET_COUNT(virtio_drivers));
+		abort();
+	}
+	return LINKSET_BEGIN(virtio_drivers)[0];
 }
 
 /* Linked with -Wl,--wrap=virtio_set_broken (vnetdev.mk): counts the calls
@@ -130,7 +138,7 @@ int hk_probe(struct virtio_dev *d)
 {
 	if (!on_bus(d))
 		return virtio_add_device(d);
-	return virtio_core_probe(d, hostbus_driver);
+	return virtio_core_probe(d, hostbus_driver());
 }
 
 void hk_remove(struct virtio_dev *d)
