@@ -301,9 +301,10 @@ $(addprefix $(BUILD)/host/,$(LWIP_HOST_TESTS)): | $(LWIP_STAMP)
 
 # Every host test and fuzzer links the one host kernel shim (hostk, with the
 # real kernel/loop.c and kernel/time/timerq.c its event loop runs on) and the
-# toolkit's pure part (lib/parse.c, lib/outbuf.c; libc stands in for
-# lib/string.c) ahead of its own sources.
-HOST_SHIM_SRCS := tests/host/shim/hostk.c $(call src,loop timerq parse outbuf)
+# toolkit's pure part (lib/parse.c, lib/outbuf.c, lib/metrics.c: any layer
+# may export to /metrics; libc stands in for lib/string.c) ahead of its own
+# sources.
+HOST_SHIM_SRCS := tests/host/shim/hostk.c $(call src,loop timerq parse outbuf metrics)
 host_srcs = $(HOST_SHIM_SRCS) $(filter-out $(HOST_SHIM_SRCS),$(call test_file,$(1)) $(call src,$($(1)_USES)) $($(1)_SRCS))
 # (Only the sources and archives go to the compiler: the .d files make every
 # header a prerequisite too, and some of lwIP's and mbedTLS's refuse to be

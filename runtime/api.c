@@ -15,11 +15,11 @@
 #include "kernel/mm/mm.h"
 #include "kernel/time/time.h"
 #include "lib/types.h"
+#include "lib/metrics.h"
 #include "kernel/random.h"
 #include "kernel/time/wallclock.h"
 #include "runtime/api.h"
 #include "runtime/http/http.h"
-#include "runtime/metrics.h"
 #include "runtime/site.h"
 #include "vireo/files.h"
 #include "vireo/metrics.h"
@@ -648,12 +648,17 @@ static void api_write_histogram(struct metrics_buf *b, const struct vireo_metric
 	metrics_sample(b, name, NULL, h->count);
 }
 
+static bool api_metrics_on;	/* api_apps_start() checked the apps' metrics */
+void (*api_services_metrics)(struct metrics_buf *b);
+
 __cold static void api_write_metrics(struct metrics_buf *b)
 {
 	struct vireo_metric *const *set = LINKSET_BEGIN(metrics);
 	size_t n = LINKSET_COUNT(metrics), k;
 	const struct api_http_stats *h = &api_http_stats;
 
+	if (!api_metrics_on)
+		return;
 	metrics_simple(b, "vireo_app_misuse_total", METRICS_COUNTER,
 		       "Application API calls refused as misuse (each logged, rate-limited).", api_log.misuse);
 	metrics_simple(b, "vireo_app_log_lines_total", METRICS_COUNTER, "Lines the apps logged.", api_log.lines);
@@ -680,6 +685,8 @@ __cold static void api_write_metrics(struct metrics_buf *b)
 	metrics_sample1(b, "vireo_app_http_refused_total", "reason", "budget", h->budget_refusals);
 	metrics_simple(b, "vireo_app_http_buffer_bytes", METRICS_GAUGE,
 		       "Request bodies and copied responses held, all connections.", api_buf);
+	if (api_services_metrics)
+		api_services_metrics(b);
 
 	for (k = 0; k < n; k++) {
 		const struct vireo_metric *m = set[k];
@@ -711,7 +718,7 @@ __cold static void api_write_metrics(struct metrics_buf *b)
 	}
 }
 
-static struct metrics_source api_metrics_source = { "app", api_write_metrics, NULL };
+METRICS_SOURCE(app, api_write_metrics);
 
 /* ---- the apps ---- */
 
@@ -722,7 +729,7 @@ __cold int api_apps_start(void)
 	int failed = 0, err;
 
 	api_metrics_check();
-	metrics_register(&api_metrics_source);
+	api_metrics_on = true;
 	/* The tables, from the heap once (the EFI image's .bss is bounded). */
 	if (!api_h.slot)
 		api_h.slot = kzalloc(API_HANDLE_SLOTS * sizeof *api_h.slot);

@@ -20,13 +20,13 @@
 #include "kernel/mm/mm.h"
 #include "kernel/time/time.h"
 #include "lib/types.h"
+#include "lib/metrics.h"
 #include "lwip/ip.h"
 #include "lwip/altcp.h"
 #include "lwip/udp.h"
 #include "vireo/net.h"
 #include "runtime/api.h"
 #include "runtime/echo.h"
-#include "runtime/metrics.h"
 #include "runtime/tcputil.h"
 #include "runtime/conntab.h"
 #include "net/port/lwip_port.h"
@@ -320,6 +320,8 @@ __cold static void echo_write_metrics(struct metrics_buf *b)
 	const struct echo_stats *s = &echo_stats;
 	int i;
 
+	if (!echo.started)
+		return;
 	metrics_simple(b, "vireo_echo_tcp_connections_accepted_total", METRICS_COUNTER,
 		       "Echo TCP connections accepted.", s->tcp_accepted);
 	metrics_simple(b, "vireo_echo_tcp_connections_refused_total", METRICS_COUNTER,
@@ -348,7 +350,7 @@ __cold static void echo_write_metrics(struct metrics_buf *b)
 				s->udp_refused[i]);
 }
 
-static struct metrics_source echo_source = { "echo", echo_write_metrics, NULL };
+METRICS_SOURCE(echo, echo_write_metrics);
 
 static u32 echo_or_default(u32 v, u32 def)
 {
@@ -433,7 +435,6 @@ __cold int echo_start(const struct echo_cfg *c)
 	}
 	echo.started = true;
 	__builtin_memset(&echo_stats, 0, sizeof echo_stats);
-	metrics_register(&echo_source);
 	return 0;
 
 fail_tcp:
@@ -459,5 +460,4 @@ void echo_stop(void)
 	while (echo.tab.head)
 		echo_conn_abort((struct echo_conn *)echo.tab.head);
 	echo.started = false;
-	metrics_unregister(&echo_source);
 }

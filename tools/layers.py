@@ -79,10 +79,6 @@ ALLOWED = {
     ("apps/kv/kv_store.h", "lib/outbuf.h"): "28.2",
     ("apps/kv/kv_store.h", "lib/crypto/siphash.h"): "28.2",
     ("apps/kv/kv_store.h", "lib/types.h"): "28.2",
-    # Issue 28 item 3 (the registry at the bottom): the metrics writer and
-    # registry move below every user; each exporter lives with its code.
-    ("net/clients/syslog.c", "runtime/metrics.h"): "28.3",
-    ("net/tls/tls_port.c", "runtime/metrics.h"): "28.3",
     # Issue 28 item 3 (a DMA seam): map/unmap/flush ops set by whichever
     # IOMMU driver attaches; the virtio core stops calling VT-d by name.
     ("drivers/virtio/virtio_core.c", "drivers/iommu/vtd.h"): "28.3",

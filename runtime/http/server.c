@@ -50,10 +50,10 @@
 #include "lib/outbuf.h"
 #include "kernel/time/time.h"
 #include "lib/types.h"
+#include "lib/metrics.h"
 #include "kernel/time/wallclock.h"
 #include "lwip/altcp.h"
 #include "runtime/http/http.h"
-#include "runtime/metrics.h"
 #include "runtime/http/server.h"
 #include "runtime/tcputil.h"
 #include "runtime/api.h"
@@ -1734,6 +1734,8 @@ __cold static void server_write_metrics(struct metrics_buf *b)
 	static const char *const classes[] = { NULL, "1xx", "2xx", "3xx", "4xx", "5xx" };
 	size_t i;
 
+	if (!server.listen && !server.draining)
+		return;	/* not started, or stopped */
 	metrics_simple(b, "vireo_http_requests_total", METRICS_COUNTER,
 		       "HTTP requests read (complete heads and malformed ones).", s->requests);
 	metrics_family(b, "vireo_http_responses_total", METRICS_COUNTER,
@@ -1768,7 +1770,7 @@ __cold static void server_write_metrics(struct metrics_buf *b)
 		       "/metrics responses cut short by the size limit.", s->metrics_truncated);
 }
 
-static struct metrics_source server_metrics_source = { "http", server_write_metrics, NULL };
+METRICS_SOURCE(http, server_write_metrics);
 
 /* ---- start and stop ---- */
 
@@ -1824,7 +1826,6 @@ __cold int http_server_start(u16 port, const struct http_server_cfg *cfg)
 	server.listen = lpcb;
 	__builtin_memset(&http_server_stats, 0, sizeof http_server_stats);
 	altcp_accept(lpcb, server_on_accept);
-	metrics_register(&server_metrics_source);
 	return 0;
 }
 
@@ -1890,7 +1891,6 @@ void http_server_stop(void)
 	server.draining = false;
 	while (server.tab.head)
 		server_conn_abort((struct conn *)server.tab.head);
-	metrics_unregister(&server_metrics_source);
 }
 
 /* ---- HTTPS (https.c) ---- */

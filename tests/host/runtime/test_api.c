@@ -15,7 +15,7 @@
 #include "runtime/api.h"
 #include "runtime/echo.h"
 #include "runtime/http/http.h"
-#include "runtime/metrics.h"
+#include "lib/metrics.h"
 #include "runtime/http/server.h"
 #include "runtime/site.h"
 #include "net/port/lwip_port.h"
