@@ -28,9 +28,9 @@ __cold static void loop_write_metrics(struct metrics_buf *b)
 	 * a guest waiting for work from a vCPU thread waiting for a host CPU:
 	 * QMP RIP samples cannot (a vCPU woken from its halt but not yet run by
 	 * the host still shows the halt's RIP). */
-	metrics_simple(b, "vireo_loop_halted_microseconds_total", METRICS_COUNTER,
-		       "Microseconds the loop spent halted, waiting for an interrupt",
-		       time_tsc_to_ns(loop_stats.idle_tsc) / 1000);
+	metrics_family(b, "vireo_loop_halted_seconds_total", METRICS_COUNTER,
+		       "Time the loop spent halted, waiting for an interrupt (microsecond resolution)");
+	metrics_sample_fixed(b, "vireo_loop_halted_seconds_total", NULL, time_tsc_to_ns(loop_stats.idle_tsc) / 1000, 6);
 }
 METRICS_SOURCE(loop, loop_write_metrics);
 

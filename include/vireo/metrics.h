@@ -5,12 +5,15 @@
  *	VIREO_COUNTER(hello_total, "template_hello_total", "Greetings sent.");
  *	... vireo_counter_inc(&hello_total);
  *
- *	VIREO_HISTOGRAM(lat, "kv_request_us", "Handler time, microseconds.",
- *			10, 100, 1000, 10000);
- *	... vireo_histogram_observe(&lat, us);
+ *	VIREO_HISTOGRAM(sizes, "kv_value_bytes", "Sizes of the values stored.",
+ *			64, 256, 1024, 4096);
+ *	... vireo_histogram_observe(&sizes, len);
  *
  * Each macro defines the metric (static, in its file) and registers it at
- * link time. Counters only go up; gauges are signed. Histogram buckets are
+ * link time. Name them as Prometheus does (`promtool check metrics` runs on
+ * the apps' /metrics in their tests): counters end in _total, a unit in its
+ * base form ends the name (_bytes, _seconds), nothing else ends in _total.
+ * Counters only go up; gauges are signed. Histogram buckets are
  * upper bounds in the app's own unit, integers, ascending, at most
  * VIREO_HISTOGRAM_BUCKETS (a build error past that); the runtime adds +Inf,
  * _sum and _count. A labelled counter has one label and a fixed list of

@@ -338,7 +338,7 @@ __cold static void mm_write_metrics(struct metrics_buf *b)
 	metrics_simple(b, "vireo_mem_usable_bytes", METRICS_GAUGE,
 		       "Usable RAM (conventional and reclaimed boot-services memory).",
 		       s.usable_bytes);
-	metrics_simple(b, "vireo_mem_frames_total", METRICS_GAUGE,
+	metrics_simple(b, "vireo_mem_frames", METRICS_GAUGE,
 		       "Page frames managed by the frame allocator.", s.total_frames);
 	metrics_simple(b, "vireo_mem_frames_free", METRICS_GAUGE, "Page frames free.",
 		       s.free_frames);

@@ -191,8 +191,8 @@ __cold static void netif_vnet_write_device(struct metrics_buf *b)
 		  coal_mode_names[st.coal_mode < 3 ? st.coal_mode : 0], st.coal_device ? "device" : "driver");
 	metrics_family(b, "vireo_vnet_coalesce_frames", METRICS_GAUGE, "Completions gathered per interrupt, in force");
 	metrics_sample(b, "vireo_vnet_coalesce_frames", labels, st.coal_frames);
-	metrics_family(b, "vireo_vnet_coalesce_usecs", METRICS_GAUGE, "Longest hold of a completion, in force");
-	metrics_sample(b, "vireo_vnet_coalesce_usecs", labels, st.coal_usecs);
+	metrics_family(b, "vireo_vnet_coalesce_hold_seconds", METRICS_GAUGE, "Longest hold of a completion, in force");
+	metrics_sample_fixed(b, "vireo_vnet_coalesce_hold_seconds", labels, st.coal_usecs, 6);
 	metrics_simple(b, "vireo_vnet_coalesce_changes_total", METRICS_COUNTER, "Adaptive coalescing changes",
 		       st.coal.changes);
 	metrics_simple(b, "vireo_vnet_coalesce_timer_wakeups_total", METRICS_COUNTER,
