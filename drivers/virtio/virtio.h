@@ -122,7 +122,7 @@ struct virtio_driver {
 #define VIRTIO_DRIVER(drv) VIREO_LINKSET_ADD(virtio_drivers, const struct virtio_driver, drv, drv)
 
 struct pci_dev;
-struct vtd_domain;
+struct dma_domain;
 
 /* Recoveries from IOMMU faults a device gets before it is left removed. */
 #define VIRTIO_DMA_FAULT_RESETS	8
@@ -145,9 +145,9 @@ struct virtio_dev {
 	u16 nvqs;
 	void (*config_irq)(struct virtio_dev *d);	/* set by the core */
 	struct pci_dev *pci;		/* PCI transport's function, else NULL */
-	/* ACCESS_PLATFORM behind a VT-d unit: the device's translated domain
-	 * (drivers/iommu/vtd.h); NULL: addresses are physical (dma_map). */
-	struct vtd_domain *dma;
+	/* ACCESS_PLATFORM and an IOMMU driver took the function: the device's
+	 * DMA domain (kernel/mm/dma.h); NULL: identity addresses. */
+	struct dma_domain *dma;
 	bool dma_fault;			/* the unit reported a fault: reset pending */
 	u32 dma_fault_resets;		/* recoveries from DMA faults (budgeted) */
 	struct virtio_dev *next;

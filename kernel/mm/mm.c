@@ -1,6 +1,7 @@
 /*
  * Physical memory and paging. Virtual addresses equal physical ones
- * (identity map), so pointers can be handed to devices after dma_map().
+ * (identity map), so a device without an IOMMU domain gets physical
+ * addresses (dma_phys, kernel/mm/dma.h).
  *   RAM from the UEFI map   RW NX, write-back, 2 MiB pages where aligned
  *   image headers           R  NX
  *   .text                   R  X
@@ -14,6 +15,7 @@
 #include <arch.h>
 
 #include "kernel/console.h"
+#include "kernel/mm/dma.h"
 #include "kernel/mm/frames.h"
 #include "kernel/mm/heap.h"
 #include "kernel/arch/io.h"
@@ -312,7 +314,8 @@ void *mmio_map(u64 phys, u64 len)
 	return (void *)phys;
 }
 
-dma_addr_t dma_map(const void *va, size_t len)
+/* The DMA seam's identity (kernel/mm/dma.h). */
+dma_addr_t dma_phys(const void *va)
 {
 	return (dma_addr_t)(u64)va;
 }

@@ -9,13 +9,13 @@ test_acpi_tables_USES := acpi_tables
 test_aml_s5_USES := aml_s5
 test_pci_parse_USES := pci_parse virtio_pci_caps
 test_vtd_pt_USES := vtd_pt
-test_virtq_USES := virtq virtq_fault
+test_virtq_USES := virtq dma virtq_fault
 test_virtq_SRCS := $(FAKE_DEV)
 test_virtio_mmio_parse_USES := virtio_mmio_parse aml_s5
 FUZZERS += fuzz_acpi_tables fuzz_aml_s5 fuzz_virtq fuzz_virtio_mmio_parse
 fuzz_acpi_tables_USES := acpi_tables
 fuzz_aml_s5_USES := aml_s5
-fuzz_virtq_USES := virtq
+fuzz_virtq_USES := virtq dma
 fuzz_virtio_mmio_parse_USES := virtio_mmio_parse aml_s5
 
 HOST_TESTS += test_vnet_hdr test_coalesce

@@ -15,7 +15,7 @@
 # one-command host rule records only the last source's dependencies, and the
 # driver is not a source of its own there.
 FAKE_DEV := tests/host/simdev/fake_dev.c
-SIMDEV_USES := virtio virtio_core virtq
+SIMDEV_USES := virtio virtio_core virtq dma
 SIMDEV_SRCS := tests/host/simdev/hostbus.c tests/host/simdev/simdev.c $(FAKE_DEV)
 VNETDEV := tests/host/simdev/vnetdev.c
 SIMDEV_LDFLAGS := -Wl,--wrap=virtio_set_broken -Wl,--wrap=virtio_keep_forever

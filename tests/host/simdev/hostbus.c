@@ -8,66 +8,9 @@
 #include "drivers/virtio/virtio_core.h"
 #include "kernel/mm/mm.h"
 #include "lib/linkset.h"
-#include "drivers/iommu/vtd.h"
+#include "drivers/iommu/vtd.h"	/* vtd_stray_next, below */
 #include "tests/host/simdev/fake_dev.h"
 #include "tests/host/simdev/hostbus.h"
-
-/* The kernel's device addresses are identity; here they are XORed as
- * fake_dev expects, so a VA handed to the device unmapped is caught. */
-dma_addr_t dma_map(const void *va, size_t len)
-{
-	return fake_dma_map(NULL, va, len, true, false);
-}
-
-/* No VT-d unit here: devices have no PCI function, so no domain is ever
- * attached and these are never reached with one. */
-struct vtd_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void *arg)
-{
-	(void)p;
-	(void)fault;
-	(void)arg;
-	return NULL;
-}
-
-dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool device_writes,
-		   bool transient)
-{
-	(void)dom;
-	(void)va;
-	(void)len;
-	(void)device_writes;
-	(void)transient;
-	abort();
-}
-
-void vtd_unmap(struct vtd_domain *dom, const void *va, size_t len, bool device_writes)
-{
-	(void)dom;
-	(void)va;
-	(void)len;
-	(void)device_writes;
-	abort();
-}
-
-void vtd_unmap_flush(struct vtd_domain *dom)
-{
-	(void)dom;
-	abort();
-}
-
-/* Site bodies are not told apart here: no domain, so never asked. */
-bool mm_in_rodata(const void *va, size_t len)
-{
-	(void)va;
-	(void)len;
-	return false;
-}
-
-void vtd_domain_clear(struct vtd_domain *dom)
-{
-	(void)dom;
-	abort();
-}
 
 /* selftest=iommu-fault arms it only on a device with a domain: never here. */
 int vtd_stray_next(void)
