@@ -14,6 +14,7 @@ endif
 CC      := gcc
 LD      := ld
 OBJCOPY := objcopy
+OBJDUMP := objdump
 HOST_CC := gcc
 # Debian's interpreter, where python3-pytest is installed (not a pyenv shim).
 PYTHON  := /usr/bin/python3
@@ -220,10 +221,22 @@ ifeq ($(APP),apps/site)
 IMAGE_BUDGET ?= $(if $(filter 1,$(TLS)),655360,327680)
 endif
 IMAGE_BUDGET ?= 0
+# The linker sets (vireo_<set> sections, include/vireo/linkset.h) lie right
+# after .data, inside the data pages: their bytes, .data's and the alignment
+# between them, dumped at once, become the PE's .data, so the PE keeps one
+# data section (a PE section each would cost file alignment and break its
+# section alignment). Any other allocated section would be lost: the build
+# stops on one.
+EFI_SECTIONS := \.hash|\.gnu\.hash|\.text|\.reloc|\.rodata|\.data|vireo_[a-z0-9_]+|\.bss|\.dynamic|\.dynsym|\.rela|\.dynstr
 $(EFI): $(ELF)
 	@$(if $(Q),echo "  OBJCOPY $@")
-	$(Q)$(OBJCOPY) -j .text -j .rodata -j .data -j .bss -j .reloc \
+	$(Q)extra=$$($(OBJDUMP) -h $< | awk 'NR > 5 && NF >= 7 { name = $$2 } /ALLOC/ { print name }' | \
+		grep -vxE '$(EFI_SECTIONS)' || true); \
+		if [ -n "$$extra" ]; then echo "$<: sections the PE would lose: $$extra" >&2; exit 1; fi
+	$(Q)$(OBJCOPY) -O binary -j .data -j 'vireo_*' $< $@.data
+	$(Q)$(OBJCOPY) -j .text -j .rodata -j .data -j .bss -j .reloc --update-section .data=$@.data \
 		--strip-all --target efi-app-x86_64 --subsystem=10 $< $@
+	$(Q)rm -f $@.data
 	@echo "  EFI     $@ ($$(stat -c %s $@) bytes)"
 	$(Q)s=$$(stat -c %s $@); if [ "$(IMAGE_BUDGET)" != 0 ] && [ $$s -gt $(IMAGE_BUDGET) ]; then \
 		echo "error: $@ is $$s bytes, over its budget of $(IMAGE_BUDGET) (docs/benchmarks.md," \
@@ -320,9 +333,10 @@ $(addprefix $(BUILD)/host/,$(LWIP_HOST_TESTS)): | $(LWIP_STAMP)
 
 # Every host test and fuzzer links the one host kernel shim (hostk, with the
 # real kernel/loop.c and kernel/time/timerq.c its event loop runs on) and the
-# toolkit's pure part (lib/parse.c, lib/outbuf.c; libc stands in for
-# lib/string.c) ahead of its own sources.
-HOST_SHIM_SRCS := tests/host/shim/hostk.c $(call src,loop timerq parse outbuf)
+# toolkit's pure part (lib/parse.c, lib/outbuf.c, lib/metrics.c: any layer
+# may export to /metrics; libc stands in for lib/string.c) ahead of its own
+# sources.
+HOST_SHIM_SRCS := tests/host/shim/hostk.c $(call src,loop timerq parse outbuf metrics)
 host_srcs = $(HOST_SHIM_SRCS) $(filter-out $(HOST_SHIM_SRCS),$(call test_file,$(1)) $(call src,$($(1)_USES)) $($(1)_SRCS))
 # (Only the sources and archives go to the compiler: the .d files make every
 # header a prerequisite too, and some of lwIP's and mbedTLS's refuse to be

@@ -1,6 +1,7 @@
 /* The command-line table: every CMDLINE_PARAM in the image, collected by the
- * linker into the vireo_cmdline section (linker/vireo.ld; the host's linker
- * names the same bounds by itself), checked, parsed, and printed.
+ * linker into the cmdline linker set (include/vireo/linkset.h; the linker
+ * provides its bounds, in the image and on the host), checked, parsed, and
+ * printed.
  *
  * Every source goes through the one parser (kernel/cmdline.c), in order,
  * later wins: the built-in defaults, EFI/vireo/vireo.cfg on the ESP (read by
@@ -12,16 +13,16 @@
 #include "kernel/config.h"
 #include "kernel/console.h"
 #include "lib/fmt.h"
+#include "lib/linkset.h"
 #include "kernel/shell.h"
 #include "lib/string.h"
 
-extern const struct cmdline_opt *const __start_vireo_cmdline[];
-extern const struct cmdline_opt *const __stop_vireo_cmdline[];
+LINKSET_DECLARE(cmdline, const struct cmdline_opt);
 
 size_t config_params(const struct cmdline_opt *const **set)
 {
-	*set = __start_vireo_cmdline;
-	return (size_t)(__stop_vireo_cmdline - __start_vireo_cmdline);
+	*set = LINKSET_BEGIN(cmdline);
+	return LINKSET_COUNT(cmdline);
 }
 
 __attribute__((format(printf, 3, 4)))

@@ -1,6 +1,6 @@
 /* Serial console commands, run from the event loop one line at a time. The
  * commands live next to their code (SHELL_CMD, kernel/shell.h); this file
- * finds them in the vireo_shell linker set and runs them. */
+ * finds them in the shell linker set and runs them. */
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
 #include "lib/fmt.h"
@@ -9,12 +9,12 @@
 #include "kernel/mm/mm.h"
 #include "kernel/panic.h"
 #include "kernel/shell.h"
+#include "lib/linkset.h"
 #include "lib/string.h"
 #include "kernel/time/time.h"
 #include "kernel/time/timeline.h"
 
-extern const struct shell_cmd *const __start_vireo_shell[];
-extern const struct shell_cmd *const __stop_vireo_shell[];
+LINKSET_DECLARE(shell, const struct shell_cmd);
 
 static bool debug;
 CMDLINE_PARAM(debug, .key = "debug", .type = CMDLINE_BOOL, .dst = &debug, .def = "off",
@@ -22,8 +22,8 @@ CMDLINE_PARAM(debug, .key = "debug", .type = CMDLINE_BOOL, .dst = &debug, .def =
 
 static void shell_cmd_help(const char *args)
 {
-	const struct shell_cmd *const *set = __start_vireo_shell;
-	size_t n = (size_t)(__stop_vireo_shell - __start_vireo_shell);
+	const struct shell_cmd *const *set = LINKSET_BEGIN(shell);
+	size_t n = LINKSET_COUNT(shell);
 	const char *last = "";
 
 	(void)args;
@@ -88,8 +88,8 @@ SHELL_CMD(reboot, .name = "reboot", .fn = shell_cmd_reboot, .help = "reset the m
 
 void shell_line(const char *line)
 {
-	const struct shell_cmd *const *set = __start_vireo_shell;
-	size_t n = (size_t)(__stop_vireo_shell - __start_vireo_shell);
+	const struct shell_cmd *const *set = LINKSET_BEGIN(shell);
+	size_t n = LINKSET_COUNT(shell);
 	const char *args = "";
 	size_t len = 0;
 

@@ -4,6 +4,7 @@
 #define VIREO_SHELL_H
 
 #include "lib/types.h"
+#include "vireo/linkset.h"
 
 struct shell_cmd {
 	const char *name;
@@ -22,15 +23,12 @@ struct shell_cmd {
  *	SHELL_CMD(mem, .name = "mem", .fn = cmd_mem, .help = "memory summary");
  *
  * The first argument only names the registration (unique in its file).
- * kernel/shell.c finds the commands in the vireo_shell section
- * (linker/vireo.ld) and includes no driver header.
+ * kernel/shell.c finds the commands in the shell linker set
+ * (include/vireo/linkset.h) and includes no driver header.
  */
-#define SHELL_SECTION "vireo_shell"
-#define SHELL_CMD(id, ...)                                                             \
-	static const struct shell_cmd shellreg_##id = { __VA_ARGS__ };                 \
-	static const struct shell_cmd *const shellreg_ptr_##id                         \
-		__attribute__((used, section(SHELL_SECTION), aligned(sizeof(void *)))) = \
-			&shellreg_##id
+#define SHELL_CMD(id, ...)                                             \
+	static const struct shell_cmd shellreg_##id = { __VA_ARGS__ }; \
+	VIREO_LINKSET_ADD(shell, const struct shell_cmd, id, shellreg_##id)
 
 /* Runs one input line (leading spaces skipped; an empty line does nothing). */
 void shell_line(const char *line);

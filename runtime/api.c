@@ -11,15 +11,16 @@
 #include "kernel/console.h"
 #include "lib/fmt.h"
 #include "kernel/loop.h"
+#include "lib/linkset.h"
 #include "kernel/mm/mm.h"
 #include "kernel/time/time.h"
 #include "lib/types.h"
+#include "lib/metrics.h"
 #include "kernel/random.h"
 #include "kernel/time/wallclock.h"
 #include "runtime/api.h"
 #include "runtime/http/http.h"
 #include "runtime/http/server.h"
-#include "runtime/metrics.h"
 #include "runtime/site.h"
 #include "vireo/files.h"
 #include "vireo/metrics.h"
@@ -539,11 +540,9 @@ void vireo_counter_vec_add(struct vireo_counter_vec *c, u32 i, u64 n)
 	c->v[i] += n;
 }
 
-/* The linker sets; weak so that a host test without apps links. */
-extern const struct vireo_app *const __start_vireo_apps[] __attribute__((weak));
-extern const struct vireo_app *const __stop_vireo_apps[] __attribute__((weak));
-extern struct vireo_metric *const __start_vireo_metrics[] __attribute__((weak));
-extern struct vireo_metric *const __stop_vireo_metrics[] __attribute__((weak));
+/* The linker sets of VIREO_APP and VIREO_COUNTER...; empty without apps. */
+LINKSET_DECLARE(apps, const struct vireo_app);
+LINKSET_DECLARE(metrics, struct vireo_metric);
 
 bool api_name_ok(const char *s, size_t max, bool metric)
 {
@@ -626,8 +625,8 @@ static const char *api_metric_why(struct vireo_metric *const *set, size_t n, siz
 
 static void api_metrics_check(void)
 {
-	struct vireo_metric *const *set = __start_vireo_metrics;
-	size_t n = set ? (size_t)(__stop_vireo_metrics - __start_vireo_metrics) : 0, k;
+	struct vireo_metric *const *set = LINKSET_BEGIN(metrics);
+	size_t n = LINKSET_COUNT(metrics), k;
 
 	for (k = 0; k < n; k++) {
 		const char *why = api_metric_why(set, n, k);
@@ -660,13 +659,17 @@ static void api_write_histogram(struct metrics_buf *b, const struct vireo_metric
 }
 
 static void api_write_writers(struct metrics_buf *b);
+static bool api_metrics_on;	/* api_apps_start() checked the apps' metrics */
+void (*api_services_metrics)(struct metrics_buf *b);
 
 __cold static void api_write_metrics(struct metrics_buf *b)
 {
-	struct vireo_metric *const *set = __start_vireo_metrics;
-	size_t n = set ? (size_t)(__stop_vireo_metrics - __start_vireo_metrics) : 0, k;
+	struct vireo_metric *const *set = LINKSET_BEGIN(metrics);
+	size_t n = LINKSET_COUNT(metrics), k;
 	const struct api_http_stats *h = &api_http_stats;
 
+	if (!api_metrics_on)
+		return;
 	metrics_simple(b, "vireo_app_misuse_total", METRICS_COUNTER,
 		       "Application API calls refused as misuse (each logged, rate-limited).", api_log.misuse);
 	metrics_simple(b, "vireo_app_log_lines_total", METRICS_COUNTER, "Lines the apps logged.", api_log.lines);
@@ -693,6 +696,8 @@ __cold static void api_write_metrics(struct metrics_buf *b)
 	metrics_sample1(b, "vireo_app_http_refused_total", "reason", "budget", h->budget_refusals);
 	metrics_simple(b, "vireo_app_http_buffer_bytes", METRICS_GAUGE,
 		       "Request bodies and copied responses held, all connections.", api_buf);
+	if (api_services_metrics)
+		api_services_metrics(b);
 
 	for (k = 0; k < n; k++) {
 		const struct vireo_metric *m = set[k];
@@ -725,7 +730,7 @@ __cold static void api_write_metrics(struct metrics_buf *b)
 	api_write_writers(b);
 }
 
-static struct metrics_source api_metrics_source = { "app", api_write_metrics, NULL };
+METRICS_SOURCE(app, api_write_metrics);
 
 /* ---- families written at scrape time ---- */
 
@@ -806,12 +811,12 @@ __cold static void api_write_writers(struct metrics_buf *b)
 
 __cold int api_apps_start(void)
 {
-	const struct vireo_app *const *set = __start_vireo_apps;
-	size_t n = set ? (size_t)(__stop_vireo_apps - __start_vireo_apps) : 0, i;
+	const struct vireo_app *const *set = LINKSET_BEGIN(apps);
+	size_t n = LINKSET_COUNT(apps), i;
 	int failed = 0, err;
 
 	api_metrics_check();
-	metrics_register(&api_metrics_source);
+	api_metrics_on = true;
 	/* The tables, from the heap once (the EFI image's .bss is bounded). */
 	if (!api_h.slot)
 		api_h.slot = kzalloc(API_HANDLE_SLOTS * sizeof *api_h.slot);

@@ -93,5 +93,9 @@ void api_addr_of(const struct ip_addr *ip, u16 port, struct vireo_addr *a);
 
 /* Power off / tests: close every app service (listeners and connections). */
 void api_services_stop(void);
+/* The services' /metrics families, written by the app source (api.c):
+ * set by services.c once an app registers a service, NULL before. */
+struct metrics_buf;
+extern void (*api_services_metrics)(struct metrics_buf *b);
 
 #endif

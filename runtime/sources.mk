@@ -1,16 +1,16 @@
 # runtime/: the application runtime: the app API's side (api, routes,
 # services), the HTTP(S) server in http/, per-source connection accounting,
-# /metrics, the site (baked or from the ESP), cloud metadata. (Echo is an
+# the site (baked or from the ESP), cloud metadata. (Echo is an
 # app: apps/echo.)
 # Hot: the server (its state machine, exchanges and admission) and its
 # parser, the connection table, the API's request side. Cold:
-# start-up, the listeners, HTTPS set-up, the /metrics text, the ESP site's
+# start-up, the listeners, HTTPS set-up, the ESP site's
 # index, the metadata fetch, the TCP/UDP services.
 HOT_SRCS += runtime/conntab.c runtime/site.c runtime/api.c \
 	runtime/http/http.c runtime/http/server.c runtime/http/exchange.c runtime/http/admission.c \
 	runtime/http/routes.c
-COLD_SRCS += runtime/app.c runtime/site_esp.c runtime/metrics.c runtime/metadata.c runtime/services.c \
+COLD_SRCS += runtime/app.c runtime/site_esp.c runtime/metadata.c runtime/services.c \
 	runtime/http/https.c runtime/http/listen.c
 # The runtime lwIP serves (no start-up, metadata or ESP site): lwip-check
 # links it with lwIP alone; the host tests run it over the host's lwIP.
-RUNTIME_CORE := tcpconn conntab http site server exchange admission listen https metrics api routes services
+RUNTIME_CORE := tcpconn conntab http site server exchange admission listen https api routes services

@@ -35,6 +35,7 @@
 #include "lib/fmt.h"
 #include "kernel/arch/io.h"
 #include "kernel/arch/irq.h"
+#include "kernel/mm/dma.h"
 #include "kernel/mm/mm.h"
 #include "kernel/shell.h"
 #include "lib/string.h"
@@ -99,6 +100,7 @@
 struct vtd_unit;
 
 struct vtd_domain {
+	struct dma_domain dma;	/* the DMA seam's view: ops = vtd_dma_ops */
 	struct vtd_unit *unit;
 	struct pci_dev *pci;
 	u16 did;
@@ -622,7 +624,10 @@ static void vtd_map_rmrrs(struct vtd_domain *dom, const struct acpi_dmar *dmar)
 	}
 }
 
-struct vtd_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void *arg)
+static const struct dma_ops vtd_dma_ops;
+
+/* The DMA seam's attach (DMA_IOMMU below). */
+static struct dma_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void *arg)
 {
 	const struct acpi_info *a = acpi_get();
 	struct vtd_unit *u = NULL;
@@ -644,7 +649,7 @@ struct vtd_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void 
 		dom->fault = fault;	/* a re-probe: same domain, emptied on reset */
 		dom->fault_arg = arg;
 		vtd_map_rmrrs(dom, &a->dmar);
-		return dom;
+		return &dom->dma;
 	}
 	if (u->ndomains == VTD_MAX_DOMAINS ||
 	    u->next_did >= (1u << (4 + 2 * CAP_ND(u->cap)))) {
@@ -654,6 +659,7 @@ struct vtd_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void 
 	}
 	dom = &u->domains[u->ndomains];
 	memset(dom, 0, sizeof *dom);
+	dom->dma.ops = &vtd_dma_ops;
 	dom->unit = u;
 	dom->bdf = vtd_bdf(p);
 	dom->did = u->next_did;
@@ -670,11 +676,18 @@ struct vtd_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void 
 	vtd_map_rmrrs(dom, &a->dmar);
 	vtd_set_context(u, e, dom->pt.root_pa | 1, u->aw | ((u64)dom->did << 8));
 	kprintf("vtd%u: %02x:%02x.%u translated in domain %u\n", u->index, p->bus, p->dev, p->fn, dom->did);
-	return dom;
+	return &dom->dma;
 }
 
-dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool device_writes,
-		   bool transient)
+static void vtd_unmap_flush(struct vtd_domain *dom);
+
+/* The device address of [va, va+len) in dom: read-only unless
+ * device_writes. Long-lived (transient false): mapped on first use and kept
+ * until vtd_domain_clear. Transient: each page counts one more user, and
+ * vtd_unmap with the same arguments drops it. 0 (logged once) when it
+ * cannot be mapped: the device then faults on it. */
+static dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool device_writes,
+			  bool transient)
 {
 	u64 pa = (u64)va, iova = vtd_iova(pa, len, device_writes), page = 0, end;
 	u64 rights = VTD_PTE_R | (device_writes ? VTD_PTE_W : 0);
@@ -734,7 +747,11 @@ fail:
 	return 0;
 }
 
-void vtd_unmap(struct vtd_domain *dom, const void *va, size_t len, bool device_writes)
+/* Gives back a transient mapping once the device is done with the buffer:
+ * a page no other in-flight buffer uses is cleared, and its IOTLB entry
+ * invalidated at the next vtd_unmap_flush (before that the device may still
+ * reach it, so the caller flushes before reusing or freeing the memory). */
+static void vtd_unmap(struct vtd_domain *dom, const void *va, size_t len, bool device_writes)
 {
 	u64 pa = (u64)va, page, end;
 	bool removed;
@@ -758,7 +775,10 @@ void vtd_unmap(struct vtd_domain *dom, const void *va, size_t len, bool device_w
 	}
 }
 
-void vtd_unmap_flush(struct vtd_domain *dom)
+/* The invalidation for every page vtd_unmap cleared since the last flush:
+ * page-selective when the unit has it (CAP.PSI) and at most
+ * VTD_PSI_BATCH pages are pending, else one domain-selective request. */
+static void vtd_unmap_flush(struct vtd_domain *dom)
 {
 	struct vtd_unit *u = dom->unit;
 
@@ -775,7 +795,10 @@ void vtd_unmap_flush(struct vtd_domain *dom)
 	dom->flushes++;
 }
 
-void vtd_domain_clear(struct vtd_domain *dom)
+/* Removes every mapping of dom and invalidates the unit's caches; for a
+ * device that has been reset and whose memory is about to be freed. A new
+ * fault episode may be reported after this. */
+static void vtd_domain_clear(struct vtd_domain *dom)
 {
 	vtd_pt_clear(&dom->pt);
 	dom->npend = 0;	/* covered by the domain invalidation below */
@@ -784,6 +807,41 @@ void vtd_domain_clear(struct vtd_domain *dom)
 	dom->faulted = false;
 	dom->map_failed = false;
 }
+
+/* ---- the DMA seam (kernel/mm/dma.h) ---- */
+
+static struct vtd_domain *vtd_domain_from(struct dma_domain *d)
+{
+	return (struct vtd_domain *)(void *)((char *)d - offsetof(struct vtd_domain, dma));
+}
+
+static dma_addr_t vtd_dma_map(struct dma_domain *d, const void *va, size_t len, unsigned flags)
+{
+	return vtd_map(vtd_domain_from(d), va, len, flags & DMA_WRITE, flags & DMA_TRANSIENT);
+}
+
+static void vtd_dma_unmap(struct dma_domain *d, const void *va, size_t len, unsigned flags)
+{
+	vtd_unmap(vtd_domain_from(d), va, len, flags & DMA_WRITE);
+}
+
+static void vtd_dma_flush(struct dma_domain *d)
+{
+	vtd_unmap_flush(vtd_domain_from(d));
+}
+
+static void vtd_dma_clear(struct dma_domain *d)
+{
+	vtd_domain_clear(vtd_domain_from(d));
+}
+
+static const struct dma_ops vtd_dma_ops = {
+	.map = vtd_dma_map,
+	.unmap = vtd_dma_unmap,
+	.flush = vtd_dma_flush,
+	.clear = vtd_dma_clear,
+};
+DMA_IOMMU(vtd, .name = "vtd", .attach = vtd_attach);
 
 /* `iommu`: the units and their domains. */
 static void vtd_cmd_show(const char *args)

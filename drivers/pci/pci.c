@@ -27,7 +27,7 @@ static struct pci_dev *devices;
 static u8 bus_seen[256 / 8];
 static enum chipset chipset;
 
-extern char __drivers_start[], __drivers_end[];
+LINKSET_DECLARE(pci_drivers, const struct pci_driver);
 
 /* ---- config space access ---- */
 
@@ -316,12 +316,9 @@ static const struct pci_id *pci_id_match(const struct pci_dev *d, const struct p
 
 static const struct pci_driver *pci_driver_for(const struct pci_dev *d, const struct pci_id **id_out)
 {
-	size_t n;
-	const struct pci_driver *const *p =
-		(const struct pci_driver *const *)linkset_items(__drivers_start, __drivers_end, &n);
-	const struct pci_driver *const *end = p + n;
+	const struct pci_driver *const *p;
 
-	for (; p < end; p++) {
+	LINKSET_FOREACH(pci_drivers, p) {
 		const struct pci_id *id = pci_id_match(d, (*p)->ids);
 
 		if (id) {

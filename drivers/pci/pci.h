@@ -5,7 +5,7 @@
 
 #include "drivers/pci/pci_parse.h"
 #include "kernel/arch/irq.h"
-#include "lib/linkset.h"
+#include "vireo/linkset.h"
 #include "lib/types.h"
 
 struct pci_driver;
@@ -41,8 +41,9 @@ struct pci_driver {
 	int (*probe)(struct pci_dev *d, const struct pci_id *id);
 };
 
-/* Registers a driver at link time: PCI_DRIVER(my_driver); */
-#define PCI_DRIVER(d) LINKSET_ADD(".drivers.pci", const struct pci_driver, pci_##d, d)
+/* Registers a driver at link time, in the pci_drivers linker set
+ * (include/vireo/linkset.h): PCI_DRIVER(my_driver); */
+#define PCI_DRIVER(d) VIREO_LINKSET_ADD(pci_drivers, const struct pci_driver, d, d)
 
 /* Scans every bus and prints the listing; does not probe. */
 void pci_init(void);

@@ -5,9 +5,8 @@
  * and probing again, unless the reset never completed (the device is then
  * left FAILED and its memory kept, see virtio_core.c).
  *
- * The drivers come from virtio_driver_table(): the kernel's reads the
- * VIRTIO_DRIVER() linker set (virtio_drivers.c), the host harness injects
- * the driver under test, so this file builds and is tested on the host.
+ * The drivers are the VIRTIO_DRIVER() linker set: every driver linked in
+ * (a host test links the driver under test alone, tests/host/simdev).
  */
 #include <arch.h>
 
@@ -16,7 +15,10 @@
 #include "kernel/console.h"
 #include "kernel/loop.h"
 #include "kernel/mm/mm.h"
+#include "lib/linkset.h"
 #include "lib/string.h"
+
+LINKSET_DECLARE(virtio_drivers, const struct virtio_driver);
 
 static struct virtio_dev *devices, **devices_tail = &devices;
 static struct work config_work;
@@ -42,11 +44,9 @@ struct virtio_dev *virtio_devices(void)
 
 static const struct virtio_driver *virtio_bus_driver_for(const struct virtio_dev *d)
 {
-	size_t n;
-	const struct virtio_driver *const *p = virtio_driver_table(&n);
-	const struct virtio_driver *const *end = p + n;
+	const struct virtio_driver *const *p;
 
-	for (; p < end; p++) {
+	LINKSET_FOREACH(virtio_drivers, p) {
 		const struct virtio_device_id *id;
 
 		for (id = (*p)->ids; id->device; id++)

@@ -5,7 +5,7 @@
 #define VIREO_VIRTIO_H
 
 #include "drivers/virtio/virtq.h"
-#include "lib/linkset.h"
+#include "vireo/linkset.h"
 #include "lib/types.h"
 
 /* Device status bits, §2.1. */
@@ -117,10 +117,12 @@ struct virtio_driver {
 	void (*vq_reset)(struct virtio_vq *q);
 };
 
-#define VIRTIO_DRIVER(drv) LINKSET_ADD(".drivers.virtio", const struct virtio_driver, virtio_##drv, drv)
+/* Registers a driver at link time, in the virtio_drivers linker set
+ * (include/vireo/linkset.h), which the bus walks: VIRTIO_DRIVER(my_driver); */
+#define VIRTIO_DRIVER(drv) VIREO_LINKSET_ADD(virtio_drivers, const struct virtio_driver, drv, drv)
 
 struct pci_dev;
-struct vtd_domain;
+struct dma_domain;
 
 /* Recoveries from IOMMU faults a device gets before it is left removed. */
 #define VIRTIO_DMA_FAULT_RESETS	8
@@ -143,9 +145,9 @@ struct virtio_dev {
 	u16 nvqs;
 	void (*config_irq)(struct virtio_dev *d);	/* set by the core */
 	struct pci_dev *pci;		/* PCI transport's function, else NULL */
-	/* ACCESS_PLATFORM behind a VT-d unit: the device's translated domain
-	 * (drivers/iommu/vtd.h); NULL: addresses are physical (dma_map). */
-	struct vtd_domain *dma;
+	/* ACCESS_PLATFORM and an IOMMU driver took the function: the device's
+	 * DMA domain (kernel/mm/dma.h); NULL: identity addresses. */
+	struct dma_domain *dma;
 	bool dma_fault;			/* the unit reported a fault: reset pending */
 	u32 dma_fault_resets;		/* recoveries from DMA faults (budgeted) */
 	struct virtio_dev *next;
@@ -159,9 +161,6 @@ int virtio_add_device(struct virtio_dev *d);
  * removal yet. */
 void virtio_del_device(struct virtio_dev *d);
 struct virtio_dev *virtio_devices(void);
-/* The drivers the bus matches against: the kernel's VIRTIO_DRIVER() set
- * (drivers/virtio/virtio_drivers.c); the host harness supplies its own. */
-const struct virtio_driver *const *virtio_driver_table(size_t *n);
 
 static inline bool virtio_has(const struct virtio_dev *d, unsigned bit)
 {

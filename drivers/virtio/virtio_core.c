@@ -18,9 +18,9 @@
 #include "drivers/virtio/virtio_core.h"
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
+#include "kernel/mm/dma.h"
 #include "kernel/mm/mm.h"
 #include "lib/string.h"
-#include "drivers/iommu/vtd.h"
 
 static u64 feature_mask = ~0ULL;
 CMDLINE_PARAM(features, .key = "virtio.features", .type = CMDLINE_HEX, .dst = &feature_mask,
@@ -217,9 +217,10 @@ __cold int virtio_core_probe(struct virtio_dev *d, const struct virtio_driver *d
 	if (err)
 		goto fail_irq;
 	/* Before any queue exists: with ACCESS_PLATFORM the device gets a
-	 * translated domain of its own; without it, it stays pass-through. */
+	 * translated domain of its own from the IOMMU driver that covers it
+	 * (the DMA seam, kernel/mm/dma.h); without it, identity addresses. */
 	if (!d->dma && d->pci && virtio_has(d, VIRTIO_F_ACCESS_PLATFORM))
-		d->dma = vtd_attach(d->pci, virtio_core_dma_fault, d);
+		d->dma = dma_attach(d->pci, virtio_core_dma_fault, d);
 	err = drv->probe(d);						/* step 7 */
 	if (err)
 		goto fail_vqs;
@@ -235,8 +236,8 @@ fail_vqs:
 	 * driver that did not is covered here, before the reset. */
 	virtio_quiesce(d);
 	virtio_core_reset_device(d);
-	if (d->dma && !d->dead)
-		vtd_domain_clear(d->dma);	/* the rings and buffers are freed next */
+	if (!d->dead)
+		dma_clear(d->dma);	/* the rings and buffers are freed next */
 	virtio_core_free_vqs(d);
 fail_irq:
 	virtio_quiesce(d);
@@ -257,8 +258,8 @@ void virtio_core_remove(struct virtio_dev *d)
 	/* Reset done: the device no longer uses what it was given, and its
 	 * memory is freed next. A dead device keeps its mappings, like its
 	 * memory (virtio_keep_forever). */
-	if (d->dma && !d->dead)
-		vtd_domain_clear(d->dma);
+	if (!d->dead)
+		dma_clear(d->dma);
 	if (d->driver && d->driver->remove)
 		d->driver->remove(d);
 	virtio_core_free_vqs(d);
@@ -302,35 +303,6 @@ int virtio_cfg_read32(struct virtio_dev *d, u32 off, u32 *v)
 int virtio_cfg_write32(struct virtio_dev *d, u32 off, u32 v)
 {
 	return d->ops->cfg_write(d, off, &v, 4);
-}
-
-/* Site bodies live in the image's read-only data: long-lived even when
- * they go out on a transient (transmit) queue, so they stay mapped once. */
-static dma_addr_t virtio_core_vq_dma_map(void *ctx, const void *va, size_t len, bool device_writes,
-					 bool transient)
-{
-	struct virtio_vq *q = ctx;
-
-	if (q->vdev->dma)
-		return vtd_map(q->vdev->dma, va, len, device_writes,
-			       transient && !mm_in_rodata(va, len));
-	return dma_map(va, len);
-}
-
-static void virtio_core_vq_dma_unmap(void *ctx, const void *va, size_t len, bool device_writes)
-{
-	struct virtio_vq *q = ctx;
-
-	if (q->vdev->dma && !mm_in_rodata(va, len))
-		vtd_unmap(q->vdev->dma, va, len, device_writes);
-}
-
-static void virtio_core_vq_dma_unmap_flush(void *ctx)
-{
-	struct virtio_vq *q = ctx;
-
-	if (q->vdev->dma)
-		vtd_unmap_flush(q->vdev->dma);
 }
 
 /* The unit reported a fault for this device (interrupt context): reset and
@@ -383,14 +355,12 @@ __cold static struct virtio_vq *virtio_core_setup_vq(struct virtio_dev *d, u16 i
 	cfg.in_order = virtio_has(d, VIRTIO_F_IN_ORDER);
 	cfg.notification_data = virtio_has(d, VIRTIO_F_NOTIFICATION_DATA);
 	cfg.weak_barriers = !virtio_has(d, VIRTIO_F_ORDER_PLATFORM);
-	cfg.dma_map = virtio_core_vq_dma_map;
-	cfg.dma_unmap = virtio_core_vq_dma_unmap;
-	cfg.dma_unmap_flush = virtio_core_vq_dma_unmap_flush;
+	cfg.dma = d->dma;
 	/* Per-buffer unmapping only where there is something to unmap: with
-	 * physical addresses (no domain) a transient queue would record each
+	 * identity addresses (no domain) a transient queue would record each
 	 * element and call dma_unmap for nothing, on the transmit path. */
 	cfg.transient = transient && d->dma;
-	/* Behind VT-d every descriptor the device reads is one translation,
+	/* Behind an IOMMU every descriptor the device reads is one translation,
 	 * and a table costs one read more than the chain's own descriptors:
 	 * short chains (virtio-net's header, packet headers and body) go
 	 * direct while the ring has room. */

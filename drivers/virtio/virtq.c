@@ -18,6 +18,7 @@
 #include "lib/types.h"
 #include "drivers/virtio/virtq.h"
 #include "drivers/virtio/virtio_ring_reg.h"
+#include "kernel/mm/dma.h"
 #include "lib/string.h"
 #include <arch.h>
 
@@ -140,9 +141,7 @@ static inline bool virtq_need_event(u16 event, u16 new_idx, u16 old_idx)
 
 static dma_addr_t virtq_map(const struct virtq *vq, const void *va, size_t len, bool device_writes)
 {
-	if (vq->dma_map)
-		return vq->dma_map(vq->ctx, va, len, device_writes, false);
-	return (dma_addr_t)(uintptr_t)va;
+	return dma_map(vq->dma, va, len, device_writes ? DMA_WRITE : 0);
 }
 
 /* Inside virtq_keep_mapped's range (wrap-safe: both ends checked as
@@ -166,7 +165,7 @@ static dma_addr_t virtq_map_el(const struct virtq *vq, size_t t, const struct vi
 		vq->tmap[t].live = false;
 		return virtq_map(vq, sg->addr, sg->len, device_writes);
 	}
-	dma_addr_t addr = vq->dma_map(vq->ctx, sg->addr, sg->len, device_writes, true);
+	dma_addr_t addr = dma_map(vq->dma, sg->addr, sg->len, DMA_TRANSIENT | (device_writes ? DMA_WRITE : 0));
 
 	vq->tmap[t].va = sg->addr;
 	vq->tmap[t].len = sg->len;
@@ -182,7 +181,7 @@ static void virtq_unmap_el(struct virtq *vq, size_t t)
 	if (!m->live)
 		return;
 	m->live = false;
-	vq->dma_unmap(vq->ctx, m->va, m->len, m->writes);
+	dma_unmap(vq->dma, m->va, m->len, DMA_TRANSIENT | (m->writes ? DMA_WRITE : 0));
 	vq->stats.unmaps++;
 	vq->unmapped = true;
 }
@@ -221,8 +220,7 @@ static void virtq_unmap_flush(struct virtq *vq)
 	if (!vq->unmapped)
 		return;
 	vq->unmapped = false;
-	if (vq->dma_unmap_flush)
-		vq->dma_unmap_flush(vq->ctx);
+	dma_flush(vq->dma);
 }
 
 static size_t virtq_indirect_table_off(const struct virtq *vq, u16 i)
@@ -417,7 +415,7 @@ __cold int virtq_init(struct virtq *vq, const struct virtq_config *cfg, void *ri
 	vq->in_order = cfg->in_order;
 	vq->notification_data = cfg->notification_data;
 	vq->weak_barriers = cfg->weak_barriers;
-	vq->dma_map = cfg->dma_map;
+	vq->dma = cfg->dma;
 	vq->notify = cfg->notify;
 	vq->ctx = cfg->ctx;
 
@@ -429,9 +427,7 @@ __cold int virtq_init(struct virtq *vq, const struct virtq_config *cfg, void *ri
 	vq->slot = priv_mem;
 	if (cfg->transient)
 		vq->tmap = (struct virtq_tmap *)(vq->slot + cfg->num);
-	vq->transient = cfg->transient && cfg->dma_map && cfg->dma_unmap;
-	vq->dma_unmap = cfg->dma_unmap;
-	vq->dma_unmap_flush = cfg->dma_unmap_flush;
+	vq->transient = cfg->transient && cfg->dma;
 	/* One mapping for the whole block: ring parts and indirect tables are
 	 * then at fixed offsets from ring_dma. */
 	vq->ring_dma = virtq_map(vq, ring_mem, l.ring_bytes, true);	/* the device writes the used ring */

@@ -1,12 +1,15 @@
 /* virtq: one virtqueue (split or packed layout behind one API). Owns the ring
  * indices, the driver-private shadows and the checks on every value the
- * device writes. Knows no transport: memory comes from the caller, addresses
- * go through cfg->dma_map, notifications through cfg->notify. */
+ * device writes. Knows no transport and no IOMMU: memory comes from the
+ * caller, addresses from the DMA seam (kernel/mm/dma.h) in cfg->dma's
+ * domain, notifications go through cfg->notify. */
 #ifndef VIREO_VIRTQ_H
 #define VIREO_VIRTQ_H
 
 #include "lib/types.h"
 #include "drivers/virtio/virtio_ring_reg.h"
+
+struct dma_domain;
 
 #define VIRTQ_MAX_SIZE		1024u	/* our cap on the queue size (num) */
 #define VIRTQ_INDIRECT_DEFAULT	16u	/* entries per indirect table if 0 given */
@@ -30,22 +33,20 @@ struct virtq_config {
 	 * more read (the ring descriptor pointing at it). 0: tables whenever
 	 * they fit. */
 	u16 direct_max;
-	/* Device address of [va, va+len), for a device that only reads it or
-	 * (device_writes) may write it; NULL means identity. transient: the
-	 * element of a buffer on a transient queue (below); false for the ring
-	 * and on other queues, whose mappings live as long as the device.
-	 * Returns 0 when it cannot map (then holds nothing: not unmapped). */
-	dma_addr_t (*dma_map)(void *ctx, const void *va, size_t len, bool device_writes, bool transient);
-	/* transient: every buffer added is mapped with transient set and, once
-	 * the device returned it (virtq_get) or the queue was stopped
-	 * (virtq_detach_unused), handed to dma_unmap with the same va, len and
-	 * direction, before its token goes back to the caller; dma_unmap_flush
-	 * then runs once per virtq_get / virtq_detach_unused call that unmapped
-	 * something. The ring itself is never transient. Costs 16 bytes of
-	 * private memory per descriptor and per indirect-table entry. */
+	/* The device's DMA domain (kernel/mm/dma.h): every address the device
+	 * is given is dma_map()'s in it, read-only unless the device writes
+	 * the element (DMA_WRITE); NULL: identity. The ring and buffers on a
+	 * queue that is not transient are mapped long-lived (until the
+	 * domain is cleared). A map that returns 0 holds nothing. */
+	struct dma_domain *dma;
+	/* transient (with a domain only): every buffer added is mapped
+	 * DMA_TRANSIENT and, once the device returned it (virtq_get) or the
+	 * queue was stopped (virtq_detach_unused), handed to dma_unmap with the
+	 * same va, len and flags, before its token goes back to the caller;
+	 * dma_flush then runs once per virtq_get / virtq_detach_unused call that
+	 * unmapped something. The ring itself is never transient. Costs 16
+	 * bytes of private memory per descriptor and per indirect-table entry. */
 	bool transient;
-	void (*dma_unmap)(void *ctx, const void *va, size_t len, bool device_writes);
-	void (*dma_unmap_flush)(void *ctx);
 	/* Available-buffer notification; data per §2.9 (see virtq_notify). */
 	void (*notify)(void *ctx, u32 data);
 	void *ctx;
@@ -90,9 +91,7 @@ struct virtq {
 	bool is_packed;		/* packed layout (else split) */
 	bool event_idx, indirect, in_order, notification_data, weak_barriers;
 	bool transient;
-	dma_addr_t (*dma_map)(void *ctx, const void *va, size_t len, bool device_writes, bool transient);
-	void (*dma_unmap)(void *ctx, const void *va, size_t len, bool device_writes);
-	void (*dma_unmap_flush)(void *ctx);
+	struct dma_domain *dma;
 	void (*notify)(void *ctx, u32 data);
 	void *ctx;
 
@@ -221,9 +220,9 @@ bool virtq_enable_cb_delayed(struct virtq *vq, u16 n);
 void *virtq_detach_unused(struct virtq *vq);
 /* Transient queue: an element lying wholly inside [va, va+len) is driver
  * memory that lives as long as the device's mappings (virtio-net's transmit
- * header slots): it is mapped with dma_map(transient false), i.e. once on
- * first use and kept until the device's domain is cleared, and never handed
- * to dma_unmap. Elements outside it keep the per-buffer rules. One range per
+ * header slots): it is mapped long-lived (without DMA_TRANSIENT), i.e. once
+ * on first use and kept until the device's domain is cleared, and never
+ * handed to dma_unmap. Elements outside it keep the per-buffer rules. One range per
  * queue (a later call replaces it; len 0 removes it); it survives
  * virtq_reset_state. The caller frees the range only after the device's
  * mappings are gone (its domain cleared or the device kept for good).

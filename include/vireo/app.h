@@ -30,6 +30,7 @@
 #include "vireo/string.h"	/* memcpy, memmove, memset, memcmp, strlen, strnlen,
 				 * strcmp, strncmp, strlcpy */
 #include "vireo/types.h"	/* u8..u64, s64, bool, size_t, the E* error codes */
+#include "vireo/linkset.h"
 
 /* ---- registration ---- */
 
@@ -64,16 +65,13 @@ struct vireo_app {
  *	static int hello_init(void) { ... }
  *	VIREO_APP(hello, .name = "hello", .init = hello_init, .help = "says hello");
  *
- * The runtime walks the vireo_apps linker set at boot, in
- * link order. A registration without a name or init, or with a bad name,
- * is refused with a log line and its init is not called.
+ * The runtime walks the apps linker set (vireo/linkset.h) at boot, in link
+ * order. A registration without a name or init, or with a bad name, is
+ * refused with a log line and its init is not called.
  */
-#define VIREO_APP_SECTION "vireo_apps"
-#define VIREO_APP(id, ...)                                                               \
+#define VIREO_APP(id, ...)                                                                    \
 	static const struct vireo_app vireo_appreg_##id = { .builtin = VIREO_BUILTIN_, __VA_ARGS__ }; \
-	static const struct vireo_app *const vireo_appreg_ptr_##id                       \
-		__attribute__((used, section(VIREO_APP_SECTION), aligned(sizeof(void *)))) = \
-			&vireo_appreg_##id
+	VIREO_LINKSET_ADD(apps, const struct vireo_app, id, vireo_appreg_##id)
 
 /* ---- the app's files on the ESP ---- */
 

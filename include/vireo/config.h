@@ -27,6 +27,7 @@
 #define VIREO_API_CONFIG_H
 
 #include "vireo/types.h"
+#include "vireo/linkset.h"
 
 enum cmdline_type { CMDLINE_BOOL, CMDLINE_UINT, CMDLINE_HEX, CMDLINE_ENUM, CMDLINE_STR, CMDLINE_CUSTOM };
 
@@ -61,16 +62,14 @@ struct cmdline_opt {
  *		      .min = 1, .max = 65535, .def = "80", .help = "the HTTP server's port");
  *
  * The first argument only names the registration (unique in its file); the
- * rest initialises a struct cmdline_opt. kernel/config.c parses the boot
+ * rest initialises a struct cmdline_opt, put in the cmdline linker set
+ * (vireo/linkset.h). kernel/config.c parses the boot
  * command line against every registered key (cmdline_params()); the shell's
  * `params` and tools/cmdline_table.py print the table from the same fields.
  */
-#define CMDLINE_SECTION "vireo_cmdline"
-#define CMDLINE_PARAM(id, ...)                                                       \
-	static const struct cmdline_opt cmdlinereg_##id = { __VA_ARGS__ };         \
-	static const struct cmdline_opt *const cmdlinereg_ptr_##id                 \
-		__attribute__((used, section(CMDLINE_SECTION), aligned(sizeof(void *)))) = \
-			&cmdlinereg_##id
+#define CMDLINE_PARAM(id, ...)                                               \
+	static const struct cmdline_opt cmdlinereg_##id = { __VA_ARGS__ }; \
+	VIREO_LINKSET_ADD(cmdline, const struct cmdline_opt, id, cmdlinereg_##id)
 
 /* var: u64 in [min, max] (max 0: no upper bound). */
 #define VIREO_CONFIG_UINT(var, key_, def_, min_, max_, help_)                                  \

@@ -5,12 +5,15 @@
  *	VIREO_COUNTER(hello_total, "template_hello_total", "Greetings sent.");
  *	... vireo_counter_inc(&hello_total);
  *
- *	VIREO_HISTOGRAM(lat, "kv_request_us", "Handler time, microseconds.",
- *			10, 100, 1000, 10000);
- *	... vireo_histogram_observe(&lat, us);
+ *	VIREO_HISTOGRAM(sizes, "kv_value_bytes", "Sizes of the values stored.",
+ *			64, 256, 1024, 4096);
+ *	... vireo_histogram_observe(&sizes, len);
  *
  * Each macro defines the metric (static, in its file) and registers it at
- * link time. Counters only go up; gauges are signed. Histogram buckets are
+ * link time. Name them as Prometheus does (`promtool check metrics` runs on
+ * the apps' /metrics in their tests): counters end in _total, a unit in its
+ * base form ends the name (_bytes, _seconds), nothing else ends in _total.
+ * Counters only go up; gauges are signed. Histogram buckets are
  * upper bounds in the app's own unit, integers, ascending, at most
  * VIREO_HISTOGRAM_BUCKETS (a build error past that); the runtime adds +Inf,
  * _sum and _count. A labelled counter has one label and a fixed list of
@@ -65,14 +68,12 @@ struct vireo_counter_vec {
 	u64 *v;
 };
 
-#define VIREO_METRIC_SECTION "vireo_metrics"
-#define VIREO_METRIC_REGISTER_(var, name_, help_, kind_)                                        \
-	static struct vireo_metric vireo_metricreg_##var = { .name = name_, .help = help_,      \
-							     .kind = kind_, .value = &var,      \
-							     .builtin = VIREO_BUILTIN_ };       \
-	static struct vireo_metric *const vireo_metricreg_ptr_##var                             \
-		__attribute__((used, section(VIREO_METRIC_SECTION), aligned(sizeof(void *)))) = \
-			&vireo_metricreg_##var
+/* Each metric is an entry of the metrics linker set (vireo/linkset.h). */
+#define VIREO_METRIC_REGISTER_(var, name_, help_, kind_)                                   \
+	static struct vireo_metric vireo_metricreg_##var = { .name = name_, .help = help_, \
+							     .kind = kind_, .value = &var, \
+							     .builtin = VIREO_BUILTIN_ }; \
+	VIREO_LINKSET_ADD(metrics, struct vireo_metric, var, vireo_metricreg_##var)
 
 #define VIREO_COUNTER(var, name_, help_)          \
 	static struct vireo_counter var;          \

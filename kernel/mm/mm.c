@@ -1,6 +1,7 @@
 /*
  * Physical memory and paging. Virtual addresses equal physical ones
- * (identity map), so pointers can be handed to devices after dma_map().
+ * (identity map), so a device without an IOMMU domain gets physical
+ * addresses (dma_phys, kernel/mm/dma.h).
  *   RAM from the UEFI map   RW NX, write-back, 2 MiB pages where aligned
  *   image headers           R  NX
  *   .text                   R  X
@@ -14,12 +15,14 @@
 #include <arch.h>
 
 #include "kernel/console.h"
+#include "kernel/mm/dma.h"
 #include "kernel/mm/frames.h"
 #include "kernel/mm/heap.h"
 #include "kernel/arch/io.h"
 #include "kernel/mm/mm.h"
 #include "kernel/mm/mm_range.h"
 #include "kernel/panic.h"
+#include "lib/metrics.h"
 #include "lib/string.h"
 
 #define PTE_P (1ULL << 0)
@@ -311,7 +314,8 @@ void *mmio_map(u64 phys, u64 len)
 	return (void *)phys;
 }
 
-dma_addr_t dma_map(const void *va, size_t len)
+/* The DMA seam's identity (kernel/mm/dma.h). */
+dma_addr_t dma_phys(const void *va)
 {
 	return (dma_addr_t)(u64)va;
 }
@@ -328,6 +332,29 @@ void mm_get_stats(struct mm_stats *s)
 	s->heap_arena = heap.arena_bytes;
 	s->image_bytes = (u64)(__image_end - ImageBase);
 }
+
+__cold static void mm_write_metrics(struct metrics_buf *b)
+{
+	struct mm_stats s;
+
+	mm_get_stats(&s);
+	metrics_simple(b, "vireo_mem_usable_bytes", METRICS_GAUGE,
+		       "Usable RAM (conventional and reclaimed boot-services memory).",
+		       s.usable_bytes);
+	metrics_simple(b, "vireo_mem_frames", METRICS_GAUGE,
+		       "Page frames managed by the frame allocator.", s.total_frames);
+	metrics_simple(b, "vireo_mem_frames_free", METRICS_GAUGE, "Page frames free.",
+		       s.free_frames);
+	metrics_simple(b, "vireo_mem_page_table_pages", METRICS_GAUGE,
+		       "Pages used by the kernel's page tables.", s.pt_pages);
+	metrics_simple(b, "vireo_mem_heap_in_use_bytes", METRICS_GAUGE,
+		       "Kernel heap bytes in use, block headers included.", s.heap_in_use);
+	metrics_simple(b, "vireo_mem_heap_peak_bytes", METRICS_GAUGE,
+		       "Highest kernel heap use so far.", s.heap_peak);
+	metrics_simple(b, "vireo_mem_heap_arena_bytes", METRICS_GAUGE,
+		       "Bytes the kernel heap's arenas hold.", s.heap_arena);
+}
+METRICS_SOURCE(mem, mm_write_metrics);
 
 static void mm_kib_mib(const char *label, u64 bytes)
 {

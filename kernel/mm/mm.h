@@ -1,5 +1,5 @@
 /* Memory: physical frames, the kernel's page tables (identity map, W^X),
- * a heap, uncached MMIO mappings and the dma_map seam. */
+ * a heap and uncached MMIO mappings (device addresses: kernel/mm/dma.h). */
 #ifndef VIREO_MM_H
 #define VIREO_MM_H
 
@@ -25,11 +25,6 @@ void *mmio_map(u64 phys, u64 len);
  * negative error (kernel/mm/mm_range.h). For a whole BAR before a window of it
  * is mapped. */
 int mmio_check(u64 phys, u64 len);
-/* The address a device without a translated domain must use for
- * [va, va+len): the physical address (identity map). A virtio device that
- * negotiated ACCESS_PLATFORM behind a VT-d unit gets vtd_map() instead
- * (drivers/iommu/vtd.h, through the virtio core's map hook). */
-dma_addr_t dma_map(const void *va, size_t len);
 u64 mm_image_base(void);
 /* True if [va, va+len) lies in the image's read-only data (site bodies). */
 bool mm_in_rodata(const void *va, size_t len);

@@ -22,6 +22,7 @@
 #include "kernel/arch/io.h"
 #include "kernel/arch/irq.h"
 #include "kernel/loop.h"
+#include "lib/metrics.h"
 #include "lib/string.h"
 #include "kernel/time/time.h"
 #include "kernel/time/timerq.h"
@@ -320,6 +321,13 @@ u64 time_ns(void)
 {
 	return base_ns + time_tsc_to_ns(rdtsc() - base_tsc);
 }
+
+__cold static void time_write_metrics(struct metrics_buf *b)
+{
+	metrics_simple(b, "vireo_uptime_seconds", METRICS_GAUGE,
+		       "Seconds since the kernel's clock started.", time_ns() / NSEC_PER_SEC);
+}
+METRICS_SOURCE(uptime, time_write_metrics);
 
 /* ---- refining the TSC rate in the background ---- */
 

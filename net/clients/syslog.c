@@ -31,6 +31,7 @@
 #include "kernel/mm/mm.h"
 #include "lib/parse.h"
 #include "lib/string.h"
+#include "lib/metrics.h"
 #include "kernel/time/wallclock.h"
 #include "lwip/etharp.h"
 #include "lwip/ip_addr.h"
@@ -38,7 +39,6 @@
 #include "lwip/pbuf.h"
 #include "lwip/timeouts.h"
 #include "lwip/udp.h"
-#include "runtime/metrics.h"
 #include "net/net.h"
 #include "net/clients/syslog_msg.h"
 
@@ -284,6 +284,8 @@ static void syslog_drain(void *arg)
 
 static void syslog_metrics(struct metrics_buf *b)
 {
+	if (!slog.pcb)
+		return;	/* syslog= not set */
 	metrics_simple(b, "vireo_syslog_sent_total", METRICS_COUNTER, "console lines sent to the syslog server",
 		       slog.sent);
 	metrics_simple(b, "vireo_syslog_dropped_total", METRICS_COUNTER,
@@ -293,7 +295,7 @@ static void syslog_metrics(struct metrics_buf *b)
 		       slog.send_errors);
 }
 
-static struct metrics_source syslog_source = { "syslog", syslog_metrics, NULL };
+METRICS_SOURCE(syslog, syslog_metrics);
 
 int syslog_start(void)
 {
@@ -325,7 +327,6 @@ int syslog_start(void)
 		return -ENOMEM;
 	ip_addr_set_ip4_u32_val(slog.server, lwip_htonl(syslog_addr));
 	work_init(&slog.work, syslog_drain, NULL);
-	metrics_register(&syslog_source);
 	kprintf("syslog: to %s port %u\n", ipaddr_ntoa(&slog.server), syslog_port);
 	console_add_sink(&syslog_sink);
 	return 0;

@@ -57,6 +57,8 @@
 #include "lib/string.h"
 #include "kernel/time/time.h"
 #include "kernel/time/timeline.h"
+#include "lib/fmt.h"
+#include "lib/metrics.h"
 #include "lwip/etharp.h"
 #include "lwip/ethip6.h"
 #include "lwip/icmp6.h"
@@ -114,6 +116,102 @@ int netif_vnet_emergency_tx(const void *frame, u32 len)
 		return -EIO;
 	return vnet_tx_emergency(vn, frame, len);
 }
+
+/* ---- /metrics ---- */
+
+static const char *const coal_mode_names[] = { "off", "fixed", "adaptive" };
+
+__cold static void netif_vnet_q_counter(struct metrics_buf *b, const char *name, const char *help,
+		      const struct vnet_stats *st, size_t off)
+{
+	static const char *const q[2] = { "queue=\"rx\"", "queue=\"tx\"" };
+
+	metrics_family(b, name, METRICS_COUNTER, help);
+	for (int i = 0; i < 2; i++)
+		metrics_sample(b, name, q[i], *(const u64 *)(const void *)((const u8 *)&st->q[i] + off));
+}
+
+__cold static void netif_vnet_write_device(struct metrics_buf *b)
+{
+	struct vnet_stats st;
+	char labels[64];
+
+	if (!netif_vnet_stats(&st))
+		return;
+	netif_vnet_q_counter(b, "vireo_vnet_frames_total", "Frames received/sent by virtio-net", &st,
+			     offsetof(struct vnet_qstats, frames));
+	netif_vnet_q_counter(b, "vireo_vnet_bytes_total", "Frame bytes received/sent", &st, offsetof(struct vnet_qstats, bytes));
+	netif_vnet_q_counter(b, "vireo_vnet_interrupts_total", "Queue interrupts taken", &st,
+			     offsetof(struct vnet_qstats, interrupts));
+	netif_vnet_q_counter(b, "vireo_vnet_polls_total", "Queue polls run from the event loop", &st,
+			     offsetof(struct vnet_qstats, polls));
+	netif_vnet_q_counter(b, "vireo_vnet_budget_exhausted_total", "Polls that used their whole budget", &st,
+			     offsetof(struct vnet_qstats, budget_exhausted));
+	netif_vnet_q_counter(b, "vireo_vnet_csum_offloaded_total", "Frames whose TCP/UDP checksum the device handled", &st,
+			     offsetof(struct vnet_qstats, csum_offloaded));
+	metrics_simple(b, "vireo_vnet_tx_ring_full_total", METRICS_COUNTER, "Transmits refused: ring full",
+		       st.q[1].no_room);
+	metrics_simple(b, "vireo_netif_tx_backlogged_total", METRICS_COUNTER,
+		       "Frames parked in the netif's transmit backlog (ring full)", netif_vnet_tx_stats.backlogged);
+	metrics_simple(b, "vireo_netif_tx_backlog_peak", METRICS_GAUGE, "Most frames parked at once",
+		       netif_vnet_tx_stats.backlog_peak);
+	metrics_simple(b, "vireo_netif_tx_drained_with_backlog_total", METRICS_COUNTER,
+		       "Completions that found the ring empty while frames were parked",
+		       netif_vnet_tx_stats.drained_with_backlog);
+	metrics_simple(b, "vireo_vnet_tso_frames_total", METRICS_COUNTER,
+		       "Frames sent for the device to cut into segments (HOST_TSO4/6)", st.q[1].gso_frames);
+	metrics_simple(b, "vireo_vnet_tso_segments_total", METRICS_COUNTER,
+		       "Wire segments the device cut from them", st.q[1].gso_segments);
+	metrics_simple(b, "vireo_vnet_rx_tso_frames_total", METRICS_COUNTER,
+		       "TCP segments received coalesced by the device (GUEST_TSO4/6)", st.q[0].gso_frames);
+	metrics_simple(b, "vireo_vnet_rx_tso_segments_total", METRICS_COUNTER,
+		       "Wire segments those were coalesced from (by gso_size)", st.q[0].gso_segments);
+	metrics_simple(b, "vireo_tso_merged_segments_total", METRICS_COUNTER,
+		       "lwIP segments merged into offloaded frames", tso_out_stats.merged_segments);
+	metrics_simple(b, "vireo_tso_unmerged_bursts_total", METRICS_COUNTER,
+		       "Bursts sent segment by segment for want of a record or pbuf",
+		       tso_out_stats.no_record + tso_out_stats.no_pbuf);
+	metrics_family(b, "vireo_vnet_rx_drops_total", METRICS_COUNTER, "Received buffers dropped, by reason");
+	for (int r = 1; r < VNET_DROP_COUNT; r++)
+		metrics_sample1(b, "vireo_vnet_rx_drops_total", "reason", vnet_hdr_drop_name((enum vnet_drop)r),
+				st.q[0].drops[r]);
+	metrics_simple(b, "vireo_vnet_rx_buffers_posted", METRICS_GAUGE, "Receive buffers on the ring",
+		       st.rx_posted);
+	metrics_simple(b, "vireo_vnet_rx_buffers_held", METRICS_GAUGE, "Receive buffers held by the stack",
+		       st.rx_held);
+	metrics_simple(b, "vireo_vnet_rx_buffers", METRICS_GAUGE, "Receive buffers in all", st.rx_total);
+	metrics_simple(b, "vireo_vnet_device_resets_total", METRICS_COUNTER, "DEVICE_NEEDS_RESET recoveries",
+		       st.resets);
+	metrics_simple(b, "vireo_vnet_link_resumes_total", METRICS_COUNTER,
+		       "Link-up transitions: rings reclaimed, notified and polled", st.link_resumes);
+	metrics_simple(b, "vireo_vnet_announces_total", METRICS_COUNTER,
+		       "Announce requests from the device (GUEST_ANNOUNCE: after a live migration) answered",
+		       st.announces);
+	ksnprintf(labels, sizeof labels, "queue=\"rx\",mode=\"%s\",where=\"%s\"",
+		  coal_mode_names[st.coal_mode < 3 ? st.coal_mode : 0], st.coal_device ? "device" : "driver");
+	metrics_family(b, "vireo_vnet_coalesce_frames", METRICS_GAUGE, "Completions gathered per interrupt, in force");
+	metrics_sample(b, "vireo_vnet_coalesce_frames", labels, st.coal_frames);
+	metrics_family(b, "vireo_vnet_coalesce_hold_seconds", METRICS_GAUGE, "Longest hold of a completion, in force");
+	metrics_sample_fixed(b, "vireo_vnet_coalesce_hold_seconds", labels, st.coal_usecs, 6);
+	metrics_simple(b, "vireo_vnet_coalesce_changes_total", METRICS_COUNTER, "Adaptive coalescing changes",
+		       st.coal.changes);
+	metrics_simple(b, "vireo_vnet_coalesce_timer_wakeups_total", METRICS_COUNTER,
+		       "Receive polls started by the coalescing timer", st.q[0].coal_timer_wakeups);
+}
+
+/* The device's and the netif's counters, and the receive pool rxmem's
+ * watermark applies to (the pool's live state is the netif's). */
+__cold static void netif_vnet_write_metrics(struct metrics_buf *b)
+{
+	u32 held, total;
+
+	netif_vnet_write_device(b);
+	netif_vnet_rx_pool(&held, &total);
+	metrics_simple(b, "vireo_rxmem_held_watermark", METRICS_GAUGE,
+		       "Receive buffers the stack may hold before frames are copied", rxmem_watermark(total));
+	metrics_simple(b, "vireo_rxmem_held", METRICS_GAUGE, "Receive buffers the stack holds now", held);
+}
+METRICS_SOURCE(vnet, netif_vnet_write_metrics);
 
 /* `net`: the device's link and traffic as the netif sees them. */
 static void netif_vnet_cmd(const char *args)

@@ -92,8 +92,9 @@ $(patsubst %.c,$(BUILD)/k/%.o,$(LWIP_PORT_SRCS)): | $(LWIP_STAMP)
 # with every member of liblwip.a into one relocatable object and fails if it
 # needs any symbol outside LWIP_KERNEL_SYMS, the kernel API lwIP may use
 # (_GLOBAL_OFFSET_TABLE_ is the linker's own, referenced by -fpic code).
-# (mm_get_stats: the kernel memory figures on /metrics; outbuf_*: its text
-# buffer, lib/outbuf.h; parse_dec: lib/parse.h; random_bytes: the apps'
+# (metrics_*: the /metrics writer and registry the port, receive accounting
+# and the runtime write through, lib/metrics.h; outbuf_*: the text buffer,
+# lib/outbuf.h; parse_dec: lib/parse.h; random_bytes: the apps'
 # randomness, kernel/random.h; timer_*/work_*: the
 # loop's timers and work items the app API runs on, kernel/loop.h;
 # wallclock_*: Date and Last-Modified; __start/__stop_vireo_*: the apps' and
@@ -101,7 +102,9 @@ $(patsubst %.c,$(BUILD)/k/%.o,$(LWIP_PORT_SRCS)): | $(LWIP_STAMP)
 # net/clients/sntp.c.)
 LWIP_KERNEL_SYMS := _GLOBAL_OFFSET_TABLE_ memcpy memmove memset memcmp strlen strnlen strcmp strncmp \
 	kprintf ksnprintf kvsnprintf panic time_ns random_u32 siphash24 page_alloc page_free \
-	page_alloc_raw kmalloc kzalloc kfree mm_get_stats outbuf_mem outbuf_put outbuf_str outbuf_u64 parse_dec random_bytes \
+	page_alloc_raw kmalloc kzalloc kfree metrics_buf_init metrics_family metrics_sample metrics_sample1 \
+	metrics_sample_s64 metrics_sample_fixed metrics_simple metrics_write_all \
+	outbuf_mem outbuf_put outbuf_str outbuf_u64 parse_dec random_bytes \
 	timer_init timer_start timer_stop work_init work_queue work_cancel \
 	wallclock_now wallclock_http_date wallclock_parse_http_date \
 	__start_vireo_apps __stop_vireo_apps __start_vireo_metrics __stop_vireo_metrics dhcp_set_ntp_servers

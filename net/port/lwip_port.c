@@ -2,6 +2,7 @@
 #include "kernel/console.h"
 #include "kernel/mm/mm.h"
 #include "kernel/panic.h"	/* unused: checks cc.h's copy of panic() */
+#include "lib/metrics.h"
 #include "lib/types.h"
 #include "lwip/init.h"
 #include "lwip/memp.h"
@@ -319,3 +320,150 @@ int vireo_lwip_init(void)
 	sys_timeout(TCP_TMR_INTERVAL, lwip_port_tw_trim, NULL);
 	return 0;
 }
+
+/* ---- /metrics: lwIP's counters and the port's ---- */
+
+/* TCP PCBs by list: connections in use vs. TIME_WAIT (bounded by the port's
+ * trim), so a leak shows apart from the TIME_WAIT a closing server keeps. */
+__cold static void lwip_port_write_tcp_pcbs(struct metrics_buf *b)
+{
+	u64 active = 0, tw = 0;
+	struct tcp_pcb *p;
+
+	for (p = tcp_active_pcbs; p; p = p->next)
+		active++;
+	for (p = tcp_tw_pcbs; p; p = p->next)
+		tw++;
+	metrics_family(b, "vireo_tcp_pcbs", METRICS_GAUGE, "TCP connections by lwIP list");
+	metrics_sample(b, "vireo_tcp_pcbs", "list=\"active\"", active);
+	metrics_sample(b, "vireo_tcp_pcbs", "list=\"time_wait\"", tw);
+}
+
+/* lwIP's struct stats_proto, one table row per protocol. */
+static const struct {
+	const char *name;
+	const struct stats_proto *st;
+} lwip_port_protos[] = {
+	{ "link", &lwip_stats.link },
+	{ "etharp", &lwip_stats.etharp },
+	{ "ip_frag", &lwip_stats.ip_frag },
+	{ "ip", &lwip_stats.ip },
+	{ "icmp", &lwip_stats.icmp },
+	{ "udp", &lwip_stats.udp },
+	{ "tcp", &lwip_stats.tcp },
+	{ "ip6", &lwip_stats.ip6 },
+	{ "icmp6", &lwip_stats.icmp6 },
+	{ "ip6_frag", &lwip_stats.ip6_frag },
+	{ "nd6", &lwip_stats.nd6 },
+};
+
+/* The columns: family name, help and the field's offset. */
+#define LWIP_PORT_PROTO_FIELD(f, h) { "vireo_lwip_" #f "_total", h, offsetof(struct stats_proto, f) }
+static const struct {
+	const char *name;
+	const char *help;
+	size_t off;
+} lwip_port_proto_fields[] = {
+	LWIP_PORT_PROTO_FIELD(xmit, "Packets transmitted, by lwIP protocol layer."),
+	LWIP_PORT_PROTO_FIELD(recv, "Packets received, by lwIP protocol layer."),
+	LWIP_PORT_PROTO_FIELD(fw, "Packets forwarded, by lwIP protocol layer."),
+	LWIP_PORT_PROTO_FIELD(drop, "Packets dropped, by lwIP protocol layer."),
+	LWIP_PORT_PROTO_FIELD(chkerr, "Checksum errors, by lwIP protocol layer."),
+	LWIP_PORT_PROTO_FIELD(lenerr, "Invalid length errors, by lwIP protocol layer."),
+	LWIP_PORT_PROTO_FIELD(memerr, "Out of memory errors, by lwIP protocol layer."),
+	LWIP_PORT_PROTO_FIELD(rterr, "Routing errors, by lwIP protocol layer."),
+	LWIP_PORT_PROTO_FIELD(proterr, "Protocol errors, by lwIP protocol layer."),
+	LWIP_PORT_PROTO_FIELD(opterr, "Option errors, by lwIP protocol layer."),
+	LWIP_PORT_PROTO_FIELD(err, "Other errors, by lwIP protocol layer."),
+	LWIP_PORT_PROTO_FIELD(cachehit, "Cache hits, by lwIP protocol layer."),
+};
+
+__cold static void lwip_port_write_metrics(struct metrics_buf *b)
+{
+	struct vireo_lwip_heap_stats hs;
+	u32 orphans, orphan_bytes;
+	size_t f, i;
+
+	metrics_simple(b, "vireo_lwip_heap_bytes", METRICS_GAUGE,
+		       "Size of lwIP's private heap.", vireo_lwip_stats.heap_bytes);
+	metrics_simple(b, "vireo_lwip_time_wait_trimmed_total", METRICS_COUNTER,
+		       "TIME_WAIT PCBs dropped above the port's cap.", vireo_lwip_stats.tw_trimmed);
+	metrics_simple(b, "vireo_lwip_time_wait_reopened_total", METRICS_COUNTER,
+		       "TIME_WAIT PCBs dropped for a new SYN above the old connection's sequence numbers.",
+		       vireo_lwip_stats.tw_reopened);
+	metrics_simple(b, "vireo_lwip_rx_coalesced_acks_total", METRICS_COUNTER,
+		       "Segments of more than one MSS (receive TSO) acknowledged at once.",
+		       vireo_lwip_stats.rx_coalesced_acks);
+	metrics_simple(b, "vireo_lwip_syn_rcvd_trimmed_total", METRICS_COUNTER,
+		       "Half-open connections aborted after the port's SYN_RCVD limit.", vireo_lwip_stats.syn_trimmed);
+	metrics_simple(b, "vireo_lwip_syncookies_sent_total", METRICS_COUNTER,
+		       "SYN-ACKs sent with a SYN cookie (listen backlog full).", vireo_lwip_stats.syncookies_sent);
+	metrics_simple(b, "vireo_lwip_syncookies_validated_total", METRICS_COUNTER,
+		       "ACKs with a valid SYN cookie, each a new connection.", vireo_lwip_stats.syncookies_validated);
+	metrics_simple(b, "vireo_lwip_syncookies_rejected_total", METRICS_COUNTER,
+		       "ACKs to a listener with an invalid or expired SYN cookie.", vireo_lwip_stats.syncookies_rejected);
+	vireo_lwip_orphans_count(&orphans, &orphan_bytes);
+	metrics_simple(b, "vireo_lwip_orphans", METRICS_GAUGE,
+		       "TCP connections closed by the application that lwIP still holds.", orphans);
+	metrics_simple(b, "vireo_lwip_orphans_bytes", METRICS_GAUGE,
+		       "lwIP heap the orphans hold (estimate from above).", orphan_bytes);
+	metrics_simple(b, "vireo_lwip_orphans_peak", METRICS_GAUGE,
+		       "Most orphans at once, after the cap.", vireo_lwip_stats.orphans_peak);
+	metrics_family(b, "vireo_lwip_orphans_aborted_total", METRICS_COUNTER,
+		       "Orphans aborted by the port, by reason.");
+	metrics_sample1(b, "vireo_lwip_orphans_aborted_total", "reason", "cap",
+			vireo_lwip_stats.orphans_capped);
+	metrics_sample1(b, "vireo_lwip_orphans_aborted_total", "reason", "timeout",
+			vireo_lwip_stats.orphans_timedout);
+
+	metrics_simple(b, "vireo_lwip_mem_avail_bytes", METRICS_GAUGE,
+		       "lwIP heap bytes available.", lwip_stats.mem.avail);
+	metrics_simple(b, "vireo_lwip_mem_used_bytes", METRICS_GAUGE,
+		       "lwIP heap bytes in use.", lwip_stats.mem.used);
+	metrics_simple(b, "vireo_lwip_mem_max_bytes", METRICS_GAUGE,
+		       "Highest lwIP heap use so far.", lwip_stats.mem.max);
+	metrics_simple(b, "vireo_lwip_mem_errors_total", METRICS_COUNTER,
+		       "lwIP heap allocations that failed.", lwip_stats.mem.err);
+	vireo_lwip_heap_stats(&hs);
+	metrics_simple(b, "vireo_lwip_heap_pages", METRICS_GAUGE,
+		       "Pages of lwIP's segregated heap (8 KiB each).", hs.pages);
+	metrics_simple(b, "vireo_lwip_heap_pages_used", METRICS_GAUGE,
+		       "lwIP heap pages held by a size class or a large block.", hs.pages_used);
+	metrics_simple(b, "vireo_lwip_heap_pages_peak", METRICS_GAUGE,
+		       "Most lwIP heap pages held at once.", hs.pages_peak);
+	metrics_simple(b, "vireo_lwip_heap_bad_frees_total", METRICS_COUNTER,
+		       "Frees of a pointer that was no live lwIP heap block (ignored).", hs.bad_frees);
+
+	metrics_family(b, "vireo_lwip_memp_used", METRICS_GAUGE,
+		       "Elements in use, by lwIP memory pool.");
+	for (i = 0; i < MEMP_MAX; i++)
+		metrics_sample1(b, "vireo_lwip_memp_used", "pool", lwip_stats.memp[i]->name,
+				lwip_stats.memp[i]->used);
+	metrics_family(b, "vireo_lwip_memp_max", METRICS_GAUGE,
+		       "Most elements ever in use, by lwIP memory pool.");
+	for (i = 0; i < MEMP_MAX; i++)
+		metrics_sample1(b, "vireo_lwip_memp_max", "pool", lwip_stats.memp[i]->name,
+				lwip_stats.memp[i]->max);
+	metrics_family(b, "vireo_lwip_memp_avail", METRICS_GAUGE,
+		       "Budgeted elements (MEMP_NUM_*), by lwIP memory pool.");
+	for (i = 0; i < MEMP_MAX; i++)
+		metrics_sample1(b, "vireo_lwip_memp_avail", "pool", lwip_stats.memp[i]->name,
+				lwip_stats.memp[i]->avail);
+	metrics_family(b, "vireo_lwip_memp_errors_total", METRICS_COUNTER,
+		       "Failed allocations, by lwIP memory pool.");
+	for (i = 0; i < MEMP_MAX; i++)
+		metrics_sample1(b, "vireo_lwip_memp_errors_total", "pool", lwip_stats.memp[i]->name,
+				lwip_stats.memp[i]->err);
+
+	for (f = 0; f < ARRAY_SIZE(lwip_port_proto_fields); f++) {
+		metrics_family(b, lwip_port_proto_fields[f].name, METRICS_COUNTER, lwip_port_proto_fields[f].help);
+		for (i = 0; i < ARRAY_SIZE(lwip_port_protos); i++) {
+			const STAT_COUNTER *v = (const STAT_COUNTER *)(const void *)
+				((const u8 *)lwip_port_protos[i].st + lwip_port_proto_fields[f].off);
+
+			metrics_sample1(b, lwip_port_proto_fields[f].name, "proto", lwip_port_protos[i].name, *v);
+		}
+	}
+	lwip_port_write_tcp_pcbs(b);
+}
+METRICS_SOURCE(lwip, lwip_port_write_metrics);

@@ -33,6 +33,7 @@
  * larger than TCP_SND_BUF. At most rxmem_limits.snd_bulk_max are held; like
  * the receive grant it ends when lwIP frees the PCB.
  */
+#include "lib/metrics.h"
 #include "lwip/pbuf.h"
 #include "lwip/stats.h"
 #include "lwip/tcp.h"
@@ -251,3 +252,38 @@ void rxmem_enforce(void)
 	rxmem_stats.ooseq_pbufs = pbufs;
 	rxmem_stats.ooseq_bytes = bytes;
 }
+
+/* Each decision receive memory accounting takes (the pool's own gauges
+ * are the netif's, net/netif/netif_vnet.c). */
+__cold static void rxmem_write_metrics(struct metrics_buf *b)
+{
+	const struct rxmem_stats *s = &rxmem_stats;
+
+	metrics_simple(b, "vireo_rxmem_held_peak", METRICS_GAUGE, "Most receive buffers the stack held at once",
+		       s->held_peak);
+	metrics_simple(b, "vireo_rxmem_copied_frames_total", METRICS_COUNTER,
+		       "Frames copied into lwIP's heap above the watermark", s->copied_frames);
+	metrics_simple(b, "vireo_rxmem_copied_bytes_total", METRICS_COUNTER, "Bytes of the copied frames",
+		       s->copied_bytes);
+	metrics_simple(b, "vireo_rxmem_nomem_drops_total", METRICS_COUNTER,
+		       "Frames dropped above the watermark: lwIP's heap too short for a copy", s->nomem_drops);
+	metrics_simple(b, "vireo_rxmem_ooseq_pbufs", METRICS_GAUGE,
+		       "TCP out-of-order pbufs kept, all connections", s->ooseq_pbufs);
+	metrics_simple(b, "vireo_rxmem_ooseq_bytes", METRICS_GAUGE,
+		       "TCP out-of-order payload bytes kept, all connections", s->ooseq_bytes);
+	metrics_simple(b, "vireo_rxmem_ooseq_evictions_total", METRICS_COUNTER,
+		       "Out-of-order queues freed by the global cap, oldest first", s->ooseq_evictions);
+	metrics_simple(b, "vireo_rxmem_ooseq_evicted_pbufs_total", METRICS_COUNTER,
+		       "Pbufs in the freed out-of-order queues", s->ooseq_evicted_pbufs);
+	metrics_simple(b, "vireo_rxmem_ooseq_evicted_bytes_total", METRICS_COUNTER,
+		       "Payload bytes in the freed out-of-order queues", s->ooseq_evicted_bytes);
+	metrics_simple(b, "vireo_rxmem_bulk_windows", METRICS_GAUGE,
+		       "Connections holding the bulk receive window now", s->bulk_grants);
+	metrics_simple(b, "vireo_rxmem_bulk_windows_peak", METRICS_GAUGE,
+		       "Most connections holding the bulk receive window at once", s->bulk_peak);
+	metrics_simple(b, "vireo_rxmem_bulk_windows_granted_total", METRICS_COUNTER,
+		       "Bulk receive windows granted", s->bulk_granted);
+	metrics_simple(b, "vireo_rxmem_bulk_windows_refused_total", METRICS_COUNTER,
+		       "Bulk receive windows asked for while all were held (TCP_WND instead)", s->bulk_refused);
+}
+METRICS_SOURCE(rxmem, rxmem_write_metrics);

@@ -8,11 +8,11 @@
 #include "kernel/mm/mm.h"
 #include "kernel/random.h"
 #include "lib/string.h"
+#include "lib/metrics.h"
 #include "mbedtls/entropy.h"
 #include "mbedtls/platform_util.h"
 #include "psa/crypto.h"
 #include "net/tls/tls_keys.h"
-#include "runtime/metrics.h"
 
 #define TLS_HEAP_PAGES	(TLS_HEAP_BYTES / PAGE_SIZE)
 
@@ -64,8 +64,12 @@ static int tls_rng(void *ctx, unsigned char *out, size_t len)
 }
 
 /* /metrics: the TLS heap and whether TLS could be offered. */
+static bool tls_started;	/* tls_start() ran: /metrics has the TLS heap */
+
 static void tls_metrics(struct metrics_buf *b)
 {
+	if (!tls_started)
+		return;
 	metrics_simple(b, "vireo_tls_ready", METRICS_GAUGE,
 		       "1 when the certificate and key loaded and TLS can be offered", tls_ok);
 	metrics_simple(b, "vireo_tls_heap_arena_bytes", METRICS_GAUGE, "TLS heap size (TLS_HEAP_BYTES)",
@@ -78,7 +82,7 @@ static void tls_metrics(struct metrics_buf *b)
 		       "TLS allocations refused: the heap was full", tls_heap.failures);
 }
 
-static struct metrics_source tls_source = { "tls", tls_metrics, NULL };
+METRICS_SOURCE(tls, tls_metrics);
 
 void tls_boot_files(struct boot_info *bi)
 {
@@ -171,13 +175,9 @@ static int tls_load_keys(void)
 
 int tls_start(void)
 {
-	static bool registered;
 	void *arena;
 
-	if (!registered) {
-		metrics_register(&tls_source);
-		registered = true;
-	}
+	tls_started = true;
 	if (!tls_heap_up) {
 		arena = page_alloc(TLS_HEAP_PAGES);
 		if (!arena) {

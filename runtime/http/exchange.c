@@ -24,7 +24,7 @@
 #include "lwip/altcp.h"
 #include "net/tcp/tcpconn.h"
 #include "runtime/http/conn.h"
-#include "runtime/metrics.h"
+#include "lib/metrics.h"
 #include "runtime/site.h"
 #include "vireo/files.h"
 

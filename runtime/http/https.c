@@ -19,8 +19,8 @@
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
 #include "lib/types.h"
+#include "lib/metrics.h"
 #include "runtime/http/https.h"
-#include "runtime/metrics.h"
 #include "runtime/http/server.h"
 #include "net/net.h"
 #ifdef VIREO_TLS
@@ -238,10 +238,15 @@ void vireo_tls_handshake_hook(struct altcp_pcb *conn, mbedtls_ssl_context *ssl, 
 	http_server_handshake_end(conn->arg);
 }
 
+static bool https_listening;	/* https_start succeeded: /metrics has HTTPS */
+
 static void https_metrics(struct metrics_buf *b)
 {
 	const struct https_stats *s = &https_stats;
 	char labels[96];
+
+	if (!https_listening)
+		return;
 
 	metrics_simple(b, "vireo_https_handshakes_total", METRICS_COUNTER, "TLS handshakes completed",
 		       s->handshakes);
@@ -300,7 +305,7 @@ void https_close_notify(struct altcp_pcb *pcb)
 		mbedtls_ssl_close_notify(ssl);
 }
 
-static struct metrics_source https_source = { "https", https_metrics, NULL };
+METRICS_SOURCE(https, https_metrics);
 
 int https_start(void)
 {
@@ -326,7 +331,7 @@ int https_start(void)
 		kprintf("https: cannot listen on port %u (%d); HTTPS off\n", (unsigned)https_port(), err);
 		goto fail;
 	}
-	metrics_register(&https_source);
+	https_listening = true;
 	netup_set_https_port(https_port());
 	if (https_redirect)
 		http_server_set_redirect(https_port());

@@ -9,7 +9,7 @@
 #include "lwip/altcp_tcp.h"
 #include "runtime/http/conn.h"
 #include "runtime/http/https.h"
-#include "runtime/metrics.h"
+#include "lib/metrics.h"
 #if LWIP_ALTCP_TLS
 #include "lwip/altcp_tls.h"
 #endif
@@ -24,6 +24,8 @@ __cold static void listen_write_metrics(struct metrics_buf *b)
 	static const char *const classes[] = { NULL, "1xx", "2xx", "3xx", "4xx", "5xx" };
 	size_t i;
 
+	if (!http_srv.listen && !http_srv.draining)
+		return;	/* not started, or stopped */
 	metrics_simple(b, "vireo_http_requests_total", METRICS_COUNTER,
 		       "HTTP requests read (complete heads and malformed ones).", s->requests);
 	metrics_family(b, "vireo_http_responses_total", METRICS_COUNTER,
@@ -58,7 +60,7 @@ __cold static void listen_write_metrics(struct metrics_buf *b)
 		       "/metrics responses cut short by the size limit.", s->metrics_truncated);
 }
 
-static struct metrics_source listen_metrics_source = { "http", listen_write_metrics, NULL };
+METRICS_SOURCE(http, listen_write_metrics);
 
 /* ---- start and stop ---- */
 
@@ -114,7 +116,6 @@ __cold int http_server_start(u16 port, const struct http_server_cfg *cfg)
 	http_srv.listen = lpcb;
 	__builtin_memset(&http_server_stats, 0, sizeof http_server_stats);
 	altcp_accept(lpcb, admission_accept);
-	metrics_register(&listen_metrics_source);
 	return 0;
 }
 
@@ -180,7 +181,6 @@ void http_server_stop(void)
 	http_srv.draining = false;
 	while (http_srv.tab.head)
 		server_conn_abort((struct conn *)http_srv.tab.head);
-	metrics_unregister(&listen_metrics_source);
 }
 
 /* ---- HTTPS (https.c) ---- */

@@ -178,9 +178,9 @@ def main():
     # under TCG): on a CPU, or runnable and waiting for one. A RIP sample
     # taken while the host keeps the vCPU off its CPU shows where the guest
     # last stopped, often the halt: the halted share below is the real one.
-    halted = after.get("vireo_loop_halted_microseconds_total", 0) - before.get("vireo_loop_halted_microseconds_total", 0)
+    halted = after.get("vireo_loop_halted_seconds_total", 0) - before.get("vireo_loop_halted_seconds_total", 0)
     if halted:
-        print(f"guest halted {100.0 * halted / 1e6 / elapsed:.1f}% of {elapsed:.1f} s")
+        print(f"guest halted {100.0 * halted / elapsed:.1f}% of {elapsed:.1f} s")
     busiest = sorted(((threads1[k][0] - threads0.get(k, (0, 0))[0], threads1[k][1] - threads0.get(k, (0, 0))[1], k[1])
                       for k in threads1), reverse=True)[:2]
     for run, wait, name in busiest:

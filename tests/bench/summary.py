@@ -195,7 +195,9 @@ def main():
           f="{:.1f}")
     me = lambda k, scale=1.0: stats([(r.get("metrics_end") or {}).get(k) and  # noqa: E731
                                      (r["metrics_end"][k] * scale) for r in X["vireo"]])
-    used = stats([((r.get("metrics_end") or {}).get("vireo_mem_frames_total", 0)
+    # vireo_mem_frames was vireo_mem_frames_total in older results.
+    used = stats([((r.get("metrics_end") or {}).get("vireo_mem_frames",
+                                                    (r.get("metrics_end") or {}).get("vireo_mem_frames_total", 0))
                    - (r.get("metrics_end") or {}).get("vireo_mem_frames_free", 0)) * 4096 / 2**20
                   for r in X["vireo"] if r.get("metrics_end")])
     t.add("vireo: page frames in use, after the load (MiB)", [None, used], f="{:.2f}", ratio=False)

@@ -1,10 +1,12 @@
 """HTTP and Prometheus helpers for tests that talk to the appliance over
 plain sockets: read a connection to its end, parse response heads,
 Content-Length framed keep-alive responses, and /metrics text (checked line
-by line against the exposition format). Shared by tests/qemu and
-tests/matrix."""
+by line against the exposition format, and by `promtool check metrics`).
+Shared by tests/qemu, tests/matrix and the apps' tests."""
 import re
+import shutil
 import socket
+import subprocess
 
 
 def free_tcp_port():
@@ -98,3 +100,19 @@ def parse_prometheus(text):
         key = line.rsplit(" ", 1)[0] if m.group(6) is None else line.rsplit(" ", 2)[0]
         out[key] = float(m.group(5))
     return out
+
+
+def promtool_findings(text):
+    """`promtool check metrics` (Debian's prometheus package; tools/deps.sh
+    installs it for the tests) on an exposition text: its findings, one per
+    line (a name against the conventions, a malformed line), [] when it has
+    none."""
+    exe = shutil.which("promtool")
+    assert exe, "promtool not found: tools/deps.sh test installs Debian's prometheus package"
+    if isinstance(text, str):
+        text = text.encode()
+    r = subprocess.run([exe, "check", "metrics"], input=text, capture_output=True, timeout=60)
+    findings = [line for line in (r.stdout + r.stderr).decode(errors="replace").splitlines() if line.strip()]
+    if r.returncode != 0 and not findings:
+        findings = [f"promtool exited {r.returncode}"]
+    return findings

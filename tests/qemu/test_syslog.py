@@ -6,7 +6,7 @@ import socket
 import subprocess
 import time
 
-from httpc import parse_prometheus
+from httpc import parse_prometheus, promtool_findings
 
 READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
 RFC5424 = re.compile(r"^<(\d{1,3})>1 (\S+) (\S+) vireo - - - (.*)$", re.S)
@@ -30,6 +30,7 @@ while True:
 
 def _metrics(netns):
     r = netns.run("curl", "-sS", "--max-time", "20", f"http://{netns.guest_ip}/metrics")
+    assert promtool_findings(r.stdout) == []  # syslog's families too
     return parse_prometheus(r.stdout.decode())
 
 

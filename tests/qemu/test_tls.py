@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from httpc import free_tcp_port, parse_prometheus, parse_response, read_all, read_responses
+from httpc import free_tcp_port, parse_prometheus, parse_response, promtool_findings, read_all, read_responses
 from vm import ROOT, Vm
 
 BUILD = os.path.join(ROOT, "build", "tls-image")
@@ -259,6 +259,8 @@ def test_https_tls13_tls12_chain_alpn(boot):
     fails = {k: v for k, v in m.items() if k.startswith("vireo_https_handshake_failures_total")}
     assert sum(fails.values()) == 2, fails
     assert m["vireo_https_handshakes_active"] == 0
+    # HTTPS's and TLS's families pass promtool too.
+    assert promtool_findings(get("/metrics")[2]) == []
     # Served over HTTPS too, same routes: /metrics and a 404.
     r = curl(f"https://127.0.0.1:{vm.sport}/metrics")
     assert parse_response(r.stdout)[0] == 200

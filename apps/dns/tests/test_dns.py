@@ -18,6 +18,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "tests", "qemu"))
 import netns as nsmod  # noqa: E402
+from httpc import promtool_findings  # noqa: E402
 import rootskip  # noqa: E402
 from vm import ROOT, Vm  # noqa: E402
 
@@ -151,6 +152,10 @@ def test_tcp_pipelining_and_bounds(dns):
             break
         time.sleep(0.2)
     assert metric(ns, "vireo_app_mem_bytes") <= mem0	# (an earlier test's may close meanwhile)
+    # The app's families (and the runtime's, the services' included) pass promtool.
+    out = ns.run("curl", "-s", "--max-time", "10", f"http://{ns.guest_ip}/metrics").stdout
+    assert b"dns_tcp_bad_length_total" in out and b"vireo_app_tcp_connections_accepted_total" in out
+    assert promtool_findings(out) == []
 
 
 def test_reflection_burst_limited_other_network_served(dns):

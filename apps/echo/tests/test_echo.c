@@ -18,7 +18,7 @@
 #include "lwip/udp.h"
 #include "lwip/priv/tcp_priv.h"
 #include "runtime/api.h"
-#include "runtime/metrics.h"
+#include "lib/metrics.h"
 #include "net/port/lwip_port.h"
 #include "net/tcp/rxmem.h"
 #include "tests/host/lwip/lwip_wire.h"

@@ -13,7 +13,7 @@ import urllib.parse
 
 import pytest
 
-from httpc import parse_head, parse_prometheus, parse_response
+from httpc import parse_head, parse_prometheus, parse_response, promtool_findings
 
 MAX_BYTES = 65536
 VALUE_MAX = 16384
@@ -230,4 +230,6 @@ def test_fill_to_bound_then_507_and_still_serving(kv):
     m = kv.metrics()
     assert m["kv_keys"] == 0 and m["kv_bytes_used"] == 0
     assert m['kv_requests_total{op="put"}'] >= stored + 3
+    # The app's families (and the runtime's) pass promtool.
+    assert promtool_findings(kv.curl("GET", "/metrics")[2]) == []
     assert m['kv_requests_total{op="list"}'] >= 1

@@ -12,7 +12,7 @@ test_segheap_USES := segheap
 test_rxmem_SRCS := $(LWIP_HOST_LIB)
 test_syncookie_USES := $(RUNTIME_HOST_USES)
 test_syncookie_SRCS := $(filter-out $(LWIP_WIRE),$(RUNTIME_HOST_SRCS))
-test_netif_vnet_USES := vnet_hdr tso_out tso_merge
+test_netif_vnet_USES := vnet_hdr tso_out tso_merge fmt
 test_netif_vnet_SRCS := $(call host_wrap,netif_vnet) $(LWIP_HOST_LIB)
 test_tso_merge_USES := tso_merge vnet_gso
 

@@ -14,7 +14,7 @@
 #include "lwip/priv/tcp_priv.h"
 #include "runtime/api.h"
 #include "runtime/http/http.h"
-#include "runtime/metrics.h"
+#include "lib/metrics.h"
 #include "runtime/http/server.h"
 #include "runtime/site.h"
 #include "net/port/lwip_port.h"

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel/mm/mm.h"
+
 /* The device's own fences: the same as the shim's dma_*() but not counted
  * in shim_barriers, which tells which set the driver chose
  * (test_virtio_net's ORDER_PLATFORM tests). */
@@ -50,7 +52,7 @@ static int tpage_find(const struct fake_dev *d, uintptr_t page)
 	return -1;
 }
 
-dma_addr_t fake_dma_map(void *ctx, const void *va, size_t len, bool device_writes, bool transient)
+static dma_addr_t fake_dma_map(void *ctx, const void *va, size_t len, bool device_writes, bool transient)
 {
 	struct fake_dev *d = ctx;
 	uintptr_t page;
@@ -96,7 +98,7 @@ dma_addr_t fake_dma_map(void *ctx, const void *va, size_t len, bool device_write
 	return (dma_addr_t)(uintptr_t)va ^ FAKE_DMA_XOR;
 }
 
-void fake_dma_unmap(void *ctx, const void *va, size_t len, bool device_writes)
+static void fake_dma_unmap(void *ctx, const void *va, size_t len, bool device_writes)
 {
 	struct fake_dev *d = ctx;
 	uintptr_t page, a = (uintptr_t)va;
@@ -123,11 +125,72 @@ void fake_dma_unmap(void *ctx, const void *va, size_t len, bool device_writes)
 	}
 }
 
-void fake_dma_unmap_flush(void *ctx)
+static void fake_dma_unmap_flush(void *ctx)
 {
 	struct fake_dev *d = ctx;
 
 	d->unmap_flushes++;
+}
+
+/* ---- the DMA seam's ops over the model above (kernel/mm/dma.h) ---- */
+
+static struct fake_dev *fake_of(struct dma_domain *dom)
+{
+	return (struct fake_dev *)(void *)((char *)dom - offsetof(struct fake_dev, dma));
+}
+
+static dma_addr_t fake_op_map(struct dma_domain *dom, const void *va, size_t len, unsigned flags)
+{
+	return fake_dma_map(fake_of(dom), va, len, flags & DMA_WRITE, flags & DMA_TRANSIENT);
+}
+
+static void fake_op_unmap(struct dma_domain *dom, const void *va, size_t len, unsigned flags)
+{
+	if (!(flags & DMA_TRANSIENT))
+		dev_err(fake_of(dom), "unmap of a long-lived mapping %p+%zu", va, len);
+	fake_dma_unmap(fake_of(dom), va, len, flags & DMA_WRITE);
+}
+
+static void fake_op_flush(struct dma_domain *dom)
+{
+	fake_dma_unmap_flush(fake_of(dom));
+}
+
+/* The device was reset: nothing of it stays mapped. */
+static void fake_op_clear(struct dma_domain *dom)
+{
+	struct fake_dev *d = fake_of(dom);
+
+	d->ntpage = 0;
+	d->nkept = 0;
+}
+
+static const struct dma_ops fake_dma_ops = {
+	.map = fake_op_map,
+	.unmap = fake_op_unmap,
+	.flush = fake_op_flush,
+	.clear = fake_op_clear,
+};
+
+struct dma_domain *fake_dev_domain(struct fake_dev *d)
+{
+	d->dma.ops = &fake_dma_ops;
+	return &d->dma;
+}
+
+/* Identity addresses as the device sees them (kernel/mm/dma.h's dma_phys
+ * for host tests): XORed, so an address the driver never mapped is caught. */
+dma_addr_t dma_phys(const void *va)
+{
+	return fake_dma_map(NULL, va, 0, true, false);
+}
+
+/* No image here: nothing is read-only data (kernel/mm/mm.h). */
+bool mm_in_rodata(const void *va, size_t len)
+{
+	(void)va;
+	(void)len;
+	return false;
 }
 
 bool fake_dev_dma_read(struct fake_dev *d, dma_addr_t addr, u32 len)
@@ -189,6 +252,7 @@ void fake_dev_init(struct fake_dev *d, const struct virtq_config *cfg, const str
 
 	free(d->pending);
 	memset(d, 0, sizeof(*d));
+	d->dma.ops = &fake_dma_ops;	/* the queue may already map through it */
 	d->num = cfg->num;
 	d->index = cfg->index;
 	d->packed = cfg->packed;

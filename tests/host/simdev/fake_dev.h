@@ -10,6 +10,7 @@
 #include "lib/types.h"
 #include "drivers/virtio/virtio_ring_reg.h"
 #include "drivers/virtio/virtq.h"
+#include "kernel/mm/dma.h"
 
 #define FAKE_MAX_SEGS	64
 #define FAKE_TPAGES	256	/* pages with live transient mappings */
@@ -51,6 +52,10 @@ struct fake_buf {
 };
 
 struct fake_dev {
+	/* The device's DMA domain (kernel/mm/dma.h) with this model's ops:
+	 * fake_dev_domain() sets them; a queue given it maps through them. */
+	struct dma_domain dma;
+
 	/* negotiated features and queue */
 	u16 num, index;
 	bool packed, event_idx, in_order, indirect;
@@ -115,17 +120,19 @@ struct fake_dev {
 	struct pvirtq_desc scribble;
 };
 
-/* cfg->dma_map / cfg->notify for a queue driven by a fake_dev (ctx = dev). */
-dma_addr_t fake_dma_map(void *ctx, const void *va, size_t len, bool device_writes, bool transient);
-/* cfg->dma_unmap / cfg->dma_unmap_flush: an unmap of memory the device holds
- * (taken, not completed) or of a page with no transient mapping is a
- * driver error. */
-void fake_dma_unmap(void *ctx, const void *va, size_t len, bool device_writes);
-void fake_dma_unmap_flush(void *ctx);
+/* cfg->dma for a queue driven by d: a domain whose map counts (maps,
+ * maps_writable, kmaps, tmaps) and models an IOMMU for transient maps, and
+ * whose unmap treats an unmap of memory the device holds (taken, not
+ * completed) or of a page with no transient mapping as a driver error.
+ * Identity addresses (no domain: dma_phys, defined here for every host test
+ * of a driver) are the VA XORed with FAKE_DMA_XOR, so a VA handed to the
+ * device unmapped is caught. */
+struct dma_domain *fake_dev_domain(struct fake_dev *d);
 /* The device reading [addr, addr+len) of transient memory: false (and a
  * fault counted) when a page of it is no longer mapped. */
 bool fake_dev_dma_read(struct fake_dev *d, dma_addr_t addr, u32 len);
 void *fake_dma_va(dma_addr_t addr);
+/* cfg->notify (ctx = the fake_dev). */
 void fake_dev_notify(void *ctx, u32 data);
 
 u32 fake_hash(u32 h, const void *p, size_t n);

@@ -1,6 +1,6 @@
 /* hostbus: the virtio bus around the driver under test (tests/host/simdev):
- * the real drivers/virtio/virtio.c and drivers/virtio/virtio_core.c with an injected
- * driver table; see hostbus.h. */
+ * the real drivers/virtio/virtio.c and drivers/virtio/virtio_core.c; the bus's
+ * driver table is the one driver the test links. See hostbus.h. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -8,66 +8,10 @@
 #include "drivers/virtio/virtio.h"
 #include "drivers/virtio/virtio_core.h"
 #include "kernel/mm/mm.h"
-#include "drivers/iommu/vtd.h"
+#include "lib/linkset.h"
+#include "drivers/iommu/vtd.h"	/* vtd_stray_next, below */
 #include "tests/host/simdev/fake_dev.h"
 #include "tests/host/simdev/hostbus.h"
-
-/* The kernel's device addresses are identity; here they are XORed as
- * fake_dev expects, so a VA handed to the device unmapped is caught. */
-dma_addr_t dma_map(const void *va, size_t len)
-{
-	return fake_dma_map(NULL, va, len, true, false);
-}
-
-/* No VT-d unit here: devices have no PCI function, so no domain is ever
- * attached and these are never reached with one. */
-struct vtd_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void *arg)
-{
-	(void)p;
-	(void)fault;
-	(void)arg;
-	return NULL;
-}
-
-dma_addr_t vtd_map(struct vtd_domain *dom, const void *va, size_t len, bool device_writes,
-		   bool transient)
-{
-	(void)dom;
-	(void)va;
-	(void)len;
-	(void)device_writes;
-	(void)transient;
-	abort();
-}
-
-void vtd_unmap(struct vtd_domain *dom, const void *va, size_t len, bool device_writes)
-{
-	(void)dom;
-	(void)va;
-	(void)len;
-	(void)device_writes;
-	abort();
-}
-
-void vtd_unmap_flush(struct vtd_domain *dom)
-{
-	(void)dom;
-	abort();
-}
-
-/* Site bodies are not told apart here: no domain, so never asked. */
-bool mm_in_rodata(const void *va, size_t len)
-{
-	(void)va;
-	(void)len;
-	return false;
-}
-
-void vtd_domain_clear(struct vtd_domain *dom)
-{
-	(void)dom;
-	abort();
-}
 
 /* selftest=iommu-fault arms it only on a device with a domain: never here. */
 int vtd_stray_next(void)
@@ -75,13 +19,20 @@ int vtd_stray_next(void)
 	abort();
 }
 
-/* ---- virtio bus (the real drivers/virtio/virtio.c, with an injected table) ---- */
+/* ---- virtio bus (the real drivers/virtio/virtio.c) ---- */
 
-/* The bus matches against the driver under test only. */
-const struct virtio_driver *const *virtio_driver_table(size_t *n)
+/* The bus's own table, the virtio_drivers linker set: a test links one
+ * driver, so it holds that one. */
+LINKSET_DECLARE(virtio_drivers, const struct virtio_driver);
+
+const struct virtio_driver *hostbus_driver(void)
 {
-	*n = 1;
-	return &hostbus_driver;
+	if (LINKSET_COUNT(virtio_drivers) != 1) {
+		fprintf(stderr, "hostbus: %zu drivers linked; a test links the one under test\n",
+			LINKSET_COUNT(virtio_drivers));
+		abort();
+	}
+	return LINKSET_BEGIN(virtio_drivers)[0];
 }
 
 /* Linked with -Wl,--wrap=virtio_set_broken (vnetdev.mk): counts the calls
@@ -131,7 +82,7 @@ int hk_probe(struct virtio_dev *d)
 {
 	if (!on_bus(d))
 		return virtio_add_device(d);
-	return virtio_core_probe(d, hostbus_driver);
+	return virtio_core_probe(d, hostbus_driver());
 }
 
 void hk_remove(struct virtio_dev *d)

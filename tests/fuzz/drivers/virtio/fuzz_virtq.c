@@ -13,6 +13,8 @@
 #include <arch.h>
 #include "drivers/virtio/virtq.h"
 #include "drivers/virtio/virtio_ring_reg.h"
+#include "kernel/mm/dma.h"
+#include "kernel/mm/mm.h"
 
 #define CHECK(c)                                                                    \
 	do {                                                                        \
@@ -94,32 +96,52 @@ static void fuzz_notify(void *ctx, u32 data)
 		CHECK(data == s->cfg.index);
 }
 
-static dma_addr_t fuzz_map(void *ctx, const void *va, size_t len, bool device_writes, bool transient)
+/* The DMA seam (kernel/mm/dma.h): identity, and a domain that counts. */
+dma_addr_t dma_phys(const void *va)
 {
-	struct state *s = ctx;
+	return (dma_addr_t)(uintptr_t)va;
+}
 
+bool mm_in_rodata(const void *va, size_t len)
+{
+	(void)va;
 	(void)len;
-	(void)device_writes;
-	s->maps_transient += transient;
+	return false;
+}
+
+static struct state *fuzz_state;	/* the one the domain below belongs to */
+
+static dma_addr_t fuzz_map(struct dma_domain *dom, const void *va, size_t len, unsigned flags)
+{
+	(void)dom;
+	(void)len;
+	fuzz_state->maps_transient += !!(flags & DMA_TRANSIENT);
 	return (dma_addr_t)(uintptr_t)va;
 }
 
 /* Every transient map is given back exactly once, whatever the device did. */
-static void fuzz_unmap(void *ctx, const void *va, size_t len, bool device_writes)
+static void fuzz_unmap(struct dma_domain *dom, const void *va, size_t len, unsigned flags)
 {
-	struct state *s = ctx;
-
+	(void)dom;
 	(void)va;
 	(void)len;
-	(void)device_writes;
-	s->unmaps++;
-	CHECK(s->unmaps <= s->maps_transient);
+	CHECK(flags & DMA_TRANSIENT);
+	fuzz_state->unmaps++;
+	CHECK(fuzz_state->unmaps <= fuzz_state->maps_transient);
 }
 
-static void fuzz_unmap_flush(void *ctx)
+static void fuzz_flush(struct dma_domain *dom)
 {
-	(void)ctx;
+	(void)dom;
 }
+
+static void fuzz_clear(struct dma_domain *dom)
+{
+	(void)dom;
+}
+
+static const struct dma_ops fuzz_dma_ops = { fuzz_map, fuzz_unmap, fuzz_flush, fuzz_clear };
+static struct dma_domain fuzz_domain = { &fuzz_dma_ops };
 
 static unsigned inflight_toks(const struct state *s, unsigned *need)
 {
@@ -434,11 +456,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s->cfg.num = s->cfg.packed ? (u16)(1 + nb % MAXQ) : (u16)(1u << (nb % 5));
 	s->cfg.index = 7;
 	s->cfg.notify = fuzz_notify;
-	s->cfg.dma_map = (nb & 0x80) ? fuzz_map : NULL;
+	fuzz_state = s;
+	s->cfg.dma = (nb & 0x80) ? &fuzz_domain : NULL;
 	s->cfg.transient = (nb & 0x40) && (nb & 0x80);
-	s->cfg.direct_max = (nb & 0x20) ? 4 : 0;	/* as for a device behind VT-d */
-	s->cfg.dma_unmap = fuzz_unmap;
-	s->cfg.dma_unmap_flush = fuzz_unmap_flush;
+	s->cfg.direct_max = (nb & 0x20) ? 4 : 0;	/* as for a device behind an IOMMU */
 	s->cfg.ctx = s;
 
 	CHECK(virtq_mem_size(&s->cfg, &rb, &pb) == 0);

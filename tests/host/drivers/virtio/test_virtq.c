@@ -73,10 +73,8 @@ static void h_open_max(bool packed, u16 num, unsigned opts, u16 indirect_max)
 	H.cfg.indirect_max = indirect_max;
 	H.cfg.direct_max = next_direct_max;
 	next_direct_max = 0;
-	H.cfg.dma_map = fake_dma_map;
+	H.cfg.dma = fake_dev_domain(&H.dev);
 	H.cfg.transient = opts & OPT_TRANS;
-	H.cfg.dma_unmap = fake_dma_unmap;
-	H.cfg.dma_unmap_flush = fake_dma_unmap_flush;
 	H.cfg.notify = fake_dev_notify;
 	H.cfg.ctx = &H.dev;
 	assert_int_equal(virtq_mem_size(&H.cfg, &H.ring_bytes, &H.priv_bytes), 0);

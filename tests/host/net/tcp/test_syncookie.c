@@ -19,7 +19,7 @@
 #include "lwip/tcp.h"
 #include "lwip/timeouts.h"
 #include "lwip/priv/tcp_priv.h"
-#include "runtime/metrics.h"
+#include "lib/metrics.h"
 #include "runtime/api.h"
 #include "runtime/http/server.h"
 #include "net/port/lwip_hooks.h"

@@ -1,0 +1,84 @@
+/*
+ * The DMA seam: the address a device must use for memory it reads or
+ * writes. A device an IOMMU driver took has a domain of its own
+ * (dma_attach), whose map/unmap/flush/clear ops that driver set; any other
+ * device, and every device before an IOMMU driver attaches, gets identity
+ * addresses (the physical address: the kernel's map is identity). Drivers
+ * and the virtio ring call only this; none names an IOMMU.
+ *
+ * Mappings are read-only for the device unless DMA_WRITE, and long-lived
+ * (the device keeps them until dma_clear, after its reset) unless
+ * DMA_TRANSIENT (one buffer's time on the device: dma_unmap gives each back
+ * with the same va, len and flags once the device returned the buffer).
+ * Transient unmaps are invalidated in batches: dma_flush, once per reclaim
+ * pass, before the memory is reused or freed. Read-only image data (the
+ * baked site) is mapped long-lived even when asked transient, and its
+ * unmaps are ignored: it stays mapped once.
+ */
+#ifndef VIREO_DMA_H
+#define VIREO_DMA_H
+
+#include "lib/types.h"
+#include "vireo/linkset.h"
+
+#define DMA_WRITE 0x1u		/* the device may write the memory */
+#define DMA_TRANSIENT 0x2u	/* one buffer's time on the device (else long-lived) */
+
+struct pci_dev;
+struct dma_domain;
+
+/* What an IOMMU driver does for each of its domains. */
+struct dma_ops {
+	/* The device address of [va, va+len) with the rights flags ask for;
+	 * 0 when it cannot map (then nothing is held: no unmap follows). */
+	dma_addr_t (*map)(struct dma_domain *dom, const void *va, size_t len, unsigned flags);
+	/* Gives back one transient map (same va, len, flags); its entries may
+	 * stay cached in the unit until the next flush. */
+	void (*unmap)(struct dma_domain *dom, const void *va, size_t len, unsigned flags);
+	/* Invalidates what unmap cleared since the last flush. */
+	void (*flush)(struct dma_domain *dom);
+	/* Removes every mapping (the device was reset; its memory is freed next). */
+	void (*clear)(struct dma_domain *dom);
+};
+
+/* A device's translated address space: the IOMMU driver's own domain
+ * embeds it and sets ops. */
+struct dma_domain {
+	const struct dma_ops *ops;
+};
+
+/*
+ * An IOMMU driver, registered at link time in the dma_iommus linker set
+ * (include/vireo/linkset.h):
+ *
+ *	DMA_IOMMU(vtd, .name = "vtd", .attach = vtd_attach);
+ *
+ * attach moves the PCI function p into a domain of its own and returns it,
+ * or NULL when the driver does not translate p (no unit covers it, or
+ * translation is off): p then keeps identity addresses. fault(arg) is
+ * called (interrupt context) once per fault episode of the device.
+ */
+struct dma_iommu {
+	const char *name;
+	struct dma_domain *(*attach)(struct pci_dev *p, void (*fault)(void *arg), void *arg);
+};
+#define DMA_IOMMU(id, ...)                                                    \
+	static const struct dma_iommu dma_iommu_##id = { __VA_ARGS__ };      \
+	VIREO_LINKSET_ADD(dma_iommus, const struct dma_iommu, id, dma_iommu_##id)
+
+/* The first IOMMU driver that takes p (before any of p's memory is
+ * mapped), or NULL: identity. */
+struct dma_domain *dma_attach(struct pci_dev *p, void (*fault)(void *arg), void *arg);
+
+/* dom NULL: identity (the physical address); nothing to unmap, flush or
+ * clear. Otherwise through dom's ops, as above. */
+dma_addr_t dma_map(struct dma_domain *dom, const void *va, size_t len, unsigned flags);
+void dma_unmap(struct dma_domain *dom, const void *va, size_t len, unsigned flags);
+void dma_flush(struct dma_domain *dom);
+void dma_clear(struct dma_domain *dom);
+
+/* The physical address of va (kernel/mm/mm.c: the identity map; host tests
+ * give their own, tests/host/simdev/fake_dev.c). */
+dma_addr_t dma_phys(const void *va);
+
+#endif
