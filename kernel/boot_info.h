@@ -136,7 +136,9 @@ struct boot_smbios {
  * cap, into EfiLoaderData pages the kernel keeps.
  */
 #define BOOT_SEED_USER_MAX BOOT_CFG_MAX	/* user-data: vireo.cfg's format and bound */
-#define BOOT_SEED_META_MAX 4096		/* meta-data: only its instance id is read */
+/* meta-data: only its instance id is read, but a config drive's JSON holds
+ * the instance's public keys and devices too (OpenStack's run to a few KiB) */
+#define BOOT_SEED_META_MAX 16384
 #define BOOT_SEED_MAX_DEVICES 16	/* block devices and file systems looked at */
 enum boot_seed_kind { BOOT_SEED_NONE, BOOT_SEED_NOCLOUD, BOOT_SEED_CONFIG_DRIVE };
 enum boot_seed_fs { BOOT_SEED_ISO9660 = 1, BOOT_SEED_FAT };
