@@ -603,6 +603,56 @@ static void test_boot_seed_what_is_ignored(void **state)
 	free(bi);
 }
 
+/* The instance id is read from untrusted meta data: each case sits in a
+ * buffer of exactly its length (ASan sees any read past it), and the id
+ * is at most 63 printable bytes, or nothing. */
+static void test_boot_seed_meta_data_edges(void **state)
+{
+	static const struct {
+		u32 kind;
+		const char *meta, *want;
+	} cases[] = {
+		{ BOOT_SEED_NOCLOUD, "instance-id", NULL },
+		{ BOOT_SEED_NOCLOUD, "instance-id:", NULL },
+		{ BOOT_SEED_NOCLOUD, "instance-id:   ", NULL },
+		{ BOOT_SEED_NOCLOUD, "instance-id: x", "x" },
+		{ BOOT_SEED_NOCLOUD, "instance-id: 'q'\n", "q" },
+		{ BOOT_SEED_NOCLOUD, "my-instance-id: no\ninstance-id: yes\n", "yes" },
+		{ BOOT_SEED_NOCLOUD, "instance-id = no\n", NULL },
+		{ BOOT_SEED_NOCLOUD, "instance-id: a\x01b", "a" },
+		{ BOOT_SEED_NOCLOUD, "instance-id: "
+				     "0123456789012345678901234567890123456789012345678901234567890123456789",
+		  "012345678901234567890123456789012345678901234567890123456789012" },
+		{ BOOT_SEED_CONFIG_DRIVE, "{\"uuid\"", NULL },
+		{ BOOT_SEED_CONFIG_DRIVE, "{\"uuid\":", NULL },
+		{ BOOT_SEED_CONFIG_DRIVE, "{\"uuid\": \"", NULL },
+		{ BOOT_SEED_CONFIG_DRIVE, "{\"uuid\":\"u-1\",\"name\":\"v\"}", "u-1" },
+		{ BOOT_SEED_CONFIG_DRIVE, "{\"name\": \"uuid\", \"uuid\": \"u-2\"}", "u-2" },
+	};
+	struct boot_info *bi = new_bi(BOOT_FILE_ABSENT, NULL, "");
+	char want[160];
+
+	snprintf(bi->cmdline_src, sizeof bi->cmdline_src, "none");
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		size_t n = strlen(cases[i].meta);
+		char *m = malloc(n);
+
+		memcpy(m, cases[i].meta, n);
+		hk_log_reset();
+		set_seed(bi, cases[i].kind, "t.count=5\n", NULL);
+		bi->seed.meta.state = BOOT_FILE_OK;
+		bi->seed.meta.base = (u64)(uintptr_t)m;
+		bi->seed.meta.len = n;
+		config_boot(bi);
+		snprintf(want, sizeof want, "meta data %zu bytes%s%s%s\n", n, cases[i].want ? " (instance " : "",
+			 cases[i].want ? cases[i].want : "", cases[i].want ? ")" : "");
+		assert_true(find_out(want) >= 0);
+		assert_int_equal(p_count, 5);
+		free(m);
+	}
+	free(bi);
+}
+
 static void test_boot_smbios_what_is_ignored(void **state)
 {
 	struct boot_info *bi = new_bi(BOOT_FILE_ABSENT, NULL, "");
@@ -666,6 +716,7 @@ int main(void)
 		cmocka_unit_test_setup(test_boot_len_clamped, reset),
 		cmocka_unit_test_setup(test_boot_sources_precedence, reset),
 		cmocka_unit_test_setup(test_boot_seed_what_is_ignored, reset),
+		cmocka_unit_test_setup(test_boot_seed_meta_data_edges, reset),
 		cmocka_unit_test_setup(test_boot_smbios_what_is_ignored, reset),
 	};
 
