@@ -256,10 +256,36 @@ static void seed_fat(EFI_BOOT_SERVICES *bs, EFI_HANDLE boot_dev, struct boot_see
 	bs->FreePool(h);
 }
 
+/* An AHCI controller (PCI 01h/06h/01h) with nothing attached: every
+ * implemented port's SATA status (PxSSTS.DET, AHCI 1.3.1 3.3.10) says no
+ * device. Connecting one probes its ports (about 0.2 s under TCG), so an
+ * idle one is left alone. Any doubt (a failed read, all-ones) connects. */
+static bool seed_ahci_idle(EFI_PCI_IO_PROTOCOL *pci)
+{
+	u64 orig = 0;
+	u32 pi = ~0u, ssts;
+	bool idle = false;
+
+	if (pci->Attributes(pci, EfiPciIoAttributeOperationGet, 0, &orig) != EFI_SUCCESS ||
+	    pci->Attributes(pci, EfiPciIoAttributeOperationEnable, EFI_PCI_IO_ATTRIBUTE_MEMORY, NULL) != EFI_SUCCESS)
+		return false;
+	if (pci->Mem.Read(pci, EfiPciIoWidthUint32, 5, 0x0c, 1, &pi) == EFI_SUCCESS && pi != ~0u) {
+		idle = true;
+		for (u32 p = 0; p < 32 && idle; p++)
+			if ((pi >> p & 1) &&
+			    (pci->Mem.Read(pci, EfiPciIoWidthUint32, 5, 0x100 + p * 0x80 + 0x28, 1, &ssts) != EFI_SUCCESS ||
+			     (ssts & 0xf) != 0))
+				idle = false;
+	}
+	pci->Attributes(pci, EfiPciIoAttributeOperationSet, orig, NULL);
+	return idle;
+}
+
 /* OVMF connects only the devices in QEMU's boot order (and libvirt gives
  * one to the boot disk): a seed disk or CD-ROM beside it has no driver yet.
  * Mass-storage controllers (PCI class 01h: virtio-blk, virtio-scsi, AHCI,
- * NVMe) are connected here, with their children; nothing else is. */
+ * NVMe) are connected here, with their children; nothing else is, and no
+ * AHCI controller with no device on any port. */
 static void seed_connect_storage(EFI_BOOT_SERVICES *bs)
 {
 	EFI_HANDLE *h = NULL;
@@ -269,11 +295,14 @@ static void seed_connect_storage(EFI_BOOT_SERVICES *bs)
 		return;
 	for (i = 0; i < n && i < 4 * BOOT_SEED_MAX_DEVICES; i++) {
 		EFI_PCI_IO_PROTOCOL *pci = NULL;
-		u8 class = 0;
+		u8 cc[3] = { 0 };	/* programming interface, subclass, class */
 
-		if (bs->HandleProtocol(h[i], &pciio_guid, (void **)&pci) == EFI_SUCCESS && pci &&
-		    pci->Pci.Read(pci, EfiPciIoWidthUint8, 0x0b, 1, &class) == EFI_SUCCESS && class == 0x01)
-			bs->ConnectController(h[i], NULL, NULL, TRUE);
+		if (bs->HandleProtocol(h[i], &pciio_guid, (void **)&pci) != EFI_SUCCESS || !pci ||
+		    pci->Pci.Read(pci, EfiPciIoWidthUint8, 0x09, 3, cc) != EFI_SUCCESS || cc[2] != 0x01)
+			continue;
+		if (cc[1] == 0x06 && cc[0] == 0x01 && seed_ahci_idle(pci))
+			continue;
+		bs->ConnectController(h[i], NULL, NULL, TRUE);
 	}
 	bs->FreePool(h);
 }
