@@ -8,6 +8,8 @@
 
 #include "boot/esp.h"
 #include "boot/fwcfg.h"
+#include "boot/seed.h"
+#include "boot/smbios.h"
 #include "kernel/boot_info.h"
 #include "kernel/arch/io.h"
 #include "lib/string.h"
@@ -19,6 +21,8 @@ static EFI_GUID loaded_image_guid = LOADED_IMAGE_PROTOCOL;
 static EFI_GUID acpi20_guid = ACPI_20_TABLE_GUID;
 static EFI_GUID acpi10_guid = ACPI_TABLE_GUID;
 static EFI_GUID gop_guid = EFI_GRAPHICS_OUTPUT_PROTOCOL_GUID;
+static EFI_GUID smbios3_guid = SMBIOS3_TABLE_GUID;
+static EFI_GUID smbios_guid = SMBIOS_TABLE_GUID;
 
 static void efi_say(EFI_SYSTEM_TABLE *st, const CHAR16 *msg)
 {
@@ -54,6 +58,26 @@ static void efi_find_rsdp(EFI_SYSTEM_TABLE *st, struct boot_info *bi)
 			bi->rsdp_rev = 0;
 		}
 	}
+}
+
+/* SMBIOS type 11 strings (boot/smbios.c): the 3.0 entry point if there is
+ * one, else 2.1's. The table stays where firmware put it; only what is
+ * vireo's is copied into bi. */
+static void efi_smbios(EFI_SYSTEM_TABLE *st, struct boot_info *bi)
+{
+	u64 addr = 0;
+	u32 len = 0;
+	int found = -EINVAL;
+
+	for (UINTN pass = 0; pass < 2 && found; pass++)
+		for (UINTN i = 0; i < st->NumberOfTableEntries && found; i++) {
+			EFI_CONFIGURATION_TABLE *t = &st->ConfigurationTable[i];
+
+			if (efi_guid_eq(&t->VendorGuid, pass ? &smbios_guid : &smbios3_guid) && t->VendorTable)
+				found = smbios_entry(t->VendorTable, pass ? 31 : 24, &addr, &len);
+		}
+	if (!found)
+		smbios_collect((const u8 *)(UINTN)addr, len, &bi->smbios);
 }
 
 static void efi_find_fb(EFI_BOOT_SERVICES *bs, struct boot_info *bi)
@@ -221,15 +245,20 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	efi_find_rsdp(st, bi);
 	efi_find_fb(bs, bi);
 	esp_load(bs, li ? li->DeviceHandle : NULL, bi);	/* BOOT_FILES */
+	seed_load(bs, li ? li->DeviceHandle : NULL, bi);	/* cidata, config-2 */
+	efi_smbios(st, bi);
 
-	if (li && efi_cmdline_from_load_options(li, bi) && bi->cmdline[0])
+	/* The boot loader's command line and QEMU's fw_cfg one, both kept:
+	 * kernel/config.c applies fw_cfg's after it (docs/appliance.md). */
+	if (li && efi_cmdline_from_load_options(li, bi) && bi->cmdline[0]) {
 		efi_set_src(bi, "loadoptions");
-	else if (fwcfg_read_file("opt/vireo/cmdline", bi->cmdline, BOOT_CMDLINE_MAX) >= 0)
-		efi_set_src(bi, "fw_cfg");
-	else {
+	} else {
 		bi->cmdline[0] = '\0';
 		efi_set_src(bi, "none");
 	}
+	bi->fwcfg_len = fwcfg_read_file("opt/vireo/cmdline", bi->fwcfg_cmdline, BOOT_CMDLINE_MAX);
+	if (bi->fwcfg_len < 0)
+		bi->fwcfg_len = 0;
 
 	/* Size the map, then allocate with slack: the allocation itself may
 	 * split a region, and nothing may be allocated between the final

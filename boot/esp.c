@@ -56,10 +56,7 @@ static void esp_fail(struct boot_file *f, u32 state, const char *what, u64 statu
 		esp_copy_str(f->what, sizeof f->what, what);
 }
 
-/* Reads all of fh into buf[room]: the bytes read, *s EFI_SUCCESS; or, when
- * the file holds more than room (or firmware reported more than it was
- * asked for), EFI_BAD_BUFFER_SIZE. */
-static u64 esp_read(EFI_FILE_HANDLE fh, u8 *buf, u64 room, EFI_STATUS *s)
+u64 esp_read(EFI_FILE_HANDLE fh, u8 *buf, u64 room, EFI_STATUS *s)
 {
 	u64 got = 0;
 	u8 extra;

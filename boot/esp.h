@@ -16,6 +16,11 @@
  * BOOT_DIR_MAX_FILES-entry table), BOOT_DIR_DEPTH levels of recursion. */
 void esp_load(EFI_BOOT_SERVICES *bs, EFI_HANDLE device, struct boot_info *bi);
 
+/* Reads all of fh into buf[room]: the bytes read, *s EFI_SUCCESS; or, when
+ * the file holds more than room (or firmware reported more than it was
+ * asked for), EFI_BAD_BUFFER_SIZE (boot/seed.c reads a FAT seed with it). */
+u64 esp_read(EFI_FILE_HANDLE fh, u8 *buf, u64 room, EFI_STATUS *s);
+
 /* s into dst[n], cut to n - 1 bytes and NUL-terminated (boot/'s strings). */
 void esp_copy_str(char *dst, size_t n, const char *s);
 

@@ -138,8 +138,12 @@ trap 'rm -f "$vars"' EXIT
 # needs SMM and the flash must only be writable from it.
 machine_opts=$machine
 ((secboot)) && machine_opts+=",smm=on"
+# mon:stdio: COM1 and QEMU's monitor share stdio through a mux, whose
+# escape is Ctrl-A (Ctrl-A X quits, Ctrl-A C switches to the monitor and
+# back, Ctrl-A H lists the rest); a plain stdio serial has no escape, so
+# Ctrl-A X would reach the guest instead.
 args=("$qemu" -machine "$machine_opts" -accel "$accel" -m "$mem" -smp 1
-	-nodefaults -no-user-config -display none -serial stdio)
+	-nodefaults -no-user-config -display none -serial mon:stdio)
 if [[ -n $kernel ]]; then
 	args+=(-kernel "$kernel")
 	((microvm)) && args+=(-global virtio-mmio.force-legacy=false)

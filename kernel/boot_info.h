@@ -106,6 +106,56 @@ struct boot_file {
 	char what[BOOT_DIR_PATH_MAX];	/* a directory's refusal: the path it is about */
 };
 
+/*
+ * SMBIOS type 11 OEM strings (boot/smbios.c): the values of the
+ * io.systemd.credential[.binary]:vireo.cmdline credentials, in table order,
+ * joined by spaces, and what else was there (the kernel says it ignored).
+ */
+enum boot_smbios_state {
+	BOOT_SMBIOS_NONE,	/* no SMBIOS table (or PVH) */
+	BOOT_SMBIOS_OK,
+	BOOT_SMBIOS_DAMAGED,	/* the walk stopped at a malformed structure */
+};
+
+struct boot_smbios {
+	u32 state;		/* enum boot_smbios_state */
+	u32 strings;		/* type 11 strings seen */
+	u32 used;		/* vireo.cmdline credentials taken */
+	u32 other_vireo;	/* credentials named vireo.<anything else> */
+	u32 refused;		/* vireo.cmdline credentials refused: refused_why */
+	char refused_why[48];
+	char other_name[48];	/* the first other vireo credential's name */
+	char cmdline[BOOT_CMDLINE_MAX];
+};
+
+/*
+ * A per-instance seed (boot/seed.c): the first volume labelled "cidata"
+ * (NoCloud) or "config-2" (an OpenStack config drive), as ISO 9660 on a
+ * whole block device or as a FAT file system, other than the ESP vireo
+ * came from. Its user data and meta data are read whole, each within its
+ * cap, into EfiLoaderData pages the kernel keeps.
+ */
+#define BOOT_SEED_USER_MAX BOOT_CFG_MAX	/* user-data: vireo.cfg's format and bound */
+/* meta-data: only its instance id is read, but a config drive's JSON holds
+ * the instance's public keys and devices too (OpenStack's run to a few KiB) */
+#define BOOT_SEED_META_MAX 16384
+#define BOOT_SEED_MAX_DEVICES 16	/* block devices and file systems looked at */
+enum boot_seed_kind { BOOT_SEED_NONE, BOOT_SEED_NOCLOUD, BOOT_SEED_CONFIG_DRIVE };
+enum boot_seed_fs { BOOT_SEED_ISO9660 = 1, BOOT_SEED_FAT };
+#define BOOT_SEED_HAS_NETWORK 1u	/* network-config / openstack/latest/network_data.json */
+#define BOOT_SEED_HAS_VENDOR 2u		/* vendor-data / openstack/latest/vendor_data.json */
+
+struct boot_seed {
+	u32 kind;		/* enum boot_seed_kind */
+	u32 fs;			/* enum boot_seed_fs */
+	u32 found;		/* seeds seen (the first is read) */
+	s32 err;		/* a seed whose volume could not be read: the reader's error */
+	u32 flags;		/* BOOT_SEED_HAS_* */
+	u32 devices;		/* block devices and file systems looked at */
+	char label[16];		/* the volume label as written */
+	struct boot_file user, meta;	/* BOOT_FILE_OK, _ABSENT, _TOO_BIG, _ERROR, _NO_MEMORY */
+};
+
 struct boot_info {
 	u64 magic;
 #define BOOT_INFO_MAGIC 0x766972656f626f6fULL	/* "vireoboo" */
@@ -122,7 +172,13 @@ struct boot_info {
 	u64 self_base, self_size;	/* the pages holding this struct */
 	struct boot_fb fb;
 	char cmdline[BOOT_CMDLINE_MAX];
-	char cmdline_src[16];	/* "loadoptions", "fw_cfg", "pvh" or "none" */
+	char cmdline_src[16];	/* the boot loader's: "loadoptions", "pvh" or "none" */
+	/* QEMU's fw_cfg file opt/vireo/cmdline, whatever the boot loader
+	 * passed (applied after it, kernel/config.c); fwcfg_len 0: none. */
+	char fwcfg_cmdline[BOOT_CMDLINE_MAX];
+	s32 fwcfg_len;		/* its full length (more than BOOT_CMDLINE_MAX - 1: cut) */
+	struct boot_smbios smbios;
+	struct boot_seed seed;
 	u32 nregions;
 	u32 regions_dropped;	/* map entries that did not fit */
 	struct boot_region regions[BOOT_MAX_REGIONS];

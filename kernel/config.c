@@ -240,10 +240,170 @@ void config_reset_origins(void)
 	memset(config_origins, 0, sizeof config_origins);
 }
 
+/* ---- per-instance sources: a seed, SMBIOS OEM strings ---- */
+
+#define SMBIOS_CRED_NAME_K "vireo.cmdline"	/* boot/smbios.h's SMBIOS_CRED_NAME */
+
+/* What cloud-init reads that is not vireo's key=value lines: the first line
+ * (or the gzip magic) says; NULL for vireo's own. */
+static const char *config_userdata_other(const char *buf, size_t len)
+{
+	static const char *const kinds[] = {
+		"#cloud-config", "#!", "Content-Type:", "#include", "#cloud-boothook", "#part-handler",
+		"## template:", "#upstart-job",
+	};
+
+	if (len >= 2 && (u8)buf[0] == 0x1f && (u8)buf[1] == 0x8b)
+		return "gzip-compressed";
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		size_t n = strlen(kinds[i]);
+
+		if (len >= n && !memcmp(buf, kinds[i], n))
+			return kinds[i];
+	}
+	return NULL;
+}
+
+/* The value of key in meta data, YAML ("instance-id: x") or JSON
+ * ("\"uuid\": \"x\""), into out[n] as printable text; 0 if none. */
+static size_t config_meta_value(const char *buf, size_t len, const char *key, char *out, size_t n)
+{
+	size_t k = strlen(key), i, o = 0;
+
+	for (i = 0; i + k < len; i++) {
+		size_t j = i + k;
+
+		if (memcmp(buf + i, key, k) || (i && buf[i - 1] != '\n' && buf[i - 1] != '"' && buf[i - 1] != ' ' &&
+						 buf[i - 1] != '{'))
+			continue;
+		if (j < len && buf[j] == '"')
+			j++;
+		while (j < len && buf[j] == ' ')
+			j++;
+		if (j >= len || buf[j++] != ':')
+			continue;
+		while (j < len && (buf[j] == ' ' || buf[j] == '"' || buf[j] == '\''))
+			j++;
+		while (j < len && o < n - 1 && buf[j] > ' ' && buf[j] <= '~' && buf[j] != '"' && buf[j] != '\'' &&
+		       buf[j] != ',' && buf[j] != '}')
+			out[o++] = buf[j++];
+		break;
+	}
+	out[o] = '\0';
+	return o;
+}
+
+/* A seed file boot/ could not take: why, as a warning; true if it is there. */
+static bool config_seed_file_ok(const struct boot_file *f, int *problems)
+{
+	switch (f->state) {
+	case BOOT_FILE_OK:
+		return true;
+	case BOOT_FILE_ABSENT:
+	case BOOT_FILE_NONE:
+		return false;
+	case BOOT_FILE_TOO_BIG:
+		kprintf("warning: seed: %.48s is larger than %lu bytes (%lu), ignored\n", f->path,
+			(unsigned long)f->cap, (unsigned long)f->len);
+		break;
+	case BOOT_FILE_NO_MEMORY:
+		kprintf("warning: seed: no memory to read %.48s, ignored\n", f->path);
+		break;
+	default:
+		kprintf("warning: seed: reading %.48s failed (%s %#lx), ignored\n", f->path,
+			(s64)f->status < 0 && (s64)f->status > -4096 ? "error" : "EFI status",
+			(unsigned long)f->status);
+		break;
+	}
+	(*problems)++;
+	return false;
+}
+
+/* The seed's user data, as a vireo.cfg from the instance; what else it
+ * holds is named and ignored. Returns its label when it applied. */
+static const char *config_seed(const struct boot_info *bi, int *problems)
+{
+	const struct boot_seed *sd = &bi->seed;
+	bool nocloud = sd->kind == BOOT_SEED_NOCLOUD;
+	const char *label = nocloud ? "seed (cidata)" : "seed (config-2)", *other;
+	char id[64] = "";
+
+	if (sd->kind == BOOT_SEED_NONE) {
+		if (sd->devices)
+			kprintf("seed: none (no cidata or config-2 volume on %u block devices and file systems)\n",
+				(unsigned)sd->devices);
+		return NULL;
+	}
+	if (config_seed_file_ok(&sd->meta, problems))
+		config_meta_value((const char *)(uintptr_t)sd->meta.base, sd->meta.len,
+				  nocloud ? "instance-id" : "uuid", id, sizeof id);
+	kprintf("seed: %s (%s) on %s \"%.16s\": user data %s%lu bytes, meta data %s%lu bytes%s%s%s\n",
+		nocloud ? "cidata" : "config-2", nocloud ? "NoCloud" : "OpenStack config drive",
+		sd->fs == BOOT_SEED_ISO9660 ? "ISO 9660" : "FAT", sd->label,
+		sd->user.state == BOOT_FILE_OK ? "" : "none, ", (unsigned long)(sd->user.state == BOOT_FILE_OK ? sd->user.len : 0),
+		sd->meta.state == BOOT_FILE_OK ? "" : "none, ", (unsigned long)(sd->meta.state == BOOT_FILE_OK ? sd->meta.len : 0),
+		id[0] ? " (instance " : "", id, id[0] ? ")" : "");
+	if (sd->found > 1)
+		kprintf("seed: %u more seed(s) ignored: one is read per boot (block devices first, then file systems)\n",
+			(unsigned)(sd->found - 1));
+	if (sd->flags & BOOT_SEED_HAS_NETWORK)
+		kprintf("seed: %s ignored: vireo takes ip=, gw= and dns= from the user data (DHCP without them)\n",
+			nocloud ? "network-config" : "openstack/latest/network_data.json");
+	if (sd->flags & BOOT_SEED_HAS_VENDOR)
+		kprintf("seed: %s ignored: vireo reads the user data only\n",
+			nocloud ? "vendor-data" : "openstack/latest/vendor_data.json");
+	if (!config_seed_file_ok(&sd->user, problems))
+		return NULL;
+	other = config_userdata_other((const char *)(uintptr_t)sd->user.base, sd->user.len);
+	if (other) {
+		kprintf("warning: seed: %.48s is %s, not vireo's key=value lines: ignored (docs/appliance.md)\n",
+			sd->user.path, other);
+		(*problems)++;
+		return NULL;
+	}
+	*problems += config_apply_file(label, (const char *)(uintptr_t)sd->user.base,
+				       MIN(sd->user.len, (u64)BOOT_SEED_USER_MAX));
+	return label;
+}
+
+/* SMBIOS type 11: the vireo.cmdline credentials' words, and what was not
+ * vireo's. Returns its label when it applied. */
+static const char *config_smbios(const struct boot_info *bi, int *problems)
+{
+	const struct boot_smbios *sm = &bi->smbios;
+	u32 others = sm->strings - MIN(sm->strings, sm->used + sm->refused + sm->other_vireo);
+
+	if (sm->state == BOOT_SMBIOS_DAMAGED) {
+		kprintf("warning: smbios: the structure table is damaged after %u OEM string(s); the rest is ignored\n",
+			(unsigned)sm->strings);
+		(*problems)++;
+	}
+	if (sm->other_vireo) {
+		kprintf("warning: smbios: credential %.48s%s ignored: vireo reads " SMBIOS_CRED_NAME_K " only\n",
+			sm->other_name, sm->other_vireo > 1 ? " and others" : "");
+		(*problems)++;
+	}
+	if (sm->refused) {
+		kprintf("warning: smbios: %u " SMBIOS_CRED_NAME_K " credential(s) ignored: %.48s\n",
+			(unsigned)sm->refused, sm->refused_why);
+		(*problems)++;
+	}
+	if (others)
+		kprintf("smbios: %u OEM string(s) ignored (not io.systemd.credential:" SMBIOS_CRED_NAME_K ")\n",
+			(unsigned)others);
+	if (!sm->used)
+		return NULL;
+	kprintf("smbios: io.systemd.credential:" SMBIOS_CRED_NAME_K " (%u): %s\n", (unsigned)sm->used, sm->cmdline);
+	*problems += config_apply_cmdline("smbios", sm->cmdline);
+	return "smbios";
+}
+
 int config_boot(const struct boot_info *bi)
 {
-	/* The label outlives the call: origins point at it. */
+	/* The labels outlive the call: origins point at them. */
 	static char cmdline_label[40];
+	const char *applied[6];
+	size_t napplied = 0;
 	int problems = config_check(config_warn, NULL);
 
 	const struct boot_file *cfg = &bi->files[BOOT_FILE_CFG], *f;
@@ -258,6 +418,7 @@ int config_boot(const struct boot_info *bi)
 		kprintf("config: " BOOT_CFG_PATH ": %lu bytes\n", (unsigned long)cfg->len);
 		problems += config_apply_file("vireo.cfg", (const char *)(uintptr_t)cfg->base,
 					      MIN(cfg->len, (u64)BOOT_CFG_MAX));
+		applied[napplied++] = "vireo.cfg";
 		break;
 	case BOOT_FILE_TOO_BIG:
 		kprintf("warning: vireo.cfg: " BOOT_CFG_PATH " is larger than %u bytes, ignored (the built-in "
@@ -275,9 +436,38 @@ int config_boot(const struct boot_info *bi)
 		problems++;
 		break;
 	}
-	kprintf("cmdline (%s): %s\n", bi->cmdline_src, bi->cmdline[0] ? bi->cmdline : "(empty)");
+	/* The boot loader's command line; "cmdline (none)" only when QEMU's
+	 * fw_cfg has none either. */
 	ksnprintf(cmdline_label, sizeof cmdline_label, "cmdline (%.16s)", bi->cmdline_src);
-	problems += config_apply_cmdline(cmdline_label, bi->cmdline);
+	if (strcmp(bi->cmdline_src, "none") || bi->fwcfg_len <= 0) {
+		kprintf("%s: %s\n", cmdline_label, bi->cmdline[0] ? bi->cmdline : "(empty)");
+		problems += config_apply_cmdline(cmdline_label, bi->cmdline);
+		if (bi->cmdline[0])
+			applied[napplied++] = cmdline_label;
+	}
+	if ((applied[napplied] = config_seed(bi, &problems)))
+		napplied++;
+	if ((applied[napplied] = config_smbios(bi, &problems)))
+		napplied++;
+	/* Whole or not at all: a cut one could end in half a value. */
+	if (bi->fwcfg_len > BOOT_CMDLINE_MAX - 1) {
+		kprintf("warning: cmdline (fw_cfg): %d bytes, longer than the %u a command line holds: ignored\n",
+			(int)bi->fwcfg_len, (unsigned)BOOT_CMDLINE_MAX - 1);
+		problems++;
+	} else if (bi->fwcfg_len > 0) {
+		kprintf("cmdline (fw_cfg): %s\n", bi->fwcfg_cmdline[0] ? bi->fwcfg_cmdline : "(empty)");
+		problems += config_apply_cmdline("cmdline (fw_cfg)", bi->fwcfg_cmdline);
+		applied[napplied++] = "cmdline (fw_cfg)";
+	}
+	if (napplied > 1) {
+		char line[160];
+		size_t o = 0;
+
+		for (size_t i = 0; i < napplied; i++)
+			o += (size_t)ksnprintf(line + MIN(o, sizeof line), sizeof line - MIN(o, sizeof line), "%s%s",
+					       i ? ", " : "", applied[i]);
+		kprintf("config: sources in order, later wins key by key: %s\n", line);
+	}
 	config_print_origins();
 	if (problems)
 		kprintf("config: %d warning%s, those keys keep their earlier values\n", problems,

@@ -34,6 +34,24 @@ static u32 rx_head, rx_tail;
 static struct work rx_work;
 static void console_rx_drain(void *arg);
 
+/*
+ * The shell's line editor. After each command (or an empty line) it prints
+ * CONSOLE_PROMPT, and typed characters are echoed behind it, so the cursor
+ * sits mid-line (in_open). Other output never shares that line: it starts
+ * on a new one, so every log line still starts a line for the tests and
+ * scripts that read the console line by line (docs/console.md), and the
+ * prompt with the text typed so far is drawn again below it (a bare prompt
+ * is not, to keep a quiet console quiet: Enter gives a new one). The
+ * prompt is only printed in answer to input: a console nobody types on
+ * never shows one.
+ */
+#define CONSOLE_PROMPT "vireo> "
+static char in_line[128];	/* the line being typed */
+static size_t in_len;
+static bool in_open;		/* the cursor is on the prompt or typed text */
+static bool in_redraw;		/* draw the prompt and in_line once the line in progress ends */
+static bool line_start = true;	/* the last byte written ended a line */
+
 static void console_uart_putc(char c)
 {
 	u32 spins = 100000;
@@ -86,12 +104,10 @@ static void console_write_raw(const char *buf, size_t len)
 }
 
 /* Every line starts with the wall-clock time once it is known
- * (kernel/time/wallclock.c); before that, and in a panic, lines are as written. */
-void console_write(const char *buf, size_t len)
+ * (kernel/time/wallclock.c); before that, and in a panic, lines are as
+ * written. Interrupts are off. */
+static void console_write_lines(const char *buf, size_t len)
 {
-	static bool line_start = true;
-	u64 flags = irq_save();
-
 	while (len) {
 		size_t n = 0;
 
@@ -111,6 +127,34 @@ void console_write(const char *buf, size_t len)
 		buf += n;
 		len -= n;
 	}
+}
+
+void console_write(const char *buf, size_t len)
+{
+	u64 flags = irq_save();
+
+	if (in_open && len) {	/* not on the prompt's line (see CONSOLE_PROMPT) */
+		console_write_lines("\n", 1);
+		in_open = false;
+		in_redraw = in_len > 0;
+	}
+	console_write_lines(buf, len);
+	if (in_redraw && line_start && !panic_mode) {
+		in_redraw = false;
+		console_write_lines(CONSOLE_PROMPT, sizeof CONSOLE_PROMPT - 1);
+		console_write_lines(in_line, in_len);
+		in_open = true;
+	}
+	irq_restore(flags);
+}
+
+/* The line editor's own output: the prompt and echoed input. */
+static void console_echo(const char *buf, size_t len)
+{
+	u64 flags = irq_save();
+
+	console_write_lines(buf, len);
+	in_open = !line_start;
 	irq_restore(flags);
 }
 
@@ -190,14 +234,16 @@ void klog(const char *fmt, ...)
 	console_write(buf, (size_t)n);
 }
 
-/* Runs in the event loop: hand complete input to the shell. */
+/* Runs in the event loop: hand complete input to the shell. in_line is
+ * changed with interrupts off, as console_write() may draw it from any
+ * context. */
 static void console_rx_drain(void *arg)
 {
-	static char line[128];
-	static size_t len;
+	char line[sizeof in_line];
 	u32 head;
 
 	for (;;) {
+		u64 flags;
 		char c;
 
 		head = READ_ONCE(rx_head);
@@ -205,18 +251,26 @@ static void console_rx_drain(void *arg)
 			break;
 		c = rx_ring[rx_tail % RX_RING];
 		rx_tail++;
+		flags = irq_save();
 		if (c == '\r' || c == '\n') {
-			console_write("\n", 1);
-			line[len] = '\0';
+			memcpy(line, in_line, in_len);
+			line[in_len] = '\0';
+			in_len = 0;
+			in_redraw = false;
+			console_echo("\n", 1);
+			irq_restore(flags);
 			shell_line(line);
-			len = 0;
-		} else if ((c == 0x7f || c == '\b') && len) {
-			len--;
-			console_write("\b \b", 3);
-		} else if (c >= 0x20 && c < 0x7f && len < sizeof line - 1) {
-			line[len++] = c;
-			console_write(&c, 1);
+			console_echo(CONSOLE_PROMPT, sizeof CONSOLE_PROMPT - 1);
+			continue;
 		}
+		if ((c == 0x7f || c == '\b') && in_len) {
+			in_len--;
+			console_echo("\b \b", 3);
+		} else if (c >= 0x20 && c < 0x7f && in_len < sizeof in_line - 1) {
+			in_line[in_len++] = c;
+			console_echo(&c, 1);
+		}
+		irq_restore(flags);
 	}
 }
 

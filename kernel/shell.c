@@ -36,6 +36,9 @@ static void shell_cmd_help(const char *args)
 				next = set[i];
 		if (!next)
 			break;
+		last = next->name;
+		if (next->debug && !debug)
+			continue;	/* test-only: listed only with debug=on */
 		if (next->usage) {
 			char head[40];
 
@@ -44,7 +47,6 @@ static void shell_cmd_help(const char *args)
 		} else {
 			kprintf("  %-10s %s%s\n", next->name, next->help, next->debug ? " (tests; needs debug)" : "");
 		}
-		last = next->name;
 	}
 }
 SHELL_CMD(help, .name = "help", .fn = shell_cmd_help, .help = "this list");

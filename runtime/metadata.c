@@ -9,7 +9,10 @@
  *   gce:  GET /computeMetadata/v1/instance/attributes/vireo-config with
  *         Metadata-Flavor: Google;
  *   aws:  IMDSv2: PUT /latest/api/token (X-aws-ec2-metadata-token-ttl-
- *         seconds), then GET /latest/user-data with the token;
+ *         seconds), then GET /latest/user-data with the token; when the
+ *         server answers the token request with anything but a token
+ *         (IMDSv1 only, as EC2-compatible services such as OpenStack's
+ *         are), GET /latest/user-data without one;
  *   auto: gce, then aws if gce gave nothing.
  * The body is key=value lines, read by the same parser as vireo.cfg with
  * the source named "metadata". Keys that can change after boot take
@@ -23,7 +26,8 @@
  * only after a failed connection or no answer; a bad answer is not asked
  * again), and the whole step METADATA_TOTAL_MS, after which the ready line
  * comes with the boot configuration: at most 2 x 2 s per provider, 3 steps
- * for auto, all under the 10 s total. Memory: one TCP pcb, the response
+ * for auto (a fourth, IMDSv1, only after an answer), all under the 10 s
+ * total. Memory: one TCP pcb, the response
  * reader's 20 KiB (MDHTTP_BUF, five pages taken for the step and given
  * back), a 1 KiB request on the stack, the token (512 B + 1).
  */
@@ -65,8 +69,8 @@ static const char *const metadata_live_keys[] = {
 	"http", "ip", "gw", "dns", "ntp", "syslog", "shutdown.grace", "panic", NULL,
 };
 
-enum md_step { MD_GCE_GET, MD_AWS_TOKEN, MD_AWS_GET };
-static const char *const metadata_step_names[] = { "gce", "aws token", "aws user-data" };
+enum md_step { MD_GCE_GET, MD_AWS_TOKEN, MD_AWS_GET, MD_AWS_V1_GET };
+static const char *const metadata_step_names[] = { "gce", "aws token", "aws user-data", "aws user-data (IMDSv1)" };
 
 static struct {
 	void (*ready)(void);
@@ -228,6 +232,21 @@ static void metadata_apply(char *body, size_t len)
 			warnings == 1 ? "" : "s");
 }
 
+/* The server answered, but not with what this step wanted: a refused
+ * token request falls back to IMDSv1 (no token), anything else ends the
+ * step. A token request that gets no answer at all does not fall back. */
+static void metadata_answer_failed(const char *why)
+{
+	if (md.step == MD_AWS_TOKEN) {
+		kprintf("metadata: aws token: %s; asking IMDSv1 (no token)\n", why);
+		md.step = MD_AWS_V1_GET;
+		md.tries = 0;
+		metadata_connect();
+		return;
+	}
+	metadata_step_failed(why);
+}
+
 /* A whole response (or the reader's error) for the current step. */
 static void metadata_response(int r)
 {
@@ -238,26 +257,26 @@ static void metadata_response(int r)
 	sys_untimeout(metadata_try_timeout, NULL);
 	if (r != MDHTTP_DONE) {
 		kprintf("warning: metadata: %s: %s\n", step, mdhttp_strerror(r));
-		metadata_step_failed("bad response");
+		metadata_answer_failed("bad response");
 		return;
 	}
 	mdhttp_body(&md.rx, &body, &len);
 	if (md.rx.status == 404) {
 		kprintf("metadata: %s: not found (404)\n", step);
-		metadata_step_failed("not found");
+		metadata_answer_failed("not found");
 		return;
 	}
 	if (md.rx.status != 200) {
 		kprintf("warning: metadata: %s: HTTP %d%s\n", step, md.rx.status,
 			md.rx.status >= 300 && md.rx.status < 400 ? " (redirects are not followed)" : "");
-		metadata_step_failed("refused");
+		metadata_answer_failed("refused");
 		return;
 	}
 	switch (md.step) {
 	case MD_AWS_TOKEN:
 		if (!mdhttp_token_ok(body, len)) {
 			kprintf("warning: metadata: aws token: not a token (%u bytes)\n", (unsigned)len);
-			metadata_step_failed("bad token");
+			metadata_answer_failed("bad token");
 			return;
 		}
 		memcpy(md.token, body, len);
@@ -268,6 +287,7 @@ static void metadata_response(int r)
 		return;
 	case MD_GCE_GET:
 	case MD_AWS_GET:
+	case MD_AWS_V1_GET:
 		metadata_apply((char *)(uintptr_t)body, len);
 		metadata_finish(NULL);
 		return;
@@ -329,6 +349,9 @@ static err_t metadata_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 	case MD_AWS_GET:
 		ksnprintf(hdr, sizeof hdr, "X-aws-ec2-metadata-token: %s", md.token);
 		n = mdhttp_request(req, sizeof req, "GET", "/latest/user-data", METADATA_HOST, hdr, NULL);
+		break;
+	case MD_AWS_V1_GET:
+		n = mdhttp_request(req, sizeof req, "GET", "/latest/user-data", METADATA_HOST, NULL, NULL);
 		break;
 	}
 	if (!n || tcp_write(pcb, req, (u16)n, TCP_WRITE_FLAG_COPY) != ERR_OK) {

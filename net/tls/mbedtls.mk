@@ -6,8 +6,8 @@
 # for the key-loading tests, tests/host/net/tls/host.mk). See docs/https.md.
 #
 # Credentials: TLS_CERT=<chain.pem> TLS_KEY=<key.pem> at build time, or else
-# a self-signed development certificate (EC P-256, CN=vireo-dev, SAN
-# localhost/127.0.0.1) generated once into $(BUILD)/tls/ with openssl: never
+# a self-signed development certificate (an EC P-256 leaf, CN=vireo-dev,
+# SAN localhost, 127.0.0.1, ...) generated once into $(BUILD)/tls/ with openssl: never
 # committed, different for every clone; the boot log says it is one.
 
 MBEDTLS_SRCDIR := $(BUILD)/mbedtls-src/mbedtls
@@ -99,14 +99,26 @@ $(TLS_CRED_STAMP):
 	$(Q)rm -f $(BUILD)/tls/creds.* && touch $@
 
 # The key is written 0600; a new one only when none exists (make clean
-# removes it with the rest of build/).
+# removes it with the rest of build/). The certificate is a leaf, as
+# browsers want of a server's even when it is its own trust anchor:
+# CA:FALSE (openssl req -x509 would make a CA by default, which Firefox
+# refuses for a server), digitalSignature, serverAuth, and the names a
+# development appliance is reached by (docs/https.md). One made before
+# that (a CA) is made again, key and all.
+DEV_CERT_SAN := DNS:localhost,IP:127.0.0.1,IP:::1
+ifneq ($(wildcard $(BUILD)/tls/dev-cert.pem),)
+ifneq ($(shell openssl x509 -in $(BUILD)/tls/dev-cert.pem -noout -ext basicConstraints 2>/dev/null | grep -c 'CA:TRUE'),0)
+$(shell rm -f $(BUILD)/tls/dev-cert.pem $(BUILD)/tls/dev-key.pem)
+endif
+endif
 $(BUILD)/tls/dev-key.pem:
 	@mkdir -p $(dir $@)
 	@echo "  TLSDEV  self-signed development certificate into $(BUILD)/tls/"
 	$(Q)command -v openssl >/dev/null || { echo "make TLS=1: openssl makes the development certificate: install the Debian package openssl, or give TLS_CERT= and TLS_KEY=" >&2; exit 1; }
 	$(Q)umask 077 && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-		-days 825 -subj /CN=vireo-dev -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-		-keyout $@ -out $(BUILD)/tls/dev-cert.pem 2>/dev/null
+		-days 825 -subj /CN=vireo-dev -addext subjectAltName=$(DEV_CERT_SAN) \
+		-addext basicConstraints=critical,CA:FALSE -addext keyUsage=critical,digitalSignature \
+		-addext extendedKeyUsage=serverAuth -keyout $@ -out $(BUILD)/tls/dev-cert.pem 2>/dev/null
 $(BUILD)/tls/dev-cert.pem: $(BUILD)/tls/dev-key.pem
 
 $(BUILD)/tls_creds.c: net/tls/mkcreds.py $(TLS_CRED_STAMP) $(TLS_CRED_CERT) $(TLS_CRED_KEY)

@@ -225,15 +225,74 @@ static void https_count_suite(const mbedtls_ssl_context *ssl)
 	https_suites_other++;
 }
 
+/* The alert RFC 8446 section 6 asks for when a handshake fails on our side
+ * with ret; 0 when none is due (the peer's alert, the peer gone). */
+static int https_alert_for(const mbedtls_ssl_context *ssl, int ret)
+{
+	switch (ret) {
+	case MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE:
+	case MBEDTLS_ERR_SSL_CONN_EOF:
+	case MBEDTLS_ERR_NET_CONN_RESET:
+	case MBEDTLS_ERR_NET_SEND_FAILED:
+		return 0;
+	case MBEDTLS_ERR_SSL_HANDSHAKE_FAILURE:
+		return MBEDTLS_SSL_ALERT_MSG_HANDSHAKE_FAILURE;
+	case MBEDTLS_ERR_SSL_BAD_PROTOCOL_VERSION:
+		return MBEDTLS_SSL_ALERT_MSG_PROTOCOL_VERSION;
+	case MBEDTLS_ERR_SSL_BAD_CERTIFICATE:
+		return MBEDTLS_SSL_ALERT_MSG_BAD_CERT;
+	case MBEDTLS_ERR_SSL_ILLEGAL_PARAMETER:
+		return MBEDTLS_SSL_ALERT_MSG_ILLEGAL_PARAMETER;
+	case MBEDTLS_ERR_SSL_INVALID_MAC:
+		return MBEDTLS_SSL_ALERT_MSG_BAD_RECORD_MAC;
+	case MBEDTLS_ERR_SSL_UNSUPPORTED_EXTENSION:
+		return MBEDTLS_SSL_ALERT_MSG_UNSUPPORTED_EXT;
+	case MBEDTLS_ERR_SSL_UNEXPECTED_MESSAGE:
+	case MBEDTLS_ERR_SSL_UNEXPECTED_RECORD:
+		return MBEDTLS_SSL_ALERT_MSG_UNEXPECTED_MESSAGE;
+	case MBEDTLS_ERR_SSL_INVALID_RECORD:
+	case MBEDTLS_ERR_SSL_BAD_INPUT_DATA: {	/* a record header mbedTLS refused */
+		/* Not TLS at all (an unknown content type: "GET " is 0x47) is
+		 * an unexpected record type (RFC 8446 5), a length over
+		 * 2^14 + 256 a record_overflow (5.2; mbedTLS says BAD_INPUT_DATA:
+		 * more than its buffer), anything else a field out of range. */
+		const unsigned char *h = ssl->MBEDTLS_PRIVATE(in_hdr);
+
+		if (!h || h[0] < MBEDTLS_SSL_MSG_CHANGE_CIPHER_SPEC || h[0] > MBEDTLS_SSL_MSG_APPLICATION_DATA)
+			return MBEDTLS_SSL_ALERT_MSG_UNEXPECTED_MESSAGE;
+		if (((unsigned)h[3] << 8 | h[4]) > 16384 + 256)
+			return MBEDTLS_SSL_ALERT_MSG_RECORD_OVERFLOW;
+		return MBEDTLS_SSL_ALERT_MSG_DECODE_ERROR;
+	}
+	case MBEDTLS_ERR_SSL_DECODE_ERROR:
+		return MBEDTLS_SSL_ALERT_MSG_DECODE_ERROR;
+	default:
+		return MBEDTLS_SSL_ALERT_MSG_INTERNAL_ERROR;
+	}
+}
+
 /* Patch 0004's ALTCP_MBEDTLS_HANDSHAKE_HOOK (net/port/lwipopts.h): once per
- * handshake, ret 0 when it completed, else mbedTLS's error. */
+ * handshake, ret 0 when it completed, else mbedTLS's error; altcp_tls
+ * closes the connection right after a failure. mbedTLS sends a fatal
+ * alert for most failures itself, but some of its TLS 1.3 paths return
+ * without one (no common group: the HelloRetryRequest finds no group to
+ * ask for), and none for a first record that is not TLS: then the alert
+ * the error calls for is sent here, so every failure on our side ends
+ * with one (RFC 8446 6.2). mbedTLS's own is the last record it built
+ * (out_msgtype); a record still partly unsent (out_left) gets none. */
 void vireo_tls_handshake_hook(struct altcp_pcb *conn, mbedtls_ssl_context *ssl, int ret)
 {
 	if (ret == 0) {
 		https_stats.handshakes++;
 		https_count_suite(ssl);
 	} else {
+		int alert = https_alert_for(ssl, ret);
+
 		https_stats.failures[https_classify(ret)]++;
+		if (alert && ssl->MBEDTLS_PRIVATE(out_msgtype) != MBEDTLS_SSL_MSG_ALERT &&
+		    !ssl->MBEDTLS_PRIVATE(out_left) &&
+		    mbedtls_ssl_send_alert_message(ssl, MBEDTLS_SSL_ALERT_LEVEL_FATAL, (unsigned char)alert) == 0)
+			https_stats.alerts_sent++;
 	}
 	http_server_handshake_end(conn->arg);
 }
@@ -275,6 +334,8 @@ static void https_metrics(struct metrics_buf *b)
 	metrics_simple(b, "vireo_https_bulk_refused_total", METRICS_COUNTER,
 		       "Writes that asked for a bulk grant while all were held (8 KiB queued instead)",
 		       s->bulk_refused);
+	metrics_simple(b, "vireo_https_alerts_sent_total", METRICS_COUNTER,
+		       "Fatal alerts sent for failed handshakes mbedTLS ended without one", s->alerts_sent);
 	metrics_family(b, "vireo_https_sessions_total", METRICS_COUNTER,
 		       "Completed handshakes by protocol version and cipher suite");
 	for (int i = 0; i < HTTPS_SUITES && https_suites[i].id; i++) {

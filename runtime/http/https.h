@@ -75,6 +75,7 @@ struct https_stats {
 	u32 bulk_grants;		/* gauge: connections holding a bulk grant */
 	u32 bulk_peak;			/* most at once */
 	u64 bulk_refused;		/* asked for one while all were held (per write) */
+	u64 alerts_sent;		/* fatal alerts sent for failures mbedTLS left without one */
 #endif
 };
 extern struct https_stats https_stats;

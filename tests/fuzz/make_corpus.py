@@ -396,6 +396,117 @@ def dns():
     }
 
 
+# ---- fuzz_iso9660: a volume from sector 16 on (the fuzzer adds the 16 empty ones) ----
+def iso_volume(tree, label=b"cidata", rr=True, joliet=False):
+    """A small ISO 9660 volume as genisoimage lays one out, written from
+    ECMA-119 here: tree is {name: bytes | {name: ...}}. Rock Ridge NM names
+    (with SP on the root's ".") and/or a Joliet tree; plain names are the
+    upper-cased name with ";1". Returns the bytes from sector 16 on."""
+    S = 2048
+    sectors = {}  # lba -> bytes
+    nxt = [16 + 2 + (1 if joliet else 0)]  # PVD, [SVD], terminator
+
+    def both32(v):
+        return struct.pack("<I", v) + struct.pack(">I", v)
+
+    def both16(v):
+        return struct.pack("<H", v) + struct.pack(">H", v)
+
+    def record(name, lba, size, is_dir, su=b""):
+        pad = b"" if len(name) % 2 else b"\0"
+        body = (b"\0" + both32(lba) + both32(size) + b"\0" * 7 + bytes([2 if is_dir else 0, 0, 0])
+                + both16(1) + bytes([len(name)]) + name + pad + su)
+        return bytes([len(body) + 1]) + body
+
+    def nm(name):
+        return b"NM" + bytes([5 + len(name), 1, 0]) + name
+
+    def place(tree, mode, parent):
+        lba = nxt[0]
+        nxt[0] += 1
+        kids = []
+        for name, v in sorted(tree.items()):
+            enc = name.encode()
+            if mode == "joliet":
+                ident = name.encode("utf-16-be") + (b"" if isinstance(v, dict) else ";1".encode("utf-16-be"))
+            else:
+                ident = enc.upper().replace(b"-", b"_") + (b"" if isinstance(v, dict) else b".;1")
+            su = nm(enc) if mode == "rr" else b""
+            if isinstance(v, dict):
+                sub = place(v, mode, lba)
+                kids.append(record(ident, sub, S, True, su))
+            else:
+                flba = nxt[0]
+                nxt[0] += (len(v) + S - 1) // S or 1
+                sectors[flba] = v
+                kids.append(record(ident, flba, len(v), False, su))
+        sp = b"SP\x07\x01\xbe\xef\x00" if mode == "rr" and parent is None else b""
+        recs = record(b"\0", lba, S, True, sp) + record(b"\1", parent or lba, S, True) + b"".join(kids)
+        sectors[lba] = recs
+        return lba
+
+    root = place(tree, "rr" if rr else "plain", None)
+    jroot = place(tree, "joliet", None) if joliet else 0
+    total = nxt[0]
+
+    def vd(kind, root_lba, esc=b""):
+        d = bytearray(S)
+        d[0] = kind
+        d[1:7] = b"CD001\1"
+        d[40:72] = label.ljust(32, b" ")
+        d[80:88] = both32(total)
+        d[88:88 + len(esc)] = esc
+        d[128:132] = both16(S)
+        d[156:190] = record(b"\0", root_lba, S, True)
+        return bytes(d)
+
+    sectors[16] = vd(1, root)
+    if joliet:
+        sectors[17] = vd(2, jroot, b"%/E")
+    term = bytearray(S)
+    term[0] = 255
+    term[1:7] = b"CD001\1"
+    sectors[16 + 1 + (1 if joliet else 0)] = bytes(term)
+    out = bytearray()
+    for lba in range(16, total):
+        chunk = sectors.get(lba, b"")
+        out += chunk + b"\0" * (-len(chunk) % S)
+    return bytes(out.rstrip(b"\0"))
+
+
+def iso():
+    nocloud = {"user-data": b"http=8081\nip=10.0.0.5/24\n", "meta-data": b"instance-id: iid-1\n"}
+    config2 = {"openstack": {"latest": {"user_data": b"http=8081\n", "meta_data.json": b'{"uuid": "u-1"}\n',
+                                        "network_data.json": b"{}\n"}}}
+    return {
+        "cidata_rr": iso_volume(nocloud),
+        "cidata_joliet": iso_volume(nocloud, rr=False, joliet=True),
+        "cidata_plain": iso_volume(nocloud, rr=False),
+        "config2_rr_joliet": iso_volume(config2, label=b"config-2", joliet=True),
+    }
+
+
+# ---- fuzz_smbios: byte 0 even: a structure table; odd: an entry point / Base64 ----
+def smbios():
+    def st(kind, formatted, strings):
+        body = bytes([kind, 4 + len(formatted)]) + le16(0x100 + kind) + formatted
+        return body + (b"".join(x + b"\0" for x in strings) + b"\0" if strings else b"\0\0")
+
+    oem = [b"io.systemd.credential:vireo.cmdline=http=8080 ip=10.0.0.5/24",
+           b"io.systemd.credential.binary:vireo.cmdline=Z3c9MTAuMC4wLjE=",
+           b"io.systemd.credential:vireo.other=1", b"plain OEM string"]
+    table = (st(0, bytes(20), [b"EFI Development Kit II / OVMF", b"0.0.0"]) + st(1, bytes(23), [])
+             + st(11, bytes([len(oem)]), oem) + st(127, b"", []))
+    ep = bytearray(b"_SM3_\0\x18\x03\x00\x00\x01\x00" + le32(len(table)) + le64(0x7f000000))
+    ep[5] = -sum(ep) & 0xff
+    return {
+        "qemu_oem": b"\0" + table,
+        "no_end": b"\0" + table[:-2],
+        "entry_sm3": b"\x01" + bytes(ep),
+        "base64": b"\xfd" + b"aHR0cD04MDgwIGVjaG89dGNw",
+    }
+
+
 TARGETS = {
     "fuzz_cmdline": cmdline,
     "fuzz_http": http,
@@ -408,6 +519,8 @@ TARGETS = {
     "fuzz_virtio_mmio_parse": vmmio,
     "fuzz_mbedtls_config": tls,
     "fuzz_dns": dns,
+    "fuzz_iso9660": iso,
+    "fuzz_smbios": smbios,
 }
 
 

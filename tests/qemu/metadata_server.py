@@ -8,7 +8,10 @@ the body only with `Metadata-Flavor: Google` (403 without it), 404 for any
 other path. MODE aws: IMDSv2, PUT /latest/api/token with
 X-aws-ec2-metadata-token-ttl-seconds gives a token, GET /latest/user-data
 answers the body only with that token (401 without or with another), 404
-for any other path (so metadata=auto's GCE request finds nothing). Hostile
+for any other path (so metadata=auto's GCE request finds nothing). MODE
+aws1: IMDSv1 only, as EC2-compatible services such as OpenStack's: 405 to
+the token request, the body to GET /latest/user-data with or without a
+token, 404 elsewhere. Hostile
 modes answer every request the same bad way: huge (1 MiB of body, no
 length), drip (a status line one byte every 0.4 s), garbage (not HTTP),
 redirect (302 to itself). Each request is logged on stdout as
@@ -67,6 +70,13 @@ def serve(conn):
                 answer(conn, b"401 Unauthorized")
             else:
                 answer(conn, b"200 OK", BODY)
+        else:
+            answer(conn, b"404 Not Found")
+    elif MODE == "aws1":
+        if method == b"GET" and path == b"/latest/user-data":
+            answer(conn, b"200 OK", BODY)
+        elif path == b"/latest/api/token":
+            answer(conn, b"405 Method Not Allowed", b"", b"Allow: GET\r\n")
         else:
             answer(conn, b"404 Not Found")
     elif MODE == "huge":

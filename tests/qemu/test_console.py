@@ -1,5 +1,6 @@
 """virtio-console: the boot log and the shell on a virtconsole, the log on a
-MULTIPORT port named vireo.log, and panic output (EMERG_WRITE)."""
+MULTIPORT port named vireo.log, and panic output (EMERG_WRITE). The serial
+shell's prompt, help with debug, and Ctrl-A X quitting images/qemu.sh."""
 import os
 import re
 import socket
@@ -154,3 +155,40 @@ def test_panic_reaches_virtconsole(boot, tmpdir_short):
     assert "\nvireo: halted\n" in data
     with open(log, "rb") as f:  # the log port's polled ring path
         assert "vireo: panic: selftest: requested panic\n" in f.read().decode()
+
+
+def test_prompt_help_with_debug_and_ctrl_a_x(boot, tmpdir_short):
+    """The shell prints a prompt after each command; output that comes while
+    one is shown starts on its own line (line-based readers, this file's
+    included, still see every log line whole) and the text typed so far is
+    drawn again below it. With debug, help lists the test-only verbs.
+    Ctrl-A X quits: images/qemu.sh puts COM1 and QEMU's monitor on one mux
+    (-serial mon:stdio); a plain stdio serial passed it to the guest."""
+    vm = boot(cmdline="debug", extra=["-device", "virtio-serial-pci,id=vs0"])
+    ready = vm.wait_for(READY)
+    vm.wait_for(r"^time: tsc ")  # the last line the boot logs late
+    assert "vireo> " not in vm.text  # no prompt before anyone types
+    vm.send("help\r")
+    vm.wait_for(r"^  vcons +virtio-console", timeout=20, start=ready.end())
+    vm.wait_for(r"^vireo> \Z", timeout=20, start=ready.end())
+    listed = dict(re.findall(r"^  (\S+)(?: \S+)? +(.*)$", vm.text[ready.end():], re.M))
+    assert listed["fault"].endswith("(tests; needs debug)"), listed
+    assert listed["panic"].endswith("(tests; needs debug)"), listed
+    # a half-typed line, then a log line from the loop (a hot-added log port)
+    vm.send("me")
+    vm.wait_for(r"^vireo> me\Z", timeout=20, start=ready.end())
+    mark = len(vm.text) - len("vireo> me")
+    log = os.path.join(tmpdir_short, "log.txt")
+    vm.qmp("chardev-add", id="l0", backend={"type": "file", "data": {"out": log}})
+    vm.qmp("device_add", driver="virtserialport", bus="vs0.0", chardev="l0", name="vireo.log")
+    vm.wait_for(r'^virtio\d+: console: port \d+ "vireo.log" log.*\nvireo> me\Z', timeout=20, start=mark)
+    lines = vm.text[mark:].split("\n")
+    assert lines[0] == "vireo> me" and lines[-1] == "vireo> me", lines
+    # each log line whole on its own, each followed by the prompt drawn again
+    assert lines[1::2] and all(line.startswith("virtio") for line in lines[1::2]), lines
+    assert all(line == "vireo> me" for line in lines[0::2]), lines
+    vm.send("m\r")  # the line kept what was typed before the log line: "mem"
+    vm.wait_for(r"^vireo> mem\nmem: .*\nvireo> \Z", timeout=20, start=mark)
+    vm.send("\x01x")
+    vm.proc.wait(timeout=15)
+    assert vm.proc.returncode == 0, vm.text[-500:]

@@ -144,20 +144,34 @@ BOOTS = [
 ]
 
 
+# QEMU's fw_cfg command line, honoured whatever boots vireo (GRUB's load
+# options apply first, fw_cfg's after them: docs/appliance.md).
+FWCFG = "shutdown.grace=9"
+
+
+def check_cmdlines(text, grub):
+    assert re.search(rf"^cmdline \(fw_cfg\): {FWCFG}$", text, re.M), text[-3000:]
+    assert re.search(r"^config: shutdown\.grace=9 \(from cmdline \(fw_cfg\)\)$", text, re.M), text[-3000:]
+    if grub:
+        # GRUB's own messages reach COM1, and its command line reaches vireo.
+        want = grub_cmdline(art("vireo-grub.img"))
+        assert "grub: starting /EFI/vireo/vireo.efi" in text
+        assert re.search(rf"^cmdline \(loadoptions\): {re.escape(want)}$", text, re.M), text[-3000:]
+        for word in want.split():  # each key the load options set is theirs (fw_cfg's is another)
+            assert re.search(rf"^config: {re.escape(word)} \(from cmdline \(loadoptions\)\)$", text, re.M), \
+                text[-3000:]
+    else:
+        # The firmware's own boot entry passes no text: nothing, not garbage.
+        assert "cmdline (loadoptions)" not in text and "cmdline (none)" not in text, text[-3000:]
+
+
 @pytest.mark.parametrize("name,opts,grub", BOOTS, ids=[f"{n}{' ' + o if o else ''}" for n, o, _ in BOOTS])
 def test_artefact_boots(boot, monkeypatch, name, opts, grub):
     path = art(name)
     monkeypatch.setenv("VIREO_QEMU_SH_OPTS", opts)
-    vm = boot(image=path, extra=NIC)
+    vm = boot(image=path, extra=NIC, cmdline=FWCFG)
     vm.wait_for(READY)
-    if grub:
-        # GRUB's own messages reach COM1, and its command line reaches vireo.
-        want = grub_cmdline(art("vireo-grub.img"))
-        assert "grub: starting /EFI/vireo/vireo.efi" in vm.text
-        assert re.search(rf"^cmdline \(loadoptions\): {re.escape(want)}$", vm.text, re.M), vm.text[-3000:]
-    else:
-        # The firmware's own boot entry passes no text: nothing, not garbage.
-        assert re.search(r"^cmdline \(none\): ", vm.text, re.M), vm.text[-3000:]
+    check_cmdlines(vm.text, grub)
 
 
 def test_disk_formats_hold_the_grub_disk(tmp_path):
@@ -246,10 +260,9 @@ def test_gce_tarball_is_what_gce_imports_and_boots(boot, tmp_path):
     assert os.path.getsize(raw) == 1 << 30
     assert os.stat(raw).st_blocks * 512 < 8 * MiB, "disk.raw did not come out sparse"
     esp_of(raw)
-    vm = boot(image=raw, extra=NIC)
+    vm = boot(image=raw, extra=NIC, cmdline=FWCFG)
     vm.wait_for(READY)
-    want = grub_cmdline(art("vireo-grub.img"))
-    assert re.search(rf"^cmdline \(loadoptions\): {re.escape(want)}$", vm.text, re.M), vm.text[-3000:]
+    check_cmdlines(vm.text, True)
 
 
 def test_gcetar_writes_what_gnu_tar_writes(tmp_path):

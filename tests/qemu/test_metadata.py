@@ -97,6 +97,24 @@ def test_auto_falls_back_to_imdsv2_and_readdresses(boot, netns, mdserver):
     assert "x-aws-ec2-metadata-token-ttl-seconds" in reqs[1] and "x-aws-ec2-metadata-token" in reqs[2]
 
 
+def test_aws_token_refused_falls_back_to_imdsv1(boot, netns, mdserver):
+    """A server that refuses the IMDSv2 token request (405, as IMDSv1-only
+    EC2-compatible services do) is asked for the user data without a
+    token, once."""
+    srv = mdserver("aws1", b"http=8082\n")
+    vm = _boot(boot, netns, "aws")
+    m = vm.wait_for(READY, timeout=120)
+    assert m.group(2) == "8082", vm.text
+    assert re.search(r"^warning: metadata: aws token: HTTP 405$", vm.text, re.M), vm.text
+    assert re.search(r"^metadata: aws token: refused; asking IMDSv1 \(no token\)$", vm.text, re.M), vm.text
+    assert re.search(r"^metadata: aws user-data \(IMDSv1\): \d+ bytes of configuration", vm.text, re.M)
+    assert re.search(r"^config: http=8082 \(from metadata\)$", vm.text, re.M)
+    assert _get(netns, f"http://{netns.guest_ip}:8082/healthz").stdout == b"ok\n"
+    reqs = _requests(srv)
+    assert [r.split(" ")[1:3] for r in reqs] == [["PUT", "/latest/api/token"], ["GET", "/latest/user-data"]], reqs
+    assert "x-aws-ec2-metadata-token" not in reqs[1], reqs
+
+
 @pytest.mark.parametrize("mode,warning", [
     ("huge", r"^warning: metadata: gce: body over 16384 bytes$"),
     ("garbage", r"^warning: metadata: gce: malformed status line$"),

@@ -1,5 +1,18 @@
-# boot/: the PVH start info (pvh_info.c) and the UEFI image's RELR
-# self-relocation (relr.c).
-HOST_TESTS += test_pvh_info test_relr
+# boot/: the PVH start info (pvh_info.c), the UEFI image's RELR
+# self-relocation (relr.c), and the seed readers: ISO 9660 (iso9660.c,
+# against volumes the real tools make: iso_fixtures.sh) and SMBIOS (smbios.c).
+HOST_TESTS += test_pvh_info test_relr test_iso9660 test_smbios
 test_pvh_info_USES := pvh_info
 test_relr_USES := relr
+test_iso9660_USES := iso9660
+test_smbios_USES := smbios
+ISO_FIXTURES := $(BUILD)/host/iso-fixtures
+$(ISO_FIXTURES)/stamp: tests/host/boot/iso_fixtures.sh
+	@echo "  ISO     $(ISO_FIXTURES)/ (genisoimage, xorriso)"
+	$(Q)tests/host/boot/iso_fixtures.sh $(ISO_FIXTURES)
+$(BUILD)/host/test_iso9660: $(ISO_FIXTURES)/stamp
+$(BUILD)/host/test_iso9660: HOST_CFLAGS += -DISO_FIXTURES='"$(abspath $(ISO_FIXTURES))"'
+FUZZERS += fuzz_iso9660
+fuzz_iso9660_USES := iso9660
+FUZZERS += fuzz_smbios
+fuzz_smbios_USES := smbios

@@ -479,6 +479,223 @@ static void test_boot_len_clamped(void **state)
 	free(bi);
 }
 
+/* ---- every source at once: the order, what each said, what was ignored ---- */
+
+static char seed_user[BOOT_SEED_USER_MAX], seed_meta[BOOT_SEED_META_MAX];
+
+static void set_seed(struct boot_info *bi, u32 kind, const char *user, const char *meta)
+{
+	struct boot_seed *sd = &bi->seed;
+
+	sd->kind = kind;
+	sd->fs = BOOT_SEED_ISO9660;
+	sd->found = 1;
+	sd->devices = 3;
+	snprintf(sd->label, sizeof sd->label, "%s", kind == BOOT_SEED_NOCLOUD ? "cidata" : "config-2");
+	sd->user.state = user ? BOOT_FILE_OK : BOOT_FILE_ABSENT;
+	snprintf(sd->user.path, sizeof sd->user.path, "%s", kind == BOOT_SEED_NOCLOUD ? "user-data" : "openstack/latest/user_data");
+	if (user) {
+		memset(seed_user, 0, sizeof seed_user);
+		memcpy(seed_user, user, strlen(user));
+		sd->user.base = (u64)(uintptr_t)seed_user;
+		sd->user.len = strlen(user);
+		sd->user.cap = BOOT_SEED_USER_MAX;
+	}
+	sd->meta.state = meta ? BOOT_FILE_OK : BOOT_FILE_ABSENT;
+	if (meta) {
+		memcpy(seed_meta, meta, strlen(meta));
+		sd->meta.base = (u64)(uintptr_t)seed_meta;
+		sd->meta.len = strlen(meta);
+	}
+}
+
+/* defaults < vireo.cfg < the boot loader < the seed < SMBIOS < fw_cfg */
+static void test_boot_sources_precedence(void **state)
+{
+	struct boot_info *bi = new_bi(BOOT_FILE_OK, "t.count=2\nt.mask=0x2\nt.mode=slow\nt.name=cfg\nt.even=2\n",
+				      "t.mask=0x3 t.mode=fast t.name=ldr t.even=6");
+	int at[6];
+
+	snprintf(bi->cmdline_src, sizeof bi->cmdline_src, "loadoptions");
+	set_seed(bi, BOOT_SEED_NOCLOUD, "# vireo keys\nt.mode=auto\nt.name=seed\nt.even=8\n",
+		 "instance-id: iid-local01\nlocal-hostname: v1\n");
+	bi->smbios.state = BOOT_SMBIOS_OK;
+	bi->smbios.strings = bi->smbios.used = 1;
+	snprintf(bi->smbios.cmdline, sizeof bi->smbios.cmdline, "t.name=smb t.even=10");
+	snprintf(bi->fwcfg_cmdline, sizeof bi->fwcfg_cmdline, "t.even=12");
+	bi->fwcfg_len = (s32)strlen(bi->fwcfg_cmdline);
+	assert_int_equal(config_boot(bi), 1);	/* t.dup only */
+	assert_int_equal(p_count, 2);
+	assert_int_equal(p_mask, 3);
+	assert_int_equal(p_mode, 2);
+	assert_string_equal(p_name, "smb");
+	assert_int_equal(p_even, 12);
+	at[0] = find_out("config: EFI/vireo/vireo.cfg: ");
+	at[1] = find_out("cmdline (loadoptions): t.mask=0x3 t.mode=fast t.name=ldr t.even=6");
+	at[2] = find_out("seed: cidata (NoCloud) on ISO 9660 \"cidata\": user data 46 bytes, meta data 44 bytes "
+			 "(instance iid-local01)");
+	at[3] = find_out("smbios: io.systemd.credential:vireo.cmdline (1): t.name=smb t.even=10");
+	at[4] = find_out("cmdline (fw_cfg): t.even=12");
+	at[5] = find_out("config: sources in order, later wins key by key: vireo.cfg, cmdline (loadoptions), "
+			 "seed (cidata), smbios, cmdline (fw_cfg)");
+	for (int i = 0; i < 6; i++)
+		assert_true(at[i] >= 0 && (i == 0 || at[i] > at[i - 1]));
+	assert_true(find_out("config: t.count=2 (from vireo.cfg)") > at[5]);
+	assert_true(find_out("config: t.mask=0x3 (from cmdline (loadoptions))") > at[5]);
+	assert_true(find_out("config: t.mode=auto (from seed (cidata))") > at[5]);
+	assert_true(find_out("config: t.name=smb (from smbios)") > at[5]);
+	assert_true(find_out("config: t.even=12 (from cmdline (fw_cfg))") > at[5]);
+	assert_true(find_out("cmdline (none)") < 0);
+	free(bi);
+}
+
+static void test_boot_seed_what_is_ignored(void **state)
+{
+	struct boot_info *bi = new_bi(BOOT_FILE_ABSENT, NULL, "");
+
+	snprintf(bi->cmdline_src, sizeof bi->cmdline_src, "none");
+	/* cloud-init's own formats are named and not parsed */
+	set_seed(bi, BOOT_SEED_CONFIG_DRIVE, "#cloud-config\nhostname: v1\n", "{\"uuid\": \"d8e0-2d56\", \"name\": \"v\"}");
+	bi->seed.found = 3;
+	bi->seed.fs = BOOT_SEED_FAT;
+	bi->seed.flags = BOOT_SEED_HAS_NETWORK | BOOT_SEED_HAS_VENDOR;
+	assert_int_equal(config_boot(bi), 2);
+	assert_true(find_out("seed: config-2 (OpenStack config drive) on FAT \"config-2\": user data 27 bytes, "
+			     "meta data 34 bytes (instance d8e0-2d56)") >= 0);
+	assert_true(find_out("seed: 2 more seed(s) ignored: one is read per boot") >= 0);
+	assert_true(find_out("seed: openstack/latest/network_data.json ignored: vireo takes ip=, gw= and dns= from "
+			     "the user data") >= 0);
+	assert_true(find_out("seed: openstack/latest/vendor_data.json ignored: vireo reads the user data only") >= 0);
+	assert_true(find_out("warning: seed: openstack/latest/user_data is #cloud-config, not vireo's key=value "
+			     "lines: ignored") >= 0);
+	assert_true(find_out("cmdline (none): (empty)") >= 0);
+	assert_true(find_out("config: sources") < 0);
+	for (const char *u = "#!/bin/sh\n"; u; u = u[1] == '!' ? "\x1f\x8b\x08" : NULL) {
+		hk_log_reset();
+		set_seed(bi, BOOT_SEED_NOCLOUD, u, NULL);
+		assert_int_equal(config_boot(bi), 2);
+		assert_true(find_out(u[1] == '!' ? "user-data is #!, not" : "user-data is gzip-compressed, not") >= 0);
+		assert_true(find_out("meta data none, 0 bytes") >= 0);
+	}
+	/* refusals boot/ recorded */
+	hk_log_reset();
+	set_seed(bi, BOOT_SEED_NOCLOUD, NULL, NULL);
+	bi->seed.user.state = BOOT_FILE_TOO_BIG;
+	bi->seed.user.len = 20000;
+	bi->seed.user.cap = BOOT_SEED_USER_MAX;
+	assert_int_equal(config_boot(bi), 2);
+	assert_true(find_out("warning: seed: user-data is larger than 16384 bytes (20000), ignored") >= 0);
+	hk_log_reset();
+	bi->seed.user.state = BOOT_FILE_ERROR;
+	bi->seed.user.status = (u64)(s64)-EBADMSG;
+	assert_int_equal(config_boot(bi), 2);
+	assert_true(find_out("warning: seed: reading user-data failed (error 0xffffffffffffffb6), ignored") >= 0);
+	/* no seed anywhere: one line, if anything was looked at */
+	hk_log_reset();
+	memset(&bi->seed, 0, sizeof bi->seed);
+	bi->seed.devices = 2;
+	assert_int_equal(config_boot(bi), 1);
+	assert_true(find_out("seed: none (no cidata or config-2 volume on 2 block devices and file systems)") >= 0);
+	hk_log_reset();
+	bi->seed.devices = 0;	/* PVH */
+	config_boot(bi);
+	assert_true(find_out("seed:") < 0);
+	free(bi);
+}
+
+/* The instance id is read from untrusted meta data: each case sits in a
+ * buffer of exactly its length (ASan sees any read past it), and the id
+ * is at most 63 printable bytes, or nothing. */
+static void test_boot_seed_meta_data_edges(void **state)
+{
+	static const struct {
+		u32 kind;
+		const char *meta, *want;
+	} cases[] = {
+		{ BOOT_SEED_NOCLOUD, "instance-id", NULL },
+		{ BOOT_SEED_NOCLOUD, "instance-id:", NULL },
+		{ BOOT_SEED_NOCLOUD, "instance-id:   ", NULL },
+		{ BOOT_SEED_NOCLOUD, "instance-id: x", "x" },
+		{ BOOT_SEED_NOCLOUD, "instance-id: 'q'\n", "q" },
+		{ BOOT_SEED_NOCLOUD, "my-instance-id: no\ninstance-id: yes\n", "yes" },
+		{ BOOT_SEED_NOCLOUD, "instance-id = no\n", NULL },
+		{ BOOT_SEED_NOCLOUD, "instance-id: a\x01b", "a" },
+		{ BOOT_SEED_NOCLOUD, "instance-id: "
+				     "0123456789012345678901234567890123456789012345678901234567890123456789",
+		  "012345678901234567890123456789012345678901234567890123456789012" },
+		{ BOOT_SEED_CONFIG_DRIVE, "{\"uuid\"", NULL },
+		{ BOOT_SEED_CONFIG_DRIVE, "{\"uuid\":", NULL },
+		{ BOOT_SEED_CONFIG_DRIVE, "{\"uuid\": \"", NULL },
+		{ BOOT_SEED_CONFIG_DRIVE, "{\"uuid\":\"u-1\",\"name\":\"v\"}", "u-1" },
+		{ BOOT_SEED_CONFIG_DRIVE, "{\"name\": \"uuid\", \"uuid\": \"u-2\"}", "u-2" },
+	};
+	struct boot_info *bi = new_bi(BOOT_FILE_ABSENT, NULL, "");
+	char want[160];
+
+	snprintf(bi->cmdline_src, sizeof bi->cmdline_src, "none");
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		size_t n = strlen(cases[i].meta);
+		char *m = malloc(n);
+
+		memcpy(m, cases[i].meta, n);
+		hk_log_reset();
+		set_seed(bi, cases[i].kind, "t.count=5\n", NULL);
+		bi->seed.meta.state = BOOT_FILE_OK;
+		bi->seed.meta.base = (u64)(uintptr_t)m;
+		bi->seed.meta.len = n;
+		config_boot(bi);
+		snprintf(want, sizeof want, "meta data %zu bytes%s%s%s\n", n, cases[i].want ? " (instance " : "",
+			 cases[i].want ? cases[i].want : "", cases[i].want ? ")" : "");
+		assert_true(find_out(want) >= 0);
+		assert_int_equal(p_count, 5);
+		free(m);
+	}
+	free(bi);
+}
+
+static void test_boot_smbios_what_is_ignored(void **state)
+{
+	struct boot_info *bi = new_bi(BOOT_FILE_ABSENT, NULL, "");
+	struct boot_smbios *sm = &bi->smbios;
+
+	snprintf(bi->cmdline_src, sizeof bi->cmdline_src, "none");
+	sm->state = BOOT_SMBIOS_DAMAGED;
+	sm->strings = 7;
+	sm->used = 1;
+	sm->refused = 2;
+	sm->other_vireo = 2;
+	snprintf(sm->refused_why, sizeof sm->refused_why, "not Base64");
+	snprintf(sm->other_name, sizeof sm->other_name, "vireo.hostname");
+	snprintf(sm->cmdline, sizeof sm->cmdline, "t.count=3");
+	assert_int_equal(config_boot(bi), 4);
+	assert_int_equal(p_count, 3);
+	assert_true(find_out("warning: smbios: the structure table is damaged after 7 OEM string(s)") >= 0);
+	assert_true(find_out("warning: smbios: credential vireo.hostname and others ignored: vireo reads "
+			     "vireo.cmdline only") >= 0);
+	assert_true(find_out("warning: smbios: 2 vireo.cmdline credential(s) ignored: not Base64") >= 0);
+	assert_true(find_out("smbios: 2 OEM string(s) ignored (not io.systemd.credential:vireo.cmdline)") >= 0);
+	assert_true(find_out("config: t.count=3 (from smbios)") >= 0);
+	/* fw_cfg longer than the kernel keeps: none of it (boot/ kept the
+	 * first 1023 bytes, which could end in half a value) */
+	hk_log_reset();
+	memset(sm, 0, sizeof *sm);
+	snprintf(bi->fwcfg_cmdline, sizeof bi->fwcfg_cmdline, "t.count=4");
+	bi->fwcfg_len = 5000;
+	p_count = 7;	/* as at boot: the default check sees defaults */
+	assert_int_equal(config_boot(bi), 2);
+	assert_true(find_out("warning: cmdline (fw_cfg): 5000 bytes, longer than the 1023 a command line holds: "
+			     "ignored") >= 0);
+	assert_true(find_out("cmdline (none)") < 0);
+	assert_true(find_out("cmdline (fw_cfg): t.count") < 0);
+	assert_int_equal(p_count, 7);
+	/* exactly 1023: taken */
+	hk_log_reset();
+	bi->fwcfg_len = BOOT_CMDLINE_MAX - 1;
+	assert_int_equal(config_boot(bi), 1);
+	assert_int_equal(p_count, 4);
+	free(bi);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -497,6 +714,10 @@ int main(void)
 		cmocka_unit_test_setup(test_boot_file_then_cmdline, reset),
 		cmocka_unit_test_setup(test_boot_file_states, reset),
 		cmocka_unit_test_setup(test_boot_len_clamped, reset),
+		cmocka_unit_test_setup(test_boot_sources_precedence, reset),
+		cmocka_unit_test_setup(test_boot_seed_what_is_ignored, reset),
+		cmocka_unit_test_setup(test_boot_seed_meta_data_edges, reset),
+		cmocka_unit_test_setup(test_boot_smbios_what_is_ignored, reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
