@@ -37,6 +37,11 @@ enum conn_state { C_READ, C_SEND, C_LINGER, C_BODY, C_APP };
 				 * VIREO_RESP_HEADERS_MAX), or a whole error response */
 /* Copied response bytes are written only below this many unacked bytes. */
 #define HTTP_COPY_INFLIGHT 8192
+/* The framing rule (server_keep_alive()): a request body still unread when
+ * its response starts is read and dropped before the next head if it is at
+ * most this long (no more than a head costs: it passes through rx[], under
+ * the header timeout), else the response closes the connection. */
+#define HTTP_DISCARD_MAX HTTP_HEAD_MAX
 
 struct conn {
 	struct conntab_conn link;	/* first: the table hands back this */
@@ -52,6 +57,8 @@ struct conn {
 #endif
 	u64 t_wait;		/* READ: accept, or the end of the last response (ms) */
 	u64 t_head;		/* READ: when the first byte of this head was seen */
+	u64 req_left;		/* the request's declared body bytes not yet read off
+				 * the stream (BODY reads them, READ drops them) */
 
 	/* The response: out[] (copied), then body (zero-copy unless body_copy). */
 	u16 out_len, out_off;
@@ -118,7 +125,14 @@ err_t server_begin_close(struct conn *c);
 err_t server_pump(struct conn *c);
 /* server_pump() from the loop, unless a handler runs inline. */
 void server_kick(struct conn *c);
-/* A response starts: SEND, its stall window and counters. */
+/* The framing rule, the one keep-alive decision every response head
+ * takes: keep-alive only if the request asked for it, the server is not
+ * draining, nothing decided to close, and what is left of the request's
+ * body (req_left) can be dropped (HTTP_DISCARD_MAX); server_start_send()
+ * enforces it whatever a head said. */
+bool server_keep_alive(const struct conn *c);
+/* A response starts: SEND, its stall window and counters; closes after it
+ * unless server_keep_alive(). Every response passes here. */
 void server_count_response(int status);
 void server_start_send(struct conn *c);
 /* A canned error page into out[]; closes afterwards. extra: header lines

@@ -405,7 +405,7 @@ int vireo_resp_header(vireo_req r, const char *name, const char *value)
 static int exchange_head(struct conn *c, int status, const char *type, const u64 *length, const char *te)
 {
 	char extra[VIREO_RESP_HEADERS_MAX + 32];
-	bool keep = c->parser.keep_alive && !http_srv.draining && !c->close_after;
+	bool keep = server_keep_alive(c);
 	size_t n = c->xhdr_len, i;
 
 	__builtin_memcpy(extra, c->xhdr, n);
@@ -548,7 +548,7 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 	if (lm)
 		ll = exchange_lm_line(lm, &lm_line);
 	dl = http_date(date, sizeof date);
-	keep = c->parser.keep_alive && !http_srv.draining && !c->close_after;
+	keep = server_keep_alive(c);
 	total = (nm ? sizeof st304 : sizeof st200) - 1 + (dl ? dl + 8 : 0) + hl + (keep ? sizeof ka : sizeof cl) - 1 +
 		c->xhdr_len + h->etag_line_len + ll + 2;
 	if (total > sizeof c->out) {
@@ -597,7 +597,7 @@ int vireo_resp_error(vireo_req r, int status)
 		return -EINVAL;
 	}
 	head_only = c->parser.method == HTTP_METHOD_HEAD;
-	keep = status < 500 && c->parser.keep_alive && !http_srv.draining;
+	keep = status < 500 && server_keep_alive(c);
 	n = http_error_response(c->out, sizeof c->out, status, keep, head_only);
 	c->out_len = (u16)n;
 	c->body = NULL;
@@ -775,7 +775,7 @@ int vireo_req_on_done(vireo_req r, void (*fn)(vireo_req r, bool done, void *arg)
  * which the default image does not otherwise link. */
 __cold static void exchange_own_reply(struct conn *c, const char *type, const void *body, size_t len)
 {
-	bool keep = c->parser.keep_alive && !http_srv.draining;
+	bool keep = server_keep_alive(c);
 	size_t n = http_response_head(c->out, sizeof c->out, 200, type, len, keep, "Cache-Control: no-store\r\n");
 
 	exchange_end(c, true);	/* the handle goes now: nothing of the app's to tell */

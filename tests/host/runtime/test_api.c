@@ -513,6 +513,137 @@ static void test_body_refusals(void **state)
 	assert_int_equal(api_buf_held(), 0);
 }
 
+/* ---- framing (docs/appliance.md "Framing") ---- */
+
+/* A request whose Content-Length body is a whole request of its own (for
+ * /t/exact, which counts its calls), then a real one that asks to close:
+ * the first is answered with status, then either the connection closes
+ * (keep false) or the real request is answered; the smuggled request never
+ * runs, whatever route answered the first. te: a chunked body instead. */
+static const char smuggled[] = "GET /t/exact HTTP/1.1\r\nHost: h\r\n\r\n";
+
+static void framing_check(const char *head, const char *extra, int status, bool keep)
+{
+	static const char real[] = "GET /t/pre/x HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n";
+	unsigned calls = t.calls;
+	struct client c;
+	struct resp r;
+	char req[512];
+	int n;
+
+	if (extra)
+		n = snprintf(req, sizeof req, "%s\r\nHost: h\r\n%s\r\n%s%s", head, extra, smuggled, real);
+	else
+		n = snprintf(req, sizeof req, "%s\r\nHost: h\r\nContent-Length: %zu\r\n\r\n%s%s", head,
+			     strlen(smuggled), smuggled, real);
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send(&c, req, (size_t)n);
+	run_ms(500);
+	if (!cl_response(&c, !strncmp(head, "HEAD", 4), &r))
+		fail_msg("%s: no response", head);
+	if (r.status != status || strcmp(hdr(&r, "Connection"), keep ? "keep-alive" : "close"))
+		fail_msg("%s: %d %s, want %d %s", head, r.status, hdr(&r, "Connection"), status,
+			 keep ? "keep-alive" : "close");
+	if (keep) {
+		assert_true(cl_response(&c, false, &r));
+		assert_int_equal(r.status, 200);
+		assert_memory_equal(r.body, "prefix\n", 7);	/* the real one's */
+	}
+	run_ms(200);
+	if (c.len != c.off)
+		fail_msg("%s: %zu bytes more: %.*s", head, c.len - c.off, (int)(c.len - c.off), c.buf + c.off);
+	assert_true(c.eof);
+	assert_int_equal(t.calls, calls);	/* the smuggled request never ran */
+	cl_close(&c);
+}
+
+/* Every kind of answer the runtime or an app gives to a request with a
+ * body: the runtime's 404 (no route) reads and drops the body it did not
+ * want; the app's route reads it as its body; refusals close. */
+static void test_framing_every_route(void **state)
+{
+	framing_check("GET /t/nothing HTTP/1.1", NULL, 404, true);
+	framing_check("POST /t/nothing HTTP/1.1", NULL, 404, true);
+	framing_check("HEAD /t/nothing HTTP/1.1", NULL, 404, true);
+	framing_check("PUT /t/body HTTP/1.1", NULL, 201, true);	/* the app's body */
+	framing_check("GET /t/exact HTTP/1.1", NULL, 413, false);	/* no max_body */
+	framing_check("POST /t/exact HTTP/1.1", NULL, 405, false);
+	framing_check("GET /healthz HTTP/1.1", NULL, 413, false);
+	framing_check("GET /metrics HTTP/1.1", NULL, 413, false);
+	framing_check("GET /t/nothing HTTP/1.1", "Content-Length: 40\r\nContent-Length: 40\r\n", 400, false);
+	framing_check("GET /t/nothing HTTP/1.1", "Content-Length: 40\r\nTransfer-Encoding: chunked\r\n", 400, false);
+	/* Chunked request bodies are refused (501), and the refusal closes. */
+	framing_check("POST /t/body HTTP/1.1", "Transfer-Encoding: chunked\r\n", 501, false);
+	framing_check("POST /t/nothing HTTP/1.1", "Transfer-Encoding: chunked\r\n", 501, false);
+	assert_int_equal(t.calls, 0);
+}
+
+/* A body past HTTP_DISCARD_MAX the answer did not want: Connection:
+ * close, and nothing after the answer is read as a request. */
+static void test_framing_large_body_closes(void **state)
+{
+	static char req[256];
+	struct client c;
+	struct resp r;
+	int n;
+
+	n = snprintf(req, sizeof req, "POST /t/nothing HTTP/1.1\r\nHost: h\r\nContent-Length: %d\r\n\r\n%s",
+		     HTTP_HEAD_MAX + 1, smuggled);
+	cl_open(&c, V6, HTTP_PORT);
+	cl_send(&c, req, (size_t)n);
+	run_ms(500);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 404);
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	run_ms(200);
+	assert_true(c.eof);
+	assert_int_equal(c.len, c.off);
+	assert_int_equal(t.calls, 0);
+	cl_close(&c);
+}
+
+/* Pipelined requests with bodies, the bodies split from their heads and
+ * arriving after the answers: each body dropped, each request answered. */
+static void test_framing_pipelined(void **state)
+{
+	static const char three[] = "POST /t/nothing HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nabcde"
+				    "DELETE /t/none HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nxyz"
+				    "PUT /t/body HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nok";
+	struct client c;
+	struct resp r;
+	int i;
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send(&c, three, sizeof three - 1);
+	run_ms(300);
+	for (i = 0; i < 2; i++) {
+		assert_true(cl_response(&c, false, &r));
+		assert_int_equal(r.status, 404);
+		assert_string_equal(hdr(&r, "Connection"), "keep-alive");
+	}
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 201);
+	assert_memory_equal(r.body, "ok", 2);
+	/* The head now, the body later, in pieces: 404 at once, then the
+	 * body dropped as it comes, then the next request. */
+	cl_send_str(&c, "GET /t/nothing HTTP/1.1\r\nHost: h\r\nContent-Length: 34\r\n\r\n");
+	run_ms(200);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 404);
+	cl_send_str(&c, "GET /t/exact HTTP/1.1\r\n");
+	run_ms(200);
+	cl_send_str(&c, "Host: h\r\n\r\n");	/* its last byte */
+	run_ms(200);
+	assert_int_equal(c.len, c.off);	/* the body was not a request */
+	cl_send_str(&c, "GET /t/pre/y HTTP/1.1\r\nHost: h\r\n\r\n");
+	run_ms(200);
+	assert_true(cl_response(&c, false, &r));
+	assert_memory_equal(r.body, "prefix\n", 7);
+	assert_int_equal(t.calls, 0);
+	assert_false(c.eof);
+	cl_close(&c);
+}
+
 /* ---- finishing later ---- */
 
 static void test_finish_from_timer(void **state)
@@ -1139,6 +1270,9 @@ int main(void)
 		T(test_prefix_and_404_405),
 		T(test_body_round_trip),
 		T(test_body_refusals),
+		T(test_framing_every_route),
+		T(test_framing_large_body_closes),
+		T(test_framing_pipelined),
 		T(test_finish_from_timer),
 		T(test_never_answered_and_lost),
 		T(test_stream_chunked),
