@@ -10,8 +10,9 @@
  * Decisions beyond the RFCs' MUSTs: single SP between request-line parts;
  * raw bytes outside RFC 3986's sets in the target are 400; HTTP/1.x with
  * x >= 1 is served as 1.1 (RFC 9110 2.5) while any other major is 505; a
- * repeated Host or Content-Length is 400 even if identical; request bodies
- * are refused (Content-Length > 0: 413, Transfer-Encoding: 501).
+ * repeated Host or Content-Length is 400 even if identical; a line ends in
+ * CRLF only (a bare LF is 400, like a bare CR); request bodies are refused
+ * (Content-Length > 0: 413 without ext, Transfer-Encoding: 501).
  */
 #include "lib/types.h"
 #include "lib/outbuf.h"
@@ -602,9 +603,13 @@ int http_parse(struct http_req_parser *p, const u8 *data, size_t len, size_t *co
 			continue;
 		}
 
+		/* Only CRLF ends a line: a bare LF is 400 (RFC 9112 2.2 lets a
+		 * server take it; a front end that does not could then disagree
+		 * with us on where a header ends, and hide one). */
 		line_len = p->len - 1 - p->line_start;
-		if (line_len && p->buf[p->len - 2] == '\r')
-			line_len--;
+		if (!line_len || p->buf[p->len - 2] != '\r')
+			return http_fail(p, 400);
+		line_len--;
 		if (!p->seen_reqline) {
 			if (line_len == 0) {
 				/* RFC 9112 2.2: ignore empty lines before the request */

@@ -431,6 +431,16 @@ static void test_bad_request(void **state)
 	expect_error(req, sizeof req - 1, 400);
 }
 
+/* A bare LF ends no line (docs/appliance.md): 400 and close, so a front
+ * end that splits lines only at CRLF cannot see other headers than ours. */
+static void test_bare_lf(void **state)
+{
+	static const char req[] = "GET / HTTP/1.1\r\nHost: v\r\nX-A: a\nContent-Length: 5\r\n\r\nGET / HTTP/1.1\r\n";
+
+	expect_error(req, sizeof req - 1, 400);
+	expect_error("GET / HTTP/1.1\nHost: v\n\n", 24, 400);
+}
+
 static void test_method_not_allowed(void **state)
 {
 	static const char req[] = "DELETE / HTTP/1.1\r\nHost: v\r\n\r\n";
@@ -1434,6 +1444,7 @@ int main(void)
 		T(test_framing_redirect),
 		T(test_not_found_keeps_alive),
 		T(test_bad_request),
+		T(test_bare_lf),
 		T(test_method_not_allowed),
 		T(test_uri_too_long),
 		T(test_header_fields_too_large),
