@@ -337,6 +337,32 @@ static bool exchange_name_is(const char *name, const char *lit)
 	return *name == *lit;
 }
 
+/* How much of an app's header value (a vireo_resp_header() value, a
+ * content type) is good: it stops at a control character but HTAB (CR and
+ * LF would end the line and start one of the app's choosing: RFC 9110
+ * 5.5), at DEL, or past VIREO_RESP_HEADERS_MAX; v[result] != '\0' means
+ * refuse. */
+static size_t exchange_value_len(const char *v)
+{
+	size_t n;
+
+	for (n = 0; v[n] && n <= VIREO_RESP_HEADERS_MAX; n++)
+		if (((u8)v[n] < 0x20 && v[n] != '\t') || v[n] == 0x7f)
+			break;
+	return n;
+}
+
+/* A content type an app gives: NULL (none) or a good value. */
+static bool exchange_type_ok(const char *type, const char *fn)
+{
+	if (type && type[exchange_value_len(type)]) {
+		api_misuse("%s: a content type with a control character or over %u bytes: refused", fn,
+			   VIREO_RESP_HEADERS_MAX);
+		return false;
+	}
+	return true;
+}
+
 /* The exchange of r waiting for its answer, or NULL after a refusal
  * (*err says which, logged for misuse). */
 static struct conn *exchange_unanswered(vireo_req r, const char *fn, int *err)
@@ -376,9 +402,7 @@ int vireo_resp_header(vireo_req r, const char *name, const char *value)
 	for (i = 0; i < ARRAY_SIZE(runtime); i++)
 		if (exchange_name_is(name, runtime[i]))
 			nl = 0;
-	for (vl = 0; value[vl] && vl <= VIREO_RESP_HEADERS_MAX; vl++)
-		if (((u8)value[vl] < 0x20 && value[vl] != '\t') || value[vl] == 0x7f)
-			break;
+	vl = exchange_value_len(value);
 	if (!nl || name[nl] || value[vl]) {
 		api_misuse("vireo_resp_header %.32s: not a token, a runtime header, or a bad value: refused", name);
 		return -EINVAL;
@@ -447,7 +471,7 @@ static int exchange_send(vireo_req r, int status, const char *type, const void *
 	if (!c)
 		return err;
 	head_only = c->parser.method == HTTP_METHOD_HEAD || status == 304;
-	if (!exchange_status_ok(status, fn))
+	if (!exchange_status_ok(status, fn) || !exchange_type_ok(type, fn))
 		return -EINVAL;
 	if ((len && !body) || (status == 204 && len)) {
 		api_misuse("%s: %s: refused", fn, len && !body ? "a length without a body" : "204 has no body");
@@ -618,7 +642,7 @@ int vireo_resp_start(vireo_req r, int status, const char *type, u64 length)
 	c = exchange_unanswered(r, "vireo_resp_start", &err);
 	if (!c)
 		return err;
-	if (!exchange_status_ok(status, "vireo_resp_start"))
+	if (!exchange_status_ok(status, "vireo_resp_start") || !exchange_type_ok(type, "vireo_resp_start"))
 		return -EINVAL;
 	if ((status == 204 || status == 304) && length) {
 		api_misuse("vireo_resp_start: %d has no body: refused", status);

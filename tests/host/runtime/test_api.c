@@ -95,6 +95,11 @@ static void h_exact(vireo_req r, void *arg)
 	snprintf(t.xhdr, sizeof t.xhdr, "%s", x ? x : "");
 	n = snprintf(buf, sizeof buf, "exact %s\n", vireo_req_method(r) == VIREO_HEAD ? "head" : "get");
 	assert_int_equal(vireo_resp_header(r, "X-App", "yes"), 0);
+	/* A content type with CR, LF or another control byte is refused like
+	 * a header value: nothing is sent. */
+	assert_int_equal(vireo_resp_send(r, 200, "text/plain\r\nX-Injected: 1", buf, (size_t)n), -EINVAL);
+	assert_int_equal(vireo_resp_send_static(r, 200, "text/plain\nX-Injected: 1", buf, (size_t)n), -EINVAL);
+	assert_int_equal(vireo_resp_start(r, 200, "text/\x7fplain", (u64)n), -EINVAL);
 	assert_int_equal(vireo_resp_send(r, 200, "text/plain", buf, (size_t)n), 0);
 	/* Misuse after the answer: refused, nothing breaks. */
 	assert_int_equal(vireo_resp_send(r, 200, "text/plain", "x", 1), -EALREADY);
@@ -396,6 +401,10 @@ static void test_exact_route(void **state)
 	get(&c, "GET /t/exact?a=x%20y&b=2 HTTP/1.1\r\nHost: h\r\nX-Test:  v1 \r\n\r\n", &r, false);
 	assert_int_equal(r.status, 200);
 	assert_string_equal(hdr(&r, "X-App"), "yes");
+	assert_null(hdr(&r, "X-Injected"));
+	assert_string_equal(hdr(&r, "Content-Type"), "text/plain");
+	assert_true(hk_log_contains("vireo_resp_send: a content type with a control character"));
+	assert_true(hk_log_contains("vireo_resp_start: a content type with a control character"));
 	assert_string_equal(hdr(&r, "Connection"), "keep-alive");
 	assert_memory_equal(r.body, "exact get\n", 10);
 	assert_string_equal(t.query_a, "x y");
