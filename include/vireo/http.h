@@ -25,8 +25,11 @@
  * Request bodies: only with Content-Length (a chunked request is 501), at
  * most the route's max_body (413 and close otherwise), read whole before the
  * handler runs. The bytes held for bodies and copied responses are bounded
- * all together by VIREO_HTTP_BUF_BUDGET: a request that would pass it is
- * 503 and closes. The whole request (head and body) must arrive within the
+ * all together by VIREO_HTTP_BUF_BUDGET; a body is charged as its bytes
+ * arrive (never on the length it declares), request bodies together take
+ * at most three quarters of the budget and one client (an IPv4 address,
+ * an IPv6 /64) at most a quarter: a body or a response that would pass a
+ * bound is 503 and closes. The whole request (head and body) must arrive within the
  * header timeout (10 s, 408).
  *
  * The handler answers at once (vireo_resp_send and friends), or later: it

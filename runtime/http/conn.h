@@ -42,6 +42,24 @@ enum conn_state { C_READ, C_SEND, C_LINGER, C_BODY, C_APP };
  * most this long (no more than a head costs: it passes through rx[], under
  * the header timeout), else the response closes the connection. */
 #define HTTP_DISCARD_MAX HTTP_HEAD_MAX
+/*
+ * Request bodies (exchange_body_room()) are charged to VIREO_HTTP_BUF_BUDGET
+ * as their bytes arrive, never on the declared Content-Length: the buffer
+ * starts at HTTP_BODY_STEP and doubles up to the declared length, so a
+ * body holds at most twice what has arrived (and never more than it
+ * declared; a growth holds the old buffer, at most half the new, only
+ * while it copies, one at a time). Two shares bound who holds it: all
+ * connections' bodies together at most HTTP_BODIES_MAX (3 MiB), so copied
+ * responses and stream buffers always keep the budget's last 1 MiB; one
+ * source's bodies (conntab's: an IPv4 address, an IPv6 /64) at most
+ * HTTP_BODY_SRC_MAX (1 MiB, one largest body, VIREO_HTTP_BODY_MAX), so
+ * filling the bodies' share takes three sources that each send a megabyte
+ * within the header timeout. A body that would pass either is 503.
+ */
+#define HTTP_BODY_STEP 8192
+#define HTTP_BODIES_MAX (VIREO_HTTP_BUF_BUDGET / 4 * 3)
+#define HTTP_BODY_SRC_MAX (VIREO_HTTP_BUF_BUDGET / 4)
+_Static_assert(HTTP_BODY_SRC_MAX >= VIREO_HTTP_BODY_MAX, "a source can send one largest body");
 
 struct conn {
 	struct conntab_conn link;	/* first: the table hands back this */
@@ -73,6 +91,7 @@ struct conn {
 	const struct api_route *route;
 	u8 *req_body;		/* BODY/APP: the request body */
 	u32 req_body_len, req_body_need;
+	u32 req_body_cap;	/* req_body's size, charged (exchange_body_room()) */
 	size_t budget;		/* bytes held against VIREO_HTTP_BUF_BUDGET */
 	u64 t_app;		/* APP: when the handler got the request */
 	bool stream;		/* SEND: the body comes from sbuf through vireo_resp_write */
@@ -145,6 +164,10 @@ void server_respond_error_extra(struct conn *c, int status, bool head_only, cons
 /* The request the parser completed, for route rt: its method and body
  * checked, the body read (BODY) or the handler called. */
 void exchange_request(struct conn *c, const struct api_route *rt);
+/* Room in the request body for n more bytes that have arrived (at most
+ * what is left of the declared length): false, nothing changed, when a
+ * share, the budget or the heap refuses (then 503). */
+bool exchange_body_room(struct conn *c, u32 n);
 /* The body is in: the handler gets the request. */
 void exchange_dispatch(struct conn *c);
 /* The exchange ends: the handle goes stale, then on_done hears it. */

@@ -8,6 +8,8 @@
  * answered yet). The calls never write to lwIP or free anything
  * themselves: they set up the response in the connection and kick its
  * pump (server.c), so the app is never re-entered from its own call.
+ * A request body is charged as it arrives (conn.h HTTP_BODY_STEP and its
+ * two shares), never on the length it declares.
  *
  * The runtime's own routes are registered here, through the same table as
  * the apps' (before any app's init, so no app can take them): /healthz
@@ -32,6 +34,8 @@
 
 struct api_http_stats api_http_stats;
 
+static size_t exchange_bodies;	/* request body bytes held, every connection's */
+
 /* ---- the app's exchange: its end and its memory ---- */
 
 /* Frees the request body and the stream buffer and gives back the budget
@@ -41,6 +45,8 @@ void exchange_release(struct conn *c)
 	kfree(c->req_body);
 	c->req_body = NULL;
 	c->req_body_len = c->req_body_need = 0;
+	exchange_bodies -= c->req_body_cap;
+	c->req_body_cap = 0;
 	kfree(c->sbuf);
 	c->sbuf = NULL;
 	c->sbuf_off = c->sbuf_len = 0;
@@ -66,6 +72,50 @@ static void *exchange_alloc(struct conn *c, size_t len)
 	}
 	c->budget += len;
 	return p;
+}
+
+/* What the request bodies of c's source hold now (the table has at most
+ * max_conns entries). */
+__cold static size_t exchange_src_bodies(const struct conn *c)
+{
+	const struct conntab_conn *e;
+	size_t sum = 0;
+
+	for (e = http_srv.tab.head; e; e = e->next)
+		if (conntab_src_equal(&e->src, &c->link.src))
+			sum += ((const struct conn *)e)->req_body_cap;
+	return sum;
+}
+
+/* Cold: it runs when a body's buffer doubles, a few times per body. */
+__cold bool exchange_body_room(struct conn *c, u32 n)
+{
+	u32 want = c->req_body_len + n, cap;
+	size_t grow;
+	u8 *p;
+
+	if (want <= c->req_body_cap)
+		return true;
+	cap = MAX(want, MIN(MAX(2 * c->req_body_cap, (u32)HTTP_BODY_STEP), c->req_body_need));
+	grow = cap - c->req_body_cap;
+	if (exchange_bodies + grow > HTTP_BODIES_MAX || exchange_src_bodies(c) + grow > HTTP_BODY_SRC_MAX ||
+	    !api_buf_take(grow)) {
+		api_http_stats.budget_refusals++;
+		return false;
+	}
+	p = kmalloc(cap);
+	if (!p) {
+		api_buf_give(grow);
+		return false;
+	}
+	if (c->req_body_len)
+		__builtin_memcpy(p, c->req_body, c->req_body_len);
+	kfree(c->req_body);
+	c->req_body = p;
+	c->req_body_cap = cap;
+	c->budget += grow;
+	exchange_bodies += grow;
+	return true;
 }
 
 /* The exchange ends: the handle goes stale, then on_done hears it. */
@@ -165,11 +215,7 @@ void exchange_request(struct conn *c, const struct api_route *rt)
 		exchange_dispatch(c);
 		return;
 	}
-	c->req_body = exchange_alloc(c, (size_t)p->content_length);
-	if (!c->req_body) {
-		server_respond_error(c, 503, head_only);
-		return;
-	}
+	/* Nothing is held for it yet: the body is charged as it arrives. */
 	c->req_body_need = (u32)p->content_length;
 	c->req_body_len = 0;
 	c->state = C_BODY;

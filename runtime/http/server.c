@@ -506,6 +506,11 @@ err_t server_pump(struct conn *c)
 		if (c->state == C_BODY) {
 			u32 n = MIN(tcpconn_rx_held(tc), c->req_body_need - c->req_body_len);
 
+			if (n && !exchange_body_room(c, n)) {
+				exchange_release(c);
+				server_respond_error(c, 503, c->parser.method == HTTP_METHOD_HEAD);
+				continue;	/* closes after it: the rest is unread */
+			}
 			if (n) {
 				__builtin_memcpy(c->req_body + c->req_body_len, tc->rx + tc->rx_off, n);
 				c->req_body_len += n;
