@@ -131,6 +131,7 @@ void http_parser_reset(struct http_req_parser *p)
 	p->host = NULL;
 	p->query = NULL;
 	p->content_length = 0;
+	p->expect = false;
 	p->nfields = 0;
 	p->state = ST_HEAD;
 	p->seen_reqline = false;
@@ -153,6 +154,7 @@ static int http_fail(struct http_req_parser *p, int status)
 	p->host = NULL;
 	p->query = NULL;
 	p->content_length = 0;
+	p->expect = false;
 	p->nfields = 0;
 	return HTTP_ERROR;
 }
@@ -343,6 +345,8 @@ static int http_parse_field(struct http_req_parser *p, struct head_info *h, cons
 		h->clen_val = val;
 	} else if (http_eq_nocase(name, nlen, "transfer-encoding")) {
 		h->te = true;
+	} else if (http_eq_nocase(name, nlen, "expect")) {
+		p->expect = true;
 	} else if (http_eq_nocase(name, nlen, "if-none-match")) {
 		if (h->inm) {
 			p->if_none_match = NULL;	/* split list: ignore, serve 200 */

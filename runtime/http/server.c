@@ -163,11 +163,14 @@ void server_count_response(int status)
 /* The framing rule (conn.h, docs/appliance.md "Framing"): a response may
  * leave the connection open only if the next byte after it is the next
  * request's, so a body nobody read is dropped before the next head
- * (HTTP_DISCARD_MAX at most) or the connection closes. Every head takes
- * its Connection from here. */
+ * (HTTP_DISCARD_MAX at most) or the connection closes. A client that sent
+ * Expect may never send the body it declared (it waits for a 100 Continue
+ * we do not send): then what follows is not known to be the body, and the
+ * connection closes too. Every head takes its Connection from here. */
 bool server_keep_alive(const struct conn *c)
 {
-	return c->parser.keep_alive && !http_srv.draining && !c->close_after && c->req_left <= HTTP_DISCARD_MAX;
+	return c->parser.keep_alive && !http_srv.draining && !c->close_after &&
+	       (!c->req_left || (c->req_left <= HTTP_DISCARD_MAX && !c->parser.expect));
 }
 
 void server_start_send(struct conn *c)
