@@ -28,6 +28,13 @@
  * never with TCP_WRITE_FLAG_MORE, which would make lwIP round each copied
  * pbuf up to a whole MSS (TCP_OVERSIZE) for the next write to fill.
  *
+ * Framing: after a response the next byte read must be the next request's
+ * first. c->req_left counts the request's declared body not yet read off
+ * the stream; server_keep_alive() is the one keep-alive decision (a body
+ * left over is dropped in READ before the next head if it is at most
+ * HTTP_DISCARD_MAX, else the answer closes), and server_start_send(),
+ * which every response passes, enforces it.
+ *
  * Every path is a route (runtime/http/routes.c): the apps', and the
  * runtime's own /healthz and /metrics (exchange.c), which plain HTTP keeps
  * serving when http.redirect= sends everything else to HTTPS. A request
