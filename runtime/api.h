@@ -77,7 +77,7 @@ struct api_http_stats {
 	u64 requests;		/* handed to an app's handler */
 	u64 deferred_timeouts;	/* the handler never answered: 503 */
 	u64 lost;		/* exchanges whose connection ended first */
-	u64 budget_refusals;	/* 503: VIREO_HTTP_BUF_BUDGET */
+	u64 budget_refusals;	/* 503: VIREO_HTTP_BUF_BUDGET or a body share (conn.h) */
 	u64 body_too_large;	/* 413 */
 	u64 method_refusals;	/* 405 on a route */
 };

@@ -25,8 +25,11 @@
  * Request bodies: only with Content-Length (a chunked request is 501), at
  * most the route's max_body (413 and close otherwise), read whole before the
  * handler runs. The bytes held for bodies and copied responses are bounded
- * all together by VIREO_HTTP_BUF_BUDGET: a request that would pass it is
- * 503 and closes. The whole request (head and body) must arrive within the
+ * all together by VIREO_HTTP_BUF_BUDGET; a body is charged as its bytes
+ * arrive (never on the length it declares), request bodies together take
+ * at most three quarters of the budget and one client (an IPv4 address,
+ * an IPv6 /64) at most a quarter: a body or a response that would pass a
+ * bound is 503 and closes. The whole request (head and body) must arrive within the
  * header timeout (10 s, 408).
  *
  * The handler answers at once (vireo_resp_send and friends), or later: it
@@ -148,10 +151,12 @@ u64 vireo_resp_last_modified(vireo_req r, u64 mtime);
 
 /* A whole response with body[0..len) copied (counted against
  * VIREO_HTTP_BUF_BUDGET while it is sent). type may be NULL (no
- * Content-Type). For 304, len is the representation's Content-Length
- * (RFC 9110 8.6) and no body is sent, nor for HEAD. Ends the exchange for
- * the app: r goes stale once written. 0, -EINVAL (status outside 200..599,
- * a body with 204), -ENOMEM (budget), -EALREADY, -EPIPE. */
+ * Content-Type; checked as vireo_resp_header() checks a value). For 304,
+ * len is the representation's Content-Length (RFC 9110 8.6) and no body is
+ * sent, nor for HEAD. Ends the exchange for the app: r goes stale once
+ * written. 0, -EINVAL (status outside 200..599, a body with 204, a type
+ * with CR, LF or another control byte), -ENOMEM (budget), -EALREADY,
+ * -EPIPE. */
 int vireo_resp_send(vireo_req r, int status, const char *type, const void *body, size_t len);
 /* The same without copying: body must stay unchanged as long as the image
  * lives (rodata, the baked site). */
@@ -173,13 +178,14 @@ int vireo_resp_send_static(vireo_req r, int status, const char *type, const void
 struct vireo_file;
 int vireo_resp_send_file(vireo_req r, const struct vireo_file *f);
 /* The runtime's canned HTML page for an error status (400..599). A 4xx
- * keeps the connection alive, a 5xx closes it. */
+ * keeps the connection alive (as the framing rule allows: docs/appliance.md),
+ * a 5xx closes it. */
 int vireo_resp_error(vireo_req r, int status);
 
 /* Streaming: the head now, the body through vireo_resp_write(). length is
  * the body's exact size, or VIREO_LENGTH_UNKNOWN: chunked for HTTP/1.1, and
- * for HTTP/1.0 the connection closes at the end. 0, -EINVAL, -EALREADY,
- * -EPIPE. */
+ * for HTTP/1.0 the connection closes at the end. type as for
+ * vireo_resp_send(). 0, -EINVAL, -EALREADY, -EPIPE. */
 #define VIREO_LENGTH_UNKNOWN UINT64_MAX
 int vireo_resp_start(vireo_req r, int status, const char *type, u64 length);
 /* Copies as much of data[0..len) as fits the stream buffer

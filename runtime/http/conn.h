@@ -37,6 +37,29 @@ enum conn_state { C_READ, C_SEND, C_LINGER, C_BODY, C_APP };
 				 * VIREO_RESP_HEADERS_MAX), or a whole error response */
 /* Copied response bytes are written only below this many unacked bytes. */
 #define HTTP_COPY_INFLIGHT 8192
+/* The framing rule (server_keep_alive()): a request body still unread when
+ * its response starts is read and dropped before the next head if it is at
+ * most this long (no more than a head costs: it passes through rx[], under
+ * the header timeout), else the response closes the connection. */
+#define HTTP_DISCARD_MAX HTTP_HEAD_MAX
+/*
+ * Request bodies (exchange_body_room()) are charged to VIREO_HTTP_BUF_BUDGET
+ * as their bytes arrive, never on the declared Content-Length: the buffer
+ * starts at HTTP_BODY_STEP and doubles up to the declared length, so a
+ * body holds at most twice what has arrived (and never more than it
+ * declared; a growth holds the old buffer, at most half the new, only
+ * while it copies, one at a time). Two shares bound who holds it: all
+ * connections' bodies together at most HTTP_BODIES_MAX (3 MiB), so copied
+ * responses and stream buffers always keep the budget's last 1 MiB; one
+ * source's bodies (conntab's: an IPv4 address, an IPv6 /64) at most
+ * HTTP_BODY_SRC_MAX (1 MiB, one largest body, VIREO_HTTP_BODY_MAX), so
+ * filling the bodies' share takes three sources that each send a megabyte
+ * within the header timeout. A body that would pass either is 503.
+ */
+#define HTTP_BODY_STEP 8192
+#define HTTP_BODIES_MAX (VIREO_HTTP_BUF_BUDGET / 4 * 3)
+#define HTTP_BODY_SRC_MAX (VIREO_HTTP_BUF_BUDGET / 4)
+_Static_assert(HTTP_BODY_SRC_MAX >= VIREO_HTTP_BODY_MAX, "a source can send one largest body");
 
 struct conn {
 	struct conntab_conn link;	/* first: the table hands back this */
@@ -52,6 +75,8 @@ struct conn {
 #endif
 	u64 t_wait;		/* READ: accept, or the end of the last response (ms) */
 	u64 t_head;		/* READ: when the first byte of this head was seen */
+	u64 req_left;		/* the request's declared body bytes not yet read off
+				 * the stream (BODY reads them, READ drops them) */
 
 	/* The response: out[] (copied), then body (zero-copy unless body_copy). */
 	u16 out_len, out_off;
@@ -66,6 +91,7 @@ struct conn {
 	const struct api_route *route;
 	u8 *req_body;		/* BODY/APP: the request body */
 	u32 req_body_len, req_body_need;
+	u32 req_body_cap;	/* req_body's size, charged (exchange_body_room()) */
 	size_t budget;		/* bytes held against VIREO_HTTP_BUF_BUDGET */
 	u64 t_app;		/* APP: when the handler got the request */
 	bool stream;		/* SEND: the body comes from sbuf through vireo_resp_write */
@@ -118,7 +144,14 @@ err_t server_begin_close(struct conn *c);
 err_t server_pump(struct conn *c);
 /* server_pump() from the loop, unless a handler runs inline. */
 void server_kick(struct conn *c);
-/* A response starts: SEND, its stall window and counters. */
+/* The framing rule, the one keep-alive decision every response head
+ * takes: keep-alive only if the request asked for it, the server is not
+ * draining, nothing decided to close, and what is left of the request's
+ * body (req_left) can be dropped (HTTP_DISCARD_MAX); server_start_send()
+ * enforces it whatever a head said. */
+bool server_keep_alive(const struct conn *c);
+/* A response starts: SEND, its stall window and counters; closes after it
+ * unless server_keep_alive(). Every response passes here. */
 void server_count_response(int status);
 void server_start_send(struct conn *c);
 /* A canned error page into out[]; closes afterwards. extra: header lines
@@ -131,6 +164,10 @@ void server_respond_error_extra(struct conn *c, int status, bool head_only, cons
 /* The request the parser completed, for route rt: its method and body
  * checked, the body read (BODY) or the handler called. */
 void exchange_request(struct conn *c, const struct api_route *rt);
+/* Room in the request body for n more bytes that have arrived (at most
+ * what is left of the declared length): false, nothing changed, when a
+ * share, the budget or the heap refuses (then 503). */
+bool exchange_body_room(struct conn *c, u32 n);
 /* The body is in: the handler gets the request. */
 void exchange_dispatch(struct conn *c);
 /* The exchange ends: the handle goes stale, then on_done hears it. */

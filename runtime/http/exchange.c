@@ -8,6 +8,8 @@
  * answered yet). The calls never write to lwIP or free anything
  * themselves: they set up the response in the connection and kick its
  * pump (server.c), so the app is never re-entered from its own call.
+ * A request body is charged as it arrives (conn.h HTTP_BODY_STEP and its
+ * two shares), never on the length it declares.
  *
  * The runtime's own routes are registered here, through the same table as
  * the apps' (before any app's init, so no app can take them): /healthz
@@ -32,6 +34,8 @@
 
 struct api_http_stats api_http_stats;
 
+static size_t exchange_bodies;	/* request body bytes held, every connection's */
+
 /* ---- the app's exchange: its end and its memory ---- */
 
 /* Frees the request body and the stream buffer and gives back the budget
@@ -41,6 +45,8 @@ void exchange_release(struct conn *c)
 	kfree(c->req_body);
 	c->req_body = NULL;
 	c->req_body_len = c->req_body_need = 0;
+	exchange_bodies -= c->req_body_cap;
+	c->req_body_cap = 0;
 	kfree(c->sbuf);
 	c->sbuf = NULL;
 	c->sbuf_off = c->sbuf_len = 0;
@@ -66,6 +72,50 @@ static void *exchange_alloc(struct conn *c, size_t len)
 	}
 	c->budget += len;
 	return p;
+}
+
+/* What the request bodies of c's source hold now (the table has at most
+ * max_conns entries). */
+__cold static size_t exchange_src_bodies(const struct conn *c)
+{
+	const struct conntab_conn *e;
+	size_t sum = 0;
+
+	for (e = http_srv.tab.head; e; e = e->next)
+		if (conntab_src_equal(&e->src, &c->link.src))
+			sum += ((const struct conn *)e)->req_body_cap;
+	return sum;
+}
+
+/* Cold: it runs when a body's buffer doubles, a few times per body. */
+__cold bool exchange_body_room(struct conn *c, u32 n)
+{
+	u32 want = c->req_body_len + n, cap;
+	size_t grow;
+	u8 *p;
+
+	if (want <= c->req_body_cap)
+		return true;
+	cap = MAX(want, MIN(MAX(2 * c->req_body_cap, (u32)HTTP_BODY_STEP), c->req_body_need));
+	grow = cap - c->req_body_cap;
+	if (exchange_bodies + grow > HTTP_BODIES_MAX || exchange_src_bodies(c) + grow > HTTP_BODY_SRC_MAX ||
+	    !api_buf_take(grow)) {
+		api_http_stats.budget_refusals++;
+		return false;
+	}
+	p = kmalloc(cap);
+	if (!p) {
+		api_buf_give(grow);
+		return false;
+	}
+	if (c->req_body_len)
+		__builtin_memcpy(p, c->req_body, c->req_body_len);
+	kfree(c->req_body);
+	c->req_body = p;
+	c->req_body_cap = cap;
+	c->budget += grow;
+	exchange_bodies += grow;
+	return true;
 }
 
 /* The exchange ends: the handle goes stale, then on_done hears it. */
@@ -165,11 +215,7 @@ void exchange_request(struct conn *c, const struct api_route *rt)
 		exchange_dispatch(c);
 		return;
 	}
-	c->req_body = exchange_alloc(c, (size_t)p->content_length);
-	if (!c->req_body) {
-		server_respond_error(c, 503, head_only);
-		return;
-	}
+	/* Nothing is held for it yet: the body is charged as it arrives. */
 	c->req_body_need = (u32)p->content_length;
 	c->req_body_len = 0;
 	c->state = C_BODY;
@@ -337,6 +383,32 @@ static bool exchange_name_is(const char *name, const char *lit)
 	return *name == *lit;
 }
 
+/* How much of an app's header value (a vireo_resp_header() value, a
+ * content type) is good: it stops at a control character but HTAB (CR and
+ * LF would end the line and start one of the app's choosing: RFC 9110
+ * 5.5), at DEL, or past VIREO_RESP_HEADERS_MAX; v[result] != '\0' means
+ * refuse. */
+static size_t exchange_value_len(const char *v)
+{
+	size_t n;
+
+	for (n = 0; v[n] && n <= VIREO_RESP_HEADERS_MAX; n++)
+		if (((u8)v[n] < 0x20 && v[n] != '\t') || v[n] == 0x7f)
+			break;
+	return n;
+}
+
+/* A content type an app gives: NULL (none) or a good value. */
+static bool exchange_type_ok(const char *type, const char *fn)
+{
+	if (type && type[exchange_value_len(type)]) {
+		api_misuse("%s: a content type with a control character or over %u bytes: refused", fn,
+			   VIREO_RESP_HEADERS_MAX);
+		return false;
+	}
+	return true;
+}
+
 /* The exchange of r waiting for its answer, or NULL after a refusal
  * (*err says which, logged for misuse). */
 static struct conn *exchange_unanswered(vireo_req r, const char *fn, int *err)
@@ -376,9 +448,7 @@ int vireo_resp_header(vireo_req r, const char *name, const char *value)
 	for (i = 0; i < ARRAY_SIZE(runtime); i++)
 		if (exchange_name_is(name, runtime[i]))
 			nl = 0;
-	for (vl = 0; value[vl] && vl <= VIREO_RESP_HEADERS_MAX; vl++)
-		if (((u8)value[vl] < 0x20 && value[vl] != '\t') || value[vl] == 0x7f)
-			break;
+	vl = exchange_value_len(value);
 	if (!nl || name[nl] || value[vl]) {
 		api_misuse("vireo_resp_header %.32s: not a token, a runtime header, or a bad value: refused", name);
 		return -EINVAL;
@@ -405,7 +475,7 @@ int vireo_resp_header(vireo_req r, const char *name, const char *value)
 static int exchange_head(struct conn *c, int status, const char *type, const u64 *length, const char *te)
 {
 	char extra[VIREO_RESP_HEADERS_MAX + 32];
-	bool keep = c->parser.keep_alive && !http_srv.draining && !c->close_after;
+	bool keep = server_keep_alive(c);
 	size_t n = c->xhdr_len, i;
 
 	__builtin_memcpy(extra, c->xhdr, n);
@@ -447,7 +517,7 @@ static int exchange_send(vireo_req r, int status, const char *type, const void *
 	if (!c)
 		return err;
 	head_only = c->parser.method == HTTP_METHOD_HEAD || status == 304;
-	if (!exchange_status_ok(status, fn))
+	if (!exchange_status_ok(status, fn) || !exchange_type_ok(type, fn))
 		return -EINVAL;
 	if ((len && !body) || (status == 204 && len)) {
 		api_misuse("%s: %s: refused", fn, len && !body ? "a length without a body" : "204 has no body");
@@ -548,7 +618,7 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 	if (lm)
 		ll = exchange_lm_line(lm, &lm_line);
 	dl = http_date(date, sizeof date);
-	keep = c->parser.keep_alive && !http_srv.draining && !c->close_after;
+	keep = server_keep_alive(c);
 	total = (nm ? sizeof st304 : sizeof st200) - 1 + (dl ? dl + 8 : 0) + hl + (keep ? sizeof ka : sizeof cl) - 1 +
 		c->xhdr_len + h->etag_line_len + ll + 2;
 	if (total > sizeof c->out) {
@@ -597,7 +667,7 @@ int vireo_resp_error(vireo_req r, int status)
 		return -EINVAL;
 	}
 	head_only = c->parser.method == HTTP_METHOD_HEAD;
-	keep = status < 500 && c->parser.keep_alive && !http_srv.draining;
+	keep = status < 500 && server_keep_alive(c);
 	n = http_error_response(c->out, sizeof c->out, status, keep, head_only);
 	c->out_len = (u16)n;
 	c->body = NULL;
@@ -618,7 +688,7 @@ int vireo_resp_start(vireo_req r, int status, const char *type, u64 length)
 	c = exchange_unanswered(r, "vireo_resp_start", &err);
 	if (!c)
 		return err;
-	if (!exchange_status_ok(status, "vireo_resp_start"))
+	if (!exchange_status_ok(status, "vireo_resp_start") || !exchange_type_ok(type, "vireo_resp_start"))
 		return -EINVAL;
 	if ((status == 204 || status == 304) && length) {
 		api_misuse("vireo_resp_start: %d has no body: refused", status);
@@ -775,7 +845,7 @@ int vireo_req_on_done(vireo_req r, void (*fn)(vireo_req r, bool done, void *arg)
  * which the default image does not otherwise link. */
 __cold static void exchange_own_reply(struct conn *c, const char *type, const void *body, size_t len)
 {
-	bool keep = c->parser.keep_alive && !http_srv.draining;
+	bool keep = server_keep_alive(c);
 	size_t n = http_response_head(c->out, sizeof c->out, 200, type, len, keep, "Cache-Control: no-store\r\n");
 
 	exchange_end(c, true);	/* the handle goes now: nothing of the app's to tell */

@@ -10,8 +10,9 @@
  * Decisions beyond the RFCs' MUSTs: single SP between request-line parts;
  * raw bytes outside RFC 3986's sets in the target are 400; HTTP/1.x with
  * x >= 1 is served as 1.1 (RFC 9110 2.5) while any other major is 505; a
- * repeated Host or Content-Length is 400 even if identical; request bodies
- * are refused (Content-Length > 0: 413, Transfer-Encoding: 501).
+ * repeated Host or Content-Length is 400 even if identical; a line ends in
+ * CRLF only (a bare LF is 400, like a bare CR); request bodies are refused
+ * (Content-Length > 0: 413 without ext, Transfer-Encoding: 501).
  */
 #include "lib/types.h"
 #include "lib/outbuf.h"
@@ -130,6 +131,7 @@ void http_parser_reset(struct http_req_parser *p)
 	p->host = NULL;
 	p->query = NULL;
 	p->content_length = 0;
+	p->expect = false;
 	p->nfields = 0;
 	p->state = ST_HEAD;
 	p->seen_reqline = false;
@@ -152,6 +154,7 @@ static int http_fail(struct http_req_parser *p, int status)
 	p->host = NULL;
 	p->query = NULL;
 	p->content_length = 0;
+	p->expect = false;
 	p->nfields = 0;
 	return HTTP_ERROR;
 }
@@ -342,6 +345,8 @@ static int http_parse_field(struct http_req_parser *p, struct head_info *h, cons
 		h->clen_val = val;
 	} else if (http_eq_nocase(name, nlen, "transfer-encoding")) {
 		h->te = true;
+	} else if (http_eq_nocase(name, nlen, "expect")) {
+		p->expect = true;
 	} else if (http_eq_nocase(name, nlen, "if-none-match")) {
 		if (h->inm) {
 			p->if_none_match = NULL;	/* split list: ignore, serve 200 */
@@ -602,9 +607,13 @@ int http_parse(struct http_req_parser *p, const u8 *data, size_t len, size_t *co
 			continue;
 		}
 
+		/* Only CRLF ends a line: a bare LF is 400 (RFC 9112 2.2 lets a
+		 * server take it; a front end that does not could then disagree
+		 * with us on where a header ends, and hide one). */
 		line_len = p->len - 1 - p->line_start;
-		if (line_len && p->buf[p->len - 2] == '\r')
-			line_len--;
+		if (!line_len || p->buf[p->len - 2] != '\r')
+			return http_fail(p, 400);
+		line_len--;
 		if (!p->seen_reqline) {
 			if (line_len == 0) {
 				/* RFC 9112 2.2: ignore empty lines before the request */

@@ -64,6 +64,8 @@ struct http_req_parser {
 	/* With ext only: */
 	const char *query;	/* the raw query after '?', NUL-terminated, or NULL */
 	u64 content_length;	/* Content-Length, 0 if absent */
+	bool expect;		/* an Expect field came (the client may hold its
+				 * body back until a 100 Continue) */
 	u16 nfields;		/* fields[0..nfields): every header field */
 	struct http_field fields[HTTP_HEADERS_MAX];
 

@@ -28,6 +28,13 @@
  * never with TCP_WRITE_FLAG_MORE, which would make lwIP round each copied
  * pbuf up to a whole MSS (TCP_OVERSIZE) for the next write to fill.
  *
+ * Framing: after a response the next byte read must be the next request's
+ * first. c->req_left counts the request's declared body not yet read off
+ * the stream; server_keep_alive() is the one keep-alive decision (a body
+ * left over is dropped in READ before the next head if it is at most
+ * HTTP_DISCARD_MAX, else the answer closes), and server_start_send(),
+ * which every response passes, enforces it.
+ *
  * Every path is a route (runtime/http/routes.c): the apps', and the
  * runtime's own /healthz and /metrics (exchange.c), which plain HTTP keeps
  * serving when http.redirect= sends everything else to HTTPS. A request
@@ -160,8 +167,23 @@ void server_count_response(int status)
 		http_server_stats.responses[status / 100]++;
 }
 
+/* The framing rule (conn.h, docs/appliance.md "Framing"): a response may
+ * leave the connection open only if the next byte after it is the next
+ * request's, so a body nobody read is dropped before the next head
+ * (HTTP_DISCARD_MAX at most) or the connection closes. A client that sent
+ * Expect may never send the body it declared (it waits for a 100 Continue
+ * we do not send): then what follows is not known to be the body, and the
+ * connection closes too. Every head takes its Connection from here. */
+bool server_keep_alive(const struct conn *c)
+{
+	return c->parser.keep_alive && !http_srv.draining && !c->close_after &&
+	       (!c->req_left || (c->req_left <= HTTP_DISCARD_MAX && !c->parser.expect));
+}
+
 void server_start_send(struct conn *c)
 {
+	if (!server_keep_alive(c))
+		c->close_after = true;	/* whatever the head said: the rule holds */
 	c->state = C_SEND;
 	c->out_off = 0;
 	c->body_off = 0;
@@ -311,7 +333,7 @@ static void server_respond(struct conn *c)
 {
 	const struct http_req_parser *p = &c->parser;
 	bool head_only = p->method == HTTP_METHOD_HEAD;
-	bool keep = p->keep_alive && !http_srv.draining;
+	bool keep = server_keep_alive(c);
 	const struct api_route *rt = api_route_match(p->path);
 	char line301[LOCATION_MAX];
 	size_t n;
@@ -494,9 +516,15 @@ err_t server_pump(struct conn *c)
 		if (c->state == C_BODY) {
 			u32 n = MIN(tcpconn_rx_held(tc), c->req_body_need - c->req_body_len);
 
+			if (n && !exchange_body_room(c, n)) {
+				exchange_release(c);
+				server_respond_error(c, 503, c->parser.method == HTTP_METHOD_HEAD);
+				continue;	/* closes after it: the rest is unread */
+			}
 			if (n) {
 				__builtin_memcpy(c->req_body + c->req_body_len, tc->rx + tc->rx_off, n);
 				c->req_body_len += n;
+				c->req_left -= n;
 				tcpconn_rx_consume(tc, n);
 			}
 			if (c->req_body_len == c->req_body_need) {
@@ -519,12 +547,23 @@ err_t server_pump(struct conn *c)
 			c->head_started = true;
 			c->t_head = tcpconn_now_ms();
 		}
+		if (c->req_left) {
+			/* The answered request's body (at most HTTP_DISCARD_MAX,
+			 * server_keep_alive()): dropped, never parsed as a head. */
+			u32 n = (u32)MIN((u64)tcpconn_rx_held(tc), c->req_left);
+
+			tcpconn_rx_consume(tc, n);
+			c->req_left -= n;
+			c->head_started = c->req_left != 0;	/* the next head's clock starts at its byte */
+			continue;
+		}
 		r = http_parse(&c->parser, tc->rx + tc->rx_off, tcpconn_rx_held(tc), &used);
 		if (used)
 			tcpconn_rx_consume(tc, (u32)used);
 		if (r == HTTP_NEED_MORE)
 			continue;
 		http_server_stats.requests++;
+		c->req_left = c->parser.content_length;	/* 0 after HTTP_ERROR */
 		if (r == HTTP_DONE)
 			server_respond(c);
 		else

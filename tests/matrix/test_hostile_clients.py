@@ -52,6 +52,7 @@ BAD = [
     (b"GET /a/../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n", {400}),
     (b"GET /\x00 HTTP/1.1\r\nHost: x\r\n\r\n", {400}),
     (b"GET / HTTP/1.1\r\nHost: x\r\nX: a\rb\r\n\r\n", {400}),
+    (b"GET / HTTP/1.1\r\nHost: x\r\nX: a\nContent-Length: 5\r\n\r\nhello", {400}),  # bare LF
     (b"DELETE / HTTP/1.1\r\nHost: x\r\n\r\n", {405}),
     (b"G\xffT / HTTP/1.1\r\nHost: x\r\n\r\n", {400}),
     (b"GET  /  HTTP/1.1\r\nHost: x\r\n\r\n", {400}),

@@ -95,6 +95,11 @@ static void h_exact(vireo_req r, void *arg)
 	snprintf(t.xhdr, sizeof t.xhdr, "%s", x ? x : "");
 	n = snprintf(buf, sizeof buf, "exact %s\n", vireo_req_method(r) == VIREO_HEAD ? "head" : "get");
 	assert_int_equal(vireo_resp_header(r, "X-App", "yes"), 0);
+	/* A content type with CR, LF or another control byte is refused like
+	 * a header value: nothing is sent. */
+	assert_int_equal(vireo_resp_send(r, 200, "text/plain\r\nX-Injected: 1", buf, (size_t)n), -EINVAL);
+	assert_int_equal(vireo_resp_send_static(r, 200, "text/plain\nX-Injected: 1", buf, (size_t)n), -EINVAL);
+	assert_int_equal(vireo_resp_start(r, 200, "text/\x7fplain", (u64)n), -EINVAL);
 	assert_int_equal(vireo_resp_send(r, 200, "text/plain", buf, (size_t)n), 0);
 	/* Misuse after the answer: refused, nothing breaks. */
 	assert_int_equal(vireo_resp_send(r, 200, "text/plain", "x", 1), -EALREADY);
@@ -396,6 +401,10 @@ static void test_exact_route(void **state)
 	get(&c, "GET /t/exact?a=x%20y&b=2 HTTP/1.1\r\nHost: h\r\nX-Test:  v1 \r\n\r\n", &r, false);
 	assert_int_equal(r.status, 200);
 	assert_string_equal(hdr(&r, "X-App"), "yes");
+	assert_null(hdr(&r, "X-Injected"));
+	assert_string_equal(hdr(&r, "Content-Type"), "text/plain");
+	assert_true(hk_log_contains("vireo_resp_send: a content type with a control character"));
+	assert_true(hk_log_contains("vireo_resp_start: a content type with a control character"));
 	assert_string_equal(hdr(&r, "Connection"), "keep-alive");
 	assert_memory_equal(r.body, "exact get\n", 10);
 	assert_string_equal(t.query_a, "x y");
@@ -490,18 +499,21 @@ static void test_body_refusals(void **state)
 	get(&c[0], req, &r, false);
 	assert_int_equal(r.status, 413);
 	cl_close(&c[0]);
-	/* The budget: four 1 MiB bodies held (heads sent, bodies not), the
-	 * fifth is 503 at once. */
+	/* Four heads declaring 1 MiB bodies, the bodies not sent: nothing is
+	 * held for them (a body is charged as it arrives), and another
+	 * request's body goes through. */
 	snprintf(req, sizeof req, "POST /t/body HTTP/1.1\r\nHost: h\r\nContent-Length: %u\r\n\r\n",
 		 VIREO_HTTP_BODY_MAX);
 	for (i = 0; i < 4; i++) {
 		cl_open(&c[i], V4, HTTP_PORT);
 		cl_send_str(&c[i], req);
 	}
-	assert_int_equal(api_buf_held(), 4 * VIREO_HTTP_BODY_MAX);
-	get(&c[4], req, &r, false);
-	assert_int_equal(r.status, 503);
-	assert_int_equal(api_http_stats.budget_refusals, 1);
+	run_ms(200);
+	assert_int_equal(api_buf_held(), 0);
+	get(&c[4], "PUT /t/body HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc", &r, false);
+	assert_int_equal(r.status, 201);
+	assert_memory_equal(r.body, "abc", 3);
+	assert_int_equal(api_http_stats.budget_refusals, 0);
 	cl_close(&c[4]);
 	/* A body that never completes: 408 at the header timeout, budget back. */
 	run_ms(HTTP_SERVER_HEADER_MS + 1000);
@@ -511,6 +523,186 @@ static void test_body_refusals(void **state)
 		cl_close(&c[i]);
 	}
 	assert_int_equal(api_buf_held(), 0);
+}
+
+/* ---- framing (docs/appliance.md "Framing") ---- */
+
+/* A request whose Content-Length body is a whole request of its own (for
+ * /t/exact, which counts its calls), then a real one that asks to close:
+ * the first is answered with status, then either the connection closes
+ * (keep false) or the real request is answered; the smuggled request never
+ * runs, whatever route answered the first. te: a chunked body instead. */
+static const char smuggled[] = "GET /t/exact HTTP/1.1\r\nHost: h\r\n\r\n";
+
+static void framing_check(const char *head, const char *extra, int status, bool keep)
+{
+	static const char real[] = "GET /t/pre/x HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n";
+	unsigned calls = t.calls;
+	struct client c;
+	struct resp r;
+	char req[512];
+	int n;
+
+	if (extra)
+		n = snprintf(req, sizeof req, "%s\r\nHost: h\r\n%s\r\n%s%s", head, extra, smuggled, real);
+	else
+		n = snprintf(req, sizeof req, "%s\r\nHost: h\r\nContent-Length: %zu\r\n\r\n%s%s", head,
+			     strlen(smuggled), smuggled, real);
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send(&c, req, (size_t)n);
+	run_ms(500);
+	if (!cl_response(&c, !strncmp(head, "HEAD", 4), &r))
+		fail_msg("%s: no response", head);
+	if (r.status != status || strcmp(hdr(&r, "Connection"), keep ? "keep-alive" : "close"))
+		fail_msg("%s: %d %s, want %d %s", head, r.status, hdr(&r, "Connection"), status,
+			 keep ? "keep-alive" : "close");
+	if (keep) {
+		assert_true(cl_response(&c, false, &r));
+		assert_int_equal(r.status, 200);
+		assert_memory_equal(r.body, "prefix\n", 7);	/* the real one's */
+	}
+	run_ms(200);
+	if (c.len != c.off)
+		fail_msg("%s: %zu bytes more: %.*s", head, c.len - c.off, (int)(c.len - c.off), c.buf + c.off);
+	assert_true(c.eof);
+	assert_int_equal(t.calls, calls);	/* the smuggled request never ran */
+	cl_close(&c);
+}
+
+/* Every kind of answer the runtime or an app gives to a request with a
+ * body: the runtime's 404 (no route) reads and drops the body it did not
+ * want; the app's route reads it as its body; refusals close. */
+static void test_framing_every_route(void **state)
+{
+	framing_check("GET /t/nothing HTTP/1.1", NULL, 404, true);
+	framing_check("POST /t/nothing HTTP/1.1", NULL, 404, true);
+	framing_check("HEAD /t/nothing HTTP/1.1", NULL, 404, true);
+	framing_check("PUT /t/body HTTP/1.1", NULL, 201, true);	/* the app's body */
+	framing_check("GET /t/exact HTTP/1.1", NULL, 413, false);	/* no max_body */
+	framing_check("POST /t/exact HTTP/1.1", NULL, 405, false);
+	framing_check("GET /healthz HTTP/1.1", NULL, 413, false);
+	framing_check("GET /metrics HTTP/1.1", NULL, 413, false);
+	/* Expect: the client may hold the body back, so what follows is not
+	 * known to be it: close. */
+	framing_check("PUT /t/nothing HTTP/1.1", "Expect: 100-continue\r\nContent-Length: 34\r\n", 404, false);
+	framing_check("GET /t/nothing HTTP/1.1", "Content-Length: 40\r\nContent-Length: 40\r\n", 400, false);
+	framing_check("GET /t/nothing HTTP/1.1", "Content-Length: 40\r\nTransfer-Encoding: chunked\r\n", 400, false);
+	/* Chunked request bodies are refused (501), and the refusal closes. */
+	framing_check("POST /t/body HTTP/1.1", "Transfer-Encoding: chunked\r\n", 501, false);
+	framing_check("POST /t/nothing HTTP/1.1", "Transfer-Encoding: chunked\r\n", 501, false);
+	assert_int_equal(t.calls, 0);
+}
+
+/* A body past HTTP_DISCARD_MAX the answer did not want: Connection:
+ * close, and nothing after the answer is read as a request. */
+static void test_framing_large_body_closes(void **state)
+{
+	static char req[256];
+	struct client c;
+	struct resp r;
+	int n;
+
+	n = snprintf(req, sizeof req, "POST /t/nothing HTTP/1.1\r\nHost: h\r\nContent-Length: %d\r\n\r\n%s",
+		     HTTP_HEAD_MAX + 1, smuggled);
+	cl_open(&c, V6, HTTP_PORT);
+	cl_send(&c, req, (size_t)n);
+	run_ms(500);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 404);
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	run_ms(200);
+	assert_true(c.eof);
+	assert_int_equal(c.len, c.off);
+	assert_int_equal(t.calls, 0);
+	cl_close(&c);
+}
+
+/* Pipelined requests with bodies, the bodies split from their heads and
+ * arriving after the answers: each body dropped, each request answered. */
+static void test_framing_pipelined(void **state)
+{
+	static const char three[] = "POST /t/nothing HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nabcde"
+				    "DELETE /t/none HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nxyz"
+				    "PUT /t/body HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nok";
+	struct client c;
+	struct resp r;
+	int i;
+
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send(&c, three, sizeof three - 1);
+	run_ms(300);
+	for (i = 0; i < 2; i++) {
+		assert_true(cl_response(&c, false, &r));
+		assert_int_equal(r.status, 404);
+		assert_string_equal(hdr(&r, "Connection"), "keep-alive");
+	}
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 201);
+	assert_memory_equal(r.body, "ok", 2);
+	/* The head now, the body later, in pieces: 404 at once, then the
+	 * body dropped as it comes, then the next request. */
+	cl_send_str(&c, "GET /t/nothing HTTP/1.1\r\nHost: h\r\nContent-Length: 34\r\n\r\n");
+	run_ms(200);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 404);
+	cl_send_str(&c, "GET /t/exact HTTP/1.1\r\n");
+	run_ms(200);
+	cl_send_str(&c, "Host: h\r\n\r\n");	/* its last byte */
+	run_ms(200);
+	assert_int_equal(c.len, c.off);	/* the body was not a request */
+	cl_send_str(&c, "GET /t/pre/y HTTP/1.1\r\nHost: h\r\n\r\n");
+	run_ms(200);
+	assert_true(cl_response(&c, false, &r));
+	assert_memory_equal(r.body, "prefix\n", 7);
+	assert_int_equal(t.calls, 0);
+	assert_false(c.eof);
+	cl_close(&c);
+}
+
+/* One source's bodies hold at most HTTP_BODY_SRC_MAX (conn.h): with one
+ * megabyte body arriving, a second body from the same source is 503 and
+ * closes, another source's goes through, and the first completes whole. */
+static void test_body_source_share(void **state)
+{
+	static u8 big[VIREO_HTTP_BODY_MAX + 128], small[10000 + 128];
+	size_t hb, hs, part = 600000, i;
+	struct client a, b;
+	struct resp r;
+
+	hb = (size_t)snprintf((char *)big, 128, "PUT /t/body HTTP/1.1\r\nHost: h\r\nContent-Length: %u\r\n\r\n",
+			      VIREO_HTTP_BODY_MAX);
+	for (i = 0; i < VIREO_HTTP_BODY_MAX; i++)
+		big[hb + i] = (u8)(i * 7 + (i >> 9));
+	hs = (size_t)snprintf((char *)small, 128, "PUT /t/body HTTP/1.1\r\nHost: h\r\nContent-Length: 10000\r\n\r\n");
+	memset(small + hs, 's', 10000);
+
+	cl_open(&a, V4, HTTP_PORT);
+	cl_send(&a, big, hb + part);
+	run_ms(3000);
+	/* Charged as it came: at least what arrived, at most the declared length. */
+	assert_true(api_buf_held() >= part && api_buf_held() <= VIREO_HTTP_BODY_MAX);
+	cl_open(&b, V4, HTTP_PORT);
+	cl_send(&b, small, hs + 10000);
+	run_ms(500);
+	assert_true(cl_response(&b, false, &r));
+	assert_int_equal(r.status, 503);
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	assert_int_equal(api_http_stats.budget_refusals, 1);
+	cl_close(&b);
+	cl_open(&b, V6, HTTP_PORT);	/* another source */
+	cl_send(&b, small, hs + 10000);
+	run_ms(500);
+	assert_true(cl_response(&b, false, &r));
+	assert_int_equal(r.status, 201);
+	assert_int_equal(r.body_len, 10000);
+	cl_close(&b);
+	cl_send(&a, big + hb + part, VIREO_HTTP_BODY_MAX - part);
+	run_ms(4000);
+	assert_true(cl_response(&a, false, &r));
+	assert_int_equal(r.status, 201);
+	assert_int_equal(r.body_len, VIREO_HTTP_BODY_MAX);
+	assert_memory_equal(r.body, big + hb, VIREO_HTTP_BODY_MAX);
+	cl_close(&a);
 }
 
 /* ---- finishing later ---- */
@@ -1139,6 +1331,10 @@ int main(void)
 		T(test_prefix_and_404_405),
 		T(test_body_round_trip),
 		T(test_body_refusals),
+		T(test_body_source_share),
+		T(test_framing_every_route),
+		T(test_framing_large_body_closes),
+		T(test_framing_pipelined),
 		T(test_finish_from_timer),
 		T(test_never_answered_and_lost),
 		T(test_stream_chunked),

@@ -74,6 +74,7 @@ static int setup(void **state)
 /* Stop the servers, wait out TIME_WAIT (2 MSL) and check nothing is left. */
 static int teardown(void **state)
 {
+	http_server_set_redirect(0);	/* a failed redirect test leaves no 301 behind */
 	http_server_stop();
 	run_step(2 * TCP_MSL + 10000, 250);
 	wire_check_idle();
@@ -330,6 +331,50 @@ static void test_https_redirect(void **state)
 	http_server_set_redirect(0);
 }
 
+/* The framing rule on the redirect (http.redirect=, docs/appliance.md
+ * "Framing"): a 301 reads and drops the body it did not want (up to
+ * HTTP_DISCARD_MAX), or closes after a longer one; the body is never
+ * taken for a request. */
+static void test_framing_redirect(void **state)
+{
+	static const char smuggled[] = "GET /healthz HTTP/1.1\r\nHost: v\r\nX: ";	/* takes the next line */
+	static char req[512];
+	struct client c;
+	struct resp r;
+	int n;
+
+	http_server_set_redirect(8443);
+	n = snprintf(req, sizeof req, "POST /x HTTP/1.1\r\nHost: v\r\nContent-Length: %zu\r\n\r\n%s"
+		     "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n", strlen(smuggled), smuggled);
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send(&c, req, (size_t)n);
+	run_ms(300);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 301);
+	assert_string_equal(hdr(&r, "Connection"), "keep-alive");
+	assert_true(cl_response(&c, false, &r));	/* the real /healthz, not the smuggled one */
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Connection"), "keep-alive");
+	assert_memory_equal(r.body, "ok\n", 3);
+	run_ms(200);
+	assert_int_equal(c.len, c.off);
+	assert_int_equal(http_server_stats.requests, 2);
+	/* Past HTTP_DISCARD_MAX: the 301 closes. */
+	n = snprintf(req, sizeof req, "PUT /x HTTP/1.1\r\nHost: v\r\nContent-Length: %d\r\n\r\n%s",
+		     HTTP_HEAD_MAX + 1, "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+	cl_send(&c, req, (size_t)n);
+	run_ms(300);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 301);
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	run_ms(200);
+	assert_true(c.eof);
+	assert_int_equal(c.len, c.off);
+	assert_int_equal(http_server_stats.requests, 3);
+	cl_close(&c);
+	http_server_set_redirect(0);
+}
+
 /* 404 keeps the connection; the next request on it is served. */
 static void test_not_found_keeps_alive(void **state)
 {
@@ -384,6 +429,16 @@ static void test_bad_request(void **state)
 	static const char req[] = "GET /a b HTTP/1.1\r\nHost: v\r\n\r\nGET / HTTP/1.1\r\nHost: v\r\n\r\n";
 
 	expect_error(req, sizeof req - 1, 400);
+}
+
+/* A bare LF ends no line (docs/appliance.md): 400 and close, so a front
+ * end that splits lines only at CRLF cannot see other headers than ours. */
+static void test_bare_lf(void **state)
+{
+	static const char req[] = "GET / HTTP/1.1\r\nHost: v\r\nX-A: a\nContent-Length: 5\r\n\r\nGET / HTTP/1.1\r\n";
+
+	expect_error(req, sizeof req - 1, 400);
+	expect_error("GET / HTTP/1.1\nHost: v\n\n", 24, 400);
 }
 
 static void test_method_not_allowed(void **state)
@@ -1340,8 +1395,10 @@ int main(void)
 		T(test_rebind),
 		T(test_healthz),
 		T(test_https_redirect),
+		T(test_framing_redirect),
 		T(test_not_found_keeps_alive),
 		T(test_bad_request),
+		T(test_bare_lf),
 		T(test_method_not_allowed),
 		T(test_uri_too_long),
 		T(test_header_fields_too_large),
