@@ -78,10 +78,15 @@ class Wire:
             raise
 
     def _capture(self):
-        while not self.stop.is_set():
+        # After stop, read on until the socket has been empty for a timeout:
+        # under load this thread lags the wire, and the frames queued in the
+        # socket's buffer when the last response arrived belong to it.
+        while True:
             try:
                 data, addr = self.sock.recvfrom(1 << 17)
             except socket.timeout:
+                if self.stop.is_set():
+                    return
                 continue
             except OSError:
                 return
@@ -169,7 +174,7 @@ def test_tso_on_the_wire(big_image):
         assert body(small) == BIG and body(big) == HALF_MIB
         after = g.metrics()
         w.stop.set()
-        w.thread.join(5)
+        w.thread.join(30)
         check_wire(w.frames, g.ip, [small, big])
         frames = after["vireo_vnet_tso_frames_total"] - before["vireo_vnet_tso_frames_total"]
         segs = after["vireo_vnet_tso_segments_total"] - before["vireo_vnet_tso_segments_total"]
@@ -197,7 +202,7 @@ def test_tso_off(big_image):
         big = w.get("/512k.bin")
         assert body(big) == HALF_MIB
         w.stop.set()
-        w.thread.join(5)
+        w.thread.join(30)
         check_wire(w.frames, g.ip, [big])
         m = g.metrics()
         assert m["vireo_vnet_tso_frames_total"] == 0 and m["vireo_tso_merged_segments_total"] == 0
