@@ -55,7 +55,7 @@ KLDFLAGS := -nostdlib -znocombreloc -shared -Bsymbolic --no-undefined \
 # architecture.md) that is also the link order: HOT_SRCS are built -O2,
 # COLD_SRCS -Os (below). A test, a fuzzer or a group names a source by its
 # file name alone, $(call src,NAME ...), so a path is written once.
-SUBSYSTEMS := lib boot kernel drivers debug net runtime
+SUBSYSTEMS := lib boot kernel drivers debug net storage runtime
 HOT_SRCS :=
 COLD_SRCS :=
 include $(addsuffix /sources.mk,$(SUBSYSTEMS))
@@ -88,7 +88,24 @@ endif
 APP_OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(APP_SRCS)))
 $(APP_OBJS): KCFLAGS += $(APP_CFLAGS)
 
+# ---- storage: linked into the apps that use it ---------------------------
+# The block path (drivers/virtio/blk/, storage/: the block layer and the
+# store, runtime/store.c: the store's side of the app API) is linked only
+# with STORAGE=1, which an app that keeps data sets in its app.mk
+# (apps/kv); the default image (apps/site) carries none of it, as TLS=1
+# alone brings mbedTLS. An app calling vireo_store_*() without it does not
+# link (undefined reference).
+STORAGE ?= 0
+STORAGE_PATHS := drivers/virtio/blk/% storage/% runtime/store.c
 SRCS := $(HOT_SRCS) $(COLD_SRCS)
+ifneq ($(STORAGE),1)
+SRCS := $(filter-out $(STORAGE_PATHS),$(SRCS))
+endif
+# The objects are the same either way; the link follows the choice.
+STORAGE_STAMP := $(OUT)/storage-link.$(STORAGE)
+$(STORAGE_STAMP):
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $(OUT)/storage-link.* && touch $@
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(APP_OBJS) $(OUT)/site_data.o
 # Hot and cold: each sources.mk puts a file in HOT_SRCS or COLD_SRCS. Cold
 # code is built for size (-Os after -O2 wins): boot, ACPI and PCI scans,
@@ -181,7 +198,7 @@ $(BUILD)/k/%.o: %.S
 	@$(if $(Q),echo "  AS      $<")
 	$(Q)$(CC) $(KCFLAGS) $(KASFLAGS) -c $< -o $@
 
-$(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/vireo.ld
+$(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/vireo.ld $(STORAGE_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(LD) $(KLDFLAGS) -z pack-relative-relocs --defsym=__image_cap=$(IMAGE_CAP) $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) -o $@
@@ -209,7 +226,7 @@ $(BUILD)/k/boot/%.o: boot/%.S
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  AS      $<")
 	$(Q)$(CC) $(KCFLAGS) $(KASFLAGS) -c $< -o $@
-$(PVH): $(PVH_OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/pvh.ld
+$(PVH): $(PVH_OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/pvh.ld $(STORAGE_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(LD) -nostdlib -static -z noexecstack -z max-page-size=4096 --build-id=none --gc-sections \

@@ -50,6 +50,7 @@ typedef uint64_t dma_addr_t;
 #define ENODEV 19
 #define EINVAL 22
 #define ENOSPC 28
+#define EROFS 30
 #define EPIPE 32
 #define ERANGE 34
 #define EPROTO 71
