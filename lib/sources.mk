@@ -1,7 +1,8 @@
 # lib/: the pure toolkit under everything (no kernel, no device): string and
 # memory functions (the host's libc stands in for string.c in host builds),
 # the formatter, number parsing, a bounded text buffer, ChaCha20, SipHash and
-# the fast-key-erasure generator. The formatter is cold: it writes log lines
+# the fast-key-erasure generator, CRC-32C. The formatter is cold: it writes log lines
 # and /metrics text, never a packet.
-HOT_SRCS += lib/string.c lib/parse.c lib/outbuf.c lib/crypto/chacha20.c lib/crypto/csprng.c lib/crypto/siphash.c
+HOT_SRCS += lib/string.c lib/parse.c lib/outbuf.c lib/crc32c.c lib/crypto/chacha20.c lib/crypto/csprng.c \
+	lib/crypto/siphash.c
 COLD_SRCS += lib/fmt.c

@@ -1,7 +1,8 @@
 # lib/: number parsing, the formatter (against the host's vsnprintf), and
 # lib/crypto/ (ChaCha20 and SipHash-2-4 against their published vectors, the
 # fast-key-erasure generator built on them).
-HOST_TESTS += test_parse test_fmt test_crypto
+HOST_TESTS += test_parse test_fmt test_crypto test_crc32c
+test_crc32c_USES := crc32c
 test_parse_USES := parse
 test_fmt_USES := fmt
 test_crypto_USES := chacha20 csprng siphash
