@@ -101,6 +101,7 @@ void st_batch_encode(const struct st_batch *b, u32 seed, u8 *out)
 	put_le32(out + 32, b->bytes);
 	put_le32(out + 36, b->flags);
 	put_le32(out + 40, b->prev_seg);
+	put_le32(out + 44, b->pcrc);
 	put_le64(out + 48, b->prev_first);
 	put_le32(out + 4, crc32c(seed, out + 8, ST_BATCH_HDR - 8));
 }
@@ -124,12 +125,13 @@ int st_batch_decode(const u8 *p, u32 avail, u32 seed, u32 seg, u32 unit, u32 roo
 	b->bytes = get_le32(p + 32);
 	b->flags = get_le32(p + 36);
 	b->prev_seg = get_le32(p + 40);
+	b->pcrc = get_le32(p + 44);
 	b->prev_first = get_le64(p + 48);
 	if (b->seg != seg)
 		*why = "header names another segment";
 	else if (b->bytes > room - ST_BATCH_HDR || b->bytes % 8 || b->nrec > b->bytes / ST_REC_HDR)
 		*why = "length past the segment";
-	else if (b->flags & ~ST_BATCH_FIRST || get_le32(p + 44) || get_le64(p + 56))
+	else if (b->flags & ~ST_BATCH_FIRST || get_le64(p + 56))
 		*why = "unknown flags";
 	else if (b->durable >= b->seq || b->seq == 0)
 		*why = "sequence numbers out of order";
@@ -147,6 +149,10 @@ int st_batch_check(const u8 *p, const struct st_batch *b, u32 seed, const char *
 {
 	u32 off = 0, n = 0;
 
+	if (crc32c(seed, p, b->bytes) != b->pcrc) {
+		*why = "bad batch checksum";
+		return -EBADMSG;
+	}
 	while (off < b->bytes) {
 		struct st_rec r;
 

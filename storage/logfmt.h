@@ -23,7 +23,8 @@
  * Batch header (64 B):
  *   0 magic "VSB1"  4 crc (seeded, of bytes 8..63)  8 seq  16 durable
  *   24 seg  28 nrec  32 bytes (of records, each padded to 8)  36 flags
- *   40 prev_seg  44 reserved (0)  48 prev_first  56 reserved (0)
+ *   40 prev_seg  44 pcrc (seeded, of the records: bytes 64..64+bytes)
+ *   48 prev_first  56 reserved (0)
  * Record (24 B + key + value):
  *   0 crc (seeded, of bytes 4..len-1)  4 len  8 type  9 klen  10 flags
  *   12 vlen  16 lsn  24 key[klen]  value[vlen]
@@ -71,6 +72,8 @@ struct st_batch {
 	u64 seq, durable;
 	u32 seg, nrec, bytes, flags;
 	u32 prev_seg;
+	u32 pcrc;		/* of the payload: a torn batch whose header landed over
+				 * an older batch's blocks fails it */
 	u64 prev_first;
 	u32 total;		/* the batch's bytes on disk: header, records, padding to a unit */
 };
@@ -109,9 +112,9 @@ void st_batch_encode(const struct st_batch *b, u32 seed, u8 *out);
  * to unit). 0, or -EBADMSG with *why set. */
 int st_batch_decode(const u8 *p, u32 avail, u32 seed, u32 seg, u32 unit, u32 room, struct st_batch *b,
 		    const char **why);
-/* Checks every record of the batch b whose payload (b->bytes) starts at p:
- * each decodes, their padded lengths add up to b->bytes, their count to
- * b->nrec. 0, or -EBADMSG with *why set. */
+/* Checks the batch b whose payload (b->bytes) starts at p: its checksum
+ * (b->pcrc), every record decodes, their padded lengths add up to
+ * b->bytes, their count to b->nrec. 0, or -EBADMSG with *why set. */
 int st_batch_check(const u8 *p, const struct st_batch *b, u32 seed, const char **why);
 
 /* Writes one record at out (st_rec_space(klen, vlen) bytes, padding

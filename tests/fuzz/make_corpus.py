@@ -420,7 +420,7 @@ def st_record(typ, lsn, key, val=b"", flags=0):
 def st_batch(seq, durable, recs, first=False, prev=(0xffffffff, 0)):
     payload = b"".join(recs)
     tail = (le64(seq) + le64(durable) + le32(0) + le32(len(recs)) + le32(len(payload)) + le32(1 if first else 0)
-            + le32(prev[0]) + le32(0) + le64(prev[1]) + le64(0))
+            + le32(prev[0]) + le32(crc32c(payload, LOGFMT_SEED)) + le64(prev[1]) + le64(0))
     hdr = le32(0x31425356) + le32(crc32c(tail, LOGFMT_SEED)) + tail
     out = hdr + payload
     return out + b"\0" * (-len(out) % 512)

@@ -72,9 +72,13 @@ static void fuzz_segment(const u8 *d, size_t n, bool fix)
 		u32 off = 0, nrec = 0;
 
 		if (fix && len - pos >= ST_BATCH_HDR) {
+			u32 bytes = get_le32(seg + pos + 32);
+
+			if (bytes <= len - pos - ST_BATCH_HDR) {
+				fix_records(seg + pos + ST_BATCH_HDR, bytes);
+				put_le32(seg + pos + 44, crc32c(SEED, seg + pos + ST_BATCH_HDR, bytes));
+			}
 			put_le32(seg + pos + 4, crc32c(SEED, seg + pos + 8, ST_BATCH_HDR - 8));
-			if (get_le32(seg + pos + 32) <= len - pos - ST_BATCH_HDR)
-				fix_records(seg + pos + ST_BATCH_HDR, get_le32(seg + pos + 32));
 		}
 		if (st_batch_decode(seg + pos, len - pos, SEED, 0, UNIT, len - pos, &b, &why))
 			return;
@@ -99,7 +103,7 @@ static void fuzz_segment(const u8 *d, size_t n, bool fix)
 			off += ALIGN_UP(r.len, 8u);
 			nrec++;
 		}
-		if (nrec != b.nrec)
+		if (nrec != b.nrec || crc32c(SEED, seg + pos + ST_BATCH_HDR, b.bytes) != b.pcrc)
 			abort();
 		pos += b.total;
 	}

@@ -117,7 +117,7 @@ static void test_super_geometry(void **state)
 static void test_batch_roundtrip(void **state)
 {
 	struct st_batch a = { .seq = 10, .durable = 9, .seg = 3, .nrec = 2, .bytes = 96, .flags = ST_BATCH_FIRST,
-			      .prev_seg = 2, .prev_first = 5 }, b;
+			      .prev_seg = 2, .pcrc = 0xdeadbeef, .prev_first = 5 }, b;
 	u8 buf[ST_BATCH_HDR];
 	const char *why;
 	u32 seed = 0x1234;
@@ -131,6 +131,7 @@ static void test_batch_roundtrip(void **state)
 	assert_int_equal(b.flags, ST_BATCH_FIRST);
 	assert_int_equal(b.prev_seg, 2);
 	assert_int_equal(b.prev_first, 5);
+	assert_int_equal(b.pcrc, 0xdeadbeef);
 	assert_int_equal(b.total, 512);
 	assert_int_equal(st_batch_decode(buf, sizeof buf, seed, 3, 4096, 8192, &b, &why), 0);
 	assert_int_equal(b.total, 4096);
@@ -293,16 +294,24 @@ static void test_batch_check(void **state)
 	off += st_rec_encode(buf + off, ST_REC_PUT, 0, 1, (const u8 *)"a", 1, "xyz", 3, 5);
 	off += st_rec_encode(buf + off, ST_REC_DEL, 0, 2, (const u8 *)"bb", 2, NULL, 0, 5);
 	b.bytes = off;
+	b.pcrc = crc32c(5, buf, off);
 	assert_int_equal(st_batch_check(buf, &b, 5, &why), 0);
+	b.pcrc ^= 1;
+	assert_int_equal(st_batch_check(buf, &b, 5, &why), -EBADMSG);
+	assert_string_equal(why, "bad batch checksum");
+	b.pcrc ^= 1;
 	b.nrec = 3;
 	assert_int_equal(st_batch_check(buf, &b, 5, &why), -EBADMSG);
 	assert_string_equal(why, "record count does not add up");
 	b.nrec = 2;
 	b.bytes = off + 8;	/* zero padding past the records: not a record */
 	memset(buf + off, 0, 8);
+	b.pcrc = crc32c(5, buf, b.bytes);
 	assert_int_equal(st_batch_check(buf, &b, 5, &why), -EBADMSG);
+	assert_string_equal(why, "short record");
 	b.bytes = off;
 	buf[26] ^= 1;	/* the value (bytes 28..31 are padding) */
+	b.pcrc = crc32c(5, buf, off);
 	assert_int_equal(st_batch_check(buf, &b, 5, &why), -EBADMSG);
 	assert_string_equal(why, "bad record checksum");
 }
