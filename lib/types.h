@@ -42,6 +42,7 @@ typedef uint64_t dma_addr_t;
 #define EPERM 1
 #define ENOENT 2
 #define EIO 5
+#define EAGAIN 11
 #define E2BIG 7
 #define ENOMEM 12
 #define EFAULT 14

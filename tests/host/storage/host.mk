@@ -10,3 +10,6 @@ test_index_USES := index
 HOST_TESTS += test_blk
 test_blk_USES := blk
 test_blk_SRCS := tests/host/storage/memdisk.c
+HOST_TESTS += test_store
+test_store_USES := store blk index logfmt crc32c fmt
+test_store_SRCS := tests/host/storage/memdisk.c

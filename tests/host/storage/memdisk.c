@@ -157,13 +157,31 @@ static int md_submit(struct blk_dev *d, struct blk_io *io, u8 op, u64 sector, vo
 	return 0;
 }
 
+/* Freed buffers are kept for reuse (the crash trials open thousands of
+ * stores: fresh megabytes each time cost more than the trials). */
+#define MD_CACHE 8
+static struct { void *p; size_t bytes; } md_cache[MD_CACHE];
+
 static void *md_buf_alloc(struct blk_dev *d, size_t bytes)
 {
+	for (unsigned i = 0; i < MD_CACHE; i++)
+		if (md_cache[i].p && md_cache[i].bytes == bytes) {
+			void *p = md_cache[i].p;
+
+			md_cache[i].p = NULL;
+			return memset(p, 0, bytes);
+		}
 	return calloc(1, bytes);
 }
 
 static void md_buf_free(struct blk_dev *d, void *p, size_t bytes)
 {
+	for (unsigned i = 0; i < MD_CACHE; i++)
+		if (!md_cache[i].p) {
+			md_cache[i].p = p;
+			md_cache[i].bytes = bytes;
+			return;
+		}
 	free(p);
 }
 
