@@ -90,13 +90,13 @@ $(APP_OBJS): KCFLAGS += $(APP_CFLAGS)
 
 # ---- storage: linked into the apps that use it ---------------------------
 # The block path (drivers/virtio/blk/, storage/: the block layer and the
-# store, runtime/store.c: the store's side of the app API) is linked only
+# store, runtime/store_api.c: the store's side of the app API) is linked only
 # with STORAGE=1, which an app that keeps data sets in its app.mk
 # (apps/kv); the default image (apps/site) carries none of it, as TLS=1
 # alone brings mbedTLS. An app calling vireo_store_*() without it does not
 # link (undefined reference).
 STORAGE ?= 0
-STORAGE_PATHS := drivers/virtio/blk/% storage/% runtime/store.c
+STORAGE_PATHS := drivers/virtio/blk/% storage/% runtime/store_api.c
 SRCS := $(HOT_SRCS) $(COLD_SRCS)
 ifneq ($(STORAGE),1)
 SRCS := $(filter-out $(STORAGE_PATHS),$(SRCS))

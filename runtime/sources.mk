@@ -7,7 +7,7 @@
 HOT_SRCS += runtime/conntab.c runtime/site.c runtime/echo.c runtime/api.c \
 	runtime/http/http.c runtime/http/server.c runtime/http/routes.c
 COLD_SRCS += runtime/app.c runtime/site_esp.c runtime/metrics.c runtime/metadata.c runtime/services.c \
-	runtime/http/https.c
+	runtime/http/https.c runtime/store_api.c
 # The runtime lwIP serves (no start-up, metadata or ESP site): lwip-check
 # links it with lwIP alone; the host tests run it over the host's lwIP.
 RUNTIME_CORE := conntab http site server https metrics echo api routes services

@@ -4,4 +4,4 @@
 # Hot: the block layer and the index. Cold: the format's encoders and
 # decoders (one CRC pass per batch dominates them), the virtio adapter.
 HOT_SRCS += storage/blk.c storage/index.c storage/store.c
-COLD_SRCS += storage/logfmt.c storage/blk_virtio.c
+COLD_SRCS += storage/logfmt.c storage/blk_virtio.c storage/disk.c

@@ -19,7 +19,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCE_DIRS = ("lib", "boot", "kernel", "drivers", "debug", "net", "runtime")
+SOURCE_DIRS = ("lib", "boot", "kernel", "drivers", "debug", "net", "storage", "runtime")
 STRING = r'"(?:[^"\\]|\\.)*"'
 
 

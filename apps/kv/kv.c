@@ -14,6 +14,7 @@
  * are JSON: {"error":"...","status":N}.
  */
 #include "vireo/vireo.h"
+#include "vireo/store.h"
 #include "apps/kv/kv_store.h"
 #include "lib/parse.h"
 #include "lib/string.h"
@@ -342,6 +343,17 @@ static void kv_handler(vireo_req r, void *arg)
 	}
 }
 
+static void kv_disk_ready(int err, void *arg)
+{
+	if (!err)
+		vireo_log("kv: data disk open; values are still kept in memory only (writing them to the "
+			  "disk is not done yet: issue 31)");
+	else if (err == -ENODEV)
+		vireo_log("kv: no data disk: values are kept in memory only and lost at restart");
+	else if (err)
+		vireo_warn("kv: the data disk cannot be written (%d): values are kept in memory only", err);
+}
+
 static int kv_init(void)
 {
 	struct kv_config c = {.max_bytes = (size_t)kv_max_bytes, .value_max = (size_t)kv_value_max,
@@ -362,6 +374,7 @@ static int kv_init(void)
 		return err;
 	worst = kv_store.max_bytes + kv_charge(KV_KEY_MAX, kv_store.value_max) + KV_LIST_BUF +
 		VIREO_ALLOC_OVERHEAD;
+	vireo_store_open(kv_disk_ready, NULL);
 	vireo_log("kv: /kv/ serving, max_bytes=%lu value_max=%lu", (unsigned long)kv_store.max_bytes,
 		  (unsigned long)kv_store.value_max);
 	if (worst > vireo_mem_limit())
