@@ -96,6 +96,7 @@ $(APP_OBJS): KCFLAGS += $(APP_CFLAGS)
 # alone brings mbedTLS. An app calling vireo_store_*() without it does not
 # link (undefined reference).
 STORAGE ?= 0
+# (tools/cmdline_table.py --no-storage names the same paths.)
 STORAGE_PATHS := drivers/virtio/blk/% storage/% runtime/store_api.c
 SRCS := $(HOT_SRCS) $(COLD_SRCS)
 ifneq ($(STORAGE),1)

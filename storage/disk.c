@@ -82,6 +82,13 @@ static void disk_find(struct timer *t, void *arg)
 	u64 now_ns;
 	int err;
 
+	if (strcmp(store_serial, "off") == 0) {
+		kprintf("store: store=off: nothing is kept across restarts\n");
+		disk.done = true;
+		disk.err = -ENODEV;
+		disk.cb(NULL, -ENODEV, disk.arg);
+		return;
+	}
 	for (unsigned i = 0; i < 8; i++) {
 		struct blk_dev *c = blk_virtio_get(i, i == 0 ? &pending : NULL);
 
@@ -128,13 +135,6 @@ int disk_store_open(void (*done)(struct store *s, int err, void *arg), void *arg
 	disk.opening = true;
 	disk.cb = done;
 	disk.arg = arg;
-	if (strcmp(store_serial, "off") == 0) {
-		kprintf("store: store=off: nothing is kept across restarts\n");
-		disk.done = true;
-		disk.err = -ENODEV;
-		done(NULL, -ENODEV, arg);	/* from the app's init: it expects this */
-		return 0;
-	}
 	timer_init(&disk.wait, disk_find, NULL);
 	disk.wait_until = time_ns() + DISK_WAIT_MS * NSEC_PER_MSEC;
 	timer_start(&disk.wait, time_ns());

@@ -106,6 +106,8 @@ static void st_fill(struct store *s)
 	}
 }
 
+static void st_fail_ops(struct store *s, struct st_op *op, const u8 *b, int err);
+
 static void st_kick_fn(void *arg)
 {
 	struct store *s = arg;
@@ -113,8 +115,23 @@ static void st_kick_fn(void *arg)
 	if (s->busy || s->state != ST_READY)
 		return;
 	st_fill(s);
-	if (s->cur_nrec)
+	if (s->cur_nrec) {
 		st_cycle(s);
+		return;
+	}
+	if (s->over_head) {
+		/* Not even an empty batch takes the next record: the disk is
+		 * full after all (admission's estimate leaves out the padding of
+		 * batches and the segment tails they skip). They fail now rather
+		 * than wait for ever. */
+		struct st_op *over = s->over_head;
+
+		s->over_head = NULL;
+		s->over_tail = &s->over_head;
+		s->over_bytes = 0;
+		s->stats.refused_full++;
+		st_fail_ops(s, over, NULL, -ENOSPC);
+	}
 }
 
 static int st_admit(struct store *s, u8 type, const u8 *key, u32 klen, const void *val, u32 vlen, st_done_fn cb,

@@ -145,7 +145,8 @@ u32 st_value_max(const struct store *s);
  * call returns. cb(err, arg) from the loop once the record is durable (0)
  * or will never be: -EIO (the batch's write or flush failed: the store is
  * read-only now; whether the record is on the disk is not known), -EROFS
- * (read-only already when it was to be written). Returns 0 (cb will be
+ * (read-only already when it was to be written), -ENOSPC (the disk filled
+ * up before its turn came). Returns 0 (cb will be
  * called) or, with cb never called: -EINVAL (key 1..255 bytes, value over
  * st_value_max), -ENOENT (a delete of a key with no durable or pending
  * record), -EROFS, -EAGAIN (still opening), -ENOSPC (no segment left),

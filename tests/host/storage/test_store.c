@@ -596,6 +596,41 @@ static void test_bounds(void **state)
 	st_close(&s);
 	memdisk_free(&m);
 
+	/* Many writers at once near a full disk: every admitted write gets its
+	 * callback (durable, or -ENOSPC when no batch can take it), none hangs. */
+	memdisk_init(&m, 16 + 8 * 128, 512, 64 * 1024, true);
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	{
+		static struct opr many[400];
+		unsigned admitted = 0, called = 0, nospc = 0;
+		u32 x = 7;
+
+		for (i = 0; i < 400; i++) {
+			x = x * 1103515245u + 12345u;
+			many[i] = (struct opr){ .err = 1 };
+			key_of(i % NKEYS, key, &klen);
+			err = st_put(&s, key, klen, val, 1000 + (x >> 8) % 15000, op_done, &many[i]);
+			if (err == 0)
+				admitted++;
+			else
+				assert_int_equal(err, -ENOSPC);
+			if (i % 50 == 49)
+				hk_run(1);	/* a batch goes out now and then */
+		}
+		hk_run(1000000);
+		for (i = 0; i < 400; i++) {
+			called += many[i].err != 1;
+			nospc += many[i].err == -ENOSPC;
+			assert_true(many[i].err == 1 || many[i].err == 0 || many[i].err == -ENOSPC);
+		}
+		assert_int_equal(called, admitted);
+		assert_true(st_idle(&s));
+		assert_int_equal(s.pending_bytes, 0);
+		print_message("near-full disk: %u admitted, %u failed -ENOSPC after admission\n", admitted, nospc);
+	}
+	st_close(&s);
+	memdisk_free(&m);
+
 	/* The index: 10 keys of charge 80 and nothing more. */
 	memdisk_init(&m, 8192, 512, 64 * 1024, true);
 	cfg.index_max = 10 * st_ent_charge(4);
