@@ -264,10 +264,19 @@ HTTP_PORT ?= $(or $(patsubst http=%,%,$(filter http=%,$(CMDLINE))),80)
 TLS_PORT ?= 8443
 HTTPS_PORT ?= $(or $(patsubst https=%,%,$(filter https=%,$(CMDLINE))),443)
 run: deps-run $(IMAGE)
-	images/qemu.sh --image $(IMAGE) --mem $(MEM) --cmdline "$(CMDLINE)" \
+	images/qemu.sh --image $(IMAGE) --mem $(MEM) --cmdline "$(CMDLINE)" $(if $(DISK),--disk $(DISK)) \
 		$(if $(PORT),--port $(PORT) --guest-port $(HTTP_PORT)) \
 		$(if $(and $(PORT),$(filter 1,$(TLS))),--tls-port $(TLS_PORT) --guest-tls-port $(HTTPS_PORT)) \
 		$(if $(PORT),$(APP_RUN_FWD)) $(QEMU_OPTS)
+
+# A blank data disk for the store (docs/storage.md): DISK= names the file
+# (default build/data.img), DISK_SIZE= its size; an existing file is kept.
+DISK_SIZE ?= 64M
+.PHONY: disk
+disk:
+	$(Q)f=$(or $(DISK),$(BUILD)/data.img); mkdir -p $$(dirname $$f); \
+	if [ -e $$f ]; then echo "  DISK    $$f exists: kept (remove it for a blank one)"; \
+	else truncate -s $(DISK_SIZE) $$f && echo "  DISK    $$f ($(DISK_SIZE), blank: formatted at first boot)"; fi
 
 deps-run:
 	$(Q)tools/deps.sh run
@@ -536,7 +545,9 @@ help:
 	@echo "                  key.pem on the ESP win over both); https= port 443"
 	@echo "                  (docs/https.md). make TLS=1 tls-check: what mbedTLS needs, its size"
 	@echo "  make run        install QEMU/OVMF if missing, boot the appliance; http://localhost:8080/"
-	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=); with TLS=1 also https://localhost:8443/ (TLS_PORT=)"
+	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=); with TLS=1 also https://localhost:8443/ (TLS_PORT=);"
+	@echo "                  DISK=file attaches a data disk (serial vireo-data; docs/storage.md)"
+	@echo "  make disk       a blank data disk, build/data.img or DISK= (DISK_SIZE=, default 64M); kept if it exists"
 	@echo "  APP=apps/NAME   build (and run) that app instead of the static site (apps/site): any"
 	@echo "                  target above, outputs in $(BUILD)/apps/NAME/; apps: $(notdir $(patsubst %/,%,$(wildcard apps/*/)))"
 	@echo "                  (docs/apps.md; copy apps/template to start one)"
