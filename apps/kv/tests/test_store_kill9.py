@@ -118,3 +118,59 @@ def test_no_disk_of_that_serial(disk):
     finally:
         vm.stop()
     assert open(disk, "rb").read(1 << 20) == bytes(1 << 20)
+
+
+def kv_boot(disk, port):
+    return Vm(image=IMAGE, cmdline="", extra=[
+        "-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:80",
+        "-device", "virtio-net-pci,netdev=n0,id=nic0,romfile=",
+        "-drive", f"if=none,id=d0,format=raw,file={disk}",
+        "-device", "virtio-blk-pci,drive=d0,serial=vireo-data"])
+
+
+def kv_req(port, method, path, body=None):
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request(method, path, body=body)
+    r = c.getresponse()
+    out = (r.status, r.getheader("ETag"), r.read())
+    c.close()
+    return out
+
+
+def test_kv_acknowledged_puts_survive_kill9(disk):
+    """apps/kv on the data disk: every PUT and DELETE answered before a
+    SIGKILL is there after the reboot, value and ETag alike."""
+    from httpc import free_tcp_port
+    port = free_tcp_port()
+    rng = random.Random(7)
+    want, tags = {}, {}
+    vm = kv_boot(disk, port)
+    try:
+        vm.wait_for(r"^kv: 0 keys loaded from the data disk \(0 skipped\); PUT and DELETE answer once durable",
+                    timeout=120)
+        vm.wait_for(r"^vireo: ready ip=", timeout=60)
+        for i in range(40):
+            key = f"k{i % 25}"
+            val = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 5000)))
+            st, tag, _ = kv_req(port, "PUT", f"/kv/{key}", val)
+            assert st in (201, 204), st
+            want[key], tags[key] = val, tag
+        st, _, _ = kv_req(port, "DELETE", "/kv/k3")
+        assert st == 204
+        del want["k3"]
+        os.killpg(vm.proc.pid, signal.SIGKILL)
+        vm.proc.wait(timeout=10)
+    finally:
+        vm.stop()
+    vm = kv_boot(disk, port)
+    try:
+        vm.wait_for(r"^kv: 24 keys loaded from the data disk \(0 skipped\)", timeout=120)
+        vm.wait_for(r"^vireo: ready ip=", timeout=60)
+        for key, val in want.items():
+            st, tag, body = kv_req(port, "GET", f"/kv/{key}")
+            assert (st, body) == (200, val), key
+            assert tag == tags[key], key	# the ETag secret is on the disk
+        assert kv_req(port, "GET", "/kv/k3")[0] == 404
+    finally:
+        vm.stop()
