@@ -56,7 +56,7 @@ KLDFLAGS := -nostdlib -znocombreloc -shared -Bsymbolic --no-undefined \
 # architecture.md) that is also the link order: HOT_SRCS are built -O2,
 # COLD_SRCS -Os (below). A test, a fuzzer or a group names a source by its
 # file name alone, $(call src,NAME ...), so a path is written once.
-SUBSYSTEMS := lib boot kernel drivers debug net runtime
+SUBSYSTEMS := lib boot kernel drivers debug net storage runtime
 HOT_SRCS :=
 COLD_SRCS :=
 include $(addsuffix /sources.mk,$(SUBSYSTEMS))
@@ -105,7 +105,25 @@ $(foreach a,$(IMAGE_APPS),$(eval $(patsubst %,$(BUILD)/k/%.o,$(basename $(wildca
 # (Cold, as the TCP/UDP services under them are: -Os.)
 $(foreach a,$(IMAGE_APPS),$(eval $(patsubst %,$(BUILD)/k/%.o,$(basename $(wildcard $(a)/*.c))): APP_CFLAGS := -Os))
 
+# ---- storage: linked into the apps that use it ---------------------------
+# The block path (drivers/virtio/blk/, storage/: the block layer and the
+# store, runtime/store_api.c: the store's side of the app API) is linked only
+# with STORAGE=1, which an app that keeps data sets in its app.mk
+# (apps/kv); the default image (apps/site) carries none of it, as TLS=1
+# alone brings mbedTLS. An app calling vireo_store_*() without it does not
+# link (undefined reference).
+STORAGE ?= 0
+# (tools/cmdline_table.py --no-storage names the same paths.)
+STORAGE_PATHS := drivers/virtio/blk/% storage/% runtime/store_api.c
 SRCS := $(HOT_SRCS) $(COLD_SRCS)
+ifneq ($(STORAGE),1)
+SRCS := $(filter-out $(STORAGE_PATHS),$(SRCS))
+endif
+# The objects are the same either way; the link follows the choice.
+STORAGE_STAMP := $(OUT)/storage-link.$(STORAGE)
+$(STORAGE_STAMP):
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $(OUT)/storage-link.* && touch $@
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(APP_OBJS) $(OUT)/site_data.o
 # Hot and cold: each sources.mk puts a file in HOT_SRCS or COLD_SRCS. Cold
 # code is built for size (-Os after -O2 wins): boot, ACPI and PCI scans,
@@ -203,7 +221,7 @@ $(APP_OBJS): $(BUILD)/k/%.o: %.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(APP_KCFLAGS) -c $< -o $@
 
-$(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/vireo.ld
+$(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/vireo.ld $(STORAGE_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(LD) $(KLDFLAGS) -z pack-relative-relocs --defsym=__image_cap=$(IMAGE_CAP) $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) -o $@
@@ -254,7 +272,7 @@ $(BUILD)/k/boot/%.o: boot/%.S
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  AS      $<")
 	$(Q)$(CC) $(KCFLAGS) $(KASFLAGS) -c $< -o $@
-$(PVH): $(PVH_OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/pvh.ld
+$(PVH): $(PVH_OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/pvh.ld $(STORAGE_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(LD) -nostdlib -static -z noexecstack -z max-page-size=4096 --build-id=none --gc-sections \
@@ -291,10 +309,19 @@ HTTP_PORT ?= $(or $(patsubst http=%,%,$(filter http=%,$(CMDLINE))),80)
 TLS_PORT ?= 8443
 HTTPS_PORT ?= $(or $(patsubst https=%,%,$(filter https=%,$(CMDLINE))),443)
 run: deps-run $(IMAGE)
-	images/qemu.sh --image $(IMAGE) --mem $(MEM) --cmdline "$(CMDLINE)" \
+	images/qemu.sh --image $(IMAGE) --mem $(MEM) --cmdline "$(CMDLINE)" $(if $(DISK),--disk $(DISK)) \
 		$(if $(PORT),--port $(PORT) --guest-port $(HTTP_PORT)) \
 		$(if $(and $(PORT),$(filter 1,$(TLS))),--tls-port $(TLS_PORT) --guest-tls-port $(HTTPS_PORT)) \
 		$(if $(PORT),$(APP_RUN_FWD)) $(QEMU_OPTS)
+
+# A blank data disk for the store (docs/storage.md): DISK= names the file
+# (default build/data.img), DISK_SIZE= its size; an existing file is kept.
+DISK_SIZE ?= 64M
+.PHONY: disk
+disk:
+	$(Q)f=$(or $(DISK),$(BUILD)/data.img); mkdir -p $$(dirname $$f); \
+	if [ -e $$f ]; then echo "  DISK    $$f exists: kept (remove it for a blank one)"; \
+	else truncate -s $(DISK_SIZE) $$f && echo "  DISK    $$f ($(DISK_SIZE), blank: formatted at first boot)"; fi
 
 deps-run:
 	$(Q)tools/deps.sh run
@@ -566,7 +593,9 @@ help:
 	@echo "                  key.pem on the ESP win over both); https= port 443"
 	@echo "                  (docs/https.md). make TLS=1 tls-check: what mbedTLS needs, its size"
 	@echo "  make run        install QEMU/OVMF if missing, boot the appliance; http://localhost:8080/"
-	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=); with TLS=1 also https://localhost:8443/ (TLS_PORT=)"
+	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=); with TLS=1 also https://localhost:8443/ (TLS_PORT=);"
+	@echo "                  DISK=file attaches a data disk (serial vireo-data; docs/storage.md)"
+	@echo "  make disk       a blank data disk, build/data.img or DISK= (DISK_SIZE=, default 64M); kept if it exists"
 	@echo "  APP=apps/NAME   build (and run) that app instead of the static site (apps/site): any"
 	@echo "                  target above, outputs in $(BUILD)/apps/NAME/; apps: $(notdir $(patsubst %/,%,$(wildcard apps/*/)))"
 	@echo "                  (docs/apps.md; copy apps/template to start one)"

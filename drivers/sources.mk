@@ -12,4 +12,5 @@ COLD_SRCS += drivers/acpi/acpi_tables.c drivers/acpi/aml_s5.c drivers/acpi/acpi.
 	drivers/iommu/vtd_pt.c drivers/iommu/vtd.c \
 	drivers/virtio/virtio_pci_caps.c \
 	drivers/virtio/virtio_mmio_parse.c drivers/virtio/virtio_mmio.c \
-	drivers/virtio/net/vnet_ctrl.c drivers/virtio/console/virtio_console.c drivers/virtio/rng/virtio_rng.c
+	drivers/virtio/net/vnet_ctrl.c drivers/virtio/console/virtio_console.c drivers/virtio/rng/virtio_rng.c \
+	drivers/virtio/blk/virtio_blk.c

@@ -29,6 +29,9 @@
 #   --guest-tls-port P  the guest's HTTPS port for --tls-port (default 443; https=P)
 #   --fwd PROTO:HOST-:GUEST  with --port: one more forward on 127.0.0.1, e.g.
 #                    udp:5353-:53 (apps/dns); may be given more than once
+#   --disk FILE      a data disk: FILE (raw) as a virtio-blk disk with the
+#                    serial vireo-data, which the store formats if blank and
+#                    keeps data on (docs/storage.md; make disk makes one)
 #   --print          print the QEMU command instead of running it
 # Anything after the options is passed to QEMU unchanged (QEMU_OPTS).
 # VIREO_QEMU_SH_OPTS (split on spaces) adds options before the command line's,
@@ -43,7 +46,7 @@ if [[ -n ${VIREO_QEMU_SH_OPTS:-} ]]; then
 	set -- "${env_opts[@]}" "$@"
 fi
 image=build/vireo.img mem=64 cmdline="" machine=q35 accel=${ACCEL:-auto} port="" guest_port=80 tls_port="" guest_tls_port=443 print=0
-format="" cdrom=0 secboot=0 vars_src="" kernel="" microvm=0 fwd=""
+format="" cdrom=0 secboot=0 vars_src="" kernel="" microvm=0 fwd="" disk=""
 while (($#)); do
 	case $1 in
 	--image) image=$2; shift 2 ;;
@@ -64,6 +67,7 @@ while (($#)); do
 	--fwd)
 		[[ $2 =~ ^(tcp|udp):[0-9]+-:[0-9]+$ ]] || { echo "qemu.sh: --fwd wants PROTO:HOSTPORT-:GUESTPORT, not '$2'" >&2; exit 2; }
 		fwd+=",hostfwd=${2%%:*}:127.0.0.1:${2#*:}"; shift 2 ;;
+	--disk) disk=$2; shift 2 ;;
 	--print) print=1; shift ;;
 	-h | --help) sed -n '2,/^set -eu/{/^set -eu/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	--) shift; break ;;
@@ -168,6 +172,11 @@ fi
 if [[ -n $port ]]; then
 	args+=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:$guest_port${tls_port:+,hostfwd=tcp:127.0.0.1:$tls_port-:$guest_tls_port}$fwd"
 		-device "$( ((microvm)) && echo virtio-net-device,netdev=n0 || echo virtio-net-pci,netdev=n0,romfile=)")
+fi
+if [[ -n $disk ]]; then
+	[[ -f $disk ]] || { echo "qemu.sh: --disk $disk: no such file (make disk makes one)" >&2; exit 2; }
+	args+=(-drive "if=none,id=data,format=raw,file=$disk"
+		-device "$( ((microvm)) && echo virtio-blk-device || echo virtio-blk-pci),drive=data,serial=vireo-data")
 fi
 args+=("$@")
 if ((print)); then

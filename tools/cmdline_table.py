@@ -23,7 +23,9 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCE_DIRS = ("lib", "boot", "kernel", "drivers", "debug", "net", "runtime")
+SOURCE_DIRS = ("lib", "boot", "kernel", "drivers", "debug", "net", "storage", "runtime")
+# The Makefile's STORAGE_PATHS: linked only into images built with STORAGE=1.
+STORAGE_PREFIXES = ("drivers/virtio/blk/", "storage/", "runtime/store_api.c")
 STRING = r'"(?:[^"\\]|\\.)*"'
 
 
@@ -206,8 +208,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--plain", action="store_true", help="the lines the shell's `params` prints")
     ap.add_argument("--check", metavar="FILE", help="fail unless FILE contains the Markdown table")
+    ap.add_argument("--no-storage", action="store_true",
+                    help="leave out the keys of the block path (STORAGE_PREFIXES), which only an image "
+                         "built with STORAGE=1 carries (the default image does not)")
     args = ap.parse_args()
     params = collect(list(SOURCE_DIRS) + image_apps())
+    if args.no_storage:
+        params = [p for p in params if not p["file"].startswith(STORAGE_PREFIXES)]
     if args.check:
         with open(args.check) as fh:
             text = fh.read()

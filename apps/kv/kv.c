@@ -1,5 +1,5 @@
-/* apps/kv: an in-memory key-value store over HTTP with a JSON listing, on
- * vireo's application API. The store and its bounds are apps/kv/kv_store.c;
+/* apps/kv: a key-value store over HTTP with a JSON listing, on vireo's
+ * application API, in memory and, with a data disk, durable on it (below). The store and its bounds are apps/kv/kv_store.c;
  * this file maps HTTP onto it. apps/kv/README.md is the user's guide.
  *
  *   GET    /kv/<key>       the value (application/octet-stream), ETag
@@ -14,6 +14,7 @@
  * are JSON: {"error":"...","status":N}.
  */
 #include "vireo/vireo.h"
+#include "vireo/store.h"
 #include "kv_store.h"
 #include "vireo/parse.h"
 #include "vireo/string.h"
@@ -213,6 +214,79 @@ static void kv_get_one(vireo_req r, const char *key, size_t klen)
 	}
 }
 
+/*
+ * The data disk (vireo/store.h, docs/storage.md). While it is being opened
+ * and loaded every request is 503; then PUT and DELETE answer only once
+ * their record is durable on it, and each boot loads every key back. The
+ * ETag secret is kept on the disk too (under a key no client can name:
+ * 0x01 is not a key byte), so tags survive restarts. A write the disk
+ * refuses or fails is answered 507/503, but the memory copy has already
+ * changed (the store turns read-only on a failure; a restart shows the
+ * disk's state).
+ */
+enum { KV_DISK_NONE, KV_DISK_WAIT, KV_DISK_READY };
+static int kv_disk = KV_DISK_NONE;
+static struct kv_config kv_cfg;
+static const char kv_secret_key[] = "\x01kv-etag-secret";
+#define KV_SECRET_KLEN (sizeof kv_secret_key - 1)
+
+struct kv_wait {
+	vireo_req r;
+	int status;
+	char tag[KV_ETAG_LEN + 1];
+};
+
+static void kv_durable(int err, void *arg)
+{
+	struct kv_wait *w = arg;
+
+	if (!err) {
+		if (w->tag[0])
+			vireo_resp_header(w->r, "ETag", w->tag);
+		vireo_resp_send(w->r, w->status, NULL, NULL, 0);
+	} else if (err == -ENOSPC) {
+		kv_fail(w->r, 507, "the data disk is full", KV_R_FULL);
+	} else {
+		kv_fail(w->r, 503, "the data disk failed: read-only", KV_R_BUSY);
+	}
+	vireo_free(w);
+}
+
+/* Writes the change through to the disk and answers when it is durable;
+ * false when there is no disk (the caller answers now). */
+static bool kv_write_through(vireo_req r, bool put, const char *key, size_t klen, const void *val, size_t vlen,
+			     int status, const char *tag)
+{
+	struct kv_wait *w;
+	int err;
+
+	if (kv_disk != KV_DISK_READY)
+		return false;
+	w = vireo_alloc(sizeof *w);
+	if (!w) {
+		kv_fail(r, 507, "out of memory (app.mem)", KV_R_NOMEM);
+		return true;
+	}
+	w->r = r;
+	w->status = status;
+	strlcpy(w->tag, tag ? tag : "", sizeof w->tag);
+	err = put ? vireo_store_put(key, klen, val, vlen, kv_durable, w) : vireo_store_del(key, klen, kv_durable, w);
+	if (err == -ENOENT && !put) {
+		w->tag[0] = '\0';
+		kv_durable(0, w);	/* never reached the disk: nothing to delete there */
+		return true;
+	}
+	if (err) {
+		vireo_free(w);
+		if (err == -ENOSPC || err == -ENOMEM)
+			kv_fail(r, 507, "the data disk is full", KV_R_FULL);
+		else
+			kv_fail(r, 503, err == -EBUSY ? "the data disk is busy: retry" : "the data disk cannot be written",
+				KV_R_BUSY);
+	}
+	return true;
+}
+
 static void kv_put_one(vireo_req r, const char *key, size_t klen)
 {
 	const void *body;
@@ -233,6 +307,8 @@ static void kv_put_one(vireo_req r, const char *key, size_t klen)
 		kv_answer_status(r, st, NULL);
 		return;
 	}
+	if (kv_write_through(r, true, key, klen, body, len, st == KV_CREATED ? 201 : 204, tag))
+		return;
 	vireo_resp_header(r, "ETag", tag);
 	vireo_resp_send(r, st == KV_CREATED ? 201 : 204, NULL, NULL, 0);
 }
@@ -249,6 +325,8 @@ static void kv_delete_one(vireo_req r, const char *key, size_t klen)
 		kv_answer_status(r, st, NULL);
 		return;
 	}
+	if (kv_write_through(r, false, key, klen, NULL, 0, 204, NULL))
+		return;
 	vireo_resp_send(r, 204, NULL, NULL, 0);
 }
 
@@ -315,6 +393,11 @@ static void kv_handler(vireo_req r, void *arg)
 	size_t klen = strlen(key);
 	enum vireo_method m = vireo_req_method(r);
 
+	if (kv_disk == KV_DISK_WAIT) {
+		vireo_resp_header(r, "Retry-After", "1");
+		kv_fail(r, 503, "loading the data disk", KV_R_BUSY);
+		return;
+	}
 	if (klen == 0) {
 		if (m == VIREO_GET || m == VIREO_HEAD) {
 			kv_list(r);
@@ -342,6 +425,110 @@ static void kv_handler(vireo_req r, void *arg)
 	}
 }
 
+static struct {
+	u8 key[KV_KEY_MAX], next[KV_KEY_MAX];
+	size_t klen, nlen;
+	unsigned loaded, skipped;
+	bool rw;
+} kv_ld;
+
+static bool kv_load_pick(const void *key, size_t klen, size_t vlen, void *arg)
+{
+	if (klen > KV_KEY_MAX)
+		return true;
+	memcpy(kv_ld.next, key, klen);
+	kv_ld.nlen = klen;
+	return false;
+}
+
+static void kv_load_next(void);
+
+static void kv_load_got(int err, const void *val, size_t vlen, void *arg)
+{
+	char tag[KV_ETAG_LEN + 1];
+	enum kv_status st = KV_NO_MEMORY;
+
+	if (!err)
+		st = kv_put(&kv_store, kv_ld.key, kv_ld.klen, val, vlen, NULL, NULL, tag);
+	if (err || (st != KV_OK && st != KV_CREATED)) {
+		kv_ld.skipped++;
+		vireo_warn("kv: key %.*s from the data disk not loaded (%d/%d)", (int)kv_ld.klen, kv_ld.key, err,
+			   (int)st);
+	} else {
+		kv_ld.loaded++;
+	}
+	kv_load_next();
+}
+
+/* One key at a time, in key order, from the index (each read from disk). */
+static void kv_load_next(void)
+{
+	for (;;) {
+		int err;
+
+		kv_ld.nlen = 0;
+		vireo_store_keys("", 0, kv_ld.key, kv_ld.klen, kv_load_pick, NULL);
+		if (!kv_ld.nlen)
+			break;
+		memcpy(kv_ld.key, kv_ld.next, kv_ld.nlen);
+		kv_ld.klen = kv_ld.nlen;
+		if (!kv_key_valid(kv_ld.key, kv_ld.klen))
+			continue;	/* the ETag secret, another app's keys */
+		err = vireo_store_get(kv_ld.key, kv_ld.klen, kv_load_got, NULL);
+		if (err == 0)
+			return;
+		kv_ld.skipped++;
+	}
+	kv_disk = kv_ld.rw ? KV_DISK_READY : KV_DISK_NONE;
+	kv_gauges();
+	vireo_log("kv: %u keys loaded from the data disk (%u skipped); %s", kv_ld.loaded, kv_ld.skipped,
+		  kv_ld.rw ? "PUT and DELETE answer once durable on it"
+			   : "it is read-only: new values are kept in memory only");
+}
+
+static void kv_secret_saved(int err, void *arg)
+{
+	if (err) {
+		vireo_warn("kv: cannot save the ETag secret on the data disk (%d): memory only", err);
+		kv_ld.rw = false;
+	}
+	kv_load_next();
+}
+
+static void kv_secret_got(int err, const void *val, size_t vlen, void *arg)
+{
+	if (!err && vlen == sizeof kv_cfg.secret) {
+		memcpy(kv_cfg.secret, val, vlen);
+		kv_store_clear(&kv_store);
+		kv_store_init(&kv_store, &kv_cfg);	/* empty: requests waited */
+	} else {
+		vireo_warn("kv: the ETag secret on the data disk is unreadable (%d): tags change", err);
+	}
+	kv_load_next();
+}
+
+static void kv_disk_ready(int err, void *arg)
+{
+	if (!err || err == -EROFS) {
+		kv_ld.rw = !err;
+		err = vireo_store_get(kv_secret_key, KV_SECRET_KLEN, kv_secret_got, NULL);
+		if (err == -ENOENT && kv_ld.rw)
+			err = vireo_store_put(kv_secret_key, KV_SECRET_KLEN, kv_cfg.secret, sizeof kv_cfg.secret,
+					      kv_secret_saved, NULL);
+		if (err) {
+			if (err != -ENOENT)
+				vireo_warn("kv: the ETag secret: %d", err);
+			kv_load_next();
+		}
+		return;
+	}
+	kv_disk = KV_DISK_NONE;
+	if (err == -ENODEV)
+		vireo_log("kv: no data disk: values are kept in memory only and lost at restart");
+	else if (err)
+		vireo_warn("kv: the data disk cannot be written (%d): values are kept in memory only", err);
+}
+
 static int kv_init(void)
 {
 	struct kv_config c = {.max_bytes = (size_t)kv_max_bytes, .value_max = (size_t)kv_value_max,
@@ -350,6 +537,7 @@ static int kv_init(void)
 	int err;
 
 	vireo_random(c.secret, sizeof c.secret);
+	kv_cfg = c;
 	err = kv_store_init(&kv_store, &c);
 	if (err)
 		return err;
@@ -362,6 +550,8 @@ static int kv_init(void)
 		return err;
 	worst = kv_store.max_bytes + kv_charge(KV_KEY_MAX, kv_store.value_max) + KV_LIST_BUF +
 		VIREO_ALLOC_OVERHEAD;
+	if (vireo_store_open(kv_disk_ready, NULL) == 0)
+		kv_disk = KV_DISK_WAIT;
 	vireo_log("kv: /kv/ serving, max_bytes=%lu value_max=%lu", (unsigned long)kv_store.max_bytes,
 		  (unsigned long)kv_store.value_max);
 	if (worst > vireo_mem_limit())
@@ -373,4 +563,4 @@ static int kv_init(void)
 }
 
 VIREO_APP(kv, .name = "kv", .init = kv_init,
-	  .help = "an in-memory key-value store: GET/PUT/DELETE /kv/<key>, listing at /kv/");
+	  .help = "a key-value store (durable with a data disk): GET/PUT/DELETE /kv/<key>, listing at /kv/");

@@ -137,14 +137,16 @@ static void virtio_bus_config_changed(void *arg)
 			d->dma_fault = false;
 			continue;
 		}
-		if ((status & VIRTIO_S_NEEDS_RESET) || d->dma_fault) {
+		if ((status & VIRTIO_S_NEEDS_RESET) || d->dma_fault || d->reset_requested) {
 			const struct virtio_driver *drv = d->driver;
 
 			kprintf("virtio%u: %s; resetting and probing again\n", d->index,
-				d->dma_fault ? "DMA fault" : "device needs reset");
+				d->dma_fault ? "DMA fault" :
+				(status & VIRTIO_S_NEEDS_RESET) ? "device needs reset" : "driver asked for a reset");
 			if (d->dma_fault)
 				d->dma_fault_resets++;
 			d->dma_fault = false;
+			d->reset_requested = false;
 			d->resets++;
 			virtio_core_remove(d);
 			if (d->dead)
@@ -155,6 +157,15 @@ static void virtio_bus_config_changed(void *arg)
 		if (d->driver->config_changed)
 			d->driver->config_changed(d);
 	}
+}
+
+void virtio_request_reset(struct virtio_dev *d, const char *why)
+{
+	if (d->reset_requested || d->dead)
+		return;
+	kprintf("virtio%u: %s\n", d->index, why);
+	d->reset_requested = true;
+	work_queue(&config_work);
 }
 
 void virtio_config_interrupt(struct virtio_dev *d)

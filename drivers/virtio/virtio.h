@@ -150,6 +150,7 @@ struct virtio_dev {
 	struct dma_domain *dma;
 	bool dma_fault;			/* the unit reported a fault: reset pending */
 	u32 dma_fault_resets;		/* recoveries from DMA faults (budgeted) */
+	bool reset_requested;		/* virtio_request_reset(): reset pending */
 	struct virtio_dev *next;
 };
 
@@ -209,6 +210,13 @@ void virtio_kept(u64 *pages, u64 *blocks);
 #define VIRTIO_RESET_TIMEOUT_NS 1000000ULL
 /* Marks the device broken after a device-side violation (logged once). */
 void virtio_set_broken(struct virtio_dev *d, const char *why);
+/* The driver asks for its device to be reset and probed again, as for
+ * DEVICE_NEEDS_RESET (a request the device never completed, a queue it
+ * broke): logged with why, run from the bus's loop work, never from
+ * inside this call. The driver's remove() then gets back what was on the
+ * rings (virtq_detach_unused) and its probe() runs again; the driver
+ * bounds how often it asks. */
+void virtio_request_reset(struct virtio_dev *d, const char *why);
 /* Formats status bits by name into buf. */
 const char *virtio_status_name(u8 status, char *buf, size_t size);
 /* The queue's interrupt fired (transport -> core). */

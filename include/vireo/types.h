@@ -28,6 +28,7 @@ typedef int64_t s64;
 #define EPERM 1
 #define ENOENT 2
 #define EIO 5
+#define EAGAIN 11
 #define E2BIG 7
 #define ENOMEM 12
 #define EFAULT 14
@@ -36,6 +37,7 @@ typedef int64_t s64;
 #define ENODEV 19
 #define EINVAL 22
 #define ENOSPC 28
+#define EROFS 30
 #define EPIPE 32
 #define ERANGE 34
 #define EPROTO 71

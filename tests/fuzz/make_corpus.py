@@ -507,6 +507,49 @@ def smbios():
     }
 
 
+# ---- fuzz_logfmt: a mode byte (bit 1: superblock, else a segment; bit 0:
+# the fuzzer fixes the checksums), then the bytes read from the disk ----
+def crc32c(data, crc=0):
+    c = crc ^ 0xffffffff
+    for b in data:
+        c ^= b
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82f63b78 & -(c & 1))
+    return c ^ 0xffffffff
+
+
+LOGFMT_SEED = 0x600dcafe
+
+
+def st_record(typ, lsn, key, val=b"", flags=0):
+    n = 24 + len(key) + len(val)
+    body = le32(n) + bytes([typ, len(key)]) + le16(flags) + le32(len(val)) + le64(lsn) + key + val
+    rec = le32(crc32c(body, LOGFMT_SEED)) + body
+    return rec + b"\0" * (-len(rec) % 8)
+
+
+def st_batch(seq, durable, recs, first=False, prev=(0xffffffff, 0)):
+    payload = b"".join(recs)
+    tail = (le64(seq) + le64(durable) + le32(0) + le32(len(recs)) + le32(len(payload)) + le32(1 if first else 0)
+            + le32(prev[0]) + le32(crc32c(payload, LOGFMT_SEED)) + le64(prev[1]) + le64(0))
+    hdr = le32(0x31425356) + le32(crc32c(tail, LOGFMT_SEED)) + tail
+    out = hdr + payload
+    return out + b"\0" * (-len(out) % 512)
+
+
+def logfmt():
+    sb = (b"VIREO-ST" + le32(1) + le32(4096) + le64(3) + bytes(range(16)) + bytes(range(16, 32)) + le64(1700000000)
+          + le64(1 << 17) + le32(512) + le32(1 << 20) + le64(8192) + le32(60) + le32(65536) + b"vireo-data".ljust(32, b"\0"))
+    seg = (st_batch(1, 0, [st_record(1, 1, b"alpha", b"one"), st_record(2, 2, b"beta")], first=True)
+           + st_batch(2, 1, [st_record(1, 3, b"k" * 40, bytes(range(200)) * 3), st_record(1, 4, b"x", b"", 1)]))
+    return {
+        "super": b"\x03" + le64(1 << 17) + sb,
+        "segment": b"\x00" + seg,
+        "segment_fix": b"\x01" + seg,
+        "torn": b"\x00" + seg[:700],
+    }
+
+
 TARGETS = {
     "fuzz_cmdline": cmdline,
     "fuzz_http": http,
@@ -521,6 +564,7 @@ TARGETS = {
     "fuzz_dns": dns,
     "fuzz_iso9660": iso,
     "fuzz_smbios": smbios,
+    "fuzz_logfmt": logfmt,
 }
 
 

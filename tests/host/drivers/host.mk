@@ -40,3 +40,8 @@ test_virtio_rng_LDFLAGS := $(SIMDEV_LDFLAGS)
 test_virtio_console_USES := $(SIMDEV_USES) virtio_console
 test_virtio_console_SRCS := $(SIMDEV_SRCS)
 test_virtio_console_LDFLAGS := $(SIMDEV_LDFLAGS)
+# virtio-blk against the simulated virtio-blk device (simdev/blkdev.c).
+HOST_TESTS += test_virtio_blk
+test_virtio_blk_USES := $(SIMDEV_USES) fmt
+test_virtio_blk_SRCS := $(call host_wrap,virtio_blk) $(SIMDEV_SRCS) tests/host/simdev/blkdev.c
+test_virtio_blk_LDFLAGS := $(SIMDEV_LDFLAGS)

@@ -1,0 +1,13 @@
+/* CRC-32C (Castagnoli, reflected polynomial 0x82f63b78), the checksum of
+ * iSCSI, ext4 metadata and the store's records (storage/logfmt.h). */
+#ifndef VIREO_CRC32C_H
+#define VIREO_CRC32C_H
+
+#include "lib/types.h"
+
+/* The CRC of p[0..n) continuing from crc (0 to start): crc32c(0, "123456789",
+ * 9) is 0xe3069283, and crc32c(crc32c(0, a, na), b, nb) is the CRC of a
+ * followed by b. */
+u32 crc32c(u32 crc, const void *p, size_t n);
+
+#endif

@@ -1,0 +1,747 @@
+/* storage/store.c over the model disk (memdisk.c), whose write cache a
+ * crash loses or tears sector by sector:
+ * - crash trials: a workload of puts and deletes from several clients (each
+ *   issuing its next operation from the previous one's callback, so
+ *   batches group many writers) is cut by a crash at every device request
+ *   it makes, with several tearing seeds each; after every reboot the
+ *   store opens without damage and holds exactly the state after some
+ *   prefix of the operations in the order they were made, a prefix that
+ *   contains every acknowledged one. Then a second workload and a second
+ *   crash on the recovered store (writes over a dropped tear). 8 tearing
+ *   seeds per crash point (about 340 trials, ~10 s CPU under ASan);
+ *   ST_CRASH_SEEDS=N in the environment runs N.
+ * - group commit: 64 writers, a handful of FLUSHes.
+ * - a write or flush that fails: -EIO to the batch's writers, -EROFS to
+ *   the rest, read-only, reads still served.
+ * - damage: a record rotted in the middle of the log, a lost batch before
+ *   the end: reported, read-only, what came before kept.
+ * - superblocks: one copy bad (reported, the other used), both bad
+ *   (refused, never formatted), blank and not to be formatted (-ENOENT).
+ * - bounds: the disk (-ENOSPC), the index (-ENOMEM), the queue (-EBUSY). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "tests/host/shim/hostk.h"
+#include "tests/host/storage/memdisk.h"
+#include "storage/store.h"
+
+#define NKEYS 12
+#define VMAX 1500
+
+static void rnd(void *buf, size_t len)
+{
+	static u8 x = 1;
+
+	for (size_t i = 0; i < len; i++)
+		((u8 *)buf)[i] = x += 37;
+}
+
+static int open_err;
+static bool opened;
+
+static void open_cb(struct store *s, int err, void *arg)
+{
+	open_err = err;
+	opened = true;
+}
+
+static struct st_cfg cfg_default(void)
+{
+	return (struct st_cfg){ .index_max = 1u << 20, .pending_max = 1u << 20, .format = true,
+				.label = "vireo-data", .random = rnd, .seg_size = 64 * 1024 };
+}
+
+static int open_store(struct store *s, struct memdisk *m, const struct st_cfg *cfg)
+{
+	opened = false;
+	assert_int_equal(st_open(s, &m->dev, cfg, open_cb, NULL), 0);
+	hk_run(1000000);
+	assert_true(opened);
+	return open_err;
+}
+
+/* ---- the state model ---- */
+
+struct kv {
+	bool present;
+	u32 vlen;
+	u8 val[VMAX];
+};
+
+struct opr {
+	u8 key;
+	bool put;
+	u32 vlen;
+	u32 tag;		/* the value is made from (key, tag, vlen) */
+	int err;		/* 1: not completed */
+};
+
+#define OPS_MAX 400
+
+static struct opr ops[OPS_MAX];
+static unsigned nops;		/* admitted, in admission order */
+
+static void key_of(unsigned k, u8 *out, u32 *klen)
+{
+	*klen = (u32)sprintf((char *)out, "key-%02u", k) + (k % 3) * 20;
+	memset(out + 6, 'x', *klen - 6);
+	out[6] = (u8)('a' + k);
+}
+
+static void val_of(const struct opr *o, u8 *out)
+{
+	for (u32 i = 0; i < o->vlen; i++)
+		out[i] = (u8)(o->tag * 31 + i * 7 + o->key);
+}
+
+static void apply(struct kv *st, const struct opr *o)
+{
+	st[o->key].present = o->put;
+	if (o->put) {
+		st[o->key].vlen = o->vlen;
+		val_of(o, st[o->key].val);
+	}
+}
+
+/* ---- clients ---- */
+
+struct client {
+	struct store *s;
+	unsigned left;		/* operations still to issue */
+	u64 rng;
+	unsigned id;
+};
+
+static u32 next_rand(u64 *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return (u32)(*x >> 11);
+}
+
+static void client_next(struct client *c);
+
+static void op_done(int err, void *arg)
+{
+	struct opr *o = arg;
+	struct client *c = (struct client *)(uintptr_t)o->err;	/* stashed below */
+
+	(void)c;
+	o->err = err;
+}
+
+static struct client *op_client[OPS_MAX];
+
+static void op_done_c(int err, void *arg)
+{
+	struct opr *o = arg;
+
+	o->err = err;
+	client_next(op_client[o - ops]);
+}
+
+static void client_next(struct client *c)
+{
+	while (c->left && nops < OPS_MAX) {
+		struct opr *o = &ops[nops];
+		u8 key[64], val[VMAX];
+		u32 klen, r = next_rand(&c->rng);
+		int err;
+
+		c->left--;
+		o->key = (u8)((c->id * 5 + r) % NKEYS);
+		o->put = r % 5 != 0;
+		o->vlen = o->put ? (r >> 8) % (r % 7 == 0 ? VMAX : 200) : 0;
+		o->tag = nops * 7 + c->id;
+		o->err = 1;
+		key_of(o->key, key, &klen);
+		val_of(o, val);
+		op_client[nops] = c;
+		err = o->put ? st_put(c->s, key, klen, val, o->vlen, op_done_c, o)
+			     : st_del(c->s, key, klen, op_done_c, o);
+		if (err == 0) {
+			nops++;
+			return;	/* the callback issues the next one */
+		}
+		/* Refused at once (a delete of an absent key, read-only): try another. */
+		if (err != -ENOENT)
+			return;
+	}
+}
+
+static void run_clients(struct store *s, unsigned nclients, unsigned per_client, u64 seed)
+{
+	static struct client cl[16];
+
+	for (unsigned i = 0; i < nclients; i++) {
+		cl[i] = (struct client){ .s = s, .left = per_client, .rng = seed * 1000 + i + 1, .id = i };
+		client_next(&cl[i]);
+	}
+	hk_run(10000000);
+}
+
+/* ---- reading the whole store back ---- */
+
+static struct kv *got_kv;
+static int got_err;
+
+static void get_cb(int err, const void *val, u32 vlen, void *arg)
+{
+	struct kv *k = arg;
+
+	got_err = err;
+	if (!err) {
+		k->present = true;
+		k->vlen = vlen;
+		memcpy(k->val, val, vlen);
+	}
+}
+
+static void read_all(struct store *s, struct kv *st)
+{
+	memset(st, 0, sizeof(struct kv) * NKEYS);
+	got_kv = st;
+	for (unsigned k = 0; k < NKEYS; k++) {
+		u8 key[64];
+		u32 klen;
+		int err;
+
+		key_of(k, key, &klen);
+		got_err = 1;
+		err = st_get(s, key, klen, get_cb, &st[k]);
+		if (err == -ENOENT)
+			continue;
+		assert_int_equal(err, 0);
+		hk_run(100000);
+		assert_int_equal(got_err, 0);
+	}
+	assert_true(s->index.count <= NKEYS);
+}
+
+static bool same(const struct kv *a, const struct kv *b)
+{
+	for (unsigned k = 0; k < NKEYS; k++) {
+		if (a[k].present != b[k].present)
+			return false;
+		if (a[k].present && (a[k].vlen != b[k].vlen || memcmp(a[k].val, b[k].val, a[k].vlen)))
+			return false;
+	}
+	return true;
+}
+
+/* The recovered state must be base + ops[0..n) for some n that covers
+ * every acknowledged op. Returns n (the smallest), fails otherwise. */
+static unsigned check_prefix(const struct kv *base, const struct kv *got)
+{
+	static struct kv model[NKEYS];
+	unsigned lo = 0;
+
+	for (unsigned i = 0; i < nops; i++)
+		if (ops[i].err == 0)
+			lo = i + 1;
+	memcpy(model, base, sizeof model);
+	for (unsigned n = 0; n <= nops; n++) {
+		if (n >= lo && same(model, got))
+			return n;
+		if (n < nops)
+			apply(model, &ops[n]);
+	}
+	fail_msg("recovered state is no prefix of the operations covering the %u acknowledged", lo);
+	return 0;
+}
+
+/* ---- the crash trials ---- */
+
+static unsigned trials, torn_seen;
+
+static void crash_trial(u32 bs, unsigned crash_at, unsigned seed, unsigned nclients, unsigned per)
+{
+	struct memdisk m;
+	struct store s;
+	struct st_cfg cfg = cfg_default();
+	static struct kv base[NKEYS], got[NKEYS];
+	unsigned n;
+
+	memdisk_init(&m, 16 + 16 * 128, bs, 64 * 1024, true);
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	assert_true(s.report.formatted);
+	/* Phase 1. */
+	nops = 0;
+	memset(base, 0, sizeof base);
+	m.crash_at = m.reqs + crash_at;
+	run_clients(&s, nclients, per, seed);
+	memdisk_crash(&m);
+	st_close(&s);
+	memdisk_reboot(&m, seed * 7919 + crash_at);
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	assert_false(s.report.damaged);
+	assert_int_equal(s.state, ST_READY);
+	assert_int_equal(st_index_check(&s.index), 0);
+	torn_seen += s.report.torn;
+	read_all(&s, got);
+	n = check_prefix(base, got);
+	(void)n;
+	/* Phase 2: more writes over what recovery left, another crash. */
+	memcpy(base, got, sizeof base);
+	nops = 0;
+	m.crash_at = m.reqs + 1 + (crash_at * 13 + seed) % 40;
+	run_clients(&s, nclients, per, seed + 100);
+	memdisk_crash(&m);
+	st_close(&s);
+	memdisk_reboot(&m, seed * 31 + crash_at + 5);
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	assert_false(s.report.damaged);
+	read_all(&s, got);
+	check_prefix(base, got);
+	st_close(&s);
+	memdisk_free(&m);
+	trials++;
+}
+
+/* How many device requests the workload makes when nothing crashes. */
+static unsigned workload_reqs(u32 bs, unsigned seed, unsigned nclients, unsigned per)
+{
+	struct memdisk m;
+	struct store s;
+	struct st_cfg cfg = cfg_default();
+	unsigned r0, acked = 0;
+
+	memdisk_init(&m, 16 + 16 * 128, bs, 64 * 1024, true);
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	nops = 0;
+	r0 = m.reqs;
+	run_clients(&s, nclients, per, seed);
+	for (unsigned i = 0; i < nops; i++) {
+		assert_int_equal(ops[i].err, 0);
+		acked++;
+	}
+	assert_true(acked >= nclients * per / 2);
+	assert_true(st_idle(&s));
+	r0 = m.reqs - r0;
+	st_close(&s);
+	memdisk_free(&m);
+	return r0;
+}
+
+static void test_crash_every_request(void **state)
+{
+	static const struct { u32 bs; unsigned nclients, per; } shapes[] = { { 512, 4, 12 }, { 4096, 6, 8 } };
+
+	const char *env = getenv("ST_CRASH_SEEDS");
+	unsigned seeds = env ? (unsigned)atoi(env) : 8;
+
+	trials = torn_seen = 0;
+	for (unsigned sh = 0; sh < 2; sh++) {
+		unsigned reqs = workload_reqs(shapes[sh].bs, 1, shapes[sh].nclients, shapes[sh].per);
+
+		assert_true(reqs > 10);
+		for (unsigned k = 1; k <= reqs + 1; k++)
+			for (unsigned seed = 1; seed <= seeds; seed++)
+				crash_trial(shapes[sh].bs, k, seed, shapes[sh].nclients, shapes[sh].per);
+	}
+	print_message("%u crash trials, %u with a torn batch dropped\n", trials, torn_seen);
+	assert_true(torn_seen > 0);	/* the tearing model reaches recovery's tear path */
+}
+
+/* ---- group commit ---- */
+
+static void test_group_commit(void **state)
+{
+	struct memdisk m;
+	struct store s;
+	struct st_cfg cfg = cfg_default();
+	static struct kv got[NKEYS];
+
+	memdisk_init(&m, 8192, 512, 64 * 1024, true);
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	nops = 0;
+	m.dev_reqs[BLK_FLUSH] = 0;
+	for (unsigned i = 0; i < 64; i++) {
+		u8 key[64];
+		u32 klen;
+
+		ops[i] = (struct opr){ .key = (u8)(i % NKEYS), .put = true, .vlen = 100, .tag = i, .err = 1 };
+		key_of(ops[i].key, key, &klen);
+		{
+			u8 val[VMAX];
+
+			val_of(&ops[i], val);
+			assert_int_equal(st_put(&s, key, klen, val, 100, op_done, &ops[i]), 0);
+		}
+		nops++;
+	}
+	/* Nothing is acknowledged before its FLUSH. */
+	for (unsigned i = 0; i < 64; i++)
+		assert_int_equal(ops[i].err, 1);
+	hk_run(1000000);
+	for (unsigned i = 0; i < 64; i++)
+		assert_int_equal(ops[i].err, 0);
+	assert_true(m.dev_reqs[BLK_FLUSH] <= 2);
+	assert_int_equal(s.stats.puts, 64);
+	assert_true(s.stats.batch_records_max >= 32);
+	read_all(&s, got);
+	{
+		static struct kv want[NKEYS];
+
+		memset(want, 0, sizeof want);
+		for (unsigned i = 0; i < 64; i++)
+			apply(want, &ops[i]);
+		assert_true(same(want, got));
+	}
+	/* And after a clean reboot. */
+	st_close(&s);
+	memdisk_crash(&m);
+	memdisk_reboot(&m, 1);
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	assert_false(s.report.formatted);
+	assert_int_equal(s.report.keys, NKEYS);
+	assert_false(s.report.torn);
+	st_close(&s);
+	memdisk_free(&m);
+}
+
+/* ---- failures ---- */
+
+static void test_write_and_flush_fail(void **state)
+{
+	for (int which = 0; which < 2; which++) {
+		struct memdisk m;
+		struct store s;
+		struct st_cfg cfg = cfg_default();
+		static struct kv got[NKEYS];
+		u8 key[64];
+		u32 klen;
+
+		memdisk_init(&m, 8192, 512, 64 * 1024, true);
+		assert_int_equal(open_store(&s, &m, &cfg), 0);
+		nops = 0;
+		key_of(0, key, &klen);
+		ops[0] = (struct opr){ .key = 0, .put = true, .vlen = 10, .tag = 1, .err = 1 };
+		assert_int_equal(st_put(&s, key, klen, "0123456789", 10, op_done, &ops[0]), 0);
+		hk_run(100000);
+		assert_int_equal(ops[0].err, 0);
+		memdisk_fail(&m, which ? BLK_FLUSH : BLK_WRITE, 1, 1);
+		ops[1] = (struct opr){ .err = 1 };
+		ops[2] = (struct opr){ .err = 1 };
+		key_of(1, key, &klen);
+		assert_int_equal(st_put(&s, key, klen, "a", 1, op_done, &ops[1]), 0);
+		hk_run(1);	/* the kick: the batch goes out */
+		assert_int_equal(st_put(&s, key, klen, "b", 1, op_done, &ops[2]), 0);	/* the next batch */
+		hk_run(100000);
+		assert_int_equal(ops[1].err, -EIO);
+		assert_int_equal(ops[2].err, -EROFS);
+		assert_int_equal(s.state, ST_READONLY);
+		assert_non_null(strstr(s.why, which ? "flush failed" : "write failed"));
+		assert_int_equal(st_put(&s, key, klen, "c", 1, op_done, &ops[3]), -EROFS);
+		/* Reads go on: key 0 is there, key 1 never became durable in memory. */
+		memset(got, 0, sizeof got);
+		key_of(0, key, &klen);
+		assert_int_equal(st_get(&s, key, klen, get_cb, &got[0]), 0);
+		hk_run(1000);
+		assert_int_equal(got_err, 0);
+		assert_memory_equal(got[0].val, "0123456789", 10);
+		key_of(1, key, &klen);
+		assert_null(st_lookup(&s, key, klen));
+		assert_int_equal(s.pending_bytes, 0);
+		st_close(&s);
+		memdisk_free(&m);
+	}
+}
+
+/* Writes n single-key batches; returns the store open. */
+static void fill_batches(struct store *s, unsigned n)
+{
+	nops = 0;
+	for (unsigned i = 0; i < n; i++) {
+		u8 key[64], val[VMAX];
+		u32 klen;
+
+		ops[i] = (struct opr){ .key = (u8)(i % NKEYS), .put = true, .vlen = 300, .tag = i, .err = 1 };
+		key_of(ops[i].key, key, &klen);
+		val_of(&ops[i], val);
+		assert_int_equal(st_put(s, key, klen, val, 300, op_done, &ops[i]), 0);
+		nops++;
+		hk_run(100000);
+		assert_int_equal(ops[i].err, 0);
+	}
+}
+
+static void test_damage(void **state)
+{
+	struct memdisk m;
+	struct store s;
+	struct st_cfg cfg = cfg_default();
+	u64 at;
+	u32 seg, off;
+	const struct st_ent *e;
+	u8 key[64];
+	u32 klen;
+
+	/* A record rotted in an old batch of the newest segment. */
+	memdisk_init(&m, 8192, 512, 64 * 1024, true);
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	fill_batches(&s, 20);
+	key_of(3, key, &klen);
+	e = st_lookup(&s, key, klen);
+	seg = e->seg;
+	off = e->off;
+	at = s.data_off + (u64)seg * s.seg_size + off;
+	st_close(&s);
+	m.durable[at + 40] ^= 0x10;
+	memdisk_crash(&m);
+	memdisk_reboot(&m, 1);
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	assert_true(s.report.damaged);
+	assert_int_equal(s.state, ST_READONLY);
+	assert_non_null(strstr(s.report.damage, "lies past it"));
+	assert_int_equal(st_put(&s, key, klen, "x", 1, op_done, &ops[0]), -EROFS);
+	/* What came before the damage is there. */
+	key_of(0, key, &klen);
+	assert_non_null(st_lookup(&s, key, klen));
+	st_close(&s);
+	memdisk_free(&m);
+
+	/* A lost batch at the end of an older segment (60 batches: 2 segments). */
+	memdisk_init(&m, 8192, 512, 64 * 1024, true);
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	fill_batches(&s, 150);
+	assert_true(s.head >= 1);
+	seg = 0;
+	off = s.segs[0].used - 512;	/* the last batch of segment 0 (one unit) */
+	st_close(&s);
+	memset(m.durable + s.data_off + off, 0, 512);
+	memdisk_crash(&m);
+	memdisk_reboot(&m, 1);
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	assert_true(s.report.damaged);
+	assert_non_null(strstr(s.report.damage, "before the log does"));
+	assert_int_equal(s.state, ST_READONLY);
+	st_close(&s);
+	memdisk_free(&m);
+}
+
+static void test_superblocks(void **state)
+{
+	struct memdisk m;
+	struct store s;
+	struct st_cfg cfg = cfg_default();
+
+	memdisk_init(&m, 8192, 512, 64 * 1024, true);
+	cfg.format = false;
+	assert_int_equal(open_store(&s, &m, &cfg), -ENOENT);
+	assert_int_equal(s.state, ST_FAILED);
+	st_close(&s);
+	cfg.format = true;
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	fill_batches(&s, 3);
+	st_close(&s);
+	/* Copy A rots: B is used, the note says so. */
+	m.cur[100] ^= 1;
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	assert_false(s.report.formatted);
+	assert_non_null(strstr(s.report.sb_note, "copy A is bad"));
+	assert_int_equal(s.report.keys, 3);
+	st_close(&s);
+	/* Both rot: refused, and never formatted over. */
+	m.cur[4096 + 100] ^= 1;
+	assert_int_equal(open_store(&s, &m, &cfg), -EBADMSG);
+	assert_non_null(strstr(s.why, "not formatted"));
+	st_close(&s);
+	assert_int_equal(m.cur[100] & 1, (m.durable[100] & 1) ^ 1);	/* nothing was written */
+	/* Any non-zero byte in the superblock area stops a format. */
+	memset(m.cur, 0, 8192);
+	m.cur[5000] = 1;
+	assert_int_equal(open_store(&s, &m, &cfg), -EBADMSG);
+	st_close(&s);
+	memdisk_free(&m);
+}
+
+/* ---- bounds ---- */
+
+static void test_bounds(void **state)
+{
+	struct memdisk m;
+	struct store s;
+	struct st_cfg cfg = cfg_default();
+	static u8 val[16384];
+	u8 key[64];
+	u32 klen;
+	int err = 0;
+	unsigned i;
+
+	/* The disk: 8 segments of 64 KiB; 16 KiB values fill it. */
+	memdisk_init(&m, 16 + 8 * 128, 512, 64 * 1024, true);
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	assert_int_equal(s.nseg, 8);
+	key_of(0, key, &klen);
+	for (i = 0; i < 100; i++) {
+		ops[0].err = 1;
+		err = st_put(&s, key, klen, val, sizeof val, op_done, &ops[0]);
+		if (err)
+			break;
+		hk_run(100000);
+		assert_int_equal(ops[0].err, 0);
+	}
+	assert_int_equal(err, -ENOSPC);
+	assert_true(i >= 24);	/* 3 per segment (a batch's header and tail waste the 4th) */
+	assert_int_equal(s.stats.refused_full, 1);
+	/* Deletes are small; the store stays writable until they do not fit. */
+	st_close(&s);
+	memdisk_free(&m);
+
+	/* Many writers at once near a full disk: every admitted write gets its
+	 * callback (durable, or -ENOSPC when no batch can take it), none hangs. */
+	memdisk_init(&m, 16 + 8 * 128, 512, 64 * 1024, true);
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	{
+		static struct opr many[400];
+		unsigned admitted = 0, called = 0, nospc = 0;
+		u32 x = 7;
+
+		for (i = 0; i < 400; i++) {
+			x = x * 1103515245u + 12345u;
+			many[i] = (struct opr){ .err = 1 };
+			key_of(i % NKEYS, key, &klen);
+			err = st_put(&s, key, klen, val, 1000 + (x >> 8) % 15000, op_done, &many[i]);
+			if (err == 0)
+				admitted++;
+			else
+				assert_int_equal(err, -ENOSPC);
+			if (i % 50 == 49)
+				hk_run(1);	/* a batch goes out now and then */
+		}
+		hk_run(1000000);
+		for (i = 0; i < 400; i++) {
+			called += many[i].err != 1;
+			nospc += many[i].err == -ENOSPC;
+			assert_true(many[i].err == 1 || many[i].err == 0 || many[i].err == -ENOSPC);
+		}
+		assert_int_equal(called, admitted);
+		assert_true(st_idle(&s));
+		assert_int_equal(s.pending_bytes, 0);
+		print_message("near-full disk: %u admitted, %u failed -ENOSPC after admission\n", admitted, nospc);
+	}
+	st_close(&s);
+	memdisk_free(&m);
+
+	/* The index: 10 keys of charge 80 and nothing more. */
+	memdisk_init(&m, 8192, 512, 64 * 1024, true);
+	cfg.index_max = 10 * st_ent_charge(4);
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	for (i = 0; i < 11; i++) {
+		char k[5];
+
+		snprintf(k, sizeof k, "k%03u", i);
+		err = st_put(&s, (const u8 *)k, 4, "v", 1, NULL, NULL);
+		if (i < 10)
+			assert_int_equal(err, 0);
+	}
+	assert_int_equal(err, -ENOMEM);
+	assert_int_equal(st_put(&s, (const u8 *)"k000", 4, "w", 1, NULL, NULL), 0);	/* an existing key */
+	hk_run(100000);
+	assert_int_equal(s.index.count, 10);
+	/* A reopen with a smaller bound refuses the disk's keys. */
+	st_close(&s);
+	cfg.index_max = 5 * st_ent_charge(4);
+	assert_int_equal(open_store(&s, &m, &cfg), -ENOMEM);
+	st_close(&s);
+	memdisk_free(&m);
+
+	/* The queue beyond the open batch: pending_max. */
+	memdisk_init(&m, 8192, 512, 64 * 1024, true);
+	cfg = cfg_default();
+	cfg.pending_max = 40000;
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	key_of(1, key, &klen);
+	for (i = 0; i < 20; i++) {
+		err = st_put(&s, key, klen, val, 10000, NULL, NULL);
+		if (err)
+			break;
+	}
+	assert_int_equal(err, -EBUSY);
+	/* One open batch (32 KiB - header: 3) plus 3 waiting (40000 B). */
+	assert_int_equal(i, 6);
+	hk_run(1000000);
+	assert_true(st_idle(&s));
+	assert_int_equal(s.stats.puts, 6);
+	st_close(&s);
+	memdisk_free(&m);
+	/* Values past st_value_max and bad keys. */
+	memdisk_init(&m, 8192, 512, 64 * 1024, true);
+	cfg = cfg_default();
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	assert_int_equal(st_put(&s, key, klen, val, st_value_max(&s) + 1, NULL, NULL), -EINVAL);
+	assert_int_equal(st_put(&s, key, 0, val, 1, NULL, NULL), -EINVAL);
+	assert_int_equal(st_put(&s, key, 256, val, 1, NULL, NULL), -EINVAL);
+	assert_int_equal(st_del(&s, key, klen, NULL, NULL), -ENOENT);
+	st_close(&s);
+	memdisk_free(&m);
+}
+
+/* A record read back wrong (rotted since it was written) or not at all. */
+static void test_get_errors(void **state)
+{
+	struct memdisk m;
+	struct store s;
+	struct st_cfg cfg = cfg_default();
+	static struct kv got[1];
+	const struct st_ent *e;
+	u8 key[64];
+	u32 klen;
+
+	memdisk_init(&m, 8192, 512, 64 * 1024, true);
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	fill_batches(&s, 4);
+	key_of(2, key, &klen);
+	e = st_lookup(&s, key, klen);
+	assert_non_null(e);
+	m.cur[s.data_off + (u64)e->seg * s.seg_size + e->off + ST_REC_HDR + klen + 5] ^= 1;
+	got_err = 1;
+	assert_int_equal(st_get(&s, key, klen, get_cb, got), 0);
+	hk_run(1000);
+	assert_int_equal(got_err, -EBADMSG);
+	assert_int_equal(s.stats.get_errors, 1);
+	key_of(1, key, &klen);
+	memdisk_fail(&m, BLK_READ, 1, BLK_READ_TRIES);
+	got_err = 1;
+	assert_int_equal(st_get(&s, key, klen, get_cb, got), 0);
+	hk_run(1000);
+	assert_int_equal(got_err, -EIO);
+	got_err = 1;
+	assert_int_equal(st_get(&s, key, klen, get_cb, got), 0);	/* the disk is back */
+	hk_run(1000);
+	assert_int_equal(got_err, 0);
+	key_of(7, key, &klen);
+	assert_int_equal(st_get(&s, key, klen, get_cb, got), -ENOENT);
+	assert_int_equal(s.gets, 0);
+	st_close(&s);
+	memdisk_free(&m);
+}
+
+static int teardown(void **state)
+{
+	hk_loop_reset();
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_group_commit, teardown),
+		cmocka_unit_test_teardown(test_write_and_flush_fail, teardown),
+		cmocka_unit_test_teardown(test_damage, teardown),
+		cmocka_unit_test_teardown(test_superblocks, teardown),
+		cmocka_unit_test_teardown(test_bounds, teardown),
+		cmocka_unit_test_teardown(test_get_errors, teardown),
+		cmocka_unit_test_teardown(test_crash_every_request, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
