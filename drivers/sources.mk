@@ -1,7 +1,7 @@
 # drivers/: acpi/, pci/, iommu/ (Intel VT-d), virtio/ (bus, core, ring, PCI
 # and MMIO transports) and one folder per virtio device. Hot: the ring, the
 # bus, the PCI transport, virtio-net's data path and its coalescing policy.
-# Cold: table parsers and scans run once, device set-up and control, the
+# Cold: table parsers and scans run once, device set-up, negotiation and control, the
 # console and rng drivers, the MMIO transport (microVM), VT-d (its per-buffer
 # map/unmap is IOTLB-bound).
 HOT_SRCS += drivers/virtio/virtq.c drivers/virtio/virtio.c drivers/virtio/virtio_core.c drivers/virtio/virtio_pci.c \
@@ -12,5 +12,5 @@ COLD_SRCS += drivers/acpi/acpi_tables.c drivers/acpi/aml_s5.c drivers/acpi/acpi.
 	drivers/iommu/vtd_pt.c drivers/iommu/vtd.c \
 	drivers/virtio/virtio_pci_caps.c \
 	drivers/virtio/virtio_mmio_parse.c drivers/virtio/virtio_mmio.c \
-	drivers/virtio/net/vnet_ctrl.c drivers/virtio/console/virtio_console.c drivers/virtio/rng/virtio_rng.c \
+	drivers/virtio/net/vnet_ctrl.c drivers/virtio/net/vnet_features.c drivers/virtio/console/virtio_console.c drivers/virtio/rng/virtio_rng.c \
 	drivers/virtio/blk/virtio_blk.c

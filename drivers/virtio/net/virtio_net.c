@@ -16,6 +16,7 @@
 #include "drivers/virtio/net/vnet_ctrl.h"
 #include "kernel/cmdline.h"
 #include "drivers/virtio/net/vnet_gso.h"
+#include "drivers/virtio/net/vnet_features.h"
 #include "kernel/console.h"
 #include "lib/fmt.h"
 #include "kernel/arch/io.h"
@@ -111,8 +112,6 @@ struct vnet {
 };
 
 static struct vnet *vnets[MAX_VNETS];
-static bool tso = true;
-static bool guest_tso = true;
 static struct {
 	enum coal_mode mode;
 	u16 frames;
@@ -136,52 +135,9 @@ static int vnet_coal_cfg_parse(const char *val, void *dst, char *why, size_t why
 	coal_cfg.usecs = usecs;
 	return 0;
 }
-CMDLINE_PARAM(tso, .key = "vnet.tso", .type = CMDLINE_BOOL, .dst = &tso, .def = "on",
-	      .help = "transmit segmentation offload (HOST_TSO4/6) when the device offers it");
-CMDLINE_PARAM(guest_tso, .key = "vnet.guest_tso", .type = CMDLINE_BOOL, .dst = &guest_tso, .def = "on",
-	      .help = "receive segmentation offload (GUEST_TSO4/6) when the device offers it and MRG_RXBUF");
 CMDLINE_PARAM(coalesce, .key = "coalesce", .type = CMDLINE_CUSTOM, .parse = vnet_coal_cfg_parse, .def = "adaptive",
 	      .values = "off, adaptive, <frames>,<usecs>",
 	      .help = "virtio-net receive interrupt coalescing (frames 1-64, usecs 0-200)");
-
-static const char *const net_feature_names[64] = {
-	[VIRTIO_NET_F_CSUM] = "CSUM",
-	[VIRTIO_NET_F_GUEST_CSUM] = "GUEST_CSUM",
-	[VIRTIO_NET_F_MTU] = "MTU",
-	[VIRTIO_NET_F_MAC] = "MAC",
-	[VIRTIO_NET_F_GUEST_TSO4] = "GUEST_TSO4",
-	[VIRTIO_NET_F_GUEST_TSO6] = "GUEST_TSO6",
-	[VIRTIO_NET_F_HOST_TSO4] = "HOST_TSO4",
-	[VIRTIO_NET_F_HOST_TSO6] = "HOST_TSO6",
-	[VIRTIO_NET_F_MRG_RXBUF] = "MRG_RXBUF",
-	[VIRTIO_NET_F_STATUS] = "STATUS",
-	[VIRTIO_NET_F_CTRL_VQ] = "CTRL_VQ",
-	[VIRTIO_NET_F_CTRL_RX] = "CTRL_RX",
-	[VIRTIO_NET_F_GUEST_ANNOUNCE] = "GUEST_ANNOUNCE",
-	[VIRTIO_NET_F_CTRL_MAC_ADDR] = "CTRL_MAC_ADDR",
-	[VIRTIO_NET_F_VQ_NOTF_COAL] = "VQ_NOTF_COAL",
-	[VIRTIO_NET_F_NOTF_COAL] = "NOTF_COAL",
-};
-
-/* vnet.tso=off and vnet.guest_tso=off keep segmentation offload out of the
- * negotiation; then whatever lacks its requirement goes (HOST_TSO4/6 without
- * CSUM, GUEST_TSO4/6 without GUEST_CSUM).
- *
- * Receive TSO only with MRG_RXBUF. Without it every receive buffer would
- * have to hold the largest GSO frame (12 + 65535 B: 17 pages), so the pool's
- * 256 buffers would take 17 MiB instead of 1 MiB, or the pool would shrink
- * to 15 buffers for the same memory; Linux's "big packets" mode is that
- * trade. Every device that offers GUEST_TSO also offers MRG_RXBUF (QEMU,
- * vhost-net, Linux's tun), so without it the offload is simply not
- * negotiated and frames arrive as today. */
-static u64 vnet_net_features_fixup(u64 want)
-{
-	if (!tso)
-		want &= ~(VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4) | VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO6));
-	if (!guest_tso || !(want & VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF)))
-		want &= ~(VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO4) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO6));
-	return vnet_features_fixup(want);
-}
 
 struct vnet *vnet_get(void)
 {
@@ -1327,7 +1283,7 @@ static const struct virtio_driver virtio_net_driver = {
 		    VIRTIO_BIT(VIRTIO_NET_F_VQ_NOTF_COAL) | VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4) |
 		    VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO6) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO4) |
 		    VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO6),
-	.feature_names = net_feature_names,
+	.feature_names = vnet_net_feature_names,
 	.features_fixup = vnet_net_features_fixup,
 	.probe = vnet_net_probe,
 	.remove = vnet_net_remove,
