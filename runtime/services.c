@@ -28,6 +28,7 @@
 #include "kernel/mm/mm.h"
 #include "kernel/time/time.h"
 #include "lib/types.h"
+#include "lib/fmt.h"
 #include "lib/metrics.h"
 #include "lwip/altcp.h"
 #include "lwip/ip.h"
@@ -486,19 +487,21 @@ static const struct svc_family {
 	SVC_U("vireo_app_udp_datagrams_total", "App UDP datagrams handed to the app.", datagrams),
 	SVC_U("vireo_app_udp_received_bytes_total", "App UDP payload bytes handed to the app.", bytes),
 	SVC_U("vireo_app_udp_dropped_size_total", "App UDP datagrams over max_datagram, dropped.", dropped_size),
-	/* (off: the first of its three counters, summed below) */
+	/* (off: the first of its counters in a row, one sample each below) */
 	SVC_U("vireo_app_udp_dropped_source_total",
-	      "App UDP datagrams from port 0 or a broadcast/multicast address, dropped.", dropped_port0),
+	      "App UDP datagrams dropped for their source or destination (port 0, a service's port, "
+	      "the service's own, broadcast, multicast), by reason.", dropped_port0),
 	SVC_U("vireo_app_udp_sent_total", "App UDP datagrams sent.", sent),
 	SVC_U("vireo_app_udp_send_errors_total", "App UDP sends that failed (memory, routing).", send_errors),
 #undef SVC_T
 #undef SVC_U
 };
-_Static_assert(offsetof(struct vireo_udp_stats, dropped_broadcast) ==
-		       offsetof(struct vireo_udp_stats, dropped_port0) + 8 &&
-	       offsetof(struct vireo_udp_stats, dropped_multicast) ==
-		       offsetof(struct vireo_udp_stats, dropped_port0) + 16,
-	       "dropped_source sums three counters in a row");
+/* The reasons of vireo_app_udp_dropped_source_total, in the order of their
+ * counters in struct vireo_udp_stats. */
+static const char *const svc_udp_reasons[] = { "port0", "broadcast", "multicast", "service_port", "own_port" };
+_Static_assert(offsetof(struct vireo_udp_stats, dropped_own_port) ==
+		       offsetof(struct vireo_udp_stats, dropped_port0) + 8 * (ARRAY_SIZE(svc_udp_reasons) - 1),
+	       "dropped_source's counters are in a row");
 
 static void svc_write_metrics(struct metrics_buf *b)
 {
@@ -515,12 +518,18 @@ static void svc_write_metrics(struct metrics_buf *b)
 		for (i = 0; i < n; i++) {
 			const u8 *base = f->udp ? (const u8 *)&svcs->udp[i] : (const u8 *)&svcs->tcp[i];
 			const u64 *v = (const u64 *)(const void *)(base + f->off);
-			u64 sum = v[0];
+			const char *svc = f->udp ? svcs->udp[i].cfg.name : svcs->tcp[i].cfg.name;
+			char labels[80];	/* a name is 1..31 of [a-z0-9_-]: nothing to escape */
+			u32 r;
 
-			if (f->udp && f->off == offsetof(struct usvc, st.dropped_port0))
-				sum += v[1] + v[2];
-			metrics_sample1(b, f->name, "service", f->udp ? svcs->udp[i].cfg.name : svcs->tcp[i].cfg.name,
-					sum);
+			if (!f->udp || f->off != offsetof(struct usvc, st.dropped_port0)) {
+				metrics_sample1(b, f->name, "service", svc, v[0]);
+				continue;
+			}
+			for (r = 0; r < ARRAY_SIZE(svc_udp_reasons); r++) {
+				ksnprintf(labels, sizeof labels, "service=\"%s\",reason=\"%s\"", svc, svc_udp_reasons[r]);
+				metrics_sample(b, f->name, labels, v[r]);
+			}
 		}
 	}
 }
@@ -597,12 +606,29 @@ static bool svc_addr_bcast(const ip_addr_t *a)
 			       ip4_addr_isany_val(*ip_2_ip4(a)));
 }
 
+/* A port some service listens on: the system ports (RFC 6335: assigned to
+ * services, never a client's ephemeral port) and the high ones that answer
+ * an unsolicited unicast datagram (SSDP, mDNS, memcached). A spoofed
+ * datagram from one makes our answer a request to that service, whose
+ * answer may be a request to ours: a loop (chargen 19, echo 7, daytime 13,
+ * qotd 17, time 37) or an amplified flood. */
+static bool svc_service_port(u16_t port)
+{
+	return port < 1024 || port == 1900 || port == 5353 || port == 11211;
+}
+
 /* Why a datagram from addr:port to dst is dropped before the app sees it,
  * or NULL. */
 static u64 *svc_udp_refusal(struct usvc *u, const ip_addr_t *addr, u16_t port, const ip_addr_t *dst)
 {
 	if (!port)
 		return &u->st.dropped_port0;
+	if (!(u->cfg.flags & VIREO_UDP_ANY_SOURCE_PORT)) {
+		if (port == u->cfg.port)
+			return &u->st.dropped_own_port;
+		if (svc_service_port(port))
+			return &u->st.dropped_service_port;
+	}
 	if (ip_addr_ismulticast(addr) || ip_addr_ismulticast(dst))
 		return &u->st.dropped_multicast;
 	if (svc_addr_bcast(addr) || svc_addr_bcast(dst))
@@ -645,9 +671,11 @@ int vireo_udp_bind(const struct vireo_udp_service *cfg, vireo_udp *out)
 
 	if (out)
 		out->id = 0;
-	if (!cfg || !cfg->on_recv || !cfg->port || !api_name_ok(cfg->name, 31, false) || cfg->max_datagram > VIREO_UDP_MAX) {
+	if (!cfg || !cfg->on_recv || !cfg->port || !api_name_ok(cfg->name, 31, false) ||
+	    cfg->max_datagram > VIREO_UDP_MAX || (cfg->flags & ~VIREO_UDP_ANY_SOURCE_PORT)) {
 		api_misuse("vireo_udp_bind %.32s: needs on_recv, a port, a name of 1..31 [a-z0-9_-], "
-			   "max_datagram <= %u: refused", cfg && cfg->name ? cfg->name : "(null)", VIREO_UDP_MAX);
+			   "max_datagram <= %u, known flags: refused", cfg && cfg->name ? cfg->name : "(null)",
+			   VIREO_UDP_MAX);
 		return -EINVAL;
 	}
 	if (!svcs_alloc())

@@ -12,10 +12,10 @@
  * that does not read sees its echo stall, then our window close. A
  * connection with no traffic or no ACK progress for ECHO_IDLE_MS is reset.
  *
- * UDP: never answers a source port below 1024 (every well-known service:
- * chargen, daytime, echo itself would loop) or our own port (the runtime
- * already drops port 0 and broadcast and multicast sources and
- * destinations), and is rate-limited by two token buckets: one global, one
+ * UDP: the runtime never hands echo a datagram from a service's port (below
+ * 1024: chargen, daytime, echo itself would loop; a few high ones) or from
+ * echo's own port, nor from port 0 or from or to broadcast and multicast
+ * addresses (vireo/net.h), and echo is rate-limited by two token buckets: one global, one
  * per source (IPv4 address or IPv6 /64; sources hashing to the same of
  * ECHO_UDP_BUCKETS share one, which only limits them more). Whatever a
  * spoofed source makes us reflect is at most the global rate, one datagram
@@ -128,10 +128,6 @@ static u64 *echo_udp_refusal(const struct vireo_addr *src)
 {
 	u64 now;
 
-	if (src->port < 1024)
-		return &echo_stats.udp_refused[ECHO_UDP_LOW_PORT];
-	if (src->port == echo.cfg.port)
-		return &echo_stats.udp_refused[ECHO_UDP_OWN_PORT];
 	now = vireo_now_ms();
 	if (!echo_bucket_take(echo_bucket_of(src), echo.cfg.udp_src_rate, echo.cfg.udp_src_burst, now))
 		return &echo_stats.udp_refused[ECHO_UDP_RATE_SOURCE];
@@ -189,8 +185,8 @@ static void echo_write_metrics(struct vireo_metrics_out *o, void *arg)
 		return;
 	vireo_tcp_stats(echo.cfg.port, &t);
 	vireo_udp_stats(echo.udp, &u);
-	refused[0] = s->udp_refused[ECHO_UDP_LOW_PORT] + u.dropped_port0;
-	refused[1] = s->udp_refused[ECHO_UDP_OWN_PORT];
+	refused[0] = u.dropped_service_port + u.dropped_port0;
+	refused[1] = u.dropped_own_port;
 	refused[2] = u.dropped_broadcast;
 	refused[3] = u.dropped_multicast;
 	refused[4] = s->udp_refused[ECHO_UDP_RATE_SOURCE];

@@ -31,11 +31,9 @@ struct echo_cfg {
 };
 
 /* Why echo itself did not answer a datagram (the runtime drops those from
- * port 0 and from or to broadcast and multicast addresses before echo sees
- * them: vireo_udp_stats()). */
+ * port 0, from a service's port or echo's own, and from or to broadcast and
+ * multicast addresses before echo sees them: vireo_udp_stats()). */
 enum echo_udp_reason {
-	ECHO_UDP_LOW_PORT,	/* source port below 1024 (chargen, daytime, echo...) */
-	ECHO_UDP_OWN_PORT,	/* source port is the echo port */
 	ECHO_UDP_RATE_SOURCE,	/* the source's bucket is empty */
 	ECHO_UDP_RATE_GLOBAL,	/* the global bucket is empty */
 	ECHO_UDP_REASONS

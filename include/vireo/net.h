@@ -15,7 +15,11 @@
  * UDP: one callback per datagram with its source; datagrams over the
  * service's max_datagram (at most VIREO_UDP_MAX) are dropped and counted,
  * as are datagrams from port 0 and from or to broadcast or multicast
- * addresses.
+ * addresses, and by default those from a service's port (a source port
+ * below 1024, 1900, 5353 or 11211, or the service's own port): a spoofed
+ * one would start a loop with a service that answers anything (chargen,
+ * echo, daytime, ... or another host's copy of ours). Clients send from
+ * ephemeral ports; VIREO_UDP_ANY_SOURCE_PORT opts a service out (docs/apps.md).
  * Replies go out with vireo_udp_send(). Rate limits against reflection are
  * the app's to apply (it knows what an answer costs); the runtime bounds
  * only what one datagram can make it hold.
@@ -134,10 +138,16 @@ typedef struct vireo_udp {
 					 * largest max_datagram bound) */
 #define VIREO_UDP_DGRAM_DEFAULT 512
 
+/* vireo_udp_service.flags: answer datagrams from every source port but 0,
+ * service ports included (an NTP peer, a DNS forwarder that still sends
+ * from port 53); the service then bounds its own loops. */
+#define VIREO_UDP_ANY_SOURCE_PORT 1u
+
 struct vireo_udp_service {
 	const char *name;	/* 1..31 of [a-z0-9_-] */
 	u16 port;
 	u32 max_datagram;	/* [VIREO_UDP_DGRAM_DEFAULT], <= VIREO_UDP_MAX */
+	u32 flags;		/* VIREO_UDP_*: 0 */
 	/* data[0..len) is valid during the call only. */
 	void (*on_recv)(vireo_udp u, const struct vireo_addr *src, const void *data, size_t len,
 			void *arg);
@@ -157,8 +167,11 @@ struct vireo_udp_stats {
 	u64 sent, send_errors;	/* vireo_udp_send() */
 	u64 dropped_size;	/* over max_datagram */
 	/* dropped before the app saw them, by source: from port 0, from or to
-	 * a broadcast address (or 0.0.0.0), from or to a multicast one */
+	 * a broadcast address (or 0.0.0.0), from or to a multicast one, from a
+	 * service's port (below 1024, 1900, 5353, 11211), from the service's
+	 * own port (the last two unless VIREO_UDP_ANY_SOURCE_PORT) */
 	u64 dropped_port0, dropped_broadcast, dropped_multicast;
+	u64 dropped_service_port, dropped_own_port;
 };
 /* u's counters into *st: 0, or -EPIPE (bad handle). */
 int vireo_udp_stats(vireo_udp u, struct vireo_udp_stats *st);

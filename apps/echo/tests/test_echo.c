@@ -281,12 +281,13 @@ static void test_udp_echo_refusals(void **state)
 	assert_true(ipaddr_aton("ff02::1", &mcast));
 	assert_int_equal(udp_burst(V4, 19, NULL, 1), 0);	/* chargen */
 	assert_int_equal(udp_burst(V6, 13, NULL, 1), 0);	/* daytime */
-	assert_int_equal(echo_stats.udp_refused[ECHO_UDP_LOW_PORT], 2);
+	assert_int_equal(vireo_udp_stats((vireo_udp){ 1 }, &st), 0);
+	assert_int_equal(st.dropped_service_port, 2);	/* the runtime's rule */
 	assert_int_equal(udp_burst(V4, 5000, &bcast, 1), 0);
 	assert_int_equal(udp_burst(V6, 5000, &mcast, 1), 0);
 	assert_int_equal(udp_burst(V4, 5000, NULL, 1), 1);	/* and a fine one */
 	assert_int_equal(echo_stats.udp_datagrams, 1);
-	/* Broadcast and multicast never reach echo: the runtime's counts. */
+	/* Nor broadcast and multicast. */
 	assert_int_equal(vireo_udp_stats((vireo_udp){ 1 }, &st), 0);
 	assert_int_equal(st.dropped_broadcast, 1);
 	assert_int_equal(st.dropped_multicast, 1);
@@ -296,6 +297,7 @@ static void test_udp_echo_refusals(void **state)
 static void test_udp_echo_own_port(void **state)
 {
 	struct echo_cfg cfg = { .port = 7007, .services = ECHO_UDP };
+	struct vireo_udp_stats st;
 	struct udp_pcb *pcb;
 	struct pbuf *p;
 
@@ -313,7 +315,8 @@ static void test_udp_echo_own_port(void **state)
 	assert_int_equal(udp_sendto(pcb, p, &addr4, 7007), ERR_OK);
 	pbuf_free(p);
 	run_ms(20);
-	assert_int_equal(echo_stats.udp_refused[ECHO_UDP_OWN_PORT], 1);
+	assert_int_equal(vireo_udp_stats((vireo_udp){ 1 }, &st), 0);
+	assert_int_equal(st.dropped_own_port, 1);
 	assert_int_equal(echo_stats.udp_datagrams, 0);
 	udp_remove(pcb);
 }
@@ -410,7 +413,9 @@ static void test_echo_metrics(void **state)
 	assert_true(has_line(m, "vireo_echo_udp_refused_total{reason=\"rate_global\"} 0"));
 	/* and the runtime's view of the same services */
 	assert_true(has_line(m, "vireo_app_tcp_connections_accepted_total{service=\"echo\"} 1"));
-	assert_true(has_line(m, "vireo_app_udp_dropped_source_total{service=\"echo\"} 1"));
+	assert_true(has_line(m, "vireo_app_udp_dropped_source_total{service=\"echo\",reason=\"broadcast\"} 1"));
+	assert_true(has_line(m, "vireo_app_udp_dropped_source_total{service=\"echo\",reason=\"service_port\"} 2"));
+	assert_true(has_line(m, "vireo_app_udp_dropped_source_total{service=\"echo\",reason=\"own_port\"} 0"));
 	cl_close(&c);
 	/* Off: no vireo_echo_ family at all. */
 	echo_stop();

@@ -36,6 +36,7 @@
 #define HTTP_PORT 80
 #define TCP_SVC_PORT 9000
 #define UDP_SVC_PORT 5353
+#define UDP_REFL_PORT 6000
 #define V4 false
 #define V6 true
 
@@ -1098,6 +1099,61 @@ static void test_udp_service(void **state)
 	udp_remove(cl6);
 }
 
+/* A datagram from a port some service answers on (chargen's 19 here) gets
+ * no answer by default: it is how a spoofed source starts a loop between
+ * two services that each answer anything. Counted, by reason; a service
+ * that opts out answers it. */
+static void udp_send_from(u16 from, u16 to)
+{
+	struct udp_pcb *pcb = udp_new_ip_type(IPADDR_TYPE_V4);
+	struct pbuf *p = pbuf_alloc(PBUF_TRANSPORT, 4, PBUF_RAM);
+
+	assert_non_null(pcb);
+	assert_non_null(p);
+	if (udp_bind(pcb, IP4_ADDR_ANY, from) != ERR_OK)
+		pcb->local_port = from;	/* a service's own: sends, never hears */
+	udp_recv(pcb, udp_client_recv, NULL);
+	pbuf_take(p, "loop", 4);
+	assert_int_equal(udp_sendto(pcb, p, &addr4, to), ERR_OK);
+	pbuf_free(p);
+	run_ms(50);
+	udp_remove(pcb);
+}
+
+static void test_udp_reflection_ports(void **state)
+{
+	struct vireo_udp_stats st;
+	vireo_udp r, open;
+
+	memset(&udp_client, 0, sizeof udp_client);
+	assert_int_equal(vireo_udp_bind(&(struct vireo_udp_service){ .name = "r", .port = UDP_REFL_PORT,
+								     .on_recv = udp_recv_cb }, &r), 0);
+	assert_int_equal(vireo_udp_bind(&(struct vireo_udp_service){ .name = "ro", .port = UDP_REFL_PORT + 1,
+								     .flags = VIREO_UDP_ANY_SOURCE_PORT,
+								     .on_recv = udp_recv_cb }, &open), 0);
+	udp_send_from(19, UDP_REFL_PORT);		/* chargen */
+	udp_send_from(1023, UDP_REFL_PORT);		/* the last system port */
+	udp_send_from(11211, UDP_REFL_PORT);		/* memcached */
+	udp_send_from(UDP_REFL_PORT, UDP_REFL_PORT);	/* another host's same service */
+	assert_int_equal(udp_client.n, 0);
+	assert_int_equal(vireo_udp_stats(r, &st), 0);
+	assert_int_equal(st.datagrams, 0);
+	assert_int_equal(st.dropped_service_port, 3);
+	assert_int_equal(st.dropped_own_port, 1);
+	udp_send_from(1024, UDP_REFL_PORT);		/* the first that is not */
+	assert_int_equal(udp_client.n, 1);
+	assert_string_equal(udp_client.last, "got 4");
+	/* The opt-out answers them all. */
+	udp_send_from(19, UDP_REFL_PORT + 1);
+	assert_int_equal(udp_client.n, 2);
+	assert_int_equal(vireo_udp_stats(open, &st), 0);
+	assert_int_equal(st.datagrams, 1);
+	assert_int_equal(st.dropped_service_port + st.dropped_own_port, 0);
+	assert_int_equal(vireo_udp_bind(&(struct vireo_udp_service){ .name = "rx", .port = UDP_REFL_PORT + 2,
+								     .flags = 0x80, .on_recv = udp_recv_cb }, NULL),
+			 -EINVAL);	/* an unknown flag */
+}
+
 /* ---- metrics ---- */
 
 static void test_metrics(void **state)
@@ -1344,6 +1400,7 @@ int main(void)
 		T(test_deferred_work_and_timer),
 		T(test_tcp_service),
 		T(test_udp_service),
+		T(test_udp_reflection_ports),
 		T(test_metrics),
 		T(test_config_key),
 		T(test_addr_str),
