@@ -150,6 +150,40 @@ static void test_udp_and_rate_limit(void **state)
 	udp_remove(pcb);
 }
 
+/* The loop of issue 29: a query spoofed from chargen's port (19), or from
+ * another DNS server's (53), would make our answer a datagram to a service
+ * that answers anything. The runtime drops it before the app (dns keeps
+ * the default: clients ask from ephemeral ports) and counts it; the same
+ * query from a high port is answered. */
+static void test_udp_refuses_service_ports(void **state)
+{
+	static const u16 from[] = { 19, 53, 1900 };
+	struct vireo_udp_stats st0, st;
+	u8 q[300];
+	size_t n = mkq(q, "www.vireo.test", DNS_TYPE_A, 0x19);
+
+	memset(&uc, 0, sizeof uc);
+	run_ms(2000);	/* a full rate-limit bucket */
+	assert_int_equal(vireo_udp_stats((vireo_udp){ 1 }, &st0), 0);
+	for (size_t i = 0; i <= ARRAY_SIZE(from); i++) {
+		struct udp_pcb *pcb = udp_new_ip_type(IPADDR_TYPE_V4);
+
+		assert_non_null(pcb);
+		if (udp_bind(pcb, IP4_ADDR_ANY, i < ARRAY_SIZE(from) ? from[i] : 40019) != ERR_OK)
+			pcb->local_port = from[i];	/* 53, the server's own: sends, never hears */
+		udp_recv(pcb, uc_recv, NULL);
+		uc_send(pcb, q, n);
+		wire_drain();
+		udp_remove(pcb);
+	}
+	assert_int_equal(uc.full, 1);	/* the last, from 40019 */
+	assert_int_equal(uc.slip + uc.other, 0);
+	assert_int_equal(vireo_udp_stats((vireo_udp){ 1 }, &st), 0);
+	assert_int_equal(st.dropped_service_port - st0.dropped_service_port, 2);
+	assert_int_equal(st.dropped_own_port - st0.dropped_own_port, 1);
+	assert_int_equal(st.datagrams - st0.datagrams, 1);
+}
+
 /* ---- TCP ---- */
 
 /* The framed answers in the client's buffer: count and the last's header. */
@@ -263,6 +297,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_udp_and_rate_limit),
+		T(test_udp_refuses_service_ports),
 		T(test_tcp_pipelined_over_the_send_bound),
 		T(test_tcp_bounds),
 		T(test_tcp_split_and_eof),
