@@ -2,7 +2,8 @@
 own, asked by real clients: dig and kdig (Debian's dnsutils, knot-dnsutils)
 and the raw client dns_client.py. One boot for the module: every record
 type, NXDOMAIN/NODATA/REFUSED, the big TXT truncated over UDP and whole over
-TCP, malformed queries with the server still answering, the TCP bounds, and
+TCP, malformed queries with the server still answering, the TCP bounds, a query
+from a service's source port (19) unanswered, and
 a reflection burst from one network rate-limited while another network is
 still answered. The same questions are put to the engine on the host by
 apps/dns/tests/host_dig.py (make test-host)."""
@@ -156,6 +157,22 @@ def test_tcp_pipelining_and_bounds(dns):
     out = ns.run("curl", "-s", "--max-time", "10", f"http://{ns.guest_ip}/metrics").stdout
     assert b"dns_tcp_bad_length_total" in out and b"vireo_app_tcp_connections_accepted_total" in out
     assert promtool_findings(out) == []
+
+
+def test_query_from_service_port_unanswered(dns):
+    """A query from chargen's port (19) gets no answer: the runtime drops a
+    datagram from a service's port before the app (the loop a spoofed
+    source would start) and counts it; the same from a high port is answered."""
+    ns, _ = dns
+    name = 'vireo_app_udp_dropped_source_total{service="dns",reason="service_port"}'
+    before = metric(ns, name)
+    assert before is not None
+    q = ["+time=2", "+tries=1", "+short", "host.vireo.test", "A"]
+    out = ns.run("dig", f"@{ns.guest_ip}", "-b", f"{ns.host_ip}#19", *q, timeout=30).stdout.decode()
+    assert "192.0.2.80" not in out and "timed out" in out, out
+    assert metric(ns, name) == before + 1
+    out = ns.run("dig", f"@{ns.guest_ip}", "-b", f"{ns.host_ip}#40019", *q, timeout=30).stdout.decode()
+    assert out.split() == ["192.0.2.80"], out
 
 
 def test_reflection_burst_limited_other_network_served(dns):
