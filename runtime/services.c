@@ -624,10 +624,10 @@ static u64 *svc_udp_refusal(struct usvc *u, const ip_addr_t *addr, u16_t port, c
 	if (!port)
 		return &u->st.dropped_port0;
 	if (!(u->cfg.flags & VIREO_UDP_ANY_SOURCE_PORT)) {
-		if (port == u->cfg.port)
-			return &u->st.dropped_own_port;
 		if (svc_service_port(port))
 			return &u->st.dropped_service_port;
+		if (port == u->cfg.port)	/* a high one: another host's copy of us */
+			return &u->st.dropped_own_port;
 	}
 	if (ip_addr_ismulticast(addr) || ip_addr_ismulticast(dst))
 		return &u->st.dropped_multicast;

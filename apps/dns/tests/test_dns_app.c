@@ -179,8 +179,9 @@ static void test_udp_refuses_service_ports(void **state)
 	assert_int_equal(uc.full, 1);	/* the last, from 40019 */
 	assert_int_equal(uc.slip + uc.other, 0);
 	assert_int_equal(vireo_udp_stats((vireo_udp){ 1 }, &st), 0);
-	assert_int_equal(st.dropped_service_port - st0.dropped_service_port, 2);
-	assert_int_equal(st.dropped_own_port - st0.dropped_own_port, 1);
+	/* 53 is dns's own port too; counted as what it is first, a service's */
+	assert_int_equal(st.dropped_service_port - st0.dropped_service_port, 3);
+	assert_int_equal(st.dropped_own_port - st0.dropped_own_port, 0);
 	assert_int_equal(st.datagrams - st0.datagrams, 1);
 }
 
