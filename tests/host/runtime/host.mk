@@ -1,7 +1,7 @@
 # The runtime's tests, and the runtime over the host's lwIP as the tests of
 # code above it link it (RUNTIME_HOST_USES, RUNTIME_HOST_SRCS: with the
 # static-site app, which serves the site).
-RUNTIME_HOST_USES := $(RUNTIME_CORE) fmt wallclock
+RUNTIME_HOST_USES := $(RUNTIME_CORE) fmt wallclock cmdline parse
 SITE_APP := apps/site/site.c
 RUNTIME_HOST_SRCS := $(LWIP_WIRE) $(SITE_APP) $(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
 
@@ -23,6 +23,11 @@ test_http_USES := http site site_esp
 test_http_SRCS := $(BUILD)/host/site_default.c
 FUZZERS += fuzz_http
 fuzz_http_USES := http
+
+# Address allow-lists (metrics.allow=): the parser and the match.
+HOST_TESTS += test_allow
+LWIP_HOST_TESTS += test_allow
+test_allow_USES := allow fmt cmdline parse
 
 # The HTTP server, metrics and echo against lwIP over an in-process netif.
 HOST_TESTS += test_server
