@@ -883,18 +883,16 @@ __cold static void exchange_metrics(vireo_req r, void *arg)
 
 	if (!c)
 		return;
-	if (!allow_match_ip(&metrics_allow, altcp_get_ip(c->tc.pcb, 0))) {	/* metrics.allow= */
-		exchange_end(c, true);
-		server_respond_error(c, 403, c->parser.method == HTTP_METHOD_HEAD);
-		return;
+	size = 0;	/* stays 0 for a client outside metrics.allow=: 403 */
+	if (allow_match_ip(&metrics_allow, altcp_get_ip(c->tc.pcb, 0))) {
+		metrics_buf_init(&b, NULL, 0);
+		metrics_write_all(&b);
+		size = MIN(b.len + 256, (size_t)HTTP_METRICS_MAX);
+		c->dyn = kmalloc(size);
 	}
-	metrics_buf_init(&b, NULL, 0);
-	metrics_write_all(&b);
-	size = MIN(b.len + 256, (size_t)HTTP_METRICS_MAX);
-	c->dyn = kmalloc(size);
 	if (!c->dyn) {
 		exchange_end(c, true);
-		server_respond_error(c, 503, c->parser.method == HTTP_METHOD_HEAD);
+		server_respond_error(c, size ? 503 : 403, c->parser.method == HTTP_METHOD_HEAD);
 		return;
 	}
 	metrics_buf_init(&b, c->dyn, size);
