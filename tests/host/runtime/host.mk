@@ -38,6 +38,6 @@ test_server_SRCS := $(filter-out $(BUILD)/host/site_default.c,$(RUNTIME_HOST_SRC
 # back-pressure, finishing later, misuse, TCP and UDP services, metrics (its
 # own apps, so not the static site).
 HOST_TESTS += test_api
-test_api_USES := $(RUNTIME_HOST_USES) cmdline
+test_api_USES := $(RUNTIME_HOST_USES)
 test_api_SRCS := $(filter-out $(SITE_APP),$(RUNTIME_HOST_SRCS))
 LWIP_HOST_TESTS += test_server test_api
