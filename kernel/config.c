@@ -166,6 +166,8 @@ static void config_set(void *ctx, const char *where, const struct cmdline_opt *o
 	if (a->file && org->src == a->label)
 		kprintf("config: %.64s: %.48s was set on an earlier line; the later value wins\n", where, o->key);
 	org->src = a->label;
+	if (o->secret)
+		val = "...", len = 3;	/* hidden */
 	if (len < sizeof org->text) {
 		memcpy(org->text, val, len + 1);
 	} else {

@@ -10,7 +10,7 @@ HOT_SRCS += runtime/conntab.c runtime/site.c runtime/api.c \
 	runtime/http/http.c runtime/http/server.c runtime/http/exchange.c runtime/http/admission.c \
 	runtime/http/routes.c
 COLD_SRCS += runtime/app.c runtime/site_esp.c runtime/metadata.c runtime/services.c \
-	runtime/http/https.c runtime/http/listen.c runtime/store_api.c
+	runtime/http/https.c runtime/http/listen.c runtime/http/allow.c runtime/store_api.c
 # The runtime lwIP serves (no start-up, metadata or ESP site): lwip-check
 # links it with lwIP alone; the host tests run it over the host's lwIP.
-RUNTIME_CORE := tcpconn conntab http site server exchange admission listen https api routes services
+RUNTIME_CORE := tcpconn conntab http site server exchange admission listen https api routes services allow

@@ -40,6 +40,6 @@ $(BUILD)/host/dns_serve: $(DNS_SERVE_SRCS)
 	$(Q)$(HOST_CC) $(HOST_CFLAGS) -MF $@.d $(DNS_SERVE_SRCS) -o $@
 # apps/dns/dns.c, the glue, through the application API over the host's lwIP.
 HOST_TESTS += test_dns_app
-test_dns_app_USES := $(RUNTIME_HOST_USES) cmdline siphash
+test_dns_app_USES := $(RUNTIME_HOST_USES) siphash
 test_dns_app_SRCS := apps/dns/dns.c $(DNS_ENGINE) $(DNS_HOST_ZONE) $(RUNTIME_HOST_SRCS)
 LWIP_HOST_TESTS += test_dns_app

@@ -9,6 +9,7 @@
  *
  * If-Match and If-None-Match work on all three (304/412). Refusals: 400 bad
  * key, cursor or limit; 404; 405 (other methods, and PUT/DELETE on /kv/);
+ * 401 without kv.token's bearer token when one is set (below);
  * 411 PUT without Content-Length; 412; 413 value over kv.value_max (the
  * runtime's, from the route's max_body); 507 the store is full. Error bodies
  * are JSON: {"error":"...","status":N}.
@@ -35,6 +36,69 @@ VIREO_CONFIG_UINT(kv_max_bytes, "kv.max_bytes", 2097152, 0, 1073741824,
 VIREO_CONFIG_UINT(kv_value_max, "kv.value_max", 1048576, 0, 1048576,
 		  "apps/kv: the largest value in bytes (a bigger PUT is 413)");
 
+/*
+ * kv.token=: a bearer token (RFC 6750) every /kv/ request must carry,
+ * "Authorization: Bearer <token>", else 401 with "WWW-Authenticate: Bearer";
+ * none (the default, or kv.token= empty): open to anyone, as before.
+ * Compared in constant time (every byte of the token, whatever the request
+ * sent). The value is never written anywhere: the key is .secret (the
+ * configuration's origin log shows it hidden), and its parser never refuses,
+ * since a refusal's warning would quote it; a token that is not up to
+ * KV_TOKEN_MAX characters of RFC 6750's b64token is remembered as bad
+ * instead, and kv refuses every request (401) with a boot warning that names
+ * the rule, not the value: an operator who set a token meant kv closed.
+ */
+#define KV_TOKEN_MAX 128
+static char kv_token[KV_TOKEN_MAX];
+static size_t kv_token_len;
+static bool kv_token_bad;
+
+static int kv_token_parse(const char *val, void *dst, char *why, size_t why_len)
+{
+	size_t n = strlen(val), i = 0;
+
+	(void)dst, (void)why, (void)why_len;
+	while (i < n && ((val[i] >= 'a' && val[i] <= 'z') || (val[i] >= 'A' && val[i] <= 'Z') ||
+			 (val[i] >= '0' && val[i] <= '9') || val[i] == '-' || val[i] == '.' || val[i] == '_' ||
+			 val[i] == '~' || val[i] == '+' || val[i] == '/'))
+		i++;
+	while (i && i < n && val[i] == '=')	/* the padding, after at least one character */
+		i++;
+	kv_token_bad = i != n || n > KV_TOKEN_MAX;
+	kv_token_len = kv_token_bad ? 0 : n;
+	memset(kv_token, 0, sizeof kv_token);
+	if (!kv_token_bad)
+		memcpy(kv_token, val, n);
+	return 0;
+}
+CMDLINE_PARAM(kv_token, .key = "kv.token", .type = CMDLINE_CUSTOM, .parse = kv_token_parse, .def = "none",
+	      .secret = true, .values = "up to 128 of A-Z a-z 0-9 - . _ ~ + / then =s (empty: none)",
+	      .help = "apps/kv: the bearer token every request must carry (else 401); never logged");
+
+/* Whether r may use the store: no token configured, or r's Authorization
+ * is "Bearer <token>" (the scheme in any case, RFC 9110 11.1). */
+static bool kv_authorized(vireo_req r)
+{
+	const char *h;
+	size_t n;
+	u8 diff;
+
+	if (!kv_token_len && !kv_token_bad)
+		return true;
+	h = vireo_req_header(r, "Authorization");
+	if (kv_token_bad || !h || strlen(h) < 7 || (h[0] | 0x20) != 'b' || (h[1] | 0x20) != 'e' ||
+	    (h[2] | 0x20) != 'a' || (h[3] | 0x20) != 'r' || (h[4] | 0x20) != 'e' || (h[5] | 0x20) != 'r' ||
+	    h[6] != ' ')
+		return false;
+	for (h += 7; *h == ' '; h++)
+		;
+	n = strlen(h);
+	diff = n != kv_token_len;
+	for (size_t i = 0; i < kv_token_len; i++)
+		diff |= (u8)(kv_token[i] ^ (i < n ? h[i] : 0));
+	return !diff;
+}
+
 #define KV_LIST_BUF 8192	/* one page of JSON; >= KV_LIST_MIN_CAP */
 _Static_assert(KV_LIST_BUF >= KV_LIST_MIN_CAP, "a page must hold the longest key");
 _Static_assert(KV_VALUE_CEIL <= VIREO_HTTP_BODY_MAX, "a value is one request body");
@@ -46,11 +110,11 @@ VIREO_COUNTER_VEC(kv_requests, "kv_requests_total", "Requests by operation.", "o
 		  "get", "put", "delete", "list");
 VIREO_COUNTER_VEC(kv_refused, "kv_refused_total", "Requests refused, by reason.", "reason",
 		  "full", "nomem", "too_large", "bad_request", "not_found", "precondition",
-		  "length_required", "method", "busy");
+		  "length_required", "method", "busy", "unauthorized");
 enum { KV_OP_GET, KV_OP_PUT, KV_OP_DELETE, KV_OP_LIST };
 enum {
 	KV_R_FULL, KV_R_NOMEM, KV_R_TOO_LARGE, KV_R_BAD, KV_R_NOT_FOUND, KV_R_PRECOND,
-	KV_R_LENGTH, KV_R_METHOD, KV_R_BUSY,
+	KV_R_LENGTH, KV_R_METHOD, KV_R_BUSY, KV_R_AUTH,
 };
 
 static struct kv_store kv_store;
@@ -393,6 +457,11 @@ static void kv_handler(vireo_req r, void *arg)
 	size_t klen = strlen(key);
 	enum vireo_method m = vireo_req_method(r);
 
+	if (!kv_authorized(r)) {
+		vireo_resp_header(r, "WWW-Authenticate", "Bearer realm=\"kv\"");
+		kv_fail(r, 401, "unauthorized: Authorization: Bearer <kv.token> required", KV_R_AUTH);
+		return;
+	}
 	if (kv_disk == KV_DISK_WAIT) {
 		vireo_resp_header(r, "Retry-After", "1");
 		kv_fail(r, 503, "loading the data disk", KV_R_BUSY);
@@ -554,6 +623,11 @@ static int kv_init(void)
 		kv_disk = KV_DISK_WAIT;
 	vireo_log("kv: /kv/ serving, max_bytes=%lu value_max=%lu", (unsigned long)kv_store.max_bytes,
 		  (unsigned long)kv_store.value_max);
+	if (kv_token_bad)
+		vireo_warn("kv: kv.token is not 1..128 of A-Z a-z 0-9 - . _ ~ + / (then =): every request "
+			   "is refused (401) until it is fixed");
+	else if (kv_token_len)
+		vireo_log("kv: requests need Authorization: Bearer <kv.token>");
 	if (worst > vireo_mem_limit())
 		vireo_warn("kv: kv.max_bytes + a %lu-byte replacement + the listing page (%lu) is over "
 			   "app.mem (%lu): puts may be refused below kv.max_bytes",

@@ -50,6 +50,8 @@ struct cmdline_opt {
 				 * (cmdline_default_ok) ... */
 	bool def_prose;		/* ... unless this says def is prose: a default
 				 * no value of the type can express */
+	bool secret;		/* a secret (a token): the configuration's origin
+				 * log shows it as hidden, never its value */
 	const char *values;	/* the accepted values for the docs; NULL: from the type */
 	const char *help;
 };

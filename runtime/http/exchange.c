@@ -15,7 +15,8 @@
  * the apps' (before any app's init, so no app can take them): /healthz
  * ("ok", for load balancers; served on plain HTTP even under
  * http.redirect=) and /metrics (every metrics source's text, generated per
- * request into a buffer of at most HTTP_METRICS_MAX bytes).
+ * request into a buffer of at most HTTP_METRICS_MAX bytes; 403, closing,
+ * to a client outside metrics.allow=, runtime/http/allow.h).
  */
 #include "kernel/mm/mm.h"
 #include "kernel/time/time.h"
@@ -25,6 +26,7 @@
 #include "lib/types.h"
 #include "lwip/altcp.h"
 #include "net/tcp/tcpconn.h"
+#include "runtime/http/allow.h"
 #include "runtime/http/conn.h"
 #include "lib/metrics.h"
 #include "runtime/site.h"
@@ -881,13 +883,16 @@ __cold static void exchange_metrics(vireo_req r, void *arg)
 
 	if (!c)
 		return;
-	metrics_buf_init(&b, NULL, 0);
-	metrics_write_all(&b);
-	size = MIN(b.len + 256, (size_t)HTTP_METRICS_MAX);
-	c->dyn = kmalloc(size);
+	size = 0;	/* stays 0 for a client outside metrics.allow=: 403 */
+	if (allow_match_ip(&metrics_allow, altcp_get_ip(c->tc.pcb, 0))) {
+		metrics_buf_init(&b, NULL, 0);
+		metrics_write_all(&b);
+		size = MIN(b.len + 256, (size_t)HTTP_METRICS_MAX);
+		c->dyn = kmalloc(size);
+	}
 	if (!c->dyn) {
 		exchange_end(c, true);
-		server_respond_error(c, 503, c->parser.method == HTTP_METHOD_HEAD);
+		server_respond_error(c, size ? 503 : 403, c->parser.method == HTTP_METHOD_HEAD);
 		return;
 	}
 	metrics_buf_init(&b, c->dyn, size);

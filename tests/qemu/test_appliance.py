@@ -322,3 +322,21 @@ def test_bad_static_address_falls_back_to_dhcp(boot):
     m = vm.wait_for(READY, timeout=90)
     assert m.group(1) == "10.0.2.15" and m.group(2) == "8080"
     assert re.search(r"^warning: cmdline: ip=10\.0\.2\.300/24: .*DHCP", vm.text, re.M)
+
+
+def test_metrics_allow():
+    """metrics.allow= on a booted appliance: a client outside the list (user
+    networking's 10.0.2.2) gets 403 from /metrics and still 200 from
+    /healthz; a bad list later on the line is refused whole with a warning
+    naming the prefix, and the value before it stays."""
+    a = App(cmdline="metrics.allow=192.0.2.0/24,2001:db8::/32 metrics.allow=10.0.0.1/8")
+    try:
+        assert a.ready
+        assert re.search(r"^warning: cmdline: metrics\.allow=10\.0\.0\.1/8: '10\.0\.0\.1/8': host bits set",
+                         a.vm.text, re.M)
+        status, _, _ = a.get("/metrics")
+        assert status == 403
+        status, _, body = a.get("/healthz")
+        assert status == 200 and body == b"ok\n"
+    finally:
+        a.stop()

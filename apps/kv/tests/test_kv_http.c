@@ -633,6 +633,97 @@ static void test_streamed_get(void **st)
 	assert_int_equal(mem_used, 0);
 }
 
+extern const struct cmdline_opt *const __start_vireo_cmdline[], *const __stop_vireo_cmdline[];
+
+/* kv.token= through its registration, as the boot's parser sets it. */
+static void set_token(const char *val)
+{
+	char why[64] = "";
+
+	for (const struct cmdline_opt *const *o = __start_vireo_cmdline; o < __stop_vireo_cmdline; o++)
+		if (!strcmp((*o)->key, "kv.token")) {
+			assert_true((*o)->secret);
+			assert_int_equal((*o)->type, CMDLINE_CUSTOM);
+			assert_int_equal((*o)->parse(val, (*o)->dst, why, sizeof why), 0);	/* never refuses */
+			assert_string_equal(why, "");
+			return;
+		}
+	fail_msg("no kv.token key");
+}
+
+/* kv.token=: without "Authorization: Bearer <token>" every request is 401
+ * with WWW-Authenticate: Bearer and the store untouched; with it, served.
+ * The token never reaches the log. */
+static void test_bearer_token(void **st)
+{
+	const struct vireo_app *const *a = __start_vireo_apps;
+	u64 refused = vec("kv_refused_total", "unauthorized");
+
+	set_token("s3cr3t-T0ken_~+/==");
+	last_log[0] = 0;
+	assert_int_equal((*a)->init(), 0);
+	assert_null(strstr(last_log, "s3cr3t"));
+	assert_int_equal(PUT("k", "v"), 401);
+	assert_non_null(strstr(Q.resp_hdrs, "WWW-Authenticate: Bearer"));
+	assert_string_equal(Q.type, "application/json");
+	assert_int_equal(GET("k"), 401);
+	assert_int_equal(DEL("k"), 401);
+	assert_int_equal(LIST(NULL), 401);
+	assert_int_equal(GET("k", "Authorization", "Bearer s3cr3t-T0ken_~+/="), 401);	/* one short */
+	assert_int_equal(GET("k", "Authorization", "Bearer s3cr3t-T0ken_~+/===x"), 401);	/* longer */
+	assert_int_equal(GET("k", "Authorization", "Bearer S3cr3t-T0ken_~+/=="), 401);	/* case matters */
+	assert_int_equal(GET("k", "Authorization", "Basic s3cr3t-T0ken_~+/=="), 401);
+	assert_int_equal(GET("k", "Authorization", "Bearer"), 401);
+	assert_int_equal(GET("k", "Authorization", "Bearer "), 401);
+	assert_int_equal(GET("k", "Authorization", "Bearers3cr3t-T0ken_~+/=="), 401);
+	assert_int_equal(gauge("kv_keys"), 0);
+	assert_int_equal(vec("kv_refused_total", "unauthorized"), refused + 11);
+	/* The scheme in any case, as RFC 9110 11.1 has it. */
+	assert_int_equal(PUT("k", "v", "Authorization", "bEaReR s3cr3t-T0ken_~+/=="), 201);
+	assert_null(strstr(Q.resp_hdrs, "WWW-Authenticate"));
+	assert_int_equal(GET("k", "Authorization", "Bearer s3cr3t-T0ken_~+/=="), 200);
+	assert_string_equal(Q.body_out, "v");
+	assert_int_equal(DEL("k", "Authorization", "Bearer s3cr3t-T0ken_~+/=="), 204);
+	assert_null(strstr(last_log, "s3cr3t"));
+
+	/* A token kv cannot honour (a space, a quote, too long, padding first):
+	 * kv stays closed, and the warning names the rule, not the value. */
+	{
+		static const char *const bad[] = { "two words", "quo\"te", "=abc", "a=b" };
+		char big[130];
+
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			set_token(bad[i]);
+			last_log[0] = 0;
+			assert_int_equal((*a)->init(), 0);
+			assert_non_null(strstr(last_log, "kv.token is not"));
+			assert_null(strstr(last_log, bad[i]));
+			assert_int_equal(GET("k", "Authorization", "Bearer x"), 401);
+		}
+		memset(big, 'a', 129);
+		big[129] = 0;
+		set_token(big);
+		assert_int_equal((*a)->init(), 0);
+		assert_int_equal(GET("k", "Authorization", "Bearer x"), 401);
+		big[128] = 0;	/* 128: the longest that is taken */
+		set_token(big);
+		assert_int_equal((*a)->init(), 0);
+		assert_int_equal(GET("k", "Authorization", "Bearer x"), 401);
+		assert_int_equal(GET("k"), 401);
+		{
+			char auth[140];
+
+			snprintf(auth, sizeof auth, "Bearer %s", big);
+			assert_int_equal(GET("k", "Authorization", auth), 404);
+		}
+	}
+	/* Empty: open again, as without the key. */
+	set_token("");
+	assert_int_equal((*a)->init(), 0);
+	assert_int_equal(GET("k"), 404);
+	assert_int_equal(mem_used, 0);
+}
+
 /* kv.max_bytes above what app.mem= leaves: a boot warning, and puts that
  * vireo_alloc() refuses are 507 (test_full_is_507). */
 static void test_init_warns_over_app_mem(void **st)
@@ -661,6 +752,7 @@ int main(void)
 		cmocka_unit_test(test_listing_refusals),
 		cmocka_unit_test(test_streamed_get),
 		cmocka_unit_test(test_init_warns_over_app_mem),
+		cmocka_unit_test(test_bearer_token),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,7 +1,7 @@
 # The runtime's tests, and the runtime over the host's lwIP as the tests of
 # code above it link it (RUNTIME_HOST_USES, RUNTIME_HOST_SRCS: with the
 # static-site app, which serves the site).
-RUNTIME_HOST_USES := $(RUNTIME_CORE) fmt wallclock
+RUNTIME_HOST_USES := $(RUNTIME_CORE) fmt wallclock cmdline parse
 SITE_APP := apps/site/site.c
 RUNTIME_HOST_SRCS := $(LWIP_WIRE) $(SITE_APP) $(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
 
@@ -24,6 +24,11 @@ test_http_SRCS := $(BUILD)/host/site_default.c
 FUZZERS += fuzz_http
 fuzz_http_USES := http
 
+# Address allow-lists (metrics.allow=): the parser and the match.
+HOST_TESTS += test_allow
+LWIP_HOST_TESTS += test_allow
+test_allow_USES := allow fmt cmdline parse
+
 # The HTTP server, metrics and echo against lwIP over an in-process netif.
 HOST_TESTS += test_server
 test_server_USES := $(RUNTIME_HOST_USES)
@@ -33,6 +38,6 @@ test_server_SRCS := $(filter-out $(BUILD)/host/site_default.c,$(RUNTIME_HOST_SRC
 # back-pressure, finishing later, misuse, TCP and UDP services, metrics (its
 # own apps, so not the static site).
 HOST_TESTS += test_api
-test_api_USES := $(RUNTIME_HOST_USES) cmdline
+test_api_USES := $(RUNTIME_HOST_USES)
 test_api_SRCS := $(filter-out $(SITE_APP),$(RUNTIME_HOST_SRCS))
 LWIP_HOST_TESTS += test_server test_api

@@ -20,6 +20,7 @@
 #include "lwip/priv/tcp_priv.h"
 #include "runtime/api.h"
 #include "runtime/conntab.h"
+#include "runtime/http/allow.h"
 #include "runtime/http/http.h"
 #include "lib/metrics.h"
 #include "runtime/http/server.h"
@@ -865,6 +866,44 @@ static void test_metrics(void **state)
 	cl_close(&u);
 }
 
+/* metrics.allow=: a client outside the list gets 403 (and the connection
+ * closes, the framing rule); one inside gets the page; /healthz stays open. */
+static void test_metrics_allow(void **state)
+{
+	struct allow_list keep = metrics_allow;
+	struct client c;
+	struct resp r;
+	char why[64];
+
+	assert_int_equal(allow_parse("fd00::/64", &metrics_allow, why, sizeof why), 0);
+	cl_open(&c, V4, HTTP_PORT);	/* 192.168.7.2: outside */
+	cl_send_str(&c, "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	cl_send_str(&c, "GET /metrics HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 403);
+	assert_null(memmem(r.body, r.body_len, "vireo_", 6));
+	run_ms(100);
+	assert_true(c.eof);
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	cl_close(&c);
+	cl_open(&c, V6, HTTP_PORT);	/* fd00::2: inside */
+	cl_send_str(&c, "GET /metrics HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_non_null(memmem(r.body, r.body_len, "vireo_http_requests_total", 25));
+	cl_close(&c);
+	/* The IPv4 client's own /32 lets it in. */
+	assert_int_equal(allow_parse("192.168.7.2/32", &metrics_allow, why, sizeof why), 0);
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /metrics HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	cl_close(&c);
+	metrics_allow = keep;
+}
+
 /* Over max_conns: reset on accept, counted, and the others unaffected. */
 static void test_connection_limit(void **state)
 {
@@ -1411,6 +1450,7 @@ int main(void)
 		T(test_64k_one_flight),
 		T(test_snd_bulk_grants_bounded),
 		T(test_metrics),
+		T(test_metrics_allow),
 		T(test_connection_limit),
 		T(test_idle_timeout),
 		T(test_header_timeout),

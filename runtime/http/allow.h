@@ -1,0 +1,39 @@
+/* Address allow-lists (runtime/http/allow.c): a comma-separated list of
+ * IPv4 and IPv6 prefixes (CIDR), parsed once at boot, matched per request.
+ * Every address is compared as IPv6: an IPv4 one as its mapped form
+ * ::ffff:a.b.c.d, so A.B.C.D/n is ::ffff:A.B.C.D/(96 + n) and ::/0 matches
+ * every client, IPv4 or IPv6. The metrics.allow= key is one (for /metrics). */
+#ifndef VIREO_RUNTIME_HTTP_ALLOW_H
+#define VIREO_RUNTIME_HTTP_ALLOW_H
+
+#include "lib/types.h"
+#include "lwip/ip_addr.h"
+
+#define ALLOW_MAX 8	/* prefixes in one list */
+
+struct allow_list {
+	u8 n;
+	struct {
+		u8 a[16];	/* host bits zero */
+		u8 len;		/* 0..128 */
+	} p[ALLOW_MAX];
+};
+
+/* Parses s into *(struct allow_list *)out (a cmdline_opt's .parse; only on
+ * success: a refused list leaves *out as it was). Returns 0, or -EINVAL with the bad prefix and why in why[why_len]:
+ * a malformed address, a length out of range, host bits set below the
+ * length, an empty entry or an empty list, more than ALLOW_MAX entries. */
+int allow_parse(const char *s, void *out, char *why, size_t why_len);
+
+/* Whether the 16-byte (IPv6 or IPv4-mapped) address a lies in a prefix of l;
+ * an empty list (n == 0, never parsed: the default) matches everyone. */
+bool allow_match(const struct allow_list *l, const u8 a[16]);
+
+/* Whether addr (an lwIP address, IPv4 or IPv6) lies in a prefix of l. */
+bool allow_match_ip(const struct allow_list *l, const ip_addr_t *addr);
+
+/* metrics.allow=: who may read /metrics (the default, empty, is everyone:
+ * ::/0 as the key's table shows it). */
+extern struct allow_list metrics_allow;
+
+#endif
