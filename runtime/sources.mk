@@ -2,14 +2,13 @@
 # services), the HTTP(S) server in http/, per-source connection accounting,
 # the site (baked or from the ESP), cloud metadata. (Echo is an
 # app: apps/echo.)
-# Hot: the server (its state machine, exchanges and admission) and its
-# parser, the connection table, the API's request side. Cold:
-# start-up, the listeners, HTTPS set-up, the ESP site's
+# Hot: the server (its state machine and exchanges) and its parser, the
+# API's request side. Cold: admission and the connection table (once per
+# accept, not per request or segment), start-up, the listeners, HTTPS set-up, the ESP site's
 # index, the metadata fetch, the TCP/UDP services, the store's app API.
-HOT_SRCS += runtime/conntab.c runtime/site.c runtime/api.c \
-	runtime/http/http.c runtime/http/server.c runtime/http/exchange.c runtime/http/admission.c \
-	runtime/http/routes.c
-COLD_SRCS += runtime/app.c runtime/site_esp.c runtime/metadata.c runtime/services.c \
+HOT_SRCS += runtime/site.c runtime/api.c \
+	runtime/http/http.c runtime/http/server.c runtime/http/exchange.c runtime/http/routes.c
+COLD_SRCS += runtime/conntab.c runtime/http/admission.c runtime/app.c runtime/site_esp.c runtime/metadata.c runtime/services.c \
 	runtime/http/https.c runtime/http/listen.c runtime/http/allow.c runtime/store_api.c
 # The runtime lwIP serves (no start-up, metadata or ESP site): lwip-check
 # links it with lwIP alone; the host tests run it over the host's lwIP.

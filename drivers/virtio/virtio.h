@@ -96,11 +96,19 @@ struct virtio_device_id {
 	u16 vendor;		/* subsystem vendor, or VIRTIO_VENDOR_ANY */
 };
 
+/* A feature bit's name for the boot log's feature line; a table of them
+ * lists only the bits that have one (a 64-entry array of pointers per
+ * device was 512 bytes each) and ends with a NULL name. */
+struct virtio_feature_name {
+	u8 bit;
+	const char *name;
+};
+
 struct virtio_driver {
 	const char *name;
 	const struct virtio_device_id *ids;
 	u64 features;		/* device bits it drives (transport bits are added) */
-	const char *const *feature_names;	/* [64], NULL entries for unknown */
+	const struct virtio_feature_name *feature_names;	/* ends with a NULL name; NULL: none */
 	/* Optional: given what would be negotiated (offered, driven and
 	 * allowed), returns it with every feature whose requirement is
 	 * missing taken out, and any the driver's own settings turn off. */

@@ -28,20 +28,21 @@ CMDLINE_PARAM(features, .key = "virtio.features", .type = CMDLINE_HEX, .dst = &f
 	      .help = "virtio feature bits that may be negotiated (live-migration lock-down); "
 		      "a device that cannot work without a masked bit is marked FAILED");
 
-static const char *const core_names[64] = {
-	[VIRTIO_F_NOTIFY_ON_EMPTY] = "NOTIFY_ON_EMPTY",
-	[VIRTIO_F_ANY_LAYOUT] = "ANY_LAYOUT",
-	[VIRTIO_F_INDIRECT_DESC] = "INDIRECT_DESC",
-	[VIRTIO_F_EVENT_IDX] = "EVENT_IDX",
-	[VIRTIO_F_VERSION_1] = "VERSION_1",
-	[VIRTIO_F_ACCESS_PLATFORM] = "ACCESS_PLATFORM",
-	[VIRTIO_F_RING_PACKED] = "RING_PACKED",
-	[VIRTIO_F_IN_ORDER] = "IN_ORDER",
-	[VIRTIO_F_ORDER_PLATFORM] = "ORDER_PLATFORM",
-	[VIRTIO_F_SR_IOV] = "SR_IOV",
-	[VIRTIO_F_NOTIFICATION_DATA] = "NOTIFICATION_DATA",
-	[VIRTIO_F_NOTIF_CONFIG_DATA] = "NOTIF_CONFIG_DATA",
-	[VIRTIO_F_RING_RESET] = "RING_RESET",
+static const struct virtio_feature_name core_names[] = {
+	{ VIRTIO_F_NOTIFY_ON_EMPTY, "NOTIFY_ON_EMPTY" },
+	{ VIRTIO_F_ANY_LAYOUT, "ANY_LAYOUT" },
+	{ VIRTIO_F_INDIRECT_DESC, "INDIRECT_DESC" },
+	{ VIRTIO_F_EVENT_IDX, "EVENT_IDX" },
+	{ VIRTIO_F_VERSION_1, "VERSION_1" },
+	{ VIRTIO_F_ACCESS_PLATFORM, "ACCESS_PLATFORM" },
+	{ VIRTIO_F_RING_PACKED, "RING_PACKED" },
+	{ VIRTIO_F_IN_ORDER, "IN_ORDER" },
+	{ VIRTIO_F_ORDER_PLATFORM, "ORDER_PLATFORM" },
+	{ VIRTIO_F_SR_IOV, "SR_IOV" },
+	{ VIRTIO_F_NOTIFICATION_DATA, "NOTIFICATION_DATA" },
+	{ VIRTIO_F_NOTIF_CONFIG_DATA, "NOTIF_CONFIG_DATA" },
+	{ VIRTIO_F_RING_RESET, "RING_RESET" },
+	{ 0, NULL },
 };
 
 const char *virtio_status_name(u8 status, char *buf, size_t size)
@@ -71,9 +72,17 @@ static void virtio_core_add_status(struct virtio_dev *d, u8 bits)
 	d->ops->set_status(d, d->ops->get_status(d) | bits);
 }
 
+static const char *virtio_feature_name(const struct virtio_feature_name *t, int bit)
+{
+	for (; t && t->name; t++)
+		if (t->bit == bit)
+			return t->name;
+	return NULL;
+}
+
 static void virtio_core_print_features(struct virtio_dev *d)
 {
-	const char *const *dev_names = d->driver ? d->driver->feature_names : NULL;
+	const struct virtio_feature_name *dev_names = d->driver ? d->driver->feature_names : NULL;
 	char line[512];
 	size_t n = 0;
 	int b;
@@ -84,7 +93,9 @@ static void virtio_core_print_features(struct virtio_dev *d)
 
 		if (!((d->features >> b) & 1))
 			continue;
-		name = core_names[b] ? core_names[b] : dev_names ? dev_names[b] : NULL;
+		name = virtio_feature_name(core_names, b);
+		if (!name)
+			name = virtio_feature_name(dev_names, b);
 		if (!name) {
 			tmp[0] = 'b';
 			tmp[1] = 'i';

@@ -549,18 +549,19 @@ static void vblk_id_done(struct vblk_req *r, int err)
 
 /* ---- probe and remove ---- */
 
-static const char *const blk_feature_names[64] = {
-	[VIRTIO_BLK_F_SIZE_MAX] = "SIZE_MAX",
-	[VIRTIO_BLK_F_SEG_MAX] = "SEG_MAX",
-	[VIRTIO_BLK_F_GEOMETRY] = "GEOMETRY",
-	[VIRTIO_BLK_F_RO] = "RO",
-	[VIRTIO_BLK_F_BLK_SIZE] = "BLK_SIZE",
-	[VIRTIO_BLK_F_FLUSH] = "FLUSH",
-	[VIRTIO_BLK_F_TOPOLOGY] = "TOPOLOGY",
-	[VIRTIO_BLK_F_CONFIG_WCE] = "CONFIG_WCE",
-	[VIRTIO_BLK_F_MQ] = "MQ",
-	[VIRTIO_BLK_F_DISCARD] = "DISCARD",
-	[VIRTIO_BLK_F_WRITE_ZEROES] = "WRITE_ZEROES",
+static const struct virtio_feature_name blk_feature_names[] = {
+	{ VIRTIO_BLK_F_SIZE_MAX, "SIZE_MAX" },
+	{ VIRTIO_BLK_F_SEG_MAX, "SEG_MAX" },
+	{ VIRTIO_BLK_F_GEOMETRY, "GEOMETRY" },
+	{ VIRTIO_BLK_F_RO, "RO" },
+	{ VIRTIO_BLK_F_BLK_SIZE, "BLK_SIZE" },
+	{ VIRTIO_BLK_F_FLUSH, "FLUSH" },
+	{ VIRTIO_BLK_F_TOPOLOGY, "TOPOLOGY" },
+	{ VIRTIO_BLK_F_CONFIG_WCE, "CONFIG_WCE" },
+	{ VIRTIO_BLK_F_MQ, "MQ" },
+	{ VIRTIO_BLK_F_DISCARD, "DISCARD" },
+	{ VIRTIO_BLK_F_WRITE_ZEROES, "WRITE_ZEROES" },
+	{ 0, NULL },
 };
 
 #define VBLK_CFG(f) ((u32)offsetof(struct virtio_blk_config, f))

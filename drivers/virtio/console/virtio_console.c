@@ -111,10 +111,11 @@ struct vcons {
 	struct vcons_port port[VCONS_MAX_PORTS];
 };
 
-static const char *const console_feature_names[64] = {
-	[VIRTIO_CONSOLE_F_SIZE] = "SIZE",
-	[VIRTIO_CONSOLE_F_MULTIPORT] = "MULTIPORT",
-	[VIRTIO_CONSOLE_F_EMERG_WRITE] = "EMERG_WRITE",
+static const struct virtio_feature_name console_feature_names[] = {
+	{ VIRTIO_CONSOLE_F_SIZE, "SIZE" },
+	{ VIRTIO_CONSOLE_F_MULTIPORT, "MULTIPORT" },
+	{ VIRTIO_CONSOLE_F_EMERG_WRITE, "EMERG_WRITE" },
+	{ 0, NULL },
 };
 
 static const struct virtio_driver virtio_console_driver;

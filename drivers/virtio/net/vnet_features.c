@@ -15,23 +15,24 @@ CMDLINE_PARAM(tso, .key = "vnet.tso", .type = CMDLINE_BOOL, .dst = &tso, .def = 
 CMDLINE_PARAM(guest_tso, .key = "vnet.guest_tso", .type = CMDLINE_BOOL, .dst = &guest_tso, .def = "on",
 	      .help = "receive segmentation offload (GUEST_TSO4/6) when the device offers it and MRG_RXBUF");
 
-const char *const vnet_net_feature_names[64] = {
-	[VIRTIO_NET_F_CSUM] = "CSUM",
-	[VIRTIO_NET_F_GUEST_CSUM] = "GUEST_CSUM",
-	[VIRTIO_NET_F_MTU] = "MTU",
-	[VIRTIO_NET_F_MAC] = "MAC",
-	[VIRTIO_NET_F_GUEST_TSO4] = "GUEST_TSO4",
-	[VIRTIO_NET_F_GUEST_TSO6] = "GUEST_TSO6",
-	[VIRTIO_NET_F_HOST_TSO4] = "HOST_TSO4",
-	[VIRTIO_NET_F_HOST_TSO6] = "HOST_TSO6",
-	[VIRTIO_NET_F_MRG_RXBUF] = "MRG_RXBUF",
-	[VIRTIO_NET_F_STATUS] = "STATUS",
-	[VIRTIO_NET_F_CTRL_VQ] = "CTRL_VQ",
-	[VIRTIO_NET_F_CTRL_RX] = "CTRL_RX",
-	[VIRTIO_NET_F_GUEST_ANNOUNCE] = "GUEST_ANNOUNCE",
-	[VIRTIO_NET_F_CTRL_MAC_ADDR] = "CTRL_MAC_ADDR",
-	[VIRTIO_NET_F_VQ_NOTF_COAL] = "VQ_NOTF_COAL",
-	[VIRTIO_NET_F_NOTF_COAL] = "NOTF_COAL",
+const struct virtio_feature_name vnet_net_feature_names[] = {
+	{ VIRTIO_NET_F_CSUM, "CSUM" },
+	{ VIRTIO_NET_F_GUEST_CSUM, "GUEST_CSUM" },
+	{ VIRTIO_NET_F_MTU, "MTU" },
+	{ VIRTIO_NET_F_MAC, "MAC" },
+	{ VIRTIO_NET_F_GUEST_TSO4, "GUEST_TSO4" },
+	{ VIRTIO_NET_F_GUEST_TSO6, "GUEST_TSO6" },
+	{ VIRTIO_NET_F_HOST_TSO4, "HOST_TSO4" },
+	{ VIRTIO_NET_F_HOST_TSO6, "HOST_TSO6" },
+	{ VIRTIO_NET_F_MRG_RXBUF, "MRG_RXBUF" },
+	{ VIRTIO_NET_F_STATUS, "STATUS" },
+	{ VIRTIO_NET_F_CTRL_VQ, "CTRL_VQ" },
+	{ VIRTIO_NET_F_CTRL_RX, "CTRL_RX" },
+	{ VIRTIO_NET_F_GUEST_ANNOUNCE, "GUEST_ANNOUNCE" },
+	{ VIRTIO_NET_F_CTRL_MAC_ADDR, "CTRL_MAC_ADDR" },
+	{ VIRTIO_NET_F_VQ_NOTF_COAL, "VQ_NOTF_COAL" },
+	{ VIRTIO_NET_F_NOTF_COAL, "NOTF_COAL" },
+	{ 0, NULL },
 };
 
 /* vnet.tso=off and vnet.guest_tso=off keep segmentation offload out of the

@@ -4,8 +4,9 @@
 #define VIREO_VNET_FEATURES_H
 
 #include "lib/types.h"
+#include "drivers/virtio/virtio.h"
 
-extern const char *const vnet_net_feature_names[64];
+extern const struct virtio_feature_name vnet_net_feature_names[];
 
 /* The driver's wanted features, with vnet.tso=/vnet.guest_tso= applied and
  * receive TSO only with MRG_RXBUF, then vnet_features_fixup()'s rules. */
