@@ -373,6 +373,68 @@ static void cmdline_token(struct cmdline_state *st, char *tok)
 
 static int cmdline_parse_line(struct cmdline_state *st, const char *line);
 
+/* The token at t (up to a blank outside quotes) is "<secret key>=...". */
+static bool cmdline_secret_token(const char *t, const struct cmdline_opt *const *set, size_t n)
+{
+	char key[64];
+	size_t k = 0;
+	bool quoted = false;
+
+	for (; *t && (quoted || !cmdline_space(*t)) && *t != '='; t++) {
+		if (*t == '"')
+			quoted = !quoted;
+		else if (k < sizeof key - 1)
+			key[k++] = *t;
+		else
+			return false;
+	}
+	key[k] = '\0';
+	if (*t != '=')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (set[i] && set[i]->secret && set[i]->key && strcmp(set[i]->key, key) == 0)
+			return true;
+	return false;
+}
+
+size_t cmdline_redact(const char *line, const struct cmdline_opt *const *set, size_t n, char *out, size_t size)
+{
+	size_t o = 0;
+
+#define CMDLINE_PUT(c) do { if (o + 1 < size) out[o] = (c); o++; } while (0)
+	while (*line) {
+		bool quoted = false;
+
+		while (cmdline_space(*line))
+			CMDLINE_PUT(*line++);
+		if (!*line)
+			break;
+		if (cmdline_secret_token(line, set, n)) {
+			for (; *line != '='; line++) {	/* the key, without its quotes */
+				if (*line == '"')
+					quoted = !quoted;
+				else
+					CMDLINE_PUT(*line);
+			}
+			for (const char *r = "=..."; *r; r++)
+				CMDLINE_PUT(*r);
+			for (; *line && (quoted || !cmdline_space(*line)); line++)
+				if (*line == '"')
+					quoted = !quoted;
+			continue;
+		}
+		for (; *line && (quoted || !cmdline_space(*line)); line++) {
+			if (*line == '"')
+				quoted = !quoted;
+			CMDLINE_PUT(*line);
+		}
+	}
+#undef CMDLINE_PUT
+	if (size)
+		out[MIN(o, size - 1)] = '\0';
+	return o;
+}
+
 int cmdline_parse(const char *line, const struct cmdline_opt *opts, size_t nopts, cmdline_warn_fn warn, void *ctx)
 {
 	struct cmdline_state st = { .opts = opts, .nopts = nopts, .warn = warn, .ctx = ctx, .where = "cmdline" };

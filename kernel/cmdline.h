@@ -28,6 +28,13 @@ int cmdline_parse(const char *line, const struct cmdline_opt *opts, size_t nopts
 int cmdline_parse_set(const char *line, const struct cmdline_opt *const *set, size_t n, cmdline_warn_fn warn,
 		      void *ctx);
 
+/* line as the log may show it: the value of every key of set[0..n) marked
+ * secret is replaced by "...", whichever quoting the parser would accept;
+ * all else is copied byte for byte. Writes at most size - 1 bytes and a NUL
+ * (size > 0) and returns the length of the whole redacted line, as
+ * snprintf does. */
+size_t cmdline_redact(const char *line, const struct cmdline_opt *const *set, size_t n, char *out, size_t size);
+
 /* A source of key=value settings (the command line, a file) and what its
  * caller hears of it. */
 struct cmdline_source {

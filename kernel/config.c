@@ -370,9 +370,21 @@ static const char *config_seed(const struct boot_info *bi, int *problems)
 
 /* SMBIOS type 11: the vireo.cmdline credentials' words, and what was not
  * vireo's. Returns its label when it applied. */
+/* A command line as read, secrets ("kv.token=...") hidden. */
+static void config_echo(const char *label, const char *line)
+{
+	static char shown[BOOT_CMDLINE_MAX];
+	const struct cmdline_opt *const *set;
+	size_t n = config_params(&set);
+
+	cmdline_redact(line, set, n, shown, sizeof shown);
+	kprintf("%s: %s\n", label, shown[0] ? shown : "(empty)");
+}
+
 static const char *config_smbios(const struct boot_info *bi, int *problems)
 {
 	const struct boot_smbios *sm = &bi->smbios;
+	char label[80];
 	u32 others = sm->strings - MIN(sm->strings, sm->used + sm->refused + sm->other_vireo);
 
 	if (sm->state == BOOT_SMBIOS_DAMAGED) {
@@ -395,7 +407,8 @@ static const char *config_smbios(const struct boot_info *bi, int *problems)
 			(unsigned)others);
 	if (!sm->used)
 		return NULL;
-	kprintf("smbios: io.systemd.credential:" SMBIOS_CRED_NAME_K " (%u): %s\n", (unsigned)sm->used, sm->cmdline);
+	ksnprintf(label, sizeof label, "smbios: io.systemd.credential:" SMBIOS_CRED_NAME_K " (%u)", (unsigned)sm->used);
+	config_echo(label, sm->cmdline);
 	*problems += config_apply_cmdline("smbios", sm->cmdline);
 	return "smbios";
 }
@@ -442,7 +455,7 @@ int config_boot(const struct boot_info *bi)
 	 * fw_cfg has none either. */
 	ksnprintf(cmdline_label, sizeof cmdline_label, "cmdline (%.16s)", bi->cmdline_src);
 	if (strcmp(bi->cmdline_src, "none") || bi->fwcfg_len <= 0) {
-		kprintf("%s: %s\n", cmdline_label, bi->cmdline[0] ? bi->cmdline : "(empty)");
+		config_echo(cmdline_label, bi->cmdline);
 		problems += config_apply_cmdline(cmdline_label, bi->cmdline);
 		if (bi->cmdline[0])
 			applied[napplied++] = cmdline_label;
@@ -457,7 +470,7 @@ int config_boot(const struct boot_info *bi)
 			(int)bi->fwcfg_len, (unsigned)BOOT_CMDLINE_MAX - 1);
 		problems++;
 	} else if (bi->fwcfg_len > 0) {
-		kprintf("cmdline (fw_cfg): %s\n", bi->fwcfg_cmdline[0] ? bi->fwcfg_cmdline : "(empty)");
+		config_echo("cmdline (fw_cfg)", bi->fwcfg_cmdline);
 		problems += config_apply_cmdline("cmdline (fw_cfg)", bi->fwcfg_cmdline);
 		applied[napplied++] = "cmdline (fw_cfg)";
 	}

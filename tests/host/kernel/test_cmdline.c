@@ -608,6 +608,37 @@ static void test_src_name(void **state)
 	assert_string_equal(sl.where[0], "cmdline");
 }
 
+/* cmdline_redact: a secret key's value never reaches the log, in any of the
+ * forms the parser accepts (plain, quoted value, quoted token, repeated), the
+ * rest of the line is copied byte for byte, and the output is bounded. */
+static void test_redact(void **state)
+{
+	static char token[24];
+	static const struct cmdline_opt ropts[] = {
+		{ .key = "port", .type = CMDLINE_UINT, .dst = &port },
+		{ .key = "kv.token", .type = CMDLINE_STR, .dst = token, .dst_size = sizeof token, .secret = true },
+	};
+	const struct cmdline_opt *set[] = { &ropts[0], &ropts[1] };
+	char out[64];
+
+	(void)state;
+	assert_int_equal(cmdline_redact("port=81  kv.token=s3cret\tquiet", set, 2, out, sizeof out), 27);
+	assert_string_equal(out, "port=81  kv.token=...\tquiet");
+	cmdline_redact("kv.token=\"a b\" kv.token=x \"kv.token=y z\" kv.tokenx=1", set, 2, out, sizeof out);
+	assert_string_equal(out, "kv.token=... kv.token=... kv.token=... kv.tokenx=1");
+	cmdline_redact("kv.to\"ken=q\"", set, 2, out, sizeof out);	/* quotes inside the key */
+	assert_string_equal(out, "kv.token=...");
+	cmdline_redact("kv.token", set, 2, out, sizeof out);	/* no value: nothing to hide */
+	assert_string_equal(out, "kv.token");
+	cmdline_redact("", set, 2, out, sizeof out);
+	assert_string_equal(out, "");
+	/* Cut to the buffer, NUL-terminated, never a secret's prefix. */
+	assert_int_equal(cmdline_redact("port=1 kv.token=abcdefgh", set, 2, out, 12), 19);
+	assert_string_equal(out, "port=1 kv.t");
+	assert_int_equal(cmdline_redact("port=1", NULL, 0, out, sizeof out), 6);
+	assert_string_equal(out, "port=1");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -638,6 +669,7 @@ int main(void)
 		cmocka_unit_test_setup(test_file_warning_bound, reset_file),
 		cmocka_unit_test_setup(test_file_kept, reset_file),
 		cmocka_unit_test_setup(test_src_name, reset_file),
+		cmocka_unit_test_setup(test_redact, reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
