@@ -779,6 +779,7 @@ void api_services_stop(void)
 		s->listen = NULL;
 		while (s->tab.head)
 			tcpconn_abort(&((struct svc_conn *)s->tab.head)->tc);
+		conntab_release(&s->tab);
 	}
 	for (i = 0; i < svcs->nudp; i++) {
 		if (svcs->udp[i].pcb)

@@ -33,21 +33,17 @@ static void admission_evict(struct conntab_conn *l)
 }
 
 /* Handshakes in progress from src. */
-__cold static u32 admission_handshakes_from(const struct conntab_src *src)
+static u32 admission_handshakes_from(const struct conntab_src *src)
 {
-	const struct conntab_conn *l;
-	u32 n = 0;
+	const struct conntab_node *n = conntab_node_find(&http_srv.tab, src);
 
-	for (l = http_srv.tab.head; l; l = l->next)
-		if (((const struct conn *)l)->handshaking && conntab_src_equal(&l->src, src))
-			n++;
-	return n;
+	return n ? n->handshakes : 0;
 }
 
 /* All handshake slots taken: the oldest handshake of the source running
  * the most, if that source runs more than mine + 1 (so that evicting
- * evens the shares out, never the other way round); else NULL. At most
- * 64 x 64 source compares, only while the slots are full. */
+ * evens the shares out, never the other way round); else NULL. One walk of
+ * the table, only while the handshake slots are full. */
 __cold static struct conn *admission_tls_victim(u32 mine)
 {
 	struct conntab_conn *l;
@@ -57,8 +53,8 @@ __cold static struct conn *admission_tls_victim(u32 mine)
 	for (l = http_srv.tab.head; l; l = l->next) {
 		if (!((struct conn *)l)->handshaking)
 			continue;
-		n = admission_handshakes_from(&l->src);
-		if (n > heavy || (n == heavy && victim && conntab_src_equal(&l->src, &victim->link.src))) {
+		n = l->node->handshakes;
+		if (n > heavy || (n == heavy && victim && l->node == victim->link.node)) {
 			heavy = n;
 			victim = (struct conn *)l;	/* newest first: the last seen is the oldest */
 		}
@@ -115,6 +111,7 @@ err_t admission_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 	server_conn_attach(c, pcb, tls);
 	if (tls) {
 		c->handshaking = true;
+		c->link.node->handshakes++;
 		https_stats.conns_active++;
 		https_stats.handshakes_active++;
 	}
@@ -134,6 +131,7 @@ void http_server_handshake_end(void *arg)
 
 	if (c && c->handshaking) {
 		c->handshaking = false;
+		c->link.node->handshakes--;
 		https_stats.handshakes_active--;
 	}
 }

@@ -48,6 +48,8 @@ void exchange_release(struct conn *c)
 	c->req_body = NULL;
 	c->req_body_len = c->req_body_need = 0;
 	exchange_bodies -= c->req_body_cap;
+	if (c->link.node)
+		c->link.node->bodies -= c->req_body_cap;
 	c->req_body_cap = 0;
 	kfree(c->sbuf);
 	c->sbuf = NULL;
@@ -76,19 +78,6 @@ static void *exchange_alloc(struct conn *c, size_t len)
 	return p;
 }
 
-/* What the request bodies of c's source hold now (the table has at most
- * max_conns entries). */
-__cold static size_t exchange_src_bodies(const struct conn *c)
-{
-	const struct conntab_conn *e;
-	size_t sum = 0;
-
-	for (e = http_srv.tab.head; e; e = e->next)
-		if (conntab_src_equal(&e->src, &c->link.src))
-			sum += ((const struct conn *)e)->req_body_cap;
-	return sum;
-}
-
 /* Cold: it runs when a body's buffer doubles, a few times per body. */
 __cold bool exchange_body_room(struct conn *c, u32 n)
 {
@@ -100,7 +89,7 @@ __cold bool exchange_body_room(struct conn *c, u32 n)
 		return true;
 	cap = MAX(want, MIN(MAX(2 * c->req_body_cap, (u32)HTTP_BODY_STEP), c->req_body_need));
 	grow = cap - c->req_body_cap;
-	if (exchange_bodies + grow > HTTP_BODIES_MAX || exchange_src_bodies(c) + grow > HTTP_BODY_SRC_MAX ||
+	if (exchange_bodies + grow > HTTP_BODIES_MAX || c->link.node->bodies + grow > HTTP_BODY_SRC_MAX ||
 	    !api_buf_take(grow)) {
 		api_http_stats.budget_refusals++;
 		return false;
@@ -117,6 +106,7 @@ __cold bool exchange_body_room(struct conn *c, u32 n)
 	c->req_body_cap = cap;
 	c->budget += grow;
 	exchange_bodies += grow;
+	c->link.node->bodies += grow;
 	return true;
 }
 

@@ -181,6 +181,7 @@ void http_server_stop(void)
 	http_srv.draining = false;
 	while (http_srv.tab.head)
 		server_conn_abort((struct conn *)http_srv.tab.head);
+	conntab_release(&http_srv.tab);
 }
 
 /* ---- HTTPS (https.c) ---- */

@@ -92,6 +92,7 @@ static void server_conn_free(struct tcpconn *tc, err_t err)
 		http_server_stats.conns_reset++;
 	server_tls_bulk_release(c);
 	if (c->handshaking) {
+		c->link.node->handshakes--;
 		https_stats.handshakes_active--;
 		https_stats.failures[c->hs_timed_out ? HTTPS_FAIL_TIMEOUT : HTTPS_FAIL_CLOSED]++;
 	}

@@ -41,3 +41,9 @@ HOST_TESTS += test_api
 test_api_USES := $(RUNTIME_HOST_USES)
 test_api_SRCS := $(filter-out $(SITE_APP),$(RUNTIME_HOST_SRCS))
 LWIP_HOST_TESTS += test_server test_api
+
+# The connection table's per-source index (runtime/conntab.c) against a
+# plain recount, and at 20,000 connections.
+HOST_TESTS += test_conntab
+LWIP_HOST_TESTS += test_conntab
+test_conntab_USES := conntab siphash
