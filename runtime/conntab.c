@@ -89,8 +89,7 @@ static void conntab_by_n_in(struct conntab *t, struct conntab_node *n)
 	l->tail = n;
 }
 
-/* The index, sized once from max_conns and max_per_src. */
-static bool conntab_index(struct conntab *t)
+bool conntab_init(struct conntab *t)
 {
 	u32 size = 1;
 
@@ -190,7 +189,7 @@ bool conntab_insert(struct conntab *t, struct conntab_conn *c)
 	struct conntab_node *n;
 	u32 h;
 
-	if (!conntab_index(t))
+	if (!conntab_init(t))
 		return false;
 	n = conntab_node_find(t, &c->src);
 	if (!n) {

@@ -591,6 +591,7 @@ int vireo_tcp_listen(const struct vireo_tcp_service *cfg)
 		s->cfg.send_timeout_ms = VIREO_TCP_SEND_MS_DEFAULT;
 	s->tab.max_conns = s->cfg.max_conns;
 	s->tab.max_per_src = s->cfg.max_per_src;
+	conntab_init(&s->tab);	/* else at the first accept */
 	s->listen = lpcb;
 	altcp_arg(lpcb, s);
 	altcp_accept(lpcb, svc_on_accept);

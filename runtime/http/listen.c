@@ -109,6 +109,7 @@ __cold int http_server_start(u16 port, const struct http_server_cfg *cfg)
 	http_srv.cfg.send_min_bytes = listen_or_default(cfg->send_min_bytes, HTTP_SERVER_SEND_MIN_BYTES);
 	http_srv.tab.max_conns = http_srv.cfg.max_conns;
 	http_srv.tab.max_per_src = http_srv.cfg.max_per_src;
+	conntab_init(&http_srv.tab);	/* else at the first accept */
 
 	rc = listen_on(altcp_tcp_new_ip_type(IPADDR_TYPE_ANY), port, &lpcb);
 	if (rc)
