@@ -106,6 +106,7 @@ _Static_assert(KV_VALUE_CEIL <= VIREO_HTTP_BODY_MAX, "a value is one request bod
 VIREO_GAUGE(kv_keys_g, "kv_keys", "Keys in the store.");
 VIREO_GAUGE(kv_used_g, "kv_bytes_used", "Bytes the store holds (keys, values, per-entry overhead).");
 VIREO_GAUGE(kv_max_g, "kv_bytes_max", "The store's bound (kv.max_bytes).");
+VIREO_GAUGE(kv_durable_g, "kv_durable", "1: PUT and DELETE are durable on the data disk; 0: values are in memory only.");
 VIREO_COUNTER_VEC(kv_requests, "kv_requests_total", "Requests by operation.", "op",
 		  "get", "put", "delete", "list");
 VIREO_COUNTER_VEC(kv_refused, "kv_refused_total", "Requests refused, by reason.", "reason",
@@ -119,11 +120,15 @@ enum {
 
 static struct kv_store kv_store;
 
+enum { KV_DISK_NONE, KV_DISK_WAIT, KV_DISK_READY };
+static int kv_disk = KV_DISK_NONE;
+
 static void kv_gauges(void)
 {
 	vireo_gauge_set(&kv_keys_g, (s64)kv_store.count);
 	vireo_gauge_set(&kv_used_g, (s64)kv_store.used);
 	vireo_gauge_set(&kv_max_g, (s64)kv_store.max_bytes);
+	vireo_gauge_set(&kv_durable_g, kv_disk == KV_DISK_READY);
 }
 
 /* A JSON error body; the connection stays up (vireo_resp_send). */
@@ -288,8 +293,6 @@ static void kv_get_one(vireo_req r, const char *key, size_t klen)
  * changed (the store turns read-only on a failure; a restart shows the
  * disk's state).
  */
-enum { KV_DISK_NONE, KV_DISK_WAIT, KV_DISK_READY };
-static int kv_disk = KV_DISK_NONE;
 static struct kv_config kv_cfg;
 static const char kv_secret_key[] = "\x01kv-etag-secret";
 #define KV_SECRET_KLEN (sizeof kv_secret_key - 1)
@@ -592,6 +595,7 @@ static void kv_disk_ready(int err, void *arg)
 		return;
 	}
 	kv_disk = KV_DISK_NONE;
+	kv_gauges();
 	if (err == -ENODEV)
 		vireo_log("kv: no data disk: values are kept in memory only and lost at restart");
 	else if (err)

@@ -195,6 +195,7 @@ def test_refusals(kv):
 def test_fill_to_bound_then_507_and_still_serving(kv):
     m0 = kv.metrics()
     assert m0["kv_bytes_max"] == MAX_BYTES
+    assert m0["kv_durable"] == 0	# no data disk: in memory, and /metrics says so
     assert m0["kv_keys"] == 0 and m0["kv_bytes_used"] == 0
     value = bytes(range(256)) * 16	# 4096 B
     each = charge(len("fill/00"), len(value))

@@ -174,6 +174,8 @@ def test_kv_acknowledged_puts_survive_kill9(disk):
             assert (st, body) == (200, val), key
             assert tag == tags[key], key	# the ETag secret is on the disk
         assert kv_req(port, "GET", "/kv/k3")[0] == 404
+        st, _, body = kv_req(port, "GET", "/metrics")
+        assert st == 200 and re.search(rb"^kv_durable 1$", body, re.M), body[-400:]
     finally:
         vm.stop()
 
