@@ -445,6 +445,15 @@ test-apps: deps-test
 		$(MAKE) --no-print-directory APP=$$a image; \
 		$(PYTHON) -m pytest -q -ra $$t; done
 
+# docs/deploy.md's libvirt path run as written (tests/deploy/: virt-install
+# of the qcow2, SMBIOS configuration, virsh shutdown and start; libvirtd is
+# started by the test if it is not running). Not part of make test: about a
+# minute, plus libvirt's packages the first time. Needs root.
+.PHONY: test-deploy
+test-deploy: $(QCOW2)
+	$(Q)tools/deps.sh deploy
+	$(Q)$(PYTHON) -m pytest -q -ra tests/deploy
+
 # tests/matrix: the appliance over a tap device in a namespace of its own,
 # in every virtio-net/machine configuration, under hostile input and faults.
 # Markers pick the suites: quick (part of make test), hostile, soak.
@@ -617,6 +626,8 @@ help:
 	@echo "                  on /healthz); prints the front address; Ctrl-C stops it"
 	@echo "  make test-fleet 3 instances under requests through HAProxy: one powered off, one"
 	@echo "                  killed, no request lost (~30 s; needs root; not in make test)"
+	@echo "  make test-deploy  docs/deploy.md's libvirt path: virt-install of the qcow2, SMBIOS"
+	@echo "                  configuration, virsh shutdown and start (~1 min; root; not in make test)"
 	@echo "  make test-matrix  the appliance in 25 virtio-net/machine configurations, TSO on"
 	@echo "                  a wire and off, uploads with receive TSO on and off, DMA through VT-d,"
 	@echo "                  live migration under load, the frame reflector under overload in 6"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deps.sh run|test|qemu-current — install the Debian packages a target needs, if missing.
+# deps.sh run|test|deploy|qemu-current — install the Debian packages a target needs, if missing.
 # Only Debian packages through apt; nothing else is downloaded.
 set -euo pipefail
 what=${1:-test}
@@ -9,6 +9,8 @@ test=(libcmocka-dev clang libclang-rt-14-dev python3-pytest grub-efi-amd64-bin x
 	curl iputils-ping iproute2 wrk python3-scapy apache2-utils tcpdump ethtool chrony testssl.sh
 	haproxy dnsmasq-base dnsutils knot-dnsutils dnsperf nsd python3-dnspython prometheus cloud-image-utils
 	genisoimage)
+# make test-deploy: libvirt as Debian 12 ships it (tests/deploy/)
+deploy=(libvirt-daemon-system libvirt-clients virtinst)
 # make qemu-current: what QEMU 10.0's x86_64-softmmu build needs (meson
 # comes from trixie, fetched by tools/qemu-current.sh: Debian 12's is too old)
 qemu_current=(gcc make ninja-build pkgconf python3-venv flex bison libglib2.0-dev libpixman-1-dev
@@ -17,6 +19,7 @@ case $what in
 qemu-current) want=("${qemu_current[@]}") ;;
 run) want=("${build[@]}" "${run[@]}") ;;
 test) want=("${build[@]}" "${run[@]}" "${test[@]}") ;;
+deploy) want=("${build[@]}" "${run[@]}" "${test[@]}" "${deploy[@]}") ;;
 *) echo "deps.sh: unknown set '$what'" >&2; exit 2 ;;
 esac
 missing=()
