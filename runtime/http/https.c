@@ -43,6 +43,12 @@ CMDLINE_PARAM(https, .key = "https", .type = CMDLINE_UINT, .dst = &https_port_op
 static bool https_redirect;
 CMDLINE_PARAM(http_redirect, .key = "http.redirect", .type = CMDLINE_BOOL, .dst = &https_redirect,
 	      .def = "off", .help = "answer plain HTTP with 301 to HTTPS, except /healthz (when HTTPS is on)");
+/* Behind a port forward or a load balancer the port clients reach HTTPS on
+ * is not the one vireo listens on: the redirect names the public one. */
+static u64 https_public_port;
+CMDLINE_PARAM(https_public_port, .key = "https.public_port", .type = CMDLINE_UINT, .dst = &https_public_port,
+	      .min = 0, .max = 65535, .def = "0",
+	      .help = "the HTTPS port http.redirect= sends clients to (0: https=); set it behind a port forward");
 
 /* The handshake limits (https.h): the defaults keep one client or a small NAT
  * (a browser opens 6 connections at once) within its share; behind a proxy or
@@ -395,7 +401,7 @@ int https_start(void)
 	https_listening = true;
 	netup_set_https_port(https_port());
 	if (https_redirect)
-		http_server_set_redirect(https_port());
+		http_server_set_redirect(https_public_port ? (u16)https_public_port : https_port());
 	return 0;
 fail:
 	altcp_tls_free_config(https_conf);

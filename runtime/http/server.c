@@ -234,8 +234,8 @@ __cold void server_respond_error_extra(struct conn *c, int status, bool head_onl
 /* "Location: https://host[:port]/path\r\n" for the HTTPS redirect: the
  * request's Host without its port (else the address the connection came
  * in on), https= unless 443, and the decoded path percent-encoded again
- * (it may hold any byte). A path that does not fit sends to "/". The
- * query is not kept (the parser drops it). */
+ * (it may hold any byte), then "?query" as the request had it. A path and
+ * query that do not fit send to "/". */
 /* A letter, a digit, or one of other's characters. */
 static bool server_alnum_or(u8 ch, const char *other)
 {
@@ -261,6 +261,7 @@ __cold static const char *server_location(struct conn *c, char *buf, size_t size
 	char local[IPADDR_STRLEN_MAX + 2];
 	size_t n, hlen = 0, i, start;
 	const char *h = p->host;
+	bool fits;
 
 	if (h) {
 		if (h[0] == '[') {
@@ -317,8 +318,20 @@ __cold static const char *server_location(struct conn *c, char *buf, size_t size
 			buf[n++] = hex[ch & 15];
 		}
 	}
-	if (i < p->path_len) {
-		n = start;	/* the path does not fit: the site's root */
+	fits = i == p->path_len;
+	if (fits && p->query) {
+		/* The parser kept only a well-formed query: it goes as it came. */
+		size_t qlen = __builtin_strlen(p->query);
+
+		fits = n + 1 + qlen + 3 <= size;	/* '?', the query, CR LF NUL */
+		if (fits) {
+			buf[n++] = '?';
+			__builtin_memcpy(buf + n, p->query, qlen);
+			n += qlen;
+		}
+	}
+	if (!fits) {
+		n = start;	/* the path and query do not fit: the site's root */
 		buf[n++] = '/';
 	}
 	buf[n++] = '\r';

@@ -418,17 +418,19 @@ def test_ticket_key_rotation(boot, tmp_path):
 
 def test_http_redirect(boot):
     need_image()
-    vm, get = boot_and_get(boot, cmdline="http.redirect=on https=443")
+    # https.public_port=: the port a forward exposes, not the one vireo
+    # listens on; the query is kept.
+    vm, get = boot_and_get(boot, cmdline="http.redirect=on https=443 https.public_port=8443")
     with socket.create_connection(("127.0.0.1", vm.port), timeout=20) as s:
-        s.sendall(b"GET /a%20b/c.html?q=1 HTTP/1.1\r\nHost: example.org:8080\r\nConnection: close\r\n\r\n")
+        s.sendall(b"GET /a%20b/c.html?q=1&r=%2F HTTP/1.1\r\nHost: example.org:8080\r\nConnection: close\r\n\r\n")
         status, headers, body = parse_response(read_all(s))
     assert status == 301 and body == b""
-    assert headers["location"] == "https://example.org/a%20b/c.html"
+    assert headers["location"] == "https://example.org:8443/a%20b/c.html?q=1&r=%2F"
     # HTTP/1.0 without Host: the address the request came in on.
     with socket.create_connection(("127.0.0.1", vm.port), timeout=20) as s:
         s.sendall(b"GET /x HTTP/1.0\r\n\r\n")
         status, headers, _ = parse_response(read_all(s))
-    assert status == 301 and headers["location"] == "https://10.0.2.15/x"
+    assert status == 301 and headers["location"] == "https://10.0.2.15:8443/x"
     status, _, body = get("/healthz")
     assert status == 200 and body == b"ok\n"
     r = curl(f"https://127.0.0.1:{vm.sport}/")

@@ -290,8 +290,9 @@ static void test_healthz(void **state)
 }
 
 /* http.redirect: 301 to https with the Host's name, the HTTPS port unless
- * 443 and the path percent-encoded; /healthz still served; no Host: the
- * address the connection came in on; a path too long for the line: "/". */
+ * 443, the path percent-encoded and the query kept; /healthz still served;
+ * no Host: the address the connection came in on; a path and query too
+ * long for the line: "/". */
 static void test_https_redirect(void **state)
 {
 	static char req[2200];
@@ -306,6 +307,11 @@ static void test_https_redirect(void **state)
 	assert_int_equal(r.status, 301);
 	assert_string_equal(hdr(&r, "Location"), "https://ex.org:8443/a%20b/~%22y%25");
 	assert_string_equal(hdr(&r, "Content-Length"), "0");
+	/* The query is kept as it came (the parser took only well-formed ones). */
+	cl_send_str(&c, "GET /q?a=1&b=%20c/d?e HTTP/1.1\r\nHost: ex.org\r\n\r\n");
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 301);
+	assert_string_equal(hdr(&r, "Location"), "https://ex.org:8443/q?a=1&b=%20c/d?e");
 	cl_send_str(&c, "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
 	assert_true(cl_response(&c, false, &r));
 	assert_int_equal(r.status, 200);
@@ -323,6 +329,14 @@ static void test_https_redirect(void **state)
 	n = (size_t)snprintf(req, sizeof req, "GET /");
 	while (n < 1500)
 		req[n++] = 'p';
+	n += (size_t)snprintf(req + n, sizeof req - n, " HTTP/1.1\r\nHost: [fd00::1]:99\r\n\r\n");
+	cl_send(&c, req, n);
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 301);
+	assert_string_equal(hdr(&r, "Location"), "https://[fd00::1]/");
+	n = (size_t)snprintf(req, sizeof req, "GET /short?");
+	while (n < 1500)
+		req[n++] = 'q';
 	n += (size_t)snprintf(req + n, sizeof req - n, " HTTP/1.1\r\nHost: [fd00::1]:99\r\n\r\n");
 	cl_send(&c, req, n);
 	assert_true(cl_response(&c, true, &r));
