@@ -24,7 +24,7 @@ CMDLINE_PARAM(metrics_allow, .key = "metrics.allow", .type = CMDLINE_CUSTOM, .ds
 /* An IPv6 address, the whole of s (RFC 4291 2.2: groups of 1-4 hex digits,
  * one "::" standing for one or more zero groups, a dotted quad as the last
  * 32 bits). No zone (%). */
-__cold static bool allow_v6(const char *s, u8 out[16])
+__cold bool allow_parse_v6(const char *s, u8 out[16])
 {
 	u16 g[8];
 	int n = 0, gap = -1;
@@ -104,7 +104,7 @@ __cold static const char *allow_prefix(char *s, u8 a[16], u8 *len)
 				return "bad length";
 			*slash = '\0';
 		}
-		if (!allow_v6(s, a))
+		if (!allow_parse_v6(s, a))
 			return "bad IPv6 prefix";
 	}
 	for (unsigned b = (unsigned)n; b < 128; b++)

@@ -25,6 +25,10 @@ struct allow_list {
  * length, an empty entry or an empty list, more than ALLOW_MAX entries. */
 int allow_parse(const char *s, void *out, char *why, size_t why_len);
 
+/* An IPv6 address in text, the whole of s (no prefix, no zone) into
+ * out[16]; false if malformed. */
+bool allow_parse_v6(const char *s, u8 out[16]);
+
 /* Whether the 16-byte (IPv6 or IPv4-mapped) address a lies in a prefix of l;
  * an empty list (n == 0, never parsed: the default) matches everyone. */
 bool allow_match(const struct allow_list *l, const u8 a[16]);

@@ -29,6 +29,11 @@ HOST_TESTS += test_allow
 LWIP_HOST_TESTS += test_allow
 test_allow_USES := allow fmt cmdline parse
 
+# The PROXY protocol's headers (proxy.trusted=).
+HOST_TESTS += test_proxyproto
+LWIP_HOST_TESTS += test_proxyproto
+test_proxyproto_USES := proxyproto allow fmt cmdline parse
+
 # The HTTP server, metrics and echo against lwIP over an in-process netif.
 HOST_TESTS += test_server
 test_server_USES := $(RUNTIME_HOST_USES)
