@@ -184,57 +184,45 @@ struct conntab_conn *conntab_accept(struct conntab *t, struct altcp_pcb *pcb, si
 	return c;
 }
 
-bool conntab_insert(struct conntab *t, struct conntab_conn *c)
+/* src's node, made if it has none (counted in sources, holding 0). */
+static struct conntab_node *conntab_node_get(struct conntab *t, const struct conntab_src *src)
 {
-	struct conntab_node *n;
+	struct conntab_node *n = conntab_node_find(t, src);
 	u32 h;
 
-	if (!conntab_init(t))
-		return false;
-	n = conntab_node_find(t, &c->src);
-	if (!n) {
-		n = kzalloc(sizeof *n);
-		if (!n)
-			return false;
-		n->src = c->src;
-		h = conntab_hash(t, &c->src);
-		n->hnext = t->hash[h];
-		t->hash[h] = n;
-		t->sources++;
-	} else {
+	if (n)
+		return n;
+	n = kzalloc(sizeof *n);
+	if (!n)
+		return NULL;
+	n->src = *src;
+	h = conntab_hash(t, src);
+	n->hnext = t->hash[h];
+	t->hash[h] = n;
+	t->sources++;
+	return n;
+}
+
+/* c joins n: its list, n's count and by_n[] place. */
+static void conntab_node_join(struct conntab *t, struct conntab_node *n, struct conntab_conn *c)
+{
+	if (n->n)
 		conntab_by_n_out(t, n);
-	}
 	n->n++;
 	conntab_by_n_in(t, n);
 	t->heavy_n = MAX(t->heavy_n, n->n);
-
 	c->node = n;
+	c->src = n->src;
 	c->snext = NULL;
 	c->sprev = n->newest;
 	*(n->newest ? &n->newest->snext : &n->oldest) = c;
 	n->newest = c;
-
-	c->prev = NULL;
-	c->next = t->head;
-	if (t->head)
-		t->head->prev = c;
-	t->head = c;
-	t->count++;
-	return true;
 }
 
-void conntab_remove(struct conntab *t, struct conntab_conn *c)
+/* c leaves its node; the node goes with its last connection. */
+static void conntab_node_leave(struct conntab *t, struct conntab_conn *c)
 {
 	struct conntab_node *n = c->node, **pp;
-
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		t->head = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	c->next = c->prev = NULL;
-	t->count--;
 
 	*(c->sprev ? &c->sprev->snext : &n->oldest) = c->snext;
 	*(c->snext ? &c->snext->sprev : &n->newest) = c->sprev;
@@ -255,4 +243,47 @@ void conntab_remove(struct conntab *t, struct conntab_conn *c)
 	*pp = n->hnext;
 	t->sources--;
 	kfree(n);
+}
+
+bool conntab_insert(struct conntab *t, struct conntab_conn *c)
+{
+	struct conntab_node *n;
+
+	if (!conntab_init(t) || !(n = conntab_node_get(t, &c->src)))
+		return false;
+	conntab_node_join(t, n, c);
+	c->prev = NULL;
+	c->next = t->head;
+	if (t->head)
+		t->head->prev = c;
+	t->head = c;
+	t->count++;
+	return true;
+}
+
+void conntab_remove(struct conntab *t, struct conntab_conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		t->head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->next = c->prev = NULL;
+	t->count--;
+	conntab_node_leave(t, c);
+}
+
+bool conntab_rekey(struct conntab *t, struct conntab_conn *c, const struct conntab_src *src)
+{
+	struct conntab_node *n;
+
+	if (conntab_src_equal(&c->src, src))
+		return true;
+	n = conntab_node_get(t, src);	/* first: a failure changes nothing */
+	if (!n)
+		return false;
+	conntab_node_leave(t, c);
+	conntab_node_join(t, n, c);
+	return true;
 }

@@ -111,6 +111,10 @@ struct conntab_conn *conntab_accept(struct conntab *t, struct altcp_pcb *pcb, si
  * index or c's source node cannot be allocated. */
 bool conntab_insert(struct conntab *t, struct conntab_conn *c);
 void conntab_remove(struct conntab *t, struct conntab_conn *c);
+/* c, in the table, counts for src from now on (its owner's counters on
+ * the node, handshakes and bodies, must be zero): false, and nothing
+ * changed, if src's node cannot be allocated. */
+bool conntab_rekey(struct conntab *t, struct conntab_conn *c, const struct conntab_src *src);
 /* Allocates the index for max_conns and max_per_src (a service calls it
  * when it starts, so that its memory is held from then on; else the first
  * insert does): false if out of memory. */

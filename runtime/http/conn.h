@@ -69,6 +69,9 @@ struct conn {
 	bool head_started;	/* READ: bytes of the next head have arrived */
 	bool close_after;	/* SEND: close once this response is written */
 	bool handshaking;	/* HTTPS: TLS handshake not finished (counted in hs_active) */
+	bool proxy_wait;	/* from a proxy.trusted= peer: its PROXY header comes first */
+	ip_addr_t peer;		/* the client: the TCP peer, or the PROXY header's source */
+	u16 peer_port;
 	bool hs_timed_out;	/* HTTPS: closed by the header timeout while handshaking */
 #if LWIP_ALTCP_TLS
 	bool bulk;		/* HTTPS: holds a bulk grant (https.h HTTPS_BULK_INFLIGHT) */

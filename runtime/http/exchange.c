@@ -295,7 +295,7 @@ int vireo_req_peer(vireo_req r, struct vireo_addr *a)
 
 	if (!c)
 		return -EPIPE;
-	api_addr_of(altcp_get_ip(c->tc.pcb, 0), tcpconn_tcp_pcb(c->tc.pcb)->remote_port, a);
+	api_addr_of(&c->peer, c->peer_port, a);
 	return 0;
 }
 
@@ -874,7 +874,7 @@ __cold static void exchange_metrics(vireo_req r, void *arg)
 	if (!c)
 		return;
 	size = 0;	/* stays 0 for a client outside metrics.allow=: 403 */
-	if (allow_match_ip(&metrics_allow, altcp_get_ip(c->tc.pcb, 0))) {
+	if (allow_match_ip(&metrics_allow, &c->peer)) {
 		metrics_buf_init(&b, NULL, 0);
 		metrics_write_all(&b);
 		size = MIN(b.len + 256, (size_t)HTTP_METRICS_MAX);

@@ -45,6 +45,11 @@ __cold static void listen_write_metrics(struct metrics_buf *b)
 		       s->conns_evicted);
 	metrics_simple(b, "vireo_http_connections_reset_total", METRICS_COUNTER,
 		       "Connections that ended in an error (peer reset, lwIP abort).", s->conns_reset);
+	metrics_simple(b, "vireo_http_proxy_headers_total", METRICS_COUNTER,
+		       "PROXY protocol headers taken from proxy.trusted= peers.", s->proxy_headers);
+	metrics_simple(b, "vireo_http_proxy_refused_total", METRICS_COUNTER,
+		       "Connections from proxy.trusted= peers reset for a malformed or missing PROXY header.",
+		       s->proxy_refused);
 	metrics_simple(b, "vireo_http_connections_active", METRICS_GAUGE,
 		       "Connections open now.", s->conns_active);
 	metrics_family(b, "vireo_http_timeouts_total", METRICS_COUNTER,

@@ -53,6 +53,8 @@
 #include "net/tcp/tcpconn.h"
 #include "runtime/http/conn.h"
 #include "runtime/http/https.h"
+#include "runtime/http/allow.h"
+#include "runtime/http/proxyproto.h"
 #if LWIP_ALTCP_TLS
 #include "lwip/altcp_tls.h"
 #endif
@@ -489,6 +491,44 @@ static err_t server_write_some(struct conn *c)
  * requests are answered in order. Callbacks return what this returns and
  * must not touch c afterwards: it may be freed.
  */
+/* The PROXY header a proxy.trusted= peer sends first (proxyproto.h): the
+ * client it names becomes the connection's peer (what the app, /metrics'
+ * allow-list and the connection table see; the table re-keys it, so the
+ * fair share and per-source sums count the real client). A malformed one,
+ * or none, resets the connection. */
+__cold static err_t server_proxy_header(struct conn *c)
+{
+	struct tcpconn *tc = &c->tc;
+	struct proxyproto_hdr h;
+	struct conntab_src src;
+	int r = proxyproto_parse(tc->rx + tc->rx_off, tcpconn_rx_held(tc), &h);
+
+	if (r == 0 && !tc->rx_eof)
+		return ERR_OK;
+	if (r <= 0) {
+		http_server_stats.proxy_refused++;
+		return server_conn_abort(c);
+	}
+	tcpconn_rx_consume(tc, (u32)r);
+	c->proxy_wait = false;
+	c->head_started = false;	/* the head's clock starts at its first byte */
+	http_server_stats.proxy_headers++;
+	if (!h.family)
+		return ERR_OK;	/* LOCAL, UNKNOWN: the proxy's own connection */
+	if (h.family == 4)
+		IP_ADDR4(&c->peer, h.src[12], h.src[13], h.src[14], h.src[15]);
+	else
+		IP_ADDR6(&c->peer, lwip_htonl((u32)h.src[0] << 24 | (u32)h.src[1] << 16 | (u32)h.src[2] << 8 | h.src[3]),
+			 lwip_htonl((u32)h.src[4] << 24 | (u32)h.src[5] << 16 | (u32)h.src[6] << 8 | h.src[7]),
+			 lwip_htonl((u32)h.src[8] << 24 | (u32)h.src[9] << 16 | (u32)h.src[10] << 8 | h.src[11]),
+			 lwip_htonl((u32)h.src[12] << 24 | (u32)h.src[13] << 16 | (u32)h.src[14] << 8 | h.src[15]));
+	c->peer_port = h.sport;
+	conntab_src_of(&c->peer, &src);
+	if (!conntab_rekey(&http_srv.tab, &c->link, &src))
+		return server_conn_abort(c);	/* no memory for the client's node */
+	return ERR_OK;
+}
+
 err_t server_pump(struct conn *c)
 {
 	struct tcpconn *tc = &c->tc;
@@ -560,6 +600,13 @@ err_t server_pump(struct conn *c)
 		if (!c->head_started) {
 			c->head_started = true;
 			c->t_head = tcpconn_now_ms();
+		}
+		if (c->proxy_wait) {
+			if (server_proxy_header(c) == ERR_ABRT)
+				return ERR_ABRT;
+			if (c->proxy_wait)
+				return ERR_OK;	/* more to come, under the head timeout */
+			continue;
 		}
 		if (c->req_left) {
 			/* The answered request's body (at most HTTP_DISCARD_MAX,
@@ -711,6 +758,9 @@ void server_conn_attach(struct conn *c, struct altcp_pcb *pcb, bool tls)
 	c->state = C_READ;
 	c->t_wait = tcpconn_now_ms();
 	c->parser.ext = true;	/* methods and bodies for the routes */
+	ip_addr_copy(c->peer, *altcp_get_ip(pcb, 0));
+	c->peer_port = tcpconn_tcp_pcb(pcb)->remote_port;
+	c->proxy_wait = !tls && proxy_trusted.n && allow_match_ip(&proxy_trusted, &c->peer);
 	http_parser_reset(&c->parser);
 	work_init(&c->pump_work, server_pump_work, c);
 	http_server_stats.conns_accepted++;

@@ -42,6 +42,7 @@ struct http_server_stats {
 	u64 timeouts_idle, timeouts_header, timeouts_send;
 	u64 rx_bytes, tx_bytes;		/* request bytes read, response bytes queued */
 	u64 metrics_truncated;		/* /metrics responses cut at HTTP_METRICS_MAX */
+	u64 proxy_headers, proxy_refused;	/* PROXY headers taken; connections reset for a bad or missing one */
 };
 extern struct http_server_stats http_server_stats;
 

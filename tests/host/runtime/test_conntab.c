@@ -255,6 +255,36 @@ static void test_resize_when_empty(void **state)
 	conntab_release(&t);
 }
 
+/* A connection re-keyed to the client a PROXY header names: it leaves its
+ * proxy's count (the proxy's node goes with its last one) and joins the
+ * client's, the index exact throughout. */
+static void test_rekey(void **state)
+{
+	struct conntab t = { .max_conns = 8, .max_per_src = 8 };
+	struct conntab_src P = src_v4(0x0a000001), X = src_v4(0xc0000207), Y = src_v6(0x20010db8, 7);
+	struct tconn *c[3];
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		c[i] = add(&t, P, (unsigned)i);
+	assert_true(conntab_rekey(&t, &c[0]->link, &X));
+	check_against_list(&t);
+	assert_int_equal(conntab_src_count(&t, &P), 2);
+	assert_int_equal(conntab_src_count(&t, &X), 1);
+	assert_true(conntab_rekey(&t, &c[1]->link, &X));
+	assert_true(conntab_rekey(&t, &c[2]->link, &Y));
+	check_against_list(&t);
+	assert_null(conntab_node_find(&t, &P));
+	assert_int_equal(t.sources, 2);
+	assert_int_equal(t.heavy_n, 2);
+	assert_true(conntab_rekey(&t, &c[2]->link, &Y));	/* the same: nothing */
+	check_against_list(&t);
+	for (int i = 0; i < 3; i++)
+		drop(&t, c[i]);
+	check_against_list(&t);
+	conntab_release(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -262,6 +292,7 @@ int main(void)
 		cmocka_unit_test(test_fair_share_verdicts),
 		cmocka_unit_test(test_twenty_thousand),
 		cmocka_unit_test(test_resize_when_empty),
+		cmocka_unit_test(test_rekey),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,6 +21,7 @@
 #include "runtime/api.h"
 #include "runtime/conntab.h"
 #include "runtime/http/allow.h"
+#include "runtime/http/conn.h"
 #include "runtime/http/http.h"
 #include "lib/metrics.h"
 #include "runtime/http/server.h"
@@ -918,6 +919,69 @@ static void test_metrics_allow(void **state)
 	metrics_allow = keep;
 }
 
+/* proxy.trusted=: a trusted peer's connection starts with a PROXY header
+ * (v1 or v2) and the client it names is the connection's peer from then on
+ * (metrics.allow= judges it, the table counts it); a trusted peer without
+ * one, or with a bad one, is reset; anyone else's "PROXY" line is HTTP. */
+static void test_proxy_protocol(void **state)
+{
+	static const u8 v2[] = { 0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a,
+				 0x21, 0x11, 0x00, 0x0c, 198, 51, 100, 9, 192, 168, 7, 1, 0x13, 0x88, 0x00, 0x50 };
+	struct allow_list keep_m = metrics_allow, keep_p = proxy_trusted;
+	struct conntab_src client, proxy;
+	struct client c, d;
+	struct resp r;
+	char why[64];
+	ip_addr_t a;
+
+	assert_int_equal(allow_parse("192.168.7.0/24", &proxy_trusted, why, sizeof why), 0);
+	assert_int_equal(allow_parse("192.0.2.0/24", &metrics_allow, why, sizeof why), 0);
+	IP_ADDR4(&a, 192, 0, 2, 7);
+	conntab_src_of(&a, &client);
+	IP_ADDR4(&a, 192, 168, 7, 2);
+	conntab_src_of(&a, &proxy);
+
+	/* Version 1, then a request: the client's, as /metrics' allow-list sees it. */
+	cl_open(&c, V4, HTTP_PORT);	/* 192.168.7.2: trusted */
+	cl_send_str(&c, "PROXY TCP4 192.0.2.7 192.168.7.1 40000 80\r\n");
+	run_ms(50);
+	assert_int_equal(conntab_src_count(&http_srv.tab, &client), 1);
+	assert_int_equal(conntab_src_count(&http_srv.tab, &proxy), 0);
+	cl_send_str(&c, "GET /metrics HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_non_null(memmem(r.body, r.body_len, "vireo_http_proxy_headers_total 1", 32));
+	cl_close(&c);
+
+	/* Version 2 naming a client outside metrics.allow=: 403; in one segment. */
+	cl_open(&d, V4, HTTP_PORT);
+	cl_send(&d, v2, sizeof v2);
+	cl_send_str(&d, "GET /metrics HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&d, false, &r));
+	assert_int_equal(r.status, 403);
+	cl_close(&d);
+	assert_int_equal(http_server_stats.proxy_headers, 2);
+
+	/* A trusted peer without a header: reset, counted. */
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+	run_ms(100);
+	assert_true(c.dead);
+	assert_int_equal(c.err, ERR_RST);
+	assert_int_equal(http_server_stats.proxy_refused, 1);
+	cl_abort(&c);
+
+	/* Anyone else's PROXY line is a bad request, not a header. */
+	cl_open(&d, V6, HTTP_PORT);	/* fd00::2: not trusted */
+	cl_send_str(&d, "PROXY TCP4 192.0.2.7 192.168.7.1 40000 80\r\nGET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&d, false, &r));
+	assert_int_equal(r.status, 400);
+	cl_close(&d);
+	assert_int_equal(http_server_stats.proxy_headers, 2);
+	metrics_allow = keep_m;
+	proxy_trusted = keep_p;
+}
+
 /* Over max_conns: reset on accept, counted, and the others unaffected. */
 static void test_connection_limit(void **state)
 {
@@ -1465,6 +1529,7 @@ int main(void)
 		T(test_snd_bulk_grants_bounded),
 		T(test_metrics),
 		T(test_metrics_allow),
+		T(test_proxy_protocol),
 		T(test_connection_limit),
 		T(test_idle_timeout),
 		T(test_header_timeout),
