@@ -82,7 +82,7 @@ struct opr {
 	int err;		/* 1: not completed */
 };
 
-#define OPS_MAX 400
+#define OPS_MAX 1200
 
 static struct opr ops[OPS_MAX];
 static unsigned nops;		/* admitted, in admission order */
@@ -138,6 +138,7 @@ static void op_done(int err, void *arg)
 }
 
 static struct client *op_client[OPS_MAX];
+static u32 vsmall = 200;	/* most values are shorter than this */
 
 static void op_done_c(int err, void *arg)
 {
@@ -158,7 +159,7 @@ static void client_next(struct client *c)
 		c->left--;
 		o->key = (u8)((c->id * 5 + r) % NKEYS);
 		o->put = r % 5 != 0;
-		o->vlen = o->put ? (r >> 8) % (r % 7 == 0 ? VMAX : 200) : 0;
+		o->vlen = o->put ? (r >> 8) % (r % 7 == 0 ? VMAX : vsmall) : 0;
 		o->tag = nops * 7 + c->id;
 		o->err = 1;
 		key_of(o->key, key, &klen);
@@ -202,6 +203,16 @@ static void get_cb(int err, const void *val, u32 vlen, void *arg)
 		k->vlen = vlen;
 		memcpy(k->val, val, vlen);
 	}
+}
+
+static u32 got_vlen;
+static u8 got_first;
+
+static void get_first_cb(int err, const void *val, u32 vlen, void *arg)
+{
+	got_err = err;
+	got_vlen = vlen;
+	got_first = vlen ? *(const u8 *)val : 0;
 }
 
 static void read_all(struct store *s, struct kv *st)
@@ -259,17 +270,27 @@ static unsigned check_prefix(const struct kv *base, const struct kv *got)
 
 /* ---- the crash trials ---- */
 
-static unsigned trials, torn_seen;
+static unsigned trials, torn_seen, in_compaction;
 
-static void crash_trial(u32 bs, unsigned crash_at, unsigned seed, unsigned nclients, unsigned per)
+struct shape {
+	u32 bs;
+	unsigned nclients, per;
+	u32 nseg;		/* 64 KiB segments */
+	u32 vsmall;
+};
+
+static void crash_trial(const struct shape *sh, unsigned crash_at, unsigned seed)
 {
+	u32 bs = sh->bs;
+	unsigned nclients = sh->nclients, per = sh->per;
 	struct memdisk m;
 	struct store s;
 	struct st_cfg cfg = cfg_default();
 	static struct kv base[NKEYS], got[NKEYS];
 	unsigned n;
 
-	memdisk_init(&m, 16 + 16 * 128, bs, 64 * 1024, true);
+	vsmall = sh->vsmall;
+	memdisk_init(&m, 16 + sh->nseg * 128, bs, 64 * 1024, true);
 	assert_int_equal(open_store(&s, &m, &cfg), 0);
 	assert_true(s.report.formatted);
 	/* Phase 1. */
@@ -277,6 +298,7 @@ static void crash_trial(u32 bs, unsigned crash_at, unsigned seed, unsigned nclie
 	memset(base, 0, sizeof base);
 	m.crash_at = m.reqs + crash_at;
 	run_clients(&s, nclients, per, seed);
+	in_compaction += s.cp != NULL;
 	memdisk_crash(&m);
 	st_close(&s);
 	memdisk_reboot(&m, seed * 7919 + crash_at);
@@ -291,8 +313,9 @@ static void crash_trial(u32 bs, unsigned crash_at, unsigned seed, unsigned nclie
 	/* Phase 2: more writes over what recovery left, another crash. */
 	memcpy(base, got, sizeof base);
 	nops = 0;
-	m.crash_at = m.reqs + 1 + (crash_at * 13 + seed) % 40;
+	m.crash_at = m.reqs + 1 + (crash_at * 13 + seed) % (sh->nseg < 16 ? 200 : 40);
 	run_clients(&s, nclients, per, seed + 100);
+	in_compaction += s.cp != NULL;
 	memdisk_crash(&m);
 	st_close(&s);
 	memdisk_reboot(&m, seed * 31 + crash_at + 5);
@@ -306,14 +329,15 @@ static void crash_trial(u32 bs, unsigned crash_at, unsigned seed, unsigned nclie
 }
 
 /* How many device requests the workload makes when nothing crashes. */
-static unsigned workload_reqs(u32 bs, unsigned seed, unsigned nclients, unsigned per)
+static unsigned workload_reqs(const struct shape *sh, unsigned seed, u64 *compactions)
 {
 	struct memdisk m;
 	struct store s;
 	struct st_cfg cfg = cfg_default();
-	unsigned r0, acked = 0;
+	unsigned r0, acked = 0, nclients = sh->nclients, per = sh->per;
 
-	memdisk_init(&m, 16 + 16 * 128, bs, 64 * 1024, true);
+	vsmall = sh->vsmall;
+	memdisk_init(&m, 16 + sh->nseg * 128, sh->bs, 64 * 1024, true);
 	assert_int_equal(open_store(&s, &m, &cfg), 0);
 	nops = 0;
 	r0 = m.reqs;
@@ -325,29 +349,51 @@ static unsigned workload_reqs(u32 bs, unsigned seed, unsigned nclients, unsigned
 	assert_true(acked >= nclients * per / 2);
 	assert_true(st_idle(&s));
 	r0 = m.reqs - r0;
+	*compactions = s.stats.compactions;
 	st_close(&s);
 	memdisk_free(&m);
 	return r0;
 }
 
-static void test_crash_every_request(void **state)
+static void crash_shapes(const struct shape *shapes, unsigned n, unsigned seeds, bool compacting)
 {
-	static const struct { u32 bs; unsigned nclients, per; } shapes[] = { { 512, 4, 12 }, { 4096, 6, 8 } };
-
-	const char *env = getenv("ST_CRASH_SEEDS");
-	unsigned seeds = env ? (unsigned)atoi(env) : 8;
-
-	trials = torn_seen = 0;
-	for (unsigned sh = 0; sh < 2; sh++) {
-		unsigned reqs = workload_reqs(shapes[sh].bs, 1, shapes[sh].nclients, shapes[sh].per);
+	trials = torn_seen = in_compaction = 0;
+	for (unsigned sh = 0; sh < n; sh++) {
+		u64 compactions;
+		unsigned reqs = workload_reqs(&shapes[sh], 1, &compactions);
 
 		assert_true(reqs > 10);
+		if (compacting)
+			assert_true(compactions >= 2);	/* the log wraps within the workload */
 		for (unsigned k = 1; k <= reqs + 1; k++)
 			for (unsigned seed = 1; seed <= seeds; seed++)
-				crash_trial(shapes[sh].bs, k, seed, shapes[sh].nclients, shapes[sh].per);
+				crash_trial(&shapes[sh], k, seed);
 	}
-	print_message("%u crash trials, %u with a torn batch dropped\n", trials, torn_seen);
+	print_message("%u crash trials, %u with a torn batch dropped, %u cut during a compaction\n", trials,
+		      torn_seen, in_compaction);
 	assert_true(torn_seen > 0);	/* the tearing model reaches recovery's tear path */
+	if (compacting)
+		assert_true(in_compaction > trials / 8);	/* the cuts reach compaction */
+	vsmall = 200;
+}
+
+static void test_crash_every_request(void **state)
+{
+	static const struct shape shapes[] = { { 512, 4, 12, 16, 200 }, { 4096, 6, 8, 16, 200 } };
+	const char *env = getenv("ST_CRASH_SEEDS");
+
+	crash_shapes(shapes, 2, env ? (unsigned)atoi(env) : 8, false);
+}
+
+/* The same over a disk of 6 segments that the workload wraps: power is cut
+ * at every request, compaction's reads, superblock writes and FLUSHes
+ * included, and the second workload runs on from what recovery left. */
+static void test_crash_compaction(void **state)
+{
+	static const struct shape shapes[] = { { 512, 4, 110, 6, VMAX }, { 4096, 3, 140, 6, VMAX } };
+	const char *env = getenv("ST_CRASH_SEEDS");
+
+	crash_shapes(shapes, 2, env ? (unsigned)atoi(env) / 4 + 1 : 2, true);
 }
 
 /* ---- group commit ---- */
@@ -576,23 +622,58 @@ static void test_bounds(void **state)
 	int err = 0;
 	unsigned i;
 
-	/* The disk: 8 segments of 64 KiB; 16 KiB values fill it. */
+	/* The disk: 8 segments of 64 KiB. The store takes 3/4 of the segments
+	 * beyond the head and the reserve (st_capacity): 4 * 48 KiB; 16 KiB
+	 * values of new keys fill it, overwrites of one key never do (compaction
+	 * reclaims what they leave dead). */
 	memdisk_init(&m, 16 + 8 * 128, 512, 64 * 1024, true);
 	assert_int_equal(open_store(&s, &m, &cfg), 0);
 	assert_int_equal(s.nseg, 8);
+	assert_int_equal(st_capacity(&s), 4 * 48 * 1024);
+	{
+		u64 taken = 0;
+		unsigned fit = 0;
+
+		for (i = 0; i < NKEYS; i++) {
+			key_of(i, key, &klen);
+			if (taken + st_rec_space(klen, sizeof val) > st_capacity(&s))
+				break;
+			taken += st_rec_space(klen, sizeof val);
+			fit++;
+		}
+		for (i = 0; i < NKEYS; i++) {
+			key_of(i, key, &klen);
+			ops[0].err = 1;
+			err = st_put(&s, key, klen, val, sizeof val, op_done, &ops[0]);
+			if (err)
+				break;
+			hk_run(100000);
+			assert_int_equal(ops[0].err, 0);
+		}
+		assert_int_equal(err, -ENOSPC);
+		assert_int_equal(i, fit);
+		assert_int_equal(s.stats.refused_full, 1);
+		assert_int_equal(s.live_bytes, taken);
+	}
+	/* Overwrites: 100 of them take 25 segments' worth on an 8-segment disk. */
 	key_of(0, key, &klen);
 	for (i = 0; i < 100; i++) {
 		ops[0].err = 1;
-		err = st_put(&s, key, klen, val, sizeof val, op_done, &ops[0]);
-		if (err)
-			break;
+		val[0] = (u8)i;
+		assert_int_equal(st_put(&s, key, klen, val, sizeof val, op_done, &ops[0]), 0);
 		hk_run(100000);
 		assert_int_equal(ops[0].err, 0);
 	}
-	assert_int_equal(err, -ENOSPC);
-	assert_true(i >= 24);	/* 3 per segment (a batch's header and tail waste the 4th) */
-	assert_int_equal(s.stats.refused_full, 1);
-	/* Deletes are small; the store stays writable until they do not fit. */
+	assert_true(s.stats.compactions >= 8);
+	st_close(&s);
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	assert_int_equal(s.state, ST_READY);
+	got_err = 1;
+	assert_int_equal(st_get(&s, key, klen, get_first_cb, NULL), 0);
+	hk_run(100000);
+	assert_int_equal(got_err, 0);
+	assert_int_equal(got_vlen, sizeof val);
+	assert_int_equal(got_first, 99);
 	st_close(&s);
 	memdisk_free(&m);
 
@@ -741,6 +822,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_bounds, teardown),
 		cmocka_unit_test_teardown(test_get_errors, teardown),
 		cmocka_unit_test_teardown(test_crash_every_request, teardown),
+		cmocka_unit_test_teardown(test_crash_compaction, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
