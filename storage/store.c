@@ -20,6 +20,7 @@
 #include "lib/byteorder.h"
 #include "lib/crc32c.h"
 #include "lib/fmt.h"
+#include "lib/metrics.h"
 #include "lib/string.h"
 #include "storage/store.h"
 
@@ -420,8 +421,10 @@ static void st_flush_done(struct blk_io *io, int err)
 
 	if (s->state != ST_READY || !s->busy)
 		return;
-	if (err)
+	if (err) {
+		s->stats.flush_errors++;
 		st_fail(s, err, "flush");
+	}
 	else
 		st_commit(s);
 }
@@ -433,11 +436,13 @@ static void st_write_done(struct blk_io *io, int err)
 	if (s->state != ST_READY || !s->busy)
 		return;
 	if (err) {
+		s->stats.write_errors++;
 		st_fail(s, err, "write");
 		return;
 	}
 	/* The FLUSH goes out only after the write completed: it covers it. */
 	s->f_io = (struct blk_io){ .op = BLK_FLUSH, .done = st_flush_done, .priv = s };
+	s->stats.flushes++;
 	blk_submit(s->dev, &s->f_io);
 }
 
@@ -567,7 +572,7 @@ static void st_cp_maybe(struct store *s)
 static void st_cp_broken(struct store *s, const char *why)
 {
 	s->cp_broken = true;
-	s->stats.errors++;
+	s->stats.compact_errors++;
 	kprintf("store: compaction of segment %u stopped: %s (at %u); space is no longer reclaimed\n",
 		s->cp->seg, why, s->cp->pos);
 	st_cp_free(s);
@@ -671,12 +676,16 @@ static void st_cp_sb_done(struct blk_io *io, int err)
 	if (!cp || s->state != ST_READY)
 		return;
 	if (err) {
-		s->stats.errors++;
+		if (io->op == BLK_WRITE)
+			s->stats.write_errors++;
+		else
+			s->stats.flush_errors++;
 		st_fail(s, err, io->op == BLK_WRITE ? "superblock write" : "superblock flush");
 		return;
 	}
 	if (io->op == BLK_WRITE) {
 		cp->io = (struct blk_io){ .op = BLK_FLUSH, .done = st_cp_sb_done, .priv = s };
+		s->stats.flushes++;
 		blk_submit(s->dev, &cp->io);
 		return;
 	}
@@ -1445,4 +1454,62 @@ void st_close(struct store *s)
 	kfree(s->segs);
 	s->segs = NULL;
 	s->state = ST_CLOSED;
+}
+
+/* ---- metrics ---- */
+
+void st_write_metrics(struct metrics_buf *b, const struct store *s)
+{
+	const struct st_stats *t = &s->stats;
+	u64 log = 0;
+
+	if (s->head != ST_NO_SEG)
+		for (u32 i = s->tail;; i = (i + 1) % s->nseg) {
+			log += s->segs[i].used;
+			if (i == s->head)
+				break;
+		}
+	metrics_simple(b, "vireo_store_read_only", METRICS_GAUGE,
+		       "1 when the store takes no writes (a write or flush failed, or the log is damaged)",
+		       s->state == ST_READONLY);
+	metrics_simple(b, "vireo_store_keys", METRICS_GAUGE, "Keys in the store (one live record each)",
+		       s->index.count);
+	metrics_simple(b, "vireo_store_index_bytes", METRICS_GAUGE, "Memory the index charges for its keys",
+		       s->index.bytes);
+	metrics_simple(b, "vireo_store_live_bytes", METRICS_GAUGE, "Bytes of the records the index names",
+		       s->live_bytes);
+	metrics_simple(b, "vireo_store_log_bytes", METRICS_GAUGE,
+		       "Bytes of batches in the log's segments, live or dead", log);
+	metrics_simple(b, "vireo_store_capacity_bytes", METRICS_GAUGE,
+		       "Record bytes the store takes (3/4 of the segments beyond the head and the reserve)",
+		       st_capacity(s));
+	metrics_simple(b, "vireo_store_disk_bytes", METRICS_GAUGE, "Bytes of the store's segments",
+		       (u64)s->nseg * s->seg_size);
+	metrics_simple(b, "vireo_store_segments_free", METRICS_GAUGE, "Segments outside the log", s->nfree);
+	metrics_simple(b, "vireo_store_puts_total", METRICS_COUNTER, "Puts made durable", t->puts);
+	metrics_simple(b, "vireo_store_deletes_total", METRICS_COUNTER, "Deletes made durable", t->dels);
+	metrics_simple(b, "vireo_store_gets_total", METRICS_COUNTER, "Values read from the disk", t->gets);
+	metrics_simple(b, "vireo_store_commits_total", METRICS_COUNTER, "Batches made durable", t->commits);
+	metrics_simple(b, "vireo_store_flushes_total", METRICS_COUNTER,
+		       "FLUSHes the store sent (one per batch, one per superblock rewrite)", t->flushes);
+	metrics_simple(b, "vireo_store_written_bytes_total", METRICS_COUNTER,
+		       "Bytes of batches made durable (users' records, copies, headers, padding)", t->log_bytes);
+	metrics_simple(b, "vireo_store_record_bytes_total", METRICS_COUNTER,
+		       "Bytes of the users' records made durable", t->user_bytes);
+	metrics_simple(b, "vireo_store_compactions_total", METRICS_COUNTER, "Segments compaction reclaimed",
+		       t->compactions);
+	metrics_simple(b, "vireo_store_compaction_copied_bytes_total", METRICS_COUNTER,
+		       "Bytes of live records compaction copied", t->compact_bytes);
+	metrics_simple(b, "vireo_store_compaction_copied_records_total", METRICS_COUNTER,
+		       "Live records compaction copied", t->compact_records);
+	metrics_family(b, "vireo_store_errors_total", METRICS_COUNTER,
+		       "Failed writes and flushes (the store turns read-only), reads and compactions");
+	metrics_sample(b, "vireo_store_errors_total", "op=\"write\"", t->write_errors);
+	metrics_sample(b, "vireo_store_errors_total", "op=\"flush\"", t->flush_errors);
+	metrics_sample(b, "vireo_store_errors_total", "op=\"read\"", t->get_errors);
+	metrics_sample(b, "vireo_store_errors_total", "op=\"compaction\"", t->compact_errors);
+	metrics_family(b, "vireo_store_refused_total", METRICS_COUNTER, "Writes refused at once, by reason");
+	metrics_sample(b, "vireo_store_refused_total", "reason=\"full\"", t->refused_full);
+	metrics_sample(b, "vireo_store_refused_total", "reason=\"index\"", t->refused_index);
+	metrics_sample(b, "vireo_store_refused_total", "reason=\"busy\"", t->refused_busy);
 }

@@ -96,7 +96,8 @@ struct st_stats {
 	u64 compact_bytes;	/* record bytes copied by compaction (durable) */
 	u64 compact_records;
 	u64 sb_writes;		/* superblock copies rewritten */
-	u64 errors;		/* failed writes, flushes, compaction reads */
+	u64 flushes;		/* FLUSHes sent (batches and superblocks) */
+	u64 write_errors, flush_errors, compact_errors;
 };
 
 struct st_seg {
@@ -202,6 +203,10 @@ int st_get(struct store *s, const u8 *key, u32 klen, void (*cb)(int err, const v
 /* Frees everything (a failed open, the host tests). No callback is called
  * after it; nothing may be in flight on the device. */
 void st_close(struct store *s);
+
+/* Writes the vireo_store_* families (the data disk's source: disk.c). */
+struct metrics_buf;
+void st_write_metrics(struct metrics_buf *b, const struct store *s);
 
 /* Whether nothing is being written (no batch, nothing queued). */
 bool st_idle(const struct store *s);

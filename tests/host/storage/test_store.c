@@ -29,6 +29,7 @@
 
 #include "tests/host/shim/hostk.h"
 #include "tests/host/storage/memdisk.h"
+#include "lib/metrics.h"
 #include "storage/store.h"
 
 #define NKEYS 12
@@ -875,6 +876,16 @@ static void wa_next(struct wa_client *c)
 		c->err = err;
 }
 
+/* The sample "name value" is in text. */
+static void metric_is(const char *text, const char *name, u64 v)
+{
+	char line[160];
+
+	snprintf(line, sizeof line, "\n%s %lu\n", name, (unsigned long)v);
+	if (!strstr(text, line))
+		fail_msg("no \"%s %lu\" in:\n%s", name, (unsigned long)v, text);
+}
+
 static void test_write_amplification(void **state)
 {
 	struct memdisk m;
@@ -926,6 +937,27 @@ static void test_write_amplification(void **state)
 		      (unsigned long)s.stats.compactions, (unsigned long)s.stats.compact_bytes);
 	assert_true(s.stats.compactions > 3 * 64);
 	assert_true(wa <= 3.0);
+	/* /metrics says the same as the counters. */
+	{
+		static char text[8192];
+		struct metrics_buf mb;
+
+		metrics_buf_init(&mb, text, sizeof text);
+		st_write_metrics(&mb, &s);
+		assert_false(mb.overflow);
+		metric_is(text, "vireo_store_keys", WA_KEYS);
+		metric_is(text, "vireo_store_live_bytes", (u64)WA_KEYS * st_rec_space(5, WA_VLEN));
+		metric_is(text, "vireo_store_compactions_total", s.stats.compactions);
+		metric_is(text, "vireo_store_compaction_copied_bytes_total", s.stats.compact_bytes);
+		metric_is(text, "vireo_store_written_bytes_total", s.stats.log_bytes);
+		metric_is(text, "vireo_store_record_bytes_total", s.stats.user_bytes);
+		metric_is(text, "vireo_store_puts_total", s.stats.puts);
+		metric_is(text, "vireo_store_flushes_total", s.stats.commits + s.stats.sb_writes);
+		metric_is(text, "vireo_store_segments_free", s.nfree);
+		metric_is(text, "vireo_store_errors_total{op=\"write\"}", 0);
+		metric_is(text, "vireo_store_read_only", 0);
+		assert_non_null(strstr(text, "# TYPE vireo_store_compactions_total counter\n"));
+	}
 	/* Every key holds its newest version, before and after a reopen. */
 	for (unsigned pass = 0; pass < 2; pass++) {
 		for (unsigned k = 0; k < WA_KEYS; k++) {
