@@ -778,7 +778,8 @@ static void st_cp_step(void *arg)
 		e = r.type == ST_REC_PUT ? st_index_find(&s->index, r.key, r.klen) : NULL;
 		if (e && !st_ghost(e) && e->seg == cp->seg && e->off == cp->pos + ST_BATCH_HDR + cp->rec &&
 		    e->lsn == r.lsn) {
-			int err = st_in_batches(s, r.key, r.klen) ? -EAGAIN : st_cp_copy(s, e, &r);
+			/* No pending write: none in a batch (the walk only when one is). */
+			int err = e->pending && st_in_batches(s, r.key, r.klen) ? -EAGAIN : st_cp_copy(s, e, &r);
 
 			if (err == -EAGAIN) {
 				cp->skipped++;

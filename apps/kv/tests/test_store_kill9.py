@@ -10,7 +10,8 @@ host already holds, so these trials test ordering and recovery through the
 driver; the host tests (tests/host/storage/test_store.c) test what a lost
 cache does. A disk that holds data but no store is never formatted. Then
 apps/kv over HTTP: acknowledged PUTs and DELETEs survive a kill -9 (values
-and ETags), and a FLUSH that fails (QEMU blkdebug) is 503 and read-only."""
+and ETags; the store's /metrics pass promtool), and a FLUSH that fails (QEMU
+blkdebug) is 503 and read-only."""
 import os
 import random
 import re
@@ -174,6 +175,19 @@ def test_kv_acknowledged_puts_survive_kill9(disk):
             assert (st, body) == (200, val), key
             assert tag == tags[key], key	# the ETag secret is on the disk
         assert kv_req(port, "GET", "/kv/k3")[0] == 404
+        # The store's /metrics (vireo_store_*): what recovery found, and
+        # names promtool accepts.
+        from httpc import promtool_findings
+        st, _, body = kv_req(port, "GET", "/metrics")
+        text = body.decode()
+        assert st == 200
+        assert re.search(r"^vireo_store_keys 24$", text, re.M), text
+        assert re.search(r"^vireo_store_read_only 0$", text, re.M), text
+        assert re.search(r"^vireo_store_live_bytes [1-9]\d*$", text, re.M), text
+        assert re.search(r'^vireo_store_errors_total\{op="flush"\} 0$', text, re.M), text
+        store = "\n".join(line for line in text.splitlines() if "vireo_store_" in line) + "\n"
+        assert store.count("# TYPE vireo_store_") >= 20, store
+        assert promtool_findings(store) == [], store
     finally:
         vm.stop()
 
