@@ -881,7 +881,8 @@ int st_get(struct store *s, const u8 *key, u32 klen, void (*cb)(int err, const v
 
 /* ---- open: superblocks, format, recovery ---- */
 
-enum { RC_SB, RC_FORMAT, RC_FORMAT_FLUSH, RC_PROBE, RC_SCAN, RC_TAIL, RC_ZERO, RC_ZERO_FLUSH };
+enum { RC_SB, RC_FORMAT, RC_FORMAT_FLUSH, RC_PROBE, RC_SCAN, RC_TAIL, RC_ZERO, RC_ZERO_FLUSH, RC_FORMAT_A,
+       RC_FORMAT_A_FLUSH };
 
 struct st_rec_state {
 	struct blk_io io;
@@ -1021,9 +1022,24 @@ static void st_format(struct store *s)
 	}
 	st_set_geometry(s);
 	s->report.formatted = true;
+	/* Copy B, FLUSH, then copy A, FLUSH: a crash leaves B torn over a
+	 * blank A (st_format_cut: blank again), or a whole B. */
 	rc->phase = RC_FORMAT;
-	rc->io = (struct blk_io){ .op = BLK_WRITE, .sector = 0, .buf = rc->sbbuf, .len = 2 * ST_SB_SIZE };
+	rc->io = (struct blk_io){ .op = BLK_WRITE, .sector = ST_SB_SIZE / 512, .buf = rc->sbbuf + ST_SB_SIZE,
+				  .len = ST_SB_SIZE };
 	st_rc_io(s);
+}
+
+/* Whether the superblock area is what a format cut short leaves: copy A
+ * blank, and copy B blank but for some of the sectors of a superblock
+ * (magic and fields in bytes 0..135, the checksum in 4092..4095; a
+ * superblock has nothing else). No other disk looks like that. */
+static bool st_format_cut(const u8 *area)
+{
+	const u8 *b = area + ST_SB_SIZE;
+
+	return st_all_zero(area, ST_SB_SIZE) && st_all_zero(b + 136, ST_SB_SIZE - 4 - 136) &&
+	       (st_all_zero(b, 136) || !memcmp(b, "VIREO-ST", 8));
 }
 
 static void st_superblocks(struct store *s)
@@ -1036,7 +1052,9 @@ static void st_superblocks(struct store *s)
 	int err;
 
 	if (!ok_a && !ok_b) {
-		if (st_all_zero(rc->sbbuf, 2 * ST_SB_SIZE)) {
+		if (st_format_cut(rc->sbbuf)) {
+			if (!st_all_zero(rc->sbbuf, 2 * ST_SB_SIZE))
+				strlcpy(s->report.sb_note, "a format was cut short", sizeof s->report.sb_note);
 			if (s->cfg.format && !s->cfg.readonly && s->cfg.random) {
 				st_format(s);
 				return;
@@ -1322,6 +1340,16 @@ static void st_rc_done(struct blk_io *io, int err)
 		st_rc_io(s);
 		return;
 	case RC_FORMAT_FLUSH:
+		rc->phase = RC_FORMAT_A;
+		rc->io = (struct blk_io){ .op = BLK_WRITE, .sector = 0, .buf = rc->sbbuf, .len = ST_SB_SIZE };
+		st_rc_io(s);
+		return;
+	case RC_FORMAT_A:
+		rc->phase = RC_FORMAT_A_FLUSH;
+		rc->io = (struct blk_io){ .op = BLK_FLUSH };
+		st_rc_io(s);
+		return;
+	case RC_FORMAT_A_FLUSH:
 		err = st_probe_start(s);
 		if (err)
 			st_open_end(s, err);

@@ -983,6 +983,58 @@ static void test_write_amplification(void **state)
 	memdisk_free(&m);
 }
 
+/* ---- a crash during format ----
+ * Power cut at every request of a format, with tearing seeds: the next
+ * open finds either a store (formatted) or a disk it takes for blank
+ * (-ENOENT without format, formatted with it), never one it refuses. */
+static void test_format_crash(void **state)
+{
+	unsigned stores = 0, blanks = 0, cut = 0;
+
+	for (u32 bs = 512; bs <= 4096; bs *= 8)
+		for (unsigned k = 1; k <= 6; k++)
+			for (unsigned seed = 1; seed <= 16; seed++) {
+				struct memdisk m;
+				struct store s;
+				struct st_cfg cfg = cfg_default();
+				int err;
+
+				memdisk_init(&m, 8192, bs, 64 * 1024, true);
+				m.crash_at = k;
+				opened = false;
+				assert_int_equal(st_open(&s, &m.dev, &cfg, open_cb, NULL), 0);
+				hk_run(1000000);
+				memdisk_crash(&m);
+				st_close(&s);
+				memdisk_reboot(&m, seed * 131 + k);
+				cfg.format = false;
+				err = open_store(&s, &m, &cfg);
+				assert_true(err == 0 || err == -ENOENT);
+				if (err == 0) {
+					stores++;
+					assert_int_equal(s.state, ST_READY);
+					assert_int_equal(s.report.keys, 0);
+					st_close(&s);
+				} else {
+					blanks++;
+					cut += !st_all_zero(m.cur, 2 * ST_SB_SIZE);
+					st_close(&s);
+					cfg.format = true;
+					assert_int_equal(open_store(&s, &m, &cfg), 0);
+					assert_true(s.report.formatted);
+					assert_int_equal(st_put(&s, (const u8 *)"k", 1, "v", 1, NULL, NULL), 0);
+					hk_run(100000);
+					st_close(&s);
+					assert_int_equal(open_store(&s, &m, &cfg), 0);
+					assert_int_equal(s.report.keys, 1);
+					st_close(&s);
+				}
+				memdisk_free(&m);
+			}
+	print_message("format cut: %u stores, %u blank (%u with a torn copy B)\n", stores, blanks, cut);
+	assert_true(stores > 0 && blanks > 0 && cut > 0);
+}
+
 static int teardown(void **state)
 {
 	hk_loop_reset();
@@ -999,6 +1051,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_bounds, teardown),
 		cmocka_unit_test_teardown(test_get_errors, teardown),
 		cmocka_unit_test_teardown(test_crash_every_request, teardown),
+		cmocka_unit_test_teardown(test_format_crash, teardown),
 		cmocka_unit_test_teardown(test_write_amplification, teardown),
 		cmocka_unit_test_teardown(test_crash_compaction, teardown),
 	};
