@@ -193,7 +193,7 @@ def test_kv_acknowledged_puts_survive_kill9(disk):
         vm.stop()
 
 
-BLKDEBUG_THIRD_FLUSH = """[set-state]
+BLKDEBUG_FOURTH_FLUSH = """[set-state]
 event = "flush_to_disk"
 state = "1"
 new_state = "2"
@@ -203,22 +203,27 @@ event = "flush_to_disk"
 state = "2"
 new_state = "3"
 
-[inject-error]
+[set-state]
 event = "flush_to_disk"
 state = "3"
+new_state = "4"
+
+[inject-error]
+event = "flush_to_disk"
+state = "4"
 errno = "5"
 """
 
 
 def test_kv_flush_error_read_only(disk):
-    """QEMU's blkdebug fails every FLUSH from the third on (the format's and
-    the ETag secret's pass): the PUT whose FLUSH failed is 503, the store
+    """QEMU's blkdebug fails every FLUSH from the fourth on (the format's two
+    and the ETag secret's pass): the PUT whose FLUSH failed is 503, the store
     turns read-only and says why, the next PUT is 503 too, reads and
     /metrics are served."""
     from httpc import free_tcp_port
     conf = disk + ".blkdebug"
     with open(conf, "w") as f:
-        f.write(BLKDEBUG_THIRD_FLUSH)
+        f.write(BLKDEBUG_FOURTH_FLUSH)
     port = free_tcp_port()
     vm = Vm(image=IMAGE, extra=[
         "-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:80",
