@@ -180,11 +180,11 @@ u32 st_value_max(const struct store *s);
  * call returns. cb(err, arg) from the loop once the record is durable (0)
  * or will never be: -EIO (the batch's write or flush failed: the store is
  * read-only now; whether the record is on the disk is not known), -EROFS
- * (read-only already when it was to be written), -ENOSPC (the disk filled
- * up before its turn came). Returns 0 (cb will be
+ * (read-only already when it was to be written), -ENOSPC (no room for
+ * it, and compaction could not make any). Returns 0 (cb will be
  * called) or, with cb never called: -EINVAL (key 1..255 bytes, value over
  * st_value_max), -ENOENT (a delete of a key with no durable or pending
- * record), -EROFS, -EAGAIN (still opening), -ENOSPC (no segment left),
+ * record), -EROFS, -EAGAIN (still opening), -ENOSPC (st_capacity() reached),
  * -ENOMEM (the index's bound or the heap), -EBUSY (pending_max). */
 int st_put(struct store *s, const u8 *key, u32 klen, const void *val, u32 vlen, st_done_fn cb, void *arg);
 int st_del(struct store *s, const u8 *key, u32 klen, st_done_fn cb, void *arg);
