@@ -10,6 +10,7 @@
 #include "kernel/time/time.h"
 #include "kernel/time/wallclock.h"
 #include "lib/fmt.h"
+#include "lib/metrics.h"
 #include "lib/string.h"
 #include "storage/disk.h"
 
@@ -44,6 +45,14 @@ static void disk_random(void *buf, size_t len)
 
 static void disk_selftest_start(struct store *s);
 static void disk_check_start(struct store *s);
+
+/* /metrics: the store's families once it is open (store.c). */
+static void disk_write_metrics(struct metrics_buf *b)
+{
+	if (disk.done && !disk.err)
+		st_write_metrics(b, &disk.st);
+}
+METRICS_SOURCE(store, disk_write_metrics);
 
 static void disk_opened(struct store *s, int err, void *arg)
 {

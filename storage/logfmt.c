@@ -39,6 +39,7 @@ void st_super_encode(const struct st_super *s, u8 *out)
 	put_le32(out + 88, s->nseg);
 	put_le32(out + 92, s->max_record);
 	strlcpy((char *)out + 96, s->label, ST_LABEL_LEN);
+	put_le64(out + 128, s->start);
 	put_le32(out + ST_SB_CRC_OFF, crc32c(0, out, ST_SB_CRC_OFF));
 }
 
@@ -68,6 +69,7 @@ int st_super_decode(const u8 *in, u64 disk_sectors, struct st_super *s, const ch
 	s->nseg = get_le32(in + 88);
 	s->max_record = get_le32(in + 92);
 	memcpy(s->label, in + 96, ST_LABEL_LEN);
+	s->start = get_le64(in + 128);
 	end = s->data_off + (u64)s->nseg * s->seg_size;
 	if (!IS_POW2(s->unit) || s->unit < 512 || s->unit > 4096)
 		*why = "unit is not a power of two in 512..4096";
@@ -85,7 +87,7 @@ int st_super_decode(const u8 *in, u64 disk_sectors, struct st_super *s, const ch
 		*why = "label not terminated";
 	else if (!st_all_zero(in + 96 + strlen(s->label), ST_LABEL_LEN - strlen(s->label)))
 		*why = "label not padded with zeroes";
-	else if (!st_all_zero(in + 128, ST_SB_CRC_OFF - 128))
+	else if (!st_all_zero(in + 136, ST_SB_CRC_OFF - 136))
 		*why = "reserved bytes set";
 	return *why ? -EBADMSG : 0;
 }

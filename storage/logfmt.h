@@ -19,7 +19,12 @@
  *   24 id[16] (public: store=id:...)  40 secret[16]  56 created (Unix s)
  *   64 sectors (the disk at format)  72 unit  76 seg_size  80 data_off
  *   88 nseg  92 max_record  96 label[32] (the disk's serial at format)
- *   128..4091 zero  4092 crc (CRC-32C of bytes 0..4091)
+ *   128 start (the seq of the log's first batch: segments whose first
+ *   batch is older are free; 0 at format: every segment counts)
+ *   136..4091 zero  4092 crc (CRC-32C of bytes 0..4091)
+ * The copies are rewritten one at a time (gen + 1 each time, the older copy
+ * each time), each write followed by a FLUSH: a crash tears at most the
+ * copy being written, and the other names a log that is still whole.
  * Batch header (64 B):
  *   0 magic "VSB1"  4 crc (seeded, of bytes 8..63)  8 seq  16 durable
  *   24 seg  28 nrec  32 bytes (of records, each padded to 8)  36 flags
@@ -66,6 +71,7 @@ struct st_super {
 	u32 nseg;
 	u32 max_record;
 	char label[ST_LABEL_LEN];	/* NUL-terminated */
+	u64 start;		/* the seq of the log's first batch (0: all segments) */
 };
 
 struct st_batch {

@@ -7,9 +7,12 @@
  * so the log on disk is always a prefix of what was written plus at most
  * one torn batch. Records sit in the log in the order their operations
  * were made (lsn order), so replaying the log in order rebuilds the index.
- * Segments are taken in order and never reused (no compaction yet), so
- * nothing valid can lie past the end of the log: a valid batch there means
- * a batch before it was lost after its FLUSH (damage, not a tear).
+ * Segments form a ring (tail .. head); a segment compaction reclaimed
+ * keeps its old batches until it is written again, and those have a lower
+ * seq than anything after the end of the log: a valid batch past the end
+ * with a higher seq means a batch before it was lost after its FLUSH
+ * (damage, not a tear). The superblock names the seq of the log's first
+ * batch, so a reclaimed segment is never taken for part of the log.
  */
 #include "kernel/console.h"
 #include "kernel/mm/mm.h"
@@ -17,6 +20,7 @@
 #include "lib/byteorder.h"
 #include "lib/crc32c.h"
 #include "lib/fmt.h"
+#include "lib/metrics.h"
 #include "lib/string.h"
 #include "storage/store.h"
 
@@ -28,6 +32,7 @@ struct st_op {
 	u32 off;		/* in a batch: the record's offset in it */
 	u32 space;
 	bool put;
+	bool copy;		/* compaction's copy of a live record */
 };
 
 static u64 st_sector(const struct store *s, u32 seg, u32 off)
@@ -50,33 +55,76 @@ static bool st_ghost(const struct st_ent *e)
 	return e->seg == ST_NO_SEG;
 }
 
+/* The index entry e names its record (or stops naming it): the segments'
+ * live bytes follow. */
+static void st_live(struct store *s, const struct st_ent *e, bool add)
+{
+	u32 sp = st_rec_space(e->klen, e->vlen);
+
+	if (st_ghost(e))
+		return;
+	if (add) {
+		s->segs[e->seg].live += sp;
+		s->live_bytes += sp;
+	} else {
+		s->segs[e->seg].live -= sp;
+		s->live_bytes -= sp;
+	}
+}
+
+u64 st_capacity(const struct store *s)
+{
+	return s->nseg > ST_RESERVE + 1 ? (u64)(s->nseg - ST_RESERVE - 1) * s->seg_size / 4 * 3 : 0;
+}
+
+enum { CP_SCAN, CP_WAIT, CP_SB };
+
+struct st_compact {
+	struct blk_io io;
+	u32 seg;
+	u32 pos;		/* the batch being looked at, in seg */
+	u32 rec;		/* the next record's offset in its payload */
+	bool in_batch, reading;
+	u8 phase;
+	struct st_batch b;
+	u8 *win;
+	u32 win_size, win_start, win_len;
+	u32 copies;		/* copies not yet durable */
+	u32 skipped;		/* records left this pass (their key was in a batch) */
+	u8 *sbbuf;		/* ST_SB_SIZE */
+};
+
+static void st_cp_maybe(struct store *s);
+static void st_cp_step(void *arg);
+static void st_cp_free(struct store *s);
+
 /* ---- admission ---- */
 
 static void st_cycle(struct store *s);
 
 /* Whether a record of space bytes may join the open batch: it must fit the
- * batch, and the batch the head segment or the next free one. */
-static bool st_room(const struct store *s, u32 space)
+ * batch, and the batch the head segment or the next free one. The last
+ * ST_RESERVE free segments are compaction's (copy): a user's record takes
+ * the head only while that many are free, a new segment only while more
+ * are. */
+static bool st_room(const struct store *s, u32 space, bool copy)
 {
 	u32 end = ALIGN_UP(s->cur_off + space, s->unit);
+	u32 keep = copy ? 0 : ST_RESERVE;
 
 	if (s->cur_off + space > st_batch_cap(s))
 		return false;
 	if (s->head != ST_NO_SEG && s->segs[s->head].used + end <= s->seg_size)
-		return true;
-	return s->next_free < s->nseg;
+		return s->nfree >= keep;
+	return s->nfree > keep;
 }
 
-/* Whether the disk can ever take a record of space bytes (past the open
- * batch and everything queued). */
+/* Whether the store takes a record of space bytes more: the live records,
+ * those admitted and this one stay within st_capacity(). Whether it fits
+ * now or only once compaction reclaimed a segment is st_room's. */
 static bool st_disk_has(const struct store *s, u32 space)
 {
-	u64 left = (u64)(s->nseg - s->next_free) * s->seg_size;
-
-	if (s->head != ST_NO_SEG)
-		left += s->seg_size - s->segs[s->head].used;
-	/* Each batch may waste up to a unit and a segment's tail. */
-	return s->pending_bytes + space + ST_BATCH_HDR + s->unit <= left;
+	return s->live_bytes + s->pending_bytes - s->cp_bytes + space <= st_capacity(s);
 }
 
 static void st_cur_append(struct store *s, struct st_op *op)
@@ -92,7 +140,7 @@ static void st_cur_append(struct store *s, struct st_op *op)
 /* Moves waiting records into the open batch while they fit. */
 static void st_fill(struct store *s)
 {
-	while (s->over_head && st_room(s, s->over_head->space)) {
+	while (s->over_head && st_room(s, s->over_head->space, false)) {
 		struct st_op *op = s->over_head;
 
 		s->over_head = op->next;
@@ -120,11 +168,16 @@ static void st_kick_fn(void *arg)
 		return;
 	}
 	if (s->over_head) {
-		/* Not even an empty batch takes the next record: the disk is
-		 * full after all (admission's estimate leaves out the padding of
-		 * batches and the segment tails they skip). They fail now rather
-		 * than wait for ever. */
+		/* Not even an empty batch takes the next record: it waits for
+		 * compaction to reclaim a segment, or, where compaction cannot,
+		 * the disk is full after all (admission's count leaves out the
+		 * padding of batches and the segment tails they skip): they fail
+		 * now rather than wait for ever. */
 		struct st_op *over = s->over_head;
+
+		st_cp_maybe(s);
+		if (s->cp)
+			return;
 
 		s->over_head = NULL;
 		s->over_tail = &s->over_head;
@@ -137,7 +190,7 @@ static void st_kick_fn(void *arg)
 static int st_admit(struct store *s, u8 type, const u8 *key, u32 klen, const void *val, u32 vlen, st_done_fn cb,
 		    void *arg)
 {
-	u32 space;
+	u32 space, charge;
 	struct st_ent *e;
 	struct st_op *op;
 	bool fresh;
@@ -152,7 +205,14 @@ static int st_admit(struct store *s, u8 type, const u8 *key, u32 klen, const voi
 	e = st_index_find(&s->index, key, klen);
 	if (type == ST_REC_DEL && (!e || (st_ghost(e) && !e->pending)))
 		return -ENOENT;
-	if (!st_disk_has(s, space)) {
+	/* A put over a durable record (or a delete of one) with nothing of
+	 * its key pending frees that record's bytes at its commit: it is
+	 * charged the difference, so a full store still takes overwrites and
+	 * deletes. */
+	charge = space;
+	if (e && !st_ghost(e) && !e->pending)
+		charge = type == ST_REC_DEL ? 0 : space - MIN(space, st_rec_space(e->klen, e->vlen));
+	if (!st_disk_has(s, charge)) {
 		s->stats.refused_full++;
 		return -ENOSPC;
 	}
@@ -160,7 +220,7 @@ static int st_admit(struct store *s, u8 type, const u8 *key, u32 klen, const voi
 		s->stats.refused_index++;
 		return -ENOMEM;
 	}
-	fresh = !s->over_head && st_room(s, space);
+	fresh = !s->over_head && st_room(s, space, false);
 	if ((!fresh && s->over_bytes + space > s->cfg.pending_max) || (e && e->pending == 0xffff)) {
 		s->stats.refused_busy++;
 		return -EBUSY;
@@ -249,7 +309,10 @@ static void st_fail_ops(struct store *s, struct st_op *op, const u8 *b, int err)
 	while (op) {
 		struct st_op *next = op->next;
 
-		st_unpend(s, op->rec ? op->rec : b + op->off);
+		if (op->copy)
+			s->cp_bytes -= op->space;
+		else
+			st_unpend(s, op->rec ? op->rec : b + op->off);
 		s->pending_bytes -= op->space;
 		if (op->cb)
 			op->cb(err, op->arg);
@@ -303,20 +366,42 @@ static void st_commit(struct store *s)
 		struct st_ent *e = st_index_find(&s->index, rec + ST_REC_HDR, rec[9]);
 
 		s->pending_bytes -= op->space;
-		if (op->put) {
+		if (op->copy) {
+			s->cp_bytes -= op->space;
+			/* Nothing of its key was in this batch or before it when the
+			 * copy was made, and what came after follows it: the entry
+			 * still names the original. */
+			if (e && !st_ghost(e) && e->lsn == get_le64(rec + 16)) {
+				st_live(s, e, false);
+				e->seg = s->fly_seg;
+				e->off = s->fly_off + op->off;
+				st_live(s, e, true);
+				s->stats.compact_bytes += op->space;
+				s->stats.compact_records++;
+			}
+			if (s->cp)
+				s->cp->copies--;
+		} else if (op->put) {
 			s->stats.puts++;
+			s->stats.user_bytes += op->space;
 			if (e) {
+				st_live(s, e, false);
 				e->lsn = get_le64(rec + 16);
 				e->seg = s->fly_seg;
 				e->off = s->fly_off + op->off;
 				e->vlen = get_le32(rec + 12);
+				st_live(s, e, true);
 			}
 		} else {
 			s->stats.dels++;
-			if (e)
+			s->stats.user_bytes += op->space;
+			if (e) {
+				st_live(s, e, false);
 				e->seg = ST_NO_SEG;	/* a ghost until its other writes are in */
+			}
 		}
-		st_unpend(s, rec);
+		if (!op->copy)
+			st_unpend(s, rec);
 		if (op->cb)
 			op->cb(0, op->arg);
 		kfree(op);
@@ -324,6 +409,10 @@ static void st_commit(struct store *s)
 	}
 	if (s->cur_nrec || s->over_head)
 		work_queue(&s->kick);
+	if (s->cp)
+		work_queue(&s->cwork);
+	else
+		st_cp_maybe(s);
 }
 
 static void st_flush_done(struct blk_io *io, int err)
@@ -332,8 +421,10 @@ static void st_flush_done(struct blk_io *io, int err)
 
 	if (s->state != ST_READY || !s->busy)
 		return;
-	if (err)
+	if (err) {
+		s->stats.flush_errors++;
 		st_fail(s, err, "flush");
+	}
 	else
 		st_commit(s);
 }
@@ -345,11 +436,13 @@ static void st_write_done(struct blk_io *io, int err)
 	if (s->state != ST_READY || !s->busy)
 		return;
 	if (err) {
+		s->stats.write_errors++;
 		st_fail(s, err, "write");
 		return;
 	}
 	/* The FLUSH goes out only after the write completed: it covers it. */
 	s->f_io = (struct blk_io){ .op = BLK_FLUSH, .done = st_flush_done, .priv = s };
+	s->stats.flushes++;
 	blk_submit(s->dev, &s->f_io);
 }
 
@@ -368,7 +461,9 @@ static void st_cycle(struct store *s)
 			h.prev_seg = prev;
 			h.prev_first = s->segs[prev].first;
 		}
-		s->head = s->next_free++;	/* st_room made sure of one */
+		/* st_room made sure of a free one: the ring's next. */
+		s->head = prev == ST_NO_SEG ? s->tail : (prev + 1) % s->nseg;
+		s->nfree--;
 		s->segs[s->head].used = 0;
 	}
 	if (s->segs[s->head].used == 0) {
@@ -402,13 +497,312 @@ static void st_cycle(struct store *s)
 	st_fill(s);
 }
 
+/* ---- compaction ----
+ *
+ * The log is a ring of segments, tail .. head. When fewer than
+ * ST_COMPACT_LOW segments are free, compaction reclaims the tail:
+ *  1. scan: it reads the tail's batches (a window of at most ST_WIN bytes
+ *     at a time) and looks at ST_COMPACT_STEP records per step, from the
+ *     loop. A put the index still names is copied into the open batch
+ *     (flag ST_REC_COPY, its own lsn), unless a write of its key is in the
+ *     open batch or the one in flight: a copy must never land after a
+ *     newer record of its key, so that key is left for a later pass (its
+ *     write makes the record dead anyway). A write of the key still
+ *     waiting for room comes after the copy, as it should. Deletes and
+ *     dead puts are dropped: everything older than the tail is gone.
+ *  2. wait: until every copy is durable and the segment's live bytes are
+ *     0 (another pass over it while keys were left), and no read is in
+ *     flight from it.
+ *  3. a superblock copy (the older one, gen + 1) names the next segment's
+ *     first batch as the log's start; FLUSH.
+ *  4. only then the segment is free: the ring's next head may take it.
+ * A crash before 4 leaves the segment in the log (recovery replays it and
+ * the copies: the same lsn in the same place twice is harmless); after
+ * it, recovery ignores the segment (its first batch is older than the
+ * start). Compaction may use the ST_RESERVE segments users may not. */
+static void st_cp_free(struct store *s)
+{
+	struct st_compact *cp = s->cp;
+
+	if (!cp)
+		return;
+	blk_buf_free(s->dev, cp->win, cp->win_size);
+	blk_buf_free(s->dev, cp->sbbuf, ST_SB_SIZE);
+	kfree(cp);
+	s->cp = NULL;
+}
+
+static void st_cp_step(void *arg);
+
+/* The bytes of the log's segments that hold no live record (dead records,
+ * batch headers, padding, unused segment tails): what compaction can win.
+ * Below two segments' worth, a round over the ring would win nothing
+ * and compaction does not start (it would only move live data around). */
+static u64 st_dead(const struct store *s)
+{
+	u64 used = (u64)(s->nseg - s->nfree) * s->seg_size;
+
+	return used > s->live_bytes ? used - s->live_bytes : 0;
+}
+
+static void st_cp_maybe(struct store *s)
+{
+	struct st_compact *cp;
+
+	if (s->cp || s->cp_broken || s->state != ST_READY || s->head == ST_NO_SEG || s->tail == s->head ||
+	    s->nfree >= ST_COMPACT_LOW || st_dead(s) < 2ull * s->seg_size)
+		return;
+	cp = kzalloc(sizeof *cp);
+	if (!cp)
+		return;
+	s->cp = cp;
+	cp->seg = s->tail;
+	cp->win_size = MIN(ST_WIN, s->seg_size);
+	cp->win = blk_buf_alloc(s->dev, cp->win_size);
+	cp->sbbuf = blk_buf_alloc(s->dev, ST_SB_SIZE);
+	if (!cp->win || !cp->sbbuf) {
+		st_cp_free(s);
+		return;
+	}
+	/* A segment with nothing live needs no reading. */
+	cp->phase = s->segs[cp->seg].live ? CP_SCAN : CP_WAIT;
+	work_queue(&s->cwork);
+}
+
+static void st_cp_broken(struct store *s, const char *why)
+{
+	s->cp_broken = true;
+	s->stats.compact_errors++;
+	kprintf("store: compaction of segment %u stopped: %s (at %u); space is no longer reclaimed\n",
+		s->cp->seg, why, s->cp->pos);
+	st_cp_free(s);
+	work_queue(&s->kick);	/* writers waiting for room fail now */
+}
+
+static void st_cp_read_done(struct blk_io *io, int err)
+{
+	struct store *s = io->priv;
+	struct st_compact *cp = s->cp;
+
+	if (!cp)
+		return;
+	cp->reading = false;
+	if (s->state != ST_READY)
+		return;
+	if (err) {
+		st_cp_broken(s, "a read failed");
+		return;
+	}
+	cp->win_start = cp->pos;
+	cp->win_len = io->len;
+	st_cp_step(s);
+}
+
+static void st_cp_read(struct store *s)
+{
+	struct st_compact *cp = s->cp;
+	u32 len = MIN(cp->win_size, s->segs[cp->seg].used - cp->pos);
+
+	len = ALIGN_UP(len, s->unit);
+	cp->reading = true;
+	cp->io = (struct blk_io){ .op = BLK_READ, .sector = st_sector(s, cp->seg, cp->pos), .buf = cp->win,
+				  .len = len, .done = st_cp_read_done, .priv = s };
+	blk_submit(s->dev, &cp->io);
+}
+
+/* Whether a write of key is in the open batch or the one in flight. */
+static bool st_in_batches(const struct store *s, const u8 *key, u32 klen)
+{
+	const struct st_op *lists[2] = { s->cur_ops, s->fly_ops };
+	const u8 *bufs[2] = { s->buf[s->cur], s->buf[s->cur ^ 1] };
+
+	for (unsigned i = 0; i < 2; i++)
+		for (const struct st_op *op = lists[i]; op; op = op->next) {
+			const u8 *rec = bufs[i] + op->off;
+
+			if (rec[9] == klen && !memcmp(rec + ST_REC_HDR, key, klen))
+				return true;
+		}
+	return false;
+}
+
+/* Copies the record r (live, at seg:off) into the open batch. */
+static int st_cp_copy(struct store *s, struct st_ent *e, const struct st_rec *r)
+{
+	u32 space = st_rec_space(r->klen, r->vlen);
+	struct st_op *op;
+
+	if (!st_room(s, space, true))
+		return -ENOSPC;
+	op = kzalloc(sizeof *op);
+	if (!op)
+		return -ENOMEM;
+	op->put = op->copy = true;
+	op->space = space;
+	st_rec_encode(s->buf[s->cur] + s->cur_off, ST_REC_PUT, ST_REC_COPY, r->lsn, r->key, r->klen, r->val, r->vlen,
+		      s->seed);
+	s->pending_bytes += space;	/* a copy is not one of its key's pending writes */
+	s->cp_bytes += space;
+	st_cur_append(s, op);
+	s->cp->copies++;
+	work_queue(&s->kick);
+	return 0;
+}
+
+static void st_cp_sb_done(struct blk_io *io, int err);
+
+/* Step 3: the superblock names the next segment's first batch. */
+static void st_cp_superblock(struct store *s)
+{
+	struct st_compact *cp = s->cp;
+	u32 next = (cp->seg + 1) % s->nseg;
+
+	cp->phase = CP_SB;
+	s->sb.gen++;
+	s->sb.start = s->segs[next].first;
+	st_super_encode(&s->sb, cp->sbbuf);
+	cp->reading = true;
+	cp->io = (struct blk_io){ .op = BLK_WRITE, .sector = (u64)s->sb_next * (ST_SB_SIZE / 512),
+				  .buf = cp->sbbuf, .len = ST_SB_SIZE, .done = st_cp_sb_done, .priv = s };
+	blk_submit(s->dev, &cp->io);
+}
+
+static void st_cp_sb_done(struct blk_io *io, int err)
+{
+	struct store *s = io->priv;
+	struct st_compact *cp = s->cp;
+	u32 seg;
+
+	if (!cp || s->state != ST_READY)
+		return;
+	if (err) {
+		if (io->op == BLK_WRITE)
+			s->stats.write_errors++;
+		else
+			s->stats.flush_errors++;
+		st_fail(s, err, io->op == BLK_WRITE ? "superblock write" : "superblock flush");
+		return;
+	}
+	if (io->op == BLK_WRITE) {
+		cp->io = (struct blk_io){ .op = BLK_FLUSH, .done = st_cp_sb_done, .priv = s };
+		s->stats.flushes++;
+		blk_submit(s->dev, &cp->io);
+		return;
+	}
+	/* Step 4: durable; the segment is free. */
+	seg = cp->seg;
+	s->stats.sb_writes++;
+	s->stats.compactions++;
+	s->sb_next ^= 1;
+	s->segs[seg] = (struct st_seg){ 0 };
+	s->tail = (seg + 1) % s->nseg;
+	s->nfree++;
+	st_cp_free(s);
+	work_queue(&s->kick);
+	st_cp_maybe(s);
+}
+
+static void st_cp_step(void *arg)
+{
+	struct store *s = arg;
+	struct st_compact *cp = s->cp;
+	struct st_seg *sg;
+
+	if (!cp || cp->reading || s->state != ST_READY)
+		return;
+	sg = &s->segs[cp->seg];
+	if (cp->phase == CP_WAIT) {
+		if (cp->copies)
+			return;	/* st_commit steps again */
+		if (sg->live == 0) {
+			if (sg->readers == 0)
+				st_cp_superblock(s);
+			return;	/* st_get_done steps again */
+		}
+		if (!cp->skipped) {
+			st_cp_broken(s, "records the index names are not in it");
+			return;
+		}
+		/* Another pass for the keys that were being written. */
+		cp->phase = CP_SCAN;
+		cp->pos = cp->rec = 0;
+		cp->in_batch = false;
+		cp->skipped = 0;
+		cp->win_len = 0;
+	}
+	for (u32 n = 0; n < ST_COMPACT_STEP; n++) {
+		const u8 *p;
+		const char *why;
+		struct st_rec r;
+		struct st_ent *e;
+		u32 avail;
+
+		if (!cp->in_batch) {
+			if (cp->pos + ST_BATCH_HDR > sg->used) {
+				cp->phase = CP_WAIT;
+				work_queue(&s->cwork);
+				return;
+			}
+			if (cp->pos < cp->win_start || cp->pos + ST_BATCH_HDR > cp->win_start + cp->win_len) {
+				st_cp_read(s);
+				return;
+			}
+			avail = cp->win_start + cp->win_len - cp->pos;
+			p = cp->win + (cp->pos - cp->win_start);
+			if (st_batch_decode(p, avail, s->seed, cp->seg, s->unit, s->seg_size - cp->pos, &cp->b, &why)) {
+				st_cp_broken(s, why);
+				return;
+			}
+			if (cp->b.total > avail) {
+				if (cp->pos != cp->win_start) {
+					st_cp_read(s);
+					return;
+				}
+				st_cp_broken(s, "a batch longer than the window");
+				return;
+			}
+			if (st_batch_check(p + ST_BATCH_HDR, &cp->b, s->seed, &why)) {
+				st_cp_broken(s, why);
+				return;
+			}
+			cp->in_batch = true;
+			cp->rec = 0;
+		}
+		if (cp->rec >= cp->b.bytes) {
+			cp->pos += cp->b.total;
+			cp->in_batch = false;
+			continue;
+		}
+		p = cp->win + (cp->pos - cp->win_start) + ST_BATCH_HDR + cp->rec;
+		st_rec_decode(p, cp->b.bytes - cp->rec, s->seed, &r, &why);	/* st_batch_check passed */
+		e = r.type == ST_REC_PUT ? st_index_find(&s->index, r.key, r.klen) : NULL;
+		if (e && !st_ghost(e) && e->seg == cp->seg && e->off == cp->pos + ST_BATCH_HDR + cp->rec &&
+		    e->lsn == r.lsn) {
+			/* No pending write: none in a batch (the walk only when one is). */
+			int err = e->pending && st_in_batches(s, r.key, r.klen) ? -EAGAIN : st_cp_copy(s, e, &r);
+
+			if (err == -EAGAIN) {
+				cp->skipped++;
+			} else if (err) {
+				/* No room in the open batch: after its commit. With no
+				 * batch out and an empty one open, none will come. */
+				if (!s->busy && !s->cur_nrec)
+					st_cp_broken(s, "no room for the copies");
+				return;
+			}
+		}
+		cp->rec += ALIGN_UP(r.len, 8u);
+	}
+	work_queue(&s->cwork);
+}
+
 /* ---- reads ---- */
 
 struct st_get {
 	struct store *s;
 	struct blk_io io;
 	u8 *buf;
-	u32 len, skip, klen;
+	u32 len, skip, klen, seg;
 	u64 lsn;
 	u8 key[ST_KEY_MAX];
 	void (*cb)(int err, const void *val, u32 vlen, void *arg);
@@ -427,6 +821,9 @@ static void st_get_done(struct blk_io *io, int err)
 			      ? "not the record the index names"
 			      : NULL;
 	s->gets--;
+	s->segs[g->seg].readers--;
+	if (s->cp)
+		work_queue(&s->cwork);
 	if (why) {
 		s->stats.get_errors++;
 		kprintf("store: reading a record at sector %lu: %s\n", (unsigned long)io->sector, why);
@@ -467,6 +864,7 @@ int st_get(struct store *s, const u8 *key, u32 klen, void (*cb)(int err, const v
 	g->len = ALIGN_UP(g->skip + st_rec_space(e->klen, e->vlen), s->unit);
 	g->klen = e->klen;
 	g->lsn = e->lsn;
+	g->seg = e->seg;
 	memcpy(g->key, e->key, e->klen);
 	g->buf = blk_buf_alloc(s->dev, g->len);
 	if (!g->buf) {
@@ -474,6 +872,7 @@ int st_get(struct store *s, const u8 *key, u32 klen, void (*cb)(int err, const v
 		kfree(g);
 		return -ENOMEM;
 	}
+	s->segs[g->seg].readers++;
 	g->io = (struct blk_io){ .op = BLK_READ, .sector = (at - g->skip) / 512, .buf = g->buf, .len = g->len,
 				 .done = st_get_done, .priv = g };
 	blk_submit(s->dev, &g->io);
@@ -482,7 +881,8 @@ int st_get(struct store *s, const u8 *key, u32 klen, void (*cb)(int err, const v
 
 /* ---- open: superblocks, format, recovery ---- */
 
-enum { RC_SB, RC_FORMAT, RC_FORMAT_FLUSH, RC_PROBE, RC_SCAN, RC_TAIL, RC_ZERO, RC_ZERO_FLUSH };
+enum { RC_SB, RC_FORMAT, RC_FORMAT_FLUSH, RC_PROBE, RC_SCAN, RC_TAIL, RC_ZERO, RC_ZERO_FLUSH, RC_FORMAT_A,
+       RC_FORMAT_A_FLUSH };
 
 struct st_rec_state {
 	struct blk_io io;
@@ -531,6 +931,8 @@ static void st_open_end(struct store *s, int err)
 	}
 	s->report.keys = s->index.count;
 	s->open_done(s, err, s->open_arg);
+	if (s->state == ST_READY)
+		st_cp_maybe(s);
 }
 
 static void st_rc_read(struct store *s, u64 sector, void *buf, u32 len)
@@ -620,9 +1022,24 @@ static void st_format(struct store *s)
 	}
 	st_set_geometry(s);
 	s->report.formatted = true;
+	/* Copy B, FLUSH, then copy A, FLUSH: a crash leaves B torn over a
+	 * blank A (st_format_cut: blank again), or a whole B. */
 	rc->phase = RC_FORMAT;
-	rc->io = (struct blk_io){ .op = BLK_WRITE, .sector = 0, .buf = rc->sbbuf, .len = 2 * ST_SB_SIZE };
+	rc->io = (struct blk_io){ .op = BLK_WRITE, .sector = ST_SB_SIZE / 512, .buf = rc->sbbuf + ST_SB_SIZE,
+				  .len = ST_SB_SIZE };
 	st_rc_io(s);
+}
+
+/* Whether the superblock area is what a format cut short leaves: copy A
+ * blank, and copy B blank but for some of the sectors of a superblock
+ * (magic and fields in bytes 0..135, the checksum in 4092..4095; a
+ * superblock has nothing else). No other disk looks like that. */
+static bool st_format_cut(const u8 *area)
+{
+	const u8 *b = area + ST_SB_SIZE;
+
+	return st_all_zero(area, ST_SB_SIZE) && st_all_zero(b + 136, ST_SB_SIZE - 4 - 136) &&
+	       (st_all_zero(b, 136) || !memcmp(b, "VIREO-ST", 8));
 }
 
 static void st_superblocks(struct store *s)
@@ -635,7 +1052,9 @@ static void st_superblocks(struct store *s)
 	int err;
 
 	if (!ok_a && !ok_b) {
-		if (st_all_zero(rc->sbbuf, 2 * ST_SB_SIZE)) {
+		if (st_format_cut(rc->sbbuf)) {
+			if (!st_all_zero(rc->sbbuf, 2 * ST_SB_SIZE))
+				strlcpy(s->report.sb_note, "a format was cut short", sizeof s->report.sb_note);
 			if (s->cfg.format && !s->cfg.readonly && s->cfg.random) {
 				st_format(s);
 				return;
@@ -648,13 +1067,15 @@ static void st_superblocks(struct store *s)
 		st_open_end(s, -EBADMSG);
 		return;
 	}
-	if (ok_a && ok_b && (a.gen != b.gen || memcmp(a.id, b.id, ST_ID_LEN)))
+	/* The copies are rewritten in turn: their gens differ by one. */
+	if (ok_a && ok_b && (a.gen + 1 < b.gen || b.gen + 1 < a.gen || memcmp(a.id, b.id, ST_ID_LEN)))
 		ksnprintf(s->report.sb_note, sizeof s->report.sb_note, "the copies differ (gen %lu, %lu)",
 			  (unsigned long)a.gen, (unsigned long)b.gen);
 	else if (!ok_a || !ok_b)
 		ksnprintf(s->report.sb_note, sizeof s->report.sb_note, "superblock copy %s is bad (%s)",
 			  ok_a ? "B" : "A", ok_a ? wb : wa);
 	s->sb = ok_a && (!ok_b || a.gen >= b.gen) ? a : b;
+	s->sb_next = ok_a && (!ok_b || a.gen >= b.gen) ? 1 : 0;	/* the other copy */
 	st_set_geometry(s);
 	err = st_probe_start(s);
 	if (err)
@@ -695,6 +1116,7 @@ static int st_replay(struct store *s, u32 seg, u32 pos, const struct st_batch *b
 		e = st_index_find(&s->index, r.key, r.klen);
 		if (r.type == ST_REC_DEL) {
 			if (e) {
+				st_live(s, e, false);
 				st_index_remove(&s->index, r.key, r.klen);
 				kfree(e);
 			}
@@ -706,13 +1128,16 @@ static int st_replay(struct store *s, u32 seg, u32 pos, const struct st_batch *b
 				if (!e)
 					return -ENOMEM;
 				e->klen = r.klen;
+				e->seg = ST_NO_SEG;
 				memcpy(e->key, r.key, r.klen);
 				st_index_insert(&s->index, e);
 			}
+			st_live(s, e, false);
 			e->lsn = r.lsn;
 			e->seg = seg;
 			e->off = pos + ST_BATCH_HDR + off;
 			e->vlen = r.vlen;
+			st_live(s, e, true);
 		}
 		rc->max_lsn = MAX(rc->max_lsn, r.lsn);
 		s->report.records++;
@@ -742,6 +1167,7 @@ static void st_seg_end(struct store *s, const char *why, const struct st_batch *
 	struct st_rec_state *rc = s->rec;
 	u32 seg = rc->live[rc->k];
 
+	s->segs[seg].first = rc->firsts[seg];
 	s->segs[seg].used = rc->pos;
 	s->segs[seg].last = rc->expect - 1;
 	s->report.segments++;
@@ -870,9 +1296,8 @@ static void st_recovered(struct store *s)
 	u32 last = rc->nlive ? rc->live[rc->k] : ST_NO_SEG;
 
 	s->head = last;
-	s->next_free = 0;
-	for (u32 k = 0; k < rc->nlive; k++)
-		s->next_free = MAX(s->next_free, rc->live[k] + 1);
+	s->tail = rc->nlive ? rc->live[0] : 0;
+	s->nfree = last == ST_NO_SEG ? s->nseg : s->nseg - ((last + s->nseg - s->tail) % s->nseg + 1);
 	s->next_seq = rc->nlive ? rc->expect : 1;
 	s->durable_seq = s->next_seq - 1;
 	s->next_lsn = rc->max_lsn + 1;
@@ -915,6 +1340,16 @@ static void st_rc_done(struct blk_io *io, int err)
 		st_rc_io(s);
 		return;
 	case RC_FORMAT_FLUSH:
+		rc->phase = RC_FORMAT_A;
+		rc->io = (struct blk_io){ .op = BLK_WRITE, .sector = 0, .buf = rc->sbbuf, .len = ST_SB_SIZE };
+		st_rc_io(s);
+		return;
+	case RC_FORMAT_A:
+		rc->phase = RC_FORMAT_A_FLUSH;
+		rc->io = (struct blk_io){ .op = BLK_FLUSH };
+		st_rc_io(s);
+		return;
+	case RC_FORMAT_A_FLUSH:
 		err = st_probe_start(s);
 		if (err)
 			st_open_end(s, err);
@@ -926,8 +1361,10 @@ static void st_rc_done(struct blk_io *io, int err)
 		struct st_batch b;
 		const char *why;
 
+		/* A segment whose first batch is older than the log's start was
+		 * reclaimed: it is free. */
 		if (st_batch_decode(rc->win, s->unit, s->seed, rc->i, s->unit, s->seg_size, &b, &why) == 0 &&
-		    (b.flags & ST_BATCH_FIRST)) {
+		    (b.flags & ST_BATCH_FIRST) && b.seq >= s->sb.start) {
 			rc->firsts[rc->i] = b.seq;
 			rc->live[rc->nlive++] = rc->i;
 		}
@@ -935,11 +1372,20 @@ static void st_rc_done(struct blk_io *io, int err)
 			st_rc_read(s, st_sector(s, rc->i, 0), rc->win, s->unit);
 			return;
 		}
+		if (rc->nlive)
+			st_sort_live(rc);
+		if (s->sb.start && (!rc->nlive || rc->firsts[rc->live[0]] != s->sb.start)) {
+			s->report.damaged = true;
+			ksnprintf(s->report.damage, sizeof s->report.damage,
+				  "the log's first batch (%lu) is missing", (unsigned long)s->sb.start);
+			rc->nlive = 0;
+			st_recovered(s);
+			return;
+		}
 		if (!rc->nlive) {
 			st_recovered(s);
 			return;
 		}
-		st_sort_live(rc);
 		rc->phase = RC_SCAN;
 		rc->k = 0;
 		rc->pos = 0;
@@ -975,6 +1421,7 @@ int st_open(struct store *s, struct blk_dev *d, const struct st_cfg *cfg,
 	s->cur_tail = &s->cur_ops;
 	s->over_tail = &s->over_head;
 	work_init(&s->kick, st_kick_fn, s);
+	work_init(&s->cwork, st_cp_step, s);
 	rc = kzalloc(sizeof *rc);
 	s->buf[0] = blk_buf_alloc(d, ST_BATCH_MAX);
 	s->buf[1] = blk_buf_alloc(d, ST_BATCH_MAX);
@@ -1001,6 +1448,8 @@ void st_close(struct store *s)
 	struct st_rec_state *rc = s->rec;
 
 	work_cancel(&s->kick);
+	work_cancel(&s->cwork);
+	st_cp_free(s);
 	if (rc) {
 		blk_buf_free(s->dev, rc->sbbuf, 2 * ST_SB_SIZE);
 		blk_buf_free(s->dev, rc->win, ST_WIN);
@@ -1034,4 +1483,62 @@ void st_close(struct store *s)
 	kfree(s->segs);
 	s->segs = NULL;
 	s->state = ST_CLOSED;
+}
+
+/* ---- metrics ---- */
+
+void st_write_metrics(struct metrics_buf *b, const struct store *s)
+{
+	const struct st_stats *t = &s->stats;
+	u64 log = 0;
+
+	if (s->head != ST_NO_SEG)
+		for (u32 i = s->tail;; i = (i + 1) % s->nseg) {
+			log += s->segs[i].used;
+			if (i == s->head)
+				break;
+		}
+	metrics_simple(b, "vireo_store_read_only", METRICS_GAUGE,
+		       "1 when the store takes no writes (a write or flush failed, or the log is damaged)",
+		       s->state == ST_READONLY);
+	metrics_simple(b, "vireo_store_keys", METRICS_GAUGE, "Keys in the store (one live record each)",
+		       s->index.count);
+	metrics_simple(b, "vireo_store_index_bytes", METRICS_GAUGE, "Memory the index charges for its keys",
+		       s->index.bytes);
+	metrics_simple(b, "vireo_store_live_bytes", METRICS_GAUGE, "Bytes of the records the index names",
+		       s->live_bytes);
+	metrics_simple(b, "vireo_store_log_bytes", METRICS_GAUGE,
+		       "Bytes of batches in the log's segments, live or dead", log);
+	metrics_simple(b, "vireo_store_capacity_bytes", METRICS_GAUGE,
+		       "Record bytes the store takes (3/4 of the segments beyond the head and the reserve)",
+		       st_capacity(s));
+	metrics_simple(b, "vireo_store_disk_bytes", METRICS_GAUGE, "Bytes of the store's segments",
+		       (u64)s->nseg * s->seg_size);
+	metrics_simple(b, "vireo_store_segments_free", METRICS_GAUGE, "Segments outside the log", s->nfree);
+	metrics_simple(b, "vireo_store_puts_total", METRICS_COUNTER, "Puts made durable", t->puts);
+	metrics_simple(b, "vireo_store_deletes_total", METRICS_COUNTER, "Deletes made durable", t->dels);
+	metrics_simple(b, "vireo_store_gets_total", METRICS_COUNTER, "Values read from the disk", t->gets);
+	metrics_simple(b, "vireo_store_commits_total", METRICS_COUNTER, "Batches made durable", t->commits);
+	metrics_simple(b, "vireo_store_flushes_total", METRICS_COUNTER,
+		       "FLUSHes the store sent (one per batch, one per superblock rewrite)", t->flushes);
+	metrics_simple(b, "vireo_store_written_bytes_total", METRICS_COUNTER,
+		       "Bytes of batches made durable (users' records, copies, headers, padding)", t->log_bytes);
+	metrics_simple(b, "vireo_store_record_bytes_total", METRICS_COUNTER,
+		       "Bytes of the users' records made durable", t->user_bytes);
+	metrics_simple(b, "vireo_store_compactions_total", METRICS_COUNTER, "Segments compaction reclaimed",
+		       t->compactions);
+	metrics_simple(b, "vireo_store_compaction_copied_bytes_total", METRICS_COUNTER,
+		       "Bytes of live records compaction copied", t->compact_bytes);
+	metrics_simple(b, "vireo_store_compaction_copied_records_total", METRICS_COUNTER,
+		       "Live records compaction copied", t->compact_records);
+	metrics_family(b, "vireo_store_errors_total", METRICS_COUNTER,
+		       "Failed writes and flushes (the store turns read-only), reads and compactions");
+	metrics_sample(b, "vireo_store_errors_total", "op=\"write\"", t->write_errors);
+	metrics_sample(b, "vireo_store_errors_total", "op=\"flush\"", t->flush_errors);
+	metrics_sample(b, "vireo_store_errors_total", "op=\"read\"", t->get_errors);
+	metrics_sample(b, "vireo_store_errors_total", "op=\"compaction\"", t->compact_errors);
+	metrics_family(b, "vireo_store_refused_total", METRICS_COUNTER, "Writes refused at once, by reason");
+	metrics_sample(b, "vireo_store_refused_total", "reason=\"full\"", t->refused_full);
+	metrics_sample(b, "vireo_store_refused_total", "reason=\"index\"", t->refused_index);
+	metrics_sample(b, "vireo_store_refused_total", "reason=\"busy\"", t->refused_busy);
 }

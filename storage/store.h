@@ -19,13 +19,23 @@
  * begins, or a valid batch later in the newest segment), the log is
  * damaged: reported, and the store opens read-only with what came before.
  *
- * Not yet: compaction (a full disk stays full: -ENOSPC), scans by prefix
- * from disk, rewriting a bad superblock copy (it is reported).
+ * Compaction (store.c, "compaction") keeps the log a ring of segments,
+ * tail .. head, and reclaims the tail: it copies the tail's live records
+ * to the head (in the ordinary batches, each copy keeping its lsn), waits
+ * until no record there is live, then rewrites a superblock copy naming
+ * the next segment's first batch as the log's start, and only after that
+ * copy's FLUSH may the tail be written again. It runs in steps from the
+ * loop (ST_COMPACT_STEP records each) and starts when fewer than
+ * ST_COMPACT_LOW segments are free.
+
+ * Not yet: scans by prefix from disk, repairing a bad superblock copy
+ * other than by the next rewrite.
  *
  * Bounds: the index's memory (st_cfg.index_max; index.h has the per-key
  * charge), the bytes of records queued beyond the open batch (pending_max),
- * the disk (segments), reads in flight (ST_GETS_MAX). Past each: -ENOMEM,
- * -EBUSY, -ENOSPC, -EBUSY. */
+ * the disk (live record bytes plus those admitted at most st_capacity()),
+ * reads in flight (ST_GETS_MAX). Past each: -ENOMEM, -EBUSY, -ENOSPC,
+ * -EBUSY. */
 #ifndef VIREO_STORAGE_STORE_H
 #define VIREO_STORAGE_STORE_H
 
@@ -38,6 +48,9 @@
 #define ST_BATCH_MAX (1u << 20)	/* bytes of a batch, header included (at most) */
 #define ST_WIN (1u << 20)	/* the segment reader's window */
 #define ST_GETS_MAX 16u		/* reads from disk in flight */
+#define ST_RESERVE 3u		/* free segments only compaction may take */
+#define ST_COMPACT_LOW (ST_RESERVE + 2u)	/* compaction runs while fewer are free */
+#define ST_COMPACT_STEP 64u	/* records looked at per compaction step */
 
 enum st_state {
 	ST_CLOSED,
@@ -78,15 +91,25 @@ struct st_stats {
 	u64 refused_full, refused_index, refused_busy;
 	u64 gets, get_errors;
 	u64 commit_ns_max;
+	u64 user_bytes;		/* record bytes of the puts and deletes made durable */
+	u64 compactions;	/* segments reclaimed */
+	u64 compact_bytes;	/* record bytes copied by compaction (durable) */
+	u64 compact_records;
+	u64 sb_writes;		/* superblock copies rewritten */
+	u64 flushes;		/* FLUSHes sent (batches and superblocks) */
+	u64 write_errors, flush_errors, compact_errors;
 };
 
 struct st_seg {
 	u64 first, last;	/* seq of its first and last batch; first 0: free */
 	u32 used;		/* bytes written from its start */
+	u32 live;		/* bytes of the records in it the index names */
+	u32 readers;		/* reads in flight from it */
 };
 
 struct st_op;
 struct st_rec_state;
+struct st_compact;
 typedef void (*st_done_fn)(int err, void *arg);
 
 struct store {
@@ -98,8 +121,14 @@ struct store {
 	u64 data_off;
 	struct st_index index;
 	struct st_seg *segs;
-	u32 next_free;		/* segments are taken in order: the next one never used */
+	u32 tail;		/* the log's oldest segment (when head is set) */
 	u32 head;		/* the segment batches go to, or ST_NO_SEG */
+	u32 nfree;		/* segments after head and before tail */
+	u64 live_bytes;		/* sum of segs[].live */
+	u8 sb_next;		/* the superblock copy the next rewrite goes to */
+	struct st_compact *cp;	/* compaction in progress, or NULL */
+	struct work cwork;
+	bool cp_broken;		/* compaction met a bad segment: stopped, logged */
 	u64 next_seq, durable_seq, next_lsn;
 	struct st_cfg cfg;
 	struct st_report report;
@@ -116,6 +145,7 @@ struct store {
 	u64 fly_seq, fly_t0;
 	bool busy;		/* a batch is being written or flushed */
 	u64 pending_bytes;	/* record bytes admitted, not yet durable */
+	u64 cp_bytes;		/* ... of them compaction's copies */
 	struct blk_io w_io, f_io;
 	struct st_op *over_head, **over_tail;	/* waiting for room in the batch */
 	u64 over_bytes;
@@ -138,6 +168,11 @@ struct store {
 int st_open(struct store *s, struct blk_dev *d, const struct st_cfg *cfg,
 	    void (*done)(struct store *s, int err, void *arg), void *arg);
 
+/* The record bytes (live and admitted) the store takes: 3/4 of the
+ * segments beyond the head and the reserve, so that compaction always
+ * finds at least a quarter of a segment dead on average. */
+u64 st_capacity(const struct store *s);
+
 /* The largest value a put takes (any key). */
 u32 st_value_max(const struct store *s);
 
@@ -145,11 +180,11 @@ u32 st_value_max(const struct store *s);
  * call returns. cb(err, arg) from the loop once the record is durable (0)
  * or will never be: -EIO (the batch's write or flush failed: the store is
  * read-only now; whether the record is on the disk is not known), -EROFS
- * (read-only already when it was to be written), -ENOSPC (the disk filled
- * up before its turn came). Returns 0 (cb will be
+ * (read-only already when it was to be written), -ENOSPC (no room for
+ * it, and compaction could not make any). Returns 0 (cb will be
  * called) or, with cb never called: -EINVAL (key 1..255 bytes, value over
  * st_value_max), -ENOENT (a delete of a key with no durable or pending
- * record), -EROFS, -EAGAIN (still opening), -ENOSPC (no segment left),
+ * record), -EROFS, -EAGAIN (still opening), -ENOSPC (st_capacity() reached),
  * -ENOMEM (the index's bound or the heap), -EBUSY (pending_max). */
 int st_put(struct store *s, const u8 *key, u32 klen, const void *val, u32 vlen, st_done_fn cb, void *arg);
 int st_del(struct store *s, const u8 *key, u32 klen, st_done_fn cb, void *arg);
@@ -168,6 +203,10 @@ int st_get(struct store *s, const u8 *key, u32 klen, void (*cb)(int err, const v
 /* Frees everything (a failed open, the host tests). No callback is called
  * after it; nothing may be in flight on the device. */
 void st_close(struct store *s);
+
+/* Writes the vireo_store_* families (the data disk's source: disk.c). */
+struct metrics_buf;
+void st_write_metrics(struct metrics_buf *b, const struct store *s);
 
 /* Whether nothing is being written (no batch, nothing queued). */
 bool st_idle(const struct store *s);

@@ -10,7 +10,8 @@ host already holds, so these trials test ordering and recovery through the
 driver; the host tests (tests/host/storage/test_store.c) test what a lost
 cache does. A disk that holds data but no store is never formatted. Then
 apps/kv over HTTP: acknowledged PUTs and DELETEs survive a kill -9 (values
-and ETags), and a FLUSH that fails (QEMU blkdebug) is 503 and read-only."""
+and ETags; the store's /metrics pass promtool), and a FLUSH that fails (QEMU
+blkdebug) is 503 and read-only."""
 import os
 import random
 import re
@@ -174,13 +175,26 @@ def test_kv_acknowledged_puts_survive_kill9(disk):
             assert (st, body) == (200, val), key
             assert tag == tags[key], key	# the ETag secret is on the disk
         assert kv_req(port, "GET", "/kv/k3")[0] == 404
+        # The store's /metrics (vireo_store_*): what recovery found, and
+        # names promtool accepts.
+        from httpc import promtool_findings
         st, _, body = kv_req(port, "GET", "/metrics")
-        assert st == 200 and re.search(rb"^kv_durable 1$", body, re.M), body[-400:]
+        text = body.decode()
+        assert st == 200
+        # 24 keys and the ETag secret kv keeps under a key of its own.
+        assert re.search(r"^vireo_store_keys 25$", text, re.M), text
+        assert re.search(r"^kv_durable 1$", text, re.M), text
+        assert re.search(r"^vireo_store_read_only 0$", text, re.M), text
+        assert re.search(r"^vireo_store_live_bytes [1-9]\d*$", text, re.M), text
+        assert re.search(r'^vireo_store_errors_total\{op="flush"\} 0$', text, re.M), text
+        store = "\n".join(line for line in text.splitlines() if "vireo_store_" in line) + "\n"
+        assert store.count("# TYPE vireo_store_") >= 20, store
+        assert promtool_findings(store) == [], store
     finally:
         vm.stop()
 
 
-BLKDEBUG_THIRD_FLUSH = """[set-state]
+BLKDEBUG_FOURTH_FLUSH = """[set-state]
 event = "flush_to_disk"
 state = "1"
 new_state = "2"
@@ -190,22 +204,27 @@ event = "flush_to_disk"
 state = "2"
 new_state = "3"
 
-[inject-error]
+[set-state]
 event = "flush_to_disk"
 state = "3"
+new_state = "4"
+
+[inject-error]
+event = "flush_to_disk"
+state = "4"
 errno = "5"
 """
 
 
 def test_kv_flush_error_read_only(disk):
-    """QEMU's blkdebug fails every FLUSH from the third on (the format's and
-    the ETag secret's pass): the PUT whose FLUSH failed is 503, the store
+    """QEMU's blkdebug fails every FLUSH from the fourth on (the format's two
+    and the ETag secret's pass): the PUT whose FLUSH failed is 503, the store
     turns read-only and says why, the next PUT is 503 too, reads and
     /metrics are served."""
     from httpc import free_tcp_port
     conf = disk + ".blkdebug"
     with open(conf, "w") as f:
-        f.write(BLKDEBUG_THIRD_FLUSH)
+        f.write(BLKDEBUG_FOURTH_FLUSH)
     port = free_tcp_port()
     vm = Vm(image=IMAGE, extra=[
         "-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:80",
