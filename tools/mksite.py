@@ -29,34 +29,16 @@ import re
 import stat
 import sys
 
+import mkmime
+
 OCTAL = ["\\%03o" % b for b in range(256)]
 NAME_RE = re.compile(r"[A-Za-z0-9._~-]+")
 NAME_MAX = 255
 PATH_MAX = 1024
 
-# Mirrors http_content_type() in runtime/http/http.c; test_http checks they agree.
-HTML = "text/html; charset=utf-8"
-TYPES = {
-    "html": HTML,
-    "htm": HTML,
-    "css": "text/css; charset=utf-8",
-    "js": "text/javascript; charset=utf-8",
-    "json": "application/json",
-    "txt": "text/plain; charset=utf-8",
-    "svg": "image/svg+xml",
-    "png": "image/png",
-    "jpg": "image/jpeg",
-    "jpeg": "image/jpeg",
-    "gif": "image/gif",
-    "ico": "image/x-icon",
-    "wasm": "application/wasm",
-    "xml": "application/xml",
-    "pdf": "application/pdf",
-    "woff": "font/woff",
-    "woff2": "font/woff2",
-    "bin": "application/octet-stream",
-}
-DEFAULT_TYPE = "application/octet-stream"
+# http_content_type()'s table (runtime/http/mime.c): tools/mkmime.py makes
+# both from /etc/mime.types; test_http checks they agree.
+TYPES = None
 
 
 def c_str(s):
@@ -82,10 +64,10 @@ class SiteError(Exception):
 
 
 def content_type(url):
-    name = url.rsplit("/", 1)[-1]
-    if "." not in name:
-        return DEFAULT_TYPE
-    return TYPES.get(name.rsplit(".", 1)[-1].lower(), DEFAULT_TYPE)
+    global TYPES
+    if TYPES is None:
+        TYPES = mkmime.table()
+    return mkmime.content_type(TYPES, url)
 
 
 def check_name(name, where):

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <ctype.h>
 #include <cmocka.h>
 
 #include "kernel/boot_info.h"
@@ -881,7 +882,25 @@ static void test_content_types(void **state)
 		{ "/f.woff2", "font/woff2" },
 		{ "/64k.bin", "application/octet-stream" },
 		{ "/README", "application/octet-stream" },
-		{ "/a.tar.gz", "application/octet-stream" },
+		{ "/a.tar.gz", "application/gzip" },
+		{ "/m.mjs", "text/javascript; charset=utf-8" },
+		{ "/M.MJS", "text/javascript; charset=utf-8" },
+		{ "/app.webmanifest", "application/manifest+json" },
+		{ "/app.js.map", "application/json" },
+		{ "/i.webp", "image/webp" },
+		{ "/i.avif", "image/avif" },
+		{ "/v.mp4", "video/mp4" },
+		{ "/v.webm", "video/webm" },
+		{ "/a.mp3", "audio/mpeg" },
+		{ "/a.wav", "audio/wav" },
+		{ "/f.ttf", "font/ttf" },
+		{ "/f.otf", "font/otf" },
+		{ "/d.csv", "text/csv; charset=utf-8" },
+		{ "/z.zip", "application/zip" },
+		{ "/x.webmanifestx", "application/octet-stream" },
+		{ "/x.webmanifes", "application/octet-stream" },
+		{ "/x.m", "application/octet-stream" },
+		{ "/x.\xc3\xa9", "application/octet-stream" },
 		{ "/a.html.bak", "application/octet-stream" },
 		{ "/dir.html/file", "application/octet-stream" },
 		{ "/x.", "application/octet-stream" },
@@ -894,6 +913,104 @@ static void test_content_types(void **state)
 	for (size_t i = 0; i < ARRAY_SIZE(t); i++)
 		if (strcmp(http_content_type(t[i].path), t[i].type) != 0)
 			fail_msg("%s: got %s want %s", t[i].path, http_content_type(t[i].path), t[i].type);
+}
+
+/* Every extension of the table tools/mkmime.py makes from /etc/mime.types,
+ * as the tool says, in upper case too: the generated C table and the tool
+ * agree (mksite.py uses the tool's). */
+static void test_content_types_generated(void **state)
+{
+	char line[256], ext[64], type[160], up[64];
+	unsigned n = 0;
+	FILE *p;
+
+	if (access("tools/mkmime.py", R_OK) != 0 || access("/etc/mime.types", R_OK) != 0)
+		skip();	/* run from the repository root, with media-types */
+	p = popen("/usr/bin/python3 tools/mkmime.py --list", "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof line, p)) {
+		char path[80];
+		size_t i;
+
+		assert_int_equal(sscanf(line, "%63s %159[^\n]", ext, type), 2);
+		snprintf(path, sizeof path, "/d.x/f.%s", ext);
+		if (strcmp(http_content_type(path), type) != 0)
+			fail_msg("%s: got %s want %s", path, http_content_type(path), type);
+		for (i = 0; ext[i]; i++)
+			up[i] = (char)toupper((unsigned char)ext[i]);
+		up[i] = '\0';
+		snprintf(path, sizeof path, "/F.%s", up);
+		assert_string_equal(http_content_type(path), type);
+		n++;
+	}
+	assert_int_equal(pclose(p), 0);
+	assert_true(n > 100);	/* the table is the list's, not a handful */
+}
+
+/* Range as nginx answers it (ngx_http_range_parse's rules): one range
+ * 206, none satisfiable or malformed 416, several or another unit 200. */
+static void test_byte_range(void **state)
+{
+	static const struct {
+		const char *v;
+		u64 len;
+		int want;
+		u64 first, last;
+	} t[] = {
+		{ "bytes=0-99", 1000, HTTP_RANGE_ONE, 0, 99 },
+		{ "bytes=100-", 1000, HTTP_RANGE_ONE, 100, 999 },
+		{ "bytes=-100", 1000, HTTP_RANGE_ONE, 900, 999 },
+		{ "bytes=-5000", 1000, HTTP_RANGE_ONE, 0, 999 },	/* suffix past the start: whole */
+		{ "bytes=500-5000", 1000, HTTP_RANGE_ONE, 500, 999 },	/* last clamped */
+		{ "bytes=999-999", 1000, HTTP_RANGE_ONE, 999, 999 },
+		{ "BYTES=0-0", 1000, HTTP_RANGE_ONE, 0, 0 },
+		{ "bytes= 1 - 2 ", 1000, HTTP_RANGE_ONE, 1, 2 },
+		{ "bytes=0-1,2000-3000", 1000, HTTP_RANGE_ONE, 0, 1 },	/* one satisfiable */
+		{ "bytes=1000-", 1000, HTTP_RANGE_BAD, 0, 0 },
+		{ "bytes=1000-2000", 1000, HTTP_RANGE_BAD, 0, 0 },
+		{ "bytes=-0", 1000, HTTP_RANGE_BAD, 0, 0 },
+		{ "bytes=5-4", 1000, HTTP_RANGE_BAD, 0, 0 },
+		{ "bytes=abc", 1000, HTTP_RANGE_BAD, 0, 0 },
+		{ "bytes=", 1000, HTTP_RANGE_BAD, 0, 0 },
+		{ "bytes=1-2x", 1000, HTTP_RANGE_BAD, 0, 0 },
+		{ "bytes=-", 1000, HTTP_RANGE_BAD, 0, 0 },
+		{ "bytes=99999999999999999999-", 1000, HTTP_RANGE_BAD, 0, 0 },	/* past u64 */
+		{ "bytes=0-18446744073709551615", 1000, HTTP_RANGE_ONE, 0, 999 },
+		{ "bytes=0-1,3-4", 1000, HTTP_RANGE_NONE, 0, 0 },	/* several: the whole file */
+		{ "items=0-1", 1000, HTTP_RANGE_NONE, 0, 0 },
+		{ "bytes 0-1", 1000, HTTP_RANGE_NONE, 0, 0 },
+		{ "", 1000, HTTP_RANGE_NONE, 0, 0 },
+		{ "bytes=0-", 0, HTTP_RANGE_NONE, 0, 0 },	/* an empty file: whole */
+		{ "bytes=-1", 0, HTTP_RANGE_NONE, 0, 0 },
+		{ "bytes=1-", 0, HTTP_RANGE_BAD, 0, 0 },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+		u64 first = 77, last = 77;
+		int r = http_byte_range(t[i].v, t[i].len, &first, &last);
+
+		if (r != t[i].want)
+			fail_msg("Range %s on %llu: got %d want %d", t[i].v, (unsigned long long)t[i].len, r, t[i].want);
+		if (r == HTTP_RANGE_ONE && (first != t[i].first || last != t[i].last))
+			fail_msg("Range %s: got %llu-%llu", t[i].v, (unsigned long long)first, (unsigned long long)last);
+	}
+	assert_int_equal(http_byte_range(NULL, 10, &(u64){ 0 }, &(u64){ 0 }), HTTP_RANGE_NONE);
+}
+
+static void test_if_range(void **state)
+{
+	u64 lm = 784111777;	/* Sun, 06 Nov 1994 08:49:37 GMT */
+
+	assert_true(http_if_range(NULL, "\"abc\"", lm));
+	assert_true(http_if_range("\"abc\"", "\"abc\"", lm));
+	assert_false(http_if_range("\"abd\"", "\"abc\"", lm));
+	assert_false(http_if_range("\"abc", "\"abc\"", lm));
+	assert_false(http_if_range("W/\"abc\"", "\"abc\"", lm));	/* weak never matches */
+	assert_false(http_if_range("\"abc\"", NULL, lm));
+	assert_true(http_if_range("Sun, 06 Nov 1994 08:49:37 GMT", "\"abc\"", lm));
+	assert_false(http_if_range("Sun, 06 Nov 1994 08:49:38 GMT", "\"abc\"", lm));
+	assert_false(http_if_range("Sun, 06 Nov 1994 08:49:37 GMT", "\"abc\"", 0));	/* no Last-Modified */
+	assert_false(http_if_range("yesterday", "\"abc\"", lm));
 }
 
 static void test_etag_match(void **state)
@@ -1445,6 +1562,9 @@ int main(void)
 		cmocka_unit_test(test_reasons),
 		cmocka_unit_test(test_error_responses),
 		cmocka_unit_test(test_content_types),
+		cmocka_unit_test(test_content_types_generated),
+		cmocka_unit_test(test_byte_range),
+		cmocka_unit_test(test_if_range),
 		cmocka_unit_test(test_etag_match),
 		cmocka_unit_test(test_site_lookup),
 		cmocka_unit_test(test_date_header),
