@@ -103,7 +103,10 @@ struct boot_file {
 	u64 len;	/* BOOT_FILE_OK: bytes at base; BOOT_FILE_TOO_BIG: the size seen */
 	u64 cap;	/* its cap (BOOT_FILES) */
 	u64 status;	/* BOOT_FILE_ERROR: the EFI status */
-	char what[BOOT_DIR_PATH_MAX];	/* a directory's refusal: the path it is about */
+	u32 skipped;	/* a directory: names left out (a control character, a
+			 * bad UTF-16 pair, a path over 255 bytes or 8 levels) */
+	char what[BOOT_DIR_PATH_MAX];	/* a directory's refusal: the path it is about;
+					 * BOOT_FILE_OK: the first name skipped (non-ASCII as '?') */
 };
 
 /*
@@ -200,7 +203,7 @@ enum boot_file_state {
 	BOOT_FILE_ABSENT,	/* no such file (or no file system protocol) */
 	BOOT_FILE_TOO_BIG,	/* over its cap: len is the size seen */
 	BOOT_FILE_TOO_MANY,	/* a directory of over BOOT_DIR_MAX_FILES files */
-	BOOT_FILE_BAD_NAME,	/* a name outside [A-Za-z0-9._~-], or a path too long or deep */
+	BOOT_FILE_BAD_NAME,	/* a name longer than any path kept (the walk cannot step over it) */
 	BOOT_FILE_NO_MEMORY,
 	BOOT_FILE_ERROR,	/* opening or reading failed: status */
 };

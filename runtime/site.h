@@ -86,18 +86,20 @@ struct boot_dir_entry;
 
 /*
  * The ESP's site (runtime/site_esp.c): checks boot/'s table tab[0..n) of
- * files whose bytes lie in data[0..data_len) (every path NUL-terminated
- * and shaped as mksite.py makes them, every file inside data, no path
- * twice) and builds *out, a sorted site_file array with Content-Types and
- * ETags (one kzalloc). Returns 0, or -EINVAL/-ENOMEM with a short reason
- * in why[why_len] and *out NULL.
+ * files whose bytes lie in data[0..data_len) (every path NUL-terminated,
+ * every file inside data, no path twice) and builds *out, a sorted
+ * site_file array with Content-Types and ETags (one kzalloc). A path the
+ * site cannot serve (an empty or dot segment, a control byte) is left out
+ * with a warning naming it. Returns the files kept (>= 1), or
+ * -EINVAL/-ENOMEM with a short reason in why[why_len] and *out NULL.
  */
 int site_esp_index(const struct boot_dir_entry *tab, u32 n, const u8 *data, u64 data_len,
 		   struct site_file **out, char *why, size_t why_len);
 
 /* At boot: serves EFI/vireo/site/ if boot/ read it and it checks, saying so
- * ("site: N files, B bytes from EFI/vireo/site ..."); a refusal (over a
- * bound, a bad name, a read error) is one warning and the baked site stays. */
+ * ("site: N files, B bytes from EFI/vireo/site ..."); names boot/ left out
+ * are one warning naming the first, the rest is served; a refusal (over a
+ * bound, a read error) is one warning and the baked site stays. */
 void site_esp_boot(const struct boot_info *bi);
 
 #endif
