@@ -48,8 +48,9 @@
 #define BOOT_FILE_TLS		2u
 #define BOOT_FILE_SECRET	4u
 /* A directory: at most BOOT_DIR_MAX_FILES files (besides its byte cap),
- * URL paths of at most BOOT_DIR_PATH_MAX - 1 bytes of [A-Za-z0-9._~-] per
- * name, at most BOOT_DIR_DEPTH levels deep. */
+ * URL paths of at most BOOT_DIR_PATH_MAX - 1 bytes, each name the FAT long
+ * name in UTF-8 (no control character), at most BOOT_DIR_DEPTH levels
+ * deep; a name past those is left out and counted (boot_file.skipped). */
 #define BOOT_DIR_MAX_FILES 256
 #define BOOT_DIR_PATH_MAX 256
 #define BOOT_DIR_DEPTH 8	/* kernel stack, plus one guard page below it */
