@@ -35,8 +35,9 @@ static bool site_plain(unsigned char ch)
 /* /dir -> 301 /dir/?query when /dir/ has an index. The Location is the
  * path re-escaped, relative to this host (RFC 9110 10.2.2), so a proxy's
  * or a forwarded port's address stays the client's. False if path is no
- * such directory or the Location would not fit the headers. */
-static bool site_redirect_dir(vireo_req r, const char *path)
+ * such directory or the Location would not fit the headers. Cold: only a
+ * miss comes here (built for size, off the hit's path). */
+static __attribute__((cold, noinline)) bool site_redirect_dir(vireo_req r, const char *path)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	char loc[VIREO_RESP_HEADERS_MAX - 16];
