@@ -8,8 +8,8 @@
  * without its slash (/dir, when /dir/index.html is a file) is a 301 to
  * /dir/ with the query kept; a path with no file is 404 with the site's
  * own /404.html when it has one, or (site.fallback=, a single-page app)
- * the fallback file with 200. The default appliance (make, or make
- * APP=apps/site).
+ * the fallback file with 200; site.cache= adds Cache-Control by path.
+ * The default appliance (make, or make APP=apps/site).
  */
 #include "vireo/vireo.h"
 
@@ -17,6 +17,80 @@
  * single-page app's router wants (nginx: try_files $uri /index.html). */
 VIREO_CONFIG_STR(site_fallback, "site.fallback", 128, "",
 		 "a site file served (200) for a path with no file, e.g. /index.html for a single-page app; empty: none (404)");
+
+/*
+ * site.cache=: Cache-Control per path pattern, "PAT:VALUE;PAT:VALUE...",
+ * the first pattern that matches a served file's path wins: a PAT starting
+ * with '/' is a path prefix ("/assets/"), one starting with '.' a name's
+ * ending (".html"). VALUE is the header's value, printable ASCII but ';'
+ * and spaces ("max-age=31536000,immutable", "no-cache"). 255 bytes in all.
+ */
+static char site_cache[256];
+
+static int site_cache_check(const void *val, char *why, size_t why_len)
+{
+	const char *s = val;
+
+	while (*s) {
+		const char *p = s;
+
+		if (*p != '/' && *p != '.')
+			goto bad;
+		while (*p && *p != ':' && *p != ';')
+			p++;
+		if (*p != ':' || p[1] == ';' || !p[1])
+			goto bad;
+		for (p++; *p && *p != ';'; p++)
+			if ((unsigned char)*p <= ' ' || *p == 0x7f)
+				goto bad;
+		if (*p == ';' && !p[1])
+			goto bad;	/* nothing after the last ';' */
+		s = *p ? p + 1 : p;
+	}
+	return 0;
+bad:
+	vireo_snprintf(why, why_len, "want /prefix:value or .ending:value, ';' between; no Cache-Control");
+	return -EINVAL;
+}
+CMDLINE_PARAM(site_cache, .key = "site.cache", .type = CMDLINE_STR, .dst = site_cache,
+	      .dst_size = sizeof site_cache, .validate = site_cache_check, .def = "",
+	      .values = "PAT:VALUE;... (PAT /prefix or .ending)",
+	      .help = "Cache-Control per path, the first match wins, e.g. /assets/:max-age=31536000,immutable;.html:no-cache");
+
+/* The Cache-Control site.cache= gives path, if any, added to r. */
+static __attribute__((cold, noinline)) void site_cache_header(vireo_req r, const char *path)
+{
+	const char *s = site_cache;
+	size_t plen = 0;
+
+	while (path[plen])
+		plen++;
+	while (*s) {
+		const char *c = s, *v, *e;
+		size_t n;
+		bool hit;
+
+		while (*c != ':')
+			c++;	/* site_cache_check() made sure of it */
+		n = (size_t)(c - s);
+		v = c + 1;
+		for (e = v; *e && *e != ';'; e++)
+			;
+		if (s[0] == '/')
+			hit = plen >= n && !__builtin_memcmp(path, s, n);
+		else
+			hit = plen >= n && !__builtin_memcmp(path + plen - n, s, n);
+		if (hit) {
+			char val[sizeof site_cache];
+
+			__builtin_memcpy(val, v, (size_t)(e - v));
+			val[e - v] = '\0';
+			vireo_resp_header(r, "Cache-Control", val);
+			return;
+		}
+		s = *e ? e + 1 : e;
+	}
+}
 
 /* An RFC 3986 path character that needs no escape (unreserved, sub-delims,
  * ':', '@', '/'). */
@@ -96,12 +170,16 @@ static void site_get(vireo_req r, void *arg)
 		 * vireo_resp_last_modified(r, f.mtime) and vireo_resp_send_static(),
 		 * with the file's head lines made when the site was instead of
 		 * formatted and checked per request. */
+		if (site_cache[0])
+			site_cache_header(r, f.path);
 		vireo_resp_send_file(r, &f);
 		return;
 	}
 	if (site_redirect_dir(r, path))
 		return;
 	if (site_fallback[0] && vireo_file_find(site_fallback, &f)) {
+		if (site_cache[0])
+			site_cache_header(r, f.path);
 		vireo_resp_send_file(r, &f);
 		return;
 	}

@@ -1602,6 +1602,44 @@ static void test_fallback(void **state)
 	site_use(NULL, 0);
 }
 
+/* site.cache=: Cache-Control by prefix or ending, the first match; a bad
+ * value is refused (the key keeps its value). */
+static void test_cache_control(void **state)
+{
+	const struct cmdline_opt *const *set = LINKSET_BEGIN(cmdline);
+	size_t n = LINKSET_COUNT(cmdline);
+	struct client c;
+	struct resp r;
+
+	site_use(t_site, ARRAY_SIZE(t_site));
+	assert_int_equal(cmdline_parse_set("site.cache=/dir/:max-age=60;.html:no-cache;/:public", set, n, NULL,
+					   NULL), 0);
+	ask(&c, "GET /dir/ HTTP/1.1\r\nHost: v\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Cache-Control"), "max-age=60");
+	cl_send_str(&c, "GET / HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_string_equal(hdr(&r, "Cache-Control"), "no-cache");
+	cl_send_str(&c, "GET /logo@2x.png HTTP/1.1\r\nHost: v\r\nRange: bytes=0-1\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 206);
+	assert_string_equal(hdr(&r, "Cache-Control"), "public");
+	cl_close(&c);
+	static const char *const bad[] = { "site.cache=assets:x", "site.cache=/a", "site.cache=/a:", "site.cache=/a:b\x7f",
+					   "site.cache=/a:b;", "site.cache=/a:;.b:c" };
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		if (cmdline_parse_set(bad[i], set, n, NULL, NULL) != 1)
+			fail_msg("%s accepted", bad[i]);
+	ask(&c, "GET /dir/ HTTP/1.1\r\nHost: v\r\n\r\n", false, &r);
+	assert_string_equal(hdr(&r, "Cache-Control"), "max-age=60");	/* kept */
+	cl_close(&c);
+	assert_int_equal(cmdline_parse_set("site.cache=", set, n, NULL, NULL), 0);
+	ask(&c, "GET /dir/ HTTP/1.1\r\nHost: v\r\n\r\n", false, &r);
+	assert_null(hdr(&r, "Cache-Control"));
+	cl_close(&c);
+	site_use(NULL, 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1620,6 +1658,7 @@ int main(void)
 		T(test_range),
 		T(test_dir_redirect_and_404),
 		T(test_fallback),
+		T(test_cache_control),
 		T(test_bad_request),
 		T(test_bare_lf),
 		T(test_method_not_allowed),
