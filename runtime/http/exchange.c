@@ -635,6 +635,28 @@ static __cold int exchange_range(struct conn *c, const struct site_file *f, u64 
 	return 416;
 }
 
+/* f has its gzip_static twin gz: the answer varies with Accept-Encoding
+ * (*enc: the lines to add); a client taking gzip gets gz's bytes and ETag
+ * with f's type (a copy in *tmp, returned), any other f. */
+static __cold const struct site_file *exchange_gz(struct conn *c, const struct site_file *f,
+						  const struct site_file *gz, struct site_file *tmp, const char **enc,
+						  size_t *el)
+{
+	static const char vary[] = "Vary: Accept-Encoding\r\n";
+	static const char both[] = "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n";
+
+	if (!http_accepts_gzip(http_header(&c->parser, "accept-encoding"))) {
+		*enc = vary;
+		*el = sizeof vary - 1;
+		return f;
+	}
+	*tmp = *gz;
+	tmp->content_type = f->content_type;
+	*enc = both;
+	*el = sizeof both - 1;
+	return tmp;
+}
+
 int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 {
 	static const char st200[] = "HTTP/1.1 200 OK\r\nServer: vireo\r\n";
@@ -642,12 +664,13 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 	static const char st206[] = "HTTP/1.1 206 Partial Content\r\nServer: vireo\r\n";
 	static const char ar[] = "Accept-Ranges: bytes\r\n";
 	static const char ka[] = "Connection: keep-alive\r\n", cl[] = "Connection: close\r\n";
-	const struct site_file *f;
+	const struct site_file *f, *gz;
 	const struct site_head *h;
 	struct site_head made;
-	const char *head, *lm_line = NULL;
+	struct site_file gzf;
+	const char *head, *lm_line = NULL, *enc = NULL;
 	char date[40], lines[SITE_LINES_MAX], rng[80];
-	size_t dl, hl, ll = 0, rl = 0, total;
+	size_t dl, hl, ll = 0, rl = 0, el = 0, total;
 	const char *st, *rv;
 	bool keep, nm;
 	struct conn *c;
@@ -663,6 +686,12 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 	if (!f) {
 		api_misuse("vireo_resp_send_file: not a file vireo_file_find() found: refused");
 		return -EINVAL;
+	}
+	gz = site_gz(f);
+	if (gz) {
+		f = exchange_gz(c, f, gz, &gzf, &enc, &el);
+		if (f == &gzf)
+			h = NULL;	/* its lines, with f's type, are made below */
 	}
 	if (!h) {
 		/* No memory for the table's lines: the same bytes, made now. */
@@ -691,7 +720,7 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 	dl = http_date(date, sizeof date);
 	keep = server_keep_alive(c);
 	total = __builtin_strlen(st) + (dl ? dl + 8 : 0) + hl + rl + (keep ? sizeof ka : sizeof cl) - 1 + c->xhdr_len +
-		h->etag_line_len + ll + (status == 200 ? sizeof ar - 1 : 0) + 2;
+		h->etag_line_len + ll + el + (status == 200 ? sizeof ar - 1 : 0) + 2;
 	if (total > sizeof c->out) {
 		api_misuse("vireo_resp_send_file: %.64s with its headers does not fit: 500 sent", f->path);
 		server_respond_error(c, 500, c->parser.method == HTTP_METHOD_HEAD);
@@ -712,6 +741,7 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 	p = outbuf_put(p, c->xhdr, c->xhdr_len);
 	p = outbuf_put(p, h->etag_line, h->etag_line_len);
 	p = outbuf_put(p, lm_line, ll);
+	p = outbuf_put(p, enc, el);
 	if (status == 200)
 		p = outbuf_put(p, ar, sizeof ar - 1);	/* as nginx: ranges are served */
 	p = outbuf_put(p, "\r\n", 2);

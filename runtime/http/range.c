@@ -5,7 +5,8 @@
  * not "bytes" is ignored, and a malformed "bytes=" set is a 416 (nginx's
  * answer; RFC 9110 would also allow ignoring it). If-Range lets the range
  * apply only to the representation the client has: its strong ETag, or its
- * Last-Modified date exactly.
+ * Last-Modified date exactly. And Accept-Encoding's gzip, for the files
+ * stored compressed beside the originals (nginx's gzip_static).
  */
 #include "kernel/time/wallclock.h"
 #include "lib/types.h"
@@ -105,4 +106,45 @@ bool http_if_range(const char *v, const char *etag, u64 lm)
 		return v[i] == '\0' && etag[i] == '\0';
 	}
 	return lm && wallclock_parse_http_date(v, &t) && t == lm;
+}
+
+/* Lower-case ASCII of c. */
+static u8 range_lower(u8 c)
+{
+	return c >= 'A' && c <= 'Z' ? (u8)(c + 32) : c;
+}
+
+bool http_accepts_gzip(const char *v)
+{
+	const char *p = v;
+
+	if (!v)
+		return false;
+	while (*p) {
+		const char *t, *e;
+		size_t n;
+		bool q0 = false;
+
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		for (t = p; *p && *p != ',' && *p != ';' && *p != ' ' && *p != '\t'; p++)
+			;
+		n = (size_t)(p - t);
+		for (e = p; *e && *e != ','; e++)	/* parameters: ;q=0 (0.0, 0.000) refuses */
+			if (*e == '=' && (e[-1] | 0x20) == 'q' && e[1] == '0') {
+				const char *d = e + 2;
+
+				if (*d == '.')
+					for (d++; *d == '0'; d++)
+						;
+				q0 = *d == '\0' || *d == ',' || *d == ' ' || *d == '\t' || *d == ';';
+			}
+		p = e;
+		if (q0 || !n)
+			continue;
+		if (n == 4 && range_lower((u8)t[0]) == 'g' && range_lower((u8)t[1]) == 'z' &&
+		    range_lower((u8)t[2]) == 'i' && range_lower((u8)t[3]) == 'p')
+			return true;
+	}
+	return false;
 }

@@ -5,6 +5,7 @@ ranges (curl -C - resumes), /dir -> /dir/, a custom 404.html and types
 from the generated table (.mjs); over the file-count or byte bound the log
 says why and the baked site stays; a directory past the depth bound alone
 is left out, named."""
+import gzip
 import os
 import re
 import shutil
@@ -90,7 +91,12 @@ def test_esp_site_served_byte_identical(boot, tmp_path):
 def _baked_site_stays(vm, port, why):
     assert re.search(rf"^warning: site: EFI/vireo/site {why}.*; serving the built-in site$", vm.text, re.M), vm.text
     with open(BAKED_INDEX, "rb") as f:
-        assert get(port, "/")[2] == f.read()
+        index = f.read()
+    assert get(port, "/")[2] == index
+    # The baked index.html.gz (mksite.py --gzip) for a client taking gzip.
+    status, headers, body = get(port, "/", {"Accept-Encoding": "gzip"})
+    assert headers["Content-Encoding"] == "gzip" and headers["Vary"] == "Accept-Encoding", headers
+    assert gzip.decompress(body) == index
     assert "from EFI/vireo/site" not in vm.text
 
 
@@ -134,6 +140,8 @@ def test_odd_names_ranges_and_redirects(boot, tmp_path):
         "404.html": b"<h1>custom not found</h1>\n",
         "docs/index.html": b"<h1>docs</h1>\n",
         "big.bin": big,
+        "text.txt": b"compress me " * 500,
+        "text.txt.gz": gzip.compress(b"compress me " * 500, mtime=0),
         "1/2/3/4/5/6/7/8/f.txt": b"too deep\n",
     }
     for name, data in files.items():
@@ -143,7 +151,7 @@ def test_odd_names_ranges_and_redirects(boot, tmp_path):
     vm, port = boot_app(boot, img)
     assert re.search(r"^warning: site: EFI/vireo/site: 1 name\(s\) left out .*the first: "
                      r"EFI/vireo/site/1/2/3/4/5/6/7/8$", vm.text, re.M), vm.text
-    assert re.search(r"^site: 9 files, \d+ bytes from EFI/vireo/site", vm.text, re.M), vm.text
+    assert re.search(r"^site: 11 files, \d+ bytes from EFI/vireo/site", vm.text, re.M), vm.text
     for name, data in files.items():
         if name.startswith("1/"):
             continue
@@ -178,6 +186,16 @@ def test_odd_names_ranges_and_redirects(boot, tmp_path):
     assert status == 206
     status, h = curl_head(port, "/big.bin", "-I", "-r", "0-9")
     assert status == 206 and h["content-length"] == "10"
+    # gzip_static: text.txt.gz for a client taking gzip (curl --compressed
+    # gunzips it), Vary either way.
+    status, h = curl_head(port, "/text.txt", "--compressed")
+    assert status == 200 and h["content-encoding"] == "gzip" and h["vary"] == "Accept-Encoding", h
+    assert h["content-length"] == str(len(files["text.txt.gz"]))
+    out = subprocess.run(["curl", "-sf", "--compressed", f"http://127.0.0.1:{port}/text.txt"], check=True,
+                         capture_output=True, timeout=30).stdout
+    assert out == files["text.txt"]
+    status, h = curl_head(port, "/text.txt")
+    assert "content-encoding" not in h and h["vary"] == "Accept-Encoding", h
     # curl -C - resumes a cut download.
     part = tmp_path / "big.part"
     part.write_bytes(big[:123_457])

@@ -1013,6 +1013,23 @@ static void test_if_range(void **state)
 	assert_false(http_if_range("yesterday", "\"abc\"", lm));
 }
 
+static void test_accepts_gzip(void **state)
+{
+	assert_true(http_accepts_gzip("gzip"));
+	assert_true(http_accepts_gzip("gzip, deflate, br"));
+	assert_true(http_accepts_gzip("br;q=1.0, GZIP;q=0.5"));
+	assert_true(http_accepts_gzip("deflate, gzip"));
+	assert_true(http_accepts_gzip("gzip;q=0.1"));
+	assert_false(http_accepts_gzip(NULL));
+	assert_false(http_accepts_gzip(""));
+	assert_false(http_accepts_gzip("identity"));
+	assert_false(http_accepts_gzip("gzip;q=0"));
+	assert_false(http_accepts_gzip("gzip; q=0.000, br"));
+	assert_false(http_accepts_gzip("xgzip, gzipx"));
+	assert_false(http_accepts_gzip("*"));
+	assert_false(http_accepts_gzip("br, gzip;q=0.0"));
+}
+
 static void test_etag_match(void **state)
 {
 	static const struct {
@@ -1250,6 +1267,30 @@ static void test_mksite(void **state)
 	assert_non_null(strstr(t1, "const size_t site_nfiles = 4;"));
 	free(t1);
 	free(t2);
+
+	/* --gzip: the default site's index.html (612 B of HTML) gets its .gz,
+	 * a gzip stream (1f 8b) that gunzips to it; the 3-byte z.txt and the
+	 * CSS below 256 bytes do not. Twice the same (no name, no time). */
+	assert_int_equal(sh(PY " --gzip runtime/default-site %s", out1), 0);
+	assert_int_equal(sh(PY " --gzip runtime/default-site %s", out2), 0);
+	t1 = slurp(out1, &n1);
+	t2 = slurp(out2, &n2);
+	assert_int_equal(n1, n2);
+	assert_memory_equal(t1, t2, n1);
+	assert_non_null(strstr(t1, "{ \"/index.html.gz\", site_data_1, "));
+	assert_non_null(strstr(t1, "\"Content-Type: application/gzip\\r\\n"));
+	assert_non_null(strstr(t1, "site_data_1[") && strstr(strstr(t1, "site_data_1["), "\"\\037\\213"));
+	assert_non_null(strstr(t1, "const size_t site_nfiles = 2;"));
+	free(t1);
+	free(t2);
+	assert_int_equal(sh(PY " --gzip %s %s", a, out1), 0);
+	t1 = slurp(out1, &n1);
+	assert_null(strstr(t1, ".gz\""));
+	free(t1);
+	assert_int_equal(sh("/usr/bin/python3 -c 'import sys; sys.path.insert(0, \"tools\"); import mksite, gzip; "
+			    "f = {\"/index.html\": open(\"runtime/default-site/index.html\", \"rb\").read()}; "
+			    "mksite.add_gzip(f); assert gzip.decompress(f[\"/index.html.gz\"]) == f[\"/index.html\"]'"),
+			 0);
 
 	/* Refusals: names needing escapes, long names, clashes, bad --extra. */
 	assert_int_equal(sh(PY " %s %s --extra z.txt=1 2>/dev/null", a, out1), 1);
@@ -1605,6 +1646,7 @@ int main(void)
 		cmocka_unit_test(test_content_types_generated),
 		cmocka_unit_test(test_byte_range),
 		cmocka_unit_test(test_if_range),
+		cmocka_unit_test(test_accepts_gzip),
 		cmocka_unit_test(test_etag_match),
 		cmocka_unit_test(test_site_lookup),
 		cmocka_unit_test(test_date_header),

@@ -1602,6 +1602,57 @@ static void test_fallback(void **state)
 	site_use(NULL, 0);
 }
 
+/* gzip_static: /app.js.gz beside /app.js is served for /app.js to a client
+ * taking gzip (Content-Encoding, the .gz's ETag, /app.js's type), with
+ * Vary either way; ranges and 304 go by the representation served. */
+static void test_gzip_static(void **state)
+{
+	static const u8 js[] = "console.log('plain');\n", jsgz[] = "\x1f\x8b fake gzip bytes";
+	static const struct site_file tab[] = {
+		{ "/app.js", js, sizeof js - 1, "text/javascript; charset=utf-8", "\"js\"", 0 },
+		{ "/app.js.gz", jsgz, sizeof jsgz - 1, "application/gzip", "\"gz\"", 0 },
+		{ "/index.html", t_root, sizeof t_root - 1, "text/html; charset=utf-8", "\"d\"", 0 },
+	};
+	struct client c;
+	struct resp r;
+
+	site_use(tab, ARRAY_SIZE(tab));
+	ask(&c, "GET /app.js HTTP/1.1\r\nHost: v\r\nAccept-Encoding: br, gzip\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Content-Encoding"), "gzip");
+	assert_string_equal(hdr(&r, "Vary"), "Accept-Encoding");
+	assert_string_equal(hdr(&r, "Content-Type"), "text/javascript; charset=utf-8");
+	assert_string_equal(hdr(&r, "ETag"), "\"gz\"");
+	assert_int_equal(r.body_len, sizeof jsgz - 1);
+	assert_memory_equal(r.body, jsgz, sizeof jsgz - 1);
+	cl_send_str(&c, "GET /app.js HTTP/1.1\r\nHost: v\r\nAccept-Encoding: gzip\r\nRange: bytes=0-1\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 206);
+	assert_string_equal(hdr(&r, "Content-Range"), "bytes 0-1/18");
+	assert_memory_equal(r.body, jsgz, 2);
+	cl_send_str(&c, "GET /app.js HTTP/1.1\r\nHost: v\r\nAccept-Encoding: gzip\r\nIf-None-Match: \"gz\"\r\n\r\n");
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 304);
+	assert_string_equal(hdr(&r, "Vary"), "Accept-Encoding");
+	cl_send_str(&c, "GET /app.js HTTP/1.1\r\nHost: v\r\nAccept-Encoding: gzip;q=0, br\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_null(hdr(&r, "Content-Encoding"));
+	assert_string_equal(hdr(&r, "Vary"), "Accept-Encoding");
+	assert_string_equal(hdr(&r, "ETag"), "\"js\"");
+	assert_memory_equal(r.body, js, sizeof js - 1);
+	cl_send_str(&c, "GET /app.js.gz HTTP/1.1\r\nHost: v\r\nAccept-Encoding: gzip\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_string_equal(hdr(&r, "Content-Type"), "application/gzip");
+	assert_null(hdr(&r, "Content-Encoding"));
+	assert_null(hdr(&r, "Vary"));
+	cl_send_str(&c, "GET / HTTP/1.1\r\nHost: v\r\nAccept-Encoding: gzip\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_null(hdr(&r, "Vary"));	/* no twin */
+	cl_close(&c);
+	site_use(NULL, 0);
+}
+
 /* site.cache=: Cache-Control by prefix or ending, the first match; a bad
  * value is refused (the key keeps its value). */
 static void test_cache_control(void **state)
@@ -1659,6 +1710,7 @@ int main(void)
 		T(test_dir_redirect_and_404),
 		T(test_fallback),
 		T(test_cache_control),
+		T(test_gzip_static),
 		T(test_bad_request),
 		T(test_bare_lf),
 		T(test_method_not_allowed),
