@@ -4,7 +4,8 @@
  * the file's ETag, Last-Modified once the clock is set, and a 304 when
  * If-None-Match matches (or, without it, If-Modified-Since is not older
  * than the file), a single byte range (206, 416, If-Range) as nginx serves
- * it, all by vireo_resp_send_file(). As nginx does, a directory asked for
+ * it, NAME.gz for clients taking gzip (gzip_static), all by
+ * vireo_resp_send_file(). As nginx does, a directory asked for
  * without its slash (/dir, when /dir/index.html is a file) is a 301 to
  * /dir/ with the query kept; a path with no file is 404 with the site's
  * own /404.html when it has one, or (site.fallback=, a single-page app)

@@ -175,7 +175,9 @@ int vireo_resp_send_static(vireo_req r, int status, const char *type, const void
  * vireo_resp_send_static(). A Range (one range, as nginx serves it: its
  * If-Range honoured) is a 206 with Content-Range and those bytes, or a 416
  * with "Content-Range: bytes * /len" and the canned page; several ranges
- * get the whole file (200).
+ * get the whole file (200). A file with NAME.gz beside it in the site is
+ * answered with Vary: Accept-Encoding, and with the .gz's bytes and ETag
+ * (Content-Encoding: gzip, f's type) to a client taking gzip.
  * The runtime serves the file f names as it found it, whatever f's other
  * fields say now. 0, -EINVAL (f NULL or not from vireo_file_find(), or
  * the head does not fit: then 500 is sent), -EALREADY, -EPIPE.
