@@ -8,7 +8,7 @@ run=(qemu-system-x86 ovmf dpkg-dev gpgv debian-archive-keyring)
 test=(libcmocka-dev clang libclang-rt-14-dev python3-pytest grub-efi-amd64-bin xorriso qemu-utils sbsigntool openssl
 	curl iputils-ping iproute2 wrk python3-scapy apache2-utils tcpdump ethtool chrony testssl.sh
 	haproxy dnsmasq-base dnsutils knot-dnsutils dnsperf nsd python3-dnspython prometheus cloud-image-utils
-	genisoimage)
+	genisoimage nginx-light)
 # make qemu-current: what QEMU 10.0's x86_64-softmmu build needs (meson
 # comes from trixie, fetched by tools/qemu-current.sh: Debian 12's is too old)
 qemu_current=(gcc make ninja-build pkgconf python3-venv flex bison libglib2.0-dev libpixman-1-dev
