@@ -46,12 +46,15 @@ const struct site_file *site_find(const struct site_file *files, size_t n, const
 static const struct site_file *site_cur;	/* NULL: the generated table */
 static size_t site_cur_n;
 static const struct site_head *site_cur_heads;	/* its lines, or NULL */
+static const struct site_file *site_gz_seen;	/* the table site_gz_any is about */
+static bool site_gz_any;
 
 void site_use(const struct site_file *files, size_t n)
 {
 	site_cur = files;
 	site_cur_n = n;
 	site_cur_heads = NULL;
+	site_gz_seen = NULL;	/* a new table (perhaps at an old one's address) */
 }
 
 static struct site_file *site_synth_tab;	/* site_files, synthetic files generated */
@@ -238,18 +241,16 @@ static __cold bool site_any_gz(const struct site_file *t, size_t n)
 
 const struct site_file *site_gz(const struct site_file *f)
 {
-	static const struct site_file *seen;	/* the table gz_any is about */
-	static bool gz_any;
 	const struct site_file *t, *g;
 	char path[SITE_PATH_MAX + 4];
 	size_t n, l = 0;
 
 	t = site_table(&n);
-	if (t != seen) {	/* once per table: is there any .gz at all? */
-		seen = t;
-		gz_any = site_any_gz(t, n);
+	if (t != site_gz_seen) {	/* once per table: is there any .gz at all? */
+		site_gz_seen = t;
+		site_gz_any = site_any_gz(t, n);
 	}
-	if (!gz_any)
+	if (!site_gz_any)
 		return NULL;
 	while (f->path[l] && l < SITE_PATH_MAX)
 		l++;
