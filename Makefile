@@ -38,7 +38,7 @@ KCFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fno-asynchronous-unwind-tables -ffunction-sections -fdata-sections \
 	-fdebug-prefix-map=$(CURDIR)=. \
 	-DVIREO_VERSION='"$(VERSION)"' -DVIREO_REV='"$(GIT_REV)"' \
-	-I. -Iinclude -Ikernel/arch -MMD -MP
+	-I. -Iinclude -Ikernel/arch -I$(BUILD)/gen -MMD -MP
 # make TLS=1 (the TLS block below): lwIP is built with altcp (net/port/lwipopts.h)
 # and its altcp_tls.h includes mbedTLS's headers (net/tls/mbedtls.mk).
 ifeq ($(TLS),1)
@@ -166,7 +166,8 @@ endif
 # ---- end TLS ---------------------------------------------------------------
 
 # The files baked into the image (vireo/files.h; the static site serves them):
-# APP_ROOT's files as rodata, plus APP_EXTRA synthesized files (NAME=SIZE; the
+# APP_ROOT's files as rodata, each compressible one with its NAME.gz made here
+# (mksite.py --gzip: served to clients taking gzip), plus APP_EXTRA synthesized files (NAME=SIZE; the
 # benchmark's 64 KiB file, for the static site only), generated at boot. An app's
 # own apps/NAME/site/ is its APP_ROOT when it has one.
 APP_ROOT  ?= $(if $(wildcard $(APP)/site),$(APP)/site,runtime/default-site)
@@ -186,7 +187,19 @@ $(SITE_DATE_STAMP):
 	$(Q)rm -f $(BUILD)/site-date.* && touch $@
 $(OUT)/site_data.c: tools/mksite.py $(APP_STAMP) $(SITE_DATE_STAMP) $(shell find $(APP_ROOT) -type f 2>/dev/null)
 	@$(if $(Q),echo "  MKSITE  $(APP_ROOT)")
-	$(Q)$(PYTHON) tools/mksite.py $(APP_ROOT) $@ $(addprefix --extra ,$(APP_EXTRA))
+	$(Q)$(PYTHON) tools/mksite.py --gzip $(APP_ROOT) $@ $(addprefix --extra ,$(APP_EXTRA))
+# The Content-Type table (runtime/http/mime.c includes it): generated from
+# Debian's media-types (/etc/mime.types) by tools/mkmime.py, never typed by
+# hand; mksite.py reads the same table. A prerequisite of mime.c itself, so
+# it exists before anything compiles mime.c (the kernel, the host tests).
+MIME_TYPES := /etc/mime.types
+MIME_H := $(BUILD)/gen/mime_table.h
+$(MIME_H): tools/mkmime.py $(MIME_TYPES)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  MKMIME  $@")
+	$(Q)$(PYTHON) tools/mkmime.py --types $(MIME_TYPES) $@
+runtime/http/mime.c: $(MIME_H)
+$(OUT)/site_data.c: tools/mkmime.py $(MIME_TYPES)
 $(OUT)/site_data.o: $(OUT)/site_data.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(KCFLAGS) -c $< -o $@
@@ -329,7 +342,7 @@ deps-run:
 # ---- tests ---------------------------------------------------------------
 HOST_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
-	-Itests/host/shim -I. -Iinclude -MMD -MP -DHOST_TEST
+	-Itests/host/shim -I. -Iinclude -I$(BUILD)/gen -MMD -MP -DHOST_TEST
 HOST_LDLIBS := -lcmocka
 HOST_TESTS :=
 FUZZERS :=
@@ -376,7 +389,7 @@ $(BUILD)/host/$(1): $$(call host_srcs,$(1))
 endef
 $(foreach t,$(HOST_TESTS),$(eval $(call host_test_rule,$(t))))
 
-FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Itests/host/shim -I. -Iinclude -DHOST_TEST -DFUZZ
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Itests/host/shim -I. -Iinclude -I$(BUILD)/gen -DHOST_TEST -DFUZZ
 define fuzz_rule
 $(BUILD)/fuzz/$(1): $$(call host_srcs,$(1))
 	@mkdir -p $$(dir $$@)

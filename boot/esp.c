@@ -100,10 +100,13 @@ struct esp_walk {
 	u64 used;			/* data bytes taken */
 };
 
-/* A FAT long name as a URL path segment: [A-Za-z0-9._~-] only (as
- * tools/mksite.py asks of the baked site), so no path ever needs escaping.
- * Appends "/name" to path[len], NUL-terminated; returns the new length, or
- * 0 when a character is outside the set or the path would not fit. */
+/* A FAT long name (UTF-16) as a URL path segment, in UTF-8: every
+ * character but controls (and '/' or '\\', which no FAT name holds) is
+ * kept, so RFC 3986's sub-delims, '@', ':', spaces and any script are
+ * served (the request's percent-escapes decode to these bytes). Appends
+ * "/name" to path[len], NUL-terminated; returns the new length, or 0 when a
+ * character is refused (a control, half a surrogate pair) or the path would
+ * not fit BOOT_DIR_PATH_MAX. */
 static size_t esp_path_append(char *path, size_t len, const CHAR16 *name, size_t name_max)
 {
 	size_t i;
@@ -112,17 +115,59 @@ static size_t esp_path_append(char *path, size_t len, const CHAR16 *name, size_t
 		return 0;
 	path[len++] = '/';
 	for (i = 0; i < name_max && name[i]; i++) {
-		CHAR16 c = name[i];
+		u32 c = name[i];
+		u8 u[4];
+		size_t n, k;
 
-		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-		      c == '_' || c == '~' || c == '-'))
+		if (c < 0x20 || c == 0x7f || c == '/' || c == '\\' || (c >= 0xdc00 && c <= 0xdfff))
 			return 0;
-		if (len + 1 >= BOOT_DIR_PATH_MAX)
+		if (c >= 0xd800 && c <= 0xdbff) {	/* a pair: its low half must follow */
+			if (i + 1 >= name_max || name[i + 1] < 0xdc00 || name[i + 1] > 0xdfff)
+				return 0;
+			c = 0x10000 + ((c - 0xd800) << 10) + (name[++i] - 0xdc00u);
+		}
+		if (c < 0x80) {
+			u[0] = (u8)c;
+			n = 1;
+		} else if (c < 0x800) {
+			u[0] = (u8)(0xc0 | c >> 6);
+			u[1] = (u8)(0x80 | (c & 0x3f));
+			n = 2;
+		} else if (c < 0x10000) {
+			u[0] = (u8)(0xe0 | c >> 12);
+			u[1] = (u8)(0x80 | ((c >> 6) & 0x3f));
+			u[2] = (u8)(0x80 | (c & 0x3f));
+			n = 3;
+		} else {
+			u[0] = (u8)(0xf0 | c >> 18);
+			u[1] = (u8)(0x80 | ((c >> 12) & 0x3f));
+			u[2] = (u8)(0x80 | ((c >> 6) & 0x3f));
+			u[3] = (u8)(0x80 | (c & 0x3f));
+			n = 4;
+		}
+		if (len + n >= BOOT_DIR_PATH_MAX)
 			return 0;
-		path[len++] = (char)c;
+		for (k = 0; k < n; k++)
+			path[len++] = (char)u[k];
 	}
 	path[len] = '\0';
 	return i ? len : 0;
+}
+
+/* A name left out: counted, and the first one kept for the warning as
+ * dir/name with anything but printable ASCII as '?' (at most what fits). */
+static void esp_skip(struct boot_file *f, const char *dir, const CHAR16 *name, size_t name_max)
+{
+	size_t o = 0, i;
+
+	if (f->skipped++)
+		return;
+	for (i = 0; dir[i] && o + 2 < sizeof f->what; i++)
+		f->what[o++] = (u8)dir[i] < 0x80 ? dir[i] : '?';
+	f->what[o++] = '/';
+	for (i = 0; i < name_max && name[i] && o + 1 < sizeof f->what; i++)
+		f->what[o++] = name[i] >= 0x20 && name[i] < 0x7f ? (char)name[i] : '?';
+	f->what[o] = '\0';
 }
 
 /* A file's modification time in Unix seconds, 0 if the firmware's is not
@@ -173,7 +218,9 @@ static void esp_file(struct esp_walk *w, EFI_FILE_HANDLE fh, const EFI_FILE_INFO
 }
 
 /* One directory: its files, then (depth permitting) its directories.
- * Names starting with '.' are skipped, as mksite.py skips dotfiles. */
+ * Names starting with '.' are skipped, as mksite.py skips dotfiles; a name
+ * that cannot be a path (esp_path_append), or a directory past
+ * BOOT_DIR_DEPTH, is left out and counted (esp_skip), the rest read. */
 static void esp_dir(struct esp_walk *w, EFI_FILE_HANDLE dir, char *path, size_t len, unsigned depth)
 {
 	union esp_info buf;
@@ -203,18 +250,14 @@ static void esp_dir(struct esp_walk *w, EFI_FILE_HANDLE dir, char *path, size_t 
 		if (buf.info.FileName[0] == '.' || buf.info.FileName[0] == 0)
 			continue;
 		nlen = esp_path_append(path, len, buf.info.FileName, name_max);
-		if (!nlen) {
-			path[len] = '\0';
-			esp_fail(w->f, BOOT_FILE_BAD_NAME, path, 0);
-			return;
+		if (!nlen || ((buf.info.Attribute & EFI_FILE_DIRECTORY) && depth + 1 >= BOOT_DIR_DEPTH)) {
+			path[len] = '\0';	/* left out; the rest of the site is read */
+			esp_skip(w->f, path, buf.info.FileName, name_max);
+			continue;
 		}
 		if (buf.info.Attribute & EFI_FILE_DIRECTORY) {
 			EFI_FILE_HANDLE sub = NULL;
 
-			if (depth + 1 >= BOOT_DIR_DEPTH) {
-				esp_fail(w->f, BOOT_FILE_BAD_NAME, path, 0);
-				return;
-			}
 			s = dir->Open(dir, &sub, buf.info.FileName, EFI_FILE_MODE_READ, 0);
 			if (s != EFI_SUCCESS || !sub) {
 				esp_fail(w->f, BOOT_FILE_ERROR, path, s);

@@ -48,8 +48,9 @@
 #define BOOT_FILE_TLS		2u
 #define BOOT_FILE_SECRET	4u
 /* A directory: at most BOOT_DIR_MAX_FILES files (besides its byte cap),
- * URL paths of at most BOOT_DIR_PATH_MAX - 1 bytes of [A-Za-z0-9._~-] per
- * name, at most BOOT_DIR_DEPTH levels deep. */
+ * URL paths of at most BOOT_DIR_PATH_MAX - 1 bytes, each name the FAT long
+ * name in UTF-8 (no control character), at most BOOT_DIR_DEPTH levels
+ * deep; a name past those is left out and counted (boot_file.skipped). */
 #define BOOT_DIR_MAX_FILES 256
 #define BOOT_DIR_PATH_MAX 256
 #define BOOT_DIR_DEPTH 8	/* kernel stack, plus one guard page below it */
@@ -103,7 +104,10 @@ struct boot_file {
 	u64 len;	/* BOOT_FILE_OK: bytes at base; BOOT_FILE_TOO_BIG: the size seen */
 	u64 cap;	/* its cap (BOOT_FILES) */
 	u64 status;	/* BOOT_FILE_ERROR: the EFI status */
-	char what[BOOT_DIR_PATH_MAX];	/* a directory's refusal: the path it is about */
+	u32 skipped;	/* a directory: names left out (a control character, a
+			 * bad UTF-16 pair, a path over 255 bytes or 8 levels) */
+	char what[BOOT_DIR_PATH_MAX];	/* a directory's refusal: the path it is about;
+					 * BOOT_FILE_OK: the first name skipped (non-ASCII as '?') */
 };
 
 /*
@@ -200,7 +204,7 @@ enum boot_file_state {
 	BOOT_FILE_ABSENT,	/* no such file (or no file system protocol) */
 	BOOT_FILE_TOO_BIG,	/* over its cap: len is the size seen */
 	BOOT_FILE_TOO_MANY,	/* a directory of over BOOT_DIR_MAX_FILES files */
-	BOOT_FILE_BAD_NAME,	/* a name outside [A-Za-z0-9._~-], or a path too long or deep */
+	BOOT_FILE_BAD_NAME,	/* a name longer than any path kept (the walk cannot step over it) */
 	BOOT_FILE_NO_MEMORY,
 	BOOT_FILE_ERROR,	/* opening or reading failed: status */
 };

@@ -46,12 +46,15 @@ const struct site_file *site_find(const struct site_file *files, size_t n, const
 static const struct site_file *site_cur;	/* NULL: the generated table */
 static size_t site_cur_n;
 static const struct site_head *site_cur_heads;	/* its lines, or NULL */
+static const struct site_file *site_gz_seen;	/* the table site_gz_any is about */
+static bool site_gz_any;
 
 void site_use(const struct site_file *files, size_t n)
 {
 	site_cur = files;
 	site_cur_n = n;
 	site_cur_heads = NULL;
+	site_gz_seen = NULL;	/* a new table (perhaps at an old one's address) */
 }
 
 static struct site_file *site_synth_tab;	/* site_files, synthetic files generated */
@@ -206,4 +209,55 @@ void site_synth_boot(void)
 	site_synth_n = made;
 	kprintf("site: %zu synthetic file(s), %llu bytes, generated\n", n - (site_nfiles - made),
 		(unsigned long long)bytes);
+}
+
+/* The table in use and its length, as site_owned() sees it. */
+static const struct site_file *site_table(size_t *n)
+{
+	if (site_cur) {
+		*n = site_cur_n;
+		return site_cur;
+	}
+	if (site_synth_tab) {
+		*n = site_synth_n;
+		return site_synth_tab;
+	}
+	*n = site_nfiles;
+	return site_files;
+}
+
+static __cold bool site_any_gz(const struct site_file *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t l = 0;
+
+		while (t[i].path[l])
+			l++;
+		if (l > 3 && t[i].path[l - 3] == '.' && t[i].path[l - 2] == 'g' && t[i].path[l - 1] == 'z')
+			return true;
+	}
+	return false;
+}
+
+const struct site_file *site_gz(const struct site_file *f)
+{
+	const struct site_file *t, *g;
+	char path[SITE_PATH_MAX + 4];
+	size_t n, l = 0;
+
+	t = site_table(&n);
+	if (t != site_gz_seen) {	/* once per table: is there any .gz at all? */
+		site_gz_seen = t;
+		site_gz_any = site_any_gz(t, n);
+	}
+	if (!site_gz_any)
+		return NULL;
+	while (f->path[l] && l < SITE_PATH_MAX)
+		l++;
+	if (f->path[l] || (l > 3 && f->path[l - 3] == '.' && f->path[l - 2] == 'g' && f->path[l - 1] == 'z'))
+		return NULL;
+	__builtin_memcpy(path, f->path, l);
+	__builtin_memcpy(path + l, ".gz", 4);
+	g = site_find(t, n, path);
+	return g && g->data ? g : NULL;
 }

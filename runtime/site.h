@@ -81,23 +81,32 @@ void site_use_heads(const struct site_head *h);
  * with a warning). Until then site_lookup() does not find them. */
 void site_synth_boot(void);
 
+/* nginx's gzip_static: f's compressed twin "f->path.gz" in the table in
+ * use, or NULL (none, or f is a .gz itself). A table with no .gz at all
+ * (checked once per table) costs one comparison. Paths longer than
+ * SITE_PATH_MAX (mksite.py's bound) have none. */
+#define SITE_PATH_MAX 1024
+const struct site_file *site_gz(const struct site_file *f);
+
 struct boot_info;
 struct boot_dir_entry;
 
 /*
  * The ESP's site (runtime/site_esp.c): checks boot/'s table tab[0..n) of
- * files whose bytes lie in data[0..data_len) (every path NUL-terminated
- * and shaped as mksite.py makes them, every file inside data, no path
- * twice) and builds *out, a sorted site_file array with Content-Types and
- * ETags (one kzalloc). Returns 0, or -EINVAL/-ENOMEM with a short reason
- * in why[why_len] and *out NULL.
+ * files whose bytes lie in data[0..data_len) (every path NUL-terminated,
+ * every file inside data, no path twice) and builds *out, a sorted
+ * site_file array with Content-Types and ETags (one kzalloc). A path the
+ * site cannot serve (an empty or dot segment, a control byte) is left out
+ * with a warning naming it. Returns the files kept (>= 1), or
+ * -EINVAL/-ENOMEM with a short reason in why[why_len] and *out NULL.
  */
 int site_esp_index(const struct boot_dir_entry *tab, u32 n, const u8 *data, u64 data_len,
 		   struct site_file **out, char *why, size_t why_len);
 
 /* At boot: serves EFI/vireo/site/ if boot/ read it and it checks, saying so
- * ("site: N files, B bytes from EFI/vireo/site ..."); a refusal (over a
- * bound, a bad name, a read error) is one warning and the baked site stays. */
+ * ("site: N files, B bytes from EFI/vireo/site ..."); names boot/ left out
+ * are one warning naming the first, the rest is served; a refusal (over a
+ * bound, a read error) is one warning and the baked site stays. */
 void site_esp_boot(const struct boot_info *bi);
 
 #endif

@@ -19,8 +19,10 @@ _Static_assert(BOOT_DIR_MAX_FILES == 256 && BOOT_SITE_MAX_BYTES == 8u << 20 && B
 
 #define SITE_ETAG_LEN 20	/* "\"" + 16 hex + "\"" + NUL, rounded up */
 
-/* A URL path as mksite.py would make it: "/seg/seg", each segment of
- * [A-Za-z0-9._~-], not starting with '.', none empty. */
+/* A URL path the runtime serves: "/seg/seg", no segment empty or starting
+ * with '.', no control byte (the request parser decodes none). Any other
+ * byte is fine: RFC 3986's sub-delims, '@', ':', spaces, '%', UTF-8 (boot/
+ * esp.c writes the FAT names so); a request reaches them percent-encoded. */
 static bool site_path_ok(const char *p)
 {
 	bool seg_start = true;
@@ -28,7 +30,7 @@ static bool site_path_ok(const char *p)
 	if (p[0] != '/')
 		return false;
 	for (p++; *p; p++) {
-		char c = *p;
+		u8 c = (u8)*p;
 
 		if (c == '/') {
 			if (seg_start)
@@ -36,10 +38,7 @@ static bool site_path_ok(const char *p)
 			seg_start = true;
 			continue;
 		}
-		if (seg_start && c == '.')
-			return false;
-		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-		      c == '_' || c == '~' || c == '-'))
+		if ((seg_start && c == '.') || c < 0x20 || c == 0x7f)
 			return false;
 		seg_start = false;
 	}
@@ -95,6 +94,7 @@ int site_esp_index(const struct boot_dir_entry *tab, u32 n, const u8 *data, u64 
 {
 	struct site_file *files;
 	char *etags;
+	u32 kept = 0;
 
 	*out = NULL;
 	if (n == 0 || n > BOOT_DIR_MAX_FILES) {
@@ -112,9 +112,14 @@ int site_esp_index(const struct boot_dir_entry *tab, u32 n, const u8 *data, u64 
 		struct site_file f;
 		u32 j;
 
-		if (strnlen(e->path, sizeof e->path) == sizeof e->path || !site_path_ok(e->path)) {
-			site_why(why, why_len, "a bad path", NULL);
+		if (strnlen(e->path, sizeof e->path) == sizeof e->path) {
+			site_why(why, why_len, "a path with no end", NULL);
 			goto bad;
+		}
+		if (!site_path_ok(e->path)) {	/* that file alone is left out */
+			kprintf("warning: site: " BOOT_SITE_PATH "%.*s: not a path the site can serve; left out\n",
+				(int)sizeof e->path, e->path);
+			continue;
 		}
 		if (e->off > data_len || e->len > data_len - e->off) {
 			site_why(why, why_len, e->path, ": outside the data read");
@@ -122,12 +127,12 @@ int site_esp_index(const struct boot_dir_entry *tab, u32 n, const u8 *data, u64 
 		}
 		f = (struct site_file){
 			.path = e->path, .data = data + e->off, .len = e->len,
-			.content_type = http_content_type(e->path), .etag = etags + i * SITE_ETAG_LEN,
+			.content_type = http_content_type(e->path), .etag = etags + kept * SITE_ETAG_LEN,
 			.mtime = e->mtime,
 		};
-		site_etag(etags + i * SITE_ETAG_LEN, site_hash(f.data, f.len));
+		site_etag(etags + kept * SITE_ETAG_LEN, site_hash(f.data, f.len));
 		/* Insertion sort by path (n <= 256); an equal path is refused. */
-		for (j = i; j > 0; j--) {
+		for (j = kept; j > 0; j--) {
 			int d = site_cmp(files[j - 1].path, f.path);
 
 			if (d == 0) {
@@ -139,9 +144,14 @@ int site_esp_index(const struct boot_dir_entry *tab, u32 n, const u8 *data, u64 
 			files[j] = files[j - 1];
 		}
 		files[j] = f;
+		kept++;
+	}
+	if (!kept) {
+		site_why(why, why_len, "no file it can serve", NULL);
+		goto bad;
 	}
 	*out = files;
-	return 0;
+	return (int)kept;
 bad:
 	kfree(files);
 	return -EINVAL;
@@ -150,7 +160,7 @@ bad:
 static const char *const site_refusals[] = {
 	[BOOT_FILE_TOO_MANY] = "has more than 256 files",
 	[BOOT_FILE_TOO_BIG] = "holds more than 8 MiB",
-	[BOOT_FILE_BAD_NAME] = "has a name outside [A-Za-z0-9._~-], a path over 255 bytes or 8 levels",
+	[BOOT_FILE_BAD_NAME] = "has a name longer than 255 bytes",
 	[BOOT_FILE_NO_MEMORY] = "does not fit in the firmware's free memory",
 	[BOOT_FILE_ERROR] = "could not be read",
 };
@@ -162,6 +172,7 @@ void site_esp_boot(const struct boot_info *bi)
 	char why[96];
 	u64 table = (u64)BOOT_DIR_MAX_FILES * sizeof(struct boot_dir_entry);
 	u64 bytes = 0;
+	int n;
 
 	switch (f->state) {
 	case BOOT_FILE_NONE:
@@ -181,15 +192,19 @@ void site_esp_boot(const struct boot_info *bi)
 			(unsigned long)f->len);
 		return;
 	}
-	if (site_esp_index((const struct boot_dir_entry *)(uintptr_t)f->base, f->n,
-			   (const u8 *)(uintptr_t)f->base + table, f->len - table, &files, why, sizeof why)) {
+	if (f->skipped)	/* boot/ left these out: the rest is served */
+		kprintf("warning: site: " BOOT_SITE_PATH ": %u name(s) left out (a control character, bad "
+			"UTF-16, over 255 bytes or 8 levels), the first: " BOOT_SITE_PATH "%s\n", f->skipped, f->what);
+	n = site_esp_index((const struct boot_dir_entry *)(uintptr_t)f->base, f->n,
+			   (const u8 *)(uintptr_t)f->base + table, f->len - table, &files, why, sizeof why);
+	if (n < 0) {
 		kprintf("warning: site: " BOOT_SITE_PATH ": %s; serving the built-in site\n", why);
 		return;
 	}
-	for (u32 i = 0; i < f->n; i++)
+	for (int i = 0; i < n; i++)
 		bytes += files[i].len;
-	site_use(files, f->n);
-	site_use_heads(site_heads_make(files, f->n));	/* NULL: served the slower way */
-	kprintf("site: %u files, %lu bytes from " BOOT_SITE_PATH " (instead of the built-in site)\n", f->n,
+	site_use(files, (size_t)n);
+	site_use_heads(site_heads_make(files, (size_t)n));	/* NULL: served the slower way */
+	kprintf("site: %d files, %lu bytes from " BOOT_SITE_PATH " (instead of the built-in site)\n", n,
 		(unsigned long)bytes);
 }

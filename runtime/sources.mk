@@ -5,11 +5,14 @@
 # Hot: the server (its state machine and exchanges) and its parser, the
 # API's request side. Cold: admission and the connection table (once per
 # accept, not per request or segment), start-up, the listeners, HTTPS set-up, the ESP site's
-# index, the metadata fetch, the TCP/UDP services, the store's app API.
+# index, the metadata fetch, the TCP/UDP services, the store's app API, the
+# Content-Type table (looked up when a site is indexed, not per request),
+# byte ranges (a Range request's own path).
 HOT_SRCS += runtime/site.c runtime/api.c \
 	runtime/http/http.c runtime/http/server.c runtime/http/exchange.c runtime/http/routes.c
 COLD_SRCS += runtime/conntab.c runtime/http/admission.c runtime/app.c runtime/site_esp.c runtime/metadata.c runtime/services.c \
-	runtime/http/https.c runtime/http/listen.c runtime/http/allow.c runtime/http/proxyproto.c runtime/store_api.c
+	runtime/http/https.c runtime/http/listen.c runtime/http/allow.c runtime/http/proxyproto.c runtime/store_api.c \
+	runtime/http/mime.c runtime/http/range.c
 # The runtime lwIP serves (no start-up, metadata or ESP site): lwip-check
 # links it with lwIP alone; the host tests run it over the host's lwIP.
-RUNTIME_CORE := tcpconn conntab http site server exchange admission listen https api routes services allow proxyproto
+RUNTIME_CORE := tcpconn conntab http mime range site server exchange admission listen https api routes services allow proxyproto

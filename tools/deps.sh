@@ -3,12 +3,12 @@
 # Only Debian packages through apt; nothing else is downloaded.
 set -euo pipefail
 what=${1:-test}
-build=(make gcc binutils gnu-efi mtools dosfstools gdisk python3 procps)
+build=(make gcc binutils gnu-efi mtools dosfstools gdisk python3 procps media-types)
 run=(qemu-system-x86 ovmf dpkg-dev gpgv debian-archive-keyring)
 test=(libcmocka-dev clang libclang-rt-14-dev python3-pytest grub-efi-amd64-bin xorriso qemu-utils sbsigntool openssl
 	curl iputils-ping iproute2 wrk python3-scapy apache2-utils tcpdump ethtool chrony testssl.sh
 	haproxy dnsmasq-base dnsutils knot-dnsutils dnsperf nsd python3-dnspython prometheus cloud-image-utils
-	genisoimage)
+	genisoimage nginx-light)
 # make test-deploy: libvirt as Debian 12 ships it (tests/deploy/)
 deploy=(libvirt-daemon-system libvirt-clients virtinst)
 # make qemu-current: what QEMU 10.0's x86_64-softmmu build needs (meson

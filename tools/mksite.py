@@ -15,6 +15,10 @@ Dotfiles and dot-directories are skipped. Names outside [A-Za-z0-9._~-], names
 over 255 bytes, URL paths over 1024 bytes, symlinks and other non-regular
 files are errors, so nothing in a path ever needs escaping.
 
+--gzip adds, beside each compressible file (text, JSON, XML, SVG, wasm of
+256 bytes or more), NAME.gz made here (gzip -9, reproducible) when it is a
+tenth smaller: the runtime serves it as nginx's gzip_static does.
+
 --extra NAME=SIZE synthesizes a file of SIZE bytes at /NAME (NAME may contain
 '/'), byte i being i % 251, so large benchmark files need not live in git.
 Its bytes are not in the output either: the entry's data is NULL and
@@ -29,34 +33,16 @@ import re
 import stat
 import sys
 
+import mkmime
+
 OCTAL = ["\\%03o" % b for b in range(256)]
 NAME_RE = re.compile(r"[A-Za-z0-9._~-]+")
 NAME_MAX = 255
 PATH_MAX = 1024
 
-# Mirrors http_content_type() in runtime/http/http.c; test_http checks they agree.
-HTML = "text/html; charset=utf-8"
-TYPES = {
-    "html": HTML,
-    "htm": HTML,
-    "css": "text/css; charset=utf-8",
-    "js": "text/javascript; charset=utf-8",
-    "json": "application/json",
-    "txt": "text/plain; charset=utf-8",
-    "svg": "image/svg+xml",
-    "png": "image/png",
-    "jpg": "image/jpeg",
-    "jpeg": "image/jpeg",
-    "gif": "image/gif",
-    "ico": "image/x-icon",
-    "wasm": "application/wasm",
-    "xml": "application/xml",
-    "pdf": "application/pdf",
-    "woff": "font/woff",
-    "woff2": "font/woff2",
-    "bin": "application/octet-stream",
-}
-DEFAULT_TYPE = "application/octet-stream"
+# http_content_type()'s table (runtime/http/mime.c): tools/mkmime.py makes
+# both from /etc/mime.types; test_http checks they agree.
+TYPES = None
 
 
 def c_str(s):
@@ -82,10 +68,10 @@ class SiteError(Exception):
 
 
 def content_type(url):
-    name = url.rsplit("/", 1)[-1]
-    if "." not in name:
-        return DEFAULT_TYPE
-    return TYPES.get(name.rsplit(".", 1)[-1].lower(), DEFAULT_TYPE)
+    global TYPES
+    if TYPES is None:
+        TYPES = mkmime.table()
+    return mkmime.content_type(TYPES, url)
 
 
 def check_name(name, where):
@@ -129,6 +115,25 @@ def walk(root, files):
             check_name(f, full)
             with open(full, "rb") as fh:
                 add(files, prefix + f, fh.read(), full)
+
+
+# --gzip: a file of these types, GZIP_MIN bytes or more, gets NAME.gz beside
+# it (gzip -9, no name or time in its header: reproducible) when that saves
+# a tenth or more; the runtime serves it to clients taking gzip (site_gz()).
+GZIP_TYPES = ("text/", "application/json", "application/manifest+json", "application/xml",
+              "application/wasm", "image/svg+xml")
+GZIP_MIN = 256
+
+
+def add_gzip(files):
+    import gzip
+    for url in sorted(files):
+        data = files[url]
+        if len(data) < GZIP_MIN or url + ".gz" in files or not content_type(url).startswith(GZIP_TYPES):
+            continue
+        z = gzip.compress(data, compresslevel=9, mtime=0)
+        if len(z) * 10 <= len(data) * 9:
+            files[url + ".gz"] = z
 
 
 SYNTH = set()   # URL paths of --extra files: generated at boot, not stored
@@ -208,10 +213,14 @@ def main(argv):
     ap.add_argument("out")
     ap.add_argument("--extra", action="append", default=[], metavar="NAME=SIZE",
                     help="synthesize /NAME of SIZE bytes (byte i is i %% 251)")
+    ap.add_argument("--gzip", action="store_true",
+                    help="add NAME.gz beside each compressible file (nginx's gzip_static)")
     args = ap.parse_args(argv)
     files = {}
     try:
         walk(args.root, files)
+        if args.gzip:
+            add_gzip(files)
         for spec in args.extra:
             add_extra(files, spec)
     except (SiteError, OSError) as e:

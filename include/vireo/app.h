@@ -78,7 +78,8 @@ struct vireo_app {
 /*
  * The file `name` of the ESP's EFI/vireo/app/ directory (the app's own
  * files), read by the boot loader before the kernel starts: at most 8 MiB
- * and 256 files in all, names of [A-Za-z0-9._~-], read-only, 8-byte aligned,
+ * and 256 files in all, UTF-8 names (a name boot/ cannot keep is left out:
+ * -ENOENT), read-only, 8-byte aligned,
  * for the image's life. Returns 0 with *data and *len set; -ENOENT when
  * there is no such file (or vireo booted without UEFI: PVH), -EOVERFLOW
  * when the directory was over those bounds, -EIO when the firmware could

@@ -168,9 +168,16 @@ int vireo_resp_send_static(vireo_req r, int status, const char *type, const void
  * 304 with its Content-Length and no body when vireo_req_not_modified(r,
  * f->etag, f->mtime), else 200 with its Content-Type and bytes (none for
  * HEAD); then ETag and, as vireo_resp_last_modified() adds it,
- * Last-Modified, after any header added before. The bytes sent are the
- * same as from vireo_resp_header(r, "ETag", f->etag),
- * vireo_resp_last_modified(r, f->mtime) and vireo_resp_send_static().
+ * Last-Modified, after any header added before, and on a 200
+ * "Accept-Ranges: bytes". The bytes sent are the same as from
+ * vireo_resp_header(r, "ETag", f->etag), vireo_resp_last_modified(r,
+ * f->mtime), vireo_resp_header(r, "Accept-Ranges", "bytes") (200 only) and
+ * vireo_resp_send_static(). A Range (one range, as nginx serves it: its
+ * If-Range honoured) is a 206 with Content-Range and those bytes, or a 416
+ * with "Content-Range: bytes * /len" and the canned page; several ranges
+ * get the whole file (200). A file with NAME.gz beside it in the site is
+ * answered with Vary: Accept-Encoding, and with the .gz's bytes and ETag
+ * (Content-Encoding: gzip, f's type) to a client taking gzip.
  * The runtime serves the file f names as it found it, whatever f's other
  * fields say now. 0, -EINVAL (f NULL or not from vireo_file_find(), or
  * the head does not fit: then 500 is sent), -EALREADY, -EPIPE.

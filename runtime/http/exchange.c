@@ -570,20 +570,102 @@ static size_t exchange_lm_line(u64 lm, const char **line)
 	return k.len;
 }
 
+/* A Range on a file (runtime/http/range.c): 200 (serve it whole), 206
+ * with its Content-Length and Content-Range lines in rng[80] (*rl bytes)
+ * and the bytes [*first, *first + *count), or 416, answered here with
+ * "Content-Range: bytes * /len" and the canned page. Cold: only a request
+ * with Range comes here. */
+static __cold int exchange_range(struct conn *c, const struct site_file *f, u64 lm, const char *rv, char *rng,
+				 size_t *rl, u64 *first, u64 *count)
+{
+	struct outbuf o = { rng, 80, 0 };
+	char cr[48];
+	u64 last;
+	bool keep, head_only = c->parser.method == HTTP_METHOD_HEAD;
+	size_t n, body;
+
+	if (!http_if_range(http_header(&c->parser, "if-range"), f->etag, lm))
+		return 200;
+	switch (http_byte_range(rv, f->len, first, &last)) {
+	case HTTP_RANGE_ONE:
+		*count = last - *first + 1;
+		outbuf_lit(&o, "Content-Length: ");
+		outbuf_u64(&o, *count);
+		outbuf_lit(&o, "\r\nContent-Range: bytes ");
+		outbuf_u64(&o, *first);
+		outbuf_lit(&o, "-");
+		outbuf_u64(&o, last);
+		outbuf_lit(&o, "/");
+		outbuf_u64(&o, f->len);
+		outbuf_lit(&o, "\r\n");
+		*rl = o.len;	/* at most 16 + 20 + 2 + 21 + 20 + 1 + 20 + 1 + 20 + 2 < 80 */
+		return 206;
+	case HTTP_RANGE_BAD:
+		break;
+	default:
+		return 200;
+	}
+	o = (struct outbuf){ cr, sizeof cr, 0 };
+	outbuf_lit(&o, "Content-Range: bytes */");
+	outbuf_u64(&o, f->len);
+	outbuf_lit(&o, "\r\n");
+	outbuf_mem(&o, "", 1);
+	keep = server_keep_alive(c);
+	body = http_error_body(NULL, 0, 416);
+	n = http_response_head(c->out, sizeof c->out, 416, "text/html; charset=utf-8", body, keep, cr);
+	if (n && !head_only)
+		n += http_error_body(c->out + n, sizeof c->out - n, 416);
+	c->out_len = (u16)n;
+	c->body = NULL;
+	c->body_len = 0;
+	c->close_after = !keep;
+	server_count_response(416);
+	server_start_send(c);
+	server_kick(c);
+	return 416;
+}
+
+/* f has its gzip_static twin gz: the answer varies with Accept-Encoding
+ * (*enc: the lines to add); a client taking gzip gets gz's bytes and ETag
+ * with f's type (a copy in *tmp, returned), any other f. */
+static __cold const struct site_file *exchange_gz(struct conn *c, const struct site_file *f,
+						  const struct site_file *gz, struct site_file *tmp, const char **enc,
+						  size_t *el)
+{
+	static const char vary[] = "Vary: Accept-Encoding\r\n";
+	static const char both[] = "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n";
+
+	if (!http_accepts_gzip(http_header(&c->parser, "accept-encoding"))) {
+		*enc = vary;
+		*el = sizeof vary - 1;
+		return f;
+	}
+	*tmp = *gz;
+	tmp->content_type = f->content_type;
+	*enc = both;
+	*el = sizeof both - 1;
+	return tmp;
+}
+
 int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 {
 	static const char st200[] = "HTTP/1.1 200 OK\r\nServer: vireo\r\n";
 	static const char st304[] = "HTTP/1.1 304 Not Modified\r\nServer: vireo\r\n";
+	static const char st206[] = "HTTP/1.1 206 Partial Content\r\nServer: vireo\r\n";
+	static const char ar[] = "Accept-Ranges: bytes\r\n";
 	static const char ka[] = "Connection: keep-alive\r\n", cl[] = "Connection: close\r\n";
-	const struct site_file *f;
+	const struct site_file *f, *gz;
 	const struct site_head *h;
 	struct site_head made;
-	const char *head, *lm_line = NULL;
-	char date[40], lines[SITE_LINES_MAX];
-	size_t dl, hl, ll = 0, total;
+	struct site_file gzf;
+	const char *head, *lm_line = NULL, *enc = NULL;
+	char date[40], lines[SITE_LINES_MAX], rng[80];
+	size_t dl, hl, ll = 0, rl = 0, el = 0, total;
+	const char *st, *rv;
 	bool keep, nm;
 	struct conn *c;
-	u64 lm;
+	u64 lm, first = 0, count;
+	int status;
 	char *p;
 	int err;
 
@@ -595,6 +677,12 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 		api_misuse("vireo_resp_send_file: not a file vireo_file_find() found: refused");
 		return -EINVAL;
 	}
+	gz = site_gz(f);
+	if (gz) {
+		f = exchange_gz(c, f, gz, &gzf, &enc, &el);
+		if (f == &gzf)
+			h = NULL;	/* its lines, with f's type, are made below */
+	}
 	if (!h) {
 		/* No memory for the table's lines: the same bytes, made now. */
 		if (site_head_lines(f, &made, lines, sizeof lines) > sizeof lines) {
@@ -605,14 +693,24 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 	}
 	lm = exchange_lm(f->mtime);
 	nm = exchange_not_modified(c, f->etag, lm);
+	status = nm ? 304 : 200;
+	count = f->len;
+	rv = nm ? NULL : http_header(&c->parser, "range");
+	if (rv) {
+		status = exchange_range(c, f, lm, rv, rng, &rl, &first, &count);
+		if (status == 416)
+			return 0;
+	}
+	/* 304 from Content-Length on; 206 with its own Content-Length. */
 	head = h->head + (nm ? h->cl_off : 0);
-	hl = h->head_len - (nm ? h->cl_off : 0);
+	hl = status == 206 ? h->cl_off : h->head_len - (nm ? h->cl_off : 0);
+	st = status == 200 ? st200 : status == 206 ? st206 : st304;
 	if (lm)
 		ll = exchange_lm_line(lm, &lm_line);
 	dl = http_date(date, sizeof date);
 	keep = server_keep_alive(c);
-	total = (nm ? sizeof st304 : sizeof st200) - 1 + (dl ? dl + 8 : 0) + hl + (keep ? sizeof ka : sizeof cl) - 1 +
-		c->xhdr_len + h->etag_line_len + ll + 2;
+	total = __builtin_strlen(st) + (dl ? dl + 8 : 0) + hl + rl + (keep ? sizeof ka : sizeof cl) - 1 + c->xhdr_len +
+		h->etag_line_len + ll + el + (status == 200 ? sizeof ar - 1 : 0) + 2;
 	if (total > sizeof c->out) {
 		api_misuse("vireo_resp_send_file: %.64s with its headers does not fit: 500 sent", f->path);
 		server_respond_error(c, 500, c->parser.method == HTTP_METHOD_HEAD);
@@ -621,24 +719,28 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 	}
 	/* The order of http_response_head(): status, Server, Date, Content-Type,
 	 * Content-Length, Connection, then the extra lines. */
-	p = nm ? outbuf_put(c->out, st304, sizeof st304 - 1) : outbuf_put(c->out, st200, sizeof st200 - 1);
+	p = outbuf_put(c->out, st, __builtin_strlen(st));
 	if (dl) {
 		p = outbuf_put(p, "Date: ", 6);
 		p = outbuf_put(p, date, dl);
 		p = outbuf_put(p, "\r\n", 2);
 	}
 	p = outbuf_put(p, head, hl);
+	p = outbuf_put(p, rng, rl);
 	p = keep ? outbuf_put(p, ka, sizeof ka - 1) : outbuf_put(p, cl, sizeof cl - 1);
 	p = outbuf_put(p, c->xhdr, c->xhdr_len);
 	p = outbuf_put(p, h->etag_line, h->etag_line_len);
 	p = outbuf_put(p, lm_line, ll);
+	p = outbuf_put(p, enc, el);
+	if (status == 200)
+		p = outbuf_put(p, ar, sizeof ar - 1);	/* as nginx: ranges are served */
 	p = outbuf_put(p, "\r\n", 2);
 	c->out_len = (u16)(p - c->out);
-	c->body = f->data;
-	c->body_len = nm || c->parser.method == HTTP_METHOD_HEAD ? 0 : f->len;
+	c->body = f->data + first;
+	c->body_len = nm || c->parser.method == HTTP_METHOD_HEAD ? 0 : count;
 	c->body_copy = false;
 	c->close_after = !keep;
-	server_count_response(nm ? 304 : 200);
+	server_count_response(status);
 	server_start_send(c);
 	server_kick(c);
 	return 0;

@@ -782,52 +782,7 @@ size_t http_error_response(char *buf, size_t size, int status, bool keep_alive, 
 	return head + body;
 }
 
-/* ---- content types and validators ---- */
-
-static const struct {
-	const char *ext;
-	const char *type;
-} content_types[] = {
-	{ "html", TYPE_HTML },
-	{ "htm", TYPE_HTML },
-	{ "css", "text/css; charset=utf-8" },
-	{ "js", "text/javascript; charset=utf-8" },
-	{ "json", "application/json" },
-	{ "txt", "text/plain; charset=utf-8" },
-	{ "svg", "image/svg+xml" },
-	{ "png", "image/png" },
-	{ "jpg", "image/jpeg" },
-	{ "jpeg", "image/jpeg" },
-	{ "gif", "image/gif" },
-	{ "ico", "image/x-icon" },
-	{ "wasm", "application/wasm" },
-	{ "xml", "application/xml" },
-	{ "pdf", "application/pdf" },
-	{ "woff", "font/woff" },
-	{ "woff2", "font/woff2" },
-	{ "bin", "application/octet-stream" },
-};
-
-const char *http_content_type(const char *path)
-{
-	const char *ext = NULL;
-	size_t i;
-
-	for (; *path; path++) {
-		if (*path == '/')
-			ext = NULL;	/* a dot in a directory name does not count */
-		else if (*path == '.')
-			ext = path + 1;
-	}
-	if (ext) {
-		size_t n = (size_t)(path - ext);
-
-		for (i = 0; i < ARRAY_SIZE(content_types); i++)
-			if (http_eq_nocase(ext, n, content_types[i].ext))
-				return content_types[i].type;
-	}
-	return "application/octet-stream";
-}
+/* ---- validators (content types: mime.c) ---- */
 
 /* Skip a leading W/ (weak indicator). */
 static const char *http_strip_weak(const char *s)

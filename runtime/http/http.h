@@ -158,9 +158,10 @@ size_t http_error_body(char *buf, size_t size, int status);
 size_t http_error_response(char *buf, size_t size, int status, bool keep_alive, bool head_only);
 
 /*
- * The Content-Type for path, chosen by its extension (case-insensitive):
- * html htm css js json txt svg png jpg jpeg gif ico wasm xml pdf woff woff2
- * bin; anything else is application/octet-stream. Returns a static string.
+ * The Content-Type for path, chosen by its extension (ASCII case-insensitive)
+ * from the table tools/mkmime.py generates from Debian's media-types
+ * (runtime/http/mime.c); text types carry "; charset=utf-8"; anything else
+ * is application/octet-stream. Returns a static string.
  */
 const char *http_content_type(const char *path);
 
@@ -171,5 +172,21 @@ const char *http_content_type(const char *path);
  * list never matches.
  */
 bool http_etag_match(const char *if_none_match, const char *etag);
+
+/* Range (runtime/http/range.c), as nginx answers it for a file of len
+ * bytes: HTTP_RANGE_ONE (206) with bytes [*first, *last], HTTP_RANGE_BAD
+ * (416: none satisfiable, or a malformed "bytes=" set), or HTTP_RANGE_NONE
+ * (200, the whole file: v NULL, another unit, several ranges, an empty
+ * file). */
+enum { HTTP_RANGE_NONE, HTTP_RANGE_ONE, HTTP_RANGE_BAD };
+int http_byte_range(const char *v, u64 len, u64 *first, u64 *last);
+
+/* If-Range (RFC 9110 13.1.5): true if v is NULL, the strong tag etag, or
+ * the HTTP-date lm (not 0) exactly; else the range is ignored. */
+bool http_if_range(const char *v, const char *etag, u64 lm);
+
+/* Accept-Encoding v (NULL: absent) names gzip without q=0. ("*" is not
+ * taken for gzip, as nginx's gzip_static does not.) */
+bool http_accepts_gzip(const char *v);
 
 #endif

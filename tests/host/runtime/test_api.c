@@ -152,6 +152,8 @@ static void h_file(vireo_req r, void *arg)
 	assert_int_equal(vireo_resp_header(r, "ETag", f.etag), 0);
 	vireo_resp_last_modified(r, f.mtime);
 	nm = vireo_req_not_modified(r, f.etag, f.mtime);
+	if (!nm)	/* a 200 of vireo_resp_send_file() says ranges are served */
+		assert_int_equal(vireo_resp_header(r, "Accept-Ranges", "bytes"), 0);
 	assert_int_equal(vireo_resp_send_static(r, nm ? 304 : 200, f.content_type, f.data, f.len), 0);
 }
 

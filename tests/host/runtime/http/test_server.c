@@ -26,6 +26,8 @@
 #include "lib/metrics.h"
 #include "runtime/http/server.h"
 #include "runtime/site.h"
+#include "kernel/cmdline.h"
+#include "lib/linkset.h"
 #include "net/port/lwip_port.h"
 #include "net/tcp/rxmem.h"
 #include "kernel/time/time.h"
@@ -100,7 +102,7 @@ static void expect_file_head(const struct resp *r, const struct site_file *f, bo
 
 	snprintf(want, sizeof want,
 		 "HTTP/1.1 200 OK\r\nServer: vireo\r\nContent-Type: %s\r\nContent-Length: %llu\r\n"
-		 "Connection: %s\r\nETag: %s\r\n\r\n",
+		 "Connection: %s\r\nETag: %s\r\nAccept-Ranges: bytes\r\n\r\n",
 		 f->content_type, (unsigned long long)f->len, keep ? "keep-alive" : "close", f->etag);
 	assert_string_equal(r->head, want);
 }
@@ -1499,6 +1501,274 @@ static void test_source_keys(void **state)
 	assert_false(conntab_src_equal(&a, &b));
 }
 
+/* ---- byte ranges, directories, 404.html, the fallback ---- */
+
+LINKSET_DECLARE(cmdline, const struct cmdline_opt);
+
+/* One request on a new connection, its response into *r (HEAD: no body). */
+static void ask(struct client *c, const char *req, bool head, struct resp *r)
+{
+	cl_open(c, V4, HTTP_PORT);
+	assert_true(c->connected);
+	cl_send_str(c, req);
+	assert_true(cl_response(c, head, r));
+}
+
+/* Range on /64k.bin (byte i is i % 251): 206 with Content-Range and the
+ * bytes, a- and -n forms, HEAD, 416 with bytes * /len, several ranges and a
+ * stale If-Range whole (200 with Accept-Ranges), a matching one 206. */
+static void test_range(void **state)
+{
+	const struct site_file *f = site_lookup("/64k.bin");
+	struct client c;
+	struct resp r;
+	char req[512];
+
+	assert_non_null(f);
+	ask(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\nRange: bytes=1000-1999\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 206);
+	assert_string_equal(hdr(&r, "Content-Range"), "bytes 1000-1999/65536");
+	assert_string_equal(hdr(&r, "Content-Length"), "1000");
+	assert_string_equal(hdr(&r, "ETag"), f->etag);
+	assert_string_equal(hdr(&r, "Content-Type"), "application/octet-stream");
+	assert_null(hdr(&r, "Accept-Ranges"));
+	assert_int_equal(r.body_len, 1000);
+	assert_memory_equal(r.body, f->data + 1000, 1000);
+	/* The next request on the connection is served whole. */
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Accept-Ranges"), "bytes");
+	assert_int_equal(r.body_len, 65536);
+	cl_close(&c);
+
+	ask(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\nRange: bytes=65000-\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 206);
+	assert_string_equal(hdr(&r, "Content-Range"), "bytes 65000-65535/65536");
+	assert_int_equal(r.body_len, 536);
+	assert_memory_equal(r.body, f->data + 65000, 536);
+	cl_close(&c);
+
+	ask(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\nRange: bytes=-10\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 206);
+	assert_string_equal(hdr(&r, "Content-Range"), "bytes 65526-65535/65536");
+	assert_memory_equal(r.body, f->data + 65526, 10);
+	cl_close(&c);
+
+	ask(&c, "HEAD /64k.bin HTTP/1.1\r\nHost: v\r\nRange: bytes=0-9\r\n\r\n", true, &r);
+	assert_int_equal(r.status, 206);
+	assert_string_equal(hdr(&r, "Content-Length"), "10");
+	run_ms(200);
+	assert_int_equal(c.len, r.head_len);	/* no body */
+	cl_close(&c);
+
+	ask(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\nRange: bytes=65536-\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 416);
+	assert_string_equal(hdr(&r, "Content-Range"), "bytes */65536");
+	assert_string_equal(hdr(&r, "Connection"), "keep-alive");
+	assert_int_equal(r.body_len, http_error_body(NULL, 0, 416));
+	cl_send_str(&c, "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	cl_close(&c);
+
+	ask(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\nRange: bytes=0-1,5-6\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body_len, 65536);
+	cl_close(&c);
+
+	ask(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\nRange: bytes=0-1\r\nIf-Range: \"stale\"\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body_len, 65536);
+	cl_close(&c);
+
+	snprintf(req, sizeof req, "GET /64k.bin HTTP/1.1\r\nHost: v\r\nRange: bytes=2-3\r\nIf-Range: %s\r\n\r\n",
+		 f->etag);
+	ask(&c, req, false, &r);
+	assert_int_equal(r.status, 206);
+	assert_memory_equal(r.body, f->data + 2, 2);
+	cl_close(&c);
+
+	/* If-None-Match matching wins over Range: 304. */
+	snprintf(req, sizeof req, "GET /64k.bin HTTP/1.1\r\nHost: v\r\nRange: bytes=2-3\r\nIf-None-Match: %s\r\n\r\n",
+		 f->etag);
+	ask(&c, req, true, &r);
+	assert_int_equal(r.status, 304);
+	cl_close(&c);
+	assert_int_equal(http_server_stats.conns_reset, 0);
+}
+
+static const u8 t_index[] = "<p>dir</p>", t_404[] = "<p>custom 404</p>", t_root[] = "<p>root</p>";
+static const struct site_file t_site[] = {
+	{ "/404.html", t_404, sizeof t_404 - 1, "text/html; charset=utf-8", "\"a\"", 0 },
+	{ "/d ir/index.html", t_index, sizeof t_index - 1, "text/html; charset=utf-8", "\"b\"", 0 },
+	{ "/dir/index.html", t_index, sizeof t_index - 1, "text/html; charset=utf-8", "\"c\"", 0 },
+	{ "/index.html", t_root, sizeof t_root - 1, "text/html; charset=utf-8", "\"d\"", 0 },
+	{ "/logo@2x.png", t_root, sizeof t_root - 1, "image/png", "\"e\"", 0 },
+};
+
+/* /dir -> 301 /dir/ with the query, escaped as needed; a file or a path
+ * with a slash is not redirected; a missing path gets /404.html with 404. */
+static void test_dir_redirect_and_404(void **state)
+{
+	struct client c;
+	struct resp r;
+
+	ask(&c, "GET /dir HTTP/1.1\r\nHost: v\r\n\r\n", false, &r);	/* the baked site: no /dir */
+	assert_int_equal(r.status, 404);
+	cl_close(&c);
+
+	site_use(t_site, ARRAY_SIZE(t_site));
+	ask(&c, "GET /dir?a=1&b=%20 HTTP/1.1\r\nHost: v\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 301);
+	assert_string_equal(hdr(&r, "Location"), "/dir/?a=1&b=%20");
+	assert_string_equal(hdr(&r, "Content-Length"), "0");
+	cl_send_str(&c, "HEAD /dir HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 301);
+	assert_string_equal(hdr(&r, "Location"), "/dir/");
+	cl_send_str(&c, "GET /dir/ HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_memory_equal(r.body, t_index, sizeof t_index - 1);
+	cl_close(&c);
+
+	ask(&c, "GET /d%20ir HTTP/1.1\r\nHost: v\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 301);
+	assert_string_equal(hdr(&r, "Location"), "/d%20ir/");
+	cl_close(&c);
+
+	ask(&c, "GET /logo@2x.png HTTP/1.1\r\nHost: v\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 200);
+	cl_close(&c);
+
+	ask(&c, "GET /nothing HTTP/1.1\r\nHost: v\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 404);
+	assert_string_equal(hdr(&r, "Content-Type"), "text/html; charset=utf-8");
+	assert_int_equal(r.body_len, sizeof t_404 - 1);
+	assert_memory_equal(r.body, t_404, sizeof t_404 - 1);
+	cl_send_str(&c, "HEAD /index.html/ HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 404);
+	assert_string_equal(hdr(&r, "Content-Length"), "17");
+	run_ms(200);
+	assert_int_equal(c.len, c.off);	/* no body */
+	cl_close(&c);
+	site_use(NULL, 0);
+}
+
+/* site.fallback=/index.html: a path with no file gets it (200). */
+static void test_fallback(void **state)
+{
+	const struct cmdline_opt *const *set = LINKSET_BEGIN(cmdline);
+	struct client c;
+	struct resp r;
+
+	site_use(t_site, ARRAY_SIZE(t_site));
+	assert_int_equal(cmdline_parse_set("site.fallback=/index.html", set, LINKSET_COUNT(cmdline), NULL, NULL), 0);
+	ask(&c, "GET /app/route/42 HTTP/1.1\r\nHost: v\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 200);
+	assert_memory_equal(r.body, t_root, sizeof t_root - 1);
+	cl_close(&c);
+	ask(&c, "GET /dir HTTP/1.1\r\nHost: v\r\n\r\n", false, &r);	/* the redirect comes first */
+	assert_int_equal(r.status, 301);
+	cl_close(&c);
+	assert_int_equal(cmdline_parse_set("site.fallback=", set, LINKSET_COUNT(cmdline), NULL, NULL), 0);
+	ask(&c, "GET /app/route/42 HTTP/1.1\r\nHost: v\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 404);
+	cl_close(&c);
+	site_use(NULL, 0);
+}
+
+/* gzip_static: /app.js.gz beside /app.js is served for /app.js to a client
+ * taking gzip (Content-Encoding, the .gz's ETag, /app.js's type), with
+ * Vary either way; ranges and 304 go by the representation served. */
+static void test_gzip_static(void **state)
+{
+	static const u8 js[] = "console.log('plain');\n", jsgz[] = "\x1f\x8b fake gzip bytes";
+	static const struct site_file tab[] = {
+		{ "/app.js", js, sizeof js - 1, "text/javascript; charset=utf-8", "\"js\"", 0 },
+		{ "/app.js.gz", jsgz, sizeof jsgz - 1, "application/gzip", "\"gz\"", 0 },
+		{ "/index.html", t_root, sizeof t_root - 1, "text/html; charset=utf-8", "\"d\"", 0 },
+	};
+	struct client c;
+	struct resp r;
+
+	site_use(tab, ARRAY_SIZE(tab));
+	ask(&c, "GET /app.js HTTP/1.1\r\nHost: v\r\nAccept-Encoding: br, gzip\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Content-Encoding"), "gzip");
+	assert_string_equal(hdr(&r, "Vary"), "Accept-Encoding");
+	assert_string_equal(hdr(&r, "Content-Type"), "text/javascript; charset=utf-8");
+	assert_string_equal(hdr(&r, "ETag"), "\"gz\"");
+	assert_int_equal(r.body_len, sizeof jsgz - 1);
+	assert_memory_equal(r.body, jsgz, sizeof jsgz - 1);
+	cl_send_str(&c, "GET /app.js HTTP/1.1\r\nHost: v\r\nAccept-Encoding: gzip\r\nRange: bytes=0-1\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 206);
+	assert_string_equal(hdr(&r, "Content-Range"), "bytes 0-1/18");
+	assert_memory_equal(r.body, jsgz, 2);
+	cl_send_str(&c, "GET /app.js HTTP/1.1\r\nHost: v\r\nAccept-Encoding: gzip\r\nIf-None-Match: \"gz\"\r\n\r\n");
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 304);
+	assert_string_equal(hdr(&r, "Vary"), "Accept-Encoding");
+	cl_send_str(&c, "GET /app.js HTTP/1.1\r\nHost: v\r\nAccept-Encoding: gzip;q=0, br\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_null(hdr(&r, "Content-Encoding"));
+	assert_string_equal(hdr(&r, "Vary"), "Accept-Encoding");
+	assert_string_equal(hdr(&r, "ETag"), "\"js\"");
+	assert_memory_equal(r.body, js, sizeof js - 1);
+	cl_send_str(&c, "GET /app.js.gz HTTP/1.1\r\nHost: v\r\nAccept-Encoding: gzip\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_string_equal(hdr(&r, "Content-Type"), "application/gzip");
+	assert_null(hdr(&r, "Content-Encoding"));
+	assert_null(hdr(&r, "Vary"));
+	cl_send_str(&c, "GET / HTTP/1.1\r\nHost: v\r\nAccept-Encoding: gzip\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_null(hdr(&r, "Vary"));	/* no twin */
+	cl_close(&c);
+	site_use(NULL, 0);
+}
+
+/* site.cache=: Cache-Control by prefix or ending, the first match; a bad
+ * value is refused (the key keeps its value). */
+static void test_cache_control(void **state)
+{
+	const struct cmdline_opt *const *set = LINKSET_BEGIN(cmdline);
+	size_t n = LINKSET_COUNT(cmdline);
+	struct client c;
+	struct resp r;
+
+	site_use(t_site, ARRAY_SIZE(t_site));
+	assert_int_equal(cmdline_parse_set("site.cache=/dir/:max-age=60;.html:no-cache;/:public", set, n, NULL,
+					   NULL), 0);
+	ask(&c, "GET /dir/ HTTP/1.1\r\nHost: v\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Cache-Control"), "max-age=60");
+	cl_send_str(&c, "GET / HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_string_equal(hdr(&r, "Cache-Control"), "no-cache");
+	cl_send_str(&c, "GET /logo@2x.png HTTP/1.1\r\nHost: v\r\nRange: bytes=0-1\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 206);
+	assert_string_equal(hdr(&r, "Cache-Control"), "public");
+	cl_close(&c);
+	static const char *const bad[] = { "site.cache=assets:x", "site.cache=/a", "site.cache=/a:", "site.cache=/a:b\x7f",
+					   "site.cache=/a:b;", "site.cache=/a:;.b:c" };
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		if (cmdline_parse_set(bad[i], set, n, NULL, NULL) != 1)
+			fail_msg("%s accepted", bad[i]);
+	ask(&c, "GET /dir/ HTTP/1.1\r\nHost: v\r\n\r\n", false, &r);
+	assert_string_equal(hdr(&r, "Cache-Control"), "max-age=60");	/* kept */
+	cl_close(&c);
+	assert_int_equal(cmdline_parse_set("site.cache=", set, n, NULL, NULL), 0);
+	ask(&c, "GET /dir/ HTTP/1.1\r\nHost: v\r\n\r\n", false, &r);
+	assert_null(hdr(&r, "Cache-Control"));
+	cl_close(&c);
+	site_use(NULL, 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1514,6 +1784,11 @@ int main(void)
 		T(test_https_redirect),
 		T(test_framing_redirect),
 		T(test_not_found_keeps_alive),
+		T(test_range),
+		T(test_dir_redirect_and_404),
+		T(test_fallback),
+		T(test_cache_control),
+		T(test_gzip_static),
 		T(test_bad_request),
 		T(test_bare_lf),
 		T(test_method_not_allowed),
