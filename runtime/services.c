@@ -106,18 +106,12 @@ void svc_conn_free(struct tcpconn *tc, err_t err)
 	struct svc *s = c->svc;
 	u32 id = c->id;
 	void *ctx = c->ctx;
-	enum vireo_tcp_fail why = 0;
+	enum vireo_tcp_fail why = c->fail;	/* an outbound one that never was */
 
-	if (s->out && !c->connected) {
-		why = c->fail;	/* svc_out_free() decided it */
-		(&s->st.failed_refused)[why - VIREO_TCP_FAIL_REFUSED]++;
-	}
 	work_cancel(&c->work);
 	conntab_remove(&s->tab, &c->link);
 	api_handle_free(id);
 	svcs_live--;
-	if (s->out)
-		svcs_out_live--;
 	s->st.active--;
 	kfree(c);
 	if (why ? s->on_fail != NULL : s->cfg.on_close != NULL) {
@@ -466,33 +460,34 @@ _Static_assert(offsetof(struct vireo_udp_stats, dropped_own_port) ==
 		       offsetof(struct vireo_udp_stats, dropped_port0) + 8 * (ARRAY_SIZE(svc_udp_reasons) - 1),
 	       "dropped_source's counters are in a row");
 
-void svc_write_families(struct metrics_buf *b, const struct svc_family *t, size_t nt,
-			       const char *const *reasons, u32 nr)
+_Static_assert(offsetof(struct svc, cfg.name) == 0 && offsetof(struct usvc, cfg.name) == 0,
+	       "a service's or client's name is first");
+
+void svc_write_families(struct metrics_buf *b, const struct svc_family *t, size_t nt, const char *const *reasons,
+			u32 nr)
 {
 	const struct svc_family *f;
-	u32 i, n;
 
 	for (f = t; f < t + nt; f++) {
+		const u8 *base = f->kind == SVC_UDP ? (const u8 *)svcs->udp :
+				 f->kind == SVC_OUT ? (const u8 *)svcs->out : (const u8 *)svcs->tcp;
+		u32 stride = f->kind == SVC_UDP ? sizeof(struct usvc) : sizeof(struct svc);
+		u32 n = f->kind == SVC_UDP ? svcs->nudp : f->kind == SVC_OUT ? svcs->nout : svcs->ntcp;
 		const char *label = f->kind == SVC_OUT ? "client" : "service";
 
-		n = f->kind == SVC_UDP ? svcs->nudp : f->kind == SVC_OUT ? svcs->nout : svcs->ntcp;
 		if (!n)
 			continue;
 		metrics_family(b, f->name, f->gauge ? METRICS_GAUGE : METRICS_COUNTER, f->help);
-		for (i = 0; i < n; i++) {
-			const u8 *base = f->kind == SVC_UDP ? (const u8 *)&svcs->udp[i] :
-					 f->kind == SVC_OUT ? (const u8 *)&svcs->out[i] : (const u8 *)&svcs->tcp[i];
+		for (u32 i = 0; i < n; i++, base += stride) {
 			const u64 *v = (const u64 *)(const void *)(base + f->off);
-			const char *svc = f->kind == SVC_UDP ? svcs->udp[i].cfg.name :
-					  f->kind == SVC_OUT ? svcs->out[i].cfg.name : svcs->tcp[i].cfg.name;
+			const char *svc = *(const char *const *)(const void *)base;
 			char labels[80];	/* a name is 1..31 of [a-z0-9_-]: nothing to escape */
-			u32 r;
 
 			if (!f->reasons) {
 				metrics_sample1(b, f->name, label, svc, v[0]);
 				continue;
 			}
-			for (r = 0; r < nr; r++) {
+			for (u32 r = 0; r < nr; r++) {
 				ksnprintf(labels, sizeof labels, "%s=\"%s\",reason=\"%s\"", label, svc, reasons[r]);
 				metrics_sample(b, f->name, labels, v[r]);
 			}
@@ -503,6 +498,7 @@ void svc_write_families(struct metrics_buf *b, const struct svc_family *t, size_
 /* The clients' families: set by the first vireo_tcp_client(), so an image
  * whose apps never connect out links neither them nor the code. */
 void (*svc_out_metrics)(struct metrics_buf *b);
+void (*svc_out_stop)(void);
 
 static void svc_write_metrics(struct metrics_buf *b)
 {
@@ -759,18 +755,8 @@ void api_services_stop(void)
 		while (s->tab.head)
 			tcpconn_abort(&((struct svc_conn *)s->tab.head)->tc);
 	}
-	for (i = 0; i < svcs->nout; i++) {
-		struct svc *s = &svcs->out[i];
-
-		while (s->tab.head) {
-			struct svc_conn *c = (struct svc_conn *)s->tab.head;
-
-			if (c->tc.pcb)
-				tcpconn_abort(&c->tc);
-			else
-				svc_conn_free(&c->tc, ERR_OK);
-		}
-	}
+	if (svc_out_stop)
+		svc_out_stop();
 	for (i = 0; i < svcs->nudp; i++) {
 		if (svcs->udp[i].pcb)
 			udp_remove(svcs->udp[i].pcb);
@@ -781,4 +767,5 @@ void api_services_stop(void)
 	svcs = NULL;
 	api_services_metrics = NULL;
 	svc_out_metrics = NULL;
+	svc_out_stop = NULL;
 }

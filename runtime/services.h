@@ -106,5 +106,7 @@ void svc_write_families(struct metrics_buf *b, const struct svc_family *t, size_
 void svc_metrics_register(void);
 /* The clients' families (runtime/tcp_out.c sets it at the first client). */
 extern void (*svc_out_metrics)(struct metrics_buf *b);
+/* Ends the clients' connections (api_services_stop(); set with the above). */
+extern void (*svc_out_stop)(void);
 
 #endif

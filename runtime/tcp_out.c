@@ -75,7 +75,10 @@ static void svc_out_free(struct tcpconn *tc, err_t err)
 	if (!c->connected && !c->fail)
 		c->fail = err == ERR_RST ? VIREO_TCP_FAIL_REFUSED : err == ERR_OK ? VIREO_TCP_FAIL_ABORTED :
 			  err == ERR_ABRT ? VIREO_TCP_FAIL_TIMEOUT : VIREO_TCP_FAIL_UNREACHABLE;
-	svc_conn_free(tc, err);
+	if (!c->connected)
+		(&c->svc->st.failed_refused)[c->fail - VIREO_TCP_FAIL_REFUSED]++;
+	svcs_out_live--;
+	svc_conn_free(tc, err);	/* on_fail when c->fail is set, else on_close */
 }
 
 /* Established. */
@@ -119,11 +122,28 @@ static void svc_out_work(void *arg)
 	if (c->connected) {
 		svc_deliver(c);
 	} else if (!c->tc.pcb) {
-		svc_conn_free(&c->tc, ERR_OK);
+		svc_out_free(&c->tc, ERR_OK);
 	} else if (c->fail || c->close_req || c->abort_req) {
 		if (!c->fail)
 			c->fail = VIREO_TCP_FAIL_ABORTED;
 		tcpconn_abort(&c->tc);
+	}
+}
+
+/* Every client's connections, ended (api_services_stop()). */
+static void svc_out_stop_all(void)
+{
+	for (u32 i = 0; i < svcs->nout; i++) {
+		struct svc *s = &svcs->out[i];
+
+		while (s->tab.head) {
+			struct svc_conn *c = (struct svc_conn *)s->tab.head;
+
+			if (c->tc.pcb)
+				tcpconn_abort(&c->tc);
+			else
+				svc_out_free(&c->tc, ERR_OK);
+		}
 	}
 }
 
@@ -172,6 +192,7 @@ int vireo_tcp_client(const struct vireo_tcp_client *cfg, vireo_tcp_out *out)
 	s->tab.max_conns = s->cfg.max_conns;
 	svc_metrics_register();
 	svc_out_metrics = svc_write_out_metrics;
+	svc_out_stop = svc_out_stop_all;
 	out->id = svcs->nout;
 	return 0;
 }
