@@ -1307,6 +1307,24 @@ static void test_tcp_client_failures(void **state)
 	assert_int_equal(oc.fails[VIREO_TCP_FAIL_ABORTED], 2);
 	assert_int_equal(oc.connected, 0);
 	assert_int_equal(oc.closes, 0);
+	/* No route (the link down): unreachable, from the loop. */
+	netif_set_link_down(&nif);
+	assert_int_equal(vireo_tcp_connect(cl, &nohost, &oc, &c), 0);
+	assert_int_equal(oc.fails[VIREO_TCP_FAIL_UNREACHABLE], 0);
+	run_ms(10);
+	assert_int_equal(oc.fails[VIREO_TCP_FAIL_UNREACHABLE], 1);
+	netif_set_link_up(&nif);
+	run_ms(100);
+	/* An IPv4-mapped IPv6 address is judged as the IPv4 one it carries. */
+	oc_allow(NULL);
+	{
+		struct vireo_addr m6 = { .family = VIREO_AF_INET6,
+					 .ip = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 }, .port = 80 };
+
+		assert_int_equal(vireo_tcp_connect(cl, &m6, &oc, &c), 0);
+		run_ms(10);
+		assert_int_equal(oc.fails[VIREO_TCP_FAIL_POLICY], 4);
+	}
 	/* Misuse. */
 	assert_int_equal(vireo_tcp_connect((vireo_tcp_out){ 99 }, &nohost, &oc, &c), -EINVAL);
 	nohost.port = 0;
@@ -1316,8 +1334,9 @@ static void test_tcp_client_failures(void **state)
 			 -EINVAL);
 	assert_int_equal(vireo_tcp_client_stats(cl, &st), 0);
 	assert_int_equal(st.failed_refused, 1);
-	assert_int_equal(st.failed_policy, 3);
+	assert_int_equal(st.failed_policy, 4);
 	assert_int_equal(st.failed_timeout, 1);
+	assert_int_equal(st.failed_unreachable, 1);
 	assert_int_equal(st.failed_aborted, 2);
 	assert_int_equal(st.refused, 1);
 	assert_int_equal(st.active, 0);
@@ -1326,7 +1345,7 @@ static void test_tcp_client_failures(void **state)
 	get(&m, "GET /metrics HTTP/1.1\r\nHost: h\r\n\r\n", &r, false);
 	assert_int_equal(r.status, 200);
 	body = strndup((const char *)r.body, r.body_len);
-	assert_non_null(strstr(body, "vireo_app_tcp_out_failures_total{client=\"up\",reason=\"policy\"} 3\n"));
+	assert_non_null(strstr(body, "vireo_app_tcp_out_failures_total{client=\"up\",reason=\"policy\"} 4\n"));
 	assert_non_null(strstr(body, "vireo_app_tcp_out_failures_total{client=\"up\",reason=\"timeout\"} 1\n"));
 	assert_non_null(strstr(body, "vireo_app_tcp_out_refused_total{client=\"up\"} 1\n"));
 	assert_non_null(strstr(body, "vireo_app_tcp_out_connections_active{client=\"up\"} 0\n"));
