@@ -25,7 +25,6 @@
 #include "vireo/app.h"
 #include "vireo/net.h"
 
-
 /* The reasons of vireo_app_tcp_out_failures_total. */
 static const char *const svc_fail_names[] = { "refused", "timeout", "unreachable", "policy", "aborted" };
 _Static_assert(ARRAY_SIZE(svc_fail_names) == VIREO_TCP_FAIL_ABORTED &&
@@ -62,9 +61,8 @@ static void svc_write_out_metrics(struct metrics_buf *b)
 			   ARRAY_SIZE(svc_fail_names));
 }
 
-/* Outbound connections have ops of their own (the accepted side's but for
- * the connect), so an image whose apps never connect out links none of
- * this. */
+/* Outbound connections' ops: the accepted side's recv and sent, their own
+ * connect, poll (the deadline first) and end. */
 
 /* The end of an outbound connection: why it never was, if it never was. */
 static void svc_out_free(struct tcpconn *tc, err_t err)
