@@ -12,6 +12,7 @@
 #include "boot/smbios.h"
 #include "kernel/boot_info.h"
 #include "kernel/arch/io.h"
+#include "kernel/time/wallclock.h"
 #include "lib/string.h"
 
 #define MAP_SLACK_DESCS 16	/* room for the map to grow between calls */
@@ -207,6 +208,20 @@ static void efi_convert_map(struct boot_info *bi, const u8 *map, UINTN size, UIN
 	}
 }
 
+
+/* The firmware's clock (its RTC), for a provisional wall clock until SNTP
+ * answers: read here, while runtime services need no virtual map. A
+ * failed call or an invalid date leaves rtc_unix_s 0 (no clock). */
+static void efi_clock(EFI_SYSTEM_TABLE *st, struct boot_info *bi)
+{
+	EFI_TIME t;
+
+	if (!st->RuntimeServices || st->RuntimeServices->GetTime(&t, NULL) != EFI_SUCCESS)
+		return;
+	bi->rtc_tsc = rdtsc();
+	bi->rtc_unix_s = wallclock_from_efi(t.Year, t.Month, t.Day, t.Hour, t.Minute, t.Second, (s16)t.TimeZone);
+}
+
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 {
 	EFI_BOOT_SERVICES *bs = st->BootServices;
@@ -247,6 +262,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	esp_load(bs, li ? li->DeviceHandle : NULL, bi);	/* BOOT_FILES */
 	seed_load(bs, li ? li->DeviceHandle : NULL, bi);	/* cidata, config-2 */
 	efi_smbios(st, bi);
+	efi_clock(st, bi);
 
 	/* The boot loader's command line and QEMU's fw_cfg one, both kept:
 	 * kernel/config.c applies fw_cfg's after it (docs/appliance.md). */

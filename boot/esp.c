@@ -171,16 +171,11 @@ static void esp_skip(struct boot_file *f, const char *dir, const CHAR16 *name, s
 }
 
 /* A file's modification time in Unix seconds, 0 if the firmware's is not
- * a valid date. FAT keeps local time with no zone (TimeZone unspecified):
- * read as UTC; a zone given is minutes with Localtime = UTC - TimeZone. */
+ * a valid date (a zone out of range included). FAT keeps local time with no
+ * zone (TimeZone unspecified): read as UTC (wallclock_from_efi()). */
 static u64 esp_file_mtime(const EFI_TIME *t)
 {
-	u64 s = wallclock_from_civil(t->Year, t->Month, t->Day, t->Hour, t->Minute, t->Second);
-	s16 tz = (s16)t->TimeZone;
-
-	if (s && tz >= -1440 && tz <= 1440 && (u64)((s64)s + tz * 60) > 0)
-		s = (u64)((s64)s + tz * 60);
-	return s;
+	return wallclock_from_efi(t->Year, t->Month, t->Day, t->Hour, t->Minute, t->Second, (s16)t->TimeZone);
 }
 
 /* File fh of a directory, info its entry: into the walk's data and table. */

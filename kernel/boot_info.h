@@ -170,6 +170,11 @@ struct boot_info {
 	u64 rsdp;		/* physical address of the ACPI RSDP, 0 if none */
 	u32 rsdp_rev;		/* 2 if found through the ACPI 2.0 GUID */
 	u32 exit_tries;		/* ExitBootServices attempts (stale map key retries); 0 on PVH */
+	/* The firmware's clock, read before ExitBootServices (UEFI GetTime(),
+	 * the RTC under it): Unix seconds, 0 if none or not a valid date, and
+	 * the TSC when read (kernel/main.c: the provisional wall clock). */
+	u64 rtc_unix_s;
+	u64 rtc_tsc;
 	u64 image_base, image_size;
 	u64 stack_base;		/* lowest page: the guard page */
 	u64 stack_size;		/* including the guard page */

@@ -15,6 +15,7 @@
 #include "drivers/virtio/virtio_mmio.h"
 #include "drivers/virtio/net/virtio_net.h"
 #include "kernel/boot_info.h"
+#include "kernel/time/wallclock.h"
 #include "kernel/cmdline.h"
 #include "kernel/config.h"
 #include "kernel/console.h"
@@ -79,6 +80,23 @@ static void main_start_network(void)
 		kprintf("net: syslog failed to start (%d)\n", err);
 }
 
+/* The provisional wall clock from the firmware's, its source said; SNTP
+ * sets the real one (kernel/time/wallclock.h). */
+__cold static void main_clock(const struct boot_info *bi)
+{
+	char iso[32];
+
+	if (!bi->rtc_unix_s || bi->rtc_tsc < bi->tsc.efi_main ||
+	    wallclock_set_provisional(bi->rtc_unix_s * NSEC_PER_SEC, time_tsc_to_ns(bi->rtc_tsc - bi->tsc.efi_main)) ||
+	    wallclock_iso(bi->rtc_unix_s * NSEC_PER_SEC, iso, sizeof iso) != 24) {
+		kprintf("clock: none until SNTP\n");
+		return;
+	}
+	iso[19] = 'Z';	/* whole seconds: the firmware's */
+	iso[20] = '\0';
+	kprintf("clock: %s from UEFI GetTime (provisional)\n", iso);
+}
+
 void kernel_main(struct boot_info *bi)
 {
 	bool echo;
@@ -111,6 +129,7 @@ void kernel_main(struct boot_info *bi)
 	if (bi->exit_tries)
 		kprintf(", exit_boot_services took %u tr%s", bi->exit_tries, bi->exit_tries == 1 ? "y" : "ies");
 	kprintf("\n");
+	main_clock(bi);
 	acpi_power_init();
 	random_init();
 	console_enable_input();

@@ -18,6 +18,9 @@
  * handle stays valid until on_close. The poll callback (every 500 ms)
  * applies the idle and send-stall timeouts.
  *
+ * TCP clients (runtime/tcp_out.c) share this file's connection state,
+ * delivery and timeouts through runtime/services.h.
+ *
  * UDP: a datagram in one pbuf is offered to on_recv where it lies; one
  * reassembled from fragments (a chain) is copied into one buffer of the
  * largest max_datagram bound first. Larger than the service's
@@ -35,6 +38,7 @@
 #include "lwip/udp.h"
 #include "runtime/api.h"
 #include "runtime/conntab.h"
+#include "runtime/services.h"
 #include "net/port/lwip_port.h"
 #include "net/tcp/rxmem.h"
 #include "net/tcp/tcpconn.h"
@@ -44,60 +48,17 @@ _Static_assert(TCP_WND <= VIREO_TCP_RXBUF, "a connection's receive buffer holds 
 _Static_assert(VIREO_TCP_BULK_RXBUF == VIREO_RXMEM_BULK_WND && VIREO_TCP_BULK_CONNS == VIREO_RXMEM_BULK_MAX,
 	       "vireo/net.h's bulk window is rxmem's");
 
-#define SVC_POLL_TICKS 1	/* 500 ms */
+struct svcs *svcs;
+u32 svcs_live, svcs_out_live;
 
-struct svc;
-
-struct svc_conn {
-	struct conntab_conn link;	/* first: the table hands back this */
-	struct tcpconn tc;	/* the pcb, rx[], inflight, ACK progress */
-	struct svc *svc;
-	u32 id;			/* the vireo_tcp handle */
-	void *ctx;
-	bool eof_told;		/* on_eof was called */
-	bool close_req, abort_req, recv_req;	/* the app asked: done from work */
-	bool want_writable;
-	u32 inflight_max;	/* copied bytes unacknowledged at most */
-	u64 t_active;		/* last byte either way (ms) */
-	struct work work;
-	u8 rx[];		/* VIREO_TCP_RXBUF; a bulk service's: its window */
-};
-
-_Static_assert(offsetof(struct svc_conn, link) == 0, "conntab entries are struct svc_conn");
-
-struct svc {
-	struct vireo_tcp_service cfg;
-	struct altcp_pcb *listen;
-	struct conntab tab;
-	struct vireo_tcp_stats st;	/* active: tab.count */
-};
-
-struct usvc {
-	struct vireo_udp_service cfg;
-	struct udp_pcb *pcb;
-	struct vireo_udp_stats st;
-};
-
-/* From the heap at the first service (the EFI image's .bss is bounded),
- * never given back: services are not removed. */
-static struct svcs {
-	struct svc tcp[VIREO_TCP_SERVICES_MAX];
-	u32 ntcp;
-	struct usvc udp[VIREO_UDP_SERVICES_MAX];
-	u32 nudp;
-	u8 *udp_buf;		/* a fragmented datagram, as the app sees it */
-	u32 udp_buf_size;	/* the largest max_datagram bound */
-} *svcs;
-static u32 svcs_live;		/* TCP connections of every service */
-
-static bool svcs_alloc(void)
+bool svcs_alloc(void)
 {
 	if (!svcs)
 		svcs = kzalloc(sizeof *svcs);
 	return svcs != NULL;
 }
 
-static u64 svc_now_ms(void)
+u64 svc_now_ms(void)
 {
 	return time_ns() / NSEC_PER_MSEC;
 }
@@ -116,7 +77,7 @@ void api_addr_of(const struct ip_addr *ip, u16 port, struct vireo_addr *a)
 }
 
 /* lwIP's address from a vireo_addr; false if the family is neither. */
-static bool svc_ip_of(const struct vireo_addr *a, ip_addr_t *ip)
+bool svc_ip_of(const struct vireo_addr *a, ip_addr_t *ip)
 {
 	__builtin_memset(ip, 0, sizeof *ip);
 	if (a->family == VIREO_AF_INET) {
@@ -138,18 +99,14 @@ static bool svc_ip_of(const struct vireo_addr *a, ip_addr_t *ip)
 static u32 svc_closing_id;
 static void *svc_closing_ctx;
 
-static inline struct svc_conn *svc_conn_of(struct tcpconn *tc)
-{
-	return tcpconn_owner(tc, struct svc_conn, tc);
-}
-
 /* tcpconn's free: the handle goes stale, then on_close hears it. */
-static void svc_conn_free(struct tcpconn *tc, err_t err)
+void svc_conn_free(struct tcpconn *tc, err_t err)
 {
 	struct svc_conn *c = svc_conn_of(tc);
 	struct svc *s = c->svc;
 	u32 id = c->id;
 	void *ctx = c->ctx;
+	enum vireo_tcp_fail why = c->fail;	/* an outbound one that never was */
 
 	work_cancel(&c->work);
 	conntab_remove(&s->tab, &c->link);
@@ -157,19 +114,22 @@ static void svc_conn_free(struct tcpconn *tc, err_t err)
 	svcs_live--;
 	s->st.active--;
 	kfree(c);
-	if (s->cfg.on_close) {
+	if (why ? s->on_fail != NULL : s->cfg.on_close != NULL) {
 		/* The handle is stale, but on_close is where an app frees what
 		 * it hung on the connection: vireo_tcp_ctx() still answers. */
 		svc_closing_id = id;
 		svc_closing_ctx = ctx;
-		s->cfg.on_close((vireo_tcp){ id }, s->cfg.arg);
+		if (why)
+			s->on_fail((vireo_tcp){ id }, why, s->cfg.arg);
+		else
+			s->cfg.on_close((vireo_tcp){ id }, s->cfg.arg);
 		svc_closing_id = 0;
 		svc_closing_ctx = NULL;
 	}
 }
 
 /* Offer what rx[] holds; on_eof once it is all consumed after the FIN. */
-static err_t svc_deliver(struct svc_conn *c)
+err_t svc_deliver(struct svc_conn *c)
 {
 	struct svc *s = c->svc;
 	struct tcpconn *tc = &c->tc;
@@ -213,7 +173,7 @@ static void svc_conn_work(void *arg)
 	svc_deliver(c);
 }
 
-static err_t svc_recv(struct tcpconn *tc)
+err_t svc_recv(struct tcpconn *tc)
 {
 	struct svc_conn *c = svc_conn_of(tc);
 
@@ -222,7 +182,7 @@ static err_t svc_recv(struct tcpconn *tc)
 	return svc_deliver(c);
 }
 
-static err_t svc_sent(struct tcpconn *tc, u16 len)
+err_t svc_sent(struct tcpconn *tc, u16 len)
 {
 	struct svc_conn *c = svc_conn_of(tc);
 	struct svc *s = c->svc;
@@ -238,7 +198,7 @@ static err_t svc_sent(struct tcpconn *tc, u16 len)
 	return ERR_OK;
 }
 
-static err_t svc_poll(struct tcpconn *tc)
+err_t svc_poll(struct tcpconn *tc)
 {
 	struct svc_conn *c = svc_conn_of(tc);
 	u64 now = svc_now_ms();
@@ -354,6 +314,8 @@ int vireo_tcp_send(vireo_tcp t, const void *data, size_t len)
 
 	if (!c)
 		return -EPIPE;
+	if (c->svc->out && !c->connected)
+		return -ENOTCONN;
 	if (len && !data) {
 		api_misuse("vireo_tcp_send: no data: refused");
 		return -EINVAL;
@@ -423,6 +385,8 @@ int vireo_tcp_peer(vireo_tcp t, struct vireo_addr *a)
 		return -EPIPE;
 	if (!a)
 		return -EINVAL;
+	if (c->svc->out && !c->connected)
+		return -ENOTCONN;
 	api_addr_of(altcp_get_ip(c->tc.pcb, 0), tcpconn_tcp_pcb(c->tc.pcb)->remote_port, a);
 	return 0;
 }
@@ -462,15 +426,10 @@ int vireo_tcp_stats(u16 port, struct vireo_tcp_stats *st)
 
 /* ---- metrics ---- */
 
-/* vireo_app_tcp_* and vireo_app_udp_*, one sample per service: the
- * counter at off in its struct svc (tcp) or struct usvc (udp). */
-static const struct svc_family {
-	const char *name, *help;
-	u16 off;
-	bool udp, gauge;
-} svc_families[] = {
-#define SVC_T(name, help, f) { name, help, offsetof(struct svc, st.f), false, false }
-#define SVC_U(name, help, f) { name, help, offsetof(struct usvc, st.f), true, false }
+/* vireo_app_tcp_*, vireo_app_udp_* and vireo_app_tcp_out_*, one sample
+ * per service or client (or a row of counters, one per reason): the
+ * counter at off in its struct svc (tcp, out) or struct usvc (udp). */
+static const struct svc_family svc_families[] = {
 	SVC_T("vireo_app_tcp_connections_accepted_total", "App TCP connections accepted.", accepted),
 	SVC_T("vireo_app_tcp_connections_refused_total", "App TCP connections reset on accept (limits or memory).",
 	      refused),
@@ -478,8 +437,8 @@ static const struct svc_family {
 	      refused_source),
 	SVC_T("vireo_app_tcp_connections_evicted_total",
 	      "App TCP connections reset to give a source below its fair share a slot.", evicted),
-	{ "vireo_app_tcp_connections_active", "App TCP connections open now.", offsetof(struct svc, st.active), false,
-	  true },
+	{ "vireo_app_tcp_connections_active", "App TCP connections open now.", offsetof(struct svc, st.active), SVC_TCP,
+	  true, false },
 	SVC_T("vireo_app_tcp_timeouts_idle_total", "App TCP connections reset for inactivity.", timeouts_idle),
 	SVC_T("vireo_app_tcp_timeouts_send_total", "App TCP connections reset for a send stall.", timeouts_send),
 	SVC_T("vireo_app_tcp_received_bytes_total", "App TCP bytes received.", rx_bytes),
@@ -487,14 +446,12 @@ static const struct svc_family {
 	SVC_U("vireo_app_udp_datagrams_total", "App UDP datagrams handed to the app.", datagrams),
 	SVC_U("vireo_app_udp_received_bytes_total", "App UDP payload bytes handed to the app.", bytes),
 	SVC_U("vireo_app_udp_dropped_size_total", "App UDP datagrams over max_datagram, dropped.", dropped_size),
-	/* (off: the first of its counters in a row, one sample each below) */
-	SVC_U("vireo_app_udp_dropped_source_total",
-	      "App UDP datagrams dropped for their source or destination (port 0, a service's port, "
-	      "the service's own, broadcast, multicast), by reason.", dropped_port0),
+	{ "vireo_app_udp_dropped_source_total",
+	  "App UDP datagrams dropped for their source or destination (port 0, a service's port, "
+	  "the service's own, broadcast, multicast), by reason.", offsetof(struct usvc, st.dropped_port0), SVC_UDP,
+	  false, true },
 	SVC_U("vireo_app_udp_sent_total", "App UDP datagrams sent.", sent),
 	SVC_U("vireo_app_udp_send_errors_total", "App UDP sends that failed (memory, routing).", send_errors),
-#undef SVC_T
-#undef SVC_U
 };
 /* The reasons of vireo_app_udp_dropped_source_total, in the order of their
  * counters in struct vireo_udp_stats. */
@@ -503,35 +460,53 @@ _Static_assert(offsetof(struct vireo_udp_stats, dropped_own_port) ==
 		       offsetof(struct vireo_udp_stats, dropped_port0) + 8 * (ARRAY_SIZE(svc_udp_reasons) - 1),
 	       "dropped_source's counters are in a row");
 
-static void svc_write_metrics(struct metrics_buf *b)
+_Static_assert(offsetof(struct svc, cfg.name) == 0 && offsetof(struct usvc, cfg.name) == 0,
+	       "a service's or client's name is first");
+
+void svc_write_families(struct metrics_buf *b, const struct svc_family *t, size_t nt, const char *const *reasons,
+			u32 nr)
 {
 	const struct svc_family *f;
-	u32 i, n;
 
-	if (!svcs)
-		return;
-	for (f = svc_families; f < svc_families + ARRAY_SIZE(svc_families); f++) {
-		n = f->udp ? svcs->nudp : svcs->ntcp;
+	for (f = t; f < t + nt; f++) {
+		const u8 *base = f->kind == SVC_UDP ? (const u8 *)svcs->udp :
+				 f->kind == SVC_OUT ? (const u8 *)svcs->out : (const u8 *)svcs->tcp;
+		u32 stride = f->kind == SVC_UDP ? sizeof(struct usvc) : sizeof(struct svc);
+		u32 n = f->kind == SVC_UDP ? svcs->nudp : f->kind == SVC_OUT ? svcs->nout : svcs->ntcp;
+		const char *label = f->kind == SVC_OUT ? "client" : "service";
+
 		if (!n)
 			continue;
 		metrics_family(b, f->name, f->gauge ? METRICS_GAUGE : METRICS_COUNTER, f->help);
-		for (i = 0; i < n; i++) {
-			const u8 *base = f->udp ? (const u8 *)&svcs->udp[i] : (const u8 *)&svcs->tcp[i];
+		for (u32 i = 0; i < n; i++, base += stride) {
 			const u64 *v = (const u64 *)(const void *)(base + f->off);
-			const char *svc = f->udp ? svcs->udp[i].cfg.name : svcs->tcp[i].cfg.name;
+			const char *svc = *(const char *const *)(const void *)base;
 			char labels[80];	/* a name is 1..31 of [a-z0-9_-]: nothing to escape */
-			u32 r;
 
-			if (!f->udp || f->off != offsetof(struct usvc, st.dropped_port0)) {
-				metrics_sample1(b, f->name, "service", svc, v[0]);
+			if (!f->reasons) {
+				metrics_sample1(b, f->name, label, svc, v[0]);
 				continue;
 			}
-			for (r = 0; r < ARRAY_SIZE(svc_udp_reasons); r++) {
-				ksnprintf(labels, sizeof labels, "service=\"%s\",reason=\"%s\"", svc, svc_udp_reasons[r]);
+			for (u32 r = 0; r < nr; r++) {
+				ksnprintf(labels, sizeof labels, "%s=\"%s\",reason=\"%s\"", label, svc, reasons[r]);
 				metrics_sample(b, f->name, labels, v[r]);
 			}
 		}
 	}
+}
+
+/* The clients' families: set by the first vireo_tcp_client(), so an image
+ * whose apps never connect out links neither them nor the code. */
+void (*svc_out_metrics)(struct metrics_buf *b);
+void (*svc_out_stop)(void);
+
+static void svc_write_metrics(struct metrics_buf *b)
+{
+	if (!svcs)
+		return;
+	svc_write_families(b, svc_families, ARRAY_SIZE(svc_families), svc_udp_reasons, ARRAY_SIZE(svc_udp_reasons));
+	if (svc_out_metrics)
+		svc_out_metrics(b);
 }
 
 /* /metrics has the services' families once one is registered: the app
@@ -539,7 +514,7 @@ static void svc_write_metrics(struct metrics_buf *b)
  * here rather than an entry of the metrics_sources set: a set entry would
  * keep this file's code in an image whose app has no service, which
  * gc-sections leaves out (1.6 KiB in the default image). */
-static void svc_metrics_register(void)
+void svc_metrics_register(void)
 {
 	api_services_metrics = svc_write_metrics;
 }
@@ -782,6 +757,8 @@ void api_services_stop(void)
 			tcpconn_abort(&((struct svc_conn *)s->tab.head)->tc);
 		conntab_release(&s->tab);
 	}
+	if (svc_out_stop)
+		svc_out_stop();
 	for (i = 0; i < svcs->nudp; i++) {
 		if (svcs->udp[i].pcb)
 			udp_remove(svcs->udp[i].pcb);
@@ -791,4 +768,6 @@ void api_services_stop(void)
 	kfree(svcs);
 	svcs = NULL;
 	api_services_metrics = NULL;
+	svc_out_metrics = NULL;
+	svc_out_stop = NULL;
 }

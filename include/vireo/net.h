@@ -24,8 +24,20 @@
  * the app's to apply (it knows what an answer costs); the runtime bounds
  * only what one datagram can make it hold.
  *
+ * TCP clients: an app connects out through a client it made (the
+ * vireo_tcp_client struct: callbacks, timeouts, a cap on connections at
+ * once) to an IPv4 or IPv6 address and port. vireo_tcp_connect() hands back
+ * a vireo_tcp at once; on_connected or on_fail (refused, timed out,
+ * unreachable, or refused by the egress policy: loopback, unspecified,
+ * link-local, private, multicast and broadcast addresses unless the
+ * egress.allow= key lists them) follows from the loop. A connected one has
+ * the same contract as an accepted one: on_recv consumes, the rest held
+ * (VIREO_TCP_RXBUF) with the window closed, vireo_tcp_send() under
+ * VIREO_TCP_INFLIGHT with on_writable, the same close, abort, timeouts.
+ *
  * Every service's counters are on /metrics as vireo_app_tcp_* and
- * vireo_app_udp_* with a service="name" label.
+ * vireo_app_udp_* with a service="name" label, every client's as
+ * vireo_app_tcp_out_* with a client="name" label.
  */
 #ifndef VIREO_API_NET_H
 #define VIREO_API_NET_H
@@ -40,7 +52,8 @@ typedef struct vireo_tcp {
 } vireo_tcp;
 
 /* lwIP's heap budget (net/port/lwipopts.h) counts 16 live connections besides
- * HTTP's: every service's together (apps/echo's included). */
+ * HTTP's: every service's and every client's together (apps/echo's
+ * included); clients' at most VIREO_TCP_OUT_MAX of them. */
 #define VIREO_TCP_SERVICES_MAX 5	/* listening services, all apps (echo's included) */
 #define VIREO_TCP_CONNS_MAX 16		/* one service's max_conns at most */
 #define VIREO_TCP_CONNS_TOTAL 16	/* live connections of every service */
@@ -121,10 +134,79 @@ struct vireo_tcp_stats {
 	u64 evicted;		/* reset for a source below its fair share */
 	u64 timeouts_idle, timeouts_send;	/* reset by a timeout */
 	u64 rx_bytes, tx_bytes;	/* received; taken by vireo_tcp_send() */
-	u64 active;		/* open now */
+	u64 active;		/* open now (a client's: connecting too) */
+	/* A client's (vireo_tcp_client_stats()): connections established,
+	 * and those that never were, by reason (enum vireo_tcp_fail's
+	 * order); refused above counts connects refused for the cap or
+	 * memory. */
+	u64 connected;
+	u64 failed_refused, failed_timeout, failed_unreachable, failed_policy, failed_aborted;
 };
 /* The counters of the service listening on port into *st: 0, or -ENOENT. */
 int vireo_tcp_stats(u16 port, struct vireo_tcp_stats *st);
+
+/* ---- TCP: connecting out ---- */
+
+/* A client (a set of callbacks and caps for outbound connections). */
+typedef struct vireo_tcp_out {
+	u32 id;
+} vireo_tcp_out;
+
+#define VIREO_TCP_CLIENTS_MAX 4		/* clients, all apps */
+#define VIREO_TCP_OUT_MAX 8		/* outbound connections at once, all clients
+					 * (among VIREO_TCP_CONNS_TOTAL) */
+#define VIREO_TCP_OUT_DEFAULT 4		/* a client's max_conns */
+#define VIREO_TCP_CONNECT_MS_DEFAULT 10000
+
+/* Why an outbound connection never was (on_fail). */
+enum vireo_tcp_fail {
+	VIREO_TCP_FAIL_REFUSED = 1,	/* the peer answered with a reset */
+	VIREO_TCP_FAIL_TIMEOUT,		/* no answer by the connect deadline */
+	VIREO_TCP_FAIL_UNREACHABLE,	/* no route to the address */
+	VIREO_TCP_FAIL_POLICY,		/* the egress policy: no packet was sent */
+	VIREO_TCP_FAIL_ABORTED,		/* closed or aborted by the app, power off */
+};
+/* "refused", "timeout", "unreachable", "policy", "aborted" (the metrics'
+ * reason label), "?" for anything else. */
+const char *vireo_tcp_fail_str(enum vireo_tcp_fail why);
+
+/* A zero limit takes the default in brackets. */
+struct vireo_tcp_client {
+	const char *name;	/* 1..31 of [a-z0-9_-]: the metrics label */
+	u32 max_conns;		/* at once [VIREO_TCP_OUT_DEFAULT], <= VIREO_TCP_OUT_MAX */
+	u32 connect_timeout_ms;	/* [VIREO_TCP_CONNECT_MS_DEFAULT]; counted in 500 ms ticks */
+	u32 idle_timeout_ms;	/* [VIREO_TCP_IDLE_MS_DEFAULT], once connected */
+	u32 send_timeout_ms;	/* [VIREO_TCP_SEND_MS_DEFAULT] */
+
+	/* All optional but on_recv. c is the handle vireo_tcp_connect()
+	 * gave; the rest as struct vireo_tcp_service's. */
+	void (*on_connected)(vireo_tcp c, void *arg);
+	/* The connection never was: c is stale as in on_close (its context
+	 * still answers), and on_close does not follow. */
+	void (*on_fail)(vireo_tcp c, enum vireo_tcp_fail why, void *arg);
+	size_t (*on_recv)(vireo_tcp c, const void *data, size_t len, void *arg);
+	void (*on_eof)(vireo_tcp c, void *arg);
+	void (*on_writable)(vireo_tcp c, void *arg);
+	void (*on_close)(vireo_tcp c, void *arg);	/* after on_connected only */
+	void *arg;
+};
+
+/* A client (the struct is copied) into *out. 0, or (logged) -EINVAL (no
+ * on_recv, bad name, limits too large), -ENOSPC (VIREO_TCP_CLIENTS_MAX),
+ * -ENOMEM. */
+int vireo_tcp_client(const struct vireo_tcp_client *cfg, vireo_tcp_out *out);
+
+/* Connects to dst (VIREO_AF_INET or VIREO_AF_INET6, a port) with ctx as
+ * the connection's context: 0 and *c, then on_connected or on_fail from
+ * the loop (the policy's refusal too, logged). Until on_connected,
+ * vireo_tcp_send() and vireo_tcp_peer() answer -ENOTCONN; close and
+ * abort end it (on_fail, VIREO_TCP_FAIL_ABORTED). -EINVAL (bad handle or
+ * address), -ENOSPC (the client's max_conns or VIREO_TCP_OUT_MAX open, or
+ * all VIREO_TCP_CONNS_TOTAL: counted as refused), -ENOMEM. */
+int vireo_tcp_connect(vireo_tcp_out cl, const struct vireo_addr *dst, void *ctx, vireo_tcp *c);
+
+/* A client's counters (vireo_app_tcp_out_*{client=...}): 0, or -EINVAL. */
+int vireo_tcp_client_stats(vireo_tcp_out cl, struct vireo_tcp_stats *st);
 
 /* ---- UDP ---- */
 

@@ -44,6 +44,7 @@ typedef int64_t s64;
 #define EOVERFLOW 75
 #define EBADMSG 74
 #define ENOTSUP 95
+#define ENOTCONN 107
 #define ETIMEDOUT 110
 #define EALREADY 114
 

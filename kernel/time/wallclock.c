@@ -6,6 +6,8 @@
 
 static bool wallclock_known;
 static u64 wallclock_offset;	/* unix ns minus monotonic ns */
+static bool wallclock_prov_known;
+static u64 wallclock_prov_offset;	/* the provisional clock's */
 
 void wallclock_civil(u64 unix_s, struct civil_time *c)
 {
@@ -160,15 +162,51 @@ size_t wallclock_iso(u64 unix_ns, char *buf, size_t size)
 	return (size_t)(p - buf);
 }
 
-int wallclock_set(u64 unix_ns, u64 now_ns)
+/* unix_ns at now_ns into *offset (and *known) if plausible. */
+__attribute__((noinline)) static int wallclock_take(u64 unix_ns, u64 now_ns, u64 *offset, bool *known)
 {
 	u64 s = unix_ns / 1000000000ULL;
 
 	if (s < WALLCLOCK_MIN_S || s > WALLCLOCK_MAX_S || unix_ns < now_ns)
 		return -ERANGE;
-	wallclock_offset = unix_ns - now_ns;
-	wallclock_known = true;
+	*offset = unix_ns - now_ns;
+	*known = true;
 	return 0;
+}
+
+int wallclock_set(u64 unix_ns, u64 now_ns)
+{
+	return wallclock_take(unix_ns, now_ns, &wallclock_offset, &wallclock_known);
+}
+
+u64 wallclock_from_efi(u32 year, u32 month, u32 day, u32 hour, u32 min, u32 sec, s16 tz)
+{
+	u64 s = wallclock_from_civil(year, month, day, hour, min, sec);
+
+	if (!s || (tz != 2047 && (tz < -1440 || tz > 1440)))
+		return 0;
+	if (tz == 2047)
+		return s;
+	if ((s64)s + tz * 60 <= 0)
+		return 0;
+	return (u64)((s64)s + tz * 60);
+}
+
+int wallclock_set_provisional(u64 unix_ns, u64 now_ns)
+{
+	if (wallclock_known || wallclock_prov_known)
+		return -EALREADY;
+	return wallclock_take(unix_ns, now_ns, &wallclock_prov_offset, &wallclock_prov_known);
+}
+
+enum wallclock_source wallclock_best(u64 *unix_ns)
+{
+	if (wallclock_now(unix_ns))
+		return WALLCLOCK_SYNCED;
+	if (!wallclock_prov_known)
+		return WALLCLOCK_NONE;
+	*unix_ns = time_ns() + wallclock_prov_offset;
+	return WALLCLOCK_PROVISIONAL;
 }
 
 bool wallclock_now(u64 *unix_ns)
@@ -220,4 +258,6 @@ void wallclock_reset(void)
 {
 	wallclock_known = false;
 	wallclock_offset = 0;
+	wallclock_prov_known = false;
+	wallclock_prov_offset = 0;
 }

@@ -1,5 +1,13 @@
 /* Wall-clock time: unknown until a source (net/clients/sntp.c) sets it, then the
- * monotonic clock (time_ns) plus an offset. Formatting is pure. */
+ * monotonic clock (time_ns) plus an offset. Formatting is pure.
+ *
+ * Before that, a provisional clock may be known: the firmware's (UEFI
+ * GetTime() at boot, read before ExitBootServices: boot/efi_main.c),
+ * printed with its source and kept apart. wallclock_now() and everything
+ * on it (the HTTP Date header, Last-Modified, log stamps) still wait for a
+ * synchronised source; wallclock_best() says which clock it has, so a
+ * check that must fail closed without a clock (certificates) can tell "no
+ * clock" from "the firmware's" from "synchronised". */
 #ifndef VIREO_WALLCLOCK_H
 #define VIREO_WALLCLOCK_H
 
@@ -40,7 +48,28 @@ size_t wallclock_iso(u64 unix_ns, char *buf, size_t size);
  * Refused (-ERANGE) outside WALLCLOCK_MIN_S..MAX_S. */
 int wallclock_set(u64 unix_ns, u64 now_ns);
 
-/* The time now, false while no source has set it. */
+/* UEFI's EFI_TIME fields (TimeZone in minutes, Localtime = UTC -
+ * TimeZone, or 2047 unspecified: read as UTC) into Unix seconds; 0 when a
+ * field is out of range. */
+u64 wallclock_from_efi(u32 year, u32 month, u32 day, u32 hour, u32 min, u32 sec, s16 tz);
+
+/* Sets the provisional clock (unix_ns at monotonic now_ns), once and only
+ * while no source has set the clock: 0, -ERANGE (outside WALLCLOCK_MIN_S..
+ * MAX_S), -EALREADY. */
+int wallclock_set_provisional(u64 unix_ns, u64 now_ns);
+
+enum wallclock_source {
+	WALLCLOCK_NONE,		/* no clock */
+	WALLCLOCK_PROVISIONAL,	/* the firmware's, not synchronised */
+	WALLCLOCK_SYNCED,	/* set by a source (SNTP) */
+};
+
+/* The best time known into *unix_ns (untouched with WALLCLOCK_NONE) and
+ * where it comes from. */
+enum wallclock_source wallclock_best(u64 *unix_ns);
+
+/* The time now, false while no source has set it (the provisional clock
+ * does not count). */
 bool wallclock_now(u64 *unix_ns);
 
 /* The HTTP Date of now, cached per second: length, or 0 while unknown. */

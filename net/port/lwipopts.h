@@ -112,8 +112,16 @@
  *   bulk send grants: VIREO_SND_BULK_MAX (2) x (W_sndbulk - W_http),
  *     held until lwIP frees the PCB (an orphan's is inside the orphan
  *     estimate below, its cost counted from its real queue)          33264
- *   live TCP services' connections together (16, echo's included;
- *     only bulk services' take bulk windows): 14 x W_echo + 2 x W_bulk 522330
+ *   live TCP services' connections and apps' outbound ones together
+ *     (16, echo's included: VIREO_TCP_CONNS_TOTAL, outbound at most
+ *     VIREO_TCP_OUT_MAX 8 of them, each with the same 4096 copied bytes
+ *     and receive window as an accepted one, so W_echo; only bulk
+ *     services' take bulk windows): 14 x W_echo + 2 x W_bulk     522330
+ *     (Outbound connections share the 16 rather than add 8 more:
+ *     8 x W_echo = 209656 would take the total past MEM_SIZE, and
+ *     TLS=1 leaves 67 KiB. A connecting one, SYN_SENT, holds its PCB
+ *     and one SYN segment, less than W_echo. An app's outbound ones
+ *     close into TIME_WAIT, which the cap below bounds.)
  *   orphans (closed by the application, lwIP still sending our
  *     data and FIN): the port keeps <= VIREO_LWIP_ORPHANS_BYTES of
  *     them by its own estimate (net/port/lwip_port.c lwip_port_pcb_cost(),
@@ -257,7 +265,7 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
 #define VIREO_LWIP_ORPHAN_TIMEOUT_MS	60000
 
 /* Budgets (see above: exported as avail, not enforced by lwIP). */
-/* 64 HTTP and 16 TCP-service live, 52 half-open, the orphan and TIME_WAIT caps. */
+/* 64 HTTP and 16 TCP-service live (accepted and outbound), 52 half-open, the orphan and TIME_WAIT caps. */
 #define MEMP_NUM_TCP_PCB		(64 + 16 + 52 + VIREO_LWIP_ORPHANS_MAX + VIREO_LWIP_TIME_WAIT_MAX)
 #define MEMP_NUM_TCP_PCB_LISTEN		8	/* HTTP, HTTPS, 5 TCP services (echo's included), a spare */
 #define MEMP_NUM_TCP_SEG		(64 * TCP_SND_QUEUELEN)	/* 64 live, each a full queue */

@@ -121,6 +121,23 @@ void tcpconn_attach(struct tcpconn *tc, struct altcp_pcb *pcb, const struct tcpc
 	altcp_nagle_disable(pcb);
 }
 
+static err_t tcpconn_on_connected(void *arg, struct altcp_pcb *pcb, err_t err)
+{
+	struct tcpconn *tc = arg;
+
+	if (!tc) {
+		altcp_abort(pcb);
+		return ERR_ABRT;
+	}
+	tc->t_progress = tcpconn_now_ms();
+	return tc->ops->connected(tc);
+}
+
+err_t tcpconn_connect(struct tcpconn *tc, const ip_addr_t *ip, u16 port)
+{
+	return altcp_connect(tc->pcb, ip, port, tcpconn_on_connected);
+}
+
 void tcpconn_rx_discard(struct tcpconn *tc)
 {
 	u32 n = tc->rx_len - tc->rx_off;

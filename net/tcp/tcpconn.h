@@ -51,6 +51,9 @@ struct tcpconn_ops {
 	 * lwIP's reason (ERR_RST, ERR_ABRT, ERR_CLSD), its pcb gone already.
 	 * Either way tc is detached: no lwIP callback comes for it again. */
 	void (*free)(struct tcpconn *tc, err_t err);
+	/* An outbound connection (tcpconn_connect()) is established; NULL
+	 * for accepted ones. */
+	err_t (*connected)(struct tcpconn *tc);
 };
 /* recv, sent and poll return what the lwIP callback returns: ERR_OK, or
  * ERR_ABRT once they ended tc (tcpconn_close() or tcpconn_abort()'s
@@ -85,6 +88,12 @@ u64 tcpconn_now_ms(void);
  * once). rx_cap must hold the largest window lwIP may open for pcb. */
 void tcpconn_attach(struct tcpconn *tc, struct altcp_pcb *pcb, const struct tcpconn_ops *ops, u8 *rx,
 		    u32 rx_cap, u8 poll_ticks);
+
+/* Connects an attached pcb out to ip:port: ERR_OK (ops->connected, or
+ * ops->free with ERR_RST when refused, ERR_ABRT when lwIP gave up on its
+ * SYNs, follows), or lwIP's error at once (ERR_RTE: no route), tc then
+ * still attached for the owner to end. */
+err_t tcpconn_connect(struct tcpconn *tc, const ip_addr_t *ip, u16 port);
 
 /* Orderly close: rx[] is dropped (its window reopened), pcb detached,
  * ops->free(tc, ERR_OK), then a FIN after what is queued, or a RST when

@@ -1,4 +1,5 @@
 """Boot and kernel core under OVMF with TCG: the serial console contract."""
+import calendar
 import os
 import re
 import subprocess
@@ -26,6 +27,13 @@ def test_boots_to_ready(boot):
     values = [float(kv.split("=")[1]) for kv in tl.split()]
     assert values == sorted(values)
     assert "vireo: panic" not in text
+    # The firmware's clock as the provisional one (QEMU's RTC starts at the
+    # host's UTC time), kept apart: no line is stamped without SNTP.
+    m = re.search(r"^clock: (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) from UEFI GetTime \(provisional\)$", text, re.M)
+    assert m, text
+    guest = calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%SZ"))
+    assert abs(guest - time.time()) < 300, (m.group(1), time.time())
+    assert not re.search(r"^\[\d{4}-", text, re.M), text
     # The banner comes before anything else the kernel prints.
     kernel_out = text[text.index("vireo "):]
     assert kernel_out.startswith("vireo ")

@@ -10,5 +10,8 @@ test_heap_USES := heap
 test_mm_range_USES := mm_range
 test_dma_USES := dma
 test_timerq_USES := timerq
+# The wall clock: the provisional (firmware) clock kept apart, EFI_TIME.
+HOST_TESTS += test_wallclock
+test_wallclock_USES := wallclock
 FUZZERS += fuzz_cmdline
 fuzz_cmdline_USES := cmdline fmt

@@ -34,6 +34,11 @@ HOST_TESTS += test_proxyproto
 LWIP_HOST_TESTS += test_proxyproto
 test_proxyproto_USES := proxyproto allow fmt cmdline parse
 
+# The egress policy (egress.allow=): every refused range at its edges.
+HOST_TESTS += test_egress
+LWIP_HOST_TESTS += test_egress
+test_egress_USES := egress allow fmt cmdline parse
+
 # The HTTP server, metrics and echo against lwIP over an in-process netif.
 HOST_TESTS += test_server
 test_server_USES := $(RUNTIME_HOST_USES)

@@ -13,6 +13,7 @@
 #include "lwip/udp.h"
 #include "lwip/priv/tcp_priv.h"
 #include "runtime/api.h"
+#include "runtime/egress.h"
 #include "runtime/http/http.h"
 #include "lib/metrics.h"
 #include "runtime/http/server.h"
@@ -1025,6 +1026,393 @@ static void test_tcp_service(void **state)
 	}
 }
 
+/* ---- TCP clients (connecting out) ---- */
+
+static struct {
+	unsigned connected, closes, eofs, writable;
+	unsigned fails[VIREO_TCP_FAIL_ABORTED + 1];
+	vireo_tcp last;
+	bool hold;		/* on_recv consumes nothing */
+	u8 buf[32768];
+	size_t len;
+	void *ctx_seen;		/* vireo_tcp_ctx() during on_fail/on_close */
+} oc;
+
+static void oc_connected(vireo_tcp c, void *arg)
+{
+	oc.connected++;
+	oc.last = c;
+	assert_ptr_equal(vireo_tcp_ctx(c), &oc);
+}
+
+static void oc_fail(vireo_tcp c, enum vireo_tcp_fail why, void *arg)
+{
+	assert_true(why >= VIREO_TCP_FAIL_REFUSED && why <= VIREO_TCP_FAIL_ABORTED);
+	oc.fails[why]++;
+	oc.ctx_seen = vireo_tcp_ctx(c);
+	assert_int_equal(vireo_tcp_send(c, "x", 1), -EPIPE);	/* stale */
+}
+
+static size_t oc_recv(vireo_tcp c, const void *data, size_t len, void *arg)
+{
+	size_t n = MIN(len, sizeof oc.buf - oc.len);
+
+	if (oc.hold)
+		return 0;
+	memcpy(oc.buf + oc.len, data, n);
+	oc.len += n;
+	return n;
+}
+
+static void oc_eof(vireo_tcp c, void *arg)
+{
+	oc.eofs++;
+	vireo_tcp_close(c);
+}
+
+static void oc_writable(vireo_tcp c, void *arg)
+{
+	oc.writable++;
+}
+
+static void oc_close(vireo_tcp c, void *arg)
+{
+	oc.closes++;
+	oc.ctx_seen = vireo_tcp_ctx(c);
+}
+
+static const struct vireo_tcp_client oc_cfg = {
+	.name = "up", .max_conns = 2, .connect_timeout_ms = 1000, .idle_timeout_ms = 5000,
+	.on_connected = oc_connected, .on_fail = oc_fail, .on_recv = oc_recv, .on_eof = oc_eof,
+	.on_writable = oc_writable, .on_close = oc_close,
+};
+
+static struct vireo_addr oc_addr(bool v6, u16 port)
+{
+	struct vireo_addr a = { .family = v6 ? VIREO_AF_INET6 : VIREO_AF_INET, .port = port };
+
+	if (v6)
+		memcpy(a.ip, ip_2_ip6(&addr6)->addr, 16);
+	else
+		memcpy(a.ip, &ip_2_ip4(&addr4)->addr, 4);
+	return a;
+}
+
+static void oc_allow(const char *list)
+{
+	char why[64];
+
+	if (!list) {
+		egress_allow.n = 0;
+		return;
+	}
+	assert_int_equal(allow_parse(list, &egress_allow, why, sizeof why), 0);
+}
+
+/* A raw lwIP server for the client to talk to: sends srv_n bytes of
+ * stream_byte() on accept, reads nothing while srv_hold. */
+static struct {
+	struct tcp_pcb *listen, *conn;
+	size_t n, sent;
+	bool hold;
+	size_t got;
+} srv;
+
+static void srv_push(void)
+{
+	while (srv.conn && srv.sent < srv.n) {
+		u8 chunk[1024];
+		size_t k = MIN(MIN(sizeof chunk, srv.n - srv.sent), (size_t)tcp_sndbuf(srv.conn)), i;
+
+		if (!k)
+			break;
+		for (i = 0; i < k; i++)
+			chunk[i] = stream_byte(srv.sent + i);
+		if (tcp_write(srv.conn, chunk, (u16_t)k, TCP_WRITE_FLAG_COPY) != ERR_OK)
+			break;
+		srv.sent += k;
+	}
+	if (srv.conn)
+		tcp_output(srv.conn);
+}
+
+static err_t srv_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
+{
+	srv_push();
+	return ERR_OK;
+}
+
+static err_t srv_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+{
+	if (!p) {
+		tcp_arg(pcb, NULL);
+		tcp_recv(pcb, NULL);
+		tcp_sent(pcb, NULL);
+		tcp_err(pcb, NULL);
+		srv.conn = NULL;
+		tcp_close(pcb);
+		return ERR_OK;
+	}
+	if (srv.hold)
+		return ERR_MEM;	/* refused: lwIP offers it again */
+	srv.got += p->tot_len;
+	tcp_recved(pcb, p->tot_len);
+	pbuf_free(p);
+	return ERR_OK;
+}
+
+static void srv_err(void *arg, err_t err)
+{
+	srv.conn = NULL;
+}
+
+static err_t srv_accept(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+	srv.conn = pcb;
+	tcp_recv(pcb, srv_recv);
+	tcp_sent(pcb, srv_sent);
+	tcp_err(pcb, srv_err);
+	srv_push();
+	return ERR_OK;
+}
+
+static void srv_start(u16 port, size_t n)
+{
+	struct tcp_pcb *pcb = tcp_new_ip_type(IPADDR_TYPE_ANY);
+
+	memset(&srv, 0, sizeof srv);
+	srv.n = n;
+	assert_int_equal(tcp_bind(pcb, IP_ANY_TYPE, port), ERR_OK);
+	srv.listen = tcp_listen(pcb);
+	assert_non_null(srv.listen);
+	tcp_accept(srv.listen, srv_accept);
+}
+
+static void srv_stop(void)
+{
+	if (srv.conn) {
+		tcp_arg(srv.conn, NULL);
+		tcp_recv(srv.conn, NULL);
+		tcp_sent(srv.conn, NULL);
+		tcp_err(srv.conn, NULL);
+		tcp_abort(srv.conn);
+	}
+	tcp_close(srv.listen);
+	memset(&srv, 0, sizeof srv);
+}
+
+/* Connect, talk to the app's own service, close: both sides see it. */
+static void test_tcp_client_round_trip(void **state)
+{
+	vireo_tcp_out cl;
+	vireo_tcp c;
+	struct vireo_addr a = oc_addr(V4, TCP_SVC_PORT);
+	struct vireo_tcp_stats st;
+
+	memset(&oc, 0, sizeof oc);
+	oc_allow("192.168.7.0/24,fd00::/64");
+	assert_int_equal(vireo_tcp_listen(&tcp_svc), 0);
+	assert_int_equal(vireo_tcp_client(&oc_cfg, &cl), 0);
+	assert_int_equal(vireo_tcp_connect(cl, &a, &oc, &c), 0);
+	assert_int_not_equal(c.id, 0);
+	/* Not yet connected: nothing to send to, no peer. */
+	assert_int_equal(vireo_tcp_send(c, "x", 1), -ENOTCONN);
+	assert_int_equal(vireo_tcp_peer(c, &a), -ENOTCONN);
+	run_ms(100);
+	assert_int_equal(oc.connected, 1);
+	assert_int_equal(t.accepts, 1);
+	assert_int_equal(vireo_tcp_peer(c, &a), 0);
+	assert_int_equal(a.port, TCP_SVC_PORT);
+	assert_int_equal(vireo_tcp_send(c, "hello\n", 6), 6);
+	run_ms(100);
+	assert_int_equal(oc.len, 6);
+	assert_memory_equal(oc.buf, "HELLO\n", 6);
+	/* The service closes on "quit": the client hears the FIN, closes. */
+	assert_int_equal(vireo_tcp_send(c, "quit", 4), 4);
+	run_ms(200);
+	assert_int_equal(oc.eofs, 1);
+	assert_int_equal(oc.closes, 1);
+	assert_ptr_equal(oc.ctx_seen, &oc);
+	assert_int_equal(t.closes, 1);
+	/* The same over IPv6. */
+	a = oc_addr(V6, TCP_SVC_PORT);
+	assert_int_equal(vireo_tcp_connect(cl, &a, &oc, &c), 0);
+	run_ms(100);
+	assert_int_equal(oc.connected, 2);
+	assert_int_equal(vireo_tcp_send(c, "v6\n", 3), 3);
+	run_ms(100);
+	assert_memory_equal(oc.buf + 6, "V6\n", 3);
+	assert_int_equal(vireo_tcp_close(c), 0);
+	run_ms(200);
+	assert_int_equal(oc.closes, 2);
+	assert_int_equal(vireo_tcp_client_stats(cl, &st), 0);
+	assert_int_equal(st.connected, 2);
+	assert_int_equal(st.active, 0);
+	assert_int_equal(st.tx_bytes, 6 + 4 + 3);
+	assert_int_equal(st.rx_bytes, 6 + 3);
+	oc_allow(NULL);
+}
+
+/* Refused by the peer, by the policy (no packet, logged, counted), by the
+ * deadline, by the caps; the app's abort while connecting. */
+static void test_tcp_client_failures(void **state)
+{
+	vireo_tcp_out cl, bad;
+	vireo_tcp c, c2, c3;
+	struct vireo_addr a = oc_addr(V4, TCP_SVC_PORT + 77);	/* nobody listens */
+	struct vireo_addr meta = { .family = VIREO_AF_INET, .ip = { 169, 254, 169, 254 }, .port = 80 };
+	struct vireo_addr lo6 = { .family = VIREO_AF_INET6, .ip = { [15] = 1 }, .port = 80 };
+	struct vireo_addr nohost = { .family = VIREO_AF_INET, .ip = { 192, 168, 7, 9 }, .port = 80 };
+	struct vireo_tcp_stats st;
+	struct client m;
+	struct resp r;
+	char *body;
+	u32 segs;
+
+	memset(&oc, 0, sizeof oc);
+	oc_allow("192.168.7.0/24");
+	assert_int_equal(vireo_tcp_client(&oc_cfg, &cl), 0);
+	assert_int_equal(vireo_tcp_connect(cl, &a, &oc, &c), 0);
+	run_ms(100);
+	assert_int_equal(oc.fails[VIREO_TCP_FAIL_REFUSED], 1);
+	assert_ptr_equal(oc.ctx_seen, &oc);
+	/* The policy: the appliance's own address once the list is empty,
+	 * the metadata service, IPv6 loopback. No segment leaves. */
+	oc_allow(NULL);
+	segs = lwip_stats.tcp.xmit;
+	a = oc_addr(V4, TCP_SVC_PORT);
+	assert_int_equal(vireo_tcp_connect(cl, &a, &oc, &c), 0);
+	assert_int_equal(oc.fails[VIREO_TCP_FAIL_POLICY], 0);	/* never inside the call */
+	run_ms(10);
+	assert_int_equal(vireo_tcp_connect(cl, &meta, &oc, &c), 0);
+	assert_int_equal(vireo_tcp_connect(cl, &lo6, &oc, &c2), 0);
+	run_ms(10);
+	assert_int_equal(oc.fails[VIREO_TCP_FAIL_POLICY], 3);
+	assert_int_equal(lwip_stats.tcp.xmit, segs);
+	assert_true(hk_log_contains("169.254.169.254 port 80 is link-local: refused by the egress policy"));
+	assert_true(hk_log_contains("::1 port 80 is loopback: refused by the egress policy"));
+	/* The deadline: a host that never answers (its ARP neither). */
+	oc_allow("192.168.7.0/24");
+	assert_int_equal(vireo_tcp_connect(cl, &nohost, &oc, &c), 0);
+	run_ms(900);
+	assert_int_equal(oc.fails[VIREO_TCP_FAIL_TIMEOUT], 0);
+	run_ms(700);
+	assert_int_equal(oc.fails[VIREO_TCP_FAIL_TIMEOUT], 1);
+	/* The client's cap (2), then the app's abort while connecting. */
+	assert_int_equal(vireo_tcp_connect(cl, &nohost, &oc, &c), 0);
+	assert_int_equal(vireo_tcp_connect(cl, &nohost, &oc, &c2), 0);
+	assert_int_equal(vireo_tcp_connect(cl, &nohost, &oc, &c3), -ENOSPC);
+	assert_int_equal(c3.id, 0);
+	assert_int_equal(vireo_tcp_abort(c), 0);
+	assert_int_equal(vireo_tcp_close(c2), 0);
+	run_ms(10);
+	assert_int_equal(oc.fails[VIREO_TCP_FAIL_ABORTED], 2);
+	assert_int_equal(oc.connected, 0);
+	assert_int_equal(oc.closes, 0);
+	/* No route (the link down): unreachable, from the loop. */
+	netif_set_link_down(&nif);
+	assert_int_equal(vireo_tcp_connect(cl, &nohost, &oc, &c), 0);
+	assert_int_equal(oc.fails[VIREO_TCP_FAIL_UNREACHABLE], 0);
+	run_ms(10);
+	assert_int_equal(oc.fails[VIREO_TCP_FAIL_UNREACHABLE], 1);
+	netif_set_link_up(&nif);
+	run_ms(100);
+	/* An IPv4-mapped IPv6 address is judged as the IPv4 one it carries. */
+	oc_allow(NULL);
+	{
+		struct vireo_addr m6 = { .family = VIREO_AF_INET6,
+					 .ip = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 }, .port = 80 };
+
+		assert_int_equal(vireo_tcp_connect(cl, &m6, &oc, &c), 0);
+		run_ms(10);
+		assert_int_equal(oc.fails[VIREO_TCP_FAIL_POLICY], 4);
+	}
+	/* Misuse. */
+	assert_int_equal(vireo_tcp_connect((vireo_tcp_out){ 99 }, &nohost, &oc, &c), -EINVAL);
+	nohost.port = 0;
+	assert_int_equal(vireo_tcp_connect(cl, &nohost, &oc, &c), -EINVAL);
+	assert_int_equal(vireo_tcp_client(&(struct vireo_tcp_client){ .name = "x", .on_recv = oc_recv,
+								      .max_conns = VIREO_TCP_OUT_MAX + 1 }, &bad),
+			 -EINVAL);
+	assert_int_equal(vireo_tcp_client_stats(cl, &st), 0);
+	assert_int_equal(st.failed_refused, 1);
+	assert_int_equal(st.failed_policy, 4);
+	assert_int_equal(st.failed_timeout, 1);
+	assert_int_equal(st.failed_unreachable, 1);
+	assert_int_equal(st.failed_aborted, 2);
+	assert_int_equal(st.refused, 1);
+	assert_int_equal(st.active, 0);
+	assert_string_equal(vireo_tcp_fail_str(VIREO_TCP_FAIL_POLICY), "policy");
+	/* On /metrics. */
+	get(&m, "GET /metrics HTTP/1.1\r\nHost: h\r\n\r\n", &r, false);
+	assert_int_equal(r.status, 200);
+	body = strndup((const char *)r.body, r.body_len);
+	assert_non_null(strstr(body, "vireo_app_tcp_out_failures_total{client=\"up\",reason=\"policy\"} 4\n"));
+	assert_non_null(strstr(body, "vireo_app_tcp_out_failures_total{client=\"up\",reason=\"timeout\"} 1\n"));
+	assert_non_null(strstr(body, "vireo_app_tcp_out_refused_total{client=\"up\"} 1\n"));
+	assert_non_null(strstr(body, "vireo_app_tcp_out_connections_active{client=\"up\"} 0\n"));
+	free(body);
+	cl_close(&m);
+	oc_allow(NULL);
+}
+
+/* The accepted side's contract: a held receive closes the peer's window at
+ * VIREO_TCP_RXBUF, recv_again hands it over; sends stop at
+ * VIREO_TCP_INFLIGHT unacknowledged and on_writable says when to go on. */
+static void test_tcp_client_back_pressure(void **state)
+{
+	vireo_tcp_out cl;
+	vireo_tcp c;
+	struct vireo_addr a = oc_addr(V4, TCP_SVC_PORT + 100);
+	static u8 lots[20000];
+	size_t i, sent = 0;
+	int n;
+
+	memset(&oc, 0, sizeof oc);
+	oc_allow("192.168.7.2");
+	srv_start(TCP_SVC_PORT + 100, sizeof lots);
+	srv.hold = true;
+	oc.hold = true;
+	assert_int_equal(vireo_tcp_client(&oc_cfg, &cl), 0);
+	assert_int_equal(vireo_tcp_connect(cl, &a, &oc, &c), 0);
+	run_ms(500);
+	assert_int_equal(oc.connected, 1);
+	assert_int_equal(oc.len, 0);
+	assert_true(srv.sent > VIREO_TCP_RXBUF);
+	assert_non_null(srv.conn);
+	assert_true(srv.conn->unacked || srv.conn->unsent);	/* the window closed */
+	assert_true(srv.conn->snd_wnd == 0);
+	/* Sends: the in-flight bound, then more once acknowledged. */
+	memset(lots, 'q', sizeof lots);
+	n = vireo_tcp_send(c, lots, sizeof lots);
+	assert_int_equal(n, VIREO_TCP_INFLIGHT);
+	sent = (size_t)n;
+	assert_int_equal(vireo_tcp_send(c, lots, sizeof lots), 0);
+	srv.hold = false;
+	for (i = 0; i < 100 && sent < sizeof lots; i++) {
+		run_ms(50);
+		n = vireo_tcp_send(c, lots + sent, sizeof lots - sent);
+		assert_true(n >= 0 && n <= VIREO_TCP_INFLIGHT);
+		sent += (size_t)n;
+	}
+	assert_int_equal(sent, sizeof lots);
+	assert_true(oc.writable >= 1);
+	oc.hold = false;
+	assert_int_equal(vireo_tcp_recv_again(c), 0);
+	for (i = 0; i < 100 && oc.len < sizeof lots; i++)
+		run_ms(50);
+	assert_int_equal(oc.len, sizeof lots);
+	for (i = 0; i < sizeof lots; i++)
+		if (oc.buf[i] != stream_byte(i))
+			fail_msg("byte %zu differs", i);
+	assert_int_equal(srv.got, sizeof lots);
+	assert_int_equal(vireo_tcp_close(c), 0);
+	run_ms(200);
+	assert_int_equal(oc.closes, 1);
+	srv_stop();
+	oc_allow(NULL);
+}
+
 /* ---- UDP service ---- */
 
 static struct {
@@ -1401,6 +1789,9 @@ int main(void)
 		T(test_misuse_refused),
 		T(test_deferred_work_and_timer),
 		T(test_tcp_service),
+		T(test_tcp_client_round_trip),
+		T(test_tcp_client_failures),
+		T(test_tcp_client_back_pressure),
 		T(test_udp_service),
 		T(test_udp_reflection_ports),
 		T(test_metrics),
