@@ -142,6 +142,7 @@ static void svc_out_stop_all(void)
 			else
 				svc_out_free(&c->tc, ERR_OK);
 		}
+		conntab_release(&s->tab);
 	}
 }
 
@@ -188,6 +189,8 @@ int vireo_tcp_client(const struct vireo_tcp_client *cfg, vireo_tcp_out *out)
 	s->on_connected = cfg->on_connected;
 	s->on_fail = cfg->on_fail;
 	s->tab.max_conns = s->cfg.max_conns;
+	s->tab.max_per_src = s->cfg.max_conns;	/* the table counts; the client caps */
+	conntab_init(&s->tab);	/* else at the first connect */
 	svc_metrics_register();
 	svc_out_metrics = svc_write_out_metrics;
 	svc_out_stop = svc_out_stop_all;
@@ -254,7 +257,14 @@ int vireo_tcp_connect(vireo_tcp_out h, const struct vireo_addr *dst, void *ctx, 
 	c->ctx = ctx;
 	c->inflight_max = VIREO_TCP_INFLIGHT;
 	work_init(&c->work, svc_out_work, c);
-	conntab_insert(&s->tab, &c->link);
+	if (!conntab_insert(&s->tab, &c->link)) {	/* no memory for the table's index */
+		api_handle_free(c->id);
+		kfree(c);
+		if (pcb)
+			altcp_close(pcb);
+		s->st.refused++;
+		return -ENOMEM;
+	}
 	svcs_live++;
 	svcs_out_live++;
 	s->st.active++;
