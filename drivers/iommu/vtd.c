@@ -872,7 +872,7 @@ __cold static void vtd_audit_leaf(void *arg, u64 iova, u64 pte)
 }
 
 /* `iommu`: the units and their domains, then the audit. */
-static void vtd_cmd_show(const char *args)
+__cold static void vtd_cmd_show(const char *args)
 {
 	struct vtd_audit all = { 0 };
 	unsigned i, k;

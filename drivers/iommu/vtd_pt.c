@@ -134,7 +134,7 @@ u64 vtd_pt_lookup(const struct vtd_pt *pt, u64 iova)
 	return e ? *e & ~VTD_PTE_REF : 0;
 }
 
-static void vtd_pt_walk_level(const struct vtd_pt *pt, const u64 *t, int level, u64 base,
+__cold static void vtd_pt_walk_level(const struct vtd_pt *pt, const u64 *t, int level, u64 base,
 			      void (*fn)(void *arg, u64 iova, u64 pte), void *arg)
 {
 	unsigned i;
@@ -151,7 +151,7 @@ static void vtd_pt_walk_level(const struct vtd_pt *pt, const u64 *t, int level, 
 	}
 }
 
-void vtd_pt_walk(const struct vtd_pt *pt, void (*fn)(void *arg, u64 iova, u64 pte), void *arg)
+__cold void vtd_pt_walk(const struct vtd_pt *pt, void (*fn)(void *arg, u64 iova, u64 pte), void *arg)
 {
 	if (pt->root)
 		vtd_pt_walk_level(pt, pt->root, pt->levels, 0, fn, arg);

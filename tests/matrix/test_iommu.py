@@ -115,6 +115,9 @@ def test_translated(opts, extra):
             assert re.search(r"^virtio\d+: console: ", g.vm.text, re.M)
         m = g.metrics()
         assert m["vireo_vnet_device_resets_total"] == 0
+        # strict by default under translation (dma.rx=auto): every frame is
+        # copied out of the device's pages before lwIP reads it
+        assert m["vireo_rxmem_copied_frames_total"] >= 100, m["vireo_rxmem_copied_frames_total"]
         assert "vtd0: fault" not in g.vm.text
         g.log_clean()
 
@@ -128,6 +131,9 @@ def test_pass_through_without_access_platform():
         assert not re.search(r"^vtd0: 00:02\.0 translated", text, re.M)
         g.serves()
         assert iommu_show(g) == {}
+        # not confined: zero-copy receive (dma.rx=auto)
+        assert g.metrics()["vireo_rxmem_copied_frames_total"] == 0
+        assert dma_audit(g) == (0, 0, 0)
         g.log_clean()
 
 

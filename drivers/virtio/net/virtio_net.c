@@ -334,7 +334,7 @@ static void vnet_ctrl_reset(struct vnet *vn)
 
 static int vnet_rx_alloc(struct vnet *vn, u32 n);
 
-static void vnet_rxbuf_destroy(struct vnet_rxbuf *b)
+__cold static void vnet_rxbuf_destroy(struct vnet_rxbuf *b)
 {
 	dma_pages_free(b->buf, b->pages);
 	kfree(b);
@@ -487,6 +487,8 @@ static unsigned vnet_rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 		st->gso_frames++;
 		st->gso_segments += vnet_hdr_rx_gso_segments(&info);
 	}
+	if (vn->vd->dma)
+		flags |= VNET_RX_CONFINED;
 	if (info.needs_csum && segs == 1 && vn->rx_csum_whole)
 		vnet_hdr_csum_complete(b->data, b->len, info.csum_start, info.csum_offset);
 	st->frames++;
@@ -1036,8 +1038,8 @@ static struct vnet *vnet_for(struct virtio_dev *d)
 		return NULL;
 	vnets[slot] = kzalloc(sizeof(struct vnet));
 	if (vnets[slot]) {
-		/* Kept for the struct's life, never freed: a device whose
-		 * reset never completed may still write it. */
+		/* The control queue's reply bytes, for the struct's life
+		 * (vnet_destroy; kept for good if the device died). */
 		vnets[slot]->ctrl_in = dma_pages_alloc(1);
 		if (!vnets[slot]->ctrl_in) {
 			kfree(vnets[slot]);
@@ -1067,7 +1069,7 @@ static void vnet_forget(struct vnet *vn)
 
 /* The struct goes; its control page too unless the device may still write
  * it (dead: its reset never completed). */
-static void vnet_destroy(struct vnet *vn, bool dead)
+__cold static void vnet_destroy(struct vnet *vn, bool dead)
 {
 	if (dead)
 		virtio_keep_forever(vn->ctrl_in, 1);

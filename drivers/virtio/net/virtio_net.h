@@ -51,6 +51,8 @@ struct vnet_rxbuf {
 #define VNET_RX_CSUM_OK	0x1	/* the device vouched for the TCP/UDP checksum
 				 * (DATA_VALID, or NEEDS_CSUM: a frame from the
 				 * host itself that was never on a wire) */
+#define VNET_RX_CONFINED 0x2	/* an IOMMU domain confines the device: its
+				 * pages are all it can reach (strict copies) */
 /* vnet_tx() flags */
 #define VNET_TX_CSUM	0x1	/* fill the TCP checksum (offload; needs info.tx_csum) */
 /* ... and have the device cut the TCP frame into segments of mss payload
