@@ -898,9 +898,8 @@ __cold static void vtd_cmd_show(const char *args)
 
 				vtd_pt_walk(&d->pt, vtd_audit_leaf, &a);
 				if (a.shared)
-					kprintf("dma: audit: domain %u: %lu of %lu device-writable pages are not "
-						"DMA-only (first at %#lx)\n", d->did, a.shared, a.writable,
-						a.first_shared);
+					kprintf("dma: audit: domain %u: %lu shared, first %#lx\n", d->did,
+						a.shared, a.first_shared);
 				all.writable += a.writable;
 				all.shared += a.shared;
 				all.reserved += a.reserved;

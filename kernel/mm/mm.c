@@ -291,7 +291,7 @@ __cold void dma_pages_free(void *p, size_t npages)
 	if (!p)
 		return;
 	if (!dma_page_only((u64)p)) {
-		klog("mm: dma_pages_free(%p) of a page that is not DMA-only ignored", p);
+		klog("mm: bad dma_pages_free(%p) ignored", p);
 		return;
 	}
 	dma_only_mark((u64)p, npages, false);

@@ -290,8 +290,8 @@ static int rx_copy_mode = RX_AUTO;
 static const char *const rx_copy_choices[] = { "auto", "copy", "zerocopy", NULL };
 CMDLINE_PARAM(dma_rx, .key = "dma.rx", .type = CMDLINE_ENUM, .dst = &rx_copy_mode, .choices = rx_copy_choices,
 	      .def = "auto",
-	      .help = "received frames: copy (out of the device's pages before the stack reads them), "
-		      "zerocopy, or auto (copy when an IOMMU confines the device: strict)");
+	      .help = "copy received frames out of the device's pages before the stack reads them; "
+		      "auto: when an IOMMU confines the device");
 
 static void netif_vnet_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned flags)
 {

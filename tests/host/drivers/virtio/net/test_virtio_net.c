@@ -593,6 +593,38 @@ static void test_rx_device_rewrites_held_pages(void **state)
 		assert_true(dma_page_only((u64)(uintptr_t)atk_page[i]));
 }
 
+/* The control queue's reply bytes (ack, result) are on a DMA-only page,
+ * not inside struct vnet next to its timers and callbacks; so are the
+ * rings (issue 30). */
+static void test_ctrl_reply_on_dma_page(void **state)
+{
+	struct fake_dev *q = &dev.q[VD_CTRL];
+	unsigned i, k, writable = 0;
+
+	(void)state;
+	vd_init(&dev, MODERN | EVIDX | CTRL, 64);
+	dev.ctrl_mode = VD_CTRL_SILENT;
+	up_init(&up);
+	assert_int_equal(hk_probe(&dev.vd), 0);
+	vn = vnet_host_for(&dev.vd);
+	assert_int_equal(up_attach(&up, vn), 0);
+	run();
+	assert_true(sd_posted(&dev.sd, VD_CTRL) >= 1);
+	for (i = 0; i < q->npending; i++)
+		for (k = 0; k < q->pending[i].nseg; k++)
+			if (q->pending[i].seg[k].write) {
+				writable++;
+				assert_true(dma_page_only((u64)(uintptr_t)q->pending[i].seg[k].va));
+			}
+	assert_true(writable >= 1);
+	for (i = VD_RX; i <= VD_CTRL; i++)
+		assert_true(dma_page_only((u64)(uintptr_t)dev.q[i].used));
+	dev.ctrl_mode = VD_CTRL_OK;
+	vd_ctrl_serve(&dev);
+	run();
+	check_all();
+}
+
 /* ---- receive segmentation offload (GUEST_TSO4/6) ---- */
 
 #define TSO		(F(VIRTIO_NET_F_GUEST_TSO4) | F(VIRTIO_NET_F_GUEST_TSO6))
@@ -2471,6 +2503,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_tx_wakeup_overload, echo_teardown),
 		cmocka_unit_test_teardown(test_tx_wakeup_overload_lost_interrupts, echo_teardown),
 		cmocka_unit_test_teardown(test_rx_device_rewrites_held_pages, teardown),
+		cmocka_unit_test_teardown(test_ctrl_reply_on_dma_page, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
