@@ -843,9 +843,38 @@ static const struct dma_ops vtd_dma_ops = {
 };
 DMA_IOMMU(vtd, .name = "vtd", .attach = vtd_attach);
 
-/* `iommu`: the units and their domains. */
-static void vtd_cmd_show(const char *args)
+/* The audit: every writable leaf of every domain must map a DMA-only page
+ * (kernel/mm/dma.h), one that holds device buffers and nothing else. A
+ * reserved region's identity map (RMRR: firmware's, below the windows) is
+ * counted apart. */
+struct vtd_audit {
+	u64 writable, shared, reserved;
+	u64 first_shared;	/* physical page, when shared */
+};
+
+__cold static void vtd_audit_leaf(void *arg, u64 iova, u64 pte)
 {
+	struct vtd_audit *a = arg;
+	u64 pa = pte & VTD_PTE_ADDR;
+
+	if (!(pte & VTD_PTE_W))
+		return;
+	if (iova < VTD_WIN_RO) {
+		a->reserved++;
+		return;
+	}
+	a->writable++;
+	if (!dma_page_only(pa)) {
+		if (!a->shared)
+			a->first_shared = pa;
+		a->shared++;
+	}
+}
+
+/* `iommu`: the units and their domains, then the audit. */
+__cold static void vtd_cmd_show(const char *args)
+{
+	struct vtd_audit all = { 0 };
 	unsigned i, k;
 
 	(void)args;
@@ -864,8 +893,22 @@ static void vtd_cmd_show(const char *args)
 				d->bdf >> 8, (d->bdf >> 3) & 31, d->bdf & 7, d->pages_ro, d->pages_rw,
 				d->pt.table_pages, d->faults, d->unmapped, d->inval_page, d->inval_dom,
 				d->flushes);
+			if (u->on && !u->broken) {
+				struct vtd_audit a = { 0 };
+
+				vtd_pt_walk(&d->pt, vtd_audit_leaf, &a);
+				if (a.shared)
+					kprintf("dma: audit: domain %u: %lu shared, first %#lx\n", d->did,
+						a.shared, a.first_shared);
+				all.writable += a.writable;
+				all.shared += a.shared;
+				all.reserved += a.reserved;
+			}
 		}
 	}
+	if (vtd_nunits)
+		kprintf("dma: audit: %lu device-writable pages, %lu shared, %lu reserved-region\n", all.writable,
+			all.shared, all.reserved);
 }
 SHELL_CMD(iommu, .name = "iommu", .fn = vtd_cmd_show, .help = "DMA remapping units and domains");
 

@@ -134,6 +134,29 @@ u64 vtd_pt_lookup(const struct vtd_pt *pt, u64 iova)
 	return e ? *e & ~VTD_PTE_REF : 0;
 }
 
+__cold static void vtd_pt_walk_level(const struct vtd_pt *pt, const u64 *t, int level, u64 base,
+			      void (*fn)(void *arg, u64 iova, u64 pte), void *arg)
+{
+	unsigned i;
+
+	for (i = 0; i < VTD_PT_ENTRIES; i++) {
+		u64 iova = base | (u64)i << (12 + 9 * (level - 1));
+
+		if (!t[i])
+			continue;
+		if (level > 1)
+			vtd_pt_walk_level(pt, pt->va(pt->ctx, t[i] & VTD_PTE_ADDR), level - 1, iova, fn, arg);
+		else
+			fn(arg, iova, t[i] & ~VTD_PTE_REF);
+	}
+}
+
+__cold void vtd_pt_walk(const struct vtd_pt *pt, void (*fn)(void *arg, u64 iova, u64 pte), void *arg)
+{
+	if (pt->root)
+		vtd_pt_walk_level(pt, pt->root, pt->levels, 0, fn, arg);
+}
+
 static void vtd_pt_free_level(struct vtd_pt *pt, u64 *t, int level)
 {
 	unsigned i;

@@ -67,6 +67,9 @@ unsigned vtd_pt_refs(const struct vtd_pt *pt, u64 iova);
 /* The leaf entry's own address (for cache-line flushes), NULL if no table
  * reaches it. */
 u64 *vtd_pt_leaf(const struct vtd_pt *pt, u64 iova);
+/* Calls fn for every leaf entry present, in IOVA order, with the entry as
+ * the unit reads it (references masked). fn must not change the tables. */
+void vtd_pt_walk(const struct vtd_pt *pt, void (*fn)(void *arg, u64 iova, u64 pte), void *arg);
 /* Removes every mapping and frees every table page but the root. */
 void vtd_pt_clear(struct vtd_pt *pt);
 /* Clears and frees the root too. */

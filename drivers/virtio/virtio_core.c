@@ -159,7 +159,7 @@ static void virtio_core_free_vqs(struct virtio_dev *d)
 		if (d->dead)
 			virtio_keep_forever(q->ring_mem, q->ring_pages);
 		else if (q->ring_mem)
-			page_free(q->ring_mem, q->ring_pages);
+			dma_pages_free(q->ring_mem, q->ring_pages);
 		kfree(q->priv_mem);
 		kfree(q);
 		d->vqs[i] = NULL;
@@ -393,7 +393,7 @@ __cold static struct virtio_vq *virtio_core_setup_vq(struct virtio_dev *d, u16 i
 	q->vector = -1;
 	q->msix_entry = 0xffff;
 	q->ring_pages = ALIGN_UP(ring_bytes, (size_t)PAGE_SIZE) / PAGE_SIZE;
-	q->ring_mem = page_alloc(q->ring_pages);
+	q->ring_mem = dma_pages_alloc(q->ring_pages);
 	q->priv_mem = kzalloc(priv_bytes);
 	d->vqs[idx] = q;
 	d->nvqs = MAX(d->nvqs, (u16)(idx + 1));

@@ -77,6 +77,19 @@ void dma_unmap(struct dma_domain *dom, const void *va, size_t len, unsigned flag
 void dma_flush(struct dma_domain *dom);
 void dma_clear(struct dma_domain *dom);
 
+/*
+ * DMA-only pages: whole pages that hold buffers a device may write (receive
+ * buffers, rings, status bytes) and nothing else, so a device never reaches
+ * a kernel object through them. Every device-writable buffer comes from
+ * here; driver and stack metadata live elsewhere. Zeroed; physically
+ * contiguous; freed back whole (the same p and npages). dma_page_only()
+ * says whether the page holding phys is one of them now (the audit:
+ * kernel/mm/mm.c in the kernel, tests/host/shim/hostk.c on the host).
+ */
+void *dma_pages_alloc(size_t npages);
+void dma_pages_free(void *p, size_t npages);
+bool dma_page_only(u64 phys);
+
 /* The physical address of va (kernel/mm/mm.c: the identity map; host tests
  * give their own, tests/host/simdev/fake_dev.c). */
 dma_addr_t dma_phys(const void *va);

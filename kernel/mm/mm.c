@@ -44,6 +44,8 @@ extern char ImageBase[], __text_start[], __text_end[], __rodata_start[], __rodat
 extern char __data_start[], __data_end[], __image_end[];
 
 static struct frames frames;
+static u64 *dma_only;		/* one bit per frame: a DMA-only page (dma.h) */
+static u64 dma_only_pages;
 static struct heap heap;
 static u64 *pml4;
 static u64 pt_pages;
@@ -140,7 +142,7 @@ static void mm_frames_setup(struct boot_info *bi)
 		struct boot_region *r = &bi->regions[i];
 		u64 base = ALIGN_UP(r->base, (u64)PAGE_SIZE);
 
-		if (r->type == BOOT_MEM_FREE && base >= 0x100000 && r->base + r->len >= base + need) {
+		if (r->type == BOOT_MEM_FREE && base >= 0x100000 && r->base + r->len >= base + 2 * need) {
 			bitmap = (u64 *)base;
 			break;
 		}
@@ -148,6 +150,9 @@ static void mm_frames_setup(struct boot_info *bi)
 	if (!bitmap)
 		panic("mm: no room for the frame bitmap (%lu bytes)", need);
 	frames_init(&frames, 0, hi, bitmap);
+	/* The DMA-only bitmap follows the frame bitmap, the same size. */
+	dma_only = bitmap + need / 8;
+	memset(dma_only, 0, need);
 	for (i = 0; i < bi->nregions; i++) {
 		struct boot_region *r = &bi->regions[i];
 
@@ -156,7 +161,7 @@ static void mm_frames_setup(struct boot_info *bi)
 			usable_bytes += r->len;
 		}
 	}
-	frames_reserve(&frames, (u64)bitmap, need);
+	frames_reserve(&frames, (u64)bitmap, 2 * need);
 	/* Below 1 MiB stays untouched: legacy firmware structures live there. */
 	frames_reserve(&frames, 0, 0x100000);
 }
@@ -257,6 +262,48 @@ void page_free(void *p, size_t npages)
 {
 	if (p && frames_free(&frames, (u64)p, npages) < 0)
 		klog("mm: bad page_free(%p, %zu) ignored", p, npages);
+}
+
+__cold static void dma_only_mark(u64 pa, size_t npages, bool on)
+{
+	u64 i;
+
+	for (i = pa / PAGE_SIZE; i < pa / PAGE_SIZE + npages; i++)
+		if (on)
+			dma_only[i / 64] |= 1ull << (i % 64);
+		else
+			dma_only[i / 64] &= ~(1ull << (i % 64));
+}
+
+__cold void *dma_pages_alloc(size_t npages)
+{
+	void *p = page_alloc(npages);
+
+	if (p) {
+		dma_only_mark((u64)p, npages, true);
+		dma_only_pages += npages;
+	}
+	return p;
+}
+
+__cold void dma_pages_free(void *p, size_t npages)
+{
+	if (!p)
+		return;
+	if (!dma_page_only((u64)p)) {
+		klog("mm: bad dma_pages_free(%p) ignored", p);
+		return;
+	}
+	dma_only_mark((u64)p, npages, false);
+	dma_only_pages -= npages;
+	page_free(p, npages);
+}
+
+__cold bool dma_page_only(u64 phys)
+{
+	u64 i = phys / PAGE_SIZE;
+
+	return i < frames.npages && (dma_only[i / 64] >> (i % 64) & 1);
 }
 
 #define HEAP_GROW_PAGES 16

@@ -50,6 +50,7 @@
  * sys_timeouts_sleeptime() after every entry into lwIP.
  */
 #include "drivers/virtio/net/virtio_net.h"
+#include "kernel/cmdline.h"
 #include "kernel/console.h"
 #include "kernel/loop.h"
 #include "kernel/mm/mm.h"
@@ -279,6 +280,19 @@ static void netif_vnet_rxmem_work_fn(void *arg)
 	rxmem_enforce();
 }
 
+/* dma.rx: whether a received frame is copied out of the device's pages
+ * before the stack parses it. A device can still write those pages while
+ * lwIP reads them (zero-copy: the pbufs point into them), so each header
+ * would be fetched from memory it controls; a copy removes that, at the
+ * price of one memcpy per frame. */
+enum { RX_AUTO, RX_COPY, RX_ZEROCOPY };
+static int rx_copy_mode = RX_AUTO;
+static const char *const rx_copy_choices[] = { "auto", "copy", "zerocopy", NULL };
+CMDLINE_PARAM(dma_rx, .key = "dma.rx", .type = CMDLINE_ENUM, .dst = &rx_copy_mode, .choices = rx_copy_choices,
+	      .def = "auto",
+	      .help = "copy received frames out of the device's pages before the stack reads them; "
+		      "auto: when an IOMMU confines the device");
+
 static void netif_vnet_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned flags)
 {
 	struct pbuf *head = NULL;
@@ -300,10 +314,16 @@ static void netif_vnet_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned fla
 			pbuf_cat(head, p);
 		f = next;
 	}
-	/* Past the watermark the frame is copied and its buffers reposted;
-	 * NULL: no heap for the copy, dropped and counted. */
-	vnet_rx_pool(vn, &held, &total);
-	head = rxmem_admit(head, held, total);
+	/* Strict (dma.rx): copied out of the device's pages before anything
+	 * reads it, the buffers reposted at once. Else past the watermark the
+	 * frame is copied and its buffers reposted; NULL: no heap for the
+	 * copy, dropped and counted. */
+	if (rx_copy_mode == RX_COPY || (rx_copy_mode == RX_AUTO && (flags & VNET_RX_CONFINED))) {
+		head = rxmem_copy(head);
+	} else {
+		vnet_rx_pool(vn, &held, &total);
+		head = rxmem_admit(head, held, total);
+	}
 	work_queue(&rxmem_work);
 	if (!head)
 		return;

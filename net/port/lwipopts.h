@@ -229,13 +229,13 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
  *
  * Out-of-order caps, all PCBs together, checked after every receive batch
  * (a poll of at most 64 buffers, ending past that only to finish a merged
- * frame: 64 + 16 = 80 buffers of at most 3,968 frame bytes, so a batch can
- * overshoot by 80 pbufs and 80 x 3,968 = 317,440 bytes before the check):
+ * frame: 64 + 16 = 80 buffers of at most 4,096 frame bytes, so a batch can
+ * overshoot by 80 pbufs and 80 x 4,096 = 327,680 bytes before the check):
  * 256 pbufs and 128 KiB of payload; whole queues are freed oldest first
  * (rxmem.c says what "oldest" is). The peer retransmits what was freed.
- * Heap, at the worst overshoot: (131,072 + 317,440 B) payload + 336 pbufs
+ * Heap, at the worst overshoot: (131,072 + 327,680 B) payload + 336 pbufs
  * x (54 B of headers + 24 B struct pbuf + 16 B heap header + 56 B tcp_seg)
- * = 448,512 + 50,400 ~ 487 KiB (without receive TSO, 64 x 1460 B: ~270 KiB).
+ * = 458,752 + 50,400 ~ 497 KiB (without receive TSO, 64 x 1460 B: ~270 KiB).
  *
  * IP reassembly needs no cap of the port's: IP_REASS_MAX_PBUFS (16) already
  * counts pbufs globally, over all datagrams, once for IPv4 (ip4_frag.c's

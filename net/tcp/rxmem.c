@@ -165,14 +165,19 @@ static bool rxmem_heap_short(u32 len)
 struct pbuf *rxmem_admit(struct pbuf *p, u32 held, u32 total)
 {
 	u32 mark = rxmem_watermark(total);
-	struct pbuf *q;
 
 	rxmem_stats.watermark = mark;
 	if (held > rxmem_stats.held_peak)
 		rxmem_stats.held_peak = held;
 	if (held <= mark)
 		return p;
-	q = rxmem_heap_short(p->tot_len) ? NULL : pbuf_clone(PBUF_RAW, PBUF_RAM, p);
+	return rxmem_copy(p);
+}
+
+struct pbuf *rxmem_copy(struct pbuf *p)
+{
+	struct pbuf *q = rxmem_heap_short(p->tot_len) ? NULL : pbuf_clone(PBUF_RAW, PBUF_RAM, p);
+
 	pbuf_free(p);	/* the driver's buffers go back to the ring now */
 	if (!q) {
 		rxmem_stats.nomem_drops++;
@@ -262,7 +267,7 @@ __cold static void rxmem_write_metrics(struct metrics_buf *b)
 	metrics_simple(b, "vireo_rxmem_held_peak", METRICS_GAUGE, "Most receive buffers the stack held at once",
 		       s->held_peak);
 	metrics_simple(b, "vireo_rxmem_copied_frames_total", METRICS_COUNTER,
-		       "Frames copied into lwIP's heap above the watermark", s->copied_frames);
+		       "Frames copied into lwIP's heap (above the watermark; all of them under dma.rx copy)", s->copied_frames);
 	metrics_simple(b, "vireo_rxmem_copied_bytes_total", METRICS_COUNTER, "Bytes of the copied frames",
 		       s->copied_bytes);
 	metrics_simple(b, "vireo_rxmem_nomem_drops_total", METRICS_COUNTER,

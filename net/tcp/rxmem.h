@@ -63,6 +63,9 @@ u32 rxmem_watermark(u32 total);
  * freed, which returns its buffers to the driver), or NULL if the frame was
  * dropped for lack of heap (p freed, counted). */
 struct pbuf *rxmem_admit(struct pbuf *p, u32 held, u32 total);
+/* The copy alone: a PBUF_RAM copy of p (p freed either way), or NULL when
+ * the heap is short (dropped, counted). Counted as copied. */
+struct pbuf *rxmem_copy(struct pbuf *p);
 
 /* Applies the global out-of-order caps: frees whole out-of-order queues,
  * oldest first, until the total is within rxmem_limits. */

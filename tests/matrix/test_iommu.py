@@ -44,6 +44,18 @@ def iommu_domains(g):
     return doms
 
 
+AUDIT = r"^dma: audit: (\d+) device-writable pages, (\d+) shared, (\d+) reserved-region$"
+
+
+def dma_audit(g):
+    """The `iommu` verb's audit: (device-writable pages, shared with
+    non-DMA memory, reserved-region identity pages), every domain."""
+    mark = len(g.vm.text)
+    g.vm.send("iommu\n")
+    m = g.vm.wait_for(AUDIT, timeout=30, start=mark)
+    return tuple(map(int, m.groups()))
+
+
 def iommu_show(g):
     """{bdf: (ro pages, rw pages, faults)}."""
     return {k: (d["ro"], d["rw"], d["faults"]) for k, d in iommu_domains(g).items()}
@@ -93,12 +105,19 @@ def test_translated(opts, extra):
         assert again["ro"] <= first["ro"], (first, again)
         assert again["unmapped"] > first["unmapped"], (first, again)
         assert again["faults"] == 0
+        # nothing the kernel relies on is on a page a device can write:
+        # rings, receive buffers, control and rng replies are DMA-only pages
+        writable, shared, reserved = dma_audit(g)
+        assert writable >= rw and shared == 0 and reserved == 0, (writable, shared, reserved, g.vm.text[-2000:])
         if extra is not None and "virtio-rng-pci" in " ".join(extra):
             assert len(doms) == 3, doms
             assert re.search(r"^virtio\d+: rng: 256 bytes of entropy mixed in", g.vm.text, re.M)
             assert re.search(r"^virtio\d+: console: ", g.vm.text, re.M)
         m = g.metrics()
         assert m["vireo_vnet_device_resets_total"] == 0
+        # strict by default under translation (dma.rx=auto): every frame is
+        # copied out of the device's pages before lwIP reads it
+        assert m["vireo_rxmem_copied_frames_total"] >= 100, m["vireo_rxmem_copied_frames_total"]
         assert "vtd0: fault" not in g.vm.text
         g.log_clean()
 
@@ -112,6 +131,9 @@ def test_pass_through_without_access_platform():
         assert not re.search(r"^vtd0: 00:02\.0 translated", text, re.M)
         g.serves()
         assert iommu_show(g) == {}
+        # not confined: zero-copy receive (dma.rx=auto)
+        assert g.metrics()["vireo_rxmem_copied_frames_total"] == 0
+        assert dma_audit(g) == (0, 0, 0)
         g.log_clean()
 
 

@@ -45,6 +45,7 @@
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
 #include "kernel/loop.h"
+#include "kernel/mm/dma.h"
 #include "kernel/mm/mm.h"
 #include "kernel/time/time.h"
 #include "lib/fmt.h"
@@ -125,13 +126,13 @@ void *vblk_buf_alloc(size_t bytes)
 {
 	if (bytes == 0)
 		return NULL;
-	return page_alloc(ALIGN_UP(bytes, (size_t)PAGE_SIZE) / PAGE_SIZE);
+	return dma_pages_alloc(ALIGN_UP(bytes, (size_t)PAGE_SIZE) / PAGE_SIZE);
 }
 
 void vblk_buf_free(void *p, size_t bytes)
 {
 	if (p)
-		page_free(p, ALIGN_UP(bytes, (size_t)PAGE_SIZE) / PAGE_SIZE);
+		dma_pages_free(p, ALIGN_UP(bytes, (size_t)PAGE_SIZE) / PAGE_SIZE);
 }
 
 struct vblk *vblk_get(unsigned i)

@@ -33,6 +33,7 @@
 #include "kernel/console.h"
 #include "kernel/arch/io.h"
 #include "kernel/loop.h"
+#include "kernel/mm/dma.h"
 #include "kernel/mm/mm.h"
 #include "kernel/shell.h"
 #include "lib/string.h"
@@ -346,7 +347,7 @@ static void vcons_rx_irq(struct virtio_vq *q)
 static void vcons_port_free(struct vcons_port *p)
 {
 	if (p->rx)
-		page_free(p->rx, 1);
+		dma_pages_free(p->rx, 1);
 	if (p->tx)
 		page_free(p->tx, TX_PAGES);
 	p->rx = NULL;
@@ -361,7 +362,7 @@ static int vcons_port_alloc(struct vcons_port *p)
 
 	if (p->tx)
 		return 0;
-	p->rx = page_alloc(1);
+	p->rx = dma_pages_alloc(1);
 	p->tx = page_alloc(TX_PAGES);
 	if (!p->rx || !p->tx) {
 		vcons_port_free(p);
@@ -748,7 +749,7 @@ static void vcons_free_buffers(struct vcons *vc)
 		p->nrx = 0;
 	}
 	if (vc->cbuf)
-		page_free(vc->cbuf, 1);
+		dma_pages_free(vc->cbuf, 1);
 	vc->cbuf = NULL;
 }
 
@@ -825,7 +826,7 @@ static int vcons_probe(struct virtio_dev *d)
 	if (vc->multiport) {
 		vc->cin = virtio_setup_vq(d, VIRTIO_CONSOLE_CTRL_RXQ, CTRL_QSIZE, vcons_ctrl_irq, vc);
 		vc->cout = vc->cin ? virtio_setup_vq_transient(d, VIRTIO_CONSOLE_CTRL_TXQ, CTRL_QSIZE, vcons_ctrl_irq, vc) : NULL;
-		vc->cbuf = page_alloc(1);
+		vc->cbuf = dma_pages_alloc(1);
 		if (!vc->cout || !vc->cbuf) {
 			err = vc->cbuf ? -EIO : -ENOMEM;
 			goto fail;

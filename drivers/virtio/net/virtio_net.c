@@ -21,6 +21,7 @@
 #include "lib/fmt.h"
 #include "kernel/arch/io.h"
 #include "kernel/loop.h"
+#include "kernel/mm/dma.h"
 #include "kernel/mm/mm.h"
 #include "kernel/random.h"
 #include "lib/string.h"
@@ -28,10 +29,11 @@
 
 /* Buffers per poll (a merged frame counts each of its buffers and may end
  * up to max_buffers - 1 past the budget). With receive TSO a 64 KiB frame
- * spans 17 page-sized buffers (3,968 frame bytes each, the first 3,956), so
- * a poll takes at most 64 + 16 = 80 buffers, ~310 KiB of frames.
- * Receive memory stays what it was with the offload: the pool is
- * min(ring, RX_MAX_BUFS) = 256 one-page buffers, 1 MiB, whatever the frames
+ * spans 17 page-sized buffers (4,096 bytes each, the first holding the
+ * 12-byte header), so a poll takes at most 64 + 16 = 80 buffers, 320 KiB
+ * of frames. Receive memory stays what it was with the offload: the pool
+ * is min(ring, RX_MAX_BUFS) = 256 one-page DMA-only buffers, 1 MiB, plus
+ * 256 control structs (kmalloc, ~128 B each), whatever the frames
  * (net/port/lwipopts.h "receive memory" for what the stack may keep of it). */
 #define RX_BUDGET 64
 #define RX_MAX_BUFS 256
@@ -109,6 +111,9 @@ struct vnet {
 	bool ctrl_late;			/* ... and was not answered in time */
 	u64 ctrl_deadline;
 	struct timer ctrl_timer;
+	/* What the device writes for cmd_dev (ack, then result), on a
+	 * DMA-only page of its own, copied into cmd_dev once answered. */
+	u8 *ctrl_in;
 };
 
 static struct vnet *vnets[MAX_VNETS];
@@ -205,6 +210,9 @@ static bool vnet_ctrl_reap(struct vnet *vn)
 
 	if (!tok)
 		return false;
+	/* Copied out once: the checks and the caller read the copy. */
+	vn->cmd_dev.ack = vn->ctrl_in[0];
+	memcpy(vn->cmd_dev.result, vn->ctrl_in + 1, sizeof(vn->cmd_dev.result));
 	err = tok == &vn->cmd_dev ? vnet_ctrl_ack_check(&vn->cmd_dev.ack, len) : -EPROTO;
 	vn->ctrl_busy = vn->ctrl_late = false;
 	if (late)
@@ -242,9 +250,11 @@ static void vnet_ctrl_pump(struct vnet *vn)
 		} else if (c->data_len) {
 			out[no++] = (struct virtq_sg){ c->data, c->data_len };
 		}
-		in[ni++] = (struct virtq_sg){ &c->ack, 1 };
+		vn->ctrl_in[0] = c->ack;
+		memset(vn->ctrl_in + 1, 0, sizeof(c->result));
+		in[ni++] = (struct virtq_sg){ vn->ctrl_in, 1 };
 		if (c->result_len)
-			in[ni++] = (struct virtq_sg){ c->result, c->result_len };
+			in[ni++] = (struct virtq_sg){ vn->ctrl_in + 1, c->result_len };
 		err = virtq_add(&vn->ctrl->vq, out, no, in, ni, c);
 		if (err) {
 			vnet_ctrl_done(vn, c, err);
@@ -324,11 +334,17 @@ static void vnet_ctrl_reset(struct vnet *vn)
 
 static int vnet_rx_alloc(struct vnet *vn, u32 n);
 
+__cold static void vnet_rxbuf_destroy(struct vnet_rxbuf *b)
+{
+	dma_pages_free(b->buf, b->pages);
+	kfree(b);
+}
+
 static void vnet_rx_free(struct vnet *vn, struct vnet_rxbuf *b)
 {
 	if (b->pages != vn->buf_pages) {	/* from before a re-probe changed the size */
 		vn->ntotal--;
-		page_free(b, b->pages);
+		vnet_rxbuf_destroy(b);
 		vnet_rx_alloc(vn, 1);		/* the pool keeps its size */
 		return;
 	}
@@ -397,15 +413,19 @@ static int vnet_rx_alloc(struct vnet *vn, u32 n)
 	u32 i;
 
 	for (i = 0; i < n; i++) {
-		/* Not zeroed: the device writes before anything is read, and
-		 * only the used length is ever read. */
-		struct vnet_rxbuf *b = page_alloc_raw(vn->buf_pages);
+		/* The control struct in kernel memory, the frame bytes on
+		 * DMA-only pages: nothing the kernel relies on is device-writable. */
+		struct vnet_rxbuf *b = kzalloc(sizeof(*b));
 
 		if (!b)
 			break;
-		memset(b, 0, sizeof(*b));
+		b->buf = dma_pages_alloc(vn->buf_pages);
+		if (!b->buf) {
+			kfree(b);
+			break;
+		}
 		b->pages = vn->buf_pages;
-		b->cap = (u32)(vn->buf_pages * PAGE_SIZE - sizeof(*b));
+		b->cap = (u32)(vn->buf_pages * PAGE_SIZE);
 		b->owner = vn;
 		vn->ntotal++;
 		vnet_rx_free(vn, b);
@@ -467,6 +487,8 @@ static unsigned vnet_rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 		st->gso_frames++;
 		st->gso_segments += vnet_hdr_rx_gso_segments(&info);
 	}
+	if (vn->vd->dma)
+		flags |= VNET_RX_CONFINED;
 	if (info.needs_csum && segs == 1 && vn->rx_csum_whole)
 		vnet_hdr_csum_complete(b->data, b->len, info.csum_start, info.csum_offset);
 	st->frames++;
@@ -1016,6 +1038,14 @@ static struct vnet *vnet_for(struct virtio_dev *d)
 		return NULL;
 	vnets[slot] = kzalloc(sizeof(struct vnet));
 	if (vnets[slot]) {
+		/* The control queue's reply bytes, for the struct's life
+		 * (vnet_destroy; kept for good if the device died). */
+		vnets[slot]->ctrl_in = dma_pages_alloc(1);
+		if (!vnets[slot]->ctrl_in) {
+			kfree(vnets[slot]);
+			vnets[slot] = NULL;
+			return NULL;
+		}
 		vnets[slot]->key = d;
 		work_init(&vnets[slot]->rx_work, vnet_rx_poll, vnets[slot]);
 		work_init(&vnets[slot]->tx_work, vnet_tx_poll, vnets[slot]);
@@ -1037,6 +1067,17 @@ static void vnet_forget(struct vnet *vn)
 			vnets[i] = NULL;
 }
 
+/* The struct goes; its control page too unless the device may still write
+ * it (dead: its reset never completed). */
+__cold static void vnet_destroy(struct vnet *vn, bool dead)
+{
+	if (dead)
+		virtio_keep_forever(vn->ctrl_in, 1);
+	else
+		dma_pages_free(vn->ctrl_in, 1);
+	kfree(vn);
+}
+
 static void vnet_free_buffers(struct vnet *vn)
 {
 	while (vn->free_rx) {
@@ -1044,7 +1085,7 @@ static void vnet_free_buffers(struct vnet *vn)
 
 		vn->free_rx = b->next_free;
 		vn->ntotal--;
-		page_free(b, b->pages);
+		vnet_rxbuf_destroy(b);
 	}
 }
 
@@ -1133,9 +1174,8 @@ __cold static int vnet_net_probe(struct virtio_dev *d)
 
 	/* Receive buffers: one page each with MRG_RXBUF (frames longer than a
 	 * buffer span several), else big enough for a whole frame. */
-	cap = mrg ? PAGE_SIZE - (u32)sizeof(struct vnet_rxbuf)
-		  : vn->rxcfg.hdr_len + vn->rxcfg.max_frame;
-	pages = (u16)(ALIGN_UP(cap + (u32)sizeof(struct vnet_rxbuf), (u32)PAGE_SIZE) / PAGE_SIZE);
+	cap = mrg ? PAGE_SIZE : vn->rxcfg.hdr_len + vn->rxcfg.max_frame;
+	pages = (u16)(ALIGN_UP(cap, (u32)PAGE_SIZE) / PAGE_SIZE);
 	if (pages != vn->buf_pages) {
 		vn->buf_pages = pages;
 		vnet_free_buffers(vn);	/* held ones are freed as they come back */
@@ -1173,7 +1213,7 @@ __cold static int vnet_net_probe(struct virtio_dev *d)
 	kprintf("virtio%u: net: mac %02x:%02x:%02x:%02x:%02x:%02x%s mtu %u, rx %u x %u B%s, tx ring %u, hdr %u%s\n",
 		d->index, vn->mac[0], vn->mac[1], vn->mac[2], vn->mac[3], vn->mac[4], vn->mac[5],
 		vn->mac_random ? " (random)" : "", vn->mtu, vn->nposted,
-		vn->buf_pages * PAGE_SIZE - (u32)sizeof(struct vnet_rxbuf),
+		vn->buf_pages * PAGE_SIZE,
 		mrg ? " mergeable" : "", vn->tx->num, vn->rxcfg.hdr_len, vn->ctrl ? ", ctrl" : "");
 	kprintf("virtio%u: net: coalescing %s%s, frames %u usecs %u\n", d->index,
 		vn->coal.mode == COAL_OFF ? "off" : vn->coal.mode == COAL_FIXED ? "fixed" : "adaptive",
@@ -1205,7 +1245,7 @@ fail:
 	if (!vn->attached) {
 		vnet_free_buffers(vn);
 		vnet_forget(vn);
-		kfree(vn);
+		vnet_destroy(vn, d->dead);
 	}
 	return err;
 }
@@ -1228,8 +1268,11 @@ __cold static void vnet_net_remove(struct virtio_dev *d)
 	while ((t = virtq_detach_unused(&vn->rx->vq))) {
 		vn->nposted--;
 		if (d->dead) {	/* the device may still write it: kept for good */
+			struct vnet_rxbuf *b = t;
+
 			vn->ntotal--;
-			virtio_keep_forever(t, ((struct vnet_rxbuf *)t)->pages);
+			virtio_keep_forever(b->buf, b->pages);
+			kfree(b);	/* kernel memory: the device never had it */
 			continue;
 		}
 		vnet_rx_free(vn, t);
@@ -1264,7 +1307,7 @@ __cold static void vnet_net_remove(struct virtio_dev *d)
 	work_cancel(&vn->kick_work);
 	vnet_free_buffers(vn);
 	vnet_forget(vn);
-	kfree(vn);
+	vnet_destroy(vn, d->dead);
 }
 
 static const struct virtio_device_id net_ids[] = {

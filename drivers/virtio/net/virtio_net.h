@@ -29,24 +29,30 @@ struct vnet;
 #define VNET_RX_UPPER_SIZE 64	/* scratch bytes per receive buffer for the upper layer */
 #define VNET_TX_MAX_SG 16	/* segments per transmitted frame */
 
-/* One receive buffer (one segment of a received frame). */
+/* One receive buffer (one segment of a received frame). This struct is
+ * kernel memory the device cannot reach (kmalloc); the frame bytes are in
+ * buf, DMA-only pages (kernel/mm/dma.h) that hold nothing else. Nothing
+ * here is ever read back from buf: data and len are set from the used
+ * ring's length, checked against cap, the size that was posted. */
 struct vnet_rxbuf {
 	u8 upper[VNET_RX_UPPER_SIZE] __attribute__((aligned(16)));
 	struct vnet_rxbuf *next;	/* next segment of this frame, or NULL */
-	u8 *data;			/* this segment's frame bytes */
+	u8 *data;			/* this segment's frame bytes (in buf) */
 	u32 len;
 	/* Private to the driver. */
-	u32 cap;
+	u32 cap;			/* bytes posted: pages * PAGE_SIZE */
 	u16 pages;
 	struct vnet *owner;
 	struct vnet_rxbuf *next_free;
-	u8 buf[] __attribute__((aligned(64)));
+	u8 *buf;			/* the device-writable pages */
 };
 
 /* rx() flags */
 #define VNET_RX_CSUM_OK	0x1	/* the device vouched for the TCP/UDP checksum
 				 * (DATA_VALID, or NEEDS_CSUM: a frame from the
 				 * host itself that was never on a wire) */
+#define VNET_RX_CONFINED 0x2	/* an IOMMU domain confines the device: its
+				 * pages are all it can reach (strict copies) */
 /* vnet_tx() flags */
 #define VNET_TX_CSUM	0x1	/* fill the TCP checksum (offload; needs info.tx_csum) */
 /* ... and have the device cut the TCP frame into segments of mss payload

@@ -10,6 +10,7 @@
 #include "drivers/virtio/virtio.h"
 #include "kernel/console.h"
 #include "kernel/loop.h"
+#include "kernel/mm/dma.h"
 #include "kernel/mm/mm.h"
 #include "kernel/random.h"
 
@@ -29,7 +30,7 @@ struct vrng {
 	struct virtio_dev *vd;
 	struct virtio_vq *q;
 	struct work work;
-	u8 buf[RNG_BUF];
+	u8 *buf;		/* RNG_BUF bytes on a DMA-only page of its own */
 	u32 total;
 	u32 empty;		/* zero-length completions so far */
 	bool reported;
@@ -38,7 +39,7 @@ struct vrng {
 
 static int rng_post(struct vrng *r)
 {
-	struct virtq_sg in = { r->buf, sizeof r->buf };
+	struct virtq_sg in = { r->buf, RNG_BUF };
 	int err = virtq_add(&r->q->vq, NULL, 0, &in, 1, r);
 
 	if (err == 0)
@@ -105,10 +106,18 @@ static int rng_probe(struct virtio_dev *d)
 
 	if (!r)
 		return -ENOMEM;
+	/* Not inside r: the device may write only pages that hold nothing
+	 * else (r has the work item's function pointer). */
+	r->buf = dma_pages_alloc(1);
+	if (!r->buf) {
+		kfree(r);
+		return -ENOMEM;
+	}
 	r->vd = d;
 	work_init(&r->work, rng_poll, r);
 	r->q = virtio_setup_vq(d, 0, 0, rng_irq, r);
 	if (!r->q) {
+		dma_pages_free(r->buf, 1);
 		kfree(r);
 		return -EIO;
 	}
@@ -119,6 +128,10 @@ static int rng_probe(struct virtio_dev *d)
 		/* Nothing posted; the queue is live: quiesce before r goes. */
 		virtio_quiesce(d);
 		work_cancel(&r->work);
+		if (d->dead)
+			virtio_keep_forever(r->buf, 1);
+		else
+			dma_pages_free(r->buf, 1);
 		kfree(r);
 		d->priv = NULL;
 	}
@@ -134,9 +147,10 @@ static void rng_remove(struct virtio_dev *d)
 	work_cancel(&r->work);	/* an interrupt may have queued it */
 	d->priv = NULL;
 	if (d->dead)
-		virtio_keep_forever(r, 0);	/* r->buf may still be written */
+		virtio_keep_forever(r->buf, 1);	/* may still be written */
 	else
-		kfree(r);
+		dma_pages_free(r->buf, 1);
+	kfree(r);		/* kernel memory: the device never had it */
 }
 
 /* The queue was reset and is empty: gather (and report) RNG_WANT bytes again. */

@@ -8,6 +8,7 @@
 #include <arch.h>
 #include "kernel/loop.h"
 #include "kernel/console.h"
+#include "kernel/mm/dma.h"
 #include "kernel/mm/mm.h"
 #include "kernel/panic.h"
 #include "kernel/random.h"
@@ -132,12 +133,73 @@ void *page_alloc(size_t npages)
 	return p;
 }
 
+static void hk_dma_forget(const void *p);
+
 void page_free(void *p, size_t npages)
 {
 	if (!p)
 		return;
+	hk_dma_forget(p);	/* kept DMA pages come back this way (hostbus.c) */
 	pages_live -= (long)npages;
 	free(p);
+}
+
+/* DMA-only pages (kernel/mm/dma.h): page_alloc'ed runs kept in a table so
+ * dma_page_only() can answer; "phys" is the host address here. */
+#define HK_DMA_RUNS 4096
+static struct { u64 lo, hi; } dma_runs[HK_DMA_RUNS];
+
+void *dma_pages_alloc(size_t npages)
+{
+	unsigned i;
+	void *p;
+
+	for (i = 0; i < HK_DMA_RUNS && dma_runs[i].hi; i++)
+		;
+	if (i == HK_DMA_RUNS)
+		panic("hostk: more than %u DMA-only runs", HK_DMA_RUNS);
+	p = page_alloc(npages);
+	if (p) {
+		dma_runs[i].lo = (u64)(uintptr_t)p;
+		dma_runs[i].hi = dma_runs[i].lo + npages * PAGE_SIZE;
+	}
+	return p;
+}
+
+void dma_pages_free(void *p, size_t npages)
+{
+	unsigned i;
+
+	if (!p)
+		return;
+	for (i = 0; i < HK_DMA_RUNS; i++)
+		if (dma_runs[i].lo == (u64)(uintptr_t)p && dma_runs[i].hi) {
+			if (dma_runs[i].hi != dma_runs[i].lo + npages * PAGE_SIZE)
+				panic("hostk: dma_pages_free(%p, %zu): not the run's size", p, npages);
+			dma_runs[i].lo = dma_runs[i].hi = 0;
+			page_free(p, npages);
+			return;
+		}
+	panic("hostk: dma_pages_free(%p) of pages not from dma_pages_alloc", p);
+}
+
+static void hk_dma_forget(const void *p)
+{
+	unsigned i;
+
+	for (i = 0; i < HK_DMA_RUNS; i++)
+		if (dma_runs[i].hi && dma_runs[i].lo == (u64)(uintptr_t)p)
+			dma_runs[i].lo = dma_runs[i].hi = 0;
+}
+
+bool dma_page_only(u64 phys)
+{
+	unsigned i;
+
+	for (i = 0; i < HK_DMA_RUNS; i++)
+		if (phys >= dma_runs[i].lo && phys < dma_runs[i].hi)
+			return true;
+	return false;
 }
 
 void *kmalloc(size_t size)

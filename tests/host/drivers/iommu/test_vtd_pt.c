@@ -294,6 +294,57 @@ static void test_refcounts(void **state)
 	vtd_pt_destroy(&pt);
 }
 
+
+/* vtd_pt_walk (the audit's view): every leaf once, in IOVA order, with its
+ * rights and references masked; nothing else. */
+struct seen {
+	unsigned n;
+	u64 iova[8], pte[8];
+};
+
+static void note_leaf(void *arg, u64 iova, u64 pte)
+{
+	struct seen *s = arg;
+
+	if (s->n < 8) {
+		s->iova[s->n] = iova;
+		s->pte[s->n] = pte;
+	}
+	s->n++;
+}
+
+static void test_walk(void **state)
+{
+	int levels;
+
+	(void)state;
+	for (levels = 3; levels <= 4; levels++) {
+		struct vtd_pt pt = new_pt(levels);
+		struct seen s = { 0 };
+		bool added;
+
+		vtd_pt_walk(&pt, note_leaf, &s);
+		assert_int_equal(s.n, 0);
+		assert_int_equal(vtd_pt_map(&pt, vtd_iova(0x9000, 1, true), 0x9000, VTD_PTE_R | VTD_PTE_W, &added), 0);
+		assert_int_equal(vtd_pt_get(&pt, vtd_iova(0x3000, 1, false), 0x3000, VTD_PTE_R, &added), 0);
+		assert_int_equal(vtd_pt_get(&pt, vtd_iova(0x3000, 1, false), 0x3000, VTD_PTE_R, &added), 0);
+		assert_int_equal(vtd_pt_map(&pt, vtd_iova(0x1ff000, 1, true), 0x1ff000, VTD_PTE_R | VTD_PTE_W,
+					    &added), 0);
+		assert_int_equal(vtd_pt_map(&pt, 0x200000, 0x200000, VTD_PTE_R | VTD_PTE_W, &added), 0);
+		vtd_pt_walk(&pt, note_leaf, &s);
+		assert_int_equal(s.n, 4);
+		assert_int_equal(s.iova[0], 0x200000);	/* an identity (reserved-region) map */
+		assert_int_equal(s.pte[0], 0x200000 | VTD_PTE_R | VTD_PTE_W);
+		assert_int_equal(s.iova[1], VTD_WIN_RO + 0x3000);
+		assert_int_equal(s.pte[1], 0x3000 | VTD_PTE_R);	/* two references, masked */
+		assert_int_equal(s.iova[2], VTD_WIN_RW + 0x9000);
+		assert_int_equal(s.pte[2], 0x9000 | VTD_PTE_R | VTD_PTE_W);
+		assert_int_equal(s.iova[3], VTD_WIN_RW + 0x1ff000);
+		assert_int_equal(s.pte[3], 0x1ff000 | VTD_PTE_R | VTD_PTE_W);
+		vtd_pt_destroy(&pt);
+	}
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -306,6 +357,7 @@ int main(void)
 		T(test_iova_windows),
 		T(test_fault_decode),
 		T(test_refcounts),
+		T(test_walk),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -629,6 +629,40 @@ static void test_admit(void **state)
 	assert_int_equal(rxmem_stats.held_peak, 3);
 }
 
+/* rxmem_copy() (dma.rx copy, strict): whatever the watermark, a copy the
+ * device's page no longer backs, the buffer back at once, counted; a short
+ * heap drops it. A chain of two buffers becomes one pbuf. */
+static void test_copy(void **state)
+{
+	static const u8 frame[60] = { 9, 8, 7, 6, 5, 4, 3, 2, 1 };
+	mem_size_t avail = lwip_stats.mem.avail;
+	struct pbuf *p, *q;
+
+	(void)state;
+	pool_reset(8, true);
+	p = pool_frame(frame, 20);
+	pbuf_cat(p, pool_frame(frame + 20, sizeof frame - 20));
+	assert_int_equal(pool_held, 2);
+	q = rxmem_copy(p);
+	assert_non_null(q);
+	assert_int_equal(pool_held, 0);
+	assert_null(q->next);
+	assert_int_equal(q->tot_len, sizeof frame);
+	assert_memory_equal(q->payload, frame, sizeof frame);
+	for (unsigned i = 0; i < pool_n; i++)	/* not in any device page */
+		assert_false((u8 *)q->payload < pool[i].data + sizeof pool[i].data &&
+			     (u8 *)q->payload + q->len > pool[i].data);
+	assert_int_equal(rxmem_stats.copied_frames, 1);
+	assert_int_equal(rxmem_stats.copied_bytes, sizeof frame);
+	pbuf_free(q);
+	lwip_stats.mem.avail = lwip_stats.mem.used + rxmem_limits.heap_reserve;
+	p = pool_frame(frame, sizeof frame);
+	assert_null(rxmem_copy(p));
+	assert_int_equal(pool_held, 0);
+	assert_int_equal(rxmem_stats.nomem_drops, 1);
+	lwip_stats.mem.avail = avail;
+}
+
 /* ---- IP reassembly: lwIP's own global cap, checked from outside ---- */
 
 static u16 ip_csum(const u8 *p, unsigned n)
@@ -849,6 +883,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_admit),
+		T(test_copy),
 		T(test_pool_drains_without_rxmem),
 		T(test_pool_never_drains),
 		T(test_ooseq_pbuf_cap_evicts_oldest),

@@ -27,7 +27,7 @@ static void up_rx(void *ctx, struct vnet_rxbuf *f, u32 len, unsigned flags)
 	u32 sum = 0;
 	unsigned segs = 0;
 
-	if (flags & ~VNET_RX_CSUM_OK)
+	if (flags & ~(VNET_RX_CSUM_OK | VNET_RX_CONFINED))
 		up_err(u, "rx flags %#x", flags);
 	if (len < VNET_ETH_HLEN || len > VNET_FRAME_MAX)
 		up_err(u, "rx frame of %u bytes", len);

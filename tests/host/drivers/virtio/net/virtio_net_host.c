@@ -58,7 +58,7 @@ u32 vnet_host_forget_all(void)
 		work_cancel(&vn->kick_work);
 		vnet_free_buffers(vn);
 		kfree(vn->slots);
-		kfree(vn);
+		vnet_destroy(vn, false);
 		vnets[i] = NULL;
 	}
 	coal_cfg.mode = COAL_ADAPTIVE;

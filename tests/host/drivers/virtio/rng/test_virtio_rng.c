@@ -14,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "kernel/mm/dma.h"
 #include "tests/host/shim/hostk.h"
 #include "tests/host/simdev/hostbus.h"
 #include "tests/host/simdev/simdev.h"
@@ -56,6 +57,23 @@ static void test_rng_gathers(void **state)
 	assert_int_equal(hk_entropy_bytes() - before, 256);
 	assert_int_equal(dev.auto_done, 4);
 	assert_true(hk_log_contains("256 bytes of entropy"));
+}
+
+/* What the device may write (the posted buffer, the used ring) is on
+ * DMA-only pages, never inside the driver's struct with its work item
+ * (issue 30). */
+static void test_rng_buffer_on_dma_page(void **state)
+{
+	struct fake_dev *q = &dev.q[0];
+
+	(void)state;
+	sd_init(&dev, VIRTIO_ID_RNG, VIRTIO_BIT(VIRTIO_F_VERSION_1), 0);
+	dev.qmax[0] = 8;
+	assert_int_equal(hk_probe(&dev.vd), 0);
+	assert_int_equal(sd_posted(&dev, 0), 1);
+	assert_true(q->pending[0].nseg == 1 && q->pending[0].seg[0].write);
+	assert_true(dma_page_only((u64)(uintptr_t)q->pending[0].seg[0].va));
+	assert_true(dma_page_only((u64)(uintptr_t)q->used));
 }
 
 /* Zero-length completions, each re-posted buffer completed again at once:
@@ -218,6 +236,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_rng_gathers, teardown),
+		cmocka_unit_test_teardown(test_rng_buffer_on_dma_page, teardown),
 		cmocka_unit_test_teardown(test_rng_empty_completions_bounded, teardown),
 		cmocka_unit_test_teardown(test_rng_pass_budget, teardown),
 		cmocka_unit_test(test_rng_wakeup_interleavings),
