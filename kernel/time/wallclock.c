@@ -224,7 +224,7 @@ size_t wallclock_http_now(char *buf, size_t size)
 	static size_t cached_len;
 	u64 ns;
 
-	if (!wallclock_now(&ns))
+	if (wallclock_best(&ns) == WALLCLOCK_NONE)
 		return 0;
 	if (ns / 1000000000ULL != cached_s) {
 		cached_s = ns / 1000000000ULL;

@@ -3,11 +3,13 @@
  *
  * Before that, a provisional clock may be known: the firmware's (UEFI
  * GetTime() at boot, read before ExitBootServices: boot/efi_main.c),
- * printed with its source and kept apart. wallclock_now() and everything
- * on it (the HTTP Date header, Last-Modified, log stamps) still wait for a
- * synchronised source; wallclock_best() says which clock it has, so a
- * check that must fail closed without a clock (certificates) can tell "no
- * clock" from "the firmware's" from "synchronised". */
+ * printed with its source and kept apart. The HTTP Date header and
+ * Last-Modified take the best clock (wallclock_http_now(), as nginx takes
+ * the system's, so a site's caching works without ntp=); wallclock_now()
+ * and what needs a synchronised time (log stamps, the app API's
+ * vireo_wallclock()) wait for a source; wallclock_best() says which clock it
+ * has, so a check that must fail closed without a clock (certificates) can
+ * tell "no clock" from "the firmware's" from "synchronised". */
 #ifndef VIREO_WALLCLOCK_H
 #define VIREO_WALLCLOCK_H
 

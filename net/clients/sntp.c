@@ -65,7 +65,7 @@ static int sntp_parse(const char *val, void *dst, char *why, size_t why_len)
 	return -EINVAL;
 }
 CMDLINE_PARAM(ntp, .key = "ntp", .type = CMDLINE_CUSTOM, .parse = sntp_parse, .def = "off",
-	      .values = "off, dhcp (option 42), A.B.C.D, host name (dns=)", .help = "SNTP server for wall-clock time (the Date header, log timestamps)");
+	      .values = "off, dhcp (option 42), A.B.C.D, host name (dns=)", .help = "SNTP server for wall-clock time (log timestamps; the Date header refined)");
 
 static struct {
 	struct udp_pcb *pcb;

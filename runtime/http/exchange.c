@@ -314,12 +314,13 @@ bool vireo_req_etag_match(vireo_req r, const char *etag)
 }
 
 /* mtime as a Last-Modified may give it: never later than now (RFC 9110
- * 8.8.2.1); 0 while the clock is not set or without a time. */
+ * 8.8.2.1) by the clock the Date header uses (the firmware's until SNTP
+ * sets one); 0 with no clock at all or without a time. */
 static u64 exchange_lm(u64 mtime)
 {
 	u64 now;
 
-	if (!mtime || !wallclock_now(&now))
+	if (!mtime || wallclock_best(&now) == WALLCLOCK_NONE)
 		return 0;
 	return MIN(mtime, now / NSEC_PER_SEC);
 }

@@ -33,15 +33,20 @@ static void test_from_efi(void **state)
 static void test_provisional_apart(void **state)
 {
 	u64 ns = 0, now = hk_now();
+	char date[40];
 
 	wallclock_reset();
 	assert_int_equal(wallclock_best(&ns), WALLCLOCK_NONE);
 	assert_int_equal(ns, 0);
+	assert_int_equal(wallclock_http_now(date, sizeof date), 0);	/* no clock: no Date */
 	/* Implausible firmware times are refused. */
 	assert_int_equal(wallclock_set_provisional(1000 * NS, now), -ERANGE);
 	assert_int_equal(wallclock_best(&ns), WALLCLOCK_NONE);
 	assert_int_equal(wallclock_set_provisional(T2026 * NS, now), 0);
-	/* Known, but not as the clock the Date header and stamps use. */
+	/* Known, and the HTTP Date's (as nginx dates with whatever clock the
+	 * system has), but not a synchronised time for stamps and the apps. */
+	assert_int_equal(wallclock_http_now(date, sizeof date), 29);
+	assert_string_equal(date, "Sun, 06 Dec 2026 15:10:00 GMT");
 	assert_false(wallclock_now(&ns));
 	assert_int_equal(wallclock_best(&ns), WALLCLOCK_PROVISIONAL);
 	assert_int_equal(ns, T2026 * NS);
