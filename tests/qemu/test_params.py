@@ -12,10 +12,10 @@ READY = r"^vireo: kernel ready$"
 
 def table_from_sources():
     """`params`' lines as tools/cmdline_table.py prints them from the sources
-    (without the block path's keys: the default image is built without
-    STORAGE=1)."""
-    out = subprocess.run([sys.executable, f"{ROOT}/tools/cmdline_table.py", "--plain", "--no-storage"], check=True,
-                         capture_output=True, text=True).stdout
+    of the default image: with its app's keys (apps/site) and without the
+    block path's (it is built without STORAGE=1)."""
+    out = subprocess.run([sys.executable, f"{ROOT}/tools/cmdline_table.py", "--plain", "--no-storage",
+                          "--with-app", "apps/site"], check=True, capture_output=True, text=True).stdout
     return out.splitlines()
 
 
