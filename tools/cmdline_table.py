@@ -187,11 +187,16 @@ def plain(params):
     return "".join(f"  {p['key']}={p['plain']} (default {p['def']}): {p['help']}\n" for p in params)
 
 
+def cell(text):
+    """A table cell's text: a '|' in it would end the cell."""
+    return text.replace("|", "\\|")
+
+
 def markdown(params):
     lines = ["| key | values | default | meaning |", "| --- | --- | --- | --- |"]
     for p in params:
-        values = f"`{p['md']}`" if p["enum"] else p["md"]
-        lines.append(f"| `{p['key']}` | {values} | {p['def']} | {p['help']} |")
+        values = f"`{p['md']}`" if p["enum"] else cell(p["md"])
+        lines.append(f"| `{p['key']}` | {values} | {cell(p['def'])} | {cell(p['help'])} |")
     return "\n".join(lines) + "\n"
 
 
@@ -200,8 +205,8 @@ def markdown_apps():
     lines = ["| app | key | values | default | meaning |", "| --- | --- | --- | --- | --- |"]
     for app in other_apps():
         for p in collect([app]):
-            values = f"`{p['md']}`" if p["enum"] else p["md"]
-            lines.append(f"| `{app}` | `{p['key']}` | {values} | {p['def']} | {p['help']} |")
+            values = f"`{p['md']}`" if p["enum"] else cell(p["md"])
+            lines.append(f"| `{app}` | `{p['key']}` | {values} | {cell(p['def'])} | {cell(p['help'])} |")
     return "\n".join(lines) + "\n"
 
 

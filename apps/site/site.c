@@ -93,6 +93,101 @@ static __attribute__((cold, noinline)) void site_cache_header(vireo_req r, const
 	}
 }
 
+/*
+ * site.headers=: response headers of the operator's on every file the site
+ * serves (200, 206, 304; nginx's add_header without "always"), e.g.
+ * "Strict-Transport-Security:max-age=63072000|X-Frame-Options:DENY".
+ * Entries "Name:value" separated by '|'; a name is an RFC 9110 token and
+ * not one the runtime or the site sets itself (below; Cache-Control is
+ * site.cache='s); a value printable ASCII, spaces allowed inside. At most
+ * 8 entries and 200 bytes, so the lines (each name, ": ", value, CRLF: the
+ * text plus 2 bytes an entry, <= 216) and site.cache='s (<= 270) fit the
+ * 512 bytes of extra headers a response carries (VIREO_RESP_HEADERS_MAX).
+ */
+#define SITE_HEADERS_MAX 8
+static char site_headers[201];
+
+static bool site_name_is(const char *s, size_t n, const char *lower)
+{
+	size_t i;
+
+	for (i = 0; i < n && lower[i]; i++)
+		if ((s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]) != lower[i])
+			return false;
+	return i == n && !lower[i];
+}
+
+static bool site_tchar(unsigned char ch)
+{
+	static const char other[] = "!#$%&'*+-.^_`|~";
+
+	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
+		return true;
+	for (const char *o = other; *o; o++)
+		if (ch == (unsigned char)*o)
+			return true;
+	return false;
+}
+
+static int site_headers_check(const void *val, char *why, size_t why_len)
+{
+	static const char *const own[] = { "content-length", "transfer-encoding", "connection", "server", "date",
+					   "content-type", "etag", "last-modified", "content-range", "accept-ranges",
+					   "content-encoding", "vary", "location", "cache-control" };
+	const char *s = val;
+	int entries = 0;
+
+	while (*s) {
+		const char *p = s, *v;
+
+		while (*p && *p != ':' && *p != '|' && site_tchar((unsigned char)*p))
+			p++;
+		if (p == s || *p != ':')
+			goto bad;
+		for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+			if (site_name_is(s, (size_t)(p - s), own[i])) {
+				vireo_snprintf(why, why_len, "%.*s is the server's own header%s", (int)(p - s), s,
+					       i == sizeof own / sizeof own[0] - 1 ? " (site.cache= sets it)" : "");
+				return -EINVAL;
+			}
+		for (v = ++p; *p && *p != '|'; p++)
+			if ((unsigned char)*p < ' ' || (unsigned char)*p > '~')
+				goto bad;
+		if (p == v || *v == ' ' || p[-1] == ' ' || ++entries > SITE_HEADERS_MAX || (*p == '|' && !p[1]))
+			goto bad;
+		s = *p ? p + 1 : p;
+	}
+	return 0;
+bad:
+	vireo_snprintf(why, why_len, "want Name:value entries, '|' between, at most %d", SITE_HEADERS_MAX);
+	return -EINVAL;
+}
+CMDLINE_PARAM(site_headers, .key = "site.headers", .type = CMDLINE_STR, .dst = site_headers,
+	      .dst_size = sizeof site_headers, .validate = site_headers_check, .def = "",
+	      .values = "Name:value|... (at most 8, 200 bytes)",
+	      .help = "headers added to every site file served, e.g. X-Frame-Options:DENY|Strict-Transport-Security:max-age=63072000");
+
+/* site.headers='s lines, added to r. */
+static __attribute__((cold, noinline)) void site_headers_add(vireo_req r)
+{
+	const char *s = site_headers;
+
+	while (*s) {
+		char name[sizeof site_headers], value[sizeof site_headers];
+		size_t n = 0, m = 0;
+
+		while (*s != ':')
+			name[n++] = *s++;	/* site_headers_check() made sure of it */
+		name[n] = '\0';
+		for (s++; *s && *s != '|'; s++)
+			value[m++] = *s;
+		value[m] = '\0';
+		vireo_resp_header(r, name, value);
+		if (*s)
+			s++;
+	}
+}
+
 /* An RFC 3986 path character that needs no escape (unreserved, sub-delims,
  * ':', '@', '/'). */
 static bool site_plain(unsigned char ch)
@@ -173,6 +268,8 @@ static void site_get(vireo_req r, void *arg)
 		 * formatted and checked per request. */
 		if (site_cache[0])
 			site_cache_header(r, f.path);
+		if (site_headers[0])
+			site_headers_add(r);
 		vireo_resp_send_file(r, &f);
 		return;
 	}
@@ -181,6 +278,8 @@ static void site_get(vireo_req r, void *arg)
 	if (site_fallback[0] && vireo_file_find(site_fallback, &f)) {
 		if (site_cache[0])
 			site_cache_header(r, f.path);
+		if (site_headers[0])
+			site_headers_add(r);
 		vireo_resp_send_file(r, &f);
 		return;
 	}

@@ -1769,6 +1769,61 @@ static void test_cache_control(void **state)
 	site_use(NULL, 0);
 }
 
+/* site.headers=: the operator's headers on every file served (200, 206,
+ * 304), in order, none on a 404; names the server sets itself, bad tokens,
+ * bad values and too many are refused at parse and the last good list kept. */
+static void test_site_headers(void **state)
+{
+	const struct cmdline_opt *const *set = LINKSET_BEGIN(cmdline);
+	size_t n = LINKSET_COUNT(cmdline);
+	struct client c;
+	struct resp r;
+	const char *etag;
+
+	site_use(t_site, ARRAY_SIZE(t_site));
+	assert_int_equal(cmdline_parse_set("site.headers=\"X-Frame-Options:DENY|Content-Security-Policy:default-src "
+					   "'self'; img-src *\"", set, n, NULL, NULL), 0);
+	ask(&c, "GET / HTTP/1.1\r\nHost: v\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "X-Frame-Options"), "DENY");
+	assert_string_equal(hdr(&r, "Content-Security-Policy"), "default-src 'self'; img-src *");
+	etag = hdr(&r, "ETag");
+	assert_non_null(etag);
+	{
+		char req[160];
+
+		snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: v\r\nIf-None-Match: %s\r\n\r\n", etag);
+		cl_send_str(&c, req);
+	}
+	assert_true(cl_response(&c, true, &r));
+	assert_int_equal(r.status, 304);
+	assert_string_equal(hdr(&r, "X-Frame-Options"), "DENY");
+	cl_send_str(&c, "GET /logo@2x.png HTTP/1.1\r\nHost: v\r\nRange: bytes=0-1\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 206);
+	assert_string_equal(hdr(&r, "X-Frame-Options"), "DENY");
+	cl_send_str(&c, "GET /nope HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 404);
+	assert_null(hdr(&r, "X-Frame-Options"));
+	cl_close(&c);
+	static const char *const bad[] = { "site.headers=Content-Type:text/x", "site.headers=cache-control:no-cache",
+					   "site.headers=\"Bad Name:x\"", "site.headers=X:", "site.headers=\"X: v\"",
+					   "site.headers=X:v|", "site.headers=X:a\x7f", "site.headers=:v",
+					   "site.headers=A:1|B:2|C:3|D:4|E:5|F:6|G:7|H:8|I:9" };
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		if (cmdline_parse_set(bad[i], set, n, NULL, NULL) != 1)
+			fail_msg("%s accepted", bad[i]);
+	ask(&c, "GET / HTTP/1.1\r\nHost: v\r\n\r\n", false, &r);
+	assert_string_equal(hdr(&r, "X-Frame-Options"), "DENY");	/* kept */
+	cl_close(&c);
+	assert_int_equal(cmdline_parse_set("site.headers=", set, n, NULL, NULL), 0);
+	ask(&c, "GET / HTTP/1.1\r\nHost: v\r\n\r\n", false, &r);
+	assert_null(hdr(&r, "X-Frame-Options"));
+	cl_close(&c);
+	site_use(NULL, 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1788,6 +1843,7 @@ int main(void)
 		T(test_dir_redirect_and_404),
 		T(test_fallback),
 		T(test_cache_control),
+		T(test_site_headers),
 		T(test_gzip_static),
 		T(test_bad_request),
 		T(test_bare_lf),
