@@ -49,19 +49,30 @@ class Output:
         with self.lock:
             return self.out.decode("utf-8", "replace").replace("\r\n", "\n")
 
+    def _search(self, rx, start, whole=False):
+        """rx in the output's complete lines: with re.M a `$` also matches
+        at the end of a line still arriving, where an optional tail
+        (" https=443") has not come yet. Patterns without `$` (prompts)
+        may match the partial last line too."""
+        text = self.text
+        m = rx.search(text, start, text.rfind("\n") + 1)
+        if m or not (whole or "$" not in rx.pattern):
+            return m
+        return rx.search(text, start)
+
     def wait_for(self, pattern, timeout=BOOT_TIMEOUT, start=0):
         """Waits for regex `pattern` in the output after offset `start`;
         returns the match. Fails with the output if it never comes."""
         rx = re.compile(pattern, re.M)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            m = rx.search(self.text, start)
+            m = self._search(rx, start)
             if m:
                 return m
             ended = self._ended()
             if ended:
                 time.sleep(0.2)
-                m = rx.search(self.text, start)
+                m = self._search(rx, start, whole=True)
                 if m:
                     return m
                 raise AssertionError(f"{ended} before /{pattern}/:\n{self.text[-6000:]}")
