@@ -55,14 +55,11 @@ __cold enum egress_kind egress_check(const u8 a[16])
 
 	for (r = egress_ranges; r < egress_ranges + ARRAY_SIZE(egress_ranges); r++) {
 		u8 p[16] = { 0 };
-		struct allow_list one = { .n = 1 };
 
 		if (r->at == 12)
-			p[10] = p[11] = 0xff;
+			allow_addr_v4(p, 0);
 		__builtin_memcpy(p + r->at, r->a, 4);
-		__builtin_memcpy(one.p[0].a, p, 16);
-		one.p[0].len = r->len;
-		if (!allow_match(&one, a))
+		if (!allow_prefix_match(p, r->len, a))
 			continue;
 		if (egress_allow.n && allow_match(&egress_allow, a))
 			return EGRESS_OK;

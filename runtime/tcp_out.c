@@ -220,7 +220,7 @@ int vireo_tcp_connect(vireo_tcp_out h, const struct vireo_addr *dst, void *ctx, 
 	struct altcp_pcb *pcb = NULL;
 	enum egress_kind k;
 	ip_addr_t ip;
-	u8 a[16] = { [10] = 0xff, [11] = 0xff };
+	u8 a[16];
 	err_t err;
 
 	if (out)
@@ -234,7 +234,7 @@ int vireo_tcp_connect(vireo_tcp_out h, const struct vireo_addr *dst, void *ctx, 
 		s->st.refused++;
 		return -ENOSPC;
 	}
-	__builtin_memcpy(dst->family == VIREO_AF_INET ? a + 12 : a, dst->ip, dst->family == VIREO_AF_INET ? 4 : 16);
+	allow_addr_ip(a, &ip);
 	k = egress_check(a);
 	if (k == EGRESS_OK) {
 		pcb = altcp_tcp_new_ip_type(IP_GET_TYPE(&ip));

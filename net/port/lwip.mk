@@ -94,19 +94,20 @@ $(patsubst %.c,$(BUILD)/k/%.o,$(LWIP_PORT_SRCS)): | $(LWIP_STAMP)
 # (_GLOBAL_OFFSET_TABLE_ is the linker's own, referenced by -fpic code).
 # (metrics_*: the /metrics writer and registry the port, receive accounting
 # and the runtime write through, lib/metrics.h; outbuf_*: the text buffer,
-# lib/outbuf.h; parse_dec: lib/parse.h; random_bytes: the apps'
-# randomness, kernel/random.h; timer_*/work_*: the
+# lib/outbuf.h; parse_dec: lib/parse.h; cmdline_parse_ipv4: PROXY v1
+# addresses and allow-lists, kernel/cmdline.h; random_bytes, random_u64:
+# the apps' randomness and the connection table's hash key, kernel/random.h; timer_*/work_*: the
 # loop's timers and work items the app API runs on, kernel/loop.h;
-# wallclock_*: Date and Last-Modified; __start/__stop_vireo_*: the apps' and
+# wallclock_* (wallclock_best too): Date and Last-Modified; __start/__stop_vireo_*: the apps' and
 # metrics' linker sets; dhcp_set_ntp_servers: lwIP's DHCP option 42 hook,
 # net/clients/sntp.c.)
 LWIP_KERNEL_SYMS := _GLOBAL_OFFSET_TABLE_ memcpy memmove memset memcmp strlen strnlen strcmp strncmp \
 	kprintf ksnprintf kvsnprintf panic time_ns random_u32 siphash24 page_alloc page_free \
 	page_alloc_raw kmalloc kzalloc kfree metrics_buf_init metrics_family metrics_sample metrics_sample1 \
 	metrics_sample_s64 metrics_sample_fixed metrics_simple metrics_write_all \
-	outbuf_mem outbuf_put outbuf_str outbuf_u64 parse_dec random_bytes \
+	outbuf_mem outbuf_put outbuf_str outbuf_u64 parse_dec cmdline_parse_ipv4 random_bytes random_u64 \
 	timer_init timer_start timer_stop work_init work_queue work_cancel \
-	wallclock_now wallclock_http_date wallclock_parse_http_date \
+	wallclock_now wallclock_best wallclock_http_date wallclock_parse_http_date \
 	__start_vireo_apps __stop_vireo_apps __start_vireo_metrics __stop_vireo_metrics dhcp_set_ntp_servers
 LWIP_CHECK_OBJS := $(patsubst %.c,$(BUILD)/lwip/check/%.o,$(LWIP_PORT_SRCS) $(RUNTIME_APP_SRCS)) \
 	$(BUILD)/lwip/check/site_default.o

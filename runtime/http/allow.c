@@ -98,10 +98,7 @@ __cold static const char *allow_prefix(char *s, u8 a[16], u8 *len)
 	if (!v6) {
 		if (cmdline_parse_ipv4(s, &v4, &pfx))
 			return "bad IPv4 prefix";
-		__builtin_memset(a, 0, 10);
-		a[10] = a[11] = 0xff;
-		for (int i = 0; i < 4; i++)
-			a[12 + i] = (u8)(v4 >> (24 - 8 * i));
+		allow_addr_v4(a, v4);
 		n = pfx < 0 ? 128 : 96 + (unsigned)pfx;
 	} else {
 		if (*slash) {
@@ -154,28 +151,59 @@ __cold int allow_parse(const char *s, void *out, char *why, size_t why_len)
 	return 0;
 }
 
+__cold void allow_addr_v4(u8 a[16], u32 v4)
+{
+	__builtin_memset(a, 0, 10);
+	a[10] = a[11] = 0xff;
+	for (int i = 0; i < 4; i++)
+		a[12 + i] = (u8)(v4 >> (24 - 8 * i));
+}
+
+__cold void allow_addr_ip(u8 a[16], const ip_addr_t *addr)
+{
+	if (IP_IS_V6(addr)) {
+		__builtin_memcpy(a, ip_2_ip6(addr)->addr, 16);
+		return;
+	}
+	allow_addr_v4(a, 0);
+	__builtin_memcpy(a + 12, &ip_2_ip4(addr)->addr, 4);	/* network order already */
+}
+
+__cold void allow_addr_to_ip(ip_addr_t *addr, const u8 a[16])
+{
+	static const u8 mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (!__builtin_memcmp(a, mapped, sizeof mapped)) {
+		IP_ADDR4(addr, a[12], a[13], a[14], a[15]);
+		return;
+	}
+	ip_addr_set_zero_ip6(addr);
+	__builtin_memcpy(ip_2_ip6(addr)->addr, a, 16);	/* network order, as lwIP keeps it */
+}
+
+__cold bool allow_prefix_match(const u8 prefix[16], unsigned len, const u8 a[16])
+{
+	unsigned b = 0;
+
+	while (b < len && !((a[b / 8] ^ prefix[b / 8]) & (0x80 >> (b % 8))))
+		b++;
+	return b == len;
+}
+
 __cold bool allow_match(const struct allow_list *l, const u8 a[16])
 {
 	if (!l->n)
 		return true;
-	for (unsigned i = 0; i < l->n; i++) {
-		unsigned b = 0;
-
-		while (b < l->p[i].len && !((a[b / 8] ^ l->p[i].a[b / 8]) & (0x80 >> (b % 8))))
-			b++;
-		if (b == l->p[i].len)
+	for (unsigned i = 0; i < l->n; i++)
+		if (allow_prefix_match(l->p[i].a, l->p[i].len, a))
 			return true;
-	}
 	return false;
 }
 
 __cold bool allow_match_ip(const struct allow_list *l, const ip_addr_t *addr)
 {
-	u8 a[16] = { [10] = 0xff, [11] = 0xff };
+	u8 a[16];
 
-	if (IP_IS_V6(addr))
-		__builtin_memcpy(a, ip_2_ip6(addr)->addr, 16);
-	else
-		__builtin_memcpy(a + 12, &ip_2_ip4(addr)->addr, 4);
+	allow_addr_ip(a, addr);
 	return allow_match(l, a);
 }

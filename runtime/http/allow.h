@@ -29,6 +29,17 @@ int allow_parse(const char *s, void *out, char *why, size_t why_len);
  * out[16]; false if malformed. */
 bool allow_parse_v6(const char *s, u8 out[16]);
 
+/* The 16-byte form every list compares: an IPv6 address as it is, an IPv4
+ * one as ::ffff:a.b.c.d. allow_addr_v4 takes v4 in host order; allow_addr_ip
+ * an lwIP address; allow_addr_to_ip is the inverse (a mapped address back to
+ * IPv4). */
+void allow_addr_v4(u8 a[16], u32 v4);
+void allow_addr_ip(u8 a[16], const ip_addr_t *addr);
+void allow_addr_to_ip(ip_addr_t *addr, const u8 a[16]);
+
+/* Whether the first len bits (0..128) of a and prefix agree. */
+bool allow_prefix_match(const u8 prefix[16], unsigned len, const u8 a[16]);
+
 /* Whether the 16-byte (IPv6 or IPv4-mapped) address a lies in a prefix of l;
  * an empty list (n == 0, never parsed: the default) matches everyone. */
 bool allow_match(const struct allow_list *l, const u8 a[16]);

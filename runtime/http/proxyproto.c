@@ -10,14 +10,6 @@
 
 static const u8 pp2_sig[12] = { 0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a };
 
-static void pp_mapped(u8 a[16], u32 v4)
-{
-	__builtin_memset(a, 0, 10);
-	a[10] = a[11] = 0xff;
-	for (int i = 0; i < 4; i++)
-		a[12 + i] = (u8)(v4 >> (24 - 8 * i));
-}
-
 /* Up to the next ' ' (or the end) of s, into tok[size]: the token's length,
  * or -1 if it is empty or too long. */
 static int pp_token(const char *s, char *tok, size_t size)
@@ -40,7 +32,7 @@ static bool pp1_addr(const char *tok, u8 family, u8 a[16])
 	if (family == 4) {
 		if (cmdline_parse_ipv4(tok, &v4, NULL))
 			return false;
-		pp_mapped(a, v4);
+		allow_addr_v4(a, v4);
 		return true;
 	}
 	return allow_parse_v6(tok, a);
@@ -122,8 +114,8 @@ static int pp2_parse(const u8 *b, size_t n, struct proxyproto_hdr *h)
 		if (len < need)
 			return -EINVAL;
 		h->family = 4;
-		pp_mapped(h->src, (u32)b[16] << 24 | (u32)b[17] << 16 | (u32)b[18] << 8 | b[19]);
-		pp_mapped(h->dst, (u32)b[20] << 24 | (u32)b[21] << 16 | (u32)b[22] << 8 | b[23]);
+		allow_addr_v4(h->src, (u32)b[16] << 24 | (u32)b[17] << 16 | (u32)b[18] << 8 | b[19]);
+		allow_addr_v4(h->dst, (u32)b[20] << 24 | (u32)b[21] << 16 | (u32)b[22] << 8 | b[23]);
 		h->sport = (u16)(b[24] << 8 | b[25]);
 		h->dport = (u16)(b[26] << 8 | b[27]);
 		break;

@@ -515,13 +515,7 @@ __cold static err_t server_proxy_header(struct conn *c)
 	http_server_stats.proxy_headers++;
 	if (!h.family)
 		return ERR_OK;	/* LOCAL, UNKNOWN: the proxy's own connection */
-	if (h.family == 4)
-		IP_ADDR4(&c->peer, h.src[12], h.src[13], h.src[14], h.src[15]);
-	else
-		IP_ADDR6(&c->peer, lwip_htonl((u32)h.src[0] << 24 | (u32)h.src[1] << 16 | (u32)h.src[2] << 8 | h.src[3]),
-			 lwip_htonl((u32)h.src[4] << 24 | (u32)h.src[5] << 16 | (u32)h.src[6] << 8 | h.src[7]),
-			 lwip_htonl((u32)h.src[8] << 24 | (u32)h.src[9] << 16 | (u32)h.src[10] << 8 | h.src[11]),
-			 lwip_htonl((u32)h.src[12] << 24 | (u32)h.src[13] << 16 | (u32)h.src[14] << 8 | h.src[15]));
+	allow_addr_to_ip(&c->peer, h.src);
 	c->peer_port = h.sport;
 	conntab_src_of(&c->peer, &src);
 	if (!conntab_rekey(&http_srv.tab, &c->link, &src))

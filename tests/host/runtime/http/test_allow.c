@@ -136,6 +136,44 @@ static void test_mapped(void **state)
 	assert_true(allow_match(&metrics_allow, a));
 }
 
+/* The 16-byte form from lwIP addresses and back, and prefix edges. */
+static void test_address_forms(void **state)
+{
+	ip_addr_t ip, back;
+	u8 a[16], b[16];
+
+	IP_ADDR4(&ip, 192, 0, 2, 7);
+	allow_addr_ip(a, &ip);
+	v4(b, 192, 0, 2, 7);
+	assert_memory_equal(a, b, 16);
+	allow_addr_v4(a, 0xc0000207u);
+	assert_memory_equal(a, b, 16);
+	allow_addr_to_ip(&back, a);
+	assert_true(IP_IS_V4(&back));
+	assert_true(ip_addr_cmp(&back, &ip));
+
+	v6(b, 0x2001, 0xdb8, 0, 0, 0x42);
+	allow_addr_to_ip(&back, b);
+	assert_true(IP_IS_V6(&back));
+	allow_addr_ip(a, &back);
+	assert_memory_equal(a, b, 16);
+	/* IPv4-compatible is not mapped: it stays IPv6. */
+	v4(b, 10, 0, 0, 1);
+	b[10] = b[11] = 0;
+	allow_addr_to_ip(&back, b);
+	assert_true(IP_IS_V6(&back));
+
+	v4(a, 10, 1, 2, 3);
+	v4(b, 10, 1, 0, 0);
+	assert_true(allow_prefix_match(b, 96 + 16, a));
+	assert_false(allow_prefix_match(b, 96 + 23, a));
+	assert_true(allow_prefix_match(b, 96 + 22, a));
+	assert_true(allow_prefix_match(b, 0, a));
+	assert_false(allow_prefix_match(b, 128, a));
+	assert_true(allow_prefix_match(a, 128, a));
+	(void)state;
+}
+
 static void test_errors_keep_the_list(void **state)
 {
 	static const struct {
@@ -203,6 +241,7 @@ int main(void)
 		cmocka_unit_test(test_ipv4_prefixes),
 		cmocka_unit_test(test_ipv6_prefixes),
 		cmocka_unit_test(test_mapped),
+		cmocka_unit_test(test_address_forms),
 		cmocka_unit_test(test_errors_keep_the_list),
 	};
 
