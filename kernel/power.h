@@ -1,6 +1,8 @@
-/* Graceful power off: a power-button event drains the registered service
- * within shutdown.grace= seconds, then the platform's off method
- * runs. The kernel knows neither: net code registers the drain, the ACPI
+/* Graceful power off: a power-button event drains the registered services
+ * within shutdown.grace= seconds, cuts what is left, lets the drains that
+ * must settle (a data disk's commits in flight) finish within
+ * POWER_SETTLE_MS more, then the platform's off method runs. The kernel
+ * knows none of them: net code and the store register drains, the ACPI
  * driver registers the button and the off method. */
 #ifndef VIREO_POWER_H
 #define VIREO_POWER_H
@@ -18,13 +20,24 @@ struct power_drain_ops {
 	void (*begin)(void *ctx, struct power_drain_counts *counts);
 	/* True once nothing registered is still in flight. */
 	bool (*done)(void *ctx);
-	/* Abort whatever is left (the grace period is over); returns how many. */
+	/* Abort whatever is left (the grace period is over); returns how many
+	 * connections that was (counted in the power-off line). */
 	u32 (*cut)(void *ctx);
+	/* Optional: after every cut, wait for done() again, up to
+	 * POWER_SETTLE_MS, then call it (true: done; false: still busy) to
+	 * report. For work that must not be abandoned half-way (a batch being
+	 * written) and ends by itself in milliseconds. */
+	void (*settled)(void *ctx, bool done);
+	bool settle;
 	void *ctx;
 };
 
-/* One drain; a later call replaces it. ops must outlive the kernel. */
-void power_register_drain(const struct power_drain_ops *ops);
+#define POWER_DRAINS 4
+#define POWER_SETTLE_MS 5000
+
+/* Adds a drain (up to POWER_DRAINS; registering the same ops again is a
+ * no-op). ops must outlive the kernel. Returns 0 or -ENOSPC. */
+int power_register_drain(const struct power_drain_ops *ops);
 /* The off method (ACPI S5); it returns only if the platform ignored it. */
 void power_register_off(void (*off)(void));
 /* A power-button press; safe from interrupt handlers. The first press starts
