@@ -96,10 +96,11 @@ static __attribute__((cold, noinline)) void site_cache_header(vireo_req r, const
 /*
  * site.headers=: response headers of the operator's on every file the site
  * serves (200, 206, 304; nginx's add_header without "always"), e.g.
- * "Strict-Transport-Security:max-age=63072000|X-Frame-Options:DENY".
+ * "X-Frame-Options:DENY|Referrer-Policy:no-referrer".
  * Entries "Name:value" separated by '|'; a name is an RFC 9110 token and
  * not one the runtime or the site sets itself (below; Cache-Control is
- * site.cache='s); a value printable ASCII, spaces allowed inside. At most
+ * site.cache='s, Strict-Transport-Security https.hsts='s, which the
+ * runtime sends only while the certificate is CA-issued); a value printable ASCII, spaces allowed inside. At most
  * 8 entries and 200 bytes, so the lines (each name, ": ", value, CRLF: the
  * text plus 2 bytes an entry, <= 216) and site.cache='s (<= 270) fit the
  * 512 bytes of extra headers a response carries (VIREO_RESP_HEADERS_MAX).
@@ -133,7 +134,8 @@ static int site_headers_check(const void *val, char *why, size_t why_len)
 {
 	static const char *const own[] = { "content-length", "transfer-encoding", "connection", "server", "date",
 					   "content-type", "etag", "last-modified", "content-range", "accept-ranges",
-					   "content-encoding", "vary", "location", "cache-control" };
+					   "content-encoding", "vary", "location", "strict-transport-security",
+					   "cache-control" };
 	const char *s = val;
 	int entries = 0;
 
@@ -147,7 +149,8 @@ static int site_headers_check(const void *val, char *why, size_t why_len)
 		for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
 			if (site_name_is(s, (size_t)(p - s), own[i])) {
 				vireo_snprintf(why, why_len, "%.*s is the server's own header%s", (int)(p - s), s,
-					       i == sizeof own / sizeof own[0] - 1 ? " (site.cache= sets it)" : "");
+					       i == sizeof own / sizeof own[0] - 1 ? " (site.cache= sets it)" :
+					       i == sizeof own / sizeof own[0] - 2 ? " (https.hsts= sets it)" : "");
 				return -EINVAL;
 			}
 		for (v = ++p; *p && *p != '|'; p++)
@@ -165,7 +168,7 @@ bad:
 CMDLINE_PARAM(site_headers, .key = "site.headers", .type = CMDLINE_STR, .dst = site_headers,
 	      .dst_size = sizeof site_headers, .validate = site_headers_check, .def = "",
 	      .values = "Name:value|... (at most 8, 200 bytes)",
-	      .help = "headers added to every site file served, e.g. X-Frame-Options:DENY|Strict-Transport-Security:max-age=63072000");
+	      .help = "headers added to every site file served, e.g. X-Frame-Options:DENY|Referrer-Policy:no-referrer");
 
 /* site.headers='s lines, added to r. */
 static __attribute__((cold, noinline)) void site_headers_add(vireo_req r)

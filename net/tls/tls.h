@@ -45,6 +45,10 @@ void tls_boot_files(struct boot_info *bi);
 /* Whether tls_start() succeeded. */
 bool tls_ready(void);
 void tls_heap_get_stats(struct tls_heap_stats *s);
+/* Whether the certificate served is CA-issued: from the ESP (or a built-in
+ * one make was given, not its generated development one) and not
+ * self-signed. https.hsts= is sent only then. */
+bool tls_serving_ca_issued(void);
 /* The loaded certificate chain and key (NULL unless tls_ready()). */
 struct tls_keys *tls_server_keys(void);
 

@@ -150,6 +150,16 @@ void tls_keys_free(struct tls_keys *k)
 	k->loaded = 0;
 }
 
+int tls_keys_ca_issued(const struct tls_keys *k)
+{
+	const mbedtls_x509_crt *leaf = &k->chain;
+
+	if (!k->loaded || !leaf->raw.len)
+		return 0;
+	return leaf->issuer_raw.len != leaf->subject_raw.len ||
+	       memcmp(leaf->issuer_raw.p, leaf->subject_raw.p, leaf->issuer_raw.len) != 0;
+}
+
 const char *tls_keys_describe(const struct tls_keys *k, char *buf, size_t len)
 {
 	if (!k->loaded)

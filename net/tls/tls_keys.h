@@ -37,6 +37,11 @@ void tls_keys_free(struct tls_keys *k);
 #define TLS_KEYS_BLAME_BOTH	3
 int tls_keys_blame(const char *err);
 
+/* Whether the leaf was issued by a CA: its issuer is not its own subject
+ * (false for a self-signed leaf and when nothing is loaded). Whether a
+ * browser trusts that CA is not known here. */
+int tls_keys_ca_issued(const struct tls_keys *k);
+
 /* "EC P-256" or "RSA 2048", for the boot log. */
 const char *tls_keys_describe(const struct tls_keys *k, char *buf, size_t len);
 

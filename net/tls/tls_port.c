@@ -123,6 +123,8 @@ static bool tls_file_ok(const struct boot_file *f, const char *path)
 /* The ESP's pair when boot/ found either file (then it is that pair or no
  * HTTPS: a broken key on the ESP must not silently fall back to the built-in
  * one), else the built-in pair. Logs what it loaded, or why not. */
+static bool tls_from_esp;	/* the pair served is the ESP's */
+
 static int tls_load_keys(void)
 {
 	struct boot_file *fc, *fk;
@@ -167,6 +169,7 @@ static int tls_load_keys(void)
 		}
 		return -1;
 	}
+	tls_from_esp = true;
 	kprintf("tls: %s key, certificate from the ESP (" BOOT_TLS_CERT_PATH ", " BOOT_TLS_KEY_PATH
 		"; preferred over the %s one)\n", tls_keys_describe(&tls_keys, desc, sizeof(desc)),
 		tls_builtin_is_dev ? "built-in development" : "built-in");
@@ -210,6 +213,11 @@ void tls_heap_get_stats(struct tls_heap_stats *s)
 	s->peak = tls_heap.peak;
 	s->allocs = tls_heap.allocs;
 	s->failures = tls_heap.failures;
+}
+
+bool tls_serving_ca_issued(void)
+{
+	return tls_ok && (tls_from_esp || !tls_builtin_is_dev) && tls_keys_ca_issued(&tls_keys);
 }
 
 struct tls_keys *tls_server_keys(void)

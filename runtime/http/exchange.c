@@ -28,6 +28,7 @@
 #include "net/tcp/tcpconn.h"
 #include "runtime/http/allow.h"
 #include "runtime/http/conn.h"
+#include "runtime/http/https.h"
 #include "lib/metrics.h"
 #include "runtime/site.h"
 #include "vireo/files.h"
@@ -465,13 +466,24 @@ int vireo_resp_header(vireo_req r, const char *name, const char *value)
 
 /* The head into out[] and SEND; the pump is queued. length: the
  * Content-Length, or NULL for none. */
+/* HTTPS responses' Strict-Transport-Security line (https.hsts=), or none. */
+static size_t exchange_hsts(const struct conn *c, const char **line)
+{
+	*line = "";
+	return c->tc.tls ? https_hsts_line(line) : 0;
+}
+
 static int exchange_head(struct conn *c, int status, const char *type, const u64 *length, const char *te)
 {
-	char extra[VIREO_RESP_HEADERS_MAX + 32];
+	char extra[VIREO_RESP_HEADERS_MAX + 32 + HTTPS_HSTS_LINE_MAX];
 	bool keep = server_keep_alive(c);
 	size_t n = c->xhdr_len, i;
+	const char *sts;
+	size_t sl = exchange_hsts(c, &sts);
 
 	__builtin_memcpy(extra, c->xhdr, n);
+	__builtin_memcpy(extra + n, sts, sl);
+	n += sl;
 	for (i = 0; te && te[i]; i++)
 		extra[n++] = te[i];
 	extra[n] = '\0';
@@ -659,9 +671,9 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 	const struct site_head *h;
 	struct site_head made;
 	struct site_file gzf;
-	const char *head, *lm_line = NULL, *enc = NULL;
+	const char *head, *lm_line = NULL, *enc = NULL, *sts;
 	char date[40], lines[SITE_LINES_MAX], rng[80];
-	size_t dl, hl, ll = 0, rl = 0, el = 0, total;
+	size_t dl, hl, ll = 0, rl = 0, el = 0, sl, total;
 	const char *st, *rv;
 	bool keep, nm;
 	struct conn *c;
@@ -710,8 +722,9 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 		ll = exchange_lm_line(lm, &lm_line);
 	dl = http_date(date, sizeof date);
 	keep = server_keep_alive(c);
+	sl = exchange_hsts(c, &sts);
 	total = __builtin_strlen(st) + (dl ? dl + 8 : 0) + hl + rl + (keep ? sizeof ka : sizeof cl) - 1 + c->xhdr_len +
-		h->etag_line_len + ll + el + (status == 200 ? sizeof ar - 1 : 0) + 2;
+		sl + h->etag_line_len + ll + el + (status == 200 ? sizeof ar - 1 : 0) + 2;
 	if (total > sizeof c->out) {
 		api_misuse("vireo_resp_send_file: %.64s with its headers does not fit: 500 sent", f->path);
 		server_respond_error(c, 500, c->parser.method == HTTP_METHOD_HEAD);
@@ -730,6 +743,7 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 	p = outbuf_put(p, rng, rl);
 	p = keep ? outbuf_put(p, ka, sizeof ka - 1) : outbuf_put(p, cl, sizeof cl - 1);
 	p = outbuf_put(p, c->xhdr, c->xhdr_len);
+	p = outbuf_put(p, sts, sl);
 	p = outbuf_put(p, h->etag_line, h->etag_line_len);
 	p = outbuf_put(p, lm_line, ll);
 	p = outbuf_put(p, enc, el);

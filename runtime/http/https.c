@@ -50,6 +50,24 @@ CMDLINE_PARAM(https_public_port, .key = "https.public_port", .type = CMDLINE_UIN
 	      .min = 0, .max = 65535, .def = "0",
 	      .help = "the HTTPS port http.redirect= sends clients to (0: https=); set it behind a port forward");
 
+/* HSTS (RFC 6797): only while the certificate is CA-issued. A browser that
+ * saw it refuses the site for max-age seconds unless its certificate
+ * verifies, so the development or a self-signed certificate would lock
+ * every visitor out; then it is withheld, and the boot log says so. */
+static u64 https_hsts_s;
+CMDLINE_PARAM(https_hsts, .key = "https.hsts", .type = CMDLINE_UINT, .dst = &https_hsts_s, .min = 0,
+	      .max = 63072000, .def = "0",
+	      .help = "Strict-Transport-Security max-age (seconds) on HTTPS responses, sent only while the "
+		      "certificate is CA-issued (not the development one, not self-signed); 0: none");
+static char https_hsts[64];	/* the header line, or "" */
+static u8 https_hsts_len;
+
+size_t https_hsts_line(const char **line)
+{
+	*line = https_hsts;
+	return https_hsts_len;
+}
+
 /* The handshake limits (https.h): the defaults keep one client or a small NAT
  * (a browser opens 6 connections at once) within its share; behind a proxy or
  * load balancer every connection comes from one address, and
@@ -399,6 +417,15 @@ int https_start(void)
 		goto fail;
 	}
 	https_listening = true;
+	if (https_hsts_s && tls_serving_ca_issued()) {
+		https_hsts_len = (u8)ksnprintf(https_hsts, sizeof https_hsts,
+					      "Strict-Transport-Security: max-age=%lu\r\n", (unsigned long)https_hsts_s);
+		kprintf("https: HSTS max-age=%lu (a CA-issued certificate)\n", (unsigned long)https_hsts_s);
+	} else if (https_hsts_s) {
+		kprintf("https: https.hsts=%lu withheld: the certificate is %s, and browsers would refuse the site "
+			"for that long\n", (unsigned long)https_hsts_s,
+			tls_keys_ca_issued(k) ? "the development one" : "self-signed");
+	}
 	netup_set_https_port(https_port());
 	if (https_redirect)
 		http_server_set_redirect(https_public_port ? (u16)https_public_port : https_port());

@@ -86,6 +86,12 @@ u16 https_port(void);
 u32 https_max_handshakes(void);
 u32 https_max_handshakes_per_src(void);
 
+/* The Strict-Transport-Security line (with its CRLF) HTTPS responses carry
+ * (https.hsts= with a CA-issued certificate); returns its length, 0 for
+ * none (also in images without TLS). */
+size_t https_hsts_line(const char **line);
+#define HTTPS_HSTS_LINE_MAX 64
+
 /* make TLS=1: after tls_start() succeeded, configure TLS (certificate, ALPN
  * http/1.1) and open the listener through http_server_listen_tls(); tells
  * netup the port for the ready line and the server the redirect. Logs and

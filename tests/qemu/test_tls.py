@@ -63,9 +63,12 @@ def test_dev_certificate_loads(boot):
     assert re.search(r"Basic Constraints: critical\n\s+CA:FALSE", text), text
     assert "Digital Signature" in text and "TLS Web Server Authentication" in text, text
     assert "DNS:localhost" in text and "IP Address:127.0.0.1" in text and "IP Address:0:0:0:0:0:0:0:1" in text, text
-    vm, get = boot_and_get(boot)
+    # https.hsts= is withheld: a browser that saw it would refuse the
+    # development certificate for max-age seconds.
+    vm, get = boot_and_get(boot, cmdline="https.hsts=600")
     assert re.search(r"^tls: EC P-256 key, self-signed DEVELOPMENT certificate", vm.text, re.M), vm.text
     assert vm.ready.group(4) == "443", vm.text[-4000:]
+    assert re.search(r"^https: https.hsts=600 withheld: the certificate is self-signed, ", vm.text, re.M), vm.text
     status, _, _ = get("/")
     assert status == 200
     status, _, body = get("/metrics")
@@ -78,10 +81,11 @@ def test_dev_certificate_loads(boot):
     assert m["vireo_https_handshakes_total"] == 0
     # Trusted as itself, it verifies for localhost (OpenSSL takes a
     # self-signed leaf as its own anchor, as a browser's exception does).
-    r = subprocess.run(["curl", "-sS", "--cacert", cert, "-o", "/dev/null", "-w", "%{http_code}",
-                        "--resolve", f"localhost:{vm.sport}:127.0.0.1", f"https://localhost:{vm.sport}/healthz"],
+    r = subprocess.run(["curl", "-sS", "--cacert", cert, "-D", "-", "-o", "/dev/null", "-w", "%{http_code}",
+                        "--resolve", f"localhost:{vm.sport}:127.0.0.1", f"https://localhost:{vm.sport}/"],
                        capture_output=True, text=True, timeout=60)
-    assert r.stdout == "200", r.stderr
+    assert r.stdout.endswith("200"), r.stderr
+    assert "strict-transport-security" not in r.stdout.lower(), r.stdout
 
 
 def test_mismatched_key_refused_http_serves(boot, tmp_path):
@@ -148,17 +152,21 @@ def test_esp_certificate_chain_preferred_over_built_in(boot, tmp_path):
     need_image()
     chain, key = ca_and_leaf(tmp_path)
     img = image_with_tls_files(tmp_path, {"cert.pem": chain, "key.pem": key})
-    vm, get = boot_and_get(boot, image=img)
+    vm, get = boot_and_get(boot, image=img, cmdline="https.hsts=600")
     assert re.search(r"^tls: RSA 2048 key, certificate from the ESP \(EFI/vireo/tls/cert.pem, "
                      r"EFI/vireo/tls/key.pem; preferred over the built-in development one\)$", vm.text, re.M), vm.text
     assert "DEVELOPMENT" not in vm.text
     assert vm.ready.group(4) == "443", vm.text[-4000:]
-    req = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    # A CA-issued certificate: https.hsts= is sent, on HTTPS only.
+    assert re.search(r"^https: HSTS max-age=600 \(a CA-issued certificate\)$", vm.text, re.M), vm.text
+    status, headers, _ = get("/")
+    assert status == 200 and "strict-transport-security" not in headers, headers
+    req = b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
     rc, out = s_client(vm.sport, "-showcerts", "-CAfile", str(tmp_path / "ca.pem"), "-verify_return_error",
                        data=req)
     assert rc == 0, out[-2000:]
     assert "Verify return code: 0 (ok)" in out, out[-2000:]
-    assert "HTTP/1.1 200 OK" in out and "\nok\n" in out
+    assert "HTTP/1.1 200 OK" in out and "\r\nStrict-Transport-Security: max-age=600\r\n" in out, out[-3000:]
     served = re.findall(PEM_CERT, out, re.S)
     assert served == re.findall(PEM_CERT, chain.decode(), re.S) and len(served) == 2
     with open(os.path.join(BUILD, "tls", "dev-cert.pem")) as f:

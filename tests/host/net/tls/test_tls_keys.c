@@ -69,6 +69,34 @@ static void test_good_pairs(void **state)
 	expect_ok("ec-cert.der", "ec-key.der", "EC P-256");
 }
 
+/* Self-signed leaves are not CA-issued (https.hsts= is withheld for them);
+ * a leaf signed by another certificate is, alone or with its chain. */
+static void test_ca_issued(void **state)
+{
+	static const struct { const char *cert, *key; int want; } t[] = {
+		{ "ec-cert.pem", "ec-key.pem", 0 },
+		{ "rsa-cert.pem", "rsa-key.pem", 0 },
+		{ "issued-cert.pem", "issued-key.pem", 1 },
+		{ "issued-chain.pem", "issued-key.pem", 1 },
+	};
+	struct tls_keys k;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		struct tls_blob c = tls_host_fixture(t[i].cert), kb = tls_host_fixture(t[i].key);
+
+		if (load(&k, c, kb) != 0)
+			fail_msg("%s + %s: %s", t[i].cert, t[i].key, err);
+		if (tls_keys_ca_issued(&k) != t[i].want)
+			fail_msg("%s: CA-issued %d, want %d", t[i].cert, tls_keys_ca_issued(&k), t[i].want);
+		tls_keys_free(&k);
+		free(c.p);
+		free(kb.p);
+	}
+	memset(&k, 0, sizeof k);
+	assert_int_equal(tls_keys_ca_issued(&k), 0);	/* nothing loaded */
+}
+
 /* A DER key whose last byte is zero (tls.mk draws keys until one is): not
  * a C string's NUL to drop. */
 static void test_der_ending_in_zero(void **state)
@@ -206,6 +234,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good_pairs),
+		cmocka_unit_test(test_ca_issued),
 		cmocka_unit_test(test_der_ending_in_zero),
 		cmocka_unit_test(test_trailing_nul),
 		cmocka_unit_test(test_bad_pairs),

@@ -1810,6 +1810,7 @@ static void test_site_headers(void **state)
 	static const char *const bad[] = { "site.headers=Content-Type:text/x", "site.headers=cache-control:no-cache",
 					   "site.headers=\"Bad Name:x\"", "site.headers=X:", "site.headers=\"X: v\"",
 					   "site.headers=X:v|", "site.headers=X:a\x7f", "site.headers=:v",
+					   "site.headers=Strict-Transport-Security:max-age=60",
 					   "site.headers=A:1|B:2|C:3|D:4|E:5|F:6|G:7|H:8|I:9" };
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
 		if (cmdline_parse_set(bad[i], set, n, NULL, NULL) != 1)
