@@ -6,8 +6,9 @@
  * cap is refused without reading it, with its size recorded for the
  * kernel's message; the read itself is bounded again, since firmware may
  * report one size and deliver another. A directory is read whole, depth
- * first, into one allocation: BOOT_DIR_MAX_FILES struct boot_dir_entry,
- * then the files' bytes, 8-aligned, at most its cap in all.
+ * first, into one allocation: dir_max struct boot_dir_entry, then the
+ * files' bytes, 8-aligned, at most its cap in all; both caps scale with the
+ * memory the firmware has free (boot_dir_caps, kernel/boot_info.h).
  */
 #include <efi.h>
 
@@ -16,7 +17,7 @@
 #include "lib/string.h"
 
 #define ESP_CHUNK 0x100000	/* bytes asked of one Read() */
-#define DIR_TABLE_BYTES ((u64)BOOT_DIR_MAX_FILES * sizeof(struct boot_dir_entry))
+#define DIR_TABLE_BYTES(f) ((u64)(f)->dir_max * sizeof(struct boot_dir_entry))
 
 static EFI_GUID sfs_guid = EFI_SIMPLE_FILE_SYSTEM_PROTOCOL_GUID;
 
@@ -186,7 +187,7 @@ static void esp_file(struct esp_walk *w, EFI_FILE_HANDLE fh, const EFI_FILE_INFO
 	u64 room = f->cap - w->used, got;
 	EFI_STATUS s;
 
-	if (f->n == BOOT_DIR_MAX_FILES) {
+	if (f->n == f->dir_max) {
 		esp_fail(f, BOOT_FILE_TOO_MANY, path, 0);
 		return;
 	}
@@ -283,7 +284,7 @@ static void esp_dir(struct esp_walk *w, EFI_FILE_HANDLE dir, char *path, size_t 
  * least"). */
 static u64 esp_entry(struct boot_file *f, u32 flags, EFI_FILE_HANDLE fh, u8 *mem)
 {
-	struct esp_walk w = { .f = f, .tab = (struct boot_dir_entry *)mem, .data = mem + DIR_TABLE_BYTES };
+	struct esp_walk w = { .f = f, .tab = (struct boot_dir_entry *)mem, .data = mem + DIR_TABLE_BYTES(f) };
 	char path[BOOT_DIR_PATH_MAX];
 	EFI_STATUS s;
 	u64 got;
@@ -291,7 +292,7 @@ static u64 esp_entry(struct boot_file *f, u32 flags, EFI_FILE_HANDLE fh, u8 *mem
 	if (flags & BOOT_FILE_DIR) {
 		path[0] = '\0';
 		esp_dir(&w, fh, path, 0, 0);
-		return DIR_TABLE_BYTES + w.used;
+		return DIR_TABLE_BYTES(f) + w.used;
 	}
 	got = esp_read(fh, mem, f->cap, &s);
 	if (s != EFI_SUCCESS) {
@@ -322,20 +323,48 @@ static void esp_paths_of(char *out, CHAR16 *out16, size_t n, const char *name)
 	out16[i + 1] = 0;
 }
 
+/* Bytes of conventional memory the firmware has free now (0 if its map
+ * cannot be had): what the directories' caps scale with. */
+static u64 esp_free_bytes(EFI_BOOT_SERVICES *bs)
+{
+	UINTN size = 0, key, dsize = 0, off;
+	UINT32 dver;
+	u8 *map = NULL;
+	u64 free = 0;
+
+	if (bs->GetMemoryMap(&size, NULL, &key, &dsize, &dver) != EFI_BUFFER_TOO_SMALL || !dsize)
+		return 0;
+	size += 4 * dsize;	/* the pool allocation below may split an entry */
+	if (bs->AllocatePool(EfiLoaderData, size, (void **)&map) != EFI_SUCCESS)
+		return 0;
+	if (bs->GetMemoryMap(&size, (EFI_MEMORY_DESCRIPTOR *)map, &key, &dsize, &dver) == EFI_SUCCESS)
+		for (off = 0; off + sizeof(EFI_MEMORY_DESCRIPTOR) <= size; off += dsize) {
+			const EFI_MEMORY_DESCRIPTOR *d = (const EFI_MEMORY_DESCRIPTOR *)(map + off);
+
+			if (d->Type == EfiConventionalMemory)
+				free += d->NumberOfPages * 4096;
+		}
+	bs->FreePool(map);
+	return free;
+}
+
 void esp_load(EFI_BOOT_SERVICES *bs, EFI_HANDLE device, struct boot_info *bi)
 {
 	EFI_SIMPLE_FILE_SYSTEM_PROTOCOL *fs = NULL;
 	EFI_FILE_HANDLE root = NULL;
-	u32 i;
+	u64 dir_bytes;
+	u32 dir_files, i;
 
 	if (!device || bs->HandleProtocol(device, &sfs_guid, (void **)&fs) != EFI_SUCCESS || !fs ||
 	    fs->OpenVolume(fs, &root) != EFI_SUCCESS)
 		root = NULL;	/* every entry BOOT_FILE_ABSENT */
+	boot_dir_caps(root ? esp_free_bytes(bs) : 0, &dir_bytes, &dir_files);
 	for (i = 0; i < BOOT_NFILES; i++) {
 		const struct esp_want *want = &esp_wants[i];
 		struct boot_file *f = &bi->files[i];
-		u64 table = want->flags & BOOT_FILE_DIR ? DIR_TABLE_BYTES : 0;
-		UINTN pages = (table + want->cap + 4095) / 4096, used;
+		bool dir = want->flags & BOOT_FILE_DIR;
+		u64 table;
+		UINTN pages, used;
 		EFI_PHYSICAL_ADDRESS base = 0;
 		EFI_FILE_HANDLE fh = NULL;
 		CHAR16 path16[sizeof f->path + 1];
@@ -343,7 +372,10 @@ void esp_load(EFI_BOOT_SERVICES *bs, EFI_HANDLE device, struct boot_info *bi)
 		u64 len;
 
 		esp_paths_of(f->path, path16, sizeof f->path, (const char *)&esp_paths + want->path);
-		f->cap = want->cap;
+		f->cap = dir ? dir_bytes : want->cap;
+		f->dir_max = dir ? dir_files : 0;
+		table = DIR_TABLE_BYTES(f);
+		pages = (table + f->cap + 4095) / 4096;
 #ifndef VIREO_TLS
 		if (want->flags & BOOT_FILE_TLS)
 			continue;	/* BOOT_FILE_NONE: HTTPS is not built in */

@@ -10,10 +10,10 @@
 /* Reads every entry of BOOT_FILES (the TLS ones only in a make TLS=1
  * build) from the file system of device, the volume vireo was loaded from,
  * into bi->files[]: each whole into EfiLoaderData pages of its own, or
- * refused (over its cap, and for a directory over BOOT_DIR_MAX_FILES files
+ * refused (over its cap, and for a directory over its dir_max files
  * or with a bad name or path; unreadable; no memory) with nothing kept.
  * Bounds: at most cap bytes read per entry (plus, for a directory, its
- * BOOT_DIR_MAX_FILES-entry table), BOOT_DIR_DEPTH levels of recursion. */
+ * dir_max-entry table; both scale with memory: boot_dir_caps), BOOT_DIR_DEPTH levels of recursion. */
 void esp_load(EFI_BOOT_SERVICES *bs, EFI_HANDLE device, struct boot_info *bi);
 
 /* Reads all of fh into buf[room]: the bytes read, *s EFI_SUCCESS; or, when

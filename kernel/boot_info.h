@@ -25,7 +25,6 @@
 #define BOOT_CFG_MAX 16384
 #define BOOT_SITE_NAME "site"
 #define BOOT_SITE_PATH BOOT_ESP_DIR BOOT_SITE_NAME
-#define BOOT_SITE_MAX_BYTES (8u << 20)
 /* make TLS=1: the HTTPS certificate chain and key, each at most
  * BOOT_TLS_FILE_MAX bytes (net/tls/tls_keys.h's TLS_KEYS_MAX_INPUT). */
 #define BOOT_TLS_CERT_NAME "tls/cert.pem"
@@ -34,24 +33,33 @@
 #define BOOT_TLS_KEY_PATH BOOT_ESP_DIR BOOT_TLS_KEY_NAME
 #define BOOT_TLS_FILE_MAX (64u * 1024)
 /* The app's own files (vireo_esp_file(): apps/dns's zone.bin), read like
- * the site: at most BOOT_DIR_MAX_FILES files and BOOT_APP_MAX_BYTES. */
+ * the site, with the same caps. */
 #define BOOT_APP_NAME "app"
 #define BOOT_APP_PATH BOOT_ESP_DIR BOOT_APP_NAME
-#define BOOT_APP_MAX_BYTES (8u << 20)
 #define BOOT_FILES(X)								\
 	X(CFG, BOOT_CFG_NAME, BOOT_CFG_MAX, 0)					\
-	X(SITE, BOOT_SITE_NAME, BOOT_SITE_MAX_BYTES, BOOT_FILE_DIR)		\
-	X(APP, BOOT_APP_NAME, BOOT_APP_MAX_BYTES, BOOT_FILE_DIR)		\
+	X(SITE, BOOT_SITE_NAME, BOOT_DIR_MIN_BYTES, BOOT_FILE_DIR)		\
+	X(APP, BOOT_APP_NAME, BOOT_DIR_MIN_BYTES, BOOT_FILE_DIR)		\
 	X(TLS_CERT, BOOT_TLS_CERT_NAME, BOOT_TLS_FILE_MAX, BOOT_FILE_TLS)	\
 	X(TLS_KEY, BOOT_TLS_KEY_NAME, BOOT_TLS_FILE_MAX, BOOT_FILE_TLS | BOOT_FILE_SECRET)
 #define BOOT_FILE_DIR		1u
 #define BOOT_FILE_TLS		2u
 #define BOOT_FILE_SECRET	4u
-/* A directory: at most BOOT_DIR_MAX_FILES files (besides its byte cap),
- * URL paths of at most BOOT_DIR_PATH_MAX - 1 bytes, each name the FAT long
- * name in UTF-8 (no control character), at most BOOT_DIR_DEPTH levels
- * deep; a name past those is left out and counted (boot_file.skipped). */
-#define BOOT_DIR_MAX_FILES 256
+/* A directory: caps that scale with the memory the firmware has free when
+ * boot/ reads it (boot_dir_caps below): an eighth of it in bytes, whole
+ * MiB, between BOOT_DIR_MIN_BYTES and BOOT_DIR_MAX_BYTES, and a file for
+ * every BOOT_DIR_BYTES_PER_FILE of that, between BOOT_DIR_MIN_FILES and
+ * BOOT_DIR_MAX_FILES (so 8 MiB and 256 files up to 64 MiB free, 32 MiB and
+ * 1,024 files with 256 MiB, 128 MiB and 4,096 with 1 GiB); URL paths of at
+ * most BOOT_DIR_PATH_MAX - 1 bytes, each name the FAT long name in UTF-8 (no
+ * control character), at most BOOT_DIR_DEPTH levels deep; a name past those
+ * is left out and counted (boot_file.skipped). Its entry table (280 bytes a
+ * file, under 1% of the bytes) stays with the files. */
+#define BOOT_DIR_MIN_BYTES (8ull << 20)
+#define BOOT_DIR_MAX_BYTES (1ull << 30)
+#define BOOT_DIR_BYTES_PER_FILE (32u << 10)
+#define BOOT_DIR_MIN_FILES 256u
+#define BOOT_DIR_MAX_FILES 16384u
 #define BOOT_DIR_PATH_MAX 256
 #define BOOT_DIR_DEPTH 8	/* kernel stack, plus one guard page below it */
 
@@ -102,7 +110,8 @@ struct boot_file {
 	u64 base;	/* BOOT_FILE_OK: the bytes, in EfiLoaderData pages the kernel keeps
 			 * (a directory: the entry table, then the files' bytes) */
 	u64 len;	/* BOOT_FILE_OK: bytes at base; BOOT_FILE_TOO_BIG: the size seen */
-	u64 cap;	/* its cap (BOOT_FILES) */
+	u64 cap;	/* its cap (BOOT_FILES; a directory's from boot_dir_caps) */
+	u32 dir_max;	/* a directory: its file cap, the entries of its table */
 	u64 status;	/* BOOT_FILE_ERROR: the EFI status */
 	u32 skipped;	/* a directory: names left out (a control character, a
 			 * bad UTF-16 pair, a path over 255 bytes or 8 levels) */
@@ -196,7 +205,7 @@ struct boot_info {
 
 /* One file of a directory read from the ESP: its URL path ("/index.html")
  * and where its bytes are, relative to the end of the entry table (which
- * holds BOOT_DIR_MAX_FILES entries). */
+ * holds boot_file.dir_max entries). */
 struct boot_dir_entry {
 	char path[BOOT_DIR_PATH_MAX];	/* NUL-terminated */
 	u64 off, len;
@@ -208,11 +217,22 @@ enum boot_file_state {
 	BOOT_FILE_OK,
 	BOOT_FILE_ABSENT,	/* no such file (or no file system protocol) */
 	BOOT_FILE_TOO_BIG,	/* over its cap: len is the size seen */
-	BOOT_FILE_TOO_MANY,	/* a directory of over BOOT_DIR_MAX_FILES files */
+	BOOT_FILE_TOO_MANY,	/* a directory of over dir_max files */
 	BOOT_FILE_BAD_NAME,	/* a name longer than any path kept (the walk cannot step over it) */
 	BOOT_FILE_NO_MEMORY,
 	BOOT_FILE_ERROR,	/* opening or reading failed: status */
 };
+
+/* A directory's caps for free_bytes of free memory (see BOOT_DIR_MIN_BYTES). */
+static inline void boot_dir_caps(u64 free_bytes, u64 *bytes, u32 *files)
+{
+	u64 b = (free_bytes / 8) & ~((1ull << 20) - 1), n;
+
+	b = b < BOOT_DIR_MIN_BYTES ? BOOT_DIR_MIN_BYTES : b > BOOT_DIR_MAX_BYTES ? BOOT_DIR_MAX_BYTES : b;
+	n = b / BOOT_DIR_BYTES_PER_FILE;
+	*bytes = b;
+	*files = (u32)(n < BOOT_DIR_MIN_FILES ? BOOT_DIR_MIN_FILES : n > BOOT_DIR_MAX_FILES ? BOOT_DIR_MAX_FILES : n);
+}
 
 /* Entered on the kernel stack with interrupts disabled; never returns. */
 void kernel_main(struct boot_info *bi) __attribute__((noreturn));

@@ -293,10 +293,11 @@ __cold int vireo_esp_file(const char *name, const void **data, size_t *len)
 		return -ENOENT;
 	if (api_esp->state == BOOT_FILE_TOO_BIG || api_esp->state == BOOT_FILE_TOO_MANY)
 		return -EOVERFLOW;
-	if (api_esp->state != BOOT_FILE_OK || api_esp->n > BOOT_DIR_MAX_FILES || !name)
+	if (api_esp->state != BOOT_FILE_OK || api_esp->dir_max > BOOT_DIR_MAX_FILES || api_esp->n > api_esp->dir_max ||
+	    api_esp->len < (u64)api_esp->dir_max * sizeof *tab || !name)
 		return -EIO;
 	tab = (const struct boot_dir_entry *)(uintptr_t)api_esp->base;
-	bytes = (const u8 *)(tab + BOOT_DIR_MAX_FILES);
+	bytes = (const u8 *)(tab + api_esp->dir_max);
 	/* boot/esp.c names each file "/name" (paths below the directory). */
 	for (i = 0; i < api_esp->n; i++)
 		if (tab[i].path[0] == '/' && !strncmp(tab[i].path + 1, name, sizeof tab[i].path - 1)) {

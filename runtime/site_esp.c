@@ -1,7 +1,7 @@
 /*
  * The site from the ESP: boot/esp.c reads EFI/vireo/site/ into memory
- * (BOOT_FILE_SITE: at most BOOT_DIR_MAX_FILES files and BOOT_SITE_MAX_BYTES
- * bytes, see kernel/boot_info.h); this file checks the table it left, indexes it the
+ * (BOOT_FILE_SITE: at most dir_max files and cap bytes, both scaled with
+ * memory by boot_dir_caps, kernel/boot_info.h); this file checks the table it left, indexes it the
  * way tools/mksite.py indexes the baked site (sorted URL paths, a Content-
  * Type, an ETag) and hands it to site.c, which then serves it instead of
  * the baked-in site. Anything wrong keeps the baked site, with one warning.
@@ -13,9 +13,7 @@
 #include "runtime/http/http.h"
 #include "runtime/site.h"
 
-_Static_assert(BOOT_DIR_MAX_FILES == 256 && BOOT_SITE_MAX_BYTES == 8u << 20 && BOOT_DIR_PATH_MAX == 256 &&
-		       BOOT_DIR_DEPTH == 8,
-	       "site_refusals[] quotes the bounds");
+_Static_assert(BOOT_DIR_PATH_MAX == 256 && BOOT_DIR_DEPTH == 8, "site_refusals[] quotes the bounds");
 
 #define SITE_ETAG_LEN 20	/* "\"" + 16 hex + "\"" + NUL, rounded up */
 
@@ -89,12 +87,45 @@ static void site_why(char *why, size_t why_len, const char *a, const char *b)
 		why[o] = '\0';
 }
 
+/* Sifts files[i] down the max-heap of files[0..n). */
+static void site_sift(struct site_file *files, u32 i, u32 n)
+{
+	for (;;) {
+		u32 c = 2 * i + 1;
+		struct site_file t;
+
+		if (c >= n)
+			return;
+		if (c + 1 < n && site_cmp(files[c].path, files[c + 1].path) < 0)
+			c++;
+		if (site_cmp(files[i].path, files[c].path) >= 0)
+			return;
+		t = files[i];
+		files[i] = files[c];
+		files[c] = t;
+		i = c;
+	}
+}
+
+static void site_sort(struct site_file *files, u32 n)
+{
+	for (u32 i = n / 2; i-- > 0;)
+		site_sift(files, i, n);
+	for (u32 end = n; end > 1; end--) {
+		struct site_file t = files[0];
+
+		files[0] = files[end - 1];
+		files[end - 1] = t;
+		site_sift(files, 0, end - 1);
+	}
+}
+
 int site_esp_index(const struct boot_dir_entry *tab, u32 n, const u8 *data, u64 data_len,
 		   struct site_file **out, char *why, size_t why_len)
 {
 	struct site_file *files;
 	char *etags;
-	u32 kept = 0;
+	u32 kept = 0, j;
 
 	*out = NULL;
 	if (n == 0 || n > BOOT_DIR_MAX_FILES) {
@@ -110,7 +141,6 @@ int site_esp_index(const struct boot_dir_entry *tab, u32 n, const u8 *data, u64 
 	for (u32 i = 0; i < n; i++) {
 		const struct boot_dir_entry *e = &tab[i];
 		struct site_file f;
-		u32 j;
 
 		if (strnlen(e->path, sizeof e->path) == sizeof e->path) {
 			site_why(why, why_len, "a path with no end", NULL);
@@ -131,25 +161,20 @@ int site_esp_index(const struct boot_dir_entry *tab, u32 n, const u8 *data, u64 
 			.mtime = e->mtime,
 		};
 		site_etag(etags + kept * SITE_ETAG_LEN, site_hash(f.data, f.len));
-		/* Insertion sort by path (n <= 256); an equal path is refused. */
-		for (j = kept; j > 0; j--) {
-			int d = site_cmp(files[j - 1].path, f.path);
-
-			if (d == 0) {
-				site_why(why, why_len, e->path, ": given twice");
-				goto bad;
-			}
-			if (d < 0)
-				break;
-			files[j] = files[j - 1];
-		}
-		files[j] = f;
-		kept++;
+		files[kept++] = f;
 	}
 	if (!kept) {
 		site_why(why, why_len, "no file it can serve", NULL);
 		goto bad;
 	}
+	/* Sorted by path (heapsort: up to BOOT_DIR_MAX_FILES files, n log n
+	 * compares, no memory); an equal path is refused. */
+	site_sort(files, kept);
+	for (j = 1; j < kept; j++)
+		if (site_cmp(files[j - 1].path, files[j].path) == 0) {
+			site_why(why, why_len, files[j].path, ": given twice");
+			goto bad;
+		}
 	*out = files;
 	return (int)kept;
 bad:
@@ -158,8 +183,8 @@ bad:
 }
 
 static const char *const site_refusals[] = {
-	[BOOT_FILE_TOO_MANY] = "has more than 256 files",
-	[BOOT_FILE_TOO_BIG] = "holds more than 8 MiB",
+	[BOOT_FILE_TOO_MANY] = "has more files than the cap for this memory",
+	[BOOT_FILE_TOO_BIG] = "holds more bytes than the cap for this memory",
 	[BOOT_FILE_BAD_NAME] = "has a name longer than 255 bytes",
 	[BOOT_FILE_NO_MEMORY] = "does not fit in the firmware's free memory",
 	[BOOT_FILE_ERROR] = "could not be read",
@@ -170,7 +195,7 @@ void site_esp_boot(const struct boot_info *bi)
 	const struct boot_file *f = &bi->files[BOOT_FILE_SITE];
 	struct site_file *files;
 	char why[96];
-	u64 table = (u64)BOOT_DIR_MAX_FILES * sizeof(struct boot_dir_entry);
+	u64 table = (u64)f->dir_max * sizeof(struct boot_dir_entry);
 	u64 bytes = 0;
 	int n;
 
@@ -181,15 +206,16 @@ void site_esp_boot(const struct boot_info *bi)
 	case BOOT_FILE_OK:
 		break;
 	default:
-		kprintf("warning: site: " BOOT_SITE_PATH " %s (at %.64s, status %#lx); serving the built-in site\n",
+		kprintf("warning: site: " BOOT_SITE_PATH " %s (%u files, %lu MiB; at %.64s, status %#lx); serving "
+			"the built-in site\n",
 			f->state < ARRAY_SIZE(site_refusals) && site_refusals[f->state] ?
-				site_refusals[f->state] : "was refused",
+				site_refusals[f->state] : "was refused", f->dir_max, (unsigned long)(f->cap >> 20),
 			f->what[0] ? f->what : "/", (unsigned long)f->status);
 		return;
 	}
-	if (f->len < table) {
-		kprintf("warning: site: " BOOT_SITE_PATH ": a %lu-byte table is too short; serving the built-in site\n",
-			(unsigned long)f->len);
+	if (f->dir_max > BOOT_DIR_MAX_FILES || f->n > f->dir_max || f->len < table) {
+		kprintf("warning: site: " BOOT_SITE_PATH ": a %lu-byte table of %u files (%u entries) is not one "
+			"boot/ leaves; serving the built-in site\n", (unsigned long)f->len, f->n, f->dir_max);
 		return;
 	}
 	if (f->skipped)	/* boot/ left these out: the rest is served */
@@ -205,6 +231,6 @@ void site_esp_boot(const struct boot_info *bi)
 		bytes += files[i].len;
 	site_use(files, (size_t)n);
 	site_use_heads(site_heads_make(files, (size_t)n));	/* NULL: served the slower way */
-	kprintf("site: %d files, %lu bytes from " BOOT_SITE_PATH " (instead of the built-in site)\n", n,
-		(unsigned long)bytes);
+	kprintf("site: %d files, %lu bytes from " BOOT_SITE_PATH " (instead of the built-in site; caps at this "
+		"memory: %u files, %lu MiB)\n", n, (unsigned long)bytes, f->dir_max, (unsigned long)(f->cap >> 20));
 }

@@ -35,9 +35,9 @@ def copy_image(tmp_path):
     return str(img)
 
 
-def boot_app(boot, img):
+def boot_app(boot, img, mem=64):
     port = free_tcp_port()
-    vm = boot(image=img, extra=["-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:80",
+    vm = boot(image=img, mem=mem, extra=["-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:80",
                                 "-device", "virtio-net-pci,netdev=n0,romfile="])
     vm.wait_for(READY, timeout=120)
     return vm, port
@@ -70,7 +70,7 @@ def test_esp_site_served_byte_identical(boot, tmp_path):
     put_site(img, site)
     vm, port = boot_app(boot, img)
     served = sum(len(d) for n, d in files.items() if not n.startswith("."))
-    assert re.search(rf"^site: 4 files, {served} bytes from EFI/vireo/site \(instead of the built-in site\)$",
+    assert re.search(rf"^site: 4 files, {served} bytes from EFI/vireo/site \(instead of the built-in site; caps at this memory: 256 files, 8 MiB\)$",
                      vm.text, re.M), vm.text
     for name, data in files.items():
         if name.startswith("."):
@@ -104,12 +104,12 @@ def _baked_site_stays(vm, port, why):
 def test_too_many_files_keep_the_baked_site(boot, tmp_path):
     site = tmp_path / "site"
     site.mkdir()
-    for i in range(257):  # one over BOOT_SITE_MAX_FILES
+    for i in range(257):  # one over the 256 files of a 64 MiB guest (boot_dir_caps)
         (site / f"f{i:03}.txt").write_bytes(b"%d\n" % i)
     img = copy_image(tmp_path)
     put_site(img, site)
     vm, port = boot_app(boot, img)
-    _baked_site_stays(vm, port, r"has more than 256 files \(at /f\d{3}\.txt")
+    _baked_site_stays(vm, port, r"has more files than the cap for this memory \(256 files, 8 MiB; at /f\d{3}\.txt")
 
 
 def curl_head(port, path, *args):
@@ -273,7 +273,9 @@ def test_odd_names_ranges_and_redirects(boot, tmp_path):
 def test_over_8_mib_keeps_the_baked_site(boot, tmp_path):
     """The built image's ESP has no room for 8 MiB: a 12 MiB ESP made with
     the image builders' own helpers (images/lib.sh) holds vireo and 8 MiB + 1
-    of site in two files."""
+    of site in two files. A 64 MiB guest refuses it; with 256 MiB the caps
+    have grown (an eighth of free memory; a file per 32 KiB of that) and the
+    same site, plus 300 small files, is served."""
     efi = os.path.join(ROOT, "build", "vireo.efi")
     a, b = tmp_path / "a.bin", tmp_path / "b.bin"
     a.write_bytes(b"a" * (4 << 20))
@@ -283,8 +285,24 @@ def test_over_8_mib_keeps_the_baked_site(boot, tmp_path):
               f'"{a}=/EFI/vireo/site/a.bin" "{b}=/EFI/vireo/site/b.bin" && make_disk {tmp_path}/esp.img {img}')
     subprocess.run(["bash", "-c", script], check=True, cwd=ROOT)
     vm, port = boot_app(boot, str(img))
-    _baked_site_stays(vm, port, r"holds more than 8 MiB \(at /[ab]\.bin")
+    _baked_site_stays(vm, port, r"holds more bytes than the cap for this memory \(256 files, 8 MiB; at /[ab]\.bin")
     # The ESP loader's own line: the bytes seen (the first file, 8-aligned,
     # and the one over the cap; a.bin or b.bin first), the cap.
     assert re.search(rf"^boot: EFI/vireo/site refused: ({(8 << 20) + 1}|{(8 << 20) + 8}) bytes or more, "
                      r"cap 8388608$", vm.text, re.M), vm.text
+    vm.stop()
+    many = tmp_path / "many"
+    many.mkdir()
+    for k in range(300):
+        (many / f"m{k:03}.txt").write_bytes(b"%d\n" % k)
+    subprocess.run(["mcopy", "-s", "-i", f"{img}{ESP}", str(many), "::/EFI/vireo/site/"], check=True, env=ENV)
+    vm, port = boot_app(boot, str(img), mem=256)
+    m = re.search(r"^site: 302 files, (\d+) bytes from EFI/vireo/site \(instead of the built-in site; caps at "
+                  r"this memory: (\d+) files, (\d+) MiB\)$", vm.text, re.M)
+    assert m, vm.text
+    files_cap, mib_cap = int(m.group(2)), int(m.group(3))
+    assert 20 <= mib_cap <= 32 and files_cap == mib_cap * 32, m.group(0)
+    assert int(m.group(1)) == (8 << 20) + 1 + sum(len(b"%d\n" % k) for k in range(300))
+    status, _, body = get(port, "/b.bin")
+    assert status == 200 and body == b"b" * ((4 << 20) + 1)
+    assert get(port, "/many/m299.txt")[2] == b"299\n"

@@ -1754,6 +1754,8 @@ static void test_esp_file(void **state)
 	dir.tab[1].len = 10;
 	f->state = BOOT_FILE_OK;
 	f->base = (u64)(uintptr_t)&dir;
+	f->len = sizeof dir;
+	f->dir_max = BOOT_DIR_MAX_FILES;
 	f->n = 2;
 	assert_int_equal(vireo_esp_file("zone.bin", &data, &len), 0);
 	assert_int_equal(len, 10);
@@ -1765,6 +1767,12 @@ static void test_esp_file(void **state)
 	assert_int_equal(vireo_esp_file("/zone.bin", &data, &len), -ENOENT);
 	assert_int_equal(vireo_esp_file(NULL, &data, &len), -EIO);
 	f->n = BOOT_DIR_MAX_FILES + 1;	/* a table boot/ cannot have left */
+	assert_int_equal(vireo_esp_file("zone.bin", &data, &len), -EIO);
+	f->n = 2;
+	f->dir_max = BOOT_DIR_MAX_FILES + 1;
+	assert_int_equal(vireo_esp_file("zone.bin", &data, &len), -EIO);
+	f->dir_max = BOOT_DIR_MAX_FILES;
+	f->len = sizeof dir.tab - 1;	/* shorter than its own table */
 	assert_int_equal(vireo_esp_file("zone.bin", &data, &len), -EIO);
 }
 

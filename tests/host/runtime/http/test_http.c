@@ -1325,7 +1325,7 @@ static void test_mksite(void **state)
 
 struct esp_site {
 	struct boot_dir_entry tab[BOOT_DIR_MAX_FILES];
-	u8 data[4096];
+	u8 data[BOOT_DIR_MAX_FILES * 8];
 };
 
 static void esp_add(struct esp_site *s, u32 i, const char *path, u64 off, const char *content)
@@ -1476,25 +1476,72 @@ static void test_esp_site_names(void **state)
 }
 
 /* The bound itself: BOOT_DIR_MAX_FILES files index; the order comes out
- * sorted from the reverse. */
+ * sorted from the reverse, and from a shuffle (the heapsort's other
+ * paths), each file still with its own bytes and ETag. */
 static void test_esp_site_full_table(void **state)
 {
 	struct esp_site *s = calloc(1, sizeof *s);
 	struct site_file *files;
 	char why[64], name[16];
+	u32 seed = 7;
 
-	for (u32 i = 0; i < BOOT_DIR_MAX_FILES; i++) {
-		snprintf(name, sizeof name, "/f%03u", BOOT_DIR_MAX_FILES - 1 - i);
-		esp_add(s, i, name, i * 8, "ab");
+	for (int round = 0; round < 2; round++) {
+		for (u32 i = 0; i < BOOT_DIR_MAX_FILES; i++) {
+			u32 k = BOOT_DIR_MAX_FILES - 1 - i;
+
+			snprintf(name, sizeof name, "/f%05u", k);
+			esp_add(s, i, name, i * 8, k & 1 ? "ab" : "abc");
+		}
+		for (u32 i = BOOT_DIR_MAX_FILES - 1; round && i > 0; i--) {	/* Fisher-Yates */
+			struct boot_dir_entry t;
+			u32 j;
+
+			seed = seed * 1103515245u + 12345u;
+			j = (seed >> 8) % (i + 1);
+			t = s->tab[i];
+			s->tab[i] = s->tab[j];
+			s->tab[j] = t;
+		}
+		assert_int_equal(site_esp_index(s->tab, BOOT_DIR_MAX_FILES, s->data, sizeof s->data, &files, why,
+						sizeof why), BOOT_DIR_MAX_FILES);
+		for (u32 i = 0; i < BOOT_DIR_MAX_FILES; i++) {
+			snprintf(name, sizeof name, "/f%05u", i);
+			assert_string_equal(files[i].path, name);
+			assert_int_equal(files[i].len, i & 1 ? 2 : 3);
+			if (i && !strcmp(files[i].etag, files[i - 1].etag))
+				fail_msg("%s shares the ETag of the file before it", name);
+		}
+		kfree(files);
 	}
-	assert_int_equal(site_esp_index(s->tab, BOOT_DIR_MAX_FILES, s->data, sizeof s->data, &files, why,
-					sizeof why), BOOT_DIR_MAX_FILES);
-	for (u32 i = 0; i < BOOT_DIR_MAX_FILES; i++) {
-		snprintf(name, sizeof name, "/f%03u", i);
-		assert_string_equal(files[i].path, name);
-	}
-	kfree(files);
 	free(s);
+}
+
+/* The directory caps boot/ reads the ESP with (kernel/boot_info.h): an
+ * eighth of free memory in whole MiB, a file per 32 KiB, both clamped. */
+static void test_esp_dir_caps(void **state)
+{
+	static const struct { u64 free, bytes; u32 files; } t[] = {
+		{ 0, 8ull << 20, 256 },
+		{ 40ull << 20, 8ull << 20, 256 },
+		{ 64ull << 20, 8ull << 20, 256 },
+		{ (64ull << 20) + (8 << 20) - 1, 8ull << 20, 256 },	/* whole MiB */
+		{ 72ull << 20, 9ull << 20, 288 },
+		{ 256ull << 20, 32ull << 20, 1024 },
+		{ 1ull << 30, 128ull << 20, 4096 },
+		{ 4ull << 30, 512ull << 20, 16384 },
+		{ 8ull << 30, 1ull << 30, 16384 },
+		{ 1ull << 40, 1ull << 30, 16384 },
+	};
+	u64 bytes;
+	u32 files;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		boot_dir_caps(t[i].free, &bytes, &files);
+		if (bytes != t[i].bytes || files != t[i].files)
+			fail_msg("%llu free: %llu bytes, %u files; want %llu, %u", (unsigned long long)t[i].free,
+				 (unsigned long long)bytes, files, (unsigned long long)t[i].bytes, t[i].files);
+	}
 }
 
 /* A file's head lines against the runtime's own formatting: what
@@ -1653,6 +1700,7 @@ int main(void)
 		cmocka_unit_test(test_esp_site_indexed_and_served),
 		cmocka_unit_test(test_esp_site_refusals),
 		cmocka_unit_test(test_esp_site_full_table),
+		cmocka_unit_test(test_esp_dir_caps),
 		cmocka_unit_test(test_esp_site_names),
 		cmocka_unit_test(test_site_find_dirs),
 		cmocka_unit_test(test_mksite),
