@@ -175,7 +175,7 @@ u64 vtd_stray_nth;	/* the test seam (vtd.h) */
 static u64 vtd_writable_maps;
 
 CMDLINE_PARAM(vtd_on, .key = "iommu", .type = CMDLINE_ENUM, .dst = &vtd_mode_value, .choices = vtd_mode_choices,
-	      .def = "strict",
+	      .def = "strict", .values = "strict, permissive, off (on: strict)",
 	      .help = "Intel VT-d units of the ACPI DMAR table: strict (on): devices must negotiate "
 		      "ACCESS_PLATFORM or are refused, undriven functions blocked; permissive: those "
 		      "pass-through; off: not used");

@@ -3,8 +3,10 @@
  * writes. A device an IOMMU driver took has a domain of its own
  * (dma_attach), whose map/unmap/flush/clear ops that driver set; any other
  * device, and every device before an IOMMU driver attaches, gets identity
- * addresses (the physical address: the kernel's map is identity). Drivers
- * and the virtio ring call only this; none names an IOMMU.
+ * addresses (the physical address: the kernel's map is identity), which
+ * an IOMMU that confines the device blocks (dma_confined: the driver must
+ * then not drive it, dma_verdict). Drivers and the virtio ring call only
+ * this; none names an IOMMU.
  *
  * Mappings are read-only for the device unless DMA_WRITE, and long-lived
  * (the device keeps them until dma_clear, after its reset) unless
