@@ -545,9 +545,10 @@ bench-upload: deps-test $(IMAGE)
 		--mem $(or $(BENCH_MEM),256)
 
 # Serving with the NIC behind -device intel-iommu (iommu_platform=on,
-# translation on, asserted from the log) against no IOMMU, booted
-# alternately BENCH_REPS times each (2); wrk BENCH_DURATION s (5) per figure:
-# 612 B req/s at c1 and c32, 64 KiB MB/s at c32; medians and on/off.
+# translation on, asserted from the log) in iommu=permissive and
+# iommu=strict against no IOMMU, booted alternately BENCH_REPS times each
+# (2); wrk BENCH_DURATION s (5) per figure: 612 B req/s at c1 and c32,
+# 64 KiB MB/s at c32; medians and ratios.
 # BENCH_MEM (256). Needs root (tests/bench/iommu.py).
 bench-iommu: deps-test $(IMAGE)
 	$(Q)$(PYTHON) tests/bench/iommu.py --reps $(or $(BENCH_REPS),2) --seconds $(or $(BENCH_DURATION),5) \
@@ -681,8 +682,8 @@ help:
 	@echo "                  BENCH_MEM=256; about 3 min, more the first time: the peers; needs root)"
 	@echo "  make bench-peers  the Linux benchmark peers (tests/bench/peer/build.sh: nsd, knot)"
 	@echo "  make bench-iommu  req/s (612 B c1, c32) and MB/s (64 KiB c32) with the NIC's DMA translated"
-	@echo "                  by intel-iommu vs no IOMMU, alternated (BENCH_REPS=2 BENCH_DURATION=5"
-	@echo "                  BENCH_MEM=256; about 2 min; needs root)"
+	@echo "                  by intel-iommu (iommu=strict, permissive) vs no IOMMU, alternated"
+	@echo "                  (BENCH_REPS=2 BENCH_DURATION=5 BENCH_MEM=256; about 3 min; needs root)"
 	@echo "  make bench-echo  the device ceiling: frames/s vnet.echo reflects at 60, 590, 1514 B,"
 	@echo "                  offered at rising rates over a tap (BENCH_DURATION=3 BENCH_MEM=256;"
 	@echo "                  about 1.5 min; needs root)"

@@ -5,9 +5,31 @@
  * Domains: one per device that negotiated ACCESS_PLATFORM, each with its own
  * second-level page table and domain id, so a stray DMA from one device can
  * never reach what another was given, and a fault names one device we can
- * reset alone. Every other PCI function the unit covers gets a pass-through
- * context entry (domain 1): firmware-era devices and devices driven without
- * ACCESS_PLATFORM keep working on physical addresses.
+ * reset alone. What every other PCI function the unit covers gets is the
+ * policy, iommu= (drivers/iommu/vtd_policy.c decides, docs/appliance.md
+ * "DMA containment" says what each mode protects against):
+ *
+ *  - strict (the default; iommu=on means strict): the unit's blocking
+ *    domain (domain 2: a context entry present, pointing at an empty
+ *    second-level table, so any DMA faults). A function an RMRR names gets
+ *    a domain of its own holding only its reserved regions' identity maps
+ *    instead. The virtio core refuses a device that does not negotiate
+ *    ACCESS_PLATFORM or gets no domain (dma_confined, dma_verdict): it is
+ *    never driven and stays blocked.
+ *  - permissive (before issue 30): pass-through (domain 1): devices driven
+ *    without ACCESS_PLATFORM, and functions vireo does not drive, keep
+ *    physical addresses. Needs the unit's pass-through capability.
+ *  - off: units left as firmware left them.
+ *
+ * Order: every context entry is written, blocked (strict) or pass-through
+ * (permissive), before translation is turned on, after ExitBootServices
+ * (firmware's drivers have stopped their devices) and before any driver
+ * probes; so in strict mode no function vireo has not handed a domain can
+ * reach memory from the first moment. A driver's attach then moves its
+ * function into its own domain (vtd_attach: the entry is rewritten and the
+ * context cache invalidated); a probe that fails after attach, a removal
+ * and a device reset all empty that domain (vtd_domain_clear), which then
+ * blocks like the blocking domain until the next probe maps buffers again.
  *
  * Addresses: see drivers/iommu/vtd_pt.h, two windows above all RAM (read-only and
  * read-write). Long-lived buffers (rings, receive pools, site bodies) are
@@ -29,10 +51,12 @@
 #include "drivers/acpi/acpi_tables.h"
 #include "drivers/pci/pci.h"
 #include "drivers/iommu/vtd.h"
+#include "drivers/iommu/vtd_policy.h"
 #include "drivers/iommu/vtd_pt.h"
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
 #include "lib/fmt.h"
+#include "lib/metrics.h"
 #include "kernel/arch/io.h"
 #include "kernel/arch/irq.h"
 #include "kernel/mm/dma.h"
@@ -93,6 +117,8 @@
 
 #define VTD_MAX_DOMAINS	32
 #define VTD_DID_PT	1	/* pass-through; 0 is reserved in caching mode */
+#define VTD_DID_BLOCK	2	/* the blocking domain: an empty table */
+#define VTD_DID_FIRST	3	/* the first device domain */
 #define VTD_WAIT_NS	1000000000ull
 #define VTD_RMRR_MAX	(256ull << 20)	/* 65,536 entries in 128-130 table pages */
 #define VTD_PSI_BATCH	16	/* pages invalidated one by one; more: the whole domain */
@@ -110,6 +136,7 @@ struct vtd_domain {
 	void *fault_arg;
 	bool faulted;		/* this episode already logged and reported */
 	bool map_failed;	/* a map refusal already logged */
+	bool driven;		/* attached by a driver once (else: its RMRRs only) */
 	u64 faults;
 	u64 pages_ro, pages_rw;	/* leaf entries in each window */
 	u64 unmapped;		/* pages cleared by vtd_unmap */
@@ -127,6 +154,7 @@ struct vtd_unit {
 	u8 aw;			/* context-entry AW for those tables */
 	u8 aw_pt;		/* AW for pass-through entries (the largest) */
 	u64 *root;		/* 256 root entries */
+	u64 *block;		/* the blocking domain's (empty) top-level table */
 	u64 *ctx[256];		/* context tables by bus, allocated as needed */
 	u64 *iq;		/* queued invalidation, NULL if register-based */
 	unsigned iq_tail;
@@ -141,13 +169,16 @@ struct vtd_unit {
 
 static struct vtd_unit *vtd_units[ACPI_DMAR_MAX_UNITS];
 static unsigned vtd_nunits;
-static bool vtd_enabled = true;
+static int vtd_mode_value = VTD_MODE_STRICT;
+static enum vtd_mode vtd_mode = VTD_MODE_STRICT;	/* in force: vtd_policy_mode(vtd_mode_value) */
 u64 vtd_stray_nth;	/* the test seam (vtd.h) */
 static u64 vtd_writable_maps;
 
-CMDLINE_PARAM(vtd_on, .key = "iommu", .type = CMDLINE_BOOL, .dst = &vtd_enabled, .def = "on",
-	      .help = "use an Intel VT-d unit the ACPI DMAR table lists: devices that negotiated "
-		      "ACCESS_PLATFORM get translated DMA, others pass-through");
+CMDLINE_PARAM(vtd_on, .key = "iommu", .type = CMDLINE_ENUM, .dst = &vtd_mode_value, .choices = vtd_mode_choices,
+	      .def = "strict", .values = "strict, permissive, off (on: strict)",
+	      .help = "Intel VT-d units of the ACPI DMAR table: strict (on): devices must negotiate "
+		      "ACCESS_PLATFORM or are refused, undriven functions blocked; permissive: those "
+		      "pass-through; off: not used");
 
 static u32 vtd_r32(const struct vtd_unit *u, u32 off) { return mmio_r32(u->regs + off); }
 static u64 vtd_r64(const struct vtd_unit *u, u32 off) { return mmio_r64(u->regs + off); }
@@ -373,6 +404,14 @@ static struct vtd_domain *vtd_domain_of(struct vtd_unit *u, u16 bdf)
 	return NULL;
 }
 
+/* The domain id of bdf's context entry, 0 when none is present. */
+static u16 vtd_context_did(const struct vtd_unit *u, u16 bdf)
+{
+	const u64 *e = u->ctx[bdf >> 8] ? &u->ctx[bdf >> 8][2 * (bdf & 0xff)] : NULL;
+
+	return e && (e[0] & 1) ? (u16)(e[1] >> 8) : 0;
+}
+
 static void vtd_fault_irq(void *arg)
 {
 	struct vtd_unit *u = arg;
@@ -399,7 +438,8 @@ static void vtd_fault_irq(void *arg)
 		}
 		klog("vtd%u: fault: %02x:%02x.%u %s at %#lx: %s (reason %#x)%s", u->index, f.source >> 8,
 		     (f.source >> 3) & 31, f.source & 7, f.read ? "read" : "write", f.addr,
-		     vtd_fault_reason(f.reason), f.reason, dom ? "; resetting the device" : "");
+		     vtd_fault_reason(f.reason), f.reason, dom ? "; resetting the device" :
+		     vtd_context_did(u, f.source) == VTD_DID_BLOCK ? "; the function is blocked (iommu=strict)" : "");
 		if (dom && dom->fault)
 			dom->fault(dom->fault_arg);
 	}
@@ -469,6 +509,38 @@ static void vtd_quiesce(struct vtd_unit *u)
 	}
 }
 
+static bool vtd_rmrr_names(const struct acpi_dmar *dmar, u16 bdf);
+static struct vtd_domain *vtd_domain_new(struct vtd_unit *u, struct pci_dev *p, const struct acpi_dmar *dmar);
+
+/* A covered function's context entry when translation turns on (strict:
+ * blocked, or its RMRRs only; permissive: pass-through). */
+static bool vtd_start_function(struct vtd_unit *u, struct pci_dev *p, const struct acpi_dmar *dmar)
+{
+	u16 bdf = vtd_bdf(p);
+	u64 *e = vtd_context(u, bdf);
+	struct vtd_domain *dom;
+
+	if (!e)
+		return false;
+	switch (vtd_policy_start(vtd_mode, vtd_rmrr_names(dmar, bdf))) {
+	case VTD_START_PASS:
+		vtd_set_context(u, e, 1 | (2ull << 2), u->aw_pt | ((u64)VTD_DID_PT << 8));
+		return true;
+	case VTD_START_RESERVED:
+		dom = vtd_domain_new(u, p, dmar);
+		if (dom) {
+			kprintf("vtd%u: %02x:%02x.%u in domain %u: its reserved regions only\n", u->index, p->bus,
+				p->dev, p->fn, dom->did);
+			return true;
+		}
+		break;	/* no domain: blocked, reserved regions and all */
+	case VTD_START_BLOCKED:
+		break;
+	}
+	vtd_set_context(u, e, (u64)u->block | 1, u->aw | ((u64)VTD_DID_BLOCK << 8));
+	return true;
+}
+
 static void vtd_unit_init(const struct acpi_dmar *dmar, unsigned idx)
 {
 	const struct acpi_drhd *d = &dmar->units[idx];
@@ -519,26 +591,23 @@ static void vtd_unit_init(const struct acpi_dmar *dmar, unsigned idx)
 		return;
 	}
 	u->aw_pt = (sagaw & 8) ? 3 : (sagaw & 4) ? 2 : 1;
-	if (!(u->ecap & ECAP_PT)) {
-		kprintf("vtd%u: no pass-through support; translation left off so devices without "
-			"ACCESS_PLATFORM keep working\n", idx);
+	if (!vtd_policy_unit_usable(vtd_mode, u->ecap & ECAP_PT)) {
+		kprintf("vtd%u: no pass-through support; with iommu=permissive translation is left off so "
+			"devices without ACCESS_PLATFORM keep working\n", idx);
 		return;
 	}
 	vtd_quiesce(u);
 	u->root = page_alloc(1);
-	if (!u->root)
+	u->block = page_alloc(1);	/* zeroed: nothing present */
+	if (!u->root || !u->block)
 		return;
-	u->next_did = 2;
-	/* Every covered function starts in pass-through. */
+	u->next_did = VTD_DID_FIRST;
+	/* Every covered function gets its entry before translation is on. */
 	for (p = pci_devices(); p; p = p->next) {
-		u64 *e;
-
 		if (acpi_dmar_unit_for(dmar, p->seg, vtd_bdf(p), vtd_cfg_read8, NULL) != (int)idx)
 			continue;
-		e = vtd_context(u, vtd_bdf(p));
-		if (!e)
+		if (!vtd_start_function(u, p, dmar))
 			return;
-		vtd_set_context(u, e, 1 | (2ull << 2), u->aw_pt | ((u64)VTD_DID_PT << 8));
 		u->covered++;
 		if (n + 12 < sizeof list)
 			n += (size_t)ksnprintf(list + n, sizeof list - n, " %02x:%02x.%u", p->bus, p->dev, p->fn);
@@ -578,13 +647,18 @@ void vtd_init(void)
 
 	if (!a || !a->dmar.present)
 		return;
-	if (!vtd_enabled) {
+	vtd_mode = vtd_policy_mode(vtd_mode_value);
+	if (vtd_mode == VTD_MODE_OFF) {
 		kprintf("vtd: iommu=off: DMA remapping units left as firmware left them\n");
 		return;
 	}
+	kprintf("vtd: iommu=%s: %s\n", vtd_mode_choices[vtd_mode], vtd_mode == VTD_MODE_STRICT ?
+		"functions start blocked; a device is driven only translated (ACCESS_PLATFORM)" :
+		"functions start in pass-through; devices without ACCESS_PLATFORM are driven on physical addresses");
 	if (a->dmar.rmrr_count)
-		kprintf("vtd: %u RMRR(s) listed; their devices stay in pass-through unless driven "
-			"with ACCESS_PLATFORM\n", a->dmar.rmrr_count);
+		kprintf("vtd: %u RMRR(s) listed; their devices %s\n", a->dmar.rmrr_count,
+			vtd_mode == VTD_MODE_STRICT ? "reach only their reserved regions unless driven" :
+			"stay in pass-through unless driven with ACCESS_PLATFORM");
 	for (i = 0; i < a->dmar.unit_count; i++)
 		vtd_unit_init(&a->dmar, i);
 }
@@ -624,37 +698,38 @@ static void vtd_map_rmrrs(struct vtd_domain *dom, const struct acpi_dmar *dmar)
 	}
 }
 
+/* Whether an RMRR of segment 0 names bdf. */
+static bool vtd_rmrr_names(const struct acpi_dmar *dmar, u16 bdf)
+{
+	unsigned i, k;
+
+	for (i = 0; i < dmar->rmrr_count; i++) {
+		const struct acpi_rmrr *r = &dmar->rmrrs[i];
+
+		for (k = 0; r->segment == 0 && k < r->scope_count && r->scope_first + k < dmar->scope_count; k++) {
+			u16 b;
+
+			if (!acpi_dmar_scope_bdf(&dmar->scopes[r->scope_first + k], vtd_cfg_read8, NULL, &b) &&
+			    b == bdf)
+				return true;
+		}
+	}
+	return false;
+}
+
 static const struct dma_ops vtd_dma_ops;
 
-/* The DMA seam's attach (DMA_IOMMU below). */
-static struct dma_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void *arg)
+/* A domain of p's own with an empty table (its RMRRs identity-mapped),
+ * p's context entry pointing at it; NULL when none is left. */
+static struct vtd_domain *vtd_domain_new(struct vtd_unit *u, struct pci_dev *p, const struct acpi_dmar *dmar)
 {
-	const struct acpi_info *a = acpi_get();
-	struct vtd_unit *u = NULL;
 	struct vtd_domain *dom;
 	u64 *e;
-	unsigned i;
-	int idx;
 
-	if (!vtd_nunits || !a)
-		return NULL;
-	idx = acpi_dmar_unit_for(&a->dmar, p->seg, vtd_bdf(p), vtd_cfg_read8, NULL);
-	for (i = 0; i < vtd_nunits; i++)
-		if ((int)vtd_units[i]->index == idx)
-			u = vtd_units[i];
-	if (!u || !u->on || u->broken)
-		return NULL;
-	dom = vtd_domain_of(u, vtd_bdf(p));
-	if (dom) {
-		dom->fault = fault;	/* a re-probe: same domain, emptied on reset */
-		dom->fault_arg = arg;
-		vtd_map_rmrrs(dom, &a->dmar);
-		return &dom->dma;
-	}
 	if (u->ndomains == VTD_MAX_DOMAINS ||
 	    u->next_did >= (1u << (4 + 2 * CAP_ND(u->cap)))) {
-		kprintf("vtd%u: no domain left for %02x:%02x.%u; it stays in pass-through\n", u->index,
-			p->bus, p->dev, p->fn);
+		kprintf("vtd%u: no domain left for %02x:%02x.%u; it stays %s\n", u->index, p->bus, p->dev, p->fn,
+			vtd_mode == VTD_MODE_STRICT ? "blocked" : "in pass-through");
 		return NULL;
 	}
 	dom = &u->domains[u->ndomains];
@@ -669,14 +744,60 @@ static struct dma_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg)
 	if (vtd_pt_init(&dom->pt, u->levels) < 0 || !(e = vtd_context(u, dom->bdf)))
 		return NULL;
 	dom->pci = p;
-	dom->fault = fault;
-	dom->fault_arg = arg;
 	u->ndomains++;
 	u->next_did++;
-	vtd_map_rmrrs(dom, &a->dmar);
+	vtd_map_rmrrs(dom, dmar);
 	vtd_set_context(u, e, dom->pt.root_pa | 1, u->aw | ((u64)dom->did << 8));
-	kprintf("vtd%u: %02x:%02x.%u translated in domain %u\n", u->index, p->bus, p->dev, p->fn, dom->did);
+	return dom;
+}
+
+/* The enabled unit that covers p, or NULL. */
+static struct vtd_unit *vtd_unit_of(struct pci_dev *p)
+{
+	const struct acpi_info *a = acpi_get();
+	unsigned i;
+	int idx;
+
+	if (!vtd_nunits || !a)
+		return NULL;
+	idx = acpi_dmar_unit_for(&a->dmar, p->seg, vtd_bdf(p), vtd_cfg_read8, NULL);
+	for (i = 0; i < vtd_nunits; i++)
+		if ((int)vtd_units[i]->index == idx)
+			return vtd_units[i];
+	return NULL;
+}
+
+/* The DMA seam's attach (DMA_IOMMU below). */
+static struct dma_domain *vtd_attach(struct pci_dev *p, void (*fault)(void *arg), void *arg)
+{
+	const struct acpi_info *a = acpi_get();
+	struct vtd_unit *u = vtd_unit_of(p);
+	struct vtd_domain *dom;
+
+	if (!u || !u->on || u->broken)
+		return NULL;
+	dom = vtd_domain_of(u, vtd_bdf(p));
+	if (dom) {	/* a re-probe (same domain, emptied on reset) or an RMRR domain */
+		vtd_map_rmrrs(dom, &a->dmar);
+	} else {
+		dom = vtd_domain_new(u, p, &a->dmar);
+		if (!dom)
+			return NULL;
+	}
+	dom->fault = fault;
+	dom->fault_arg = arg;
+	if (!dom->driven)
+		kprintf("vtd%u: %02x:%02x.%u translated in domain %u\n", u->index, p->bus, p->dev, p->fn,
+			dom->did);
+	dom->driven = true;
 	return &dom->dma;
+}
+
+/* The DMA seam's confines: strict and an enabled unit covers p, whose
+ * entry blocks everything no domain of p's translates. */
+static bool vtd_confines(struct pci_dev *p)
+{
+	return vtd_mode == VTD_MODE_STRICT && vtd_unit_of(p);
 }
 
 static void vtd_unmap_flush(struct vtd_domain *dom);
@@ -841,7 +962,7 @@ static const struct dma_ops vtd_dma_ops = {
 	.flush = vtd_dma_flush,
 	.clear = vtd_dma_clear,
 };
-DMA_IOMMU(vtd, .name = "vtd", .attach = vtd_attach);
+DMA_IOMMU(vtd, .name = "vtd", .attach = vtd_attach, .confines = vtd_confines);
 
 /* The audit: every writable leaf of every domain must map a DMA-only page
  * (kernel/mm/dma.h), one that holds device buffers and nothing else. A
@@ -871,6 +992,47 @@ __cold static void vtd_audit_leaf(void *arg, u64 iova, u64 pte)
 	}
 }
 
+/* Every present context entry of u, counted by state (vtd_policy_state):
+ * read from the tables the unit walks, not from what was meant. */
+__cold static void vtd_count(const struct vtd_unit *u, u64 n[VTD_STATE_COUNT])
+{
+	unsigned bus, df, k;
+
+	for (bus = 0; bus < 256; bus++) {
+		for (df = 0; u->ctx[bus] && df < 256; df++) {
+			const u64 *e = &u->ctx[bus][2 * df];
+			u16 did = (u16)(e[1] >> 8);
+			u64 pages = 0;
+
+			if (!(e[0] & 1))
+				continue;
+			for (k = 0; k < u->ndomains; k++)
+				if (u->domains[k].did == did)
+					pages = u->domains[k].pages_ro + u->domains[k].pages_rw;
+			n[vtd_policy_state(did, VTD_DID_PT, VTD_DID_BLOCK, pages)]++;
+		}
+	}
+}
+
+/* /metrics: the mode and how many functions are in each state. */
+__cold static void vtd_write_metrics(struct metrics_buf *b)
+{
+	u64 n[VTD_STATE_COUNT] = { 0 };
+	char labels[48];
+	unsigned i;
+
+	for (i = 0; i < vtd_nunits; i++)
+		vtd_count(vtd_units[i], n);
+	metrics_family(b, "vireo_iommu_functions", METRICS_GAUGE,
+		       "PCI functions behind enabled VT-d units, by context entry (mode: iommu=)");
+	for (i = 0; i < VTD_STATE_COUNT; i++) {
+		ksnprintf(labels, sizeof labels, "mode=\"%s\",state=\"%s\"",
+			  vtd_nunits ? vtd_mode_choices[vtd_mode] : "none", vtd_state_names[i]);
+		metrics_sample(b, "vireo_iommu_functions", labels, n[i]);
+	}
+}
+METRICS_SOURCE(iommu, vtd_write_metrics);
+
 /* `iommu`: the units and their domains, then the audit. */
 __cold static void vtd_cmd_show(const char *args)
 {
@@ -879,12 +1041,17 @@ __cold static void vtd_cmd_show(const char *args)
 
 	(void)args;
 	if (!vtd_nunits)
-		kprintf("iommu: no remapping unit in use\n");
+		kprintf("iommu: no remapping unit in use (iommu=%s)\n", vtd_mode_choices[vtd_mode]);
 	for (i = 0; i < vtd_nunits; i++) {
 		struct vtd_unit *u = vtd_units[i];
+		u64 n[VTD_STATE_COUNT] = { 0 };
 
+		vtd_count(u, n);
 		kprintf("iommu: vtd%u translation %s, %u device(s) covered, %u domain(s)\n", u->index,
 			u->on && !u->broken ? "on" : "broken", u->covered, u->ndomains);
+		kprintf("iommu: vtd%u iommu=%s: functions translated %lu blocked %lu pass-through %lu\n",
+			u->index, vtd_mode_choices[vtd_mode], n[VTD_STATE_TRANSLATED], n[VTD_STATE_BLOCKED],
+			n[VTD_STATE_PASS]);
 		for (k = 0; k < u->ndomains; k++) {
 			struct vtd_domain *d = &u->domains[k];
 

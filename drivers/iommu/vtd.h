@@ -1,6 +1,7 @@
 /* Intel VT-d DMA remapping (drivers/iommu/vtd.c): the units the ACPI DMAR table
  * lists, one translated domain per device that negotiated ACCESS_PLATFORM,
- * pass-through for every other device a unit covers. Drivers reach it only
+ * and for every other function a unit covers the policy's entry (iommu=:
+ * strict blocks it, permissive passes it through). Drivers reach it only
  * through the DMA seam (kernel/mm/dma.h): VT-d registers as an IOMMU
  * driver (DMA_IOMMU), and each domain's map/unmap/flush/clear ops are its. */
 #ifndef VIREO_VTD_H
@@ -8,15 +9,17 @@
 
 #include "lib/types.h"
 
-/* Finds the DMAR units, gives every PCI function they cover a pass-through
- * context entry and turns translation on ("translation on"). Before the
- * PCI drivers probe. No DMAR table, no unit, or a unit without the
+/* Finds the DMAR units, gives every PCI function they cover its context
+ * entry (strict: the blocking domain; permissive: pass-through) and turns
+ * translation on ("translation on"). Before the PCI drivers probe. No DMAR
+ * table, no unit, iommu=off, or (permissive) a unit without the
  * pass-through capability: translation stays off (logged). */
 void vtd_init(void);
 /* (Attaching a PCI function: dma_attach(), which asks VT-d's DMA_IOMMU
  * entry: a domain of its own with an empty page table, or NULL when no
  * enabled unit covers it. The fault callback runs from interrupt context
- * once per fault episode.) */
+ * once per fault episode. dma_confined(): strict and an enabled unit
+ * covers the function, so only a domain of its own lets it DMA.) */
 /* The test seam, for debug/ only (iommu.stray=, the shell's iommu-stray,
  * selftest=iommu-fault): the vtd_stray_nth-th device-writable buffer
  * translated devices are given since boot (0: none), or with

@@ -206,6 +206,19 @@ static int virtio_core_reset_device(struct virtio_dev *d)
 
 static void virtio_core_dma_fault(void *arg);
 
+/* The one console line for a device the DMA policy refuses (dma_verdict):
+ * which device, why, and how to allow it. */
+__cold static void virtio_core_refuse(struct virtio_dev *d, const struct virtio_driver *drv, enum dma_verdict v)
+{
+	kprintf("virtio%u: %s (%s) refused: an IOMMU confines it (iommu=strict) but %s\n", d->index, drv->name,
+		d->ops->describe(d),
+		v == DMA_REFUSE_NOT_OFFERED ? "it does not offer ACCESS_PLATFORM; to drive it, boot with "
+					      "iommu=permissive or give the QEMU device iommu_platform=on" :
+		v == DMA_REFUSE_LOCKED_OUT ? "virtio.features masks ACCESS_PLATFORM (bit 33); unmask it or boot "
+					     "with iommu=permissive" :
+		"no IOMMU domain is left for it; it stays blocked");
+}
+
 __cold int virtio_core_probe(struct virtio_dev *d, const struct virtio_driver *drv)
 {
 	char st[96];
@@ -229,9 +242,22 @@ __cold int virtio_core_probe(struct virtio_dev *d, const struct virtio_driver *d
 		goto fail_irq;
 	/* Before any queue exists: with ACCESS_PLATFORM the device gets a
 	 * translated domain of its own from the IOMMU driver that covers it
-	 * (the DMA seam, kernel/mm/dma.h); without it, identity addresses. */
+	 * (the DMA seam, kernel/mm/dma.h); without it, identity addresses,
+	 * unless an IOMMU confines the function (iommu=strict), which blocks
+	 * them: then the device is refused, FAILED and never driven. */
 	if (!d->dma && d->pci && virtio_has(d, VIRTIO_F_ACCESS_PLATFORM))
 		d->dma = dma_attach(d->pci, virtio_core_dma_fault, d);
+	if (d->pci) {
+		enum dma_verdict v = dma_verdict(dma_confined(d->pci),
+						 d->offered & VIRTIO_BIT(VIRTIO_F_ACCESS_PLATFORM),
+						 virtio_has(d, VIRTIO_F_ACCESS_PLATFORM), d->dma != NULL);
+
+		if (v != DMA_DRIVE) {
+			virtio_core_refuse(d, drv, v);
+			err = -EPERM;
+			goto fail_irq;
+		}
+	}
 	err = drv->probe(d);						/* step 7 */
 	if (err)
 		goto fail_vqs;

@@ -19,6 +19,25 @@ __cold struct dma_domain *dma_attach(struct pci_dev *p, void (*fault)(void *arg)
 	return NULL;
 }
 
+__cold bool dma_confined(struct pci_dev *p)
+{
+	const struct dma_iommu *const *m;
+
+	LINKSET_FOREACH(dma_iommus, m)
+		if ((*m)->confines && (*m)->confines(p))
+			return true;
+	return false;
+}
+
+__cold enum dma_verdict dma_verdict(bool confined, bool offered, bool negotiated, bool attached)
+{
+	if (!confined || attached)
+		return DMA_DRIVE;
+	if (!offered)
+		return DMA_REFUSE_NOT_OFFERED;
+	return negotiated ? DMA_REFUSE_NO_DOMAIN : DMA_REFUSE_LOCKED_OUT;
+}
+
 dma_addr_t dma_map(struct dma_domain *dom, const void *va, size_t len, unsigned flags)
 {
 	if (!dom)

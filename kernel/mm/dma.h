@@ -3,8 +3,10 @@
  * writes. A device an IOMMU driver took has a domain of its own
  * (dma_attach), whose map/unmap/flush/clear ops that driver set; any other
  * device, and every device before an IOMMU driver attaches, gets identity
- * addresses (the physical address: the kernel's map is identity). Drivers
- * and the virtio ring call only this; none names an IOMMU.
+ * addresses (the physical address: the kernel's map is identity), which
+ * an IOMMU that confines the device blocks (dma_confined: the driver must
+ * then not drive it, dma_verdict). Drivers and the virtio ring call only
+ * this; none names an IOMMU.
  *
  * Mappings are read-only for the device unless DMA_WRITE, and long-lived
  * (the device keeps them until dma_clear, after its reset) unless
@@ -61,6 +63,10 @@ struct dma_domain {
 struct dma_iommu {
 	const char *name;
 	struct dma_domain *(*attach)(struct pci_dev *p, void (*fault)(void *arg), void *arg);
+	/* Whether the driver confines p: a unit of its covers p and blocks
+	 * every DMA of p that no domain of p's translates (strict policy). May
+	 * be NULL: confines nothing. */
+	bool (*confines)(struct pci_dev *p);
 };
 #define DMA_IOMMU(id, ...)                                                    \
 	static const struct dma_iommu dma_iommu_##id = { __VA_ARGS__ };      \
@@ -69,6 +75,26 @@ struct dma_iommu {
 /* The first IOMMU driver that takes p (before any of p's memory is
  * mapped), or NULL: identity. */
 struct dma_domain *dma_attach(struct pci_dev *p, void (*fault)(void *arg), void *arg);
+
+/* Whether an IOMMU driver confines p (its confines op): identity DMA from
+ * p would be blocked, so p may be driven only through a domain of its own. */
+bool dma_confined(struct pci_dev *p);
+
+/*
+ * The policy for one device a driver is about to use (pure): confined (by
+ * dma_confined), whether the device offered to go through the platform's
+ * IOMMU (virtio's ACCESS_PLATFORM), whether the driver negotiated it, and
+ * whether dma_attach gave it a domain. A device that is not confined is
+ * always driven (translated when attached, else on identity addresses); a
+ * confined one only when attached, else refused, saying why.
+ */
+enum dma_verdict {
+	DMA_DRIVE,		/* attached, or not confined */
+	DMA_REFUSE_NOT_OFFERED,	/* confined; the device does not go through the IOMMU */
+	DMA_REFUSE_LOCKED_OUT,	/* confined; offered, but the driver's feature mask took it away */
+	DMA_REFUSE_NO_DOMAIN,	/* confined; negotiated, but no domain could be given */
+};
+enum dma_verdict dma_verdict(bool confined, bool offered, bool negotiated, bool attached);
 
 /* dom NULL: identity (the physical address); nothing to unmap, flush or
  * clear. Otherwise through dom's ops, as above. */

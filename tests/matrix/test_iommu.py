@@ -3,8 +3,12 @@
 A device that negotiated ACCESS_PLATFORM is given addresses in vireo's IOVA
 windows (128 GiB and up for read-only memory, 256 GiB and up for writable),
 never physical ones: that it serves at all proves translation is on, since
-nothing is mapped at the physical addresses. A device without ACCESS_PLATFORM
-keeps pass-through. A buffer the device writes handed out at its read-only
+nothing is mapped at the physical addresses. iommu=strict (the default): a
+virtio device without ACCESS_PLATFORM is refused (FAILED, one console line)
+and every function not driven is in the blocking domain (the boot disk
+images/qemu.sh adds, which the default image has no driver for, among
+them). iommu=permissive: a device without ACCESS_PLATFORM keeps
+pass-through and is driven. A buffer the device writes handed out at its read-only
 address (the debug shell's `iommu-stray`, or `iommu.stray=N` at boot) makes
 the device's write fault: the unit's fault is logged once with the device,
 address and reason, and the device is reset and probed again while the
@@ -20,7 +24,7 @@ import time
 
 import pytest
 
-from mxlib import Guest
+from mxlib import Guest, Vm, nsmod
 
 IOMMU = ["-device", "intel-iommu"]
 RNG_CONSOLE_IOMMU = ["-chardev", "null,id=mxc0",
@@ -28,6 +32,28 @@ RNG_CONSOLE_IOMMU = ["-chardev", "null,id=mxc0",
                      "-device", "virtio-serial-pci,disable-legacy=on,iommu_platform=on",
                      "-device", "virtconsole,chardev=mxc0"]
 ON = r"^vtd0: translation on \(3-level tables, (queued|register) invalidation, windows ro 0x2000000000 rw 0x4000000000\)$"
+STRICT = r"^vtd: iommu=strict: functions start blocked; a device is driven only translated \(ACCESS_PLATFORM\)$"
+POLICY = r"^iommu: vtd0 iommu=(\S+): functions translated (\d+) blocked (\d+) pass-through (\d+)$"
+
+
+def refused(text, name, bdf):
+    """The strict policy's line for a virtio device without ACCESS_PLATFORM,
+    and its FAILED status after it: the virtio index."""
+    m = re.search(rf"^virtio(\d+): {name} \(pci {re.escape(bdf)} modern\) refused: an IOMMU confines it "
+                  r"\(iommu=strict\) but it does not offer ACCESS_PLATFORM; to drive it, boot with "
+                  r"iommu=permissive or give the QEMU device iommu_platform=on$", text, re.M)
+    assert m, text[-3000:]
+    assert re.search(rf"^virtio{m.group(1)}: {name} probe failed \(-1\), status \S*FAILED", text[m.end():], re.M), \
+        text[-3000:]
+    return m.group(1)
+
+
+def policy(g_vm):
+    """The `iommu` verb's policy line: (mode, translated, blocked, pass-through)."""
+    mark = len(g_vm.text)
+    g_vm.send("iommu\n")
+    m = g_vm.wait_for(POLICY, timeout=30, start=mark)
+    return (m.group(1),) + tuple(map(int, m.groups()[1:]))
 
 
 def iommu_domains(g):
@@ -83,6 +109,9 @@ def test_translated(opts, extra):
         assert re.search(ON, text, re.M), text[-3000:]
         assert re.search(r"^vtd0: covers \d+ device\(s\):.* 00:02\.0", text, re.M)
         assert re.search(r"^vtd0: 00:02\.0 translated in domain \d+$", text, re.M)
+        # strict by default: everything blocked until its driver attaches it
+        assert re.search(STRICT, text, re.M), text[-3000:]
+        assert " refused: " not in text
         if "caching-mode=on" in extra[1]:
             assert re.search(r"^vtd0: .*caching mode", text, re.M)
         bulk(g)
@@ -109,12 +138,19 @@ def test_translated(opts, extra):
         # rings, receive buffers, control and rng replies are DMA-only pages
         writable, shared, reserved = dma_audit(g)
         assert writable >= rw and shared == 0 and reserved == 0, (writable, shared, reserved, g.vm.text[-2000:])
+        translated = 3 if "virtio-rng-pci" in " ".join(extra) else 1
+        mode, n_tr, n_bl, n_pt = policy(g.vm)
+        # q35's host bridge, LPC, SATA, SMBus and the (undriven) boot disk
+        assert (mode, n_tr, n_pt) == ("strict", translated, 0) and n_bl >= 5, (mode, n_tr, n_bl, n_pt)
         if extra is not None and "virtio-rng-pci" in " ".join(extra):
             assert len(doms) == 3, doms
             assert re.search(r"^virtio\d+: rng: 256 bytes of entropy mixed in", g.vm.text, re.M)
             assert re.search(r"^virtio\d+: console: ", g.vm.text, re.M)
         m = g.metrics()
         assert m["vireo_vnet_device_resets_total"] == 0
+        fn = {s: m[f'vireo_iommu_functions{{mode="strict",state="{s}"}}'] for s in ("translated", "blocked",
+                                                                                    "pass-through")}
+        assert fn == {"translated": translated, "blocked": n_bl, "pass-through": 0}, fn
         # strict by default under translation (dma.rx=auto): every frame is
         # copied out of the device's pages before lwIP reads it
         assert m["vireo_rxmem_copied_frames_total"] >= 100, m["vireo_rxmem_copied_frames_total"]
@@ -122,19 +158,55 @@ def test_translated(opts, extra):
         g.log_clean()
 
 
-def test_pass_through_without_access_platform():
-    """The NIC without iommu_platform: it keeps physical addresses behind the
-    same unit (pass-through context entry) and works."""
-    with Guest(device_opts="disable-legacy=on", extra=IOMMU) as g:
+def test_permissive_pass_through_without_access_platform():
+    """iommu=permissive: the NIC without iommu_platform keeps physical
+    addresses behind the same unit (pass-through context entry) and works;
+    every other function is in pass-through too."""
+    with Guest(device_opts="disable-legacy=on", extra=IOMMU, cmdline="iommu=permissive") as g:
         text = g.vm.text
         assert re.search(ON, text, re.M), text[-3000:]
+        assert re.search(r"^vtd: iommu=permissive: functions start in pass-through; ", text, re.M)
         assert not re.search(r"^vtd0: 00:02\.0 translated", text, re.M)
+        assert " refused: " not in text
         g.serves()
         assert iommu_show(g) == {}
+        mode, n_tr, n_bl, n_pt = policy(g.vm)
+        assert (mode, n_tr, n_bl) == ("permissive", 0, 0) and n_pt >= 6, (mode, n_tr, n_bl, n_pt)
+        m = g.metrics()
+        assert m['vireo_iommu_functions{mode="permissive",state="pass-through"}'] == n_pt
         # not confined: zero-copy receive (dma.rx=auto)
-        assert g.metrics()["vireo_rxmem_copied_frames_total"] == 0
+        assert m["vireo_rxmem_copied_frames_total"] == 0
         assert dma_audit(g) == (0, 0, 0)
         g.log_clean()
+
+
+@pytest.mark.quick
+def test_strict_refuses_nic_without_access_platform():
+    """iommu=strict (the default): the NIC without iommu_platform, behind the
+    unit, is refused with one line saying how to allow it; it is FAILED and
+    blocked, so the appliance has no network. The rng and console beside it
+    negotiated ACCESS_PLATFORM and are translated and driven."""
+    ns = nsmod.Netns()
+    vm = None
+    try:
+        vm = Vm(cmdline=f"ip={ns.guest_ip}/24 gw={ns.host_ip}", wrap=ns.wrap,
+                extra=ns.qemu_args("disable-legacy=on") + IOMMU + RNG_CONSOLE_IOMMU)
+        vm.wait_for(r"^net: no virtio-net device; the appliance is not started$", timeout=180)
+        text = vm.text
+        assert re.search(STRICT, text, re.M), text[-3000:]
+        refused(text, "virtio-net", "00:02.0")
+        assert not re.search(r"^vtd0: 00:02\.0 translated", text, re.M)
+        assert len(re.findall(r"^vtd0: \S+ translated in domain \d+$", text, re.M)) == 2, text[-3000:]
+        vm.wait_for(r"^virtio\d+: rng: 256 bytes of entropy mixed in", timeout=60)
+        mode, n_tr, n_bl, n_pt = policy(vm)
+        assert (mode, n_tr, n_pt) == ("strict", 2, 0) and n_bl >= 6, (mode, n_tr, n_bl, n_pt)
+        r = ns.run("ping", "-c", "2", "-i", "0.3", "-W", "2", ns.guest_ip, timeout=30)
+        assert r.returncode != 0, "the refused NIC answered"
+        assert "vireo: panic" not in vm.text and "vtd0: fault" not in vm.text
+    finally:
+        if vm is not None:
+            vm.stop()
+        ns.close()
 
 
 @pytest.mark.quick

@@ -107,8 +107,17 @@ static struct dma_domain *attach_b(struct pci_dev *p, void (*fault)(void *arg), 
 	return &rec_b.dom;
 }
 
+/* b confines what it covers (strict); a confines nothing (no op). */
+static int confines_asked;
+
+static bool confines_b(struct pci_dev *p)
+{
+	confines_asked++;
+	return p == dev_b;
+}
+
 DMA_IOMMU(a, .name = "a", .attach = attach_a);
-DMA_IOMMU(b, .name = "b", .attach = attach_b);
+DMA_IOMMU(b, .name = "b", .attach = attach_b, .confines = confines_b);
 
 static void on_fault(void *arg)
 {
@@ -122,6 +131,7 @@ static int reset(void **state)
 	seen_fault = NULL;
 	seen_arg = NULL;
 	asked = 0;
+	confines_asked = 0;
 	return 0;
 }
 
@@ -190,6 +200,39 @@ static void test_rodata_stays_mapped(void **state)
 	assert_int_equal(rec_a.unmaps, 1);
 }
 
+/* Confined when any driver says so; a driver without the op confines
+ * nothing. */
+static void test_confined_asks_each_driver(void **state)
+{
+	assert_true(dma_confined(dev_b));
+	assert_false(dma_confined(dev_a));
+	assert_false(dma_confined((struct pci_dev *)&asked));
+	assert_int_equal(confines_asked, 3);
+}
+
+/* The policy table: every combination of the four inputs. */
+static void test_verdict_table(void **state)
+{
+	for (int i = 0; i < 16; i++) {
+		bool confined = i & 1, offered = i & 2, negotiated = i & 4, attached = i & 8;
+		enum dma_verdict v = dma_verdict(confined, offered, negotiated, attached);
+
+		if (!confined || attached)
+			assert_int_equal(v, DMA_DRIVE);	/* permissive or uncovered: identity is fine */
+		else if (!offered)
+			assert_int_equal(v, DMA_REFUSE_NOT_OFFERED);
+		else if (!negotiated)
+			assert_int_equal(v, DMA_REFUSE_LOCKED_OUT);
+		else
+			assert_int_equal(v, DMA_REFUSE_NO_DOMAIN);
+	}
+	/* the cases the virtio core meets, spelled out */
+	assert_int_equal(dma_verdict(true, false, false, false), DMA_REFUSE_NOT_OFFERED);	/* strict, no AP */
+	assert_int_equal(dma_verdict(false, false, false, false), DMA_DRIVE);	/* permissive, no AP */
+	assert_int_equal(dma_verdict(true, true, true, true), DMA_DRIVE);	/* strict, translated */
+	assert_int_equal(dma_verdict(true, true, true, false), DMA_REFUSE_NO_DOMAIN);	/* domains ran out */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +240,8 @@ int main(void)
 		cmocka_unit_test_setup(test_attach_asks_each_driver, reset),
 		cmocka_unit_test_setup(test_ops_get_the_flags, reset),
 		cmocka_unit_test_setup(test_rodata_stays_mapped, reset),
+		cmocka_unit_test_setup(test_confined_asks_each_driver, reset),
+		cmocka_unit_test_setup(test_verdict_table, reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,9 @@
  * device that completes every buffer at once with nothing in it cannot
  * keep the event loop re-posting (budgets per pass and in all), and a
  * posted buffer always has a wakeup coming, whenever the device fills it
- * (every interleaving of two device actions with the driver's steps). */
+ * (every interleaving of two device actions with the driver's steps).
+ * The DMA policy through the real core: a device on a function an IOMMU
+ * confines (iommu=strict) is refused unless it got a domain. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -21,6 +23,28 @@
 #include <arch.h>
 
 static struct simdev dev;
+
+/* A strict IOMMU driver that confines the function at &confined_fn and
+ * has no domain to give (every attach fails): the refusals' paths. Other
+ * functions are not its. */
+static int confined_fn, other_fn;
+static int attach_calls;
+
+static struct dma_domain *strict_attach(struct pci_dev *p, void (*fault)(void *arg), void *arg)
+{
+	(void)p;
+	(void)fault;
+	(void)arg;
+	attach_calls++;
+	return NULL;
+}
+
+static bool strict_confines(struct pci_dev *p)
+{
+	return p == (struct pci_dev *)&confined_fn;
+}
+
+DMA_IOMMU(strict, .name = "strict", .attach = strict_attach, .confines = strict_confines);
 
 static void bring_up(u32 len)
 {
@@ -232,6 +256,59 @@ static void test_rng_wakeup_interleavings(void **state)
 	print_message("rng: %u interleavings\n", runs);
 }
 
+/* Confined, no ACCESS_PLATFORM: refused before any queue exists, FAILED,
+ * one line naming the device and how to allow it; the device is given
+ * nothing to write. */
+static void test_rng_refused_confined_without_access_platform(void **state)
+{
+	(void)state;
+	hk_log_reset();
+	sd_init(&dev, VIRTIO_ID_RNG, VIRTIO_BIT(VIRTIO_F_VERSION_1), 0);
+	dev.vd.pci = (struct pci_dev *)&confined_fn;
+	dev.qmax[0] = 8;
+	assert_int_equal(hk_probe(&dev.vd), -EPERM);
+	assert_true(dev.status & VIRTIO_S_FAILED);
+	assert_false(dev.status & VIRTIO_S_DRIVER_OK);
+	assert_null(dev.vd.driver);
+	assert_int_equal(sd_posted(&dev, 0), 0);
+	assert_int_equal(attach_calls, 0);	/* nothing to attach without ACCESS_PLATFORM */
+	assert_true(hk_log_contains("virtio-rng (") && hk_log_contains(") refused: an IOMMU confines it "
+		"(iommu=strict) but it does not offer ACCESS_PLATFORM; to drive it, boot with iommu=permissive "
+		"or give the QEMU device iommu_platform=on"));
+}
+
+/* Confined, ACCESS_PLATFORM negotiated, but no domain: refused too, never
+ * driven on the physical addresses the unit blocks. */
+static void test_rng_refused_confined_without_domain(void **state)
+{
+	(void)state;
+	hk_log_reset();
+	attach_calls = 0;
+	sd_init(&dev, VIRTIO_ID_RNG, VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_F_ACCESS_PLATFORM), 0);
+	dev.vd.pci = (struct pci_dev *)&confined_fn;
+	dev.qmax[0] = 8;
+	assert_int_equal(hk_probe(&dev.vd), -EPERM);
+	assert_int_equal(attach_calls, 1);
+	assert_true(dev.status & VIRTIO_S_FAILED);
+	assert_int_equal(sd_posted(&dev, 0), 0);
+	assert_true(hk_log_contains("no IOMMU domain is left for it; it stays blocked"));
+}
+
+/* A function no IOMMU confines (permissive, or no unit covers it): driven
+ * on identity addresses without ACCESS_PLATFORM, as before. */
+static void test_rng_driven_unconfined_without_access_platform(void **state)
+{
+	(void)state;
+	hk_log_reset();
+	sd_init(&dev, VIRTIO_ID_RNG, VIRTIO_BIT(VIRTIO_F_VERSION_1), 0);
+	dev.vd.pci = (struct pci_dev *)&other_fn;
+	dev.qmax[0] = 8;
+	assert_int_equal(hk_probe(&dev.vd), 0);
+	assert_true(dev.status & VIRTIO_S_DRIVER_OK);
+	assert_int_equal(sd_posted(&dev, 0), 1);
+	assert_false(hk_log_contains("refused"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +317,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_rng_empty_completions_bounded, teardown),
 		cmocka_unit_test_teardown(test_rng_pass_budget, teardown),
 		cmocka_unit_test(test_rng_wakeup_interleavings),
+		cmocka_unit_test_teardown(test_rng_refused_confined_without_access_platform, teardown),
+		cmocka_unit_test_teardown(test_rng_refused_confined_without_domain, teardown),
+		cmocka_unit_test_teardown(test_rng_driven_unconfined_without_access_platform, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
