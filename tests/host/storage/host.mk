@@ -11,5 +11,5 @@ HOST_TESTS += test_blk
 test_blk_USES := blk
 test_blk_SRCS := tests/host/storage/memdisk.c
 HOST_TESTS += test_store
-test_store_USES := store blk index logfmt crc32c fmt
+test_store_USES := store store_compact store_open blk index logfmt crc32c fmt
 test_store_SRCS := tests/host/storage/memdisk.c
