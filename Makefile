@@ -467,6 +467,15 @@ test-deploy: $(QCOW2)
 	$(Q)tools/deps.sh deploy
 	$(Q)$(PYTHON) -m pytest -q -ra tests/deploy
 
+# Chromium and Firefox ESR render a site with ES modules, a WOFF2 font, a
+# seekable WebM and images from the ESP of an image copy (tests/browsers/).
+# Not part of make test: the browsers are ~300 MB to install (tools/deps.sh
+# browsers); the test itself takes under a minute.
+.PHONY: test-browsers
+test-browsers: $(IMAGE)
+	$(Q)tools/deps.sh browsers
+	$(Q)$(PYTHON) -m pytest -q -ra tests/browsers
+
 # tests/matrix: the appliance over a tap device in a namespace of its own,
 # in every virtio-net/machine configuration, under hostile input and faults.
 # Markers pick the suites: quick (part of make test), hostile, soak.
@@ -641,6 +650,9 @@ help:
 	@echo "                  killed, no request lost (~30 s; needs root; not in make test)"
 	@echo "  make test-deploy  docs/deploy.md's libvirt path: virt-install of the qcow2, SMBIOS"
 	@echo "                  configuration, virsh shutdown and start (~1 min; root; not in make test)"
+	@echo "  make test-browsers  Chromium and Firefox ESR headless render an ESP site with ES"
+	@echo "                  modules, a WOFF2 font, a seekable WebM and images (~50 s; installs"
+	@echo "                  the browsers, ~300 MB, the first time; not in make test)"
 	@echo "  make test-matrix  the appliance in 25 virtio-net/machine configurations, TSO on"
 	@echo "                  a wire and off, uploads with receive TSO on and off, DMA through VT-d,"
 	@echo "                  live migration under load, the frame reflector under overload in 6"
