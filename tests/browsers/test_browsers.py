@@ -12,6 +12,8 @@ a copy of the image, rendered by real browsers over QEMU's user networking
   marker in the title, and its screenshot's pixels the page's #123456 (set
   only when every check passed; the stylesheet's own background is red).
 - The appliance's /metrics then counts no 4xx or 5xx response.
+- Both again over HTTPS from a make TLS=1 image with its development
+  certificate, which each is told to accept.
 
 The fixed files are in site/; the binary ones are made here from Debian
 packages: the font is DejaVu Sans Mono (fonts-dejavu-core, free to copy and
@@ -23,6 +25,7 @@ import os
 import re
 import shutil
 import socket
+import ssl
 import struct
 import subprocess
 import time
@@ -35,7 +38,7 @@ from httpc import free_tcp_port
 from vm import IMAGE, Vm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
+READY = r"^vireo: ready ip=(\S+) http=(\d+)"
 ESP = "@@1M"  # images/lib.sh: the ESP starts at sector 2048 of every vireo disk
 MTOOLS = dict(os.environ, MTOOLS_SKIP_CHECK="1")
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf"
@@ -83,29 +86,40 @@ def make_site(tmp_path):
     return site
 
 
-@pytest.fixture(scope="module")
-def appliance(tmp_path_factory):
-    """One boot for every browser: the site on the ESP of an image copy,
-    port 80 forwarded to a loopback port."""
-    tmp = tmp_path_factory.mktemp("browsers")
+def boot_site(tmp, image, https=False):
+    """Boots a copy of image with the site on its ESP, port 80 (and 443)
+    forwarded to loopback ports; returns the Vm and its base URLs."""
     site = make_site(tmp)
     img = str(tmp / "vireo.img")
-    shutil.copyfile(IMAGE, img)
+    shutil.copyfile(image, img)
     subprocess.run(["mmd", "-i", f"{img}{ESP}", "::/EFI/vireo"], check=True, env=MTOOLS)
     subprocess.run(["mcopy", "-s", "-i", f"{img}{ESP}", str(site), "::/EFI/vireo/"], check=True, env=MTOOLS)
-    port = free_tcp_port()
-    vm = Vm(image=img, extra=["-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:80",
+    port, sport = free_tcp_port(), free_tcp_port()
+    fwd = f"hostfwd=tcp:127.0.0.1:{port}-:80" + (f",hostfwd=tcp:127.0.0.1:{sport}-:443" if https else "")
+    vm = Vm(image=img, extra=["-netdev", f"user,id=n0,restrict=on,{fwd}",
                               "-device", "virtio-net-pci,netdev=n0,romfile="])
     try:
-        vm.wait_for(READY, timeout=120)
+        vm.wait_for(READY + (" https=443$" if https else "$"), timeout=120)
         assert re.search(r"^site: \d+ files, \d+ bytes from EFI/vireo/site", vm.text, re.M), vm.text
-        yield vm, f"http://127.0.0.1:{port}/", tmp
-    finally:
+    except BaseException:
         vm.stop()
+        raise
+    return vm, f"http://127.0.0.1:{port}/", f"https://127.0.0.1:{sport}/"
+
+
+@pytest.fixture(scope="module")
+def appliance(tmp_path_factory):
+    """One boot for every browser over HTTP: the default image."""
+    tmp = tmp_path_factory.mktemp("browsers")
+    vm, url, _ = boot_site(tmp, IMAGE)
+    yield vm, url, tmp
+    vm.stop()
 
 
 def metrics(url):
-    with urllib.request.urlopen(url + "metrics", timeout=20) as r:
+    # Over HTTPS the development certificate is the appliance's own.
+    ctx = ssl._create_unverified_context() if url.startswith("https:") else None
+    with urllib.request.urlopen(url + "metrics", timeout=20, context=ctx) as r:
         text = r.read().decode()
     return {c: int(v) for c, v in re.findall(r'^vireo_http_responses_total\{code="(\w+)"\} (\d+)$', text, re.M)}
 
@@ -153,16 +167,18 @@ def netlog_statuses(path, origin):
     return statuses, errors
 
 
-def test_chromium(appliance):
-    vm, url, tmp = appliance
-    before = metrics(url)
+def chromium(url, tmp, metrics_url, *flags):
+    """Chromium headless on url: the marker in the DOM it dumps, every file
+    answered 200, 206 (the video) or 304 in its net log, no request
+    failed, and no 4xx or 5xx counted by the appliance meanwhile."""
+    before = metrics(metrics_url)
     netlog = tmp / "chromium-netlog.json"
     t0 = time.monotonic()
     out = subprocess.run(["chromium", "--headless=new", "--no-sandbox", "--disable-gpu",
                           f"--user-data-dir={tmp / 'chromium-profile'}", "--no-first-run",
                           "--disable-background-networking", "--disable-component-update",
                           "--autoplay-policy=no-user-gesture-required", f"--log-net-log={netlog}",
-                          "--virtual-time-budget=30000", "--dump-dom", url],
+                          "--virtual-time-budget=30000", *flags, "--dump-dom", url],
                          capture_output=True, text=True, timeout=180)
     print(f"chromium: {time.monotonic() - t0:.1f} s")
     assert MARKER in out.stdout, out.stdout[-3000:] + out.stderr[-3000:]
@@ -175,8 +191,13 @@ def test_chromium(appliance):
     # itself is played from what that range brought: the clip is ~1 KB).
     assert any(s.startswith("HTTP/1.1 206 ") and u == "/clip.webm" for s, u in statuses), statuses
     assert not errors, errors
-    after = metrics(url)
+    after = metrics(metrics_url)
     assert after.get("4xx") == before.get("4xx") and after.get("5xx") == before.get("5xx"), (before, after)
+
+
+def test_chromium(appliance):
+    vm, url, tmp = appliance
+    chromium(url, tmp, url)
 
 
 class Marionette:
@@ -219,13 +240,14 @@ class Marionette:
         self.sock.close()
 
 
-def test_firefox(appliance):
+def firefox(url, tmp, insecure=False):
     """Firefox's --screenshot shoots once the load event has fired
     (HeadlessShell's ScreenshotChild waits for "load" only), before the
     page's asynchronous checks end, so Firefox is driven over Marionette:
-    navigate, wait for the page's verdict in the title, then screenshot."""
+    navigate, wait for the page's verdict in the title, then screenshot;
+    the title must be the marker, the screenshot's background #123456, and
+    the appliance must count no 4xx or 5xx meanwhile."""
     from PIL import Image  # python3-pil (tools/deps.sh browsers)
-    vm, url, tmp = appliance
     before = metrics(url)
     profile = tmp / "firefox-profile"
     profile.mkdir()
@@ -237,7 +259,7 @@ def test_firefox(appliance):
                           env=dict(os.environ, MOZ_DISABLE_AUTO_SAFE_MODE="1"))
     try:
         mn = Marionette(port)
-        mn("WebDriver:NewSession", capabilities={})
+        mn("WebDriver:NewSession", acceptInsecureCerts=insecure)  # the capabilities themselves
         mn("WebDriver:SetWindowRect", width=320, height=240)
         mn("WebDriver:Navigate", url=url)
         deadline = time.monotonic() + 60
@@ -262,3 +284,31 @@ def test_firefox(appliance):
         assert im.getpixel(xy) == OK_RGB, (xy, im.getpixel(xy))
     after = metrics(url)
     assert after.get("4xx") == before.get("4xx") and after.get("5xx") == before.get("5xx"), (before, after)
+
+
+def test_firefox(appliance):
+    vm, url, tmp = appliance
+    firefox(url, tmp)
+
+
+@pytest.fixture(scope="module")
+def tls_appliance(tmp_path_factory):
+    """A make TLS=1 image (built into build/tls-image/ as
+    tests/qemu/test_tls.py builds it: a few minutes the first time) with
+    its development certificate, which the browsers are told to accept."""
+    from test_tls import BUILD, make as make_tls
+    make_tls()
+    tmp = tmp_path_factory.mktemp("browsers-tls")
+    vm, _, surl = boot_site(tmp, os.path.join(BUILD, "vireo.img"), https=True)
+    yield vm, surl, tmp
+    vm.stop()
+
+
+def test_chromium_https(tls_appliance):
+    vm, surl, tmp = tls_appliance
+    chromium(surl, tmp, surl, "--ignore-certificate-errors")
+
+
+def test_firefox_https(tls_appliance):
+    vm, surl, tmp = tls_appliance
+    firefox(surl, tmp, insecure=True)
