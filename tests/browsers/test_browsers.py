@@ -10,7 +10,9 @@ a copy of the image, rendered by real browsers over QEMU's user networking
   or 304 (the video's a 206: a range) and no failed request.
 - Firefox ESR headless (a fresh profile, driven over Marionette): the same
   marker in the title, and its screenshot's pixels the page's #123456 (set
-  only when every check passed; the stylesheet's own background is red).
+  only when every check passed; the stylesheet's own background is red);
+  the page's Resource Timing entries show every file fetched, each 200,
+  206 (the video's range) or 304.
 - The appliance's /metrics then counts no 4xx or 5xx response.
 - Both again over HTTPS from a make TLS=1 image with its development
   certificate, which each is told to accept.
@@ -266,12 +268,23 @@ def firefox(url, tmp, insecure=False):
         while (title := mn("WebDriver:GetTitle")["value"]) == "VIREO-WAIT" and time.monotonic() < deadline:
             time.sleep(0.2)
         png_b64 = mn("WebDriver:TakeScreenshot", full=False)["value"]
+        # Every fetch's status as the page saw it (Resource Timing): Firefox's
+        # stand-in for Chromium's net log.
+        entries = mn("WebDriver:ExecuteScript", args=[], script="return performance.getEntriesByType('navigation')"
+                     ".concat(performance.getEntriesByType('resource')).map((e) => [e.name, e.responseStatus]);"
+                     )["value"]
         mn("WebDriver:DeleteSession")
         mn.close()
     finally:
         ff.terminate()
         ff.wait(timeout=30)
     print(f"firefox: {time.monotonic() - t0:.1f} s, title {title!r}")
+    print("firefox resources:", entries)
+    paths = [(n[len(url) - 1:], st) for n, st in entries if n.startswith(url)]
+    assert len(paths) == len(entries) and all(st in (200, 206, 304) for _, st in paths), entries
+    for path in TYPES:
+        assert any(p == path for p, _ in paths), (path, entries)
+    assert ("/clip.webm", 206) in paths, entries
     assert title == MARKER, title
     shot = tmp / "firefox.png"
     shot.write_bytes(base64.b64decode(png_b64))
