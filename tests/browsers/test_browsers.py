@@ -179,6 +179,10 @@ def chromium(url, tmp, metrics_url, *flags):
     out = subprocess.run(["chromium", "--headless=new", "--no-sandbox", "--disable-gpu",
                           f"--user-data-dir={tmp / 'chromium-profile'}", "--no-first-run",
                           "--disable-background-networking", "--disable-component-update",
+                          # Nothing but loopback: no name resolves, any other
+                          # host goes to a dead loopback proxy.
+                          "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+                          "--proxy-server=http://127.0.0.1:9",
                           "--autoplay-policy=no-user-gesture-required", f"--log-net-log={netlog}",
                           "--virtual-time-budget=30000", *flags, "--dump-dom", url],
                          capture_output=True, text=True, timeout=180)
@@ -254,11 +258,26 @@ def firefox(url, tmp, insecure=False):
     profile = tmp / "firefox-profile"
     profile.mkdir()
     port = free_tcp_port()
-    (profile / "user.js").write_text(f'user_pref("marionette.port", {port});\n')
+    # Nothing but loopback (Marionette's recommended preferences, on by
+    # default, also turn off updates, telemetry and Safe Browsing): any
+    # other host goes to a dead loopback proxy, Remote Settings to a dead
+    # loopback port, no DNS prefetch, no connectivity or portal probes.
+    (profile / "user.js").write_text(f'user_pref("marionette.port", {port});\n'
+                                     'user_pref("network.proxy.type", 1);\n'
+                                     'user_pref("network.proxy.http", "127.0.0.1");\n'
+                                     'user_pref("network.proxy.http_port", 9);\n'
+                                     'user_pref("network.proxy.ssl", "127.0.0.1");\n'
+                                     'user_pref("network.proxy.ssl_port", 9);\n'
+                                     'user_pref("network.dns.disablePrefetch", true);\n'
+                                     'user_pref("services.settings.server", "http://127.0.0.1:9/v1");\n'
+                                     'user_pref("network.connectivity-service.enabled", false);\n'
+                                     'user_pref("network.captive-portal-service.enabled", false);\n')
     t0 = time.monotonic()
     ff = subprocess.Popen(["firefox-esr", "--headless", "-no-remote", "-profile", str(profile), "--marionette"],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                          env=dict(os.environ, MOZ_DISABLE_AUTO_SAFE_MODE="1"))
+                          env=dict(os.environ, MOZ_DISABLE_AUTO_SAFE_MODE="1",
+                                   # (lets services.settings.server be changed)
+                                   MOZ_REMOTE_SETTINGS_DEVTOOLS="1"))
     try:
         mn = Marionette(port)
         mn("WebDriver:NewSession", acceptInsecureCerts=insecure)  # the capabilities themselves
