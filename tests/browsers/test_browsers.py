@@ -75,14 +75,14 @@ def make_site(tmp_path):
     subprocess.run(["woff2_compress", str(tmp_path / "mono.ttf")], check=True, capture_output=True)
     shutil.copyfile(tmp_path / "mono.woff2", site / "fonts" / "mono.woff2")
     (site / "logo.png").write_bytes(png(16, 16, (0xf0, 0xc0, 0x20)))
-    # 20 frames of 64x48 I420 at 10 fps: 2 s, a bar moving across.
+    # 20 frames of 64x48 I420 at 10 fps: 2 s, a bar moving across (twice).
     w, h = 64, 48
     raw = bytearray()
     for f in range(20):
-        raw += bytes(255 if (x // 4) == f else 16 for _ in range(h) for x in range(w))
+        raw += bytes(255 if x // 4 == f % 16 else 16 for _ in range(h) for x in range(w))
         raw += bytes([128]) * (w // 2 * h // 2 * 2)
     (tmp_path / "clip.yuv").write_bytes(raw)
-    subprocess.run(["vpxenc", "--codec=vp8", "--i420", f"-w", str(w), "-h", str(h), "--fps=10/1",
+    subprocess.run(["vpxenc", "--codec=vp8", "--i420", "-w", str(w), "-h", str(h), "--fps=10/1",
                     "--good", "--cpu-used=4", "--kf-max-dist=5", "-q", "-o", str(site / "clip.webm"),
                     str(tmp_path / "clip.yuv")], check=True, capture_output=True)
     return site
@@ -123,7 +123,9 @@ def metrics(url):
     ctx = ssl._create_unverified_context() if url.startswith("https:") else None
     with urllib.request.urlopen(url + "metrics", timeout=20, context=ctx) as r:
         text = r.read().decode()
-    return {c: int(v) for c, v in re.findall(r'^vireo_http_responses_total\{code="(\w+)"\} (\d+)$', text, re.M)}
+    counts = {c: int(v) for c, v in re.findall(r'^vireo_http_responses_total\{code="(\w+)"\} (\d+)$', text, re.M)}
+    assert "4xx" in counts and "5xx" in counts, text
+    return counts
 
 
 def test_types(appliance):
