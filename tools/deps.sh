@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deps.sh run|test|deploy|qemu-current — install the Debian packages a target needs, if missing.
+# deps.sh run|test|deploy|browsers|qemu-current — install the Debian packages a target needs, if missing.
 # Only Debian packages through apt; nothing else is downloaded.
 set -euo pipefail
 what=${1:-test}
@@ -11,6 +11,10 @@ test=(libcmocka-dev clang libclang-rt-14-dev python3-pytest grub-efi-amd64-bin x
 	genisoimage nginx-light)
 # make test-deploy: libvirt as Debian 12 ships it (tests/deploy/)
 deploy=(libvirt-daemon-system libvirt-clients virtinst)
+# make test-browsers: the browsers (~300 MB with their libraries) and what the
+# test site is made with: vpxenc (its WebM), woff2_compress and DejaVu (its
+# font), PIL (reads Firefox's screenshot); tests/browsers/
+browsers=(chromium firefox-esr vpx-tools woff2 fonts-dejavu-core python3-pil)
 # make qemu-current: what QEMU 10.0's x86_64-softmmu build needs (meson
 # comes from trixie, fetched by tools/qemu-current.sh: Debian 12's is too old)
 qemu_current=(gcc make ninja-build pkgconf python3-venv flex bison libglib2.0-dev libpixman-1-dev
@@ -20,6 +24,7 @@ qemu-current) want=("${qemu_current[@]}") ;;
 run) want=("${build[@]}" "${run[@]}") ;;
 test) want=("${build[@]}" "${run[@]}" "${test[@]}") ;;
 deploy) want=("${build[@]}" "${run[@]}" "${test[@]}" "${deploy[@]}") ;;
+browsers) want=("${build[@]}" "${run[@]}" "${test[@]}" "${browsers[@]}") ;;
 *) echo "deps.sh: unknown set '$what'" >&2; exit 2 ;;
 esac
 missing=()
