@@ -167,7 +167,7 @@ endif
 
 # The files baked into the image (vireo/files.h; the static site serves them):
 # APP_ROOT's files as rodata, each compressible one with its NAME.gz made here
-# (mksite.py --gzip: served to clients taking gzip), plus APP_EXTRA synthesized files (NAME=SIZE; the
+# (mksite.py --gzip --brotli: served to clients taking gzip or br), plus APP_EXTRA synthesized files (NAME=SIZE; the
 # benchmark's 64 KiB file, for the static site only), generated at boot. An app's
 # own apps/NAME/site/ is its APP_ROOT when it has one.
 APP_ROOT  ?= $(if $(wildcard $(APP)/site),$(APP)/site,runtime/default-site)
@@ -187,7 +187,7 @@ $(SITE_DATE_STAMP):
 	$(Q)rm -f $(BUILD)/site-date.* && touch $@
 $(OUT)/site_data.c: tools/mksite.py $(APP_STAMP) $(SITE_DATE_STAMP) $(shell find $(APP_ROOT) -type f 2>/dev/null)
 	@$(if $(Q),echo "  MKSITE  $(APP_ROOT)")
-	$(Q)$(PYTHON) tools/mksite.py --gzip $(APP_ROOT) $@ $(addprefix --extra ,$(APP_EXTRA))
+	$(Q)$(PYTHON) tools/mksite.py --gzip --brotli $(APP_ROOT) $@ $(addprefix --extra ,$(APP_EXTRA))
 # The Content-Type table (runtime/http/mime.c includes it): generated from
 # Debian's media-types (/etc/mime.types) by tools/mkmime.py, never typed by
 # hand; mksite.py reads the same table. A prerequisite of mime.c itself, so

@@ -46,15 +46,15 @@ const struct site_file *site_find(const struct site_file *files, size_t n, const
 static const struct site_file *site_cur;	/* NULL: the generated table */
 static size_t site_cur_n;
 static const struct site_head *site_cur_heads;	/* its lines, or NULL */
-static const struct site_file *site_gz_seen;	/* the table site_gz_any is about */
-static bool site_gz_any;
+static const struct site_file *site_twin_seen[2];	/* the table site_twin_any is about: .gz, .br */
+static bool site_twin_any[2];
 
 void site_use(const struct site_file *files, size_t n)
 {
 	site_cur = files;
 	site_cur_n = n;
 	site_cur_heads = NULL;
-	site_gz_seen = NULL;	/* a new table (perhaps at an old one's address) */
+	site_twin_seen[0] = site_twin_seen[1] = NULL;	/* a new table (perhaps at an old one's address) */
 }
 
 static struct site_file *site_synth_tab;	/* site_files, synthetic files generated */
@@ -226,38 +226,55 @@ static const struct site_file *site_table(size_t *n)
 	return site_files;
 }
 
-static __cold bool site_any_gz(const struct site_file *t, size_t n)
+/* Whether path (l bytes) ends in ext (".gz", ".br"). */
+static bool site_ends(const char *path, size_t l, const char *ext)
+{
+	return l > 3 && path[l - 3] == ext[0] && path[l - 2] == ext[1] && path[l - 1] == ext[2];
+}
+
+static __cold bool site_any_ext(const struct site_file *t, size_t n, const char *ext)
 {
 	for (size_t i = 0; i < n; i++) {
 		size_t l = 0;
 
 		while (t[i].path[l])
 			l++;
-		if (l > 3 && t[i].path[l - 3] == '.' && t[i].path[l - 2] == 'g' && t[i].path[l - 1] == 'z')
+		if (site_ends(t[i].path, l, ext))
 			return true;
 	}
 	return false;
 }
 
-const struct site_file *site_gz(const struct site_file *f)
+/* f's twin f->path + ext, k indexing the per-table "any at all" cache. */
+static const struct site_file *site_twin(const struct site_file *f, const char *ext, unsigned k)
 {
 	const struct site_file *t, *g;
 	char path[SITE_PATH_MAX + 4];
 	size_t n, l = 0;
 
 	t = site_table(&n);
-	if (t != site_gz_seen) {	/* once per table: is there any .gz at all? */
-		site_gz_seen = t;
-		site_gz_any = site_any_gz(t, n);
+	if (t != site_twin_seen[k]) {	/* once per table: is there any at all? */
+		site_twin_seen[k] = t;
+		site_twin_any[k] = site_any_ext(t, n, ext);
 	}
-	if (!site_gz_any)
+	if (!site_twin_any[k])
 		return NULL;
 	while (f->path[l] && l < SITE_PATH_MAX)
 		l++;
-	if (f->path[l] || (l > 3 && f->path[l - 3] == '.' && f->path[l - 2] == 'g' && f->path[l - 1] == 'z'))
+	if (f->path[l] || site_ends(f->path, l, ".gz") || site_ends(f->path, l, ".br"))
 		return NULL;
 	__builtin_memcpy(path, f->path, l);
-	__builtin_memcpy(path + l, ".gz", 4);
+	__builtin_memcpy(path + l, ext, 4);
 	g = site_find(t, n, path);
 	return g && g->data ? g : NULL;
+}
+
+const struct site_file *site_gz(const struct site_file *f)
+{
+	return site_twin(f, ".gz", 0);
+}
+
+const struct site_file *site_br(const struct site_file *f)
+{
+	return site_twin(f, ".br", 1);
 }

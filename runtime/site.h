@@ -81,12 +81,14 @@ void site_use_heads(const struct site_head *h);
  * with a warning). Until then site_lookup() does not find them. */
 void site_synth_boot(void);
 
-/* nginx's gzip_static: f's compressed twin "f->path.gz" in the table in
- * use, or NULL (none, or f is a .gz itself). A table with no .gz at all
- * (checked once per table) costs one comparison. Paths longer than
- * SITE_PATH_MAX (mksite.py's bound) have none. */
+/* nginx's gzip_static (and ngx_brotli's brotli_static): f's compressed
+ * twin "f->path.gz" ("f->path.br") in the table in use, or NULL (none, or f
+ * is a .gz or .br itself). A table with no .gz (.br) at all (checked once
+ * per table) costs one comparison. Paths longer than SITE_PATH_MAX
+ * (mksite.py's bound) have none. */
 #define SITE_PATH_MAX 1024
 const struct site_file *site_gz(const struct site_file *f);
+const struct site_file *site_br(const struct site_file *f);
 
 struct boot_info;
 struct boot_dir_entry;

@@ -3,7 +3,7 @@
 # Only Debian packages through apt; nothing else is downloaded.
 set -euo pipefail
 what=${1:-test}
-build=(make gcc binutils gnu-efi mtools dosfstools gdisk python3 procps media-types)
+build=(make gcc binutils gnu-efi mtools dosfstools gdisk python3 procps media-types brotli)
 run=(qemu-system-x86 ovmf dpkg-dev gpgv debian-archive-keyring)
 test=(libcmocka-dev clang libclang-rt-14-dev python3-pytest grub-efi-amd64-bin xorriso qemu-utils sbsigntool openssl
 	curl iputils-ping iproute2 wrk python3-scapy apache2-utils tcpdump ethtool chrony testssl.sh

@@ -18,6 +18,8 @@ files are errors, so nothing in a path ever needs escaping.
 --gzip adds, beside each compressible file (text, JSON, XML, SVG, wasm of
 256 bytes or more), NAME.gz made here (gzip -9, reproducible) when it is a
 tenth smaller: the runtime serves it as nginx's gzip_static does.
+--brotli adds NAME.br the same way (Debian's brotli command, -q 11); the
+runtime prefers it for clients taking br (ngx_brotli's brotli_static).
 
 --extra NAME=SIZE synthesizes a file of SIZE bytes at /NAME (NAME may contain
 '/'), byte i being i % 251, so large benchmark files need not live in git.
@@ -136,6 +138,25 @@ def add_gzip(files):
             files[url + ".gz"] = z
 
 
+# --brotli: the same files get NAME.br (brotli -q 11 -w 22, Debian's brotli
+# command: deterministic) under the same rule; the runtime prefers it for
+# clients taking br (site_br(), ngx_brotli's brotli_static).
+def add_brotli(files):
+    import shutil
+    import subprocess
+    if not shutil.which("brotli"):
+        raise SiteError("--brotli needs the brotli command (Debian's brotli; tools/deps.sh build installs it)")
+    for url in sorted(files):
+        data = files[url]
+        if (len(data) < GZIP_MIN or url.endswith((".gz", ".br")) or url + ".br" in files or
+                not content_type(url).startswith(GZIP_TYPES)):
+            continue
+        z = subprocess.run(["brotli", "-q", "11", "-w", "22", "-c", "-"], input=data, capture_output=True,
+                           check=True).stdout
+        if len(z) * 10 <= len(data) * 9:
+            files[url + ".br"] = z
+
+
 SYNTH = set()   # URL paths of --extra files: generated at boot, not stored
 
 
@@ -215,10 +236,14 @@ def main(argv):
                     help="synthesize /NAME of SIZE bytes (byte i is i %% 251)")
     ap.add_argument("--gzip", action="store_true",
                     help="add NAME.gz beside each compressible file (nginx's gzip_static)")
+    ap.add_argument("--brotli", action="store_true",
+                    help="add NAME.br beside each compressible file (ngx_brotli's brotli_static)")
     args = ap.parse_args(argv)
     files = {}
     try:
         walk(args.root, files)
+        if args.brotli:
+            add_brotli(files)
         if args.gzip:
             add_gzip(files)
         for spec in args.extra:

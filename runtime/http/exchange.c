@@ -638,25 +638,34 @@ static __cold int exchange_range(struct conn *c, const struct site_file *f, u64 
 	return 416;
 }
 
-/* f has its gzip_static twin gz: the answer varies with Accept-Encoding
- * (*enc: the lines to add); a client taking gzip gets gz's bytes and ETag
- * with f's type (a copy in *tmp, returned), any other f. */
-static __cold const struct site_file *exchange_gz(struct conn *c, const struct site_file *f,
-						  const struct site_file *gz, struct site_file *tmp, const char **enc,
-						  size_t *el)
+/* f has a compressed twin, br (brotli_static) or gz (gzip_static), or
+ * both: the answer varies with Accept-Encoding (*enc: the lines to add); a
+ * client taking br gets br's bytes and ETag with f's type (a copy in *tmp,
+ * returned), else one taking gzip gz's, any other f. Brotli first: smaller,
+ * and every browser that sends br takes it over gzip. */
+static __cold const struct site_file *exchange_enc(struct conn *c, const struct site_file *f,
+						   const struct site_file *gz, const struct site_file *br,
+						   struct site_file *tmp, const char **enc, size_t *el)
 {
 	static const char vary[] = "Vary: Accept-Encoding\r\n";
-	static const char both[] = "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n";
+	static const char with_gz[] = "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n";
+	static const char with_br[] = "Content-Encoding: br\r\nVary: Accept-Encoding\r\n";
+	const char *ae = http_header(&c->parser, "accept-encoding");
 
-	if (!http_accepts_gzip(http_header(&c->parser, "accept-encoding"))) {
+	if (br && http_accepts_coding(ae, "br")) {
+		*tmp = *br;
+		*enc = with_br;
+		*el = sizeof with_br - 1;
+	} else if (gz && http_accepts_coding(ae, "gzip")) {
+		*tmp = *gz;
+		*enc = with_gz;
+		*el = sizeof with_gz - 1;
+	} else {
 		*enc = vary;
 		*el = sizeof vary - 1;
 		return f;
 	}
-	*tmp = *gz;
 	tmp->content_type = f->content_type;
-	*enc = both;
-	*el = sizeof both - 1;
 	return tmp;
 }
 
@@ -667,7 +676,7 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 	static const char st206[] = "HTTP/1.1 206 Partial Content\r\nServer: vireo\r\n";
 	static const char ar[] = "Accept-Ranges: bytes\r\n";
 	static const char ka[] = "Connection: keep-alive\r\n", cl[] = "Connection: close\r\n";
-	const struct site_file *f, *gz;
+	const struct site_file *f, *gz, *br;
 	const struct site_head *h;
 	struct site_head made;
 	struct site_file gzf;
@@ -691,8 +700,9 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 		return -EINVAL;
 	}
 	gz = site_gz(f);
-	if (gz) {
-		f = exchange_gz(c, f, gz, &gzf, &enc, &el);
+	br = site_br(f);
+	if (gz || br) {
+		f = exchange_enc(c, f, gz, br, &gzf, &enc, &el);
 		if (f == &gzf)
 			h = NULL;	/* its lines, with f's type, are made below */
 	}

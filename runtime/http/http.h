@@ -185,8 +185,9 @@ int http_byte_range(const char *v, u64 len, u64 *first, u64 *last);
  * the HTTP-date lm (not 0) exactly; else the range is ignored. */
 bool http_if_range(const char *v, const char *etag, u64 lm);
 
-/* Accept-Encoding v (NULL: absent) names gzip without q=0. ("*" is not
- * taken for gzip, as nginx's gzip_static does not.) */
-bool http_accepts_gzip(const char *v);
+/* Accept-Encoding v (NULL: absent) names coding ("gzip", "br": lower case)
+ * without q=0, in any case. ("*" is not taken for either, as nginx's
+ * gzip_static does not.) */
+bool http_accepts_coding(const char *v, const char *coding);
 
 #endif

@@ -114,7 +114,7 @@ static u8 range_lower(u8 c)
 	return c >= 'A' && c <= 'Z' ? (u8)(c + 32) : c;
 }
 
-bool http_accepts_gzip(const char *v)
+bool http_accepts_coding(const char *v, const char *coding)
 {
 	const char *p = v;
 
@@ -142,9 +142,15 @@ bool http_accepts_gzip(const char *v)
 		p = e;
 		if (q0 || !n)
 			continue;
-		if (n == 4 && range_lower((u8)t[0]) == 'g' && range_lower((u8)t[1]) == 'z' &&
-		    range_lower((u8)t[2]) == 'i' && range_lower((u8)t[3]) == 'p')
-			return true;
+		for (size_t i = 0; i <= n; i++) {
+			if (i == n) {
+				if (!coding[i])
+					return true;
+				break;
+			}
+			if (!coding[i] || range_lower((u8)t[i]) != (u8)coding[i])
+				break;
+		}
 	}
 	return false;
 }

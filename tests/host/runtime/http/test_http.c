@@ -1015,19 +1015,24 @@ static void test_if_range(void **state)
 
 static void test_accepts_gzip(void **state)
 {
-	assert_true(http_accepts_gzip("gzip"));
-	assert_true(http_accepts_gzip("gzip, deflate, br"));
-	assert_true(http_accepts_gzip("br;q=1.0, GZIP;q=0.5"));
-	assert_true(http_accepts_gzip("deflate, gzip"));
-	assert_true(http_accepts_gzip("gzip;q=0.1"));
-	assert_false(http_accepts_gzip(NULL));
-	assert_false(http_accepts_gzip(""));
-	assert_false(http_accepts_gzip("identity"));
-	assert_false(http_accepts_gzip("gzip;q=0"));
-	assert_false(http_accepts_gzip("gzip; q=0.000, br"));
-	assert_false(http_accepts_gzip("xgzip, gzipx"));
-	assert_false(http_accepts_gzip("*"));
-	assert_false(http_accepts_gzip("br, gzip;q=0.0"));
+	assert_true(http_accepts_coding("gzip", "gzip"));
+	assert_true(http_accepts_coding("gzip, deflate, br", "gzip"));
+	assert_true(http_accepts_coding("br;q=1.0, GZIP;q=0.5", "gzip"));
+	assert_true(http_accepts_coding("deflate, gzip", "gzip"));
+	assert_true(http_accepts_coding("gzip;q=0.1", "gzip"));
+	assert_false(http_accepts_coding(NULL, "gzip"));
+	assert_false(http_accepts_coding("", "gzip"));
+	assert_false(http_accepts_coding("identity", "gzip"));
+	assert_false(http_accepts_coding("gzip;q=0", "gzip"));
+	assert_false(http_accepts_coding("gzip; q=0.000, br", "gzip"));
+	assert_false(http_accepts_coding("xgzip, gzipx", "gzip"));
+	assert_false(http_accepts_coding("*", "gzip"));
+	assert_false(http_accepts_coding("br, gzip;q=0.0", "gzip"));
+	assert_true(http_accepts_coding("gzip, deflate, br", "br"));
+	assert_true(http_accepts_coding("BR;q=0.5", "br"));
+	assert_false(http_accepts_coding("gzip, deflate", "br"));
+	assert_false(http_accepts_coding("br;q=0, gzip", "br"));
+	assert_false(http_accepts_coding("brotli, b, bro", "br"));
 }
 
 static void test_etag_match(void **state)
@@ -1290,6 +1295,23 @@ static void test_mksite(void **state)
 	assert_int_equal(sh("/usr/bin/python3 -c 'import sys; sys.path.insert(0, \"tools\"); import mksite, gzip; "
 			    "f = {\"/index.html\": open(\"runtime/default-site/index.html\", \"rb\").read()}; "
 			    "mksite.add_gzip(f); assert gzip.decompress(f[\"/index.html.gz\"]) == f[\"/index.html\"]'"),
+			 0);
+	/* --brotli: index.html.br beside it, twice the same, and brotli -d
+	 * gives index.html back. */
+	assert_int_equal(sh(PY " --brotli --gzip runtime/default-site %s", out1), 0);
+	assert_int_equal(sh(PY " --brotli --gzip runtime/default-site %s", out2), 0);
+	t1 = slurp(out1, &n1);
+	t2 = slurp(out2, &n2);
+	assert_int_equal(n1, n2);
+	assert_memory_equal(t1, t2, n1);
+	assert_non_null(strstr(t1, "{ \"/index.html.br\", site_data_"));
+	assert_non_null(strstr(t1, "const size_t site_nfiles = 3;"));
+	free(t1);
+	free(t2);
+	assert_int_equal(sh("/usr/bin/python3 -c 'import sys, subprocess; sys.path.insert(0, \"tools\"); import mksite; "
+			    "f = {\"/index.html\": open(\"runtime/default-site/index.html\", \"rb\").read()}; "
+			    "mksite.add_brotli(f); assert subprocess.run([\"brotli\", \"-d\", \"-c\"], "
+			    "input=f[\"/index.html.br\"], capture_output=True, check=True).stdout == f[\"/index.html\"]'"),
 			 0);
 
 	/* Refusals: names needing escapes, long names, clashes, bad --extra. */

@@ -1731,6 +1731,58 @@ static void test_gzip_static(void **state)
 	site_use(NULL, 0);
 }
 
+/* brotli_static: /app.js.br beside /app.js (and .gz) goes to a client
+ * taking br, first; gzip to one taking gzip only; the plain file to the
+ * rest, with Vary every time. */
+static void test_brotli_static(void **state)
+{
+	static const u8 js[] = "console.log('plain');\n", jsgz[] = "\x1f\x8b fake gzip bytes",
+			jsbr[] = "fake brotli";
+	static const struct site_file tab[] = {
+		{ "/app.js", js, sizeof js - 1, "text/javascript; charset=utf-8", "\"js\"", 0 },
+		{ "/app.js.br", jsbr, sizeof jsbr - 1, "application/octet-stream", "\"br\"", 0 },
+		{ "/app.js.gz", jsgz, sizeof jsgz - 1, "application/gzip", "\"gz\"", 0 },
+		{ "/only.css", js, sizeof js - 1, "text/css; charset=utf-8", "\"c\"", 0 },
+		{ "/only.css.br", jsbr, sizeof jsbr - 1, "application/octet-stream", "\"cb\"", 0 },
+	};
+	struct client c;
+	struct resp r;
+
+	site_use(tab, ARRAY_SIZE(tab));
+	ask(&c, "GET /app.js HTTP/1.1\r\nHost: v\r\nAccept-Encoding: gzip, deflate, br\r\n\r\n", false, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(hdr(&r, "Content-Encoding"), "br");
+	assert_string_equal(hdr(&r, "Vary"), "Accept-Encoding");
+	assert_string_equal(hdr(&r, "Content-Type"), "text/javascript; charset=utf-8");
+	assert_string_equal(hdr(&r, "ETag"), "\"br\"");
+	assert_int_equal(r.body_len, sizeof jsbr - 1);
+	assert_memory_equal(r.body, jsbr, sizeof jsbr - 1);
+	cl_send_str(&c, "GET /app.js HTTP/1.1\r\nHost: v\r\nAccept-Encoding: gzip\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_string_equal(hdr(&r, "Content-Encoding"), "gzip");
+	assert_string_equal(hdr(&r, "ETag"), "\"gz\"");
+	cl_send_str(&c, "GET /app.js HTTP/1.1\r\nHost: v\r\nAccept-Encoding: br;q=0, gzip\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_string_equal(hdr(&r, "Content-Encoding"), "gzip");
+	cl_send_str(&c, "GET /only.css HTTP/1.1\r\nHost: v\r\nAccept-Encoding: gzip\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_null(hdr(&r, "Content-Encoding"));	/* no .gz twin: the plain file */
+	assert_string_equal(hdr(&r, "Vary"), "Accept-Encoding");
+	assert_string_equal(hdr(&r, "ETag"), "\"c\"");
+	cl_send_str(&c, "GET /only.css HTTP/1.1\r\nHost: v\r\nAccept-Encoding: br\r\nRange: bytes=0-3\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 206);
+	assert_string_equal(hdr(&r, "Content-Encoding"), "br");
+	assert_string_equal(hdr(&r, "Content-Range"), "bytes 0-3/11");
+	assert_memory_equal(r.body, jsbr, 4);
+	cl_send_str(&c, "GET /app.js.br HTTP/1.1\r\nHost: v\r\nAccept-Encoding: br\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_null(hdr(&r, "Content-Encoding"));	/* the twin itself, as it is */
+	assert_null(hdr(&r, "Vary"));
+	cl_close(&c);
+	site_use(NULL, 0);
+}
+
 /* site.cache=: Cache-Control by prefix or ending, the first match; a bad
  * value is refused (the key keeps its value). */
 static void test_cache_control(void **state)
@@ -1846,6 +1898,7 @@ int main(void)
 		T(test_cache_control),
 		T(test_site_headers),
 		T(test_gzip_static),
+		T(test_brotli_static),
 		T(test_bad_request),
 		T(test_bare_lf),
 		T(test_method_not_allowed),
