@@ -62,6 +62,7 @@
  * so only the upper layer's data is mapped and unmapped per frame. */
 #define TXHDR_STRIDE 16u
 _Static_assert(VIRTIO_NET_HDR_LEN <= TXHDR_STRIDE, "a header slot holds the longest transmit header");
+_Static_assert(2 + VNET_CTRL_DATA_MAX <= PAGE_SIZE, "a command's bytes fit their page");
 
 /* Transmit bounce space (issue 30: what a device can read). A transmit
  * buffer is mapped read-only, but an IOMMU maps whole pages, so a zero-copy
@@ -140,7 +141,9 @@ struct vnet {
 	u64 ctrl_deadline;
 	struct timer ctrl_timer;
 	/* What the device writes for cmd_dev (ack, then result), on a
-	 * DMA-only page of its own, copied into cmd_dev once answered. */
+	 * DMA-only page of its own, copied into cmd_dev once answered; the
+	 * page after it holds what the device reads (the command's header
+	 * and data, copied from cmd_dev): struct vnet is never mapped. */
 	u8 *ctrl_in;
 };
 
@@ -258,6 +261,7 @@ static void vnet_ctrl_pump(struct vnet *vn)
 	struct virtq_sg out[3], in[2];
 	struct vnet_ctrl_cmd *c = &vn->cmd_dev;
 	unsigned no, ni;
+	u8 *ob;
 	int err;
 
 	for (;;) {
@@ -271,12 +275,15 @@ static void vnet_ctrl_pump(struct vnet *vn)
 		*c = vn->ctrl_q[0];
 		memmove(&vn->ctrl_q[0], &vn->ctrl_q[1], --vn->ctrl_n * sizeof(vn->ctrl_q[0]));
 		no = ni = 0;
-		out[no++] = (struct virtq_sg){ c->hdr, 2 };
+		ob = vn->ctrl_in + PAGE_SIZE;
+		memcpy(ob, c->hdr, 2);
+		memcpy(ob + 2, c->data, c->data_len);
+		out[no++] = (struct virtq_sg){ ob, 2 };
 		if (c->data_split && c->data_split < c->data_len) {
-			out[no++] = (struct virtq_sg){ c->data, c->data_split };
-			out[no++] = (struct virtq_sg){ c->data + c->data_split, c->data_len - c->data_split };
+			out[no++] = (struct virtq_sg){ ob + 2, c->data_split };
+			out[no++] = (struct virtq_sg){ ob + 2 + c->data_split, c->data_len - c->data_split };
 		} else if (c->data_len) {
-			out[no++] = (struct virtq_sg){ c->data, c->data_len };
+			out[no++] = (struct virtq_sg){ ob + 2, c->data_len };
 		}
 		vn->ctrl_in[0] = c->ack;
 		memset(vn->ctrl_in + 1, 0, sizeof(c->result));
@@ -1159,7 +1166,7 @@ static struct vnet *vnet_for(struct virtio_dev *d)
 	if (vnets[slot]) {
 		/* The control queue's reply bytes, for the struct's life
 		 * (vnet_destroy; kept for good if the device died). */
-		vnets[slot]->ctrl_in = dma_pages_alloc(1);
+		vnets[slot]->ctrl_in = dma_pages_alloc(2);
 		if (!vnets[slot]->ctrl_in) {
 			kfree(vnets[slot]);
 			vnets[slot] = NULL;
@@ -1191,9 +1198,9 @@ static void vnet_forget(struct vnet *vn)
 __cold static void vnet_destroy(struct vnet *vn, bool dead)
 {
 	if (dead)
-		virtio_keep_forever(vn->ctrl_in, 1);
+		virtio_keep_forever(vn->ctrl_in, 2);
 	else
-		dma_pages_free(vn->ctrl_in, 1);
+		dma_pages_free(vn->ctrl_in, 2);
 	kfree(vn);
 }
 
