@@ -967,10 +967,13 @@ DMA_IOMMU(vtd, .name = "vtd", .attach = vtd_attach, .confines = vtd_confines);
 /* The audit: every writable leaf of every domain must map a DMA-only page
  * (kernel/mm/dma.h), one that holds device buffers and nothing else. A
  * reserved region's identity map (RMRR: firmware's, below the windows) is
- * counted apart. */
+ * counted apart. Readable leaves (issue 30) must map DMA-only pages or the
+ * image's read-only data (the baked site); any other is kernel memory a
+ * device can read ("other"). */
 struct vtd_audit {
 	u64 writable, shared, reserved;
 	u64 first_shared;	/* physical page, when shared */
+	u64 readable, ro_image, ro_other;
 };
 
 __cold static void vtd_audit_leaf(void *arg, u64 iova, u64 pte)
@@ -978,8 +981,16 @@ __cold static void vtd_audit_leaf(void *arg, u64 iova, u64 pte)
 	struct vtd_audit *a = arg;
 	u64 pa = pte & VTD_PTE_ADDR;
 
-	if (!(pte & VTD_PTE_W))
+	if (!(pte & VTD_PTE_W)) {
+		if (iova < VTD_WIN_RO)
+			return;
+		a->readable++;
+		if (mm_in_rodata((const void *)(uintptr_t)pa, 1))
+			a->ro_image++;
+		else if (!dma_page_only(pa))
+			a->ro_other++;
 		return;
+	}
 	if (iova < VTD_WIN_RO) {
 		a->reserved++;
 		return;
@@ -1070,12 +1081,19 @@ __cold static void vtd_cmd_show(const char *args)
 				all.writable += a.writable;
 				all.shared += a.shared;
 				all.reserved += a.reserved;
+				all.readable += a.readable;
+				all.ro_image += a.ro_image;
+				all.ro_other += a.ro_other;
 			}
 		}
 	}
-	if (vtd_nunits)
-		kprintf("dma: audit: %lu device-writable pages, %lu shared, %lu reserved-region\n", all.writable,
-			all.shared, all.reserved);
+	if (!vtd_nunits)
+		return;
+	kprintf("dma: audit: %lu device-writable pages, %lu shared, %lu reserved-region\n", all.writable,
+		all.shared, all.reserved);
+	/* Mapped now, then every readable map since boot (kernel/mm/dma.c). */
+	kprintf("dma: audit: %lu device-readable pages, %lu image read-only, %lu other; %lu other since boot\n",
+		all.readable, all.ro_image, all.ro_other, dma_ro_exposed());
 }
 SHELL_CMD(iommu, .name = "iommu", .fn = vtd_cmd_show, .help = "DMA remapping units and domains");
 

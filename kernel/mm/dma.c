@@ -38,10 +38,33 @@ __cold enum dma_verdict dma_verdict(bool confined, bool offered, bool negotiated
 	return negotiated ? DMA_REFUSE_NO_DOMAIN : DMA_REFUSE_LOCKED_OUT;
 }
 
+static u64 dma_exposed;
+
+u64 dma_ro_exposed(void)
+{
+	return dma_exposed;
+}
+
+/* The readable half of the audit, at map time (a walk of the tables only
+ * sees what is mapped at that instant, and transmit maps last
+ * microseconds): a page a device may read must hold device buffers only,
+ * or be the image's read-only data (the baked site, public bytes). */
+static void dma_note_readable(const void *va, size_t len)
+{
+	u64 a = (u64)(uintptr_t)va & ~(u64)(PAGE_SIZE - 1), end = (u64)(uintptr_t)va + len;
+
+	if (mm_in_rodata(va, len))
+		return;
+	for (; a < end; a += PAGE_SIZE)
+		dma_exposed += !dma_page_only(a);
+}
+
 dma_addr_t dma_map(struct dma_domain *dom, const void *va, size_t len, unsigned flags)
 {
 	if (!dom)
 		return dma_phys(va);
+	if (!(flags & DMA_WRITE))
+		dma_note_readable(va, len);
 	/* Site bodies live in the image's read-only data: long-lived even on
 	 * a transient (transmit) queue, so they stay mapped once. */
 	if ((flags & DMA_TRANSIENT) && mm_in_rodata(va, len))

@@ -115,6 +115,12 @@ void dma_clear(struct dma_domain *dom);
 void *dma_pages_alloc(size_t npages);
 void dma_pages_free(void *p, size_t npages);
 bool dma_page_only(u64 phys);
+/* Pages mapped readable for a translated device (dma_map without
+ * DMA_WRITE) that were neither DMA-only nor the image's read-only data,
+ * counted per map since boot: 0 when nothing else shares a page a device
+ * reads (the audit's readable half; the table walk, drivers/iommu/vtd.c,
+ * sees only what is mapped when it runs). */
+u64 dma_ro_exposed(void);
 
 /* The physical address of va (kernel/mm/mm.c: the identity map; host tests
  * give their own, tests/host/simdev/fake_dev.c). */

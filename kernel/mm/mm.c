@@ -400,6 +400,9 @@ __cold static void mm_write_metrics(struct metrics_buf *b)
 		       "Highest kernel heap use so far.", s.heap_peak);
 	metrics_simple(b, "vireo_mem_heap_arena_bytes", METRICS_GAUGE,
 		       "Bytes the kernel heap's arenas hold.", s.heap_arena);
+	metrics_simple(b, "vireo_dma_readable_exposed_pages_total", METRICS_COUNTER,
+		       "Pages mapped readable for a translated device that were neither DMA-only nor image "
+		       "read-only data (expected 0).", dma_ro_exposed());
 }
 METRICS_SOURCE(mem, mm_write_metrics);
 

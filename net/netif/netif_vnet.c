@@ -152,6 +152,12 @@ __cold static void netif_vnet_write_device(struct metrics_buf *b)
 			     offsetof(struct vnet_qstats, csum_offloaded));
 	metrics_simple(b, "vireo_vnet_tx_ring_full_total", METRICS_COUNTER, "Transmits refused: ring full",
 		       st.q[1].no_room);
+	metrics_simple(b, "vireo_vnet_tx_bounced_frames_total", METRICS_COUNTER,
+		       "Frames copied into DMA-only bounce pages (confining IOMMU)", st.q[1].bounced);
+	metrics_simple(b, "vireo_vnet_tx_bounced_bytes_total", METRICS_COUNTER, "Bytes those copies took",
+		       st.q[1].bounce_bytes);
+	metrics_simple(b, "vireo_vnet_tx_bounce_full_total", METRICS_COUNTER,
+		       "Transmits that waited for bounce space", st.q[1].bounce_full);
 	metrics_simple(b, "vireo_netif_tx_backlogged_total", METRICS_COUNTER,
 		       "Frames parked in the netif's transmit backlog (ring full)", netif_vnet_tx_stats.backlogged);
 	metrics_simple(b, "vireo_netif_tx_backlog_peak", METRICS_GAUGE, "Most frames parked at once",

@@ -44,7 +44,7 @@
 #define CTRL_QSIZE 32
 #define TX_BUFS 32
 #define TX_BUF_SIZE 512		/* TX_BUFS * TX_BUF_SIZE covers a log-ring replay */
-#define TX_PAGES (ALIGN_UP(TX_BUFS * sizeof(struct txbuf), (size_t)PAGE_SIZE) / PAGE_SIZE)
+#define TX_PAGES (ALIGN_UP(TX_BUFS * TX_BUF_SIZE, (size_t)PAGE_SIZE) / PAGE_SIZE)
 #define RX_BUFS 16
 #define RX_BUF_SIZE 256		/* RX_BUFS * RX_BUF_SIZE is one page */
 #define RX_BUDGET 64
@@ -64,10 +64,13 @@
 #define SETTLE_MAX_NS (500 * NSEC_PER_MSEC)
 #define EMERG_SPINS 100000	/* panic path: bounded wait for ring completions */
 
+/* Kernel memory; data is TX_BUF_SIZE bytes of the port's DMA-only transmit
+ * pages, which hold console bytes and nothing else: a device reads them,
+ * never the pool's pointers (issue 30). */
 struct txbuf {
 	struct txbuf *next_free;
 	u32 len;
-	char data[TX_BUF_SIZE];
+	char *data;
 };
 
 struct vcons;
@@ -78,7 +81,8 @@ struct vcons_port {
 	struct virtio_vq *rxq, *txq;
 	struct console_sink sink;
 	struct work rx_work, tx_work;
-	struct txbuf *tx, *tx_free;	/* pool of TX_BUFS, TX_PAGES pages */
+	struct txbuf *tx, *tx_free;	/* pool of TX_BUFS (kmalloc) ... */
+	char *txdata;			/* ... their bytes: TX_PAGES DMA-only pages */
 	u8 *rx;				/* RX_BUFS * RX_BUF_SIZE, one page */
 	u16 nrx;			/* receive buffers in use (<= queue size) */
 	u16 tx_inflight;
@@ -102,8 +106,9 @@ struct vcons {
 	u16 cols, rows;
 	struct virtio_vq *cin, *cout;
 	struct work ctrl_work;
-	u8 *cbuf;		/* CTRL_BUFS * CTRL_BUF_SIZE, one page */
-	struct virtio_console_control cmsg[CTRL_TX_SLOTS];	/* device-readable */
+	u8 *cbuf;		/* CTRL_BUFS * CTRL_BUF_SIZE, one page (+ cmsg's) */
+	struct virtio_console_control *cmsg;	/* CTRL_TX_SLOTS, device-readable:
+						 * the DMA-only page after cbuf's */
 	u8 cmsg_busy[CTRL_TX_SLOTS];
 	struct virtio_console_control pend[CTRL_PENDING];	/* FIFO, not yet posted */
 	u32 pend_head, pend_len;
@@ -348,10 +353,12 @@ static void vcons_port_free(struct vcons_port *p)
 {
 	if (p->rx)
 		dma_pages_free(p->rx, 1);
-	if (p->tx)
-		page_free(p->tx, TX_PAGES);
+	if (p->txdata)
+		dma_pages_free(p->txdata, TX_PAGES);
+	kfree(p->tx);
 	p->rx = NULL;
 	p->tx = NULL;
+	p->txdata = NULL;
 	p->tx_free = NULL;
 }
 
@@ -363,12 +370,14 @@ static int vcons_port_alloc(struct vcons_port *p)
 	if (p->tx)
 		return 0;
 	p->rx = dma_pages_alloc(1);
-	p->tx = page_alloc(TX_PAGES);
-	if (!p->rx || !p->tx) {
+	p->tx = kzalloc(TX_BUFS * sizeof(*p->tx));
+	p->txdata = dma_pages_alloc(TX_PAGES);
+	if (!p->rx || !p->tx || !p->txdata) {
 		vcons_port_free(p);
 		return -ENOMEM;
 	}
 	for (i = 0; i < TX_BUFS; i++) {
+		p->tx[i].data = p->txdata + (size_t)i * TX_BUF_SIZE;
 		p->tx[i].next_free = p->tx_free;
 		p->tx_free = &p->tx[i];
 	}
@@ -749,8 +758,9 @@ static void vcons_free_buffers(struct vcons *vc)
 		p->nrx = 0;
 	}
 	if (vc->cbuf)
-		dma_pages_free(vc->cbuf, 1);
+		dma_pages_free(vc->cbuf, 2);
 	vc->cbuf = NULL;
+	vc->cmsg = NULL;
 }
 
 /* A device that never completed its reset: its receive pages stay its own
@@ -763,8 +773,9 @@ static void vcons_keep_buffers(struct vcons *vc)
 		virtio_keep_forever(vc->port[i].rx, vc->port[i].rx ? 1 : 0);
 		vc->port[i].rx = NULL;
 	}
-	virtio_keep_forever(vc->cbuf, vc->cbuf ? 1 : 0);
+	virtio_keep_forever(vc->cbuf, vc->cbuf ? 2 : 0);
 	vc->cbuf = NULL;
+	vc->cmsg = NULL;
 	vcons_free_buffers(vc);
 }
 
@@ -826,7 +837,8 @@ static int vcons_probe(struct virtio_dev *d)
 	if (vc->multiport) {
 		vc->cin = virtio_setup_vq(d, VIRTIO_CONSOLE_CTRL_RXQ, CTRL_QSIZE, vcons_ctrl_irq, vc);
 		vc->cout = vc->cin ? virtio_setup_vq_transient(d, VIRTIO_CONSOLE_CTRL_TXQ, CTRL_QSIZE, vcons_ctrl_irq, vc) : NULL;
-		vc->cbuf = dma_pages_alloc(1);
+		vc->cbuf = dma_pages_alloc(2);
+		vc->cmsg = vc->cbuf ? (struct virtio_console_control *)(void *)(vc->cbuf + PAGE_SIZE) : NULL;
 		if (!vc->cout || !vc->cbuf) {
 			err = vc->cbuf ? -EIO : -ENOMEM;
 			goto fail;

@@ -62,10 +62,36 @@
  * so only the upper layer's data is mapped and unmapped per frame. */
 #define TXHDR_STRIDE 16u
 _Static_assert(VIRTIO_NET_HDR_LEN <= TXHDR_STRIDE, "a header slot holds the longest transmit header");
+_Static_assert(2 + VNET_CTRL_DATA_MAX <= PAGE_SIZE, "a command's bytes fit their page");
+
+/* Transmit bounce space (issue 30: what a device can read). A transmit
+ * buffer is mapped read-only, but an IOMMU maps whole pages, so a zero-copy
+ * frame shows the device everything else on its pages: lwIP's heap holds
+ * PCBs, pbuf structs (pointers), TCP queues and the TLS records next to
+ * the payload, the kernel heap holds the merged-TSO record's free function,
+ * app bodies sit among app data. So under a confining IOMMU (the device
+ * has a domain: the condition of VNET_RX_CONFINED) every segment that is
+ * not in the image's read-only data (the baked site: public bytes, mapped
+ * once, kernel/mm/dma.c) is copied here first, into DMA-only pages that
+ * follow the header pages in one run, mapped once for the queue's life.
+ * Without an IOMMU the device reads all of memory anyway: zero-copy, no
+ * pool. The pool is BOUNCE_CHUNK-byte chunks, min(ring, BOUNCE_CHUNKS_MAX)
+ * of them but at least BOUNCE_FRAME_CHUNKS; a frame's bounced bytes take
+ * one contiguous run (so a frame keeps at most n + 1 descriptors): an
+ * MTU-sized frame one chunk, so a 256-entry ring of them fits whole
+ * (256 x 2 KiB = 512 KiB), a 64 KiB TSO frame 33, eight of them in flight.
+ * A frame that finds no run waits as if the ring were full (-ENOSPC: a
+ * completion frees chunks); an empty pool always takes the largest frame. */
+#define BOUNCE_CHUNK 2048u
+#define BOUNCE_CHUNKS_MAX 256u
+#define BOUNCE_FRAME_CHUNKS ((VNET_FRAME_MAX + BOUNCE_CHUNK - 1) / BOUNCE_CHUNK)
+_Static_assert(BOUNCE_CHUNKS_MAX % 64 == 0 && BOUNCE_FRAME_CHUNKS <= BOUNCE_CHUNKS_MAX, "bounce bitmap");
+
 struct txslot {
 	u8 *hdr;	/* VIRTIO_NET_HDR_LEN bytes in vn->hdrs */
 	void *token;
 	struct txslot *next_free;
+	u16 bfirst, bn;	/* bounce chunks this frame holds */
 };
 
 struct vnet {
@@ -90,8 +116,11 @@ struct vnet {
 	u16 buf_pages;
 	struct txslot *slots, *free_tx;
 	u32 nslots;
-	u8 *hdrs;			/* the slots' headers, hdr_pages pages */
-	u32 hdr_pages;
+	u8 *hdrs;			/* the slots' headers, hdr_pages pages, then the bounce pool */
+	u32 hdr_pages, dma_pages;	/* dma_pages: the whole DMA-only run */
+	u8 *bounce;			/* NULL: not confined, zero-copy */
+	u32 bounce_chunks, bounce_next;
+	u64 bounce_used[BOUNCE_CHUNKS_MAX / 64];
 	bool tx_pending_kick;
 	bool attached;
 	bool rx_csum_whole;		/* vnet_set_rx_csum_whole */
@@ -112,7 +141,9 @@ struct vnet {
 	u64 ctrl_deadline;
 	struct timer ctrl_timer;
 	/* What the device writes for cmd_dev (ack, then result), on a
-	 * DMA-only page of its own, copied into cmd_dev once answered. */
+	 * DMA-only page of its own, copied into cmd_dev once answered; the
+	 * page after it holds what the device reads (the command's header
+	 * and data, copied from cmd_dev): struct vnet is never mapped. */
 	u8 *ctrl_in;
 };
 
@@ -230,6 +261,7 @@ static void vnet_ctrl_pump(struct vnet *vn)
 	struct virtq_sg out[3], in[2];
 	struct vnet_ctrl_cmd *c = &vn->cmd_dev;
 	unsigned no, ni;
+	u8 *ob;
 	int err;
 
 	for (;;) {
@@ -243,12 +275,15 @@ static void vnet_ctrl_pump(struct vnet *vn)
 		*c = vn->ctrl_q[0];
 		memmove(&vn->ctrl_q[0], &vn->ctrl_q[1], --vn->ctrl_n * sizeof(vn->ctrl_q[0]));
 		no = ni = 0;
-		out[no++] = (struct virtq_sg){ c->hdr, 2 };
+		ob = vn->ctrl_in + PAGE_SIZE;
+		memcpy(ob, c->hdr, 2);
+		memcpy(ob + 2, c->data, c->data_len);
+		out[no++] = (struct virtq_sg){ ob, 2 };
 		if (c->data_split && c->data_split < c->data_len) {
-			out[no++] = (struct virtq_sg){ c->data, c->data_split };
-			out[no++] = (struct virtq_sg){ c->data + c->data_split, c->data_len - c->data_split };
+			out[no++] = (struct virtq_sg){ ob + 2, c->data_split };
+			out[no++] = (struct virtq_sg){ ob + 2 + c->data_split, c->data_len - c->data_split };
 		} else if (c->data_len) {
-			out[no++] = (struct virtq_sg){ c->data, c->data_len };
+			out[no++] = (struct virtq_sg){ ob + 2, c->data_len };
 		}
 		vn->ctrl_in[0] = c->ack;
 		memset(vn->ctrl_in + 1, 0, sizeof(c->result));
@@ -503,6 +538,7 @@ static unsigned vnet_rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 }
 
 static unsigned vnet_tx_reclaim(struct vnet *vn);
+static void vnet_bounce_put(struct vnet *vn, struct txslot *s);
 
 /* Re-enables the receive interrupt as the coalescing policy says, after a
  * poll that found the queue empty (coalesce.h, driver contract). */
@@ -653,6 +689,7 @@ static unsigned vnet_tx_reclaim(struct vnet *vn)
 		void *token = s->token;
 
 		s->token = NULL;
+		vnet_bounce_put(vn, s);
 		s->next_free = vn->free_tx;
 		vn->free_tx = s;
 		n++;
@@ -732,6 +769,89 @@ __attribute__((noinline)) static void vnet_recheck_soon(struct vnet *vn)
 		timer_start(&vn->recheck, time_ns() + RECHECK_NS);
 }
 
+/* A free run of n chunks, next-fit from where the last one ended (frames
+ * complete about in order, so the pool is used as a ring); -1: none. */
+static int vnet_bounce_get(struct vnet *vn, u32 n)
+{
+	u32 tries, start = vn->bounce_next, run = 0, i;
+
+	for (tries = 0; tries < vn->bounce_chunks + n; tries++) {
+		i = (start + tries) % vn->bounce_chunks;
+		if (i == 0)
+			run = 0;	/* a run never wraps */
+		if (vn->bounce_used[i / 64] >> (i % 64) & 1) {
+			run = 0;
+			continue;
+		}
+		if (++run == n) {
+			u32 first = i + 1 - n, k;
+
+			for (k = first; k <= i; k++)
+				vn->bounce_used[k / 64] |= 1ull << (k % 64);
+			vn->bounce_next = (i + 1) % vn->bounce_chunks;
+			return (int)first;
+		}
+	}
+	return -1;
+}
+
+static void vnet_bounce_put(struct vnet *vn, struct txslot *s)
+{
+	for (u32 k = s->bfirst; k < (u32)s->bfirst + s->bn; k++)
+		vn->bounce_used[k / 64] &= ~(1ull << (k % 64));
+	s->bn = 0;
+}
+
+/* Copies every segment of sg a confined device may not read in place into
+ * a bounce run (see BOUNCE_CHUNK), building out[1..]: consecutive bounced
+ * segments become one element. Returns the element count, or -ENOSPC (no
+ * run free now). Zero-copy without a pool, or when nothing needs a copy. */
+static int vnet_tx_bounce(struct vnet *vn, struct txslot *s, const struct virtq_sg *sg, unsigned n,
+			  struct virtq_sg *out)
+{
+	u32 need = 0, off = 0;
+	unsigned i, m = 0;
+	bool prev = false;
+	int first;
+	u8 *dst;
+
+	s->bn = 0;
+	if (vn->bounce)
+		for (i = 0; i < n; i++)
+			if (!mm_in_rodata(sg[i].addr, sg[i].len))
+				need += sg[i].len;
+	if (!need) {
+		for (i = 0; i < n; i++)
+			out[i] = sg[i];
+		return (int)n;
+	}
+	if (need > vn->bounce_chunks * BOUNCE_CHUNK)
+		return -EINVAL;	/* longer than any frame: never fits */
+	first = vnet_bounce_get(vn, (need + BOUNCE_CHUNK - 1) / BOUNCE_CHUNK);
+	if (first < 0)
+		return -ENOSPC;
+	s->bfirst = (u16)first;
+	s->bn = (u16)((need + BOUNCE_CHUNK - 1) / BOUNCE_CHUNK);
+	dst = vn->bounce + (size_t)first * BOUNCE_CHUNK;
+	for (i = 0; i < n; i++) {
+		if (mm_in_rodata(sg[i].addr, sg[i].len)) {
+			out[m++] = sg[i];
+			prev = false;
+			continue;
+		}
+		memcpy(dst + off, sg[i].addr, sg[i].len);
+		if (prev)
+			out[m - 1].len += sg[i].len;
+		else
+			out[m++] = (struct virtq_sg){ dst + off, sg[i].len };
+		off += sg[i].len;
+		prev = true;
+	}
+	vn->st[1].bounced++;
+	vn->st[1].bounce_bytes += need;
+	return (int)m;
+}
+
 /* Kicks once per loop pass however many frames were queued in it. */
 static void vnet_tx_kick(void *arg)
 {
@@ -776,11 +896,17 @@ int vnet_tx(struct vnet *vn, const struct virtq_sg *sg, unsigned n, unsigned fla
 						 virtio_has(vn->vd, VIRTIO_NET_F_HOST_TSO6)) < 0))
 		return -EINVAL;
 	out[0] = (struct virtq_sg){ s->hdr, vn->rxcfg.hdr_len };
-	for (i = 0; i < n; i++) {
-		out[i + 1] = sg[i];
+	for (i = 0; i < n; i++)
 		bytes += sg[i].len;
-	}
-	err = virtq_add(&vn->tx->vq, out, n + 1, NULL, 0, s);
+	/* After the checksum was filled in: the copy carries it. */
+	err = vnet_tx_bounce(vn, s, sg, n, out + 1);
+	if (err == -ENOSPC)
+		vn->st[1].bounce_full++;
+	if (err < 0)
+		return err;
+	err = virtq_add(&vn->tx->vq, out, (unsigned)err + 1, NULL, 0, s);
+	if (err < 0)
+		vnet_bounce_put(vn, s);
 	if (err == -ENOSPC) {
 		vn->st[1].no_room++;
 		return -ENOSPC;
@@ -1040,7 +1166,7 @@ static struct vnet *vnet_for(struct virtio_dev *d)
 	if (vnets[slot]) {
 		/* The control queue's reply bytes, for the struct's life
 		 * (vnet_destroy; kept for good if the device died). */
-		vnets[slot]->ctrl_in = dma_pages_alloc(1);
+		vnets[slot]->ctrl_in = dma_pages_alloc(2);
 		if (!vnets[slot]->ctrl_in) {
 			kfree(vnets[slot]);
 			vnets[slot] = NULL;
@@ -1072,9 +1198,9 @@ static void vnet_forget(struct vnet *vn)
 __cold static void vnet_destroy(struct vnet *vn, bool dead)
 {
 	if (dead)
-		virtio_keep_forever(vn->ctrl_in, 1);
+		virtio_keep_forever(vn->ctrl_in, 2);
 	else
-		dma_pages_free(vn->ctrl_in, 1);
+		dma_pages_free(vn->ctrl_in, 2);
 	kfree(vn);
 }
 
@@ -1188,11 +1314,17 @@ __cold static int vnet_net_probe(struct virtio_dev *d)
 	vn->nslots = vn->tx->num;
 	vn->slots = kzalloc(vn->nslots * sizeof(*vn->slots));
 	vn->hdr_pages = ALIGN_UP(vn->nslots * TXHDR_STRIDE, (u32)PAGE_SIZE) / PAGE_SIZE;
-	vn->hdrs = page_alloc(vn->hdr_pages);
+	/* The bounce pool only when an IOMMU confines the device (above). */
+	vn->bounce_chunks = d->dma ? MAX(MIN(vn->nslots, BOUNCE_CHUNKS_MAX), BOUNCE_FRAME_CHUNKS) : 0;
+	vn->dma_pages = vn->hdr_pages + ALIGN_UP(vn->bounce_chunks * BOUNCE_CHUNK, (u32)PAGE_SIZE) / PAGE_SIZE;
+	vn->hdrs = dma_pages_alloc(vn->dma_pages);
 	if (!vn->slots || !vn->hdrs) {
 		err = -ENOMEM;
 		goto fail;
 	}
+	vn->bounce = vn->bounce_chunks ? vn->hdrs + (size_t)vn->hdr_pages * PAGE_SIZE : NULL;
+	vn->bounce_next = 0;
+	memset(vn->bounce_used, 0, sizeof(vn->bounce_used));
 	vn->free_tx = NULL;
 	for (i = 0; i < vn->nslots; i++) {
 		vn->slots[i].hdr = vn->hdrs + (size_t)i * TXHDR_STRIDE;
@@ -1201,7 +1333,7 @@ __cold static int vnet_net_probe(struct virtio_dev *d)
 	}
 	/* Freed only after the core cleared the device's domain (remove), or
 	 * kept for good with a dead device: nothing stays mapped once freed. */
-	virtq_keep_mapped(&vn->tx->vq, vn->hdrs, (size_t)vn->hdr_pages * PAGE_SIZE);
+	virtq_keep_mapped(&vn->tx->vq, vn->hdrs, (size_t)vn->dma_pages * PAGE_SIZE);
 	vn->nposted = 0;
 	vn->rx_skip = 0;
 	vn->tx_pending_kick = false;
@@ -1237,8 +1369,8 @@ fail:
 	kfree(vn->slots);
 	vn->slots = NULL;
 	if (vn->hdrs)	/* nothing was sent: never mapped */
-		page_free(vn->hdrs, vn->hdr_pages);
-	vn->hdrs = NULL;
+		dma_pages_free(vn->hdrs, vn->dma_pages);
+	vn->hdrs = vn->bounce = NULL;
 	vn->rx = vn->tx = vn->ctrl = NULL;	/* the core frees the queues */
 	vn->vd = NULL;
 	d->priv = NULL;
@@ -1289,13 +1421,13 @@ __cold static void vnet_net_remove(struct virtio_dev *d)
 	}
 	if (d->dead) {
 		virtio_keep_forever(vn->slots, 0);
-		virtio_keep_forever(vn->hdrs, vn->hdr_pages);
+		virtio_keep_forever(vn->hdrs, vn->dma_pages);
 	} else {
 		kfree(vn->slots);
-		page_free(vn->hdrs, vn->hdr_pages);	/* the core cleared the domain first */
+		dma_pages_free(vn->hdrs, vn->dma_pages);	/* the core cleared the domain first */
 	}
 	vn->slots = NULL;
-	vn->hdrs = NULL;
+	vn->hdrs = vn->bounce = NULL;
 	vn->free_tx = NULL;
 	vn->rx = vn->tx = vn->ctrl = NULL;
 	d->priv = NULL;

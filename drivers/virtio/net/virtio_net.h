@@ -97,6 +97,9 @@ struct vnet_qstats {
 				 * RX: GSO frames received (GUEST_TSO) */
 	u64 gso_segments;	/* TX: the wire segments those frames become; RX: the
 				 * wire segments the received ones were coalesced from */
+	u64 bounced;		/* TX: frames copied (partly) into bounce pages (confined) */
+	u64 bounce_bytes;	/* TX: bytes those copies took */
+	u64 bounce_full;	/* TX: sends refused for want of bounce space (-ENOSPC) */
 };
 
 struct vnet_stats {

@@ -29,7 +29,7 @@ HOST_TESTS += test_virtio_net test_virtio_rng test_virtio_console
 FUZZERS += fuzz_virtio_net
 VNET_HOST_USES := $(SIMDEV_USES) vnet_hdr vnet_ctrl vnet_gso vnet_features coalesce vnet_echo virtio_selftest virtq_fault fmt
 VNET_HOST_SRCS := $(call host_wrap,virtio_net) $(SIMDEV_SRCS) $(VNETDEV) tests/host/drivers/virtio/net/upper.c
-test_virtio_net_USES := $(VNET_HOST_USES)
+test_virtio_net_USES := $(VNET_HOST_USES) rxmem
 # lwIP for real pbufs on the receive buffers (the attacking device's test)
 test_virtio_net_SRCS := $(VNET_HOST_SRCS) $(LWIP_HOST_LIB)
 LWIP_HOST_TESTS += test_virtio_net

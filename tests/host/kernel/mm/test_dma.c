@@ -233,6 +233,30 @@ static void test_verdict_table(void **state)
 	assert_int_equal(dma_verdict(true, true, true, false), DMA_REFUSE_NO_DOMAIN);	/* domains ran out */
 }
 
+/* The readable half of the audit: a translated device given read access
+ * to a page that is neither DMA-only nor image read-only data is counted
+ * per page, at map time; writable maps are the table walk's, identity
+ * devices nobody's (they reach all of memory anyway). */
+static void test_readable_non_dma_counted(void **state)
+{
+	static char heap[3 * 4096] __attribute__((aligned(4096)));
+	struct dma_domain *d = dma_attach(dev_a, on_fault, NULL);
+	u8 *dp = dma_pages_alloc(2);
+	u64 before = dma_ro_exposed();
+
+	assert_non_null(dp);
+	dma_map(d, dp + 100, 5000, DMA_TRANSIENT);	/* DMA-only: both pages */
+	dma_map(d, rodata, 16, DMA_TRANSIENT);		/* the image's read-only data */
+	dma_map(d, heap, 64, DMA_WRITE | DMA_TRANSIENT);
+	dma_map(NULL, heap, 64, 0);
+	assert_true(dma_ro_exposed() == before);
+	dma_map(d, heap + 4000, 200, DMA_TRANSIENT);	/* straddles two heap pages */
+	assert_true(dma_ro_exposed() == before + 2);
+	dma_map(d, dp + 4000, 200, 0);			/* DMA-only run, across its pages */
+	assert_true(dma_ro_exposed() == before + 2);
+	dma_pages_free(dp, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -242,6 +266,7 @@ int main(void)
 		cmocka_unit_test_setup(test_rodata_stays_mapped, reset),
 		cmocka_unit_test_setup(test_confined_asks_each_driver, reset),
 		cmocka_unit_test_setup(test_verdict_table, reset),
+		cmocka_unit_test_setup(test_readable_non_dma_counted, reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

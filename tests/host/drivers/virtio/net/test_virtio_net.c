@@ -30,6 +30,7 @@
 #include <arch.h>
 #include "tests/host/drivers/virtio/net/vnet_host.h"
 #include "tests/host/simdev/vnetdev.h"
+#include "net/tcp/rxmem.h"
 
 #define F(b)		VIRTIO_BIT(b)
 #define MODERN		(F(VIRTIO_F_VERSION_1) | F(VIRTIO_NET_F_MAC) | F(VIRTIO_NET_F_STATUS))
@@ -595,11 +596,11 @@ static void test_rx_device_rewrites_held_pages(void **state)
 
 /* The control queue's reply bytes (ack, result) are on a DMA-only page,
  * not inside struct vnet next to its timers and callbacks; so are the
- * rings (issue 30). */
+ * command bytes the device reads, and the rings (issue 30). */
 static void test_ctrl_reply_on_dma_page(void **state)
 {
 	struct fake_dev *q = &dev.q[VD_CTRL];
-	unsigned i, k, writable = 0;
+	unsigned i, k, writable = 0, readable = 0;
 
 	(void)state;
 	vd_init(&dev, MODERN | EVIDX | CTRL, 64);
@@ -611,18 +612,350 @@ static void test_ctrl_reply_on_dma_page(void **state)
 	run();
 	assert_true(sd_posted(&dev.sd, VD_CTRL) >= 1);
 	for (i = 0; i < q->npending; i++)
-		for (k = 0; k < q->pending[i].nseg; k++)
-			if (q->pending[i].seg[k].write) {
-				writable++;
-				assert_true(dma_page_only((u64)(uintptr_t)q->pending[i].seg[k].va));
-			}
-	assert_true(writable >= 1);
+		for (k = 0; k < q->pending[i].nseg; k++) {
+			/* What it reads too: the command's bytes are copied
+			 * out of struct vnet (its timers and callbacks). */
+			readable += !q->pending[i].seg[k].write;
+			writable += q->pending[i].seg[k].write;
+			assert_true(dma_page_only((u64)(uintptr_t)q->pending[i].seg[k].va));
+		}
+	assert_true(writable >= 1 && readable >= 2);
 	for (i = VD_RX; i <= VD_CTRL; i++)
 		assert_true(dma_page_only((u64)(uintptr_t)dev.q[i].used));
 	dev.ctrl_mode = VD_CTRL_OK;
 	vd_ctrl_serve(&dev);
 	run();
 	check_all();
+}
+
+/* ---- what a confined device can read (issue 30) ---- */
+
+/* A page of "kernel" data with a frame in its middle: the secret around it
+ * is what a zero-copy transmit shows a device that maps whole pages. */
+struct tx_page {
+	u8 secret[1024];
+	u8 frame[2048];
+	u8 secret2[1024];
+} __attribute__((aligned(4096)));
+static struct tx_page txpg;
+#define SECRET 0x5e
+
+/* Brings the device up under a domain of its own (the confining case:
+ * virtio_core attaches one with ACCESS_PLATFORM). */
+static void bring_up_confined(u64 features, u16 qsize)
+{
+	vd_init(&dev, features, qsize);
+	dev.vd.dma = fake_dev_domain(&dev.q[VD_TX]);
+	up_init(&up);
+	assert_int_equal(hk_probe(&dev.vd), 0);
+	vn = vnet_host_for(&dev.vd);
+	assert_non_null(vn);
+	assert_int_equal(up_attach(&up, vn), 0);
+	run();
+	check_all();
+}
+
+/* Every page the transmit device may read for its pending frames: whole
+ * pages, as an IOMMU maps them. Returns how many bytes equal SECRET in
+ * runs of 16 or more (the secret's pattern), and checks the pages are
+ * DMA-only when confined. */
+static unsigned tx_pages_scan(bool confined)
+{
+	struct fake_dev *q = &dev.q[VD_TX];
+	unsigned hits = 0;
+
+	sd_posted(&dev.sd, VD_TX);
+	assert_true(q->npending >= 1);
+	for (unsigned i = 0; i < q->npending; i++)
+		for (unsigned k = 0; k < q->pending[i].nseg; k++) {
+			const u8 *pg = (const u8 *)((uintptr_t)q->pending[i].seg[k].va & ~(uintptr_t)4095);
+			unsigned run = 0;
+
+			if (confined)
+				assert_true(dma_page_only((u64)(uintptr_t)pg));
+			for (unsigned b = 0; b < 4096; b++) {
+				run = pg[b] == SECRET ? run + 1 : 0;
+				hits += run == 16;
+			}
+		}
+	return hits;
+}
+
+/* Under a confining domain every transmit segment outside the image's
+ * read-only data is bounced: the device's pages are DMA-only and hold no
+ * byte of what shared the frame's page; the frame arrives byte-exact,
+ * with the checksum the driver filled in (the copy is made after it).
+ * Without a domain the same send is zero-copy (the device reads the
+ * frame's own page: the secret shows). Fails with the bounce disabled. */
+static void test_tx_confined_bounces(void **state)
+{
+	struct vnet_stats st;
+	const struct vd_txframe *f;
+
+	(void)state;
+	for (int confined = 0; confined < 2; confined++) {
+		memset(&txpg, SECRET, sizeof(txpg));
+		make_frame(txpg.frame, 1514, 7);
+		if (confined)
+			bring_up_confined(MODERN | EVIDX | CSUMS, 64);
+		else
+			bring_up(MODERN | EVIDX | CSUMS, 64);
+		assert_int_equal(up_send(&up, 0, txpg.frame, 1514, 3, 0), 0);
+		run();
+		if (confined)
+			assert_int_equal(tx_pages_scan(true), 0);
+		else
+			assert_true(tx_pages_scan(false) > 0);
+		assert_int_equal(vd_tx_complete(&dev, ~0u, false), 1);
+		vd_irq(&dev, VD_TX, true);
+		run();
+		assert_int_equal(up.tx_done, 1);
+		f = vd_tx_last(&dev);
+		assert_non_null(f);
+		assert_int_equal(f->len, 1514);
+		assert_memory_equal(f->data, txpg.frame, 1514);
+		stats(&st);
+		assert_int_equal(st.q[1].bounced, confined ? 1 : 0);
+		assert_int_equal(st.q[1].bounce_bytes, confined ? 1514 : 0);
+		check_all();
+		teardown(NULL);
+	}
+	bring_up_confined(MODERN | EVIDX | CSUMS, 64);
+}
+
+/* The bounce pool's bound: 64 slots give max(64, 32) chunks of 2 KiB; a
+ * 3000-byte frame takes two, so the 33rd waits (-ENOSPC, counted) though
+ * the ring has room, and goes once a completion frees its chunks. A frame
+ * longer than the pool is refused outright (-EINVAL), never parked. */
+static void test_tx_bounce_pool_bound(void **state)
+{
+	static u8 big[3000], huge[64 * 2048 + 1];
+	struct vnet_stats st;
+	unsigned i;
+
+	(void)state;
+	bring_up_confined(MODERN | EVIDX, 64);
+	make_frame(big, sizeof(big), 3);
+	for (i = 0; i < 32; i++)
+		assert_int_equal(up_send(&up, i, big, sizeof(big), 2, 0), 0);
+	assert_int_equal(up_send(&up, 32, big, sizeof(big), 2, 0), -ENOSPC);
+	stats(&st);
+	assert_int_equal(st.q[1].bounce_full, 1);
+	assert_true(vnet_host_tx_free(vn) > 0);
+	run();
+	assert_int_equal(vd_tx_complete(&dev, 1, false), 1);
+	vd_irq(&dev, VD_TX, true);
+	run();
+	assert_int_equal(up_send(&up, 32, big, sizeof(big), 2, 0), 0);
+	assert_int_equal(up_send(&up, 33, huge, sizeof(huge), 1, 0), -EINVAL);
+	run();
+	assert_int_equal(vd_tx_complete(&dev, ~0u, false), 32);
+	vd_irq(&dev, VD_TX, true);
+	run();
+	for (i = 0; i < VD_TX_LOG && i < dev.ntx; i++)
+		assert_memory_equal(dev.tx[i].data, big, sizeof(big));
+	check_all();
+}
+
+/* ---- the attacking device, continued (issue 30) ---- */
+
+/* Every other byte of every page in atk_page[]. */
+static void atk_every_other(u8 val)
+{
+	for (unsigned i = 0; i < natk; i++)
+		for (unsigned b = 0; b < PAGE_SIZE; b += 2)
+			atk_page[i][b] = val;
+}
+
+static bool atk_reaches(const void *p, size_t len)
+{
+	for (unsigned i = 0; i < natk; i++)
+		if ((const u8 *)p < atk_page[i] + PAGE_SIZE && (const u8 *)p + len > atk_page[i])
+			return true;
+	return false;
+}
+
+/* The pbuf chain net/netif/netif_vnet.c builds over a frame's segments. */
+static struct pbuf *atk_chain(struct vnet_rxbuf **segs, unsigned n)
+{
+	struct pbuf *head = NULL;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct pbuf_custom *pc = (struct pbuf_custom *)(void *)segs[i]->upper;
+		struct pbuf *p;
+
+		pc->custom_free_function = atk_pbuf_free;
+		p = pbuf_alloced_custom(PBUF_RAW, (u16)segs[i]->len, PBUF_REF, pc, segs[i]->data, (u16)segs[i]->len);
+		assert_non_null(p);
+		if (!head)
+			head = p;
+		else
+			pbuf_cat(head, p);
+	}
+	return head;
+}
+
+/* The strict receive path (dma.rx=auto under a domain) against a device
+ * that races it: it rewrites every other byte of the frame's pages after
+ * completing it, before the stack's input (race A), and every byte of
+ * every page it holds, twice, after the copy-out and before the copy is
+ * freed (race B). The copy is the real one (net/tcp/rxmem.c rxmem_copy,
+ * as netif_vnet_rx calls it): it must live off the device's pages, keep
+ * its bytes and lengths through race B, and the buffers' control data
+ * must not change through either. Fails with rxmem_copy turned into a
+ * pass-through (zero-copy): the held bytes change under race B. */
+static void test_rx_device_races_the_copy(void **state)
+{
+	struct vnet_rxbuf *segs[8], snap[8];
+	u8 canary[VNET_HOST_CANARY], canary2[VNET_HOST_CANARY];
+	static u8 seen[9018], again[9018];
+	struct pbuf *head, *copy, *q;
+	unsigned n, i;
+
+	(void)state;
+	vd_init(&dev, MODERN | EVIDX | MRG | F(VIRTIO_NET_F_MTU), 64);
+	vd_cfg_write16(&dev, offsetof(struct virtio_net_config, mtu), 9000);
+	dev.vd.dma = fake_dev_domain(&dev.q[VD_TX]);
+	up_init(&up);
+	assert_int_equal(hk_probe(&dev.vd), 0);
+	vn = vnet_host_for(&dev.vd);
+	assert_int_equal(up_attach(&up, vn), 0);
+	run();
+	vnet_host_canary(vn, canary, sizeof canary);
+	natk = 0;
+	atk_collect();
+	rx_good(NULL, 9018, 5);
+	expect_last(9018, 5);
+	assert_true(up.last_flags & VNET_RX_CONFINED);
+	n = up.nheld;
+	assert_true(n >= 3 && n <= 8);
+	memcpy(segs, up.held, n * sizeof(segs[0]));
+	head = atk_chain(segs, n);
+	for (i = 0; i < n; i++)
+		snap[i] = *segs[i];
+	atk_every_other(0xa5);		/* race A */
+	for (i = 0; i < n; i++)
+		assert_memory_equal(&snap[i], segs[i], sizeof(snap[i]));
+	assert_int_equal(head->tot_len, 9018);
+	up.nheld = 0;			/* the pbufs hold them now */
+	pbufs_freed = 0;
+	copy = rxmem_copy(head);	/* frees the chain: the buffers go back */
+	assert_non_null(copy);
+	assert_int_equal(copy->tot_len, 9018);
+	assert_int_equal(pbuf_copy_partial(copy, seen, sizeof seen, 0), sizeof seen);
+	run();				/* reposted */
+	atk_collect();
+	atk_rewrite(0x41);		/* race B */
+	atk_rewrite(0xff);
+	assert_int_equal(copy->tot_len, 9018);
+	assert_int_equal(pbuf_copy_partial(copy, again, sizeof again, 0), sizeof again);
+	assert_memory_equal(seen, again, sizeof seen);
+	for (q = copy; q; q = q->next)
+		assert_false(atk_reaches(q, sizeof(*q)) || atk_reaches(q->payload, q->len));
+	assert_int_equal(pbufs_freed, n);
+	assert_int_equal(pbuf_free(copy), 1);
+	vnet_host_canary(vn, canary2, sizeof canary2);
+	assert_memory_equal(canary, canary2, sizeof canary);
+	for (i = 0; i < natk; i++)
+		assert_true(dma_page_only((u64)(uintptr_t)atk_page[i]));
+	check_all();
+}
+
+/* A device that writes every other byte of every page it was handed:
+ * the posted receive buffers, every queue's ring block (mapped whole) and
+ * the control reply page, with a frame held above. The kernel's data stays
+ * intact (the held buffer's control struct, the driver's queue pointers
+ * and the upper layer's callbacks), the rings' garbage breaks the device
+ * (link down, logged) instead of being followed, and everything comes back
+ * at remove with the pool's control data as it was (ASan/UBSan: no stray
+ * access on the way). */
+static void test_rx_device_writes_every_page(void **state)
+{
+	u8 canary[VNET_HOST_CANARY], canary2[VNET_HOST_CANARY];
+	struct vnet_rxbuf *held, snap;
+	const char *why;
+	unsigned i;
+
+	(void)state;
+	bring_up_confined(MODERN | EVIDX | MRG | CTRL, 64);
+	vnet_host_canary(vn, canary, sizeof canary);
+	rx_good(NULL, 1514, 9);
+	expect_last(1514, 9);
+	assert_int_equal(up.nheld, 1);
+	held = up.held[0];
+	snap = *held;
+	natk = 0;
+	atk_collect();
+	vnet_host_dev_pages(vn, atk_note);
+	assert_true(natk >= 64 / 1 / 2);
+	for (i = 0; i < natk; i++)
+		assert_true(dma_page_only((u64)(uintptr_t)atk_page[i]));
+	atk_every_other(0x5a);
+	for (i = VD_RX; i <= VD_CTRL; i++)
+		vd_irq(&dev, i, true);
+	run();
+	assert_int_equal(up_send(&up, 0, frame, 60, 1, 0), dev.vd.broken ? -EIO : 0);
+	run();
+	assert_true(dev.vd.broken);
+	assert_true(hk_log_contains("broken"));
+	assert_false(up.link);
+	assert_memory_equal(&snap, held, sizeof(snap));
+	vnet_host_canary(vn, canary2, sizeof canary2);
+	assert_memory_equal(canary, canary2, sizeof canary);
+	up_release_all(&up);
+	run();
+	hk_remove(&dev.vd);
+	run();
+	why = vnet_host_pool_check(vn);
+	if (why)
+		fail_msg("receive pool after the attack: %s", why);
+}
+
+/* Writes past the length it was given. The driver posts whole pages (a
+ * frame without MRG_RXBUF needs about 1.5 KiB of its page, but the rest
+ * is posted too: an IOMMU would give the device the whole page anyway, so
+ * nothing else ever lives after a buffer). The device fills its pages with
+ * garbage; a frame written over it comes up exactly as long as the device
+ * said, none of the bytes beyond it taken. Then it claims one byte more
+ * than was posted: the ring breaks (virtq.c checks every used length
+ * against what was posted), the device goes down, nothing goes up, and
+ * the pool's control data is as it was. Fails with virtq.c's used-length
+ * check removed (the header check behind it only drops the frame). */
+static void test_rx_device_writes_past_its_length(void **state)
+{
+	u8 canary[VNET_HOST_CANARY], canary2[VNET_HOST_CANARY];
+	const char *why;
+	u32 cap;
+
+	(void)state;
+	bring_up_confined(MODERN | EVIDX, 64);
+	vnet_host_canary(vn, canary, sizeof canary);
+	natk = 0;
+	atk_collect();
+	cap = vd_rx_buflen(&dev, 0);
+	assert_int_equal(cap, PAGE_SIZE);
+	atk_rewrite(0xa5);
+	rx_good(NULL, 100, 2);
+	expect_last(100, 2);
+	assert_int_equal(up.last_len, 100);
+	up_release_all(&up);
+	run();
+	make_frame(frame, 1000, 1);
+	memset(frame, 0, 12);		/* a zero header */
+	assert_true(vd_rx_raw(&dev, 0, frame, cap, 0, FAKE_LIE_LEN) >= 0);
+	vd_irq(&dev, VD_RX, true);
+	run();
+	assert_true(dev.vd.broken);
+	assert_non_null(strstr(shim_klog_last(), "used len exceeds"));
+	assert_true(hk_log_contains("receive queue broken"));
+	assert_int_equal(up.frames, 1);
+	vnet_host_canary(vn, canary2, sizeof canary2);
+	assert_memory_equal(canary, canary2, sizeof canary);
+	hk_remove(&dev.vd);
+	run();
+	why = vnet_host_pool_check(vn);
+	if (why)
+		fail_msg("receive pool after the attack: %s", why);
 }
 
 /* ---- receive segmentation offload (GUEST_TSO4/6) ---- */
@@ -2504,6 +2837,11 @@ int main(void)
 		cmocka_unit_test_teardown(test_tx_wakeup_overload_lost_interrupts, echo_teardown),
 		cmocka_unit_test_teardown(test_rx_device_rewrites_held_pages, teardown),
 		cmocka_unit_test_teardown(test_ctrl_reply_on_dma_page, teardown),
+		cmocka_unit_test_teardown(test_tx_confined_bounces, teardown),
+		cmocka_unit_test_teardown(test_tx_bounce_pool_bound, teardown),
+		cmocka_unit_test_teardown(test_rx_device_races_the_copy, teardown),
+		cmocka_unit_test_teardown(test_rx_device_writes_every_page, teardown),
+		cmocka_unit_test_teardown(test_rx_device_writes_past_its_length, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
