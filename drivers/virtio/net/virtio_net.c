@@ -70,7 +70,8 @@ _Static_assert(2 + VNET_CTRL_DATA_MAX <= PAGE_SIZE, "a command's bytes fit their
  * PCBs, pbuf structs (pointers), TCP queues and the TLS records next to
  * the payload, the kernel heap holds the merged-TSO record's free function,
  * app bodies sit among app data. So under a confining IOMMU (the device
- * has a domain: the condition of VNET_RX_CONFINED) every segment that is
+ * has a domain and iommu=strict: vn->confined, the condition of
+ * VNET_RX_CONFINED too) every segment that is
  * not in the image's read-only data (the baked site: public bytes, mapped
  * once, kernel/mm/dma.c) is copied here first, into DMA-only pages that
  * follow the header pages in one run, mapped once for the queue's life.
@@ -123,6 +124,7 @@ struct vnet {
 	u64 bounce_used[BOUNCE_CHUNKS_MAX / 64];
 	bool tx_pending_kick;
 	bool attached;
+	bool confined;			/* an IOMMU confines the device (vnet_confined) */
 	bool rx_csum_whole;		/* vnet_set_rx_csum_whole */
 	struct vnet_upper up;
 	u8 mac[6];
@@ -522,7 +524,7 @@ static unsigned vnet_rx_frame(struct vnet *vn, struct vnet_rxbuf *b, u32 used)
 		st->gso_frames++;
 		st->gso_segments += vnet_hdr_rx_gso_segments(&info);
 	}
-	if (vn->vd->dma)
+	if (vn->confined)
 		flags |= VNET_RX_CONFINED;
 	if (info.needs_csum && segs == 1 && vn->rx_csum_whole)
 		vnet_hdr_csum_complete(b->data, b->len, info.csum_start, info.csum_offset);
@@ -1314,8 +1316,11 @@ __cold static int vnet_net_probe(struct virtio_dev *d)
 	vn->nslots = vn->tx->num;
 	vn->slots = kzalloc(vn->nslots * sizeof(*vn->slots));
 	vn->hdr_pages = ALIGN_UP(vn->nslots * TXHDR_STRIDE, (u32)PAGE_SIZE) / PAGE_SIZE;
-	/* The bounce pool only when an IOMMU confines the device (above). */
-	vn->bounce_chunks = d->dma ? MAX(MIN(vn->nslots, BOUNCE_CHUNKS_MAX), BOUNCE_FRAME_CHUNKS) : 0;
+	/* The bounce pool only when an IOMMU confines the device (above):
+	 * translated and, on PCI, the IOMMU's policy says so (iommu=strict;
+	 * permissive translates but keeps the zero-copy paths). */
+	vn->confined = d->dma && (!d->pci || dma_confined(d->pci));
+	vn->bounce_chunks = vn->confined ? MAX(MIN(vn->nslots, BOUNCE_CHUNKS_MAX), BOUNCE_FRAME_CHUNKS) : 0;
 	vn->dma_pages = vn->hdr_pages + ALIGN_UP(vn->bounce_chunks * BOUNCE_CHUNK, (u32)PAGE_SIZE) / PAGE_SIZE;
 	vn->hdrs = dma_pages_alloc(vn->dma_pages);
 	if (!vn->slots || !vn->hdrs) {
