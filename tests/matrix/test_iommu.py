@@ -20,7 +20,7 @@ are blocked (GCMD.CFI clear). The NIC's MSI-X messages are then remappable
 through the entries. QEMU 7.2 itself still delivers compatibility-format
 messages whatever CFI says, and records no interrupt-remapping fault (it
 drops the message and prints on its own stderr), so the blocking and the
-fault log cannot be shown here (docs/iommu.md, "Interrupt remapping")."""
+fault log cannot be shown here (docs/architecture.md, VT-d, "Interrupt remapping")."""
 import re
 import time
 
