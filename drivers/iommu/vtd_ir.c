@@ -274,6 +274,28 @@ __cold void vtd_ir_show(unsigned index)
 	kprintf("iommu: vtd%u interrupt remapping off\n", index);
 }
 
+unsigned vtd_ir_sid_swap(u16 sid, u16 other)
+{
+	unsigned i, k, n = 0;
+
+	for (i = 0; i < vtd_nirs; i++) {
+		struct vtd_ir *ir = &vtd_irs[i];
+		unsigned here = 0;
+
+		for (k = 0; ir->on && k < VTD_IRTE_ENTRIES; k++) {
+			if (!(ir->tab[k][0] & VTD_IRTE_P) || vtd_irte_sid(ir->tab[k]) != sid)
+				continue;
+			ir->tab[k][1] = (ir->tab[k][1] & ~0xffffull) | other;
+			ir_flush(ir->tab[k], 16);
+			here++;
+		}
+		if (here)
+			vtd_unit_qi(ir->unit, QI_IEC_GLOBAL, 0);
+		n += here;
+	}
+	return n;
+}
+
 static void vtd_ir_write_metrics(struct metrics_buf *b)
 {
 	u64 on = 0, used = 0;

@@ -23,4 +23,10 @@ void vtd_ir_unit_init(struct vtd_unit *u, unsigned index, u64 regs, u64 ecap);
 /* The `iommu` verb's line for unit index. */
 void vtd_ir_show(unsigned index);
 
+/* The test seam, for debug/ only (the shell's iommu-ir-sid): every entry
+ * naming requester sid names other instead (the entry cache invalidated),
+ * so the unit refuses sid's interrupts as coming from the wrong source;
+ * called the other way round it undoes that. Returns the entries changed. */
+unsigned vtd_ir_sid_swap(u16 sid, u16 other);
+
 #endif
