@@ -190,8 +190,8 @@ static int ir_ioapic(u32 idx, u32 pin, int vector, bool level, bool active_low, 
 	int slot;
 
 	if (!a || idx >= a->madt.ioapic_count || !(ir = ir_ioapic_unit(&a->dmar, a->madt.ioapics[idx].id, &sid))) {
-		kprintf("vtd: IOAPIC %u pin %u (vector %#x): no remapping unit's DMAR scope names this IOAPIC "
-			"(one-hop path); it stays in compatibility format\n", idx, pin, vector);
+		kprintf("vtd: IOAPIC %u pin %u (vector %#x): no one-hop DMAR scope of a remapping unit names "
+			"it; compatibility format (blocked unless CFI is set)\n", idx, pin, vector);
 		return -ENODEV;
 	}
 	slot = ir_place(ir, vector, level, sid);
@@ -208,13 +208,14 @@ void vtd_ir_unit_init(struct vtd_unit *u, unsigned index, u64 regs, u64 ecap)
 {
 	const struct acpi_info *a = acpi_get();
 	struct vtd_ir *ir;
+	const char *why;
 	unsigned left;
 
 	if (!(ecap & ECAP_IR))
 		return;
 	if (!a || !(a->dmar.flags & ACPI_DMAR_INTR_REMAP)) {
-		kprintf("vtd%u: the DMAR table does not declare interrupt remapping; it stays off\n", index);
-		return;
+		why = "the DMAR table does not declare it";
+		goto off;
 	}
 	if (vtd_nirs == ACPI_DMAR_MAX_UNITS)
 		return;
@@ -222,20 +223,19 @@ void vtd_ir_unit_init(struct vtd_unit *u, unsigned index, u64 regs, u64 ecap)
 	*ir = (struct vtd_ir){ .unit = u, .index = index, .regs = regs };
 	ir->tab = page_alloc(1);
 	if (!ir->tab) {
-		kprintf("vtd%u: no page for the interrupt remapping table; interrupt remapping stays off\n", index);
-		return;
+		why = "no page for its table";
+		goto off;
 	}
 	mmio_w64(regs + VTD_IRTA, vtd_irta((u64)ir->tab, VTD_IRTE_ENTRIES));
 	if (!ir_gcmd(ir, GS_IRTPS, true, VTD_IR_WAIT_NS) || !vtd_unit_qi(u, QI_IEC_GLOBAL, 0)) {
-		kprintf("vtd%u: the remapping table pointer or its cache invalidation did not complete; "
-			"interrupt remapping stays off\n", index);
+		why = "the table pointer or its invalidation did not complete";
 		goto free;
 	}
 	/* Compatibility format stays allowed until the pins routed so far
 	 * have moved to their entries: none is lost in between. */
 	ir->cfi = ir_gcmd(ir, GS_CFIS, true, VTD_IR_CFI_NS);
 	if (!ir_gcmd(ir, GS_IRES, true, VTD_IR_WAIT_NS)) {
-		kprintf("vtd%u: interrupt remapping did not turn on; it stays off\n", index);
+		why = "IRE did not turn on";
 		ir_gcmd(ir, GS_CFIS, false, VTD_IR_CFI_NS);
 		goto free;
 	}
@@ -254,6 +254,8 @@ void vtd_ir_unit_init(struct vtd_unit *u, unsigned index, u64 regs, u64 ecap)
 free:
 	page_free(ir->tab, 1);
 	ir->tab = NULL;
+off:
+	kprintf("vtd%u: interrupt remapping stays off: %s\n", index, why);
 }
 
 __cold void vtd_ir_show(unsigned index)
