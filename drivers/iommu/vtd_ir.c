@@ -248,8 +248,8 @@ void vtd_ir_unit_init(struct vtd_unit *u, unsigned index, u64 regs, u64 ecap)
 		"compatibility-format interrupts %s\n", index, VTD_IRTE_ENTRIES, ir->ioapic,
 		ir->cfi ? "still allowed" : "blocked");
 	if (left)
-		kprintf("vtd%u: %u routed IOAPIC pin(s) stay in compatibility format (above); CFI left set\n",
-			index, left);
+		kprintf("vtd%u: %u routed IOAPIC pin(s) stay in compatibility format (above); %s\n", index, left,
+			ir->cfi ? "CFI left set" : "the unit does not report CFI, so they may be blocked");
 	return;
 free:
 	page_free(ir->tab, 1);

@@ -241,8 +241,10 @@ unsigned irq_remap_install(const struct irq_remap *r)
 				left++;
 				continue;
 			}
-			/* masked while the halves disagree */
-			ioapic_write(io, IOAPIC_REDTBL(p), lo | (1u << 16));
+			/* Not masked (an edge while masked is lost): the high half
+			 * first, and the old low half with it is already the new
+			 * entry whenever the handle is below 32768 (its bit 15 is
+			 * the low half's bit 11); then the low half. */
 			ioapic_write(io, IOAPIC_REDTBL(p) + 1, (u32)(rte >> 32));
 			ioapic_write(io, IOAPIC_REDTBL(p), (u32)rte);
 		}
