@@ -9,7 +9,7 @@ HOT_SRCS += drivers/virtio/virtq.c drivers/virtio/virtio.c drivers/virtio/virtio
 	drivers/virtio/net/coalesce.c
 COLD_SRCS += drivers/acpi/acpi_tables.c drivers/acpi/aml_s5.c drivers/acpi/acpi.c \
 	drivers/pci/pci_parse.c drivers/pci/pci.c \
-	drivers/iommu/vtd_pt.c drivers/iommu/vtd_policy.c drivers/iommu/vtd.c \
+	drivers/iommu/vtd_pt.c drivers/iommu/vtd_policy.c drivers/iommu/vtd.c drivers/iommu/vtd_irte.c drivers/iommu/vtd_ir.c \
 	drivers/virtio/virtio_pci_caps.c \
 	drivers/virtio/virtio_mmio_parse.c drivers/virtio/virtio_mmio.c \
 	drivers/virtio/net/vnet_ctrl.c drivers/virtio/net/vnet_features.c drivers/virtio/console/virtio_console.c drivers/virtio/rng/virtio_rng.c \

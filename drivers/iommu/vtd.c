@@ -52,6 +52,7 @@
 #include "drivers/pci/pci.h"
 #include "drivers/iommu/vtd.h"
 #include "drivers/iommu/vtd_policy.h"
+#include "drivers/iommu/vtd_ir.h"
 #include "drivers/iommu/vtd_pt.h"
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
@@ -263,6 +264,11 @@ static bool vtd_qi_submit(struct vtd_unit *u, u64 lo, u64 hi)
 	return vtd_qi_submit_n(u, req, 1);
 }
 
+bool vtd_unit_qi(struct vtd_unit *u, u64 lo, u64 hi)
+{
+	return u->iq && vtd_qi_submit(u, lo, hi);
+}
+
 static bool vtd_reg_inval(struct vtd_unit *u, u32 off, u64 cmd, const char *what)
 {
 	u64 end = time_ns() + VTD_WAIT_NS;
@@ -436,10 +442,16 @@ static void vtd_fault_irq(void *arg)
 		} else if (u->other_faults++) {
 			continue;	/* pass-through or unknown requesters: the first one only */
 		}
-		klog("vtd%u: fault: %02x:%02x.%u %s at %#lx: %s (reason %#x)%s", u->index, f.source >> 8,
-		     (f.source >> 3) & 31, f.source & 7, f.read ? "read" : "write", f.addr,
-		     vtd_fault_reason(f.reason), f.reason, dom ? "; resetting the device" :
-		     vtd_context_did(u, f.source) == VTD_DID_BLOCK ? "; the function is blocked (iommu=strict)" : "");
+		if (f.reason >= 0x20)	/* interrupt remapping: FI holds the entry index */
+			klog("vtd%u: fault: %02x:%02x.%u interrupt, entry %lu: %s (reason %#x)%s", u->index,
+			     f.source >> 8, (f.source >> 3) & 31, f.source & 7, lo >> 48,
+			     vtd_fault_reason(f.reason), f.reason, dom ? "; resetting the device" : "");
+		else
+			klog("vtd%u: fault: %02x:%02x.%u %s at %#lx: %s (reason %#x)%s", u->index, f.source >> 8,
+			     (f.source >> 3) & 31, f.source & 7, f.read ? "read" : "write", f.addr,
+			     vtd_fault_reason(f.reason), f.reason, dom ? "; resetting the device" :
+			     vtd_context_did(u, f.source) == VTD_DID_BLOCK ?
+			     "; the function is blocked (iommu=strict)" : "");
 		if (dom && dom->fault)
 			dom->fault(dom->fault_arg);
 	}
@@ -638,6 +650,7 @@ static void vtd_unit_init(const struct acpi_dmar *dmar, unsigned idx)
 	vtd_units[vtd_nunits++] = u;
 	kprintf("vtd%u: translation on (%d-level tables, %s invalidation, windows ro %#lx rw %#lx)\n", idx,
 		u->levels, u->iq ? "queued" : "register", (u64)VTD_WIN_RO, (u64)VTD_WIN_RW);
+	vtd_ir_unit_init(u, idx, u->regs, u->ecap);
 }
 
 void vtd_init(void)
@@ -1063,6 +1076,7 @@ __cold static void vtd_cmd_show(const char *args)
 		kprintf("iommu: vtd%u iommu=%s: functions translated %lu blocked %lu pass-through %lu\n",
 			u->index, vtd_mode_choices[vtd_mode], n[VTD_STATE_TRANSLATED], n[VTD_STATE_BLOCKED],
 			n[VTD_STATE_PASS]);
+		vtd_ir_show(u->index);
 		for (k = 0; k < u->ndomains; k++) {
 			struct vtd_domain *d = &u->domains[k];
 

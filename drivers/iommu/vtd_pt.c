@@ -225,6 +225,15 @@ const char *vtd_fault_reason(u8 reason)
 	case 0xb: return "reserved bit set in a context entry";
 	case 0xc: return "reserved bit set in a page-table entry";
 	case 0xd: return "translation type blocked";
+	/* interrupt remapping (§7.1.3, Appendix A) */
+	case 0x20: return "reserved bit set in the interrupt request";
+	case 0x21: return "interrupt index beyond the remapping table";
+	case 0x22: return "interrupt remapping entry not present";
+	case 0x23: return "interrupt remapping table unreadable";
+	case 0x24: return "reserved bit set in the interrupt remapping entry";
+	case 0x25: return "compatibility-format interrupt blocked";
+	case 0x26: return "interrupt source id does not match its entry";
+	case 0x27: return "posted-interrupt descriptor unreadable";
 	default: return "unknown";
 	}
 }

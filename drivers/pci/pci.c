@@ -552,7 +552,7 @@ int pci_msix_set(struct pci_dev *d, u16 idx, int vector)
 
 	if (!d->msix_table || idx >= d->msix.table_size)
 		return -EINVAL;
-	msi_compose(vector, &addr, &data);
+	msi_compose_for((u16)(d->bus << 8 | d->dev << 3 | d->fn), vector, &addr, &data);
 	e = d->msix_table + (u64)idx * PCI_MSIX_ENTRY_SIZE;
 	mmio_w32(e + 12, 1);
 	mmio_w32(e + 0, (u32)addr);

@@ -48,6 +48,7 @@ static struct {
 } vectors[256];
 
 struct irq_stats irq_stats;
+static const struct irq_remap *irq_remap;
 
 static u32 lapic_read(u32 reg)
 {
@@ -206,9 +207,49 @@ int irq_route_gsi(u32 gsi, bool level, bool active_low, irq_fn fn, void *arg)
 	if (vec < 0)
 		return vec;
 	lo = (u32)vec | (level ? 1u << 15 : 0) | (active_low ? 1u << 13 : 0);
+	if (irq_remap) {
+		u64 rte;
+
+		if (!irq_remap->ioapic((u32)(io - ioapics), pin, vec, level, active_low, false, &rte)) {
+			ioapic_write(io, IOAPIC_REDTBL(pin) + 1, (u32)(rte >> 32));
+			ioapic_write(io, IOAPIC_REDTBL(pin), (u32)rte);
+			return vec;
+		}
+	}
 	ioapic_write(io, IOAPIC_REDTBL(pin) + 1, lapic_id() << 24);
 	ioapic_write(io, IOAPIC_REDTBL(pin), lo);
 	return vec;
+}
+
+unsigned irq_remap_install(const struct irq_remap *r)
+{
+	unsigned left = 0;
+	u32 i, p;
+
+	irq_remap = r;
+	for (i = 0; i < nioapics; i++) {
+		struct ioapic *io = &ioapics[i];
+
+		for (p = 0; io->base && p < io->npins; p++) {
+			u32 lo = ioapic_read(io, IOAPIC_REDTBL(p)), hi = ioapic_read(io, IOAPIC_REDTBL(p) + 1);
+			u64 rte;
+
+			if ((lo & 0xff) == 0 || (hi & (1u << 16)))
+				continue;	/* never routed, or remappable already */
+			if (r->ioapic(i, p, (int)(lo & 0xff), lo & (1u << 15), lo & (1u << 13), lo & (1u << 16),
+				      &rte)) {
+				left++;
+				continue;
+			}
+			/* Not masked (an edge while masked is lost): the high half
+			 * first, and the old low half with it is already the new
+			 * entry whenever the handle is below 32768 (its bit 15 is
+			 * the low half's bit 11); then the low half. */
+			ioapic_write(io, IOAPIC_REDTBL(p) + 1, (u32)(rte >> 32));
+			ioapic_write(io, IOAPIC_REDTBL(p), (u32)rte);
+		}
+	}
+	return left;
 }
 
 void irq_mask_gsi(u32 gsi, bool masked)
@@ -238,6 +279,13 @@ void msi_compose(int vector, u64 *addr, u32 *data)
 {
 	*addr = 0xfee00000ULL | ((u64)lapic_id() << 12);
 	*data = (u32)vector;	/* fixed delivery, edge */
+}
+
+void msi_compose_for(u16 sid, int vector, u64 *addr, u32 *data)
+{
+	if (irq_remap && !irq_remap->msi(sid, vector, addr, data))
+		return;
+	msi_compose(vector, addr, data);
 }
 
 /* Called from trap_dispatch for vectors >= 32. */

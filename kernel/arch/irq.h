@@ -31,8 +31,28 @@ int irq_route_isa(u8 isa_irq, irq_fn fn, void *arg);
 /* Routes an IOAPIC GSI to a new vector; returns it or a negative error. */
 int irq_route_gsi(u32 gsi, bool level, bool active_low, irq_fn fn, void *arg);
 void irq_mask_gsi(u32 gsi, bool masked);
-/* Address/data pair for an MSI or MSI-X message to this CPU. */
+/* Address/data pair for an MSI or MSI-X message to this CPU, in
+ * compatibility format (what the VT-d fault event, which is not remapped,
+ * uses). */
 void msi_compose(int vector, u64 *addr, u32 *data);
+/* The same for a message requester sid (bus << 8 | dev << 3 | fn) sends:
+ * remappable when an interrupt remapping is installed and takes it. */
+void msi_compose_for(u16 sid, int vector, u64 *addr, u32 *data);
+
+/* Interrupt remapping (drivers/iommu/vtd_ir.c installs it once a unit's
+ * table is live). ioapic: the remappable redirection entry for pin of the
+ * idx-th IOAPIC (irq_set_ioapic's index) routed to vector, with its entry
+ * written in the table; msi: the remappable address and data for requester
+ * sid. Each returns 0 or a negative error; on error the source keeps its
+ * compatibility format. */
+struct irq_remap {
+	int (*ioapic)(u32 idx, u32 pin, int vector, bool level, bool active_low, bool masked, u64 *rte);
+	int (*msi)(u16 sid, int vector, u64 *addr, u32 *data);
+};
+/* Installs r (routes from now on use it) and moves every IOAPIC pin routed
+ * so far to remappable format. Returns how many routed pins stay in
+ * compatibility format (r refused them). */
+unsigned irq_remap_install(const struct irq_remap *r);
 
 /* Interrupt controller facts from ACPI (defaults: one IOAPIC at 0xfec00000). */
 void irq_set_ioapic(u32 index, u64 base, u32 gsi_base);

@@ -1,15 +1,16 @@
 # drivers/: ACPI tables and the AML scans, PCI config parsing (with the
-# virtio PCI capabilities), VT-d page tables and policy, the virtqueue against fake_dev,
+# virtio PCI capabilities), VT-d page tables, policy and interrupt remapping formats, the virtqueue against fake_dev,
 # the virtio-mmio parsers, virtio-net's header and control parsers and its
 # coalescing policy. The drivers themselves run against the simulated device
 # (tests/host/simdev/host.mk's SIMDEV_*): virtio-net, virtio-rng,
 # virtio-console.
-HOST_TESTS += test_acpi_tables test_aml_s5 test_pci_parse test_vtd_pt test_vtd_policy test_virtq test_virtio_mmio_parse
+HOST_TESTS += test_acpi_tables test_aml_s5 test_pci_parse test_vtd_pt test_vtd_policy test_vtd_irte test_virtq test_virtio_mmio_parse
 test_acpi_tables_USES := acpi_tables
 test_aml_s5_USES := aml_s5
 test_pci_parse_USES := pci_parse virtio_pci_caps
 test_vtd_pt_USES := vtd_pt
 test_vtd_policy_USES := vtd_policy
+test_vtd_irte_USES := vtd_irte
 test_virtq_USES := virtq dma virtq_fault
 test_virtq_SRCS := $(FAKE_DEV)
 test_virtio_mmio_parse_USES := virtio_mmio_parse aml_s5

@@ -220,6 +220,13 @@ static void test_fault_decode(void **state)
 	assert_int_equal(f.source, 0xffff);
 	assert_string_equal(vtd_fault_reason(0x2), "context entry not present");
 	assert_string_equal(vtd_fault_reason(0xee), "unknown");
+	/* interrupt remapping: the record's FI holds the entry index (63:48) */
+	vtd_fault_decode(0x0005ull << 48, (1ull << 63) | (0x26ull << 32) | 0x0010, &f);
+	assert_int_equal(f.reason, 0x26);
+	assert_string_equal(vtd_fault_reason(f.reason), "interrupt source id does not match its entry");
+	assert_string_equal(vtd_fault_reason(0x25), "compatibility-format interrupt blocked");
+	assert_string_equal(vtd_fault_reason(0x22), "interrupt remapping entry not present");
+	assert_string_equal(vtd_fault_reason(0x28), "unknown");
 }
 
 /* Transient mappings: counted per page, the last put clears the entry (the
