@@ -245,11 +245,11 @@ $(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/vireo.ld $(STORAGE_STAMP)
 # --strip-all: the PE's COFF symbol table (~44 KB) is never loaded; debuggers
 # read vireo.so.
 # The image budget (docs/benchmarks.md, Image budget): the default image
-# (the static site, no TLS) within 348 KiB, TLS=1 within 640 KiB (the budget
+# (the static site, no TLS) within 360 KiB, TLS=1 within 640 KiB (the budget
 # issue 33 sets for the default image once TLS is in it); other apps' images
 # have none. A build over its budget fails; IMAGE_BUDGET=0 turns it off.
 ifeq ($(APP),apps/site)
-IMAGE_BUDGET ?= $(if $(filter 1,$(TLS)),655360,356352)
+IMAGE_BUDGET ?= $(if $(filter 1,$(TLS)),655360,368640)
 endif
 IMAGE_BUDGET ?= 0
 # The linker sets (vireo_<set> sections, include/vireo/linkset.h) lie right
