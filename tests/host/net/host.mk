@@ -26,3 +26,9 @@ FUZZERS += fuzz_sntp_msg fuzz_mdhttp
 fuzz_sntp_msg_USES := wallclock sntp_msg
 fuzz_mdhttp_USES := mdhttp
 LWIP_HOST_TESTS += test_rxmem test_syncookie test_netif_vnet test_resolv
+
+# The resolver's messages (clients/dns_msg.c): queries, hostile answers.
+HOST_TESTS += test_dns_msg
+test_dns_msg_USES := dns_msg
+FUZZERS += fuzz_dns_msg
+fuzz_dns_msg_USES := dns_msg
