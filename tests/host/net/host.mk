@@ -27,8 +27,10 @@ fuzz_sntp_msg_USES := wallclock sntp_msg
 fuzz_mdhttp_USES := mdhttp
 LWIP_HOST_TESTS += test_rxmem test_syncookie test_netif_vnet test_resolv
 
-# The resolver's messages (clients/dns_msg.c): queries, hostile answers.
-HOST_TESTS += test_dns_msg
+# The resolver's messages (clients/dns_msg.c): queries, hostile answers;
+# its cache (clients/dns_cache.c).
+HOST_TESTS += test_dns_msg test_dns_cache
 test_dns_msg_USES := dns_msg
+test_dns_cache_USES := dns_cache
 FUZZERS += fuzz_dns_msg
 fuzz_dns_msg_USES := dns_msg
