@@ -35,6 +35,16 @@
  * (VIREO_TCP_RXBUF) with the window closed, vireo_tcp_send() under
  * VIREO_TCP_INFLIGHT with on_writable, the same close, abort, timeouts.
  *
+ * Names: vireo_resolve() looks a host name up (A, AAAA or both) through
+ * the appliance's resolver: the dns= servers, then a DHCP lease's, one at
+ * a time with failover; a cache bounded by memory that honours TTLs (5 s
+ * to 1 h) and remembers names that do not exist (RFC 2308, 5 s to 5 min);
+ * one query shared by every lookup of a name in flight; a deadline per
+ * lookup. Its answer comes from the loop, a cached one too.
+ * vireo_tcp_connect_name() connects by name: the egress policy applies to
+ * every address the name gives (a name resolving to a private or
+ * link-local address is refused like the address itself: DNS rebinding).
+ *
  * Every service's counters are on /metrics as vireo_app_tcp_* and
  * vireo_app_udp_* with a service="name" label, every client's as
  * vireo_app_tcp_out_* with a client="name" label.
@@ -207,6 +217,38 @@ int vireo_tcp_connect(vireo_tcp_out cl, const struct vireo_addr *dst, void *ctx,
 
 /* A client's counters (vireo_app_tcp_out_*{client=...}): 0, or -EINVAL. */
 int vireo_tcp_client_stats(vireo_tcp_out cl, struct vireo_tcp_stats *st);
+
+/* ---- Names ---- */
+
+#define VIREO_RESOLVE_A 1u		/* IPv4 addresses */
+#define VIREO_RESOLVE_AAAA 2u		/* IPv6 addresses */
+#define VIREO_RESOLVE_ANY 3u		/* both: IPv4 first */
+#define VIREO_RESOLVE_MAX 16		/* addresses one answer gives, at most (8 a family) */
+#define VIREO_RESOLVE_MS_DEFAULT 5000	/* a lookup's deadline unless it gives one */
+#define VIREO_RESOLVE_PENDING 16	/* lookups waiting at once, all apps */
+
+/* A lookup's end: err 0 with addrs[0..n) (n >= 1, family and ip set, port
+ * 0; valid during the call only) good for ttl seconds; or -ENOENT (no
+ * such name, or no address of the families asked), -ETIMEDOUT (no answer
+ * by the deadline), -EIO (every server failed), -ECANCELED (power off). */
+typedef void (*vireo_resolve_fn)(void *ctx, int err, const struct vireo_addr *addrs, unsigned n, u32 ttl);
+
+/* Looks name (a host name: letters, digits, '-', '_', dots; at most 253)
+ * up for families (VIREO_RESOLVE_*) within timeout_ms (0: the default):
+ * 0, then cb from the loop (never from this call). -EINVAL (a bad name,
+ * families or cb), -ENOSPC (VIREO_RESOLVE_PENDING lookups waiting, or the
+ * resolver's 8 queries in flight), -ENETUNREACH (no DNS server: no dns=,
+ * no lease yet), -ENOMEM. */
+int vireo_resolve(const char *name, unsigned families, u32 timeout_ms, vireo_resolve_fn cb, void *ctx);
+
+/* The resolver's counters (vireo_resolve_*_total on /metrics). */
+struct vireo_resolve_stats {
+	u64 lookups, cache_hits, negative_hits, shared;
+	u64 queries, timeouts, failovers, bad_responses, refused;
+	u64 refused_egress;	/* vireo_tcp_connect_name(): addresses the policy refused */
+};
+/* Into *st: 0, or -ENOENT before the first vireo_resolve(). */
+int vireo_resolve_stats(struct vireo_resolve_stats *st);
 
 /* ---- UDP ---- */
 
