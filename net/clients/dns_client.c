@@ -158,7 +158,7 @@ int dns_client_lookup(struct dns_client *c, const char *name, unsigned want, u32
 		return -ENOSPC;
 	}
 	(void)cached_neg;
-	if (need < (unsigned)__builtin_popcount(tmp.pending))
+	if (need < (unsigned)((tmp.pending & 1) + (tmp.pending >> 1)))	/* pending's bits: no libgcc */
 		c->st.shared++;
 	for (unsigned t = 0; t < 2; t++) {
 		struct dns_query *q;
