@@ -77,6 +77,75 @@ static void template_resolve(vireo_req r, void *arg)
 		template_resolved((void *)(uintptr_t)r.id, err, NULL, 0, 0);
 }
 
+/* GET /connect?name=host&port=N -> "connected ADDR" or "failed REASON":
+ * vireo_tcp_connect_name(), the egress policy on every address. */
+static vireo_tcp_out template_client;
+
+static void template_connected(vireo_tcp c, void *arg)
+{
+	vireo_req r = { .id = (u32)(uintptr_t)vireo_tcp_ctx(c) };
+	struct vireo_addr a;
+	char text[80];
+	size_t n = 10;
+
+	(void)arg;
+	__builtin_memcpy(text, "connected ", 10);
+	if (vireo_tcp_peer(c, &a) == 0)
+		n += vireo_addr_str(&a, text + n, sizeof text - n - 1);
+	text[n++] = '\n';
+	vireo_resp_send(r, 200, "text/plain; charset=utf-8", text, n);
+	vireo_tcp_close(c);
+}
+
+static void template_failed(vireo_tcp c, enum vireo_tcp_fail why, void *arg)
+{
+	vireo_req r = { .id = (u32)(uintptr_t)vireo_tcp_ctx(c) };
+	char text[40];
+	int n = vireo_snprintf(text, sizeof text, "failed %s\n", vireo_tcp_fail_str(why));
+
+	(void)arg;
+	vireo_resp_send(r, 502, "text/plain; charset=utf-8", text, (size_t)n);
+}
+
+static size_t template_upstream_recv(vireo_tcp c, const void *data, size_t len, void *arg)
+{
+	(void)c;
+	(void)data;
+	(void)arg;
+	return len;
+}
+
+static void template_connect(vireo_req r, void *arg)
+{
+	char name[254], port[8];
+	vireo_tcp c;
+	u32 p = 0;
+	int err;
+
+	(void)arg;
+	if (vireo_req_query_param(r, "port", port, sizeof port) >= 0)
+		for (const char *d = port; *d >= '0' && *d <= '9' && p <= 65535; d++)
+			p = p * 10 + (u32)(*d - '0');
+	if (vireo_req_query_param(r, "name", name, sizeof name) < 0 || p == 0 || p > 65535) {
+		vireo_resp_send(r, 400, "text/plain; charset=utf-8", "name? port?\n", 12);
+		return;
+	}
+	if (!template_client.id &&
+	    vireo_tcp_client(&(struct vireo_tcp_client){ .name = "template", .connect_timeout_ms = 5000,
+							  .on_connected = template_connected, .on_fail = template_failed,
+							  .on_recv = template_upstream_recv }, &template_client) < 0) {
+		vireo_resp_send(r, 503, "text/plain; charset=utf-8", "no client\n", 10);
+		return;
+	}
+	err = vireo_tcp_connect_name(template_client, name, (u16)p, (void *)(uintptr_t)r.id, &c);
+	if (err) {
+		char text[32];
+		int n = vireo_snprintf(text, sizeof text, "error %d\n", err);
+
+		vireo_resp_send(r, 502, "text/plain; charset=utf-8", text, (size_t)n);
+	}
+}
+
 static int template_init(void)
 {
 	int err;
@@ -89,6 +158,9 @@ static int template_init(void)
 	if (!err)
 		err = vireo_http_route(&(struct vireo_route){ .path = "/resolve", .methods = VIREO_GET,
 							      .handler = template_resolve });
+	if (!err)
+		err = vireo_http_route(&(struct vireo_route){ .path = "/connect", .methods = VIREO_GET,
+							      .handler = template_connect });
 	return err;
 }
 

@@ -151,6 +151,7 @@ struct vireo_tcp_stats {
 	 * memory. */
 	u64 connected;
 	u64 failed_refused, failed_timeout, failed_unreachable, failed_policy, failed_aborted;
+	u64 failed_name;
 };
 /* The counters of the service listening on port into *st: 0, or -ENOENT. */
 int vireo_tcp_stats(u16 port, struct vireo_tcp_stats *st);
@@ -175,8 +176,9 @@ enum vireo_tcp_fail {
 	VIREO_TCP_FAIL_UNREACHABLE,	/* no route to the address */
 	VIREO_TCP_FAIL_POLICY,		/* the egress policy: no packet was sent */
 	VIREO_TCP_FAIL_ABORTED,		/* closed or aborted by the app, power off */
+	VIREO_TCP_FAIL_NAME,		/* vireo_tcp_connect_name(): the name gave no address */
 };
-/* "refused", "timeout", "unreachable", "policy", "aborted" (the metrics'
+/* "refused", "timeout", "unreachable", "policy", "aborted", "name" (the metrics'
  * reason label), "?" for anything else. */
 const char *vireo_tcp_fail_str(enum vireo_tcp_fail why);
 
@@ -214,6 +216,19 @@ int vireo_tcp_client(const struct vireo_tcp_client *cfg, vireo_tcp_out *out);
  * address), -ENOSPC (the client's max_conns or VIREO_TCP_OUT_MAX open, or
  * all VIREO_TCP_CONNS_TOTAL: counted as refused), -ENOMEM. */
 int vireo_tcp_connect(vireo_tcp_out cl, const struct vireo_addr *dst, void *ctx, vireo_tcp *c);
+
+/* Connects to name (a host name, vireo_resolve()'s rules) and port: as
+ * vireo_tcp_connect(), the handle at once, then on_connected or on_fail.
+ * The name is resolved (A and AAAA, IPv4 first); every address is judged
+ * by the egress policy (refused ones logged and counted in
+ * vireo_resolve_refused_egress_total: a name that resolves to a private or
+ * link-local address is refused like the address, whatever its DNS says);
+ * the allowed ones are tried in order, the next after a reset or no route,
+ * all within the client's connect_timeout_ms from this call. on_fail:
+ * VIREO_TCP_FAIL_NAME (no address: no such name, no answer in time),
+ * _POLICY (every address refused), or the last address's reason. -EINVAL,
+ * -ENOSPC, -ENOMEM as vireo_tcp_connect(), or vireo_resolve()'s. */
+int vireo_tcp_connect_name(vireo_tcp_out cl, const char *name, u16 port, void *ctx, vireo_tcp *c);
 
 /* A client's counters (vireo_app_tcp_out_*{client=...}): 0, or -EINVAL. */
 int vireo_tcp_client_stats(vireo_tcp_out cl, struct vireo_tcp_stats *st);
