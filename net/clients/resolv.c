@@ -46,7 +46,7 @@ bad:
 	return -EINVAL;
 }
 CMDLINE_PARAM(dns, .key = "dns", .type = CMDLINE_CUSTOM, .parse = resolv_parse, .def = "DHCP's", .values =
-	      "A.B.C.D[,A.B.C.D]", .help = "DNS servers for host names in ntp= (instead of a DHCP lease's)");
+	      "A.B.C.D[,A.B.C.D]", .help = "DNS servers for host names: ntp='s (instead of a DHCP lease's), apps' lookups (before a lease's)");
 
 bool resolv_is_name(const char *s)
 {
