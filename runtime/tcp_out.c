@@ -324,30 +324,29 @@ int vireo_tcp_connect(vireo_tcp_out h, const struct vireo_addr *dst, void *ctx, 
 
 /* ---- by name ---- */
 
-/* The next address of c's: a pcb, its connect; a failure before any SYN
- * moves on (from the work item) or ends it. */
+/* The next address of c's (there is one): a pcb and its connect. lwIP
+ * refusing the connect (no route) ends this try as a reset would: the
+ * next address from the work item (svc_out_free), or the end. */
 static void svc_name_try(struct svc_conn *c)
 {
 	struct svc_name *nm = c->nm;
 	struct altcp_pcb *pcb;
 	ip_addr_t ip;
 
-	while (nm->next < nm->n) {
-		const struct vireo_addr *a = &nm->a[nm->next++];
-
-		svc_ip_of(a, &ip);
-		pcb = altcp_tcp_new_ip_type(IP_GET_TYPE(&ip));
-		if (!pcb)
-			break;
-		tcpconn_attach(&c->tc, pcb, &svc_out_ops, c->rx, VIREO_TCP_RXBUF, SVC_POLL_TICKS);
-		c->tc.rx_count = &c->svc->st.rx_bytes;
-		if (tcpconn_connect(&c->tc, &ip, nm->port) == ERR_OK)
-			return;
-		altcp_abort(pcb);	/* never connected: nothing told */
-		c->tc.pcb = NULL;
+	svc_ip_of(&nm->a[nm->next++], &ip);
+	pcb = altcp_tcp_new_ip_type(IP_GET_TYPE(&ip));
+	if (!pcb) {
+		c->fail = VIREO_TCP_FAIL_UNREACHABLE;
+		nm->next = nm->n;	/* no memory: no more tries */
+		svc_out_free(&c->tc, ERR_OK);
+		return;
 	}
-	c->fail = VIREO_TCP_FAIL_UNREACHABLE;
-	svc_out_free(&c->tc, ERR_OK);
+	tcpconn_attach(&c->tc, pcb, &svc_out_ops, c->rx, VIREO_TCP_RXBUF, SVC_POLL_TICKS);
+	c->tc.rx_count = &c->svc->st.rx_bytes;
+	if (tcpconn_connect(&c->tc, &ip, nm->port) != ERR_OK) {
+		c->fail = VIREO_TCP_FAIL_UNREACHABLE;
+		tcpconn_abort(&c->tc);
+	}
 }
 
 /* The name's addresses: each judged by the policy, the allowed ones tried. */
