@@ -171,7 +171,14 @@ int dns_client_lookup(struct dns_client *c, const char *name, unsigned want, u32
 		__builtin_memset(q, 0, sizeof *q);
 		__builtin_memcpy(q->name, tmp.name, sizeof q->name);
 		q->qtype = dns_types[t];
-		q->id = c->ops->rand16(c->arg);
+		/* An id no other query in flight has (a response is matched
+		 * by id first): a few draws at most. */
+		for (unsigned k = 0, clash = 1; clash && k < 16; k++) {
+			q->id = c->ops->rand16(c->arg);
+			clash = 0;
+			for (unsigned j = 0; j < DNS_QUERIES_MAX; j++)
+				clash |= &c->q[j] != q && c->q[j].name[0] && c->q[j].id == q->id;
+		}
 		n = dns_msg_query(q->msg, sizeof q->msg, q->id, q->name, q->qtype);
 		q->msg_len = (u16)n;	/* the name was checked: n > 0 */
 		q->server = c->good;

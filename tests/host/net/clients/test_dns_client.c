@@ -30,9 +30,11 @@ static int fake_send(void *arg, unsigned server, const u8 *msg, size_t len)
 	return 0;
 }
 
+/* Ids in sequence from 0x100 (each test), but the second draw is 0x100
+ * again: a clash with the first query when it is still in flight. */
 static u16 fake_rand16(void *arg)
 {
-	return next_id++;
+	return next_id == 0x101 ? 0x100 + (next_id++ - 0x101) : next_id++;
 }
 
 static const struct dns_client_ops ops = { fake_send, fake_rand16 };
@@ -60,6 +62,7 @@ static int setup(void **state)
 	dns_client_init(&cl, &ops, NULL, cache, DNS_CACHE_MIN);
 	dns_client_servers(&cl, 2);
 	nsent = 0;
+	next_id = 0x100;
 	memset(dn, 0, sizeof dn);
 	return 0;
 }
@@ -139,7 +142,8 @@ static void test_answer_then_cache(void **state)
 	assert_int_equal(r.ttl, 30);
 	assert_int_equal(cl.st.cache_hits, 1);
 	assert_int_equal(cl.st.lookups, 2);
-	/* Past its TTL: asked again. */
+	/* Past its TTL: asked again (with another id). */
+	next_id = 0x200;
 	assert_int_equal(lookup("host.example", DNS_WANT_A, 61100, &dn[1], &err, &r), 0);
 	assert_int_equal(nsent, 2);
 	/* A late duplicate of the first answer (its id is done): dropped. */
@@ -157,6 +161,10 @@ static void test_shared(void **state)
 	assert_int_equal(lookup("X.example", DNS_WANT_A, 10, &dn[1], &err, &r), 0);
 	assert_int_equal(nsent, 1);	/* one query for both */
 	assert_int_equal(cl.st.shared, 1);
+	/* Another name while one is in flight never gets its id. */
+	assert_int_equal(lookup("y.example", DNS_WANT_A, 10, &dn[2], &err, &r), 0);
+	assert_int_equal(nsent, 2);
+	assert_true((sent[0].msg[0] << 8 | sent[0].msg[1]) != (sent[1].msg[0] << 8 | sent[1].msg[1]));
 	deliver(0, 0, 0, 3, 60, 20);
 	assert_int_equal(dn[0].calls, 1);
 	assert_int_equal(dn[1].calls, 1);
