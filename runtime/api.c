@@ -662,6 +662,7 @@ static void api_write_histogram(struct metrics_buf *b, const struct vireo_metric
 static void api_write_writers(struct metrics_buf *b);
 static bool api_metrics_on;	/* api_apps_start() checked the apps' metrics */
 void (*api_services_metrics)(struct metrics_buf *b);
+void (*api_resolve_metrics)(struct metrics_buf *b);
 
 __cold static void api_write_metrics(struct metrics_buf *b)
 {
@@ -699,6 +700,8 @@ __cold static void api_write_metrics(struct metrics_buf *b)
 		       "Request bodies and copied responses held, all connections.", api_buf);
 	if (api_services_metrics)
 		api_services_metrics(b);
+	if (api_resolve_metrics)
+		api_resolve_metrics(b);
 
 	for (k = 0; k < n; k++) {
 		const struct vireo_metric *m = set[k];

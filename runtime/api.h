@@ -97,5 +97,7 @@ void api_services_stop(void);
  * set by services.c once an app registers a service, NULL before. */
 struct metrics_buf;
 extern void (*api_services_metrics)(struct metrics_buf *b);
+/* The resolver's families (runtime/resolve.c), once an app resolved. */
+extern void (*api_resolve_metrics)(struct metrics_buf *b);
 
 #endif

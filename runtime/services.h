@@ -31,6 +31,7 @@ struct svc_conn {
 	u8 fail;		/* outbound: enum vireo_tcp_fail decided before the end */
 	u32 inflight_max;	/* copied bytes unacknowledged at most */
 	u64 t_active;		/* last byte either way (ms); outbound: connect start */
+	struct svc_name *nm;	/* outbound by name (tcp_out.c): its addresses */
 	struct work work;
 	u8 rx[];		/* VIREO_TCP_RXBUF; a bulk service's: its window */
 };

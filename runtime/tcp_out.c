@@ -21,27 +21,28 @@
 #include "lwip/altcp.h"
 #include "runtime/api.h"
 #include "runtime/egress.h"
+#include "runtime/resolve.h"
 #include "runtime/services.h"
 #include "vireo/app.h"
 #include "vireo/net.h"
 
 /* The reasons of vireo_app_tcp_out_failures_total. */
-static const char *const svc_fail_names[] = { "refused", "timeout", "unreachable", "policy", "aborted" };
-_Static_assert(ARRAY_SIZE(svc_fail_names) == VIREO_TCP_FAIL_ABORTED &&
-		       offsetof(struct vireo_tcp_stats, failed_aborted) ==
-			       offsetof(struct vireo_tcp_stats, failed_refused) + 8 * (VIREO_TCP_FAIL_ABORTED - 1),
+static const char *const svc_fail_names[] = { "refused", "timeout", "unreachable", "policy", "aborted", "name" };
+_Static_assert(ARRAY_SIZE(svc_fail_names) == VIREO_TCP_FAIL_NAME &&
+		       offsetof(struct vireo_tcp_stats, failed_name) ==
+			       offsetof(struct vireo_tcp_stats, failed_refused) + 8 * (VIREO_TCP_FAIL_NAME - 1),
 	       "the failure counters are in enum vireo_tcp_fail's order, in a row");
 
 const char *vireo_tcp_fail_str(enum vireo_tcp_fail why)
 {
-	return why >= VIREO_TCP_FAIL_REFUSED && why <= VIREO_TCP_FAIL_ABORTED ? svc_fail_names[why - 1] : "?";
+	return why >= VIREO_TCP_FAIL_REFUSED && why <= VIREO_TCP_FAIL_NAME ? svc_fail_names[why - 1] : "?";
 }
 
 static const struct svc_family svc_out_families[] = {
 	SVC_O("vireo_app_tcp_out_connections_total", "App outbound TCP connections established.", connected),
 	{ "vireo_app_tcp_out_failures_total",
 	  "App outbound TCP connections that never were, by reason (refused, timeout, unreachable, "
-	  "policy: the egress policy, aborted: by the app).", offsetof(struct svc, st.failed_refused), SVC_OUT, false,
+	  "policy: the egress policy, aborted: by the app, name: no address for the name).", offsetof(struct svc, st.failed_refused), SVC_OUT, false,
 	  true },
 	SVC_O("vireo_app_tcp_out_refused_total", "App connects refused at once: the client's cap or memory.",
 	      refused),
@@ -64,6 +65,16 @@ static void svc_write_out_metrics(struct metrics_buf *b)
 /* Outbound connections' ops: the accepted side's recv and sent, their own
  * connect, poll (the deadline first) and end. */
 
+/* A connection by name (vireo_tcp_connect_name()): the addresses the
+ * policy let through, tried in order. From the heap with the connection
+ * (344 B), freed with it. */
+struct svc_name {
+	struct vireo_addr a[VIREO_RESOLVE_MAX];
+	u16 port;
+	u8 n, next;
+	bool retry;	/* the last address failed: the next from the work item */
+};
+
 /* The end of an outbound connection: why it never was, if it never was. */
 static void svc_out_free(struct tcpconn *tc, err_t err)
 {
@@ -73,6 +84,18 @@ static void svc_out_free(struct tcpconn *tc, err_t err)
 	if (!c->connected && !c->fail)
 		c->fail = err == ERR_RST ? VIREO_TCP_FAIL_REFUSED : err == ERR_OK ? VIREO_TCP_FAIL_ABORTED :
 			  err == ERR_ABRT ? VIREO_TCP_FAIL_TIMEOUT : VIREO_TCP_FAIL_UNREACHABLE;
+	/* By name: a reset or no route moves to the next address while the
+	 * deadline (svc_out_poll's, from the connect) has not passed. */
+	if (!c->connected && c->nm && c->nm->next < c->nm->n && !c->close_req && !c->abort_req &&
+	    (c->fail == VIREO_TCP_FAIL_REFUSED || c->fail == VIREO_TCP_FAIL_UNREACHABLE)) {
+		c->fail = 0;
+		c->tc.pcb = NULL;
+		c->nm->retry = true;
+		work_queue(&c->work);
+		return;
+	}
+	kfree(c->nm);
+	c->nm = NULL;
 	if (!c->connected)
 		(&c->svc->st.failed_refused)[c->fail - VIREO_TCP_FAIL_REFUSED]++;
 	svcs_out_live--;
@@ -110,17 +133,24 @@ static err_t svc_out_poll(struct tcpconn *tc)
 	return tcpconn_abort(tc);
 }
 
+static void svc_name_try(struct svc_conn *c);
+
 /* Refused before any pcb (policy), refused by lwIP (no route), or ended
- * by the app while connecting; then the accepted side's. */
+ * by the app while connecting; by name, the next address; then the
+ * accepted side's. */
 static void svc_out_work(void *arg)
 {
 	struct svc_conn *c = arg;
 
 	c->recv_req = false;
-	if (c->connected) {
+	if (c->nm && c->nm->retry && !c->close_req && !c->abort_req) {
+		c->nm->retry = false;
+		svc_name_try(c);
+	} else if (c->connected) {
 		svc_deliver(c);
 	} else if (!c->tc.pcb) {
-		svc_out_free(&c->tc, ERR_OK);
+		if (!c->nm || c->fail || c->close_req || c->abort_req)	/* else: resolving */
+			svc_out_free(&c->tc, ERR_OK);
 	} else if (c->fail || c->close_req || c->abort_req) {
 		if (!c->fail)
 			c->fail = VIREO_TCP_FAIL_ABORTED;
@@ -137,6 +167,7 @@ static void svc_out_stop_all(void)
 		while (s->tab.head) {
 			struct svc_conn *c = (struct svc_conn *)s->tab.head;
 
+			c->abort_req = true;	/* no next address */
 			if (c->tc.pcb)
 				tcpconn_abort(&c->tc);
 			else
@@ -290,3 +321,129 @@ int vireo_tcp_connect(vireo_tcp_out h, const struct vireo_addr *dst, void *ctx, 
 	return 0;
 }
 
+
+/* ---- by name ---- */
+
+/* The next address of c's (there is one): a pcb and its connect. lwIP
+ * refusing the connect (no route) ends this try as a reset would: the
+ * next address from the work item (svc_out_free), or the end. */
+static void svc_name_try(struct svc_conn *c)
+{
+	struct svc_name *nm = c->nm;
+	struct altcp_pcb *pcb;
+	ip_addr_t ip;
+
+	svc_ip_of(&nm->a[nm->next++], &ip);
+	pcb = altcp_tcp_new_ip_type(IP_GET_TYPE(&ip));
+	if (!pcb) {
+		c->fail = VIREO_TCP_FAIL_UNREACHABLE;
+		nm->next = nm->n;	/* no memory: no more tries */
+		svc_out_free(&c->tc, ERR_OK);
+		return;
+	}
+	tcpconn_attach(&c->tc, pcb, &svc_out_ops, c->rx, VIREO_TCP_RXBUF, SVC_POLL_TICKS);
+	c->tc.rx_count = &c->svc->st.rx_bytes;
+	if (tcpconn_connect(&c->tc, &ip, nm->port) != ERR_OK) {
+		c->fail = VIREO_TCP_FAIL_UNREACHABLE;
+		tcpconn_abort(&c->tc);
+	}
+}
+
+/* The name's addresses: each judged by the policy, the allowed ones tried. */
+static void svc_name_found(void *ctx, int err, const struct vireo_addr *addrs, unsigned n, u32 ttl)
+{
+	struct svc_conn *c = api_handle_get(API_H_TCP, (u32)(uintptr_t)ctx);
+	struct svc_name *nm;
+
+	(void)ttl;
+	if (!c || !c->nm || c->tc.pcb)
+		return;	/* ended while resolving */
+	nm = c->nm;
+	for (unsigned i = 0; i < n; i++) {
+		u8 a[16] = { [10] = 0xff, [11] = 0xff };
+		enum egress_kind k;
+
+		__builtin_memcpy(addrs[i].family == VIREO_AF_INET ? a + 12 : a, addrs[i].ip,
+				 addrs[i].family == VIREO_AF_INET ? 4 : 16);
+		k = egress_check(a);
+		if (k == EGRESS_OK) {
+			nm->a[nm->n] = addrs[i];
+			nm->a[nm->n++].port = nm->port;
+		} else {
+			char str[VIREO_ADDR_STRLEN];
+
+			vireo_addr_str(&addrs[i], str, sizeof str);
+			vireo_log("tcp client %s: a name gave %s, %s: refused by the egress policy (egress.allow=)",
+				  c->svc->cfg.name, str, egress_kind_name(k));
+			resolve_refused_egress();
+		}
+	}
+	if (c->close_req || c->abort_req)
+		return;	/* its work item ends it */
+	if (err || !n)
+		c->fail = VIREO_TCP_FAIL_NAME;
+	else if (!nm->n)
+		c->fail = VIREO_TCP_FAIL_POLICY;
+	if (c->fail) {
+		svc_out_free(&c->tc, ERR_OK);
+		return;
+	}
+	svc_name_try(c);
+}
+
+int vireo_tcp_connect_name(vireo_tcp_out h, const char *name, u16 port, void *ctx, vireo_tcp *out)
+{
+	struct svc *s = svc_out(h);
+	struct svc_conn *c;
+	int err;
+
+	if (out)
+		out->id = 0;
+	if (!s || !out || !name || !port) {
+		api_misuse("vireo_tcp_connect_name: a bad client, name or port: refused");
+		return -EINVAL;
+	}
+	if (s->tab.count >= s->cfg.max_conns || svcs_out_live >= VIREO_TCP_OUT_MAX ||
+	    svcs_live >= VIREO_TCP_CONNS_TOTAL) {
+		s->st.refused++;
+		return -ENOSPC;
+	}
+	c = kzalloc(sizeof *c + VIREO_TCP_RXBUF);
+	if (c) {
+		c->nm = kzalloc(sizeof *c->nm);
+		c->id = c->nm ? api_handle_new(API_H_TCP, c) : 0;
+	}
+	if (!c || !c->id) {
+		if (c)
+			kfree(c->nm);
+		kfree(c);
+		s->st.refused++;
+		return -ENOMEM;
+	}
+	c->svc = s;
+	c->ctx = ctx;
+	c->inflight_max = VIREO_TCP_INFLIGHT;
+	c->nm->port = port;
+	work_init(&c->work, svc_out_work, c);
+	if (!conntab_insert(&s->tab, &c->link)) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	err = vireo_resolve(name, VIREO_RESOLVE_ANY, s->connect_ms, svc_name_found, (void *)(uintptr_t)c->id);
+	if (err) {
+		conntab_remove(&s->tab, &c->link);
+		goto fail;
+	}
+	svcs_live++;
+	svcs_out_live++;
+	s->st.active++;
+	c->t_active = svc_now_ms();
+	out->id = c->id;
+	return 0;
+fail:
+	api_handle_free(c->id);
+	kfree(c->nm);
+	kfree(c);
+	s->st.refused++;
+	return err;
+}

@@ -1,7 +1,7 @@
 /*
  * The smallest vireo app, for copying (apps/template/README.md): one route
  * answering a greeting, one taking a body, a configuration key and a
- * metric. Build and boot it with `make run APP=apps/template`, then
+ * metric, and a lookup answered later (GET /resolve: vireo_resolve()). Build and boot it with `make run APP=apps/template`, then
  * `curl localhost:8080/hello?name=you`.
  */
 #include "vireo/vireo.h"
@@ -35,6 +35,117 @@ static void template_echo(vireo_req r, void *arg)
 	vireo_resp_send(r, 200, "application/octet-stream", body, len);
 }
 
+/* The end of a GET /resolve lookup: the addresses, one a line, and the
+ * TTL; or 502 with the error. ctx is the request's id (a stale handle,
+ * if the client left, is refused by vireo_resp_send). */
+static void template_resolved(void *ctx, int err, const struct vireo_addr *a, unsigned n, u32 ttl)
+{
+	vireo_req r = { .id = (u32)(uintptr_t)ctx };
+	char text[VIREO_RESOLVE_MAX * VIREO_ADDR_STRLEN + 32];
+	size_t len = 0;
+
+	if (err) {
+		len = (size_t)vireo_snprintf(text, sizeof text, "error %d\n", err);
+		vireo_resp_send(r, 502, "text/plain; charset=utf-8", text, len);
+		return;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		len += vireo_addr_str(&a[i], text + len, sizeof text - len - 1);
+		text[len++] = '\n';
+	}
+	len += (size_t)vireo_snprintf(text + len, sizeof text - len, "ttl %u\n", ttl);
+	vireo_resp_send(r, 200, "text/plain; charset=utf-8", text, len);
+}
+
+/* GET /resolve?name=host[&family=4|6] -> its addresses, answered later
+ * (vireo_resolve() calls back from the loop: a deferred response). */
+static void template_resolve(vireo_req r, void *arg)
+{
+	char name[254], fam[4] = "";
+	unsigned families = VIREO_RESOLVE_ANY;
+	int err;
+
+	(void)arg;
+	if (vireo_req_query_param(r, "name", name, sizeof name) < 0) {
+		vireo_resp_send(r, 400, "text/plain; charset=utf-8", "name?\n", 6);
+		return;
+	}
+	if (vireo_req_query_param(r, "family", fam, sizeof fam) >= 0)
+		families = fam[0] == '4' ? VIREO_RESOLVE_A : fam[0] == '6' ? VIREO_RESOLVE_AAAA : VIREO_RESOLVE_ANY;
+	err = vireo_resolve(name, families, 0, template_resolved, (void *)(uintptr_t)r.id);
+	if (err)
+		template_resolved((void *)(uintptr_t)r.id, err, NULL, 0, 0);
+}
+
+/* GET /connect?name=host&port=N -> "connected ADDR" or "failed REASON":
+ * vireo_tcp_connect_name(), the egress policy on every address. */
+static vireo_tcp_out template_client;
+
+static void template_connected(vireo_tcp c, void *arg)
+{
+	vireo_req r = { .id = (u32)(uintptr_t)vireo_tcp_ctx(c) };
+	struct vireo_addr a;
+	char text[80];
+	size_t n = 10;
+
+	(void)arg;
+	__builtin_memcpy(text, "connected ", 10);
+	if (vireo_tcp_peer(c, &a) == 0)
+		n += vireo_addr_str(&a, text + n, sizeof text - n - 1);
+	text[n++] = '\n';
+	vireo_resp_send(r, 200, "text/plain; charset=utf-8", text, n);
+	vireo_tcp_close(c);
+}
+
+static void template_failed(vireo_tcp c, enum vireo_tcp_fail why, void *arg)
+{
+	vireo_req r = { .id = (u32)(uintptr_t)vireo_tcp_ctx(c) };
+	char text[40];
+	int n = vireo_snprintf(text, sizeof text, "failed %s\n", vireo_tcp_fail_str(why));
+
+	(void)arg;
+	vireo_resp_send(r, 502, "text/plain; charset=utf-8", text, (size_t)n);
+}
+
+static size_t template_upstream_recv(vireo_tcp c, const void *data, size_t len, void *arg)
+{
+	(void)c;
+	(void)data;
+	(void)arg;
+	return len;
+}
+
+static void template_connect(vireo_req r, void *arg)
+{
+	char name[254], port[8];
+	vireo_tcp c;
+	u32 p = 0;
+	int err;
+
+	(void)arg;
+	if (vireo_req_query_param(r, "port", port, sizeof port) >= 0)
+		for (const char *d = port; *d >= '0' && *d <= '9' && p <= 65535; d++)
+			p = p * 10 + (u32)(*d - '0');
+	if (vireo_req_query_param(r, "name", name, sizeof name) < 0 || p == 0 || p > 65535) {
+		vireo_resp_send(r, 400, "text/plain; charset=utf-8", "name? port?\n", 12);
+		return;
+	}
+	if (!template_client.id &&
+	    vireo_tcp_client(&(struct vireo_tcp_client){ .name = "template", .connect_timeout_ms = 5000,
+							  .on_connected = template_connected, .on_fail = template_failed,
+							  .on_recv = template_upstream_recv }, &template_client) < 0) {
+		vireo_resp_send(r, 503, "text/plain; charset=utf-8", "no client\n", 10);
+		return;
+	}
+	err = vireo_tcp_connect_name(template_client, name, (u16)p, (void *)(uintptr_t)r.id, &c);
+	if (err) {
+		char text[32];
+		int n = vireo_snprintf(text, sizeof text, "error %d\n", err);
+
+		vireo_resp_send(r, 502, "text/plain; charset=utf-8", text, (size_t)n);
+	}
+}
+
 static int template_init(void)
 {
 	int err;
@@ -44,6 +155,12 @@ static int template_init(void)
 	if (!err)
 		err = vireo_http_route(&(struct vireo_route){ .path = "/echo", .methods = VIREO_POST,
 							      .max_body = 4096, .handler = template_echo });
+	if (!err)
+		err = vireo_http_route(&(struct vireo_route){ .path = "/resolve", .methods = VIREO_GET,
+							      .handler = template_resolve });
+	if (!err)
+		err = vireo_http_route(&(struct vireo_route){ .path = "/connect", .methods = VIREO_GET,
+							      .handler = template_connect });
 	return err;
 }
 

@@ -35,6 +35,16 @@
  * (VIREO_TCP_RXBUF) with the window closed, vireo_tcp_send() under
  * VIREO_TCP_INFLIGHT with on_writable, the same close, abort, timeouts.
  *
+ * Names: vireo_resolve() looks a host name up (A, AAAA or both) through
+ * the appliance's resolver: the dns= servers, then a DHCP lease's, one at
+ * a time with failover; a cache bounded by memory that honours TTLs (5 s
+ * to 1 h) and remembers names that do not exist (RFC 2308, 5 s to 5 min);
+ * one query shared by every lookup of a name in flight; a deadline per
+ * lookup. Its answer comes from the loop, a cached one too.
+ * vireo_tcp_connect_name() connects by name: the egress policy applies to
+ * every address the name gives (a name resolving to a private or
+ * link-local address is refused like the address itself: DNS rebinding).
+ *
  * Every service's counters are on /metrics as vireo_app_tcp_* and
  * vireo_app_udp_* with a service="name" label, every client's as
  * vireo_app_tcp_out_* with a client="name" label.
@@ -141,6 +151,7 @@ struct vireo_tcp_stats {
 	 * memory. */
 	u64 connected;
 	u64 failed_refused, failed_timeout, failed_unreachable, failed_policy, failed_aborted;
+	u64 failed_name;
 };
 /* The counters of the service listening on port into *st: 0, or -ENOENT. */
 int vireo_tcp_stats(u16 port, struct vireo_tcp_stats *st);
@@ -165,8 +176,9 @@ enum vireo_tcp_fail {
 	VIREO_TCP_FAIL_UNREACHABLE,	/* no route to the address */
 	VIREO_TCP_FAIL_POLICY,		/* the egress policy: no packet was sent */
 	VIREO_TCP_FAIL_ABORTED,		/* closed or aborted by the app, power off */
+	VIREO_TCP_FAIL_NAME,		/* vireo_tcp_connect_name(): the name gave no address */
 };
-/* "refused", "timeout", "unreachable", "policy", "aborted" (the metrics'
+/* "refused", "timeout", "unreachable", "policy", "aborted", "name" (the metrics'
  * reason label), "?" for anything else. */
 const char *vireo_tcp_fail_str(enum vireo_tcp_fail why);
 
@@ -205,8 +217,53 @@ int vireo_tcp_client(const struct vireo_tcp_client *cfg, vireo_tcp_out *out);
  * all VIREO_TCP_CONNS_TOTAL: counted as refused), -ENOMEM. */
 int vireo_tcp_connect(vireo_tcp_out cl, const struct vireo_addr *dst, void *ctx, vireo_tcp *c);
 
+/* Connects to name (a host name, vireo_resolve()'s rules) and port: as
+ * vireo_tcp_connect(), the handle at once, then on_connected or on_fail.
+ * The name is resolved (A and AAAA, IPv4 first); every address is judged
+ * by the egress policy (refused ones logged and counted in
+ * vireo_resolve_refused_egress_total: a name that resolves to a private or
+ * link-local address is refused like the address, whatever its DNS says);
+ * the allowed ones are tried in order, the next after a reset or no route,
+ * all within the client's connect_timeout_ms from this call. on_fail:
+ * VIREO_TCP_FAIL_NAME (no address: no such name, no answer in time),
+ * _POLICY (every address refused), or the last address's reason. -EINVAL,
+ * -ENOSPC, -ENOMEM as vireo_tcp_connect(), or vireo_resolve()'s. */
+int vireo_tcp_connect_name(vireo_tcp_out cl, const char *name, u16 port, void *ctx, vireo_tcp *c);
+
 /* A client's counters (vireo_app_tcp_out_*{client=...}): 0, or -EINVAL. */
 int vireo_tcp_client_stats(vireo_tcp_out cl, struct vireo_tcp_stats *st);
+
+/* ---- Names ---- */
+
+#define VIREO_RESOLVE_A 1u		/* IPv4 addresses */
+#define VIREO_RESOLVE_AAAA 2u		/* IPv6 addresses */
+#define VIREO_RESOLVE_ANY 3u		/* both: IPv4 first */
+#define VIREO_RESOLVE_MAX 16		/* addresses one answer gives, at most (8 a family) */
+#define VIREO_RESOLVE_MS_DEFAULT 5000	/* a lookup's deadline unless it gives one */
+#define VIREO_RESOLVE_PENDING 16	/* lookups waiting at once, all apps */
+
+/* A lookup's end: err 0 with addrs[0..n) (n >= 1, family and ip set, port
+ * 0; valid during the call only) good for ttl seconds; or -ENOENT (no
+ * such name, or no address of the families asked), -ETIMEDOUT (no answer
+ * by the deadline), -EIO (every server failed), -ECANCELED (power off). */
+typedef void (*vireo_resolve_fn)(void *ctx, int err, const struct vireo_addr *addrs, unsigned n, u32 ttl);
+
+/* Looks name (a host name: letters, digits, '-', '_', dots; at most 253)
+ * up for families (VIREO_RESOLVE_*) within timeout_ms (0: the default):
+ * 0, then cb from the loop (never from this call). -EINVAL (a bad name,
+ * families or cb), -ENOSPC (VIREO_RESOLVE_PENDING lookups waiting, or the
+ * resolver's 8 queries in flight), -ENETUNREACH (no DNS server: no dns=,
+ * no lease yet), -ENOMEM. */
+int vireo_resolve(const char *name, unsigned families, u32 timeout_ms, vireo_resolve_fn cb, void *ctx);
+
+/* The resolver's counters (vireo_resolve_*_total on /metrics). */
+struct vireo_resolve_stats {
+	u64 lookups, cache_hits, negative_hits, shared;
+	u64 queries, timeouts, failovers, bad_responses, refused;
+	u64 refused_egress;	/* vireo_tcp_connect_name(): addresses the policy refused */
+};
+/* Into *st: 0, or -ENOENT before the first vireo_resolve(). */
+int vireo_resolve_stats(struct vireo_resolve_stats *st);
 
 /* ---- UDP ---- */
 

@@ -44,8 +44,10 @@ typedef int64_t s64;
 #define EOVERFLOW 75
 #define EBADMSG 74
 #define ENOTSUP 95
+#define ENETUNREACH 101
 #define ENOTCONN 107
 #define ETIMEDOUT 110
 #define EALREADY 114
+#define ECANCELED 125
 
 #endif

@@ -2,6 +2,8 @@
  * Name resolution for the keys that take a host name (ntp=): lwIP's DNS
  * client (core/dns.c) asking the dns= servers, or those a DHCP lease gave.
  * dns= wins over a lease: its servers are set again before every query.
+ * The apps' resolver (runtime/resolve.c) asks the dns= servers first, then
+ * the lease's (resolv_servers_list()).
  */
 #include "kernel/cmdline.h"
 #include "lib/fmt.h"
@@ -44,7 +46,7 @@ bad:
 	return -EINVAL;
 }
 CMDLINE_PARAM(dns, .key = "dns", .type = CMDLINE_CUSTOM, .parse = resolv_parse, .def = "DHCP's", .values =
-	      "A.B.C.D[,A.B.C.D]", .help = "DNS servers for host names in ntp= (instead of a DHCP lease's)");
+	      "A.B.C.D[,A.B.C.D]", .help = "DNS servers for host names: ntp='s (instead of a DHCP lease's), apps' lookups (before a lease's)");
 
 bool resolv_is_name(const char *s)
 {
@@ -62,6 +64,29 @@ bool resolv_is_name(const char *s)
 			return false;
 	}
 	return letter;
+}
+
+unsigned resolv_servers_list(ip_addr_t *out, unsigned max)
+{
+	unsigned n = 0;
+
+	for (u8 i = 0; i < 2 && n < max; i++)
+		if (resolv_servers[i]) {
+			ip_addr_set_ip4_u32_val(out[n], lwip_htonl(resolv_servers[i]));
+			n++;
+		}
+	for (u8 i = 0; i < DNS_MAX_SERVERS && n < max; i++) {
+		const ip_addr_t *a = dns_getserver(i);
+		bool dup = ip_addr_isany(a);
+
+		for (unsigned j = 0; j < n && !dup; j++)
+			dup = ip_addr_eq(&out[j], a);
+		if (!dup) {
+			ip_addr_copy(out[n], *a);
+			n++;
+		}
+	}
+	return n;
 }
 
 int resolv_lookup(const char *name, ip_addr_t *addr, void (*found)(const char *name, const ip_addr_t *a, void *arg))

@@ -16,4 +16,8 @@ bool resolv_is_name(const char *s);
 int resolv_lookup(const char *name, ip_addr_t *addr,
 		  void (*found)(const char *name, const ip_addr_t *a, void *arg));
 
+/* The servers for the apps' resolver into out[0..max): dns='s first, then
+ * the other ones lwIP holds (a DHCP lease's); returns how many. */
+unsigned resolv_servers_list(ip_addr_t *out, unsigned max);
+
 #endif

@@ -100,7 +100,9 @@ $(patsubst %.c,$(BUILD)/k/%.o,$(LWIP_PORT_SRCS)): | $(LWIP_STAMP)
 # loop's timers and work items the app API runs on, kernel/loop.h;
 # wallclock_* (wallclock_best too): Date and Last-Modified; __start/__stop_vireo_*: the apps' and
 # metrics' linker sets; dhcp_set_ntp_servers: lwIP's DHCP option 42 hook,
-# net/clients/sntp.c.)
+# net/clients/sntp.c; mm_get_stats: the apps' resolver's cache sized from
+# memory, and resolv_servers_list: its servers, dns= and a lease's,
+# net/clients/resolv.c, runtime/resolve.c.)
 LWIP_KERNEL_SYMS := _GLOBAL_OFFSET_TABLE_ memcpy memmove memset memcmp strlen strnlen strcmp strncmp \
 	kprintf ksnprintf kvsnprintf panic time_ns random_u32 siphash24 page_alloc page_free \
 	page_alloc_raw kmalloc kzalloc kfree metrics_buf_init metrics_family metrics_sample metrics_sample1 \
@@ -108,7 +110,8 @@ LWIP_KERNEL_SYMS := _GLOBAL_OFFSET_TABLE_ memcpy memmove memset memcmp strlen st
 	outbuf_mem outbuf_put outbuf_str outbuf_u64 parse_dec cmdline_parse_ipv4 random_bytes random_u64 \
 	timer_init timer_start timer_stop work_init work_queue work_cancel \
 	wallclock_now wallclock_best wallclock_http_date wallclock_parse_http_date \
-	__start_vireo_apps __stop_vireo_apps __start_vireo_metrics __stop_vireo_metrics dhcp_set_ntp_servers
+	__start_vireo_apps __stop_vireo_apps __start_vireo_metrics __stop_vireo_metrics dhcp_set_ntp_servers \
+	mm_get_stats resolv_servers_list
 LWIP_CHECK_OBJS := $(patsubst %.c,$(BUILD)/lwip/check/%.o,$(LWIP_PORT_SRCS) $(RUNTIME_APP_SRCS)) \
 	$(BUILD)/lwip/check/site_default.o
 

@@ -396,6 +396,37 @@ def dns():
     }
 
 
+# ---- fuzz_dns_msg: a server's response to "www.example.com" (id 0x1234;
+# the last byte's bit 1 asks AAAA) ----
+def dns_rr(owner_wire, typ, ttl, rdata):
+    return owner_wire + be16(typ) + be16(1) + be16(ttl >> 16) + be16(ttl & 0xffff) + be16(len(rdata)) + rdata
+
+
+def dns_wire(name):
+    return b"".join(bytes([len(lab)]) + lab.encode() for lab in name.split(".") if lab) + b"\0"
+
+
+def dns_response(qtype, rcode, answers, authority=b"", an=None, ns=0):
+    q = dns_query("www.example.com", qtype, flags=0x8180 | rcode)
+    q = q[:6] + be16(an if an is not None else len(answers)) + be16(ns) + q[10:]
+    return q + b"".join(answers) + authority
+
+
+def dns_msg():
+    www = b"\xc0\x0c"  # a pointer to the question's name
+    soa = dns_rr(dns_wire("example.com"), 6, 3600, b"\0\0" + b"\0\0\0\x64" * 4 + b"\0\0\x03\x84")
+    return {
+        "a": dns_response(1, 0, [dns_rr(www, 1, 300, bytes([192, 0, 2, 1])), dns_rr(www, 1, 60, bytes([192, 0, 2, 2]))]) + b"\0",
+        "aaaa": dns_response(28, 0, [dns_rr(www, 28, 300, bytes(range(16)))]) + b"\x02",
+        "cname": dns_response(1, 0, [dns_rr(www, 5, 30, dns_wire("cdn.example.net")),
+                                     dns_rr(dns_wire("cdn.example.net"), 1, 600, bytes([198, 51, 100, 7]))]) + b"\0",
+        "nxdomain": dns_response(1, 3, [], soa, ns=1) + b"\0",
+        "nodata": dns_response(28, 0, [], soa, ns=1) + b"\x02",
+        "loop": dns_response(1, 0, [b"\x01x\xc0\x21" + be16(1) + be16(1) + b"\0\0\0\x3c" + be16(4) + b"\1\2\3\4"]) + b"\0",
+        "servfail": dns_response(1, 2, []) + b"\0",
+    }
+
+
 # ---- fuzz_iso9660: a volume from sector 16 on (the fuzzer adds the 16 empty ones) ----
 def iso_volume(tree, label=b"cidata", rr=True, joliet=False):
     """A small ISO 9660 volume as genisoimage lays one out, written from
@@ -562,6 +593,7 @@ TARGETS = {
     "fuzz_virtio_mmio_parse": vmmio,
     "fuzz_mbedtls_config": tls,
     "fuzz_dns": dns,
+    "fuzz_dns_msg": dns_msg,
     "fuzz_iso9660": iso,
     "fuzz_smbios": smbios,
     "fuzz_logfmt": logfmt,

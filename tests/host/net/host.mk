@@ -26,3 +26,12 @@ FUZZERS += fuzz_sntp_msg fuzz_mdhttp
 fuzz_sntp_msg_USES := wallclock sntp_msg
 fuzz_mdhttp_USES := mdhttp
 LWIP_HOST_TESTS += test_rxmem test_syncookie test_netif_vnet test_resolv
+
+# The resolver's messages (clients/dns_msg.c): queries, hostile answers;
+# its cache (clients/dns_cache.c) and engine (clients/dns_client.c).
+HOST_TESTS += test_dns_msg test_dns_cache test_dns_client
+test_dns_msg_USES := dns_msg
+test_dns_cache_USES := dns_cache
+test_dns_client_USES := dns_client dns_cache dns_msg
+FUZZERS += fuzz_dns_msg
+fuzz_dns_msg_USES := dns_msg

@@ -1,7 +1,7 @@
 # The runtime's tests, and the runtime over the host's lwIP as the tests of
 # code above it link it (RUNTIME_HOST_USES, RUNTIME_HOST_SRCS: with the
 # static-site app, which serves the site).
-RUNTIME_HOST_USES := $(RUNTIME_CORE) fmt wallclock cmdline parse
+RUNTIME_HOST_USES := $(RUNTIME_CORE) resolv fmt wallclock cmdline parse
 SITE_APP := apps/site/site.c
 RUNTIME_HOST_SRCS := $(LWIP_WIRE) $(SITE_APP) $(BUILD)/host/site_default.c $(LWIP_HOST_LIB)
 
