@@ -360,12 +360,14 @@ static void svc_name_found(void *ctx, int err, const struct vireo_addr *addrs, u
 		return;	/* ended while resolving */
 	nm = c->nm;
 	for (unsigned i = 0; i < n; i++) {
-		u8 a[16] = { [10] = 0xff, [11] = 0xff };
-		enum egress_kind k;
+		enum egress_kind k = EGRESS_UNSPECIFIED;
+		ip_addr_t ip;
+		u8 a[16];
 
-		__builtin_memcpy(addrs[i].family == VIREO_AF_INET ? a + 12 : a, addrs[i].ip,
-				 addrs[i].family == VIREO_AF_INET ? 4 : 16);
-		k = egress_check(a);
+		if (svc_ip_of(&addrs[i], &ip)) {
+			allow_addr_ip(a, &ip);
+			k = egress_check(a);
+		}
 		if (k == EGRESS_OK) {
 			nm->a[nm->n] = addrs[i];
 			nm->a[nm->n++].port = nm->port;
