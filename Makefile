@@ -726,5 +726,8 @@ MAKEFLAGS += --no-builtin-rules
 	@:
 
 # (Not searched: the fetched source trees, build/*-src (mbedTLS has a
-# ChangeLog.d directory), and tests/qemu/test_tls.py's build/tls-image.)
--include $(shell find $(BUILD) \( -name '*-src' -o -name tls-image \) -prune -o -name '*.d' -type f -print 2>/dev/null)
+# ChangeLog.d directory), and tests/qemu/test_tls.py's build/tls-image
+# below the default build; -mindepth 1 so that build's own files are still
+# read when it is $(BUILD): pruning its root left every header change
+# unseen there, and an image of stale objects with mismatched layouts.)
+-include $(shell find $(BUILD) -mindepth 1 \( -name '*-src' -o -name tls-image \) -prune -o -name '*.d' -type f -print 2>/dev/null)
