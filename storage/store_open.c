@@ -37,19 +37,25 @@ struct st_rec_state {
 
 static void st_rc_io(struct store *s);
 
-static void st_open_end(struct store *s, int err)
+/* The recovery state and its buffers, if any. */
+static void st_rc_free(struct store *s)
 {
 	struct st_rec_state *rc = s->rec;
 
-	if (rc) {
-		blk_buf_free(s->dev, rc->sbbuf, 2 * ST_SB_SIZE);
-		blk_buf_free(s->dev, rc->win, ST_WIN);
-		blk_buf_free(s->dev, rc->zero, rc->torn.total);
-		kfree(rc->firsts);
-		kfree(rc->live);
-		kfree(rc);
-		s->rec = NULL;
-	}
+	if (!rc)
+		return;
+	blk_buf_free(s->dev, rc->sbbuf, 2 * ST_SB_SIZE);
+	blk_buf_free(s->dev, rc->win, ST_WIN);
+	blk_buf_free(s->dev, rc->zero, rc->torn.total);
+	kfree(rc->firsts);
+	kfree(rc->live);
+	kfree(rc);
+	s->rec = NULL;
+}
+
+static void st_open_end(struct store *s, int err)
+{
+	st_rc_free(s);
 	if (err) {
 		s->state = ST_FAILED;
 		if (!s->why[0])
@@ -579,20 +585,10 @@ static void st_free_ent(struct st_ent *e, void *arg)
 
 void st_close(struct store *s)
 {
-	struct st_rec_state *rc = s->rec;
-
 	work_cancel(&s->kick);
 	work_cancel(&s->cwork);
 	st_cp_free(s);
-	if (rc) {
-		blk_buf_free(s->dev, rc->sbbuf, 2 * ST_SB_SIZE);
-		blk_buf_free(s->dev, rc->win, ST_WIN);
-		blk_buf_free(s->dev, rc->zero, rc->torn.total);
-		kfree(rc->firsts);
-		kfree(rc->live);
-		kfree(rc);
-		s->rec = NULL;
-	}
+	st_rc_free(s);
 	while (s->over_head) {
 		struct st_op *op = s->over_head;
 
