@@ -118,16 +118,21 @@ static bool site_name_is(const char *s, size_t n, const char *lower)
 	return i == n && !lower[i];
 }
 
-static bool site_tchar(unsigned char ch)
+/* ch is a letter, a digit or one of other. */
+static bool site_alnum_or(unsigned char ch, const char *other)
 {
-	static const char other[] = "!#$%&'*+-.^_`|~";
-
 	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
 		return true;
 	for (const char *o = other; *o; o++)
 		if (ch == (unsigned char)*o)
 			return true;
 	return false;
+}
+
+/* An RFC 9110 token character. */
+static bool site_tchar(unsigned char ch)
+{
+	return site_alnum_or(ch, "!#$%&'*+-.^_`|~");
 }
 
 static int site_headers_check(const void *val, char *why, size_t why_len)
@@ -195,14 +200,7 @@ static __attribute__((cold, noinline)) void site_headers_add(vireo_req r)
  * ':', '@', '/'). */
 static bool site_plain(unsigned char ch)
 {
-	static const char other[] = "-._~!$&'()*+,;=:@/";
-
-	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
-		return true;
-	for (const char *o = other; *o; o++)
-		if (ch == (unsigned char)*o)
-			return true;
-	return false;
+	return site_alnum_or(ch, "-._~!$&'()*+,;=:@/");
 }
 
 /* /dir -> 301 /dir/?query when /dir/ has an index. The Location is the
