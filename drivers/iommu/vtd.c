@@ -478,24 +478,6 @@ static void vtd_fault_setup(struct vtd_unit *u)
 
 /* ---- the unit ---- */
 
-static struct pci_dev *vtd_pci_find(u8 bus, u8 dev, u8 fn)
-{
-	struct pci_dev *p;
-
-	for (p = pci_devices(); p; p = p->next)
-		if (p->seg == 0 && p->bus == bus && p->dev == dev && p->fn == fn)
-			return p;
-	return NULL;
-}
-
-static u8 vtd_cfg_read8(void *ctx, u8 bus, u8 dev, u8 fn, u16 off)
-{
-	struct pci_dev *p = vtd_pci_find(bus, dev, fn);
-
-	(void)ctx;
-	return p ? pci_read8(p, off) : 0xff;
-}
-
 static u16 vtd_bdf(const struct pci_dev *p)
 {
 	return (u16)(p->bus << 8 | p->dev << 3 | p->fn);
@@ -616,7 +598,7 @@ static void vtd_unit_init(const struct acpi_dmar *dmar, unsigned idx)
 	u->next_did = VTD_DID_FIRST;
 	/* Every covered function gets its entry before translation is on. */
 	for (p = pci_devices(); p; p = p->next) {
-		if (acpi_dmar_unit_for(dmar, p->seg, vtd_bdf(p), vtd_cfg_read8, NULL) != (int)idx)
+		if (acpi_dmar_unit_for(dmar, p->seg, vtd_bdf(p), pci_cfg_read8_bdf, NULL) != (int)idx)
 			continue;
 		if (!vtd_start_function(u, p, dmar))
 			return;
@@ -692,7 +674,7 @@ static void vtd_map_rmrrs(struct vtd_domain *dom, const struct acpi_dmar *dmar)
 		for (k = 0; k < r->scope_count && r->scope_first + k < dmar->scope_count; k++) {
 			u16 bdf;
 
-			if (!acpi_dmar_scope_bdf(&dmar->scopes[r->scope_first + k], vtd_cfg_read8, NULL, &bdf) &&
+			if (!acpi_dmar_scope_bdf(&dmar->scopes[r->scope_first + k], pci_cfg_read8_bdf, NULL, &bdf) &&
 			    bdf == dom->bdf)
 				mine = true;
 		}
@@ -722,7 +704,7 @@ static bool vtd_rmrr_names(const struct acpi_dmar *dmar, u16 bdf)
 		for (k = 0; r->segment == 0 && k < r->scope_count && r->scope_first + k < dmar->scope_count; k++) {
 			u16 b;
 
-			if (!acpi_dmar_scope_bdf(&dmar->scopes[r->scope_first + k], vtd_cfg_read8, NULL, &b) &&
+			if (!acpi_dmar_scope_bdf(&dmar->scopes[r->scope_first + k], pci_cfg_read8_bdf, NULL, &b) &&
 			    b == bdf)
 				return true;
 		}
@@ -773,7 +755,7 @@ static struct vtd_unit *vtd_unit_of(struct pci_dev *p)
 
 	if (!vtd_nunits || !a)
 		return NULL;
-	idx = acpi_dmar_unit_for(&a->dmar, p->seg, vtd_bdf(p), vtd_cfg_read8, NULL);
+	idx = acpi_dmar_unit_for(&a->dmar, p->seg, vtd_bdf(p), pci_cfg_read8_bdf, NULL);
 	for (i = 0; i < vtd_nunits; i++)
 		if ((int)vtd_units[i]->index == idx)
 			return vtd_units[i];

@@ -94,24 +94,6 @@ static void ir_flush(const void *p, size_t len)
 	__asm__ volatile("mfence" ::: "memory");
 }
 
-static struct pci_dev *ir_pci_find(u8 bus, u8 dev, u8 fn)
-{
-	struct pci_dev *p;
-
-	for (p = pci_devices(); p; p = p->next)
-		if (p->seg == 0 && p->bus == bus && p->dev == dev && p->fn == fn)
-			return p;
-	return NULL;
-}
-
-static u8 ir_cfg_read8(void *ctx, u8 bus, u8 dev, u8 fn, u16 off)
-{
-	struct pci_dev *p = ir_pci_find(bus, dev, fn);
-
-	(void)ctx;
-	return p ? pci_read8(p, off) : 0xff;
-}
-
 static struct vtd_ir *ir_of_unit(int idx)
 {
 	unsigned i;
@@ -150,7 +132,7 @@ static int ir_msi(u16 sid, int vector, u64 *addr, u32 *data)
 	struct vtd_ir *ir;
 	int slot;
 
-	if (!a || !(ir = ir_of_unit(acpi_dmar_unit_for(&a->dmar, 0, sid, ir_cfg_read8, NULL))))
+	if (!a || !(ir = ir_of_unit(acpi_dmar_unit_for(&a->dmar, 0, sid, pci_cfg_read8_bdf, NULL))))
 		return -ENODEV;	/* its unit does not remap: compatibility format */
 	slot = ir_place(ir, vector, false, sid);
 	if (slot < 0)

@@ -498,6 +498,24 @@ struct pci_dev *pci_devices(void)
 	return devices;
 }
 
+struct pci_dev *pci_find(u8 bus, u8 dev, u8 fn)
+{
+	struct pci_dev *p;
+
+	for (p = devices; p; p = p->next)
+		if (p->seg == 0 && p->bus == bus && p->dev == dev && p->fn == fn)
+			return p;
+	return NULL;
+}
+
+u8 pci_cfg_read8_bdf(void *ctx, u8 bus, u8 dev, u8 fn, u16 off)
+{
+	struct pci_dev *p = pci_find(bus, dev, fn);
+
+	(void)ctx;
+	return p ? pci_read8(p, off) : 0xff;
+}
+
 void pci_enable(struct pci_dev *d)
 {
 	pci_write16(d, PCI_COMMAND, pci_read16(d, PCI_COMMAND) | PCI_CMD_IO | PCI_CMD_MEM | PCI_CMD_MASTER);

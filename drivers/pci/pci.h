@@ -50,6 +50,12 @@ void pci_init(void);
 /* Matches and probes registered drivers against every device. */
 void pci_probe_drivers(void);
 struct pci_dev *pci_devices(void);
+/* The scanned function at segment 0 bus:dev.fn, or NULL. */
+struct pci_dev *pci_find(u8 bus, u8 dev, u8 fn);
+/* A byte of that function's configuration space, 0xff when there is no such
+ * function (what a read of an empty slot returns): the shape of the config reader
+ * the ACPI DMAR scope walks take (drivers/acpi/acpi_tables.h), ctx unused. */
+u8 pci_cfg_read8_bdf(void *ctx, u8 bus, u8 dev, u8 fn, u16 off);
 
 u32 pci_read32(const struct pci_dev *d, u16 off);
 u16 pci_read16(const struct pci_dev *d, u16 off);
