@@ -52,13 +52,13 @@ CMDLINE_PARAM(https_public_port, .key = "https.public_port", .type = CMDLINE_UIN
 
 /* HSTS (RFC 6797): only while the certificate is CA-issued. A browser that
  * saw it refuses the site for max-age seconds unless its certificate
- * verifies, so the development or a self-signed certificate would lock
+ * verifies, so a generated or any self-signed certificate would lock
  * every visitor out; then it is withheld, and the boot log says so. */
 static u64 https_hsts_s;
 CMDLINE_PARAM(https_hsts, .key = "https.hsts", .type = CMDLINE_UINT, .dst = &https_hsts_s, .min = 0,
 	      .max = 63072000, .def = "0",
 	      .help = "Strict-Transport-Security max-age (seconds) on HTTPS responses, sent only while the "
-		      "certificate is CA-issued (not the development one, not self-signed); 0: none");
+		      "certificate is CA-issued (not generated at boot, not self-signed); 0: none");
 static char https_hsts[64];	/* the header line, or "" */
 static u8 https_hsts_len;
 
@@ -422,9 +422,8 @@ int https_start(void)
 					      "Strict-Transport-Security: max-age=%lu\r\n", (unsigned long)https_hsts_s);
 		kprintf("https: HSTS max-age=%lu (a CA-issued certificate)\n", (unsigned long)https_hsts_s);
 	} else if (https_hsts_s) {
-		kprintf("https: https.hsts=%lu withheld: the certificate is %s, and browsers would refuse the site "
-			"for that long\n", (unsigned long)https_hsts_s,
-			tls_keys_ca_issued(k) ? "the development one" : "self-signed");
+		kprintf("https: https.hsts=%lu withheld: the certificate is self-signed, and browsers would refuse "
+			"the site for that long\n", (unsigned long)https_hsts_s);
 	}
 	netup_set_https_port(https_port());
 	if (https_redirect)
