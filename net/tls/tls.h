@@ -34,10 +34,11 @@ struct tls_heap_stats {
 
 /* Sets up the TLS heap and PSA crypto and loads the certificate and key: the
  * ESP's, else the pair given to make, else a key and self-signed certificate
- * generated now (net/tls/tls_cert.h, for tls.names=); logs which, its names
+ * generated now (net/tls/tls_cert.h) for names (tls.names=: a comma list of
+ * DNS names, checked here; NULL or "" for the default ones); logs which, its names
  * and expiry (never key material) or, on bad input, one line saying what is
  * wrong. 0 when TLS can be offered, negative otherwise (HTTP is unaffected). */
-int tls_start(void);
+int tls_start(const char *names);
 /* Before tls_start(): the ESP's EFI/vireo/tls/cert.pem and key.pem as boot/
  * read them (kernel/boot_info.h). When either is there, tls_start() uses
  * that pair instead of the built-in one, or no HTTPS if the pair is bad; it

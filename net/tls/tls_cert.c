@@ -13,7 +13,8 @@
 
 static int tls_names_fail(char *err, size_t errlen, const char *name, size_t len, const char *why)
 {
-	mbedtls_snprintf(err, errlen, "\"%.*s\": %s", (int)(len > 64 ? 64 : len), name, why);
+	/* The reason first: the boot warning has 63 characters for both. */
+	mbedtls_snprintf(err, errlen, "%s: \"%.*s\"", why, (int)(len > 64 ? 64 : len), name);
 	return -1;
 }
 
@@ -24,16 +25,16 @@ static int tls_name_check(const char *s, size_t len, char *out, char *err, size_
 	bool digits_only = true;
 
 	if (len == 0)
-		return tls_names_fail(err, errlen, s, len, "an empty name");
+		return tls_names_fail(err, errlen, s, len, "empty name");
 	if (len > TLS_NAME_MAX)
-		return tls_names_fail(err, errlen, s, len, "longer than 253 characters");
+		return tls_names_fail(err, errlen, s, len, "over 253 characters");
 	for (size_t i = 0; i < len; i++) {
 		char c = s[i];
 
 		if (c == '.') {
 			if (label == 0 || s[i - 1] == '-')
 				return tls_names_fail(err, errlen, s, len,
-						      "a label is empty or ends with a hyphen");
+						      "a label empty or ending in '-'");
 			label = 0;
 			out[i] = c;
 			continue;
@@ -42,17 +43,17 @@ static int tls_name_check(const char *s, size_t len, char *out, char *err, size_
 			c = (char)(c - 'A' + 'a');
 		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
 			return tls_names_fail(err, errlen, s, len,
-					      "not a DNS name (letters, digits, hyphens and dots only)");
+					      "not a DNS name (letters, digits, '-', '.')");
 		if (c == '-' && label == 0)
-			return tls_names_fail(err, errlen, s, len, "a label starts with a hyphen");
+			return tls_names_fail(err, errlen, s, len, "a label starting with '-'");
 		if (c < '0' || c > '9')
 			digits_only = false;
 		if (++label > 63)
-			return tls_names_fail(err, errlen, s, len, "a label is longer than 63 characters");
+			return tls_names_fail(err, errlen, s, len, "a label over 63 characters");
 		out[i] = c;
 	}
 	if (label == 0 || s[len - 1] == '-')
-		return tls_names_fail(err, errlen, s, len, "a label is empty or ends with a hyphen");
+		return tls_names_fail(err, errlen, s, len, "a label empty or ending in '-'");
 	if (digits_only)
 		return tls_names_fail(err, errlen, s, len, "an address, not a DNS name");
 	out[len] = '\0';

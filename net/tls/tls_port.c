@@ -3,7 +3,6 @@
 #include "net/tls/tls.h"
 
 #include "kernel/boot_info.h"
-#include "kernel/cmdline.h"
 #include "kernel/console.h"
 #include "kernel/mm/heap.h"
 #include "kernel/mm/mm.h"
@@ -78,27 +77,6 @@ static const char *const tls_source_names[] = {
 };
 static enum tls_source tls_source;
 static struct tls_cert_info tls_info;	/* of the leaf served, once tls_ok */
-
-/* tls.names=: the names a generated certificate is for (tls_cert.h). A bad
- * list is refused whole with a boot warning, and the default names stand. */
-static struct tls_names tls_names;
-static bool tls_names_given;
-
-static int tls_names_key(const char *val, void *dst, char *why, size_t why_len)
-{
-	static struct tls_names parsed;	/* boot, one key at a time */
-
-	(void)dst;
-	if (tls_names_parse(val, &parsed, why, why_len) != 0)
-		return -EINVAL;
-	tls_names = parsed;
-	tls_names_given = true;
-	return 0;
-}
-CMDLINE_PARAM(tls_names, .key = "tls.names", .type = CMDLINE_CUSTOM, .parse = tls_names_key,
-	      .def = "vireo,localhost", .values = "comma-separated DNS names (at most 8)",
-	      .help = "the names (SANs) of the certificate made at boot when none is given; the default adds "
-		      "127.0.0.1 and ::1");
 
 /* The best wall clock in seconds (the firmware's until SNTP sets it). */
 static bool tls_now_s(u64 *now)
@@ -190,9 +168,11 @@ static void tls_cert_cmd(const char *args)
 		tls_source == TLS_SOURCE_GENERATED ? " (at boot; no store: kept in memory only)" : "");
 	kprintf("names:      %s\n", tls_info.names[0] ? tls_info.names : "(no DNS or IP SANs)");
 	kprintf("not before: %s\n", from);
-	if (clock && tls_info.not_after)
-		kprintf("not after:  %s (%ld days from now)\n", to,
-			(long)(((s64)tls_info.not_after - (s64)now) / 86400));
+	if (clock && tls_info.not_after && tls_info.not_after >= now)
+		kprintf("not after:  %s (in %lu d %lu h)\n", to, (unsigned long)((tls_info.not_after - now) / 86400),
+			(unsigned long)((tls_info.not_after - now) % 86400 / 3600));
+	else if (clock && tls_info.not_after)
+		kprintf("not after:  %s (EXPIRED)\n", to);
 	else
 		kprintf("not after:  %s\n", to);
 	kprintf("sha256:     ");
@@ -246,19 +226,23 @@ static bool tls_file_ok(const struct boot_file *f, const char *path)
 
 /* No certificate from the ESP or from make: a key and a certificate made
  * now (tls_cert.h), for tls.names= or the default names. */
-static int tls_generate(void)
+static int tls_generate(const char *list)
 {
-	struct tls_names def;
+	static struct tls_names names;	/* 2 KiB: not on the stack */
 	char err[160], desc[32], to[32];
 	u64 now = 0, nb, na, t0;
 	bool clock = tls_now_s(&now);
 
-	if (!tls_names_given)
-		tls_names_default(&def);
+	/* A bad list is refused whole and said so; the default names stand. */
+	if (!list || !list[0]) {
+		tls_names_default(&names);
+	} else if (tls_names_parse(list, &names, err, sizeof(err)) != 0) {
+		kprintf("tls: warning: tls.names=%s: %s; the default names instead\n", list, err);
+		tls_names_default(&names);
+	}
 	tls_cert_validity(clock, now, &nb, &na);
 	t0 = time_ns();
-	if (tls_cert_generate(&tls_keys, tls_names_given ? &tls_names : &def, nb, na, tls_rng, NULL, err,
-			      sizeof(err)) != 0) {
+	if (tls_cert_generate(&tls_keys, &names, nb, na, tls_rng, NULL, err, sizeof(err)) != 0) {
 		kprintf("tls: %s; HTTPS off, HTTP unaffected\n", err);
 		return -1;
 	}
@@ -273,7 +257,7 @@ static int tls_generate(void)
 	return 0;
 }
 
-static int tls_load_keys(void)
+static int tls_load_keys(const char *names)
 {
 	struct boot_file *fc, *fk;
 	char err[160], desc[32];
@@ -283,7 +267,7 @@ static int tls_load_keys(void)
 	if (!tls_bi || (!tls_file_there(&tls_bi->files[BOOT_FILE_TLS_CERT]) &&
 			!tls_file_there(&tls_bi->files[BOOT_FILE_TLS_KEY]))) {
 		if (!tls_builtin_cert_len)
-			return tls_generate();
+			return tls_generate(names);
 		if (tls_keys_load(&tls_keys, tls_builtin_cert, tls_builtin_cert_len, tls_builtin_key,
 				  tls_builtin_key_len, tls_rng, NULL, err, sizeof(err)) != 0) {
 			kprintf("tls: %s; HTTPS off, HTTP unaffected\n", err);
@@ -326,7 +310,7 @@ static int tls_load_keys(void)
 	return 0;
 }
 
-int tls_start(void)
+int tls_start(const char *names)
 {
 	void *arena;
 
@@ -345,7 +329,7 @@ int tls_start(void)
 		kprintf("tls: PSA crypto did not initialize; HTTPS off\n");
 		return -1;
 	}
-	if (tls_load_keys() != 0)
+	if (tls_load_keys(names) != 0)
 		return -1;
 	if (tls_source != TLS_SOURCE_GENERATED)
 		tls_cert_describe(&tls_keys.chain, &tls_info);

@@ -59,6 +59,23 @@ CMDLINE_PARAM(https_hsts, .key = "https.hsts", .type = CMDLINE_UINT, .dst = &htt
 	      .max = 63072000, .def = "0",
 	      .help = "Strict-Transport-Security max-age (seconds) on HTTPS responses, sent only while the "
 		      "certificate is CA-issued (not generated at boot, not self-signed); 0: none");
+/* tls.names=: the names of the certificate a make TLS=1 image generates at
+ * boot when it is given none; net/tls/tls_port.c checks them (tls_cert.h)
+ * and says at boot if they are refused. Registered here, like https=, so
+ * every image lists the key. 8 names of 253 characters fit no line
+ * (CMDLINE_MAX): the buffer holds what a line can give. */
+static char https_tls_names_opt[CMDLINE_MAX];
+CMDLINE_PARAM(tls_names, .key = "tls.names", .type = CMDLINE_STR, .dst = https_tls_names_opt,
+	      .dst_size = sizeof(https_tls_names_opt), .def = "vireo,localhost", .def_prose = true,
+	      .values = "comma-separated DNS names (at most 8)",
+	      .help = "the names (SANs) of the certificate generated at boot when none is given (make TLS=1); "
+		      "the default also names 127.0.0.1 and ::1");
+
+const char *https_tls_names(void)
+{
+	return https_tls_names_opt;
+}
+
 static char https_hsts[64];	/* the header line, or "" */
 static u8 https_hsts_len;
 
