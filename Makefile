@@ -645,7 +645,7 @@ help:
 	@echo "                  same PORT=, CMDLINE=, QEMU_OPTS=, MEM= as make run"
 	@echo "  make image      build $(IMAGE) (GPT disk, ESP with EFI/BOOT/BOOTX64.EFI)"
 	@echo "  make TLS=1      build with HTTPS (mbedTLS 3.6) and the certificate/key (TLS_CERT=, TLS_KEY=;"
-	@echo "                  else a development certificate in $(BUILD)/tls/; EFI/vireo/tls/cert.pem and"
+	@echo "                  else one generated at boot, for tls.names=; EFI/vireo/tls/cert.pem and"
 	@echo "                  key.pem on the ESP win over both); https= port 443"
 	@echo "                  (docs/https.md). make TLS=1 tls-check: what mbedTLS needs, its size"
 	@echo "  make run        install QEMU/OVMF if missing, boot the appliance; http://localhost:8080/"

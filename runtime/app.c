@@ -111,7 +111,7 @@ int app_start(void)
 	api_apps_start();
 #ifdef VIREO_TLS
 	/* Each logs its own result; HTTP serves either way. */
-	if (tls_start() == 0)
+	if (tls_start(https_tls_names()) == 0)
 		https_start();
 #endif
 	return 0;

@@ -6,9 +6,8 @@
 # for the key-loading tests, tests/host/net/tls/host.mk). See docs/https.md.
 #
 # Credentials: TLS_CERT=<chain.pem> TLS_KEY=<key.pem> at build time, or else
-# a self-signed development certificate (an EC P-256 leaf, CN=vireo-dev,
-# SAN localhost, 127.0.0.1, ...) generated once into $(BUILD)/tls/ with openssl: never
-# committed, different for every clone; the boot log says it is one.
+# none: the appliance then generates its key and a self-signed certificate at
+# boot (net/tls/tls_cert.c; docs/https.md), and the log says so.
 
 MBEDTLS_SRCDIR := $(BUILD)/mbedtls-src/mbedtls
 MBEDTLS_STAMP  := $(BUILD)/mbedtls-src/stamp
@@ -34,7 +33,7 @@ MBEDTLS_OBJS = $(patsubst %.c,$(BUILD)/mbedtls/%.o,$(MBEDTLS_SRCS))
 MBEDTLS_ALT_SRCS := net/tls/x25519_alt.c
 MBEDTLS_ALT_OBJS := $(patsubst net/tls/%.c,$(BUILD)/mbedtls/vireo-%.o,$(MBEDTLS_ALT_SRCS))
 
-TLS_SRCS := net/tls/tls_port.c net/tls/tls_keys.c net/tls/tls_libc.c
+TLS_SRCS := net/tls/tls_port.c net/tls/tls_keys.c net/tls/tls_cert.c net/tls/tls_libc.c
 # lwIP's TLS layer for altcp (net/port/patches/0003 ports it to mbedTLS 3).
 TLS_LWIP_SRCS := apps/altcp_tls/altcp_tls_mbedtls.c apps/altcp_tls/altcp_tls_mbedtls_mem.c
 TLS_LWIP_OBJS := $(patsubst %.c,$(BUILD)/tls-lwip/%.o,$(TLS_LWIP_SRCS))
@@ -78,51 +77,22 @@ mbedtls-objs: $(MBEDTLS_OBJS) $(MBEDTLS_ALT_OBJS)
 $(BUILD)/k/net/tls/%.o: KCFLAGS += -nostdinc -isystem $(LWIP_GCC_INC) $(MBEDTLS_CFLAGS)
 $(TLS_OBJS): | $(MBEDTLS_STAMP)
 
-# Credentials, as a C file of two NUL-terminated arrays.
+# Credentials, as a C file of two NUL-terminated arrays (empty without
+# TLS_CERT= and TLS_KEY=).
 TLS_CERT ?=
 TLS_KEY  ?=
 ifneq ($(if $(TLS_CERT),1)$(if $(TLS_KEY),1),)
 ifeq ($(and $(TLS_CERT),$(TLS_KEY)),)
-$(error give both TLS_CERT= and TLS_KEY=, or neither for a development certificate)
+$(error give both TLS_CERT= and TLS_KEY=, or neither for a certificate generated at boot)
 endif
-TLS_CRED_CERT := $(TLS_CERT)
-TLS_CRED_KEY  := $(TLS_KEY)
-TLS_CRED_DEV  := 0
-else
-TLS_CRED_CERT := $(BUILD)/tls/dev-cert.pem
-TLS_CRED_KEY  := $(BUILD)/tls/dev-key.pem
-TLS_CRED_DEV  := 1
 endif
-TLS_CRED_STAMP := $(BUILD)/tls/creds.$(shell printf '%s %s' '$(TLS_CRED_CERT)' '$(TLS_CRED_KEY)' | sha1sum | cut -c1-12)
+TLS_CRED_STAMP := $(BUILD)/tls/creds.$(shell printf '%s %s' '$(TLS_CERT)' '$(TLS_KEY)' | sha1sum | cut -c1-12)
 $(TLS_CRED_STAMP):
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $(BUILD)/tls/creds.* && touch $@
 
-# The key is written 0600; a new one only when none exists (make clean
-# removes it with the rest of build/). The certificate is a leaf, as
-# browsers want of a server's even when it is its own trust anchor:
-# CA:FALSE (openssl req -x509 would make a CA by default, which Firefox
-# refuses for a server), digitalSignature, serverAuth, and the names a
-# development appliance is reached by (docs/https.md). One made before
-# that (a CA) is made again, key and all.
-DEV_CERT_SAN := DNS:localhost,IP:127.0.0.1,IP:::1
-ifneq ($(wildcard $(BUILD)/tls/dev-cert.pem),)
-ifneq ($(shell openssl x509 -in $(BUILD)/tls/dev-cert.pem -noout -ext basicConstraints 2>/dev/null | grep -c 'CA:TRUE'),0)
-$(shell rm -f $(BUILD)/tls/dev-cert.pem $(BUILD)/tls/dev-key.pem)
-endif
-endif
-$(BUILD)/tls/dev-key.pem:
-	@mkdir -p $(dir $@)
-	@echo "  TLSDEV  self-signed development certificate into $(BUILD)/tls/"
-	$(Q)command -v openssl >/dev/null || { echo "make TLS=1: openssl makes the development certificate: install the Debian package openssl, or give TLS_CERT= and TLS_KEY=" >&2; exit 1; }
-	$(Q)umask 077 && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-		-days 825 -subj /CN=vireo-dev -addext subjectAltName=$(DEV_CERT_SAN) \
-		-addext basicConstraints=critical,CA:FALSE -addext keyUsage=critical,digitalSignature \
-		-addext extendedKeyUsage=serverAuth -keyout $@ -out $(BUILD)/tls/dev-cert.pem 2>/dev/null
-$(BUILD)/tls/dev-cert.pem: $(BUILD)/tls/dev-key.pem
-
-$(BUILD)/tls_creds.c: net/tls/mkcreds.py $(TLS_CRED_STAMP) $(TLS_CRED_CERT) $(TLS_CRED_KEY)
-	$(Q)$(PYTHON) net/tls/mkcreds.py $(TLS_CRED_CERT) $(TLS_CRED_KEY) $(TLS_CRED_DEV) $@
+$(BUILD)/tls_creds.c: net/tls/mkcreds.py $(TLS_CRED_STAMP) $(TLS_CERT) $(TLS_KEY)
+	$(Q)$(PYTHON) net/tls/mkcreds.py $@ $(TLS_CERT) $(TLS_KEY)
 $(BUILD)/k/tls_creds.o: $(BUILD)/tls_creds.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(KCFLAGS) -c $< -o $@

@@ -159,6 +159,15 @@ int ksnprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((forma
  * (mbedtls_ecp_mul_mxz_alt_capable()); P-256 keeps mbedTLS's code. */
 #define MBEDTLS_ECP_MUL_MXZ_ALT
 
+/* ---- writing a certificate (issue 33) ----------------------------------
+ * With no certificate from the ESP or from make, net/tls/tls_cert.c makes a
+ * self-signed leaf at boot: an ECDSA P-256 key from the CSPRNG and an X.509
+ * v3 certificate for it, written as DER (no PEM writer: it is parsed back
+ * from DER and kept as DER). PK_WRITE_C writes the SubjectPublicKeyInfo. */
+#define MBEDTLS_X509_CREATE_C
+#define MBEDTLS_X509_CRT_WRITE_C
+#define MBEDTLS_PK_WRITE_C
+
 /* ---- symmetric --------------------------------------------------------- */
 #define MBEDTLS_CIPHER_C
 #define MBEDTLS_AES_C

@@ -1,5 +1,6 @@
-/* The two libc string routines mbedTLS's PEM and X.509 parsers call that the
- * kernel does not have (net/tls/include/string.h declares them). */
+/* The libc string routines mbedTLS calls that the kernel does not have
+ * (net/tls/include/string.h declares them): strchr and strstr for the PEM
+ * and X.509 parsers, strncpy for the certificate writer's validity. */
 #include <stddef.h>
 #include "net/tls/include/string.h"
 
@@ -23,4 +24,17 @@ char *strstr(const char *haystack, const char *needle)
 		if (*haystack == *needle && strncmp(haystack, needle, n) == 0)
 			return (char *)haystack;
 	return NULL;
+}
+
+/* C's strncpy: at most n bytes, NUL-padded, not terminated when src has n
+ * or more (mbedTLS terminates its copy itself). */
+char *strncpy(char *dst, const char *src, size_t n)
+{
+	size_t i = 0;
+
+	for (; i < n && src[i] != '\0'; i++)
+		dst[i] = src[i];
+	for (; i < n; i++)
+		dst[i] = '\0';
+	return dst;
 }

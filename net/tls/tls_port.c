@@ -7,11 +7,15 @@
 #include "kernel/mm/heap.h"
 #include "kernel/mm/mm.h"
 #include "kernel/random.h"
+#include "kernel/shell.h"
+#include "kernel/time/time.h"
+#include "kernel/time/wallclock.h"
 #include "lib/string.h"
 #include "lib/metrics.h"
 #include "mbedtls/entropy.h"
 #include "mbedtls/platform_util.h"
 #include "psa/crypto.h"
+#include "net/tls/tls_cert.h"
 #include "net/tls/tls_keys.h"
 
 #define TLS_HEAP_PAGES	(TLS_HEAP_BYTES / PAGE_SIZE)
@@ -63,6 +67,64 @@ static int tls_rng(void *ctx, unsigned char *out, size_t len)
 	return 0;
 }
 
+/* Where the certificate served came from (tls_load_keys()). */
+enum tls_source { TLS_SOURCE_NONE, TLS_SOURCE_ESP, TLS_SOURCE_BUILTIN, TLS_SOURCE_GENERATED };
+static const char *const tls_source_names[] = {
+	[TLS_SOURCE_NONE] = "none",
+	[TLS_SOURCE_ESP] = "esp",
+	[TLS_SOURCE_BUILTIN] = "built-in",
+	[TLS_SOURCE_GENERATED] = "generated",
+};
+static enum tls_source tls_source;
+static struct tls_cert_info tls_info;	/* of the leaf served, once tls_ok */
+
+/* The best wall clock in seconds (the firmware's until SNTP sets it). */
+static bool tls_now_s(u64 *now)
+{
+	u64 ns;
+
+	if (wallclock_best(&ns) == WALLCLOCK_NONE)
+		return false;
+	*now = ns / NSEC_PER_SEC;
+	return true;
+}
+
+/* "2027-03-06T21:00:00Z", or "?" for a date the certificate's encoding
+ * could not give (tls_cert_describe()'s 0). */
+static const char *tls_date(u64 unix_s, char *buf, size_t size)
+{
+	struct civil_time c;
+
+	if (!unix_s) {
+		ksnprintf(buf, size, "?");
+		return buf;
+	}
+	wallclock_civil(unix_s, &c);
+	ksnprintf(buf, size, "%04u-%02u-%02uT%02u:%02u:%02uZ", (unsigned)c.year, (unsigned)c.month,
+		  (unsigned)c.day, (unsigned)c.hour, (unsigned)c.min, (unsigned)c.sec);
+	return buf;
+}
+
+/* vireo_tls_cert_expiry_seconds (only with a clock: a gauge an alert can
+ * compare with a threshold) and vireo_tls_cert_info{source,names} 1. */
+static void tls_cert_metrics(struct metrics_buf *b)
+{
+	char labels[48 + TLS_CERT_NAMES_TEXT];
+	u64 now;
+
+	metrics_family(b, "vireo_tls_cert_expiry_seconds", METRICS_GAUGE,
+		       "Seconds from now (the best wall clock) to the served certificate's notAfter");
+	if (tls_now_s(&now) && tls_info.not_after)
+		metrics_sample_s64(b, "vireo_tls_cert_expiry_seconds", NULL,
+				   (s64)tls_info.not_after - (s64)now);
+	metrics_family(b, "vireo_tls_cert_info", METRICS_GAUGE,
+		       "The served certificate: where it came from and its DNS and IP names");
+	/* tls_cert_describe() left no quote, backslash or newline in names. */
+	ksnprintf(labels, sizeof(labels), "source=\"%s\",names=\"%s\"", tls_source_names[tls_source],
+		  tls_info.names);
+	metrics_sample(b, "vireo_tls_cert_info", labels, 1);
+}
+
 /* /metrics: the TLS heap and whether TLS could be offered. */
 static bool tls_started;	/* tls_start() ran: /metrics has the TLS heap */
 
@@ -80,9 +142,46 @@ static void tls_metrics(struct metrics_buf *b)
 		       tls_heap.peak);
 	metrics_simple(b, "vireo_tls_heap_alloc_failures_total", METRICS_COUNTER,
 		       "TLS allocations refused: the heap was full", tls_heap.failures);
+	if (!tls_ok)
+		return;
+	tls_cert_metrics(b);
 }
 
 METRICS_SOURCE(tls, tls_metrics);
+
+/* `cert`: the certificate served, never its key. */
+static void tls_cert_cmd(const char *args)
+{
+	char from[32], to[32];
+	u64 now;
+	bool clock;
+
+	(void)args;
+	if (!tls_ok) {
+		kprintf("cert: no certificate served (HTTPS off)\n");
+		return;
+	}
+	clock = tls_now_s(&now);
+	tls_date(tls_info.not_before, from, sizeof(from));
+	tls_date(tls_info.not_after, to, sizeof(to));
+	kprintf("source:     %s%s\n", tls_source_names[tls_source],
+		tls_source == TLS_SOURCE_GENERATED ? " (at boot; no store: kept in memory only)" : "");
+	kprintf("names:      %s\n", tls_info.names[0] ? tls_info.names : "(no DNS or IP SANs)");
+	kprintf("not before: %s\n", from);
+	if (clock && tls_info.not_after && tls_info.not_after >= now)
+		kprintf("not after:  %s (in %lu d %lu h)\n", to, (unsigned long)((tls_info.not_after - now) / 86400),
+			(unsigned long)((tls_info.not_after - now) % 86400 / 3600));
+	else if (clock && tls_info.not_after)
+		kprintf("not after:  %s (EXPIRED)\n", to);
+	else
+		kprintf("not after:  %s\n", to);
+	kprintf("sha256:     ");
+	for (int i = 0; i < 32; i++)
+		kprintf(i < 31 ? "%02X:" : "%02X\n", tls_info.sha256[i]);
+	kprintf("issuer:     %s\n", tls_keys_ca_issued(&tls_keys) ? "a CA (not self-signed)" : "self-signed");
+}
+SHELL_CMD(cert, .name = "cert", .fn = tls_cert_cmd,
+	  .help = "the HTTPS certificate served: source, names, validity, SHA-256 fingerprint");
 
 void tls_boot_files(struct boot_info *bi)
 {
@@ -122,10 +221,43 @@ static bool tls_file_ok(const struct boot_file *f, const char *path)
 
 /* The ESP's pair when boot/ found either file (then it is that pair or no
  * HTTPS: a broken key on the ESP must not silently fall back to the built-in
- * one), else the built-in pair. Logs what it loaded, or why not. */
-static bool tls_from_esp;	/* the pair served is the ESP's */
+ * or a generated one), else the pair given to make, else one generated now.
+ * Logs what it loaded, or why not. */
 
-static int tls_load_keys(void)
+/* No certificate from the ESP or from make: a key and a certificate made
+ * now (tls_cert.h), for tls.names= or the default names. */
+static int tls_generate(const char *list)
+{
+	static struct tls_names names;	/* 2 KiB: not on the stack */
+	char err[160], desc[32], to[32];
+	u64 now = 0, nb, na, t0;
+	bool clock = tls_now_s(&now);
+
+	/* A bad list is refused whole and said so; the default names stand. */
+	if (!list || !list[0]) {
+		tls_names_default(&names);
+	} else if (tls_names_parse(list, &names, err, sizeof(err)) != 0) {
+		kprintf("tls: warning: tls.names=%s: %s; the default names instead\n", list, err);
+		tls_names_default(&names);
+	}
+	tls_cert_validity(clock, now, &nb, &na);
+	t0 = time_ns();
+	if (tls_cert_generate(&tls_keys, &names, nb, na, tls_rng, NULL, err, sizeof(err)) != 0) {
+		kprintf("tls: %s; HTTPS off, HTTP unaffected\n", err);
+		return -1;
+	}
+	tls_source = TLS_SOURCE_GENERATED;
+	tls_cert_describe(&tls_keys.chain, &tls_info);
+	kprintf("tls: %s key and self-signed certificate generated at boot in %lu ms (names %s; not after %s%s; "
+		"browsers will warn)\n", tls_keys_describe(&tls_keys, desc, sizeof(desc)),
+		(unsigned long)((time_ns() - t0) / 1000000), tls_info.names, tls_date(na, to, sizeof(to)),
+		clock ? "" : ", no clock: a fixed window");
+	kprintf("tls: warning: no store: the generated key is kept in memory only; a new key and certificate "
+		"at every boot\n");
+	return 0;
+}
+
+static int tls_load_keys(const char *names)
 {
 	struct boot_file *fc, *fk;
 	char err[160], desc[32];
@@ -134,14 +266,16 @@ static int tls_load_keys(void)
 
 	if (!tls_bi || (!tls_file_there(&tls_bi->files[BOOT_FILE_TLS_CERT]) &&
 			!tls_file_there(&tls_bi->files[BOOT_FILE_TLS_KEY]))) {
+		if (!tls_builtin_cert_len)
+			return tls_generate(names);
 		if (tls_keys_load(&tls_keys, tls_builtin_cert, tls_builtin_cert_len, tls_builtin_key,
 				  tls_builtin_key_len, tls_rng, NULL, err, sizeof(err)) != 0) {
 			kprintf("tls: %s; HTTPS off, HTTP unaffected\n", err);
 			return -1;
 		}
-		kprintf("tls: %s key, %s certificate%s\n", tls_keys_describe(&tls_keys, desc, sizeof(desc)),
-			tls_builtin_is_dev ? "self-signed DEVELOPMENT" : "built-in",
-			tls_builtin_is_dev ? " (generated by make for this clone; browsers will warn)" : "");
+		tls_source = TLS_SOURCE_BUILTIN;
+		kprintf("tls: %s key, built-in certificate (given to make)\n",
+			tls_keys_describe(&tls_keys, desc, sizeof(desc)));
 		return 0;
 	}
 	fc = &tls_bi->files[BOOT_FILE_TLS_CERT];
@@ -169,14 +303,14 @@ static int tls_load_keys(void)
 		}
 		return -1;
 	}
-	tls_from_esp = true;
-	kprintf("tls: %s key, certificate from the ESP (" BOOT_TLS_CERT_PATH ", " BOOT_TLS_KEY_PATH
-		"; preferred over the %s one)\n", tls_keys_describe(&tls_keys, desc, sizeof(desc)),
-		tls_builtin_is_dev ? "built-in development" : "built-in");
+	tls_source = TLS_SOURCE_ESP;
+	kprintf("tls: %s key, certificate from the ESP (" BOOT_TLS_CERT_PATH ", " BOOT_TLS_KEY_PATH ")%s\n",
+		tls_keys_describe(&tls_keys, desc, sizeof(desc)),
+		tls_builtin_cert_len ? ", preferred over the built-in one" : "");
 	return 0;
 }
 
-int tls_start(void)
+int tls_start(const char *names)
 {
 	void *arena;
 
@@ -195,8 +329,10 @@ int tls_start(void)
 		kprintf("tls: PSA crypto did not initialize; HTTPS off\n");
 		return -1;
 	}
-	if (tls_load_keys() != 0)
+	if (tls_load_keys(names) != 0)
 		return -1;
+	if (tls_source != TLS_SOURCE_GENERATED)
+		tls_cert_describe(&tls_keys.chain, &tls_info);
 	tls_ok = true;
 	return 0;
 }
@@ -217,7 +353,7 @@ void tls_heap_get_stats(struct tls_heap_stats *s)
 
 bool tls_serving_ca_issued(void)
 {
-	return tls_ok && (tls_from_esp || !tls_builtin_is_dev) && tls_keys_ca_issued(&tls_keys);
+	return tls_ok && tls_source != TLS_SOURCE_GENERATED && tls_keys_ca_issued(&tls_keys);
 }
 
 struct tls_keys *tls_server_keys(void)

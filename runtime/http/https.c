@@ -52,13 +52,30 @@ CMDLINE_PARAM(https_public_port, .key = "https.public_port", .type = CMDLINE_UIN
 
 /* HSTS (RFC 6797): only while the certificate is CA-issued. A browser that
  * saw it refuses the site for max-age seconds unless its certificate
- * verifies, so the development or a self-signed certificate would lock
+ * verifies, so a generated or any self-signed certificate would lock
  * every visitor out; then it is withheld, and the boot log says so. */
 static u64 https_hsts_s;
 CMDLINE_PARAM(https_hsts, .key = "https.hsts", .type = CMDLINE_UINT, .dst = &https_hsts_s, .min = 0,
 	      .max = 63072000, .def = "0",
 	      .help = "Strict-Transport-Security max-age (seconds) on HTTPS responses, sent only while the "
-		      "certificate is CA-issued (not the development one, not self-signed); 0: none");
+		      "certificate is CA-issued (not generated at boot, not self-signed); 0: none");
+/* tls.names=: the names of the certificate a make TLS=1 image generates at
+ * boot when it is given none; net/tls/tls_port.c checks them (tls_cert.h)
+ * and says at boot if they are refused. Registered here, like https=, so
+ * every image lists the key. 8 names of 253 characters fit no line
+ * (CMDLINE_MAX): the buffer holds what a line can give. */
+static char https_tls_names_opt[CMDLINE_MAX];
+CMDLINE_PARAM(tls_names, .key = "tls.names", .type = CMDLINE_STR, .dst = https_tls_names_opt,
+	      .dst_size = sizeof(https_tls_names_opt), .def = "vireo,localhost", .def_prose = true,
+	      .values = "comma-separated DNS names (at most 8)",
+	      .help = "the names (SANs) of the certificate generated at boot when none is given (make TLS=1); "
+		      "the default also names 127.0.0.1 and ::1");
+
+const char *https_tls_names(void)
+{
+	return https_tls_names_opt;
+}
+
 static char https_hsts[64];	/* the header line, or "" */
 static u8 https_hsts_len;
 
@@ -422,9 +439,8 @@ int https_start(void)
 					      "Strict-Transport-Security: max-age=%lu\r\n", (unsigned long)https_hsts_s);
 		kprintf("https: HSTS max-age=%lu (a CA-issued certificate)\n", (unsigned long)https_hsts_s);
 	} else if (https_hsts_s) {
-		kprintf("https: https.hsts=%lu withheld: the certificate is %s, and browsers would refuse the site "
-			"for that long\n", (unsigned long)https_hsts_s,
-			tls_keys_ca_issued(k) ? "the development one" : "self-signed");
+		kprintf("https: https.hsts=%lu withheld: the certificate is self-signed, and browsers would refuse "
+			"the site for that long\n", (unsigned long)https_hsts_s);
 	}
 	netup_set_https_port(https_port());
 	if (https_redirect)

@@ -97,6 +97,8 @@ size_t https_hsts_line(const char **line);
  * netup the port for the ready line and the server the redirect. Logs and
  * returns negative on failure (HTTP unaffected). */
 int https_start(void);
+/* tls.names= as given ("" when not): for tls_start() (net/tls/tls.h). */
+const char *https_tls_names(void);
 
 struct altcp_pcb;
 /* The most one altcp_write() on the TLS connection pcb may take: one

@@ -8,8 +8,8 @@
 # harness prints the table with vireo/nginx ratios (nginx first: the
 # baseline); raw files stay in build/bench-tls/<stamp>/.
 #
-# vireo's image is built into build/bench-tls/ (TLS=1, a per-clone
-# development certificate, never committed; the harness does not verify
+# vireo's image is built into build/bench-tls/ (TLS=1, with the
+# certificate it generates at boot; the harness does not verify
 # certificates) so the default build is untouched.
 #
 # vireo boots with BENCH_VIREO_CMDLINE (through fw_cfg, the descriptor

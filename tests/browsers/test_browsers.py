@@ -14,8 +14,8 @@ a copy of the image, rendered by real browsers over QEMU's user networking
   the page's Resource Timing entries show every file fetched, each 200,
   206 (the video's range) or 304.
 - The appliance's /metrics then counts no 4xx or 5xx response.
-- Both again over HTTPS from a make TLS=1 image with its development
-  certificate, which each is told to accept.
+- Both again over HTTPS from a make TLS=1 image with the certificate it
+  generates at boot, which each is told to accept.
 
 The fixed files are in site/; the binary ones are made here from Debian
 packages: the font is DejaVu Sans Mono (fonts-dejavu-core, free to copy and
@@ -119,7 +119,7 @@ def appliance(tmp_path_factory):
 
 
 def metrics(url):
-    # Over HTTPS the development certificate is the appliance's own.
+    # Over HTTPS the certificate is the one the appliance generated at boot.
     ctx = ssl._create_unverified_context() if url.startswith("https:") else None
     with urllib.request.urlopen(url + "metrics", timeout=20, context=ctx) as r:
         text = r.read().decode()
@@ -329,7 +329,8 @@ def test_firefox(appliance):
 def tls_appliance(tmp_path_factory):
     """A make TLS=1 image (built into build/tls-image/ as
     tests/qemu/test_tls.py builds it: a few minutes the first time) with
-    its development certificate, which the browsers are told to accept."""
+    the certificate it generates at boot, which the browsers are told to
+    accept."""
     from test_tls import BUILD, make as make_tls
     make_tls()
     tmp = tmp_path_factory.mktemp("browsers-tls")

@@ -1,9 +1,10 @@
 """make TLS=1 images (docs/https.md): built into build/tls-image/ by the test
 itself (the fetched lwIP and mbedTLS trees are copied from build/ when there),
 booted with user networking, or on a tap in a namespace where several client
-addresses are needed. The development certificate loads and the log says it
-is one; a key that does not match the certificate is refused with a clear
-line and HTTP serves without HTTPS. HTTPS: curl and openssl s_client over TLS
+addresses are needed. Without a certificate the appliance generates one at
+boot (a CA:FALSE P-256 leaf for its names), says so on the console, in the
+`cert` verb and on /metrics; tls.names= names it. A key that does not match
+the certificate is refused with a clear line and HTTP serves without HTTPS. HTTPS: curl and openssl s_client over TLS
 1.3 and 1.2, the served chain, ALPN, refusals; http.redirect; 1,000 requests
 over 16 TLS connections and the TLS heap back to idle; a handshake flood and
 garbage or truncated ClientHellos while other clients are served."""
@@ -52,55 +53,107 @@ def boot_and_get(boot, cmdline="", image=None):
     return vm, get
 
 
-def test_dev_certificate_loads(boot):
+PEM_CERT = r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----"
+
+
+def served_certs(sport, *args):
+    """The chain the appliance serves, as PEM blocks (openssl s_client)."""
+    rc, out = s_client(sport, "-showcerts", *args, data=b"")
+    assert rc == 0, out[-2000:]
+    return re.findall(PEM_CERT, out, re.S)
+
+
+def x509_text(pem, *args):
+    return subprocess.run(["openssl", "x509", "-noout", *args], input=pem, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_generated_certificate(boot, tmp_path):
+    """No certificate from the ESP or make: the appliance makes an ECDSA
+    P-256 key and a self-signed leaf at boot, for its default names, and
+    says so on the console, in `cert` and on /metrics."""
     make()
-    # A leaf (browsers refuse a CA as a server's certificate even when
-    # trusted): CA:FALSE, for server authentication, the loopback names.
-    cert = os.path.join(BUILD, "tls", "dev-cert.pem")
-    text = subprocess.run(["openssl", "x509", "-in", cert, "-noout", "-ext",
-                           "basicConstraints,keyUsage,extendedKeyUsage,subjectAltName"],
-                          capture_output=True, text=True, check=True).stdout
-    assert re.search(r"Basic Constraints: critical\n\s+CA:FALSE", text), text
-    assert "Digital Signature" in text and "TLS Web Server Authentication" in text, text
-    assert "DNS:localhost" in text and "IP Address:127.0.0.1" in text and "IP Address:0:0:0:0:0:0:0:1" in text, text
     # https.hsts= is withheld: a browser that saw it would refuse the
-    # development certificate for max-age seconds.
+    # self-signed certificate for max-age seconds.
     vm, get = boot_and_get(boot, cmdline="https.hsts=600")
-    assert re.search(r"^tls: EC P-256 key, self-signed DEVELOPMENT certificate", vm.text, re.M), vm.text
+    line = re.search(r"^tls: EC P-256 key and self-signed certificate generated at boot in (\d+) ms \(names "
+                     r"vireo,localhost,127\.0\.0\.1,0:0:0:0:0:0:0:1; not after (\S+)Z; browsers will warn\)$",
+                     vm.text, re.M)
+    assert line, vm.text
+    print(f"key and certificate generated in {line.group(1)} ms")
+    assert re.search(r"^tls: warning: no store: the generated key is kept in memory only", vm.text, re.M)
+    assert "PRIVATE KEY" not in vm.text
     assert vm.ready.group(4) == "443", vm.text[-4000:]
     assert re.search(r"^https: https.hsts=600 withheld: the certificate is self-signed, ", vm.text, re.M), vm.text
+    # A leaf (browsers refuse a CA as a server's certificate even when
+    # trusted): CA:FALSE, for server authentication, P-256, the names.
+    served = served_certs(vm.sport)
+    assert len(served) == 1
+    text = x509_text(served[0], "-text")
+    assert re.search(r"Basic Constraints: critical\n\s+CA:FALSE", text), text
+    assert "Digital Signature" in text and "TLS Web Server Authentication" in text, text
+    assert "NIST CURVE: P-256" in text and "ecdsa-with-SHA256" in text, text
+    assert re.search(r"DNS:vireo, DNS:localhost, IP Address:127\.0\.0\.1, IP Address:0:0:0:0:0:0:0:1\n", text), text
+    assert re.search(r"Subject: CN ?= ?vireo\n", text), text
+    # 90 days and an hour from the firmware's clock (an hour of skew allowed).
+    from datetime import datetime, timezone
+    dates = dict(l.split("=", 1) for l in x509_text(served[0], "-startdate", "-enddate").splitlines())
+    nb, na = (datetime.strptime(dates[k], "%b %d %H:%M:%S %Y %Z") for k in ("notBefore", "notAfter"))
+    assert (na - nb).total_seconds() == 90 * 86400 + 3600, dates
+    assert na.strftime("%Y-%m-%dT%H:%M:%S") == line.group(2)
+    # The `cert` verb: source, names, dates and the SHA-256 openssl sees.
+    vm.send("cert\r")
+    vm.wait_for(r"^issuer:\s+self-signed", timeout=30)
+    fp = x509_text(served[0], "-fingerprint", "-sha256").strip().split("=", 1)[1]
+    out = vm.text[vm.text.rindex("source:"):]
+    assert re.search(r"^source:\s+generated ", out, re.M), out
+    assert re.search(r"^names:\s+vireo,localhost,127\.0\.0\.1,0:0:0:0:0:0:0:1$", out, re.M), out
+    assert re.search(rf"^not after:\s+{line.group(2)}Z \(in (89 d 23|90 d 0) h\)$", out, re.M), out
+    assert re.search(rf"^sha256:\s+{fp}$", out, re.M), (fp, out)
     status, _, _ = get("/")
     assert status == 200
     status, _, body = get("/metrics")
     m = parse_prometheus(body.decode())
     assert m["vireo_tls_ready"] == 1
+    assert m['vireo_tls_cert_info{source="generated",names="vireo,localhost,127.0.0.1,0:0:0:0:0:0:0:1"}'] == 1
+    # Seconds to notAfter from the same clock: 90 days less the boot.
+    assert 90 * 86400 - 600 < m["vireo_tls_cert_expiry_seconds"] <= 90 * 86400, m["vireo_tls_cert_expiry_seconds"]
     assert m["vireo_tls_heap_arena_bytes"] == 2 * 1024 * 1024
     assert m["vireo_tls_heap_alloc_failures_total"] == 0
-    # The parsed chain and key stay; the copies made while parsing are gone.
+    # The parsed chain and key stay; the buffers used while making them are gone.
     assert 0 < m["vireo_tls_heap_in_use_bytes"] < m["vireo_tls_heap_peak_bytes"]
-    assert m["vireo_https_handshakes_total"] == 0
+    assert m["vireo_https_handshakes_total"] == 1
     # Trusted as itself, it verifies for localhost (OpenSSL takes a
     # self-signed leaf as its own anchor, as a browser's exception does).
-    r = subprocess.run(["curl", "-sS", "--cacert", cert, "-D", "-", "-o", "/dev/null", "-w", "%{http_code}",
+    cert = tmp_path / "served.pem"
+    cert.write_text(served[0] + "\n")
+    r = subprocess.run(["curl", "-sS", "--cacert", str(cert), "-D", "-", "-o", "/dev/null", "-w", "%{http_code}",
                         "--resolve", f"localhost:{vm.sport}:127.0.0.1", f"https://localhost:{vm.sport}/"],
                        capture_output=True, text=True, timeout=60)
     assert r.stdout.endswith("200"), r.stderr
     assert "strict-transport-security" not in r.stdout.lower(), r.stdout
 
 
+def openssl_self_signed(tmp_path, name="test"):
+    """A self-signed P-256 leaf and its key (paths), made with openssl."""
+    key, cert = tmp_path / f"{name}-key.pem", tmp_path / f"{name}-cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost"],
+                   check=True, capture_output=True)
+    return cert, key
+
+
 def test_mismatched_key_refused_http_serves(boot, tmp_path):
-    # The development certificate with a fresh key that is not its own.
+    # A certificate given to make with a fresh key that is not its own.
     key = tmp_path / "other-key.pem"
     subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
                     "-out", str(key)], check=True, capture_output=True)
-    cert = os.path.join(BUILD, "tls", "dev-cert.pem")
-    if not os.path.exists(cert):
-        make()
+    cert, _ = openssl_self_signed(tmp_path)
     make(f"TLS_CERT={cert}", f"TLS_KEY={key}")
     vm, get = boot_and_get(boot)
     assert re.search(r"^tls: key does not match the certificate .*; HTTPS off, HTTP unaffected$",
                      vm.text, re.M), vm.text
-    assert "DEVELOPMENT" not in vm.text
+    assert "generated at boot" not in vm.text
     assert vm.ready.group(3) is None, vm.ready.group(0)
     status, _, _ = get("/")
     assert status == 200
@@ -111,7 +164,6 @@ def test_mismatched_key_refused_http_serves(boot, tmp_path):
 # ---- EFI/vireo/tls/cert.pem and key.pem on the ESP (docs/https.md) ----
 
 ESP = "@@1M"  # images/lib.sh: the ESP starts at sector 2048 of every vireo disk
-PEM_CERT = r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----"
 
 
 def image_with_tls_files(tmp_path, files):
@@ -154,8 +206,8 @@ def test_esp_certificate_chain_preferred_over_built_in(boot, tmp_path):
     img = image_with_tls_files(tmp_path, {"cert.pem": chain, "key.pem": key})
     vm, get = boot_and_get(boot, image=img, cmdline="https.hsts=600")
     assert re.search(r"^tls: RSA 2048 key, certificate from the ESP \(EFI/vireo/tls/cert.pem, "
-                     r"EFI/vireo/tls/key.pem; preferred over the built-in development one\)$", vm.text, re.M), vm.text
-    assert "DEVELOPMENT" not in vm.text
+                     r"EFI/vireo/tls/key.pem\)$", vm.text, re.M), vm.text
+    assert "generated at boot" not in vm.text
     assert vm.ready.group(4) == "443", vm.text[-4000:]
     # A CA-issued certificate: https.hsts= is sent, on HTTPS only.
     assert re.search(r"^https: HSTS max-age=600 \(a CA-issued certificate\)$", vm.text, re.M), vm.text
@@ -169,9 +221,11 @@ def test_esp_certificate_chain_preferred_over_built_in(boot, tmp_path):
     assert "HTTP/1.1 200 OK" in out and "\r\nStrict-Transport-Security: max-age=600\r\n" in out, out[-3000:]
     served = re.findall(PEM_CERT, out, re.S)
     assert served == re.findall(PEM_CERT, chain.decode(), re.S) and len(served) == 2
-    with open(os.path.join(BUILD, "tls", "dev-cert.pem")) as f:
-        assert re.findall(PEM_CERT, f.read(), re.S)[0] not in served
-    assert metrics(get)["vireo_tls_ready"] == 1
+    m = metrics(get)
+    assert m["vireo_tls_ready"] == 1
+    # The leaf's names and expiry (openssl's -days 2), source esp.
+    assert m['vireo_tls_cert_info{source="esp",names=""}'] == 1, m
+    assert 86400 < m["vireo_tls_cert_expiry_seconds"] <= 2 * 86400
 
 
 def test_esp_mismatched_pair_refused_http_serves(boot, tmp_path):
@@ -182,8 +236,8 @@ def test_esp_mismatched_pair_refused_http_serves(boot, tmp_path):
     vm, get = boot_and_get(boot, image=img)
     assert re.search(r"^tls: EFI/vireo/tls/key.pem and EFI/vireo/tls/cert.pem: key does not match the "
                      r"certificate .*; HTTPS off, HTTP unaffected$", vm.text, re.M), vm.text
-    # No silent fall-back to the built-in key.
-    assert "DEVELOPMENT" not in vm.text and "certificate from" not in vm.text
+    # No silent fall-back to a generated key.
+    assert "generated at boot" not in vm.text and "certificate from" not in vm.text
     assert vm.ready.group(3) is None, vm.ready.group(0)
     status, _, _ = get("/")
     assert status == 200
@@ -255,15 +309,13 @@ def test_https_tls13_tls12_chain_alpn(boot):
         assert status == 200 and body == page
 
     req = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    # The chain served is the certificate built into the image.
+    # The chain served is the certificate generated at boot.
     rc, out = s_client(vm.sport, "-tls1_3", "-alpn", "h2,http/1.1", "-showcerts", data=req)
     assert rc == 0, out[-2000:]
     assert "ALPN protocol: http/1.1" in out and "New, TLSv1.3, Cipher is" in out, out[-2000:]
     assert "HTTP/1.1 200 OK" in out and "\nok\n" in out
-    served = re.findall(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----", out, re.S)
-    with open(os.path.join(BUILD, "tls", "dev-cert.pem")) as f:
-        built = re.findall(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----", f.read(), re.S)
-    assert served == built
+    served = re.findall(PEM_CERT, out, re.S)
+    assert len(served) == 1 and re.search(r"CN ?= ?vireo", x509_text(served[0], "-subject"))
     # TLS 1.2 with each suite kind; no ALPN offered, none agreed.
     for suite in ("ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305"):
         rc, out = s_client(vm.sport, "-tls1_2", "-cipher", suite, data=req)
@@ -360,7 +412,12 @@ def test_handshake_limits_configurable(boot):
     address hold their slots and the fourth is reset on accept as
     limit_source; once they are gone a client is served again."""
     need_image()
-    vm, get = boot_and_get(boot, cmdline="https.handshakes_per_source=3 https.handshakes=4")
+    # A bad tls.names= is refused whole with a warning; the default names stand.
+    vm, get = boot_and_get(boot, cmdline="https.handshakes_per_source=3 https.handshakes=4 "
+                                         "tls.names=ok.example,bad_name")
+    assert re.search(r"^tls: warning: tls\.names=ok\.example,bad_name: not a DNS name \(letters, digits, "
+                     r"'-', '\.'\): \"bad_name\"; the default names instead$", vm.text, re.M), vm.text
+    assert "generated at boot in" in vm.text and "(names vireo,localhost," in vm.text, vm.text
     held = [socket.create_connection(("127.0.0.1", vm.sport), timeout=20) for _ in range(3)]
     for _ in range(100):
         if metrics(get)["vireo_https_handshakes_active"] == 3:
@@ -428,7 +485,10 @@ def test_http_redirect(boot):
     need_image()
     # https.public_port=: the port a forward exposes, not the one vireo
     # listens on; the query is kept.
-    vm, get = boot_and_get(boot, cmdline="http.redirect=on https=443 https.public_port=8443")
+    # tls.names=: the generated certificate's names, lower-cased, no loopback.
+    vm, get = boot_and_get(boot, cmdline="http.redirect=on https=443 https.public_port=8443 "
+                                         "tls.names=WWW.Example.test,vireo.example")
+    assert "generated at boot in" in vm.text and "(names www.example.test,vireo.example;" in vm.text, vm.text
     with socket.create_connection(("127.0.0.1", vm.port), timeout=20) as s:
         s.sendall(b"GET /a%20b/c.html?q=1&r=%2F HTTP/1.1\r\nHost: example.org:8080\r\nConnection: close\r\n\r\n")
         status, headers, body = parse_response(read_all(s))
@@ -443,6 +503,12 @@ def test_http_redirect(boot):
     assert status == 200 and body == b"ok\n"
     r = curl(f"https://127.0.0.1:{vm.sport}/")
     assert parse_response(r.stdout)[0] == 200
+    text = x509_text(served_certs(vm.sport)[0], "-text")
+    assert re.search(r"DNS:www\.example\.test, DNS:vireo\.example\n", text), text
+    assert re.search(r"Subject: CN ?= ?www\.example\.test\n", text), text
+    # (/metrics over HTTPS: http.redirect=on sends plain HTTP there.)
+    m = parse_prometheus(parse_response(curl(f"https://127.0.0.1:{vm.sport}/metrics").stdout)[2].decode())
+    assert m['vireo_tls_cert_info{source="generated",names="www.example.test,vireo.example"}'] == 1
 
 
 def test_thousand_requests_16_tls_connections_heap_back(boot):
@@ -582,8 +648,8 @@ def test_handshake_flood_and_garbage_legit_served(boot, netns):
 
 def test_testssl_no_high_or_critical(boot, tmp_path):
     """testssl.sh (Debian's package) against the appliance, with a
-    certificate from a test CA that testssl is told to trust (the development
-    certificate is self-signed: testssl rates that CRITICAL whatever the TLS
+    certificate from a test CA that testssl is told to trust (the one generated
+    at boot is self-signed: testssl rates that CRITICAL whatever the TLS
     configuration) and a CRL distribution point (no revocation URI is HIGH).
     Protocols, cipher categories, forward secrecy, server preference, server
     defaults and certificate, vulnerabilities; the client simulations are

@@ -65,6 +65,15 @@ $(TLS_FIX)/stamp: tests/host/net/tls/host.mk
 	done; cert ec00; \
 	touch stamp
 
+# The certificate made at boot (net/tls/tls_cert.c): names, the builder over
+# the fixture key, parsed back; generation under allocation failures.
+HOST_TESTS += test_tls_cert
+test_tls_cert_USES := tls_cert tls_keys wallclock
+test_tls_cert_SRCS := $(TLS_HOST) $(MBEDTLS_HOST_LIB)
+$(BUILD)/host/test_tls_cert: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
+	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
+$(BUILD)/host/test_tls_cert: $(TLS_FIX)/stamp
+
 # X25519 through vireo's ladder (net/tls/x25519_alt.c, mbedTLS patch 0002):
 # RFC 7748's vectors, random agreement, low-order points.
 HOST_TESTS += test_x25519_alt
