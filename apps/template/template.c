@@ -1,7 +1,8 @@
 /*
  * The smallest vireo app, for copying (apps/template/README.md): one route
  * answering a greeting, one taking a body, a configuration key and a
- * metric, and a lookup answered later (GET /resolve: vireo_resolve()). Build and boot it with `make run APP=apps/template`, then
+ * metric, a lookup answered later (GET /resolve: vireo_resolve()), and an
+ * upstream asked through the HTTP client (GET /fetch). Build and boot it with `make run APP=apps/template`, then
  * `curl localhost:8080/hello?name=you`.
  */
 #include "vireo/vireo.h"

@@ -29,8 +29,8 @@
  * it).
  *
  * Timeouts: connect_timeout_ms for the connection (the name's lookup
- * included), head_timeout_ms from the request's first byte written to the
- * response head's end, body_timeout_ms between two body bytes (not counted
+ * included), head_timeout_ms from the request's last byte handed to the
+ * connection (a streamed body's too) to the response head's end, body_timeout_ms between two body bytes (not counted
  * while the app holds back a span).
  *
  * The transport is vireo/net.h's contract: a pool makes its TCP client
