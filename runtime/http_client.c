@@ -80,6 +80,8 @@ static struct hc_call *hc_calls[VIREO_HTTP_CALLS_MAX];
 static u8 hc_gen[VIREO_HTTP_CALLS_MAX];
 static struct vireo_timer hc_tick;
 static void (*hc_prev_metrics)(struct metrics_buf *b);
+static void (*hc_prev_stop)(void);
+static bool hc_stopping;	/* power off: every call ends, none starts */
 
 static const char *const hc_err_names[] = { "connect", "timeout", "framing", "too_large", "closed", "aborted" };
 _Static_assert(ARRAY_SIZE(hc_err_names) == VIREO_HTTP_EABORTED, "a name for every enum vireo_http_err");
@@ -174,6 +176,8 @@ static void hc_done(struct hc_call *c, int err)
 	if (c->conn && c->conn->call == c)
 		c->conn->call = NULL;
 	c->conn = NULL;
+	if (err && hc_stopping)
+		err = VIREO_HTTP_EABORTED;
 	if (err)
 		p->st.failed[err - 1]++;
 	hc_calls[slot] = NULL;
@@ -298,7 +302,7 @@ static void hc_wait(struct hc_call *c, bool front)
 /* Starts waiting calls while connections allow. */
 static void hc_pump(struct hc_pool *p)
 {
-	while (p->wait_head) {
+	while (p->wait_head && !hc_stopping) {
 		struct hc_call *c = p->wait_head;
 		int err;
 
@@ -398,7 +402,7 @@ static void hc_conn_release(struct hc_conn *k, bool keep)
  * sent again once on a fresh connection if that is safe, else closed. */
 static void hc_lost(struct hc_call *c)
 {
-	if (c->reused && !c->got_byte && c->idempotent && !c->rq.body_stream && !c->retried) {
+	if (c->reused && !c->got_byte && c->idempotent && !c->rq.body_stream && !c->retried && !hc_stopping) {
 		c->conn->call = NULL;
 		c->conn = NULL;
 		c->retried = true;
@@ -590,6 +594,28 @@ static void hc_tick_fn(struct vireo_timer *t, void *arg)
 	vireo_timer_start(t, HC_TICK_MS);
 }
 
+/* Power off (api_services_stop(), after the TCP clients' own stop, which
+ * aborts every connection: their calls end there): the calls left end
+ * with VIREO_HTTP_EABORTED and the pools go. */
+static void hc_stop(void)
+{
+	hc_stopping = true;
+	if (hc_prev_stop)
+		hc_prev_stop();
+	for (u32 i = 0; i < VIREO_HTTP_CALLS_MAX; i++)
+		if (hc_calls[i])
+			hc_done(hc_calls[i], VIREO_HTTP_EABORTED);
+	vireo_timer_stop(&hc_tick);
+	for (u32 i = 0; i < hc_npools; i++) {
+		kfree(hc_pools[i]);
+		hc_pools[i] = NULL;
+	}
+	hc_npools = 0;
+	hc_prev_stop = NULL;
+	hc_prev_metrics = NULL;
+	hc_stopping = false;
+}
+
 /* ---- the API ---- */
 
 int vireo_http_pool_new(const struct vireo_http_pool_cfg *cfg, vireo_http_pool *out)
@@ -691,6 +717,10 @@ int vireo_http_pool_new(const struct vireo_http_pool_cfg *cfg, vireo_http_pool *
 	if (svc_out_metrics != hc_write_metrics) {
 		hc_prev_metrics = svc_out_metrics;	/* the TCP clients' (set by the client above) */
 		svc_out_metrics = hc_write_metrics;
+	}
+	if (svc_out_stop != hc_stop) {
+		hc_prev_stop = svc_out_stop;
+		svc_out_stop = hc_stop;
 	}
 	hc_pools[hc_npools++] = p;
 	out->id = hc_npools;
