@@ -492,8 +492,9 @@ static size_t hc_on_recv(vireo_tcp t, const void *data, size_t len, void *arg)
 		if (r == HTTP_RESP_MORE)
 			return len;
 		if (r == HTTP_RESP_END) {
-			/* bytes after the response: the upstream's error, not kept */
-			hc_complete(c, k, c->rp->keep_alive && off == len);
+			/* bytes after the response: the upstream's error; a request
+			 * not sent whole (an early answer): neither is kept */
+			hc_complete(c, k, c->rp->keep_alive && off == len && c->sent == c->req_len && !c->stream_left);
 			return len;
 		}
 		if (r == HTTP_RESP_ERROR) {

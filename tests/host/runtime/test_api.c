@@ -1425,6 +1425,8 @@ static struct {
 	bool silent;
 	char req[1024];
 	size_t req_len;
+	size_t body_need, body_got;	/* a request body to read before answering */
+	bool in_body;
 } hs;
 
 static void hs_push(void)
@@ -1448,7 +1450,7 @@ static err_t hs_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 
 static err_t hs_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 {
-	size_t n;
+	size_t n, prev;
 
 	if (!p) {
 		tcp_recv(pcb, NULL);
@@ -1458,20 +1460,39 @@ static err_t hs_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 		tcp_close(pcb);
 		return ERR_OK;
 	}
+	tcp_recved(pcb, p->tot_len);
+	if (hs.in_body) {
+		hs.body_got += p->tot_len;
+		pbuf_free(p);
+		if (hs.body_got >= hs.body_need) {
+			hs.in_body = false;
+			hs.sent = 0;
+			hs_push();
+		}
+		return ERR_OK;
+	}
 	n = MIN((size_t)p->tot_len, sizeof hs.req - 1 - hs.req_len);
 	pbuf_copy_partial(p, hs.req + hs.req_len, (u16_t)n, 0);
+	prev = hs.req_len;
 	hs.req_len += n;
 	hs.req[hs.req_len] = '\0';
-	tcp_recved(pcb, p->tot_len);
-	pbuf_free(p);
 	if (strstr(hs.req, "\r\n\r\n")) {
+		/* the pbuf's bytes after the head are body */
 		hs.requests++;
+		hs.body_got = p->tot_len - (size_t)(strstr(hs.req, "\r\n\r\n") + 4 - hs.req - prev);
 		hs.req_len = 0;
+		pbuf_free(p);
+		if (hs.body_got < hs.body_need) {
+			hs.in_body = true;
+			return ERR_OK;
+		}
 		if (!hs.silent) {
 			hs.sent = 0;
 			hs_push();
 		}
+		return ERR_OK;
 	}
+	pbuf_free(p);
 	return ERR_OK;
 }
 
@@ -1620,6 +1641,119 @@ static void test_http_client(void **state)
 	assert_int_equal(vireo_http_request(pool, &rq, &h), -EINVAL);
 	rq.target = "http://x/";
 	assert_int_equal(vireo_http_request(pool, &rq, &h), -EINVAL);
+	if (hs.conn) {
+		tcp_recv(hs.conn, NULL);
+		tcp_sent(hs.conn, NULL);
+		tcp_err(hs.conn, NULL);
+		tcp_abort(hs.conn);
+	}
+	tcp_close(hs.listen);
+	oc_allow(NULL);
+}
+
+/* A streamed request body: written as on_writable allows, the upstream
+ * answers once it has all of it; the whole-body fetch of the answer. */
+static struct {
+	vireo_http_call h;
+	size_t written, total;
+	unsigned writable;
+} hst;
+
+static void hst_writable(vireo_http_call h, void *ctx)
+{
+	static u8 chunk[1500];
+	int n;
+
+	hst.writable++;
+	memset(chunk, 'w', sizeof chunk);
+	while (hst.written < hst.total) {
+		n = vireo_http_write(h, chunk, MIN(sizeof chunk, hst.total - hst.written));
+		assert_true(n >= 0);
+		if (!n)
+			return;	/* on_writable follows */
+		hst.written += (size_t)n;
+	}
+}
+
+static struct {
+	unsigned n;
+	int err, status;
+	size_t len;
+	char body[64];
+} hf;
+
+static void hf_done(void *ctx, int err, int status, const void *body, size_t len)
+{
+	hf.n++;
+	hf.err = err;
+	hf.status = status;
+	hf.len = len;
+	if (len)
+		memcpy(hf.body, body, MIN(len, sizeof hf.body));
+}
+
+static void test_http_client_stream(void **state)
+{
+	static const char ok[] = "HTTP/1.1 201 Created\r\nContent-Length: 7\r\n\r\nstored!";
+	struct vireo_addr a = oc_addr(V4, TCP_SVC_PORT + 201);
+	struct tcp_pcb *pcb = tcp_new_ip_type(IPADDR_TYPE_ANY);
+	char host[VIREO_ADDR_STRLEN];
+	vireo_http_pool pool;
+	size_t i;
+
+	memset(&hs, 0, sizeof hs);
+	memset(&hcl, 0, sizeof hcl);
+	memset(&hst, 0, sizeof hst);
+	memset(&hf, 0, sizeof hf);
+	assert_int_equal(tcp_bind(pcb, IP_ANY_TYPE, a.port), ERR_OK);
+	hs.listen = tcp_listen(pcb);
+	tcp_accept(hs.listen, hs_accept);
+	hs.resp = (const u8 *)ok;
+	hs.resp_len = sizeof ok - 1;
+	hst.total = hs.body_need = 20000;
+	oc_allow("192.168.7.2");
+	vireo_addr_str(&a, host, sizeof host);
+	assert_int_equal(vireo_http_pool_new(&(struct vireo_http_pool_cfg){ .name = "hs", .host = host, .port = a.port },
+					     &pool),
+			 0);
+	assert_int_equal(vireo_http_request(pool,
+					    &(struct vireo_http_request){ .method = "PUT", .target = "/up",
+									  .body_stream = true, .body_len = hst.total,
+									  .on_writable = hst_writable,
+									  .on_done = hcl_done },
+					    &hst.h),
+			 0);
+	/* nothing to write to before the connection */
+	assert_int_equal(vireo_http_write(hst.h, "x", 1), -EAGAIN);
+	for (i = 0; i < 200 && !hcl.done; i++)
+		run_ms(50);
+	assert_int_equal(hcl.done, 1);
+	assert_int_equal(hcl.err, 0);
+	assert_int_equal(hst.written, hst.total);
+	assert_true(hst.writable > 1);	/* past the send bound: room came back */
+	assert_int_equal(hs.body_got, hst.total);
+	assert_non_null(strstr(hs.req, "Content-Length: 20000\r\n"));
+	/* the answer whole, on the same connection */
+	hs.body_need = 0;
+	assert_int_equal(vireo_http_fetch(pool, &(struct vireo_http_request){ .method = "GET", .target = "/" }, 64,
+					  hf_done, NULL),
+			 0);
+	for (i = 0; i < 100 && !hf.n; i++)
+		run_ms(50);
+	assert_int_equal(hf.n, 1);
+	assert_int_equal(hf.err, 0);
+	assert_int_equal(hf.status, 201);
+	assert_int_equal(hf.len, 7);
+	assert_memory_equal(hf.body, "stored!", 7);
+	assert_int_equal(hs.accepts, 1);
+	/* a body over the fetch's cap */
+	assert_int_equal(vireo_http_fetch(pool, &(struct vireo_http_request){ .method = "GET", .target = "/" }, 6,
+					  hf_done, NULL),
+			 0);
+	for (i = 0; i < 100 && hf.n < 2; i++)
+		run_ms(50);
+	assert_int_equal(hf.n, 2);
+	assert_int_equal(hf.err, -VIREO_HTTP_ETOO_LARGE);
 	if (hs.conn) {
 		tcp_recv(hs.conn, NULL);
 		tcp_sent(hs.conn, NULL);
@@ -2018,6 +2152,7 @@ int main(void)
 		T(test_tcp_client_failures),
 		T(test_tcp_client_back_pressure),
 		T(test_http_client),
+		T(test_http_client_stream),
 		T(test_udp_service),
 		T(test_udp_reflection_ports),
 		T(test_metrics),
