@@ -459,6 +459,7 @@ static size_t hc_on_recv(vireo_tcp t, const void *data, size_t len, void *arg)
 		return len;
 	}
 	c->got_byte = true;
+	c->paused = false;	/* offered again: taken, or held anew below */
 	c->t_last = vireo_now_ms();
 	if (!c->head_done) {
 		r = http_resp_head(c->rp, d, len, &used);
@@ -529,12 +530,11 @@ static void hc_on_eof(vireo_tcp t, void *arg)
 	}
 	if (!c || c->cancelled)
 		return;
-	if (c->head_done && !c->paused && http_resp_eof(c->rp) == HTTP_RESP_END) {
+	/* on_eof comes once every byte before the FIN was taken */
+	if (c->head_done && http_resp_eof(c->rp) == HTTP_RESP_END) {
 		hc_done(c, 0);	/* close-delimited */
 		return;
 	}
-	if (c->paused)
-		return;	/* the rest is offered on resume; on_close ends it */
 	hc_lost(c);
 }
 

@@ -1427,6 +1427,7 @@ static struct {
 	size_t req_len;
 	size_t body_need, body_got;	/* a request body to read before answering */
 	bool in_body;
+	bool close_after;		/* close once the answer is sent (close-delimited) */
 } hs;
 
 static void hs_push(void)
@@ -1440,6 +1441,15 @@ static void hs_push(void)
 	}
 	if (hs.conn)
 		tcp_output(hs.conn);
+	if (hs.conn && hs.close_after && hs.sent == hs.resp_len) {
+		struct tcp_pcb *pcb = hs.conn;
+
+		tcp_recv(pcb, NULL);
+		tcp_sent(pcb, NULL);
+		tcp_err(pcb, NULL);
+		hs.conn = NULL;
+		tcp_close(pcb);
+	}
 }
 
 static err_t hs_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
@@ -1754,6 +1764,35 @@ static void test_http_client_stream(void **state)
 		run_ms(50);
 	assert_int_equal(hf.n, 2);
 	assert_int_equal(hf.err, -VIREO_HTTP_ETOO_LARGE);
+	/* a close-delimited body held by the app when the FIN comes: whole
+	 * after the resume, and ended by that FIN */
+	{
+		static const char old[] = "HTTP/1.0 200 OK\r\n\r\nuntil the upstream closes";
+		vireo_http_call h;
+
+		memset(&hcl, 0, sizeof hcl);
+		hs.resp = (const u8 *)old;
+		hs.resp_len = sizeof old - 1;
+		hs.close_after = true;
+		hcl.hold = true;
+		assert_int_equal(vireo_http_request(pool,
+						    &(struct vireo_http_request){ .method = "GET", .target = "/old",
+										  .on_body = hcl_body,
+										  .on_done = hcl_done },
+						    &h),
+				 0);
+		run_ms(500);
+		assert_int_equal(hcl.done, 0);
+		assert_null(hs.conn);	/* the upstream closed */
+		hcl.hold = false;
+		assert_int_equal(vireo_http_resume(h), 0);
+		for (i = 0; i < 100 && !hcl.done; i++)
+			run_ms(50);
+		assert_int_equal(hcl.done, 1);
+		assert_int_equal(hcl.err, 0);
+		assert_int_equal(hcl.len, strlen("until the upstream closes"));
+		assert_memory_equal(hcl.body, "until the upstream closes", hcl.len);
+	}
 	if (hs.conn) {
 		tcp_recv(hs.conn, NULL);
 		tcp_sent(hs.conn, NULL);
