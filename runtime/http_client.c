@@ -20,7 +20,6 @@
 #include "kernel/mm/mm.h"
 #include "lib/fmt.h"
 #include "lib/metrics.h"
-#include "lib/string.h"
 #include "lib/types.h"
 #include "lwip/ip_addr.h"
 #include "runtime/api.h"
@@ -646,15 +645,16 @@ int vireo_http_pool_new(const struct vireo_http_pool_cfg *cfg, vireo_http_pool *
 	if (!p)
 		return -ENOMEM;
 	p->cfg = *cfg;
-	strlcpy(p->name, cfg->name, sizeof p->name);
-	strlcpy(p->host, cfg->host, sizeof p->host);
+	/* lengths checked above: name <= 31, host <= 253, host_header <= 253 */
+	__builtin_memcpy(p->name, cfg->name, __builtin_strlen(cfg->name) + 1);
+	__builtin_memcpy(p->host, cfg->host, hl + 1);
 	p->cfg.name = p->name;
 	p->cfg.host = p->host;
 	p->literal = ipaddr_aton(p->host, &ip);
 	if (p->literal)
 		api_addr_of(&ip, cfg->port, &p->addr);
 	if (cfg->host_header)
-		strlcpy(p->host_hdr, cfg->host_header, sizeof p->host_hdr);
+		__builtin_memcpy(p->host_hdr, cfg->host_header, __builtin_strlen(cfg->host_header) + 1);
 	else if (cfg->port == 80)
 		ksnprintf(p->host_hdr, sizeof p->host_hdr, p->literal && IP_IS_V6(&ip) ? "[%s]" : "%s", p->host);
 	else
