@@ -7,7 +7,8 @@
 # accept, not per request or segment), start-up, the listeners, HTTPS set-up, the ESP site's
 # index, the metadata fetch, the TCP/UDP services, the store's app API, the
 # Content-Type table (looked up when a site is indexed, not per request),
-# byte ranges (a Range request's own path).
+# byte ranges (a Range request's own path), the HTTP client with its response
+# parser and chunked decoder (linked only when an app calls it: gc-sections).
 HOT_SRCS += runtime/site.c runtime/api.c \
 	runtime/http/http.c runtime/http/server.c runtime/http/exchange.c runtime/http/routes.c
 COLD_SRCS += runtime/conntab.c runtime/http/admission.c runtime/app.c runtime/site_esp.c runtime/metadata.c runtime/services.c \
