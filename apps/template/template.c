@@ -1,7 +1,8 @@
 /*
  * The smallest vireo app, for copying (apps/template/README.md): one route
  * answering a greeting, one taking a body, a configuration key and a
- * metric, and a lookup answered later (GET /resolve: vireo_resolve()). Build and boot it with `make run APP=apps/template`, then
+ * metric, a lookup answered later (GET /resolve: vireo_resolve()), and an
+ * upstream asked through the HTTP client (GET /fetch). Build and boot it with `make run APP=apps/template`, then
  * `curl localhost:8080/hello?name=you`.
  */
 #include "vireo/vireo.h"
@@ -146,6 +147,71 @@ static void template_connect(vireo_req r, void *arg)
 	}
 }
 
+/* GET /fetch?host=H&port=N&path=/p[&method=POST] -> "STATUS\nBODY" from
+ * an upstream through the HTTP client (vireo/http_client.h): one pool
+ * (keep-alive) per host and port, made at first use; the whole body at
+ * most 4 KiB (vireo_http_fetch()); 502 "error REASON" if it failed. */
+static vireo_http_pool template_pool;
+static char template_pool_host[64];
+static u32 template_pool_port;
+
+static void template_fetched(void *ctx, int err, int status, const void *body, size_t len)
+{
+	vireo_req r = { .id = (u32)(uintptr_t)ctx };
+	char text[4200];
+	int n;
+
+	if (err) {
+		n = vireo_snprintf(text, sizeof text, "error %s\n", vireo_http_err_str(err));
+		vireo_resp_send(r, 502, "text/plain; charset=utf-8", text, (size_t)n);
+		return;
+	}
+	n = vireo_snprintf(text, sizeof text, "%d\n", status);
+	__builtin_memcpy(text + n, body, len);
+	vireo_resp_send(r, 200, "text/plain; charset=utf-8", text, (size_t)n + len);
+}
+
+static void template_fetch(vireo_req r, void *arg)
+{
+	char host[64], port[8], path[128], method[8] = "GET";
+	u32 p = 0;
+	int err;
+
+	(void)arg;
+	if (vireo_req_query_param(r, "port", port, sizeof port) >= 0)
+		for (const char *d = port; *d >= '0' && *d <= '9' && p <= 65535; d++)
+			p = p * 10 + (u32)(*d - '0');
+	if (vireo_req_query_param(r, "method", method, sizeof method) < 0)
+		strlcpy(method, "GET", sizeof method);
+	if (vireo_req_query_param(r, "host", host, sizeof host) < 0 || p == 0 || p > 65535 ||
+	    vireo_req_query_param(r, "path", path, sizeof path) < 0) {
+		vireo_resp_send(r, 400, "text/plain; charset=utf-8", "host? port? path?\n", 18);
+		return;
+	}
+	if (!template_pool.id || strcmp(host, template_pool_host) || p != template_pool_port) {
+		err = vireo_http_pool_new(&(struct vireo_http_pool_cfg){ .name = "upstream", .host = host,
+									  .port = (u16)p, .max_conns = 2,
+									  .idle_timeout_ms = 20000 },
+					  &template_pool);
+		if (err) {
+			vireo_resp_send(r, 503, "text/plain; charset=utf-8", "no pool\n", 8);
+			return;
+		}
+		strlcpy(template_pool_host, host, sizeof template_pool_host);
+		template_pool_port = p;
+	}
+	err = vireo_http_fetch(template_pool,
+			       &(struct vireo_http_request){ .method = method, .target = path,
+							     .body = "ping", .body_len = strcmp(method, "POST") ? 0 : 4 },
+			       4096, template_fetched, (void *)(uintptr_t)r.id);
+	if (err) {
+		char text[32];
+		int n = vireo_snprintf(text, sizeof text, "error %d\n", err);
+
+		vireo_resp_send(r, 502, "text/plain; charset=utf-8", text, (size_t)n);
+	}
+}
+
 static int template_init(void)
 {
 	int err;
@@ -161,6 +227,9 @@ static int template_init(void)
 	if (!err)
 		err = vireo_http_route(&(struct vireo_route){ .path = "/connect", .methods = VIREO_GET,
 							      .handler = template_connect });
+	if (!err)
+		err = vireo_http_route(&(struct vireo_route){ .path = "/fetch", .methods = VIREO_GET,
+							      .handler = template_fetch });
 	return err;
 }
 

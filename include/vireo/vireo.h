@@ -18,5 +18,6 @@
 #include "vireo/http.h"
 #include "vireo/metrics.h"
 #include "vireo/net.h"
+#include "vireo/http_client.h"
 
 #endif

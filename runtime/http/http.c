@@ -18,52 +18,13 @@
 #include "lib/outbuf.h"
 #include "lib/parse.h"
 #include "runtime/http/http.h"
+#include "runtime/http/token.h"
 
 enum { ST_HEAD = 0, ST_DONE, ST_ERROR };	/* ST_HEAD is 0: a zeroed parser is ready */
 
 #define TYPE_HTML "text/html; charset=utf-8"
 
-/* ---- byte classes and small string helpers (no libc in the kernel) ---- */
-
-static u8 http_to_lower(u8 c)
-{
-	return (c >= 'A' && c <= 'Z') ? (u8)(c + ('a' - 'A')) : c;
-}
-
-/* s[0..n) equals the lower-case literal lit, ignoring the case of s. */
-static bool http_eq_nocase(const char *s, size_t n, const char *lit)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (!lit[i] || http_to_lower((u8)s[i]) != (u8)lit[i])
-			return false;
-	return lit[n] == '\0';
-}
-
-static bool http_is_digit(u8 c)
-{
-	return c >= '0' && c <= '9';
-}
-
-static bool http_is_alpha(u8 c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
-static bool http_in_set(u8 c, const char *set)
-{
-	for (; *set; set++)
-		if ((u8)*set == c)
-			return true;
-	return false;
-}
-
-/* RFC 9110 5.6.2 tchar. */
-static bool http_is_tchar(u8 c)
-{
-	return http_is_alpha(c) || http_is_digit(c) || http_in_set(c, "!#$%&'*+-.^_`|~");
-}
+/* ---- byte classes (the shared ones are runtime/http/token.h's) ---- */
 
 /* RFC 3986 pchar minus pct-encoded (handled by the callers). */
 static bool http_is_pchar(u8 c)
@@ -108,11 +69,6 @@ static bool http_authority_ok(const char *a, size_t n)
 	if (i == 0)
 		return false;
 	return i == n || http_all_digits(a + i + 1, n - i - 1);
-}
-
-static bool http_is_ows(u8 c)
-{
-	return c == ' ' || c == '\t';
 }
 
 /* ---- request parsing ---- */

@@ -56,6 +56,21 @@ def http():
     }
 
 
+# ---- fuzz_response: piece size, take size, HEAD flag, then an upstream's bytes ----
+def response():
+    ok = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+    ch = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n0\r\nT: v\r\n\r\n"
+    return {
+        "length_keepalive": b"\x03\x02\x00" + ok + ok,
+        "chunked": b"\x01\x01\x00" + ch + ok,
+        "close_delimited": b"\x07\x00\x00HTTP/1.0 200 OK\r\n\r\nuntil eof",
+        "head": b"\x05\x00\x01HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n" + ok,
+        "interim": b"\x02\x03\x00HTTP/1.1 100 Continue\r\n\r\n" + ok,
+        "no_content": b"\x04\x01\x00HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 304 Not Modified\r\n\r\n" + ch,
+        "cl_te": b"\x02\x00\x00HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    }
+
+
 # ---- fuzz_acpi_tables: physical memory from 0; bytes 0-1 RSDP address, byte 2 flags ----
 def sdt(sig, body, rev=1):
     length = 36 + len(body)
@@ -584,6 +599,7 @@ def logfmt():
 TARGETS = {
     "fuzz_cmdline": cmdline,
     "fuzz_http": http,
+    "fuzz_response": response,
     "fuzz_mdhttp": mdhttp,
     "fuzz_acpi_tables": acpi,
     "fuzz_aml_s5": aml,

@@ -57,3 +57,10 @@ LWIP_HOST_TESTS += test_server test_api
 HOST_TESTS += test_conntab
 LWIP_HOST_TESTS += test_conntab
 test_conntab_USES := conntab siphash
+
+# Upstream responses (the HTTP client's): heads, every framing, the chunked
+# decoder, every split, malformed and oversized ones.
+HOST_TESTS += test_response
+test_response_USES := response chunked
+FUZZERS += fuzz_response
+fuzz_response_USES := response chunked

@@ -1413,6 +1413,396 @@ static void test_tcp_client_back_pressure(void **state)
 	oc_allow(NULL);
 }
 
+/* ---- HTTP client ---- */
+
+/* A raw lwIP HTTP server: answers each request head with hs.resp (unless
+ * silent), as fast as its send buffer allows. */
+static struct {
+	struct tcp_pcb *listen, *conn;
+	const u8 *resp;
+	size_t resp_len, sent;
+	unsigned accepts, requests;
+	bool silent;
+	char req[1024];
+	size_t req_len;
+	size_t body_need, body_got;	/* a request body to read before answering */
+	bool in_body;
+	bool close_after;		/* close once the answer is sent (close-delimited) */
+} hs;
+
+static void hs_push(void)
+{
+	while (hs.conn && hs.sent < hs.resp_len) {
+		size_t k = MIN(MIN((size_t)tcp_sndbuf(hs.conn), hs.resp_len - hs.sent), (size_t)1000);
+
+		if (!k || tcp_write(hs.conn, hs.resp + hs.sent, (u16_t)k, TCP_WRITE_FLAG_COPY) != ERR_OK)
+			break;
+		hs.sent += k;
+	}
+	if (hs.conn)
+		tcp_output(hs.conn);
+	if (hs.conn && hs.close_after && hs.sent == hs.resp_len) {
+		struct tcp_pcb *pcb = hs.conn;
+
+		tcp_recv(pcb, NULL);
+		tcp_sent(pcb, NULL);
+		tcp_err(pcb, NULL);
+		hs.conn = NULL;
+		tcp_close(pcb);
+	}
+}
+
+static err_t hs_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
+{
+	hs_push();
+	return ERR_OK;
+}
+
+static err_t hs_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+{
+	size_t n, prev;
+
+	if (!p) {
+		tcp_recv(pcb, NULL);
+		tcp_sent(pcb, NULL);
+		tcp_err(pcb, NULL);
+		hs.conn = NULL;
+		tcp_close(pcb);
+		return ERR_OK;
+	}
+	tcp_recved(pcb, p->tot_len);
+	if (hs.in_body) {
+		hs.body_got += p->tot_len;
+		pbuf_free(p);
+		if (hs.body_got >= hs.body_need) {
+			hs.in_body = false;
+			hs.sent = 0;
+			hs_push();
+		}
+		return ERR_OK;
+	}
+	n = MIN((size_t)p->tot_len, sizeof hs.req - 1 - hs.req_len);
+	pbuf_copy_partial(p, hs.req + hs.req_len, (u16_t)n, 0);
+	prev = hs.req_len;
+	hs.req_len += n;
+	hs.req[hs.req_len] = '\0';
+	if (strstr(hs.req, "\r\n\r\n")) {
+		/* the pbuf's bytes after the head are body */
+		hs.requests++;
+		hs.body_got = p->tot_len - (size_t)(strstr(hs.req, "\r\n\r\n") + 4 - hs.req - prev);
+		hs.req_len = 0;
+		pbuf_free(p);
+		if (hs.body_got < hs.body_need) {
+			hs.in_body = true;
+			return ERR_OK;
+		}
+		if (!hs.silent) {
+			hs.sent = 0;
+			hs_push();
+		}
+		return ERR_OK;
+	}
+	pbuf_free(p);
+	return ERR_OK;
+}
+
+static void hs_err(void *arg, err_t err)
+{
+	hs.conn = NULL;
+}
+
+static err_t hs_accept(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+	hs.conn = pcb;
+	hs.accepts++;
+	tcp_recv(pcb, hs_recv);
+	tcp_sent(pcb, hs_sent);
+	tcp_err(pcb, hs_err);
+	return ERR_OK;
+}
+
+static struct {
+	unsigned heads, done;
+	int err, status;
+	bool hold;
+	size_t len;
+	u8 body[40000];
+} hcl;
+
+static void hcl_head(vireo_http_call h, const struct vireo_http_response *r, void *ctx)
+{
+	hcl.heads++;
+	hcl.status = r->status;
+	assert_true(r->chunked);
+	assert_string_equal(vireo_http_header(h, "transfer-encoding"), "chunked");
+}
+
+static size_t hcl_body(vireo_http_call h, const void *data, size_t len, void *ctx)
+{
+	if (hcl.hold)
+		return 0;
+	assert_true(hcl.len + len <= sizeof hcl.body);
+	memcpy(hcl.body + hcl.len, data, len);
+	hcl.len += len;
+	return len;
+}
+
+static void hcl_done(vireo_http_call h, int err, void *ctx)
+{
+	hcl.done++;
+	hcl.err = err;
+}
+
+/* A chunked body streamed with back-pressure (held past the body
+ * timeout: not counted while held), the connection kept and reused, a
+ * silent upstream timed out at the head, requests refused. */
+static void test_http_client(void **state)
+{
+	static u8 resp[40000];
+	struct vireo_addr a = oc_addr(V4, TCP_SVC_PORT + 200);
+	struct vireo_http_stats st;
+	struct tcp_pcb *pcb = tcp_new_ip_type(IPADDR_TYPE_ANY);
+	char host[VIREO_ADDR_STRLEN];
+	vireo_http_pool pool;
+	vireo_http_call h;
+	size_t n, i, body = 0;
+	struct vireo_http_request rq = { .method = "GET", .target = "/big", .on_head = hcl_head,
+					 .on_body = hcl_body, .on_done = hcl_done };
+
+	memset(&hs, 0, sizeof hs);
+	memset(&hcl, 0, sizeof hcl);
+	assert_int_equal(tcp_bind(pcb, IP_ANY_TYPE, a.port), ERR_OK);
+	hs.listen = tcp_listen(pcb);
+	tcp_accept(hs.listen, hs_accept);
+	n = (size_t)snprintf((char *)resp, sizeof resp, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+	for (int k = 0; k < 30; k++) {
+		n += (size_t)snprintf((char *)resp + n, sizeof resp - n, "3e8\r\n");
+		for (i = 0; i < 1000; i++)
+			resp[n++] = stream_byte(body++);
+		memcpy(resp + n, "\r\n", 2);
+		n += 2;
+	}
+	n += (size_t)snprintf((char *)resp + n, sizeof resp - n, "0\r\n\r\n");
+	hs.resp = resp;
+	hs.resp_len = n;
+
+	oc_allow("192.168.7.2");
+	vireo_addr_str(&a, host, sizeof host);
+	assert_int_equal(vireo_http_pool_new(&(struct vireo_http_pool_cfg){ .name = "hc", .host = host, .port = a.port,
+									 .head_timeout_ms = 1000, .body_timeout_ms = 1000 },
+					     &pool),
+			 0);
+	hcl.hold = true;
+	assert_int_equal(vireo_http_request(pool, &rq, &h), 0);
+	run_ms(500);
+	assert_int_equal(hcl.heads, 1);
+	assert_int_equal(hcl.status, 200);
+	assert_int_equal(hcl.len, 0);
+	assert_non_null(hs.conn);
+	assert_true(hs.conn->snd_wnd == 0);	/* the window closed: the upstream waits */
+	run_ms(2500);				/* past the body timeout, held */
+	assert_int_equal(hcl.done, 0);
+	hcl.hold = false;
+	assert_int_equal(vireo_http_resume(h), 0);
+	for (i = 0; i < 100 && !hcl.done; i++)
+		run_ms(50);
+	assert_int_equal(hcl.done, 1);
+	assert_int_equal(hcl.err, 0);
+	assert_int_equal(hcl.len, body);
+	for (i = 0; i < body; i++)
+		if (hcl.body[i] != stream_byte(i))
+			fail_msg("byte %zu differs", i);
+	/* again: the same connection */
+	memset(&hcl, 0, sizeof hcl);
+	assert_int_equal(vireo_http_request(pool, &rq, &h), 0);
+	for (i = 0; i < 100 && !hcl.done; i++)
+		run_ms(50);
+	assert_int_equal(hcl.err, 0);
+	assert_int_equal(hcl.len, body);
+	assert_int_equal(hs.accepts, 1);
+	/* a silent upstream: the head's deadline */
+	memset(&hcl, 0, sizeof hcl);
+	hs.silent = true;
+	assert_int_equal(vireo_http_request(pool, &rq, &h), 0);
+	run_ms(900);
+	assert_int_equal(hcl.done, 0);
+	run_ms(700);
+	assert_int_equal(hcl.done, 1);
+	assert_int_equal(hcl.err, -VIREO_HTTP_ETIMEOUT);
+	assert_string_equal(vireo_http_err_str(hcl.err), "timeout");
+	assert_int_equal(vireo_http_pool_stats(pool, &st), 0);
+	assert_int_equal(st.requests, 3);
+	assert_int_equal(st.reused, 2);
+	assert_int_equal(st.connections, 1);
+	assert_int_equal(st.failed[VIREO_HTTP_ETIMEOUT - 1], 1);
+	assert_int_equal(hs.requests, 3);
+	/* refused at once: header injection, our own fields, a bad method or target */
+	rq.headers = "X: a\r\nb";
+	assert_int_equal(vireo_http_request(pool, &rq, &h), -EINVAL);
+	rq.headers = "Host: elsewhere\r\n";
+	assert_int_equal(vireo_http_request(pool, &rq, &h), -EINVAL);
+	rq.headers = "Transfer-Encoding: chunked\r\n";
+	assert_int_equal(vireo_http_request(pool, &rq, &h), -EINVAL);
+	rq.headers = NULL;
+	rq.method = "G T";
+	assert_int_equal(vireo_http_request(pool, &rq, &h), -EINVAL);
+	rq.method = "GET";
+	rq.target = "/a b";
+	assert_int_equal(vireo_http_request(pool, &rq, &h), -EINVAL);
+	rq.target = "http://x/";
+	assert_int_equal(vireo_http_request(pool, &rq, &h), -EINVAL);
+	if (hs.conn) {
+		tcp_recv(hs.conn, NULL);
+		tcp_sent(hs.conn, NULL);
+		tcp_err(hs.conn, NULL);
+		tcp_abort(hs.conn);
+	}
+	tcp_close(hs.listen);
+	oc_allow(NULL);
+}
+
+/* A streamed request body: written as on_writable allows, the upstream
+ * answers once it has all of it; the whole-body fetch of the answer. */
+static struct {
+	vireo_http_call h;
+	size_t written, total;
+	unsigned writable;
+} hst;
+
+static void hst_writable(vireo_http_call h, void *ctx)
+{
+	static u8 chunk[1500];
+	int n;
+
+	hst.writable++;
+	memset(chunk, 'w', sizeof chunk);
+	while (hst.written < hst.total) {
+		n = vireo_http_write(h, chunk, MIN(sizeof chunk, hst.total - hst.written));
+		assert_true(n >= 0);
+		if (!n)
+			return;	/* on_writable follows */
+		hst.written += (size_t)n;
+	}
+}
+
+static struct {
+	unsigned n;
+	int err, status;
+	size_t len;
+	char body[64];
+} hf;
+
+static void hf_done(void *ctx, int err, int status, const void *body, size_t len)
+{
+	hf.n++;
+	hf.err = err;
+	hf.status = status;
+	hf.len = len;
+	if (len)
+		memcpy(hf.body, body, MIN(len, sizeof hf.body));
+}
+
+static void test_http_client_stream(void **state)
+{
+	static const char ok[] = "HTTP/1.1 201 Created\r\nContent-Length: 7\r\n\r\nstored!";
+	struct vireo_addr a = oc_addr(V4, TCP_SVC_PORT + 201);
+	struct tcp_pcb *pcb = tcp_new_ip_type(IPADDR_TYPE_ANY);
+	char host[VIREO_ADDR_STRLEN];
+	vireo_http_pool pool;
+	size_t i;
+
+	memset(&hs, 0, sizeof hs);
+	memset(&hcl, 0, sizeof hcl);
+	memset(&hst, 0, sizeof hst);
+	memset(&hf, 0, sizeof hf);
+	assert_int_equal(tcp_bind(pcb, IP_ANY_TYPE, a.port), ERR_OK);
+	hs.listen = tcp_listen(pcb);
+	tcp_accept(hs.listen, hs_accept);
+	hs.resp = (const u8 *)ok;
+	hs.resp_len = sizeof ok - 1;
+	hst.total = hs.body_need = 20000;
+	oc_allow("192.168.7.2");
+	vireo_addr_str(&a, host, sizeof host);
+	assert_int_equal(vireo_http_pool_new(&(struct vireo_http_pool_cfg){ .name = "hs", .host = host, .port = a.port },
+					     &pool),
+			 0);
+	assert_int_equal(vireo_http_request(pool,
+					    &(struct vireo_http_request){ .method = "PUT", .target = "/up",
+									  .body_stream = true, .body_len = hst.total,
+									  .on_writable = hst_writable,
+									  .on_done = hcl_done },
+					    &hst.h),
+			 0);
+	/* nothing to write to before the connection */
+	assert_int_equal(vireo_http_write(hst.h, "x", 1), -EAGAIN);
+	for (i = 0; i < 200 && !hcl.done; i++)
+		run_ms(50);
+	assert_int_equal(hcl.done, 1);
+	assert_int_equal(hcl.err, 0);
+	assert_int_equal(hst.written, hst.total);
+	assert_true(hst.writable > 1);	/* past the send bound: room came back */
+	assert_int_equal(hs.body_got, hst.total);
+	assert_non_null(strstr(hs.req, "Content-Length: 20000\r\n"));
+	/* the answer whole, on the same connection */
+	hs.body_need = 0;
+	assert_int_equal(vireo_http_fetch(pool, &(struct vireo_http_request){ .method = "GET", .target = "/" }, 64,
+					  hf_done, NULL),
+			 0);
+	for (i = 0; i < 100 && !hf.n; i++)
+		run_ms(50);
+	assert_int_equal(hf.n, 1);
+	assert_int_equal(hf.err, 0);
+	assert_int_equal(hf.status, 201);
+	assert_int_equal(hf.len, 7);
+	assert_memory_equal(hf.body, "stored!", 7);
+	assert_int_equal(hs.accepts, 1);
+	/* a body over the fetch's cap */
+	assert_int_equal(vireo_http_fetch(pool, &(struct vireo_http_request){ .method = "GET", .target = "/" }, 6,
+					  hf_done, NULL),
+			 0);
+	for (i = 0; i < 100 && hf.n < 2; i++)
+		run_ms(50);
+	assert_int_equal(hf.n, 2);
+	assert_int_equal(hf.err, -VIREO_HTTP_ETOO_LARGE);
+	/* a close-delimited body held by the app when the FIN comes: whole
+	 * after the resume, and ended by that FIN */
+	{
+		static const char old[] = "HTTP/1.0 200 OK\r\n\r\nuntil the upstream closes";
+		vireo_http_call h;
+
+		memset(&hcl, 0, sizeof hcl);
+		hs.resp = (const u8 *)old;
+		hs.resp_len = sizeof old - 1;
+		hs.close_after = true;
+		hcl.hold = true;
+		assert_int_equal(vireo_http_request(pool,
+						    &(struct vireo_http_request){ .method = "GET", .target = "/old",
+										  .on_body = hcl_body,
+										  .on_done = hcl_done },
+						    &h),
+				 0);
+		run_ms(500);
+		assert_int_equal(hcl.done, 0);
+		assert_null(hs.conn);	/* the upstream closed */
+		hcl.hold = false;
+		assert_int_equal(vireo_http_resume(h), 0);
+		for (i = 0; i < 100 && !hcl.done; i++)
+			run_ms(50);
+		assert_int_equal(hcl.done, 1);
+		assert_int_equal(hcl.err, 0);
+		assert_int_equal(hcl.len, strlen("until the upstream closes"));
+		assert_memory_equal(hcl.body, "until the upstream closes", hcl.len);
+	}
+	if (hs.conn) {
+		tcp_recv(hs.conn, NULL);
+		tcp_sent(hs.conn, NULL);
+		tcp_err(hs.conn, NULL);
+		tcp_abort(hs.conn);
+	}
+	tcp_close(hs.listen);
+	oc_allow(NULL);
+}
+
 /* ---- UDP service ---- */
 
 static struct {
@@ -1800,6 +2190,8 @@ int main(void)
 		T(test_tcp_client_round_trip),
 		T(test_tcp_client_failures),
 		T(test_tcp_client_back_pressure),
+		T(test_http_client),
+		T(test_http_client_stream),
 		T(test_udp_service),
 		T(test_udp_reflection_ports),
 		T(test_metrics),
