@@ -31,7 +31,7 @@ MBEDTLS_OBJS = $(patsubst %.c,$(BUILD)/mbedtls/%.o,$(MBEDTLS_SRCS))
 # added by net/tls/patches/0002), archived with the library (as
 # vireo-<name>.o) so every program that links mbedTLS (the image, the host
 # tests, the fuzzer) gets them.
-MBEDTLS_ALT_SRCS := net/tls/x25519_alt.c
+MBEDTLS_ALT_SRCS := net/tls/x25519_alt.c net/tls/tls_time.c
 MBEDTLS_ALT_OBJS := $(patsubst net/tls/%.c,$(BUILD)/mbedtls/vireo-%.o,$(MBEDTLS_ALT_SRCS))
 
 TLS_SRCS := net/tls/tls_port.c net/tls/tls_keys.c net/tls/tls_libc.c
@@ -93,7 +93,11 @@ TLS_CRED_CERT := $(BUILD)/tls/dev-cert.pem
 TLS_CRED_KEY  := $(BUILD)/tls/dev-key.pem
 TLS_CRED_DEV  := 1
 endif
-TLS_CRED_STAMP := $(BUILD)/tls/creds.$(shell printf '%s %s' '$(TLS_CRED_CERT)' '$(TLS_CRED_KEY)' | sha1sum | cut -c1-12)
+# TLS_CA=<bundle.pem>: the TLS clients' trust anchors baked in (an ESP's
+# EFI/vireo/tls/ca.pem is preferred over it); none: every TLS client
+# connection is refused (docs/https.md).
+TLS_CA ?=
+TLS_CRED_STAMP := $(BUILD)/tls/creds.$(shell printf '%s %s %s' '$(TLS_CRED_CERT)' '$(TLS_CRED_KEY)' '$(TLS_CA)' | sha1sum | cut -c1-12)
 $(TLS_CRED_STAMP):
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $(BUILD)/tls/creds.* && touch $@
@@ -121,8 +125,8 @@ $(BUILD)/tls/dev-key.pem:
 		-addext extendedKeyUsage=serverAuth -keyout $@ -out $(BUILD)/tls/dev-cert.pem 2>/dev/null
 $(BUILD)/tls/dev-cert.pem: $(BUILD)/tls/dev-key.pem
 
-$(BUILD)/tls_creds.c: net/tls/mkcreds.py $(TLS_CRED_STAMP) $(TLS_CRED_CERT) $(TLS_CRED_KEY)
-	$(Q)$(PYTHON) net/tls/mkcreds.py $(TLS_CRED_CERT) $(TLS_CRED_KEY) $(TLS_CRED_DEV) $@
+$(BUILD)/tls_creds.c: net/tls/mkcreds.py $(TLS_CRED_STAMP) $(TLS_CRED_CERT) $(TLS_CRED_KEY) $(TLS_CA)
+	$(Q)$(PYTHON) net/tls/mkcreds.py $(TLS_CRED_CERT) $(TLS_CRED_KEY) $(TLS_CRED_DEV) $@ '$(TLS_CA)'
 $(BUILD)/k/tls_creds.o: $(BUILD)/tls_creds.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(KCFLAGS) -c $< -o $@
