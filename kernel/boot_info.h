@@ -32,6 +32,12 @@
 #define BOOT_TLS_KEY_NAME "tls/key.pem"
 #define BOOT_TLS_KEY_PATH BOOT_ESP_DIR BOOT_TLS_KEY_NAME
 #define BOOT_TLS_FILE_MAX (64u * 1024)
+/* make TLS=1: the TLS clients' CA bundle (PEM), at most BOOT_TLS_CA_MAX
+ * bytes (net/tls/tls_keys.h's TLS_CA_MAX_INPUT): preferred over a built-in
+ * one (make TLS_CA=). */
+#define BOOT_TLS_CA_NAME "tls/ca.pem"
+#define BOOT_TLS_CA_PATH BOOT_ESP_DIR BOOT_TLS_CA_NAME
+#define BOOT_TLS_CA_MAX (256u * 1024)
 /* The app's own files (vireo_esp_file(): apps/dns's zone.bin), read like
  * the site, with the same caps. */
 #define BOOT_APP_NAME "app"
@@ -41,7 +47,8 @@
 	X(SITE, BOOT_SITE_NAME, BOOT_DIR_MIN_BYTES, BOOT_FILE_DIR)		\
 	X(APP, BOOT_APP_NAME, BOOT_DIR_MIN_BYTES, BOOT_FILE_DIR)		\
 	X(TLS_CERT, BOOT_TLS_CERT_NAME, BOOT_TLS_FILE_MAX, BOOT_FILE_TLS)	\
-	X(TLS_KEY, BOOT_TLS_KEY_NAME, BOOT_TLS_FILE_MAX, BOOT_FILE_TLS | BOOT_FILE_SECRET)
+	X(TLS_KEY, BOOT_TLS_KEY_NAME, BOOT_TLS_FILE_MAX, BOOT_FILE_TLS | BOOT_FILE_SECRET)	\
+	X(TLS_CA, BOOT_TLS_CA_NAME, BOOT_TLS_CA_MAX, BOOT_FILE_TLS)
 #define BOOT_FILE_DIR		1u
 #define BOOT_FILE_TLS		2u
 #define BOOT_FILE_SECRET	4u

@@ -322,6 +322,11 @@ int vireo_tcp_send(vireo_tcp t, const void *data, size_t len)
 	}
 	n = MIN(len, (size_t)altcp_sndbuf(c->tc.pcb));
 	n = MIN(n, (size_t)(c->inflight_max - MIN(c->tc.inflight, c->inflight_max)));
+	/* A TLS client's: one record a write at most (altcp_tls refuses a
+	 * write it could only send part of), 4,095 bytes under TLS 1.3 with
+	 * MBEDTLS_SSL_OUT_CONTENT_LEN 4096 (the record's content type byte). */
+	if (c->svc->tls)
+		n = MIN(n, (size_t)4095);
 	if (n) {
 		err = altcp_write(c->tc.pcb, data, (u16_t)n, TCP_WRITE_FLAG_COPY);
 		if (err == ERR_MEM) {

@@ -14,6 +14,8 @@
 #include "net/tcp/tcpconn.h"
 #include "vireo/net.h"
 
+struct altcp_tls_config;
+
 #define SVC_POLL_TICKS 1	/* 500 ms */
 
 struct svc;
@@ -32,6 +34,8 @@ struct svc_conn {
 	u32 inflight_max;	/* copied bytes unacknowledged at most */
 	u64 t_active;		/* last byte either way (ms); outbound: connect start */
 	struct svc_name *nm;	/* outbound by name (tcp_out.c): its addresses */
+	char *sni;		/* outbound TLS: the server's name (SNI, verified); heap */
+	const char *alpn;	/* outbound TLS: the protocol the server chose, or NULL */
 	struct work work;
 	u8 rx[];		/* VIREO_TCP_RXBUF; a bulk service's: its window */
 };
@@ -48,6 +52,9 @@ struct svc {
 	u32 connect_ms;
 	void (*on_connected)(vireo_tcp c, void *arg);
 	void (*on_fail)(vireo_tcp c, enum vireo_tcp_fail why, void *arg);
+	bool tls;		/* make TLS=1: every connection is TLS (tcp_out.c) */
+	const char *const *alpn;	/* offered, NULL-terminated (the app's array) */
+	struct altcp_tls_config *tls_conf;	/* made at the first connect */
 };
 
 struct usvc {

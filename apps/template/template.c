@@ -1,8 +1,10 @@
 /*
  * The smallest vireo app, for copying (apps/template/README.md): one route
  * answering a greeting, one taking a body, a configuration key and a
- * metric, a lookup answered later (GET /resolve: vireo_resolve()), and an
- * upstream asked through the HTTP client (GET /fetch). Build and boot it with `make run APP=apps/template`, then
+ * metric, a lookup answered later (GET /resolve: vireo_resolve()), a
+ * connection out (GET /connect), an upstream asked through the HTTP client
+ * (GET /fetch) and, in make TLS=1 images, a verified TLS connection (GET
+ * /tls). Build and boot it with `make run APP=apps/template`, then
  * `curl localhost:8080/hello?name=you`.
  */
 #include "vireo/vireo.h"
@@ -212,6 +214,125 @@ static void template_fetch(vireo_req r, void *arg)
 	}
 }
 
+/* GET /tls?name=host&port=N[&addr=A.B.C.D] (make TLS=1 images) -> a TLS
+ * connection verified for name (the address's, or the name's addresses),
+ * offering ALPN "vireo-test" and "http/1.1"; once verified it sends a GET
+ * and answers "connected ADDR alpn=PROTO\n" and the first line the server
+ * sent back, or "failed REASON" (cert_name, cert_expired, cert_untrusted,
+ * noclock, noca, ...). */
+static vireo_tcp_out template_tls_client;
+static const char *const template_alpn[] = { "vireo-test", "http/1.1", NULL };
+
+static void template_tls_connected(vireo_tcp c, void *arg)
+{
+	static const char get[] = "GET / HTTP/1.0\r\n\r\n";
+
+	(void)arg;
+	if (vireo_tcp_send(c, get, sizeof get - 1) != (int)(sizeof get - 1))
+		vireo_tcp_abort(c);
+}
+
+static size_t template_tls_recv(vireo_tcp c, const void *data, size_t len, void *arg)
+{
+	vireo_req r = { .id = (u32)(uintptr_t)vireo_tcp_ctx(c) };
+	const char *d = data, *alpn = vireo_tls_alpn(c);
+	struct vireo_addr a;
+	char text[192], peer[VIREO_ADDR_STRLEN] = "?";
+	size_t line = 0;
+	int n;
+
+	(void)arg;
+	if (!r.id)
+		return len;	/* answered already */
+	while (line < len && line < 64 && d[line] != '\r' && d[line] != '\n')
+		line++;
+	if (line == len && line < 64)
+		return 0;	/* the rest of the line first */
+	if (vireo_tcp_peer(c, &a) == 0)
+		vireo_addr_str(&a, peer, sizeof peer);
+	n = vireo_snprintf(text, sizeof text, "connected %s alpn=%s\n%.*s\n", peer, alpn ? alpn : "none",
+			   (int)line, d);
+	vireo_resp_send(r, 200, "text/plain; charset=utf-8", text, (size_t)n);
+	vireo_tcp_set_ctx(c, NULL);
+	vireo_tcp_close(c);
+	return len;
+}
+
+static void template_tls_closed(vireo_tcp c, void *arg)
+{
+	vireo_req r = { .id = (u32)(uintptr_t)vireo_tcp_ctx(c) };
+
+	(void)arg;
+	if (r.id)
+		vireo_resp_send(r, 502, "text/plain; charset=utf-8", "closed before a line\n", 21);
+}
+
+/* A dotted IPv4 address into *a: true when s is one. */
+static bool template_ipv4(const char *s, struct vireo_addr *a)
+{
+	u32 part = 0, parts = 0, digits = 0;
+
+	__builtin_memset(a, 0, sizeof *a);
+	for (;; s++) {
+		if (*s >= '0' && *s <= '9' && digits < 3) {
+			part = part * 10 + (u32)(*s - '0');
+			digits++;
+		} else if ((*s == '.' || !*s) && digits && part <= 255 && parts < 4) {
+			a->ip[parts++] = (u8)part;
+			part = digits = 0;
+			if (!*s)
+				break;
+		} else {
+			return false;
+		}
+	}
+	a->family = VIREO_AF_INET;
+	return parts == 4;
+}
+
+static void template_tls(vireo_req r, void *arg)
+{
+	char name[254], port[8], addr[16];
+	struct vireo_addr a;
+	vireo_tcp c;
+	u32 p = 0;
+	int err;
+
+	(void)arg;
+	if (vireo_req_query_param(r, "port", port, sizeof port) >= 0)
+		for (const char *d = port; *d >= '0' && *d <= '9' && p <= 65535; d++)
+			p = p * 10 + (u32)(*d - '0');
+	if (vireo_req_query_param(r, "name", name, sizeof name) < 0 || p == 0 || p > 65535) {
+		vireo_resp_send(r, 400, "text/plain; charset=utf-8", "name? port?\n", 12);
+		return;
+	}
+	if (!template_tls_client.id &&
+	    vireo_tcp_client(&(struct vireo_tcp_client){ .name = "template_tls", .connect_timeout_ms = 5000,
+							  .on_connected = template_tls_connected,
+							  .on_fail = template_failed, .on_recv = template_tls_recv,
+							  .on_close = template_tls_closed, .tls = true,
+							  .alpn = template_alpn }, &template_tls_client) < 0) {
+		vireo_resp_send(r, 503, "text/plain; charset=utf-8", "no TLS client\n", 14);
+		return;
+	}
+	if (vireo_req_query_param(r, "addr", addr, sizeof addr) >= 0) {
+		if (!template_ipv4(addr, &a)) {
+			vireo_resp_send(r, 400, "text/plain; charset=utf-8", "addr?\n", 6);
+			return;
+		}
+		a.port = (u16)p;
+		err = vireo_tls_connect(template_tls_client, &a, name, (void *)(uintptr_t)r.id, &c);
+	} else {
+		err = vireo_tcp_connect_name(template_tls_client, name, (u16)p, (void *)(uintptr_t)r.id, &c);
+	}
+	if (err) {
+		char text[32];
+		int n = vireo_snprintf(text, sizeof text, "error %d\n", err);
+
+		vireo_resp_send(r, 502, "text/plain; charset=utf-8", text, (size_t)n);
+	}
+}
+
 static int template_init(void)
 {
 	int err;
@@ -230,6 +351,9 @@ static int template_init(void)
 	if (!err)
 		err = vireo_http_route(&(struct vireo_route){ .path = "/fetch", .methods = VIREO_GET,
 							      .handler = template_fetch });
+	if (!err)
+		err = vireo_http_route(&(struct vireo_route){ .path = "/tls", .methods = VIREO_GET,
+							      .handler = template_tls });
 	return err;
 }
 

@@ -152,6 +152,9 @@ struct vireo_tcp_stats {
 	u64 connected;
 	u64 failed_refused, failed_timeout, failed_unreachable, failed_policy, failed_aborted;
 	u64 failed_name;
+	/* TLS clients' (enum vireo_tcp_fail's order, after failed_name). */
+	u64 failed_tls, failed_cert, failed_cert_name, failed_cert_expired, failed_cert_untrusted;
+	u64 failed_noclock, failed_noca;
 };
 /* The counters of the service listening on port into *st: 0, or -ENOENT. */
 int vireo_tcp_stats(u16 port, struct vireo_tcp_stats *st);
@@ -177,9 +180,20 @@ enum vireo_tcp_fail {
 	VIREO_TCP_FAIL_POLICY,		/* the egress policy: no packet was sent */
 	VIREO_TCP_FAIL_ABORTED,		/* closed or aborted by the app, power off */
 	VIREO_TCP_FAIL_NAME,		/* vireo_tcp_connect_name(): the name gave no address */
+	/* TLS clients (make TLS=1 images, struct vireo_tcp_client.tls): */
+	VIREO_TCP_FAIL_TLS,		/* the handshake failed: the server's alert, no common
+					 * protocol or suite, a broken record, TLS memory */
+	VIREO_TCP_FAIL_CERT,		/* the certificate refused for another reason
+					 * (key usage, a bad signature or key) */
+	VIREO_TCP_FAIL_CERT_NAME,	/* it is not for the server name asked */
+	VIREO_TCP_FAIL_CERT_EXPIRED,	/* it (or its chain) is expired or not yet valid */
+	VIREO_TCP_FAIL_CERT_UNTRUSTED,	/* it chains to no CA of the bundle */
+	VIREO_TCP_FAIL_NOCLOCK,		/* no wall clock yet: no certificate can be judged */
+	VIREO_TCP_FAIL_NOCA,		/* no CA bundle (EFI/vireo/tls/ca.pem, make TLS_CA=) */
 };
-/* "refused", "timeout", "unreachable", "policy", "aborted", "name" (the metrics'
- * reason label), "?" for anything else. */
+/* "refused", "timeout", "unreachable", "policy", "aborted", "name", "tls",
+ * "cert", "cert_name", "cert_expired", "cert_untrusted", "noclock", "noca"
+ * (the metrics' reason label), "?" for anything else. */
 const char *vireo_tcp_fail_str(enum vireo_tcp_fail why);
 
 /* A zero limit takes the default in brackets. */
@@ -201,7 +215,28 @@ struct vireo_tcp_client {
 	void (*on_writable)(vireo_tcp c, void *arg);
 	void (*on_close)(vireo_tcp c, void *arg);	/* after on_connected only */
 	void *arg;
+
+	/* TLS (make TLS=1 images; -ENOTSUP otherwise): every connection of
+	 * the client is TLS 1.3 or 1.2, the server's certificate verified
+	 * against the CA bundle (EFI/vireo/tls/ca.pem, else make TLS_CA=),
+	 * its dates against the wall clock and its name against the server
+	 * name (vireo_tls_connect()'s, or vireo_tcp_connect_name()'s name),
+	 * which is also sent as SNI; anything unverified is refused (on_fail:
+	 * VIREO_TCP_FAIL_CERT_*, _NOCLOCK, _NOCA, _TLS), never connected.
+	 * on_connected follows the verified handshake; on_recv has the
+	 * plaintext, vireo_tcp_send() takes plaintext, with the same
+	 * back-pressure (one TLS record, 4 KiB, at most in flight). At most
+	 * VIREO_TLS_OUT_MAX TLS connections at once, all clients. */
+	bool tls;
+	/* ALPN: the protocols offered, NULL-terminated (each 1..255 bytes),
+	 * or NULL for none; the array must outlive the client (static).
+	 * vireo_tls_alpn() says which one the server chose. */
+	const char *const *alpn;
 };
+
+/* TLS client connections at once, all clients (among VIREO_TCP_OUT_MAX):
+ * what the TLS heap keeps for them (net/tls/tls.h, docs/https.md). */
+#define VIREO_TLS_OUT_MAX 4
 
 /* A client (the struct is copied) into *out. 0, or (logged) -EINVAL (no
  * on_recv, bad name, limits too large), -ENOSPC (VIREO_TCP_CLIENTS_MAX),
@@ -229,6 +264,18 @@ int vireo_tcp_connect(vireo_tcp_out cl, const struct vireo_addr *dst, void *ctx,
  * _POLICY (every address refused), or the last address's reason. -EINVAL,
  * -ENOSPC, -ENOMEM as vireo_tcp_connect(), or vireo_resolve()'s. */
 int vireo_tcp_connect_name(vireo_tcp_out cl, const char *name, u16 port, void *ctx, vireo_tcp *c);
+
+/* A TLS client's connection to dst, verified for server_name (a host name,
+ * 1..253 bytes; sent as SNI): as vireo_tcp_connect(), on_connected once the
+ * handshake is done and the certificate verified. vireo_tcp_connect() on a
+ * TLS client is refused (-EINVAL: no name to verify); so is this call on a
+ * plain one. -ENOSPC also when VIREO_TLS_OUT_MAX are open. */
+int vireo_tls_connect(vireo_tcp_out cl, const struct vireo_addr *dst, const char *server_name, void *ctx,
+		      vireo_tcp *c);
+
+/* The ALPN protocol the server chose (one of the client's alpn strings),
+ * or NULL (none, not connected yet, not TLS, stale). */
+const char *vireo_tls_alpn(vireo_tcp c);
 
 /* A client's counters (vireo_app_tcp_out_*{client=...}): 0, or -EINVAL. */
 int vireo_tcp_client_stats(vireo_tcp_out cl, struct vireo_tcp_stats *st);

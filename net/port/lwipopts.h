@@ -119,7 +119,7 @@
  *     services' take bulk windows): 14 x W_echo + 2 x W_bulk     522330
  *     (Outbound connections share the 16 rather than add 8 more:
  *     8 x W_echo = 209656 would take the total past MEM_SIZE, and
- *     TLS=1 leaves 67 KiB. A connecting one, SYN_SENT, holds its PCB
+ *     TLS=1 leaves 64 KiB. A connecting one, SYN_SENT, holds its PCB
  *     and one SYN segment, less than W_echo. An app's outbound ones
  *     close into TIME_WAIT, which the cap below bounds.)
  *   orphans (closed by the application, lwIP still sending our
@@ -154,10 +154,11 @@
  * (HTTPS_BULK_INFLIGHT): W_tls = 18848 + 41288 = 60136, so
  *   2 x (W_tls - W_http)                                          +61932
  *   the altcp layers: an altcp_pcb (88 + 8 -> 96) for each of the 80 live
- *     connections, and for the 64 TLS ones one more and altcp_tls's
- *     state (456 + 8 -> 512): 80 x 96 + 64 x 608                  +46592
- *                                                     TLS=1 total  4126047
- * i.e. 3.9 MiB, 67 KiB (1.6%) left for pages partly full. Also outside the
+ *     connections, and for the 64 TLS ones and the 4 TLS clients'
+ *     (VIREO_TLS_OUT_MAX, among the 16 apps' ones) one more and
+ *     altcp_tls's state (456 + 8 -> 512): 80 x 96 + 68 x 608       +49024
+ *                                                     TLS=1 total  4128479
+ * i.e. 3.9 MiB, 64 KiB (1.6%) left for pages partly full. Also outside the
  * sum in either build: a handshake's own flight (the chain, written by
  * mbedTLS before any response; at most https.handshakes= at once). Not in
  * this sum: frames no TCP

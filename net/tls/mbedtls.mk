@@ -30,7 +30,7 @@ MBEDTLS_OBJS = $(patsubst %.c,$(BUILD)/mbedtls/%.o,$(MBEDTLS_SRCS))
 # added by net/tls/patches/0002), archived with the library (as
 # vireo-<name>.o) so every program that links mbedTLS (the image, the host
 # tests, the fuzzer) gets them.
-MBEDTLS_ALT_SRCS := net/tls/x25519_alt.c
+MBEDTLS_ALT_SRCS := net/tls/x25519_alt.c net/tls/tls_time.c
 MBEDTLS_ALT_OBJS := $(patsubst net/tls/%.c,$(BUILD)/mbedtls/vireo-%.o,$(MBEDTLS_ALT_SRCS))
 
 TLS_SRCS := net/tls/tls_port.c net/tls/tls_keys.c net/tls/tls_cert.c net/tls/tls_libc.c
@@ -86,13 +86,17 @@ ifeq ($(and $(TLS_CERT),$(TLS_KEY)),)
 $(error give both TLS_CERT= and TLS_KEY=, or neither for a certificate generated at boot)
 endif
 endif
-TLS_CRED_STAMP := $(BUILD)/tls/creds.$(shell printf '%s %s' '$(TLS_CERT)' '$(TLS_KEY)' | sha1sum | cut -c1-12)
+# TLS_CA=<bundle.pem>: the TLS clients' trust anchors baked in (an ESP's
+# EFI/vireo/tls/ca.pem is preferred over it); none: every TLS client
+# connection is refused (docs/https.md).
+TLS_CA ?=
+TLS_CRED_STAMP := $(BUILD)/tls/creds.$(shell printf '%s %s %s' '$(TLS_CERT)' '$(TLS_KEY)' '$(TLS_CA)' | sha1sum | cut -c1-12)
 $(TLS_CRED_STAMP):
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $(BUILD)/tls/creds.* && touch $@
 
-$(BUILD)/tls_creds.c: net/tls/mkcreds.py $(TLS_CRED_STAMP) $(TLS_CERT) $(TLS_KEY)
-	$(Q)$(PYTHON) net/tls/mkcreds.py $@ $(TLS_CERT) $(TLS_KEY)
+$(BUILD)/tls_creds.c: net/tls/mkcreds.py $(TLS_CRED_STAMP) $(TLS_CERT) $(TLS_KEY) $(TLS_CA)
+	$(Q)$(PYTHON) net/tls/mkcreds.py $@ '$(TLS_CA)' $(TLS_CERT) $(TLS_KEY)
 $(BUILD)/k/tls_creds.o: $(BUILD)/tls_creds.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(KCFLAGS) -c $< -o $@

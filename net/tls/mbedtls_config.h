@@ -120,6 +120,29 @@ int ksnprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((forma
 #define MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL_ENABLED
 #define MBEDTLS_SSL_TLS1_3_DEFAULT_NEW_SESSION_TICKETS 1
 
+/* ---- TLS client and certificate time (issue 32: connecting out) --------
+ * The app API's TLS client connections (runtime/tls_out.c,
+ * include/vireo/net.h): the client side of the protocols above, and
+ * certificate validity dates checked against the kernel's wall clock.
+ * MBEDTLS_HAVE_TIME_DATE makes X.509 verification compare notBefore and
+ * notAfter with mbedtls_time(); vireo_tls_time() (net/tls/tls_port.c) gives
+ * the best wall clock (kernel/time/wallclock.h: SNTP's, else the firmware's
+ * provisional one) and -1 while there is none, and
+ * mbedtls_platform_gmtime_r() (net/tls/tls_time.c) refuses every time
+ * before WALLCLOCK_MIN_S, so without a clock every certificate is both
+ * expired and not yet valid: verification fails closed. mbedtls_ms_time()
+ * (the ages of session tickets) is the monotonic clock. */
+#define MBEDTLS_SSL_CLI_C
+#define MBEDTLS_HAVE_TIME
+#define MBEDTLS_HAVE_TIME_DATE
+#define MBEDTLS_PLATFORM_GMTIME_R_ALT
+#define MBEDTLS_PLATFORM_MS_TIME_ALT
+/* int64_t without <inttypes.h>, which lwIP's files (altcp_tls.h includes
+ * mbedTLS's headers) do not have. */
+#define MBEDTLS_PLATFORM_MS_TIME_TYPE_MACRO	long long
+long vireo_tls_time(long *t);
+#define MBEDTLS_PLATFORM_TIME_MACRO	vireo_tls_time
+
 /* ---- public keys and certificates ------------------------------------- */
 #define MBEDTLS_X509_USE_C
 #define MBEDTLS_X509_CRT_PARSE_C

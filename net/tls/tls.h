@@ -14,18 +14,41 @@
  * RSA-2048; 29,806 before X25519 moved off mbedTLS's bignums). Bound used here: 30 KiB (30,720 bytes) a connection, whatever
  * its state. The keys and the ssl
  * config hold about 8 KiB. So the 2 MiB heap holds (2048 - 8) / 30 = 68
- * connections at once, handshaking or not; the HTTPS listener must admit no
- * more than that (its handshake and connection limits, not yet written,
- * come out of this figure). */
+ * connections at once, handshaking or not; the HTTPS listener admits 64
+ * (runtime/http/https.h's HTTPS_MAX_CONNS).
+ *
+ * TLS clients (runtime/tcp_out.c) have heap of their own on top of those
+ * 2 MiB, so a flood of HTTPS clients never starves them nor they the
+ * server: TLS_CLIENT_CONNS connections (include/vireo/net.h's
+ * VIREO_TLS_OUT_MAX, all clients) of TLS_CLIENT_CONN_BYTES each, and the CA
+ * bundle, TLS_CA_HEAP_BYTES at most (tls_start() refuses a bundle that
+ * needs more). A client connection holds what a server one does (the same
+ * record buffers and contexts) plus the server's chain as received (kept:
+ * MBEDTLS_SSL_KEEP_PEER_CERTIFICATE) and, while verifying it, the
+ * signature check's bignums: measured 30,944 bytes (one connection's
+ * peak over the idle heap, tests/qemu/test_tls_client.py: TLS 1.3, a P-256
+ * leaf from a P-256 CA), bound 40 KiB for larger chains and RSA. The CA
+ * bundle: of Debian 12's ca-certificates (144 roots, 219,597 bytes of PEM)
+ * the 83 this configuration can read (no P-384, no SHA-1: the rest are
+ * skipped) keep 248,467 bytes, 2,993 a certificate
+ * (tests/host/net/tls/test_tls_keys.c prints it); bound 384 KiB (about 130
+ * such roots). While parsing, a copy of the input (at most 256 KiB) is
+ * held too, at start-up, when nothing else is. So TLS_HEAP_BYTES = 2 MiB +
+ * 4 x 40 KiB + 384 KiB = 2,654,208 bytes (648 pages). */
 #ifndef VIREO_TLS_H
 #define VIREO_TLS_H
 
 #include "lib/types.h"
 
-#define TLS_HEAP_BYTES	(2u * 1024 * 1024)
 /* What one connection may hold of it (see above), and the keys and config. */
 #define TLS_CONN_BYTES	30720u
 #define TLS_FIXED_BYTES	8192u
+#define TLS_SERVER_HEAP_BYTES	(2u * 1024 * 1024)
+/* Clients: connections at once, each's bound, and the CA bundle's. */
+#define TLS_CLIENT_CONNS	4u
+#define TLS_CLIENT_CONN_BYTES	40960u
+#define TLS_CA_HEAP_BYTES	(384u * 1024)
+#define TLS_HEAP_BYTES	(TLS_SERVER_HEAP_BYTES + TLS_CLIENT_CONNS * TLS_CLIENT_CONN_BYTES + TLS_CA_HEAP_BYTES)
 
 struct tls_heap_stats {
 	size_t arena, in_use, peak;
@@ -55,9 +78,17 @@ bool tls_serving_ca_issued(void);
 /* The loaded certificate chain and key (NULL unless tls_ready()). */
 struct tls_keys *tls_server_keys(void);
 
+/* TLS clients (runtime/tcp_out.c): whether tls_start() set the heap and
+ * PSA up (true even when the server's keys failed), and the CA bundle
+ * tls_start() loaded (NULL when none: every client connection is refused). */
+bool tls_client_ready(void);
+struct mbedtls_x509_crt;
+struct mbedtls_x509_crt *tls_client_ca(void);
+
 /* The pair given to make (TLS_CERT=, TLS_KEY=; net/tls/mkcreds.py writes
- * them into build/); both lengths 0 when none was given. */
-extern const unsigned char tls_builtin_cert[], tls_builtin_key[];
-extern const size_t tls_builtin_cert_len, tls_builtin_key_len;
+ * them into build/); both lengths 0 when none was given. The CA bundle given
+ * to make (TLS_CA=); tls_builtin_ca_len 0 without one. */
+extern const unsigned char tls_builtin_cert[], tls_builtin_key[], tls_builtin_ca[];
+extern const size_t tls_builtin_cert_len, tls_builtin_key_len, tls_builtin_ca_len;
 
 #endif

@@ -179,3 +179,60 @@ int tls_keys_blame(const char *err)
 		return TLS_KEYS_BLAME_KEY;
 	return TLS_KEYS_BLAME_BOTH;
 }
+
+/* ---- the CA bundle of TLS clients (tls_keys.h) ---- */
+
+int tls_ca_load(mbedtls_x509_crt *ca, const unsigned char *pem, size_t len, char *err, size_t errlen)
+{
+	unsigned char *c;
+	size_t clen = 0;
+	int ret, n = 0;
+
+	mbedtls_x509_crt_init(ca);
+	if (!pem || len == 0 || len > TLS_CA_MAX_INPUT) {
+		tls_keys_say(err, errlen, len ? "CA bundle: larger than TLS_CA_MAX_INPUT" : "CA bundle: empty", 0);
+		return -1;
+	}
+	c = tls_keys_with_nul(pem, len, &clen);
+	if (!c) {
+		tls_keys_say(err, errlen, "CA bundle: out of memory", 0);
+		return -1;
+	}
+	/* PEM: the certificates that parse are kept and the rest counted (a
+	 * bundle may carry one mbedTLS cannot read, e.g. signed with SHA-1);
+	 * DER: the one certificate, or nothing. */
+	ret = mbedtls_x509_crt_parse(ca, c, clen);
+	mbedtls_free(c);
+	for (const mbedtls_x509_crt *p = ca; p && p->raw.len; p = p->next)
+		n++;
+	if (ret < 0 || n == 0) {
+		mbedtls_x509_crt_free(ca);
+		mbedtls_x509_crt_init(ca);
+		tls_keys_say(err, errlen, "CA bundle: no certificate could be read", ret < 0 ? ret : 0);
+		return -1;
+	}
+	if (n > TLS_CA_MAX_CERTS) {
+		mbedtls_x509_crt_free(ca);
+		mbedtls_x509_crt_init(ca);
+		mbedtls_snprintf(err, errlen, "CA bundle: %d certificates, more than %d", n, TLS_CA_MAX_CERTS);
+		return -1;
+	}
+	if (ret > 0)
+		mbedtls_snprintf(err, errlen, "%d CA certificates (%d unreadable, skipped)", n, ret);
+	else
+		mbedtls_snprintf(err, errlen, "%d CA certificate%s", n, n == 1 ? "" : "s");
+	return n;
+}
+
+enum tls_verify_why tls_verify_why(unsigned int flags, int clock_known)
+{
+	if (!clock_known)
+		return TLS_VERIFY_NOCLOCK;
+	if (flags & (MBEDTLS_X509_BADCERT_NOT_TRUSTED | MBEDTLS_X509_BADCERT_MISSING | MBEDTLS_X509_BADCERT_SKIP_VERIFY))
+		return TLS_VERIFY_UNTRUSTED;
+	if (flags & (MBEDTLS_X509_BADCERT_EXPIRED | MBEDTLS_X509_BADCERT_FUTURE))
+		return TLS_VERIFY_EXPIRED;
+	if (flags & MBEDTLS_X509_BADCERT_CN_MISMATCH)
+		return TLS_VERIFY_NAME;
+	return TLS_VERIFY_OTHER;
+}

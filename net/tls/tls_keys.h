@@ -49,4 +49,30 @@ const char *tls_keys_describe(const struct tls_keys *k, char *buf, size_t len);
  * room; anything larger is refused before parsing. */
 #define TLS_KEYS_MAX_INPUT	(64 * 1024)
 
+/* ---- TLS clients' trust anchors ----
+ * A CA bundle (PEM, one or more certificates, or one DER certificate) into
+ * ca: the number of certificates kept (> 0), certificates mbedTLS cannot
+ * read skipped and counted in the line err gets ("12 CA certificates (1
+ * unreadable, skipped)"); or a negative number, ca empty, and err says
+ * why. Bounds: TLS_CA_MAX_INPUT bytes of input, TLS_CA_MAX_CERTS
+ * certificates (Mozilla's bundle is ~150 and ~220 KB of PEM; parsed, each
+ * costs its DER plus ~600 bytes of structure on the TLS heap). */
+#define TLS_CA_MAX_INPUT	(256 * 1024)
+#define TLS_CA_MAX_CERTS	200
+int tls_ca_load(mbedtls_x509_crt *ca, const unsigned char *pem, size_t len, char *err, size_t errlen);
+
+/* Why a server's certificate was refused, from mbedTLS's verify flags
+ * (MBEDTLS_X509_BADCERT_*) and whether a wall clock was known: no clock
+ * first (nothing can be judged without one), then a chain to no trusted
+ * CA, then the dates, then the host name; TLS_VERIFY_OTHER for the rest
+ * (key usage, a bad key, a revoked or malformed certificate). */
+enum tls_verify_why {
+	TLS_VERIFY_OTHER,
+	TLS_VERIFY_NOCLOCK,
+	TLS_VERIFY_UNTRUSTED,
+	TLS_VERIFY_EXPIRED,
+	TLS_VERIFY_NAME,
+};
+enum tls_verify_why tls_verify_why(unsigned int flags, int clock_known);
+
 #endif

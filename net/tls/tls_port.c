@@ -13,6 +13,7 @@
 #include "lib/string.h"
 #include "lib/metrics.h"
 #include "mbedtls/entropy.h"
+#include "mbedtls/platform_time.h"
 #include "mbedtls/platform_util.h"
 #include "psa/crypto.h"
 #include "net/tls/tls_cert.h"
@@ -24,8 +25,12 @@ static struct heap tls_heap;
 static bool tls_heap_up, tls_ok;
 static struct tls_keys tls_keys;
 static struct boot_info *tls_bi;	/* the ESP's cert.pem and key.pem, if boot/ read them */
+static bool tls_crypto_up;		/* the heap and PSA: TLS clients can run */
+static mbedtls_x509_crt tls_ca;		/* the clients' trust anchors */
+static int tls_ca_count;		/* certificates in tls_ca; 0: none, every client refused */
 
 _Static_assert(BOOT_TLS_FILE_MAX == TLS_KEYS_MAX_INPUT, "boot/ reads what tls_keys_load() accepts");
+_Static_assert(BOOT_TLS_CA_MAX == TLS_CA_MAX_INPUT, "boot/ reads what tls_ca_load() accepts");
 
 void *vireo_tls_calloc(size_t n, size_t size)
 {
@@ -59,6 +64,26 @@ psa_status_t mbedtls_psa_external_get_random(mbedtls_psa_external_random_context
 	random_bytes(out, size);
 	*olen = size;
 	return PSA_SUCCESS;
+}
+
+/* MBEDTLS_PLATFORM_TIME_MACRO: the best wall clock (SNTP's, else the
+ * firmware's provisional one), -1 while there is none, which
+ * mbedtls_platform_gmtime_r() (tls_time.c) refuses: every certificate
+ * then fails verification. */
+long vireo_tls_time(long *t)
+{
+	u64 ns = 0;
+	long s = wallclock_best(&ns) == WALLCLOCK_NONE ? -1 : (long)(ns / NSEC_PER_SEC);
+
+	if (t)
+		*t = s;
+	return s;
+}
+
+/* MBEDTLS_PLATFORM_MS_TIME_ALT: ages (session tickets) on the monotonic clock. */
+mbedtls_ms_time_t mbedtls_ms_time(void)
+{
+	return (mbedtls_ms_time_t)(time_ns() / 1000000);
 }
 
 static int tls_rng(void *ctx, unsigned char *out, size_t len)
@@ -310,6 +335,60 @@ static int tls_load_keys(const char *names)
 	return 0;
 }
 
+/* The clients' CA bundle: the ESP's EFI/vireo/tls/ca.pem when boot/ found
+ * one (that or none: a bad bundle on the ESP does not fall back to the
+ * built-in one), else the built-in one (make TLS_CA=), else none. Logs
+ * which, and how many certificates. */
+static void tls_load_ca(void)
+{
+	struct boot_file *f = tls_bi ? &tls_bi->files[BOOT_FILE_TLS_CA] : NULL;
+	const unsigned char *p = tls_builtin_ca;
+	size_t len = tls_builtin_ca_len;
+	const char *from = "built in (make TLS_CA=)";
+	size_t before = tls_heap.in_use;
+	char err[96];
+	int n;
+
+	if (f && tls_file_there(f)) {
+		if (f->state != BOOT_FILE_OK || !f->base || f->len > BOOT_TLS_CA_MAX) {
+			kprintf("tls: " BOOT_TLS_CA_PATH ": %s; TLS clients refuse every server (no CA)\n",
+				f->state == BOOT_FILE_TOO_BIG ? "larger than 256 KiB, refused" : "could not be read");
+			return;
+		}
+		p = (const unsigned char *)(uintptr_t)f->base;
+		len = f->len;
+		from = "from the ESP (" BOOT_TLS_CA_PATH ")";
+	} else if (!len) {
+		kprintf("tls: no CA bundle (neither " BOOT_TLS_CA_PATH " nor make TLS_CA=): TLS clients refuse "
+			"every server\n");
+		return;
+	}
+	n = tls_ca_load(&tls_ca, p, len, err, sizeof err);
+	if (n > 0 && tls_heap.in_use - before > TLS_CA_HEAP_BYTES) {
+		mbedtls_x509_crt_free(&tls_ca);
+		ksnprintf(err, sizeof err, "CA bundle: needs %lu bytes of the TLS heap, more than %u",
+			  (unsigned long)(tls_heap.in_use - before), TLS_CA_HEAP_BYTES);
+		n = -1;
+	}
+	if (n < 0) {
+		kprintf("tls: %s %s; TLS clients refuse every server (no CA)\n", err, from);
+		return;
+	}
+	tls_ca_count = n;
+	kprintf("tls: TLS clients trust %s %s (%lu bytes of the TLS heap)\n", err, from,
+		(unsigned long)(tls_heap.in_use - before));
+}
+
+mbedtls_x509_crt *tls_client_ca(void)
+{
+	return tls_ca_count ? &tls_ca : NULL;
+}
+
+bool tls_client_ready(void)
+{
+	return tls_crypto_up;
+}
+
 int tls_start(const char *names)
 {
 	void *arena;
@@ -329,6 +408,8 @@ int tls_start(const char *names)
 		kprintf("tls: PSA crypto did not initialize; HTTPS off\n");
 		return -1;
 	}
+	tls_crypto_up = true;
+	tls_load_ca();
 	if (tls_load_keys(names) != 0)
 		return -1;
 	if (tls_source != TLS_SOURCE_GENERATED)

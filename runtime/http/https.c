@@ -127,7 +127,7 @@ u32 https_max_handshakes_per_src(void)
 
 #ifdef VIREO_TLS
 
-_Static_assert(HTTPS_MAX_CONNS * TLS_CONN_BYTES + TLS_FIXED_BYTES <= TLS_HEAP_BYTES,
+_Static_assert(HTTPS_MAX_CONNS * TLS_CONN_BYTES + TLS_FIXED_BYTES <= TLS_SERVER_HEAP_BYTES,
 	       "the TLS heap must hold every HTTPS connection");
 _Static_assert(HTTPS_MAX_HANDSHAKES <= HTTPS_MAX_CONNS, "handshakes are connections");
 
@@ -321,8 +321,15 @@ static int https_alert_for(const mbedtls_ssl_context *ssl, int ret)
  * the error calls for is sent here, so every failure on our side ends
  * with one (RFC 8446 6.2). mbedTLS's own is the last record it built
  * (out_msgtype); a record still partly unsent (out_left) gets none. */
+void (*https_client_handshake)(struct altcp_pcb *conn, struct mbedtls_ssl_context *ssl, int ret);
+
 void vireo_tls_handshake_hook(struct altcp_pcb *conn, mbedtls_ssl_context *ssl, int ret)
 {
+	if (ssl->MBEDTLS_PRIVATE(conf)->MBEDTLS_PRIVATE(endpoint) == MBEDTLS_SSL_IS_CLIENT) {
+		if (https_client_handshake)
+			https_client_handshake(conn, ssl, ret);
+		return;
+	}
 	if (ret == 0) {
 		https_stats.handshakes++;
 		https_count_suite(ssl);

@@ -109,4 +109,11 @@ u16 https_write_max(struct altcp_pcb *pcb);
  * orderly TLS close, before our FIN (RFC 8446 6.1). */
 void https_close_notify(struct altcp_pcb *pcb);
 
+/* make TLS=1: a TLS client's handshake (runtime/tcp_out.c sets it when a
+ * client first connects): vireo_tls_handshake_hook() passes every client
+ * handshake's outcome here instead of counting it as the server's. */
+struct altcp_pcb;
+struct mbedtls_ssl_context;
+extern void (*https_client_handshake)(struct altcp_pcb *conn, struct mbedtls_ssl_context *ssl, int ret);
+
 #endif

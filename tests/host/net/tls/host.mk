@@ -74,6 +74,15 @@ $(BUILD)/host/test_tls_cert: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
 $(BUILD)/host/test_tls_cert: $(TLS_FIX)/stamp
 
+# mbedTLS's gmtime (net/tls/tls_time.c) and X.509 verification judged
+# with and without a wall clock (tls_host.c's settable one).
+HOST_TESTS += test_tls_time
+test_tls_time_USES := tls_keys
+test_tls_time_SRCS := $(TLS_HOST) $(MBEDTLS_HOST_LIB)
+$(BUILD)/host/test_tls_time: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
+	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
+$(BUILD)/host/test_tls_time: $(TLS_FIX)/stamp
+
 # X25519 through vireo's ladder (net/tls/x25519_alt.c, mbedTLS patch 0002):
 # RFC 7748's vectors, random agreement, low-order points.
 HOST_TESTS += test_x25519_alt

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
+#include "mbedtls/platform_time.h"
 #include "psa/crypto.h"
 #include "tests/host/net/tls/tls_host.h"
 
@@ -95,6 +97,39 @@ psa_status_t mbedtls_psa_external_get_random(mbedtls_psa_external_random_context
 		return PSA_ERROR_INSUFFICIENT_ENTROPY;
 	*olen = size;
 	return PSA_SUCCESS;
+}
+
+static bool tls_host_fake_time;
+static long tls_host_time;
+
+void tls_host_set_time(long t)
+{
+	tls_host_fake_time = true;
+	tls_host_time = t;
+}
+
+void tls_host_real_time(void)
+{
+	tls_host_fake_time = false;
+}
+
+/* MBEDTLS_PLATFORM_TIME_MACRO (net/tls/mbedtls_config.h). */
+long vireo_tls_time(long *t)
+{
+	long now = tls_host_fake_time ? tls_host_time : (long)time(NULL);
+
+	if (t)
+		*t = now;
+	return now;
+}
+
+/* MBEDTLS_PLATFORM_MS_TIME_ALT: a monotonic clock. */
+mbedtls_ms_time_t mbedtls_ms_time(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (mbedtls_ms_time_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 struct tls_blob tls_host_fixture(const char *name)

@@ -8,6 +8,8 @@
  *   tls_host_rng for mbedTLS's f_rng arguments): getrandom(), or in the
  *   deterministic mode a fixed pattern, so the same input takes the same
  *   path (the fuzzer).
+ * - The wall clock (vireo_tls_time, mbedtls_ms_time): the host's, or a
+ *   time a test sets (tls_host_set_time), -1 standing for "no clock".
  * - The openssl fixtures tests/host/net/tls/host.mk makes at build time. */
 #ifndef VIREO_TESTS_HOST_TLS_HOST_H
 #define VIREO_TESTS_HOST_TLS_HOST_H
@@ -32,6 +34,11 @@ void tls_host_fail_alloc(long n);
 void tls_host_deterministic(bool on);
 /* mbedTLS's f_rng: fills out with len random bytes (as above); 0 or -1. */
 int tls_host_rng(void *ctx, unsigned char *out, size_t len);
+
+/* What vireo_tls_time() answers from now: t (Unix seconds; -1 as the
+ * kernel's without a clock); tls_host_real_time() goes back to the host's. */
+void tls_host_set_time(long t);
+void tls_host_real_time(void);
 
 /* The whole fixture file name (TLS_FIX_DIR) in a malloc'd buffer (the
  * caller frees p); aborts with a message if it cannot be read. */
