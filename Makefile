@@ -603,6 +603,19 @@ bench-dns: deps-test
 	$(Q)$(MAKE) --no-print-directory APP=apps/dns image
 	$(Q)$(PYTHON) tests/bench/dns_bench.py $(BUILD)/apps/dns/vireo.img --seconds $(or $(BENCH_DURATION),5) \
 		--reps $(or $(BENCH_REPS),1) --mem $(or $(BENCH_MEM),256)
+# Issue 31's figures: apps/kv's durable PUT/s (1 KiB values) and GET/s at 1
+# and 32 clients with p50/p99 against Redis 7 (appendfsync always) and etcd
+# 3.4 on Linux (the peers, built the first time), each booted with -kernel
+# in the same QEMU, -m BENCH_MEM (256), the same data disk options
+# (cache=none, an image in build/bench/store/); first the bare cost of a
+# flush on this machine (tests/bench/store.py; docs/storage.md "Figures").
+# BENCH_DURATION s a figure (10). About 5 minutes. Needs root (the peers' apt).
+.PHONY: bench-store
+bench-store: deps-test
+	$(Q)$(MAKE) --no-print-directory APP=apps/kv elf
+	$(Q)for p in redis etcd; do [ -r $(BUILD)/bench/peer-$$p/initrd.img ] || tests/bench/peer/build.sh $$p || exit 1; done
+	$(Q)$(PYTHON) tests/bench/store.py --elf $(BUILD)/apps/kv/vireo.elf --duration $(or $(BENCH_DURATION),10) \
+		--mem $(or $(BENCH_MEM),256)
 # Every Linux peer tests/bench/peer/ has a fragment for (BENCH_PEERS, default
 # all), built again into build/bench/peer-NAME/.
 BENCH_PEERS ?= $(patsubst tests/bench/peer/%.sh,%,$(filter-out tests/bench/peer/build.sh,$(wildcard tests/bench/peer/*.sh)))
@@ -710,7 +723,11 @@ help:
 	@echo "  make bench-dns  apps/dns vs NSD and Knot on Linux in the same QEMU: queries/s and p99, 1 and"
 	@echo "                  32 in flight (ping-pong client, dnsperf; BENCH_DURATION=5 BENCH_REPS=1"
 	@echo "                  BENCH_MEM=256; about 3 min, more the first time: the peers; needs root)"
-	@echo "  make bench-peers  the Linux benchmark peers (tests/bench/peer/build.sh: nsd, knot)"
+	@echo "  make bench-store  apps/kv on its data disk vs Redis 7 (appendfsync always) and etcd 3.4:"
+	@echo "                  durable PUT/s (1 KiB) and GET/s at c1 and c32 with p50/p99, same QEMU and"
+	@echo "                  disk options (cache=none), after the bare flush cost (BENCH_DURATION=10"
+	@echo "                  BENCH_MEM=256; about 5 min; root for the peers' packages; docs/storage.md)"
+	@echo "  make bench-peers  the Linux benchmark peers (tests/bench/peer/build.sh: nsd, knot, redis, etcd)"
 	@echo "  make bench-iommu  req/s (612 B c1, c32) and MB/s (64 KiB c32) with the NIC's DMA translated"
 	@echo "                  by intel-iommu (iommu=strict, permissive) vs no IOMMU, alternated"
 	@echo "                  (BENCH_REPS=2 BENCH_DURATION=5 BENCH_MEM=256; about 3 min; needs root)"
