@@ -17,8 +17,9 @@ Then, per system, one boot (-kernel under TCG: vireo's PVH ELF, the
 peers' Debian kernel and initramfs; -m --mem, one CPU, virtio-net-pci on
 QEMU's user network with one port forwarded from 127.0.0.1, the data disk
 `-drive if=none,format=raw,cache=none,aio=threads` as virtio-blk-pci on a
-fresh --disk-mib image in build/bench/store/: blank for vireo, ext4 made
-on the host for the peers) and one load generator (this script: asyncio,
+fresh --disk-mib image in build/bench/store/, zero-filled so that no
+system pays the host's block allocation: blank for vireo, ext4 made on
+the host for the peers) and one load generator (this script: asyncio,
 one keep-alive connection per client, a request at a time each) speaking
 each system's protocol: HTTP/1.1 PUT/GET /kv/KEY for vireo, RESP SET/GET
 for Redis, the v3 JSON gateway (POST /v3/kv/put, /v3/kv/range) for etcd.
@@ -29,7 +30,7 @@ values back, checked by length. Each figure is --duration seconds after
 table with ratios against vireo and one JSON line. Figures only: nothing
 is asserted about speed.
 
-  store.py [--duration 10] [--warmup 2] [--mem 256] [--disk-mib 512] [--systems vireo,redis,etcd]
+  store.py [--duration 10] [--warmup 2] [--mem 256] [--disk-mib 256] [--systems vireo,redis,etcd]
 """
 import argparse
 import asyncio
@@ -62,13 +63,16 @@ def free_port():
 
 # ---- the bare cost of a flush -------------------------------------------
 def host_flush(path, n):
-    """n x (4 KiB O_DIRECT write + fdatasync) on path: seconds each (sorted)."""
+    """n x (4 KiB O_DIRECT write + fdatasync) over the first MiB of a file
+    at path, its blocks allocated first: seconds each (sorted)."""
     buf = mmap.mmap(-1, 4096)
     buf.write(b"f" * 4096)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_DIRECT, 0o644)
     times = []
     try:
-        os.ftruncate(fd, 1 << 20)
+        for i in range(256):	# allocated first: a flush, not block allocation, is measured
+            os.pwritev(fd, [buf], i * 4096)
+        os.fsync(fd)
         for i in range(n):
             t = time.perf_counter()
             os.pwritev(fd, [buf], (i % 256) * 4096)
@@ -85,7 +89,8 @@ def qemu_io_flush(path, n):
     running n x (write + flush), minus n x write, over n; and the
     write+flush pair's mean."""
     with open(path, "wb") as f:
-        f.truncate(16 << 20)
+        f.write(bytes(1 << 20))	# allocated, as in host_flush
+        os.fsync(f.fileno())
 
     def run(flush):
         cmds = []
@@ -119,8 +124,11 @@ class Guest:
         os.makedirs(OUT, exist_ok=True)
         self.disk = os.path.join(OUT, f"{name}-data.img")
         self.log = os.path.join(OUT, f"{name}-console.log")
-        with open(self.disk, "wb") as f:
-            f.truncate(a.disk_mib << 20)
+        with open(self.disk, "wb") as f:	# zero-filled: no system pays the host's block allocation
+            chunk = bytes(8 << 20)
+            for _ in range(a.disk_mib // 8):
+                f.write(chunk)
+            os.fsync(f.fileno())
         if os.path.exists(self.log):
             os.unlink(self.log)	# the last run's marker is not this boot's
         if name == "vireo":
@@ -323,7 +331,7 @@ def main():
     ap.add_argument("--duration", type=float, default=10)
     ap.add_argument("--warmup", type=float, default=2)
     ap.add_argument("--mem", type=int, default=256)
-    ap.add_argument("--disk-mib", type=int, default=512)
+    ap.add_argument("--disk-mib", type=int, default=256)
     ap.add_argument("--keys", type=int, default=1000)
     ap.add_argument("--flushes", type=int, default=200)
     ap.add_argument("--systems", default="vireo,redis,etcd")
