@@ -24,7 +24,9 @@ trial to trial, never reused.
 
 The recovery line the guest prints ("store: opened ...: K keys, R records
 in B batches ...", "store: recovery dropped the torn batch ...") is checked
-(never read-only, K = the keys found + kv's ETag secret) and tallied.
+(never read-only, K = the keys found + kv's ETag secret) and tallied, and
+so are the compactions each boot ran under the load (/metrics, just before
+the kill).
 
   crash_kill9.py --elf build/apps/kv/vireo.elf [--trials 200] [--clients 4]
                  [--keys 16] [--seed 31] [--mem 64] [--disk-mib 16]
@@ -140,6 +142,19 @@ def boot(elf, disk, port, mem):
         "-device", "virtio-blk-pci,drive=d0,serial=vireo-data"])
 
 
+def store_metric(port, name):
+    """One counter of /metrics (0 if it does not answer within 5 s)."""
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+        conn.close()
+    except (OSError, http.client.HTTPException):
+        return 0
+    m = re.search(rf"^{name} (\d+)$", text, re.M)
+    return int(m.group(1)) if m else 0
+
+
 def fail(msg, vm_text):
     print(f"FAIL: {msg}\n---- console ----\n{vm_text[-8000:]}", flush=True)
     sys.exit(1)
@@ -204,7 +219,7 @@ def main():
     with open(disk, "wb") as f:
         f.truncate(a.disk_mib << 20)
     totals = {"acked": 0, "puts": 0, "deletes": 0, "errors": 0, "applied": 0, "dropped": 0, "torn": 0,
-              "torn_records": 0, "torn_bytes": 0, "sb_notes": 0}
+              "torn_records": 0, "torn_bytes": 0, "sb_notes": 0, "compactions": 0}
     boot_s = []
     t_all = time.monotonic()
     print(f"crash: {a.trials} trials, {a.clients} clients x {a.keys} keys, PUT 3:1 DELETE, values 1..4000 B + "
@@ -253,6 +268,8 @@ def main():
                 for t in threads:
                     t.start()
                 time.sleep(rng.uniform(a.kill_min, a.kill_max))
+                comp = store_metric(port, "vireo_store_compactions_total")	# this boot's, under the load
+                totals["compactions"] += comp
                 os.killpg(vm.proc.pid, signal.SIGKILL)
                 vm.proc.wait(timeout=10)
                 stop.set()
@@ -267,7 +284,7 @@ def main():
                 print(f"trial {trial:3}: boot {boot_s[-1]:.2f} s, {rec}{', TORN ' + torn.group(0) if torn else ''}; "
                       f"{present} keys checked ({applied} in-flight applied, {dropped} not); then {tally['acked']} "
                       f"acked ({tally['puts']} PUT, {tally['deletes']} DELETE, {tally['errors']} errors), "
-                      f"{inflight} in flight at the kill", flush=True)
+                      f"{inflight} in flight at the kill, {comp} compactions", flush=True)
             finally:
                 vm.stop()
     finally:
@@ -279,7 +296,8 @@ def main():
           f"{sum(boot_s):.0f} s in all)")
     print(f"crash: {totals['acked']} operations acknowledged ({totals['puts']} PUT, {totals['deletes']} DELETE), "
           f"{totals['errors']} answered with an error; every acknowledged one found after its kill; of the "
-          f"operations in flight at a kill, {totals['applied']} were found applied and {totals['dropped']} not")
+          f"operations in flight at a kill, {totals['applied']} were found applied and {totals['dropped']} not; "
+          f"{totals['compactions']} compactions ran under the load")
     print(f"crash: recovery dropped a torn batch in {totals['torn']} of {a.trials} reboots ({totals['torn_records']} "
           f"records, {totals['torn_bytes']} bytes, none acknowledged); superblock notes in {totals['sb_notes']}")
 

@@ -30,7 +30,7 @@ root=$(cd "$here/../../.." && pwd)
 harness=${BENCH_HARNESS:-$root/../shared/bench}
 harness=$(cd "$harness" && pwd) || { echo "peer: harness not found (BENCH_HARNESS)" >&2; exit 1; }
 export BENCH_OUT=${BENCH_OUT:-$root/build/bench}
-(($# > 0)) || { sed -n '2,24p' "$0"; exit 2; }
+(($# > 0)) || { sed -n '2,26p' "$0"; exit 2; }
 for p in "$@"; do
 	[[ -r $here/$p.sh ]] || { echo "peer: no fragment $here/$p.sh (peers: $(cd "$here" && ls *.sh | grep -v build.sh | sed 's/\.sh$//' | tr '\n' ' '))" >&2; exit 2; }
 done
