@@ -552,7 +552,7 @@ bench-kv: deps-test
 # VIREO_CRASH_TRIALS times (200) over one data disk, every key checked
 # against a model of what the clients were told after each reboot, the
 # recovery lines tallied (apps/kv/tests/crash_kill9.py; docs/storage.md).
-# Boots the PVH ELF (about 0.5 s to serving): about 7 minutes. Not part of
+# Boots the PVH ELF (about 1 s to serving): 8-12 minutes. Not part of
 # make test (test_store_kill9.py's two trials are).
 .PHONY: test-crash
 test-crash: deps-test
@@ -678,7 +678,7 @@ help:
 	@echo "                  killed, no request lost (~30 s; needs root; not in make test)"
 	@echo "  make test-crash apps/kv killed with SIGKILL under PUT/DELETE load from 4 clients, 200 times"
 	@echo "                  (VIREO_CRASH_TRIALS=), every acknowledged write checked after each reboot,"
-	@echo "                  recovery tallied (~7 min; not in make test; docs/storage.md)"
+	@echo "                  recovery tallied (8-12 min; not in make test; docs/storage.md)"
 	@echo "  make test-deploy  docs/deploy.md's libvirt path: virt-install of the qcow2, SMBIOS"
 	@echo "                  configuration, virsh shutdown and start (~1 min; root; not in make test)"
 	@echo "  make test-browsers  Chromium and Firefox ESR headless render an ESP site with ES"
