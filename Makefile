@@ -609,7 +609,8 @@ bench-dns: deps-test
 # in the same QEMU, -m BENCH_MEM (256), the same data disk options
 # (cache=none, an image in build/bench/store/); first the bare cost of a
 # flush on this machine (tests/bench/store.py; docs/storage.md "Figures").
-# BENCH_DURATION s a figure (10). About 5 minutes. Needs root (the peers' apt).
+# BENCH_DURATION s a figure (10). About 4 minutes (and 2 to build the peers
+# the first time). Needs root (the peers' apt).
 .PHONY: bench-store
 bench-store: deps-test
 	$(Q)$(MAKE) --no-print-directory APP=apps/kv elf
@@ -726,7 +727,7 @@ help:
 	@echo "  make bench-store  apps/kv on its data disk vs Redis 7 (appendfsync always) and etcd 3.4:"
 	@echo "                  durable PUT/s (1 KiB) and GET/s at c1 and c32 with p50/p99, same QEMU and"
 	@echo "                  disk options (cache=none), after the bare flush cost (BENCH_DURATION=10"
-	@echo "                  BENCH_MEM=256; about 5 min; root for the peers' packages; docs/storage.md)"
+	@echo "                  BENCH_MEM=256; about 4 min; root for the peers' packages; docs/storage.md)"
 	@echo "  make bench-peers  the Linux benchmark peers (tests/bench/peer/build.sh: nsd, knot, redis, etcd)"
 	@echo "  make bench-iommu  req/s (612 B c1, c32) and MB/s (64 KiB c32) with the NIC's DMA translated"
 	@echo "                  by intel-iommu (iommu=strict, permissive) vs no IOMMU, alternated"
