@@ -570,6 +570,18 @@ bench-kv: deps-test
 	$(Q)$(PYTHON) tests/bench/kv.py --image $(BUILD)/apps/kv/vireo.img \
 		--duration $(or $(BENCH_DURATION),5) --mem $(or $(BENCH_MEM),256)
 
+# apps/kv killed with SIGKILL under PUT/DELETE load from several clients,
+# VIREO_CRASH_TRIALS times (200) over one data disk, every key checked
+# against a model of what the clients were told after each reboot, the
+# recovery lines tallied (apps/kv/tests/crash_kill9.py; docs/storage.md).
+# Boots the PVH ELF (about 1 s to serving): 8-12 minutes. Not part of
+# make test (test_store_kill9.py's two trials are).
+.PHONY: test-crash
+test-crash: deps-test
+	$(Q)$(MAKE) --no-print-directory APP=apps/kv elf
+	$(Q)$(PYTHON) apps/kv/tests/crash_kill9.py --elf $(BUILD)/apps/kv/vireo.elf \
+		--trials $(or $(VIREO_CRASH_TRIALS),200) $(if $(VIREO_CRASH_SEED),--seed $(VIREO_CRASH_SEED))
+
 # Upload MB/s through TCP echo with receive TSO on and off (vnet.guest_tso),
 # over a tap in a namespace; BENCH_REPS uploads (3) of BENCH_MIB MiB (16)
 # per mode, each checked byte for byte; BENCH_MEM (256). Needs root.
@@ -613,6 +625,20 @@ bench-dns: deps-test
 	$(Q)$(MAKE) --no-print-directory APP=apps/dns image
 	$(Q)$(PYTHON) tests/bench/dns_bench.py $(BUILD)/apps/dns/vireo.img --seconds $(or $(BENCH_DURATION),5) \
 		--reps $(or $(BENCH_REPS),1) --mem $(or $(BENCH_MEM),256)
+# Issue 31's figures: apps/kv's durable PUT/s (1 KiB values) and GET/s at 1
+# and 32 clients with p50/p99 against Redis 7 (appendfsync always) and etcd
+# 3.4 on Linux (the peers, built the first time), each booted with -kernel
+# in the same QEMU, -m BENCH_MEM (256), the same data disk options
+# (cache=none, an image in build/bench/store/); first the bare cost of a
+# flush on this machine (tests/bench/store.py; docs/storage.md "Figures").
+# BENCH_DURATION s a figure (10). About 4 minutes (and 2 to build the peers
+# the first time). Needs root (the peers' apt).
+.PHONY: bench-store
+bench-store: deps-test
+	$(Q)$(MAKE) --no-print-directory APP=apps/kv elf
+	$(Q)for p in redis etcd; do [ -r $(BUILD)/bench/peer-$$p/initrd.img ] || tests/bench/peer/build.sh $$p || exit 1; done
+	$(Q)$(PYTHON) tests/bench/store.py --elf $(BUILD)/apps/kv/vireo.elf --duration $(or $(BENCH_DURATION),10) \
+		--mem $(or $(BENCH_MEM),256)
 # Every Linux peer tests/bench/peer/ has a fragment for (BENCH_PEERS, default
 # all), built again into build/bench/peer-NAME/.
 BENCH_PEERS ?= $(patsubst tests/bench/peer/%.sh,%,$(filter-out tests/bench/peer/build.sh,$(wildcard tests/bench/peer/*.sh)))
@@ -674,6 +700,9 @@ help:
 	@echo "                  on /healthz); prints the front address; Ctrl-C stops it"
 	@echo "  make test-fleet 3 instances under requests through HAProxy: one powered off, one"
 	@echo "                  killed, no request lost (~30 s; needs root; not in make test)"
+	@echo "  make test-crash apps/kv killed with SIGKILL under PUT/DELETE load from 4 clients, 200 times"
+	@echo "                  (VIREO_CRASH_TRIALS=), every acknowledged write checked after each reboot,"
+	@echo "                  recovery tallied (8-12 min; not in make test; docs/storage.md)"
 	@echo "  make test-deploy  docs/deploy.md's libvirt path: virt-install of the qcow2, SMBIOS"
 	@echo "                  configuration, virsh shutdown and start (~1 min; root; not in make test)"
 	@echo "  make test-browsers  Chromium and Firefox ESR headless render an ESP site with ES"
@@ -718,7 +747,11 @@ help:
 	@echo "  make bench-dns  apps/dns vs NSD and Knot on Linux in the same QEMU: queries/s and p99, 1 and"
 	@echo "                  32 in flight (ping-pong client, dnsperf; BENCH_DURATION=5 BENCH_REPS=1"
 	@echo "                  BENCH_MEM=256; about 3 min, more the first time: the peers; needs root)"
-	@echo "  make bench-peers  the Linux benchmark peers (tests/bench/peer/build.sh: nsd, knot)"
+	@echo "  make bench-store  apps/kv on its data disk vs Redis 7 (appendfsync always) and etcd 3.4:"
+	@echo "                  durable PUT/s (1 KiB) and GET/s at c1 and c32 with p50/p99, same QEMU and"
+	@echo "                  disk options (cache=none), after the bare flush cost (BENCH_DURATION=10"
+	@echo "                  BENCH_MEM=256; about 4 min; root for the peers' packages; docs/storage.md)"
+	@echo "  make bench-peers  the Linux benchmark peers (tests/bench/peer/build.sh: nsd, knot, redis, etcd)"
 	@echo "  make bench-iommu  req/s (612 B c1, c32) and MB/s (64 KiB c32) with the NIC's DMA translated"
 	@echo "                  by intel-iommu (iommu=strict, permissive) vs no IOMMU, alternated"
 	@echo "                  (BENCH_REPS=2 BENCH_DURATION=5 BENCH_MEM=256; about 3 min; needs root)"

@@ -8,9 +8,12 @@
 # packed as a second initramfs archive appended to the base's (the kernel
 # unpacks both; the second's files win, /init included).
 #
-# A peer is one fragment, tests/bench/peer/PEER.sh (today: nsd, knot), that
-# sets PEER_PKGS (Debian packages), PEER_BINS (files to copy with their
-# libraries) and defines peer_install ROOT (configuration, directories, and
+# A peer is one fragment, tests/bench/peer/PEER.sh (today: nsd, knot, redis,
+# etcd), that sets PEER_PKGS (Debian packages), PEER_BINS (files to copy with
+# their libraries), optionally PEER_MODULES (kernel modules beyond the base's
+# virtio-net set, e.g. virtio_blk and ext4 for a data disk: taken with their
+# dependencies from the base's kernel, loaded by /init before /peer/start)
+# and defines peer_install ROOT (configuration, directories, and
 # ROOT/peer/start: what /init runs, and ROOT/peer/check: exits 0 once the
 # server answers). Add a peer by adding a fragment.
 #
@@ -27,7 +30,7 @@ root=$(cd "$here/../../.." && pwd)
 harness=${BENCH_HARNESS:-$root/../shared/bench}
 harness=$(cd "$harness" && pwd) || { echo "peer: harness not found (BENCH_HARNESS)" >&2; exit 1; }
 export BENCH_OUT=${BENCH_OUT:-$root/build/bench}
-(($# > 0)) || { sed -n '2,24p' "$0"; exit 2; }
+(($# > 0)) || { sed -n '2,26p' "$0"; exit 2; }
 for p in "$@"; do
 	[[ -r $here/$p.sh ]] || { echo "peer: no fragment $here/$p.sh (peers: $(cd "$here" && ls *.sh | grep -v build.sh | sed 's/\.sh$//' | tr '\n' ' '))" >&2; exit 2; }
 done
@@ -76,6 +79,37 @@ copy_with_libs() {
 		done
 }
 
+# Copies kernel module m and what it depends on (modules.dep of the base's
+# kernel, dependencies first) into root r, unpacked, appending each name to
+# r/etc/peer-modules.order; modules the base already loads or the kernel has
+# built in are skipped.
+declare -A MOD_SEEN=()
+copy_module() {
+	local r=$1 m=$2 kver moddir line path d name
+	kver=$(cat "$base/kernel-version.txt")
+	moddir=/lib/modules/$kver
+	line=$(grep -E "/${m}\.ko(\.xz|\.zst|\.gz)?:" "$moddir/modules.dep" | head -1 || true)
+	if [[ -z $line ]]; then
+		grep -qE "/${m}\.ko" "$moddir/modules.builtin" && return 0
+		echo "peer: module $m not in $moddir" >&2; return 1
+	fi
+	path=${line%%:*}
+	[[ -n ${MOD_SEEN[$path]:-} ]] && return 0
+	MOD_SEEN[$path]=1
+	for d in ${line#*:}; do copy_module "$r" "$(basename "$d" | sed -E 's/\.ko(\.xz|\.zst|\.gz)?$//')"; done
+	name=$(basename "$path")
+	name=${name%.xz} name=${name%.zst} name=${name%.gz}
+	grep -qx "$name" "$r/etc/base-modules.order" && return 0
+	mkdir -p "$r/lib/modules"
+	case $path in
+	*.ko.xz) xz -dc "$moddir/$path" >"$r/lib/modules/$name" ;;
+	*.ko.zst) zstd -qdc "$moddir/$path" >"$r/lib/modules/$name" ;;
+	*.ko.gz) gzip -dc "$moddir/$path" >"$r/lib/modules/$name" ;;
+	*) cp "$moddir/$path" "$r/lib/modules/$name" ;;
+	esac
+	echo "$name" >>"$r/etc/peer-modules.order"
+}
+
 for peer in "$@"; do
 	out=$BENCH_OUT/peer-$peer
 	rootfs=$out/rootfs
@@ -83,10 +117,16 @@ for peer in "$@"; do
 	rm -rf "$out"
 	mkdir -p "$rootfs"/{peer/data,etc,run,tmp,var/lib}
 	(
-		PEER_PKGS=() PEER_BINS=()
+		PEER_PKGS=() PEER_BINS=() PEER_MODULES=()
 		# shellcheck source=/dev/null
 		. "$here/$peer.sh"
 		apt_install "${PEER_PKGS[@]}"
+		if ((${#PEER_MODULES[@]})); then
+			gzip -dc "$base/initrd.img" | cpio -i --quiet --to-stdout etc/modules.order >"$rootfs/etc/base-modules.order" 2>/dev/null || true
+			: >"$rootfs/etc/peer-modules.order"
+			for m in "${PEER_MODULES[@]}"; do copy_module "$rootfs" "$m"; done
+			rm -f "$rootfs/etc/base-modules.order"
+		fi
 		for b in "${PEER_BINS[@]}"; do
 			[[ -x $b ]] || { echo "peer-$peer: $b missing after installing ${PEER_PKGS[*]}" >&2; exit 1; }
 			copy_with_libs "$rootfs" "$b"
@@ -99,6 +139,7 @@ for peer in "$@"; do
 			echo "peer: $peer"
 			for p in "${PEER_PKGS[@]}"; do dpkg-query -W -f='package: ${Package} ${Version}\n' "$p"; done
 			echo "kernel: $(cat "$base/kernel-version.txt")"
+			[[ -s $rootfs/etc/peer-modules.order ]] && echo "modules: $(tr '\n' ' ' <"$rootfs/etc/peer-modules.order")"
 			echo "overlay files: $(cd "$rootfs" && find . -type f | wc -l), $(du -sb "$rootfs" | cut -f1) bytes"
 		} >"$out/manifest.txt"
 	)
