@@ -12,6 +12,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "qemu"))
 from httpc import free_tcp_port, parse_prometheus, parse_response, read_all  # noqa: E402
 from vm import Vm  # noqa: E402
+import netns as nsmod  # noqa: E402
+import rootskip  # noqa: E402
 
 READY = r"^vireo: ready ip=(\S+) http=(\d+)"
 
@@ -86,3 +88,21 @@ def app_boot(request):
     yield boot
     for a in vms:
         a.stop()
+
+
+@pytest.fixture
+def ns():
+    """A network namespace with a tap device (tests/qemu/netns.py), deleted
+    afterwards; skipped where namespaces cannot be made, and the run then
+    fails unless VIREO_SKIP_ROOT_TESTS=1 (tests/qemu/rootskip.py)."""
+    if not nsmod.available():
+        rootskip.skip_root_only()
+    with nsmod.Netns() as n:
+        yield n
+
+
+def ns_get(ns, path, timeout=20):
+    """GET http://GUEST{path} with curl from inside the namespace: (status, body)."""
+    r = ns.run("curl", "-sS", "--max-time", str(timeout), "-w", "\n%{http_code}", f"http://{ns.guest_ip}{path}")
+    body, _, code = r.stdout.decode(errors="replace").rpartition("\n")
+    return int(code), body

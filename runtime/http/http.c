@@ -355,25 +355,7 @@ static enum http_method http_method_of(const char *s, size_t m)
 
 const char *http_header(const struct http_req_parser *p, const char *name)
 {
-	const char *found = NULL;
-	size_t i;
-
-	if (p->state != ST_DONE)
-		return NULL;
-	for (i = 0; i < p->nfields; i++) {
-		const struct http_field *f = &p->fields[i];
-		size_t k;
-
-		for (k = 0; k < f->name_len && name[k]; k++)
-			if (http_to_lower((u8)p->buf[f->name + k]) != http_to_lower((u8)name[k]))
-				break;
-		if (k != f->name_len || name[k])
-			continue;
-		if (found)
-			return NULL;	/* repeated: ambiguous */
-		found = p->buf + f->value;
-	}
-	return found;
+	return p->state == ST_DONE ? http_field_find(p->buf, p->fields, p->nfields, name) : NULL;
 }
 
 /* Decodes s[0..n) (percent escapes, '+' as space) into buf[size] with a

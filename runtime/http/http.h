@@ -3,6 +3,7 @@
 #define VIREO_NET_APP_HTTP_H
 
 #include "lib/types.h"
+#include "runtime/http/token.h"
 
 /*
  * Limits. A request line longer than HTTP_REQLINE_MAX bytes (not counting its
@@ -41,6 +42,30 @@ enum http_method {
 struct http_field {
 	u16 name, name_len, value;
 };
+
+/* The value of the one field called name (case-insensitive) among fields[n]
+ * of a parsed head in buf, NULL when there is none or more than one (a
+ * repeated field is ambiguous): for requests and upstream responses alike. */
+static inline const char *http_field_find(const char *buf, const struct http_field *fields, size_t n,
+					  const char *name)
+{
+	const char *found = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct http_field *f = &fields[i];
+		size_t k;
+
+		for (k = 0; k < f->name_len && name[k]; k++)
+			if (http_to_lower((u8)buf[f->name + k]) != http_to_lower((u8)name[k]))
+				break;
+		if (k != f->name_len || name[k])
+			continue;
+		if (found)
+			return NULL;
+		found = buf + f->value;
+	}
+	return found;
+}
 
 /*
  * One connection's request parser. Zero it or call http_parser_reset() before

@@ -267,22 +267,7 @@ int http_resp_eof(struct http_resp_parser *p)
 
 const char *http_resp_header(const struct http_resp_parser *p, const char *name)
 {
-	const char *found = NULL;
-
 	if (p->state == RS_HEAD || p->state == RS_ERROR)
 		return NULL;
-	for (u16 i = 0; i < p->nfields; i++) {
-		const struct http_field *f = &p->fields[i];
-		size_t k;
-
-		for (k = 0; k < f->name_len && name[k]; k++)
-			if (http_to_lower((u8)p->buf[f->name + k]) != http_to_lower((u8)name[k]))
-				break;
-		if (k != f->name_len || name[k])
-			continue;
-		if (found)
-			return NULL;	/* repeated: ambiguous */
-		found = p->buf + f->value;
-	}
-	return found;
+	return http_field_find(p->buf, p->fields, p->nfields, name);
 }

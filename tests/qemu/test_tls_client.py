@@ -23,8 +23,6 @@ import subprocess
 
 import pytest
 
-import netns as nsmod
-import rootskip
 from httpc import parse_prometheus
 from test_tls import BUILD, ESP, make
 from vm import Vm
@@ -80,15 +78,8 @@ def certs(d):
     return out, f"{d}/ca.pem"
 
 
-@pytest.fixture
-def ns():
-    if not nsmod.available():
-        rootskip.skip_root_only()
-    with nsmod.Netns() as n:
-        yield n
-
-
-def test_tls_client_verifies(ns, tmp_path):
+def test_tls_client_verifies(netns, tmp_path):
+    ns = netns
     make("APP=apps/template")
     leaves, ca = certs(tmp_path)
     img = tmp_path / "vireo-tls-client.img"

@@ -14,9 +14,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "qemu"))
-import netns as nsmod  # noqa: E402
-import rootskip  # noqa: E402
-from conftest import READY, app_image  # noqa: E402
+from conftest import READY, app_image, ns_get  # noqa: E402
 from httpc import parse_prometheus  # noqa: E402
 from vm import Vm  # noqa: E402
 
@@ -92,18 +90,8 @@ except socket.timeout:
 '''
 
 
-@pytest.fixture
-def ns():
-    if not nsmod.available():
-        rootskip.skip_root_only()
-    with nsmod.Netns() as n:
-        yield n
-
-
 def get(ns, path):
-    r = ns.run("curl", "-sS", "--max-time", "30", "-w", "\n%{http_code}", f"http://{ns.guest_ip}{path}")
-    body, _, code = r.stdout.decode(errors="replace").rpartition("\n")
-    return int(code), body
+    return ns_get(ns, path, 30)
 
 
 def test_http_client(ns):
