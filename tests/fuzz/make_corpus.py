@@ -596,6 +596,41 @@ def logfmt():
     }
 
 
+# ---- fuzz_acme_json: a CA's JSON response (RFC 8555's shapes, written here) ----
+def acme_json():
+    return {
+        "directory": b'{"newNonce":"https://example.com/acme/new-nonce","newAccount":"https://example.com/acme/new-account",'
+                     b'"newOrder":"https://example.com/acme/new-order","revokeCert":"https://example.com/acme/revoke-cert",'
+                     b'"keyChange":"https://example.com/acme/key-change","renewalInfo":"https://example.com/acme/renewal-info",'
+                     b'"meta":{"termsOfService":"https://example.com/acme/terms/2017-5-30","website":"https://www.example.com/",'
+                     b'"caaIdentities":["example.com"],"externalAccountRequired":false,"profiles":{"shortlived":"6 days"}}}',
+        "account": b'{"status":"valid","contact":["mailto:cert-admin@example.org","mailto:admin@example.org"],'
+                   b'"termsOfServiceAgreed":true,"orders":"https://example.com/acme/orders/rzGoeA"}',
+        "order": b'{\n  "status": "pending",\n  "expires": "2016-01-05T14:09:07.99Z",\n  "notBefore": "2016-01-01T00:00:00Z",\n'
+                 b'  "notAfter": "2016-01-08T00:00:00Z",\n  "identifiers": [\n    {"type": "dns", "value": "www.example.org"},\n'
+                 b'    {"type": "dns", "value": "example.org"}\n  ],\n  "authorizations": [\n'
+                 b'    "https://example.com/acme/authz/PAniVnsZcis",\n    "https://example.com/acme/authz/r4HqLzrSrpI"\n  ],\n'
+                 b'  "finalize": "https://example.com/acme/order/TOlocE8rfgo/finalize",\n'
+                 b'  "certificate": "https://example.com/acme/cert/mAt3xBGaobw"\n}',
+        "authz": b'{"status":"pending","expires":"2016-01-02T14:09:30Z","identifier":{"type":"dns","value":"www.example.org"},'
+                 b'"challenges":[{"type":"http-01","url":"https://example.com/acme/chall/prV_B7yEyA4",'
+                 b'"token":"DGyRejmCefe7v4NfDGDKfA"},{"type":"dns-01","url":"https://example.com/acme/chall/Rg5dV14Gh1Q",'
+                 b'"token":"DGyRejmCefe7v4NfDGDKfA"},{"type":"tls-alpn-01","url":"https://example.com/acme/chall/TJ4x",'
+                 b'"status":"valid","validated":"2014-12-01T12:05:13.72Z","token":"evaGxfADs6pSRb2LAv9IZf17Dt3juxGJ-PCt92wr-oA"}],'
+                 b'"wildcard":false}',
+        "problem": b'{"type":"urn:ietf:params:acme:error:malformed","detail":"Some of the identifiers requested were rejected",'
+                   b'"subproblems":[{"type":"urn:ietf:params:acme:error:malformed","detail":"Invalid underscore in DNS name \\"_example.org\\"",'
+                   b'"identifier":{"type":"dns","value":"_example.org"}},{"type":"urn:ietf:params:acme:error:rejectedIdentifier",'
+                   b'"detail":"This CA will not issue for \\"example.net\\"","identifier":{"type":"dns","value":"example.net"}}]}',
+        "ratelimit": b'{"type":"urn:ietf:params:acme:error:rateLimited","detail":"too many \\u00e9 \\ud83d\\ude00","status":429}',
+        "renewal_info": b'{"suggestedWindow":{"start":"2025-01-02T04:00:00Z","end":"2025-01-03T04:00:00Z"},'
+                        b'"explanationURL":"https://acme.example.com/docs/ari"}',
+        "dupkey": b'{"status":"valid","status":"invalid"}',
+        "numbers": b'[0,-0,1.5e+10,-12.25E-3,9007199254740991,9007199254740992,true,false,null,"",[],{}]',
+        "deep": b"[" * 17 + b"]" * 17,
+    }
+
+
 TARGETS = {
     "fuzz_cmdline": cmdline,
     "fuzz_http": http,
@@ -613,6 +648,7 @@ TARGETS = {
     "fuzz_iso9660": iso,
     "fuzz_smbios": smbios,
     "fuzz_logfmt": logfmt,
+    "fuzz_acme_json": acme_json,
 }
 
 

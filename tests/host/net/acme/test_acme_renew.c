@@ -1,0 +1,123 @@
+/* net/acme/acme_renew.c: when to renew, table-driven, for 90-, 47-, 10-
+ * and 6-day certificates (a third left, half left for 10 days or less),
+ * the jitter's bounds at both ends of the random value, RFC 9773 windows
+ * (in the future, straddling now, past, empty or reversed), expired and
+ * empty validities; the backoff's doubling, cap, jitter and Retry-After.
+ * Expected values are written from the rule, not from the code. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "net/acme/acme_renew.h"
+
+#define D 86400ull
+#define T0 1800000000ull	/* 2027-01-15 */
+
+static void test_renew_table(void **state)
+{
+	static const struct {
+		const char *what;
+		struct acme_renew_in in;
+		u64 want;
+	} tab[] = {
+		/* 90 days: renew with 30 left, i.e. at day 60; the jitter
+		 * moves it earlier by at most 90 d / 16 = 5.625 d. */
+		{ "90d rnd 0", { T0, T0 + 90 * D, T0, false, 0, 0, 0 }, T0 + 60 * D },
+		{ "90d rnd max", { T0, T0 + 90 * D, T0, false, 0, 0, 90 * D / 16 }, T0 + 60 * D - 90 * D / 16 },
+		{ "90d rnd wraps", { T0, T0 + 90 * D, T0, false, 0, 0, 90 * D / 16 + 1 }, T0 + 60 * D },
+		/* 47 days: a third is 15.67 d left: day 31.33. */
+		{ "47d", { T0, T0 + 47 * D, T0 + D, false, 0, 0, 0 }, T0 + 47 * D - 47 * D / 3 },
+		{ "47d jitter", { T0, T0 + 47 * D, T0 + D, false, 0, 0, 1000 }, T0 + 47 * D - 47 * D / 3 - 1000 },
+		/* 10 days is short: half. 11 days is not: a third. */
+		{ "10d", { T0, T0 + 10 * D, T0, false, 0, 0, 0 }, T0 + 5 * D },
+		{ "11d", { T0, T0 + 11 * D, T0, false, 0, 0, 0 }, T0 + 11 * D - 11 * D / 3 },
+		/* 6 days: at day 3, up to 9 h earlier. */
+		{ "6d", { T0, T0 + 6 * D, T0, false, 0, 0, 0 }, T0 + 3 * D },
+		{ "6d rnd max", { T0, T0 + 6 * D, T0, false, 0, 0, 6 * D / 16 }, T0 + 3 * D - 9 * 3600 },
+		/* Past the point (a reboot late in the lifetime): now. */
+		{ "6d late", { T0, T0 + 6 * D, T0 + 4 * D, false, 0, 0, 0 }, T0 + 4 * D },
+		{ "expired", { T0, T0 + 6 * D, T0 + 7 * D, false, 0, 0, 0 }, T0 + 7 * D },
+		{ "empty validity", { T0, T0, T0 - 5, false, 0, 0, 0 }, T0 - 5 },
+		{ "reversed validity", { T0 + 1, T0, T0 - 5, false, 0, 0, 0 }, T0 - 5 },
+		/* ARI: a point in [start, end) by the random value. */
+		{ "ari start", { T0, T0 + 90 * D, T0, true, T0 + 10 * D, T0 + 12 * D, 0 }, T0 + 10 * D },
+		{ "ari mid", { T0, T0 + 90 * D, T0, true, T0 + 10 * D, T0 + 12 * D, D }, T0 + 11 * D },
+		{ "ari last", { T0, T0 + 90 * D, T0, true, T0 + 10 * D, T0 + 12 * D, 4 * D - 1 }, T0 + 12 * D - 1 },
+		{ "ari straddles now", { T0, T0 + 90 * D, T0 + 11 * D, true, T0 + 10 * D, T0 + 12 * D, 0 },
+		  T0 + 11 * D },
+		{ "ari past", { T0, T0 + 90 * D, T0 + 20 * D, true, T0 + 10 * D, T0 + 12 * D, 5 }, T0 + 20 * D },
+		/* ARI earlier than the rule (a revocation coming) wins. */
+		{ "ari early 6d", { T0, T0 + 6 * D, T0, true, T0 + 3600, T0 + 7200, 0 }, T0 + 3600 },
+		/* An empty or reversed window is ignored: the rule. */
+		{ "ari empty", { T0, T0 + 90 * D, T0, true, T0 + 5 * D, T0 + 5 * D, 0 }, T0 + 60 * D },
+		{ "ari reversed", { T0, T0 + 90 * D, T0, true, T0 + 6 * D, T0 + 5 * D, 0 }, T0 + 60 * D },
+		{ "ari off", { T0, T0 + 90 * D, T0, false, T0 + 5 * D, T0 + 6 * D, 0 }, T0 + 60 * D },
+	};
+
+	for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
+		u64 got = acme_renew_at(&tab[i].in);
+
+		if (got != tab[i].want)
+			fail_msg("%s: %llu, want %llu (%+lld s)", tab[i].what, (unsigned long long)got,
+				 (unsigned long long)tab[i].want, (long long)(got - tab[i].want));
+	}
+}
+
+/* Over many random values the time stays inside [point - life/16, point]
+ * and after now. */
+static void test_renew_range(void **state)
+{
+	static const u64 lives[] = { 6 * D, 10 * D, 47 * D, 90 * D };
+
+	for (size_t l = 0; l < 4; l++) {
+		u64 life = lives[l], point = T0 + life - (life <= 10 * D ? life / 2 : life / 3);
+
+		for (u64 r = 0; r < 100000; r++) {
+			struct acme_renew_in in = { T0, T0 + life, T0, false, 0, 0, r * 2654435761ull };
+			u64 at = acme_renew_at(&in);
+
+			assert_true(at <= point && at >= point - life / 16 && at >= in.now);
+		}
+	}
+}
+
+static void test_backoff(void **state)
+{
+	/* The upper end (rnd = b/2) doubles 60 s per failure to the 6 h cap. */
+	static const struct { unsigned f; u64 want_max; } up[] = {
+		{ 0, 60 }, { 1, 60 }, { 2, 120 }, { 3, 240 }, { 8, 7680 }, { 9, 15360 }, { 10, 21600 },
+		{ 30, 21600 }, { 64, 21600 }, { 4000000000u, 21600 },
+	};
+
+	for (size_t i = 0; i < sizeof(up) / sizeof(up[0]); i++) {
+		u64 b = up[i].want_max;
+
+		assert_int_equal(acme_backoff_s(up[i].f, 0, b / 2), b);
+		assert_int_equal(acme_backoff_s(up[i].f, 0, 0), b - b / 2);
+		for (u64 r = 0; r < 5000; r++) {
+			u64 w = acme_backoff_s(up[i].f, 0, r * 7919);
+
+			assert_true(w >= b - b / 2 && w <= b);
+		}
+	}
+	/* Retry-After: waited at least, to its bound. */
+	assert_int_equal(acme_backoff_s(1, 3600, 0), 3600);
+	assert_int_equal(acme_backoff_s(1, 10, 30), 60);
+	assert_int_equal(acme_backoff_s(1, 7 * D, 0), ACME_RETRY_AFTER_MAX_S);
+	assert_int_equal(acme_backoff_s(12, ACME_BACKOFF_CAP_S + 1, 0), ACME_BACKOFF_CAP_S + 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_renew_table),
+		cmocka_unit_test(test_renew_range),
+		cmocka_unit_test(test_backoff),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
