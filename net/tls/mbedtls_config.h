@@ -190,6 +190,9 @@ long vireo_tls_time(long *t);
 #define MBEDTLS_X509_CREATE_C
 #define MBEDTLS_X509_CRT_WRITE_C
 #define MBEDTLS_PK_WRITE_C
+/* ACME's finalize (net/acme/acme_jws.c): a PKCS#10 request for the names,
+ * DER. Linked only when called (--gc-sections). */
+#define MBEDTLS_X509_CSR_WRITE_C
 
 /* ---- symmetric --------------------------------------------------------- */
 #define MBEDTLS_CIPHER_C

@@ -117,24 +117,16 @@ static void tls_cert_time(u64 unix_s, char out[15])
 			 (unsigned)c.day, (unsigned)c.hour, (unsigned)c.min, (unsigned)c.sec);
 }
 
-int tls_cert_build(mbedtls_pk_context *key, const struct tls_names *names, u64 not_before, u64 not_after,
-		   tls_rng_fn rng, void *rng_ctx, unsigned char *buf, size_t size,
-		   const unsigned char **der, size_t *len)
-{
-	static const unsigned char ca_false[] = { MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE, 0 };
-	static const unsigned char lo4[4] = { 127, 0, 0, 1 };
-	static const unsigned char lo6[16] = { [15] = 1 };
-	mbedtls_x509_san_list san[TLS_NAMES_MAX + 2];
-	mbedtls_asn1_sequence eku;
-	mbedtls_x509write_cert w;
-	unsigned char serial[16];
-	char subject[4 + 64 + 1], from[15], to[15];
-	unsigned n = 0;
-	int ret;
+static const unsigned char tls_lo4[4] = { 127, 0, 0, 1 };
+static const unsigned char tls_lo6[16] = { [15] = 1 };
 
-	if (names->n == 0 || names->n > TLS_NAMES_MAX || not_before >= not_after)
-		return MBEDTLS_ERR_X509_BAD_INPUT_DATA;
-	memset(san, 0, sizeof(san));
+const mbedtls_x509_san_list *tls_names_san(const struct tls_names *names, mbedtls_x509_san_list san[TLS_NAMES_MAX + 2])
+{
+	unsigned n = 0;
+
+	if (names->n == 0 || names->n > TLS_NAMES_MAX)
+		return NULL;
+	memset(san, 0, sizeof(san[0]) * (TLS_NAMES_MAX + 2));
 	for (unsigned i = 0; i < names->n; i++, n++) {
 		san[n].node.type = MBEDTLS_X509_SAN_DNS_NAME;
 		san[n].node.san.unstructured_name.p = (unsigned char *)(uintptr_t)names->name[i];
@@ -142,16 +134,38 @@ int tls_cert_build(mbedtls_pk_context *key, const struct tls_names *names, u64 n
 	}
 	if (names->loopback) {
 		san[n].node.type = MBEDTLS_X509_SAN_IP_ADDRESS;
-		san[n].node.san.unstructured_name.p = (unsigned char *)(uintptr_t)lo4;
-		san[n++].node.san.unstructured_name.len = sizeof(lo4);
+		san[n].node.san.unstructured_name.p = (unsigned char *)(uintptr_t)tls_lo4;
+		san[n++].node.san.unstructured_name.len = sizeof(tls_lo4);
 		san[n].node.type = MBEDTLS_X509_SAN_IP_ADDRESS;
-		san[n].node.san.unstructured_name.p = (unsigned char *)(uintptr_t)lo6;
-		san[n++].node.san.unstructured_name.len = sizeof(lo6);
+		san[n].node.san.unstructured_name.p = (unsigned char *)(uintptr_t)tls_lo6;
+		san[n++].node.san.unstructured_name.len = sizeof(tls_lo6);
 	}
 	/* mbedTLS writes the list backwards (the DER is built from its end):
 	 * linked last to first, the certificate has them in the given order. */
 	for (unsigned i = 1; i < n; i++)
 		san[i].next = &san[i - 1];
+	return &san[n - 1];
+}
+
+int tls_cert_build(mbedtls_pk_context *key, const struct tls_names *names, u64 not_before, u64 not_after,
+		   const unsigned char *acme_id, tls_rng_fn rng, void *rng_ctx, unsigned char *buf, size_t size,
+		   const unsigned char **der, size_t *len)
+{
+	static const unsigned char ca_false[] = { MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE, 0 };
+	/* id-pe-acmeIdentifier, 1.3.6.1.5.5.7.1.31 (RFC 8737 section 6.1). */
+	static const char oid_acme_id[] = MBEDTLS_OID_PKIX "\x01\x1f";
+	mbedtls_x509_san_list san[TLS_NAMES_MAX + 2];
+	const mbedtls_x509_san_list *san_head;
+	unsigned char acme_ext[2 + 32];
+	mbedtls_asn1_sequence eku;
+	mbedtls_x509write_cert w;
+	unsigned char serial[16];
+	char subject[4 + 64 + 1], from[15], to[15];
+	int ret;
+
+	san_head = tls_names_san(names, san);
+	if (!san_head || not_before >= not_after)
+		return MBEDTLS_ERR_X509_BAD_INPUT_DATA;
 
 	/* Positive and minimal in DER: the top bit clear, the first byte not 0. */
 	ret = rng(rng_ctx, serial, sizeof(serial));
@@ -185,8 +199,18 @@ int tls_cert_build(mbedtls_pk_context *key, const struct tls_names *names, u64 n
 						       ca_false, sizeof(ca_false))) != 0 ||
 	    (ret = mbedtls_x509write_crt_set_key_usage(&w, MBEDTLS_X509_KU_DIGITAL_SIGNATURE)) != 0 ||
 	    (ret = mbedtls_x509write_crt_set_ext_key_usage(&w, &eku)) != 0 ||
-	    (ret = mbedtls_x509write_crt_set_subject_alternative_name(&w, &san[n - 1])) != 0)
+	    (ret = mbedtls_x509write_crt_set_subject_alternative_name(&w, san_head)) != 0)
 		goto out;
+	if (acme_id) {
+		/* The extension's value: the DER of OCTET STRING (SIZE (32)). */
+		acme_ext[0] = MBEDTLS_ASN1_OCTET_STRING;
+		acme_ext[1] = 32;
+		memcpy(acme_ext + 2, acme_id, 32);
+		ret = mbedtls_x509write_crt_set_extension(&w, oid_acme_id, MBEDTLS_OID_SIZE(oid_acme_id), 1,
+							  acme_ext, sizeof(acme_ext));
+		if (ret != 0)
+			goto out;
+	}
 	/* Written backwards from the end of buf: a positive length. */
 	ret = mbedtls_x509write_crt_der(&w, buf, size, rng, rng_ctx);
 	if (ret < 0)
@@ -222,7 +246,7 @@ int tls_cert_generate(struct tls_keys *k, const struct tls_names *names, u64 not
 		mbedtls_snprintf(err, errlen, "making the key failed (mbedTLS error -0x%04x)", (unsigned int)-ret);
 		goto out;
 	}
-	ret = tls_cert_build(&k->key, names, not_before, not_after, rng, rng_ctx, buf, TLS_CERT_DER_MAX, &der,
+	ret = tls_cert_build(&k->key, names, not_before, not_after, NULL, rng, rng_ctx, buf, TLS_CERT_DER_MAX, &der,
 			     &len);
 	if (ret == 0)
 		ret = mbedtls_x509_crt_parse_der(&k->chain, der, len);

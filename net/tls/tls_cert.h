@@ -47,11 +47,19 @@ void tls_cert_validity(bool has_clock, u64 now_s, u64 *not_before, u64 *not_afte
  * X.509 v3, a random positive 128-bit serial from rng, subject and issuer
  * CN=<first name>, SANs the names (and the loopback addresses), basic
  * constraints CA:FALSE (critical), key usage digitalSignature, extended
- * key usage serverAuth, ECDSA with SHA-256. *der points into buf at the
- * certificate, *len its length. 0, or an mbedTLS error. */
+ * key usage serverAuth, ECDSA with SHA-256; with acme_id (32 bytes, else
+ * NULL) also RFC 8737's acmeIdentifier extension (critical, an OCTET
+ * STRING of them: TLS-ALPN-01's SHA-256 of the key authorization, for a
+ * names list of the one name being validated). *der points into buf at
+ * the certificate, *len its length. 0, or an mbedTLS error. */
 int tls_cert_build(mbedtls_pk_context *key, const struct tls_names *names, u64 not_before, u64 not_after,
-		   tls_rng_fn rng, void *rng_ctx, unsigned char *buf, size_t size,
+		   const unsigned char *acme_id, tls_rng_fn rng, void *rng_ctx, unsigned char *buf, size_t size,
 		   const unsigned char **der, size_t *len);
+
+/* The SANs of names (DNS names, then the loopback addresses when asked)
+ * as mbedTLS's writers take them, in san[]: the list's head, or NULL when
+ * names is empty or too long. The certificate and ACME's CSR share it. */
+const mbedtls_x509_san_list *tls_names_san(const struct tls_names *names, mbedtls_x509_san_list san[TLS_NAMES_MAX + 2]);
 
 /* A new P-256 key from rng and its certificate (tls_cert_build()), loaded
  * into k as tls_keys_load() would (k->loaded). 0, or -1 with one line in

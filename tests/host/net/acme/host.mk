@@ -8,3 +8,12 @@ test_b64url_USES := b64url
 test_acme_renew_USES := acme_renew
 FUZZERS += fuzz_acme_json
 fuzz_acme_json_USES := acme_json
+
+HOST_TESTS += test_acme_sign
+test_acme_sign_USES := acme_sign acme_json b64url tls_cert tls_keys wallclock
+# (This file is read before tests/host/net/tls/host.mk: its names are
+# used deferred, the fixtures' directory written out.)
+test_acme_sign_SRCS = $(TLS_HOST) $(MBEDTLS_HOST_LIB)
+$(BUILD)/host/test_acme_sign: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
+	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(BUILD)/host/tls-fix"'
+$(BUILD)/host/test_acme_sign: $(BUILD)/host/tls-fix/stamp

@@ -128,7 +128,7 @@ static void build(struct built *b, const struct tls_names *nm, u64 nb, u64 na)
 	k.p[k.n] = '\0';
 	assert_int_equal(mbedtls_pk_parse_key(&b->key, k.p, k.n + 1, NULL, 0, tls_host_rng, NULL), 0);
 	free(k.p);
-	ret = tls_cert_build(&b->key, nm, nb, na, tls_host_rng, NULL, b->buf, sizeof(b->buf), &b->der, &b->len);
+	ret = tls_cert_build(&b->key, nm, nb, na, NULL, tls_host_rng, NULL, b->buf, sizeof(b->buf), &b->der, &b->len);
 	if (ret != 0)
 		fail_msg("tls_cert_build: -0x%04x", -ret);
 	assert_ptr_equal(b->der + b->len, b->buf + sizeof(b->buf));
@@ -233,12 +233,12 @@ static void test_build_refuses(void **state)
 	build(&b, &nm, 2000000000, 2000000001);
 	/* No names, an empty window, a buffer too small: errors, no leak. */
 	nm.n = 0;
-	assert_int_not_equal(tls_cert_build(&b.key, &nm, 1, 2, tls_host_rng, NULL, b.buf, sizeof(b.buf), &der,
+	assert_int_not_equal(tls_cert_build(&b.key, &nm, 1, 2, NULL, tls_host_rng, NULL, b.buf, sizeof(b.buf), &der,
 					    &len), 0);
 	tls_names_default(&nm);
-	assert_int_not_equal(tls_cert_build(&b.key, &nm, 2, 2, tls_host_rng, NULL, b.buf, sizeof(b.buf), &der,
+	assert_int_not_equal(tls_cert_build(&b.key, &nm, 2, 2, NULL, tls_host_rng, NULL, b.buf, sizeof(b.buf), &der,
 					    &len), 0);
-	assert_int_not_equal(tls_cert_build(&b.key, &nm, 1, 2, tls_host_rng, NULL, b.buf, 200, &der, &len), 0);
+	assert_int_not_equal(tls_cert_build(&b.key, &nm, 1, 2, NULL, tls_host_rng, NULL, b.buf, 200, &der, &len), 0);
 	built_free(&b);
 }
 

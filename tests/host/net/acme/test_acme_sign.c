@@ -1,0 +1,521 @@
+/* net/acme/acme_sign.c: the account key's JWK and RFC 7638 thumbprint
+ * against python3's, computed from openssl's public key of the fixture
+ * (made at build time, never committed); JWS requests (jwk and kid forms,
+ * POST-as-GET) read back with the JSON reader and verified three ways:
+ * mbedTLS's ECDSA on the raw R || S, mbedTLS's pk_verify on the DER built
+ * back, and `openssl dgst -verify`, each failing on a changed byte; the
+ * DER-to-raw conversion on hostile input; key authorizations, the HTTP-01
+ * path and TLS-ALPN-01's digest (against openssl's SHA-256) and its
+ * certificate's acmeIdentifier extension (parsed back by mbedTLS and by
+ * openssl); the finalize CSR checked by `openssl req -verify`. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "mbedtls/asn1write.h"
+#include "mbedtls/ecdsa.h"
+#include "mbedtls/oid.h"
+#include "mbedtls/pk.h"
+#include "mbedtls/sha256.h"
+#include "mbedtls/x509_crt.h"
+#include "net/acme/acme_json.h"
+#include "net/acme/acme_sign.h"
+#include "net/acme/b64url.h"
+#include "tests/host/net/tls/tls_host.h"
+
+static void load_fixture_key(mbedtls_pk_context *pk)
+{
+	struct tls_blob k = tls_host_fixture("ec-key.pem");
+
+	mbedtls_pk_init(pk);
+	k.p = realloc(k.p, k.n + 1);
+	k.p[k.n] = '\0';
+	assert_int_equal(mbedtls_pk_parse_key(pk, k.p, k.n + 1, NULL, 0, tls_host_rng, NULL), 0);
+	free(k.p);
+}
+
+/* One line of a shell command's output. */
+static void run(const char *cmd, char *out, size_t cap)
+{
+	FILE *f = popen(cmd, "r");
+
+	assert_non_null(f);
+	out[0] = '\0';
+	if (!fgets(out, (int)cap, f))
+		out[0] = '\0';
+	pclose(f);
+	out[strcspn(out, "\n")] = '\0';
+}
+
+static void test_jwk_thumbprint(void **state)
+{
+	mbedtls_pk_context pk;
+	char jwk[ACME_JWK_MAX], th[ACME_THUMB_LEN + 1], want[128];
+	size_t n;
+
+	load_fixture_key(&pk);
+	assert_int_equal(acme_jwk(&pk, jwk, sizeof(jwk), &n), 0);
+	assert_int_equal(n, 126);
+	assert_int_equal(strncmp(jwk, "{\"crv\":\"P-256\",\"kty\":\"EC\",\"x\":\"", 31), 0);
+	assert_int_equal(acme_jwk(&pk, jwk, 126, &n), -1);	/* no room for the NUL */
+	assert_int_equal(acme_thumbprint(&pk, th), 0);
+	assert_int_equal(strlen(th), ACME_THUMB_LEN);
+	/* RFC 7638 section 3 done by python3 from openssl's SPKI: the last 64
+	 * bytes are X and Y. */
+	run("openssl pkey -in " TLS_FIX_DIR "/ec-key.pem -pubout -outform DER | python3 -c '"
+	    "import sys,hashlib,base64,json\n"
+	    "d=sys.stdin.buffer.read(); x,y=d[-64:-32],d[-32:]\n"
+	    "e=lambda b: base64.urlsafe_b64encode(b).rstrip(b\"=\").decode()\n"
+	    "j=json.dumps({\"crv\":\"P-256\",\"kty\":\"EC\",\"x\":e(x),\"y\":e(y)},separators=(\",\",\":\"),sort_keys=True)\n"
+	    "print(e(hashlib.sha256(j.encode()).digest()))'",
+	    want, sizeof(want));
+	assert_int_equal(strlen(want), ACME_THUMB_LEN);
+	assert_string_equal(th, want);
+	mbedtls_pk_free(&pk);
+
+	/* Not P-256: an RSA key is refused. */
+	struct tls_blob k = tls_host_fixture("rsa-key.pem");
+
+	mbedtls_pk_init(&pk);
+	k.p = realloc(k.p, k.n + 1);
+	k.p[k.n] = '\0';
+	assert_int_equal(mbedtls_pk_parse_key(&pk, k.p, k.n + 1, NULL, 0, tls_host_rng, NULL), 0);
+	free(k.p);
+	assert_int_equal(acme_thumbprint(&pk, th), -1);
+	assert_int_equal(acme_jwk(&pk, jwk, sizeof(jwk), &n), -1);
+	mbedtls_pk_free(&pk);
+}
+
+/* A JWS read back: the protected header's members, the payload, and the
+ * signature verified three ways. */
+static void check_jws(mbedtls_pk_context *pk, const char *jws, size_t len, const char *kid, const char *payload)
+{
+	struct acme_json_tok tok[32], htok[32];
+	struct acme_json j, h;
+	char prot[1400], pay[256], sig[100], hdr[1100], jwk[ACME_JWK_MAX], buf[1700];
+	u8 raw[64], hash[32], der[80], *p;
+	size_t plen, n, sl, hl;
+	mbedtls_mpi r, s;
+
+	assert_int_equal(acme_json_parse(&j, jws, len, tok, 32), AJ_OK);
+	assert_int_equal(j.t[0].n, 3);
+	assert_int_equal(acme_json_str(&j, acme_json_get(&j, 0, "protected"), prot, sizeof(prot), &plen), 0);
+	assert_int_equal(acme_json_str(&j, acme_json_get(&j, 0, "payload"), pay, sizeof(pay), &n), 0);
+	assert_int_equal(acme_json_str(&j, acme_json_get(&j, 0, "signature"), sig, sizeof(sig), &sl), 0);
+
+	assert_int_equal(b64url_decode(prot, plen, (u8 *)hdr, sizeof(hdr) - 1, &hl), 0);
+	hdr[hl] = '\0';
+	assert_int_equal(acme_json_parse(&h, hdr, hl, htok, 32), AJ_OK);
+	assert_int_equal(h.t[0].n, 4);
+	assert_true(acme_json_str_is(&h, acme_json_get(&h, 0, "alg"), "ES256"));
+	assert_true(acme_json_str_is(&h, acme_json_get(&h, 0, "nonce"), "oFvnlFP1wIhRlYS2jTaXbA"));
+	assert_true(acme_json_str_is(&h, acme_json_get(&h, 0, "url"), "https://example.com/acme/new-\"order"));
+	if (kid) {
+		assert_true(acme_json_str_is(&h, acme_json_get(&h, 0, "kid"), kid));
+		assert_int_equal(acme_json_get(&h, 0, "jwk"), -1);
+	} else {
+		int k = acme_json_get(&h, 0, "jwk");
+
+		assert_int_equal(acme_json_get(&h, 0, "kid"), -1);
+		assert_int_equal(acme_jwk(pk, jwk, sizeof(jwk), &n), 0);
+		assert_int_equal(h.t[k].len, n);
+		assert_memory_equal(hdr + h.t[k].off, jwk, n);
+	}
+	assert_int_equal(b64url_decode(pay, strlen(pay), (u8 *)buf, sizeof(buf) - 1, &n), 0);
+	assert_int_equal(n, strlen(payload));
+	assert_memory_equal(buf, payload, n);
+
+	/* The signing input, hashed here from the parts read back. */
+	snprintf(buf, sizeof(buf), "%s.%s", prot, pay);
+	assert_int_equal(mbedtls_sha256((u8 *)buf, strlen(buf), hash, 0), 0);
+	assert_int_equal(b64url_decode(sig, sl, raw, sizeof(raw), &n), 0);
+	assert_int_equal(n, 64);
+
+	/* 1: the raw numbers against the public point. */
+	mbedtls_ecp_keypair *kp = mbedtls_pk_ec(*pk);
+	mbedtls_ecp_group grp;
+	mbedtls_ecp_point q;
+	mbedtls_mpi d;
+
+	mbedtls_mpi_init(&r);
+	mbedtls_mpi_init(&s);
+	mbedtls_mpi_init(&d);
+	mbedtls_ecp_group_init(&grp);
+	mbedtls_ecp_point_init(&q);
+	assert_int_equal(mbedtls_ecp_export(kp, &grp, &d, &q), 0);
+	assert_int_equal(mbedtls_mpi_read_binary(&r, raw, 32), 0);
+	assert_int_equal(mbedtls_mpi_read_binary(&s, raw + 32, 32), 0);
+	assert_int_equal(mbedtls_ecdsa_verify(&grp, hash, 32, &q, &r, &s), 0);
+	hash[5] ^= 1;
+	assert_int_not_equal(mbedtls_ecdsa_verify(&grp, hash, 32, &q, &r, &s), 0);
+	hash[5] ^= 1;
+
+	/* 2: back to DER, through pk_verify. */
+	p = der + sizeof(der);
+	n = 0;
+	n += (size_t)mbedtls_asn1_write_mpi(&p, der, &s);
+	n += (size_t)mbedtls_asn1_write_mpi(&p, der, &r);
+	n += (size_t)mbedtls_asn1_write_len(&p, der, n);
+	n += (size_t)mbedtls_asn1_write_tag(&p, der, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE);
+	assert_int_equal(mbedtls_pk_verify(pk, MBEDTLS_MD_SHA256, hash, 32, p, n), 0);
+	/* And the conversion is the inverse. */
+	u8 raw2[64];
+
+	assert_int_equal(acme_sig_raw(p, n, raw2), 0);
+	assert_memory_equal(raw, raw2, 64);
+
+	/* 3: openssl on the signing input, the DER signature and the key. */
+	char dir[] = "/tmp/acme-sign-XXXXXX", cmd[512], out[64];
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "%s/in", dir);
+	f = fopen(cmd, "w");
+	fputs(buf, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s/sig", dir);
+	f = fopen(cmd, "w");
+	fwrite(p, 1, n, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd),
+		 "openssl pkey -in " TLS_FIX_DIR "/ec-key.pem -pubout -out %s/pub.pem 2>/dev/null && "
+		 "openssl dgst -sha256 -verify %s/pub.pem -signature %s/sig %s/in 2>&1",
+		 dir, dir, dir, dir);
+	run(cmd, out, sizeof(out));
+	assert_string_equal(out, "Verified OK");
+	snprintf(cmd, sizeof(cmd), "printf x >> %s/in; openssl dgst -sha256 -verify %s/pub.pem -signature %s/sig %s/in 2>&1 "
+		 "| head -1; rm -r %s", dir, dir, dir, dir, dir);
+	run(cmd, out, sizeof(out));
+	assert_string_equal(out, "Verification failure");
+
+	mbedtls_mpi_free(&r);
+	mbedtls_mpi_free(&s);
+	mbedtls_mpi_free(&d);
+	mbedtls_ecp_group_free(&grp);
+	mbedtls_ecp_point_free(&q);
+}
+
+static void test_jws(void **state)
+{
+	static const char payload[] = "{\"identifiers\":[{\"type\":\"dns\",\"value\":\"www.example.org\"}]}";
+	struct acme_jws_in in = {
+		.nonce = "oFvnlFP1wIhRlYS2jTaXbA",
+		.url = "https://example.com/acme/new-\"order",
+		.payload = payload,
+		.payload_len = sizeof(payload) - 1,
+	};
+	mbedtls_pk_context pk;
+	char out[2048];
+	size_t len;
+
+	load_fixture_key(&pk);
+	in.key = &pk;
+	assert_int_equal(acme_jws(&in, tls_host_rng, NULL, out, sizeof(out), &len), 0);
+	assert_int_equal(strlen(out), len);
+	check_jws(&pk, out, len, NULL, payload);
+	/* Exactly the room it needs, then one byte less. */
+	assert_int_equal(acme_jws(&in, tls_host_rng, NULL, out, len + 1, &len), 0);
+	assert_int_equal(acme_jws(&in, tls_host_rng, NULL, out, len, &len), -1);
+
+	/* kid, POST-as-GET: "payload":"". */
+	in.kid = "https://example.com/acme/acct/evOfKhNU60wg";
+	in.payload = NULL;
+	in.payload_len = 0;
+	assert_int_equal(acme_jws(&in, tls_host_rng, NULL, out, sizeof(out), &len), 0);
+	assert_non_null(strstr(out, "\"payload\":\"\""));
+	check_jws(&pk, out, len, in.kid, "");
+
+	/* Refused: a nonce that is not base64url or too long, a url too long. */
+	char longurl[ACME_URL_MAX + 2], longnonce[ACME_NONCE_MAX + 2];
+
+	in.nonce = "a\"b";
+	assert_int_equal(acme_jws(&in, tls_host_rng, NULL, out, sizeof(out), &len), -1);
+	in.nonce = "";
+	assert_int_equal(acme_jws(&in, tls_host_rng, NULL, out, sizeof(out), &len), -1);
+	memset(longnonce, 'A', sizeof(longnonce) - 1);
+	longnonce[sizeof(longnonce) - 1] = '\0';
+	in.nonce = longnonce;
+	assert_int_equal(acme_jws(&in, tls_host_rng, NULL, out, sizeof(out), &len), -1);
+	longnonce[ACME_NONCE_MAX] = '\0';
+	assert_int_equal(acme_jws(&in, tls_host_rng, NULL, out, sizeof(out), &len), 0);
+	memset(longurl, 'u', sizeof(longurl) - 1);
+	longurl[sizeof(longurl) - 1] = '\0';
+	in.url = longurl;
+	assert_int_equal(acme_jws(&in, tls_host_rng, NULL, out, sizeof(out), &len), -1);
+	/* The longest of everything with the jwk fits the header buffer. */
+	longurl[ACME_URL_MAX] = '\0';
+	in.url = longurl;
+	in.kid = NULL;
+	assert_int_equal(acme_jws(&in, tls_host_rng, NULL, out, sizeof(out), &len), 0);
+	in.kid = longurl;
+	assert_int_equal(acme_jws(&in, tls_host_rng, NULL, out, sizeof(out), &len), 0);
+	mbedtls_pk_free(&pk);
+}
+
+static void test_generated_key(void **state)
+{
+	struct acme_jws_in in = { .nonce = "abc", .url = "https://example.com/acme/new-\"order" };
+	mbedtls_pk_context a, b;
+	char ta[ACME_THUMB_LEN + 1], tb[ACME_THUMB_LEN + 1], out[2048];
+	size_t len;
+
+	assert_int_equal(acme_key_generate(&a, tls_host_rng, NULL), 0);
+	assert_int_equal(acme_key_generate(&b, tls_host_rng, NULL), 0);
+	assert_int_equal(acme_thumbprint(&a, ta), 0);
+	assert_int_equal(acme_thumbprint(&b, tb), 0);
+	assert_string_not_equal(ta, tb);
+	in.key = &a;
+	in.nonce = "oFvnlFP1wIhRlYS2jTaXbA";
+	assert_int_equal(acme_jws(&in, tls_host_rng, NULL, out, sizeof(out), &len), 0);
+	/* Verifies under a, not under b. */
+	{
+		struct acme_json_tok tok[8];
+		struct acme_json j;
+		char prot[1400], sig[100], input[1500];
+		u8 raw[64], hash[32], der[80], *p = der + sizeof(der);
+		size_t n = 0, sl;
+		mbedtls_mpi r, s;
+
+		assert_int_equal(acme_json_parse(&j, out, len, tok, 8), AJ_OK);
+		assert_int_equal(acme_json_str(&j, acme_json_get(&j, 0, "protected"), prot, sizeof(prot), NULL), 0);
+		assert_int_equal(acme_json_str(&j, acme_json_get(&j, 0, "signature"), sig, sizeof(sig), &sl), 0);
+		snprintf(input, sizeof(input), "%s.", prot);
+		mbedtls_sha256((u8 *)input, strlen(input), hash, 0);
+		assert_int_equal(b64url_decode(sig, sl, raw, 64, &n), 0);
+		mbedtls_mpi_init(&r);
+		mbedtls_mpi_init(&s);
+		mbedtls_mpi_read_binary(&r, raw, 32);
+		mbedtls_mpi_read_binary(&s, raw + 32, 32);
+		n = (size_t)mbedtls_asn1_write_mpi(&p, der, &s);
+		n += (size_t)mbedtls_asn1_write_mpi(&p, der, &r);
+		n += (size_t)mbedtls_asn1_write_len(&p, der, n);
+		n += (size_t)mbedtls_asn1_write_tag(&p, der, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE);
+		assert_int_equal(mbedtls_pk_verify(&a, MBEDTLS_MD_SHA256, hash, 32, p, n), 0);
+		assert_int_not_equal(mbedtls_pk_verify(&b, MBEDTLS_MD_SHA256, hash, 32, p, n), 0);
+		mbedtls_mpi_free(&r);
+		mbedtls_mpi_free(&s);
+	}
+	mbedtls_pk_free(&a);
+	mbedtls_pk_free(&b);
+	/* The RNG failing: an error, nothing leaked (ASan's leak check). */
+	tls_host_fail_alloc(0);
+	assert_int_not_equal(acme_key_generate(&a, tls_host_rng, NULL), 0);
+	tls_host_fail_alloc(-1);
+}
+
+static void test_sig_raw(void **state)
+{
+	u8 raw[64];
+	/* r = 1 (one byte), s = 0x80 then 31 bytes (a leading zero). */
+	u8 ok[2 + 3 + 35] = { 0x30, 38, 0x02, 1, 0x01, 0x02, 33, 0x00, 0x80 };
+	u8 bad[40];
+
+	assert_int_equal(acme_sig_raw(ok, sizeof(ok), raw), 0);
+	for (int i = 0; i < 31; i++)
+		assert_int_equal(raw[i], 0);
+	assert_int_equal(raw[31], 1);
+	assert_int_equal(raw[32], 0x80);
+	/* A changed shape each: trailing byte, short length, negative number,
+	 * non-minimal zero, 33 bytes without the zero, wrong tags. */
+	assert_int_equal(acme_sig_raw(ok, sizeof(ok) - 1, raw), -1);
+	memcpy(bad, ok, sizeof(ok));
+	bad[4] = 0x81;
+	assert_int_equal(acme_sig_raw(bad, sizeof(ok), raw), -1);
+	memcpy(bad, ok, sizeof(ok));
+	bad[8] = 0x7f;
+	assert_int_equal(acme_sig_raw(bad, sizeof(ok), raw), -1);
+	memcpy(bad, ok, sizeof(ok));
+	bad[7] = 0x01;
+	assert_int_equal(acme_sig_raw(bad, sizeof(ok), raw), -1);
+	memcpy(bad, ok, sizeof(ok));
+	bad[0] = 0x31;
+	assert_int_equal(acme_sig_raw(bad, sizeof(ok), raw), -1);
+	memcpy(bad, ok, sizeof(ok));
+	bad[2] = 0x04;
+	assert_int_equal(acme_sig_raw(bad, sizeof(ok), raw), -1);
+	u8 extra[sizeof(ok) + 1];
+
+	memcpy(extra, ok, sizeof(ok));
+	extra[1] = 39;
+	extra[sizeof(ok)] = 0;
+	assert_int_equal(acme_sig_raw(extra, sizeof(extra), raw), -1);
+	assert_int_equal(acme_sig_raw(ok, 0, raw), -1);
+}
+
+static void test_key_authz(void **state)
+{
+	static const char token[] = "evaGxfADs6pSRb2LAv9IZf17Dt3juxGJ-PCt92wr-oA";
+	static const char thumb[] = "LoqXcDoeoA1RzCq8gwOlEEtl5D8iS5OWPU_C1aYNPdo";
+	char ka[ACME_KEYAUTHZ_MAX], path[200], want[100], hex[65], cmd[300];
+	u8 d[32];
+	char longtok[ACME_TOKEN_MAX + 2];
+
+	assert_int_equal(acme_key_authz(token, thumb, ka, sizeof(ka)), 0);
+	assert_string_equal(ka, "evaGxfADs6pSRb2LAv9IZf17Dt3juxGJ-PCt92wr-oA.LoqXcDoeoA1RzCq8gwOlEEtl5D8iS5OWPU_C1aYNPdo");
+	assert_int_equal(acme_key_authz(token, thumb, ka, strlen(ka)), -1);
+	assert_int_equal(acme_key_authz("../etc", thumb, ka, sizeof(ka)), -1);
+	assert_int_equal(acme_key_authz("a b", thumb, ka, sizeof(ka)), -1);
+	assert_int_equal(acme_key_authz("", thumb, ka, sizeof(ka)), -1);
+	assert_int_equal(acme_key_authz(token, "short", ka, sizeof(ka)), -1);
+	memset(longtok, 'a', sizeof(longtok) - 1);
+	longtok[sizeof(longtok) - 1] = '\0';
+	assert_int_equal(acme_key_authz(longtok, thumb, ka, sizeof(ka)), -1);
+	longtok[ACME_TOKEN_MAX] = '\0';
+	assert_int_equal(acme_key_authz(longtok, thumb, ka, sizeof(ka)), 0);
+
+	assert_int_equal(acme_http01_path(token, path, sizeof(path)), 0);
+	assert_string_equal(path, "/.well-known/acme-challenge/evaGxfADs6pSRb2LAv9IZf17Dt3juxGJ-PCt92wr-oA");
+	assert_int_equal(acme_http01_path("a/b", path, sizeof(path)), -1);
+	assert_int_equal(acme_http01_path(token, path, 28 + 43), -1);
+
+	assert_int_equal(acme_key_authz(token, thumb, ka, sizeof(ka)), 0);
+	acme_alpn_digest(ka, d);
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+	snprintf(cmd, sizeof(cmd), "printf %%s '%s' | openssl dgst -sha256 -r | cut -d' ' -f1", ka);
+	run(cmd, want, sizeof(want));
+	assert_string_equal(hex, want);
+}
+
+/* mbedTLS refuses a critical extension it does not know unless a callback
+ * takes it: this one keeps acmeIdentifier's value. */
+static int ext_cb(void *ctx, const mbedtls_x509_crt *crt, const mbedtls_x509_buf *oid, int critical,
+		  const unsigned char *p, const unsigned char *end)
+{
+	static const char id[] = MBEDTLS_OID_PKIX "\x01\x1f";
+	u8 *seen = ctx;
+
+	if (oid->len != sizeof(id) - 1 || memcmp(oid->p, id, oid->len) != 0 || !critical || end - p != 34 ||
+	    p[0] != 0x04 || p[1] != 32)
+		return -1;
+	memcpy(seen, p + 2, 32);
+	return 0;
+}
+
+static void test_alpn_cert(void **state)
+{
+	static unsigned char buf[TLS_CERT_DER_MAX];
+	mbedtls_pk_context pk;
+	struct tls_names nm;
+	mbedtls_x509_crt crt;
+	const unsigned char *der;
+	size_t len;
+	u8 d[32], seen[32] = { 0 };
+	char err[100], cmd[400], out[200];
+
+	load_fixture_key(&pk);
+	assert_int_equal(tls_names_parse("www.example.org", &nm, err, sizeof(err)), 0);
+	acme_alpn_digest("tok.thumb", d);
+	assert_int_equal(tls_cert_build(&pk, &nm, 1800000000, 1800086400, d, tls_host_rng, NULL, buf, sizeof(buf),
+					&der, &len), 0);
+	mbedtls_x509_crt_init(&crt);
+	/* Without the callback mbedTLS refuses it: the extension is critical. */
+	assert_int_not_equal(mbedtls_x509_crt_parse_der(&crt, der, len), 0);
+	mbedtls_x509_crt_free(&crt);
+	mbedtls_x509_crt_init(&crt);
+	assert_int_equal(mbedtls_x509_crt_parse_der_with_ext_cb(&crt, der, len, 1, ext_cb, seen), 0);
+	assert_memory_equal(seen, d, 32);
+	assert_int_equal(crt.subject_alt_names.buf.len, 15);
+	assert_memory_equal(crt.subject_alt_names.buf.p, "www.example.org", 15);
+	assert_null(crt.subject_alt_names.next);
+	mbedtls_x509_crt_free(&crt);
+
+	/* openssl names it critical and shows the OCTET STRING. */
+	char dir[] = "/tmp/acme-alpn-XXXXXX";
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "%s/c.der", dir);
+	f = fopen(cmd, "w");
+	fwrite(der, 1, len, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd),
+		 "openssl asn1parse -inform DER -in %s/c.der | grep -A2 ':1.3.6.1.5.5.7.1.31$' | tr -s ' ' | "
+		 "cut -d: -f3- | tr '\\n' '|'; rm -r %s", dir, dir);
+	run(cmd, out, sizeof(out));
+	char want[200], hex[65];
+
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02X", d[i]);
+	snprintf(want, sizeof(want), " OBJECT :1.3.6.1.5.5.7.1.31| BOOLEAN :255| OCTET STRING [HEX DUMP]:0420%s|", hex);
+	if (strcmp(out, want) != 0)
+		fail_msg("openssl: %s\nwant:    %s", out, want);
+
+	/* Without acme_id, no such extension. */
+	assert_int_equal(tls_cert_build(&pk, &nm, 1800000000, 1800086400, NULL, tls_host_rng, NULL, buf, sizeof(buf),
+					&der, &len), 0);
+	mbedtls_x509_crt_init(&crt);
+	assert_int_equal(mbedtls_x509_crt_parse_der(&crt, der, len), 0);
+	mbedtls_x509_crt_free(&crt);
+	mbedtls_pk_free(&pk);
+}
+
+static void test_csr(void **state)
+{
+	static unsigned char buf[ACME_CSR_DER_MAX];
+	mbedtls_pk_context pk;
+	struct tls_names nm;
+	const unsigned char *der;
+	size_t len;
+	char err[100], cmd[600], out[300];
+	char dir[] = "/tmp/acme-csr-XXXXXX";
+	FILE *f;
+
+	assert_int_equal(acme_key_generate(&pk, tls_host_rng, NULL), 0);
+	assert_int_equal(tls_names_parse("www.example.org,example.org", &nm, err, sizeof(err)), 0);
+	assert_int_equal(acme_csr(&pk, &nm, tls_host_rng, NULL, buf, sizeof(buf), &der, &len), 0);
+	assert_ptr_equal(der + len, buf + sizeof(buf));
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "%s/r.der", dir);
+	f = fopen(cmd, "w");
+	fwrite(der, 1, len, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && openssl req -inform DER -in r.der -noout -text 2>/dev/null | grep -E 'Subject:|DNS:' | "
+		 "tr -s ' ' | tr '\\n' '|'; rm -r %s", dir, dir);
+	run(cmd, out, sizeof(out));
+	if (strstr(out, "Subject: CN = www.example.org|") == NULL || strstr(out, "DNS:www.example.org, DNS:example.org|") == NULL)
+		fail_msg("openssl: %s", out);
+	/* The signature. */
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s && cd %s && cat > r.der", dir, dir);
+	f = popen(cmd, "w");
+	fwrite(der, 1, len, f);
+	pclose(f);
+	snprintf(cmd, sizeof(cmd), "cd %s && openssl req -inform DER -in r.der -verify -noout 2>&1 | head -1", dir);
+	run(cmd, out, sizeof(out));
+	assert_true(strstr(out, "verify OK") != NULL || strstr(out, "Certificate request self-signature verify OK") != NULL);
+	/* A changed byte inside the signed part: verify fails. */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && printf '\\x5a' | dd of=r.der bs=1 seek=%zu conv=notrunc 2>/dev/null && "
+		 "openssl req -inform DER -in r.der -verify -noout 2>&1 | grep -c 'verify OK'; rm -r %s",
+		 dir, len - 80, dir);
+	run(cmd, out, sizeof(out));
+	assert_string_equal(out, "0");
+
+	/* Loopback addresses, no names: refused. */
+	nm.loopback = true;
+	assert_int_not_equal(acme_csr(&pk, &nm, tls_host_rng, NULL, buf, sizeof(buf), &der, &len), 0);
+	nm.loopback = false;
+	nm.n = 0;
+	assert_int_not_equal(acme_csr(&pk, &nm, tls_host_rng, NULL, buf, sizeof(buf), &der, &len), 0);
+	/* No room. */
+	assert_int_equal(tls_names_parse("www.example.org", &nm, err, sizeof(err)), 0);
+	assert_int_not_equal(acme_csr(&pk, &nm, tls_host_rng, NULL, buf, 100, &der, &len), 0);
+	mbedtls_pk_free(&pk);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_jwk_thumbprint), cmocka_unit_test(test_jws),  cmocka_unit_test(test_generated_key),
+		cmocka_unit_test(test_sig_raw),	       cmocka_unit_test(test_key_authz), cmocka_unit_test(test_alpn_cert),
+		cmocka_unit_test(test_csr),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
