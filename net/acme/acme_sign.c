@@ -1,7 +1,6 @@
 /* ACME's keys, JWS, key authorizations and CSR (acme_sign.h). */
 #include "net/acme/acme_sign.h"
 
-#include <string.h>
 #include "mbedtls/asn1.h"
 #include "mbedtls/ecdsa.h"
 #include "mbedtls/ecp.h"
@@ -35,7 +34,7 @@ static int acme_xy(const mbedtls_pk_context *pk, u8 xy[64])
 	    mbedtls_ecp_write_public_key(mbedtls_pk_ec(*pk), MBEDTLS_ECP_PF_UNCOMPRESSED, &n, pt, sizeof(pt)) != 0 ||
 	    n != 65)
 		return -1;
-	memcpy(xy, pt + 1, 64);
+	__builtin_memcpy(xy, pt + 1, 64);
 	return 0;
 }
 
@@ -92,8 +91,8 @@ int acme_sig_raw(const u8 *der, size_t len, u8 raw[64])
 		}
 		if (n > 32)
 			return -1;
-		memset(raw + 32 * k, 0, 32 - n);
-		memcpy(raw + 32 * k + 32 - n, p, n);
+		__builtin_memset(raw + 32 * k, 0, 32 - n);
+		__builtin_memcpy(raw + 32 * k + 32 - n, p, n);
 		p += n;
 	}
 	return p == end ? 0 : -1;
@@ -136,13 +135,13 @@ int acme_jws(const struct acme_jws_in *in, tls_rng_fn rng, void *rng_ctx, char *
 	int ret;
 
 	if (!in->key || !in->url || !in->nonce || !acme_b64url_text(in->nonce, ACME_NONCE_MAX) ||
-	    strlen(in->url) > ACME_URL_MAX || (in->kid && strlen(in->kid) > ACME_URL_MAX))
+	    __builtin_strlen(in->url) > ACME_URL_MAX || (in->kid && __builtin_strlen(in->kid) > ACME_URL_MAX))
 		return -1;
 	acme_jw_init(&h, hdr, sizeof(hdr));
 	acme_jw_raw(&h, "{\"alg\":\"ES256\"", 14);
 	if (in->kid) {
 		acme_jw_key(&h, "kid");
-		acme_jw_str(&h, in->kid, strlen(in->kid));
+		acme_jw_str(&h, in->kid, __builtin_strlen(in->kid));
 	} else {
 		char jwk[ACME_JWK_MAX];
 		size_t n;
@@ -153,9 +152,9 @@ int acme_jws(const struct acme_jws_in *in, tls_rng_fn rng, void *rng_ctx, char *
 		acme_jw_raw(&h, jwk, n);
 	}
 	acme_jw_key(&h, "nonce");
-	acme_jw_str(&h, in->nonce, strlen(in->nonce));
+	acme_jw_str(&h, in->nonce, __builtin_strlen(in->nonce));
 	acme_jw_key(&h, "url");
-	acme_jw_str(&h, in->url, strlen(in->url));
+	acme_jw_str(&h, in->url, __builtin_strlen(in->url));
 	acme_jw_raw(&h, "}", 1);
 	if (h.err)
 		return -1;
@@ -203,10 +202,10 @@ int acme_key_authz(const char *token, const char *thumb, char *out, size_t cap)
 {
 	struct acme_jw w;
 
-	if (!acme_b64url_text(token, ACME_TOKEN_MAX) || strlen(thumb) != ACME_THUMB_LEN)
+	if (!acme_b64url_text(token, ACME_TOKEN_MAX) || __builtin_strlen(thumb) != ACME_THUMB_LEN)
 		return -1;
 	acme_jw_init(&w, out, cap);
-	acme_jw_raw(&w, token, strlen(token));
+	acme_jw_raw(&w, token, __builtin_strlen(token));
 	acme_jw_raw(&w, ".", 1);
 	acme_jw_raw(&w, thumb, ACME_THUMB_LEN);
 	return w.err ? -1 : 0;
@@ -220,13 +219,13 @@ int acme_http01_path(const char *token, char *out, size_t cap)
 		return -1;
 	acme_jw_init(&w, out, cap);
 	acme_jw_raw(&w, "/.well-known/acme-challenge/", 28);
-	acme_jw_raw(&w, token, strlen(token));
+	acme_jw_raw(&w, token, __builtin_strlen(token));
 	return w.err ? -1 : 0;
 }
 
 void acme_alpn_digest(const char *keyauthz, u8 out[32])
 {
-	mbedtls_sha256((const u8 *)keyauthz, strlen(keyauthz), out, 0);
+	mbedtls_sha256((const u8 *)keyauthz, __builtin_strlen(keyauthz), out, 0);
 }
 
 int acme_csr(mbedtls_pk_context *key, const struct tls_names *names, tls_rng_fn rng, void *rng_ctx,
@@ -242,7 +241,7 @@ int acme_csr(mbedtls_pk_context *key, const struct tls_names *names, tls_rng_fn 
 	if (!head)
 		return MBEDTLS_ERR_X509_BAD_INPUT_DATA;
 	mbedtls_snprintf(subject, sizeof(subject), "CN=%.64s",
-			 strlen(names->name[0]) <= 64 ? names->name[0] : "vireo");
+			 __builtin_strlen(names->name[0]) <= 64 ? names->name[0] : "vireo");
 	mbedtls_x509write_csr_init(&w);
 	mbedtls_x509write_csr_set_md_alg(&w, MBEDTLS_MD_SHA256);
 	mbedtls_x509write_csr_set_key(&w, key);
