@@ -228,6 +228,18 @@ void acme_alpn_digest(const char *keyauthz, u8 out[32])
 	mbedtls_sha256((const u8 *)keyauthz, __builtin_strlen(keyauthz), out, 0);
 }
 
+int acme_ari_cert_id(const mbedtls_x509_crt *crt, char *out, size_t cap)
+{
+	const mbedtls_x509_buf *aki = &crt->authority_key_id.keyIdentifier, *sn = &crt->serial;
+	size_t n;
+
+	if (!aki->p || aki->len == 0 || !sn->p || sn->len == 0 || b64url_encode(aki->p, aki->len, out, cap, &n) != 0 ||
+	    b64url_encode(sn->p, sn->len, out + n + 1, cap - n - 1, NULL) != 0)
+		return -1;
+	out[n] = '.';
+	return 0;
+}
+
 int acme_csr(mbedtls_pk_context *key, const struct tls_names *names, tls_rng_fn rng, void *rng_ctx,
 	     unsigned char *buf, size_t size, const unsigned char **der, size_t *len)
 {

@@ -60,6 +60,12 @@ int acme_http01_path(const char *token, char *out, size_t cap);
 /* TLS-ALPN-01's acmeIdentifier value: SHA-256 of the key authorization. */
 void acme_alpn_digest(const char *keyauthz, u8 out[32]);
 
+/* RFC 9773's certificate identifier (section 4.1: the renewalInfo path
+ * and a new order's "replaces"): base64url(the authority key identifier's
+ * keyIdentifier) "." base64url(the serial number's DER content, a leading
+ * zero included). 0, or -1 (no AKI, or no room). */
+int acme_ari_cert_id(const mbedtls_x509_crt *crt, char *out, size_t cap);
+
 /* The finalize CSR for names (loopback false: a CA refuses addresses)
  * signed by key (ECDSA with SHA-256), subject CN=<first name> when it fits
  * 64 characters, the names as SANs; DER, written at the end of buf (*der,

@@ -510,12 +510,73 @@ static void test_csr(void **state)
 	mbedtls_pk_free(&pk);
 }
 
+/* RFC 9773 section 4.1's example (AKI 69:88:5B:6B:87:46:40:41:E1:B3:7B:84:
+ * 7B:A0:AE:2C:DE:01:C8:D4, serial 0x87654321): a CA whose subject key
+ * identifier is that value issues a leaf with that serial (openssl, at
+ * test time), which mbedTLS parses and acme_ari_cert_id() names. */
+static void test_ari_cert_id(void **state)
+{
+	static const char want[] = "aYhba4dGQEHhs3uEe6CuLN4ByNQ.AIdlQyE";
+	char dir[] = "/tmp/acme-ari-XXXXXX", cmd[1200], path[100], id[64];
+	mbedtls_x509_crt crt;
+	struct tls_blob b;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && printf 'subjectKeyIdentifier=69:88:5B:6B:87:46:40:41:E1:B3:7B:84:7B:A0:AE:2C:DE:01:C8:D4\n"
+		 "basicConstraints=critical,CA:TRUE\n' > ca.ext && printf 'authorityKeyIdentifier=keyid\n' > leaf.ext && "
+		 "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ca.key 2>/dev/null && "
+		 "openssl req -new -key ca.key -subj /CN=ca -out ca.csr 2>/dev/null && "
+		 "openssl x509 -req -in ca.csr -signkey ca.key -extfile ca.ext -days 2 -out ca.pem 2>/dev/null && "
+		 "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out leaf.key 2>/dev/null && "
+		 "openssl req -new -key leaf.key -subj /CN=leaf -out leaf.csr 2>/dev/null && "
+		 "openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -set_serial 0x87654321 -extfile leaf.ext "
+		 "-days 2 -outform DER -out leaf.der 2>/dev/null && echo ok",
+		 dir);
+	run(cmd, id, sizeof(id));
+	assert_string_equal(id, "ok");
+	snprintf(path, sizeof(path), "%s/leaf.der", dir);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	b.p = malloc(4096);
+	b.n = fread(b.p, 1, 4096, f);
+	fclose(f);
+	mbedtls_x509_crt_init(&crt);
+	assert_int_equal(mbedtls_x509_crt_parse_der(&crt, b.p, b.n), 0);
+	free(b.p);
+	assert_int_equal(acme_ari_cert_id(&crt, id, sizeof(id)), 0);
+	assert_string_equal(id, want);
+	/* Exactly the room, then one byte less. */
+	assert_int_equal(acme_ari_cert_id(&crt, id, sizeof(want)), 0);
+	assert_int_equal(acme_ari_cert_id(&crt, id, sizeof(want) - 1), -1);
+	mbedtls_x509_crt_free(&crt);
+
+	/* The CA's own certificate has no AKI here (none asked for): refused. */
+	snprintf(path, sizeof(path), "%s/ca.pem", dir);
+	snprintf(cmd, sizeof(cmd), "openssl x509 -in %s -outform DER -out %s/ca.der && rm -f %s", path, dir, path);
+	run(cmd, id, sizeof(id));
+	snprintf(path, sizeof(path), "%s/ca.der", dir);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	b.p = malloc(4096);
+	b.n = fread(b.p, 1, 4096, f);
+	fclose(f);
+	mbedtls_x509_crt_init(&crt);
+	assert_int_equal(mbedtls_x509_crt_parse_der(&crt, b.p, b.n), 0);
+	free(b.p);
+	assert_int_equal(acme_ari_cert_id(&crt, id, sizeof(id)), -1);
+	mbedtls_x509_crt_free(&crt);
+	snprintf(cmd, sizeof(cmd), "rm -r %s", dir);
+	run(cmd, id, sizeof(id));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_jwk_thumbprint), cmocka_unit_test(test_jws),  cmocka_unit_test(test_generated_key),
 		cmocka_unit_test(test_sig_raw),	       cmocka_unit_test(test_key_authz), cmocka_unit_test(test_alpn_cert),
-		cmocka_unit_test(test_csr),
+		cmocka_unit_test(test_csr),	       cmocka_unit_test(test_ari_cert_id),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
