@@ -1,6 +1,8 @@
 /* Renewal timing (acme_renew.h). */
 #include "net/acme/acme_renew.h"
 
+#include "kernel/time/wallclock.h"
+
 u64 acme_renew_at(const struct acme_renew_in *in)
 {
 	u64 life, left, at;
@@ -30,4 +32,26 @@ u64 acme_backoff_s(unsigned failures, u64 retry_after_s, u64 rnd)
 	if (retry_after_s > ACME_RETRY_AFTER_MAX_S)
 		retry_after_s = ACME_RETRY_AFTER_MAX_S;
 	return wait < retry_after_s ? retry_after_s : wait;
+}
+
+bool acme_retry_after(const char *s, u64 now, u64 *secs)
+{
+	u64 v = 0, at;
+	size_t i = 0;
+
+	if (s[0] >= '0' && s[0] <= '9') {
+		for (; s[i] >= '0' && s[i] <= '9'; i++)
+			if (v <= ACME_RETRY_AFTER_MAX_S)
+				v = v * 10 + (u64)(s[i] - '0');
+		if (s[i] != '\0')
+			return false;
+		*secs = v > ACME_RETRY_AFTER_MAX_S ? ACME_RETRY_AFTER_MAX_S : v;
+		return true;
+	}
+	if (!wallclock_parse_http_date(s, &at))
+		return false;
+	*secs = at > now ? at - now : 0;
+	if (*secs > ACME_RETRY_AFTER_MAX_S)
+		*secs = ACME_RETRY_AFTER_MAX_S;
+	return true;
 }

@@ -40,4 +40,11 @@ u64 acme_renew_at(const struct acme_renew_in *in);
 #define ACME_RETRY_AFTER_MAX_S	(24u * 3600)
 u64 acme_backoff_s(unsigned failures, u64 retry_after_s, u64 rnd);
 
+/* A Retry-After header's value (RFC 9110 section 10.2.3; s NUL-terminated,
+ * surrounding white space already cut) as seconds from now into *secs:
+ * delta-seconds (digits only, more than ACME_RETRY_AFTER_MAX_S taken as
+ * that) or an IMF-fixdate (a date already past is 0). false, *secs
+ * untouched, for anything else: the caller backs off as without one. */
+bool acme_retry_after(const char *s, u64 now, u64 *secs);
+
 #endif

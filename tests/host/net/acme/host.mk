@@ -5,7 +5,7 @@
 HOST_TESTS += test_acme_json test_b64url test_acme_renew
 test_acme_json_USES := acme_json
 test_b64url_USES := b64url
-test_acme_renew_USES := acme_renew
+test_acme_renew_USES := acme_renew wallclock
 FUZZERS += fuzz_acme_json
 fuzz_acme_json_USES := acme_json
 

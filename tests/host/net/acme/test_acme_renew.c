@@ -112,12 +112,48 @@ static void test_backoff(void **state)
 	assert_int_equal(acme_backoff_s(12, ACME_BACKOFF_CAP_S + 1, 0), ACME_BACKOFF_CAP_S + 1);
 }
 
+static void test_retry_after(void **state)
+{
+	/* 1994-11-06T08:49:37Z is 784111777. */
+	const u64 now = 784111777;
+	u64 s = 12345;
+
+	assert_true(acme_retry_after("0", now, &s));
+	assert_int_equal(s, 0);
+	assert_true(acme_retry_after("120", now, &s));
+	assert_int_equal(s, 120);
+	assert_true(acme_retry_after("86400", now, &s));
+	assert_int_equal(s, 86400);
+	/* Over the bound (and over 64 bits): the bound. */
+	assert_true(acme_retry_after("86401", now, &s));
+	assert_int_equal(s, ACME_RETRY_AFTER_MAX_S);
+	assert_true(acme_retry_after("99999999999999999999999999", now, &s));
+	assert_int_equal(s, ACME_RETRY_AFTER_MAX_S);
+	/* Dates: ahead, past, far ahead. */
+	assert_true(acme_retry_after("Sun, 06 Nov 1994 08:51:37 GMT", now, &s));
+	assert_int_equal(s, 120);
+	assert_true(acme_retry_after("Sun, 06 Nov 1994 08:49:36 GMT", now, &s));
+	assert_int_equal(s, 0);
+	assert_true(acme_retry_after("Fri, 31 Dec 1999 23:59:59 GMT", now, &s));
+	assert_int_equal(s, ACME_RETRY_AFTER_MAX_S);
+	/* Refused, *secs untouched. */
+	static const char *bad[] = { "", "-1", "1.5", "12 ", " 12", "12a", "0x10", "tomorrow",
+				     "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994" };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		s = 777;
+		if (acme_retry_after(bad[i], now, &s) || s != 777)
+			fail_msg("\"%s\" accepted", bad[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_renew_table),
 		cmocka_unit_test(test_renew_range),
 		cmocka_unit_test(test_backoff),
+		cmocka_unit_test(test_retry_after),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
