@@ -12,6 +12,7 @@ import subprocess
 import tarfile
 import uuid
 import zlib
+from pathlib import Path
 
 import pytest
 
@@ -354,12 +355,30 @@ REPRO_FILES = ["vireo.efi", "images/grubx64.efi", "vireo.img", "vireo-grub.img",
                "vireo.qcow2", "vireo-gce.tar.gz", "vireo-azure.vhd", "vireo-aws.vmdk"]
 
 
+def tree_is_head():
+    """Whether this tree's tracked files are HEAD's (images/ aside, which the
+    clones take from this tree anyway)."""
+    r = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!images"],
+                       cwd=ROOT, capture_output=True, text=True)
+    return r.returncode == 0 and not r.stdout.strip()
+
+
 def test_two_builds_are_byte_identical(tmp_path):
-    """HEAD cloned into two directories (this tree's images/ laid over it, so
-    uncommitted builder changes are what is tested), built with different
-    time zones and umasks, some seconds apart: every output is the same."""
+    """Two builds of HEAD in different directories, with different time zones
+    and umasks, some seconds apart: every output is the same. Where this
+    tree is HEAD (as in CI) its own build is the first (brought up to date
+    with `make images` under UTC); otherwise HEAD is cloned twice (this
+    tree's images/ laid over each, so uncommitted builder changes are what
+    is tested). The first way saves one whole build (about a minute)."""
     trees = []
-    for n, (tz, mask) in enumerate([("UTC", 0o022), ("Pacific/Chatham", 0o002)]):
+    builds = [("UTC", 0o022), ("Pacific/Chatham", 0o002)]
+    if tree_is_head():
+        r = subprocess.run(["make", "-s", "-j2", "images"], cwd=ROOT, capture_output=True, text=True,
+                           env=clean_env(TZ="UTC"))
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        trees.append(Path(ROOT))
+        builds = builds[1:]
+    for n, (tz, mask) in enumerate(builds):
         tree = tmp_path / f"tree{n}"
         run("git", "clone", "-q", "--no-hardlinks", ROOT, str(tree))
         shutil.rmtree(tree / "images")
