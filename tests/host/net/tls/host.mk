@@ -132,35 +132,11 @@ $(MBEDTLS_FUZZ_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(MBEDTLS_ALT_SRC
 
 # Every backported Mbed TLS fix (net/tls/patches/, docs/https.md's
 # advisory table), one test each (tests/host/net/tls/test_patches.c), over
-# the same mbedTLS with the TLS client compiled in
-# (tests/host/net/tls/mbedtls_config_client.h), in an archive of its own:
-# the image's configuration is server-only until connect-out turns the
-# client on.
-MBEDTLS_CLI_CONFIG := tests/host/net/tls/mbedtls_config_client.h
-MBEDTLS_CLI_LIB := $(BUILD)/host/mbedtls-cli/libmbedtls.a
-MBEDTLS_CLI_CFLAGS := $(HOST_CFLAGS) -I$(MBEDTLS_SRCDIR)/include -I$(MBEDTLS_SRCDIR)/library \
-	'-DMBEDTLS_CONFIG_FILE="$(MBEDTLS_CLI_CONFIG)"'
-MBEDTLS_CLI_OBJS = $(patsubst %.c,$(BUILD)/host/mbedtls-cli/%.o,$(MBEDTLS_SRCS))
-MBEDTLS_CLI_ALT_OBJS := $(patsubst net/tls/%.c,$(BUILD)/host/mbedtls-cli/vireo-%.o,$(MBEDTLS_ALT_SRCS))
-$(MBEDTLS_CLI_OBJS): $(BUILD)/host/mbedtls-cli/%.o: $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(MBEDTLS_CLI_CONFIG)
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  HOSTCC  mbedtls-cli/$*.c")
-	$(Q)$(HOST_CC) $(MBEDTLS_CLI_CFLAGS) -MF $@.d -c $(MBEDTLS_SRCDIR)/library/$*.c -o $@
-$(MBEDTLS_CLI_ALT_OBJS): $(BUILD)/host/mbedtls-cli/vireo-%.o: net/tls/%.c $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(MBEDTLS_CLI_CONFIG)
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  HOSTCC  $<")
-	$(Q)$(HOST_CC) $(MBEDTLS_CLI_CFLAGS) -MF $@.d -c $< -o $@
-.PHONY: mbedtls-cli-objs
-mbedtls-cli-objs: $(MBEDTLS_CLI_OBJS) $(MBEDTLS_CLI_ALT_OBJS)
-$(MBEDTLS_CLI_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(MBEDTLS_CLI_CONFIG) $(MBEDTLS_ALT_SRCS)
-	$(Q)$(MAKE) --no-print-directory mbedtls-cli-objs
-	@$(if $(Q),echo "  AR      $@")
-	$(Q)rm -f $@
-	$(Q)$(AR) rcsD $@ $(BUILD)/host/mbedtls-cli/*.o
-
+# the image's own mbedTLS configuration, server and client (the TLS client
+# is compiled in since connect-out turned it on).
 HOST_TESTS += test_patches
 test_patches_USES := tls_keys
-test_patches_SRCS := $(TLS_HOST) $(MBEDTLS_CLI_LIB)
+test_patches_SRCS := $(TLS_HOST) $(MBEDTLS_HOST_LIB)
 $(BUILD)/host/test_patches: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
-	'-DMBEDTLS_CONFIG_FILE="$(MBEDTLS_CLI_CONFIG)"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
+	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
 $(BUILD)/host/test_patches: $(TLS_FIX)/stamp

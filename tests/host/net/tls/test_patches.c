@@ -1,8 +1,6 @@
 /* Every backported Mbed TLS fix (net/tls/patches/, the advisory table in
- * docs/https.md), one test each, against vireo's configuration with the
- * TLS client compiled in (tests/host/net/tls/mbedtls_config_client.h, as
- * the connect-out and ACME issues will build it; the server side is the
- * image's). Server and client are fed hand-made records from memory, so each
+ * docs/https.md), one test each, against vireo's configuration (the
+ * image's, server and client: net/tls/mbedtls_config.h). Server and client are fed hand-made records from memory, so each
  * test reaches the exact message the advisory is about and looks at what
  * mbedTLS decided.
  *
