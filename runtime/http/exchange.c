@@ -183,7 +183,7 @@ void exchange_request(struct conn *c, const struct api_route *rt)
 	char allow[96];
 
 	if (rt->runtime) {
-		if (p->content_length) {
+		if (p->content_length || p->chunked) {
 			server_respond_error(c, 413, head_only);
 			return;
 		}
@@ -204,13 +204,16 @@ void exchange_request(struct conn *c, const struct api_route *rt)
 		return;
 	}
 	c->route = rt;
-	if (!p->content_length) {
+	if (!p->content_length && !p->chunked) {
 		exchange_dispatch(c);
 		return;
 	}
-	/* Nothing is held for it yet: the body is charged as it arrives. */
-	c->req_body_need = (u32)p->content_length;
+	/* Nothing is held for it yet: the body is charged as it arrives. A
+	 * chunked one may grow to the route's max_body (413 past it, as its
+	 * bytes arrive: server.c server_read_chunked()). */
+	c->req_body_need = p->chunked ? rt->r.max_body : (u32)p->content_length;
 	c->req_body_len = 0;
+	chunked_init(&c->dechunk);
 	c->state = C_BODY;
 }
 

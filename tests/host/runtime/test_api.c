@@ -327,6 +327,8 @@ static int t_app_init(void)
 								 .arg = (void *)longer }), 0);
 	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/body", .methods = VIREO_POST | VIREO_PUT,
 								 .max_body = VIREO_HTTP_BODY_MAX, .handler = h_body }), 0);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/small", .methods = VIREO_POST,
+								 .max_body = 1000, .handler = h_body }), 0);
 	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/later", .methods = VIREO_GET,
 								 .handler = h_later }), 0);
 	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/never", .methods = VIREO_GET,
@@ -482,6 +484,9 @@ static void test_body_round_trip(void **state)
 	cl_close(&c);
 }
 
+/* A request after a refused chunked body: never run. */
+static const char smuggled_chunk[] = "GET /t/exact HTTP/1.1\r\nHost: h\r\n\r\n";
+
 static void test_body_refusals(void **state)
 {
 	struct client c[5];
@@ -493,8 +498,8 @@ static void test_body_refusals(void **state)
 	get(&c[0], "GET /t/exact HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc", &r, false);
 	assert_int_equal(r.status, 413);
 	cl_close(&c[0]);
-	/* Chunked request bodies: 501. */
-	get(&c[0], "POST /t/body HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n", &r, false);
+	/* A coding other than chunked: 501. */
+	get(&c[0], "POST /t/body HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n", &r, false);
 	assert_int_equal(r.status, 501);
 	cl_close(&c[0]);
 	/* Over the route's max_body (1 MiB): 413. */
@@ -526,6 +531,99 @@ static void test_body_refusals(void **state)
 		assert_int_equal(r.status, 408);
 		cl_close(&c[i]);
 	}
+	assert_int_equal(api_buf_held(), 0);
+}
+
+/* Chunked request bodies: decoded into the body as they arrive (sizes in
+ * any case, an extension, a trailer dropped), each followed at once by a
+ * pipelined request on the same connection; past the route's max_body
+ * 413 and close; bad framing 400 and close; the budget all given back. */
+static void test_body_chunked(void **state)
+{
+	static u8 req[80000], want[60000];
+	size_t n = 0, i, off = 0, sz;
+	struct client c;
+	struct resp r;
+	char line[64];
+
+	n += (size_t)snprintf((char *)req, sizeof req,
+			      "PUT /t/body HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: Chunked\r\n\r\n");
+	for (i = 0; i < sizeof want; i++)
+		want[i] = (u8)(i * 7);
+	for (sz = 1; off < sizeof want; sz = sz * 3 + 1) {
+		size_t k = MIN(sz, sizeof want - off);
+
+		n += (size_t)snprintf((char *)req + n, sizeof req - n, sz & 1 ? "%zx\r\n" : "%zX;x=\"y\"\r\n", k);
+		memcpy(req + n, want + off, k);
+		n += k;
+		off += k;
+		memcpy(req + n, "\r\n", 2);
+		n += 2;
+	}
+	n += (size_t)snprintf((char *)req + n, sizeof req - n,
+			      "0\r\nX-Sum: 1\r\n\r\n"
+			      "POST /t/small HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+			      "3\r\nabc\r\n0\r\n\r\n"
+			      "POST /t/small HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+			      "GET /t/pre/x HTTP/1.1\r\nHost: h\r\n\r\n");
+	cl_open(&c, V6, HTTP_PORT);
+	cl_send(&c, req, n);
+	run_ms(2000);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 201);
+	assert_int_equal(r.body_len, sizeof want);
+	assert_memory_equal(r.body, want, sizeof want);
+	assert_string_equal(hdr(&r, "Connection"), "keep-alive");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 201);
+	assert_int_equal(r.body_len, 3);
+	assert_memory_equal(r.body, "abc", 3);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 201);
+	assert_int_equal(r.body_len, 0);
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_memory_equal(r.body, "prefix\n", 7);
+	cl_close(&c);
+
+	/* Over /t/small's 1000 bytes in 100-byte chunks: 413 as the 1001st
+	 * byte arrives, closing; nothing after it is read. */
+	n = (size_t)snprintf((char *)req, sizeof req,
+			     "POST /t/small HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n");
+	for (i = 0; i < 11; i++) {
+		n += (size_t)snprintf((char *)req + n, sizeof req - n, "64\r\n");
+		memset(req + n, 'a', 100);
+		n += 100;
+		memcpy(req + n, "\r\n", 2);
+		n += 2;
+	}
+	n += (size_t)snprintf((char *)req + n, sizeof req - n, "0\r\n\r\n%s", smuggled_chunk);
+	i = api_http_stats.body_too_large;
+	get(&c, (const char *)req, &r, false);
+	assert_int_equal(r.status, 413);
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	assert_int_equal(api_http_stats.body_too_large, i + 1);
+	run_ms(200);
+	assert_true(c.eof);
+	assert_int_equal(c.len, c.off);
+	cl_close(&c);
+
+	/* Bad framing: a size past 2^60, a bare LF, a missing CRLF after the
+	 * data, a size that is not hex: 400, closing. */
+	static const char *const bad[] = { "10000000000000000\r\n", "3\nabc\r\n0\r\n\r\n",
+					   "3\r\nabcd\r\n0\r\n\r\n", "x\r\n", " 3\r\nabc\r\n0\r\n\r\n" };
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(line, sizeof line, "%s", bad[i]);
+		n = (size_t)snprintf((char *)req, sizeof req,
+				     "POST /t/body HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n%s%s",
+				     line, smuggled_chunk);
+		get(&c, (const char *)req, &r, false);
+		if (r.status != 400)
+			fail_msg("%zu: %d, want 400", i, r.status);
+		assert_string_equal(hdr(&r, "Connection"), "close");
+		cl_close(&c);
+	}
+	run_ms(100);
 	assert_int_equal(api_buf_held(), 0);
 }
 
@@ -591,9 +689,16 @@ static void test_framing_every_route(void **state)
 	framing_check("PUT /t/nothing HTTP/1.1", "Expect: 100-continue\r\nContent-Length: 34\r\n", 404, false);
 	framing_check("GET /t/nothing HTTP/1.1", "Content-Length: 40\r\nContent-Length: 40\r\n", 400, false);
 	framing_check("GET /t/nothing HTTP/1.1", "Content-Length: 40\r\nTransfer-Encoding: chunked\r\n", 400, false);
-	/* Chunked request bodies are refused (501), and the refusal closes. */
-	framing_check("POST /t/body HTTP/1.1", "Transfer-Encoding: chunked\r\n", 501, false);
-	framing_check("POST /t/nothing HTTP/1.1", "Transfer-Encoding: chunked\r\n", 501, false);
+	/* A chunked body that is not chunked: 400; one nobody reads (its
+	 * length unknown): the answer closes. Other codings: 501. */
+	framing_check("POST /t/body HTTP/1.1", "Transfer-Encoding: chunked\r\n", 400, false);
+	framing_check("POST /t/nothing HTTP/1.1", "Transfer-Encoding: chunked\r\n", 404, false);
+	framing_check("POST /healthz HTTP/1.1", "Transfer-Encoding: chunked\r\n", 413, false);
+	framing_check("POST /t/body HTTP/1.1", "Transfer-Encoding: chunked, chunked\r\n", 400, false);
+	framing_check("POST /t/body HTTP/1.1", "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+		      400, false);
+	framing_check("POST /t/body HTTP/1.1", "Transfer-Encoding: xchunked\r\n", 501, false);
+	framing_check("POST /t/body HTTP/1.0", "Transfer-Encoding: chunked\r\n", 400, false);
 	assert_int_equal(t.calls, 0);
 }
 
@@ -2175,6 +2280,7 @@ int main(void)
 		T(test_prefix_and_404_405),
 		T(test_body_round_trip),
 		T(test_body_refusals),
+		T(test_body_chunked),
 		T(test_body_source_share),
 		T(test_framing_every_route),
 		T(test_framing_large_body_closes),
