@@ -101,6 +101,11 @@ struct conn {
 	u32 req_body_len, req_body_need;
 	u32 req_body_cap;	/* req_body's size, charged (exchange_body_room()) */
 	struct chunked dechunk;	/* BODY with parser.chunked: the body's decoder */
+	bool body_stream;	/* APP: the route's on_body takes the body (until
+				 * its end, or a response starts) */
+	bool body_paused;	/* on_body took less than it was given: wait for
+				 * vireo_req_body_resume() */
+	u64 body_seen;		/* the streamed body's bytes taken so far */
 	size_t budget;		/* bytes held against VIREO_HTTP_BUF_BUDGET */
 	u64 t_app;		/* APP: when the handler got the request */
 	bool stream;		/* SEND: the body comes from sbuf through vireo_resp_write */
@@ -177,6 +182,11 @@ void exchange_request(struct conn *c, const struct api_route *rt);
  * what is left of the declared length): false, nothing changed, when a
  * share, the budget or the heap refuses (then 503). */
 bool exchange_body_room(struct conn *c, u32 n);
+/* APP with body_stream: rx[] to the route's on_body as it takes it (the
+ * body's end: on_body_end). 1 when the pump should go round again (the
+ * body ended, the app answered, or an error is being answered), 0 to wait
+ * for bytes or a resume. */
+int exchange_body_stream(struct conn *c);
 /* The body is in: the handler gets the request. */
 void exchange_dispatch(struct conn *c);
 /* The exchange ends: the handle goes stale, then on_done hears it. */

@@ -73,6 +73,11 @@ __cold int api_route_add(const struct vireo_route *route, unsigned flags)
 			   VIREO_HTTP_BODY_MAX);
 		return -EINVAL;
 	}
+	if (route->on_body ? route->max_body != 0 : route->on_body_end || route->body_limit) {
+		api_misuse("vireo_http_route %s: on_body goes with neither max_body nor without "
+			   "on_body_end and body_limit: refused", route->path);
+		return -EINVAL;
+	}
 	for (i = 0; i < routes.n; i++) {
 		rt = &routes.r[i];
 		if (rt->runtime && routes_str_eq(rt->r.path, route->path)) {

@@ -187,6 +187,7 @@ void server_start_send(struct conn *c)
 {
 	if (!server_keep_alive(c))
 		c->close_after = true;	/* whatever the head said: the rule holds */
+	c->body_stream = false;	/* an answer ends a streamed body's delivery */
 	c->state = C_SEND;
 	c->out_off = 0;
 	c->body_off = 0;
@@ -640,6 +641,13 @@ err_t server_pump(struct conn *c)
 				exchange_dispatch(c);
 				continue;
 			}
+			if (!tcpconn_rx_held(tc) && tc->rx_eof)
+				return server_conn_close(c);	/* the body will not come */
+			return ERR_OK;
+		}
+		if (c->state == C_APP && c->body_stream) {
+			if (exchange_body_stream(c))
+				continue;
 			if (!tcpconn_rx_held(tc) && tc->rx_eof)
 				return server_conn_close(c);	/* the body will not come */
 			return ERR_OK;
