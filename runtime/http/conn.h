@@ -182,15 +182,21 @@ void exchange_request(struct conn *c, const struct api_route *rt);
  * what is left of the declared length): false, nothing changed, when a
  * share, the budget or the heap refuses (then 503). */
 bool exchange_body_room(struct conn *c, u32 n);
-/* APP with body_stream: rx[] to the route's on_body as it takes it (the
- * body's end: on_body_end). 1 when the pump should go round again (the
- * body ended, the app answered, or an error is being answered), 0 to wait
- * for bytes or a resume. */
-int exchange_body_stream(struct conn *c);
 /* The body is in: the handler gets the request. */
 void exchange_dispatch(struct conn *c);
 /* The exchange ends: the handle goes stale, then on_done hears it. */
 void exchange_end(struct conn *c, bool done);
+/* ---- reqbody.c: chunked and streamed request bodies ---- */
+
+/* A route that streams its body (on_body): 413 past body_limit at the
+ * head, else the handler at once, the body to on_body after it. */
+void reqbody_stream_start(struct conn *c, const struct api_route *rt);
+/* BODY with a chunked body, APP with body_stream: rx[] through the
+ * decoder (chunked) into the body or to on_body. 1 when the pump should
+ * go round again (dispatched, ended, the app answered, an error being
+ * answered), 0 to wait for bytes or a resume. */
+int reqbody_pump(struct conn *c);
+
 /* Frees the request body and the stream buffer and gives back the budget. */
 void exchange_release(struct conn *c);
 

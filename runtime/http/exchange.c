@@ -172,106 +172,6 @@ void exchange_dispatch(struct conn *c)
 	c->in_handler = false;
 }
 
-/* A route that streams its body: past its body_limit at the head 413,
- * else the handler at once and the body to on_body after it (server.c
- * runs exchange_body_stream() in APP). */
-static __cold void exchange_stream_start(struct conn *c, const struct api_route *rt)
-{
-	const struct http_req_parser *p = &c->parser;
-
-	if (rt->r.body_limit && p->content_length > rt->r.body_limit) {
-		api_http_stats.body_too_large++;
-		server_respond_error(c, 413, p->method == HTTP_METHOD_HEAD);
-		return;
-	}
-	c->route = rt;
-	c->body_stream = true;
-	c->body_paused = false;
-	c->body_seen = 0;
-	chunked_init(&c->dechunk);
-	exchange_dispatch(c);
-}
-
-__cold int exchange_body_stream(struct conn *c)
-{
-	struct tcpconn *tc = &c->tc;
-	const struct vireo_route *rt = &c->route->r;
-	size_t used, avail, took;
-	int r, err = 0;
-
-	while (c->state == C_APP && c->body_stream && !c->body_paused && c->xid) {
-		const u8 *at = tc->rx + tc->rx_off;
-		u32 held = tcpconn_rx_held(tc);
-
-		if (c->parser.chunked) {
-			r = chunked_step(&c->dechunk, at, held, &used, &avail);
-			tcpconn_rx_consume(tc, (u32)used);
-			at += used;
-			if (r == CHUNKED_ERROR) {
-				err = 400;
-				break;
-			}
-			if (r == CHUNKED_MORE)
-				return 0;
-			if (r == CHUNKED_END)
-				c->req_left = 0;
-		} else {
-			avail = (size_t)MIN((u64)held, c->req_left);
-			if (!avail && c->req_left)
-				return 0;
-		}
-		if (!avail) {	/* the end */
-			c->body_stream = false;
-			if (rt->on_body_end) {
-				c->in_handler = true;
-				rt->on_body_end((vireo_req){ c->xid }, rt->arg);
-				c->in_handler = false;
-			}
-			return 1;
-		}
-		if (rt->body_limit && avail > rt->body_limit - c->body_seen) {
-			api_http_stats.body_too_large++;
-			err = 413;
-			break;
-		}
-		c->in_handler = true;
-		took = rt->on_body((vireo_req){ c->xid }, at, avail, rt->arg);
-		c->in_handler = false;
-		if (took > avail) {
-			api_misuse("on_body: took %zu of %zu: counted as all", took, avail);
-			took = avail;
-		}
-		if (took) {
-			if (c->parser.chunked)
-				chunked_take(&c->dechunk, took);
-			else
-				c->req_left -= took;
-			tcpconn_rx_consume(tc, (u32)took);
-			c->body_seen += took;
-			c->t_app = tcpconn_now_ms();
-		}
-		if (took < avail)
-			c->body_paused = true;
-	}
-	if (!err)
-		return c->state != C_APP;
-	c->body_stream = false;
-	exchange_end(c, false);
-	exchange_release(c);
-	server_respond_error(c, err, c->parser.method == HTTP_METHOD_HEAD);
-	return 1;
-}
-
-void vireo_req_body_resume(vireo_req r)
-{
-	struct conn *c = api_handle_get(API_H_REQ, r.id);
-
-	if (c && c->body_paused) {
-		c->body_paused = false;
-		server_kick(c);
-	}
-}
-
 /* A request for a route: the method and the body checked, then the body
  * read (BODY) or the handler called. The runtime's own routes answer every
  * method and take no body. */
@@ -299,7 +199,7 @@ void exchange_request(struct conn *c, const struct api_route *rt)
 		return;
 	}
 	if (rt->r.on_body) {
-		exchange_stream_start(c, rt);
+		reqbody_stream_start(c, rt);
 		return;
 	}
 	if (p->content_length > rt->r.max_body) {
@@ -314,7 +214,7 @@ void exchange_request(struct conn *c, const struct api_route *rt)
 	}
 	/* Nothing is held for it yet: the body is charged as it arrives. A
 	 * chunked one may grow to the route's max_body (413 past it, as its
-	 * bytes arrive: server.c server_read_chunked()). */
+	 * bytes arrive: reqbody_pump()). */
 	c->req_body_need = p->chunked ? rt->r.max_body : (u32)p->content_length;
 	c->req_body_len = 0;
 	chunked_init(&c->dechunk);

@@ -14,8 +14,8 @@
  * CRLF only (a bare LF is 400, like a bare CR); request bodies are refused
  * (Content-Length > 0: 413 without ext, Transfer-Encoding: 501); with ext
  * a body comes with Content-Length or "Transfer-Encoding: chunked" alone
- * (http_parse_te(): another coding is 501, chunked twice or not last 400,
- * both fields or TE in HTTP/1.0 400: the body's end must be beyond doubt).
+ * (http_parse_te(): one other coding is 501, a list 400, both fields or TE
+ * in HTTP/1.0 400: the body's end must be beyond doubt).
  */
 #include "lib/types.h"
 #include "lib/outbuf.h"
@@ -281,37 +281,19 @@ static int http_parse_connection(struct head_info *h, const char *v, size_t n)
 
 /*
  * A Transfer-Encoding value, trimmed: 0 for exactly the one coding
- * "chunked" (any case), the only one served; 400 when chunked is listed
- * twice or is not last, or a list element is empty or not a token (the
- * body's end would be in doubt); 501 for any other coding ("gzip",
- * "xchunked": RFC 9112 6.1).
+ * "chunked" (any case), the only one served; 501 for one other coding
+ * ("gzip", "xchunked": RFC 9112 6.1); 400 for anything else: a list (chunked
+ * twice, not last, or after another coding), an empty or quoted value, where
+ * the body's end would be in doubt.
  */
 static int http_parse_te(const char *v, size_t n)
 {
-	size_t i = 0, s, e;
-	int err = 0;
-	bool chunked = false;
-
-	while (i <= n) {
-		for (s = i; s < n && v[s] != ','; s++)
-			;
-		e = s;
-		while (i < e && http_is_ows((u8)v[i]))
-			i++;
-		while (e > i && http_is_ows((u8)v[e - 1]))
-			e--;
-		if (i == e || chunked)
-			return 400;	/* an empty element, or chunked not last */
-		for (size_t k = i; k < e; k++)
-			if (!http_is_tchar((u8)v[k]))
-				return 400;
-		if (http_eq_nocase(v + i, e - i, "chunked"))
-			chunked = true;
-		else
-			err = 501;
-		i = s + 1;
-	}
-	return err ? err : chunked ? 0 : 400;
+	if (http_eq_nocase(v, n, "chunked"))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!http_is_tchar((u8)v[i]))
+			return 400;
+	return n ? 501 : 400;
 }
 
 /* One field line, name and value already split and the value trimmed. */

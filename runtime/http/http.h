@@ -100,8 +100,8 @@ struct http_req_parser {
 	 * API. Any method token is accepted (HTTP_METHOD_OTHER for unknown
 	 * ones; the caller answers 405), Content-Length > 0 is accepted
 	 * (the caller reads or refuses the body), and query and fields are
-	 * filled, and "Transfer-Encoding: chunked" sets chunked (any other
-	 * coding 501; with Content-Length, twice, not last, in 1.0: 400).
+	 * filled, and "Transfer-Encoding: chunked" sets chunked (one other
+	 * coding 501; a list, with Content-Length, twice, in 1.0: 400).
 	 * Without ext any Transfer-Encoding is 501 (400 with
 	 * Content-Length). */
 	bool ext;

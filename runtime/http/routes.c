@@ -74,8 +74,7 @@ __cold int api_route_add(const struct vireo_route *route, unsigned flags)
 		return -EINVAL;
 	}
 	if (route->on_body ? route->max_body != 0 : route->on_body_end || route->body_limit) {
-		api_misuse("vireo_http_route %s: on_body goes with neither max_body nor without "
-			   "on_body_end and body_limit: refused", route->path);
+		api_misuse("vireo_http_route %s: on_body and the body fields: refused", route->path);
 		return -EINVAL;
 	}
 	for (i = 0; i < routes.n; i++) {

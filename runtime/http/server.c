@@ -524,58 +524,6 @@ __cold static err_t server_proxy_header(struct conn *c)
 	return ERR_OK;
 }
 
-/*
- * BODY for a chunked request: rx[] through the decoder, the payload into
- * the body as it arrives (charged like a Content-Length body's), past the
- * route's max_body 413, bad framing 400, a refused charge 503 (each
- * closing: the rest is unread). Trailers are checked and dropped
- * (CHUNKED_TRAILER_MAX). Returns 1 when the state moved on (the body
- * ended and the handler has it, or an error is being answered), 0 when
- * more must arrive. What follows the last chunk stays in rx[] for the
- * next head.
- */
-static int server_read_chunked(struct conn *c)
-{
-	struct tcpconn *tc = &c->tc;
-	bool head_only = c->parser.method == HTTP_METHOD_HEAD;
-	size_t used, avail;
-	int r, err = 0;
-
-	while (tcpconn_rx_held(tc)) {
-		r = chunked_step(&c->dechunk, tc->rx + tc->rx_off, tcpconn_rx_held(tc), &used, &avail);
-		tcpconn_rx_consume(tc, (u32)used);
-		if (r == CHUNKED_END) {
-			c->req_left = 0;
-			exchange_dispatch(c);
-			return 1;
-		}
-		if (r == CHUNKED_ERROR) {
-			err = 400;
-			break;
-		}
-		if (r != CHUNKED_DATA)
-			continue;
-		if (avail > c->req_body_need - c->req_body_len) {
-			api_http_stats.body_too_large++;
-			err = 413;
-			break;
-		}
-		if (!exchange_body_room(c, (u32)avail)) {
-			err = 503;
-			break;
-		}
-		__builtin_memcpy(c->req_body + c->req_body_len, tc->rx + tc->rx_off, avail);
-		c->req_body_len += (u32)avail;
-		chunked_take(&c->dechunk, avail);
-		tcpconn_rx_consume(tc, (u32)avail);
-	}
-	if (!err)
-		return 0;
-	exchange_release(c);
-	server_respond_error(c, err, head_only);
-	return 1;
-}
-
 err_t server_pump(struct conn *c)
 {
 	struct tcpconn *tc = &c->tc;
@@ -614,11 +562,9 @@ err_t server_pump(struct conn *c)
 			http_parser_reset(&c->parser);
 			continue;
 		}
-		if (c->state == C_BODY && c->parser.chunked) {
-			int st = server_read_chunked(c);
-
-			if (st > 0)
-				continue;	/* dispatched, or answered */
+		if ((c->state == C_BODY && c->parser.chunked) || (c->state == C_APP && c->body_stream)) {
+			if (reqbody_pump(c))
+				continue;	/* dispatched, ended, answered */
 			if (!tcpconn_rx_held(tc) && tc->rx_eof)
 				return server_conn_close(c);	/* the body will not come */
 			return ERR_OK;
@@ -641,13 +587,6 @@ err_t server_pump(struct conn *c)
 				exchange_dispatch(c);
 				continue;
 			}
-			if (!tcpconn_rx_held(tc) && tc->rx_eof)
-				return server_conn_close(c);	/* the body will not come */
-			return ERR_OK;
-		}
-		if (c->state == C_APP && c->body_stream) {
-			if (exchange_body_stream(c))
-				continue;
 			if (!tcpconn_rx_held(tc) && tc->rx_eof)
 				return server_conn_close(c);	/* the body will not come */
 			return ERR_OK;
