@@ -117,8 +117,18 @@ struct vireo_route {
  * -EEXIST  the same path (and prefix flag) is routed already for one of these
  *          methods, or the path is a runtime route (/healthz, /metrics);
  * -ENOSPC  VIREO_HTTP_ROUTES_MAX routes exist.
+ * (Inline: a route with max_body or on_body links the runtime's readers of
+ * chunked and streamed bodies, which an image whose routes take no body,
+ * such as the static site's, leaves out.)
  */
-int vireo_http_route(const struct vireo_route *route);
+int vireo_http_route_add(const struct vireo_route *route);
+void vireo_http_bodies(void);
+static inline int vireo_http_route(const struct vireo_route *route)
+{
+	if (route && (route->max_body || route->on_body))
+		vireo_http_bodies();
+	return vireo_http_route_add(route);
+}
 
 /* ---- the request (valid until the exchange ends) ---- */
 

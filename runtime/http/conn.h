@@ -188,14 +188,20 @@ void exchange_dispatch(struct conn *c);
 void exchange_end(struct conn *c, bool done);
 /* ---- reqbody.c: chunked and streamed request bodies ---- */
 
-/* A route that streams its body (on_body): 413 past body_limit at the
- * head, else the handler at once, the body to on_body after it. */
-void reqbody_stream_start(struct conn *c, const struct api_route *rt);
-/* BODY with a chunked body, APP with body_stream: rx[] through the
- * decoder (chunked) into the body or to on_body. 1 when the pump should
- * go round again (dispatched, ended, the app answered, an error being
- * answered), 0 to wait for bytes or a resume. */
-int reqbody_pump(struct conn *c);
+/* Both are set by vireo_http_bodies() (the first route with max_body or
+ * on_body): NULL in an image whose routes take no body, which then
+ * links neither reqbody.c nor the chunked decoder. */
+struct reqbody_ops {
+	/* A route that streams its body (on_body): 413 past body_limit at
+	 * the head, else the handler at once, the body to on_body after it. */
+	void (*stream_start)(struct conn *c, const struct api_route *rt);
+	/* BODY with a chunked body, APP with body_stream: rx[] through the
+	 * decoder (chunked) into the body or to on_body. 1 when the pump
+	 * should go round again (dispatched, ended, the app answered, an
+	 * error being answered), 0 to wait for bytes or a resume. */
+	int (*pump)(struct conn *c);
+};
+extern const struct reqbody_ops *reqbody;
 
 /* Frees the request body and the stream buffer and gives back the budget. */
 void exchange_release(struct conn *c);

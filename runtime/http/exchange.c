@@ -38,6 +38,7 @@
 struct api_http_stats api_http_stats;
 
 static size_t exchange_bodies;	/* request body bytes held, every connection's */
+const struct reqbody_ops *reqbody;
 
 /* ---- the app's exchange: its end and its memory ---- */
 
@@ -198,12 +199,18 @@ void exchange_request(struct conn *c, const struct api_route *rt)
 		server_respond_error_extra(c, 405, head_only, api_route_allow_header(rt, allow, sizeof allow));
 		return;
 	}
-	if (rt->r.on_body) {
-		reqbody_stream_start(c, rt);
-		return;
+	if (rt->r.on_body || (p->chunked && rt->r.max_body)) {
+		if (!reqbody) {	/* added around vireo_http_route() */
+			server_respond_error(c, 501, head_only);
+			return;
+		}
+		if (rt->r.on_body) {
+			reqbody->stream_start(c, rt);
+			return;
+		}
 	}
-	if (p->content_length > rt->r.max_body) {
-		api_http_stats.body_too_large++;
+	if (p->content_length > rt->r.max_body || (p->chunked && !rt->r.max_body)) {
+		api_http_stats.body_too_large++;	/* a chunked one: the route takes none */
 		server_respond_error(c, 413, head_only);
 		return;
 	}

@@ -7,12 +7,15 @@
  * span from rx[], its cap (the route's max_body, or its body_limit), a
  * taker (the body buffer, or on_body, which may take less: back-pressure,
  * the rest stays in rx[] and the window closes), and the end (the handler,
- * or on_body_end). Cold: uploads are not the static site's path.
+ * or on_body_end). Cold: uploads are not the static site's path, and an
+ * image whose routes take no body does not link this file at all
+ * (vireo_http_route() in vireo/http.h calls vireo_http_bodies() only for
+ * a route with max_body or on_body; the server calls through reqbody).
  */
 #include "lib/types.h"
 #include "runtime/http/conn.h"
 
-void reqbody_stream_start(struct conn *c, const struct api_route *rt)
+static void reqbody_stream_start(struct conn *c, const struct api_route *rt)
 {
 	const struct http_req_parser *p = &c->parser;
 
@@ -40,7 +43,7 @@ static size_t reqbody_copy(struct conn *c, const u8 *data, size_t n)
 	return n;
 }
 
-int reqbody_pump(struct conn *c)
+static int reqbody_pump(struct conn *c)
 {
 	struct tcpconn *tc = &c->tc;
 	const struct vireo_route *rt = &c->route->r;
@@ -118,6 +121,13 @@ int reqbody_pump(struct conn *c)
 	exchange_release(c);
 	server_respond_error(c, err, c->parser.method == HTTP_METHOD_HEAD);
 	return 1;
+}
+
+static const struct reqbody_ops reqbody_linked = { reqbody_stream_start, reqbody_pump };
+
+void vireo_http_bodies(void)
+{
+	reqbody = &reqbody_linked;
 }
 
 void vireo_req_body_resume(vireo_req r)

@@ -36,7 +36,7 @@ static unsigned routes_mask(unsigned methods)
 	return (methods & VIREO_GET) ? methods | VIREO_HEAD : methods;
 }
 
-__cold int vireo_http_route(const struct vireo_route *route)
+__cold int vireo_http_route_add(const struct vireo_route *route)
 {
 	return api_route_add(route, 0);
 }

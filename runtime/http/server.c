@@ -563,7 +563,7 @@ err_t server_pump(struct conn *c)
 			continue;
 		}
 		if ((c->state == C_BODY && c->parser.chunked) || (c->state == C_APP && c->body_stream)) {
-			if (reqbody_pump(c))
+			if (reqbody->pump(c))
 				continue;	/* dispatched, ended, answered */
 			if (!tcpconn_rx_held(tc) && tc->rx_eof)
 				return server_conn_close(c);	/* the body will not come */
