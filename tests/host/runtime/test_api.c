@@ -14,6 +14,7 @@
 #include "lwip/priv/tcp_priv.h"
 #include "runtime/api.h"
 #include "runtime/egress.h"
+#include "runtime/http/chunked.h"
 #include "runtime/http/http.h"
 #include "lib/metrics.h"
 #include "runtime/http/server.h"
@@ -675,6 +676,16 @@ static void test_body_chunked(void **state)
 		assert_string_equal(hdr(&r, "Connection"), "close");
 		cl_close(&c);
 	}
+	/* A trailer section past CHUNKED_TRAILER_MAX (4 KiB): 400. */
+	n = (size_t)snprintf((char *)req, sizeof req,
+			     "POST /t/body HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: ");
+	memset(req + n, 't', CHUNKED_TRAILER_MAX);
+	n += CHUNKED_TRAILER_MAX;
+	snprintf((char *)req + n, sizeof req - n, "\r\n\r\n%s", smuggled_chunk);
+	get(&c, (const char *)req, &r, false);
+	assert_int_equal(r.status, 400);
+	assert_string_equal(hdr(&r, "Connection"), "close");
+	cl_close(&c);
 	run_ms(100);
 	assert_int_equal(api_buf_held(), 0);
 }
