@@ -3,7 +3,8 @@
  * answering a greeting, one taking a body, a configuration key and a
  * metric, a lookup answered later (GET /resolve: vireo_resolve()), a
  * connection out (GET /connect), an upstream asked through the HTTP client
- * (GET /fetch) and, in make TLS=1 images, a verified TLS connection (GET
+ * (GET /fetch), an upload of any size read as it arrives (POST /sum: a
+ * streamed body) and, in make TLS=1 images, a verified TLS connection (GET
  * /tls). Build and boot it with `make run APP=apps/template`, then
  * `curl localhost:8080/hello?name=you`.
  */
@@ -36,6 +37,81 @@ static void template_echo(vireo_req r, void *arg)
 
 	(void)arg;
 	vireo_resp_send(r, 200, "application/octet-stream", body, len);
+}
+
+/*
+ * POST /sum with a body of any length (Content-Length or chunked) ->
+ * "bytes N fnv1a HHHHHHHH": the body is streamed (on_body), never held
+ * whole, so it may be far larger than memory. One sum per request, kept in
+ * a slot of its own (a few uploads at once; more are 503).
+ */
+#define TEMPLATE_SUMS 4
+static struct template_sum {
+	u32 id;		/* the request's, 0 when free */
+	u32 fnv;
+	u64 bytes;
+} template_sums[TEMPLATE_SUMS];
+
+static struct template_sum *template_sum_of(vireo_req r)
+{
+	for (unsigned i = 0; i < TEMPLATE_SUMS; i++)
+		if (template_sums[i].id == r.id)
+			return &template_sums[i];
+	return NULL;
+}
+
+/* The exchange ended (answered, or the client left): the slot is free. */
+static void template_sum_done(vireo_req r, bool done, void *arg)
+{
+	struct template_sum *s = arg;
+
+	(void)r;
+	(void)done;
+	s->id = 0;
+}
+
+/* The head: a slot for the sum, before any byte of the body. */
+static void template_sum_head(vireo_req r, void *arg)
+{
+	struct template_sum *s = template_sum_of((vireo_req){ 0 });
+
+	(void)arg;
+	if (!s) {
+		vireo_resp_error(r, 503);
+		return;
+	}
+	*s = (struct template_sum){ .id = r.id, .fnv = 2166136261u };
+	vireo_req_on_done(r, template_sum_done, s);
+}
+
+/* Body bytes as they arrive: all taken (return less to hold the client
+ * back, and vireo_req_body_resume() later). */
+static size_t template_sum_body(vireo_req r, const void *data, size_t len, void *arg)
+{
+	struct template_sum *s = template_sum_of(r);
+	const u8 *d = data;
+
+	(void)arg;
+	if (!s)
+		return len;
+	for (size_t i = 0; i < len; i++)
+		s->fnv = (s->fnv ^ d[i]) * 16777619u;
+	s->bytes += len;
+	return len;
+}
+
+static void template_sum_end(vireo_req r, void *arg)
+{
+	struct template_sum *s = template_sum_of(r);
+	char text[64];
+	int n;
+
+	(void)arg;
+	if (!s)
+		return;
+	n = vireo_snprintf(text, sizeof text, "bytes %llu fnv1a %08x\n", (unsigned long long)s->bytes,
+			   s->fnv);
+	vireo_resp_send(r, 200, "text/plain; charset=utf-8", text, (size_t)n);
 }
 
 /* The end of a GET /resolve lookup: the addresses, one a line, and the
@@ -343,6 +419,11 @@ static int template_init(void)
 		err = vireo_http_route(&(struct vireo_route){ .path = "/echo", .methods = VIREO_POST,
 							      .max_body = 4096, .handler = template_echo });
 	if (!err)
+		err = vireo_http_route(&(struct vireo_route){ .path = "/sum", .methods = VIREO_POST | VIREO_PUT,
+							      .handler = template_sum_head,
+							      .on_body = template_sum_body,
+							      .on_body_end = template_sum_end });
+	if (!err)
 		err = vireo_http_route(&(struct vireo_route){ .path = "/resolve", .methods = VIREO_GET,
 							      .handler = template_resolve });
 	if (!err)
@@ -357,4 +438,4 @@ static int template_init(void)
 	return err;
 }
 
-VIREO_APP(template, .name = "template", .init = template_init, .help = "GET /hello, POST /echo: copy me");
+VIREO_APP(template, .name = "template", .init = template_init, .help = "GET /hello, POST /echo, POST /sum: copy me");

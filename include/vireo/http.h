@@ -22,9 +22,11 @@
  * runtime refuses before reading its body). GET implies HEAD: the runtime
  * drops the body of a HEAD answer and keeps its Content-Length.
  *
- * Request bodies: only with Content-Length (a chunked request is 501), at
- * most the route's max_body (413 and close otherwise), read whole before the
- * handler runs. The bytes held for bodies and copied responses are bounded
+ * Request bodies: with Content-Length or "Transfer-Encoding: chunked"
+ * (another coding is 501, both framings 400), at most the route's max_body
+ * (413 and close otherwise; a chunked body as it grows past it), read
+ * whole before the handler runs, unless the route streams its body
+ * (on_body, below). The bytes held for bodies and copied responses are bounded
  * all together by VIREO_HTTP_BUF_BUDGET; a body is charged as its bytes
  * arrive (never on the length it declares), request bodies together take
  * at most three quarters of the budget and one client (an IPv4 address,
@@ -82,18 +84,51 @@ struct vireo_route {
 	void *arg;		/* handed to handler */
 	u32 max_body;		/* request body bytes accepted, <= VIREO_HTTP_BODY_MAX;
 				 * 0: a request with a body is 413 */
+	/*
+	 * A streamed request body (opt-in: on_body set; max_body must be 0).
+	 * The handler runs at the head, before any body byte; then on_body
+	 * gets the body (decoded, for a chunked one) as it arrives, in spans
+	 * of what the connection's receive buffer holds, and returns how
+	 * much it took (0..len): the rest stays in the buffer, so the TCP
+	 * window closes until vireo_req_body_resume(r) (vireo_tcp's on_recv
+	 * contract). After the last byte on_body_end runs once. Nothing is
+	 * copied or charged to VIREO_HTTP_BUF_BUDGET: what the body makes the
+	 * runtime hold is the receive buffer (one TCP window), whatever its
+	 * length. body_limit bounds the body's bytes (0: none): a
+	 * Content-Length past it is 413 at the head, a chunked body 413 as it
+	 * passes it (the exchange then ends lost, on_done(r, false)), as is
+	 * a chunked body's bad framing (400). An answer may start before the
+	 * body's end; on_body is not called after it, and the rest of the
+	 * body is dropped (at most HTTP's 8 KiB) or the connection closes.
+	 * The exchange must answer within VIREO_HTTP_DEFER_MS of the last
+	 * body byte taken (of the head, before any).
+	 */
+	size_t (*on_body)(vireo_req r, const void *data, size_t len, void *arg);
+	void (*on_body_end)(vireo_req r, void *arg);
+	u64 body_limit;
 };
 
 /*
  * Adds a route (the struct is copied). Returns 0, or (logged):
  * -EINVAL  no handler, no methods or unknown bits, a path that is empty, does
  *          not start with '/', is longer than VIREO_HTTP_PATH_MAX or holds a
- *          byte outside printable ASCII, max_body too large;
+ *          byte outside printable ASCII, max_body too large, on_body with
+ *          max_body, on_body_end or body_limit without on_body;
  * -EEXIST  the same path (and prefix flag) is routed already for one of these
  *          methods, or the path is a runtime route (/healthz, /metrics);
  * -ENOSPC  VIREO_HTTP_ROUTES_MAX routes exist.
+ * (Inline: a route with max_body or on_body links the runtime's readers of
+ * chunked and streamed bodies, which an image whose routes take no body,
+ * such as the static site's, leaves out.)
  */
-int vireo_http_route(const struct vireo_route *route);
+int vireo_http_route_add(const struct vireo_route *route);
+void vireo_http_bodies(void);
+static inline int vireo_http_route(const struct vireo_route *route)
+{
+	if (route && (route->max_body || route->on_body))
+		vireo_http_bodies();
+	return vireo_http_route_add(route);
+}
 
 /* ---- the request (valid until the exchange ends) ---- */
 
@@ -120,8 +155,12 @@ int vireo_req_query_param(vireo_req r, const char *name, char *buf, size_t size)
  * absent, appears more than once (an ambiguous value is no value), or r is
  * stale. */
 const char *vireo_req_header(vireo_req r, const char *name);
-/* The body (NULL and *len 0 without one). */
+/* The body (NULL and *len 0 without one, or for a route that streams it). */
 const void *vireo_req_body(vireo_req r, size_t *len);
+/* A streamed body's on_body took less than it was given: call it again
+ * with what is left (and what arrived since). Nothing if r is stale or
+ * not paused. */
+void vireo_req_body_resume(vireo_req r);
 /* The client's address and port. 0 or -EPIPE. */
 int vireo_req_peer(vireo_req r, struct vireo_addr *a);
 /* Whether the request came over HTTPS. */

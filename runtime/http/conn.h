@@ -18,14 +18,15 @@
 #include "net/tcp/tcpconn.h"
 #include "runtime/api.h"
 #include "runtime/conntab.h"
+#include "runtime/http/chunked.h"
 #include "runtime/http/http.h"
 #include "runtime/http/server.h"
 
 /*
  * A connection is in one of five states:
  *   READ    bytes from rx[] go to the request parser until a head is complete
- *   BODY    an app's request: its Content-Length body is read into a buffer
- *           counted against VIREO_HTTP_BUF_BUDGET
+ *   BODY    an app's request: its Content-Length or chunked body is read
+ *           into a buffer counted against VIREO_HTTP_BUF_BUDGET
  *   APP     the route's handler has the request and has not answered yet
  *   SEND    a response is being handed to altcp_write() as send space allows
  *   LINGER  after the last response: our FIN is queued, input is discarded
@@ -42,6 +43,9 @@ enum conn_state { C_READ, C_SEND, C_LINGER, C_BODY, C_APP };
  * most this long (no more than a head costs: it passes through rx[], under
  * the header timeout), else the response closes the connection. */
 #define HTTP_DISCARD_MAX HTTP_HEAD_MAX
+/* req_left of a chunked body not read to its end: its length is unknown,
+ * so it is never dropped; a response before its end closes. */
+#define HTTP_CHUNKED_LEFT UINT64_MAX
 /*
  * Request bodies (exchange_body_room()) are charged to VIREO_HTTP_BUF_BUDGET
  * as their bytes arrive, never on the declared Content-Length: the buffer
@@ -79,7 +83,8 @@ struct conn {
 	u64 t_wait;		/* READ: accept, or the end of the last response (ms) */
 	u64 t_head;		/* READ: when the first byte of this head was seen */
 	u64 req_left;		/* the request's declared body bytes not yet read off
-				 * the stream (BODY reads them, READ drops them) */
+				 * the stream (BODY reads them, READ drops them);
+				 * HTTP_CHUNKED_LEFT while a chunked body is unread */
 
 	/* The response: out[] (copied), then body (zero-copy unless body_copy). */
 	u16 out_len, out_off;
@@ -95,6 +100,12 @@ struct conn {
 	u8 *req_body;		/* BODY/APP: the request body */
 	u32 req_body_len, req_body_need;
 	u32 req_body_cap;	/* req_body's size, charged (exchange_body_room()) */
+	struct chunked dechunk;	/* BODY with parser.chunked: the body's decoder */
+	bool body_stream;	/* APP: the route's on_body takes the body (until
+				 * its end, or a response starts) */
+	bool body_paused;	/* on_body took less than it was given: wait for
+				 * vireo_req_body_resume() */
+	u64 body_seen;		/* the streamed body's bytes taken so far */
 	size_t budget;		/* bytes held against VIREO_HTTP_BUF_BUDGET */
 	u64 t_app;		/* APP: when the handler got the request */
 	bool stream;		/* SEND: the body comes from sbuf through vireo_resp_write */
@@ -175,6 +186,23 @@ bool exchange_body_room(struct conn *c, u32 n);
 void exchange_dispatch(struct conn *c);
 /* The exchange ends: the handle goes stale, then on_done hears it. */
 void exchange_end(struct conn *c, bool done);
+/* ---- reqbody.c: chunked and streamed request bodies ---- */
+
+/* Both are set by vireo_http_bodies() (the first route with max_body or
+ * on_body): NULL in an image whose routes take no body, which then
+ * links neither reqbody.c nor the chunked decoder. */
+struct reqbody_ops {
+	/* A route that streams its body (on_body): 413 past body_limit at
+	 * the head, else the handler at once, the body to on_body after it. */
+	void (*stream_start)(struct conn *c, const struct api_route *rt);
+	/* BODY with a chunked body, APP with body_stream: rx[] through the
+	 * decoder (chunked) into the body or to on_body. 1 when the pump
+	 * should go round again (dispatched, ended, the app answered, an
+	 * error being answered), 0 to wait for bytes or a resume. */
+	int (*pump)(struct conn *c);
+};
+extern const struct reqbody_ops *reqbody;
+
 /* Frees the request body and the stream buffer and gives back the budget. */
 void exchange_release(struct conn *c);
 

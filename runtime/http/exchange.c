@@ -38,6 +38,7 @@
 struct api_http_stats api_http_stats;
 
 static size_t exchange_bodies;	/* request body bytes held, every connection's */
+const struct reqbody_ops *reqbody;
 
 /* ---- the app's exchange: its end and its memory ---- */
 
@@ -183,7 +184,7 @@ void exchange_request(struct conn *c, const struct api_route *rt)
 	char allow[96];
 
 	if (rt->runtime) {
-		if (p->content_length) {
+		if (p->content_length || p->chunked) {
 			server_respond_error(c, 413, head_only);
 			return;
 		}
@@ -198,19 +199,32 @@ void exchange_request(struct conn *c, const struct api_route *rt)
 		server_respond_error_extra(c, 405, head_only, api_route_allow_header(rt, allow, sizeof allow));
 		return;
 	}
-	if (p->content_length > rt->r.max_body) {
-		api_http_stats.body_too_large++;
+	if (rt->r.on_body || (p->chunked && rt->r.max_body)) {
+		if (!reqbody) {	/* added around vireo_http_route() */
+			server_respond_error(c, 501, head_only);
+			return;
+		}
+		if (rt->r.on_body) {
+			reqbody->stream_start(c, rt);
+			return;
+		}
+	}
+	if (p->content_length > rt->r.max_body || (p->chunked && !rt->r.max_body)) {
+		api_http_stats.body_too_large++;	/* a chunked one: the route takes none */
 		server_respond_error(c, 413, head_only);
 		return;
 	}
 	c->route = rt;
-	if (!p->content_length) {
+	if (!p->content_length && !p->chunked) {
 		exchange_dispatch(c);
 		return;
 	}
-	/* Nothing is held for it yet: the body is charged as it arrives. */
-	c->req_body_need = (u32)p->content_length;
+	/* Nothing is held for it yet: the body is charged as it arrives. A
+	 * chunked one may grow to the route's max_body (413 past it, as its
+	 * bytes arrive: reqbody_pump()). */
+	c->req_body_need = p->chunked ? rt->r.max_body : (u32)p->content_length;
 	c->req_body_len = 0;
+	chunked_init(&c->dechunk);
 	c->state = C_BODY;
 }
 

@@ -12,7 +12,10 @@
  * x >= 1 is served as 1.1 (RFC 9110 2.5) while any other major is 505; a
  * repeated Host or Content-Length is 400 even if identical; a line ends in
  * CRLF only (a bare LF is 400, like a bare CR); request bodies are refused
- * (Content-Length > 0: 413 without ext, Transfer-Encoding: 501).
+ * (Content-Length > 0: 413 without ext, Transfer-Encoding: 501); with ext
+ * a body comes with Content-Length or "Transfer-Encoding: chunked" alone
+ * (http_parse_te(): one other coding is 501, a list 400, both fields or TE
+ * in HTTP/1.0 400: the body's end must be beyond doubt).
  */
 #include "lib/types.h"
 #include "lib/outbuf.h"
@@ -87,6 +90,7 @@ void http_parser_reset(struct http_req_parser *p)
 	p->host = NULL;
 	p->query = NULL;
 	p->content_length = 0;
+	p->chunked = false;
 	p->expect = false;
 	p->nfields = 0;
 	p->state = ST_HEAD;
@@ -110,6 +114,7 @@ static int http_fail(struct http_req_parser *p, int status)
 	p->host = NULL;
 	p->query = NULL;
 	p->content_length = 0;
+	p->chunked = false;
 	p->expect = false;
 	p->nfields = 0;
 	return HTTP_ERROR;
@@ -118,6 +123,7 @@ static int http_fail(struct http_req_parser *p, int status)
 /* What the header fields said; filled by one pass over them. */
 struct head_info {
 	bool host, clen, te, close, keep, inm, ims;
+	int te_err;		/* a refused Transfer-Encoding: 400 or 501 */
 	u64 clen_val;
 };
 
@@ -273,6 +279,23 @@ static int http_parse_connection(struct head_info *h, const char *v, size_t n)
 	return 0;
 }
 
+/*
+ * A Transfer-Encoding value, trimmed: 0 for exactly the one coding
+ * "chunked" (any case), the only one served; 501 for one other coding
+ * ("gzip", "xchunked": RFC 9112 6.1); 400 for anything else: a list (chunked
+ * twice, not last, or after another coding), an empty or quoted value, where
+ * the body's end would be in doubt.
+ */
+static int http_parse_te(const char *v, size_t n)
+{
+	if (http_eq_nocase(v, n, "chunked"))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!http_is_tchar((u8)v[i]))
+			return 400;
+	return n ? 501 : 400;
+}
+
 /* One field line, name and value already split and the value trimmed. */
 static int http_parse_field(struct http_req_parser *p, struct head_info *h, const char *name,
 		       size_t nlen, char *v, size_t vlen)
@@ -300,6 +323,7 @@ static int http_parse_field(struct http_req_parser *p, struct head_info *h, cons
 		h->clen = true;
 		h->clen_val = val;
 	} else if (http_eq_nocase(name, nlen, "transfer-encoding")) {
+		h->te_err = h->te ? 400 : http_parse_te(v, vlen);	/* twice: a split list */
 		h->te = true;
 	} else if (http_eq_nocase(name, nlen, "expect")) {
 		p->expect = true;
@@ -495,11 +519,16 @@ static int http_finish(struct http_req_parser *p)
 	err = http_parse_target(p, t, tl);
 	if (err)
 		return http_fail(p, err);
-	if (h.te)
+	if (h.te && !p->ext)
 		return http_fail(p, h.clen ? 400 : 501);	/* both at once: smuggling attempt */
+	if (h.te && (h.clen || p->version_minor == 0))
+		return http_fail(p, 400);	/* the same; 1.0 has no Transfer-Encoding */
+	if (h.te && h.te_err)
+		return http_fail(p, h.te_err);
 	if (h.clen && h.clen_val && !p->ext)
 		return http_fail(p, 413);
 	p->content_length = h.clen ? h.clen_val : 0;
+	p->chunked = h.te;
 
 	p->has_host = h.host;
 	if (p->version_minor == 1)

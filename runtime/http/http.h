@@ -89,6 +89,8 @@ struct http_req_parser {
 	/* With ext only: */
 	const char *query;	/* the raw query after '?', NUL-terminated, or NULL */
 	u64 content_length;	/* Content-Length, 0 if absent */
+	bool chunked;		/* Transfer-Encoding: chunked (content_length 0):
+				 * the body is chunked (runtime/http/chunked.h) */
 	bool expect;		/* an Expect field came (the client may hold its
 				 * body back until a 100 Continue) */
 	u16 nfields;		/* fields[0..nfields): every header field */
@@ -98,7 +100,10 @@ struct http_req_parser {
 	 * API. Any method token is accepted (HTTP_METHOD_OTHER for unknown
 	 * ones; the caller answers 405), Content-Length > 0 is accepted
 	 * (the caller reads or refuses the body), and query and fields are
-	 * filled. Transfer-Encoding stays 501 (400 with Content-Length). */
+	 * filled, and "Transfer-Encoding: chunked" sets chunked (one other
+	 * coding 501; a list, with Content-Length, twice, in 1.0: 400).
+	 * Without ext any Transfer-Encoding is 501 (400 with
+	 * Content-Length). */
 	bool ext;
 
 	/* Private. */
@@ -122,8 +127,8 @@ void http_parser_reset(struct http_req_parser *p);
  * http_parser_reset(). HTTP_ERROR: p->status holds the error status; the
  * stream cannot be resynchronised, so answer and close. Once DONE or ERROR,
  * further calls return the same result and consume nothing until reset.
- * Requests with bodies are refused: Content-Length > 0 is 413 and any
- * Transfer-Encoding is 501 (400 if Content-Length is present too).
+ * Without ext requests with bodies are refused: Content-Length > 0 is 413
+ * and any Transfer-Encoding is 501 (400 if Content-Length is present too).
  */
 int http_parse(struct http_req_parser *p, const u8 *data, size_t len, size_t *consumed);
 

@@ -36,7 +36,7 @@ static unsigned routes_mask(unsigned methods)
 	return (methods & VIREO_GET) ? methods | VIREO_HEAD : methods;
 }
 
-__cold int vireo_http_route(const struct vireo_route *route)
+__cold int vireo_http_route_add(const struct vireo_route *route)
 {
 	return api_route_add(route, 0);
 }
@@ -71,6 +71,10 @@ __cold int api_route_add(const struct vireo_route *route, unsigned flags)
 	if (route->max_body > VIREO_HTTP_BODY_MAX) {
 		api_misuse("vireo_http_route %s: max_body %u over %u: refused", route->path, route->max_body,
 			   VIREO_HTTP_BODY_MAX);
+		return -EINVAL;
+	}
+	if (route->on_body ? route->max_body != 0 : route->on_body_end || route->body_limit) {
+		api_misuse("vireo_http_route %s: on_body and the body fields: refused", route->path);
 		return -EINVAL;
 	}
 	for (i = 0; i < routes.n; i++) {

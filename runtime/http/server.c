@@ -187,6 +187,7 @@ void server_start_send(struct conn *c)
 {
 	if (!server_keep_alive(c))
 		c->close_after = true;	/* whatever the head said: the rule holds */
+	c->body_stream = false;	/* an answer ends a streamed body's delivery */
 	c->state = C_SEND;
 	c->out_off = 0;
 	c->body_off = 0;
@@ -561,6 +562,13 @@ err_t server_pump(struct conn *c)
 			http_parser_reset(&c->parser);
 			continue;
 		}
+		if ((c->state == C_BODY && c->parser.chunked) || (c->state == C_APP && c->body_stream)) {
+			if (reqbody->pump(c))
+				continue;	/* dispatched, ended, answered */
+			if (!tcpconn_rx_held(tc) && tc->rx_eof)
+				return server_conn_close(c);	/* the body will not come */
+			return ERR_OK;
+		}
 		if (c->state == C_BODY) {
 			u32 n = MIN(tcpconn_rx_held(tc), c->req_body_need - c->req_body_len);
 
@@ -618,7 +626,7 @@ err_t server_pump(struct conn *c)
 		if (r == HTTP_NEED_MORE)
 			continue;
 		http_server_stats.requests++;
-		c->req_left = c->parser.content_length;	/* 0 after HTTP_ERROR */
+		c->req_left = c->parser.chunked ? HTTP_CHUNKED_LEFT : c->parser.content_length;	/* 0 after HTTP_ERROR */
 		if (r == HTTP_DONE)
 			server_respond(c);
 		else

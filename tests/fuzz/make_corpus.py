@@ -53,6 +53,18 @@ def http():
         "no_host": b"\x09GET / HTTP/1.1\r\n\r\n",
         "long_header": b"\x13GET / HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 2000 + b"\r\n\r\n",
         "lf_only": b"\x04GET / HTTP/1.1\nHost: x\n\n",
+        # Seed bit 4: the app parser, chunked request bodies and what follows them.
+        "chunked": b"\x13POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                   b"5;a=b\r\nhello\r\nA\r\n0123456789\r\n0\r\nT: v\r\n\r\n" + get,
+        "chunked_pipelined": b"\x35PUT /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n"
+                             b"1\r\na\r\n0\r\n\r\nPOST /b HTTP/1.1\r\nHost: x\r\n"
+                             b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + get,
+        "chunked_cl": b"\x17POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
+                      b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        "chunked_twice": b"\x1bPOST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+        "te_gzip": b"\x19POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+        "chunked_bad_size": b"\x11POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                            b"fffffffffffffffff\r\n" + get,
     }
 
 

@@ -2,6 +2,7 @@
 its routes answer through real clients (curl and raw sockets), its
 configuration key comes from the command line, its metric and the API's
 counters are on /metrics, and the runtime's routes stay the runtime's."""
+import random
 import subprocess
 
 import pytest
@@ -14,7 +15,7 @@ def app(app_boot):
 
 
 def test_boot_log(app):
-    app.vm.wait_for(r"app template: GET /hello, POST /echo")
+    app.vm.wait_for(r"app template: GET /hello, POST /echo, POST /sum")
     app.vm.wait_for(r"config: template.greeting=howdy \(from cmdline")
 
 
@@ -39,6 +40,28 @@ def test_echo_body(app):
     body = bytes(range(256)) * 16	# 4096 bytes: the route's max_body
     status, headers, got = app.http("POST", "/echo", body)
     assert status == 200 and got == body
+
+
+def fnv1a(data):
+    h = 2166136261
+    for b in data:
+        h = ((h ^ b) * 16777619) & 0xffffffff
+    return h
+
+
+def test_sum_streamed_upload(app):
+    """POST /sum streams its body (on_body): 4 MiB chunked by curl -T -,
+    four times the 1 MiB a body read whole may have, and 1 MiB + 1 by
+    Content-Length; each answered with its length and hash."""
+    data = random.Random(32).randbytes(4 * 1024 * 1024)
+    want = fnv1a(data)
+    out = subprocess.run(["curl", "-sS", "--max-time", "60", "-T", "-", "-H", "Transfer-Encoding: chunked",
+                          "-H", "Expect:", f"http://127.0.0.1:{app.port}/sum"],
+                         input=data, capture_output=True, check=True).stdout
+    assert out == b"bytes %d fnv1a %08x\n" % (len(data), want)
+    part = data[:1024 * 1024 + 1]
+    status, _, got = app.http("POST", "/sum", part)
+    assert status == 200 and got == b"bytes %d fnv1a %08x\n" % (len(part), fnv1a(part))
 
 
 def test_refusals(app):

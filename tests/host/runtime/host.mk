@@ -19,10 +19,10 @@ $(BUILD)/host/site_server.c: tools/mksite.py tests/host/runtime/host.mk $(SITE_D
 
 # The request parser and the site tables (baked and from the ESP).
 HOST_TESTS += test_http
-test_http_USES := http mime range site site_esp wallclock
+test_http_USES := http chunked mime range site site_esp wallclock
 test_http_SRCS := $(BUILD)/host/site_default.c
 FUZZERS += fuzz_http
-fuzz_http_USES := http mime range wallclock
+fuzz_http_USES := http chunked mime range wallclock
 
 # Address allow-lists (metrics.allow=): the parser and the match.
 HOST_TESTS += test_allow

@@ -10,12 +10,17 @@
  * turns on the parser's ext mode (the application API's: any method, bodies
  * by Content-Length, the query and the header index), where DONE gives any
  * method, a NUL-terminated query without control bytes, and http_header()
- * and http_query_param() are run over the head. */
+ * and http_query_param() are run over the head. A chunked request's body
+ * (ext, "Transfer-Encoding: chunked") is decoded as the server reads it
+ * (runtime/http/chunked.c, in the same pieces) and the next request parsed
+ * right after its end: the payload's length and hash and where the body
+ * ended (or that its framing failed) must not depend on the pieces. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/http/chunked.h"
 #include "runtime/http/http.h"
 
 #define MAX_REQS 64
@@ -26,6 +31,10 @@ struct event {
 	size_t end;		/* stream offset where this request's head ended */
 	u32 path_hash, query_hash;
 	u64 clen;
+	bool chunked;
+	int body;		/* chunked: CHUNKED_END or CHUNKED_ERROR (or MORE at the end) */
+	size_t body_end, body_len;
+	u32 body_hash;
 };
 
 static struct http_req_parser P;
@@ -137,6 +146,44 @@ static void respond(bool err, bool head_only)
 	free(b);
 }
 
+/* A chunked body from data[*off..len) in the run's pieces, into e: the
+ * decoder's last result, where it stopped, the payload's length and hash. */
+static void run_body(const u8 *data, size_t len, size_t *off, bool chunked, u32 *rng, u8 seed,
+		     struct event *e)
+{
+	struct chunked d;
+	size_t used, avail;
+	u32 h = 2166136261u;
+	int r = CHUNKED_MORE;
+
+	chunked_init(&d);
+	while (*off < len) {
+		size_t c = len - *off;
+
+		if (chunked) {
+			*rng = *rng * 1103515245u + 12345u;
+			c = MIN(c, (size_t)((*rng >> 16) % (seed % 64 + 1)) + 1);
+		}
+		r = chunked_step(&d, data + *off, c, &used, &avail);
+		if (used > c || (r == CHUNKED_MORE && used != c) || (r == CHUNKED_DATA && (!avail || used + avail > c)))
+			abort();
+		*off += used;
+		if (r == CHUNKED_DATA) {
+			for (size_t i = 0; i < avail; i++)
+				h = (h ^ data[*off + i]) * 16777619u;
+			e->body_len += avail;
+			chunked_take(&d, avail);
+			*off += avail;
+			continue;
+		}
+		if (r != CHUNKED_MORE)
+			break;
+	}
+	e->body = r == CHUNKED_DATA ? CHUNKED_MORE : r;
+	e->body_end = *off;
+	e->body_hash = h;
+}
+
 /* Parse the stream; chunk 0 means "everything left", otherwise sizes come
  * from seed. Returns the number of events written to ev. */
 static size_t run(const u8 *data, size_t len, u8 seed, bool chunked, struct event *ev)
@@ -173,10 +220,20 @@ static size_t run(const u8 *data, size_t len, u8 seed, bool chunked, struct even
 			ev[nev].path_hash = hash(P.path, P.path_len);
 			ev[nev].query_hash = P.query ? hash(P.query, strlen(P.query)) : 0;
 			ev[nev].clen = P.content_length;
+			ev[nev].chunked = P.chunked;
+			if (P.chunked && (!P.ext || P.content_length))
+				abort();
 			if (!chunked)
 				respond(false, false);
 			if (http_parse(&P, data + off, len - off, &used) != HTTP_DONE || used)
 				abort();
+			if (P.chunked) {
+				run_body(data, len, &off, chunked, &rng, seed, &ev[nev]);
+				if (ev[nev].body != CHUNKED_END) {
+					nev++;
+					break;	/* an error, or the stream ended inside it */
+				}
+			}
 			nev++;
 			http_parser_reset(&P);
 			continue;
@@ -207,7 +264,9 @@ static void compare(const u8 *data, size_t size, u8 seed)
 
 		if (x->r != y->r || x->status != y->status || x->end != y->end ||
 		    x->method != y->method || x->minor != y->minor || x->keep != y->keep ||
-		    x->path_hash != y->path_hash || x->query_hash != y->query_hash || x->clen != y->clen)
+		    x->path_hash != y->path_hash || x->query_hash != y->query_hash || x->clen != y->clen ||
+		    x->chunked != y->chunked || x->body != y->body || x->body_end != y->body_end ||
+		    x->body_len != y->body_len || x->body_hash != y->body_hash)
 			abort();
 	}
 }

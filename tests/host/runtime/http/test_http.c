@@ -16,6 +16,7 @@
 
 #include "kernel/boot_info.h"
 #include "kernel/mm/mm.h"
+#include "runtime/http/chunked.h"
 #include "runtime/http/http.h"
 #include "runtime/site.h"
 #include "tests/host/shim/hostk.h"
@@ -523,6 +524,117 @@ static void test_bodies_refused(void **state)
 	expect_error(S("GET / HTTP/1.0\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), 501);
 	expect_error(S("GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n"),
 		     400);
+}
+
+/* With ext (the application API): "Transfer-Encoding: chunked" alone is
+ * a chunked body; everything that could put its end in doubt is refused. */
+static void test_te_ext(void **state)
+{
+	static const struct { const char *te; int status; } cases[] = {
+		{ "chunked", 0 }, { "Chunked", 0 }, { "CHUNKED ", 0 }, { "\tchunked", 0 },
+		{ "gzip", 501 }, { "gzip, chunked", 400 }, { "xchunked", 501 }, { "chunkedx", 501 },
+		{ "identity", 501 }, { "chunked, chunked", 400 }, { "chunked, gzip", 400 },
+		{ "chunked,", 400 }, { ",chunked", 400 }, { "", 400 }, { "chunk ed", 400 },
+		{ "\"chunked\"", 400 }, { "chunked;q=1", 400 },
+	};
+	static struct outcome o;
+	char req[256];
+	int n;
+
+	P.ext = true;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		n = snprintf(req, sizeof req, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: %s\r\n\r\n",
+			     cases[i].te);
+		parse2(req, (size_t)n, &o);
+		if (cases[i].status ? o.r != HTTP_ERROR || o.status != cases[i].status :
+				      o.r != HTTP_DONE || !P.chunked || P.content_length)
+			fail_msg("\"%s\": r %d status %d, want %d", cases[i].te, o.r, o.status, cases[i].status);
+	}
+	/* Both framings (either order), the field twice, HTTP/1.0: 400. */
+	expect_error(S("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n"),
+		     400);
+	expect_error(S("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n"),
+		     400);
+	expect_error(S("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\ntransfer-encoding: chunked\r\n\r\n"),
+		     400);
+	expect_error(S("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"), 400);
+	/* A Content-Length request is not chunked, and a reset forgets it. */
+	parse2(S("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n"), &o);
+	assert_int_equal(o.r, HTTP_DONE);
+	assert_false(P.chunked);
+	assert_int_equal(P.content_length, 3);
+	http_parser_reset(&P);
+	assert_false(P.chunked);
+	P.ext = false;
+}
+
+/* A chunked request, its body and a pipelined request, split at every
+ * byte into two deliveries: the head parser, the decoder from where the
+ * head ended, then the parser again from where the body ended, as the
+ * server reads them. The same payload and the same next request every
+ * time. */
+static void test_chunked_request_every_split(void **state)
+{
+	static const char s[] = "PUT /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+				"5;ext=1\r\nhello\r\n1\r\n \r\nA\r\n0123456789\r\n0\r\nT: v\r\n\r\n"
+				"GET /next HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char want[] = "hello 0123456789";
+	const size_t n = sizeof s - 1;
+
+	for (size_t k = 0; k <= n; k++) {
+		/* Two deliveries: s[0..k) then s[k..n); held bytes are re-fed. */
+		size_t have = 0, off = 0, used, avail, got = 0;
+		char body[64];
+		int phase = 0, r;
+		struct chunked d;
+
+		http_parser_reset(&P);
+		P.ext = true;
+		for (int delivery = 0; delivery < 2; delivery++) {
+			have = delivery ? n : k;
+			while (off < have) {
+				if (phase == 0) {
+					r = http_parse(&P, (const u8 *)s + off, have - off, &used);
+					off += used;
+					if (r == HTTP_NEED_MORE)
+						break;
+					assert_int_equal(r, HTTP_DONE);
+					assert_true(P.chunked);
+					assert_string_equal(P.path, "/up");
+					chunked_init(&d);
+					phase = 1;
+				} else if (phase == 1) {
+					r = chunked_step(&d, (const u8 *)s + off, have - off, &used, &avail);
+					off += used;
+					if (r == CHUNKED_DATA) {
+						assert_true(got + avail < sizeof body);
+						memcpy(body + got, s + off, avail);
+						got += avail;
+						chunked_take(&d, avail);
+						off += avail;
+						continue;
+					}
+					if (r == CHUNKED_MORE)
+						break;
+					assert_int_equal(r, CHUNKED_END);
+					http_parser_reset(&P);
+					phase = 2;
+				} else {
+					r = http_parse(&P, (const u8 *)s + off, have - off, &used);
+					off += used;
+					if (r == HTTP_NEED_MORE)
+						break;
+					assert_int_equal(r, HTTP_DONE);
+					assert_false(P.chunked);
+					assert_string_equal(P.path, "/next");
+					phase = 3;
+				}
+			}
+		}
+		if (phase != 3 || off != n || got != sizeof want - 1 || memcmp(body, want, got))
+			fail_msg("split %zu: phase %d off %zu got %zu", k, phase, off, got);
+	}
+	P.ext = false;
 }
 
 static void test_method_not_allowed(void **state)
@@ -1702,6 +1814,8 @@ int main(void)
 		cmocka_unit_test(test_keep_alive),
 		cmocka_unit_test(test_bad_request),
 		cmocka_unit_test(test_bodies_refused),
+		cmocka_unit_test(test_te_ext),
+		cmocka_unit_test(test_chunked_request_every_split),
 		cmocka_unit_test(test_method_not_allowed),
 		cmocka_unit_test(test_version_not_supported),
 		cmocka_unit_test(test_uri_too_long),
