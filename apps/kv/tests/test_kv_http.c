@@ -38,11 +38,15 @@ static int routes;
 static size_t mem_used, mem_limit = VIREO_APP_MEM_DEFAULT;
 static unsigned fail_alloc;
 
-int vireo_http_route(const struct vireo_route *r)
+int vireo_http_route_add(const struct vireo_route *r)
 {
 	route = *r;
 	routes++;
 	return 0;
+}
+
+void vireo_http_bodies(void)
+{
 }
 
 const char *vireo_req_subpath(vireo_req r)
