@@ -3,6 +3,7 @@
  * (boot/smbios.h). Every offset comes from firmware or the VMM and is
  * checked against the bytes given before it is used. */
 #include "boot/smbios.h"
+#include "lib/parse.h"
 #include "lib/byteorder.h"
 #include "lib/string.h"
 
@@ -43,21 +44,6 @@ int smbios_entry(const u8 *ep, size_t avail, u64 *addr, u32 *len)
 	return *addr && *len ? 0 : -EINVAL;
 }
 
-static int smbios_b64_value(char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
 int smbios_base64(const char *in, size_t n, u8 *out, size_t room)
 {
 	size_t o = 0, i, pad = 0;
@@ -71,7 +57,7 @@ int smbios_base64(const char *in, size_t n, u8 *out, size_t room)
 	if (n % 4 == 1 || (pad && (n + pad) % 4))
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
-		int v = smbios_b64_value(in[i]);
+		int v = parse_b64digit(in[i], '+', '/');
 
 		if (v < 0)
 			return -EINVAL;

@@ -1,5 +1,6 @@
 /* JSON for ACME (acme_json.h). */
 #include "net/acme/acme_json.h"
+#include "lib/parse.h"
 
 struct ajp {
 	struct acme_json *j;
@@ -18,17 +19,6 @@ static void aj_ws(struct ajp *p)
 	}
 }
 
-static int aj_hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int aj_hex4(const char *s, size_t at, size_t len, u32 *out)
 {
 	u32 v = 0;
@@ -36,7 +26,7 @@ static int aj_hex4(const char *s, size_t at, size_t len, u32 *out)
 	if (len - at < 4)
 		return -1;
 	for (int k = 0; k < 4; k++) {
-		int h = aj_hex(s[at + (size_t)k]);
+		int h = parse_hexdigit(s[at + (size_t)k]);
 
 		if (h < 0)
 			return -1;

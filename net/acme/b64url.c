@@ -1,5 +1,6 @@
 /* base64url (b64url.h). */
 #include "net/acme/b64url.h"
+#include "lib/parse.h"
 
 static const char b64url_abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
@@ -26,21 +27,6 @@ int b64url_encode(const void *in, size_t n, char *out, size_t cap, size_t *outle
 	return 0;
 }
 
-static int b64url_val(char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '-')
-		return 62;
-	if (c == '_')
-		return 63;
-	return -1;
-}
-
 int b64url_decode(const char *in, size_t n, u8 *out, size_t cap, size_t *outlen)
 {
 	size_t o = 0;
@@ -50,7 +36,7 @@ int b64url_decode(const char *in, size_t n, u8 *out, size_t cap, size_t *outlen)
 	if (n % 4 == 1 || n / 4 * 3 + (n % 4 ? n % 4 - 1 : 0) > cap)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		int v = b64url_val(in[i]);
+		int v = parse_b64digit(in[i], '-', '_');
 
 		if (v < 0)
 			return -1;
