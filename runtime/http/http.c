@@ -488,19 +488,8 @@ static int http_finish(struct http_req_parser *p)
 			break;	/* the empty line that ends the head */
 		if (http_is_ows((u8)f[0]))
 			return http_fail(p, 400);	/* obs-fold, or whitespace before a field */
-		for (i = 0; i < n && f[i] != ':'; i++)
-			if (!http_is_tchar((u8)f[i]))
-				return http_fail(p, 400);	/* also whitespace before the colon */
-		if (i == 0 || i == n)
-			return http_fail(p, 400);
-		val = f + i + 1;
-		vl = n - i - 1;
-		while (vl && http_is_ows((u8)val[0])) {
-			val++;
-			vl--;
-		}
-		while (vl && http_is_ows((u8)val[vl - 1]))
-			vl--;
+		if (!http_field_split(f, n, &i, &val, &vl))
+			return http_fail(p, 400);	/* also whitespace before the colon */
 		err = http_parse_field(p, &h, f, i, val, vl);
 		if (err)
 			return http_fail(p, err);

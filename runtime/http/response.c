@@ -71,19 +71,8 @@ static int http_resp_finish(struct http_resp_parser *p)
 
 		for (n = 0; s[n] != '\r'; n++)
 			;
-		for (i = 0; i < n && s[i] != ':'; i++)
-			if (!http_is_tchar((u8)s[i]))
-				return http_resp_fail(p, HTTP_RESP_EFRAMING);	/* obs-fold, space before ':' */
-		if (i == 0 || i == n)
-			return http_resp_fail(p, HTTP_RESP_EFRAMING);
-		v = s + i + 1;
-		vl = n - i - 1;
-		while (vl && http_is_ows((u8)v[0])) {
-			v++;
-			vl--;
-		}
-		while (vl && http_is_ows((u8)v[vl - 1]))
-			vl--;
+		if (!http_field_split(s, n, &i, &v, &vl))
+			return http_resp_fail(p, HTTP_RESP_EFRAMING);	/* obs-fold, space before ':' */
 		if (http_eq_nocase(s, i, "content-length")) {
 			const char *e = v;
 

@@ -52,6 +52,35 @@ static inline bool http_is_ows(u8 c)
 	return c == ' ' || c == '\t';
 }
 
+/* Splits the field line f[0..n) (no CRLF): field-name ":" OWS field-value
+ * OWS. The name is f[0..*name_len), all tchars (so no whitespace before
+ * the colon); the value *val[0..*val_len) without its surrounding OWS.
+ * False when there is no colon or no name: the request and the
+ * upstream-response parsers refuse the line alike. */
+static inline bool http_field_split(char *f, size_t n, size_t *name_len, char **val, size_t *val_len)
+{
+	size_t i, vl;
+	char *v;
+
+	for (i = 0; i < n && f[i] != ':'; i++)
+		if (!http_is_tchar((u8)f[i]))
+			return false;
+	if (i == 0 || i == n)
+		return false;
+	v = f + i + 1;
+	vl = n - i - 1;
+	while (vl && http_is_ows((u8)v[0])) {
+		v++;
+		vl--;
+	}
+	while (vl && http_is_ows((u8)v[vl - 1]))
+		vl--;
+	*name_len = i;
+	*val = v;
+	*val_len = vl;
+	return true;
+}
+
 /* A byte a field value may hold (RFC 9110 5.5: VCHAR, SP, HTAB, obs-text). */
 static inline bool http_is_field_byte(u8 c)
 {
