@@ -38,7 +38,8 @@ TLS_SRCS := net/tls/tls_port.c net/tls/tls_keys.c net/tls/tls_cert.c net/tls/tls
 # the key authorization and the CSR, renewal timing. In TLS images only (ACME needs TLS), cold: run
 # once per order, so -Os. Nothing calls them yet, so --gc-sections keeps
 # none of them in the image until the ACME client does.
-ACME_SRCS := net/acme/acme_json.c net/acme/b64url.c net/acme/acme_renew.c net/acme/acme_sign.c
+ACME_SRCS := net/acme/acme_json.c net/acme/b64url.c net/acme/acme_renew.c net/acme/acme_sign.c \
+	net/acme/acme_client.c
 TLS_SRCS += $(ACME_SRCS)
 $(patsubst %.c,$(BUILD)/k/%.o,$(ACME_SRCS)): KCFLAGS += -Os
 # lwIP's TLS layer for altcp (net/port/patches/0003 ports it to mbedTLS 3).
