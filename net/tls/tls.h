@@ -78,6 +78,10 @@ bool tls_serving_ca_issued(void);
 /* The loaded certificate chain and key (NULL unless tls_ready()). */
 struct tls_keys *tls_server_keys(void);
 
+/* `cert`'s further lines, the ACME client's state, and `cert ARGS`
+ * (runtime/acme.c sets it: `cert renew`), or NULL. */
+extern void (*tls_cert_cmd_more)(const char *args);
+
 /* TLS clients (runtime/tcp_out.c): whether tls_start() set the heap and
  * PSA up (true even when the server's keys failed), and the CA bundle
  * tls_start() loaded (NULL when none: every client connection is refused). */

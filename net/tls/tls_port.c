@@ -181,7 +181,15 @@ static void tls_cert_cmd(const char *args)
 	u64 now;
 	bool clock;
 
-	(void)args;
+	while (args && *args == ' ')
+		args++;
+	if (args && *args) {
+		if (tls_cert_cmd_more)
+			tls_cert_cmd_more(args);
+		else
+			kprintf("cert: no arguments (ACME is not configured)\n");
+		return;
+	}
 	if (!tls_ok) {
 		kprintf("cert: no certificate served (HTTPS off)\n");
 		return;
@@ -204,9 +212,13 @@ static void tls_cert_cmd(const char *args)
 	for (int i = 0; i < 32; i++)
 		kprintf(i < 31 ? "%02X:" : "%02X\n", tls_info.sha256[i]);
 	kprintf("issuer:     %s\n", tls_keys_ca_issued(&tls_keys) ? "a CA (not self-signed)" : "self-signed");
+	if (tls_cert_cmd_more)
+		tls_cert_cmd_more("");
 }
+void (*tls_cert_cmd_more)(const char *args);
 SHELL_CMD(cert, .name = "cert", .fn = tls_cert_cmd,
-	  .help = "the HTTPS certificate served: source, names, validity, SHA-256 fingerprint");
+	  .help = "the HTTPS certificate served: source, names, validity, SHA-256 fingerprint, ACME's state; "
+		  "`cert renew`: order one from acme.directory= now");
 
 void tls_boot_files(struct boot_info *bi)
 {
