@@ -46,9 +46,6 @@
 #include "vireo/http.h"
 #include "vireo/http_client.h"
 
-/* runtime/http/https.h's, from branch s33s (until it is merged here). */
-int https_cert_install(struct tls_keys *k, const char *source);
-
 static char acme_directory_opt[ACME_URL_MAX_C + 1];
 CMDLINE_PARAM(acme_directory, .key = "acme.directory", .type = CMDLINE_STR, .dst = acme_directory_opt,
 	      .dst_size = sizeof(acme_directory_opt), .def = "", .values = "an https URL (at most 512 bytes)",
@@ -518,7 +515,7 @@ static void acme_cert_lines(const char *args)
 {
 	if (args[0]) {
 		if (strcmp(args, "renew") != 0) {
-			kprintf("cert: usage: cert [renew]\n");
+			kprintf("cert: usage: cert [regen|renew]\n");
 		} else if (acme.state != AS_VALID && acme.state != AS_BACKOFF) {
 			kprintf("cert: ACME is %s: nothing to renew now\n", acme_state_names[acme.state]);
 		} else {
