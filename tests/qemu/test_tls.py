@@ -570,6 +570,7 @@ def check_alpn01(vm, get, tmp_path):
                            capture_output=True, timeout=60)
         return r.returncode, r.stdout.decode(errors="replace") + r.stderr.decode(errors="replace")
     served = tls_get(vm.sport)[1]
+    before = metrics(get)["vireo_http_requests_total"]
     for v in ("-tls1_3", "-tls1_2"):
         rc, out = acme("acme.example", v)
         assert rc == 0 and "ALPN protocol: acme-tls/1" in out, out[-3000:]
@@ -583,6 +584,9 @@ def check_alpn01(vm, get, tmp_path):
                              capture_output=True, check=True).stdout
         # Extension: OID, critical TRUE, extnValue OCTET STRING { OCTET STRING (32) acme_id }
         assert ACME_ID_OID + bytes.fromhex("0101ff0422" "0420") + acme_id in der
+    # The GETs sent on them never reached the server: the only request
+    # counted since is the /metrics that read `before`.
+    assert metrics(get)["vireo_http_requests_total"] == before + 1
     # Another name, no challenge: refused (no_application_protocol, alert 120).
     rc, out = acme("other.example")
     assert rc != 0 and "no application protocol" in out, out[-2000:]
