@@ -490,6 +490,16 @@ static enum acme_action on_authz(struct acme_client *a, const struct acme_resp *
 	}
 	if (st != A_PENDING)
 		return fail(a, "authorization", authz_states[st]);
+	/* the name this authorization is for: one of ours (the runtime
+	 * answers TLS-ALPN-01 for it) */
+	tok = acme_json_get(&d.j, 0, "identifier");
+	if (!acme_json_str_is(&d.j, acme_json_get(&d.j, tok, "type"), "dns") ||
+	    acme_json_str(&d.j, acme_json_get(&d.j, tok, "value"), a->ident, sizeof a->ident, &len) != 0)
+		return fail(a, "identifier missing or not dns", NULL);
+	for (st = 0; st < (int)a->n_names && strcmp(a->ident, a->names[st]) != 0; st++)
+		;
+	if (st == (int)a->n_names)
+		return fail(a, "identifier not one of the names ordered", NULL);
 	arr = acme_json_get(&d.j, 0, "challenges");
 	if (acme_json_type(&d.j, arr) != AJ_ARRAY)
 		return fail(a, "challenges missing", NULL);

@@ -8,7 +8,8 @@
  * termsOfServiceAgreed, contact; the account URL from Location is the kid
  * of every later request) -> POST newOrder (every name) -> for each
  * authorization: POST-as-GET it; pending: the chosen challenge's token
- * is published (ACME_ACT_SERVE), POST {} to the challenge, then poll the
+ * is published (ACME_ACT_SERVE: token, and ident, the authorization's
+ * name, which must be one of the order's), POST {} to the challenge, then poll the
  * authorization until valid -> POST finalize {"csr"} -> poll the order
  * until valid -> POST-as-GET the certificate (a PEM chain: ACME_DONE).
  *
@@ -129,6 +130,7 @@ struct acme_client {
 	unsigned n_authz, k;
 	char chall_url[ACME_URL_MAX_C + 1];
 	char token[ACME_TOKEN_MAX_C + 1];	/* the challenge being answered */
+	char ident[ACME_NAME_MAX + 1];		/* its authorization's name: one of names */
 	char nonce[ACME_NONCE_MAX_C + 1];	/* the freshest unused one, or "" */
 	bool fetching_nonce;	/* req is HEAD newNonce for the POST of step */
 	unsigned bad_nonces, polls;

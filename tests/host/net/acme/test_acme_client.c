@@ -112,6 +112,7 @@ static void test_good_path(void **state)
 	/* authorization 1 pending: serve the token, answer the challenge */
 	assert_int_equal(json(200, NULL, AUTHZ_PENDING("tok-1_A")), ACME_ACT_SERVE);
 	assert_string_equal(a->token, "tok-1_A");
+	assert_string_equal(a->ident, "a.test");
 	want_req(ACME_POST, CA "/ch/1", "{}");
 	assert_int_equal(json(200, NULL, "{\"type\":\"http-01\",\"status\":\"pending\",\"url\":\"" CA "/ch/1\"}"),
 			 ACME_ACT_SEND);
@@ -256,13 +257,23 @@ static void test_hostile(void **state)
 		{ "valid without certificate", ORDER_JSON("valid", ""), CA "/order/1", 2 },
 		{ "authz status", "{\"status\":\"\",\"challenges\":[]}", NULL, 3 },
 		{ "authz expired", "{\"status\":\"expired\",\"challenges\":[]}", NULL, 3 },
-		{ "no http-01", "{\"status\":\"pending\",\"challenges\":[{\"type\":\"dns-01\",\"url\":\"" CA
+		{ "no http-01", "{\"status\":\"pending\",\"identifier\":{\"type\":\"dns\",\"value\":\"a.test\"},"
+		  "\"challenges\":[{\"type\":\"dns-01\",\"url\":\"" CA
 		  "/c\",\"token\":\"t\",\"status\":\"pending\"}]}", NULL, 3 },
 		{ "token with a slash", AUTHZ_PENDING("../../etc"), NULL, 3 },
 		{ "token with a dot", AUTHZ_PENDING("a.b"), NULL, 3 },
 		{ "empty token", AUTHZ_PENDING(""), NULL, 3 },
-		{ "challenge status", "{\"status\":\"pending\",\"challenges\":[{\"type\":\"http-01\",\"url\":\"" CA
+		{ "challenge status", "{\"status\":\"pending\",\"identifier\":{\"type\":\"dns\",\"value\":\"a.test\"},"
+		  "\"challenges\":[{\"type\":\"http-01\",\"url\":\"" CA
 		  "/c\",\"token\":\"t\",\"status\":\"weird\"}]}", NULL, 3 },
+		{ "identifier of another name", "{\"status\":\"pending\",\"identifier\":{\"type\":\"dns\",\"value\":"
+		  "\"evil.test\"},\"challenges\":[{\"type\":\"http-01\",\"url\":\"" CA "/c\",\"token\":\"t\",\"status\":"
+		  "\"pending\"}]}", NULL, 3 },
+		{ "identifier missing", "{\"status\":\"pending\",\"challenges\":[{\"type\":\"http-01\",\"url\":\"" CA
+		  "/c\",\"token\":\"t\",\"status\":\"pending\"}]}", NULL, 3 },
+		{ "identifier not dns", "{\"status\":\"pending\",\"identifier\":{\"type\":\"ip\",\"value\":\"a.test\"},"
+		  "\"challenges\":[{\"type\":\"http-01\",\"url\":\"" CA "/c\",\"token\":\"t\",\"status\":\"pending\"}]}",
+		  NULL, 3 },
 		{ "duplicate member", "{\"status\":\"pending\",\"status\":\"valid\",\"challenges\":[]}", NULL, 3 },
 	};
 	char big[2048];
@@ -301,12 +312,14 @@ static void test_hostile(void **state)
 		to_order();
 		memset(big, 'u', sizeof big);
 		big[513 - strlen(CA "/")] = '\0';
-		snprintf(body, sizeof body, "{\"status\":\"pending\",\"challenges\":[{\"type\":\"http-01\",\"url\":\""
+		snprintf(body, sizeof body, "{\"status\":\"pending\",\"identifier\":{\"type\":\"dns\",\"value\":"
+			 "\"a.test\"},\"challenges\":[{\"type\":\"http-01\",\"url\":\""
 			 CA "/%s\",\"token\":\"t\",\"status\":\"pending\"}]}", big);
 		assert_int_equal(json(200, NULL, body), ACME_ACT_FAIL);	/* 513 bytes */
 		to_order();
 		big[512 - strlen(CA "/")] = '\0';
-		snprintf(body, sizeof body, "{\"status\":\"pending\",\"challenges\":[{\"type\":\"http-01\",\"url\":\""
+		snprintf(body, sizeof body, "{\"status\":\"pending\",\"identifier\":{\"type\":\"dns\",\"value\":"
+			 "\"a.test\"},\"challenges\":[{\"type\":\"http-01\",\"url\":\""
 			 CA "/%s\",\"token\":\"t\",\"status\":\"pending\"}]}", big);
 		assert_int_equal(json(200, NULL, body), ACME_ACT_SERVE);	/* 512 */
 	}
