@@ -61,6 +61,13 @@ CMDLINE_PARAM(acme_contact, .key = "acme.contact", .type = CMDLINE_STR, .dst = a
 	      .dst_size = sizeof(acme_contact_opt), .def = "", .values = "mailto:address",
 	      .help = "the ACME account's contact (make TLS=1); empty: none");
 
+static const char *const acme_challenge_choices[] = { "http-01", "tls-alpn-01", NULL };
+static int acme_challenge_opt;	/* enum acme_challenge_type */
+CMDLINE_PARAM(acme_challenge, .key = "acme.challenge", .type = CMDLINE_ENUM, .dst = &acme_challenge_opt,
+	      .choices = acme_challenge_choices, .def = "http-01",
+	      .help = "how ACME proves the names (make TLS=1): http-01 on the HTTP port, tls-alpn-01 on the HTTPS "
+		      "port (acme-tls/1, RFC 8737)");
+
 #define ACME_BODY_MAX	65536	/* = ACME_JSON_SIZE_MAX = TLS_KEYS_MAX_INPUT */
 #define ACME_JWS_MAX	12288
 #define ACME_HDR_MAX	128	/* Content-Type, Retry-After kept; longer: absent */
@@ -332,9 +339,26 @@ static void acme_step(enum acme_action act)
 			acme_step(ACME_ACT_FAIL);
 			return;
 		}
-		memcpy(acme.token, m->token, sizeof acme.token);
-		kprintf("acme: authorization %u of %u pending: answering http-01 (token %s)\n", m->k + 1, m->n_authz,
-			m->token);
+		if (m->challenge == ACME_TLSALPN01) {
+			u8 id[32];
+			int err;
+
+			acme_alpn_digest(acme.keyauthz, id);
+			https_alpn01_clear(NULL);
+			err = https_alpn01_set(m->ident, id);
+			memset(id, 0, sizeof id);
+			if (err) {
+				ksnprintf(m->last_error, sizeof m->last_error,
+					  "the tls-alpn-01 certificate for %s could not be made (%d)", m->ident, err);
+				m->step = ACME_FAILED;
+				acme_step(ACME_ACT_FAIL);
+				return;
+			}
+		} else {
+			memcpy(acme.token, m->token, sizeof acme.token);
+		}
+		kprintf("acme: authorization %u of %u (%s) pending: answering %s (token %s)\n", m->k + 1, m->n_authz,
+			m->ident, acme_challenge_choices[m->challenge], m->token);
 		__attribute__((fallthrough));	/* send the challenge's POST */
 	case ACME_ACT_SEND:
 		if (m->req.delay_s) {
@@ -346,6 +370,7 @@ static void acme_step(enum acme_action act)
 		return;
 	case ACME_ACT_DONE:
 		acme.token[0] = '\0';
+		https_alpn01_clear(NULL);
 		if (!acme_install()) {
 			acme_backoff();
 			return;
@@ -359,6 +384,7 @@ static void acme_step(enum acme_action act)
 		return;
 	case ACME_ACT_FAIL:
 		acme.token[0] = '\0';
+		https_alpn01_clear(NULL);
 		memcpy(acme.last_error, m->last_error, sizeof acme.last_error);
 		acme_backoff();
 		return;
@@ -476,10 +502,10 @@ void acme_start(void)
 	acme.cfg.n_names = acme.names.n;
 	acme.cfg.contact = acme_contact_opt[0] ? acme_contact_opt : NULL;
 	acme.cfg.csr_b64 = acme.csr;
-	acme.cfg.challenge = ACME_HTTP01;
+	acme.cfg.challenge = acme_challenge_opt == 1 ? ACME_TLSALPN01 : ACME_HTTP01;
 	acme.state = AS_ORDERING;
-	kprintf("acme: account key made (P-256, in memory only: no store); directory %s, names %s, http-01\n",
-		acme_directory_opt, names);
+	kprintf("acme: account key made (P-256, in memory only: no store); directory %s, names %s, %s\n",
+		acme_directory_opt, names, acme_challenge_choices[acme_challenge_opt]);
 	vireo_timer_init(&acme.timer, acme_attempt, NULL);
 	vireo_timer_start(&acme.timer, ACME_FIRST_MS);
 }

@@ -1,8 +1,8 @@
 """ACME (RFC 8555, issue 33) end to end against pebble (Debian 12's
 package, 2.4: /usr/bin/pebble and pebble-challtestsrv; tools/deps.sh
 installs it for make test-qemu), in a namespace of the test's own on the
-appliance's tap. One boot of a make TLS=1 image (build/tls-image, as
-tests/qemu/test_tls.py builds it):
+appliance's tap. Two boots of a make TLS=1 image (build/tls-image, as
+tests/qemu/test_tls.py builds it), HTTP-01 then TLS-ALPN-01; the first:
 
 - pebble-challtestsrv is pebble's DNS (-dnsserver), answering every name
   with the appliance's address; pebble's VA then fetches HTTP-01 from the
@@ -21,7 +21,10 @@ tests/qemu/test_tls.py builds it):
   new certificate verifies against the new root: the nonce rejections were
   survived (and counted).
 
-PEBBLE_VA_NOSLEEP=1 throughout (no random waits before validation)."""
+The second boot has acme.challenge=tls-alpn-01 and one name: pebble's VA
+checks the acmeIdentifier certificate on port 443, and the issued
+certificate then verifies. PEBBLE_VA_NOSLEEP=1 throughout (no random waits
+before validation). About 40 s for both once the image is built."""
 import os
 import re
 import shutil
@@ -93,11 +96,9 @@ class Pebble:
         self.p.wait(timeout=10)
 
 
-def test_acme_http01_pebble(netns, tmp_path):
-    ns = netns
-    t0 = time.monotonic()
+def prepare(ns, tmp_path):
+    """The TLS=1 image with the API CA on its ESP, and challtestsrv running."""
     make()
-    t_build = time.monotonic() - t0
     d = str(tmp_path)
     api_cert(d, ns.host_ip)
     img = tmp_path / "vireo-acme.img"
@@ -107,10 +108,22 @@ def test_acme_http01_pebble(netns, tmp_path):
         subprocess.run(["mmd", "-i", f"{img}{ESP}", sub], env=env, capture_output=True)  # may exist
     subprocess.run(["mcopy", "-o", "-i", f"{img}{ESP}", f"{d}/ca.pem", "::/EFI/vireo/tls/ca.pem"], check=True,
                    env=env)
-
     dns = ns.popen("pebble-challtestsrv", "-defaultIPv4", ns.guest_ip, "-defaultIPv6", "", "-dns01",
                    f"{ns.host_ip}:8053", "-http01", "", "-https01", "", "-tlsalpn01", "", "-management",
                    f"{ns.host_ip}:8055", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return d, img, dns
+
+
+def curl_verify(ns, root, name, path="/healthz"):
+    return ns.run("curl", "-sS", "--max-time", "20", "--cacert", str(root), "--resolve",
+                  f"{name}:443:{ns.guest_ip}", "-w", "\n%{http_code}", f"https://{name}{path}")
+
+
+def test_acme_http01_pebble(netns, tmp_path):
+    ns = netns
+    t0 = time.monotonic()
+    d, img, dns = prepare(ns, tmp_path)
+    t_build = time.monotonic() - t0
     pebble = Pebble(ns, d, 0)
     net = ns.host_ip.rsplit(".", 1)[0] + ".0/24"
     cmdline = (f"ip={ns.guest_ip}/24 egress.allow={net} acme.directory=https://{ns.host_ip}:14000/dir "
@@ -125,8 +138,7 @@ def test_acme_http01_pebble(netns, tmp_path):
         t_issued = time.monotonic()
 
         def verify(root, name=NAMES[0], path="/healthz"):
-            return ns.run("curl", "-sS", "--max-time", "20", "--cacert", str(root), "--resolve",
-                          f"{name}:443:{ns.guest_ip}", "-w", "\n%{http_code}", f"https://{name}{path}")
+            return curl_verify(ns, root, name, path)
 
         def metrics(root):	# plain HTTP is redirected (http.redirect=on)
             r = verify(root, path="/metrics")
@@ -178,6 +190,41 @@ def test_acme_http01_pebble(netns, tmp_path):
               f"{t_issued - t_ready:.1f} s, renewal with nonce rejections {t_renewed - t_issued:.1f} s; "
               f"badNonce retries {m['vireo_acme_bad_nonces_total']:.0f}")
         assert m["vireo_acme_bad_nonces_total"] >= 1
+    finally:
+        if vm:
+            vm.stop()
+        pebble.stop()
+        dns.kill()
+        dns.wait(timeout=10)
+
+
+def test_acme_tls_alpn01_pebble(netns, tmp_path):
+    """acme.challenge=tls-alpn-01: pebble's VA connects to port 443 offering
+    acme-tls/1 with the name as SNI and checks the acmeIdentifier
+    certificate; the issued one then serves that name."""
+    ns = netns
+    d, img, dns = prepare(ns, tmp_path)
+    pebble = Pebble(ns, d, 0)
+    name = NAMES[0]
+    cmdline = (f"ip={ns.guest_ip}/24 egress.allow={ns.host_ip}/32 acme.directory=https://{ns.host_ip}:14000/dir "
+               f"acme.names={name} acme.challenge=tls-alpn-01")
+    vm = None
+    try:
+        vm = Vm(image=str(img), cmdline=cmdline, wrap=ns.wrap, extra=ns.qemu_args())
+        vm.wait_for(READY, timeout=120)
+        t = time.monotonic()
+        vm.wait_for(r"^acme: authorization 1 of 1 \(app\.vireo\.test\) pending: answering tls-alpn-01 ", timeout=30)
+        vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60)
+        print(f"acme tls-alpn-01: ready to issued {time.monotonic() - t:.1f} s")
+        root = pebble.root(tmp_path / "root.pem")
+        r = curl_verify(ns, root, name)
+        assert r.returncode == 0 and r.stdout.decode().endswith("ok\n\n200"), (r.stdout, r.stderr)
+        # HTTP-01's route had nothing to serve
+        r = curl_verify(ns, root, name, "/metrics")
+        m = parse_prometheus(r.stdout.decode().rpartition("\n")[0])
+        assert m["vireo_acme_http01_served_total"] == 0
+        assert m["vireo_acme_certificates_issued_total"] == 1
+        assert m["vireo_https_alpn01_handshakes_total"] >= 1, sorted(k for k in m if "alpn" in k)
     finally:
         if vm:
             vm.stop()
