@@ -27,6 +27,7 @@
 #include "kernel/console.h"
 #include "kernel/mm/mm.h"
 #include "kernel/random.h"
+#include "kernel/time/time.h"
 #include "kernel/time/wallclock.h"
 #include "lib/fmt.h"
 #include "lib/metrics.h"
@@ -102,8 +103,22 @@ static struct {
 	unsigned failures;	/* in a row */
 	u64 orders, issued, failed, bad_nonces, challenges_served;
 	u64 next_s;		/* seconds until the next attempt, when backing off */
+	u64 not_before, not_after;	/* the certificate issued last, Unix s */
+	u64 renew_at;		/* Unix s: when to order again (valid) */
 	char last_error[ACME_ERR_MAX];
 } acme;
+
+/* The best wall clock, the TLS clients' too (the firmware's until SNTP
+ * sets it): Unix seconds, false while there is none. */
+static bool acme_now(u64 *secs)
+{
+	u64 ns;
+
+	if (wallclock_best(&ns) == WALLCLOCK_NONE)
+		return false;
+	*secs = ns / NSEC_PER_SEC;
+	return true;
+}
 
 static int acme_rng(void *ctx, unsigned char *out, size_t len)
 {
@@ -181,7 +196,6 @@ static size_t acme_on_body(vireo_http_call h, const void *data, size_t len, void
 static void acme_on_done(vireo_http_call h, int err, void *ctx)
 {
 	struct acme_resp r = { .err = err, .status = acme.status, .body = acme.body, .len = acme.body_len };
-	u64 ns;
 
 	(void)h, (void)ctx;
 	if (err)
@@ -191,7 +205,8 @@ static void acme_on_done(vireo_http_call h, int err, void *ctx)
 	r.retry_after = acme.retry[0] ? acme.retry : NULL;
 	r.nonce = acme.nonce[0] ? acme.nonce : NULL;
 	r.location = acme.location[0] ? acme.location : NULL;
-	r.now = wallclock_now(&ns) ? ns / 1000000000 : 0;
+	if (!acme_now(&r.now))
+		r.now = 0;
 	acme_step(acme_client_next(acme.m, &r));
 }
 
@@ -301,6 +316,13 @@ static bool acme_install(void)
 		ksnprintf(acme.last_error, sizeof acme.last_error, "the issued chain was refused: %s", err);
 		return false;
 	}
+	{
+		struct tls_cert_info info;
+
+		tls_cert_describe(&k.chain, &info);
+		acme.not_before = info.not_before;
+		acme.not_after = info.not_after;
+	}
 	if (https_cert_install(&k, "acme") != 0) {
 		tls_keys_free(&k);
 		strlcpy(acme.last_error, "the server refused the issued certificate", sizeof acme.last_error);
@@ -310,6 +332,42 @@ static bool acme_install(void)
 }
 
 /* ---- the attempts ---- */
+
+
+/* The renewal timer: wakes at most a day apart (a timer's milliseconds
+ * fit 49 days) and orders once the wall clock reaches renew_at. */
+static void acme_renew_tick(struct vireo_timer *t, void *arg)
+{
+	u64 now, wait;
+
+	(void)arg;
+	if (acme_now(&now) && now >= acme.renew_at) {
+		kprintf("acme: renewing the certificate (not after %lu)\n", (unsigned long)acme.not_after);
+		acme_attempt(t, NULL);
+		return;
+	}
+	wait = acme_now(&now) ? acme.renew_at - now : 86400;
+	vireo_timer_init(&acme.timer, acme_renew_tick, NULL);
+	vireo_timer_start(&acme.timer, (u32)((wait > 86400 ? 86400 : wait) * 1000));
+}
+
+/* After an issue: when to renew (acme_renew_at(): a third of the
+ * lifetime left, half for 10 days or less, earlier by a random part of
+ * at most a 16th), by the wall clock. */
+static void acme_schedule_renewal(void)
+{
+	struct acme_renew_in in = { .not_before = acme.not_before, .not_after = acme.not_after,
+				    .rnd = random_u64() };
+	if (!acme_now(&in.now)) {
+		acme.renew_at = acme.not_after;	/* checked again daily, once there is a clock */
+		kprintf("acme: no wall clock: renewal when the certificate ends\n");
+	} else {
+		acme.renew_at = acme_renew_at(&in);
+		kprintf("acme: renewal in %lu s (lifetime %lu s)\n", (unsigned long)(acme.renew_at - in.now),
+			(unsigned long)(acme.not_after - acme.not_before));
+	}
+	acme_renew_tick(&acme.timer, NULL);
+}
 
 static void acme_backoff(void)
 {
@@ -381,6 +439,7 @@ static void acme_step(enum acme_action act)
 		acme.state = AS_VALID;
 		kprintf("acme: certificate issued for %u name%s by %s; serving it\n", acme.names.n,
 			acme.names.n == 1 ? "" : "s", acme.host);
+		acme_schedule_renewal();
 		return;
 	case ACME_ACT_FAIL:
 		acme.token[0] = '\0';
@@ -514,6 +573,8 @@ void acme_start(void)
 
 static void acme_metrics(struct metrics_buf *b)
 {
+	u64 now;
+
 	if (!acme_directory_opt[0])
 		return;
 	metrics_family(b, "vireo_acme_state", METRICS_GAUGE,
@@ -526,6 +587,10 @@ static void acme_metrics(struct metrics_buf *b)
 	metrics_simple(b, "vireo_acme_failures_total", METRICS_COUNTER, "ACME attempts that failed", acme.failed);
 	metrics_simple(b, "vireo_acme_bad_nonces_total", METRICS_COUNTER, "requests sent again after badNonce",
 		       acme.bad_nonces);
+	if (acme.state == AS_VALID && acme_now(&now))
+		metrics_simple(b, "vireo_acme_renewal_seconds", METRICS_GAUGE,
+			       "seconds until the certificate is ordered again (0: due)",
+			       acme.renew_at > now ? acme.renew_at - now : 0);
 	metrics_simple(b, "vireo_acme_http01_served_total", METRICS_COUNTER,
 		       "HTTP-01 key authorizations served", acme.challenges_served);
 	if (acme.last_error[0]) {
@@ -560,6 +625,12 @@ static void acme_cert_lines(const char *args)
 		acme_directory_opt, (unsigned long)acme.orders, (unsigned long)acme.issued, (unsigned long)acme.failed);
 	if (acme.state == AS_BACKOFF)
 		kprintf(", next attempt %lu s after the failure", (unsigned long)acme.next_s);
+	if (acme.state == AS_VALID) {
+		u64 now;
+
+		if (acme_now(&now) && acme.renew_at > now)
+			kprintf(", renewal in %lu s", (unsigned long)(acme.renew_at - now));
+	}
 	kprintf("\n");
 	if (acme.last_error[0])
 		kprintf("acme error: %s\n", acme.last_error);

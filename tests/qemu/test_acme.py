@@ -25,6 +25,7 @@ The second boot has acme.challenge=tls-alpn-01 and one name: pebble's VA
 checks the acmeIdentifier certificate on port 443, and the issued
 certificate then verifies. PEBBLE_VA_NOSLEEP=1 throughout (no random waits
 before validation). About 40 s for both once the image is built."""
+import calendar
 import os
 import re
 import shutil
@@ -136,6 +137,8 @@ def test_acme_http01_pebble(netns, tmp_path):
         t_ready = time.monotonic()
         vm.wait_for(ISSUED, timeout=60)
         t_issued = time.monotonic()
+        renew = vm.wait_for(r"^acme: renewal in (\d+) s \(lifetime (\d+) s\)$", timeout=10)
+        issued_at = time.time()
 
         def verify(root, name=NAMES[0], path="/healthz"):
             return curl_verify(ns, root, name, path)
@@ -172,6 +175,17 @@ def test_acme_http01_pebble(netns, tmp_path):
         r = ns.run("sh", "-c", f"openssl s_client -connect {ns.guest_ip}:443 -servername {NAMES[0]} </dev/null "
                    "2>/dev/null | openssl x509 -noout -ext subjectAltName")
         assert all(f"DNS:{n}" in r.stdout.decode() for n in NAMES), r.stdout
+        # renewal scheduled with a third of the lifetime left, earlier by at
+        # most a 16th of it (acme_renew.h), from the served certificate's dates
+        dates = ns.run("sh", "-c", f"openssl s_client -connect {ns.guest_ip}:443 -servername {NAMES[0]} "
+                       "</dev/null 2>/dev/null | openssl x509 -noout -dates").stdout.decode()
+        nb, na = (calendar.timegm(time.strptime(v.split("=", 1)[1].strip(), "%b %d %H:%M:%S %Y %Z"))
+                  for v in dates.splitlines())
+        life = na - nb
+        assert int(renew.group(2)) == life, (renew.group(0), dates)
+        due = nb + life - life // 3 - issued_at
+        assert due - life // 16 - 120 <= int(renew.group(1)) <= due + 120, (renew.group(0), dates, due)
+        assert 0 < m["vireo_acme_renewal_seconds"] <= int(renew.group(1))
 
         # Second CA, with 30 % of nonces refused: `cert renew`.
         pebble.stop()
