@@ -600,6 +600,31 @@ def check_alpn01(vm, get, tmp_path):
     assert m["vireo_https_alpn01_handshakes_total"] == 2
     assert m["vireo_https_alpn01_refused_total"] == 1
     assert m["vireo_https_alpn01_challenges"] == 1
+    # A burst of acme-tls/1 handshakes: each gets the challenge certificate
+    # made at set time (no key made per ClientHello: the TLS heap is where
+    # it was before, nothing held), and each is closed after its handshake.
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    ctx.set_alpn_protocols(["acme-tls/1"])
+    heap = m["vireo_tls_heap_in_use_bytes"]
+    first = None
+    for _ in range(20):
+        with ctx.wrap_socket(socket.create_connection(("127.0.0.1", vm.sport), timeout=20),
+                             server_hostname="acme.example") as t:
+            assert t.selected_alpn_protocol() == "acme-tls/1"
+            der = t.getpeercert(binary_form=True)
+            first = first or der
+            assert der == first and acme_id in der
+            t.sendall(b"GET /healthz HTTP/1.1\r\nHost: acme.example\r\n\r\n")
+            try:
+                assert t.recv(4096) == b""
+            except ssl.SSLError:
+                pass  # the close_notify came with the FIN: also closed
+    m = metrics(get)
+    assert m["vireo_https_alpn01_handshakes_total"] == 22
+    assert m["vireo_tls_heap_in_use_bytes"] == heap, (heap, m["vireo_tls_heap_in_use_bytes"])
+    assert m["vireo_tls_certs_held"] == 1 and m["vireo_https_handshakes_active"] == 0
     start = len(vm.text)
     vm.send("tls-alpn01 clear\r")
     vm.wait_for(r"^tls-alpn01: cleared \(0 set\)", timeout=30, start=start)
