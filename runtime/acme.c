@@ -163,8 +163,9 @@ static void acme_copy_hdr(vireo_http_call h, const char *name, char *out, size_t
 	const char *v = vireo_http_header(h, name);
 	size_t n = v ? strlen(v) : 0;
 
-	/* too long: absent for Content-Type and Retry-After; one byte over
-	 * the bound for the others, which the machine then refuses */
+	/* longer than the machine would take (a URL over ACME_URL_MAX_C, a
+	 * nonce over ACME_NONCE_MAX_C): as absent, which it refuses or works
+	 * around (no Location fails the step; no nonce fetches one) */
 	if (n >= cap)
 		n = 0;
 	memcpy(out, v ? v : "", n);
@@ -222,7 +223,10 @@ static void acme_send(void)
 	int err;
 
 	if (!acme_url_split(q->url, host, sizeof host, &port, &path)) {
-		acme_step(ACME_ACT_FAIL);	/* the machine checked it: cannot happen */
+		/* the machine checked it: cannot happen */
+		strlcpy(acme.m->last_error, "a request URL that does not split", sizeof acme.m->last_error);
+		acme.m->step = ACME_FAILED;
+		acme_step(ACME_ACT_FAIL);
 		return;
 	}
 	if (q->method == ACME_POST) {
@@ -388,6 +392,7 @@ static void acme_backoff(void)
 static void acme_step(enum acme_action act)
 {
 	struct acme_client *m = acme.m;
+	bool ok;
 
 	acme.bad_nonces = m->bad_nonces_total;
 	switch (act) {
@@ -429,8 +434,13 @@ static void acme_step(enum acme_action act)
 		return;
 	case ACME_ACT_DONE:
 		acme.token[0] = '\0';
+		memset(acme.keyauthz, 0, sizeof acme.keyauthz);
 		https_alpn01_clear(NULL);
-		if (!acme_install()) {
+		ok = acme_install();
+		/* the served copy is the one tls_keys_load() made: this one goes */
+		mbedtls_pk_free(&acme.cert_key);
+		acme.have_cert_key = false;
+		if (!ok) {
 			acme_backoff();
 			return;
 		}
@@ -444,6 +454,7 @@ static void acme_step(enum acme_action act)
 		return;
 	case ACME_ACT_FAIL:
 		acme.token[0] = '\0';
+		memset(acme.keyauthz, 0, sizeof acme.keyauthz);
 		https_alpn01_clear(NULL);
 		memcpy(acme.last_error, m->last_error, sizeof acme.last_error);
 		acme_backoff();
