@@ -218,7 +218,6 @@ static enum acme_action send_finalize(struct acme_client *a)
 	struct acme_jw w;
 
 	a->step = ACME_FINALIZE;
-	a->polls = 0;
 	payload_reset(a, &w);
 	acme_jw_raw(&w, "{\"csr\":\"", 8);
 	acme_jw_raw(&w, a->csr_b64, strlen(a->csr_b64));
@@ -231,8 +230,10 @@ static enum acme_action send_finalize(struct acme_client *a)
 /* The next authorization to read, or finalize once all are valid. */
 static enum acme_action next_authz(struct acme_client *a)
 {
-	if (a->k >= a->n_authz)
+	if (a->k >= a->n_authz) {
+		a->polls = 0;	/* one count for the order's polls and finalizes */
 		return send_finalize(a);
+	}
 	a->polls = 0;
 	return send_authz(a, ACME_AUTHZ, 0);
 }

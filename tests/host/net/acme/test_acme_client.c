@@ -358,6 +358,20 @@ static void test_poll_limit(void **state)
 	}
 	assert_int_equal(json(200, NULL, AUTHZ_PENDING("t")), ACME_ACT_FAIL);
 	assert_non_null(strstr(a->last_error, "60 polls"));
+
+	/* a CA answering "ready" to every finalize and poll: finalize and
+	 * poll alternate, bounded by the same count */
+	to_order();
+	a->k = a->n_authz - 1;
+	assert_int_equal(json(200, NULL, "{\"status\":\"valid\",\"challenges\":[]}"), ACME_ACT_SEND);
+	assert_string_equal(a->req.url, CA "/fin/1");
+	int sends = 0;
+	enum acme_action act;
+
+	while ((act = json(200, NULL, ORDER_JSON("ready", ""))) == ACME_ACT_SEND && sends < 1000)
+		sends++;
+	assert_int_equal(act, ACME_ACT_FAIL);
+	assert_true(sends <= 2 * ACME_POLLS_MAX);
 }
 
 static void test_start_checks(void **state)
