@@ -21,9 +21,11 @@ tests/qemu/test_tls.py builds it), HTTP-01 then TLS-ALPN-01; the first:
   new certificate verifies against the new root: the nonce rejections were
   survived (and counted).
 
-The second boot has acme.challenge=tls-alpn-01 and one name: pebble's VA
-checks the acmeIdentifier certificate on port 443, and the issued
-certificate then verifies. PEBBLE_VA_NOSLEEP=1 throughout (no random waits
+The second boot has acme.challenge=tls-alpn-01, one name, and no CA at
+first: the first order fails and backs off while the generated
+certificate serves; with pebble up, `cert renew` orders, pebble's VA checks
+the acmeIdentifier certificate on port 443, and the issued certificate
+then verifies. PEBBLE_VA_NOSLEEP=1 throughout (no random waits
 before validation). About 40 s for both once the image is built."""
 import calendar
 import os
@@ -213,12 +215,15 @@ def test_acme_http01_pebble(netns, tmp_path):
 
 
 def test_acme_tls_alpn01_pebble(netns, tmp_path):
-    """acme.challenge=tls-alpn-01: pebble's VA connects to port 443 offering
-    acme-tls/1 with the name as SNI and checks the acmeIdentifier
-    certificate; the issued one then serves that name."""
+    """acme.challenge=tls-alpn-01, and the CA down at first: the first
+    order fails (the generated certificate keeps serving, the client backs
+    off and says why); once pebble is up, `cert renew` orders at once:
+    pebble's VA connects to port 443 offering acme-tls/1 with the name as
+    SNI and checks the acmeIdentifier certificate; the issued one then
+    serves that name."""
     ns = netns
     d, img, dns = prepare(ns, tmp_path)
-    pebble = Pebble(ns, d, 0)
+    pebble = None
     name = NAMES[0]
     cmdline = (f"ip={ns.guest_ip}/24 egress.allow={ns.host_ip}/32 acme.directory=https://{ns.host_ip}:14000/dir "
                f"acme.names={name} acme.challenge=tls-alpn-01")
@@ -226,10 +231,23 @@ def test_acme_tls_alpn01_pebble(netns, tmp_path):
     try:
         vm = Vm(image=str(img), cmdline=cmdline, wrap=ns.wrap, extra=ns.qemu_args())
         vm.wait_for(READY, timeout=120)
+        back = vm.wait_for(r"^acme: order failed: directory: no response from the CA; the certificate served "
+                           r"stays; next attempt in (\d+) s$", timeout=30)
+        assert 30 <= int(back.group(1)) <= 60, back.group(0)	# the first failure: 60 s, its upper half
+        r = ns.run("curl", "-sSk", f"https://{ns.guest_ip}/metrics")
+        m = parse_prometheus(r.stdout.decode())
+        assert m['vireo_acme_state{state="backoff"}'] == 1
+        assert m["vireo_acme_failures_total"] == 1
+        assert any(k.startswith('vireo_tls_cert_info{source="generated"') for k in m), sorted(m)
+        assert 'vireo_acme_last_error_info{error="directory: no response from the CA"}' in m
+        pebble = Pebble(ns, d, 0)
+        mark = len(vm.text)
+        vm.send("cert renew\r")
         t = time.monotonic()
-        vm.wait_for(r"^acme: authorization 1 of 1 \(app\.vireo\.test\) pending: answering tls-alpn-01 ", timeout=30)
-        vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60)
-        print(f"acme tls-alpn-01: ready to issued {time.monotonic() - t:.1f} s")
+        vm.wait_for(r"^acme: authorization 1 of 1 \(app\.vireo\.test\) pending: answering tls-alpn-01 ",
+                    timeout=30, start=mark)
+        vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60, start=mark)
+        print(f"acme tls-alpn-01: renew to issued {time.monotonic() - t:.1f} s")
         root = pebble.root(tmp_path / "root.pem")
         r = curl_verify(ns, root, name)
         assert r.returncode == 0 and r.stdout.decode().endswith("ok\n\n200"), (r.stdout, r.stderr)
@@ -238,10 +256,13 @@ def test_acme_tls_alpn01_pebble(netns, tmp_path):
         m = parse_prometheus(r.stdout.decode().rpartition("\n")[0])
         assert m["vireo_acme_http01_served_total"] == 0
         assert m["vireo_acme_certificates_issued_total"] == 1
+        assert m["vireo_acme_orders_total"] == 2
+        assert not any(k.startswith("vireo_acme_last_error_info") for k in m)
         assert m["vireo_https_alpn01_handshakes_total"] >= 1, sorted(k for k in m if "alpn" in k)
     finally:
         if vm:
             vm.stop()
-        pebble.stop()
+        if pebble:
+            pebble.stop()
         dns.kill()
         dns.wait(timeout=10)
