@@ -31,7 +31,7 @@ struct api_route {
 };
 
 /* The runtime's own routes, registered first (runtime/http/exchange.c). */
-#define API_ROUTES_RUNTIME 2
+#define API_ROUTES_RUNTIME 3	/* /healthz, /metrics, ACME's HTTP-01 (TLS=1) */
 #define API_ROUTE_RUNTIME 1u
 #define API_ROUTE_PLAIN 2u
 /* vireo_http_route() for the runtime (flags: API_ROUTE_*): the same checks,

@@ -10,6 +10,7 @@
 #include "kernel/time/time.h"
 #include "kernel/time/wallclock.h"
 #include "lwip/priv/tcp_priv.h"
+#include "runtime/acme.h"
 #include "runtime/api.h"
 #include "runtime/app.h"
 #include "runtime/http/http.h"
@@ -111,8 +112,8 @@ int app_start(void)
 	api_apps_start();
 #ifdef VIREO_TLS
 	/* Each logs its own result; HTTP serves either way. */
-	if (tls_start(https_tls_names()) == 0)
-		https_start();
+	if (tls_start(https_tls_names()) == 0 && https_start() == 0)
+		acme_start();
 #endif
 	return 0;
 }

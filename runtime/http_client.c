@@ -221,7 +221,10 @@ static int hc_connect(struct hc_pool *p, struct hc_conn *k)
 {
 	int err;
 
-	if (p->literal)
+	/* a literal through the default transport; a pool with its own
+	 * connect_name (a TLS one: the literal is the name it verifies)
+	 * gets it as a name */
+	if (p->literal && p->cfg.connect_name == vireo_tcp_connect_name)
 		err = vireo_tcp_connect(p->tcp, &p->addr, k, &k->tcp);
 	else
 		err = p->cfg.connect_name(p->tcp, p->host, p->cfg.port, k, &k->tcp);

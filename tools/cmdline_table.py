@@ -27,6 +27,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE_DIRS = ("lib", "boot", "kernel", "drivers", "debug", "net", "storage", "runtime")
 # The Makefile's STORAGE_PATHS: linked only into images built with STORAGE=1.
 STORAGE_PREFIXES = ("drivers/virtio/blk/", "storage/", "runtime/store_api.c")
+# Compiled empty without make TLS=1 (#ifdef VIREO_TLS around the whole file).
+TLS_PREFIXES = ("runtime/acme.c",)
 STRING = r'"(?:[^"\\]|\\.)*"'
 
 
@@ -217,12 +219,16 @@ def main():
     ap.add_argument("--no-storage", action="store_true",
                     help="leave out the keys of the block path (STORAGE_PREFIXES), which only an image "
                          "built with STORAGE=1 carries (the default image does not)")
+    ap.add_argument("--no-tls", action="store_true",
+                    help="leave out the keys only a make TLS=1 image carries (TLS_PREFIXES)")
     ap.add_argument("--with-app", metavar="DIR", action="append", default=[],
                     help="add an app's keys (the image's APP, e.g. apps/site for the default image)")
     args = ap.parse_args()
     params = collect(list(SOURCE_DIRS) + image_apps() + [a for a in args.with_app if a not in image_apps()])
     if args.no_storage:
         params = [p for p in params if not p["file"].startswith(STORAGE_PREFIXES)]
+    if args.no_tls:
+        params = [p for p in params if not p["file"].startswith(TLS_PREFIXES)]
     if args.check:
         with open(args.check) as fh:
             text = fh.read()

@@ -8,7 +8,7 @@ run=(qemu-system-x86 ovmf dpkg-dev gpgv debian-archive-keyring)
 test=(libcmocka-dev clang libclang-rt-14-dev python3-pytest grub-efi-amd64-bin xorriso qemu-utils sbsigntool openssl
 	curl iputils-ping iproute2 wrk python3-scapy apache2-utils tcpdump ethtool chrony testssl.sh
 	haproxy dnsmasq-base dnsutils knot-dnsutils dnsperf nsd python3-dnspython prometheus cloud-image-utils
-	genisoimage nginx-light)
+	genisoimage nginx-light pebble)
 # make test-deploy: libvirt as Debian 12 ships it (tests/deploy/)
 deploy=(libvirt-daemon-system libvirt-clients virtinst)
 # make test-browsers: the browsers (~300 MB with their libraries) and what the

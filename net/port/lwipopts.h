@@ -373,8 +373,10 @@ void *vireo_mem_calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
 /* net/port/patches/0004: every handshake's outcome, to runtime/http/https.c. */
 struct altcp_pcb;
 struct mbedtls_ssl_context;
-void vireo_tls_handshake_hook(struct altcp_pcb *conn, struct mbedtls_ssl_context *ssl, int ret);
-#define ALTCP_MBEDTLS_HANDSHAKE_HOOK(conn, ssl, ret) vireo_tls_handshake_hook((conn), (ssl), (ret))
+/* It may turn a completed handshake into an error (TLS-ALPN-01: closed
+ * after the handshake, runtime/http/https.c), so altcp_tls closes it. */
+int vireo_tls_handshake_hook(struct altcp_pcb *conn, struct mbedtls_ssl_context *ssl, int ret);
+#define ALTCP_MBEDTLS_HANDSHAKE_HOOK(conn, ssl, ret) ((ret) = vireo_tls_handshake_hook((conn), (ssl), (ret)))
 #endif
 #define TCP_MSS				1460	/* 1500 MTU - 40; IPv6 gets 1440 per route */
 /* Requests are small, so the receive window mainly bounds what one slow

@@ -33,12 +33,13 @@ MBEDTLS_OBJS = $(patsubst %.c,$(BUILD)/mbedtls/%.o,$(MBEDTLS_SRCS))
 MBEDTLS_ALT_SRCS := net/tls/x25519_alt.c net/tls/tls_time.c
 MBEDTLS_ALT_OBJS := $(patsubst net/tls/%.c,$(BUILD)/mbedtls/vireo-%.o,$(MBEDTLS_ALT_SRCS))
 
-TLS_SRCS := net/tls/tls_port.c net/tls/tls_keys.c net/tls/tls_cert.c net/tls/tls_libc.c
+TLS_SRCS := net/tls/tls_port.c net/tls/tls_keys.c net/tls/tls_cert.c net/tls/tls_held.c net/tls/tls_libc.c
 # ACME's building blocks (net/acme/, issue 33): JSON, base64url, JWS,
 # the key authorization and the CSR, renewal timing. In TLS images only (ACME needs TLS), cold: run
 # once per order, so -Os. Nothing calls them yet, so --gc-sections keeps
 # none of them in the image until the ACME client does.
-ACME_SRCS := net/acme/acme_json.c net/acme/b64url.c net/acme/acme_renew.c net/acme/acme_sign.c
+ACME_SRCS := net/acme/acme_json.c net/acme/b64url.c net/acme/acme_renew.c net/acme/acme_sign.c \
+	net/acme/acme_client.c
 TLS_SRCS += $(ACME_SRCS)
 $(patsubst %.c,$(BUILD)/k/%.o,$(ACME_SRCS)): KCFLAGS += -Os
 # lwIP's TLS layer for altcp (net/port/patches/0003 ports it to mbedTLS 3).

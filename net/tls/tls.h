@@ -34,7 +34,26 @@
  * (tests/host/net/tls/test_tls_keys.c prints it); bound 384 KiB (about 130
  * such roots). While parsing, a copy of the input (at most 256 KiB) is
  * held too, at start-up, when nothing else is. So TLS_HEAP_BYTES = 2 MiB +
- * 4 x 40 KiB + 384 KiB = 2,654,208 bytes (648 pages). */
+ * 4 x 40 KiB + 384 KiB = 2,654,208 bytes (648 pages).
+ *
+ * Switching certificates (issue 33: ACME, `cert regen`) and TLS-ALPN-01
+ * hold more chains and keys than the one served at boot (whose bytes are
+ * in the 8 KiB above): a handshake keeps the chain it started with, so a
+ * replaced one lives until the handshakes begun before the switch end
+ * (tls_held.h). At most TLS_SERVED_SLOTS (3) served ones at once: the
+ * current one and two replaced ones still in handshakes (a third switch
+ * within a handshake's life, 10 s at most, is refused, -EBUSY, and can be
+ * retried), each installed one at most TLS_SERVED_BYTES_MAX = 24 KiB
+ * (tls_keys_heap_bytes()'s bound: a leaf and two intermediates of RSA-4096,
+ * 3 x (1,900 + 1,024) + 10 x 512 + 512 = 14,404 B, fits; a P-256 leaf
+ * and intermediate about 4 KiB). TLS-ALPN-01: at most TLS_NAMES_MAX (8)
+ * challenges set at once, each a P-256 key and a self-signed certificate
+ * for one name (DER under 1 KiB: tls_keys_heap_bytes() at most 2,560 B,
+ * bound TLS_ALPN01_BYTES_MAX = 3 KiB), and as many cleared ones still in
+ * handshakes: TLS_ALPN01_SLOTS = 16. So 2 x 24 KiB + 16 x 3 KiB = 96 KiB
+ * (98,304 B) more of the server's heap: 64 x 30,720 + 8,192 + 98,304 =
+ * 2,072,576 B <= 2,097,152 (runtime/http/https.c checks it at compile
+ * time). */
 #ifndef VIREO_TLS_H
 #define VIREO_TLS_H
 
@@ -75,8 +94,30 @@ void tls_heap_get_stats(struct tls_heap_stats *s);
  * make (not generated at boot) and not self-signed. https.hsts= is sent
  * only then. */
 bool tls_serving_ca_issued(void);
-/* The loaded certificate chain and key (NULL unless tls_ready()). */
+/* The certificate chain and key served now (NULL unless tls_ready()); a
+ * pointer valid until the next tls_served_install(). */
 struct tls_keys *tls_server_keys(void);
+
+/* `cert`'s further lines, the ACME client's state, and `cert ARGS`
+ * (runtime/acme.c sets it: `cert renew`), or NULL. */
+extern void (*tls_cert_cmd_more)(const char *args);
+#define TLS_SERVED_SLOTS	3u
+#define TLS_SERVED_BYTES_MAX	(24u * 1024)
+#define TLS_ALPN01_SLOTS	16u
+#define TLS_ALPN01_BYTES_MAX	3072u
+/* Serve k from the next handshake on (runtime/http/https.h's
+ * https_cert_install() says the contract): moves *k in (k left empty) and
+ * retires the one served before, freed once no handshake uses it; source
+ * "esp", "built-in", "generated" or "acme". 0; -EINVAL (no keys, another
+ * source), -ENODEV (tls_start() failed: HTTPS is off), -E2BIG (over
+ * TLS_SERVED_BYTES_MAX), -EBUSY (two replaced ones still in handshakes),
+ * k untouched. Logs the switch: source, names, expiry, fingerprint. */
+struct tls_keys;
+int tls_served_install(struct tls_keys *k, const char *source);
+/* The certificate new handshakes get (NULL unless tls_ready()); a
+ * handshake takes it with tls_holders_hold() (tls_held.h). */
+struct tls_held;
+struct tls_held *tls_served_current(void);
 
 /* TLS clients (runtime/tcp_out.c): whether tls_start() set the heap and
  * PSA up (true even when the server's keys failed), and the CA bundle

@@ -223,8 +223,22 @@ out:
 	return ret;
 }
 
-int tls_cert_generate(struct tls_keys *k, const struct tls_names *names, u64 not_before, u64 not_after,
-		      tls_rng_fn rng, void *rng_ctx, char *err, size_t errlen)
+/* RFC 8737's id-pe-acmeIdentifier, 1.3.6.1.5.5.7.1.31. */
+static const unsigned char tls_acme_oid[] = { 0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x01, 0x1f };
+
+static int tls_cert_acme_ext(void *ctx, const mbedtls_x509_crt *crt, const mbedtls_x509_buf *oid, int critical,
+			     const unsigned char *p, const unsigned char *end)
+{
+	(void)ctx;
+	(void)crt;
+	(void)critical;
+	(void)p;
+	(void)end;
+	return oid->len == sizeof(tls_acme_oid) && !memcmp(oid->p, tls_acme_oid, sizeof(tls_acme_oid)) ? 0 : -1;
+}
+
+int tls_cert_generate_id(struct tls_keys *k, const struct tls_names *names, u64 not_before, u64 not_after,
+			 const unsigned char *acme_id, tls_rng_fn rng, void *rng_ctx, char *err, size_t errlen)
 {
 	const unsigned char *der;
 	unsigned char *buf;
@@ -246,10 +260,12 @@ int tls_cert_generate(struct tls_keys *k, const struct tls_names *names, u64 not
 		mbedtls_snprintf(err, errlen, "making the key failed (mbedTLS error -0x%04x)", (unsigned int)-ret);
 		goto out;
 	}
-	ret = tls_cert_build(&k->key, names, not_before, not_after, NULL, rng, rng_ctx, buf, TLS_CERT_DER_MAX, &der,
-			     &len);
+	ret = tls_cert_build(&k->key, names, not_before, not_after, acme_id, rng, rng_ctx, buf, TLS_CERT_DER_MAX,
+			     &der, &len);
+	/* mbedTLS refuses a critical extension it does not know unless told
+	 * (the acmeIdentifier is for the CA's validator, not for us). */
 	if (ret == 0)
-		ret = mbedtls_x509_crt_parse_der(&k->chain, der, len);
+		ret = mbedtls_x509_crt_parse_der_with_ext_cb(&k->chain, der, len, 1, tls_cert_acme_ext, NULL);
 	if (ret != 0) {
 		mbedtls_snprintf(err, errlen, "making the certificate failed (mbedTLS error -0x%04x)",
 				 (unsigned int)-ret);
@@ -263,6 +279,12 @@ out:
 		return -1;
 	}
 	return 0;
+}
+
+int tls_cert_generate(struct tls_keys *k, const struct tls_names *names, u64 not_before, u64 not_after,
+		      tls_rng_fn rng, void *rng_ctx, char *err, size_t errlen)
+{
+	return tls_cert_generate_id(k, names, not_before, not_after, NULL, rng, rng_ctx, err, errlen);
 }
 
 static u64 tls_cert_unix(const mbedtls_x509_time *t)

@@ -67,6 +67,12 @@ const mbedtls_x509_san_list *tls_names_san(const struct tls_names *names, mbedtl
 int tls_cert_generate(struct tls_keys *k, const struct tls_names *names, u64 not_before, u64 not_after,
 		      tls_rng_fn rng, void *rng_ctx, char *err, size_t errlen);
 
+/* The same with acme_id (32 bytes, or NULL) in RFC 8737's acmeIdentifier
+ * extension (tls_cert_build()): TLS-ALPN-01's challenge certificate for
+ * the one name being validated. */
+int tls_cert_generate_id(struct tls_keys *k, const struct tls_names *names, u64 not_before, u64 not_after,
+			 const unsigned char *acme_id, tls_rng_fn rng, void *rng_ctx, char *err, size_t errlen);
+
 /* What the console, `cert` and /metrics say about a leaf: its DNS and IP
  * SANs joined by commas (bytes outside printable ASCII, quotes and
  * backslashes as '?', so the text is a safe label value; cut with "..."

@@ -17,13 +17,14 @@
 #include "mbedtls/platform_util.h"
 #include "psa/crypto.h"
 #include "net/tls/tls_cert.h"
+#include "net/tls/tls_held.h"
 #include "net/tls/tls_keys.h"
 
 #define TLS_HEAP_PAGES	(TLS_HEAP_BYTES / PAGE_SIZE)
 
 static struct heap tls_heap;
 static bool tls_heap_up, tls_ok;
-static struct tls_keys tls_keys;
+static struct tls_keys tls_keys;	/* loaded at boot, then moved into a served slot */
 static struct boot_info *tls_bi;	/* the ESP's cert.pem and key.pem, if boot/ read them */
 static bool tls_crypto_up;		/* the heap and PSA: TLS clients can run */
 static mbedtls_x509_crt tls_ca;		/* the clients' trust anchors */
@@ -92,16 +93,20 @@ static int tls_rng(void *ctx, unsigned char *out, size_t len)
 	return 0;
 }
 
-/* Where the certificate served came from (tls_load_keys()). */
-enum tls_source { TLS_SOURCE_NONE, TLS_SOURCE_ESP, TLS_SOURCE_BUILTIN, TLS_SOURCE_GENERATED };
-static const char *const tls_source_names[] = {
-	[TLS_SOURCE_NONE] = "none",
-	[TLS_SOURCE_ESP] = "esp",
-	[TLS_SOURCE_BUILTIN] = "built-in",
-	[TLS_SOURCE_GENERATED] = "generated",
-};
-static enum tls_source tls_source;
+/* The certificate served (tls.h): the one new handshakes get, in one of
+ * TLS_SERVED_SLOTS slots; the others hold replaced ones that handshakes
+ * begun before the switch still use (tls_held.h). Where it came from, what
+ * the console and /metrics say about it, and whether it is CA-issued (for
+ * https.hsts=) go with it. */
+static struct tls_held tls_served_slot[TLS_SERVED_SLOTS];
+static struct tls_held_pool tls_served_pool = { tls_served_slot, TLS_SERVED_SLOTS };
+static struct tls_held *tls_served;
+static const char *const tls_sources[] = { "esp", "built-in", "generated", "acme" };
+static const char *tls_source = "none";
+static bool tls_served_ca;
+static u64 tls_installs;		/* certificates installed after boot's */
 static struct tls_cert_info tls_info;	/* of the leaf served, once tls_ok */
+static struct tls_names tls_gen_names;	/* the generated certificate's names (2 KiB: not on the stack) */
 
 /* The best wall clock in seconds (the firmware's until SNTP sets it). */
 static bool tls_now_s(u64 *now)
@@ -145,9 +150,13 @@ static void tls_cert_metrics(struct metrics_buf *b)
 	metrics_family(b, "vireo_tls_cert_info", METRICS_GAUGE,
 		       "The served certificate: where it came from and its DNS and IP names");
 	/* tls_cert_describe() left no quote, backslash or newline in names. */
-	ksnprintf(labels, sizeof(labels), "source=\"%s\",names=\"%s\"", tls_source_names[tls_source],
-		  tls_info.names);
+	ksnprintf(labels, sizeof(labels), "source=\"%s\",names=\"%s\"", tls_source, tls_info.names);
 	metrics_sample(b, "vireo_tls_cert_info", labels, 1);
+	metrics_simple(b, "vireo_tls_cert_installs_total", METRICS_COUNTER,
+		       "Certificates switched to while running (ACME, cert regen)", tls_installs);
+	metrics_simple(b, "vireo_tls_certs_held", METRICS_GAUGE,
+		       "Served certificates held: the current one and replaced ones handshakes still use",
+		       tls_held_in_use(&tls_served_pool));
 }
 
 /* /metrics: the TLS heap and whether TLS could be offered. */
@@ -174,14 +183,29 @@ static void tls_metrics(struct metrics_buf *b)
 
 METRICS_SOURCE(tls, tls_metrics);
 
-/* `cert`: the certificate served, never its key. */
+static int tls_regen(void);
+
+/* `cert`: the certificate served, never its key; `cert regen`: a new
+ * generated one, served from the next handshake on. */
 static void tls_cert_cmd(const char *args)
 {
 	char from[32], to[32];
 	u64 now;
 	bool clock;
 
-	(void)args;
+	while (*args == ' ')
+		args++;
+	if (args[0] && strcmp(args, "regen") == 0) {
+		tls_regen();
+		return;
+	}
+	if (args[0]) {
+		if (tls_cert_cmd_more)
+			tls_cert_cmd_more(args);
+		else
+			kprintf("cert: usage: cert [regen]\n");
+		return;
+	}
 	if (!tls_ok) {
 		kprintf("cert: no certificate served (HTTPS off)\n");
 		return;
@@ -189,8 +213,9 @@ static void tls_cert_cmd(const char *args)
 	clock = tls_now_s(&now);
 	tls_date(tls_info.not_before, from, sizeof(from));
 	tls_date(tls_info.not_after, to, sizeof(to));
-	kprintf("source:     %s%s\n", tls_source_names[tls_source],
-		tls_source == TLS_SOURCE_GENERATED ? " (at boot; no store: kept in memory only)" : "");
+	kprintf("source:     %s%s\n", tls_source,
+		!strcmp(tls_source, "generated") ? (tls_installs ? " (no store: kept in memory only)" :
+						    " (at boot; no store: kept in memory only)") : "");
 	kprintf("names:      %s\n", tls_info.names[0] ? tls_info.names : "(no DNS or IP SANs)");
 	kprintf("not before: %s\n", from);
 	if (clock && tls_info.not_after && tls_info.not_after >= now)
@@ -203,10 +228,14 @@ static void tls_cert_cmd(const char *args)
 	kprintf("sha256:     ");
 	for (int i = 0; i < 32; i++)
 		kprintf(i < 31 ? "%02X:" : "%02X\n", tls_info.sha256[i]);
-	kprintf("issuer:     %s\n", tls_keys_ca_issued(&tls_keys) ? "a CA (not self-signed)" : "self-signed");
+	kprintf("issuer:     %s\n", tls_served_ca ? "a CA (not self-signed)" : "self-signed");
+	if (tls_cert_cmd_more)
+		tls_cert_cmd_more("");
 }
-SHELL_CMD(cert, .name = "cert", .fn = tls_cert_cmd,
-	  .help = "the HTTPS certificate served: source, names, validity, SHA-256 fingerprint");
+void (*tls_cert_cmd_more)(const char *args);
+SHELL_CMD(cert, .name = "cert", .fn = tls_cert_cmd, .usage = "[regen|renew]",
+	  .help = "the HTTPS certificate served: source, names, validity, SHA-256 fingerprint, ACME's state; "
+		  "regen: serve a newly generated self-signed one; renew: order one from acme.directory= now");
 
 void tls_boot_files(struct boot_info *bi)
 {
@@ -253,25 +282,25 @@ static bool tls_file_ok(const struct boot_file *f, const char *path)
  * now (tls_cert.h), for tls.names= or the default names. */
 static int tls_generate(const char *list)
 {
-	static struct tls_names names;	/* 2 KiB: not on the stack */
+	struct tls_names *names = &tls_gen_names;
 	char err[160], desc[32], to[32];
 	u64 now = 0, nb, na, t0;
 	bool clock = tls_now_s(&now);
 
 	/* A bad list is refused whole and said so; the default names stand. */
 	if (!list || !list[0]) {
-		tls_names_default(&names);
-	} else if (tls_names_parse(list, &names, err, sizeof(err)) != 0) {
+		tls_names_default(names);
+	} else if (tls_names_parse(list, names, err, sizeof(err)) != 0) {
 		kprintf("tls: warning: tls.names=%s: %s; the default names instead\n", list, err);
-		tls_names_default(&names);
+		tls_names_default(names);
 	}
 	tls_cert_validity(clock, now, &nb, &na);
 	t0 = time_ns();
-	if (tls_cert_generate(&tls_keys, &names, nb, na, tls_rng, NULL, err, sizeof(err)) != 0) {
+	if (tls_cert_generate(&tls_keys, names, nb, na, tls_rng, NULL, err, sizeof(err)) != 0) {
 		kprintf("tls: %s; HTTPS off, HTTP unaffected\n", err);
 		return -1;
 	}
-	tls_source = TLS_SOURCE_GENERATED;
+	tls_source = "generated";
 	tls_cert_describe(&tls_keys.chain, &tls_info);
 	kprintf("tls: %s key and self-signed certificate generated at boot in %lu ms (names %s; not after %s%s; "
 		"browsers will warn)\n", tls_keys_describe(&tls_keys, desc, sizeof(desc)),
@@ -298,7 +327,7 @@ static int tls_load_keys(const char *names)
 			kprintf("tls: %s; HTTPS off, HTTP unaffected\n", err);
 			return -1;
 		}
-		tls_source = TLS_SOURCE_BUILTIN;
+		tls_source = "built-in";
 		kprintf("tls: %s key, built-in certificate (given to make)\n",
 			tls_keys_describe(&tls_keys, desc, sizeof(desc)));
 		return 0;
@@ -328,7 +357,7 @@ static int tls_load_keys(const char *names)
 		}
 		return -1;
 	}
-	tls_source = TLS_SOURCE_ESP;
+	tls_source = "esp";
 	kprintf("tls: %s key, certificate from the ESP (" BOOT_TLS_CERT_PATH ", " BOOT_TLS_KEY_PATH ")%s\n",
 		tls_keys_describe(&tls_keys, desc, sizeof(desc)),
 		tls_builtin_cert_len ? ", preferred over the built-in one" : "");
@@ -412,10 +441,94 @@ int tls_start(const char *names)
 	tls_load_ca();
 	if (tls_load_keys(names) != 0)
 		return -1;
-	if (tls_source != TLS_SOURCE_GENERATED)
+	if (strcmp(tls_source, "generated") != 0) {
+		char err[160];
+
+		/* The names a later `cert regen` generates for. */
+		if (!names || !names[0] || tls_names_parse(names, &tls_gen_names, err, sizeof(err)) != 0)
+			tls_names_default(&tls_gen_names);
 		tls_cert_describe(&tls_keys.chain, &tls_info);
+	}
+	tls_served_ca = tls_keys_ca_issued(&tls_keys);
+	tls_served = tls_held_take(&tls_served_pool, &tls_keys);
 	tls_ok = true;
 	return 0;
+}
+
+int tls_served_install(struct tls_keys *k, const char *source)
+{
+	struct tls_held *h, *old = tls_served;
+	const char *src = NULL;
+	char desc[32], to[32];
+	size_t bytes;
+
+	for (size_t i = 0; i < ARRAY_SIZE(tls_sources); i++)
+		if (source && !strcmp(source, tls_sources[i]))
+			src = tls_sources[i];
+	if (!src || !k || !k->loaded || !k->chain.raw.p)
+		return -EINVAL;
+	if (!tls_ok)
+		return -ENODEV;
+	bytes = tls_keys_heap_bytes(k);
+	if (bytes > TLS_SERVED_BYTES_MAX) {
+		kprintf("tls: a %s certificate and key of about %lu bytes refused: more than the %u a served one may "
+			"hold of the TLS heap\n", src, (unsigned long)bytes, TLS_SERVED_BYTES_MAX);
+		return -E2BIG;
+	}
+	h = tls_held_take(&tls_served_pool, k);
+	if (!h) {
+		kprintf("tls: a %s certificate refused: %u replaced ones are still in handshakes; try again\n", src,
+			TLS_SERVED_SLOTS - 1);
+		return -EBUSY;
+	}
+	tls_served = h;
+	tls_source = src;
+	tls_served_ca = tls_keys_ca_issued(&h->keys);
+	tls_cert_describe(&h->keys.chain, &tls_info);
+	tls_installs++;
+	if (old)
+		tls_held_retire(old);
+	kprintf("tls: serving a new certificate: %s, %s key, names %s, not after %s, sha256 %02X:%02X:%02X:%02X...\n",
+		src, tls_keys_describe(&h->keys, desc, sizeof(desc)), tls_info.names,
+		tls_date(tls_info.not_after, to, sizeof(to)), tls_info.sha256[0], tls_info.sha256[1],
+		tls_info.sha256[2], tls_info.sha256[3]);
+	return 0;
+}
+
+/* `cert regen`: a new key and self-signed certificate for the names the
+ * boot's was made for (or would have been: tls.names=, else the default
+ * ones), served from the next handshake on. */
+static int tls_regen(void)
+{
+	struct tls_keys k;
+	char err[160];
+	u64 now = 0, nb, na, t0 = time_ns();
+	bool clock;
+	int ret;
+
+	if (!tls_ok) {
+		kprintf("cert: no certificate served (HTTPS off)\n");
+		return -ENODEV;
+	}
+	clock = tls_now_s(&now);
+	tls_cert_validity(clock, now, &nb, &na);
+	if (tls_cert_generate(&k, &tls_gen_names, nb, na, tls_rng, NULL, err, sizeof(err)) != 0) {
+		kprintf("cert: %s; the certificate served is unchanged\n", err);
+		return -ENOMEM;
+	}
+	ret = tls_served_install(&k, "generated");
+	if (ret) {
+		tls_keys_free(&k);
+		kprintf("cert: not installed (%d); the certificate served is unchanged\n", ret);
+		return ret;
+	}
+	kprintf("cert: generated and installed in %lu ms\n", (unsigned long)((time_ns() - t0) / 1000000));
+	return 0;
+}
+
+struct tls_held *tls_served_current(void)
+{
+	return tls_ok ? tls_served : NULL;
 }
 
 bool tls_ready(void)
@@ -434,10 +547,10 @@ void tls_heap_get_stats(struct tls_heap_stats *s)
 
 bool tls_serving_ca_issued(void)
 {
-	return tls_ok && tls_source != TLS_SOURCE_GENERATED && tls_keys_ca_issued(&tls_keys);
+	return tls_ok && strcmp(tls_source, "generated") != 0 && tls_served_ca;
 }
 
 struct tls_keys *tls_server_keys(void)
 {
-	return tls_ok ? &tls_keys : NULL;
+	return tls_ok && tls_served ? &tls_served->keys : NULL;
 }

@@ -28,6 +28,7 @@
 #include "net/tcp/tcpconn.h"
 #include "runtime/http/allow.h"
 #include "runtime/http/conn.h"
+#include "runtime/acme.h"
 #include "runtime/http/https.h"
 #include "lib/metrics.h"
 #include "runtime/site.h"
@@ -1041,5 +1042,9 @@ __cold int http_server_routes(void)
 						    .handler = exchange_metrics };
 	int err = api_route_add(&healthz, API_ROUTE_RUNTIME | API_ROUTE_PLAIN);
 
-	return err ? err : api_route_add(&metrics, API_ROUTE_RUNTIME);
+	err = err ? err : api_route_add(&metrics, API_ROUTE_RUNTIME);
+#ifdef VIREO_TLS
+	err = err ? err : acme_route_add();
+#endif
+	return err;
 }

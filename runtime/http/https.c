@@ -32,7 +32,12 @@
 #include "kernel/loop.h"
 #include "kernel/random.h"
 #include "kernel/time/time.h"
+#include "kernel/time/wallclock.h"
+#include "kernel/shell.h"
+#include "lib/string.h"
 #include "net/tls/tls.h"
+#include "net/tls/tls_cert.h"
+#include "net/tls/tls_held.h"
 #include "net/tls/tls_keys.h"
 #endif
 
@@ -82,6 +87,11 @@ static u8 https_hsts_len;
 size_t https_hsts_line(const char **line)
 {
 	*line = https_hsts;
+#ifdef VIREO_TLS
+	/* It follows the certificate served now (https_cert_install()). */
+	if (!tls_serving_ca_issued())
+		return 0;
+#endif
 	return https_hsts_len;
 }
 
@@ -127,8 +137,10 @@ u32 https_max_handshakes_per_src(void)
 
 #ifdef VIREO_TLS
 
-_Static_assert(HTTPS_MAX_CONNS * TLS_CONN_BYTES + TLS_FIXED_BYTES <= TLS_SERVER_HEAP_BYTES,
-	       "the TLS heap must hold every HTTPS connection");
+_Static_assert(HTTPS_MAX_CONNS * TLS_CONN_BYTES + TLS_FIXED_BYTES + (TLS_SERVED_SLOTS - 1) * TLS_SERVED_BYTES_MAX +
+		       TLS_ALPN01_SLOTS * TLS_ALPN01_BYTES_MAX <= TLS_SERVER_HEAP_BYTES,
+	       "the TLS heap must hold every HTTPS connection and the certificates handshakes hold (net/tls/tls.h)");
+_Static_assert(TLS_ALPN01_SLOTS >= 2 * TLS_NAMES_MAX, "a challenge set for each name and a cleared one in handshakes");
 _Static_assert(HTTPS_MAX_HANDSHAKES <= HTTPS_MAX_CONNS, "handshakes are connections");
 
 /* Completed handshakes by version and suite: few pairs are possible with
@@ -225,6 +237,7 @@ static enum https_fail https_classify(int ret)
 	case MBEDTLS_ERR_SSL_HANDSHAKE_FAILURE:
 	case MBEDTLS_ERR_SSL_BAD_PROTOCOL_VERSION:
 	case MBEDTLS_ERR_SSL_BAD_CERTIFICATE:
+	case MBEDTLS_ERR_SSL_NO_APPLICATION_PROTOCOL:
 		return HTTPS_FAIL_NO_COMMON;
 	case MBEDTLS_ERR_SSL_DECODE_ERROR:
 	case MBEDTLS_ERR_SSL_INVALID_RECORD:
@@ -307,10 +320,203 @@ static int https_alert_for(const mbedtls_ssl_context *ssl, int ret)
 	}
 	case MBEDTLS_ERR_SSL_DECODE_ERROR:
 		return MBEDTLS_SSL_ALERT_MSG_DECODE_ERROR;
+	case MBEDTLS_ERR_SSL_NO_APPLICATION_PROTOCOL:
+		return MBEDTLS_SSL_ALERT_MSG_NO_APPLICATION_PROTOCOL;
 	default:
 		return MBEDTLS_SSL_ALERT_MSG_INTERNAL_ERROR;
 	}
 }
+
+/*
+ * The certificate each handshake gets (https.h, net/tls/tls_held.h):
+ * mbedTLS asks once the ClientHello is parsed (mbedtls_ssl_conf_cert_cb:
+ * SNI and the agreed ALPN protocol known) and the handshake takes the
+ * certificate then, held until it ends (the hook below, or
+ * https_handshake_gone() when the connection goes first). Keyed by the
+ * connection's altcp pcb, which is the ssl context's bio (altcp_tls sets
+ * it): one entry a TLS connection, HTTPS_MAX_CONNS at most.
+ */
+static struct tls_holder https_holder_e[HTTPS_MAX_CONNS];
+static struct tls_holders https_holders = { https_holder_e, HTTPS_MAX_CONNS };
+
+/* ALPN: http/1.1, and acme-tls/1 for TLS-ALPN-01 (RFC 8737): a client
+ * offering both gets http/1.1 (our order), so only one offering
+ * acme-tls/1 without http/1.1 (an ACME server offers it alone) gets the
+ * challenge certificate. */
+static const char https_alpn_acme[] = "acme-tls/1";
+static const char *https_alpn[] = { "http/1.1", https_alpn_acme, NULL };
+
+/* TLS-ALPN-01 challenges set (https_alpn01_set()): the name, the key
+ * authorization's SHA-256, and the certificate made for them at set time
+ * (a key and a signature: once per set, never per ClientHello). */
+static struct {
+	char name[TLS_NAME_MAX + 1];	/* "" : free */
+	u8 id[32];
+	struct tls_held *h;
+} https_alpn01[TLS_NAMES_MAX];
+static struct tls_held https_alpn01_slot[TLS_ALPN01_SLOTS];
+static struct tls_held_pool https_alpn01_pool = { https_alpn01_slot, TLS_ALPN01_SLOTS };
+
+static bool https_is_acme(const mbedtls_ssl_context *ssl)
+{
+	const char *alpn = mbedtls_ssl_get_alpn_protocol(ssl);
+
+	return alpn && !strcmp(alpn, https_alpn_acme);
+}
+
+static int https_cert_cb(mbedtls_ssl_context *ssl)
+{
+	const void *conn = ssl->MBEDTLS_PRIVATE(p_bio);
+	struct tls_held *h = NULL;
+
+	if (https_is_acme(ssl)) {
+		size_t len;
+		const unsigned char *sni = mbedtls_ssl_get_hs_sni(ssl, &len);
+
+		for (unsigned i = 0; i < TLS_NAMES_MAX && !h; i++)
+			if (https_alpn01[i].h && tls_sni_is(sni, len, https_alpn01[i].name))
+				h = https_alpn01[i].h;
+		if (!h) {
+			/* No challenge for that name: acme-tls/1 is not on
+			 * offer for it (RFC 8737 section 3; the hook sends
+			 * the alert). */
+			https_stats.alpn01_refused++;
+			return MBEDTLS_ERR_SSL_NO_APPLICATION_PROTOCOL;
+		}
+	} else {
+		h = tls_served_current();
+	}
+	h = tls_holders_hold(&https_holders, conn, h);
+	if (!h)
+		return MBEDTLS_ERR_SSL_ALLOC_FAILED;	/* cannot happen: an entry a connection */
+	return mbedtls_ssl_set_hs_own_cert(ssl, &h->keys.chain, &h->keys.key);
+}
+
+void https_handshake_gone(struct altcp_pcb *pcb)
+{
+	tls_holders_drop(&https_holders, pcb);
+}
+
+int https_cert_install(struct tls_keys *k, const char *source)
+{
+	return tls_served_install(k, source);
+}
+
+static void https_alpn01_free(unsigned i)
+{
+	if (https_alpn01[i].h)
+		tls_held_retire(https_alpn01[i].h);	/* freed when its handshakes end */
+	__builtin_memset(&https_alpn01[i], 0, sizeof https_alpn01[i]);
+}
+
+int https_alpn01_set(const char *name, const u8 acme_id[32])
+{
+	static struct tls_names names;	/* 2 KiB: not on the stack */
+	struct tls_keys k;
+	struct tls_held *h;
+	char err[160];
+	u64 now = 0, nb, na;
+	unsigned slot = TLS_NAMES_MAX;
+	size_t bytes;
+	u64 ns;
+	bool clock = wallclock_best(&ns) != WALLCLOCK_NONE;
+
+	if (!name || !acme_id || tls_names_parse(name, &names, err, sizeof err) != 0 || names.n != 1)
+		return -EINVAL;
+	if (!tls_ready())
+		return -ENODEV;
+	for (unsigned i = 0; i < TLS_NAMES_MAX; i++) {
+		if (!strcmp(https_alpn01[i].name, names.name[0])) {
+			if (!__builtin_memcmp(https_alpn01[i].id, acme_id, 32))
+				return 0;	/* already set: no new key */
+			slot = i;
+			break;
+		}
+		if (!https_alpn01[i].name[0] && slot == TLS_NAMES_MAX)
+			slot = i;
+	}
+	if (slot == TLS_NAMES_MAX)
+		return -ENOSPC;
+	now = clock ? ns / NSEC_PER_SEC : 0;
+	tls_cert_validity(clock, now, &nb, &na);
+	if (tls_cert_generate_id(&k, &names, nb, na, acme_id, https_rng, NULL, err, sizeof err) != 0) {
+		kprintf("https: TLS-ALPN-01 certificate for %s: %s\n", names.name[0], err);
+		return -ENOMEM;
+	}
+	bytes = tls_keys_heap_bytes(&k);
+	h = bytes <= TLS_ALPN01_BYTES_MAX ? tls_held_take(&https_alpn01_pool, &k) : NULL;
+	if (!h) {
+		tls_keys_free(&k);
+		return bytes <= TLS_ALPN01_BYTES_MAX ? -EBUSY : -E2BIG;
+	}
+	https_alpn01_free(slot);
+	__builtin_memcpy(https_alpn01[slot].name, names.name[0], sizeof https_alpn01[slot].name);
+	__builtin_memcpy(https_alpn01[slot].id, acme_id, 32);
+	https_alpn01[slot].h = h;
+	return 0;
+}
+
+void https_alpn01_clear(const char *name)
+{
+	for (unsigned i = 0; i < TLS_NAMES_MAX; i++)
+		if (https_alpn01[i].name[0] &&
+		    (!name || tls_sni_is((const unsigned char *)name, strlen(name), https_alpn01[i].name)))
+			https_alpn01_free(i);
+}
+
+static unsigned https_alpn01_count(void)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < TLS_NAMES_MAX; i++)
+		n += https_alpn01[i].h != NULL;
+	return n;
+}
+
+/* Test hook (debug=on): `tls-alpn01 set NAME HEX64`, `tls-alpn01 clear [NAME]`. */
+static int https_hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+static void https_alpn01_cmd(const char *args)
+{
+	char name[TLS_NAME_MAX + 1];
+	const char *sp;
+	u8 id[32];
+	size_t n;
+	int ret;
+
+	if (!strncmp(args, "clear", 5) && (!args[5] || args[5] == ' ')) {
+		https_alpn01_clear(args[5] ? args + 6 : NULL);
+		kprintf("tls-alpn01: cleared (%u set)\n", https_alpn01_count());
+		return;
+	}
+	if (strncmp(args, "set ", 4) != 0)
+		goto usage;
+	for (sp = args + 4; *sp && *sp != ' '; sp++)
+		;
+	n = (size_t)(sp - args - 4);
+	if (!*sp || n == 0 || n > TLS_NAME_MAX || strlen(sp + 1) != 64)
+		goto usage;
+	__builtin_memcpy(name, args + 4, n);
+	name[n] = 0;
+	for (int i = 0; i < 32; i++) {
+		int hi = https_hexval(sp[1 + 2 * i]), lo = https_hexval(sp[2 + 2 * i]);
+
+		if (hi < 0 || lo < 0)
+			goto usage;
+		id[i] = (u8)(hi << 4 | lo);
+	}
+	ret = https_alpn01_set(name, id);
+	kprintf("tls-alpn01: set %s: %d (%u set)\n", name, ret, https_alpn01_count());
+	return;
+usage:
+	kprintf("tls-alpn01: usage: tls-alpn01 set NAME HEX64 | tls-alpn01 clear [NAME]\n");
+}
+SHELL_CMD(tls_alpn01, .name = "tls-alpn01", .fn = https_alpn01_cmd, .debug = true,
+	  .usage = "set NAME HEX64 | clear [NAME]", .help = "TLS-ALPN-01 challenge certificates (test hook)");
 
 /* Patch 0004's ALTCP_MBEDTLS_HANDSHAKE_HOOK (net/port/lwipopts.h): once per
  * handshake, ret 0 when it completed, else mbedTLS's error; altcp_tls
@@ -323,16 +529,28 @@ static int https_alert_for(const mbedtls_ssl_context *ssl, int ret)
  * (out_msgtype); a record still partly unsent (out_left) gets none. */
 void (*https_client_handshake)(struct altcp_pcb *conn, struct mbedtls_ssl_context *ssl, int ret);
 
-void vireo_tls_handshake_hook(struct altcp_pcb *conn, mbedtls_ssl_context *ssl, int ret)
+int vireo_tls_handshake_hook(struct altcp_pcb *conn, mbedtls_ssl_context *ssl, int ret)
 {
 	if (ssl->MBEDTLS_PRIVATE(conf)->MBEDTLS_PRIVATE(endpoint) == MBEDTLS_SSL_IS_CLIENT) {
 		if (https_client_handshake)
 			https_client_handshake(conn, ssl, ret);
-		return;
+		return ret;
 	}
+	tls_holders_drop(&https_holders, conn);
 	if (ret == 0) {
 		https_stats.handshakes++;
 		https_count_suite(ssl);
+		if (https_is_acme(ssl)) {
+			/* TLS-ALPN-01 done: nothing more is said on it (RFC
+			 * 8737 section 3); a close_notify, then altcp_tls
+			 * closes it as it does a failed handshake (the
+			 * error returned), so it never reaches the server. */
+			https_stats.alpn01_handshakes++;
+			if (!ssl->MBEDTLS_PRIVATE(out_left))
+				mbedtls_ssl_close_notify(ssl);
+			http_server_handshake_end(conn->arg);
+			return MBEDTLS_ERR_SSL_CONN_EOF;
+		}
 	} else {
 		int alert = https_alert_for(ssl, ret);
 
@@ -343,6 +561,7 @@ void vireo_tls_handshake_hook(struct altcp_pcb *conn, mbedtls_ssl_context *ssl, 
 			https_stats.alerts_sent++;
 	}
 	http_server_handshake_end(conn->arg);
+	return ret;
 }
 
 static bool https_listening;	/* https_start succeeded: /metrics has HTTPS */
@@ -384,6 +603,13 @@ static void https_metrics(struct metrics_buf *b)
 		       s->bulk_refused);
 	metrics_simple(b, "vireo_https_alerts_sent_total", METRICS_COUNTER,
 		       "Fatal alerts sent for failed handshakes mbedTLS ended without one", s->alerts_sent);
+	metrics_simple(b, "vireo_https_alpn01_handshakes_total", METRICS_COUNTER,
+		       "TLS-ALPN-01 (acme-tls/1) handshakes answered with a challenge certificate", s->alpn01_handshakes);
+	metrics_simple(b, "vireo_https_alpn01_refused_total", METRICS_COUNTER,
+		       "acme-tls/1 ClientHellos for a name with no challenge set (no_application_protocol)",
+		       s->alpn01_refused);
+	metrics_simple(b, "vireo_https_alpn01_challenges", METRICS_GAUGE, "TLS-ALPN-01 challenges set now",
+		       https_alpn01_count());
 	metrics_family(b, "vireo_https_sessions_total", METRICS_COUNTER,
 		       "Completed handshakes by protocol version and cipher suite");
 	for (int i = 0; i < HTTPS_SUITES && https_suites[i].id; i++) {
@@ -418,19 +644,19 @@ METRICS_SOURCE(https, https_metrics);
 
 int https_start(void)
 {
-	static const char *alpn[] = { "http/1.1", NULL };
-	struct tls_keys *k = tls_server_keys();
 	int err;
 
-	if (!k)
+	if (!tls_served_current())
 		return -EINVAL;	/* tls_start() said why */
 	https_conf = altcp_tls_create_config_server(0);
 	if (!https_conf) {
 		kprintf("https: no memory for the TLS configuration; HTTPS off\n");
 		return -ENOMEM;
 	}
-	if (mbedtls_ssl_conf_own_cert(altcp_tls_ssl_config(https_conf), &k->chain, &k->key) != 0 ||
-	    altcp_tls_configure_alpn_protocols(https_conf, alpn) != ERR_OK ||
+	/* No certificate in the configuration: each handshake takes the one
+	 * served when its ClientHello is read (https_cert_cb()). */
+	mbedtls_ssl_conf_cert_cb(altcp_tls_ssl_config(https_conf), https_cert_cb);
+	if (altcp_tls_configure_alpn_protocols(https_conf, https_alpn) != ERR_OK ||
 	    https_tickets_start(altcp_tls_ssl_config(https_conf)) != 0) {
 		kprintf("https: the TLS configuration was refused; HTTPS off\n");
 		goto fail;
@@ -441,9 +667,10 @@ int https_start(void)
 		goto fail;
 	}
 	https_listening = true;
-	if (https_hsts_s && tls_serving_ca_issued()) {
+	if (https_hsts_s)
 		https_hsts_len = (u8)ksnprintf(https_hsts, sizeof https_hsts,
 					      "Strict-Transport-Security: max-age=%lu\r\n", (unsigned long)https_hsts_s);
+	if (https_hsts_s && tls_serving_ca_issued()) {
 		kprintf("https: HSTS max-age=%lu (a CA-issued certificate)\n", (unsigned long)https_hsts_s);
 	} else if (https_hsts_s) {
 		kprintf("https: https.hsts=%lu withheld: the certificate is self-signed, and browsers would refuse "

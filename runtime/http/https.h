@@ -76,6 +76,8 @@ struct https_stats {
 	u32 bulk_peak;			/* most at once */
 	u64 bulk_refused;		/* asked for one while all were held (per write) */
 	u64 alerts_sent;		/* fatal alerts sent for failures mbedTLS left without one */
+	u64 alpn01_handshakes;		/* TLS-ALPN-01 handshakes answered with a challenge certificate */
+	u64 alpn01_refused;		/* acme-tls/1 for a name with no challenge set */
 #endif
 };
 extern struct https_stats https_stats;
@@ -108,6 +110,19 @@ u16 https_write_max(struct altcp_pcb *pcb);
 /* Queue a close_notify alert on pcb (once its handshake is done): an
  * orderly TLS close, before our FIN (RFC 8446 6.1). */
 void https_close_notify(struct altcp_pcb *pcb);
+
+/* make TLS=1: the certificate served, switched without dropping anything
+ * (issue 33; net/tls/tls.h has the heap arithmetic, docs/https.md the
+ * behaviour). */
+struct tls_keys;
+/* Serve k's chain and key on new handshakes from now on; connections and handshakes already under way keep the certificate they started with, and the previous keys are freed once nothing uses them. Moves *k in (k left empty) on 0; negative, k untouched, on failure. source: "esp", "built-in", "generated", "acme" (the console, `cert` and vireo_tls_cert_info on /metrics say it). */
+int https_cert_install(struct tls_keys *k, const char *source);
+/* TLS-ALPN-01 (RFC 8737): while set, a ClientHello that offers the ALPN protocol acme-tls/1 (only) with SNI name gets a self-signed certificate for name carrying RFC 8737's critical acmeIdentifier extension holding acme_id (the SHA-256 of the key authorization), ALPN acme-tls/1 is selected, and the connection is closed after the handshake (no HTTP on it). At most TLS_NAMES_MAX at once; 0 or negative. */
+int https_alpn01_set(const char *name, const u8 acme_id[32]);
+void https_alpn01_clear(const char *name);	/* NULL: all */
+/* The server's connection pcb went away during its handshake: the
+ * certificate the handshake held is let go (runtime/http/server.c). */
+void https_handshake_gone(struct altcp_pcb *pcb);
 
 /* make TLS=1: a TLS client's handshake (runtime/tcp_out.c sets it when a
  * client first connects): vireo_tls_handshake_hook() passes every client

@@ -94,6 +94,9 @@ static void server_conn_free(struct tcpconn *tc, err_t err)
 		http_server_stats.conns_reset++;
 	server_tls_bulk_release(c);
 	if (c->handshaking) {
+#if LWIP_ALTCP_TLS
+		https_handshake_gone(c->tc.pcb);	/* its certificate, if it took one */
+#endif
 		c->link.node->handshakes--;
 		https_stats.handshakes_active--;
 		https_stats.failures[c->hs_timed_out ? HTTPS_FAIL_TIMEOUT : HTTPS_FAIL_CLOSED]++;

@@ -391,9 +391,11 @@ def test_failed_handshakes_send_their_alert(boot):
 def test_session_resumption(boot, tmp_path):
     """Session tickets: a second connection presenting the first one's
     ticket resumes, under TLS 1.3 (PSK with ECDHE) and 1.2; a ticket that
-    is tampered with is refused and a full handshake follows."""
+    is tampered with is refused and a full handshake follows. The same boot
+    (debug=on for the TLS-ALPN-01 hook) switches certificates under load
+    and answers TLS-ALPN-01 (check_cert_switch, check_alpn01)."""
     need_image()
-    vm, get = boot_and_get(boot)
+    vm, get = boot_and_get(boot, cmdline="debug")
     req = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
     for v in ("-tls1_3", "-tls1_2"):
         sess = str(tmp_path / f"sess{v}")
@@ -405,6 +407,232 @@ def test_session_resumption(boot, tmp_path):
     assert m["vireo_https_resumptions_total"] == 2
     assert m["vireo_https_tickets_refused_total"] == 0
     assert m["vireo_https_handshakes_total"] == 4
+    check_cert_switch(vm, get)
+    check_alpn01(vm, get, tmp_path)
+
+
+def der_sha256(der):
+    import hashlib
+    return ":".join(f"{b:02X}" for b in hashlib.sha256(der).digest())
+
+
+def tls_get(port, sock=None, sni="localhost", keep=False):
+    """One GET /healthz over TLS (a new connection, or sock kept alive):
+    (status, the served leaf's SHA-256, the socket when keep)."""
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    if sock is None:
+        sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=20), server_hostname=sni)
+    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n" +
+                 (b"" if keep else b"Connection: close\r\n") + b"\r\n")
+    head = b""
+    while b"\r\n\r\nok\n" not in head:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    status = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/1.1 ") else 0
+    fp = der_sha256(sock.getpeercert(binary_form=True))
+    if not keep:
+        sock.close()
+        sock = None
+    return status, fp, sock
+
+
+def check_cert_switch(vm, get):
+    """`cert regen` while a keep-alive connection, a stream of new
+    connections and a handshake stopped half-way run: new connections get
+    the new certificate from then on, the keep-alive one keeps working, the
+    half-done handshake completes with the certificate it started with (the
+    old one held until then: vireo_tls_certs_held 2, then 1), no request
+    fails."""
+    import ssl
+    import threading
+    _, fp0, keep = tls_get(vm.sport, keep=True)
+    # A handshake stopped after the server read its ClientHello (its
+    # certificate chosen and taken, the server's flight received).
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    inb, outb = ssl.MemoryBIO(), ssl.MemoryBIO()
+    half = ctx.wrap_bio(inb, outb, server_hostname="localhost")
+    raw = socket.create_connection(("127.0.0.1", vm.sport), timeout=20)
+    with pytest.raises(ssl.SSLWantReadError):
+        half.do_handshake()
+    raw.sendall(outb.read())
+    inb.write(raw.recv(16384))
+    assert metrics(get)["vireo_tls_certs_held"] == 1
+
+    results, stop = [], threading.Event()
+
+    def new_conns():
+        for _ in range(200):  # bounded; stops once the switch is seen and checked
+            if stop.is_set():
+                break
+            try:
+                results.append(tls_get(vm.sport)[:2])
+            except OSError as e:
+                results.append((0, repr(e)))
+
+    def keep_alive():
+        for _ in range(200):
+            if stop.is_set():
+                break
+            try:
+                results.append(tls_get(vm.sport, sock=keep, keep=True)[:2])
+            except OSError as e:
+                results.append((0, repr(e)))
+    threads = [threading.Thread(target=new_conns), threading.Thread(target=keep_alive)]
+    for t in threads:
+        t.start()
+    time.sleep(1)
+    start = len(vm.text)
+    vm.send("cert regen\r")
+    vm.wait_for(r"^cert: generated and installed in \d+ ms", timeout=60, start=start)
+    line = vm.wait_for(r"^tls: serving a new certificate: generated, EC P-256 key, names vireo,localhost,"
+                       r"127\.0\.0\.1,0:0:0:0:0:0:0:1, not after \S+, sha256 ([0-9A-F:]{11})", start=start)
+    # The replaced certificate stays while the stopped handshake holds it.
+    assert metrics(get)["vireo_tls_certs_held"] == 2
+    time.sleep(1.5)
+    stop.set()
+    for t in threads:
+        t.join(timeout=120)
+    # Finish the stopped handshake: the old certificate, and it serves.
+    while True:
+        try:
+            half.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            raw.sendall(outb.read())
+            inb.write(raw.recv(16384))
+    raw.sendall(outb.read())
+    assert der_sha256(half.getpeercert(binary_form=True)) == fp0
+    half.write(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+    raw.sendall(outb.read())
+    body = b""
+    while b"\r\n\r\nok\n" not in body:
+        try:
+            body += half.read(4096)
+        except ssl.SSLWantReadError:
+            chunk = raw.recv(16384)
+            if not chunk:
+                break
+            inb.write(chunk)
+    assert body.startswith(b"HTTP/1.1 200 "), body
+    raw.close()
+
+    bad = [r for r in results if r[0] != 200]
+    assert not bad, bad[:5]
+    fps = [fp for _, fp in results]
+    fp1 = tls_get(vm.sport)[1]
+    assert fp1 != fp0 and fp1.startswith(line.group(1)), (fp0, fp1, line.group(1))
+    assert set(fps) <= {fp0, fp1} and fp1 in fps, set(fps)
+    # New connections switched once: none got the old one after the new.
+    new_fps = [fp for fp in fps if fp == fp1]
+    assert len(new_fps) >= 1
+    # The keep-alive connection still works (and keeps its handshake's certificate).
+    status, fpk, keep = tls_get(vm.sport, sock=keep, keep=True)
+    assert status == 200 and fpk == fp0
+    keep.close()
+    print(f"cert regen under load: {len(results)} requests, 0 failed; "
+          f"{sum(1 for f in fps if f == fp0)} on the old certificate, {len(new_fps)} on the new")
+    m = metrics(get)
+    assert m["vireo_tls_certs_held"] == 1
+    assert m["vireo_tls_cert_installs_total"] == 1
+    assert m['vireo_tls_cert_info{source="generated",names="vireo,localhost,127.0.0.1,0:0:0:0:0:0:0:1"}'] == 1
+    start = len(vm.text)
+    vm.send("cert\r")
+    vm.wait_for(r"^issuer:\s+self-signed", timeout=30, start=start)
+    assert re.search(rf"^sha256:\s+{fp1}$", vm.text[start:], re.M), vm.text[start:]
+    assert re.search(r"^source:\s+generated \(no store", vm.text[start:], re.M), vm.text[start:]
+
+
+ACME_ID_OID = bytes.fromhex("06082b0601050507011f")  # 1.3.6.1.5.5.7.1.31, RFC 8737's acmeIdentifier
+
+
+def check_alpn01(vm, get, tmp_path):
+    """TLS-ALPN-01: with a challenge set for acme.example, an acme-tls/1
+    ClientHello naming it gets a certificate for it with the critical
+    acmeIdentifier extension holding the value set, acme-tls/1 agreed and
+    no HTTP; one naming another name, or after the challenge is cleared, is
+    refused with no_application_protocol; a normal client naming
+    acme.example gets the served certificate."""
+    import hashlib
+    acme_id = hashlib.sha256(b"token.thumbprint").digest()
+    start = len(vm.text)
+    vm.send(f"tls-alpn01 set acme.example {acme_id.hex()}\r")
+    vm.wait_for(r"^tls-alpn01: set acme\.example: 0 \(1 set\)", timeout=60, start=start)
+    req = b"GET /healthz HTTP/1.1\r\nHost: acme.example\r\n\r\n"
+
+    def acme(name, *args):
+        r = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{vm.sport}", "-servername", name,
+                            "-alpn", "acme-tls/1", "-showcerts", "-ign_eof", *args], input=req,
+                           capture_output=True, timeout=60)
+        return r.returncode, r.stdout.decode(errors="replace") + r.stderr.decode(errors="replace")
+    served = tls_get(vm.sport)[1]
+    before = metrics(get)["vireo_http_requests_total"]
+    for v in ("-tls1_3", "-tls1_2"):
+        rc, out = acme("acme.example", v)
+        assert rc == 0 and "ALPN protocol: acme-tls/1" in out, out[-3000:]
+        assert "HTTP/1.1" not in out, out[-3000:]
+        certs = re.findall(PEM_CERT, out, re.S)
+        assert len(certs) == 1, out
+        text = x509_text(certs[0], "-text")
+        assert re.search(r"DNS:acme\.example\n", text) and "Subject: CN" in text, text
+        assert re.search(r"1\.3\.6\.1\.5\.5\.7\.1\.31: critical", text), text
+        der = subprocess.run(["openssl", "x509", "-outform", "DER"], input=certs[0].encode(),
+                             capture_output=True, check=True).stdout
+        # Extension: OID, critical TRUE, extnValue OCTET STRING { OCTET STRING (32) acme_id }
+        assert ACME_ID_OID + bytes.fromhex("0101ff0422" "0420") + acme_id in der
+    # The GETs sent on them never reached the server: the only request
+    # counted since is the /metrics that read `before`.
+    assert metrics(get)["vireo_http_requests_total"] == before + 1
+    # Another name, no challenge: refused (no_application_protocol, alert 120).
+    rc, out = acme("other.example")
+    assert rc != 0 and "no application protocol" in out, out[-2000:]
+    # A normal client naming acme.example: the served certificate, HTTP.
+    status, fp, _ = tls_get(vm.sport, sni="acme.example")
+    assert status == 200 and fp == served
+    # acme-tls/1 and http/1.1 offered: http/1.1 wins, the normal certificate.
+    rc, out = s_client(vm.sport, "-servername", "acme.example", "-alpn", "acme-tls/1,http/1.1", data=req)
+    assert rc == 0 and "ALPN protocol: http/1.1" in out, out[-2000:]
+    m = metrics(get)
+    assert m["vireo_https_alpn01_handshakes_total"] == 2
+    assert m["vireo_https_alpn01_refused_total"] == 1
+    assert m["vireo_https_alpn01_challenges"] == 1
+    # A burst of acme-tls/1 handshakes: each gets the challenge certificate
+    # made at set time (no key made per ClientHello: the TLS heap is where
+    # it was before, nothing held), and each is closed after its handshake.
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    ctx.set_alpn_protocols(["acme-tls/1"])
+    heap = m["vireo_tls_heap_in_use_bytes"]
+    first = None
+    for _ in range(20):
+        with ctx.wrap_socket(socket.create_connection(("127.0.0.1", vm.sport), timeout=20),
+                             server_hostname="acme.example") as t:
+            assert t.selected_alpn_protocol() == "acme-tls/1"
+            der = t.getpeercert(binary_form=True)
+            first = first or der
+            assert der == first and acme_id in der
+            t.sendall(b"GET /healthz HTTP/1.1\r\nHost: acme.example\r\n\r\n")
+            try:
+                assert t.recv(4096) == b""
+            except ssl.SSLError:
+                pass  # the close_notify came with the FIN: also closed
+    m = metrics(get)
+    assert m["vireo_https_alpn01_handshakes_total"] == 22
+    assert m["vireo_tls_heap_in_use_bytes"] == heap, (heap, m["vireo_tls_heap_in_use_bytes"])
+    assert m["vireo_tls_certs_held"] == 1 and m["vireo_https_handshakes_active"] == 0
+    start = len(vm.text)
+    vm.send("tls-alpn01 clear\r")
+    vm.wait_for(r"^tls-alpn01: cleared \(0 set\)", timeout=30, start=start)
+    rc, out = acme("acme.example")
+    assert rc != 0 and "no application protocol" in out, out[-2000:]
+    m = metrics(get)
+    assert m["vireo_https_alpn01_refused_total"] == 2 and m["vireo_https_alpn01_challenges"] == 0
+    assert m["vireo_tls_heap_alloc_failures_total"] == 0
 
 
 def test_handshake_limits_configurable(boot):

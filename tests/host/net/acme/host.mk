@@ -2,12 +2,14 @@
 # base64url, renewal timing) alone; the JWS, key authorization and CSR over
 # the host's mbedTLS (tests/host/net/tls/host.mk), checked against openssl
 # and python3 at test time on the fixtures' keys.
-HOST_TESTS += test_acme_json test_b64url test_acme_renew
+HOST_TESTS += test_acme_json test_b64url test_acme_renew test_acme_client
+test_acme_client_USES := acme_client acme_json acme_renew wallclock
 test_acme_json_USES := acme_json
 test_b64url_USES := b64url
 test_acme_renew_USES := acme_renew wallclock
-FUZZERS += fuzz_acme_json
+FUZZERS += fuzz_acme_json fuzz_acme_client
 fuzz_acme_json_USES := acme_json
+fuzz_acme_client_USES := acme_client acme_json acme_renew wallclock
 
 HOST_TESTS += test_acme_sign
 test_acme_sign_USES := acme_sign acme_json b64url tls_cert tls_keys wallclock

@@ -74,6 +74,15 @@ $(BUILD)/host/test_tls_cert: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
 $(BUILD)/host/test_tls_cert: $(TLS_FIX)/stamp
 
+# The certificates handshakes hold while the served one is switched or a
+# TLS-ALPN-01 challenge cleared (net/tls/tls_held.c), over real keys.
+HOST_TESTS += test_tls_held
+test_tls_held_USES := tls_held tls_cert tls_keys wallclock
+test_tls_held_SRCS := $(TLS_HOST) $(MBEDTLS_HOST_LIB)
+$(BUILD)/host/test_tls_held: HOST_CFLAGS += -I$(MBEDTLS_SRCDIR)/include \
+	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DTLS_FIX_DIR='"$(TLS_FIX)"'
+$(BUILD)/host/test_tls_held: $(TLS_FIX)/stamp
+
 # mbedTLS's gmtime (net/tls/tls_time.c) and X.509 verification judged
 # with and without a wall clock (tls_host.c's settable one).
 HOST_TESTS += test_tls_time

@@ -5,6 +5,7 @@
  * a signature that verifies under its own key (and fails on a changed
  * byte); generation from the RNG, its failures leaking nothing; what
  * tls_cert_describe() says, checked against openssl. */
+#define _GNU_SOURCE	/* memmem */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -363,6 +364,37 @@ static void test_generate(void **state)
 	assert_int_equal(tls_host_heap.blocks, 0);
 }
 
+/* TLS-ALPN-01's certificate: generated with the acmeIdentifier, which
+ * mbedTLS must be told to accept to parse it back (a critical extension it
+ * does not know), and which is there, critical, with the 32 bytes. */
+static void test_generate_acme_id(void **state)
+{
+	static const unsigned char ext[] = { 0x06, 0x08, 0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x01, 0x1f,
+					     0x01, 0x01, 0xff, 0x04, 0x22, 0x04, 0x20 };
+	unsigned char id[32], want[sizeof(ext) + 32];
+	struct tls_keys a;
+	struct tls_names nm;
+	u64 nb = 1796000000, na = nb + 86400;
+	const unsigned char *p;
+	size_t n;
+
+	(void)state;
+	for (int i = 0; i < 32; i++)
+		id[i] = (unsigned char)(0xa0 + i);
+	assert_int_equal(tls_names_parse("acme.example", &nm, err, sizeof(err)), 0);
+	if (tls_cert_generate_id(&a, &nm, nb, na, id, tls_host_rng, NULL, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(a.loaded, 1);
+	assert_true(sig_verifies(&a.chain, (size_t)-1));
+	memcpy(want, ext, sizeof(ext));
+	memcpy(want + sizeof(ext), id, 32);
+	p = a.chain.raw.p;
+	n = a.chain.raw.len;
+	assert_non_null(memmem(p, n, want, sizeof(want)));
+	tls_keys_free(&a);
+	assert_int_equal(tls_host_heap.blocks, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -373,6 +405,7 @@ int main(void)
 		cmocka_unit_test(test_describe_safe_and_bounded),
 		cmocka_unit_test(test_describe_against_openssl),
 		cmocka_unit_test(test_generate),
+		cmocka_unit_test(test_generate_acme_id),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,652 @@
+/*
+ * The ACME client's runtime side (runtime/acme.h, docs/https.md "ACME"),
+ * make TLS=1 only: the default image has neither the code nor the keys.
+ *
+ * One order at a time. The account key (ECDSA P-256) is made once per boot
+ * and kept in memory (not yet on the store: a reboot registers again,
+ * which a CA answers with the same account for the same key only if the
+ * key is kept: a later slice). Each attempt makes a fresh certificate key
+ * from the CSPRNG, its CSR, and runs net/acme/acme_client.c's machine:
+ * every request goes through one HTTP client pool over TLS to the
+ * directory's host (the machine refuses URLs elsewhere), verified against
+ * the TLS clients' CA bundle like any other TLS client. A failed attempt
+ * backs off (acme_backoff_s(): 60 s doubling to 6 h, at least the CA's
+ * Retry-After) while the certificate served keeps serving.
+ *
+ * Memory, all from the kernel heap while ACME is configured: the machine's
+ * state (22,064 B: 19 URLs of up to 512 bytes, the names, the request
+ * payload, 256 JSON tokens), the response buffer
+ * ACME_BODY_MAX + 1 (64 KiB: the largest JSON the reader takes and the
+ * largest chain tls_keys_load() takes), the JWS buffer ACME_JWS_MAX
+ * (12 KiB, under VIREO_HTTP_REQ_MAX with the head), the CSR's base64url
+ * (4 KiB). The keys live in the TLS heap (mbedTLS's allocations).
+ */
+#ifdef VIREO_TLS
+#include "runtime/acme.h"
+
+#include "kernel/cmdline.h"
+#include "kernel/console.h"
+#include "kernel/mm/mm.h"
+#include "kernel/random.h"
+#include "kernel/time/time.h"
+#include "kernel/time/wallclock.h"
+#include "lib/fmt.h"
+#include "lib/metrics.h"
+#include "lib/string.h"
+#include "lwip/ip_addr.h"
+#include "mbedtls/pk.h"
+#include "net/acme/acme_client.h"
+#include "net/acme/acme_renew.h"
+#include "net/acme/acme_sign.h"
+#include "net/acme/b64url.h"
+#include "net/tls/tls.h"
+#include "net/tls/tls_cert.h"
+#include "net/tls/tls_keys.h"
+#include "runtime/api.h"
+#include "runtime/http/https.h"
+#include "vireo/app.h"
+#include "vireo/http.h"
+#include "vireo/http_client.h"
+
+static char acme_directory_opt[ACME_URL_MAX_C + 1];
+CMDLINE_PARAM(acme_directory, .key = "acme.directory", .type = CMDLINE_STR, .dst = acme_directory_opt,
+	      .dst_size = sizeof(acme_directory_opt), .def = "", .values = "an https URL (at most 512 bytes)",
+	      .help = "the ACME CA's directory (make TLS=1): when set, the appliance orders its certificate "
+		      "there by HTTP-01 and serves it; empty: no ACME");
+static char acme_names_opt[CMDLINE_MAX];
+CMDLINE_PARAM(acme_names, .key = "acme.names", .type = CMDLINE_STR, .dst = acme_names_opt,
+	      .dst_size = sizeof(acme_names_opt), .def = "tls.names=", .def_prose = true,
+	      .values = "comma-separated DNS names (at most 8)",
+	      .help = "the names ACME orders the certificate for (make TLS=1)");
+static char acme_contact_opt[ACME_CONTACT_MAX + 1];
+CMDLINE_PARAM(acme_contact, .key = "acme.contact", .type = CMDLINE_STR, .dst = acme_contact_opt,
+	      .dst_size = sizeof(acme_contact_opt), .def = "", .values = "mailto:address",
+	      .help = "the ACME account's contact (make TLS=1); empty: none");
+
+static const char *const acme_challenge_choices[] = { "http-01", "tls-alpn-01", NULL };
+static int acme_challenge_opt;	/* enum acme_challenge_type */
+CMDLINE_PARAM(acme_challenge, .key = "acme.challenge", .type = CMDLINE_ENUM, .dst = &acme_challenge_opt,
+	      .choices = acme_challenge_choices, .def = "http-01",
+	      .help = "how ACME proves the names (make TLS=1): http-01 on the HTTP port, tls-alpn-01 on the HTTPS "
+		      "port (acme-tls/1, RFC 8737)");
+
+#define ACME_BODY_MAX	65536	/* = ACME_JSON_SIZE_MAX = TLS_KEYS_MAX_INPUT */
+#define ACME_JWS_MAX	12288
+#define ACME_HDR_MAX	128	/* Content-Type, Retry-After kept; longer: absent */
+#define ACME_FIRST_MS	500	/* the first attempt, after HTTPS is up */
+
+static const char *const acme_state_names[] = { "off", "ordering", "backoff", "valid", "error" };
+enum acme_state { AS_OFF, AS_ORDERING, AS_BACKOFF, AS_VALID, AS_ERROR };
+
+static struct {
+	enum acme_state state;
+	struct acme_client *m;
+	struct acme_cfg cfg;
+	struct tls_names names;
+	mbedtls_pk_context account, cert_key;
+	bool have_account, have_cert_key;
+	char thumb[ACME_THUMB_LEN + 1];
+	char *csr;		/* base64url, ACME_CSR_B64_MAX + 1 */
+	char *jws;		/* ACME_JWS_MAX */
+	char *body;		/* ACME_BODY_MAX + 1 */
+	size_t body_len;
+	char host[ACME_URL_MAX_C + 1];
+	u16 port;
+	vireo_http_pool pool;
+	struct vireo_timer timer;
+	/* the response head's fields */
+	int status;
+	char ctype[ACME_HDR_MAX], retry[ACME_HDR_MAX], nonce[ACME_NONCE_MAX_C + 2], location[ACME_URL_MAX_C + 2];
+	/* HTTP-01: the token served and its key authorization */
+	char token[ACME_TOKEN_MAX_C + 1];
+	char keyauthz[ACME_KEYAUTHZ_MAX];
+	/* what operators see */
+	unsigned failures;	/* in a row */
+	u64 orders, issued, failed, bad_nonces, challenges_served;
+	u64 next_s;		/* seconds until the next attempt, when backing off */
+	u64 not_before, not_after;	/* the certificate issued last, Unix s */
+	u64 renew_at;		/* Unix s: when to order again (valid) */
+	char last_error[ACME_ERR_MAX];
+} acme;
+
+/* The best wall clock, the TLS clients' too (the firmware's until SNTP
+ * sets it): Unix seconds, false while there is none. */
+static bool acme_now(u64 *secs)
+{
+	u64 ns;
+
+	if (wallclock_best(&ns) == WALLCLOCK_NONE)
+		return false;
+	*secs = ns / NSEC_PER_SEC;
+	return true;
+}
+
+static int acme_rng(void *ctx, unsigned char *out, size_t len)
+{
+	(void)ctx;
+	random_bytes(out, len);
+	return 0;
+}
+
+static void acme_cert_lines(const char *args);
+
+/* ---- HTTP-01: /.well-known/acme-challenge/<token> ---- */
+
+static void acme_http01(vireo_req r, void *arg)
+{
+	const char *tok = vireo_req_subpath(r);
+
+	(void)arg;
+	if (!acme.token[0] || !tok || strcmp(tok, acme.token) != 0) {
+		vireo_resp_error(r, 404);
+		return;
+	}
+	acme.challenges_served++;
+	vireo_resp_send(r, 200, "application/octet-stream", acme.keyauthz, strlen(acme.keyauthz));
+}
+
+int acme_route_add(void)
+{
+	static const struct vireo_route route = { .path = "/.well-known/acme-challenge/", .prefix = true,
+						  .methods = VIREO_GET, .handler = acme_http01 };
+	tls_cert_cmd_more = acme_cert_lines;
+
+	return api_route_add(&route, API_ROUTE_RUNTIME | API_ROUTE_PLAIN);
+}
+
+/* ---- the transport ---- */
+
+static void acme_step(enum acme_action act);
+
+static void acme_copy_hdr(vireo_http_call h, const char *name, char *out, size_t cap)
+{
+	const char *v = vireo_http_header(h, name);
+	size_t n = v ? strlen(v) : 0;
+
+	/* longer than the machine would take (a URL over ACME_URL_MAX_C, a
+	 * nonce over ACME_NONCE_MAX_C): as absent, which it refuses or works
+	 * around (no Location fails the step; no nonce fetches one) */
+	if (n >= cap)
+		n = 0;
+	memcpy(out, v ? v : "", n);
+	out[n] = '\0';
+}
+
+static void acme_on_head(vireo_http_call h, const struct vireo_http_response *r, void *ctx)
+{
+	(void)ctx;
+	acme.status = r->status;
+	acme_copy_hdr(h, "Content-Type", acme.ctype, sizeof acme.ctype);
+	acme_copy_hdr(h, "Retry-After", acme.retry, sizeof acme.retry);
+	acme_copy_hdr(h, "Replay-Nonce", acme.nonce, sizeof acme.nonce);
+	acme_copy_hdr(h, "Location", acme.location, sizeof acme.location);
+}
+
+static size_t acme_on_body(vireo_http_call h, const void *data, size_t len, void *ctx)
+{
+	size_t room = ACME_BODY_MAX - acme.body_len;
+
+	(void)h, (void)ctx;
+	/* the request's max_body makes the client stop at ACME_BODY_MAX */
+	if (len > room)
+		len = room;
+	memcpy(acme.body + acme.body_len, data, len);
+	acme.body_len += len;
+	return len;
+}
+
+static void acme_on_done(vireo_http_call h, int err, void *ctx)
+{
+	struct acme_resp r = { .err = err, .status = acme.status, .body = acme.body, .len = acme.body_len };
+
+	(void)h, (void)ctx;
+	if (err)
+		kprintf("acme: %s: the CA did not answer (%s)\n", acme_step_name(acme.m->step), vireo_http_err_str(err));
+	acme.body[acme.body_len] = '\0';
+	r.content_type = acme.ctype[0] ? acme.ctype : NULL;
+	r.retry_after = acme.retry[0] ? acme.retry : NULL;
+	r.nonce = acme.nonce[0] ? acme.nonce : NULL;
+	r.location = acme.location[0] ? acme.location : NULL;
+	if (!acme_now(&r.now))
+		r.now = 0;
+	acme_step(acme_client_next(acme.m, &r));
+}
+
+/* Sends the machine's request now. */
+static void acme_send(void)
+{
+	const struct acme_req *q = &acme.m->req;
+	char host[ACME_URL_MAX_C + 1], headers[160];
+	const char *path;
+	size_t len = 0;
+	u16 port;
+	int err;
+
+	if (!acme_url_split(q->url, host, sizeof host, &port, &path)) {
+		/* the machine checked it: cannot happen */
+		strlcpy(acme.m->last_error, "a request URL that does not split", sizeof acme.m->last_error);
+		acme.m->step = ACME_FAILED;
+		acme_step(ACME_ACT_FAIL);
+		return;
+	}
+	if (q->method == ACME_POST) {
+		struct acme_jws_in in = { .key = &acme.account, .kid = q->use_jwk ? NULL : acme.m->account,
+					  .nonce = q->nonce, .url = q->url, .payload = q->payload,
+					  .payload_len = q->payload_len };
+
+		if (acme_jws(&in, acme_rng, NULL, acme.jws, ACME_JWS_MAX, &len) != 0) {
+			strlcpy(acme.m->last_error, "the request could not be signed", sizeof acme.m->last_error);
+			acme.m->step = ACME_FAILED;
+			acme_step(ACME_ACT_FAIL);
+			return;
+		}
+	}
+	ksnprintf(headers, sizeof headers, "User-Agent: vireo-acme\r\n%s%s",
+		  q->method == ACME_POST ? "Content-Type: application/jose+json\r\n" : "",
+		  q->want_pem ? "Accept: application/pem-certificate-chain\r\n" : "");
+	acme.status = 0;
+	acme.body_len = 0;
+	acme.ctype[0] = acme.retry[0] = acme.nonce[0] = acme.location[0] = '\0';
+	err = vireo_http_request(acme.pool,
+				 &(struct vireo_http_request){ .method = q->method == ACME_POST ? "POST" :
+									 q->method == ACME_HEAD ? "HEAD" : "GET",
+							       .target = path, .headers = headers,
+							       .body = q->method == ACME_POST ? acme.jws : NULL,
+							       .body_len = q->method == ACME_POST ? len : 0,
+							       .max_body = ACME_BODY_MAX, .on_head = acme_on_head,
+							       .on_body = acme_on_body, .on_done = acme_on_done },
+				 &(vireo_http_call){ 0 });
+	if (err) {
+		acme_on_done((vireo_http_call){ 0 }, -VIREO_HTTP_ECONNECT, NULL);
+		return;
+	}
+}
+
+static void acme_attempt(struct vireo_timer *t, void *arg);
+
+static void acme_delayed(struct vireo_timer *t, void *arg)
+{
+	(void)t, (void)arg;
+	acme_send();
+}
+
+/* The pool's TCP client is a TLS one. */
+static int acme_tls_client(const struct vireo_tcp_client *cfg, vireo_tcp_out *out)
+{
+	struct vireo_tcp_client c = *cfg;
+
+	c.tls = true;
+	return vireo_tcp_client(&c, out);
+}
+
+/* By name, or an address literal verified against the certificate's IP
+ * SANs (the pool connects literals itself only for plain clients). */
+static int acme_connect(vireo_tcp_out cl, const char *name, u16 port, void *ctx, vireo_tcp *c)
+{
+	struct vireo_addr a;
+	ip_addr_t ip;
+
+	if (ipaddr_aton(name, &ip)) {
+		api_addr_of(&ip, port, &a);
+		return vireo_tls_connect(cl, &a, name, ctx, c);
+	}
+	return vireo_tcp_connect_name(cl, name, port, ctx, c);
+}
+
+/* ---- installing the certificate ---- */
+
+static bool acme_install(void)
+{
+	unsigned char *der = kmalloc(512);
+	struct tls_keys k;
+	char err[128];
+	int n, ret;
+
+	if (!der)
+		return false;
+	/* the key to DER (written at the end of the buffer) for
+	 * tls_keys_load(), which checks the pair; wiped after */
+	n = mbedtls_pk_write_key_der(&acme.cert_key, der, 512);
+	if (n <= 0) {
+		kfree(der);
+		strlcpy(acme.last_error, "the certificate key could not be written", sizeof acme.last_error);
+		return false;
+	}
+	ret = tls_keys_load(&k, (const unsigned char *)acme.body, acme.body_len, der + 512 - n, (size_t)n, acme_rng,
+			    NULL, err, sizeof err);
+	memset(der, 0, 512);
+	__asm__ volatile("" : : "r"(der) : "memory");	/* the wipe is not optimised away */
+	kfree(der);
+	if (ret != 0) {
+		ksnprintf(acme.last_error, sizeof acme.last_error, "the issued chain was refused: %s", err);
+		return false;
+	}
+	{
+		struct tls_cert_info info;
+
+		tls_cert_describe(&k.chain, &info);
+		acme.not_before = info.not_before;
+		acme.not_after = info.not_after;
+	}
+	if (https_cert_install(&k, "acme") != 0) {
+		tls_keys_free(&k);
+		strlcpy(acme.last_error, "the server refused the issued certificate", sizeof acme.last_error);
+		return false;
+	}
+	return true;
+}
+
+/* ---- the attempts ---- */
+
+
+/* The renewal timer: wakes at most a day apart (a timer's milliseconds
+ * fit 49 days) and orders once the wall clock reaches renew_at. */
+static void acme_renew_tick(struct vireo_timer *t, void *arg)
+{
+	u64 now, wait;
+
+	(void)arg;
+	if (acme_now(&now) && now >= acme.renew_at) {
+		kprintf("acme: renewing the certificate (not after %lu)\n", (unsigned long)acme.not_after);
+		acme_attempt(t, NULL);
+		return;
+	}
+	wait = acme_now(&now) ? acme.renew_at - now : 86400;
+	vireo_timer_init(&acme.timer, acme_renew_tick, NULL);
+	vireo_timer_start(&acme.timer, (u32)((wait > 86400 ? 86400 : wait) * 1000));
+}
+
+/* After an issue: when to renew (acme_renew_at(): a third of the
+ * lifetime left, half for 10 days or less, earlier by a random part of
+ * at most a 16th), by the wall clock. */
+static void acme_schedule_renewal(void)
+{
+	struct acme_renew_in in = { .not_before = acme.not_before, .not_after = acme.not_after,
+				    .rnd = random_u64() };
+	if (!acme_now(&in.now)) {
+		acme.renew_at = acme.not_after;	/* checked again daily, once there is a clock */
+		kprintf("acme: no wall clock: renewal when the certificate ends\n");
+	} else {
+		acme.renew_at = acme_renew_at(&in);
+		kprintf("acme: renewal in %lu s (lifetime %lu s)\n", (unsigned long)(acme.renew_at - in.now),
+			(unsigned long)(acme.not_after - acme.not_before));
+	}
+	acme_renew_tick(&acme.timer, NULL);
+}
+
+static void acme_backoff(void)
+{
+	u64 s;
+
+	acme.failures++;
+	acme.failed++;
+	s = acme_backoff_s(acme.failures, acme.m->retry_after_s, random_u64());
+	acme.next_s = s;
+	acme.state = AS_BACKOFF;
+	kprintf("acme: order failed: %s; the certificate served stays; next attempt in %lu s\n", acme.last_error,
+		(unsigned long)s);
+	vireo_timer_init(&acme.timer, acme_attempt, NULL);
+	vireo_timer_start(&acme.timer, s > 86400 ? 86400u * 1000 : (u32)(s * 1000));
+}
+
+static void acme_step(enum acme_action act)
+{
+	struct acme_client *m = acme.m;
+	bool ok;
+
+	acme.bad_nonces = m->bad_nonces_total;
+	switch (act) {
+	case ACME_ACT_SERVE:
+		if (acme_key_authz(m->token, acme.thumb, acme.keyauthz, sizeof acme.keyauthz) != 0) {
+			strlcpy(m->last_error, "the key authorization could not be made", sizeof m->last_error);
+			m->step = ACME_FAILED;
+			acme_step(ACME_ACT_FAIL);
+			return;
+		}
+		if (m->challenge == ACME_TLSALPN01) {
+			u8 id[32];
+			int err;
+
+			acme_alpn_digest(acme.keyauthz, id);
+			https_alpn01_clear(NULL);
+			err = https_alpn01_set(m->ident, id);
+			memset(id, 0, sizeof id);
+			if (err) {
+				ksnprintf(m->last_error, sizeof m->last_error,
+					  "the tls-alpn-01 certificate for %s could not be made (%d)", m->ident, err);
+				m->step = ACME_FAILED;
+				acme_step(ACME_ACT_FAIL);
+				return;
+			}
+		} else {
+			memcpy(acme.token, m->token, sizeof acme.token);
+		}
+		kprintf("acme: authorization %u of %u (%s) pending: answering %s (token %s)\n", m->k + 1, m->n_authz,
+			m->ident, acme_challenge_choices[m->challenge], m->token);
+		__attribute__((fallthrough));	/* send the challenge's POST */
+	case ACME_ACT_SEND:
+		if (m->req.delay_s) {
+			vireo_timer_init(&acme.timer, acme_delayed, NULL);
+			vireo_timer_start(&acme.timer, m->req.delay_s * 1000);
+		} else {
+			acme_send();
+		}
+		return;
+	case ACME_ACT_DONE:
+		acme.token[0] = '\0';
+		memset(acme.keyauthz, 0, sizeof acme.keyauthz);
+		https_alpn01_clear(NULL);
+		ok = acme_install();
+		/* the served copy is the one tls_keys_load() made: this one goes */
+		mbedtls_pk_free(&acme.cert_key);
+		acme.have_cert_key = false;
+		if (!ok) {
+			acme_backoff();
+			return;
+		}
+		acme.issued++;
+		acme.failures = 0;
+		acme.last_error[0] = '\0';
+		acme.state = AS_VALID;
+		kprintf("acme: certificate issued for %u name%s by %s; serving it\n", acme.names.n,
+			acme.names.n == 1 ? "" : "s", acme.host);
+		acme_schedule_renewal();
+		return;
+	case ACME_ACT_FAIL:
+		acme.token[0] = '\0';
+		memset(acme.keyauthz, 0, sizeof acme.keyauthz);
+		https_alpn01_clear(NULL);
+		memcpy(acme.last_error, m->last_error, sizeof acme.last_error);
+		acme_backoff();
+		return;
+	}
+}
+
+static void acme_attempt(struct vireo_timer *t, void *arg)
+{
+	unsigned char *der = NULL;
+	const unsigned char *p;
+	size_t len, b64len;
+	int ret;
+
+	(void)t, (void)arg;
+	acme.state = AS_ORDERING;
+	acme.orders++;
+	if (acme.have_cert_key)
+		mbedtls_pk_free(&acme.cert_key);
+	acme.have_cert_key = false;
+	ret = acme_key_generate(&acme.cert_key, acme_rng, NULL);
+	if (ret == 0) {
+		acme.have_cert_key = true;
+		der = kmalloc(ACME_CSR_DER_MAX);
+		ret = der ? acme_csr(&acme.cert_key, &acme.names, acme_rng, NULL, der, ACME_CSR_DER_MAX, &p, &len) : -1;
+	}
+	if (ret == 0)
+		ret = b64url_encode(p, len, acme.csr, ACME_CSR_B64_MAX + 1, &b64len);
+	kfree(der);
+	if (ret != 0) {
+		ksnprintf(acme.m->last_error, sizeof acme.m->last_error, "the key or CSR could not be made (%d)", ret);
+		memcpy(acme.last_error, acme.m->last_error, sizeof acme.last_error);
+		acme.m->retry_after_s = 0;
+		acme_backoff();
+		return;
+	}
+	kprintf("acme: ordering a certificate for %s from %s\n", acme_names_opt[0] ? acme_names_opt : https_tls_names(),
+		acme.host);
+	acme_step(acme_client_start(acme.m, &acme.cfg));
+}
+
+static bool acme_contact_ok(const char *s)
+{
+	if (strncmp(s, "mailto:", 7) != 0 || !s[7])
+		return false;
+	for (; *s; s++)
+		if (*s <= 0x20 || *s >= 0x7f || *s == '"' || *s == '\\' || *s == ',')
+			return false;
+	return true;
+}
+
+void acme_start(void)
+{
+	const char *names = acme_names_opt[0] ? acme_names_opt : https_tls_names();
+	char err[96];
+	const char *path;
+	int ret;
+
+	if (!acme_directory_opt[0])
+		return;
+	acme.state = AS_ERROR;
+	if (!acme_url_split(acme_directory_opt, acme.host, sizeof acme.host, &acme.port, &path)) {
+		strlcpy(acme.last_error, "acme.directory= is not an https URL", sizeof acme.last_error);
+		kprintf("acme: acme.directory=%s: not an https://host[:port]/path URL of at most 512 bytes; ACME off\n",
+			acme_directory_opt);
+		return;
+	}
+	if (!names[0]) {
+		strlcpy(acme.last_error, "no names: set acme.names= or tls.names=", sizeof acme.last_error);
+		kprintf("acme: no names to order: set acme.names= (or tls.names=); ACME off\n");
+		return;
+	}
+	if (tls_names_parse(names, &acme.names, err, sizeof err) != 0) {
+		ksnprintf(acme.last_error, sizeof acme.last_error, "names refused: %s", err);
+		kprintf("acme: %s=%s: %s; ACME off\n", acme_names_opt[0] ? "acme.names" : "tls.names", names, err);
+		return;
+	}
+	if (acme_contact_opt[0] && !acme_contact_ok(acme_contact_opt)) {
+		strlcpy(acme.last_error, "acme.contact= is not a mailto: address", sizeof acme.last_error);
+		kprintf("acme: acme.contact=%s: not a mailto: address; ACME off\n", acme_contact_opt);
+		return;
+	}
+	acme.m = kzalloc(sizeof *acme.m);
+	acme.csr = kmalloc(ACME_CSR_B64_MAX + 1);
+	acme.jws = kmalloc(ACME_JWS_MAX);
+	acme.body = kmalloc(ACME_BODY_MAX + 1);
+	if (!acme.m || !acme.csr || !acme.jws || !acme.body) {
+		strlcpy(acme.last_error, "no memory", sizeof acme.last_error);
+		kprintf("acme: no memory for the client; ACME off\n");
+		return;
+	}
+	ret = acme_key_generate(&acme.account, acme_rng, NULL);
+	if (ret == 0) {
+		acme.have_account = true;
+		ret = acme_thumbprint(&acme.account, acme.thumb);
+	}
+	if (ret != 0) {
+		strlcpy(acme.last_error, "the account key could not be made", sizeof acme.last_error);
+		kprintf("acme: the account key could not be made (%d); ACME off\n", ret);
+		return;
+	}
+	ret = vireo_http_pool_new(&(struct vireo_http_pool_cfg){ .name = "acme", .host = acme.host,
+								 .port = acme.port, .max_conns = 1, .max_idle = 1,
+								 .connect_timeout_ms = 10000, .head_timeout_ms = 30000,
+								 .max_body = ACME_BODY_MAX, .client = acme_tls_client,
+								 .connect_name = acme_connect },
+				  &acme.pool);
+	if (ret != 0) {
+		strlcpy(acme.last_error, "no HTTP client pool", sizeof acme.last_error);
+		kprintf("acme: no HTTP client for the CA (%d); ACME off\n", ret);
+		return;
+	}
+	acme.cfg.directory = acme_directory_opt;
+	for (unsigned i = 0; i < acme.names.n; i++)
+		acme.cfg.names[i] = acme.names.name[i];
+	acme.cfg.n_names = acme.names.n;
+	acme.cfg.contact = acme_contact_opt[0] ? acme_contact_opt : NULL;
+	acme.cfg.csr_b64 = acme.csr;
+	acme.cfg.challenge = acme_challenge_opt == 1 ? ACME_TLSALPN01 : ACME_HTTP01;
+	acme.state = AS_ORDERING;
+	kprintf("acme: account key made (P-256, in memory only: no store); directory %s, names %s, %s\n",
+		acme_directory_opt, names, acme_challenge_choices[acme_challenge_opt]);
+	vireo_timer_init(&acme.timer, acme_attempt, NULL);
+	vireo_timer_start(&acme.timer, ACME_FIRST_MS);
+}
+
+/* ---- operators ---- */
+
+static void acme_metrics(struct metrics_buf *b)
+{
+	u64 now;
+
+	if (!acme_directory_opt[0])
+		return;
+	metrics_family(b, "vireo_acme_state", METRICS_GAUGE,
+		       "1 for the ACME client's state: ordering, backoff, valid (a certificate issued), error (misconfigured)");
+	metrics_sample1(b, "vireo_acme_state", "state", acme_state_names[acme.state], 1);
+	metrics_simple(b, "vireo_acme_orders_total", METRICS_COUNTER, "ACME attempts started (one order each)",
+		       acme.orders);
+	metrics_simple(b, "vireo_acme_certificates_issued_total", METRICS_COUNTER,
+		       "certificates issued by the CA and installed", acme.issued);
+	metrics_simple(b, "vireo_acme_failures_total", METRICS_COUNTER, "ACME attempts that failed", acme.failed);
+	metrics_simple(b, "vireo_acme_bad_nonces_total", METRICS_COUNTER, "requests sent again after badNonce",
+		       acme.bad_nonces);
+	if (acme.state == AS_VALID && acme_now(&now))
+		metrics_simple(b, "vireo_acme_renewal_seconds", METRICS_GAUGE,
+			       "seconds until the certificate is ordered again (0: due)",
+			       acme.renew_at > now ? acme.renew_at - now : 0);
+	metrics_simple(b, "vireo_acme_http01_served_total", METRICS_COUNTER,
+		       "HTTP-01 key authorizations served", acme.challenges_served);
+	if (acme.last_error[0]) {
+		metrics_family(b, "vireo_acme_last_error_info", METRICS_GAUGE,
+			       "the last ACME failure (cleared once a certificate is issued)");
+		metrics_sample1(b, "vireo_acme_last_error_info", "error", acme.last_error, 1);
+	}
+}
+METRICS_SOURCE(acme, acme_metrics);
+
+/* `cert`'s ACME lines, and `cert renew` (net/tls/tls_port.c calls it). */
+static void acme_cert_lines(const char *args)
+{
+	if (args[0]) {
+		if (strcmp(args, "renew") != 0) {
+			kprintf("cert: usage: cert [regen|renew]\n");
+		} else if (acme.state != AS_VALID && acme.state != AS_BACKOFF) {
+			kprintf("cert: ACME is %s: nothing to renew now\n", acme_state_names[acme.state]);
+		} else {
+			kprintf("cert: ordering a new certificate now\n");
+			vireo_timer_stop(&acme.timer);
+			acme.failures = 0;
+			acme_attempt(&acme.timer, NULL);
+		}
+		return;
+	}
+	if (!acme_directory_opt[0]) {
+		kprintf("acme:       off (no acme.directory=)\n");
+		return;
+	}
+	kprintf("acme:       %s (%s; orders %lu, issued %lu, failures %lu)", acme_state_names[acme.state],
+		acme_directory_opt, (unsigned long)acme.orders, (unsigned long)acme.issued, (unsigned long)acme.failed);
+	if (acme.state == AS_BACKOFF)
+		kprintf(", next attempt %lu s after the failure", (unsigned long)acme.next_s);
+	if (acme.state == AS_VALID) {
+		u64 now;
+
+		if (acme_now(&now) && acme.renew_at > now)
+			kprintf(", renewal in %lu s", (unsigned long)(acme.renew_at - now));
+	}
+	kprintf("\n");
+	if (acme.last_error[0])
+		kprintf("acme error: %s\n", acme.last_error);
+}
+
+
+#endif
