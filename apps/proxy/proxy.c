@@ -40,7 +40,7 @@ VIREO_CONFIG_UINT(px_timeout_cfg, "proxy.timeout", 30, 1, 600,
 VIREO_CONFIG_UINT(px_idle_cfg, "proxy.idle_timeout", 4, 1, 3600,
 		  "seconds an idle upstream connection is kept (below the upstream's own)");
 VIREO_CONFIG_UINT(px_body_cfg, "proxy.max_body", 1073741824, 0, 0, "request body bytes at most (0: no cap; 413)");
-VIREO_CONFIG_UINT(px_resp_body_cfg, "proxy.max_resp_body", 0, 0, 0, "response body bytes at most (0: no cap; 502)");
+VIREO_CONFIG_UINT(px_resp_body_cfg, "proxy.max_resp_body", 0, 0, 0, "response body bytes at most (0: no cap; 502 when its length says so, else the body is cut)");
 
 VIREO_COUNTER(px_requests, "proxy_requests_total", "Requests proxied (each try on an upstream counts once).");
 VIREO_COUNTER(px_retries, "proxy_retries_total", "Requests tried again on another upstream.");

@@ -1,7 +1,6 @@
 /* apps/proxy's pure parts: pxhead.h. */
-#include "vireo/vireo.h"
-
 #include "pxhead.h"
+#include "vireo/string.h"
 
 static char px_lower(char c)
 {
