@@ -309,8 +309,18 @@ bench-pvh: deps-test $(IMAGE) $(PVH)
 	$(Q)tests/bench/pvh_peer.sh
 
 image: $(IMAGE)
-$(IMAGE): $(EFI) images/mkimage.sh
-	$(Q)images/mkimage.sh $(EFI) $@
+# CFG=FILE: the image's ESP also holds FILE as EFI/vireo/vireo.cfg (the
+# configuration file, docs/appliance.md), e.g. make run APP=apps/proxy
+# CFG=my.cfg with proxy.upstream= in it. The stamp remakes the image when
+# CFG names another file or none.
+CFG ?=
+CFG_STAMP := $(OUT)/cfg.stamp
+$(CFG_STAMP): FORCE
+	$(Q)mkdir -p $(@D); echo '$(abspath $(CFG))' | cmp -s - $@ || echo '$(abspath $(CFG))' > $@
+$(IMAGE): $(EFI) images/mkimage.sh $(CFG) $(CFG_STAMP)
+	$(Q)images/mkimage.sh $(EFI) $@ $(CFG)
+.PHONY: FORCE
+FORCE:
 
 # ---- running -------------------------------------------------------------
 CMDLINE ?=
@@ -677,7 +687,8 @@ help:
 	@echo "                  (docs/https.md). make TLS=1 tls-check: what mbedTLS needs, its size"
 	@echo "  make run        install QEMU/OVMF if missing, boot the appliance; http://localhost:8080/"
 	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=); with TLS=1 also https://localhost:8443/ (TLS_PORT=);"
-	@echo "                  DISK=file attaches a data disk (serial vireo-data; docs/storage.md)"
+	@echo "                  DISK=file attaches a data disk (serial vireo-data; docs/storage.md);"
+	@echo "                  CFG=file puts it on the image's ESP as EFI/vireo/vireo.cfg (docs/appliance.md)"
 	@echo "  make disk       a blank data disk, build/data.img or DISK= (DISK_SIZE=, default 64M); kept if it exists"
 	@echo "  APP=apps/NAME   build (and run) that app instead of the static site (apps/site): any"
 	@echo "                  target above, outputs in $(BUILD)/apps/NAME/; apps: $(notdir $(patsubst %/,%,$(wildcard apps/*/)))"
