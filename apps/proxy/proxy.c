@@ -20,8 +20,9 @@
  * client too (vireo_resp_abort()), never passed on as whole.
  *
  * Bounds: PX_MAX requests in flight (VIREO_HTTP_CALLS_MAX), each holding
- * its state and its header lines (at most the runtime's 8 KiB head plus
- * the X-Forwarded lines): 64 x ~9.5 KiB = ~610 KiB of app.mem's 4 MiB at
+ * its state and one allocation for its target (PX_TARGET_MAX, 4 KiB) and
+ * header lines (PX_HDRS_MAX: the runtime's 8 KiB head plus the
+ * X-Forwarded lines): 64 x ~12.6 KiB = ~810 KiB of app.mem's 4 MiB at
  * most; more are 503. Connections: the HTTP client's (at most
  * VIREO_TCP_OUT_MAX together, shared out among the upstreams).
  */
