@@ -9,7 +9,7 @@ of upstreams in the namespace (apps/proxy/README.md). Two boots:
    a bounded GET load loses no GET and is ejected (/metrics); smuggling
    pairs (CL.TE, TE.CL, TE.TE, CL.0) never reach a backend as two requests.
 2. A scripted upstream (upstream.py): bodies streamed both ways (an
-   upload's bytes and hash, a 1 MiB download, a chunked response with its
+   upload's bytes and hash, one past proxy.max_body 413, a 1 MiB download, a chunked response with its
    hop-by-hop fields), and hostile answers, each bounded: an endless head
    and a head with both Content-Length and Transfer-Encoding are 502, a
    reset before any byte 502, a head that never comes 504, a body that
@@ -226,7 +226,7 @@ def test_hostile_upstream(net):
     vm = None
     try:
         time.sleep(0.5)
-        vm = boot(ns, f"{ns.host_ip}:8090", "proxy.timeout=2 proxy.fails=1000")
+        vm = boot(ns, f"{ns.host_ip}:8090", "proxy.timeout=2 proxy.fails=1000 proxy.max_body=400000")
 
         assert curl(ns, "/ok")[:2] == (200, "ok /ok\n")
         # an upload streamed upstream: its bytes arrive whole
@@ -235,6 +235,11 @@ def test_hostile_upstream(net):
         import hashlib
         status, body, _, _ = curl(ns, "/sum", "--data-binary", f"@{ns.tmp / 'up.bin'}")
         assert (status, body) == (200, f"{len(data)} {hashlib.sha256(data).hexdigest()}\n")
+        # past proxy.max_body: 413 at the head, nothing reaches the upstream
+        (ns.tmp / "big.bin").write_bytes(b"z" * 400001)
+        seen = len(requests_in(log))
+        status, _, _, _ = curl(ns, "/sum", "--data-binary", f"@{ns.tmp / 'big.bin'}")
+        assert status == 413 and len(requests_in(log)) == seen
         # a 1 MiB download streamed back
         r = ns.run("sh", "-c", f"curl -sS --max-time 60 http://{ns.guest_ip}/big=1048576 | sha256sum")
         want = hashlib.sha256(bytes(i * 7 % 251 for i in range(1048576))).hexdigest()
