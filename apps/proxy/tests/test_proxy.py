@@ -15,7 +15,9 @@ of upstreams in the namespace (apps/proxy/README.md). Two boots:
    reset before any byte 502, a head that never comes 504, a body that
    stalls or is reset midway (a chunked one too) is cut: the client sees
    a partial body, never a whole one; after each
-   the next request on a new connection is fine.
+   the next request on a new connection is fine; 72 clients at once on a
+   head that never comes all end (504, or refused by the connection table)
+   within 30 s, leaving nothing held.
 
 Wall time: about 60 s with two boots on TCG."""
 import json
@@ -226,7 +228,7 @@ def test_hostile_upstream(net):
     vm = None
     try:
         time.sleep(0.5)
-        vm = boot(ns, f"{ns.host_ip}:8090", "proxy.timeout=2 proxy.fails=1000 proxy.max_body=400000")
+        vm = boot(ns, f"{ns.host_ip}:8090", "proxy.timeout=1 proxy.fails=1000 proxy.max_body=400000")
 
         assert curl(ns, "/ok")[:2] == (200, "ok /ok\n")
         # an upload streamed upstream: its bytes arrive whole
@@ -265,8 +267,34 @@ def test_hostile_upstream(net):
             assert status == 200 and rc == 18, (path, status, rc)   # 18: a partial body, the cut shown
             assert secs < 10, (path, secs)
             assert curl(ns, "/ok")[:2] == (200, "ok /ok\n"), path
+        # past every bound at once: 72 clients on a head that never comes. The
+        # HTTP server's 64 connections bound the requests (the rest are
+        # refused at accept), 8 upstream connections take them 8 at a time,
+        # each 504 after proxy.timeout; all end within the bound, and then
+        # nothing is held: no request active, the app's memory as before.
+        mem0 = metrics(ns)["vireo_app_mem_bytes"]
+        t = time.monotonic()
+        code = ("import socket,sys,threading,time\n"
+                "res=[]\n"
+                "def one():\n"
+                "  try:\n"
+                f"    s=socket.create_connection(('{ns.guest_ip}',80),5); s.settimeout(25)\n"
+                "    s.sendall(b'GET /stall-head HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'); d=s.recv(64)\n"
+                "    res.append(d[9:12].decode() if d else 'eof')\n"
+                "  except OSError as e: res.append('err')\n"
+                "ts=[threading.Thread(target=one) for _ in range(72)]\n"
+                "[x.start() for x in ts]; [x.join() for x in ts]\n"
+                "print(' '.join(res))\n")
+        out = ns.run(PY, "-c", code, timeout=60).stdout.decode().split()
+        assert len(out) == 72 and set(out) <= {"504", "503", "err", "eof"}, out
+        assert out.count("504") >= 56, out
+        assert time.monotonic() - t < 30
+        time.sleep(1.5)
+        assert curl(ns, "/ok")[:2] == (200, "ok /ok\n")
         m = metrics(ns)
         up = f"{ns.host_ip}:8090"
+        assert sample(m, "proxy_upstream_active", up) == 0
+        assert m["vireo_app_mem_bytes"] == mem0, (m["vireo_app_mem_bytes"], mem0)
         assert sample(m, "proxy_upstream_errors_total", up) >= 6
         assert m["proxy_cut_total"] >= 3
     finally:
