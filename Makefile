@@ -310,8 +310,18 @@ bench-pvh: deps-test $(IMAGE) $(PVH)
 	$(Q)tests/bench/pvh_peer.sh
 
 image: $(IMAGE)
-$(IMAGE): $(EFI) images/mkimage.sh
-	$(Q)images/mkimage.sh $(EFI) $@
+# CFG=FILE: the image's ESP also holds FILE as EFI/vireo/vireo.cfg (the
+# configuration file, docs/appliance.md), e.g. make run APP=apps/proxy
+# CFG=my.cfg with proxy.upstream= in it. The stamp remakes the image when
+# CFG names another file or none.
+CFG ?=
+CFG_STAMP := $(OUT)/cfg.stamp
+$(CFG_STAMP): FORCE
+	$(Q)mkdir -p $(@D); echo '$(abspath $(CFG))' | cmp -s - $@ || echo '$(abspath $(CFG))' > $@
+$(IMAGE): $(EFI) images/mkimage.sh $(CFG) $(CFG_STAMP)
+	$(Q)images/mkimage.sh $(EFI) $@ $(CFG)
+.PHONY: FORCE
+FORCE:
 
 # ---- running -------------------------------------------------------------
 CMDLINE ?=
@@ -640,6 +650,19 @@ bench-store: deps-test
 	$(Q)for p in redis etcd; do [ -r $(BUILD)/bench/peer-$$p/initrd.img ] || tests/bench/peer/build.sh $$p || exit 1; done
 	$(Q)$(PYTHON) tests/bench/store.py --elf $(BUILD)/apps/kv/vireo.elf --duration $(or $(BENCH_DURATION),10) \
 		--mem $(or $(BENCH_MEM),256)
+# Issue 32's figures: apps/proxy (its PVH ELF) against nginx (proxy_pass,
+# upstream keep-alive) and HAProxy (http-reuse always) on Linux (the peers,
+# built the first time), each booted with -kernel in the same QEMU, -m
+# BENCH_MEM (256), one CPU, on a tap in one namespace, all in front of one
+# native nginx there: req/s and p99 at c1/c32 for 612 B and 64 KiB
+# (tests/bench/proxy.py), BENCH_DURATION s a figure (5). About 3 minutes.
+# Needs root.
+.PHONY: bench-proxy
+bench-proxy: deps-test
+	$(Q)$(MAKE) --no-print-directory APP=apps/proxy elf
+	$(Q)for p in nginx-proxy haproxy; do [ -r $(BUILD)/bench/peer-$$p/initrd.img ] || tests/bench/peer/build.sh $$p || exit 1; done
+	$(Q)$(PYTHON) tests/bench/proxy.py --elf $(BUILD)/apps/proxy/vireo.elf --duration $(or $(BENCH_DURATION),5) \
+		--mem $(or $(BENCH_MEM),256)
 # Every Linux peer tests/bench/peer/ has a fragment for (BENCH_PEERS, default
 # all), built again into build/bench/peer-NAME/.
 BENCH_PEERS ?= $(patsubst tests/bench/peer/%.sh,%,$(filter-out tests/bench/peer/build.sh,$(wildcard tests/bench/peer/*.sh)))
@@ -678,7 +701,8 @@ help:
 	@echo "                  (docs/https.md). make TLS=1 tls-check: what mbedTLS needs, its size"
 	@echo "  make run        install QEMU/OVMF if missing, boot the appliance; http://localhost:8080/"
 	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=); with TLS=1 also https://localhost:8443/ (TLS_PORT=);"
-	@echo "                  DISK=file attaches a data disk (serial vireo-data; docs/storage.md)"
+	@echo "                  DISK=file attaches a data disk (serial vireo-data; docs/storage.md);"
+	@echo "                  CFG=file puts it on the image's ESP as EFI/vireo/vireo.cfg (docs/appliance.md)"
 	@echo "  make disk       a blank data disk, build/data.img or DISK= (DISK_SIZE=, default 64M); kept if it exists"
 	@echo "  APP=apps/NAME   build (and run) that app instead of the static site (apps/site): any"
 	@echo "                  target above, outputs in $(BUILD)/apps/NAME/; apps: $(notdir $(patsubst %/,%,$(wildcard apps/*/)))"
@@ -748,6 +772,8 @@ help:
 	@echo "  make bench-dns  apps/dns vs NSD and Knot on Linux in the same QEMU: queries/s and p99, 1 and"
 	@echo "                  32 in flight (ping-pong client, dnsperf; BENCH_DURATION=5 BENCH_REPS=1"
 	@echo "                  BENCH_MEM=256; about 3 min, more the first time: the peers; needs root)"
+	@echo "  make bench-proxy  apps/proxy vs nginx proxy_pass and HAProxy on Linux, one native nginx"
+	@echo "                  behind each: req/s and p99 at c1/c32, 612 B and 64 KiB (BENCH_DURATION=5; ~3 min; root)"
 	@echo "  make bench-store  apps/kv on its data disk vs Redis 7 (appendfsync always) and etcd 3.4:"
 	@echo "                  durable PUT/s (1 KiB) and GET/s at c1 and c32 with p50/p99, same QEMU and"
 	@echo "                  disk options (cache=none), after the bare flush cost (BENCH_DURATION=10"

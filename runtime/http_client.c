@@ -776,7 +776,8 @@ int vireo_http_request(vireo_http_pool ph, const struct vireo_http_request *rq, 
 {
 	struct hc_pool *p = hc_pool_of(ph);
 	struct hc_call *c;
-	size_t ml = 0, tl = 0, hl, need;
+	size_t ml = 0, tl = 0, hl, need, hh = 0;
+	const char *host;
 	u64 blen;
 	u32 slot;
 	bool with_len;
@@ -790,17 +791,22 @@ int vireo_http_request(vireo_http_pool ph, const struct vireo_http_request *rq, 
 	if (rq && rq->target && rq->target[0] == '/')
 		while (tl <= VIREO_HTTP_REQ_MAX && (u8)rq->target[tl] > 0x20 && (u8)rq->target[tl] < 0x7f)
 			tl++;
+	if (rq && rq->host)
+		while (hh <= 253 && (u8)rq->host[hh] > 0x20 && (u8)rq->host[hh] < 0x7f)
+			hh++;
 	if (!p || !rq || !out || !rq->on_done || !ml || ml > 16 || rq->method[ml] || !tl || rq->target[tl] ||
-	    (rq->headers && !hc_headers_ok(rq->headers)) || (rq->body_len && !rq->body && !rq->body_stream)) {
-		api_misuse("vireo_http_request: a bad pool, method, target (origin-form) or header lines, or no "
-			   "on_done: refused");
+	    (rq->headers && !hc_headers_ok(rq->headers)) || (rq->body_len && !rq->body && !rq->body_stream) ||
+	    (rq->host && (!hh || hh > 253 || rq->host[hh]))) {
+		api_misuse("vireo_http_request: a bad pool, method, target (origin-form), host or header lines, or "
+			   "no on_done: refused");
 		return -EINVAL;
 	}
 	blen = rq->body_len;
 	with_len = blen || rq->body_stream || hc_method_is(rq->method, ml, "POST") ||
 		   hc_method_is(rq->method, ml, "PUT") || hc_method_is(rq->method, ml, "PATCH");
+	host = rq->host ? rq->host : p->host_hdr;
 	hl = rq->headers ? __builtin_strlen(rq->headers) : 0;
-	need = ml + 1 + tl + 17 + 8 + __builtin_strlen(p->host_hdr) + hl + 40 + (rq->body_stream ? 0 : rq->body_len);
+	need = ml + 1 + tl + 17 + 8 + __builtin_strlen(host) + hl + 40 + (rq->body_stream ? 0 : rq->body_len);
 	if (need > VIREO_HTTP_REQ_MAX)
 		return -E2BIG;
 	if (p->nwait >= p->cfg.max_waiting) {
@@ -824,7 +830,7 @@ int vireo_http_request(vireo_http_pool ph, const struct vireo_http_request *rq, 
 		kfree(c);
 		return -ENOMEM;
 	}
-	n = ksnprintf((char *)c->req, need, "%s %s HTTP/1.1\r\nHost: %s\r\n%s", rq->method, rq->target, p->host_hdr,
+	n = ksnprintf((char *)c->req, need, "%s %s HTTP/1.1\r\nHost: %s\r\n%s", rq->method, rq->target, host,
 		      rq->headers ? rq->headers : "");
 	if (with_len)
 		n += ksnprintf((char *)c->req + n, need - (size_t)n, "Content-Length: %llu\r\n", (unsigned long long)blen);
@@ -836,7 +842,7 @@ int vireo_http_request(vireo_http_pool ph, const struct vireo_http_request *rq, 
 	}
 	c->stream_left = rq->body_stream ? blen : 0;
 	c->rq = *rq;
-	c->rq.method = c->rq.target = c->rq.headers = NULL;
+	c->rq.method = c->rq.target = c->rq.headers = c->rq.host = NULL;
 	c->rq.body = NULL;
 	c->pool = p;
 	c->head_req = hc_method_is(rq->method, ml, "HEAD");
@@ -859,6 +865,20 @@ const char *vireo_http_header(vireo_http_call h, const char *name)
 	struct hc_call *c = hc_call_of(h);
 
 	return c && c->conn && c->head_done && name ? http_resp_header(c->rp, name) : NULL;
+}
+
+int vireo_http_field(vireo_http_call h, unsigned i, const char **name, size_t *name_len, const char **value)
+{
+	struct hc_call *c = hc_call_of(h);
+	const struct http_field *f;
+
+	if (!c || !c->conn || !c->head_done || i >= c->rp->nfields || !name || !name_len || !value)
+		return -ENOENT;
+	f = &c->rp->fields[i];
+	*name = c->rp->buf + f->name;
+	*name_len = f->name_len;
+	*value = c->rp->buf + f->value;
+	return 0;
 }
 
 int vireo_http_resume(vireo_http_call h)

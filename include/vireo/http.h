@@ -155,6 +155,11 @@ int vireo_req_query_param(vireo_req r, const char *name, char *buf, size_t size)
  * absent, appears more than once (an ambiguous value is no value), or r is
  * stale. */
 const char *vireo_req_header(vireo_req r, const char *name);
+/* The i-th header field of the request (0, 1, ... in the order they came,
+ * repeated ones each): 0 with *name (name_len bytes, not NUL-terminated)
+ * and *value (trimmed, NUL-terminated); -ENOENT past the last, -EPIPE if
+ * r is stale. For an app that passes the head on (apps/proxy). */
+int vireo_req_field(vireo_req r, unsigned i, const char **name, size_t *name_len, const char **value);
 /* The body (NULL and *len 0 without one, or for a route that streams it). */
 const void *vireo_req_body(vireo_req r, size_t *len);
 /* A streamed body's on_body took less than it was given: call it again
@@ -244,6 +249,12 @@ int vireo_resp_write(vireo_req r, const void *data, size_t len);
  * peer sees a short body, not a wrong one). 0, -EINVAL (not started),
  * -EPIPE. */
 int vireo_resp_end(vireo_req r);
+
+/* A stream that cannot be finished (its source failed midway): what was
+ * written goes out, then the connection closes without the body's end (no
+ * last chunk; short of a declared length), so the client sees a cut
+ * response, never a whole one. 0, -EINVAL (not started, or ended), -EPIPE. */
+int vireo_resp_abort(vireo_req r);
 
 /* fn(r, arg) from the loop whenever the stream buffer has drained below
  * half after a write was short or returned 0. One callback per exchange;

@@ -121,6 +121,9 @@ struct vireo_http_request {
 	/* More fields, whole lines ("Name: value\r\n" each), or NULL. Host,
 	 * Content-Length and Transfer-Encoding are the client's. */
 	const char *headers;
+	/* This request's Host field [the pool's host_header]: 1..253 bytes,
+	 * no space or control byte (a proxy passes the client's on). */
+	const char *host;
 	/* The body, copied (head and body at most VIREO_HTTP_REQ_MAX); a
 	 * Content-Length is sent for it (for POST, PUT and PATCH even when 0). */
 	const void *body;
@@ -152,6 +155,12 @@ int vireo_http_request(vireo_http_pool p, const struct vireo_http_request *rq, v
 /* During on_head and on_body: the response's field name (case-insensitive)
  * trimmed, or NULL (absent, repeated, or not now). */
 const char *vireo_http_header(vireo_http_call h, const char *name);
+
+/* During on_head and on_body: the response's i-th header field (0, 1, ...
+ * in order, repeated ones each): 0 with *name (name_len bytes, not
+ * NUL-terminated) and *value (trimmed, NUL-terminated); -ENOENT past the
+ * last or not now. */
+int vireo_http_field(vireo_http_call h, unsigned i, const char **name, size_t *name_len, const char **value);
 
 /* Offer the body bytes on_body left again. 0 or -EINVAL (stale). */
 int vireo_http_resume(vireo_http_call h);

@@ -295,6 +295,22 @@ const char *vireo_req_header(vireo_req r, const char *name)
 	return c && name ? http_header(&c->parser, name) : NULL;
 }
 
+int vireo_req_field(vireo_req r, unsigned i, const char **name, size_t *name_len, const char **value)
+{
+	struct conn *c = exchange_xc(r);
+	const struct http_field *f;
+
+	if (!c)
+		return -EPIPE;
+	if (i >= c->parser.nfields || !name || !name_len || !value)
+		return -ENOENT;
+	f = &c->parser.fields[i];
+	*name = c->parser.buf + f->name;
+	*name_len = f->name_len;
+	*value = c->parser.buf + f->value;
+	return 0;
+}
+
 const void *vireo_req_body(vireo_req r, size_t *len)
 {
 	struct conn *c = exchange_xc(r);
@@ -944,6 +960,20 @@ int vireo_resp_end(vireo_req r)
 	}
 	if (c->stream_len != VIREO_LENGTH_UNKNOWN && c->stream_taken < c->stream_len)
 		c->close_after = true;	/* short: the peer must not take it for whole */
+	c->stream_ended = true;
+	server_kick(c);
+	return 0;
+}
+
+int vireo_resp_abort(vireo_req r)
+{
+	struct conn *c;
+	int err;
+
+	c = exchange_stream(r, "vireo_resp_abort", &err);
+	if (!c)
+		return err;
+	c->close_after = true;	/* no last chunk, no more bytes: a cut body */
 	c->stream_ended = true;
 	server_kick(c);
 	return 0;

@@ -53,7 +53,7 @@ VIREO_CONFIG_UINT(t_knob, "t.knob", 7, 1, 10, "a test key");
 
 static struct {
 	unsigned calls;
-	char subpath[64], query_a[32], xhdr[32];
+	char subpath[64], query_a[32], xhdr[32], fields[128];
 	bool xhdr_null;
 	vireo_req kept;		/* a deferred exchange */
 	unsigned done_true, done_false;
@@ -95,6 +95,17 @@ static void h_exact(vireo_req r, void *arg)
 		t.query_a[0] = '\0';
 	x = vireo_req_header(r, "X-Test");
 	t.xhdr_null = x == NULL;
+	{
+		/* every field in order, repeated ones each (vireo_req_field) */
+		const char *name, *value;
+		size_t nl, w = 0;
+		unsigned i;
+
+		for (i = 0; vireo_req_field(r, i, &name, &nl, &value) == 0; i++)
+			w += (size_t)snprintf(t.fields + w, sizeof t.fields - w, "%.*s=%s;", (int)nl, name, value);
+		assert_int_equal(vireo_req_field(r, i, &name, &nl, &value), -ENOENT);
+		assert_int_equal(vireo_req_field(r, 0, NULL, &nl, &value), -ENOENT);
+	}
 	snprintf(t.xhdr, sizeof t.xhdr, "%s", x ? x : "");
 	n = snprintf(buf, sizeof buf, "exact %s\n", vireo_req_method(r) == VIREO_HEAD ? "head" : "get");
 	assert_int_equal(vireo_resp_header(r, "X-App", "yes"), 0);
@@ -107,6 +118,20 @@ static void h_exact(vireo_req r, void *arg)
 	/* Misuse after the answer: refused, nothing breaks. */
 	assert_int_equal(vireo_resp_send(r, 200, "text/plain", "x", 1), -EALREADY);
 	assert_int_equal(vireo_resp_header(r, "X-Late", "1"), -EALREADY);
+}
+
+/* /t/abort: "partial" then vireo_resp_abort(): chunked (arg NULL) or
+ * with a declared length of 100. */
+static void h_abort(vireo_req r, void *arg)
+{
+	vireo_req_on_done(r, t_on_done, NULL);
+	assert_int_equal(vireo_resp_abort(r), -EINVAL);	/* not started */
+	assert_int_equal(vireo_resp_start(r, 200, "text/plain", arg ? 100 : VIREO_LENGTH_UNKNOWN), 0);
+	assert_int_equal(vireo_resp_write(r, "partial", 7), 7);
+	assert_int_equal(vireo_resp_abort(r), 0);
+	assert_int_equal(vireo_resp_write(r, "more", 4), -EINVAL);	/* ended */
+	assert_int_equal(vireo_resp_end(r), -EINVAL);
+	assert_int_equal(vireo_resp_abort(r), -EINVAL);
 }
 
 static void h_prefix(vireo_req r, void *arg)
@@ -388,6 +413,10 @@ static int t_app_init(void)
 								 .handler = h_never }), 0);
 	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/stream", .methods = VIREO_GET,
 								 .handler = h_stream }), 0);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/abort", .methods = VIREO_GET,
+								 .handler = h_abort }), 0);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/abortlen", .methods = VIREO_GET,
+								 .handler = h_abort, .arg = (void *)1 }), 0);
 	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/file/", .prefix = true,
 								 .methods = VIREO_GET, .handler = h_file }), 0);
 	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/long/", .prefix = true,
@@ -468,12 +497,14 @@ static void test_exact_route(void **state)
 	assert_memory_equal(r.body, "exact get\n", 10);
 	assert_string_equal(t.query_a, "x y");
 	assert_string_equal(t.xhdr, "v1");
+	assert_string_equal(t.fields, "Host=h;X-Test=v1;");
 	/* HEAD: the same Content-Length, no body; a repeated header is NULL. */
 	cl_send_str(&c, "HEAD /t/exact HTTP/1.1\r\nHost: h\r\nX-Test: 1\r\nx-test: 2\r\n\r\n");
 	assert_true(cl_response(&c, true, &r));
 	assert_int_equal(r.status, 200);
 	assert_string_equal(hdr(&r, "Content-Length"), "11");	/* "exact head\n" */
 	assert_true(t.xhdr_null);
+	assert_string_equal(t.fields, "Host=h;X-Test=1;x-test=2;");	/* each of a repeated one */
 	run_ms(100);
 	assert_int_equal(c.len, c.off);	/* no body followed */
 	assert_int_equal(t.calls, 2);
@@ -1143,6 +1174,31 @@ static void test_stream_declared_length(void **state)
 static void test_stream_http10(void **state)
 {
 	stream_case(true, true);
+}
+
+/* vireo_resp_abort(): what was written goes out, then the connection
+ * closes with the body unfinished: no last chunk, short of the length. */
+static void test_stream_abort(void **state)
+{
+	static const char *const paths[] = { "/t/abort", "/t/abortlen" };
+
+	for (unsigned k = 0; k < 2; k++) {
+		struct client c;
+		char req[64];
+
+		cl_open(&c, V4, HTTP_PORT);
+		snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: h\r\n\r\n", paths[k]);
+		cl_send_str(&c, req);
+		run_ms(300);
+		assert_true(c.eof);
+		assert_non_null(memmem(c.buf, c.len, k ? "Content-Length: 100\r\n" : "Transfer-Encoding: chunked\r\n",
+				       k ? 21 : 28));
+		assert_non_null(memmem(c.buf, c.len, k ? "\r\n\r\npartial" : "\r\n\r\n7\r\npartial\r\n",
+				       k ? 11 : 16));
+		assert_null(memmem(c.buf, c.len, "0\r\n\r\n", 5));	/* never the last chunk */
+		assert_true(c.len < 200);
+		cl_close(&c);
+	}
 }
 
 /* ---- misuse ---- */
@@ -1961,6 +2017,87 @@ static void test_http_client(void **state)
 	oc_allow(NULL);
 }
 
+/* A response's fields in order (vireo_http_field), and a request's own
+ * Host (rq.host) instead of the pool's. */
+static char hfl_fields[128];
+
+static void hfl_head(vireo_http_call h, const struct vireo_http_response *r, void *ctx)
+{
+	const char *name, *value;
+	size_t nl, w = 0;
+	unsigned i;
+
+	for (i = 0; vireo_http_field(h, i, &name, &nl, &value) == 0; i++)
+		w += (size_t)snprintf(hfl_fields + w, sizeof hfl_fields - w, "%.*s=%s;", (int)nl, name, value);
+	assert_int_equal(vireo_http_field(h, i, &name, &nl, &value), -ENOENT);
+	assert_int_equal(vireo_http_field(h, 0, &name, NULL, &value), -ENOENT);
+	hcl.heads++;
+	hcl.status = r->status;
+}
+
+static void test_http_client_fields(void **state)
+{
+	static const char ok[] = "HTTP/1.1 200 OK\r\nX-A: 1\r\nSet-Cookie: a\r\nset-cookie:  b \r\n"
+				 "Content-Length: 2\r\n\r\nok";
+	struct vireo_addr a = oc_addr(V4, TCP_SVC_PORT + 202);
+	struct tcp_pcb *pcb = tcp_new_ip_type(IPADDR_TYPE_ANY);
+	char host[VIREO_ADDR_STRLEN], longhost[300];
+	const char *name, *value;
+	size_t nl;
+	vireo_http_pool pool;
+	vireo_http_call h;
+	struct vireo_http_request rq = { .method = "GET", .target = "/f", .host = "site.example:8080",
+					 .on_head = hfl_head, .on_done = hcl_done };
+
+	memset(&hs, 0, sizeof hs);
+	memset(&hcl, 0, sizeof hcl);
+	hfl_fields[0] = '\0';
+	assert_int_equal(tcp_bind(pcb, IP_ANY_TYPE, a.port), ERR_OK);
+	hs.listen = tcp_listen(pcb);
+	tcp_accept(hs.listen, hs_accept);
+	hs.resp = (const u8 *)ok;
+	hs.resp_len = sizeof ok - 1;
+	oc_allow("192.168.7.2");
+	vireo_addr_str(&a, host, sizeof host);
+	assert_int_equal(vireo_http_pool_new(&(struct vireo_http_pool_cfg){ .name = "hfl", .host = host, .port = a.port },
+					     &pool),
+			 0);
+	assert_int_equal(vireo_http_request(pool, &rq, &h), 0);
+	assert_int_equal(vireo_http_field(h, 0, &name, &nl, &value), -ENOENT);	/* no head yet */
+	for (int i = 0; i < 100 && !hcl.done; i++)
+		run_ms(50);
+	assert_int_equal(hcl.done, 1);
+	assert_int_equal(hcl.err, 0);
+	assert_string_equal(hfl_fields, "X-A=1;Set-Cookie=a;set-cookie=b;Content-Length=2;");
+	assert_non_null(strstr(hs.req, "GET /f HTTP/1.1\r\nHost: site.example:8080\r\n"));
+	assert_int_equal(vireo_http_field(h, 0, &name, &nl, &value), -ENOENT);	/* stale */
+	/* a Host with a space or control byte, empty, or too long: refused */
+	rq.host = "a b";
+	assert_int_equal(vireo_http_request(pool, &rq, &h), -EINVAL);
+	rq.host = "a\r\nX: 1";
+	assert_int_equal(vireo_http_request(pool, &rq, &h), -EINVAL);
+	rq.host = "";
+	assert_int_equal(vireo_http_request(pool, &rq, &h), -EINVAL);
+	memset(longhost, 'h', 254);
+	longhost[254] = '\0';
+	rq.host = longhost;
+	assert_int_equal(vireo_http_request(pool, &rq, &h), -EINVAL);
+	longhost[253] = '\0';
+	memset(&hcl, 0, sizeof hcl);
+	assert_int_equal(vireo_http_request(pool, &rq, &h), 0);
+	for (int i = 0; i < 100 && !hcl.done; i++)
+		run_ms(50);
+	assert_int_equal(hcl.err, 0);
+	if (hs.conn) {
+		tcp_recv(hs.conn, NULL);
+		tcp_sent(hs.conn, NULL);
+		tcp_err(hs.conn, NULL);
+		tcp_abort(hs.conn);
+	}
+	tcp_close(hs.listen);
+	oc_allow(NULL);
+}
+
 /* A streamed request body: written as on_writable allows, the upstream
  * answers once it has all of it; the whole-body fetch of the answer. */
 static struct {
@@ -2487,6 +2624,7 @@ int main(void)
 		T(test_stream_chunked),
 		T(test_stream_declared_length),
 		T(test_stream_http10),
+		T(test_stream_abort),
 		T(test_misuse_refused),
 		T(test_deferred_work_and_timer),
 		T(test_tcp_service),
@@ -2495,6 +2633,7 @@ int main(void)
 		T(test_tcp_client_back_pressure),
 		T(test_http_client),
 		T(test_http_client_stream),
+		T(test_http_client_fields),
 		T(test_udp_service),
 		T(test_udp_reflection_ports),
 		T(test_metrics),

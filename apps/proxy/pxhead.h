@@ -1,0 +1,60 @@
+/*
+ * apps/proxy's pure parts (host-tested: tests/test_pxhead.c): the
+ * upstream list, which header fields are hop-by-hop, the request target
+ * sent upstream, the choice of an upstream, latency quantiles.
+ */
+#ifndef APPS_PROXY_PXHEAD_H
+#define APPS_PROXY_PXHEAD_H
+
+#include "vireo/types.h"
+
+#define PX_UPSTREAMS_MAX 4	/* one HTTP client pool each (VIREO_HTTP_POOLS_MAX) */
+#define PX_HOST_MAX 253
+
+struct px_upstream_addr {
+	char host[PX_HOST_MAX + 1];	/* a name or an address literal, no brackets */
+	u16 port;
+};
+
+/* "host:port,[v6]:port,..." into out[0..max): the count (>= 1), or
+ * -EINVAL (an empty item, no port, a port of 0 or over 65535, a host of a
+ * byte other than [A-Za-z0-9.-:] or too long) or -E2BIG (more than max). */
+int px_parse_upstreams(const char *s, struct px_upstream_addr *out, unsigned max);
+
+/* Whether the field name name[0..n) is lit (lower case), ignoring case. */
+bool px_name_is(const char *name, size_t n, const char *lit);
+
+/* Whether a field is hop-by-hop (RFC 9110 7.6.1), never passed on:
+ * Connection, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding,
+ * Upgrade, and every field the message's Connection names (conn: the
+ * Connection values joined by ",", or NULL). */
+bool px_hop_by_hop(const char *name, size_t n, const char *conn);
+
+/* The origin-form target for a decoded path (as the runtime gives it) and
+ * its raw query ("" for none): every byte but RFC 3986's pchar and '/'
+ * percent-encoded again. Its length, or 0 when it does not fit out[size]. */
+size_t px_target(const char *path, const char *query, char *out, size_t size);
+
+/* One upstream's state, as the choice sees it. */
+struct px_choice {
+	u32 active;		/* requests on it now */
+	u64 down_until;		/* ejected until then (ms), 0: up */
+	bool tried;		/* this request failed on it already */
+};
+/* The upstream for the next request among up[0..n): those not tried and
+ * not ejected at now; round-robin from *rr (which advances), or with
+ * least the one with the fewest active requests (ties round-robin). When
+ * every untried one is ejected, the ejected one whose cool-down ends
+ * first (a proxy with every upstream down still tries). -1: all tried. */
+int px_choose(const struct px_choice *up, unsigned n, u64 now, bool least, u32 *rr);
+
+/* Latency buckets (ms upper bounds; the last catches the rest). */
+#define PX_LAT_BUCKETS 12
+extern const u32 px_lat_bounds[PX_LAT_BUCKETS];
+/* The bucket of ms. */
+unsigned px_lat_bucket(u64 ms);
+/* The q-th per mille quantile (500: p50, 990: p99) of counts[], as its
+ * bucket's upper bound in ms; 0 when there are none. */
+u32 px_lat_quantile(const u64 counts[PX_LAT_BUCKETS], unsigned permille);
+
+#endif

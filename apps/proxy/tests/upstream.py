@@ -1,0 +1,97 @@
+"""A hostile (and an honest) HTTP/1.1 upstream for apps/proxy's tests, run
+inside the test's namespace: python3 upstream.py HOST PORT LOG. Each
+request line it reads is appended to LOG; the path picks the behaviour."""
+import hashlib
+import socket
+import socketserver
+import struct
+import sys
+import time
+
+HOST, PORT, LOG = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+
+
+def log(line):
+    with open(LOG, "a") as f:
+        f.write(line + "\n")
+
+
+def reset(sock):
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+class H(socketserver.BaseRequestHandler):
+    def handle(self):
+        s = self.request
+        f = s.makefile("rb")
+        while True:
+            line = f.readline(65536)
+            if not line:
+                return
+            req = line.decode("latin-1").strip()
+            heads = {}
+            while True:
+                h = f.readline(65536)
+                if h in (b"\r\n", b"\n", b""):
+                    break
+                k, _, v = h.decode("latin-1").partition(":")
+                heads[k.strip().lower()] = v.strip()
+            log(req + " | " + " ".join(f"{k}={v}" for k, v in sorted(heads.items())))
+            path = req.split(" ")[1] if " " in req else "/"
+            body = f.read(int(heads.get("content-length", "0")))
+            if path == "/sum":
+                out = f"{len(body)} {hashlib.sha256(body).hexdigest()}\n".encode()
+                s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(out) + out)
+            elif path.startswith("/big"):
+                n = int(path.split("=")[1])
+                data = bytes(i * 7 % 251 for i in range(n))
+                s.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                          b"Content-Length: %d\r\n\r\n" % n)
+                s.sendall(data)
+            elif path == "/chunked":
+                s.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Up: yes\r\n"
+                          b"Connection: X-Up, close\r\nKeep-Alive: timeout=5\r\n\r\n"
+                          b"5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n")
+            elif path == "/endless-head":
+                try:
+                    s.sendall(b"HTTP/1.1 200 OK\r\n")
+                    for i in range(20000):
+                        s.sendall(b"X-Endless-%d: %s\r\n" % (i, b"a" * 64))
+                except OSError:
+                    pass
+                return
+            elif path == "/stall-head":
+                time.sleep(8)
+                return
+            elif path == "/endless-body":
+                s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000\r\n\r\n" + b"x" * 1000)
+                time.sleep(8)
+                return
+            elif path == "/reset-mid":
+                s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"y" * 1000)
+                time.sleep(0.3)
+                reset(s)
+                return
+            elif path == "/chunked-reset":
+                s.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+                time.sleep(0.3)
+                reset(s)
+                return
+            elif path == "/reset-early":
+                reset(s)
+                return
+            elif path == "/clte":
+                s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+                          b"5\r\nhello\r\n0\r\n\r\n")
+            else:
+                out = b"ok " + path.encode() + b"\n"
+                s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(out) + out)
+
+
+class S(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+
+
+S((HOST, PORT), H).serve_forever()
