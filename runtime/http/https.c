@@ -20,6 +20,7 @@
 #include "kernel/console.h"
 #include "lib/types.h"
 #include "lib/metrics.h"
+#include "runtime/http/hsgate.h"
 #include "runtime/http/https.h"
 #include "runtime/http/server.h"
 #include "net/net.h"
@@ -441,6 +442,7 @@ int https_start(void)
 		goto fail;
 	}
 	https_listening = true;
+	hsgate_start();
 	if (https_hsts_s && tls_serving_ca_issued()) {
 		https_hsts_len = (u8)ksnprintf(https_hsts, sizeof https_hsts,
 					      "Strict-Transport-Security: max-age=%lu\r\n", (unsigned long)https_hsts_s);
