@@ -8,7 +8,8 @@ there in an image built with that app).
 
   tools/cmdline_table.py               both Markdown tables for the docs
   tools/cmdline_table.py --plain       the image's `params` lines, exactly
-                                       (--with-app apps/site: the default image's)
+                                       (--with-app apps/site --no-storage --no-tls:
+                                       the default image's)
   tools/cmdline_table.py --check FILE  exit 1 unless FILE holds both tables
 
 Only the fields a registration spells out are read: .key, .type, .def,
@@ -27,6 +28,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE_DIRS = ("lib", "boot", "kernel", "drivers", "debug", "net", "storage", "runtime")
 # The Makefile's STORAGE_PATHS: linked only into images built with STORAGE=1.
 STORAGE_PREFIXES = ("drivers/virtio/blk/", "storage/", "runtime/store_api.c")
+# Files whose keys are registered only in make TLS=1 images (under VIREO_TLS).
+TLS_PATHS = ("runtime/http/hsgate.c",)
 STRING = r'"(?:[^"\\]|\\.)*"'
 
 
@@ -217,12 +220,16 @@ def main():
     ap.add_argument("--no-storage", action="store_true",
                     help="leave out the keys of the block path (STORAGE_PREFIXES), which only an image "
                          "built with STORAGE=1 carries (the default image does not)")
+    ap.add_argument("--no-tls", action="store_true",
+                    help="leave out the keys only make TLS=1 images register (TLS_PATHS)")
     ap.add_argument("--with-app", metavar="DIR", action="append", default=[],
                     help="add an app's keys (the image's APP, e.g. apps/site for the default image)")
     args = ap.parse_args()
     params = collect(list(SOURCE_DIRS) + image_apps() + [a for a in args.with_app if a not in image_apps()])
     if args.no_storage:
         params = [p for p in params if not p["file"].startswith(STORAGE_PREFIXES)]
+    if args.no_tls:
+        params = [p for p in params if not p["file"].startswith(TLS_PATHS)]
     if args.check:
         with open(args.check) as fh:
             text = fh.read()

@@ -21,6 +21,9 @@
 #include "runtime/http/hsgate.h"
 #include "runtime/http/https.h"
 
+#ifdef VIREO_TLS
+/* Registered in make TLS=1 images only (tools/cmdline_table.py's
+ * TLS_PATHS): the default image carries no handshake to limit. */
 static u64 hsgate_rate_opt = HSGATE_RATE;
 CMDLINE_PARAM(https_handshake_rate, .key = "https.handshake_rate", .type = CMDLINE_UINT,
 	      .dst = &hsgate_rate_opt, .min = 0, .max = 100000, .def = "1000",
@@ -43,7 +46,6 @@ CMDLINE_PARAM(https_handshake_pass_us, .key = "https.handshake_pass_us", .type =
 	      .help = "microseconds of TLS handshake work one event-loop pass starts steps in before "
 		      "other work runs; 0: no bound");
 
-#ifdef VIREO_TLS
 #include "lwip/altcp.h"
 #include "lwip/altcp_tls.h"
 #include "mbedtls/ssl.h"
