@@ -569,7 +569,7 @@ bench-tls: deps-test
 bench-hs-cost: $(MBEDTLS_STAMP)
 	@mkdir -p $(BUILD)/bench
 	$(Q)$(HOST_CC) -std=gnu11 -O2 -w -I. -Iinclude -Itests/host/shim -I$(MBEDTLS_SRCDIR)/include \
-		-I$(MBEDTLS_SRCDIR)/library '-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DHOST_TEST \
+		-I$(MBEDTLS_SRCDIR)/library '-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DHOST_TEST -DTLS_FIX_DIR='""' \
 		tests/bench/hs_cost.c $(TLS_HOST) $(MBEDTLS_ALT_SRCS) \
 		$(addprefix $(MBEDTLS_SRCDIR)/library/,$(MBEDTLS_SRCS)) -o $(BUILD)/bench/hs_cost
 	$(Q)$(BUILD)/bench/hs_cost

@@ -26,19 +26,19 @@
  * TLS_PATHS): the default image carries no handshake to limit. */
 static u64 hsgate_rate_opt = HSGATE_RATE;
 CMDLINE_PARAM(https_handshake_rate, .key = "https.handshake_rate", .type = CMDLINE_UINT,
-	      .dst = &hsgate_rate_opt, .min = 0, .max = 100000, .def = "1000",
+	      .dst = &hsgate_rate_opt, .min = 0, .max = 100000, .def = "300",
 	      .help = "TLS handshakes a second in all (more are reset on accept); 0: no limit");
 static u64 hsgate_burst_opt = HSGATE_BURST;
 CMDLINE_PARAM(https_handshake_burst, .key = "https.handshake_burst", .type = CMDLINE_UINT,
-	      .dst = &hsgate_burst_opt, .min = 1, .max = 100000, .def = "1000",
+	      .dst = &hsgate_burst_opt, .min = 1, .max = 100000, .def = "300",
 	      .help = "TLS handshakes at once above https.handshake_rate= after a quiet spell");
 static u64 hsgate_rate_prefix_opt = HSGATE_RATE_PREFIX;
 CMDLINE_PARAM(https_handshake_rate_per_prefix, .key = "https.handshake_rate_per_prefix", .type = CMDLINE_UINT,
-	      .dst = &hsgate_rate_prefix_opt, .min = 0, .max = 100000, .def = "100",
+	      .dst = &hsgate_rate_prefix_opt, .min = 0, .max = 100000, .def = "30",
 	      .help = "TLS handshakes a second from one IPv4 /24 or IPv6 /56; 0: no limit");
 static u64 hsgate_burst_prefix_opt = HSGATE_BURST_PREFIX;
 CMDLINE_PARAM(https_handshake_burst_per_prefix, .key = "https.handshake_burst_per_prefix",
-	      .type = CMDLINE_UINT, .dst = &hsgate_burst_prefix_opt, .min = 1, .max = 100000, .def = "200",
+	      .type = CMDLINE_UINT, .dst = &hsgate_burst_prefix_opt, .min = 1, .max = 100000, .def = "100",
 	      .help = "TLS handshakes at once from one prefix above its rate after a quiet spell");
 static u64 hsgate_pass_us_opt = HSGATE_PASS_US;
 CMDLINE_PARAM(https_handshake_pass_us, .key = "https.handshake_pass_us", .type = CMDLINE_UINT,
