@@ -701,6 +701,9 @@ def test_handshake_rate_flood_one_prefix(boot, netns):
     assert out["flood_answered"] <= burst + rate * (secs + 2), out
     assert out["flood_refused"] >= 10 * out["flood_answered"], out
     assert limited["prefix"] >= out["flood_refused"] // 2 and limited["global"] == 0, (limited, out)
+    # The pass bound engaged: ClientHellos that arrived in one pass behind a
+    # step (8 ms here, over the 1 ms budget) waited for the next.
+    assert m["vireo_https_handshake_steps_deferred_total"] >= 1, m
     # Recovery: the bucket refills (burst / rate = 2 s) and the flood's
     # prefix, like everyone, gets its handshakes again.
     time.sleep(burst / rate + 1)
