@@ -212,7 +212,7 @@ IMAGE := $(OUT)/vireo.img
 PVH   := $(OUT)/vireo.elf
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
-	test-matrix test-matrix-quick test-hostile soak check-docs check-layers bench-attacks bench-upload bench-tls bench-1m bench-kv params \
+	test-matrix test-matrix-quick test-hostile soak check-docs check-layers bench-attacks bench-upload bench-tls bench-hs-cost bench-1m bench-kv params \
 	bench-iommu bench-migration qemu-current test-qemu-current
 all: $(EFI) $(PVH)
 
@@ -573,6 +573,18 @@ bench-1m: deps-test
 bench-tls: deps-test
 	$(Q)MAKE="$(MAKE)" tests/bench/bench_tls.sh
 
+# What a TLS handshake costs the server natively (tests/bench/hs_cost.c): its
+# ECDHE and signature with the image's mbedTLS configuration, built -O2 for
+# the host; runtime/http/hsgate.h's defaults come from it. About a minute to
+# build (all of mbedTLS), a second to run.
+bench-hs-cost: $(MBEDTLS_STAMP)
+	@mkdir -p $(BUILD)/bench
+	$(Q)$(HOST_CC) -std=gnu11 -O2 -w -I. -Iinclude -Itests/host/shim -I$(MBEDTLS_SRCDIR)/include \
+		-I$(MBEDTLS_SRCDIR)/library '-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DHOST_TEST -DTLS_FIX_DIR='""' \
+		tests/bench/hs_cost.c $(TLS_HOST) $(MBEDTLS_ALT_SRCS) \
+		$(addprefix $(MBEDTLS_SRCDIR)/library/,$(MBEDTLS_SRCS)) -o $(BUILD)/bench/hs_cost
+	$(Q)$(BUILD)/bench/hs_cost
+
 # apps/kv: GET and PUT req/s at 1 and 32 connections (wrk over a tap in a
 # namespace, one boot of make APP=apps/kv; tests/bench/kv.py). BENCH_DURATION
 # (5 s per figure), BENCH_MEM (256). Needs root.
@@ -764,6 +776,8 @@ help:
 	@echo "  make bench-tls  HTTPS: vireo (TLS=1) vs nginx serving HTTPS, shared harness --tls:"
 	@echo "                  https req/s c1/c32, 64 KiB MB/s, handshakes/s (BENCH_REPS=1"
 	@echo "                  BENCH_DURATION=5 BENCH_MEM=256; about 6 min; needs root)"
+	@echo "  make bench-hs-cost  a TLS handshake's server crypto natively (ECDHE, signature),"
+	@echo "                  vireo's mbedTLS configuration at -O2 (about a minute to build)"
 	@echo "  make bench-1m   1 MiB body: vireo (APP_EXTRA with 1m.bin) vs nginx with /www/1m.bin"
 	@echo "                  added, shared harness: 612 B req/s and 1 MiB MB/s at c1/c32"
 	@echo "                  (BENCH_REPS=1 BENCH_DURATION=5 BENCH_MEM=256; needs root)"

@@ -8,7 +8,8 @@ there in an image built with that app).
 
   tools/cmdline_table.py               both Markdown tables for the docs
   tools/cmdline_table.py --plain       the image's `params` lines, exactly
-                                       (--with-app apps/site: the default image's)
+                                       (--with-app apps/site --no-storage --no-tls:
+                                       the default image's)
   tools/cmdline_table.py --check FILE  exit 1 unless FILE holds both tables
 
 Only the fields a registration spells out are read: .key, .type, .def,
@@ -27,8 +28,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE_DIRS = ("lib", "boot", "kernel", "drivers", "debug", "net", "storage", "runtime")
 # The Makefile's STORAGE_PATHS: linked only into images built with STORAGE=1.
 STORAGE_PREFIXES = ("drivers/virtio/blk/", "storage/", "runtime/store_api.c")
-# Compiled empty without make TLS=1 (#ifdef VIREO_TLS around the whole file).
-TLS_PREFIXES = ("runtime/acme.c",)
+# Compiled empty without make TLS=1 (#ifdef VIREO_TLS around the whole file),
+# or registering their keys only under VIREO_TLS.
+TLS_PREFIXES = ("runtime/acme.c", "runtime/http/hsgate.c")
 STRING = r'"(?:[^"\\]|\\.)*"'
 
 

@@ -377,6 +377,12 @@ struct mbedtls_ssl_context;
  * after the handshake, runtime/http/https.c), so altcp_tls closes it. */
 int vireo_tls_handshake_hook(struct altcp_pcb *conn, struct mbedtls_ssl_context *ssl, int ret);
 #define ALTCP_MBEDTLS_HANDSHAKE_HOOK(conn, ssl, ret) ((ret) = vireo_tls_handshake_hook((conn), (ssl), (ret)))
+/* net/port/patches/0007: each handshake step asks runtime/http/hsgate.c
+ * first (0: put off to a later loop pass), and reports when it ran. */
+int vireo_tls_step_begin(struct altcp_pcb *conn, struct mbedtls_ssl_context *ssl);
+void vireo_tls_step_end(struct altcp_pcb *conn, struct mbedtls_ssl_context *ssl);
+#define ALTCP_MBEDTLS_HANDSHAKE_STEP_BEGIN(conn, ssl) vireo_tls_step_begin((conn), (ssl))
+#define ALTCP_MBEDTLS_HANDSHAKE_STEP_END(conn, ssl) vireo_tls_step_end((conn), (ssl))
 #endif
 #define TCP_MSS				1460	/* 1500 MTU - 40; IPv6 gets 1440 per route */
 /* Requests are small, so the receive window mainly bounds what one slow

@@ -5,7 +5,8 @@
  *   https.handshakes= handshakes at once and https.handshakes_per_source=
  *   from one source (runtime/http/https.h); when every handshake slot is
  *   taken, a source below its share evicts the oldest handshake of the
- *   source running the most;
+ *   source running the most; then the handshake rates, per prefix and in
+ *   all (runtime/http/hsgate.h);
  * - then the connection table (runtime/conntab.h): max_conns connections,
  *   max_per_src from one source while there is room, and when it is full a
  *   source below its fair share takes the slot of the heaviest source's
@@ -17,6 +18,7 @@
 #include "lwip/altcp.h"
 #include "runtime/conntab.h"
 #include "runtime/http/conn.h"
+#include "runtime/http/hsgate.h"
 #include "runtime/http/https.h"
 
 /* Waiting for a request, nothing unacknowledged: the cheapest to end. */
@@ -79,12 +81,21 @@ __cold static bool admission_tls(struct altcp_pcb *pcb)
 		https_stats.failures[HTTPS_FAIL_LIMIT_SOURCE]++;
 		return false;
 	}
+	victim = NULL;
 	if (https_stats.handshakes_active >= https_max_handshakes()) {
 		victim = admission_tls_victim(mine);
 		if (!victim) {
 			https_stats.failures[HTTPS_FAIL_LIMIT]++;
 			return false;
 		}
+	}
+#ifdef VIREO_TLS
+	/* The rates last: a connection the limits above refuse takes no token,
+	 * and one the rates refuse evicts nobody. */
+	if (!hsgate_admit(pcb))
+		return false;
+#endif
+	if (victim) {
 		https_stats.handshakes_evicted++;
 		server_conn_abort(victim);
 	}

@@ -79,6 +79,8 @@ struct conn {
 	bool hs_timed_out;	/* HTTPS: closed by the header timeout while handshaking */
 #if LWIP_ALTCP_TLS
 	bool bulk;		/* HTTPS: holds a bulk grant (https.h HTTPS_BULK_INFLIGHT) */
+	bool hs_queued;		/* HTTPS: its handshake step was put off (hsgate.c's FIFO) */
+	struct conn *hs_prev, *hs_next;	/* that FIFO */
 #endif
 	u64 t_wait;		/* READ: accept, or the end of the last response (ms) */
 	u64 t_head;		/* READ: when the first byte of this head was seen */

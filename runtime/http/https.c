@@ -20,6 +20,7 @@
 #include "kernel/console.h"
 #include "lib/types.h"
 #include "lib/metrics.h"
+#include "runtime/http/hsgate.h"
 #include "runtime/http/https.h"
 #include "runtime/http/server.h"
 #include "net/net.h"
@@ -667,6 +668,7 @@ int https_start(void)
 		goto fail;
 	}
 	https_listening = true;
+	hsgate_start();
 	if (https_hsts_s)
 		https_hsts_len = (u8)ksnprintf(https_hsts, sizeof https_hsts,
 					      "Strict-Transport-Security: max-age=%lu\r\n", (unsigned long)https_hsts_s);

@@ -23,7 +23,8 @@
  * handshake is done. Both keys are bounded by HTTPS_MAX_CONNS (a handshake is
  * a connection, so the heap arithmetic above holds whatever they are set
  * to); a handshake is bounded in time by the server's header timeout (accept
- * to a complete first request head, 10 s).
+ * to a complete first request head, 10 s). Their rate, per prefix and in
+ * all, and the CPU they may take per loop pass: runtime/http/hsgate.h.
  */
 #define HTTPS_MAX_CONNS			64
 

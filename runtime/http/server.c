@@ -52,6 +52,7 @@
 #include "net/tcp/rxmem.h"
 #include "net/tcp/tcpconn.h"
 #include "runtime/http/conn.h"
+#include "runtime/http/hsgate.h"
 #include "runtime/http/https.h"
 #include "runtime/http/allow.h"
 #include "runtime/http/proxyproto.h"
@@ -100,6 +101,9 @@ static void server_conn_free(struct tcpconn *tc, err_t err)
 		c->link.node->handshakes--;
 		https_stats.handshakes_active--;
 		https_stats.failures[c->hs_timed_out ? HTTPS_FAIL_TIMEOUT : HTTPS_FAIL_CLOSED]++;
+#if LWIP_ALTCP_TLS
+		hsgate_forget(c);
+#endif
 	}
 	if (c->tc.tls)
 		https_stats.conns_active--;

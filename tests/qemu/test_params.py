@@ -13,7 +13,8 @@ READY = r"^vireo: kernel ready$"
 def table_from_sources():
     """`params`' lines as tools/cmdline_table.py prints them from the sources
     of the default image: with its app's keys (apps/site) and without the
-    block path's (it is built without STORAGE=1)."""
+    block path's or the TLS-only ones (it is built without STORAGE=1 or
+    TLS=1)."""
     out = subprocess.run([sys.executable, f"{ROOT}/tools/cmdline_table.py", "--plain", "--no-storage", "--no-tls",
                           "--with-app", "apps/site"], check=True, capture_output=True, text=True).stdout
     return out.splitlines()

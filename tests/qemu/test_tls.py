@@ -875,6 +875,79 @@ def test_handshake_flood_and_garbage_legit_served(boot, netns):
     assert m["vireo_tls_heap_in_use_bytes"] == idle
 
 
+def test_handshake_rate_flood_one_prefix(boot, netns):
+    """A handshake flood from one /24 (eight addresses, each replaying one
+    recorded ClientHello as fast as the server answers or resets it) for
+    20 s, while a legitimate client on another prefix alternates plain HTTP
+    and HTTPS requests on new connections: the legitimate client gets >= 99%
+    of its requests through, the flood gets at most its prefix's bucket
+    (burst + rate x time) and the rest is reset on accept and counted; after
+    it the flood's prefix gets a handshake again. The rates are set for TCG
+    (a handshake costs tens of milliseconds here). With the buckets off
+    (VIREO_TEST_HSRATE_OFF=1, which boots with both rates 0) the test fails:
+    nothing is rate limited and the flood gets every handshake it asks."""
+    import json
+    import sys
+    need_image()
+    rate, burst, secs = 5, 10, 20
+    flood_addrs = [f"10.77.1.{i}" for i in range(2, 10)]
+    for a in flood_addrs:
+        subprocess.run(["ip", "-n", netns.name, "addr", "add", f"{a}/32", "dev", netns.tap], check=True)
+    rates = (f"https.handshake_rate_per_prefix={rate} https.handshake_burst_per_prefix={burst} "
+             "https.handshake_rate=20 https.handshake_burst=20")
+    if os.environ.get("VIREO_TEST_HSRATE_OFF") in ("1", "all"):
+        rates = "https.handshake_rate_per_prefix=0 https.handshake_rate=0"
+    if os.environ.get("VIREO_TEST_HSRATE_OFF") == "all":  # the pass bound off too: a figure, not a test
+        rates += " https.handshake_pass_us=0"
+    vm = boot(image=os.path.join(BUILD, "vireo.img"), cmdline=f"ip={netns.guest_ip}/24 gw={netns.host_ip} {rates}",
+              wrap=netns.wrap, extra=netns.qemu_args())
+    vm.wait_for(READY, timeout=120)
+
+    def get(path):
+        r = netns.run("curl", "-s", "-D", "-", f"http://{netns.guest_ip}{path}", timeout=30)
+        return parse_response(r.stdout)
+    r = netns.run(sys.executable, os.path.join(os.path.dirname(__file__), "tls_rate_flood.py"), netns.guest_ip,
+                  netns.host_ip, ",".join(flood_addrs), str(secs), timeout=120)
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    out = json.loads(r.stdout)
+    m = metrics(get)
+    limited = {k.split('"')[1]: v for k, v in m.items() if k.startswith("vireo_https_handshakes_rate_limited")}
+    steps, step_s = m["vireo_https_handshake_steps_total"], m["vireo_https_handshake_step_seconds_total"]
+    print(f"\nflood: {out['flood_answered']} answered, {out['flood_refused']} refused, {out['flood_other']} other; "
+          f"legit plain {out['plain_ok']}/{out['plain_ok'] + out['plain_fail']} "
+          f"(median {sorted(out['plain_ms'] or [0])[len(out['plain_ms']) // 2]} ms), "
+          f"https {out['https_ok']}/{out['https_ok'] + out['https_fail']} "
+          f"(median {sorted(out['https_ms'] or [0])[len(out['https_ms']) // 2]} ms); limited {limited}; "
+          f"{steps} steps, {step_s:.3f} s, {m['vireo_https_handshakes_total']} handshakes, "
+          f"longest step {m['vireo_https_handshake_step_max_seconds'] * 1000:.1f} ms, "
+          f"{m['vireo_https_handshake_steps_deferred_total']} deferred")
+    for name in ("plain", "https"):
+        n = out[name + "_ok"] + out[name + "_fail"]
+        assert n >= 20 and out[name + "_ok"] >= 0.99 * n, {k: v for k, v in out.items() if not k.endswith("_ms")}
+    # The flood's prefix got at most its bucket (its clients' handshakes and
+    # nothing else from that /24), the rest was reset and counted.
+    assert out["flood_answered"] <= burst + rate * (secs + 2), out
+    assert out["flood_refused"] >= 10 * out["flood_answered"], out
+    assert limited["prefix"] >= out["flood_refused"] // 2 and limited["global"] == 0, (limited, out)
+    # The pass bound engaged: ClientHellos that arrived in one pass behind a
+    # step (8 ms here, over the 1 ms budget) waited for the next.
+    assert m["vireo_https_handshake_steps_deferred_total"] >= 1, m
+    # Recovery: the bucket refills (burst / rate = 2 s) and the flood's
+    # prefix, like everyone, gets its handshakes again.
+    time.sleep(burst / rate + 1)
+    for a in flood_addrs[:3]:
+        c = netns.run("curl", "-sk", "--http1.1", "--interface", a, "-o", "/dev/null", "-w", "%{http_code}",
+                      f"https://{netns.guest_ip}/index.html", timeout=30)
+        assert c.stdout == b"200", c
+    for _ in range(100):
+        m = metrics(get)
+        if m["vireo_https_connections_active"] == 0:
+            break
+        time.sleep(0.2)
+    assert m["vireo_https_handshakes_active"] == 0 and m["vireo_https_connections_active"] == 0, m
+    assert m["vireo_tls_heap_alloc_failures_total"] == 0
+
+
 def test_testssl_no_high_or_critical(boot, tmp_path):
     """testssl.sh (Debian's package) against the appliance, with a
     certificate from a test CA that testssl is told to trust (the one generated

@@ -58,6 +58,11 @@ HOST_TESTS += test_conntab
 LWIP_HOST_TESTS += test_conntab
 test_conntab_USES := conntab siphash
 
+# The handshake rate buckets (runtime/http/hsrate.c): arithmetic, prefixes,
+# the global bucket, the table's bound against a spray of prefixes.
+HOST_TESTS += test_hsrate
+test_hsrate_USES := hsrate siphash
+
 # Upstream responses (the HTTP client's): heads, every framing, the chunked
 # decoder, every split, malformed and oversized ones.
 HOST_TESTS += test_response

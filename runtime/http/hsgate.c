@@ -1,0 +1,265 @@
+/*
+ * TLS handshakes' share of the CPU (hsgate.h): the rate buckets checked on
+ * accept (admission.c), and the handshake-step gate altcp_tls asks before
+ * each step (net/port/patches/0007, through net/port/lwipopts.h).
+ *
+ * The gate. A pass is the stretch of the event loop between two turns of
+ * the rest of its queued work: it begins when the loop starts a new
+ * iteration, or when the gate's own work item runs (everything queued
+ * before it has just run). In a pass, a server handshake step starts while
+ * less than https.handshake_pass_us= of handshake work ran in it and no
+ * step put off before is waiting; otherwise the connection joins the FIFO
+ * (its input stays queued in altcp_tls, unacknowledged) and the gate's work
+ * item is queued behind whatever is queued now. That item runs the FIFO's
+ * steps in order while the pass has budget, and queues itself again behind
+ * the work that arrived meanwhile if some are left. A TLS client's steps
+ * (runtime/tcp_out.c) are neither put off nor counted: an app started them.
+ */
+#include "kernel/cmdline.h"
+#include "lib/types.h"
+#include "lib/metrics.h"
+#include "runtime/http/hsgate.h"
+#include "runtime/http/https.h"
+
+#ifdef VIREO_TLS
+/* Registered in make TLS=1 images only (tools/cmdline_table.py's
+ * TLS_PATHS): the default image carries no handshake to limit. */
+static u64 hsgate_rate_opt = HSGATE_RATE;
+CMDLINE_PARAM(https_handshake_rate, .key = "https.handshake_rate", .type = CMDLINE_UINT,
+	      .dst = &hsgate_rate_opt, .min = 0, .max = 100000, .def = "300",
+	      .help = "TLS handshakes a second in all (more are reset on accept); 0: no limit");
+static u64 hsgate_burst_opt = HSGATE_BURST;
+CMDLINE_PARAM(https_handshake_burst, .key = "https.handshake_burst", .type = CMDLINE_UINT,
+	      .dst = &hsgate_burst_opt, .min = 1, .max = 100000, .def = "300",
+	      .help = "TLS handshakes at once above https.handshake_rate= after a quiet spell");
+static u64 hsgate_rate_prefix_opt = HSGATE_RATE_PREFIX;
+CMDLINE_PARAM(https_handshake_rate_per_prefix, .key = "https.handshake_rate_per_prefix", .type = CMDLINE_UINT,
+	      .dst = &hsgate_rate_prefix_opt, .min = 0, .max = 100000, .def = "30",
+	      .help = "TLS handshakes a second from one IPv4 /24 or IPv6 /56; 0: no limit");
+static u64 hsgate_burst_prefix_opt = HSGATE_BURST_PREFIX;
+CMDLINE_PARAM(https_handshake_burst_per_prefix, .key = "https.handshake_burst_per_prefix",
+	      .type = CMDLINE_UINT, .dst = &hsgate_burst_prefix_opt, .min = 1, .max = 100000, .def = "100",
+	      .help = "TLS handshakes at once from one prefix above its rate after a quiet spell");
+static u64 hsgate_pass_us_opt = HSGATE_PASS_US;
+CMDLINE_PARAM(https_handshake_pass_us, .key = "https.handshake_pass_us", .type = CMDLINE_UINT,
+	      .dst = &hsgate_pass_us_opt, .min = 0, .max = 1000000, .def = "1000",
+	      .help = "microseconds of TLS handshake work one event-loop pass starts steps in before "
+		      "other work runs; 0: no bound");
+
+#include "lwip/altcp.h"
+#include "lwip/altcp_tls.h"
+#include "mbedtls/ssl.h"
+#include "kernel/loop.h"
+#include "kernel/random.h"
+#include "kernel/time/time.h"
+#include "runtime/conntab.h"
+#include "runtime/http/conn.h"
+#include "runtime/http/hsrate.h"
+
+/* net/port/patches/0007. */
+err_t altcp_tls_handshake_resume(struct altcp_pcb *conn);
+
+static struct hsrate hsgate_rate;
+static bool hsgate_on;
+
+static struct {
+	u64 limited[2];		/* refused on accept: by the prefix's bucket, the global one */
+	u64 steps;		/* server handshake steps run */
+	u64 step_ns;		/* their time */
+	u64 step_max_ns;	/* the longest */
+	u64 deferred;		/* steps put off to a later pass */
+	u64 passes_full;	/* passes that used up their budget */
+} hsgate_stats;
+
+/* The FIFO of connections whose step was put off (only handshaking ones:
+ * at most https.handshakes= of them). */
+static struct conn *hsgate_head, *hsgate_tail;
+static struct conn *hsgate_resuming;	/* its step runs now, FIFO or not */
+static struct work hsgate_work;
+static void hsgate_run(void *arg);
+static u64 hsgate_pass_iter;		/* the loop iteration the pass began in */
+static u64 hsgate_spent_ns;		/* handshake work in this pass */
+static u64 hsgate_t0;			/* the running step's start */
+
+void hsgate_start(void)
+{
+	u8 key[16];
+
+	random_bytes(key, sizeof key);
+	hsrate_init(&hsgate_rate, key);
+	__builtin_memset(key, 0, sizeof key);
+	hsrate_set(&hsgate_rate, (u32)hsgate_rate_prefix_opt, (u32)hsgate_burst_prefix_opt, (u32)hsgate_rate_opt,
+		   (u32)hsgate_burst_opt);
+	work_init(&hsgate_work, hsgate_run, NULL);
+	hsgate_on = true;
+}
+
+bool hsgate_admit(struct altcp_pcb *pcb)
+{
+	const ip_addr_t *ip = altcp_get_ip(pcb, 0);
+	enum hsrate_verdict v;
+
+	if (!hsgate_on || !ip)
+		return true;
+	if (IP_IS_V6(ip))
+		v = hsrate_take(&hsgate_rate, (const u8 *)ip_2_ip6(ip)->addr, 16, time_ns());
+	else
+		v = hsrate_take(&hsgate_rate, (const u8 *)&ip_2_ip4(ip)->addr, 4, time_ns());
+	if (v == HSRATE_PASS)
+		return true;
+	hsgate_stats.limited[v == HSRATE_GLOBAL]++;
+	return false;
+}
+
+static void hsgate_new_pass(void)
+{
+	hsgate_pass_iter = loop_stats.iterations;
+	hsgate_spent_ns = 0;
+}
+
+static bool hsgate_budget_left(void)
+{
+	if (hsgate_pass_iter != loop_stats.iterations)
+		hsgate_new_pass();
+	return !hsgate_pass_us_opt || hsgate_spent_ns < hsgate_pass_us_opt * 1000;
+}
+
+static void hsgate_push(struct conn *c)
+{
+	c->hs_next = NULL;
+	c->hs_prev = hsgate_tail;
+	if (hsgate_tail)
+		hsgate_tail->hs_next = c;
+	else
+		hsgate_head = c;
+	hsgate_tail = c;
+	c->hs_queued = true;
+}
+
+void hsgate_forget(struct conn *c)
+{
+	if (!c->hs_queued)
+		return;
+	if (c->hs_prev)
+		c->hs_prev->hs_next = c->hs_next;
+	else
+		hsgate_head = c->hs_next;
+	if (c->hs_next)
+		c->hs_next->hs_prev = c->hs_prev;
+	else
+		hsgate_tail = c->hs_prev;
+	c->hs_next = c->hs_prev = NULL;
+	c->hs_queued = false;
+}
+
+static struct conn *hsgate_conn(struct altcp_pcb *pcb, struct mbedtls_ssl_context *ssl)
+{
+	if (ssl->MBEDTLS_PRIVATE(conf)->MBEDTLS_PRIVATE(endpoint) != MBEDTLS_SSL_IS_SERVER || !pcb->arg)
+		return NULL;
+	return tcpconn_owner(pcb->arg, struct conn, tc);
+}
+
+/* ALTCP_MBEDTLS_HANDSHAKE_STEP_BEGIN: whether pcb's step runs now. */
+int vireo_tls_step_begin(struct altcp_pcb *pcb, struct mbedtls_ssl_context *ssl)
+{
+	struct conn *c = hsgate_conn(pcb, ssl);
+
+	if (!c)
+		return 1;
+	if (c != hsgate_resuming) {
+		if (c->hs_queued)
+			return 0;	/* more input behind a step already put off */
+		if (hsgate_head || !hsgate_budget_left()) {
+			if (hsgate_spent_ns && !hsgate_head)
+				hsgate_stats.passes_full++;
+			hsgate_push(c);
+			hsgate_stats.deferred++;
+			work_queue(&hsgate_work);
+			return 0;
+		}
+	}
+	hsgate_t0 = time_ns();
+	return 1;
+}
+
+/* ALTCP_MBEDTLS_HANDSHAKE_STEP_END: the step that began ran. */
+void vireo_tls_step_end(struct altcp_pcb *pcb, struct mbedtls_ssl_context *ssl)
+{
+	u64 dt;
+
+	if (!hsgate_conn(pcb, ssl))
+		return;
+	dt = time_ns() - hsgate_t0;
+	hsgate_spent_ns += dt;
+	hsgate_stats.steps++;
+	hsgate_stats.step_ns += dt;
+	hsgate_stats.step_max_ns = MAX(hsgate_stats.step_max_ns, dt);
+}
+
+/* The gate's work item: a new pass; the steps put off, in order, while it
+ * has budget (at least one), then behind the work queued meanwhile. */
+static void hsgate_run(void *arg)
+{
+	struct conn *c;
+
+	(void)arg;
+	hsgate_new_pass();
+	do {
+		c = hsgate_head;
+		if (!c)
+			return;
+		hsgate_forget(c);
+		hsgate_resuming = c;
+		altcp_tls_handshake_resume(c->tc.pcb);	/* may free c */
+		hsgate_resuming = NULL;
+	} while (hsgate_budget_left());
+	if (hsgate_head) {
+		hsgate_stats.passes_full++;
+		work_queue(&hsgate_work);
+	}
+}
+
+static void hsgate_metrics(struct metrics_buf *b)
+{
+	if (!hsgate_on)
+		return;
+	metrics_family(b, "vireo_https_handshakes_rate_limited_total", METRICS_COUNTER,
+		       "TLS connections reset on accept over a handshake rate (https.handshake_rate*=), by bucket");
+	metrics_sample1(b, "vireo_https_handshakes_rate_limited_total", "scope", "prefix", hsgate_stats.limited[0]);
+	metrics_sample1(b, "vireo_https_handshakes_rate_limited_total", "scope", "global", hsgate_stats.limited[1]);
+	metrics_simple(b, "vireo_https_handshake_rate_buckets", METRICS_GAUGE,
+		       "Prefix buckets in use (not full), of 1024", hsrate_in_use(&hsgate_rate, time_ns()));
+	metrics_simple(b, "vireo_https_handshake_rate_buckets_replaced_total", METRICS_COUNTER,
+		       "Prefix buckets given to another prefix while in use", hsgate_rate.replaced);
+	metrics_simple(b, "vireo_https_handshake_steps_total", METRICS_COUNTER,
+		       "Server TLS handshake steps run (mbedtls_ssl_handshake calls on input)", hsgate_stats.steps);
+	metrics_family(b, "vireo_https_handshake_step_seconds_total", METRICS_COUNTER,
+		       "CPU time in server handshake steps (microsecond resolution)");
+	metrics_sample_fixed(b, "vireo_https_handshake_step_seconds_total", NULL, hsgate_stats.step_ns / 1000, 6);
+	metrics_family(b, "vireo_https_handshake_step_max_seconds", METRICS_GAUGE,
+		       "The longest server handshake step");
+	metrics_sample_fixed(b, "vireo_https_handshake_step_max_seconds", NULL, hsgate_stats.step_max_ns / 1000, 6);
+	metrics_simple(b, "vireo_https_handshake_steps_deferred_total", METRICS_COUNTER,
+		       "Handshake steps put off to a later loop pass (https.handshake_pass_us=)",
+		       hsgate_stats.deferred);
+	metrics_simple(b, "vireo_https_handshake_passes_full_total", METRICS_COUNTER,
+		       "Loop passes whose handshake budget ran out with steps waiting", hsgate_stats.passes_full);
+}
+METRICS_SOURCE(hsgate, hsgate_metrics);
+
+#else
+
+void hsgate_start(void)
+{
+}
+
+bool hsgate_admit(struct altcp_pcb *pcb)
+{
+	return true;
+}
+
+void hsgate_forget(struct conn *c)
+{
+}
+
+#endif

@@ -1,0 +1,103 @@
+/* Token buckets on handshakes started (see hsrate.h). */
+#include "runtime/http/hsrate.h"
+#include "lib/string.h"
+
+_Static_assert((HSRATE_BUCKETS & (HSRATE_BUCKETS - 1)) == 0 && HSRATE_BUCKETS % HSRATE_WAYS == 0,
+	       "sets are a power of two");
+_Static_assert(HSRATE_SPAN_MAX == (u64)HSRATE_BURST_MAX * 1000000000ULL, "rate 1, largest burst");
+
+void hsrate_init(struct hsrate *r, const u8 key[16])
+{
+	memset(r, 0, sizeof *r);
+	siphash_key_from_bytes(&r->key, key);
+}
+
+static struct hsrate_limit hsrate_limit_of(u32 rate, u32 burst)
+{
+	struct hsrate_limit l = { 0, 0 };
+
+	if (!rate)
+		return l;
+	rate = MIN(rate, HSRATE_RATE_MAX);
+	burst = MIN(MAX(burst, 1u), HSRATE_BURST_MAX);
+	l.interval_ns = 1000000000ULL / rate;	/* >= 10,000 ns: under 0.01% rounded away */
+	l.span_ns = l.interval_ns * burst;	/* <= HSRATE_SPAN_MAX */
+	return l;
+}
+
+void hsrate_set(struct hsrate *r, u32 rate, u32 burst, u32 global_rate, u32 global_burst)
+{
+	r->prefix = hsrate_limit_of(rate, burst);
+	r->global = hsrate_limit_of(global_rate, global_burst);
+}
+
+/* Whether a bucket at tat admits one more at now; *next is its tat after. */
+static bool hsrate_fits(const struct hsrate_limit *l, u64 tat, u64 now, u64 *next)
+{
+	u64 debt = tat > now ? tat - now : 0;	/* <= span_ns */
+
+	if (debt + l->interval_ns > l->span_ns)
+		return false;
+	*next = now + debt + l->interval_ns;	/* <= now + HSRATE_SPAN_MAX */
+	return true;
+}
+
+/* The prefix's key: the family, then the kept bits of the address. */
+static u64 hsrate_tag(const struct hsrate *r, const u8 *addr, size_t alen)
+{
+	u8 k[1 + 16] = { 0 };
+	unsigned bits = alen == 4 ? HSRATE_V4_PREFIX : HSRATE_V6_PREFIX;
+
+	alen = alen == 4 ? 4 : 16;
+	k[0] = (u8)alen;
+	for (unsigned i = 0; i < bits / 8; i++)
+		k[1 + i] = addr[i];
+	_Static_assert(HSRATE_V4_PREFIX % 8 == 0 && HSRATE_V6_PREFIX % 8 == 0, "whole bytes");
+	return siphash24(&r->key, k, 1 + alen) | 1;	/* never 0, the unused tag */
+}
+
+enum hsrate_verdict hsrate_take(struct hsrate *r, const u8 *addr, size_t alen, u64 now)
+{
+	struct hsrate_bucket *set, *bk = NULL;
+	u64 tag, ptat = now, gtat = now;
+	bool found = false;
+
+	if (r->prefix.interval_ns) {
+		tag = hsrate_tag(r, addr, alen);
+		set = &r->b[(tag >> 32) & (HSRATE_BUCKETS - HSRATE_WAYS)];
+		for (unsigned i = 0; i < HSRATE_WAYS; i++) {
+			if (set[i].tag == tag) {
+				bk = &set[i];
+				found = true;
+				break;
+			}
+			/* else the one that limits least: the earliest tat */
+			if (!bk || set[i].tat < bk->tat)
+				bk = &set[i];
+		}
+		if (!hsrate_fits(&r->prefix, found ? bk->tat : now, now, &ptat))
+			return HSRATE_PREFIX;
+	}
+	if (r->global.interval_ns && !hsrate_fits(&r->global, r->global_tat, now, &gtat))
+		return HSRATE_GLOBAL;
+	if (r->global.interval_ns)
+		r->global_tat = gtat;
+	if (bk) {
+		if (!found) {
+			if (bk->tag && bk->tat > now)
+				r->replaced++;
+			bk->tag = tag;
+		}
+		bk->tat = ptat;
+	}
+	return HSRATE_PASS;
+}
+
+u32 hsrate_in_use(const struct hsrate *r, u64 now)
+{
+	u32 n = 0;
+
+	for (unsigned i = 0; i < HSRATE_BUCKETS; i++)
+		n += r->b[i].tag && r->b[i].tat > now;
+	return n;
+}

@@ -1,0 +1,277 @@
+/* runtime/http/hsrate.c: the buckets' arithmetic (bursts, the long-run rate
+ * to the handshake, no overflow near the end of time_ns()'s range),
+ * prefixes (IPv4 /24, IPv6 /56), the global bucket's interplay with the
+ * prefix's, and the table's bound against a spray of prefixes: a busy
+ * prefix keeps its bucket, and the buckets in use stay within what the
+ * global rate allows. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "runtime/http/hsrate.h"
+
+#define SEC 1000000000ULL
+#define MS 1000000ULL
+
+static struct hsrate rt;
+static const u8 key[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+
+static void v4(u8 a[4], u32 x)
+{
+	a[0] = (u8)(x >> 24);
+	a[1] = (u8)(x >> 16);
+	a[2] = (u8)(x >> 8);
+	a[3] = (u8)x;
+}
+
+static enum hsrate_verdict take4(u32 x, u64 now)
+{
+	u8 a[4];
+
+	v4(a, x);
+	return hsrate_take(&rt, a, 4, now);
+}
+
+/* Every bucket's tat within [.., now + span]: the invariant the overflow
+ * argument rests on. */
+static void check_tats(u64 now)
+{
+	for (unsigned i = 0; i < HSRATE_BUCKETS; i++)
+		if (rt.b[i].tag && rt.b[i].tat > now)
+			assert_true(rt.b[i].tat - now <= rt.prefix.span_ns);
+	if (rt.global.interval_ns && rt.global_tat > now)
+		assert_true(rt.global_tat - now <= rt.global.span_ns);
+}
+
+/* A burst of B at once, then one every T: at T - 1 ns nothing, at T one. */
+static void test_burst_and_refill(void **state)
+{
+	u64 t = 5 * SEC;
+
+	hsrate_init(&rt, key);
+	hsrate_set(&rt, 10, 5, 0, 0);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(take4(0x0a000001, t), HSRATE_PASS);
+	assert_int_equal(take4(0x0a000001, t), HSRATE_PREFIX);
+	assert_int_equal(take4(0x0a0000fe, t), HSRATE_PREFIX);	/* same /24 */
+	assert_int_equal(take4(0x0a000101, t), HSRATE_PASS);	/* next /24 */
+	assert_int_equal(take4(0x0a000001, t + 100 * MS - 1), HSRATE_PREFIX);
+	assert_int_equal(take4(0x0a000001, t + 100 * MS), HSRATE_PASS);
+	assert_int_equal(take4(0x0a000001, t + 100 * MS), HSRATE_PREFIX);
+	/* refusals cost nothing: a full burst again B x T after the last pass */
+	for (u64 s = t + 100 * MS; s < t + 600 * MS; s += MS)
+		assert_int_equal(take4(0x0a000001, s), s >= t + 200 * MS && (s - t) % (100 * MS) == 0 ?
+			HSRATE_PASS : HSRATE_PREFIX);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(take4(0x0a000001, t + 1100 * MS), HSRATE_PASS);
+	assert_int_equal(take4(0x0a000001, t + 1100 * MS), HSRATE_PREFIX);
+	check_tats(t + 1100 * MS);
+}
+
+/* Over 1,000 s of one attempt every 100 us: exactly burst + rate x time
+ * admitted, for rates that do and do not divide a second. */
+static void test_long_run_rate(void **state)
+{
+	static const u32 rates[] = { 1, 7, 100, 333, 5000 };
+
+	for (unsigned k = 0; k < sizeof rates / sizeof rates[0]; k++) {
+		u64 t0 = 1000 * SEC, n = 0, T = SEC / rates[k];
+
+		hsrate_init(&rt, key);
+		hsrate_set(&rt, rates[k], 20, 0, 0);
+		for (u64 t = t0; t <= t0 + 1000 * SEC; t += 100000)
+			n += take4(0xc0000201, t) == HSRATE_PASS;
+		/* the interval is 10^9 / rate rounded down: a hair faster */
+		assert_int_equal(n, 20 + 1000 * SEC / T);
+		assert_true(n >= 20 + 1000ULL * rates[k]);
+	}
+}
+
+/* The global bucket: refuses past its rate whatever the prefix, and a
+ * handshake it refuses takes nothing from the prefix or the table. */
+static void test_global(void **state)
+{
+	u64 t = SEC, passed = 0;
+	u8 a[4];
+
+	hsrate_init(&rt, key);
+	hsrate_set(&rt, 2, 2, 10, 10);
+	for (u32 p = 0; p < 100; p++)
+		passed += take4(0x0b000001 + (p << 8), t) == HSRATE_PASS;
+	assert_int_equal(passed, 10);
+	assert_int_equal(hsrate_in_use(&rt, t), 10);
+	assert_int_equal(take4(0x0c000001, t), HSRATE_GLOBAL);
+	assert_int_equal(hsrate_in_use(&rt, t), 10);
+	/* 100 ms later one global token: 0x0c's prefix still has both */
+	assert_int_equal(take4(0x0c000001, t + 100 * MS), HSRATE_PASS);
+	assert_int_equal(take4(0x0c000001, t + 200 * MS), HSRATE_PASS);
+	assert_int_equal(take4(0x0c000001, t + 300 * MS), HSRATE_PREFIX);
+	/* prefix limit off, global on */
+	hsrate_init(&rt, key);
+	hsrate_set(&rt, 0, 0, 50, 1);
+	v4(a, 1);
+	assert_int_equal(hsrate_take(&rt, a, 4, t), HSRATE_PASS);
+	assert_int_equal(hsrate_take(&rt, a, 4, t + 20 * MS - 1), HSRATE_GLOBAL);
+	assert_int_equal(hsrate_take(&rt, a, 4, t + 20 * MS), HSRATE_PASS);
+	assert_int_equal(hsrate_in_use(&rt, t), 0);
+	/* both off: everything passes, nothing kept */
+	hsrate_set(&rt, 0, 0, 0, 0);
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(hsrate_take(&rt, a, 4, t), HSRATE_PASS);
+}
+
+/* IPv6 by /56; IPv4 and IPv6 never share a bucket. */
+static void test_v6_prefix(void **state)
+{
+	u8 a[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0x01 };
+	u8 v4a[4] = { 0x20, 0x01, 0x0d, 0xb8 };
+
+	hsrate_init(&rt, key);
+	hsrate_set(&rt, 1, 1, 0, 0);
+	assert_int_equal(hsrate_take(&rt, a, 16, SEC), HSRATE_PASS);
+	a[7] = 0xff;	/* another /64 of the same /56 */
+	a[15] = 9;
+	assert_int_equal(hsrate_take(&rt, a, 16, SEC), HSRATE_PREFIX);
+	assert_int_equal(hsrate_take(&rt, v4a, 4, SEC), HSRATE_PASS);
+	a[6] = 1;	/* another /56 */
+	assert_int_equal(hsrate_take(&rt, a, 16, SEC), HSRATE_PASS);
+}
+
+/* Near the end of a u64 of nanoseconds (584 years), with the largest span
+ * (rate 1, the largest burst) and the smallest interval: no wrap, the
+ * invariant holds (UBSan does not flag unsigned wrap: checked here). */
+static void test_no_overflow(void **state)
+{
+	u64 end = UINT64_MAX - HSRATE_SPAN_MAX - 1;
+	u64 t = end - 10 * SEC;
+
+	hsrate_init(&rt, key);
+	hsrate_set(&rt, 1, 0xffffffffu, 0xffffffffu, 0xffffffffu);	/* clamped */
+	assert_int_equal(rt.prefix.span_ns, HSRATE_SPAN_MAX);
+	assert_int_equal(rt.global.interval_ns, SEC / HSRATE_RATE_MAX);
+	for (int i = 0; i < HSRATE_BURST_MAX; i++)
+		assert_int_equal(take4(0x0d000001, t), HSRATE_PASS);
+	assert_int_equal(take4(0x0d000001, t), HSRATE_PREFIX);
+	check_tats(t);
+	for (u64 s = t; s <= end; s += SEC / 2)
+		(void)take4(0x0d000001, s);
+	check_tats(end);
+	hsrate_init(&rt, key);
+	hsrate_set(&rt, HSRATE_RATE_MAX, HSRATE_BURST_MAX, 1, 1);
+	assert_int_equal(take4(0x0e000001, end), HSRATE_PASS);
+	assert_int_equal(take4(0x0f000001, end), HSRATE_GLOBAL);
+	assert_true(rt.global_tat > end && rt.global_tat - end == SEC);
+}
+
+/* A busy prefix, being limited, keeps its bucket through a spray of a
+ * million one-handshake prefixes (no global limit, so nothing but the
+ * eviction rule protects it); the table never grows. */
+static void test_spray_keeps_busy(void **state)
+{
+	u64 t = 10 * SEC;
+
+	hsrate_init(&rt, key);
+	hsrate_set(&rt, 10, 10, 0, 0);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(take4(0x0a000001, t), HSRATE_PASS);
+	for (u32 p = 0; p < 1000000; p++) {
+		u64 s = t + p;	/* 1 ns apart: all within the busy prefix's span */
+
+		assert_int_equal(take4(0x40000000 + (p << 8), s), HSRATE_PASS);
+		if (p % 4096 == 0)
+			assert_int_equal(take4(0x0a000001, s), HSRATE_PREFIX);
+	}
+	assert_int_equal(take4(0x0a000001, t + 1000000), HSRATE_PREFIX);
+	assert_true(rt.replaced > 900000);
+	check_tats(t + 1000000);
+}
+
+/* What replacing a busy prefix's bucket costs: the other ways of its set
+ * each further in debt than it, i.e. (HSRATE_WAYS - 1) x burst handshakes
+ * from prefixes that land in that set. */
+static void test_replace_cost(void **state)
+{
+	u32 coll[HSRATE_WAYS];
+	unsigned n = 0;
+	u64 t = 10 * SEC;
+	u8 a[4];
+	u64 target = HSRATE_BUCKETS;
+
+	hsrate_init(&rt, key);
+	hsrate_set(&rt, 10, 10, 0, 0);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(take4(0x0a000001, t), HSRATE_PASS);
+	for (unsigned i = 0; i < HSRATE_BUCKETS; i++)
+		if (rt.b[i].tag)
+			target = i / HSRATE_WAYS;
+	/* prefixes that share its set (the test knows the key; a sender does not) */
+	for (u32 p = 1; n < HSRATE_WAYS; p++) {
+		struct hsrate probe;
+
+		hsrate_init(&probe, key);
+		hsrate_set(&probe, 1, 1, 0, 0);
+		v4(a, 0x50000000 + (p << 8));
+		(void)hsrate_take(&probe, a, 4, t);
+		for (unsigned i = 0; i < HSRATE_BUCKETS; i++)
+			if (probe.b[i].tag && i / HSRATE_WAYS == target)
+				coll[n++] = 0x50000000 + (p << 8);
+	}
+	/* three colliders with one handshake each: the busy one stays */
+	for (unsigned k = 0; k < HSRATE_WAYS - 1; k++)
+		assert_int_equal(take4(coll[k], t + 1), HSRATE_PASS);
+	assert_int_equal(take4(coll[HSRATE_WAYS - 1], t + 2), HSRATE_PASS);
+	assert_int_equal(take4(0x0a000001, t + 3), HSRATE_PREFIX);
+	/* three colliders each with a full burst, later than the busy one's:
+	 * now the busy one is the set's earliest, and the next newcomer takes it */
+	hsrate_init(&rt, key);
+	hsrate_set(&rt, 10, 10, 0, 0);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(take4(0x0a000001, t), HSRATE_PASS);
+	for (unsigned k = 0; k < HSRATE_WAYS - 1; k++)
+		for (int i = 0; i < 10; i++)
+			assert_int_equal(take4(coll[k], t + 1), HSRATE_PASS);
+	assert_int_equal(take4(coll[HSRATE_WAYS - 1], t + 2), HSRATE_PASS);
+	assert_int_equal(take4(0x0a000001, t + 3), HSRATE_PASS);	/* a fresh bucket */
+}
+
+/* With the global bucket on, the buckets in use at once stay within
+ * global burst + global rate x prefix span, however many prefixes come. */
+static void test_in_use_bound(void **state)
+{
+	u64 t0 = SEC, bound, most = 0;
+	u32 p = 0;
+
+	hsrate_init(&rt, key);
+	hsrate_set(&rt, 5, 10, 200, 200);	/* span 2 s: at most 200 + 200 x 2 */
+	bound = 200 + 200 * 2;
+	for (u64 t = t0; t < t0 + 20 * SEC; t += 50000) {	/* 20,000 a second */
+		(void)take4(0x60000000 + (p++ << 8), t);
+		if (p % 1000 == 0) {
+			u32 n = hsrate_in_use(&rt, t);
+
+			most = n > most ? n : most;
+			assert_true(n <= bound);
+		}
+	}
+	assert_true(most >= 200);	/* the global burst: one prefix each */
+	assert_true(bound < HSRATE_BUCKETS);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_burst_and_refill),
+		cmocka_unit_test(test_long_run_rate),
+		cmocka_unit_test(test_global),
+		cmocka_unit_test(test_v6_prefix),
+		cmocka_unit_test(test_no_overflow),
+		cmocka_unit_test(test_spray_keeps_busy),
+		cmocka_unit_test(test_replace_cost),
+		cmocka_unit_test(test_in_use_bound),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
