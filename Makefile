@@ -187,6 +187,14 @@ SITE_DATE_STAMP := $(BUILD)/site-date.$(SOURCE_DATE_EPOCH)
 $(SITE_DATE_STAMP):
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $(BUILD)/site-date.* && touch $@
+# The boot banner names the commit (-DVIREO_REV, kernel/main.c): a new
+# commit rebuilds main.o, so a worktree's image says what it was built from
+# and matches a fresh clone's byte for byte (test_images).
+REV_STAMP := $(BUILD)/rev.$(GIT_REV)
+$(REV_STAMP):
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $(BUILD)/rev.* && touch $@
+$(BUILD)/k/kernel/main.o: $(REV_STAMP)
 $(OUT)/site_data.c: tools/mksite.py $(APP_STAMP) $(SITE_DATE_STAMP) $(shell find $(APP_ROOT) -type f 2>/dev/null)
 	@$(if $(Q),echo "  MKSITE  $(APP_ROOT)")
 	$(Q)$(PYTHON) tools/mksite.py --gzip --brotli $(APP_ROOT) $@ $(addprefix --extra ,$(APP_EXTRA))
