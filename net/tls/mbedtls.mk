@@ -76,7 +76,7 @@ $(MBEDTLS_STAMP): net/tls/fetch-mbedtls.sh net/debsrc.sh net/tls/patches $(wildc
 
 # A static pattern rule: a plain %.o one would also "build" the .d files
 # make tries to remake (through its built-in %: %.o).
-$(MBEDTLS_OBJS): $(BUILD)/mbedtls/%.o: $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(wildcard net/tls/include/*.h)
+$(MBEDTLS_OBJS): $(BUILD)/mbedtls/%.o: $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(wildcard net/tls/include/*.h) net/tls/mbedtls.mk
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      mbedtls/$*.c")
 	$(Q)$(CC) $(MBEDTLS_LIB_CFLAGS) -c $(MBEDTLS_SRCDIR)/library/$*.c -o $@
@@ -88,7 +88,7 @@ $(MBEDTLS_ALT_OBJS): $(BUILD)/mbedtls/vireo-%.o: net/tls/%.c $(MBEDTLS_STAMP) ne
 
 # The object list is only known after the fetch: a recursive make builds the
 # archive once the stamp exists.
-$(MBEDTLS_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(wildcard net/tls/include/*.h) $(MBEDTLS_ALT_SRCS)
+$(MBEDTLS_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(wildcard net/tls/include/*.h) $(MBEDTLS_ALT_SRCS) net/tls/mbedtls.mk
 	$(Q)$(MAKE) --no-print-directory mbedtls-objs
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@
