@@ -158,6 +158,15 @@ int acme_route_add(void)
 
 static void acme_step(enum acme_action act);
 
+/* The order is over (issued or failed): no challenge is answered any more,
+ * and the key authorization is wiped. */
+static void acme_challenge_forget(void)
+{
+	acme.token[0] = '\0';
+	memset(acme.keyauthz, 0, sizeof acme.keyauthz);
+	https_alpn01_clear(NULL);
+}
+
 static void acme_copy_hdr(vireo_http_call h, const char *name, char *out, size_t cap)
 {
 	const char *v = vireo_http_header(h, name);
@@ -433,9 +442,7 @@ static void acme_step(enum acme_action act)
 		}
 		return;
 	case ACME_ACT_DONE:
-		acme.token[0] = '\0';
-		memset(acme.keyauthz, 0, sizeof acme.keyauthz);
-		https_alpn01_clear(NULL);
+		acme_challenge_forget();
 		ok = acme_install();
 		/* the served copy is the one tls_keys_load() made: this one goes */
 		mbedtls_pk_free(&acme.cert_key);
@@ -453,9 +460,7 @@ static void acme_step(enum acme_action act)
 		acme_schedule_renewal();
 		return;
 	case ACME_ACT_FAIL:
-		acme.token[0] = '\0';
-		memset(acme.keyauthz, 0, sizeof acme.keyauthz);
-		https_alpn01_clear(NULL);
+		acme_challenge_forget();
 		memcpy(acme.last_error, m->last_error, sizeof acme.last_error);
 		acme_backoff();
 		return;

@@ -471,24 +471,42 @@ static enum acme_action on_order(struct acme_client *a, const struct acme_resp *
 }
 
 /* An authorization: valid moves on; pending answers its challenge. */
+/* An authorization's document (the first fetch and every poll): its
+ * status while it is not valid; else -2 with *act the next action (a
+ * failure, or the next authorization once this one is valid). */
+static int authz_doc(struct acme_client *a, const struct acme_resp *r, struct doc *d, enum acme_action *act)
+{
+	int st;
+
+	if (r->status != 200) {
+		*act = fail(a, "unexpected HTTP status", NULL);
+		return -2;
+	}
+	*act = ACME_ACT_FAIL;
+	if (!parse_obj(a, r, d))
+		return -2;
+	st = get_status(a, d, 0, authz_states, ARRAY_SIZE(authz_states));
+	if (st < 0)
+		return -2;
+	if (st == A_VALID) {
+		a->k++;
+		*act = next_authz(a);
+		return -2;
+	}
+	return st;
+}
+
 static enum acme_action on_authz(struct acme_client *a, const struct acme_resp *r)
 {
 	const char *want = a->challenge == ACME_TLSALPN01 ? "tls-alpn-01" : "http-01";
+	enum acme_action act;
 	struct doc d;
 	int st, arr, tok;
 	size_t len;
 
-	if (r->status != 200)
-		return fail(a, "unexpected HTTP status", NULL);
-	if (!parse_obj(a, r, &d))
-		return ACME_ACT_FAIL;
-	st = get_status(a, &d, 0, authz_states, ARRAY_SIZE(authz_states));
+	st = authz_doc(a, r, &d, &act);
 	if (st < 0)
-		return ACME_ACT_FAIL;
-	if (st == A_VALID) {
-		a->k++;
-		return next_authz(a);
-	}
+		return act;
 	if (st != A_PENDING)
 		return fail(a, "authorization", authz_states[st]);
 	/* the name this authorization is for: one of ours (the runtime
@@ -561,20 +579,13 @@ static void authz_error(struct acme_client *a, struct doc *d)
 
 static enum acme_action on_authz_poll(struct acme_client *a, const struct acme_resp *r)
 {
+	enum acme_action act;
 	struct doc d;
 	int st;
 
-	if (r->status != 200)
-		return fail(a, "unexpected HTTP status", NULL);
-	if (!parse_obj(a, r, &d))
-		return ACME_ACT_FAIL;
-	st = get_status(a, &d, 0, authz_states, ARRAY_SIZE(authz_states));
+	st = authz_doc(a, r, &d, &act);
 	if (st < 0)
-		return ACME_ACT_FAIL;
-	if (st == A_VALID) {
-		a->k++;
-		return next_authz(a);
-	}
+		return act;
 	if (st != A_PENDING) {
 		fail(a, "authorization", authz_states[st]);
 		authz_error(a, &d);
