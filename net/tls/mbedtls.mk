@@ -29,17 +29,19 @@ MBEDTLS_OBJS = $(patsubst %.c,$(BUILD)/mbedtls/%.o,$(MBEDTLS_SRCS))
 # Built for size (-Os after -O2 wins), as the kernel's cold code is: what
 # runs once per handshake or less (the handshake state machines, X.509 and
 # ASN.1, key parsing and writing, PSA's glue, the DRBGs, RSA's padding),
-# and the record layer's framing (ssl_msg, the cipher wrappers: header
-# logic and copies around the AEAD call). The per-byte and per-handshake
-# arithmetic stays -O2: AES, GCM, ChaCha20-Poly1305, SHA-2, bignum and the
-# curves (ecp, ecp_curves, bignum_core, x25519).
+# and SHA-384/512 (transcripts of the one AES-256 suite, P-384 signatures).
+# What runs per record or per handshake's arithmetic stays -O2: the record
+# layer (ssl_msg, cipher: built -Os, 64 KiB responses over HTTPS at c1 made
+# 31-32 MB/s in two make bench-tls runs, 36-46 at -O2 in three), AES, GCM,
+# ChaCha20-Poly1305, SHA-256, bignum and the curves (ecp, ecp_curves,
+# bignum_core, x25519).
 MBEDTLS_COLD := ssl_tls ssl_tls13_server ssl_tls13_client ssl_tls13_keys ssl_tls13_generic \
 	ssl_tls12_server ssl_tls12_client ssl_client ssl_ticket ssl_ciphersuites \
 	psa_crypto psa_crypto_mac psa_crypto_ecp psa_crypto_hash psa_crypto_rsa psa_crypto_slot_management \
 	psa_crypto_client psa_crypto_cipher psa_crypto_aead psa_util \
 	x509 x509_crt x509_create x509write x509write_crt x509write_csr \
 	asn1parse asn1write oid pem base64 pk pk_wrap pk_ecc pkparse pkwrite \
-	rsa rsa_alt_helpers ecdsa ecdh md entropy ctr_drbg hmac_drbg cipher cipher_wrap ssl_msg
+	rsa rsa_alt_helpers ecdsa ecdh md entropy ctr_drbg hmac_drbg sha512
 $(patsubst %,$(BUILD)/mbedtls/%.o,$(MBEDTLS_COLD)): MBEDTLS_LIB_CFLAGS += -Os
 # vireo's code behind mbedTLS's _ALT hooks (mbedtls_config.h says which; one is
 # added by net/tls/patches/0002), archived with the library (as
