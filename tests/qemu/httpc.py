@@ -1,11 +1,14 @@
 """HTTP and Prometheus helpers for tests that talk to the appliance over
 plain sockets: read a connection to its end, parse response heads,
 Content-Length framed keep-alive responses, and /metrics text (checked line
-by line against the exposition format, and by `promtool check metrics`).
+by line against the exposition format, and by `promtool check metrics`);
+for the TLS floods, a connection from a chosen source address and a
+recorded ClientHello.
 Shared by tests/qemu, tests/matrix and the apps' tests."""
 import re
 import shutil
 import socket
+import ssl
 import subprocess
 
 
@@ -16,6 +19,27 @@ def free_tcp_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def connect_from(src, dst, port, timeout):
+    """A TCP connection to dst:port from the local address src."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.bind((src, 0))
+    s.connect((dst, port))
+    return s
+
+
+def client_hello(ctx, server_hostname="localhost"):
+    """The ClientHello ctx's TLS stack sends, recorded once (a flood
+    replays it with no crypto of its own)."""
+    inc, outg = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(inc, outg, server_hostname=server_hostname)
+    try:
+        obj.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return outg.read()
 
 
 def get_close(port, path, timeout=20):

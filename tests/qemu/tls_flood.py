@@ -17,7 +17,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from httpc import read_responses  # noqa: E402
+from httpc import client_hello, connect_from, read_responses  # noqa: E402
 
 guest, port, legit, floods, garbage = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].split(","), sys.argv[5]
 HOLD_PER_SOURCE = 24
@@ -27,22 +27,7 @@ out = {"legit_ok": 0, "legit_errors": [], "held": 0, "refused": 0, "garbage_sent
 
 
 def tcp(src, timeout=20):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    s.bind((src, 0))
-    s.connect((guest, port))
-    return s
-
-
-def client_hello():
-    """A real ClientHello, as Python's TLS stack would send it."""
-    inc, outg = ssl.MemoryBIO(), ssl.MemoryBIO()
-    obj = ctx.wrap_bio(inc, outg, server_hostname="localhost")
-    try:
-        obj.do_handshake()
-    except ssl.SSLWantReadError:
-        pass
-    return outg.read()
+    return connect_from(src, guest, port, timeout)
 
 
 def legit_get(s):
@@ -56,7 +41,7 @@ def legit_new():
         legit_get(s)
 
 
-hello = client_hello()
+hello = client_hello(ctx)
 established = ctx.wrap_socket(tcp(legit, 60), server_hostname="localhost")
 legit_get(established)
 

@@ -19,7 +19,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from httpc import read_responses  # noqa: E402
+from httpc import client_hello, connect_from, read_responses  # noqa: E402
 
 guest, legit, floods, seconds = sys.argv[1], sys.argv[2], sys.argv[3].split(","), float(sys.argv[4])
 ctx = ssl.create_default_context()
@@ -30,25 +30,11 @@ out = {"flood_answered": 0, "flood_refused": 0, "flood_other": 0,
        "plain_ms": [], "https_ms": []}
 
 
-def client_hello():
-    inc, outg = ssl.MemoryBIO(), ssl.MemoryBIO()
-    obj = ctx.wrap_bio(inc, outg, server_hostname="localhost")
-    try:
-        obj.do_handshake()
-    except ssl.SSLWantReadError:
-        pass
-    return outg.read()
-
-
-HELLO = client_hello()
+HELLO = client_hello(ctx)
 
 
 def tcp(src, port, timeout):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    s.bind((src, 0))
-    s.connect((guest, port))
-    return s
+    return connect_from(src, guest, port, timeout)
 
 
 def flood(src, stop):
