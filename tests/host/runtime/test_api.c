@@ -109,6 +109,16 @@ static void h_exact(vireo_req r, void *arg)
 	snprintf(t.xhdr, sizeof t.xhdr, "%s", x ? x : "");
 	n = snprintf(buf, sizeof buf, "exact %s\n", vireo_req_method(r) == VIREO_HEAD ? "head" : "get");
 	assert_int_equal(vireo_resp_header(r, "X-App", "yes"), 0);
+	/* The runtime's own fields, in any case, and names that are not
+	 * tokens are refused; a longer name that starts like one is not. */
+	assert_int_equal(vireo_resp_header(r, "Content-Length", "5"), -EINVAL);
+	assert_int_equal(vireo_resp_header(r, "TRANSFER-ENCODING", "x"), -EINVAL);
+	assert_int_equal(vireo_resp_header(r, "date", "x"), -EINVAL);
+	assert_int_equal(vireo_resp_header(r, "Server", "x"), -EINVAL);
+	assert_int_equal(vireo_resp_header(r, "Bad Name", "x"), -EINVAL);
+	assert_int_equal(vireo_resp_header(r, "X:Colon", "x"), -EINVAL);
+	assert_int_equal(vireo_resp_header(r, "", "x"), -EINVAL);
+	assert_int_equal(vireo_resp_header(r, "Connection-Id", "7"), 0);
 	/* A content type with CR, LF or another control byte is refused like
 	 * a header value: nothing is sent. */
 	assert_int_equal(vireo_resp_send(r, 200, "text/plain\r\nX-Injected: 1", buf, (size_t)n), -EINVAL);
