@@ -30,6 +30,7 @@
 #include "runtime/http/conn.h"
 #include "runtime/acme.h"
 #include "runtime/http/https.h"
+#include "runtime/http/token.h"
 #include "lib/metrics.h"
 #include "runtime/site.h"
 #include "vireo/files.h"
@@ -386,28 +387,6 @@ bool vireo_req_not_modified(vireo_req r, const char *etag, u64 mtime)
 	return c && exchange_not_modified(c, etag, exchange_lm(mtime));
 }
 
-/* An HTTP token character (RFC 9110 5.6.2 tchar). */
-static bool exchange_tchar(u8 ch)
-{
-	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
-		return true;
-	for (const char *o = "!#$%&'*+-.^_`|~"; *o; o++)
-		if (ch == (u8)*o)
-			return true;
-	return false;
-}
-
-static bool exchange_name_is(const char *name, const char *lit)
-{
-	for (; *name && *lit; name++, lit++) {
-		char a = *name >= 'A' && *name <= 'Z' ? (char)(*name + 32) : *name;
-
-		if (a != *lit)
-			return false;
-	}
-	return *name == *lit;
-}
-
 /* How much of an app's header value (a vireo_resp_header() value, a
  * content type) is good: it stops at a control character but HTAB (CR and
  * LF would end the line and start one of the app's choosing: RFC 9110
@@ -468,10 +447,10 @@ int vireo_resp_header(vireo_req r, const char *name, const char *value)
 		return -EINVAL;
 	}
 	for (nl = 0; name[nl]; nl++)
-		if (!exchange_tchar((u8)name[nl]) || nl > VIREO_RESP_HEADERS_MAX)
+		if (!http_is_tchar((u8)name[nl]) || nl > VIREO_RESP_HEADERS_MAX)
 			break;
 	for (i = 0; i < ARRAY_SIZE(runtime); i++)
-		if (exchange_name_is(name, runtime[i]))
+		if (http_eq_nocase(name, nl, runtime[i]))
 			nl = 0;
 	vl = exchange_value_len(value);
 	if (!nl || name[nl] || value[vl]) {
