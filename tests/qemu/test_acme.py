@@ -17,16 +17,21 @@ tests/qemu/test_tls.py builds it), HTTP-01 then TLS-ALPN-01; the first:
   (management API /roots/0) with the appliance's name succeeds, and `cert`
   and /metrics say source acme;
 - then pebble restarts with PEBBLE_WFE_NONCEREJECT=30 (30 % of nonces
-  refused with badNonce) and a new CA, `cert renew` orders again, and the
-  new certificate verifies against the new root: the nonce rejections were
-  survived (and counted).
+  refused with badNonce), a new CA and 24-second certificates
+  (certificateValidityPeriod), `cert renew` orders again, and the new
+  certificate verifies against the new root: the nonce rejections were
+  survived (and counted);
+- then the appliance renews by itself, half the lifetime before the end
+  (about 12 s later), while a client requests over HTTPS without pause
+  (curl, verifying against the new root and the certificate's dates):
+  no request fails, the served serial changes, no command was sent.
 
 The second boot has acme.challenge=tls-alpn-01, one name, and no CA at
 first: the first order fails and backs off while the generated
 certificate serves; with pebble up, `cert renew` orders, pebble's VA checks
 the acmeIdentifier certificate on port 443, and the issued certificate
 then verifies. PEBBLE_VA_NOSLEEP=1 throughout (no random waits
-before validation). About 40 s for both once the image is built."""
+before validation). About 55 s for both once the image is built."""
 import calendar
 import os
 import re
@@ -43,6 +48,7 @@ from vm import Vm
 NAMES = ("app.vireo.test", "www.vireo.test")
 READY = r"^vireo: ready ip=(\S+) http=(\d+) https=(\d+)$"
 ISSUED = r"^acme: certificate issued for 2 names by (\S+); serving it$"
+SHORT = 24	# seconds: the second CA's certificates (pebble's certificateValidityPeriod)
 
 pytestmark = pytest.mark.skipif(not shutil.which("pebble"), reason="pebble missing: tools/deps.sh test")
 
@@ -67,13 +73,14 @@ def api_cert(d, ip):
 class Pebble:
     """pebble in the namespace, on host_ip: API 14000, management 15000."""
 
-    def __init__(self, ns, d, nonce_reject):
+    def __init__(self, ns, d, nonce_reject, validity=0):
         cfg = f"{d}/pebble.json"
         with open(cfg, "w") as f:
             f.write('{"pebble": {"listenAddress": "%s:14000", "managementListenAddress": "%s:15000", '
                     '"certificate": "%s/api.pem", "privateKey": "%s/api.key", "httpPort": 80, "tlsPort": 443, '
-                    '"ocspResponderURL": "", "externalAccountBindingRequired": false}}'
-                    % (ns.host_ip, ns.host_ip, d, d))
+                    '"ocspResponderURL": "", "externalAccountBindingRequired": false%s}}'
+                    % (ns.host_ip, ns.host_ip, d, d,
+                       ', "certificateValidityPeriod": %d' % validity if validity else ""))
         env = dict(os.environ, PEBBLE_VA_NOSLEEP="1", PEBBLE_WFE_NONCEREJECT=str(nonce_reject))
         self.ns, self.log = ns, open(f"{d}/pebble-{nonce_reject}.log", "w+")
         self.p = ns.popen("pebble", "-config", cfg, "-dnsserver", f"{ns.host_ip}:8053", env=env,
@@ -145,6 +152,10 @@ def test_acme_http01_pebble(netns, tmp_path):
         def verify(root, name=NAMES[0], path="/healthz"):
             return curl_verify(ns, root, name, path)
 
+        def serial():
+            return ns.run("sh", "-c", f"openssl s_client -connect {ns.guest_ip}:443 -servername {NAMES[0]} "
+                          "</dev/null 2>/dev/null | openssl x509 -noout -serial").stdout
+
         def metrics(root):	# plain HTTP is redirected (http.redirect=on)
             r = verify(root, path="/metrics")
             assert r.returncode == 0, r.stderr
@@ -189,9 +200,12 @@ def test_acme_http01_pebble(netns, tmp_path):
         assert due - life // 16 - 120 <= int(renew.group(1)) <= due + 120, (renew.group(0), dates, due)
         assert 0 < m["vireo_acme_renewal_seconds"] <= int(renew.group(1))
 
-        # Second CA, with 30 % of nonces refused: `cert renew`.
+        # Second CA, with 30 % of nonces refused and certificates of SHORT
+        # seconds: `cert renew` orders from it, then the appliance renews
+        # by itself (half the lifetime left, acme_renew.h) while a client
+        # keeps requesting: no request fails across the switch.
         pebble.stop()
-        pebble = Pebble(ns, d, 30)
+        pebble = Pebble(ns, d, 30, validity=SHORT)
         mark = len(vm.text)
         vm.send("cert renew\r")
         vm.wait_for(ISSUED, timeout=90, start=mark)
@@ -202,9 +216,33 @@ def test_acme_http01_pebble(netns, tmp_path):
         assert r.returncode == 0 and r.stdout.decode().endswith("\n200"), (r.stdout, r.stderr)
         m = metrics(root2)
         assert m["vireo_acme_certificates_issued_total"] == 2
+        renew = vm.wait_for(r"^acme: renewal in (\d+) s \(lifetime (\d+) s\)$", timeout=10, start=mark)
+        assert SHORT - 2 <= int(renew.group(2)) <= SHORT, renew.group(0)
+        assert int(renew.group(1)) <= SHORT // 2 + 1, renew.group(0)
+        first = serial()
+        mark = len(vm.text)
+        done, asked, failed = None, 0, []
+        deadline = time.monotonic() + SHORT + 30
+        while time.monotonic() < deadline:
+            r = verify(root2)
+            asked += 1
+            if r.returncode != 0 or not r.stdout.decode().endswith("\n200"):
+                failed.append((r.stdout, r.stderr))
+            if done is None and re.search(ISSUED, vm.text[mark:], re.M):
+                done = asked
+            if done is not None and asked >= done + 5:	# a few more on the new certificate
+                break
+        assert done is not None, "no renewal by itself:\n" + vm.text[mark:]
+        assert not failed, (asked, failed[:3])
+        assert "cert renew" not in vm.text[mark:]
+        assert serial() != first
+        m = metrics(root2)
+        assert m["vireo_acme_certificates_issued_total"] == 3
+        t_self = time.monotonic()
         print(f"acme: build {t_build:.1f} s, boot to ready {t_ready - t1:.1f} s, ready to issued "
-              f"{t_issued - t_ready:.1f} s, renewal with nonce rejections {t_renewed - t_issued:.1f} s; "
-              f"badNonce retries {m['vireo_acme_bad_nonces_total']:.0f}")
+              f"{t_issued - t_ready:.1f} s, renewal with nonce rejections {t_renewed - t_issued:.1f} s, "
+              f"then by itself ({SHORT} s certificates) with {asked} requests and none failed "
+              f"{t_self - t_renewed:.1f} s; badNonce retries {m['vireo_acme_bad_nonces_total']:.0f}")
         assert m["vireo_acme_bad_nonces_total"] >= 1
     finally:
         if vm:
