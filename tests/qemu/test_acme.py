@@ -26,7 +26,9 @@ tests/qemu/test_tls.py builds it), HTTP-01 then TLS-ALPN-01; the first:
   (curl, verifying against the new root and the certificate's dates):
   no request fails, the served serial changes, no command was sent.
 
-The second boot has acme.challenge=tls-alpn-01, one name, and no CA at
+The second boot has acme.challenge=tls-alpn-01, one name, the CA named
+by host name (ca.vireo.test: dns= is challtestsrv, which has an A record
+for it; pebble's API certificate has it as a DNS SAN), and no CA at
 first: the first order fails and backs off while the generated
 certificate serves; with pebble up, `cert renew` orders, pebble's VA checks
 the acmeIdentifier certificate on port 443, and the issued certificate
@@ -48,6 +50,7 @@ from vm import Vm
 NAMES = ("app.vireo.test", "www.vireo.test")
 READY = r"^vireo: ready ip=(\S+) http=(\d+) https=(\d+)$"
 ISSUED = r"^acme: certificate issued for 2 names by (\S+); serving it$"
+CA_NAME = "ca.vireo.test"	# the second boot's directory: resolved through challtestsrv
 SHORT = 24	# seconds: the second CA's certificates (pebble's certificateValidityPeriod)
 
 pytestmark = pytest.mark.skipif(not shutil.which("pebble"), reason="pebble missing: tools/deps.sh test")
@@ -65,7 +68,7 @@ def api_cert(d, ip):
     openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "api.key",
             "-out", "api.csr", "-subj", "/CN=pebble", cwd=d)
     with open(f"{d}/api.ext", "w") as f:
-        f.write(f"subjectAltName=IP:{ip}\nbasicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\n")
+        f.write(f"subjectAltName=IP:{ip},DNS:{CA_NAME}\nbasicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\n")
     openssl("x509", "-req", "-in", "api.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out",
             "api.pem", "-days", "2", "-extfile", "api.ext", cwd=d)
 
@@ -83,7 +86,7 @@ class Pebble:
                        ', "certificateValidityPeriod": %d' % validity if validity else ""))
         env = dict(os.environ, PEBBLE_VA_NOSLEEP="1", PEBBLE_WFE_NONCEREJECT=str(nonce_reject))
         self.ns, self.log = ns, open(f"{d}/pebble-{nonce_reject}.log", "w+")
-        self.p = ns.popen("pebble", "-config", cfg, "-dnsserver", f"{ns.host_ip}:8053", env=env,
+        self.p = ns.popen("pebble", "-config", cfg, "-dnsserver", f"{ns.host_ip}:53", env=env,
                           stdout=self.log, stderr=subprocess.STDOUT)
         for _ in range(100):	# listening within 10 s
             if ns.run("curl", "-sk", "-o", "/dev/null", f"https://{ns.host_ip}:15000/roots/0").returncode == 0:
@@ -119,8 +122,15 @@ def prepare(ns, tmp_path):
     subprocess.run(["mcopy", "-o", "-i", f"{img}{ESP}", f"{d}/ca.pem", "::/EFI/vireo/tls/ca.pem"], check=True,
                    env=env)
     dns = ns.popen("pebble-challtestsrv", "-defaultIPv4", ns.guest_ip, "-defaultIPv6", "", "-dns01",
-                   f"{ns.host_ip}:8053", "-http01", "", "-https01", "", "-tlsalpn01", "", "-management",
+                   f"{ns.host_ip}:53", "-http01", "", "-https01", "", "-tlsalpn01", "", "-management",
                    f"{ns.host_ip}:8055", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):	# the CA's own name: the host side (within 10 s)
+        if ns.run("curl", "-sf", "-d", '{"host": "%s", "addresses": ["%s"]}' % (CA_NAME, ns.host_ip),
+                  f"http://{ns.host_ip}:8055/add-a").returncode == 0:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("pebble-challtestsrv's management API did not start")
     return d, img, dns
 
 
@@ -263,8 +273,8 @@ def test_acme_tls_alpn01_pebble(netns, tmp_path):
     d, img, dns = prepare(ns, tmp_path)
     pebble = None
     name = NAMES[0]
-    cmdline = (f"ip={ns.guest_ip}/24 egress.allow={ns.host_ip}/32 acme.directory=https://{ns.host_ip}:14000/dir "
-               f"acme.names={name} acme.challenge=tls-alpn-01")
+    cmdline = (f"ip={ns.guest_ip}/24 egress.allow={ns.host_ip}/32 dns={ns.host_ip} "
+               f"acme.directory=https://{CA_NAME}:14000/dir acme.names={name} acme.challenge=tls-alpn-01")
     vm = None
     try:
         vm = Vm(image=str(img), cmdline=cmdline, wrap=ns.wrap, extra=ns.qemu_args())
