@@ -4,6 +4,7 @@
  * struct boot_info (boot/pvh_info.c does the conversion), then kernel_main,
  * exactly as the UEFI path does. No firmware is called; none is needed.
  */
+#include "boot/cmos_rtc.h"
 #include "boot/pvh_info.h"
 #include "kernel/arch/io.h"
 
@@ -43,6 +44,50 @@ static void pvh_copy_name(char *dst, const char *s, size_t n)
 	dst[i] = '\0';
 }
 
+static u8 pvh_cmos(u8 reg)
+{
+	outb(0x70, reg);
+	return inb(0x71);
+}
+
+/* The CMOS RTC's time, the provisional wall clock (no firmware here to
+ * ask): its registers read once no update is in progress, twice, until
+ * two reads agree (an update that began between them shows as a
+ * difference). An update keeps UIP set for under 2.3 ms; 100,000 reads
+ * of register A (each at least a port exit) outlast it. No RTC (all
+ * ones at the ports, e.g. microvm with rtc=off) or no valid date leaves
+ * rtc_unix_s 0: "clock: none until SNTP". */
+static void pvh_clock(struct boot_info *bi)
+{
+	static const u8 regs[] = { CMOS_SEC, CMOS_MIN, CMOS_HOUR, CMOS_MDAY, CMOS_MON, CMOS_YEAR, CMOS_B, CMOS_CENTURY };
+	u8 r[2][CMOS_NREGS] = { { 0 } };
+
+	if (pvh_cmos(CMOS_B) == 0xff)
+		return;
+	for (int tries = 0; tries < 4; tries++) {
+		bool same = true;
+
+		for (int k = 0; k < 2; k++) {
+			u32 spins = 100000;
+
+			while ((pvh_cmos(CMOS_A) & CMOS_A_UIP) && --spins)
+				;
+			if (!spins)
+				return;
+			for (size_t i = 0; i < sizeof regs; i++)
+				r[k][regs[i]] = pvh_cmos(regs[i]);
+		}
+		for (size_t i = 0; i < sizeof regs; i++)
+			same = same && r[0][regs[i]] == r[1][regs[i]];
+		if (same) {
+			bi->rtc_tsc = rdtsc();
+			bi->rtc_unix_s = cmos_rtc_decode(r[0]);
+			pvh_copy_name(bi->rtc_src, "the CMOS RTC", sizeof bi->rtc_src);
+			return;
+		}
+	}
+}
+
 void pvh_main(u64 start_info) __attribute__((noreturn, used));
 void pvh_main(u64 start_info)
 {
@@ -69,5 +114,6 @@ void pvh_main(u64 start_info)
 		for (;;)
 			__asm__ __volatile__("cli; hlt");
 	}
+	pvh_clock(bi);
 	kernel_main(bi);
 }

@@ -4,4 +4,4 @@
 # file is named once, here.
 COLD_SRCS += boot/efi_start.c boot/relr.c boot/efi_main.c boot/esp.c boot/fwcfg.c boot/iso9660.c boot/smbios.c boot/seed.c
 EFI_ONLY := efi_start efi_main esp iso9660 smbios seed
-PVH_SRCS := boot/pvh_entry.S boot/pvh.c boot/pvh_info.c
+PVH_SRCS := boot/pvh_entry.S boot/pvh.c boot/pvh_info.c boot/cmos_rtc.c

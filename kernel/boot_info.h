@@ -187,10 +187,11 @@ struct boot_info {
 	u32 rsdp_rev;		/* 2 if found through the ACPI 2.0 GUID */
 	u32 exit_tries;		/* ExitBootServices attempts (stale map key retries); 0 on PVH */
 	/* The firmware's clock, read before ExitBootServices (UEFI GetTime(),
-	 * the RTC under it): Unix seconds, 0 if none or not a valid date, and
+	 * the RTC under it), or the CMOS RTC's on the PVH entry: Unix seconds, 0 if none or not a valid date, and
 	 * the TSC when read (kernel/main.c: the provisional wall clock). */
 	u64 rtc_unix_s;
 	u64 rtc_tsc;
+	char rtc_src[16];	/* "UEFI GetTime"; "the CMOS RTC" (PVH: boot/cmos_rtc.h) */
 	u64 image_base, image_size;
 	u64 stack_base;		/* lowest page: the guard page */
 	u64 stack_size;		/* including the guard page */

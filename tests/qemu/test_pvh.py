@@ -1,8 +1,10 @@
 """The PVH entry: build/vireo.elf booted with QEMU's -kernel (SeaBIOS loads
 PVH kernels on q35 and pc), no OVMF, no disk. The same kernel behind it as
 the UEFI image: ready, the appliance's HTTP answers, the console, ping."""
+import calendar
 import os
 import re
+import time
 
 import pytest
 
@@ -45,11 +47,16 @@ def test_pvh_boots_and_serves(boot, machine):
     assert re.search(r"^  0x0000100000-0x[0-9a-f]+ loader ", text, re.M), text
     assert re.search(r"^acpi: rsdp rev \d oem 'BOCHS '", text, re.M), text
     assert "vireo: panic" not in text
+    # No firmware clock: the CMOS RTC's (QEMU's counts UTC from the host's)
+    clock = re.search(r"^clock: (\S+)Z from the CMOS RTC \(provisional\)$", text, re.M)
+    assert clock, text
+    assert abs(calendar.timegm(time.strptime(clock.group(1), "%Y-%m-%dT%H:%M:%S")) - time.time()) < 30, clock
 
     with open(os.path.join(SITE, "index.html"), "rb") as f:
         want = f.read()
     status, headers, body = get(port, "/")
     assert status == 200 and body == want
+    assert "date" in {k.lower() for k in headers}, headers	# the provisional clock dates answers
     status, _, body = get(port, "/64k.bin")
     assert status == 200 and body == bytes(i % 251 for i in range(65536))
     assert get(port, "/nope")[0] == 404
