@@ -686,6 +686,24 @@ bench-proxy: deps-test
 	$(Q)for p in nginx-proxy haproxy; do [ -r $(BUILD)/bench/peer-$$p/initrd.img ] || tests/bench/peer/build.sh $$p || exit 1; done
 	$(Q)$(PYTHON) tests/bench/proxy.py --elf $(BUILD)/apps/proxy/vireo.elf --duration $(or $(BENCH_DURATION),5) \
 		--mem $(or $(BENCH_MEM),256)
+# Issue 33's figure: from QEMU's start to the first HTTPS answer verified
+# against pebble's root with a certificate the appliance got for itself:
+# vireo (a TLS=1 PVH ELF built into build/bench-acme/build with pebble's API
+# root baked in, TLS_CA=) against Caddy (the peer, built the first time),
+# each booted with -kernel in the same QEMU on a tap in one namespace,
+# BENCH_REPS rounds (3), each against a fresh pebble with
+# PEBBLE_VA_NOSLEEP=1 (tests/bench/acme.py). About 2 minutes once built.
+# Needs root.
+BENCH_ACME := $(BUILD)/bench-acme
+.PHONY: bench-acme
+bench-acme: deps-test
+	$(Q)$(PYTHON) tests/bench/acme.py --ca-dir $(BENCH_ACME)/ca --make-ca
+	$(Q)mkdir -p $(BENCH_ACME)/build && for t in lwip-src mbedtls-src apt; do \
+		[ -e $(BENCH_ACME)/build/$$t ] || [ ! -d $(BUILD)/$$t ] || cp -a $(BUILD)/$$t $(BENCH_ACME)/build/; done
+	$(Q)$(MAKE) --no-print-directory TLS=1 TLS_CA=$(BENCH_ACME)/ca/ca.pem BUILD=$(BENCH_ACME)/build elf
+	$(Q)[ -r $(BUILD)/bench/peer-caddy/initrd.img ] || tests/bench/peer/build.sh caddy
+	$(Q)$(PYTHON) tests/bench/acme.py --ca-dir $(BENCH_ACME)/ca --elf $(BENCH_ACME)/build/vireo.elf \
+		--rounds $(or $(BENCH_REPS),3) --mem $(or $(BENCH_MEM),256)
 # Every Linux peer tests/bench/peer/ has a fragment for (BENCH_PEERS, default
 # all), built again into build/bench/peer-NAME/.
 BENCH_PEERS ?= $(patsubst tests/bench/peer/%.sh,%,$(filter-out tests/bench/peer/build.sh,$(wildcard tests/bench/peer/*.sh)))
@@ -799,6 +817,8 @@ help:
 	@echo "                  BENCH_MEM=256; about 3 min, more the first time: the peers; needs root)"
 	@echo "  make bench-proxy  apps/proxy vs nginx proxy_pass and HAProxy on Linux, one native nginx"
 	@echo "                  behind each: req/s and p99 at c1/c32, 612 B and 64 KiB (BENCH_DURATION=5; ~3 min; root)"
+	@echo "  make bench-acme  QEMU start -> first HTTPS answer verified with a certificate it got from"
+	@echo "                  pebble (ACME): vireo (TLS=1 PVH) vs Caddy on Linux (BENCH_REPS=3; ~2 min; root)"
 	@echo "  make bench-store  apps/kv on its data disk vs Redis 7 (appendfsync always) and etcd 3.4:"
 	@echo "                  durable PUT/s (1 KiB) and GET/s at c1 and c32 with p50/p99, same QEMU and"
 	@echo "                  disk options (cache=none), after the bare flush cost (BENCH_DURATION=10"

@@ -121,17 +121,22 @@ def prepare(ns, tmp_path):
         subprocess.run(["mmd", "-i", f"{img}{ESP}", sub], env=env, capture_output=True)  # may exist
     subprocess.run(["mcopy", "-o", "-i", f"{img}{ESP}", f"{d}/ca.pem", "::/EFI/vireo/tls/ca.pem"], check=True,
                    env=env)
+    return d, img, challtestsrv(ns)
+
+
+def challtestsrv(ns):
+    """pebble-challtestsrv as the namespace's DNS on host_ip:53: every name
+    is the appliance's address, CA_NAME the host side's."""
     dns = ns.popen("pebble-challtestsrv", "-defaultIPv4", ns.guest_ip, "-defaultIPv6", "", "-dns01",
                    f"{ns.host_ip}:53", "-http01", "", "-https01", "", "-tlsalpn01", "", "-management",
                    f"{ns.host_ip}:8055", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(100):	# the CA's own name: the host side (within 10 s)
+    for _ in range(100):	# within 10 s
         if ns.run("curl", "-sf", "-d", '{"host": "%s", "addresses": ["%s"]}' % (CA_NAME, ns.host_ip),
                   f"http://{ns.host_ip}:8055/add-a").returncode == 0:
-            break
+            return dns
         time.sleep(0.1)
-    else:
-        raise AssertionError("pebble-challtestsrv's management API did not start")
-    return d, img, dns
+    dns.kill()
+    raise AssertionError("pebble-challtestsrv's management API did not start")
 
 
 def curl_verify(ns, root, name, path="/healthz"):

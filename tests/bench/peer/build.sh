@@ -8,7 +8,7 @@
 # packed as a second initramfs archive appended to the base's (the kernel
 # unpacks both; the second's files win, /init included).
 #
-# A peer is one fragment, tests/bench/peer/PEER.sh (today: nsd, knot, redis,
+# A peer is one fragment, tests/bench/peer/PEER.sh (today: nsd, knot, redis, caddy,
 # etcd, nginx-proxy, haproxy), that sets PEER_PKGS (Debian packages), PEER_BINS (files to copy with
 # their libraries), optionally PEER_MODULES (kernel modules beyond the base's
 # virtio-net set, e.g. virtio_blk and ext4 for a data disk: taken with their
