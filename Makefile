@@ -472,6 +472,7 @@ fuzz: deps-test $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 # --durations: the ten slowest tests close each run, so a run's time can
 # be attributed from its log alone.
 test-qemu: deps-test $(IMAGE)
+	@echo "  QEMU    tests/qemu (ACME against pebble $$(dpkg-query -W -f='$${Version}' pebble 2>/dev/null || echo none), Debian 12's)"
 	$(Q)$(PYTHON) -m pytest -q -ra --durations=10 tests/qemu
 # N instances behind HAProxy in a namespace (tests/fleet/fleet.py); the test
 # powers one off and kills another under requests (not part of make test).
