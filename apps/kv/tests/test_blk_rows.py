@@ -25,7 +25,8 @@ superblock copy (the other is used and named) and both (refused, kv in
 memory, the disk untouched), a record corrupted in the middle of the log
 (damage reported, read-only with exactly what came before it), and a
 write held past blk.timeout= (the device reset and probed again, the write
-failed, read-only)."""
+failed, read-only), and a key on the disk that kv could not load (503,
+never 404)."""
 import os
 import re
 import signal
@@ -411,5 +412,52 @@ def test_request_timeout_resets(disk):
         # client was told 503: unknown), whole or not at all.
         st, body = kv_req(port, "GET", "/kv/c")
         assert st == 404 or (st, body) == (200, b"cee" * 1000), (st, body)
+    finally:
+        vm.stop()
+
+
+def test_kv_key_not_loaded(disk):
+    """A key on the disk that kv could not load at boot (here: past
+    kv.max_bytes; a read error takes the same path) is never answered as
+    absent: GET, DELETE and a conditional PUT are 503 (a 404 for it would
+    be false, and a DELETE answered 404 would leave it on the disk to come
+    back). A plain PUT replaces it, durably; a key the disk lacks is 404."""
+    from httpc import free_tcp_port
+    port = free_tcp_port()
+    vals = {f"k{i}": bytes([48 + i]) * 40000 for i in range(1, 4)}
+    vm = boot(disk, port=port)
+    try:
+        vm.wait_for(r"^kv: 0 keys loaded from the data disk", timeout=60)
+        serving(vm)
+        for k, v in vals.items():
+            assert kv_req(port, "PUT", f"/kv/{k}", v)[0] == 201
+    finally:
+        vm.stop()
+    vm = boot(disk, "kv.max_bytes=100000", port=port)
+    try:
+        vm.wait_for(r"^kv: 2 keys loaded from the data disk \(1 skipped\)", timeout=60)
+        serving(vm)
+        assert re.search(r"^warning: kv: key k3 from the data disk not loaded", vm.text, re.M), vm.text
+        assert kv_req(port, "GET", "/kv/k1") == (200, vals["k1"])
+        st, body = kv_req(port, "GET", "/kv/k3")
+        assert (st, b"could not be loaded" in body) == (503, True), (st, body)
+        assert kv_req(port, "DELETE", "/kv/k3")[0] == 503
+        import http.client
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        c.request("PUT", "/kv/k3", body=b"x", headers={"If-None-Match": "*"})
+        r = c.getresponse()
+        assert (r.status, r.read().count(b"could not be loaded")) == (503, 1)
+        c.close()
+        assert kv_req(port, "GET", "/kv/nope")[0] == 404
+        assert kv_req(port, "PUT", "/kv/k3", b"small")[0] in (201, 204)
+        assert kv_req(port, "GET", "/kv/k3") == (200, b"small")
+    finally:
+        vm.stop()
+    vm = boot(disk, port=port)
+    try:
+        vm.wait_for(r"^kv: 3 keys loaded from the data disk \(0 skipped\)", timeout=60)
+        serving(vm)
+        assert kv_req(port, "GET", "/kv/k3") == (200, b"small")
+        assert kv_req(port, "GET", "/kv/k2") == (200, vals["k2"])
     finally:
         vm.stop()
