@@ -25,8 +25,8 @@ superblock copy (the other is used and named) and both (refused, kv in
 memory, the disk untouched), a record corrupted in the middle of the log
 (damage reported, read-only with exactly what came before it), and a
 write held past blk.timeout= (the device reset and probed again, the write
-failed, read-only), and a key on the disk that kv could not load (503,
-never 404)."""
+failed, read-only), and a key on the disk that kv could not load, after a
+read error or past kv.max_bytes (503, never 404)."""
 import os
 import re
 import signal
@@ -511,3 +511,61 @@ def test_record_corrupted_in_older_segment(disk):
                      r"does; read-only$", text, re.M), text
     assert got and all(i < c and i in acks for i in got.values()), (c, got)
     assert open(disk, "rb").read() == bytes(data)
+
+
+BLKDEBUG_READS_FAIL_AFTER_FLUSH = """[set-state]
+event = "flush_to_disk"
+state = "1"
+new_state = "2"
+
+[inject-error]
+event = "read_aio"
+state = "2"
+errno = "5"
+sector = "{sector}"
+"""
+
+
+def test_read_error_while_loading(disk):
+    """A read that fails after the open, while kv loads its keys: that key
+    is skipped and named, and its GET is 503 (never 404); the other keys
+    are served. To fail only reads after recovery's, the last batch is
+    broken in the file (a tear): the open zeroes it and FLUSHes once it
+    has read the log, and that FLUSH switches blkdebug to failing every
+    read of a sector in the middle of b's value."""
+    from httpc import free_tcp_port
+    port = free_tcp_port()
+    vals = {"a": b"A" * 2000, "b": b"B" * 2000, "c": b"C" * 2000, "d": b"D" * 100}
+    vm = boot(disk, port=port)
+    try:
+        vm.wait_for(r"^kv: 0 keys loaded from the data disk", timeout=60)
+        serving(vm)
+        for k, v in vals.items():
+            assert kv_req(port, "PUT", f"/kv/{k}", v)[0] == 201
+    finally:
+        vm.stop()
+    data = bytearray(open(disk, "rb").read())
+    data[data.index(vals["d"]) + 50] ^= 0x01	# d's batch, the last: now torn
+    with open(disk, "wb") as f:
+        f.write(data)
+    sector = (data.index(vals["b"]) + 1000) // 512
+    conf = disk + ".blkdebug"
+    with open(conf, "w") as f:
+        f.write(BLKDEBUG_READS_FAIL_AFTER_FLUSH.format(sector=sector))
+    vm = boot(disk, port=port, file=f"blkdebug:{conf}:{disk}")
+    try:
+        vm.wait_for(r"^kv: 2 keys loaded from the data disk \(1 skipped\); PUT and DELETE answer once durable",
+                    timeout=60)
+        serving(vm)
+        text = vm.text
+        assert re.search(r"^store: recovery dropped the torn batch \d+ \(1 records", text, re.M), text
+        assert re.search(r"^warning: kv: key b from the data disk not loaded \(-5/", text, re.M), text
+        st, body = kv_req(port, "GET", "/kv/b")
+        assert (st, b"could not be loaded" in body) == (503, True), (st, body)
+        assert kv_req(port, "GET", "/kv/a") == (200, vals["a"])
+        assert kv_req(port, "GET", "/kv/c") == (200, vals["c"])
+        assert kv_req(port, "GET", "/kv/d")[0] == 404
+        stats = {s["device"]: s["stats"] for s in vm.qmp("query-blockstats")}["d0"]
+        assert stats["failed_rd_operations"] == 3, stats	# storage/blk.c's three tries
+    finally:
+        vm.stop()
