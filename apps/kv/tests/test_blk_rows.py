@@ -569,3 +569,28 @@ def test_read_error_while_loading(disk):
         assert stats["failed_rd_operations"] == 3, stats	# storage/blk.c's three tries
     finally:
         vm.stop()
+
+
+def test_read_only_disk(disk):
+    """A disk QEMU offers read-only (VIRTIO_BLK_F_RO): the driver says so,
+    the store opens read-only with every value, kv serves them and keeps
+    new ones in memory only; a blank read-only disk is never formatted."""
+    acks, _, _ = selftest(disk)
+    data = open(disk, "rb").read()
+    got, text = check(disk, readonly=True, drive=",readonly=on")
+    assert got == expected(acks)
+    _, line, feats = blk_lines(text)
+    assert "read-only, " in line and "RO" in feats, (line, feats)
+    assert re.search(r"^store: opened .*, read-only: opened read-only$", text, re.M), text
+    assert re.search(r"^kv: \d+ keys loaded from the data disk \(0 skipped\); it is read-only", text, re.M), text
+    assert open(disk, "rb").read() == data
+    blank = disk + ".blank"
+    with open(blank, "wb") as f:
+        f.truncate(16 << 20)
+    vm = boot(disk, file=blank, drive=",readonly=on")
+    try:
+        vm.wait_for(r"^store: cannot open the store on virtio\d+ \(serial vireo-data\): no store on this disk "
+                    r"\(blank\)", timeout=60)
+    finally:
+        vm.stop()
+    assert open(blank, "rb").read(1 << 20) == bytes(1 << 20)
