@@ -261,6 +261,9 @@ def test_write_error(disk):
     vm = boot(disk, port=port)
     try:
         opened = vm.wait_for(r"^store: opened virtio\d+ \(serial vireo-data\): (\d+) keys.*$", timeout=60)
+        # kv answers 503 until it has loaded every key: pre
+        vm.wait_for(r"^kv: 1 keys loaded from the data disk \(0 skipped\); PUT and DELETE answer once durable",
+                    timeout=60)
         serving(vm)
         assert "read-only" not in opened.group(0) and "torn" not in vm.text, vm.text
         assert kv_req(port, "GET", "/kv/pre") == (200, b"kept")
@@ -414,6 +417,9 @@ def test_request_timeout_resets(disk):
     vm = boot(disk, port=port)
     try:
         opened = vm.wait_for(r"^store: opened virtio\d+ \(serial vireo-data\): (\d+) keys.*$", timeout=60)
+        # every key loaded (kv answers 503 until then): pre, a, maybe c
+        vm.wait_for(r"^kv: [23] keys loaded from the data disk \(0 skipped\); PUT and DELETE answer once durable",
+                    timeout=60)
         serving(vm)
         assert "read-only" not in opened.group(0), vm.text
         assert kv_req(port, "GET", "/kv/pre") == (200, b"kept")

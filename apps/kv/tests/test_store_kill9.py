@@ -301,6 +301,7 @@ def test_kv_power_off_completes_commits_in_flight(disk):
     vm = kv_boot(disk, port)
     try:
         opened = vm.wait_for(r"^store: opened virtio\d+ \(serial vireo-data\): (\d+) keys", timeout=120)
+        vm.wait_for(r"^kv: \d+ keys loaded from the data disk", timeout=60)	# 503 until then
         vm.wait_for(r"^vireo: ready ip=", timeout=60)
         assert int(opened.group(1)) == durable, vm.text
         assert "torn" not in vm.text, vm.text
