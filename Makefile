@@ -484,13 +484,14 @@ test-fleet: deps-test $(PVH)
 	$(Q)$(PYTHON) -m pytest -q -ra -s tests/fleet
 
 # Every app's own QEMU tests (apps/NAME/tests/test_*.py; the static site's
-# are tests/qemu and tests/matrix): the app's image (make APP=apps/NAME
-# image), then pytest on its tests, which boot it (apps/conftest.py).
+# are tests/qemu and tests/matrix): the app's image and PVH ELF (make
+# APP=apps/NAME image elf; the ELF is one more link), then pytest on its
+# tests, which boot them (apps/conftest.py).
 APP_TEST_DIRS := $(sort $(dir $(wildcard apps/*/tests/test_*.py)))
 .PHONY: test-apps
 test-apps: deps-test
 	$(Q)set -e; for t in $(APP_TEST_DIRS); do a=$${t%/tests/}; echo "  APP     $$a"; \
-		$(MAKE) --no-print-directory -j$(JOBS) APP=$$a image; \
+		$(MAKE) --no-print-directory -j$(JOBS) APP=$$a image elf; \
 		$(PYTHON) -m pytest -q -ra --durations=5 $$t; done
 
 # docs/deploy.md's libvirt path run as written (tests/deploy/: virt-install

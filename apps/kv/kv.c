@@ -122,6 +122,9 @@ static struct kv_store kv_store;
 
 enum { KV_DISK_NONE, KV_DISK_WAIT, KV_DISK_READY };
 static int kv_disk = KV_DISK_NONE;
+/* Some key on the data disk was not loaded into memory (a read error, or
+ * past kv.max_bytes): kv_unloaded() then asks the store's index. */
+static bool kv_skipped_any;
 
 static void kv_gauges(void)
 {
@@ -259,6 +262,41 @@ static bool kv_stream(vireo_req r, const struct kv_entry *e)
 	return true;
 }
 
+struct kv_probe {
+	size_t klen;
+	bool found;
+};
+
+static bool kv_probe_fn(const void *key, size_t klen, size_t vlen, void *arg)
+{
+	struct kv_probe *p = arg;
+
+	(void)key;
+	(void)vlen;
+	p->found = klen == p->klen;	/* the first key with this prefix: the key itself, if there */
+	return false;
+}
+
+/*
+ * Whether key is on the data disk but not in memory: kv could not load it
+ * at boot (the console names it). Its value and tag are unknown here, so a
+ * GET, a DELETE or a conditional PUT of it is 503, never a 404 for a key
+ * the disk holds (a DELETE answered 404 would leave it there, to come back
+ * at the next boot). A plain PUT replaces it as usual. Asked only after a
+ * load skipped a key: until then memory holds every key the disk does.
+ */
+static bool kv_unloaded(vireo_req r, const char *key, size_t klen)
+{
+	struct kv_probe p = { klen, false };
+
+	if (!kv_skipped_any)
+		return false;
+	vireo_store_keys(key, klen, NULL, 0, kv_probe_fn, &p);
+	if (p.found)
+		kv_fail(r, 503, "this key is on the data disk but could not be loaded (see the console)", KV_R_BUSY);
+	return p.found;
+}
+
 static void kv_get_one(vireo_req r, const char *key, size_t klen)
 {
 	const struct kv_entry *e;
@@ -268,6 +306,8 @@ static void kv_get_one(vireo_req r, const char *key, size_t klen)
 	vireo_counter_vec_add(&kv_requests, KV_OP_GET, 1);
 	st = kv_get(&kv_store, (const u8 *)key, klen, vireo_req_header(r, "If-Match"),
 		    vireo_req_header(r, "If-None-Match"), &e);
+	if (st == KV_NOT_FOUND && kv_unloaded(r, key, klen))
+		return;
 	if (st != KV_OK) {
 		kv_answer_status(r, st, e);
 		return;
@@ -356,6 +396,7 @@ static bool kv_write_through(vireo_req r, bool put, const char *key, size_t klen
 
 static void kv_put_one(vireo_req r, const char *key, size_t klen)
 {
+	const struct kv_entry *had;
 	const void *body;
 	size_t len;
 	enum kv_status st;
@@ -367,6 +408,10 @@ static void kv_put_one(vireo_req r, const char *key, size_t klen)
 		return;
 	}
 	body = vireo_req_body(r, &len);
+	if ((vireo_req_header(r, "If-Match") || vireo_req_header(r, "If-None-Match")) &&
+	    kv_get(&kv_store, (const u8 *)key, klen, NULL, NULL, &had) == KV_NOT_FOUND &&
+	    kv_unloaded(r, key, klen))
+		return;	/* the precondition is about a value kv does not have */
 	st = kv_put(&kv_store, (const u8 *)key, klen, body, len, vireo_req_header(r, "If-Match"),
 		    vireo_req_header(r, "If-None-Match"), tag);
 	kv_gauges();
@@ -388,6 +433,8 @@ static void kv_delete_one(vireo_req r, const char *key, size_t klen)
 	st = kv_delete(&kv_store, (const u8 *)key, klen, vireo_req_header(r, "If-Match"),
 		       vireo_req_header(r, "If-None-Match"));
 	kv_gauges();
+	if (st == KV_NOT_FOUND && kv_unloaded(r, key, klen))
+		return;
 	if (st != KV_OK) {
 		kv_answer_status(r, st, NULL);
 		return;
@@ -524,6 +571,7 @@ static void kv_load_got(int err, const void *val, size_t vlen, void *arg)
 		st = kv_put(&kv_store, kv_ld.key, kv_ld.klen, val, vlen, NULL, NULL, tag);
 	if (err || (st != KV_OK && st != KV_CREATED)) {
 		kv_ld.skipped++;
+		kv_skipped_any = true;
 		vireo_warn("kv: key %.*s from the data disk not loaded (%d/%d)", (int)kv_ld.klen, kv_ld.key, err,
 			   (int)st);
 	} else {
@@ -550,6 +598,7 @@ static void kv_load_next(void)
 		if (err == 0)
 			return;
 		kv_ld.skipped++;
+		kv_skipped_any = true;
 	}
 	kv_disk = kv_ld.rw ? KV_DISK_READY : KV_DISK_NONE;
 	kv_gauges();

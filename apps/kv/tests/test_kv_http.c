@@ -285,10 +285,22 @@ void vireo_random(void *buf, size_t len)
 
 /* The data disk (vireo/store.h): kv asks for it at init and the answer
  * comes later, from the loop: here setup() gives it, no disk (memory only).
- * The rest is never reached without a disk. */
+ * test_key_not_loaded boots kv again on a read-only disk of its own
+ * (disk_keys, sorted), whose reads complete when disk_run() says. The rest
+ * is never reached. */
 static unsigned store_opens;
 static void (*store_ready)(int err, void *arg);
 static void *store_ready_arg;
+
+struct disk_key {
+	const char *key, *val;
+	int err;	/* what a read of it completes with */
+};
+static const struct disk_key *disk_keys;
+static unsigned disk_nkeys;
+static const struct disk_key *disk_read;	/* the read in flight */
+static void (*disk_got)(int err, const void *val, size_t vlen, void *arg);
+static void *disk_got_arg;
 
 int vireo_store_open(void (*ready)(int err, void *arg), void *arg)
 {
@@ -302,28 +314,80 @@ int vireo_store_open(void (*ready)(int err, void *arg), void *arg)
 int vireo_store_put(const void *key, size_t klen, const void *val, size_t vlen, void (*done)(int err, void *arg),
 		    void *arg)
 {
-	fail_msg("vireo_store_put without a disk");
+	fail_msg("vireo_store_put without a writable disk");
 	return -ENODEV;
 }
 
 int vireo_store_del(const void *key, size_t klen, void (*done)(int err, void *arg), void *arg)
 {
-	fail_msg("vireo_store_del without a disk");
+	fail_msg("vireo_store_del without a writable disk");
 	return -ENODEV;
+}
+
+static const struct disk_key *disk_find(const void *key, size_t klen)
+{
+	for (unsigned i = 0; i < disk_nkeys; i++)
+		if (strlen(disk_keys[i].key) == klen && !memcmp(disk_keys[i].key, key, klen))
+			return &disk_keys[i];
+	return NULL;
 }
 
 int vireo_store_get(const void *key, size_t klen, void (*got)(int err, const void *val, size_t vlen, void *arg),
 		    void *arg)
 {
-	fail_msg("vireo_store_get without a disk");
-	return -ENODEV;
+	const struct disk_key *k;
+
+	if (!disk_keys)
+		fail_msg("vireo_store_get without a disk");
+	k = disk_find(key, klen);
+	if (!k)
+		return -ENOENT;
+	assert_null(disk_read);	/* kv loads one key at a time */
+	disk_read = k;
+	disk_got = got;
+	disk_got_arg = arg;
+	return 0;
+}
+
+/* Completes the reads kv asks for, one after the other; how many. */
+static unsigned disk_run(void)
+{
+	unsigned n = 0;
+
+	while (disk_read) {
+		const struct disk_key *k = disk_read;
+
+		disk_read = NULL;
+		disk_got(k->err, k->err ? NULL : k->val, k->err ? 0 : strlen(k->val), disk_got_arg);
+		n++;
+	}
+	return n;
 }
 
 unsigned vireo_store_keys(const void *prefix, size_t plen, const void *after, size_t alen,
 			  bool (*fn)(const void *key, size_t klen, size_t vlen, void *arg), void *arg)
 {
-	fail_msg("vireo_store_keys without a disk");
-	return 0;
+	unsigned n = 0;
+
+	if (!disk_keys)
+		fail_msg("vireo_store_keys without a disk");
+	for (unsigned i = 0; i < disk_nkeys; i++) {
+		const char *k = disk_keys[i].key;
+		size_t kl = strlen(k), m = kl < alen ? kl : alen;
+
+		if (kl < plen || (plen && memcmp(k, prefix, plen)))
+			continue;
+		if (alen) {
+			int c = memcmp(k, after, m);
+
+			if (c < 0 || (c == 0 && kl <= alen))
+				continue;	/* not after `after` */
+		}
+		n++;
+		if (!fn(k, kl, strlen(disk_keys[i].val), arg))
+			break;
+	}
+	return n;
 }
 
 /* ---- driving kv.c ---- */
@@ -744,6 +808,43 @@ static void test_init_warns_over_app_mem(void **st)
 	assert_non_null(strstr(last_log, "kv: /kv/ serving"));
 }
 
+/* A key on the disk that kv could not load at boot (a read error, or past
+ * kv.max_bytes) is 503 for a GET, a DELETE and a conditional PUT, never
+ * 404: the disk holds it. The old kv answered 404. Boots kv again, last. */
+static void test_key_not_loaded(void **st)
+{
+	static const struct disk_key keys[] = {
+		{ "a", "AA", 0 }, { "b", "BB", -EIO }, { "c", "CC", 0 },
+	};
+	const struct vireo_app *const *a = __start_vireo_apps;
+
+	disk_keys = keys;
+	disk_nkeys = 3;
+	store_opens = 0;
+	assert_int_equal((*a)->init(), 0);
+	assert_int_equal(store_opens, 1);
+	assert_int_equal(GET("a"), 503);	/* loading */
+	store_ready(-EROFS, store_ready_arg);	/* opened read-only: no ETag secret written */
+	assert_int_equal(disk_run(), 3);
+	assert_non_null(strstr(last_log, "2 keys loaded from the data disk (1 skipped)"));
+
+	assert_int_equal(GET("a"), 200);
+	assert_int_equal(Q.out_len, 2);
+	assert_memory_equal(Q.body_out, "AA", 2);
+	assert_int_equal(GET("c"), 200);
+	assert_int_equal(GET("b"), 503);
+	assert_non_null(strstr(Q.body_out, "on the data disk but could not be loaded"));
+	assert_int_equal(DEL("b"), 503);
+	assert_int_equal(PUT("b", "x", "If-None-Match", "*"), 503);
+	assert_int_equal(PUT("b", "x", "If-Match", "\"nope\""), 503);
+	/* Keys the disk does not hold are absent as before; one a prefix of b
+	 * or with b as its prefix is another key. */
+	assert_int_equal(GET("d"), 404);
+	assert_int_equal(GET("bb"), 404);
+	assert_int_equal(DEL("d"), 404);
+	assert_int_equal(PUT("d", "x", "If-None-Match", "*"), 201);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -757,6 +858,7 @@ int main(void)
 		cmocka_unit_test(test_streamed_get),
 		cmocka_unit_test(test_init_warns_over_app_mem),
 		cmocka_unit_test(test_bearer_token),
+		cmocka_unit_test(test_key_not_loaded),	/* last: boots kv again, with a disk */
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
