@@ -1,4 +1,5 @@
 /* The app API's durable store (include/vireo/store.h) over storage/. */
+#include "lib/string.h"
 #include "storage/disk.h"
 #include "storage/store_log.h"
 #include "vireo/store.h"
@@ -111,6 +112,7 @@ int vireo_store_get(const void *key, size_t klen, void (*got)(int err, const voi
 struct api_walk {
 	bool (*fn)(const void *key, size_t klen, size_t vlen, void *arg);
 	void *arg;
+	unsigned calls;
 };
 
 static bool api_walk_fn(const struct st_ent *e, void *arg)
@@ -119,17 +121,26 @@ static bool api_walk_fn(const struct st_ent *e, void *arg)
 
 	if (e->seg == ST_NO_SEG || api_reserved(e->key, e->klen))
 		return true;	/* a key with its first write pending, the log's */
+	w->calls++;
 	return w->fn(e->key, e->klen, e->vlen, w->arg);
 }
 
 unsigned vireo_store_keys(const void *prefix, size_t plen, const void *after, size_t alen,
 			  bool (*fn)(const void *key, size_t klen, size_t vlen, void *arg), void *arg)
 {
-	struct api_walk w = { fn, arg };
+	static u8 past_log[ST_KEY_MAX];	/* 0x00 then 0xff...: no log key sorts after it */
+	struct api_walk w = { fn, arg, 0 };
 
-	if (!api.s || plen > ST_KEY_MAX || alen > ST_KEY_MAX)
+	if (!api.s || plen > ST_KEY_MAX || alen > ST_KEY_MAX || api_reserved(prefix, plen))
 		return 0;
-	return st_index_walk(&api.s->index, prefix, (u32)plen, after, (u32)alen, api_walk_fn, &w);
+	if (!plen && (!alen || !*(const u8 *)after)) {
+		/* Start past the log's keys rather than step over each. */
+		memset(past_log + 1, 0xff, sizeof past_log - 1);
+		after = past_log;
+		alen = sizeof past_log;
+	}
+	st_index_walk(&api.s->index, prefix, (u32)plen, after, (u32)alen, api_walk_fn, &w);
+	return w.calls;
 }
 
 /* The record log (store_log.h). */
