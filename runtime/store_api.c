@@ -143,6 +143,60 @@ unsigned vireo_store_keys(const void *prefix, size_t plen, const void *after, si
 	return w.calls;
 }
 
+/* vireo_store_next: the key found, kept for its read. */
+struct api_next {
+	void (*got)(int err, const void *key, size_t klen, const void *val, size_t vlen, void *arg);
+	void *arg;
+	u32 klen;
+	u8 key[ST_KEY_MAX];
+};
+
+static struct api_next api_nexts[ST_GETS_MAX];
+
+static bool api_pick(const void *key, size_t klen, size_t vlen, void *arg)
+{
+	struct api_next *n = arg;
+
+	memcpy(n->key, key, klen);
+	n->klen = (u32)klen;
+	return false;
+}
+
+static void api_next_got(int err, const void *val, u32 vlen, void *arg)
+{
+	struct api_next *n = arg;
+	void (*got)(int, const void *, size_t, const void *, size_t, void *) = n->got;
+
+	n->got = NULL;
+	got(err, n->key, n->klen, val, vlen, n->arg);
+}
+
+int vireo_store_next(const void *prefix, size_t plen, const void *after, size_t alen,
+		     void (*got)(int err, const void *key, size_t klen, const void *val, size_t vlen, void *arg),
+		     void *arg)
+{
+	struct api_next *n = NULL;
+	int err = api_state();
+
+	if (err)
+		return err;
+	if (plen > ST_KEY_MAX || alen > ST_KEY_MAX || !got)
+		return -EINVAL;
+	for (unsigned i = 0; i < ST_GETS_MAX && !n; i++)
+		if (!api_nexts[i].got)
+			n = &api_nexts[i];
+	if (!n)
+		return -EBUSY;
+	if (!vireo_store_keys(prefix, plen, after, alen, api_pick, n))
+		return -ENOENT;
+	n->got = got;
+	n->arg = arg;
+	err = st_get(api.s, n->key, n->klen, api_next_got, n);
+	if (err)
+		n->got = NULL;
+	return err;
+}
+
 /* The record log (store_log.h). */
 int vireo_log_append(const void *data, size_t len, void (*done)(int err, u64 seq, void *arg), void *arg)
 {

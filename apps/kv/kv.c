@@ -312,8 +312,8 @@ static void kv_get_one(vireo_req r, const char *key, size_t klen)
  * that needs room for its own value). Beyond the bound, each write on its
  * way holds a kv_wait (KV_WAIT_MAX: at most 368 bytes of heap with the
  * allocators' headers), one per request whose answer waits for the disk: at
- * most one per connection (http.max_conns, 64 by default: 64 x 368 = 23,552
- * bytes).
+ * most one per connection, and the HTTP server holds 64 at most
+ * (HTTP_SERVER_MAX_CONNS): 64 x 368 = 23,552 bytes.
  */
 static struct kv_config kv_cfg;
 static const char kv_secret_key[] = "\x01kv-etag-secret";

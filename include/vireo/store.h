@@ -51,6 +51,18 @@ int vireo_store_get(const void *key, size_t klen, void (*got)(int err, const voi
 unsigned vireo_store_keys(const void *prefix, size_t plen, const void *after, size_t alen,
 			  bool (*fn)(const void *key, size_t klen, size_t vlen, void *arg), void *arg);
 
+/* A scan that reads values, one key at a time: reads the first durable
+ * key starting with prefix after the key `after` (alen 0: from the first)
+ * and its value: got(0, key, klen, val, vlen, arg) (all valid during the
+ * call only), or got(-EIO / -EBADMSG, key, klen, NULL, 0, arg). To go on,
+ * call again from got with the key as `after`: one read in flight per
+ * scan, so a scan holds no more memory than one vireo_store_get. Returns
+ * 0, or -ENOENT (no more keys), -EBUSY (16 reads in flight), -EINVAL,
+ * -EAGAIN, -ENODEV, without calling got. */
+int vireo_store_next(const void *prefix, size_t plen, const void *after, size_t alen,
+		     void (*got)(int err, const void *key, size_t klen, const void *val, size_t vlen, void *arg),
+		     void *arg);
+
 /*
  * The record log: records of 0..vireo_store_value_max() bytes, appended in
  * order, each with a sequence number (seq) that grows with every append,

@@ -3,6 +3,7 @@
  * disk_store_open is the test's, opening a store on that disk:
  * - before the disk is asked for: -ENODEV; while it opens: -EAGAIN; keys that start with 0x00 (the
  *   record log's) are refused by put, delete and get and skipped by keys;
+ * - vireo_store_next, a scan by prefix that reads values;
  * - docs/apps.md's record-log example (the outbox below, as written there):
  *   events kept across a reboot, handled once each, in order, and trimmed
  *   once handled; seqs go on after the reboot. */
@@ -75,8 +76,9 @@ static void power_cut(void)
 /* ---- the example in docs/apps.md ("The record log"), as written ---- */
 static void outbox_handle(const void *ev, size_t len);	/* the app's */
 
-/* An outbox: events kept on the data disk until they are handled, each
- * once, in order, even across a reboot. */
+/* An outbox: events kept on the data disk until they are handled, in
+ * order, at least once: a reboot before the trim that follows them hands
+ * them over again. */
 static u64 outbox_done;	/* the newest seq handled (kept in memory: after
 			 * a reboot, what was not trimmed is handled again) */
 static bool outbox_reading;
@@ -110,8 +112,12 @@ static void outbox_got(int err, u64 seq, const void *ev, size_t len, void *arg)
 /* Handles every event kept and not handled yet (call it from a timer). */
 static void outbox_drain(void)
 {
-	if (!outbox_reading && vireo_log_read(outbox_done + 1, outbox_got, NULL) == 0)
+	if (outbox_reading)
+		return;
+	if (vireo_log_read(outbox_done + 1, outbox_got, NULL) == 0)
 		outbox_reading = true;
+	else	/* nothing new: a trim still due (-EALREADY if none) */
+		vireo_log_trim(outbox_done, outbox_trimmed, NULL);
 }
 /* ---- end of the example ---- */
 
@@ -141,6 +147,21 @@ static void got_cb(int err, const void *val, size_t vlen, void *arg)
 {
 }
 
+static char scanned[256];
+static int scan_err;
+
+/* A scan of prefix "p/": each key and value appended to scanned, then the
+ * next one from here. */
+static void scan_got(int err, const void *key, size_t klen, const void *val, size_t vlen, void *arg)
+{
+	size_t n = strlen(scanned);
+
+	assert_int_equal(err, 0);
+	snprintf(scanned + n, sizeof scanned - n, "%.*s=%.*s;", (int)klen, (const char *)key, (int)vlen,
+		 (const char *)val);
+	scan_err = vireo_store_next("p/", 2, key, klen, scan_got, NULL);
+}
+
 static void test_api(void **state)
 {
 	static const u8 reserved[] = { 0, 'L', 0, 0, 0, 0, 0, 0, 0, 1 };
@@ -159,6 +180,23 @@ static void test_api(void **state)
 	assert_int_equal(vireo_store_put("k", 1, "v", 1, done_cb, &err), 0);
 	hk_run(1000000);
 	assert_int_equal(err, 0);
+
+	/* A scan that reads values. */
+	assert_int_equal(vireo_store_put("p/1", 3, "one", 3, done_cb, &err), 0);
+	assert_int_equal(vireo_store_put("p/2", 3, "two", 3, done_cb, &err), 0);
+	assert_int_equal(vireo_store_put("q", 1, "x", 1, done_cb, &err), 0);
+	assert_int_equal(vireo_store_next("p/", 2, NULL, 0, scan_got, NULL), -ENOENT);	/* not durable yet */
+	hk_run(1000000);
+	assert_int_equal(vireo_store_next("p/", 2, NULL, 0, scan_got, NULL), 0);
+	hk_run(1000000);
+	assert_string_equal(scanned, "p/1=one;p/2=two;");
+	assert_int_equal(scan_err, -ENOENT);
+	assert_int_equal(vireo_store_next("\0", 1, NULL, 0, scan_got, NULL), -ENOENT);
+	assert_int_equal(vireo_store_next("p/", 2, NULL, 0, NULL, NULL), -EINVAL);
+	assert_int_equal(vireo_store_del("p/1", 3, done_cb, &err), 0);
+	assert_int_equal(vireo_store_del("p/2", 3, done_cb, &err), 0);
+	assert_int_equal(vireo_store_del("q", 1, done_cb, &err), 0);
+	hk_run(1000000);
 
 	/* The outbox: five events, two handled, a power cut, the rest. */
 	for (unsigned i = 0; i < 5; i++) {
