@@ -9,7 +9,8 @@
  *   acknowledged; every acknowledged record above it is there and exact;
  *   every record read is exact (never torn, never another's); the next
  *   append's seq is above every seq acknowledged or found; and the sweep
- *   leaves no record at or below the trim. */
+ *   leaves no record at or below the trim. Again on 6 segments that the
+ *   workload wraps, with compaction running (about 210 trials). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -25,6 +26,7 @@
 #include "storage/store_log.h"
 
 #define SEQ_MAX 400
+#define REC_CAP 3000
 
 static void rnd(void *buf, size_t len)
 {
@@ -57,9 +59,11 @@ static int open_store(struct store *s, struct memdisk *m)
 
 /* A record's bytes follow from its seq: a torn record, or another's, never
  * matches. */
+static size_t rec_max = 300;	/* records are shorter than this */
+
 static size_t rec_len(u64 seq)
 {
-	return (size_t)(seq * 37 % 300);
+	return (size_t)(seq * 37 % rec_max);
 }
 
 static void rec_of(u64 seq, u8 *out)
@@ -105,7 +109,7 @@ static int got_err;
 
 static void got(int err, u64 seq, const void *data, size_t len, void *arg)
 {
-	u8 want[300];
+	u8 want[REC_CAP];
 
 	got_err = err;
 	got_seq = seq;
@@ -172,7 +176,7 @@ static void test_log_basics(void **state)
 {
 	struct memdisk m;
 	struct store s;
-	u8 buf[300], big[1];
+	u8 buf[REC_CAP], big[1];
 	u64 seqs[SEQ_MAX], last;
 	unsigned n;
 
@@ -259,7 +263,7 @@ static void test_log_flush_fails(void **state)
 {
 	struct memdisk m;
 	struct store s;
-	u8 buf[300];
+	u8 buf[REC_CAP];
 	u64 seqs[8];
 
 	memdisk_init(&m, 16 + 16 * 128, 512, 64 * 1024, true);
@@ -289,7 +293,7 @@ static void test_log_flush_fails(void **state)
 
 static void workload_next(void)
 {
-	u8 buf[300];
+	u8 buf[REC_CAP];
 	u64 seq = L.next;
 
 	/* A trim now and then: to 5 below the newest acknowledged. */
@@ -314,9 +318,9 @@ static void run_workload(unsigned appends)
 	hk_run(10000000);
 }
 
-static unsigned trials_run;
+static unsigned trials_run, cut_in_compaction;
 
-static void crash_trial(unsigned crash_at, unsigned seed, unsigned appends)
+static void crash_trial(unsigned crash_at, unsigned seed, unsigned appends, u32 nseg)
 {
 	struct memdisk m;
 	struct store s;
@@ -324,15 +328,16 @@ static void crash_trial(unsigned crash_at, unsigned seed, unsigned appends)
 	bool trim_ok = false;
 	u64 found_max = 0;
 	unsigned n;
-	u8 buf[300];
+	u8 buf[REC_CAP];
 
-	memdisk_init(&m, 16 + 8 * 128, seed % 2 ? 512 : 4096, 64 * 1024, true);
+	memdisk_init(&m, 16 + nseg * 128, seed % 2 ? 512 : 4096, 64 * 1024, true);
 	assert_int_equal(open_store(&s, &m), 0);
 	S = &s;
 	reset_model();
 	st_log_init(&L, &s);
 	m.crash_at = m.reqs + crash_at;
 	run_workload(appends);
+	cut_in_compaction += s.cp != NULL;
 	memdisk_crash(&m);
 	st_close(&s);
 	memdisk_reboot(&m, seed * 7919 + crash_at);
@@ -375,16 +380,15 @@ static void crash_trial(unsigned crash_at, unsigned seed, unsigned appends)
 	trials_run++;
 }
 
-static void test_log_crash_every_request(void **state)
+/* The workload's device requests when nothing crashes; *compactions: the
+ * segments compaction reclaimed meanwhile. */
+static unsigned workload_reqs(unsigned appends, u32 nseg, u64 *compactions)
 {
-	const char *env = getenv("ST_CRASH_SEEDS");
-	unsigned seeds = env ? (unsigned)atoi(env) / 2 + 1 : 4, reqs;
-	const unsigned appends = 120;
 	struct memdisk m;
 	struct store s;
+	unsigned reqs;
 
-	/* The workload's device requests when nothing crashes. */
-	memdisk_init(&m, 16 + 8 * 128, 512, 64 * 1024, true);
+	memdisk_init(&m, 16 + nseg * 128, 512, 64 * 1024, true);
 	assert_int_equal(open_store(&s, &m), 0);
 	S = &s;
 	reset_model();
@@ -394,13 +398,45 @@ static void test_log_crash_every_request(void **state)
 	reqs = m.reqs - reqs;
 	assert_true(ntrims >= 5);
 	assert_int_equal(done_count, appends);
+	*compactions = s.stats.compactions;
 	st_close(&s);
 	memdisk_free(&m);
-	trials_run = 0;
+	return reqs;
+}
+
+static void crash_every_request(unsigned appends, u32 nseg, unsigned seeds, bool compacting)
+{
+	u64 compactions;
+	unsigned reqs = workload_reqs(appends, nseg, &compactions);
+
+	if (compacting)
+		assert_true(compactions >= 2);	/* the log wraps within the workload */
+	trials_run = cut_in_compaction = 0;
 	for (unsigned k = 1; k <= reqs + 1; k++)
 		for (unsigned seed = 1; seed <= seeds; seed++)
-			crash_trial(k, seed, appends);
-	print_message("%u crash trials over %u device requests\n", trials_run, reqs);
+			crash_trial(k, seed, appends, nseg);
+	print_message("%u crash trials over %u device requests (%lu compactions without a crash), %u cut during "
+		      "a compaction\n", trials_run, reqs, (unsigned long)compactions, cut_in_compaction);
+	if (compacting)
+		assert_true(cut_in_compaction > trials_run / 16);	/* 24 of 213 today */
+}
+
+static void test_log_crash_every_request(void **state)
+{
+	const char *env = getenv("ST_CRASH_SEEDS");
+
+	crash_every_request(120, 8, env ? (unsigned)atoi(env) / 2 + 1 : 4, false);
+}
+
+/* The same on 6 segments with records up to 3000 bytes: the log wraps,
+ * and compaction copies records (and trim keys) while trims drop them. */
+static void test_log_crash_compaction(void **state)
+{
+	const char *env = getenv("ST_CRASH_SEEDS");
+
+	rec_max = REC_CAP;
+	crash_every_request(300, 6, env ? (unsigned)atoi(env) / 4 + 1 : 1, true);
+	rec_max = 300;
 }
 
 static int teardown(void **state)
@@ -415,6 +451,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_log_basics, teardown),
 		cmocka_unit_test_teardown(test_log_flush_fails, teardown),
 		cmocka_unit_test_teardown(test_log_crash_every_request, teardown),
+		cmocka_unit_test_teardown(test_log_crash_compaction, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
