@@ -259,6 +259,8 @@ static bool kv_stream(vireo_req r, const struct kv_entry *e)
 	return true;
 }
 
+static bool kv_on_its_way(const char *key, size_t klen, const struct kv_entry **durable);
+
 static void kv_get_one(vireo_req r, const char *key, size_t klen)
 {
 	const struct kv_entry *e;
@@ -266,8 +268,17 @@ static void kv_get_one(vireo_req r, const char *key, size_t klen)
 	char tag[KV_ETAG_LEN + 1];
 
 	vireo_counter_vec_add(&kv_requests, KV_OP_GET, 1);
-	st = kv_get(&kv_store, (const u8 *)key, klen, vireo_req_header(r, "If-Match"),
-		    vireo_req_header(r, "If-None-Match"), &e);
+	if (kv_on_its_way(key, klen, &e)) {
+		/* As kv_get, on the state the disk holds. */
+		st = kv_cond_check(e, vireo_req_header(r, "If-Match"), vireo_req_header(r, "If-None-Match"), true);
+		if (st == KV_OK && !e)
+			st = KV_NOT_FOUND;
+		if (st != KV_OK && st != KV_NOT_MODIFIED)
+			e = NULL;
+	} else {
+		st = kv_get(&kv_store, (const u8 *)key, klen, vireo_req_header(r, "If-Match"),
+			    vireo_req_header(r, "If-None-Match"), &e);
+	}
 	if (st != KV_OK) {
 		kv_answer_status(r, st, e);
 		return;
@@ -290,9 +301,10 @@ static void kv_get_one(vireo_req r, const char *key, size_t klen)
  * ETag secret is kept on the disk too (under a key no client can name:
  * 0x01 is not a key byte), so tags survive restarts.
  *
- * A PUT or DELETE changes the memory copy at once, so conditional requests
- * see the writes on their way (of two PUTs with If-Match on one tag, the
- * second is 412), and GETs meanwhile answer the newest value taken. Each
+ * A PUT or DELETE changes the memory copy at once, so conditional writes
+ * and the listing see the writes on their way (of two PUTs with If-Match on
+ * one tag, the second is 412), while a GET or HEAD answers what the disk
+ * holds: what the oldest write to the key on its way replaced. Each
  * write on its way keeps, in its kv_wait, what it replaced: the previous
  * entry (pinned, kv_store.h) or the key's absence. When the disk refuses
  * the write (at once: full, busy, out of memory, read-only) or fails it (by
@@ -333,6 +345,19 @@ struct kv_wait {
 _Static_assert(KV_WAIT_MAX <= 368, "the bound written above");
 
 static struct kv_wait *kv_oldest, *kv_newest;
+
+/* Whether a write to key is on its way; if so, *durable is the state the
+ * disk holds (the entry, or NULL: absent). One pass over the writes on
+ * their way, at most one per connection. */
+static bool kv_on_its_way(const char *key, size_t klen, const struct kv_entry **durable)
+{
+	for (const struct kv_wait *w = kv_oldest; w; w = w->newer)
+		if (w->klen == klen && !memcmp(w->key, key, klen)) {
+			*durable = w->was;
+			return true;
+		}
+	return false;
+}
 
 /* w's write did not happen: the memory copy goes back to what it replaced,
  * or the next write to its key on its way takes that over. */
