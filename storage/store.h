@@ -28,7 +28,7 @@
  * loop (ST_COMPACT_STEP records each) and starts when fewer than
  * ST_COMPACT_LOW segments are free.
 
- * Not yet: scans by prefix from disk, repairing a bad superblock copy
+ * Not yet: repairing a bad superblock copy
  * other than by the next rewrite.
  *
  * Bounds: the index's memory (st_cfg.index_max; index.h has the per-key

@@ -297,6 +297,8 @@ static bool kv_unloaded(vireo_req r, const char *key, size_t klen)
 	return p.found;
 }
 
+static bool kv_on_its_way(const char *key, size_t klen, const struct kv_entry **durable);
+
 static void kv_get_one(vireo_req r, const char *key, size_t klen)
 {
 	const struct kv_entry *e;
@@ -304,8 +306,17 @@ static void kv_get_one(vireo_req r, const char *key, size_t klen)
 	char tag[KV_ETAG_LEN + 1];
 
 	vireo_counter_vec_add(&kv_requests, KV_OP_GET, 1);
-	st = kv_get(&kv_store, (const u8 *)key, klen, vireo_req_header(r, "If-Match"),
-		    vireo_req_header(r, "If-None-Match"), &e);
+	if (kv_on_its_way(key, klen, &e)) {
+		/* As kv_get, on the state the disk holds. */
+		st = kv_cond_check(e, vireo_req_header(r, "If-Match"), vireo_req_header(r, "If-None-Match"), true);
+		if (st == KV_OK && !e)
+			st = KV_NOT_FOUND;
+		if (st != KV_OK && st != KV_NOT_MODIFIED)
+			e = NULL;
+	} else {
+		st = kv_get(&kv_store, (const u8 *)key, klen, vireo_req_header(r, "If-Match"),
+			    vireo_req_header(r, "If-None-Match"), &e);
+	}
 	if (st == KV_NOT_FOUND && kv_unloaded(r, key, klen))
 		return;
 	if (st != KV_OK) {
@@ -328,25 +339,108 @@ static void kv_get_one(vireo_req r, const char *key, size_t klen)
  * and loaded every request is 503; then PUT and DELETE answer only once
  * their record is durable on it, and each boot loads every key back. The
  * ETag secret is kept on the disk too (under a key no client can name:
- * 0x01 is not a key byte), so tags survive restarts. A write the disk
- * refuses or fails is answered 507/503, but the memory copy has already
- * changed (the store turns read-only on a failure; a restart shows the
- * disk's state).
+ * 0x01 is not a key byte), so tags survive restarts.
+ *
+ * A PUT or DELETE changes the memory copy at once, so conditional writes
+ * and the listing see the writes on their way (of two PUTs with If-Match on
+ * one tag, the second is 412), while a GET or HEAD answers what the disk
+ * holds: what the oldest write to the key on its way replaced. Each
+ * write on its way keeps, in its kv_wait, what it replaced: the previous
+ * entry (pinned, kv_store.h) or the key's absence. When the disk refuses
+ * the write (at once: full, busy, out of memory, read-only) or fails it (by
+ * callback: a failed write or flush), the memory copy goes back to that, so
+ * it always ends up holding what the disk holds: a 507 or 503 leaves the
+ * value, its ETag or its absence as before. The store completes the writes
+ * in the order they were made, and a failure fails every write after it as
+ * well, so when a failed write has a later write to its key still on its
+ * way, it hands that one what it replaced, and the last one restores it.
+ * (After a failed flush, whether the record reached the disk is not known:
+ * the memory copy shows the last acknowledged state, which is also what a
+ * restart shows unless the failed batch did reach the disk.)
+ *
+ * Memory: the entry a write replaced stays charged to kv.max_bytes until
+ * the write is durable, so an overwrite on its way holds both values within
+ * the bound (a PUT that needs room for both is 507, as without a disk a PUT
+ * that needs room for its own value). Beyond the bound, each write on its
+ * way holds a kv_wait (KV_WAIT_MAX: at most 368 bytes of heap with the
+ * allocators' headers), one per request whose answer waits for the disk: at
+ * most one per connection, and the HTTP server holds 64 at most
+ * (HTTP_SERVER_MAX_CONNS): 64 x 368 = 23,552 bytes.
  */
 static struct kv_config kv_cfg;
 static const char kv_secret_key[] = "\x01kv-etag-secret";
 #define KV_SECRET_KLEN (sizeof kv_secret_key - 1)
 
 struct kv_wait {
+	struct kv_wait *older, *newer;	/* the writes on their way, oldest first */
 	vireo_req r;
+	const struct kv_entry *was;	/* what it replaced, pinned; NULL: the key was absent */
 	int status;
 	char tag[KV_ETAG_LEN + 1];
+	u8 klen;
+	u8 key[];
 };
+/* Its heap block at the longest key, as kv_charge() counts an entry's. */
+#define KV_WAIT_MAX (KV_BLOCK_HDR + ALIGN_UP(sizeof(struct kv_wait) + KV_KEY_MAX, 16))
+_Static_assert(KV_WAIT_MAX <= 368, "the bound written above");
+
+static struct kv_wait *kv_oldest, *kv_newest;
+
+/* Whether a write to key is on its way; if so, *durable is the state the
+ * disk holds (the entry, or NULL: absent). One pass over the writes on
+ * their way, at most one per connection. */
+static bool kv_on_its_way(const char *key, size_t klen, const struct kv_entry **durable)
+{
+	for (const struct kv_wait *w = kv_oldest; w; w = w->newer)
+		if (w->klen == klen && !memcmp(w->key, key, klen)) {
+			*durable = w->was;
+			return true;
+		}
+	return false;
+}
+
+/* w's write did not happen: the memory copy goes back to what it replaced,
+ * or the next write to its key on its way takes that over. */
+static void kv_undo(struct kv_wait *w)
+{
+	struct kv_wait *n;
+
+	for (n = w->newer; n; n = n->newer)
+		if (n->klen == w->klen && !memcmp(n->key, w->key, w->klen))
+			break;
+	if (n) {
+		/* n replaced what w wrote, which is nowhere now. */
+		if (n->was)
+			kv_unpin(&kv_store, n->was);
+		n->was = w->was;	/* the pin moves with it */
+		w->was = NULL;
+		return;
+	}
+	kv_restore(&kv_store, w->key, w->klen, w->was);
+}
+
+static void kv_wait_end(struct kv_wait *w)
+{
+	if (w->older)
+		w->older->newer = w->newer;
+	else
+		kv_oldest = w->newer;
+	if (w->newer)
+		w->newer->older = w->older;
+	else
+		kv_newest = w->older;
+	if (w->was)
+		kv_unpin(&kv_store, w->was);
+	vireo_free(w);
+	kv_gauges();
+}
 
 static void kv_durable(int err, void *arg)
 {
 	struct kv_wait *w = arg;
 
+	if (err)
+		kv_undo(w);
 	if (!err) {
 		if (w->tag[0])
 			vireo_resp_header(w->r, "ETag", w->tag);
@@ -356,42 +450,76 @@ static void kv_durable(int err, void *arg)
 	} else {
 		kv_fail(w->r, 503, "the data disk failed: read-only", KV_R_BUSY);
 	}
-	vireo_free(w);
+	kv_wait_end(w);
 }
 
-/* Writes the change through to the disk and answers when it is durable;
- * false when there is no disk (the caller answers now). */
-static bool kv_write_through(vireo_req r, bool put, const char *key, size_t klen, const void *val, size_t vlen,
-			     int status, const char *tag)
+/* A PUT (put) or DELETE with a data disk: the memory copy changes now, the
+ * answer comes once the record is durable, and a refusal or failure puts
+ * the memory copy back (above). */
+static void kv_write_durable(vireo_req r, bool put, const char *key, size_t klen, const void *val, size_t vlen)
 {
+	const struct kv_entry *prev;
 	struct kv_wait *w;
+	enum kv_status st;
 	int err;
 
-	if (kv_disk != KV_DISK_READY)
-		return false;
-	w = vireo_alloc(sizeof *w);
+	if (!kv_key_valid((const u8 *)key, klen)) {
+		kv_answer_status(r, KV_BAD_KEY, NULL);
+		return;
+	}
+	/* a DELETE or a precondition about a value kv does not have */
+	if ((!put || vireo_req_header(r, "If-Match") || vireo_req_header(r, "If-None-Match")) &&
+	    !kv_find(&kv_store, (const u8 *)key, klen) && !kv_on_its_way(key, klen, &prev) &&
+	    kv_unloaded(r, key, klen))
+		return;
+	w = vireo_alloc(sizeof *w + klen);
 	if (!w) {
 		kv_fail(r, 507, "out of memory (app.mem)", KV_R_NOMEM);
-		return true;
+		return;
 	}
+	memset(w, 0, sizeof *w);
 	w->r = r;
-	w->status = status;
-	strlcpy(w->tag, tag ? tag : "", sizeof w->tag);
+	w->klen = (u8)klen;
+	memcpy(w->key, key, klen);
+	w->was = kv_find(&kv_store, (const u8 *)key, klen);
+	if (w->was && !kv_pin(&kv_store, w->was)) {
+		vireo_free(w);
+		kv_fail(r, 503, "the key is busy: retry", KV_R_BUSY);
+		return;
+	}
+	w->older = kv_newest;
+	if (kv_newest)
+		kv_newest->newer = w;
+	else
+		kv_oldest = w;
+	kv_newest = w;
+	if (put)
+		st = kv_put(&kv_store, (const u8 *)key, klen, val, vlen, vireo_req_header(r, "If-Match"),
+			    vireo_req_header(r, "If-None-Match"), w->tag);
+	else
+		st = kv_delete(&kv_store, (const u8 *)key, klen, vireo_req_header(r, "If-Match"),
+			       vireo_req_header(r, "If-None-Match"));
+	if (st != KV_OK && st != KV_CREATED) {
+		kv_wait_end(w);	/* nothing changed */
+		kv_answer_status(r, st, NULL);
+		return;
+	}
+	w->status = st == KV_CREATED ? 201 : 204;
+	kv_gauges();
 	err = put ? vireo_store_put(key, klen, val, vlen, kv_durable, w) : vireo_store_del(key, klen, kv_durable, w);
 	if (err == -ENOENT && !put) {
-		w->tag[0] = '\0';
 		kv_durable(0, w);	/* never reached the disk: nothing to delete there */
-		return true;
+		return;
 	}
-	if (err) {
-		vireo_free(w);
-		if (err == -ENOSPC || err == -ENOMEM)
-			kv_fail(r, 507, "the data disk is full", KV_R_FULL);
-		else
-			kv_fail(r, 503, err == -EBUSY ? "the data disk is busy: retry" : "the data disk cannot be written",
-				KV_R_BUSY);
-	}
-	return true;
+	if (!err)
+		return;
+	kv_undo(w);	/* the newest write: no later one to hand over to */
+	kv_wait_end(w);
+	if (err == -ENOSPC || err == -ENOMEM)
+		kv_fail(r, 507, "the data disk is full", KV_R_FULL);
+	else
+		kv_fail(r, 503, err == -EBUSY ? "the data disk is busy: retry" : "the data disk cannot be written",
+			KV_R_BUSY);
 }
 
 static void kv_put_one(vireo_req r, const char *key, size_t klen)
@@ -408,6 +536,10 @@ static void kv_put_one(vireo_req r, const char *key, size_t klen)
 		return;
 	}
 	body = vireo_req_body(r, &len);
+	if (kv_disk == KV_DISK_READY) {
+		kv_write_durable(r, true, key, klen, body, len);
+		return;
+	}
 	if ((vireo_req_header(r, "If-Match") || vireo_req_header(r, "If-None-Match")) &&
 	    kv_get(&kv_store, (const u8 *)key, klen, NULL, NULL, &had) == KV_NOT_FOUND &&
 	    kv_unloaded(r, key, klen))
@@ -419,8 +551,6 @@ static void kv_put_one(vireo_req r, const char *key, size_t klen)
 		kv_answer_status(r, st, NULL);
 		return;
 	}
-	if (kv_write_through(r, true, key, klen, body, len, st == KV_CREATED ? 201 : 204, tag))
-		return;
 	vireo_resp_header(r, "ETag", tag);
 	vireo_resp_send(r, st == KV_CREATED ? 201 : 204, NULL, NULL, 0);
 }
@@ -430,6 +560,10 @@ static void kv_delete_one(vireo_req r, const char *key, size_t klen)
 	enum kv_status st;
 
 	vireo_counter_vec_add(&kv_requests, KV_OP_DELETE, 1);
+	if (kv_disk == KV_DISK_READY) {
+		kv_write_durable(r, false, key, klen, NULL, 0);
+		return;
+	}
 	st = kv_delete(&kv_store, (const u8 *)key, klen, vireo_req_header(r, "If-Match"),
 		       vireo_req_header(r, "If-None-Match"));
 	kv_gauges();
@@ -439,8 +573,6 @@ static void kv_delete_one(vireo_req r, const char *key, size_t klen)
 		kv_answer_status(r, st, NULL);
 		return;
 	}
-	if (kv_write_through(r, false, key, klen, NULL, 0, 204, NULL))
-		return;
 	vireo_resp_send(r, 204, NULL, NULL, 0);
 }
 

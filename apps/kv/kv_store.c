@@ -265,6 +265,37 @@ const struct kv_entry *kv_find(const struct kv_store *s, const u8 *key, size_t k
 	return NULL;
 }
 
+bool kv_restore(struct kv_store *s, const u8 *key, size_t klen, const struct kv_entry *ce)
+{
+	struct kv_entry *e = (struct kv_entry *)ce, *old = NULL;
+
+	if (!e) {
+		s->root = kv_remove(s->root, key, klen, &old);
+		if (old) {
+			s->count--;
+			kv_release(s, old);
+		}
+		return true;
+	}
+	if (e->height || !e->pins || kv_cmp_entry(e, key, klen))
+		return false;
+	/* Off the held list: from here its charge is the tree's. */
+	if (e->left)
+		e->left->right = e->right;
+	else
+		s->held_list = e->right;
+	if (e->right)
+		e->right->left = e->left;
+	s->held--;
+	s->held_bytes -= kv_charge(e->klen, e->vlen);
+	s->root = kv_insert(s->root, e, &old);
+	if (old)
+		kv_release(s, old);
+	else
+		s->count++;
+	return true;
+}
+
 /* ---- entity tags ---- */
 static const char kv_hexdig[] = "0123456789abcdef";
 

@@ -176,6 +176,18 @@ static inline const u8 *kv_entry_value(const struct kv_entry *e)
 bool kv_pin(struct kv_store *s, const struct kv_entry *e);
 void kv_unpin(struct kv_store *s, const struct kv_entry *e);
 
+/*
+ * Undo (apps/kv/kv.c, a write the data disk refused or failed): makes e
+ * key's entry again, or makes key absent when e is NULL. e must be an
+ * entry of this store that a pin kept after it left the tree (kv_pin
+ * before the put or delete that replaced it); it goes back into the tree
+ * with its bytes and tag, its charge unchanged (it never stopped being
+ * charged), and keeps its pins (the caller unpins). The entry it replaces
+ * leaves the tree as a put's would (freed, or held while pinned). Returns
+ * false, changing nothing, if e is in the tree already or has another key.
+ */
+bool kv_restore(struct kv_store *s, const u8 *key, size_t klen, const struct kv_entry *e);
+
 /* Writes the entry's ETag ("\"0123456789abcdef\"") and a NUL into etag. */
 void kv_entry_etag(const struct kv_entry *e, char etag[KV_ETAG_LEN + 1]);
 

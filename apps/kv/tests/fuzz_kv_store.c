@@ -8,6 +8,8 @@
  *   list:   plen byte, prefix, alen byte, cursor bytes, limit byte, cap byte
  *   pin:    klen byte, key: pins that entry (up to 8 pins held at once)
  *   unpin:  drops the oldest pin
+ *   restore: klen byte, key, a byte choosing a held pin or NULL:
+ *           kv_restore (kv.c's undo of a write the disk refused)
  * Keys and header texts come straight from the input, so they are often
  * invalid: the store must refuse them cleanly. Checks after each operation:
  * no crash (ASan/UBSan), the tree's invariants (kv_store_check), used never
@@ -92,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		die();
 	memset(value, 'v', sizeof value);
 	while (in.n && ops++ < 256) {
-		u8 op = byte(&in) % 6, sel;
+		u8 op = byte(&in) % 7, sel;
 		const u8 *key, *ck;
 		size_t klen, vlen, used0 = s.used;
 		char im[64], inm[64];
@@ -137,7 +139,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					die();
 			} else {
 				r = kv_get(&s, key, klen, him, hinm, &e);
-				if ((r == KV_OK) != (e != NULL))
+				/* A 304 carries the entry too (kv_store.h). */
+				if ((r == KV_OK || r == KV_NOT_MODIFIED) != (e != NULL))
 					die();
 			}
 			break;
@@ -152,6 +155,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				kv_unpin(&s, pins[0]);
 				memmove(pins, pins + 1, --npins * sizeof pins[0]);
 			}
+			break;
+		case 6:
+			klen = take(&in, byte(&in), &key);
+			sel = byte(&in);
+			e = npins && sel % 2 ? pins[sel / 2 % npins] : NULL;
+			if (!kv_key_valid(key, klen)) {
+				if (e && kv_restore(&s, key, klen, e))
+					die();	/* never under a key it cannot have */
+				break;
+			}
+			if (kv_restore(&s, key, klen, e) && kv_find(&s, key, klen) != e)
+				die();
 			break;
 		default: {
 			const u8 *prefix;

@@ -285,22 +285,10 @@ void vireo_random(void *buf, size_t len)
 
 /* The data disk (vireo/store.h): kv asks for it at init and the answer
  * comes later, from the loop: here setup() gives it, no disk (memory only).
- * test_key_not_loaded boots kv again on a read-only disk of its own
- * (disk_keys, sorted), whose reads complete when disk_run() says. The rest
- * is never reached. */
+ * The rest is never reached without a disk. */
 static unsigned store_opens;
 static void (*store_ready)(int err, void *arg);
 static void *store_ready_arg;
-
-struct disk_key {
-	const char *key, *val;
-	int err;	/* what a read of it completes with */
-};
-static const struct disk_key *disk_keys;
-static unsigned disk_nkeys;
-static const struct disk_key *disk_read;	/* the read in flight */
-static void (*disk_got)(int err, const void *val, size_t vlen, void *arg);
-static void *disk_got_arg;
 
 int vireo_store_open(void (*ready)(int err, void *arg), void *arg)
 {
@@ -311,54 +299,168 @@ int vireo_store_open(void (*ready)(int err, void *arg), void *arg)
 	return 0;
 }
 
+/* test_key_not_loaded boots kv again on a read-only disk of its own
+ * (ro_keys, sorted), whose reads complete when ro_run() says. */
+struct ro_key {
+	const char *key, *val;
+	int err;	/* what a read of it completes with */
+};
+static const struct ro_key *ro_keys;
+static unsigned ro_nkeys;
+static const struct ro_key *ro_read;	/* the read in flight */
+static void (*ro_got)(int err, const void *val, size_t vlen, void *arg);
+static void *ro_got_arg;
+
+static const struct ro_key *ro_find(const void *key, size_t klen)
+{
+	for (unsigned i = 0; i < ro_nkeys; i++)
+		if (strlen(ro_keys[i].key) == klen && !memcmp(ro_keys[i].key, key, klen))
+			return &ro_keys[i];
+	return NULL;
+}
+
+/* The data disk, once a test attaches it (disk_attach): a model that
+ * holds what is durable (disk[]), queues each put or delete (ops[]) until
+ * the test completes it (complete(): durable, or failed as the store fails
+ * them), and refuses the next write at once when refuse_next is set. */
+struct dent {
+	u8 key[256], val[32768];
+	size_t klen, vlen;
+	bool used;
+};
+struct fop {
+	bool put;
+	u8 key[256], val[32768];
+	size_t klen, vlen;
+	void (*done)(int err, void *arg);
+	void *arg;
+};
+static struct dent disk[32];
+static struct fop ops[16];
+static unsigned nops;
+static bool disk_on;
+static int refuse_next;
+
+static struct dent *disk_find(const void *key, size_t klen)
+{
+	for (unsigned i = 0; i < 32; i++)
+		if (disk[i].used && disk[i].klen == klen && !memcmp(disk[i].key, key, klen))
+			return &disk[i];
+	return NULL;
+}
+
+static int store_queue(bool put, const void *key, size_t klen, const void *val, size_t vlen,
+		       void (*done)(int err, void *arg), void *arg)
+{
+	struct fop *o;
+
+	if (!disk_on)
+		fail_msg("a write without a disk");
+	if (refuse_next) {
+		int err = refuse_next;
+
+		refuse_next = 0;
+		return err;
+	}
+	assert_true(nops < 16 && klen < 256 && vlen <= sizeof o->val);
+	o = &ops[nops++];
+	o->put = put;
+	memcpy(o->key, key, klen);
+	o->klen = klen;
+	if (vlen)
+		memcpy(o->val, val, vlen);
+	o->vlen = vlen;
+	o->done = done;
+	o->arg = arg;
+	return 0;
+}
+
 int vireo_store_put(const void *key, size_t klen, const void *val, size_t vlen, void (*done)(int err, void *arg),
 		    void *arg)
 {
-	fail_msg("vireo_store_put without a writable disk");
-	return -ENODEV;
+	if (ro_keys)
+		fail_msg("vireo_store_put without a writable disk");
+	return store_queue(true, key, klen, val, vlen, done, arg);
 }
 
 int vireo_store_del(const void *key, size_t klen, void (*done)(int err, void *arg), void *arg)
 {
-	fail_msg("vireo_store_del without a writable disk");
-	return -ENODEV;
+	bool queued = false;
+
+	if (ro_keys)
+		fail_msg("vireo_store_del without a writable disk");
+	for (unsigned i = 0; i < nops; i++)
+		queued |= ops[i].klen == klen && !memcmp(ops[i].key, key, klen);
+	if (disk_on && !refuse_next && !queued && !disk_find(key, klen))
+		return -ENOENT;	/* as the store: nothing durable or pending */
+	return store_queue(false, key, klen, NULL, 0, done, arg);
 }
 
-static const struct disk_key *disk_find(const void *key, size_t klen)
+/* The oldest queued write completes: durable (err 0, the model disk takes
+ * it) or failed. Returns the status kv answered it with. */
+static int complete(int err)
 {
-	for (unsigned i = 0; i < disk_nkeys; i++)
-		if (strlen(disk_keys[i].key) == klen && !memcmp(disk_keys[i].key, key, klen))
-			return &disk_keys[i];
-	return NULL;
+	struct fop o;
+
+	assert_true(nops > 0);
+	o = ops[0];
+	memmove(ops, ops + 1, --nops * sizeof ops[0]);
+	if (!err) {
+		struct dent *d = disk_find(o.key, o.klen);
+
+		if (!o.put) {
+			if (d)
+				d->used = false;
+		} else {
+			for (unsigned i = 0; !d && i < 32; i++)
+				if (!disk[i].used)
+					d = &disk[i];
+			assert_non_null(d);
+			d->used = true;
+			memcpy(d->key, o.key, o.klen);
+			d->klen = o.klen;
+			memcpy(d->val, o.val, o.vlen);
+			d->vlen = o.vlen;
+		}
+	}
+	memset(&Q, 0, sizeof Q);
+	o.done(err, o.arg);
+	assert_int_equal(Q.answers, 1);
+	return Q.status;
 }
 
 int vireo_store_get(const void *key, size_t klen, void (*got)(int err, const void *val, size_t vlen, void *arg),
 		    void *arg)
 {
-	const struct disk_key *k;
+	if (ro_keys) {
+		const struct ro_key *k;
 
-	if (!disk_keys)
+		if (!ro_keys)
+			fail_msg("vireo_store_get without a disk");
+		k = ro_find(key, klen);
+		if (!k)
+			return -ENOENT;
+		assert_null(ro_read);	/* kv loads one key at a time */
+		ro_read = k;
+		ro_got = got;
+		ro_got_arg = arg;
+		return 0;
+	}
+	if (!disk_on)
 		fail_msg("vireo_store_get without a disk");
-	k = disk_find(key, klen);
-	if (!k)
-		return -ENOENT;
-	assert_null(disk_read);	/* kv loads one key at a time */
-	disk_read = k;
-	disk_got = got;
-	disk_got_arg = arg;
-	return 0;
+	return disk_find(key, klen) ? -EIO : -ENOENT;	/* the tests start from a blank disk */
 }
 
 /* Completes the reads kv asks for, one after the other; how many. */
-static unsigned disk_run(void)
+static unsigned ro_run(void)
 {
 	unsigned n = 0;
 
-	while (disk_read) {
-		const struct disk_key *k = disk_read;
+	while (ro_read) {
+		const struct ro_key *k = ro_read;
 
-		disk_read = NULL;
-		disk_got(k->err, k->err ? NULL : k->val, k->err ? 0 : strlen(k->val), disk_got_arg);
+		ro_read = NULL;
+		ro_got(k->err, k->err ? NULL : k->val, k->err ? 0 : strlen(k->val), ro_got_arg);
 		n++;
 	}
 	return n;
@@ -367,27 +469,55 @@ static unsigned disk_run(void)
 unsigned vireo_store_keys(const void *prefix, size_t plen, const void *after, size_t alen,
 			  bool (*fn)(const void *key, size_t klen, size_t vlen, void *arg), void *arg)
 {
-	unsigned n = 0;
+	const struct dent *next = NULL;
 
-	if (!disk_keys)
-		fail_msg("vireo_store_keys without a disk");
-	for (unsigned i = 0; i < disk_nkeys; i++) {
-		const char *k = disk_keys[i].key;
-		size_t kl = strlen(k), m = kl < alen ? kl : alen;
+	if (ro_keys) {
+		unsigned n = 0;
 
-		if (kl < plen || (plen && memcmp(k, prefix, plen)))
-			continue;
-		if (alen) {
-			int c = memcmp(k, after, m);
+		if (!ro_keys)
+			fail_msg("vireo_store_keys without a disk");
+		for (unsigned i = 0; i < ro_nkeys; i++) {
+			const char *k = ro_keys[i].key;
+			size_t kl = strlen(k), m = kl < alen ? kl : alen;
 
-			if (c < 0 || (c == 0 && kl <= alen))
-				continue;	/* not after `after` */
+			if (kl < plen || (plen && memcmp(k, prefix, plen)))
+				continue;
+			if (alen) {
+				int c = memcmp(k, after, m);
+
+				if (c < 0 || (c == 0 && kl <= alen))
+					continue;	/* not after `after` */
+			}
+			n++;
+			if (!fn(k, kl, strlen(ro_keys[i].val), arg))
+				break;
 		}
-		n++;
-		if (!fn(k, kl, strlen(disk_keys[i].val), arg))
-			break;
+		return n;
 	}
-	return n;
+	if (!disk_on)
+		fail_msg("vireo_store_keys without a disk");
+	/* Only what kv's load asks: the first key after `after`. */
+	assert_int_equal(plen, 0);
+	for (unsigned i = 0; i < 32; i++) {
+		const struct dent *d = &disk[i];
+		int c;
+
+		if (!d->used)
+			continue;
+		c = memcmp(d->key, after, MIN(d->klen, alen));
+		if (c < 0 || (c == 0 && d->klen <= alen))
+			continue;
+		if (next) {
+			c = memcmp(d->key, next->key, MIN(d->klen, next->klen));
+			if (c > 0 || (c == 0 && d->klen > next->klen))
+				continue;
+		}
+		next = d;
+	}
+	if (!next)
+		return 0;
+	fn(next->key, next->klen, next->vlen, arg);
+	return 1;
 }
 
 /* ---- driving kv.c ---- */
@@ -419,6 +549,8 @@ static u64 vec(const char *name, const char *label)
 	return 0;
 }
 
+static bool may_wait;	/* a write may wait for the disk (answers 0) */
+
 static int req(enum vireo_method m, const char *subpath, const char *query, const void *body,
 	       size_t len, ...)
 {
@@ -439,6 +571,8 @@ static int req(enum vireo_method m, const char *subpath, const char *query, cons
 	}
 	va_end(ap);
 	route.handler((vireo_req){1}, route.arg);
+	if (may_wait && !Q.answers)
+		return 0;	/* waits for the disk */
 	assert_int_equal(Q.answers, 1);
 	return Q.status;
 }
@@ -447,6 +581,17 @@ static int req(enum vireo_method m, const char *subpath, const char *query, cons
 #define GET(key, ...) req(VIREO_GET, key, NULL, NULL, 0, ##__VA_ARGS__, NULL)
 #define DEL(key, ...) req(VIREO_DELETE, key, NULL, NULL, 0, ##__VA_ARGS__, NULL)
 #define LIST(q) req(VIREO_GET, "", q, NULL, 0, NULL)
+/* A write that must wait for the disk (queued, no answer yet). */
+#define PUTW(key, lit, ...) do { \
+		may_wait = true; \
+		assert_int_equal(PUT(key, lit, ##__VA_ARGS__), 0); \
+		may_wait = false; \
+	} while (0)
+#define DELW(key, ...) do { \
+		may_wait = true; \
+		assert_int_equal(DEL(key, ##__VA_ARGS__), 0); \
+		may_wait = false; \
+	} while (0)
 
 static const char *resp_etag(char out[KV_ETAG_LEN + 1])
 {
@@ -808,24 +953,258 @@ static void test_init_warns_over_app_mem(void **st)
 	assert_non_null(strstr(last_log, "kv: /kv/ serving"));
 }
 
+/* The data disk comes up (blank): kv saves its ETag secret, loads nothing
+ * and from then on writes through. Once per run. */
+static void disk_attach(void)
+{
+	if (disk_on)
+		return;
+	disk_on = true;
+	store_ready(0, store_ready_arg);
+	assert_int_equal(nops, 1);	/* the ETag secret */
+	ops[0].done(0, ops[0].arg);
+	nops = 0;
+	assert_non_null(strstr(last_log, "0 keys loaded from the data disk"));
+	assert_int_equal(gauge("kv_durable"), 1);
+}
+
+/* What a GET of key answers is what the model disk holds: the value, or
+ * 404, also while writes to key are on their way. */
+static void same_as_disk(const char *key)
+{
+	const struct dent *d = disk_find(key, strlen(key));
+	int st = GET(key);
+
+	if (!d) {
+		assert_int_equal(st, 404);
+		return;
+	}
+	assert_int_equal(st, 200);
+	assert_int_equal(Q.out_len, d->vlen);
+	assert_memory_equal(Q.body_out, d->val, d->vlen);
+}
+
+/* The ETag the listing shows for the first key of a page (writes on their
+ * way included). */
+static const char *list_etag(const char *query, char out[KV_ETAG_LEN + 1])
+{
+	static const char mark[] = "\"etag\":\"\\\"";
+	const char *p;
+
+	assert_int_equal(LIST(query), 200);
+	p = strstr(Q.body_out, mark);
+	assert_non_null(p);
+	out[0] = '"';
+	memcpy(out + 1, p + sizeof mark - 1, 16);
+	out[17] = '"';
+	out[18] = 0;
+	return out;
+}
+
+/* A write the disk refuses at once is 507 or 503 and leaves the memory
+ * copy as it was: the old value and its ETag, or the key's absence. */
+static void test_disk_refusal_keeps_memory(void **st)
+{
+	static const struct { int err, status; } refusals[] = {
+		{-ENOSPC, 507}, {-ENOMEM, 507}, {-EBUSY, 503}, {-EROFS, 503},
+	};
+	char t1[KV_ETAG_LEN + 1], t[KV_ETAG_LEN + 1];
+
+	disk_attach();
+	PUTW("d1", "one");
+	assert_int_equal(complete(0), 201);
+	resp_etag(t1);
+	for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+		refuse_next = refusals[i].err;
+		assert_int_equal(PUT("d1", "two"), refusals[i].status);
+		assert_int_equal(GET("d1"), 200);
+		assert_string_equal(Q.body_out, "one");
+		assert_string_equal(resp_etag(t), t1);
+		refuse_next = refusals[i].err;
+		assert_int_equal(PUT("d2", "new"), refusals[i].status);
+		same_as_disk("d2");
+		refuse_next = refusals[i].err;
+		assert_int_equal(DEL("d1"), refusals[i].status);
+		same_as_disk("d1");
+		assert_int_equal(GET("d1", "If-None-Match", t1), 304);
+	}
+	assert_int_equal(gauge("kv_keys"), 1);
+	assert_int_equal(gauge("kv_bytes_used"), kv_charge(2, 3));
+	DELW("d1");
+	assert_int_equal(complete(0), 204);
+	same_as_disk("d1");
+	assert_int_equal(mem_used, 0);
+}
+
+/* A write whose record or FLUSH fails (the callback's -EIO, or -EROFS for
+ * what came after) is 503 and the memory copy goes back: a GET answers
+ * what the disk holds. */
+static void test_disk_failure_restores(void **st)
+{
+	char t1[KV_ETAG_LEN + 1], t[KV_ETAG_LEN + 1];
+
+	disk_attach();
+	PUTW("f1", "one");
+	assert_int_equal(complete(0), 201);
+	resp_etag(t1);
+	PUTW("f1", "two", "If-Match", t1);
+	same_as_disk("f1");	/* a GET answers what is durable */
+	assert_int_equal(complete(-EIO), 503);
+	assert_non_null(strstr(Q.body_out, "read-only"));
+	same_as_disk("f1");
+	assert_string_equal(resp_etag(t), t1);
+	DELW("f1");
+	assert_int_equal(complete(-EROFS), 503);
+	same_as_disk("f1");
+	PUTW("f2", "new");
+	assert_int_equal(complete(-EIO), 503);
+	same_as_disk("f2");
+	PUTW("f2", "new");
+	assert_int_equal(complete(-ENOSPC), 507);	/* no room even after compaction */
+	same_as_disk("f2");
+	/* The old tag still names the value: a conditional write takes it. */
+	PUTW("f1", "two", "If-Match", t1);
+	assert_int_equal(complete(0), 204);
+	same_as_disk("f1");
+	DELW("f1");
+	assert_int_equal(complete(0), 204);
+	assert_int_equal(gauge("kv_bytes_used"), 0);
+	assert_int_equal(mem_used, 0);
+}
+
+/* Several writes to one key on their way: conditionals see the newest
+ * taken; when they fail (the store fails every write after a failed one),
+ * the memory copy ends as the disk is, whichever of them succeeded. */
+static void test_disk_writes_in_flight(void **st)
+{
+	char t0[KV_ETAG_LEN + 1], ta[KV_ETAG_LEN + 1], tb[KV_ETAG_LEN + 1];
+
+	disk_attach();
+	PUTW("w", "zero");
+	assert_int_equal(complete(0), 201);
+	resp_etag(t0);
+	/* Two If-Match PUTs on one tag: the second is 412 at once. A GET
+	 * meanwhile answers the durable value and tag; the listing shows the
+	 * write on its way. */
+	PUTW("w", "A", "If-Match", t0);
+	list_etag("prefix=w", ta);
+	assert_string_not_equal(ta, t0);
+	assert_int_equal(GET("w", "If-None-Match", t0), 304);
+	assert_int_equal(GET("w", "If-Match", ta), 412);
+	assert_int_equal(PUT("w", "B", "If-Match", t0), 412);
+	PUTW("w", "B", "If-Match", ta);
+	assert_int_equal(complete(-EIO), 503);
+	same_as_disk("w");	/* B still on its way */
+	assert_int_equal(complete(-EROFS), 503);
+	same_as_disk("w");
+	assert_string_equal(resp_etag(tb), t0);
+	/* The first durable, the second failed: the first's value. */
+	PUTW("w", "A");
+	PUTW("w", "B");
+	assert_int_equal(complete(0), 204);
+	assert_int_equal(complete(-EIO), 503);
+	same_as_disk("w");
+	assert_string_equal(resp_etag(tb), ta);
+	/* A delete then a put, both failed; then a put then a delete. */
+	DELW("w");
+	PUTW("w", "C");
+	assert_int_equal(complete(-EIO), 503);
+	assert_int_equal(complete(-EROFS), 503);
+	same_as_disk("w");
+	PUTW("w", "C");
+	DELW("w");
+	assert_int_equal(complete(-EIO), 503);
+	assert_int_equal(complete(-EROFS), 503);
+	same_as_disk("w");
+	/* Three on their way to a new key, all failed: absent again. */
+	PUTW("n", "1");
+	PUTW("n", "22");
+	PUTW("n", "333");
+	assert_int_equal(GET("n"), 404);	/* none durable yet */
+	assert_int_equal(PUT("n", "x", "If-None-Match", "*"), 412);	/* but taken */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(complete(i ? -EROFS : -EIO), 503);
+	same_as_disk("n");
+	/* A refusal at once behind a write on its way, which then is
+	 * durable. */
+	PUTW("n", "1");
+	refuse_next = -EBUSY;
+	assert_int_equal(PUT("n", "2"), 503);
+	same_as_disk("n");
+	list_etag("prefix=n", ta);	/* the first write's, on its way */
+	assert_int_equal(complete(0), 201);
+	assert_string_equal(resp_etag(tb), ta);
+	same_as_disk("n");
+	/* Writes to other keys between them change nothing of this. */
+	PUTW("w", "D");
+	PUTW("x", "x");
+	PUTW("w", "E");
+	assert_int_equal(complete(0), 204);
+	assert_int_equal(complete(-EIO), 503);
+	assert_int_equal(complete(-EROFS), 503);
+	same_as_disk("w");
+	same_as_disk("x");
+	DELW("w");
+	DELW("n");
+	assert_int_equal(complete(0), 204);
+	assert_int_equal(complete(0), 204);
+	assert_int_equal(gauge("kv_keys"), 0);
+	assert_int_equal(gauge("kv_bytes_used"), 0);
+	assert_int_equal(mem_used, 0);
+}
+
+/* The old value is held (charged) until its replacement is durable, so a
+ * stream of it and a restore share it; the bound counts both values. */
+static void test_disk_restore_while_streaming(void **st)
+{
+	static u8 v1[20000];
+	unsigned turns = 0;
+
+	disk_attach();
+	for (size_t i = 0; i < sizeof v1; i++)
+		v1[i] = (u8)(i * 13 + 1);
+	may_wait = true;
+	assert_int_equal(req(VIREO_PUT, "s", NULL, v1, sizeof v1, "Content-Length", "x", NULL), 0);
+	may_wait = false;
+	assert_int_equal(complete(0), 201);
+	ST.window = 1000;
+	assert_int_equal(GET("s"), 200);
+	assert_true(ST.open);
+	PUTW("s", "short");
+	assert_int_equal(gauge("kv_bytes_used"), kv_charge(1, sizeof v1) + kv_charge(1, 5));
+	assert_int_equal(complete(-EIO), 503);
+	assert_int_equal(gauge("kv_bytes_used"), kv_charge(1, sizeof v1));
+	while (ST.open) {
+		assert_true(++turns < 1000);
+		ST.window = 4096;
+		ST.writable(((vireo_req){2}), ST.writable_arg);
+	}
+	assert_memory_equal(ST.buf, v1, sizeof v1);
+	assert_int_equal(req(VIREO_HEAD, "s", NULL, NULL, 0, NULL), 200);
+	assert_int_equal(Q.content_length, sizeof v1);
+	DELW("s");
+	assert_int_equal(complete(0), 204);
+	assert_int_equal(mem_used, 0);
+}
+
 /* A key on the disk that kv could not load at boot (a read error, or past
  * kv.max_bytes) is 503 for a GET, a DELETE and a conditional PUT, never
  * 404: the disk holds it. The old kv answered 404. Boots kv again, last. */
 static void test_key_not_loaded(void **st)
 {
-	static const struct disk_key keys[] = {
+	static const struct ro_key keys[] = {
 		{ "a", "AA", 0 }, { "b", "BB", -EIO }, { "c", "CC", 0 },
 	};
 	const struct vireo_app *const *a = __start_vireo_apps;
 
-	disk_keys = keys;
-	disk_nkeys = 3;
+	ro_keys = keys;
+	ro_nkeys = 3;
 	store_opens = 0;
 	assert_int_equal((*a)->init(), 0);
 	assert_int_equal(store_opens, 1);
 	assert_int_equal(GET("a"), 503);	/* loading */
 	store_ready(-EROFS, store_ready_arg);	/* opened read-only: no ETag secret written */
-	assert_int_equal(disk_run(), 3);
+	assert_int_equal(ro_run(), 3);
 	assert_non_null(strstr(last_log, "2 keys loaded from the data disk (1 skipped)"));
 
 	assert_int_equal(GET("a"), 200);
@@ -858,6 +1237,11 @@ int main(void)
 		cmocka_unit_test(test_streamed_get),
 		cmocka_unit_test(test_init_warns_over_app_mem),
 		cmocka_unit_test(test_bearer_token),
+		/* with the data disk attached from here on */
+		cmocka_unit_test(test_disk_refusal_keeps_memory),
+		cmocka_unit_test(test_disk_failure_restores),
+		cmocka_unit_test(test_disk_writes_in_flight),
+		cmocka_unit_test(test_disk_restore_while_streaming),
 		cmocka_unit_test(test_key_not_loaded),	/* last: boots kv again, with a disk */
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -706,6 +706,58 @@ static void test_pins(void **st)
 	teardown_store();
 }
 
+/* kv_restore (kv.c's undo of a write the disk refused): a pinned entry a
+ * put or delete replaced goes back into the tree, charge and tag intact;
+ * NULL makes the key absent; an entry in the tree, or under another key,
+ * is refused. */
+static void test_restore(void **st)
+{
+	const size_t c5 = kv_charge(1, 5);
+	const struct kv_entry *e, *e2;
+	char t1[KV_ETAG_LEN + 1], t[KV_ETAG_LEN + 1];
+
+	setup_store(3 * c5, 64);
+	assert_int_equal(kv_put(&S, K("a"), "hello", 5, NULL, NULL, t1), KV_CREATED);
+	e = kv_find(&S, K("a"));
+	assert_false(kv_restore(&S, K("a"), e));	/* in the tree */
+	assert_true(kv_pin(&S, e));
+	assert_int_equal(kv_put(&S, K("a"), "world", 5, NULL, NULL, NULL), KV_OK);
+	assert_false(kv_restore(&S, K("b"), e));	/* another key */
+	assert_true(kv_restore(&S, K("a"), e));
+	assert_int_equal(kv_store_check(&S), 0);
+	assert_ptr_equal(kv_find(&S, K("a")), e);
+	kv_entry_etag(e, t);
+	assert_string_equal(t, t1);
+	assert_int_equal(S.count, 1);
+	assert_int_equal(S.held, 0);
+	assert_int_equal(S.used, c5);
+	assert_int_equal(live_blocks, 1);	/* "world" freed */
+	kv_unpin(&S, e);
+	assert_ptr_equal(kv_find(&S, K("a")), e);
+	/* After a delete, among other keys; the replaced entry pinned too. */
+	assert_int_equal(kv_put(&S, K("b"), "12345", 5, NULL, NULL, NULL), KV_CREATED);
+	assert_true(kv_pin(&S, e));
+	assert_int_equal(kv_delete(&S, K("a"), NULL, NULL), KV_OK);
+	assert_int_equal(kv_put(&S, K("a"), "again", 5, NULL, NULL, NULL), KV_CREATED);
+	e2 = kv_find(&S, K("a"));
+	assert_true(kv_pin(&S, e2));
+	assert_true(kv_restore(&S, K("a"), e));
+	assert_int_equal(S.held, 1);	/* e2, pinned */
+	assert_int_equal(S.used, 3 * c5);
+	assert_int_equal(kv_store_check(&S), 0);
+	kv_unpin(&S, e2);
+	kv_unpin(&S, e);
+	assert_int_equal(S.used, 2 * c5);
+	/* NULL: absent again (a put of a new key undone); absent already: no-op. */
+	assert_true(kv_restore(&S, K("b"), NULL));
+	assert_null(kv_find(&S, K("b")));
+	assert_true(kv_restore(&S, K("b"), NULL));
+	assert_int_equal(S.count, 1);
+	assert_int_equal(S.used, c5);
+	assert_int_equal(live_blocks, 1);
+	teardown_store();
+}
+
 /* Sorted insertion (the AVL's worst input for a plain BST) stays shallow. */
 static void test_sorted_insert_balanced(void **st)
 {
@@ -745,6 +797,7 @@ int main(void)
 		cmocka_unit_test(test_list_worst_case),
 		cmocka_unit_test(test_random_vs_model),
 		cmocka_unit_test(test_pins),
+		cmocka_unit_test(test_restore),
 		cmocka_unit_test(test_sorted_insert_balanced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

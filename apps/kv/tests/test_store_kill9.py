@@ -198,7 +198,7 @@ def test_kv_acknowledged_puts_survive_kill9(disk):
         vm.stop()
 
 
-BLKDEBUG_FOURTH_FLUSH = """[set-state]
+BLKDEBUG_FIFTH_FLUSH = """[set-state]
 event = "flush_to_disk"
 state = "1"
 new_state = "2"
@@ -213,22 +213,28 @@ event = "flush_to_disk"
 state = "3"
 new_state = "4"
 
-[inject-error]
+[set-state]
 event = "flush_to_disk"
 state = "4"
+new_state = "5"
+
+[inject-error]
+event = "flush_to_disk"
+state = "5"
 errno = "5"
 """
 
 
 def test_kv_flush_error_read_only(disk):
-    """QEMU's blkdebug fails every FLUSH from the fourth on (the format's two
-    and the ETag secret's pass): the PUT whose FLUSH failed is 503, the store
-    turns read-only and says why, the next PUT is 503 too, reads and
-    /metrics are served."""
+    """QEMU's blkdebug fails every FLUSH from the fifth on (the format's two,
+    the ETag secret's and the first PUT's pass): the PUT whose FLUSH failed
+    is 503, the store turns read-only and says why, the next PUT is 503 too,
+    reads and /metrics are served, and the memory copy is what the disk
+    holds: the first value, not the one whose FLUSH failed."""
     from httpc import free_tcp_port
     conf = disk + ".blkdebug"
     with open(conf, "w") as f:
-        f.write(BLKDEBUG_FOURTH_FLUSH)
+        f.write(BLKDEBUG_FIFTH_FLUSH)
     port = free_tcp_port()
     vm = Vm(kernel=ELF, extra=[
         "-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:80",
@@ -238,12 +244,15 @@ def test_kv_flush_error_read_only(disk):
     try:
         vm.wait_for(r"^kv: 0 keys loaded from the data disk", timeout=120)
         vm.wait_for(r"^vireo: ready ip=", timeout=60)
-        st, _, body = kv_req(port, "PUT", "/kv/a", b"one")
+        st, tag, _ = kv_req(port, "PUT", "/kv/a", b"one")
+        assert st == 201
+        st, _, body = kv_req(port, "PUT", "/kv/a", b"two")
         assert (st, b"read-only" in body) == (503, True), body
         vm.wait_for(r"^store: flush failed \(-5\) for batch \d+ .*; read-only", timeout=10)
         assert kv_req(port, "PUT", "/kv/b", b"two")[0] == 503
-        # The memory copy took the failed write (docs/storage.md): served.
-        assert kv_req(port, "GET", "/kv/a")[::2] == (200, b"one")
+        # The memory copy went back to what the disk holds: served.
+        assert kv_req(port, "GET", "/kv/a") == (200, tag, b"one")
+        assert kv_req(port, "GET", "/kv/b")[0] == 404
         assert kv_req(port, "GET", "/metrics")[0] == 200
     finally:
         vm.stop()

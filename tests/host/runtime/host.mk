@@ -69,3 +69,9 @@ HOST_TESTS += test_response
 test_response_USES := response chunked
 FUZZERS += fuzz_response
 fuzz_response_USES := response chunked
+
+# The data disk's app API (vireo/store.h: keys and the record log) over the
+# store on the model disk, with docs/apps.md's record-log example.
+HOST_TESTS += test_store_api
+test_store_api_USES := store_api store_log store store_compact store_open blk index logfmt crc32c fmt
+test_store_api_SRCS := tests/host/storage/memdisk.c

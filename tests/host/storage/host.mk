@@ -13,3 +13,6 @@ test_blk_SRCS := tests/host/storage/memdisk.c
 HOST_TESTS += test_store
 test_store_USES := store store_compact store_open blk index logfmt crc32c fmt
 test_store_SRCS := tests/host/storage/memdisk.c
+HOST_TESTS += test_store_log
+test_store_log_USES := store_log store store_compact store_open blk index logfmt crc32c fmt
+test_store_log_SRCS := tests/host/storage/memdisk.c
