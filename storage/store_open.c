@@ -33,6 +33,7 @@ struct st_rec_state {
 	struct st_batch torn;
 	bool torn_hdr;
 	u8 *zero;
+	u64 t0;			/* time_ns() at st_open */
 };
 
 static void st_rc_io(struct store *s);
@@ -55,6 +56,8 @@ static void st_rc_free(struct store *s)
 
 static void st_open_end(struct store *s, int err)
 {
+	if (s->rec)
+		s->report.open_ns = time_ns() - s->rec->t0;
 	st_rc_free(s);
 	if (err) {
 		s->state = ST_FAILED;
@@ -81,6 +84,7 @@ static void st_rc_read(struct store *s, u64 sector, void *buf, u32 len)
 
 	rc->io = (struct blk_io){ .op = BLK_READ, .sector = sector, .buf = buf, .len = len,
 				  .done = (void (*)(struct blk_io *, int))0, .priv = s };
+	s->report.read_bytes += len;
 	st_rc_io(s);
 }
 
@@ -568,6 +572,8 @@ int st_open(struct store *s, struct blk_dev *d, const struct st_cfg *cfg,
 	if (rc)
 		rc->sbbuf = blk_buf_alloc(d, 2 * ST_SB_SIZE);
 	s->rec = rc;
+	if (rc)
+		rc->t0 = time_ns();
 	if (!rc || !rc->sbbuf || !s->buf[0] || !s->buf[1]) {
 		st_close(s);
 		return -ENOMEM;
