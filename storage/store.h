@@ -83,6 +83,7 @@ struct st_report {
 	char sb_note[96];	/* a superblock copy found bad, or "" */
 	u64 read_bytes;		/* read from the disk by the open */
 	u64 open_ns;		/* st_open to its callback: superblocks, format, recovery */
+	u64 cpu_ns;		/* ... of it spent checking and replaying, not waiting for the disk */
 };
 
 struct st_stats {
