@@ -108,10 +108,13 @@ static void disk_opened(struct store *s, int err, void *arg)
 		kprintf("store: cannot open the store on %s (serial %s): %s (%d)\n", s->dev->name, s->dev->serial,
 			s->why, err);
 	} else {
-		kprintf("store: %s %s (serial %s): %lu keys, %lu records in %lu batches over %lu segments (%lu KiB)%s%s\n",
+		kprintf("store: %s %s (serial %s): %lu keys, %lu records in %lu batches over %lu segments (%lu KiB); "
+			"%lu KiB read in %lu ms (%lu ms checking and replaying)%s%s\n",
 			r->formatted ? "formatted" : "opened", s->dev->name, s->dev->serial, (unsigned long)r->keys,
 			(unsigned long)r->records, (unsigned long)r->batches, (unsigned long)r->segments,
-			(unsigned long)(r->log_bytes / 1024), s->state == ST_READONLY ? ", read-only: " : "",
+			(unsigned long)(r->log_bytes / 1024), (unsigned long)(r->read_bytes / 1024),
+			(unsigned long)(r->open_ns / NSEC_PER_MSEC),
+			(unsigned long)(r->cpu_ns / NSEC_PER_MSEC), s->state == ST_READONLY ? ", read-only: " : "",
 			s->state == ST_READONLY ? s->why : "");
 		if (r->torn)
 			kprintf("store: recovery dropped the torn batch %lu (%u records, %u bytes): never acknowledged\n",

@@ -147,24 +147,52 @@ int st_batch_decode(const u8 *p, u32 avail, u32 seed, u32 seg, u32 unit, u32 roo
 	return 0;
 }
 
+/* A record failed to decode: the batch's own checksum is reported first
+ * if it fails too (a torn batch is a bad batch, whatever its records). */
+static int st_batch_bad(const u8 *p, const struct st_batch *b, u32 seed, const char **why)
+{
+	if (crc32c(seed, p, b->bytes) != b->pcrc)
+		*why = "bad batch checksum";
+	return -EBADMSG;
+}
+
 int st_batch_check(const u8 *p, const struct st_batch *b, u32 seed, const char **why)
 {
-	u32 off = 0, n = 0;
+	u32 off = 0, n = 0, crc = seed;	/* crc32c(seed, p, off) */
 
-	if (crc32c(seed, p, b->bytes) != b->pcrc) {
-		*why = "bad batch checksum";
-		return -EBADMSG;
-	}
+	/* A record's CRC covers all of it but its first 4 bytes: the batch's
+	 * CRC is built from the records' (crc32c_extend) and the bytes they
+	 * leave out, so every byte is read once, not twice. */
 	while (off < b->bytes) {
 		struct st_rec r;
+		u32 end;
 
 		if (st_rec_decode(p + off, b->bytes - off, seed, &r, why))
-			return -EBADMSG;
+			return st_batch_bad(p, b, seed, why);
+		crc = crc32c(crc, p + off, 4);
+		crc = crc32c_extend(crc, seed, get_le32(p + off), r.len - 4);
+		end = MIN(ALIGN_UP(r.len, 8u), b->bytes - off);	/* the padding within the batch */
+		crc = crc32c(crc, p + off + r.len, end - r.len);
 		off += ALIGN_UP(r.len, 8u);
 		n++;
 	}
-	*why = off != b->bytes || n != b->nrec ? "record count does not add up" : NULL;
+	if (crc != b->pcrc)
+		*why = "bad batch checksum";
+	else
+		*why = off != b->bytes || n != b->nrec ? "record count does not add up" : NULL;
 	return *why ? -EBADMSG : 0;
+}
+
+void st_rec_fields(const u8 *p, struct st_rec *r)
+{
+	r->len = get_le32(p + 4);
+	r->type = p[8];
+	r->klen = p[9];
+	r->flags = get_le16(p + 10);
+	r->vlen = get_le32(p + 12);
+	r->lsn = get_le64(p + 16);
+	r->key = p + ST_REC_HDR;
+	r->val = p + ST_REC_HDR + r->klen;
 }
 
 u32 st_rec_encode(u8 *out, u8 type, u16 flags, u64 lsn, const u8 *key, u32 klen, const void *val, u32 vlen,

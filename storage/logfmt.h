@@ -120,7 +120,10 @@ int st_batch_decode(const u8 *p, u32 avail, u32 seed, u32 seg, u32 unit, u32 roo
 		    const char **why);
 /* Checks the batch b whose payload (b->bytes) starts at p: its checksum
  * (b->pcrc), every record decodes, their padded lengths add up to
- * b->bytes, their count to b->nrec. 0, or -EBADMSG with *why set. */
+ * b->bytes, their count to b->nrec. 0, or -EBADMSG with *why set ("bad
+ * batch checksum" first when the payload's checksum fails, whatever else
+ * does). Each byte is read once: the payload's checksum is made from the
+ * records'. */
 int st_batch_check(const u8 *p, const struct st_batch *b, u32 seed, const char **why);
 
 /* Writes one record at out (st_rec_space(klen, vlen) bytes, padding
@@ -132,5 +135,8 @@ u32 st_rec_encode(u8 *out, u8 type, u16 flags, u64 lsn, const u8 *key, u32 klen,
  * not add up, an unknown type, an empty key, a delete with a value, a bad
  * checksum). */
 int st_rec_decode(const u8 *p, u32 avail, u32 seed, struct st_rec *r, const char **why);
+/* The fields of a record in a batch st_batch_check() has passed, read
+ * without checking them again. */
+void st_rec_fields(const u8 *p, struct st_rec *r);
 
 #endif

@@ -572,6 +572,9 @@ void st_write_metrics(struct metrics_buf *b, const struct store *s)
 	metrics_simple(b, "vireo_store_disk_bytes", METRICS_GAUGE, "Bytes of the store's segments",
 		       (u64)s->nseg * s->seg_size);
 	metrics_simple(b, "vireo_store_segments_free", METRICS_GAUGE, "Segments outside the log", s->nfree);
+	metrics_family(b, "vireo_store_recovery_seconds", METRICS_GAUGE,
+		       "Time the store's open took (superblocks, format, replaying the log)");
+	metrics_sample_fixed(b, "vireo_store_recovery_seconds", NULL, s->report.open_ns / 1000, 6);
 	metrics_simple(b, "vireo_store_puts_total", METRICS_COUNTER, "Puts made durable", t->puts);
 	metrics_simple(b, "vireo_store_deletes_total", METRICS_COUNTER, "Deletes made durable", t->dels);
 	metrics_simple(b, "vireo_store_gets_total", METRICS_COUNTER, "Values read from the disk", t->gets);

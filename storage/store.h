@@ -81,6 +81,9 @@ struct st_report {
 	bool damaged;		/* the log is damaged before its end (read-only) */
 	char damage[160];
 	char sb_note[96];	/* a superblock copy found bad, or "" */
+	u64 read_bytes;		/* read from the disk by the open */
+	u64 open_ns;		/* st_open to its callback: superblocks, format, recovery */
+	u64 cpu_ns;		/* ... of it spent checking and replaying, not waiting for the disk */
 };
 
 struct st_stats {

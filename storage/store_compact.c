@@ -289,7 +289,7 @@ void st_cp_step(void *arg)
 			continue;
 		}
 		p = cp->win + (cp->pos - cp->win_start) + ST_BATCH_HDR + cp->rec;
-		st_rec_decode(p, cp->b.bytes - cp->rec, s->seed, &r, &why);	/* st_batch_check passed */
+		st_rec_fields(p, &r);	/* st_batch_check passed */
 		e = r.type == ST_REC_PUT ? st_index_find(&s->index, r.key, r.klen) : NULL;
 		if (e && !st_ghost(e) && e->seg == cp->seg && e->off == cp->pos + ST_BATCH_HDR + cp->rec &&
 		    e->lsn == r.lsn) {

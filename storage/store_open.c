@@ -33,7 +33,30 @@ struct st_rec_state {
 	struct st_batch torn;
 	bool torn_hdr;
 	u8 *zero;
+	u64 t0;			/* time_ns() at st_open */
+	u64 step_t0;		/* ... at the start of the step running (st_rc_timed) */
+	/* Read-ahead: while one segment is checked and replayed, the next
+	 * live one's first window is read into awin (ST_WIN). */
+	struct blk_io aio;
+	u8 *awin;
+	u32 ak, apos, alen;	/* the k-th live segment, from apos, alen bytes */
+	u8 ahead;		/* AH_NONE, AH_BUSY, AH_DONE */
+	int aerr;
+	bool await;		/* the scan waits for it */
+	bool ending;		/* the open is over, once it is back (end_err) */
+	int end_err;
+	struct work take;	/* the scan goes on with a read-ahead already done */
+	/* The probe: the first unit of ST_PROBE_INFLIGHT segments at a time,
+	 * into win (at most 32 x 4 KiB). */
+	struct blk_io *pio;
+	u32 pn, pdone;
+	int perr;
+	u64 perr_sector;
 };
+
+#define ST_PROBE_INFLIGHT 32u
+
+enum { AH_NONE, AH_BUSY, AH_DONE };
 
 static void st_rc_io(struct store *s);
 
@@ -46,15 +69,30 @@ static void st_rc_free(struct store *s)
 		return;
 	blk_buf_free(s->dev, rc->sbbuf, 2 * ST_SB_SIZE);
 	blk_buf_free(s->dev, rc->win, ST_WIN);
+	blk_buf_free(s->dev, rc->awin, ST_WIN);
+	work_cancel(&rc->take);
 	blk_buf_free(s->dev, rc->zero, rc->torn.total);
 	kfree(rc->firsts);
 	kfree(rc->live);
+	kfree(rc->pio);
 	kfree(rc);
 	s->rec = NULL;
 }
 
 static void st_open_end(struct store *s, int err)
 {
+	if (s->rec && s->rec->ahead == AH_BUSY) {
+		s->rec->ending = true;	/* its buffer is the device's until it is back */
+		s->rec->end_err = err;
+		return;
+	}
+	if (s->rec) {
+		u64 now = time_ns();
+
+		s->report.open_ns = now - s->rec->t0;
+		if (s->rec->step_t0)
+			s->report.cpu_ns += now - s->rec->step_t0;
+	}
 	st_rc_free(s);
 	if (err) {
 		s->state = ST_FAILED;
@@ -81,6 +119,7 @@ static void st_rc_read(struct store *s, u64 sector, void *buf, u32 len)
 
 	rc->io = (struct blk_io){ .op = BLK_READ, .sector = sector, .buf = buf, .len = len,
 				  .done = (void (*)(struct blk_io *, int))0, .priv = s };
+	s->report.read_bytes += len;
 	st_rc_io(s);
 }
 
@@ -105,7 +144,95 @@ static void st_set_geometry(struct store *s)
 	s->data_off = s->sb.data_off;
 }
 
-/* After the superblocks: the segments' first batches, one by one. */
+static void st_probe_one(struct blk_io *io, int err);
+
+/* The first unit of the next ST_PROBE_INFLIGHT segments, all at once. */
+static void st_probe_group(struct store *s)
+{
+	struct st_rec_state *rc = s->rec;
+
+	rc->pn = MIN(ST_PROBE_INFLIGHT, s->nseg - rc->i);
+	rc->pdone = 0;
+	for (u32 j = 0; j < rc->pn; j++) {
+		rc->pio[j] = (struct blk_io){ .op = BLK_READ, .sector = st_sector(s, rc->i + j, 0),
+					      .buf = rc->win + j * s->unit, .len = s->unit, .done = st_probe_one,
+					      .priv = s };
+		s->report.read_bytes += s->unit;
+		blk_submit(s->dev, &rc->pio[j]);
+	}
+}
+
+static void st_scan_read(struct store *s);
+static void st_recovered(struct store *s);
+static void st_sort_live(struct st_rec_state *rc);
+static void st_rc_timed(struct store *s, void (*fn)(struct store *s, struct blk_io *io, int err),
+			struct blk_io *io, int err);
+
+/* A group of the probe is back: the segments whose first batch is of this
+ * log are live; the others are free. */
+static void st_probe_back(struct store *s, struct blk_io *io, int err)
+{
+	struct st_rec_state *rc = s->rec;
+
+	if (rc->perr) {
+		ksnprintf(s->why, sizeof s->why, "I/O error (%d) at sector %lu while opening", rc->perr,
+			  (unsigned long)rc->perr_sector);
+		st_open_end(s, -EIO);
+		return;
+	}
+	for (u32 j = 0; j < rc->pn; j++, rc->i++) {
+		struct st_batch b;
+		const char *why;
+
+		/* A segment whose first batch is older than the log's start was
+		 * reclaimed: it is free. */
+		if (st_batch_decode(rc->win + j * s->unit, s->unit, s->seed, rc->i, s->unit, s->seg_size, &b, &why) ==
+			    0 &&
+		    (b.flags & ST_BATCH_FIRST) && b.seq >= s->sb.start) {
+			rc->firsts[rc->i] = b.seq;
+			rc->live[rc->nlive++] = rc->i;
+		}
+	}
+	if (rc->i < s->nseg) {
+		st_probe_group(s);
+		return;
+	}
+	if (rc->nlive)
+		st_sort_live(rc);
+	if (s->sb.start && (!rc->nlive || rc->firsts[rc->live[0]] != s->sb.start)) {
+		s->report.damaged = true;
+		ksnprintf(s->report.damage, sizeof s->report.damage, "the log's first batch (%lu) is missing",
+			  (unsigned long)s->sb.start);
+		rc->nlive = 0;
+		st_recovered(s);
+		return;
+	}
+	if (!rc->nlive) {
+		st_recovered(s);
+		return;
+	}
+	rc->phase = RC_SCAN;
+	rc->k = 0;
+	rc->pos = 0;
+	rc->expect = rc->firsts[rc->live[0]];
+	st_scan_read(s);
+}
+
+static void st_probe_one(struct blk_io *io, int err)
+{
+	struct store *s = io->priv;
+	struct st_rec_state *rc = s->rec;
+
+	if (err && !rc->perr) {
+		rc->perr = err;
+		rc->perr_sector = io->sector;
+	}
+	if (++rc->pdone == rc->pn)
+		st_rc_timed(s, st_probe_back, io, 0);
+}
+
+/* After the superblocks: the segments' first batches, ST_PROBE_INFLIGHT at
+ * a time. */
 static int st_probe_start(struct store *s)
 {
 	struct st_rec_state *rc = s->rec;
@@ -119,11 +246,13 @@ static int st_probe_start(struct store *s)
 	rc->firsts = kzalloc(sizeof *rc->firsts * s->nseg);
 	rc->live = kzalloc(sizeof *rc->live * s->nseg);
 	rc->win = blk_buf_alloc(s->dev, ST_WIN);
-	if (!s->segs || !rc->firsts || !rc->live || !rc->win)
+	rc->awin = blk_buf_alloc(s->dev, ST_WIN);
+	rc->pio = kzalloc(sizeof *rc->pio * ST_PROBE_INFLIGHT);
+	if (!s->segs || !rc->firsts || !rc->live || !rc->win || !rc->awin || !rc->pio)
 		return -ENOMEM;
 	rc->phase = RC_PROBE;
 	rc->i = 0;
-	st_rc_read(s, st_sector(s, 0, 0), rc->win, s->unit);
+	st_probe_group(s);
 	return 0;
 }
 
@@ -249,10 +378,9 @@ static int st_replay(struct store *s, u32 seg, u32 pos, const struct st_batch *b
 
 	while (off < b->bytes) {
 		struct st_rec r;
-		const char *why;
 		struct st_ent *e;
 
-		st_rec_decode(payload + off, b->bytes - off, s->seed, &r, &why);	/* st_batch_check passed */
+		st_rec_fields(payload + off, &r);	/* st_batch_check passed, on these bytes */
 		e = st_index_find(&s->index, r.key, r.klen);
 		if (r.type == ST_REC_DEL) {
 			if (e) {
@@ -288,6 +416,26 @@ static int st_replay(struct store *s, u32 seg, u32 pos, const struct st_batch *b
 	return 0;
 }
 
+static void st_ahead_done(struct blk_io *io, int err);
+
+/* Reads the next live segment's first window into awin, if none is being
+ * read and the scan has one after this segment. */
+static void st_ahead_start(struct store *s)
+{
+	struct st_rec_state *rc = s->rec;
+
+	if (rc->ahead != AH_NONE || rc->phase != RC_SCAN || rc->k + 1 >= rc->nlive)
+		return;
+	rc->ahead = AH_BUSY;
+	rc->ak = rc->k + 1;
+	rc->apos = 0;
+	rc->alen = MIN(ST_WIN, s->seg_size);
+	rc->aio = (struct blk_io){ .op = BLK_READ, .sector = st_sector(s, rc->live[rc->ak], 0), .buf = rc->awin,
+				   .len = rc->alen, .done = st_ahead_done, .priv = s };
+	s->report.read_bytes += rc->alen;
+	blk_submit(s->dev, &rc->aio);
+}
+
 static void st_scan_read(struct store *s)
 {
 	struct st_rec_state *rc = s->rec;
@@ -295,6 +443,13 @@ static void st_scan_read(struct store *s)
 
 	rc->win_start = rc->pos;
 	rc->win_len = MIN(ST_WIN, s->seg_size - rc->pos);
+	if (rc->ahead != AH_NONE && rc->ak == rc->k && rc->apos == rc->pos && rc->alen == rc->win_len) {
+		if (rc->ahead == AH_BUSY)
+			rc->await = true;	/* st_ahead_done goes on */
+		else
+			work_queue(&rc->take);	/* from the loop: no recursion segment after segment */
+		return;
+	}
 	st_rc_read(s, st_sector(s, seg, rc->pos), rc->win, rc->win_len);
 }
 
@@ -458,7 +613,77 @@ static void st_recovered(struct store *s)
 	st_open_end(s, 0);
 }
 
+static void st_rc_step(struct blk_io *io, int err);
+
+/* Every step of the open between two requests runs through here: its time
+ * is the open's CPU time (checking and replaying), the rest is waiting
+ * for the disk. */
+static void st_rc_timed(struct store *s, void (*fn)(struct store *s, struct blk_io *io, int err),
+			struct blk_io *io, int err)
+{
+	struct st_rec_state *rc = s->rec;
+
+	rc->step_t0 = time_ns();
+	fn(s, io, err);
+	if (s->rec == rc)	/* still opening (st_open_end counts the last step) */
+		s->report.cpu_ns += time_ns() - rc->step_t0;
+}
+
+static void st_rc_main(struct store *s, struct blk_io *io, int err)
+{
+	st_rc_step(io, err);
+}
+
 static void st_rc_done(struct blk_io *io, int err)
+{
+	st_rc_timed(io->priv, st_rc_main, io, err);
+}
+
+/* The scan takes the read-ahead as its window and goes on. */
+static void st_ahead_use(struct store *s, struct blk_io *io, int err)
+{
+	struct st_rec_state *rc = s->rec;
+	u8 *w = rc->win;
+
+	rc->ahead = AH_NONE;
+	if (rc->aerr) {
+		ksnprintf(s->why, sizeof s->why, "I/O error (%d) at sector %lu while opening", rc->aerr,
+			  (unsigned long)rc->aio.sector);
+		st_open_end(s, -EIO);
+		return;
+	}
+	rc->win = rc->awin;
+	rc->awin = w;
+	st_ahead_start(s);
+	st_scan_step(s);
+}
+
+static void st_ahead_take(void *arg)
+{
+	st_rc_timed(arg, st_ahead_use, NULL, 0);
+}
+
+static void st_ahead_back(struct store *s, struct blk_io *io, int err)
+{
+	struct st_rec_state *rc = s->rec;
+
+	rc->ahead = AH_DONE;
+	rc->aerr = err;
+	if (rc->ending) {
+		rc->ahead = AH_NONE;
+		st_open_end(s, rc->end_err);
+	} else if (rc->await) {
+		rc->await = false;
+		st_ahead_use(s, io, err);
+	}
+}
+
+static void st_ahead_done(struct blk_io *io, int err)
+{
+	st_rc_timed(io->priv, st_ahead_back, io, err);
+}
+
+static void st_rc_step(struct blk_io *io, int err)
 {
 	struct store *s = io->priv;
 	struct st_rec_state *rc = s->rec;
@@ -497,43 +722,8 @@ static void st_rc_done(struct blk_io *io, int err)
 	case RC_ZERO_FLUSH:
 		st_open_end(s, 0);
 		return;
-	case RC_PROBE: {
-		struct st_batch b;
-		const char *why;
-
-		/* A segment whose first batch is older than the log's start was
-		 * reclaimed: it is free. */
-		if (st_batch_decode(rc->win, s->unit, s->seed, rc->i, s->unit, s->seg_size, &b, &why) == 0 &&
-		    (b.flags & ST_BATCH_FIRST) && b.seq >= s->sb.start) {
-			rc->firsts[rc->i] = b.seq;
-			rc->live[rc->nlive++] = rc->i;
-		}
-		if (++rc->i < s->nseg) {
-			st_rc_read(s, st_sector(s, rc->i, 0), rc->win, s->unit);
-			return;
-		}
-		if (rc->nlive)
-			st_sort_live(rc);
-		if (s->sb.start && (!rc->nlive || rc->firsts[rc->live[0]] != s->sb.start)) {
-			s->report.damaged = true;
-			ksnprintf(s->report.damage, sizeof s->report.damage,
-				  "the log's first batch (%lu) is missing", (unsigned long)s->sb.start);
-			rc->nlive = 0;
-			st_recovered(s);
-			return;
-		}
-		if (!rc->nlive) {
-			st_recovered(s);
-			return;
-		}
-		rc->phase = RC_SCAN;
-		rc->k = 0;
-		rc->pos = 0;
-		rc->expect = rc->firsts[rc->live[0]];
-		st_scan_read(s);
-		return;
-	}
 	case RC_SCAN:
+		st_ahead_start(s);
 		st_scan_step(s);
 		return;
 	case RC_TAIL:
@@ -568,6 +758,10 @@ int st_open(struct store *s, struct blk_dev *d, const struct st_cfg *cfg,
 	if (rc)
 		rc->sbbuf = blk_buf_alloc(d, 2 * ST_SB_SIZE);
 	s->rec = rc;
+	if (rc) {
+		rc->t0 = time_ns();
+		work_init(&rc->take, st_ahead_take, s);
+	}
 	if (!rc || !rc->sbbuf || !s->buf[0] || !s->buf[1]) {
 		st_close(s);
 		return -ENOMEM;

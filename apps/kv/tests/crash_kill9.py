@@ -236,7 +236,7 @@ def main():
                 boot_s.append(time.monotonic() - t0)
                 text = vm.text
                 op = re.search(r"^store: (opened|formatted) virtio\d+ \(serial vireo-data\): (\d+) keys, (\d+) records "
-                               r"in (\d+) batches over (\d+) segments \((\d+) KiB\)(.*)$", text, re.M)
+                               r"in (\d+) batches over (\d+) segments \((\d+) KiB\); \d+ KiB read in \d+ ms \(\d+ ms checking and replaying\)(.*)$", text, re.M)
                 if not op or op.group(7):
                     fail(f"trial {trial}: the store did not open writable", text)
                 if (op.group(1) == "formatted") != (trial == 0):

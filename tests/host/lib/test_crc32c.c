@@ -1,7 +1,9 @@
 /* lib/crc32c.c against the published CRC-32C check value ("123456789")
  * and RFC 3720's (iSCSI) B.4 vectors, then against a bit-at-a-time
  * reference on random data at every alignment and length up to 300 bytes,
- * and chaining (the CRC of a then b equals the CRC of a || b). */
+ * and chaining (the CRC of a then b equals the CRC of a || b);
+ * crc32c_extend() (a || b's CRC from a's and b's, b's taken with any seed)
+ * against crc32c() over a || b, b of 0..300 bytes and up to 1 MiB. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -59,11 +61,48 @@ static void test_against_reference(void **state)
 		}
 }
 
+static u32 next(u64 *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return (u32)(*x >> 16);
+}
+
+static void test_extend(void **state)
+{
+	size_t big = (1u << 20) + 77;
+	u8 *buf = malloc(big + 64);
+	u64 x = 12345;
+
+	assert_non_null(buf);
+	for (size_t i = 0; i < big + 64; i++)
+		buf[i] = (u8)next(&x);
+	for (size_t n = 0; n <= 300; n++)
+		for (unsigned t = 0; t < 4; t++) {
+			size_t na = next(&x) % 64;
+			u32 s0 = t ? next(&x) : 0, seed = t & 1 ? next(&x) : 0;
+			u32 a = crc32c(s0, buf, na), whole = crc32c(s0, buf, na + n);
+
+			assert_int_equal(crc32c_extend(a, seed, crc32c(seed, buf + na, n), n), whole);
+			/* a wrong length or part gives another value */
+			assert_int_not_equal(crc32c_extend(a, seed, crc32c(seed, buf + na, n) ^ 1, n), whole);
+		}
+	for (size_t n = 301; n <= big; n = n * 3 + 1) {
+		u32 seed = next(&x), s0 = next(&x);
+		u32 a = crc32c(s0, buf, 40);
+
+		assert_int_equal(crc32c_extend(a, seed, crc32c(seed, buf + 40, n), n), crc32c(s0, buf, 40 + n));
+	}
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vectors),
 		cmocka_unit_test(test_against_reference),
+		cmocka_unit_test(test_extend),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,7 +17,9 @@
  *   the end: reported, read-only, what came before kept.
  * - superblocks: one copy bad (reported, the other used), both bad
  *   (refused, never formatted), blank and not to be formatted (-ENOENT).
- * - bounds: the disk (-ENOSPC), the index (-ENOMEM), the queue (-EBUSY). */
+ * - bounds: the disk (-ENOSPC), the index (-ENOMEM), the queue (-EBUSY).
+ * - a read error at each read of an open (probe, windows, read-ahead):
+ *   -EIO, nothing left behind, the next open whole. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -810,6 +812,69 @@ static void test_get_errors(void **state)
 	memdisk_free(&m);
 }
 
+/* The open meets a read error at each of its reads in turn (the
+ * superblocks, the probe's groups of 32, a window, the read-ahead of the
+ * next segment) and every read after it fails too: the open fails with
+ * -EIO and says so, only once every read it sent is back (ASan), and frees
+ * what it took; the disk back, the next open finds every key. */
+static void test_open_read_errors(void **state)
+{
+	struct memdisk m;
+	struct store s;
+	struct st_cfg cfg = cfg_default();
+	unsigned reads, n, fails = 0;
+	u64 keys;
+	long kmem;
+
+	memdisk_init(&m, 8192, 512, 64 * 1024, true);
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	fill_batches(&s, 150);
+	assert_true(s.head >= 1);
+	keys = s.index.count;
+	st_close(&s);
+	reads = m.dev_reqs[BLK_READ];
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	reads = m.dev_reqs[BLK_READ] - reads;
+	assert_int_equal(s.index.count, keys);
+	assert_true(s.report.segments >= 2);
+	st_close(&s);
+	assert_true(reads > 1 + 32 + 2);	/* superblocks, two probe groups, windows */
+	kmem = hk_kmem_live();
+	for (n = 1; n <= reads; n++) {
+		memdisk_fail(&m, BLK_READ, (int)n, 100000);
+		assert_int_equal(open_store(&s, &m, &cfg), -EIO);
+		assert_non_null(strstr(s.why, "I/O error"));
+		st_close(&s);
+		memdisk_fail(&m, BLK_READ, 0, 0);
+		assert_int_equal(hk_kmem_live(), kmem);
+	}
+	/* The n-th read and the next two fail: one request's every try (a
+	 * window, the read-ahead), or a few of the probe's, retried. Either
+	 * the open fails, or it finds the whole log: never less. */
+	for (n = 1; n <= reads; n++) {
+		int err;
+
+		memdisk_fail(&m, BLK_READ, (int)n, BLK_READ_TRIES);
+		err = open_store(&s, &m, &cfg);
+		if (err) {
+			assert_int_equal(err, -EIO);
+			fails++;
+		} else {
+			assert_int_equal(s.state, ST_READY);
+			assert_false(s.report.damaged);
+			assert_int_equal(s.index.count, keys);
+		}
+		st_close(&s);
+		memdisk_fail(&m, BLK_READ, 0, 0);
+		assert_int_equal(hk_kmem_live(), kmem);
+	}
+	assert_true(fails >= 3);	/* the superblocks, a window, the read-ahead at least */
+	assert_int_equal(open_store(&s, &m, &cfg), 0);
+	assert_int_equal(s.index.count, keys);
+	st_close(&s);
+	memdisk_free(&m);
+}
+
 /* ---- write amplification ----
  * 64 segments of 64 KiB (4 MiB), keys whose records fill half of it, 32
  * writers overwriting random keys until the log has wrapped 4 times. WA
@@ -1050,6 +1115,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_superblocks, teardown),
 		cmocka_unit_test_teardown(test_bounds, teardown),
 		cmocka_unit_test_teardown(test_get_errors, teardown),
+		cmocka_unit_test_teardown(test_open_read_errors, teardown),
 		cmocka_unit_test_teardown(test_crash_every_request, teardown),
 		cmocka_unit_test_teardown(test_format_crash, teardown),
 		cmocka_unit_test_teardown(test_write_amplification, teardown),
