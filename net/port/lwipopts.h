@@ -117,6 +117,11 @@
  *     VIREO_TCP_OUT_MAX 8 of them, each with the same 4096 copied bytes
  *     and receive window as an accepted one, so W_echo; only bulk
  *     services' take bulk windows): 14 x W_echo + 2 x W_bulk     522330
+ *     (An outbound connection of a bulk client, the HTTP client's,
+ *     opens the bulk window too, rxmem_out_grant(), outside the 2: its
+ *     received data is copied out of lwIP at once, its out-of-order
+ *     queue keeps the per-PCB and global caps, and it sends at most
+ *     VIREO_TCP_INFLIGHT, so W_echo still covers it.)
  *     (Outbound connections share the 16 rather than add 8 more:
  *     8 x W_echo = 209656 would take the total past MEM_SIZE, and
  *     TLS=1 leaves 64 KiB. A connecting one, SYN_SENT, holds its PCB

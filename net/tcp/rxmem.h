@@ -44,6 +44,7 @@ struct rxmem_stats {
 	u32 snd_bulk_grants;	/* connections holding the bulk send buffer now */
 	u32 snd_bulk_peak;	/* most at once */
 	u64 snd_bulk_refused;	/* asked for while all were held: TCP_SND_BUF instead */
+	u32 out_windows;	/* outbound connections holding the bulk window now */
 };
 extern struct rxmem_stats rxmem_stats;
 
@@ -82,6 +83,15 @@ bool rxmem_bulk_available(void);
  * grant is free (else counted, and pcb keeps TCP_WND). The grant is held
  * until lwIP frees the pcb. Returns whether pcb holds one. */
 bool rxmem_bulk_grant(struct tcp_pcb *pcb);
+
+/* Gives an established outbound connection of a bulk client
+ * (runtime/tcp_out.c) the bulk receive window, announced at once. Not one
+ * of the bulk_max grants: those are for accepted connections that may send
+ * back as much as they receive (W_bulk); an outbound one keeps the app's
+ * send bound (VIREO_TCP_INFLIGHT), so its lwIP cost stays W_echo, and the
+ * client's cap (VIREO_TCP_OUT_MAX) bounds how many hold one. Held until
+ * lwIP frees the pcb. */
+void rxmem_out_grant(struct tcp_pcb *pcb);
 
 /* The send queue cap lwIP applies to pcb, in pbufs: VIREO_SND_BULK_QUEUELEN
  * if it holds a bulk send grant, else TCP_SND_QUEUELEN: what lwIP's

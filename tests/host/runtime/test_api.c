@@ -19,6 +19,7 @@
 #include "lib/metrics.h"
 #include "runtime/http/server.h"
 #include "runtime/site.h"
+#include "net/tcp/rxmem.h"
 #include "net/port/lwip_port.h"
 #include "kernel/time/time.h"
 #include "kernel/boot_info.h"
@@ -453,6 +454,7 @@ static long base_kmem;	/* kernel heap blocks after the apps started */
 static int group_setup(void **state)
 {
 	assert_int_equal(vireo_lwip_init(), 0);
+	rxmem_init();	/* the bulk windows' bookkeeping, as netif_vnet's bring-up */
 	wire_netif_up();
 	/* The metric named vireo_*: refused at boot, one misuse. */
 	assert_int_equal(api_apps_start(), 0);
@@ -1779,6 +1781,78 @@ static void test_tcp_client_back_pressure(void **state)
 	oc_allow(NULL);
 }
 
+/* A bulk client (downloads): a held receive lets the peer fill exactly
+ * VIREO_TCP_BULK_RXBUF, 8 x a plain connection's window, then closes it;
+ * every byte arrives in order once taken; sends keep VIREO_TCP_INFLIGHT;
+ * the window goes with the connection. */
+static struct {
+	size_t len;
+	bool hold;
+} ob;
+
+static size_t ob_recv(vireo_tcp c, const void *data, size_t len, void *arg)
+{
+	const u8 *d = data;
+
+	if (ob.hold)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (d[i] != stream_byte(ob.len + i))
+			fail_msg("byte %zu differs", ob.len + i);
+	ob.len += len;
+	return len;
+}
+
+static void test_tcp_client_bulk_window(void **state)
+{
+	struct vireo_tcp_client cfg = oc_cfg;
+	vireo_tcp_out cl;
+	vireo_tcp c;
+	struct vireo_addr a = oc_addr(V4, TCP_SVC_PORT + 101);
+	struct vireo_tcp_stats st;
+	static u8 lots[20000];
+	size_t i;
+	u32 windows = rxmem_stats.out_windows;
+
+	memset(&oc, 0, sizeof oc);
+	memset(&ob, 0, sizeof ob);
+	oc_allow("192.168.7.2");
+	srv_start(TCP_SVC_PORT + 101, 200000);
+	srv.hold = true;
+	ob.hold = true;
+	cfg.name = "bulk";
+	cfg.bulk = true;
+	cfg.on_recv = ob_recv;
+	assert_int_equal(vireo_tcp_client(&cfg, &cl), 0);
+	assert_int_equal(vireo_tcp_connect(cl, &a, &oc, &c), 0);
+	run_ms(500);
+	assert_int_equal(oc.connected, 1);
+	assert_int_equal(rxmem_stats.out_windows, windows + 1);
+	assert_int_equal(ob.len, 0);
+	/* The peer filled the bulk window and no more: held, its window shut. */
+	assert_int_equal(vireo_tcp_client_stats(cl, &st), 0);
+	assert_int_equal(st.rx_bytes, VIREO_TCP_BULK_RXBUF);
+	assert_true(VIREO_TCP_BULK_RXBUF >= 8 * TCP_WND);
+	assert_true(srv.sent > VIREO_TCP_BULK_RXBUF);
+	assert_true(srv.conn->snd_wnd == 0);
+	/* Sends: still the app's bound. */
+	memset(lots, 'q', sizeof lots);
+	assert_int_equal(vireo_tcp_send(c, lots, sizeof lots), VIREO_TCP_INFLIGHT);
+	ob.hold = false;
+	assert_int_equal(vireo_tcp_recv_again(c), 0);
+	for (i = 0; i < 200 && ob.len < 200000; i++)
+		run_ms(50);
+	assert_int_equal(ob.len, 200000);
+	assert_int_equal(vireo_tcp_close(c), 0);
+	run_ms(200);
+	assert_int_equal(oc.closes, 1);
+	srv_stop();
+	for (i = 0; i < 100 && rxmem_stats.out_windows != windows; i++)
+		run_ms(100);	/* lwIP frees the pcb after its FIN is acknowledged */
+	assert_int_equal(rxmem_stats.out_windows, windows);
+	oc_allow(NULL);
+}
+
 /* ---- HTTP client ---- */
 
 /* A raw lwIP HTTP server: answers each request head with hs.resp (unless
@@ -1892,7 +1966,7 @@ static struct {
 	int err, status;
 	bool hold;
 	size_t len;
-	u8 body[40000];
+	u8 body[70000];
 } hcl;
 
 static void hcl_head(vireo_http_call h, const struct vireo_http_response *r, void *ctx)
@@ -1924,7 +1998,7 @@ static void hcl_done(vireo_http_call h, int err, void *ctx)
  * silent upstream timed out at the head, requests refused. */
 static void test_http_client(void **state)
 {
-	static u8 resp[40000];
+	static u8 resp[70000];
 	struct vireo_addr a = oc_addr(V4, TCP_SVC_PORT + 200);
 	struct vireo_http_stats st;
 	struct tcp_pcb *pcb = tcp_new_ip_type(IPADDR_TYPE_ANY);
@@ -1941,7 +2015,8 @@ static void test_http_client(void **state)
 	hs.listen = tcp_listen(pcb);
 	tcp_accept(hs.listen, hs_accept);
 	n = (size_t)snprintf((char *)resp, sizeof resp, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
-	for (int k = 0; k < 30; k++) {
+	/* past the connection's bulk window (VIREO_TCP_BULK_RXBUF): held back */
+	for (int k = 0; k < 60; k++) {
 		n += (size_t)snprintf((char *)resp + n, sizeof resp - n, "3e8\r\n");
 		for (i = 0; i < 1000; i++)
 			resp[n++] = stream_byte(body++);
@@ -2641,6 +2716,7 @@ int main(void)
 		T(test_tcp_client_round_trip),
 		T(test_tcp_client_failures),
 		T(test_tcp_client_back_pressure),
+		T(test_tcp_client_bulk_window),
 		T(test_http_client),
 		T(test_http_client_stream),
 		T(test_http_client_fields),
