@@ -24,8 +24,8 @@
  * queue lwIP still sends keeps its grant as long as it keeps the memory.
  *
  * Outbound connections of a bulk client (the HTTP client's: response
- * bodies) get the same window through a bit of their own
- * (rxmem_out_grant()), outside bulk_max: what they send stays under the
+ * bodies) get the same window and bit, uncounted (rxmem_out_grant() in
+ * rxmem.h: no destroy callback), outside bulk_max: what they send stays under the
  * app's VIREO_TCP_INFLIGHT, so a larger window costs lwIP no more than a
  * plain connection (the heap budget's W_echo), and VIREO_TCP_OUT_MAX
  * bounds how many hold one.
@@ -60,10 +60,9 @@ static u8 age_id;
 static bool age_ready;
 static u64 age_seq;
 
-#define RXMEM_BULK_BIT	(1ull << 63)	/* in the ext arg, above the age stamp */
+#define RXMEM_BULK_BIT	RXMEM_BULK_ARG_BIT	/* in the ext arg, above the age stamp */
 #define RXMEM_SND_BIT	VIREO_SND_BULK_ARG_BIT	/* a bulk send grant */
-#define RXMEM_OUT_BIT	(1ull << 61)	/* an outbound bulk window */
-#define RXMEM_FLAGS	(RXMEM_BULK_BIT | RXMEM_SND_BIT | RXMEM_OUT_BIT)
+#define RXMEM_FLAGS	(RXMEM_BULK_BIT | RXMEM_SND_BIT)
 
 static u64 rxmem_arg_get(const struct tcp_pcb *pcb)
 {
@@ -77,8 +76,6 @@ static void rxmem_pcb_destroyed(u8_t id, void *data)
 		rxmem_stats.bulk_grants--;
 	if (((u64)(uintptr_t)data & RXMEM_SND_BIT) && rxmem_stats.snd_bulk_grants)
 		rxmem_stats.snd_bulk_grants--;
-	if (((u64)(uintptr_t)data & RXMEM_OUT_BIT) && rxmem_stats.out_windows)
-		rxmem_stats.out_windows--;
 }
 
 static const struct tcp_ext_arg_callbacks rxmem_ext_callbacks = {
@@ -95,7 +92,7 @@ void rxmem_init(void)
 
 u32 rxmem_wnd_max(const struct tcp_pcb *pcb)
 {
-	return (rxmem_arg_get(pcb) & (RXMEM_BULK_BIT | RXMEM_OUT_BIT)) ? VIREO_RXMEM_BULK_WND : TCP_WND;
+	return (rxmem_arg_get(pcb) & RXMEM_BULK_BIT) ? VIREO_RXMEM_BULK_WND : TCP_WND;
 }
 
 bool rxmem_bulk_available(void)
@@ -124,18 +121,6 @@ bool rxmem_bulk_grant(struct tcp_pcb *pcb)
 	 * update is more than TCP_WND_UPDATE_THRESHOLD). */
 	tcp_recved(pcb, (u16_t)(VIREO_RXMEM_BULK_WND - TCP_WND));
 	return true;
-}
-
-void rxmem_out_grant(struct tcp_pcb *pcb)
-{
-	u64 arg = rxmem_arg_get(pcb);
-
-	if (!age_ready || (arg & (RXMEM_BULK_BIT | RXMEM_OUT_BIT)))
-		return;
-	tcp_ext_arg_set(pcb, age_id, (void *)(uintptr_t)(arg | RXMEM_OUT_BIT));
-	tcp_ext_arg_set_callbacks(pcb, age_id, &rxmem_ext_callbacks);
-	rxmem_stats.out_windows++;
-	tcp_recved(pcb, (u16_t)(VIREO_RXMEM_BULK_WND - TCP_WND));
 }
 
 u16 rxmem_snd_queuelen_max(const struct tcp_pcb *pcb)
@@ -312,8 +297,5 @@ __cold static void rxmem_write_metrics(struct metrics_buf *b)
 		       "Bulk receive windows granted", s->bulk_granted);
 	metrics_simple(b, "vireo_rxmem_bulk_windows_refused_total", METRICS_COUNTER,
 		       "Bulk receive windows asked for while all were held (TCP_WND instead)", s->bulk_refused);
-	metrics_simple(b, "vireo_rxmem_out_bulk_windows", METRICS_GAUGE,
-		       "Outbound connections holding the bulk receive window now (bulk clients: the HTTP client's)",
-		       s->out_windows);
 }
 METRICS_SOURCE(rxmem, rxmem_write_metrics);
