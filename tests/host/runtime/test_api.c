@@ -17,6 +17,7 @@
 #include "runtime/http/chunked.h"
 #include "runtime/http/http.h"
 #include "lib/metrics.h"
+#include "runtime/http/conn.h"
 #include "runtime/http/server.h"
 #include "runtime/site.h"
 #include "net/tcp/rxmem.h"
@@ -1186,6 +1187,66 @@ static void test_stream_declared_length(void **state)
 static void test_stream_http10(void **state)
 {
 	stream_case(true, true);
+}
+
+/* A streamed body past HTTP_COPY_INFLIGHT to a client whose ACKs are lost
+ * takes a copy bulk grant: more than 8 KiB of it is unacknowledged, never
+ * more than HTTP_COPY_BULK_INFLIGHT (and the head); with every grant held
+ * elsewhere it keeps 8 KiB and the refusal is counted. Once ACKs flow the
+ * whole body arrives and the grant is given back. */
+#define COPYBULK_PORT 42000
+static struct tcp_pcb *api_server_pcb(u16 client_port)
+{
+	for (struct tcp_pcb *p = tcp_active_pcbs; p; p = p->next)
+		if (p->local_port == HTTP_PORT && p->remote_port == client_port)
+			return p;
+	return NULL;
+}
+
+static void test_stream_copy_bulk(void **state)
+{
+	for (int held = 0; held < 2; held++) {
+		struct client c;
+		struct tcp_pcb *srv;
+		u64 refused0 = http_server_stats.copy_bulk_refused;
+		u32 unacked, i;
+
+		t.stream_total = 200000;
+		t.chunk_unknown = false;
+		t.stream_sent = 0;
+		t.done_true = 0;
+		/* held: every grant taken by others (as two streaming clients would) */
+		http_server_stats.copy_bulk_grants = held ? HTTP_COPY_BULK_MAX : 0;
+		bh_lo = (u16)(COPYBULK_PORT + held);
+		bh_hi = (u16)(bh_lo + 1);
+		cl_open_from(&c, V4, HTTP_PORT, bh_lo);
+		cl_send_str(&c, "GET /t/stream HTTP/1.1\r\nHost: h\r\n\r\n");
+		run_ms(300);
+		srv = api_server_pcb(bh_lo);
+		assert_non_null(srv);
+		unacked = srv->snd_lbb - srv->lastack;
+		if (!held) {
+			if (unacked <= HTTP_COPY_INFLIGHT || unacked > HTTP_COPY_BULK_INFLIGHT + 1024)
+				fail_msg("granted: %u bytes unacknowledged", unacked);
+			assert_int_equal(http_server_stats.copy_bulk_grants, 1);
+			assert_int_equal(http_server_stats.copy_bulk_refused, refused0);
+		} else {
+			if (unacked > HTTP_COPY_INFLIGHT + 1024)
+				fail_msg("refused: %u bytes unacknowledged", unacked);
+			assert_int_equal(http_server_stats.copy_bulk_grants, HTTP_COPY_BULK_MAX);
+			assert_true(http_server_stats.copy_bulk_refused > refused0);
+			http_server_stats.copy_bulk_grants = 0;	/* the others' end */
+		}
+		bh_lo = bh_hi = 0;
+		for (i = 0; i < 400 && !t.done_true; i++)
+			run_ms(50), cl_resume(&c);
+		assert_int_equal(t.done_true, 1);
+		run_ms(500);
+		assert_int_equal(c.len - (size_t)((const u8 *)memmem(c.buf, c.len, "\r\n\r\n", 4) + 4 - c.buf),
+				 t.stream_total);
+		assert_int_equal(http_server_stats.copy_bulk_grants, 0);	/* all acknowledged */
+		cl_close(&c);
+	}
 }
 
 /* vireo_resp_abort(): what was written goes out, then the connection
@@ -2704,6 +2765,7 @@ int main(void)
 		T(test_stream_declared_length),
 		T(test_stream_http10),
 		T(test_stream_abort),
+		T(test_stream_copy_bulk),
 		T(test_misuse_refused),
 		T(test_deferred_work_and_timer),
 		T(test_tcp_service),
