@@ -14,7 +14,11 @@
  * VIREO_HTTP_CALLS_MAX requests of at most VIREO_HTTP_REQ_MAX bytes: all
  * of it the app's own doing, none a remote party's (a response is parsed
  * in the parser's fixed buffer and its body handed on span by span, held
- * back in the connection's VIREO_TCP_RXBUF when the app is slow).
+ * back in the connection's receive buffer when the app is slow). The
+ * pools' TCP clients are bulk ones (vireo/net.h): a response body comes
+ * through a window of VIREO_TCP_BULK_RXBUF, 32 segments a round trip, not
+ * 4 (a proxied 64 KiB body: 5 packets from the upstream instead of 23,
+ * docs/benchmarks.md).
  */
 #include "kernel/loop.h"
 #include "kernel/mm/mm.h"
@@ -707,7 +711,7 @@ int vireo_http_pool_new(const struct vireo_http_pool_cfg *cfg, vireo_http_pool *
 					    .idle_timeout_ms = longest + 2 * HC_TICK_MS,
 					    .on_connected = hc_on_connected, .on_fail = hc_on_fail, .on_recv = hc_on_recv,
 					    .on_eof = hc_on_eof, .on_writable = hc_on_writable, .on_close = hc_on_close,
-					    .arg = p },
+					    .arg = p, .bulk = true },
 				    &p->tcp);
 	}
 	if (err) {

@@ -50,6 +50,7 @@ struct svc {
 	/* A client's (no listen pcb): */
 	bool out;
 	u32 connect_ms;
+	u32 rxbuf;		/* a connection's rx[]: VIREO_TCP_RXBUF, a bulk client's larger */
 	void (*on_connected)(vireo_tcp c, void *arg);
 	void (*on_fail)(vireo_tcp c, enum vireo_tcp_fail why, void *arg);
 	bool tls;		/* make TLS=1: every connection is TLS (tcp_out.c) */

@@ -32,6 +32,7 @@
 #include "runtime/api.h"
 #include "runtime/egress.h"
 #include "runtime/resolve.h"
+#include "net/tcp/rxmem.h"
 #include "runtime/services.h"
 #include "vireo/app.h"
 #include "vireo/net.h"
@@ -133,6 +134,8 @@ static err_t svc_out_connected(struct tcpconn *tc)
 	c->connected = true;
 	c->t_active = tc->t_progress;
 	s->st.connected++;
+	if (s->rxbuf > VIREO_TCP_RXBUF)
+		rxmem_out_grant(tcpconn_tcp_pcb(tc->pcb));	/* a bulk client's: rx[] holds the window */
 	if (s->on_connected)
 		s->on_connected((vireo_tcp){ c->id }, s->cfg.arg);
 	if (c->abort_req)
@@ -412,6 +415,8 @@ int vireo_tcp_client(const struct vireo_tcp_client *cfg, vireo_tcp_out *out)
 	s->on_fail = cfg->on_fail;
 	s->tls = cfg->tls;
 	s->alpn = cfg->tls ? cfg->alpn : NULL;
+	/* a bulk (plain TCP) client's holds the window rxmem_out_grant() opens */
+	s->rxbuf = cfg->bulk && !cfg->tls ? VIREO_TCP_BULK_RXBUF : VIREO_TCP_RXBUF;
 	s->tab.max_conns = s->cfg.max_conns;
 	s->tab.max_per_src = s->cfg.max_conns;	/* the table counts; the client caps */
 	conntab_init(&s->tab);	/* else at the first connect */
@@ -472,7 +477,7 @@ static int svc_out_connect(struct svc *s, const struct vireo_addr *dst, const ch
 			return -ENOMEM;
 		}
 	}
-	c = kzalloc(sizeof *c + VIREO_TCP_RXBUF);
+	c = kzalloc(sizeof *c + s->rxbuf);
 	if (c)
 		c->id = api_handle_new(API_H_TCP, c);
 	if (c && c->id && name) {
@@ -522,7 +527,7 @@ static int svc_out_connect(struct svc *s, const struct vireo_addr *dst, const ch
 		work_queue(&c->work);
 		return 0;
 	}
-	tcpconn_attach(&c->tc, pcb, &svc_out_ops, c->rx, VIREO_TCP_RXBUF, SVC_POLL_TICKS);
+	tcpconn_attach(&c->tc, pcb, &svc_out_ops, c->rx, s->rxbuf, SVC_POLL_TICKS);
 	c->tc.rx_count = &s->st.rx_bytes;
 	c->t_active = svc_now_ms();
 	err = tcpconn_connect(&c->tc, &ip, dst->port);
@@ -583,7 +588,7 @@ static void svc_name_try(struct svc_conn *c)
 		svc_out_free(&c->tc, ERR_OK);
 		return;
 	}
-	tcpconn_attach(&c->tc, pcb, &svc_out_ops, c->rx, VIREO_TCP_RXBUF, SVC_POLL_TICKS);
+	tcpconn_attach(&c->tc, pcb, &svc_out_ops, c->rx, c->svc->rxbuf, SVC_POLL_TICKS);
 	c->tc.rx_count = &c->svc->st.rx_bytes;
 	if (tcpconn_connect(&c->tc, &ip, nm->port) != ERR_OK) {
 		c->fail = VIREO_TCP_FAIL_UNREACHABLE;
@@ -649,7 +654,7 @@ int vireo_tcp_connect_name(vireo_tcp_out h, const char *name, u16 port, void *ct
 	}
 	if (!svc_out_room(s))
 		return -ENOSPC;
-	c = kzalloc(sizeof *c + VIREO_TCP_RXBUF);
+	c = kzalloc(sizeof *c + s->rxbuf);
 	if (c) {
 		c->nm = kzalloc(sizeof *c->nm);
 		c->sni = s->tls ? svc_strdup(name) : NULL;

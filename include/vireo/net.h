@@ -216,6 +216,15 @@ struct vireo_tcp_client {
 	void (*on_close)(vireo_tcp c, void *arg);	/* after on_connected only */
 	void *arg;
 
+	/* Downloads (the HTTP client's pools ask: response bodies): every
+	 * connection's receive buffer, and the window the peer may fill, is
+	 * VIREO_TCP_BULK_RXBUF instead of one TCP window (5840 B, in
+	 * VIREO_TCP_RXBUF), so a body comes in 32 segments a round trip
+	 * instead of 4. What the app sends stays under VIREO_TCP_INFLIGHT.
+	 * Plain TCP only: a TLS client keeps the small window. At most
+	 * VIREO_TCP_OUT_MAX x VIREO_TCP_BULK_RXBUF (365 KiB) held received. */
+	bool bulk;
+
 	/* TLS (make TLS=1 images; -ENOTSUP otherwise): every connection of
 	 * the client is TLS 1.3 or 1.2, the server's certificate verified
 	 * against the CA bundle (EFI/vireo/tls/ca.pem, else make TLS_CA=),

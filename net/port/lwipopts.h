@@ -95,7 +95,8 @@
  *     once for all PCBs under "received data" below)
  * = 18848 + 1.26 x copied bytes. Copied bytes: the HTTP server copies heads,
  * error pages and /metrics only while less than 8192 bytes are unacked
- * (runtime/http/conn.h HTTP_COPY_INFLIGHT; site bodies are PBUF_ROM into rodata), and
+ * (runtime/http/conn.h HTTP_COPY_INFLIGHT, or 32768 for the 2 holding a copy
+ * grant, below; site bodies are PBUF_ROM into rodata), and
  * never with TCP_WRITE_FLAG_MORE, so lwIP does not round a copy up to an MSS
  * (TCP_OVERSIZE); an app's TCP service 4096 (VIREO_TCP_INFLIGHT,
  * include/vireo/net.h), a bulk service's (apps/echo's) at most its receive
@@ -112,11 +113,21 @@
  *   bulk send grants: VIREO_SND_BULK_MAX (2) x (W_sndbulk - W_http),
  *     held until lwIP frees the PCB (an orphan's is inside the orphan
  *     estimate below, its cost counted from its real queue)          33264
+ *   copied bodies' bulk grants (images without TLS): at most
+ *     HTTP_COPY_BULK_MAX (2) HTTP connections may have 32768 copied
+ *     bytes unacked (runtime/http/conn.h HTTP_COPY_BULK_INFLIGHT: a
+ *     streamed or copied body), W_copy = 18848 + 41288 = 60136, so
+ *     2 x (W_copy - W_http)                                          61932
  *   live TCP services' connections and apps' outbound ones together
  *     (16, echo's included: VIREO_TCP_CONNS_TOTAL, outbound at most
  *     VIREO_TCP_OUT_MAX 8 of them, each with the same 4096 copied bytes
  *     and receive window as an accepted one, so W_echo; only bulk
  *     services' take bulk windows): 14 x W_echo + 2 x W_bulk     522330
+ *     (An outbound connection of a bulk client, the HTTP client's,
+ *     opens the bulk window too, rxmem_out_grant(), outside the 2: its
+ *     received data is copied out of lwIP at once, its out-of-order
+ *     queue keeps the per-PCB and global caps, and it sends at most
+ *     VIREO_TCP_INFLIGHT, so W_echo still covers it.)
  *     (Outbound connections share the 16 rather than add 8 more:
  *     8 x W_echo = 209656 would take the total past MEM_SIZE, and
  *     TLS=1 leaves 64 KiB. A connecting one, SYN_SENT, holds its PCB
@@ -142,13 +153,14 @@
  *     plus one batch of receive-TSO frames), reassembly 2 x 16
  *     copies ~50 KiB: 550112, x 1.26 for rounding                 693141
  *   DHCP, MLD, ND, timers                                            8192
- *                                                          total  4017523
- * i.e. 3.8 MiB of the 4 MiB heap, whatever the number or kind of connections
+ *                                                          total  4079455
+ * i.e. 3.9 MiB of the 4 MiB heap, whatever the number or kind of connections
  * a remote party opens: every term is a count a limit above or in the
- * application caps times a per-PCB bound. The rest (173 KiB, 4.2%, 21 pages)
+ * application caps times a per-PCB bound. The rest (112 KiB, 2.7%, 14 pages)
  * is for pages partly full: a class keeps a page while one of its slots is
  * live, and a page empty again goes back to the pool for any class.
- * make TLS=1 adds (runtime/http/https.h): the HTTPS connections are among the 64
+ * make TLS=1 has no copied bodies' grants                        -61932
+ * and adds (runtime/http/https.h): the HTTPS connections are among the 64
  * and count their queue encrypted, framing included, against the same 8192,
  * except the at most HTTPS_BULK_MAX (2) holding a bulk grant, 32768
  * (HTTPS_BULK_INFLIGHT): W_tls = 18848 + 41288 = 60136, so

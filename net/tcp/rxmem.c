@@ -23,6 +23,13 @@
  * the PCB (the ext arg's destroy callback), so a closed connection whose
  * queue lwIP still sends keeps its grant as long as it keeps the memory.
  *
+ * Outbound connections of a bulk client (the HTTP client's: response
+ * bodies) get the same window and bit, uncounted (rxmem_out_grant() in
+ * rxmem.h: no destroy callback), outside bulk_max: what they send stays under the
+ * app's VIREO_TCP_INFLIGHT, so a larger window costs lwIP no more than a
+ * plain connection (the heap budget's W_echo), and VIREO_TCP_OUT_MAX
+ * bounds how many hold one.
+ *
  * Bulk send grants, the same way for what we send: the ext arg's next bit
  * marks a connection whose send buffer was raised from TCP_SND_BUF to
  * VIREO_SND_BULK_BUF (pcb->snd_buf, the free space lwIP counts down on
@@ -53,7 +60,7 @@ static u8 age_id;
 static bool age_ready;
 static u64 age_seq;
 
-#define RXMEM_BULK_BIT	(1ull << 63)	/* in the ext arg, above the age stamp */
+#define RXMEM_BULK_BIT	RXMEM_BULK_ARG_BIT	/* in the ext arg, above the age stamp */
 #define RXMEM_SND_BIT	VIREO_SND_BULK_ARG_BIT	/* a bulk send grant */
 #define RXMEM_FLAGS	(RXMEM_BULK_BIT | RXMEM_SND_BIT)
 

@@ -14,6 +14,7 @@
 #define VIREO_NET_RXMEM_H
 
 #include "lib/types.h"
+#include "lwip/tcp.h"
 
 struct pbuf;
 struct tcp_pcb;
@@ -82,6 +83,26 @@ bool rxmem_bulk_available(void);
  * grant is free (else counted, and pcb keeps TCP_WND). The grant is held
  * until lwIP frees the pcb. Returns whether pcb holds one. */
 bool rxmem_bulk_grant(struct tcp_pcb *pcb);
+
+/* The ext arg's bit for the bulk window (rxmem's ext arg is id 0). */
+#define RXMEM_BULK_ARG_BIT (1ull << 63)
+
+/* Gives an established outbound connection of a bulk client
+ * (runtime/tcp_out.c) the bulk receive window, announced at once. Not one
+ * of the bulk_max grants: those are for accepted connections that may send
+ * back as much as they receive (W_bulk); an outbound one keeps the app's
+ * send bound (VIREO_TCP_INFLIGHT), so its lwIP cost stays W_echo, and the
+ * client's cap (VIREO_TCP_OUT_MAX) bounds how many hold one. So the bit
+ * is set without the destroy callback that counts grants down (an
+ * outbound pcb gets no other grant, so none is ever set on it). Once per
+ * connection, when established; held until lwIP frees the pcb. Before
+ * rxmem_init() the bit is not read and tcp_recved() stops at TCP_WND.
+ * Inline: a call costs the TLS image's budget more than it. */
+static inline void rxmem_out_grant(struct tcp_pcb *pcb)
+{
+	pcb->ext_args[0].data = (void *)((uintptr_t)pcb->ext_args[0].data | (uintptr_t)RXMEM_BULK_ARG_BIT);
+	tcp_recved(pcb, (u16_t)(VIREO_RXMEM_BULK_WND - TCP_WND));
+}
 
 /* The send queue cap lwIP applies to pcb, in pbufs: VIREO_SND_BULK_QUEUELEN
  * if it holds a bulk send grant, else TCP_SND_QUEUELEN: what lwIP's

@@ -38,6 +38,16 @@ enum conn_state { C_READ, C_SEND, C_LINGER, C_BODY, C_APP };
 				 * VIREO_RESP_HEADERS_MAX), or a whole error response */
 /* Copied response bytes are written only below this many unacked bytes. */
 #define HTTP_COPY_INFLIGHT 8192
+/* A copied body (vireo_resp_write()'s stream, vireo_resp_send()'s copy)
+ * with more left than HTTP_COPY_INFLIGHT lets through takes one of
+ * HTTP_COPY_BULK_MAX grants, if one is free, and may then have
+ * HTTP_COPY_BULK_INFLIGHT unacked: a proxied 64 KiB body in 2 flights
+ * instead of 8. Given back once everything written is acknowledged or the
+ * connection ends. Images without TLS only (TLS ones have HTTPS's grants,
+ * the same size and number, and leave their heap no room for both):
+ * net/port/lwipopts.h counts them. */
+#define HTTP_COPY_BULK_INFLIGHT 32768
+#define HTTP_COPY_BULK_MAX 2
 /* The framing rule (server_keep_alive()): a request body still unread when
  * its response starts is read and dropped before the next head if it is at
  * most this long (no more than a head costs: it passes through rx[], under
@@ -77,8 +87,10 @@ struct conn {
 	ip_addr_t peer;		/* the client: the TCP peer, or the PROXY header's source */
 	u16 peer_port;
 	bool hs_timed_out;	/* HTTPS: closed by the header timeout while handshaking */
+	/* Holds a bulk grant: HTTPS's (https.h HTTPS_BULK_INFLIGHT), or in an
+	 * image without TLS a copied body's (HTTP_COPY_BULK_INFLIGHT). */
+	bool bulk;
 #if LWIP_ALTCP_TLS
-	bool bulk;		/* HTTPS: holds a bulk grant (https.h HTTPS_BULK_INFLIGHT) */
 	bool hs_queued;		/* HTTPS: its handshake step was put off (hsgate.c's FIFO) */
 	struct conn *hs_prev, *hs_next;	/* that FIFO */
 #endif

@@ -24,7 +24,9 @@
  *
  * What one connection makes lwIP's heap hold is bounded for the budget in
  * net/port/lwipopts.h: copied bytes (heads, error pages, /metrics) are
- * written only while less than HTTP_COPY_INFLIGHT is unacknowledged, and
+ * written only while less than HTTP_COPY_INFLIGHT is unacknowledged (an
+ * app's copied or streamed body HTTP_COPY_BULK_INFLIGHT while it holds one
+ * of HTTP_COPY_BULK_MAX grants, in an image without TLS), and
  * never with TCP_WRITE_FLAG_MORE, which would make lwIP round each copied
  * pbuf up to a whole MSS (TCP_OVERSIZE) for the next write to fill.
  *
@@ -74,14 +76,14 @@ static inline struct conn *server_conn_of(struct tcpconn *tc)
 
 static void server_tls_bulk_release(struct conn *c)
 {
-#if LWIP_ALTCP_TLS
 	if (c->bulk) {
 		c->bulk = false;
+#if LWIP_ALTCP_TLS
 		https_stats.bulk_grants--;
-	}
 #else
-	(void)c;
+		http_server_stats.copy_bulk_grants--;
 #endif
+	}
 }
 
 /* tcpconn's free: the connection is over (err: ERR_OK when we ended it,
@@ -419,6 +421,28 @@ static size_t server_tls_room(struct conn *c, size_t left)
 }
 #endif
 
+#if !LWIP_ALTCP_TLS
+/* How many more copied bytes a plain connection may write now: below
+ * HTTP_COPY_INFLIGHT unacked, or HTTP_COPY_BULK_INFLIGHT with a grant, taken
+ * for a body (not a head) with more left than the small bound lets through. */
+static size_t server_copy_room(struct conn *c, size_t left)
+{
+	u32 cap = HTTP_COPY_INFLIGHT;
+
+	if (!c->bulk && c->out_off == c->out_len && c->tc.inflight + left > HTTP_COPY_INFLIGHT) {
+		if (http_server_stats.copy_bulk_grants < HTTP_COPY_BULK_MAX) {
+			c->bulk = true;
+			http_server_stats.copy_bulk_grants++;
+		} else {
+			http_server_stats.copy_bulk_refused++;
+		}
+	}
+	if (c->bulk)
+		cap = HTTP_COPY_BULK_INFLIGHT;
+	return c->tc.inflight < cap ? cap - c->tc.inflight : 0;
+}
+#endif
+
 /* Hand as much of the response to lwIP as it takes now. */
 static err_t server_write_some(struct conn *c)
 {
@@ -459,8 +483,12 @@ static err_t server_write_some(struct conn *c)
 		else
 #endif
 		if (flags & TCP_WRITE_FLAG_COPY)
+#if LWIP_ALTCP_TLS
 			n = c->tc.inflight < HTTP_COPY_INFLIGHT ?
 			    MIN(n, (size_t)(HTTP_COPY_INFLIGHT - c->tc.inflight)) : 0;
+#else
+			n = MIN(n, server_copy_room(c, left));
+#endif
 		if (n == 0)
 			break;
 		if (n < left && !(flags & TCP_WRITE_FLAG_COPY))

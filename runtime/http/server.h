@@ -43,6 +43,10 @@ struct http_server_stats {
 	u64 rx_bytes, tx_bytes;		/* request bytes read, response bytes queued */
 	u64 metrics_truncated;		/* /metrics responses cut at HTTP_METRICS_MAX */
 	u64 proxy_headers, proxy_refused;	/* PROXY headers taken; connections reset for a bad or missing one */
+	/* Copied bodies' bulk grants (conn.h HTTP_COPY_BULK_MAX; no TLS); not
+	 * on /metrics (their lines would cost the default image 512 B). */
+	u32 copy_bulk_grants;
+	u64 copy_bulk_refused;		/* writes that asked while all were held */
 };
 extern struct http_server_stats http_server_stats;
 

@@ -17,8 +17,10 @@
 #include "runtime/http/chunked.h"
 #include "runtime/http/http.h"
 #include "lib/metrics.h"
+#include "runtime/http/conn.h"
 #include "runtime/http/server.h"
 #include "runtime/site.h"
+#include "net/tcp/rxmem.h"
 #include "net/port/lwip_port.h"
 #include "kernel/time/time.h"
 #include "kernel/boot_info.h"
@@ -453,6 +455,7 @@ static long base_kmem;	/* kernel heap blocks after the apps started */
 static int group_setup(void **state)
 {
 	assert_int_equal(vireo_lwip_init(), 0);
+	rxmem_init();	/* the bulk windows' bookkeeping, as netif_vnet's bring-up */
 	wire_netif_up();
 	/* The metric named vireo_*: refused at boot, one misuse. */
 	assert_int_equal(api_apps_start(), 0);
@@ -1186,6 +1189,66 @@ static void test_stream_http10(void **state)
 	stream_case(true, true);
 }
 
+/* A streamed body past HTTP_COPY_INFLIGHT to a client whose ACKs are lost
+ * takes a copy bulk grant: more than 8 KiB of it is unacknowledged, never
+ * more than HTTP_COPY_BULK_INFLIGHT (and the head); with every grant held
+ * elsewhere it keeps 8 KiB and the refusal is counted. Once ACKs flow the
+ * whole body arrives and the grant is given back. */
+#define COPYBULK_PORT 42000
+static struct tcp_pcb *api_server_pcb(u16 client_port)
+{
+	for (struct tcp_pcb *p = tcp_active_pcbs; p; p = p->next)
+		if (p->local_port == HTTP_PORT && p->remote_port == client_port)
+			return p;
+	return NULL;
+}
+
+static void test_stream_copy_bulk(void **state)
+{
+	for (int held = 0; held < 2; held++) {
+		struct client c;
+		struct tcp_pcb *srv;
+		u64 refused0 = http_server_stats.copy_bulk_refused;
+		u32 unacked, i;
+
+		t.stream_total = 200000;
+		t.chunk_unknown = false;
+		t.stream_sent = 0;
+		t.done_true = 0;
+		/* held: every grant taken by others (as two streaming clients would) */
+		http_server_stats.copy_bulk_grants = held ? HTTP_COPY_BULK_MAX : 0;
+		bh_lo = (u16)(COPYBULK_PORT + held);
+		bh_hi = (u16)(bh_lo + 1);
+		cl_open_from(&c, V4, HTTP_PORT, bh_lo);
+		cl_send_str(&c, "GET /t/stream HTTP/1.1\r\nHost: h\r\n\r\n");
+		run_ms(300);
+		srv = api_server_pcb(bh_lo);
+		assert_non_null(srv);
+		unacked = srv->snd_lbb - srv->lastack;
+		if (!held) {
+			if (unacked <= HTTP_COPY_INFLIGHT || unacked > HTTP_COPY_BULK_INFLIGHT + 1024)
+				fail_msg("granted: %u bytes unacknowledged", unacked);
+			assert_int_equal(http_server_stats.copy_bulk_grants, 1);
+			assert_int_equal(http_server_stats.copy_bulk_refused, refused0);
+		} else {
+			if (unacked > HTTP_COPY_INFLIGHT + 1024)
+				fail_msg("refused: %u bytes unacknowledged", unacked);
+			assert_int_equal(http_server_stats.copy_bulk_grants, HTTP_COPY_BULK_MAX);
+			assert_true(http_server_stats.copy_bulk_refused > refused0);
+			http_server_stats.copy_bulk_grants = 0;	/* the others' end */
+		}
+		bh_lo = bh_hi = 0;
+		for (i = 0; i < 400 && !t.done_true; i++)
+			run_ms(50), cl_resume(&c);
+		assert_int_equal(t.done_true, 1);
+		run_ms(500);
+		assert_int_equal(c.len - (size_t)((const u8 *)memmem(c.buf, c.len, "\r\n\r\n", 4) + 4 - c.buf),
+				 t.stream_total);
+		assert_int_equal(http_server_stats.copy_bulk_grants, 0);	/* all acknowledged */
+		cl_close(&c);
+	}
+}
+
 /* vireo_resp_abort(): what was written goes out, then the connection
  * closes with the body unfinished: no last chunk, short of the length. */
 static void test_stream_abort(void **state)
@@ -1779,6 +1842,72 @@ static void test_tcp_client_back_pressure(void **state)
 	oc_allow(NULL);
 }
 
+/* A bulk client (downloads): a held receive lets the peer fill exactly
+ * VIREO_TCP_BULK_RXBUF, 8 x a plain connection's window, then closes it;
+ * every byte arrives in order once taken; sends keep VIREO_TCP_INFLIGHT. */
+static struct {
+	size_t len;
+	bool hold;
+} ob;
+
+static size_t ob_recv(vireo_tcp c, const void *data, size_t len, void *arg)
+{
+	const u8 *d = data;
+
+	if (ob.hold)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (d[i] != stream_byte(ob.len + i))
+			fail_msg("byte %zu differs", ob.len + i);
+	ob.len += len;
+	return len;
+}
+
+static void test_tcp_client_bulk_window(void **state)
+{
+	struct vireo_tcp_client cfg = oc_cfg;
+	vireo_tcp_out cl;
+	vireo_tcp c;
+	struct vireo_addr a = oc_addr(V4, TCP_SVC_PORT + 101);
+	struct vireo_tcp_stats st;
+	static u8 lots[20000];
+	size_t i;
+
+	memset(&oc, 0, sizeof oc);
+	memset(&ob, 0, sizeof ob);
+	oc_allow("192.168.7.2");
+	srv_start(TCP_SVC_PORT + 101, 200000);
+	srv.hold = true;
+	ob.hold = true;
+	cfg.name = "bulk";
+	cfg.bulk = true;
+	cfg.on_recv = ob_recv;
+	assert_int_equal(vireo_tcp_client(&cfg, &cl), 0);
+	assert_int_equal(vireo_tcp_connect(cl, &a, &oc, &c), 0);
+	run_ms(500);
+	assert_int_equal(oc.connected, 1);
+	assert_int_equal(ob.len, 0);
+	/* The peer filled the bulk window and no more: held, its window shut. */
+	assert_int_equal(vireo_tcp_client_stats(cl, &st), 0);
+	assert_int_equal(st.rx_bytes, VIREO_TCP_BULK_RXBUF);
+	assert_true(VIREO_TCP_BULK_RXBUF >= 8 * TCP_WND);
+	assert_true(srv.sent > VIREO_TCP_BULK_RXBUF);
+	assert_true(srv.conn->snd_wnd == 0);
+	/* Sends: still the app's bound. */
+	memset(lots, 'q', sizeof lots);
+	assert_int_equal(vireo_tcp_send(c, lots, sizeof lots), VIREO_TCP_INFLIGHT);
+	ob.hold = false;
+	assert_int_equal(vireo_tcp_recv_again(c), 0);
+	for (i = 0; i < 200 && ob.len < 200000; i++)
+		run_ms(50);
+	assert_int_equal(ob.len, 200000);
+	assert_int_equal(vireo_tcp_close(c), 0);
+	run_ms(200);
+	assert_int_equal(oc.closes, 1);
+	srv_stop();
+	oc_allow(NULL);
+}
+
 /* ---- HTTP client ---- */
 
 /* A raw lwIP HTTP server: answers each request head with hs.resp (unless
@@ -1892,7 +2021,7 @@ static struct {
 	int err, status;
 	bool hold;
 	size_t len;
-	u8 body[40000];
+	u8 body[70000];
 } hcl;
 
 static void hcl_head(vireo_http_call h, const struct vireo_http_response *r, void *ctx)
@@ -1924,7 +2053,7 @@ static void hcl_done(vireo_http_call h, int err, void *ctx)
  * silent upstream timed out at the head, requests refused. */
 static void test_http_client(void **state)
 {
-	static u8 resp[40000];
+	static u8 resp[70000];
 	struct vireo_addr a = oc_addr(V4, TCP_SVC_PORT + 200);
 	struct vireo_http_stats st;
 	struct tcp_pcb *pcb = tcp_new_ip_type(IPADDR_TYPE_ANY);
@@ -1941,7 +2070,8 @@ static void test_http_client(void **state)
 	hs.listen = tcp_listen(pcb);
 	tcp_accept(hs.listen, hs_accept);
 	n = (size_t)snprintf((char *)resp, sizeof resp, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
-	for (int k = 0; k < 30; k++) {
+	/* past the connection's bulk window (VIREO_TCP_BULK_RXBUF): held back */
+	for (int k = 0; k < 60; k++) {
 		n += (size_t)snprintf((char *)resp + n, sizeof resp - n, "3e8\r\n");
 		for (i = 0; i < 1000; i++)
 			resp[n++] = stream_byte(body++);
@@ -2635,12 +2765,14 @@ int main(void)
 		T(test_stream_declared_length),
 		T(test_stream_http10),
 		T(test_stream_abort),
+		T(test_stream_copy_bulk),
 		T(test_misuse_refused),
 		T(test_deferred_work_and_timer),
 		T(test_tcp_service),
 		T(test_tcp_client_round_trip),
 		T(test_tcp_client_failures),
 		T(test_tcp_client_back_pressure),
+		T(test_tcp_client_bulk_window),
 		T(test_http_client),
 		T(test_http_client_stream),
 		T(test_http_client_fields),
