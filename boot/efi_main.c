@@ -220,7 +220,6 @@ static void efi_clock(EFI_SYSTEM_TABLE *st, struct boot_info *bi)
 		return;
 	bi->rtc_tsc = rdtsc();
 	bi->rtc_unix_s = wallclock_from_efi(t.Year, t.Month, t.Day, t.Hour, t.Minute, t.Second, (s16)t.TimeZone);
-	strlcpy(bi->rtc_src, "UEFI GetTime", sizeof bi->rtc_src);
 }
 
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)

@@ -191,7 +191,7 @@ struct boot_info {
 	 * the TSC when read (kernel/main.c: the provisional wall clock). */
 	u64 rtc_unix_s;
 	u64 rtc_tsc;
-	char rtc_src[16];	/* "UEFI GetTime"; "the CMOS RTC" (PVH: boot/cmos_rtc.h) */
+	char rtc_src[16];	/* "the CMOS RTC" (PVH: boot/cmos_rtc.h); "" is UEFI GetTime */
 	u64 image_base, image_size;
 	u64 stack_base;		/* lowest page: the guard page */
 	u64 stack_size;		/* including the guard page */

@@ -94,7 +94,7 @@ __cold static void main_clock(const struct boot_info *bi)
 	}
 	iso[19] = 'Z';	/* whole seconds: the firmware's */
 	iso[20] = '\0';
-	kprintf("clock: %s from %s (provisional)\n", iso, bi->rtc_src[0] ? bi->rtc_src : "the firmware");
+	kprintf("clock: %s from %s (provisional)\n", iso, bi->rtc_src[0] ? bi->rtc_src : "UEFI GetTime");
 }
 
 void kernel_main(struct boot_info *bi)
