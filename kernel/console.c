@@ -51,6 +51,7 @@ static size_t in_len;
 static bool in_open;		/* the cursor is on the prompt or typed text */
 static bool in_redraw;		/* draw the prompt and in_line once the line in progress ends */
 static bool line_start = true;	/* the last byte written ended a line */
+static bool local_only;		/* console_write_local(): skip the remote sinks */
 
 static void console_uart_putc(char c)
 {
@@ -96,6 +97,8 @@ static void console_write_raw(const char *buf, size_t len)
 	console_stats.bytes += len;
 	console_uart_write(buf, len);
 	for (s = sinks; s; s = s->next) {
+		if (local_only && s->remote)
+			continue;
 		if (panic_mode && s->emerg_write)
 			s->emerg_write(s, buf, len);
 		else if (!panic_mode)
@@ -145,6 +148,16 @@ void console_write(const char *buf, size_t len)
 		console_write_lines(in_line, in_len);
 		in_open = true;
 	}
+	irq_restore(flags);
+}
+
+void console_write_local(const char *buf, size_t len)
+{
+	u64 flags = irq_save();
+
+	local_only = true;
+	console_write(buf, len);	/* irq_save() nests */
+	local_only = false;
 	irq_restore(flags);
 }
 

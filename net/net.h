@@ -95,5 +95,9 @@ int sntp_start(void);
  * bounded and dropping. Returns 0 (also when off), or -ENOMEM. Called
  * again after syslog= changed, it sends to the new server (or stops). */
 int syslog_start(void);
+/* One line (no newline; cut at 256 bytes and counted) queued for syslog=,
+ * apart from the console (an app's access log): 0, -EAGAIN (the ring is
+ * full: dropped, the caller counts it) or -ENOTCONN (syslog= is off). */
+int syslog_line(const char *line, size_t len);
 
 #endif
