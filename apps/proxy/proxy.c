@@ -73,7 +73,7 @@ CMDLINE_PARAM(px_balance, .key = "proxy.balance", .type = CMDLINE_ENUM, .dst = &
 	      .choices = px_balances, .def = "round_robin",
 	      .help = "how an upstream is chosen (hash: by proxy.hash_key, consistent)");
 VIREO_CONFIG_STR(px_hash_key_cfg, "proxy.hash_key", 72, "client",
-		 "proxy.balance=hash's key: client (its address) or header:NAME (absent or repeated: the address)");
+		 "proxy.balance=hash's key: client (its address) or header:NAME (absent, empty or repeated: round-robin)");
 static char px_hash_seed_cfg[64];
 CMDLINE_PARAM(px_hash_seed, .key = "proxy.hash_seed", .type = CMDLINE_STR, .dst = px_hash_seed_cfg,
 	      .dst_size = sizeof px_hash_seed_cfg, .def = "", .secret = true,
@@ -138,7 +138,8 @@ struct px {
 	u8 tried;		/* a bit per upstream */
 	char method[8];
 	char *target, *hdrs;	/* one allocation */
-	u64 hkey;		/* proxy.balance=hash: the key's hash */
+	u64 hkey;		/* proxy.balance=hash: the key's hash ... */
+	bool has_hkey;		/* ... if the request has one (else round-robin) */
 	/* for the access log */
 	int status;		/* what the client got, 0 before */
 	u64 sent, unix_s;	/* body bytes to the client; the wall clock at the start */
@@ -356,7 +357,7 @@ static int px_start(struct px *p)
 			px_ups[k].down_until = 0;	/* rested: back in */
 		ch[k].down_until = px_ups[k].check_down ? UINT64_MAX : px_ups[k].down_until;
 	}
-	if (px_balance_cfg == PX_HASH) {
+	if (px_balance_cfg == PX_HASH && p->has_hkey) {
 		u64 ids[PX_UPSTREAMS_MAX];
 
 		for (unsigned k = 0; k < px_nups; k++)
@@ -543,17 +544,26 @@ static size_t px_headers(struct px *p, char *out, size_t size)
 	return w;
 }
 
-/* proxy.balance=hash: the request's key, hashed (the header's value, or
- * the client's address without its port). */
-static u64 px_hash_key(vireo_req r)
+/* proxy.balance=hash: the request's key, hashed into *key (the header's
+ * value, or the client's address without its port); false when the header
+ * is absent, empty or repeated (the request goes round-robin, as
+ * HAProxy's balance hdr() does). */
+static bool px_hash_key(vireo_req r, u64 *key)
 {
-	const char *v = px_hash_header ? vireo_req_header(r, px_hash_header) : NULL;
+	const char *v;
 	struct vireo_addr a = { 0 };
 
-	if (v)
-		return siphash24(&px_hkey, v, strlen(v));
-	vireo_req_peer(r, &a);
-	return siphash24(&px_hkey, a.ip, a.family == VIREO_AF_INET ? 4 : 16);
+	if (px_hash_header) {
+		v = vireo_req_header(r, px_hash_header);
+		if (!v || !*v)
+			return false;
+		*key = siphash24(&px_hkey, v, strlen(v));
+		return true;
+	}
+	if (vireo_req_peer(r, &a))
+		return false;
+	*key = siphash24(&px_hkey, a.ip, a.family == VIREO_AF_INET ? 4 : 16);
+	return true;
 }
 
 static void px_handle(vireo_req r, void *arg)
@@ -594,7 +604,7 @@ static void px_handle(vireo_req r, void *arg)
 	if (px_alog_cfg)
 		px_log_capture(r, p->addr, p->referer, p->agent, &p->have_time, &p->unix_s);
 	if (px_balance_cfg == PX_HASH)
-		p->hkey = px_hash_key(r);
+		p->has_hkey = px_hash_key(r, &p->hkey);
 	p->r = r;
 	p->req_live = true;
 	p->hdrs = p->target + PX_TARGET_MAX;

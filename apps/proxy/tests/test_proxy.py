@@ -144,6 +144,16 @@ def requests_in(log):
     return [line for line in lines if line and not line.startswith("GET /check ")]
 
 
+def keyed(ns, keys):
+    """{key: the body of GET / with X-Key: key} from one process."""
+    code = ("import http.client,json,sys\n"
+            f"c=http.client.HTTPConnection('{ns.guest_ip}',80,timeout=20); out={{}}\n"
+            "for k in sys.argv[1:]:\n"
+            "  c.request('GET','/',headers={'X-Key':k}); out[k]=c.getresponse().read().decode()\n"
+            "print(json.dumps(out))\n")
+    return json.loads(ns.run(PY, "-c", code, *keys, timeout=60, check=True).stdout)
+
+
 def wait_for(cond, timeout):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -159,9 +169,10 @@ def test_nginx_backends(net):
     b, blog = nginx(ns, "b", 8082)
     vm = None
     try:
+        # proxy.balance=hash on X-Key: requests without one go round-robin
         vm = boot(ns, f"{ns.host_ip}:8081,{ns.host_ip}:8082",
                   "proxy.check=/check proxy.check_interval=300ms proxy.rise=2 proxy.fall=2 proxy.forwarded=on "
-                  "proxy.access_log=console")
+                  "proxy.access_log=console proxy.balance=hash proxy.hash_key=header:X-Key")
         up_a, up_b = f"{ns.host_ip}:8081", f"{ns.host_ip}:8082"
 
         # spread: round-robin over both
@@ -220,6 +231,13 @@ def test_nginx_backends(net):
         assert not [x for x in logs if "smuggled" in x], logs[before:]
         assert len(logs) - before <= 1, logs[before:]   # CL.0's GET, its body read as a body
 
+        # consistent hashing: a key goes to the same backend every time,
+        # both backends get keys
+        keys = [f"user{i}" for i in range(24)]
+        home = keyed(ns, keys)
+        assert keyed(ns, keys[::-1]) == home   # another order: round-robin would give every key the other one
+        assert set(home.values()) == {"backend a\n", "backend b\n"}, home
+
         # health checks: a's /check answers 503; after proxy.fall=2 checks
         # 300 ms apart it is down and gets no request; when /check answers
         # 200 again it is back after proxy.rise=2
@@ -235,9 +253,13 @@ def test_nginx_backends(net):
         assert sample(m, "proxy_upstream_up", up_a) == 0 and sample(m, "proxy_upstream_ejected", up_a) == 0
         assert sample(m, "proxy_upstream_check_downs_total", up_a) == 1
         assert f"proxy: upstream {up_a} down: 2 health checks failed in a row (last: status 503)" in vm.text
+        # a's keys went to b meanwhile
+        assert set(keyed(ns, keys).values()) == {"backend b\n"}
         (ns.tmp / "a" / "sick").unlink()
         wait_for(lambda: sample(metrics(ns), "proxy_upstream_check_up", up_a) == 1, 5)
         assert f"proxy: upstream {up_a} up: 2 health checks passed in a row" in vm.text
+        # every key back where it was
+        assert keyed(ns, keys[5:] + keys[:5]) == home
         r = load(ns, "/", 20, 1)
         assert r["status"] == {"200": 20} and r["bodies"]["backend a\n"] >= 8, r
         assert len(requests_in(alog)) >= seen_a + 8
