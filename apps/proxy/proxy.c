@@ -2,8 +2,9 @@
  * apps/proxy: an HTTP/1.1 reverse proxy on the app API's HTTP client
  * (apps/proxy/README.md). Every request to the appliance (but /healthz and
  * /metrics, the runtime's) goes to one of the upstreams of proxy.upstream=,
- * round-robin or (proxy.least_conn) to the one with the fewest requests on
- * it; bodies are streamed both ways with back-pressure: the client's
+ * round-robin, to the one with the fewest requests on it (least_conn), or
+ * by consistent hashing of the client's address or a header (hash:
+ * pxhash.c); bodies are streamed both ways with back-pressure: the client's
  * through the route's on_body into vireo_http_write(), held in the
  * client's receive buffer while the upstream connection is full; the
  * upstream's through the call's on_body into vireo_resp_write(), held in
@@ -17,13 +18,18 @@
  * itself resends it once when a kept-alive connection was stale). After
  * proxy.fails failures in a row an upstream rests proxy.cooldown seconds
  * (unless every upstream does). A response cut midway is cut for the
- * client too (vireo_resp_abort()), never passed on as whole.
+ * client too (vireo_resp_abort()), never passed on as whole. Active health
+ * checks (proxy.check=) take an upstream down after proxy.fall failed GETs
+ * in a row and back after proxy.rise passed ones. proxy.access_log= writes
+ * a line per request (pxlog.c) through vireo_log_stream().
  *
  * Bounds: PX_MAX requests in flight (VIREO_HTTP_CALLS_MAX), each holding
  * its state and one allocation for its target (PX_TARGET_MAX, 4 KiB) and
  * header lines (PX_HDRS_MAX: the runtime's 8 KiB head plus the
- * X-Forwarded lines): 64 x ~12.6 KiB = ~810 KiB of app.mem's 4 MiB at
- * most; more are 503. Connections: the HTTP client's (at most
+ * X-Forwarded lines and Forwarded): 64 x ~12.7 KiB (the state, with the
+ * access log's 176 B, is ~400 B) = ~815 KiB of app.mem's 4 MiB at most;
+ * more are 503. Health checks: one in flight per upstream at most, each
+ * cancelled after 3/4 of proxy.check_interval. Connections: the HTTP client's (at most
  * VIREO_TCP_OUT_MAX together, shared out among the upstreams).
  */
 #include "vireo/vireo.h"
@@ -76,7 +82,7 @@ VIREO_CONFIG_STR(px_hash_key_cfg, "proxy.hash_key", 72, "client",
 		 "proxy.balance=hash's key: client (its address) or header:NAME (absent, empty or repeated: round-robin)");
 static char px_hash_seed_cfg[64];
 CMDLINE_PARAM(px_hash_seed, .key = "proxy.hash_seed", .type = CMDLINE_STR, .dst = px_hash_seed_cfg,
-	      .dst_size = sizeof px_hash_seed_cfg, .def = "", .secret = true,
+	      .dst_size = 64, .def = "", .secret = true,
 	      .help = "the hash's secret, the same on proxies that must agree (empty: random at boot)");
 
 VIREO_CONFIG_BOOL(px_forwarded_cfg, "proxy.forwarded", false,
