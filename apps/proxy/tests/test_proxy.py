@@ -23,7 +23,10 @@ of upstreams in the namespace (apps/proxy/README.md). Two boots:
    a partial body, never a whole one; after each
    the next request on a new connection is fine; 72 clients at once on a
    head that never comes all end (504, or refused by the connection table)
-   within 30 s, leaving nothing held.
+   within 30 s, leaving nothing held. The access log goes to the console
+   and to syslog= (a UDP sink in the namespace): a line reaches syslog
+   once (the console's copy does not go there too), and under a burst
+   every line is written or counted as dropped.
 
 Wall time: about 60 s with two boots on TCG."""
 import json
@@ -294,17 +297,54 @@ def test_nginx_backends(net):
                 p.wait()
 
 
+def syslog_sink(ns, path):
+    """A UDP syslog server in the namespace: one datagram a line in path."""
+    code = ("import socket\n"
+            f"s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.bind(('{ns.host_ip}',5514))\n"
+            f"f=open('{path}','ab',buffering=0)\n"
+            "while True:\n"
+            "  d=s.recv(65536); f.write(d.replace(b'\\n',b' ')+b'\\n')\n")
+    return ns.popen(PY, "-c", code, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def test_hostile_upstream(net):
     ns = net
     log = ns.tmp / "upstream.log"
+    slog = ns.tmp / "syslog.txt"
     srv = ns.popen(PY, os.path.join(HERE, "upstream.py"), ns.host_ip, "8090", str(log), stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
+    sink = syslog_sink(ns, slog)
     vm = None
     try:
         time.sleep(0.5)
-        vm = boot(ns, f"{ns.host_ip}:8090", "proxy.timeout=1 proxy.fails=1000 proxy.max_body=400000")
+        vm = boot(ns, f"{ns.host_ip}:8090", "proxy.timeout=1 proxy.fails=1000 proxy.max_body=400000 "
+                  f"syslog={ns.host_ip}:5514 proxy.access_log=both")
 
         assert curl(ns, "/ok")[:2] == (200, "ok /ok\n")
+        # the access log line on both, and on syslog once
+        line = '"GET /ok HTTP/1.1" 200 7 "-" "curl/'
+        wait_for(lambda: line in vm.text and slog.exists() and line in slog.read_text(errors="replace"), 5)
+        time.sleep(0.5)
+        assert slog.read_text(errors="replace").count(line) == 1
+        # a burst past the console's 100 lines a second: each line written
+        # or counted as dropped, never waited for
+        m0 = metrics(ns)
+        t = time.monotonic()
+        r = load(ns, "/burst", 400, 8)
+        secs = time.monotonic() - t
+        assert r["status"] == {"200": 400}, r
+        time.sleep(0.5)
+        m = metrics(ns)
+        console = vm.text.count('"GET /burst HTTP/1.1" 200')
+        dropped = m['proxy_access_log_dropped_total{to="console"}'] - m0['proxy_access_log_dropped_total{to="console"}']
+        assert console + dropped == 400, (console, dropped, secs)
+        assert console <= 100 + 100 * secs + 5, (console, secs)
+        syslogged = slog.read_text(errors="replace").count('"GET /burst HTTP/1.1" 200')
+        sdropped = m['proxy_access_log_dropped_total{to="syslog"}'] - m0['proxy_access_log_dropped_total{to="syslog"}']
+        lost = m["vireo_syslog_send_errors_total"] - m0["vireo_syslog_send_errors_total"]   # lwIP refused a datagram
+        assert 400 - lost <= syslogged + sdropped <= 400, (syslogged, sdropped, lost, secs)
+        print(f"burst: 400 GETs in {secs:.2f} s; console {console} lines, {dropped} dropped; "
+              f"syslog {syslogged}, {sdropped} dropped")
         # an upload streamed upstream: its bytes arrive whole
         data = os.urandom(300000)
         (ns.tmp / "up.bin").write_bytes(data)
@@ -374,5 +414,6 @@ def test_hostile_upstream(net):
     finally:
         if vm:
             vm.stop()
-        srv.kill()
-        srv.wait()
+        for p in (srv, sink):
+            p.kill()
+            p.wait()
