@@ -435,7 +435,7 @@ static void px_log_capture(vireo_req r, char addr[VIREO_ADDR_STRLEN], char *ref,
 /* A request answered before it had a struct px (no upstream, 411, busy). */
 static void px_log_now(vireo_req r, int status, u64 bytes)
 {
-	char addr[VIREO_ADDR_STRLEN], ref[PX_LOG_REF_MAX + 1], ua[PX_LOG_UA_MAX + 1], target[PX_TARGET_MAX];
+	char addr[VIREO_ADDR_STRLEN], ref[PX_LOG_REF_MAX + 1], ua[PX_LOG_UA_MAX + 1], target[PX_LOG_REQ_MAX + 1];
 	struct px_log_entry e = { .status = status, .bytes = bytes, .upstream_ms = -1, .version = "HTTP/1.1" };
 
 	if (!px_alog_cfg)
@@ -445,7 +445,8 @@ static void px_log_now(vireo_req r, int status, u64 bytes)
 	e.referer = vireo_req_header(r, "Referer") ? ref : NULL;
 	e.agent = vireo_req_header(r, "User-Agent") ? ua : NULL;
 	e.method = px_method_name(vireo_req_method(r));
-	e.target = px_target(vireo_req_path(r), vireo_req_query(r), target, sizeof target) ? target : "-";
+	/* the log keeps PX_LOG_REQ_MAX bytes of it: a longer one is its path, cut there */
+	e.target = px_target(vireo_req_path(r), vireo_req_query(r), target, sizeof target) ? target : vireo_req_path(r);
 	px_log_write(&e);
 }
 
@@ -458,8 +459,9 @@ static void px_log_done(struct px *p, bool done)
 		.upstream = p->up ? p->up->label : NULL, .upstream_ms = p->up_ms,
 	};
 
-	/* the client left before any answer: nginx's 499 */
-	e.status = p->status ? p->status : done ? 200 : 499;
+	/* the client left before any answer: nginx's 499 (0: the runtime
+	 * answered for us, never seen) */
+	e.status = p->status ? p->status : done ? 0 : 499;
 	if (p->call_live)
 		e.upstream_ms = (s64)(vireo_now_ms() - p->t0);
 	px_log_write(&e);
