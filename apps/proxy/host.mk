@@ -1,6 +1,6 @@
 # apps/proxy's host tests (apps/proxy/tests/): test_pxhead (the upstream
 # list, hop-by-hop fields, the target passed on, the choice of an upstream,
-# latency quantiles, Forwarded, durations), test_pxhash (consistent
+# latency quantiles, Forwarded, durations, health rise/fall), test_pxhash (consistent
 # hashing), test_pxlog (the access log's line).
 HOST_TESTS += test_pxhead test_pxhash test_pxlog
 test_pxhead_SRCS := apps/proxy/pxhead.c

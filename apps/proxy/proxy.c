@@ -123,9 +123,9 @@ struct px_up {
 	/* active checks */
 	struct vireo_timer check_timer, check_deadline;
 	vireo_http_call check_call;
-	bool check_live, check_down;
+	bool check_live;
+	struct px_health health;	/* down while the checks say so */
 	int check_status;	/* the live check's status, 0 before its head */
-	u32 check_run;		/* failures in a row while up, passes while down */
 	u64 check_failures, check_downs;
 };
 
@@ -361,7 +361,7 @@ static int px_start(struct px *p)
 		ch[k] = (struct px_choice){ .active = px_ups[k].active, .tried = (p->tried >> k) & 1 };
 		if (px_ups[k].down_until && px_ups[k].down_until <= now)
 			px_ups[k].down_until = 0;	/* rested: back in */
-		ch[k].down_until = px_ups[k].check_down ? UINT64_MAX : px_ups[k].down_until;
+		ch[k].down_until = px_ups[k].health.down ? UINT64_MAX : px_ups[k].down_until;
 	}
 	if (px_balance_cfg == PX_HASH && p->has_hkey) {
 		u64 ids[PX_UPSTREAMS_MAX];
@@ -651,29 +651,18 @@ static void px_handle(vireo_req r, void *arg)
 
 static void px_check_result(struct px_up *u, bool ok, const char *why)
 {
-	if (ok) {
-		if (!u->check_down || ++u->check_run < px_rise_cfg) {
-			if (!u->check_down)
-				u->check_run = 0;
-			return;
-		}
-		u->check_down = false;
-		u->check_run = 0;
+	int t = px_health_step(&u->health, ok, (u32)px_rise_cfg, (u32)px_fall_cfg);
+
+	if (!ok)
+		u->check_failures++;
+	if (t > 0) {
 		vireo_log("proxy: upstream %s up: %llu health checks passed in a row", u->label,
 			  (unsigned long long)px_rise_cfg);
-		return;
+	} else if (t < 0) {
+		u->check_downs++;
+		vireo_warn("proxy: upstream %s down: %llu health checks failed in a row (last: %s)", u->label,
+			   (unsigned long long)px_fall_cfg, why);
 	}
-	u->check_failures++;
-	if (u->check_down || ++u->check_run < px_fall_cfg) {
-		if (u->check_down)
-			u->check_run = 0;
-		return;
-	}
-	u->check_down = true;
-	u->check_run = 0;
-	u->check_downs++;
-	vireo_warn("proxy: upstream %s down: %llu health checks failed in a row (last: %s)", u->label,
-		   (unsigned long long)px_fall_cfg, why);
 }
 
 static void px_check_head(vireo_http_call h, const struct vireo_http_response *resp, void *ctx)
@@ -777,9 +766,9 @@ static void px_metrics(struct vireo_metrics_out *o, void *arg)
 			u64 v[] = { u->requests,
 				    u->errors,
 				    u->ejections,
-				    !(u->down_until > now) && !u->check_down,
+				    !(u->down_until > now) && !u->health.down,
 				    u->down_until > now,
-				    !u->check_down,
+				    !u->health.down,
 				    u->check_failures,
 				    u->check_downs,
 				    u->active,

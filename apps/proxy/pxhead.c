@@ -306,3 +306,16 @@ int px_parse_ms(const char *s, u64 min_ms, u64 max_ms, u64 *ms)
 	*ms = v;
 	return 0;
 }
+
+int px_health_step(struct px_health *h, bool ok, u32 rise, u32 fall)
+{
+	if (ok != h->down) {
+		h->run = 0;	/* agrees with the state: a run against it ends */
+		return 0;
+	}
+	if (++h->run < (h->down ? rise : fall))
+		return 0;
+	h->down = !h->down;
+	h->run = 0;
+	return h->down ? -1 : 1;
+}

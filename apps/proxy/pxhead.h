@@ -67,6 +67,16 @@ u32 px_lat_quantile(const u64 counts[PX_LAT_BUCKETS], unsigned permille);
  * byte is left out. Its length, or 0 when it does not fit. */
 size_t px_forwarded(const char *addr, bool https, const char *host, char *out, size_t size);
 
+/* An upstream's health as its checks see it: up until fall checks in a
+ * row fail, then down until rise checks in a row pass. */
+struct px_health {
+	bool down;
+	u32 run;	/* failures in a row while up, passes in a row while down */
+};
+/* One check's result into h: +1 when it brought the upstream up, -1 when it
+ * took it down, 0 when the state stays (rise and fall >= 1). */
+int px_health_step(struct px_health *h, bool ok, u32 rise, u32 fall);
+
 /* A duration in the configuration: "N" or "Nms" (milliseconds) or "Ns"
  * (seconds), in [min_ms, max_ms]: 0 and *ms, or -EINVAL. */
 int px_parse_ms(const char *s, u64 min_ms, u64 max_ms, u64 *ms);

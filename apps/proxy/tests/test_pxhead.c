@@ -2,8 +2,8 @@
  * hop-by-hop fields (RFC 9110 7.6.1) and those Connection names, the
  * request target re-encoded from the decoded path, the choice of an
  * upstream (round-robin, least-connections, ejected and tried ones),
- * latency buckets and quantiles, the Forwarded element (RFC 7239) and
- * configuration durations. */
+ * latency buckets and quantiles, the Forwarded element (RFC 7239),
+ * configuration durations, rise and fall of health checks. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -231,12 +231,42 @@ static void test_parse_ms(void **state)
 	assert_int_equal(ms, 7);
 }
 
+static void test_health(void **state)
+{
+	struct px_health h = { 0 };
+
+	(void)state;
+	/* up: fall (3) failures in a row take it down; a pass restarts the count */
+	assert_int_equal(px_health_step(&h, false, 2, 3), 0);
+	assert_int_equal(px_health_step(&h, false, 2, 3), 0);
+	assert_int_equal(px_health_step(&h, true, 2, 3), 0);
+	assert_int_equal(px_health_step(&h, false, 2, 3), 0);
+	assert_int_equal(px_health_step(&h, false, 2, 3), 0);
+	assert_false(h.down);
+	assert_int_equal(px_health_step(&h, false, 2, 3), -1);
+	assert_true(h.down);
+	/* down: more failures change nothing; rise (2) passes in a row bring it back */
+	assert_int_equal(px_health_step(&h, false, 2, 3), 0);
+	assert_int_equal(px_health_step(&h, true, 2, 3), 0);
+	assert_int_equal(px_health_step(&h, false, 2, 3), 0);
+	assert_int_equal(px_health_step(&h, true, 2, 3), 0);
+	assert_true(h.down);
+	assert_int_equal(px_health_step(&h, true, 2, 3), 1);
+	assert_false(h.down);
+	assert_int_equal(px_health_step(&h, true, 2, 3), 0);
+	/* rise and fall of 1: every result that disagrees flips it */
+	assert_int_equal(px_health_step(&h, false, 1, 1), -1);
+	assert_int_equal(px_health_step(&h, false, 1, 1), 0);
+	assert_int_equal(px_health_step(&h, true, 1, 1), 1);
+	assert_int_equal(px_health_step(&h, true, 1, 1), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_upstreams), cmocka_unit_test(test_hop_by_hop), cmocka_unit_test(test_target),
 		cmocka_unit_test(test_choose),	  cmocka_unit_test(test_latency),
-		cmocka_unit_test(test_forwarded), cmocka_unit_test(test_parse_ms),
+		cmocka_unit_test(test_forwarded), cmocka_unit_test(test_parse_ms), cmocka_unit_test(test_health),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
