@@ -248,11 +248,17 @@ size_t px_forwarded(const char *addr, bool https, const char *host, char *out, s
 	if (!size)
 		return 0;
 	PX_PUTS("for=");
+	for (const char *a = addr; a && *a; a++) {
+		bool hex = (*a >= '0' && *a <= '9') || (*a >= 'a' && *a <= 'f') || (*a >= 'A' && *a <= 'F');
+
+		if (!hex && *a != '.' && *a != ':')
+			addr = NULL;	/* not an address's text */
+		else
+			v6 |= *a == ':';
+	}
 	if (!addr || !*addr) {
 		PX_PUTS("unknown");
 	} else {
-		for (const char *a = addr; *a; a++)
-			v6 |= *a == ':';
 		if (v6)
 			PX_PUTS("\"[");
 		PX_PUTS(addr);

@@ -61,7 +61,8 @@ u32 px_lat_quantile(const u64 counts[PX_LAT_BUCKETS], unsigned permille);
 /* One Forwarded element (RFC 7239 section 4) into out[size]:
  * "for=NODE;proto=http|https[;host=HOST]". NODE is the client's address
  * text: IPv4 as is, IPv6 (any ':' in it) quoted and bracketed
- * ("for=\"[2001:db8::1]\""), "unknown" when addr is NULL or "". HOST (the
+ * ("for=\"[2001:db8::1]\""), "unknown" when addr is NULL, "" or has a
+ * byte no address text has (other than hex digits, '.' and ':'). HOST (the
  * request's Host, NULL or "": left out) is a token when every byte is a
  * tchar, else a quoted-string with '"' and '\\' escaped; one with a control
  * byte is left out. Its length, or 0 when it does not fit. */

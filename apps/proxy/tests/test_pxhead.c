@@ -187,6 +187,10 @@ static void test_forwarded(void **state)
 	assert_string_equal(out, "for=\"[2001:db8:cafe::17]\";proto=https");
 	px_forwarded(NULL, false, "", out, sizeof out);
 	assert_string_equal(out, "for=unknown;proto=http");
+	px_forwarded("10.0.0.1\"x", false, NULL, out, sizeof out);	/* not an address: never passed on */
+	assert_string_equal(out, "for=unknown;proto=http");
+	px_forwarded("::1\r\n", false, NULL, out, sizeof out);
+	assert_string_equal(out, "for=unknown;proto=http");
 	/* a host that is not a token is a quoted-string, its '"' and '\\' escaped */
 	px_forwarded("10.0.0.1", false, "example.com:8080", out, sizeof out);
 	assert_string_equal(out, "for=10.0.0.1;proto=http;host=\"example.com:8080\"");
