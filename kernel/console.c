@@ -51,7 +51,6 @@ static size_t in_len;
 static bool in_open;		/* the cursor is on the prompt or typed text */
 static bool in_redraw;		/* draw the prompt and in_line once the line in progress ends */
 static bool line_start = true;	/* the last byte written ended a line */
-static bool local_only;		/* console_write_local(): skip the remote sinks */
 
 static void console_uart_putc(char c)
 {
@@ -97,8 +96,6 @@ static void console_write_raw(const char *buf, size_t len)
 	console_stats.bytes += len;
 	console_uart_write(buf, len);
 	for (s = sinks; s; s = s->next) {
-		if (local_only && s->remote)
-			continue;
 		if (panic_mode && s->emerg_write)
 			s->emerg_write(s, buf, len);
 		else if (!panic_mode)
@@ -151,16 +148,6 @@ void console_write(const char *buf, size_t len)
 	irq_restore(flags);
 }
 
-void console_write_local(const char *buf, size_t len)
-{
-	u64 flags = irq_save();
-
-	local_only = true;
-	console_write(buf, len);	/* irq_save() nests */
-	local_only = false;
-	irq_restore(flags);
-}
-
 /* The line editor's own output: the prompt and echoed input. */
 static void console_echo(const char *buf, size_t len)
 {
@@ -209,6 +196,25 @@ void console_remove_sink(struct console_sink *s)
 		}
 	}
 	irq_restore(flags);
+}
+
+void console_write_except(struct console_sink *skip, const char *buf, size_t len)
+{
+	u64 flags = irq_save_inline();	/* not irq_save(): arch.h says why */
+	struct console_sink **pp;
+
+	/* out of the list for this write, back in its place after (sinks
+	 * change only with interrupts off, so nothing moves meanwhile) */
+	for (pp = &sinks; *pp && *pp != skip; pp = &(*pp)->next)
+		;
+	if (skip && *pp == skip)
+		*pp = skip->next;
+	else
+		pp = NULL;
+	console_write(buf, len);	/* irq_save() nests */
+	if (pp)
+		*pp = skip;
+	irq_restore_inline(flags);
 }
 
 void console_panic_mode(void)

@@ -1,7 +1,7 @@
 /*
  * An app's own stream of log lines (include/vireo/app.h: vireo_log_stream(),
  * an access log): apart from vireo_log()'s rate limit, to the console alone
- * (console_write_local(): not the remote sinks) and to syslog= through its
+ * (console_write_except(): not the syslog sink) and to syslog= through its
  * client's ring (syslog_line()). Nothing waits: the console takes
  * VIREO_LOG_STREAM_RATE lines a second (a token bucket: what a 115,200-baud
  * UART writes of ~120-byte lines), syslog what its 64-line ring has room
@@ -51,7 +51,7 @@ unsigned vireo_log_stream(unsigned to, const char *line, size_t len)
 		took |= VIREO_LOG_SYSLOG;
 	if ((to & VIREO_LOG_CONSOLE) && ls_console_allow()) {
 		buf[len] = '\n';
-		console_write_local(buf, len + 1);
+		console_write_except(syslog_console_sink(), buf, len + 1);
 		took |= VIREO_LOG_CONSOLE;
 	}
 	return took;

@@ -181,8 +181,13 @@ static void syslog_sink_emerg(struct console_sink *s, const char *buf, size_t le
 }
 
 static struct console_sink syslog_sink = {
-	.name = "syslog", .write = syslog_sink_write, .emerg_write = syslog_sink_emerg, .remote = true,
+	.name = "syslog", .write = syslog_sink_write, .emerg_write = syslog_sink_emerg,
 };
+
+struct console_sink *syslog_console_sink(void)
+{
+	return &syslog_sink;
+}
 
 int syslog_line(const char *line, size_t len)
 {
@@ -191,7 +196,7 @@ int syslog_line(const char *line, size_t len)
 
 	if (!slog.pcb || !syslog_addr)
 		return -ENOTCONN;
-	flags = irq_save();
+	flags = irq_save_inline();	/* not irq_save(): kernel/arch/arch.h says why */
 	if (slog.head - slog.tail == SYSLOG_RING) {
 		err = -EAGAIN;
 	} else {
@@ -206,7 +211,7 @@ int syslog_line(const char *line, size_t len)
 		slog.head++;
 		work_queue(&slog.work);
 	}
-	irq_restore(flags);
+	irq_restore_inline(flags);
 	return err;
 }
 
