@@ -8,8 +8,8 @@ of upstreams in the namespace (apps/proxy/README.md). Two boots:
    around the 1 s keep-alive count no spurious 502; a backend killed under
    a bounded GET load loses no GET and is ejected (/metrics); smuggling
    pairs (CL.TE, TE.CL, TE.TE, CL.0) never reach a backend as two requests.
-   Health checks (proxy.check=/check every 300 ms, rise 2, fall 2): a
-   backend whose /check answers 503 is down within a second and gets no
+   Health checks (proxy.check=/check every 500 ms, rise 2, fall 2): a
+   backend whose /check answers 503 is down within 3 s and gets no
    request, and gets traffic again once it answers 200; a Forwarded
    element (proxy.forwarded=on) follows the client's; the access log
    (proxy.access_log=console) writes a line per request with the client's
@@ -174,7 +174,7 @@ def test_nginx_backends(net):
     try:
         # proxy.balance=hash on X-Key: requests without one go round-robin
         vm = boot(ns, f"{ns.host_ip}:8081,{ns.host_ip}:8082",
-                  "proxy.check=/check proxy.check_interval=300ms proxy.rise=2 proxy.fall=2 proxy.forwarded=on "
+                  "proxy.check=/check proxy.check_interval=500ms proxy.rise=2 proxy.fall=2 proxy.forwarded=on "
                   "proxy.access_log=console proxy.balance=hash proxy.hash_key=header:X-Key")
         up_a, up_b = f"{ns.host_ip}:8081", f"{ns.host_ip}:8082"
 
@@ -242,7 +242,7 @@ def test_nginx_backends(net):
         assert set(home.values()) == {"backend a\n", "backend b\n"}, home
 
         # health checks: a's /check answers 503; after proxy.fall=2 checks
-        # 300 ms apart it is down and gets no request; when /check answers
+        # 500 ms apart it is down and gets no request; when /check answers
         # 200 again it is back after proxy.rise=2
         (ns.tmp / "a" / "sick").write_text("")
         t = time.monotonic()
