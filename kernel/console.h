@@ -23,6 +23,9 @@ void console_add_sink(struct console_sink *s);
  * the sink is no longer called. */
 void console_remove_sink(struct console_sink *s);
 void console_write(const char *buf, size_t len);
+/* console_write() to every sink but skip (NULL: all): an app's own stream
+ * (an access log) that reaches syslog= by its own way, or not at all. */
+void console_write_except(struct console_sink *skip, const char *buf, size_t len);
 /* Input bytes from a sink's device (virtio-console), fed to the same line
  * editor and shell as UART input. Any context; bytes beyond the input
  * ring's room are dropped and counted in rx_dropped. */

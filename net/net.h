@@ -14,6 +14,7 @@
 
 struct netif;
 struct vnet_stats;
+struct console_sink;
 
 /* ---- net/netif/netif_vnet.c ---- */
 
@@ -95,5 +96,13 @@ int sntp_start(void);
  * bounded and dropping. Returns 0 (also when off), or -ENOMEM. Called
  * again after syslog= changed, it sends to the new server (or stops). */
 int syslog_start(void);
+/* One line (no newline; cut at 256 bytes and counted) queued for syslog=,
+ * apart from the console (an app's access log): 0, -EAGAIN (the ring is
+ * full: dropped, the caller counts it) or -ENOTCONN (syslog= is off). */
+int syslog_line(const char *line, size_t len);
+/* The console sink that carries console lines to syslog= (linked once
+ * syslog_start() ran with a server): what console_write_except() skips
+ * for a line syslog_line() sends itself. */
+struct console_sink *syslog_console_sink(void);
 
 #endif

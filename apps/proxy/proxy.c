@@ -2,8 +2,9 @@
  * apps/proxy: an HTTP/1.1 reverse proxy on the app API's HTTP client
  * (apps/proxy/README.md). Every request to the appliance (but /healthz and
  * /metrics, the runtime's) goes to one of the upstreams of proxy.upstream=,
- * round-robin or (proxy.least_conn) to the one with the fewest requests on
- * it; bodies are streamed both ways with back-pressure: the client's
+ * round-robin, to the one with the fewest requests on it (least_conn), or
+ * by consistent hashing of the client's address or a header (hash:
+ * pxhash.c); bodies are streamed both ways with back-pressure: the client's
  * through the route's on_body into vireo_http_write(), held in the
  * client's receive buffer while the upstream connection is full; the
  * upstream's through the call's on_body into vireo_resp_write(), held in
@@ -17,18 +18,25 @@
  * itself resends it once when a kept-alive connection was stale). After
  * proxy.fails failures in a row an upstream rests proxy.cooldown seconds
  * (unless every upstream does). A response cut midway is cut for the
- * client too (vireo_resp_abort()), never passed on as whole.
+ * client too (vireo_resp_abort()), never passed on as whole. Active health
+ * checks (proxy.check=) take an upstream down after proxy.fall failed GETs
+ * in a row and back after proxy.rise passed ones. proxy.access_log= writes
+ * a line per request (pxlog.c) through vireo_log_stream().
  *
  * Bounds: PX_MAX requests in flight (VIREO_HTTP_CALLS_MAX), each holding
  * its state and one allocation for its target (PX_TARGET_MAX, 4 KiB) and
  * header lines (PX_HDRS_MAX: the runtime's 8 KiB head plus the
- * X-Forwarded lines): 64 x ~12.6 KiB = ~810 KiB of app.mem's 4 MiB at
- * most; more are 503. Connections: the HTTP client's (at most
+ * X-Forwarded lines and Forwarded): 64 x ~12.7 KiB (the state, with the
+ * access log's 176 B, is ~400 B) = ~815 KiB of app.mem's 4 MiB at most;
+ * more are 503. Health checks: one in flight per upstream at most, each
+ * cancelled after 3/4 of proxy.check_interval. Connections: the HTTP client's (at most
  * VIREO_TCP_OUT_MAX together, shared out among the upstreams).
  */
 #include "vireo/vireo.h"
 
+#include "pxhash.h"
 #include "pxhead.h"
+#include "pxlog.h"
 
 VIREO_CONFIG_STR(px_upstream_cfg, "proxy.upstream", 512, "", "upstreams, host:port,... (names or addresses, at most 4)");
 VIREO_CONFIG_STR(px_host_cfg, "proxy.host", 254, "", "the Host sent upstream (empty: the client's, passed on)");
@@ -42,6 +50,54 @@ VIREO_CONFIG_UINT(px_idle_cfg, "proxy.idle_timeout", 4, 1, 3600,
 		  "seconds an idle upstream connection is kept (below the upstream's own)");
 VIREO_CONFIG_UINT(px_body_cfg, "proxy.max_body", 1073741824, 0, 0, "request body bytes at most (0: no cap; 413)");
 VIREO_CONFIG_UINT(px_resp_body_cfg, "proxy.max_resp_body", 0, 0, 0, "response body bytes at most (0: no cap; 502 when its length says so, else the body is cut)");
+
+/* Active health checks (px_check_*): proxy.check= off by default. */
+VIREO_CONFIG_STR(px_check_cfg, "proxy.check", 256, "",
+		 "health check: GET this path on every upstream each proxy.check_interval (empty: off)");
+#define PX_CHECK_MS_MIN 100
+#define PX_CHECK_MS_MAX 3600000
+static u64 px_check_ms = 2000;
+static int px_check_ms_parse(const char *val, void *dst, char *why, size_t why_len)
+{
+	(void)dst;
+	if (px_parse_ms(val, PX_CHECK_MS_MIN, PX_CHECK_MS_MAX, &px_check_ms) == 0)
+		return 0;
+	vireo_snprintf(why, why_len, "want N or Nms (milliseconds) or Ns (seconds), 100 ms to 3600 s");
+	return -EINVAL;
+}
+CMDLINE_PARAM(px_check_interval, .key = "proxy.check_interval", .type = CMDLINE_CUSTOM, .parse = px_check_ms_parse,
+	      .def = "2s", .values = "N or Nms (milliseconds), Ns (seconds): 100 ms to 3600 s",
+	      .help = "time between two health checks of an upstream (each times out after 3/4 of it)");
+VIREO_CONFIG_UINT(px_rise_cfg, "proxy.rise", 2, 1, 100, "checks passed in a row that bring a down upstream back");
+VIREO_CONFIG_UINT(px_fall_cfg, "proxy.fall", 3, 1, 100, "checks failed in a row that take an upstream down");
+
+/* Balancing. */
+enum { PX_RR, PX_LEAST, PX_HASH };
+static int px_balance_cfg = PX_RR;
+static const char *const px_balances[] = { "round_robin", "least_conn", "hash", NULL };
+CMDLINE_PARAM(px_balance, .key = "proxy.balance", .type = CMDLINE_ENUM, .dst = &px_balance_cfg,
+	      .choices = px_balances, .def = "round_robin",
+	      .help = "how an upstream is chosen (hash: by proxy.hash_key, consistent)");
+VIREO_CONFIG_STR(px_hash_key_cfg, "proxy.hash_key", 72, "client",
+		 "proxy.balance=hash's key: client (its address) or header:NAME (absent, empty or repeated: round-robin)");
+static char px_hash_seed_cfg[64];
+CMDLINE_PARAM(px_hash_seed, .key = "proxy.hash_seed", .type = CMDLINE_STR, .dst = px_hash_seed_cfg,
+	      .dst_size = 64, .def = "", .secret = true,
+	      .help = "the hash's secret, the same on proxies that must agree (empty: random at boot)");
+
+VIREO_CONFIG_BOOL(px_forwarded_cfg, "proxy.forwarded", false,
+		  "add a Forwarded element (RFC 7239: for, proto, host) to the client's");
+
+/* The access log. */
+static int px_alog_cfg;	/* its index is its VIREO_LOG_* bits */
+static const char *const px_alogs[] = { "off", "console", "syslog", "both", NULL };
+CMDLINE_PARAM(px_access_log, .key = "proxy.access_log", .type = CMDLINE_ENUM, .dst = &px_alog_cfg,
+	      .choices = px_alogs, .def = "off",
+	      .help = "one line per request (combined format and the upstream) to the console, syslog= or both");
+VIREO_COUNTER(px_alog_lines, "proxy_access_log_lines_total", "Access log lines written (to any destination).");
+VIREO_COUNTER_VEC(px_alog_dropped, "proxy_access_log_dropped_total",
+		  "Access log lines a destination could not take (console rate, syslog ring full or off).", "to",
+		  "console", "syslog");
 
 VIREO_COUNTER(px_requests, "proxy_requests_total", "Requests proxied (each try on an upstream counts once).");
 VIREO_COUNTER(px_retries, "proxy_retries_total", "Requests tried again on another upstream.");
@@ -63,11 +119,21 @@ struct px_up {
 	u64 down_until;
 	u64 requests, errors, ejections;
 	u64 lat[PX_LAT_BUCKETS];
+	u64 hash_id;		/* px_hash_id() of the label */
+	/* active checks */
+	struct vireo_timer check_timer, check_deadline;
+	vireo_http_call check_call;
+	bool check_live;
+	struct px_health health;	/* down while the checks say so */
+	int check_status;	/* the live check's status, 0 before its head */
+	u64 check_failures, check_downs;
 };
 
 static struct px_up px_ups[PX_UPSTREAMS_MAX];
 static unsigned px_nups;
 static u32 px_rr;
+static struct siphash_key px_hkey;
+static const char *px_hash_header;	/* proxy.hash_key=header:NAME's NAME, or NULL */
 
 struct px {
 	vireo_req r;
@@ -78,6 +144,15 @@ struct px {
 	u8 tried;		/* a bit per upstream */
 	char method[8];
 	char *target, *hdrs;	/* one allocation */
+	u64 hkey;		/* proxy.balance=hash: the key's hash ... */
+	bool has_hkey;		/* ... if the request has one (else round-robin) */
+	/* for the access log */
+	int status;		/* what the client got, 0 before */
+	u64 sent, unix_s;	/* body bytes to the client; the wall clock at the start */
+	s64 up_ms;		/* the last upstream try's time, -1: none */
+	bool have_time;
+	char addr[VIREO_ADDR_STRLEN];
+	char referer[PX_LOG_REF_MAX + 1], agent[PX_LOG_UA_MAX + 1];
 };
 
 static struct px *px_slots[PX_MAX];
@@ -105,6 +180,9 @@ static void px_fail(struct px *p, int status, const char *why)
 {
 	char text[96];
 	int n = vireo_snprintf(text, sizeof text, "%d %s\n", status, why);
+
+	p->status = status;
+	p->sent = (u64)n;
 
 	if (status == 502)
 		vireo_counter_inc(&px_bad_gateway);
@@ -175,6 +253,7 @@ static void px_on_head(vireo_http_call h, const struct vireo_http_response *resp
 		vireo_http_cancel(h);
 		return;
 	}
+	p->status = resp->status;
 	p->started = true;
 	vireo_resp_on_writable(p->r, px_client_writable, p);
 }
@@ -193,6 +272,7 @@ static size_t px_on_resp_body(vireo_http_call h, const void *data, size_t len, v
 		vireo_http_cancel(h);	/* the client left */
 		return len;
 	}
+	p->sent += (u64)n;
 	return (size_t)n;	/* less: held upstream until px_client_writable */
 }
 
@@ -206,6 +286,7 @@ static void px_on_done(vireo_http_call h, int err, void *ctx)
 
 	(void)h;
 	p->call_live = false;
+	p->up_ms = (s64)ms;
 	u->active--;
 	u->lat[px_lat_bucket(ms)]++;
 	if (!err) {
@@ -280,9 +361,17 @@ static int px_start(struct px *p)
 		ch[k] = (struct px_choice){ .active = px_ups[k].active, .tried = (p->tried >> k) & 1 };
 		if (px_ups[k].down_until && px_ups[k].down_until <= now)
 			px_ups[k].down_until = 0;	/* rested: back in */
-		ch[k].down_until = px_ups[k].down_until;
+		ch[k].down_until = px_ups[k].health.down ? UINT64_MAX : px_ups[k].down_until;
 	}
-	i = px_choose(ch, px_nups, now, px_least_cfg, &px_rr);
+	if (px_balance_cfg == PX_HASH && p->has_hkey) {
+		u64 ids[PX_UPSTREAMS_MAX];
+
+		for (unsigned k = 0; k < px_nups; k++)
+			ids[k] = px_ups[k].hash_id;
+		i = px_hash_choose(&px_hkey, ids, ch, px_nups, now, &p->hkey, sizeof p->hkey);
+	} else {
+		i = px_choose(ch, px_nups, now, px_least_cfg || px_balance_cfg == PX_LEAST, &px_rr);
+	}
 	if (i < 0)
 		return -ENOENT;
 	p->up = &px_ups[i];
@@ -306,12 +395,85 @@ static int px_start(struct px *p)
 	return 0;
 }
 
+static const char *px_method_name(enum vireo_method m);
+
+/* ---- the access log ---- */
+
+static void px_log_write(const struct px_log_entry *e)
+{
+	char line[PX_LOG_LINE];
+	size_t n = px_log_format(e, line);
+	unsigned to = (unsigned)px_alog_cfg, took = vireo_log_stream(to, line, n);
+
+	if (took)
+		vireo_counter_inc(&px_alog_lines);
+	if ((to & VIREO_LOG_CONSOLE) && !(took & VIREO_LOG_CONSOLE))
+		vireo_counter_vec_add(&px_alog_dropped, 0, 1);
+	if ((to & VIREO_LOG_SYSLOG) && !(took & VIREO_LOG_SYSLOG))
+		vireo_counter_vec_add(&px_alog_dropped, 1, 1);
+}
+
+/* The client-side parts of a line, while r is live. */
+static void px_log_capture(vireo_req r, char addr[VIREO_ADDR_STRLEN], char *ref, char *ua, bool *have_time,
+			   u64 *unix_s)
+{
+	const char *v;
+	struct vireo_addr a;
+
+	addr[0] = ref[0] = ua[0] = '\0';
+	if (vireo_req_peer(r, &a) == 0)
+		vireo_addr_str(&a, addr, VIREO_ADDR_STRLEN);
+	v = vireo_req_header(r, "Referer");
+	if (v)
+		strlcpy(ref, v, PX_LOG_REF_MAX + 1);
+	v = vireo_req_header(r, "User-Agent");
+	if (v)
+		strlcpy(ua, v, PX_LOG_UA_MAX + 1);
+	*have_time = vireo_wallclock(unix_s);
+}
+
+/* A request answered before it had a struct px (no upstream, 411, busy). */
+static void px_log_now(vireo_req r, int status, u64 bytes)
+{
+	char addr[VIREO_ADDR_STRLEN], ref[PX_LOG_REF_MAX + 1], ua[PX_LOG_UA_MAX + 1], target[PX_LOG_REQ_MAX + 1];
+	struct px_log_entry e = { .status = status, .bytes = bytes, .upstream_ms = -1, .version = "HTTP/1.1" };
+
+	if (!px_alog_cfg)
+		return;
+	px_log_capture(r, addr, ref, ua, &e.have_time, &e.unix_s);
+	e.addr = addr;
+	e.referer = vireo_req_header(r, "Referer") ? ref : NULL;
+	e.agent = vireo_req_header(r, "User-Agent") ? ua : NULL;
+	e.method = px_method_name(vireo_req_method(r));
+	/* the log keeps PX_LOG_REQ_MAX bytes of it: a longer one is its path, cut there */
+	e.target = px_target(vireo_req_path(r), vireo_req_query(r), target, sizeof target) ? target : vireo_req_path(r);
+	px_log_write(&e);
+}
+
+static void px_log_done(struct px *p, bool done)
+{
+	struct px_log_entry e = {
+		.addr = p->addr, .have_time = p->have_time, .unix_s = p->unix_s, .method = p->method,
+		.target = p->target[0] ? p->target : "-", .version = "HTTP/1.1", .bytes = p->sent,
+		.referer = p->referer[0] ? p->referer : NULL, .agent = p->agent[0] ? p->agent : NULL,
+		.upstream = p->up ? p->up->label : NULL, .upstream_ms = p->up_ms,
+	};
+
+	/* the client left before any answer: nginx's 499 (0: the runtime
+	 * answered for us, never seen) */
+	e.status = p->status ? p->status : done ? 0 : 499;
+	if (p->call_live)
+		e.upstream_ms = (s64)(vireo_now_ms() - p->t0);
+	px_log_write(&e);
+}
+
 static void px_req_done(vireo_req r, bool done, void *arg)
 {
 	struct px *p = arg;
 
 	(void)r;
-	(void)done;
+	if (px_alog_cfg)
+		px_log_done(p, done);
 	p->req_live = false;
 	if (p->call_live)
 		vireo_http_cancel(p->h);	/* on_done(EABORTED) frees p */
@@ -340,9 +502,9 @@ static const char *px_method_name(enum vireo_method m)
 static size_t px_headers(struct px *p, char *out, size_t size)
 {
 	const char *name, *value, *conn = vireo_req_header(p->r, "Connection");
-	char xff[1024] = "", peer[VIREO_ADDR_STRLEN];
+	char xff[1024] = "", fwd[1024] = "", peer[VIREO_ADDR_STRLEN];
 	struct vireo_addr a;
-	size_t nl, w = 0, xl = 0;
+	size_t nl, w = 0, xl = 0, fl = 0;
 	int n;
 
 	for (unsigned i = 0; vireo_req_field(p->r, i, &name, &nl, &value) == 0; i++) {
@@ -358,6 +520,13 @@ static size_t px_headers(struct px *p, char *out, size_t size)
 			xl += (size_t)n;
 			continue;
 		}
+		if (px_forwarded_cfg && px_name_is(name, nl, "forwarded")) {
+			n = vireo_snprintf(fwd + fl, sizeof fwd - fl, "%s, ", value);
+			if (n < 0 || (size_t)n >= sizeof fwd - fl)
+				return 0;
+			fl += (size_t)n;
+			continue;
+		}
 		n = vireo_snprintf(out + w, size - w, "%.*s: %s\r\n", (int)nl, name, value);
 		if (n < 0 || (size_t)n >= size - w)
 			return 0;
@@ -370,7 +539,39 @@ static size_t px_headers(struct px *p, char *out, size_t size)
 			   vireo_req_tls(p->r) ? "https" : "http");
 	if (n < 0 || (size_t)n >= size - w)
 		return 0;
-	return w + (size_t)n;
+	w += (size_t)n;
+	if (px_forwarded_cfg) {
+		/* RFC 7239 section 4: our element after the client's list */
+		if (!px_forwarded(peer, vireo_req_tls(p->r), vireo_req_header(p->r, "Host"), fwd + fl, sizeof fwd - fl))
+			return 0;
+		n = vireo_snprintf(out + w, size - w, "Forwarded: %s\r\n", fwd);
+		if (n < 0 || (size_t)n >= size - w)
+			return 0;
+		w += (size_t)n;
+	}
+	return w;
+}
+
+/* proxy.balance=hash: the request's key, hashed into *key (the header's
+ * value, or the client's address without its port); false when the header
+ * is absent, empty or repeated (the request goes round-robin, as
+ * HAProxy's balance hdr() does). */
+static bool px_hash_key(vireo_req r, u64 *key)
+{
+	const char *v;
+	struct vireo_addr a = { 0 };
+
+	if (px_hash_header) {
+		v = vireo_req_header(r, px_hash_header);
+		if (!v || !*v)
+			return false;
+		*key = siphash24(&px_hkey, v, strlen(v));
+		return true;
+	}
+	if (vireo_req_peer(r, &a))
+		return false;
+	*key = siphash24(&px_hkey, a.ip, a.family == VIREO_AF_INET ? 4 : 16);
+	return true;
 }
 
 static void px_handle(vireo_req r, void *arg)
@@ -383,12 +584,14 @@ static void px_handle(vireo_req r, void *arg)
 	(void)arg;
 	if (!px_nups) {
 		vireo_resp_send(r, 503, "text/plain; charset=utf-8", "503 no upstream (proxy.upstream=)\n", 34);
+		px_log_now(r, 503, 34);
 		return;
 	}
 	if (vireo_req_header(r, "Transfer-Encoding")) {
 		/* the client API sends a streamed body with its length only */
 		vireo_counter_inc(&px_no_length);
 		vireo_resp_send(r, 411, "text/plain; charset=utf-8", "411 a body needs a Content-Length\n", 34);
+		px_log_now(r, 411, 34);
 		return;
 	}
 	for (slot = 0; slot < PX_MAX && px_slots[slot]; slot++)
@@ -401,9 +604,15 @@ static void px_handle(vireo_req r, void *arg)
 			vireo_free(p);
 		vireo_counter_inc(&px_busy);
 		vireo_resp_error(r, 503);
+		px_log_now(r, 503, 0);
 		return;
 	}
 	px_slots[slot] = p;
+	p->up_ms = -1;
+	if (px_alog_cfg)
+		px_log_capture(r, p->addr, p->referer, p->agent, &p->have_time, &p->unix_s);
+	if (px_balance_cfg == PX_HASH)
+		p->has_hkey = px_hash_key(r, &p->hkey);
 	p->r = r;
 	p->req_live = true;
 	p->hdrs = p->target + PX_TARGET_MAX;
@@ -420,16 +629,107 @@ static void px_handle(vireo_req r, void *arg)
 	vireo_req_on_done(r, px_req_done, p);
 	if (!px_target(vireo_req_path(r), vireo_req_query(r), p->target, PX_TARGET_MAX) ||
 	    !px_headers(p, p->hdrs, PX_HDRS_MAX)) {
+		p->status = 431;
+		p->sent = 25;
+		p->target[0] = '\0';
 		vireo_resp_send(r, 431, "text/plain; charset=utf-8", "431 too large to pass on\n", 25);
 		return;
 	}
 	err = px_start(p);
 	if (err == -ENOSPC) {
 		vireo_counter_inc(&px_busy);
+		p->status = 503;
 		vireo_resp_error(r, 503);
 	} else if (err) {
 		px_fail(p, 502, "no upstream");
 	}
+}
+
+/* ---- active health checks ---- */
+
+#define PX_CHECK_BODY_MAX 65536	/* a check's answer body at most (else it failed) */
+
+static void px_check_result(struct px_up *u, bool ok, const char *why)
+{
+	int t = px_health_step(&u->health, ok, (u32)px_rise_cfg, (u32)px_fall_cfg);
+
+	if (!ok)
+		u->check_failures++;
+	if (t > 0) {
+		vireo_log("proxy: upstream %s up: %llu health checks passed in a row", u->label,
+			  (unsigned long long)px_rise_cfg);
+	} else if (t < 0) {
+		u->check_downs++;
+		vireo_warn("proxy: upstream %s down: %llu health checks failed in a row (last: %s)", u->label,
+			   (unsigned long long)px_fall_cfg, why);
+	}
+}
+
+static void px_check_head(vireo_http_call h, const struct vireo_http_response *resp, void *ctx)
+{
+	struct px_up *u = ctx;
+
+	(void)h;
+	u->check_status = resp->status;
+}
+
+static size_t px_check_body(vireo_http_call h, const void *data, size_t len, void *ctx)
+{
+	(void)h;
+	(void)data;
+	(void)ctx;
+	return len;	/* read and dropped: the connection stays usable */
+}
+
+static void px_check_done(vireo_http_call h, int err, void *ctx)
+{
+	struct px_up *u = ctx;
+	char why[32];
+
+	(void)h;
+	u->check_live = false;
+	vireo_timer_stop(&u->check_deadline);
+	if (err)
+		vireo_snprintf(why, sizeof why, "%s", err == -VIREO_HTTP_EABORTED ? "timeout" : vireo_http_err_str(err));
+	else
+		vireo_snprintf(why, sizeof why, "status %d", u->check_status);
+	px_check_result(u, !err && u->check_status >= 200 && u->check_status < 400, why);
+}
+
+/* The check's time is up (3/4 of the interval): on_done(EABORTED) follows. */
+static void px_check_timeout(struct vireo_timer *t, void *arg)
+{
+	struct px_up *u = arg;
+
+	(void)t;
+	if (u->check_live)
+		vireo_http_cancel(u->check_call);
+}
+
+static void px_check_fire(struct vireo_timer *t, void *arg)
+{
+	struct px_up *u = arg;
+	int err;
+
+	vireo_timer_start(t, (u32)px_check_ms);
+	if (u->check_live)
+		return;	/* never: its deadline comes first */
+	u->check_status = 0;
+	err = vireo_http_request(u->pool,
+				 &(struct vireo_http_request){
+					 .method = "GET", .target = px_check_cfg,
+					 .headers = "User-Agent: vireo-proxy-check\r\n", .max_body = PX_CHECK_BODY_MAX,
+					 .on_head = px_check_head, .on_body = px_check_body, .on_done = px_check_done,
+					 .ctx = u },
+				 &u->check_call);
+	if (err == -ENOSPC || err == -ENOMEM)
+		return;	/* the proxy is full, not the upstream down: skipped */
+	if (err) {
+		px_check_result(u, false, "not sent");
+		return;
+	}
+	u->check_live = true;
+	vireo_timer_start(&u->check_deadline, (u32)(px_check_ms * 3 / 4));
 }
 
 /* ---- /metrics ---- */
@@ -443,7 +743,13 @@ static void px_metrics(struct vireo_metrics_out *o, void *arg)
 		{ "proxy_upstream_requests_total", "Requests sent to the upstream.", false },
 		{ "proxy_upstream_errors_total", "Requests the upstream failed (connect, timeout, framing, reset).", false },
 		{ "proxy_upstream_ejections_total", "Times the upstream was ejected after proxy.fails failures.", false },
-		{ "proxy_upstream_up", "1 while the upstream takes requests, 0 while it rests after failures.", true },
+		{ "proxy_upstream_up",
+		  "1 while the upstream takes requests, 0 while it rests after failures or is down by health checks.",
+		  true },
+		{ "proxy_upstream_ejected", "1 while the upstream rests after proxy.fails failures (passive).", true },
+		{ "proxy_upstream_check_up", "0 while health checks hold the upstream down, else 1.", true },
+		{ "proxy_upstream_check_failures_total", "Health checks the upstream failed.", false },
+		{ "proxy_upstream_check_downs_total", "Times health checks took the upstream down.", false },
 		{ "proxy_upstream_active", "Requests on the upstream now.", true },
 		{ "proxy_upstream_latency_p50_ms", "Median time to the response's end, as its bucket's bound (ms).", true },
 		{ "proxy_upstream_latency_p99_ms", "99th percentile time to the response's end, its bucket's bound (ms).",
@@ -457,12 +763,44 @@ static void px_metrics(struct vireo_metrics_out *o, void *arg)
 				     fams[f].help);
 		for (unsigned i = 0; i < px_nups; i++) {
 			struct px_up *u = &px_ups[i];
-			u64 v[] = { u->requests, u->errors, u->ejections, !(u->down_until > now), u->active,
-				    px_lat_quantile(u->lat, 500), px_lat_quantile(u->lat, 990) };
+			u64 v[] = { u->requests,
+				    u->errors,
+				    u->ejections,
+				    !(u->down_until > now) && !u->health.down,
+				    u->down_until > now,
+				    !u->health.down,
+				    u->check_failures,
+				    u->check_downs,
+				    u->active,
+				    px_lat_quantile(u->lat, 500),
+				    px_lat_quantile(u->lat, 990) };
 
 			vireo_metrics_sample(o, fams[f].name, "upstream", u->label, v[f]);
 		}
 	}
+}
+
+static void px_check_start(void)
+{
+	if (!px_check_cfg[0])
+		return;
+	for (const char *c = px_check_cfg; *c; c++)
+		if ((u8)*c <= ' ' || (u8)*c >= 0x7f || px_check_cfg[0] != '/') {
+			vireo_warn("proxy: proxy.check=%s: not a path (/..., no space or control byte): no health checks",
+				   px_check_cfg);
+			return;
+		}
+	for (unsigned i = 0; i < px_nups; i++) {
+		struct px_up *u = &px_ups[i];
+
+		vireo_timer_init(&u->check_timer, px_check_fire, u);
+		vireo_timer_init(&u->check_deadline, px_check_timeout, u);
+		/* spread over the first interval */
+		vireo_timer_start(&u->check_timer, (u32)(px_check_ms / px_nups * i + px_check_ms / 8));
+	}
+	vireo_log("proxy: health checks GET %s every %llu ms (down after %llu failed, up after %llu passed)",
+		  px_check_cfg, (unsigned long long)px_check_ms, (unsigned long long)px_fall_cfg,
+		  (unsigned long long)px_rise_cfg);
 }
 
 static bool px_v6(const char *host)
@@ -477,6 +815,21 @@ static int px_init(void)
 	struct px_upstream_addr a[PX_UPSTREAMS_MAX];
 	int n, err;
 	u32 per;
+
+	if (px_hash_seed_cfg[0]) {
+		px_hash_seed(&px_hkey, px_hash_seed_cfg);
+	} else {
+		u8 k[16];
+
+		vireo_random(k, sizeof k);
+		siphash_key_from_bytes(&px_hkey, k);
+	}
+	if (!strncmp(px_hash_key_cfg, "header:", 7) && px_hash_key_cfg[7]) {
+		px_hash_header = px_hash_key_cfg + 7;
+	} else if (strcmp(px_hash_key_cfg, "client")) {
+		vireo_warn("proxy: proxy.hash_key=%s: want client or header:NAME; hashing the client's address",
+			   px_hash_key_cfg);
+	}
 
 	if (!px_upstream_cfg[0]) {
 		vireo_warn("proxy: no proxy.upstream=host:port,...: every request is 503");
@@ -510,10 +863,12 @@ static int px_init(void)
 				vireo_warn("proxy: upstream %s: no pool (%d)", u->label, err);
 				continue;
 			}
+			u->hash_id = px_hash_id(&px_hkey, u->label);
 			px_nups++;
 			vireo_log("proxy: upstream %s", u->label);
 		}
 	}
+	px_check_start();
 	vireo_metrics_writer(px_metrics, NULL);
 	return vireo_http_route(&(struct vireo_route){ .path = "/", .prefix = true, .methods = VIREO_METHODS_ALL,
 						       .handler = px_handle, .on_body = px_on_req_body,

@@ -217,3 +217,111 @@ u32 px_lat_quantile(const u64 counts[PX_LAT_BUCKETS], unsigned permille)
 	}
 	return px_lat_bounds[PX_LAT_BUCKETS - 1];
 }
+
+/* RFC 9110 5.6.2 tchar. */
+static bool px_tchar(u8 c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+		return true;
+	for (const char *o = "!#$%&'*+-.^_`|~"; *o; o++)
+		if (c == (u8)*o)
+			return true;
+	return false;
+}
+
+size_t px_forwarded(const char *addr, bool https, const char *host, char *out, size_t size)
+{
+	size_t w = 0;
+	bool v6 = false, token = true, ctl = false;
+
+#define PX_PUT(c)                        \
+	do {                             \
+		if (w + 1 >= size)       \
+			return 0;        \
+		out[w++] = (char)(c);    \
+	} while (0)
+#define PX_PUTS(s)                                \
+	do {                                      \
+		for (const char *q_ = (s); *q_; q_++) \
+			PX_PUT(*q_);              \
+	} while (0)
+	if (!size)
+		return 0;
+	PX_PUTS("for=");
+	for (const char *a = addr; a && *a; a++) {
+		bool hex = (*a >= '0' && *a <= '9') || (*a >= 'a' && *a <= 'f') || (*a >= 'A' && *a <= 'F');
+
+		if (!hex && *a != '.' && *a != ':')
+			addr = NULL;	/* not an address's text */
+		else
+			v6 |= *a == ':';
+	}
+	if (!addr || !*addr) {
+		PX_PUTS("unknown");
+	} else {
+		if (v6)
+			PX_PUTS("\"[");
+		PX_PUTS(addr);
+		if (v6)
+			PX_PUTS("]\"");
+	}
+	PX_PUTS(https ? ";proto=https" : ";proto=http");
+	if (host && *host) {
+		for (const char *h = host; *h; h++) {
+			token &= px_tchar((u8)*h);
+			ctl |= (u8)*h < 0x20 || (u8)*h == 0x7f;
+		}
+		if (!ctl) {
+			PX_PUTS(";host=");
+			if (!token)
+				PX_PUT('"');
+			for (const char *h = host; *h; h++) {
+				if (*h == '"' || *h == '\\')
+					PX_PUT('\\');
+				PX_PUT(*h);
+			}
+			if (!token)
+				PX_PUT('"');
+		}
+	}
+#undef PX_PUTS
+#undef PX_PUT
+	out[w] = '\0';
+	return w;
+}
+
+int px_parse_ms(const char *s, u64 min_ms, u64 max_ms, u64 *ms)
+{
+	u64 v = 0, unit = 1;
+	const char *p = s;
+
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		v = v * 10 + (u64)(*p - '0');
+		if (v > max_ms)
+			return -EINVAL;
+	}
+	if (p[0] == 's' && !p[1])
+		unit = 1000;
+	else if (!(p[0] == 'm' && p[1] == 's' && !p[2]) && *p)
+		return -EINVAL;
+	v *= unit;
+	if (v < min_ms || v > max_ms)
+		return -EINVAL;
+	*ms = v;
+	return 0;
+}
+
+int px_health_step(struct px_health *h, bool ok, u32 rise, u32 fall)
+{
+	if (ok != h->down) {
+		h->run = 0;	/* agrees with the state: a run against it ends */
+		return 0;
+	}
+	if (++h->run < (h->down ? rise : fall))
+		return 0;
+	h->down = !h->down;
+	h->run = 0;
+	return h->down ? -1 : 1;
+}

@@ -1,7 +1,8 @@
 /*
  * apps/proxy's pure parts (host-tested: tests/test_pxhead.c): the
  * upstream list, which header fields are hop-by-hop, the request target
- * sent upstream, the choice of an upstream, latency quantiles.
+ * sent upstream, the choice of an upstream, latency quantiles, the
+ * Forwarded element (RFC 7239), durations in the configuration.
  */
 #ifndef APPS_PROXY_PXHEAD_H
 #define APPS_PROXY_PXHEAD_H
@@ -56,5 +57,29 @@ unsigned px_lat_bucket(u64 ms);
 /* The q-th per mille quantile (500: p50, 990: p99) of counts[], as its
  * bucket's upper bound in ms; 0 when there are none. */
 u32 px_lat_quantile(const u64 counts[PX_LAT_BUCKETS], unsigned permille);
+
+/* One Forwarded element (RFC 7239 section 4) into out[size]:
+ * "for=NODE;proto=http|https[;host=HOST]". NODE is the client's address
+ * text: IPv4 as is, IPv6 (any ':' in it) quoted and bracketed
+ * ("for=\"[2001:db8::1]\""), "unknown" when addr is NULL, "" or has a
+ * byte no address text has (other than hex digits, '.' and ':'). HOST (the
+ * request's Host, NULL or "": left out) is a token when every byte is a
+ * tchar, else a quoted-string with '"' and '\\' escaped; one with a control
+ * byte is left out. Its length, or 0 when it does not fit. */
+size_t px_forwarded(const char *addr, bool https, const char *host, char *out, size_t size);
+
+/* An upstream's health as its checks see it: up until fall checks in a
+ * row fail, then down until rise checks in a row pass. */
+struct px_health {
+	bool down;
+	u32 run;	/* failures in a row while up, passes in a row while down */
+};
+/* One check's result into h: +1 when it brought the upstream up, -1 when it
+ * took it down, 0 when the state stays (rise and fall >= 1). */
+int px_health_step(struct px_health *h, bool ok, u32 rise, u32 fall);
+
+/* A duration in the configuration: "N" or "Nms" (milliseconds) or "Ns"
+ * (seconds), in [min_ms, max_ms]: 0 and *ms, or -EINVAL. */
+int px_parse_ms(const char *s, u64 min_ms, u64 max_ms, u64 *ms);
 
 #endif

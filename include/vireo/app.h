@@ -105,6 +105,25 @@ int vireo_esp_file(const char *name, const void **data, size_t *len);
 void vireo_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void vireo_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * An app's own stream of lines (an access log), apart from vireo_log()'s
+ * rate limit: line[0..len) (no newline; a control byte is written as '?';
+ * more than VIREO_LOG_STREAM_LINE bytes are cut) to the console
+ * (VIREO_LOG_CONSOLE: the serial and virtio consoles and the log ring, not
+ * syslog=) and/or to syslog= (VIREO_LOG_SYSLOG: queued on its client's
+ * 64-line ring, sent from the loop; lines over 256 bytes cut there).
+ * Nothing waits: the console takes VIREO_LOG_STREAM_RATE lines a second
+ * (about what a 115,200-baud UART writes), syslog what its ring has room
+ * for. Returns the destinations that took the line; one asked for and
+ * missing dropped it (the app counts that), as does syslog when syslog= is
+ * off.
+ */
+#define VIREO_LOG_CONSOLE 1u
+#define VIREO_LOG_SYSLOG 2u
+#define VIREO_LOG_STREAM_LINE 512
+#define VIREO_LOG_STREAM_RATE 100
+unsigned vireo_log_stream(unsigned to, const char *line, size_t len);
+
 /* snprintf into buf[size] (always NUL-terminated when size > 0), kprintf's
  * formats (no floating point); returns the length the whole text needs. */
 int vireo_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -53,6 +53,24 @@ static inline void irq_restore(u64 f)
 		__asm__ __volatile__("sti" ::: "memory");
 }
 
+/* The same two, always inlined: for a caller added to a file built -Os
+ * (COLD_SRCS) whose other callers must stay as they are: one more call
+ * site there and -Os turns irq_save()/irq_restore() into calls for every
+ * caller in the file, growing images that never run the new one. */
+static inline __attribute__((always_inline)) u64 irq_save_inline(void)
+{
+	u64 f;
+
+	__asm__ __volatile__("pushfq; popq %0; cli" : "=r"(f) : : "memory");
+	return f;
+}
+
+static inline __attribute__((always_inline)) void irq_restore_inline(u64 f)
+{
+	if (f & (1u << 9))
+		__asm__ __volatile__("sti" ::: "memory");
+}
+
 /* Kernel log line (printf format, no trailing newline needed). */
 void klog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -184,6 +184,37 @@ static struct console_sink syslog_sink = {
 	.name = "syslog", .write = syslog_sink_write, .emerg_write = syslog_sink_emerg,
 };
 
+struct console_sink *syslog_console_sink(void)
+{
+	return &syslog_sink;
+}
+
+int syslog_line(const char *line, size_t len)
+{
+	u64 flags;
+	int err = 0;
+
+	if (!slog.pcb || !syslog_addr)
+		return -ENOTCONN;
+	flags = irq_save_inline();	/* not irq_save(): kernel/arch/arch.h says why */
+	if (slog.head - slog.tail == SYSLOG_RING) {
+		err = -EAGAIN;
+	} else {
+		u32 at = slog.head % SYSLOG_RING;
+
+		if (len > SYSLOG_LINE) {
+			len = SYSLOG_LINE;
+			slog.cut++;
+		}
+		memcpy(slog.ring[at], line, len);
+		slog.len[at] = (u16)len;
+		slog.head++;
+		work_queue(&slog.work);
+	}
+	irq_restore_inline(flags);
+	return err;
+}
+
 static void syslog_retry(void *arg)
 {
 	(void)arg;

@@ -8,6 +8,12 @@ of upstreams in the namespace (apps/proxy/README.md). Two boots:
    around the 1 s keep-alive count no spurious 502; a backend killed under
    a bounded GET load loses no GET and is ejected (/metrics); smuggling
    pairs (CL.TE, TE.CL, TE.TE, CL.0) never reach a backend as two requests.
+   Health checks (proxy.check=/check every 500 ms, rise 2, fall 2): a
+   backend whose /check answers 503 is down within 3 s and gets no
+   request, and gets traffic again once it answers 200; a Forwarded
+   element (proxy.forwarded=on) follows the client's; the access log
+   (proxy.access_log=console) writes a line per request with the client's
+   quotes escaped.
 2. A scripted upstream (upstream.py): bodies streamed both ways (an
    upload's bytes and hash, one past proxy.max_body 413, a 1 MiB download, a chunked response with its
    hop-by-hop fields), and hostile answers, each bounded: an endless head
@@ -17,11 +23,15 @@ of upstreams in the namespace (apps/proxy/README.md). Two boots:
    a partial body, never a whole one; after each
    the next request on a new connection is fine; 72 clients at once on a
    head that never comes all end (504, or refused by the connection table)
-   within 30 s, leaving nothing held.
+   within 30 s, leaving nothing held. The access log goes to the console
+   and to syslog= (a UDP sink in the namespace): a line reaches syslog
+   once (the console's copy does not go there too), and under a burst
+   every line is written or counted as dropped.
 
 Wall time: about 60 s with two boots on TCG."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -43,7 +53,7 @@ worker_processes 1; master_process off; daemon off;
 error_log {d}/error.log; pid {d}/nginx.pid;
 events {{ worker_connections 256; }}
 http {{
-    log_format t '$request_method $request_uri xff=$http_x_forwarded_for xfp=$http_x_forwarded_proto host=$http_host conn=$http_connection te=$http_te up=$http_upgrade ka=$http_keep_alive cl=$content_length';
+    log_format t '$request_method $request_uri xff=$http_x_forwarded_for xfp=$http_x_forwarded_proto host=$http_host conn=$http_connection te=$http_te up=$http_upgrade ka=$http_keep_alive cl=$content_length fwd=$http_forwarded';
     access_log {d}/access.log t;
     keepalive_timeout 1s;
     client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};
@@ -51,6 +61,7 @@ http {{
         listen {ip}:{port};
         root {d}/www;
         location /post {{ client_max_body_size 1m; return 200 "posted $content_length\\n"; }}
+        location = /check {{ if (-f {d}/sick) {{ return 503; }} return 200 "ok\\n"; }}
     }}
 }}
 """
@@ -131,7 +142,28 @@ def sample(m, name, upstream):
 
 
 def requests_in(log):
-    return [line for line in log.read_text().splitlines() if line] if log.exists() else []
+    """The backend's requests, but the proxy's health checks."""
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [line for line in lines if line and not line.startswith("GET /check ")]
+
+
+def keyed(ns, keys):
+    """{key: the body of GET / with X-Key: key} from one process."""
+    code = ("import http.client,json,sys\n"
+            f"c=http.client.HTTPConnection('{ns.guest_ip}',80,timeout=20); out={{}}\n"
+            "for k in sys.argv[1:]:\n"
+            "  c.request('GET','/',headers={'X-Key':k}); out[k]=c.getresponse().read().decode()\n"
+            "print(json.dumps(out))\n")
+    return json.loads(ns.run(PY, "-c", code, *keys, timeout=60, check=True).stdout)
+
+
+def wait_for(cond, timeout):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return time.monotonic()
+        time.sleep(0.1)
+    raise AssertionError("timed out")
 
 
 def test_nginx_backends(net):
@@ -140,7 +172,10 @@ def test_nginx_backends(net):
     b, blog = nginx(ns, "b", 8082)
     vm = None
     try:
-        vm = boot(ns, f"{ns.host_ip}:8081,{ns.host_ip}:8082")
+        # proxy.balance=hash on X-Key: requests without one go round-robin
+        vm = boot(ns, f"{ns.host_ip}:8081,{ns.host_ip}:8082",
+                  "proxy.check=/check proxy.check_interval=500ms proxy.rise=2 proxy.fall=2 proxy.forwarded=on "
+                  "proxy.access_log=console proxy.balance=hash proxy.hash_key=header:X-Key")
         up_a, up_b = f"{ns.host_ip}:8081", f"{ns.host_ip}:8082"
 
         # spread: round-robin over both
@@ -152,7 +187,8 @@ def test_nginx_backends(net):
         status, body, _, _ = curl(ns, "/?q=%41+b", "-H", "Connection: keep-alive, X-Secret", "-H", "X-Secret: s",
                                   "-H", "TE: trailers", "-H", "Upgrade: h2c", "-H", "Keep-Alive: 5",
                                   "-H", "X-Forwarded-For: 192.0.2.7", "-H", "X-Forwarded-Proto: gopher",
-                                  "-H", "Host: site.example")
+                                  "-H", "Host: site.example", "-H", "Forwarded: for=192.0.2.7",
+                                  "-H", 'Referer: http://r/"x', "-A", 'evil" 200 1 "-')
         assert status == 200
         last = (requests_in(alog) + requests_in(blog))
         line = [x for x in last if "q=" in x][-1]
@@ -160,6 +196,11 @@ def test_nginx_backends(net):
         assert f"xff=192.0.2.7, {ns.host_ip} " in line and "xfp=http " in line, line
         assert "host=site.example " in line and "conn=- " in line and "te=- " in line and "up=- " in line, line
         assert "ka=- " in line, line
+        assert line.endswith(f"fwd=for=192.0.2.7, for={ns.host_ip};proto=http;host=site.example"), line
+        # its access log line: the client's quotes escaped, the upstream named
+        log_re = (re.escape(ns.host_ip) + r' - - \[[^]]*\] "GET /\?q=%41\+b HTTP/1.1" 200 10 "http://r/\\"x" '
+                  r'"evil\\" 200 1 \\"-" upstream=' + re.escape(ns.host_ip) + r':808[12] upstream_ms=\d+')
+        wait_for(lambda: re.search(log_re, vm.text), 5)
         # a body streamed with its Content-Length
         status, body, _, _ = curl(ns, "/post", "--data-binary", "x" * 5000)
         assert (status, body) == (200, "posted 5000\n")
@@ -193,6 +234,42 @@ def test_nginx_backends(net):
         assert not [x for x in logs if "smuggled" in x], logs[before:]
         assert len(logs) - before <= 1, logs[before:]   # CL.0's GET, its body read as a body
 
+        # consistent hashing: a key goes to the same backend every time,
+        # both backends get keys
+        keys = [f"user{i}" for i in range(24)]
+        home = keyed(ns, keys)
+        assert keyed(ns, keys[::-1]) == home   # another order: round-robin would give every key the other one
+        assert set(home.values()) == {"backend a\n", "backend b\n"}, home
+
+        # health checks: a's /check answers 503; after proxy.fall=2 checks
+        # 500 ms apart it is down and gets no request; when /check answers
+        # 200 again it is back after proxy.rise=2
+        (ns.tmp / "a" / "sick").write_text("")
+        t = time.monotonic()
+        wait_for(lambda: sample(metrics(ns), "proxy_upstream_check_up", up_a) == 0, 5)
+        assert time.monotonic() - t < 3
+        seen_a = len(requests_in(alog))
+        r = load(ns, "/", 20, 1)
+        assert r["status"] == {"200": 20} and r["bodies"] == {"backend b\n": 20}, r
+        assert len(requests_in(alog)) == seen_a
+        m = metrics(ns)
+        assert sample(m, "proxy_upstream_up", up_a) == 0 and sample(m, "proxy_upstream_ejected", up_a) == 0
+        assert sample(m, "proxy_upstream_check_downs_total", up_a) == 1
+        assert f"proxy: upstream {up_a} down: 2 health checks failed in a row (last: status 503)" in vm.text
+        # a's keys went to b meanwhile
+        assert set(keyed(ns, keys).values()) == {"backend b\n"}
+        (ns.tmp / "a" / "sick").unlink()
+        wait_for(lambda: sample(metrics(ns), "proxy_upstream_check_up", up_a) == 1, 5)
+        assert f"proxy: upstream {up_a} up: 2 health checks passed in a row" in vm.text
+        # every key back where it was
+        assert keyed(ns, keys[5:] + keys[:5]) == home
+        r = load(ns, "/", 20, 1)
+        assert r["status"] == {"200": 20} and r["bodies"]["backend a\n"] >= 8, r
+        assert len(requests_in(alog)) >= seen_a + 8
+        m = metrics(ns)
+        assert sample(m, "proxy_upstream_up", up_a) == 1 and sample(m, "proxy_upstream_check_up", up_b) == 1
+        assert m["proxy_access_log_lines_total"] > 0
+
         # a backend killed under load: no GET lost, the backend ejected
         bg = ns.popen(PY, os.path.join(HERE, "load.py"), ns.guest_ip, "80", "/", "4000", "4", stdout=subprocess.PIPE)
         time.sleep(1.0)
@@ -220,17 +297,54 @@ def test_nginx_backends(net):
                 p.wait()
 
 
+def syslog_sink(ns, path):
+    """A UDP syslog server in the namespace: one datagram a line in path."""
+    code = ("import socket\n"
+            f"s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.bind(('{ns.host_ip}',5514))\n"
+            f"f=open('{path}','ab',buffering=0)\n"
+            "while True:\n"
+            "  d=s.recv(65536); f.write(d.replace(b'\\n',b' ')+b'\\n')\n")
+    return ns.popen(PY, "-c", code, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def test_hostile_upstream(net):
     ns = net
     log = ns.tmp / "upstream.log"
+    slog = ns.tmp / "syslog.txt"
     srv = ns.popen(PY, os.path.join(HERE, "upstream.py"), ns.host_ip, "8090", str(log), stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
+    sink = syslog_sink(ns, slog)
     vm = None
     try:
         time.sleep(0.5)
-        vm = boot(ns, f"{ns.host_ip}:8090", "proxy.timeout=1 proxy.fails=1000 proxy.max_body=400000")
+        vm = boot(ns, f"{ns.host_ip}:8090", "proxy.timeout=1 proxy.fails=1000 proxy.max_body=400000 "
+                  f"syslog={ns.host_ip}:5514 proxy.access_log=both")
 
         assert curl(ns, "/ok")[:2] == (200, "ok /ok\n")
+        # the access log line on both, and on syslog once
+        line = '"GET /ok HTTP/1.1" 200 7 "-" "curl/'
+        wait_for(lambda: line in vm.text and slog.exists() and line in slog.read_text(errors="replace"), 5)
+        time.sleep(0.5)
+        assert slog.read_text(errors="replace").count(line) == 1
+        # a burst past the console's 100 lines a second: each line written
+        # or counted as dropped, never waited for
+        m0 = metrics(ns)
+        t = time.monotonic()
+        r = load(ns, "/burst", 400, 8)
+        secs = time.monotonic() - t
+        assert r["status"] == {"200": 400}, r
+        time.sleep(0.5)
+        m = metrics(ns)
+        console = vm.text.count('"GET /burst HTTP/1.1" 200')
+        dropped = m['proxy_access_log_dropped_total{to="console"}'] - m0['proxy_access_log_dropped_total{to="console"}']
+        assert console + dropped == 400, (console, dropped, secs)
+        assert console <= 100 + 100 * secs + 5, (console, secs)
+        syslogged = slog.read_text(errors="replace").count('"GET /burst HTTP/1.1" 200')
+        sdropped = m['proxy_access_log_dropped_total{to="syslog"}'] - m0['proxy_access_log_dropped_total{to="syslog"}']
+        lost = m["vireo_syslog_send_errors_total"] - m0["vireo_syslog_send_errors_total"]   # lwIP refused a datagram
+        assert 400 - lost <= syslogged + sdropped <= 400, (syslogged, sdropped, lost, secs)
+        print(f"burst: 400 GETs in {secs:.2f} s; console {console} lines, {dropped} dropped; "
+              f"syslog {syslogged}, {sdropped} dropped")
         # an upload streamed upstream: its bytes arrive whole
         data = os.urandom(300000)
         (ns.tmp / "up.bin").write_bytes(data)
@@ -300,5 +414,6 @@ def test_hostile_upstream(net):
     finally:
         if vm:
             vm.stop()
-        srv.kill()
-        srv.wait()
+        for p in (srv, sink):
+            p.kill()
+            p.wait()

@@ -2,7 +2,8 @@
  * hop-by-hop fields (RFC 9110 7.6.1) and those Connection names, the
  * request target re-encoded from the decoded path, the choice of an
  * upstream (round-robin, least-connections, ejected and tried ones),
- * latency buckets and quantiles. */
+ * latency buckets and quantiles, the Forwarded element (RFC 7239),
+ * configuration durations, rise and fall of health checks. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -174,11 +175,102 @@ static void test_latency(void **state)
 	assert_int_equal(px_lat_quantile(c, 500), 50);
 }
 
+static void test_forwarded(void **state)
+{
+	char out[64];
+
+	(void)state;
+	assert_int_equal(px_forwarded("192.0.2.43", false, "example.com", out, sizeof out), 42);
+	assert_string_equal(out, "for=192.0.2.43;proto=http;host=example.com");
+	/* RFC 7239 section 6: IPv6 quoted and bracketed */
+	px_forwarded("2001:db8:cafe::17", true, NULL, out, sizeof out);
+	assert_string_equal(out, "for=\"[2001:db8:cafe::17]\";proto=https");
+	px_forwarded(NULL, false, "", out, sizeof out);
+	assert_string_equal(out, "for=unknown;proto=http");
+	px_forwarded("10.0.0.1\"x", false, NULL, out, sizeof out);	/* not an address: never passed on */
+	assert_string_equal(out, "for=unknown;proto=http");
+	px_forwarded("::1\r\n", false, NULL, out, sizeof out);
+	assert_string_equal(out, "for=unknown;proto=http");
+	/* a host that is not a token is a quoted-string, its '"' and '\\' escaped */
+	px_forwarded("10.0.0.1", false, "example.com:8080", out, sizeof out);
+	assert_string_equal(out, "for=10.0.0.1;proto=http;host=\"example.com:8080\"");
+	px_forwarded("10.0.0.1", false, "[::1]:80", out, sizeof out);
+	assert_string_equal(out, "for=10.0.0.1;proto=http;host=\"[::1]:80\"");
+	px_forwarded("10.0.0.1", false, "a\"b\\c;d", out, sizeof out);
+	assert_string_equal(out, "for=10.0.0.1;proto=http;host=\"a\\\"b\\\\c;d\"");
+	/* a control byte: the host left out rather than passed on */
+	px_forwarded("10.0.0.1", false, "a\rb", out, sizeof out);
+	assert_string_equal(out, "for=10.0.0.1;proto=http");
+	/* it fits, or 0 */
+	assert_int_equal(px_forwarded("192.0.2.43", false, "example.com", out, 43), 42);
+	assert_int_equal(px_forwarded("192.0.2.43", false, "example.com", out, 42), 0);
+	assert_int_equal(px_forwarded("192.0.2.43", false, "example.com", out, 0), 0);
+}
+
+static void test_parse_ms(void **state)
+{
+	u64 ms = 7;
+
+	(void)state;
+	assert_int_equal(px_parse_ms("2000", 100, 3600000, &ms), 0);
+	assert_int_equal(ms, 2000);
+	assert_int_equal(px_parse_ms("250ms", 100, 3600000, &ms), 0);
+	assert_int_equal(ms, 250);
+	assert_int_equal(px_parse_ms("3s", 100, 3600000, &ms), 0);
+	assert_int_equal(ms, 3000);
+	assert_int_equal(px_parse_ms("3600s", 100, 3600000, &ms), 0);
+	assert_int_equal(ms, 3600000);
+	ms = 7;
+	assert_int_equal(px_parse_ms("3601s", 100, 3600000, &ms), -EINVAL);
+	assert_int_equal(px_parse_ms("99ms", 100, 3600000, &ms), -EINVAL);
+	assert_int_equal(px_parse_ms("0s", 100, 3600000, &ms), -EINVAL);
+	assert_int_equal(px_parse_ms("", 100, 3600000, &ms), -EINVAL);
+	assert_int_equal(px_parse_ms("s", 100, 3600000, &ms), -EINVAL);
+	assert_int_equal(px_parse_ms("-1", 100, 3600000, &ms), -EINVAL);
+	assert_int_equal(px_parse_ms("2m", 100, 3600000, &ms), -EINVAL);
+	assert_int_equal(px_parse_ms("2 s", 100, 3600000, &ms), -EINVAL);
+	assert_int_equal(px_parse_ms("2ss", 100, 3600000, &ms), -EINVAL);
+	assert_int_equal(px_parse_ms("2msx", 100, 3600000, &ms), -EINVAL);
+	assert_int_equal(px_parse_ms("99999999999999999999999s", 100, 3600000, &ms), -EINVAL);
+	assert_int_equal(ms, 7);
+}
+
+static void test_health(void **state)
+{
+	struct px_health h = { 0 };
+
+	(void)state;
+	/* up: fall (3) failures in a row take it down; a pass restarts the count */
+	assert_int_equal(px_health_step(&h, false, 2, 3), 0);
+	assert_int_equal(px_health_step(&h, false, 2, 3), 0);
+	assert_int_equal(px_health_step(&h, true, 2, 3), 0);
+	assert_int_equal(px_health_step(&h, false, 2, 3), 0);
+	assert_int_equal(px_health_step(&h, false, 2, 3), 0);
+	assert_false(h.down);
+	assert_int_equal(px_health_step(&h, false, 2, 3), -1);
+	assert_true(h.down);
+	/* down: more failures change nothing; rise (2) passes in a row bring it back */
+	assert_int_equal(px_health_step(&h, false, 2, 3), 0);
+	assert_int_equal(px_health_step(&h, true, 2, 3), 0);
+	assert_int_equal(px_health_step(&h, false, 2, 3), 0);
+	assert_int_equal(px_health_step(&h, true, 2, 3), 0);
+	assert_true(h.down);
+	assert_int_equal(px_health_step(&h, true, 2, 3), 1);
+	assert_false(h.down);
+	assert_int_equal(px_health_step(&h, true, 2, 3), 0);
+	/* rise and fall of 1: every result that disagrees flips it */
+	assert_int_equal(px_health_step(&h, false, 1, 1), -1);
+	assert_int_equal(px_health_step(&h, false, 1, 1), 0);
+	assert_int_equal(px_health_step(&h, true, 1, 1), 1);
+	assert_int_equal(px_health_step(&h, true, 1, 1), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_upstreams), cmocka_unit_test(test_hop_by_hop), cmocka_unit_test(test_target),
 		cmocka_unit_test(test_choose),	  cmocka_unit_test(test_latency),
+		cmocka_unit_test(test_forwarded), cmocka_unit_test(test_parse_ms), cmocka_unit_test(test_health),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

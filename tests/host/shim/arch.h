@@ -39,6 +39,8 @@ __attribute__((weak)) void (*shim_mb_hook)(void);
 /* One thread, nothing interrupts it: nothing to mask. */
 static inline u64 irq_save(void) { return 0; }
 static inline void irq_restore(u64 f) { (void)f; }
+static inline u64 irq_save_inline(void) { return 0; }
+static inline void irq_restore_inline(u64 f) { (void)f; }
 
 void klog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
