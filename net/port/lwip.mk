@@ -98,13 +98,14 @@ $(patsubst %.c,$(BUILD)/k/%.o,$(LWIP_PORT_SRCS)): | $(LWIP_STAMP)
 # addresses and allow-lists, kernel/cmdline.h; random_bytes, random_u64:
 # the apps' randomness and the connection table's hash key, kernel/random.h; timer_*/work_*: the
 # loop's timers and work items the app API runs on, kernel/loop.h;
+# siphash_key_from_bytes: the handshake buckets' key, lib/crypto/siphash.h;
 # wallclock_* (wallclock_best too): Date and Last-Modified; __start/__stop_vireo_*: the apps' and
 # metrics' linker sets; dhcp_set_ntp_servers: lwIP's DHCP option 42 hook,
 # net/clients/sntp.c; mm_get_stats: the apps' resolver's cache sized from
 # memory, and resolv_servers_list: its servers, dns= and a lease's,
 # net/clients/resolv.c, runtime/resolve.c.)
 LWIP_KERNEL_SYMS := _GLOBAL_OFFSET_TABLE_ memcpy memmove memset memcmp strlen strnlen strcmp strncmp \
-	kprintf ksnprintf kvsnprintf panic time_ns random_u32 siphash24 page_alloc page_free \
+	kprintf ksnprintf kvsnprintf panic time_ns random_u32 siphash24 siphash_key_from_bytes page_alloc page_free \
 	page_alloc_raw kmalloc kzalloc kfree metrics_buf_init metrics_family metrics_sample metrics_sample1 \
 	metrics_sample_s64 metrics_sample_fixed metrics_simple metrics_write_all \
 	outbuf_mem outbuf_put outbuf_str outbuf_u64 parse_dec cmdline_parse_ipv4 random_bytes random_u64 \
