@@ -221,12 +221,7 @@ int st_rec_decode(const u8 *p, u32 avail, u32 seed, struct st_rec *r, const char
 		*why = "short record";
 		return -EBADMSG;
 	}
-	r->len = get_le32(p + 4);
-	r->type = p[8];
-	r->klen = p[9];
-	r->flags = get_le16(p + 10);
-	r->vlen = get_le32(p + 12);
-	r->lsn = get_le64(p + 16);
+	st_rec_fields(p, r);	/* key and val are pointers only: read once checked */
 	if (r->len < ST_REC_HDR || r->len > avail)
 		*why = "record length past the batch";
 	else if ((u64)ST_REC_HDR + r->klen + r->vlen != r->len)
@@ -237,9 +232,5 @@ int st_rec_decode(const u8 *p, u32 avail, u32 seed, struct st_rec *r, const char
 		*why = "malformed record";
 	else if (get_le32(p) != crc32c(seed, p + 4, r->len - 4))
 		*why = "bad record checksum";
-	if (*why)
-		return -EBADMSG;
-	r->key = p + ST_REC_HDR;
-	r->val = p + ST_REC_HDR + r->klen;
-	return 0;
+	return *why ? -EBADMSG : 0;
 }

@@ -79,23 +79,30 @@ bool kv_pin(struct kv_store *s, const struct kv_entry *ce)
 	return true;
 }
 
-void kv_unpin(struct kv_store *s, const struct kv_entry *ce)
+/* Takes e off the held list (its links are left and right there); returns
+ * its charge, no longer counted as held. */
+static size_t kv_held_unlink(struct kv_store *s, struct kv_entry *e)
 {
-	struct kv_entry *e = (struct kv_entry *)ce;
-	size_t charge;
+	size_t charge = kv_charge(e->klen, e->vlen);
 
-	if (!e->pins || --e->pins || e->height)
-		return;	/* still pinned, or still in the tree */
 	if (e->left)
 		e->left->right = e->right;
 	else
 		s->held_list = e->right;
 	if (e->right)
 		e->right->left = e->left;
-	charge = kv_charge(e->klen, e->vlen);
 	s->held--;
 	s->held_bytes -= charge;
-	s->used -= charge;
+	return charge;
+}
+
+void kv_unpin(struct kv_store *s, const struct kv_entry *ce)
+{
+	struct kv_entry *e = (struct kv_entry *)ce;
+
+	if (!e->pins || --e->pins || e->height)
+		return;	/* still pinned, or still in the tree */
+	s->used -= kv_held_unlink(s, e);
 	s->free(e);
 }
 
@@ -279,15 +286,7 @@ bool kv_restore(struct kv_store *s, const u8 *key, size_t klen, const struct kv_
 	}
 	if (e->height || !e->pins || kv_cmp_entry(e, key, klen))
 		return false;
-	/* Off the held list: from here its charge is the tree's. */
-	if (e->left)
-		e->left->right = e->right;
-	else
-		s->held_list = e->right;
-	if (e->right)
-		e->right->left = e->left;
-	s->held--;
-	s->held_bytes -= kv_charge(e->klen, e->vlen);
+	kv_held_unlink(s, e);	/* from here its charge is the tree's */
 	s->root = kv_insert(s->root, e, &old);
 	if (old)
 		kv_release(s, old);

@@ -23,13 +23,8 @@ int px_hash_choose(const struct siphash_key *k, const u64 *ids, const struct px_
 	for (unsigned i = 0; i < n; i++) {
 		u64 s;
 
-		if (up[i].tried)
+		if (!px_usable(up, i, now, &rested))
 			continue;
-		if (up[i].down_until > now) {
-			if (rested < 0 || up[i].down_until < up[rested].down_until)
-				rested = (int)i;
-			continue;
-		}
 		s = px_hash_score(k, ids[i], key, len);
 		if (best < 0 || s > best_score) {
 			best = (int)i;

@@ -162,6 +162,18 @@ size_t px_target(const char *path, const char *query, char *out, size_t size)
 	return w;
 }
 
+bool px_usable(const struct px_choice *up, unsigned i, u64 now, int *rested)
+{
+	if (up[i].tried)
+		return false;
+	if (up[i].down_until > now) {
+		if (*rested < 0 || up[i].down_until < up[*rested].down_until)
+			*rested = (int)i;
+		return false;
+	}
+	return true;
+}
+
 int px_choose(const struct px_choice *up, unsigned n, u64 now, bool least, u32 *rr)
 {
 	int best = -1, rested = -1;
@@ -169,13 +181,8 @@ int px_choose(const struct px_choice *up, unsigned n, u64 now, bool least, u32 *
 	for (unsigned k = 0; k < n; k++) {
 		unsigned i = (*rr + k) % n;
 
-		if (up[i].tried)
+		if (!px_usable(up, i, now, &rested))
 			continue;
-		if (up[i].down_until > now) {
-			if (rested < 0 || up[i].down_until < up[rested].down_until)
-				rested = (int)i;
-			continue;
-		}
 		if (best < 0 || (least && up[i].active < up[best].active))
 			best = (int)i;
 		if (!least)

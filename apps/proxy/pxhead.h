@@ -48,6 +48,10 @@ struct px_choice {
  * every untried one is ejected, the ejected one whose cool-down ends
  * first (a proxy with every upstream down still tries). -1: all tried. */
 int px_choose(const struct px_choice *up, unsigned n, u64 now, bool least, u32 *rr);
+/* Whether up[i] may take the request at now (not tried, not ejected); an
+ * ejected one becomes *rested when its cool-down ends before *rested's
+ * (-1: none yet). px_choose's and px_hash_choose's common step. */
+bool px_usable(const struct px_choice *up, unsigned i, u64 now, int *rested);
 
 /* Latency buckets (ms upper bounds; the last catches the rest). */
 #define PX_LAT_BUCKETS 12

@@ -34,10 +34,12 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "qemu"))
+from httpc import free_tcp_port  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -53,14 +55,6 @@ def value(k, v):
     head = f"k={k};v={v};".encode()
     base = 37 * k + 11 * v
     return head + bytes((base + j) & 0xff for j in range(len(head), n))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def loadavg():
@@ -94,7 +88,7 @@ def run_size(a, mib):
         want[f"r{k:05d}"] = value(k, writes // keys + (1 if k < writes % keys else 0) - 1)
     if os.path.exists(log):
         os.unlink(log)
-    port = free_port()
+    port = free_tcp_port()
     args = ["qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-m", str(a.mem), "-smp", "1",
             "-nodefaults", "-no-user-config", "-display", "none", "-serial", f"file:{log}",
             "-kernel", a.elf, "-append", f"kv.max_bytes={16 << 20} app.mem={32 << 20}",

@@ -42,24 +42,18 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "qemu"))
+from httpc import free_tcp_port  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 OUT = os.path.join(ROOT, "build", "bench", "store")
 PEERS = os.environ.get("BENCH_OUT", os.path.join(ROOT, "build", "bench"))
 VALUE = 1024
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 # ---- the bare cost of a flush -------------------------------------------
@@ -141,7 +135,7 @@ class Guest:
                 raise SystemExit(f"{d} missing: tests/bench/peer/build.sh {name} (make bench-store does)")
             boot = ["-kernel", os.path.join(d, "vmlinuz"), "-initrd", os.path.join(d, "initrd.img"),
                     "-append", "console=ttyS0 quiet bench.ip=10.0.2.15/24 bench.gw=10.0.2.2"]
-        self.port = free_port()
+        self.port = free_tcp_port()
         gp = SYSTEMS[name]["port"]
         self.args = ["qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-m", str(a.mem), "-smp", "1",
                      "-nodefaults", "-no-user-config", "-display", "none", "-serial", f"file:{self.log}"] + boot + [
