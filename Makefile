@@ -430,8 +430,12 @@ FUZZ_RUNS ?= 20000
 FUZZ_RUNS_DEVICE ?= 4000
 FUZZ_DEVICE := fuzz_virtio_net
 FUZZ_TIME ?= 300
+# The binaries run JOBS at a time, each one's output printed whole when it
+# ends (a failure's lines stay together); every one runs, and any failure
+# fails the target. (test_store alone takes about a minute.)
 test-host: deps-test check-docs check-layers $(addprefix $(BUILD)/host/,$(HOST_TESTS))
-	$(Q)set -e; for t in $(HOST_TESTS); do echo "  TEST    $$t"; $(BUILD)/host/$$t; done
+	$(Q)printf '%s\n' $(HOST_TESTS) | xargs -P $(JOBS) -I{} sh -c 'out=$$($(BUILD)/host/{} 2>&1); rc=$$?; \
+		printf "  TEST    %s\n%s\n" {} "$$out"; [ $$rc = 0 ] || { echo "  FAIL    {} (exit $$rc)"; exit 1; }'
 
 # Every relative link in README.md, docs/ and net/README.md resolves (a file,
 # and a heading for a #fragment), docs/appliance.md's command-line table
