@@ -41,8 +41,13 @@ KCFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fdebug-prefix-map=$(CURDIR)=. \
 	-DVIREO_VERSION='"$(VERSION)"' -DVIREO_REV='"$(GIT_REV)"' \
 	-I. -Iinclude -Ikernel/arch -I$(BUILD)/gen -MMD -MP
-# make TLS=1 (the TLS block below): lwIP is built with altcp (net/port/lwipopts.h)
-# and its altcp_tls.h includes mbedTLS's headers (net/tls/mbedtls.mk).
+# TLS (the TLS block below): on by default for the appliance, apps/site, so
+# `make` and `make run` serve HTTPS (issue 33); other apps are built without
+# it unless they ask (make APP=apps/NAME TLS=1), and TLS=0 builds the small
+# plain-HTTP image (docs/https.md). With TLS, lwIP is built with altcp
+# (net/port/lwipopts.h) and its altcp_tls.h includes mbedTLS's headers
+# (net/tls/mbedtls.mk).
+TLS ?= $(if $(filter apps/site apps/site/,$(or $(APP),apps/site)),1,0)
 ifeq ($(TLS),1)
 KCFLAGS += -DVIREO_TLS=1 -I$(BUILD)/mbedtls-src/mbedtls/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
@@ -146,10 +151,9 @@ KCFLAGS += -falign-functions=1 -falign-jumps=1 -falign-labels=1 -falign-loops=1
 include net/port/lwip.mk
 $(patsubst %.c,$(BUILD)/k/%.o,$(filter net/% runtime/%,$(SRCS))): | $(LWIP_STAMP)
 
-# ---- TLS: make TLS=1 (net/tls/mbedtls.mk, docs/https.md) -----------------
-# Off by default: mbedTLS adds a third to the image. The stamp's name holds
-# the choice, so switching rebuilds every object (-DVIREO_TLS=1 in KCFLAGS).
-TLS ?= 0
+# ---- TLS (net/tls/mbedtls.mk, docs/https.md) ------------------------------
+# TLS is set at the top (on for apps/site). The stamp's name holds the
+# choice, so switching rebuilds every object (-DVIREO_TLS=1 in KCFLAGS).
 TLS_BUILD_STAMP := $(BUILD)/tls-build.$(TLS)
 $(TLS_BUILD_STAMP):
 	@mkdir -p $(dir $@)
@@ -255,9 +259,9 @@ $(ELF): $(OBJS) $(LWIP_LIB) $(MBEDTLS_LINK) linker/vireo.ld $(STORAGE_STAMP)
 # --strip-all: the PE's COFF symbol table (~44 KB) is never loaded; debuggers
 # read vireo.so.
 # The image budget (docs/benchmarks.md, Image budget): the default image
-# (the static site, no TLS) within 360 KiB, TLS=1 within 640 KiB (issue 33's
-# budget for the default image once TLS is in it: site, TLS, the TLS client
-# and ACME; docs/benchmarks.md says what each part costs); other apps'
+# (the static site with TLS, the TLS client and ACME) within 640 KiB (issue
+# 33's budget; docs/benchmarks.md says what each part costs), TLS=0 within
+# 360 KiB; other apps'
 # images have none. Credentials an operator bakes in (TLS_CERT=, TLS_KEY=,
 # TLS_CA=) are their bytes, not the image's: the budget grows by their
 # files' sizes. A build over its budget fails; IMAGE_BUDGET=0 turns it off.
@@ -342,7 +346,7 @@ MEM ?= 64
 # the guest's, if CMDLINE sets http=.
 PORT ?= 8080
 HTTP_PORT ?= $(or $(patsubst http=%,%,$(filter http=%,$(CMDLINE))),80)
-# make TLS=1 run: host port TLS_PORT (8443) to the guest's https= port too.
+# With TLS (the site's default): host port TLS_PORT (8443) to the guest's https= port too.
 TLS_PORT ?= 8443
 HTTPS_PORT ?= $(or $(patsubst https=%,%,$(filter https=%,$(CMDLINE))),443)
 run: deps-run $(IMAGE)
@@ -755,19 +759,20 @@ params:
 
 help:
 	@echo "vireo $(VERSION) targets:"
-	@echo "  make            build $(EFI) (UEFI application) and $(PVH)"
-	@echo "                  (fails over its size budget: 360 KiB, 640 KiB with TLS=1; IMAGE_BUDGET=0 skips)"
+	@echo "  make            build $(EFI) (UEFI application) and $(PVH), HTTP and HTTPS"
+	@echo "                  (fails over its size budget: 640 KiB, 360 KiB with TLS=0; IMAGE_BUDGET=0 skips)"
 	@echo "  make elf        build $(PVH) (PVH ELF: qemu-system-x86_64 -kernel, no firmware)"
 	@echo "  make run-microvm  the appliance on QEMU microvm (PVH, virtio-mmio, no PCI/ACPI);"
 	@echo "                  same PORT=, CMDLINE=, QEMU_OPTS=, MEM= as make run"
 	@echo "  make image      build $(IMAGE) (GPT disk, ESP with EFI/BOOT/BOOTX64.EFI)"
-	@echo "  make TLS=1      build with HTTPS (mbedTLS 3.6) and the certificate/key (TLS_CERT=, TLS_KEY=;"
-	@echo "                  else one generated at boot, for tls.names=; EFI/vireo/tls/cert.pem and"
+	@echo "  make TLS=0      build without HTTPS (no mbedTLS); apps other than the site: TLS=1 for it"
+	@echo "  make TLS_CERT=chain.pem TLS_KEY=key.pem  HTTPS (mbedTLS 3.6, default) with this certificate/key"
+	@echo "                  (else one generated at boot, for tls.names=; EFI/vireo/tls/cert.pem and"
 	@echo "                  key.pem on the ESP win over both); https= port 443; TLS_CA=bundle.pem: the"
 	@echo "                  TLS clients' trust anchors (EFI/vireo/tls/ca.pem on the ESP wins; none: refused)"
-	@echo "                  (docs/https.md). make TLS=1 tls-check: what mbedTLS needs, its size"
+	@echo "                  (docs/https.md). make tls-check: what mbedTLS needs, its size"
 	@echo "  make run        install QEMU/OVMF if missing, boot the appliance; http://localhost:8080/"
-	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=); with TLS=1 also https://localhost:8443/ (TLS_PORT=);"
+	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=); with TLS also https://localhost:8443/ (TLS_PORT=);"
 	@echo "                  DISK=file attaches a data disk (serial vireo-data; docs/storage.md);"
 	@echo "                  CFG=file puts it on the image's ESP as EFI/vireo/vireo.cfg (docs/appliance.md)"
 	@echo "  make disk       a blank data disk, build/data.img or DISK= (DISK_SIZE=, default 64M); kept if it exists"

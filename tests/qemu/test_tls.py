@@ -24,12 +24,43 @@ BUILD = os.path.join(ROOT, "build", "tls-image")
 READY = r"^vireo: ready ip=(\S+) http=(\d+)( https=(\d+))?$"
 
 
+# What a first build of build/tls-image/ copies from build/: the fetched
+# trees, and when the default build is a TLS one (apps/site's, TLS=1 by
+# default) its objects too, so only what the test's own variables change
+# is rebuilt. Copied dependency files (*.d) name their targets under
+# build/; they are rewritten to name the copy's, so a header edited later
+# still rebuilds the copy's objects.
+FETCHED = ("lwip-src", "mbedtls-src", "apt")
+BUILT = ("k", "gen", "lwip", "tls-lwip", "mbedtls")
+
+
+def _seed_tls_build():
+    src_root = os.path.join(ROOT, "build")
+    trees = FETCHED
+    stamp = os.path.join(src_root, "tls-build.1")
+    if os.path.exists(stamp) and not os.path.exists(os.path.join(BUILD, "k")):
+        trees += BUILT
+        shutil.copy2(stamp, BUILD)  # its age: objects older than it rebuild
+    for tree in trees:
+        src, dst = os.path.join(src_root, tree), os.path.join(BUILD, tree)
+        if not os.path.isdir(src) or os.path.exists(dst):
+            continue
+        shutil.copytree(src, dst, symlinks=True)
+        if tree in FETCHED:
+            continue
+        for d, _, files in os.walk(dst):
+            for f in files:
+                if f.endswith(".d"):
+                    path = os.path.join(d, f)
+                    with open(path) as fh:
+                        text = fh.read()
+                    with open(path, "w") as fh:
+                        fh.write(re.sub(r"(^|\s)build/", r"\1build/tls-image/", text))
+
+
 def make(*args):
     os.makedirs(BUILD, exist_ok=True)
-    for tree in ("lwip-src", "mbedtls-src", "apt"):
-        src, dst = os.path.join(ROOT, "build", tree), os.path.join(BUILD, tree)
-        if os.path.isdir(src) and not os.path.exists(dst):
-            shutil.copytree(src, dst, symlinks=True)
+    _seed_tls_build()
     r = subprocess.run(["make", "-C", ROOT, f"BUILD={os.path.relpath(BUILD, ROOT)}", "TLS=1", "-j2",
                         *args, "image"], capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
