@@ -35,6 +35,7 @@ the acmeIdentifier certificate on port 443, and the issued certificate
 then verifies. PEBBLE_VA_NOSLEEP=1 throughout (no random waits
 before validation). About 55 s for both once the image is built."""
 import calendar
+import json
 import os
 import re
 import shutil
@@ -144,6 +145,24 @@ def curl_verify(ns, root, name, path="/healthz"):
                   f"{name}:443:{ns.guest_ip}", "-w", "\n%{http_code}", f"https://{name}{path}")
 
 
+def testssl_clean(ns, root, tmp_path):
+    """testssl.sh (Debian's package) against the appliance's issued
+    certificate: no HIGH or CRITICAL finding. Run in the namespace with the
+    CA's root added; -p (protocols) and -S (server defaults: chain, names,
+    key, validity, revocation pointers)."""
+    if not shutil.which("testssl"):
+        pytest.skip("testssl.sh not installed (tools/deps.sh test installs it)")
+    out = tmp_path / "testssl-acme.json"
+    r = ns.run("testssl", "--quiet", "--color", "0", "--warnings", "batch", "--add-ca", str(root),
+               "--ip", ns.guest_ip, "--jsonfile", str(out), "-p", "-S", f"{NAMES[0]}:443", timeout=600)
+    findings = json.loads(out.read_text())
+    bad = [(f["severity"], f["id"], f["finding"]) for f in findings if f["severity"] in ("HIGH", "CRITICAL")]
+    assert findings and not bad, (bad, r.stdout[-3000:])
+    sev = {f["id"]: f["finding"] for f in findings}
+    assert sev["TLS1_3"].startswith("offered") and sev["TLS1_1"].startswith("not offered"), sev
+    assert any(k.startswith("cert_trust") and "Ok" in v for k, v in sev.items()), sev
+
+
 def test_acme_http01_pebble(netns, tmp_path):
     ns = netns
     t0 = time.monotonic()
@@ -203,6 +222,10 @@ def test_acme_http01_pebble(netns, tmp_path):
         r = ns.run("sh", "-c", f"openssl s_client -connect {ns.guest_ip}:443 -servername {NAMES[0]} </dev/null "
                    "2>/dev/null | openssl x509 -noout -ext subjectAltName")
         assert all(f"DNS:{n}" in r.stdout.decode() for n in NAMES), r.stdout
+        # testssl.sh on the issued certificate and the chain served with it
+        # (protocols, server defaults: the certificate's checks), pebble's
+        # root trusted
+        testssl_clean(ns, root1, tmp_path)
         # renewal scheduled with a third of the lifetime left, earlier by at
         # most a 16th of it (acme_renew.h), from the served certificate's dates
         dates = ns.run("sh", "-c", f"openssl s_client -connect {ns.guest_ip}:443 -servername {NAMES[0]} "

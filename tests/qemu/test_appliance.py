@@ -14,7 +14,7 @@ import pytest
 from httpc import free_tcp_port, parse_prometheus, parse_response, promtool_findings, read_all, read_responses
 from vm import ROOT, Vm
 
-READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
+READY = r"^vireo: ready ip=(\S+) http=(\d+)(?: https=\d+)?$"
 SITE = os.path.join(ROOT, "runtime", "default-site")
 GUEST_LL = "fe80::5054:ff:fe12:3456"
 

@@ -18,7 +18,7 @@ import urllib.request
 from httpc import free_tcp_port
 from vm import IMAGE, ROOT
 
-READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
+READY = r"^vireo: ready ip=(\S+) http=(\d+)(?: https=\d+)?$"
 ESP = "@@1M"  # images/lib.sh: the ESP starts at sector 2048 of every vireo disk
 BAKED_INDEX = os.path.join(ROOT, "runtime", "default-site", "index.html")
 ENV = dict(os.environ, MTOOLS_SKIP_CHECK="1", LC_ALL="C.UTF-8")  # UTF-8 names as long names

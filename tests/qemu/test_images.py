@@ -20,7 +20,7 @@ from vm import ROOT
 
 # What the console prints once the appliance serves; every artefact boots
 # with a NIC on QEMU's user network (DHCP) to get there.
-READY = r"^vireo: ready ip=\S+ http=80$"
+READY = r"^vireo: ready ip=\S+ http=80(?: https=443)?$"
 NIC = ["-netdev", "user,id=n0,restrict=on", "-device", "virtio-net-pci,netdev=n0,romfile="]
 
 BUILD = os.path.join(ROOT, "build")

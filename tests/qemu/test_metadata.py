@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
+READY = r"^vireo: ready ip=(\S+) http=(\d+)(?: https=\d+)?$"
 SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "metadata_server.py")
 
 

@@ -17,7 +17,7 @@ from test_console import Chardev
 from test_poweroff import powerdown_and_wait
 from vm import PVH_ELF, ROOT
 
-READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
+READY = r"^vireo: ready ip=(\S+) http=(\d+)(?: https=\d+)?$"
 SITE = os.path.join(ROOT, "runtime", "default-site")
 MACHINE = "microvm,acpi=off"
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
+READY = r"^vireo: ready ip=(\S+) http=(\d+)(?: https=\d+)?$"
 CHRONYD = shutil.which("chronyd") or "/usr/sbin/chronyd"
 STAMP = r"\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\] "
 

@@ -77,7 +77,7 @@ def test_net_command_and_static_bring_up(boot):
         vm = boot(cmdline="ip=10.9.8.7/28 gw=10.9.8.1", extra=[
             "-netdev", f"socket,id=n0,udp=127.0.0.1:{ours.getsockname()[1]},localaddr=127.0.0.1:{qemu_port}",
             "-device", "virtio-net-pci,netdev=n0,romfile="])
-        ready = vm.wait_for(r"^vireo: ready ip=(\S+) http=(\d+)$")
+        ready = vm.wait_for(r"^vireo: ready ip=(\S+) http=(\d+)(?: https=\d+)?$")
         assert ready.group(1) == "10.9.8.7" and ready.group(2) == "80", ready.group(0)
         text = vm.text
         assert re.search(r"^net: address by static configuration$", text, re.M), text

@@ -14,7 +14,7 @@ import pytest
 
 from vm import Vm
 
-READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
+READY = r"^vireo: ready ip=(\S+) http=(\d+)(?: https=\d+)?$"
 OFF = r"^vireo: power off: (\d+) drained, (\d+) idle closed, (\d+) cut after (\d+) ms$"
 BODY_64K = bytes(i % 251 for i in range(65536))
 

@@ -11,7 +11,7 @@ import pytest
 from httpc import free_tcp_port, get_close as get
 from vm import PVH_ELF, ROOT
 
-READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
+READY = r"^vireo: ready ip=(\S+) http=(\d+)(?: https=\d+)?$"
 SITE = os.path.join(ROOT, "runtime", "default-site")
 
 # Every test here boots build/vireo.elf (conftest.py).

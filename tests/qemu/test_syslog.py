@@ -8,7 +8,7 @@ import time
 
 from httpc import parse_prometheus, promtool_findings
 
-READY = r"^vireo: ready ip=(\S+) http=(\d+)$"
+READY = r"^vireo: ready ip=(\S+) http=(\d+)(?: https=\d+)?$"
 RFC5424 = re.compile(r"^<(\d{1,3})>1 (\S+) (\S+) vireo - - - (.*)$", re.S)
 
 LISTEN = r'''
@@ -62,7 +62,8 @@ def test_console_lines_reach_the_syslog_listener(boot, netns):
     assert all(p.group(3) == netns.guest_ip and p.group(2) == "-" for p in parsed)  # no clock: nil time
     # the boot log from the console's ring, then what came after
     assert any(t.startswith("vireo ") for t in texts), texts[:5]
-    assert "vireo: ready ip=%s http=80" % netns.guest_ip in texts
+    assert any(re.fullmatch(r"vireo: ready ip=%s http=80(?: https=443)?" % re.escape(netns.guest_ip), t)
+               for t in texts), texts
     assert any(t.startswith("syslog: to ") for t in texts)
     assert all(int(p.group(1)) in (10, 12, 14) for p in parsed)
     # the burst: some lines dropped and counted, every line sent arrived
