@@ -315,7 +315,8 @@ test-qemu: $(PVH)
 .PHONY: run-microvm bench-pvh
 run-microvm: deps-run $(PVH)
 	images/qemu.sh --microvm --kernel $(PVH) --mem $(MEM) --cmdline "$(CMDLINE)" \
-		$(if $(PORT),--port $(PORT) --guest-port $(HTTP_PORT)) $(QEMU_OPTS)
+		$(if $(PORT),--port $(PORT) --guest-port $(HTTP_PORT)) \
+		$(if $(and $(PORT),$(filter 1,$(TLS))),--tls-port $(TLS_PORT) --guest-tls-port $(HTTPS_PORT)) $(QEMU_OPTS)
 # QEMU start -> first HTTP 200: OVMF vs -kernel on q35, pc and microvm (printed);
 # then, as root, side by side with the nginx peer booted with -kernel on q35 and
 # microvm through the shared harness (tests/bench/pvh_peer.sh; BENCH_REPS,
