@@ -1,5 +1,6 @@
 """Registration: the command-line keys (CMDLINE_PARAM) and shell commands
 (SHELL_CMD) found in the image's linker sets, as the kernel lists them."""
+import os
 import re
 import subprocess
 import sys
@@ -12,11 +13,14 @@ READY = r"^vireo: kernel ready$"
 
 def table_from_sources():
     """`params`' lines as tools/cmdline_table.py prints them from the sources
-    of the default image: with its app's keys (apps/site) and without the
-    block path's or the TLS-only ones (it is built without STORAGE=1 or
-    TLS=1)."""
-    out = subprocess.run([sys.executable, f"{ROOT}/tools/cmdline_table.py", "--plain", "--no-storage", "--no-tls",
-                          "--with-app", "apps/site"], check=True, capture_output=True, text=True).stdout
+    of the default image: with its app's keys (apps/site) and the TLS ones
+    (TLS is its default), without the block path's (it is built without
+    STORAGE=1); the TLS-only keys are left out for a build/tls-build.0
+    (make TLS=0) image."""
+    tls = not os.path.exists(os.path.join(ROOT, "build", "tls-build.0"))
+    out = subprocess.run([sys.executable, f"{ROOT}/tools/cmdline_table.py", "--plain", "--no-storage",
+                          *([] if tls else ["--no-tls"]), "--with-app", "apps/site"],
+                         check=True, capture_output=True, text=True).stdout
     return out.splitlines()
 
 
