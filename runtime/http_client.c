@@ -75,6 +75,7 @@ struct hc_call {
 	u64 t_head, t_last;		/* the head deadline's start, the last body byte */
 	bool idempotent, head_req, got_byte, retried, fresh, reused, waiting;
 	bool head_armed, head_done, paused, started, cancelled;
+	bool tunnel, tunnel_close;	/* upgrade's 101 came; vireo_http_tunnel_close() */
 };
 
 static struct hc_pool *hc_pools[VIREO_HTTP_POOLS_MAX];
@@ -329,6 +330,16 @@ static void hc_call_work(void *arg)
 	struct hc_call *c = arg;
 	int err;
 
+	if (c->tunnel_close && !c->cancelled) {
+		struct hc_conn *k = c->conn;
+
+		if (k && k->state == HC_BUSY) {
+			k->state = HC_CLOSING;
+			vireo_tcp_close(k->tcp);	/* FIN after what was written */
+		}
+		hc_done(c, 0);
+		return;
+	}
 	if (c->cancelled) {
 		struct hc_conn *k = c->conn;
 
@@ -366,7 +377,7 @@ static void hc_send(struct hc_call *c)
 			return;	/* on_writable, or the connection's end, follows */
 		c->sent += (size_t)n;
 	}
-	if (c->stream_left) {
+	if (c->stream_left || c->tunnel) {
 		if (c->rq.on_writable)
 			c->rq.on_writable((vireo_http_call){ c->id }, c->rq.ctx);
 		return;
@@ -467,6 +478,8 @@ static size_t hc_on_recv(vireo_tcp t, const void *data, size_t len, void *arg)
 	c->got_byte = true;
 	c->paused = false;	/* offered again: taken, or held anew below */
 	c->t_last = vireo_now_ms();
+	if (c->tunnel)
+		goto raw;
 	if (!c->head_done) {
 		r = http_resp_head(c->rp, d, len, &used);
 		off = used;
@@ -477,6 +490,7 @@ static size_t hc_on_recv(vireo_tcp t, const void *data, size_t len, void *arg)
 			return len;
 		}
 		c->head_done = true;
+		c->tunnel = c->rq.upgrade && c->rp->status == 101;
 		if (c->rq.on_head) {
 			struct vireo_http_response resp = {
 				.status = c->rp->status,
@@ -490,6 +504,8 @@ static size_t hc_on_recv(vireo_tcp t, const void *data, size_t len, void *arg)
 			if (k->call != c || c->cancelled)
 				return len;
 		}
+		if (c->tunnel)
+			goto raw;
 	}
 	for (;;) {
 		size_t took;
@@ -520,6 +536,20 @@ static size_t hc_on_recv(vireo_tcp t, const void *data, size_t len, void *arg)
 			return off;
 		}
 	}
+
+	/* A tunnel: every byte after the 101 is the new protocol's. */
+raw:
+	if (off < len && c->rq.on_body) {
+		size_t took = c->rq.on_body((vireo_http_call){ c->id }, d + off, len - off, c->rq.ctx);
+
+		if (k->call != c || c->cancelled || c->tunnel_close)
+			return len;
+		off += MIN(took, len - off);
+		if (off < len)
+			c->paused = true;
+		return off;
+	}
+	return len;
 }
 
 static void hc_on_eof(vireo_tcp t, void *arg)
@@ -537,7 +567,7 @@ static void hc_on_eof(vireo_tcp t, void *arg)
 	if (!c || c->cancelled)
 		return;
 	/* on_eof comes once every byte before the FIN was taken */
-	if (c->head_done && http_resp_eof(c->rp) == HTTP_RESP_END) {
+	if (c->tunnel || (c->head_done && http_resp_eof(c->rp) == HTTP_RESP_END)) {
 		hc_done(c, 0);	/* close-delimited */
 		return;
 	}
@@ -904,19 +934,35 @@ int vireo_http_write(vireo_http_call h, const void *data, size_t len)
 	struct hc_call *c = hc_call_of(h);
 	int n;
 
-	if (!c || !c->rq.body_stream || len > c->stream_left || c->cancelled)
+	if (!c || c->cancelled || c->tunnel_close || (!c->tunnel && (!c->rq.body_stream || len > c->stream_left)))
 		return -EINVAL;
 	if (!c->conn || c->conn->state != HC_BUSY || c->sent < c->req_len)
 		return -EAGAIN;
 	n = vireo_tcp_send(c->conn->tcp, data, len);
 	if (n < 0)
 		return -EAGAIN;	/* the connection is ending: on_done follows */
+	if (c->tunnel) {
+		if (n)
+			c->t_last = vireo_now_ms();	/* the idle bound counts both ways */
+		return n;
+	}
 	c->stream_left -= (u64)n;
 	if (!c->stream_left && !c->head_armed) {
 		c->head_armed = true;
 		c->t_head = vireo_now_ms();
 	}
 	return n;
+}
+
+int vireo_http_tunnel_close(vireo_http_call h)
+{
+	struct hc_call *c = hc_call_of(h);
+
+	if (!c || !c->tunnel)
+		return -EINVAL;
+	c->tunnel_close = true;
+	work_queue(&c->work);
+	return 0;
 }
 
 int vireo_http_cancel(vireo_http_call h)

@@ -141,6 +141,7 @@ struct px {
 	struct px_up *up;
 	u64 t0, body_len;
 	bool req_live, call_live, has_body, started, idempotent;
+	bool upgrade, tunnel;	/* asks to switch protocols; the 101 came: a tunnel */
 	u8 tried;		/* a bit per upstream */
 	char method[8];
 	char *target, *hdrs;	/* one allocation */
@@ -222,8 +223,8 @@ static void px_on_head(vireo_http_call h, const struct vireo_http_response *resp
 			cl += (size_t)vireo_snprintf(conns + cl, sizeof conns - cl, "%s,", value);
 	if (!conn)
 		conn = conns;
-	if (resp->status < 200 || resp->status > 599) {	/* 101: we never ask to upgrade */
-		vireo_http_cancel(h);
+	if ((resp->status < 200 && !(resp->status == 101 && p->upgrade)) || resp->status > 599) {
+		vireo_http_cancel(h);	/* 101 unasked for: 502 */
 		return;
 	}
 	for (unsigned i = 0; vireo_http_field(h, i, &name, &nl, &value) == 0; i++) {
@@ -248,7 +249,15 @@ static void px_on_head(vireo_http_call h, const struct vireo_http_response *resp
 	len = resp->has_length ? resp->content_length : VIREO_LENGTH_UNKNOWN;
 	if (resp->status == 204 || resp->status == 304)
 		len = 0;
-	err = vireo_resp_start(p->r, resp->status, type, len);
+	if (resp->status == 101) {
+		/* a tunnel: bytes both ways until either side closes */
+		const char *up = vireo_http_header(h, "Upgrade");
+
+		err = up ? vireo_resp_upgrade(p->r, up) : -EINVAL;
+		p->tunnel = !err;
+	} else {
+		err = vireo_resp_start(p->r, resp->status, type, len);
+	}
 	if (err) {
 		vireo_http_cancel(h);
 		return;
@@ -349,6 +358,18 @@ static size_t px_on_req_body(vireo_req r, const void *data, size_t len, void *ar
 	return n < 0 ? len : (size_t)n;
 }
 
+/* The client's FIN: in a tunnel, the upstream's connection closes after
+ * what was relayed (on_done(0) then closes the client's); before the
+ * upgrade (the empty body's end) nothing. */
+static void px_on_req_body_end(vireo_req r, void *arg)
+{
+	struct px *p = px_of(r);
+
+	(void)arg;
+	if (p && p->tunnel && p->call_live)
+		vireo_http_tunnel_close(p->h);
+}
+
 /* Tries p on the next upstream: 0, or -ENOENT (every one tried), or the
  * client's refusal. */
 static int px_start(struct px *p)
@@ -382,6 +403,7 @@ static int px_start(struct px *p)
 					 .host = px_host_cfg[0] ? px_host_cfg : vireo_req_header(p->r, "Host"),
 					 .body_stream = p->has_body, .body_len = p->body_len,
 					 .max_body = px_resp_body_cfg ? px_resp_body_cfg : UINT64_MAX,
+					 .upgrade = p->upgrade,
 					 .on_head = px_on_head, .on_body = px_on_resp_body,
 					 .on_writable = px_upstream_writable, .on_done = px_on_done, .ctx = p },
 				 &p->h);
@@ -540,6 +562,14 @@ static size_t px_headers(struct px *p, char *out, size_t size)
 	if (n < 0 || (size_t)n >= size - w)
 		return 0;
 	w += (size_t)n;
+	if (p->upgrade) {
+		/* hop-by-hop, removed above: asked again, of this hop */
+		n = vireo_snprintf(out + w, size - w, "Connection: upgrade\r\nUpgrade: %s\r\n",
+				   vireo_req_header(p->r, "Upgrade"));
+		if (n < 0 || (size_t)n >= size - w)
+			return 0;
+		w += (size_t)n;
+	}
 	if (px_forwarded_cfg) {
 		/* RFC 7239 section 4: our element after the client's list */
 		if (!px_forwarded(peer, vireo_req_tls(p->r), vireo_req_header(p->r, "Host"), fwd + fl, sizeof fwd - fl))
@@ -572,6 +602,25 @@ static bool px_hash_key(vireo_req r, u64 *key)
 		return false;
 	*key = siphash24(&px_hkey, a.ip, a.family == VIREO_AF_INET ? 4 : 16);
 	return true;
+}
+
+/* Every Connection field's values joined by "," into buf (scratch), or
+ * NULL when there is none or they do not fit. */
+static const char *px_conn_tokens(vireo_req r, char *buf, size_t size)
+{
+	const char *name, *value;
+	size_t nl, w = 0;
+	int n;
+
+	for (unsigned i = 0; vireo_req_field(r, i, &name, &nl, &value) == 0; i++) {
+		if (!px_name_is(name, nl, "connection"))
+			continue;
+		n = vireo_snprintf(buf + w, size - w, "%s,", value);
+		if (n < 0 || (size_t)n >= size - w)
+			return NULL;
+		w += (size_t)n;
+	}
+	return w ? buf : NULL;
 }
 
 static void px_handle(vireo_req r, void *arg)
@@ -626,6 +675,9 @@ static void px_handle(vireo_req r, void *arg)
 		p->body_len = v;
 		p->has_body = v != 0;
 	}
+	/* a WebSocket: a GET without a body that asks to switch protocols */
+	p->upgrade = vireo_req_method(r) == VIREO_GET && !p->has_body && !vireo_req_header(r, "Transfer-Encoding") &&
+		     px_upgrade(px_conn_tokens(r, p->target, PX_TARGET_MAX), vireo_req_header(r, "Upgrade"));
 	vireo_req_on_done(r, px_req_done, p);
 	if (!px_target(vireo_req_path(r), vireo_req_query(r), p->target, PX_TARGET_MAX) ||
 	    !px_headers(p, p->hdrs, PX_HDRS_MAX)) {
@@ -872,6 +924,7 @@ static int px_init(void)
 	vireo_metrics_writer(px_metrics, NULL);
 	return vireo_http_route(&(struct vireo_route){ .path = "/", .prefix = true, .methods = VIREO_METHODS_ALL,
 						       .handler = px_handle, .on_body = px_on_req_body,
+						       .on_body_end = px_on_req_body_end,
 						       .body_limit = px_body_cfg });
 }
 

@@ -116,6 +116,16 @@ bool px_hop_by_hop(const char *name, size_t n, const char *conn)
 	return px_named(conn, name, n);
 }
 
+bool px_upgrade(const char *conn, const char *upgrade)
+{
+	if (!px_named(conn, "upgrade", 7) || !upgrade || !*upgrade)
+		return false;
+	for (; *upgrade; upgrade++)	/* protocol names: tokens, '/', ',' and spaces */
+		if ((u8)*upgrade < 0x20 || (u8)*upgrade >= 0x7f || *upgrade == '"' || *upgrade == ';')
+			return false;
+	return true;
+}
+
 /* RFC 3986 pchar but pct-encoded, and '/'. */
 static bool px_keep(u8 c)
 {

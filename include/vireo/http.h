@@ -256,6 +256,26 @@ int vireo_resp_end(vireo_req r);
  * response, never a whole one. 0, -EINVAL (not started, or ended), -EPIPE. */
 int vireo_resp_abort(vireo_req r);
 
+/*
+ * Switching protocols (RFC 9110 7.8: a WebSocket, apps/proxy's tunnel):
+ * answers a GET that carries Upgrade, has no body and came on a route
+ * with on_body, with "101 Switching Protocols", "Connection: upgrade",
+ * "Upgrade: protocol" and the lines vireo_resp_header() added
+ * (Sec-WebSocket-Accept ...). The connection is then a tunnel until
+ * either side ends it: the client's bytes go raw to the route's on_body
+ * (back-pressure as for a body: what it leaves stays in the receive
+ * buffer, vireo_req_body_resume()), uncapped by body_limit, and its FIN
+ * to on_body_end (which ran once already, at the empty body's end, before
+ * the upgrade); the app's go out through vireo_resp_write() (never
+ * chunked) with on_writable; vireo_resp_end() closes after them (FIN),
+ * vireo_resp_abort() too. The tunnel holds the connection (one of the
+ * server's 64) and the stream buffer; the send stall timeout applies,
+ * an idle bound is the app's. 0, -EINVAL (not such a request, a protocol
+ * empty or with a control byte, the head over OUT_MAX), -ENOMEM (budget),
+ * -EPIPE (stale or answered).
+ */
+int vireo_resp_upgrade(vireo_req r, const char *protocol);
+
 /* fn(r, arg) from the loop whenever the stream buffer has drained below
  * half after a write was short or returned 0. One callback per exchange;
  * NULL removes it. 0 or -EPIPE. */

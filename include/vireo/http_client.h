@@ -132,6 +132,16 @@ struct vireo_http_request {
 	 * it with vireo_http_write() once on_writable says so. */
 	bool body_stream;
 	u64 max_body;		/* [the pool's]: this response's body cap */
+	/* Asks to switch protocols (a WebSocket through apps/proxy): headers
+	 * carry "Connection: upgrade" and "Upgrade: ...", no body. A 101
+	 * answer makes the call a tunnel: after on_head every byte the
+	 * upstream sends comes raw through on_body (back-pressure as for a
+	 * body) until its FIN (on_done(0)), vireo_http_write() sends raw
+	 * bytes, vireo_http_tunnel_close() closes after them; the body
+	 * timeout counts from the last byte either way (the tunnel's idle
+	 * bound); the connection is never reused. Another answer is an
+	 * ordinary response. */
+	bool upgrade;
 
 	/* All optional but on_done. */
 	void (*on_head)(vireo_http_call h, const struct vireo_http_response *r, void *ctx);
@@ -165,11 +175,16 @@ int vireo_http_field(vireo_http_call h, unsigned i, const char **name, size_t *n
 /* Offer the body bytes on_body left again. 0 or -EINVAL (stale). */
 int vireo_http_resume(vireo_http_call h);
 
-/* A streamed body: copies up to len bytes and returns how many (less when
- * the connection's send bound is reached: on_writable follows), never past
- * body_len in all. -EINVAL (stale, not streamed, too many bytes), -EAGAIN
+/* A streamed body (or a tunnel's bytes): copies up to len bytes and returns
+ * how many (less when the connection's send bound is reached: on_writable
+ * follows), never past body_len in all. -EINVAL (stale, not streamed, too many bytes), -EAGAIN
  * (not connected yet: wait for on_writable). */
 int vireo_http_write(vireo_http_call h, const void *data, size_t len);
+
+/* A tunnel (upgrade, after its 101): its connection closes after what was
+ * written (FIN, not a reset); on_done(0) from the loop. 0 or -EINVAL
+ * (stale, not a tunnel). */
+int vireo_http_tunnel_close(vireo_http_call h);
 
 /* Ends the call now: on_done(-VIREO_HTTP_EABORTED) from the loop, its
  * connection closed. 0 or -EINVAL (stale). */

@@ -850,6 +850,58 @@ int vireo_resp_start(vireo_req r, int status, const char *type, u64 length)
 	return err;
 }
 
+/*
+ * 101 and a tunnel (vireo/http.h): cold, and linked only by an app that
+ * calls it. The head is ours (Connection and Upgrade, then the app's
+ * lines: no Content-Length, no framing); the exchange stays a stream of
+ * unknown length that is never chunked and always closes at its end, and
+ * the client's bytes go raw to the route's on_body (reqbody.c, in SEND
+ * with body_stream) until its FIN (on_body_end).
+ */
+__cold int vireo_resp_upgrade(vireo_req r, const char *protocol)
+{
+	const char *fn = "vireo_resp_upgrade", *up;
+	struct conn *c = exchange_unanswered(r, fn, &(int){ 0 });
+	int n;
+
+	if (!c)
+		return -EPIPE;
+	up = http_header(&c->parser, "upgrade");
+	if (!protocol || !*protocol || protocol[exchange_value_len(protocol)] || !c->route->r.on_body || !up ||
+	    c->parser.method != HTTP_METHOD_GET || c->parser.version_minor < 1 || c->parser.chunked ||
+	    c->parser.content_length) {
+		api_misuse("%s: not a GET with Upgrade and no body on a route with on_body, or a bad protocol: "
+			   "refused", fn);
+		return -EINVAL;
+	}
+	c->sbuf = exchange_alloc(c, VIREO_RESP_STREAM_BUF);
+	if (!c->sbuf)
+		return -ENOMEM;
+	n = ksnprintf(c->out, sizeof c->out,
+		      "HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: %s\r\n%.*s\r\n", protocol,
+		      (int)c->xhdr_len, c->xhdr);
+	if (n <= 0 || (size_t)n >= sizeof c->out) {
+		exchange_release(c);
+		api_misuse("%s: the head does not fit: refused", fn);
+		return -EINVAL;
+	}
+	c->out_len = (u16)n;
+	c->sbuf_off = c->sbuf_len = 0;
+	c->stream_len = VIREO_LENGTH_UNKNOWN;
+	c->stream_taken = 0;
+	c->stream_ended = c->chunked = false;
+	c->body = NULL;
+	c->body_len = 0;
+	c->close_after = true;	/* the tunnel's end is the connection's */
+	server_count_response(101);
+	server_start_send(c);
+	c->stream = true;
+	c->body_stream = true;	/* after server_start_send(), which ends a body's delivery */
+	c->body_paused = false;
+	server_kick(c);
+	return 0;
+}
+
 /* The stream of r, started and not ended, or NULL after a refusal. */
 static struct conn *exchange_stream(vireo_req r, const char *fn, int *err)
 {

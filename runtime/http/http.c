@@ -312,7 +312,8 @@ static int http_parse_field(struct http_req_parser *p, struct head_info *h, cons
 		v[vlen] = '\0';	/* overwrites OWS, CR or LF of this line */
 		p->host = v;
 	} else if (http_eq_nocase(name, nlen, "connection")) {
-		return http_parse_connection(h, v, vlen);
+		if (http_parse_connection(h, v, vlen))
+			return 400;	/* else listed too: an app passing the head on reads it */
 	} else if (http_eq_nocase(name, nlen, "content-length")) {
 		const char *end = v;
 		u64 val;

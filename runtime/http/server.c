@@ -581,6 +581,10 @@ err_t server_pump(struct conn *c)
 					if (c->sbuf_off < c->sbuf_len || c->stream_ended)
 						continue;
 				}
+				/* a tunnel (vireo_resp_upgrade()): the client's bytes
+				 * to on_body while the response streams */
+				if (c->body_stream && reqbody->pump(c))
+					continue;
 				return ERR_OK;
 			}
 			kfree(c->dyn);

@@ -297,6 +297,12 @@ def test_nginx_backends(net):
                 p.wait()
 
 
+def ws(ns, scenario):
+    """wsproto.py's client through the proxy: what it saw."""
+    r = ns.run(PY, os.path.join(HERE, "wsproto.py"), ns.guest_ip, "80", scenario, timeout=60)
+    return json.loads(r.stdout)
+
+
 def syslog_sink(ns, path):
     """A UDP syslog server in the namespace: one datagram a line in path."""
     code = ("import socket\n"
@@ -364,6 +370,22 @@ def test_hostile_upstream(net):
         r = ns.run("curl", "-sS", "-i", "--max-time", "10", f"http://{ns.guest_ip}/chunked")
         head, _, body = r.stdout.decode().partition("\r\n\r\n")
         assert body == "hello, world" and "X-Up" not in head and "Keep-Alive" not in head, head
+        # a WebSocket tunnelled (wsproto.py): the 101 passed back, messages
+        # both ways (one of 200,000 B: back-pressure through the 8 KiB
+        # buffers), closed cleanly from either side; idle past
+        # proxy.timeout (1 s here) it is closed
+        for scenario in ("client-close", "server-close"):
+            w = ws(ns, scenario)
+            assert w["status"] == 101 and w["accept_ok"] and w["upgrade"] == "websocket", w
+            assert w["connection"].lower() == "upgrade", w
+            assert w["echoes_ok"] == [True] * 4, w
+            assert w["pushed"] == ["pushed 0", "pushed 1", "pushed 2", "push 3"], w
+            assert w["close"] == [8, 1000] and w["eof"] and w["eof_s"] < 3, w
+        wait_for(lambda: "ws: client closed" in log.read_text() and "ws: server closed" in log.read_text(), 5)
+        w = ws(ns, "idle")
+        assert w["status"] == 101 and w["got"] == "eof" and 0.5 <= w["idle_s"] < 5, w
+        time.sleep(0.5)
+        assert sample(metrics(ns), "proxy_upstream_active", f"{ns.host_ip}:8090") == 0
 
         cases = {
             "/endless-head": (502, None),

@@ -1,12 +1,17 @@
 """A hostile (and an honest) HTTP/1.1 upstream for apps/proxy's tests, run
 inside the test's namespace: python3 upstream.py HOST PORT LOG. Each
-request line it reads is appended to LOG; the path picks the behaviour."""
+request line it reads is appended to LOG; the path picks the behaviour.
+/ws is a WebSocket echo server (RFC 6455, wsproto.py)."""
 import hashlib
+import os
 import socket
 import socketserver
 import struct
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wsproto  # noqa: E402
 
 HOST, PORT, LOG = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 
@@ -40,6 +45,9 @@ class H(socketserver.BaseRequestHandler):
             log(req + " | " + " ".join(f"{k}={v}" for k, v in sorted(heads.items())))
             path = req.split(" ")[1] if " " in req else "/"
             body = f.read(int(heads.get("content-length", "0")))
+            if path.startswith("/ws"):
+                wsproto.serve(s, f, heads, log)
+                return
             if path == "/sum":
                 out = f"{len(body)} {hashlib.sha256(body).hexdigest()}\n".encode()
                 s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(out) + out)
