@@ -76,7 +76,19 @@ struct hc_call {
 	bool idempotent, head_req, got_byte, retried, fresh, reused, waiting;
 	bool head_armed, head_done, paused, started, cancelled;
 	bool tunnel, tunnel_close;	/* upgrade's 101 came; vireo_http_tunnel_close() */
+	/* A chunked body (body_len VIREO_LENGTH_UNKNOWN): stream_left stays
+	 * HC_CHUNKED until its last chunk is out; chunk_left bytes of the
+	 * chunk declared last are still to come; fr[fr_off..fr_len) is
+	 * framing (a chunk's size line, its CRLF, the last chunk) not yet
+	 * taken by the connection. */
+	bool chunked, end_req;
+	u8 fr_off, fr_len;
+	u64 chunk_left;
+	char fr[24];
 };
+
+#define HC_CHUNKED VIREO_LENGTH_UNKNOWN
+#define HC_CHUNK_MAX 0x100000u	/* a chunk's size at most (its line: 6 hex digits) */
 
 static struct hc_pool *hc_pools[VIREO_HTTP_POOLS_MAX];
 static u32 hc_npools;
@@ -364,6 +376,31 @@ static void hc_call_work(void *arg)
 		hc_done(c, VIREO_HTTP_ECONNECT);
 }
 
+/* A chunked body's framing: what is held goes out first, then the last
+ * chunk once the app ended the body (and no chunk is open). 1 when all of
+ * it is out, 0 when the connection took less (on_writable follows),
+ * -EAGAIN when it is ending. */
+static int hc_chunk_flush(struct hc_call *c)
+{
+	for (;;) {
+		while (c->fr_off < c->fr_len) {
+			int n = vireo_tcp_send(c->conn->tcp, c->fr + c->fr_off, c->fr_len - c->fr_off);
+
+			if (n < 0)
+				return -EAGAIN;
+			if (!n)
+				return 0;
+			c->fr_off += (u8)n;
+		}
+		if (!c->end_req || c->chunk_left || c->stream_left != HC_CHUNKED)
+			return 1;
+		__builtin_memcpy(c->fr, "0\r\n\r\n", 5);	/* no trailers */
+		c->fr_off = 0;
+		c->fr_len = 5;
+		c->stream_left = 0;	/* once these 5 bytes are out */
+	}
+}
+
 /* Writes what fits of the request; once the whole of it (and a streamed
  * body) is out, the head's deadline starts. */
 static void hc_send(struct hc_call *c)
@@ -377,6 +414,8 @@ static void hc_send(struct hc_call *c)
 			return;	/* on_writable, or the connection's end, follows */
 		c->sent += (size_t)n;
 	}
+	if (c->chunked && hc_chunk_flush(c) <= 0)
+		return;	/* framing still held: on_writable follows */
 	if (c->stream_left || c->tunnel) {
 		if (c->rq.on_writable)
 			c->rq.on_writable((vireo_http_call){ c->id }, c->rq.ctx);
@@ -866,7 +905,9 @@ int vireo_http_request(vireo_http_pool ph, const struct vireo_http_request *rq, 
 	}
 	n = ksnprintf((char *)c->req, need, "%s %s HTTP/1.1\r\nHost: %s\r\n%s", rq->method, rq->target, host,
 		      rq->headers ? rq->headers : "");
-	if (with_len)
+	if (rq->body_stream && blen == HC_CHUNKED)
+		n += ksnprintf((char *)c->req + n, need - (size_t)n, "Transfer-Encoding: chunked\r\n");
+	else if (with_len)
 		n += ksnprintf((char *)c->req + n, need - (size_t)n, "Content-Length: %llu\r\n", (unsigned long long)blen);
 	n += ksnprintf((char *)c->req + n, need - (size_t)n, "\r\n");
 	c->req_len = (size_t)n;
@@ -875,6 +916,7 @@ int vireo_http_request(vireo_http_pool ph, const struct vireo_http_request *rq, 
 		c->req_len += rq->body_len;
 	}
 	c->stream_left = rq->body_stream ? blen : 0;
+	c->chunked = rq->body_stream && blen == HC_CHUNKED;	/* stream_left: HC_CHUNKED */
 	c->rq = *rq;
 	c->rq.method = c->rq.target = c->rq.headers = c->rq.host = NULL;
 	c->rq.body = NULL;
@@ -929,15 +971,68 @@ int vireo_http_resume(vireo_http_call h)
 	return 0;
 }
 
+/* A chunked body's bytes: a chunk is declared for what is offered (at most
+ * HC_CHUNK_MAX), and the bytes the connection did not take are the first
+ * of the next offer (the app offers the rest again: vireo_http_write()'s
+ * contract), which fills the chunk before a new one starts. */
+static int hc_chunk_write(struct hc_call *c, const u8 *data, size_t len)
+{
+	size_t total = 0;
+	int r, n;
+
+	while (len) {
+		r = hc_chunk_flush(c);
+		if (r <= 0)
+			return r < 0 && !total ? r : (int)total;
+		if (!c->chunk_left) {
+			c->chunk_left = MIN(len, (size_t)HC_CHUNK_MAX);
+			c->fr_off = 0;
+			c->fr_len = (u8)ksnprintf(c->fr, sizeof c->fr, "%llx\r\n", (unsigned long long)c->chunk_left);
+			continue;
+		}
+		n = vireo_tcp_send(c->conn->tcp, data, (size_t)MIN((u64)len, c->chunk_left));
+		if (n <= 0)
+			return n < 0 && !total ? -EAGAIN : (int)total;
+		total += (size_t)n;
+		data += n;
+		len -= (size_t)n;
+		c->chunk_left -= (u64)n;
+		if (!c->chunk_left) {
+			__builtin_memcpy(c->fr, "\r\n", 2);
+			c->fr_off = 0;
+			c->fr_len = 2;
+		}
+	}
+	hc_chunk_flush(c);	/* the CRLF, if it fits now: else on_writable */
+	return (int)total;
+}
+
+int vireo_http_write_end(vireo_http_call h)
+{
+	struct hc_call *c = hc_call_of(h);
+
+	if (!c || !c->chunked || c->end_req || c->chunk_left) {
+		api_misuse("vireo_http_write_end: not a chunked body, ended already, or a chunk left short: refused");
+		return -EINVAL;
+	}
+	c->end_req = true;
+	if (c->conn && c->conn->state == HC_BUSY && c->sent == c->req_len)
+		hc_send(c);	/* out now, or from on_writable; the head's deadline after it */
+	return 0;
+}
+
 int vireo_http_write(vireo_http_call h, const void *data, size_t len)
 {
 	struct hc_call *c = hc_call_of(h);
 	int n;
 
-	if (!c || c->cancelled || c->tunnel_close || (!c->tunnel && (!c->rq.body_stream || len > c->stream_left)))
+	if (!c || c->cancelled || c->tunnel_close || (c->chunked && c->end_req) ||
+	    (!c->tunnel && (!c->rq.body_stream || len > c->stream_left)))
 		return -EINVAL;
 	if (!c->conn || c->conn->state != HC_BUSY || c->sent < c->req_len)
 		return -EAGAIN;
+	if (c->chunked)
+		return hc_chunk_write(c, data, len);
 	n = vireo_tcp_send(c->conn->tcp, data, len);
 	if (n < 0)
 		return -EAGAIN;	/* the connection is ending: on_done follows */

@@ -105,7 +105,6 @@ VIREO_COUNTER(px_bad_gateway, "proxy_502_total", "Requests answered 502 (upstrea
 VIREO_COUNTER(px_timeouts, "proxy_504_total", "Requests answered 504 (upstream deadline).");
 VIREO_COUNTER(px_cut, "proxy_cut_total", "Responses cut midway: the upstream failed after the head went out.");
 VIREO_COUNTER(px_busy, "proxy_503_total", "Requests refused: too many in flight.");
-VIREO_COUNTER(px_no_length, "proxy_411_total", "Chunked request bodies refused (411).");
 
 #define PX_MAX VIREO_HTTP_CALLS_MAX
 #define PX_TARGET_MAX 4096	/* the runtime's request line is 2 KiB: 3x for re-encoding */
@@ -142,6 +141,7 @@ struct px {
 	u64 t0, body_len;
 	bool req_live, call_live, has_body, started, idempotent;
 	bool upgrade, tunnel;	/* asks to switch protocols; the 101 came: a tunnel */
+	bool chunked;		/* the request body is chunked: its end is vireo_http_write_end() */
 	u8 tried;		/* a bit per upstream */
 	char method[8];
 	char *target, *hdrs;	/* one allocation */
@@ -297,7 +297,8 @@ static void px_on_done(vireo_http_call h, int err, void *ctx)
 	p->call_live = false;
 	p->up_ms = (s64)ms;
 	u->active--;
-	u->lat[px_lat_bucket(ms)]++;
+	if (!p->tunnel)
+		u->lat[px_lat_bucket(ms)]++;	/* a tunnel's life is no latency */
 	if (!err) {
 		u->fails = 0;
 		vireo_resp_end(p->r);
@@ -358,16 +359,21 @@ static size_t px_on_req_body(vireo_req r, const void *data, size_t len, void *ar
 	return n < 0 ? len : (size_t)n;
 }
 
-/* The client's FIN: in a tunnel, the upstream's connection closes after
- * what was relayed (on_done(0) then closes the client's); before the
- * upgrade (the empty body's end) nothing. */
+/* A chunked body's end: its last chunk goes upstream. In a tunnel, the
+ * client's FIN: the upstream's connection closes after what was relayed
+ * (on_done(0) then closes the client's); before the upgrade (the empty
+ * body's end) nothing. */
 static void px_on_req_body_end(vireo_req r, void *arg)
 {
 	struct px *p = px_of(r);
 
 	(void)arg;
-	if (p && p->tunnel && p->call_live)
+	if (!p || !p->call_live)
+		return;
+	if (p->tunnel)
 		vireo_http_tunnel_close(p->h);
+	else if (p->chunked)
+		vireo_http_write_end(p->h);
 }
 
 /* Tries p on the next upstream: 0, or -ENOENT (every one tried), or the
@@ -636,13 +642,6 @@ static void px_handle(vireo_req r, void *arg)
 		px_log_now(r, 503, 34);
 		return;
 	}
-	if (vireo_req_header(r, "Transfer-Encoding")) {
-		/* the client API sends a streamed body with its length only */
-		vireo_counter_inc(&px_no_length);
-		vireo_resp_send(r, 411, "text/plain; charset=utf-8", "411 a body needs a Content-Length\n", 34);
-		px_log_now(r, 411, 34);
-		return;
-	}
 	for (slot = 0; slot < PX_MAX && px_slots[slot]; slot++)
 		;
 	p = slot < PX_MAX ? vireo_alloc(sizeof *p) : NULL;
@@ -674,9 +673,14 @@ static void px_handle(vireo_req r, void *arg)
 			v = v * 10 + (u64)(*d - '0');	/* digits only: the runtime's parser checked it */
 		p->body_len = v;
 		p->has_body = v != 0;
+	} else if (vireo_req_header(r, "Transfer-Encoding")) {
+		/* chunked (the runtime refused any other coding, 501, and both
+		 * framings, 400): streamed on chunked, its end from on_body_end */
+		p->body_len = VIREO_LENGTH_UNKNOWN;
+		p->has_body = p->chunked = true;
 	}
 	/* a WebSocket: a GET without a body that asks to switch protocols */
-	p->upgrade = vireo_req_method(r) == VIREO_GET && !p->has_body && !vireo_req_header(r, "Transfer-Encoding") &&
+	p->upgrade = vireo_req_method(r) == VIREO_GET && !p->has_body &&
 		     px_upgrade(px_conn_tokens(r, p->target, PX_TARGET_MAX), vireo_req_header(r, "Upgrade"));
 	vireo_req_on_done(r, px_req_done, p);
 	if (!px_target(vireo_req_path(r), vireo_req_query(r), p->target, PX_TARGET_MAX) ||

@@ -48,6 +48,10 @@
 
 #include "vireo/net.h"
 
+#ifndef VIREO_LENGTH_UNKNOWN
+#define VIREO_LENGTH_UNKNOWN UINT64_MAX	/* as vireo/http.h: a body of unknown length */
+#endif
+
 typedef struct vireo_http_pool {
 	u32 id;
 } vireo_http_pool;
@@ -129,7 +133,10 @@ struct vireo_http_request {
 	const void *body;
 	size_t body_len;
 	/* Or streamed: body_stream set and body_len its length; the app writes
-	 * it with vireo_http_write() once on_writable says so. */
+	 * it with vireo_http_write() once on_writable says so. body_len
+	 * VIREO_LENGTH_UNKNOWN: sent chunked ("Transfer-Encoding: chunked",
+	 * a chunk per write, at most 1 MiB each, no trailers), ended by
+	 * vireo_http_write_end(). */
 	bool body_stream;
 	u64 max_body;		/* [the pool's]: this response's body cap */
 	/* Asks to switch protocols (a WebSocket through apps/proxy): headers
@@ -180,6 +187,13 @@ int vireo_http_resume(vireo_http_call h);
  * follows), never past body_len in all. -EINVAL (stale, not streamed, too many bytes), -EAGAIN
  * (not connected yet: wait for on_writable). */
 int vireo_http_write(vireo_http_call h, const void *data, size_t len);
+
+/* A chunked body (body_len VIREO_LENGTH_UNKNOWN) is complete: its last
+ * chunk goes out after what was written (now, or once the connection has
+ * room; the head's deadline starts then). 0 or -EINVAL (stale, not
+ * chunked, ended already, or the last write's bytes not all offered
+ * again: a chunk declared is filled first). */
+int vireo_http_write_end(vireo_http_call h);
 
 /* A tunnel (upgrade, after its 101): its connection closes after what was
  * written (FIN, not a reset); on_done(0) from the loop. 0 or -EINVAL

@@ -357,11 +357,29 @@ def test_hostile_upstream(net):
         import hashlib
         status, body, _, _ = curl(ns, "/sum", "--data-binary", f"@{ns.tmp / 'up.bin'}")
         assert (status, body) == (200, f"{len(data)} {hashlib.sha256(data).hexdigest()}\n")
+        # a chunked upload streamed on chunked: its bytes arrive whole
+        status, body, _, _ = curl(ns, "/sum", "-H", "Transfer-Encoding: chunked", "--data-binary",
+                                  f"@{ns.tmp / 'up.bin'}")
+        assert (status, body) == (200, f"{len(data)} {hashlib.sha256(data).hexdigest()}\n")
+        assert "transfer-encoding=chunked" in requests_in(log)[-1] and "content-length" not in requests_in(log)[-1]
+        # a small one by hand, in odd chunks, and both framings refused
+        out = raw(ns, b"POST /sum HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      b"3\r\nabc\r\n1\r\nd\r\n0\r\n\r\n", wait=2)
+        assert out.startswith(b"HTTP/1.1 200") and out.endswith(
+            f"4 {hashlib.sha256(b'abcd').hexdigest()}\n".encode()), out
+        seen = len(requests_in(log))
+        out = raw(ns, b"POST /sum HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      b"4\r\nabcd\r\n0\r\n\r\n", wait=2)
+        assert out.startswith(b"HTTP/1.1 400") and len(requests_in(log)) == seen, out
         # past proxy.max_body: 413 at the head, nothing reaches the upstream
         (ns.tmp / "big.bin").write_bytes(b"z" * 400001)
         seen = len(requests_in(log))
         status, _, _, _ = curl(ns, "/sum", "--data-binary", f"@{ns.tmp / 'big.bin'}")
         assert status == 413 and len(requests_in(log)) == seen
+        # a chunked one past it: 413 as it passes
+        status, _, _, _ = curl(ns, "/sum", "-H", "Transfer-Encoding: chunked", "--data-binary",
+                               f"@{ns.tmp / 'big.bin'}")
+        assert status == 413
         # a 1 MiB download streamed back
         r = ns.run("sh", "-c", f"curl -sS --max-time 60 http://{ns.guest_ip}/big=1048576 | sha256sum")
         want = hashlib.sha256(bytes(i * 7 % 251 for i in range(1048576))).hexdigest()

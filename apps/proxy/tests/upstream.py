@@ -26,6 +26,19 @@ def reset(sock):
     sock.close()
 
 
+def dechunk(f):
+    """A chunked request body (RFC 9112 7.1), strictly: sizes in hex, each
+    chunk's CRLF, no trailers."""
+    body = b""
+    while True:
+        n = int(f.readline(64).strip(), 16)
+        if n == 0:
+            assert f.readline(64) == b"\r\n"
+            return body
+        body += f.read(n)
+        assert f.read(2) == b"\r\n"
+
+
 class H(socketserver.BaseRequestHandler):
     def handle(self):
         s = self.request
@@ -44,7 +57,10 @@ class H(socketserver.BaseRequestHandler):
                 heads[k.strip().lower()] = v.strip()
             log(req + " | " + " ".join(f"{k}={v}" for k, v in sorted(heads.items())))
             path = req.split(" ")[1] if " " in req else "/"
-            body = f.read(int(heads.get("content-length", "0")))
+            if heads.get("transfer-encoding", "").lower() == "chunked":
+                body = dechunk(f)
+            else:
+                body = f.read(int(heads.get("content-length", "0")))
             if path.startswith("/ws"):
                 wsproto.serve(s, f, heads, log)
                 return
