@@ -75,16 +75,17 @@ struct hc_call {
 	u64 t_head, t_last;		/* the head deadline's start, the last body byte */
 	bool idempotent, head_req, got_byte, retried, fresh, reused, waiting;
 	bool head_armed, head_done, paused, started, cancelled;
-	bool tunnel, tunnel_close;	/* upgrade's 101 came; vireo_http_tunnel_close() */
-	/* A chunked body (body_len VIREO_LENGTH_UNKNOWN): stream_left stays
-	 * HC_CHUNKED until its last chunk is out; chunk_left bytes of the
-	 * chunk declared last are still to come; fr[fr_off..fr_len) is
-	 * framing (a chunk's size line, its CRLF, the last chunk) not yet
-	 * taken by the connection. */
-	bool chunked, end_req;
+	bool tunnel;			/* vireo_http_tunnel(): raw bytes both ways */
+	/* A chunked body (body_len VIREO_LENGTH_UNKNOWN, stream_left too
+	 * until its last chunk is out): chunk_left bytes of the chunk
+	 * declared last are still to come; fr[fr_off..fr_len) is framing (a
+	 * chunk's size line, its CRLF, the last chunk) the connection has
+	 * not taken yet. Only vireo_http_write() and vireo_http_write_end()
+	 * touch them: the rest of the client runs as for any streamed body. */
 	u8 fr_off, fr_len;
+	bool end_req;
 	u64 chunk_left;
-	char fr[24];
+	char fr[16];
 };
 
 #define HC_CHUNKED VIREO_LENGTH_UNKNOWN
@@ -342,16 +343,6 @@ static void hc_call_work(void *arg)
 	struct hc_call *c = arg;
 	int err;
 
-	if (c->tunnel_close && !c->cancelled) {
-		struct hc_conn *k = c->conn;
-
-		if (k && k->state == HC_BUSY) {
-			k->state = HC_CLOSING;
-			vireo_tcp_close(k->tcp);	/* FIN after what was written */
-		}
-		hc_done(c, 0);
-		return;
-	}
 	if (c->cancelled) {
 		struct hc_conn *k = c->conn;
 
@@ -376,31 +367,6 @@ static void hc_call_work(void *arg)
 		hc_done(c, VIREO_HTTP_ECONNECT);
 }
 
-/* A chunked body's framing: what is held goes out first, then the last
- * chunk once the app ended the body (and no chunk is open). 1 when all of
- * it is out, 0 when the connection took less (on_writable follows),
- * -EAGAIN when it is ending. */
-static int hc_chunk_flush(struct hc_call *c)
-{
-	for (;;) {
-		while (c->fr_off < c->fr_len) {
-			int n = vireo_tcp_send(c->conn->tcp, c->fr + c->fr_off, c->fr_len - c->fr_off);
-
-			if (n < 0)
-				return -EAGAIN;
-			if (!n)
-				return 0;
-			c->fr_off += (u8)n;
-		}
-		if (!c->end_req || c->chunk_left || c->stream_left != HC_CHUNKED)
-			return 1;
-		__builtin_memcpy(c->fr, "0\r\n\r\n", 5);	/* no trailers */
-		c->fr_off = 0;
-		c->fr_len = 5;
-		c->stream_left = 0;	/* once these 5 bytes are out */
-	}
-}
-
 /* Writes what fits of the request; once the whole of it (and a streamed
  * body) is out, the head's deadline starts. */
 static void hc_send(struct hc_call *c)
@@ -414,9 +380,7 @@ static void hc_send(struct hc_call *c)
 			return;	/* on_writable, or the connection's end, follows */
 		c->sent += (size_t)n;
 	}
-	if (c->chunked && hc_chunk_flush(c) <= 0)
-		return;	/* framing still held: on_writable follows */
-	if (c->stream_left || c->tunnel) {
+	if (c->stream_left) {
 		if (c->rq.on_writable)
 			c->rq.on_writable((vireo_http_call){ c->id }, c->rq.ctx);
 		return;
@@ -517,8 +481,6 @@ static size_t hc_on_recv(vireo_tcp t, const void *data, size_t len, void *arg)
 	c->got_byte = true;
 	c->paused = false;	/* offered again: taken, or held anew below */
 	c->t_last = vireo_now_ms();
-	if (c->tunnel)
-		goto raw;
 	if (!c->head_done) {
 		r = http_resp_head(c->rp, d, len, &used);
 		off = used;
@@ -529,7 +491,6 @@ static size_t hc_on_recv(vireo_tcp t, const void *data, size_t len, void *arg)
 			return len;
 		}
 		c->head_done = true;
-		c->tunnel = c->rq.upgrade && c->rp->status == 101;
 		if (c->rq.on_head) {
 			struct vireo_http_response resp = {
 				.status = c->rp->status,
@@ -543,8 +504,6 @@ static size_t hc_on_recv(vireo_tcp t, const void *data, size_t len, void *arg)
 			if (k->call != c || c->cancelled)
 				return len;
 		}
-		if (c->tunnel)
-			goto raw;
 	}
 	for (;;) {
 		size_t took;
@@ -575,20 +534,6 @@ static size_t hc_on_recv(vireo_tcp t, const void *data, size_t len, void *arg)
 			return off;
 		}
 	}
-
-	/* A tunnel: every byte after the 101 is the new protocol's. */
-raw:
-	if (off < len && c->rq.on_body) {
-		size_t took = c->rq.on_body((vireo_http_call){ c->id }, d + off, len - off, c->rq.ctx);
-
-		if (k->call != c || c->cancelled || c->tunnel_close)
-			return len;
-		off += MIN(took, len - off);
-		if (off < len)
-			c->paused = true;
-		return off;
-	}
-	return len;
 }
 
 static void hc_on_eof(vireo_tcp t, void *arg)
@@ -606,7 +551,7 @@ static void hc_on_eof(vireo_tcp t, void *arg)
 	if (!c || c->cancelled)
 		return;
 	/* on_eof comes once every byte before the FIN was taken */
-	if (c->tunnel || (c->head_done && http_resp_eof(c->rp) == HTTP_RESP_END)) {
+	if (c->head_done && http_resp_eof(c->rp) == HTTP_RESP_END) {
 		hc_done(c, 0);	/* close-delimited */
 		return;
 	}
@@ -905,10 +850,10 @@ int vireo_http_request(vireo_http_pool ph, const struct vireo_http_request *rq, 
 	}
 	n = ksnprintf((char *)c->req, need, "%s %s HTTP/1.1\r\nHost: %s\r\n%s", rq->method, rq->target, host,
 		      rq->headers ? rq->headers : "");
-	if (rq->body_stream && blen == HC_CHUNKED)
-		n += ksnprintf((char *)c->req + n, need - (size_t)n, "Transfer-Encoding: chunked\r\n");
-	else if (with_len)
-		n += ksnprintf((char *)c->req + n, need - (size_t)n, "Content-Length: %llu\r\n", (unsigned long long)blen);
+	if (with_len)
+		n += ksnprintf((char *)c->req + n, need - (size_t)n,
+			       blen == HC_CHUNKED ? "Transfer-Encoding: chunked\r\n" : "Content-Length: %llu\r\n",
+			       (unsigned long long)blen);
 	n += ksnprintf((char *)c->req + n, need - (size_t)n, "\r\n");
 	c->req_len = (size_t)n;
 	if (!rq->body_stream && rq->body_len) {
@@ -916,7 +861,6 @@ int vireo_http_request(vireo_http_pool ph, const struct vireo_http_request *rq, 
 		c->req_len += rq->body_len;
 	}
 	c->stream_left = rq->body_stream ? blen : 0;
-	c->chunked = rq->body_stream && blen == HC_CHUNKED;	/* stream_left: HC_CHUNKED */
 	c->rq = *rq;
 	c->rq.method = c->rq.target = c->rq.headers = c->rq.host = NULL;
 	c->rq.body = NULL;
@@ -971,13 +915,38 @@ int vireo_http_resume(vireo_http_call h)
 	return 0;
 }
 
+/* A chunked body's framing held: out first. 1 when all of it is out, 0 when
+ * the connection took less (on_writable follows), -EAGAIN when it is
+ * ending. */
+static int hc_chunk_flush(struct hc_call *c)
+{
+	while (c->fr_off < c->fr_len) {
+		int n = vireo_tcp_send(c->conn->tcp, c->fr + c->fr_off, c->fr_len - c->fr_off);
+
+		if (n < 0)
+			return -EAGAIN;
+		if (!n)
+			return 0;
+		c->fr_off += (u8)n;
+	}
+	return 1;
+}
+
+static void hc_chunk_frame(struct hc_call *c, const char *s, size_t n)
+{
+	__builtin_memcpy(c->fr, s, n);
+	c->fr_off = 0;
+	c->fr_len = (u8)n;
+}
+
 /* A chunked body's bytes: a chunk is declared for what is offered (at most
- * HC_CHUNK_MAX), and the bytes the connection did not take are the first
- * of the next offer (the app offers the rest again: vireo_http_write()'s
- * contract), which fills the chunk before a new one starts. */
+ * HC_CHUNK_MAX); the bytes the connection did not take are the first of
+ * the next offer (the app offers the rest again), which fill the chunk
+ * before a new one starts. */
 static int hc_chunk_write(struct hc_call *c, const u8 *data, size_t len)
 {
 	size_t total = 0;
+	char line[12];
 	int r, n;
 
 	while (len) {
@@ -986,8 +955,8 @@ static int hc_chunk_write(struct hc_call *c, const u8 *data, size_t len)
 			return r < 0 && !total ? r : (int)total;
 		if (!c->chunk_left) {
 			c->chunk_left = MIN(len, (size_t)HC_CHUNK_MAX);
-			c->fr_off = 0;
-			c->fr_len = (u8)ksnprintf(c->fr, sizeof c->fr, "%llx\r\n", (unsigned long long)c->chunk_left);
+			hc_chunk_frame(c, line, (size_t)ksnprintf(line, sizeof line, "%llx\r\n",
+								  (unsigned long long)c->chunk_left));
 			continue;
 		}
 		n = vireo_tcp_send(c->conn->tcp, data, (size_t)MIN((u64)len, c->chunk_left));
@@ -997,27 +966,37 @@ static int hc_chunk_write(struct hc_call *c, const u8 *data, size_t len)
 		data += n;
 		len -= (size_t)n;
 		c->chunk_left -= (u64)n;
-		if (!c->chunk_left) {
-			__builtin_memcpy(c->fr, "\r\n", 2);
-			c->fr_off = 0;
-			c->fr_len = 2;
-		}
+		if (!c->chunk_left)
+			hc_chunk_frame(c, "\r\n", 2);
 	}
-	hc_chunk_flush(c);	/* the CRLF, if it fits now: else on_writable */
+	hc_chunk_flush(c);	/* the CRLF, if it fits now: else with the next write */
 	return (int)total;
 }
 
 int vireo_http_write_end(vireo_http_call h)
 {
 	struct hc_call *c = hc_call_of(h);
+	int r;
 
-	if (!c || !c->chunked || c->end_req || c->chunk_left) {
-		api_misuse("vireo_http_write_end: not a chunked body, ended already, or a chunk left short: refused");
+	if (!c || !c->rq.body_stream || c->rq.body_len != HC_CHUNKED || c->chunk_left || c->cancelled) {
+		api_misuse("vireo_http_write_end: not a chunked body, or a chunk left short: refused");
 		return -EINVAL;
 	}
-	c->end_req = true;
-	if (c->conn && c->conn->state == HC_BUSY && c->sent == c->req_len)
-		hc_send(c);	/* out now, or from on_writable; the head's deadline after it */
+	if (c->stream_left != HC_CHUNKED)
+		return 0;	/* out already */
+	if (!c->conn || c->conn->state != HC_BUSY || c->sent < c->req_len)
+		return -EAGAIN;
+	r = hc_chunk_flush(c);
+	if (r > 0 && !c->end_req) {
+		c->end_req = true;
+		hc_chunk_frame(c, "0\r\n\r\n", 5);	/* the last chunk, no trailers */
+		r = hc_chunk_flush(c);
+	}
+	if (r <= 0)
+		return -EAGAIN;
+	c->stream_left = 0;
+	c->head_armed = true;	/* the head's deadline from the body's end */
+	c->t_head = vireo_now_ms();
 	return 0;
 }
 
@@ -1026,12 +1005,11 @@ int vireo_http_write(vireo_http_call h, const void *data, size_t len)
 	struct hc_call *c = hc_call_of(h);
 	int n;
 
-	if (!c || c->cancelled || c->tunnel_close || (c->chunked && c->end_req) ||
-	    (!c->tunnel && (!c->rq.body_stream || len > c->stream_left)))
+	if (!c || (!c->rq.body_stream && !c->tunnel) || len > c->stream_left || c->cancelled || c->end_req)
 		return -EINVAL;
 	if (!c->conn || c->conn->state != HC_BUSY || c->sent < c->req_len)
 		return -EAGAIN;
-	if (c->chunked)
+	if (c->rq.body_stream && c->rq.body_len == HC_CHUNKED)
 		return hc_chunk_write(c, data, len);
 	n = vireo_tcp_send(c->conn->tcp, data, len);
 	if (n < 0)
@@ -1049,14 +1027,34 @@ int vireo_http_write(vireo_http_call h, const void *data, size_t len)
 	return n;
 }
 
+int vireo_http_tunnel(vireo_http_call h)
+{
+	struct hc_call *c = hc_call_of(h);
+
+	if (!c || !c->conn || !c->head_done || c->rp->status != 101 || c->rq.body_stream || c->tunnel) {
+		api_misuse("vireo_http_tunnel: not during a 101's on_head: refused");
+		return -EINVAL;
+	}
+	c->tunnel = true;
+	http_resp_tunnel(c->rp);	/* on_body gets every byte after the head, until the FIN */
+	c->stream_left = HC_CHUNKED;	/* hc_send() passes on_writable on */
+	return 0;
+}
+
 int vireo_http_tunnel_close(vireo_http_call h)
 {
 	struct hc_call *c = hc_call_of(h);
 
-	if (!c || !c->tunnel)
+	if (!c || !c->tunnel || !c->conn) {
+		api_misuse("vireo_http_tunnel_close: not a tunnel: refused");
 		return -EINVAL;
-	c->tunnel_close = true;
-	work_queue(&c->work);
+	}
+	if (c->conn->state == HC_BUSY) {
+		c->conn->state = HC_CLOSING;
+		/* FIN after what was written; on_close ends the call as a
+		 * close-delimited body: on_done(0) */
+		vireo_tcp_close(c->conn->tcp);
+	}
 	return 0;
 }
 

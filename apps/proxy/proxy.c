@@ -141,7 +141,7 @@ struct px {
 	u64 t0, body_len;
 	bool req_live, call_live, has_body, started, idempotent;
 	bool upgrade, tunnel;	/* asks to switch protocols; the 101 came: a tunnel */
-	bool chunked;		/* the request body is chunked: its end is vireo_http_write_end() */
+	bool chunked, body_ended;	/* a chunked request body; its end came (vireo_http_write_end()) */
 	u8 tried;		/* a bit per upstream */
 	char method[8];
 	char *target, *hdrs;	/* one allocation */
@@ -254,6 +254,8 @@ static void px_on_head(vireo_http_call h, const struct vireo_http_response *resp
 		const char *up = vireo_http_header(h, "Upgrade");
 
 		err = up ? vireo_resp_upgrade(p->r, up) : -EINVAL;
+		if (!err)
+			err = vireo_http_tunnel(h);
 		p->tunnel = !err;
 	} else {
 		err = vireo_resp_start(p->r, resp->status, type, len);
@@ -340,8 +342,9 @@ static void px_upstream_writable(vireo_http_call h, void *ctx)
 {
 	struct px *p = ctx;
 
-	(void)h;
-	if (p->req_live)
+	if (p->body_ended)
+		vireo_http_write_end(h);	/* its last chunk, held before */
+	else if (p->req_live)
 		vireo_req_body_resume(p->r);
 }
 
@@ -370,10 +373,12 @@ static void px_on_req_body_end(vireo_req r, void *arg)
 	(void)arg;
 	if (!p || !p->call_live)
 		return;
-	if (p->tunnel)
+	if (p->tunnel) {
 		vireo_http_tunnel_close(p->h);
-	else if (p->chunked)
-		vireo_http_write_end(p->h);
+	} else if (p->chunked) {
+		p->body_ended = true;
+		vireo_http_write_end(p->h);	/* or again from on_writable */
+	}
 }
 
 /* Tries p on the next upstream: 0, or -ENOENT (every one tried), or the
@@ -409,7 +414,6 @@ static int px_start(struct px *p)
 					 .host = px_host_cfg[0] ? px_host_cfg : vireo_req_header(p->r, "Host"),
 					 .body_stream = p->has_body, .body_len = p->body_len,
 					 .max_body = px_resp_body_cfg ? px_resp_body_cfg : UINT64_MAX,
-					 .upgrade = p->upgrade,
 					 .on_head = px_on_head, .on_body = px_on_resp_body,
 					 .on_writable = px_upstream_writable, .on_done = px_on_done, .ctx = p },
 				 &p->h);
@@ -683,7 +687,8 @@ static void px_handle(vireo_req r, void *arg)
 	p->upgrade = vireo_req_method(r) == VIREO_GET && !p->has_body &&
 		     px_upgrade(px_conn_tokens(r, p->target, PX_TARGET_MAX), vireo_req_header(r, "Upgrade"));
 	vireo_req_on_done(r, px_req_done, p);
-	if (!px_target(vireo_req_path(r), vireo_req_query(r), p->target, PX_TARGET_MAX) ||
+	if (!vireo_req_raw_path(r) ||
+	    !px_target_raw(vireo_req_raw_path(r), vireo_req_query(r), p->target, PX_TARGET_MAX) ||
 	    !px_headers(p, p->hdrs, PX_HDRS_MAX)) {
 		p->status = 431;
 		p->sent = 25;
@@ -925,6 +930,7 @@ static int px_init(void)
 		}
 	}
 	px_check_start();
+	vireo_http_raw_paths();	/* targets passed on as they came: "%2F" is not "/" */
 	vireo_metrics_writer(px_metrics, NULL);
 	return vireo_http_route(&(struct vireo_route){ .path = "/", .prefix = true, .methods = VIREO_METHODS_ALL,
 						       .handler = px_handle, .on_body = px_on_req_body,

@@ -42,6 +42,11 @@ bool px_upgrade(const char *conn, const char *upgrade);
  * percent-encoded again. Its length, or 0 when it does not fit out[size]. */
 size_t px_target(const char *path, const char *query, char *out, size_t size);
 
+/* The same for the path as it came (vireo_req_raw_path(): "%2F" stays
+ * "%2F", not "/"): its escapes kept, any other byte outside pchar and '/'
+ * encoded (the runtime's parser let none through). */
+size_t px_target_raw(const char *raw, const char *query, char *out, size_t size);
+
 /* One upstream's state, as the choice sees it. */
 struct px_choice {
 	u32 active;		/* requests on it now */

@@ -141,6 +141,15 @@ const char *vireo_req_path(vireo_req r);
 /* For a prefix route: the path after the prefix ("/kv/" matched by "/kv/"
  * gives ""); for an exact route "". */
 const char *vireo_req_subpath(vireo_req r);
+/* The path as the client sent it, still percent-encoded ("/a%2Fb"), no
+ * query: for an app that passes the target on (apps/proxy: "%2F" is not
+ * "/"), once it called vireo_http_raw_paths() (in its init: the parser
+ * then copies each request's raw path beside its head; an image whose
+ * apps never call it links none of this). NULL if stale, before that
+ * call, or when the head left no room for the copy (the head and the
+ * path together over 8 KiB). */
+const char *vireo_req_raw_path(vireo_req r);
+void vireo_http_raw_paths(void);
 /* The raw query after '?' (still percent-encoded), "" if none or stale. */
 const char *vireo_req_query(vireo_req r);
 /*
@@ -246,8 +255,10 @@ int vireo_resp_start(vireo_req r, int status, const char *type, u64 length);
 int vireo_resp_write(vireo_req r, const void *data, size_t len);
 /* The body is complete: the exchange ends once it is written. With a
  * declared length, ending short of it closes the connection instead (the
- * peer sees a short body, not a wrong one). 0, -EINVAL (not started),
- * -EPIPE. */
+ * peer sees a short body, not a wrong one), but for HEAD, 204 and 304,
+ * which send no body whatever the length: the connection stays alive (a
+ * proxy passes a HEAD answer's Content-Length on). 0, -EINVAL (not
+ * started), -EPIPE. */
 int vireo_resp_end(vireo_req r);
 
 /* A stream that cannot be finished (its source failed midway): what was

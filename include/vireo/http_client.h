@@ -139,16 +139,6 @@ struct vireo_http_request {
 	 * vireo_http_write_end(). */
 	bool body_stream;
 	u64 max_body;		/* [the pool's]: this response's body cap */
-	/* Asks to switch protocols (a WebSocket through apps/proxy): headers
-	 * carry "Connection: upgrade" and "Upgrade: ...", no body. A 101
-	 * answer makes the call a tunnel: after on_head every byte the
-	 * upstream sends comes raw through on_body (back-pressure as for a
-	 * body) until its FIN (on_done(0)), vireo_http_write() sends raw
-	 * bytes, vireo_http_tunnel_close() closes after them; the body
-	 * timeout counts from the last byte either way (the tunnel's idle
-	 * bound); the connection is never reused. Another answer is an
-	 * ordinary response. */
-	bool upgrade;
 
 	/* All optional but on_done. */
 	void (*on_head)(vireo_http_call h, const struct vireo_http_response *r, void *ctx);
@@ -189,15 +179,28 @@ int vireo_http_resume(vireo_http_call h);
 int vireo_http_write(vireo_http_call h, const void *data, size_t len);
 
 /* A chunked body (body_len VIREO_LENGTH_UNKNOWN) is complete: its last
- * chunk goes out after what was written (now, or once the connection has
- * room; the head's deadline starts then). 0 or -EINVAL (stale, not
- * chunked, ended already, or the last write's bytes not all offered
- * again: a chunk declared is filled first). */
+ * chunk goes out after what was written, and the head's deadline starts.
+ * 0 (out, or out already), -EAGAIN (not connected, or the connection
+ * took part of it: call again from on_writable), -EINVAL (stale, not
+ * chunked, or the last write's bytes not all offered again: a chunk
+ * declared is filled first). */
 int vireo_http_write_end(vireo_http_call h);
 
-/* A tunnel (upgrade, after its 101): its connection closes after what was
- * written (FIN, not a reset); on_done(0) from the loop. 0 or -EINVAL
- * (stale, not a tunnel). */
+/*
+ * Switching protocols (a WebSocket through apps/proxy): a request whose
+ * headers carry "Connection: upgrade" and "Upgrade: ...", no body, that
+ * is answered 101 becomes a tunnel when on_head calls this: every byte
+ * the upstream sends after the head comes through on_body (back-pressure
+ * as for a body, no cap) until its FIN (on_done(0)); vireo_http_write()
+ * sends raw bytes (on_writable as for a streamed body);
+ * vireo_http_tunnel_close() closes after them. The body timeout counts
+ * from the last byte either way: the tunnel's idle bound. The connection
+ * is never reused. Without the call a 101 ends the call (on_done(0)).
+ * 0 or -EINVAL (not during a 101's on_head, a request with a body).
+ */
+int vireo_http_tunnel(vireo_http_call h);
+/* A tunnel's connection closes after what was written (FIN, not a reset);
+ * on_done(0) follows from the loop. 0 or -EINVAL (stale, not a tunnel). */
 int vireo_http_tunnel_close(vireo_http_call h);
 
 /* Ends the call now: on_done(-VIREO_HTTP_EABORTED) from the loop, its

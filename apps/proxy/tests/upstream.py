@@ -110,7 +110,8 @@ class H(socketserver.BaseRequestHandler):
                           b"5\r\nhello\r\n0\r\n\r\n")
             else:
                 out = b"ok " + path.encode() + b"\n"
-                s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(out) + out)
+                s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(out) +
+                          (b"" if req.startswith("HEAD ") else out))
 
 
 class S(socketserver.ThreadingTCPServer):
