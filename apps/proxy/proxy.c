@@ -9,7 +9,14 @@
  * client's receive buffer while the upstream connection is full; the
  * upstream's through the call's on_body into vireo_resp_write(), held in
  * the upstream connection's receive buffer while the client is slow.
- * Nothing is ever buffered whole.
+ * Nothing is ever buffered whole. A chunked request body is sent on
+ * chunked (vireo_http_write() of a body of unknown length, its end
+ * vireo_http_write_end() from on_body_end). A GET that asks to upgrade (a
+ * WebSocket) answered 101 becomes a tunnel: vireo_resp_upgrade() and
+ * vireo_http_tunnel(), bytes both ways through the same two paths until
+ * either side's FIN (vireo_http_tunnel_close(), vireo_resp_end()) or
+ * proxy.timeout without a byte. Targets go upstream as they came
+ * (vireo_req_raw_path(): %2F stays %2F).
  *
  * Failures: an upstream that cannot be connected to, resets before any
  * response byte, or breaks the framing rules is 502; one past a deadline

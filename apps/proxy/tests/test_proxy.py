@@ -16,7 +16,11 @@ of upstreams in the namespace (apps/proxy/README.md). Two boots:
    quotes escaped.
 2. A scripted upstream (upstream.py): bodies streamed both ways (an
    upload's bytes and hash, one past proxy.max_body 413, a 1 MiB download, a chunked response with its
-   hop-by-hop fields), and hostile answers, each bounded: an endless head
+   hop-by-hop fields; a chunked upload passed on chunked, both framings
+   400; a HEAD and a GET on one connection; %2F passed on unchanged; a
+   WebSocket echo server (wsproto.py) with messages both ways, closed by
+   either side, an idle tunnel closed after proxy.timeout), and hostile
+   answers, each bounded: an endless head
    and a head with both Content-Length and Transfer-Encoding are 502, a
    reset before any byte 502, a head that never comes 504, a body that
    stalls or is reset midway (a chunked one too) is cut: the client sees
