@@ -416,6 +416,21 @@ def test_hostile_upstream(net):
         assert w["status"] == 101 and w["got"] == "eof" and 0.5 <= w["idle_s"] < 5, w
         time.sleep(0.5)
         assert sample(metrics(ns), "proxy_upstream_active", f"{ns.host_ip}:8090") == 0
+        # past the bound: 12 tunnels at once on the upstream's 8 connections.
+        # At most 8 live at a time (the rest wait in the pool, or are
+        # refused), every one ended by the idle bound, nothing held after.
+        mem0 = metrics(ns)["vireo_app_mem_bytes"]
+        many = ws(ns, "many=12")
+        assert all(o[2] is not None for o in many), many
+        assert all(o[0] in (101, 503, 504) for o in many), many
+        assert sum(o[0] == 101 for o in many) >= 8, many
+        live = [(o[1], o[2]) for o in many if o[0] == 101]
+        assert max(sum(a <= t < b for a, b in live) for t, _ in live) <= 8, many
+        time.sleep(1)
+        m = metrics(ns)
+        assert sample(m, "proxy_upstream_active", f"{ns.host_ip}:8090") == 0
+        assert m["vireo_app_mem_bytes"] == mem0, (m["vireo_app_mem_bytes"], mem0)
+        print(f"12 tunnels at once: {many}")
 
         cases = {
             "/endless-head": (502, None),

@@ -161,5 +161,46 @@ def client(host, port, scenario):
     print(json.dumps(out))
 
 
+def many(host, port, n):
+    """n tunnels opened at once, each left idle: (status, seconds to the
+    head, seconds to the end) of each, as JSON."""
+    t0 = time.monotonic()
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection((host, port), 10)
+        key = base64.b64encode(os.urandom(16)).decode()
+        s.sendall(f"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+        socks.append(s)
+    out = [[0, None, None] for _ in socks]
+    bufs = [b"" for _ in socks]
+    import selectors
+    sel = selectors.DefaultSelector()
+    for i, s in enumerate(socks):
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ, i)
+    while time.monotonic() - t0 < 20 and any(o[2] is None for o in out):
+        for key, _ in sel.select(0.2):
+            i = key.data
+            try:
+                b = socks[i].recv(65536)
+            except OSError:
+                b = b""
+            now = round(time.monotonic() - t0, 2)
+            if b and out[i][1] is None:
+                bufs[i] += b
+                if b"\r\n" in bufs[i]:
+                    out[i][0] = int(bufs[i].split(b" ")[1])
+                    out[i][1] = now
+            if not b:
+                out[i][2] = now
+                sel.unregister(socks[i])
+                socks[i].close()
+    print(json.dumps(out))
+
+
 if __name__ == "__main__":
-    client(sys.argv[1], int(sys.argv[2]), sys.argv[3])
+    if sys.argv[3].startswith("many="):
+        many(sys.argv[1], int(sys.argv[2]), int(sys.argv[3][5:]))
+    else:
+        client(sys.argv[1], int(sys.argv[2]), sys.argv[3])
