@@ -32,7 +32,7 @@ of upstreams in the namespace (apps/proxy/README.md). Two boots:
    once (the console's copy does not go there too), and under a burst
    every line is written or counted as dropped.
 
-Wall time: about 60 s with two boots on TCG."""
+Wall time: about 70 s with two boots on TCG."""
 import json
 import os
 import re
