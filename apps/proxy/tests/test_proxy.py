@@ -412,6 +412,10 @@ def test_hostile_upstream(net):
             assert w["pushed"] == ["pushed 0", "pushed 1", "pushed 2", "push 3"], w
             assert w["close"] == [8, 1000] and w["eof"] and w["eof_s"] < 3, w
         wait_for(lambda: "ws: client closed" in log.read_text() and "ws: server closed" in log.read_text(), 5)
+        eofs = log.read_text().count("ws: eof")
+        w = ws(ns, "reset")
+        assert w["status"] == 101 and w["echo"] == "one", w
+        wait_for(lambda: log.read_text().count("ws: eof") == eofs + 1, 5)   # the upstream's side cut too
         w = ws(ns, "idle")
         assert w["status"] == 101 and w["got"] == "eof" and 0.5 <= w["idle_s"] < 5, w
         time.sleep(0.5)

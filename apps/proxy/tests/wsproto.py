@@ -129,6 +129,13 @@ def client(host, port, scenario):
         out["idle_s"] = round(time.monotonic() - t, 2)
         print(json.dumps(out))
         return
+    if scenario == "reset":     # one echo, then a reset: the upstream's side is cut
+        s.sendall(frame(1, b"one", True))
+        out["echo"] = read_frame(f)[1].decode()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+        print(json.dumps(out))
+        return
     # messages both ways: small, over the stream buffer, over a window
     sizes = [5, 9000, 200000, 1]
     ok = []
