@@ -75,7 +75,21 @@ struct hc_call {
 	u64 t_head, t_last;		/* the head deadline's start, the last body byte */
 	bool idempotent, head_req, got_byte, retried, fresh, reused, waiting;
 	bool head_armed, head_done, paused, started, cancelled;
+	bool tunnel;			/* vireo_http_tunnel(): raw bytes both ways */
+	/* A chunked body (body_len VIREO_LENGTH_UNKNOWN, stream_left too
+	 * until its last chunk is out): chunk_left bytes of the chunk
+	 * declared last are still to come; fr[fr_off..fr_len) is framing (a
+	 * chunk's size line, its CRLF, the last chunk) the connection has
+	 * not taken yet. Only vireo_http_write() and vireo_http_write_end()
+	 * touch them: the rest of the client runs as for any streamed body. */
+	u8 fr_off, fr_len;
+	bool end_req;
+	u64 chunk_left;
+	char fr[16];
 };
+
+#define HC_CHUNKED VIREO_LENGTH_UNKNOWN
+#define HC_CHUNK_MAX 0x100000u	/* a chunk's size at most (its line: 6 hex digits) */
 
 static struct hc_pool *hc_pools[VIREO_HTTP_POOLS_MAX];
 static u32 hc_npools;
@@ -837,7 +851,9 @@ int vireo_http_request(vireo_http_pool ph, const struct vireo_http_request *rq, 
 	n = ksnprintf((char *)c->req, need, "%s %s HTTP/1.1\r\nHost: %s\r\n%s", rq->method, rq->target, host,
 		      rq->headers ? rq->headers : "");
 	if (with_len)
-		n += ksnprintf((char *)c->req + n, need - (size_t)n, "Content-Length: %llu\r\n", (unsigned long long)blen);
+		n += ksnprintf((char *)c->req + n, need - (size_t)n,
+			       blen == HC_CHUNKED ? "Transfer-Encoding: chunked\r\n" : "Content-Length: %llu\r\n",
+			       (unsigned long long)blen);
 	n += ksnprintf((char *)c->req + n, need - (size_t)n, "\r\n");
 	c->req_len = (size_t)n;
 	if (!rq->body_stream && rq->body_len) {
@@ -899,24 +915,147 @@ int vireo_http_resume(vireo_http_call h)
 	return 0;
 }
 
+/* A chunked body's framing held: out first. 1 when all of it is out, 0 when
+ * the connection took less (on_writable follows), -EAGAIN when it is
+ * ending. */
+static int hc_chunk_flush(struct hc_call *c)
+{
+	while (c->fr_off < c->fr_len) {
+		int n = vireo_tcp_send(c->conn->tcp, c->fr + c->fr_off, c->fr_len - c->fr_off);
+
+		if (n < 0)
+			return -EAGAIN;
+		if (!n)
+			return 0;
+		c->fr_off += (u8)n;
+	}
+	return 1;
+}
+
+static void hc_chunk_frame(struct hc_call *c, const char *s, size_t n)
+{
+	__builtin_memcpy(c->fr, s, n);
+	c->fr_off = 0;
+	c->fr_len = (u8)n;
+}
+
+/* A chunked body's bytes: a chunk is declared for what is offered (at most
+ * HC_CHUNK_MAX); the bytes the connection did not take are the first of
+ * the next offer (the app offers the rest again), which fill the chunk
+ * before a new one starts. */
+static int hc_chunk_write(struct hc_call *c, const u8 *data, size_t len)
+{
+	size_t total = 0;
+	char line[12];
+	int r, n;
+
+	while (len) {
+		r = hc_chunk_flush(c);
+		if (r <= 0)
+			return r < 0 && !total ? r : (int)total;
+		if (!c->chunk_left) {
+			c->chunk_left = MIN(len, (size_t)HC_CHUNK_MAX);
+			hc_chunk_frame(c, line, (size_t)ksnprintf(line, sizeof line, "%llx\r\n",
+								  (unsigned long long)c->chunk_left));
+			continue;
+		}
+		n = vireo_tcp_send(c->conn->tcp, data, (size_t)MIN((u64)len, c->chunk_left));
+		if (n <= 0)
+			return n < 0 && !total ? -EAGAIN : (int)total;
+		total += (size_t)n;
+		data += n;
+		len -= (size_t)n;
+		c->chunk_left -= (u64)n;
+		if (!c->chunk_left)
+			hc_chunk_frame(c, "\r\n", 2);
+	}
+	hc_chunk_flush(c);	/* the CRLF, if it fits now: else with the next write */
+	return (int)total;
+}
+
+int vireo_http_write_end(vireo_http_call h)
+{
+	struct hc_call *c = hc_call_of(h);
+	int r;
+
+	if (!c || !c->rq.body_stream || c->rq.body_len != HC_CHUNKED || c->chunk_left || c->cancelled) {
+		api_misuse("vireo_http_write_end: not a chunked body, or a chunk left short: refused");
+		return -EINVAL;
+	}
+	if (c->stream_left != HC_CHUNKED)
+		return 0;	/* out already */
+	if (!c->conn || c->conn->state != HC_BUSY || c->sent < c->req_len)
+		return -EAGAIN;
+	r = hc_chunk_flush(c);
+	if (r > 0 && !c->end_req) {
+		c->end_req = true;
+		hc_chunk_frame(c, "0\r\n\r\n", 5);	/* the last chunk, no trailers */
+		r = hc_chunk_flush(c);
+	}
+	if (r <= 0)
+		return -EAGAIN;
+	c->stream_left = 0;
+	c->head_armed = true;	/* the head's deadline from the body's end */
+	c->t_head = vireo_now_ms();
+	return 0;
+}
+
 int vireo_http_write(vireo_http_call h, const void *data, size_t len)
 {
 	struct hc_call *c = hc_call_of(h);
 	int n;
 
-	if (!c || !c->rq.body_stream || len > c->stream_left || c->cancelled)
+	if (!c || (!c->rq.body_stream && !c->tunnel) || len > c->stream_left || c->cancelled || c->end_req)
 		return -EINVAL;
 	if (!c->conn || c->conn->state != HC_BUSY || c->sent < c->req_len)
 		return -EAGAIN;
+	if (c->rq.body_stream && c->rq.body_len == HC_CHUNKED)
+		return hc_chunk_write(c, data, len);
 	n = vireo_tcp_send(c->conn->tcp, data, len);
 	if (n < 0)
 		return -EAGAIN;	/* the connection is ending: on_done follows */
+	if (c->tunnel) {
+		if (n)
+			c->t_last = vireo_now_ms();	/* the idle bound counts both ways */
+		return n;
+	}
 	c->stream_left -= (u64)n;
 	if (!c->stream_left && !c->head_armed) {
 		c->head_armed = true;
 		c->t_head = vireo_now_ms();
 	}
 	return n;
+}
+
+int vireo_http_tunnel(vireo_http_call h)
+{
+	struct hc_call *c = hc_call_of(h);
+
+	if (!c || !c->conn || !c->head_done || c->rp->status != 101 || c->rq.body_stream || c->tunnel) {
+		api_misuse("vireo_http_tunnel: not during a 101's on_head: refused");
+		return -EINVAL;
+	}
+	c->tunnel = true;
+	http_resp_tunnel(c->rp);	/* on_body gets every byte after the head, until the FIN */
+	c->stream_left = HC_CHUNKED;	/* hc_send() passes on_writable on */
+	return 0;
+}
+
+int vireo_http_tunnel_close(vireo_http_call h)
+{
+	struct hc_call *c = hc_call_of(h);
+
+	if (!c || !c->tunnel || !c->conn) {
+		api_misuse("vireo_http_tunnel_close: not a tunnel: refused");
+		return -EINVAL;
+	}
+	if (c->conn->state == HC_BUSY) {
+		c->conn->state = HC_CLOSING;
+		/* FIN after what was written; on_close ends the call as a
+		 * close-delimited body: on_done(0) */
+		vireo_tcp_close(c->conn->tcp);
+	}
+	return 0;
 }
 
 int vireo_http_cancel(vireo_http_call h)

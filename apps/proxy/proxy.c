@@ -9,7 +9,14 @@
  * client's receive buffer while the upstream connection is full; the
  * upstream's through the call's on_body into vireo_resp_write(), held in
  * the upstream connection's receive buffer while the client is slow.
- * Nothing is ever buffered whole.
+ * Nothing is ever buffered whole. A chunked request body is sent on
+ * chunked (vireo_http_write() of a body of unknown length, its end
+ * vireo_http_write_end() from on_body_end). A GET that asks to upgrade (a
+ * WebSocket) answered 101 becomes a tunnel: vireo_resp_upgrade() and
+ * vireo_http_tunnel(), bytes both ways through the same two paths until
+ * either side's FIN (vireo_http_tunnel_close(), vireo_resp_end()) or
+ * proxy.timeout without a byte. Targets go upstream as they came
+ * (vireo_req_raw_path(): %2F stays %2F).
  *
  * Failures: an upstream that cannot be connected to, resets before any
  * response byte, or breaks the framing rules is 502; one past a deadline
@@ -105,7 +112,6 @@ VIREO_COUNTER(px_bad_gateway, "proxy_502_total", "Requests answered 502 (upstrea
 VIREO_COUNTER(px_timeouts, "proxy_504_total", "Requests answered 504 (upstream deadline).");
 VIREO_COUNTER(px_cut, "proxy_cut_total", "Responses cut midway: the upstream failed after the head went out.");
 VIREO_COUNTER(px_busy, "proxy_503_total", "Requests refused: too many in flight.");
-VIREO_COUNTER(px_no_length, "proxy_411_total", "Chunked request bodies refused (411).");
 
 #define PX_MAX VIREO_HTTP_CALLS_MAX
 #define PX_TARGET_MAX 4096	/* the runtime's request line is 2 KiB: 3x for re-encoding */
@@ -141,6 +147,8 @@ struct px {
 	struct px_up *up;
 	u64 t0, body_len;
 	bool req_live, call_live, has_body, started, idempotent;
+	bool upgrade, tunnel;	/* asks to switch protocols; the 101 came: a tunnel */
+	bool chunked, body_ended;	/* a chunked request body; its end came (vireo_http_write_end()) */
 	u8 tried;		/* a bit per upstream */
 	char method[8];
 	char *target, *hdrs;	/* one allocation */
@@ -222,8 +230,8 @@ static void px_on_head(vireo_http_call h, const struct vireo_http_response *resp
 			cl += (size_t)vireo_snprintf(conns + cl, sizeof conns - cl, "%s,", value);
 	if (!conn)
 		conn = conns;
-	if (resp->status < 200 || resp->status > 599) {	/* 101: we never ask to upgrade */
-		vireo_http_cancel(h);
+	if ((resp->status < 200 && !(resp->status == 101 && p->upgrade)) || resp->status > 599) {
+		vireo_http_cancel(h);	/* 101 unasked for: 502 */
 		return;
 	}
 	for (unsigned i = 0; vireo_http_field(h, i, &name, &nl, &value) == 0; i++) {
@@ -248,7 +256,17 @@ static void px_on_head(vireo_http_call h, const struct vireo_http_response *resp
 	len = resp->has_length ? resp->content_length : VIREO_LENGTH_UNKNOWN;
 	if (resp->status == 204 || resp->status == 304)
 		len = 0;
-	err = vireo_resp_start(p->r, resp->status, type, len);
+	if (resp->status == 101) {
+		/* a tunnel: bytes both ways until either side closes */
+		const char *up = vireo_http_header(h, "Upgrade");
+
+		err = up ? vireo_resp_upgrade(p->r, up) : -EINVAL;
+		if (!err)
+			err = vireo_http_tunnel(h);
+		p->tunnel = !err;
+	} else {
+		err = vireo_resp_start(p->r, resp->status, type, len);
+	}
 	if (err) {
 		vireo_http_cancel(h);
 		return;
@@ -288,7 +306,8 @@ static void px_on_done(vireo_http_call h, int err, void *ctx)
 	p->call_live = false;
 	p->up_ms = (s64)ms;
 	u->active--;
-	u->lat[px_lat_bucket(ms)]++;
+	if (!p->tunnel)
+		u->lat[px_lat_bucket(ms)]++;	/* a tunnel's life is no latency */
 	if (!err) {
 		u->fails = 0;
 		vireo_resp_end(p->r);
@@ -330,8 +349,9 @@ static void px_upstream_writable(vireo_http_call h, void *ctx)
 {
 	struct px *p = ctx;
 
-	(void)h;
-	if (p->req_live)
+	if (p->body_ended)
+		vireo_http_write_end(h);	/* its last chunk, held before */
+	else if (p->req_live)
 		vireo_req_body_resume(p->r);
 }
 
@@ -347,6 +367,25 @@ static size_t px_on_req_body(vireo_req r, const void *data, size_t len, void *ar
 	if (n == -EAGAIN)
 		return 0;	/* not connected yet: px_upstream_writable */
 	return n < 0 ? len : (size_t)n;
+}
+
+/* A chunked body's end: its last chunk goes upstream. In a tunnel, the
+ * client's FIN: the upstream's connection closes after what was relayed
+ * (on_done(0) then closes the client's); before the upgrade (the empty
+ * body's end) nothing. */
+static void px_on_req_body_end(vireo_req r, void *arg)
+{
+	struct px *p = px_of(r);
+
+	(void)arg;
+	if (!p || !p->call_live)
+		return;
+	if (p->tunnel) {
+		vireo_http_tunnel_close(p->h);
+	} else if (p->chunked) {
+		p->body_ended = true;
+		vireo_http_write_end(p->h);	/* or again from on_writable */
+	}
 }
 
 /* Tries p on the next upstream: 0, or -ENOENT (every one tried), or the
@@ -540,6 +579,14 @@ static size_t px_headers(struct px *p, char *out, size_t size)
 	if (n < 0 || (size_t)n >= size - w)
 		return 0;
 	w += (size_t)n;
+	if (p->upgrade) {
+		/* hop-by-hop, removed above: asked again, of this hop */
+		n = vireo_snprintf(out + w, size - w, "Connection: upgrade\r\nUpgrade: %s\r\n",
+				   vireo_req_header(p->r, "Upgrade"));
+		if (n < 0 || (size_t)n >= size - w)
+			return 0;
+		w += (size_t)n;
+	}
 	if (px_forwarded_cfg) {
 		/* RFC 7239 section 4: our element after the client's list */
 		if (!px_forwarded(peer, vireo_req_tls(p->r), vireo_req_header(p->r, "Host"), fwd + fl, sizeof fwd - fl))
@@ -574,6 +621,25 @@ static bool px_hash_key(vireo_req r, u64 *key)
 	return true;
 }
 
+/* Every Connection field's values joined by "," into buf (scratch), or
+ * NULL when there is none or they do not fit. */
+static const char *px_conn_tokens(vireo_req r, char *buf, size_t size)
+{
+	const char *name, *value;
+	size_t nl, w = 0;
+	int n;
+
+	for (unsigned i = 0; vireo_req_field(r, i, &name, &nl, &value) == 0; i++) {
+		if (!px_name_is(name, nl, "connection"))
+			continue;
+		n = vireo_snprintf(buf + w, size - w, "%s,", value);
+		if (n < 0 || (size_t)n >= size - w)
+			return NULL;
+		w += (size_t)n;
+	}
+	return w ? buf : NULL;
+}
+
 static void px_handle(vireo_req r, void *arg)
 {
 	const char *cl = vireo_req_header(r, "Content-Length");
@@ -585,13 +651,6 @@ static void px_handle(vireo_req r, void *arg)
 	if (!px_nups) {
 		vireo_resp_send(r, 503, "text/plain; charset=utf-8", "503 no upstream (proxy.upstream=)\n", 34);
 		px_log_now(r, 503, 34);
-		return;
-	}
-	if (vireo_req_header(r, "Transfer-Encoding")) {
-		/* the client API sends a streamed body with its length only */
-		vireo_counter_inc(&px_no_length);
-		vireo_resp_send(r, 411, "text/plain; charset=utf-8", "411 a body needs a Content-Length\n", 34);
-		px_log_now(r, 411, 34);
 		return;
 	}
 	for (slot = 0; slot < PX_MAX && px_slots[slot]; slot++)
@@ -625,9 +684,18 @@ static void px_handle(vireo_req r, void *arg)
 			v = v * 10 + (u64)(*d - '0');	/* digits only: the runtime's parser checked it */
 		p->body_len = v;
 		p->has_body = v != 0;
+	} else if (vireo_req_header(r, "Transfer-Encoding")) {
+		/* chunked (the runtime refused any other coding, 501, and both
+		 * framings, 400): streamed on chunked, its end from on_body_end */
+		p->body_len = VIREO_LENGTH_UNKNOWN;
+		p->has_body = p->chunked = true;
 	}
+	/* a WebSocket: a GET without a body that asks to switch protocols */
+	p->upgrade = vireo_req_method(r) == VIREO_GET && !p->has_body &&
+		     px_upgrade(px_conn_tokens(r, p->target, PX_TARGET_MAX), vireo_req_header(r, "Upgrade"));
 	vireo_req_on_done(r, px_req_done, p);
-	if (!px_target(vireo_req_path(r), vireo_req_query(r), p->target, PX_TARGET_MAX) ||
+	if (!vireo_req_raw_path(r) ||
+	    !px_target_raw(vireo_req_raw_path(r), vireo_req_query(r), p->target, PX_TARGET_MAX) ||
 	    !px_headers(p, p->hdrs, PX_HDRS_MAX)) {
 		p->status = 431;
 		p->sent = 25;
@@ -869,9 +937,11 @@ static int px_init(void)
 		}
 	}
 	px_check_start();
+	vireo_http_raw_paths();	/* targets passed on as they came: "%2F" is not "/" */
 	vireo_metrics_writer(px_metrics, NULL);
 	return vireo_http_route(&(struct vireo_route){ .path = "/", .prefix = true, .methods = VIREO_METHODS_ALL,
 						       .handler = px_handle, .on_body = px_on_req_body,
+						       .on_body_end = px_on_req_body_end,
 						       .body_limit = px_body_cfg });
 }
 

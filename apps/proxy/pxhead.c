@@ -116,6 +116,16 @@ bool px_hop_by_hop(const char *name, size_t n, const char *conn)
 	return px_named(conn, name, n);
 }
 
+bool px_upgrade(const char *conn, const char *upgrade)
+{
+	if (!px_named(conn, "upgrade", 7) || !upgrade || !*upgrade)
+		return false;
+	for (; *upgrade; upgrade++)	/* protocol names: tokens, '/', ',' and spaces */
+		if ((u8)*upgrade < 0x20 || (u8)*upgrade >= 0x7f || *upgrade == '"' || *upgrade == ';')
+			return false;
+	return true;
+}
+
 /* RFC 3986 pchar but pct-encoded, and '/'. */
 static bool px_keep(u8 c)
 {
@@ -127,7 +137,7 @@ static bool px_keep(u8 c)
 	return false;
 }
 
-size_t px_target(const char *path, const char *query, char *out, size_t size)
+static size_t px_target_of(const char *path, bool raw, const char *query, char *out, size_t size)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t w = 0;
@@ -135,7 +145,8 @@ size_t px_target(const char *path, const char *query, char *out, size_t size)
 	for (const char *p = path; *p; p++) {
 		u8 c = (u8)*p;
 
-		if (px_keep(c)) {
+		/* a raw path's escapes are the client's: kept as they came */
+		if (px_keep(c) || (raw && c == '%')) {
 			if (w + 1 >= size)
 				return 0;
 			out[w++] = (char)c;
@@ -160,6 +171,16 @@ size_t px_target(const char *path, const char *query, char *out, size_t size)
 		return 0;
 	out[w] = '\0';
 	return w;
+}
+
+size_t px_target(const char *path, const char *query, char *out, size_t size)
+{
+	return px_target_of(path, false, query, out, size);
+}
+
+size_t px_target_raw(const char *raw, const char *query, char *out, size_t size)
+{
+	return px_target_of(raw, true, query, out, size);
 }
 
 bool px_usable(const struct px_choice *up, unsigned i, u64 now, int *rested)

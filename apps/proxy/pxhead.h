@@ -31,10 +31,21 @@ bool px_name_is(const char *name, size_t n, const char *lit);
  * Connection values joined by ",", or NULL). */
 bool px_hop_by_hop(const char *name, size_t n, const char *conn);
 
+/* Whether a request asks to switch protocols (a WebSocket): its Connection
+ * (conn: the values joined by ",", or NULL) names "upgrade" and its
+ * Upgrade value (upgrade, or NULL) is a list of protocols (printable, no
+ * '"' or ';'), passed on as it came. */
+bool px_upgrade(const char *conn, const char *upgrade);
+
 /* The origin-form target for a decoded path (as the runtime gives it) and
  * its raw query ("" for none): every byte but RFC 3986's pchar and '/'
  * percent-encoded again. Its length, or 0 when it does not fit out[size]. */
 size_t px_target(const char *path, const char *query, char *out, size_t size);
+
+/* The same for the path as it came (vireo_req_raw_path(): "%2F" stays
+ * "%2F", not "/"): its escapes kept, any other byte outside pchar and '/'
+ * encoded (the runtime's parser let none through). */
+size_t px_target_raw(const char *raw, const char *query, char *out, size_t size);
 
 /* One upstream's state, as the choice sees it. */
 struct px_choice {

@@ -141,6 +141,15 @@ const char *vireo_req_path(vireo_req r);
 /* For a prefix route: the path after the prefix ("/kv/" matched by "/kv/"
  * gives ""); for an exact route "". */
 const char *vireo_req_subpath(vireo_req r);
+/* The path as the client sent it, still percent-encoded ("/a%2Fb"), no
+ * query: for an app that passes the target on (apps/proxy: "%2F" is not
+ * "/"), once it called vireo_http_raw_paths() (in its init: the parser
+ * then copies each request's raw path beside its head; an image whose
+ * apps never call it links none of this). NULL if stale, before that
+ * call, or when the head left no room for the copy (the head and the
+ * path together over 8 KiB). */
+const char *vireo_req_raw_path(vireo_req r);
+void vireo_http_raw_paths(void);
 /* The raw query after '?' (still percent-encoded), "" if none or stale. */
 const char *vireo_req_query(vireo_req r);
 /*
@@ -246,8 +255,10 @@ int vireo_resp_start(vireo_req r, int status, const char *type, u64 length);
 int vireo_resp_write(vireo_req r, const void *data, size_t len);
 /* The body is complete: the exchange ends once it is written. With a
  * declared length, ending short of it closes the connection instead (the
- * peer sees a short body, not a wrong one). 0, -EINVAL (not started),
- * -EPIPE. */
+ * peer sees a short body, not a wrong one), but for HEAD, 204 and 304,
+ * which send no body whatever the length: the connection stays alive (a
+ * proxy passes a HEAD answer's Content-Length on). 0, -EINVAL (not
+ * started), -EPIPE. */
 int vireo_resp_end(vireo_req r);
 
 /* A stream that cannot be finished (its source failed midway): what was
@@ -255,6 +266,26 @@ int vireo_resp_end(vireo_req r);
  * last chunk; short of a declared length), so the client sees a cut
  * response, never a whole one. 0, -EINVAL (not started, or ended), -EPIPE. */
 int vireo_resp_abort(vireo_req r);
+
+/*
+ * Switching protocols (RFC 9110 7.8: a WebSocket, apps/proxy's tunnel):
+ * answers a GET that carries Upgrade, has no body and came on a route
+ * with on_body, with "101 Switching Protocols", "Connection: upgrade",
+ * "Upgrade: protocol" and the lines vireo_resp_header() added
+ * (Sec-WebSocket-Accept ...). The connection is then a tunnel until
+ * either side ends it: the client's bytes go raw to the route's on_body
+ * (back-pressure as for a body: what it leaves stays in the receive
+ * buffer, vireo_req_body_resume()), uncapped by body_limit, and its FIN
+ * to on_body_end (which ran once already, at the empty body's end, before
+ * the upgrade); the app's go out through vireo_resp_write() (never
+ * chunked) with on_writable; vireo_resp_end() closes after them (FIN),
+ * vireo_resp_abort() too. The tunnel holds the connection (one of the
+ * server's 64) and the stream buffer; the send stall timeout applies,
+ * an idle bound is the app's. 0, -EINVAL (not such a request, a protocol
+ * empty or with a control byte, the head over OUT_MAX), -ENOMEM (budget),
+ * -EPIPE (stale or answered).
+ */
+int vireo_resp_upgrade(vireo_req r, const char *protocol);
 
 /* fn(r, arg) from the loop whenever the stream buffer has drained below
  * half after a write was short or returned 0. One callback per exchange;

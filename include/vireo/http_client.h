@@ -48,6 +48,10 @@
 
 #include "vireo/net.h"
 
+#ifndef VIREO_LENGTH_UNKNOWN
+#define VIREO_LENGTH_UNKNOWN UINT64_MAX	/* as vireo/http.h: a body of unknown length */
+#endif
+
 typedef struct vireo_http_pool {
 	u32 id;
 } vireo_http_pool;
@@ -129,7 +133,10 @@ struct vireo_http_request {
 	const void *body;
 	size_t body_len;
 	/* Or streamed: body_stream set and body_len its length; the app writes
-	 * it with vireo_http_write() once on_writable says so. */
+	 * it with vireo_http_write() once on_writable says so. body_len
+	 * VIREO_LENGTH_UNKNOWN: sent chunked ("Transfer-Encoding: chunked",
+	 * a chunk per write, at most 1 MiB each, no trailers), ended by
+	 * vireo_http_write_end(). */
 	bool body_stream;
 	u64 max_body;		/* [the pool's]: this response's body cap */
 
@@ -165,11 +172,36 @@ int vireo_http_field(vireo_http_call h, unsigned i, const char **name, size_t *n
 /* Offer the body bytes on_body left again. 0 or -EINVAL (stale). */
 int vireo_http_resume(vireo_http_call h);
 
-/* A streamed body: copies up to len bytes and returns how many (less when
- * the connection's send bound is reached: on_writable follows), never past
- * body_len in all. -EINVAL (stale, not streamed, too many bytes), -EAGAIN
+/* A streamed body (or a tunnel's bytes): copies up to len bytes and returns
+ * how many (less when the connection's send bound is reached: on_writable
+ * follows), never past body_len in all. -EINVAL (stale, not streamed, too many bytes), -EAGAIN
  * (not connected yet: wait for on_writable). */
 int vireo_http_write(vireo_http_call h, const void *data, size_t len);
+
+/* A chunked body (body_len VIREO_LENGTH_UNKNOWN) is complete: its last
+ * chunk goes out after what was written, and the head's deadline starts.
+ * 0 (out, or out already), -EAGAIN (not connected, or the connection
+ * took part of it: call again from on_writable), -EINVAL (stale, not
+ * chunked, or the last write's bytes not all offered again: a chunk
+ * declared is filled first). */
+int vireo_http_write_end(vireo_http_call h);
+
+/*
+ * Switching protocols (a WebSocket through apps/proxy): a request whose
+ * headers carry "Connection: upgrade" and "Upgrade: ...", no body, that
+ * is answered 101 becomes a tunnel when on_head calls this: every byte
+ * the upstream sends after the head comes through on_body (back-pressure
+ * as for a body, no cap) until its FIN (on_done(0)); vireo_http_write()
+ * sends raw bytes (on_writable as for a streamed body);
+ * vireo_http_tunnel_close() closes after them. The body timeout counts
+ * from the last byte either way: the tunnel's idle bound. The connection
+ * is never reused. Without the call a 101 ends the call (on_done(0)).
+ * 0 or -EINVAL (not during a 101's on_head, a request with a body).
+ */
+int vireo_http_tunnel(vireo_http_call h);
+/* A tunnel's connection closes after what was written (FIN, not a reset);
+ * on_done(0) follows from the loop. 0 or -EINVAL (stale, not a tunnel). */
+int vireo_http_tunnel_close(vireo_http_call h);
 
 /* Ends the call now: on_done(-VIREO_HTTP_EABORTED) from the loop, its
  * connection closed. 0 or -EINVAL (stale). */

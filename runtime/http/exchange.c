@@ -266,6 +266,57 @@ const char *vireo_req_subpath(vireo_req r)
 	return c->parser.path + MIN(c->route->path_len, c->parser.path_len);
 }
 
+/* http_raw_keep for ext parsers (the server's): the request line's target
+ * (between its first two spaces; the parser checks the line after this),
+ * its path (an absolute-form's after its authority) copied after the
+ * head, when it fits in the parser's buffer there. Cold: only an app
+ * that passes targets on links it. */
+__cold static void exchange_raw_keep(struct http_req_parser *p)
+{
+	const char *t = p->buf + p->req_start, *end = p->buf + p->len;
+	size_t s = 0, q, n;
+	char *raw;
+
+	p->raw_path = NULL;
+	if (!p->ext)
+		return;
+	while (t < end && *t != ' ' && *t != '\r')
+		t++;
+	if (t == end || *t++ != ' ')
+		return;	/* the parser refuses it */
+	for (n = 0; t + n < end && t[n] != ' ' && t[n] != '\r'; n++)
+		;
+	if (n >= 7 && (t[0] | 0x20) == 'h' && (t[1] | 0x20) == 't' && (t[2] | 0x20) == 't' && (t[3] | 0x20) == 'p' &&
+	    t[4] == ':' && t[5] == '/' && t[6] == '/') {
+		for (s = 7; s < n && t[s] != '/' && t[s] != '?'; s++)
+			;
+		if (s == n || t[s] == '?') {
+			p->raw_path = "/";
+			return;
+		}
+	}
+	for (q = s; q < n && t[q] != '?'; q++)
+		;
+	if (p->len + (q - s) >= HTTP_HEAD_MAX)
+		return;
+	raw = p->buf + p->len;
+	__builtin_memcpy(raw, t + s, q - s);
+	raw[q - s] = '\0';
+	p->raw_path = raw;
+}
+
+__cold void vireo_http_raw_paths(void)
+{
+	http_raw_keep = exchange_raw_keep;
+}
+
+const char *vireo_req_raw_path(vireo_req r)
+{
+	struct conn *c = exchange_xc(r);
+
+	return c && http_raw_keep ? c->parser.raw_path : NULL;
+}
+
 const char *vireo_req_query(vireo_req r)
 {
 	struct conn *c = exchange_xc(r);
@@ -850,6 +901,58 @@ int vireo_resp_start(vireo_req r, int status, const char *type, u64 length)
 	return err;
 }
 
+/*
+ * 101 and a tunnel (vireo/http.h): cold, and linked only by an app that
+ * calls it. The head is ours (Connection and Upgrade, then the app's
+ * lines: no Content-Length, no framing); the exchange stays a stream of
+ * unknown length that is never chunked and always closes at its end, and
+ * the client's bytes go raw to the route's on_body (reqbody.c, in SEND
+ * with body_stream) until its FIN (on_body_end).
+ */
+__cold int vireo_resp_upgrade(vireo_req r, const char *protocol)
+{
+	const char *fn = "vireo_resp_upgrade", *up;
+	struct conn *c = exchange_unanswered(r, fn, &(int){ 0 });
+	int n;
+
+	if (!c)
+		return -EPIPE;
+	up = http_header(&c->parser, "upgrade");
+	if (!protocol || !*protocol || protocol[exchange_value_len(protocol)] || !c->route->r.on_body || !up ||
+	    c->parser.method != HTTP_METHOD_GET || c->parser.version_minor < 1 || c->parser.chunked ||
+	    c->parser.content_length) {
+		api_misuse("%s: not a GET with Upgrade and no body on a route with on_body, or a bad protocol: "
+			   "refused", fn);
+		return -EINVAL;
+	}
+	c->sbuf = exchange_alloc(c, VIREO_RESP_STREAM_BUF);
+	if (!c->sbuf)
+		return -ENOMEM;
+	n = ksnprintf(c->out, sizeof c->out,
+		      "HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: %s\r\n%.*s\r\n", protocol,
+		      (int)c->xhdr_len, c->xhdr);
+	if (n <= 0 || (size_t)n >= sizeof c->out) {
+		exchange_release(c);
+		api_misuse("%s: the head does not fit: refused", fn);
+		return -EINVAL;
+	}
+	c->out_len = (u16)n;
+	c->sbuf_off = c->sbuf_len = 0;
+	c->stream_len = VIREO_LENGTH_UNKNOWN;
+	c->stream_taken = 0;
+	c->stream_ended = c->chunked = false;
+	c->body = NULL;
+	c->body_len = 0;
+	c->close_after = true;	/* the tunnel's end is the connection's */
+	server_count_response(101);
+	server_start_send(c);
+	c->stream = true;
+	c->body_stream = true;	/* after server_start_send(), which ends a body's delivery */
+	c->body_paused = false;
+	server_kick(c);
+	return 0;
+}
+
 /* The stream of r, started and not ended, or NULL after a refusal. */
 static struct conn *exchange_stream(vireo_req r, const char *fn, int *err)
 {
@@ -937,9 +1040,11 @@ int vireo_resp_end(vireo_req r)
 		__builtin_memcpy(c->sbuf + c->sbuf_len, CHUNK_TRAILER, sizeof CHUNK_TRAILER - 1);
 		c->sbuf_len += sizeof CHUNK_TRAILER - 1;
 	}
-	if (c->stream_len != VIREO_LENGTH_UNKNOWN && c->stream_taken < c->stream_len)
-		c->close_after = true;	/* short: the peer must not take it for whole */
+	if (c->sbuf && c->stream_len != VIREO_LENGTH_UNKNOWN && c->stream_taken < c->stream_len)
+		c->close_after = true;	/* short: the peer must not take it for whole (no
+					 * sbuf: HEAD, 204, 304 send no body, whatever the length) */
 	c->stream_ended = true;
+	c->body_stream = false;	/* a tunnel's input ends with it */
 	server_kick(c);
 	return 0;
 }
@@ -954,6 +1059,7 @@ int vireo_resp_abort(vireo_req r)
 		return err;
 	c->close_after = true;	/* no last chunk, no more bytes: a cut body */
 	c->stream_ended = true;
+	c->body_stream = false;	/* a tunnel's input too */
 	server_kick(c);
 	return 0;
 }

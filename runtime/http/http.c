@@ -198,6 +198,7 @@ static int http_parse_target(struct http_req_parser *p, char *t, size_t n)
 {
 	size_t i, q, w;
 
+
 	if (n >= 7 && http_eq_nocase(t, 7, "http://")) {
 		/* absolute-form: keep only path and query (RFC 9112 3.2.2). */
 		t += 7;
@@ -312,7 +313,8 @@ static int http_parse_field(struct http_req_parser *p, struct head_info *h, cons
 		v[vlen] = '\0';	/* overwrites OWS, CR or LF of this line */
 		p->host = v;
 	} else if (http_eq_nocase(name, nlen, "connection")) {
-		return http_parse_connection(h, v, vlen);
+		if (http_parse_connection(h, v, vlen))
+			return 400;	/* else listed too: an app passing the head on reads it */
 	} else if (http_eq_nocase(name, nlen, "content-length")) {
 		const char *end = v;
 		u64 val;
@@ -450,6 +452,8 @@ int http_query_param(const char *query, const char *name, char *buf, size_t size
 }
 
 /* Parse the complete head in p->buf[req_start..len). */
+void (*http_raw_keep)(struct http_req_parser *p);
+
 static int http_finish(struct http_req_parser *p)
 {
 	struct head_info h = { 0 };
@@ -458,6 +462,8 @@ static int http_finish(struct http_req_parser *p)
 	char *s, *t, *v;
 	int err;
 
+	if (http_raw_keep)
+		http_raw_keep(p);	/* the raw target, before it is decoded in place */
 	/* request-line = method SP request-target SP HTTP-version */
 	s = http_next_line(p, &pos, &n);
 	for (m = 0; m < n && s[m] != ' '; m++)

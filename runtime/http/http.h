@@ -88,6 +88,10 @@ struct http_req_parser {
 	const char *host;	/* the Host field's trimmed value (checked characters), or NULL */
 	/* With ext only: */
 	const char *query;	/* the raw query after '?', NUL-terminated, or NULL */
+	const char *raw_path;	/* with http_raw_keep: the path as it came
+				 * (percent-encoded), copied after the head when
+				 * it fits there (head and path within
+				 * HTTP_HEAD_MAX), else NULL */
 	u64 content_length;	/* Content-Length, 0 if absent */
 	bool chunked;		/* Transfer-Encoding: chunked (content_length 0):
 				 * the body is chunked (runtime/http/chunked.h) */
@@ -115,6 +119,12 @@ struct http_req_parser {
 	u32 req_start;		/* offset of the request line (after empty lines) */
 	char buf[HTTP_HEAD_MAX];
 };
+
+/* Called with each whole head (its request line at buf + req_start, not
+ * yet checked) before it is parsed: sets p->raw_path. NULL (nothing
+ * kept) unless an app asked for raw paths (vireo_http_raw_paths():
+ * runtime/http/exchange.c's keeper). */
+extern void (*http_raw_keep)(struct http_req_parser *p);
 
 /* Forget any previous request: parse the next one from scratch. */
 void http_parser_reset(struct http_req_parser *p);

@@ -47,12 +47,15 @@ static int reqbody_pump(struct conn *c)
 {
 	struct tcpconn *tc = &c->tc;
 	const struct vireo_route *rt = &c->route->r;
-	bool stream = c->state == C_APP;
-	u64 cap = stream ? rt->body_limit : c->req_body_need;
+	/* SEND with body_stream: a tunnel (vireo_resp_upgrade()), its
+	 * bytes raw to on_body until the client's FIN, uncapped */
+	bool tunnel = c->state == C_SEND, stream = c->state == C_APP || tunnel;
+	u64 cap = tunnel ? 0 : stream ? rt->body_limit : c->req_body_need;
 	size_t used, avail, took;
 	int r, err = 0;
 
-	while (stream ? c->state == C_APP && c->body_stream && !c->body_paused && c->xid : c->state == C_BODY) {
+	while (stream ? c->state == (tunnel ? C_SEND : C_APP) && c->body_stream && !c->body_paused && c->xid :
+			c->state == C_BODY) {
 		const u8 *at = tc->rx + tc->rx_off;
 		u32 held = tcpconn_rx_held(tc);
 
@@ -68,6 +71,10 @@ static int reqbody_pump(struct conn *c)
 				return 0;
 			if (r == CHUNKED_END)
 				c->req_left = 0;
+		} else if (tunnel) {
+			avail = held;
+			if (!avail && !tc->rx_eof)
+				return 0;
 		} else {
 			avail = (size_t)MIN((u64)held, c->req_left);
 			if (!avail && c->req_left)
@@ -105,7 +112,7 @@ static int reqbody_pump(struct conn *c)
 		}
 		if (c->parser.chunked)
 			chunked_take(&c->dechunk, took);
-		else
+		else if (!tunnel)
 			c->req_left -= took;
 		tcpconn_rx_consume(tc, (u32)took);
 		c->body_seen += took;
@@ -115,7 +122,7 @@ static int reqbody_pump(struct conn *c)
 			c->body_paused = true;
 	}
 	if (!err)
-		return stream && c->state != C_APP;
+		return stream && c->state != C_APP && !tunnel;
 	c->body_stream = false;
 	exchange_end(c, false);
 	exchange_release(c);

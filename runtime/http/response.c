@@ -230,6 +230,14 @@ int http_resp_body(struct http_resp_parser *p, const u8 *data, size_t len, size_
 	return HTTP_RESP_DATA;
 }
 
+void http_resp_tunnel(struct http_resp_parser *p)
+{
+	p->body = HTTP_BODY_CLOSE;
+	p->body_max = 0;
+	p->keep_alive = false;
+	p->state = RS_BODY;
+}
+
 void http_resp_take(struct http_resp_parser *p, size_t n)
 {
 	if (p->state != RS_BODY)

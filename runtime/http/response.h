@@ -92,6 +92,10 @@ int http_resp_head(struct http_resp_parser *p, const u8 *data, size_t len, size_
 int http_resp_body(struct http_resp_parser *p, const u8 *data, size_t len, size_t *used, size_t *avail);
 void http_resp_take(struct http_resp_parser *p, size_t n);
 
+/* After a 101 head: every byte that follows is a body read until the
+ * connection closes, uncapped (the HTTP client's tunnel). */
+void http_resp_tunnel(struct http_resp_parser *p);
+
 /* The connection closed: HTTP_RESP_END if that ends the body (close-
  * delimited, or already ended), else HTTP_RESP_ERROR (truncated). */
 int http_resp_eof(struct http_resp_parser *p);

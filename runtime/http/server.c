@@ -581,23 +581,26 @@ err_t server_pump(struct conn *c)
 					if (c->sbuf_off < c->sbuf_len || c->stream_ended)
 						continue;
 				}
-				return ERR_OK;
+				/* on below: a tunnel's input (body_stream) */
+			} else {
+				kfree(c->dyn);
+				c->dyn = NULL;
+				exchange_end(c, true);
+				exchange_release(c);
+				c->stream = false;
+				if (c->close_after || http_srv.draining)
+					return server_begin_close(c);
+				c->state = C_READ;
+				c->served = true;
+				c->head_started = false;
+				c->t_wait = tcpconn_now_ms();
+				http_parser_reset(&c->parser);
+				continue;
 			}
-			kfree(c->dyn);
-			c->dyn = NULL;
-			exchange_end(c, true);
-			exchange_release(c);
-			c->stream = false;
-			if (c->close_after || http_srv.draining)
-				return server_begin_close(c);
-			c->state = C_READ;
-			c->served = true;
-			c->head_started = false;
-			c->t_wait = tcpconn_now_ms();
-			http_parser_reset(&c->parser);
-			continue;
 		}
-		if ((c->state == C_BODY && c->parser.chunked) || (c->state == C_APP && c->body_stream)) {
+		/* body_stream: APP's streamed body, or SEND's tunnel
+		 * (vireo_resp_upgrade()); every answer else clears it */
+		if ((c->state == C_BODY && c->parser.chunked) || c->body_stream) {
 			if (reqbody->pump(c))
 				continue;	/* dispatched, ended, answered */
 			if (!tcpconn_rx_held(tc) && tc->rx_eof)

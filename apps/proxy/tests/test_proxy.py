@@ -16,7 +16,11 @@ of upstreams in the namespace (apps/proxy/README.md). Two boots:
    quotes escaped.
 2. A scripted upstream (upstream.py): bodies streamed both ways (an
    upload's bytes and hash, one past proxy.max_body 413, a 1 MiB download, a chunked response with its
-   hop-by-hop fields), and hostile answers, each bounded: an endless head
+   hop-by-hop fields; a chunked upload passed on chunked, both framings
+   400; a HEAD and a GET on one connection; %2F passed on unchanged; a
+   WebSocket echo server (wsproto.py) with messages both ways, closed by
+   either side, an idle tunnel closed after proxy.timeout), and hostile
+   answers, each bounded: an endless head
    and a head with both Content-Length and Transfer-Encoding are 502, a
    reset before any byte 502, a head that never comes 504, a body that
    stalls or is reset midway (a chunked one too) is cut: the client sees
@@ -28,7 +32,7 @@ of upstreams in the namespace (apps/proxy/README.md). Two boots:
    once (the console's copy does not go there too), and under a burst
    every line is written or counted as dropped.
 
-Wall time: about 60 s with two boots on TCG."""
+Wall time: about 70 s with two boots on TCG."""
 import json
 import os
 import re
@@ -204,9 +208,9 @@ def test_nginx_backends(net):
         # a body streamed with its Content-Length
         status, body, _, _ = curl(ns, "/post", "--data-binary", "x" * 5000)
         assert (status, body) == (200, "posted 5000\n")
-        # a chunked upload: 411 (the client API streams bodies of a known length)
+        # a chunked upload: passed on chunked (nginx reads it)
         status, body, _, _ = curl(ns, "/post", "-H", "Transfer-Encoding: chunked", "--data-binary", "abc")
-        assert status == 411
+        assert status == 200 and body.startswith("posted"), (status, body)
 
         # hundreds of sequential GETs around nginx's 1 s keep-alive: no spurious 502
         r = load(ns, "/", 300, 1, every=50, pause=1.05)
@@ -297,6 +301,12 @@ def test_nginx_backends(net):
                 p.wait()
 
 
+def ws(ns, scenario):
+    """wsproto.py's client through the proxy: what it saw."""
+    r = ns.run(PY, os.path.join(HERE, "wsproto.py"), ns.guest_ip, "80", scenario, timeout=60)
+    return json.loads(r.stdout)
+
+
 def syslog_sink(ns, path):
     """A UDP syslog server in the namespace: one datagram a line in path."""
     code = ("import socket\n"
@@ -351,11 +361,37 @@ def test_hostile_upstream(net):
         import hashlib
         status, body, _, _ = curl(ns, "/sum", "--data-binary", f"@{ns.tmp / 'up.bin'}")
         assert (status, body) == (200, f"{len(data)} {hashlib.sha256(data).hexdigest()}\n")
+        # a HEAD answered with the upstream's Content-Length keeps the
+        # client's connection: the GET after it on the same one is answered
+        out = raw(ns, b"HEAD /ok HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n", wait=2)
+        assert out.count(b"HTTP/1.1 200") == 2 and b"Content-Length: 7\r\n" in out, out
+        assert out.endswith(b"\r\n\r\nok /ok\n"), out
+        # the target as it came: %2F is not /
+        assert curl(ns, "/a%2Fb/c%20d?x=%2F", "--path-as-is")[:2] == (200, "ok /a%2Fb/c%20d?x=%2F\n")
+        assert requests_in(log)[-1].startswith("GET /a%2Fb/c%20d?x=%2F HTTP/1.1"), requests_in(log)[-1]
+        # a chunked upload streamed on chunked: its bytes arrive whole
+        status, body, _, _ = curl(ns, "/sum", "-H", "Transfer-Encoding: chunked", "--data-binary",
+                                  f"@{ns.tmp / 'up.bin'}")
+        assert (status, body) == (200, f"{len(data)} {hashlib.sha256(data).hexdigest()}\n")
+        assert "transfer-encoding=chunked" in requests_in(log)[-1] and "content-length" not in requests_in(log)[-1]
+        # a small one by hand, in odd chunks, and both framings refused
+        out = raw(ns, b"POST /sum HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      b"3\r\nabc\r\n1\r\nd\r\n0\r\n\r\n", wait=2)
+        assert out.startswith(b"HTTP/1.1 200") and out.endswith(
+            f"4 {hashlib.sha256(b'abcd').hexdigest()}\n".encode()), out
+        seen = len(requests_in(log))
+        out = raw(ns, b"POST /sum HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      b"4\r\nabcd\r\n0\r\n\r\n", wait=2)
+        assert out.startswith(b"HTTP/1.1 400") and len(requests_in(log)) == seen, out
         # past proxy.max_body: 413 at the head, nothing reaches the upstream
         (ns.tmp / "big.bin").write_bytes(b"z" * 400001)
         seen = len(requests_in(log))
         status, _, _, _ = curl(ns, "/sum", "--data-binary", f"@{ns.tmp / 'big.bin'}")
         assert status == 413 and len(requests_in(log)) == seen
+        # a chunked one past it: 413 as it passes
+        status, _, _, _ = curl(ns, "/sum", "-H", "Transfer-Encoding: chunked", "--data-binary",
+                               f"@{ns.tmp / 'big.bin'}")
+        assert status == 413
         # a 1 MiB download streamed back
         r = ns.run("sh", "-c", f"curl -sS --max-time 60 http://{ns.guest_ip}/big=1048576 | sha256sum")
         want = hashlib.sha256(bytes(i * 7 % 251 for i in range(1048576))).hexdigest()
@@ -364,6 +400,41 @@ def test_hostile_upstream(net):
         r = ns.run("curl", "-sS", "-i", "--max-time", "10", f"http://{ns.guest_ip}/chunked")
         head, _, body = r.stdout.decode().partition("\r\n\r\n")
         assert body == "hello, world" and "X-Up" not in head and "Keep-Alive" not in head, head
+        # a WebSocket tunnelled (wsproto.py): the 101 passed back, messages
+        # both ways (one of 200,000 B: back-pressure through the 8 KiB
+        # buffers), closed cleanly from either side; idle past
+        # proxy.timeout (1 s here) it is closed
+        for scenario in ("client-close", "server-close"):
+            w = ws(ns, scenario)
+            assert w["status"] == 101 and w["accept_ok"] and w["upgrade"] == "websocket", w
+            assert w["connection"].lower() == "upgrade", w
+            assert w["echoes_ok"] == [True] * 4, w
+            assert w["pushed"] == ["pushed 0", "pushed 1", "pushed 2", "push 3"], w
+            assert w["close"] == [8, 1000] and w["eof"] and w["eof_s"] < 3, w
+        wait_for(lambda: "ws: client closed" in log.read_text() and "ws: server closed" in log.read_text(), 5)
+        eofs = log.read_text().count("ws: eof")
+        w = ws(ns, "reset")
+        assert w["status"] == 101 and w["echo"] == "one", w
+        wait_for(lambda: log.read_text().count("ws: eof") == eofs + 1, 5)   # the upstream's side cut too
+        w = ws(ns, "idle")
+        assert w["status"] == 101 and w["got"] == "eof" and 0.5 <= w["idle_s"] < 5, w
+        time.sleep(0.5)
+        assert sample(metrics(ns), "proxy_upstream_active", f"{ns.host_ip}:8090") == 0
+        # past the bound: 12 tunnels at once on the upstream's 8 connections.
+        # At most 8 live at a time (the rest wait in the pool, or are
+        # refused), every one ended by the idle bound, nothing held after.
+        mem0 = metrics(ns)["vireo_app_mem_bytes"]
+        many = ws(ns, "many=12")
+        assert all(o[2] is not None for o in many), many
+        assert all(o[0] in (101, 503, 504) for o in many), many
+        assert sum(o[0] == 101 for o in many) >= 8, many
+        live = [(o[1], o[2]) for o in many if o[0] == 101]
+        assert max(sum(a <= t < b for a, b in live) for t, _ in live) <= 8, many
+        time.sleep(1)
+        m = metrics(ns)
+        assert sample(m, "proxy_upstream_active", f"{ns.host_ip}:8090") == 0
+        assert m["vireo_app_mem_bytes"] == mem0, (m["vireo_app_mem_bytes"], mem0)
+        print(f"12 tunnels at once: {many}")
 
         cases = {
             "/endless-head": (502, None),

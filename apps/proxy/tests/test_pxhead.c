@@ -58,6 +58,36 @@ static void test_upstreams(void **state)
 
 #define HOP(lit, conn) px_hop_by_hop(lit, sizeof(lit) - 1, conn)
 
+static void test_target_raw(void **state)
+{
+	char out[64];
+
+	(void)state;
+	assert_int_equal(px_target_raw("/a%2Fb/c%20d", "x=%2F", out, sizeof out), 18);
+	assert_string_equal(out, "/a%2Fb/c%20d?x=%2F");
+	assert_int_equal(px_target_raw("/a b", "", out, sizeof out), 6);
+	assert_string_equal(out, "/a%20b");
+	assert_int_equal(px_target_raw("/abcdef", "", out, 7), 0);
+	/* the decoded path loses it: the reason for the raw one */
+	px_target("/a/b", "", out, sizeof out);
+	assert_string_equal(out, "/a/b");
+}
+
+static void test_upgrade(void **state)
+{
+	(void)state;
+	assert_true(px_upgrade("Upgrade", "websocket"));
+	assert_true(px_upgrade("keep-alive, UPGRADE", "websocket"));
+	assert_true(px_upgrade("upgrade", "h2c, websocket/13"));
+	assert_false(px_upgrade(NULL, "websocket"));
+	assert_false(px_upgrade("keep-alive", "websocket"));
+	assert_false(px_upgrade("upgrades", "websocket"));
+	assert_false(px_upgrade("upgrade", NULL));
+	assert_false(px_upgrade("upgrade", ""));
+	assert_false(px_upgrade("upgrade", "web\x01socket"));
+	assert_false(px_upgrade("upgrade", "web\"socket"));
+}
+
 static void test_hop_by_hop(void **state)
 {
 	(void)state;
@@ -268,7 +298,7 @@ static void test_health(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_upstreams), cmocka_unit_test(test_hop_by_hop), cmocka_unit_test(test_target),
+		cmocka_unit_test(test_upstreams), cmocka_unit_test(test_hop_by_hop), cmocka_unit_test(test_upgrade), cmocka_unit_test(test_target_raw), cmocka_unit_test(test_target),
 		cmocka_unit_test(test_choose),	  cmocka_unit_test(test_latency),
 		cmocka_unit_test(test_forwarded), cmocka_unit_test(test_parse_ms), cmocka_unit_test(test_health),
 	};

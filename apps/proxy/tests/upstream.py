@@ -1,12 +1,17 @@
 """A hostile (and an honest) HTTP/1.1 upstream for apps/proxy's tests, run
 inside the test's namespace: python3 upstream.py HOST PORT LOG. Each
-request line it reads is appended to LOG; the path picks the behaviour."""
+request line it reads is appended to LOG; the path picks the behaviour.
+/ws is a WebSocket echo server (RFC 6455, wsproto.py)."""
 import hashlib
+import os
 import socket
 import socketserver
 import struct
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wsproto  # noqa: E402
 
 HOST, PORT, LOG = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 
@@ -19,6 +24,19 @@ def log(line):
 def reset(sock):
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     sock.close()
+
+
+def dechunk(f):
+    """A chunked request body (RFC 9112 7.1), strictly: sizes in hex, each
+    chunk's CRLF, no trailers."""
+    body = b""
+    while True:
+        n = int(f.readline(64).strip(), 16)
+        if n == 0:
+            assert f.readline(64) == b"\r\n"
+            return body
+        body += f.read(n)
+        assert f.read(2) == b"\r\n"
 
 
 class H(socketserver.BaseRequestHandler):
@@ -39,7 +57,13 @@ class H(socketserver.BaseRequestHandler):
                 heads[k.strip().lower()] = v.strip()
             log(req + " | " + " ".join(f"{k}={v}" for k, v in sorted(heads.items())))
             path = req.split(" ")[1] if " " in req else "/"
-            body = f.read(int(heads.get("content-length", "0")))
+            if heads.get("transfer-encoding", "").lower() == "chunked":
+                body = dechunk(f)
+            else:
+                body = f.read(int(heads.get("content-length", "0")))
+            if path.startswith("/ws"):
+                wsproto.serve(s, f, heads, log)
+                return
             if path == "/sum":
                 out = f"{len(body)} {hashlib.sha256(body).hexdigest()}\n".encode()
                 s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(out) + out)
@@ -86,7 +110,8 @@ class H(socketserver.BaseRequestHandler):
                           b"5\r\nhello\r\n0\r\n\r\n")
             else:
                 out = b"ok " + path.encode() + b"\n"
-                s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(out) + out)
+                s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(out) +
+                          (b"" if req.startswith("HEAD ") else out))
 
 
 class S(socketserver.ThreadingTCPServer):

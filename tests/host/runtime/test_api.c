@@ -55,7 +55,7 @@ VIREO_CONFIG_UINT(t_knob, "t.knob", 7, 1, 10, "a test key");
 
 static struct {
 	unsigned calls;
-	char subpath[64], query_a[32], xhdr[32], fields[128];
+	char subpath[64], raw[64], query_a[32], xhdr[32], fields[128];
 	bool xhdr_null;
 	vireo_req kept;		/* a deferred exchange */
 	unsigned done_true, done_false;
@@ -149,6 +149,7 @@ static void h_abort(vireo_req r, void *arg)
 static void h_prefix(vireo_req r, void *arg)
 {
 	snprintf(t.subpath, sizeof t.subpath, "%s", vireo_req_subpath(r));
+	snprintf(t.raw, sizeof t.raw, "%s", vireo_req_raw_path(r) ? vireo_req_raw_path(r) : "(null)");
 	vireo_resp_send(r, 200, "text/plain", (const char *)arg, strlen(arg));
 }
 
@@ -303,6 +304,15 @@ static void stream_fill(vireo_req r, void *arg)
 	assert_int_equal(vireo_resp_write(r, "x", 1), -EINVAL);	/* after the end */
 }
 
+/* /t/headlen: a stream that declares 100 bytes and ends with none: whole
+ * for HEAD (no body goes out), short (closed) for GET. */
+static void h_headlen(vireo_req r, void *arg)
+{
+	(void)arg;
+	assert_int_equal(vireo_resp_start(r, 200, "text/plain", 100), 0);
+	assert_int_equal(vireo_resp_end(r), 0);
+}
+
 static void h_stream(vireo_req r, void *arg)
 {
 	vireo_req_on_done(r, t_on_done, NULL);
@@ -425,6 +435,9 @@ static int t_app_init(void)
 								 .handler = h_never }), 0);
 	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/stream", .methods = VIREO_GET,
 								 .handler = h_stream }), 0);
+	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/headlen", .methods = VIREO_GET,
+								 .handler = h_headlen }), 0);
+	vireo_http_raw_paths();
 	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/abort", .methods = VIREO_GET,
 								 .handler = h_abort }), 0);
 	assert_int_equal(vireo_http_route(&(struct vireo_route){ .path = "/t/abortlen", .methods = VIREO_GET,
@@ -534,6 +547,21 @@ static void test_prefix_and_404_405(void **state)
 	get(&c, "GET /t/pre/a/b HTTP/1.1\r\nHost: h\r\n\r\n", &r, false);
 	assert_memory_equal(r.body, "prefix\n", 7);
 	assert_string_equal(t.subpath, "a/b");
+	assert_string_equal(t.raw, "/t/pre/a/b");
+	/* the raw path (vireo_http_raw_paths()): "%2F" as it came */
+	cl_send_str(&c, "GET /t/pre/a%2Fb%20c?q=%2F HTTP/1.1\r\nHost: h\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_string_equal(t.subpath, "a/b c");
+	assert_string_equal(t.raw, "/t/pre/a%2Fb%20c");
+	cl_send_str(&c, "GET http://h/t/pre/x%2fy HTTP/1.1\r\nHost: h\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_string_equal(t.raw, "/t/pre/x%2fy");
+	/* a proxied HEAD's declared length with no body: the connection stays */
+	cl_send_str(&c, "HEAD /t/headlen HTTP/1.1\r\nHost: h\r\n\r\n");
+	assert_true(cl_response(&c, true, &r));
+	assert_string_equal(hdr(&r, "Content-Length"), "100");
+	run_ms(100);
+	assert_false(c.eof);
 	cl_send_str(&c, "GET /t/pre/long/z HTTP/1.1\r\nHost: h\r\n\r\n");
 	assert_true(cl_response(&c, false, &r));
 	assert_memory_equal(r.body, "longer\n", 7);	/* the longest prefix */

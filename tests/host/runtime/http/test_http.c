@@ -568,6 +568,28 @@ static void test_te_ext(void **state)
 	P.ext = false;
 }
 
+/* With ext the Connection field is listed among the fields too (an app
+ * that passes the head on reads it: apps/proxy's Upgrade), its tokens
+ * still read; the path decoded, the query raw. The raw path is kept only
+ * with http_raw_keep set (runtime/http/exchange.c's, tests/host/runtime/
+ * test_api.c). */
+static void test_connection_listed(void **state)
+{
+	static struct outcome o;
+
+	P.ext = true;
+	parse2(S("GET /a%2Fb/c%20d?x=%2F HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, close\r\n\r\n"), &o);
+	assert_int_equal(o.r, HTTP_DONE);
+	assert_string_equal(P.path, "/a/b/c d");
+	assert_string_equal(P.query, "x=%2F");
+	assert_null(P.raw_path);
+	assert_string_equal(http_header(&P, "connection"), "Upgrade, close");
+	assert_false(P.keep_alive);
+	http_parser_reset(&P);
+	expect_error(S("GET / HTTP/1.1\r\nHost: x\r\nConnection: a b\r\n\r\n"), 400);
+	P.ext = false;
+}
+
 /* A chunked request, its body and a pipelined request, split at every
  * byte into two deliveries: the head parser, the decoder from where the
  * head ended, then the parser again from where the body ended, as the
@@ -1814,7 +1836,7 @@ int main(void)
 		cmocka_unit_test(test_keep_alive),
 		cmocka_unit_test(test_bad_request),
 		cmocka_unit_test(test_bodies_refused),
-		cmocka_unit_test(test_te_ext),
+		cmocka_unit_test(test_te_ext), cmocka_unit_test(test_connection_listed),
 		cmocka_unit_test(test_chunked_request_every_split),
 		cmocka_unit_test(test_method_not_allowed),
 		cmocka_unit_test(test_version_not_supported),

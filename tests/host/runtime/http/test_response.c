@@ -218,6 +218,29 @@ static void test_close_delimited_and_none(void **state)
 	     HTTP_BODY_NONE, "", 6);
 }
 
+/* A tunnel (the HTTP client's vireo_http_tunnel()): after a 101 head every
+ * byte is a body span, uncapped, until the connection closes. */
+static void test_tunnel(void **state)
+{
+	static const char raw[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n\x81\x02hi";
+	size_t used, avail, off;
+
+	(void)state;
+	http_resp_reset(&P, false);
+	P.body_max = 1;
+	assert_int_equal(http_resp_head(&P, (const u8 *)raw, sizeof raw - 1, &used), HTTP_RESP_HEAD);
+	assert_int_equal(P.status, 101);
+	off = used;
+	http_resp_tunnel(&P);
+	assert_false(P.keep_alive);
+	assert_int_equal(http_resp_body(&P, (const u8 *)raw + off, sizeof raw - 1 - off, &used, &avail), HTTP_RESP_DATA);
+	assert_int_equal(used, 0);
+	assert_int_equal(avail, 4);	/* past body_max: a tunnel has none */
+	http_resp_take(&P, avail);
+	assert_int_equal(http_resp_body(&P, NULL, 0, &used, &avail), HTTP_RESP_MORE);
+	assert_int_equal(http_resp_eof(&P), HTTP_RESP_END);
+}
+
 static void bad(const char *raw, bool eof, int err)
 {
 	struct outcome o;
@@ -426,6 +449,7 @@ int main(void)
 		cmocka_unit_test(test_length),
 		cmocka_unit_test(test_chunked),
 		cmocka_unit_test(test_close_delimited_and_none),
+		cmocka_unit_test(test_tunnel),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_chunked_bounds),
