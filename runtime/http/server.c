@@ -123,6 +123,14 @@ err_t server_conn_abort(struct conn *c)
 	return tcpconn_abort(&c->tc);
 }
 
+/* The table's idle list (conntab_idle()) follows the connection: idle
+ * while it waits for a request of which no byte has come (a full table
+ * ends the one idle longest first, admission.c). */
+static void server_idle_mark(struct conn *c)
+{
+	conntab_idle(&http_srv.tab, &c->link, c->state == C_READ && !c->head_started);
+}
+
 /* Hand the pcb to lwIP for an orderly close (FIN after queued data). */
 err_t server_conn_close(struct conn *c)
 {
@@ -165,6 +173,7 @@ err_t server_begin_close(struct conn *c)
 	if (altcp_shutdown(c->tc.pcb, 0, 1) != ERR_OK)
 		return server_conn_abort(c);
 	c->state = C_LINGER;
+	server_idle_mark(c);
 	c->tc.rx_drop = true;
 	if (!c->tc.inflight)
 		c->tc.t_progress = tcpconn_now_ms();
@@ -548,6 +557,7 @@ __cold static err_t server_proxy_header(struct conn *c)
 	tcpconn_rx_consume(tc, (u32)r);
 	c->proxy_wait = false;
 	c->head_started = false;	/* the head's clock starts at its first byte */
+	server_idle_mark(c);
 	http_server_stats.proxy_headers++;
 	if (!h.family)
 		return ERR_OK;	/* LOCAL, UNKNOWN: the proxy's own connection */
@@ -594,6 +604,7 @@ err_t server_pump(struct conn *c)
 			c->served = true;
 			c->head_started = false;
 			c->t_wait = tcpconn_now_ms();
+			server_idle_mark(c);
 			http_parser_reset(&c->parser);
 			continue;
 		}
@@ -637,6 +648,7 @@ err_t server_pump(struct conn *c)
 		if (!c->head_started) {
 			c->head_started = true;
 			c->t_head = tcpconn_now_ms();
+			server_idle_mark(c);
 		}
 		if (c->proxy_wait) {
 			if (server_proxy_header(c) == ERR_ABRT)
@@ -653,6 +665,7 @@ err_t server_pump(struct conn *c)
 			tcpconn_rx_consume(tc, n);
 			c->req_left -= n;
 			c->head_started = c->req_left != 0;	/* the next head's clock starts at its byte */
+			server_idle_mark(c);
 			continue;
 		}
 		r = http_parse(&c->parser, tc->rx + tc->rx_off, tcpconn_rx_held(tc), &used);
@@ -800,6 +813,7 @@ void server_conn_attach(struct conn *c, struct altcp_pcb *pcb, bool tls)
 	c->proxy_wait = !tls && proxy_trusted.n && allow_match_ip(&proxy_trusted, &c->peer);
 	http_parser_reset(&c->parser);
 	work_init(&c->pump_work, server_pump_work, c);
+	server_idle_mark(c);
 	http_server_stats.conns_accepted++;
 	http_server_stats.conns_active++;
 }

@@ -343,6 +343,67 @@ def test_slot_exhaustion_from_one_source(guest):
     guest.wait_idle(guest.base)
 
 
+# ---- many sources of one prefix: the hierarchical caps (runtime/conntab.h) ----
+
+OTHER_PREFIX = "10.77.9.5"  # another /24, routed through the namespace (the guest's gateway)
+
+
+def _keepalive_from(guest, src):
+    """A connection from src that was served once and now idles (keep-alive);
+    None if the server reset it."""
+    try:
+        s = guest.connect(src=src, timeout=10)
+    except (ConnectionResetError, socket.timeout):
+        return None
+    try:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        (r,), _ = read_responses(s, 1)
+    except (ConnectionResetError, BrokenPipeError, AssertionError, socket.timeout):
+        s.close()
+        return None
+    assert r[0] == 200
+    return s
+
+
+def test_many_sources_of_one_prefix(guest):
+    """The issue's shutout: MAX_CONNS sources of one /24 (10.77.0.100-163,
+    like 64 /64s of one IPv6 /58) hold one idle keep-alive connection each
+    and fill the table. Before the hierarchical caps a newcomer's share was
+    max_conns / sources = 0 and everyone else was refused; now a client of
+    another /24 gets six connections (a browser's), each taking the place of
+    the one idle longest, and the /24 holding the rest (58 > its share of
+    64 / 2) gets no new one from any of its addresses."""
+    attackers = [f"10.77.0.{100 + i}" for i in range(MAX_CONNS + 1)]
+    for a in attackers + [OTHER_PREFIX]:
+        guest.add_source(a)
+    held, mine = [], []
+    before = guest.metrics(src=OTHER_PREFIX)
+    try:
+        for a in attackers[:MAX_CONNS]:
+            s = _keepalive_from(guest, a)
+            assert s is not None, a
+            held.append(s)
+        for _ in range(6):
+            s = _keepalive_from(guest, OTHER_PREFIX)
+            assert s is not None, "a client of another /24 was refused"
+            mine.append(s)
+        assert _keepalive_from(guest, attackers[MAX_CONNS]) is None  # its /24 is over its share
+        for s in mine:  # still served
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            (r,), _ = read_responses(s, 1)
+            assert r[0] == 200 and r[2] == INDEX
+        during = guest.metrics(src=(OTHER_PREFIX, 0))
+    finally:
+        for s in held + mine:
+            s.close()
+    print(f"many sources of one prefix: {delta(during, before, 'vireo_http_connections_evicted_total'):.0f} "
+          f"evicted, {delta(during, before, 'vireo_http_connections_refused_total'):.0f} refused")
+    # six idle ones made room (the metrics read's own connections need one each)
+    assert delta(during, before, "vireo_http_connections_evicted_total") >= 6
+    assert delta(during, before, "vireo_http_connections_refused_total") >= 1
+    guest.wait_idle(guest.base)
+
+
 # ---- orphan flood: clients that never ACK the server's FIN ----
 
 FLOOD_N = 400
