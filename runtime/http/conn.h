@@ -83,9 +83,14 @@ struct conn {
 	bool head_started;	/* READ: bytes of the next head have arrived */
 	bool close_after;	/* SEND: close once this response is written */
 	bool handshaking;	/* HTTPS: TLS handshake not finished (counted in hs_active) */
-	bool proxy_wait;	/* from a proxy.trusted= peer: its PROXY header comes first */
-	ip_addr_t peer;		/* the client: the TCP peer, or the PROXY header's source */
-	u16 peer_port;
+	bool proxy_wait;	/* from a proxy.trusted= peer: its PROXY header may come first */
+	bool via_proxy;		/* from a proxy.trusted= peer: each request's
+				 * X-Forwarded-For may name the client */
+	ip_addr_t peer;		/* the client: the TCP peer, the PROXY header's
+				 * source, or the request's X-Forwarded-For's */
+	u16 peer_port;		/* 0 when X-Forwarded-For named the peer */
+	ip_addr_t hop;		/* the peer before X-Forwarded-For */
+	u16 hop_port;
 	bool hs_timed_out;	/* HTTPS: closed by the header timeout while handshaking */
 	/* Holds a bulk grant: HTTPS's (https.h HTTPS_BULK_INFLIGHT), or in an
 	 * image without TLS a copied body's (HTTP_COPY_BULK_INFLIGHT). */

@@ -550,6 +550,10 @@ __cold static err_t server_proxy_header(struct conn *c)
 
 	if (r == 0 && !tc->rx_eof)
 		return ERR_OK;
+	if (r < 0 && tcpconn_rx_held(tc) && proxyproto_absent(tc->rx + tc->rx_off, tcpconn_rx_held(tc))) {
+		c->proxy_wait = false;	/* plain HTTP: its X-Forwarded-For counts */
+		return ERR_OK;
+	}
 	if (r <= 0) {
 		http_server_stats.proxy_refused++;
 		return server_conn_abort(c);
@@ -563,6 +567,50 @@ __cold static err_t server_proxy_header(struct conn *c)
 		return ERR_OK;	/* LOCAL, UNKNOWN: the proxy's own connection */
 	allow_addr_to_ip(&c->peer, h.src);
 	c->peer_port = h.sport;
+	ip_addr_copy(c->hop, c->peer);
+	c->hop_port = c->peer_port;
+	conntab_src_of(&c->peer, &src);
+	if (!conntab_rekey(&http_srv.tab, &c->link, &src))
+		return server_conn_abort(c);	/* no memory for the client's node */
+	return ERR_OK;
+}
+
+/* A request from a proxy.trusted= peer: the client its X-Forwarded-For
+ * fields name (proxyproto_xff_client()), else the hop, is the peer for
+ * this request (the app, /metrics' allow-list), and the table counts the
+ * connection for it (no request body is held at a head). */
+__cold static err_t server_forwarded(struct conn *c)
+{
+	static const char name[] = "x-forwarded-for";
+	const struct http_req_parser *p = &c->parser;
+	const char *vals[HTTP_HEADERS_MAX];
+	struct conntab_src src;
+	u8 hop[16], client[16];
+	ip_addr_t peer;
+	u16 port = c->hop_port;
+	size_t n = 0;
+
+	for (u16 i = 0; i < p->nfields; i++) {
+		const struct http_field *f = &p->fields[i];
+		size_t k;
+
+		for (k = 0; k < f->name_len && name[k]; k++)
+			if (http_to_lower((u8)p->buf[f->name + k]) != (u8)name[k])
+				break;
+		if (k == f->name_len && !name[k])
+			vals[n++] = p->buf + f->value;
+	}
+	allow_addr_ip(hop, &c->hop);
+	ip_addr_copy(peer, c->hop);
+	if (proxyproto_xff_client(&proxy_trusted, hop, vals, n, client)) {
+		allow_addr_to_ip(&peer, client);
+		port = 0;
+		http_server_stats.forwarded++;
+	}
+	c->peer_port = port;
+	if (ip_addr_cmp(&peer, &c->peer))
+		return ERR_OK;
+	ip_addr_copy(c->peer, peer);
 	conntab_src_of(&c->peer, &src);
 	if (!conntab_rekey(&http_srv.tab, &c->link, &src))
 		return server_conn_abort(c);	/* no memory for the client's node */
@@ -675,6 +723,8 @@ err_t server_pump(struct conn *c)
 			continue;
 		http_server_stats.requests++;
 		c->req_left = c->parser.chunked ? HTTP_CHUNKED_LEFT : c->parser.content_length;	/* 0 after HTTP_ERROR */
+		if (r == HTTP_DONE && c->via_proxy && server_forwarded(c) == ERR_ABRT)
+			return ERR_ABRT;
 		if (r == HTTP_DONE)
 			server_respond(c);
 		else
@@ -810,7 +860,10 @@ void server_conn_attach(struct conn *c, struct altcp_pcb *pcb, bool tls)
 	c->parser.ext = true;	/* methods and bodies for the routes */
 	ip_addr_copy(c->peer, *altcp_get_ip(pcb, 0));
 	c->peer_port = tcpconn_tcp_pcb(pcb)->remote_port;
-	c->proxy_wait = !tls && proxy_trusted.n && allow_match_ip(&proxy_trusted, &c->peer);
+	ip_addr_copy(c->hop, c->peer);
+	c->hop_port = c->peer_port;
+	c->via_proxy = proxy_trusted.n && allow_match_ip(&proxy_trusted, &c->peer);
+	c->proxy_wait = !tls && c->via_proxy;
 	http_parser_reset(&c->parser);
 	work_init(&c->pump_work, server_pump_work, c);
 	server_idle_mark(c);
