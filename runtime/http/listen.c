@@ -50,6 +50,8 @@ __cold static void listen_write_metrics(struct metrics_buf *b)
 	metrics_simple(b, "vireo_http_proxy_refused_total", METRICS_COUNTER,
 		       "Connections from proxy.trusted= peers reset for a malformed PROXY header.",
 		       s->proxy_refused);
+	metrics_simple(b, "vireo_http_bulk_slow_total", METRICS_COUNTER,
+		       "Bulk send grants given back because the reader acknowledged too little.", s->bulk_slow);
 	metrics_simple(b, "vireo_http_forwarded_total", METRICS_COUNTER,
 		       "Requests from proxy.trusted= peers whose X-Forwarded-For named the client.", s->forwarded);
 	metrics_simple(b, "vireo_http_connections_active", METRICS_GAUGE,

@@ -152,10 +152,41 @@ static u32 server_outstanding(const struct conn *c)
 	return n;
 }
 
+/* What the peer must acknowledge in a send_timeout window (conn.h). */
+static u32 server_send_need(const struct conn *c, u32 outstanding)
+{
+	return MIN(MAX(http_srv.cfg.send_min_bytes, outstanding / HTTP_SEND_DRAIN), outstanding);
+}
+
 static bool server_send_stalled(struct conn *c, u64 now)
 {
-	return tcpconn_stalled(&c->tc, now, http_srv.cfg.send_timeout_ms, http_srv.cfg.send_min_bytes,
-			       server_outstanding(c));
+	u32 out = server_outstanding(c);
+
+	return tcpconn_stalled(&c->tc, now, http_srv.cfg.send_timeout_ms, server_send_need(c, out), out);
+}
+
+/* Past the response's deadline, or a bulk grant's reader too slow for it
+ * that did not drain to the small bound in time (conn.h): true to reset.
+ * Marks a reader too slow for its grant (the grant is then on its way back). */
+static bool server_send_slow(struct conn *c, u64 now)
+{
+	u64 size = (u64)c->out_len + c->body_len + (c->stream ? c->stream_taken : 0);
+
+	if (now - c->t_send >= http_srv.cfg.send_timeout_ms + size * 1000 / HTTP_SEND_FLOOR_BPS)
+		return true;
+	if (c->bulk && c->bulk_slow)	/* still above the small bound */
+		return now - c->t_rate >= HTTP_BULK_DRAIN_MS;
+	if (c->bulk && now - c->t_rate >= HTTP_BULK_RATE_MS) {
+		if ((u64)c->rate_acked * 1000 < (u64)HTTP_BULK_MIN_BPS * (now - c->t_rate)) {
+			c->bulk_slow = true;
+			http_server_stats.bulk_slow++;
+			if (c->tc.inflight <= HTTP_COPY_INFLIGHT)
+				server_tls_bulk_release(c);
+		}
+		c->t_rate = now;
+		c->rate_acked = 0;
+	}
+	return false;
 }
 
 /* The last response is written: send FIN after it, keep reading (and
@@ -209,10 +240,10 @@ void server_start_send(struct conn *c)
 	c->state = C_SEND;
 	c->out_off = 0;
 	c->body_off = 0;
+	c->t_send = tcpconn_now_ms();
 	if (!c->tc.inflight) {
-		c->tc.t_progress = tcpconn_now_ms();
-		tcpconn_stall_start(&c->tc, c->tc.t_progress,
-				    MIN(http_srv.cfg.send_min_bytes, server_outstanding(c)));
+		c->tc.t_progress = c->t_send;
+		tcpconn_stall_start(&c->tc, c->tc.t_progress, server_send_need(c, server_outstanding(c)));
 	}
 }
 
@@ -413,16 +444,18 @@ static size_t server_tls_room(struct conn *c, size_t left)
 	u32 queued = (u32)TCP_SND_BUF - MIN((u32)tpcb->snd_buf, (u32)TCP_SND_BUF);
 	u32 cap = HTTP_COPY_INFLIGHT;
 
-	if (!c->bulk && queued + left + TLS_RECORD_FRAMING_MAX > HTTP_COPY_INFLIGHT) {
+	if (!c->bulk && !c->bulk_slow && queued + left + TLS_RECORD_FRAMING_MAX > HTTP_COPY_INFLIGHT) {
 		if (https_stats.bulk_grants < HTTPS_BULK_MAX) {
 			c->bulk = true;
+			c->t_rate = tcpconn_now_ms();
+			c->rate_acked = 0;
 			if (++https_stats.bulk_grants > https_stats.bulk_peak)
 				https_stats.bulk_peak = https_stats.bulk_grants;
 		} else {
 			https_stats.bulk_refused++;
 		}
 	}
-	if (c->bulk)
+	if (c->bulk && !c->bulk_slow)
 		cap = HTTPS_BULK_INFLIGHT;
 	if (queued + TLS_RECORD_FRAMING_MAX >= cap)
 		return 0;
@@ -438,15 +471,17 @@ static size_t server_copy_room(struct conn *c, size_t left)
 {
 	u32 cap = HTTP_COPY_INFLIGHT;
 
-	if (!c->bulk && c->out_off == c->out_len && c->tc.inflight + left > HTTP_COPY_INFLIGHT) {
+	if (!c->bulk && !c->bulk_slow && c->out_off == c->out_len && c->tc.inflight + left > HTTP_COPY_INFLIGHT) {
 		if (http_server_stats.copy_bulk_grants < HTTP_COPY_BULK_MAX) {
 			c->bulk = true;
+			c->t_rate = tcpconn_now_ms();
+			c->rate_acked = 0;
 			http_server_stats.copy_bulk_grants++;
 		} else {
 			http_server_stats.copy_bulk_refused++;
 		}
 	}
-	if (c->bulk)
+	if (c->bulk && !c->bulk_slow)
 		cap = HTTP_COPY_BULK_INFLIGHT;
 	return c->tc.inflight < cap ? cap - c->tc.inflight : 0;
 }
@@ -759,8 +794,9 @@ static err_t server_sent(struct tcpconn *tc, u16 len)
 {
 	struct conn *c = server_conn_of(tc);
 
-	if (!tc->inflight)
-		server_tls_bulk_release(c);	/* taken again if more is left */
+	c->rate_acked += len;
+	if (!tc->inflight || (c->bulk_slow && tc->inflight <= HTTP_COPY_INFLIGHT))
+		server_tls_bulk_release(c);	/* taken again if more is left (not once slow) */
 	if (c->state == C_SEND)
 		return server_pump(c);
 	return ERR_OK;
@@ -777,7 +813,7 @@ static err_t server_poll(struct tcpconn *tc)
 		/* A response handed to lwIP whole can still be stuck behind a
 		 * reader that stopped reading: the send stall applies until it
 		 * is acknowledged, whatever the connection does meanwhile. */
-		if (tc->inflight && server_send_stalled(c, now)) {
+		if (tc->inflight && (server_send_stalled(c, now) || (c->bulk && server_send_slow(c, now)))) {
 			http_server_stats.timeouts_send++;
 			return server_conn_abort(c);
 		}
@@ -824,7 +860,7 @@ static err_t server_poll(struct tcpconn *tc)
 		}
 		break;
 	case C_SEND:
-		if (server_send_stalled(c, now)) {
+		if (server_send_stalled(c, now) || server_send_slow(c, now)) {
 			http_server_stats.timeouts_send++;
 			return server_conn_abort(c);
 		}
