@@ -404,6 +404,59 @@ def test_many_sources_of_one_prefix(guest):
     guest.wait_idle(guest.base)
 
 
+# ---- a slow reader of a large response: the bulk grant's floor (runtime/http/conn.h) ----
+
+SLOW_RATE = 300  # bytes/s the reader takes
+
+
+def test_slow_reader_loses_grant_and_slot(guest):
+    """A reader that keeps its window small and reads 300 B/s (above the
+    send stall's 4096 B per 30 s) fetches /metrics, a copied body of tens
+    of KiB: it takes a bulk grant (32 KiB queued to lwIP), acknowledges
+    less than 8 KiB/s, loses the grant's right and, unable to drain to 8
+    KiB within 10 s, is reset (well before the response's deadline, 30 s +
+    its size at 1 KiB/s, which host tests check). Before, it held the grant
+    and its slot for as long as the body took at its pace (over 100 s),
+    and again for each keep-alive request. Another client is served
+    meanwhile."""
+    guest.add_source(OTHER_PREFIX)
+    status, _, body = guest.get("/metrics", src=OTHER_PREFIX)
+    size = len(body)
+    assert status == 200 and size > 16384, size
+    before = guest.metrics(src=OTHER_PREFIX)
+    deadline = 30 + size / 1024
+    s = guest.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(10)
+    s.connect((guest.ip, 80))
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    got, reset, start = 0, False, time.monotonic()
+    try:
+        while time.monotonic() - start < deadline + 20:
+            try:
+                d = s.recv(SLOW_RATE // 10)
+            except ConnectionResetError:
+                reset = True
+                break
+            if not d:
+                break
+            got += len(d)
+            time.sleep(0.1)
+    finally:
+        rst_close(s)
+    took = time.monotonic() - start
+    status, _, _ = guest.get("/healthz", src=OTHER_PREFIX)
+    after = guest.metrics(src=OTHER_PREFIX)
+    print(f"slow reader: {size} B response, reset={reset} after {took:.0f} s (deadline {deadline:.0f} s), "
+          f"{got} B read")
+    assert status == 200
+    assert reset and got < size, (got, size, took)
+    assert took <= 30, took  # the grant's 2 s rate period (or two) and its 10 s to drain
+    assert delta(after, before, "vireo_http_bulk_slow_total") == 1
+    assert delta(after, before, "vireo_http_timeouts_total{kind=\"send\"}") == 1
+    guest.wait_idle(guest.base)
+
+
 # ---- orphan flood: clients that never ACK the server's FIN ----
 
 FLOOD_N = 400
