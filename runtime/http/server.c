@@ -126,7 +126,7 @@ err_t server_conn_abort(struct conn *c)
 /* The table's idle list (conntab_idle()) follows the connection: idle
  * while it waits for a request of which no byte has come (a full table
  * ends the one idle longest first, admission.c). */
-static void server_idle_mark(struct conn *c)
+__attribute__((noinline)) static void server_idle_mark(struct conn *c)
 {
 	conntab_idle(&http_srv.tab, &c->link, c->state == C_READ && !c->head_started);
 }
@@ -168,7 +168,7 @@ static bool server_send_stalled(struct conn *c, u64 now)
 /* Past the response's deadline, or a bulk grant's reader too slow for it
  * that did not drain to the small bound in time (conn.h): true to reset.
  * Marks a reader too slow for its grant (the grant is then on its way back). */
-static bool server_send_slow(struct conn *c, u64 now)
+__cold static bool server_send_slow(struct conn *c, u64 now)
 {
 	u64 size = (u64)c->out_len + c->body_len + (c->stream ? c->stream_taken : 0);
 
