@@ -25,12 +25,13 @@
 #include "runtime/http/hsgate.h"
 #include "runtime/http/https.h"
 
-/* Waiting for a request, nothing unacknowledged: the cheapest to end. */
+/* Waiting for a request, nothing unacknowledged: the cheapest to end; or
+ * a reader too slow for its bulk grant (server.c), the least productive. */
 static bool admission_idle(const struct conntab_conn *l)
 {
 	const struct conn *c = (const struct conn *)l;
 
-	return c->state == C_READ && !c->head_started && !c->tc.inflight;
+	return (c->state == C_READ && !c->head_started && !c->tc.inflight) || c->bulk_slow;
 }
 
 static void admission_evict(struct conntab_conn *l)

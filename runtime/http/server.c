@@ -124,11 +124,12 @@ err_t server_conn_abort(struct conn *c)
 }
 
 /* The table's idle list (conntab_idle()) follows the connection: idle
- * while it waits for a request of which no byte has come (a full table
- * ends the one idle longest first, admission.c). */
+ * while it waits for a request of which no byte has come, or for good once
+ * it read too slowly for a bulk grant (the least productive: a full table
+ * ends the one on the list longest first, admission.c). */
 __attribute__((noinline)) static void server_idle_mark(struct conn *c)
 {
-	conntab_idle(&http_srv.tab, &c->link, c->state == C_READ && !c->head_started);
+	conntab_idle(&http_srv.tab, &c->link, (c->state == C_READ && !c->head_started) || c->bulk_slow);
 }
 
 /* Hand the pcb to lwIP for an orderly close (FIN after queued data). */
@@ -180,6 +181,7 @@ __cold static bool server_send_slow(struct conn *c, u64 now)
 		if ((u64)c->rate_acked * 1000 < (u64)HTTP_BULK_MIN_BPS * (now - c->t_rate)) {
 			c->bulk_slow = true;
 			http_server_stats.bulk_slow++;
+			server_idle_mark(c);
 			if (c->tc.inflight <= HTTP_COPY_INFLIGHT)
 				server_tls_bulk_release(c);
 		}

@@ -1292,8 +1292,13 @@ static void test_stream_slow_reader(void **state)
 		for (i = 0; i < 2000 && http_server_stats.timeouts_send == timeouts0; i++) {
 			api_cl_window(&c, 30);
 			run_ms(100);
-			if (!held && i == 30)
+			if (!held && i == 30) {
+				/* too slow for its grant: on the idle list, the
+				 * first a full table would end */
 				assert_int_equal(http_server_stats.bulk_slow, slow0 + 1);
+				assert_non_null(http_srv.tab.idle_head);
+				assert_true(((struct conn *)http_srv.tab.idle_head)->bulk_slow);
+			}
 		}
 		if (!held) {
 			if (i < 110 || i > 140)
