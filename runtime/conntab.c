@@ -1,23 +1,27 @@
 /*
  * Per-source connection accounting for the HTTP server and the apps' TCP
- * services (echo's included).
+ * services (echo's included), with sources aggregated by prefix
+ * (conntab.h's levels).
  *
- * Every accept costs O(1): the source's node is found through a keyed hash,
- * the number of distinct sources is a counter and the source holding the
- * most heads the list of sources with heavy_n connections (by_n[]), so a
- * table of 20,000 connections admits as fast as one of 64. Only the
- * victim's search walks, and only the heaviest source's own connections
- * (at most max_per_src), only when the table is full.
+ * Every accept costs O(1): a prefix's node is found through a keyed hash,
+ * the number of distinct prefixes per level is a counter, the prefix
+ * holding the most at each level heads the ring of nodes holding
+ * heavy_n[level] (by_n[]), and idle connections wait in one list, longest
+ * idle first. When the table is full an admission looks at no more than
+ * CONNTAB_SCAN connections of one list, so a table of 20,000 connections
+ * admits as fast as one of 64.
  *
- * Memory: the index is (2^k + max_per_src + 1) pointers, 2^k the power of
- * two >= max_conns (64 connections: 64 + 65 pointers, 1 KiB), allocated once;
- * a node per source (96 bytes), at most one per connection, freed with its
- * source's last connection.
+ * Memory: the index is 2^k + (max_per_src + 1) + 2 (max_conns + 1)
+ * pointers, 2^k the power of two >= max_conns (64 connections: 64 + 65 +
+ * 130 pointers, 2 KiB; 20,000: 32,768 + 65 + 40,002 pointers, 568 KiB),
+ * allocated once; a node per prefix and level (88 bytes), at most three
+ * per connection, freed with the prefix's last connection.
  */
 #include "lib/types.h"
 #include "kernel/mm/mm.h"
 #include "kernel/random.h"
 #include "lib/crypto/siphash.h"
+#include "lwip/def.h"
 #include "lwip/ip_addr.h"
 #include "lwip/altcp.h"
 #include "runtime/conntab.h"
@@ -42,23 +46,50 @@ bool conntab_src_equal(const struct conntab_src *a, const struct conntab_src *b)
 	return a->v6 == b->v6 && a->w[0] == b->w[0] && a->w[1] == b->w[1];
 }
 
-static u32 conntab_hash(const struct conntab *t, const struct conntab_src *src)
+void conntab_prefix(const struct conntab_src *src, u32 level, struct conntab_src *p)
 {
-	u32 key[3] = { src->w[0], src->w[1], src->v6 };
+	/* In host order: IPv4's one word, IPv6's second (bits 32..63). */
+	static const u32 v4_mask[CONNTAB_LEVELS] = { 0xffffffffu, 0xffffff00u, 0xffffff00u };
+	static const u32 v6_mask[CONNTAB_LEVELS] = { 0xffffffffu, 0xffffff00u, 0xffff0000u };
+
+	*p = *src;
+	if (src->v6)
+		p->w[1] &= lwip_htonl(v6_mask[level]);
+	else
+		p->w[0] &= lwip_htonl(v4_mask[level]);
+}
+
+static u32 conntab_hash(const struct conntab *t, const struct conntab_src *p, u32 level)
+{
+	u32 key[3] = { p->w[0], p->w[1], (u32)p->v6 | level << 8 };
 
 	return (u32)siphash24(&conntab_key, key, sizeof key) & t->hash_mask;
 }
 
-struct conntab_node *conntab_node_find(const struct conntab *t, const struct conntab_src *src)
+/* The node of prefix p (already masked) at level. */
+static struct conntab_node *conntab_find_prefix(const struct conntab *t, const struct conntab_src *p, u32 level)
 {
 	struct conntab_node *n;
 
 	if (!t->hash)
 		return NULL;
-	for (n = t->hash[conntab_hash(t, src)]; n; n = n->hnext)
-		if (conntab_src_equal(&n->src, src))
+	for (n = t->hash[conntab_hash(t, p, level)]; n; n = n->hnext)
+		if (n->level == level && conntab_src_equal(&n->src, p))
 			return n;
 	return NULL;
+}
+
+struct conntab_node *conntab_level_find(const struct conntab *t, const struct conntab_src *src, u32 level)
+{
+	struct conntab_src p;
+
+	conntab_prefix(src, level, &p);
+	return conntab_find_prefix(t, &p, level);
+}
+
+struct conntab_node *conntab_node_find(const struct conntab *t, const struct conntab_src *src)
+{
+	return conntab_find_prefix(t, src, 0);
 }
 
 u32 conntab_src_count(const struct conntab *t, const struct conntab_src *src)
@@ -68,35 +99,48 @@ u32 conntab_src_count(const struct conntab *t, const struct conntab_src *src)
 	return n ? n->n : 0;
 }
 
-/* node in or out of by_n[node->n]: in at the tail, so the head is the
- * source that has held that many longest. */
+/* node in or out of its level's ring for node->n: in at the tail, so the
+ * head is the prefix that has held that many longest. */
 static void conntab_by_n_out(struct conntab *t, struct conntab_node *n)
 {
-	struct conntab_nlist *l = &t->by_n[n->n];
+	struct conntab_node **head = &t->by_n[n->level][n->n];
 
-	*(n->bprev ? &n->bprev->bnext : &l->head) = n->bnext;
-	*(n->bnext ? &n->bnext->bprev : &l->tail) = n->bprev;
+	if (n->bnext == n) {
+		*head = NULL;
+	} else {
+		n->bprev->bnext = n->bnext;
+		n->bnext->bprev = n->bprev;
+		if (*head == n)
+			*head = n->bnext;
+	}
 	n->bnext = n->bprev = NULL;
 }
 
 static void conntab_by_n_in(struct conntab *t, struct conntab_node *n)
 {
-	struct conntab_nlist *l = &t->by_n[n->n];
+	struct conntab_node **head = &t->by_n[n->level][n->n];
 
-	n->bnext = NULL;
-	n->bprev = l->tail;
-	*(l->tail ? &l->tail->bnext : &l->head) = n;
-	l->tail = n;
+	if (!*head) {
+		n->bnext = n->bprev = n;
+		*head = n;
+		return;
+	}
+	n->bnext = *head;
+	n->bprev = (*head)->bprev;
+	n->bprev->bnext = n;
+	(*head)->bprev = n;
 }
 
 bool conntab_init(struct conntab *t)
 {
+	size_t top;
 	u32 size = 1;
 
-	if (t->hash && !t->head && (t->hash_mask + 1 < t->max_conns || t->by_n_max != t->max_per_src))
+	if (t->hash && !t->head &&
+	    (t->hash_mask + 1 < t->max_conns || t->by_n_max != t->max_per_src || t->by_n_conns != t->max_conns))
 		conntab_release(t);	/* resized while empty */
 	if (t->hash)
-		return t->by_n_max >= t->max_per_src;
+		return t->by_n_max >= t->max_per_src && t->by_n_conns >= t->max_conns;
 	if (!t->max_conns || !t->max_per_src)
 		return false;
 	while (size < t->max_conns)
@@ -106,17 +150,22 @@ bool conntab_init(struct conntab *t)
 		conntab_key.k1 = random_u64();
 		conntab_keyed = true;
 	}
+	top = (size_t)t->max_conns + 1;
 	t->hash = kzalloc(size * sizeof *t->hash);
-	t->by_n = kzalloc(((size_t)t->max_per_src + 1) * sizeof *t->by_n);
-	if (!t->hash || !t->by_n) {
+	/* One block for the three levels' rings. */
+	t->by_n[0] = kzalloc(((size_t)t->max_per_src + 1 + 2 * top) * sizeof *t->by_n[0]);
+	if (!t->hash || !t->by_n[0]) {
 		kfree(t->hash);
-		kfree(t->by_n);
+		kfree(t->by_n[0]);
 		t->hash = NULL;
-		t->by_n = NULL;
+		t->by_n[0] = NULL;
 		return false;
 	}
+	t->by_n[1] = t->by_n[0] + t->max_per_src + 1;
+	t->by_n[2] = t->by_n[1] + top;
 	t->hash_mask = size - 1;
 	t->by_n_max = t->max_per_src;
+	t->by_n_conns = t->max_conns;
 	return true;
 }
 
@@ -125,38 +174,94 @@ void conntab_release(struct conntab *t)
 	if (t->head)
 		return;
 	kfree(t->hash);
-	kfree(t->by_n);
+	kfree(t->by_n[0]);
 	t->hash = NULL;
-	t->by_n = NULL;
-	t->sources = t->heavy_n = 0;
+	for (u32 l = 0; l < CONNTAB_LEVELS; l++) {
+		t->by_n[l] = NULL;
+		t->sources[l] = t->heavy_n[l] = 0;
+	}
+	t->idle_head = t->idle_tail = NULL;
+}
+
+/*
+ * Whether evicting c for a newcomer whose nodes are mine[] (m[] their
+ * counts) evens the counts out: at the coarsest level where c's prefix
+ * and the newcomer's differ, c's holds at least two more. Below level
+ * `below` only (the levels above are shared, or not looked at).
+ */
+static bool conntab_evens_out(const struct conntab_conn *c, u32 below, struct conntab_node *const mine[],
+			      const u32 m[])
+{
+	for (u32 l = below; l-- > 0;)
+		if (c->nodes[l] != mine[l])
+			return c->nodes[l]->n >= m[l] + 2;
+	return false;	/* the newcomer's own source */
+}
+
+/* Among the CONNTAB_SCAN oldest connections of n (at its level), the first
+ * idle one that may make room (any, if mine is NULL; else one that evens
+ * the counts out), else the first that may. */
+static struct conntab_conn *conntab_scan(const struct conntab_node *n, bool (*is_idle)(const struct conntab_conn *c),
+					 struct conntab_node *const mine[], const u32 m[])
+{
+	struct conntab_conn *c, *first = NULL;
+	u32 k = 0;
+
+	for (c = n->oldest; c && k < CONNTAB_SCAN; c = c->lv[n->level].next, k++) {
+		if (mine && !conntab_evens_out(c, n->level, mine, m))
+			continue;
+		if (!is_idle || is_idle(c))
+			return c;
+		if (!first)
+			first = c;
+	}
+	return first;
 }
 
 enum conntab_verdict conntab_admit(const struct conntab *t, const struct conntab_src *src,
 				   bool (*is_idle)(const struct conntab_conn *c),
 				   struct conntab_conn **victim)
 {
-	const struct conntab_node *heavy;
-	struct conntab_conn *c, *oldest_idle = NULL;
-	u32 mine = conntab_src_count(t, src), sources, share;
+	struct conntab_node *mine[CONNTAB_LEVELS];
+	struct conntab_conn *c;
+	u32 m[CONNTAB_LEVELS], l, k, share;
 
 	*victim = NULL;
-	if (mine >= t->max_per_src)
+	for (l = 0; l < CONNTAB_LEVELS; l++) {
+		mine[l] = conntab_level_find(t, src, l);
+		m[l] = mine[l] ? mine[l]->n : 0;
+	}
+	if (m[0] >= t->max_per_src)
 		return CONNTAB_REFUSE_SOURCE;
 	if (t->count < t->max_conns)
 		return CONNTAB_ADMIT;
 
-	sources = t->sources + (mine == 0);
-	share = t->max_conns / sources;
-	heavy = t->heavy_n && t->by_n ? t->by_n[t->heavy_n].head : NULL;
-	/* At or above its share, or nobody above theirs (rounding): refuse. */
-	if (!heavy || mine >= share || t->heavy_n <= share || t->heavy_n <= mine + 1)
-		return CONNTAB_REFUSE_FULL;
+	/* Full. The caps, coarsest first: a prefix's share is its parent's
+	 * split among the parent's prefixes at its level (the newcomer's
+	 * counted); at its share, a prefix makes room only from its own. */
+	for (l = CONNTAB_LEVELS, share = t->max_conns; l-- > 0;) {
+		u32 d = l + 1 == CONNTAB_LEVELS ? t->sources[l] : mine[l + 1] ? mine[l + 1]->kids : 0;
 
-	for (c = heavy->oldest; c && !oldest_idle; c = c->snext)
-		if (is_idle && is_idle(c))
-			oldest_idle = c;
-	*victim = oldest_idle ? oldest_idle : heavy->oldest;
-	return CONNTAB_EVICT;
+		share = MAX(share / (d + !m[l]), 1u);
+		if (m[l] < share)
+			continue;
+		if (l)
+			*victim = conntab_scan(mine[l], is_idle, mine, m);
+		return *victim ? CONNTAB_EVICT : CONNTAB_REFUSE_FULL;
+	}
+	/* Under every cap: whoever has been idle longest. */
+	for (c = t->idle_head, k = 0; c && k < CONNTAB_SCAN; c = c->inext, k++)
+		if (!is_idle || is_idle(c)) {
+			*victim = c;
+			return CONNTAB_EVICT;
+		}
+	/* Nobody idle: the prefix holding the most, coarsest level first. */
+	for (l = CONNTAB_LEVELS; l-- > 0;)
+		if (t->heavy_n[l] >= m[l] + 2) {
+			*victim = conntab_scan(t->by_n[l][t->heavy_n[l]], is_idle, NULL, NULL);
+			return CONNTAB_EVICT;
+		}
+	return CONNTAB_REFUSE_FULL;
 }
 
 struct conntab_conn *conntab_accept(struct conntab *t, struct altcp_pcb *pcb, size_t size,
@@ -171,11 +276,11 @@ struct conntab_conn *conntab_accept(struct conntab *t, struct altcp_pcb *pcb, si
 	*verdict = conntab_admit(t, &src, is_idle, &victim);
 	if (*verdict == CONNTAB_REFUSE_SOURCE || *verdict == CONNTAB_REFUSE_FULL)
 		return NULL;
-	if (*verdict == CONNTAB_EVICT)
-		evict(victim);
-	c = kzalloc(size);
+	c = kzalloc(size);	/* first: a newcomer without memory evicts nobody */
 	if (!c)
 		return NULL;
+	if (*verdict == CONNTAB_EVICT)
+		evict(victim);
 	c->src = src;
 	if (!conntab_insert(t, c)) {
 		kfree(c);
@@ -184,10 +289,11 @@ struct conntab_conn *conntab_accept(struct conntab *t, struct altcp_pcb *pcb, si
 	return c;
 }
 
-/* src's node, made if it has none (counted in sources, holding 0). */
-static struct conntab_node *conntab_node_get(struct conntab *t, const struct conntab_src *src)
+/* The node of prefix p at level, made if it has none (counted in sources,
+ * holding 0). */
+static struct conntab_node *conntab_node_get(struct conntab *t, const struct conntab_src *p, u32 level)
 {
-	struct conntab_node *n = conntab_node_find(t, src);
+	struct conntab_node *n = conntab_find_prefix(t, p, level);
 	u32 h;
 
 	if (n)
@@ -195,63 +301,104 @@ static struct conntab_node *conntab_node_get(struct conntab *t, const struct con
 	n = kzalloc(sizeof *n);
 	if (!n)
 		return NULL;
-	n->src = *src;
-	h = conntab_hash(t, src);
+	n->src = *p;
+	n->level = level;
+	h = conntab_hash(t, p, level);
 	n->hnext = t->hash[h];
 	t->hash[h] = n;
-	t->sources++;
+	t->sources[level]++;
 	return n;
 }
 
-/* c joins n: its list, n's count and by_n[] place. */
-static void conntab_node_join(struct conntab *t, struct conntab_node *n, struct conntab_conn *c)
+/* n out of the hash and freed (it holds nothing). */
+static void conntab_node_free(struct conntab *t, struct conntab_node *n)
 {
+	struct conntab_node **pp;
+
+	for (pp = &t->hash[conntab_hash(t, &n->src, n->level)]; *pp != n; pp = &(*pp)->hnext)
+		;
+	*pp = n->hnext;
+	t->sources[n->level]--;
+	kfree(n);
+}
+
+/* src's nodes at every level into nodes[], made where missing: false, and
+ * none made, if one cannot be allocated. */
+static bool conntab_nodes_get(struct conntab *t, const struct conntab_src *src,
+			      struct conntab_node *nodes[CONNTAB_LEVELS])
+{
+	struct conntab_src p;
+	u32 l;
+
+	for (l = 0; l < CONNTAB_LEVELS; l++) {
+		conntab_prefix(src, l, &p);
+		nodes[l] = conntab_node_get(t, &p, l);
+		if (!nodes[l])
+			break;
+	}
+	if (l == CONNTAB_LEVELS)
+		return true;
+	while (l-- > 0)
+		if (!nodes[l]->n)
+			conntab_node_free(t, nodes[l]);
+	return false;
+}
+
+/* c joins n, its node at level l (parent: its node at l + 1, or NULL): n's
+ * list, count and ring, and n's place in parent's kids if n is new. */
+static void conntab_level_join(struct conntab *t, struct conntab_node *n, struct conntab_conn *c, u32 l,
+			       struct conntab_node *parent)
+{
+	struct conntab_lvlink *k = &c->lv[l];
+
 	if (n->n)
 		conntab_by_n_out(t, n);
+	else if (parent)
+		parent->kids++;
 	n->n++;
 	conntab_by_n_in(t, n);
-	t->heavy_n = MAX(t->heavy_n, n->n);
-	c->node = n;
-	c->src = n->src;
-	c->snext = NULL;
-	c->sprev = n->newest;
-	*(n->newest ? &n->newest->snext : &n->oldest) = c;
+	t->heavy_n[l] = MAX(t->heavy_n[l], n->n);
+	c->nodes[l] = n;
+	k->next = NULL;
+	k->prev = n->newest;
+	*(n->newest ? &n->newest->lv[l].next : &n->oldest) = c;
 	n->newest = c;
 }
 
-/* c leaves its node; the node goes with its last connection. */
-static void conntab_node_leave(struct conntab *t, struct conntab_conn *c)
+/* c leaves its node at level l; the node goes with its last connection. */
+static void conntab_level_leave(struct conntab *t, struct conntab_conn *c, u32 l)
 {
-	struct conntab_node *n = c->node, **pp;
+	struct conntab_node *n = c->nodes[l], *parent = l + 1 < CONNTAB_LEVELS ? c->nodes[l + 1] : NULL;
+	struct conntab_lvlink *k = &c->lv[l];
 
-	*(c->sprev ? &c->sprev->snext : &n->oldest) = c->snext;
-	*(c->snext ? &c->snext->sprev : &n->newest) = c->sprev;
-	c->snext = c->sprev = NULL;
-	c->node = NULL;
+	*(k->prev ? &k->prev->lv[l].next : &n->oldest) = k->next;
+	*(k->next ? &k->next->lv[l].prev : &n->newest) = k->prev;
+	k->next = k->prev = NULL;
+	c->nodes[l] = NULL;
 
 	conntab_by_n_out(t, n);
-	/* The heaviest count drops only when its last source leaves it, and
+	/* The heaviest count drops only when its last node leaves it, and
 	 * then by one: n moves to heavy_n - 1, which is then not empty. */
-	if (n->n == t->heavy_n && !t->by_n[n->n].head)
-		t->heavy_n--;
+	if (n->n == t->heavy_n[l] && !t->by_n[l][n->n])
+		t->heavy_n[l]--;
 	if (--n->n) {
 		conntab_by_n_in(t, n);
 		return;
 	}
-	for (pp = &t->hash[conntab_hash(t, &n->src)]; *pp != n; pp = &(*pp)->hnext)
-		;
-	*pp = n->hnext;
-	t->sources--;
-	kfree(n);
+	if (parent)
+		parent->kids--;
+	conntab_node_free(t, n);
 }
 
 bool conntab_insert(struct conntab *t, struct conntab_conn *c)
 {
-	struct conntab_node *n;
+	struct conntab_node *nodes[CONNTAB_LEVELS];
 
-	if (!conntab_init(t) || !(n = conntab_node_get(t, &c->src)))
+	if (!conntab_init(t) || !conntab_nodes_get(t, &c->src, nodes))
 		return false;
-	conntab_node_join(t, n, c);
+	for (u32 l = 0; l < CONNTAB_LEVELS; l++)
+		conntab_level_join(t, nodes[l], c, l, l + 1 < CONNTAB_LEVELS ? nodes[l + 1] : NULL);
+	c->src = nodes[0]->src;
 	c->prev = NULL;
 	c->next = t->head;
 	if (t->head)
@@ -261,8 +408,26 @@ bool conntab_insert(struct conntab *t, struct conntab_conn *c)
 	return true;
 }
 
+void conntab_idle(struct conntab *t, struct conntab_conn *c, bool idle)
+{
+	if (c->idle == idle)
+		return;
+	c->idle = idle;
+	if (idle) {
+		c->inext = NULL;
+		c->iprev = t->idle_tail;
+		*(t->idle_tail ? &t->idle_tail->inext : &t->idle_head) = c;
+		t->idle_tail = c;
+		return;
+	}
+	*(c->iprev ? &c->iprev->inext : &t->idle_head) = c->inext;
+	*(c->inext ? &c->inext->iprev : &t->idle_tail) = c->iprev;
+	c->inext = c->iprev = NULL;
+}
+
 void conntab_remove(struct conntab *t, struct conntab_conn *c)
 {
+	conntab_idle(t, c, false);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -271,19 +436,23 @@ void conntab_remove(struct conntab *t, struct conntab_conn *c)
 		c->next->prev = c->prev;
 	c->next = c->prev = NULL;
 	t->count--;
-	conntab_node_leave(t, c);
+	for (u32 l = 0; l < CONNTAB_LEVELS; l++)
+		conntab_level_leave(t, c, l);
 }
 
 bool conntab_rekey(struct conntab *t, struct conntab_conn *c, const struct conntab_src *src)
 {
-	struct conntab_node *n;
+	struct conntab_node *nodes[CONNTAB_LEVELS];
 
 	if (conntab_src_equal(&c->src, src))
 		return true;
-	n = conntab_node_get(t, src);	/* first: a failure changes nothing */
-	if (!n)
+	if (!conntab_nodes_get(t, src, nodes))	/* first: a failure changes nothing */
 		return false;
-	conntab_node_leave(t, c);
-	conntab_node_join(t, n, c);
+	for (u32 l = 0; l < CONNTAB_LEVELS; l++)
+		if (nodes[l] != c->nodes[l]) {	/* a prefix both share stays */
+			conntab_level_leave(t, c, l);
+			conntab_level_join(t, nodes[l], c, l, l + 1 < CONNTAB_LEVELS ? nodes[l + 1] : NULL);
+		}
+	c->src = nodes[0]->src;
 	return true;
 }

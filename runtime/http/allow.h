@@ -51,8 +51,8 @@ bool allow_match_ip(const struct allow_list *l, const ip_addr_t *addr);
  * ::/0 as the key's table shows it). */
 extern struct allow_list metrics_allow;
 
-/* proxy.trusted=: the peers whose plain-HTTP connections must start with a
- * PROXY protocol header (runtime/http/proxyproto.h); empty (the default):
+/* proxy.trusted=: the peers whose PROXY protocol header or X-Forwarded-For
+ * names the client (runtime/http/proxyproto.h); empty (the default):
  * nobody's. Unlike metrics.allow=, an empty list matches no one: test n. */
 extern struct allow_list proxy_trusted;
 

@@ -48,6 +48,33 @@ enum conn_state { C_READ, C_SEND, C_LINGER, C_BODY, C_APP };
  * net/port/lwipopts.h counts them. */
 #define HTTP_COPY_BULK_INFLIGHT 32768
 #define HTTP_COPY_BULK_MAX 2
+/*
+ * Slow readers (server_poll(), server_send_slow()). Three bounds on a
+ * response, each judged by acknowledged bytes:
+ * - per send_timeout window the peer acknowledges at least
+ *   max(send_min_bytes, outstanding / HTTP_SEND_DRAIN) of what is
+ *   outstanding (all of it if less): a reader holding much makes room
+ *   fast or goes (1 MiB outstanding: 64 KiB per 30 s, 2.2 KB/s);
+ * - the whole response within send_timeout + size / HTTP_SEND_FLOOR_BPS
+ *   of its start (size: head and body, a stream's bytes so far), so
+ *   draining just enough per window cannot stretch it for ever (1 MiB:
+ *   30 + 1,024 s; a 300 B/s reader of /64k.bin: reset at 94 s);
+ * - a bulk grant is kept only while the peer acknowledges at least
+ *   HTTP_BULK_MIN_BPS over each HTTP_BULK_RATE_MS: below, the connection
+ *   writes under the small bound from then on (for its whole life, so
+ *   keep-alive does not hand it a grant per response) and gives the grant
+ *   back once no more than HTTP_COPY_INFLIGHT is unacknowledged, which it
+ *   must reach within HTTP_BULK_DRAIN_MS (24 KiB in 10 s, 2.4 KiB/s): a
+ *   grant is the heap lwipopts.h counts, so it cannot be handed to
+ *   another while its bytes are still held. A 300 B/s reader holds one
+ *   for 12 s, not for the whole response.
+ * Any of them resets the connection (timeouts_send).
+ */
+#define HTTP_SEND_DRAIN 16
+#define HTTP_SEND_FLOOR_BPS 1024
+#define HTTP_BULK_RATE_MS 2000
+#define HTTP_BULK_MIN_BPS HTTP_COPY_INFLIGHT
+#define HTTP_BULK_DRAIN_MS 10000
 /* The framing rule (server_keep_alive()): a request body still unread when
  * its response starts is read and dropped before the next head if it is at
  * most this long (no more than a head costs: it passes through rx[], under
@@ -83,13 +110,22 @@ struct conn {
 	bool head_started;	/* READ: bytes of the next head have arrived */
 	bool close_after;	/* SEND: close once this response is written */
 	bool handshaking;	/* HTTPS: TLS handshake not finished (counted in hs_active) */
-	bool proxy_wait;	/* from a proxy.trusted= peer: its PROXY header comes first */
-	ip_addr_t peer;		/* the client: the TCP peer, or the PROXY header's source */
-	u16 peer_port;
+	bool proxy_wait;	/* from a proxy.trusted= peer: its PROXY header may come first */
+	bool via_proxy;		/* from a proxy.trusted= peer: each request's
+				 * X-Forwarded-For may name the client */
+	ip_addr_t peer;		/* the client: the TCP peer, the PROXY header's
+				 * source, or the request's X-Forwarded-For's */
+	u16 peer_port;		/* 0 when X-Forwarded-For named the peer */
+	ip_addr_t hop;		/* the peer before X-Forwarded-For */
+	u16 hop_port;
 	bool hs_timed_out;	/* HTTPS: closed by the header timeout while handshaking */
 	/* Holds a bulk grant: HTTPS's (https.h HTTPS_BULK_INFLIGHT), or in an
 	 * image without TLS a copied body's (HTTP_COPY_BULK_INFLIGHT). */
 	bool bulk;
+	bool bulk_slow;		/* read below HTTP_BULK_MIN_BPS once: no more grants */
+	u32 rate_acked;		/* bytes acknowledged since t_rate */
+	u64 t_rate;		/* ms: the bulk grant's rate period began */
+	u64 t_send;		/* ms: the response started (server_start_send()) */
 #if LWIP_ALTCP_TLS
 	bool hs_queued;		/* HTTPS: its handshake step was put off (hsgate.c's FIFO) */
 	struct conn *hs_prev, *hs_next;	/* that FIFO */

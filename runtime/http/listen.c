@@ -41,15 +41,19 @@ __cold static void listen_write_metrics(struct metrics_buf *b)
 	metrics_simple(b, "vireo_http_connections_refused_source_total", METRICS_COUNTER,
 		       "Of those refused, refused for the per-source limit.", s->conns_refused_source);
 	metrics_simple(b, "vireo_http_connections_evicted_total", METRICS_COUNTER,
-		       "Connections reset to give a newcomer below its fair share a slot.",
+		       "Connections reset to make room for a newcomer in a full table (the one idle longest, or a heavier prefix's).",
 		       s->conns_evicted);
 	metrics_simple(b, "vireo_http_connections_reset_total", METRICS_COUNTER,
 		       "Connections that ended in an error (peer reset, lwIP abort).", s->conns_reset);
 	metrics_simple(b, "vireo_http_proxy_headers_total", METRICS_COUNTER,
 		       "PROXY protocol headers taken from proxy.trusted= peers.", s->proxy_headers);
 	metrics_simple(b, "vireo_http_proxy_refused_total", METRICS_COUNTER,
-		       "Connections from proxy.trusted= peers reset for a malformed or missing PROXY header.",
+		       "Connections from proxy.trusted= peers reset for a malformed PROXY header.",
 		       s->proxy_refused);
+	metrics_simple(b, "vireo_http_bulk_slow_total", METRICS_COUNTER,
+		       "Bulk send grants given back because the reader acknowledged too little.", s->bulk_slow);
+	metrics_simple(b, "vireo_http_forwarded_total", METRICS_COUNTER,
+		       "Requests from proxy.trusted= peers whose X-Forwarded-For named the client.", s->forwarded);
 	metrics_simple(b, "vireo_http_connections_active", METRICS_GAUGE,
 		       "Connections open now.", s->conns_active);
 	metrics_family(b, "vireo_http_timeouts_total", METRICS_COUNTER,

@@ -153,3 +153,76 @@ int proxyproto_parse(const u8 *b, size_t n, struct proxyproto_hdr *h)
 			return -EINVAL;
 	return i < sizeof v1 ? 0 : pp1_parse(b, n, h);
 }
+
+bool proxyproto_absent(const u8 *b, size_t n)
+{
+	static const char v1[6] = "PROXY ";
+	size_t i;
+
+	for (i = 0; i < n && i < sizeof pp2_sig && b[i] == pp2_sig[i]; i++)
+		;
+	if (i == n || i == sizeof pp2_sig)
+		return false;
+	for (i = 0; i < n && i < sizeof v1 && b[i] == (u8)v1[i]; i++)
+		;
+	return i < n && i < sizeof v1;
+}
+
+/* One X-Forwarded-For element s[0..len), spaces around it dropped: an
+ * IPv4 dotted quad or an IPv6 address (no brackets, no port) into a[16]. */
+static bool xff_addr(const char *s, size_t len, u8 a[16])
+{
+	char buf[46];	/* INET6_ADDRSTRLEN */
+	bool v6 = false;
+	u32 v4;
+
+	while (len && (*s == ' ' || *s == '\t'))
+		s++, len--;
+	while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+		len--;
+	if (!len || len >= sizeof buf)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		buf[i] = s[i];
+		v6 |= s[i] == ':';
+	}
+	buf[len] = '\0';
+	if (v6)
+		return allow_parse_v6(buf, a);
+	if (cmdline_parse_ipv4(buf, &v4, NULL))
+		return false;
+	allow_addr_v4(a, v4);
+	return true;
+}
+
+unsigned proxyproto_xff_client(const struct allow_list *trusted, const u8 hop[16], const char *const vals[],
+			       size_t n, u8 client[16])
+{
+	unsigned hops = 0;
+	u8 a[16];
+
+	for (size_t k = 0; k < 16; k++)
+		client[k] = hop[k];
+	for (size_t i = n; i-- > 0;) {
+		const char *v = vals[i];
+		size_t end = 0, start;
+
+		while (v[end])
+			end++;
+		for (;;) {
+			if (!trusted->n || !allow_match(trusted, client))
+				return hops;	/* the first untrusted address from the right */
+			for (start = end; start && v[start - 1] != ','; start--)
+				;
+			if (!xff_addr(v + start, end - start, a))
+				return hops;	/* garbled: the last trusted hop stands */
+			for (size_t k = 0; k < 16; k++)
+				client[k] = a[k];
+			hops++;
+			if (!start)
+				break;
+			end = start - 1;
+		}
+	}
+	return hops;
+}

@@ -123,6 +123,15 @@ err_t server_conn_abort(struct conn *c)
 	return tcpconn_abort(&c->tc);
 }
 
+/* The table's idle list (conntab_idle()) follows the connection: idle
+ * while it waits for a request of which no byte has come, or for good once
+ * it read too slowly for a bulk grant (the least productive: a full table
+ * ends the one on the list longest first, admission.c). */
+__attribute__((noinline)) static void server_idle_mark(struct conn *c)
+{
+	conntab_idle(&http_srv.tab, &c->link, (c->state == C_READ && !c->head_started) || c->bulk_slow);
+}
+
 /* Hand the pcb to lwIP for an orderly close (FIN after queued data). */
 err_t server_conn_close(struct conn *c)
 {
@@ -144,10 +153,42 @@ static u32 server_outstanding(const struct conn *c)
 	return n;
 }
 
+/* What the peer must acknowledge in a send_timeout window (conn.h). */
+static u32 server_send_need(const struct conn *c, u32 outstanding)
+{
+	return MIN(MAX(http_srv.cfg.send_min_bytes, outstanding / HTTP_SEND_DRAIN), outstanding);
+}
+
 static bool server_send_stalled(struct conn *c, u64 now)
 {
-	return tcpconn_stalled(&c->tc, now, http_srv.cfg.send_timeout_ms, http_srv.cfg.send_min_bytes,
-			       server_outstanding(c));
+	u32 out = server_outstanding(c);
+
+	return tcpconn_stalled(&c->tc, now, http_srv.cfg.send_timeout_ms, server_send_need(c, out), out);
+}
+
+/* Past the response's deadline, or a bulk grant's reader too slow for it
+ * that did not drain to the small bound in time (conn.h): true to reset.
+ * Marks a reader too slow for its grant (the grant is then on its way back). */
+__cold static bool server_send_slow(struct conn *c, u64 now)
+{
+	u64 size = (u64)c->out_len + c->body_len + (c->stream ? c->stream_taken : 0);
+
+	if (now - c->t_send >= http_srv.cfg.send_timeout_ms + size * 1000 / HTTP_SEND_FLOOR_BPS)
+		return true;
+	if (c->bulk && c->bulk_slow)	/* still above the small bound */
+		return now - c->t_rate >= HTTP_BULK_DRAIN_MS;
+	if (c->bulk && now - c->t_rate >= HTTP_BULK_RATE_MS) {
+		if ((u64)c->rate_acked * 1000 < (u64)HTTP_BULK_MIN_BPS * (now - c->t_rate)) {
+			c->bulk_slow = true;
+			http_server_stats.bulk_slow++;
+			server_idle_mark(c);
+			if (c->tc.inflight <= HTTP_COPY_INFLIGHT)
+				server_tls_bulk_release(c);
+		}
+		c->t_rate = now;
+		c->rate_acked = 0;
+	}
+	return false;
 }
 
 /* The last response is written: send FIN after it, keep reading (and
@@ -165,6 +206,7 @@ err_t server_begin_close(struct conn *c)
 	if (altcp_shutdown(c->tc.pcb, 0, 1) != ERR_OK)
 		return server_conn_abort(c);
 	c->state = C_LINGER;
+	server_idle_mark(c);
 	c->tc.rx_drop = true;
 	if (!c->tc.inflight)
 		c->tc.t_progress = tcpconn_now_ms();
@@ -200,10 +242,10 @@ void server_start_send(struct conn *c)
 	c->state = C_SEND;
 	c->out_off = 0;
 	c->body_off = 0;
+	c->t_send = tcpconn_now_ms();
 	if (!c->tc.inflight) {
-		c->tc.t_progress = tcpconn_now_ms();
-		tcpconn_stall_start(&c->tc, c->tc.t_progress,
-				    MIN(http_srv.cfg.send_min_bytes, server_outstanding(c)));
+		c->tc.t_progress = c->t_send;
+		tcpconn_stall_start(&c->tc, c->tc.t_progress, server_send_need(c, server_outstanding(c)));
 	}
 }
 
@@ -404,16 +446,18 @@ static size_t server_tls_room(struct conn *c, size_t left)
 	u32 queued = (u32)TCP_SND_BUF - MIN((u32)tpcb->snd_buf, (u32)TCP_SND_BUF);
 	u32 cap = HTTP_COPY_INFLIGHT;
 
-	if (!c->bulk && queued + left + TLS_RECORD_FRAMING_MAX > HTTP_COPY_INFLIGHT) {
+	if (!c->bulk && !c->bulk_slow && queued + left + TLS_RECORD_FRAMING_MAX > HTTP_COPY_INFLIGHT) {
 		if (https_stats.bulk_grants < HTTPS_BULK_MAX) {
 			c->bulk = true;
+			c->t_rate = tcpconn_now_ms();
+			c->rate_acked = 0;
 			if (++https_stats.bulk_grants > https_stats.bulk_peak)
 				https_stats.bulk_peak = https_stats.bulk_grants;
 		} else {
 			https_stats.bulk_refused++;
 		}
 	}
-	if (c->bulk)
+	if (c->bulk && !c->bulk_slow)
 		cap = HTTPS_BULK_INFLIGHT;
 	if (queued + TLS_RECORD_FRAMING_MAX >= cap)
 		return 0;
@@ -429,15 +473,17 @@ static size_t server_copy_room(struct conn *c, size_t left)
 {
 	u32 cap = HTTP_COPY_INFLIGHT;
 
-	if (!c->bulk && c->out_off == c->out_len && c->tc.inflight + left > HTTP_COPY_INFLIGHT) {
+	if (!c->bulk && !c->bulk_slow && c->out_off == c->out_len && c->tc.inflight + left > HTTP_COPY_INFLIGHT) {
 		if (http_server_stats.copy_bulk_grants < HTTP_COPY_BULK_MAX) {
 			c->bulk = true;
+			c->t_rate = tcpconn_now_ms();
+			c->rate_acked = 0;
 			http_server_stats.copy_bulk_grants++;
 		} else {
 			http_server_stats.copy_bulk_refused++;
 		}
 	}
-	if (c->bulk)
+	if (c->bulk && !c->bulk_slow)
 		cap = HTTP_COPY_BULK_INFLIGHT;
 	return c->tc.inflight < cap ? cap - c->tc.inflight : 0;
 }
@@ -541,6 +587,10 @@ __cold static err_t server_proxy_header(struct conn *c)
 
 	if (r == 0 && !tc->rx_eof)
 		return ERR_OK;
+	if (r < 0 && tcpconn_rx_held(tc) && proxyproto_absent(tc->rx + tc->rx_off, tcpconn_rx_held(tc))) {
+		c->proxy_wait = false;	/* plain HTTP: its X-Forwarded-For counts */
+		return ERR_OK;
+	}
 	if (r <= 0) {
 		http_server_stats.proxy_refused++;
 		return server_conn_abort(c);
@@ -548,11 +598,56 @@ __cold static err_t server_proxy_header(struct conn *c)
 	tcpconn_rx_consume(tc, (u32)r);
 	c->proxy_wait = false;
 	c->head_started = false;	/* the head's clock starts at its first byte */
+	server_idle_mark(c);
 	http_server_stats.proxy_headers++;
 	if (!h.family)
 		return ERR_OK;	/* LOCAL, UNKNOWN: the proxy's own connection */
 	allow_addr_to_ip(&c->peer, h.src);
 	c->peer_port = h.sport;
+	ip_addr_copy(c->hop, c->peer);
+	c->hop_port = c->peer_port;
+	conntab_src_of(&c->peer, &src);
+	if (!conntab_rekey(&http_srv.tab, &c->link, &src))
+		return server_conn_abort(c);	/* no memory for the client's node */
+	return ERR_OK;
+}
+
+/* A request from a proxy.trusted= peer: the client its X-Forwarded-For
+ * fields name (proxyproto_xff_client()), else the hop, is the peer for
+ * this request (the app, /metrics' allow-list), and the table counts the
+ * connection for it (no request body is held at a head). */
+__cold static err_t server_forwarded(struct conn *c)
+{
+	static const char name[] = "x-forwarded-for";
+	const struct http_req_parser *p = &c->parser;
+	const char *vals[HTTP_HEADERS_MAX];
+	struct conntab_src src;
+	u8 hop[16], client[16];
+	ip_addr_t peer;
+	u16 port = c->hop_port;
+	size_t n = 0;
+
+	for (u16 i = 0; i < p->nfields; i++) {
+		const struct http_field *f = &p->fields[i];
+		size_t k;
+
+		for (k = 0; k < f->name_len && name[k]; k++)
+			if (http_to_lower((u8)p->buf[f->name + k]) != (u8)name[k])
+				break;
+		if (k == f->name_len && !name[k])
+			vals[n++] = p->buf + f->value;
+	}
+	allow_addr_ip(hop, &c->hop);
+	ip_addr_copy(peer, c->hop);
+	if (proxyproto_xff_client(&proxy_trusted, hop, vals, n, client)) {
+		allow_addr_to_ip(&peer, client);
+		port = 0;
+		http_server_stats.forwarded++;
+	}
+	c->peer_port = port;
+	if (ip_addr_cmp(&peer, &c->peer))
+		return ERR_OK;
+	ip_addr_copy(c->peer, peer);
 	conntab_src_of(&c->peer, &src);
 	if (!conntab_rekey(&http_srv.tab, &c->link, &src))
 		return server_conn_abort(c);	/* no memory for the client's node */
@@ -594,6 +689,7 @@ err_t server_pump(struct conn *c)
 				c->served = true;
 				c->head_started = false;
 				c->t_wait = tcpconn_now_ms();
+				server_idle_mark(c);
 				http_parser_reset(&c->parser);
 				continue;
 			}
@@ -640,6 +736,7 @@ err_t server_pump(struct conn *c)
 		if (!c->head_started) {
 			c->head_started = true;
 			c->t_head = tcpconn_now_ms();
+			server_idle_mark(c);
 		}
 		if (c->proxy_wait) {
 			if (server_proxy_header(c) == ERR_ABRT)
@@ -656,6 +753,7 @@ err_t server_pump(struct conn *c)
 			tcpconn_rx_consume(tc, n);
 			c->req_left -= n;
 			c->head_started = c->req_left != 0;	/* the next head's clock starts at its byte */
+			server_idle_mark(c);
 			continue;
 		}
 		r = http_parse(&c->parser, tc->rx + tc->rx_off, tcpconn_rx_held(tc), &used);
@@ -665,6 +763,8 @@ err_t server_pump(struct conn *c)
 			continue;
 		http_server_stats.requests++;
 		c->req_left = c->parser.chunked ? HTTP_CHUNKED_LEFT : c->parser.content_length;	/* 0 after HTTP_ERROR */
+		if (r == HTTP_DONE && c->via_proxy && server_forwarded(c) == ERR_ABRT)
+			return ERR_ABRT;
 		if (r == HTTP_DONE)
 			server_respond(c);
 		else
@@ -699,8 +799,9 @@ static err_t server_sent(struct tcpconn *tc, u16 len)
 {
 	struct conn *c = server_conn_of(tc);
 
-	if (!tc->inflight)
-		server_tls_bulk_release(c);	/* taken again if more is left */
+	c->rate_acked += len;
+	if (!tc->inflight || (c->bulk_slow && tc->inflight <= HTTP_COPY_INFLIGHT))
+		server_tls_bulk_release(c);	/* taken again if more is left (not once slow) */
 	if (c->state == C_SEND)
 		return server_pump(c);
 	return ERR_OK;
@@ -717,7 +818,7 @@ static err_t server_poll(struct tcpconn *tc)
 		/* A response handed to lwIP whole can still be stuck behind a
 		 * reader that stopped reading: the send stall applies until it
 		 * is acknowledged, whatever the connection does meanwhile. */
-		if (tc->inflight && server_send_stalled(c, now)) {
+		if (tc->inflight && (server_send_stalled(c, now) || (c->bulk && server_send_slow(c, now)))) {
 			http_server_stats.timeouts_send++;
 			return server_conn_abort(c);
 		}
@@ -764,7 +865,7 @@ static err_t server_poll(struct tcpconn *tc)
 		}
 		break;
 	case C_SEND:
-		if (server_send_stalled(c, now)) {
+		if (server_send_stalled(c, now) || server_send_slow(c, now)) {
 			http_server_stats.timeouts_send++;
 			return server_conn_abort(c);
 		}
@@ -800,9 +901,13 @@ void server_conn_attach(struct conn *c, struct altcp_pcb *pcb, bool tls)
 	c->parser.ext = true;	/* methods and bodies for the routes */
 	ip_addr_copy(c->peer, *altcp_get_ip(pcb, 0));
 	c->peer_port = tcpconn_tcp_pcb(pcb)->remote_port;
-	c->proxy_wait = !tls && proxy_trusted.n && allow_match_ip(&proxy_trusted, &c->peer);
+	ip_addr_copy(c->hop, c->peer);
+	c->hop_port = c->peer_port;
+	c->via_proxy = proxy_trusted.n && allow_match_ip(&proxy_trusted, &c->peer);
+	c->proxy_wait = !tls && c->via_proxy;
 	http_parser_reset(&c->parser);
 	work_init(&c->pump_work, server_pump_work, c);
+	server_idle_mark(c);
 	http_server_stats.conns_accepted++;
 	http_server_stats.conns_active++;
 }

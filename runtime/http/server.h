@@ -42,7 +42,9 @@ struct http_server_stats {
 	u64 timeouts_idle, timeouts_header, timeouts_send;
 	u64 rx_bytes, tx_bytes;		/* request bytes read, response bytes queued */
 	u64 metrics_truncated;		/* /metrics responses cut at HTTP_METRICS_MAX */
-	u64 proxy_headers, proxy_refused;	/* PROXY headers taken; connections reset for a bad or missing one */
+	u64 proxy_headers, proxy_refused;	/* PROXY headers taken; connections reset for a bad one */
+	u64 forwarded;
+	u64 bulk_slow;		/* bulk grants given back for a reader below HTTP_BULK_MIN_BPS */		/* requests whose X-Forwarded-For named the client */
 	/* Copied bodies' bulk grants (conn.h HTTP_COPY_BULK_MAX; no TLS); not
 	 * on /metrics (their lines would cost the default image 512 B). */
 	u32 copy_bulk_grants;

@@ -343,6 +343,128 @@ def test_slot_exhaustion_from_one_source(guest):
     guest.wait_idle(guest.base)
 
 
+# ---- many sources of one prefix: the hierarchical caps (runtime/conntab.h) ----
+
+OTHER_PREFIX = "10.77.9.5"  # another /24, routed through the namespace (the guest's gateway)
+
+
+def _add_source(guest, ip):
+    """guest.add_source(), once per address for the module's guest."""
+    added = guest.__dict__.setdefault("_sources", set())
+    if ip not in added:
+        guest.add_source(ip)
+        added.add(ip)
+
+
+def _keepalive_from(guest, src):
+    """A connection from src that was served once and now idles (keep-alive);
+    None if the server reset it."""
+    try:
+        s = guest.connect(src=src, timeout=10)
+    except (ConnectionResetError, socket.timeout):
+        return None
+    try:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        (r,), _ = read_responses(s, 1)
+    except (ConnectionResetError, BrokenPipeError, AssertionError, socket.timeout):
+        s.close()
+        return None
+    assert r[0] == 200
+    return s
+
+
+def test_many_sources_of_one_prefix(guest):
+    """The issue's shutout: MAX_CONNS sources of one /24 (10.77.0.100-163,
+    like 64 /64s of one IPv6 /58) hold one idle keep-alive connection each
+    and fill the table. Before the hierarchical caps a newcomer's share was
+    max_conns / sources = 0 and everyone else was refused; now a client of
+    another /24 gets six connections (a browser's), each taking the place of
+    the one idle longest, and the /24 holding the rest (58 > its share of
+    64 / 2) gets no new one from any of its addresses."""
+    attackers = [f"10.77.0.{100 + i}" for i in range(MAX_CONNS + 1)]
+    for a in attackers + [OTHER_PREFIX]:
+        _add_source(guest, a)
+    held, mine = [], []
+    before = guest.metrics(src=OTHER_PREFIX)
+    try:
+        for a in attackers[:MAX_CONNS]:
+            s = _keepalive_from(guest, a)
+            assert s is not None, a
+            held.append(s)
+        for _ in range(6):
+            s = _keepalive_from(guest, OTHER_PREFIX)
+            assert s is not None, "a client of another /24 was refused"
+            mine.append(s)
+        assert _keepalive_from(guest, attackers[MAX_CONNS]) is None  # its /24 is over its share
+        for s in mine:  # still served
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            (r,), _ = read_responses(s, 1)
+            assert r[0] == 200 and r[2] == INDEX
+        during = guest.metrics(src=(OTHER_PREFIX, 0))
+    finally:
+        for s in held + mine:
+            s.close()
+    print(f"many sources of one prefix: {delta(during, before, 'vireo_http_connections_evicted_total'):.0f} "
+          f"evicted, {delta(during, before, 'vireo_http_connections_refused_total'):.0f} refused")
+    # six idle ones made room (the metrics read's own connections need one each)
+    assert delta(during, before, "vireo_http_connections_evicted_total") >= 6
+    assert delta(during, before, "vireo_http_connections_refused_total") >= 1
+    guest.wait_idle(guest.base)
+
+
+# ---- a slow reader of a large response: the bulk grant's floor (runtime/http/conn.h) ----
+
+SLOW_RATE = 300  # bytes/s the reader takes
+
+
+def test_slow_reader_loses_grant_and_slot(guest):
+    """A reader that keeps its window small and reads 300 B/s (above the
+    send stall's 4096 B per 30 s) fetches /metrics, a copied body of tens
+    of KiB: it takes a bulk grant (32 KiB queued to lwIP), acknowledges
+    less than 8 KiB/s, loses the grant's right and, unable to drain to 8
+    KiB within 10 s, is reset (well before the response's deadline, 30 s +
+    its size at 1 KiB/s, which host tests check). Before, it held the grant
+    and its slot for as long as the body took at its pace (over 100 s),
+    and again for each keep-alive request. Another client is served
+    meanwhile."""
+    _add_source(guest, OTHER_PREFIX)
+    status, _, body = guest.get("/metrics", src=OTHER_PREFIX)
+    size = len(body)
+    assert status == 200 and size > 16384, size
+    before = guest.metrics(src=OTHER_PREFIX)
+    deadline = 30 + size / 1024
+    s = guest.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(10)
+    s.connect((guest.ip, 80))
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    got, reset, start = 0, False, time.monotonic()
+    try:
+        while time.monotonic() - start < deadline + 20:
+            try:
+                d = s.recv(SLOW_RATE // 10)
+            except ConnectionResetError:
+                reset = True
+                break
+            if not d:
+                break
+            got += len(d)
+            time.sleep(0.1)
+    finally:
+        rst_close(s)
+    took = time.monotonic() - start
+    status, _, _ = guest.get("/healthz", src=OTHER_PREFIX)
+    after = guest.metrics(src=OTHER_PREFIX)
+    print(f"slow reader: {size} B response, reset={reset} after {took:.0f} s (deadline {deadline:.0f} s), "
+          f"{got} B read")
+    assert status == 200
+    assert reset and got < size, (got, size, took)
+    assert took <= 30, took  # the grant's 2 s rate period (or two) and its 10 s to drain
+    assert delta(after, before, "vireo_http_bulk_slow_total") == 1
+    assert delta(after, before, "vireo_http_timeouts_total{kind=\"send\"}") == 1
+    guest.wait_idle(guest.base)
+
+
 # ---- orphan flood: clients that never ACK the server's FIN ----
 
 FLOOD_N = 400

@@ -324,6 +324,26 @@ def test_bad_static_address_falls_back_to_dhcp(boot):
     assert re.search(r"^warning: cmdline: ip=10\.0\.2\.300/24: .*DHCP", vm.text, re.M)
 
 
+def test_forwarded_for_from_trusted_proxy():
+    """proxy.trusted= and X-Forwarded-For on a booted appliance: user
+    networking's 10.0.2.2 is the trusted proxy; each request's rightmost
+    untrusted X-Forwarded-For address is its client, as metrics.allow= sees
+    it (what a client wrote itself, left of the proxy's entry, is not);
+    without the field the proxy is the client. Before X-Forwarded-For was
+    honoured, a trusted peer without a PROXY header was reset."""
+    a = App(cmdline="proxy.trusted=10.0.2.2/32 metrics.allow=192.0.2.0/24")
+    try:
+        assert a.ready
+        status, _, body = a.get("/metrics", "X-Forwarded-For: 10.1.1.1, 192.0.2.7\r\n")
+        assert status == 200 and b"vireo_http_forwarded_total 1" in body
+        status, _, _ = a.get("/metrics")
+        assert status == 403
+        status, _, _ = a.get("/metrics", "X-Forwarded-For: 192.0.2.7\r\nX-Forwarded-For: 203.0.113.5\r\n")
+        assert status == 403
+    finally:
+        a.stop()
+
+
 def test_metrics_allow():
     """metrics.allow= on a booted appliance: a client outside the list (user
     networking's 10.0.2.2) gets 403 from /metrics and still 200 from

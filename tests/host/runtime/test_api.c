@@ -1277,6 +1277,73 @@ static void test_stream_copy_bulk(void **state)
 	}
 }
 
+/* Open the client's window by n bytes and announce it at once (as
+ * test_server.c's: an attacker announces windows lwIP would not). */
+static void api_cl_window(struct client *c, u32 n)
+{
+	struct tcp_pcb *pcb = c->pcb;
+
+	n = MIN(n, c->held);
+	if (!n || !pcb)
+		return;
+	tcp_recved(pcb, (u16_t)n);
+	c->held -= n;
+	pcb->rcv_ann_wnd = pcb->rcv_wnd;
+	pcb->rcv_ann_right_edge = pcb->rcv_nxt + pcb->rcv_wnd;
+	tcp_ack_now(pcb);
+	tcp_output(pcb);
+}
+
+/* A 1 MiB stream to a reader at 300 B/s (above the 4096 B per 30 s window
+ * floor). With a bulk grant: marked slow after HTTP_BULK_RATE_MS, it must
+ * drain to HTTP_COPY_INFLIGHT within HTTP_BULK_DRAIN_MS and cannot, so it
+ * is reset about 12 s in, the grant back. Without one (both held
+ * elsewhere): the response's deadline, send_timeout + bytes taken at 1
+ * KiB/s, resets it (about 75 s: the body grows at 300 B/s, the deadline
+ * at 0.3 s a second). Before these bounds it held the slot for the hour
+ * the body takes. */
+static void test_stream_slow_reader(void **state)
+{
+	for (int held = 0; held < 2; held++) {
+		u64 timeouts0 = http_server_stats.timeouts_send, slow0 = http_server_stats.bulk_slow;
+		struct client c;
+		int i;
+
+		t.stream_total = 1 << 20;
+		t.chunk_unknown = false;
+		t.stream_sent = 0;
+		t.done_true = 0;
+		http_server_stats.copy_bulk_grants = held ? HTTP_COPY_BULK_MAX : 0;
+		cl_open(&c, false, HTTP_PORT);
+		c.hold = true;
+		cl_send_str(&c, "GET /t/stream HTTP/1.1\r\nHost: h\r\n\r\n");
+		for (i = 0; i < 2000 && http_server_stats.timeouts_send == timeouts0; i++) {
+			api_cl_window(&c, 30);
+			run_ms(100);
+			if (!held && i == 30) {
+				/* too slow for its grant: on the idle list, the
+				 * first a full table would end */
+				assert_int_equal(http_server_stats.bulk_slow, slow0 + 1);
+				assert_non_null(http_srv.tab.idle_head);
+				assert_true(((struct conn *)http_srv.tab.idle_head)->bulk_slow);
+			}
+		}
+		if (!held) {
+			if (i < 110 || i > 140)
+				fail_msg("granted: reset after %d ms", i * 100);
+			assert_int_equal(http_server_stats.copy_bulk_grants, 0);
+		} else {
+			if (i < 400 || i > 1200)
+				fail_msg("no grant: reset after %d ms", i * 100);
+			assert_int_equal(http_server_stats.bulk_slow, slow0);
+			http_server_stats.copy_bulk_grants = 0;	/* the others' end */
+		}
+		assert_true(t.stream_sent < t.stream_total);
+		cl_abort(&c);
+		run_ms(100);
+	}
+}
+
 /* vireo_resp_abort(): what was written goes out, then the connection
  * closes with the body unfinished: no last chunk, short of the length. */
 static void test_stream_abort(void **state)
@@ -2794,6 +2861,7 @@ int main(void)
 		T(test_stream_http10),
 		T(test_stream_abort),
 		T(test_stream_copy_bulk),
+		T(test_stream_slow_reader),
 		T(test_misuse_refused),
 		T(test_deferred_work_and_timer),
 		T(test_tcp_service),

@@ -5,9 +5,11 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
+#include "runtime/http/allow.h"
 #include "runtime/http/proxyproto.h"
 
 static const u8 sig[12] = { 0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a };
@@ -176,6 +178,93 @@ static void test_v2_refused(void **state)
 	assert_int_equal(proxyproto_parse(b, 5, &h), 0);
 }
 
+/* A trusted peer's plain HTTP is told from a header by its first bytes
+ * that differ from both signatures; a prefix of either waits. */
+static void test_absent(void **state)
+{
+	(void)state;
+	assert_true(proxyproto_absent((const u8 *)"GET / HTTP/1.1", 1));
+	assert_false(proxyproto_absent((const u8 *)"P", 1));
+	assert_true(proxyproto_absent((const u8 *)"PUT", 2));
+	assert_true(proxyproto_absent((const u8 *)"POST", 2));
+	assert_false(proxyproto_absent((const u8 *)"PROXY ", 6));
+	assert_false(proxyproto_absent((const u8 *)"PROXY TCP4", 10));
+	assert_true(proxyproto_absent((const u8 *)"PROXYX", 6));
+	assert_false(proxyproto_absent(sig, 12));
+	assert_false(proxyproto_absent(sig, 4));
+	assert_true(proxyproto_absent((const u8 *)"\r\n\r\nx", 5));
+}
+
+static const char *xff_one(const char *trusted, const char *hop, const char *const vals[], size_t n,
+			   unsigned *hops)
+{
+	static char out[64];
+	struct allow_list l = { 0 };
+	u8 h[16], c[16];
+	char why[64];
+
+	assert_int_equal(allow_parse(trusted, &l, why, sizeof why), 0);
+	{
+		struct allow_list one = { 0 };
+
+		assert_int_equal(allow_parse(hop, &one, why, sizeof why), 0);
+		memcpy(h, one.p[0].a, 16);
+	}
+	*hops = proxyproto_xff_client(&l, h, vals, n, c);
+	if (c[10] == 0xff && c[11] == 0xff && !c[0])
+		snprintf(out, sizeof out, "%u.%u.%u.%u", c[12], c[13], c[14], c[15]);
+	else
+		snprintf(out, sizeof out, "%02x%02x:%02x%02x::%02x%02x", c[0], c[1], c[2], c[3], c[14], c[15]);
+	return out;
+}
+
+/* X-Forwarded-For: the rightmost address that is not a trusted proxy's;
+ * what a client wrote itself, left of that, is never taken; a garbled
+ * element stops the walk at the trusted hop before it; nothing from an
+ * untrusted hop. */
+static void test_xff(void **state)
+{
+	unsigned hops;
+
+	(void)state;
+	/* One proxy (10.0.0.5) appended the client it saw. */
+	assert_string_equal(xff_one("10.0.0.0/24", "10.0.0.5", (const char *[]){ "198.51.100.9" }, 1, &hops),
+			    "198.51.100.9");
+	assert_int_equal(hops, 1);
+	/* The client's own entries (1.1.1.1, 2.2.2.2) left of it: ignored. */
+	assert_string_equal(xff_one("10.0.0.0/24", "10.0.0.5",
+				    (const char *[]){ "1.1.1.1, 2.2.2.2,198.51.100.9" }, 1, &hops),
+			    "198.51.100.9");
+	assert_int_equal(hops, 1);
+	/* Two trusted proxies, the second adding a field of its own. */
+	assert_string_equal(xff_one("10.0.0.0/24,192.0.2.0/24", "10.0.0.5",
+				    (const char *[]){ "1.1.1.1, 203.0.113.7", " 192.0.2.4 " }, 2, &hops),
+			    "203.0.113.7");
+	assert_int_equal(hops, 2);
+	/* IPv6 clients and proxies. */
+	assert_string_equal(xff_one("fd00::/64", "fd00::1", (const char *[]){ "2001:db8:1:2::77" }, 1, &hops),
+			    "2001:0db8::0077");
+	/* Every entry trusted: the leftmost stands. */
+	assert_string_equal(xff_one("10.0.0.0/8", "10.0.0.5", (const char *[]){ "10.1.1.1, 10.2.2.2" }, 1, &hops),
+			    "10.1.1.1");
+	assert_int_equal(hops, 2);
+	/* Garbled (unknown, a port, brackets, empty): the trusted hop before it. */
+	static const char *const bad[] = { "unknown", "198.51.100.9:443", "[2001:db8::1]", "", " , ", "1.2.3",
+					   "999.1.1.1", "0123456789012345678901234567890123456789012345" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_string_equal(xff_one("10.0.0.0/24", "10.0.0.5", &bad[i], 1, &hops), "10.0.0.5");
+		assert_int_equal(hops, 0);
+	}
+	assert_string_equal(xff_one("10.0.0.0/24", "10.0.0.5", (const char *[]){ "1.1.1.1, unknown, 10.0.0.9" }, 1,
+				    &hops), "10.0.0.9");
+	/* An untrusted hop (the PROXY header named the client): its own. */
+	assert_string_equal(xff_one("10.0.0.0/24", "198.51.100.9", (const char *[]){ "1.1.1.1" }, 1, &hops),
+			    "198.51.100.9");
+	assert_int_equal(hops, 0);
+	/* No field at all. */
+	assert_string_equal(xff_one("10.0.0.0/24", "10.0.0.5", NULL, 0, &hops), "10.0.0.5");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -183,6 +272,8 @@ int main(void)
 		cmocka_unit_test(test_v1_refused),
 		cmocka_unit_test(test_v2),
 		cmocka_unit_test(test_v2_refused),
+		cmocka_unit_test(test_absent),
+		cmocka_unit_test(test_xff),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

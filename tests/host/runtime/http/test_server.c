@@ -923,8 +923,10 @@ static void test_metrics_allow(void **state)
 
 /* proxy.trusted=: a trusted peer's connection starts with a PROXY header
  * (v1 or v2) and the client it names is the connection's peer from then on
- * (metrics.allow= judges it, the table counts it); a trusted peer without
- * one, or with a bad one, is reset; anyone else's "PROXY" line is HTTP. */
+ * (metrics.allow= judges it, the table counts it), or with HTTP whose
+ * X-Forwarded-For names each request's client; a trusted peer with a bad
+ * header is reset; anyone else's "PROXY" line is HTTP, its
+ * X-Forwarded-For ignored. */
 static void test_proxy_protocol(void **state)
 {
 	static const u8 v2[] = { 0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a,
@@ -964,14 +966,46 @@ static void test_proxy_protocol(void **state)
 	cl_close(&d);
 	assert_int_equal(http_server_stats.proxy_headers, 2);
 
-	/* A trusted peer without a header: reset, counted. */
+	/* A trusted peer without a header speaks HTTP: each request's
+	 * X-Forwarded-For names the client (the rightmost untrusted entry;
+	 * 10.9.9.9 is what the client wrote itself), metrics.allow= judges
+	 * it, the table counts it; without one, the proxy is the peer again. */
 	cl_open(&c, V4, HTTP_PORT);
-	cl_send_str(&c, "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+	cl_send_str(&c, "GET /metrics HTTP/1.1\r\nHost: v\r\nX-Forwarded-For: 10.9.9.9, 192.0.2.7\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 200);
+	assert_non_null(memmem(r.body, r.body_len, "vireo_http_forwarded_total 1", 28));
+	assert_int_equal(conntab_src_count(&http_srv.tab, &client), 1);
+	assert_int_equal(conntab_src_count(&http_srv.tab, &proxy), 0);
+	cl_send_str(&c, "GET /metrics HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 403);
+	cl_close(&c);
+	/* The client's own field before the proxy's: the proxy's entry counts. */
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "GET /metrics HTTP/1.1\r\nHost: v\r\nX-Forwarded-For: 192.0.2.7\r\n"
+			"X-Forwarded-For: 203.0.113.5\r\n\r\n");
+	assert_true(cl_response(&c, false, &r));
+	assert_int_equal(r.status, 403);
+	cl_close(&c);
+	assert_int_equal(http_server_stats.forwarded, 2);
+
+	/* A trusted peer with a malformed header: reset, counted. */
+	cl_open(&c, V4, HTTP_PORT);
+	cl_send_str(&c, "PROXY TCP9 192.0.2.7 192.168.7.1 40000 80\r\n");
 	run_ms(100);
 	assert_true(c.dead);
 	assert_int_equal(c.err, ERR_RST);
 	assert_int_equal(http_server_stats.proxy_refused, 1);
 	cl_abort(&c);
+
+	/* Anyone else's X-Forwarded-For is nobody's word. */
+	cl_open(&d, V6, HTTP_PORT);	/* fd00::2: not trusted */
+	cl_send_str(&d, "GET /metrics HTTP/1.1\r\nHost: v\r\nX-Forwarded-For: 192.0.2.7\r\n\r\n");
+	assert_true(cl_response(&d, false, &r));
+	assert_int_equal(r.status, 403);
+	cl_close(&d);
+	assert_int_equal(http_server_stats.forwarded, 2);
 
 	/* Anyone else's PROXY line is a bad request, not a header. */
 	cl_open(&d, V6, HTTP_PORT);	/* fd00::2: not trusted */
