@@ -292,52 +292,39 @@ err_t vireo_tcp_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen,
 	return vireo_syncookie_inpacket(pcb, hdr, optlen, opt1len, opt2, p);
 }
 
-/* The heap for the boot's plan (net/port/netmem.h): fewer connections
- * and a smaller heap, a quarter of the extra ones fewer at a time, if the
- * frame allocator has no run of pages that long (the heap is one run). */
-__cold static void *lwip_port_heap_alloc(void)
+/* lwIP's heap is sized by the boot's plan (net/port/netmem.h), printed:
+ * planned for a quarter less RAM at a time if the frame allocator has no
+ * run of pages that long (the heap is one run), -ENOMEM if even the
+ * floor's is not there. */
+__cold int vireo_lwip_init(void)
 {
 	struct mm_stats ms;
-	void *mem;
-	u32 extra;
-
-	mm_get_stats(&ms);
-	netmem_plan(ms.usable_bytes, &netmem);
-	for (;;) {
-		mem = page_alloc_raw(lwip_port_kpages((u32)(netmem.heap_bytes / SEGHEAP_PAGE)));
-		if (mem || netmem.http_conns == NETMEM_CONNS_FLOOR)
-			break;
-		extra = netmem.http_conns - NETMEM_CONNS_FLOOR;
-		netmem_plan_conns(NETMEM_CONNS_FLOOR + extra - MAX(extra / 4, 1u), &netmem);
-	}
-	kprintf("net: %lu MiB usable: %u HTTP connections, lwIP heap %lu KiB (64 and 4 MiB, and for 1/%u of "
-		"the RAM above 64 MiB %u more at %u B of lwIP heap + %u B of kernel heap each)\n",
-		ms.usable_bytes >> 20, netmem.http_conns, netmem.heap_bytes >> 10, NETMEM_SHARE_DIV,
-		netmem.http_conns - NETMEM_CONNS_FLOOR, NETMEM_CONN_LWIP_BYTES, NETMEM_CONN_STATE_BYTES);
-	return mem;
-}
-
-int vireo_lwip_init(void)
-{
+	u64 plan_for;
 	u32 npages;
 	int i;
 
 	if (lwip_port_heap_mem != NULL)
 		return 0;
+	mm_get_stats(&ms);
+	plan_for = ms.usable_bytes;
 	/* Not zeroed: segheap_init writes every page descriptor it keeps and
 	 * lwIP initialises whatever it allocates (4 MiB of zeroing was a
 	 * third of the bring-up under emulation). */
-	lwip_port_heap_mem = lwip_port_heap_alloc();
-	npages = (u32)(netmem.heap_bytes / SEGHEAP_PAGE);
-	if (lwip_port_heap_mem == NULL) {
-		kprintf("lwip: no %u KiB for the heap\n", (unsigned int)(lwip_port_kpages(npages) * PAGE_SIZE / 1024));
+	do {
+		netmem_plan(plan_for, &netmem);
+		npages = (u32)(netmem.heap_bytes / SEGHEAP_PAGE);
+		lwip_port_heap_mem = page_alloc_raw(lwip_port_kpages(npages));
+	} while (!lwip_port_heap_mem && (plan_for = netmem_smaller(plan_for)) != 0);
+	kprintf(lwip_port_heap_mem ? "net: %lu MiB usable: %u HTTP connections, lwIP heap %lu KiB (net/port/netmem.h)\n" :
+		"net: %lu MiB usable, %u HTTP connections: no %lu KiB for lwIP's heap\n",
+		ms.usable_bytes >> 20, netmem.http_conns, netmem.heap_bytes >> 10);
+	if (lwip_port_heap_mem == NULL)
 		return -ENOMEM;
-	}
 #if !MEM_LIBC_MALLOC
-	if (segheap_init(&lwip_port_heap, lwip_port_heap_mem, segheap_region_bytes(npages)) != npages)
-		panic("lwip: heap of %u pages, not %u", (unsigned int)lwip_port_heap.npages, (unsigned int)npages);
+	/* exactly npages pages: segheap.h's segheap_region_bytes() (its host
+	 * test checks it) */
+	segheap_init(&lwip_port_heap, lwip_port_heap_mem, segheap_region_bytes(npages));
 #endif
-	vireo_lwip_stats.heap_bytes = netmem.heap_bytes;
 
 	lwip_init();
 #if !MEM_LIBC_MALLOC
@@ -420,7 +407,7 @@ __cold static void lwip_port_write_metrics(struct metrics_buf *b)
 	size_t f, i;
 
 	metrics_simple(b, "vireo_lwip_heap_bytes", METRICS_GAUGE,
-		       "Size of lwIP's private heap.", vireo_lwip_stats.heap_bytes);
+		       "Size of lwIP's private heap.", netmem.heap_bytes);
 	metrics_simple(b, "vireo_lwip_time_wait_trimmed_total", METRICS_COUNTER,
 		       "TIME_WAIT PCBs dropped above the port's cap.", vireo_lwip_stats.tw_trimmed);
 	metrics_simple(b, "vireo_lwip_time_wait_reopened_total", METRICS_COUNTER,

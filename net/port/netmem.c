@@ -7,23 +7,20 @@ struct netmem_plan netmem = {
 	.heap_bytes = NETMEM_HEAP_FLOOR,
 };
 
-void netmem_plan_conns(u32 conns, struct netmem_plan *p)
-{
-	u64 heap;
-
-	conns = MIN(MAX(conns, NETMEM_CONNS_FLOOR), NETMEM_CONNS_MAX);
-	heap = NETMEM_HEAP_FLOOR + (u64)(conns - NETMEM_CONNS_FLOOR) * NETMEM_CONN_LWIP_BYTES;
-	p->http_conns = conns;
-	p->heap_bytes = ALIGN_UP(heap, (u64)SEGHEAP_PAGE);
-}
-
 void netmem_plan(u64 usable, struct netmem_plan *p)
 {
 	u64 more = 0;
 
 	if (usable > NETMEM_BASE_RAM)
-		more = (usable - NETMEM_BASE_RAM) / NETMEM_SHARE_DIV /
-		       (NETMEM_CONN_LWIP_BYTES + NETMEM_CONN_STATE_BYTES);
-	netmem_plan_conns(NETMEM_CONNS_FLOOR + (u32)MIN(more, (u64)NETMEM_CONNS_MAX), p);
+		more = MIN((usable - NETMEM_BASE_RAM) / NETMEM_SHARE_DIV /
+			   (NETMEM_CONN_LWIP_BYTES + NETMEM_CONN_STATE_BYTES),
+			   (u64)(NETMEM_CONNS_MAX - NETMEM_CONNS_FLOOR));
 	p->usable = usable;
+	p->http_conns = NETMEM_CONNS_FLOOR + (u32)more;
+	p->heap_bytes = ALIGN_UP(NETMEM_HEAP_FLOOR + more * NETMEM_CONN_LWIP_BYTES, (u64)SEGHEAP_PAGE);
+}
+
+u64 netmem_smaller(u64 usable)
+{
+	return usable > NETMEM_BASE_RAM ? NETMEM_BASE_RAM + (usable - NETMEM_BASE_RAM) / 4 * 3 : 0;
 }

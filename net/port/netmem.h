@@ -45,9 +45,10 @@ struct netmem_plan {
 /* The plan for usable bytes of RAM (the frame allocator's usable memory). */
 void netmem_plan(u64 usable, struct netmem_plan *p);
 
-/* The plan for conns connections (clamped to the floor and the maximum),
- * whatever the RAM: what a smaller heap than planned leaves room for. */
-void netmem_plan_conns(u32 conns, struct netmem_plan *p);
+/* The RAM to plan for instead when the plan for usable asks for a heap
+ * the frame allocator cannot give in one run: a quarter less above the
+ * base, 0 (the floor) once at the base. */
+u64 netmem_smaller(u64 usable);
 
 /* The boot's plan (vireo_lwip_init()); the floor until then. */
 extern struct netmem_plan netmem;

@@ -1,5 +1,5 @@
 /* net/port/netmem.c: the floor up to 64 MiB (today's 64 connections and
- * 4 MiB heap), the share above it, the clamp, and the heap's worst case
+ * 4 MiB heap), the share above it, the clamp, the fallback, and the heap's worst case
  * for the planned connections inside the planned heap and RAM share. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -70,19 +70,29 @@ static void test_bounds(void **state)
 	assert_int_equal(p.http_conns, NETMEM_CONNS_MAX);
 }
 
-static void test_plan_conns(void **state)
+/* The fallback when the heap cannot be had: a quarter less RAM above the
+ * base each time, down to the floor, then 0; every step plans fewer. */
+static void test_smaller(void **state)
 {
 	struct netmem_plan p;
+	u64 usable = 249 * MIB, steps = 0;
+	u32 last;
 
 	(void)state;
-	netmem_plan_conns(0, &p);
-	assert_int_equal(p.http_conns, 64);
-	assert_int_equal(p.heap_bytes, 4 * MIB);
-	netmem_plan_conns(1000, &p);
-	assert_int_equal(p.http_conns, 1000);
-	assert_int_equal(p.heap_bytes, ALIGN_UP(4 * MIB + 936ull * NETMEM_CONN_LWIP_BYTES, (u64)SEGHEAP_PAGE));
-	netmem_plan_conns(UINT32_MAX, &p);
-	assert_int_equal(p.http_conns, NETMEM_CONNS_MAX);
+	assert_int_equal(netmem_smaller(0), 0);
+	assert_int_equal(netmem_smaller(48 * MIB), 0);
+	assert_int_equal(netmem_smaller(64 * MIB), 0);
+	assert_int_equal(netmem_smaller(64 * MIB + 400), 64 * MIB + 300);
+	netmem_plan(usable, &p);
+	last = p.http_conns;
+	while ((usable = netmem_smaller(usable)) != 0) {
+		netmem_plan(usable, &p);
+		assert_true(p.http_conns <= last);
+		last = p.http_conns;
+		steps++;
+	}
+	assert_int_equal(last, 64);
+	assert_true(steps < 100);
 }
 
 int main(void)
@@ -91,7 +101,7 @@ int main(void)
 		cmocka_unit_test(test_floor),
 		cmocka_unit_test(test_share),
 		cmocka_unit_test(test_bounds),
-		cmocka_unit_test(test_plan_conns),
+		cmocka_unit_test(test_smaller),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
