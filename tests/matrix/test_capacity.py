@@ -12,10 +12,8 @@ a fifth address then evicts one idle connection (the table is full) and
 gets its 200. The server ends a keep-alive connection 30 s after its last
 response (HTTP_SERVER_IDLE_MS), so the full hold asks each connection for
 one more response once its last is REFRESH s old."""
-import os
 import re
 import resource
-import socket
 import time
 
 import pytest
@@ -43,15 +41,19 @@ def guest():
     if soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, max(hard, want)))
     g = Guest(mem=MEM)
-    m = re.search(PLAN, g.vm.text, re.M)
-    assert m, g.vm.text[-3000:]
-    g.plan_conns = int(m.group(2))
-    g.plan_heap = int(m.group(3)) * 1024
-    g.sources = [re.sub(r"\.\d+$", f".{200 + i}", g.ip) for i in range(5)]
-    for src in g.sources:
-        g.add_source(src)
-    g.serves()
-    g.base = g.baseline()
+    try:
+        m = re.search(PLAN, g.vm.text, re.M)
+        assert m, g.vm.text[-3000:]
+        g.plan_conns = int(m.group(2))
+        g.plan_heap = int(m.group(3)) * 1024
+        g.sources = [re.sub(r"\.\d+$", f".{200 + i}", g.ip) for i in range(5)]
+        for src in g.sources:
+            g.add_source(src)
+        g.serves()
+        g.base = g.baseline()
+    except BaseException:
+        g.close()
+        raise
     yield g
     g.log_clean()
     g.close()
