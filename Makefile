@@ -224,7 +224,7 @@ IMAGE := $(OUT)/vireo.img
 PVH   := $(OUT)/vireo.elf
 
 .PHONY: all image run test test-host test-qemu fuzz fuzz-smoke deps help clean bench-boot bench \
-	test-matrix test-matrix-quick test-hostile soak check-docs check-layers bench-attacks bench-upload bench-tls bench-hs-cost bench-1m bench-kv params \
+	test-matrix test-matrix-quick test-hostile soak test-capacity check-docs check-layers bench-attacks bench-upload bench-tls bench-hs-cost bench-1m bench-kv params \
 	bench-iommu bench-migration qemu-current test-qemu-current
 all: $(EFI) $(PVH)
 
@@ -531,13 +531,18 @@ test-matrix-quick: deps-test $(IMAGE)
 	$(Q)$(MATRIX_PYTEST) --durations=5 -m quick
 
 test-matrix: deps-test $(IMAGE)
-	$(Q)$(MATRIX_PYTEST) -m "not soak"
+	$(Q)$(MATRIX_PYTEST) -m "not soak and not capacity"
 
 test-hostile: deps-test $(IMAGE)
 	$(Q)$(MATRIX_PYTEST) -m hostile
 
 soak: deps-test $(IMAGE)
 	$(Q)$(MATRIX_PYTEST) -s -m soak
+
+# The whole HTTP connection table (sized from memory, net/port/netmem.h) of
+# idle keep-alive connections from 4 addresses held 60 s at -m 256.
+test-capacity: deps-test $(IMAGE)
+	$(Q)$(MATRIX_PYTEST) -s -m capacity
 
 # QEMU 10.0 from Debian trixie's source package, x86_64-softmmu only, built
 # once and cached outside the clone (tools/qemu-current.sh says where), and
@@ -824,6 +829,8 @@ help:
 	@echo "                  HTTP clients, link down/up and device reset under load, TIME_WAIT"
 	@echo "                  reuse, ab -k -c 32 (~6 min when timed; see docs/testing.md)"
 	@echo "  make soak       100,000 keep-alive requests at 64 connections, no memory growth"
+	@echo "  make test-capacity  the whole connection table (sized from memory: ~2,170 at -m 256)"
+	@echo "                  of idle keep-alive connections from 4 addresses held 60 s (root)"
 	@echo "  make fuzz-smoke every libFuzzer target for FUZZ_RUNS=$(FUZZ_RUNS) runs (part of make test)"
 	@echo "  make fuzz       libFuzzer targets, FUZZ_TIME=$(FUZZ_TIME) s each"
 	@echo "  make lwip-fetch, make lwip-check   fetch lwIP only; link check and sizes (net/README.md)"

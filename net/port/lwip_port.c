@@ -14,13 +14,18 @@
 #include "netif/ppp/ppp_opts.h"	/* PPP_NUM_TIMEOUTS, in a pool budget */
 #include "net/port/lwip_hooks.h"
 #include "net/port/lwip_port.h"
+#include "net/port/netmem.h"
 #include "net/port/segheap.h"
 #include <string.h>
 
-/* lwIP's heap is net/port/segheap.c over MEM_SIZE bytes of pages (plus the
- * heap's descriptors in front of them), through MEM_CUSTOM_ALLOCATOR. */
-#define HEAP_NPAGES ((u32)(MEM_SIZE / SEGHEAP_PAGE))
-#define HEAP_KPAGES ((segheap_region_bytes(HEAP_NPAGES) + PAGE_SIZE - 1) / PAGE_SIZE)
+/* lwIP's heap is net/port/segheap.c over the boot's plan's heap_bytes
+ * (net/port/netmem.h: MEM_SIZE, 4 MiB, up to 64 MiB of RAM, more above) of
+ * pages, plus the heap's descriptors in front of them, through
+ * MEM_CUSTOM_ALLOCATOR. */
+static size_t lwip_port_kpages(u32 npages)
+{
+	return (segheap_region_bytes(npages) + PAGE_SIZE - 1) / PAGE_SIZE;
+}
 
 /* mem.c (MEM_CUSTOM_ALLOCATOR with MEM_STATS) puts the request's size in a
  * header of this many bytes in front of each block. */
@@ -109,6 +114,7 @@ static const u16_t pool_budget[MEMP_MAX] = {
  * send queue as 96 pbufs: a change to either must redo that sum. */
 _Static_assert(sizeof(struct tcp_pcb) + 8 <= 320 && TCP_SND_QUEUELEN <= 96,
 	       "redo the heap worst case in net/port/lwipopts.h");
+_Static_assert(MEM_SIZE == NETMEM_HEAP_FLOOR, "net/port/netmem.h's floor is lwipopts.h's sum");
 
 static bool lwip_port_pcb_is_orphan(const struct tcp_pcb *pcb)
 {
@@ -286,36 +292,52 @@ err_t vireo_tcp_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen,
 	return vireo_syncookie_inpacket(pcb, hdr, optlen, opt1len, opt2, p);
 }
 
-int vireo_lwip_init(void)
+/* lwIP's heap is sized by the boot's plan (net/port/netmem.h), printed:
+ * planned for a quarter less RAM at a time if the frame allocator has no
+ * run of pages that long (the heap is one run), -ENOMEM if even the
+ * floor's is not there. */
+__cold int vireo_lwip_init(void)
 {
+	struct mm_stats ms;
+	u64 plan_for;
+	u32 npages;
 	int i;
 
 	if (lwip_port_heap_mem != NULL)
 		return 0;
+	mm_get_stats(&ms);
+	plan_for = ms.usable_bytes;
 	/* Not zeroed: segheap_init writes every page descriptor it keeps and
 	 * lwIP initialises whatever it allocates (4 MiB of zeroing was a
 	 * third of the bring-up under emulation). */
-	lwip_port_heap_mem = page_alloc_raw(HEAP_KPAGES);
-	if (lwip_port_heap_mem == NULL) {
-		kprintf("lwip: no %u KiB for the heap\n", (unsigned int)(HEAP_KPAGES * PAGE_SIZE / 1024));
+	do {
+		netmem_plan(plan_for, &netmem);
+		npages = (u32)(netmem.heap_bytes / SEGHEAP_PAGE);
+		lwip_port_heap_mem = page_alloc_raw(lwip_port_kpages(npages));
+	} while (!lwip_port_heap_mem && (plan_for = netmem_smaller(plan_for)) != 0);
+	kprintf(lwip_port_heap_mem ? "net: %lu MiB usable: %u HTTP connections, lwIP heap %lu KiB (net/port/netmem.h)\n" :
+		"net: %lu MiB usable, %u HTTP connections: no %lu KiB for lwIP's heap\n",
+		ms.usable_bytes >> 20, netmem.http_conns, netmem.heap_bytes >> 10);
+	if (lwip_port_heap_mem == NULL)
 		return -ENOMEM;
-	}
 #if !MEM_LIBC_MALLOC
-	if (segheap_init(&lwip_port_heap, lwip_port_heap_mem, segheap_region_bytes(HEAP_NPAGES)) != HEAP_NPAGES)
-		panic("lwip: heap of %u pages, not %u", (unsigned int)lwip_port_heap.npages,
-		      (unsigned int)HEAP_NPAGES);
+	/* exactly npages pages: segheap.h's segheap_region_bytes() (its host
+	 * test checks it) */
+	segheap_init(&lwip_port_heap, lwip_port_heap_mem, segheap_region_bytes(npages));
 #endif
-	vireo_lwip_stats.heap_bytes = MEM_SIZE;
 
 	lwip_init();
 #if !MEM_LIBC_MALLOC
 	/* mem_init() does nothing with MEM_CUSTOM_ALLOCATOR: the heap's size. */
-	lwip_stats.mem.avail = MEM_SIZE;
+	lwip_stats.mem.avail = (mem_size_t)netmem.heap_bytes;
 #endif
 
-	/* With MEMP_MEM_MALLOC lwIP leaves avail at 0; publish the budgets. */
+	/* With MEMP_MEM_MALLOC lwIP leaves avail at 0; publish the budgets,
+	 * the HTTP connections' PCBs and send queues as many as the plan's. */
 	for (i = 0; i < MEMP_MAX; i++)
 		lwip_stats.memp[i]->avail = pool_budget[i];
+	lwip_stats.memp[MEMP_TCP_PCB]->avail += netmem.http_conns - NETMEM_CONNS_FLOOR;
+	lwip_stats.memp[MEMP_TCP_SEG]->avail += (netmem.http_conns - NETMEM_CONNS_FLOOR) * TCP_SND_QUEUELEN;
 
 	sys_timeout(TCP_TMR_INTERVAL, lwip_port_tw_trim, NULL);
 	return 0;
@@ -385,7 +407,7 @@ __cold static void lwip_port_write_metrics(struct metrics_buf *b)
 	size_t f, i;
 
 	metrics_simple(b, "vireo_lwip_heap_bytes", METRICS_GAUGE,
-		       "Size of lwIP's private heap.", vireo_lwip_stats.heap_bytes);
+		       "Size of lwIP's private heap.", netmem.heap_bytes);
 	metrics_simple(b, "vireo_lwip_time_wait_trimmed_total", METRICS_COUNTER,
 		       "TIME_WAIT PCBs dropped above the port's cap.", vireo_lwip_stats.tw_trimmed);
 	metrics_simple(b, "vireo_lwip_time_wait_reopened_total", METRICS_COUNTER,

@@ -17,7 +17,6 @@
 int vireo_lwip_init(void);
 
 struct vireo_lwip_stats {
-	u64 heap_bytes;		/* lwIP heap handed to mem_init(), 0 before init */
 	u64 tw_trimmed;		/* TIME_WAIT PCBs dropped above the cap */
 	u64 tw_reopened;	/* TIME_WAIT PCBs a new SYN reopened (net/port/patches/0002) */
 	u64 syn_trimmed;	/* half-open (SYN_RCVD) PCBs aborted after VIREO_LWIP_SYN_RCVD_MS */

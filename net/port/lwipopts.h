@@ -180,7 +180,20 @@
  * tests/host/runtime/http/test_server.c test_orphans_* and tests/matrix
  * test_hostile_clients.py::test_orphan_flood push past the orphan caps.
  * MEM_SIZE = 4 MiB is ~8% of a 48 MiB guest (plus 48 KiB of the heap's page
- * descriptors). */
+ * descriptors).
+ *
+ * That sum is the floor: with more than 64 MiB of RAM the boot's plan
+ * (net/port/netmem.h, printed at boot) makes the HTTP server's table
+ * larger and the heap with it, by W_http (NETMEM_CONN_LWIP_BYTES) for each
+ * connection past 64, so the "live HTTP" term above becomes
+ * (table size) x W_http and every other term stays as it is:
+ *   heap = MEM_SIZE + (table size - 64) x W_http, in whole pages
+ * (-m 256: 2,170 connections, 64,096 KiB; a heap page's descriptor costs
+ * 1.3% on top). The pool budgets below grow the same way (TCP_PCB and
+ * TCP_SEG: vireo_lwip_init()). An idle connection holds its PCB alone
+ * (320 B; tests/matrix/test_capacity.py measures it), so W_http per
+ * connection is what a remote party could make each of them hold at
+ * once, not what they hold. */
 #ifndef VIREO_LWIP_MEM_SIZE
 #define VIREO_LWIP_MEM_SIZE		(4u * 1024 * 1024)
 #endif

@@ -15,13 +15,18 @@
 
 struct tm *mbedtls_platform_gmtime_r(const mbedtls_time_t *tt, struct tm *tm)
 {
-	long t, days, secs, era, doe, yoe, doy, mp, y, m, d;
+	/* Unsigned and, past the first split, 32 bits: every value below is
+	 * >= 0 and the day count < 2^22 in the accepted range, and a 32-bit
+	 * division by a constant is a shorter multiply than a 64-bit one
+	 * with or without a sign fix-up (smaller code, the same results). */
+	unsigned long t;
+	unsigned int days, secs, era, doe, yoe, doy, mp, y, m, d;
 
 	if (!tt || !tm || *tt < TLS_TIME_MIN_S || *tt > TLS_TIME_MAX_S)
 		return NULL;
-	t = (long)*tt;
-	days = t / 86400;
-	secs = t % 86400;
+	t = (unsigned long)*tt;
+	days = (unsigned int)(t / 86400);
+	secs = (unsigned int)(t % 86400);
 	/* Days since 1970-01-01 into a proleptic Gregorian date: years of
 	 * 400 (146097 days) counted from 0000-03-01, so the leap day ends
 	 * each year. */
@@ -41,7 +46,7 @@ struct tm *mbedtls_platform_gmtime_r(const mbedtls_time_t *tt, struct tm *tm)
 	tm->tm_hour = (int)(secs / 3600);
 	tm->tm_min = (int)(secs / 60 % 60);
 	tm->tm_sec = (int)(secs % 60);
-	tm->tm_wday = (int)((t / 86400 + 4) % 7);	/* 1970-01-01 was a Thursday */
+	tm->tm_wday = (int)((days - 719468 + 4) % 7);	/* 1970-01-01 was a Thursday */
 	tm->tm_yday = (int)(m <= 2 ? doy - 306 : doy + 59 + ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0));
 	return tm;
 }

@@ -10,6 +10,7 @@
 #include "runtime/http/conn.h"
 #include "runtime/http/https.h"
 #include "lib/metrics.h"
+#include "net/port/netmem.h"
 #if LWIP_ALTCP_TLS
 #include "lwip/altcp_tls.h"
 #endif
@@ -73,6 +74,15 @@ METRICS_SOURCE(http, listen_write_metrics);
 
 /* ---- start and stop ---- */
 
+/* What net/port/netmem.h counts for a connection on the kernel's heap: the
+ * struct with kernel/mm/heap.c's 32-byte block header, one conntab source
+ * node (72 bytes in a 112-byte block: at most one per connection) and the
+ * table's index (a hash of under 2 pointers and a by_n entry of 2 per
+ * connection, runtime/conntab.c). */
+_Static_assert(sizeof(struct conn) + 32 + 112 + 16 + 16 <= NETMEM_CONN_STATE_BYTES,
+	       "redo net/port/netmem.h's NETMEM_CONN_STATE_BYTES");
+_Static_assert(HTTP_SERVER_MAX_CONNS == NETMEM_CONNS_FLOOR, "the default table is the plan's floor");
+
 static u32 listen_or_default(u32 v, u32 def)
 {
 	return v ? v : def;
@@ -109,7 +119,7 @@ __cold int http_server_start(u16 port, const struct http_server_cfg *cfg)
 		return -EBUSY;
 	if (!cfg)
 		cfg = &none;
-	http_srv.cfg.max_conns = listen_or_default(cfg->max_conns, HTTP_SERVER_MAX_CONNS);
+	http_srv.cfg.max_conns = listen_or_default(cfg->max_conns, netmem.http_conns);
 	http_srv.cfg.idle_timeout_ms = listen_or_default(cfg->idle_timeout_ms, HTTP_SERVER_IDLE_MS);
 	http_srv.cfg.header_timeout_ms = listen_or_default(cfg->header_timeout_ms, HTTP_SERVER_HEADER_MS);
 	http_srv.cfg.send_timeout_ms = listen_or_default(cfg->send_timeout_ms, HTTP_SERVER_SEND_MS);

@@ -8,7 +8,8 @@
 
 /* Limits and timeouts; a zero field takes the default in brackets. */
 struct http_server_cfg {
-	u32 max_conns;		/* live connections [64]; more are reset on accept */
+	u32 max_conns;		/* live connections [the boot's plan, net/port/netmem.h:
+				 * 64 up to 64 MiB of RAM]; more are reset on accept */
 	u32 idle_timeout_ms;	/* keep-alive: no byte of a next request [30000] */
 	u32 header_timeout_ms;	/* accept or first byte -> complete head [10000] */
 	u32 send_timeout_ms;	/* response data outstanding, no ACK progress [30000] */
@@ -19,7 +20,7 @@ struct http_server_cfg {
 	u32 send_min_bytes;	/* bytes the peer must ack per send_timeout [4096] */
 };
 
-#define HTTP_SERVER_MAX_CONNS 64
+#define HTTP_SERVER_MAX_CONNS 64	/* the plan's floor (listen.c checks) */
 #define HTTP_SERVER_IDLE_MS 30000
 #define HTTP_SERVER_HEADER_MS 10000
 #define HTTP_SERVER_SEND_MS 30000

@@ -16,7 +16,7 @@ import time
 
 from mxlib import read_all
 
-MAX_CONNS = 64  # runtime/http/server.c: vireo's HTTP connection limit
+MAX_CONNS = 64  # vireo's HTTP connection limit up to -m 64 (net/port/netmem.h's floor)
 FLOOD_PORT = 20480  # 20480-20991: below Linux's ephemeral range, so legitimate clients are never matched
 
 

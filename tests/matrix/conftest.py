@@ -14,6 +14,8 @@ def pytest_configure(config):
     rootskip.register(config)
     config.addinivalue_line("markers", "qemu_current: against QEMU 10.0 from `make qemu-current`; skipped "
                             "without it (make test-qemu-current)")
+    config.addinivalue_line("markers", "capacity: the whole connection table held 60 s at -m 256 "
+                            "(make test-capacity; not in test-matrix)")
     config.addinivalue_line("markers", "soak: 100,000 requests at 64 connections (make soak; not in test-matrix)")
 
 

@@ -1,4 +1,4 @@
-# net/: lwIP's heap (port/segheap.c, pure), receive memory accounting
+# net/: lwIP's heap (port/segheap.c, pure) and its size from memory (port/netmem.c), receive memory accounting
 # (tcp/rxmem.c) over the real lwIP core with a simulated zero-copy receive
 # pool, SYN cookies and RFC 6528 ISNs (tcp/syncookie.c) against lwIP (patched)
 # and the HTTP server with hand-made packets from spoofed and real clients,
@@ -7,8 +7,9 @@
 # (netif/tso_merge.c, with virtio-net's GSO header), the clients' messages
 # (SNTP with the wall clock, syslog, the metadata client's HTTP) and host
 # names with dns= (clients/resolv.c, with the keys that use them).
-HOST_TESTS += test_segheap test_rxmem test_syncookie test_netif_vnet test_tso_merge
+HOST_TESTS += test_segheap test_netmem test_rxmem test_syncookie test_netif_vnet test_tso_merge
 test_segheap_USES := segheap
+test_netmem_USES := netmem segheap
 test_rxmem_SRCS := $(LWIP_HOST_LIB)
 test_syncookie_USES := $(RUNTIME_HOST_USES)
 test_syncookie_SRCS := $(filter-out $(LWIP_WIRE),$(RUNTIME_HOST_SRCS))

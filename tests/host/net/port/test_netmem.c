@@ -1,0 +1,108 @@
+/* net/port/netmem.c: the floor up to 64 MiB (today's 64 connections and
+ * 4 MiB heap), the share above it, the clamp, the fallback, and the heap's worst case
+ * for the planned connections inside the planned heap and RAM share. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "net/port/netmem.h"
+#include "net/port/segheap.h"
+
+#define MIB (1ull << 20)
+
+static void test_floor(void **state)
+{
+	struct netmem_plan p;
+	u64 mib[] = { 0, 16, 41, 48, 63, 64 };
+
+	(void)state;
+	assert_int_equal(netmem.http_conns, 64);
+	assert_int_equal(netmem.heap_bytes, 4 * MIB);
+	for (size_t i = 0; i < sizeof mib / sizeof mib[0]; i++) {
+		netmem_plan(mib[i] * MIB, &p);
+		assert_int_equal(p.http_conns, 64);
+		assert_int_equal(p.heap_bytes, 4 * MIB);
+		assert_int_equal(p.usable, mib[i] * MIB);
+	}
+}
+
+static void test_share(void **state)
+{
+	struct netmem_plan p;
+	u64 per = NETMEM_CONN_LWIP_BYTES + NETMEM_CONN_STATE_BYTES;
+
+	(void)state;
+	/* -m 256: 249 MiB usable */
+	netmem_plan(249 * MIB, &p);
+	assert_int_equal(p.http_conns, 64 + (249 - 64) * MIB / 2 / per);
+	assert_true(p.http_conns > 2000 && p.http_conns < 2200);
+	/* one connection's worth more RAM (twice: the share is half) is one more */
+	netmem_plan(64 * MIB + 2 * per - 1, &p);
+	assert_int_equal(p.http_conns, 64);
+	netmem_plan(64 * MIB + 2 * per, &p);
+	assert_int_equal(p.http_conns, 65);
+	assert_int_equal(p.heap_bytes, ALIGN_UP(4 * MIB + NETMEM_CONN_LWIP_BYTES, (u64)SEGHEAP_PAGE));
+}
+
+/* Whatever the RAM: the heap is whole pages, holds the floor's sum plus
+ * each extra connection's worst case, and the extra connections' two heaps
+ * together stay within the share of the RAM above the base. */
+static void test_bounds(void **state)
+{
+	struct netmem_plan p;
+
+	(void)state;
+	for (u64 mib = 64; mib <= (1ull << 20); mib = mib * 5 / 4 + 1) {
+		u32 extra;
+
+		netmem_plan(mib * MIB, &p);
+		extra = p.http_conns - 64;
+		assert_true(p.http_conns >= 64 && p.http_conns <= NETMEM_CONNS_MAX);
+		assert_int_equal(p.heap_bytes % SEGHEAP_PAGE, 0);
+		assert_true(p.heap_bytes >= 4 * MIB + (u64)extra * NETMEM_CONN_LWIP_BYTES);
+		assert_true(p.heap_bytes < 4 * MIB + (u64)extra * NETMEM_CONN_LWIP_BYTES + SEGHEAP_PAGE);
+		assert_true((u64)extra * (NETMEM_CONN_LWIP_BYTES + NETMEM_CONN_STATE_BYTES) <=
+			    (mib * MIB - 64 * MIB) / 2);
+	}
+	netmem_plan(1ull << 50, &p);
+	assert_int_equal(p.http_conns, NETMEM_CONNS_MAX);
+}
+
+/* The fallback when the heap cannot be had: a quarter less RAM above the
+ * base each time, down to the floor, then 0; every step plans fewer. */
+static void test_smaller(void **state)
+{
+	struct netmem_plan p;
+	u64 usable = 249 * MIB, steps = 0;
+	u32 last;
+
+	(void)state;
+	assert_int_equal(netmem_smaller(0), 0);
+	assert_int_equal(netmem_smaller(48 * MIB), 0);
+	assert_int_equal(netmem_smaller(64 * MIB), 0);
+	assert_int_equal(netmem_smaller(64 * MIB + 400), 64 * MIB + 300);
+	netmem_plan(usable, &p);
+	last = p.http_conns;
+	while ((usable = netmem_smaller(usable)) != 0) {
+		netmem_plan(usable, &p);
+		assert_true(p.http_conns <= last);
+		last = p.http_conns;
+		steps++;
+	}
+	assert_int_equal(last, 64);
+	assert_true(steps < 100);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_floor),
+		cmocka_unit_test(test_share),
+		cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_smaller),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
