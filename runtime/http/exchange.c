@@ -917,6 +917,11 @@ int vireo_resp_write(vireo_req r, const void *data, size_t len)
 	if (c->chunked)
 		over = 4 + 2 + 2 + sizeof CHUNK_TRAILER - 1;	/* hex size, CRLF, CRLF; the trailer */
 	n = room > over ? MIN(len, room - over) : 0;
+	/* After a direct write the buffer tops the call up to what it alone
+	 * would have taken, no more: the rest waits upstream for on_writable
+	 * and goes direct then, in one flight, rather than copied twice. */
+	if (direct)
+		n = MIN(n, direct < VIREO_RESP_STREAM_BUF ? VIREO_RESP_STREAM_BUF - direct : 0);
 	if (n) {
 		if (c->chunked)
 			c->sbuf_len += (u32)ksnprintf((char *)c->sbuf + c->sbuf_len, 8, "%zx\r\n", n);
