@@ -250,7 +250,11 @@ int vireo_resp_error(vireo_req r, int status);
 int vireo_resp_start(vireo_req r, int status, const char *type, u64 length);
 /* Copies as much of data[0..len) as fits the stream buffer
  * (VIREO_RESP_STREAM_BUF) and returns it: 0 when full, so wait for
- * on_writable. Writing more than a declared length is -EINVAL and nothing
+ * on_writable. When nothing waits in the buffer, in an image without TLS,
+ * the bytes go straight to the connection's send queue, as many as it
+ * takes at once (its copy room: 8 KiB unacknowledged, 32 KiB with one of
+ * the server's 2 copy grants), and the buffer takes at most what it alone
+ * would have: a call never takes less than the buffer's room. Writing more than a declared length is -EINVAL and nothing
  * is taken; -EINVAL before vireo_resp_start(), -EPIPE when stale. */
 int vireo_resp_write(vireo_req r, const void *data, size_t len);
 /* The body is complete: the exchange ends once it is written. With a

@@ -208,6 +208,18 @@ err_t server_begin_close(struct conn *c);
 err_t server_pump(struct conn *c);
 /* server_pump() from the loop, unless a handler runs inline. */
 void server_kick(struct conn *c);
+/* vireo_resp_write()'s bytes written to lwIP at once when nothing of the
+ * stream waits in sbuf (plain connections, images without TLS): how many
+ * it took. Never ends c. */
+#if !LWIP_ALTCP_TLS
+size_t server_stream_direct(struct conn *c, const void *data, size_t len);
+#else
+static inline size_t server_stream_direct(struct conn *c, const void *data, size_t len)
+{
+	(void)c, (void)data, (void)len;
+	return 0;
+}
+#endif
 /* The framing rule, the one keep-alive decision every response head
  * takes: keep-alive only if the request asked for it, the server is not
  * draining, nothing decided to close, and what is left of the request's

@@ -980,7 +980,7 @@ static struct conn *exchange_stream(vireo_req r, const char *fn, int *err)
 int vireo_resp_write(vireo_req r, const void *data, size_t len)
 {
 	struct conn *c;
-	size_t room, n, over = 0;
+	size_t room, n, over = 0, direct = 0;
 	int err;
 
 	c = exchange_stream(r, "vireo_resp_write", &err);
@@ -1000,9 +1000,18 @@ int vireo_resp_write(vireo_req r, const void *data, size_t len)
 		c->stream_taken += len;
 		return (int)len;
 	}
-	if (c->sbuf_off == c->sbuf_len)
+	if (c->sbuf_off == c->sbuf_len) {
+		/* Nothing ahead of data: what lwIP takes now skips sbuf. */
+		size_t d = server_stream_direct(c, data, len);
+
+		c->stream_taken += d;
+		if (d == len)
+			return (int)d;
 		c->sbuf_off = c->sbuf_len = 0;
-	else if (c->sbuf_off) {
+		data = (const u8 *)data + d;
+		len -= d;
+		direct = d;
+	} else if (c->sbuf_off) {
 		__builtin_memmove(c->sbuf, c->sbuf + c->sbuf_off, c->sbuf_len - c->sbuf_off);
 		c->sbuf_len -= c->sbuf_off;
 		c->sbuf_off = 0;
@@ -1011,6 +1020,11 @@ int vireo_resp_write(vireo_req r, const void *data, size_t len)
 	if (c->chunked)
 		over = 4 + 2 + 2 + sizeof CHUNK_TRAILER - 1;	/* hex size, CRLF, CRLF; the trailer */
 	n = room > over ? MIN(len, room - over) : 0;
+	/* After a direct write the buffer tops the call up to what it alone
+	 * would have taken, no more: the rest waits upstream for on_writable
+	 * and goes direct then, in one flight, rather than copied twice. */
+	if (direct)
+		n = MIN(n, direct < VIREO_RESP_STREAM_BUF ? VIREO_RESP_STREAM_BUF - direct : 0);
 	if (n) {
 		if (c->chunked)
 			c->sbuf_len += (u32)ksnprintf((char *)c->sbuf + c->sbuf_len, 8, "%zx\r\n", n);
@@ -1025,7 +1039,7 @@ int vireo_resp_write(vireo_req r, const void *data, size_t len)
 	}
 	if (n < len)
 		c->want_writable = true;
-	return (int)n;
+	return (int)(direct + n);
 }
 
 int vireo_resp_end(vireo_req r)

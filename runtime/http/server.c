@@ -41,10 +41,13 @@
  * runtime's own /healthz and /metrics (exchange.c), which plain HTTP keeps
  * serving when http.redirect= sends everything else to HTTPS. A request
  * for a route is an exchange with a vireo_req handle (exchange.c); the
- * API's calls never write to lwIP or free anything themselves: they set up
- * the response and queue the connection's pump_work, so the app is never
- * re-entered from its own call and a handle of a freed connection is only
- * ever stale, never dangling.
+ * API's calls never end a connection, free anything or call the app
+ * themselves: they set up the response and queue the connection's
+ * pump_work, so the app is never re-entered from its own call and a handle
+ * of a freed connection is only ever stale, never dangling. The one write
+ * to lwIP an API call makes is vireo_resp_write()'s copy into the send
+ * queue when nothing of the stream is ahead of it (server_stream_direct(),
+ * images without TLS), which stops at any error and leaves it to the pump.
  */
 #include "kernel/mm/mm.h"
 #include "lib/types.h"
@@ -566,6 +569,52 @@ static err_t server_write_some(struct conn *c)
 		server_tls_bulk_release(c);	/* nothing went: the grant is for bytes in flight */
 	return ERR_OK;
 }
+
+#if !LWIP_ALTCP_TLS
+/* vireo_resp_write()'s bytes copied straight into lwIP's send queue, the
+ * head still unwritten first, when nothing of the stream is ahead of them
+ * in the stream buffer: a proxied body then leaves in flights as large as
+ * the copy room (HTTP_COPY_BULK_INFLIGHT with a grant) instead of 8 KiB
+ * stream-buffer loads a loop pass apart, and is copied once less. The same
+ * bounds as server_write_some() (the copy room, lwIP's send buffer); it
+ * never ends c nor calls the app: on an error it stops, and the pump
+ * (kicked by the caller) meets the error again and ends the connection.
+ * Returns how many of data's bytes lwIP took. */
+size_t server_stream_direct(struct conn *c, const void *data, size_t len)
+{
+	struct altcp_pcb *pcb = c->tc.pcb;
+	size_t done = 0, n;
+	bool wrote = false;
+
+	if (c->state != C_SEND || !c->stream || c->chunked || c->sbuf_off != c->sbuf_len ||
+	    c->body_off < c->body_len || !pcb)
+		return 0;
+	while (c->out_off < c->out_len) {
+		n = MIN((size_t)(c->out_len - c->out_off), (size_t)altcp_sndbuf(pcb));
+		n = MIN(n, server_copy_room(c, c->out_len - c->out_off));
+		if (!n || altcp_write(pcb, c->out + c->out_off, (u16_t)n, TCP_WRITE_FLAG_COPY) != ERR_OK)
+			goto out;
+		c->out_off += (u16)n;
+		c->tc.inflight += (u32)n;
+		http_server_stats.tx_bytes += n;
+		wrote = true;
+	}
+	while (done < len) {
+		n = MIN(len - done, (size_t)altcp_sndbuf(pcb));
+		n = MIN(n, server_copy_room(c, len - done));
+		if (!n || altcp_write(pcb, (const u8 *)data + done, (u16_t)n, TCP_WRITE_FLAG_COPY) != ERR_OK)
+			break;
+		done += n;
+		c->tc.inflight += (u32)n;
+		http_server_stats.tx_bytes += n;
+		wrote = true;
+	}
+out:
+	if (wrote)
+		altcp_output(pcb);	/* on failure lwIP retries from its timer */
+	return done;
+}
+#endif
 
 /*
  * Move the connection forward as far as it goes: write the response, then

@@ -64,7 +64,7 @@ def backend(ns, d):
 
 
 class Guest:
-    def __init__(self, ns, name, a, log):
+    def __init__(self, ns, name, a, log, extra=()):
         up = f"{ns.host_ip}:{BACKEND_PORT}"
         if name == "vireo":
             boot = ["-kernel", a.elf, "-append",
@@ -80,7 +80,7 @@ class Guest:
         self.log = log
         args = ["qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-m", str(a.mem), "-smp", "1",
                 "-nodefaults", "-no-user-config", "-display", "none", "-serial", f"file:{log}"] + boot + \
-            ns.qemu_args()
+            ns.qemu_args() + list(extra)
         self.proc = subprocess.Popen(ns.wrap + args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, start_new_session=True)
         rx = re.compile(ready, re.M)

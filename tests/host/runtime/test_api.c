@@ -62,6 +62,8 @@ static struct {
 	struct vireo_timer timer;
 	/* streaming */
 	size_t stream_total, stream_sent;
+	size_t stream_chunk;	/* bytes a vireo_resp_write(): 3000 if 0 */
+	int first_write;	/* what the first one took */
 	unsigned writable_calls, short_writes;
 	bool chunk_unknown;
 	/* TCP service */
@@ -286,14 +288,16 @@ static void stream_fill(vireo_req r, void *arg)
 {
 	t.writable_calls++;
 	while (t.stream_sent < t.stream_total) {
-		u8 chunk[3000];
-		size_t n = MIN(sizeof chunk, t.stream_total - t.stream_sent), i;
+		static u8 chunk[65536];
+		size_t n = MIN(t.stream_chunk ? t.stream_chunk : 3000, t.stream_total - t.stream_sent), i;
 		int w;
 
 		for (i = 0; i < n; i++)
 			chunk[i] = stream_byte(t.stream_sent + i);
 		w = vireo_resp_write(r, chunk, n);
 		assert_true(w >= 0);
+		if (!t.stream_sent)
+			t.first_write = w;
 		t.stream_sent += (size_t)w;
 		if ((size_t)w < n) {
 			t.short_writes++;
@@ -1342,6 +1346,58 @@ static void test_stream_slow_reader(void **state)
 		cl_abort(&c);
 		run_ms(100);
 	}
+}
+
+/* A write with nothing ahead of it in the stream buffer is copied into
+ * lwIP's queue at once, the head first, as far as the copy room goes
+ * (server_stream_direct()), and only the rest through the buffer: one
+ * 40,000-byte vireo_resp_write() takes more than VIREO_RESP_STREAM_BUF with
+ * a grant free (the buffer alone took at most that), never more than the
+ * room and the buffer; with every grant held, at most 8 KiB direct and the
+ * buffer. The body arrives whole and in order either way. */
+static void test_stream_direct(void **state)
+{
+	static u8 got[100000];
+
+	for (int held = 0; held < 2; held++) {
+		struct client c;
+		const u8 *head_end;
+		size_t i, n, cap = (held ? HTTP_COPY_INFLIGHT : HTTP_COPY_BULK_INFLIGHT) + VIREO_RESP_STREAM_BUF;
+
+		t.stream_total = 90000;
+		t.stream_chunk = 40000;
+		t.chunk_unknown = false;
+		t.stream_sent = 0;
+		t.done_true = 0;
+		t.first_write = -1;
+		http_server_stats.copy_bulk_grants = held ? HTTP_COPY_BULK_MAX : 0;
+		cl_open(&c, V4, HTTP_PORT);
+		cl_send_str(&c, "GET /t/stream HTTP/1.1\r\nHost: h\r\n\r\n");
+		for (i = 0; i < 400 && !t.done_true; i++)
+			run_ms(50), cl_resume(&c);
+		assert_int_equal(t.done_true, 1);
+		if (!held && t.first_write <= VIREO_RESP_STREAM_BUF)
+			fail_msg("granted: the first write took %d bytes", t.first_write);
+		if (t.first_write <= 0 || (size_t)t.first_write > cap)
+			fail_msg("the first write took %d bytes, over %zu", t.first_write, cap);
+		run_ms(300);
+		head_end = memmem(c.buf, c.len, "\r\n\r\n", 4);
+		assert_non_null(head_end);
+		if (!memmem(c.buf, (size_t)(head_end + 4 - c.buf), "Content-Length: 90000\r\n", 23))
+			fail_msg("head: %.*s", (int)(head_end - c.buf), (const char *)c.buf);
+		n = c.len - (size_t)(head_end + 4 - c.buf);
+		assert_int_equal(n, t.stream_total);
+		memcpy(got, head_end + 4, n);
+		for (i = 0; i < n; i++)
+			if (got[i] != stream_byte(i))
+				fail_msg("byte %zu: %u, want %u", i, got[i], stream_byte(i));
+		if (held)
+			http_server_stats.copy_bulk_grants = 0;	/* the others' end */
+		run_ms(300);
+		assert_int_equal(http_server_stats.copy_bulk_grants, 0);
+		cl_close(&c);
+	}
+	t.stream_chunk = 0;
 }
 
 /* vireo_resp_abort(): what was written goes out, then the connection
@@ -2862,6 +2918,7 @@ int main(void)
 		T(test_stream_abort),
 		T(test_stream_copy_bulk),
 		T(test_stream_slow_reader),
+		T(test_stream_direct),
 		T(test_misuse_refused),
 		T(test_deferred_work_and_timer),
 		T(test_tcp_service),
