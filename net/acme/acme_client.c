@@ -179,6 +179,16 @@ static enum acme_action send_account(struct acme_client *a)
 		acme_jw_str(&w, a->contact, strlen(a->contact));
 		acme_jw_raw(&w, "]", 1);
 	}
+	if (a->eab) {
+		size_t n = 0;
+
+		acme_jw_key(&w, "externalAccountBinding");
+		/* the JWS straight into the payload, its room checked by eab */
+		if (!w.err && (w.cap - w.len < 2 ||
+			       a->eab(a->eab_ctx, a->new_account, w.buf + w.len, w.cap - w.len - 1, &n) != 0))
+			return fail(a, "the externalAccountBinding could not be made", NULL);
+		w.len += n;
+	}
 	acme_jw_raw(&w, "}", 1);
 	if (w.err)
 		return fail(a, "newAccount payload too large", NULL);
@@ -670,6 +680,8 @@ enum acme_action acme_client_start(struct acme_client *a, const struct acme_cfg 
 	    strlen(cfg->csr_b64) > ACME_CSR_B64_MAX)
 		return fail(a, "no CSR", NULL);
 	a->csr_b64 = cfg->csr_b64;
+	a->eab = cfg->eab;
+	a->eab_ctx = cfg->eab_ctx;
 	a->challenge = cfg->challenge;
 	/* the account URL of an earlier attempt only if on this directory */
 	if (url_origin_len(account) == url_origin_len(a->dir) && memcmp(account, a->dir, url_origin_len(a->dir)) == 0)
