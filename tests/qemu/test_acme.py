@@ -33,7 +33,10 @@ first: the first order fails and backs off while the generated
 certificate serves; with pebble up, `cert renew` orders, pebble's VA checks
 the acmeIdentifier certificate on port 443, and the issued certificate
 then verifies. PEBBLE_VA_NOSLEEP=1 throughout (no random waits
-before validation). About 55 s for both once the image is built."""
+before validation). About 55 s for both once the image is built.
+
+A third boot, test_acme_eab_pebble, checks External Account Binding
+against a pebble that requires it (about 15 s)."""
 import calendar
 import os
 import re
