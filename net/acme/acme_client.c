@@ -755,3 +755,23 @@ enum acme_action acme_client_next(struct acme_client *a, const struct acme_resp 
 		return fail(a, "no request outstanding", NULL);
 	}
 }
+
+int acme_ari_window(const char *body, size_t len, struct acme_json_tok *t, unsigned cap, u64 *start, u64 *end)
+{
+	struct acme_json j;
+	char v[40];
+	size_t n;
+	u64 s0, e0;
+	int w;
+
+	if (acme_json_parse(&j, body, len, t, cap) != AJ_OK)
+		return -1;
+	w = acme_json_get(&j, 0, "suggestedWindow");
+	if (acme_json_str(&j, acme_json_get(&j, w, "start"), v, sizeof v, &n) != 0 || !acme_rfc3339(v, n, &s0) ||
+	    acme_json_str(&j, acme_json_get(&j, w, "end"), v, sizeof v, &n) != 0 || !acme_rfc3339(v, n, &e0) ||
+	    e0 <= s0)
+		return -1;
+	*start = s0;
+	*end = e0;
+	return 0;
+}

@@ -169,6 +169,14 @@ enum acme_action acme_client_start(struct acme_client *a, const struct acme_cfg 
 /* The response to req: the next action. */
 enum acme_action acme_client_next(struct acme_client *a, const struct acme_resp *r);
 
+/* A renewalInfo response's body (RFC 9773 section 4.2: JSON with
+ * "suggestedWindow": {"start": RFC 3339, "end": RFC 3339}, an optional
+ * "explanationURL" ignored) into *start and *end, Unix seconds, parsed
+ * into t[cap]. 0, or -1 (not that JSON, a date that does not parse, or an
+ * end not after its start: RFC 9773 says to treat such a window as none).
+ * The caller picks its moment with acme_renew_at() (ari). */
+int acme_ari_window(const char *body, size_t len, struct acme_json_tok *t, unsigned cap, u64 *start, u64 *end);
+
 /* An https URL's parts, for the transport: host (a name or an IPv4
  * literal; an IPv6 literal's brackets dropped) into host[hostcap], the
  * port (443 when absent) and the path with its query (at least "/").

@@ -480,6 +480,37 @@ static void test_eab(void **state)
 	to_order();
 }
 
+/* RFC 9773's renewalInfo: the window read; anything else is no window. */
+static void test_ari_window(void **state)
+{
+	static const char good[] = "{\"suggestedWindow\":{\"start\":\"2025-01-02T04:00:00Z\","
+				   "\"end\":\"2025-01-03T04:00:00Z\"},\"explanationURL\":\"https://ca.test/x\"}";
+	static const char *const bad[] = {
+		"{\"suggestedWindow\":{\"start\":\"2025-01-03T04:00:00Z\",\"end\":\"2025-01-02T04:00:00Z\"}}",
+		"{\"suggestedWindow\":{\"start\":\"2025-01-02T04:00:00Z\",\"end\":\"2025-01-02T04:00:00Z\"}}",
+		"{\"suggestedWindow\":{\"start\":\"2025-01-02T04:00:00Z\"}}",
+		"{\"suggestedWindow\":{\"start\":1735790400,\"end\":1735876800}}",
+		"{\"suggestedWindow\":\"soon\"}",
+		"{\"suggestedWindow\":{\"start\":\"2025-01-02\",\"end\":\"2025-01-03\"}}",
+		"{\"suggestedWindow\":{\"start\":\"2025-01-02T04:00:00Z\",\"end\":\"2025-01-03T04:00:00Z\"}",
+		"[]",
+		"",
+	};
+	struct acme_json_tok t[16];
+	u64 st = 1, en = 2;
+
+	assert_int_equal(acme_ari_window(good, strlen(good), t, 16, &st, &en), 0);
+	assert_int_equal(st, 1735790400);
+	assert_int_equal(en, 1735876800);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		st = 1, en = 2;
+		if (acme_ari_window(bad[i], strlen(bad[i]), t, 16, &st, &en) != -1 || st != 1 || en != 2)
+			fail_msg("accepted: %s", bad[i]);
+	}
+	/* more tokens than room: refused, not overrun */
+	assert_int_equal(acme_ari_window(good, strlen(good), t, 4, &st, &en), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -492,6 +523,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_start_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eab, setup, teardown),
 		cmocka_unit_test(test_url_split),
+		cmocka_unit_test(test_ari_window),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
