@@ -601,16 +601,27 @@ bench-tls: deps-test
 	$(Q)MAKE="$(MAKE)" tests/bench/bench_tls.sh
 
 # What a TLS handshake costs the server natively (tests/bench/hs_cost.c): its
-# ECDHE and signature with the image's mbedTLS configuration, built -O2 for
-# the host; runtime/http/hsgate.h's defaults come from it. About a minute to
-# build (all of mbedTLS), a second to run.
+# ECDHE and signature with the image's mbedTLS configuration, built for the
+# host twice: every file -O2 with frame pointers (the baseline), and with the
+# image's flags per file (net/tls/mbedtls.mk: MBEDTLS_COLD -Os, no frame
+# pointers; -mgeneral-regs-only for both); tests/bench/hs_cost_cmp.sh runs
+# them alternately and prints both and the ratio. runtime/http/hsgate.h's
+# defaults come from it. About two minutes to build (all of mbedTLS twice),
+# 10 s to run.
+HS_CFLAGS = -std=gnu11 -w -I. -Iinclude -Itests/host/shim -I$(MBEDTLS_SRCDIR)/include -I$(MBEDTLS_SRCDIR)/library \
+	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DHOST_TEST -DTLS_FIX_DIR='""'
+HS_LIB_CFLAGS = $(HS_CFLAGS) -mgeneral-regs-only -fno-asynchronous-unwind-tables
 bench-hs-cost: $(MBEDTLS_STAMP)
-	@mkdir -p $(BUILD)/bench
-	$(Q)$(HOST_CC) -std=gnu11 -O2 -w -I. -Iinclude -Itests/host/shim -I$(MBEDTLS_SRCDIR)/include \
-		-I$(MBEDTLS_SRCDIR)/library '-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"' -DHOST_TEST -DTLS_FIX_DIR='""' \
-		tests/bench/hs_cost.c $(TLS_HOST) $(MBEDTLS_ALT_SRCS) \
-		$(addprefix $(MBEDTLS_SRCDIR)/library/,$(MBEDTLS_SRCS)) -o $(BUILD)/bench/hs_cost
-	$(Q)$(BUILD)/bench/hs_cost
+	@rm -rf $(BUILD)/bench/hs-o2 $(BUILD)/bench/hs-image
+	@mkdir -p $(BUILD)/bench/hs-o2 $(BUILD)/bench/hs-image
+	$(Q)for f in $(MBEDTLS_ALT_SRCS) $(addprefix $(MBEDTLS_SRCDIR)/library/,$(MBEDTLS_SRCS)); do \
+		b=$$(basename $$f .c); os=; case " $(MBEDTLS_COLD) " in *" $$b "*) os=-Os;; esac; \
+		$(HOST_CC) $(HS_LIB_CFLAGS) -O2 -fno-omit-frame-pointer -c $$f -o $(BUILD)/bench/hs-o2/$$b.o & \
+		$(HOST_CC) $(HS_LIB_CFLAGS) -O2 $$os -fomit-frame-pointer -momit-leaf-frame-pointer -c $$f \
+			-o $(BUILD)/bench/hs-image/$$b.o || exit 1; wait $$! || exit 1; done
+	$(Q)for v in o2 image; do $(HOST_CC) $(HS_CFLAGS) -O2 tests/bench/hs_cost.c $(TLS_HOST) \
+		$(BUILD)/bench/hs-$$v/*.o -o $(BUILD)/bench/hs_cost_$$v || exit 1; done
+	$(Q)tests/bench/hs_cost_cmp.sh $(BUILD)/bench/hs_cost_o2 $(BUILD)/bench/hs_cost_image
 
 # apps/kv: GET and PUT req/s at 1 and 32 connections (wrk over a tap in a
 # namespace, one boot of make APP=apps/kv; tests/bench/kv.py). BENCH_DURATION
@@ -845,7 +856,8 @@ help:
 	@echo "                  https req/s c1/c32, 64 KiB MB/s, handshakes/s (BENCH_REPS=1"
 	@echo "                  BENCH_DURATION=5 BENCH_MEM=256; about 6 min; needs root)"
 	@echo "  make bench-hs-cost  a TLS handshake's server crypto natively (ECDHE, signature),"
-	@echo "                  vireo's mbedTLS configuration at -O2 (about a minute to build)"
+	@echo "                  vireo's mbedTLS configuration, the image's per-file flags against -O2"
+	@echo "                  everywhere, with the ratio (about two minutes to build)"
 	@echo "  make bench-1m   1 MiB body: vireo (APP_EXTRA with 1m.bin) vs nginx with /www/1m.bin"
 	@echo "                  added, shared harness: 612 B req/s and 1 MiB MB/s at c1/c32"
 	@echo "                  (BENCH_REPS=1 BENCH_DURATION=5 BENCH_MEM=256; needs root)"

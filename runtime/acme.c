@@ -63,6 +63,37 @@ CMDLINE_PARAM(acme_contact, .key = "acme.contact", .type = CMDLINE_STR, .dst = a
 	      .dst_size = sizeof(acme_contact_opt), .def = "", .values = "mailto:address",
 	      .help = "the ACME account's contact (make TLS=1); empty: none");
 
+/* External Account Binding (RFC 8555 section 7.3.4): the key identifier
+ * and the MAC key a CA that requires it hands out with the account. The
+ * MAC key is a secret: hidden in the configuration's origin log, decoded
+ * here at parse time and never refused there (a refusal's warning would
+ * quote it); a bad one is remembered, and acme_start() says so by rule. */
+static char acme_eab_kid_opt[ACME_EAB_KID_MAX + 1];
+CMDLINE_PARAM(acme_eab_kid, .key = "acme.eab_kid", .type = CMDLINE_STR, .dst = acme_eab_kid_opt,
+	      .dst_size = sizeof(acme_eab_kid_opt), .def = "", .values = "the CA's key identifier (at most 128 bytes)",
+	      .help = "External Account Binding's key identifier (make TLS=1), with acme.eab_hmac=; empty: none");
+static u8 acme_eab_key[ACME_EAB_KEY_MAX];
+static size_t acme_eab_key_len;
+static bool acme_eab_key_bad;
+static int acme_eab_hmac_parse(const char *val, void *dst, char *why, size_t why_len)
+{
+	size_t n = strlen(val);
+
+	(void)dst, (void)why, (void)why_len;
+	memset(acme_eab_key, 0, sizeof acme_eab_key);
+	acme_eab_key_len = 0;
+	acme_eab_key_bad = n > 0 && (b64url_decode(val, n, acme_eab_key, sizeof acme_eab_key, &acme_eab_key_len) != 0 ||
+				     acme_eab_key_len == 0);
+	if (acme_eab_key_bad) {
+		memset(acme_eab_key, 0, sizeof acme_eab_key);
+		acme_eab_key_len = 0;
+	}
+	return 0;
+}
+CMDLINE_PARAM(acme_eab_hmac, .key = "acme.eab_hmac", .type = CMDLINE_CUSTOM, .parse = acme_eab_hmac_parse,
+	      .def = "none", .secret = true, .values = "base64url of 1-128 bytes (empty: none)",
+	      .help = "External Account Binding's MAC key (make TLS=1), as the CA gives it; never logged");
+
 static const char *const acme_challenge_choices[] = { "http-01", "tls-alpn-01", NULL };
 static int acme_challenge_opt;	/* enum acme_challenge_type */
 CMDLINE_PARAM(acme_challenge, .key = "acme.challenge", .type = CMDLINE_ENUM, .dst = &acme_challenge_opt,
@@ -126,6 +157,18 @@ static int acme_rng(void *ctx, unsigned char *out, size_t len)
 	(void)ctx;
 	random_bytes(out, len);
 	return 0;
+}
+
+/* acme_cfg's eab: the externalAccountBinding JWS over the account's JWK. */
+static int acme_eab(void *ctx, const char *url, char *out, size_t cap, size_t *len)
+{
+	char jwk[ACME_JWK_MAX];
+	size_t n;
+
+	(void)ctx;
+	if (acme_jwk(&acme.account, jwk, sizeof jwk, &n) != 0)
+		return -1;
+	return acme_eab_jws(acme_eab_kid_opt, acme_eab_key, acme_eab_key_len, url, jwk, n, out, cap, len);
 }
 
 static void acme_cert_lines(const char *args);
@@ -542,6 +585,19 @@ void acme_start(void)
 		kprintf("acme: acme.contact=%s: not a mailto: address; ACME off\n", acme_contact_opt);
 		return;
 	}
+	if (acme_eab_key_bad || !acme_eab_kid_opt[0] != !acme_eab_key_len) {
+		strlcpy(acme.last_error, "acme.eab_kid= and acme.eab_hmac= refused", sizeof acme.last_error);
+		kprintf("acme: %s; ACME off\n",
+			acme_eab_key_bad ? "acme.eab_hmac= is not base64url of 1 to 128 bytes"
+					 : "External Account Binding needs both acme.eab_kid= and acme.eab_hmac=");
+		return;
+	}
+	for (const char *k = acme_eab_kid_opt; *k; k++)
+		if (*k < 0x20 || *k > 0x7e || *k == '"' || *k == '\\') {
+			strlcpy(acme.last_error, "acme.eab_kid= refused", sizeof acme.last_error);
+			kprintf("acme: acme.eab_kid=: printable ASCII but quote and backslash only; ACME off\n");
+			return;
+		}
 	acme.m = kzalloc(sizeof *acme.m);
 	acme.csr = kmalloc(ACME_CSR_B64_MAX + 1);
 	acme.jws = kmalloc(ACME_JWS_MAX);
@@ -579,9 +635,12 @@ void acme_start(void)
 	acme.cfg.contact = acme_contact_opt[0] ? acme_contact_opt : NULL;
 	acme.cfg.csr_b64 = acme.csr;
 	acme.cfg.challenge = acme_challenge_opt == 1 ? ACME_TLSALPN01 : ACME_HTTP01;
+	if (acme_eab_key_len)
+		acme.cfg.eab = acme_eab;
 	acme.state = AS_ORDERING;
-	kprintf("acme: account key made (P-256, in memory only: no store); directory %s, names %s, %s\n",
-		acme_directory_opt, names, acme_challenge_choices[acme_challenge_opt]);
+	kprintf("acme: account key made (P-256, in memory only: no store); directory %s, names %s, %s%s%s\n",
+		acme_directory_opt, names, acme_challenge_choices[acme_challenge_opt],
+		acme_eab_key_len ? ", External Account Binding as " : "", acme_eab_key_len ? acme_eab_kid_opt : "");
 	vireo_timer_init(&acme.timer, acme_attempt, NULL);
 	vireo_timer_start(&acme.timer, ACME_FIRST_MS);
 }

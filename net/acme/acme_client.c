@@ -179,6 +179,16 @@ static enum acme_action send_account(struct acme_client *a)
 		acme_jw_str(&w, a->contact, strlen(a->contact));
 		acme_jw_raw(&w, "]", 1);
 	}
+	if (a->eab) {
+		size_t n = 0;
+
+		acme_jw_key(&w, "externalAccountBinding");
+		/* the JWS straight into the payload, its room checked by eab */
+		if (!w.err && (w.cap - w.len < 2 ||
+			       a->eab(a->eab_ctx, a->new_account, w.buf + w.len, w.cap - w.len - 1, &n) != 0))
+			return fail(a, "the externalAccountBinding could not be made", NULL);
+		w.len += n;
+	}
 	acme_jw_raw(&w, "}", 1);
 	if (w.err)
 		return fail(a, "newAccount payload too large", NULL);
@@ -670,6 +680,8 @@ enum acme_action acme_client_start(struct acme_client *a, const struct acme_cfg 
 	    strlen(cfg->csr_b64) > ACME_CSR_B64_MAX)
 		return fail(a, "no CSR", NULL);
 	a->csr_b64 = cfg->csr_b64;
+	a->eab = cfg->eab;
+	a->eab_ctx = cfg->eab_ctx;
 	a->challenge = cfg->challenge;
 	/* the account URL of an earlier attempt only if on this directory */
 	if (url_origin_len(account) == url_origin_len(a->dir) && memcmp(account, a->dir, url_origin_len(a->dir)) == 0)
@@ -742,4 +754,24 @@ enum acme_action acme_client_next(struct acme_client *a, const struct acme_resp 
 	default:
 		return fail(a, "no request outstanding", NULL);
 	}
+}
+
+int acme_ari_window(const char *body, size_t len, struct acme_json_tok *t, unsigned cap, u64 *start, u64 *end)
+{
+	struct acme_json j;
+	char v[40];
+	size_t n;
+	u64 s0, e0;
+	int w;
+
+	if (acme_json_parse(&j, body, len, t, cap) != AJ_OK)
+		return -1;
+	w = acme_json_get(&j, 0, "suggestedWindow");
+	if (acme_json_str(&j, acme_json_get(&j, w, "start"), v, sizeof v, &n) != 0 || !acme_rfc3339(v, n, &s0) ||
+	    acme_json_str(&j, acme_json_get(&j, w, "end"), v, sizeof v, &n) != 0 || !acme_rfc3339(v, n, &e0) ||
+	    e0 <= s0)
+		return -1;
+	*start = s0;
+	*end = e0;
+	return 0;
 }

@@ -5,7 +5,8 @@
  * host test drives it with scripted CA responses.
  *
  * The flow: GET directory -> HEAD newNonce -> POST newAccount (jwk;
- * termsOfServiceAgreed, contact; the account URL from Location is the kid
+ * termsOfServiceAgreed, contact, externalAccountBinding when configured;
+ * the account URL from Location is the kid
  * of every later request) -> POST newOrder (every name) -> for each
  * authorization: POST-as-GET it; pending: the chosen challenge's token
  * is published (ACME_ACT_SERVE: token, and ident, the authorization's
@@ -115,6 +116,13 @@ struct acme_cfg {
 	const char *contact;	/* "mailto:..." or NULL */
 	const char *csr_b64;	/* the finalize CSR, base64url DER */
 	enum acme_challenge_type challenge;
+	/* External Account Binding (RFC 8555 section 7.3.4), or NULL: writes
+	 * the newAccount payload's externalAccountBinding value (a JWS,
+	 * acme_eab_jws()) for the newAccount URL into out[cap], *len without
+	 * the NUL; 0 or -1 (the attempt fails). The client holds no keys, so
+	 * the caller signs. */
+	int (*eab)(void *ctx, const char *url, char *out, size_t cap, size_t *len);
+	void *eab_ctx;
 };
 
 struct acme_client {
@@ -142,6 +150,8 @@ struct acme_client {
 	char names[ACME_NAMES_MAX][ACME_NAME_MAX + 1];
 	unsigned n_names;
 	char contact[ACME_CONTACT_MAX + 1];
+	int (*eab)(void *ctx, const char *url, char *out, size_t cap, size_t *len);
+	void *eab_ctx;
 	const char *csr_b64;
 	char payload[ACME_PAYLOAD_MAX];
 	/* the outcome of a failed attempt */
@@ -158,6 +168,14 @@ enum acme_action acme_client_start(struct acme_client *a, const struct acme_cfg 
 
 /* The response to req: the next action. */
 enum acme_action acme_client_next(struct acme_client *a, const struct acme_resp *r);
+
+/* A renewalInfo response's body (RFC 9773 section 4.2: JSON with
+ * "suggestedWindow": {"start": RFC 3339, "end": RFC 3339}, an optional
+ * "explanationURL" ignored) into *start and *end, Unix seconds, parsed
+ * into t[cap]. 0, or -1 (not that JSON, a date that does not parse, or an
+ * end not after its start: RFC 9773 says to treat such a window as none).
+ * The caller picks its moment with acme_renew_at() (ari). */
+int acme_ari_window(const char *body, size_t len, struct acme_json_tok *t, unsigned cap, u64 *start, u64 *end);
 
 /* An https URL's parts, for the transport: host (a name or an IPv4
  * literal; an IPv6 literal's brackets dropped) into host[hostcap], the

@@ -55,3 +55,61 @@ bool acme_retry_after(const char *s, u64 now, u64 *secs)
 		*secs = ACME_RETRY_AFTER_MAX_S;
 	return true;
 }
+
+static bool acme_digits(const char *s, unsigned n, u32 *v)
+{
+	*v = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		*v = *v * 10 + (u32)(s[i] - '0');
+	}
+	return true;
+}
+
+bool acme_rfc3339(const char *s, size_t n, u64 *unix_s)
+{
+	u32 y, mo, d, h, mi, sec, oh = 0, om = 0;
+	size_t k = 19;
+	char sign = 0;
+	u64 t, off;
+
+	if (n < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') || s[13] != ':' || s[16] != ':' ||
+	    !acme_digits(s, 4, &y) || !acme_digits(s + 5, 2, &mo) || !acme_digits(s + 8, 2, &d) ||
+	    !acme_digits(s + 11, 2, &h) || !acme_digits(s + 14, 2, &mi) || !acme_digits(s + 17, 2, &sec))
+		return false;
+	if (s[k] == '.') {
+		size_t f = ++k;
+
+		while (k < n && k - f < 10 && s[k] >= '0' && s[k] <= '9')
+			k++;
+		if (k == f || k - f > 9)
+			return false;
+	}
+	if (k < n && (s[k] == 'Z' || s[k] == 'z')) {
+		k++;
+	} else if (k + 6 == n && (s[k] == '+' || s[k] == '-') && s[k + 3] == ':' && acme_digits(s + k + 1, 2, &oh) &&
+		   acme_digits(s + k + 4, 2, &om) && oh <= 23 && om <= 59) {
+		sign = s[k];
+		k += 6;
+	} else {
+		return false;
+	}
+	if (k != n)
+		return false;
+	/* a leap second (60) counts as the next second's start */
+	t = wallclock_from_civil(y, mo, d, h, mi, sec == 60 ? 59 : sec);
+	if (t == 0 && !(y == 1970 && mo == 1 && d == 1 && h == 0 && mi == 0 && sec == 0))
+		return false;
+	t += sec == 60;
+	off = (u64)oh * 3600 + (u64)om * 60;
+	if (sign == '+') {	/* local time ahead of UTC */
+		if (off > t)
+			return false;
+		t -= off;
+	} else if (sign == '-') {
+		t += off;
+	}
+	*unix_s = t;
+	return true;
+}

@@ -47,4 +47,12 @@ u64 acme_backoff_s(unsigned failures, u64 retry_after_s, u64 rnd);
  * untouched, for anything else: the caller backs off as without one. */
 bool acme_retry_after(const char *s, u64 now, u64 *secs);
 
+/* An RFC 3339 date-time (s[n], no NUL needed), as RFC 9773's
+ * suggestedWindow writes it: YYYY-MM-DDTHH:MM:SS, an optional fraction of
+ * 1-9 digits (dropped), then Z or +HH:MM / -HH:MM ('t' and 'z' accepted
+ * too, section 5.6). Into *unix_s (UTC, years 1970-9999, the offset
+ * applied); false, *unix_s untouched, for anything else, a time before
+ * 1970 after its offset included. */
+bool acme_rfc3339(const char *s, size_t n, u64 *unix_s);
+
 #endif

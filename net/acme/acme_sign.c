@@ -4,6 +4,7 @@
 #include "mbedtls/asn1.h"
 #include "mbedtls/ecdsa.h"
 #include "mbedtls/ecp.h"
+#include "mbedtls/md.h"
 #include "mbedtls/platform.h"
 #include "mbedtls/sha256.h"
 #include "mbedtls/x509_csr.h"
@@ -123,6 +124,37 @@ static void acme_jw_b64(struct acme_jw *w, const void *in, size_t n)
 	w->len += B64URL_LEN(n);
 }
 
+/* A flattened JWS up to its signature: {"protected":"b64(hdr)",
+ * "payload":"b64(payload)","signature":" into w; in0, n0 and in1, n1
+ * locate the two base64url parts (the signing input is them with a '.'
+ * between). 0 or -1 (no room). */
+static __attribute__((noinline)) int acme_jws_open(struct acme_jw *w, const char *hdr, size_t hlen, const void *payload, size_t plen,
+			 size_t *in0, size_t *n0, size_t *in1, size_t *n1)
+{
+	acme_jw_raw(w, "{\"protected\":\"", 14);
+	*in0 = w->len;
+	acme_jw_b64(w, hdr, hlen);
+	*n0 = w->len - *in0;
+	acme_jw_raw(w, "\",\"payload\":\"", 13);
+	*in1 = w->len;
+	acme_jw_b64(w, payload, plen);
+	*n1 = w->len - *in1;
+	acme_jw_raw(w, "\",\"signature\":\"", 15);
+	return w->err ? -1 : 0;
+}
+
+/* The signature's base64url and the closing "}, *len. 0 or -1. */
+static __attribute__((noinline)) int acme_jws_close(struct acme_jw *w, const u8 *sig, size_t n, size_t *len)
+{
+	acme_jw_b64(w, sig, n);
+	acme_jw_raw(w, "\"}", 2);
+	if (w->err)
+		return -1;
+	if (len)
+		*len = w->len;
+	return 0;
+}
+
 int acme_jws(const struct acme_jws_in *in, tls_rng_fn rng, void *rng_ctx, char *out, size_t cap, size_t *len)
 {
 	/* The protected header: 40 bytes of names and punctuation, the nonce,
@@ -160,16 +192,8 @@ int acme_jws(const struct acme_jws_in *in, tls_rng_fn rng, void *rng_ctx, char *
 		return -1;
 
 	acme_jw_init(&w, out, cap);
-	acme_jw_raw(&w, "{\"protected\":\"", 14);
-	p0 = w.len;
-	acme_jw_b64(&w, hdr, h.len);
-	n0 = w.len - p0;
-	acme_jw_raw(&w, "\",\"payload\":\"", 13);
-	p1 = w.len;
-	acme_jw_b64(&w, in->payload ? in->payload : "", in->payload ? in->payload_len : 0);
-	n1 = w.len - p1;
-	acme_jw_raw(&w, "\",\"signature\":\"", 15);
-	if (w.err)
+	if (acme_jws_open(&w, hdr, h.len, in->payload ? in->payload : "", in->payload ? in->payload_len : 0, &p0, &n0,
+			  &p1, &n1) != 0)
 		return -1;
 
 	/* The signing input, ASCII(protected '.' payload), hashed in place. */
@@ -189,13 +213,50 @@ int acme_jws(const struct acme_jws_in *in, tls_rng_fn rng, void *rng_ctx, char *
 		return ret;
 	if (acme_sig_raw(sig, slen, raw) != 0)
 		return -1;
-	acme_jw_b64(&w, raw, sizeof(raw));
-	acme_jw_raw(&w, "\"}", 2);
-	if (w.err)
+	return acme_jws_close(&w, raw, sizeof(raw), len);
+}
+
+int acme_eab_jws(const char *kid, const u8 *key, size_t key_len, const char *url, const char *jwk, size_t jwk_len,
+		 char *out, size_t cap, size_t *len)
+{
+	char hdr[40 + ACME_EAB_KID_MAX + ACME_URL_MAX];
+	const mbedtls_md_info_t *md = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);
+	mbedtls_md_context_t ctx;
+	size_t p0, p1, n0, n1, klen;
+	struct acme_jw h, w;
+	u8 mac[32];
+	int ret;
+
+	klen = kid ? __builtin_strlen(kid) : 0;
+	if (klen == 0 || klen > ACME_EAB_KID_MAX || !key || key_len == 0 || key_len > ACME_EAB_KEY_MAX || !url ||
+	    __builtin_strlen(url) > ACME_URL_MAX || !jwk || jwk_len == 0 || jwk_len >= ACME_JWK_MAX || !md)
 		return -1;
-	if (len)
-		*len = w.len;
-	return 0;
+	for (size_t i = 0; i < klen; i++)
+		if (kid[i] < 0x20 || kid[i] > 0x7e || kid[i] == '"' || kid[i] == '\\')
+			return -1;
+	acme_jw_init(&h, hdr, sizeof(hdr));
+	acme_jw_raw(&h, "{\"alg\":\"HS256\"", 14);
+	acme_jw_key(&h, "kid");
+	acme_jw_str(&h, kid, klen);
+	acme_jw_key(&h, "url");
+	acme_jw_str(&h, url, __builtin_strlen(url));
+	acme_jw_raw(&h, "}", 1);
+	if (h.err)
+		return -1;
+
+	acme_jw_init(&w, out, cap);
+	if (acme_jws_open(&w, hdr, h.len, jwk, jwk_len, &p0, &n0, &p1, &n1) != 0)
+		return -1;
+	mbedtls_md_init(&ctx);
+	if ((ret = mbedtls_md_setup(&ctx, md, 1)) == 0 && (ret = mbedtls_md_hmac_starts(&ctx, key, key_len)) == 0 &&
+	    (ret = mbedtls_md_hmac_update(&ctx, (const u8 *)out + p0, n0)) == 0 &&
+	    (ret = mbedtls_md_hmac_update(&ctx, (const u8 *)".", 1)) == 0 &&
+	    (ret = mbedtls_md_hmac_update(&ctx, (const u8 *)out + p1, n1)) == 0)
+		ret = mbedtls_md_hmac_finish(&ctx, mac);
+	mbedtls_md_free(&ctx);
+	if (ret != 0)
+		return -1;
+	return acme_jws_close(&w, mac, sizeof(mac), len);
 }
 
 int acme_key_authz(const char *token, const char *thumb, char *out, size_t cap)

@@ -44,6 +44,24 @@ struct acme_jws_in {
  * NUL (*len without it). 0, -1 (bad input, no room), or an mbedTLS error. */
 int acme_jws(const struct acme_jws_in *in, tls_rng_fn rng, void *rng_ctx, char *out, size_t cap, size_t *len);
 
+/* External Account Binding (RFC 8555 section 7.3.4): the newAccount
+ * payload's "externalAccountBinding", a JWS in the flattened JSON
+ * serialization whose protected header is {"alg":"HS256","kid":kid,
+ * "url":url} (url: the newAccount URL), whose payload is the account's
+ * public JWK (jwk[jwk_len], acme_jwk()'s) and whose signature is
+ * HMAC-SHA256 under the CA's MAC key (key[key_len], decoded from
+ * base64url) over ASCII(protected '.' payload). kid: 1..ACME_EAB_KID_MAX
+ * bytes of printable ASCII but quote and backslash; key: 1..ACME_EAB_KEY_MAX
+ * bytes. Into out[cap] with a NUL (*len without it): 0 or -1 (bad input,
+ * no room). At most ACME_EAB_JWS_MAX bytes with the NUL: the header is at
+ * most 14 + 9 + 128 + 8 + 512 + 1 = 672 bytes, 896 in base64url; the JWK
+ * 170; the MAC 43; 44 of punctuation; the NUL: 1,154. */
+#define ACME_EAB_KID_MAX	128
+#define ACME_EAB_KEY_MAX	128
+#define ACME_EAB_JWS_MAX	1170
+int acme_eab_jws(const char *kid, const u8 *key, size_t key_len, const char *url, const char *jwk, size_t jwk_len,
+		 char *out, size_t cap, size_t *len);
+
 /* An ECDSA signature from DER (SEQUENCE { INTEGER r, INTEGER s }, as
  * mbedTLS writes it) to JWS's 64-byte R || S (RFC 7518 section 3.4). 0 or
  * -1 (not that DER, or a number over 32 bytes). */

@@ -408,6 +408,10 @@ int vireo_tls_step_begin(struct altcp_pcb *conn, struct mbedtls_ssl_context *ssl
 void vireo_tls_step_end(struct altcp_pcb *conn, struct mbedtls_ssl_context *ssl);
 #define ALTCP_MBEDTLS_HANDSHAKE_STEP_BEGIN(conn, ssl) vireo_tls_step_begin((conn), (ssl))
 #define ALTCP_MBEDTLS_HANDSHAKE_STEP_END(conn, ssl) vireo_tls_step_end((conn), (ssl))
+/* net/port/patches/0008: mbedTLS's random bytes straight from the kernel
+ * CSPRNG (net/tls/tls_port.c), with no CTR_DRBG or entropy module on top. */
+int vireo_tls_rng(void *ctx, unsigned char *out, __SIZE_TYPE__ len);
+#define ALTCP_MBEDTLS_RNG_DIRECT	vireo_tls_rng
 #endif
 #define TCP_MSS				1460	/* 1500 MTU - 40; IPv6 gets 1440 per route */
 /* Requests are small, so the receive window mainly bounds what one slow

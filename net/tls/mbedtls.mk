@@ -33,16 +33,29 @@ MBEDTLS_OBJS = $(patsubst %.c,$(BUILD)/mbedtls/%.o,$(MBEDTLS_SRCS))
 # What runs per record or per handshake's arithmetic stays -O2: the record
 # layer (ssl_msg, cipher: built -Os, 64 KiB responses over HTTPS at c1 made
 # 31-32 MB/s in two make bench-tls runs, 36-46 at -O2 in three), AES, GCM,
-# ChaCha20-Poly1305, SHA-256, bignum and the curves (ecp, ecp_curves,
-# bignum_core, x25519).
+# ChaCha20-Poly1305, bignum_core's multiply-accumulate, the P-256
+# reduction (ecp_curves) and x25519. bignum (division, inversion,
+# exponentiation around the core), ecp (the point arithmetic and combs) and
+# SHA-256 are -Os too since issue 33 made room for ACME: 9,728 B of the
+# image for about 3.5 % more instructions per handshake (X25519 and P-256
+# ECDHE plus a P-256 signature, callgrind on a host build with these flags;
+# docs/https.md, "Image size").
 MBEDTLS_COLD := ssl_tls ssl_tls13_server ssl_tls13_client ssl_tls13_keys ssl_tls13_generic \
 	ssl_tls12_server ssl_tls12_client ssl_client ssl_ticket ssl_ciphersuites \
 	psa_crypto psa_crypto_mac psa_crypto_ecp psa_crypto_hash psa_crypto_rsa psa_crypto_slot_management \
 	psa_crypto_client psa_crypto_cipher psa_crypto_aead psa_util \
 	x509 x509_crt x509_create x509write x509write_crt x509write_csr \
 	asn1parse asn1write oid pem base64 pk pk_wrap pk_ecc pkparse pkwrite \
-	rsa rsa_alt_helpers ecdsa ecdh md entropy ctr_drbg hmac_drbg sha512
+	rsa rsa_alt_helpers ecdsa ecdh md hmac_drbg sha512 bignum ecp sha256
 $(patsubst %,$(BUILD)/mbedtls/%.o,$(MBEDTLS_COLD)): MBEDTLS_LIB_CFLAGS += -Os
+# No frame pointer in mbedTLS (KCFLAGS keeps one everywhere else for
+# panic backtraces): rbp is one more register for the bignum and hash code
+# and no push/pop per call: 6,656 B of the TLS image, and fewer instructions
+# per handshake (about 3 %). The cost: a fault inside mbedTLS prints its rip
+# and registers, but the backtrace past it may stop or show a wrong frame
+# (kernel/panic.c follows rbp only while it points up the stack, so a stray
+# one ends the walk, never a second fault). The ALT objects get the same.
+MBEDTLS_LIB_CFLAGS += -fomit-frame-pointer -momit-leaf-frame-pointer
 # vireo's code behind mbedTLS's _ALT hooks (mbedtls_config.h says which; one is
 # added by net/tls/patches/0002), archived with the library (as
 # vireo-<name>.o) so every program that links mbedTLS (the image, the host

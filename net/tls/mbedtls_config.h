@@ -32,8 +32,8 @@
  * server does not check certificate dates, which is the client's job; session
  * tickets live by key rotation instead, below). Memory comes from vireo's bounded
  * TLS heap (net/tls/tls_port.c) through the calloc/free macros; randomness
- * from the kernel CSPRNG (kernel/random.h) through PSA's external RNG and the
- * entropy module's hardware-poll hook.
+ * from the kernel CSPRNG (kernel/random.h) through PSA's external RNG and
+ * vireo_tls_rng() (below).
  *
  * Code generation: the kernel is built with -mgeneral-regs-only (no SSE, no
  * FPU state to save in traps), so the AES-NI and SHA-NI paths are off and the
@@ -65,20 +65,17 @@ int ksnprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((forma
 #else
 #define MBEDTLS_PLATFORM_SNPRINTF_MACRO	ksnprintf
 #endif
-/* No standard-library entropy (there is no /dev/urandom): the one source is
- * mbedtls_hardware_poll(), the kernel CSPRNG. */
-#define MBEDTLS_NO_PLATFORM_ENTROPY
-#define MBEDTLS_ENTROPY_HARDWARE_ALT
 /* PSA (which TLS 1.3 uses for its key schedule and AEAD) reads the kernel
  * CSPRNG directly through mbedtls_psa_external_get_random() instead of
  * running a DRBG of its own on top of it. */
 #define MBEDTLS_PSA_CRYPTO_EXTERNAL_RNG
 
 /* ---- randomness for the TLS layer ---------------------------------------
- * lwIP's altcp_tls_mbedtls seeds a CTR_DRBG from the entropy module and gives
- * it to mbedtls_ssl_conf_rng(); both sit on top of the kernel CSPRNG. */
-#define MBEDTLS_ENTROPY_C
-#define MBEDTLS_CTR_DRBG_C
+ * Every f_rng mbedTLS is given is vireo_tls_rng() (net/tls/tls_port.c), the
+ * kernel CSPRNG itself: lwIP's altcp_tls takes it through
+ * ALTCP_MBEDTLS_RNG_DIRECT (net/port/patches/0008) instead of seeding a
+ * CTR_DRBG from the entropy module, so neither module is compiled (no
+ * MBEDTLS_ENTROPY_C, MBEDTLS_CTR_DRBG_C: 2.6 KiB of the image). */
 
 /* ---- TLS --------------------------------------------------------------- */
 #define MBEDTLS_SSL_TLS_C

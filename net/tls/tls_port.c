@@ -12,7 +12,6 @@
 #include "kernel/time/wallclock.h"
 #include "lib/string.h"
 #include "lib/metrics.h"
-#include "mbedtls/entropy.h"
 #include "mbedtls/platform_time.h"
 #include "mbedtls/platform_util.h"
 #include "psa/crypto.h"
@@ -50,11 +49,12 @@ void vireo_tls_free(void *p)
 	heap_free(&tls_heap, p);
 }
 
-/* MBEDTLS_ENTROPY_HARDWARE_ALT: the entropy module's only source. */
-int mbedtls_hardware_poll(void *data, unsigned char *out, size_t len, size_t *olen)
+/* mbedTLS's f_rng for everything that takes one (lwIP's altcp_tls through
+ * ALTCP_MBEDTLS_RNG_DIRECT, net/port/patches/0008; the certificates and keys
+ * made here): the kernel CSPRNG, with no DRBG of mbedTLS's on top. */
+int vireo_tls_rng(void *ctx, unsigned char *out, size_t len)
 {
 	random_bytes(out, len);
-	*olen = len;
 	return 0;
 }
 
@@ -85,12 +85,6 @@ long vireo_tls_time(long *t)
 mbedtls_ms_time_t mbedtls_ms_time(void)
 {
 	return (mbedtls_ms_time_t)(time_ns() / 1000000);
-}
-
-static int tls_rng(void *ctx, unsigned char *out, size_t len)
-{
-	random_bytes(out, len);
-	return 0;
 }
 
 /* The certificate served (tls.h): the one new handshakes get, in one of
@@ -296,7 +290,7 @@ static int tls_generate(const char *list)
 	}
 	tls_cert_validity(clock, now, &nb, &na);
 	t0 = time_ns();
-	if (tls_cert_generate(&tls_keys, names, nb, na, tls_rng, NULL, err, sizeof(err)) != 0) {
+	if (tls_cert_generate(&tls_keys, names, nb, na, vireo_tls_rng, NULL, err, sizeof(err)) != 0) {
 		kprintf("tls: %s; HTTPS off, HTTP unaffected\n", err);
 		return -1;
 	}
@@ -323,7 +317,7 @@ static int tls_load_keys(const char *names)
 		if (!tls_builtin_cert_len)
 			return tls_generate(names);
 		if (tls_keys_load(&tls_keys, tls_builtin_cert, tls_builtin_cert_len, tls_builtin_key,
-				  tls_builtin_key_len, tls_rng, NULL, err, sizeof(err)) != 0) {
+				  tls_builtin_key_len, vireo_tls_rng, NULL, err, sizeof(err)) != 0) {
 			kprintf("tls: %s; HTTPS off, HTTP unaffected\n", err);
 			return -1;
 		}
@@ -339,7 +333,7 @@ static int tls_load_keys(const char *names)
 	if (cert_ok && key_ok) {
 		tried = true;
 		ret = tls_keys_load(&tls_keys, (const unsigned char *)(uintptr_t)fc->base, fc->len,
-				    (const unsigned char *)(uintptr_t)fk->base, fk->len, tls_rng, NULL, err,
+				    (const unsigned char *)(uintptr_t)fk->base, fk->len, vireo_tls_rng, NULL, err,
 				    sizeof(err));
 	}
 	/* The key is parsed into the TLS heap (or refused): its file's bytes
@@ -512,7 +506,7 @@ static int tls_regen(void)
 	}
 	clock = tls_now_s(&now);
 	tls_cert_validity(clock, now, &nb, &na);
-	if (tls_cert_generate(&k, &tls_gen_names, nb, na, tls_rng, NULL, err, sizeof(err)) != 0) {
+	if (tls_cert_generate(&k, &tls_gen_names, nb, na, vireo_tls_rng, NULL, err, sizeof(err)) != 0) {
 		kprintf("cert: %s; the certificate served is unchanged\n", err);
 		return -ENOMEM;
 	}

@@ -33,7 +33,10 @@ first: the first order fails and backs off while the generated
 certificate serves; with pebble up, `cert renew` orders, pebble's VA checks
 the acmeIdentifier certificate on port 443, and the issued certificate
 then verifies. PEBBLE_VA_NOSLEEP=1 throughout (no random waits
-before validation). About 55 s for both once the image is built."""
+before validation). About 55 s for both once the image is built.
+
+A third boot, test_acme_eab_pebble, checks External Account Binding
+against a pebble that requires it (about 15 s)."""
 import calendar
 import json
 import os
@@ -77,13 +80,15 @@ def api_cert(d, ip):
 class Pebble:
     """pebble in the namespace, on host_ip: API 14000, management 15000."""
 
-    def __init__(self, ns, d, nonce_reject, validity=0):
+    def __init__(self, ns, d, nonce_reject, validity=0, eab=None):
         cfg = f"{d}/pebble.json"
-        with open(cfg, "w") as f:
+        with open(cfg, "w") as f:	# eab: {kid: base64url MAC key}, and then required
             f.write('{"pebble": {"listenAddress": "%s:14000", "managementListenAddress": "%s:15000", '
                     '"certificate": "%s/api.pem", "privateKey": "%s/api.key", "httpPort": 80, "tlsPort": 443, '
-                    '"ocspResponderURL": "", "externalAccountBindingRequired": false%s}}'
-                    % (ns.host_ip, ns.host_ip, d, d,
+                    '"ocspResponderURL": "", "externalAccountBindingRequired": %s%s%s}}'
+                    % (ns.host_ip, ns.host_ip, d, d, "true" if eab else "false",
+                       ', "externalAccountMACKeys": {%s}' % ", ".join(f'"{k}": "{v}"' for k, v in eab.items())
+                       if eab else "",
                        ', "certificateValidityPeriod": %d' % validity if validity else ""))
         env = dict(os.environ, PEBBLE_VA_NOSLEEP="1", PEBBLE_WFE_NONCEREJECT=str(nonce_reject))
         self.ns, self.log = ns, open(f"{d}/pebble-{nonce_reject}.log", "w+")
@@ -340,5 +345,45 @@ def test_acme_tls_alpn01_pebble(netns, tmp_path):
             vm.stop()
         if pebble:
             pebble.stop()
+        dns.kill()
+        dns.wait(timeout=10)
+
+
+EAB_KID = "kid-vireo"
+EAB_KEY = "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W"	# 48 bytes
+EAB_OTHER = "V2hhdCBwZWJibGUga25vd3MgYW5kIHZpcmVvIGRvZXMgbm90LCA0OCBieXRlcyEh"
+
+
+def test_acme_eab_pebble(netns, tmp_path):
+    """External Account Binding (RFC 8555 section 7.3.4) against a pebble
+    that requires it: first with another MAC key for the appliance's kid
+    (newAccount refused, the generated certificate keeps serving), then,
+    pebble restarted with the appliance's key, `cert renew` gets an
+    account and a certificate. The MAC key never reaches the console."""
+    ns = netns
+    d, img, dns = prepare(ns, tmp_path)
+    pebble = Pebble(ns, d, 0, eab={EAB_KID: EAB_OTHER})
+    cmdline = (f"ip={ns.guest_ip}/24 egress.allow={ns.host_ip}/32 acme.directory=https://{ns.host_ip}:14000/dir "
+               f"acme.names={NAMES[0]} acme.eab_kid={EAB_KID} acme.eab_hmac={EAB_KEY}")
+    vm = None
+    try:
+        vm = Vm(image=str(img), cmdline=cmdline, wrap=ns.wrap, extra=ns.qemu_args())
+        vm.wait_for(READY, timeout=120)
+        vm.wait_for(r"^acme: account key made .*, External Account Binding as " + EAB_KID + "$", timeout=10)
+        fail = vm.wait_for(r"^acme: order failed: account: (.*); the certificate served stays", timeout=60)
+        assert "no response" not in fail.group(1), fail.group(0)	# the CA's refusal, not the transport
+        pebble.stop()
+        pebble = Pebble(ns, d, 0, eab={EAB_KID: EAB_KEY})
+        mark = len(vm.text)
+        vm.send("cert renew\r")
+        vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60, start=mark)
+        root = pebble.root(tmp_path / "root.pem")
+        r = curl_verify(ns, root, NAMES[0])
+        assert r.returncode == 0 and r.stdout.decode().endswith("ok\n\n200"), (r.stdout, r.stderr)
+        assert EAB_KEY not in vm.text and EAB_KEY[:16] not in vm.text
+    finally:
+        if vm:
+            vm.stop()
+        pebble.stop()
         dns.kill()
         dns.wait(timeout=10)

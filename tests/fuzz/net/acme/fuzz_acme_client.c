@@ -8,7 +8,8 @@
  * the client's buffer; a served token base64url of at most 128 and its
  * name one of the order's; a failure's last_error non-empty and printable
  * without quotes or backslashes; the client never asks for more after
- * done or failed. */
+ * done or failed. Each response is also read as a renewalInfo body
+ * (acme_ari_window(): a window it returns ends after it starts). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -108,6 +109,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(body, data + pos, len);
 		r.body = len > 1 ? body + 1 : NULL;
 		r.len = len > 1 ? len - 1 : 0;
+		if (r.body) {	/* as a renewalInfo body too: a window read is a window */
+			u64 st, en;
+
+			if (acme_ari_window(r.body, r.len, a.t, ACME_TOKS, &st, &en) == 0 && en <= st)
+				abort();
+		}
 		act = acme_client_next(&a, &r);
 		check(act);
 		free(body);

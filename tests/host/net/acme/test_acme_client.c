@@ -424,6 +424,93 @@ static void test_url_split(void **state)
 	assert_false(acme_url_split("https://a-very-long-host-name.test/", host, 8, &port, &path));
 }
 
+/* External Account Binding: the caller's JWS (the client holds no keys)
+ * is the newAccount payload's externalAccountBinding, asked for with the
+ * directory's newAccount URL; a failing or overlong one fails the attempt. */
+static char eab_url[600];
+static int eab_ret;
+static size_t eab_fill;
+static int fake_eab(void *ctx, const char *url, char *out, size_t cap, size_t *len)
+{
+	assert_ptr_equal(ctx, &eab_ret);
+	snprintf(eab_url, sizeof eab_url, "%s", url);
+	if (eab_fill) {	/* all the room it is given: no room left for the '}' */
+		memset(out, 'x', cap - 1);
+		out[cap - 1] = '\0';
+		*len = cap - 1;
+		return 0;
+	}
+	if (eab_ret)
+		return eab_ret;
+	*len = (size_t)snprintf(out, cap, "{\"protected\":\"P\",\"payload\":\"Q\",\"signature\":\"S\"}");
+	return 0;
+}
+
+static void test_eab(void **state)
+{
+	struct acme_cfg c = cfg;
+
+	c.eab = fake_eab, c.eab_ctx = &eab_ret;
+	nonce_k = 0, eab_ret = 0, eab_fill = 0;
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_SEND);
+	assert_int_equal(json(200, NULL, DIR_JSON), ACME_ACT_SEND);
+	want_req(ACME_POST, CA "/acct",
+		 "{\"termsOfServiceAgreed\":true,\"contact\":[\"mailto:ops@a.test\"],\"externalAccountBinding\":"
+		 "{\"protected\":\"P\",\"payload\":\"Q\",\"signature\":\"S\"}}");
+	assert_string_equal(eab_url, CA "/acct");
+	assert_int_equal(json(201, CA "/acct/7", "{\"status\":\"valid\"}"), ACME_ACT_SEND);
+	want_req(ACME_POST, CA "/order",
+		 "{\"identifiers\":[{\"type\":\"dns\",\"value\":\"a.test\"},{\"type\":\"dns\",\"value\":\"b.test\"}]}");
+	/* the signer fails: so does the attempt, before anything is sent */
+	eab_ret = -1;
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_SEND);
+	assert_int_equal(json(200, NULL, DIR_JSON), ACME_ACT_FAIL);
+	assert_non_null(strstr(a->last_error, "externalAccountBinding"));
+	/* one that takes all the room it is given: the closing brace still
+	 * fits, the payload is full to its last byte and no further (ASan) */
+	eab_ret = 0, eab_fill = 1;
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_SEND);
+	assert_int_equal(json(200, NULL, DIR_JSON), ACME_ACT_SEND);
+	assert_int_equal(a->req.payload_len, ACME_PAYLOAD_MAX - 1);
+	assert_int_equal(a->req.payload[a->req.payload_len - 1], '}');
+	assert_int_equal(a->req.payload[a->req.payload_len - 2], 'x');
+	eab_fill = 0;
+	/* without one, no member */
+	nonce_k = 0;
+	to_order();
+}
+
+/* RFC 9773's renewalInfo: the window read; anything else is no window. */
+static void test_ari_window(void **state)
+{
+	static const char good[] = "{\"suggestedWindow\":{\"start\":\"2025-01-02T04:00:00Z\","
+				   "\"end\":\"2025-01-03T04:00:00Z\"},\"explanationURL\":\"https://ca.test/x\"}";
+	static const char *const bad[] = {
+		"{\"suggestedWindow\":{\"start\":\"2025-01-03T04:00:00Z\",\"end\":\"2025-01-02T04:00:00Z\"}}",
+		"{\"suggestedWindow\":{\"start\":\"2025-01-02T04:00:00Z\",\"end\":\"2025-01-02T04:00:00Z\"}}",
+		"{\"suggestedWindow\":{\"start\":\"2025-01-02T04:00:00Z\"}}",
+		"{\"suggestedWindow\":{\"start\":1735790400,\"end\":1735876800}}",
+		"{\"suggestedWindow\":\"soon\"}",
+		"{\"suggestedWindow\":{\"start\":\"2025-01-02\",\"end\":\"2025-01-03\"}}",
+		"{\"suggestedWindow\":{\"start\":\"2025-01-02T04:00:00Z\",\"end\":\"2025-01-03T04:00:00Z\"}",
+		"[]",
+		"",
+	};
+	struct acme_json_tok t[16];
+	u64 st = 1, en = 2;
+
+	assert_int_equal(acme_ari_window(good, strlen(good), t, 16, &st, &en), 0);
+	assert_int_equal(st, 1735790400);
+	assert_int_equal(en, 1735876800);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		st = 1, en = 2;
+		if (acme_ari_window(bad[i], strlen(bad[i]), t, 16, &st, &en) != -1 || st != 1 || en != 2)
+			fail_msg("accepted: %s", bad[i]);
+	}
+	/* more tokens than room: refused, not overrun */
+	assert_int_equal(acme_ari_window(good, strlen(good), t, 4, &st, &en), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -434,7 +521,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hostile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_poll_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_start_checks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_eab, setup, teardown),
 		cmocka_unit_test(test_url_split),
+		cmocka_unit_test(test_ari_window),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

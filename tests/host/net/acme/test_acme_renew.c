@@ -147,6 +147,61 @@ static void test_retry_after(void **state)
 	}
 }
 
+/* RFC 3339 date-times as RFC 9773's suggestedWindow writes them; the
+ * expected values are python3's datetime.fromisoformat(...).timestamp(). */
+static void test_rfc3339(void **state)
+{
+	static const struct {
+		const char *s;
+		u64 want;	/* 0: refused */
+	} c[] = {
+		{ "2025-01-02T04:00:00Z", 1735790400 },
+		{ "2025-01-02t04:00:00z", 1735790400 },
+		{ "2025-01-03T04:00:00.123456789Z", 1735876800 },
+		{ "2025-01-02T05:30:00+01:30", 1735790400 },
+		{ "2025-01-01T23:00:00-05:00", 1735790400 },
+		{ "1970-01-01T00:00:00Z", 0 },	/* valid, the epoch: checked below */
+		{ "2016-12-31T23:59:60Z", 1483228800 },	/* a leap second */
+		{ "2025-01-02T04:00:00", 0 },	/* no offset */
+		{ "2025-01-02 04:00:00Z", 0 },
+		{ "2025-13-02T04:00:00Z", 0 },
+		{ "2025-02-30T04:00:00Z", 0 },
+		{ "2025-01-02T24:00:00Z", 0 },
+		{ "2025-01-02T04:00:00.Z", 0 },
+		{ "2025-01-02T04:00:00.1234567890Z", 0 },
+		{ "2025-01-02T04:00:00+24:00", 0 },
+		{ "2025-01-02T04:00:00+01:60", 0 },
+		{ "2025-01-02T04:00:00+0100", 0 },
+		{ "2025-01-02T04:00:00Zx", 0 },
+		{ "1970-01-01T00:30:00+01:00", 0 },	/* before 1970 in UTC */
+		{ "+025-01-02T04:00:00Z", 0 },
+		{ "", 0 },
+	};
+	u64 t;
+
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		bool ok = acme_rfc3339(c[i].s, strlen(c[i].s), &t);
+
+		if (strcmp(c[i].s, "1970-01-01T00:00:00Z") == 0) {
+			assert_true(ok);
+			assert_int_equal(t, 0);
+			continue;
+		}
+		if (c[i].want) {
+			if (!ok || t != c[i].want)
+				fail_msg("%s: %d %llu, want %llu", c[i].s, ok, (unsigned long long)t,
+					 (unsigned long long)c[i].want);
+		} else {
+			t = 7;
+			if (ok || t != 7)
+				fail_msg("%s: accepted", c[i].s);
+		}
+	}
+	/* the length is what counts, not a NUL */
+	assert_true(acme_rfc3339("2025-01-02T04:00:00Zjunk", 20, &t));
+	assert_int_equal(t, 1735790400);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -154,6 +209,7 @@ int main(void)
 		cmocka_unit_test(test_renew_range),
 		cmocka_unit_test(test_backoff),
 		cmocka_unit_test(test_retry_after),
+		cmocka_unit_test(test_rfc3339),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,8 @@
  * DER-to-raw conversion on hostile input; key authorizations, the HTTP-01
  * path and TLS-ALPN-01's digest (against openssl's SHA-256) and its
  * certificate's acmeIdentifier extension (parsed back by mbedTLS and by
- * openssl); the finalize CSR checked by `openssl req -verify`. */
+ * openssl); the finalize CSR checked by `openssl req -verify`; External
+ * Account Binding's HS256 JWS against python3's. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -571,12 +572,70 @@ static void test_ari_cert_id(void **state)
 	run(cmd, id, sizeof(id));
 }
 
+/* External Account Binding's JWS against one python3 computed
+ * independently (json, base64, hmac; RFC 8555 section 7.3.4's form), pebble's
+ * example MAC key; then each bound refused, and too little room. */
+#define EAB_KEY_B64 "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W"
+#define EAB_JWK "{\"crv\":\"P-256\",\"kty\":\"EC\",\"x\":\"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU\"," \
+	"\"y\":\"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0\"}"
+static void test_eab(void **state)
+{
+	static const char want[] =
+		"{\"protected\":\"eyJhbGciOiJIUzI1NiIsImtpZCI6ImtpZC0xIiwidXJsIjoiaHR0cHM6Ly9jYS50ZXN0OjE0MDAwL2FjY3QifQ\","
+		"\"payload\":\"eyJjcnYiOiJQLTI1NiIsImt0eSI6IkVDIiwieCI6ImY4M09KM0QyeEYxQmc4dnViOXRMZTFnSE16Vjc2ZThUdXM5dV"
+		"BIdlJWRVUiLCJ5IjoieF9GRXpSdTltMzZITE5fdHVlNjU5TE5wWFc2cEN5U3Rpa1lqS0lXSTVhMCJ9\","
+		"\"signature\":\"3PNoEEhCWyapMEzho7H4J94zhVvDeCwNSKD60hg0D58\"}";
+	const char *url = "https://ca.test:14000/acct";
+	char out[ACME_EAB_JWS_MAX], kid[ACME_EAB_KID_MAX + 2], longurl[ACME_URL_MAX + 2];
+	u8 key[ACME_EAB_KEY_MAX + 1];
+	size_t klen, n;
+
+	assert_int_equal(b64url_decode(EAB_KEY_B64, strlen(EAB_KEY_B64), key, sizeof(key), &klen), 0);
+	assert_int_equal(klen, 48);
+	assert_int_equal(acme_eab_jws("kid-1", key, klen, url, EAB_JWK, strlen(EAB_JWK), out, sizeof(out), &n), 0);
+	assert_string_equal(out, want);
+	assert_int_equal(n, strlen(want));
+	/* exactly enough room, then one byte less */
+	assert_int_equal(acme_eab_jws("kid-1", key, klen, url, EAB_JWK, strlen(EAB_JWK), out, n + 1, &n), 0);
+	assert_int_equal(acme_eab_jws("kid-1", key, klen, url, EAB_JWK, strlen(EAB_JWK), out, n, NULL), -1);
+	/* another key or kid: another signature */
+	key[0] ^= 1;
+	assert_int_equal(acme_eab_jws("kid-1", key, klen, url, EAB_JWK, strlen(EAB_JWK), out, sizeof(out), NULL), 0);
+	assert_string_not_equal(out, want);
+	key[0] ^= 1;
+	/* the bounds: the largest of each fits in ACME_EAB_JWS_MAX */
+	memset(kid, 'k', ACME_EAB_KID_MAX);
+	kid[ACME_EAB_KID_MAX] = '\0';
+	memcpy(longurl, "https://", 8);
+	memset(longurl + 8, 'u', ACME_URL_MAX - 8);
+	longurl[ACME_URL_MAX] = '\0';
+	memset(key, 7, ACME_EAB_KEY_MAX);
+	assert_int_equal(acme_eab_jws(kid, key, ACME_EAB_KEY_MAX, longurl, EAB_JWK, strlen(EAB_JWK), out, sizeof(out), &n),
+			 0);
+	assert_true(n < ACME_EAB_JWS_MAX);
+	kid[ACME_EAB_KID_MAX] = 'k', kid[ACME_EAB_KID_MAX + 1] = '\0';
+	assert_int_equal(acme_eab_jws(kid, key, ACME_EAB_KEY_MAX, url, EAB_JWK, strlen(EAB_JWK), out, sizeof(out), NULL),
+			 -1);
+	longurl[ACME_URL_MAX] = 'u', longurl[ACME_URL_MAX + 1] = '\0';
+	assert_int_equal(acme_eab_jws("k", key, 1, longurl, EAB_JWK, strlen(EAB_JWK), out, sizeof(out), NULL), -1);
+	assert_int_equal(acme_eab_jws("k", key, ACME_EAB_KEY_MAX + 1, url, EAB_JWK, strlen(EAB_JWK), out, sizeof(out),
+				      NULL),
+			 -1);
+	assert_int_equal(acme_eab_jws("k", key, 0, url, EAB_JWK, strlen(EAB_JWK), out, sizeof(out), NULL), -1);
+	assert_int_equal(acme_eab_jws("", key, 1, url, EAB_JWK, strlen(EAB_JWK), out, sizeof(out), NULL), -1);
+	assert_int_equal(acme_eab_jws("a\"b", key, 1, url, EAB_JWK, strlen(EAB_JWK), out, sizeof(out), NULL), -1);
+	assert_int_equal(acme_eab_jws("a\\b", key, 1, url, EAB_JWK, strlen(EAB_JWK), out, sizeof(out), NULL), -1);
+	assert_int_equal(acme_eab_jws("a\nb", key, 1, url, EAB_JWK, strlen(EAB_JWK), out, sizeof(out), NULL), -1);
+	assert_int_equal(acme_eab_jws("k", key, 1, url, EAB_JWK, 0, out, sizeof(out), NULL), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_jwk_thumbprint), cmocka_unit_test(test_jws),  cmocka_unit_test(test_generated_key),
 		cmocka_unit_test(test_sig_raw),	       cmocka_unit_test(test_key_authz), cmocka_unit_test(test_alpn_cert),
 		cmocka_unit_test(test_csr),	       cmocka_unit_test(test_ari_cert_id),
+		cmocka_unit_test(test_eab),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

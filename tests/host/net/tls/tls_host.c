@@ -80,15 +80,6 @@ int tls_host_rng(void *ctx, unsigned char *out, size_t len)
 	return fill(out, len);
 }
 
-int mbedtls_hardware_poll(void *data, unsigned char *out, size_t len, size_t *olen)
-{
-	(void)data;
-	if (fill(out, len))
-		return -1;
-	*olen = len;
-	return 0;
-}
-
 psa_status_t mbedtls_psa_external_get_random(mbedtls_psa_external_random_context_t *ctx, uint8_t *out,
 					     size_t size, size_t *olen)
 {

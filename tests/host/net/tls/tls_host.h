@@ -4,7 +4,7 @@
  * - The TLS heap (vireo_tls_calloc/vireo_tls_free): the C library's calloc
  *   with a size header, counting live blocks, live bytes and the peak, with
  *   a fault-injection knob (the n-th allocation from now fails).
- * - Randomness (mbedtls_hardware_poll, the PSA external random hook and
+ * - Randomness (the PSA external random hook and
  *   tls_host_rng for mbedTLS's f_rng arguments): getrandom(), or in the
  *   deterministic mode a fixed pattern, so the same input takes the same
  *   path (the fuzzer).
