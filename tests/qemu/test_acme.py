@@ -150,7 +150,7 @@ def curl_verify(ns, root, name, path="/healthz"):
                   f"{name}:443:{ns.guest_ip}", "-w", "\n%{http_code}", f"https://{name}{path}")
 
 
-def testssl_clean(ns, root, tmp_path):
+def assert_testssl_clean(ns, root, tmp_path):
     """testssl.sh (Debian's package) against the appliance's issued
     certificate: no HIGH or CRITICAL finding. Run in the namespace with the
     CA's root added; -p (protocols) and -S (server defaults: chain, names,
@@ -161,7 +161,11 @@ def testssl_clean(ns, root, tmp_path):
     r = ns.run("testssl", "--quiet", "--color", "0", "--warnings", "batch", "--add-ca", str(root),
                "--ip", ns.guest_ip, "--jsonfile", str(out), "-p", "-S", f"{NAMES[0]}:443", timeout=600)
     findings = json.loads(out.read_text())
-    bad = [(f["severity"], f["id"], f["finding"]) for f in findings if f["severity"] in ("HIGH", "CRITICAL")]
+    # Pebble 2.4 writes neither a CRL distribution point nor an OCSP URI
+    # into what it issues (testssl: HIGH): the CA's choice, not the
+    # appliance's, so that one finding is set aside by name.
+    bad = [(f["severity"], f["id"], f["finding"]) for f in findings if f["severity"] in ("HIGH", "CRITICAL")
+           and f["id"] != "cert_revocation"]
     assert findings and not bad, (bad, r.stdout[-3000:])
     sev = {f["id"]: f["finding"] for f in findings}
     assert sev["TLS1_3"].startswith("offered") and sev["TLS1_1"].startswith("not offered"), sev
@@ -230,7 +234,7 @@ def test_acme_http01_pebble(netns, tmp_path):
         # testssl.sh on the issued certificate and the chain served with it
         # (protocols, server defaults: the certificate's checks), pebble's
         # root trusted
-        testssl_clean(ns, root1, tmp_path)
+        assert_testssl_clean(ns, root1, tmp_path)
         # renewal scheduled with a third of the lifetime left, earlier by at
         # most a 16th of it (acme_renew.h), from the served certificate's dates
         dates = ns.run("sh", "-c", f"openssl s_client -connect {ns.guest_ip}:443 -servername {NAMES[0]} "
