@@ -33,6 +33,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import proxy as bench  # noqa: E402
+from profile import symbols  # noqa: E402  (tests/bench/profile.py, not the stdlib's)
 
 nsmod = bench.nsmod
 
@@ -68,17 +69,6 @@ class Qmp:
 
     def hmp(self, line):
         return self.cmd("human-monitor-command", **{"command-line": line})
-
-
-def symbols(elf):
-    out = subprocess.run(["nm", "-n", "--defined-only", elf], capture_output=True, text=True, check=True).stdout
-    addrs, names = [], []
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[1] in "tTwW":
-            addrs.append(int(parts[0], 16))
-            names.append(parts[2])
-    return addrs, names
 
 
 def sample(q, stop, rips, callers):

@@ -311,6 +311,21 @@ void cl_close(struct client *c)
 	c->buf = NULL;
 }
 
+void cl_window(struct client *c, u32 n)
+{
+	struct tcp_pcb *pcb = c->pcb;
+
+	n = MIN(n, c->held);
+	if (!n || !pcb)
+		return;
+	tcp_recved(pcb, (u16_t)n);
+	c->held -= n;
+	pcb->rcv_ann_wnd = pcb->rcv_wnd;
+	pcb->rcv_ann_right_edge = pcb->rcv_nxt + pcb->rcv_wnd;
+	tcp_ack_now(pcb);
+	tcp_output(pcb);
+}
+
 void cl_abort(struct client *c)
 {
 	if (c->pcb) {

@@ -68,6 +68,11 @@ void cl_resume(struct client *c);
 void cl_detach(struct client *c);
 void cl_close(struct client *c);
 void cl_abort(struct client *c);
+/* Open a holding client's window by n bytes (at most what it holds) and
+ * announce it at once, however small: lwIP as a receiver avoids silly
+ * windows (it announces nothing below an MSS), an attacker does not, so the
+ * announced window is set by hand. */
+void cl_window(struct client *c, u32 n);
 const char *hdr(const struct resp *r, const char *name);
 bool cl_response(struct client *c, bool no_body, struct resp *r);
 

@@ -1281,23 +1281,6 @@ static void test_stream_copy_bulk(void **state)
 	}
 }
 
-/* Open the client's window by n bytes and announce it at once (as
- * test_server.c's: an attacker announces windows lwIP would not). */
-static void api_cl_window(struct client *c, u32 n)
-{
-	struct tcp_pcb *pcb = c->pcb;
-
-	n = MIN(n, c->held);
-	if (!n || !pcb)
-		return;
-	tcp_recved(pcb, (u16_t)n);
-	c->held -= n;
-	pcb->rcv_ann_wnd = pcb->rcv_wnd;
-	pcb->rcv_ann_right_edge = pcb->rcv_nxt + pcb->rcv_wnd;
-	tcp_ack_now(pcb);
-	tcp_output(pcb);
-}
-
 /* A 1 MiB stream to a reader at 300 B/s (above the 4096 B per 30 s window
  * floor). With a bulk grant: marked slow after HTTP_BULK_RATE_MS, it must
  * drain to HTTP_COPY_INFLIGHT within HTTP_BULK_DRAIN_MS and cannot, so it
@@ -1322,7 +1305,7 @@ static void test_stream_slow_reader(void **state)
 		c.hold = true;
 		cl_send_str(&c, "GET /t/stream HTTP/1.1\r\nHost: h\r\n\r\n");
 		for (i = 0; i < 2000 && http_server_stats.timeouts_send == timeouts0; i++) {
-			api_cl_window(&c, 30);
+			cl_window(&c, 30);
 			run_ms(100);
 			if (!held && i == 30) {
 				/* too slow for its grant: on the idle list, the

@@ -1356,24 +1356,6 @@ static void test_fair_share(void **state)
 
 /* ---- send stall judged by bytes ---- */
 
-/* Open the client's window by n bytes and announce it at once, however
- * small: lwIP as a receiver avoids silly windows (it announces nothing below
- * an MSS), an attacker does not, so the announced window is set by hand. */
-static void cl_window(struct client *c, u32 n)
-{
-	struct tcp_pcb *pcb = c->pcb;
-
-	n = MIN(n, c->held);
-	if (!n || !pcb)
-		return;
-	tcp_recved(pcb, (u16_t)n);
-	c->held -= n;
-	pcb->rcv_ann_wnd = pcb->rcv_wnd;
-	pcb->rcv_ann_right_edge = pcb->rcv_nxt + pcb->rcv_wnd;
-	tcp_ack_now(pcb);
-	tcp_output(pcb);
-}
-
 /* A reader that opens its window one byte at a time and ACKs every byte:
  * ACKs keep coming (the old "any ACK" rule never fires), but less than
  * send_min_bytes per window gets it reset. */
