@@ -42,7 +42,10 @@ def rst_close(s):
 
 BAD = [
     (b"GET / HTTP/2.0\r\nHost: x\r\n\r\n", {505}),
-    (b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", {501}),
+    # chunked is parsed since the connect-out issue (501 before): a body,
+    # even an empty chunked one, on a route that takes none is 413, as with
+    # Content-Length below
+    (b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", {413}),
     (b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", {413}),
     (b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", {400}),
     (b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999999\r\n\r\n", {400, 413}),
