@@ -71,6 +71,20 @@ def sample(vm, stop, rips, callers):
         time.sleep(0.002)
 
 
+def print_rips(rips, callers, sym, top, where=""):
+    """The top functions by share of the RIP samples, each with its three
+    commonest callers when callers were sampled (one per RIP, 0 if none)."""
+    counts = collections.Counter(sym(r) for r in rips)
+    total = max(len(rips), 1)
+    print(f"{len(rips)} RIP samples{' ' + where if where else ''}:")
+    for name, n in counts.most_common(top):
+        line = f"  {100.0 * n / total:5.1f}%  {name}"
+        if callers:
+            by = collections.Counter(sym(c) for r, c in zip(rips, callers) if sym(r) == name)
+            line += "  <- " + ", ".join(f"{k} {v}" for k, v in by.most_common(3))
+        print(line)
+
+
 def thread_times(pids):
     """{(tid, name): (seconds on a host CPU, seconds runnable but waiting for
     one)} for every thread of pids, from /proc/<pid>/task/<tid>/schedstat."""
@@ -164,15 +178,7 @@ def main():
         i = bisect.bisect_right(addrs, rip - base) - 1
         return names[i] if i >= 0 and base else f"{rip:#x}"
 
-    counts = collections.Counter(sym(r) for r in rips)
-    total = max(len(rips), 1)
-    print(f"{len(rips)} RIP samples (image at {base:#x}):")
-    for name, n in counts.most_common(a.top):
-        line = f"  {100.0 * n / total:5.1f}%  {name}"
-        if callers:
-            by = collections.Counter(sym(c) for r, c in zip(rips, callers) if sym(r) == name)
-            line += "  <- " + ", ".join(f"{k} {v}" for k, v in by.most_common(3))
-        print(line)
+    print_rips(rips, callers, sym, a.top, f"(image at {base:#x})")
     # Where the vCPU's time went: the guest's own halted time (its loop's
     # counter) against the host's view of QEMU's busiest thread (the vCPU
     # under TCG): on a CPU, or runnable and waiting for one. A RIP sample

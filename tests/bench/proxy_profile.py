@@ -33,7 +33,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import proxy as bench  # noqa: E402
-from profile import symbols  # noqa: E402  (tests/bench/profile.py, not the stdlib's)
+from profile import print_rips, symbols  # noqa: E402  (tests/bench/profile.py, not the stdlib's)
 
 nsmod = bench.nsmod
 
@@ -231,15 +231,7 @@ def main():
     def sym(rip):
         i = bisect.bisect_right(addrs, rip) - 1
         return names[i] if i >= 0 else f"{rip:#x}"
-    cnt = collections.Counter(sym(x) for x in rips)
-    total = max(len(rips), 1)
-    print(f"{len(rips)} RIP samples:")
-    for name, n in cnt.most_common(a.top):
-        line = f"  {100.0 * n / total:5.1f}%  {name}"
-        if callers:
-            by = collections.Counter(sym(c) for x, c in zip(rips, callers) if sym(x) == name)
-            line += "  <- " + ", ".join(f"{k} {v}" for k, v in by.most_common(3))
-        print(line)
+    print_rips(rips, callers, sym, a.top)
 
 
 if __name__ == "__main__":
