@@ -292,6 +292,42 @@ err_t vireo_tcp_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen,
 	return vireo_syncookie_inpacket(pcb, hdr, optlen, opt1len, opt2, p);
 }
 
+/* lwIP's 4-tuple index of active and TIME_WAIT PCBs (net/port/patches/0010):
+ * one bucket, a pointer, per PCB the plan budgets (lwIP's MEMP_NUM_TCP_PCB
+ * and the plan's HTTP connections above the floor), rounded up to a power of
+ * two, so the load stays at most 1 and a segment's lookup examines about
+ * one PCB (the hash is keyed: net/tcp/tcp_isn.c):
+ *   buckets = 2^ceil(log2(MEMP_NUM_TCP_PCB + http_conns - 64)), 8 bytes each
+ * e.g. the floor's 708 PCBs: 1,024 buckets, 8 KiB; 2,100 HTTP connections:
+ * 4,096, 32 KiB; 20,000: 32,768, 256 KiB. From the kernel's pages, not
+ * lwIP's heap. Should the pages not be there, the index stays one bucket
+ * (lookups correct, walking every PCB as lwIP did). */
+u32 vireo_lwip_pcb_buckets(u32 pcbs)
+{
+	u32 n = 1;
+
+	while (n < pcbs && n < (1u << 31))
+		n <<= 1;
+	return n;
+}
+
+static struct tcp_pcb **lwip_port_pcb_index;
+
+__cold static void lwip_port_pcb_index_init(void)
+{
+	u32 n = vireo_lwip_pcb_buckets(MEMP_NUM_TCP_PCB + netmem.http_conns - NETMEM_CONNS_FLOOR);
+	size_t pages = ((size_t)n * sizeof(*lwip_port_pcb_index) + PAGE_SIZE - 1) / PAGE_SIZE;
+
+	lwip_port_pcb_index = page_alloc(pages);
+	if (lwip_port_pcb_index == NULL) {
+		kprintf("net: no %lu KiB for lwIP's PCB index: one list\n", (u64)pages * PAGE_SIZE >> 10);
+		return;
+	}
+	tcp_pcb_hash_init(lwip_port_pcb_index, n);
+	vireo_lwip_stats.pcb_buckets = n;
+	kprintf("net: lwIP PCB index %u buckets, %lu KiB\n", n, (u64)pages * PAGE_SIZE >> 10);
+}
+
 /* lwIP's heap is sized by the boot's plan (net/port/netmem.h), printed:
  * planned for a quarter less RAM at a time if the frame allocator has no
  * run of pages that long (the heap is one run), -ENOMEM if even the
@@ -327,6 +363,7 @@ __cold int vireo_lwip_init(void)
 #endif
 
 	lwip_init();
+	lwip_port_pcb_index_init();
 #if !MEM_LIBC_MALLOC
 	/* mem_init() does nothing with MEM_CUSTOM_ALLOCATOR: the heap's size. */
 	lwip_stats.mem.avail = (mem_size_t)netmem.heap_bytes;

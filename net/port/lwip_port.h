@@ -27,6 +27,7 @@ struct vireo_lwip_stats {
 	u64 orphans_timedout;	/* orphans aborted after VIREO_LWIP_ORPHAN_TIMEOUT_MS */
 	u64 orphans_peak;	/* most orphans seen at once (after a trim) */
 	u64 rx_coalesced_acks;	/* segments over one MSS (receive TSO) ACKed at once */
+	u64 pcb_buckets;	/* lwIP's 4-tuple index (patch 0010), 0: one list */
 };
 extern struct vireo_lwip_stats vireo_lwip_stats;
 
@@ -49,5 +50,9 @@ struct tcp_pcb;
 void vireo_lwip_orphans_trim(struct tcp_pcb *keep);
 /* Orphans now, and an estimate from above of the lwIP heap they hold. */
 void vireo_lwip_orphans_count(u32 *count, u32 *bytes);
+
+/* Buckets for lwIP's 4-tuple index when pcbs PCBs are budgeted: the next
+ * power of two (lwip_port.c has the arithmetic). */
+u32 vireo_lwip_pcb_buckets(u32 pcbs);
 
 #endif
