@@ -189,6 +189,34 @@ void vireo_lwip_orphans_count(u32 *count, u32 *bytes)
 	}
 }
 
+/* Between walks of the active list, a bound from above on the orphans and
+ * their bytes: each walk sets it to what it counted, each close adds its PCB
+ * (vireo_lwip_orphan_closing()'s cost). A close walks the list only when the
+ * bound passes a cap, so closing is O(1) while orphans are few; an orphan
+ * made without vireo_lwip_orphans_close(), or out-of-order data an orphan
+ * queues, is counted by the next walk (the timer's, every 250 ms, at the
+ * latest). */
+static u32 lwip_port_orphans_hi, lwip_port_orphan_bytes_hi;
+
+/* A FIN's segment (or a TLS close_notify's) the close may queue. */
+#define ORPHAN_CLOSE_SLACK (HEAP_COST(sizeof(struct tcp_seg)) + HEAP_COST(sizeof(struct pbuf) + 128))
+
+u32 vireo_lwip_orphan_closing(const struct tcp_pcb *pcb)
+{
+	return lwip_port_pcb_cost(pcb) + ORPHAN_CLOSE_SLACK;
+}
+
+void vireo_lwip_orphans_close(struct tcp_pcb *keep, u32 cost)
+{
+	if (lwip_port_orphans_hi + 1 <= VIREO_LWIP_ORPHANS_MAX &&
+	    lwip_port_orphan_bytes_hi + cost <= VIREO_LWIP_ORPHANS_BYTES) {
+		lwip_port_orphans_hi++;
+		lwip_port_orphan_bytes_hi += cost;
+		return;
+	}
+	vireo_lwip_orphans_trim(keep);
+}
+
 /* TCP_REG() pushes on the head, so the active list runs newest first: walk it
  * summing orphans, and every orphan past either cap is older than all those
  * kept. keep (the PCB just closed, whose callback may still be running in
@@ -215,6 +243,8 @@ void vireo_lwip_orphans_trim(struct tcp_pcb *keep)
 		count++;
 		bytes += cost;
 	}
+	lwip_port_orphans_hi = count;
+	lwip_port_orphan_bytes_hi = bytes;
 	if (count > vireo_lwip_stats.orphans_peak)
 		vireo_lwip_stats.orphans_peak = count;
 }

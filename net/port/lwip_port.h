@@ -48,6 +48,12 @@ struct tcp_pcb;
  * closed PCB, which is never aborted by this call. The port also runs it,
  * and the orphan timeout, from its timer. Event loop only. */
 void vireo_lwip_orphans_trim(struct tcp_pcb *keep);
+/* The same in O(1) while the orphans are few: cost is
+ * vireo_lwip_orphan_closing(pcb), taken before tcp_close() (which may free
+ * the PCB); the list is walked (vireo_lwip_orphans_trim(keep)) only when the
+ * orphans since the last walk could pass a cap. */
+u32 vireo_lwip_orphan_closing(const struct tcp_pcb *pcb);
+void vireo_lwip_orphans_close(struct tcp_pcb *keep, u32 cost);
 /* Orphans now, and an estimate from above of the lwIP heap they hold. */
 void vireo_lwip_orphans_count(u32 *count, u32 *bytes);
 

@@ -28,8 +28,9 @@ $(LWIP_HOST_LIB): $(LWIP_HOST_OBJS)
 	$(Q)rm -f $@
 	$(Q)$(AR) rcs $@ $^
 
-# lwIP's 4-tuple index of active and TIME_WAIT PCBs (net/port/patches/0010)
-# at 20,000 connections, the PCBs each segment examines counted.
-HOST_TESTS += test_tcp_index
-test_tcp_index_SRCS := $(LWIP_HOST_LIB)
-LWIP_HOST_TESTS += test_tcp_index
+# The lwIP port (net/port/lwip_port.c): lwIP's 4-tuple index of active and
+# TIME_WAIT PCBs (net/port/patches/0010) as the port sizes it, at 20,000
+# connections, the PCBs each segment examines counted.
+HOST_TESTS += test_lwip_port
+test_lwip_port_SRCS := $(LWIP_HOST_LIB)
+LWIP_HOST_TESTS += test_lwip_port

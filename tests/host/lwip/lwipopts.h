@@ -24,7 +24,7 @@
 #define LWIP_DHCP_GET_NTP_SRV 0
 
 /* lwIP's 4-tuple index counts the PCBs its lookups examine
- * (tcp_pcb_hash_probes, net/port/patches/0010): test_tcp_index reads it. */
+ * (tcp_pcb_hash_probes, net/port/patches/0010): test_lwip_port reads it. */
 #define TCP_PCB_HASH_COUNT 1
 
 #endif

@@ -1,6 +1,8 @@
-/* lwIP's 4-tuple index of active and TIME_WAIT PCBs (net/port/patches/0010)
- * at 20,000 connections: every segment reaches its own connection's PCB,
- * after aborts, TIME_WAIT and a reopened 4-tuple too, and the PCBs a
+/* The lwIP port (net/port/lwip_port.c): lwIP's 4-tuple index of active and
+ * TIME_WAIT PCBs (net/port/patches/0010), its buckets as the port sizes them
+ * (vireo_lwip_pcb_buckets()), at 20,000 connections: every segment reaches
+ * its own connection's PCB, after aborts, TIME_WAIT and a reopened 4-tuple
+ * too, and the PCBs a
  * segment's lookup examines (tcp_pcb_hash_probes, counted, never timed) stay
  * about one per segment. Hand-made IPv4 and IPv6 segments from four client
  * addresses go into ip_input(); lwIP's answers are read off the netif. With
