@@ -16,6 +16,7 @@
 #include "net/port/lwip_port.h"
 #include "net/port/netmem.h"
 #include "net/port/segheap.h"
+#include "net/tcp/rxmem.h"
 #include <string.h>
 
 /* lwIP's heap is net/port/segheap.c over the boot's plan's heap_bytes
@@ -310,10 +311,17 @@ void vireo_lwip_tw_reopen(struct tcp_pcb *pcb)
  * full-sized segment. lwIP would count it as one segment and hold the ACK
  * for the delayed-ACK timer, while the sender, whose whole window it may
  * be, waits for that ACK. Setting TF_ACK_DELAY makes tcp_receive's
- * tcp_ack() send the ACK now. Then the SYN-cookie check. */
+ * tcp_ack() send the ACK now. A segment with data or FIN that is not at
+ * rcv_nxt may be queued out of order: receive memory accounting is told, so
+ * that its pass after the batch walks the PCBs (net/tcp/rxmem.h). Then the
+ * SYN-cookie check. */
 err_t vireo_tcp_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen, u16_t opt1len, u8_t *opt2,
 			 struct pbuf *p)
 {
+	/* (a listener's PCB, a struct tcp_pcb_listen, has no rcv_nxt) */
+	if (pcb->state != LISTEN && (p->tot_len > 0 || (TCPH_FLAGS(hdr) & TCP_FIN)) &&
+	    hdr->seqno != pcb->rcv_nxt)
+		rxmem_ooseq_note();
 	if ((pcb->state == ESTABLISHED || pcb->state == FIN_WAIT_1 || pcb->state == FIN_WAIT_2) &&
 	    p->tot_len > pcb->mss) {
 		tcp_set_flags(pcb, TF_ACK_DELAY);
