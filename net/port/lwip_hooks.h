@@ -18,6 +18,12 @@ struct tcp_pcb_listen;
 u32_t vireo_tcp_isn(const ip_addr_t *local_ip, u16_t local_port,
 		    const ip_addr_t *remote_ip, u16_t remote_port);
 
+/* LWIP_HOOK_TCP_PCB_HASH (net/port/patches/0010): keyed hash of a 4-tuple for
+ * lwIP's index of active and TIME_WAIT PCBs (net/tcp/tcp_isn.c). Ports in
+ * host order. */
+u32_t vireo_tcp_pcb_hash(const ip_addr_t *local_ip, u16_t local_port,
+			 const ip_addr_t *remote_ip, u16_t remote_port);
+
 /* LWIP_HOOK_TCP_INPACKET_PCB: a SYN for a listener whose backlog is full is
  * answered with a SYN cookie here and dropped (ERR_ABRT); everything else
  * goes on (ERR_OK). Header fields are in host order (tcp_input converted

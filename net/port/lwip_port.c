@@ -16,6 +16,7 @@
 #include "net/port/lwip_port.h"
 #include "net/port/netmem.h"
 #include "net/port/segheap.h"
+#include "net/tcp/rxmem.h"
 #include <string.h>
 
 /* lwIP's heap is net/port/segheap.c over the boot's plan's heap_bytes
@@ -189,6 +190,34 @@ void vireo_lwip_orphans_count(u32 *count, u32 *bytes)
 	}
 }
 
+/* Between walks of the active list, a bound from above on the orphans and
+ * their bytes: each walk sets it to what it counted, each close adds its PCB
+ * (vireo_lwip_orphan_closing()'s cost). A close walks the list only when the
+ * bound passes a cap, so closing is O(1) while orphans are few; an orphan
+ * made without vireo_lwip_orphans_close(), or out-of-order data an orphan
+ * queues, is counted by the next walk (the timer's, every 250 ms, at the
+ * latest). */
+static u32 lwip_port_orphans_hi, lwip_port_orphan_bytes_hi;
+
+/* A FIN's segment (or a TLS close_notify's) the close may queue. */
+#define ORPHAN_CLOSE_SLACK (HEAP_COST(sizeof(struct tcp_seg)) + HEAP_COST(sizeof(struct pbuf) + 128))
+
+u32 vireo_lwip_orphan_closing(const struct tcp_pcb *pcb)
+{
+	return lwip_port_pcb_cost(pcb) + ORPHAN_CLOSE_SLACK;
+}
+
+void vireo_lwip_orphans_close(struct tcp_pcb *keep, u32 cost)
+{
+	if (lwip_port_orphans_hi + 1 <= VIREO_LWIP_ORPHANS_MAX &&
+	    lwip_port_orphan_bytes_hi + cost <= VIREO_LWIP_ORPHANS_BYTES) {
+		lwip_port_orphans_hi++;
+		lwip_port_orphan_bytes_hi += cost;
+		return;
+	}
+	vireo_lwip_orphans_trim(keep);
+}
+
 /* TCP_REG() pushes on the head, so the active list runs newest first: walk it
  * summing orphans, and every orphan past either cap is older than all those
  * kept. keep (the PCB just closed, whose callback may still be running in
@@ -215,6 +244,8 @@ void vireo_lwip_orphans_trim(struct tcp_pcb *keep)
 		count++;
 		bytes += cost;
 	}
+	lwip_port_orphans_hi = count;
+	lwip_port_orphan_bytes_hi = bytes;
 	if (count > vireo_lwip_stats.orphans_peak)
 		vireo_lwip_stats.orphans_peak = count;
 }
@@ -280,16 +311,59 @@ void vireo_lwip_tw_reopen(struct tcp_pcb *pcb)
  * full-sized segment. lwIP would count it as one segment and hold the ACK
  * for the delayed-ACK timer, while the sender, whose whole window it may
  * be, waits for that ACK. Setting TF_ACK_DELAY makes tcp_receive's
- * tcp_ack() send the ACK now. Then the SYN-cookie check. */
+ * tcp_ack() send the ACK now. A segment with data or FIN that is not at
+ * rcv_nxt may be queued out of order: receive memory accounting is told, so
+ * that its pass after the batch walks the PCBs (net/tcp/rxmem.h). Then the
+ * SYN-cookie check. */
 err_t vireo_tcp_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen, u16_t opt1len, u8_t *opt2,
 			 struct pbuf *p)
 {
+	/* (a listener's PCB, a struct tcp_pcb_listen, has no rcv_nxt) */
+	if (pcb->state != LISTEN && (p->tot_len > 0 || (TCPH_FLAGS(hdr) & TCP_FIN)) &&
+	    hdr->seqno != pcb->rcv_nxt)
+		rxmem_ooseq_note();
 	if ((pcb->state == ESTABLISHED || pcb->state == FIN_WAIT_1 || pcb->state == FIN_WAIT_2) &&
 	    p->tot_len > pcb->mss) {
 		tcp_set_flags(pcb, TF_ACK_DELAY);
 		vireo_lwip_stats.rx_coalesced_acks++;
 	}
 	return vireo_syncookie_inpacket(pcb, hdr, optlen, opt1len, opt2, p);
+}
+
+/* lwIP's 4-tuple index of active and TIME_WAIT PCBs (net/port/patches/0010):
+ * one bucket, a pointer, per PCB the plan budgets (lwIP's MEMP_NUM_TCP_PCB
+ * and the plan's HTTP connections above the floor), rounded up to a power of
+ * two, so the load stays at most 1 and a segment's lookup examines about
+ * one PCB (the hash is keyed: net/tcp/tcp_isn.c):
+ *   buckets = 2^ceil(log2(MEMP_NUM_TCP_PCB + http_conns - 64)), 8 bytes each
+ * e.g. the floor's 708 PCBs: 1,024 buckets, 8 KiB; 2,100 HTTP connections:
+ * 4,096, 32 KiB; 20,000: 32,768, 256 KiB. From the kernel's pages, not
+ * lwIP's heap. Should the pages not be there, the index stays one bucket
+ * (lookups correct, walking every PCB as lwIP did). */
+u32 vireo_lwip_pcb_buckets(u32 pcbs)
+{
+	u32 n = 1;
+
+	while (n < pcbs && n < (1u << 31))
+		n <<= 1;
+	return n;
+}
+
+static struct tcp_pcb **lwip_port_pcb_index;
+
+__cold static void lwip_port_pcb_index_init(void)
+{
+	u32 n = vireo_lwip_pcb_buckets(MEMP_NUM_TCP_PCB + netmem.http_conns - NETMEM_CONNS_FLOOR);
+	size_t pages = ((size_t)n * sizeof(*lwip_port_pcb_index) + PAGE_SIZE - 1) / PAGE_SIZE;
+
+	lwip_port_pcb_index = page_alloc(pages);
+	if (lwip_port_pcb_index == NULL) {
+		kprintf("net: no %lu KiB for lwIP's PCB index: one list\n", (u64)pages * PAGE_SIZE >> 10);
+		return;
+	}
+	tcp_pcb_hash_init(lwip_port_pcb_index, n);
+	vireo_lwip_stats.pcb_buckets = n;
+	kprintf("net: lwIP PCB index %u buckets, %lu KiB\n", n, (u64)pages * PAGE_SIZE >> 10);
 }
 
 /* lwIP's heap is sized by the boot's plan (net/port/netmem.h), printed:
@@ -327,6 +401,7 @@ __cold int vireo_lwip_init(void)
 #endif
 
 	lwip_init();
+	lwip_port_pcb_index_init();
 #if !MEM_LIBC_MALLOC
 	/* mem_init() does nothing with MEM_CUSTOM_ALLOCATOR: the heap's size. */
 	lwip_stats.mem.avail = (mem_size_t)netmem.heap_bytes;

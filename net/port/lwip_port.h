@@ -27,6 +27,7 @@ struct vireo_lwip_stats {
 	u64 orphans_timedout;	/* orphans aborted after VIREO_LWIP_ORPHAN_TIMEOUT_MS */
 	u64 orphans_peak;	/* most orphans seen at once (after a trim) */
 	u64 rx_coalesced_acks;	/* segments over one MSS (receive TSO) ACKed at once */
+	u64 pcb_buckets;	/* lwIP's 4-tuple index (patch 0010), 0: one list */
 };
 extern struct vireo_lwip_stats vireo_lwip_stats;
 
@@ -47,7 +48,17 @@ struct tcp_pcb;
  * closed PCB, which is never aborted by this call. The port also runs it,
  * and the orphan timeout, from its timer. Event loop only. */
 void vireo_lwip_orphans_trim(struct tcp_pcb *keep);
+/* The same in O(1) while the orphans are few: cost is
+ * vireo_lwip_orphan_closing(pcb), taken before tcp_close() (which may free
+ * the PCB); the list is walked (vireo_lwip_orphans_trim(keep)) only when the
+ * orphans since the last walk could pass a cap. */
+u32 vireo_lwip_orphan_closing(const struct tcp_pcb *pcb);
+void vireo_lwip_orphans_close(struct tcp_pcb *keep, u32 cost);
 /* Orphans now, and an estimate from above of the lwIP heap they hold. */
 void vireo_lwip_orphans_count(u32 *count, u32 *bytes);
+
+/* Buckets for lwIP's 4-tuple index when pcbs PCBs are budgeted: the next
+ * power of two (lwip_port.c has the arithmetic). */
+u32 vireo_lwip_pcb_buckets(u32 pcbs);
 
 #endif

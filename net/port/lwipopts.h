@@ -35,13 +35,18 @@
  * TCP_LISTEN_ACK (added by net/port/patches/0001) turns an ACK with a valid
  * cookie into a connection; it also ACKs a coalesced (receive TSO) segment of
  * more than one MSS at once (net/port/lwip_port.c). TCP_TIMEWAIT_REOPEN (net/port/patches/0002) counts
- * TIME_WAIT PCBs a new SYN from the same 4-tuple reopened. */
+ * TIME_WAIT PCBs a new SYN from the same 4-tuple reopened. TCP_PCB_HASH
+ * (net/port/patches/0010) is the bucket hash of lwIP's 4-tuple index of
+ * active and TIME_WAIT PCBs, SipHash under a key of its own
+ * (net/tcp/tcp_isn.c), so that no remote party can pile its connections into
+ * one bucket; net/port/lwip_port.c sizes the index from the boot's plan. */
 #define LWIP_HOOK_FILENAME		"net/port/lwip_hooks.h"
 #define LWIP_HOOK_TCP_ISN(lip, lport, rip, rport)	vireo_tcp_isn(lip, lport, rip, rport)
 #define LWIP_HOOK_TCP_INPACKET_PCB(pcb, hdr, optlen, opt1len, opt2, p) \
 	vireo_tcp_inpacket(pcb, hdr, optlen, opt1len, opt2, p)
 #define LWIP_HOOK_TCP_LISTEN_ACK(lpcb, hdr, p)		vireo_syncookie_ack(lpcb, hdr, p)
 #define LWIP_HOOK_TCP_TIMEWAIT_REOPEN(pcb)		vireo_lwip_tw_reopen(pcb)
+#define LWIP_HOOK_TCP_PCB_HASH(lip, lport, rip, rport)	vireo_tcp_pcb_hash(lip, lport, rip, rport)
 
 /* ---- memory ---------------------------------------------------------------
  * vireo's linker script keeps .bss inside the EFI file's .data (the firmware

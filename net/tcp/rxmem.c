@@ -229,10 +229,21 @@ static struct tcp_pcb *rxmem_ooseq_oldest(void)
 	return oldest;
 }
 
+/* Whether some PCB may hold out-of-order data (rxmem.h). */
+static bool ooseq_maybe;
+
+void rxmem_ooseq_note(void)
+{
+	ooseq_maybe = true;
+}
+
 void rxmem_enforce(void)
 {
 	u32 pbufs = 0, bytes = 0, np, nb;
 	struct tcp_pcb *pcb;
+
+	if (!ooseq_maybe)
+		return;
 
 	/* Only active PCBs keep out-of-order data: lwIP purges it when a
 	 * connection enters TIME_WAIT or is freed. */
@@ -263,6 +274,7 @@ void rxmem_enforce(void)
 	}
 	rxmem_stats.ooseq_pbufs = pbufs;
 	rxmem_stats.ooseq_bytes = bytes;
+	ooseq_maybe = pbufs != 0;
 }
 
 /* Each decision receive memory accounting takes (the pool's own gauges

@@ -69,8 +69,13 @@ struct pbuf *rxmem_admit(struct pbuf *p, u32 held, u32 total);
 struct pbuf *rxmem_copy(struct pbuf *p);
 
 /* Applies the global out-of-order caps: frees whole out-of-order queues,
- * oldest first, until the total is within rxmem_limits. */
+ * oldest first, until the total is within rxmem_limits. It walks the active
+ * PCBs only after rxmem_ooseq_note(), until a walk finds no out-of-order
+ * data: in-order traffic costs no walk of every connection per batch. */
 void rxmem_enforce(void);
+/* A segment with data or FIN not at its PCB's rcv_nxt arrived: lwIP may
+ * queue it out of order (LWIP_HOOK_TCP_INPACKET_PCB, net/port/lwip_port.c). */
+void rxmem_ooseq_note(void);
 
 /* The receive window lwIP may open for pcb: VIREO_RXMEM_BULK_WND if it holds
  * a bulk grant, else TCP_WND. lwIP's TCP_WND_MAX(pcb) (net/port/lwipopts.h). */

@@ -70,3 +70,25 @@ u32_t vireo_tcp_isn(const ip_addr_t *local_ip, u16_t local_port,
 	n = tcp_isn_tuple(buf, local_ip, local_port, remote_ip, remote_port);
 	return (u32_t)siphash24(&isn_key, buf, n) + (u32_t)(time_ns() >> 12);
 }
+
+/* LWIP_HOOK_TCP_PCB_HASH: the bucket hash of lwIP's 4-tuple index (patch
+ * 0010), SipHash-2-4 under a key of its own drawn on first use and never
+ * changed (lwIP keeps each PCB's hash). A remote party chooses its address
+ * and ports but cannot tell which 4-tuples share a bucket, so the PCBs a
+ * segment's lookup examines stay about one plus the table's load. */
+static struct siphash_key pcb_hash_key;
+static bool pcb_hash_keyed;
+
+u32_t vireo_tcp_pcb_hash(const ip_addr_t *local_ip, u16_t local_port,
+			 const ip_addr_t *remote_ip, u16_t remote_port)
+{
+	u8 buf[TCP_ISN_TUPLE_MAX];
+	size_t n;
+
+	if (!pcb_hash_keyed) {
+		tcp_isn_key(&pcb_hash_key);
+		pcb_hash_keyed = true;
+	}
+	n = tcp_isn_tuple(buf, local_ip, local_port, remote_ip, remote_port);
+	return (u32_t)siphash24(&pcb_hash_key, buf, n);
+}

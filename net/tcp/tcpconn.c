@@ -153,6 +153,7 @@ err_t tcpconn_close(struct tcpconn *tc)
 	/* Taken before the close frees the altcp layers: the tcp_pcb lives
 	 * on as an orphan (vireo_lwip_orphans_trim()). */
 	struct tcp_pcb *tpcb = tcpconn_tcp_pcb(pcb);
+	u32 cost = tpcb ? vireo_lwip_orphan_closing(tpcb) : 0;
 
 	tcpconn_rx_discard(tc);
 	tcpconn_detach(pcb);
@@ -161,7 +162,7 @@ err_t tcpconn_close(struct tcpconn *tc)
 		altcp_abort(pcb);
 		return ERR_ABRT;
 	}
-	vireo_lwip_orphans_trim(tpcb);
+	vireo_lwip_orphans_close(tpcb, cost);
 	return ERR_OK;
 }
 

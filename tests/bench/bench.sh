@@ -23,7 +23,11 @@
 # default 2), BENCH_HARNESS (default ../shared/bench from the project root),
 # BENCH_MEM (guest -m in MiB for BOTH guests, default 256: the nginx peer
 # under OVMF hangs at 128 and needs 160, so vireo runs at the peer's size;
-# passed to run.sh as --mem and to extra.py as --mem).
+# passed to run.sh as --mem and to extra.py as --mem), BENCH_CONNS (the
+# harness's keep-alive wrk connection counts, default "1 32"; issue 29's
+# rows: BENCH_CONNS="1 32 256 1000 10000", about 2 x 2 x 3 x BENCH_DURATION
+# s more per rep; the harness accepts up to 10,000, and the nginx peer's
+# worker_connections, 1,024, must be raised past the largest to compare).
 # Needs root (network namespaces and tap devices; all traffic stays inside them).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,6 +36,8 @@ harness=${BENCH_HARNESS:-$root/../shared/bench}
 harness=$(cd "$harness" 2>/dev/null && pwd) || { echo "bench: harness not found (BENCH_HARNESS)" >&2; exit 1; }
 reps=${BENCH_REPS:-3} dur=${BENCH_DURATION:-10} xreps=${BENCH_EXTRA_REPS:-2} mem=${BENCH_MEM:-256}
 [[ $mem =~ ^[0-9]+$ ]] || { echo "bench: BENCH_MEM must be MiB" >&2; exit 1; }
+conns=${BENCH_CONNS:-1 32}
+[[ $conns =~ ^[0-9]+( [0-9]+)*$ ]] || { echo "bench: BENCH_CONNS is connection counts, e.g. \"1 32 256\"" >&2; exit 1; }
 out=$root/build/bench
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 dir=$out/$stamp
@@ -66,7 +72,7 @@ vireo_desc=$harness/guests/uefi-app.sh
 
 # ---- 2. the shared harness, nginx first (ratio baseline)
 log "harness: $reps rep(s) x 2 guests at -m $mem, wrk ${dur} s per test"
-run bash "$harness/run.sh" --reps "$reps" --duration "$dur" --mem "$mem" --tag make-bench --results "$dir/harness.jsonl" \
+run bash "$harness/run.sh" --reps "$reps" --duration "$dur" --mem "$mem" --conns "$conns" --tag make-bench --results "$dir/harness.jsonl" \
 	"$peer_desc" "$vireo_desc" >"$dir/harness.txt" 2> >(tee "$dir/harness.log" >&2)
 hrc=$?
 ((hrc == 0)) || log "harness: some boots failed (exit $hrc, see $dir/harness.log)"
@@ -89,8 +95,8 @@ done
 # ---- 4. the table
 elapsed=$(($(date +%s) - t_start))
 BENCH_DIR=$harness run python3 "$root/tests/bench/summary.py" --harness "$dir/harness.jsonl" --extra "$dir/extra.jsonl" \
-	--out "$dir/summary.json" --elapsed "$elapsed" \
-	--meta "reps=$reps" --meta "extra_reps=$xreps" --meta "duration_s=$dur" --meta "mem_mib=$mem" --meta "rev=$(git rev-parse --short=12 HEAD)" \
+	--out "$dir/summary.json" --elapsed "$elapsed" --conns "$conns" \
+	--meta "reps=$reps" --meta "extra_reps=$xreps" --meta "duration_s=$dur" --meta "mem_mib=$mem" --meta "conns=$conns" --meta "rev=$(git rev-parse --short=12 HEAD)" \
 	--size "EFI application (vireo.efi; peer: UKI linux.efi)=build/vireo.efi:$out/peer-linux-nginx/linux.efi" \
 	--size "vireo.efi without the 64 KiB file (APP_EXTRA=)=$dir/vireo-noextra.efi" \
 	--size "boot disk, allocated (vireo.img; peer: esp.img)=build/vireo.img:$out/peer-linux-nginx/esp.img@alloc" |

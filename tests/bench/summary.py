@@ -23,6 +23,12 @@ LOADS = (("small-c1", "612 B, c1"), ("small-c32", "612 B, c32"), ("large-c1", "6
          ("large-c32", "64 KiB, c32"))
 
 
+def keepalive_loads(conns):
+    """The harness's keep-alive loads for its --conns (BENCH_CONNS)."""
+    cs = [int(c) for c in conns.split()]
+    return tuple((f"{k}-c{c}", f"{lbl}, c{c}") for k, lbl in (("small", "612 B"), ("large", "64 KiB")) for c in cs)
+
+
 def get(rec, path):
     cur = rec
     for p in path.split("."):
@@ -117,6 +123,7 @@ def main():
     ap.add_argument("--vireo", default="vireo")
     ap.add_argument("--size", action="append", default=[], help="LABEL=VIREO_PATH[:PEER_PATH][@alloc]")
     ap.add_argument("--elapsed", type=float)
+    ap.add_argument("--conns", default="1 32", help="the harness's wrk connection counts (BENCH_CONNS)")
     ap.add_argument("--meta", action="append", default=[])
     a = ap.parse_args()
 
@@ -158,7 +165,7 @@ def main():
             src = lambda g, p: xs(g, p)  # noqa: E731
             g2 = ("peer", "vireo")
             suffix = "-close"
-        for key, label in LOADS:
+        for key, label in (LOADS if close else keepalive_loads(a.conns)):
             k = key.replace("-", suffix + "-", 1) if close else key
             t.add(f"{label}: req/s", [src(g2[0], f"load.{k}.rps"), src(g2[1], f"load.{k}.rps")], f="{:.0f}")
             if key.startswith("large"):

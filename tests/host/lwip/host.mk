@@ -27,3 +27,10 @@ $(LWIP_HOST_LIB): $(LWIP_HOST_OBJS)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@
 	$(Q)$(AR) rcs $@ $^
+
+# The lwIP port (net/port/lwip_port.c): lwIP's 4-tuple index of active and
+# TIME_WAIT PCBs (net/port/patches/0010) as the port sizes it, at 20,000
+# connections, the PCBs each segment examines counted.
+HOST_TESTS += test_lwip_port
+test_lwip_port_SRCS := $(LWIP_HOST_LIB)
+LWIP_HOST_TESTS += test_lwip_port

@@ -1,5 +1,5 @@
-/* lwIP options for the host tests: vireo's own (net/port/lwipopts.h), with two
- * changes (the second at the end). lwIP's heap and, through MEMP_MEM_MALLOC, its pools come from the
+/* lwIP options for the host tests: vireo's own (net/port/lwipopts.h), with three
+ * changes (the last two at the end). lwIP's heap and, through MEMP_MEM_MALLOC, its pools come from the
  * C library's malloc() (not net/port/segheap.c, tested on its own in
  * test_segheap), so AddressSanitizer sees every pbuf, segment and PCB
  * as a separate allocation: a use after free or a leak inside lwIP (or of a
@@ -22,5 +22,9 @@
  * net/clients/sntp.c, which only test_resolv links. */
 #undef LWIP_DHCP_GET_NTP_SRV
 #define LWIP_DHCP_GET_NTP_SRV 0
+
+/* lwIP's 4-tuple index counts the PCBs its lookups examine
+ * (tcp_pcb_hash_probes, net/port/patches/0010): test_lwip_port reads it. */
+#define TCP_PCB_HASH_COUNT 1
 
 #endif
