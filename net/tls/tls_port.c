@@ -208,8 +208,8 @@ static void tls_cert_cmd(const char *args)
 	tls_date(tls_info.not_before, from, sizeof(from));
 	tls_date(tls_info.not_after, to, sizeof(to));
 	kprintf("source:     %s%s\n", tls_source,
-		!strcmp(tls_source, "generated") ? (tls_installs ? " (no store: kept in memory only)" :
-						    " (at boot; no store: kept in memory only)") : "");
+		strcmp(tls_source, "generated") ? "" : tls_gen_keep.store ? " (kept on the store)" :
+		tls_installs ? " (no store: kept in memory only)" : " (at boot; no store: kept in memory only)");
 	kprintf("names:      %s\n", tls_info.names[0] ? tls_info.names : "(no DNS or IP SANs)");
 	kprintf("not before: %s\n", from);
 	if (clock && tls_info.not_after && tls_info.not_after >= now)
@@ -272,6 +272,40 @@ static bool tls_file_ok(const struct boot_file *f, const char *path)
  * or a generated one), else the pair given to make, else one generated now.
  * Logs what it loaded, or why not. */
 
+/* ---- the generated pair kept on the store (tls.h's tls_gen_keep) ---- */
+struct tls_gen_keep tls_gen_keep;
+static const char *tls_gen_list = "";	/* the tls.names= the generated pair is for */
+
+/* The pair an earlier boot generated, when it still fits: its names are
+ * today's, the key is the certificate's, a day or more is left. Otherwise
+ * says why (once: the new pair replaces it) and false. */
+static bool tls_gen_kept(bool clock, u64 now)
+{
+	struct tls_gen_keep *g = &tls_gen_keep;
+	char err[160], desc[32], to[32];
+	const char *why = err;
+
+	if (!g->cert || !g->key)
+		return false;
+	if (strcmp(g->names ? g->names : "", tls_gen_list) != 0)
+		why = "made for other tls.names=";
+	else if (tls_keys_load(&tls_keys, g->cert, g->cert_len, g->key, g->key_len, vireo_tls_rng, NULL, err,
+			       sizeof(err)) != 0)
+		;	/* err says why */
+	else if (tls_cert_describe(&tls_keys.chain, &tls_info), clock && tls_info.not_after < now + 86400) {
+		tls_keys_free(&tls_keys);
+		why = "it ends within a day";
+	} else {
+		tls_source = "generated";
+		kprintf("tls: %s key and self-signed certificate kept on the store from an earlier boot (names %s; "
+			"not after %s; browsers will warn)\n", tls_keys_describe(&tls_keys, desc, sizeof(desc)),
+			tls_info.names, tls_date(tls_info.not_after, to, sizeof(to)));
+		return true;
+	}
+	kprintf("tls: the generated certificate kept on the store is not used (%s): a new one replaces it\n", why);
+	return false;
+}
+
 /* No certificate from the ESP or from make: a key and a certificate made
  * now (tls_cert.h), for tls.names= or the default names. */
 static int tls_generate(const char *list)
@@ -288,6 +322,9 @@ static int tls_generate(const char *list)
 		kprintf("tls: warning: tls.names=%s: %s; the default names instead\n", list, err);
 		tls_names_default(names);
 	}
+	tls_gen_list = list ? list : "";
+	if (tls_gen_kept(clock, now))
+		return 0;
 	tls_cert_validity(clock, now, &nb, &na);
 	t0 = time_ns();
 	if (tls_cert_generate(&tls_keys, names, nb, na, vireo_tls_rng, NULL, err, sizeof(err)) != 0) {
@@ -300,8 +337,11 @@ static int tls_generate(const char *list)
 		"browsers will warn)\n", tls_keys_describe(&tls_keys, desc, sizeof(desc)),
 		(unsigned long)((time_ns() - t0) / 1000000), tls_info.names, tls_date(na, to, sizeof(to)),
 		clock ? "" : ", no clock: a fixed window");
-	kprintf("tls: warning: no store: the generated key is kept in memory only; a new key and certificate "
-		"at every boot\n");
+	if (tls_gen_keep.save)
+		tls_gen_keep.save(&tls_keys, tls_gen_list);
+	else
+		kprintf("tls: warning: no store: the generated key is kept in memory only; a new key and "
+			"certificate at every boot\n");
 	return 0;
 }
 
@@ -517,6 +557,8 @@ static int tls_regen(void)
 		return ret;
 	}
 	kprintf("cert: generated and installed in %lu ms\n", (unsigned long)((time_ns() - t0) / 1000000));
+	if (tls_gen_keep.save)
+		tls_gen_keep.save(tls_server_keys(), tls_gen_list);
 	return 0;
 }
 
