@@ -607,46 +607,25 @@ static void acme_keep_issued(void)
  * when that scheduled the next step. */
 static bool acme_resume(void)
 {
-	struct acme_kept_state st;
-	struct tls_keys k;
-	bool have = false;
-	u64 now, wait;
+	struct acme_resume r = { .directory = acme_directory_opt, .names = acme_names(), .n_names = acme.names.n };
 
 	if (!acme_keep())
 		return false;
-	if (acme_keep()->cert(acme_directory_opt, acme_names(), &k, &st) == 0) {
-		struct tls_cert_info info;
-
-		tls_cert_describe(&k.chain, &info);
-		if (https_cert_install(&k, "acme") == 0) {
-			have = true;
-			acme.not_before = info.not_before;
-			acme.not_after = info.not_after;
-			acme.state = AS_VALID;
-			kprintf("acme: certificate for %u name%s kept on the store (not after %lu); serving it, no new "
-				"order\n", acme.names.n, acme.names.n == 1 ? "" : "s", (unsigned long)info.not_after);
-		} else {
-			tls_keys_free(&k);
-		}
+	acme_keep()->resume(&r);
+	acme.failures = r.failures;
+	if (r.have) {
+		acme.not_before = r.not_before;
+		acme.not_after = r.not_after;
+		acme.state = AS_VALID;
 	}
-	acme_keep()->boot_done();
-	acme.failures = (unsigned)st.failures;
-	if (st.failures) {
-		if (acme_now(&now))
-			wait = st.next_at > now ? st.next_at - now : 0;
-		else
-			wait = acme_backoff_s(acme.failures, 0, random_u64());
-		if (wait) {
-			acme.state = AS_BACKOFF;
-			acme.next_s = wait;
-			kprintf("acme: an earlier boot's attempt failed or was cut short (%u in a row): next attempt in "
-				"%lu s\n", acme.failures, (unsigned long)wait);
-			vireo_timer_init(&acme.timer, acme_attempt, NULL);
-			vireo_timer_start(&acme.timer, wait > 86400 ? 86400u * 1000 : (u32)(wait * 1000));
-			return true;
-		}
+	if (r.wait_s) {
+		acme.state = AS_BACKOFF;
+		acme.next_s = r.wait_s;
+		vireo_timer_init(&acme.timer, acme_attempt, NULL);
+		vireo_timer_start(&acme.timer, r.wait_s > 86400 ? 86400u * 1000 : (u32)(r.wait_s * 1000));
+		return true;
 	}
-	if (!have)
+	if (!r.have)
 		return false;
 	acme_schedule_renewal();
 	return true;

@@ -42,6 +42,8 @@
 #include "net/tls/tls.h"
 #include "net/tls/tls_cert.h"
 #include "net/tls/tls_keys.h"
+#include "net/acme/acme_renew.h"
+#include "runtime/http/https.h"
 #include "runtime/keep_rec.h"
 #include "runtime/store_rt.h"
 
@@ -59,7 +61,6 @@ static struct {
 	u8 *val[KR_N];		/* as read at boot (kmalloc), NULL: none */
 	size_t len[KR_N];
 	struct keep_field f[KR_N][5];	/* at most keep_nfields[] */
-	char *names;		/* tls.gen's names, NUL-ended (kmalloc) */
 	bool ok[KR_N];		/* its framing checked */
 	unsigned reading;
 	void (*then)(void);
@@ -201,23 +202,7 @@ static void keep_read_next(void)
 			kprintf("keep: %s: the store could not read it (%d): not used\n", keep_name[i], err);
 		keep.reading++;
 	}
-	/* the generated pair for tls_start() */
 	tls_gen_keep.store = keep.store;
-	if (keep.ok[KR_GEN]) {
-		struct keep_field *f = keep.f[KR_GEN];
-
-		if (f[0].len < CMDLINE_MAX && (keep.names = kmalloc(f[0].len + 1)) != NULL) {
-			memcpy(keep.names, f[0].p, f[0].len);
-			keep.names[f[0].len] = '\0';
-			tls_gen_keep.names = keep.names;
-			tls_gen_keep.cert = f[1].p;
-			tls_gen_keep.cert_len = f[1].len;
-			tls_gen_keep.key = f[2].p;
-			tls_gen_keep.key_len = f[2].len;
-		} else {
-			keep_refused(KR_GEN, "names too long, or no memory");
-		}
-	}
 	keep.then();
 }
 
@@ -230,6 +215,7 @@ static void keep_opened(int err, void *arg)
 		/* tls_start() warns: no store, the key in memory only */
 		tls_gen_keep.store = false;
 		tls_gen_keep.save = NULL;
+		tls_gen_keep.load = NULL;
 		keep.then();
 		return;
 	}
@@ -237,6 +223,7 @@ static void keep_opened(int err, void *arg)
 }
 
 static void keep_gen_save(const struct tls_keys *k, const char *names);
+static int keep_gen_load(struct tls_keys *k, const char *names);
 
 static void keep_boot(void (*then)(void))
 {
@@ -244,10 +231,12 @@ static void keep_boot(void (*then)(void))
 
 	keep.then = then;
 	tls_gen_keep.save = keep_gen_save;
+	tls_gen_keep.load = keep_gen_load;
 	err = store_rt_open(keep_opened, NULL);
 	if (err) {
 		kprintf("keep: the store could not be opened (%d): TLS and ACME state in memory only\n", err);
 		tls_gen_keep.save = NULL;
+		tls_gen_keep.load = NULL;
 		work_init(&keep.w, keep_then, NULL);
 		work_queue(&keep.w);
 	}
@@ -255,10 +244,7 @@ static void keep_boot(void (*then)(void))
 
 static void keep_boot_done(void)
 {
-	tls_gen_keep.cert = tls_gen_keep.key = NULL;
-	tls_gen_keep.names = NULL;
-	kfree(keep.names);
-	keep.names = NULL;
+	tls_gen_keep.load = NULL;
 	for (unsigned i = 0; i < KR_N; i++) {
 		if (keep.val[i]) {
 			keep_wipe(keep.val[i], keep.len[i]);
@@ -270,6 +256,39 @@ static void keep_boot_done(void)
 }
 
 /* ---- the generated pair ---- */
+
+/* tls.h's load(): the kept pair, if it is for names, the key is the
+ * certificate's and a day or more is left. */
+static int keep_gen_load(struct tls_keys *k, const char *names)
+{
+	struct keep_field *f = keep.f[KR_GEN];
+	struct tls_cert_info info;
+	char err[160], desc[32];
+	const char *why = err;
+	u64 now;
+
+	if (!keep.ok[KR_GEN])
+		return -1;
+	if (!keep_str_is(&f[0], names))
+		why = "made for other tls.names=";
+	else if (tls_keys_load(k, f[1].p, f[1].len, f[2].p, f[2].len, keep_rng, NULL, err, sizeof err) != 0)
+		;	/* err says why */
+	else if (tls_cert_describe(&k->chain, &info), keep_now(&now) && info.not_after < now + 86400) {
+		tls_keys_free(k);
+		why = "it ends within a day";
+	} else {
+		struct civil_time c;
+
+		wallclock_civil(info.not_after, &c);
+		kprintf("tls: %s key and self-signed certificate kept on the store from an earlier boot (names %s; "
+			"not after %04u-%02u-%02uT%02u:%02u:%02uZ; browsers will warn)\n",
+			tls_keys_describe(k, desc, sizeof desc), info.names, (unsigned)c.year, (unsigned)c.month,
+			(unsigned)c.day, (unsigned)c.hour, (unsigned)c.min, (unsigned)c.sec);
+		return 0;
+	}
+	kprintf("tls: the generated certificate kept on the store is not used (%s): a new one replaces it\n", why);
+	return -1;
+}
 
 static void keep_gen_save(const struct tls_keys *k, const char *names)
 {
@@ -349,13 +368,15 @@ static void keep_state_get(const char *dir, struct acme_kept_state *st)
 	}
 }
 
-static int keep_cert(const char *dir, const char *names, struct tls_keys *k, struct acme_kept_state *st)
+/* The kept certificate for dir and names into k: 0, or -1 (said why). */
+static int keep_cert(const char *dir, const char *names, struct tls_keys *k, const struct acme_kept_state *st,
+		     bool *stale_state)
 {
 	struct keep_field *f = keep.f[KR_CERT];
+	struct tls_cert_info info;
 	char err[160];
 	u64 issued_at, now;
 
-	keep_state_get(dir, st);
 	if (!keep.ok[KR_CERT])
 		return -1;
 	if (!keep_str_is(&f[0], dir) || !keep_str_is(&f[1], names)) {
@@ -370,21 +391,53 @@ static int keep_cert(const char *dir, const char *names, struct tls_keys *k, str
 		keep_refused(KR_CERT, err);
 		return -1;
 	}
-	if (keep_now(&now)) {
+	tls_cert_describe(&k->chain, &info);
+	if (keep_now(&now) && info.not_after < now + 60) {
+		tls_keys_free(k);
+		kprintf("keep: acme.cert has ended: ordering a new one\n");
+		return -1;
+	}
+	/* the kept state's attempt started before this certificate was
+	 * issued: it is over (the crash fell between the two writes) */
+	*stale_state = st->attempt_at && issued_at && st->attempt_at < issued_at;
+	return 0;
+}
+
+static void keep_resume(struct acme_resume *r)
+{
+	struct acme_kept_state st;
+	struct tls_keys k;
+	bool stale = false;
+	u64 now;
+
+	keep_state_get(r->directory, &st);
+	if (keep_cert(r->directory, r->names, &k, &st, &stale) == 0) {
 		struct tls_cert_info info;
 
-		tls_cert_describe(&k->chain, &info);
-		if (info.not_after < now + 60) {
-			tls_keys_free(k);
-			kprintf("keep: acme.cert has ended: ordering a new one\n");
-			return -1;
+		tls_cert_describe(&k.chain, &info);
+		if (https_cert_install(&k, "acme") == 0) {
+			r->have = true;
+			r->not_before = info.not_before;
+			r->not_after = info.not_after;
+			kprintf("acme: certificate for %u name%s kept on the store (not after %lu); serving it, no new "
+				"order\n", r->n_names, r->n_names == 1 ? "" : "s", (unsigned long)info.not_after);
+		} else {
+			tls_keys_free(&k);
 		}
 	}
-	/* an attempt that started after this certificate was issued failed or
-	 * was cut short: its backoff holds; one before it is over */
-	if (st->attempt_at && issued_at && st->attempt_at < issued_at)
-		memset(st, 0, sizeof *st);
-	return 0;
+	if (stale)
+		memset(&st, 0, sizeof st);
+	r->failures = (unsigned)st.failures;
+	if (st.failures) {
+		if (keep_now(&now))
+			r->wait_s = st.next_at > now ? st.next_at - now : 0;
+		else
+			r->wait_s = acme_backoff_s(r->failures, 0, random_u64());
+		if (r->wait_s)
+			kprintf("acme: an earlier boot's attempt failed or was cut short (%u in a row): next attempt in "
+				"%lu s\n", r->failures, (unsigned long)r->wait_s);
+	}
+	keep_boot_done();
 }
 
 static void keep_issued(const char *dir, const char *names, const char *chain, size_t chain_len, const u8 *key,
@@ -414,7 +467,7 @@ static const struct acme_keep keep_store = {
 	.boot_done = keep_boot_done,
 	.account = keep_account,
 	.account_keep = keep_account_keep,
-	.cert = keep_cert,
+	.resume = keep_resume,
 	.issued = keep_issued,
 	.state = keep_state,
 };

@@ -19,6 +19,15 @@ struct acme_kept_state {
 	u64 failures, next_at, attempt_at;
 };
 
+struct acme_resume {
+	const char *directory, *names;	/* in */
+	unsigned n_names;
+	bool have;			/* out: the kept certificate serves */
+	u64 not_before, not_after;	/* its dates */
+	unsigned failures;		/* in a row, before this boot */
+	u64 wait_s;			/* > 0: the next attempt that much later */
+};
+
 struct acme_keep {
 	/* Opens the store and reads what is kept (the generated pair into
 	 * tls.h's tls_gen_keep, ACME's for the hooks below), then calls
@@ -32,11 +41,11 @@ struct acme_keep {
 	bool (*account)(const char *directory, mbedtls_pk_context *key, char *url, size_t cap);
 	/* Keeps the account: key and url (may be "") for directory. */
 	void (*account_keep)(const char *directory, const mbedtls_pk_context *key, const char *url);
-	/* The certificate kept for directory and names, loaded and checked
-	 * into k (tls_keys_load: the key is the leaf's) and at least a minute
-	 * from its end: 0, or -1 (none or refused: said once). *st: the kept
-	 * state for directory (zero if none). */
-	int (*cert)(const char *directory, const char *names, struct tls_keys *k, struct acme_kept_state *st);
+	/* At acme_start(): the certificate kept for r's directory and names,
+	 * checked (its framing, the key is the leaf's, a minute or more
+	 * left) and installed (served from now on), and the kept state's
+	 * backoff still to wait; then wipes what boot() read. */
+	void (*resume)(struct acme_resume *r);
 	/* Keeps the certificate just issued: the PEM chain and the key's DER. */
 	void (*issued)(const char *directory, const char *names, const char *chain, size_t chain_len,
 		       const u8 *key, size_t key_len);

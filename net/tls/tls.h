@@ -100,19 +100,17 @@ struct tls_keys *tls_server_keys(void);
 
 /* Keeping the generated certificate across restarts (issue 33): with a
  * store (make STORAGE=1 and a data disk), runtime/acme_state.c fills this
- * in before tls_start(): store set, and the pair an earlier boot generated
- * (DER certificate and key, and the tls.names= it was made for), or NULL.
- * tls_start() serves that pair only if its names are today's, the key is
- * the certificate's and it is not within a day of its end; else it says
- * why, once, and generates a new one. save() keeps each pair generated
- * (at boot, `cert regen`): it copies what it needs before returning.
- * Without a store: store false, a warning, the key in memory only. */
+ * in before tls_start(): store set; load() puts the pair an earlier boot
+ * generated for names (tls.names=, "" for the default ones) into k, when
+ * it still fits (its names are today's, the key is the certificate's, a
+ * day or more is left; else it says why, once) and returns 0, or returns
+ * -1 and tls_start() generates a new pair; save() keeps each pair
+ * generated (at boot, `cert regen`), copying what it needs. Without a
+ * store: all unset, a warning, the key in memory only. */
 struct tls_keys;
 struct tls_gen_keep {
 	bool store;
-	const unsigned char *cert, *key;
-	size_t cert_len, key_len;
-	const char *names;
+	int (*load)(struct tls_keys *k, const char *names);
 	void (*save)(const struct tls_keys *k, const char *names);
 };
 extern struct tls_gen_keep tls_gen_keep;

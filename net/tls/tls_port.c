@@ -276,34 +276,15 @@ static bool tls_file_ok(const struct boot_file *f, const char *path)
 struct tls_gen_keep tls_gen_keep;
 static const char *tls_gen_list = "";	/* the tls.names= the generated pair is for */
 
-/* The pair an earlier boot generated, when it still fits: its names are
- * today's, the key is the certificate's, a day or more is left. Otherwise
- * says why (once: the new pair replaces it) and false. */
-static bool tls_gen_kept(bool clock, u64 now)
+/* The pair an earlier boot generated, when the store has one that fits
+ * (the keeper says so). */
+static bool tls_gen_kept(void)
 {
-	struct tls_gen_keep *g = &tls_gen_keep;
-	char err[160], desc[32], to[32];
-	const char *why = err;
-
-	if (!g->cert || !g->key)
+	if (!tls_gen_keep.load || tls_gen_keep.load(&tls_keys, tls_gen_list) != 0)
 		return false;
-	if (strcmp(g->names ? g->names : "", tls_gen_list) != 0)
-		why = "made for other tls.names=";
-	else if (tls_keys_load(&tls_keys, g->cert, g->cert_len, g->key, g->key_len, vireo_tls_rng, NULL, err,
-			       sizeof(err)) != 0)
-		;	/* err says why */
-	else if (tls_cert_describe(&tls_keys.chain, &tls_info), clock && tls_info.not_after < now + 86400) {
-		tls_keys_free(&tls_keys);
-		why = "it ends within a day";
-	} else {
-		tls_source = "generated";
-		kprintf("tls: %s key and self-signed certificate kept on the store from an earlier boot (names %s; "
-			"not after %s; browsers will warn)\n", tls_keys_describe(&tls_keys, desc, sizeof(desc)),
-			tls_info.names, tls_date(tls_info.not_after, to, sizeof(to)));
-		return true;
-	}
-	kprintf("tls: the generated certificate kept on the store is not used (%s): a new one replaces it\n", why);
-	return false;
+	tls_source = "generated";
+	tls_cert_describe(&tls_keys.chain, &tls_info);
+	return true;
 }
 
 /* No certificate from the ESP or from make: a key and a certificate made
@@ -323,7 +304,7 @@ static int tls_generate(const char *list)
 		tls_names_default(names);
 	}
 	tls_gen_list = list ? list : "";
-	if (tls_gen_kept(clock, now))
+	if (tls_gen_kept())
 		return 0;
 	tls_cert_validity(clock, now, &nb, &na);
 	t0 = time_ns();
