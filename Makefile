@@ -786,6 +786,8 @@ help:
 	@echo "                  same PORT=, CMDLINE=, QEMU_OPTS=, MEM= as make run"
 	@echo "  make image      build $(IMAGE) (GPT disk, ESP with EFI/BOOT/BOOTX64.EFI)"
 	@echo "  make TLS=0      build without HTTPS (no mbedTLS); apps other than the site: TLS=1 for it"
+	@echo "  make STORAGE=1  the site with the store: keys, certificates and ACME state kept on the data"
+	@echo "                  disk across restarts (docs/https.md; its own budget: 704 KiB)"
 	@echo "  make TLS_CERT=chain.pem TLS_KEY=key.pem  HTTPS (mbedTLS 3.6, default) with this certificate/key"
 	@echo "                  (else one generated at boot, for tls.names=; EFI/vireo/tls/cert.pem and"
 	@echo "                  key.pem on the ESP win over both); https= port 443; TLS_CA=bundle.pem: the"
