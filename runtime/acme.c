@@ -2,10 +2,10 @@
  * The ACME client's runtime side (runtime/acme.h, docs/https.md "ACME"),
  * make TLS=1 only: the default image has neither the code nor the keys.
  *
- * One order at a time. The account key (ECDSA P-256) is made once per boot
- * and kept in memory (not yet on the store: a reboot registers again,
- * which a CA answers with the same account for the same key only if the
- * key is kept: a later slice). Each attempt makes a fresh certificate key
+ * One order at a time. The account key (ECDSA P-256) is made once and kept
+ * in memory, and on the store when the image has one (make STORAGE=1:
+ * runtime/acme_state.c, with the issued certificate and the backoff; the
+ * hooks here are marked [acme_state]). Each attempt makes a fresh certificate key
  * from the CSPRNG, its CSR, and runs net/acme/acme_client.c's machine:
  * every request goes through one HTTP client pool over TLS to the
  * directory's host (the machine refuses URLs elsewhere), verified against
