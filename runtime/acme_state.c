@@ -36,6 +36,7 @@
 #include "kernel/loop.h"
 #include "kernel/mm/mm.h"
 #include "kernel/random.h"
+#include "kernel/time/time.h"
 #include "kernel/time/wallclock.h"
 #include "lib/string.h"
 #include "mbedtls/pk.h"
@@ -49,6 +50,8 @@
 
 #define KEEP_VALUE_MAX (72u * 1024)
 #define KEEP_KEY_DER_MAX 512u	/* P-256's DER is 121 bytes */
+#define KEEP_BUSY_MS 10u	/* a read refused -EBUSY: again that much later, */
+#define KEEP_BUSY_TRIES 200u	/* at most this often (2 s in all) */
 
 enum { KR_GEN, KR_ACCOUNT, KR_CERT, KR_STATE, KR_N };
 /* the record kinds in keep_rec.h's header */
@@ -63,6 +66,8 @@ static struct {
 	struct keep_field f[KR_N][5];	/* at most keep_nfields[] */
 	bool ok[KR_N];		/* its framing checked */
 	unsigned reading;
+	unsigned busy_tries;	/* reads refused -EBUSY (KEEP_BUSY_TRIES at most) */
+	struct timer retry;
 	void (*then)(void);
 	struct work w;
 	bool ro_said;
@@ -154,6 +159,12 @@ static int keep_key_der(const mbedtls_pk_context *key, u8 *buf, size_t cap, cons
 
 static void keep_read_next(void);
 
+static void keep_retry(struct timer *t, void *arg)
+{
+	(void)t, (void)arg;
+	keep_read_next();
+}
+
 static void keep_got(int err, const void *val, size_t len, void *arg)
 {
 	unsigned i = (unsigned)(uintptr_t)arg;
@@ -198,6 +209,12 @@ static void keep_read_next(void)
 		err = store_rt_get(key, klen, keep_got, (void *)(uintptr_t)i);
 		if (!err)
 			return;	/* keep_got goes on */
+		if (err == -EBUSY && keep.busy_tries++ < KEEP_BUSY_TRIES) {
+			/* an app's reads hold the store's 16: a moment later */
+			timer_init(&keep.retry, keep_retry, NULL);
+			timer_start(&keep.retry, time_ns() + KEEP_BUSY_MS * NSEC_PER_MSEC);
+			return;
+		}
 		if (err != -ENOENT)
 			kprintf("keep: %s: the store could not read it (%d): not used\n", keep_name[i], err);
 		keep.reading++;
