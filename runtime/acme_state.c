@@ -219,7 +219,7 @@ static void keep_read_next(void)
 			kprintf("keep: %s: the store could not read it (%d): not used\n", keep_name[i], err);
 		keep.reading++;
 	}
-	tls_gen_keep.store = keep.store;
+	tls_gen_keep.store = keep.writable;	/* (or a pair kept: keep_gen_load) */
 	keep.then();
 }
 
@@ -301,6 +301,7 @@ static int keep_gen_load(struct tls_keys *k, const char *names)
 			"not after %04u-%02u-%02uT%02u:%02u:%02uZ; browsers will warn)\n",
 			tls_keys_describe(k, desc, sizeof desc), info.names, (unsigned)c.year, (unsigned)c.month,
 			(unsigned)c.day, (unsigned)c.hour, (unsigned)c.min, (unsigned)c.sec);
+		tls_gen_keep.store = true;
 		return 0;
 	}
 	kprintf("tls: the generated certificate kept on the store is not used (%s): a new one replaces it\n", why);
@@ -318,6 +319,7 @@ static void keep_gen_save(const struct tls_keys *k, const char *names)
 			"certificate at every boot\n");
 		return;
 	}
+	tls_gen_keep.store = keep.writable;	/* `cert` says whether this one is kept */
 	n = k ? keep_key_der(&k->key, buf, sizeof buf, &der) : -1;
 	if (n < 0) {
 		kprintf("keep: tls.gen: the key could not be written: not kept\n");
