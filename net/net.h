@@ -79,7 +79,8 @@ void netup_set_http_port(u16 port);
 /* A step between the address and the ready line (cloud metadata): once the
  * address is bound, gate(ready) runs instead of the ready line, and must
  * call ready() exactly once, within its own time bound. */
-void netup_set_gate(void (*gate)(void (*ready)(void)));
+typedef void (*netup_gate_fn)(void (*ready)(void));
+netup_gate_fn netup_set_gate(netup_gate_fn gate);	/* returns the gate set before (chain it) */
 /* ip=/gw= changed after boot: gives n the static address they name now
  * (DHCP stopped; a missing gw= keeps the current gateway) and logs it.
  * Returns 1 if the address changed, 0 if not (or no ip= is set). */

@@ -2,10 +2,10 @@
  * The ACME client's runtime side (runtime/acme.h, docs/https.md "ACME"),
  * make TLS=1 only: the default image has neither the code nor the keys.
  *
- * One order at a time. The account key (ECDSA P-256) is made once per boot
- * and kept in memory (not yet on the store: a reboot registers again,
- * which a CA answers with the same account for the same key only if the
- * key is kept: a later slice). Each attempt makes a fresh certificate key
+ * One order at a time. The account key (ECDSA P-256) is made once and kept
+ * in memory, and on the store when the image has one (make STORAGE=1:
+ * runtime/acme_state.c, with the issued certificate and the backoff; the
+ * hooks here are marked [acme_state]). Each attempt makes a fresh certificate key
  * from the CSPRNG, its CSR, and runs net/acme/acme_client.c's machine:
  * every request goes through one HTTP client pool over TLS to the
  * directory's host (the machine refuses URLs elsewhere), verified against
@@ -23,6 +23,7 @@
  */
 #ifdef VIREO_TLS
 #include "runtime/acme.h"
+#include "runtime/acme_state.h"
 
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
@@ -31,6 +32,7 @@
 #include "kernel/time/time.h"
 #include "kernel/time/wallclock.h"
 #include "lib/fmt.h"
+#include "lib/linkset.h"
 #include "lib/metrics.h"
 #include "lib/string.h"
 #include "lwip/ip_addr.h"
@@ -138,7 +140,17 @@ static struct {
 	u64 not_before, not_after;	/* the certificate issued last, Unix s */
 	u64 renew_at;		/* Unix s: when to order again (valid) */
 	char last_error[ACME_ERR_MAX];
+	bool account_kept;	/* the account key came from the store */
 } acme;
+
+static void acme_keep_state(u64 wait_s);	/* [acme_state] */
+static void acme_keep_issued(void);
+static bool acme_resume(void);
+
+static const char *acme_names(void)
+{
+	return acme_names_opt[0] ? acme_names_opt : https_tls_names();
+}
 
 /* The best wall clock, the TLS clients' too (the firmware's until SNTP
  * sets it): Unix seconds, false while there is none. */
@@ -366,6 +378,10 @@ static bool acme_install(void)
 	}
 	ret = tls_keys_load(&k, (const unsigned char *)acme.body, acme.body_len, der + 512 - n, (size_t)n, acme_rng,
 			    NULL, err, sizeof err);
+	/* [acme_state] the chain and key kept on the store (before the wipe) */
+	if (ret == 0 && acme_keep())
+		acme_keep()->issued(acme_directory_opt, acme_names(), acme.body, acme.body_len, der + 512 - n,
+				    (size_t)n);
 	memset(der, 0, 512);
 	__asm__ volatile("" : : "r"(der) : "memory");	/* the wipe is not optimised away */
 	kfree(der);
@@ -437,6 +453,7 @@ static void acme_backoff(void)
 	acme.state = AS_BACKOFF;
 	kprintf("acme: order failed: %s; the certificate served stays; next attempt in %lu s\n", acme.last_error,
 		(unsigned long)s);
+	acme_keep_state(s);	/* [acme_state] */
 	vireo_timer_init(&acme.timer, acme_attempt, NULL);
 	vireo_timer_start(&acme.timer, s > 86400 ? 86400u * 1000 : (u32)(s * 1000));
 }
@@ -498,6 +515,7 @@ static void acme_step(enum acme_action act)
 		acme.failures = 0;
 		acme.last_error[0] = '\0';
 		acme.state = AS_VALID;
+		acme_keep_issued();	/* [acme_state] */
 		kprintf("acme: certificate issued for %u name%s by %s; serving it\n", acme.names.n,
 			acme.names.n == 1 ? "" : "s", acme.host);
 		acme_schedule_renewal();
@@ -520,6 +538,11 @@ static void acme_attempt(struct vireo_timer *t, void *arg)
 	(void)t, (void)arg;
 	acme.state = AS_ORDERING;
 	acme.orders++;
+	/* [acme_state] kept first as if it will fail: a boot cut short
+	 * mid-order waits as after a failure before ordering again */
+	acme.failures++;
+	acme_keep_state(acme_backoff_s(acme.failures, 0, random_u64()));
+	acme.failures--;
 	if (acme.have_cert_key)
 		mbedtls_pk_free(&acme.cert_key);
 	acme.have_cert_key = false;
@@ -542,6 +565,70 @@ static void acme_attempt(struct vireo_timer *t, void *arg)
 	kprintf("acme: ordering a certificate for %s from %s\n", acme_names_opt[0] ? acme_names_opt : https_tls_names(),
 		acme.host);
 	acme_step(acme_client_start(acme.m, &acme.cfg));
+}
+
+/* ---- [acme_state] kept on the store (runtime/acme_state.c) ---- */
+
+LINKSET_DECLARE(acme_keep, const struct acme_keep);
+
+const struct acme_keep *acme_keep(void)
+{
+	return LINKSET_COUNT(acme_keep) ? *LINKSET_BEGIN(acme_keep) : NULL;
+}
+
+/* The state before an attempt or after a failure: failures in a row, the
+ * next attempt after wait_s. */
+static void acme_keep_state(u64 wait_s)
+{
+	struct acme_kept_state st = { .failures = acme.failures };
+	u64 now;
+
+	if (!acme_keep())
+		return;
+	if (acme_now(&now)) {
+		st.next_at = now + wait_s;
+		st.attempt_at = now;
+	}
+	acme_keep()->state(acme_directory_opt, &st);
+}
+
+/* Issued: no failure now, and the account's URL kept with its key. */
+static void acme_keep_issued(void)
+{
+	if (!acme_keep())
+		return;
+	acme_keep_state(0);
+	acme_keep()->account_keep(acme_directory_opt, &acme.account, acme.m->account);
+}
+
+/* At start: the certificate kept for these names from this directory is
+ * served with no order, renewal as after its issue; a kept backoff (an
+ * earlier boot's failures, or an attempt cut short) is waited out. True
+ * when that scheduled the next step. */
+static bool acme_resume(void)
+{
+	struct acme_resume r = { .directory = acme_directory_opt, .names = acme_names(), .n_names = acme.names.n };
+
+	if (!acme_keep())
+		return false;
+	acme_keep()->resume(&r);
+	acme.failures = r.failures;
+	if (r.have) {
+		acme.not_before = r.not_before;
+		acme.not_after = r.not_after;
+		acme.state = AS_VALID;
+	}
+	if (r.wait_s) {
+		acme.state = AS_BACKOFF;
+		acme.next_s = r.wait_s;
+		vireo_timer_init(&acme.timer, acme_attempt, NULL);
+		vireo_timer_start(&acme.timer, r.wait_s > 86400 ? 86400u * 1000 : (u32)(r.wait_s * 1000));
+		return true;
+	}
+	if (!r.have)
+		return false;
+	acme_schedule_renewal();
+	return true;
 }
 
 static bool acme_contact_ok(const char *s)
@@ -607,11 +694,17 @@ void acme_start(void)
 		kprintf("acme: no memory for the client; ACME off\n");
 		return;
 	}
-	ret = acme_key_generate(&acme.account, acme_rng, NULL);
+	/* [acme_state] the account key kept on the store, else a new one */
+	acme.account_kept = acme_keep() &&
+			    acme_keep()->account(acme_directory_opt, &acme.account, acme.m->account,
+						 sizeof acme.m->account);
+	ret = acme.account_kept ? 0 : acme_key_generate(&acme.account, acme_rng, NULL);
 	if (ret == 0) {
 		acme.have_account = true;
 		ret = acme_thumbprint(&acme.account, acme.thumb);
 	}
+	if (ret == 0 && !acme.account_kept && acme_keep())
+		acme_keep()->account_keep(acme_directory_opt, &acme.account, "");
 	if (ret != 0) {
 		strlcpy(acme.last_error, "the account key could not be made", sizeof acme.last_error);
 		kprintf("acme: the account key could not be made (%d); ACME off\n", ret);
@@ -638,9 +731,13 @@ void acme_start(void)
 	if (acme_eab_key_len)
 		acme.cfg.eab = acme_eab;
 	acme.state = AS_ORDERING;
-	kprintf("acme: account key made (P-256, in memory only: no store); directory %s, names %s, %s%s%s\n",
+	kprintf("acme: account key %s; directory %s, names %s, %s%s%s\n",
+		acme.account_kept ? "kept on the store (P-256)" :
+		acme_keep() ? "made (P-256, kept on the store)" : "made (P-256, in memory only: no store)",
 		acme_directory_opt, names, acme_challenge_choices[acme_challenge_opt],
 		acme_eab_key_len ? ", External Account Binding as " : "", acme_eab_key_len ? acme_eab_kid_opt : "");
+	if (acme_resume())	/* [acme_state] */
+		return;
 	vireo_timer_init(&acme.timer, acme_attempt, NULL);
 	vireo_timer_start(&acme.timer, ACME_FIRST_MS);
 }

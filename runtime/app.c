@@ -11,6 +11,7 @@
 #include "kernel/time/wallclock.h"
 #include "lwip/priv/tcp_priv.h"
 #include "runtime/acme.h"
+#include "runtime/acme_state.h"
 #include "runtime/api.h"
 #include "runtime/app.h"
 #include "runtime/http/http.h"
@@ -94,6 +95,41 @@ static const struct power_drain_ops http_drain = {
 	.cut = app_drain_cut,
 };
 
+#ifdef VIREO_TLS
+/* With a store, the ready line waits for HTTPS (it names its port): a
+ * gate chained before any other (metadata's). */
+static netup_gate_fn app_gate_next;
+static void (*app_gate_ready)(void);
+static bool app_tls_started;
+
+static void app_gate_go(void)
+{
+	if (app_gate_next)
+		app_gate_next(app_gate_ready);
+	else
+		app_gate_ready();
+}
+
+static void app_gate(void (*ready)(void))
+{
+	app_gate_ready = ready;
+	if (app_tls_started)
+		app_gate_go();
+}
+
+static void app_tls_start(void)
+{
+	/* Each logs its own result; HTTP serves either way. */
+	if (tls_start(https_tls_names()) == 0 && https_start() == 0)
+		acme_start();
+	if (acme_keep())
+		acme_keep()->boot_done();
+	app_tls_started = true;
+	if (app_gate_ready)
+		app_gate_go();
+}
+#endif
+
 int app_start(void)
 {
 	int err;
@@ -111,9 +147,13 @@ int app_start(void)
 	/* The apps' routes and services (include/vireo/); each logs itself. */
 	api_apps_start();
 #ifdef VIREO_TLS
-	/* Each logs its own result; HTTP serves either way. */
-	if (tls_start(https_tls_names()) == 0 && https_start() == 0)
-		acme_start();
+	/* With a store (make STORAGE=1), HTTPS starts once what is kept there
+	 * (the generated key, ACME's account and certificate) is read. */
+	if (acme_keep()) {
+		app_gate_next = netup_set_gate(app_gate);
+		acme_keep()->boot(app_tls_start);
+	} else
+		app_tls_start();
 #endif
 	return 0;
 }

@@ -1,38 +1,91 @@
 /* The app API's durable store (include/vireo/store.h) over storage/. */
+#include "kernel/loop.h"
 #include "lib/string.h"
+#include "runtime/store_rt.h"
 #include "storage/disk.h"
 #include "storage/store_log.h"
 #include "vireo/store.h"
+
+/* Who waits for the open: the app (vireo_store_open) and the runtime
+ * (store_rt_open), each told once. */
+struct api_waiter {
+	void (*ready)(int err, void *arg);
+	void *arg;
+	bool asked;
+	struct work w;		/* the callback, when the open was over before the ask */
+};
 
 static struct {
 	struct store *s;
 	struct st_log log;
 	int err;
-	void (*ready)(int err, void *arg);
-	void *arg;
+	bool opening, opened;
+	struct api_waiter app, rt;
 } api;
+
+static void api_tell(void *arg)
+{
+	struct api_waiter *w = arg;
+
+	if (w->ready)
+		w->ready(api.err, w->arg);
+}
 
 static void api_opened(struct store *s, int err, void *arg)
 {
+	(void)arg;
 	api.s = err ? NULL : s;
 	if (api.s)
 		st_log_init(&api.log, s);
 	api.err = err ? err : s->state == ST_READY ? 0 : -EROFS;
-	if (api.ready)
-		api.ready(api.err, api.arg);
+	api.opened = true;
+	api_tell(&api.app);
+	api_tell(&api.rt);
 }
 
-int vireo_store_open(void (*ready)(int err, void *arg), void *arg)
+static void api_tell_later(struct api_waiter *w)
 {
-	api.ready = ready;
-	api.arg = arg;
+	work_init(&w->w, api_tell, w);
+	work_queue(&w->w);
+}
+
+static int api_start(void)
+{
+	api.opening = true;
+	api.opened = false;
 	api.err = -EAGAIN;
 	return disk_store_open(api_opened, NULL);
 }
 
-size_t vireo_store_value_max(void)
+/* The app's first call waits for the runtime's open when that came first;
+ * otherwise (and on every later call: the host tests' boots) it opens. */
+int vireo_store_open(void (*ready)(int err, void *arg), void *arg)
 {
-	return api.s ? st_value_max(api.s) : 0;
+	bool again = api.app.asked;
+
+	api.app.ready = ready;
+	api.app.arg = arg;
+	api.app.asked = true;
+	if (!again && api.rt.asked && api.opening) {
+		if (api.opened)
+			api_tell_later(&api.app);
+		return 0;
+	}
+	return api_start();
+}
+
+int store_rt_open(void (*ready)(int err, void *arg), void *arg)
+{
+	if (api.rt.asked)
+		return -EALREADY;
+	api.rt.ready = ready;
+	api.rt.arg = arg;
+	api.rt.asked = true;
+	if (api.opened)
+		api_tell_later(&api.rt);
+	else if (!api.opening)
+		return api_start();
+	return 0;
 }
 
 /* Keys that start with a 0 byte are the record log's (store_log.h). */
@@ -95,6 +148,46 @@ int vireo_store_get(const void *key, size_t klen, void (*got)(int err, const voi
 	if (err)
 		return err;
 	if (klen > ST_KEY_MAX || !got || api_reserved(key, klen))
+		return -EINVAL;
+	for (unsigned i = 0; i < ST_GETS_MAX && !g; i++)
+		if (!api_gets[i].got)
+			g = &api_gets[i];
+	if (!g)
+		return -EBUSY;
+	g->got = got;
+	g->arg = arg;
+	err = st_get(api.s, key, (u32)klen, api_got, g);
+	if (err)
+		g->got = NULL;
+	return err;
+}
+
+static bool api_rt_key(const void *key, size_t klen)
+{
+	return klen > 2 && klen <= ST_KEY_MAX && !memcmp(key, STORE_RT_PREFIX, 2);
+}
+
+int store_rt_put(const void *key, size_t klen, const void *val, size_t vlen, void (*done)(int err, void *arg),
+		 void *arg)
+{
+	int err = api_state();
+
+	if (err)
+		return err;
+	if (!api_rt_key(key, klen) || vlen > UINT32_MAX)
+		return -EINVAL;
+	return st_put(api.s, key, (u32)klen, val, (u32)vlen, done, arg);
+}
+
+int store_rt_get(const void *key, size_t klen, void (*got)(int err, const void *val, size_t vlen, void *arg),
+		 void *arg)
+{
+	struct api_get *g = NULL;
+	int err = api_state();
+
+	if (err)
+		return err;
+	if (!api_rt_key(key, klen) || !got)
 		return -EINVAL;
 	for (unsigned i = 0; i < ST_GETS_MAX && !g; i++)
 		if (!api_gets[i].got)

@@ -76,9 +76,12 @@ void netup_set_http_port(u16 port)
 	netup_http_port = port;
 }
 
-void netup_set_gate(void (*gate)(void (*ready)(void)))
+netup_gate_fn netup_set_gate(netup_gate_fn gate)
 {
+	netup_gate_fn was = netup_gate;
+
 	netup_gate = gate;
+	return was;
 }
 
 static unsigned netup_prefix_len(u32 mask_be)

@@ -98,6 +98,23 @@ bool tls_serving_ca_issued(void);
  * pointer valid until the next tls_served_install(). */
 struct tls_keys *tls_server_keys(void);
 
+/* Keeping the generated certificate across restarts (issue 33): with a
+ * store (make STORAGE=1 and a data disk), runtime/acme_state.c fills this
+ * in before tls_start(): store set; load() puts the pair an earlier boot
+ * generated for names (tls.names=, "" for the default ones) into k, when
+ * it still fits (its names are today's, the key is the certificate's, a
+ * day or more is left; else it says why, once) and returns 0, or returns
+ * -1 and tls_start() generates a new pair; save() keeps each pair
+ * generated (at boot, `cert regen`), copying what it needs. Without a
+ * store: all unset, a warning, the key in memory only. */
+struct tls_keys;
+struct tls_gen_keep {
+	bool store;
+	int (*load)(struct tls_keys *k, const char *names);
+	void (*save)(const struct tls_keys *k, const char *names);
+};
+extern struct tls_gen_keep tls_gen_keep;
+
 /* `cert`'s further lines, the ACME client's state, and `cert ARGS`
  * (runtime/acme.c sets it: `cert renew`), or NULL. */
 extern void (*tls_cert_cmd_more)(const char *args);

@@ -208,8 +208,8 @@ static void tls_cert_cmd(const char *args)
 	tls_date(tls_info.not_before, from, sizeof(from));
 	tls_date(tls_info.not_after, to, sizeof(to));
 	kprintf("source:     %s%s\n", tls_source,
-		!strcmp(tls_source, "generated") ? (tls_installs ? " (no store: kept in memory only)" :
-						    " (at boot; no store: kept in memory only)") : "");
+		strcmp(tls_source, "generated") ? "" : tls_gen_keep.store ? " (kept on the store)" :
+		tls_installs ? " (no store: kept in memory only)" : " (at boot; no store: kept in memory only)");
 	kprintf("names:      %s\n", tls_info.names[0] ? tls_info.names : "(no DNS or IP SANs)");
 	kprintf("not before: %s\n", from);
 	if (clock && tls_info.not_after && tls_info.not_after >= now)
@@ -272,6 +272,21 @@ static bool tls_file_ok(const struct boot_file *f, const char *path)
  * or a generated one), else the pair given to make, else one generated now.
  * Logs what it loaded, or why not. */
 
+/* ---- the generated pair kept on the store (tls.h's tls_gen_keep) ---- */
+struct tls_gen_keep tls_gen_keep;
+static const char *tls_gen_list = "";	/* the tls.names= the generated pair is for */
+
+/* The pair an earlier boot generated, when the store has one that fits
+ * (the keeper says so). */
+static bool tls_gen_kept(void)
+{
+	if (!tls_gen_keep.load || tls_gen_keep.load(&tls_keys, tls_gen_list) != 0)
+		return false;
+	tls_source = "generated";
+	tls_cert_describe(&tls_keys.chain, &tls_info);
+	return true;
+}
+
 /* No certificate from the ESP or from make: a key and a certificate made
  * now (tls_cert.h), for tls.names= or the default names. */
 static int tls_generate(const char *list)
@@ -288,6 +303,9 @@ static int tls_generate(const char *list)
 		kprintf("tls: warning: tls.names=%s: %s; the default names instead\n", list, err);
 		tls_names_default(names);
 	}
+	tls_gen_list = list ? list : "";
+	if (tls_gen_kept())
+		return 0;
 	tls_cert_validity(clock, now, &nb, &na);
 	t0 = time_ns();
 	if (tls_cert_generate(&tls_keys, names, nb, na, vireo_tls_rng, NULL, err, sizeof(err)) != 0) {
@@ -300,8 +318,11 @@ static int tls_generate(const char *list)
 		"browsers will warn)\n", tls_keys_describe(&tls_keys, desc, sizeof(desc)),
 		(unsigned long)((time_ns() - t0) / 1000000), tls_info.names, tls_date(na, to, sizeof(to)),
 		clock ? "" : ", no clock: a fixed window");
-	kprintf("tls: warning: no store: the generated key is kept in memory only; a new key and certificate "
-		"at every boot\n");
+	if (tls_gen_keep.save)
+		tls_gen_keep.save(&tls_keys, tls_gen_list);
+	else
+		kprintf("tls: warning: no store: the generated key is kept in memory only; a new key and "
+			"certificate at every boot\n");
 	return 0;
 }
 
@@ -517,6 +538,8 @@ static int tls_regen(void)
 		return ret;
 	}
 	kprintf("cert: generated and installed in %lu ms\n", (unsigned long)((time_ns() - t0) / 1000000));
+	if (tls_gen_keep.save)
+		tls_gen_keep.save(tls_server_keys(), tls_gen_list);
 	return 0;
 }
 

@@ -75,3 +75,9 @@ fuzz_response_USES := response chunked
 HOST_TESTS += test_store_api
 test_store_api_USES := store_api store_log store store_compact store_open blk index logfmt crc32c fmt
 test_store_api_SRCS := tests/host/storage/memdisk.c
+
+# The records the runtime keeps on the store (runtime/keep_rec.c: TLS and
+# ACME state): a round trip, and every malformed record refused with its
+# reason (never read past its end), a record cut at every length too.
+HOST_TESTS += test_keep_rec
+test_keep_rec_USES := keep_rec

@@ -21,6 +21,7 @@
 #include "storage/disk.h"
 #include "storage/store.h"
 #include "vireo/store.h"
+#include "runtime/store_rt.h"
 
 static void rnd(void *buf, size_t len)
 {
@@ -162,6 +163,22 @@ static void scan_got(int err, const void *key, size_t klen, const void *val, siz
 	scan_err = vireo_store_next("p/", 2, key, klen, scan_got, NULL);
 }
 
+static char rt_val[16];
+
+static void rt_got(int err, const void *val, size_t vlen, void *arg)
+{
+	assert_int_equal(err, 0);
+	assert_true(vlen < sizeof rt_val);
+	memcpy(rt_val, val, vlen);
+	rt_val[vlen] = '\0';
+}
+
+/* The runtime's key goes again, so the counts below are the app's. */
+static int store_rt_del_all(void)
+{
+	return st_del(&S, (const u8 *)"\0Ktls.gen", 9, NULL, NULL);
+}
+
 static void test_api(void **state)
 {
 	static const u8 reserved[] = { 0, 'L', 0, 0, 0, 0, 0, 0, 0, 1 };
@@ -177,6 +194,31 @@ static void test_api(void **state)
 	assert_int_equal(vireo_store_put(reserved, sizeof reserved, "v", 1, done_cb, &err), -EINVAL);
 	assert_int_equal(vireo_store_del(reserved, sizeof reserved, done_cb, &err), -EINVAL);
 	assert_int_equal(vireo_store_get(reserved, sizeof reserved, got_cb, NULL), -EINVAL);
+	/* The runtime's own keys (0x00 'K': runtime/store_rt.h): written and
+	 * read by store_rt_*, which take no other key; apps see none of them. */
+	assert_int_equal(store_rt_put("\0Ktls.gen", 9, "secret", 6, done_cb, &err), 0);
+	assert_int_equal(store_rt_put("k", 1, "v", 1, done_cb, &err), -EINVAL);
+	assert_int_equal(store_rt_put("\0L", 2, "v", 1, done_cb, &err), -EINVAL);
+	assert_int_equal(store_rt_get("\0Lx", 3, got_cb, NULL), -EINVAL);
+	hk_run(1000000);
+	assert_int_equal(err, 0);
+	assert_int_equal(vireo_store_get("\0Ktls.gen", 9, got_cb, NULL), -EINVAL);
+	assert_int_equal(vireo_store_put("\0Ktls.gen", 9, "mine", 4, done_cb, &err), -EINVAL);
+	assert_int_equal(vireo_store_del("\0Ktls.gen", 9, done_cb, &err), -EINVAL);
+	assert_int_equal(vireo_store_keys("", 0, NULL, 0, keys_fn, &n), 0);
+	assert_int_equal(vireo_store_keys("\0K", 2, NULL, 0, keys_fn, &n), 0);
+	assert_int_equal(vireo_store_next("", 0, NULL, 0, scan_got, NULL), -ENOENT);
+	rt_val[0] = '\0';
+	assert_int_equal(store_rt_get("\0Ktls.gen", 9, rt_got, NULL), 0);
+	hk_run(1000000);
+	assert_string_equal(rt_val, "secret");
+	assert_int_equal(store_rt_open(ready, NULL), 0);	/* open already: told from the loop */
+	ready_err = 1;
+	hk_run(1000000);
+	assert_int_equal(ready_err, 0);
+	assert_int_equal(store_rt_open(ready, NULL), -EALREADY);
+	assert_int_equal(store_rt_del_all(), 0);
+	hk_run(1000000);
 	assert_int_equal(vireo_store_put("k", 1, "v", 1, done_cb, &err), 0);
 	hk_run(1000000);
 	assert_int_equal(err, 0);

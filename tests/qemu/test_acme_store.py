@@ -1,0 +1,144 @@
+"""TLS and ACME state kept on the store across restarts (issue 33;
+runtime/acme_state.c, docs/https.md "Kept on the store"): the site image
+with the store (make TLS=1 STORAGE=1, linked into build/tls-image/store/
+from build/tls-image's objects), a data disk (serial vireo-data, as apps/kv's
+tests give it), and pebble in the namespace (test_acme.py's set-up).
+
+One test, two boots on the same disk, pebble running throughout:
+
+- the first boot generates its self-signed certificate (kept on the store:
+  its not-after date is the boot's own), makes its account key, orders by
+  HTTP-01 and serves the issued certificate; once the store says the chain
+  is kept, the VM is killed (SIGKILL: no orderly power-off);
+- the second boot reads the store before HTTPS listens: the same generated
+  certificate (same not-after, from an earlier boot), the same account key,
+  and the issued certificate served again: the same serial over TLS, no
+  new order in pebble's log (nothing asked of the CA at all),
+  `vireo_acme_orders_total` 0; then `cert renew` orders with the kept
+  account: pebble counts no new account.
+
+About 30 s once the image is built."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from test_acme import ISSUED, READY, Pebble, api_cert, challtestsrv, curl_verify
+from test_tls import BUILD, ESP, make
+from httpc import parse_prometheus
+from vm import ROOT, Vm
+
+STORE_OUT = os.path.join(BUILD, "store")
+NAME = "app.vireo.test"
+GEN = r"^tls: EC P-256 key and self-signed certificate (generated at boot in \d+ ms|kept on the store from an " \
+      r"earlier boot) \(names ([^;]*); not after (\S+); browsers will warn\)$"
+
+pytestmark = pytest.mark.skipif(not shutil.which("pebble"), reason="pebble missing: tools/deps.sh test")
+
+
+def store_image(tmp_path, d):
+    """The TLS=1 STORAGE=1 site image, pebble's API CA on its ESP."""
+    make("STORAGE=1", f"OUT={os.path.relpath(STORE_OUT, ROOT)}")
+    img = tmp_path / "vireo-acme-store.img"
+    shutil.copyfile(os.path.join(STORE_OUT, "vireo.img"), img)
+    env = dict(os.environ, MTOOLS_SKIP_CHECK="1")
+    for sub in ("::/EFI/vireo", "::/EFI/vireo/tls"):
+        subprocess.run(["mmd", "-i", f"{img}{ESP}", sub], env=env, capture_output=True)  # may exist
+    subprocess.run(["mcopy", "-o", "-i", f"{img}{ESP}", f"{d}/ca.pem", "::/EFI/vireo/tls/ca.pem"], check=True,
+                   env=env)
+    return img
+
+
+def count(pebble, rx):
+    return len(re.findall(rx, pebble.text(), re.M))
+
+
+ORDER = r"POST /order-plz "	# a newOrder (pebble 2.4's log)
+NEW_ACCOUNT = r"There are now \d+ accounts in memory$"	# said for a new account only
+
+
+def test_acme_restart_keeps_certificate(netns, tmp_path):
+    ns = netns
+    d = str(tmp_path)
+    api_cert(d, ns.host_ip)
+    img = store_image(tmp_path, d)
+    disk = tmp_path / "data.img"
+    with open(disk, "wb") as f:
+        f.truncate(16 << 20)
+    dns = challtestsrv(ns)
+    pebble = Pebble(ns, d, 0)
+    cmdline = (f"ip={ns.guest_ip}/24 egress.allow={ns.host_ip}/32 acme.directory=https://{ns.host_ip}:14000/dir "
+               f"acme.names={NAME} tls.names={NAME}")
+    extra = list(ns.qemu_args()) + ["-drive", f"if=none,id=d0,format=raw,file={disk}",
+                                    "-device", "virtio-blk-pci,drive=d0,serial=vireo-data"]
+
+    def serial():
+        return ns.run("sh", "-c", f"openssl s_client -connect {ns.guest_ip}:443 -servername {NAME} "
+                      "</dev/null 2>/dev/null | openssl x509 -noout -serial").stdout.decode().strip()
+
+    vm = None
+    try:
+        t0 = time.monotonic()
+        vm = Vm(image=str(img), cmdline=cmdline, wrap=ns.wrap, extra=extra)
+        gen1 = vm.wait_for(GEN, timeout=120)
+        assert gen1.group(1).startswith("generated"), gen1.group(0)
+        vm.wait_for(r"^keep: tls\.gen kept on the store$", timeout=30)
+        vm.wait_for(r"^acme: account key made \(P-256, kept on the store\)", timeout=30)
+        vm.wait_for(READY, timeout=60)
+        vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60)
+        vm.wait_for(r"^keep: acme\.cert kept on the store$", timeout=10)
+        vm.wait_for(r"^keep: acme\.account kept on the store$", timeout=10)
+        first = serial()
+        assert first.startswith("serial="), first
+        root = pebble.root(tmp_path / "root.pem")
+        r = curl_verify(ns, root, NAME)
+        assert r.returncode == 0 and r.stdout.decode().endswith("\n200"), (r.stdout, r.stderr)
+        log1 = pebble.text()
+        assert count(pebble, ORDER) == 1 and count(pebble, NEW_ACCOUNT) == 1, log1
+        # a crash, not a power-off: what the store acknowledged is there
+        os.killpg(vm.proc.pid, signal.SIGKILL)
+        vm.proc.wait(timeout=10)
+        vm.stop()
+        t1 = time.monotonic()
+
+        vm = Vm(image=str(img), cmdline=cmdline, wrap=ns.wrap, extra=extra)
+        gen2 = vm.wait_for(GEN, timeout=120)
+        assert gen2.group(1).startswith("kept on the store"), gen2.group(0)
+        assert gen2.group(2, 3) == gen1.group(2, 3), (gen1.group(0), gen2.group(0))
+        vm.wait_for(r"^acme: account key kept on the store \(P-256\)", timeout=30)
+        vm.wait_for(r"^acme: certificate for 1 name kept on the store \(not after \d+\); serving it, no new "
+                    r"order$", timeout=30)
+        vm.wait_for(READY, timeout=60)
+        assert serial() == first
+        r = curl_verify(ns, root, NAME, "/metrics")
+        assert r.returncode == 0, r.stderr
+        m = parse_prometheus(r.stdout.decode().rpartition("\n")[0])
+        assert m['vireo_acme_state{state="valid"}'] == 1
+        assert m["vireo_acme_orders_total"] == 0
+        assert any(k.startswith('vireo_tls_cert_info{source="acme"') for k in m), sorted(m)
+        time.sleep(2)	# an order would have started 0.5 s after HTTPS
+        assert pebble.text() == log1, pebble.text()[len(log1):]	# the CA was not asked anything
+        assert "ordering a certificate" not in vm.text
+        assert "refused" not in vm.text, vm.text
+        # an order now uses the kept account: newAccount answers the
+        # existing one (no new account in pebble's memory)
+        t2 = time.monotonic()
+        mark = len(vm.text)
+        vm.send("cert renew\r")
+        vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60, start=mark)
+        assert count(pebble, ORDER) == 2 and count(pebble, NEW_ACCOUNT) == 1, pebble.text()[len(log1):]
+        assert serial() != first
+        t3 = time.monotonic()
+        print("\n".join(line for line in vm.text.splitlines() if "kept on the store" in line or "renewal in" in line))
+        print(f"acme store: first boot to issued and kept {t1 - t0:.1f} s, second boot to the same certificate "
+              f"{t2 - t1:.1f} s, an order on the kept account {t3 - t2:.1f} s")
+    finally:
+        if vm:
+            vm.stop()
+        pebble.stop()
+        dns.kill()
+        dns.wait(timeout=10)
