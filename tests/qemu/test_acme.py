@@ -455,8 +455,8 @@ def test_acme_ari_pebble(netns, tmp_path):
                       "</dev/null 2>/dev/null | openssl x509", check=True).stdout.decode()
         now = time.time()
         ari = json.dumps({"suggestedWindow": {
-            "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 2)),
-            "end": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 6))}})
+            "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 1)),
+            "end": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 4))}})
         body = tmp_path / "ari.json"
         body.write_text(json.dumps({"Certificate": leaf, "ARIResponse": ari}))
         res = ns.run("curl", "-sSk", "-w", "%{http_code}", "--data-binary", f"@{body}",
@@ -466,7 +466,7 @@ def test_acme_ari_pebble(netns, tmp_path):
         vm.send("cert ari\r")
         w = vm.wait_for(WINDOW, timeout=20, start=mark)
         a, b, r, nxt = (int(v) for v in w.groups())
-        assert -2 <= a <= 4 and b <= 8 and r <= b, w.group(0)	# 2 s for the clocks
+        assert -2 <= a <= 3 and b <= 6 and r <= b, w.group(0)	# 2 s for the clocks
         vm.wait_for(r"^acme: renewing the certificate", timeout=20, start=mark)
         iss = vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60, start=mark)
         assert re.search(r"is a replacement of", pebble.text()), pebble.text()[-3000:]
