@@ -94,6 +94,11 @@ CMDLINE_PARAM(acme_eab_hmac, .key = "acme.eab_hmac", .type = CMDLINE_CUSTOM, .pa
 	      .def = "none", .secret = true, .values = "base64url of 1-128 bytes (empty: none)",
 	      .help = "External Account Binding's MAC key (make TLS=1), as the CA gives it; never logged");
 
+static char acme_profile_opt[ACME_PROFILE_MAX + 1];
+CMDLINE_PARAM(acme_profile, .key = "acme.profile", .type = CMDLINE_STR, .dst = acme_profile_opt,
+	      .dst_size = sizeof(acme_profile_opt), .def = "", .values = "a profile the CA's directory names",
+	      .help = "the certificate profile ACME orders (make TLS=1), e.g. shortlived; empty: the CA's default");
+
 static const char *const acme_challenge_choices[] = { "http-01", "tls-alpn-01", NULL };
 static int acme_challenge_opt;	/* enum acme_challenge_type */
 CMDLINE_PARAM(acme_challenge, .key = "acme.challenge", .type = CMDLINE_ENUM, .dst = &acme_challenge_opt,
@@ -749,6 +754,7 @@ void acme_start(void)
 	acme.cfg.csr_b64 = acme.csr;
 	acme.cfg.challenge = acme_challenge_opt == 1 ? ACME_TLSALPN01 : ACME_HTTP01;
 	acme.cfg.replaces = acme.ari_id;	/* the served certificate's, once there is one */
+	acme.cfg.profile = acme_profile_opt;
 	if (acme_eab_key_len)
 		acme.cfg.eab = acme_eab;
 	acme.state = AS_ORDERING;

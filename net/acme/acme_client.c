@@ -216,6 +216,10 @@ static enum acme_action send_order(struct acme_client *a)
 		acme_jw_key(&w, "replaces");
 		acme_jw_str(&w, a->replaces, strlen(a->replaces));
 	}
+	if (a->profile[0]) {
+		acme_jw_key(&w, "profile");
+		acme_jw_str(&w, a->profile, strlen(a->profile));
+	}
 	acme_jw_raw(&w, "}", 1);
 	if (w.err)
 		return fail(a, "newOrder payload too large", NULL);
@@ -406,6 +410,9 @@ static enum acme_action on_directory(struct acme_client *a, const struct acme_re
 		a->step = ACME_DIRECTORY;
 		a->last_error[0] = '\0';
 	}
+	if (a->profile[0] &&
+	    acme_json_get(&d.j, acme_json_get(&d.j, acme_json_get(&d.j, 0, "meta"), "profiles"), a->profile) < 0)
+		return fail(a, "the CA offers no certificate profile", a->profile);
 	return send_account(a);
 }
 
@@ -695,6 +702,10 @@ enum acme_action acme_client_start(struct acme_client *a, const struct acme_cfg 
 	a->challenge = cfg->challenge;
 	if (cfg->replaces && strlen(cfg->replaces) <= ACME_ARI_ID_MAX)
 		strlcpy(a->replaces, cfg->replaces, sizeof a->replaces);
+	if (cfg->profile && strlen(cfg->profile) > ACME_PROFILE_MAX)
+		return fail(a, "acme.profile too long", NULL);
+	if (cfg->profile)
+		strlcpy(a->profile, cfg->profile, sizeof a->profile);
 	/* the account URL of an earlier attempt only if on this directory */
 	if (url_origin_len(account) == url_origin_len(a->dir) && memcmp(account, a->dir, url_origin_len(a->dir)) == 0)
 		memcpy(a->account, account, sizeof account);

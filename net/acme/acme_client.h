@@ -58,6 +58,7 @@
  * identifier, RFC 5280's longest serial) make 27 + 1 + 28 characters, and
  * 128 leaves room for 48-byte key identifiers. */
 #define ACME_ARI_ID_MAX		128
+#define ACME_PROFILE_MAX	64	/* a certificate profile's name */
 
 enum acme_step {
 	ACME_IDLE,		/* not started */
@@ -134,6 +135,10 @@ struct acme_cfg {
 	 * once more without it (the CA may not know the certificate: another
 	 * account, a CA restarted, alreadyReplaced). */
 	const char *replaces;
+	/* A certificate profile (Let's Encrypt's and pebble's "shortlived"),
+	 * or NULL/"": sent as newOrder's "profile"; the attempt fails when
+	 * the directory's meta.profiles does not name it. */
+	const char *profile;
 };
 
 struct acme_client {
@@ -147,6 +152,7 @@ struct acme_client {
 	 * the client would refuse: renewal information is optional) */
 	char renewal_info[ACME_URL_MAX_C + 1];
 	char replaces[ACME_ARI_ID_MAX + 1];	/* "" once refused */
+	char profile[ACME_PROFILE_MAX + 1];
 	char account[ACME_URL_MAX_C + 1];	/* the kid; kept across attempts */
 	char order[ACME_URL_MAX_C + 1], finalize[ACME_URL_MAX_C + 1], cert[ACME_URL_MAX_C + 1];
 	char authz[ACME_NAMES_MAX][ACME_URL_MAX_C + 1];

@@ -35,8 +35,11 @@ the acmeIdentifier certificate on port 443, and the issued certificate
 then verifies. PEBBLE_VA_NOSLEEP=1 throughout (no random waits
 before validation). About 55 s for both once the image is built.
 
-A third boot, test_acme_eab_pebble, checks External Account Binding
-against a pebble that requires it (about 15 s)."""
+A third boot, test_acme_eab_ari_pebble, runs Debian forky's pebble 2.10
+(tools/fetch-pebble.sh): External Account Binding against a pebble that
+requires it, a 6-day certificate by profile (acme.profile=shortlived),
+then RFC 9773 renewal information: pebble's window, a window the CA moves
+honoured with "replaces", a failed poll backing off (about 30 s)."""
 import calendar
 import json
 import os
@@ -358,41 +361,6 @@ EAB_KEY = "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W"	# 4
 EAB_OTHER = "V2hhdCBwZWJibGUga25vd3MgYW5kIHZpcmVvIGRvZXMgbm90LCA0OCBieXRlcyEh"
 
 
-def test_acme_eab_pebble(netns, tmp_path):
-    """External Account Binding (RFC 8555 section 7.3.4) against a pebble
-    that requires it: first with another MAC key for the appliance's kid
-    (newAccount refused, the generated certificate keeps serving), then,
-    pebble restarted with the appliance's key, `cert renew` gets an
-    account and a certificate. The MAC key never reaches the console."""
-    ns = netns
-    d, img, dns = prepare(ns, tmp_path)
-    pebble = Pebble(ns, d, 0, eab={EAB_KID: EAB_OTHER})
-    cmdline = (f"ip={ns.guest_ip}/24 egress.allow={ns.host_ip}/32 acme.directory=https://{ns.host_ip}:14000/dir "
-               f"acme.names={NAMES[0]} acme.eab_kid={EAB_KID} acme.eab_hmac={EAB_KEY}")
-    vm = None
-    try:
-        vm = Vm(image=str(img), cmdline=cmdline, wrap=ns.wrap, extra=ns.qemu_args())
-        vm.wait_for(READY, timeout=120)
-        vm.wait_for(r"^acme: account key made .*, External Account Binding as " + EAB_KID + "$", timeout=10)
-        fail = vm.wait_for(r"^acme: order failed: account: (.*); the certificate served stays", timeout=60)
-        assert "no response" not in fail.group(1), fail.group(0)	# the CA's refusal, not the transport
-        pebble.stop()
-        pebble = Pebble(ns, d, 0, eab={EAB_KID: EAB_KEY})
-        mark = len(vm.text)
-        vm.send("cert renew\r")
-        vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60, start=mark)
-        root = pebble.root(tmp_path / "root.pem")
-        r = curl_verify(ns, root, NAMES[0])
-        assert r.returncode == 0 and r.stdout.decode().endswith("ok\n\n200"), (r.stdout, r.stderr)
-        assert EAB_KEY not in vm.text and EAB_KEY[:16] not in vm.text
-    finally:
-        if vm:
-            vm.stop()
-        pebble.stop()
-        dns.kill()
-        dns.wait(timeout=10)
-
-
 FORKY = os.path.join(os.path.dirname(BUILD), "pebble-forky")	# tools/fetch-pebble.sh
 FORKY_PEBBLE = os.path.join(FORKY, "usr", "bin", "pebble")
 SIX_DAYS = 6 * 86400
@@ -400,10 +368,19 @@ WINDOW = r"^acme: renewal window (-?\d+)\.\.(-?\d+) s from now; renewal in (\d+)
 
 
 @pytest.mark.skipif(not os.path.exists(FORKY_PEBBLE), reason="forky's pebble missing: tools/fetch-pebble.sh")
-def test_acme_ari_pebble(netns, tmp_path):
-    """Renewal information (RFC 9773) against Debian forky's pebble 2.10
-    (tools/fetch-pebble.sh; make test-qemu fetches it), whose default
-    profile here issues 6-day certificates (its "shortlived" validity):
+def test_acme_eab_ari_pebble(netns, tmp_path):
+    """Debian forky's pebble 2.10 (tools/fetch-pebble.sh; make test-qemu
+    fetches it), with its example's profiles (default 90 days,
+    "shortlived" 6 days), one boot with acme.profile=shortlived:
+
+    - External Account Binding (RFC 8555 section 7.3.4) against a pebble
+      that requires it: first with another MAC key for the appliance's kid
+      (newAccount refused, the generated certificate keeps serving), then,
+      pebble restarted with the appliance's key, `cert renew` gets an
+      account and a 6-day certificate. The MAC key never reaches the
+      console.
+
+    Then renewal information (RFC 9773):
 
     - issued, the appliance renews by the lifetime rule (half of 6 days
       left) until it asks pebble's renewalInfo, at once: the renewal moves
@@ -419,22 +396,30 @@ def test_acme_ari_pebble(netns, tmp_path):
     ns = netns
     d, img, dns = prepare(ns, tmp_path)
     ver = open(os.path.join(FORKY, "stamp")).read().split()[0]
-    profiles = (', "profiles": {"default": {"description": "6 days", "validityPeriod": %d}, '
-                '"shortlived": {"description": "6 days", "validityPeriod": %d}}' % (SIX_DAYS, SIX_DAYS))
-    pebble = Pebble(ns, d, 0, binary=FORKY_PEBBLE, profiles=profiles)
+    profiles = (', "profiles": {"default": {"description": "90 days", "validityPeriod": 7776000}, '
+                '"shortlived": {"description": "6 days", "validityPeriod": %d}}' % SIX_DAYS)
+    pebble = Pebble(ns, d, 0, eab={EAB_KID: EAB_OTHER}, binary=FORKY_PEBBLE, profiles=profiles)
     name = NAMES[0]
     cmdline = (f"ip={ns.guest_ip}/24 egress.allow={ns.host_ip}/32 acme.directory=https://{ns.host_ip}:14000/dir "
-               f"acme.names={name}")
+               f"acme.names={name} acme.eab_kid={EAB_KID} acme.eab_hmac={EAB_KEY} acme.profile=shortlived")
     vm = None
     t0 = time.monotonic()
     try:
         vm = Vm(image=str(img), cmdline=cmdline, wrap=ns.wrap, extra=ns.qemu_args())
         vm.wait_for(READY, timeout=120)
-        vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60)
-        life = vm.wait_for(r"^acme: renewal in (\d+) s \(lifetime (\d+) s\); asking the CA$", timeout=10)
+        vm.wait_for(r"^acme: account key made .*, External Account Binding as " + EAB_KID + "$", timeout=10)
+        fail = vm.wait_for(r"^acme: order failed: account: (.*); the certificate served stays", timeout=60)
+        assert "no response" not in fail.group(1), fail.group(0)	# the CA's refusal, not the transport
+        pebble.stop()
+        pebble = Pebble(ns, d, 0, eab={EAB_KID: EAB_KEY}, binary=FORKY_PEBBLE, profiles=profiles)
+        mark = len(vm.text)
+        vm.send("cert renew\r")
+        vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60, start=mark)
+        life = vm.wait_for(r"^acme: renewal in (\d+) s \(lifetime (\d+) s\); asking the CA$", timeout=10,
+                           start=mark)
         assert SIX_DAYS - 1 <= int(life.group(2)) <= SIX_DAYS, life.group(0)	# NotAfter is inclusive
         assert int(life.group(1)) <= SIX_DAYS // 2, life.group(0)	# 10 days or less: half left
-        w = vm.wait_for(WINDOW, timeout=20)
+        w = vm.wait_for(WINDOW, timeout=20, start=mark)
         a, b, r, nxt = (int(v) for v in w.groups())
         assert 0 < a < b and a <= r <= b, w.group(0)
         assert nxt == 6 * 3600, w.group(0)	# pebble's Retry-After, within [60 s, 24 h]
@@ -492,8 +477,11 @@ def test_acme_ari_pebble(netns, tmp_path):
         assert m['vireo_acme_ari_polls_total{result="ok"}'] == 3
         assert m['vireo_acme_state{state="valid"}'] == 1
         assert m["vireo_acme_certificates_issued_total"] == 2
+        assert m["vireo_acme_orders_total"] == 3
         assert 0 < m["vireo_acme_renewal_seconds"] <= r
-        print(f"acme ari: pebble {ver} (Debian forky, tools/fetch-pebble.sh), 6-day certificates: window moved "
+        assert EAB_KEY not in vm.text and EAB_KEY[:16] not in vm.text
+        print(f"acme eab and ari: pebble {ver} (Debian forky, tools/fetch-pebble.sh), EAB refused then accepted, 6-day "
+              f"certificates (profile shortlived), window moved "
               f"and honoured with replaces, poll failure backed off; {time.monotonic() - t0:.1f} s")
     finally:
         if vm:

@@ -578,6 +578,46 @@ static void test_replaces(void **state)
 	}
 }
 
+/* A certificate profile: in newOrder when the directory's meta.profiles
+ * names it; a directory that does not fails the attempt, saying so. */
+static void test_profile(void **state)
+{
+	static const char dir_prof[] = "{\"newNonce\":\"" CA "/nonce\",\"newAccount\":\"" CA "/acct\","
+				       "\"newOrder\":\"" CA "/order\",\"meta\":{\"profiles\":{\"classic\":\"90 days\","
+				       "\"shortlived\":\"6 days\"}}}";
+	struct acme_cfg c = cfg;
+	char big[ACME_PROFILE_MAX + 2];
+
+	c.profile = "shortlived";
+	nonce_k = 0;
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_SEND);
+	assert_int_equal(json(200, NULL, dir_prof), ACME_ACT_SEND);
+	assert_int_equal(json(201, CA "/acct/7", "{\"status\":\"valid\"}"), ACME_ACT_SEND);
+	want_req(ACME_POST, CA "/order",
+		 "{\"identifiers\":[{\"type\":\"dns\",\"value\":\"a.test\"},{\"type\":\"dns\",\"value\":\"b.test\"}],"
+		 "\"profile\":\"shortlived\"}");
+	/* not named (the plain directory has no meta.profiles) */
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_SEND);
+	assert_int_equal(json(200, NULL, DIR_JSON), ACME_ACT_FAIL);
+	assert_string_equal(a->last_error, "directory: the CA offers no certificate profile shortlived");
+	c.profile = "longlived";
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_SEND);
+	assert_int_equal(json(200, NULL, dir_prof), ACME_ACT_FAIL);
+	/* a name longer than the client keeps: refused at the start */
+	memset(big, 'p', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	c.profile = big;
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_FAIL);
+	/* none: no member */
+	c.profile = "";
+	nonce_k = 0;
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_SEND);
+	assert_int_equal(json(200, NULL, dir_prof), ACME_ACT_SEND);
+	assert_int_equal(json(201, CA "/acct/7", "{\"status\":\"valid\"}"), ACME_ACT_SEND);
+	want_req(ACME_POST, CA "/order",
+		 "{\"identifiers\":[{\"type\":\"dns\",\"value\":\"a.test\"},{\"type\":\"dns\",\"value\":\"b.test\"}]}");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -592,6 +632,7 @@ int main(void)
 		cmocka_unit_test(test_url_split),
 		cmocka_unit_test(test_ari_window),
 		cmocka_unit_test_setup_teardown(test_replaces, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
