@@ -142,7 +142,6 @@ static struct {
 	u64 next_s;		/* seconds until the next attempt, when backing off */
 	u64 not_before, not_after;	/* the certificate issued last, Unix s */
 	u64 renew_at;		/* Unix s: when to order again (valid) */
-	u64 life_at;		/* the same by the lifetime rule alone */
 	char last_error[ACME_ERR_MAX];
 	/* RFC 9773: the served certificate's identifier ("" none: no AKI),
 	 * the CA's window (0 none yet), the next poll (Unix s) */
@@ -540,7 +539,6 @@ static void acme_schedule_renewal(void)
 			acme_ari_on() ? "; asking the CA" : "");
 		acme.ari_next = in.now;
 	}
-	acme.life_at = acme.renew_at;
 	acme_renew_tick(&acme.timer, NULL);
 }
 
