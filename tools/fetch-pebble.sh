@@ -70,7 +70,7 @@ if ! deb_ok; then
 	((EUID != 0)) || chown -R "$(id -u):$(id -g)" "$top/dl"
 	deb_ok || die "pebble_${PEBBLE_VERSION}_amd64.deb does not match the pinned SHA256; refusing to use it"
 fi
-rm -rf "$top/usr" "$top/x.tmp"
+rm -rf "${top:?}/usr" "$top/x.tmp"
 dpkg-deb -x "$deb" "$top/x.tmp"
 mv "$top/x.tmp/usr" "$top/usr"
 rm -rf "$top/x.tmp"
