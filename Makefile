@@ -483,8 +483,11 @@ fuzz: deps-test $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 
 # --durations: the ten slowest tests close each run, so a run's time can
 # be attributed from its log alone.
+# tools/fetch-pebble.sh: Debian forky's pebble 2.10 under $(BUILD)/pebble-forky
+# (renewal information; test_acme.py's ARI test), fetched once like lwIP.
 test-qemu: deps-test $(IMAGE)
-	@echo "  QEMU    tests/qemu (ACME against pebble $$(dpkg-query -W -f='$${Version}' pebble 2>/dev/null || echo none), Debian 12's)"
+	$(Q)tools/fetch-pebble.sh $(BUILD)
+	@echo "  QEMU    tests/qemu (ACME against pebble $$(dpkg-query -W -f='$${Version}' pebble 2>/dev/null || echo none), Debian 12's, and $$(cut -d' ' -f1 $(BUILD)/pebble-forky/stamp), forky's)"
 	$(Q)$(PYTHON) -m pytest -q -ra --durations=10 tests/qemu
 # N instances behind HAProxy in a namespace (tests/fleet/fleet.py); the test
 # powers one off and kills another under requests (not part of make test).

@@ -42,6 +42,49 @@
 say() { echo "  $DEB_SAY $*"; }
 die() { echo "$DEB_TOOL: $*" >&2; exit 1; }
 
+# The Debian archive URI that serves this machine's own release (e.g. the
+# bookworm main entry), from one-line .list files and deb822 .sources files.
+mirror_uri() {
+local codename sl sp f
+# shellcheck disable=SC1091
+codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+codename=${codename:-bookworm}
+eval "$(apt-config shell sl Dir::Etc::sourcelist/f sp Dir::Etc::sourceparts/d)"
+for f in "$sl" "$sp"*.list "$sp"*.sources; do
+	[[ -f $f ]] || continue
+	case $f in
+	*.sources)
+		awk -v suite="$codename" '
+		function flush() {
+			if (types ~ /(^| )deb(-src)?( |$)/ && (" " suites " ") ~ (" " suite " ") &&
+			    (" " comps " ") ~ / main / && tolower(enabled) != "no" && uris != "") {
+				split(uris, u, " "); print u[1]; found = 1; exit
+			}
+			types = suites = comps = uris = enabled = ""
+		}
+		/^[ \t]*#/ { next }
+		/^[ \t]*$/ { flush(); next }
+		{
+			key = tolower($1); sub(/:$/, "", key); $1 = ""; sub(/^ +/, "")
+			if (key == "types") types = $0
+			else if (key == "uris") uris = $0
+			else if (key == "suites") suites = $0
+			else if (key == "components") comps = $0
+			else if (key == "enabled") enabled = $0
+		}
+		END { if (!found) flush() }' "$f"
+		;;
+	*)
+		# deb [options] URI SUITE COMPONENT...
+		sed -e 's/#.*//' -e 's/\[[^]]*\]//' "$f" | awk -v suite="$codename" '
+		($1 == "deb" || $1 == "deb-src") && $3 == suite {
+			for (i = 4; i <= NF; i++) if ($i == "main") { print $2; exit }
+		}'
+		;;
+	esac
+done | head -n1
+}
+
 debsrc_run() {
 local build=${1:-build}
 mkdir -p "$build"
@@ -93,49 +136,6 @@ verify_dl() {
 	     { on = 0 }' "$dl/$dsc" >"$dl/SHA256SUMS"
 	[[ -s $dl/SHA256SUMS ]] || { echo "$DEB_TOOL: $dsc lists no SHA256 checksums" >&2; return 2; }
 	(cd "$dl" && sha256sum --quiet --strict -c SHA256SUMS) >&2 || return 2
-}
-
-# The Debian archive URI that serves this machine's own release (e.g. the
-# bookworm main entry), from one-line .list files and deb822 .sources files.
-mirror_uri() {
-	local codename sl sp f
-	# shellcheck disable=SC1091
-	codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
-	codename=${codename:-bookworm}
-	eval "$(apt-config shell sl Dir::Etc::sourcelist/f sp Dir::Etc::sourceparts/d)"
-	for f in "$sl" "$sp"*.list "$sp"*.sources; do
-		[[ -f $f ]] || continue
-		case $f in
-		*.sources)
-			awk -v suite="$codename" '
-			function flush() {
-				if (types ~ /(^| )deb(-src)?( |$)/ && (" " suites " ") ~ (" " suite " ") &&
-				    (" " comps " ") ~ / main / && tolower(enabled) != "no" && uris != "") {
-					split(uris, u, " "); print u[1]; found = 1; exit
-				}
-				types = suites = comps = uris = enabled = ""
-			}
-			/^[ \t]*#/ { next }
-			/^[ \t]*$/ { flush(); next }
-			{
-				key = tolower($1); sub(/:$/, "", key); $1 = ""; sub(/^ +/, "")
-				if (key == "types") types = $0
-				else if (key == "uris") uris = $0
-				else if (key == "suites") suites = $0
-				else if (key == "components") comps = $0
-				else if (key == "enabled") enabled = $0
-			}
-			END { if (!found) flush() }' "$f"
-			;;
-		*)
-			# deb [options] URI SUITE COMPONENT...
-			sed -e 's/#.*//' -e 's/\[[^]]*\]//' "$f" | awk -v suite="$codename" '
-			($1 == "deb" || $1 == "deb-src") && $3 == suite {
-				for (i = 4; i <= NF; i++) if ($i == "main") { print $2; exit }
-			}'
-			;;
-		esac
-	done | head -n1
 }
 
 fetch() {

@@ -96,6 +96,11 @@ CMDLINE_PARAM(acme_eab_hmac, .key = "acme.eab_hmac", .type = CMDLINE_CUSTOM, .pa
 	      .def = "none", .secret = true, .values = "base64url of 1-128 bytes (empty: none)",
 	      .help = "External Account Binding's MAC key (make TLS=1), as the CA gives it; never logged");
 
+static char acme_profile_opt[ACME_PROFILE_MAX + 1];
+CMDLINE_PARAM(acme_profile, .key = "acme.profile", .type = CMDLINE_STR, .dst = acme_profile_opt,
+	      .dst_size = sizeof(acme_profile_opt), .def = "", .values = "a profile the CA's directory names",
+	      .help = "the certificate profile ACME orders (make TLS=1), e.g. shortlived; empty: the CA's default");
+
 static const char *const acme_challenge_choices[] = { "http-01", "tls-alpn-01", NULL };
 static int acme_challenge_opt;	/* enum acme_challenge_type */
 CMDLINE_PARAM(acme_challenge, .key = "acme.challenge", .type = CMDLINE_ENUM, .dst = &acme_challenge_opt,
@@ -141,6 +146,13 @@ static struct {
 	u64 renew_at;		/* Unix s: when to order again (valid) */
 	char last_error[ACME_ERR_MAX];
 	bool account_kept;	/* the account key came from the store */
+	/* RFC 9773: the served certificate's identifier ("" none: no AKI),
+	 * the CA's window (0 none yet), the next poll (Unix s) */
+	char ari_id[ACME_ARI_ID_MAX + 1];
+	u64 ari_start, ari_end, ari_next;
+	bool ari_busy;
+	unsigned ari_failures;	/* in a row */
+	u64 ari_ok, ari_failed;
 } acme;
 
 static void acme_keep_state(u64 wait_s);	/* [acme_state] */
@@ -362,6 +374,7 @@ static int acme_connect(vireo_tcp_out cl, const char *name, u16 port, void *ctx,
 static bool acme_install(void)
 {
 	unsigned char *der = kmalloc(512);
+	char id[ACME_ARI_ID_MAX + 1];
 	struct tls_keys k;
 	char err[128];
 	int n, ret;
@@ -395,33 +408,134 @@ static bool acme_install(void)
 		tls_cert_describe(&k.chain, &info);
 		acme.not_before = info.not_before;
 		acme.not_after = info.not_after;
+		if (acme_ari_cert_id(&k.chain, id, sizeof id) != 0)
+			id[0] = '\0';
 	}
 	if (https_cert_install(&k, "acme") != 0) {
 		tls_keys_free(&k);
 		strlcpy(acme.last_error, "the server refused the issued certificate", sizeof acme.last_error);
 		return false;
 	}
+	/* a new certificate: its own renewal information */
+	memcpy(acme.ari_id, id, sizeof id);
+	acme.ari_start = acme.ari_end = 0;
+	acme.ari_failures = 0;
 	return true;
 }
 
 /* ---- the attempts ---- */
 
 
+static void acme_ari_fetch(void);
+
+/* Renewal information is asked for when the directory has renewalInfo
+ * and the served certificate an identifier (RFC 9773). */
+static bool acme_ari_on(void)
+{
+	return acme.m->renewal_info[0] && acme.ari_id[0];
+}
+
 /* The renewal timer: wakes at most a day apart (a timer's milliseconds
- * fit 49 days) and orders once the wall clock reaches renew_at. */
+ * fit 49 days), orders once the wall clock reaches renew_at and asks for
+ * renewal information once it reaches ari_next. */
 static void acme_renew_tick(struct vireo_timer *t, void *arg)
 {
-	u64 now, wait;
+	u64 now, wait = 86400, at;
 
 	(void)arg;
-	if (acme_now(&now) && now >= acme.renew_at) {
-		kprintf("acme: renewing the certificate (not after %lu)\n", (unsigned long)acme.not_after);
-		acme_attempt(t, NULL);
-		return;
+	if (acme_now(&now)) {
+		if (now >= acme.renew_at) {
+			kprintf("acme: renewing the certificate (not after %lu)\n", (unsigned long)acme.not_after);
+			acme_attempt(t, NULL);
+			return;
+		}
+		if (acme_ari_on() && now >= acme.ari_next) {
+			acme_ari_fetch();
+			return;
+		}
+		at = acme_ari_on() && acme.ari_next < acme.renew_at ? acme.ari_next : acme.renew_at;
+		wait = at - now;
 	}
-	wait = acme_now(&now) ? acme.renew_at - now : 86400;
 	vireo_timer_init(&acme.timer, acme_renew_tick, NULL);
 	vireo_timer_start(&acme.timer, (u32)((wait > 86400 ? 86400 : wait) * 1000));
+}
+
+/* ---- renewal information (RFC 9773) ----
+ *
+ * An unauthenticated GET of renewalInfo/<identifier> on the CA's pool
+ * (only while the certificate is valid: no order runs, so the response
+ * buffer and the machine's JSON tokens are free). A window moves
+ * renew_at to a uniform point in it (kept while the CA answers the same
+ * window; a new window draws again); the next poll is the CA's
+ * Retry-After within [ACME_ARI_POLL_MIN_S, ACME_ARI_POLL_MAX_S], 6 h
+ * without one. A failure (no answer, not 200, not a window) keeps the
+ * last window the CA gave for this certificate, else the lifetime rule,
+ * and polls again after acme_backoff_s() (60 s doubling to 6 h): the
+ * served certificate never depends on it. */
+#define ACME_ARI_POLL_MIN_S	60u
+#define ACME_ARI_POLL_S		(6u * 3600)
+#define ACME_ARI_POLL_MAX_S	(24u * 3600)
+
+static void acme_ari_done(vireo_http_call h, int err, void *ctx)
+{
+	u64 now, st, en, ra = 0;
+	bool fresh;
+
+	(void)h, (void)ctx;
+	acme.ari_busy = false;
+	if (!acme_now(&now))
+		now = 0;
+	if (acme.retry[0] && !acme_retry_after(acme.retry, now, &ra))
+		ra = 0;
+	if (err || acme.status != 200 ||
+	    acme_ari_window(acme.body, acme.body_len, acme.m->t, ACME_TOKS, &st, &en) != 0) {
+		acme.ari_failed++;
+		acme.ari_failures++;
+		acme.ari_next = now + acme_backoff_s(acme.ari_failures, ra, random_u64());
+		kprintf("acme: renewal information failed (%s, HTTP %d); next poll in %lu s\n",
+			err ? vireo_http_err_str(err) : "not a window", acme.status, (unsigned long)(acme.ari_next - now));
+	} else {
+		acme.ari_ok++;
+		acme.ari_failures = 0;
+		fresh = st != acme.ari_start || en != acme.ari_end;
+		acme.ari_start = st, acme.ari_end = en;
+		if (fresh)
+			acme.renew_at = acme_renew_at(&(struct acme_renew_in){ .not_before = acme.not_before,
+									      .not_after = acme.not_after,
+									      .now = now, .ari = true,
+									      .ari_start = st, .ari_end = en,
+									      .rnd = random_u64() });
+		ra = ra ? ra : ACME_ARI_POLL_S;
+		acme.ari_next = now + (ra < ACME_ARI_POLL_MIN_S ? ACME_ARI_POLL_MIN_S :
+				       ra > ACME_ARI_POLL_MAX_S ? ACME_ARI_POLL_MAX_S : ra);
+		kprintf("acme: renewal window %ld..%ld s from now; renewal in %lu s; next poll in %lu s\n",
+			(long)(st - now), (long)(en - now),
+			(unsigned long)(acme.renew_at > now ? acme.renew_at - now : 0),
+			(unsigned long)(acme.ari_next - now));
+	}
+	acme_renew_tick(&acme.timer, NULL);
+}
+
+static void acme_ari_fetch(void)
+{
+	char host[ACME_URL_MAX_C + 1], target[ACME_URL_MAX_C + ACME_ARI_ID_MAX + 2];
+	const char *path;
+	u16 port;
+
+	if (!acme_url_split(acme.m->renewal_info, host, sizeof host, &port, &path))
+		return;	/* the machine checked it: cannot happen */
+	ksnprintf(target, sizeof target, "%s/%s", path, acme.ari_id);
+	acme.status = 0;
+	acme.body_len = 0;
+	acme.ctype[0] = acme.retry[0] = acme.nonce[0] = acme.location[0] = '\0';
+	acme.ari_busy = true;
+	if (vireo_http_request(acme.pool,
+			       &(struct vireo_http_request){ .method = "GET", .target = target,
+							     .headers = "User-Agent: vireo-acme\r\n",
+							     .max_body = ACME_BODY_MAX, .on_head = acme_on_head,
+							     .on_body = acme_on_body, .on_done = acme_ari_done },
+			       &(vireo_http_call){ 0 }) != 0)
+		acme_ari_done((vireo_http_call){ 0 }, -VIREO_HTTP_ECONNECT, NULL);
 }
 
 /* After an issue: when to renew (acme_renew_at(): a third of the
@@ -436,8 +550,10 @@ static void acme_schedule_renewal(void)
 		kprintf("acme: no wall clock: renewal when the certificate ends\n");
 	} else {
 		acme.renew_at = acme_renew_at(&in);
-		kprintf("acme: renewal in %lu s (lifetime %lu s)\n", (unsigned long)(acme.renew_at - in.now),
-			(unsigned long)(acme.not_after - acme.not_before));
+		kprintf("acme: renewal in %lu s (lifetime %lu s)%s\n", (unsigned long)(acme.renew_at - in.now),
+			(unsigned long)(acme.not_after - acme.not_before),
+			acme_ari_on() ? "; asking the CA" : "");
+		acme.ari_next = in.now;
 	}
 	acme_renew_tick(&acme.timer, NULL);
 }
@@ -728,6 +844,8 @@ void acme_start(void)
 	acme.cfg.contact = acme_contact_opt[0] ? acme_contact_opt : NULL;
 	acme.cfg.csr_b64 = acme.csr;
 	acme.cfg.challenge = acme_challenge_opt == 1 ? ACME_TLSALPN01 : ACME_HTTP01;
+	acme.cfg.replaces = acme.ari_id;	/* the served certificate's, once there is one */
+	acme.cfg.profile = acme_profile_opt;
 	if (acme_eab_key_len)
 		acme.cfg.eab = acme_eab;
 	acme.state = AS_ORDERING;
@@ -764,6 +882,19 @@ static void acme_metrics(struct metrics_buf *b)
 		metrics_simple(b, "vireo_acme_renewal_seconds", METRICS_GAUGE,
 			       "seconds until the certificate is ordered again (0: due)",
 			       acme.renew_at > now ? acme.renew_at - now : 0);
+	if (acme.ari_ok + acme.ari_failed) {
+		metrics_family(b, "vireo_acme_ari_polls_total", METRICS_COUNTER,
+			       "renewal information (RFC 9773) asked for");
+		metrics_sample1(b, "vireo_acme_ari_polls_total", "result", "ok", acme.ari_ok);
+		metrics_sample1(b, "vireo_acme_ari_polls_total", "result", "failed", acme.ari_failed);
+	}
+	if (acme.ari_end) {
+		metrics_simple(b, "vireo_acme_ari_window_start_seconds", METRICS_GAUGE,
+			       "the CA's renewal window's start (Unix time)",
+			       acme.ari_start);
+		metrics_simple(b, "vireo_acme_ari_window_end_seconds", METRICS_GAUGE,
+			       "its end", acme.ari_end);
+	}
 	metrics_simple(b, "vireo_acme_http01_served_total", METRICS_COUNTER,
 		       "HTTP-01 key authorizations served", acme.challenges_served);
 	if (acme.last_error[0]) {
@@ -778,8 +909,17 @@ METRICS_SOURCE(acme, acme_metrics);
 static void acme_cert_lines(const char *args)
 {
 	if (args[0]) {
-		if (strcmp(args, "renew") != 0) {
-			kprintf("cert: usage: cert [regen|renew]\n");
+		if (strcmp(args, "ari") == 0) {
+			if (acme.state != AS_VALID || !acme_ari_on() || acme.ari_busy) {
+				kprintf("cert: no renewal information to ask for now\n");
+			} else {
+				vireo_timer_stop(&acme.timer);
+				acme_ari_fetch();
+			}
+		} else if (strcmp(args, "renew") != 0) {
+			kprintf("cert: usage: cert [regen|renew|ari]\n");
+		} else if (acme.ari_busy) {
+			kprintf("cert: renewal information is being asked for; again in a moment\n");
 		} else if (acme.state != AS_VALID && acme.state != AS_BACKOFF) {
 			kprintf("cert: ACME is %s: nothing to renew now\n", acme_state_names[acme.state]);
 		} else {
@@ -805,6 +945,15 @@ static void acme_cert_lines(const char *args)
 			kprintf(", renewal in %lu s", (unsigned long)(acme.renew_at - now));
 	}
 	kprintf("\n");
+	if (acme.state == AS_VALID && acme_ari_on()) {
+		u64 now;
+
+		if (!acme_now(&now))
+			now = 0;
+		kprintf("acme ari:   window %ld..%ld s from now (0..0: none), next poll in %ld s\n",
+			(long)(acme.ari_end ? acme.ari_start - now : 0), (long)(acme.ari_end ? acme.ari_end - now : 0),
+			(long)(acme.ari_next - now));
+	}
 	if (acme.last_error[0])
 		kprintf("acme error: %s\n", acme.last_error);
 }

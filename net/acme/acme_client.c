@@ -211,7 +211,16 @@ static enum acme_action send_order(struct acme_client *a)
 		acme_jw_str(&w, a->names[i], strlen(a->names[i]));
 		acme_jw_raw(&w, "}", 1);
 	}
-	acme_jw_raw(&w, "]}", 2);
+	acme_jw_raw(&w, "]", 1);
+	if (a->replaces[0] && a->renewal_info[0]) {
+		acme_jw_key(&w, "replaces");
+		acme_jw_str(&w, a->replaces, strlen(a->replaces));
+	}
+	if (a->profile[0]) {
+		acme_jw_key(&w, "profile");
+		acme_jw_str(&w, a->profile, strlen(a->profile));
+	}
+	acme_jw_raw(&w, "}", 1);
 	if (w.err)
 		return fail(a, "newOrder payload too large", NULL);
 	return post(a, a->new_order, a->payload, w.len, 0);
@@ -396,6 +405,14 @@ static enum acme_action on_directory(struct acme_client *a, const struct acme_re
 	    !get_url(a, &d, 0, "newAccount", a->new_account, true) ||
 	    !get_url(a, &d, 0, "newOrder", a->new_order, true))
 		return ACME_ACT_FAIL;
+	/* optional: one that is absent or would be refused is none */
+	if (!get_url(a, &d, 0, "renewalInfo", a->renewal_info, false) && a->step == ACME_FAILED) {
+		a->step = ACME_DIRECTORY;
+		a->last_error[0] = '\0';
+	}
+	if (a->profile[0] &&
+	    acme_json_get(&d.j, acme_json_get(&d.j, acme_json_get(&d.j, 0, "meta"), "profiles"), a->profile) < 0)
+		return fail(a, "the CA offers no certificate profile", a->profile);
 	return send_account(a);
 }
 
@@ -683,6 +700,12 @@ enum acme_action acme_client_start(struct acme_client *a, const struct acme_cfg 
 	a->eab = cfg->eab;
 	a->eab_ctx = cfg->eab_ctx;
 	a->challenge = cfg->challenge;
+	if (cfg->replaces && strlen(cfg->replaces) <= ACME_ARI_ID_MAX)
+		strlcpy(a->replaces, cfg->replaces, sizeof a->replaces);
+	if (cfg->profile && strlen(cfg->profile) > ACME_PROFILE_MAX)
+		return fail(a, "acme.profile too long", NULL);
+	if (cfg->profile)
+		strlcpy(a->profile, cfg->profile, sizeof a->profile);
 	/* the account URL of an earlier attempt only if on this directory */
 	if (url_origin_len(account) == url_origin_len(a->dir) && memcmp(account, a->dir, url_origin_len(a->dir)) == 0)
 		memcpy(a->account, account, sizeof account);
@@ -718,6 +741,11 @@ enum acme_action acme_client_next(struct acme_client *a, const struct acme_resp 
 			 * (or a fresh one from newNonce) */
 			a->bad_nonces_total++;
 			return post(a, a->post_url, a->post_payload, a->post_len, 0);
+		}
+		/* a replacement the CA will not take: a plain order (once) */
+		if (a->step == ACME_ORDER && a->replaces[0] && a->renewal_info[0]) {
+			a->replaces[0] = '\0';
+			return send_order(a);
 		}
 		a->step = ACME_FAILED;
 		return ACME_ACT_FAIL;

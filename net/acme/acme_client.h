@@ -53,6 +53,12 @@
  * 8 x (253 + 30) + 20 < 2,300; finalize is the CSR. */
 #define ACME_PAYLOAD_MAX	(ACME_CSR_B64_MAX + 16)
 #define ACME_TOKS		256
+/* RFC 9773's certificate identifier (acme_ari_cert_id()): base64url of a
+ * key identifier and a serial; 20-byte ones (the usual SHA-1 key
+ * identifier, RFC 5280's longest serial) make 27 + 1 + 28 characters, and
+ * 128 leaves room for 48-byte key identifiers. */
+#define ACME_ARI_ID_MAX		128
+#define ACME_PROFILE_MAX	64	/* a certificate profile's name */
 
 enum acme_step {
 	ACME_IDLE,		/* not started */
@@ -123,6 +129,16 @@ struct acme_cfg {
 	 * the caller signs. */
 	int (*eab)(void *ctx, const char *url, char *out, size_t cap, size_t *len);
 	void *eab_ctx;
+	/* RFC 9773 section 5: the certificate this order replaces (its ARI
+	 * identifier), or NULL/"": sent as newOrder's "replaces" only when
+	 * the directory has renewalInfo; a newOrder refused with it is sent
+	 * once more without it (the CA may not know the certificate: another
+	 * account, a CA restarted, alreadyReplaced). */
+	const char *replaces;
+	/* A certificate profile (Let's Encrypt's and pebble's "shortlived"),
+	 * or NULL/"": sent as newOrder's "profile"; the attempt fails when
+	 * the directory's meta.profiles does not name it. */
+	const char *profile;
 };
 
 struct acme_client {
@@ -132,6 +148,11 @@ struct acme_client {
 	/* from the directory */
 	char dir[ACME_URL_MAX_C + 1], new_nonce[ACME_URL_MAX_C + 1], new_account[ACME_URL_MAX_C + 1],
 		new_order[ACME_URL_MAX_C + 1];
+	/* RFC 9773's renewalInfo, "" when the directory has none (or a URL
+	 * the client would refuse: renewal information is optional) */
+	char renewal_info[ACME_URL_MAX_C + 1];
+	char replaces[ACME_ARI_ID_MAX + 1];	/* "" once refused */
+	char profile[ACME_PROFILE_MAX + 1];
 	char account[ACME_URL_MAX_C + 1];	/* the kid; kept across attempts */
 	char order[ACME_URL_MAX_C + 1], finalize[ACME_URL_MAX_C + 1], cert[ACME_URL_MAX_C + 1];
 	char authz[ACME_NAMES_MAX][ACME_URL_MAX_C + 1];

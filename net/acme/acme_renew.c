@@ -7,7 +7,7 @@ u64 acme_renew_at(const struct acme_renew_in *in)
 {
 	u64 life, left, at;
 
-	if (in->ari && in->ari_start < in->ari_end) {
+	if (in->ari && in->ari_start < in->ari_end && in->ari_start < in->not_after) {
 		at = in->ari_start + in->rnd % (in->ari_end - in->ari_start);
 		return at < in->now ? in->now : at;
 	}

@@ -24,8 +24,9 @@ struct acme_renew_in {
 };
 
 /* The Unix time to renew at, never before now. An ARI window with start
- * before end wins (a uniform point in it, RFC 9773 section 4.2; a window
- * in the past means now); otherwise the rule above. A certificate whose
+ * before end, starting before the certificate ends, wins (a uniform point
+ * in it, RFC 9773 section 4.2; a window in the past means now); otherwise
+ * the rule above. A certificate whose
  * validity is empty or over means now. */
 u64 acme_renew_at(const struct acme_renew_in *in);
 

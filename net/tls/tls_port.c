@@ -227,9 +227,10 @@ static void tls_cert_cmd(const char *args)
 		tls_cert_cmd_more("");
 }
 void (*tls_cert_cmd_more)(const char *args);
-SHELL_CMD(cert, .name = "cert", .fn = tls_cert_cmd, .usage = "[regen|renew]",
+SHELL_CMD(cert, .name = "cert", .fn = tls_cert_cmd, .usage = "[regen|renew|ari]",
 	  .help = "the HTTPS certificate served: source, names, validity, SHA-256 fingerprint, ACME's state; "
-		  "regen: serve a newly generated self-signed one; renew: order one from acme.directory= now");
+		  "regen: serve a newly generated self-signed one; renew: order one from acme.directory= now; "
+		  "ari: ask the CA's renewal information now");
 
 void tls_boot_files(struct boot_info *bi)
 {

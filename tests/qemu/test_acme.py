@@ -35,8 +35,11 @@ the acmeIdentifier certificate on port 443, and the issued certificate
 then verifies. PEBBLE_VA_NOSLEEP=1 throughout (no random waits
 before validation). About 55 s for both once the image is built.
 
-A third boot, test_acme_eab_pebble, checks External Account Binding
-against a pebble that requires it (about 15 s)."""
+A third boot, test_acme_eab_ari_pebble, runs Debian forky's pebble 2.10
+(tools/fetch-pebble.sh): External Account Binding against a pebble that
+requires it, a 6-day certificate by profile (acme.profile=shortlived),
+then RFC 9773 renewal information: pebble's window, a window the CA moves
+honoured with "replaces", a failed poll backing off (about 30 s)."""
 import calendar
 import json
 import os
@@ -80,7 +83,7 @@ def api_cert(d, ip):
 class Pebble:
     """pebble in the namespace, on host_ip: API 14000, management 15000."""
 
-    def __init__(self, ns, d, nonce_reject, validity=0, eab=None):
+    def __init__(self, ns, d, nonce_reject, validity=0, eab=None, binary="pebble", profiles=""):
         cfg = f"{d}/pebble.json"
         with open(cfg, "w") as f:	# eab: {kid: base64url MAC key}, and then required
             f.write('{"pebble": {"listenAddress": "%s:14000", "managementListenAddress": "%s:15000", '
@@ -89,10 +92,10 @@ class Pebble:
                     % (ns.host_ip, ns.host_ip, d, d, "true" if eab else "false",
                        ', "externalAccountMACKeys": {%s}' % ", ".join(f'"{k}": "{v}"' for k, v in eab.items())
                        if eab else "",
-                       ', "certificateValidityPeriod": %d' % validity if validity else ""))
+                       (', "certificateValidityPeriod": %d' % validity if validity else "") + profiles))
         env = dict(os.environ, PEBBLE_VA_NOSLEEP="1", PEBBLE_WFE_NONCEREJECT=str(nonce_reject))
         self.ns, self.log = ns, open(f"{d}/pebble-{nonce_reject}.log", "w+")
-        self.p = ns.popen("pebble", "-config", cfg, "-dnsserver", f"{ns.host_ip}:53", env=env,
+        self.p = ns.popen(binary, "-config", cfg, "-dnsserver", f"{ns.host_ip}:53", env=env,
                           stdout=self.log, stderr=subprocess.STDOUT)
         for _ in range(100):	# listening within 10 s
             if ns.run("curl", "-sk", "-o", "/dev/null", f"https://{ns.host_ip}:15000/roots/0").returncode == 0:
@@ -358,18 +361,49 @@ EAB_KEY = "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W"	# 4
 EAB_OTHER = "V2hhdCBwZWJibGUga25vd3MgYW5kIHZpcmVvIGRvZXMgbm90LCA0OCBieXRlcyEh"
 
 
-def test_acme_eab_pebble(netns, tmp_path):
-    """External Account Binding (RFC 8555 section 7.3.4) against a pebble
-    that requires it: first with another MAC key for the appliance's kid
-    (newAccount refused, the generated certificate keeps serving), then,
-    pebble restarted with the appliance's key, `cert renew` gets an
-    account and a certificate. The MAC key never reaches the console."""
+FORKY = os.path.join(os.path.dirname(BUILD), "pebble-forky")	# tools/fetch-pebble.sh
+FORKY_PEBBLE = os.path.join(FORKY, "usr", "bin", "pebble")
+SIX_DAYS = 6 * 86400
+WINDOW = r"^acme: renewal window (-?\d+)\.\.(-?\d+) s from now; renewal in (\d+) s; next poll in (\d+) s$"
+
+
+@pytest.mark.skipif(not os.path.exists(FORKY_PEBBLE), reason="forky's pebble missing: tools/fetch-pebble.sh")
+def test_acme_eab_ari_pebble(netns, tmp_path):
+    """Debian forky's pebble 2.10 (tools/fetch-pebble.sh; make test-qemu
+    fetches it), with its example's profiles (default 90 days,
+    "shortlived" 6 days), one boot with acme.profile=shortlived:
+
+    - External Account Binding (RFC 8555 section 7.3.4) against a pebble
+      that requires it: first with another MAC key for the appliance's kid
+      (newAccount refused, the generated certificate keeps serving), then,
+      pebble restarted with the appliance's key, `cert renew` gets an
+      account and a 6-day certificate. The MAC key never reaches the
+      console.
+
+    Then renewal information (RFC 9773):
+
+    - issued, the appliance renews by the lifetime rule (half of 6 days
+      left) until it asks pebble's renewalInfo, at once: the renewal moves
+      into pebble's window, the next poll is pebble's Retry-After (6 h,
+      within the client's bounds); /metrics and `cert` show the window;
+    - the CA moves the window (pebble's management API, set-renewal-info,
+      a window a few seconds ahead) and `cert ari` asks again: the
+      appliance renews inside it, its newOrder "replaces" the old
+      certificate (pebble logs the replacement), and asks again for the
+      new one;
+    - pebble stopped, `cert ari` fails: backoff (the first: 30-60 s), the
+      window kept, the certificate still served and valid."""
     ns = netns
     d, img, dns = prepare(ns, tmp_path)
-    pebble = Pebble(ns, d, 0, eab={EAB_KID: EAB_OTHER})
+    ver = open(os.path.join(FORKY, "stamp")).read().split()[0]
+    profiles = (', "profiles": {"default": {"description": "90 days", "validityPeriod": 7776000}, '
+                '"shortlived": {"description": "6 days", "validityPeriod": %d}}' % SIX_DAYS)
+    pebble = Pebble(ns, d, 0, eab={EAB_KID: EAB_OTHER}, binary=FORKY_PEBBLE, profiles=profiles)
+    name = NAMES[0]
     cmdline = (f"ip={ns.guest_ip}/24 egress.allow={ns.host_ip}/32 acme.directory=https://{ns.host_ip}:14000/dir "
-               f"acme.names={NAMES[0]} acme.eab_kid={EAB_KID} acme.eab_hmac={EAB_KEY}")
+               f"acme.names={name} acme.eab_kid={EAB_KID} acme.eab_hmac={EAB_KEY} acme.profile=shortlived")
     vm = None
+    t0 = time.monotonic()
     try:
         vm = Vm(image=str(img), cmdline=cmdline, wrap=ns.wrap, extra=ns.qemu_args())
         vm.wait_for(READY, timeout=120)
@@ -377,14 +411,78 @@ def test_acme_eab_pebble(netns, tmp_path):
         fail = vm.wait_for(r"^acme: order failed: account: (.*); the certificate served stays", timeout=60)
         assert "no response" not in fail.group(1), fail.group(0)	# the CA's refusal, not the transport
         pebble.stop()
-        pebble = Pebble(ns, d, 0, eab={EAB_KID: EAB_KEY})
+        pebble = Pebble(ns, d, 0, eab={EAB_KID: EAB_KEY}, binary=FORKY_PEBBLE, profiles=profiles)
         mark = len(vm.text)
         vm.send("cert renew\r")
         vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60, start=mark)
+        life = vm.wait_for(r"^acme: renewal in (\d+) s \(lifetime (\d+) s\); asking the CA$", timeout=10,
+                           start=mark)
+        assert SIX_DAYS - 1 <= int(life.group(2)) <= SIX_DAYS, life.group(0)	# NotAfter is inclusive
+        assert int(life.group(1)) <= SIX_DAYS // 2, life.group(0)	# 10 days or less: half left
+        w = vm.wait_for(WINDOW, timeout=20, start=mark)
+        a, b, r, nxt = (int(v) for v in w.groups())
+        assert 0 < a < b and a <= r <= b, w.group(0)
+        assert nxt == 6 * 3600, w.group(0)	# pebble's Retry-After, within [60 s, 24 h]
         root = pebble.root(tmp_path / "root.pem")
-        r = curl_verify(ns, root, NAMES[0])
-        assert r.returncode == 0 and r.stdout.decode().endswith("ok\n\n200"), (r.stdout, r.stderr)
+        res = curl_verify(ns, root, name, "/metrics")
+        assert res.returncode == 0, res.stderr
+        m = parse_prometheus(res.stdout.decode().rpartition("\n")[0])
+        assert m['vireo_acme_ari_polls_total{result="ok"}'] == 1
+        assert abs(m["vireo_acme_ari_window_start_seconds"] - (time.time() + a)) < 30, m
+        assert 0 < m["vireo_acme_renewal_seconds"] <= r
+        mark = len(vm.text)
+        vm.send("cert\r")
+        vm.wait_for(r"^acme ari:   window \d+\.\.\d+ s from now \(0\.\.0: none\), next poll in \d+ s$",
+                    timeout=20, start=mark)
+
+        # The CA moves the window to a few seconds from now.
+        leaf = ns.run("sh", "-c", f"openssl s_client -connect {ns.guest_ip}:443 -servername {name} "
+                      "</dev/null 2>/dev/null | openssl x509", check=True).stdout.decode()
+        now = time.time()
+        ari = json.dumps({"suggestedWindow": {
+            "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 1)),
+            "end": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 4))}})
+        body = tmp_path / "ari.json"
+        body.write_text(json.dumps({"Certificate": leaf, "ARIResponse": ari}))
+        res = ns.run("curl", "-sSk", "-w", "%{http_code}", "--data-binary", f"@{body}",
+                     f"https://{ns.host_ip}:15000/set-renewal-info/")
+        assert res.stdout.decode().endswith("200"), (res.stdout, res.stderr)
+        mark = len(vm.text)
+        vm.send("cert ari\r")
+        w = vm.wait_for(WINDOW, timeout=20, start=mark)
+        a, b, r, nxt = (int(v) for v in w.groups())
+        assert -2 <= a <= 3 and b <= 6 and r <= b, w.group(0)	# 2 s for the clocks
+        vm.wait_for(r"^acme: renewing the certificate", timeout=20, start=mark)
+        iss = vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60, start=mark)
+        assert re.search(r"is a replacement of", pebble.text()), pebble.text()[-3000:]
+        # the new certificate's own window: pebble's default again
+        w = vm.wait_for(WINDOW, timeout=20, start=iss.end())
+        a, b, r, nxt = (int(v) for v in w.groups())
+        assert 0 < a < b and a <= r <= b, w.group(0)
+        res = curl_verify(ns, root, name)
+        assert res.returncode == 0 and res.stdout.decode().endswith("\n200"), (res.stdout, res.stderr)
+
+        # The CA unreachable: the poll fails and backs off; the window and
+        # the certificate stay.
+        pebble.stop()
+        mark = len(vm.text)
+        vm.send("cert ari\r")
+        f = vm.wait_for(r"^acme: renewal information failed \((.*)\); next poll in (\d+) s$", timeout=40,
+                        start=mark)
+        assert 30 <= int(f.group(2)) <= 60, f.group(0)
+        res = curl_verify(ns, root, name, "/metrics")
+        assert res.returncode == 0, res.stderr
+        m = parse_prometheus(res.stdout.decode().rpartition("\n")[0])
+        assert m['vireo_acme_ari_polls_total{result="failed"}'] == 1
+        assert m['vireo_acme_ari_polls_total{result="ok"}'] == 3
+        assert m['vireo_acme_state{state="valid"}'] == 1
+        assert m["vireo_acme_certificates_issued_total"] == 2
+        assert m["vireo_acme_orders_total"] == 3
+        assert 0 < m["vireo_acme_renewal_seconds"] <= r
         assert EAB_KEY not in vm.text and EAB_KEY[:16] not in vm.text
+        print(f"acme eab and ari: pebble {ver} (Debian forky, tools/fetch-pebble.sh), EAB refused then accepted, 6-day "
+              f"certificates (profile shortlived), window moved "
+              f"and honoured with replaces, poll failure backed off; {time.monotonic() - t0:.1f} s")
     finally:
         if vm:
             vm.stop()

@@ -8,7 +8,9 @@
  * the client's buffer; a served token base64url of at most 128 and its
  * name one of the order's; a failure's last_error non-empty and printable
  * without quotes or backslashes; the client never asks for more after
- * done or failed. Each response is also read as a renewalInfo body
+ * done or failed; a renewalInfo kept is on the origin too (the good
+ * directory has one, a profile and the order a "replaces"). Each response
+ * is also read as a renewalInfo body
  * (acme_ari_window(): a window it returns ends after it starts). */
 #include <stddef.h>
 #include <stdint.h>
@@ -19,7 +21,8 @@
 
 #define CA "https://ca.test"
 static const char *const good[] = {
-	"{\"newNonce\":\"" CA "/n\",\"newAccount\":\"" CA "/a\",\"newOrder\":\"" CA "/o\"}",
+	"{\"newNonce\":\"" CA "/n\",\"newAccount\":\"" CA "/a\",\"newOrder\":\"" CA "/o\",\"renewalInfo\":\"" CA
+	"/ri\",\"meta\":{\"profiles\":{\"shortlived\":\"6 days\"}}}",
 	"{\"status\":\"valid\"}",
 	"{\"status\":\"pending\",\"authorizations\":[\"" CA "/z/1\",\"" CA "/z/2\"],\"finalize\":\"" CA "/f\"}",
 	"{\"status\":\"pending\",\"identifier\":{\"type\":\"dns\",\"value\":\"a.test\"},\"challenges\":[{\"type\":"
@@ -49,6 +52,10 @@ static bool b64(const char *s, size_t max)
 
 static void check(enum acme_action act)
 {
+	/* renewalInfo: none, or a URL on the CA's origin */
+	if (a.renewal_info[0] && (!acme_url_ok(a.renewal_info, strlen(a.renewal_info)) ||
+				  strncmp(a.renewal_info, CA "/", strlen(CA "/")) != 0))
+		abort();
 	if (act == ACME_ACT_SEND || act == ACME_ACT_SERVE) {
 		if (!acme_url_ok(a.req.url, strlen(a.req.url)) || strncmp(a.req.url, CA "/", strlen(CA "/")) != 0)
 			abort();
@@ -77,7 +84,8 @@ static void check(enum acme_action act)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct acme_cfg cfg = { .directory = CA "/dir", .names = { "a.test", "b.test" }, .n_names = 2,
-					     .contact = "mailto:x@a.test", .csr_b64 = "MIIB" };
+					     .contact = "mailto:x@a.test", .csr_b64 = "MIIB",
+					     .replaces = "aYhba4dGQEHhs3uEe6CuLN4ByNQ.AIdlQyE", .profile = "shortlived" };
 	enum acme_action act;
 	size_t pos = 1;
 	unsigned ngood, nonce = 0;

@@ -511,6 +511,113 @@ static void test_ari_window(void **state)
 	assert_int_equal(acme_ari_window(good, strlen(good), t, 4, &st, &en), -1);
 }
 
+/* RFC 9773: the directory's renewalInfo kept (absent, or foreign: none);
+ * "replaces" in newOrder only with one; a newOrder refused with it is sent
+ * once more without it, a second refusal fails. */
+static void test_replaces(void **state)
+{
+	static const char dir_ari[] = "{\"newNonce\":\"" CA "/nonce\",\"newAccount\":\"" CA "/acct\","
+				      "\"newOrder\":\"" CA "/order\",\"renewalInfo\":\"" CA "/ari\"}";
+	static const char dir_foreign[] = "{\"newNonce\":\"" CA "/nonce\",\"newAccount\":\"" CA "/acct\","
+					  "\"newOrder\":\"" CA "/order\",\"renewalInfo\":\"https://evil.test/ari\"}";
+	static const char one[] = "{\"identifiers\":[{\"type\":\"dns\",\"value\":\"a.test\"},"
+				  "{\"type\":\"dns\",\"value\":\"b.test\"}]";
+	struct acme_cfg c = cfg;
+	char want[300];
+
+	/* no renewalInfo (the plain directory): no replaces */
+	c.replaces = "aYhba4dGQEHhs3uEe6CuLN4ByNQ.AIdlQyE";
+	nonce_k = 0;
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_SEND);
+	assert_int_equal(json(200, NULL, DIR_JSON), ACME_ACT_SEND);
+	assert_string_equal(a->renewal_info, "");
+	assert_int_equal(json(201, CA "/acct/7", "{\"status\":\"valid\"}"), ACME_ACT_SEND);
+	snprintf(want, sizeof want, "%s}", one);
+	want_req(ACME_POST, CA "/order", want);
+	/* renewalInfo on another host: none, and the attempt goes on */
+	nonce_k = 0;
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_SEND);
+	assert_int_equal(json(200, NULL, dir_foreign), ACME_ACT_SEND);
+	assert_string_equal(a->renewal_info, "");
+	assert_int_equal(a->step, ACME_ACCOUNT);
+	assert_string_equal(a->last_error, "");
+	/* with one: replaces sent; refused (409 alreadyReplaced): again
+	 * without it; that refused too: the attempt fails */
+	nonce_k = 0;
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_SEND);
+	assert_int_equal(json(200, NULL, dir_ari), ACME_ACT_SEND);
+	assert_string_equal(a->renewal_info, CA "/ari");
+	assert_int_equal(json(201, CA "/acct/7", "{\"status\":\"valid\"}"), ACME_ACT_SEND);
+	snprintf(want, sizeof want, "%s,\"replaces\":\"%s\"}", one, c.replaces);
+	want_req(ACME_POST, CA "/order", want);
+	assert_int_equal(reply(409, "application/problem+json", NULL,
+			       "{\"type\":\"urn:ietf:params:acme:error:alreadyReplaced\",\"detail\":\"x\"}"),
+			 ACME_ACT_SEND);
+	snprintf(want, sizeof want, "%s}", one);
+	want_req(ACME_POST, CA "/order", want);
+	assert_int_equal(reply(403, "application/problem+json", NULL,
+			       "{\"type\":\"urn:ietf:params:acme:error:unauthorized\",\"detail\":\"no\"}"),
+			 ACME_ACT_FAIL);
+	assert_string_equal(a->last_error, "order: HTTP 403 unauthorized: no");
+	/* accepted with it: the order goes on */
+	nonce_k = 0;
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_SEND);
+	assert_int_equal(json(200, NULL, dir_ari), ACME_ACT_SEND);
+	assert_int_equal(json(201, CA "/acct/7", "{\"status\":\"valid\"}"), ACME_ACT_SEND);
+	assert_int_equal(json(201, CA "/order/1", ORDER_JSON("pending", "")), ACME_ACT_SEND);
+	want_req(ACME_POST, CA "/authz/1", NULL);
+	/* an identifier too long for the buffer: no replaces */
+	{
+		char big[ACME_ARI_ID_MAX + 2];
+
+		memset(big, 'A', sizeof big - 1);
+		big[sizeof big - 1] = '\0';
+		c.replaces = big;
+		assert_int_equal(acme_client_start(a, &c), ACME_ACT_SEND);
+		assert_string_equal(a->replaces, "");
+	}
+}
+
+/* A certificate profile: in newOrder when the directory's meta.profiles
+ * names it; a directory that does not fails the attempt, saying so. */
+static void test_profile(void **state)
+{
+	static const char dir_prof[] = "{\"newNonce\":\"" CA "/nonce\",\"newAccount\":\"" CA "/acct\","
+				       "\"newOrder\":\"" CA "/order\",\"meta\":{\"profiles\":{\"classic\":\"90 days\","
+				       "\"shortlived\":\"6 days\"}}}";
+	struct acme_cfg c = cfg;
+	char big[ACME_PROFILE_MAX + 2];
+
+	c.profile = "shortlived";
+	nonce_k = 0;
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_SEND);
+	assert_int_equal(json(200, NULL, dir_prof), ACME_ACT_SEND);
+	assert_int_equal(json(201, CA "/acct/7", "{\"status\":\"valid\"}"), ACME_ACT_SEND);
+	want_req(ACME_POST, CA "/order",
+		 "{\"identifiers\":[{\"type\":\"dns\",\"value\":\"a.test\"},{\"type\":\"dns\",\"value\":\"b.test\"}],"
+		 "\"profile\":\"shortlived\"}");
+	/* not named (the plain directory has no meta.profiles) */
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_SEND);
+	assert_int_equal(json(200, NULL, DIR_JSON), ACME_ACT_FAIL);
+	assert_string_equal(a->last_error, "directory: the CA offers no certificate profile shortlived");
+	c.profile = "longlived";
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_SEND);
+	assert_int_equal(json(200, NULL, dir_prof), ACME_ACT_FAIL);
+	/* a name longer than the client keeps: refused at the start */
+	memset(big, 'p', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	c.profile = big;
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_FAIL);
+	/* none: no member */
+	c.profile = "";
+	nonce_k = 0;
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_SEND);
+	assert_int_equal(json(200, NULL, dir_prof), ACME_ACT_SEND);
+	assert_int_equal(json(201, CA "/acct/7", "{\"status\":\"valid\"}"), ACME_ACT_SEND);
+	want_req(ACME_POST, CA "/order",
+		 "{\"identifiers\":[{\"type\":\"dns\",\"value\":\"a.test\"},{\"type\":\"dns\",\"value\":\"b.test\"}]}");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -524,6 +631,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_eab, setup, teardown),
 		cmocka_unit_test(test_url_split),
 		cmocka_unit_test(test_ari_window),
+		cmocka_unit_test_setup_teardown(test_replaces, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

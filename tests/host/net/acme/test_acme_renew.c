@@ -56,6 +56,8 @@ static void test_renew_table(void **state)
 		/* An empty or reversed window is ignored: the rule. */
 		{ "ari empty", { T0, T0 + 90 * D, T0, true, T0 + 5 * D, T0 + 5 * D, 0 }, T0 + 60 * D },
 		{ "ari reversed", { T0, T0 + 90 * D, T0, true, T0 + 6 * D, T0 + 5 * D, 0 }, T0 + 60 * D },
+		/* a window that starts once the certificate has ended: none */
+		{ "ari after expiry", { T0, T0 + 90 * D, T0, true, T0 + 90 * D, T0 + 91 * D, 0 }, T0 + 60 * D },
 		{ "ari off", { T0, T0 + 90 * D, T0, false, T0 + 5 * D, T0 + 6 * D, 0 }, T0 + 60 * D },
 	};
 
