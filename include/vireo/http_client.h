@@ -207,14 +207,16 @@ int vireo_http_write_end(vireo_http_call h);
  * the upstream sends after the head comes through on_body (back-pressure
  * as for a body, no cap) until its FIN (on_done(0)); vireo_http_write()
  * sends raw bytes (on_writable as for a streamed body);
- * vireo_http_tunnel_close() closes after them. The body timeout counts
+ * vireo_http_tunnel_close() half-closes after them. The body timeout counts
  * from the last byte either way: the tunnel's idle bound. The connection
  * is never reused. Without the call a 101 ends the call (on_done(0)).
  * 0 or -EINVAL (not during a 101's on_head, a request with a body).
  */
 int vireo_http_tunnel(vireo_http_call h);
-/* A tunnel's connection closes after what was written (FIN, not a reset);
- * on_done(0) follows from the loop. 0 or -EINVAL (stale, not a tunnel). */
+/* Half-closes a tunnel: a FIN after what was written (vireo_tcp_shutdown(),
+ * not a reset), vireo_http_write() refused from here; the upstream's bytes
+ * still come through on_body until its FIN, then on_done(0). 0 or -EINVAL
+ * (stale, not a tunnel). */
 int vireo_http_tunnel_close(vireo_http_call h);
 
 /* Ends the call now: on_done(-VIREO_HTTP_EABORTED) from the loop, its
