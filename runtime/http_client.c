@@ -463,11 +463,11 @@ static void hc_on_fail(vireo_tcp t, enum vireo_tcp_fail why, void *arg)
 
 	(void)arg;
 	k->state = HC_FREE;
-	if (k->call)
-		k->call->why = (u8)why;
-	if (k->call)
+	if (k->call) {
+		k->call->why = (u8)why;	/* vireo_http_connect_why() */
 		hc_done(k->call, why == VIREO_TCP_FAIL_TIMEOUT ? VIREO_HTTP_ETIMEOUT :
 				 k->call->cancelled ? VIREO_HTTP_EABORTED : VIREO_HTTP_ECONNECT);
+	}
 	hc_pump(p);
 }
 
