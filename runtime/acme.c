@@ -346,29 +346,6 @@ static void acme_delayed(struct vireo_timer *t, void *arg)
 	acme_send();
 }
 
-/* The pool's TCP client is a TLS one. */
-static int acme_tls_client(const struct vireo_tcp_client *cfg, vireo_tcp_out *out)
-{
-	struct vireo_tcp_client c = *cfg;
-
-	c.tls = true;
-	return vireo_tcp_client(&c, out);
-}
-
-/* By name, or an address literal verified against the certificate's IP
- * SANs (the pool connects literals itself only for plain clients). */
-static int acme_connect(vireo_tcp_out cl, const char *name, u16 port, void *ctx, vireo_tcp *c)
-{
-	struct vireo_addr a;
-	ip_addr_t ip;
-
-	if (ipaddr_aton(name, &ip)) {
-		api_addr_of(&ip, port, &a);
-		return vireo_tls_connect(cl, &a, name, ctx, c);
-	}
-	return vireo_tcp_connect_name(cl, name, port, ctx, c);
-}
-
 /* ---- installing the certificate ---- */
 
 static bool acme_install(void)
@@ -829,8 +806,7 @@ void acme_start(void)
 	ret = vireo_http_pool_new(&(struct vireo_http_pool_cfg){ .name = "acme", .host = acme.host,
 								 .port = acme.port, .max_conns = 1, .max_idle = 1,
 								 .connect_timeout_ms = 10000, .head_timeout_ms = 30000,
-								 .max_body = ACME_BODY_MAX, .client = acme_tls_client,
-								 .connect_name = acme_connect },
+								 .max_body = ACME_BODY_MAX, .tls = true },
 				  &acme.pool);
 	if (ret != 0) {
 		strlcpy(acme.last_error, "no HTTP client pool", sizeof acme.last_error);

@@ -76,6 +76,7 @@ struct hc_call {
 	bool idempotent, head_req, got_byte, retried, fresh, reused, waiting;
 	bool head_armed, head_done, paused, started, cancelled;
 	bool tunnel;			/* vireo_http_tunnel(): raw bytes both ways */
+	u8 why;				/* enum vireo_tcp_fail: its connection never was */
 	/* A chunked body (body_len VIREO_LENGTH_UNKNOWN, stream_left too
 	 * until its last chunk is out): chunk_left bytes of the chunk
 	 * declared last are still to come; fr[fr_off..fr_len) is framing (a
@@ -99,6 +100,8 @@ static struct vireo_timer hc_tick;
 static void (*hc_prev_metrics)(struct metrics_buf *b);
 static void (*hc_prev_stop)(void);
 static bool hc_stopping;	/* power off: every call ends, none starts */
+static u32 hc_done_id;		/* the call in on_done, and its connection's failure */
+static u8 hc_done_why;
 
 static const char *const hc_err_names[] = { "connect", "timeout", "framing", "too_large", "closed", "aborted" };
 _Static_assert(ARRAY_SIZE(hc_err_names) == VIREO_HTTP_EABORTED, "a name for every enum vireo_http_err");
@@ -199,7 +202,10 @@ static void hc_done(struct hc_call *c, int err)
 		p->st.failed[err - 1]++;
 	hc_calls[slot] = NULL;
 	work_cancel(&c->work);
+	hc_done_id = c->id;
+	hc_done_why = c->why;
 	c->rq.on_done((vireo_http_call){ c->id }, err ? -err : 0, c->rq.ctx);
+	hc_done_id = 0;
 	kfree(c->rp);
 	kfree(c->req);
 	kfree(c);
@@ -239,10 +245,12 @@ static int hc_connect(struct hc_pool *p, struct hc_conn *k)
 {
 	int err;
 
-	/* a literal through the default transport; a pool with its own
-	 * connect_name (a TLS one: the literal is the name it verifies)
-	 * gets it as a name */
-	if (p->literal && p->cfg.connect_name == vireo_tcp_connect_name)
+	/* a literal through the default transport (a TLS pool's: verified
+	 * as the certificate's IP address); a pool with its own
+	 * connect_name gets it as a name */
+	if (p->literal && p->cfg.connect_name == vireo_tcp_connect_name && p->cfg.tls)
+		err = vireo_tls_connect(p->tcp, &p->addr, p->host, k, &k->tcp);
+	else if (p->literal && p->cfg.connect_name == vireo_tcp_connect_name)
 		err = vireo_tcp_connect(p->tcp, &p->addr, k, &k->tcp);
 	else
 		err = p->cfg.connect_name(p->tcp, p->host, p->cfg.port, k, &k->tcp);
@@ -455,9 +463,11 @@ static void hc_on_fail(vireo_tcp t, enum vireo_tcp_fail why, void *arg)
 
 	(void)arg;
 	k->state = HC_FREE;
-	if (k->call)
+	if (k->call) {
+		k->call->why = (u8)why;	/* vireo_http_connect_why() */
 		hc_done(k->call, why == VIREO_TCP_FAIL_TIMEOUT ? VIREO_HTTP_ETIMEOUT :
 				 k->call->cancelled ? VIREO_HTTP_EABORTED : VIREO_HTTP_ECONNECT);
+	}
 	hc_pump(p);
 }
 
@@ -676,7 +686,7 @@ int vireo_http_pool_new(const struct vireo_http_pool_cfg *cfg, vireo_http_pool *
 		api_addr_of(&ip, cfg->port, &p->addr);
 	if (cfg->host_header)
 		__builtin_memcpy(p->host_hdr, cfg->host_header, __builtin_strlen(cfg->host_header) + 1);
-	else if (cfg->port == 80)
+	else if (cfg->port == (cfg->tls ? 443 : 80))
 		ksnprintf(p->host_hdr, sizeof p->host_hdr, p->literal && IP_IS_V6(&ip) ? "[%s]" : "%s", p->host);
 	else
 		ksnprintf(p->host_hdr, sizeof p->host_hdr, p->literal && IP_IS_V6(&ip) ? "[%s]:%u" : "%s:%u", p->host,
@@ -725,7 +735,7 @@ int vireo_http_pool_new(const struct vireo_http_pool_cfg *cfg, vireo_http_pool *
 					    .idle_timeout_ms = longest + 2 * HC_TICK_MS,
 					    .on_connected = hc_on_connected, .on_fail = hc_on_fail, .on_recv = hc_on_recv,
 					    .on_eof = hc_on_eof, .on_writable = hc_on_writable, .on_close = hc_on_close,
-					    .arg = p, .bulk = true },
+					    .arg = p, .bulk = true, .tls = p->cfg.tls, .alpn = p->cfg.alpn },
 				    &p->tcp);
 	}
 	if (err) {
@@ -1027,6 +1037,11 @@ int vireo_http_write(vireo_http_call h, const void *data, size_t len)
 	return n;
 }
 
+enum vireo_tcp_fail vireo_http_connect_why(vireo_http_call h)
+{
+	return h.id && h.id == hc_done_id ? (enum vireo_tcp_fail)hc_done_why : 0;
+}
+
 int vireo_http_tunnel(vireo_http_call h)
 {
 	struct hc_call *c = hc_call_of(h);
@@ -1049,11 +1064,15 @@ int vireo_http_tunnel_close(vireo_http_call h)
 		api_misuse("vireo_http_tunnel_close: not a tunnel: refused");
 		return -EINVAL;
 	}
-	if (c->conn->state == HC_BUSY) {
-		c->conn->state = HC_CLOSING;
-		/* FIN after what was written; on_close ends the call as a
+	if (c->conn->state == HC_BUSY && !c->end_req) {
+		/* half-close: FIN after what was written, the upstream's bytes
+		 * still come to on_body; its FIN (hc_on_eof) ends the call as a
 		 * close-delimited body: on_done(0) */
-		vireo_tcp_close(c->conn->tcp);
+		c->end_req = true;	/* vireo_http_write() refused from here */
+		if (vireo_tcp_shutdown(c->conn->tcp) < 0) {
+			c->conn->state = HC_CLOSING;
+			vireo_tcp_close(c->conn->tcp);
+		}
 	}
 	return 0;
 }

@@ -43,6 +43,9 @@
 #include "net/tcp/rxmem.h"
 #include "net/tcp/tcpconn.h"
 #include "vireo/net.h"
+#if LWIP_ALTCP_TLS
+#include "runtime/http/https.h"
+#endif
 
 _Static_assert(TCP_WND <= VIREO_TCP_RXBUF, "a connection's receive buffer holds one window");
 _Static_assert(VIREO_TCP_BULK_RXBUF == VIREO_RXMEM_BULK_WND && VIREO_TCP_BULK_CONNS == VIREO_RXMEM_BULK_MAX,
@@ -128,12 +131,29 @@ void svc_conn_free(struct tcpconn *tc, err_t err)
 	}
 }
 
+/* vireo_tcp_shutdown()'s FIN (from work, never inside lwIP's callbacks):
+ * what was written goes first, the receive side stays open. */
+static err_t svc_shut(struct svc_conn *c)
+{
+	c->shut_done = true;
+#if LWIP_ALTCP_TLS
+	if (c->tc.tls || c->svc->tls)
+		https_close_notify(c->tc.pcb);
+#endif
+	if (altcp_shutdown(c->tc.pcb, 0, 1) != ERR_OK)
+		return tcpconn_abort(&c->tc);
+	altcp_output(c->tc.pcb);
+	return ERR_OK;
+}
+
 /* Offer what rx[] holds; on_eof once it is all consumed after the FIN. */
 err_t svc_deliver(struct svc_conn *c)
 {
 	struct svc *s = c->svc;
 	struct tcpconn *tc = &c->tc;
 
+	if (c->shut_req && !c->shut_done && !c->close_req && !c->abort_req && svc_shut(c) == ERR_ABRT)
+		return ERR_ABRT;
 	while (tcpconn_rx_held(tc) && !c->close_req && !c->abort_req) {
 		size_t len = tcpconn_rx_held(tc);
 		size_t n = s->cfg.on_recv((vireo_tcp){ c->id }, tc->rx + tc->rx_off, len, s->cfg.arg);
@@ -312,7 +332,7 @@ int vireo_tcp_send(vireo_tcp t, const void *data, size_t len)
 	size_t n;
 	err_t err;
 
-	if (!c)
+	if (!c || c->shut_req)
 		return -EPIPE;
 	if (c->svc->out && !c->connected)
 		return -ENOTCONN;
@@ -367,6 +387,17 @@ int vireo_tcp_close(vireo_tcp t)
 	if (!c)
 		return -EPIPE;
 	c->close_req = true;
+	work_queue(&c->work);
+	return 0;
+}
+
+int vireo_tcp_shutdown(vireo_tcp t)
+{
+	struct svc_conn *c = svc_tc_open(t);
+
+	if (!c || (c->svc->out && !c->connected))
+		return -EPIPE;
+	c->shut_req = true;
 	work_queue(&c->work);
 	return 0;
 }

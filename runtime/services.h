@@ -28,6 +28,7 @@ struct svc_conn {
 	void *ctx;
 	bool eof_told;		/* on_eof was called */
 	bool close_req, abort_req, recv_req;	/* the app asked: done from work */
+	bool shut_req, shut_done;	/* vireo_tcp_shutdown(): asked, FIN sent */
 	bool want_writable;
 	bool connected;		/* outbound: established (on_connected told) */
 	u8 fail;		/* outbound: enum vireo_tcp_fail decided before the end */

@@ -199,8 +199,13 @@ static void svc_tls_handshake(struct altcp_pcb *conn, mbedtls_ssl_context *ssl, 
 		return;
 	}
 	flags = mbedtls_ssl_get_verify_result(ssl);
-	if (ret == MBEDTLS_ERR_X509_CERT_VERIFY_FAILED || (flags && flags != (u32)-1))
-		c->fail = svc_tls_why[tls_verify_why(flags, wallclock_best(&ns) != WALLCLOCK_NONE)];
+	if (wallclock_best(&ns) == WALLCLOCK_NONE)
+		/* no date can be judged: tls_time.c's gmtime refuses, and
+		 * mbedTLS stops at the certificate with
+		 * MBEDTLS_ERR_X509_FATAL_ERROR and no verify flags */
+		c->fail = VIREO_TCP_FAIL_NOCLOCK;
+	else if (ret == MBEDTLS_ERR_X509_CERT_VERIFY_FAILED || (flags && flags != (u32)-1))
+		c->fail = svc_tls_why[tls_verify_why(flags, true)];
 	else
 		c->fail = VIREO_TCP_FAIL_TLS;
 	vireo_log("tls client %s: %.64s: %s (mbedTLS -0x%04x, verify flags %#x)", c->svc->cfg.name,

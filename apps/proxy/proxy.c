@@ -45,7 +45,8 @@
 #include "pxhead.h"
 #include "pxlog.h"
 
-VIREO_CONFIG_STR(px_upstream_cfg, "proxy.upstream", 512, "", "upstreams, host:port,... (names or addresses, at most 4)");
+VIREO_CONFIG_STR(px_upstream_cfg, "proxy.upstream", 512, "",
+		 "upstreams, host:port,... or https://host[:port] (TLS=1 images: verified), names or addresses, at most 4");
 VIREO_CONFIG_STR(px_host_cfg, "proxy.host", 254, "", "the Host sent upstream (empty: the client's, passed on)");
 VIREO_CONFIG_BOOL(px_least_cfg, "proxy.least_conn", false, "least connections instead of round-robin");
 VIREO_CONFIG_UINT(px_fails_cfg, "proxy.fails", 3, 1, 1000, "failures in a row that eject an upstream");
@@ -119,7 +120,7 @@ VIREO_COUNTER(px_busy, "proxy_503_total", "Requests refused: too many in flight.
 
 struct px_up {
 	struct px_upstream_addr a;
-	char label[PX_HOST_MAX + 8];
+	char label[PX_HOST_MAX + 16];	/* "[host]:port", "https://[host]:port" */
 	vireo_http_pool pool;
 	u32 active, fails;
 	u64 down_until;
@@ -296,6 +297,23 @@ static size_t px_on_resp_body(vireo_http_call h, const void *data, size_t len, v
 
 static int px_start(struct px *p);
 
+/* The 502/504 page's reason: the HTTP client's, or a TLS upstream's
+ * refusal ("upstream TLS refused: cert_name"; the runtime's TLS client
+ * logged it with mbedTLS's flags). */
+static const char *px_why(vireo_http_call h, int err)
+{
+	static char why[48];
+	enum vireo_tcp_fail f = vireo_http_connect_why(h);
+
+	if (err == -VIREO_HTTP_EABORTED)
+		return "bad response";
+	if (f >= VIREO_TCP_FAIL_TLS) {
+		vireo_snprintf(why, sizeof why, "upstream TLS refused: %s", vireo_tcp_fail_str(f));
+		return why;
+	}
+	return vireo_http_err_str(err);
+}
+
 static void px_on_done(vireo_http_call h, int err, void *ctx)
 {
 	struct px *p = ctx;
@@ -338,8 +356,7 @@ static void px_on_done(vireo_http_call h, int err, void *ctx)
 		return;
 	}
 	if (p->req_live)
-		px_fail(p, err == -VIREO_HTTP_ETIMEOUT ? 504 : 502,
-			err == -VIREO_HTTP_EABORTED ? "bad response" : vireo_http_err_str(err));
+		px_fail(p, err == -VIREO_HTTP_ETIMEOUT ? 504 : 502, px_why(h, err));
 	px_free(p);
 }
 
@@ -690,8 +707,10 @@ static void px_handle(vireo_req r, void *arg)
 		p->body_len = VIREO_LENGTH_UNKNOWN;
 		p->has_body = p->chunked = true;
 	}
-	/* a WebSocket: a GET without a body that asks to switch protocols */
-	p->upgrade = vireo_req_method(r) == VIREO_GET && !p->has_body &&
+	/* a WebSocket: a GET without a body that asks to switch protocols
+	 * (HTTP/1.1: an HTTP/1.0 request's Upgrade is ignored, RFC 9110 7.8,
+	 * and it goes upstream as a plain GET, its answer passed on) */
+	p->upgrade = vireo_req_method(r) == VIREO_GET && !p->has_body && !vireo_req_http10(r) &&
 		     px_upgrade(px_conn_tokens(r, p->target, PX_TARGET_MAX), vireo_req_header(r, "Upgrade"));
 	vireo_req_on_done(r, px_req_done, p);
 	if (!vireo_req_raw_path(r) ||
@@ -881,8 +900,9 @@ static bool px_v6(const char *host)
 static int px_init(void)
 {
 	struct px_upstream_addr a[PX_UPSTREAMS_MAX];
-	int n, err;
-	u32 per;
+	static const char *const px_alpn[] = { "http/1.1", NULL };
+	int n, err, ntls = 0;
+	u32 per, per_tls;
 
 	if (px_hash_seed_cfg[0]) {
 		px_hash_seed(&px_hkey, px_hash_seed_cfg);
@@ -909,17 +929,26 @@ static int px_init(void)
 			n = 0;
 		}
 		per = n ? VIREO_TCP_OUT_MAX / (u32)n : 0;
+		/* TLS upstreams share the runtime's VIREO_TLS_OUT_MAX (4) TLS
+		 * connections (40 KiB of the TLS heap each) */
+		for (int i = 0; i < n; i++)
+			ntls += a[i].tls;
+		per_tls = ntls ? VIREO_TLS_OUT_MAX / (u32)ntls : 0;
+		if (per_tls > per)
+			per_tls = per;
 		for (int i = 0; i < n; i++) {
 			struct px_up *u = &px_ups[px_nups];
 			char name[16];
 
 			u->a = a[i];
-			vireo_snprintf(u->label, sizeof u->label, px_v6(a[i].host) ? "[%s]:%u" : "%s:%u",
-				       a[i].host, a[i].port);
+			vireo_snprintf(u->label, sizeof u->label, px_v6(a[i].host) ? "%s[%s]:%u" : "%s%s:%u",
+				       a[i].tls ? "https://" : "", a[i].host, a[i].port);
 			vireo_snprintf(name, sizeof name, "proxy%d", i);
 			err = vireo_http_pool_new(&(struct vireo_http_pool_cfg){
 							  .name = name, .host = a[i].host, .port = a[i].port,
-							  .max_conns = per, .max_idle = per,
+							  .max_conns = a[i].tls ? per_tls : per,
+							  .max_idle = a[i].tls ? per_tls : per,
+							  .tls = a[i].tls, .alpn = a[i].tls ? px_alpn : NULL,
 							  .connect_timeout_ms = (u32)px_connect_cfg * 1000,
 							  .head_timeout_ms = (u32)px_timeout_cfg * 1000,
 							  .body_timeout_ms = (u32)px_timeout_cfg * 1000,
@@ -927,6 +956,11 @@ static int px_init(void)
 							  .max_waiting = VIREO_HTTP_CALLS_MAX / (u32)n,
 							  .max_body = UINT64_MAX },
 						  &u->pool);
+			if (err == -ENOTSUP) {
+				vireo_warn("proxy: upstream %s: HTTPS upstreams need a TLS=1 image "
+					   "(make APP=apps/proxy TLS=1): left out", u->label);
+				continue;
+			}
 			if (err) {
 				vireo_warn("proxy: upstream %s: no pool (%d)", u->label, err);
 				continue;

@@ -25,8 +25,18 @@ int px_parse_upstreams(const char *s, struct px_upstream_addr *out, unsigned max
 	for (;;) {
 		const char *e = s, *colon = NULL, *h = s;
 		size_t hl;
-		u32 port = 0;
+		u32 port = 0, def = 0;	/* a scheme's port when none is given */
+		bool tls = false;
 
+		if (!strncmp(s, "https://", 8)) {
+			s += 8;
+			def = 443;
+			tls = true;
+		} else if (!strncmp(s, "http://", 7)) {
+			s += 7;
+			def = 80;
+		}
+		h = e = s;
 		while (*e && *e != ',')
 			e++;
 		if (*s == '[') {	/* [v6]:port */
@@ -34,20 +44,20 @@ int px_parse_upstreams(const char *s, struct px_upstream_addr *out, unsigned max
 
 			while (b < e && *b != ']')
 				b++;
-			if (b + 1 >= e || b[1] != ':')
+			if (b >= e || (b + 1 < e && b[1] != ':') || (b + 1 == e && !def))
 				return -EINVAL;
 			h = s + 1;
 			hl = (size_t)(b - h);
-			colon = b + 1;
+			colon = b + 1 < e ? b + 1 : NULL;
 		} else {
 			for (const char *p = s; p < e; p++)
 				if (*p == ':')
 					colon = p;
-			if (!colon)
+			if (!colon && !def)
 				return -EINVAL;
-			hl = (size_t)(colon - s);
+			hl = (size_t)((colon ? colon : e) - s);
 		}
-		if (!hl || hl > PX_HOST_MAX || colon + 1 == e)
+		if (!hl || hl > PX_HOST_MAX || (colon && colon + 1 == e))
 			return -EINVAL;
 		for (size_t i = 0; i < hl; i++) {
 			char c = h[i];
@@ -56,13 +66,15 @@ int px_parse_upstreams(const char *s, struct px_upstream_addr *out, unsigned max
 			      c == '-' || (c == ':' && *s == '[')))
 				return -EINVAL;
 		}
-		for (const char *p = colon + 1; p < e; p++) {
+		for (const char *p = colon ? colon + 1 : e; p < e; p++) {
 			if (*p < '0' || *p > '9')
 				return -EINVAL;
 			port = port * 10 + (u32)(*p - '0');
 			if (port > 65535)
 				return -EINVAL;
 		}
+		if (!colon)
+			port = def;
 		if (!port)
 			return -EINVAL;
 		if (n == max)
@@ -70,6 +82,7 @@ int px_parse_upstreams(const char *s, struct px_upstream_addr *out, unsigned max
 		__builtin_memcpy(out[n].host, h, hl);
 		out[n].host[hl] = '\0';
 		out[n].port = (u16)port;
+		out[n].tls = tls;
 		n++;
 		if (!*e)
 			return (int)n;

@@ -15,11 +15,15 @@
 struct px_upstream_addr {
 	char host[PX_HOST_MAX + 1];	/* a name or an address literal, no brackets */
 	u16 port;
+	bool tls;	/* https://: TLS, the certificate verified for host */
 };
 
 /* "host:port,[v6]:port,..." into out[0..max): the count (>= 1), or
  * -EINVAL (an empty item, no port, a port of 0 or over 65535, a host of a
- * byte other than [A-Za-z0-9.-:] or too long) or -E2BIG (more than max). */
+ * byte other than [A-Za-z0-9.-:] or too long) or -E2BIG (more than max).
+ * An item may start with "http://" or "https://" (lower case; tls set),
+ * and then its port may be left out (80, 443); nothing may follow the
+ * port (no path, no user). */
 int px_parse_upstreams(const char *s, struct px_upstream_addr *out, unsigned max);
 
 /* Whether the field name name[0..n) is lit (lower case), ignoring case. */

@@ -179,6 +179,9 @@ void vireo_req_body_resume(vireo_req r);
 int vireo_req_peer(vireo_req r, struct vireo_addr *a);
 /* Whether the request came over HTTPS. */
 bool vireo_req_tls(vireo_req r);
+/* Whether the request is HTTP/1.0 (RFC 9110 7.8: its Upgrade field is
+ * ignored; vireo_resp_upgrade() refuses it). False if stale. */
+bool vireo_req_http10(vireo_req r);
 /* Whether If-None-Match matches etag (a quoted entity tag, weak
  * comparison, RFC 9110 13.1.2): answer 304 then. False if stale. */
 bool vireo_req_etag_match(vireo_req r, const char *etag);

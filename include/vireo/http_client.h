@@ -100,6 +100,14 @@ struct vireo_http_pool_cfg {
 	u32 idle_timeout_ms;	/* [VIREO_HTTP_IDLE_MS_DEFAULT] */
 	u32 max_head;		/* [VIREO_HTTP_HEAD_MAX], <= it */
 	u64 max_body;		/* [VIREO_HTTP_BODY_DEFAULT]; UINT64_MAX: no cap */
+	/* TLS (a make TLS=1 image; else vireo_http_pool_new() is -ENOTSUP):
+	 * every connection verified for host (a name, or an address literal
+	 * against the certificate's IP addresses), host sent as SNI, alpn
+	 * offered (NULL-terminated, static; NULL: none). No option skips
+	 * verification (vireo/net.h's .tls clients). The Host field leaves
+	 * out port 443 as a plain pool's leaves out 80. */
+	bool tls;
+	const char *const *alpn;
 	/* The transport [vireo_tcp_client, vireo_tcp_connect_name]. */
 	int (*client)(const struct vireo_tcp_client *cfg, vireo_tcp_out *out);
 	int (*connect_name)(vireo_tcp_out cl, const char *name, u16 port, void *ctx, vireo_tcp *c);
@@ -109,6 +117,12 @@ struct vireo_http_pool_cfg {
  * (logged) -EINVAL (bad name, host, port or limits), -ENOSPC
  * (VIREO_HTTP_POOLS_MAX, or no TCP client left), -ENOMEM. */
 int vireo_http_pool_new(const struct vireo_http_pool_cfg *cfg, vireo_http_pool *out);
+
+/* During on_done of a call that ended with -VIREO_HTTP_ECONNECT or
+ * -VIREO_HTTP_ETIMEOUT because its connection never was: the TCP client's
+ * reason (enum vireo_tcp_fail: a TLS pool's VIREO_TCP_FAIL_CERT_NAME,
+ * _CERT_EXPIRED, _CERT_UNTRUSTED, _NOCLOCK, ...). 0 otherwise. */
+enum vireo_tcp_fail vireo_http_connect_why(vireo_http_call h);
 
 /* The response head, during on_head. */
 struct vireo_http_response {
@@ -193,14 +207,16 @@ int vireo_http_write_end(vireo_http_call h);
  * the upstream sends after the head comes through on_body (back-pressure
  * as for a body, no cap) until its FIN (on_done(0)); vireo_http_write()
  * sends raw bytes (on_writable as for a streamed body);
- * vireo_http_tunnel_close() closes after them. The body timeout counts
+ * vireo_http_tunnel_close() half-closes after them. The body timeout counts
  * from the last byte either way: the tunnel's idle bound. The connection
  * is never reused. Without the call a 101 ends the call (on_done(0)).
  * 0 or -EINVAL (not during a 101's on_head, a request with a body).
  */
 int vireo_http_tunnel(vireo_http_call h);
-/* A tunnel's connection closes after what was written (FIN, not a reset);
- * on_done(0) follows from the loop. 0 or -EINVAL (stale, not a tunnel). */
+/* Half-closes a tunnel: a FIN after what was written (vireo_tcp_shutdown(),
+ * not a reset), vireo_http_write() refused from here; the upstream's bytes
+ * still come through on_body until its FIN, then on_done(0). 0 or -EINVAL
+ * (stale, not a tunnel). */
 int vireo_http_tunnel_close(vireo_http_call h);
 
 /* Ends the call now: on_done(-VIREO_HTTP_EABORTED) from the loop, its

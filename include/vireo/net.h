@@ -128,6 +128,11 @@ int vireo_tcp_send(vireo_tcp c, const void *data, size_t len);
 int vireo_tcp_recv_again(vireo_tcp c);
 /* Close after what was sent is delivered (FIN); on_close follows. */
 int vireo_tcp_close(vireo_tcp c);
+/* Half-close: FIN after what was sent (a TLS connection's close_notify
+ * first), while the peer's bytes still come (on_recv, then on_eof at its
+ * FIN); vireo_tcp_send() is -EPIPE from here. vireo_tcp_close() or
+ * vireo_tcp_abort() still ends it. 0 or -EPIPE. */
+int vireo_tcp_shutdown(vireo_tcp c);
 /* Reset now; on_close follows (from the loop, not from this call). */
 int vireo_tcp_abort(vireo_tcp c);
 int vireo_tcp_peer(vireo_tcp c, struct vireo_addr *a);

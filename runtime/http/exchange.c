@@ -390,6 +390,13 @@ bool vireo_req_tls(vireo_req r)
 	return c && c->tc.tls;
 }
 
+bool vireo_req_http10(vireo_req r)
+{
+	struct conn *c = exchange_xc(r);
+
+	return c && c->parser.version_minor == 0;
+}
+
 bool vireo_req_etag_match(vireo_req r, const char *etag)
 {
 	struct conn *c = exchange_xc(r);

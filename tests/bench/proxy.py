@@ -74,15 +74,23 @@ class Guest:
             d = os.path.join(PEERS, f"peer-{name}")
             if not os.path.exists(os.path.join(d, "initrd.img")):
                 raise SystemExit(f"{d} missing: tests/bench/peer/build.sh {name} (make bench-proxy does)")
+            # loglevel=5 after quiet: the kernel's warnings (a NETDEV
+            # WATCHDOG, a hung task) reach the console log, its chatter not
             boot = ["-kernel", os.path.join(d, "vmlinuz"), "-initrd", os.path.join(d, "initrd.img"), "-append",
-                    f"console=ttyS0 quiet bench.ip={ns.guest_ip}/24 bench.gw={ns.host_ip} bench.upstream={up}"]
+                    f"console=ttyS0 quiet loglevel=5 bench.ip={ns.guest_ip}/24 bench.gw={ns.host_ip} "
+                    f"bench.upstream={up}"]
             ready = r"READY peer="
         self.log = log
+        self.name, self.ns = name, ns
+        # QEMU's stderr to a file beside the console's: a pipe nobody reads
+        # would stop QEMU once it held 64 KiB of warnings
+        self.err = log.replace("-console.log", "-qemu-stderr.log")
         args = ["qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-m", str(a.mem), "-smp", "1",
                 "-nodefaults", "-no-user-config", "-display", "none", "-serial", f"file:{log}"] + boot + \
             ns.qemu_args() + list(extra)
-        self.proc = subprocess.Popen(ns.wrap + args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, start_new_session=True)
+        with open(self.err, "wb") as err:
+            self.proc = subprocess.Popen(ns.wrap + args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=err, start_new_session=True)
         rx = re.compile(ready, re.M)
         deadline = time.monotonic() + 300
         while True:
@@ -93,6 +101,17 @@ class Guest:
                 self.stop()
                 raise SystemExit(f"{name} did not come up:\n{text[-3000:]}")
             time.sleep(0.1)
+
+    def why(self):
+        """What a guest that stopped answering left behind (stderr): QEMU
+        alive or not, the guest's last console lines, QEMU's stderr, the
+        namespace's neighbour entry for it."""
+        tail = lambda f: open(f, errors="replace").read()[-1500:] if os.path.exists(f) else ""  # noqa: E731
+        neigh = self.ns.run("ip", "neigh", "show", self.ns.guest_ip).stdout.decode().strip()
+        print(f"--- {self.name} stopped answering: QEMU "
+              f"{'running' if self.proc.poll() is None else 'exited ' + str(self.proc.returncode)}; "
+              f"neighbour: {neigh or 'none'}\n--- console (last lines):\n{tail(self.log)}\n"
+              f"--- QEMU stderr:\n{tail(self.err)}", file=sys.stderr, flush=True)
 
     def stop(self):
         if self.proc.poll() is None:
@@ -109,7 +128,10 @@ def to_ms(s):
 
 def wrk(ns, conns, dur, url):
     threads = 1 if conns == 1 else 2
-    r = ns.run("wrk", f"-t{threads}", f"-c{conns}", f"-d{dur}s", "--latency", url, timeout=dur + 60)
+    try:
+        r = ns.run("wrk", f"-t{threads}", f"-c{conns}", f"-d{dur}s", "--latency", url, timeout=dur + 60)
+    except subprocess.TimeoutExpired:	# a guest that stopped answering mid-connect
+        return {"rps": 0.0, "p99_ms": float("nan"), "note": f"wrk failed: no end after {dur + 60} s"}
     out = r.stdout.decode()
     if r.returncode != 0 or "Requests/sec" not in out:
         return {"rps": 0.0, "p99_ms": float("nan"), "note": f"wrk failed: {out[-300:]} {r.stderr.decode()[-300:]}"}
@@ -150,9 +172,12 @@ def main():
                             raise SystemExit(f"{name} {path}: {r.stdout.decode()} {r.stderr.decode()}")
                     for label, path in FILES.items():
                         for conns in (1, 32):
-                            wrk(ns, conns, 1, base + path)	# warm-up: connections, caches
+                            if wrk(ns, conns, 1, base + path)["note"].startswith("wrk failed"):	# warm-up
+                                g.why()
                             res[(name, label, conns)] = wrk(ns, conns, a.duration, base + path)
                             v = res[(name, label, conns)]
+                            if v["note"].startswith("wrk failed"):
+                                g.why()
                             print(f"{name:12} {label:7} c{conns:<3} {v['rps']:9,.0f} req/s  p99 {v['p99_ms']:8.2f} ms"
                                   f"  {v['note']}", flush=True)
                 finally:

@@ -19,7 +19,9 @@ of upstreams in the namespace (apps/proxy/README.md). Two boots:
    hop-by-hop fields; a chunked upload passed on chunked, both framings
    400; a HEAD and a GET on one connection; %2F passed on unchanged; a
    WebSocket echo server (wsproto.py) with messages both ways, closed by
-   either side, an idle tunnel closed after proxy.timeout), and hostile
+   either side, an idle tunnel closed after proxy.timeout; a tunnel the
+   client half-closes gets the upstream's answer after its FIN; an
+   HTTP/1.0 request's Upgrade ignored, its plain answer passed on), and hostile
    answers, each bounded: an endless head
    and a head with both Content-Length and Transfer-Encoding are 502, a
    reset before any byte 502, a head that never comes 504, a body that
@@ -304,6 +306,31 @@ def test_nginx_backends(net):
                 p.wait()
 
 
+# A tunnel the client half-closes (upstream.py's /half): 70,000 bytes, its
+# FIN, then everything until the proxy's FIN.
+HALF = """
+import socket, sys
+s = socket.create_connection(("{ip}", 80), 10)
+s.settimeout(10)
+s.sendall(b"GET /half HTTP/1.1\\r\\nHost: x\\r\\nConnection: Upgrade\\r\\nUpgrade: half-test\\r\\n\\r\\n")
+head = b""
+while b"\\r\\n\\r\\n" not in head:
+    b = s.recv(4096)
+    if not b:
+        break
+    head += b
+s.sendall(b"y" * 70000)
+s.shutdown(socket.SHUT_WR)
+out = head
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    out += b
+sys.stdout.buffer.write(out)
+"""
+
+
 def ws(ns, scenario):
     """wsproto.py's client through the proxy: what it saw."""
     r = ns.run(PY, os.path.join(HERE, "wsproto.py"), ns.guest_ip, "80", scenario, timeout=60)
@@ -419,6 +446,19 @@ def test_hostile_upstream(net):
         w = ws(ns, "reset")
         assert w["status"] == 101 and w["echo"] == "one", w
         wait_for(lambda: log.read_text().count("ws: eof") == eofs + 1, 5)   # the upstream's side cut too
+        # half-close: the client's FIN reaches the upstream as a FIN of the
+        # proxy's connection to it, and the upstream's answer after it (100
+        # KB: more than the buffers) still comes back, then its FIN
+        r = ns.run(PY, "-c", HALF.format(ip=ns.guest_ip), timeout=30)
+        assert r.stdout.startswith(b"HTTP/1.1 101 "), r
+        assert r.stdout.endswith(b"\r\n\r\nafter your FIN: 70000 bytes\n" + b"z" * 100000), r.stdout[-300:]
+        assert "half: eof after 70000 bytes" in log.read_text()
+        # HTTP/1.0 cannot upgrade (RFC 9110 7.8: its Upgrade is ignored):
+        # a plain GET upstream, its answer (the echo server's 426) passed on
+        out = raw(ns, b"GET /ws HTTP/1.0\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                      b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", wait=2)
+        assert out.startswith(b"HTTP/1.1 426 "), out
+        assert "upgrade=" not in requests_in(log)[-1], requests_in(log)[-1]
         w = ws(ns, "idle")
         assert w["status"] == 101 and w["got"] == "eof" and 0.5 <= w["idle_s"] < 5, w
         time.sleep(0.5)

@@ -56,6 +56,41 @@ static void test_upstreams(void **state)
 	assert_int_equal(strlen(a[0].host), 253);
 }
 
+/* https:// upstreams (a TLS=1 image): the scheme, its default port */
+static void test_upstream_schemes(void **state)
+{
+	struct px_upstream_addr a[PX_UPSTREAMS_MAX];
+
+	(void)state;
+	assert_int_equal(px_parse_upstreams("https://api.example.com:8443,http://b:81,c:82", a, PX_UPSTREAMS_MAX), 3);
+	assert_string_equal(a[0].host, "api.example.com");
+	assert_int_equal(a[0].port, 8443);
+	assert_true(a[0].tls);
+	assert_string_equal(a[1].host, "b");
+	assert_int_equal(a[1].port, 81);
+	assert_false(a[1].tls);
+	assert_false(a[2].tls);
+	/* a scheme's default port */
+	assert_int_equal(px_parse_upstreams("https://a.test,http://b.test,https://[fd00::1]", a, PX_UPSTREAMS_MAX), 3);
+	assert_int_equal(a[0].port, 443);
+	assert_true(a[0].tls);
+	assert_int_equal(a[1].port, 80);
+	assert_false(a[1].tls);
+	assert_string_equal(a[2].host, "fd00::1");
+	assert_int_equal(a[2].port, 443);
+	assert_true(a[2].tls);
+	/* refusals: other schemes, case, a path, a user, a scheme alone */
+	assert_int_equal(px_parse_upstreams("ftp://a:21", a, PX_UPSTREAMS_MAX), -EINVAL);
+	assert_int_equal(px_parse_upstreams("HTTPS://a:443", a, PX_UPSTREAMS_MAX), -EINVAL);
+	assert_int_equal(px_parse_upstreams("https://a:443/", a, PX_UPSTREAMS_MAX), -EINVAL);
+	assert_int_equal(px_parse_upstreams("https://u@a:443", a, PX_UPSTREAMS_MAX), -EINVAL);
+	assert_int_equal(px_parse_upstreams("https://", a, PX_UPSTREAMS_MAX), -EINVAL);
+	assert_int_equal(px_parse_upstreams("https://:443", a, PX_UPSTREAMS_MAX), -EINVAL);
+	assert_int_equal(px_parse_upstreams("https://a:", a, PX_UPSTREAMS_MAX), -EINVAL);
+	assert_int_equal(px_parse_upstreams("https://fd00::1", a, PX_UPSTREAMS_MAX), -EINVAL);
+	assert_int_equal(px_parse_upstreams("https://a:443,", a, PX_UPSTREAMS_MAX), -EINVAL);
+}
+
 #define HOP(lit, conn) px_hop_by_hop(lit, sizeof(lit) - 1, conn)
 
 static void test_target_raw(void **state)
@@ -298,7 +333,7 @@ static void test_health(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_upstreams), cmocka_unit_test(test_hop_by_hop), cmocka_unit_test(test_upgrade), cmocka_unit_test(test_target_raw), cmocka_unit_test(test_target),
+		cmocka_unit_test(test_upstreams), cmocka_unit_test(test_upstream_schemes), cmocka_unit_test(test_hop_by_hop), cmocka_unit_test(test_upgrade), cmocka_unit_test(test_target_raw), cmocka_unit_test(test_target),
 		cmocka_unit_test(test_choose),	  cmocka_unit_test(test_latency),
 		cmocka_unit_test(test_forwarded), cmocka_unit_test(test_parse_ms), cmocka_unit_test(test_health),
 	};

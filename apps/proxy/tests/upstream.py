@@ -1,7 +1,8 @@
 """A hostile (and an honest) HTTP/1.1 upstream for apps/proxy's tests, run
 inside the test's namespace: python3 upstream.py HOST PORT LOG. Each
 request line it reads is appended to LOG; the path picks the behaviour.
-/ws is a WebSocket echo server (RFC 6455, wsproto.py)."""
+/ws is a WebSocket echo server (RFC 6455, wsproto.py); /half (Upgrade:
+half-test) reads a tunnel to the client's FIN, then answers."""
 import hashlib
 import os
 import socket
@@ -63,6 +64,21 @@ class H(socketserver.BaseRequestHandler):
                 body = f.read(int(heads.get("content-length", "0")))
             if path.startswith("/ws"):
                 wsproto.serve(s, f, heads, log)
+                return
+            if path == "/half" and heads.get("upgrade") == "half-test":
+                # a tunnel half-closed by the client: read to its FIN,
+                # then answer (the other way still flows), then ours
+                s.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: half-test\r\nConnection: Upgrade\r\n\r\n")
+                n = 0
+                while True:
+                    b = f.read1(65536)
+                    if not b:
+                        break
+                    n += len(b)
+                log(f"half: eof after {n} bytes")
+                time.sleep(0.3)
+                s.sendall(b"after your FIN: %d bytes\n" % n + b"z" * 100000)
+                s.shutdown(socket.SHUT_WR)
                 return
             if path == "/sum":
                 out = f"{len(body)} {hashlib.sha256(body).hexdigest()}\n".encode()

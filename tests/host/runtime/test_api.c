@@ -1679,6 +1679,8 @@ static struct {
 	size_t n, sent;
 	bool hold;
 	size_t got;
+	size_t on_fin;	/* at the client's FIN: send this many bytes, then ours */
+	bool fin_seen;
 } srv;
 
 static void srv_push(void)
@@ -1707,6 +1709,13 @@ static err_t srv_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 
 static err_t srv_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 {
+	if (!p && srv.on_fin) {
+		/* the client half-closed: the other way still flows */
+		srv.fin_seen = true;
+		srv.n = srv.on_fin;
+		srv.on_fin = 0;
+		srv_push();
+	}
 	if (!p) {
 		tcp_arg(pcb, NULL);
 		tcp_recv(pcb, NULL);
@@ -1813,6 +1822,42 @@ static void test_tcp_client_round_trip(void **state)
 	assert_int_equal(st.active, 0);
 	assert_int_equal(st.tx_bytes, 6 + 4 + 3);
 	assert_int_equal(st.rx_bytes, 6 + 3);
+	oc_allow(NULL);
+}
+
+/* vireo_tcp_shutdown(): the peer gets our bytes and our FIN, and its
+ * bytes sent after it still come (on_recv, then on_eof); sends refused. */
+static void test_tcp_client_half_close(void **state)
+{
+	vireo_tcp_out cl;
+	vireo_tcp c;
+	struct vireo_addr a = oc_addr(V4, TCP_SVC_PORT + 102);
+	size_t i;
+
+	memset(&oc, 0, sizeof oc);
+	oc_allow("192.168.7.2");
+	srv_start(TCP_SVC_PORT + 102, 0);
+	srv.on_fin = 20000;
+	assert_int_equal(vireo_tcp_client(&oc_cfg, &cl), 0);
+	assert_int_equal(vireo_tcp_connect(cl, &a, &oc, &c), 0);
+	assert_int_equal(vireo_tcp_shutdown(c), -EPIPE);	/* not connected yet */
+	run_ms(200);
+	assert_int_equal(oc.connected, 1);
+	assert_int_equal(vireo_tcp_send(c, "abc", 3), 3);
+	assert_int_equal(vireo_tcp_shutdown(c), 0);
+	assert_int_equal(vireo_tcp_send(c, "d", 1), -EPIPE);
+	for (i = 0; i < 100 && oc.len < 20000; i++)
+		run_ms(50);
+	assert_true(srv.fin_seen);
+	assert_int_equal(srv.got, 3);
+	assert_int_equal(oc.len, 20000);
+	for (i = 0; i < 20000; i++)
+		if (oc.buf[i] != stream_byte(i))
+			fail_msg("byte %zu differs", i);
+	run_ms(200);
+	assert_int_equal(oc.eofs, 1);	/* the peer's FIN after its bytes; on_eof closed */
+	assert_int_equal(oc.closes, 1);
+	srv_stop();
 	oc_allow(NULL);
 }
 
@@ -2908,6 +2953,7 @@ int main(void)
 		T(test_tcp_client_round_trip),
 		T(test_tcp_client_failures),
 		T(test_tcp_client_back_pressure),
+		T(test_tcp_client_half_close),
 		T(test_tcp_client_bulk_window),
 		T(test_http_client),
 		T(test_http_client_stream),
