@@ -1,7 +1,7 @@
 /*
  * Who gets a connection of the HTTP server (runtime/http/conn.h), decided
  * at accept, before anything is allocated for the peer:
- * - HTTPS: at most HTTPS_MAX_CONNS TLS connections, at most
+ * - HTTPS: at most https_max_conns() TLS connections, at most
  *   https.handshakes= handshakes at once and https.handshakes_per_source=
  *   from one source (runtime/http/https.h); when every handshake slot is
  *   taken, a source below its share evicts the oldest handshake of the
@@ -77,7 +77,7 @@ __cold static bool admission_tls(struct altcp_pcb *pcb, const struct conntab_src
 	u32 mine;
 
 	*victim = NULL;
-	if (https_stats.conns_active >= HTTPS_MAX_CONNS) {
+	if (https_stats.conns_active >= https_max_conns()) {
 		https_stats.failures[HTTPS_FAIL_LIMIT]++;
 		return false;
 	}
@@ -173,4 +173,14 @@ void http_server_handshake_end(void *arg)
 		c->link.node->handshakes--;
 		https_stats.handshakes_active--;
 	}
+}
+
+/* Its ClientHello was parsed (https.c's certificate callback): past the
+ * hello deadline (server.c's poll). */
+void http_server_hello_seen(void *arg)
+{
+	struct conn *c = arg ? tcpconn_owner(arg, struct conn, tc) : NULL;
+
+	if (c)
+		c->hs_hello = true;
 }

@@ -119,6 +119,7 @@ struct conn {
 	ip_addr_t hop;		/* the peer before X-Forwarded-For */
 	u16 hop_port;
 	bool hs_timed_out;	/* HTTPS: closed by the header timeout while handshaking */
+	bool hs_hello;		/* HTTPS: its ClientHello was parsed (the hello deadline is met) */
 	/* Holds a bulk grant: HTTPS's (https.h HTTPS_BULK_INFLIGHT), or in an
 	 * image without TLS a copied body's (HTTP_COPY_BULK_INFLIGHT). */
 	bool bulk;

@@ -878,6 +878,16 @@ static err_t server_poll(struct tcpconn *tc)
 			server_respond_error(c, 408, false);
 			return server_pump(c);
 		}
+#if LWIP_ALTCP_TLS
+		/* HTTPS: no ClientHello yet (none parsed, no step of it put
+		 * off) by https.hello_timeout= (https.c). */
+		if (c->handshaking && !c->hs_hello && !c->hs_queued && now - c->t_wait >= https_hello_timeout_ms()) {
+			http_server_stats.timeouts_header++;
+			https_stats.hello_timeouts++;
+			c->hs_timed_out = true;
+			return server_conn_close(c);
+		}
+#endif
 		if (!c->served && now - c->t_wait >= cfg->header_timeout_ms) {
 			http_server_stats.timeouts_header++;
 			c->hs_timed_out = c->handshaking;

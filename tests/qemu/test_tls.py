@@ -677,8 +677,11 @@ def test_handshake_limits_configurable(boot):
     limit_source; once they are gone a client is served again."""
     need_image()
     # A bad tls.names= is refused whole with a warning; the default names stand.
+    # (https.hello_timeout= at its most: the held handshakes send nothing
+    # and must outlive the metrics polls below; test_hello_deadline has the
+    # default's.)
     vm, get = boot_and_get(boot, cmdline="https.handshakes_per_source=3 https.handshakes=4 "
-                                         "tls.names=ok.example,bad_name")
+                                         "https.hello_timeout=10000 tls.names=ok.example,bad_name")
     assert re.search(r"^tls: warning: tls\.names=ok\.example,bad_name: not a DNS name \(letters, digits, "
                      r"'-', '\.'\): \"bad_name\"; the default names instead$", vm.text, re.M), vm.text
     assert "generated at boot in" in vm.text and "(names vireo,localhost," in vm.text, vm.text
@@ -703,6 +706,44 @@ def test_handshake_limits_configurable(boot):
         time.sleep(0.1)
     r = curl(f"https://127.0.0.1:{vm.sport}/healthz")
     assert parse_response(r.stdout)[0] == 200
+
+
+def test_hello_deadline(boot):
+    """A TCP connection to the HTTPS port that sends no ClientHello holds a
+    handshake slot until https.hello_timeout= (default 3 s, checked every
+    0.5 s), not the 10 s header timeout: four silent ones are closed within
+    3-5 s of accept and counted (vireo_https_hello_timeouts_total), a
+    ClientHello cut short after its first bytes likewise, and a client that
+    sends its ClientHello is served. On main they stay for 10 s."""
+    need_image()
+    vm, get = boot_and_get(boot)
+    assert metrics(get)["vireo_https_connections_max"] == 64  # -m 64: the floor (net/tls/tlsmem.h)
+    t0 = time.monotonic()
+    silent = [socket.create_connection(("127.0.0.1", vm.sport), timeout=20) for _ in range(4)]
+    cut = socket.create_connection(("127.0.0.1", vm.sport), timeout=20)
+    cut.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # a ClientHello's first 11 bytes
+    for _ in range(50):
+        if metrics(get)["vireo_https_handshakes_active"] == 5:
+            break
+        time.sleep(0.1)
+    assert metrics(get)["vireo_https_handshakes_active"] == 5
+    r = curl(f"https://127.0.0.1:{vm.sport}/healthz")  # a ClientHello at once: served
+    assert parse_response(r.stdout)[0] == 200
+    gone = []
+    for s in silent + [cut]:
+        s.settimeout(max(0.1, t0 + 8 - time.monotonic()))
+        try:
+            assert s.recv(1) == b""
+        except ConnectionResetError:
+            pass
+        gone.append(time.monotonic() - t0)
+        s.close()
+    # slirp connects the guest a little after our connect() returns
+    assert all(2.5 <= g <= 6 for g in gone), gone
+    m = metrics(get)
+    assert m["vireo_https_hello_timeouts_total"] == 5, m
+    assert m['vireo_https_handshake_failures_total{reason="timeout"}'] == 5
+    assert m["vireo_https_handshakes_active"] == 0 and m["vireo_https_handshakes_total"] == 1
 
 
 def test_ticket_key_rotation(boot, tmp_path):
