@@ -73,6 +73,20 @@ __cold static struct conn *admission_tls_victim(u32 mine)
 	return heavy > mine + 1 ? victim : NULL;
 }
 
+/* All TLS connections taken (https_max_conns()): the first established
+ * TLS connection among the CONNTAB_SCAN longest idle of the table (its
+ * TLS heap is what a newcomer needs; an idle plain one frees none), or
+ * NULL. O(CONNTAB_SCAN), only while the TLS connections are all taken. */
+__cold static struct conn *admission_tls_idle_victim(void)
+{
+	struct conntab_conn *l = http_srv.tab.idle_head;
+
+	for (u32 k = 0; l && k < CONNTAB_SCAN; l = l->inext, k++)
+		if (((struct conn *)l)->tc.tls && !((struct conn *)l)->handshaking && admission_idle(l))
+			return (struct conn *)l;
+	return NULL;
+}
+
 /* HTTPS: the handshake and connection limits (https.h); false to refuse.
  * *victim: a handshake to end before the newcomer is let in, or NULL;
  * nothing is ended here. From a proxy.trusted= peer (proxied) only the
@@ -80,29 +94,36 @@ __cold static struct conn *admission_tls_victim(u32 mine)
  * the limits per source and the prefix's rate wait for the client its
  * PROXY header names (admission_tls_proxied()). */
 __cold static bool admission_tls(struct altcp_pcb *pcb, const struct conntab_src *src, bool proxied,
-				 struct conn **victim)
+				 struct conn **victim, struct conn **idle_victim)
 {
 	u32 mine;
 
 	*victim = NULL;
+	*idle_victim = NULL;
 	if (https_stats.conns_active >= https_max_conns()) {
-		https_stats.failures[HTTPS_FAIL_LIMIT]++;
-		return false;
+		*idle_victim = admission_tls_idle_victim();
+		if (!*idle_victim) {
+			https_stats.failures[HTTPS_FAIL_LIMIT]++;
+			return false;
+		}
 	}
 	if (proxied) {
 		if (https_stats.handshakes_active < https_max_handshakes())
 			return true;
+		*idle_victim = NULL;
 		https_stats.failures[HTTPS_FAIL_LIMIT]++;
 		return false;
 	}
 	mine = admission_handshakes_from(src);
 	if (mine >= https_max_handshakes_per_src()) {
+		*idle_victim = NULL;
 		https_stats.failures[HTTPS_FAIL_LIMIT_SOURCE]++;
 		return false;
 	}
 	if (https_stats.handshakes_active >= https_max_handshakes()) {
 		*victim = admission_tls_victim(mine);
 		if (!*victim) {
+			*idle_victim = NULL;
 			https_stats.failures[HTTPS_FAIL_LIMIT]++;
 			return false;
 		}
@@ -110,7 +131,7 @@ __cold static bool admission_tls(struct altcp_pcb *pcb, const struct conntab_src
 #ifdef VIREO_TLS
 	/* The rates last: a connection the limits above refuse takes no token. */
 	if (!hsgate_admit(pcb)) {
-		*victim = NULL;
+		*victim = *idle_victim = NULL;
 		return false;
 	}
 #else
@@ -133,7 +154,7 @@ err_t admission_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 {
 	bool tls = arg == &http_srv.listen_tls;
 	struct conntab_conn *victim;
-	struct conn *hs_victim = NULL, *c;
+	struct conn *hs_victim = NULL, *tls_victim = NULL, *c;
 	struct conntab_src src;
 	enum conntab_verdict v;
 	bool proxied;
@@ -147,7 +168,7 @@ err_t admission_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 		http_server_stats.conns_refused_source++;
 	if (v == CONNTAB_REFUSE_SOURCE || v == CONNTAB_REFUSE_FULL)
 		goto refuse;
-	if (tls && !admission_tls(pcb, &src, proxied, &hs_victim))
+	if (tls && !admission_tls(pcb, &src, proxied, &hs_victim, &tls_victim))
 		goto refuse;
 	c = kzalloc(sizeof *c);
 	if (!c)
@@ -157,6 +178,13 @@ err_t admission_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 		if (&hs_victim->link == victim)
 			victim = NULL;
 		server_conn_abort(hs_victim);
+	}
+	if (tls_victim) {
+		/* all TLS connections taken: the idle one makes room */
+		https_stats.conns_evicted++;
+		if (&tls_victim->link == victim)
+			victim = NULL;
+		server_conn_abort(tls_victim);
 	}
 	if (victim && http_srv.tab.count >= http_srv.tab.max_conns) {
 		http_server_stats.conns_evicted++;	/* not our pcb: nothing to hand back to lwIP */

@@ -624,6 +624,8 @@ static void https_metrics(struct metrics_buf *b)
 		       "Handshakes closed with no ClientHello by https.hello_timeout=", s->hello_timeouts);
 	metrics_simple(b, "vireo_https_connections_active", METRICS_GAUGE, "HTTPS connections open now",
 		       s->conns_active);
+	metrics_simple(b, "vireo_https_connections_evicted_total", METRICS_COUNTER,
+		       "Idle HTTPS connections reset for a newcomer: all were taken", s->conns_evicted);
 	metrics_simple(b, "vireo_https_connections_max", METRICS_GAUGE,
 		       "HTTPS connections admitted at most (sized from memory, net/tls/tlsmem.h)", https_max_conns());
 	metrics_simple(b, "vireo_https_resumptions_total", METRICS_COUNTER,

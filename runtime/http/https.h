@@ -75,6 +75,7 @@ struct https_stats {
 	u64 handshakes_evicted;		/* of the closed ones: to make room for a lighter source */
 	u64 hello_timeouts;		/* of the timed out ones: no ClientHello by https.hello_timeout= */
 	u64 conns_active;		/* gauge: TLS connections the server holds */
+	u64 conns_evicted;		/* idle ones reset: all were taken and a newcomer came */
 	u64 resumptions;		/* session tickets accepted */
 	u64 tickets_refused;		/* session tickets that did not open */
 	u64 ticket_rotations;		/* ticket keys replaced */
