@@ -268,8 +268,8 @@ __cold static bool admission_tls_proxied(struct conn *c)
  * connection to the HTTPS port may start with a PROXY header (v1 or v2,
  * proxyproto.h), read off the TCP stream here before altcp_tls sees a
  * byte: c's inner (TCP) pcb gets admission_pp_recv() as its receive
- * callback instead of altcp_tls's, which it hands everything on to once
- * the header is taken. The header's bytes so far wait as pbufs in c->pp_rx
+ * callback instead of altcp_tls's, which gets it back, and what followed
+ * the header, once the header is taken. The header's bytes so far wait as pbufs in c->pp_rx
  * (at most PROXYPROTO_MAX, 536 B, before it is complete or refused: the
  * window holds the rest back) and are copied into c->rx (unused until the
  * handshake is done) to be parsed. Bounded in time by the hello deadline
@@ -293,6 +293,7 @@ __cold static err_t admission_pp_recv(void *arg, struct altcp_pcb *inner, struct
 		return admission_tls_lower_recv(arg, inner, p, err);
 	if (!p) {	/* FIN before the header: as before a ClientHello */
 		c->proxy_wait = false;
+		altcp_recv(inner, admission_tls_lower_recv);
 		return admission_tls_lower_recv(arg, inner, NULL, err);
 	}
 	if (c->pp_rx)
@@ -305,7 +306,9 @@ __cold static err_t admission_pp_recv(void *arg, struct altcp_pcb *inner, struct
 	if (r == 0 && n < PROXYPROTO_MAX)
 		return ERR_OK;	/* more to come */
 	if (r > 0 || proxyproto_absent(c->rx, n)) {
+		/* done: altcp_tls takes the stream from here on, directly */
 		c->proxy_wait = false;
+		altcp_recv(inner, admission_tls_lower_recv);
 		rest = c->pp_rx;
 		c->pp_rx = NULL;
 		if (r > 0) {
