@@ -63,7 +63,8 @@ MBEDTLS_LIB_CFLAGS += -fomit-frame-pointer -momit-leaf-frame-pointer
 MBEDTLS_ALT_SRCS := net/tls/x25519_alt.c net/tls/tls_time.c
 MBEDTLS_ALT_OBJS := $(patsubst net/tls/%.c,$(BUILD)/mbedtls/vireo-%.o,$(MBEDTLS_ALT_SRCS))
 
-TLS_SRCS := net/tls/tls_port.c net/tls/tls_keys.c net/tls/tls_cert.c net/tls/tls_held.c net/tls/tls_libc.c
+TLS_SRCS := net/tls/tls_port.c net/tls/tls_keys.c net/tls/tls_cert.c net/tls/tls_held.c net/tls/tls_libc.c \
+	net/tls/tlsmem.c
 # ACME's building blocks (net/acme/, issue 33): JSON, base64url, JWS,
 # the key authorization and the CSR, renewal timing. In TLS images only (ACME needs TLS), cold: run
 # once per order, so -Os. Nothing calls them yet, so --gc-sections keeps

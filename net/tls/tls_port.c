@@ -18,8 +18,9 @@
 #include "net/tls/tls_cert.h"
 #include "net/tls/tls_held.h"
 #include "net/tls/tls_keys.h"
+#include "net/tls/tlsmem.h"
 
-#define TLS_HEAP_PAGES	(TLS_HEAP_BYTES / PAGE_SIZE)
+_Static_assert(TLSMEM_PAGE == PAGE_SIZE, "tlsmem.h plans in the page allocator's pages");
 
 static struct heap tls_heap;
 static bool tls_heap_up, tls_ok;
@@ -162,7 +163,7 @@ static void tls_metrics(struct metrics_buf *b)
 		return;
 	metrics_simple(b, "vireo_tls_ready", METRICS_GAUGE,
 		       "1 when the certificate and key loaded and TLS can be offered", tls_ok);
-	metrics_simple(b, "vireo_tls_heap_arena_bytes", METRICS_GAUGE, "TLS heap size (TLS_HEAP_BYTES)",
+	metrics_simple(b, "vireo_tls_heap_arena_bytes", METRICS_GAUGE, "TLS heap size (sized from memory at boot, net/tls/tlsmem.h)",
 		       tls_heap.arena_bytes);
 	metrics_simple(b, "vireo_tls_heap_in_use_bytes", METRICS_GAUGE, "TLS heap bytes allocated now",
 		       tls_heap.in_use);
@@ -440,13 +441,28 @@ int tls_start(const char *names)
 
 	tls_started = true;
 	if (!tls_heap_up) {
-		arena = page_alloc(TLS_HEAP_PAGES);
+		struct mm_stats ms;
+		u64 plan_for;
+
+		/* The heap is one run of pages: planned for a quarter less RAM
+		 * at a time while the frame allocator has no run that long
+		 * (tlsmem.h). Not zeroed: the heap writes its block headers and
+		 * vireo_tls_calloc() zeroes what it hands out. */
+		mm_get_stats(&ms);
+		plan_for = ms.usable_bytes;
+		do {
+			tlsmem_plan(plan_for, &tlsmem);
+			arena = page_alloc_raw(tlsmem.heap_bytes / PAGE_SIZE);
+		} while (!arena && (plan_for = tlsmem_smaller(plan_for)) != 0);
 		if (!arena) {
-			kprintf("tls: no %u KiB for the TLS heap; HTTPS off\n", TLS_HEAP_BYTES / 1024);
+			kprintf("tls: no %lu KiB for the TLS heap; HTTPS off\n", (unsigned long)(tlsmem.heap_bytes >> 10));
 			return -1;
 		}
+		kprintf("tls: %lu MiB usable: %u HTTPS connections, TLS heap %lu KiB (net/tls/tlsmem.h)\n",
+			(unsigned long)(ms.usable_bytes >> 20), tlsmem.https_conns,
+			(unsigned long)(tlsmem.heap_bytes >> 10));
 		heap_init(&tls_heap);
-		heap_add_arena(&tls_heap, arena, TLS_HEAP_BYTES);
+		heap_add_arena(&tls_heap, arena, tlsmem.heap_bytes);
 		tls_heap_up = true;
 	}
 	if (psa_crypto_init() != PSA_SUCCESS) {

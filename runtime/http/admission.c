@@ -1,7 +1,7 @@
 /*
  * Who gets a connection of the HTTP server (runtime/http/conn.h), decided
  * at accept, before anything is allocated for the peer:
- * - HTTPS: at most HTTPS_MAX_CONNS TLS connections, at most
+ * - HTTPS: at most https_max_conns() TLS connections, at most
  *   https.handshakes= handshakes at once and https.handshakes_per_source=
  *   from one source (runtime/http/https.h); when every handshake slot is
  *   taken, a source below its share evicts the oldest handshake of the
@@ -24,6 +24,10 @@
 #include "runtime/http/conn.h"
 #include "runtime/http/hsgate.h"
 #include "runtime/http/https.h"
+#include "runtime/http/allow.h"
+#include "runtime/http/proxyproto.h"
+#include "runtime/http/server.h"
+#include "lwip/pbuf.h"
 
 /* Waiting for a request, nothing unacknowledged: the cheapest to end; or
  * a reader too slow for its bulk grant (server.c), the least productive. */
@@ -69,26 +73,57 @@ __cold static struct conn *admission_tls_victim(u32 mine)
 	return heavy > mine + 1 ? victim : NULL;
 }
 
+/* All TLS connections taken (https_max_conns()): the first established
+ * TLS connection among the CONNTAB_SCAN longest idle of the table (its
+ * TLS heap is what a newcomer needs; an idle plain one frees none), or
+ * NULL. O(CONNTAB_SCAN), only while the TLS connections are all taken. */
+__cold static struct conn *admission_tls_idle_victim(void)
+{
+	struct conntab_conn *l = http_srv.tab.idle_head;
+
+	for (u32 k = 0; l && k < CONNTAB_SCAN; l = l->inext, k++)
+		if (((struct conn *)l)->tc.tls && !((struct conn *)l)->handshaking && admission_idle(l))
+			return (struct conn *)l;
+	return NULL;
+}
+
 /* HTTPS: the handshake and connection limits (https.h); false to refuse.
  * *victim: a handshake to end before the newcomer is let in, or NULL;
- * nothing is ended here. */
-__cold static bool admission_tls(struct altcp_pcb *pcb, const struct conntab_src *src, struct conn **victim)
+ * nothing is ended here. From a proxy.trusted= peer (proxied) only the
+ * limits on everyone are checked here, and no handshake is evicted for it:
+ * the limits per source and the prefix's rate wait for the client its
+ * PROXY header names (admission_tls_proxied()). */
+__cold static bool admission_tls(struct altcp_pcb *pcb, const struct conntab_src *src, bool proxied,
+				 struct conn **victim, struct conn **idle_victim)
 {
 	u32 mine;
 
 	*victim = NULL;
-	if (https_stats.conns_active >= HTTPS_MAX_CONNS) {
+	*idle_victim = NULL;
+	if (https_stats.conns_active >= https_max_conns()) {
+		*idle_victim = admission_tls_idle_victim();
+		if (!*idle_victim) {
+			https_stats.failures[HTTPS_FAIL_LIMIT]++;
+			return false;
+		}
+	}
+	if (proxied) {
+		if (https_stats.handshakes_active < https_max_handshakes())
+			return true;
+		*idle_victim = NULL;
 		https_stats.failures[HTTPS_FAIL_LIMIT]++;
 		return false;
 	}
 	mine = admission_handshakes_from(src);
 	if (mine >= https_max_handshakes_per_src()) {
+		*idle_victim = NULL;
 		https_stats.failures[HTTPS_FAIL_LIMIT_SOURCE]++;
 		return false;
 	}
 	if (https_stats.handshakes_active >= https_max_handshakes()) {
 		*victim = admission_tls_victim(mine);
 		if (!*victim) {
+			*idle_victim = NULL;
 			https_stats.failures[HTTPS_FAIL_LIMIT]++;
 			return false;
 		}
@@ -96,7 +131,7 @@ __cold static bool admission_tls(struct altcp_pcb *pcb, const struct conntab_src
 #ifdef VIREO_TLS
 	/* The rates last: a connection the limits above refuse takes no token. */
 	if (!hsgate_admit(pcb)) {
-		*victim = NULL;
+		*victim = *idle_victim = NULL;
 		return false;
 	}
 #else
@@ -104,6 +139,10 @@ __cold static bool admission_tls(struct altcp_pcb *pcb, const struct conntab_src
 #endif
 	return true;
 }
+
+#ifdef VIREO_TLS
+static void admission_proxy_wait(struct conn *c);
+#endif
 
 /*
  * Every check first, then the evictions, then the newcomer: a newcomer
@@ -115,19 +154,21 @@ err_t admission_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 {
 	bool tls = arg == &http_srv.listen_tls;
 	struct conntab_conn *victim;
-	struct conn *hs_victim = NULL, *c;
+	struct conn *hs_victim = NULL, *tls_victim = NULL, *c;
 	struct conntab_src src;
 	enum conntab_verdict v;
+	bool proxied;
 
 	if (err != ERR_OK || !pcb)
 		return ERR_VAL;
+	proxied = tls && proxy_trusted.n && allow_match_ip(&proxy_trusted, altcp_get_ip(pcb, 0));
 	conntab_src_of(altcp_get_ip(pcb, 0), &src);
 	v = conntab_admit(&http_srv.tab, &src, admission_idle, &victim);
 	if (v == CONNTAB_REFUSE_SOURCE)
 		http_server_stats.conns_refused_source++;
 	if (v == CONNTAB_REFUSE_SOURCE || v == CONNTAB_REFUSE_FULL)
 		goto refuse;
-	if (tls && !admission_tls(pcb, &src, &hs_victim))
+	if (tls && !admission_tls(pcb, &src, proxied, &hs_victim, &tls_victim))
 		goto refuse;
 	c = kzalloc(sizeof *c);
 	if (!c)
@@ -137,6 +178,13 @@ err_t admission_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 		if (&hs_victim->link == victim)
 			victim = NULL;
 		server_conn_abort(hs_victim);
+	}
+	if (tls_victim) {
+		/* all TLS connections taken: the idle one makes room */
+		https_stats.conns_evicted++;
+		if (&tls_victim->link == victim)
+			victim = NULL;
+		server_conn_abort(tls_victim);
 	}
 	if (victim && http_srv.tab.count >= http_srv.tab.max_conns) {
 		http_server_stats.conns_evicted++;	/* not our pcb: nothing to hand back to lwIP */
@@ -153,6 +201,10 @@ err_t admission_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 		c->link.node->handshakes++;
 		https_stats.conns_active++;
 		https_stats.handshakes_active++;
+#ifdef VIREO_TLS
+		if (proxied)
+			admission_proxy_wait(c);
+#endif
 	}
 	return ERR_OK;
 
@@ -174,3 +226,118 @@ void http_server_handshake_end(void *arg)
 		https_stats.handshakes_active--;
 	}
 }
+
+/* Its ClientHello was parsed (https.c's certificate callback): past the
+ * hello deadline (server.c's poll). */
+void http_server_hello_seen(void *arg)
+{
+	struct conn *c = arg ? tcpconn_owner(arg, struct conn, tc) : NULL;
+
+	if (c)
+		c->hs_hello = true;
+}
+
+#ifdef VIREO_TLS
+/* HTTPS from a proxy.trusted= peer, once its PROXY header named the client
+ * (server_proxy_peer() moved the connection and its handshake to it) or
+ * said it had none (the proxy's own): the handshake limit per source and
+ * the prefix's rate for that client, as admission_tls() checks them for
+ * anyone else on accept (no eviction on its behalf: the connection is
+ * already in). false: its handshake is over, counted, and c must be
+ * aborted. */
+__cold static bool admission_tls_proxied(struct conn *c)
+{
+	enum https_fail why = HTTPS_FAIL_LIMIT_SOURCE;
+
+	if (c->link.node->handshakes <= https_max_handshakes_per_src()) {
+		if (hsgate_admit_ip(&c->peer))
+			return true;
+		why = HTTPS_FAIL_COUNT;	/* hsgate counted it */
+	}
+	if (why != HTTPS_FAIL_COUNT)
+		https_stats.failures[why]++;
+	c->handshaking = false;
+	c->link.node->handshakes--;
+	https_stats.handshakes_active--;
+	http_server_stats.conns_refused++;
+	return false;
+}
+
+/*
+ * The PROXY header before TLS (issue 29): a proxy.trusted= peer's
+ * connection to the HTTPS port may start with a PROXY header (v1 or v2,
+ * proxyproto.h), read off the TCP stream here before altcp_tls sees a
+ * byte: c's inner (TCP) pcb gets admission_pp_recv() as its receive
+ * callback instead of altcp_tls's, which gets it back, and what followed
+ * the header, once the header is taken. The header's bytes so far wait as pbufs in c->pp_rx
+ * (at most PROXYPROTO_MAX, 536 B, before it is complete or refused: the
+ * window holds the rest back) and are copied into c->rx (unused until the
+ * handshake is done) to be parsed. Bounded in time by the hello deadline
+ * (https.hello_timeout=, server.c): the header and the ClientHello must
+ * both come by then. A trusted peer whose first bytes cannot start a
+ * header (proxyproto_absent()) speaks TLS: it is its own client. A
+ * malformed header resets the connection (vireo_http_proxy_refused_total).
+ */
+static altcp_recv_fn admission_tls_lower_recv;	/* altcp_tls's: the same for every connection */
+
+__cold static err_t admission_pp_recv(void *arg, struct altcp_pcb *inner, struct pbuf *p, err_t err)
+{
+	struct altcp_pcb *conn = arg;
+	struct conn *c = conn && conn->arg ? tcpconn_owner(conn->arg, struct conn, tc) : NULL;
+	struct proxyproto_hdr h;
+	struct pbuf *rest;
+	u16 n;
+	int r;
+
+	if (!c || !c->proxy_wait)
+		return admission_tls_lower_recv(arg, inner, p, err);
+	if (!p) {	/* FIN before the header: as before a ClientHello */
+		c->proxy_wait = false;
+		altcp_recv(inner, admission_tls_lower_recv);
+		return admission_tls_lower_recv(arg, inner, NULL, err);
+	}
+	if (c->pp_rx)
+		pbuf_cat(c->pp_rx, p);
+	else
+		c->pp_rx = p;
+	n = (u16)MIN((u32)c->pp_rx->tot_len, (u32)PROXYPROTO_MAX);
+	pbuf_copy_partial(c->pp_rx, c->rx, n, 0);
+	r = proxyproto_parse(c->rx, n, &h);
+	if (r == 0 && n < PROXYPROTO_MAX)
+		return ERR_OK;	/* more to come */
+	if (r > 0 || proxyproto_absent(c->rx, n)) {
+		/* done: altcp_tls takes the stream from here on, directly */
+		c->proxy_wait = false;
+		altcp_recv(inner, admission_tls_lower_recv);
+		rest = c->pp_rx;
+		c->pp_rx = NULL;
+		if (r > 0) {
+			rest = pbuf_free_header(rest, (u16)r);
+			altcp_recved(inner, (u16)r);
+			if (!server_proxy_peer(c, &h))
+				goto refuse;
+		}
+		if (!admission_tls_proxied(c))
+			goto refuse;
+		return rest ? admission_tls_lower_recv(arg, inner, rest, ERR_OK) : ERR_OK;
+refuse:
+		if (rest)
+			pbuf_free(rest);
+		return server_conn_abort(c);
+	}
+	http_server_stats.proxy_refused++;
+	return server_conn_abort(c);	/* frees c->pp_rx */
+}
+
+/* c, just admitted from a proxy.trusted= peer: its PROXY header first. */
+__cold static void admission_proxy_wait(struct conn *c)
+{
+	struct altcp_pcb *inner = c->tc.pcb->inner_conn;
+
+	if (!inner)
+		return;
+	admission_tls_lower_recv = inner->recv;
+	c->proxy_wait = true;
+	altcp_recv(inner, admission_pp_recv);
+}
+#endif

@@ -26,7 +26,7 @@ struct allow_list proxy_trusted;	/* n == 0: the default, nobody */
 CMDLINE_PARAM(proxy_trusted, .key = "proxy.trusted", .type = CMDLINE_CUSTOM, .dst = &proxy_trusted,
 	      .parse = allow_parse, .def = "none",
 	      .values = "comma-separated CIDR prefixes",
-	      .help = "load balancers and proxies whose PROXY header (v1 or v2, plain HTTP) or X-Forwarded-For names the client");
+	      .help = "load balancers and proxies whose PROXY header (v1 or v2; on HTTPS before the TLS handshake) or X-Forwarded-For names the client");
 
 /* An IPv6 address, the whole of s (RFC 4291 2.2: groups of 1-4 hex digits,
  * one "::" standing for one or more zero groups, a dotted quad as the last

@@ -119,6 +119,7 @@ struct conn {
 	ip_addr_t hop;		/* the peer before X-Forwarded-For */
 	u16 hop_port;
 	bool hs_timed_out;	/* HTTPS: closed by the header timeout while handshaking */
+	bool hs_hello;		/* HTTPS: its ClientHello was parsed (the hello deadline is met) */
 	/* Holds a bulk grant: HTTPS's (https.h HTTPS_BULK_INFLIGHT), or in an
 	 * image without TLS a copied body's (HTTP_COPY_BULK_INFLIGHT). */
 	bool bulk;
@@ -128,6 +129,8 @@ struct conn {
 	u64 t_send;		/* ms: the response started (server_start_send()) */
 #if LWIP_ALTCP_TLS
 	bool hs_queued;		/* HTTPS: its handshake step was put off (hsgate.c's FIFO) */
+	struct pbuf *pp_rx;	/* HTTPS from a proxy.trusted= peer (proxy_wait): the
+				 * bytes of its PROXY header so far (https.c) */
 	struct conn *hs_prev, *hs_next;	/* that FIFO */
 #endif
 	u64 t_wait;		/* READ: accept, or the end of the last response (ms) */
@@ -200,6 +203,11 @@ void server_conn_attach(struct conn *c, struct altcp_pcb *pcb, bool tls);
  * what an lwIP callback hands back (ERR_ABRT for the abort). */
 err_t server_conn_abort(struct conn *c);
 err_t server_conn_close(struct conn *c);
+/* A PROXY header from a proxy.trusted= peer (proxyproto.h) names the
+ * client: it becomes c's peer and the table counts c (and its handshake)
+ * for it; false when the table has no memory for the client's node. */
+struct proxyproto_hdr;
+bool server_proxy_peer(struct conn *c, const struct proxyproto_hdr *h);
 /* The last response is written: FIN, then linger (C_LINGER). */
 err_t server_begin_close(struct conn *c);
 /* Move the connection forward as far as it goes (writes, parses, answers

@@ -96,7 +96,11 @@ void hsgate_start(void)
 
 bool hsgate_admit(struct altcp_pcb *pcb)
 {
-	const ip_addr_t *ip = altcp_get_ip(pcb, 0);
+	return hsgate_admit_ip(altcp_get_ip(pcb, 0));
+}
+
+bool hsgate_admit_ip(const ip_addr_t *ip)
+{
 	enum hsrate_verdict v;
 
 	if (!hsgate_on || !ip)

@@ -38,6 +38,7 @@
 #define VIREO_RUNTIME_HTTP_HSGATE_H
 
 #include "lib/types.h"
+#include "lwip/ip_addr.h"
 
 #define HSGATE_COST_NATIVE_US	1360	/* measured, P-256 ECDHE: see above */
 #define HSGATE_RATE		300	/* https.handshake_rate= default */
@@ -54,6 +55,8 @@ void hsgate_start(void);
 /* On accept, after the concurrency limits passed: false (and counted) if
  * pcb's prefix or everyone is over the handshake rate. */
 bool hsgate_admit(struct altcp_pcb *pcb);
+/* The same for a client a PROXY header named (admission.c). */
+bool hsgate_admit_ip(const ip_addr_t *ip);
 /* c ends (server.c's free): off the FIFO of steps put off. */
 void hsgate_forget(struct conn *c);
 

@@ -40,6 +40,7 @@
 #include "net/tls/tls_cert.h"
 #include "net/tls/tls_held.h"
 #include "net/tls/tls_keys.h"
+#include "net/tls/tlsmem.h"
 #endif
 
 static u64 https_port_opt = 443;
@@ -104,11 +105,24 @@ _Static_assert(HTTPS_MAX_CONNS == 64, "the .max of the two keys below (literal f
 static u64 https_handshakes_opt = HTTPS_MAX_HANDSHAKES;
 CMDLINE_PARAM(https_handshakes, .key = "https.handshakes", .type = CMDLINE_UINT, .dst = &https_handshakes_opt,
 	      .min = 1, .max = 64, .def = "16",
-	      .help = "TLS handshakes running at once (of the 64 TLS connections; more are reset on accept)");
+	      .help = "TLS handshakes running at once (of the TLS connections, 64 or more by RAM; more are reset on accept)");
 static u64 https_handshakes_src_opt = HTTPS_MAX_HANDSHAKES_PER_SRC;
 CMDLINE_PARAM(https_handshakes_per_source, .key = "https.handshakes_per_source", .type = CMDLINE_UINT,
 	      .dst = &https_handshakes_src_opt, .min = 1, .max = 64, .def = "8",
 	      .help = "TLS handshakes at once from one address (IPv6 /64); raise it behind a proxy");
+
+/* From accept to the ClientHello (https.h): a client sends it with its
+ * first flight, one round trip after connecting, so a connection silent for
+ * longer holds a handshake slot for nothing. Checked from the server's
+ * poll (every 500 ms): a silent connection goes 3 to 3.5 s after accept
+ * instead of the header timeout's 10 s, so 16 silent connections (all the
+ * default handshake slots) keep out newcomers a third as long, and each
+ * must be renewed three times as often. A handshake step put off by the
+ * CPU bound (hsgate.h) is not timed out while it waits. */
+static u64 https_hello_timeout_opt = HTTPS_HELLO_TIMEOUT_MS;
+CMDLINE_PARAM(https_hello_timeout, .key = "https.hello_timeout", .type = CMDLINE_UINT,
+	      .dst = &https_hello_timeout_opt, .min = 500, .max = 10000, .def = "3000",
+	      .help = "ms from accept to the TLS ClientHello; a silent connection is closed then");
 
 /* Seconds between ticket key rotations (below). The floor keeps a ticket
  * useful for one full handshake's round trips under emulation; the ceiling
@@ -126,6 +140,20 @@ u16 https_port(void)
 	return (u16)https_port_opt;
 }
 
+u32 https_max_conns(void)
+{
+#ifdef VIREO_TLS
+	return tlsmem.https_conns;
+#else
+	return HTTPS_MAX_CONNS;
+#endif
+}
+
+u64 https_hello_timeout_ms(void)
+{
+	return https_hello_timeout_opt;
+}
+
 u32 https_max_handshakes(void)
 {
 	return (u32)https_handshakes_opt;
@@ -138,9 +166,12 @@ u32 https_max_handshakes_per_src(void)
 
 #ifdef VIREO_TLS
 
+/* The floor's heap holds HTTPS_MAX_CONNS connections and the rest; each
+ * connection tlsmem.h plans above the floor brings its TLS_CONN_BYTES. */
 _Static_assert(HTTPS_MAX_CONNS * TLS_CONN_BYTES + TLS_FIXED_BYTES + (TLS_SERVED_SLOTS - 1) * TLS_SERVED_BYTES_MAX +
 		       TLS_ALPN01_SLOTS * TLS_ALPN01_BYTES_MAX <= TLS_SERVER_HEAP_BYTES,
 	       "the TLS heap must hold every HTTPS connection and the certificates handshakes hold (net/tls/tls.h)");
+_Static_assert(TLSMEM_CONNS_FLOOR == HTTPS_MAX_CONNS, "tlsmem.h's floor is today's table");
 _Static_assert(TLS_ALPN01_SLOTS >= 2 * TLS_NAMES_MAX, "a challenge set for each name and a cleared one in handshakes");
 _Static_assert(HTTPS_MAX_HANDSHAKES <= HTTPS_MAX_CONNS, "handshakes are connections");
 
@@ -335,7 +366,9 @@ static int https_alert_for(const mbedtls_ssl_context *ssl, int ret)
  * certificate then, held until it ends (the hook below, or
  * https_handshake_gone() when the connection goes first). Keyed by the
  * connection's altcp pcb, which is the ssl context's bio (altcp_tls sets
- * it): one entry a TLS connection, HTTPS_MAX_CONNS at most.
+ * it): one entry a handshake, dropped when it ends, so at most
+ * https.handshakes= (at most HTTPS_MAX_CONNS, its key's .max) whatever
+ * number of connections the plan admits.
  */
 static struct tls_holder https_holder_e[HTTPS_MAX_CONNS];
 static struct tls_holders https_holders = { https_holder_e, HTTPS_MAX_CONNS };
@@ -387,6 +420,7 @@ static int https_cert_cb(mbedtls_ssl_context *ssl)
 	} else {
 		h = tls_served_current();
 	}
+	http_server_hello_seen(((const struct altcp_pcb *)conn)->arg);
 	h = tls_holders_hold(&https_holders, conn, h);
 	if (!h)
 		return MBEDTLS_ERR_SSL_ALLOC_FAILED;	/* cannot happen: an entry a connection */
@@ -586,8 +620,14 @@ static void https_metrics(struct metrics_buf *b)
 		       s->handshakes_active);
 	metrics_simple(b, "vireo_https_handshakes_evicted_total", METRICS_COUNTER,
 		       "Handshakes reset to make room for a source running fewer", s->handshakes_evicted);
+	metrics_simple(b, "vireo_https_hello_timeouts_total", METRICS_COUNTER,
+		       "Handshakes closed with no ClientHello by https.hello_timeout=", s->hello_timeouts);
 	metrics_simple(b, "vireo_https_connections_active", METRICS_GAUGE, "HTTPS connections open now",
 		       s->conns_active);
+	metrics_simple(b, "vireo_https_connections_evicted_total", METRICS_COUNTER,
+		       "Idle HTTPS connections reset for a newcomer: all were taken", s->conns_evicted);
+	metrics_simple(b, "vireo_https_connections_max", METRICS_GAUGE,
+		       "HTTPS connections admitted at most (sized from memory, net/tls/tlsmem.h)", https_max_conns());
 	metrics_simple(b, "vireo_https_resumptions_total", METRICS_COUNTER,
 		       "Session tickets accepted: handshakes that resumed a session", s->resumptions);
 	metrics_simple(b, "vireo_https_tickets_refused_total", METRICS_COUNTER,

@@ -9,24 +9,29 @@
 /*
  * Limits. What one TLS connection holds of the TLS heap is at most 30 KiB
  * (TLS_CONN_BYTES in net/tls/tls.h, measured), handshaking or established;
- * the keys and configuration about 8 KiB. HTTPS_MAX_CONNS x 30 KiB + 8 KiB
- * = 64 x 30,720 + 8,192 = 1,974,272 B fits the 2 MiB (2,097,152 B) TLS heap
- * with 120 KiB to spare, so an accepted connection never finds the heap
- * full because of the others. Handshakes cost the most CPU (one ECDHE and
+ * the keys and configuration about 8 KiB. The HTTPS server admits
+ * https_max_conns() TLS connections: the boot's plan (net/tls/tlsmem.h),
+ * sized with the TLS heap from the VM's RAM so that each has its 30 KiB
+ * whatever the others do: HTTPS_MAX_CONNS (64) up to 64 MiB of RAM
+ * (64 x 30,720 + 8,192 + the certificate slots = 2,072,576 B in the
+ * 2 MiB (2,097,152 B) floor heap), about 850 at -m 256; an accepted
+ * connection never finds the heap full because of the others. Handshakes
+ * cost the most CPU (one ECDHE and
  * one signature each) and are what a flood makes: at most
  * https.handshakes= (default HTTPS_MAX_HANDSHAKES) run at once,
  * https.handshakes_per_source= (default HTTPS_MAX_HANDSHAKES_PER_SRC) from
  * one source (IPv4 address, IPv6 /64); more are reset on accept (when all
  * handshake slots are taken, a source running fewer than its share evicts
  * the oldest handshake of the source running the most), and the other
- * HTTPS_MAX_CONNS - https.handshakes slots stay for connections whose
- * handshake is done. Both keys are bounded by HTTPS_MAX_CONNS (a handshake is
- * a connection, so the heap arithmetic above holds whatever they are set
- * to); a handshake is bounded in time by the server's header timeout (accept
- * to a complete first request head, 10 s). Their rate, per prefix and in
- * all, and the CPU they may take per loop pass: runtime/http/hsgate.h.
+ * connections stay for those whose handshake is done. Both keys are at
+ * most HTTPS_MAX_CONNS, the floor (a handshake is a connection, so the
+ * heap arithmetic holds whatever they are set to); a handshake is bounded
+ * in time by https.hello_timeout= from accept to the ClientHello and by the
+ * server's header timeout (accept to a complete first request head,
+ * 10 s). Their rate, per prefix and in all, and the CPU they may take per
+ * loop pass: runtime/http/hsgate.h.
  */
-#define HTTPS_MAX_CONNS			64
+#define HTTPS_MAX_CONNS			64	/* the floor of https_max_conns() */
 
 /*
  * What a TLS connection may keep queued in lwIP (runtime/http/server.c): the
@@ -57,7 +62,7 @@ enum https_fail {
 	HTTPS_FAIL_OTHER,	/* any other mbedTLS error */
 	HTTPS_FAIL_CLOSED,	/* the peer closed or reset, or it was evicted */
 	HTTPS_FAIL_TIMEOUT,	/* the header timeout ran out */
-	HTTPS_FAIL_LIMIT,	/* refused on accept: https.handshakes= or HTTPS_MAX_CONNS */
+	HTTPS_FAIL_LIMIT,	/* refused on accept: https.handshakes= or https_max_conns() */
 	HTTPS_FAIL_LIMIT_SOURCE, /* refused on accept: https.handshakes_per_source= */
 	HTTPS_FAIL_COUNT
 };
@@ -68,7 +73,9 @@ struct https_stats {
 	u64 failures[HTTPS_FAIL_COUNT];
 	u64 handshakes_active;		/* gauge */
 	u64 handshakes_evicted;		/* of the closed ones: to make room for a lighter source */
+	u64 hello_timeouts;		/* of the timed out ones: no ClientHello by https.hello_timeout= */
 	u64 conns_active;		/* gauge: TLS connections the server holds */
+	u64 conns_evicted;		/* idle ones reset: all were taken and a newcomer came */
 	u64 resumptions;		/* session tickets accepted */
 	u64 tickets_refused;		/* session tickets that did not open */
 	u64 ticket_rotations;		/* ticket keys replaced */
@@ -87,6 +94,13 @@ extern struct https_stats https_stats;
 u16 https_port(void);
 /* https.handshakes= and https.handshakes_per_source= (1-HTTPS_MAX_CONNS). */
 u32 https_max_handshakes(void);
+/* TLS connections admitted at once: the boot's plan (net/tls/tlsmem.h),
+ * HTTPS_MAX_CONNS in images without TLS. */
+u32 https_max_conns(void);
+/* https.hello_timeout=: ms from accept to a parsed ClientHello (server.c's
+ * poll closes a handshake that has none by then). */
+u64 https_hello_timeout_ms(void);
+#define HTTPS_HELLO_TIMEOUT_MS		3000	/* https.hello_timeout= default */
 u32 https_max_handshakes_per_src(void);
 
 /* The Strict-Transport-Security line (with its CRLF) HTTPS responses carry

@@ -112,6 +112,10 @@ static void server_conn_free(struct tcpconn *tc, err_t err)
 	}
 	if (c->tc.tls)
 		https_stats.conns_active--;
+#if LWIP_ALTCP_TLS
+	if (c->pp_rx)
+		pbuf_free(c->pp_rx);	/* a PROXY header's first bytes (https.c) */
+#endif
 	work_cancel(&c->pump_work);
 	exchange_end(c, false);
 	exchange_release(c);
@@ -631,7 +635,6 @@ __cold static err_t server_proxy_header(struct conn *c)
 {
 	struct tcpconn *tc = &c->tc;
 	struct proxyproto_hdr h;
-	struct conntab_src src;
 	int r = proxyproto_parse(tc->rx + tc->rx_off, tcpconn_rx_held(tc), &h);
 
 	if (r == 0 && !tc->rx_eof)
@@ -648,17 +651,31 @@ __cold static err_t server_proxy_header(struct conn *c)
 	c->proxy_wait = false;
 	c->head_started = false;	/* the head's clock starts at its first byte */
 	server_idle_mark(c);
+	if (!server_proxy_peer(c, &h))
+		return server_conn_abort(c);	/* no memory for the client's node */
+	return ERR_OK;
+}
+
+bool server_proxy_peer(struct conn *c, const struct proxyproto_hdr *h)
+{
+	struct conntab_src src;
+	bool ok;
+
 	http_server_stats.proxy_headers++;
-	if (!h.family)
-		return ERR_OK;	/* LOCAL, UNKNOWN: the proxy's own connection */
-	allow_addr_to_ip(&c->peer, h.src);
-	c->peer_port = h.sport;
+	if (!h->family)
+		return true;	/* LOCAL, UNKNOWN: the proxy's own connection */
+	allow_addr_to_ip(&c->peer, h->src);
+	c->peer_port = h->sport;
 	ip_addr_copy(c->hop, c->peer);
 	c->hop_port = c->peer_port;
 	conntab_src_of(&c->peer, &src);
-	if (!conntab_rekey(&http_srv.tab, &c->link, &src))
-		return server_conn_abort(c);	/* no memory for the client's node */
-	return ERR_OK;
+	/* a handshake counts for its source (admission.c): it moves along */
+	if (c->handshaking)
+		c->link.node->handshakes--;
+	ok = conntab_rekey(&http_srv.tab, &c->link, &src);
+	if (c->handshaking)
+		c->link.node->handshakes++;
+	return ok;
 }
 
 /* A request from a proxy.trusted= peer: the client its X-Forwarded-For
@@ -878,6 +895,16 @@ static err_t server_poll(struct tcpconn *tc)
 			server_respond_error(c, 408, false);
 			return server_pump(c);
 		}
+#if LWIP_ALTCP_TLS
+		/* HTTPS: no ClientHello yet (none parsed, no step of it put
+		 * off) by https.hello_timeout= (https.c). */
+		if (c->handshaking && !c->hs_hello && !c->hs_queued && now - c->t_wait >= https_hello_timeout_ms()) {
+			http_server_stats.timeouts_header++;
+			https_stats.hello_timeouts++;
+			c->hs_timed_out = true;
+			return server_conn_close(c);
+		}
+#endif
 		if (!c->served && now - c->t_wait >= cfg->header_timeout_ms) {
 			http_server_stats.timeouts_header++;
 			c->hs_timed_out = c->handshaking;

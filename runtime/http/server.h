@@ -95,6 +95,9 @@ struct altcp_tls_config;
 int http_server_listen_tls(u16 port, struct altcp_tls_config *conf);
 /* A connection's handshake ended (arg: its altcp arg, may be NULL). */
 void http_server_handshake_end(void *arg);
+/* A connection's ClientHello was parsed (its certificate chosen): the
+ * hello deadline (https.hello_timeout=) no longer applies. */
+void http_server_hello_seen(void *arg);
 /* http.redirect=on: plain HTTP requests other than /healthz get a 301 to
  * https://<Host>[:https_port]/<path>. 0 turns it off. */
 void http_server_set_redirect(u16 https_port);

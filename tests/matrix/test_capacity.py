@@ -11,9 +11,23 @@ test_idle_full (make test-capacity, about 4 min under TCG): the whole table
 a fifth address then evicts one idle connection (the table is full) and
 gets its 200. The server ends a keep-alive connection 30 s after its last
 response (HTTP_SERVER_IDLE_MS), so the full hold asks each connection for
-one more response once its last is REFRESH s old."""
+one more response once its last is REFRESH s old.
+
+HTTPS (net/tls/tlsmem.h: the HTTPS table and the TLS heap sized from the
+RAM, printed at boot): test_https_idle_quick (make test) holds
+QUICK_TLS idle HTTPS keep-alive connections (more than the 64 every image
+had before) from 4 addresses while a newcomer from a fifth completes a
+handshake and gets its 200, and measures what an idle established one
+holds of the TLS heap; test_https_idle_full (make test-capacity) holds the
+plan's whole count for FULL_HOLD s, and the newcomer then takes the place
+of the idle one longest idle. The test sources share
+one /24, so the guest boots with the per-prefix handshake rate off (a
+public appliance keeps it: hsgate.h)."""
 import re
+import collections
 import resource
+import ssl
+import threading
 import time
 
 import pytest
@@ -31,7 +45,11 @@ REFRESH = 15
 STATE_BYTES = 16896
 IDLE_LWIP_BYTES = 512
 PLAN = r"^net: (\d+) MiB usable: (\d+) HTTP connections, lwIP heap (\d+) KiB"
+TLS_PLAN = r"^tls: (\d+) MiB usable: (\d+) HTTPS connections, TLS heap (\d+) KiB"
 REQ = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+QUICK_TLS = 200
+# net/tls/tls.h: what a TLS connection may hold of the TLS heap at most
+TLS_CONN_BYTES = 30720
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +58,16 @@ def guest():
     want = 8192
     if soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, max(hard, want)))
-    g = Guest(mem=MEM)
+    g = Guest(mem=MEM, cmdline="https.handshake_rate_per_prefix=0")
     try:
         m = re.search(PLAN, g.vm.text, re.M)
         assert m, g.vm.text[-3000:]
         g.plan_conns = int(m.group(2))
         g.plan_heap = int(m.group(3)) * 1024
+        m = re.search(TLS_PLAN, g.vm.text, re.M)
+        assert m, g.vm.text[-3000:]
+        g.plan_tls = int(m.group(2))
+        g.plan_tls_heap = int(m.group(3)) * 1024
         g.sources = [re.sub(r"\.\d+$", f".{200 + i}", g.ip) for i in range(5)]
         for src in g.sources:
             g.add_source(src)
@@ -154,9 +176,126 @@ def test_idle_full(guest):
     _hold(guest, guest.plan_conns, FULL_HOLD, True)
 
 
+def _tls_ctx():
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def _tls_open(guest, src, ctx):
+    s = ctx.wrap_socket(guest.connect(port=443, timeout=60, src=src), server_hostname="localhost")
+    _served(s)
+    return s
+
+
+def _tls_open_many(guest, n):
+    """n idle HTTPS keep-alive connections, round-robin over the first 4
+    sources (one thread each: at most one handshake a source at a time),
+    each served once, and again once its last response is REFRESH s old
+    (opening many takes longer than the 30 s idle timeout under load)."""
+    ctx = _tls_ctx()
+    per = [[] for _ in range(4)]
+    errs = []
+
+    def worker(k):
+        fresh = collections.deque()  # (last served, socket), oldest first
+        try:
+            for _ in range(k, n, 4):
+                s = _tls_open(guest, guest.sources[k], ctx)
+                per[k].append(s)
+                fresh.append((time.monotonic(), s))
+                while time.monotonic() - fresh[0][0] >= REFRESH:
+                    _, old = fresh.popleft()
+                    _served(old)
+                    fresh.append((time.monotonic(), old))
+        except BaseException as e:  # noqa: BLE001
+            errs.append(e)
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    socks = [s for p in per for s in p]
+    if errs:
+        for s in socks:
+            s.close()
+        raise errs[0]
+    return socks
+
+
+def _https_hold(guest, n, hold):
+    base = guest.metrics(src=guest.sources[4])
+    t0 = time.monotonic()
+    socks = _tls_open_many(guest, n)
+    opened = time.monotonic() - t0
+    try:
+        m = guest.metrics(src=guest.sources[4])
+        assert m["vireo_https_connections_active"] == n, m["vireo_https_connections_active"]
+        assert m["vireo_https_connections_max"] == guest.plan_tls
+        tls = (m["vireo_tls_heap_in_use_bytes"] - base["vireo_tls_heap_in_use_bytes"]) / n
+        kern = (m["vireo_mem_heap_in_use_bytes"] - base["vireo_mem_heap_in_use_bytes"]) / n
+        lwip = (m["vireo_lwip_mem_used_bytes"] - base["vireo_lwip_mem_used_bytes"]) / n
+        print(f"\n{n} idle HTTPS keep-alive connections at -m {MEM} (plan {guest.plan_tls}, TLS heap "
+              f"{guest.plan_tls_heap >> 10} KiB), opened in {opened:.1f} s: {tls:.0f} B of TLS heap, "
+              f"{kern:.0f} B of kernel heap, {lwip:.0f} B of lwIP heap each")
+        assert tls <= TLS_CONN_BYTES, tls
+        assert kern <= STATE_BYTES, kern
+        assert m["vireo_tls_heap_alloc_failures_total"] == 0
+        # a newcomer from a fifth address: a handshake and its 200
+        with _tls_open(guest, guest.sources[4], _tls_ctx()):
+            pass
+        end = time.monotonic() + hold
+        lost = 0
+        while True:
+            last = time.monotonic() >= end
+            for i, s in enumerate(socks):  # within the 30 s idle timeout
+                if s is None:
+                    continue
+                try:
+                    _served(s)
+                except (OSError, AssertionError, ValueError):
+                    s.close()
+                    socks[i] = None
+                    lost += 1
+            if last:
+                break
+            time.sleep(min(REFRESH, max(0.0, end - time.monotonic())))
+        socks = [s for s in socks if s is not None]
+        m = guest.metrics(src=guest.sources[4])
+        assert m["vireo_tls_heap_alloc_failures_total"] == 0
+        assert m['vireo_https_handshake_failures_total{reason="limit"}'] == \
+            base['vireo_https_handshake_failures_total{reason="limit"}']
+        # with every TLS connection taken the newcomer evicts the idle one
+        # longest idle (admission.c); below that nobody is evicted
+        evicted = m["vireo_https_connections_evicted_total"] - base["vireo_https_connections_evicted_total"]
+        assert evicted == (1 if n == guest.plan_tls else 0), evicted
+        assert lost == evicted, (lost, evicted)
+    finally:
+        for s in socks:
+            s.close()
+    guest.wait_idle(guest.base, timeout=300)
+
+
+@pytest.mark.quick
+def test_https_idle_quick(guest):
+    """More idle HTTPS connections than the 64 of before (main refuses the
+    65th on accept: limit)."""
+    assert guest.plan_tls > QUICK_TLS, guest.plan_tls
+    _https_hold(guest, QUICK_TLS, QUICK_HOLD)
+
+
+@pytest.mark.capacity
+def test_https_idle_full(guest):
+    _https_hold(guest, guest.plan_tls, FULL_HOLD)
+
+
 def test_plan_at_48():
     """-m 48 keeps today's numbers, and serves."""
     with Guest(mem=48) as g:
         m = re.search(PLAN, g.vm.text, re.M)
         assert m and int(m.group(2)) == 64 and int(m.group(3)) == 4096, m and m.group(0)
+        # and the HTTPS plan's floor: today's 64 connections and TLS heap
+        m = re.search(TLS_PLAN, g.vm.text, re.M)
+        assert m and int(m.group(2)) == 64 and int(m.group(3)) == (2048 + 160 + 384), m and m.group(0)
         g.serves()

@@ -677,8 +677,11 @@ def test_handshake_limits_configurable(boot):
     limit_source; once they are gone a client is served again."""
     need_image()
     # A bad tls.names= is refused whole with a warning; the default names stand.
+    # (https.hello_timeout= at its most: the held handshakes send nothing
+    # and must outlive the metrics polls below; test_hello_deadline has the
+    # default's.)
     vm, get = boot_and_get(boot, cmdline="https.handshakes_per_source=3 https.handshakes=4 "
-                                         "tls.names=ok.example,bad_name")
+                                         "https.hello_timeout=10000 tls.names=ok.example,bad_name")
     assert re.search(r"^tls: warning: tls\.names=ok\.example,bad_name: not a DNS name \(letters, digits, "
                      r"'-', '\.'\): \"bad_name\"; the default names instead$", vm.text, re.M), vm.text
     assert "generated at boot in" in vm.text and "(names vireo,localhost," in vm.text, vm.text
@@ -703,6 +706,145 @@ def test_handshake_limits_configurable(boot):
         time.sleep(0.1)
     r = curl(f"https://127.0.0.1:{vm.sport}/healthz")
     assert parse_response(r.stdout)[0] == 200
+
+
+def test_hello_deadline(boot):
+    """A TCP connection to the HTTPS port that sends no ClientHello holds a
+    handshake slot until https.hello_timeout= (default 3 s, checked every
+    0.5 s), not the 10 s header timeout: four silent ones are closed within
+    3-5 s of accept and counted (vireo_https_hello_timeouts_total), a
+    ClientHello cut short after its first bytes likewise, and a client that
+    sends its ClientHello is served. On main they stay for 10 s."""
+    need_image()
+    vm, get = boot_and_get(boot)
+    assert metrics(get)["vireo_https_connections_max"] == 64  # -m 64: the floor (net/tls/tlsmem.h)
+    t0 = time.monotonic()
+    silent = [socket.create_connection(("127.0.0.1", vm.sport), timeout=20) for _ in range(4)]
+    cut = socket.create_connection(("127.0.0.1", vm.sport), timeout=20)
+    cut.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # a ClientHello's first 11 bytes
+    for _ in range(50):
+        if metrics(get)["vireo_https_handshakes_active"] == 5:
+            break
+        time.sleep(0.1)
+    assert metrics(get)["vireo_https_handshakes_active"] == 5
+    r = curl(f"https://127.0.0.1:{vm.sport}/healthz")  # a ClientHello at once: served
+    assert parse_response(r.stdout)[0] == 200
+    gone = []
+    for s in silent + [cut]:
+        s.settimeout(max(0.1, t0 + 8 - time.monotonic()))
+        try:
+            assert s.recv(1) == b""
+        except ConnectionResetError:
+            pass
+        gone.append(time.monotonic() - t0)
+        s.close()
+    # slirp connects the guest a little after our connect() returns
+    assert all(2.5 <= g <= 6 for g in gone), gone
+    m = metrics(get)
+    assert m["vireo_https_hello_timeouts_total"] == 5, m
+    assert m['vireo_https_handshake_failures_total{reason="timeout"}'] == 5
+    assert m["vireo_https_handshakes_active"] == 0 and m["vireo_https_handshakes_total"] == 1
+
+
+def _pp2(src, sport=40000, dst="10.0.2.15", dport=443):
+    """A PROXY protocol v2 header (PROXY, TCP over IPv4) naming src."""
+    body = socket.inet_aton(src) + socket.inet_aton(dst) + sport.to_bytes(2, "big") + dport.to_bytes(2, "big")
+    return b"\r\n\r\n\x00\r\nQUIT\n" + b"\x21\x11" + len(body).to_bytes(2, "big") + body
+
+
+def test_proxy_header_before_tls(boot, tmp_path):
+    """PROXY headers (v1 and v2) on the HTTPS port from a proxy.trusted=
+    peer (user networking's 10.0.2.2) are taken before the TLS handshake:
+    the client they name is the one metrics.allow= and the handshake limit
+    per source (1 here) see; a trusted peer without one speaks TLS as
+    itself; a malformed one is reset; HAProxy 2.6 in tcp mode with
+    send-proxy-v2 in front works end to end. On main the header reaches
+    mbedTLS (a bad record: the handshake fails)."""
+    import ssl
+    need_image()
+    vm, _ = boot_and_get(boot, cmdline="proxy.trusted=10.0.2.2/32 metrics.allow=192.0.2.0/24,127.0.0.1/32 "
+                                       "https.handshakes_per_source=1 https.hello_timeout=10000")
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+
+    def mget():
+        with socket.create_connection(("127.0.0.1", vm.port), timeout=20) as s:
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 192.0.2.1\r\n"
+                      b"Connection: close\r\n\r\n")
+            st, _, body = parse_response(read_all(s))
+        assert st == 200
+        return parse_prometheus(body.decode())
+
+    def tls_get(header, path="/metrics"):
+        raw = socket.create_connection(("127.0.0.1", vm.sport), timeout=30)
+        if header:
+            raw.sendall(header)
+        with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+            s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+            return parse_response(read_all(s))[0]
+    base = mget()
+    assert tls_get(b"PROXY TCP4 192.0.2.7 10.0.2.15 5555 443\r\n") == 200
+    assert tls_get(_pp2("192.0.2.8")) == 200
+    assert tls_get(None) == 403  # the proxy's own connection: not in metrics.allow=
+    assert tls_get(_pp2("203.0.113.9")) == 403
+    # a malformed header: reset, counted
+    with socket.create_connection(("127.0.0.1", vm.sport), timeout=20) as s:
+        s.sendall(b"PROXY BOGUS 1 2\r\n\x16\x03\x01")
+        try:
+            assert s.recv(100) == b""
+        except ConnectionResetError:
+            pass
+    m = mget()
+    assert m["vireo_http_proxy_headers_total"] - base["vireo_http_proxy_headers_total"] == 3
+    assert m["vireo_http_proxy_refused_total"] - base["vireo_http_proxy_refused_total"] == 1
+    # The handshake limit per source counts the named client: one handshake
+    # held (a header, no ClientHello) for 192.0.2.20 refuses a second for
+    # it, not one for 192.0.2.21.
+    held = socket.create_connection(("127.0.0.1", vm.sport), timeout=20)
+    held.sendall(_pp2("192.0.2.20"))
+    second = socket.create_connection(("127.0.0.1", vm.sport), timeout=20)
+    second.sendall(_pp2("192.0.2.20"))
+    try:
+        assert second.recv(100) == b""
+    except ConnectionResetError:
+        pass
+    second.close()
+    assert tls_get(_pp2("192.0.2.21"), "/healthz") == 200
+    m = mget()
+    assert m['vireo_https_handshake_failures_total{reason="limit_source"}'] - \
+        base['vireo_https_handshake_failures_total{reason="limit_source"}'] == 1
+    held.close()
+    # HAProxy 2.6, tcp mode, send-proxy-v2: the client it names is 127.0.0.1
+    hport = free_tcp_port()
+    cfg = tmp_path / "haproxy.cfg"
+    cfg.write_text(f"""global
+    log stderr local0 err
+defaults
+    mode tcp
+    timeout connect 10s
+    timeout client 30s
+    timeout server 30s
+listen tls
+    bind 127.0.0.1:{hport}
+    server vireo 127.0.0.1:{vm.sport} send-proxy-v2
+""")
+    hap = subprocess.Popen(["haproxy", "-db", "-f", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(50):
+            try:
+                socket.create_connection(("127.0.0.1", hport), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        r = curl(f"https://127.0.0.1:{hport}/metrics")
+        assert parse_response(r.stdout)[0] == 200, r.stdout[:200]
+    finally:
+        hap.terminate()
+        hap.wait(10)
+    m = mget()
+    assert m["vireo_http_proxy_headers_total"] - base["vireo_http_proxy_headers_total"] >= 6
+    assert m["vireo_tls_heap_alloc_failures_total"] == 0
 
 
 def test_ticket_key_rotation(boot, tmp_path):

@@ -65,6 +65,10 @@ $(TLS_FIX)/stamp: tests/host/net/tls/host.mk
 	done; cert ec00; \
 	touch stamp
 
+# HTTPS capacity from memory (net/tls/tlsmem.c): pure arithmetic.
+HOST_TESTS += test_tlsmem
+test_tlsmem_USES := tlsmem
+
 # The certificate made at boot (net/tls/tls_cert.c): names, the builder over
 # the fixture key, parsed back; generation under allocation failures.
 HOST_TESTS += test_tls_cert
