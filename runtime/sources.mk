@@ -12,7 +12,8 @@
 # chunked and streamed request bodies (uploads, not the site's path), an
 # app's own log stream (an access log: linked only when an app calls it).
 HOT_SRCS += runtime/site.c runtime/api.c \
-	runtime/http/http.c runtime/http/server.c runtime/http/exchange.c runtime/http/routes.c
+	runtime/http/http.c runtime/http/server.c runtime/http/exchange.c runtime/http/routes.c \
+	runtime/http/slots.c
 COLD_SRCS += runtime/conntab.c runtime/http/admission.c runtime/app.c runtime/site_esp.c runtime/metadata.c runtime/services.c \
 	runtime/http/https.c runtime/http/hsrate.c runtime/http/hsgate.c runtime/http/listen.c runtime/http/allow.c runtime/http/proxyproto.c runtime/store_api.c \
 	runtime/http/mime.c runtime/http/range.c runtime/egress.c runtime/tcp_out.c runtime/resolve.c \
@@ -20,6 +21,6 @@ COLD_SRCS += runtime/conntab.c runtime/http/admission.c runtime/app.c runtime/si
 	runtime/acme.c runtime/log_stream.c
 # The runtime lwIP serves (no start-up, metadata or ESP site): lwip-check
 # links it with lwIP alone; the host tests run it over the host's lwIP.
-RUNTIME_CORE := tcpconn conntab http mime range site server exchange reqbody admission hsrate hsgate listen https api routes services allow proxyproto egress tcp_out \
+RUNTIME_CORE := tcpconn conntab http slots mime range site server exchange reqbody admission hsrate hsgate listen https api routes services allow proxyproto egress tcp_out \
 	http_client response chunked \
 	resolve dns_client dns_cache dns_msg

@@ -315,9 +315,11 @@ __cold int vireo_lwip_init(void)
 		npages = (u32)(netmem.heap_bytes / SEGHEAP_PAGE);
 		lwip_port_heap_mem = page_alloc_raw(lwip_port_kpages(npages));
 	} while (!lwip_port_heap_mem && (plan_for = netmem_smaller(plan_for)) != 0);
-	kprintf(lwip_port_heap_mem ? "net: %lu MiB usable: %u HTTP connections, lwIP heap %lu KiB (net/port/netmem.h)\n" :
+	kprintf(lwip_port_heap_mem ? "net: %lu MiB usable: %u HTTP connections, lwIP heap %lu KiB, %u in a request or sending "
+		"(idle %u+%u B, request +%u B, sending +%u B: net/port/netmem.h)\n" :
 		"net: %lu MiB usable, %u HTTP connections: no %lu KiB for lwIP's heap\n",
-		ms.usable_bytes >> 20, netmem.http_conns, netmem.heap_bytes >> 10);
+		ms.usable_bytes >> 20, netmem.http_conns, netmem.heap_bytes >> 10, netmem.http_bufs,
+		NETMEM_CONN_STATE_BYTES, NETMEM_IDLE_LWIP_BYTES, NETMEM_BUFS_BYTES, NETMEM_CONN_LWIP_BYTES);
 	if (lwip_port_heap_mem == NULL)
 		return -ENOMEM;
 #if !MEM_LIBC_MALLOC
@@ -337,7 +339,8 @@ __cold int vireo_lwip_init(void)
 	for (i = 0; i < MEMP_MAX; i++)
 		lwip_stats.memp[i]->avail = pool_budget[i];
 	lwip_stats.memp[MEMP_TCP_PCB]->avail += netmem.http_conns - NETMEM_CONNS_FLOOR;
-	lwip_stats.memp[MEMP_TCP_SEG]->avail += (netmem.http_conns - NETMEM_CONNS_FLOOR) * TCP_SND_QUEUELEN;
+	if (netmem.http_conns > NETMEM_CONNS_FLOOR)
+		lwip_stats.memp[MEMP_TCP_SEG]->avail += netmem.http_sends * TCP_SND_QUEUELEN;
 
 	sys_timeout(TCP_TMR_INTERVAL, lwip_port_tw_trim, NULL);
 	return 0;

@@ -57,6 +57,14 @@ __cold static void listen_write_metrics(struct metrics_buf *b)
 		       "Requests from proxy.trusted= peers whose X-Forwarded-For named the client.", s->forwarded);
 	metrics_simple(b, "vireo_http_connections_active", METRICS_GAUGE,
 		       "Connections open now.", s->conns_active);
+	metrics_simple(b, "vireo_http_bufsets_used", METRICS_GAUGE,
+		       "Buffer sets held (connections in a request), of the plan's.", http_srv.bufs.used);
+	metrics_simple(b, "vireo_http_bufsets_waits_total", METRICS_COUNTER,
+		       "Requests that waited for a buffer set.", http_srv.bufs.waits_total);
+	metrics_simple(b, "vireo_http_send_slots_used", METRICS_GAUGE,
+		       "Send slots held (connections with bytes queued), of the plan's.", http_srv.sends.used);
+	metrics_simple(b, "vireo_http_send_slots_waits_total", METRICS_COUNTER,
+		       "Responses that waited for a send slot.", http_srv.sends.waits_total);
 	metrics_family(b, "vireo_http_timeouts_total", METRICS_COUNTER,
 		       "Connections closed by a timeout, by kind.");
 	metrics_sample1(b, "vireo_http_timeouts_total", "kind", "idle", s->timeouts_idle);
@@ -81,6 +89,7 @@ METRICS_SOURCE(http, listen_write_metrics);
  * connection, runtime/conntab.c). */
 _Static_assert(sizeof(struct conn) + 32 + 112 + 16 + 16 <= NETMEM_CONN_STATE_BYTES,
 	       "redo net/port/netmem.h's NETMEM_CONN_STATE_BYTES");
+_Static_assert(sizeof(struct conn_bufs) + 32 <= NETMEM_BUFS_BYTES, "redo net/port/netmem.h's NETMEM_BUFS_BYTES");
 _Static_assert(HTTP_SERVER_MAX_CONNS == NETMEM_CONNS_FLOOR, "the default table is the plan's floor");
 
 static u32 listen_or_default(u32 v, u32 def)
@@ -129,6 +138,10 @@ __cold int http_server_start(u16 port, const struct http_server_cfg *cfg)
 	http_srv.tab.max_conns = http_srv.cfg.max_conns;
 	http_srv.tab.max_per_src = http_srv.cfg.max_per_src;
 	conntab_init(&http_srv.tab);	/* else at the first accept */
+	__builtin_memset(&http_srv.bufs, 0, sizeof http_srv.bufs);
+	__builtin_memset(&http_srv.sends, 0, sizeof http_srv.sends);
+	http_srv.bufs.max = netmem.http_bufs;
+	http_srv.sends.max = netmem.http_sends;
 
 	rc = listen_on(altcp_tcp_new_ip_type(IPADDR_TYPE_ANY), port, &lpcb);
 	if (rc)
