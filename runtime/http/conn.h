@@ -119,6 +119,10 @@ _Static_assert(HTTP_BODY_SRC_MAX >= VIREO_HTTP_BODY_MAX, "a source can send one 
  * whole records).
  */
 #define HTTP_LAND 512
+/* While a head waits for a set, a head holding one that started this long
+ * ago is answered 408 and closed (server_poll()): a slow head cannot keep
+ * a set from others for the whole header timeout. */
+#define HTTP_HEAD_PRESSURE_MS 2000
 struct conn_bufs {
 	u8 rx[TCP_WND];		/* tc's receive buffer: one window */
 	struct http_req_parser parser;

@@ -141,6 +141,11 @@ static int server_bufs_get(struct conn *c)
 		server_ih_unlink(c);	/* in a request: not to be taken */
 		return 1;
 	}
+	/* none free and nobody waiting: the one idle longest gives its set
+	 * back to the pool first, so taking it is no wait */
+	if (!c->tc.tls && !c->bw.queued && !c->bw.granted && !http_srv.bufs.head &&
+	    http_srv.bufs.used >= http_srv.bufs.max && http_srv.ih_head)
+		server_bufs_release(http_srv.ih_head);
 	if (!c->tc.tls && !slots_take(&http_srv.bufs, &c->bw)) {
 		/* none free: the one idle longest gives its set back, to the
 		 * oldest waiter, which may be c */
@@ -1002,7 +1007,8 @@ static err_t server_poll(struct tcpconn *tc)
 			return server_conn_abort(c);
 		}
 		if (c->head_started) {
-			if (now - c->t_head < cfg->header_timeout_ms)
+			if (now - c->t_head < cfg->header_timeout_ms &&
+			    !(c->b && !c->tc.tls && http_srv.bufs.waiting && now - c->t_head >= HTTP_HEAD_PRESSURE_MS))
 				break;
 			http_server_stats.timeouts_header++;
 			if (!c->b)
