@@ -316,10 +316,8 @@ __cold int vireo_lwip_init(void)
 		lwip_port_heap_mem = page_alloc_raw(lwip_port_kpages(npages));
 	} while (!lwip_port_heap_mem && (plan_for = netmem_smaller(plan_for)) != 0);
 	kprintf(lwip_port_heap_mem ? "net: %lu MiB usable: %u HTTP connections, lwIP heap %lu KiB, %u in a request or sending "
-		"(idle %u+%u B, request +%u B, sending +%u B: net/port/netmem.h)\n" :
-		"net: %lu MiB usable, %u HTTP connections: no %lu KiB for lwIP's heap\n",
-		ms.usable_bytes >> 20, netmem.http_conns, netmem.heap_bytes >> 10, netmem.http_bufs,
-		NETMEM_CONN_STATE_BYTES, NETMEM_IDLE_LWIP_BYTES, NETMEM_BUFS_BYTES, NETMEM_CONN_LWIP_BYTES);
+		"(net/port/netmem.h)\n" : "net: %lu MiB usable, %u HTTP connections: no %lu KiB for lwIP's heap\n",
+		ms.usable_bytes >> 20, netmem.http_conns, netmem.heap_bytes >> 10, netmem.http_bufs);
 	if (lwip_port_heap_mem == NULL)
 		return -ENOMEM;
 #if !MEM_LIBC_MALLOC

@@ -91,19 +91,25 @@ static void server_tls_bulk_release(struct conn *c)
 
 /* ---- buffer sets and send slots (conn.h, slots.h) ---- */
 
-static void server_wake_bufs(struct slot_waiter *w)
+/* A plain connection: from the pool and the send budget (HTTPS: neither). */
+static inline bool server_pooled(const struct conn *c)
+{
+	return !LWIP_ALTCP_TLS || !c->tc.tls;
+}
+
+__cold static void server_wake_bufs(struct slot_waiter *w)
 {
 	if (w)
 		server_kick(tcpconn_owner(w, struct conn, bw));
 }
 
-static void server_wake_sends(struct slot_waiter *w)
+__cold static void server_wake_sends(struct slot_waiter *w)
 {
 	if (w)
 		server_kick(tcpconn_owner(w, struct conn, sw));
 }
 
-static void server_ih_unlink(struct conn *c)
+__cold static void server_ih_unlink(struct conn *c)
 {
 	if (!c->ih_on)
 		return;
@@ -121,7 +127,7 @@ static void server_ih_unlink(struct conn *c)
 
 /* The set of c (idle, nothing of a head in) goes back to the pool, handed
  * to the oldest waiter if any; the window is cut to land[]. */
-static void server_bufs_release(struct conn *c)
+__cold static void server_bufs_release(struct conn *c)
 {
 	server_ih_unlink(c);
 	tcpconn_rx_move(&c->tc, c->land, sizeof c->land);
@@ -133,7 +139,7 @@ static void server_bufs_release(struct conn *c)
 /* A buffer set for c, its receive buffer moved into it and the window
  * reopened: 1, or 0 while it waits for one (its pump is kicked when
  * handed one), -1 without memory. HTTPS takes its own, outside the pool. */
-static int server_bufs_get(struct conn *c)
+__cold static int server_bufs_get(struct conn *c)
 {
 	struct conn_bufs *b;
 
@@ -141,23 +147,17 @@ static int server_bufs_get(struct conn *c)
 		server_ih_unlink(c);	/* in a request: not to be taken */
 		return 1;
 	}
-	/* none free and nobody waiting: the one idle longest gives its set
-	 * back to the pool first, so taking it is no wait */
-	if (!c->tc.tls && !c->bw.queued && !c->bw.granted && !http_srv.bufs.head &&
-	    http_srv.bufs.used >= http_srv.bufs.max && http_srv.ih_head)
-		server_bufs_release(http_srv.ih_head);
-	if (!c->tc.tls && !slots_take(&http_srv.bufs, &c->bw)) {
-		/* none free: the one idle longest gives its set back, to the
-		 * oldest waiter, which may be c */
-		do {
-			if (!http_srv.ih_head)
-				return 0;
+	if (server_pooled(c)) {
+		/* none free: the one idle longest gives its set back to the
+		 * pool (nobody waits while one is idle: server_bufs_put()) */
+		if (!c->bw.queued && !c->bw.granted && http_srv.bufs.used >= http_srv.bufs.max && http_srv.ih_head)
 			server_bufs_release(http_srv.ih_head);
-		} while (!slots_take(&http_srv.bufs, &c->bw));
+		if (!slots_take(&http_srv.bufs, &c->bw))
+			return 0;
 	}
 	b = kmalloc(sizeof *b);
 	if (!b) {
-		if (!c->tc.tls)
+		if (server_pooled(c))
 			server_wake_bufs(slots_give(&http_srv.bufs, &c->bw));
 		return -1;
 	}
@@ -166,24 +166,31 @@ static int server_bufs_get(struct conn *c)
 	b->parser.ext = true;	/* methods and bodies for the routes */
 	b->xhdr[0] = '\0';
 	c->b = b;
+#if LWIP_ALTCP_TLS
 	if (c->tc.tls) {
 		__builtin_memcpy(b->rx, c->tc.rx + c->tc.rx_off, tcpconn_rx_held(&c->tc));
 		c->tc.rx_len -= c->tc.rx_off;
 		c->tc.rx_off = 0;
 		c->tc.rx = b->rx;
 		c->tc.rx_cap = sizeof b->rx;
-	} else {
-		tcpconn_rx_move(&c->tc, b->rx, sizeof b->rx);
+		return 1;
 	}
+#endif
+	tcpconn_rx_move(&c->tc, b->rx, sizeof b->rx);
 	return 1;
 }
 
 /* c is between requests, nothing of the next in: it keeps its set (and
- * its window) until a taker needs it, on the idle holders' list. */
-static void server_bufs_put(struct conn *c)
+ * its window) until a taker needs it, on the idle holders' list; to the
+ * oldest waiter at once if one waits, so nobody waits while one is idle. */
+__cold static void server_bufs_put(struct conn *c)
 {
-	if (!c->b || c->tc.tls || c->ih_on)
+	if (!c->b || !server_pooled(c) || c->ih_on)
 		return;
+	if (http_srv.bufs.head) {
+		server_bufs_release(c);	/* straight to the oldest waiter */
+		return;
+	}
 	c->ih_on = true;
 	c->ih_next = NULL;
 	c->ih_prev = http_srv.ih_tail;
@@ -224,7 +231,7 @@ static void server_conn_free(struct tcpconn *tc, err_t err)
 	kfree(c->dyn);
 	server_ih_unlink(c);
 	kfree(c->b);
-	if (!c->tc.tls) {
+	if (server_pooled(c)) {
 		server_wake_bufs(slots_forget(&http_srv.bufs, &c->bw));
 		server_wake_sends(slots_forget(&http_srv.sends, &c->sw));
 	}
@@ -607,7 +614,7 @@ static size_t server_copy_room(struct conn *c, size_t left)
  * slot goes to the next writer waiting. */
 static void server_send_put(struct conn *c)
 {
-	if (!c->tc.tls)
+	if (server_pooled(c))
 		server_wake_sends(slots_give(&http_srv.sends, &c->sw));
 }
 
@@ -619,7 +626,7 @@ static err_t server_write_some(struct conn *c)
 	bool wrote = false;
 	err_t err;
 
-	if (!c->tc.tls && !slots_take(&http_srv.sends, &c->sw))
+	if (server_pooled(c) && !slots_take(&http_srv.sends, &c->sw))
 		return ERR_OK;	/* kicked when handed a send slot */
 	for (;;) {
 		const void *src;
@@ -1008,7 +1015,7 @@ static err_t server_poll(struct tcpconn *tc)
 		}
 		if (c->head_started) {
 			if (now - c->t_head < cfg->header_timeout_ms &&
-			    !(c->b && !c->tc.tls && http_srv.bufs.waiting && now - c->t_head >= HTTP_HEAD_PRESSURE_MS))
+			    !(c->b && server_pooled(c) && http_srv.bufs.waiting && now - c->t_head >= HTTP_HEAD_PRESSURE_MS))
 				break;
 			http_server_stats.timeouts_header++;
 			if (!c->b)

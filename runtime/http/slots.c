@@ -27,8 +27,6 @@ bool slots_take(struct slots *s, struct slot_waiter *w)
 	}
 	if (!w->queued && !s->head && s->used < s->max) {
 		s->used++;
-		if (s->used > s->peak)
-			s->peak = s->used;
 		w->held = true;
 		return true;
 	}

@@ -25,7 +25,7 @@ struct slot_waiter {
 };
 
 struct slots {
-	u32 max, used, peak;
+	u32 max, used;
 	u32 waiting;		/* on the FIFO now */
 	u64 waits_total;	/* takers that had to queue */
 	struct slot_waiter *head, *tail;

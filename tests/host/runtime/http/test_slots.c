@@ -48,7 +48,6 @@ static void test_fifo(void **state)
 	assert_int_equal(s.waiting, 0);
 	assert_null(s.head);
 	assert_null(s.tail);
-	assert_int_equal(s.peak, 2);
 }
 
 static void check(const struct slots *s, const struct slot_waiter *w, size_t n)
