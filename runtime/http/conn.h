@@ -137,6 +137,7 @@ struct conn {
 	struct slot_waiter sw;	/* on http_srv.sends (plain connections) */
 	struct conn *ih_prev, *ih_next;	/* http_srv's idle holders */
 	bool ih_on;		/* idle, keeping b until a taker needs it */
+	bool wnd_cut;		/* on land[] with lwIP's window cut to it */
 	struct tcpconn tc;	/* the pcb, rx[], inflight, the stall window */
 	enum conn_state state;
 	bool served;		/* a response was written: waiting is keep-alive idle */

@@ -131,6 +131,7 @@ __cold static void server_bufs_release(struct conn *c)
 {
 	server_ih_unlink(c);
 	tcpconn_rx_move(&c->tc, c->land, sizeof c->land);
+	c->wnd_cut = true;
 	kfree(c->b);
 	c->b = NULL;
 	server_wake_bufs(slots_give(&http_srv.bufs, &c->bw));
@@ -166,17 +167,17 @@ __cold static int server_bufs_get(struct conn *c)
 	b->parser.ext = true;	/* methods and bodies for the routes */
 	b->xhdr[0] = '\0';
 	c->b = b;
-#if LWIP_ALTCP_TLS
-	if (c->tc.tls) {
-		__builtin_memcpy(b->rx, c->tc.rx + c->tc.rx_off, tcpconn_rx_held(&c->tc));
-		c->tc.rx_len -= c->tc.rx_off;
-		c->tc.rx_off = 0;
-		c->tc.rx = b->rx;
-		c->tc.rx_cap = sizeof b->rx;
+	if (c->wnd_cut) {
+		c->wnd_cut = false;
+		tcpconn_rx_move(&c->tc, b->rx, sizeof b->rx);
 		return 1;
 	}
-#endif
-	tcpconn_rx_move(&c->tc, b->rx, sizeof b->rx);
+	/* at accept (or HTTPS): the window was never cut, nothing to reopen */
+	__builtin_memcpy(b->rx, c->tc.rx + c->tc.rx_off, tcpconn_rx_held(&c->tc));
+	c->tc.rx_len -= c->tc.rx_off;
+	c->tc.rx_off = 0;
+	c->tc.rx = b->rx;
+	c->tc.rx_cap = sizeof b->rx;
 	return 1;
 }
 
@@ -1105,13 +1106,15 @@ void server_conn_attach(struct conn *c, struct altcp_pcb *pcb, bool tls)
 	c->via_proxy = proxy_trusted.n && allow_match_ip(&proxy_trusted, &c->peer);
 	c->proxy_wait = !tls && c->via_proxy;
 	work_init(&c->pump_work, server_pump_work, c);
-	/* The window the SYN-ACK offered is cut to land[], then reopened at
-	 * once if a set is free (HTTPS: its own set, or land[] until its
-	 * first record if there is no memory for one now). */
-	if (!tls)
-		tcpconn_rx_move(&c->tc, c->land, sizeof c->land);
+	/* A set at once if one is free (HTTPS: its own, or land[] until its
+	 * first record if there is no memory for one now), else the window
+	 * the SYN-ACK offered is cut to land[]. */
 	if (tls || (!http_srv.bufs.head && (http_srv.bufs.used < http_srv.bufs.max || http_srv.ih_head)))
 		(void)server_bufs_get(c);
+	if (!c->b && !tls) {
+		tcpconn_rx_move(&c->tc, c->land, sizeof c->land);
+		c->wnd_cut = true;
+	}
 	server_idle_mark(c);
 	http_server_stats.conns_accepted++;
 	http_server_stats.conns_active++;
