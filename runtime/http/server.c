@@ -172,10 +172,13 @@ __cold static int server_bufs_get(struct conn *c)
 		tcpconn_rx_move(&c->tc, b->rx, sizeof b->rx);
 		return 1;
 	}
-	/* at accept (or HTTPS): the window was never cut, nothing to reopen */
+	/* at accept (nothing received yet) or HTTPS: the window was never
+	 * cut, nothing to reopen */
+#if LWIP_ALTCP_TLS
 	__builtin_memcpy(b->rx, c->tc.rx + c->tc.rx_off, tcpconn_rx_held(&c->tc));
 	c->tc.rx_len -= c->tc.rx_off;
 	c->tc.rx_off = 0;
+#endif
 	c->tc.rx = b->rx;
 	c->tc.rx_cap = sizeof b->rx;
 	return 1;
