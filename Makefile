@@ -545,9 +545,9 @@ test-hostile: deps-test $(IMAGE)
 soak: deps-test $(IMAGE)
 	$(Q)$(MATRIX_PYTEST) -s -m soak
 
-# The whole HTTP connection table (sized from memory, net/port/netmem.h) of
-# idle keep-alive connections from 4 addresses held 60 s at -m 256, then the
-# whole HTTPS one (net/tls/tlsmem.h).
+# 20,000 idle keep-alive connections (the HTTP table is sized from memory,
+# net/port/netmem.h) from 4 addresses held 60 s at -m 256, then the whole
+# HTTPS table (net/tls/tlsmem.h).
 test-capacity: deps-test $(IMAGE)
 	$(Q)$(MATRIX_PYTEST) -s -m capacity
 
@@ -849,7 +849,7 @@ help:
 	@echo "                  HTTP clients, link down/up and device reset under load, TIME_WAIT"
 	@echo "                  reuse, ab -k -c 32 (~6 min when timed; see docs/testing.md)"
 	@echo "  make soak       100,000 keep-alive requests at 64 connections, no memory growth"
-	@echo "  make test-capacity  the whole connection tables (sized from memory: ~2,170 HTTP, 852 HTTPS at -m 256)"
+	@echo "  make test-capacity  20,000 idle HTTP keep-alive connections, then the whole HTTPS table"
 	@echo "                  of idle keep-alive connections from 4 addresses held 60 s (root)"
 	@echo "  make fuzz-smoke every libFuzzer target for FUZZ_RUNS=$(FUZZ_RUNS) runs (part of make test)"
 	@echo "  make fuzz       libFuzzer targets, FUZZ_TIME=$(FUZZ_TIME) s each"

@@ -82,7 +82,7 @@ static void virtio_pci_m_set_status(struct virtio_dev *d, u8 s)
 	}
 }
 
-static u64 virtio_pci_m_get_features(struct virtio_dev *d)
+__cold static u64 virtio_pci_m_get_features(struct virtio_dev *d)
 {
 	struct vpci *vp = virtio_pci_to_vp(d);
 	u64 f;
@@ -94,7 +94,7 @@ static u64 virtio_pci_m_get_features(struct virtio_dev *d)
 	return f;
 }
 
-static void virtio_pci_m_set_features(struct virtio_dev *d, u64 f)
+__cold static void virtio_pci_m_set_features(struct virtio_dev *d, u64 f)
 {
 	struct vpci *vp = virtio_pci_to_vp(d);
 
@@ -127,7 +127,7 @@ static int virtio_pci_m_cfg_write(struct virtio_dev *d, u32 off, const void *buf
 	return mmio_window_write(vp->device, vp->device_len, off, buf, w);
 }
 
-static u16 virtio_pci_m_queue_max(struct virtio_dev *d, u16 idx)
+__cold static u16 virtio_pci_m_queue_max(struct virtio_dev *d, u16 idx)
 {
 	struct vpci *vp = virtio_pci_to_vp(d);
 
@@ -142,7 +142,7 @@ static bool virtio_pci_m_size_fixed(struct virtio_dev *d)
 	return false;
 }
 
-static int virtio_pci_m_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
+__cold static int virtio_pci_m_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
 {
 	struct vpci *vp = virtio_pci_to_vp(d);
 	dma_addr_t desc, drv, dev;
@@ -177,7 +177,7 @@ static int virtio_pci_m_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
 	return 0;
 }
 
-static int virtio_pci_m_queue_reset(struct virtio_dev *d, struct virtio_vq *q)
+__cold static int virtio_pci_m_queue_reset(struct virtio_dev *d, struct virtio_vq *q)
 {
 	struct vpci *vp = virtio_pci_to_vp(d);
 	u64 deadline;
@@ -229,12 +229,12 @@ static void virtio_pci_l_set_status(struct virtio_dev *d, u8 s)
 		(void)inb(virtio_pci_to_vp(d)->io + VIRTIO_PCI_LEGACY_STATUS);	/* flush */
 }
 
-static u64 virtio_pci_l_get_features(struct virtio_dev *d)
+__cold static u64 virtio_pci_l_get_features(struct virtio_dev *d)
 {
 	return inl(virtio_pci_to_vp(d)->io + VIRTIO_PCI_LEGACY_DEVICE_FEATURES);
 }
 
-static void virtio_pci_l_set_features(struct virtio_dev *d, u64 f)
+__cold static void virtio_pci_l_set_features(struct virtio_dev *d, u64 f)
 {
 	outl(virtio_pci_to_vp(d)->io + VIRTIO_PCI_LEGACY_DRIVER_FEATURES, (u32)f);
 }
@@ -281,7 +281,7 @@ static int virtio_pci_l_cfg_write(struct virtio_dev *d, u32 off, const void *buf
 	return 0;
 }
 
-static u16 virtio_pci_l_queue_max(struct virtio_dev *d, u16 idx)
+__cold static u16 virtio_pci_l_queue_max(struct virtio_dev *d, u16 idx)
 {
 	struct vpci *vp = virtio_pci_to_vp(d);
 
@@ -294,7 +294,7 @@ static bool virtio_pci_l_size_fixed(struct virtio_dev *d)
 	return true;
 }
 
-static int virtio_pci_l_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
+__cold static int virtio_pci_l_queue_setup(struct virtio_dev *d, struct virtio_vq *q)
 {
 	struct vpci *vp = virtio_pci_to_vp(d);
 	dma_addr_t desc, drv, dev;
@@ -377,7 +377,7 @@ static void virtio_pci_poll_tick(struct timer *t, void *arg)
 	timer_start(&vp->poll, time_ns() + POLL_NS);
 }
 
-static void virtio_pci_set_config_vector(struct vpci *vp, u16 entry)
+__cold static void virtio_pci_set_config_vector(struct vpci *vp, u16 entry)
 {
 	if (vp->vdev.modern)
 		mmio_w16(vp->common + CC(config_msix_vector), entry);
@@ -421,7 +421,7 @@ __cold static int virtio_pci_irq_setup(struct virtio_dev *d)
 	return 0;
 }
 
-static void virtio_pci_irq_teardown(struct virtio_dev *d)
+__cold static void virtio_pci_irq_teardown(struct virtio_dev *d)
 {
 	struct vpci *vp = virtio_pci_to_vp(d);
 	int i;
@@ -456,7 +456,7 @@ __cold static int virtio_pci_queue_setup(struct virtio_dev *d, struct virtio_vq 
 	return d->modern ? virtio_pci_m_queue_setup(d, q) : virtio_pci_l_queue_setup(d, q);
 }
 
-static const char *virtio_pci_describe(struct virtio_dev *d)
+__cold static const char *virtio_pci_describe(struct virtio_dev *d)
 {
 	return virtio_pci_to_vp(d)->desc;
 }
@@ -501,7 +501,7 @@ static const struct virtio_transport_ops legacy_ops = {
 
 /* Only the capability's window of its BAR is mapped (the parser checked it
  * lies inside the BAR; pci_map_bar_window checks again, and the BAR). */
-static u64 virtio_pci_map_region(struct pci_dev *p, const struct virtio_pci_region *r)
+__cold static u64 virtio_pci_map_region(struct pci_dev *p, const struct virtio_pci_region *r)
 {
 	if (!r->present)
 		return 0;

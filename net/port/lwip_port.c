@@ -16,6 +16,9 @@
 #include "net/port/lwip_port.h"
 #include "net/port/netmem.h"
 #include "net/port/segheap.h"
+#if VIREO_TLS
+#include "net/tls/tlsmem.h"
+#endif
 #include "net/tcp/rxmem.h"
 #include <string.h>
 
@@ -386,12 +389,22 @@ __cold int vireo_lwip_init(void)
 	 * third of the bring-up under emulation). */
 	do {
 		netmem_plan(plan_for, &netmem);
+#if VIREO_TLS
+		{
+			/* the HTTPS connections above the floor write outside
+			 * the send slots: their lwIP worst case (tlsmem.h) */
+			struct tlsmem_plan t;
+
+			tlsmem_plan(plan_for, &t);
+			netmem.heap_bytes += ALIGN_UP(t.lwip_bytes, (u64)SEGHEAP_PAGE);
+		}
+#endif
 		npages = (u32)(netmem.heap_bytes / SEGHEAP_PAGE);
 		lwip_port_heap_mem = page_alloc_raw(lwip_port_kpages(npages));
 	} while (!lwip_port_heap_mem && (plan_for = netmem_smaller(plan_for)) != 0);
-	kprintf(lwip_port_heap_mem ? "net: %lu MiB usable: %u HTTP connections, lwIP heap %lu KiB (net/port/netmem.h)\n" :
-		"net: %lu MiB usable, %u HTTP connections: no %lu KiB for lwIP's heap\n",
-		ms.usable_bytes >> 20, netmem.http_conns, netmem.heap_bytes >> 10);
+	kprintf(lwip_port_heap_mem ? "net: %lu MiB usable: %u HTTP connections, lwIP heap %lu KiB, %u in a request or sending "
+		"(net/port/netmem.h)\n" : "net: %lu MiB usable, %u HTTP connections: no %lu KiB for lwIP's heap\n",
+		ms.usable_bytes >> 20, netmem.http_conns, netmem.heap_bytes >> 10, netmem.http_bufs);
 	if (lwip_port_heap_mem == NULL)
 		return -ENOMEM;
 #if !MEM_LIBC_MALLOC
@@ -412,7 +425,8 @@ __cold int vireo_lwip_init(void)
 	for (i = 0; i < MEMP_MAX; i++)
 		lwip_stats.memp[i]->avail = pool_budget[i];
 	lwip_stats.memp[MEMP_TCP_PCB]->avail += netmem.http_conns - NETMEM_CONNS_FLOOR;
-	lwip_stats.memp[MEMP_TCP_SEG]->avail += (netmem.http_conns - NETMEM_CONNS_FLOOR) * TCP_SND_QUEUELEN;
+	if (netmem.http_conns > NETMEM_CONNS_FLOOR)
+		lwip_stats.memp[MEMP_TCP_SEG]->avail += netmem.http_sends * TCP_SND_QUEUELEN;
 
 	sys_timeout(TCP_TMR_INTERVAL, lwip_port_tw_trim, NULL);
 	return 0;

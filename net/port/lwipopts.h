@@ -189,16 +189,18 @@
  *
  * That sum is the floor: with more than 64 MiB of RAM the boot's plan
  * (net/port/netmem.h, printed at boot) makes the HTTP server's table
- * larger and the heap with it, by W_http (NETMEM_CONN_LWIP_BYTES) for each
- * connection past 64, so the "live HTTP" term above becomes
- * (table size) x W_http and every other term stays as it is:
- *   heap = MEM_SIZE + (table size - 64) x W_http, in whole pages
- * (-m 256: 2,170 connections, 64,096 KiB; a heap page's descriptor costs
- * 1.3% on top). The pool budgets below grow the same way (TCP_PCB and
- * TCP_SEG: vireo_lwip_init()). An idle connection holds its PCB alone
- * (320 B; tests/matrix/test_capacity.py measures it), so W_http per
- * connection is what a remote party could make each of them hold at
- * once, not what they hold. */
+ * larger, but past the floor's 64 only S connections (the send budget,
+ * runtime/http/conn.h http_srv.sends) may have bytes queued at once; every
+ * other one is idle, its PCB alone with its altcp_pcb and a queued FIN
+ * (NETMEM_IDLE_LWIP_BYTES, 576). So the "live HTTP" term above becomes
+ * 64 x W_http (the floor's, which holds the at most 64 HTTPS connections,
+ * outside the budget) + S x W_http + (table size - 64) x 576, and every
+ * other term stays as it is:
+ *   heap = MEM_SIZE + S x W_http + (table size - 64) x 576, in whole pages
+ * (-m 256: S = 557, 36,676 connections, 40,560 KiB; a heap page's
+ * descriptor costs 1.3% on top). The pool budgets grow the same way
+ * (TCP_PCB by the table, TCP_SEG by S: vireo_lwip_init()). An idle
+ * connection was measured at 416 B (tests/matrix/test_capacity.py). */
 #ifndef VIREO_LWIP_MEM_SIZE
 #define VIREO_LWIP_MEM_SIZE		(4u * 1024 * 1024)
 #endif

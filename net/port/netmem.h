@@ -1,24 +1,41 @@
-/* Capacity from memory: how many HTTP connections the appliance holds and
- * how large lwIP's heap is, worked out once at boot from the RAM the VM has
- * (net/port/lwipopts.h has the heap's worst case this scales, docs/appliance.md
- * the figures). Pure arithmetic; net/port/lwip_port.c applies it.
+/* Capacity from memory: how many HTTP connections the appliance holds, how
+ * many of them may be in a request or have data queued at once, and how
+ * large lwIP's heap is, worked out once at boot from the RAM the VM has
+ * (net/port/lwipopts.h has the heap's worst case this scales,
+ * docs/appliance.md the figures). Pure arithmetic; net/port/lwip_port.c
+ * applies it, runtime/http/listen.c sizes the server from it.
  *
  * Up to NETMEM_BASE_RAM the plan is the floor, the numbers every image had
  * before: 64 HTTP connections and a 4 MiB heap, so a 48 MiB guest boots as
- * it did. Of the RAM above it, 1/NETMEM_SHARE_DIV goes to more HTTP
- * connections, each costing its worst case in both heaps:
- *   lwIP's heap  NETMEM_CONN_LWIP_BYTES  (W_http, lwipopts.h: its PCB, a full
- *                send queue, HTTP_COPY_INFLIGHT copied bytes unacked)
- *   the kernel's NETMEM_CONN_STATE_BYTES (runtime/http/conn.h's struct conn
- *                with its heap header, a conntab source node and its share
- *                of the table's index; runtime/http/listen.c checks it)
- * so that whatever a remote party does with every connection at once, the
- * heap's worst case stays inside the heap:
- *   conns = 64 + (usable - 64 MiB) / 2 / (29,170 + 16,896)
- *   heap  = 4 MiB + (conns - 64) x 29,170, rounded up to a heap page
- * e.g. -m 256 (about 250 MiB usable): about 2,100 connections, a 62 MiB
- * heap. The rest of the RAM above the base stays for the kernel, the apps,
- * the store's index (storage/disk.c: 1/8) and page tables.
+ * it did. Of the RAM above it, 1/NETMEM_SHARE_DIV goes to the HTTP server.
+ * An idle connection (between requests, nothing unacknowledged) holds no
+ * buffer: it costs
+ *   lwIP's heap  NETMEM_IDLE_LWIP_BYTES  (its PCB 320, its altcp_pcb 96 in
+ *                a TLS image, a FIN segment queued 160: 576)
+ *   the kernel's NETMEM_CONN_STATE_BYTES (runtime/http/conn.h's struct
+ *                conn with its heap header, a conntab source node and its
+ *                share of the table's index; listen.c checks it)
+ * Two budgets bound what connections hold beyond that (runtime/http/slots.h,
+ * FIFO waiters, a remote party cannot pass either):
+ *   sends: connections with response bytes queued in lwIP, each at most
+ *          NETMEM_CONN_LWIP_BYTES (W_http, lwipopts.h)
+ *   bufs:  connections in a request, each with a buffer set
+ *          (struct conn_bufs: receive buffer, head parser, response head)
+ *          of NETMEM_BUFS_BYTES on the kernel's heap
+ * A quarter of the share goes to the two budgets (as many of each):
+ *   active = (share / 4 - 64 x W_http) / (W_http + NETMEM_BUFS_BYTES)
+ *   sends  = bufs = 64 + active
+ * the rest to idle connections:
+ *   conns  = 64 + (share - sends x W_http - active x NETMEM_BUFS_BYTES) /
+ *            (NETMEM_IDLE_LWIP_BYTES + NETMEM_CONN_STATE_BYTES)
+ *   heap   = 4 MiB + sends x W_http + (conns - 64) x NETMEM_IDLE_LWIP_BYTES,
+ *            rounded up to a heap page
+ * (the floor's 4 MiB already holds 64 connections' worst case: the HTTPS
+ * ones, which keep their own set and are outside the send budget, are at
+ * most 64). e.g. -m 256 (249 MiB usable): 596 sends and sets, 40,000-odd
+ * connections, a 38 MiB heap. The rest of the RAM above the base stays for
+ * the kernel, the apps, the store's index (storage/disk.c: 1/8) and page
+ * tables.
  */
 #ifndef VIREO_NET_PORT_NETMEM_H
 #define VIREO_NET_PORT_NETMEM_H
@@ -30,15 +47,18 @@
 #define NETMEM_CONNS_FLOOR	64u
 #define NETMEM_HEAP_FLOOR	(4ull << 20)
 /* conntab's index and lwIP's pool budgets count in u32, the port numbers a
- * host can use limit one client address anyway; 65,536 connections would
- * take 3 GiB of the two heaps. */
+ * host can use limit one client address anyway. */
 #define NETMEM_CONNS_MAX	65536u
 #define NETMEM_CONN_LWIP_BYTES	29170u
-#define NETMEM_CONN_STATE_BYTES	16896u
+#define NETMEM_IDLE_LWIP_BYTES	576u
+#define NETMEM_CONN_STATE_BYTES	1408u
+#define NETMEM_BUFS_BYTES	16128u
 
 struct netmem_plan {
 	u64 usable;		/* the RAM it was worked out for */
 	u32 http_conns;		/* the HTTP server's connection table */
+	u32 http_sends;		/* of them, with response bytes queued at once */
+	u32 http_bufs;		/* of them, in a request at once (buffer sets) */
 	u64 heap_bytes;		/* lwIP's heap: a multiple of the heap's page */
 };
 

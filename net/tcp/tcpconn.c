@@ -156,6 +156,10 @@ err_t tcpconn_close(struct tcpconn *tc)
 	u32 cost = tpcb ? vireo_lwip_orphan_closing(tpcb) : 0;
 
 	tcpconn_rx_discard(tc);
+	/* A window cut by tcpconn_rx_move() reopened too: lwIP resets a
+	 * connection closed with its window short of the full one. */
+	if (tc->rx_cap < TCP_WND)
+		altcp_recved(pcb, (u16_t)TCP_WND);
 	tcpconn_detach(pcb);
 	tc->ops->free(tc, ERR_OK);
 	if (altcp_close(pcb) != ERR_OK) {
@@ -186,4 +190,20 @@ bool tcpconn_stalled(struct tcpconn *tc, u64 now, u32 timeout_ms, u32 min_bytes,
 		return true;
 	tcpconn_stall_start(tc, now, MIN(min_bytes, outstanding));
 	return false;
+}
+
+void tcpconn_rx_move(struct tcpconn *tc, u8 *rx, u32 rx_cap)
+{
+	struct tcp_pcb *tpcb = tcpconn_tcp_pcb(tc->pcb);
+	u32 held = tcpconn_rx_held(tc), old = tc->rx_cap;
+
+	__builtin_memmove(rx, tc->rx + tc->rx_off, held);
+	tc->rx = rx;
+	tc->rx_cap = rx_cap;
+	tc->rx_off = 0;
+	tc->rx_len = held;
+	if (rx_cap > old)
+		altcp_recved(tc->pcb, (u16_t)(rx_cap - old));
+	else if (tpcb->rcv_wnd > rx_cap - held)
+		tpcb->rcv_wnd = rx_cap - held;
 }

@@ -118,6 +118,14 @@ static inline void tcpconn_rx_consume(struct tcpconn *tc, u32 n)
 		tc->rx_off = tc->rx_len = 0;
 }
 
+/* The receive buffer moves to rx[0..rx_cap) (plain TCP; the unconsumed
+ * bytes, which must fit, are copied), and the window follows: a larger
+ * buffer reopens it by the difference, a smaller one cuts what lwIP may
+ * take to the room left in it. lwIP then trims whatever arrives past that
+ * (the peer sends it again when the window reopens): the window announced
+ * to the peer is not taken back, only what lwIP keeps. */
+void tcpconn_rx_move(struct tcpconn *tc, u8 *rx, u32 rx_cap);
+
 /* Everything unconsumed is dropped and its window reopened. */
 void tcpconn_rx_discard(struct tcpconn *tc);
 

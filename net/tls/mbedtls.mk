@@ -65,6 +65,10 @@ MBEDTLS_ALT_OBJS := $(patsubst net/tls/%.c,$(BUILD)/mbedtls/vireo-%.o,$(MBEDTLS_
 
 TLS_SRCS := net/tls/tls_port.c net/tls/tls_keys.c net/tls/tls_cert.c net/tls/tls_held.c net/tls/tls_libc.c \
 	net/tls/tlsmem.c
+# Key and certificate loading, generation and the boot's plan run once per
+# boot or install: -Os (1 KiB of the image when issue 29 needed the room).
+TLS_COLD_SRCS := net/tls/tls_keys.c net/tls/tls_cert.c net/tls/tlsmem.c
+$(patsubst %.c,$(BUILD)/k/%.o,$(TLS_COLD_SRCS)): KCFLAGS += -Os
 # ACME's building blocks (net/acme/, issue 33): JSON, base64url, JWS,
 # the key authorization and the CSR, renewal timing. In TLS images only (ACME needs TLS), cold: run
 # once per order, so -Os. Nothing calls them yet, so --gc-sections keeps

@@ -18,6 +18,7 @@
 #include "net/tls/tls_cert.h"
 #include "net/tls/tls_held.h"
 #include "net/tls/tls_keys.h"
+#include "net/port/netmem.h"
 #include "net/tls/tlsmem.h"
 
 _Static_assert(TLSMEM_PAGE == PAGE_SIZE, "tlsmem.h plans in the page allocator's pages");
@@ -449,7 +450,9 @@ int tls_start(const char *names)
 		 * (tlsmem.h). Not zeroed: the heap writes its block headers and
 		 * vireo_tls_calloc() zeroes what it hands out. */
 		mm_get_stats(&ms);
-		plan_for = ms.usable_bytes;
+		/* the RAM lwIP's heap was planned for (it holds the lwIP part
+		 * of this plan: vireo_lwip_init()), never more */
+		plan_for = netmem.usable && netmem.usable < ms.usable_bytes ? netmem.usable : ms.usable_bytes;
 		do {
 			tlsmem_plan(plan_for, &tlsmem);
 			arena = page_alloc_raw(tlsmem.heap_bytes / PAGE_SIZE);

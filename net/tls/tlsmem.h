@@ -8,22 +8,29 @@
  * 64 HTTPS connections and a 2 MiB server heap (net/tls/tls.h: 64 x 30,720
  * + the keys, config and certificate slots = 2,072,576 B <= 2 MiB), so
  * -m 48..64 keeps today's numbers exactly. Of the RAM above the base,
- * 1/TLSMEM_SHARE_DIV buys more TLS connections at TLS_CONN_BYTES each (the
- * most one holds of the TLS heap, handshaking or established):
- *   conns       = 64 + (usable - 64 MiB) / 8 / 30,720
+ * 1/TLSMEM_SHARE_DIV buys more TLS connections, each at its worst case in
+ * the three heaps (TLSMEM_CONN_COST): TLS_CONN_BYTES of the TLS heap (the
+ * most one holds, handshaking or established), the buffer set an HTTPS
+ * connection keeps for its life outside the HTTP pool (NETMEM_BUFS_BYTES of
+ * kernel heap) and W_http of lwIP's heap (NETMEM_CONN_LWIP_BYTES: TLS
+ * connections write outside the HTTP send-slot budget):
+ *   conns       = 64 + (usable - 64 MiB) / 8 / (30,720 + 16,128 + 29,170)
  *   server heap = 2 MiB + (conns - 64) x 30,720, in whole pages
+ *   lwip_bytes  = (conns - 64) x 29,170, added to lwIP's heap by
+ *                 vireo_lwip_init(), which plans it from the same RAM
  * The clients' part and the CA bundle's (tls.h) stay on top, fixed. At
- * -m 256 (249 MiB usable): 64 + 193,986,560 / 8 / 30,720 = 853 connections,
- * a 25.1 MiB server heap. Each of them is also an HTTP connection, whose
- * lwIP heap and kernel state netmem.h's half already pays for; the HTTP
- * table (2,170 at -m 256) bounds them first. The eighth here comes out of
- * the RAM netmem.h leaves to the kernel, the apps and the store (an eighth
- * for its index): a quarter stays free.
+ * -m 256 (249 MiB usable): 64 + 193,986,560 / 8 / 76,018 = 382 connections,
+ * an 11.3 MiB server heap, 9.3 MiB more lwIP heap. Each is also an HTTP
+ * connection, whose idle state netmem.h's half pays for. The eighth comes
+ * out of the RAM netmem.h leaves to the kernel, the apps and the store (an
+ * eighth for its index): a quarter stays free.
  */
 #ifndef VIREO_NET_TLS_TLSMEM_H
 #define VIREO_NET_TLS_TLSMEM_H
 
 #include "lib/types.h"
+#include "net/port/netmem.h"
+#include "net/tls/tls.h"
 
 #define TLSMEM_BASE_RAM		(64ull << 20)
 #define TLSMEM_SHARE_DIV	8
@@ -32,12 +39,15 @@
  * connections would take 1.9 GiB of TLS heap. */
 #define TLSMEM_CONNS_MAX	65536u
 #define TLSMEM_PAGE		4096u
+/* what a TLS connection above the floor may hold in all three heaps */
+#define TLSMEM_CONN_COST	((u64)TLS_CONN_BYTES + NETMEM_BUFS_BYTES + NETMEM_CONN_LWIP_BYTES)
 
 struct tlsmem_plan {
 	u64 usable;		/* the RAM it was worked out for */
 	u32 https_conns;	/* TLS connections the HTTPS server admits */
 	u64 server_bytes;	/* the server's part of the TLS heap */
 	u64 heap_bytes;		/* the whole TLS heap (clients and CA bundle included), in pages */
+	u64 lwip_bytes;		/* lwIP's heap for the connections above the floor */
 };
 
 /* The plan for usable bytes of RAM (the frame allocator's usable memory). */

@@ -286,6 +286,7 @@ __cold static err_t admission_pp_recv(void *arg, struct altcp_pcb *inner, struct
 	struct conn *c = conn && conn->arg ? tcpconn_owner(conn->arg, struct conn, tc) : NULL;
 	struct proxyproto_hdr h;
 	struct pbuf *rest;
+	u8 hdr[PROXYPROTO_MAX];	/* an HTTPS connection may have no buffer set yet */
 	u16 n;
 	int r;
 
@@ -301,11 +302,11 @@ __cold static err_t admission_pp_recv(void *arg, struct altcp_pcb *inner, struct
 	else
 		c->pp_rx = p;
 	n = (u16)MIN((u32)c->pp_rx->tot_len, (u32)PROXYPROTO_MAX);
-	pbuf_copy_partial(c->pp_rx, c->rx, n, 0);
-	r = proxyproto_parse(c->rx, n, &h);
+	pbuf_copy_partial(c->pp_rx, hdr, n, 0);
+	r = proxyproto_parse(hdr, n, &h);
 	if (r == 0 && n < PROXYPROTO_MAX)
 		return ERR_OK;	/* more to come */
-	if (r > 0 || proxyproto_absent(c->rx, n)) {
+	if (r > 0 || proxyproto_absent(hdr, n)) {
 		/* done: altcp_tls takes the stream from here on, directly */
 		c->proxy_wait = false;
 		altcp_recv(inner, admission_tls_lower_recv);

@@ -21,6 +21,7 @@
 #include "runtime/http/chunked.h"
 #include "runtime/http/http.h"
 #include "runtime/http/server.h"
+#include "runtime/http/slots.h"
 
 /*
  * A connection is in one of five states:
@@ -102,8 +103,41 @@ enum conn_state { C_READ, C_SEND, C_LINGER, C_BODY, C_APP };
 #define HTTP_BODY_SRC_MAX (VIREO_HTTP_BUF_BUDGET / 4)
 _Static_assert(HTTP_BODY_SRC_MAX >= VIREO_HTTP_BODY_MAX, "a source can send one largest body");
 
+/*
+ * What a connection holds only while a request is in progress, from the
+ * pool of http_srv.bufs (netmem.h sizes it from RAM): taken at the first
+ * byte of a head (or at accept, if one is free), free once the
+ * response is handed to lwIP whole and no byte of the next head is in.
+ * An idle connection keeps its set until a taker finds none free, which
+ * then takes the set of the one idle longest (http_srv.ih_head).
+ * Without a set a connection receives into land[]: its window is cut
+ * to HTTP_LAND (tcpconn_rx_move(); lwIP trims what arrives past it, the
+ * peer sends it again once the window reopens), so a head that comes
+ * while every set is taken waits in land[] and the peer's send queue,
+ * FIFO (slots.h), under the header timeout. HTTPS connections keep a set
+ * of their own for their whole life (outside the pool; altcp_tls hands up
+ * whole records).
+ */
+#define HTTP_LAND 512
+/* While a head waits for a set, a head holding one that started this long
+ * ago is answered 408 and closed (server_poll()): a slow head cannot keep
+ * a set from others for the whole header timeout. */
+#define HTTP_HEAD_PRESSURE_MS 2000
+struct conn_bufs {
+	u8 rx[TCP_WND];		/* tc's receive buffer: one window */
+	struct http_req_parser parser;
+	char out[OUT_MAX];
+	char xhdr[VIREO_RESP_HEADERS_MAX + 1];	/* the app's extra header lines */
+};
+
 struct conn {
 	struct conntab_conn link;	/* first: the table hands back this */
+	struct conn_bufs *b;	/* the buffer set, or NULL (idle) */
+	struct slot_waiter bw;	/* on http_srv.bufs */
+	struct slot_waiter sw;	/* on http_srv.sends (plain connections) */
+	struct conn *ih_prev, *ih_next;	/* http_srv's idle holders */
+	bool ih_on;		/* idle, keeping b until a taker needs it */
+	bool wnd_cut;		/* on land[] with lwIP's window cut to it */
 	struct tcpconn tc;	/* the pcb, rx[], inflight, the stall window */
 	enum conn_state state;
 	bool served;		/* a response was written: waiting is keep-alive idle */
@@ -145,7 +179,6 @@ struct conn {
 	size_t body_len, body_off;
 	bool body_copy;
 	char *dyn;		/* kmalloc'd body (/metrics, a copied response), freed once written */
-	char out[OUT_MAX];
 
 	/* The exchange (exchange.c): a request for a route. */
 	u32 xid;		/* its vireo_req id while live, else 0 */
@@ -176,10 +209,7 @@ struct conn {
 	struct work pump_work;	/* server_pump() from the loop, for API calls */
 	bool in_handler;	/* the handler runs: the caller pumps after it */
 	u16 xhdr_len;
-	char xhdr[VIREO_RESP_HEADERS_MAX + 1];	/* the app's extra header lines */
-
-	u8 rx[TCP_WND];		/* tc's receive buffer: one window */
-	struct http_req_parser parser;
+	u8 land[HTTP_LAND];	/* tc's receive buffer while b is NULL */
 };
 
 _Static_assert(offsetof(struct conn, link) == 0, "conntab entries are struct conn");
@@ -191,6 +221,15 @@ struct http_srv {
 	struct http_server_cfg cfg;
 	struct conntab tab;
 	bool draining;		/* http_server_drain(): close after each response */
+	/* Buffer sets (struct conn_bufs) and send slots: a plain connection
+	 * holds one only while it has response bytes unacknowledged or
+	 * about to be written, so lwIP's heap holds at most sends.max
+	 * connections' send queues (netmem.h). */
+	struct slots bufs, sends;
+	/* Idle connections that kept their set (lazily given back: only when
+	 * a taker finds none free, oldest first), so a window is cut only
+	 * when every set is in a request. */
+	struct conn *ih_head, *ih_tail;
 	u16 redirect_port;	/* http.redirect: plain HTTP answers 301 to this port */
 };
 extern struct http_srv http_srv;

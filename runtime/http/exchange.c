@@ -156,7 +156,7 @@ void exchange_dispatch(struct conn *c)
 	c->xid = api_handle_new(API_H_REQ, c);
 	if (!c->xid) {
 		exchange_release(c);
-		server_respond_error(c, 503, c->parser.method == HTTP_METHOD_HEAD);
+		server_respond_error(c, 503, c->b->parser.method == HTTP_METHOD_HEAD);
 		return;
 	}
 	c->state = C_APP;
@@ -165,7 +165,7 @@ void exchange_dispatch(struct conn *c)
 	c->close_after = false;
 	c->stream_len = c->stream_taken = 0;
 	c->xhdr_len = 0;
-	c->xhdr[0] = '\0';
+	c->b->xhdr[0] = '\0';
 	c->on_writable = NULL;
 	c->on_done = NULL;
 	if (!c->route->runtime)
@@ -180,7 +180,7 @@ void exchange_dispatch(struct conn *c)
  * method and take no body. */
 void exchange_request(struct conn *c, const struct api_route *rt)
 {
-	const struct http_req_parser *p = &c->parser;
+	const struct http_req_parser *p = &c->b->parser;
 	bool head_only = p->method == HTTP_METHOD_HEAD;
 	unsigned m = exchange_method_bit(p->method);
 	char allow[96];
@@ -247,14 +247,14 @@ enum vireo_method vireo_req_method(vireo_req r)
 {
 	struct conn *c = exchange_xc(r);
 
-	return c ? (enum vireo_method)exchange_method_bit(c->parser.method) : (enum vireo_method)0;
+	return c ? (enum vireo_method)exchange_method_bit(c->b->parser.method) : (enum vireo_method)0;
 }
 
 const char *vireo_req_path(vireo_req r)
 {
 	struct conn *c = exchange_xc(r);
 
-	return c ? c->parser.path : "";
+	return c ? c->b->parser.path : "";
 }
 
 const char *vireo_req_subpath(vireo_req r)
@@ -263,7 +263,7 @@ const char *vireo_req_subpath(vireo_req r)
 
 	if (!c || !c->route->r.prefix)
 		return "";
-	return c->parser.path + MIN(c->route->path_len, c->parser.path_len);
+	return c->b->parser.path + MIN(c->route->path_len, c->b->parser.path_len);
 }
 
 /* http_raw_keep for ext parsers (the server's): the request line's target
@@ -314,14 +314,14 @@ const char *vireo_req_raw_path(vireo_req r)
 {
 	struct conn *c = exchange_xc(r);
 
-	return c && http_raw_keep ? c->parser.raw_path : NULL;
+	return c && http_raw_keep ? c->b->parser.raw_path : NULL;
 }
 
 const char *vireo_req_query(vireo_req r)
 {
 	struct conn *c = exchange_xc(r);
 
-	return c && c->parser.query ? c->parser.query : "";
+	return c && c->b->parser.query ? c->b->parser.query : "";
 }
 
 int vireo_req_query_param(vireo_req r, const char *name, char *buf, size_t size)
@@ -337,14 +337,14 @@ int vireo_req_query_param(vireo_req r, const char *name, char *buf, size_t size)
 		api_misuse("vireo_req_query_param: no name or buffer: refused");
 		return -EINVAL;
 	}
-	return http_query_param(c->parser.query, name, buf, size);
+	return http_query_param(c->b->parser.query, name, buf, size);
 }
 
 const char *vireo_req_header(vireo_req r, const char *name)
 {
 	struct conn *c = exchange_xc(r);
 
-	return c && name ? http_header(&c->parser, name) : NULL;
+	return c && name ? http_header(&c->b->parser, name) : NULL;
 }
 
 int vireo_req_field(vireo_req r, unsigned i, const char **name, size_t *name_len, const char **value)
@@ -354,12 +354,12 @@ int vireo_req_field(vireo_req r, unsigned i, const char **name, size_t *name_len
 
 	if (!c)
 		return -EPIPE;
-	if (i >= c->parser.nfields || !name || !name_len || !value)
+	if (i >= c->b->parser.nfields || !name || !name_len || !value)
 		return -ENOENT;
-	f = &c->parser.fields[i];
-	*name = c->parser.buf + f->name;
+	f = &c->b->parser.fields[i];
+	*name = c->b->parser.buf + f->name;
 	*name_len = f->name_len;
-	*value = c->parser.buf + f->value;
+	*value = c->b->parser.buf + f->value;
 	return 0;
 }
 
@@ -394,14 +394,14 @@ bool vireo_req_http10(vireo_req r)
 {
 	struct conn *c = exchange_xc(r);
 
-	return c && c->parser.version_minor == 0;
+	return c && c->b->parser.version_minor == 0;
 }
 
 bool vireo_req_etag_match(vireo_req r, const char *etag)
 {
 	struct conn *c = exchange_xc(r);
 
-	return c && http_etag_match(c->parser.if_none_match, etag);
+	return c && http_etag_match(c->b->parser.if_none_match, etag);
 }
 
 /* mtime as a Last-Modified may give it: never later than now (RFC 9110
@@ -432,9 +432,9 @@ static bool exchange_not_modified(const struct conn *c, const char *etag, u64 lm
 {
 	u64 since;
 
-	if (c->parser.if_none_match)
-		return etag && http_etag_match(c->parser.if_none_match, etag);
-	return lm && c->parser.if_modified_since && wallclock_parse_http_date(c->parser.if_modified_since, &since) &&
+	if (c->b->parser.if_none_match)
+		return etag && http_etag_match(c->b->parser.if_none_match, etag);
+	return lm && c->b->parser.if_modified_since && wallclock_parse_http_date(c->b->parser.if_modified_since, &since) &&
 	       lm <= since;
 }
 
@@ -520,15 +520,15 @@ int vireo_resp_header(vireo_req r, const char *name, const char *value)
 			   VIREO_RESP_HEADERS_MAX);
 		return -ENOSPC;
 	}
-	__builtin_memcpy(c->xhdr + c->xhdr_len, name, nl);
+	__builtin_memcpy(c->b->xhdr + c->xhdr_len, name, nl);
 	c->xhdr_len += (u16)nl;
-	c->xhdr[c->xhdr_len++] = ':';
-	c->xhdr[c->xhdr_len++] = ' ';
-	__builtin_memcpy(c->xhdr + c->xhdr_len, value, vl);
+	c->b->xhdr[c->xhdr_len++] = ':';
+	c->b->xhdr[c->xhdr_len++] = ' ';
+	__builtin_memcpy(c->b->xhdr + c->xhdr_len, value, vl);
 	c->xhdr_len += (u16)vl;
-	c->xhdr[c->xhdr_len++] = '\r';
-	c->xhdr[c->xhdr_len++] = '\n';
-	c->xhdr[c->xhdr_len] = '\0';
+	c->b->xhdr[c->xhdr_len++] = '\r';
+	c->b->xhdr[c->xhdr_len++] = '\n';
+	c->b->xhdr[c->xhdr_len] = '\0';
 	return 0;
 }
 
@@ -549,16 +549,16 @@ static int exchange_head(struct conn *c, int status, const char *type, const u64
 	const char *sts;
 	size_t sl = exchange_hsts(c, &sts);
 
-	__builtin_memcpy(extra, c->xhdr, n);
+	__builtin_memcpy(extra, c->b->xhdr, n);
 	__builtin_memcpy(extra + n, sts, sl);
 	n += sl;
 	for (i = 0; te && te[i]; i++)
 		extra[n++] = te[i];
 	extra[n] = '\0';
-	n = http_response_head_len(c->out, sizeof c->out, status, type, length, keep, extra);
+	n = http_response_head_len(c->b->out, sizeof c->b->out, status, type, length, keep, extra);
 	if (!n) {
 		api_misuse("vireo_resp: status %d with its headers does not fit: 500 sent", status);
-		server_respond_error(c, 500, c->parser.method == HTTP_METHOD_HEAD);
+		server_respond_error(c, 500, c->b->parser.method == HTTP_METHOD_HEAD);
 		server_kick(c);
 		return -EINVAL;
 	}
@@ -589,7 +589,7 @@ static int exchange_send(vireo_req r, int status, const char *type, const void *
 	c = exchange_unanswered(r, fn, &err);
 	if (!c)
 		return err;
-	head_only = c->parser.method == HTTP_METHOD_HEAD || status == 304;
+	head_only = c->b->parser.method == HTTP_METHOD_HEAD || status == 304;
 	if (!exchange_status_ok(status, fn) || !exchange_type_ok(type, fn))
 		return -EINVAL;
 	if ((len && !body) || (status == 204 && len)) {
@@ -662,10 +662,10 @@ static __cold int exchange_range(struct conn *c, const struct site_file *f, u64 
 	struct outbuf o = { rng, 80, 0 };
 	char cr[48];
 	u64 last;
-	bool keep, head_only = c->parser.method == HTTP_METHOD_HEAD;
+	bool keep, head_only = c->b->parser.method == HTTP_METHOD_HEAD;
 	size_t n, body;
 
-	if (!http_if_range(http_header(&c->parser, "if-range"), f->etag, lm))
+	if (!http_if_range(http_header(&c->b->parser, "if-range"), f->etag, lm))
 		return 200;
 	switch (http_byte_range(rv, f->len, first, &last)) {
 	case HTTP_RANGE_ONE:
@@ -693,9 +693,9 @@ static __cold int exchange_range(struct conn *c, const struct site_file *f, u64 
 	outbuf_mem(&o, "", 1);
 	keep = server_keep_alive(c);
 	body = http_error_body(NULL, 0, 416);
-	n = http_response_head(c->out, sizeof c->out, 416, "text/html; charset=utf-8", body, keep, cr);
+	n = http_response_head(c->b->out, sizeof c->b->out, 416, "text/html; charset=utf-8", body, keep, cr);
 	if (n && !head_only)
-		n += http_error_body(c->out + n, sizeof c->out - n, 416);
+		n += http_error_body(c->b->out + n, sizeof c->b->out - n, 416);
 	c->out_len = (u16)n;
 	c->body = NULL;
 	c->body_len = 0;
@@ -718,7 +718,7 @@ static __cold const struct site_file *exchange_enc(struct conn *c, const struct 
 	static const char vary[] = "Vary: Accept-Encoding\r\n";
 	static const char with_gz[] = "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n";
 	static const char with_br[] = "Content-Encoding: br\r\nVary: Accept-Encoding\r\n";
-	const char *ae = http_header(&c->parser, "accept-encoding");
+	const char *ae = http_header(&c->b->parser, "accept-encoding");
 
 	if (br && http_accepts_coding(ae, "br")) {
 		*tmp = *br;
@@ -786,7 +786,7 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 	nm = exchange_not_modified(c, f->etag, lm);
 	status = nm ? 304 : 200;
 	count = f->len;
-	rv = nm ? NULL : http_header(&c->parser, "range");
+	rv = nm ? NULL : http_header(&c->b->parser, "range");
 	if (rv) {
 		status = exchange_range(c, f, lm, rv, rng, &rl, &first, &count);
 		if (status == 416)
@@ -803,15 +803,15 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 	sl = exchange_hsts(c, &sts);
 	total = __builtin_strlen(st) + (dl ? dl + 8 : 0) + hl + rl + (keep ? sizeof ka : sizeof cl) - 1 + c->xhdr_len +
 		sl + h->etag_line_len + ll + el + (status == 200 ? sizeof ar - 1 : 0) + 2;
-	if (total > sizeof c->out) {
+	if (total > sizeof c->b->out) {
 		api_misuse("vireo_resp_send_file: %.64s with its headers does not fit: 500 sent", f->path);
-		server_respond_error(c, 500, c->parser.method == HTTP_METHOD_HEAD);
+		server_respond_error(c, 500, c->b->parser.method == HTTP_METHOD_HEAD);
 		server_kick(c);
 		return -EINVAL;
 	}
 	/* The order of http_response_head(): status, Server, Date, Content-Type,
 	 * Content-Length, Connection, then the extra lines. */
-	p = outbuf_put(c->out, st, __builtin_strlen(st));
+	p = outbuf_put(c->b->out, st, __builtin_strlen(st));
 	if (dl) {
 		p = outbuf_put(p, "Date: ", 6);
 		p = outbuf_put(p, date, dl);
@@ -820,7 +820,7 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 	p = outbuf_put(p, head, hl);
 	p = outbuf_put(p, rng, rl);
 	p = keep ? outbuf_put(p, ka, sizeof ka - 1) : outbuf_put(p, cl, sizeof cl - 1);
-	p = outbuf_put(p, c->xhdr, c->xhdr_len);
+	p = outbuf_put(p, c->b->xhdr, c->xhdr_len);
 	p = outbuf_put(p, sts, sl);
 	p = outbuf_put(p, h->etag_line, h->etag_line_len);
 	p = outbuf_put(p, lm_line, ll);
@@ -828,9 +828,9 @@ int vireo_resp_send_file(vireo_req r, const struct vireo_file *vf)
 	if (status == 200)
 		p = outbuf_put(p, ar, sizeof ar - 1);	/* as nginx: ranges are served */
 	p = outbuf_put(p, "\r\n", 2);
-	c->out_len = (u16)(p - c->out);
+	c->out_len = (u16)(p - c->b->out);
 	c->body = f->data + first;
-	c->body_len = nm || c->parser.method == HTTP_METHOD_HEAD ? 0 : count;
+	c->body_len = nm || c->b->parser.method == HTTP_METHOD_HEAD ? 0 : count;
 	c->body_copy = false;
 	c->close_after = !keep;
 	server_count_response(status);
@@ -853,9 +853,9 @@ int vireo_resp_error(vireo_req r, int status)
 		api_misuse("vireo_resp_error: status %d has no canned page: refused", status);
 		return -EINVAL;
 	}
-	head_only = c->parser.method == HTTP_METHOD_HEAD;
+	head_only = c->b->parser.method == HTTP_METHOD_HEAD;
 	keep = status < 500 && server_keep_alive(c);
-	n = http_error_response(c->out, sizeof c->out, status, keep, head_only);
+	n = http_error_response(c->b->out, sizeof c->b->out, status, keep, head_only);
 	c->out_len = (u16)n;
 	c->body = NULL;
 	c->body_len = 0;
@@ -881,7 +881,7 @@ int vireo_resp_start(vireo_req r, int status, const char *type, u64 length)
 		api_misuse("vireo_resp_start: %d has no body: refused", status);
 		return -EINVAL;
 	}
-	head_only = c->parser.method == HTTP_METHOD_HEAD || status == 204 || status == 304;
+	head_only = c->b->parser.method == HTTP_METHOD_HEAD || status == 204 || status == 304;
 	if (!head_only) {
 		c->sbuf = exchange_alloc(c, VIREO_RESP_STREAM_BUF);
 		if (!c->sbuf)
@@ -896,7 +896,7 @@ int vireo_resp_start(vireo_req r, int status, const char *type, u64 length)
 	c->body_len = 0;
 	c->body_copy = false;
 	if (length == VIREO_LENGTH_UNKNOWN && !head_only) {
-		if (c->parser.version_minor >= 1)
+		if (c->b->parser.version_minor >= 1)
 			c->chunked = true;
 		else
 			c->close_after = true;	/* HTTP/1.0: the end is our FIN */
@@ -924,10 +924,10 @@ __cold int vireo_resp_upgrade(vireo_req r, const char *protocol)
 
 	if (!c)
 		return -EPIPE;
-	up = http_header(&c->parser, "upgrade");
+	up = http_header(&c->b->parser, "upgrade");
 	if (!protocol || !*protocol || protocol[exchange_value_len(protocol)] || !c->route->r.on_body || !up ||
-	    c->parser.method != HTTP_METHOD_GET || c->parser.version_minor < 1 || c->parser.chunked ||
-	    c->parser.content_length) {
+	    c->b->parser.method != HTTP_METHOD_GET || c->b->parser.version_minor < 1 || c->b->parser.chunked ||
+	    c->b->parser.content_length) {
 		api_misuse("%s: not a GET with Upgrade and no body on a route with on_body, or a bad protocol: "
 			   "refused", fn);
 		return -EINVAL;
@@ -935,10 +935,10 @@ __cold int vireo_resp_upgrade(vireo_req r, const char *protocol)
 	c->sbuf = exchange_alloc(c, VIREO_RESP_STREAM_BUF);
 	if (!c->sbuf)
 		return -ENOMEM;
-	n = ksnprintf(c->out, sizeof c->out,
+	n = ksnprintf(c->b->out, sizeof c->b->out,
 		      "HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: %s\r\n%.*s\r\n", protocol,
-		      (int)c->xhdr_len, c->xhdr);
-	if (n <= 0 || (size_t)n >= sizeof c->out) {
+		      (int)c->xhdr_len, c->b->xhdr);
+	if (n <= 0 || (size_t)n >= sizeof c->b->out) {
 		exchange_release(c);
 		api_misuse("%s: the head does not fit: refused", fn);
 		return -EINVAL;
@@ -1116,16 +1116,16 @@ int vireo_req_on_done(vireo_req r, void (*fn)(vireo_req r, bool done, void *arg)
 __cold static void exchange_own_reply(struct conn *c, const char *type, const void *body, size_t len)
 {
 	bool keep = server_keep_alive(c);
-	size_t n = http_response_head(c->out, sizeof c->out, 200, type, len, keep, "Cache-Control: no-store\r\n");
+	size_t n = http_response_head(c->b->out, sizeof c->b->out, 200, type, len, keep, "Cache-Control: no-store\r\n");
 
 	exchange_end(c, true);	/* the handle goes now: nothing of the app's to tell */
 	if (!n) {
-		server_respond_error(c, 500, c->parser.method == HTTP_METHOD_HEAD);
+		server_respond_error(c, 500, c->b->parser.method == HTTP_METHOD_HEAD);
 		return;
 	}
 	c->out_len = (u16)n;
 	c->body = body;
-	c->body_len = c->parser.method == HTTP_METHOD_HEAD ? 0 : len;
+	c->body_len = c->b->parser.method == HTTP_METHOD_HEAD ? 0 : len;
 	c->body_copy = c->dyn != NULL;
 	c->close_after = !keep;
 	server_count_response(200);
@@ -1160,7 +1160,7 @@ __cold static void exchange_metrics(vireo_req r, void *arg)
 	}
 	if (!c->dyn) {
 		exchange_end(c, true);
-		server_respond_error(c, size ? 503 : 403, c->parser.method == HTTP_METHOD_HEAD);
+		server_respond_error(c, size ? 503 : 403, c->b->parser.method == HTTP_METHOD_HEAD);
 		return;
 	}
 	metrics_buf_init(&b, c->dyn, size);

@@ -4,6 +4,7 @@
  * metadata's http=), drain for power off, stop; the HTTPS listener
  * (https.c); the server's counters on /metrics.
  */
+#include "kernel/cmdline.h"
 #include "lib/types.h"
 #include "lwip/altcp.h"
 #include "lwip/altcp_tcp.h"
@@ -57,6 +58,9 @@ __cold static void listen_write_metrics(struct metrics_buf *b)
 		       "Requests from proxy.trusted= peers whose X-Forwarded-For named the client.", s->forwarded);
 	metrics_simple(b, "vireo_http_connections_active", METRICS_GAUGE,
 		       "Connections open now.", s->conns_active);
+	metrics_simple(b, "vireo_http_bufsets_used", METRICS_GAUGE, "Buffer sets held.", http_srv.bufs.used);
+	metrics_simple(b, "vireo_http_bufsets_waits_total", METRICS_COUNTER, "Waits for a buffer set.",
+		       http_srv.bufs.waits_total);
 	metrics_family(b, "vireo_http_timeouts_total", METRICS_COUNTER,
 		       "Connections closed by a timeout, by kind.");
 	metrics_sample1(b, "vireo_http_timeouts_total", "kind", "idle", s->timeouts_idle);
@@ -81,7 +85,12 @@ METRICS_SOURCE(http, listen_write_metrics);
  * connection, runtime/conntab.c). */
 _Static_assert(sizeof(struct conn) + 32 + 112 + 16 + 16 <= NETMEM_CONN_STATE_BYTES,
 	       "redo net/port/netmem.h's NETMEM_CONN_STATE_BYTES");
+_Static_assert(sizeof(struct conn_bufs) + 32 <= NETMEM_BUFS_BYTES, "redo net/port/netmem.h's NETMEM_BUFS_BYTES");
 _Static_assert(HTTP_SERVER_MAX_CONNS == NETMEM_CONNS_FLOOR, "the default table is the plan's floor");
+
+static u64 http_idle_s = HTTP_SERVER_IDLE_MS / 1000;
+CMDLINE_PARAM(http_idle, .key = "http.idle_s", .type = CMDLINE_UINT, .dst = &http_idle_s, .min = 1, .max = 3600,
+	      .def = "30", .help = "seconds a keep-alive connection may wait for its next request");
 
 static u32 listen_or_default(u32 v, u32 def)
 {
@@ -120,7 +129,7 @@ __cold int http_server_start(u16 port, const struct http_server_cfg *cfg)
 	if (!cfg)
 		cfg = &none;
 	http_srv.cfg.max_conns = listen_or_default(cfg->max_conns, netmem.http_conns);
-	http_srv.cfg.idle_timeout_ms = listen_or_default(cfg->idle_timeout_ms, HTTP_SERVER_IDLE_MS);
+	http_srv.cfg.idle_timeout_ms = listen_or_default(cfg->idle_timeout_ms, (u32)http_idle_s * 1000);
 	http_srv.cfg.header_timeout_ms = listen_or_default(cfg->header_timeout_ms, HTTP_SERVER_HEADER_MS);
 	http_srv.cfg.send_timeout_ms = listen_or_default(cfg->send_timeout_ms, HTTP_SERVER_SEND_MS);
 	http_srv.cfg.linger_ms = listen_or_default(cfg->linger_ms, HTTP_SERVER_LINGER_MS);
@@ -129,6 +138,10 @@ __cold int http_server_start(u16 port, const struct http_server_cfg *cfg)
 	http_srv.tab.max_conns = http_srv.cfg.max_conns;
 	http_srv.tab.max_per_src = http_srv.cfg.max_per_src;
 	conntab_init(&http_srv.tab);	/* else at the first accept */
+	__builtin_memset(&http_srv.bufs, 0, sizeof http_srv.bufs);
+	__builtin_memset(&http_srv.sends, 0, sizeof http_srv.sends);
+	http_srv.bufs.max = netmem.http_bufs;
+	http_srv.sends.max = netmem.http_sends;
 
 	rc = listen_on(altcp_tcp_new_ip_type(IPADDR_TYPE_ANY), port, &lpcb);
 	if (rc)

@@ -17,7 +17,7 @@
 
 static void reqbody_stream_start(struct conn *c, const struct api_route *rt)
 {
-	const struct http_req_parser *p = &c->parser;
+	const struct http_req_parser *p = &c->b->parser;
 
 	if (rt->r.body_limit && p->content_length > rt->r.body_limit) {
 		api_http_stats.body_too_large++;
@@ -59,7 +59,7 @@ static int reqbody_pump(struct conn *c)
 		const u8 *at = tc->rx + tc->rx_off;
 		u32 held = tcpconn_rx_held(tc);
 
-		if (c->parser.chunked) {
+		if (c->b->parser.chunked) {
 			r = chunked_step(&c->dechunk, at, held, &used, &avail);
 			tcpconn_rx_consume(tc, (u32)used);
 			at += used;
@@ -110,7 +110,7 @@ static int reqbody_pump(struct conn *c)
 			err = 503;
 			break;
 		}
-		if (c->parser.chunked)
+		if (c->b->parser.chunked)
 			chunked_take(&c->dechunk, took);
 		else if (!tunnel)
 			c->req_left -= took;
@@ -126,7 +126,7 @@ static int reqbody_pump(struct conn *c)
 	c->body_stream = false;
 	exchange_end(c, false);
 	exchange_release(c);
-	server_respond_error(c, err, c->parser.method == HTTP_METHOD_HEAD);
+	server_respond_error(c, err, c->b->parser.method == HTTP_METHOD_HEAD);
 	return 1;
 }
 

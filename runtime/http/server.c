@@ -89,6 +89,122 @@ static void server_tls_bulk_release(struct conn *c)
 	}
 }
 
+/* ---- buffer sets and send slots (conn.h, slots.h) ---- */
+
+/* A plain connection: from the pool and the send budget (HTTPS: neither). */
+static inline bool server_pooled(const struct conn *c)
+{
+	return !LWIP_ALTCP_TLS || !c->tc.tls;
+}
+
+__cold static void server_wake_bufs(struct slot_waiter *w)
+{
+	if (w)
+		server_kick(tcpconn_owner(w, struct conn, bw));
+}
+
+__cold static void server_wake_sends(struct slot_waiter *w)
+{
+	if (w)
+		server_kick(tcpconn_owner(w, struct conn, sw));
+}
+
+__cold static void server_ih_unlink(struct conn *c)
+{
+	if (!c->ih_on)
+		return;
+	if (c->ih_prev)
+		c->ih_prev->ih_next = c->ih_next;
+	else
+		http_srv.ih_head = c->ih_next;
+	if (c->ih_next)
+		c->ih_next->ih_prev = c->ih_prev;
+	else
+		http_srv.ih_tail = c->ih_prev;
+	c->ih_prev = c->ih_next = NULL;
+	c->ih_on = false;
+}
+
+/* The set of c (idle, nothing of a head in) goes back to the pool, handed
+ * to the oldest waiter if any; the window is cut to land[]. */
+__cold static void server_bufs_release(struct conn *c)
+{
+	server_ih_unlink(c);
+	tcpconn_rx_move(&c->tc, c->land, sizeof c->land);
+	c->wnd_cut = true;
+	kfree(c->b);
+	c->b = NULL;
+	server_wake_bufs(slots_give(&http_srv.bufs, &c->bw));
+}
+
+/* A buffer set for c, its receive buffer moved into it and the window
+ * reopened: 1, or 0 while it waits for one (its pump is kicked when
+ * handed one), -1 without memory. HTTPS takes its own, outside the pool. */
+__cold static int server_bufs_get(struct conn *c)
+{
+	struct conn_bufs *b;
+
+	if (c->b) {
+		server_ih_unlink(c);	/* in a request: not to be taken */
+		return 1;
+	}
+	if (server_pooled(c)) {
+		/* none free: the one idle longest gives its set back to the
+		 * pool (nobody waits while one is idle: server_bufs_put()) */
+		if (!c->bw.queued && !c->bw.granted && http_srv.bufs.used >= http_srv.bufs.max && http_srv.ih_head)
+			server_bufs_release(http_srv.ih_head);
+		if (!slots_take(&http_srv.bufs, &c->bw))
+			return 0;
+	}
+	b = kmalloc(sizeof *b);
+	if (!b) {
+		if (server_pooled(c))
+			server_wake_bufs(slots_give(&http_srv.bufs, &c->bw));
+		return -1;
+	}
+	__builtin_memset(&b->parser, 0, offsetof(struct http_req_parser, buf));
+	http_parser_reset(&b->parser);
+	b->parser.ext = true;	/* methods and bodies for the routes */
+	b->xhdr[0] = '\0';
+	c->b = b;
+	if (c->wnd_cut) {
+		c->wnd_cut = false;
+		tcpconn_rx_move(&c->tc, b->rx, sizeof b->rx);
+		return 1;
+	}
+	/* at accept (nothing received yet) or HTTPS: the window was never
+	 * cut, nothing to reopen */
+#if LWIP_ALTCP_TLS
+	__builtin_memcpy(b->rx, c->tc.rx + c->tc.rx_off, tcpconn_rx_held(&c->tc));
+	c->tc.rx_len -= c->tc.rx_off;
+	c->tc.rx_off = 0;
+#endif
+	c->tc.rx = b->rx;
+	c->tc.rx_cap = sizeof b->rx;
+	return 1;
+}
+
+/* c is between requests, nothing of the next in: it keeps its set (and
+ * its window) until a taker needs it, on the idle holders' list; to the
+ * oldest waiter at once if one waits, so nobody waits while one is idle. */
+__cold static void server_bufs_put(struct conn *c)
+{
+	if (!c->b || !server_pooled(c) || c->ih_on)
+		return;
+	if (http_srv.bufs.head) {
+		server_bufs_release(c);	/* straight to the oldest waiter */
+		return;
+	}
+	c->ih_on = true;
+	c->ih_next = NULL;
+	c->ih_prev = http_srv.ih_tail;
+	if (http_srv.ih_tail)
+		http_srv.ih_tail->ih_next = c;
+	else
+		http_srv.ih_head = c;
+	http_srv.ih_tail = c;
+}
+
 /* tcpconn's free: the connection is over (err: ERR_OK when we ended it,
  * else lwIP's reason, counted as a reset unless it is the close of a FIN
  * acknowledged in LAST_ACK). */
@@ -121,6 +237,12 @@ static void server_conn_free(struct tcpconn *tc, err_t err)
 	exchange_release(c);
 	conntab_remove(&http_srv.tab, &c->link);
 	kfree(c->dyn);
+	server_ih_unlink(c);
+	kfree(c->b);
+	if (server_pooled(c)) {
+		server_wake_bufs(slots_forget(&http_srv.bufs, &c->bw));
+		server_wake_sends(slots_forget(&http_srv.sends, &c->sw));
+	}
 	kfree(c);
 	http_server_stats.conns_active--;
 }
@@ -237,8 +359,8 @@ void server_count_response(int status)
  * connection closes too. Every head takes its Connection from here. */
 bool server_keep_alive(const struct conn *c)
 {
-	return c->parser.keep_alive && !http_srv.draining && !c->close_after &&
-	       (!c->req_left || (c->req_left <= HTTP_DISCARD_MAX && !c->parser.expect));
+	return c->b->parser.keep_alive && !http_srv.draining && !c->close_after &&
+	       (!c->req_left || (c->req_left <= HTTP_DISCARD_MAX && !c->b->parser.expect));
 }
 
 void server_start_send(struct conn *c)
@@ -259,7 +381,7 @@ void server_start_send(struct conn *c)
 /* A whole canned error response into out[]; closes afterwards. */
 void server_respond_error(struct conn *c, int status, bool head_only)
 {
-	size_t n = http_error_response(c->out, sizeof c->out, status, false, head_only);
+	size_t n = http_error_response(c->b->out, sizeof c->b->out, status, false, head_only);
 
 	c->out_len = (u16)n;
 	c->body = NULL;
@@ -274,7 +396,7 @@ void server_respond_error(struct conn *c, int status, bool head_only)
 __cold void server_respond_error_extra(struct conn *c, int status, bool head_only, const char *extra)
 {
 	size_t body = http_error_body(NULL, 0, status);
-	size_t n = http_response_head(c->out, sizeof c->out, status, "text/html; charset=utf-8", body, false,
+	size_t n = http_response_head(c->b->out, sizeof c->b->out, status, "text/html; charset=utf-8", body, false,
 				      extra);
 
 	if (!n || !body) {
@@ -282,7 +404,7 @@ __cold void server_respond_error_extra(struct conn *c, int status, bool head_onl
 		return;
 	}
 	if (!head_only)
-		n += http_error_body(c->out + n, sizeof c->out - n, status);
+		n += http_error_body(c->b->out + n, sizeof c->b->out - n, status);
 	c->out_len = (u16)n;
 	c->body = NULL;
 	c->body_len = 0;
@@ -318,7 +440,7 @@ __cold static const char *server_location(struct conn *c, char *buf, size_t size
 {
 	static const char hex[] = "0123456789ABCDEF";
 	static const char scheme[] = "Location: https://";
-	const struct http_req_parser *p = &c->parser;
+	const struct http_req_parser *p = &c->b->parser;
 	char local[IPADDR_STRLEN_MAX + 2];
 	size_t n, hlen = 0, i, start;
 	const char *h = p->host;
@@ -406,7 +528,7 @@ __cold static const char *server_location(struct conn *c, char *buf, size_t size
  * routes plain HTTP keeps: /healthz); 404 without a route. */
 static void server_respond(struct conn *c)
 {
-	const struct http_req_parser *p = &c->parser;
+	const struct http_req_parser *p = &c->b->parser;
 	bool head_only = p->method == HTTP_METHOD_HEAD;
 	bool keep = server_keep_alive(c);
 	const struct api_route *rt = api_route_match(p->path);
@@ -418,7 +540,7 @@ static void server_respond(struct conn *c)
 	c->body_copy = false;
 	c->stream = false;
 	if (http_srv.redirect_port && !c->tc.tls && !(rt && rt->plain)) {
-		n = http_response_head(c->out, sizeof c->out, 301, NULL, 0, keep,
+		n = http_response_head(c->b->out, sizeof c->b->out, 301, NULL, 0, keep,
 				       server_location(c, line301, sizeof line301));
 		if (!n) {
 			server_respond_error(c, 500, head_only);
@@ -434,7 +556,7 @@ static void server_respond(struct conn *c)
 		exchange_request(c, rt);
 		return;
 	}
-	n = http_error_response(c->out, sizeof c->out, 404, keep, head_only);
+	n = http_error_response(c->b->out, sizeof c->b->out, 404, keep, head_only);
 	c->out_len = (u16)n;
 	c->close_after = !keep;
 	server_count_response(404);
@@ -496,20 +618,31 @@ static size_t server_copy_room(struct conn *c, size_t left)
 }
 #endif
 
-/* Hand as much of the response to lwIP as it takes now. */
+/* Nothing of c's is unacknowledged and nothing is being written: its send
+ * slot goes to the next writer waiting. */
+static void server_send_put(struct conn *c)
+{
+	if (server_pooled(c))
+		server_wake_sends(slots_give(&http_srv.sends, &c->sw));
+}
+
+/* Hand as much of the response to lwIP as it takes now (plain: once it
+ * holds a send slot). */
 static err_t server_write_some(struct conn *c)
 {
 	struct altcp_pcb *pcb = c->tc.pcb;
 	bool wrote = false;
 	err_t err;
 
+	if (server_pooled(c) && !slots_take(&http_srv.sends, &c->sw))
+		return ERR_OK;	/* kicked when handed a send slot */
 	for (;;) {
 		const void *src;
 		size_t left, n;
 		u8_t flags;
 
 		if (c->out_off < c->out_len) {
-			src = c->out + c->out_off;
+			src = c->b->out + c->out_off;
 			left = c->out_len - c->out_off;
 			flags = TCP_WRITE_FLAG_COPY;
 		} else if (c->body_off < c->body_len) {
@@ -567,10 +700,12 @@ static err_t server_write_some(struct conn *c)
 		http_server_stats.tx_bytes += n;
 		wrote = true;
 	}
-	if (wrote)
+	if (wrote) {
 		altcp_output(pcb);	/* on failure lwIP retries from its timer */
-	else if (!c->tc.inflight)
+	} else if (!c->tc.inflight) {
 		server_tls_bulk_release(c);	/* nothing went: the grant is for bytes in flight */
+		server_send_put(c);
+	}
 	return ERR_OK;
 }
 
@@ -591,12 +726,12 @@ size_t server_stream_direct(struct conn *c, const void *data, size_t len)
 	bool wrote = false;
 
 	if (c->state != C_SEND || !c->stream || c->chunked || c->sbuf_off != c->sbuf_len ||
-	    c->body_off < c->body_len || !pcb)
+	    c->body_off < c->body_len || !pcb || !slots_take(&http_srv.sends, &c->sw))
 		return 0;
 	while (c->out_off < c->out_len) {
 		n = MIN((size_t)(c->out_len - c->out_off), (size_t)altcp_sndbuf(pcb));
 		n = MIN(n, server_copy_room(c, c->out_len - c->out_off));
-		if (!n || altcp_write(pcb, c->out + c->out_off, (u16_t)n, TCP_WRITE_FLAG_COPY) != ERR_OK)
+		if (!n || altcp_write(pcb, c->b->out + c->out_off, (u16_t)n, TCP_WRITE_FLAG_COPY) != ERR_OK)
 			goto out;
 		c->out_off += (u16)n;
 		c->tc.inflight += (u32)n;
@@ -685,7 +820,7 @@ bool server_proxy_peer(struct conn *c, const struct proxyproto_hdr *h)
 __cold static err_t server_forwarded(struct conn *c)
 {
 	static const char name[] = "x-forwarded-for";
-	const struct http_req_parser *p = &c->parser;
+	const struct http_req_parser *p = &c->b->parser;
 	const char *vals[HTTP_HEADERS_MAX];
 	struct conntab_src src;
 	u8 hop[16], client[16];
@@ -756,13 +891,13 @@ err_t server_pump(struct conn *c)
 				c->head_started = false;
 				c->t_wait = tcpconn_now_ms();
 				server_idle_mark(c);
-				http_parser_reset(&c->parser);
+				http_parser_reset(&c->b->parser);
 				continue;
 			}
 		}
 		/* body_stream: APP's streamed body, or SEND's tunnel
 		 * (vireo_resp_upgrade()); every answer else clears it */
-		if ((c->state == C_BODY && c->parser.chunked) || c->body_stream) {
+		if ((c->state == C_BODY && c->b->parser.chunked) || c->body_stream) {
 			if (reqbody->pump(c))
 				continue;	/* dispatched, ended, answered */
 			if (!tcpconn_rx_held(tc) && tc->rx_eof)
@@ -774,7 +909,7 @@ err_t server_pump(struct conn *c)
 
 			if (n && !exchange_body_room(c, n)) {
 				exchange_release(c);
-				server_respond_error(c, 503, c->parser.method == HTTP_METHOD_HEAD);
+				server_respond_error(c, 503, c->b->parser.method == HTTP_METHOD_HEAD);
 				continue;	/* closes after it: the rest is unread */
 			}
 			if (n) {
@@ -797,12 +932,21 @@ err_t server_pump(struct conn *c)
 		if (!tcpconn_rx_held(tc)) {
 			if (tc->rx_eof)
 				return server_conn_close(c);	/* nothing more will come */
+			if (!c->head_started)
+				server_bufs_put(c);
 			return ERR_OK;
 		}
 		if (!c->head_started) {
 			c->head_started = true;
 			c->t_head = tcpconn_now_ms();
 			server_idle_mark(c);
+		}
+		if (!c->b || c->ih_on) {
+			r = server_bufs_get(c);
+			if (r < 0)
+				return server_conn_abort(c);
+			if (!r)
+				return ERR_OK;	/* in land[], under the header timeout */
 		}
 		if (c->proxy_wait) {
 			if (server_proxy_header(c) == ERR_ABRT)
@@ -822,19 +966,19 @@ err_t server_pump(struct conn *c)
 			server_idle_mark(c);
 			continue;
 		}
-		r = http_parse(&c->parser, tc->rx + tc->rx_off, tcpconn_rx_held(tc), &used);
+		r = http_parse(&c->b->parser, tc->rx + tc->rx_off, tcpconn_rx_held(tc), &used);
 		if (used)
 			tcpconn_rx_consume(tc, (u32)used);
 		if (r == HTTP_NEED_MORE)
 			continue;
 		http_server_stats.requests++;
-		c->req_left = c->parser.chunked ? HTTP_CHUNKED_LEFT : c->parser.content_length;	/* 0 after HTTP_ERROR */
+		c->req_left = c->b->parser.chunked ? HTTP_CHUNKED_LEFT : c->b->parser.content_length;	/* 0 after HTTP_ERROR */
 		if (r == HTTP_DONE && c->via_proxy && server_forwarded(c) == ERR_ABRT)
 			return ERR_ABRT;
 		if (r == HTTP_DONE)
 			server_respond(c);
 		else
-			server_respond_error(c, c->parser.status, false);
+			server_respond_error(c, c->b->parser.status, false);
 	}
 }
 
@@ -868,6 +1012,8 @@ static err_t server_sent(struct tcpconn *tc, u16 len)
 	c->rate_acked += len;
 	if (!tc->inflight || (c->bulk_slow && tc->inflight <= HTTP_COPY_INFLIGHT))
 		server_tls_bulk_release(c);	/* taken again if more is left (not once slow) */
+	if (!tc->inflight && c->state != C_SEND)
+		server_send_put(c);
 	if (c->state == C_SEND)
 		return server_pump(c);
 	return ERR_OK;
@@ -889,9 +1035,12 @@ static err_t server_poll(struct tcpconn *tc)
 			return server_conn_abort(c);
 		}
 		if (c->head_started) {
-			if (now - c->t_head < cfg->header_timeout_ms)
+			if (now - c->t_head < cfg->header_timeout_ms &&
+			    !(c->b && server_pooled(c) && http_srv.bufs.waiting && now - c->t_head >= HTTP_HEAD_PRESSURE_MS))
 				break;
 			http_server_stats.timeouts_header++;
+			if (!c->b)
+				return server_conn_close(c);	/* waited for a set all along */
 			server_respond_error(c, 408, false);
 			return server_pump(c);
 		}
@@ -936,11 +1085,17 @@ static err_t server_poll(struct tcpconn *tc)
 			api_http_stats.deferred_timeouts++;
 			exchange_end(c, false);
 			exchange_release(c);
-			server_respond_error(c, 503, c->parser.method == HTTP_METHOD_HEAD);
+			server_respond_error(c, 503, c->b->parser.method == HTTP_METHOD_HEAD);
 			return server_pump(c);
 		}
 		break;
 	case C_SEND:
+		if (c->sw.queued) {
+			/* waiting for a send slot is not the reader's stall */
+			tc->t_progress = c->t_send = now;
+			tcpconn_stall_start(tc, now, 0);
+			break;
+		}
 		if (server_send_stalled(c, now) || server_send_slow(c, now)) {
 			http_server_stats.timeouts_send++;
 			return server_conn_abort(c);
@@ -969,20 +1124,27 @@ static const struct tcpconn_ops server_tcp_ops = {
 
 void server_conn_attach(struct conn *c, struct altcp_pcb *pcb, bool tls)
 {
-	tcpconn_attach(&c->tc, pcb, &server_tcp_ops, c->rx, sizeof c->rx, POLL_TICKS);
+	tcpconn_attach(&c->tc, pcb, &server_tcp_ops, c->land, sizeof c->land, POLL_TICKS);
 	c->tc.rx_count = &http_server_stats.rx_bytes;
 	c->tc.tls = tls;
 	c->state = C_READ;
 	c->t_wait = tcpconn_now_ms();
-	c->parser.ext = true;	/* methods and bodies for the routes */
 	ip_addr_copy(c->peer, *altcp_get_ip(pcb, 0));
 	c->peer_port = tcpconn_tcp_pcb(pcb)->remote_port;
 	ip_addr_copy(c->hop, c->peer);
 	c->hop_port = c->peer_port;
 	c->via_proxy = proxy_trusted.n && allow_match_ip(&proxy_trusted, &c->peer);
 	c->proxy_wait = !tls && c->via_proxy;
-	http_parser_reset(&c->parser);
 	work_init(&c->pump_work, server_pump_work, c);
+	/* A set at once if one is free (HTTPS: its own, or land[] until its
+	 * first record if there is no memory for one now), else the window
+	 * the SYN-ACK offered is cut to land[]. */
+	if (tls || (!http_srv.bufs.head && (http_srv.bufs.used < http_srv.bufs.max || http_srv.ih_head)))
+		(void)server_bufs_get(c);
+	if (!c->b && !tls) {
+		tcpconn_rx_move(&c->tc, c->land, sizeof c->land);
+		c->wnd_cut = true;
+	}
 	server_idle_mark(c);
 	http_server_stats.conns_accepted++;
 	http_server_stats.conns_active++;

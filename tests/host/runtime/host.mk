@@ -24,6 +24,10 @@ test_http_SRCS := $(BUILD)/host/site_default.c
 FUZZERS += fuzz_http
 fuzz_http_USES := http chunked mime range wallclock
 
+# The server's buffer-set pool and send slots (runtime/http/slots.c).
+HOST_TESTS += test_slots
+test_slots_USES := slots
+
 # Address allow-lists (metrics.allow=): the parser and the match.
 HOST_TESTS += test_allow
 LWIP_HOST_TESTS += test_allow

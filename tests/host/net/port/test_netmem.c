@@ -19,10 +19,13 @@ static void test_floor(void **state)
 
 	(void)state;
 	assert_int_equal(netmem.http_conns, 64);
+	assert_int_equal(netmem.http_sends, 64);
+	assert_int_equal(netmem.http_bufs, 64);
 	assert_int_equal(netmem.heap_bytes, 4 * MIB);
 	for (size_t i = 0; i < sizeof mib / sizeof mib[0]; i++) {
 		netmem_plan(mib[i] * MIB, &p);
 		assert_int_equal(p.http_conns, 64);
+		assert_int_equal(p.http_bufs, 64);
 		assert_int_equal(p.heap_bytes, 4 * MIB);
 		assert_int_equal(p.usable, mib[i] * MIB);
 	}
@@ -31,40 +34,51 @@ static void test_floor(void **state)
 static void test_share(void **state)
 {
 	struct netmem_plan p;
-	u64 per = NETMEM_CONN_LWIP_BYTES + NETMEM_CONN_STATE_BYTES;
 
 	(void)state;
-	/* -m 256: 249 MiB usable */
+	/* -m 256: 249 MiB usable: 20,000 idle connections fit, with hundreds
+	 * of requests and writers at once */
 	netmem_plan(249 * MIB, &p);
-	assert_int_equal(p.http_conns, 64 + (249 - 64) * MIB / 2 / per);
-	assert_true(p.http_conns > 2000 && p.http_conns < 2200);
-	/* one connection's worth more RAM (twice: the share is half) is one more */
-	netmem_plan(64 * MIB + 2 * per - 1, &p);
+	assert_true(p.http_conns >= 20000);
+	assert_true(p.http_sends >= 256 && p.http_sends == p.http_bufs);
+	assert_true(p.heap_bytes < 64 * MIB);
+	/* just above the floor's share: nothing more until the share passes
+	 * the floor's 64 queues */
+	netmem_plan(64 * MIB + 2 * 64ull * NETMEM_CONN_LWIP_BYTES, &p);
 	assert_int_equal(p.http_conns, 64);
-	netmem_plan(64 * MIB + 2 * per, &p);
+	assert_int_equal(p.heap_bytes, 4 * MIB);
+	netmem_plan(64 * MIB + 2 * (64ull * NETMEM_CONN_LWIP_BYTES + NETMEM_IDLE_LWIP_BYTES + NETMEM_CONN_STATE_BYTES), &p);
 	assert_int_equal(p.http_conns, 65);
-	assert_int_equal(p.heap_bytes, ALIGN_UP(4 * MIB + NETMEM_CONN_LWIP_BYTES, (u64)SEGHEAP_PAGE));
+	assert_int_equal(p.http_sends, 64);
 }
 
-/* Whatever the RAM: the heap is whole pages, holds the floor's sum plus
- * each extra connection's worst case, and the extra connections' two heaps
- * together stay within the share of the RAM above the base. */
+/* Whatever the RAM: the heap is whole pages and holds the floor, every
+ * send slot's worst case and every idle connection's PCB; what the plan
+ * adds in both heaps stays within the share of the RAM above the base;
+ * the budgets never pass the table. */
 static void test_bounds(void **state)
 {
 	struct netmem_plan p;
 
 	(void)state;
 	for (u64 mib = 64; mib <= (1ull << 20); mib = mib * 5 / 4 + 1) {
-		u32 extra;
+		u64 extra, active, need;
 
 		netmem_plan(mib * MIB, &p);
 		extra = p.http_conns - 64;
+		active = p.http_bufs - 64;
 		assert_true(p.http_conns >= 64 && p.http_conns <= NETMEM_CONNS_MAX);
+		assert_true(p.http_sends >= 64 && p.http_sends <= p.http_conns);
+		assert_int_equal(p.http_bufs, p.http_sends);
 		assert_int_equal(p.heap_bytes % SEGHEAP_PAGE, 0);
-		assert_true(p.heap_bytes >= 4 * MIB + (u64)extra * NETMEM_CONN_LWIP_BYTES);
-		assert_true(p.heap_bytes < 4 * MIB + (u64)extra * NETMEM_CONN_LWIP_BYTES + SEGHEAP_PAGE);
-		assert_true((u64)extra * (NETMEM_CONN_LWIP_BYTES + NETMEM_CONN_STATE_BYTES) <=
-			    (mib * MIB - 64 * MIB) / 2);
+		if (!extra) {
+			assert_int_equal(p.heap_bytes, 4 * MIB);
+			continue;
+		}
+		need = 4 * MIB + (u64)p.http_sends * NETMEM_CONN_LWIP_BYTES + extra * NETMEM_IDLE_LWIP_BYTES;
+		assert_true(p.heap_bytes >= need && p.heap_bytes < need + SEGHEAP_PAGE);
+		assert_true((u64)p.http_sends * NETMEM_CONN_LWIP_BYTES + active * NETMEM_BUFS_BYTES +
+			    extra * (NETMEM_IDLE_LWIP_BYTES + NETMEM_CONN_STATE_BYTES) <= (mib * MIB - 64 * MIB) / 2);
 	}
 	netmem_plan(1ull << 50, &p);
 	assert_int_equal(p.http_conns, NETMEM_CONNS_MAX);

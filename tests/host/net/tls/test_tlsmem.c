@@ -41,14 +41,20 @@ static void test_share(void **state)
 	(void)state;
 	/* -m 256: 249 MiB usable */
 	tlsmem_plan(249 * MIB, &p);
-	assert_int_equal(p.https_conns, 64 + (249 - 64) * MIB / 8 / 30720);
-	assert_int_equal(p.https_conns, 853);
-	/* one more connection exactly when an eighth has 30 KiB more */
-	tlsmem_plan(64 * MIB + 8 * 30720 - 1, &p);
+	/* each above the floor at its worst case in the TLS heap, its own
+	 * buffer set (kernel heap) and lwIP's heap */
+	assert_int_equal(TLSMEM_CONN_COST, 30720 + 16128 + 29170);
+	assert_int_equal(p.https_conns, 64 + (249 - 64) * MIB / 8 / (30720 + 16128 + 29170));
+	assert_int_equal(p.https_conns, 382);
+	assert_int_equal(p.lwip_bytes, (u64)(382 - 64) * 29170);
+	/* one more connection exactly when an eighth has one more's cost */
+	tlsmem_plan(64 * MIB + 8 * TLSMEM_CONN_COST - 1, &p);
 	assert_int_equal(p.https_conns, 64);
-	tlsmem_plan(64 * MIB + 8 * 30720, &p);
+	assert_int_equal(p.lwip_bytes, 0);
+	tlsmem_plan(64 * MIB + 8 * TLSMEM_CONN_COST, &p);
 	assert_int_equal(p.https_conns, 65);
 	assert_int_equal(p.server_bytes, 2 * MIB + 32768);	/* 30,720 rounded up to pages */
+	assert_int_equal(p.lwip_bytes, 29170);
 }
 
 static void test_bound(void **state)
@@ -63,8 +69,9 @@ static void test_bound(void **state)
 		assert_int_equal(p.server_bytes % TLSMEM_PAGE, 0);
 		assert_int_equal(p.heap_bytes % TLSMEM_PAGE, 0);
 		assert_int_equal(p.heap_bytes - p.server_bytes, TLS_HEAP_BYTES - TLS_SERVER_HEAP_BYTES);
-		/* within the eighth above the base (plus the floor) */
-		assert_true(p.server_bytes - 2 * MIB <= (mib * MIB - 64 * MIB) / 8 + TLSMEM_PAGE);
+		/* within the eighth above the base (plus the floor), all three heaps */
+		assert_true(p.server_bytes - 2 * MIB + p.lwip_bytes + (u64)(p.https_conns - 64) * NETMEM_BUFS_BYTES <=
+			    (mib * MIB - 64 * MIB) / 8 + TLSMEM_PAGE);
 	}
 	tlsmem_plan(1ull << 50, &p);
 	assert_int_equal(p.https_conns, TLSMEM_CONNS_MAX);

@@ -838,6 +838,114 @@ static bool has_line(const u8 *body, size_t len, const char *line)
 	return found;
 }
 
+/* The send-slot budget (runtime/http/conn.h http_srv.sends), cut to 2 for
+ * the test: 4 clients whose ACKs are dropped ask for /64k.bin; 2 take the
+ * slots and queue their bodies, the other 2 wait with nothing queued in
+ * lwIP (no more than S connections' queues, whatever the readers do); once
+ * ACKs flow every client gets its whole body, in turn. */
+#define SLOTS_PORT 42000
+static void test_send_slots_bounded(void **state)
+{
+	enum { N = 4 };
+	static const char req[] = "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n";
+	static struct client c[N];
+	u32 max0 = http_srv.sends.max;
+	u64 waits0 = http_srv.sends.waits_total;
+	struct resp r;
+	int i, queued = 0;
+
+	http_srv.sends.max = 2;
+	bh_lo = SLOTS_PORT;
+	bh_hi = (u16)(SLOTS_PORT + N);
+	for (i = 0; i < N; i++) {
+		cl_open_from(&c[i], false, HTTP_PORT, (u16)(SLOTS_PORT + i));
+		assert_true(c[i].connected);
+		c[i].tx = (const u8 *)req;
+		c[i].tx_len = sizeof req - 1;
+		cl_push(&c[i]);
+	}
+	run_ms(200);
+	for (i = 0; i < N; i++) {
+		struct tcp_pcb *srv = server_pcb_of(&c[i]);
+
+		assert_non_null(srv);
+		if (srv->snd_lbb != srv->lastack)
+			queued++;
+	}
+	assert_int_equal(queued, 2);
+	assert_int_equal(http_srv.sends.used, 2);
+	assert_int_equal(http_srv.sends.waiting, 2);
+	assert_int_equal(http_srv.sends.waits_total, waits0 + 2);
+	bh_lo = bh_hi = 0;
+	for (i = 0; i < N; i++) {
+		assert_true(cl_response(&c[i], false, &r));
+		assert_int_equal(r.status, 200);
+		assert_int_equal(r.body_len, 65536);
+	}
+	run_ms(500);
+	assert_int_equal(http_srv.sends.used, 0);
+	assert_int_equal(http_srv.sends.waiting, 0);
+	for (i = 0; i < N; i++)
+		cl_close(&c[i]);
+	run_ms(100);
+	http_srv.sends.max = max0;
+}
+
+/* The buffer-set pool (conn.h), cut to 2 for the test: 4 connections each
+ * send half a head; 2 hold the sets, 2 wait (their bytes in land[], the
+ * window cut); a fifth, idle since its response, keeps nothing once the
+ * sets are taken. With the heads' second halves every one is answered, in
+ * turn, and a head longer than land[] (the cut window) still arrives whole. */
+static void test_bufsets_bounded(void **state)
+{
+	enum { N = 4 };
+	static const char req[] = "GET / HTTP/1.1\r\nHost: v\r\n\r\n";
+	static char big[2048];
+	static struct client c[N], d;
+	u32 max0 = http_srv.bufs.max;
+	u64 waits0 = http_srv.bufs.waits_total;
+	struct resp r;
+	size_t half = (sizeof req - 1) / 2;
+	int i, n;
+
+	http_srv.bufs.max = 2;
+	cl_open(&d, V4, HTTP_PORT);	/* served, then idle keeping its set */
+	cl_send_str(&d, req);
+	assert_true(cl_response(&d, false, &r));
+	assert_int_equal(r.status, 200);
+	for (i = 0; i < N; i++) {
+		cl_open(&c[i], V4, HTTP_PORT);
+		cl_send(&c[i], req, half);
+	}
+	run_ms(200);
+	assert_int_equal(http_srv.bufs.used, 2);
+	assert_int_equal(http_srv.bufs.waiting, 2);
+	assert_int_equal(http_srv.bufs.waits_total, waits0 + 2);
+	for (i = 0; i < N; i++)
+		cl_send(&c[i], req + half, sizeof req - 1 - half);
+	for (i = 0; i < N; i++) {
+		assert_true(cl_response(&c[i], false, &r));
+		assert_int_equal(r.status, 200);
+		assert_string_equal(hdr(&r, "Connection"), "keep-alive");
+	}
+	/* d lost its set to them: a head past land[] reaches it whole */
+	n = snprintf(big, sizeof big, "GET / HTTP/1.1\r\nHost: v\r\nX-Pad: ");
+	memset(big + n, 'p', 1500);
+	n += 1500;
+	n += snprintf(big + n, sizeof big - (size_t)n, "\r\n\r\n");
+	assert_true(n > HTTP_LAND);
+	cl_send(&d, big, (size_t)n);
+	assert_true(cl_response(&d, false, &r));
+	assert_int_equal(r.status, 200);
+	for (i = 0; i < N; i++)
+		cl_close(&c[i]);
+	cl_close(&d);
+	run_ms(100);
+	assert_true(http_srv.bufs.used <= 2);
+	assert_int_equal(http_srv.bufs.waiting, 0);
+	http_srv.bufs.max = max0;
+}
+
 static void test_metrics(void **state)
 {
 	struct client c, u;
@@ -1929,6 +2037,8 @@ int main(void)
 		T(test_64k),
 		T(test_64k_one_flight),
 		T(test_snd_bulk_grants_bounded),
+		T(test_send_slots_bounded),
+		T(test_bufsets_bounded),
 		T(test_metrics),
 		T(test_metrics_allow),
 		T(test_proxy_protocol),
