@@ -440,10 +440,13 @@ FUZZ_DEVICE := fuzz_virtio_net
 FUZZ_TIME ?= 300
 # The binaries run JOBS at a time, each one's output printed whole when it
 # ends (a failure's lines stay together); every one runs, and any failure
-# fails the target. (test_store alone takes about a minute.)
+# fails the target. (test_store alone takes about a minute: the longest
+# start first, HOST_TESTS_FIRST, so that no one of them runs alone at the
+# end while the other cores wait; each test's line gives its seconds.)
+HOST_TESTS_FIRST := test_store test_virtio_net test_server test_mbedtls_config test_patches
 test-host: deps-test check-docs check-layers $(addprefix $(BUILD)/host/,$(HOST_TESTS))
-	$(Q)printf '%s\n' $(HOST_TESTS) | xargs -P $(JOBS) -I{} sh -c 'out=$$($(BUILD)/host/{} 2>&1); rc=$$?; \
-		printf "  TEST    %s\n%s\n" {} "$$out"; [ $$rc = 0 ] || { echo "  FAIL    {} (exit $$rc)"; exit 1; }'
+	$(Q)printf '%s\n' $(foreach t,$(HOST_TESTS_FIRST),$(filter $(t),$(HOST_TESTS))) $(filter-out $(HOST_TESTS_FIRST),$(HOST_TESTS)) | xargs -P $(JOBS) -I{} sh -c 's=$$(date +%s); out=$$($(BUILD)/host/{} 2>&1); rc=$$?; \
+		printf "  TEST    %s (%s s)\n%s\n" {} $$(( $$(date +%s) - s )) "$$out"; [ $$rc = 0 ] || { echo "  FAIL    {} (exit $$rc)"; exit 1; }'
 
 # Every relative link in README.md, docs/ and net/README.md resolves (a file,
 # and a heading for a #fragment), docs/appliance.md's command-line table
@@ -466,14 +469,19 @@ check-layers:
 # Both start from the committed seeds (tests/fuzz/corpus/<target>/, an app's
 # in apps/NAME/tests/corpus/<target>/, written by tests/fuzz/make_corpus.py) next to the working corpus; libFuzzer adds new
 # inputs to the first directory only, so the seeds stay as committed.
+# The smoke runs go JOBS at a time (each is one process on one core), the
+# device fuzzer first as it is the longest; each prints its line when it
+# ends, a failure with its log's last 40 lines. Every one runs; any failure
+# fails the target.
 fuzz-smoke: deps-test $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
-	$(Q)set -e; for f in $(FUZZERS); do runs=$(FUZZ_RUNS); \
+	$(Q)printf '%s\n' $(filter $(FUZZ_DEVICE),$(FUZZERS)) $(filter-out $(FUZZ_DEVICE),$(FUZZERS)) | \
+		xargs -P $(JOBS) -I{} sh -c 'f={}; runs=$(FUZZ_RUNS); \
 		case " $(FUZZ_DEVICE) " in *" $$f "*) runs=$(FUZZ_RUNS_DEVICE);; esac; \
-		echo "  FUZZ    $$f ($$runs runs)"; \
 		mkdir -p $(BUILD)/fuzz/corpus-$$f; \
 		seeds=$$(ls -d tests/fuzz/corpus/$$f apps/*/tests/corpus/$$f 2>/dev/null | head -1); \
-		$(BUILD)/fuzz/$$f -runs=$$runs -seed=1 $(BUILD)/fuzz/corpus-$$f $$seeds 2>$(BUILD)/fuzz/$$f.log \
-		|| { tail -40 $(BUILD)/fuzz/$$f.log; exit 1; }; done
+		if $(BUILD)/fuzz/$$f -runs=$$runs -seed=1 $(BUILD)/fuzz/corpus-$$f $$seeds 2>$(BUILD)/fuzz/$$f.log; \
+		then echo "  FUZZ    $$f ($$runs runs)"; \
+		else echo "  FUZZ    $$f ($$runs runs)"; tail -40 $(BUILD)/fuzz/$$f.log; echo "  FAIL    $$f"; exit 1; fi'
 
 fuzz: deps-test $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 	$(Q)set -e; for f in $(FUZZERS); do echo "  FUZZ    $$f ($(FUZZ_TIME) s)"; \
@@ -485,10 +493,28 @@ fuzz: deps-test $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 # be attributed from its log alone.
 # tools/fetch-pebble.sh: Debian forky's pebble 2.10 under $(BUILD)/pebble-forky
 # (renewal information; test_acme.py's ARI test), fetched once like lwIP.
+# Two pytest processes run side by side: a TCG guest keeps one core busy
+# while it runs and none while it waits, so one after another they left
+# the machine's second core mostly idle (make test used 0.7 of its 2 cores;
+# docs/testing.md, Run times). Shard A is every file that runs make itself
+# (test_tls.py builds build/tls-image/, the files importing its make() build
+# there too, test_images.py runs make images and make sign in the tree), so
+# no two makes ever share a build directory; shard B is every other file,
+# new ones included. B prints as it goes, A's output whole once both end;
+# each records its own root-only skips (rootskip.py), and either failing
+# fails the target.
+QEMU_SHARD_A := $(sort $(shell grep -l -e '^from test_tls import' -e '"make"' tests/qemu/test_*.py 2>/dev/null))
+QEMU_PYTEST := $(PYTHON) -m pytest -q -ra --durations=10
 test-qemu: deps-test $(IMAGE)
 	$(Q)tools/fetch-pebble.sh $(BUILD)
 	@echo "  QEMU    tests/qemu (ACME against pebble $$(dpkg-query -W -f='$${Version}' pebble 2>/dev/null || echo none), Debian 12's, and $$(cut -d' ' -f1 $(BUILD)/pebble-forky/stamp), forky's)"
-	$(Q)$(PYTHON) -m pytest -q -ra --durations=10 tests/qemu
+	@echo "  QEMU    shard A, beside the rest (printed when both end): $(notdir $(QEMU_SHARD_A))"
+	$(Q)log=$(BUILD)/test-qemu-shard-a.log; \
+	$(QEMU_PYTEST) -p no:cacheprovider $(QEMU_SHARD_A) >$$log 2>&1 & a=$$!; \
+	trap 'kill $$a 2>/dev/null' INT TERM; \
+	$(QEMU_PYTEST) $(addprefix --ignore=,$(QEMU_SHARD_A)) tests/qemu; b=$$?; \
+	wait $$a; a=$$?; echo "  QEMU    shard A ($(notdir $(QEMU_SHARD_A))):"; cat $$log; \
+	[ $$a = 0 ] && [ $$b = 0 ]
 # N instances behind HAProxy in a namespace (tests/fleet/fleet.py); the test
 # powers one off and kills another under requests (not part of make test).
 N ?= 3
@@ -564,16 +590,20 @@ test-qemu-current: deps-test qemu-current $(IMAGE)
 
 # make test: every suite. The tap tests and tests/matrix need root and
 # /dev/net/tun; where they are skipped the pytest run fails and so does make
-# test, unless VIREO_SKIP_ROOT_TESTS=1 says a run without them is meant. Both
-# pytest runs go ahead (-k) and record their root-only skips; the last line
-# is tests/qemu/rootskip.py's verdict over both.
+# test, unless VIREO_SKIP_ROOT_TESTS=1 says a run without them is meant. The
+# three pytest runs (the QEMU tests' two shards, the matrix) go ahead (-k)
+# and record their root-only skips; the last line is tests/qemu/rootskip.py's
+# verdict over all three.
 # Everything the suites run is built first with one job per core (the
-# suites themselves run one after another: they time QEMU boots), and each
+# suites themselves run one after another, test-qemu's two shards aside:
+# they time QEMU boots), and each
 # suite's wall time is printed ("  TIME    suite N s") so a slow run says
 # where its minutes went.
 ROOT_SKIPS := $(BUILD)/root-skips.txt
 .PHONY: test-build
-test-build: $(addprefix $(BUILD)/host/,$(HOST_TESTS)) $(addprefix $(BUILD)/fuzz/,$(FUZZERS)) $(IMAGE)
+# (With the PVH ELF and the other images, images/images.mk, which test-qemu
+# needs: built here JOBS at a time, not one by one at its start.)
+test-build: $(addprefix $(BUILD)/host/,$(HOST_TESTS)) $(addprefix $(BUILD)/fuzz/,$(FUZZERS)) $(IMAGE) $(PVH)
 test: deps-test
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) test-build
 	$(Q)rm -f $(ROOT_SKIPS); rc=0; \
@@ -581,7 +611,7 @@ test: deps-test
 		VIREO_ROOT_SKIPS=$(abspath $(ROOT_SKIPS)) $(MAKE) --no-print-directory $$t || rc=$$?; \
 		echo "  TIME    $$t $$(( $$(date +%s) - s )) s"; \
 		case $$t in test-host|fuzz-smoke) [ $$rc = 0 ] || exit $$rc;; esac; done; \
-	$(PYTHON) tests/qemu/rootskip.py verdict $(ROOT_SKIPS) 2 $$rc
+	$(PYTHON) tests/qemu/rootskip.py verdict $(ROOT_SKIPS) 3 $$rc
 
 deps-test:
 	$(Q)tools/deps.sh test

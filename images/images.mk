@@ -40,8 +40,10 @@ IMAGES_DEBS := grub-efi-amd64-bin xorriso qemu-utils sbsigntool openssl
 images: deps-images $(IMAGES)
 	$(Q)images/sizes.sh $(IMAGES)
 
-# `make test` boots every image (tests/qemu/test_images.py).
+# `make test` boots every image (tests/qemu/test_images.py); its build step
+# makes them beside everything else.
 test-qemu: images
+test-build: images
 
 deps-images:
 	$(Q)missing=""; for p in $(IMAGES_DEBS); do \
