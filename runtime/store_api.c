@@ -139,16 +139,14 @@ static void api_got(int err, const void *val, u32 vlen, void *arg)
 	got(err, val, vlen, g->arg);
 }
 
-int vireo_store_get(const void *key, size_t klen, void (*got)(int err, const void *val, size_t vlen, void *arg),
-		    void *arg)
+/* A get in a free slot of api_gets[] (the app's and the runtime's share
+ * them): -EBUSY with all ST_GETS_MAX in flight. */
+static int api_get_start(const void *key, size_t klen, void (*got)(int err, const void *val, size_t vlen, void *arg),
+			 void *arg)
 {
 	struct api_get *g = NULL;
-	int err = api_state();
+	int err;
 
-	if (err)
-		return err;
-	if (klen > ST_KEY_MAX || !got || api_reserved(key, klen))
-		return -EINVAL;
 	for (unsigned i = 0; i < ST_GETS_MAX && !g; i++)
 		if (!api_gets[i].got)
 			g = &api_gets[i];
@@ -160,6 +158,18 @@ int vireo_store_get(const void *key, size_t klen, void (*got)(int err, const voi
 	if (err)
 		g->got = NULL;
 	return err;
+}
+
+int vireo_store_get(const void *key, size_t klen, void (*got)(int err, const void *val, size_t vlen, void *arg),
+		    void *arg)
+{
+	int err = api_state();
+
+	if (err)
+		return err;
+	if (klen > ST_KEY_MAX || !got || api_reserved(key, klen))
+		return -EINVAL;
+	return api_get_start(key, klen, got, arg);
 }
 
 static bool api_rt_key(const void *key, size_t klen)
@@ -182,24 +192,13 @@ int store_rt_put(const void *key, size_t klen, const void *val, size_t vlen, voi
 int store_rt_get(const void *key, size_t klen, void (*got)(int err, const void *val, size_t vlen, void *arg),
 		 void *arg)
 {
-	struct api_get *g = NULL;
 	int err = api_state();
 
 	if (err)
 		return err;
 	if (!api_rt_key(key, klen) || !got)
 		return -EINVAL;
-	for (unsigned i = 0; i < ST_GETS_MAX && !g; i++)
-		if (!api_gets[i].got)
-			g = &api_gets[i];
-	if (!g)
-		return -EBUSY;
-	g->got = got;
-	g->arg = arg;
-	err = st_get(api.s, key, (u32)klen, api_got, g);
-	if (err)
-		g->got = NULL;
-	return err;
+	return api_get_start(key, klen, got, arg);
 }
 
 struct api_walk {

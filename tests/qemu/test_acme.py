@@ -118,18 +118,24 @@ class Pebble:
         self.p.wait(timeout=10)
 
 
-def prepare(ns, tmp_path):
-    """The TLS=1 image with the API CA on its ESP, and challtestsrv running."""
-    make()
-    d = str(tmp_path)
-    api_cert(d, ns.host_ip)
-    img = tmp_path / "vireo-acme.img"
-    shutil.copyfile(os.path.join(BUILD, "vireo.img"), img)
+def image_with_ca(src, img, d):
+    """A copy of the image src at img with d's ca.pem (pebble's API CA) as
+    the ESP's CA bundle; returns img."""
+    shutil.copyfile(src, img)
     env = dict(os.environ, MTOOLS_SKIP_CHECK="1")
     for sub in ("::/EFI/vireo", "::/EFI/vireo/tls"):
         subprocess.run(["mmd", "-i", f"{img}{ESP}", sub], env=env, capture_output=True)  # may exist
     subprocess.run(["mcopy", "-o", "-i", f"{img}{ESP}", f"{d}/ca.pem", "::/EFI/vireo/tls/ca.pem"], check=True,
                    env=env)
+    return img
+
+
+def prepare(ns, tmp_path):
+    """The TLS=1 image with the API CA on its ESP, and challtestsrv running."""
+    make()
+    d = str(tmp_path)
+    api_cert(d, ns.host_ip)
+    img = image_with_ca(os.path.join(BUILD, "vireo.img"), tmp_path / "vireo-acme.img", d)
     return d, img, challtestsrv(ns)
 
 

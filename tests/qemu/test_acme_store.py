@@ -22,13 +22,12 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import time
 
 import pytest
 
-from test_acme import ISSUED, READY, Pebble, api_cert, challtestsrv, curl_verify
-from test_tls import BUILD, ESP, make
+from test_acme import READY, Pebble, api_cert, challtestsrv, curl_verify, image_with_ca
+from test_tls import BUILD, make
 from httpc import parse_prometheus
 from vm import ROOT, Vm
 
@@ -43,14 +42,7 @@ pytestmark = pytest.mark.skipif(not shutil.which("pebble"), reason="pebble missi
 def store_image(tmp_path, d):
     """The TLS=1 STORAGE=1 site image, pebble's API CA on its ESP."""
     make("STORAGE=1", f"OUT={os.path.relpath(STORE_OUT, ROOT)}")
-    img = tmp_path / "vireo-acme-store.img"
-    shutil.copyfile(os.path.join(STORE_OUT, "vireo.img"), img)
-    env = dict(os.environ, MTOOLS_SKIP_CHECK="1")
-    for sub in ("::/EFI/vireo", "::/EFI/vireo/tls"):
-        subprocess.run(["mmd", "-i", f"{img}{ESP}", sub], env=env, capture_output=True)  # may exist
-    subprocess.run(["mcopy", "-o", "-i", f"{img}{ESP}", f"{d}/ca.pem", "::/EFI/vireo/tls/ca.pem"], check=True,
-                   env=env)
-    return img
+    return image_with_ca(os.path.join(STORE_OUT, "vireo.img"), tmp_path / "vireo-acme-store.img", d)
 
 
 def count(pebble, rx):
