@@ -837,7 +837,7 @@ help:
 	@echo "                  (docs/apps.md; copy apps/template to start one)"
 	@echo "  make test       install test deps if missing; host unit tests (ASan/UBSan),"
 	@echo "                  fuzz smoke ($(FUZZ_RUNS) runs each), QEMU tests under OVMF, the"
-	@echo "                  quick matrix subset, the apps (~19 min). Fails if root-only tests (tap, matrix)"
+	@echo "                  quick matrix subset, the apps (~26 min). Fails if root-only tests (tap, matrix)"
 	@echo "                  were skipped (not root, no /dev/net/tun) unless VIREO_SKIP_ROOT_TESTS=1;"
 	@echo "                  its last line says which"
 	@echo "  make images     every image: GRUB disk, ISO, qcow2, GCE/Azure/AWS files (images/images.mk)"
