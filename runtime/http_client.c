@@ -76,6 +76,7 @@ struct hc_call {
 	bool idempotent, head_req, got_byte, retried, fresh, reused, waiting;
 	bool head_armed, head_done, paused, started, cancelled;
 	bool tunnel;			/* vireo_http_tunnel(): raw bytes both ways */
+	bool up_eof;			/* a tunnel's upstream FIN, told to on_eof */
 	u8 why;				/* enum vireo_tcp_fail: its connection never was */
 	/* A chunked body (body_len VIREO_LENGTH_UNKNOWN, stream_left too
 	 * until its last chunk is out): chunk_left bytes of the chunk
@@ -360,6 +361,10 @@ static void hc_call_work(void *arg)
 			hc_done(c, VIREO_HTTP_EABORTED);
 		return;
 	}
+	if (c->up_eof && c->end_req) {
+		hc_done(c, 0);	/* a tunnel closed both ways: its connection closes */
+		return;
+	}
 	if (c->started)
 		return;
 	c->started = true;
@@ -552,6 +557,13 @@ static void hc_on_eof(vireo_tcp t, void *arg)
 	struct hc_call *c = k->call;
 
 	(void)arg;
+	if (c && !c->cancelled && c->tunnel && c->rq.on_eof && !c->end_req && k->state == HC_BUSY) {
+		/* the upstream half-closed a tunnel: ours stays open for the
+		 * app's bytes until vireo_http_tunnel_close() */
+		c->up_eof = true;
+		c->rq.on_eof((vireo_http_call){ c->id }, c->rq.ctx);
+		return;
+	}
 	if (k->state == HC_IDLE)
 		k->pool->st.idle--;
 	if (k->state == HC_BUSY || k->state == HC_IDLE) {
@@ -1069,7 +1081,13 @@ int vireo_http_tunnel_close(vireo_http_call h)
 		 * still come to on_body; its FIN (hc_on_eof) ends the call as a
 		 * close-delimited body: on_done(0) */
 		c->end_req = true;	/* vireo_http_write() refused from here */
-		if (vireo_tcp_shutdown(c->conn->tcp) < 0) {
+		if (c->up_eof) {
+			/* closed both ways: FIN after what was written, then
+			 * on_done(0) from the work item */
+			c->conn->state = HC_CLOSING;
+			vireo_tcp_close(c->conn->tcp);
+			work_queue(&c->work);
+		} else if (vireo_tcp_shutdown(c->conn->tcp) < 0) {
 			c->conn->state = HC_CLOSING;
 			vireo_tcp_close(c->conn->tcp);
 		}

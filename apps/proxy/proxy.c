@@ -13,9 +13,11 @@
  * chunked (vireo_http_write() of a body of unknown length, its end
  * vireo_http_write_end() from on_body_end). A GET that asks to upgrade (a
  * WebSocket) answered 101 becomes a tunnel: vireo_resp_upgrade() and
- * vireo_http_tunnel(), bytes both ways through the same two paths until
- * either side's FIN (vireo_http_tunnel_close(), vireo_resp_end()) or
- * proxy.timeout without a byte. Targets go upstream as they came
+ * vireo_http_tunnel(), bytes both ways through the same two paths; each
+ * side's FIN is passed on as a FIN once the bytes before it are (the
+ * client's: vireo_http_tunnel_close(); the upstream's, on_eof:
+ * vireo_resp_end()), the other way still open, until both have closed or
+ * proxy.timeout passes without a byte. Targets go upstream as they came
  * (vireo_req_raw_path(): %2F stays %2F).
  *
  * Failures: an upstream that cannot be connected to, resets before any
@@ -149,6 +151,7 @@ struct px {
 	u64 t0, body_len;
 	bool req_live, call_live, has_body, started, idempotent;
 	bool upgrade, tunnel;	/* asks to switch protocols; the 101 came: a tunnel */
+	bool up_eof, closing;	/* the tunnel's upstream FIN came; then the client's too */
 	bool chunked, body_ended;	/* a chunked request body; its end came (vireo_http_write_end()) */
 	u8 tried;		/* a bit per upstream */
 	char method[8];
@@ -295,6 +298,18 @@ static size_t px_on_resp_body(vireo_http_call h, const void *data, size_t len, v
 	return (size_t)n;	/* less: held upstream until px_client_writable */
 }
 
+/* A tunnel's upstream FIN, after its bytes: passed on as the client's
+ * FIN; the client's bytes still go upstream until its own. */
+static void px_on_up_eof(vireo_http_call h, void *ctx)
+{
+	struct px *p = ctx;
+
+	(void)h;
+	p->up_eof = true;
+	if (p->req_live)
+		vireo_resp_end(p->r);
+}
+
 static int px_start(struct px *p);
 
 /* The 502/504 page's reason: the HTTP client's, or a TLS upstream's
@@ -328,7 +343,8 @@ static void px_on_done(vireo_http_call h, int err, void *ctx)
 		u->lat[px_lat_bucket(ms)]++;	/* a tunnel's life is no latency */
 	if (!err) {
 		u->fails = 0;
-		vireo_resp_end(p->r);
+		if (p->req_live && !p->up_eof)
+			vireo_resp_end(p->r);
 		px_free(p);
 		return;
 	}
@@ -398,7 +414,8 @@ static void px_on_req_body_end(vireo_req r, void *arg)
 	if (!p || !p->call_live)
 		return;
 	if (p->tunnel) {
-		vireo_http_tunnel_close(p->h);
+		vireo_http_tunnel_close(p->h);	/* after on_eof: the call ends (on_done(0)) */
+		p->closing = p->up_eof;
 	} else if (p->chunked) {
 		p->body_ended = true;
 		vireo_http_write_end(p->h);	/* or again from on_writable */
@@ -439,7 +456,8 @@ static int px_start(struct px *p)
 					 .body_stream = p->has_body, .body_len = p->body_len,
 					 .max_body = px_resp_body_cfg ? px_resp_body_cfg : UINT64_MAX,
 					 .on_head = px_on_head, .on_body = px_on_resp_body,
-					 .on_writable = px_upstream_writable, .on_done = px_on_done, .ctx = p },
+					 .on_writable = px_upstream_writable, .on_eof = px_on_up_eof,
+					 .on_done = px_on_done, .ctx = p },
 				 &p->h);
 	if (err)
 		return err;
@@ -531,7 +549,7 @@ static void px_req_done(vireo_req r, bool done, void *arg)
 	if (px_alog_cfg)
 		px_log_done(p, done);
 	p->req_live = false;
-	if (p->call_live)
+	if (p->call_live && !p->closing)
 		vireo_http_cancel(p->h);	/* on_done(EABORTED) frees p */
 	else
 		px_free(p);

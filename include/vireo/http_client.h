@@ -161,6 +161,13 @@ struct vireo_http_request {
 	size_t (*on_body)(vireo_http_call h, const void *data, size_t len, void *ctx);
 	/* A streamed body: room to write (first once the head is sent). */
 	void (*on_writable)(vireo_http_call h, void *ctx);
+	/* A tunnel's (vireo_http_tunnel()): the upstream's FIN, after every
+	 * byte before it went through on_body. The call stays: the app's
+	 * bytes still go out (vireo_http_write()) until
+	 * vireo_http_tunnel_close(), whose FIN ends it (on_done(0)); the
+	 * body timeout still bounds it. NULL: the FIN ends the call
+	 * (on_done(0)) and closes the connection both ways. */
+	void (*on_eof)(vireo_http_call h, void *ctx);
 	/* The end, once: err 0 (the whole response was delivered) or
 	 * -VIREO_HTTP_E*. h is stale after it returns. */
 	void (*on_done)(vireo_http_call h, int err, void *ctx);
@@ -207,16 +214,19 @@ int vireo_http_write_end(vireo_http_call h);
  * the upstream sends after the head comes through on_body (back-pressure
  * as for a body, no cap) until its FIN (on_done(0)); vireo_http_write()
  * sends raw bytes (on_writable as for a streamed body);
- * vireo_http_tunnel_close() half-closes after them. The body timeout counts
- * from the last byte either way: the tunnel's idle bound. The connection
- * is never reused. Without the call a 101 ends the call (on_done(0)).
+ * vireo_http_tunnel_close() half-closes after them; the upstream's FIN
+ * is on_eof (the other way stays open) or, without one, the end. The body
+ * timeout counts from the last byte either way: the tunnel's idle bound.
+ * The connection is never reused. Without the call a 101 ends the call (on_done(0)).
  * 0 or -EINVAL (not during a 101's on_head, a request with a body).
  */
 int vireo_http_tunnel(vireo_http_call h);
 /* Half-closes a tunnel: a FIN after what was written (vireo_tcp_shutdown(),
  * not a reset), vireo_http_write() refused from here; the upstream's bytes
- * still come through on_body until its FIN, then on_done(0). 0 or -EINVAL
- * (stale, not a tunnel). */
+ * still come through on_body until its FIN, then on_done(0). After on_eof
+ * (the upstream closed first) the connection closes after what was
+ * written and on_done(0) follows from the loop. 0 or -EINVAL (stale, not
+ * a tunnel). */
 int vireo_http_tunnel_close(vireo_http_call h);
 
 /* Ends the call now: on_done(-VIREO_HTTP_EABORTED) from the loop, its

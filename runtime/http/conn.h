@@ -196,6 +196,7 @@ struct conn {
 	u64 t_app;		/* APP: when the handler got the request */
 	bool stream;		/* SEND: the body comes from sbuf through vireo_resp_write */
 	bool stream_ended;	/* vireo_resp_end() was called */
+	bool tunnel_fin;	/* SEND: a tunnel's end sent as a FIN, its input open */
 	bool chunked;		/* the stream is sent chunked */
 	bool want_writable;	/* a write was short: call on_writable when there is room */
 	u64 stream_len;		/* declared body length, or VIREO_LENGTH_UNKNOWN */

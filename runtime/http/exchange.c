@@ -1064,8 +1064,9 @@ int vireo_resp_end(vireo_req r)
 	if (c->sbuf && c->stream_len != VIREO_LENGTH_UNKNOWN && c->stream_taken < c->stream_len)
 		c->close_after = true;	/* short: the peer must not take it for whole (no
 					 * sbuf: HEAD, 204, 304 send no body, whatever the length) */
+	/* a tunnel's (body_stream in SEND) input stays open: the client's
+	 * bytes go to on_body until its FIN (server_pump() sends ours) */
 	c->stream_ended = true;
-	c->body_stream = false;	/* a tunnel's input ends with it */
 	server_kick(c);
 	return 0;
 }
@@ -1075,6 +1076,12 @@ int vireo_resp_abort(vireo_req r)
 	struct conn *c;
 	int err;
 
+	c = exchange_xc(r);
+	if (c && c->state == C_SEND && c->stream_ended && c->body_stream) {
+		c->body_stream = false;	/* a half-closed tunnel: its input ends too */
+		server_kick(c);
+		return 0;
+	}
 	c = exchange_stream(r, "vireo_resp_abort", &err);
 	if (!c)
 		return err;

@@ -342,6 +342,20 @@ err_t server_begin_close(struct conn *c)
 	return ERR_OK;
 }
 
+/* vireo_resp_end() in a tunnel (exchange.c): our FIN once its bytes are
+ * written; the client's bytes still go to on_body until its FIN. */
+__cold static err_t server_tunnel_fin(struct conn *c)
+{
+	c->tunnel_fin = true;
+#if LWIP_ALTCP_TLS
+	if (c->tc.tls)
+		https_close_notify(c->tc.pcb);
+#endif
+	if (altcp_shutdown(c->tc.pcb, 0, 1) != ERR_OK)
+		return server_conn_abort(c);
+	return ERR_OK;
+}
+
 /* ---- responses ---- */
 
 void server_count_response(int status)
@@ -868,7 +882,13 @@ err_t server_pump(struct conn *c)
 				return ERR_ABRT;
 			if (c->out_off < c->out_len || c->body_off < c->body_len)
 				return ERR_OK;	/* resumes from server_sent() */
-			if (c->stream && (c->sbuf_off < c->sbuf_len || !c->stream_ended)) {
+			if (c->stream && (c->sbuf_off < c->sbuf_len || !c->stream_ended || c->body_stream)) {
+				/* A tunnel the app half-closed (body_stream in SEND
+				 * is one): FIN after its bytes, the client's still
+				 * come until its own. */
+				if (c->stream_ended && !c->tunnel_fin && c->sbuf_off == c->sbuf_len &&
+				    server_tunnel_fin(c) == ERR_ABRT)
+					return ERR_ABRT;
 				/* Drained what the app gave: ask for more. */
 				if (c->want_writable && c->on_writable && c->xid && !c->stream_ended &&
 				    c->sbuf_len - c->sbuf_off <= VIREO_RESP_STREAM_BUF / 2) {

@@ -20,7 +20,8 @@ of upstreams in the namespace (apps/proxy/README.md). Two boots:
    400; a HEAD and a GET on one connection; %2F passed on unchanged; a
    WebSocket echo server (wsproto.py) with messages both ways, closed by
    either side, an idle tunnel closed after proxy.timeout; a tunnel the
-   client half-closes gets the upstream's answer after its FIN; an
+   client half-closes gets the upstream's answer after its FIN, and one
+   the upstream half-closes still takes the client's bytes after it; an
    HTTP/1.0 request's Upgrade ignored, its plain answer passed on), and hostile
    answers, each bounded: an endless head
    and a head with both Content-Length and Transfer-Encoding are 502, a
@@ -331,6 +332,28 @@ sys.stdout.buffer.write(out)
 """
 
 
+# A tunnel the upstream half-closes (upstream.py's /half-up): its 100,000
+# bytes and the proxy's FIN, then the client's 70,000 bytes still go
+# upstream, then the client's FIN, then the proxy's connection closes.
+HALF_UP = """
+import socket, sys
+s = socket.create_connection(("{ip}", 80), 10)
+s.settimeout(10)
+s.sendall(b"GET /half-up HTTP/1.1\\r\\nHost: x\\r\\nConnection: Upgrade\\r\\nUpgrade: half-test\\r\\n\\r\\n")
+out = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    out += b
+s.sendall(bytes(i % 251 for i in range(70000)))
+s.shutdown(socket.SHUT_WR)
+s.settimeout(5)
+tail = s.recv(100)
+sys.stdout.buffer.write(out + b"|tail=" + tail)
+"""
+
+
 def ws(ns, scenario):
     """wsproto.py's client through the proxy: what it saw."""
     r = ns.run(PY, os.path.join(HERE, "wsproto.py"), ns.guest_ip, "80", scenario, timeout=60)
@@ -453,6 +476,14 @@ def test_hostile_upstream(net):
         assert r.stdout.startswith(b"HTTP/1.1 101 "), r
         assert r.stdout.endswith(b"\r\n\r\nafter your FIN: 70000 bytes\n" + b"z" * 100000), r.stdout[-300:]
         assert "half: eof after 70000 bytes" in log.read_text()
+        # the other way: the upstream's FIN reaches the client after its
+        # bytes, the client's bytes after it still reach the upstream, then
+        # both FINs (the old proxy closed both ways at the upstream's FIN)
+        r = ns.run(PY, "-c", HALF_UP.format(ip=ns.guest_ip), timeout=30)
+        assert r.stdout.startswith(b"HTTP/1.1 101 "), r
+        assert r.stdout.endswith(b"\r\n\r\n" + b"w" * 100000 + b"|tail="), r.stdout[-300:]
+        want = hashlib.sha256(bytes(i % 251 for i in range(70000))).hexdigest()
+        wait_for(lambda: f"half-up: eof after 70000 bytes {want}" in log.read_text(), 5)
         # HTTP/1.0 cannot upgrade (RFC 9110 7.8: its Upgrade is ignored):
         # a plain GET upstream, its answer (the echo server's 426) passed on
         out = raw(ns, b"GET /ws HTTP/1.0\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"

@@ -2,7 +2,9 @@
 inside the test's namespace: python3 upstream.py HOST PORT LOG. Each
 request line it reads is appended to LOG; the path picks the behaviour.
 /ws is a WebSocket echo server (RFC 6455, wsproto.py); /half (Upgrade:
-half-test) reads a tunnel to the client's FIN, then answers."""
+half-test) reads a tunnel to the client's FIN, then answers; /half-up
+(the same) sends 100,000 bytes and its FIN first, then reads to the
+client's FIN."""
 import hashlib
 import os
 import socket
@@ -79,6 +81,22 @@ class H(socketserver.BaseRequestHandler):
                 time.sleep(0.3)
                 s.sendall(b"after your FIN: %d bytes\n" % n + b"z" * 100000)
                 s.shutdown(socket.SHUT_WR)
+                return
+            if path == "/half-up" and heads.get("upgrade") == "half-test":
+                # a tunnel the upstream half-closes: its bytes and its
+                # FIN first, then it reads the client's to their FIN
+                s.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: half-test\r\nConnection: Upgrade\r\n\r\n"
+                          + b"w" * 100000)
+                s.shutdown(socket.SHUT_WR)
+                h = hashlib.sha256()
+                n = 0
+                while True:
+                    b = f.read1(65536)
+                    if not b:
+                        break
+                    n += len(b)
+                    h.update(b)
+                log(f"half-up: eof after {n} bytes {h.hexdigest()}")
                 return
             if path == "/sum":
                 out = f"{len(body)} {hashlib.sha256(body).hexdigest()}\n".encode()
