@@ -12,13 +12,17 @@ the namespace, and one nginx with four ssl servers, all for that name:
   ("upstream TLS refused: cert_name") and a console line with mbedTLS's
   verify flags, counted on /metrics;
 - a second boot without a wall clock (the RTC set to 2000): the good
-  certificate refused too (noclock), verification fails closed.
+  certificate refused too (noclock), verification fails closed;
+- a third boot with two more servers of the good certificate: one that
+  speaks TLS 1.2 only is proxied (nginx logs TLSv1.2), one that speaks
+  TLS 1.1 only (openssl s_client gets a TLS 1.1 session from it) is
+  refused, a 502 "upstream TLS refused: tls".
 
 POSTs (never retried on another upstream) go round-robin, so four in a
 row meet each upstream once. The certificates are made here (the same
 helper as test_tls_client.py). The guest's clock is the firmware's; the
 no-clock refusal is also a host test (tests/host/net/tls/test_tls_time.c).
-Wall time: about 15 s after the image is built."""
+Wall time: about 25 s after the image is built."""
 import os
 import shutil
 import subprocess
@@ -39,6 +43,9 @@ import rootskip  # noqa: E402
 
 PY = "/usr/bin/python3"
 CASES = {"good": 9451, "wrongname": 9452, "expired": 9453, "unknownca": 9454}
+# The good certificate behind one protocol version each (a third boot):
+# TLS 1.2 only (SECLEVEL=0 lets OpenSSL 3 speak 1.1 at all).
+VERSIONS = {"tls12": (9455, "TLSv1.2", ""), "tls11": (9456, "TLSv1.1", " ssl_ciphers DEFAULT:@SECLEVEL=0;")}
 
 NGINX_CONF = """
 worker_processes 1; master_process off; daemon off;
@@ -53,7 +60,7 @@ http {{
 """
 SERVER = """    server {{
         listen {ip}:{port} ssl;
-        ssl_certificate {cert}; ssl_certificate_key {key}; ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_certificate {cert}; ssl_certificate_key {key}; ssl_protocols {protos};{extra}
         location / {{ return 200 "tls {case}\\n"; }}
     }}
 """
@@ -97,7 +104,11 @@ def test_https_upstreams(tmp_path):
         d = tmp_path / "nginx"
         d.mkdir()
         servers = "".join(SERVER.format(ip=ns.host_ip, port=port, cert=leaves[case][0], key=leaves[case][1],
-                                        case=case) for case, port in CASES.items())
+                                        case=case, protos="TLSv1.2 TLSv1.3", extra="")
+                          for case, port in CASES.items())
+        servers += "".join(SERVER.format(ip=ns.host_ip, port=port, cert=leaves["good"][0], key=leaves["good"][1],
+                                         case=case, protos=protos, extra=extra)
+                           for case, (port, protos, extra) in VERSIONS.items())
         (d / "nginx.conf").write_text(NGINX_CONF.format(d=d, servers=servers))
         nginx = ns.popen("nginx", "-c", str(d / "nginx.conf"), "-p", str(d), stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
@@ -134,6 +145,19 @@ def test_https_upstreams(tmp_path):
             vm.wait_for(r"^clock: none until SNTP", timeout=5)
             noclock = curl("/nc")
             vm.wait_for(rf"^tls client proxy0: {NAME}: noclock ", timeout=5)
+            vm.stop()
+            # TLS 1.2 only: connected (nginx logs the version); TLS 1.1
+            # only (it does speak it: openssl s_client gets a 1.1 session
+            # from it): refused, a handshake failure. Round-robin POSTs.
+            s = ns.run("sh", "-c", f"echo | openssl s_client -connect {ns.host_ip}:{VERSIONS['tls11'][0]} "
+                       "-tls1_1 -cipher DEFAULT:@SECLEVEL=0 2>&1", timeout=20)
+            s11 = s.stdout.decode(errors="replace")
+            vm = Vm(image=str(img), cmdline=f"ip={ns.guest_ip}/24 dns={ns.host_ip} egress.allow=10.77.0.0/24 "
+                    f"proxy.upstream=https://{NAME}:{VERSIONS['tls12'][0]},https://{NAME}:{VERSIONS['tls11'][0]} "
+                    "proxy.fails=100", wrap=ns.wrap, extra=ns.qemu_args())
+            vm.wait_for(READY, timeout=120)
+            versions = sorted(curl(f"/v{i}", "-d", "x") for i in range(2))
+            vm.wait_for(rf"^tls client proxy1: {NAME}: tls \(mbedTLS -0x[0-9a-f]+", timeout=5)
         finally:
             if vm:
                 vm.stop()
@@ -152,11 +176,17 @@ def test_https_upstreams(tmp_path):
         assert f"sni={NAME} alpn=http/1.1 proto=TLSv1.3" in ln, ln
     # the connection kept alive: one handshake, both requests on it
     assert [ln.rsplit("creq=", 1)[1] for ln in lines] == ["1", "2"], log
-    # only the good upstream ever got a request
-    assert all(ln.startswith(str(CASES["good"])) for ln in log.splitlines()), log
+    # of the first boot's upstreams only the good one ever got a request
+    assert all(ln.startswith(str(CASES["good"])) for ln in log.splitlines()
+               if int(ln.split()[0]) in CASES.values()), log
     for i, why in enumerate(("cert_name", "cert_expired", "cert_untrusted")):
         assert sum(v for k, v in m.items() if k.startswith("vireo_app_tcp_out_failures_total{")
                    and f'reason="{why}"' in k) == 2, (why, {k: v for k, v in m.items() if "failures" in k})
     assert m[f'proxy_upstream_requests_total{{upstream="https://{NAME}:{CASES["good"]}"}}'] == 2
     assert noclock == (502, "502 upstream TLS refused: noclock"), noclock
     assert "/nc" not in log, log
+    assert "Protocol  : TLSv1.1" in s11, s11
+    assert versions == [(200, "tls tls12"), (502, "502 upstream TLS refused: tls")], (versions, log)
+    v12 = [ln for ln in log.splitlines() if ln.startswith(f"{VERSIONS['tls12'][0]} POST")]
+    assert len(v12) == 1 and f"sni={NAME} alpn=http/1.1 proto=TLSv1.2 " in v12[0], log
+    assert not [ln for ln in log.splitlines() if ln.startswith(f"{VERSIONS['tls11'][0]} POST")], log
