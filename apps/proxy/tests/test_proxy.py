@@ -21,7 +21,8 @@ of upstreams in the namespace (apps/proxy/README.md). Two boots:
    WebSocket echo server (wsproto.py) with messages both ways, closed by
    either side, an idle tunnel closed after proxy.timeout; a tunnel the
    client half-closes gets the upstream's answer after its FIN, and one
-   the upstream half-closes still takes the client's bytes after it; an
+   the upstream half-closes still takes the client's bytes after it (or
+   ends after proxy.timeout if the client never closes); an
    HTTP/1.0 request's Upgrade ignored, its plain answer passed on), and hostile
    answers, each bounded: an endless head
    and a head with both Content-Length and Transfer-Encoding are 502, a
@@ -352,6 +353,22 @@ s.settimeout(5)
 tail = s.recv(100)
 sys.stdout.buffer.write(out + b"|tail=" + tail)
 """
+# The same, a client that never closes after the upstream's FIN: held
+# until proxy.timeout passes without a byte, then both connections go.
+HALF_UP_IDLE = """
+import socket, sys, time
+s = socket.create_connection(("{ip}", 80), 10)
+s.settimeout(10)
+s.sendall(b"GET /half-up HTTP/1.1\\r\\nHost: x\\r\\nConnection: Upgrade\\r\\nUpgrade: half-test\\r\\n\\r\\n")
+n = 0
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    n += len(b)
+print(n, flush=True)
+time.sleep(4)
+"""
 
 
 def ws(ns, scenario):
@@ -484,6 +501,11 @@ def test_hostile_upstream(net):
         assert r.stdout.endswith(b"\r\n\r\n" + b"w" * 100000 + b"|tail="), r.stdout[-300:]
         want = hashlib.sha256(bytes(i % 251 for i in range(70000))).hexdigest()
         wait_for(lambda: f"half-up: eof after 70000 bytes {want}" in log.read_text(), 5)
+        idle = ns.popen(PY, "-c", HALF_UP_IDLE.format(ip=ns.guest_ip), stdout=subprocess.PIPE)
+        time.sleep(0.5)
+        wait_for(lambda: sample(metrics(ns), "proxy_upstream_active", f"{ns.host_ip}:8090") == 0, 3)
+        assert idle.poll() is None   # the client still holds its socket: the bound ended it
+        assert int(idle.communicate(timeout=10)[0]) > 100000
         # HTTP/1.0 cannot upgrade (RFC 9110 7.8: its Upgrade is ignored):
         # a plain GET upstream, its answer (the echo server's 426) passed on
         out = raw(ns, b"GET /ws HTTP/1.0\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
