@@ -53,6 +53,11 @@ KCFLAGS += -DVIREO_TLS=1 -I$(BUILD)/mbedtls-src/mbedtls/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
 endif
 # Only boot/ sees GNU-EFI headers.
+# Cold code's optimization (COLD_SRCS, lwIP's and mbedTLS's cold files,
+# the image's own apps; "Hot and cold" below): -Oz, GCC's smallest (it
+# trades instructions for bytes where -Os would not): 5,632 B of the
+# default image over -Os (issue 33's room for the store, docs/benchmarks.md).
+COLD_OPT := -Oz
 BOOT_CFLAGS := -I$(EFI_INC) -I$(EFI_INC)/x86_64 -DGNU_EFI_USE_MS_ABI -DEFI_FUNCTION_WRAPPER=0
 KASFLAGS := -I. -MMD -MP -g
 KLDFLAGS := -nostdlib -znocombreloc -shared -Bsymbolic --no-undefined \
@@ -61,7 +66,7 @@ KLDFLAGS := -nostdlib -znocombreloc -shared -Bsymbolic --no-undefined \
 # ---- the sources: each named once, in its folder's sources.mk ------------
 # Every subsystem lists its own files, in the layering order (docs/
 # architecture.md) that is also the link order: HOT_SRCS are built -O2,
-# COLD_SRCS -Os (below). A test, a fuzzer or a group names a source by its
+# COLD_SRCS -Oz (below). A test, a fuzzer or a group names a source by its
 # file name alone, $(call src,NAME ...), so a path is written once.
 SUBSYSTEMS := lib boot kernel drivers debug net storage runtime
 HOT_SRCS :=
@@ -109,8 +114,8 @@ APP_OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(APP_SRCS)))
 APP_KCFLAGS = $(filter-out -I% '-DMBEDTLS_CONFIG_FILE=%,$(KCFLAGS)) -Iinclude -I$(APP_DIR) $(APP_CFLAGS)
 $(APP_OBJS): APP_DIR := $(APP)
 $(foreach a,$(IMAGE_APPS),$(eval $(patsubst %,$(BUILD)/k/%.o,$(basename $(wildcard $(a)/*.c))): APP_DIR := $(a)))
-# (Cold, as the TCP/UDP services under them are: -Os.)
-$(foreach a,$(IMAGE_APPS),$(eval $(patsubst %,$(BUILD)/k/%.o,$(basename $(wildcard $(a)/*.c))): APP_CFLAGS := -Os))
+# (Cold, as the TCP/UDP services under them are: COLD_OPT.)
+$(foreach a,$(IMAGE_APPS),$(eval $(patsubst %,$(BUILD)/k/%.o,$(basename $(wildcard $(a)/*.c))): APP_CFLAGS := $(COLD_OPT)))
 
 # ---- storage: linked into the apps that use it ---------------------------
 # The block path (drivers/virtio/blk/, storage/: the block layer and the
@@ -133,7 +138,7 @@ $(STORAGE_STAMP):
 	$(Q)rm -f $(OUT)/storage-link.* && touch $@
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(APP_OBJS) $(OUT)/site_data.o
 # Hot and cold: each sources.mk puts a file in HOT_SRCS or COLD_SRCS. Cold
-# code is built for size (-Os after -O2 wins): boot, ACPI and PCI scans,
+# code is built for size (COLD_OPT, -Oz, after -O2 wins): boot, ACPI and PCI scans,
 # device set-up, configuration, the shell, SNTP/DNS/syslog, the /metrics text,
 # the boot-time metadata fetch, VT-d (its per-buffer map/unmap is IOTLB-bound),
 # the apps' TCP/UDP services, the MMIO transport (microVM), all of debug/.
@@ -141,7 +146,7 @@ OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(APP_OBJS) $(OUT)/site
 # The per-packet and per-request path (virtqueues, virtio-net, traps, the
 # server and its parse/outbuf helpers, the allocators, lwIP's TCP/IP) keeps
 # -O2; net/port/lwip.mk does the same for lwIP's cold files.
-$(patsubst %.c,$(BUILD)/k/%.o,$(COLD_SRCS)): KCFLAGS += -Os
+$(patsubst %.c,$(BUILD)/k/%.o,$(COLD_SRCS)): KCFLAGS += $(COLD_OPT)
 # No code is padded to 16-byte boundaries (functions, loops, jump targets),
 # -O2 code and lwIP's included: 13 KB of the image. Under TCG, which
 # translates blocks wherever they lie, it costs nothing (docs/benchmarks.md).
@@ -160,6 +165,13 @@ $(TLS_BUILD_STAMP):
 	$(Q)rm -f $(BUILD)/tls-build.* && touch $@
 # Every object: TLS=1 changes lwIP's options (LWIP_ALTCP) and KCFLAGS.
 $(OBJS) $(LWIP_OBJS): $(TLS_BUILD_STAMP)
+# The same for COLD_OPT: a new one rebuilds the objects (a build dir made
+# with another one would not otherwise match a fresh clone's image).
+COLD_STAMP := $(BUILD)/cold-opt.$(shell printf '%s' '$(COLD_OPT)' | sha1sum | cut -c1-12)
+$(COLD_STAMP):
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $(BUILD)/cold-opt.* && touch $@
+$(OBJS) $(LWIP_OBJS): $(COLD_STAMP)
 # The rules are always read (the host tests build mbedTLS too); only TLS=1
 # links it into the image.
 include net/tls/mbedtls.mk
@@ -169,6 +181,7 @@ MBEDTLS_LINK := $(MBEDTLS_LIB)
 OBJS += $(TLS_OBJS)
 $(OBJS) $(LWIP_OBJS): | $(MBEDTLS_STAMP)
 endif
+$(TLS_OBJS) $(MBEDTLS_OBJS) $(MBEDTLS_ALT_OBJS) $(MBEDTLS_LIB): $(COLD_STAMP)
 # ---- end TLS ---------------------------------------------------------------
 
 # The files baked into the image (vireo/files.h; the static site serves them):
@@ -640,7 +653,7 @@ bench-tls: deps-test
 # What a TLS handshake costs the server natively (tests/bench/hs_cost.c): its
 # ECDHE and signature with the image's mbedTLS configuration, built for the
 # host twice: every file -O2 with frame pointers (the baseline), and with the
-# image's flags per file (net/tls/mbedtls.mk: MBEDTLS_COLD -Os, no frame
+# image's flags per file (net/tls/mbedtls.mk: MBEDTLS_COLD $(COLD_OPT), no frame
 # pointers; -mgeneral-regs-only for both); tests/bench/hs_cost_cmp.sh runs
 # them alternately and prints both and the ratio. runtime/http/hsgate.h's
 # defaults come from it. About two minutes to build (all of mbedTLS twice),
@@ -652,7 +665,7 @@ bench-hs-cost: $(MBEDTLS_STAMP)
 	@rm -rf $(BUILD)/bench/hs-o2 $(BUILD)/bench/hs-image
 	@mkdir -p $(BUILD)/bench/hs-o2 $(BUILD)/bench/hs-image
 	$(Q)for f in $(MBEDTLS_ALT_SRCS) $(addprefix $(MBEDTLS_SRCDIR)/library/,$(MBEDTLS_SRCS)); do \
-		b=$$(basename $$f .c); os=; case " $(MBEDTLS_COLD) " in *" $$b "*) os=-Os;; esac; \
+		b=$$(basename $$f .c); os=; case " $(MBEDTLS_COLD) " in *" $$b "*) os='$(COLD_OPT)';; esac; \
 		$(HOST_CC) $(HS_LIB_CFLAGS) -O2 -fno-omit-frame-pointer -c $$f -o $(BUILD)/bench/hs-o2/$$b.o & \
 		$(HOST_CC) $(HS_LIB_CFLAGS) -O2 $$os -fomit-frame-pointer -momit-leaf-frame-pointer -c $$f \
 			-o $(BUILD)/bench/hs-image/$$b.o || exit 1; wait $$! || exit 1; done

@@ -63,7 +63,8 @@ $(LWIP_STAMP): net/port/fetch-lwip.sh net/debsrc.sh net/port/patches $(wildcard 
 # lwIP's sources appear when the stamp is made; this rule only orders that.
 $(LWIP_SRCDIR)/src/%.c: | $(LWIP_STAMP) ;
 
-# lwIP's cold files are built for size, like the kernel's COLD_SRCS: set-up,
+# lwIP's cold files are built for size (COLD_OPT, -Oz), like the kernel's
+# COLD_SRCS: set-up,
 # DHCP, DNS, MLD, ICMP, reassembly, statistics, address parsing, IPv6
 # neighbour discovery and UDP (DHCP, DNS, SNTP, syslog, the apps' UDP
 # services: -Os since issue 29's buffer sets and HTTPS sizing needed 2 KiB of
@@ -72,7 +73,7 @@ LWIP_COLD := core/init.c core/dns.c core/stats.c core/netif.c core/raw.c \
 	core/ipv4/dhcp.c core/ipv4/autoip.c core/ipv4/acd.c core/ipv4/igmp.c core/ipv4/icmp.c \
 	core/ipv4/ip4_frag.c core/ipv6/dhcp6.c core/ipv6/mld6.c core/ipv6/icmp6.c core/ipv6/ip6_frag.c core/ipv6/nd6.c core/ipv4/ip4_addr.c core/ipv6/ip6_addr.c core/udp.c \
 	core/ipv6/inet6.c
-$(patsubst %.c,$(BUILD)/lwip/%.o,$(filter $(LWIP_COLD),$(LWIP_SRCS))): LWIP_LIB_CFLAGS += -Os
+$(patsubst %.c,$(BUILD)/lwip/%.o,$(filter $(LWIP_COLD),$(LWIP_SRCS))): LWIP_LIB_CFLAGS += $(COLD_OPT)
 
 $(LWIP_OBJS): $(BUILD)/lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP)
 	@mkdir -p $(dir $@)

@@ -26,7 +26,7 @@ MBEDTLS_LIB_CFLAGS := -Inet/tls/include $(KCFLAGS) -nostdinc -isystem $(LWIP_GCC
 # release's library/ directory, read once the tree exists.
 MBEDTLS_SRCS = $(notdir $(wildcard $(MBEDTLS_SRCDIR)/library/*.c))
 MBEDTLS_OBJS = $(patsubst %.c,$(BUILD)/mbedtls/%.o,$(MBEDTLS_SRCS))
-# Built for size (-Os after -O2 wins), as the kernel's cold code is: what
+# Built for size (COLD_OPT, -Oz, after -O2 wins), as the kernel's cold code is: what
 # runs once per handshake or less (the handshake state machines, X.509 and
 # ASN.1, key parsing and writing, PSA's glue, the DRBGs, RSA's padding),
 # and SHA-384/512 (transcripts of the one AES-256 suite, P-384 signatures).
@@ -47,7 +47,7 @@ MBEDTLS_COLD := ssl_tls ssl_tls13_server ssl_tls13_client ssl_tls13_keys ssl_tls
 	x509 x509_crt x509_create x509write x509write_crt x509write_csr \
 	asn1parse asn1write oid pem base64 pk pk_wrap pk_ecc pkparse pkwrite \
 	rsa rsa_alt_helpers ecdsa ecdh md hmac_drbg sha512 bignum ecp sha256
-$(patsubst %,$(BUILD)/mbedtls/%.o,$(MBEDTLS_COLD)): MBEDTLS_LIB_CFLAGS += -Os
+$(patsubst %,$(BUILD)/mbedtls/%.o,$(MBEDTLS_COLD)): MBEDTLS_LIB_CFLAGS += $(COLD_OPT)
 # No frame pointer in mbedTLS (KCFLAGS keeps one everywhere else for
 # panic backtraces): rbp is one more register for the bignum and hash code
 # and no push/pop per call: 6,656 B of the TLS image, and fewer instructions
@@ -66,17 +66,18 @@ MBEDTLS_ALT_OBJS := $(patsubst net/tls/%.c,$(BUILD)/mbedtls/vireo-%.o,$(MBEDTLS_
 TLS_SRCS := net/tls/tls_port.c net/tls/tls_keys.c net/tls/tls_cert.c net/tls/tls_held.c net/tls/tls_libc.c \
 	net/tls/tlsmem.c
 # Key and certificate loading, generation and the boot's plan run once per
-# boot or install: -Os (1 KiB of the image when issue 29 needed the room).
+# boot or install: cold, COLD_OPT (-Os gave 1 KiB of the image when issue 29
+# needed the room).
 TLS_COLD_SRCS := net/tls/tls_keys.c net/tls/tls_cert.c net/tls/tlsmem.c
-$(patsubst %.c,$(BUILD)/k/%.o,$(TLS_COLD_SRCS)): KCFLAGS += -Os
+$(patsubst %.c,$(BUILD)/k/%.o,$(TLS_COLD_SRCS)): KCFLAGS += $(COLD_OPT)
 # ACME's building blocks (net/acme/, issue 33): JSON, base64url, JWS,
 # the key authorization and the CSR, renewal timing. In TLS images only (ACME needs TLS), cold: run
-# once per order, so -Os. Nothing calls them yet, so --gc-sections keeps
+# once per order, so COLD_OPT. Nothing calls them yet, so --gc-sections keeps
 # none of them in the image until the ACME client does.
 ACME_SRCS := net/acme/acme_json.c net/acme/b64url.c net/acme/acme_renew.c net/acme/acme_sign.c \
 	net/acme/acme_client.c
 TLS_SRCS += $(ACME_SRCS)
-$(patsubst %.c,$(BUILD)/k/%.o,$(ACME_SRCS)): KCFLAGS += -Os
+$(patsubst %.c,$(BUILD)/k/%.o,$(ACME_SRCS)): KCFLAGS += $(COLD_OPT)
 # lwIP's TLS layer for altcp (net/port/patches/0003 ports it to mbedTLS 3).
 TLS_LWIP_SRCS := apps/altcp_tls/altcp_tls_mbedtls.c apps/altcp_tls/altcp_tls_mbedtls_mem.c
 TLS_LWIP_OBJS := $(patsubst %.c,$(BUILD)/tls-lwip/%.o,$(TLS_LWIP_SRCS))

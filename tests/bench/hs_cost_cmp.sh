@@ -1,7 +1,7 @@
 #!/bin/sh
 # make bench-hs-cost's comparison: hs_cost (tests/bench/hs_cost.c) built
 # twice for the host, BASE (every mbedTLS file -O2, frame pointers kept) and
-# IMAGE (the image's flags per file: net/tls/mbedtls.mk's MBEDTLS_COLD -Os,
+# IMAGE (the image's flags per file: net/tls/mbedtls.mk's MBEDTLS_COLD at COLD_OPT,
 # no frame pointers), run alternately REPS times; the best of each figure,
 # and IMAGE's over BASE's (above 1: the image's flags are slower).
 # Usage: hs_cost_cmp.sh BASE IMAGE [REPS]

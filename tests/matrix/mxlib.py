@@ -253,10 +253,10 @@ def extra_site_image(site_build, app_extra):
     shutil.rmtree(site_build, ignore_errors=True)
     os.makedirs(site_build)
     # The objects, lwIP, mbedTLS and the stamps that say which build they
-    # are (TLS on or off, storage linked or not): without tls-build.* every
-    # object is compiled again, serially (35 s of each make test; mbedTLS
-    # another minute).
-    stamps = [f for f in os.listdir(build) if f.startswith(("tls-build.", "storage-link."))]
+    # are (TLS on or off, storage linked or not, the cold code's COLD_OPT):
+    # without tls-build.* or cold-opt.* every object is compiled again,
+    # serially (35 s of each make test; mbedTLS another minute).
+    stamps = [f for f in os.listdir(build) if f.startswith(("tls-build.", "storage-link.", "cold-opt."))]
     for d in ("k", "gen", "lwip", "lwip-src", "apt", "mbedtls", "mbedtls-src", "tls-lwip", *stamps):
         if os.path.exists(os.path.join(build, d)):
             subprocess.run(["cp", "-a", os.path.join(build, d), site_build], check=True)

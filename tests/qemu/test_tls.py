@@ -41,6 +41,9 @@ def _seed_tls_build():
     if os.path.exists(stamp) and not os.path.exists(os.path.join(BUILD, "k")):
         trees += BUILT
         shutil.copy2(stamp, BUILD)  # its age: objects older than it rebuild
+        for f in os.listdir(src_root):  # the same for the Makefile's COLD_OPT
+            if f.startswith("cold-opt."):
+                shutil.copy2(os.path.join(src_root, f), BUILD)
     for tree in trees:
         src, dst = os.path.join(src_root, tree), os.path.join(BUILD, tree)
         if not os.path.isdir(src) or os.path.exists(dst):
