@@ -189,7 +189,7 @@ def figures(recs, t_start, t_end, after_s):
 # vireo's /metrics counters that show an attack reached its defence (deltas)
 EVIDENCE = ("syncookies", "rxmem_copied", "rxmem_ooseq_evict", "rxmem_nomem", "ip_frag", "ip6_frag",
             "orphans_aborted", "connections_evicted", "connections_refused", "timeouts_total", "device_resets",
-            "handshakes_rate_limited", "handshake_steps_total", "handshake_steps_deferred", "handshake_passes_full")
+            "handshakes_rate_limited", "handshake_step", "handshake_passes_full")
 
 
 def evidence(m0, m1):
