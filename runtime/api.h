@@ -14,8 +14,8 @@
  * The table: API_HANDLE_SLOTS (the floor: app TCP connections and requests
  * of a 64-connection server) and twice what api_handles_reserve() asked
  * for, rounded up to a power of two, at most API_HANDLE_SLOTS_MAX (16 B a
- * slot: 1 MiB). At most half full, so the round-robin search for a free
- * slot takes about two steps. */
+ * slot: 1 MiB). With every request's handle taken it is still about half
+ * free, so the round-robin search for a free slot takes a few steps. */
 #define API_HANDLE_SLOTS 256
 #define API_HANDLE_SLOTS_MAX 65536
 /* Before api_apps_start(): n more handles may be live at once (the HTTP
