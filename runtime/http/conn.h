@@ -123,8 +123,6 @@ _Static_assert(HTTP_BODY_SRC_MAX >= VIREO_HTTP_BODY_MAX, "a source can send one 
  * ago is answered 408 and closed (server_poll()): a slow head cannot keep
  * a set from others for the whole header timeout. */
 #define HTTP_HEAD_PRESSURE_MS 2000
-/* Spare buffer sets kept at most (http_srv.spare): 512 KiB. */
-#define HTTP_BUFS_SPARE 32
 struct conn_bufs {
 	u8 rx[TCP_WND];		/* tc's receive buffer: one window */
 	struct http_req_parser parser;
@@ -232,16 +230,6 @@ struct http_srv {
 	 * a taker finds none free, oldest first), so a window is cut only
 	 * when every set is in a request. */
 	struct conn *ih_head, *ih_tail;
-	/* Pooled sets no longer held, kept for the next taker (linked
-	 * through their rx[]): a set handed from one request to the next,
-	 * as under every set taken, costs no free and no first-fit
-	 * allocation (the kernel heap's free list is address-ordered: a walk
-	 * per call with thousands of connections' blocks on it). Sets held
-	 * by pooled connections plus these never pass bufs.max (a set is
-	 * allocated only when none is spare, and only after its slot is
-	 * taken), and at most HTTP_BUFS_SPARE are kept. */
-	void *spare;
-	u32 spares;
 	u16 redirect_port;	/* http.redirect: plain HTTP answers 301 to this port */
 };
 extern struct http_srv http_srv;
@@ -265,8 +253,6 @@ err_t server_begin_close(struct conn *c);
  * pipelined requests). Callers return what this returns and must not
  * touch c afterwards: it may be freed. */
 err_t server_pump(struct conn *c);
-/* Frees the spare buffer sets (http_server_stop()). */
-void server_bufs_drain(void);
 /* server_pump() from the loop, unless a handler runs inline. */
 void server_kick(struct conn *c);
 /* vireo_resp_write()'s bytes written to lwIP at once when nothing of the

@@ -220,7 +220,6 @@ void http_server_stop(void)
 	while (http_srv.tab.head)
 		server_conn_abort((struct conn *)http_srv.tab.head);
 	conntab_release(&http_srv.tab);
-	server_bufs_drain();
 }
 
 /* ---- HTTPS (https.c) ---- */

@@ -125,31 +125,6 @@ __cold static void server_ih_unlink(struct conn *c)
 	c->ih_on = false;
 }
 
-/* A pooled set's memory, no longer held: kept spare (conn.h) or freed. */
-static void server_bufs_drop(struct conn_bufs *b)
-{
-	if (!b)
-		return;
-	if (http_srv.spares >= HTTP_BUFS_SPARE) {
-		kfree(b);
-		return;
-	}
-	*(void **)b->rx = http_srv.spare;
-	http_srv.spare = b;
-	http_srv.spares++;
-}
-
-void server_bufs_drain(void)
-{
-	while (http_srv.spare) {
-		struct conn_bufs *b = http_srv.spare;
-
-		http_srv.spare = *(void **)b->rx;
-		kfree(b);
-	}
-	http_srv.spares = 0;
-}
-
 /* The set of c (idle, nothing of a head in) goes back to the pool, handed
  * to the oldest waiter if any; the window is cut to land[]. */
 __cold static void server_bufs_release(struct conn *c)
@@ -157,7 +132,7 @@ __cold static void server_bufs_release(struct conn *c)
 	server_ih_unlink(c);
 	tcpconn_rx_move(&c->tc, c->land, sizeof c->land);
 	c->wnd_cut = true;
-	server_bufs_drop(c->b);
+	kfree(c->b);
 	c->b = NULL;
 	server_wake_bufs(slots_give(&http_srv.bufs, &c->bw));
 }
@@ -181,13 +156,7 @@ __cold static int server_bufs_get(struct conn *c)
 		if (!slots_take(&http_srv.bufs, &c->bw))
 			return 0;
 	}
-	if (server_pooled(c) && http_srv.spare) {
-		b = http_srv.spare;
-		http_srv.spare = *(void **)b->rx;
-		http_srv.spares--;
-	} else {
-		b = kmalloc(sizeof *b);
-	}
+	b = kmalloc(sizeof *b);
 	if (!b) {
 		if (server_pooled(c))
 			server_wake_bufs(slots_give(&http_srv.bufs, &c->bw));
@@ -269,10 +238,7 @@ static void server_conn_free(struct tcpconn *tc, err_t err)
 	conntab_remove(&http_srv.tab, &c->link);
 	kfree(c->dyn);
 	server_ih_unlink(c);
-	if (server_pooled(c))
-		server_bufs_drop(c->b);
-	else
-		kfree(c->b);
+	kfree(c->b);
 	if (server_pooled(c)) {
 		server_wake_bufs(slots_forget(&http_srv.bufs, &c->bw));
 		server_wake_sends(slots_forget(&http_srv.sends, &c->sw));
