@@ -807,9 +807,10 @@ BENCH_PEERS ?= $(patsubst tests/bench/peer/%.sh,%,$(filter-out tests/bench/peer/
 bench-peers:
 	$(Q)tests/bench/peer/build.sh $(BENCH_PEERS)
 
-# Each attack of issue 13 against vireo and against the nginx peer (booted
-# as `make bench` boots both), a legitimate client before, during and after:
-# success rate during the attack, time to full service after it; table on
+# Each attack of issue 13 (and issue 29's handshake flood) against vireo and
+# against the nginx peer (booted as `make bench` boots both), a legitimate
+# client before, during and after: success rate and latency during the
+# attack, time to full service after it; table on
 # stdout, JSON in build/bench/attacks.json (docs/attacks.md). BENCH_MEM (256
 # MiB, -m of both guests), BENCH_HARNESS (../shared/bench). Needs root.
 bench-attacks: deps-test $(EFI)
@@ -939,9 +940,10 @@ help:
 	@echo "  make bench-migration  BENCH_MIGRATIONS=5 live migrations under load: downtime, total time,"
 	@echo "                  failed requests (BENCH_MIGRATION_OPTS=--packed/--iommu; needs root)"
 	@echo "  make bench-attacks  SYN flood, out-of-order pinning, fragment trains, slot hog, orphan"
-	@echo "                  flood against vireo and the nginx peer: legitimate success % during each"
-	@echo "                  attack, time to full service after it; table + build/bench/attacks.json"
-	@echo "                  (BENCH_MEM=256 BENCH_HARNESS=../shared/bench; about 15 min; needs root)"
+	@echo "                  flood, TLS handshake flood from one /24 against vireo and the nginx peer:"
+	@echo "                  legitimate success % and latency during each attack, time to full service"
+	@echo "                  after it, handshakes/s; table + build/bench/attacks.json"
+	@echo "                  (BENCH_MEM=256 BENCH_HARNESS=../shared/bench; about 18 min; needs root)"
 	@echo "  make params     the command-line tables (Markdown) from the key registrations in"
 	@echo "                  the sources: the image's, then every app's (tools/cmdline_table.py;"
 	@echo "                  the shell's params prints the image's keys the same)"

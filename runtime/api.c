@@ -27,53 +27,89 @@
 
 /* ---- handles ---- */
 
-/* The table (4 KiB) is taken from the heap by api_apps_start(): the EFI
- * image's .bss is bounded (linker/vireo.ld). */
+/* The table (16 B a slot) is taken from the heap by api_apps_start(): the
+ * EFI image's .bss is bounded. */
 static struct {
 	struct api_slot {
 		void *obj;
-		u32 gen;	/* 24 bits, never 0 */
+		u32 gen;	/* 32 - bits bits, never 0 */
 		u8 kind;
 	} *slot;
 	u32 cursor, live;
+	u32 n, bits;		/* slots (1 << bits), 0 until allocated */
+	u32 reserve;		/* api_handles_reserve()'s */
 } api_h;
+
+void api_handles_reserve(u32 n)
+{
+	if (!api_h.slot)
+		api_h.reserve = n;
+}
+
+u32 api_handles_size(void)
+{
+	return api_h.n ? api_h.n : API_HANDLE_SLOTS;
+}
+
+/* API_HANDLE_SLOTS + 2 x the reserve, up to a power of two (api.h). */
+__cold static bool api_handles_alloc(void)
+{
+	u64 want = API_HANDLE_SLOTS + 2ull * api_h.reserve;
+	u32 bits = 8;
+
+	while (bits < 16 && (1ull << bits) < want)
+		bits++;
+	api_h.slot = kzalloc(((size_t)1 << bits) * sizeof *api_h.slot);
+	if (!api_h.slot)
+		return false;
+	api_h.bits = bits;
+	api_h.n = 1u << bits;
+	return true;
+}
 
 u32 api_handle_new(enum api_handle_kind kind, void *obj)
 {
-	u32 i, s;
+	u32 i, s, genmask;
 
 	if (!api_h.slot)
 		return 0;
-	for (i = 0; i < API_HANDLE_SLOTS; i++) {
-		s = (api_h.cursor + i) % API_HANDLE_SLOTS;
+	genmask = 0xffffffffu >> api_h.bits;
+	for (i = 0; i < api_h.n; i++) {
+		s = (api_h.cursor + i) & (api_h.n - 1);
 		if (api_h.slot[s].obj)
 			continue;
-		api_h.slot[s].gen = (api_h.slot[s].gen + 1) & 0xffffffu;
+		api_h.slot[s].gen = (api_h.slot[s].gen + 1) & genmask;
 		if (!api_h.slot[s].gen)
 			api_h.slot[s].gen = 1;
 		api_h.slot[s].obj = obj;
 		api_h.slot[s].kind = (u8)kind;
 		api_h.cursor = s + 1;
 		api_h.live++;
-		return api_h.slot[s].gen << 8 | s;
+		return api_h.slot[s].gen << api_h.bits | s;
 	}
 	return 0;
 }
 
 void *api_handle_get(enum api_handle_kind kind, u32 id)
 {
-	u32 s = id & 0xff;
+	u32 s;
 
-	if (!id || !api_h.slot || !api_h.slot[s].obj || api_h.slot[s].gen != id >> 8 || api_h.slot[s].kind != kind)
+	if (!id || !api_h.slot)
+		return NULL;
+	s = id & (api_h.n - 1);
+	if (!api_h.slot[s].obj || api_h.slot[s].gen != id >> api_h.bits || api_h.slot[s].kind != kind)
 		return NULL;
 	return api_h.slot[s].obj;
 }
 
 void api_handle_free(u32 id)
 {
-	u32 s = id & 0xff;
+	u32 s;
 
-	if (!id || !api_h.slot || !api_h.slot[s].obj || api_h.slot[s].gen != id >> 8)
+	if (!id || !api_h.slot)
+		return;
+	s = id & (api_h.n - 1);
+	if (!api_h.slot[s].obj || api_h.slot[s].gen != id >> api_h.bits)
 		return;
 	api_h.slot[s].obj = NULL;
 	api_h.slot[s].kind = API_H_NONE;
@@ -823,7 +859,7 @@ __cold int api_apps_start(void)
 	api_metrics_on = true;
 	/* The tables, from the heap once (the EFI image's .bss is bounded). */
 	if (!api_h.slot)
-		api_h.slot = kzalloc(API_HANDLE_SLOTS * sizeof *api_h.slot);
+		api_handles_alloc();
 	if (!api_h.slot || api_routes_alloc()) {
 		kprintf("app: no memory for the API's tables: no app started\n");
 		return (int)n;

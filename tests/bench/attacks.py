@@ -22,6 +22,16 @@ the guest's address and MAC as the descriptor gives them at run time:
   orphans      client_attacks.orphan_flood: clients whose pure ACKs are lost
                (tc on the tap), so every connection the server closes stays
                an orphan; 8 per second
+  hs-flood     tests/bench/hs_flood.py (issue 29): TLS ClientHellos to 443
+               from 32 addresses of one /24 (10.77.1.0/24, routed through
+               the guest's gateway), each replaying one recorded hello and
+               closing once the server's first flight (its ECDHE and
+               signature) arrives, for 20 s; the legitimate client asks for
+               plain HTTP from the tap's own address (another prefix). Its
+               own table: the server's handshakes/s to the flood, the
+               legitimate client's success and p50/p99 latency before and
+               during, and the vireo/nginx ratios. vireo's image must be a
+               TLS one (make's default).
 and, only when asked for (--attacks control-link-down), a check of the
 measurement itself: the NIC's link down for 15 s (QMP set_link). A request
 that began in its first 8 s or so cannot get a SYN through before its 10 s
@@ -38,6 +48,7 @@ and RATE x TIMEOUT in flight (plus one request sent the moment the attack
 ends, so that the recovery figure does not wait for the schedule).
 
   success %  requests started during the attack that succeeded
+  p50 / p99  latency of the successful ones (ms)
   recovery   from the attack's end to the completion of the first successful
              request that started after both the attack's end and the last
              failed request: from then on every request succeeded. With no
@@ -78,7 +89,8 @@ OOSEQ_CONNS, OOSEQ_SEGS, OOSEQ_HOLD = 48, 8, 20
 FRAG_TRAINS, FRAG_SECONDS = 3000, 30
 HOG_CONNS, HOG_SECONDS = 72, 30
 ORPHAN_N, ORPHAN_RATE = 240, 8
-ATTACKS = ("syn-flood", "ooseq", "frag-trains", "slot-hog", "orphans")
+HS_ADDRS, HS_SECONDS = [f"10.77.1.{i}" for i in range(2, 34)], 20
+ATTACKS = ("syn-flood", "ooseq", "frag-trains", "slot-hog", "orphans", "hs-flood")
 LINK_DOWN_S = 15  # control-link-down (not in the default list)
 
 
@@ -156,6 +168,7 @@ def figures(recs, t_start, t_end, after_s):
         return {"requests": len(sel), "ok": len(ok),
                 "success_pct": round(100.0 * len(ok) / len(sel), 2) if sel else None,
                 "latency_p50_s": round(lat[len(lat) // 2], 3) if lat else None,
+                "latency_p99_s": round(lat[min(len(lat) - 1, (99 * len(lat)) // 100)], 3) if lat else None,
                 "latency_max_s": round(lat[-1], 3) if lat else None,
                 "errors": sorted({r[3] for r in sel if not r[2]})[:5]}
     out = {"before": part(float("-inf"), t_start), "during": part(t_start, t_end),
@@ -175,7 +188,8 @@ def figures(recs, t_start, t_end, after_s):
 
 # vireo's /metrics counters that show an attack reached its defence (deltas)
 EVIDENCE = ("syncookies", "rxmem_copied", "rxmem_ooseq_evict", "rxmem_nomem", "ip_frag", "ip6_frag",
-            "orphans_aborted", "connections_evicted", "connections_refused", "timeouts_total", "device_resets")
+            "orphans_aborted", "connections_evicted", "connections_refused", "timeouts_total", "device_resets",
+            "handshakes_rate_limited", "handshake_step", "handshake_passes_full")
 
 
 def evidence(m0, m1):
@@ -203,8 +217,8 @@ def wait_start(p, timeout=120):
     raise RuntimeError(f"attacker did not start: {buf.decode(errors='replace')[-500:]}")
 
 
-def run_script(ctx, script, args, limit):
-    p = ctx.ns.popen(PYTHON, os.path.join(MATRIX, script), *map(str, args), stdout=subprocess.PIPE,
+def run_script(ctx, script, args, limit, where=MATRIX):
+    p = ctx.ns.popen(PYTHON, os.path.join(where, script), *map(str, args), stdout=subprocess.PIPE,
                      stderr=subprocess.PIPE)
     try:
         t0 = wait_start(p)
@@ -264,6 +278,27 @@ def attack_orphans(ctx):
                                   "flood_s": round(took, 1)}
 
 
+def attack_hsflood(ctx):
+    for a in HS_ADDRS:
+        ctx.ns.run("ip", "addr", "add", f"{a}/32", "dev", ctx.ns.tap, check=True)
+    try:
+        t0, t1, info = run_script(ctx, "hs_flood.py", [ctx.ip, ",".join(HS_ADDRS), HS_SECONDS], HS_SECONDS + 120,
+                                  where=HERE)
+    finally:
+        for a in HS_ADDRS:
+            ctx.ns.run("ip", "addr", "del", f"{a}/32", "dev", ctx.ns.tap, check=False)
+    for line in info["attacker"]:
+        if line.startswith("hs_flood "):
+            f = json.loads(line[len("hs_flood "):])
+            info["hs_flood"] = f
+            info["attacker"] = [f"{f['attempts']} hellos from {f['addresses']} addresses in {f['seconds']} s: "
+                                f"{f['answered']} answered, {f['hrr']} retry requests, {f['refused']} refused, "
+                                f"{f['other']} other"]
+    if "hs_flood" not in info:
+        raise RuntimeError(f"hs_flood.py printed no figures: {info['attacker']}")
+    return t0, t1, info
+
+
 def qmp(path, command, **arguments):
     import socket
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
@@ -293,7 +328,7 @@ def control_link_down(ctx):
 
 
 RUN = {"syn-flood": attack_syn, "ooseq": attack_ooseq, "frag-trains": attack_frags, "slot-hog": attack_hog,
-       "orphans": attack_orphans, "control-link-down": control_link_down}
+       "orphans": attack_orphans, "hs-flood": attack_hsflood, "control-link-down": control_link_down}
 
 
 def one(a, attack, role, desc, rundir):
@@ -407,6 +442,35 @@ def latency_table(recs, attacks):
     return md(rows)
 
 
+def hs_table(recs):
+    """The handshake flood (issue 29): the server's handshakes/s to the
+    flood and the legitimate plain-HTTP client, vireo against nginx."""
+    by = {r["guest"]: r for r in recs if r["attack"] == "hs-flood" and r.get("ok")}
+    v, p = by.get("vireo"), by.get("peer")
+
+    def hs(r):
+        f = r["hs_flood"]
+        return f["answered"] / f["seconds"] if f["seconds"] else 0.0
+
+    def ms(r, phase, k):
+        x = r[phase][f"latency_{k}_s"]
+        return None if x is None else 1e3 * x
+
+    rows = [("handshake flood from one /24", "nginx peer", "vireo", "vireo/nginx")]
+
+    def row(name, fn, fmt):
+        a, b = (fn(p) if p else None), (fn(v) if v else None)
+        ratio = f"{b / a:.2f}x" if a and b is not None else "-"
+        rows.append((name, "-" if a is None else fmt.format(a), "-" if b is None else fmt.format(b), ratio))
+    row("flood hellos sent/s", lambda r: r["hs_flood"]["attempts"] / r["hs_flood"]["seconds"], "{:.0f}")
+    row("handshakes/s answered to the flood", hs, "{:.1f}")
+    row("legit plain HTTP success % during", lambda r: r["during"]["success_pct"], "{:.1f}")
+    for phase in ("before", "during"):
+        for k in ("p50", "p99"):
+            row(f"legit latency {k} {phase} (ms)", lambda r, ph=phase, kk=k: ms(r, ph, kk), "{:.1f}")
+    return md(rows)
+
+
 def evidence_lines(recs):
     """What each attacker reports, and vireo's counters: the attack reached its target."""
     out = []
@@ -483,6 +547,8 @@ def main():
                         "frag-trains": f"{FRAG_TRAINS} IPv4 + {FRAG_TRAINS} IPv6 first fragments over {FRAG_SECONDS} s",
                         "slot-hog": f"{HOG_CONNS} idle connections from one source for {HOG_SECONDS} s",
                         "orphans": f"{ORPHAN_N} clients that never ACK the server's FIN, {ORPHAN_RATE}/s",
+                        "hs-flood": f"replayed TLS ClientHellos from {len(HS_ADDRS)} addresses of 10.77.1.0/24 "
+                                    f"for {HS_SECONDS} s",
                         "control-link-down": f"not an attack: the NIC's link down for {LINK_DOWN_S} s"}}
     doc = {"meta": meta, "results": recs}
     jpath = a.json or os.path.join(out, "attacks.json")
@@ -496,6 +562,9 @@ def main():
     print("legitimate latency, ms: p50 / max of the successful requests")
     print(latency_table(recs, attacks))
     print()
+    if "hs-flood" in attacks:
+        print(hs_table(recs))
+        print()
     print("the attacks as their generators counted them (and vireo's /metrics deltas over the run):")
     print(evidence_lines(recs))
     print(f"host loadavg: {la0} at start, {meta['loadavg_end']} at end (column: 1-min loadavg at each boot, "

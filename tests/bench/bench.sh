@@ -26,8 +26,11 @@
 # passed to run.sh as --mem and to extra.py as --mem), BENCH_CONNS (the
 # harness's keep-alive wrk connection counts, default "1 32"; issue 29's
 # rows: BENCH_CONNS="1 32 256 1000 10000", about 2 x 2 x 3 x BENCH_DURATION
-# s more per rep; the harness accepts up to 10,000, and the nginx peer's
-# worker_connections, 1,024, must be raised past the largest to compare).
+# s more per rep; the harness accepts up to 10,000; past 1,000 the nginx
+# peer is the harness's with worker_connections 10240 and
+# worker_rlimit_nofile 20480 (its own 1,024 would refuse the rest): its UKI
+# derived into build/bench/peer-linux-nginx-conns/, booted through
+# tests/bench/nginx-uefi-conns.sh).
 # Needs root (network namespaces and tap devices; all traffic stays inside them).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -69,6 +72,23 @@ bench_build_peers "$dir/peer-build.log" peer-linux peer-linux-nginx -- \
 export UEFI_APP=$root/build/vireo.efi UEFI_NAME=vireo UEFI_MARKER='vireo: ready' UEFI_DHCP=1 UEFI_MEM=$mem
 peer_desc=$harness/guests/linux-nginx-uefi.sh
 vireo_desc=$harness/guests/uefi-app.sh
+# more connections than the peer's worker_connections (1,024, less the
+# listening sockets and the probes) hold: a copy with room for 10,240
+maxc=$(tr ' ' '\n' <<<"$conns" | sort -n | tail -1)
+if ((maxc > 1000)); then
+	pc=$out/peer-linux-nginx-conns
+	rm -rf "$pc" && mkdir -p "$pc/root/etc/nginx"
+	sed -e 's/^\( *worker_connections\) 1024;.*/\1 10240;/' -e 's/^worker_processes 1;$/&\nworker_rlimit_nofile 20480;/' \
+		"$harness/peer-linux-nginx/nginx.conf" >"$pc/root/etc/nginx/nginx.conf.in"
+	grep -q 'worker_connections 10240;' "$pc/root/etc/nginx/nginx.conf.in" && grep -q '^worker_rlimit_nofile 20480;' "$pc/root/etc/nginx/nginx.conf.in" ||
+		{ echo "bench: the harness's nginx.conf changed; cannot raise worker_connections" >&2; exit 1; }
+	(cd "$pc/root" && printf 'etc\netc/nginx\netc/nginx/nginx.conf.in\n' | cpio -o -H newc -R 0:0 --quiet | gzip -n) >"$pc/extra.cpio.gz" ||
+		{ echo "bench: cpio failed" >&2; exit 1; }
+	bench_derive_uki "$out/peer-linux-nginx" "$pc" "$pc/extra.cpio.gz" || exit 1
+	export NGINX_CONNS_EFI=$pc/linux.efi
+	peer_desc=$root/tests/bench/nginx-uefi-conns.sh
+	log "nginx peer with worker_connections 10240 (BENCH_CONNS up to $maxc): $pc/linux.efi"
+fi
 
 # ---- 2. the shared harness, nginx first (ratio baseline)
 log "harness: $reps rep(s) x 2 guests at -m $mem, wrk ${dur} s per test"

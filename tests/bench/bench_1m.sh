@@ -37,7 +37,6 @@ reps=${BENCH_REPS:-1} dur=${BENCH_DURATION:-5} mem=${BENCH_MEM:-256}
 for t in cpio gzip objcopy objdump python3; do
 	command -v "$t" >/dev/null || { echo "bench-1m: missing $t" >&2; exit 1; }
 done
-stub=/usr/lib/systemd/boot/efi/linuxx64.efi.stub
 make=${MAKE:-make}
 out=$root/build/bench-1m
 dir=$out/$(date -u +%Y%m%dT%H%M%SZ)
@@ -60,26 +59,12 @@ export BENCH_OUT=$root/build/bench
 peer=$BENCH_OUT/peer-linux-nginx
 bench_build_peers "$dir/peer-build.log" peer-linux peer-linux-nginx -- \
 	"$BENCH_OUT/peer-linux/linux.efi" "$peer/linux.efi"
-[[ -r $stub ]] || { echo "bench-1m: $stub missing (the harness's peer build installs systemd-boot-efi)" >&2; exit 1; }
 p1m=$out/peer-linux-nginx-1m
 rm -rf "$p1m" && mkdir -p "$p1m/root/www"
 python3 -c 'import sys; sys.stdout.buffer.write(bytes(i % 251 for i in range(1 << 20)))' >"$p1m/root/www/1m.bin"
 (cd "$p1m/root" && printf 'www\nwww/1m.bin\n' | cpio -o -H newc -R 0:0 --quiet | gzip -n) >"$p1m/extra.cpio.gz" ||
 	{ echo "bench-1m: cpio failed" >&2; exit 1; }
-cat "$peer/initrd.img" "$p1m/extra.cpio.gz" >"$p1m/initrd.img"
-end=$(objdump -h "$stub" | awk 'NF==7 && $1 ~ /^[0-9]+$/ {print $3, $4}' |
-	while read -r size vma; do echo $((0x$size + 0x$vma)); done | sort -n | tail -1)
-up() { echo $((($1 + 2097151) / 2097152 * 2097152)); }
-o_osrel=$(up "$end")
-o_cmdline=$(up $((o_osrel + $(stat -c %s "$peer/os-release"))))
-o_initrd=$(up $((o_cmdline + $(stat -c %s "$peer/cmdline.txt"))))
-o_linux=$(up $((o_initrd + $(stat -c %s "$p1m/initrd.img"))))
-objcopy \
-	--add-section .osrel="$peer/os-release" --change-section-vma .osrel="$(printf 0x%x "$o_osrel")" \
-	--add-section .cmdline="$peer/cmdline.txt" --change-section-vma .cmdline="$(printf 0x%x "$o_cmdline")" \
-	--add-section .initrd="$p1m/initrd.img" --change-section-vma .initrd="$(printf 0x%x "$o_initrd")" \
-	--add-section .linux="$peer/vmlinuz" --change-section-vma .linux="$(printf 0x%x "$o_linux")" \
-	"$stub" "$p1m/linux.efi" || { echo "bench-1m: objcopy failed" >&2; exit 1; }
+bench_derive_uki "$peer" "$p1m" "$p1m/extra.cpio.gz" || exit 1
 rm -rf "$p1m/root"
 
 # ---- the harness, nginx first (ratio baseline)
