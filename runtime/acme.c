@@ -689,8 +689,8 @@ static void acme_attempt(struct vireo_timer *t, void *arg)
 		return;
 	}
 #ifdef VIREO_ACME_KEEP
-	kprintf("acme: %s a certificate for %s from %s\n", acme.resume_order ? "taking up the kept order for" : "ordering",
-		acme_names(), acme.host);
+	kprintf(acme.resume_order ? "acme: taking up the kept order for %s from %s\n" :
+				    "acme: ordering a certificate for %s from %s\n", acme_names(), acme.host);
 	acme.cfg.order = acme.resume_order;	/* copied by the start */
 	act = acme_client_start(acme.m, &acme.cfg);
 	kfree(acme.resume_order);

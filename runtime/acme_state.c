@@ -539,7 +539,7 @@ static void keep_resume(struct acme_resume *r)
 			r->wait_s = st.next_at > now ? st.next_at - now : 0;
 		else
 			r->wait_s = acme_backoff_s(r->failures, 0, random_u64());
-		if (r->wait_s)
+		if (r->wait_s && !r->order[0])	/* (an order taken up: at once) */
 			kprintf("acme: an earlier boot's attempt failed or was cut short (%u in a row): next attempt in "
 				"%lu s\n", r->failures, (unsigned long)r->wait_s);
 	}
