@@ -20,7 +20,7 @@ test_acme_restart_keeps_certificate, two boots on the same disk, pebble
   account: pebble counts no new account.
 
 About 30 s once the image is built. test_acme_restart_resumes_order_and_ari
-(forky's pebble 2.10, three boots, about 45 s) below: an order cut short,
+(forky's pebble 2.10, three boots, 45-55 s at load 8-14) below: an order cut short,
 renewal information kept."""
 import base64
 import os
