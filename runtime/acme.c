@@ -155,6 +155,7 @@ static struct {
 	u64 ari_ok, ari_failed;
 #ifdef VIREO_ACME_KEEP
 	char *resume_order;	/* [acme_state] an order to take up (kmalloc), or NULL */
+	enum acme_action held;	/* the step after a newOrder, until the order is kept */
 #endif
 } acme;
 
@@ -279,6 +280,13 @@ static size_t acme_on_body(vireo_http_call h, const void *data, size_t len, void
 	return len;
 }
 
+#ifdef VIREO_ACME_KEEP
+static void acme_order_kept(void)
+{
+	acme_step(acme.held);
+}
+#endif
+
 static void acme_on_done(vireo_http_call h, int err, void *ctx)
 {
 	struct acme_resp r = { .err = err, .status = acme.status, .body = acme.body, .len = acme.body_len };
@@ -296,12 +304,17 @@ static void acme_on_done(vireo_http_call h, int err, void *ctx)
 #ifdef VIREO_ACME_KEEP
 	{
 		/* [acme_state] a newOrder's answer: the order kept, with the
-		 * key its CSR is for, so a restart takes it up */
+		 * key its CSR is for, before anything is answered, so a
+		 * restart takes it up rather than ordering again */
 		bool new_order = acme.m->step == ACME_ORDER && !acme.m->resumed && !acme.m->fetching_nonce;
 		enum acme_action act = acme_client_next(acme.m, &r);
 
-		if (new_order && acme.m->step > ACME_ORDER && acme.m->step < ACME_FAILED && acme_keep())
-			acme_keep()->order(acme_directory_opt, acme_names(), acme.m->order, &acme.cert_key);
+		if (new_order && acme.m->step > ACME_ORDER && acme.m->step < ACME_FAILED && acme_keep()) {
+			acme.held = act;
+			acme_keep()->order(acme_directory_opt, acme_names(), acme.m->order, &acme.cert_key,
+					   acme_order_kept);
+			return;
+		}
 		acme_step(act);
 	}
 #else
@@ -737,7 +750,7 @@ static void acme_keep_issued(void)
 	acme_keep_state(0);
 	acme_keep()->account_keep(acme_directory_opt, &acme.account, acme.m->account);
 #ifdef VIREO_ACME_KEEP
-	acme_keep()->order(acme_directory_opt, acme_names(), "", NULL);	/* none left to take up */
+	acme_keep()->order(acme_directory_opt, acme_names(), "", NULL, NULL);	/* none left to take up */
 #endif
 }
 

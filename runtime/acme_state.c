@@ -90,6 +90,7 @@ static struct {
 	void (*then)(void);
 	struct work w;
 	bool ro_said;
+	void (*order_then)(void);	/* keep_order()'s, until its put is done */
 } keep;
 
 static int keep_rng(void *ctx, unsigned char *out, size_t len)
@@ -131,9 +132,17 @@ static void keep_written(int err, void *arg)
 		kprintf("keep: %s: not kept on the store (%d); the one kept before stays\n", keep_name[i], err);
 	else if (i != KR_STATE && i != KR_ARI)	/* (written at every attempt or poll: not said) */
 		kprintf("keep: %s kept on the store\n", keep_name[i]);
+	if (i == KR_ORDER && keep.order_then) {
+		void (*then)(void) = keep.order_then;
+
+		keep.order_then = NULL;
+		then();
+	}
 }
 
-static void keep_put(unsigned i, const struct keep_field *f)
+/* Puts record i: true when the store took the put (keep_written() will
+ * say how it went), false when it was never asked (said). */
+static bool keep_put(unsigned i, const struct keep_field *f)
 {
 	char key[2 + 16];
 	size_t klen = 2 + strlen(keep_name[i]), len = keep_rec_size(f, keep_nfields[i]);
@@ -141,18 +150,18 @@ static void keep_put(unsigned i, const struct keep_field *f)
 	int err;
 
 	if (!keep.store)
-		return;
+		return false;
 	if (!keep.writable) {
 		if (!keep.ro_said)
 			kprintf("keep: the store is read-only: TLS and ACME state is not kept from now on\n");
 		keep.ro_said = true;
-		return;
+		return false;
 	}
 	rec = len <= KEEP_VALUE_MAX ? kmalloc(len) : NULL;
 	if (!rec) {
 		kprintf("keep: %s: not kept (%lu bytes: no memory or over %u)\n", keep_name[i], (unsigned long)len,
 			KEEP_VALUE_MAX);
-		return;
+		return false;
 	}
 	memcpy(key, STORE_RT_PREFIX, 2);
 	memcpy(key + 2, keep_name[i], klen - 2);
@@ -162,6 +171,7 @@ static void keep_put(unsigned i, const struct keep_field *f)
 	kfree(rec);
 	if (err)
 		keep_written(err, (void *)(uintptr_t)i);
+	return true;
 }
 
 static int keep_key_der(const mbedtls_pk_context *key, u8 *buf, size_t cap, const u8 **der)
@@ -568,19 +578,25 @@ static void keep_state(const char *dir, const struct acme_kept_state *st)
 	keep_put(KR_STATE, (struct keep_field[]){ { dir, strlen(dir) }, { n[0], 8 }, { n[1], 8 }, { n[2], 8 } });
 }
 
-static void keep_order(const char *dir, const char *names, const char *url, const mbedtls_pk_context *key)
+static void keep_order(const char *dir, const char *names, const char *url, const mbedtls_pk_context *key,
+		       void (*then)(void))
 {
 	u8 buf[KEEP_KEY_DER_MAX];
 	const u8 *der = buf;
+	bool put = false;
 	int n = 0;
 
-	if (key && (n = keep_key_der(key, buf, sizeof buf, &der)) < 0) {
+	keep.order_then = then;
+	if (key && (n = keep_key_der(key, buf, sizeof buf, &der)) < 0)
 		kprintf("keep: acme.order: the key could not be written: not kept\n");
-		return;
-	}
-	keep_put(KR_ORDER, (struct keep_field[]){ { dir, strlen(dir) }, { names, strlen(names) }, { url, strlen(url) },
-						  { der, (size_t)n } });
+	else
+		put = keep_put(KR_ORDER, (struct keep_field[]){ { dir, strlen(dir) }, { names, strlen(names) },
+								{ url, strlen(url) }, { der, (size_t)n } });
 	keep_wipe(buf, sizeof buf);
+	if (!put && keep.order_then) {	/* never asked: on at once */
+		keep.order_then = NULL;
+		then();
+	}
 }
 
 static void keep_ari(const char *dir, const struct acme_kept_ari *a)

@@ -71,8 +71,11 @@ struct acme_keep {
 	 * and after each failure). */
 	void (*state)(const char *directory, const struct acme_kept_state *st);
 	/* Keeps the order just created (url, and key, the one its CSR is
-	 * for), or none (url "", key NULL: issued). */
-	void (*order)(const char *directory, const char *names, const char *url, const mbedtls_pk_context *key);
+	 * for), or none (url "", key NULL: issued); then(), when not NULL,
+	 * once the store has it or could not keep it (at once without a
+	 * writable store). */
+	void (*order)(const char *directory, const char *names, const char *url, const mbedtls_pk_context *key,
+		      void (*then)(void));
 	/* Keeps the served certificate's renewal information state. */
 	void (*ari)(const char *directory, const struct acme_kept_ari *a);
 };
