@@ -131,11 +131,25 @@ SRCS := $(HOT_SRCS) $(COLD_SRCS)
 ifneq ($(STORAGE),1)
 SRCS := $(filter-out $(STORAGE_PATHS),$(SRCS))
 endif
-# The objects are the same either way; the link follows the choice.
+# The objects are the same either way, but two; the link follows the choice.
 STORAGE_STAMP := $(OUT)/storage-link.$(STORAGE)
 $(STORAGE_STAMP):
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $(OUT)/storage-link.* && touch $@
+# The two: the ACME client and its protocol machine take up what the store
+# kept (an order cut short, renewal information: docs/https.md "Kept on the
+# store") only with STORAGE=1 (-DVIREO_ACME_KEEP), so the default image,
+# full, carries none of those bytes. The stamp, in BUILD as the objects are,
+# rebuilds them when the choice changes (a few seconds).
+ACME_KEEP_OBJS := $(BUILD)/k/runtime/acme.o $(BUILD)/k/net/acme/acme_client.o
+ACME_KEEP_STAMP := $(BUILD)/acme-keep.$(STORAGE)
+$(ACME_KEEP_STAMP):
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $(BUILD)/acme-keep.* && touch $@
+$(ACME_KEEP_OBJS): $(ACME_KEEP_STAMP)
+ifeq ($(STORAGE),1)
+$(ACME_KEEP_OBJS): KCFLAGS += -DVIREO_ACME_KEEP=1
+endif
 OBJS := $(patsubst %,$(BUILD)/k/%.o,$(basename $(SRCS))) $(APP_OBJS) $(OUT)/site_data.o
 # Hot and cold: each sources.mk puts a file in HOT_SRCS or COLD_SRCS. Cold
 # code is built for size (COLD_OPT, -Oz, after -O2 wins): boot, ACPI and PCI scans,

@@ -153,10 +153,19 @@ static struct {
 	bool ari_busy;
 	unsigned ari_failures;	/* in a row */
 	u64 ari_ok, ari_failed;
+#ifdef VIREO_ACME_KEEP
+	char *resume_order;	/* [acme_state] an order to take up (kmalloc), or NULL */
+	enum acme_action held;	/* the step after a newOrder, until the order is kept */
+#endif
 } acme;
 
 static void acme_keep_state(u64 wait_s);	/* [acme_state] */
 static void acme_keep_issued(void);
+#ifdef VIREO_ACME_KEEP
+static void acme_keep_ari(void);
+#else
+#define acme_keep_ari() ((void)0)
+#endif
 static bool acme_resume(void);
 
 static const char *acme_names(void)
@@ -271,6 +280,13 @@ static size_t acme_on_body(vireo_http_call h, const void *data, size_t len, void
 	return len;
 }
 
+#ifdef VIREO_ACME_KEEP
+static void acme_order_kept(void)
+{
+	acme_step(acme.held);
+}
+#endif
+
 static void acme_on_done(vireo_http_call h, int err, void *ctx)
 {
 	struct acme_resp r = { .err = err, .status = acme.status, .body = acme.body, .len = acme.body_len };
@@ -285,7 +301,25 @@ static void acme_on_done(vireo_http_call h, int err, void *ctx)
 	r.location = acme.location[0] ? acme.location : NULL;
 	if (!acme_now(&r.now))
 		r.now = 0;
+#ifdef VIREO_ACME_KEEP
+	{
+		/* [acme_state] a newOrder's answer: the order kept, with the
+		 * key its CSR is for, before anything is answered, so a
+		 * restart takes it up rather than ordering again */
+		bool new_order = acme.m->step == ACME_ORDER && !acme.m->resumed && !acme.m->fetching_nonce;
+		enum acme_action act = acme_client_next(acme.m, &r);
+
+		if (new_order && acme.m->step > ACME_ORDER && acme.m->step < ACME_FAILED && acme_keep()) {
+			acme.held = act;
+			acme_keep()->order(acme_directory_opt, acme_names(), acme.m->order, &acme.cert_key,
+					   acme_order_kept);
+			return;
+		}
+		acme_step(act);
+	}
+#else
 	acme_step(acme_client_next(acme.m, &r));
+#endif
 }
 
 /* Sends the machine's request now. */
@@ -490,6 +524,7 @@ static void acme_ari_done(vireo_http_call h, int err, void *ctx)
 			(unsigned long)(acme.renew_at > now ? acme.renew_at - now : 0),
 			(unsigned long)(acme.ari_next - now));
 	}
+	acme_keep_ari();	/* [acme_state] */
 	acme_renew_tick(&acme.timer, NULL);
 }
 
@@ -612,6 +647,7 @@ static void acme_step(enum acme_action act)
 		kprintf("acme: certificate issued for %u name%s by %s; serving it\n", acme.names.n,
 			acme.names.n == 1 ? "" : "s", acme.host);
 		acme_schedule_renewal();
+		acme_keep_ari();	/* [acme_state] */
 		return;
 	case ACME_ACT_FAIL:
 		acme_challenge_forget();
@@ -623,6 +659,9 @@ static void acme_step(enum acme_action act)
 
 static void acme_attempt(struct vireo_timer *t, void *arg)
 {
+#ifdef VIREO_ACME_KEEP
+	enum acme_action act;
+#endif
 	unsigned char *der = NULL;
 	const unsigned char *p;
 	size_t len, b64len;
@@ -636,10 +675,17 @@ static void acme_attempt(struct vireo_timer *t, void *arg)
 	acme.failures++;
 	acme_keep_state(acme_backoff_s(acme.failures, 0, random_u64()));
 	acme.failures--;
-	if (acme.have_cert_key)
-		mbedtls_pk_free(&acme.cert_key);
-	acme.have_cert_key = false;
-	ret = acme_key_generate(&acme.cert_key, acme_rng, NULL);
+#ifdef VIREO_ACME_KEEP
+	/* [acme_state] an order taken up keeps its key (the one kept) */
+	ret = 0;
+	if (!acme.resume_order)
+#endif
+	{
+		if (acme.have_cert_key)
+			mbedtls_pk_free(&acme.cert_key);
+		acme.have_cert_key = false;
+		ret = acme_key_generate(&acme.cert_key, acme_rng, NULL);
+	}
 	if (ret == 0) {
 		acme.have_cert_key = true;
 		der = kmalloc(ACME_CSR_DER_MAX);
@@ -655,9 +701,20 @@ static void acme_attempt(struct vireo_timer *t, void *arg)
 		acme_backoff();
 		return;
 	}
+#ifdef VIREO_ACME_KEEP
+	kprintf(acme.resume_order ? "acme: taking up the kept order for %s from %s\n" :
+				    "acme: ordering a certificate for %s from %s\n", acme_names(), acme.host);
+	acme.cfg.order = acme.resume_order;	/* copied by the start */
+	act = acme_client_start(acme.m, &acme.cfg);
+	kfree(acme.resume_order);
+	acme.resume_order = NULL;
+	acme.cfg.order = NULL;
+	acme_step(act);
+#else
 	kprintf("acme: ordering a certificate for %s from %s\n", acme_names_opt[0] ? acme_names_opt : https_tls_names(),
 		acme.host);
 	acme_step(acme_client_start(acme.m, &acme.cfg));
+#endif
 }
 
 /* ---- [acme_state] kept on the store (runtime/acme_state.c) ---- */
@@ -692,12 +749,86 @@ static void acme_keep_issued(void)
 		return;
 	acme_keep_state(0);
 	acme_keep()->account_keep(acme_directory_opt, &acme.account, acme.m->account);
+#ifdef VIREO_ACME_KEEP
+	acme_keep()->order(acme_directory_opt, acme_names(), "", NULL, NULL);	/* none left to take up */
+#endif
 }
+
+#ifdef VIREO_ACME_KEEP
+/* The served certificate's renewal information, as it stands. */
+static void acme_keep_ari(void)
+{
+	if (acme_keep() && acme_ari_on())
+		acme_keep()->ari(acme_directory_opt,
+				 &(struct acme_kept_ari){ .id = acme.ari_id, .url = acme.m->renewal_info,
+							  .start = acme.ari_start, .end = acme.ari_end,
+							  .next = acme.ari_next, .renew_at = acme.renew_at });
+}
+#endif
 
 /* At start: the certificate kept for these names from this directory is
  * served with no order, renewal as after its issue; a kept backoff (an
  * earlier boot's failures, or an attempt cut short) is waited out. True
  * when that scheduled the next step. */
+#ifdef VIREO_ACME_KEEP
+static bool acme_resume(void)
+{
+	struct acme_resume *rp = kzalloc(sizeof *rp), r;
+	u64 now;
+
+	if (!acme_keep() || !rp) {
+		kfree(rp);
+		return false;
+	}
+	*rp = (struct acme_resume){ .directory = acme_directory_opt, .names = acme_names(), .n_names = acme.names.n,
+				    .order_key = &acme.cert_key };
+	acme_keep()->resume(rp);
+	r = *rp;
+	kfree(rp);
+	acme.failures = r.failures;
+	if (r.have) {
+		acme.not_before = r.not_before;
+		acme.not_after = r.not_after;
+		acme.state = AS_VALID;
+		memcpy(acme.ari_id, r.ari_id, sizeof acme.ari_id);
+	}
+	if (r.order[0] && (acme.resume_order = kmalloc(strlen(r.order) + 1)) != NULL) {
+		/* an order cut short: taken up at once (reading it is no new
+		 * order), whatever backoff the cut left */
+		strlcpy(acme.resume_order, r.order, strlen(r.order) + 1);
+		acme.have_cert_key = true;
+		acme.state = AS_ORDERING;
+		vireo_timer_init(&acme.timer, acme_attempt, NULL);
+		vireo_timer_start(&acme.timer, ACME_FIRST_MS);
+		return true;
+	}
+	if (r.order[0])
+		mbedtls_pk_free(&acme.cert_key);	/* no memory: a new order */
+	if (r.wait_s) {
+		acme.state = AS_BACKOFF;
+		acme.next_s = r.wait_s;
+		vireo_timer_init(&acme.timer, acme_attempt, NULL);
+		vireo_timer_start(&acme.timer, r.wait_s > 86400 ? 86400u * 1000 : (u32)(r.wait_s * 1000));
+		return true;
+	}
+	if (!r.have)
+		return false;
+	if (r.ari_kept && acme_now(&now)) {
+		/* RFC 9773 polled on from where the last boot left it */
+		strlcpy(acme.m->renewal_info, r.ari_url, sizeof acme.m->renewal_info);
+		acme.ari_start = r.ari_start, acme.ari_end = r.ari_end;
+		acme.ari_next = r.ari_next, acme.renew_at = r.renew_at;
+		kprintf("acme: renewal information for %s kept on the store: window %ld..%ld s from now (0..0: none), "
+			"renewal in %ld s, next poll in %ld s\n", acme.ari_id,
+			(long)(r.ari_end ? r.ari_start - now : 0), (long)(r.ari_end ? r.ari_end - now : 0),
+			(long)(r.renew_at - now), (long)(r.ari_next > now ? r.ari_next - now : 0));
+		acme_renew_tick(&acme.timer, NULL);
+		return true;
+	}
+	acme_schedule_renewal();
+	return true;
+}
+#else
 static bool acme_resume(void)
 {
 	struct acme_resume r = { .directory = acme_directory_opt, .names = acme_names(), .n_names = acme.names.n };
@@ -723,6 +854,7 @@ static bool acme_resume(void)
 	acme_schedule_renewal();
 	return true;
 }
+#endif
 
 static bool acme_contact_ok(const char *s)
 {

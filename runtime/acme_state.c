@@ -2,7 +2,7 @@
  * TLS and ACME state kept on the store (runtime/acme_state.h; make
  * STORAGE=1 with make TLS=1 only: docs/https.md "Kept on the store").
  *
- * Four records, each one store key the runtime owns (runtime/store_rt.h:
+ * Six records, each one store key the runtime owns (runtime/store_rt.h:
  * 0x00 'K' then a name; apps can neither read nor write them), each a
  * runtime/keep_rec.h record written by one put, so after a crash a record
  * is the old one or the new one, whole, never a mix:
@@ -12,6 +12,19 @@
  *   acme.cert     directory, names, PEM chain, key DER, issued at (Unix s)
  *   acme.state    directory, failures in a row, next attempt at, last
  *                 attempt started at (Unix s)
+ *   acme.order    directory, names, the order's URL, its key's DER (the
+ *                 CSR's): written when the CA creates an order, emptied
+ *                 once the certificate is issued; a boot that finds one
+ *                 takes that order up (acme_client.h, cfg.order) rather
+ *                 than making another
+ *   acme.ari      directory, the served certificate's RFC 9773
+ *                 identifier, the renewalInfo URL, the CA's window
+ *                 (start, end), the next poll (the CA's Retry-After, or
+ *                 the backoff after a failed poll) and the renewal moment
+ *                 drawn in the window (Unix s): written after each poll
+ *                 and at issue; a boot serving that certificate polls on
+ *                 from there (the identifier is computed from the kept
+ *                 certificate itself and must match)
  *
  * Read once at boot, before HTTPS listens, into memory held only until
  * acme_start() took what it needs (then wiped and freed); each is checked
@@ -23,8 +36,11 @@
  *
  * Bounds: a record read is at most KEEP_VALUE_MAX (72 KiB: a chain of
  * ACME_BODY_MAX, 64 KiB, the largest tls_keys_load() takes, a key, the
- * names and the directory); a larger one is refused. At most the four are
- * held at once at boot (288 KiB of kernel heap at worst, for the boot's
+ * names and the directory); acme.order and acme.ari at most
+ * KEEP_SMALL_MAX (4 KiB: 512 + 2,032 names + 512 + 121 bytes, and
+ * 512 + 128 + 512 + 32, with their 5-byte header and 4 bytes a field);
+ * a larger one is refused. At most the six are held at once at boot
+ * (4 x 72 + 2 x 4 = 296 KiB of kernel heap at worst, for the boot's
  * moments); a write holds its record for the length of the put call (the
  * store copies it).
  */
@@ -44,26 +60,29 @@
 #include "net/tls/tls_cert.h"
 #include "net/tls/tls_keys.h"
 #include "net/acme/acme_renew.h"
+#include "net/acme/acme_sign.h"
 #include "runtime/http/https.h"
 #include "runtime/keep_rec.h"
 #include "runtime/store_rt.h"
 
 #define KEEP_VALUE_MAX (72u * 1024)
+#define KEEP_SMALL_MAX (4u * 1024)	/* acme.order, acme.ari */
 #define KEEP_KEY_DER_MAX 512u	/* P-256's DER is 121 bytes */
 #define KEEP_BUSY_MS 10u	/* a read refused -EBUSY: again that much later, */
 #define KEEP_BUSY_TRIES 200u	/* at most this often (2 s in all) */
 
-enum { KR_GEN, KR_ACCOUNT, KR_CERT, KR_STATE, KR_N };
+enum { KR_GEN, KR_ACCOUNT, KR_CERT, KR_STATE, KR_ORDER, KR_ARI, KR_N };
 /* the record kinds in keep_rec.h's header */
-static const u8 keep_kind[KR_N] = { 1, 2, 3, 4 };
-static const u8 keep_nfields[KR_N] = { 3, 3, 5, 4 };
-static const char *const keep_name[KR_N] = { "tls.gen", "acme.account", "acme.cert", "acme.state" };
+static const u8 keep_kind[KR_N] = { 1, 2, 3, 4, 5, 6 };
+static const u8 keep_nfields[KR_N] = { 3, 3, 5, 4, 4, 7 };
+static const char *const keep_name[KR_N] = { "tls.gen", "acme.account", "acme.cert", "acme.state", "acme.order",
+					     "acme.ari" };
 
 static struct {
 	bool store, writable;
 	u8 *val[KR_N];		/* as read at boot (kmalloc), NULL: none */
 	size_t len[KR_N];
-	struct keep_field f[KR_N][5];	/* at most keep_nfields[] */
+	struct keep_field f[KR_N][7];	/* at most keep_nfields[] */
 	bool ok[KR_N];		/* its framing checked */
 	unsigned reading;
 	unsigned busy_tries;	/* reads refused -EBUSY (KEEP_BUSY_TRIES at most) */
@@ -71,6 +90,7 @@ static struct {
 	void (*then)(void);
 	struct work w;
 	bool ro_said;
+	void (*order_then)(void);	/* keep_order()'s, until its put is done */
 } keep;
 
 static int keep_rng(void *ctx, unsigned char *out, size_t len)
@@ -110,11 +130,19 @@ static void keep_written(int err, void *arg)
 
 	if (err)
 		kprintf("keep: %s: not kept on the store (%d); the one kept before stays\n", keep_name[i], err);
-	else if (i != KR_STATE)	/* (written before every attempt: not said) */
+	else if (i != KR_STATE && i != KR_ARI)	/* (written at every attempt or poll: not said) */
 		kprintf("keep: %s kept on the store\n", keep_name[i]);
+	if (i == KR_ORDER && keep.order_then) {
+		void (*then)(void) = keep.order_then;
+
+		keep.order_then = NULL;
+		then();
+	}
 }
 
-static void keep_put(unsigned i, const struct keep_field *f)
+/* Puts record i: true when the store took the put (keep_written() will
+ * say how it went), false when it was never asked (said). */
+static bool keep_put(unsigned i, const struct keep_field *f)
 {
 	char key[2 + 16];
 	size_t klen = 2 + strlen(keep_name[i]), len = keep_rec_size(f, keep_nfields[i]);
@@ -122,18 +150,18 @@ static void keep_put(unsigned i, const struct keep_field *f)
 	int err;
 
 	if (!keep.store)
-		return;
+		return false;
 	if (!keep.writable) {
 		if (!keep.ro_said)
 			kprintf("keep: the store is read-only: TLS and ACME state is not kept from now on\n");
 		keep.ro_said = true;
-		return;
+		return false;
 	}
 	rec = len <= KEEP_VALUE_MAX ? kmalloc(len) : NULL;
 	if (!rec) {
 		kprintf("keep: %s: not kept (%lu bytes: no memory or over %u)\n", keep_name[i], (unsigned long)len,
 			KEEP_VALUE_MAX);
-		return;
+		return false;
 	}
 	memcpy(key, STORE_RT_PREFIX, 2);
 	memcpy(key + 2, keep_name[i], klen - 2);
@@ -143,6 +171,7 @@ static void keep_put(unsigned i, const struct keep_field *f)
 	kfree(rec);
 	if (err)
 		keep_written(err, (void *)(uintptr_t)i);
+	return true;
 }
 
 static int keep_key_der(const mbedtls_pk_context *key, u8 *buf, size_t cap, const u8 **der)
@@ -173,8 +202,8 @@ static void keep_got(int err, const void *val, size_t len, void *arg)
 	if (err) {
 		kprintf("keep: %s: the store could not read it (%d): not used; replaced at its next write\n",
 			keep_name[i], err);
-	} else if (len > KEEP_VALUE_MAX) {
-		keep_refused(i, "larger than 72 KiB");
+	} else if (len > (i >= KR_ORDER ? KEEP_SMALL_MAX : KEEP_VALUE_MAX)) {
+		keep_refused(i, "larger than its bound");
 	} else if ((keep.val[i] = kmalloc(len ? len : 1)) == NULL) {
 		kprintf("keep: %s: no memory to read it (%lu bytes): not used\n", keep_name[i], (unsigned long)len);
 	} else {
@@ -422,6 +451,66 @@ static int keep_cert(const char *dir, const char *names, struct tls_keys *k, con
 	return 0;
 }
 
+/* url is on dir's origin (https://host[:port]) and one the client takes. */
+static bool keep_url_on(const struct keep_field *f, const char *dir, char *out, size_t cap)
+{
+	size_t o = 8;
+
+	while (dir[o] && dir[o] != '/')
+		o++;
+	if (f->len >= cap || f->len <= o || memcmp(f->p, dir, o) != 0 || ((const char *)f->p)[o] != '/')
+		return false;
+	memcpy(out, f->p, f->len);
+	out[f->len] = '\0';
+	return acme_url_ok(out, f->len);
+}
+
+/* acme.ari for the certificate r serves (its identifier just computed). */
+static void keep_ari_get(struct acme_resume *r)
+{
+	struct keep_field *f = keep.f[KR_ARI];
+
+	if (!keep.ok[KR_ARI] || !r->ari_id[0] || !keep_str_is(&f[0], r->directory))
+		return;
+	if (!keep_str_is(&f[1], r->ari_id))
+		return;	/* an earlier certificate's: this one asks afresh */
+	if (!keep_url_on(&f[2], r->directory, r->ari_url, sizeof r->ari_url) || !keep_u64_get(&f[3], &r->ari_start) ||
+	    !keep_u64_get(&f[4], &r->ari_end) || !keep_u64_get(&f[5], &r->ari_next) ||
+	    !keep_u64_get(&f[6], &r->renew_at) || r->ari_end < r->ari_start) {
+		keep_refused(KR_ARI, "a URL or numbers that do not read");
+		return;
+	}
+	r->ari_kept = true;
+}
+
+/* acme.order: an order to take up, its key into r->order_key. */
+static void keep_order_get(struct acme_resume *r)
+{
+	struct keep_field *f = keep.f[KR_ORDER];
+	mbedtls_pk_context *key = r->order_key;
+
+	if (!keep.ok[KR_ORDER] || f[2].len == 0)
+		return;	/* none, or emptied at the last issue */
+	if (!keep_str_is(&f[0], r->directory) || !keep_str_is(&f[1], r->names)) {
+		kprintf("keep: acme.order is for another directory or other names: not taken up\n");
+		return;
+	}
+	if (!keep_url_on(&f[2], r->directory, r->order, sizeof r->order)) {
+		r->order[0] = '\0';
+		keep_refused(KR_ORDER, "not an order URL on the directory's host");
+		return;
+	}
+	mbedtls_pk_init(key);
+	if (mbedtls_pk_parse_key(key, f[3].p, f[3].len, NULL, 0, keep_rng, NULL) != 0 ||
+	    mbedtls_pk_get_type(key) != MBEDTLS_PK_ECKEY) {
+		mbedtls_pk_free(key);
+		r->order[0] = '\0';
+		keep_refused(KR_ORDER, "not a P-256 key");
+		return;
+	}
+	kprintf("acme: an order cut short by a restart is kept on the store: taking it up (no new order)\n");
+}
+
 static void keep_resume(struct acme_resume *r)
 {
 	struct acme_kept_state st;
@@ -433,6 +522,10 @@ static void keep_resume(struct acme_resume *r)
 	if (keep_cert(r->directory, r->names, &k, &st, &stale) == 0) {
 		struct tls_cert_info info;
 
+		/* RFC 9773's identifier from the certificate itself: its AKI
+		 * and serial (before the install takes k) */
+		if (acme_ari_cert_id(&k.chain, r->ari_id, sizeof r->ari_id) != 0)
+			r->ari_id[0] = '\0';
 		tls_cert_describe(&k.chain, &info);
 		if (https_cert_install(&k, "acme") == 0) {
 			r->have = true;
@@ -442,8 +535,12 @@ static void keep_resume(struct acme_resume *r)
 				"order\n", r->n_names, r->n_names == 1 ? "" : "s", (unsigned long)info.not_after);
 		} else {
 			tls_keys_free(&k);
+			r->ari_id[0] = '\0';
 		}
 	}
+	if (r->have)
+		keep_ari_get(r);
+	keep_order_get(r);
 	if (stale)
 		memset(&st, 0, sizeof st);
 	r->failures = (unsigned)st.failures;
@@ -452,7 +549,7 @@ static void keep_resume(struct acme_resume *r)
 			r->wait_s = st.next_at > now ? st.next_at - now : 0;
 		else
 			r->wait_s = acme_backoff_s(r->failures, 0, random_u64());
-		if (r->wait_s)
+		if (r->wait_s && !r->order[0])	/* (an order taken up: at once) */
 			kprintf("acme: an earlier boot's attempt failed or was cut short (%u in a row): next attempt in "
 				"%lu s\n", r->failures, (unsigned long)r->wait_s);
 	}
@@ -481,6 +578,39 @@ static void keep_state(const char *dir, const struct acme_kept_state *st)
 	keep_put(KR_STATE, (struct keep_field[]){ { dir, strlen(dir) }, { n[0], 8 }, { n[1], 8 }, { n[2], 8 } });
 }
 
+static void keep_order(const char *dir, const char *names, const char *url, const mbedtls_pk_context *key,
+		       void (*then)(void))
+{
+	u8 buf[KEEP_KEY_DER_MAX];
+	const u8 *der = buf;
+	bool put = false;
+	int n = 0;
+
+	keep.order_then = then;
+	if (key && (n = keep_key_der(key, buf, sizeof buf, &der)) < 0)
+		kprintf("keep: acme.order: the key could not be written: not kept\n");
+	else
+		put = keep_put(KR_ORDER, (struct keep_field[]){ { dir, strlen(dir) }, { names, strlen(names) },
+								{ url, strlen(url) }, { der, (size_t)n } });
+	keep_wipe(buf, sizeof buf);
+	if (!put && keep.order_then) {	/* never asked: on at once */
+		keep.order_then = NULL;
+		then();
+	}
+}
+
+static void keep_ari(const char *dir, const struct acme_kept_ari *a)
+{
+	u8 n[4][8];
+
+	keep_u64_put(n[0], a->start);
+	keep_u64_put(n[1], a->end);
+	keep_u64_put(n[2], a->next);
+	keep_u64_put(n[3], a->renew_at);
+	keep_put(KR_ARI, (struct keep_field[]){ { dir, strlen(dir) }, { a->id, strlen(a->id) }, { a->url, strlen(a->url) },
+						{ n[0], 8 }, { n[1], 8 }, { n[2], 8 }, { n[3], 8 } });
+}
+
 static const struct acme_keep keep_store = {
 	.boot = keep_boot,
 	.boot_done = keep_boot_done,
@@ -489,6 +619,8 @@ static const struct acme_keep keep_store = {
 	.resume = keep_resume,
 	.issued = keep_issued,
 	.state = keep_state,
+	.order = keep_order,
+	.ari = keep_ari,
 };
 ACME_KEEP(keep_store);
 

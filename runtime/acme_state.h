@@ -7,6 +7,7 @@
 #define VIREO_RUNTIME_ACME_STATE_H
 
 #include "lib/types.h"
+#include "net/acme/acme_client.h"
 #include "vireo/linkset.h"
 
 typedef struct mbedtls_pk_context mbedtls_pk_context;
@@ -19,13 +20,30 @@ struct acme_kept_state {
 	u64 failures, next_at, attempt_at;
 };
 
+/* RFC 9773's state for the served certificate (acme.ari): its
+ * identifier, the directory's renewalInfo URL, the CA's window (0 0:
+ * none yet), the next poll and the renewal moment (Unix s). */
+struct acme_kept_ari {
+	const char *id, *url;
+	u64 start, end, next, renew_at;
+};
+
 struct acme_resume {
 	const char *directory, *names;	/* in */
 	unsigned n_names;
+	mbedtls_pk_context *order_key;	/* in: where a kept order's key goes */
 	bool have;			/* out: the kept certificate serves */
 	u64 not_before, not_after;	/* its dates */
 	unsigned failures;		/* in a row, before this boot */
 	u64 wait_s;			/* > 0: the next attempt that much later */
+	/* its RFC 9773 identifier, from the certificate itself ("": none,
+	 * no AKI), and what an earlier boot learnt about it (ari_kept) */
+	char ari_id[ACME_ARI_ID_MAX + 1];
+	bool ari_kept;
+	char ari_url[ACME_URL_MAX_C + 1];
+	u64 ari_start, ari_end, ari_next, renew_at;
+	/* an order a restart cut short ("": none), its key in order_key */
+	char order[ACME_URL_MAX_C + 1];
 };
 
 struct acme_keep {
@@ -52,6 +70,14 @@ struct acme_keep {
 	/* Keeps the state (written before each attempt, as if it will fail,
 	 * and after each failure). */
 	void (*state)(const char *directory, const struct acme_kept_state *st);
+	/* Keeps the order just created (url, and key, the one its CSR is
+	 * for), or none (url "", key NULL: issued); then(), when not NULL,
+	 * once the store has it or could not keep it (at once without a
+	 * writable store). */
+	void (*order)(const char *directory, const char *names, const char *url, const mbedtls_pk_context *key,
+		      void (*then)(void));
+	/* Keeps the served certificate's renewal information state. */
+	void (*ari)(const char *directory, const struct acme_kept_ari *a);
 };
 
 #define ACME_KEEP(obj) VIREO_LINKSET_ADD(acme_keep, const struct acme_keep, obj, obj)

@@ -433,6 +433,12 @@ static enum acme_action on_account(struct acme_client *a, const struct acme_resp
 	    url_origin_len(r->location) != url_origin_len(a->dir))
 		return fail(a, "Location (the account URL) missing or bad", NULL);
 	memcpy(a->account, r->location, len + 1);
+#ifdef VIREO_ACME_KEEP
+	if (a->resumed) {	/* the kept order, as the CA has it now */
+		a->step = ACME_ORDER;
+		return post(a, a->order, NULL, 0, 0);
+	}
+#endif
 	return send_order(a);
 }
 
@@ -474,6 +480,18 @@ static int read_order(struct acme_client *a, struct doc *d, bool authz)
 	return st;
 }
 
+#ifdef VIREO_ACME_KEEP
+/* The kept order is gone, expired or invalid: a new one now, in this
+ * attempt (the order's URL forgotten: the caller keeps the new one). */
+static enum acme_action resume_refused(struct acme_client *a)
+{
+	a->resumed = false;
+	a->order[0] = '\0';
+	a->last_error[0] = '\0';
+	return send_order(a);
+}
+#endif
+
 static enum acme_action on_order(struct acme_client *a, const struct acme_resp *r)
 {
 	struct doc d;
@@ -485,14 +503,29 @@ static enum acme_action on_order(struct acme_client *a, const struct acme_resp *
 	len = r->location ? strlen(r->location) : 0;
 	if (!parse_obj(a, r, &d))
 		return ACME_ACT_FAIL;
-	if (!acme_url_ok(r->location ? r->location : "", len) ||
-	    url_origin_len(r->location) != url_origin_len(a->dir) ||
-	    memcmp(r->location, a->dir, url_origin_len(a->dir)) != 0)
-		return fail(a, "Location (the order URL) missing or bad", NULL);
-	memcpy(a->order, r->location, len + 1);
-	st = read_order(a, &d, true);
-	if (st < 0)
-		return ACME_ACT_FAIL;
+#ifdef VIREO_ACME_KEEP
+	if (a->resumed) {
+		/* POST-as-GET of the kept order: no Location */
+		st = read_order(a, &d, true);
+		if (st == O_VALID || st == O_PROCESSING) {
+			a->polls = 0;
+			a->step = st == O_VALID ? ACME_CERT : ACME_ORDER_POLL;
+			return post(a, st == O_VALID ? a->cert : a->order, NULL, 0, st == O_VALID ? 0 : poll_delay(r));
+		}
+		if (st < 0)
+			return resume_refused(a);
+	} else
+#endif
+	{
+		if (!acme_url_ok(r->location ? r->location : "", len) ||
+		    url_origin_len(r->location) != url_origin_len(a->dir) ||
+		    memcmp(r->location, a->dir, url_origin_len(a->dir)) != 0)
+			return fail(a, "Location (the order URL) missing or bad", NULL);
+		memcpy(a->order, r->location, len + 1);
+		st = read_order(a, &d, true);
+		if (st < 0)
+			return ACME_ACT_FAIL;
+	}
 	a->k = 0;
 	return next_authz(a);
 }
@@ -706,6 +739,16 @@ enum acme_action acme_client_start(struct acme_client *a, const struct acme_cfg 
 		return fail(a, "acme.profile too long", NULL);
 	if (cfg->profile)
 		strlcpy(a->profile, cfg->profile, sizeof a->profile);
+#ifdef VIREO_ACME_KEEP
+	if (cfg->order && cfg->order[0]) {
+		len = strlen(cfg->order);
+		if (!acme_url_ok(cfg->order, len) || url_origin_len(cfg->order) != url_origin_len(a->dir) ||
+		    memcmp(cfg->order, a->dir, url_origin_len(a->dir)) != 0)
+			return fail(a, "the kept order's URL is not on the directory's host", NULL);
+		memcpy(a->order, cfg->order, len + 1);
+		a->resumed = true;
+	}
+#endif
 	/* the account URL of an earlier attempt only if on this directory */
 	if (url_origin_len(account) == url_origin_len(a->dir) && memcmp(account, a->dir, url_origin_len(a->dir)) == 0)
 		memcpy(a->account, account, sizeof account);
@@ -742,6 +785,11 @@ enum acme_action acme_client_next(struct acme_client *a, const struct acme_resp 
 			a->bad_nonces_total++;
 			return post(a, a->post_url, a->post_payload, a->post_len, 0);
 		}
+#ifdef VIREO_ACME_KEEP
+		/* the kept order refused (404, gone): a new one */
+		if (a->step == ACME_ORDER && a->resumed)
+			return resume_refused(a);
+#endif
 		/* a replacement the CA will not take: a plain order (once) */
 		if (a->step == ACME_ORDER && a->replaces[0] && a->renewal_info[0]) {
 			a->replaces[0] = '\0';

@@ -139,6 +139,16 @@ struct acme_cfg {
 	 * or NULL/"": sent as newOrder's "profile"; the attempt fails when
 	 * the directory's meta.profiles does not name it. */
 	const char *profile;
+	/* An order an earlier boot created and a restart cut short (its
+	 * URL, on the directory's host), or NULL/"": after newAccount, the
+	 * order is read (POST-as-GET) instead of a newOrder, and taken up
+	 * where the CA has it: valid, the certificate is downloaded; ready,
+	 * finalized (with csr_b64: the caller's CSR for the key the order
+	 * was made with); processing, polled; pending, its authorizations
+	 * answered again. One the CA refuses (an error status: gone,
+	 * expired) or that is invalid is replaced by a newOrder in the same
+	 * attempt; no answer fails the attempt as any request does. */
+	const char *order;
 };
 
 struct acme_client {
@@ -155,6 +165,7 @@ struct acme_client {
 	char profile[ACME_PROFILE_MAX + 1];
 	char account[ACME_URL_MAX_C + 1];	/* the kid; kept across attempts */
 	char order[ACME_URL_MAX_C + 1], finalize[ACME_URL_MAX_C + 1], cert[ACME_URL_MAX_C + 1];
+	bool resumed;		/* order is cfg's, read rather than created */
 	char authz[ACME_NAMES_MAX][ACME_URL_MAX_C + 1];
 	unsigned n_authz, k;
 	char chall_url[ACME_URL_MAX_C + 1];

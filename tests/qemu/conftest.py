@@ -36,6 +36,18 @@ def netns():
 
 
 @pytest.fixture
+def acme_run(netns, tmp_path):
+    """test_acme.py's and test_acme_store.py's pebble, DNS and VM
+    (test_acme.AcmeRun), all stopped afterwards whatever the test did."""
+    from test_acme import AcmeRun
+    run = AcmeRun(netns, tmp_path)
+    try:
+        yield run
+    finally:
+        run.close()
+
+
+@pytest.fixture
 def need_elf():
     """Fails the test, with the command that builds it, where build/vireo.elf
     (the PVH kernel) is missing; test_pvh.py and test_microvm.py use it on

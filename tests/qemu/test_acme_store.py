@@ -1,10 +1,12 @@
 """TLS and ACME state kept on the store across restarts (issue 33;
 runtime/acme_state.c, docs/https.md "Kept on the store"): the site image
 with the store (make TLS=1 STORAGE=1, linked into build/tls-image/store/
-from build/tls-image's objects), a data disk (serial vireo-data, as apps/kv's
-tests give it), and pebble in the namespace (test_acme.py's set-up).
+from build/tls-image's objects but two: the Makefile's ACME_KEEP_OBJS), a
+data disk (serial vireo-data, as apps/kv's tests give it), and pebble in
+the namespace (test_acme.py's set-up, the acme_run fixture's teardown).
 
-One test, two boots on the same disk, pebble running throughout:
+test_acme_restart_keeps_certificate, two boots on the same disk, pebble
+(Debian 12's 2.4) running throughout:
 
 - the first boot generates its self-signed certificate (kept on the store:
   its not-after date is the boot's own), makes its account key, orders by
@@ -17,7 +19,10 @@ One test, two boots on the same disk, pebble running throughout:
   `vireo_acme_orders_total` 0; then `cert renew` orders with the kept
   account: pebble counts no new account.
 
-About 30 s once the image is built."""
+About 30 s once the image is built. test_acme_restart_resumes_order_and_ari
+(forky's pebble 2.10, three boots, 45-55 s at load 8-14) below: an order cut short,
+renewal information kept."""
+import base64
 import os
 import re
 import shutil
@@ -26,10 +31,10 @@ import time
 
 import pytest
 
-from test_acme import READY, Pebble, api_cert, challtestsrv, curl_verify, image_with_ca
+from test_acme import FORKY_PEBBLE, READY, WINDOW, api_cert, curl_verify, image_with_ca
 from test_tls import BUILD, make
 from httpc import parse_prometheus
-from vm import ROOT, Vm
+from vm import ROOT
 
 STORE_OUT = os.path.join(BUILD, "store")
 NAME = "app.vireo.test"
@@ -53,16 +58,16 @@ ORDER = r"POST /order-plz "	# a newOrder (pebble 2.4's log)
 NEW_ACCOUNT = r"There are now \d+ accounts in memory$"	# said for a new account only
 
 
-def test_acme_restart_keeps_certificate(netns, tmp_path):
-    ns = netns
-    d = str(tmp_path)
+def test_acme_restart_keeps_certificate(acme_run, tmp_path):
+    ns = acme_run.ns
+    d = acme_run.d
     api_cert(d, ns.host_ip)
     img = store_image(tmp_path, d)
     disk = tmp_path / "data.img"
     with open(disk, "wb") as f:
         f.truncate(16 << 20)
-    dns = challtestsrv(ns)
-    pebble = Pebble(ns, d, 0)
+    acme_run.dns_start()
+    pebble = acme_run.pebble_start(0)
     cmdline = (f"ip={ns.guest_ip}/24 egress.allow={ns.host_ip}/32 acme.directory=https://{ns.host_ip}:14000/dir "
                f"acme.names={NAME} tls.names={NAME}")
     extra = list(ns.qemu_args()) + ["-drive", f"if=none,id=d0,format=raw,file={disk}",
@@ -72,65 +77,172 @@ def test_acme_restart_keeps_certificate(netns, tmp_path):
         return ns.run("sh", "-c", f"openssl s_client -connect {ns.guest_ip}:443 -servername {NAME} "
                       "</dev/null 2>/dev/null | openssl x509 -noout -serial").stdout.decode().strip()
 
-    vm = None
-    try:
-        t0 = time.monotonic()
-        vm = Vm(image=str(img), cmdline=cmdline, wrap=ns.wrap, extra=extra)
-        gen1 = vm.wait_for(GEN, timeout=120)
-        assert gen1.group(1).startswith("generated"), gen1.group(0)
-        vm.wait_for(r"^keep: tls\.gen kept on the store$", timeout=30)
-        vm.wait_for(r"^acme: account key made \(P-256, kept on the store\)", timeout=30)
-        vm.wait_for(READY, timeout=60)
-        vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60)
-        vm.wait_for(r"^keep: acme\.cert kept on the store$", timeout=10)
-        vm.wait_for(r"^keep: acme\.account kept on the store$", timeout=10)
-        first = serial()
-        assert first.startswith("serial="), first
-        root = pebble.root(tmp_path / "root.pem")
-        r = curl_verify(ns, root, NAME)
-        assert r.returncode == 0 and r.stdout.decode().endswith("\n200"), (r.stdout, r.stderr)
-        log1 = pebble.text()
-        assert count(pebble, ORDER) == 1 and count(pebble, NEW_ACCOUNT) == 1, log1
-        # a crash, not a power-off: what the store acknowledged is there
+    t0 = time.monotonic()
+    vm = acme_run.boot(img, cmdline, extra)
+    gen1 = vm.wait_for(GEN, timeout=120)
+    assert gen1.group(1).startswith("generated"), gen1.group(0)
+    vm.wait_for(r"^keep: tls\.gen kept on the store$", timeout=30)
+    vm.wait_for(r"^acme: account key made \(P-256, kept on the store\)", timeout=30)
+    vm.wait_for(READY, timeout=60)
+    vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60)
+    vm.wait_for(r"^keep: acme\.cert kept on the store$", timeout=10)
+    vm.wait_for(r"^keep: acme\.account kept on the store$", timeout=10)
+    first = serial()
+    assert first.startswith("serial="), first
+    root = pebble.root(tmp_path / "root.pem")
+    r = curl_verify(ns, root, NAME)
+    assert r.returncode == 0 and r.stdout.decode().endswith("\n200"), (r.stdout, r.stderr)
+    log1 = pebble.text()
+    assert count(pebble, ORDER) == 1 and count(pebble, NEW_ACCOUNT) == 1, log1
+    # a crash, not a power-off: what the store acknowledged is there
+    os.killpg(vm.proc.pid, signal.SIGKILL)
+    vm.proc.wait(timeout=10)
+    t1 = time.monotonic()
+
+    vm = acme_run.boot(img, cmdline, extra)
+    gen2 = vm.wait_for(GEN, timeout=120)
+    assert gen2.group(1).startswith("kept on the store"), gen2.group(0)
+    assert gen2.group(2, 3) == gen1.group(2, 3), (gen1.group(0), gen2.group(0))
+    vm.wait_for(r"^acme: account key kept on the store \(P-256\)", timeout=30)
+    vm.wait_for(r"^acme: certificate for 1 name kept on the store \(not after \d+\); serving it, no new "
+                r"order$", timeout=30)
+    vm.wait_for(READY, timeout=60)
+    assert serial() == first
+    r = curl_verify(ns, root, NAME, "/metrics")
+    assert r.returncode == 0, r.stderr
+    m = parse_prometheus(r.stdout.decode().rpartition("\n")[0])
+    assert m['vireo_acme_state{state="valid"}'] == 1
+    assert m["vireo_acme_orders_total"] == 0
+    assert any(k.startswith('vireo_tls_cert_info{source="acme"') for k in m), sorted(m)
+    time.sleep(2)	# an order would have started 0.5 s after HTTPS
+    assert pebble.text() == log1, pebble.text()[len(log1):]	# the CA was not asked anything
+    assert "ordering a certificate" not in vm.text
+    assert "refused" not in vm.text, vm.text
+    # an order now uses the kept account: newAccount answers the
+    # existing one (no new account in pebble's memory)
+    t2 = time.monotonic()
+    mark = len(vm.text)
+    vm.send("cert renew\r")
+    vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60, start=mark)
+    assert count(pebble, ORDER) == 2 and count(pebble, NEW_ACCOUNT) == 1, pebble.text()[len(log1):]
+    assert serial() != first
+    t3 = time.monotonic()
+    print("\n".join(line for line in vm.text.splitlines() if "kept on the store" in line or "renewal in" in line))
+    print(f"acme store: first boot to issued and kept {t1 - t0:.1f} s, second boot to the same certificate "
+          f"{t2 - t1:.1f} s, an order on the kept account {t3 - t2:.1f} s")
+FORKY_ORDER = r"POST /order-plz"	# a newOrder (pebble 2.10's log too)
+ARI_GET = r"GET /\S*renewalInfo/"	# a renewalInfo request
+ARI_KEPT = (r"^acme: renewal information for (\S+) kept on the store: window (-?\d+)\.\.(-?\d+) s from now "
+            r"\(0\.\.0: none\), renewal in (-?\d+) s, next poll in (\d+) s$")
+
+
+def ari_id(ns, name):
+    """RFC 9773's identifier of the certificate the appliance serves,
+    computed here from openssl's text of its AKI and serial."""
+    out = ns.run("sh", "-c", f"openssl s_client -connect {ns.guest_ip}:443 -servername {name} </dev/null "
+                 "2>/dev/null | openssl x509 -noout -serial -ext authorityKeyIdentifier").stdout.decode()
+    serial = re.search(r"serial=([0-9A-F]+)", out).group(1)
+    aki = re.search(r"([0-9A-F]{2}(?::[0-9A-F]{2})+)", out.split("\n", 1)[1]).group(1).replace(":", "")
+    sb = bytes.fromhex(serial if len(serial) % 2 == 0 else "0" + serial)
+    if sb[0] & 0x80:
+        sb = b"\0" + sb	# the DER INTEGER's content
+    b64 = lambda v: base64.urlsafe_b64encode(v).rstrip(b"=").decode()	# noqa: E731
+    return b64(bytes.fromhex(aki)) + "." + b64(sb)
+
+
+@pytest.mark.skipif(not os.path.exists(FORKY_PEBBLE), reason="forky's pebble missing: tools/fetch-pebble.sh")
+def test_acme_restart_resumes_order_and_ari(acme_run, tmp_path):
+    """Debian forky's pebble 2.10 (renewal information), three boots on
+    one disk, pebble running throughout:
+
+    - the first is killed (SIGKILL) once the store says the order pebble
+      created is kept and pebble's VA has its authorization valid, before
+      the appliance's next poll: between newOrder and finalize (the
+      order ready);
+    - the second takes that order up (POST-as-GET: pebble's log holds one
+      newOrder for the two boots), finishes it and serves the certificate,
+      then asks pebble's renewalInfo (the window and the next poll kept on
+      the store), and is killed;
+    - the third serves the kept certificate with no order and polls on
+      from where the second left: the kept window, the next poll about
+      6 h (pebble's Retry-After) away, not at once; its identifier,
+      computed from the stored certificate, is the one computed here
+      from the served one; `cert ari` asks pebble (a second renewalInfo
+      request in its log) with no new order."""
+    ns = acme_run.ns
+    d = acme_run.d
+    api_cert(d, ns.host_ip)
+    img = store_image(tmp_path, d)
+    disk = tmp_path / "data.img"
+    with open(disk, "wb") as f:
+        f.truncate(16 << 20)
+    acme_run.dns_start()
+    pebble = acme_run.pebble_start(0, binary=FORKY_PEBBLE)
+    cmdline = (f"ip={ns.guest_ip}/24 egress.allow={ns.host_ip}/32 acme.directory=https://{ns.host_ip}:14000/dir "
+               f"acme.names={NAME} tls.names={NAME}")
+    extra = list(ns.qemu_args()) + ["-drive", f"if=none,id=d0,format=raw,file={disk}",
+                                    "-device", "virtio-blk-pci,drive=d0,serial=vireo-data"]
+
+    def crash(vm):
         os.killpg(vm.proc.pid, signal.SIGKILL)
         vm.proc.wait(timeout=10)
-        vm.stop()
-        t1 = time.monotonic()
 
-        vm = Vm(image=str(img), cmdline=cmdline, wrap=ns.wrap, extra=extra)
-        gen2 = vm.wait_for(GEN, timeout=120)
-        assert gen2.group(1).startswith("kept on the store"), gen2.group(0)
-        assert gen2.group(2, 3) == gen1.group(2, 3), (gen1.group(0), gen2.group(0))
-        vm.wait_for(r"^acme: account key kept on the store \(P-256\)", timeout=30)
-        vm.wait_for(r"^acme: certificate for 1 name kept on the store \(not after \d+\); serving it, no new "
-                    r"order$", timeout=30)
-        vm.wait_for(READY, timeout=60)
-        assert serial() == first
-        r = curl_verify(ns, root, NAME, "/metrics")
-        assert r.returncode == 0, r.stderr
-        m = parse_prometheus(r.stdout.decode().rpartition("\n")[0])
-        assert m['vireo_acme_state{state="valid"}'] == 1
-        assert m["vireo_acme_orders_total"] == 0
-        assert any(k.startswith('vireo_tls_cert_info{source="acme"') for k in m), sorted(m)
-        time.sleep(2)	# an order would have started 0.5 s after HTTPS
-        assert pebble.text() == log1, pebble.text()[len(log1):]	# the CA was not asked anything
-        assert "ordering a certificate" not in vm.text
-        assert "refused" not in vm.text, vm.text
-        # an order now uses the kept account: newAccount answers the
-        # existing one (no new account in pebble's memory)
-        t2 = time.monotonic()
-        mark = len(vm.text)
-        vm.send("cert renew\r")
-        vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60, start=mark)
-        assert count(pebble, ORDER) == 2 and count(pebble, NEW_ACCOUNT) == 1, pebble.text()[len(log1):]
-        assert serial() != first
-        t3 = time.monotonic()
-        print("\n".join(line for line in vm.text.splitlines() if "kept on the store" in line or "renewal in" in line))
-        print(f"acme store: first boot to issued and kept {t1 - t0:.1f} s, second boot to the same certificate "
-              f"{t2 - t1:.1f} s, an order on the kept account {t3 - t2:.1f} s")
-    finally:
-        if vm:
-            vm.stop()
-        pebble.stop()
-        dns.kill()
-        dns.wait(timeout=10)
+    t0 = time.monotonic()
+    vm = acme_run.boot(img, cmdline, extra)
+    vm.wait_for(r"^keep: acme\.order kept on the store$", timeout=120)
+    # killed once pebble's VA has the authorization valid, before the
+    # appliance's next poll (1 s after its answer) finds it so: the
+    # order is ready, not finalized
+    deadline = time.monotonic() + 30
+    while not re.search(r"authz \S+ set VALID", pebble.text()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    crash(vm)
+    log1 = pebble.text()
+    assert re.search(r"authz \S+ set VALID", log1), log1
+    assert count(pebble, FORKY_ORDER) == 1, log1
+    assert "finalize" not in log1.lower(), log1	# cut between newOrder and finalize
+    assert "order cut short" not in vm.text
+    assert "certificate issued" not in vm.text
+
+    t1 = time.monotonic()
+    vm = acme_run.boot(img, cmdline, extra)
+    vm.wait_for(r"^acme: an order cut short by a restart is kept on the store: taking it up \(no new order\)$",
+                timeout=120)
+    vm.wait_for(r"^acme: taking up the kept order for " + re.escape(NAME), timeout=30)
+    iss = vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60)
+    w = vm.wait_for(WINDOW, timeout=30, start=iss.end())
+    vm.wait_for(r"^keep: acme\.order kept on the store$", timeout=10, start=iss.end())	# emptied
+    assert count(pebble, FORKY_ORDER) == 1, pebble.text()[len(log1):]	# the same order, taken up
+    assert "refused" not in vm.text, vm.text
+    ident = ari_id(ns, NAME)
+    assert count(pebble, ARI_GET) == 1, pebble.text()[-3000:]	# its renewalInfo asked
+    time.sleep(1.5)	# acme.ari's put (not said on the console)
+    crash(vm)
+    log2 = pebble.text()
+
+    t2 = time.monotonic()
+    vm = acme_run.boot(img, cmdline, extra)
+    vm.wait_for(r"^acme: certificate for 1 name kept on the store \(not after \d+\); serving it, no new "
+                r"order$", timeout=120)
+    k = vm.wait_for(ARI_KEPT, timeout=10)
+    assert k.group(1) == ident, (k.group(0), ident)
+    a, b = int(w.group(1)), int(w.group(2))
+    assert abs(int(k.group(2)) - a) < 120 and abs(int(k.group(3)) - b) < 120, (w.group(0), k.group(0))
+    assert 6 * 3600 - 300 < int(k.group(5)) <= 6 * 3600, k.group(0)	# pebble's Retry-After, kept
+    vm.wait_for(READY, timeout=60)
+    time.sleep(2)	# an order or a poll would have started by now
+    assert pebble.text() == log2, pebble.text()[len(log2):]
+    mark = len(vm.text)
+    vm.send("cert ari\r")
+    vm.wait_for(WINDOW, timeout=30, start=mark)
+    assert count(pebble, ARI_GET) == 2, pebble.text()[len(log2):]	# (pebble logs the path, not the id)
+    assert count(pebble, FORKY_ORDER) == 1
+    root = pebble.root(tmp_path / "root.pem")
+    r = curl_verify(ns, root, NAME, "/metrics")
+    assert r.returncode == 0, r.stderr
+    m = parse_prometheus(r.stdout.decode().rpartition("\n")[0])
+    assert m["vireo_acme_orders_total"] == 0 and m['vireo_acme_state{state="valid"}'] == 1
+    assert m['vireo_acme_ari_polls_total{result="ok"}'] == 1
+    print("\n".join(line for line in vm.text.splitlines() if "kept on the store" in line))
+    print(f"acme store (pebble 2.10): boot to order kept and killed {t1 - t0:.1f} s, the order taken up to "
+          f"issued and ARI {t2 - t1:.1f} s, the third boot with ARI kept {time.monotonic() - t2:.1f} s")

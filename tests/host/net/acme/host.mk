@@ -4,6 +4,9 @@
 # and python3 at test time on the fixtures' keys.
 HOST_TESTS += test_acme_json test_b64url test_acme_renew test_acme_client
 test_acme_client_USES := acme_client acme_json acme_renew wallclock
+# the machine with the store's order resumption (make STORAGE=1's)
+$(BUILD)/host/test_acme_client: HOST_CFLAGS += -DVIREO_ACME_KEEP=1
+$(BUILD)/fuzz/fuzz_acme_client: FUZZ_CFLAGS += -DVIREO_ACME_KEEP=1
 test_acme_json_USES := acme_json
 test_b64url_USES := b64url
 test_acme_renew_USES := acme_renew wallclock

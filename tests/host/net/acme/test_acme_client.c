@@ -578,6 +578,99 @@ static void test_replaces(void **state)
 	}
 }
 
+/* An order a restart cut short (cfg.order): after newAccount the order
+ * is read (POST-as-GET, no newOrder) and taken up where the CA has it:
+ * valid, the certificate; processing, a poll; ready, its (valid)
+ * authorizations then finalize; pending, the challenge answered again;
+ * invalid, gone (404) or malformed, a newOrder in the same attempt, whose
+ * Location is then the order; no answer fails the attempt. A kept URL
+ * on another host is refused at start. */
+#ifdef VIREO_ACME_KEEP
+static void resume_to(const char *order_url)
+{
+	struct acme_cfg c = cfg;
+
+	c.order = order_url;
+	nonce_k = 0;
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_SEND);
+	assert_int_equal(json(200, NULL, DIR_JSON), ACME_ACT_SEND);
+	assert_int_equal(json(200, CA "/acct/7", "{\"status\":\"valid\"}"), ACME_ACT_SEND);
+	want_req(ACME_POST, CA "/order/5", NULL);	/* POST-as-GET, no newOrder */
+	assert_int_equal(a->step, ACME_ORDER);
+}
+
+static void test_resume_order(void **state)
+{
+	static const char neworder[] = "{\"identifiers\":[{\"type\":\"dns\",\"value\":\"a.test\"},"
+				       "{\"type\":\"dns\",\"value\":\"b.test\"}]}";
+	struct acme_cfg c = cfg;
+
+	/* valid: straight to the certificate */
+	resume_to(CA "/order/5");
+	assert_int_equal(json(200, NULL, ORDER_JSON("valid", ",\"certificate\":\"" CA "/cert/5\"")), ACME_ACT_SEND);
+	want_req(ACME_POST, CA "/cert/5", NULL);
+	assert_true(a->req.want_pem);
+	assert_int_equal(reply(200, "application/pem-certificate-chain", NULL, PEM), ACME_ACT_DONE);
+	assert_string_equal(a->order, CA "/order/5");
+	/* processing: polled */
+	resume_to(CA "/order/5");
+	assert_int_equal(json(200, NULL, ORDER_JSON("processing", "")), ACME_ACT_SEND);
+	want_req(ACME_POST, CA "/order/5", NULL);
+	assert_int_equal(a->step, ACME_ORDER_POLL);
+	assert_int_equal(a->req.delay_s, ACME_POLL_S);
+	/* ready: the authorizations (valid) then finalize with the CSR */
+	resume_to(CA "/order/5");
+	assert_int_equal(json(200, NULL, ORDER_JSON("ready", "")), ACME_ACT_SEND);
+	want_req(ACME_POST, CA "/authz/1", NULL);
+	assert_int_equal(json(200, NULL, "{\"status\":\"valid\",\"challenges\":[]}"), ACME_ACT_SEND);
+	assert_int_equal(json(200, NULL, "{\"status\":\"valid\",\"challenges\":[]}"), ACME_ACT_SEND);
+	want_req(ACME_POST, CA "/fin/1", "{\"csr\":\"MIIBcsr\"}");
+	/* pending: the challenge answered again */
+	resume_to(CA "/order/5");
+	assert_int_equal(json(200, NULL, ORDER_JSON("pending", "")), ACME_ACT_SEND);
+	want_req(ACME_POST, CA "/authz/1", NULL);
+	assert_int_equal(json(200, NULL, AUTHZ_PENDING("tok-5")), ACME_ACT_SERVE);
+	want_req(ACME_POST, CA "/ch/1", "{}");
+	/* invalid: a newOrder now, its Location the order from then on */
+	resume_to(CA "/order/5");
+	assert_int_equal(json(200, NULL, ORDER_JSON("invalid", "")), ACME_ACT_SEND);
+	want_req(ACME_POST, CA "/order", neworder);
+	assert_string_equal(a->order, "");
+	assert_string_equal(a->last_error, "");
+	assert_int_equal(json(201, CA "/order/6", ORDER_JSON("pending", "")), ACME_ACT_SEND);
+	assert_string_equal(a->order, CA "/order/6");
+	want_req(ACME_POST, CA "/authz/1", NULL);
+	/* gone (404): a newOrder */
+	resume_to(CA "/order/5");
+	assert_int_equal(reply(404, "application/problem+json", NULL,
+			       "{\"type\":\"urn:ietf:params:acme:error:malformed\",\"detail\":\"no order\"}"),
+			 ACME_ACT_SEND);
+	want_req(ACME_POST, CA "/order", neworder);
+	/* an answer that is not an order (no finalize): a newOrder */
+	resume_to(CA "/order/5");
+	assert_int_equal(json(200, NULL, "{\"status\":\"valid\"}"), ACME_ACT_SEND);
+	want_req(ACME_POST, CA "/order", neworder);
+	/* badNonce on the read: the read again, not a newOrder */
+	resume_to(CA "/order/5");
+	assert_int_equal(reply(400, "application/problem+json", NULL,
+			       "{\"type\":\"urn:ietf:params:acme:error:badNonce\",\"detail\":\"stale\"}"),
+			 ACME_ACT_SEND);
+	want_req(ACME_POST, CA "/order/5", NULL);
+	/* no answer: the attempt fails (the order is kept for the next) */
+	resume_to(CA "/order/5");
+	assert_int_equal(acme_client_next(a, &(struct acme_resp){ .err = -1 }), ACME_ACT_FAIL);
+	/* a kept URL on another host, or not a URL: refused at start */
+	c.order = "https://evil.test/order/5";
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_FAIL);
+	c.order = "order/5";
+	assert_int_equal(acme_client_start(a, &c), ACME_ACT_FAIL);
+	/* none: newOrder as always */
+	c.order = "";
+	nonce_k = 0;
+	to_order();
+}
+#endif
+
 /* A certificate profile: in newOrder when the directory's meta.profiles
  * names it; a directory that does not fails the attempt, saying so. */
 static void test_profile(void **state)
@@ -633,6 +726,9 @@ int main(void)
 		cmocka_unit_test(test_ari_window),
 		cmocka_unit_test_setup_teardown(test_replaces, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
+#ifdef VIREO_ACME_KEEP
+		cmocka_unit_test_setup_teardown(test_resume_order, setup, teardown),
+#endif
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,6 +28,7 @@
 #include "net/acme/acme_json.h"
 #include "net/acme/acme_sign.h"
 #include "net/acme/b64url.h"
+#include "net/tls/tls_keys.h"
 #include "tests/host/net/tls/tls_host.h"
 
 static void load_fixture_key(mbedtls_pk_context *pk)
@@ -572,6 +573,77 @@ static void test_ari_cert_id(void **state)
 	run(cmd, id, sizeof(id));
 }
 
+/* A whole file into a malloc'd buffer, NUL-terminated; its length in *n. */
+static unsigned char *slurp(const char *dir, const char *name, size_t *n)
+{
+	char path[160];
+	unsigned char *p = malloc(16384);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	assert_non_null(p);
+	*n = fread(p, 1, 16383, f);
+	fclose(f);
+	p[*n] = '\0';
+	return p;
+}
+
+/* The identifier of a certificate resumed from the store (runtime/
+ * acme_state.c: the kept PEM chain, leaf first, and its key, loaded by
+ * tls_keys_load()): the leaf's, never the issuer's after it, against one
+ * python3 computes from openssl's text of the leaf's AKI and serial (a
+ * 2-byte serial with no leading zero, an AKI of openssl's SHA-1 key
+ * identifier). A leaf whose AKI names the issuer by name and serial only
+ * (no keyIdentifier) has none: -1, and the appliance polls nothing. */
+static void test_ari_cert_id_kept(void **state)
+{
+	char dir[] = "/tmp/acme-arik-XXXXXX", cmd[2400], want[160], id[129], err[160];
+	unsigned char *chain, *key;
+	size_t chain_len, key_len;
+	struct tls_keys k;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && printf 'subjectKeyIdentifier=hash\nbasicConstraints=critical,CA:TRUE\n' > ca.ext && "
+		 "printf 'authorityKeyIdentifier=keyid:always\n' > leaf.ext && "
+		 "printf 'authorityKeyIdentifier=issuer:always\n' > noid.ext && "
+		 "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ca.key 2>/dev/null && "
+		 "openssl req -new -key ca.key -subj /CN=ca -out ca.csr 2>/dev/null && "
+		 "openssl x509 -req -in ca.csr -signkey ca.key -extfile ca.ext -days 2 -out ca.pem 2>/dev/null && "
+		 "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out leaf.key 2>/dev/null && "
+		 "openssl req -new -key leaf.key -subj /CN=leaf -out leaf.csr 2>/dev/null && "
+		 "openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -set_serial 0x0102 -extfile leaf.ext "
+		 "-days 2 -out leaf.pem 2>/dev/null && "
+		 "openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -set_serial 0x0103 -extfile noid.ext "
+		 "-days 2 -out noid.pem 2>/dev/null && cat leaf.pem ca.pem > chain.pem && cat noid.pem ca.pem > "
+		 "noid-chain.pem && openssl x509 -in leaf.pem -noout -ext authorityKeyIdentifier | python3 -c "
+		 "\"import sys, base64, re; h = re.search(r'([0-9A-F]{2}(:[0-9A-F]{2})+)', sys.stdin.read()).group(1); "
+		 "b = lambda v: base64.urlsafe_b64encode(v).rstrip(b'=').decode(); "
+		 "print(b(bytes.fromhex(h.replace(':', ''))) + '.' + b(bytes([1, 2])))\"",
+		 dir);
+	run(cmd, want, sizeof(want));
+	assert_true(strlen(want) > 28);
+	chain = slurp(dir, "chain.pem", &chain_len);
+	key = slurp(dir, "leaf.key", &key_len);
+	assert_int_equal(tls_keys_load(&k, chain, chain_len, key, key_len, tls_host_rng, NULL, err, sizeof(err)), 0);
+	assert_non_null(k.chain.next);	/* the issuer came with it */
+	assert_int_equal(acme_ari_cert_id(&k.chain, id, sizeof(id)), 0);
+	assert_string_equal(id, want);
+	assert_true(strcmp(id + strlen(id) - 4, ".AQI") == 0);	/* serial 0x0102 */
+	tls_keys_free(&k);
+	free(chain);
+	chain = slurp(dir, "noid-chain.pem", &chain_len);
+	assert_int_equal(tls_keys_load(&k, chain, chain_len, key, key_len, tls_host_rng, NULL, err, sizeof(err)), 0);
+	assert_int_equal(acme_ari_cert_id(&k.chain, id, sizeof(id)), -1);
+	tls_keys_free(&k);
+	free(chain);
+	free(key);
+	snprintf(cmd, sizeof(cmd), "rm -r %s", dir);
+	run(cmd, want, sizeof(want));
+}
+
 /* External Account Binding's JWS against one python3 computed
  * independently (json, base64, hmac; RFC 8555 section 7.3.4's form), pebble's
  * example MAC key; then each bound refused, and too little room. */
@@ -634,7 +706,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_jwk_thumbprint), cmocka_unit_test(test_jws),  cmocka_unit_test(test_generated_key),
 		cmocka_unit_test(test_sig_raw),	       cmocka_unit_test(test_key_authz), cmocka_unit_test(test_alpn_cert),
-		cmocka_unit_test(test_csr),	       cmocka_unit_test(test_ari_cert_id),
+		cmocka_unit_test(test_csr),	       cmocka_unit_test(test_ari_cert_id), cmocka_unit_test(test_ari_cert_id_kept),
 		cmocka_unit_test(test_eab),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
