@@ -2,7 +2,9 @@
 # debsrc.sh — sourced, not run: fetch one pinned Debian source package,
 # verify it and unpack it with Debian's patches (and vireo's own) applied.
 # net/port/fetch-lwip.sh and net/tls/fetch-mbedtls.sh set the DEB_* variables below
-# and call debsrc_run BUILD.
+# and call debsrc_run BUILD. debbin_fetch downloads one pinned binary
+# package through the same kind of private apt configuration, for
+# tools/fetch-pebble.sh and tools/qemu-current.sh.
 #
 #   DEB_SOURCE DEB_VERSION DEB_SUITE  the source package, pinned
 #   DEB_DSC_SHA256   SHA256 of its .dsc
@@ -85,6 +87,69 @@ for f in "$sl" "$sp"*.list "$sp"*.sources; do
 done | head -n1
 }
 
+# DEB_APT: apt-get's options for a private configuration under APTDIR,
+# with its state emptied (no installed packages). Everything apt reads or
+# writes points there, except transport settings (proxies) that stay the
+# machine's business.
+deb_apt_opts() { # APTDIR
+	local ab=$1
+	mkdir -p "$ab/lists/partial" "$ab/cache/archives/partial" "$ab/state"
+	: >"$ab/state/status"
+	DEB_APT=(
+		-o "Dir::Etc::sourcelist=$ab/sources.list"
+		-o "Dir::Etc::sourceparts=-"
+		-o "Dir::Etc::preferences=$ab/preferences"
+		-o "Dir::Etc::preferencesparts=-"
+		-o "Dir::Etc::trusted=$ab/trusted.gpg"
+		-o "Dir::Etc::trustedparts=-"
+		-o "Dir::State=$ab/state"
+		-o "Dir::State::lists=$ab/lists"
+		-o "Dir::State::status=$ab/state/status"
+		-o "Dir::Cache=$ab/cache"
+		-o "Acquire::Languages=none"
+	)
+}
+
+# True if FILE exists and hashes to SHA256.
+deb_sha_ok() { # FILE SHA256
+	[[ -f $1 ]] && [[ "$(sha256sum "$1" | cut -d' ' -f1)" == "$2" ]]
+}
+
+# Downloads the binary package PACKAGE=VERSION (amd64, or "all") from
+# SUITE's main component to DEB (apt's name for it: PACKAGE_VERSION_ARCH.deb;
+# DEB's folder is emptied first) and checks it against SHA256; dies if any
+# step fails. The trust chain is the source fetch's, with the suite's
+# Packages index in place of Sources: InRelease against KEYRING, the index
+# against InRelease, the .deb against the index (apt), then against the pin.
+# The private apt configuration lives under APTDIR; the mirror is
+# $DEB_MIRROR, else mirror_uri. Messages name DEB_TOOL, DEB_SAY,
+# DEB_MIRROR_VAR and DEB_PIN_WHERE (where the version and SHA256 are pinned).
+debbin_fetch() { # SUITE PACKAGE VERSION SHA256 DEB APTDIR
+	local suite=$1 pkg=$2 ver=$3 sha=$4 deb=$5 ab=$6
+	local dl uri now apt
+	dl=$(dirname "$deb")
+	uri=${DEB_MIRROR:-$(mirror_uri)}
+	[[ -n $uri ]] || die "no Debian archive entry for this release's main component in the apt sources; set ${DEB_MIRROR_VAR:-LWIP_DEBIAN_MIRROR}=<archive URI>"
+	[[ -r $KEYRING ]] || die "$KEYRING missing; install the Debian package debian-archive-keyring"
+	rm -rf "$dl"
+	mkdir -p "$dl"
+	deb_apt_opts "$ab"
+	apt=("${DEB_APT[@]}" -o "APT::Architecture=amd64" -o "APT::Architectures=amd64")
+	echo "deb [signed-by=$KEYRING] $uri $suite main" >"$ab/sources.list"
+	say "apt-get download $pkg=$ver ($suite main, binary index from $uri)"
+	apt-get "${apt[@]}" -q=2 update --error-on=any >"$ab/update.log" 2>&1 ||
+		{ sed 's/^/    /' "$ab/update.log" >&2; die "cannot fetch $suite's binary index from $uri (offline?)"; }
+	# Run as root, apt downloads as _apt: let it write into the folder.
+	((EUID != 0)) || ! id -u _apt >/dev/null 2>&1 || chown _apt "$dl"
+	(cd "$dl" && apt-get "${apt[@]}" -q=2 download "$pkg=$ver") >"$ab/download.log" 2>&1 || {
+		sed 's/^/    /' "$ab/download.log" >&2
+		now=$(apt-cache "${apt[@]}" show "$pkg" 2>/dev/null | awk '/^Version:/ { print $2 }' | tr '\n' ' ')
+		die "cannot download $pkg $ver from $suite (it has: ${now:-nothing}); re-pin ${DEB_PIN_WHERE:-its version and SHA256} after reviewing"
+	}
+	((EUID != 0)) || chown -R "$(id -u):$(id -g)" "$dl"
+	deb_sha_ok "$deb" "$sha" || die "$(basename "$deb") does not match the pinned SHA256; refusing to use it"
+}
+
 debsrc_run() {
 local build=${1:-build}
 mkdir -p "$build"
@@ -144,26 +209,11 @@ fetch() {
 	[[ -n $uri ]] || die "no Debian archive entry for this release's main component in the apt sources; set $DEB_MIRROR_VAR=<archive URI>"
 	[[ -r $KEYRING ]] || die "$KEYRING missing; install the Debian package debian-archive-keyring"
 
-	mkdir -p "$aptdir/lists/partial" "$aptdir/cache/archives/partial" "$aptdir/state" "$dl"
-	: >"$aptdir/state/status"
+	local apt
+	mkdir -p "$dl"
+	deb_apt_opts "$aptdir"
+	apt=("${DEB_APT[@]}" -o "APT::Get::Only-Source=true")
 	echo "deb-src [signed-by=$KEYRING] $uri $DEB_SUITE main" >"$aptdir/sources.list"
-
-	# Everything apt reads or writes for this fetch, except transport settings
-	# (proxies) that stay the machine's business, points under BUILD/apt.
-	local apt=(
-		-o "Dir::Etc::sourcelist=$aptdir/sources.list"
-		-o "Dir::Etc::sourceparts=-"
-		-o "Dir::Etc::preferences=$aptdir/preferences"
-		-o "Dir::Etc::preferencesparts=-"
-		-o "Dir::Etc::trusted=$aptdir/trusted.gpg"
-		-o "Dir::Etc::trustedparts=-"
-		-o "Dir::State=$aptdir/state"
-		-o "Dir::State::lists=$aptdir/lists"
-		-o "Dir::State::status=$aptdir/state/status"
-		-o "Dir::Cache=$aptdir/cache"
-		-o "Acquire::Languages=none"
-		-o "APT::Get::Only-Source=true"
-	)
 
 	say "apt-get update ($DEB_SUITE main sources from $uri)"
 	if ! apt-get "${apt[@]}" -q=2 update --error-on=any >"$aptdir/update.log" 2>&1; then

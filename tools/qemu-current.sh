@@ -60,8 +60,17 @@ if [[ ${1:-} == --path ]]; then
 	exit 0
 fi
 
-say() { echo "  QEMU10  $*"; }
-die() { echo "qemu-current: $*" >&2; exit 1; }
+# say, die and debbin_fetch (meson, below) are net/debsrc.sh's; the source
+# fetch runs in a subshell (fetch, below), because debsrc_run sets its
+# variables globally.
+DEB_SAY="QEMU10 "
+DEB_TOOL=qemu-current
+DEB_MIRROR=${LWIP_DEBIAN_MIRROR:-}
+DEB_MIRROR_VAR=LWIP_DEBIAN_MIRROR
+DEB_PIN_WHERE="the versions and SHA256 pins in tools/qemu-current.sh"
+KEYRING=${LWIP_DEBIAN_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
+# shellcheck source=net/debsrc.sh
+. "$top/net/debsrc.sh"
 
 if [[ -x $bin && -f $dir/built && "$(cat "$dir/built")" == "$hash" ]]; then
 	say "up to date: $bin"
@@ -84,7 +93,7 @@ if [[ -x $bin && -f $dir/built && "$(cat "$dir/built")" == "$hash" ]]; then
 fi
 
 # The fetch's apt state is $dir/apt (one fetch at a time: the lock above).
-# Subshells, because debsrc.sh defines its variables globally.
+# A subshell, because debsrc_run sets its variables globally.
 fetch() { # SOURCE VERSION SHA256 TREE CHECK...
 	(
 		DEB_SOURCE=$1 DEB_VERSION=$2 DEB_DSC_SHA256=$3 DEB_TREE=$4
@@ -93,15 +102,7 @@ fetch() { # SOURCE VERSION SHA256 TREE CHECK...
 		DEB_DIR=$DEB_SOURCE-src
 		DEB_CHECK=("$@")
 		DEB_PATCHDIR=
-		DEB_MIRROR=${LWIP_DEBIAN_MIRROR:-}
-		DEB_MIRROR_VAR=LWIP_DEBIAN_MIRROR
 		DEB_LABEL=$DEB_SOURCE
-		DEB_TOOL=qemu-current
-		DEB_SAY="QEMU10 "
-		DEB_PIN_WHERE="the versions and SHA256 pins in tools/qemu-current.sh"
-		KEYRING=${LWIP_DEBIAN_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
-		# shellcheck source=net/debsrc.sh
-		. "$top/net/debsrc.sh"
 		debsrc_run "$dir"
 	)
 }
@@ -110,29 +111,8 @@ src=$dir/qemu-src/qemu
 
 # meson from trixie's binary index; the private apt state is $dir/apt-bin.
 meson_deb=$dir/meson-deb/meson_${MESON_VERSION}_all.deb
-meson_ok() { [[ -f $meson_deb ]] && [[ "$(sha256sum "$meson_deb" | cut -d' ' -f1)" == "$MESON_DEB_SHA256" ]]; }
-if ! meson_ok; then
-	uri=${LWIP_DEBIAN_MIRROR:-$(awk '{ print $3 }' "$dir/apt/sources.list")}
-	keyring=${LWIP_DEBIAN_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
-	ab=$dir/apt-bin
-	rm -rf "$dir/meson-deb"
-	mkdir -p "$ab/lists/partial" "$ab/cache/archives/partial" "$ab/state" "$dir/meson-deb"
-	: >"$ab/state/status"
-	echo "deb [signed-by=$keyring] $uri trixie main" >"$ab/sources.list"
-	apt=(-o "Dir::Etc::sourcelist=$ab/sources.list" -o "Dir::Etc::sourceparts=-"
-		-o "Dir::Etc::preferences=$ab/preferences" -o "Dir::Etc::preferencesparts=-"
-		-o "Dir::Etc::trusted=$ab/trusted.gpg" -o "Dir::Etc::trustedparts=-"
-		-o "Dir::State=$ab/state" -o "Dir::State::lists=$ab/lists"
-		-o "Dir::State::status=$ab/state/status" -o "Dir::Cache=$ab/cache"
-		-o "Acquire::Languages=none" -o "APT::Architecture=amd64" -o "APT::Architectures=amd64")
-	say "apt-get download meson=$MESON_VERSION (trixie main, binary index)"
-	apt-get "${apt[@]}" -q=2 update --error-on=any >"$ab/update.log" 2>&1 ||
-		{ sed 's/^/    /' "$ab/update.log" >&2; die "cannot fetch trixie's binary index from $uri"; }
-	((EUID != 0)) || ! id -u _apt >/dev/null 2>&1 || chown _apt "$dir/meson-deb"
-	(cd "$dir/meson-deb" && apt-get "${apt[@]}" -q=2 download "meson=$MESON_VERSION") >"$ab/download.log" 2>&1 ||
-		{ sed 's/^/    /' "$ab/download.log" >&2; die "cannot download meson $MESON_VERSION; re-pin MESON_VERSION and MESON_DEB_SHA256 after reviewing"; }
-	chown -R "$(id -u):$(id -g)" "$dir/meson-deb"
-	meson_ok || die "meson_${MESON_VERSION}_all.deb does not match the pinned SHA256; refusing to use it"
+if ! deb_sha_ok "$meson_deb" "$MESON_DEB_SHA256"; then
+	debbin_fetch trixie meson "$MESON_VERSION" "$MESON_DEB_SHA256" "$meson_deb" "$dir/apt-bin"
 	rm -rf "$dir/meson"
 fi
 if [[ ! -d $dir/meson/usr/lib/python3/dist-packages/mesonbuild ]]; then

@@ -194,18 +194,27 @@ static size_t template_upstream_recv(vireo_tcp c, const void *data, size_t len, 
 	return len;
 }
 
-static void template_connect(vireo_req r, void *arg)
+/* The query's port=N: 1 to 65535, else 0. */
+static u32 template_port(vireo_req r)
 {
-	char name[254], port[8];
-	vireo_tcp c;
+	char port[8];
 	u32 p = 0;
-	int err;
 
-	(void)arg;
 	if (vireo_req_query_param(r, "port", port, sizeof port) >= 0)
 		for (const char *d = port; *d >= '0' && *d <= '9' && p <= 65535; d++)
 			p = p * 10 + (u32)(*d - '0');
-	if (vireo_req_query_param(r, "name", name, sizeof name) < 0 || p == 0 || p > 65535) {
+	return p <= 65535 ? p : 0;
+}
+
+static void template_connect(vireo_req r, void *arg)
+{
+	char name[254];
+	vireo_tcp c;
+	u32 p = template_port(r);
+	int err;
+
+	(void)arg;
+	if (vireo_req_query_param(r, "name", name, sizeof name) < 0 || p == 0) {
 		vireo_resp_send(r, 400, "text/plain; charset=utf-8", "name? port?\n", 12);
 		return;
 	}
@@ -251,17 +260,14 @@ static void template_fetched(void *ctx, int err, int status, const void *body, s
 
 static void template_fetch(vireo_req r, void *arg)
 {
-	char host[64], port[8], path[128], method[8] = "GET";
-	u32 p = 0;
+	char host[64], path[128], method[8] = "GET";
+	u32 p = template_port(r);
 	int err;
 
 	(void)arg;
-	if (vireo_req_query_param(r, "port", port, sizeof port) >= 0)
-		for (const char *d = port; *d >= '0' && *d <= '9' && p <= 65535; d++)
-			p = p * 10 + (u32)(*d - '0');
 	if (vireo_req_query_param(r, "method", method, sizeof method) < 0)
 		strlcpy(method, "GET", sizeof method);
-	if (vireo_req_query_param(r, "host", host, sizeof host) < 0 || p == 0 || p > 65535 ||
+	if (vireo_req_query_param(r, "host", host, sizeof host) < 0 || p == 0 ||
 	    vireo_req_query_param(r, "path", path, sizeof path) < 0) {
 		vireo_resp_send(r, 400, "text/plain; charset=utf-8", "host? port? path?\n", 18);
 		return;
@@ -368,17 +374,14 @@ static bool template_ipv4(const char *s, struct vireo_addr *a)
 
 static void template_tls(vireo_req r, void *arg)
 {
-	char name[254], port[8], addr[16];
+	char name[254], addr[16];
 	struct vireo_addr a;
 	vireo_tcp c;
-	u32 p = 0;
+	u32 p = template_port(r);
 	int err;
 
 	(void)arg;
-	if (vireo_req_query_param(r, "port", port, sizeof port) >= 0)
-		for (const char *d = port; *d >= '0' && *d <= '9' && p <= 65535; d++)
-			p = p * 10 + (u32)(*d - '0');
-	if (vireo_req_query_param(r, "name", name, sizeof name) < 0 || p == 0 || p > 65535) {
+	if (vireo_req_query_param(r, "name", name, sizeof name) < 0 || p == 0) {
 		vireo_resp_send(r, 400, "text/plain; charset=utf-8", "name? port?\n", 12);
 		return;
 	}

@@ -19,9 +19,6 @@
 #include "net/port/lwip_hooks.h"
 #include "net/tcp/tcp_isn.h"
 
-static struct siphash_key isn_key;
-static bool isn_keyed;
-
 void tcp_isn_key(struct siphash_key *k)
 {
 	u64 w[2];
@@ -57,18 +54,34 @@ size_t tcp_isn_tuple(u8 *buf, const ip_addr_t *local_ip, u16_t local_port,
 	return n;
 }
 
-u32_t vireo_tcp_isn(const ip_addr_t *local_ip, u16_t local_port,
-		    const ip_addr_t *remote_ip, u16_t remote_port)
+/* A key drawn on first use, kept for the life of the kernel. */
+struct tuple_key {
+	struct siphash_key k;
+	bool set;
+};
+
+/* SipHash-2-4 of the 4-tuple under key, truncated to 32 bits. */
+static u32_t tuple_hash(struct tuple_key *key, const ip_addr_t *local_ip, u16_t local_port,
+			const ip_addr_t *remote_ip, u16_t remote_port)
 {
 	u8 buf[TCP_ISN_TUPLE_MAX];
 	size_t n;
 
-	if (!isn_keyed) {
-		tcp_isn_key(&isn_key);
-		isn_keyed = true;
+	if (!key->set) {
+		tcp_isn_key(&key->k);
+		key->set = true;
 	}
 	n = tcp_isn_tuple(buf, local_ip, local_port, remote_ip, remote_port);
-	return (u32_t)siphash24(&isn_key, buf, n) + (u32_t)(time_ns() >> 12);
+	return (u32_t)siphash24(&key->k, buf, n);
+}
+
+static struct tuple_key isn_key;
+
+u32_t vireo_tcp_isn(const ip_addr_t *local_ip, u16_t local_port,
+		    const ip_addr_t *remote_ip, u16_t remote_port)
+{
+	return tuple_hash(&isn_key, local_ip, local_port, remote_ip, remote_port) +
+	       (u32_t)(time_ns() >> 12);
 }
 
 /* LWIP_HOOK_TCP_PCB_HASH: the bucket hash of lwIP's 4-tuple index (patch
@@ -76,19 +89,10 @@ u32_t vireo_tcp_isn(const ip_addr_t *local_ip, u16_t local_port,
  * changed (lwIP keeps each PCB's hash). A remote party chooses its address
  * and ports but cannot tell which 4-tuples share a bucket, so the PCBs a
  * segment's lookup examines stay about one plus the table's load. */
-static struct siphash_key pcb_hash_key;
-static bool pcb_hash_keyed;
+static struct tuple_key pcb_hash_key;
 
 u32_t vireo_tcp_pcb_hash(const ip_addr_t *local_ip, u16_t local_port,
 			 const ip_addr_t *remote_ip, u16_t remote_port)
 {
-	u8 buf[TCP_ISN_TUPLE_MAX];
-	size_t n;
-
-	if (!pcb_hash_keyed) {
-		tcp_isn_key(&pcb_hash_key);
-		pcb_hash_keyed = true;
-	}
-	n = tcp_isn_tuple(buf, local_ip, local_port, remote_ip, remote_port);
-	return (u32_t)siphash24(&pcb_hash_key, buf, n);
+	return tuple_hash(&pcb_hash_key, local_ip, local_port, remote_ip, remote_port);
 }

@@ -76,13 +76,11 @@ static bool http_authority_ok(const char *a, size_t n)
 
 /* ---- request parsing ---- */
 
-void http_parser_reset(struct http_req_parser *p)
+/* What a request sets, as before any request (and after a failed one). */
+static void http_clear_req(struct http_req_parser *p)
 {
-	p->status = 0;
 	p->method = HTTP_METHOD_NONE;
-	p->version_minor = 0;
 	p->keep_alive = false;
-	p->has_host = false;
 	p->path = NULL;
 	p->path_len = 0;
 	p->if_none_match = NULL;
@@ -93,6 +91,14 @@ void http_parser_reset(struct http_req_parser *p)
 	p->chunked = false;
 	p->expect = false;
 	p->nfields = 0;
+}
+
+void http_parser_reset(struct http_req_parser *p)
+{
+	p->status = 0;
+	http_clear_req(p);
+	p->version_minor = 0;
+	p->has_host = false;
 	p->state = ST_HEAD;
 	p->seen_reqline = false;
 	p->nheaders = 0;
@@ -105,18 +111,7 @@ static int http_fail(struct http_req_parser *p, int status)
 {
 	p->status = status;
 	p->state = ST_ERROR;
-	p->method = HTTP_METHOD_NONE;
-	p->keep_alive = false;
-	p->path = NULL;
-	p->path_len = 0;
-	p->if_none_match = NULL;
-	p->if_modified_since = NULL;
-	p->host = NULL;
-	p->query = NULL;
-	p->content_length = 0;
-	p->chunked = false;
-	p->expect = false;
-	p->nfields = 0;
+	http_clear_req(p);
 	return HTTP_ERROR;
 }
 

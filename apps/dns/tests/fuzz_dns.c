@@ -20,6 +20,7 @@
 #include "apps/dns/rrl.h"
 #include "apps/dns/zone.h"
 #include "lib/byteorder.h"
+#include "apps/dns/tests/dnsq.h"
 #include "lib/crypto/siphash.h"
 
 static struct dns_zone zone;
@@ -104,21 +105,11 @@ static void fuzz_image(const u8 *data, size_t len)
 	for (size_t ni = 0; ni < ARRAY_SIZE(names); ni++)
 		for (size_t ti = 0; ti < ARRAY_SIZE(types); ti++) {
 			u8 q[300];
-			const char *nm = names[ni];
-			size_t n = 12;
+			size_t n;
 
 			memset(q, 0, 12);
 			put_be16(q + 4, 1);
-			while (*nm) {
-				const char *dot = strchr(nm, '.');
-				size_t l = dot ? (size_t)(dot - nm) : strlen(nm);
-
-				q[n++] = (u8)l;
-				memcpy(q + n, nm, l);
-				n += l;
-				nm += l + (dot ? 1 : 0);
-			}
-			q[n++] = 0;
+			n = 12 + dnsq_put_name(q + 12, names[ni]);
 			put_be16(q + n, types[ti]);
 			put_be16(q + n + 2, 1);
 			n += 4;

@@ -14,6 +14,7 @@
 #include "apps/dns/dnsmsg.h"
 #include "apps/dns/rrl.h"
 #include "lib/byteorder.h"
+#include "apps/dns/tests/dnsq.h"
 
 /* The example zone's image (mkzone.py's C output), opened in main(). */
 static struct dns_zone zone;
@@ -31,23 +32,6 @@ struct qopt {
 	u8 edns_version;
 };
 
-static size_t put_qname(u8 *p, const char *name)
-{
-	size_t n = 0;
-
-	while (*name) {
-		const char *dot = strchr(name, '.');
-		size_t l = dot ? (size_t)(dot - name) : strlen(name);
-
-		p[n++] = (u8)l;
-		memcpy(p + n, name, l);
-		n += l;
-		name += l + (dot ? 1 : 0);
-	}
-	p[n++] = 0;
-	return n;
-}
-
 static size_t mkq(u8 *q, const char *name, u16 qtype, const struct qopt *o)
 {
 	struct qopt def = { .id = 0x1234, .flags2 = 0x01, .edns = -1 };
@@ -59,7 +43,7 @@ static size_t mkq(u8 *q, const char *name, u16 qtype, const struct qopt *o)
 	put_be16(q, o->id);
 	q[2] = o->flags2;
 	put_be16(q + 4, 1);
-	n = 12 + put_qname(q + 12, name);
+	n = 12 + dnsq_put_name(q + 12, name);
 	put_be16(q + n, qtype);
 	put_be16(q + n + 2, 1);
 	n += 4;

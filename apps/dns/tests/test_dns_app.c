@@ -16,6 +16,7 @@
 #include "tests/host/lwip/lwip_wire.h"
 #include "apps/dns/dnsmsg.h"
 #include "lib/byteorder.h"
+#include "apps/dns/tests/dnsq.h"
 #include "vireo/vireo.h"
 
 #include <setjmp.h>
@@ -37,16 +38,7 @@ static size_t mkq(u8 *q, const char *name, u16 qtype, u16 id)
 	put_be16(q, id);
 	q[2] = 1;
 	put_be16(q + 4, 1);
-	while (*name) {
-		const char *dot = strchr(name, '.');
-		size_t l = dot ? (size_t)(dot - name) : strlen(name);
-
-		q[n++] = (u8)l;
-		memcpy(q + n, name, l);
-		n += l;
-		name += l + (dot ? 1 : 0);
-	}
-	q[n++] = 0;
+	n += dnsq_put_name(q + n, name);
 	put_be16(q + n, qtype);
 	put_be16(q + n + 2, 1);
 	return n + 4;

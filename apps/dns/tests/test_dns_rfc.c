@@ -18,6 +18,7 @@
 #include "apps/dns/dnsmsg.h"
 #include "apps/dns/zone.h"
 #include "lib/byteorder.h"
+#include "apps/dns/tests/dnsq.h"
 #include "lib/crypto/siphash.h"
 
 static struct dns_zone zone;
@@ -54,23 +55,6 @@ struct qopt {
 	u16 qclass;		/* 0: IN */
 };
 
-static size_t put_qname(u8 *p, const char *name)
-{
-	size_t n = 0;
-
-	while (*name) {
-		const char *dot = strchr(name, '.');
-		size_t l = dot ? (size_t)(dot - name) : strlen(name);
-
-		p[n++] = (u8)l;
-		memcpy(p + n, name, l);
-		n += l;
-		name += l + (dot ? 1 : 0);
-	}
-	p[n++] = 0;
-	return n;
-}
-
 static size_t mkq(u8 *q, const char *name, u16 qtype, const struct qopt *o)
 {
 	static const struct qopt def = { .edns = -1 };
@@ -81,7 +65,7 @@ static size_t mkq(u8 *q, const char *name, u16 qtype, const struct qopt *o)
 	memset(q, 0, 12);
 	put_be16(q, 0x5151);
 	put_be16(q + 4, 1);
-	n = 12 + put_qname(q + 12, name);
+	n = 12 + dnsq_put_name(q + 12, name);
 	put_be16(q + n, qtype);
 	put_be16(q + n + 2, o->qclass ? o->qclass : DNS_CLASS_IN);
 	n += 4;

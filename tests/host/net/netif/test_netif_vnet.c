@@ -20,6 +20,7 @@
 #include "lwip/ip_addr.h"
 #include "net/netif/tso_out.h"
 #include "tests/host/net/netif/netif_vnet_host.h"
+#include "tests/host/shim/inet_csum.h"
 #include "lib/byteorder.h"
 
 /* ---- what netif_vnet.c calls besides lwIP and the kernel shim ---- */
@@ -213,16 +214,10 @@ static const u8 ann_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
  * (RFC 8200 8.1), computed here independently of lwIP: 0 when correct. */
 static u16 icmp6_sum(const u8 *ip6)
 {
-	u32 len = (u32)ip6[4] << 8 | ip6[5], sum = 0;
+	u32 len = (u32)ip6[4] << 8 | ip6[5];
+	u32 sum = csum_add(len + 58, ip6 + 8, 32);	/* source and destination */
 
-	for (unsigned i = 8; i < 40; i += 2)	/* source and destination */
-		sum += (u32)ip6[i] << 8 | ip6[i + 1];
-	sum += len + 58;
-	for (u32 i = 0; i < len; i += 2)
-		sum += (u32)ip6[40 + i] << 8 | (i + 1 < len ? ip6[40 + i + 1] : 0);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (u16)~sum;
+	return csum_fold(csum_add(sum, ip6 + 40, len));
 }
 
 static void check_na(unsigned i, const u8 addr[16])

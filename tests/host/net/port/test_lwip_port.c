@@ -17,6 +17,7 @@
 #include "net/port/lwip_port.h"
 #include "lib/byteorder.h"
 #include "tests/host/shim/hostk.h"
+#include "tests/host/shim/inet_csum.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -121,22 +122,6 @@ static err_t nif_init(struct netif *n)
 }
 
 /* ---- the clients: hand-made segments into ip_input() ---- */
-
-static u32 csum_add(u32 sum, const u8 *p, size_t n)
-{
-	for (size_t i = 0; i + 1 < n; i += 2)
-		sum += (u32)(p[i] << 8 | p[i + 1]);
-	if (n & 1)
-		sum += (u32)p[n - 1] << 8;
-	return sum;
-}
-
-static u16 csum_fold(u32 sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (u16)~sum;
-}
 
 static void v6_addr(u8 *p, u32 v4)
 {

@@ -26,6 +26,7 @@
 #include "net/port/lwip_port.h"
 #include "kernel/time/time.h"
 #include "tests/host/shim/hostk.h"
+#include "tests/host/shim/inet_csum.h"
 #include "lib/byteorder.h"
 
 #include <stdarg.h>
@@ -165,24 +166,6 @@ static struct seg *out_to(u32 addr, u16 port)
 
 #define SERVER_IP 0xc0a80702u	/* 192.168.7.2 */
 #define CLIENT_IP 0xc0a80732u	/* 192.168.7.50: the legitimate client */
-
-static u32 csum_add(u32 sum, const u8 *p, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < n; i += 2)
-		sum += (u32)(p[i] << 8 | p[i + 1]);
-	if (n & 1)
-		sum += (u32)p[n - 1] << 8;
-	return sum;
-}
-
-static u16 csum_fold(u32 sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (u16)~sum;
-}
 
 /* IPv6 hosts are fd00::/64 with the IPv4 test address as their last four
  * bytes; the server is fd00::2. */
