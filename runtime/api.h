@@ -8,9 +8,16 @@
 
 /* ---- handles: small ids for runtime objects, stale once freed ---- */
 
-/* id = generation << 8 | slot; a slot's generation moves on every free, so
- * an old id never finds the next object in the slot. 0 is never an id. */
+/* id = generation << API_HANDLE_SLOT_BITS | slot; a slot's generation moves
+ * on every new id, so an old id does not find the next object in the slot
+ * (until the generation wraps, 65,535 ids later in that slot). 0 is never
+ * an id. The table is sized at boot from the plan (at least
+ * API_HANDLE_SLOTS: api.c) and doubles while a new id would fill more than
+ * half of it, up to API_HANDLE_SLOTS_MAX. */
 #define API_HANDLE_SLOTS 256
+#define API_HANDLE_SLOT_BITS 16
+#define API_HANDLE_GEN_BITS (32 - API_HANDLE_SLOT_BITS)
+#define API_HANDLE_SLOTS_MAX (1u << API_HANDLE_SLOT_BITS)
 enum api_handle_kind { API_H_NONE, API_H_REQ, API_H_TCP };
 /* A fresh id for obj, or 0 when every slot is taken. */
 u32 api_handle_new(enum api_handle_kind kind, void *obj);
