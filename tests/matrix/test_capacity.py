@@ -26,9 +26,10 @@ plan's whole count for FULL_HOLD s, and the newcomer then takes the place
 of the idle one longest idle. The test sources share
 one /24, so the guest boots with the per-prefix handshake rate off (a
 public appliance keeps it: hsgate.h)."""
+import collections
+import contextlib
 import multiprocessing
 import re
-import collections
 import resource
 import ssl
 import threading
@@ -148,6 +149,20 @@ def _per_conn(guest, n, m):
     return kern, lwip
 
 
+@contextlib.contextmanager
+def _held(guest, socks, timeout=300):
+    """The end of a hold, HTTP's and HTTPS's: every socket of it closed
+    (those the hold closed itself again: harmless), then, unless the hold
+    failed, the guest back to its baseline (wait_idle)."""
+    try:
+        yield
+    finally:
+        for s in socks:
+            if s is not None:
+                s.close()
+    guest.wait_idle(guest.base, timeout=timeout)
+
+
 def _half_heads(guest, socks):
     """Half a head on plan_bufs + 100 connections at once (more heads in
     progress than sets), then the rest: each gets its 200, or a 408 and a
@@ -197,7 +212,7 @@ def _half_heads(guest, socks):
 
 def _hold(guest, n, hold, full):
     socks = _open(guest, n)
-    try:
+    with _held(guest, socks):
         m = guest.metrics(src=guest.sources[4])
         assert m["vireo_http_connections_active"] >= n
         kern, lwip = _per_conn(guest, n, m)
@@ -236,10 +251,6 @@ def _hold(guest, n, hold, full):
         assert evicted == 0, evicted
         assert lost <= evicted, (lost, evicted)
         _newcomer(guest)
-    finally:
-        for s in socks:
-            s.close()
-    guest.wait_idle(guest.base, timeout=300)
 
 
 @pytest.mark.quick
@@ -424,7 +435,7 @@ def _https_hold(guest, n, hold):
     t0 = time.monotonic()
     socks = _tls_open_many(guest, n)
     opened = time.monotonic() - t0
-    try:
+    with _held(guest, socks):
         m = guest.metrics(src=guest.sources[4])
         assert m["vireo_https_connections_active"] == n, m["vireo_https_connections_active"]
         assert m["vireo_https_connections_max"] == guest.plan_tls
@@ -466,10 +477,6 @@ def _https_hold(guest, n, hold):
         evicted = m["vireo_https_connections_evicted_total"] - base["vireo_https_connections_evicted_total"]
         assert evicted == (1 if n == guest.plan_tls else 0), evicted
         assert lost == evicted, (lost, evicted)
-    finally:
-        for s in socks:
-            s.close()
-    guest.wait_idle(guest.base, timeout=300)
 
 
 @pytest.mark.quick
