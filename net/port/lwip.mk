@@ -67,11 +67,13 @@ $(LWIP_SRCDIR)/src/%.c: | $(LWIP_STAMP) ;
 # DHCP, DNS, MLD, ICMP, reassembly, statistics, address parsing, IPv6
 # neighbour discovery and UDP (DHCP, DNS, SNTP, syslog, the apps' UDP
 # services: -Os since issue 29's buffer sets and HTTPS sizing needed 2 KiB of
-# the images). TCP, IP, ARP and Ethernet keep -O2.
+# the images), and the timeout list, sys and def (lwIP's string helpers; -Os
+# since the parked PCBs, patch 0011: the timeouts run every 250 ms, not per
+# segment). TCP, IP, ARP and Ethernet keep -O2.
 LWIP_COLD := core/init.c core/dns.c core/stats.c core/netif.c core/raw.c \
 	core/ipv4/dhcp.c core/ipv4/autoip.c core/ipv4/acd.c core/ipv4/igmp.c core/ipv4/icmp.c \
 	core/ipv4/ip4_frag.c core/ipv6/dhcp6.c core/ipv6/mld6.c core/ipv6/icmp6.c core/ipv6/ip6_frag.c core/ipv6/nd6.c core/ipv4/ip4_addr.c core/ipv6/ip6_addr.c core/udp.c \
-	core/ipv6/inet6.c
+	core/ipv6/inet6.c core/timeouts.c core/def.c core/sys.c
 $(patsubst %.c,$(BUILD)/lwip/%.o,$(filter $(LWIP_COLD),$(LWIP_SRCS))): LWIP_LIB_CFLAGS += -Os
 
 $(LWIP_OBJS): $(BUILD)/lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP)
