@@ -169,7 +169,7 @@ static bool api_log_allow(void)
 	return true;
 }
 
-static void api_vlog(const char *prefix, const char *fmt, va_list ap)
+__cold static void api_vlog(const char *prefix, const char *fmt, va_list ap)
 {
 	char line[VIREO_LOG_LINE];
 
@@ -489,7 +489,7 @@ static size_t api_put_hex16(char *p, u32 v)
 	return n;
 }
 
-size_t vireo_addr_str(const struct vireo_addr *a, char *buf, size_t size)
+__cold size_t vireo_addr_str(const struct vireo_addr *a, char *buf, size_t size)
 {
 	char tmp[VIREO_ADDR_STRLEN];
 	size_t n = 0, i;
