@@ -31,6 +31,7 @@ import contextlib
 import multiprocessing
 import re
 import resource
+import socket
 import ssl
 import threading
 import time
@@ -321,8 +322,29 @@ def _holder(guest, src, n, hold, out):
         time.sleep(0.5)
     lost += _refresh(socks, served, True)
     out.send(("done", len(socks), lost))
-    for s in socks:
-        if s is not None:
+    _close_paced([s for s in socks if s is not None])
+
+
+def _close_paced(socks, batch=250):
+    """Closes held connections batch at a time, each batch's FINs
+    answered (the guest's FIN read) before the next: 20,000 FINs at once
+    overflow the tap's queue, and Linux gives up on an orphan's FIN after
+    its retries, leaving the guest's side open until its idle timeout
+    (measured: 1,725 of 20,000 still open 10 minutes later)."""
+    for k in range(0, len(socks), batch):
+        part = socks[k:k + batch]
+        for s in part:
+            try:
+                s.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+        for s in part:
+            try:
+                s.settimeout(120)
+                while s.recv(65536):
+                    pass
+            except OSError:
+                pass
             s.close()
 
 
