@@ -18,6 +18,7 @@
 #include "lib/metrics.h"
 #include "kernel/random.h"
 #include "kernel/time/wallclock.h"
+#include "net/port/netmem.h"
 #include "runtime/api.h"
 #include "runtime/http/http.h"
 #include "runtime/http/server.h"
@@ -27,92 +28,105 @@
 
 /* ---- handles ---- */
 
-/* The table (16 B a slot) is taken from the heap by api_apps_start(): the
- * EFI image's .bss is bounded. */
+/* The table is taken from the heap by api_apps_start() (the EFI image's
+ * .bss is bounded: linker/vireo.ld), sized from the boot's plan: its
+ * holders are the exchanges in progress (each from its dispatch until its
+ * response is handed to lwIP whole, in a buffer set: at most
+ * netmem.http_bufs plain ones) and a TCP service's connections (for their
+ * life, within the services' fixed limits, which the table's old 256
+ * slots held), so it starts at 2 x http_bufs + API_HANDLE_SLOTS, rounded
+ * up to a power of two (2,048 slots, 32 KiB, at -m 256). It doubles
+ * whenever a new id would fill more than half of it (HTTPS exchanges, in
+ * sets of their own), up to API_HANDLE_SLOTS_MAX; at most half full, a new
+ * id's probe from the cursor is short (docs/appliance.md). */
 static struct {
 	struct api_slot {
 		void *obj;
-		u32 gen;	/* 32 - bits bits, never 0 */
+		u32 gen;	/* API_HANDLE_GEN_BITS, never 0 */
 		u8 kind;
 	} *slot;
-	u32 cursor, live;
-	u32 n, bits;		/* slots (1 << bits), 0 until allocated */
-	u32 reserve;		/* api_handles_reserve()'s */
+	u32 size, cursor, live;
 } api_h;
 
-void api_handles_reserve(u32 n)
+static bool api_handles_alloc(void)
 {
-	if (!api_h.slot)
-		api_h.reserve = n;
+	u32 size = API_HANDLE_SLOTS;
+
+	while (size < 2 * netmem.http_bufs + API_HANDLE_SLOTS && size < API_HANDLE_SLOTS_MAX)
+		size *= 2;
+	if (!api_h.slot) {
+		api_h.slot = kzalloc(size * sizeof *api_h.slot);
+		api_h.size = api_h.slot ? size : 0;
+	}
+	return api_h.slot != NULL;
 }
 
-u32 api_handles_size(void)
+/* Twice the slots, the ids in use unchanged (a slot keeps its index). */
+__cold static bool api_handles_grow(void)
 {
-	return api_h.n ? api_h.n : API_HANDLE_SLOTS;
-}
+	struct api_slot *t;
 
-/* API_HANDLE_SLOTS + 2 x the reserve, up to a power of two (api.h). */
-__cold static bool api_handles_alloc(void)
-{
-	u64 want = API_HANDLE_SLOTS + 2ull * api_h.reserve;
-	u32 bits = 8;
-
-	while (bits < 16 && (1ull << bits) < want)
-		bits++;
-	api_h.slot = kzalloc(((size_t)1 << bits) * sizeof *api_h.slot);
-	if (!api_h.slot)
+	if (api_h.size >= API_HANDLE_SLOTS_MAX)
 		return false;
-	api_h.bits = bits;
-	api_h.n = 1u << bits;
+	t = kzalloc(2 * (size_t)api_h.size * sizeof *t);
+	if (!t)
+		return false;
+	__builtin_memcpy(t, api_h.slot, api_h.size * sizeof *t);
+	kfree(api_h.slot);
+	api_h.slot = t;
+	api_h.cursor = api_h.size;	/* the new half is all free */
+	api_h.size *= 2;
 	return true;
 }
 
 u32 api_handle_new(enum api_handle_kind kind, void *obj)
 {
-	u32 i, s, genmask;
+	u32 i, s;
 
 	if (!api_h.slot)
 		return 0;
-	genmask = 0xffffffffu >> api_h.bits;
-	for (i = 0; i < api_h.n; i++) {
-		s = (api_h.cursor + i) & (api_h.n - 1);
+	if (api_h.live + 1 > api_h.size / 2 && !api_handles_grow() && api_h.live >= api_h.size)
+		return 0;
+	for (i = 0; i < api_h.size; i++) {
+		s = (api_h.cursor + i) & (api_h.size - 1);
 		if (api_h.slot[s].obj)
 			continue;
-		api_h.slot[s].gen = (api_h.slot[s].gen + 1) & genmask;
+		api_h.slot[s].gen = (api_h.slot[s].gen + 1) & ((1u << API_HANDLE_GEN_BITS) - 1);
 		if (!api_h.slot[s].gen)
 			api_h.slot[s].gen = 1;
 		api_h.slot[s].obj = obj;
 		api_h.slot[s].kind = (u8)kind;
 		api_h.cursor = s + 1;
 		api_h.live++;
-		return api_h.slot[s].gen << api_h.bits | s;
+		return api_h.slot[s].gen << API_HANDLE_SLOT_BITS | s;
 	}
 	return 0;
 }
 
+static struct api_slot *api_handle_slot(u32 id)
+{
+	u32 s = id & ((1u << API_HANDLE_SLOT_BITS) - 1);
+
+	if (!id || s >= api_h.size || !api_h.slot[s].obj || api_h.slot[s].gen != id >> API_HANDLE_SLOT_BITS)
+		return NULL;
+	return &api_h.slot[s];
+}
+
 void *api_handle_get(enum api_handle_kind kind, u32 id)
 {
-	u32 s;
+	struct api_slot *sl = api_handle_slot(id);
 
-	if (!id || !api_h.slot)
-		return NULL;
-	s = id & (api_h.n - 1);
-	if (!api_h.slot[s].obj || api_h.slot[s].gen != id >> api_h.bits || api_h.slot[s].kind != kind)
-		return NULL;
-	return api_h.slot[s].obj;
+	return sl && sl->kind == kind ? sl->obj : NULL;
 }
 
 void api_handle_free(u32 id)
 {
-	u32 s;
+	struct api_slot *sl = api_handle_slot(id);
 
-	if (!id || !api_h.slot)
+	if (!sl)
 		return;
-	s = id & (api_h.n - 1);
-	if (!api_h.slot[s].obj || api_h.slot[s].gen != id >> api_h.bits)
-		return;
-	api_h.slot[s].obj = NULL;
-	api_h.slot[s].kind = API_H_NONE;
+	sl->obj = NULL;
+	sl->kind = API_H_NONE;
 	api_h.live--;
 }
 
@@ -155,7 +169,7 @@ static bool api_log_allow(void)
 	return true;
 }
 
-static void api_vlog(const char *prefix, const char *fmt, va_list ap)
+__cold static void api_vlog(const char *prefix, const char *fmt, va_list ap)
 {
 	char line[VIREO_LOG_LINE];
 
@@ -475,7 +489,7 @@ static size_t api_put_hex16(char *p, u32 v)
 	return n;
 }
 
-size_t vireo_addr_str(const struct vireo_addr *a, char *buf, size_t size)
+__cold size_t vireo_addr_str(const struct vireo_addr *a, char *buf, size_t size)
 {
 	char tmp[VIREO_ADDR_STRLEN];
 	size_t n = 0, i;
@@ -858,9 +872,7 @@ __cold int api_apps_start(void)
 	api_metrics_check();
 	api_metrics_on = true;
 	/* The tables, from the heap once (the EFI image's .bss is bounded). */
-	if (!api_h.slot)
-		api_handles_alloc();
-	if (!api_h.slot || api_routes_alloc()) {
+	if (!api_handles_alloc() || api_routes_alloc()) {
 		kprintf("app: no memory for the API's tables: no app started\n");
 		return (int)n;
 	}

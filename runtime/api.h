@@ -8,22 +8,16 @@
 
 /* ---- handles: small ids for runtime objects, stale once freed ---- */
 
-/* id = generation << b | slot, b the table's size in bits (8..16); a
- * slot's generation (32 - b bits, never 0) moves on every reuse, so an old
- * id never finds the next object in the slot. 0 is never an id.
- * The table: API_HANDLE_SLOTS (the floor: app TCP connections and requests
- * of a 64-connection server) and twice what api_handles_reserve() asked
- * for, rounded up to a power of two, at most API_HANDLE_SLOTS_MAX (16 B a
- * slot: 1 MiB). With every request's handle taken it is still about half
- * free, so the round-robin search for a free slot takes a few steps. */
+/* id = generation << API_HANDLE_SLOT_BITS | slot; a slot's generation moves
+ * on every new id, so an old id does not find the next object in the slot
+ * (until the generation wraps, 65,535 ids later in that slot). 0 is never
+ * an id. The table is sized at boot from the plan (at least
+ * API_HANDLE_SLOTS: api.c) and doubles while a new id would fill more than
+ * half of it, up to API_HANDLE_SLOTS_MAX. */
 #define API_HANDLE_SLOTS 256
-#define API_HANDLE_SLOTS_MAX 65536
-/* Before api_apps_start(): n more handles may be live at once (the HTTP
- * server: one per request in progress, a buffer set's or an HTTPS
- * connection's). Later calls change nothing. */
-void api_handles_reserve(u32 n);
-/* The table's size in slots (API_HANDLE_SLOTS until api_apps_start()). */
-u32 api_handles_size(void);
+#define API_HANDLE_SLOT_BITS 16
+#define API_HANDLE_GEN_BITS (32 - API_HANDLE_SLOT_BITS)
+#define API_HANDLE_SLOTS_MAX (1u << API_HANDLE_SLOT_BITS)
 enum api_handle_kind { API_H_NONE, API_H_REQ, API_H_TCP };
 /* A fresh id for obj, or 0 when every slot is taken. */
 u32 api_handle_new(enum api_handle_kind kind, void *obj);

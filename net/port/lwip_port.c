@@ -221,8 +221,10 @@ void vireo_lwip_orphans_close(struct tcp_pcb *keep, u32 cost)
 	vireo_lwip_orphans_trim(keep);
 }
 
-/* TCP_REG() pushes on the head, so the active list runs newest first: walk it
- * summing orphans, and every orphan past either cap is older than all those
+/* TCP_REG() pushes on the head, so the active list runs newest first (a
+ * close moves a parked PCB back to the head: patch 0011): walk it up to
+ * the first parked PCB (orphans are never parked) summing orphans, and
+ * every orphan past either cap was registered or closed before all those
  * kept. keep (the PCB just closed, whose callback may still be running in
  * lwIP) is counted but never aborted. Aborting other PCBs from an
  * application callback is safe: lwIP's timers restart their walk when the
@@ -233,7 +235,7 @@ void vireo_lwip_orphans_trim(struct tcp_pcb *keep)
 	struct tcp_pcb *pcb, *next;
 	u32 count = 0, bytes = 0, cost;
 
-	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = next) {
+	for (pcb = tcp_active_pcbs; pcb != NULL && !(pcb->flags & TF_PARKED); pcb = next) {
 		next = pcb->next;
 		if (!lwip_port_pcb_is_orphan(pcb))
 			continue;
@@ -257,7 +259,7 @@ static void lwip_port_orphans_expire(void)
 {
 	struct tcp_pcb *pcb, *next;
 
-	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = next) {
+	for (pcb = tcp_active_pcbs; pcb != NULL && !(pcb->flags & TF_PARKED); pcb = next) {
 		next = pcb->next;
 		if (lwip_port_pcb_is_orphan(pcb) &&
 		    (u32_t)(tcp_ticks - pcb->tmr) >= VIREO_LWIP_ORPHAN_TIMEOUT_MS / TCP_SLOW_INTERVAL) {
@@ -274,8 +276,13 @@ static void lwip_port_tw_trim(void *arg)
 
 	/* Half-open connections older than VIREO_LWIP_SYN_RCVD_MS (lwipopts.h):
 	 * tcp_ticks counts TCP_SLOW_INTERVAL (500 ms) ticks; pcb->tmr is the
-	 * tick of the last segment from the peer. */
-	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = next) {
+	 * tick of the last segment from the peer. This walk, the orphans'
+	 * expiry and their trim stop at the first parked PCB, as lwIP's
+	 * timers do (net/port/patches/0011): half-open connections and
+	 * orphans are never parked (only an ESTABLISHED PCB at rest is), and
+	 * every parked PCB is behind every other, so each walk is linear in
+	 * the PCBs with something to time, not in the idle connections. */
+	for (pcb = tcp_active_pcbs; pcb != NULL && !(pcb->flags & TF_PARKED); pcb = next) {
 		next = pcb->next;
 		if (pcb->state == SYN_RCVD &&
 		    (u32_t)(tcp_ticks - pcb->tmr) >= VIREO_LWIP_SYN_RCVD_MS / TCP_SLOW_INTERVAL) {

@@ -121,6 +121,12 @@ void tcpconn_attach(struct tcpconn *tc, struct altcp_pcb *pcb, const struct tcpc
 	altcp_nagle_disable(pcb);
 }
 
+void tcpconn_poll_ticks(struct tcpconn *tc, u8 poll_ticks)
+{
+	if (tc->pcb)
+		altcp_poll(tc->pcb, tcpconn_on_poll, poll_ticks);
+}
+
 static err_t tcpconn_on_connected(void *arg, struct altcp_pcb *pcb, err_t err)
 {
 	struct tcpconn *tc = arg;

@@ -88,6 +88,11 @@ u64 tcpconn_now_ms(void);
  * once). rx_cap must hold the largest window lwIP may open for pcb. */
 void tcpconn_attach(struct tcpconn *tc, struct altcp_pcb *pcb, const struct tcpconn_ops *ops, u8 *rx,
 		    u32 rx_cap, u8 poll_ticks);
+/* Polled every poll_ticks x 500 ms from now; 0: polled every tick only
+ * while lwIP has something of it to time, not at all once it is at rest
+ * (lwIP parks its PCB: net/port/patches/0011), for an owner that keeps
+ * the idle connection's timeout itself. */
+void tcpconn_poll_ticks(struct tcpconn *tc, u8 poll_ticks);
 
 /* Connects an attached pcb out to ip:port: ERR_OK (ops->connected, or
  * ops->free with ERR_RST when refused, ERR_ABRT when lwIP gave up on its

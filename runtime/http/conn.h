@@ -137,6 +137,8 @@ struct conn {
 	struct slot_waiter sw;	/* on http_srv.sends (plain connections) */
 	struct conn *ih_prev, *ih_next;	/* http_srv's idle holders */
 	bool ih_on;		/* idle, keeping b until a taker needs it */
+	bool ka_on;		/* on http_srv's keep-alive list (server.c) */
+	struct conn *ka_prev, *ka_next;
 	bool wnd_cut;		/* on land[] with lwIP's window cut to it */
 	struct tcpconn tc;	/* the pcb, rx[], inflight, the stall window */
 	enum conn_state state;
@@ -231,6 +233,9 @@ struct http_srv {
 	 * a taker finds none free, oldest first), so a window is cut only
 	 * when every set is in a request. */
 	struct conn *ih_head, *ih_tail;
+	/* Served plain connections waiting for their next request, in the
+	 * order they went idle (t_wait): their idle timeout (server.c). */
+	struct conn *ka_head, *ka_tail;
 	u16 redirect_port;	/* http.redirect: plain HTTP answers 301 to this port */
 };
 extern struct http_srv http_srv;

@@ -8,7 +8,6 @@
 #include "lib/types.h"
 #include "lwip/altcp.h"
 #include "lwip/altcp_tcp.h"
-#include "runtime/api.h"
 #include "runtime/http/conn.h"
 #include "runtime/http/https.h"
 #include "lib/metrics.h"
@@ -143,10 +142,6 @@ __cold int http_server_start(u16 port, const struct http_server_cfg *cfg)
 	__builtin_memset(&http_srv.sends, 0, sizeof http_srv.sends);
 	http_srv.bufs.max = netmem.http_bufs;
 	http_srv.sends.max = netmem.http_sends;
-	/* a request in progress holds an API handle (exchange.c) from its
-	 * head to its response handed to lwIP whole, so while it holds a set:
-	 * the pool's or an HTTPS connection's own */
-	api_handles_reserve(netmem.http_bufs + https_max_conns());
 
 	rc = listen_on(altcp_tcp_new_ip_type(IPADDR_TYPE_ANY), port, &lpcb);
 	if (rc)

@@ -49,7 +49,9 @@
  * queue when nothing of the stream is ahead of it (server_stream_direct(),
  * images without TLS), which stops at any error and leaves it to the pump.
  */
+#include "kernel/loop.h"
 #include "kernel/mm/mm.h"
+#include "kernel/time/time.h"
 #include "lib/types.h"
 #include "lwip/altcp.h"
 #include "lwip/ip_addr.h"
@@ -205,6 +207,8 @@ __cold static void server_bufs_put(struct conn *c)
 	http_srv.ih_tail = c;
 }
 
+static void server_ka_unlink(struct conn *c);
+
 /* tcpconn's free: the connection is over (err: ERR_OK when we ended it,
  * else lwIP's reason, counted as a reset unless it is the close of a FIN
  * acknowledged in LAST_ACK). */
@@ -238,6 +242,7 @@ static void server_conn_free(struct tcpconn *tc, err_t err)
 	conntab_remove(&http_srv.tab, &c->link);
 	kfree(c->dyn);
 	server_ih_unlink(c);
+	server_ka_unlink(c);
 	kfree(c->b);
 	if (server_pooled(c)) {
 		server_wake_bufs(slots_forget(&http_srv.bufs, &c->bw));
@@ -252,13 +257,80 @@ err_t server_conn_abort(struct conn *c)
 	return tcpconn_abort(&c->tc);
 }
 
+/* ---- keep-alive idle connections ----
+ *
+ * A served plain connection waiting for its next request, no byte of it
+ * come, asks lwIP for no polls (tcpconn_poll_ticks(0)): once nothing of it
+ * is in flight lwIP parks its PCB off the list its timers walk
+ * (net/port/patches/0011), so their work per tick follows the busy
+ * connections, not the 20,000 idle ones. Its idle timeout is kept here
+ * instead: it joins http_srv's keep-alive list at the tail as it goes idle
+ * (t_wait = then), so the list runs oldest first, and a tick every
+ * SERVER_KA_TICK_MS while the list is not empty closes the expired ones
+ * from its head: O(1 + closed) per tick, however many are idle. */
+#define SERVER_KA_TICK_MS 500
+static struct timer server_ka_timer;
+
+static void server_ka_tick(struct timer *t, void *arg);
+
+/* Off the list; its pcb untouched (it may be gone: server_conn_free()). */
+static void server_ka_unlink(struct conn *c)
+{
+	if (!c->ka_on)
+		return;
+	c->ka_on = false;
+	*(c->ka_prev ? &c->ka_prev->ka_next : &http_srv.ka_head) = c->ka_next;
+	*(c->ka_next ? &c->ka_next->ka_prev : &http_srv.ka_tail) = c->ka_prev;
+	c->ka_next = c->ka_prev = NULL;
+}
+
+static void server_ka_mark(struct conn *c, bool on)
+{
+	if (c->ka_on == on)
+		return;
+	if (on) {
+		c->ka_on = true;
+		c->t_wait = tcpconn_now_ms();
+		c->ka_next = NULL;
+		c->ka_prev = http_srv.ka_tail;
+		*(http_srv.ka_tail ? &http_srv.ka_tail->ka_next : &http_srv.ka_head) = c;
+		http_srv.ka_tail = c;
+		if (!server_ka_timer.armed) {
+			timer_init(&server_ka_timer, server_ka_tick, NULL);
+			timer_start(&server_ka_timer, time_ns() + SERVER_KA_TICK_MS * NSEC_PER_MSEC);
+		}
+	} else {
+		server_ka_unlink(c);
+	}
+	tcpconn_poll_ticks(&c->tc, on ? 0 : POLL_TICKS);
+}
+
+__cold static void server_ka_tick(struct timer *t, void *arg)
+{
+	u64 now = tcpconn_now_ms();
+	struct conn *c;
+
+	(void)arg;
+	while ((c = http_srv.ka_head) && now - c->t_wait >= http_srv.cfg.idle_timeout_ms) {
+		http_server_stats.timeouts_idle++;
+		server_ka_unlink(c);
+		(void)server_conn_close(c);
+	}
+	if (http_srv.ka_head)
+		timer_start(t, time_ns() + SERVER_KA_TICK_MS * NSEC_PER_MSEC);
+}
+
 /* The table's idle list (conntab_idle()) follows the connection: idle
  * while it waits for a request of which no byte has come, or for good once
  * it read too slowly for a bulk grant (the least productive: a full table
- * ends the one on the list longest first, admission.c). */
+ * ends the one on the list longest first, admission.c). A plain one that
+ * was served and waits so is on the keep-alive list too. */
 __attribute__((noinline)) static void server_idle_mark(struct conn *c)
 {
-	conntab_idle(&http_srv.tab, &c->link, (c->state == C_READ && !c->head_started) || c->bulk_slow);
+	bool waiting = c->state == C_READ && !c->head_started;
+
+	conntab_idle(&http_srv.tab, &c->link, waiting || c->bulk_slow);
+	server_ka_mark(c, waiting && c->served && !c->bulk_slow && server_pooled(c));
 }
 
 /* Hand the pcb to lwIP for an orderly close (FIN after queued data). */

@@ -26,10 +26,12 @@ plan's whole count for FULL_HOLD s, and the newcomer then takes the place
 of the idle one longest idle. The test sources share
 one /24, so the guest boots with the per-prefix handshake rate off (a
 public appliance keeps it: hsgate.h)."""
+import collections
+import contextlib
 import multiprocessing
 import re
-import collections
 import resource
+import socket
 import ssl
 import threading
 import time
@@ -148,6 +150,20 @@ def _per_conn(guest, n, m):
     return kern, lwip
 
 
+@contextlib.contextmanager
+def _held(guest, socks, timeout=300):
+    """The end of a hold, HTTP's and HTTPS's: every socket of it closed
+    (those the hold closed itself again: harmless), then, unless the hold
+    failed, the guest back to its baseline (wait_idle)."""
+    try:
+        yield
+    finally:
+        for s in socks:
+            if s is not None:
+                s.close()
+    guest.wait_idle(guest.base, timeout=timeout)
+
+
 def _half_heads(guest, socks):
     """Half a head on plan_bufs + 100 connections at once (more heads in
     progress than sets), then the rest: each gets its 200, or a 408 and a
@@ -197,7 +213,7 @@ def _half_heads(guest, socks):
 
 def _hold(guest, n, hold, full):
     socks = _open(guest, n)
-    try:
+    with _held(guest, socks):
         m = guest.metrics(src=guest.sources[4])
         assert m["vireo_http_connections_active"] >= n
         kern, lwip = _per_conn(guest, n, m)
@@ -236,10 +252,6 @@ def _hold(guest, n, hold, full):
         assert evicted == 0, evicted
         assert lost <= evicted, (lost, evicted)
         _newcomer(guest)
-    finally:
-        for s in socks:
-            s.close()
-    guest.wait_idle(guest.base, timeout=300)
 
 
 @pytest.mark.quick
@@ -310,8 +322,29 @@ def _holder(guest, src, n, hold, out):
         time.sleep(0.5)
     lost += _refresh(socks, served, True)
     out.send(("done", len(socks), lost))
-    for s in socks:
-        if s is not None:
+    _close_paced([s for s in socks if s is not None])
+
+
+def _close_paced(socks, batch=250):
+    """Closes held connections batch at a time, each batch's FINs
+    answered (the guest's FIN read) before the next: 20,000 FINs at once
+    overflow the tap's queue, and Linux gives up on an orphan's FIN after
+    its retries, leaving the guest's side open until its idle timeout
+    (measured: 1,725 of 20,000 still open 10 minutes later)."""
+    for k in range(0, len(socks), batch):
+        part = socks[k:k + batch]
+        for s in part:
+            try:
+                s.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+        for s in part:
+            try:
+                s.settimeout(120)
+                while s.recv(65536):
+                    pass
+            except OSError:
+                pass
             s.close()
 
 
@@ -424,7 +457,7 @@ def _https_hold(guest, n, hold):
     t0 = time.monotonic()
     socks = _tls_open_many(guest, n)
     opened = time.monotonic() - t0
-    try:
+    with _held(guest, socks):
         m = guest.metrics(src=guest.sources[4])
         assert m["vireo_https_connections_active"] == n, m["vireo_https_connections_active"]
         assert m["vireo_https_connections_max"] == guest.plan_tls
@@ -466,10 +499,6 @@ def _https_hold(guest, n, hold):
         evicted = m["vireo_https_connections_evicted_total"] - base["vireo_https_connections_evicted_total"]
         assert evicted == (1 if n == guest.plan_tls else 0), evicted
         assert lost == evicted, (lost, evicted)
-    finally:
-        for s in socks:
-            s.close()
-    guest.wait_idle(guest.base, timeout=300)
 
 
 @pytest.mark.quick

@@ -6,7 +6,11 @@
  * segment's lookup examines (tcp_pcb_hash_probes, counted, never timed) stay
  * about one per segment. Hand-made IPv4 and IPv6 segments from four client
  * addresses go into ip_input(); lwIP's answers are read off the netif. With
- * the index left at one bucket (lwIP's old walk) the probe bounds fail. */
+ * the index left at one bucket (lwIP's old walk) the probe bounds fail.
+ * And lwIP's timers (net/port/patches/0011) at 20,000 connections: the
+ * PCBs a tcp_tmr() pass looks at (those whose last_timer it moved) and
+ * the poll callbacks it makes follow the connections with something to
+ * time, not the 20,000 idle ones (lwIP before the patch: 20,000 each). */
 #include "lwip/init.h"
 #include "lwip/ip.h"
 #include "lwip/ip_addr.h"
@@ -292,6 +296,8 @@ static int setup(void **state)
 	ip6_addr_t a6;
 	s8_t idx;
 
+	if (nif.input)	/* lwIP and the netif are up from the test before */
+		goto listen;
 	lwip_init();
 	IP4_ADDR(&a, 192, 168, 7, 2);
 	IP4_ADDR(&m, 255, 0, 0, 0);
@@ -305,6 +311,7 @@ static int setup(void **state)
 	/* after the link is up, which starts duplicate address detection */
 	netif_ip6_addr_set_state(&nif, idx, IP6_ADDR_PREFERRED);
 
+listen:
 	listener = tcp_new_ip_type(IPADDR_TYPE_ANY);
 	assert_non_null(listener);
 	assert_int_equal(tcp_bind(listener, IP_ANY_TYPE, PORT), ERR_OK);
@@ -333,6 +340,142 @@ static int teardown(void **state)
 	tcp_pcb_hash_init(NULL, 0);
 	free(table);
 	return 0;
+}
+
+/* ---- the timers' work ---- */
+
+static u32 polls;
+
+static err_t srv_poll(void *arg, struct tcp_pcb *pcb)
+{
+	polls++;
+	return ERR_OK;
+}
+
+static u8 *marks;
+
+/* One tcp_tmr() pass (the fast timer, and the slow one every other pass);
+ * returns the PCBs of conns[] it looked at: those whose last_timer moved. */
+static u32 tmr_pass(void)
+{
+	u32 i, n = 0;
+
+	for (i = 0; i < NCONN; i++)
+		marks[i] = conns[i].pcb ? conns[i].pcb->last_timer : 0;
+	tcp_tmr();
+	for (i = 0; i < NCONN; i++)
+		if (conns[i].pcb && conns[i].pcb->last_timer != marks[i])
+			n++;
+	return n;
+}
+
+/* lwIP before patch 0011 has no TF_PARKED: this test still builds there,
+ * and fails on the passes' work. */
+#ifndef TF_PARKED
+#define TF_PARKED 0
+#endif
+#define PARKED(pcb) (TF_PARKED && ((pcb)->flags & TF_PARKED))
+
+/* Every PCB the timers still walk is ahead of every parked one. */
+static void check_order(void)
+{
+	struct tcp_pcb *pcb;
+	bool parked = false;
+
+	for (pcb = tcp_active_pcbs; pcb; pcb = pcb->next) {
+		if (PARKED(pcb))
+			parked = true;
+		else
+			assert_false(parked);
+	}
+}
+
+static void test_timers_idle(void **state)
+{
+	struct probes open = { 0 };
+	u32 i, n, p0, sent;
+
+	marks = calloc(NCONN, 1);
+	assert_non_null(marks);
+	tcp_pcb_hash_init(table, nbuckets);
+	for (i = 0; i < NCONN; i++) {
+		conn_open(i, 1000 * i, &open);
+		tcp_poll(conns[i].pcb, srv_poll, 1);
+		conn_data(i);
+	}
+	/* Busy (a request each, polled every slow tick): every PCB is
+	 * looked at and polled, as before the patch. */
+	polls = 0;
+	n = tmr_pass();
+	n += tmr_pass();
+	printf("  busy: %u PCBs looked at in 2 passes, %u polls\n", n, polls);
+	assert_int_equal(n, 2 * NCONN);
+	assert_int_equal(polls, NCONN);
+
+	/* Idle: their application asks for no polls (interval 0). One slow
+	 * tick parks them; after it a pass looks at none and polls none. */
+	for (i = 0; i < NCONN; i++)
+		tcp_poll(conns[i].pcb, srv_poll, 0);
+	tmr_pass();
+	tmr_pass();
+	polls = 0;
+	n = 0;
+	for (i = 0; i < 8; i++)
+		n += tmr_pass();
+	printf("  idle: %u PCBs looked at in 8 passes, %u polls\n", n, polls);
+	assert_int_equal(n, 0);
+	assert_int_equal(polls, 0);
+	check_order();
+
+	/* Data for 100 of them: each reaches its own PCB, which the timers
+	 * look at again (its delayed ACK goes out) and park once it is at
+	 * rest; the other 19,900 stay out of every pass. */
+	for (i = 0; i < NCONN; i += NCONN / 100) {
+		u32 got = conns[i].got;
+
+		conn_data(i);
+		assert_int_equal(conns[i].got, got + 1);
+	}
+	check_order();
+	n = tmr_pass();
+	printf("  100 with data: %u PCBs looked at in the next pass\n", n);
+	assert_int_equal(n, 100);
+	tmr_pass();
+	tmr_pass();
+	assert_int_equal(tmr_pass(), 0);
+
+	/* The server writes to 50 parked ones and the clients ACK nothing:
+	 * their retransmission timers run (the slow timer resends) and, busy,
+	 * they are polled every slow tick again (interval 0 polls only while
+	 * there is something to time). */
+	for (i = 1; i < NCONN; i += NCONN / 50) {
+		assert_true(PARKED(conns[i].pcb));
+		assert_int_equal(tcp_write(conns[i].pcb, "abcd", 4, TCP_WRITE_FLAG_COPY), ERR_OK);
+		assert_false(PARKED(conns[i].pcb));
+		assert_int_equal(tcp_output(conns[i].pcb), ERR_OK);
+	}
+	check_order();
+	sent = out_count;
+	p0 = polls;
+	for (i = 0; i < 16; i++)
+		assert_true(tmr_pass() <= 50);
+	printf("  50 unacknowledged: %u segments resent, %u polls in 16 passes\n", out_count - sent, polls - p0);
+	assert_true(out_count - sent >= 50);
+	assert_int_equal(polls - p0, 50 * 8);
+	for (i = 1; i < NCONN; i += NCONN / 50)
+		assert_non_null(conns[i].pcb->unacked);
+
+	/* A close of a parked one: its FIN goes out and the timers take it. */
+	assert_true(PARKED(conns[2].pcb));
+	tcp_arg(conns[2].pcb, NULL);
+	tcp_recv(conns[2].pcb, NULL);
+	tcp_poll(conns[2].pcb, NULL, 0);
+	assert_int_equal(tcp_close(conns[2].pcb), ERR_OK);
+	assert_true(last.flags & F_FIN);
+	assert_false(PARKED(conns[2].pcb));
+	assert_int_equal(conns[2].pcb->state, FIN_WAIT_1);
+	check_order();
+	free(marks);
 }
 
 /* ---- tests ---- */
@@ -465,6 +608,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bucket_sizing),
 		cmocka_unit_test_setup_teardown(test_index, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timers_idle, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
