@@ -570,6 +570,15 @@ static void acme_schedule_renewal(void)
 	acme_renew_tick(&acme.timer, NULL);
 }
 
+/* The next attempt in s seconds (the timer's period capped at a day). */
+static void acme_wait(u64 s)
+{
+	acme.next_s = s;
+	acme.state = AS_BACKOFF;
+	vireo_timer_init(&acme.timer, acme_attempt, NULL);
+	vireo_timer_start(&acme.timer, s > 86400 ? 86400u * 1000 : (u32)(s * 1000));
+}
+
 static void acme_backoff(void)
 {
 	u64 s;
@@ -577,13 +586,10 @@ static void acme_backoff(void)
 	acme.failures++;
 	acme.failed++;
 	s = acme_backoff_s(acme.failures, acme.m->retry_after_s, random_u64());
-	acme.next_s = s;
-	acme.state = AS_BACKOFF;
 	kprintf("acme: order failed: %s; the certificate served stays; next attempt in %lu s\n", acme.last_error,
 		(unsigned long)s);
 	acme_keep_state(s);	/* [acme_state] */
-	vireo_timer_init(&acme.timer, acme_attempt, NULL);
-	vireo_timer_start(&acme.timer, s > 86400 ? 86400u * 1000 : (u32)(s * 1000));
+	acme_wait(s);
 }
 
 static void acme_step(enum acme_action act)
@@ -770,11 +776,12 @@ static void acme_keep_ari(void)
  * served with no order, renewal as after its issue; a kept backoff (an
  * earlier boot's failures, or an attempt cut short) is waited out. True
  * when that scheduled the next step. */
-#ifdef VIREO_ACME_KEEP
 static bool acme_resume(void)
 {
 	struct acme_resume *rp = kzalloc(sizeof *rp), r;
+#ifdef VIREO_ACME_KEEP
 	u64 now;
+#endif
 
 	if (!acme_keep() || !rp) {
 		kfree(rp);
@@ -792,6 +799,7 @@ static bool acme_resume(void)
 		acme.state = AS_VALID;
 		memcpy(acme.ari_id, r.ari_id, sizeof acme.ari_id);
 	}
+#ifdef VIREO_ACME_KEEP
 	if (r.order[0] && (acme.resume_order = kmalloc(strlen(r.order) + 1)) != NULL) {
 		/* an order cut short: taken up at once (reading it is no new
 		 * order), whatever backoff the cut left */
@@ -804,15 +812,14 @@ static bool acme_resume(void)
 	}
 	if (r.order[0])
 		mbedtls_pk_free(&acme.cert_key);	/* no memory: a new order */
+#endif
 	if (r.wait_s) {
-		acme.state = AS_BACKOFF;
-		acme.next_s = r.wait_s;
-		vireo_timer_init(&acme.timer, acme_attempt, NULL);
-		vireo_timer_start(&acme.timer, r.wait_s > 86400 ? 86400u * 1000 : (u32)(r.wait_s * 1000));
+		acme_wait(r.wait_s);
 		return true;
 	}
 	if (!r.have)
 		return false;
+#ifdef VIREO_ACME_KEEP
 	if (r.ari_kept && acme_now(&now)) {
 		/* RFC 9773 polled on from where the last boot left it */
 		strlcpy(acme.m->renewal_info, r.ari_url, sizeof acme.m->renewal_info);
@@ -825,36 +832,10 @@ static bool acme_resume(void)
 		acme_renew_tick(&acme.timer, NULL);
 		return true;
 	}
-	acme_schedule_renewal();
-	return true;
-}
-#else
-static bool acme_resume(void)
-{
-	struct acme_resume r = { .directory = acme_directory_opt, .names = acme_names(), .n_names = acme.names.n };
-
-	if (!acme_keep())
-		return false;
-	acme_keep()->resume(&r);
-	acme.failures = r.failures;
-	if (r.have) {
-		acme.not_before = r.not_before;
-		acme.not_after = r.not_after;
-		acme.state = AS_VALID;
-	}
-	if (r.wait_s) {
-		acme.state = AS_BACKOFF;
-		acme.next_s = r.wait_s;
-		vireo_timer_init(&acme.timer, acme_attempt, NULL);
-		vireo_timer_start(&acme.timer, r.wait_s > 86400 ? 86400u * 1000 : (u32)(r.wait_s * 1000));
-		return true;
-	}
-	if (!r.have)
-		return false;
-	acme_schedule_renewal();
-	return true;
-}
 #endif
+	acme_schedule_renewal();
+	return true;
+}
 
 static bool acme_contact_ok(const char *s)
 {
