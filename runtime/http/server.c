@@ -392,6 +392,16 @@ __cold static bool server_send_slow(struct conn *c, u64 now)
 	return false;
 }
 
+/* Our FIN, after a TLS close_notify: false when lwIP refused it. */
+static bool server_fin(struct conn *c)
+{
+#if LWIP_ALTCP_TLS
+	if (c->tc.tls)
+		https_close_notify(c->tc.pcb);
+#endif
+	return altcp_shutdown(c->tc.pcb, 0, 1) == ERR_OK;
+}
+
 /* The last response is written: send FIN after it, keep reading (and
  * dropping) what the peer still sends so it gets the response rather than a
  * RST, and free once the peer closes or linger_ms after everything was acked. */
@@ -400,11 +410,7 @@ err_t server_begin_close(struct conn *c)
 	tcpconn_rx_discard(&c->tc);
 	if (c->tc.rx_eof)
 		return server_conn_close(c);
-#if LWIP_ALTCP_TLS
-	if (c->tc.tls)
-		https_close_notify(c->tc.pcb);
-#endif
-	if (altcp_shutdown(c->tc.pcb, 0, 1) != ERR_OK)
+	if (!server_fin(c))
 		return server_conn_abort(c);
 	c->state = C_LINGER;
 	server_idle_mark(c);
@@ -419,13 +425,7 @@ err_t server_begin_close(struct conn *c)
 __cold static err_t server_tunnel_fin(struct conn *c)
 {
 	c->tunnel_fin = true;
-#if LWIP_ALTCP_TLS
-	if (c->tc.tls)
-		https_close_notify(c->tc.pcb);
-#endif
-	if (altcp_shutdown(c->tc.pcb, 0, 1) != ERR_OK)
-		return server_conn_abort(c);
-	return ERR_OK;
+	return server_fin(c) ? ERR_OK : server_conn_abort(c);
 }
 
 /* ---- responses ---- */
