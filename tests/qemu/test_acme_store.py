@@ -50,6 +50,24 @@ def store_image(tmp_path, d):
     return image_with_ca(os.path.join(STORE_OUT, "vireo.img"), tmp_path / "vireo-acme-store.img", d)
 
 
+def store_setup(acme_run, tmp_path, **pebble_kw):
+    """The store's image, a blank 16 MiB data disk, DNS and pebble started:
+    (image, pebble, command line, QEMU arguments with the disk)."""
+    ns, d = acme_run.ns, acme_run.d
+    api_cert(d, ns.host_ip)
+    img = store_image(tmp_path, d)
+    disk = tmp_path / "data.img"
+    with open(disk, "wb") as f:
+        f.truncate(16 << 20)
+    acme_run.dns_start()
+    pebble = acme_run.pebble_start(0, **pebble_kw)
+    cmdline = (f"ip={ns.guest_ip}/24 egress.allow={ns.host_ip}/32 acme.directory=https://{ns.host_ip}:14000/dir "
+               f"acme.names={NAME} tls.names={NAME}")
+    extra = list(ns.qemu_args()) + ["-drive", f"if=none,id=d0,format=raw,file={disk}",
+                                    "-device", "virtio-blk-pci,drive=d0,serial=vireo-data"]
+    return img, pebble, cmdline, extra
+
+
 def count(pebble, rx):
     return len(re.findall(rx, pebble.text(), re.M))
 
@@ -60,18 +78,7 @@ NEW_ACCOUNT = r"There are now \d+ accounts in memory$"	# said for a new account 
 
 def test_acme_restart_keeps_certificate(acme_run, tmp_path):
     ns = acme_run.ns
-    d = acme_run.d
-    api_cert(d, ns.host_ip)
-    img = store_image(tmp_path, d)
-    disk = tmp_path / "data.img"
-    with open(disk, "wb") as f:
-        f.truncate(16 << 20)
-    acme_run.dns_start()
-    pebble = acme_run.pebble_start(0)
-    cmdline = (f"ip={ns.guest_ip}/24 egress.allow={ns.host_ip}/32 acme.directory=https://{ns.host_ip}:14000/dir "
-               f"acme.names={NAME} tls.names={NAME}")
-    extra = list(ns.qemu_args()) + ["-drive", f"if=none,id=d0,format=raw,file={disk}",
-                                    "-device", "virtio-blk-pci,drive=d0,serial=vireo-data"]
+    img, pebble, cmdline, extra = store_setup(acme_run, tmp_path)
 
     def serial():
         return ns.run("sh", "-c", f"openssl s_client -connect {ns.guest_ip}:443 -servername {NAME} "
@@ -170,18 +177,7 @@ def test_acme_restart_resumes_order_and_ari(acme_run, tmp_path):
       from the served one; `cert ari` asks pebble (a second renewalInfo
       request in its log) with no new order."""
     ns = acme_run.ns
-    d = acme_run.d
-    api_cert(d, ns.host_ip)
-    img = store_image(tmp_path, d)
-    disk = tmp_path / "data.img"
-    with open(disk, "wb") as f:
-        f.truncate(16 << 20)
-    acme_run.dns_start()
-    pebble = acme_run.pebble_start(0, binary=FORKY_PEBBLE)
-    cmdline = (f"ip={ns.guest_ip}/24 egress.allow={ns.host_ip}/32 acme.directory=https://{ns.host_ip}:14000/dir "
-               f"acme.names={NAME} tls.names={NAME}")
-    extra = list(ns.qemu_args()) + ["-drive", f"if=none,id=d0,format=raw,file={disk}",
-                                    "-device", "virtio-blk-pci,drive=d0,serial=vireo-data"]
+    img, pebble, cmdline, extra = store_setup(acme_run, tmp_path, binary=FORKY_PEBBLE)
 
     def crash(vm):
         os.killpg(vm.proc.pid, signal.SIGKILL)
