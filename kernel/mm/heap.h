@@ -1,4 +1,4 @@
-/* Small first-fit heap over arenas the caller hands in. Pure: it touches only
+/* Small heap, size classes over arenas the caller hands in. Pure: it touches only
  * arena memory and logs bad frees through klog. */
 #ifndef VIREO_HEAP_H
 #define VIREO_HEAP_H
@@ -6,6 +6,11 @@
 #include "lib/types.h"
 
 struct heap_arena;
+
+/* Size classes: 64 exact ones of 16 bytes below 1 KiB, one per power of two
+ * from 1 KiB up to 2^63. */
+#define HEAP_BINS	118u
+#define HEAP_BINWORDS	2u
 struct heap_block;
 
 /* in_use/peak count whole blocks (header and alignment padding included), so
@@ -14,8 +19,10 @@ struct heap_block;
  * that were detected as invalid and ignored. */
 struct heap {
 	struct heap_arena *arenas;	/* newest first */
-	struct heap_block *free_list;	/* free blocks, by address */
+	struct heap_block *bins[HEAP_BINS];	/* free blocks by size class (heap.c) */
+	u64 binmap[HEAP_BINWORDS];		/* a bit per non-empty bin */
 	u64 bad_frees;
+	u64 walked;	/* free blocks heap_alloc looked at, for tests and metrics */
 	size_t in_use; size_t peak; size_t arena_bytes; u64 allocs, frees, failures;
 };
 

@@ -147,12 +147,13 @@ static void test_multiple_arenas(void **state)
 	assert_true(heap_largest_free(&h) < 4096);	/* two blocks, not one */
 	assert_null(heap_alloc(&h, 5000, 16));
 
-	/* A big third arena; lowest address first among what fits. */
+	/* A big third arena; the smallest size class that fits comes first, so
+	 * a small block is cut from a small arena's block, not the big one. */
 	heap_add_arena(&h, mem + ARENA, ARENA);
 	c = heap_alloc(&h, 5000, 16);
 	assert_true(c >= mem + ARENA);
 	c = heap_alloc(&h, 100, 16);
-	assert_true(c < mem + 4096);
+	assert_true(c < mem + 8192);
 	assert_int_equal(shim_klog_count(), 0);
 
 	/* Overlapping, tiny and NULL arenas are refused with a log line. */
@@ -294,6 +295,124 @@ static void test_randomized(void **state)
 	assert_true(heap_largest_free(&h) > ARENA - 128);
 }
 
+/* The work per allocation does not grow with the live blocks: 20,000 live
+ * blocks of mixed sizes (16 B to 4 KiB, the runtime's range), with every
+ * other one freed so the free blocks are many and scattered, then 20,000
+ * more allocations and frees. First fit over an address-ordered list looked
+ * at thousands of free blocks per allocation here; size classes look at a
+ * few (the bound in the comment atop kernel/mm/heap.c). */
+static void test_alloc_work_is_bounded(void **state)
+{
+	enum { N = 20000, BIG = 64 << 20 };
+	static void *p[N];
+	static const size_t sizes[] = { 16, 40, 64, 100, 200, 320, 512, 700, 1100, 1600, 2500, 4000 };
+	u8 *big = aligned_alloc(4096, BIG);
+	u64 walked, allocs;
+
+	heap_add_arena(&h, big, BIG);
+	srand(29);
+	for (int i = 0; i < N; i++)
+		assert_non_null(p[i] = heap_alloc(&h, sizes[rand() % 12], 16));
+	for (int i = 0; i < N; i += 2) {
+		heap_free(&h, p[i]);
+		p[i] = NULL;
+	}
+	walked = h.walked;
+	allocs = h.allocs;
+	for (int round = 0; round < N; round++) {
+		int i = rand() % N;
+
+		if (p[i]) {
+			heap_free(&h, p[i]);
+			p[i] = NULL;
+		} else {
+			assert_non_null(p[i] = heap_alloc(&h, sizes[rand() % 12], 16));
+		}
+	}
+	/* At most 4 blocks looked at per allocation, on average. */
+	assert_true(h.walked - walked <= 4 * (h.allocs - allocs));
+	for (int i = 0; i < N; i++)
+		heap_free(&h, p[i]);
+	assert_int_equal(heap_check(&h), 0);
+	assert_int_equal(h.in_use, 0);
+	heap_init(&h);
+	free(big);
+}
+
+/* Randomized against a model, several seeds, up to 6,000 live blocks over
+ * three arenas: the heap's counters match the model's (allocations, frees,
+ * blocks live), a freed block's payload is reused only once it is free
+ * again, no two live payloads overlap (checked through a sorted copy), every
+ * allocation whose size largest_free admits succeeds, and once all is freed
+ * each arena is one free block again. */
+static int live_cmp(const void *a, const void *b)
+{
+	const struct live *x = a, *y = b;
+
+	return x->p < y->p ? -1 : x->p > y->p;
+}
+
+static void test_randomized_model(void **state)
+{
+	enum { MAXLIVE = 6000 };
+	static struct live live[MAXLIVE], sorted[MAXLIVE];
+	u8 *more = aligned_alloc(4096, 4 * ARENA);
+
+	for (unsigned int seed = 1; seed <= 4; seed++) {
+		size_t nlive = 0;
+		u64 allocs = 0, frees = 0;
+
+		memset(mem, 0xee, 2 * ARENA);
+		heap_init(&h);
+		heap_add_arena(&h, mem, 2 * ARENA);
+		heap_add_arena(&h, more, 4 * ARENA);
+		srand(seed);
+		for (int step = 0; step < 40000; step++) {
+			if (nlive < MAXLIVE && rand() % 100 < (step < 20000 ? 70 : 40)) {
+				size_t size = (size_t)(rand() % 8 ? rand() % 600 : rand() % 6000);
+				size_t align = rand() % 10 ? 16 : (size_t)1 << (rand() % 13);
+				size_t fits = heap_largest_free(&h);
+				u8 *p = heap_alloc(&h, size, align);
+
+				if (!p) {
+					assert_false(align <= 16 && fits >= size);
+					continue;
+				}
+				allocs++;
+				assert_int_equal((uintptr_t)p % (align < 16 ? 16 : align), 0);
+				live[nlive] = (struct live){ p, size, (u8)(step | 1) };
+				memset(p, live[nlive].fill, size);
+				nlive++;
+			} else if (nlive) {
+				size_t i = (size_t)rand() % nlive;
+
+				for (size_t k = 0; k < live[i].size; k++)
+					assert_int_equal(live[i].p[k], live[i].fill);
+				heap_free(&h, live[i].p);
+				frees++;
+				live[i] = live[--nlive];
+			}
+			assert_int_equal(h.allocs, allocs);
+			assert_int_equal(h.frees, frees);
+			if (step % 2000 == 0) {
+				memcpy(sorted, live, nlive * sizeof(*live));
+				qsort(sorted, nlive, sizeof(*sorted), live_cmp);
+				for (size_t i = 1; i < nlive; i++)
+					assert_true(sorted[i - 1].p + sorted[i - 1].size <= sorted[i].p);
+				assert_int_equal(heap_check(&h), 0);
+			}
+		}
+		while (nlive)
+			heap_free(&h, live[--nlive].p);
+		assert_int_equal(heap_check(&h), 0);
+		assert_int_equal(h.in_use, 0);
+		assert_int_equal(heap_largest_free(&h), 4 * ARENA - 3 * 32);	/* arena header, block header, end marker */
+	}
+	assert_int_equal(shim_klog_count(), 0);
+	heap_init(&h);
+	free(more);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -305,6 +424,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unaligned_arena_is_trimmed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_invalid_frees, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_randomized, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_alloc_work_is_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_randomized_model, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
