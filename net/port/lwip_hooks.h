@@ -47,4 +47,10 @@ struct tcp_pcb *vireo_syncookie_ack(struct tcp_pcb_listen *lpcb, struct tcp_hdr 
  * hands the SYN to the listeners. Counts vireo_lwip_stats.tw_reopened. */
 void vireo_lwip_tw_reopen(struct tcp_pcb *pcb);
 
+/* LWIP_HOOK_TCP_UNLINK (net/port/patches/0012): pcb leaves the bound, active
+ * or TIME_WAIT list, or is freed; lwipopts.h calls it only for a PCB with a
+ * port_slot (an orphan on the port's queue, net/port/lwip_port.c), which it
+ * unqueues in O(1). */
+void vireo_lwip_pcb_unlink(struct tcp_pcb *pcb);
+
 #endif

@@ -180,92 +180,154 @@ static u32 lwip_port_pcb_cost(const struct tcp_pcb *pcb)
 	return n + lwip_port_chain_cost(pcb->refused_data);
 }
 
-void vireo_lwip_orphans_count(u32 *count, u32 *bytes)
-{
-	const struct tcp_pcb *pcb;
 
-	*count = *bytes = 0;
-	for (pcb = tcp_active_pcbs; pcb != NULL; pcb = pcb->next) {
-		if (!lwip_port_pcb_is_orphan(pcb))
-			continue;
-		(*count)++;
-		*bytes += lwip_port_pcb_cost(pcb);
-	}
+/* The orphan queue: the orphans in the order they were closed, oldest at
+ * the head, in a table of VIREO_LWIP_ORPHANS_MAX + 1 slots (the +1: a close
+ * queues its PCB before the trim takes the oldest out). A PCB knows its
+ * slot (pcb->port_slot, net/port/patches/0012: 0 for none), and lwIP tells
+ * the port (LWIP_HOOK_TCP_UNLINK) as a PCB leaves the active list (to
+ * TIME_WAIT or to be freed) or is freed, which unqueues it: queueing,
+ * unqueueing and taking the oldest are O(1), so a close looks at its own
+ * PCB and the one it may push out, never at the other connections (the
+ * walk of the active list this replaces looked at all 20,000 at -m 256).
+ * count and bytes are the queued PCBs and the heap they held when queued
+ * (vireo_lwip_orphan_closing()'s estimate); the timer brings bytes up to
+ * date every tick (lwip_port_orphans_expire()). Slot 0 is the list's head:
+ * q[0].next is the oldest, q[0].prev the newest; spare slots are chained
+ * through next from lwip_port_orphan_spare. */
+#define ORPHAN_SLOTS (VIREO_LWIP_ORPHANS_MAX + 1)
+_Static_assert(ORPHAN_SLOTS < 65536, "port_slot is 16 bits");
+
+static struct {
+	struct tcp_pcb *pcb;
+	u32 cost;
+	u16 prev, next;
+} lwip_port_orphan_q[ORPHAN_SLOTS + 1];
+static u16 lwip_port_orphan_spare, lwip_port_orphan_fresh;
+static u32 lwip_port_orphans_n, lwip_port_orphans_bytes;
+
+/* Queues pcb (not queued yet) as the newest orphan; false when every slot is
+ * taken (the timer's walk queues it later). */
+static bool lwip_port_orphan_push(struct tcp_pcb *pcb, u32 cost)
+{
+	u16 s = lwip_port_orphan_spare, tail = lwip_port_orphan_q[0].prev;
+
+	if (s != 0)
+		lwip_port_orphan_spare = lwip_port_orphan_q[s].next;
+	else if (lwip_port_orphan_fresh < ORPHAN_SLOTS)
+		s = ++lwip_port_orphan_fresh;
+	else
+		return false;
+	lwip_port_orphan_q[s].pcb = pcb;
+	lwip_port_orphan_q[s].cost = cost;
+	lwip_port_orphan_q[s].prev = tail;
+	lwip_port_orphan_q[s].next = 0;
+	lwip_port_orphan_q[tail].next = s;
+	lwip_port_orphan_q[0].prev = s;
+	pcb->port_slot = s;
+	lwip_port_orphans_n++;
+	lwip_port_orphans_bytes += cost;
+	return true;
 }
 
-/* Between walks of the active list, a bound from above on the orphans and
- * their bytes: each walk sets it to what it counted, each close adds its PCB
- * (vireo_lwip_orphan_closing()'s cost). A close walks the list only when the
- * bound passes a cap, so closing is O(1) while orphans are few; an orphan
- * made without vireo_lwip_orphans_close(), or out-of-order data an orphan
- * queues, is counted by the next walk (the timer's, every 250 ms, at the
- * latest). */
-static u32 lwip_port_orphans_hi, lwip_port_orphan_bytes_hi;
+/* LWIP_HOOK_TCP_UNLINK (net/port/patches/0012): pcb leaves a list or is
+ * freed; it is an orphan no more. A slot that does not name pcb back is
+ * left alone (lwIP's memory, not the network's, but checked all the same). */
+static void lwip_port_orphan_unqueue(u16 s)
+{
+	u16 p = lwip_port_orphan_q[s].prev, n = lwip_port_orphan_q[s].next;
+
+	lwip_port_orphan_q[p].next = n;
+	lwip_port_orphan_q[n].prev = p;
+	lwip_port_orphan_q[s].pcb = NULL;
+	lwip_port_orphan_q[s].next = lwip_port_orphan_spare;
+	lwip_port_orphan_spare = s;
+	lwip_port_orphans_n--;
+	lwip_port_orphans_bytes -= lwip_port_orphan_q[s].cost;
+}
+
+void vireo_lwip_pcb_unlink(struct tcp_pcb *pcb)
+{
+	u16 s = pcb->port_slot;
+
+	pcb->port_slot = 0;
+	if (s != 0 && s <= ORPHAN_SLOTS && lwip_port_orphan_q[s].pcb == pcb)
+		lwip_port_orphan_unqueue(s);
+}
 
 /* A FIN's segment (or a TLS close_notify's) the close may queue. */
 #define ORPHAN_CLOSE_SLACK (HEAP_COST(sizeof(struct tcp_seg)) + HEAP_COST(sizeof(struct pbuf) + 128))
 
-u32 vireo_lwip_orphan_closing(const struct tcp_pcb *pcb)
+u32 vireo_lwip_orphan_closing(struct tcp_pcb *pcb)
 {
-	return lwip_port_pcb_cost(pcb) + ORPHAN_CLOSE_SLACK;
+	u32 cost = lwip_port_pcb_cost(pcb) + ORPHAN_CLOSE_SLACK;
+
+	vireo_lwip_stats.orphan_visits++;
+	if (pcb->port_slot == 0)
+		lwip_port_orphan_push(pcb, cost);
+	return cost;
 }
 
 void vireo_lwip_orphans_close(struct tcp_pcb *keep, u32 cost)
 {
-	if (lwip_port_orphans_hi + 1 <= VIREO_LWIP_ORPHANS_MAX &&
-	    lwip_port_orphan_bytes_hi + cost <= VIREO_LWIP_ORPHANS_BYTES) {
-		lwip_port_orphans_hi++;
-		lwip_port_orphan_bytes_hi += cost;
-		return;
-	}
+	(void)cost;
 	vireo_lwip_orphans_trim(keep);
 }
 
-/* TCP_REG() pushes on the head, so the active list runs newest first (a
- * close moves a parked PCB back to the head: patch 0011): walk it up to
- * the first parked PCB (orphans are never parked) summing orphans, and
- * every orphan past either cap was registered or closed before all those
- * kept. keep (the PCB just closed, whose callback may still be running in
- * lwIP) is counted but never aborted. Aborting other PCBs from an
- * application callback is safe: lwIP's timers restart their walk when the
- * list changes (tcp_active_pcbs_changed), and tcp_input() touches only the
- * PCB it is delivering to. */
+/* Aborts the oldest orphans while they are over either cap; keep (the PCB
+ * just closed, whose callback may still be running in lwIP, or NULL) is
+ * counted but never aborted: it is the newest, so the loop stops there.
+ * Aborting other PCBs from an application callback is safe: lwIP's timers
+ * restart their walk when the list changes (tcp_active_pcbs_changed), and
+ * tcp_input() touches only the PCB it is delivering to. tcp_abort() unqueues
+ * the PCB (through the hook) before it returns. */
 void vireo_lwip_orphans_trim(struct tcp_pcb *keep)
 {
-	struct tcp_pcb *pcb, *next;
-	u32 count = 0, bytes = 0, cost;
+	while (lwip_port_orphans_n > VIREO_LWIP_ORPHANS_MAX || lwip_port_orphans_bytes > VIREO_LWIP_ORPHANS_BYTES) {
+		u16 s = lwip_port_orphan_q[0].next;
+		struct tcp_pcb *pcb = lwip_port_orphan_q[s].pcb;
 
-	for (pcb = tcp_active_pcbs; pcb != NULL && !(pcb->flags & TF_PARKED); pcb = next) {
-		next = pcb->next;
-		if (!lwip_port_pcb_is_orphan(pcb))
-			continue;
-		cost = lwip_port_pcb_cost(pcb);
-		if (pcb != keep && (count + 1 > VIREO_LWIP_ORPHANS_MAX ||
-				    bytes + cost > VIREO_LWIP_ORPHANS_BYTES)) {
-			tcp_abort(pcb);
-			vireo_lwip_stats.orphans_capped++;
-			continue;
-		}
-		count++;
-		bytes += cost;
+		if (s == 0 || pcb == keep)
+			break;
+		vireo_lwip_stats.orphan_visits++;
+		tcp_abort(pcb);		/* frees pcb, which the hook unqueues */
+		if (lwip_port_orphan_q[s].pcb == pcb)
+			lwip_port_orphan_unqueue(s);
+		vireo_lwip_stats.orphans_capped++;
 	}
-	lwip_port_orphans_hi = count;
-	lwip_port_orphan_bytes_hi = bytes;
-	if (count > vireo_lwip_stats.orphans_peak)
-		vireo_lwip_stats.orphans_peak = count;
+	if (lwip_port_orphans_n > vireo_lwip_stats.orphans_peak)
+		vireo_lwip_stats.orphans_peak = lwip_port_orphans_n;
+}
+
+/* The timer's: aborts the orphans the peer has sent nothing to for
+ * VIREO_LWIP_ORPHAN_TIMEOUT_MS, and brings each one's cost up to date
+ * (acknowledged data leaves, out-of-order data may come): at most
+ * ORPHAN_SLOTS slots. */
+void vireo_lwip_orphans_count(u32 *count, u32 *bytes)
+{
+	*count = lwip_port_orphans_n;
+	*bytes = lwip_port_orphans_bytes;
 }
 
 static void lwip_port_orphans_expire(void)
 {
-	struct tcp_pcb *pcb, *next;
+	u16 s, next;
 
-	for (pcb = tcp_active_pcbs; pcb != NULL && !(pcb->flags & TF_PARKED); pcb = next) {
-		next = pcb->next;
-		if (lwip_port_pcb_is_orphan(pcb) &&
-		    (u32_t)(tcp_ticks - pcb->tmr) >= VIREO_LWIP_ORPHAN_TIMEOUT_MS / TCP_SLOW_INTERVAL) {
+	lwip_port_orphans_bytes = 0;
+	for (s = lwip_port_orphan_q[0].next; s != 0; s = next) {
+		struct tcp_pcb *pcb = lwip_port_orphan_q[s].pcb;
+
+		next = lwip_port_orphan_q[s].next;
+		if ((u32_t)(tcp_ticks - pcb->tmr) >= VIREO_LWIP_ORPHAN_TIMEOUT_MS / TCP_SLOW_INTERVAL) {
+			lwip_port_orphan_q[s].cost = 0;
 			tcp_abort(pcb);
+			if (lwip_port_orphan_q[s].pcb == pcb)
+				lwip_port_orphan_unqueue(s);
 			vireo_lwip_stats.orphans_timedout++;
+			continue;
 		}
+		lwip_port_orphan_q[s].cost = lwip_port_pcb_cost(pcb);
+		lwip_port_orphans_bytes += lwip_port_orphan_q[s].cost;
 	}
 }
 
@@ -288,6 +350,11 @@ static void lwip_port_tw_trim(void *arg)
 		    (u32_t)(tcp_ticks - pcb->tmr) >= VIREO_LWIP_SYN_RCVD_MS / TCP_SLOW_INTERVAL) {
 			tcp_abort(pcb);
 			vireo_lwip_stats.syn_trimmed++;
+		} else if (pcb->port_slot == 0 && lwip_port_pcb_is_orphan(pcb)) {
+			/* Closed without vireo_lwip_orphan_closing(): queued
+			 * here, trimmed after the walk (an abort now could free
+			 * next); with every slot taken, at a later tick. */
+			lwip_port_orphan_push(pcb, lwip_port_pcb_cost(pcb));
 		}
 	}
 

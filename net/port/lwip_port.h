@@ -26,6 +26,7 @@ struct vireo_lwip_stats {
 	u64 orphans_capped;	/* orphans aborted over VIREO_LWIP_ORPHANS_MAX/_BYTES */
 	u64 orphans_timedout;	/* orphans aborted after VIREO_LWIP_ORPHAN_TIMEOUT_MS */
 	u64 orphans_peak;	/* most orphans seen at once (after a trim) */
+	u64 orphan_visits;	/* PCBs a close's orphan bookkeeping looked at (tests count them) */
 	u64 rx_coalesced_acks;	/* segments over one MSS (receive TSO) ACKed at once */
 	u64 pcb_buckets;	/* lwIP's 4-tuple index (patch 0010), 0: one list */
 };
@@ -42,19 +43,20 @@ void vireo_lwip_heap_stats(struct vireo_lwip_heap_stats *st);
 struct tcp_pcb;
 
 /* Orphans: TCP PCBs the application closed (callback argument cleared)
- * that lwIP still holds in FIN_WAIT_1, FIN_WAIT_2, CLOSING or LAST_ACK.
- * vireo_lwip_orphans_trim() aborts the oldest beyond the caps in
- * net/port/lwipopts.h; call it right after tcp_close() succeeds, passing the
- * closed PCB, which is never aborted by this call. The port also runs it,
- * and the orphan timeout, from its timer. Event loop only. */
+ * that lwIP still holds in FIN_WAIT_1, FIN_WAIT_2, CLOSING or LAST_ACK, on
+ * the port's queue, oldest first (lwip_port.c). Closing: cost =
+ * vireo_lwip_orphan_closing(pcb) before tcp_close() (it queues pcb; a close
+ * that frees it unqueues it), vireo_lwip_orphans_close(pcb, cost) after,
+ * which aborts the oldest beyond the caps in net/port/lwipopts.h (never pcb
+ * itself, which may be freed by then: only compared): O(1) per close and per
+ * orphan aborted. vireo_lwip_orphans_trim(keep) is the same trim; the port
+ * also runs it, the orphan timeout and the queueing of orphans closed
+ * without vireo_lwip_orphan_closing() from its timer. Event loop only. */
 void vireo_lwip_orphans_trim(struct tcp_pcb *keep);
-/* The same in O(1) while the orphans are few: cost is
- * vireo_lwip_orphan_closing(pcb), taken before tcp_close() (which may free
- * the PCB); the list is walked (vireo_lwip_orphans_trim(keep)) only when the
- * orphans since the last walk could pass a cap. */
-u32 vireo_lwip_orphan_closing(const struct tcp_pcb *pcb);
+u32 vireo_lwip_orphan_closing(struct tcp_pcb *pcb);
 void vireo_lwip_orphans_close(struct tcp_pcb *keep, u32 cost);
-/* Orphans now, and an estimate from above of the lwIP heap they hold. */
+/* Orphans queued now, and an estimate from above of the lwIP heap they
+ * hold (brought up to date every timer tick). O(1). */
 void vireo_lwip_orphans_count(u32 *count, u32 *bytes);
 
 /* Buckets for lwIP's 4-tuple index when pcbs PCBs are budgeted: the next

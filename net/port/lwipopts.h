@@ -46,6 +46,8 @@
 	vireo_tcp_inpacket(pcb, hdr, optlen, opt1len, opt2, p)
 #define LWIP_HOOK_TCP_LISTEN_ACK(lpcb, hdr, p)		vireo_syncookie_ack(lpcb, hdr, p)
 #define LWIP_HOOK_TCP_TIMEWAIT_REOPEN(pcb)		vireo_lwip_tw_reopen(pcb)
+#define LWIP_HOOK_TCP_UNLINK(pcb) \
+	do { if ((pcb)->port_slot != 0) vireo_lwip_pcb_unlink(pcb); } while (0)
 #define LWIP_HOOK_TCP_PCB_HASH(lip, lport, rip, rport)	vireo_tcp_pcb_hash(lip, lport, rip, rport)
 
 /* ---- memory ---------------------------------------------------------------

@@ -478,6 +478,86 @@ static void test_timers_idle(void **state)
 	free(marks);
 }
 
+/* ---- orphans: the work of a close ---- */
+
+/* The server closes connection i as tcpconn_close() does: callbacks
+ * cleared, the port told before and after tcp_close(). */
+static void srv_close(u32 i)
+{
+	struct tcp_pcb *pcb = conns[i].pcb;
+	u32 cost;
+
+	tcp_arg(pcb, NULL);
+	tcp_recv(pcb, NULL);
+	cost = vireo_lwip_orphan_closing(pcb);
+	assert_int_equal(tcp_close(pcb), ERR_OK);
+	vireo_lwip_orphans_close(pcb, cost);
+}
+
+/* 20,000 connections, none parked (each just had a request), then 1,000 of
+ * them closed by the server with their clients silent: each close leaves
+ * an orphan in FIN_WAIT_1 and, past VIREO_LWIP_ORPHANS_MAX, aborts the
+ * oldest. The PCBs a close's orphan bookkeeping looks at stay a handful
+ * (the port before the orphan queue walked all 20,000 once 64 orphans
+ * existed); the oldest are the ones aborted; a FIN_WAIT_1 orphan the
+ * client then ACKs and FINs goes to TIME_WAIT and leaves the count, and
+ * one the client resets is forgotten at once. */
+static void test_orphans_close_work(void **state)
+{
+	struct probes open = { 0 };
+	u32 i, n, count, bytes, first = 1000, closes = 1000;
+	u64 visits, capped;
+
+	tcp_pcb_hash_init(table, nbuckets);
+	for (i = 0; i < NCONN; i++) {
+		conn_open(i, 1000 * i, &open);
+		conn_data(i);
+	}
+	visits = vireo_lwip_stats.orphan_visits;
+	capped = vireo_lwip_stats.orphans_capped;
+	for (i = first; i < first + closes; i++) {
+		srv_close(i);
+		assert_int_equal(conns[i].pcb->state, FIN_WAIT_1);	/* its FIN sent, never the one aborted */
+	}
+	n = (u32)(vireo_lwip_stats.orphan_visits - visits);
+	printf("  %u closes at %u connections: %u PCBs looked at, %lu aborted\n", closes, NCONN, n,
+	       (unsigned long)(vireo_lwip_stats.orphans_capped - capped));
+	/* At most the closed PCB and the one it pushes out, per close. */
+	assert_true(n <= 2 * closes);
+	assert_int_equal(vireo_lwip_stats.orphans_capped - capped, closes - VIREO_LWIP_ORPHANS_MAX);
+	vireo_lwip_orphans_count(&count, &bytes);
+	assert_int_equal(count, VIREO_LWIP_ORPHANS_MAX);
+	/* The oldest went, the newest 64 stay. */
+	n = 0;
+	for (struct tcp_pcb *pcb = tcp_active_pcbs; pcb; pcb = pcb->next) {
+		if (pcb->state != FIN_WAIT_1)
+			continue;
+		assert_true(conn_index(pcb) >= first + closes - VIREO_LWIP_ORPHANS_MAX);
+		n++;
+	}
+	assert_int_equal(n, VIREO_LWIP_ORPHANS_MAX);
+
+	/* The newest orphan's client ACKs our FIN and sends its own: TIME_WAIT. */
+	i = first + closes - 1;
+	conns[i].sseq++;	/* our FIN */
+	send_seg(i, conns[i].cseq, conns[i].sseq, F_FIN | F_ACK, NULL, 0);
+	vireo_lwip_orphans_count(&count, &bytes);
+	assert_int_equal(count, VIREO_LWIP_ORPHANS_MAX - 1);
+	/* Another's client resets it: gone, and 64 more closes abort just as many. */
+	i = first + closes - 2;
+	send_seg(i, conns[i].cseq, 0, F_RST, NULL, 0);
+	vireo_lwip_orphans_count(&count, &bytes);
+	assert_int_equal(count, VIREO_LWIP_ORPHANS_MAX - 2);
+	capped = vireo_lwip_stats.orphans_capped;
+	for (i = 0; i < VIREO_LWIP_ORPHANS_MAX; i++)
+		srv_close(i);
+	assert_int_equal(vireo_lwip_stats.orphans_capped - capped, VIREO_LWIP_ORPHANS_MAX - 2);
+	vireo_lwip_orphans_count(&count, &bytes);
+	assert_int_equal(count, VIREO_LWIP_ORPHANS_MAX);
+	for (i = 0; i < VIREO_LWIP_ORPHANS_MAX; i++)
+		assert_int_equal(conns[i].pcb->state, FIN_WAIT_1);
+}
+
 /* ---- tests ---- */
 
 static void test_bucket_sizing(void **state)
@@ -609,6 +689,7 @@ int main(void)
 		cmocka_unit_test(test_bucket_sizing),
 		cmocka_unit_test_setup_teardown(test_index, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timers_idle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_orphans_close_work, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
