@@ -9,7 +9,7 @@
  * payloads, one per size class (heap_bin()): an allocation takes the head of
  * the first non-empty class big enough, found in a bitmap, so it looks at one
  * free block however many there are (with 20,000 live blocks, first fit over
- * one address-ordered list looked at thousands), and a free coalesces and
+ * one address-ordered list looked at 322 on average, test_heap), and a free coalesces and
  * relinks in O(1). Only when no class is surely big enough are the classes
  * that may hold a fit walked (heap_alloc()). */
 #include "kernel/mm/heap.h"

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -299,8 +300,8 @@ static void test_randomized(void **state)
  * blocks of mixed sizes (16 B to 4 KiB, the runtime's range), with every
  * other one freed so the free blocks are many and scattered, then 20,000
  * more allocations and frees. First fit over an address-ordered list looked
- * at thousands of free blocks per allocation here; size classes look at a
- * few (the bound in the comment atop kernel/mm/heap.c). */
+ * at 322 free blocks per allocation here (3,225,887 in 10,022); size classes
+ * look at one (the bound in the comment atop kernel/mm/heap.c). */
 static void test_alloc_work_is_bounded(void **state)
 {
 	enum { N = 20000, BIG = 64 << 20 };
@@ -329,6 +330,8 @@ static void test_alloc_work_is_bounded(void **state)
 			assert_non_null(p[i] = heap_alloc(&h, sizes[rand() % 12], 16));
 		}
 	}
+	printf("  %llu allocations at ~20,000 live blocks: %llu free blocks looked at\n",
+	       (unsigned long long)(h.allocs - allocs), (unsigned long long)(h.walked - walked));
 	/* At most 4 blocks looked at per allocation, on average. */
 	assert_true(h.walked - walked <= 4 * (h.allocs - allocs));
 	for (int i = 0; i < N; i++)
