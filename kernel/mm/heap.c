@@ -133,19 +133,7 @@ static void heap_freelist_remove(struct heap *h, struct heap_block *b)
 
 void heap_init(struct heap *h)
 {
-	h->arenas = NULL;
-	for (unsigned int i = 0; i < HEAP_BINS; i++)
-		h->bins[i] = NULL;
-	for (unsigned int w = 0; w < HEAP_BINWORDS; w++)
-		h->binmap[w] = 0;
-	h->bad_frees = 0;
-	h->walked = 0;
-	h->in_use = 0;
-	h->peak = 0;
-	h->arena_bytes = 0;
-	h->allocs = 0;
-	h->frees = 0;
-	h->failures = 0;
+	*h = (struct heap){ 0 };
 }
 
 void heap_add_arena(struct heap *h, void *mem, size_t len)
@@ -256,13 +244,15 @@ void *heap_alloc(struct heap *h, size_t size, size_t align)
 		need = HB_MIN;
 	want = align == HEAP_ALIGN ? need : need + align + HB_MIN;
 
+	/* The head of the first bin surely big enough fits at once; failing
+	 * that, walk the bins that may hold a fit. */
 	last = heap_bin(want);
 	i = heap_bin_next(h, want < HEAP_SMALL ? last : last + 1);
-	if (i < HEAP_BINS) {
-		h->walked++;
-		return heap_carve(h, h->bins[i], heap_fit(h->bins[i], need, align), need);
-	}
-	for (i = heap_bin_next(h, heap_bin(need)); i <= last; i = heap_bin_next(h, i + 1)) {
+	if (i < HEAP_BINS)
+		last = HEAP_BINS - 1;
+	else
+		i = heap_bin_next(h, heap_bin(need));
+	for (; i <= last; i = heap_bin_next(h, i + 1)) {
 		for (struct heap_block *b = h->bins[i]; b; b = b->fnext) {
 			uintptr_t nb = heap_fit(b, need, align);
 

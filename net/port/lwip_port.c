@@ -268,12 +268,6 @@ u32 vireo_lwip_orphan_closing(struct tcp_pcb *pcb)
 	return cost;
 }
 
-void vireo_lwip_orphans_close(struct tcp_pcb *keep, u32 cost)
-{
-	(void)cost;
-	vireo_lwip_orphans_trim(keep);
-}
-
 /* Aborts the oldest orphans while they are over either cap; keep (the PCB
  * just closed, whose callback may still be running in lwIP, or NULL) is
  * counted but never aborted: it is the newest, so the loop stops there.
@@ -290,9 +284,7 @@ void vireo_lwip_orphans_trim(struct tcp_pcb *keep)
 		if (s == 0 || pcb == keep)
 			break;
 		vireo_lwip_stats.orphan_visits++;
-		tcp_abort(pcb);		/* frees pcb, which the hook unqueues */
-		if (lwip_port_orphan_q[s].pcb == pcb)
-			lwip_port_orphan_unqueue(s);
+		tcp_abort(pcb);		/* frees pcb: tcp_free() unqueues it (the hook) */
 		vireo_lwip_stats.orphans_capped++;
 	}
 	if (lwip_port_orphans_n > vireo_lwip_stats.orphans_peak)
@@ -320,9 +312,7 @@ static void lwip_port_orphans_expire(void)
 		next = lwip_port_orphan_q[s].next;
 		if ((u32_t)(tcp_ticks - pcb->tmr) >= VIREO_LWIP_ORPHAN_TIMEOUT_MS / TCP_SLOW_INTERVAL) {
 			lwip_port_orphan_q[s].cost = 0;
-			tcp_abort(pcb);
-			if (lwip_port_orphan_q[s].pcb == pcb)
-				lwip_port_orphan_unqueue(s);
+			tcp_abort(pcb);	/* unqueued, as above */
 			vireo_lwip_stats.orphans_timedout++;
 			continue;
 		}

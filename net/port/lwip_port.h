@@ -54,7 +54,11 @@ struct tcp_pcb;
  * without vireo_lwip_orphan_closing() from its timer. Event loop only. */
 void vireo_lwip_orphans_trim(struct tcp_pcb *keep);
 u32 vireo_lwip_orphan_closing(struct tcp_pcb *pcb);
-void vireo_lwip_orphans_close(struct tcp_pcb *keep, u32 cost);
+static inline void vireo_lwip_orphans_close(struct tcp_pcb *keep, u32 cost)
+{
+	(void)cost;	/* queued with the PCB by vireo_lwip_orphan_closing() */
+	vireo_lwip_orphans_trim(keep);
+}
 /* Orphans queued now, and an estimate from above of the lwIP heap they
  * hold (brought up to date every timer tick). O(1). */
 void vireo_lwip_orphans_count(u32 *count, u32 *bytes);
