@@ -328,12 +328,13 @@ static void lwip_port_tw_trim(void *arg)
 
 	/* Half-open connections older than VIREO_LWIP_SYN_RCVD_MS (lwipopts.h):
 	 * tcp_ticks counts TCP_SLOW_INTERVAL (500 ms) ticks; pcb->tmr is the
-	 * tick of the last segment from the peer. This walk, the orphans'
-	 * expiry and their trim stop at the first parked PCB, as lwIP's
-	 * timers do (net/port/patches/0011): half-open connections and
-	 * orphans are never parked (only an ESTABLISHED PCB at rest is), and
-	 * every parked PCB is behind every other, so each walk is linear in
-	 * the PCBs with something to time, not in the idle connections. */
+	 * tick of the last segment from the peer. This walk stops at the
+	 * first parked PCB, as lwIP's timers do (net/port/patches/0011):
+	 * half-open connections and orphans are never parked (only an
+	 * ESTABLISHED PCB at rest is), and every parked PCB is behind every
+	 * other, so it is linear in the PCBs with something to time, not in
+	 * the idle connections. The orphans' expiry and trim walk their queue
+	 * (<= ORPHAN_SLOTS). */
 	for (pcb = tcp_active_pcbs; pcb != NULL && !(pcb->flags & TF_PARKED); pcb = next) {
 		next = pcb->next;
 		if (pcb->state == SYN_RCVD &&
