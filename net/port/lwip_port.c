@@ -262,8 +262,11 @@ u32 vireo_lwip_orphan_closing(struct tcp_pcb *pcb)
 {
 	u32 cost = lwip_port_pcb_cost(pcb) + ORPHAN_CLOSE_SLACK;
 
+	/* Not one already in TIME_WAIT (an application closing on the EOF
+	 * that took it there), nor one off the active list: lwIP would not
+	 * unlink it from the queue while it lives. */
 	vireo_lwip_stats.orphan_visits++;
-	if (pcb->port_slot == 0)
+	if (pcb->port_slot == 0 && pcb->state != TIME_WAIT && pcb->state != CLOSED && pcb->state != LISTEN)
 		lwip_port_orphan_push(pcb, cost);
 	return cost;
 }

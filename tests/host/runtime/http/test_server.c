@@ -1577,6 +1577,40 @@ static void test_orphans_cap(void **state)
 	orphans_end(c, N);
 }
 
+/* Closes the peers complete (request, FIN, every ACK): no orphan is left
+ * counted once lwIP has freed the PCBs or moved them to TIME_WAIT (the
+ * port's queue, net/port/lwip_port.c, loses each one as lwIP unlinks it),
+ * also when the application closes only after lwIP moved the PCB to
+ * TIME_WAIT (the server's lingering close: its EOF comes in TIME_WAIT). */
+static void test_orphans_gone_when_acked(void **state)
+{
+	enum { N = 8 };
+	static struct client c[N];
+	static const char req[] = "GET /healthz HTTP/1.1\r\nHost: v\r\nConnection: close\r\n\r\n";
+	u32 count, bytes;
+	int i;
+
+	for (i = 0; i < N; i++) {
+		cl_open_from(&c[i], i & 1, HTTP_PORT, (u16)(ORPHAN_PORT + 100 + i));
+		assert_true(c[i].connected);
+		c[i].tx = (const u8 *)req;
+		c[i].tx_len = sizeof req - 1;
+		cl_push(&c[i]);
+		if (i & 2)
+			assert_int_equal(tcp_shutdown(c[i].pcb, 0, 1), ERR_OK);
+		run_ms(20);
+	}
+	run_ms(500);
+	for (i = 0; i < N; i++)
+		if (!(i & 2))
+			assert_int_equal(tcp_shutdown(c[i].pcb, 0, 1), ERR_OK);
+	run_ms(500);
+	vireo_lwip_orphans_count(&count, &bytes);
+	assert_int_equal(count, 0);
+	assert_int_equal(bytes, 0);
+	orphans_end(c, N);
+}
+
 /* Orphans whose peer stays silent go after VIREO_LWIP_ORPHAN_TIMEOUT_MS. */
 static void test_orphans_timeout(void **state)
 {
@@ -2054,6 +2088,7 @@ int main(void)
 		T(test_tiny_window_stall),
 		T(test_slow_reader_served),
 		T(test_orphans_cap),
+		T(test_orphans_gone_when_acked),
 		T(test_orphans_timeout),
 		T(test_source_keys),
 		T(test_drain),
