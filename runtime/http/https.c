@@ -31,6 +31,7 @@
 #include "mbedtls/ssl_ciphersuites.h"
 #include "mbedtls/ssl_ticket.h"
 #include "kernel/loop.h"
+#include "kernel/mm/mm.h"
 #include "kernel/random.h"
 #include "kernel/time/time.h"
 #include "kernel/time/wallclock.h"
@@ -388,8 +389,10 @@ static struct {
 	u8 id[32];
 	struct tls_held *h;
 } https_alpn01[TLS_NAMES_MAX];
-static struct tls_held https_alpn01_slot[TLS_ALPN01_SLOTS];
-static struct tls_held_pool https_alpn01_pool = { https_alpn01_slot, TLS_ALPN01_SLOTS };
+/* Its slots (TLS_ALPN01_SLOTS x sizeof(struct tls_held), about 12 KiB) come
+ * from the kernel heap at https_start(), not .bss (linker/vireo.ld's guard);
+ * until then the pool is empty and a set answers -EBUSY. */
+static struct tls_held_pool https_alpn01_pool;
 
 static bool https_is_acme(const mbedtls_ssl_context *ssl)
 {
@@ -697,6 +700,12 @@ int https_start(void)
 	/* No certificate in the configuration: each handshake takes the one
 	 * served when its ClientHello is read (https_cert_cb()). */
 	mbedtls_ssl_conf_cert_cb(altcp_tls_ssl_config(https_conf), https_cert_cb);
+	if (!https_alpn01_pool.slot &&
+	    !(https_alpn01_pool.slot = kzalloc(TLS_ALPN01_SLOTS * sizeof(struct tls_held)))) {
+		kprintf("https: no memory for the TLS-ALPN-01 certificates; HTTPS off\n");
+		goto fail;
+	}
+	https_alpn01_pool.n = TLS_ALPN01_SLOTS;
 	if (altcp_tls_configure_alpn_protocols(https_conf, https_alpn) != ERR_OK ||
 	    https_tickets_start(altcp_tls_ssl_config(https_conf)) != 0) {
 		kprintf("https: the TLS configuration was refused; HTTPS off\n");
