@@ -15,8 +15,9 @@
  * share is out, a timer queues it once the credit is back. That item runs
  * the FIFO's steps in order while both have budget, and waits again the
  * same way if some are left. Each step is timed by time_ns() (the TSC,
- * calibrated at boot: kernel/time/time.c) around mbedtls_ssl_handshake. A TLS client's steps
- * (runtime/tcp_out.c) are neither put off nor counted: an app started them.
+ * calibrated at boot: kernel/time/time.c) around mbedtls_ssl_handshake. A
+ * TLS client's steps (runtime/tcp_out.c) are neither put off nor counted:
+ * an app started them.
  */
 #include "kernel/cmdline.h"
 #include "lib/types.h"
