@@ -7,13 +7,17 @@
  * the rest of its queued work: it begins when the loop starts a new
  * iteration, or when the gate's own work item runs (everything queued
  * before it has just run). In a pass, a server handshake step starts while
- * less than https.handshake_pass_us= of handshake work ran in it and no
- * step put off before is waiting; otherwise the connection joins the FIFO
- * (its input stays queued in altcp_tls, unacknowledged) and the gate's work
- * item is queued behind whatever is queued now. That item runs the FIFO's
- * steps in order while the pass has budget, and queues itself again behind
- * the work that arrived meanwhile if some are left. A TLS client's steps
- * (runtime/tcp_out.c) are neither put off nor counted: an app started them.
+ * less than https.handshake_pass_us= of handshake work ran in it, the
+ * window's share (https.handshake_share=, hscpu in hsrate.h) has credit,
+ * and no step put off before is waiting; otherwise the connection joins
+ * the FIFO (its input stays queued in altcp_tls, unacknowledged) and the
+ * gate's work item is queued behind whatever is queued now, or, when the
+ * share is out, a timer queues it once the credit is back. That item runs
+ * the FIFO's steps in order while both have budget, and waits again the
+ * same way if some are left. Each step is timed by time_ns() (the TSC,
+ * calibrated at boot: kernel/time/time.c) around mbedtls_ssl_handshake. A
+ * TLS client's steps (runtime/tcp_out.c) are neither put off nor counted:
+ * an app started them.
  */
 #include "kernel/cmdline.h"
 #include "lib/types.h"
@@ -45,6 +49,15 @@ CMDLINE_PARAM(https_handshake_pass_us, .key = "https.handshake_pass_us", .type =
 	      .dst = &hsgate_pass_us_opt, .min = 0, .max = 1000000, .def = "1000",
 	      .help = "microseconds of TLS handshake work one event-loop pass starts steps in before "
 		      "other work runs; 0: no bound");
+static u64 hsgate_share_opt = HSGATE_SHARE;
+CMDLINE_PARAM(https_handshake_share, .key = "https.handshake_share", .type = CMDLINE_UINT,
+	      .dst = &hsgate_share_opt, .min = 0, .max = 100, .def = "25",
+	      .help = "percent of each https.handshake_window_us= TLS handshake steps may take "
+		      "(a token bucket on their time); 0 or 100: no bound");
+static u64 hsgate_window_us_opt = HSGATE_WINDOW_US;
+CMDLINE_PARAM(https_handshake_window_us, .key = "https.handshake_window_us", .type = CMDLINE_UINT,
+	      .dst = &hsgate_window_us_opt, .min = 1000, .max = 10000000, .def = "10000",
+	      .help = "the window https.handshake_share= is a share of, microseconds");
 
 #include "lwip/altcp.h"
 #include "lwip/altcp_tls.h"
@@ -60,6 +73,7 @@ CMDLINE_PARAM(https_handshake_pass_us, .key = "https.handshake_pass_us", .type =
 err_t altcp_tls_handshake_resume(struct altcp_pcb *conn);
 
 static struct hsrate hsgate_rate;
+static struct hscpu hsgate_cpu;
 static bool hsgate_on;
 
 static struct {
@@ -69,6 +83,7 @@ static struct {
 	u64 step_max_ns;	/* the longest */
 	u64 deferred;		/* steps put off to a later pass */
 	u64 passes_full;	/* passes that used up their budget */
+	u64 share_waits;	/* times the window's share put steps off */
 } hsgate_stats;
 
 /* The FIFO of connections whose step was put off (only handshaking ones:
@@ -76,9 +91,10 @@ static struct {
 static struct conn *hsgate_head, *hsgate_tail;
 static struct conn *hsgate_resuming;	/* its step runs now, FIFO or not */
 static struct work hsgate_work;
+static struct timer hsgate_timer;	/* the window's share is back */
 static void hsgate_run(void *arg);
+static void hsgate_wake(struct timer *t, void *arg);
 static u64 hsgate_pass_iter;		/* the loop iteration the pass began in */
-static u64 hsgate_spent_ns;		/* handshake work in this pass */
 static u64 hsgate_t0;			/* the running step's start */
 
 void hsgate_start(void)
@@ -90,7 +106,10 @@ void hsgate_start(void)
 	__builtin_memset(key, 0, sizeof key);
 	hsrate_set(&hsgate_rate, (u32)hsgate_rate_prefix_opt, (u32)hsgate_burst_prefix_opt, (u32)hsgate_rate_opt,
 		   (u32)hsgate_burst_opt);
+	hscpu_set(&hsgate_cpu, hsgate_pass_us_opt * 1000, (u32)hsgate_share_opt, hsgate_window_us_opt * 1000,
+		  time_ns());
 	work_init(&hsgate_work, hsgate_run, NULL);
+	timer_init(&hsgate_timer, hsgate_wake, NULL);
 	hsgate_on = true;
 }
 
@@ -118,14 +137,33 @@ bool hsgate_admit_ip(const ip_addr_t *ip)
 static void hsgate_new_pass(void)
 {
 	hsgate_pass_iter = loop_stats.iterations;
-	hsgate_spent_ns = 0;
+	hscpu_new_pass(&hsgate_cpu);
 }
 
 static bool hsgate_budget_left(void)
 {
 	if (hsgate_pass_iter != loop_stats.iterations)
 		hsgate_new_pass();
-	return !hsgate_pass_us_opt || hsgate_spent_ns < hsgate_pass_us_opt * 1000;
+	return hscpu_may_start(&hsgate_cpu, time_ns());
+}
+
+/* Steps wait in the FIFO: out of the pass's budget, the gate's work item
+ * runs them behind the work queued now; out of the window's share, a timer
+ * queues it when the credit is back (the loop halts meanwhile if nothing
+ * else is queued). */
+static void hsgate_later(void)
+{
+	u64 now = time_ns();
+
+	if (hscpu_share_out(&hsgate_cpu, now)) {
+		if (!hsgate_timer.armed) {
+			hsgate_stats.share_waits++;
+			timer_start(&hsgate_timer, hscpu_ready_at(&hsgate_cpu, now));
+		}
+		return;
+	}
+	hsgate_stats.passes_full++;
+	work_queue(&hsgate_work);
 }
 
 static void hsgate_push(struct conn *c)
@@ -156,6 +194,13 @@ void hsgate_forget(struct conn *c)
 	c->hs_queued = false;
 }
 
+static void hsgate_wake(struct timer *t, void *arg)
+{
+	(void)t;
+	(void)arg;
+	work_queue(&hsgate_work);
+}
+
 static struct conn *hsgate_conn(struct altcp_pcb *pcb, struct mbedtls_ssl_context *ssl)
 {
 	if (ssl->MBEDTLS_PRIVATE(conf)->MBEDTLS_PRIVATE(endpoint) != MBEDTLS_SSL_IS_SERVER || !pcb->arg)
@@ -174,11 +219,12 @@ int vireo_tls_step_begin(struct altcp_pcb *pcb, struct mbedtls_ssl_context *ssl)
 		if (c->hs_queued)
 			return 0;	/* more input behind a step already put off */
 		if (hsgate_head || !hsgate_budget_left()) {
-			if (hsgate_spent_ns && !hsgate_head)
-				hsgate_stats.passes_full++;
+			bool first = !hsgate_head;
+
 			hsgate_push(c);
 			hsgate_stats.deferred++;
-			work_queue(&hsgate_work);
+			if (first)
+				hsgate_later();
 			return 0;
 		}
 	}
@@ -189,38 +235,35 @@ int vireo_tls_step_begin(struct altcp_pcb *pcb, struct mbedtls_ssl_context *ssl)
 /* ALTCP_MBEDTLS_HANDSHAKE_STEP_END: the step that began ran. */
 void vireo_tls_step_end(struct altcp_pcb *pcb, struct mbedtls_ssl_context *ssl)
 {
-	u64 dt;
+	u64 now, dt;
 
 	if (!hsgate_conn(pcb, ssl))
 		return;
-	dt = time_ns() - hsgate_t0;
-	hsgate_spent_ns += dt;
+	now = time_ns();
+	dt = now - hsgate_t0;
+	hscpu_charge(&hsgate_cpu, now, dt);
 	hsgate_stats.steps++;
 	hsgate_stats.step_ns += dt;
 	hsgate_stats.step_max_ns = MAX(hsgate_stats.step_max_ns, dt);
 }
 
 /* The gate's work item: a new pass; the steps put off, in order, while it
- * has budget (at least one), then behind the work queued meanwhile. */
+ * has budget (the pass's and the window's), then later (hsgate_later). */
 static void hsgate_run(void *arg)
 {
 	struct conn *c;
 
 	(void)arg;
 	hsgate_new_pass();
-	do {
+	while (hsgate_head && hsgate_budget_left()) {
 		c = hsgate_head;
-		if (!c)
-			return;
 		hsgate_forget(c);
 		hsgate_resuming = c;
 		altcp_tls_handshake_resume(c->tc.pcb);	/* may free c */
 		hsgate_resuming = NULL;
-	} while (hsgate_budget_left());
-	if (hsgate_head) {
-		hsgate_stats.passes_full++;
-		work_queue(&hsgate_work);
 	}
+	if (hsgate_head)
+		hsgate_later();
 }
 
 static void hsgate_metrics(struct metrics_buf *b)
@@ -248,6 +291,9 @@ static void hsgate_metrics(struct metrics_buf *b)
 		       hsgate_stats.deferred);
 	metrics_simple(b, "vireo_https_handshake_passes_full_total", METRICS_COUNTER,
 		       "Loop passes whose handshake budget ran out with steps waiting", hsgate_stats.passes_full);
+	metrics_simple(b, "vireo_https_handshake_share_waits_total", METRICS_COUNTER,
+		       "Times steps waited for the window's CPU share (https.handshake_share=)",
+		       hsgate_stats.share_waits);
 }
 METRICS_SOURCE(hsgate, hsgate_metrics);
 

@@ -101,3 +101,83 @@ u32 hsrate_in_use(const struct hsrate *r, u64 now)
 		n += r->b[i].tag && r->b[i].tat > now;
 	return n;
 }
+
+/* The CPU share of handshake steps (see hsrate.h). */
+static bool hscpu_windowed(const struct hscpu *c)
+{
+	return c->share < 100;
+}
+
+static s64 hscpu_cap(const struct hscpu *c)
+{
+	return (s64)(c->window_ns * c->share);
+}
+
+/* Earns the credit of the time since last, up to the cap. */
+static void hscpu_refill(struct hscpu *c, u64 now)
+{
+	u64 el;
+
+	if (now <= c->last)
+		return;
+	el = now - c->last;
+	c->last = now;
+	/* 100 x (window + step max) ns earn at 1% more than the deepest debt
+	 * (100 x step max) plus the cap (share x window): the cap then; below
+	 * that el x share < 2 x 10^14, no overflow */
+	if (el >= 100 * (HSCPU_WINDOW_MAX_NS + HSCPU_STEP_MAX_NS))
+		c->credit = hscpu_cap(c);
+	else
+		c->credit = MIN(c->credit + (s64)(el * c->share), hscpu_cap(c));
+}
+
+void hscpu_set(struct hscpu *c, u64 pass_ns, u32 share, u64 window_ns, u64 now)
+{
+	c->pass_ns = pass_ns;
+	c->window_ns = MIN(window_ns, HSCPU_WINDOW_MAX_NS);
+	c->share = share && c->window_ns ? MIN(share, 100u) : 100;
+	c->credit = hscpu_cap(c);
+	c->last = now;
+	c->spent = 0;
+}
+
+void hscpu_new_pass(struct hscpu *c)
+{
+	c->spent = 0;
+}
+
+bool hscpu_share_out(struct hscpu *c, u64 now)
+{
+	if (!hscpu_windowed(c))
+		return false;
+	hscpu_refill(c, now);
+	return c->credit <= 0;
+}
+
+bool hscpu_may_start(struct hscpu *c, u64 now)
+{
+	if (c->pass_ns && c->spent >= c->pass_ns)
+		return false;
+	return !hscpu_share_out(c, now);
+}
+
+void hscpu_charge(struct hscpu *c, u64 now, u64 dt)
+{
+	dt = MIN(dt, HSCPU_STEP_MAX_NS);
+	c->spent += dt;
+	if (!hscpu_windowed(c))
+		return;
+	/* up to the step's start, its cost, then what its time earned: the cap
+	 * applies after the debit, so a step longer than the window still
+	 * earns its share while it runs */
+	hscpu_refill(c, now - MIN(dt, now));
+	c->credit -= (s64)(dt * 100);
+	hscpu_refill(c, now);
+}
+
+u64 hscpu_ready_at(struct hscpu *c, u64 now)
+{
+	if (!hscpu_share_out(c, now))
+		return now;
+	return now + (u64)(-c->credit) / c->share + 1;
+}

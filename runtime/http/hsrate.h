@@ -83,4 +83,51 @@ enum hsrate_verdict hsrate_take(struct hsrate *r, const u8 *addr, size_t alen, u
 /* Buckets in use (tat > now) now: for tests and /metrics. O(HSRATE_BUCKETS). */
 u32 hsrate_in_use(const struct hsrate *r, u64 now_ns);
 
+/* The CPU share handshake steps may take (hsgate.c asks before each step;
+ * docs/appliance.md, "Handshake rates and CPU"). Pure too: the caller
+ * passes the time (time_ns(), the calibrated TSC) and each step's length.
+ *
+ * Two bounds. Per pass: a step starts while less than pass_ns of steps ran
+ * in the current pass of the event loop (so a pass does at most pass_ns
+ * plus one step before other work). Per window: a token bucket on CPU
+ * time, credit earned at share/100 of each nanosecond and capped at
+ * share/100 x window_ns; a step starts only with credit > 0 and its length
+ * is then taken off, the credit going negative (a debt repaid before the
+ * next step) when a step outlasts it. So over any interval of L ns the
+ * steps that start in it take at most share/100 x (L + window_ns) ns, plus
+ * one step's overrun at the interval's end: in the long run the share,
+ * over each window at most twice it plus one step. With 5 ms steps, share
+ * 50% and 10 ms windows: a step, then nothing for 5 ms; not one step per
+ * pass however short the passes are, as the pass bound alone allowed.
+ * Units: credit in ns x 100 (ns of CPU times the percent), so integers
+ * only; a step counted at most HSCPU_STEP_MAX_NS and the refill clamped to
+ * the cap, so |credit| <= 100 x (HSCPU_STEP_MAX_NS + HSCPU_WINDOW_MAX_NS)
+ * = 2 x 10^12: no overflow. */
+#define HSCPU_WINDOW_MAX_NS	10000000000ULL	/* 10 s */
+#define HSCPU_STEP_MAX_NS	10000000000ULL	/* a step counted as at most 10 s */
+
+struct hscpu {
+	u64 pass_ns;		/* 0: no pass bound */
+	u64 window_ns;
+	u32 share;		/* percent, 1-100; 100: no window bound */
+	s64 credit;		/* ns x 100 */
+	u64 last;		/* when credit was last brought up to date */
+	u64 spent;		/* ns of steps in this pass */
+};
+
+/* The bounds: pass_ns (0: none), share percent of window_ns (share 0 or
+ * >= 100, or window 0: none; window clamped to HSCPU_WINDOW_MAX_NS). The
+ * credit starts full. */
+void hscpu_set(struct hscpu *c, u64 pass_ns, u32 share, u64 window_ns, u64 now);
+/* A new pass of the loop begins. */
+void hscpu_new_pass(struct hscpu *c);
+/* Whether a step may start at now: pass budget and credit left. */
+bool hscpu_may_start(struct hscpu *c, u64 now);
+/* Whether only the window's credit holds steps back at now. */
+bool hscpu_share_out(struct hscpu *c, u64 now);
+/* A step that started ran dt ns, ending at now. */
+void hscpu_charge(struct hscpu *c, u64 now, u64 dt);
+/* The earliest time at or after now the credit is positive again. */
+u64 hscpu_ready_at(struct hscpu *c, u64 now);
+
 #endif

@@ -189,7 +189,7 @@ def figures(recs, t_start, t_end, after_s):
 # vireo's /metrics counters that show an attack reached its defence (deltas)
 EVIDENCE = ("syncookies", "rxmem_copied", "rxmem_ooseq_evict", "rxmem_nomem", "ip_frag", "ip6_frag",
             "orphans_aborted", "connections_evicted", "connections_refused", "timeouts_total", "device_resets",
-            "handshakes_rate_limited", "handshake_step", "handshake_passes_full")
+            "handshakes_rate_limited", "handshake_step", "handshake_passes_full", "handshake_share_waits")
 
 
 def evidence(m0, m1):
@@ -339,7 +339,8 @@ def one(a, attack, role, desc, rundir):
                    UEFI_MEM=str(a.mem))
     os.environ.clear()
     os.environ.update(env)
-    args = types.SimpleNamespace(desc=desc, role="vireo" if role == "vireo" else "peer", rundir=rundir, cmdline="",
+    args = types.SimpleNamespace(desc=desc, role="vireo" if role == "vireo" else "peer", rundir=rundir,
+                                 cmdline=a.vireo_cmdline if role == "vireo" else "",
                                  mem=a.mem, rep=1, duration=0, boot_timeout=a.boot_timeout)
     b = extra.Boot(args)
     rec = {"attack": attack, "guest": role, "ok": False, "loadavg_start": loadavg(), "rundir": rundir}
@@ -500,6 +501,8 @@ def main():
                     help=f"comma-separated, of {', '.join(RUN)} (control-link-down: a measurement check, not default)")
     ap.add_argument("--guests", default="vireo,peer")
     ap.add_argument("--json", help="where the JSON goes (default OUT/attacks.json)")
+    ap.add_argument("--vireo-cmdline", default="",
+                    help="vireo's command line (e.g. https.handshake_share=0: the handshake gate without its window bound)")
     a = ap.parse_args()
 
     def on_term(sig, _frame):
@@ -539,7 +542,7 @@ def main():
     elapsed = time.time() - t0
     rev = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     meta = {"date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t0)), "rev": rev, "mem_mib": a.mem,
-            "legit_rate_per_s": a.rate, "legit_timeout_s": a.timeout, "before_s": a.before, "after_s": a.after,
+            "vireo_cmdline": a.vireo_cmdline, "legit_rate_per_s": a.rate, "legit_timeout_s": a.timeout, "before_s": a.before, "after_s": a.after,
             "loadavg_start": la0, "loadavg_end": loadavg(), "cpus": os.cpu_count(), "elapsed_s": round(elapsed),
             "attacks": {"syn-flood": f"{SYN_RATE}/s spoofed SYNs for {SYN_SECONDS} s",
                         "ooseq": f"{OOSEQ_CONNS} connections x {OOSEQ_SEGS} out-of-order 1-byte segments, "

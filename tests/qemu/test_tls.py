@@ -1065,7 +1065,11 @@ def test_handshake_rate_flood_one_prefix(boot, netns):
     it the flood's prefix gets a handshake again. The rates are set for TCG
     (a handshake costs tens of milliseconds here). With the buckets off
     (VIREO_TEST_HSRATE_OFF=1, which boots with both rates 0) the test fails:
-    nothing is rate limited and the flood gets every handshake it asks."""
+    nothing is rate limited and the flood gets every handshake it asks.
+    The CPU share is set to 25% of 10 ms windows, so the flood's first
+    burst (ten handshakes of about 25 ms of steps each) waits for it: the
+    steps' time stays within 25% of the flood's span plus a window and a
+    step."""
     import json
     import sys
     need_image()
@@ -1074,7 +1078,7 @@ def test_handshake_rate_flood_one_prefix(boot, netns):
     for a in flood_addrs:
         subprocess.run(["ip", "-n", netns.name, "addr", "add", f"{a}/32", "dev", netns.tap], check=True)
     rates = (f"https.handshake_rate_per_prefix={rate} https.handshake_burst_per_prefix={burst} "
-             "https.handshake_rate=20 https.handshake_burst=20")
+             "https.handshake_rate=20 https.handshake_burst=20 https.handshake_share=25")
     if os.environ.get("VIREO_TEST_HSRATE_OFF") in ("1", "all"):
         rates = "https.handshake_rate_per_prefix=0 https.handshake_rate=0"
     if os.environ.get("VIREO_TEST_HSRATE_OFF") == "all":  # the pass bound off too: a figure, not a test
@@ -1086,11 +1090,14 @@ def test_handshake_rate_flood_one_prefix(boot, netns):
     def get(path):
         r = netns.run("curl", "-s", "-D", "-", f"http://{netns.guest_ip}{path}", timeout=30)
         return parse_response(r.stdout)
+    m0 = metrics(get)
+    t0 = time.monotonic()
     r = netns.run(sys.executable, os.path.join(os.path.dirname(__file__), "tls_rate_flood.py"), netns.guest_ip,
                   netns.host_ip, ",".join(flood_addrs), str(secs), timeout=120)
     assert r.returncode == 0, r.stderr.decode()[-3000:]
     out = json.loads(r.stdout)
     m = metrics(get)
+    span = time.monotonic() - t0
     limited = {k.split('"')[1]: v for k, v in m.items() if k.startswith("vireo_https_handshakes_rate_limited")}
     steps, step_s = m["vireo_https_handshake_steps_total"], m["vireo_https_handshake_step_seconds_total"]
     print(f"\nflood: {out['flood_answered']} answered, {out['flood_refused']} refused, {out['flood_other']} other; "
@@ -1100,7 +1107,8 @@ def test_handshake_rate_flood_one_prefix(boot, netns):
           f"(median {sorted(out['https_ms'] or [0])[len(out['https_ms']) // 2]} ms); limited {limited}; "
           f"{steps} steps, {step_s:.3f} s, {m['vireo_https_handshakes_total']} handshakes, "
           f"longest step {m['vireo_https_handshake_step_max_seconds'] * 1000:.1f} ms, "
-          f"{m['vireo_https_handshake_steps_deferred_total']} deferred")
+          f"{m['vireo_https_handshake_steps_deferred_total']} deferred, "
+          f"{m.get('vireo_https_handshake_share_waits_total')} share waits over {span:.1f} s")
     for name in ("plain", "https"):
         n = out[name + "_ok"] + out[name + "_fail"]
         assert n >= 20 and out[name + "_ok"] >= 0.99 * n, {k: v for k, v in out.items() if not k.endswith("_ms")}
@@ -1112,6 +1120,12 @@ def test_handshake_rate_flood_one_prefix(boot, netns):
     # The pass bound engaged: ClientHellos that arrived in one pass behind a
     # step (8 ms here, over the 1 ms budget) waited for the next.
     assert m["vireo_https_handshake_steps_deferred_total"] >= 1, m
+    # The window's share engaged and held (runtime/http/hsrate.h: at most
+    # share x (span + window) plus one step's overrun).
+    if os.environ.get("VIREO_TEST_HSRATE_OFF") is None:
+        step_s = m["vireo_https_handshake_step_seconds_total"] - m0["vireo_https_handshake_step_seconds_total"]
+        assert m["vireo_https_handshake_share_waits_total"] >= 1, m
+        assert step_s <= 0.25 * (span + 0.010) + m["vireo_https_handshake_step_max_seconds"], (step_s, span)
     # Recovery: the bucket refills (burst / rate = 2 s) and the flood's
     # prefix, like everyone, gets its handshakes again.
     time.sleep(burst / rate + 1)

@@ -260,6 +260,137 @@ static void test_in_use_bound(void **state)
 	assert_true(bound < HSRATE_BUCKETS);
 }
 
+/* The CPU share (hscpu): an event loop on a fake clock, each pass 0.1 ms of
+ * other work (plain HTTP, the NIC) then the handshake steps the gate lets
+ * start, each step 5 ms (TCG's are 10 ms). Returns the ns of steps in
+ * duration; the most steps in one pass and the step starts in starts[]. */
+#define SIM_STEPS_MAX 1000
+static u64 starts[SIM_STEPS_MAX];
+static unsigned nstarts;
+
+static u64 sim(struct hscpu *c, u64 step, u64 other, u64 duration, unsigned *most)
+{
+	u64 t = SEC, end = SEC + duration, hs = 0;
+
+	nstarts = 0;
+	*most = 0;
+	while (t < end) {
+		unsigned n = 0;
+
+		hscpu_new_pass(c);
+		t += other;
+		while (t < end && hscpu_may_start(c, t)) {
+			if (nstarts < SIM_STEPS_MAX)
+				starts[nstarts++] = t;
+			t += step;
+			hscpu_charge(c, t, step);
+			hs += step;
+			n++;
+		}
+		*most = MAX(*most, n);
+	}
+	return hs;
+}
+
+/* The pass bound alone (1 ms: the gate before the window bound) lets one
+ * 5 ms step through every pass, 0.1 ms passes between: 98% of the CPU to
+ * handshakes. The window bound (50% of 10 ms) holds it to half, each 10 ms
+ * window to at most twice the share plus one step, and still serves them. */
+static void test_cpu_share_bounded(void **state)
+{
+	struct hscpu c;
+	unsigned most;
+	u64 hs;
+
+	hscpu_set(&c, 1 * MS, 100, 10 * MS, SEC);	/* no window: as before */
+	hs = sim(&c, 5 * MS, MS / 10, SEC, &most);
+	assert_int_equal(most, 1);
+	assert_true(hs > 95 * SEC / 100);
+
+	hscpu_set(&c, 1 * MS, 50, 10 * MS, SEC);
+	hs = sim(&c, 5 * MS, MS / 10, SEC, &most);
+	assert_int_equal(most, 1);
+	assert_true(hs <= SEC / 2 + 5 * MS + 5 * MS);	/* share x (L + W) + one step */
+	assert_true(hs >= 45 * SEC / 100);		/* still served */
+	for (unsigned i = 0; i < nstarts; i++) {
+		u64 in = 0;
+
+		for (unsigned j = i; j < nstarts && starts[j] < starts[i] + 10 * MS; j++)
+			in += 5 * MS;
+		assert_true(in <= 10 * MS + 5 * MS);	/* 2 x 50% x W + a step */
+	}
+}
+
+/* Other shares and step lengths: the long-run share within a step of it. */
+static void test_cpu_share_long_run(void **state)
+{
+	static const u32 shares[] = { 10, 25, 50, 75 };
+	static const u64 steps[] = { MS / 2, 5 * MS, 25 * MS };
+	struct hscpu c;
+	unsigned most;
+
+	for (unsigned i = 0; i < ARRAY_SIZE(shares); i++)
+		for (unsigned k = 0; k < ARRAY_SIZE(steps); k++) {
+			u64 hs, want = 2 * SEC * shares[i] / 100;
+
+			hscpu_set(&c, 0, shares[i], 10 * MS, SEC);
+			hs = sim(&c, steps[k], MS / 10, 2 * SEC, &most);
+			assert_true(hs <= want + shares[i] * 10 * MS / 100 + steps[k]);
+			assert_true(hs + 2 * steps[k] + 10 * MS >= want);
+		}
+}
+
+/* ready_at: the first instant a step may start again; idle time refills the
+ * credit up to the cap only; a step counted at most HSCPU_STEP_MAX_NS;
+ * share 0 or 100 or window 0: no window bound. */
+static void test_cpu_ready_and_limits(void **state)
+{
+	struct hscpu c;
+	u64 t = 3 * SEC, r;
+
+	hscpu_set(&c, 0, 50, 10 * MS, t);
+	assert_true(hscpu_may_start(&c, t));
+	hscpu_charge(&c, t + 30 * MS, 30 * MS);	/* credit 5 ms + 15 earned - 30 */
+	t += 30 * MS;
+	assert_true(hscpu_share_out(&c, t));
+	r = hscpu_ready_at(&c, t);
+	assert_true(r > t + 19 * MS && r <= t + 20 * MS + 1);
+	assert_false(hscpu_may_start(&c, r - 1));
+	assert_true(hscpu_may_start(&c, r));
+	assert_int_equal(hscpu_ready_at(&c, r), r);
+
+	/* a long quiet spell: the cap, one window's share, no more */
+	t = r + 1000 * SEC;
+	assert_true(hscpu_may_start(&c, t));
+	assert_int_equal(c.credit, 10 * MS * 50);
+	/* a step of hours: counted as 10 s, the debt bounded */
+	hscpu_charge(&c, t + 3600 * SEC, 3600 * SEC);
+	assert_true(c.credit >= -(s64)(100 * HSCPU_STEP_MAX_NS));
+	assert_false(hscpu_may_start(&c, t + 3600 * SEC + SEC));
+	assert_true(hscpu_may_start(&c, t + 3600 * SEC + 2 * HSCPU_STEP_MAX_NS));
+	/* near the end of time_ns()'s range */
+	hscpu_set(&c, MS, 50, 10 * MS, UINT64_MAX - SEC);
+	hscpu_charge(&c, UINT64_MAX - SEC + 20 * MS, 20 * MS);
+	assert_false(hscpu_may_start(&c, UINT64_MAX - SEC + 20 * MS));
+	assert_true(hscpu_ready_at(&c, UINT64_MAX - SEC + 20 * MS) < UINT64_MAX - SEC + 50 * MS);
+
+	for (unsigned i = 0; i < 3; i++) {
+		static const u32 sh[] = { 0, 100, 50 };
+		static const u64 w[] = { 10 * MS, 10 * MS, 0 };
+
+		hscpu_set(&c, 0, sh[i], w[i], SEC);
+		hscpu_charge(&c, 2 * SEC, SEC);
+		assert_true(hscpu_may_start(&c, 2 * SEC));
+		assert_false(hscpu_share_out(&c, 2 * SEC));
+	}
+	/* the pass bound: spent reaches pass_ns, a new pass resets it */
+	hscpu_set(&c, MS, 100, 10 * MS, SEC);
+	hscpu_charge(&c, SEC + MS, MS);
+	assert_false(hscpu_may_start(&c, SEC + MS));
+	hscpu_new_pass(&c);
+	assert_true(hscpu_may_start(&c, SEC + MS));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -271,6 +402,9 @@ int main(void)
 		cmocka_unit_test(test_spray_keeps_busy),
 		cmocka_unit_test(test_replace_cost),
 		cmocka_unit_test(test_in_use_bound),
+		cmocka_unit_test(test_cpu_share_bounded),
+		cmocka_unit_test(test_cpu_share_long_run),
+		cmocka_unit_test(test_cpu_ready_and_limits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
