@@ -18,7 +18,8 @@
  * pools' TCP clients are bulk ones (vireo/net.h): a response body comes
  * through a window of VIREO_TCP_BULK_RXBUF, 32 segments a round trip, not
  * 4 (a proxied 64 KiB body: 5 packets from the upstream instead of 23,
- * docs/benchmarks.md).
+ * docs/benchmarks.md), or 48 (70,080 B: a 64 KiB body and its head in one
+ * flight) when the boot's plan has the memory (net/port/netmem.h out_wnd).
  */
 #include "kernel/loop.h"
 #include "kernel/mm/mm.h"

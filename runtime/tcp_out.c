@@ -32,10 +32,15 @@
 #include "runtime/api.h"
 #include "runtime/egress.h"
 #include "runtime/resolve.h"
+#include "net/port/netmem.h"
 #include "net/tcp/rxmem.h"
 #include "runtime/services.h"
 #include "vireo/app.h"
 #include "vireo/net.h"
+
+_Static_assert(VIREO_TCP_OUT_MAX == NETMEM_OUT_CONNS && VIREO_TCP_BULK_RXBUF == NETMEM_OUT_WND_FLOOR &&
+	       NETMEM_OUT_WND_WIDE - TCP_WND <= 65535 && NETMEM_OUT_WND_WIDE % TCP_MSS == 0,
+	       "net/port/netmem.h's outbound windows: VIREO_TCP_OUT_MAX of them, one tcp_recved() opens one");
 
 /* The reasons of vireo_app_tcp_out_failures_total. */
 static const char *const svc_fail_names[] = { "refused", "timeout", "unreachable", "policy", "aborted", "name",
@@ -135,7 +140,7 @@ static err_t svc_out_connected(struct tcpconn *tc)
 	c->t_active = tc->t_progress;
 	s->st.connected++;
 	if (s->rxbuf > VIREO_TCP_RXBUF)
-		rxmem_out_grant(tcpconn_tcp_pcb(tc->pcb));	/* a bulk client's: rx[] holds the window */
+		rxmem_out_grant(tcpconn_tcp_pcb(tc->pcb), s->rxbuf);	/* a bulk client's: rx[] holds the window */
 	if (s->on_connected)
 		s->on_connected((vireo_tcp){ c->id }, s->cfg.arg);
 	if (c->abort_req)
@@ -420,8 +425,9 @@ int vireo_tcp_client(const struct vireo_tcp_client *cfg, vireo_tcp_out *out)
 	s->on_fail = cfg->on_fail;
 	s->tls = cfg->tls;
 	s->alpn = cfg->tls ? cfg->alpn : NULL;
-	/* a bulk (plain TCP) client's holds the window rxmem_out_grant() opens */
-	s->rxbuf = cfg->bulk && !cfg->tls ? VIREO_TCP_BULK_RXBUF : VIREO_TCP_RXBUF;
+	/* a bulk (plain TCP) client's holds the window rxmem_out_grant() opens:
+	 * the boot's plan (net/port/netmem.h out_wnd, rxmem_limits.out_wnd) */
+	s->rxbuf = cfg->bulk && !cfg->tls ? rxmem_limits.out_wnd : VIREO_TCP_RXBUF;
 	s->tab.max_conns = s->cfg.max_conns;
 	s->tab.max_per_src = s->cfg.max_conns;	/* the table counts; the client caps */
 	conntab_init(&s->tab);	/* else at the first connect */

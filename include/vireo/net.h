@@ -225,9 +225,11 @@ struct vireo_tcp_client {
 	 * connection's receive buffer, and the window the peer may fill, is
 	 * VIREO_TCP_BULK_RXBUF instead of one TCP window (5840 B, in
 	 * VIREO_TCP_RXBUF), so a body comes in 32 segments a round trip
-	 * instead of 4. What the app sends stays under VIREO_TCP_INFLIGHT.
-	 * Plain TCP only: a TLS client keeps the small window. At most
-	 * VIREO_TCP_OUT_MAX x VIREO_TCP_BULK_RXBUF (365 KiB) held received. */
+	 * instead of 4; 48 segments (70,080 B) when the boot's plan has the
+	 * memory (net/port/netmem.h, more than ~64.6 MiB of RAM). What the
+	 * app sends stays under VIREO_TCP_INFLIGHT. Plain TCP only: a TLS
+	 * client keeps the small window. At most VIREO_TCP_OUT_MAX x
+	 * VIREO_TCP_BULK_RXBUF (365 KiB; 548 KiB wide) held received. */
 	bool bulk;
 
 	/* TLS (make TLS=1 images; -ENOTSUP otherwise): every connection of

@@ -466,6 +466,9 @@ __cold int vireo_lwip_init(void)
 			tlsmem_plan(plan_for, &t);
 			netmem.heap_bytes += ALIGN_UP(t.lwip_bytes, (u64)SEGHEAP_PAGE);
 		}
+#else
+		/* the copy grants' wider flight, if the plan gives it */
+		netmem.heap_bytes += ALIGN_UP((u64)netmem.copy_lwip_bytes, (u64)SEGHEAP_PAGE);
 #endif
 		npages = (u32)(netmem.heap_bytes / SEGHEAP_PAGE);
 		lwip_port_heap_mem = page_alloc_raw(lwip_port_kpages(npages));
@@ -475,6 +478,7 @@ __cold int vireo_lwip_init(void)
 		ms.usable_bytes >> 20, netmem.http_conns, netmem.heap_bytes >> 10, netmem.http_bufs);
 	if (lwip_port_heap_mem == NULL)
 		return -ENOMEM;
+	rxmem_limits.out_wnd = netmem.out_wnd;
 #if !MEM_LIBC_MALLOC
 	/* exactly npages pages: segheap.h's segheap_region_bytes() (its host
 	 * test checks it) */

@@ -125,13 +125,17 @@
  *     bytes unacked (runtime/http/conn.h HTTP_COPY_BULK_INFLIGHT: a
  *     streamed or copied body), W_copy = 18848 + 41288 = 60136, so
  *     2 x (W_copy - W_http)                                          61932
+ *     (With more than ~64.6 MiB of RAM the boot's plan widens that to
+ *     69632 and adds 2 x 1.26 x 36864 = 92898 to the heap above MEM_SIZE,
+ *     net/port/netmem.h copy_lwip_bytes: this sum's floor is unchanged.)
  *   live TCP services' connections and apps' outbound ones together
  *     (16, echo's included: VIREO_TCP_CONNS_TOTAL, outbound at most
  *     VIREO_TCP_OUT_MAX 8 of them, each with the same 4096 copied bytes
  *     and receive window as an accepted one, so W_echo; only bulk
  *     services' take bulk windows): 14 x W_echo + 2 x W_bulk     522330
  *     (An outbound connection of a bulk client, the HTTP client's,
- *     opens the bulk window too, rxmem_out_grant(), outside the 2: its
+ *     opens a bulk window too (46720, or 70080 by the boot's plan,
+ *     net/port/netmem.h out_wnd), rxmem_out_grant(), outside the 2: its
  *     received data is copied out of lwIP at once, its out-of-order
  *     queue keeps the per-PCB and global caps, and it sends at most
  *     VIREO_TCP_INFLIGHT, so W_echo still covers it.)
@@ -488,13 +492,19 @@ __UINT32_TYPE__ rxmem_wnd_max(const struct tcp_pcb *pcb);	/* net/tcp/rxmem.c */
 #define LWIP_TCP_KEEPALIVE		1	/* idle keep-alive connections get probed */
 /* Window scaling (RFC 7323) for what we send: a peer that offers it may
  * announce more than 64 KiB, which a 64 KiB response plus its head needs to
- * leave in one flight. Our own receive window keeps scale 0 (TCP_WND and
- * the bulk grants stay below 65,536), so nothing about what a peer can make
- * us hold changes. lwIP offers the option in a SYN-ACK only when the SYN
- * had it; a SYN cookie's SYN-ACK never does (net/tcp/syncookie.c). Costs 24 B
- * per PCB (32-bit windows; the budget above). */
+ * leave in one flight. Our own receive window has scale 1 where the peer
+ * offers scaling: the widest window we open, an outbound bulk connection's
+ * 70,080 B by the boot's plan (net/port/netmem.h out_wnd: a proxied 64 KiB
+ * response and its head from the upstream in one flight), needs more than
+ * 16 bits; every other window stays below 65,536 and even, so announces
+ * exactly. What a peer can make us hold is still each PCB's rcv_wnd
+ * (TCP_WND_MAX(pcb)), not the scale. A connection whose peer did not offer
+ * the option keeps scale 0 (lwIP announces at most 65,535 then); lwIP
+ * offers it in a SYN-ACK only when the SYN had it; a SYN cookie's SYN-ACK
+ * never does (net/tcp/syncookie.c). Costs 24 B per PCB (32-bit windows;
+ * the budget above). */
 #define LWIP_WND_SCALE			1
-#define TCP_RCV_SCALE			0
+#define TCP_RCV_SCALE			1
 #define LWIP_TCP_SACK_OUT		0
 #define LWIP_TCP_TIMESTAMPS		0
 

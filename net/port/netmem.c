@@ -7,6 +7,8 @@ struct netmem_plan netmem = {
 	.http_sends = NETMEM_CONNS_FLOOR,
 	.http_bufs = NETMEM_CONNS_FLOOR,
 	.heap_bytes = NETMEM_HEAP_FLOOR,
+	.out_wnd = NETMEM_OUT_WND_FLOOR,
+	.copy_inflight = NETMEM_COPY_FLOOR,
 };
 
 void netmem_plan(u64 usable, struct netmem_plan *p)
@@ -19,6 +21,16 @@ void netmem_plan(u64 usable, struct netmem_plan *p)
 	p->usable = usable;
 	p->http_conns = p->http_sends = p->http_bufs = NETMEM_CONNS_FLOOR;
 	p->heap_bytes = NETMEM_HEAP_FLOOR;
+	p->out_wnd = NETMEM_OUT_WND_FLOOR;
+	p->copy_inflight = NETMEM_COPY_FLOOR;
+	p->copy_lwip_bytes = 0;
+	/* the wide windows first: their cost is small beside the connections' */
+	if (share > NETMEM_WIDE_BYTES) {
+		share -= NETMEM_WIDE_BYTES;
+		p->out_wnd = NETMEM_OUT_WND_WIDE;
+		p->copy_inflight = NETMEM_COPY_WIDE;
+		p->copy_lwip_bytes = NETMEM_COPY_LWIP_BYTES;
+	}
 	if (share <= floor_q)
 		return;
 	if (share / 4 > floor_q)

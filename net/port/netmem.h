@@ -36,6 +36,29 @@
  * connections, a 38 MiB heap. The rest of the RAM above the base stays for
  * the kernel, the apps, the store's index (storage/disk.c: 1/8) and page
  * tables.
+ *
+ * Wide windows for what a proxy relays (issue 32): once the share is more
+ * than NETMEM_WIDE_BYTES (RAM above ~64.6 MiB), that much comes off it
+ * before the connections above are planned, and
+ *   out_wnd       the receive window of an outbound bulk connection (the
+ *                 HTTP client's, runtime/tcp_out.c) goes from 32 MSS
+ *                 (46,720 B, NETMEM_OUT_WND_FLOOR) to 48 MSS (70,080 B,
+ *                 NETMEM_OUT_WND_WIDE): a 64 KiB response and its head in
+ *                 one flight. What it receives is copied out of lwIP at
+ *                 once into the connection's rx[] on the kernel's heap, so
+ *                 the cost is NETMEM_OUT_CONNS (8, VIREO_TCP_OUT_MAX) x
+ *                 23,360 = 186,880 B of kernel heap, none of lwIP's;
+ *   copy_inflight a plain HTTP connection holding one of the 2 copy grants
+ *                 (runtime/http/conn.h HTTP_COPY_BULK_MAX, images without
+ *                 TLS) may have 69,632 B (NETMEM_COPY_WIDE) of copied body
+ *                 unacked instead of 32,768 (NETMEM_COPY_FLOOR): a proxied
+ *                 64 KiB body and its head in one flight. lwIP's heap
+ *                 (net/port/lwipopts.h, 1.26 x copied bytes) grows by
+ *                 copy_lwip_bytes = 2 x ceil(1.26 x 36,864) = 92,898 B,
+ *                 which net/port/lwip_port.c adds to heap_bytes in an image
+ *                 without TLS (a TLS one has no copy grants).
+ *   NETMEM_WIDE_BYTES = 186,880 + 92,898 = 279,778
+ * Below that both stay at the floor's values.
  */
 #ifndef VIREO_NET_PORT_NETMEM_H
 #define VIREO_NET_PORT_NETMEM_H
@@ -53,6 +76,15 @@
 #define NETMEM_IDLE_LWIP_BYTES	576u
 #define NETMEM_CONN_STATE_BYTES	1408u
 #define NETMEM_BUFS_BYTES	16128u
+#define NETMEM_OUT_CONNS	8u		/* include/vireo/net.h VIREO_TCP_OUT_MAX */
+#define NETMEM_OUT_WND_FLOOR	46720u		/* 32 MSS: VIREO_RXMEM_BULK_WND */
+#define NETMEM_OUT_WND_WIDE	70080u		/* 48 MSS */
+#define NETMEM_COPY_FLOOR	32768u		/* runtime/http/conn.h HTTP_COPY_BULK_INFLIGHT */
+#define NETMEM_COPY_WIDE	69632u
+#define NETMEM_COPY_GRANTS	2u		/* runtime/http/conn.h HTTP_COPY_BULK_MAX */
+/* lwIP's heap for the wider copy grants: 1.26 x the extra copied bytes each */
+#define NETMEM_COPY_LWIP_BYTES	(NETMEM_COPY_GRANTS * (((NETMEM_COPY_WIDE - NETMEM_COPY_FLOOR) * 126u + 99u) / 100u))
+#define NETMEM_WIDE_BYTES	((u64)NETMEM_OUT_CONNS * (NETMEM_OUT_WND_WIDE - NETMEM_OUT_WND_FLOOR) + NETMEM_COPY_LWIP_BYTES)
 
 struct netmem_plan {
 	u64 usable;		/* the RAM it was worked out for */
@@ -60,6 +92,9 @@ struct netmem_plan {
 	u32 http_sends;		/* of them, with response bytes queued at once */
 	u32 http_bufs;		/* of them, in a request at once (buffer sets) */
 	u64 heap_bytes;		/* lwIP's heap: a multiple of the heap's page */
+	u32 out_wnd;		/* an outbound bulk connection's receive window */
+	u32 copy_inflight;	/* a copy grant's unacked bytes (no TLS) */
+	u32 copy_lwip_bytes;	/* what the copy grants add to lwIP's heap (no TLS) */
 };
 
 /* The plan for usable bytes of RAM (the frame allocator's usable memory). */

@@ -24,7 +24,8 @@
  * queue lwIP still sends keeps its grant as long as it keeps the memory.
  *
  * Outbound connections of a bulk client (the HTTP client's: response
- * bodies) get the same window and bit, uncounted (rxmem_out_grant() in
+ * bodies) get a window of their own and bit (rxmem_limits.out_wnd, the
+ * boot's plan: 32 or 48 MSS, net/port/netmem.h), uncounted (rxmem_out_grant() in
  * rxmem.h: no destroy callback), outside bulk_max: what they send stays under the
  * app's VIREO_TCP_INFLIGHT, so a larger window costs lwIP no more than a
  * plain connection (the heap budget's W_echo), and VIREO_TCP_OUT_MAX
@@ -54,6 +55,7 @@ struct rxmem_limits rxmem_limits = {
 	.heap_reserve = VIREO_RXMEM_HEAP_RESERVE,
 	.bulk_max = VIREO_RXMEM_BULK_MAX,
 	.snd_bulk_max = VIREO_SND_BULK_MAX,
+	.out_wnd = VIREO_RXMEM_BULK_WND,
 };
 
 static u8 age_id;
@@ -92,7 +94,11 @@ void rxmem_init(void)
 
 u32 rxmem_wnd_max(const struct tcp_pcb *pcb)
 {
-	return (rxmem_arg_get(pcb) & RXMEM_BULK_BIT) ? VIREO_RXMEM_BULK_WND : TCP_WND;
+	u64 arg = rxmem_arg_get(pcb);
+
+	if (arg & RXMEM_OUT_ARG_BIT)
+		return rxmem_limits.out_wnd;
+	return (arg & RXMEM_BULK_BIT) ? VIREO_RXMEM_BULK_WND : TCP_WND;
 }
 
 bool rxmem_bulk_available(void)

@@ -25,6 +25,8 @@ struct rxmem_limits {
 	u32 heap_reserve;	/* lwIP heap bytes a copy must leave free */
 	u32 bulk_max;		/* connections holding the bulk window at once */
 	u32 snd_bulk_max;	/* connections holding the bulk send buffer at once */
+	u32 out_wnd;		/* an outbound bulk connection's window: the boot's
+				 * plan (net/port/netmem.h out_wnd) */
 };
 
 struct rxmem_stats {
@@ -89,11 +91,14 @@ bool rxmem_bulk_available(void);
  * until lwIP frees the pcb. Returns whether pcb holds one. */
 bool rxmem_bulk_grant(struct tcp_pcb *pcb);
 
-/* The ext arg's bit for the bulk window (rxmem's ext arg is id 0). */
+/* The ext arg's bits for the bulk window and an outbound one's (rxmem's
+ * ext arg is id 0; VIREO_SND_BULK_ARG_BIT is bit 62). */
 #define RXMEM_BULK_ARG_BIT (1ull << 63)
+#define RXMEM_OUT_ARG_BIT (1ull << 61)
 
 /* Gives an established outbound connection of a bulk client
- * (runtime/tcp_out.c) the bulk receive window, announced at once. Not one
+ * (runtime/tcp_out.c) a receive window of wnd bytes (its rx[]: at most
+ * rxmem_limits.out_wnd, the plan's, TCP_WND + 65,535 at most), announced at once. Not one
  * of the bulk_max grants: those are for accepted connections that may send
  * back as much as they receive (W_bulk); an outbound one keeps the app's
  * send bound (VIREO_TCP_INFLIGHT), so its lwIP cost stays W_echo, and the
@@ -103,10 +108,10 @@ bool rxmem_bulk_grant(struct tcp_pcb *pcb);
  * connection, when established; held until lwIP frees the pcb. Before
  * rxmem_init() the bit is not read and tcp_recved() stops at TCP_WND.
  * Inline: a call costs the TLS image's budget more than it. */
-static inline void rxmem_out_grant(struct tcp_pcb *pcb)
+static inline void rxmem_out_grant(struct tcp_pcb *pcb, u32 wnd)
 {
-	pcb->ext_args[0].data = (void *)((uintptr_t)pcb->ext_args[0].data | (uintptr_t)RXMEM_BULK_ARG_BIT);
-	tcp_recved(pcb, (u16_t)(VIREO_RXMEM_BULK_WND - TCP_WND));
+	pcb->ext_args[0].data = (void *)((uintptr_t)pcb->ext_args[0].data | (uintptr_t)RXMEM_OUT_ARG_BIT);
+	tcp_recved(pcb, (u16_t)(wnd - TCP_WND));
 }
 
 /* The send queue cap lwIP applies to pcb, in pbufs: VIREO_SND_BULK_QUEUELEN

@@ -49,6 +49,9 @@ enum conn_state { C_READ, C_SEND, C_LINGER, C_BODY, C_APP };
  * net/port/lwipopts.h counts them. */
 #define HTTP_COPY_BULK_INFLIGHT 32768
 #define HTTP_COPY_BULK_MAX 2
+/* With more than ~68 MiB of RAM the boot's plan widens the grant's flight
+ * to NETMEM_COPY_WIDE (69,632: a 64 KiB body and its head in one flight)
+ * and gives lwIP's heap its cost (net/port/netmem.h copy_inflight). */
 /*
  * Slow readers (server_poll(), server_send_slow()). Three bounds on a
  * response, each judged by acknowledged bytes:

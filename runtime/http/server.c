@@ -56,6 +56,7 @@
 #include "lwip/altcp.h"
 #include "lwip/ip_addr.h"
 #include "net/port/lwip_port.h"
+#include "net/port/netmem.h"
 #include "net/tcp/rxmem.h"
 #include "net/tcp/tcpconn.h"
 #include "runtime/http/conn.h"
@@ -681,6 +682,8 @@ static size_t server_tls_room(struct conn *c, size_t left)
 #endif
 
 #if !LWIP_ALTCP_TLS
+_Static_assert(HTTP_COPY_BULK_INFLIGHT == NETMEM_COPY_FLOOR && HTTP_COPY_BULK_MAX == NETMEM_COPY_GRANTS,
+	       "net/port/netmem.h's copy grants are conn.h's");
 /* How many more copied bytes a plain connection may write now: below
  * HTTP_COPY_INFLIGHT unacked, or HTTP_COPY_BULK_INFLIGHT with a grant, taken
  * for a body (not a head) with more left than the small bound lets through. */
@@ -699,7 +702,7 @@ static size_t server_copy_room(struct conn *c, size_t left)
 		}
 	}
 	if (c->bulk && !c->bulk_slow)
-		cap = HTTP_COPY_BULK_INFLIGHT;
+		cap = netmem.copy_inflight;	/* HTTP_COPY_BULK_INFLIGHT, or wider by the plan */
 	return c->tc.inflight < cap ? cap - c->tc.inflight : 0;
 }
 #endif

@@ -22,12 +22,17 @@ static void test_floor(void **state)
 	assert_int_equal(netmem.http_sends, 64);
 	assert_int_equal(netmem.http_bufs, 64);
 	assert_int_equal(netmem.heap_bytes, 4 * MIB);
+	assert_int_equal(netmem.out_wnd, NETMEM_OUT_WND_FLOOR);
+	assert_int_equal(netmem.copy_inflight, NETMEM_COPY_FLOOR);
 	for (size_t i = 0; i < sizeof mib / sizeof mib[0]; i++) {
 		netmem_plan(mib[i] * MIB, &p);
 		assert_int_equal(p.http_conns, 64);
 		assert_int_equal(p.http_bufs, 64);
 		assert_int_equal(p.heap_bytes, 4 * MIB);
 		assert_int_equal(p.usable, mib[i] * MIB);
+		assert_int_equal(p.out_wnd, NETMEM_OUT_WND_FLOOR);
+		assert_int_equal(p.copy_inflight, NETMEM_COPY_FLOOR);
+		assert_int_equal(p.copy_lwip_bytes, 0);
 	}
 }
 
@@ -43,13 +48,51 @@ static void test_share(void **state)
 	assert_true(p.http_sends >= 256 && p.http_sends == p.http_bufs);
 	assert_true(p.heap_bytes < 64 * MIB);
 	/* just above the floor's share: nothing more until the share passes
-	 * the floor's 64 queues */
-	netmem_plan(64 * MIB + 2 * 64ull * NETMEM_CONN_LWIP_BYTES, &p);
+	 * the wide windows' cost and the floor's 64 queues */
+	netmem_plan(64 * MIB + 2 * (NETMEM_WIDE_BYTES + 64ull * NETMEM_CONN_LWIP_BYTES), &p);
 	assert_int_equal(p.http_conns, 64);
 	assert_int_equal(p.heap_bytes, 4 * MIB);
-	netmem_plan(64 * MIB + 2 * (64ull * NETMEM_CONN_LWIP_BYTES + NETMEM_IDLE_LWIP_BYTES + NETMEM_CONN_STATE_BYTES), &p);
+	netmem_plan(64 * MIB + 2 * (NETMEM_WIDE_BYTES + 64ull * NETMEM_CONN_LWIP_BYTES + NETMEM_IDLE_LWIP_BYTES +
+				    NETMEM_CONN_STATE_BYTES), &p);
 	assert_int_equal(p.http_conns, 65);
 	assert_int_equal(p.http_sends, 64);
+}
+
+/* The wide windows (a proxied 64 KiB body in one flight each way): taken
+ * once the share passes their cost, which comes off the share before the
+ * connections; their arithmetic as netmem.h writes it down. */
+static void test_wide(void **state)
+{
+	const u64 floor_q = 64ull * NETMEM_CONN_LWIP_BYTES;
+	struct netmem_plan p;
+
+	(void)state;
+	assert_int_equal(NETMEM_COPY_LWIP_BYTES, 92898);
+	assert_int_equal(NETMEM_WIDE_BYTES, 279778);
+	assert_int_equal(NETMEM_OUT_WND_WIDE, 48 * 1460);
+	/* 1.26 x the extra copied bytes, for both grants, rounded up */
+	assert_true(NETMEM_COPY_LWIP_BYTES * 100 >= 2ull * 126 * (NETMEM_COPY_WIDE - NETMEM_COPY_FLOOR));
+	/* a share of NETMEM_WIDE_BYTES: not yet */
+	netmem_plan(64 * MIB + 2 * NETMEM_WIDE_BYTES, &p);
+	assert_int_equal(p.out_wnd, NETMEM_OUT_WND_FLOOR);
+	assert_int_equal(p.copy_inflight, NETMEM_COPY_FLOOR);
+	assert_int_equal(p.copy_lwip_bytes, 0);
+	assert_int_equal(p.http_conns, 64);
+	/* a little more: the windows, and nothing else until the share also
+	 * passes the floor's queues */
+	netmem_plan(64 * MIB + 2 * NETMEM_WIDE_BYTES + 2, &p);
+	assert_int_equal(p.out_wnd, NETMEM_OUT_WND_WIDE);
+	assert_int_equal(p.copy_inflight, NETMEM_COPY_WIDE);
+	assert_int_equal(p.copy_lwip_bytes, NETMEM_COPY_LWIP_BYTES);
+	assert_int_equal(p.http_conns, 64);
+	assert_int_equal(p.heap_bytes, 4 * MIB);
+	netmem_plan(64 * MIB + 2 * (NETMEM_WIDE_BYTES + floor_q + NETMEM_IDLE_LWIP_BYTES + NETMEM_CONN_STATE_BYTES), &p);
+	assert_int_equal(p.http_conns, 65);
+	/* -m 256: wide, and the connections from what is left */
+	netmem_plan(249 * MIB, &p);
+	assert_int_equal(p.out_wnd, NETMEM_OUT_WND_WIDE);
+	assert_int_equal(p.copy_inflight, NETMEM_COPY_WIDE);
+	assert_true(p.http_conns >= 20000);
 }
 
 /* Whatever the RAM: the heap is whole pages and holds the floor, every
@@ -78,7 +121,8 @@ static void test_bounds(void **state)
 		need = 4 * MIB + (u64)p.http_sends * NETMEM_CONN_LWIP_BYTES + extra * NETMEM_IDLE_LWIP_BYTES;
 		assert_true(p.heap_bytes >= need && p.heap_bytes < need + SEGHEAP_PAGE);
 		assert_true((u64)p.http_sends * NETMEM_CONN_LWIP_BYTES + active * NETMEM_BUFS_BYTES +
-			    extra * (NETMEM_IDLE_LWIP_BYTES + NETMEM_CONN_STATE_BYTES) <= (mib * MIB - 64 * MIB) / 2);
+			    extra * (NETMEM_IDLE_LWIP_BYTES + NETMEM_CONN_STATE_BYTES) +
+			    (p.copy_lwip_bytes ? NETMEM_WIDE_BYTES : 0) <= (mib * MIB - 64 * MIB) / 2);
 	}
 	netmem_plan(1ull << 50, &p);
 	assert_int_equal(p.http_conns, NETMEM_CONNS_MAX);
@@ -114,6 +158,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_floor),
 		cmocka_unit_test(test_share),
+		cmocka_unit_test(test_wide),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_smaller),
 	};

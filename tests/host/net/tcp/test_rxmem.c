@@ -411,7 +411,7 @@ static int setup(void **state)
 	memset(&rxmem_stats, 0, sizeof rxmem_stats);
 	rxmem_limits = (struct rxmem_limits){ VIREO_RXMEM_OOSEQ_PBUFS, VIREO_RXMEM_OOSEQ_BYTES,
 					      VIREO_RXMEM_HEAP_RESERVE, VIREO_RXMEM_BULK_MAX,
-					      VIREO_SND_BULK_MAX };
+					      VIREO_SND_BULK_MAX, VIREO_RXMEM_BULK_WND };
 	attack = false;
 	listener = tcp_new_ip_type(IPADDR_TYPE_ANY);
 	assert_non_null(listener);
@@ -877,6 +877,42 @@ static void test_bulk_window_grants_bounded(void **state)
 	assert_true(rxmem_bulk_available());
 }
 
+/* An outbound bulk connection's window (rxmem_out_grant(), the HTTP
+ * client's pools): the plan's rxmem_limits.out_wnd, 48 MSS wide, announced
+ * at once (scaled past 65,535), a whole 64 KiB response and its head taken
+ * in one flight, none of the bulk_max grants counted, closed with a FIN. */
+static void test_out_window_wide(void **state)
+{
+	static u8 blk[70080];
+	struct tcp_pcb *s;
+	u32 before;
+
+	(void)state;
+	rxmem_limits.out_wnd = sizeof blk;
+	clients_open(1);
+	s = srv_by_port[cl[0].port];
+	assert_int_equal(rxmem_wnd_max(s), TCP_WND);
+	rxmem_out_grant(s, rxmem_limits.out_wnd);
+	assert_int_equal(rxmem_wnd_max(s), sizeof blk);
+	assert_int_equal(rxmem_stats.bulk_grants, 0);
+	assert_true(rxmem_bulk_available());
+	run_ms(10);
+	assert_int_equal(cl[0].pcb->snd_wnd, sizeof blk);
+	before = srv_bytes[cl[0].port];
+	memset(blk, 'o', sizeof blk);
+	assert_int_equal(tcp_write(cl[0].pcb, blk, 60000, TCP_WRITE_FLAG_COPY), ERR_OK);
+	assert_int_equal(tcp_write(cl[0].pcb, blk, 65536 + 300 - 60000, TCP_WRITE_FLAG_COPY), ERR_OK);
+	assert_int_equal(tcp_output(cl[0].pcb), ERR_OK);
+	run_ms(1000);
+	assert_int_equal(srv_bytes[cl[0].port] - before, 65536 + 300);
+	wire_rsts = 0;
+	clients_close(1);
+	run_ms(1000);
+	assert_null(srv_by_port[cl[0].port]);
+	assert_int_equal(wire_rsts, 0);
+	rxmem_limits.out_wnd = VIREO_RXMEM_BULK_WND;
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -890,6 +926,7 @@ int main(void)
 		T(test_ooseq_byte_cap_and_age),
 		T(test_reass_v4_bounded),
 		T(test_reass_v6_bounded),
+		T(test_out_window_wide),
 		T(test_bulk_window_grants_bounded),
 	};
 
