@@ -36,9 +36,8 @@ $(MBEDTLS_HOST_LIB): $(MBEDTLS_STAMP) net/tls/mbedtls_config.h $(MBEDTLS_ALT_SRC
 
 # Fixtures made by openssl at build time (no key is committed): two P-256
 # keys (the second mismatches the certificate), RSA 2048 and 1024, P-384,
-# an encrypted key, P-256 with explicit curve parameters (expl-*), a P-256
-# leaf issued by ec-cert.pem (issued-*), and a P-256 key whose DER ends in
-# a zero byte (drawn until one does).
+# an encrypted key, a P-256 leaf issued by ec-cert.pem (issued-*), and a
+# P-256 key whose DER ends in a zero byte (drawn until one does).
 TLS_FIX := $(BUILD)/host/tls-fix
 $(BUILD)/host/test_tls_keys: HOST_CFLAGS += -DTLS_FIX_DIR='"$(TLS_FIX)"'
 $(BUILD)/host/test_tls_keys: $(TLS_FIX)/stamp
@@ -59,8 +58,6 @@ $(TLS_FIX)/stamp: tests/host/net/tls/host.mk
 	openssl req -new -key issued-key.pem -subj /CN=leaf 2>/dev/null | openssl x509 -req -CA ec-cert.pem \
 		-CAkey ec-key.pem -CAcreateserial -days 30 -out issued-cert.pem 2>/dev/null; \
 	cat issued-cert.pem ec-cert.pem > issued-chain.pem; \
-	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -pkeyopt ec_param_enc:explicit \
-		-out expl-key.pem 2>/dev/null; cert expl; \
 	for i in $$(seq 4096); do \
 		openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ec00-key.pem 2>/dev/null; \
 		openssl pkey -in ec00-key.pem -outform DER -out ec00-key.der; \

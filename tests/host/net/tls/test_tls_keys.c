@@ -135,12 +135,6 @@ static void test_bad_pairs(void **state)
 	expect_fail_blame("p384-cert.pem", "p384-key.pem", "certificate: does not parse as X.509", CERT);
 	expect_fail_blame("ec-cert.pem", "p384-key.pem", "or EC P-256", KEY);
 	expect_fail_blame("ec-cert.pem", "enc-key.pem", "encrypted", KEY);
-	/* Explicit curve parameters (RFC 5480 and the CA/Browser Forum
-	 * require a named curve) are not compiled in (net/tls/mbedtls_config.h):
-	 * in the certificate or the key they are refused with the same
-	 * messages as a curve vireo does not have. */
-	expect_fail_blame("expl-cert.pem", "expl-key.pem", "certificate: does not parse as X.509", CERT);
-	expect_fail_blame("ec-cert.pem", "expl-key.pem", "or EC P-256", KEY);
 	/* Swapped: a key where the certificate goes and the other way round. */
 	expect_fail_blame("ec-key.pem", "ec-cert.pem", "certificate:", CERT);
 	expect_fail_blame("ec-cert.pem", "ec-cert.pem", "key:", KEY);
