@@ -74,6 +74,10 @@ LWIP_COLD := core/init.c core/dns.c core/stats.c core/netif.c core/raw.c \
 	core/ipv4/ip4_frag.c core/ipv6/dhcp6.c core/ipv6/mld6.c core/ipv6/icmp6.c core/ipv6/ip6_frag.c core/ipv6/nd6.c core/ipv4/ip4_addr.c core/ipv6/ip6_addr.c core/udp.c \
 	core/ipv6/inet6.c
 $(patsubst %.c,$(BUILD)/lwip/%.o,$(filter $(LWIP_COLD),$(LWIP_SRCS))): LWIP_LIB_CFLAGS += $(COLD_OPT)
+# The per-segment path keeps -O2 whatever HOT_OPT says (the Makefile's HOT_O2).
+LWIP_HOT_O2 := core/tcp_in.c core/tcp_out.c core/ipv4/ip4.c core/ipv4/etharp.c netif/ethernet.c \
+	core/pbuf.c core/inet_chksum.c
+$(patsubst %.c,$(BUILD)/lwip/%.o,$(filter $(LWIP_HOT_O2),$(LWIP_SRCS))): LWIP_LIB_CFLAGS += -O2
 
 $(LWIP_OBJS): $(BUILD)/lwip/%.o: $(LWIP_SRCDIR)/src/%.c $(LWIP_STAMP)
 	@mkdir -p $(dir $@)

@@ -18,7 +18,8 @@ MBEDTLS_LIB    := $(BUILD)/mbedtls/libmbedtls.a
 MBEDTLS_CFLAGS := -Inet/tls/include -I$(MBEDTLS_SRCDIR)/include \
 	'-DMBEDTLS_CONFIG_FILE="net/tls/mbedtls_config.h"'
 # net/tls/include goes before the kernel's -Ikernel (lib/string.h lacks strstr).
-MBEDTLS_LIB_CFLAGS := -Inet/tls/include $(KCFLAGS) -nostdinc -isystem $(LWIP_GCC_INC) $(MBEDTLS_CFLAGS) -I$(MBEDTLS_SRCDIR)/library
+# -O2 whatever HOT_OPT says (MBEDTLS_COLD below are COLD_OPT).
+MBEDTLS_LIB_CFLAGS := -Inet/tls/include $(KCFLAGS) -O2 -nostdinc -isystem $(LWIP_GCC_INC) $(MBEDTLS_CFLAGS) -I$(MBEDTLS_SRCDIR)/library
 
 # Every library/*.c of the pinned release: the config decides what each one
 # compiles to (most are empty with this config), and the linker's

@@ -146,7 +146,11 @@ long vireo_tls_time(long *t);
 #define MBEDTLS_X509_RSASSA_PSS_SUPPORT
 #define MBEDTLS_PK_C
 #define MBEDTLS_PK_PARSE_C
-#define MBEDTLS_PK_PARSE_EC_EXTENDED
+/* No MBEDTLS_PK_PARSE_EC_EXTENDED (a key with explicit curve parameters
+ * instead of a named curve): RFC 5480 section 2.1.1 requires namedCurve in
+ * a certificate's key and the CA/Browser Forum's Baseline Requirements
+ * (7.1.3.1.2) allow nothing else; such a key or certificate is refused as
+ * an unsupported curve is (issue 33's room: 1.2 KiB of pkparse). */
 #define MBEDTLS_PK_PARSE_EC_COMPRESSED
 #define MBEDTLS_PEM_PARSE_C
 #define MBEDTLS_BASE64_C
