@@ -1169,6 +1169,46 @@ static void test_connection_limit(void **state)
 	assert_int_equal(http_server_stats.conns_accepted, 4);
 }
 
+/* A full table, and a newcomer of another source that would take the
+ * place of the one idle longest, but its source's nodes in the table
+ * cannot be allocated: it is refused, and nobody was evicted for it
+ * (admission.c: every check, the table's insertion included, before any
+ * eviction). */
+static void test_refused_newcomer_evicts_nobody(void **state)
+{
+	struct http_server_cfg cfg = { .max_conns = 2 };
+	struct client c[3];
+	struct resp r;
+	int i;
+
+	restart(&cfg);
+	for (i = 0; i < 2; i++) {
+		cl_open(&c[i], V4, HTTP_PORT);
+		assert_true(c[i].connected);
+	}
+	run_ms(100);
+	hk_fail_kmem(1, 1);	/* the connection's state, then its first node */
+	cl_open(&c[2], V6, HTTP_PORT);
+	run_ms(100);
+	assert_true(c[2].dead);
+	assert_int_equal(http_server_stats.conns_refused, 1);
+	assert_int_equal(http_server_stats.conns_evicted, 0);
+	for (i = 0; i < 2; i++) {
+		assert_false(c[i].dead);
+		cl_send_str(&c[i], "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+		assert_true(cl_response(&c[i], false, &r));
+		assert_int_equal(r.status, 200);
+	}
+	/* with memory, the same newcomer evicts the one idle longest */
+	cl_abort(&c[2]);
+	cl_open(&c[2], V6, HTTP_PORT);
+	run_ms(100);
+	assert_false(c[2].dead);
+	assert_int_equal(http_server_stats.conns_evicted, 1);
+	for (i = 0; i < 3; i++)
+		cl_abort(&c[i]);
+}
+
 static void test_idle_timeout(void **state)
 {
 	struct client c;
@@ -2098,6 +2138,7 @@ int main(void)
 		T(test_metrics_allow),
 		T(test_proxy_protocol),
 		T(test_connection_limit),
+		T(test_refused_newcomer_evicts_nobody),
 		T(test_idle_timeout),
 		T(test_header_timeout),
 		T(test_send_timeout),
