@@ -77,7 +77,9 @@ enum conn_state { C_READ, C_SEND, C_LINGER, C_BODY, C_APP };
  * outstanding, the peer acknowledges at least that outstanding *
  * period / HTTP_SLOW_DRAIN_MS, i.e. at a pace that would drain it within
  * 64 s (48 KiB: 6 KiB per 8 s, 768 B/s; 1 MiB: 128 KiB per 8 s; 8 KiB or
- * less: no floor, the bounds above hold). Below, the connection is reset
+ * less: no floor, the bounds above hold; nor when all it was sent is
+ * acknowledged at the period's end: then the server was behind). Below,
+ * the connection is reset
  * (timeouts_slow): a 300 B/s reader of /metrics goes within 8-16 s, not
  * at its deadline (http_send_floor_met()).
  */

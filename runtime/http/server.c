@@ -415,7 +415,9 @@ static bool server_send_over(struct conn *c, u64 now)
 	}
 	if ((u32)now - c->t_floor < HTTP_SLOW_RATE_MS)
 		return false;
-	met = http_send_floor_met(c->floor_out, c->floor_acked, (u32)now - c->t_floor);
+	/* nothing unacknowledged now: the server, not the reader, was behind
+	 * (no send memory, an app slow to write) */
+	met = !c->tc.inflight || http_send_floor_met(c->floor_out, c->floor_acked, (u32)now - c->t_floor);
 	server_floor_start(c, now);
 	if (met)
 		return false;
