@@ -279,13 +279,13 @@ struct conntab_conn *conntab_accept(struct conntab *t, struct altcp_pcb *pcb, si
 	c = kzalloc(size);	/* first: a newcomer without memory evicts nobody */
 	if (!c)
 		return NULL;
-	if (*verdict == CONNTAB_EVICT)
-		evict(victim);
 	c->src = src;
-	if (!conntab_insert(t, c)) {
+	if (!conntab_insert(t, c)) {	/* its nodes: before the victim goes too */
 		kfree(c);
 		return NULL;
 	}
+	if (*verdict == CONNTAB_EVICT)
+		evict(victim);
 	return c;
 }
 

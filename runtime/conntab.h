@@ -138,11 +138,11 @@ enum conntab_verdict conntab_admit(const struct conntab *t, const struct conntab
 /*
  * The whole admission of a new connection: conntab_admit() for pcb's source,
  * size zeroed bytes allocated (a service's state, with its struct
- * conntab_conn first), then the victim (if any) ended through evict(),
- * which must remove it from the table, the newcomer's source filled in and
- * inserted. Returns NULL if refused or out of memory (then nobody was
- * evicted); *verdict says which applied (CONNTAB_ADMIT or CONNTAB_EVICT
- * with NULL: no memory).
+ * conntab_conn first), its source filled in and inserted (one over
+ * max_conns for the moment), then the victim (if any) ended through
+ * evict(), which must remove it from the table. Returns NULL if refused or
+ * out of memory for either (then nobody was evicted); *verdict says which
+ * applied (CONNTAB_ADMIT or CONNTAB_EVICT with NULL: no memory).
  */
 struct conntab_conn *conntab_accept(struct conntab *t, struct altcp_pcb *pcb, size_t size,
 				    bool (*is_idle)(const struct conntab_conn *c),

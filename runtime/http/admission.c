@@ -146,8 +146,9 @@ static void admission_proxy_wait(struct conn *c);
 
 /*
  * Every check first, then the evictions, then the newcomer: a newcomer
- * that is refused (the table, the handshake limits, the rates, no memory)
- * has ended nobody's connection. The handshake victim, if any, ends
+ * that is refused (the table, the handshake limits, the rates, no memory
+ * for its state or for its source's nodes in the table) has ended
+ * nobody's connection. The handshake victim, if any, ends
  * first; if that made room in the table, the table's victim is spared.
  */
 err_t admission_accept(void *arg, struct altcp_pcb *pcb, err_t err)
@@ -173,6 +174,13 @@ err_t admission_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 	c = kzalloc(sizeof *c);
 	if (!c)
 		goto refuse;
+	/* In the table before anyone leaves it (one over max_conns for the
+	 * moment): its nodes are the table's last allocation that can fail. */
+	c->link.src = src;
+	if (!conntab_insert(&http_srv.tab, &c->link)) {
+		kfree(c);
+		goto refuse;
+	}
 	if (hs_victim) {
 		https_stats.handshakes_evicted++;
 		if (&hs_victim->link == victim)
@@ -186,14 +194,9 @@ err_t admission_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 			victim = NULL;
 		server_conn_abort(tls_victim);
 	}
-	if (victim && http_srv.tab.count >= http_srv.tab.max_conns) {
+	if (victim && http_srv.tab.count > http_srv.tab.max_conns) {
 		http_server_stats.conns_evicted++;	/* not our pcb: nothing to hand back to lwIP */
 		admission_evict(victim);
-	}
-	c->link.src = src;
-	if (!conntab_insert(&http_srv.tab, &c->link)) {
-		kfree(c);
-		goto refuse;
 	}
 	server_conn_attach(c, pcb, tls);
 	if (tls) {

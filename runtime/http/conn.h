@@ -73,7 +73,27 @@ enum conn_state { C_READ, C_SEND, C_LINGER, C_BODY, C_APP };
  *   another while its bytes are still held. A 300 B/s reader holds one
  *   for 12 s, not for the whole response.
  * Any of them resets the connection (timeouts_send).
+ * And a throughput floor proportional to what is outstanding, for every
+ * response (copied, zero-copy or streamed, plain or HTTPS, grant or not,
+ * in any state while its bytes are unacknowledged): over each
+ * HTTP_SLOW_RATE_MS period that began with more than HTTP_COPY_INFLIGHT
+ * outstanding, the peer acknowledges at least that outstanding *
+ * period / HTTP_SLOW_DRAIN_MS, i.e. at a pace that would drain it within
+ * 64 s (48 KiB: 6 KiB per 8 s, 768 B/s; 1 MiB: 128 KiB per 8 s; 8 KiB or
+ * less: no floor, the bounds above hold; nor when all it was sent is
+ * acknowledged at the period's end: then the server was behind). Below,
+ * the connection is reset
+ * (timeouts_slow): a 300 B/s reader of /metrics goes within 8-16 s, not
+ * at its deadline (http_send_floor_met()).
  */
+#define HTTP_SLOW_RATE_MS 8000
+#define HTTP_SLOW_DRAIN_MS 64000
+/* The floor's verdict on one period of elapsed_ms that began with out
+ * bytes outstanding and saw acked of them acknowledged. */
+static inline bool http_send_floor_met(u32 out, u32 acked, u32 elapsed_ms)
+{
+	return out <= HTTP_COPY_INFLIGHT || (u64)acked * HTTP_SLOW_DRAIN_MS >= (u64)out * elapsed_ms;
+}
 #define HTTP_SEND_DRAIN 16
 #define HTTP_SEND_FLOOR_BPS 1024
 #define HTTP_BULK_RATE_MS 2000
@@ -166,6 +186,9 @@ struct conn {
 	u32 rate_acked;		/* bytes acknowledged since t_rate */
 	u64 t_rate;		/* ms: the bulk grant's rate period began */
 	u64 t_send;		/* ms: the response started (server_start_send()) */
+	u32 t_floor;		/* ms (low 32 bits): the floor's period began */
+	u32 floor_out;		/* bytes outstanding when it began */
+	u32 floor_acked;	/* bytes acknowledged since */
 #if LWIP_ALTCP_TLS
 	bool hs_queued;		/* HTTPS: its handshake step was put off (hsgate.c's FIFO) */
 	struct pbuf *pp_rx;	/* HTTPS from a proxy.trusted= peer (proxy_wait): the

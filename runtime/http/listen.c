@@ -66,6 +66,7 @@ __cold static void listen_write_metrics(struct metrics_buf *b)
 	metrics_sample1(b, "vireo_http_timeouts_total", "kind", "idle", s->timeouts_idle);
 	metrics_sample1(b, "vireo_http_timeouts_total", "kind", "header", s->timeouts_header);
 	metrics_sample1(b, "vireo_http_timeouts_total", "kind", "send", s->timeouts_send);
+	metrics_sample1(b, "vireo_http_timeouts_total", "kind", "slow", s->timeouts_slow);
 	metrics_simple(b, "vireo_http_received_bytes_total", METRICS_COUNTER,
 		       "Request bytes received.", s->rx_bytes);
 	metrics_simple(b, "vireo_http_sent_bytes_total", METRICS_COUNTER,

@@ -373,7 +373,9 @@ static bool server_send_stalled(struct conn *c, u64 now)
  * Marks a reader too slow for its grant (the grant is then on its way back). */
 __cold static bool server_send_slow(struct conn *c, u64 now)
 {
-	u64 size = (u64)c->out_len + c->body_len + (c->stream ? c->stream_taken : 0);
+	/* stream_taken outlives the stream (a response's bytes can still be
+	 * in flight in READ): at worst a later response's deadline is longer */
+	u64 size = (u64)c->out_len + c->body_len + c->stream_taken;
 
 	if (now - c->t_send >= http_srv.cfg.send_timeout_ms + size * 1000 / HTTP_SEND_FLOOR_BPS)
 		return true;
@@ -391,6 +393,37 @@ __cold static bool server_send_slow(struct conn *c, u64 now)
 		c->rate_acked = 0;
 	}
 	return false;
+}
+
+/* The throughput floor's next period (conn.h) starts now. */
+static void server_floor_start(struct conn *c, u64 now)
+{
+	c->t_floor = (u32)now;
+	c->floor_out = server_outstanding(c);
+	c->floor_acked = 0;
+}
+
+/* Every bound on a response's bytes (conn.h: the stall, the deadline, the
+ * bulk grant's floor, the throughput floor), in whatever state they are
+ * still unacknowledged: true to reset c, counted. */
+static bool server_send_over(struct conn *c, u64 now)
+{
+	bool met;
+
+	if (server_send_stalled(c, now) || server_send_slow(c, now)) {
+		http_server_stats.timeouts_send++;
+		return true;
+	}
+	if ((u32)now - c->t_floor < HTTP_SLOW_RATE_MS)
+		return false;
+	/* nothing unacknowledged now: the server, not the reader, was behind
+	 * (no send memory, an app slow to write) */
+	met = !c->tc.inflight || http_send_floor_met(c->floor_out, c->floor_acked, (u32)now - c->t_floor);
+	server_floor_start(c, now);
+	if (met)
+		return false;
+	http_server_stats.timeouts_slow++;
+	return true;
 }
 
 /* Our FIN, after a TLS close_notify: false when lwIP refused it. */
@@ -459,6 +492,7 @@ void server_start_send(struct conn *c)
 	c->out_off = 0;
 	c->body_off = 0;
 	c->t_send = tcpconn_now_ms();
+	server_floor_start(c, c->t_send);
 	if (!c->tc.inflight) {
 		c->tc.t_progress = c->t_send;
 		tcpconn_stall_start(&c->tc, c->tc.t_progress, server_send_need(c, server_outstanding(c)));
@@ -1105,6 +1139,7 @@ static err_t server_sent(struct tcpconn *tc, u16 len)
 	struct conn *c = server_conn_of(tc);
 
 	c->rate_acked += len;
+	c->floor_acked += len;
 	if (!tc->inflight || (c->bulk_slow && tc->inflight <= HTTP_COPY_INFLIGHT))
 		server_tls_bulk_release(c);	/* taken again if more is left (not once slow) */
 	if (!tc->inflight && c->state != C_SEND)
@@ -1123,12 +1158,11 @@ static err_t server_poll(struct tcpconn *tc)
 	switch (c->state) {
 	case C_READ:
 		/* A response handed to lwIP whole can still be stuck behind a
-		 * reader that stopped reading: the send stall applies until it
-		 * is acknowledged, whatever the connection does meanwhile. */
-		if (tc->inflight && (server_send_stalled(c, now) || (c->bulk && server_send_slow(c, now)))) {
-			http_server_stats.timeouts_send++;
+		 * reader that stopped reading or reads slowly: every bound on
+		 * its bytes applies until they are acknowledged, whatever the
+		 * connection does meanwhile (grant or not). */
+		if (tc->inflight && server_send_over(c, now))
 			return server_conn_abort(c);
-		}
 		if (c->head_started) {
 			if (now - c->t_head < cfg->header_timeout_ms &&
 			    !(c->b && server_pooled(c) && http_srv.bufs.waiting && now - c->t_head >= HTTP_HEAD_PRESSURE_MS))
@@ -1160,10 +1194,8 @@ static err_t server_poll(struct tcpconn *tc)
 		}
 		break;
 	case C_BODY:
-		if (tc->inflight && server_send_stalled(c, now)) {
-			http_server_stats.timeouts_send++;
+		if (tc->inflight && server_send_over(c, now))
 			return server_conn_abort(c);
-		}
 		if (now - c->t_head >= cfg->header_timeout_ms) {
 			http_server_stats.timeouts_header++;
 			exchange_release(c);
@@ -1172,10 +1204,8 @@ static err_t server_poll(struct tcpconn *tc)
 		}
 		break;
 	case C_APP:
-		if (tc->inflight && server_send_stalled(c, now)) {
-			http_server_stats.timeouts_send++;
+		if (tc->inflight && server_send_over(c, now))
 			return server_conn_abort(c);
-		}
 		if (now - c->t_app >= VIREO_HTTP_DEFER_MS) {
 			api_http_stats.deferred_timeouts++;
 			exchange_end(c, false);
@@ -1189,19 +1219,16 @@ static err_t server_poll(struct tcpconn *tc)
 			/* waiting for a send slot is not the reader's stall */
 			tc->t_progress = c->t_send = now;
 			tcpconn_stall_start(tc, now, 0);
+			server_floor_start(c, now);
 			break;
 		}
-		if (server_send_stalled(c, now) || server_send_slow(c, now)) {
-			http_server_stats.timeouts_send++;
+		if (server_send_over(c, now))
 			return server_conn_abort(c);
-		}
 		return server_pump(c);	/* retry writes that failed for memory */
 	case C_LINGER:
 		if (tc->inflight) {
-			if (server_send_stalled(c, now)) {
-				http_server_stats.timeouts_send++;
+			if (server_send_over(c, now))
 				return server_conn_abort(c);
-			}
 		} else if (now - tc->t_progress >= cfg->linger_ms) {
 			return server_conn_close(c);
 		}

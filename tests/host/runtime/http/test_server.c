@@ -1169,6 +1169,46 @@ static void test_connection_limit(void **state)
 	assert_int_equal(http_server_stats.conns_accepted, 4);
 }
 
+/* A full table, and a newcomer of another source that would take the
+ * place of the one idle longest, but its source's nodes in the table
+ * cannot be allocated: it is refused, and nobody was evicted for it
+ * (admission.c: every check, the table's insertion included, before any
+ * eviction). */
+static void test_refused_newcomer_evicts_nobody(void **state)
+{
+	struct http_server_cfg cfg = { .max_conns = 2 };
+	struct client c[3];
+	struct resp r;
+	int i;
+
+	restart(&cfg);
+	for (i = 0; i < 2; i++) {
+		cl_open(&c[i], V4, HTTP_PORT);
+		assert_true(c[i].connected);
+	}
+	run_ms(100);
+	hk_fail_kmem(1, 1);	/* the connection's state, then its first node */
+	cl_open(&c[2], V6, HTTP_PORT);
+	run_ms(100);
+	assert_true(c[2].dead);
+	assert_int_equal(http_server_stats.conns_refused, 1);
+	assert_int_equal(http_server_stats.conns_evicted, 0);
+	for (i = 0; i < 2; i++) {
+		assert_false(c[i].dead);
+		cl_send_str(&c[i], "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+		assert_true(cl_response(&c[i], false, &r));
+		assert_int_equal(r.status, 200);
+	}
+	/* with memory, the same newcomer evicts the one idle longest */
+	cl_abort(&c[2]);
+	cl_open(&c[2], V6, HTTP_PORT);
+	run_ms(100);
+	assert_false(c[2].dead);
+	assert_int_equal(http_server_stats.conns_evicted, 1);
+	for (i = 0; i < 3; i++)
+		cl_abort(&c[i]);
+}
+
 static void test_idle_timeout(void **state)
 {
 	struct client c;
@@ -1466,12 +1506,13 @@ static void test_fair_share(void **state)
 
 /* A reader that opens its window one byte at a time and ACKs every byte:
  * ACKs keep coming (the old "any ACK" rule never fires), but less than
- * send_min_bytes per window gets it reset. */
+ * send_min_bytes per window gets it reset. Windows of 3 s: the stall ends
+ * it before the throughput floor's first period (8 s) would. */
 static void test_tiny_window_stall(void **state)
 {
-	struct http_server_cfg cfg = { .send_timeout_ms = 5000 };
+	struct http_server_cfg cfg = { .send_timeout_ms = 3000 };
 	struct client c;
-	size_t at_5s = 0;
+	size_t at_2s = 0;
 	int t;
 
 	restart(&cfg);
@@ -1481,13 +1522,14 @@ static void test_tiny_window_stall(void **state)
 	for (t = 0; t < 200 && http_server_stats.conns_active; t++) {
 		cl_window(&c, 1);
 		run_ms(100);
-		if (t == 60)
-			at_5s = c.len;
+		if (t == 20)
+			at_2s = c.len;
 	}
 	assert_int_equal(http_server_stats.conns_active, 0);
 	assert_int_equal(http_server_stats.timeouts_send, 1);
-	assert_true(c.len > at_5s + 3);	/* progress, a byte at a time */
-	assert_true(t >= 50 && t <= 110);	/* within two windows */
+	assert_int_equal(http_server_stats.timeouts_slow, 0);
+	assert_true(c.len > at_2s + 3);	/* progress, a byte at a time */
+	assert_true(t >= 30 && t <= 66);	/* within two windows */
 	cl_abort(&c);
 }
 
@@ -1513,6 +1555,59 @@ static void test_slow_reader_served(void **state)
 	assert_true(cl_response(&c, false, &r));
 	assert_int_equal(r.body_len, 65536);
 	cl_close(&c);
+}
+
+/* The throughput floor (conn.h HTTP_SLOW_DRAIN_MS), the policy alone: a
+ * period passes when what was acknowledged would drain what was
+ * outstanding at its start within 64 s; 8 KiB or less outstanding has no
+ * floor. */
+static void test_send_floor_policy(void **state)
+{
+	(void)state;
+	assert_true(http_send_floor_met(HTTP_COPY_INFLIGHT, 0, HTTP_SLOW_RATE_MS));
+	assert_false(http_send_floor_met(HTTP_COPY_INFLIGHT + 1, 0, HTTP_SLOW_RATE_MS));
+	/* 48 KiB (/metrics' size on a booted appliance): 6 KiB per 8 s */
+	assert_false(http_send_floor_met(48 * 1024, 6 * 1024 - 1, 8000));
+	assert_true(http_send_floor_met(48 * 1024, 6 * 1024, 8000));
+	/* 300 B/s over 8 s */
+	assert_false(http_send_floor_met(48 * 1024, 2400, 8000));
+	/* 1 MiB: 128 KiB per 8 s; a longer period asks for more */
+	assert_true(http_send_floor_met(1 << 20, 128 * 1024, 8000));
+	assert_false(http_send_floor_met(1 << 20, 128 * 1024, 8500));
+	/* no overflow at the largest */
+	assert_false(http_send_floor_met(UINT32_MAX, UINT32_MAX / 9, 8000));
+}
+
+/* A reader that keeps its window open 300 B a second fetches /64k.bin:
+ * above the stall's 4096 B per window, and the whole body is handed to
+ * lwIP at once (the bulk send buffer), so the connection is back in READ
+ * with no bulk grant. The throughput floor resets it within two of its
+ * periods; before, nothing did until the body was read (over 200 s). */
+static void test_slow_reader_floor(void **state)
+{
+	struct client c, o;
+	struct resp r;
+	int t;
+
+	cl_open(&c, V4, HTTP_PORT);
+	c.hold = true;
+	cl_send_str(&c, "GET /64k.bin HTTP/1.1\r\nHost: v\r\n\r\n");
+	for (t = 0; t < 60 && http_server_stats.conns_active; t++) {
+		cl_window(&c, 300);
+		run_ms(1000);
+	}
+	assert_int_equal(http_server_stats.conns_active, 0);
+	assert_int_equal(http_server_stats.timeouts_slow, 1);
+	assert_int_equal(http_server_stats.timeouts_send, 0);
+	assert_true(t >= HTTP_SLOW_RATE_MS / 1000 && t <= 2 * HTTP_SLOW_RATE_MS / 1000 + 1);
+	assert_true(c.len < 65536);
+	cl_abort(&c);
+	/* another is served */
+	cl_open(&o, V6, HTTP_PORT);
+	cl_send_str(&o, "GET /healthz HTTP/1.1\r\nHost: v\r\n\r\n");
+	assert_true(cl_response(&o, false, &r));
+	assert_int_equal(r.status, 200);
+	cl_close(&o);
 }
 
 /* ---- orphans ---- */
@@ -2077,6 +2172,7 @@ int main(void)
 		T(test_metrics_allow),
 		T(test_proxy_protocol),
 		T(test_connection_limit),
+		T(test_refused_newcomer_evicts_nobody),
 		T(test_idle_timeout),
 		T(test_header_timeout),
 		T(test_send_timeout),
@@ -2087,6 +2183,8 @@ int main(void)
 		T(test_fair_share),
 		T(test_tiny_window_stall),
 		T(test_slow_reader_served),
+		T(test_send_floor_policy),
+		T(test_slow_reader_floor),
 		T(test_orphans_cap),
 		T(test_orphans_gone_when_acked),
 		T(test_orphans_timeout),
