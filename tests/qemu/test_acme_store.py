@@ -22,7 +22,8 @@ test_acme_restart_keeps_certificate, two boots on the same disk, pebble
   account: pebble counts no new account.
 
 About 30 s once the image is built. test_acme_restart_resumes_order_and_ari
-(forky's pebble 2.10, three boots, 45-55 s at load 8-14) below: an order cut short,
+(forky's pebble 2.10, four boots, 75-100 s at load 13-17) below: an order cut short twice
+(the crash loop backs off),
 renewal information kept."""
 import base64
 import os
@@ -185,11 +186,15 @@ def test_acme_restart_resumes_order_and_ari(acme_run, tmp_path):
       pebble's renewalInfo (the window and the next poll kept on the
       store), and is killed;
     - the fourth serves the kept certificate with no order and polls on
-      from where the second left: the kept window, the next poll about
+      from where the third left: the kept window, the next poll about
       6 h (pebble's Retry-After) away, not at once; its identifier,
       computed from the stored certificate, is the one computed here
       from the served one; `cert ari` asks pebble (a second renewalInfo
-      request in its log) with no new order."""
+      request in its log) with no new order; then pebble is replaced by a
+      new one (a new CA that knows no certificate: its renewalInfo
+      answers 4xx) and `cert ari` finds the kept URL stale: the
+      directory is read again at once, the URL it names polled and
+      failing again: the backoff (60-240 s), not the URL polled again."""
     ns = acme_run.ns
     img, pebble, cmdline, extra = store_setup(acme_run, tmp_path, binary=FORKY_PEBBLE)
 
@@ -278,7 +283,31 @@ def test_acme_restart_resumes_order_and_ari(acme_run, tmp_path):
     m = parse_prometheus(r.stdout.decode().rpartition("\n")[0])
     assert m["vireo_acme_orders_total"] == 0 and m['vireo_acme_state{state="valid"}'] == 1
     assert m['vireo_acme_ari_polls_total{result="ok"}'] == 1
-    print("\n".join(line for line in vm.text.splitlines() if "kept on the store" in line))
+    # a renewalInfo URL gone stale: a new pebble (a new CA: it knows no
+    # certificate, renewalInfo answers 404) and `cert ari`: the kept URL
+    # is dropped and the directory read at once, the URL it names polled,
+    # failing again: then the backoff (never the stale URL polled forever)
+    t3 = time.monotonic()
+    pebble = acme_run.pebble_start(0, binary=FORKY_PEBBLE)
+    mark = len(vm.text)
+    stale = r"^acme: renewal information failed \(not a window, HTTP 4\d\d\); the directory read again for its URL in " \
+            r"(\d+) s$"
+    for _ in range(3):	# (the first may meet the old pebble's closed connection: no answer)
+        vm.send("cert ari\r")
+        vm.wait_for(r"^acme: renewal information failed ", timeout=30, start=mark)
+        if re.search(stale, vm.text[mark:], re.M):
+            break
+        mark = len(vm.text)
+    s1 = vm.wait_for(stale, timeout=5, start=mark)
+    assert s1.group(1) == "0", s1.group(0)
+    vm.wait_for(r"^acme: the directory names renewal information: asking it for " + re.escape(ident) + "$",
+                timeout=30, start=s1.end())
+    s2 = vm.wait_for(stale, timeout=30, start=s1.end())
+    assert 30 <= int(s2.group(1)) <= 240, s2.group(0)	# 2 or 3 failures in a row: 60-120 or 120-240 s
+    log3 = pebble.text()
+    assert count(pebble, ARI_GET) == 2 and count(pebble, r"GET /dir ") == 1, log3
+    print("\n".join(line for line in vm.text.splitlines() if "kept on the store" in line or "in a row" in line or
+                    "renewal information" in line))
     print(f"acme store (pebble 2.10): boot to order kept and killed {t1 - t0:.1f} s, its take-up killed "
           f"{t1b - t1:.1f} s, the backed-off boot's take-up to issued and ARI {t2 - t1b:.1f} s, the fourth boot "
-          f"with ARI kept {time.monotonic() - t2:.1f} s")
+          f"with ARI kept {t3 - t2:.1f} s, a stale renewalInfo URL re-read {time.monotonic() - t3:.1f} s")
