@@ -1149,12 +1149,26 @@ static void acme_cert_lines(const char *args)
 {
 	if (args[0]) {
 		if (strcmp(args, "ari") == 0) {
+#ifdef VIREO_ACME_KEEP
+			/* [acme_state] with no URL (none kept, or dropped as
+			 * stale): the directory read for it first */
+			if (acme.state != AS_VALID || !acme.ari_id[0] || acme.ari.off || acme.ari_busy) {
+				kprintf("cert: no renewal information to ask for now\n");
+			} else {
+				vireo_timer_stop(&acme.timer);
+				if (acme.m->renewal_info[0])
+					acme_ari_fetch();
+				else
+					acme_dir_fetch();
+			}
+#else
 			if (acme.state != AS_VALID || !acme_ari_on() || acme.ari_busy) {
 				kprintf("cert: no renewal information to ask for now\n");
 			} else {
 				vireo_timer_stop(&acme.timer);
 				acme_ari_fetch();
 			}
+#endif
 		} else if (strcmp(args, "renew") != 0) {
 			kprintf("cert: usage: cert [regen|renew|ari]\n");
 		} else if (acme.ari_busy) {
