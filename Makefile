@@ -129,7 +129,7 @@ $(foreach a,$(IMAGE_APPS),$(eval $(patsubst %,$(BUILD)/k/%.o,$(basename $(wildca
 # link (undefined reference).
 STORAGE ?= 0
 # (tools/cmdline_table.py --no-storage names the same paths.)
-STORAGE_PATHS := drivers/virtio/blk/% storage/% runtime/store_api.c runtime/acme_state.c runtime/keep_rec.c
+STORAGE_PATHS := drivers/virtio/blk/% storage/% runtime/store_api.c runtime/acme_state.c runtime/keep_rec.c runtime/acme_ari.c
 SRCS := $(HOT_SRCS) $(COLD_SRCS)
 ifneq ($(STORAGE),1)
 SRCS := $(filter-out $(STORAGE_PATHS),$(SRCS))

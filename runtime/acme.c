@@ -24,6 +24,9 @@
 #ifdef VIREO_TLS
 #include "runtime/acme.h"
 #include "runtime/acme_state.h"
+#ifdef VIREO_ACME_KEEP
+#include "runtime/acme_ari.h"
+#endif
 
 #include "kernel/cmdline.h"
 #include "kernel/console.h"
@@ -156,6 +159,10 @@ static struct {
 #ifdef VIREO_ACME_KEEP
 	char *resume_order;	/* [acme_state] an order to take up (kmalloc), or NULL */
 	enum acme_action held;	/* the step after a newOrder, until the order is kept */
+	/* [acme_state] RFC 9773's plan (runtime/acme_ari.h): its url is
+	 * m->renewal_info[0], its next and failures ari_next and
+	 * ari_failures (copied in and out around each call) */
+	struct acme_ari_poll ari;
 #endif
 } acme;
 
@@ -431,6 +438,11 @@ static bool acme_install(void)
 	memcpy(acme.ari_id, id, sizeof id);
 	acme.ari_start = acme.ari_end = 0;
 	acme.ari_failures = 0;
+#ifdef VIREO_ACME_KEEP
+	/* the order's machine read the directory just now */
+	acme.ari = (struct acme_ari_poll){ .url = acme.m->renewal_info[0] != '\0', .fresh = true,
+					   .off = !acme.m->renewal_info[0] };
+#endif
 	return true;
 }
 
@@ -438,6 +450,27 @@ static bool acme_install(void)
 
 
 static void acme_ari_fetch(void);
+#ifdef VIREO_ACME_KEEP
+static void acme_dir_fetch(void);
+
+/* [acme_state] RFC 9773's plan at now: what is due (runtime/acme_ari.h). */
+static enum acme_ari_do acme_ari_plan(u64 now)
+{
+	acme.ari.url = acme.m->renewal_info[0] != '\0';
+	acme.ari.next = acme.ari_next;
+	acme.ari.failures = acme.ari_failures;
+	return acme.ari_id[0] ? acme_ari_due(&acme.ari, now) : ACME_ARI_OFF;
+}
+
+/* After acme_ari_dir_read() or acme_ari_polled(). */
+static void acme_ari_plan_out(void)
+{
+	if (!acme.ari.url)
+		acme.m->renewal_info[0] = '\0';
+	acme.ari_next = acme.ari.next;
+	acme.ari_failures = acme.ari.failures;
+}
+#endif
 
 /* Renewal information is asked for when the directory has renewalInfo
  * and the served certificate an identifier (RFC 9773). */
@@ -460,11 +493,30 @@ static void acme_renew_tick(struct vireo_timer *t, void *arg)
 			acme_attempt(t, NULL);
 			return;
 		}
+#ifdef VIREO_ACME_KEEP
+		/* [acme_state] with no renewalInfo URL (a certificate kept
+		 * without its acme.ari, or a URL gone stale), the directory
+		 * is read for it first */
+		switch (acme_ari_plan(now)) {
+		case ACME_ARI_POLL:
+			acme_ari_fetch();
+			return;
+		case ACME_ARI_DIR:
+			acme_dir_fetch();
+			return;
+		case ACME_ARI_WAIT:
+			at = acme.ari_next < acme.renew_at ? acme.ari_next : acme.renew_at;
+			break;
+		default:
+			at = acme.renew_at;
+		}
+#else
 		if (acme_ari_on() && now >= acme.ari_next) {
 			acme_ari_fetch();
 			return;
 		}
 		at = acme_ari_on() && acme.ari_next < acme.renew_at ? acme.ari_next : acme.renew_at;
+#endif
 		wait = at - now;
 	}
 	vireo_timer_init(&acme.timer, acme_renew_tick, NULL);
@@ -483,14 +535,19 @@ static void acme_renew_tick(struct vireo_timer *t, void *arg)
  * last window the CA gave for this certificate, else the lifetime rule,
  * and polls again after acme_backoff_s() (60 s doubling to 6 h): the
  * served certificate never depends on it. */
+#ifndef VIREO_ACME_KEEP	/* (runtime/acme_ari.h's) */
 #define ACME_ARI_POLL_MIN_S	60u
 #define ACME_ARI_POLL_S		(6u * 3600)
 #define ACME_ARI_POLL_MAX_S	(24u * 3600)
+#endif
 
 static void acme_ari_done(vireo_http_call h, int err, void *ctx)
 {
 	u64 now, st, en, ra = 0;
 	bool fresh;
+#ifdef VIREO_ACME_KEEP
+	bool failed;
+#endif
 
 	(void)h, (void)ctx;
 	acme.ari_busy = false;
@@ -498,6 +555,27 @@ static void acme_ari_done(vireo_http_call h, int err, void *ctx)
 		now = 0;
 	if (acme.retry[0] && !acme_retry_after(acme.retry, now, &ra))
 		ra = 0;
+#ifdef VIREO_ACME_KEEP
+	{
+		/* [acme_state] the plan: a stale URL is dropped for the
+		 * directory's, Retry-After clamped */
+		bool window = !err && acme.status == 200 &&
+			      acme_ari_window(acme.body, acme.body_len, acme.m->t, ACME_TOKS, &st, &en) == 0;
+
+		acme_ari_plan(now);
+		acme_ari_polled(&acme.ari, err ? 0 : acme.status, window, ra, now, random_u64());
+		acme_ari_plan_out();
+		failed = !window;
+	}
+	if (failed) {
+		acme.ari_failed++;
+		kprintf("acme: renewal information failed (%s, HTTP %d); %s in %lu s\n",
+			err ? vireo_http_err_str(err) : "not a window", acme.status,
+			acme.m->renewal_info[0] ? "next poll" : "the directory read again for its URL",
+			(unsigned long)(acme.ari_next - now));
+	} else {
+		acme.ari_ok++;
+#else
 	if (err || acme.status != 200 ||
 	    acme_ari_window(acme.body, acme.body_len, acme.m->t, ACME_TOKS, &st, &en) != 0) {
 		acme.ari_failed++;
@@ -508,6 +586,7 @@ static void acme_ari_done(vireo_http_call h, int err, void *ctx)
 	} else {
 		acme.ari_ok++;
 		acme.ari_failures = 0;
+#endif
 		fresh = st != acme.ari_start || en != acme.ari_end;
 		acme.ari_start = st, acme.ari_end = en;
 		if (fresh)
@@ -516,9 +595,11 @@ static void acme_ari_done(vireo_http_call h, int err, void *ctx)
 									      .now = now, .ari = true,
 									      .ari_start = st, .ari_end = en,
 									      .rnd = random_u64() });
+#ifndef VIREO_ACME_KEEP
 		ra = ra ? ra : ACME_ARI_POLL_S;
 		acme.ari_next = now + (ra < ACME_ARI_POLL_MIN_S ? ACME_ARI_POLL_MIN_S :
 				       ra > ACME_ARI_POLL_MAX_S ? ACME_ARI_POLL_MAX_S : ra);
+#endif
 		kprintf("acme: renewal window %ld..%ld s from now; renewal in %lu s; next poll in %lu s\n",
 			(long)(st - now), (long)(en - now),
 			(unsigned long)(acme.renew_at > now ? acme.renew_at - now : 0),
@@ -549,6 +630,70 @@ static void acme_ari_fetch(void)
 			       &(vireo_http_call){ 0 }) != 0)
 		acme_ari_done((vireo_http_call){ 0 }, -VIREO_HTTP_ECONNECT, NULL);
 }
+
+#ifdef VIREO_ACME_KEEP
+/* [acme_state] The directory read for its renewalInfo URL (RFC 9773
+ * section 3), while the certificate is valid as a poll is: an
+ * unauthenticated GET on the CA's pool, the JSON parsed into the
+ * machine's tokens (free: no order runs), the URL taken only on the
+ * directory's origin and one the client takes (acme_url_ok()), as the
+ * machine takes the directory's. */
+static void acme_dir_done(vireo_http_call h, int err, void *ctx)
+{
+	struct acme_json j;
+	char *url = acme.m->renewal_info;
+	size_t o = 8, n = 0;
+	bool ok, has = false;
+	u64 now;
+
+	(void)h, (void)ctx;
+	acme.ari_busy = false;
+	if (!acme_now(&now))
+		now = 0;
+	ok = !err && acme.status == 200 && acme_json_parse(&j, acme.body, acme.body_len, acme.m->t, ACME_TOKS) == 0;
+	url[0] = '\0';
+	if (ok && acme_json_type(&j, acme_json_get(&j, 0, "renewalInfo")) >= 0) {
+		while (acme_directory_opt[o] && acme_directory_opt[o] != '/')
+			o++;	/* the origin: https://host[:port] */
+		has = acme_json_str(&j, acme_json_get(&j, 0, "renewalInfo"), url, ACME_URL_MAX_C + 1, &n) == 0 &&
+		      acme_url_ok(url, n) && n > o && memcmp(url, acme_directory_opt, o) == 0 && url[o] == '/';
+		if (!has)
+			url[0] = '\0';
+	}
+	acme_ari_plan(now);
+	acme_ari_dir_read(&acme.ari, ok, has, now, random_u64());
+	acme_ari_plan_out();
+	if (!ok)
+		kprintf("acme: the directory could not be read for renewal information (%s, HTTP %d); again in %lu s\n",
+			err ? vireo_http_err_str(err) : "not JSON", acme.status, (unsigned long)(acme.ari_next - now));
+	else
+		kprintf(has ? "acme: the directory names renewal information: asking it for %s\n" :
+			      "acme: the directory names no renewal information (%s): renewal by the lifetime only\n",
+			acme.ari_id);
+	acme_renew_tick(&acme.timer, NULL);
+}
+
+static void acme_dir_fetch(void)
+{
+	char host[ACME_URL_MAX_C + 1];
+	const char *path;
+	u16 port;
+
+	if (!acme_url_split(acme_directory_opt, host, sizeof host, &port, &path))
+		return;	/* acme_start() checked it: cannot happen */
+	acme.status = 0;
+	acme.body_len = 0;
+	acme.ctype[0] = acme.retry[0] = acme.nonce[0] = acme.location[0] = '\0';
+	acme.ari_busy = true;
+	if (vireo_http_request(acme.pool,
+			       &(struct vireo_http_request){ .method = "GET", .target = path,
+							     .headers = "User-Agent: vireo-acme\r\n",
+							     .max_body = ACME_BODY_MAX, .on_head = acme_on_head,
+							     .on_body = acme_on_body, .on_done = acme_dir_done },
+			       &(vireo_http_call){ 0 }) != 0)
+		acme_dir_done((vireo_http_call){ 0 }, -VIREO_HTTP_ECONNECT, NULL);
+}
+#endif
 
 /* After an issue: when to renew (acme_renew_at(): a third of the
  * lifetime left, half for 10 days or less, earlier by a random part of
@@ -801,10 +946,15 @@ static bool acme_resume(void)
 	}
 #ifdef VIREO_ACME_KEEP
 	if (r.order[0] && (acme.resume_order = kmalloc(strlen(r.order) + 1)) != NULL) {
-		/* an order cut short: taken up at once (reading it is no new
-		 * order), whatever backoff the cut left */
+		/* an order cut short: taken up (reading it is no new order)
+		 * at once the first time; cut short again in a row, after
+		 * the backoff the cut attempt kept (wait_s) */
 		strlcpy(acme.resume_order, r.order, strlen(r.order) + 1);
 		acme.have_cert_key = true;
+		if (r.wait_s) {
+			acme_wait(r.wait_s);
+			return true;
+		}
 		acme.state = AS_ORDERING;
 		vireo_timer_init(&acme.timer, acme_attempt, NULL);
 		vireo_timer_start(&acme.timer, ACME_FIRST_MS);
@@ -999,12 +1149,26 @@ static void acme_cert_lines(const char *args)
 {
 	if (args[0]) {
 		if (strcmp(args, "ari") == 0) {
+#ifdef VIREO_ACME_KEEP
+			/* [acme_state] with no URL (none kept, or dropped as
+			 * stale): the directory read for it first */
+			if (acme.state != AS_VALID || !acme.ari_id[0] || acme.ari.off || acme.ari_busy) {
+				kprintf("cert: no renewal information to ask for now\n");
+			} else {
+				vireo_timer_stop(&acme.timer);
+				if (acme.m->renewal_info[0])
+					acme_ari_fetch();
+				else
+					acme_dir_fetch();
+			}
+#else
 			if (acme.state != AS_VALID || !acme_ari_on() || acme.ari_busy) {
 				kprintf("cert: no renewal information to ask for now\n");
 			} else {
 				vireo_timer_stop(&acme.timer);
 				acme_ari_fetch();
 			}
+#endif
 		} else if (strcmp(args, "renew") != 0) {
 			kprintf("cert: usage: cert [regen|renew|ari]\n");
 		} else if (acme.ari_busy) {

@@ -549,9 +549,17 @@ static void keep_resume(struct acme_resume *r)
 			r->wait_s = st.next_at > now ? st.next_at - now : 0;
 		else
 			r->wait_s = acme_backoff_s(r->failures, 0, random_u64());
-		if (r->wait_s && !r->order[0])	/* (an order taken up: at once) */
+		/* an order cut short once is taken up at once; cut short
+		 * again (a boot that crashes or is killed while taking it
+		 * up: failures 2 and more in a row), it waits the backoff
+		 * the cut attempt kept (acme_backoff_s(): doubling to 6 h),
+		 * so a crash loop never asks the CA at each reboot */
+		if (r->order[0] && r->failures < ACME_RESUME_AT_ONCE_MAX + 1)
+			r->wait_s = 0;
+		if (r->wait_s)
 			kprintf("acme: an earlier boot's attempt failed or was cut short (%u in a row): next attempt in "
-				"%lu s\n", r->failures, (unsigned long)r->wait_s);
+				"%lu s%s\n", r->failures, (unsigned long)r->wait_s,
+				r->order[0] ? " (the kept order taken up then)" : "");
 	}
 	keep_boot_done();
 }

@@ -28,6 +28,11 @@ struct acme_kept_ari {
 	u64 start, end, next, renew_at;
 };
 
+/* Attempts in a row a kept order is taken up at once after (the one a
+ * restart cut short); beyond, a resume waits its backoff like any other
+ * attempt (acme_state.c's keep_resume()). */
+#define ACME_RESUME_AT_ONCE_MAX 1u
+
 struct acme_resume {
 	const char *directory, *names;	/* in */
 	unsigned n_names;
@@ -35,7 +40,8 @@ struct acme_resume {
 	bool have;			/* out: the kept certificate serves */
 	u64 not_before, not_after;	/* its dates */
 	unsigned failures;		/* in a row, before this boot */
-	u64 wait_s;			/* > 0: the next attempt that much later */
+	u64 wait_s;			/* > 0: the next attempt (or the kept order's
+					 * take-up) that much later */
 	/* its RFC 9773 identifier, from the certificate itself ("": none,
 	 * no AKI), and what an earlier boot learnt about it (ari_kept) */
 	char ari_id[ACME_ARI_ID_MAX + 1];

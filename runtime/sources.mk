@@ -18,7 +18,7 @@ COLD_SRCS += runtime/conntab.c runtime/http/slots.c runtime/http/admission.c run
 	runtime/http/https.c runtime/http/hsrate.c runtime/http/hsgate.c runtime/http/listen.c runtime/http/allow.c runtime/http/proxyproto.c runtime/store_api.c \
 	runtime/http/mime.c runtime/http/range.c runtime/egress.c runtime/tcp_out.c runtime/resolve.c \
 	runtime/http/response.c runtime/http/chunked.c runtime/http_client.c runtime/http/reqbody.c \
-	runtime/acme.c runtime/log_stream.c runtime/acme_state.c runtime/keep_rec.c
+	runtime/acme.c runtime/log_stream.c runtime/acme_state.c runtime/keep_rec.c runtime/acme_ari.c
 # The runtime lwIP serves (no start-up, metadata or ESP site): lwip-check
 # links it with lwIP alone; the host tests run it over the host's lwIP.
 RUNTIME_CORE := tcpconn conntab http slots mime range site server exchange reqbody admission hsrate hsgate listen https api routes services allow proxyproto egress tcp_out \

@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE_DIRS = ("lib", "boot", "kernel", "drivers", "debug", "net", "storage", "runtime")
 # The Makefile's STORAGE_PATHS: linked only into images built with STORAGE=1.
 STORAGE_PREFIXES = ("drivers/virtio/blk/", "storage/", "runtime/store_api.c", "runtime/acme_state.c",
-                    "runtime/keep_rec.c")
+                    "runtime/keep_rec.c", "runtime/acme_ari.c")
 # Compiled empty without make TLS=1 (#ifdef VIREO_TLS around the whole file),
 # or registering their keys only under VIREO_TLS.
 TLS_PREFIXES = ("runtime/acme.c", "runtime/http/hsgate.c")

@@ -15,12 +15,15 @@ test_acme_restart_keeps_certificate, two boots on the same disk, pebble
 - the second boot reads the store before HTTPS listens: the same generated
   certificate (same not-after, from an earlier boot), the same account key,
   and the issued certificate served again: the same serial over TLS, no
-  new order in pebble's log (nothing asked of the CA at all),
-  `vireo_acme_orders_total` 0; then `cert renew` orders with the kept
+  new order in pebble's log,
+  `vireo_acme_orders_total` 0, nothing asked of the CA but its
+  directory (read for renewal information: the certificate has no
+  acme.ari, pebble 2.4's directory names none); then `cert renew` orders with the kept
   account: pebble counts no new account.
 
 About 30 s once the image is built. test_acme_restart_resumes_order_and_ari
-(forky's pebble 2.10, three boots, 45-55 s at load 8-14) below: an order cut short,
+(forky's pebble 2.10, four boots, 75-100 s at load 13-17) below: an order cut short twice
+(the crash loop backs off),
 renewal information kept."""
 import base64
 import os
@@ -121,8 +124,14 @@ def test_acme_restart_keeps_certificate(acme_run, tmp_path):
     assert m['vireo_acme_state{state="valid"}'] == 1
     assert m["vireo_acme_orders_total"] == 0
     assert any(k.startswith('vireo_tls_cert_info{source="acme"') for k in m), sorted(m)
+    vm.wait_for(r"^acme: the directory names no renewal information \(\S+\.\S+\): renewal by the lifetime only$",
+                timeout=30)
     time.sleep(2)	# an order would have started 0.5 s after HTTPS
-    assert pebble.text() == log1, pebble.text()[len(log1):]	# the CA was not asked anything
+    # the CA was asked only its directory: the certificate has no acme.ari
+    # (pebble 2.4 has no renewal information), so the directory is read
+    # for a renewalInfo URL (none) with no order
+    new = pebble.text()[len(log1):]
+    assert re.findall(r"(\S+ /\S*) -> calling handler", new) == ["GET /dir"], new
     assert "ordering a certificate" not in vm.text
     assert "refused" not in vm.text, vm.text
     # an order now uses the kept account: newAccount answers the
@@ -159,23 +168,33 @@ def ari_id(ns, name):
 
 @pytest.mark.skipif(not os.path.exists(FORKY_PEBBLE), reason="forky's pebble missing: tools/fetch-pebble.sh")
 def test_acme_restart_resumes_order_and_ari(acme_run, tmp_path):
-    """Debian forky's pebble 2.10 (renewal information), three boots on
+    """Debian forky's pebble 2.10 (renewal information), four boots on
     one disk, pebble running throughout:
 
     - the first is killed (SIGKILL) once the store says the order pebble
       created is kept and pebble's VA has its authorization valid, before
       the appliance's next poll: between newOrder and finalize (the
       order ready);
-    - the second takes that order up (POST-as-GET: pebble's log holds one
-      newOrder for the two boots), finishes it and serves the certificate,
-      then asks pebble's renewalInfo (the window and the next poll kept on
-      the store), and is killed;
-    - the third serves the kept certificate with no order and polls on
-      from where the second left: the kept window, the next poll about
+    - the second starts taking that order up and is killed as soon as
+      pebble hears from it: two attempts cut short in a row;
+    - the third backs off (a crash loop never asks the CA at each
+      reboot): it says so, with the wait the cut attempt kept (60-120 s
+      from its start), and pebble hears nothing from it for 3 s after
+      HTTPS is up (a take-up at once asks it at 0.5 s); `cert renew` then
+      takes the order up (POST-as-GET: pebble's log holds one newOrder for
+      the three boots), finishes it and serves the certificate, then asks
+      pebble's renewalInfo (the window and the next poll kept on the
+      store), and is killed;
+    - the fourth serves the kept certificate with no order and polls on
+      from where the third left: the kept window, the next poll about
       6 h (pebble's Retry-After) away, not at once; its identifier,
       computed from the stored certificate, is the one computed here
       from the served one; `cert ari` asks pebble (a second renewalInfo
-      request in its log) with no new order."""
+      request in its log) with no new order; then pebble is replaced by a
+      new one (a new CA that knows no certificate: its renewalInfo
+      answers 4xx) and `cert ari` finds the kept URL stale: the
+      directory is read again at once, the URL it names polled and
+      failing again: the backoff (60-240 s), not the URL polled again."""
     ns = acme_run.ns
     img, pebble, cmdline, extra = store_setup(acme_run, tmp_path, binary=FORKY_PEBBLE)
 
@@ -205,6 +224,31 @@ def test_acme_restart_resumes_order_and_ari(acme_run, tmp_path):
     vm.wait_for(r"^acme: an order cut short by a restart is kept on the store: taking it up \(no new order\)$",
                 timeout=120)
     vm.wait_for(r"^acme: taking up the kept order for " + re.escape(NAME), timeout=30)
+    # the take-up cut short too, once the CA heard from it (acme.state,
+    # written before, says 2 attempts in a row)
+    deadline = time.monotonic() + 30
+    while pebble.text() == log1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    crash(vm)
+    log1b = pebble.text()
+    assert log1b != log1, "the take-up asked nothing of the CA"
+    assert count(pebble, FORKY_ORDER) == 1, log1b[len(log1):]
+
+    t1b = time.monotonic()
+    vm = acme_run.boot(img, cmdline, extra)
+    vm.wait_for(r"^acme: an order cut short by a restart is kept on the store: taking it up \(no new order\)$",
+                timeout=120)
+    b = vm.wait_for(r"^acme: an earlier boot's attempt failed or was cut short \(2 in a row\): next attempt in "
+                    r"(\d+) s \(the kept order taken up then\)$", timeout=10)
+    assert int(b.group(1)) >= 10, b.group(0)	# 60-120 s after the cut attempt's start, less the boot
+    vm.wait_for(READY, timeout=60)
+    time.sleep(3)	# a take-up at once would have asked the CA 0.5 s after HTTPS
+    assert pebble.text() == log1b, pebble.text()[len(log1b):]	# the crash loop backs off
+    assert "taking up the kept order" not in vm.text
+    mark = len(vm.text)
+    vm.send("cert renew\r")	# the operator: now (the kept order still)
+    vm.wait_for(r"^acme: taking up the kept order for " + re.escape(NAME), timeout=30, start=mark)
     iss = vm.wait_for(r"^acme: certificate issued for 1 name by ", timeout=60)
     w = vm.wait_for(WINDOW, timeout=30, start=iss.end())
     vm.wait_for(r"^keep: acme\.order kept on the store$", timeout=10, start=iss.end())	# emptied
@@ -239,6 +283,31 @@ def test_acme_restart_resumes_order_and_ari(acme_run, tmp_path):
     m = parse_prometheus(r.stdout.decode().rpartition("\n")[0])
     assert m["vireo_acme_orders_total"] == 0 and m['vireo_acme_state{state="valid"}'] == 1
     assert m['vireo_acme_ari_polls_total{result="ok"}'] == 1
-    print("\n".join(line for line in vm.text.splitlines() if "kept on the store" in line))
-    print(f"acme store (pebble 2.10): boot to order kept and killed {t1 - t0:.1f} s, the order taken up to "
-          f"issued and ARI {t2 - t1:.1f} s, the third boot with ARI kept {time.monotonic() - t2:.1f} s")
+    # a renewalInfo URL gone stale: a new pebble (a new CA: it knows no
+    # certificate, renewalInfo answers 404) and `cert ari`: the kept URL
+    # is dropped and the directory read at once, the URL it names polled,
+    # failing again: then the backoff (never the stale URL polled forever)
+    t3 = time.monotonic()
+    pebble = acme_run.pebble_start(0, binary=FORKY_PEBBLE)
+    mark = len(vm.text)
+    stale = r"^acme: renewal information failed \(not a window, HTTP 4\d\d\); the directory read again for its URL in " \
+            r"(\d+) s$"
+    for _ in range(3):	# (the first may meet the old pebble's closed connection: no answer)
+        vm.send("cert ari\r")
+        vm.wait_for(r"^acme: renewal information failed ", timeout=30, start=mark)
+        if re.search(stale, vm.text[mark:], re.M):
+            break
+        mark = len(vm.text)
+    s1 = vm.wait_for(stale, timeout=5, start=mark)
+    assert s1.group(1) == "0", s1.group(0)
+    vm.wait_for(r"^acme: the directory names renewal information: asking it for " + re.escape(ident) + "$",
+                timeout=30, start=s1.end())
+    s2 = vm.wait_for(stale, timeout=30, start=s1.end())
+    assert 30 <= int(s2.group(1)) <= 240, s2.group(0)	# 2 or 3 failures in a row: 60-120 or 120-240 s
+    log3 = pebble.text()
+    assert count(pebble, ARI_GET) == 2 and count(pebble, r"GET /dir ") == 1, log3
+    print("\n".join(line for line in vm.text.splitlines() if "kept on the store" in line or "in a row" in line or
+                    "renewal information" in line))
+    print(f"acme store (pebble 2.10): boot to order kept and killed {t1 - t0:.1f} s, its take-up killed "
+          f"{t1b - t1:.1f} s, the backed-off boot's take-up to issued and ARI {t2 - t1b:.1f} s, the fourth boot "
+          f"with ARI kept {t3 - t2:.1f} s, a stale renewalInfo URL re-read {time.monotonic() - t3:.1f} s")

@@ -85,3 +85,9 @@ test_store_api_SRCS := tests/host/storage/memdisk.c
 # reason (never read past its end), a record cut at every length too.
 HOST_TESTS += test_keep_rec
 test_keep_rec_USES := keep_rec
+
+# RFC 9773's polling plan (runtime/acme_ari.c, make STORAGE=1): no URL
+# reads the directory, a stale URL is re-read from it and never polled
+# forever, Retry-After clamped.
+HOST_TESTS += test_acme_ari
+test_acme_ari_USES := acme_ari acme_renew wallclock
