@@ -179,7 +179,7 @@
  *   the altcp layers: an altcp_pcb (88 + 8 -> 96) for each of the 80 live
  *     connections, and for the 64 TLS ones and the 4 TLS clients'
  *     (VIREO_TLS_OUT_MAX, among the 16 apps' ones) one more and
- *     altcp_tls's state (456 + 8 -> 512): 80 x 96 + 68 x 608       +49024
+ *     altcp_tls's state (472 + 8 -> 512): 80 x 96 + 68 x 608       +49024
  *                                                     TLS=1 total  4128479
  * i.e. 3.9 MiB, 64 KiB (1.6%) left for pages partly full. Also outside the
  * sum in either build: a handshake's own flight (the chain, written by

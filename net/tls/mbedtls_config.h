@@ -104,6 +104,12 @@ int ksnprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((forma
  * net/tls/tls.h states the total with the context structures. */
 #define MBEDTLS_SSL_IN_CONTENT_LEN	16384
 #define MBEDTLS_SSL_OUT_CONTENT_LEN	4096
+/* vireo's option (net/tls/patches/0005): a server connection frees both
+ * record buffers whenever it is idle between records and allocates them
+ * again for its next record in or out, within TLS_BUF_SLOTS connections
+ * holding them at once (net/tls/tls.h). Not MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH,
+ * which stays off (docs/https.md's advisory table). */
+#define MBEDTLS_SSL_IDLE_RELEASE
 /* Session resumption (runtime/http/https.c): stateless tickets sealed with
  * AES-256-GCM under keys https.c draws from the CSPRNG and rotates itself,
  * since mbedTLS's own rotation and the tickets' lifetime check need

@@ -12,7 +12,22 @@
  * TLS 1.2 and 24,654-26,446 under TLS 1.3 (it keeps more per-connection
  * secrets); during the handshake, at most 29,010 bytes (TLS 1.2 with
  * RSA-2048; 29,806 before X25519 moved off mbedTLS's bignums). Bound used here: 30 KiB (30,720 bytes) a connection, whatever
- * its state. The keys and the ssl
+ * its state.
+ *
+ * Idle (net/tls/patches/0005): an established server connection between
+ * records (nothing partly received, nothing unsent, no handshake) frees
+ * both record buffers and allocates them again for its next record in or
+ * out, so it holds only its context, session and keys: measured by the
+ * same test (printed, "idle"), 1,192 B (ChaCha20-Poly1305) to 2,088 B
+ * (AES-GCM), TLS 1.2 and 1.3 alike (1,332 B in the appliance,
+ * tests/matrix/test_capacity.py); bound TLS_IDLE_BYTES, 4 KiB.
+ * At most TLS_BUF_SLOTS (64) server connections hold record buffers at
+ * once (tls_port.c counts them: a setup without a slot fails, the
+ * connection is refused; a read or write without one waits, nothing
+ * consumed, until the next segment or poll). So N connections hold at most
+ * 64 x 30,720 + (N - 64) x TLS_IDLE_BYTES: the floor below keeps its
+ * 64 x 30 KiB as that reserve and net/tls/tlsmem.h plans the connections
+ * above it at TLS_IDLE_BYTES each. The keys and the ssl
  * config hold about 8 KiB. So the 2 MiB heap holds (2048 - 8) / 30 = 68
  * connections at once, handshaking or not; the HTTPS listener admits 64
  * (runtime/http/https.h's HTTPS_MAX_CONNS).
@@ -61,6 +76,8 @@
 
 /* What one connection may hold of it (see above), and the keys and config. */
 #define TLS_CONN_BYTES	30720u
+#define TLS_IDLE_BYTES	4096u
+#define TLS_BUF_SLOTS	64u
 #define TLS_FIXED_BYTES	8192u
 #define TLS_SERVER_HEAP_BYTES	(2u * 1024 * 1024)
 /* Clients: connections at once, each's bound, and the CA bundle's. */

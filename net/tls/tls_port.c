@@ -14,6 +14,7 @@
 #include "lib/metrics.h"
 #include "mbedtls/platform_time.h"
 #include "mbedtls/platform_util.h"
+#include "mbedtls/ssl.h"
 #include "psa/crypto.h"
 #include "net/tls/tls_cert.h"
 #include "net/tls/tls_held.h"
@@ -49,6 +50,30 @@ void *vireo_tls_calloc(size_t n, size_t size)
 void vireo_tls_free(void *p)
 {
 	heap_free(&tls_heap, p);
+}
+
+/* Record-buffer slots (net/tls/patches/0005, tls.h's TLS_BUF_SLOTS): how
+ * many server connections hold their record buffers now, the most at once,
+ * and the wakes that found none free (those wait: the read or write is
+ * tried again from the next segment or poll). */
+static u32 tls_slots_used, tls_slots_peak;
+static u64 tls_slots_refused;
+
+int mbedtls_ssl_idle_slot_take(void)
+{
+	if (tls_slots_used >= TLS_BUF_SLOTS) {
+		tls_slots_refused++;
+		return -1;
+	}
+	if (++tls_slots_used > tls_slots_peak)
+		tls_slots_peak = tls_slots_used;
+	return 0;
+}
+
+void mbedtls_ssl_idle_slot_give(void)
+{
+	if (tls_slots_used)
+		tls_slots_used--;
 }
 
 /* mbedTLS's f_rng for everything that takes one (lwIP's altcp_tls through
@@ -172,6 +197,13 @@ static void tls_metrics(struct metrics_buf *b)
 		       tls_heap.peak);
 	metrics_simple(b, "vireo_tls_heap_alloc_failures_total", METRICS_COUNTER,
 		       "TLS allocations refused: the heap was full", tls_heap.failures);
+	metrics_simple(b, "vireo_tls_buffer_slots_in_use", METRICS_GAUGE,
+		       "HTTPS connections holding their record buffers now (at most TLS_BUF_SLOTS; idle ones hold none)",
+		       tls_slots_used);
+	metrics_simple(b, "vireo_tls_buffer_slots_peak", METRICS_GAUGE,
+		       "HTTPS connections holding their record buffers at most at once", tls_slots_peak);
+	metrics_simple(b, "vireo_tls_buffer_slot_waits_total", METRICS_COUNTER,
+		       "HTTPS reads, writes or setups that found every record-buffer slot taken", tls_slots_refused);
 	if (!tls_ok)
 		return;
 	tls_cert_metrics(b);

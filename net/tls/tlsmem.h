@@ -7,23 +7,29 @@
  * Up to TLSMEM_BASE_RAM the plan is the floor, what every image had before:
  * 64 HTTPS connections and a 2 MiB server heap (net/tls/tls.h: 64 x 30,720
  * + the keys, config and certificate slots = 2,072,576 B <= 2 MiB), so
- * -m 48..64 keeps today's numbers exactly. Of the RAM above the base,
- * 1/TLSMEM_SHARE_DIV buys more TLS connections, each at its worst case in
- * the three heaps (TLSMEM_CONN_COST): TLS_CONN_BYTES of the TLS heap (the
- * most one holds, handshaking or established), the buffer set an HTTPS
- * connection keeps for its life outside the HTTP pool (NETMEM_BUFS_BYTES of
- * kernel heap) and W_http of lwIP's heap (NETMEM_CONN_LWIP_BYTES: TLS
+ * -m 48..64 keeps today's numbers exactly. (The TLS heap alone would hold
+ * more now, but the floor's lwIP heap and buffer sets pay for 64.) Those
+ * 64 x TLS_CONN_BYTES are also the reserve for the connections holding
+ * record buffers: at most TLS_BUF_SLOTS (64) at once, handshaking or in a
+ * record (net/tls/patches/0005); every other connection is idle and holds
+ * at most TLS_IDLE_BYTES. Of the RAM above the base, 1/TLSMEM_SHARE_DIV
+ * buys more TLS connections, each at its idle cost in the three heaps
+ * (TLSMEM_CONN_COST): TLS_IDLE_BYTES of the TLS heap (what one holds
+ * with its record buffers released), the buffer set an HTTPS connection
+ * keeps for its life outside the HTTP pool (NETMEM_BUFS_BYTES of kernel
+ * heap) and W_http of lwIP's heap (NETMEM_CONN_LWIP_BYTES: TLS
  * connections write outside the HTTP send-slot budget):
- *   conns       = 64 + (usable - 64 MiB) / 8 / (30,720 + 16,128 + 29,170)
- *   server heap = 2 MiB + (conns - 64) x 30,720, in whole pages
+ *   conns       = 64 + (usable - 64 MiB) / 8 / (4,096 + 16,128 + 29,170)
+ *   server heap = 2 MiB + (conns - 64) x 4,096, in whole pages
  *   lwip_bytes  = (conns - 64) x 29,170, added to lwIP's heap by
  *                 vireo_lwip_init(), which plans it from the same RAM
  * The clients' part and the CA bundle's (tls.h) stay on top, fixed. At
- * -m 256 (249 MiB usable): 64 + 193,986,560 / 8 / 76,018 = 382 connections,
- * an 11.3 MiB server heap, 9.3 MiB more lwIP heap. Each is also an HTTP
- * connection, whose idle state netmem.h's half pays for. The eighth comes
- * out of the RAM netmem.h leaves to the kernel, the apps and the store (an
- * eighth for its index): a quarter stays free.
+ * -m 256 (249 MiB usable): 64 + 193,986,560 / 8 / 49,394 = 554
+ * connections (382 when each paid 30,720), a 3.9 MiB server heap (4,552 KiB
+ * of TLS heap in all), 13.6 MiB more lwIP heap. Each is also an HTTP connection, whose idle state
+ * netmem.h's half pays for. The eighth comes out of the RAM netmem.h
+ * leaves to the kernel, the apps and the store (an eighth for its index):
+ * a quarter stays free.
  */
 #ifndef VIREO_NET_TLS_TLSMEM_H
 #define VIREO_NET_TLS_TLSMEM_H
@@ -40,7 +46,7 @@
 #define TLSMEM_CONNS_MAX	65536u
 #define TLSMEM_PAGE		4096u
 /* what a TLS connection above the floor may hold in all three heaps */
-#define TLSMEM_CONN_COST	((u64)TLS_CONN_BYTES + NETMEM_BUFS_BYTES + NETMEM_CONN_LWIP_BYTES)
+#define TLSMEM_CONN_COST	((u64)TLS_IDLE_BYTES + NETMEM_BUFS_BYTES + NETMEM_CONN_LWIP_BYTES)
 
 struct tlsmem_plan {
 	u64 usable;		/* the RAM it was worked out for */

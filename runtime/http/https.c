@@ -167,12 +167,15 @@ u32 https_max_handshakes_per_src(void)
 
 #ifdef VIREO_TLS
 
-/* The floor's heap holds HTTPS_MAX_CONNS connections and the rest; each
- * connection tlsmem.h plans above the floor brings its TLS_CONN_BYTES. */
+/* The floor's heap holds HTTPS_MAX_CONNS connections and the rest. */
 _Static_assert(HTTPS_MAX_CONNS * TLS_CONN_BYTES + TLS_FIXED_BYTES + (TLS_SERVED_SLOTS - 1) * TLS_SERVED_BYTES_MAX +
 		       TLS_ALPN01_SLOTS * TLS_ALPN01_BYTES_MAX <= TLS_SERVER_HEAP_BYTES,
 	       "the TLS heap must hold every HTTPS connection and the certificates handshakes hold (net/tls/tls.h)");
 _Static_assert(TLSMEM_CONNS_FLOOR == HTTPS_MAX_CONNS, "tlsmem.h's floor is today's table");
+/* Above the floor a connection brings only TLS_IDLE_BYTES: at most
+ * TLS_BUF_SLOTS hold their record buffers at once (net/tls/patches/0005),
+ * and the floor's TLS_CONN_BYTES each are their reserve. */
+_Static_assert(TLS_BUF_SLOTS <= HTTPS_MAX_CONNS, "the record-buffer holders fit the floor's reserve");
 _Static_assert(TLS_ALPN01_SLOTS >= 2 * TLS_NAMES_MAX, "a challenge set for each name and a cleared one in handshakes");
 _Static_assert(HTTPS_MAX_HANDSHAKES <= HTTPS_MAX_CONNS, "handshakes are connections");
 

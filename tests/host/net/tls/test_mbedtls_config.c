@@ -29,6 +29,10 @@
 #include "psa/crypto.h"
 #include "tests/host/net/tls/tls_host.h"
 
+/* net/tls/tls.h's TLS_IDLE_BYTES (tls.h does not mix with the C library's
+ * errno.h; tests/host/net/tls/test_tlsmem.c checks the value there). */
+#define TLS_IDLE_BYTES 4096u
+
 /* ---- record I/O on a socket ---- */
 static int bio_send(void *ctx, const unsigned char *buf, size_t len)
 {
@@ -53,6 +57,8 @@ struct result {
 	char client[8192];	/* s_client's output */
 	size_t hs_peak;		/* heap peak during the handshake */
 	size_t established;	/* heap in use once established */
+	size_t idle;		/* heap in use once idle after a request and its reply */
+	bool released;		/* the record buffers were released then (patch 0005) */
 	char version[16], suite[64], alpn[16];
 };
 
@@ -141,6 +147,8 @@ static void serve(const char *cert, const char *key, const char *client_cmd, con
 		while (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET);
 		assert_true(ret > 0);
 		assert_int_equal(mbedtls_ssl_write(&ssl, (const unsigned char *)"pong\n", 5), 5);
+		r->idle = tls_host_heap.bytes - base;
+		r->released = mbedtls_ssl_idle_released(&ssl);
 		mbedtls_ssl_close_notify(&ssl);
 	}
 	mbedtls_ssl_free(&ssl);
@@ -181,8 +189,12 @@ static void client_ok(const char *cert, const char *key, const char *opts, const
 	assert_string_equal(r.alpn, strstr(opts, "http/1.1") ? "http/1.1" : "");
 	if (!strstr(r.client, "pong"))
 		fail_msg("%s: no reply at the client:\n%s", opts, r.client);
-	printf("  %-58s %s %s: handshake peak %zu B, established %zu B\n", opts, r.version, r.suite,
-	       r.hs_peak, r.established);
+	/* Idle between requests, the record buffers are freed (patch 0005):
+	 * what is left is the bound tls.h's TLS_IDLE_BYTES rests on. */
+	assert_true(r.released);
+	assert_true(r.idle <= TLS_IDLE_BYTES);
+	printf("  %-58s %s %s: handshake peak %zu B, established %zu B, idle %zu B\n", opts, r.version, r.suite,
+	       r.hs_peak, r.established, r.idle);
 }
 
 static void client_refused(const char *cert, const char *key, const char *opts)
@@ -271,6 +283,142 @@ static void test_garbage(void **state)
 	assert_int_not_equal(r.handshake, 0);
 }
 
+/* Idle release (net/tls/patches/0005) over a real session: released after
+ * a request and its reply; a wake without a free slot consumes nothing and
+ * says WANT_READ, then goes on once one is free; after waking, a record
+ * larger than the 4 KiB output buffer comes in and 12 KiB go out in 4 KiB
+ * records, the incoming record counter carried across (a wrong one fails
+ * the next record's authentication); and mbedtls_ssl_setup() refuses a
+ * server context when no slot is free. */
+#define IDLE_BIG 12000
+static void idle_session(const char *opts)
+{
+	struct tls_blob c = tls_host_fixture("ec-cert.pem"), k = tls_host_fixture("ec-key.pem");
+	struct tls_keys keys;
+	mbedtls_ssl_config conf;
+	mbedtls_ssl_context ssl, refused;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	struct timeval tv = { .tv_sec = 20 };
+	struct pollfd pfd;
+	static unsigned char buf[16384], big[IDLE_BIG];
+	static char out[65536];
+	char cmd[1024], err[160];
+	FILE *client;
+	int ls, fd, ret;
+	size_t base, got = 0, most = 0, n;
+	long blocks;
+
+	assert_int_equal(tls_keys_load(&keys, c.p, c.n, k.p, k.n, tls_host_rng, NULL, err, sizeof(err)), 0);
+	mbedtls_ssl_config_init(&conf);
+	assert_int_equal(mbedtls_ssl_config_defaults(&conf, MBEDTLS_SSL_IS_SERVER, MBEDTLS_SSL_TRANSPORT_STREAM,
+						     MBEDTLS_SSL_PRESET_DEFAULT), 0);
+	mbedtls_ssl_conf_rng(&conf, tls_host_rng, NULL);
+	assert_int_equal(mbedtls_ssl_conf_own_cert(&conf, &keys.chain, &keys.key), 0);
+
+	ls = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(ls >= 0);
+	assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(ls, 4), 0);
+	assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
+	/* ping, a pause (the server goes idle), then 12,000 bytes at once
+	 * (s_client sends what it reads from stdin as one record, up to its
+	 * 8 KiB buffer), then time for the reply. */
+	snprintf(cmd, sizeof(cmd),
+		 "(printf 'ping\\n'; sleep 1; head -c %d /dev/zero | tr '\\0' x; sleep 3) | "
+		 "timeout 30 openssl s_client -connect 127.0.0.1:%d -quiet -ign_eof %s 2>/dev/null",
+		 IDLE_BIG, ntohs(a.sin_port), opts);
+	client = popen(cmd, "r");
+	assert_non_null(client);
+	pfd = (struct pollfd){ .fd = ls, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 20000), 1);
+	fd = accept(ls, NULL, NULL);
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+
+	base = tls_host_heap.bytes;
+	mbedtls_ssl_init(&ssl);
+	assert_int_equal(mbedtls_ssl_setup(&ssl, &conf), 0);
+	assert_int_equal(tls_host_slots_now.used, 1);
+	mbedtls_ssl_set_bio(&ssl, &fd, bio_send, bio_recv, NULL);
+	do
+		ret = mbedtls_ssl_handshake(&ssl);
+	while (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE);
+	assert_int_equal(ret, 0);
+	do
+		ret = mbedtls_ssl_read(&ssl, buf, sizeof(buf));
+	while (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET);
+	assert_int_equal(ret, 5);
+	assert_memory_equal(buf, "ping\n", 5);
+	assert_int_equal(mbedtls_ssl_write(&ssl, (const unsigned char *)"pong\n", 5), 5);
+	/* Idle: no buffers, no slot. */
+	assert_true(mbedtls_ssl_idle_released(&ssl));
+	assert_int_equal(tls_host_slots_now.used, 0);
+	assert_true(tls_host_heap.bytes - base <= TLS_IDLE_BYTES);
+
+	/* No slot free: a new server context is refused and holds nothing... */
+	tls_host_slots(0);
+	blocks = tls_host_heap.blocks;
+	mbedtls_ssl_init(&refused);
+	assert_int_equal(mbedtls_ssl_setup(&refused, &conf), MBEDTLS_ERR_SSL_ALLOC_FAILED);
+	mbedtls_ssl_free(&refused);
+	assert_int_equal(tls_host_heap.blocks, blocks);
+	/* ...and the idle one, its next record there, waits without reading it. */
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 20000), 1);
+	assert_int_equal(mbedtls_ssl_read(&ssl, buf, sizeof(buf)), MBEDTLS_ERR_SSL_WANT_READ);
+	assert_true(mbedtls_ssl_idle_released(&ssl));
+	assert_int_equal(tls_host_heap.blocks, blocks);
+	assert_int_equal(recv(fd, buf, 1, MSG_PEEK | MSG_DONTWAIT), 1);
+	tls_host_slots(-1);
+
+	/* A slot again: the big record(s), then 12,000 bytes back. */
+	while (got < IDLE_BIG) {
+		ret = mbedtls_ssl_read(&ssl, buf, sizeof(buf));
+		if (ret == MBEDTLS_ERR_SSL_WANT_READ)
+			continue;
+		assert_true(ret > 0);
+		for (int i = 0; i < ret; i++)
+			assert_int_equal(buf[i], 'x');
+		got += (size_t)ret;
+		most = (size_t)ret > most ? (size_t)ret : most;
+	}
+	assert_int_equal(got, IDLE_BIG);
+	assert_true(most > 4096);	/* a record larger than the output buffer came in */
+	memset(big, 'y', sizeof(big));
+	for (size_t off = 0; off < sizeof(big); off += (size_t)ret) {
+		ret = mbedtls_ssl_write(&ssl, big + off, sizeof(big) - off);
+		assert_true(ret > 0 && ret <= 4096);
+		/* each write releases again once its record is out */
+		assert_true(mbedtls_ssl_idle_released(&ssl));
+	}
+	assert_int_equal(tls_host_slots_now.used, 0);
+	mbedtls_ssl_close_notify(&ssl);
+	mbedtls_ssl_free(&ssl);
+	assert_int_equal(tls_host_slots_now.used, 0);
+	close(fd);
+	close(ls);
+	n = fread(out, 1, sizeof(out) - 1, client);
+	out[n] = '\0';
+	pclose(client);
+	assert_non_null(strstr(out, "pong\n"));
+	assert_int_equal(n - 5, (size_t)IDLE_BIG);	/* every y came back */
+	assert_int_equal(tls_host_heap.bytes, base);
+	printf("  idle release %-48s wake waited without a slot, then a %zu-byte record in, %d bytes out\n",
+	       opts, most, IDLE_BIG);
+	mbedtls_ssl_config_free(&conf);
+	tls_keys_free(&keys);
+	free(c.p);
+	free(k.p);
+}
+
+static void test_idle_release(void **state)
+{
+	idle_session("-tls1_3");
+	idle_session("-tls1_2");
+	idle_session("-tls1_2 -cipher ECDHE-ECDSA-CHACHA20-POLY1305");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -278,6 +426,7 @@ int main(void)
 		cmocka_unit_test(test_tls12),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_idle_release),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -1,6 +1,7 @@
 /* net/tls/tlsmem.c: the floor up to 64 MiB (today's 64 HTTPS connections
  * and TLS heap, exactly), the eighth above it, the clamp, the fallback, and
- * every planned connection's TLS_CONN_BYTES inside the planned heap. */
+ * inside the planned heap: TLS_BUF_SLOTS connections with their record
+ * buffers (TLS_CONN_BYTES each) and every other one idle (TLS_IDLE_BYTES). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,6 +12,11 @@
 #include "net/tls/tlsmem.h"
 
 #define MIB (1ull << 20)
+
+/* The most the server's connections hold at once: the slots' holders at
+ * their worst, every other one idle (tls.h, net/tls/patches/0005). */
+#define CONNS(n) ((u64)TLS_BUF_SLOTS * TLS_CONN_BYTES + (u64)((n) - TLS_BUF_SLOTS) * TLS_IDLE_BYTES)
+_Static_assert(TLS_BUF_SLOTS == TLSMEM_CONNS_FLOOR, "the floor's connections are the slots' reserve");
 
 /* What the server's part must hold besides the connections (tls.h). */
 #define FIXED ((u64)TLS_FIXED_BYTES + (TLS_SERVED_SLOTS - 1) * TLS_SERVED_BYTES_MAX + \
@@ -41,19 +47,21 @@ static void test_share(void **state)
 	(void)state;
 	/* -m 256: 249 MiB usable */
 	tlsmem_plan(249 * MIB, &p);
-	/* each above the floor at its worst case in the TLS heap, its own
-	 * buffer set (kernel heap) and lwIP's heap */
-	assert_int_equal(TLSMEM_CONN_COST, 30720 + 16128 + 29170);
-	assert_int_equal(p.https_conns, 64 + (249 - 64) * MIB / 8 / (30720 + 16128 + 29170));
-	assert_int_equal(p.https_conns, 382);
-	assert_int_equal(p.lwip_bytes, (u64)(382 - 64) * 29170);
+	/* each above the floor at its idle cost in the TLS heap (the record
+	 * buffers' holders are the floor's 64), its own buffer set (kernel
+	 * heap) and lwIP's heap */
+	assert_int_equal(TLSMEM_CONN_COST, 4096 + 16128 + 29170);
+	assert_int_equal(p.https_conns, 64 + (249 - 64) * MIB / 8 / (4096 + 16128 + 29170));
+	assert_int_equal(p.https_conns, 554);
+	assert_int_equal(p.server_bytes, 2 * MIB + (554 - 64) * 4096);
+	assert_int_equal(p.lwip_bytes, (u64)(554 - 64) * 29170);
 	/* one more connection exactly when an eighth has one more's cost */
 	tlsmem_plan(64 * MIB + 8 * TLSMEM_CONN_COST - 1, &p);
 	assert_int_equal(p.https_conns, 64);
 	assert_int_equal(p.lwip_bytes, 0);
 	tlsmem_plan(64 * MIB + 8 * TLSMEM_CONN_COST, &p);
 	assert_int_equal(p.https_conns, 65);
-	assert_int_equal(p.server_bytes, 2 * MIB + 32768);	/* 30,720 rounded up to pages */
+	assert_int_equal(p.server_bytes, 2 * MIB + 4096);
 	assert_int_equal(p.lwip_bytes, 29170);
 }
 
@@ -65,7 +73,7 @@ static void test_bound(void **state)
 	for (u64 mib = 64; mib <= 65536; mib = mib * 5 / 4 + 1) {
 		tlsmem_plan(mib * MIB, &p);
 		/* every connection's worst case and the fixed part fit the server's part */
-		assert_true((u64)p.https_conns * TLS_CONN_BYTES + FIXED <= p.server_bytes);
+		assert_true(CONNS(p.https_conns) + FIXED <= p.server_bytes);
 		assert_int_equal(p.server_bytes % TLSMEM_PAGE, 0);
 		assert_int_equal(p.heap_bytes % TLSMEM_PAGE, 0);
 		assert_int_equal(p.heap_bytes - p.server_bytes, TLS_HEAP_BYTES - TLS_SERVER_HEAP_BYTES);
@@ -75,7 +83,7 @@ static void test_bound(void **state)
 	}
 	tlsmem_plan(1ull << 50, &p);
 	assert_int_equal(p.https_conns, TLSMEM_CONNS_MAX);
-	assert_true((u64)p.https_conns * TLS_CONN_BYTES + FIXED <= p.server_bytes);
+	assert_true(CONNS(p.https_conns) + FIXED <= p.server_bytes);
 }
 
 static void test_smaller(void **state)

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "mbedtls/platform_time.h"
+#include "mbedtls/ssl.h"
 #include "psa/crypto.h"
 #include "tests/host/net/tls/tls_host.h"
 
@@ -62,6 +63,31 @@ void vireo_tls_free(void *q)
 	tls_host_heap.blocks--;
 	tls_host_heap.bytes -= p[0];
 	free(p);
+}
+
+/* The slots of net/tls/patches/0005 (the kernel's are in net/tls/tls_port.c):
+ * unlimited until tls_host_slots() sets a limit. */
+struct tls_host_slots tls_host_slots_now = { .limit = -1 };
+
+void tls_host_slots(long limit)
+{
+	tls_host_slots_now.limit = limit;
+}
+
+int mbedtls_ssl_idle_slot_take(void)
+{
+	if (tls_host_slots_now.limit >= 0 && tls_host_slots_now.used >= tls_host_slots_now.limit) {
+		tls_host_slots_now.refused++;
+		return -1;
+	}
+	tls_host_slots_now.used++;
+	tls_host_slots_now.taken++;
+	return 0;
+}
+
+void mbedtls_ssl_idle_slot_give(void)
+{
+	tls_host_slots_now.used--;
 }
 
 static int fill(unsigned char *out, size_t len)

@@ -29,6 +29,15 @@ void tls_host_peak_reset(void);
 /* The n-th allocation from now (0: the next one) returns NULL, once;
  * n < 0 turns the failure off. */
 void tls_host_fail_alloc(long n);
+/* The record-buffer slots (net/tls/patches/0005): server contexts holding
+ * buffers now, slots handed out and refused so far, and the limit
+ * (< 0: none, the default). */
+struct tls_host_slots {
+	long used, limit;
+	unsigned long taken, refused;
+};
+extern struct tls_host_slots tls_host_slots_now;
+void tls_host_slots(long limit);
 /* On: every random byte comes from a fixed pattern; off (the default):
  * getrandom(). */
 void tls_host_deterministic(bool on);
