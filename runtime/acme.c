@@ -609,6 +609,24 @@ static void acme_ari_done(vireo_http_call h, int err, void *ctx)
 	acme_renew_tick(&acme.timer, NULL);
 }
 
+/* An unauthenticated GET of target on the CA's pool for the renewal
+ * information steps (a poll, a directory read): done gets the answer, or
+ * a connect failure at once. */
+static void acme_plain_get(const char *target, void (*done)(vireo_http_call, int, void *))
+{
+	acme.status = 0;
+	acme.body_len = 0;
+	acme.ctype[0] = acme.retry[0] = acme.nonce[0] = acme.location[0] = '\0';
+	acme.ari_busy = true;
+	if (vireo_http_request(acme.pool,
+			       &(struct vireo_http_request){ .method = "GET", .target = target,
+							     .headers = "User-Agent: vireo-acme\r\n",
+							     .max_body = ACME_BODY_MAX, .on_head = acme_on_head,
+							     .on_body = acme_on_body, .on_done = done },
+			       &(vireo_http_call){ 0 }) != 0)
+		done((vireo_http_call){ 0 }, -VIREO_HTTP_ECONNECT, NULL);
+}
+
 static void acme_ari_fetch(void)
 {
 	char host[ACME_URL_MAX_C + 1], target[ACME_URL_MAX_C + ACME_ARI_ID_MAX + 2];
@@ -618,17 +636,7 @@ static void acme_ari_fetch(void)
 	if (!acme_url_split(acme.m->renewal_info, host, sizeof host, &port, &path))
 		return;	/* the machine checked it: cannot happen */
 	ksnprintf(target, sizeof target, "%s/%s", path, acme.ari_id);
-	acme.status = 0;
-	acme.body_len = 0;
-	acme.ctype[0] = acme.retry[0] = acme.nonce[0] = acme.location[0] = '\0';
-	acme.ari_busy = true;
-	if (vireo_http_request(acme.pool,
-			       &(struct vireo_http_request){ .method = "GET", .target = target,
-							     .headers = "User-Agent: vireo-acme\r\n",
-							     .max_body = ACME_BODY_MAX, .on_head = acme_on_head,
-							     .on_body = acme_on_body, .on_done = acme_ari_done },
-			       &(vireo_http_call){ 0 }) != 0)
-		acme_ari_done((vireo_http_call){ 0 }, -VIREO_HTTP_ECONNECT, NULL);
+	acme_plain_get(target, acme_ari_done);
 }
 
 #ifdef VIREO_ACME_KEEP
@@ -681,17 +689,7 @@ static void acme_dir_fetch(void)
 
 	if (!acme_url_split(acme_directory_opt, host, sizeof host, &port, &path))
 		return;	/* acme_start() checked it: cannot happen */
-	acme.status = 0;
-	acme.body_len = 0;
-	acme.ctype[0] = acme.retry[0] = acme.nonce[0] = acme.location[0] = '\0';
-	acme.ari_busy = true;
-	if (vireo_http_request(acme.pool,
-			       &(struct vireo_http_request){ .method = "GET", .target = path,
-							     .headers = "User-Agent: vireo-acme\r\n",
-							     .max_body = ACME_BODY_MAX, .on_head = acme_on_head,
-							     .on_body = acme_on_body, .on_done = acme_dir_done },
-			       &(vireo_http_call){ 0 }) != 0)
-		acme_dir_done((vireo_http_call){ 0 }, -VIREO_HTTP_ECONNECT, NULL);
+	acme_plain_get(path, acme_dir_done);
 }
 #endif
 

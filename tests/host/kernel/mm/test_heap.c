@@ -250,6 +250,17 @@ struct live {
 	u8 fill;
 };
 
+/* Frees one live block at random, after checking its fill survived. */
+static void live_free_one(struct heap *h, struct live *live, size_t *nlive)
+{
+	size_t i = (size_t)rand() % *nlive;
+
+	for (size_t k = 0; k < live[i].size; k++)
+		assert_int_equal(live[i].p[k], live[i].fill);
+	heap_free(h, live[i].p);
+	live[i] = live[--*nlive];
+}
+
 static void test_randomized(void **state)
 {
 	static struct live live[2000];
@@ -277,12 +288,7 @@ static void test_randomized(void **state)
 			memset(p, live[nlive].fill, size);
 			nlive++;
 		} else if (nlive) {
-			size_t i = (size_t)rand() % nlive;
-
-			for (size_t k = 0; k < live[i].size; k++)
-				assert_int_equal(live[i].p[k], live[i].fill);
-			heap_free(&h, live[i].p);
-			live[i] = live[--nlive];
+			live_free_one(&h, live, &nlive);
 		}
 		assert_true(h.in_use <= initial && h.peak >= h.in_use);
 		if (step % 16 == 0)
@@ -387,13 +393,8 @@ static void test_randomized_model(void **state)
 				memset(p, live[nlive].fill, size);
 				nlive++;
 			} else if (nlive) {
-				size_t i = (size_t)rand() % nlive;
-
-				for (size_t k = 0; k < live[i].size; k++)
-					assert_int_equal(live[i].p[k], live[i].fill);
-				heap_free(&h, live[i].p);
+				live_free_one(&h, live, &nlive);
 				frees++;
-				live[i] = live[--nlive];
 			}
 			assert_int_equal(h.allocs, allocs);
 			assert_int_equal(h.frees, frees);

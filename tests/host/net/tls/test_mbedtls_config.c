@@ -62,6 +62,20 @@ struct result {
 	char version[16], suite[64], alpn[16];
 };
 
+/* The client's connection on ls, within 20 s, reads timing out after 20 s. */
+static int accept_client(int ls)
+{
+	struct timeval tv = { .tv_sec = 20 };
+	struct pollfd pfd = { .fd = ls, .events = POLLIN };
+	int fd;
+
+	assert_int_equal(poll(&pfd, 1, 20000), 1);
+	fd = accept(ls, NULL, NULL);
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
 /* One connection: listen, start client_cmd (a shell command with %d for
  * the port), run the server side, collect the client's output. raw != NULL:
  * instead of a client command, connect a plain socket, send raw bytes and
@@ -75,8 +89,6 @@ static void serve(const char *cert, const char *key, const char *client_cmd, con
 	mbedtls_ssl_context ssl;
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t alen = sizeof(a);
-	struct timeval tv = { .tv_sec = 20 };
-	struct pollfd pfd;
 	char cmd[1024], err[160];
 	FILE *client = NULL;
 	int ls, fd, cfd = -1, ret;
@@ -106,11 +118,7 @@ static void serve(const char *cert, const char *key, const char *client_cmd, con
 		client = popen(cmd, "r");
 		assert_non_null(client);
 	}
-	pfd = (struct pollfd){ .fd = ls, .events = POLLIN };
-	assert_int_equal(poll(&pfd, 1, 20000), 1);
-	fd = accept(ls, NULL, NULL);
-	assert_true(fd >= 0);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	fd = accept_client(ls);
 
 	/* An RSA key caches its blinding values at its first private-key
 	 * operation, for good: sign once so only the connection is counted. */
@@ -299,7 +307,6 @@ static void idle_session(const char *opts)
 	mbedtls_ssl_context ssl, refused;
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t alen = sizeof(a);
-	struct timeval tv = { .tv_sec = 20 };
 	struct pollfd pfd;
 	static unsigned char buf[16384], big[IDLE_BIG];
 	static char out[65536];
@@ -330,11 +337,7 @@ static void idle_session(const char *opts)
 		 IDLE_BIG, ntohs(a.sin_port), opts);
 	client = popen(cmd, "r");
 	assert_non_null(client);
-	pfd = (struct pollfd){ .fd = ls, .events = POLLIN };
-	assert_int_equal(poll(&pfd, 1, 20000), 1);
-	fd = accept(ls, NULL, NULL);
-	assert_true(fd >= 0);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	fd = accept_client(ls);
 
 	base = tls_host_heap.bytes;
 	mbedtls_ssl_init(&ssl);
