@@ -423,6 +423,12 @@ static int https_cert_cb(mbedtls_ssl_context *ssl)
 			https_stats.alpn01_refused++;
 			return MBEDTLS_ERR_SSL_NO_APPLICATION_PROTOCOL;
 		}
+		/* Counted when the challenge certificate goes out: a
+		 * validator has what it came for then, and often closes
+		 * before its Finished is read (a step the handshake gate put
+		 * off then never runs: lwIP's FIN before the handshake's end
+		 * aborts). */
+		https_stats.alpn01_handshakes++;
 	} else {
 		h = tls_served_current();
 	}
@@ -586,7 +592,6 @@ int vireo_tls_handshake_hook(struct altcp_pcb *conn, mbedtls_ssl_context *ssl, i
 			 * 8737 section 3); a close_notify, then altcp_tls
 			 * closes it as it does a failed handshake (the
 			 * error returned), so it never reaches the server. */
-			https_stats.alpn01_handshakes++;
 			if (!ssl->MBEDTLS_PRIVATE(out_left))
 				mbedtls_ssl_close_notify(ssl);
 			http_server_handshake_end(conn->arg);
@@ -651,7 +656,7 @@ static void https_metrics(struct metrics_buf *b)
 	metrics_simple(b, "vireo_https_alerts_sent_total", METRICS_COUNTER,
 		       "Fatal alerts sent for failed handshakes mbedTLS ended without one", s->alerts_sent);
 	metrics_simple(b, "vireo_https_alpn01_handshakes_total", METRICS_COUNTER,
-		       "TLS-ALPN-01 (acme-tls/1) handshakes answered with a challenge certificate", s->alpn01_handshakes);
+		       "TLS-ALPN-01 (acme-tls/1) handshakes sent a challenge certificate", s->alpn01_handshakes);
 	metrics_simple(b, "vireo_https_alpn01_refused_total", METRICS_COUNTER,
 		       "acme-tls/1 ClientHellos for a name with no challenge set (no_application_protocol)",
 		       s->alpn01_refused);

@@ -86,7 +86,7 @@ struct https_stats {
 	u32 bulk_peak;			/* most at once */
 	u64 bulk_refused;		/* asked for one while all were held (per write) */
 	u64 alerts_sent;		/* fatal alerts sent for failures mbedTLS left without one */
-	u64 alpn01_handshakes;		/* TLS-ALPN-01 handshakes answered with a challenge certificate */
+	u64 alpn01_handshakes;		/* TLS-ALPN-01 handshakes sent a challenge certificate */
 	u64 alpn01_refused;		/* acme-tls/1 for a name with no challenge set */
 #endif
 };
