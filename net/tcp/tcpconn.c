@@ -49,15 +49,21 @@ static err_t tcpconn_on_recv(void *arg, struct altcp_pcb *pcb, struct pbuf *p, e
 		return ERR_OK;
 	}
 	held = tc->rx_len - tc->rx_off;
-	if (n > tc->rx_cap - held) {
-		/* Over TLS, decrypted data is handed up as it is decrypted:
-		 * refuse it, altcp_tls keeps it and offers it again (poll). */
-		if (tc->tls)
-			return ERR_MEM;
+	if (n > tc->rx_cap - held && !tc->tls) {
 		/* More than the window we granted: cannot happen with lwIP's
 		 * window accounting, so treat it as a broken connection. */
 		pbuf_free(p);
 		return tcpconn_abort(tc);
+	}
+	if (n > tc->rx_cap - held) {
+		/* Over TLS, decrypted data is handed up as it is decrypted:
+		 * the owner may give rx[] more room (a buffer set), else it is
+		 * refused, altcp_tls keeps it and offers it again (poll). */
+		if (!tc->ops->rx_short || !tc->ops->rx_short(tc, n))
+			return ERR_MEM;
+		held = tc->rx_len - tc->rx_off;
+		if (n > tc->rx_cap - held)
+			return ERR_MEM;
 	}
 	if (tc->rx_len + n > tc->rx_cap) {
 		__builtin_memmove(tc->rx, tc->rx + tc->rx_off, held);
