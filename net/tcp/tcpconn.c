@@ -49,13 +49,8 @@ static err_t tcpconn_on_recv(void *arg, struct altcp_pcb *pcb, struct pbuf *p, e
 		return ERR_OK;
 	}
 	held = tc->rx_len - tc->rx_off;
-	if (n > tc->rx_cap - held && !tc->tls) {
-		/* More than the window we granted: cannot happen with lwIP's
-		 * window accounting, so treat it as a broken connection. */
-		pbuf_free(p);
-		return tcpconn_abort(tc);
-	}
-	if (n > tc->rx_cap - held) {
+#if LWIP_ALTCP_TLS
+	if (n > tc->rx_cap - held && tc->tls) {
 		/* Over TLS, decrypted data is handed up as it is decrypted:
 		 * the owner may give rx[] more room (a buffer set), else it is
 		 * refused, altcp_tls keeps it and offers it again (poll). */
@@ -64,6 +59,13 @@ static err_t tcpconn_on_recv(void *arg, struct altcp_pcb *pcb, struct pbuf *p, e
 		held = tc->rx_len - tc->rx_off;
 		if (n > tc->rx_cap - held)
 			return ERR_MEM;
+	}
+#endif
+	if (n > tc->rx_cap - held) {
+		/* More than the window we granted: cannot happen with lwIP's
+		 * window accounting, so treat it as a broken connection. */
+		pbuf_free(p);
+		return tcpconn_abort(tc);
 	}
 	if (tc->rx_len + n > tc->rx_cap) {
 		__builtin_memmove(tc->rx, tc->rx + tc->rx_off, held);

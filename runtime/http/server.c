@@ -1072,8 +1072,10 @@ err_t server_pump(struct conn *c)
 				return server_conn_close(c);	/* nothing more will come */
 			if (!c->head_started)
 				server_bufs_put(c);
+#if LWIP_ALTCP_TLS
 			else if (!c->b && c->bw.granted && server_bufs_get(c) < 0)
 				return server_conn_abort(c);	/* HTTPS: server_rx_short() waited */
+#endif
 			return ERR_OK;
 		}
 		if (!c->head_started) {
@@ -1252,6 +1254,7 @@ static err_t server_poll(struct tcpconn *tc)
  * the head has begun, so a set for it from the pool, with the waiting of
  * plain connections when none is free (the chunk stays with altcp_tls,
  * offered again from its poll once the set is taken: server_pump()). */
+#if LWIP_ALTCP_TLS
 __cold static bool server_rx_short(struct tcpconn *tc, u32 n)
 {
 	struct conn *c = server_conn_of(tc);
@@ -1266,10 +1269,13 @@ __cold static bool server_rx_short(struct tcpconn *tc, u32 n)
 	}
 	return server_bufs_get(c) > 0;
 }
+#endif
 
 static const struct tcpconn_ops server_tcp_ops = {
 	.recv = server_recv,
+#if LWIP_ALTCP_TLS
 	.rx_short = server_rx_short,
+#endif
 	.sent = server_sent,
 	.poll = server_poll,
 	.free = server_conn_free,
