@@ -1073,8 +1073,15 @@ err_t server_pump(struct conn *c)
 			if (!c->head_started)
 				server_bufs_put(c);
 #if LWIP_ALTCP_TLS
-			else if (!c->b && c->bw.granted && server_bufs_get(c) < 0)
-				return server_conn_abort(c);	/* HTTPS: server_rx_short() waited */
+			else if (!c->b && c->bw.granted) {
+				/* HTTPS: server_rx_short() waited; its bytes come
+				 * again from altcp_tls's next poll (net/port/patches/
+				 * 0013). HTTP_HEAD_PRESSURE_MS counts from the set (the
+				 * header timeout too: the wait is on top, once a head) */
+				if (server_bufs_get(c) < 0)
+					return server_conn_abort(c);
+				c->t_head = tcpconn_now_ms();
+			}
 #endif
 			return ERR_OK;
 		}
