@@ -31,8 +31,8 @@
  *   heap   = 4 MiB + sends x W_http + (conns - 64) x NETMEM_IDLE_LWIP_BYTES,
  *            rounded up to a heap page
  * (the floor's 4 MiB already holds 64 connections' worst case: the HTTPS
- * ones, which keep their own set and are outside the send budget, are at
- * most 64). e.g. -m 256 (249 MiB usable): 596 sends and sets, 40,000-odd
+ * ones, outside the send budget, are at most 64; their buffer sets come
+ * from bufs like the plain ones'). e.g. -m 256 (249 MiB usable): 596 sends and sets, 40,000-odd
  * connections, a 38 MiB heap. The rest of the RAM above the base stays for
  * the kernel, the apps, the store's index (storage/disk.c: 1/8) and page
  * tables.

@@ -49,11 +49,19 @@ static err_t tcpconn_on_recv(void *arg, struct altcp_pcb *pcb, struct pbuf *p, e
 		return ERR_OK;
 	}
 	held = tc->rx_len - tc->rx_off;
-	if (n > tc->rx_cap - held) {
+#if LWIP_ALTCP_TLS
+	if (n > tc->rx_cap - held && tc->tls) {
 		/* Over TLS, decrypted data is handed up as it is decrypted:
-		 * refuse it, altcp_tls keeps it and offers it again (poll). */
-		if (tc->tls)
+		 * the owner may give rx[] more room (a buffer set), else it is
+		 * refused, altcp_tls keeps it and offers it again (poll). */
+		if (!tc->ops->rx_short || !tc->ops->rx_short(tc, n))
 			return ERR_MEM;
+		held = tc->rx_len - tc->rx_off;
+		if (n > tc->rx_cap - held)
+			return ERR_MEM;
+	}
+#endif
+	if (n > tc->rx_cap - held) {
 		/* More than the window we granted: cannot happen with lwIP's
 		 * window accounting, so treat it as a broken connection. */
 		pbuf_free(p);

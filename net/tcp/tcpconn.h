@@ -54,6 +54,12 @@ struct tcpconn_ops {
 	/* An outbound connection (tcpconn_connect()) is established; NULL
 	 * for accepted ones. */
 	err_t (*connected)(struct tcpconn *tc);
+	/* Over TLS, n decrypted bytes do not fit in rx[]: the owner may give
+	 * it a larger receive buffer (rx, rx_cap, the held bytes moved; the
+	 * window is altcp_tls's, untouched) and return true. NULL or false:
+	 * altcp_tls keeps them and offers them again from its poll. Never
+	 * ends tc. */
+	bool (*rx_short)(struct tcpconn *tc, u32 n);
 };
 /* recv, sent and poll return what the lwIP callback returns: ERR_OK, or
  * ERR_ABRT once they ended tc (tcpconn_close() or tcpconn_abort()'s

@@ -13,20 +13,24 @@
  * record buffers: at most TLS_BUF_SLOTS (64) at once, handshaking or in a
  * record (net/tls/patches/0005); every other connection is idle and holds
  * at most TLS_IDLE_BYTES. Of the RAM above the base, 1/TLSMEM_SHARE_DIV
- * buys more TLS connections, each at its idle cost in the three heaps
+ * buys more TLS connections, each at its idle cost in the heaps
  * (TLSMEM_CONN_COST): TLS_IDLE_BYTES of the TLS heap (what one holds
- * with its record buffers released), the buffer set an HTTPS connection
- * keeps for its life outside the HTTP pool (NETMEM_BUFS_BYTES of kernel
- * heap) and W_http of lwIP's heap (NETMEM_CONN_LWIP_BYTES: TLS
- * connections write outside the HTTP send-slot budget):
- *   conns       = 64 + (usable - 64 MiB) / 8 / (4,096 + 16,128 + 29,170)
+ * with its record buffers released) and W_http of lwIP's heap
+ * (NETMEM_CONN_LWIP_BYTES: TLS connections write outside the HTTP
+ * send-slot budget, and a connection's unacknowledged bytes stay queued in
+ * lwIP after its record buffers are released, so the 64 holders of record
+ * buffers do not bound them). An idle HTTPS connection holds no buffer set
+ * (runtime/http/server.c gives it back between requests): sets come from
+ * the HTTP pool, at most netmem.h's bufs at once, plain and HTTPS alike.
+ *   conns       = 64 + (usable - 64 MiB) / 8 / (4,096 + 29,170)
  *   server heap = 2 MiB + (conns - 64) x 4,096, in whole pages
  *   lwip_bytes  = (conns - 64) x 29,170, added to lwIP's heap by
  *                 vireo_lwip_init(), which plans it from the same RAM
  * The clients' part and the CA bundle's (tls.h) stay on top, fixed. At
- * -m 256 (249 MiB usable): 64 + 193,986,560 / 8 / 49,394 = 554
- * connections (382 when each paid 30,720), a 3.9 MiB server heap (4,552 KiB
- * of TLS heap in all), 13.6 MiB more lwIP heap. Each is also an HTTP connection, whose idle state
+ * -m 256 (249 MiB usable): 64 + 193,986,560 / 8 / 33,266 = 792
+ * connections (554 while each also paid a set of 16,128, 382 when each
+ * paid 30,720), a 4.8 MiB server heap (5,504 KiB
+ * of TLS heap in all), 20.3 MiB more lwIP heap. Each is also an HTTP connection, whose idle state
  * netmem.h's half pays for. The eighth comes out of the RAM netmem.h
  * leaves to the kernel, the apps and the store (an eighth for its index):
  * a quarter stays free.
@@ -45,8 +49,8 @@
  * connections would take 1.9 GiB of TLS heap. */
 #define TLSMEM_CONNS_MAX	65536u
 #define TLSMEM_PAGE		4096u
-/* what a TLS connection above the floor may hold in all three heaps */
-#define TLSMEM_CONN_COST	((u64)TLS_IDLE_BYTES + NETMEM_BUFS_BYTES + NETMEM_CONN_LWIP_BYTES)
+/* what an idle TLS connection above the floor may hold in the two heaps */
+#define TLSMEM_CONN_COST	((u64)TLS_IDLE_BYTES + NETMEM_CONN_LWIP_BYTES)
 
 struct tlsmem_plan {
 	u64 usable;		/* the RAM it was worked out for */

@@ -137,9 +137,11 @@ _Static_assert(HTTP_BODY_SRC_MAX >= VIREO_HTTP_BODY_MAX, "a source can send one 
  * to HTTP_LAND (tcpconn_rx_move(); lwIP trims what arrives past it, the
  * peer sends it again once the window reopens), so a head that comes
  * while every set is taken waits in land[] and the peer's send queue,
- * FIFO (slots.h), under the header timeout. HTTPS connections keep a set
- * of their own for their whole life (outside the pool; altcp_tls hands up
- * whole records).
+ * FIFO (slots.h), under the header timeout. HTTPS connections take theirs
+ * from the same pool but give it back at once when idle (nothing decrypted
+ * held: a partial record stays in mbedTLS's record buffer) and keep their
+ * window (altcp_tls's: a record is whole or nothing); a decrypted piece
+ * larger than land[] takes a set first (server.c server_rx_short()).
  */
 #define HTTP_LAND 512
 /* While a head waits for a set, a head holding one that started this long

@@ -16,7 +16,7 @@
  * from the VM's RAM so that each has its bytes whatever the others do:
  * HTTPS_MAX_CONNS (64) up to 64 MiB of RAM (64 x 30,720 + 8,192 + the
  * certificate slots = 2,072,576 B in the 2 MiB (2,097,152 B) floor heap),
- * 554 at -m 256; an accepted connection never finds the heap full because
+ * 791 at -m 256; an accepted connection never finds the heap full because
  * of the others. Handshakes
  * cost the most CPU (one ECDHE and
  * one signature each) and are what a flood makes: at most

@@ -94,7 +94,8 @@ static void server_tls_bulk_release(struct conn *c)
 
 /* ---- buffer sets and send slots (conn.h, slots.h) ---- */
 
-/* A plain connection: from the pool and the send budget (HTTPS: neither). */
+/* A plain connection: in the send budget and on the keep-alive list (HTTPS:
+ * neither). Both take their buffer sets from the pool. */
 static inline bool server_pooled(const struct conn *c)
 {
 	return !LWIP_ALTCP_TLS || !c->tc.tls;
@@ -129,12 +130,20 @@ __cold static void server_ih_unlink(struct conn *c)
 }
 
 /* The set of c (idle, nothing of a head in) goes back to the pool, handed
- * to the oldest waiter if any; the window is cut to land[]. */
+ * to the oldest waiter if any; the window is cut to land[]. HTTPS: nothing
+ * is held (server_bufs_put()) and altcp_tls keeps the window: what it
+ * decrypts next lands in land[], or server_rx_short() takes a set for it. */
 __cold static void server_bufs_release(struct conn *c)
 {
 	server_ih_unlink(c);
-	tcpconn_rx_move(&c->tc, c->land, sizeof c->land);
-	c->wnd_cut = true;
+	if (server_pooled(c)) {
+		tcpconn_rx_move(&c->tc, c->land, sizeof c->land);
+		c->wnd_cut = true;
+	} else {
+		c->tc.rx = c->land;
+		c->tc.rx_cap = sizeof c->land;
+		c->tc.rx_off = c->tc.rx_len = 0;
+	}
 	kfree(c->b);
 	c->b = NULL;
 	server_wake_bufs(slots_give(&http_srv.bufs, &c->bw));
@@ -142,7 +151,7 @@ __cold static void server_bufs_release(struct conn *c)
 
 /* A buffer set for c, its receive buffer moved into it and the window
  * reopened: 1, or 0 while it waits for one (its pump is kicked when
- * handed one), -1 without memory. HTTPS takes its own, outside the pool. */
+ * handed one), -1 without memory. */
 __cold static int server_bufs_get(struct conn *c)
 {
 	struct conn_bufs *b;
@@ -151,18 +160,15 @@ __cold static int server_bufs_get(struct conn *c)
 		server_ih_unlink(c);	/* in a request: not to be taken */
 		return 1;
 	}
-	if (server_pooled(c)) {
-		/* none free: the one idle longest gives its set back to the
-		 * pool (nobody waits while one is idle: server_bufs_put()) */
-		if (!c->bw.queued && !c->bw.granted && http_srv.bufs.used >= http_srv.bufs.max && http_srv.ih_head)
-			server_bufs_release(http_srv.ih_head);
-		if (!slots_take(&http_srv.bufs, &c->bw))
-			return 0;
-	}
+	/* none free: the one idle longest gives its set back to the pool
+	 * (nobody waits while one is idle: server_bufs_put()) */
+	if (!c->bw.queued && !c->bw.granted && http_srv.bufs.used >= http_srv.bufs.max && http_srv.ih_head)
+		server_bufs_release(http_srv.ih_head);
+	if (!slots_take(&http_srv.bufs, &c->bw))
+		return 0;
 	b = kmalloc(sizeof *b);
 	if (!b) {
-		if (server_pooled(c))
-			server_wake_bufs(slots_give(&http_srv.bufs, &c->bw));
+		server_wake_bufs(slots_give(&http_srv.bufs, &c->bw));
 		return -1;
 	}
 	__builtin_memset(&b->parser, 0, offsetof(struct http_req_parser, buf));
@@ -189,12 +195,16 @@ __cold static int server_bufs_get(struct conn *c)
 
 /* c is between requests, nothing of the next in: it keeps its set (and
  * its window) until a taker needs it, on the idle holders' list; to the
- * oldest waiter at once if one waits, so nobody waits while one is idle. */
+ * oldest waiter at once if one waits, so nobody waits while one is idle.
+ * HTTPS gives it back at once: nothing decrypted is held (rx[] is empty,
+ * a partial record is in mbedTLS's record buffer, not here) and cutting
+ * its window would not make the peer wait (a record is whole or nothing),
+ * so an idle HTTPS connection holds no set. */
 __cold static void server_bufs_put(struct conn *c)
 {
-	if (!c->b || !server_pooled(c) || c->ih_on)
+	if (!c->b || c->ih_on)
 		return;
-	if (http_srv.bufs.head) {
+	if (http_srv.bufs.head || !server_pooled(c)) {
 		server_bufs_release(c);	/* straight to the oldest waiter */
 		return;
 	}
@@ -245,10 +255,9 @@ static void server_conn_free(struct tcpconn *tc, err_t err)
 	server_ih_unlink(c);
 	server_ka_unlink(c);
 	kfree(c->b);
-	if (server_pooled(c)) {
-		server_wake_bufs(slots_forget(&http_srv.bufs, &c->bw));
+	server_wake_bufs(slots_forget(&http_srv.bufs, &c->bw));
+	if (server_pooled(c))
 		server_wake_sends(slots_forget(&http_srv.sends, &c->sw));
-	}
 	kfree(c);
 	http_server_stats.conns_active--;
 }
@@ -1063,6 +1072,17 @@ err_t server_pump(struct conn *c)
 				return server_conn_close(c);	/* nothing more will come */
 			if (!c->head_started)
 				server_bufs_put(c);
+#if LWIP_ALTCP_TLS
+			else if (!c->b && c->bw.granted) {
+				/* HTTPS: server_rx_short() waited; its bytes come
+				 * again from altcp_tls's next poll (net/port/patches/
+				 * 0013). HTTP_HEAD_PRESSURE_MS counts from the set (the
+				 * header timeout too: the wait is on top, once a head) */
+				if (server_bufs_get(c) < 0)
+					return server_conn_abort(c);
+				c->t_head = tcpconn_now_ms();
+			}
+#endif
 			return ERR_OK;
 		}
 		if (!c->head_started) {
@@ -1165,7 +1185,7 @@ static err_t server_poll(struct tcpconn *tc)
 			return server_conn_abort(c);
 		if (c->head_started) {
 			if (now - c->t_head < cfg->header_timeout_ms &&
-			    !(c->b && server_pooled(c) && http_srv.bufs.waiting && now - c->t_head >= HTTP_HEAD_PRESSURE_MS))
+			    !(c->b && http_srv.bufs.waiting && now - c->t_head >= HTTP_HEAD_PRESSURE_MS))
 				break;
 			http_server_stats.timeouts_header++;
 			if (!c->b)
@@ -1237,8 +1257,32 @@ static err_t server_poll(struct tcpconn *tc)
 	return ERR_OK;
 }
 
+/* HTTPS: a decrypted chunk (up to PBUF_POOL_BUFSIZE) larger than land[]:
+ * the head has begun, so a set for it from the pool, with the waiting of
+ * plain connections when none is free (the chunk stays with altcp_tls,
+ * offered again from its poll once the set is taken: server_pump()). */
+#if LWIP_ALTCP_TLS
+__cold static bool server_rx_short(struct tcpconn *tc, u32 n)
+{
+	struct conn *c = server_conn_of(tc);
+
+	(void)n;
+	if (c->b || c->state != C_READ)
+		return false;	/* rx[] of a set is one window: it waits */
+	if (!c->head_started) {
+		c->head_started = true;
+		c->t_head = tcpconn_now_ms();
+		server_idle_mark(c);
+	}
+	return server_bufs_get(c) > 0;
+}
+#endif
+
 static const struct tcpconn_ops server_tcp_ops = {
 	.recv = server_recv,
+#if LWIP_ALTCP_TLS
+	.rx_short = server_rx_short,
+#endif
 	.sent = server_sent,
 	.poll = server_poll,
 	.free = server_conn_free,
@@ -1258,10 +1302,10 @@ void server_conn_attach(struct conn *c, struct altcp_pcb *pcb, bool tls)
 	c->via_proxy = proxy_trusted.n && allow_match_ip(&proxy_trusted, &c->peer);
 	c->proxy_wait = !tls && c->via_proxy;
 	work_init(&c->pump_work, server_pump_work, c);
-	/* A set at once if one is free (HTTPS: its own, or land[] until its
-	 * first record if there is no memory for one now), else the window
-	 * the SYN-ACK offered is cut to land[]. */
-	if (tls || (!http_srv.bufs.head && (http_srv.bufs.used < http_srv.bufs.max || http_srv.ih_head)))
+	/* A set at once if one is free, else the window the SYN-ACK offered
+	 * is cut to land[]. HTTPS: land[] until its first request (the
+	 * handshake needs no set; altcp_tls keeps the window). */
+	if (!tls && !http_srv.bufs.head && (http_srv.bufs.used < http_srv.bufs.max || http_srv.ih_head))
 		(void)server_bufs_get(c);
 	if (!c->b && !tls) {
 		tcpconn_rx_move(&c->tc, c->land, sizeof c->land);

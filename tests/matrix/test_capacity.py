@@ -469,6 +469,36 @@ def _tls_open_many(guest, n):
     return socks
 
 
+def _https_waits(guest, tls):
+    """Every buffer set in a plain head (half a head on plan_bufs plain
+    connections): two idle HTTPS connections' requests wait for a set like
+    a plain one's (one small, one a 1.4 KiB head, larger than the 512 B
+    land[]: runtime/http/server.c server_rx_short()), and get their 200
+    once HTTP_HEAD_PRESSURE_MS answers a plain head 408 and frees one."""
+    plain = _open(guest, guest.plan_bufs)
+    try:
+        base = guest.metrics(src=guest.sources[4])
+        for s in plain:
+            s.sendall(REQ[:len(REQ) // 2])
+        time.sleep(1)
+        big = REQ[:-2] + b"X-Pad: " + b"p" * 1400 + b"\r\n\r\n"
+        t0 = time.monotonic()
+        tls[0].sendall(REQ)
+        tls[1].sendall(big)
+        for s in tls:
+            (r,), rest = read_responses(s, 1)
+            assert r[0] == 200 and r[2] == INDEX and not rest, r[0]
+        took = time.monotonic() - t0
+        m = guest.metrics(src=guest.sources[4])
+        waits = m["vireo_http_bufsets_waits_total"] - base["vireo_http_bufsets_waits_total"]
+        print(f"\n{guest.plan_bufs} sets in plain heads: 2 HTTPS requests waited and were served in {took:.1f} s "
+              f"({waits} waits)")
+        assert waits >= 2, waits
+    finally:
+        for s in plain:
+            s.close()
+
+
 def _https_hold(guest, n, hold):
     base = guest.metrics(src=guest.sources[4])
     t0 = time.monotonic()
@@ -486,7 +516,10 @@ def _https_hold(guest, n, hold):
               f"{kern:.0f} B of kernel heap, {lwip:.0f} B of lwIP heap each")
         assert tls <= TLS_IDLE_BYTES, tls
         assert m["vireo_tls_buffer_slots_in_use"] == 0  # all idle: no record buffers held
-        assert kern <= STATE_BYTES + BUFS_BYTES, kern  # an HTTPS one keeps its buffer set
+        # an idle HTTPS one gives its buffer set back (runtime/http/server.c
+        # server_bufs_put()): 1,408 at most, 17,363 when it kept one
+        assert kern <= STATE_BYTES, kern
+        assert m["vireo_http_bufsets_used"] <= base["vireo_http_bufsets_used"], m["vireo_http_bufsets_used"]
         assert m["vireo_tls_heap_alloc_failures_total"] == 0
         # a newcomer from a fifth address: a handshake and its 200
         with _tls_open(guest, guest.sources[4], _tls_ctx()):
@@ -494,6 +527,7 @@ def _https_hold(guest, n, hold):
         if n < guest.plan_tls:  # room for two more without evicting
             for v in (ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2):
                 _wake(guest, v)
+            _https_waits(guest, socks[:2])
         end = time.monotonic() + hold
         lost = 0
         while True:
