@@ -10,14 +10,15 @@
  * less than https.handshake_pass_us= of handshake work ran in it, the
  * window's share (https.handshake_share=, hscpu in hsrate.h) has credit,
  * and no step put off before is waiting; otherwise the connection joins
- * the FIFO (its input stays queued in altcp_tls, unacknowledged) and the
- * gate's work item is queued behind whatever is queued now, or, when the
- * share is out, a timer queues it once the credit is back. That item runs
- * the FIFO's steps in order while both have budget, and waits again the
- * same way if some are left. Each step is timed by time_ns() (the TSC,
- * calibrated at boot: kernel/time/time.c) around mbedtls_ssl_handshake. A
- * TLS client's steps (runtime/tcp_out.c) are neither put off nor counted:
- * an app started them.
+ * its prefix's queue (hsfair in hsrate.h; its input stays queued in
+ * altcp_tls, unacknowledged) and the gate's work item is queued behind
+ * whatever is queued now, or, when the share is out, a timer queues it
+ * once the credit is back. That item runs the waiting steps, round robin
+ * by prefix, while both have budget, and waits again the same way if some
+ * are left. Each step is timed by time_ns() (the TSC, calibrated at boot:
+ * kernel/time/time.c) around mbedtls_ssl_handshake. A TLS client's steps
+ * (runtime/tcp_out.c) are neither put off nor counted: an app started
+ * them.
  */
 #include "kernel/cmdline.h"
 #include "lib/types.h"
@@ -148,7 +149,7 @@ static bool hsgate_budget_left(void)
 	return hscpu_may_start(&hsgate_cpu, time_ns());
 }
 
-/* Steps wait in the FIFO: out of the pass's budget, the gate's work item
+/* Steps wait in the queues: out of the pass's budget, the gate's work item
  * runs them behind the work queued now; out of the window's share, a timer
  * queues it when the credit is back (the loop halts meanwhile if nothing
  * else is queued). */

@@ -142,7 +142,7 @@ u64 hscpu_ready_at(struct hscpu *c, u64 now);
  * one slot share its turns (for a client and one flooding prefix: a 1 in
  * HSFAIR_SLOTS chance, renewed at each boot). Memory: the queues are
  * linked through their connections (struct hsfair_node in each), the
- * slots are a fixed array (16 B each: 4 KiB) and the ring of active slots
+ * slots are a fixed array (24 B each: 6 KiB) and the ring of active slots
  * is linked through them, so nothing grows with the queue. O(1) per push,
  * pop and removal: no walk over queued connections or slots. */
 #define HSFAIR_SLOTS		256

@@ -1069,7 +1069,9 @@ def test_handshake_rate_flood_one_prefix(boot, netns):
     The CPU share is set to 25% of 10 ms windows, so the flood's first
     burst (ten handshakes of about 25 ms of steps each) waits for it: the
     steps' time stays within 25% of the flood's span plus a window and a
-    step."""
+    step. Last, a burst of the flood prefix's ClientHellos queues and a
+    client from another prefix gets its turn within a few flood steps
+    (fair turns by prefix; one FIFO served it after the whole burst)."""
     import json
     import sys
     need_image()

@@ -3,7 +3,8 @@
  * prefixes (IPv4 /24, IPv6 /56), the global bucket's interplay with the
  * prefix's, and the table's bound against a spray of prefixes: a busy
  * prefix keeps its bucket, and the buckets in use stay within what the
- * global rate allows. */
+ * global rate allows. And the fair turns of the handshake steps put off
+ * (hsfair): round robin across prefixes, checked against a plain model. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
