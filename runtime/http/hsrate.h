@@ -144,7 +144,9 @@ u64 hscpu_ready_at(struct hscpu *c, u64 now);
  * linked through their connections (struct hsfair_node in each), the
  * slots are a fixed array (24 B each: 6 KiB) and the ring of active slots
  * is linked through them, so nothing grows with the queue. O(1) per push,
- * pop and removal: no walk over queued connections or slots. */
+ * pop and removal: no walk over queued connections or slots. Turns count
+ * steps, not their time: a prefix with dearer steps (P-256, a ClientHello)
+ * gets that much more CPU a turn, at most the dearest step. */
 #define HSFAIR_SLOTS		256
 #define HSFAIR_NONE		0xffff
 
