@@ -19,6 +19,7 @@
 #include "runtime/api.h"
 #include "runtime/conntab.h"
 #include "runtime/http/chunked.h"
+#include "runtime/http/hsrate.h"
 #include "runtime/http/http.h"
 #include "runtime/http/server.h"
 #include "runtime/http/slots.h"
@@ -192,10 +193,11 @@ struct conn {
 	u32 floor_out;		/* bytes outstanding when it began */
 	u32 floor_acked;	/* bytes acknowledged since */
 #if LWIP_ALTCP_TLS
-	bool hs_queued;		/* HTTPS: its handshake step was put off (hsgate.c's FIFO) */
+	bool hs_queued;		/* HTTPS: its handshake step was put off (hsgate.c) */
+	u16 hs_slot;		/* in that queue: its prefix's (hsfair, hsrate.h) */
 	struct pbuf *pp_rx;	/* HTTPS from a proxy.trusted= peer (proxy_wait): the
 				 * bytes of its PROXY header so far (https.c) */
-	struct conn *hs_prev, *hs_next;	/* that FIFO */
+	struct hsfair_node hs;	/* that queue's links */
 #endif
 	u64 t_wait;		/* READ: accept, or the end of the last response (ms) */
 	u64 t_head;		/* READ: when the first byte of this head was seen */

@@ -10,14 +10,15 @@
  * less than https.handshake_pass_us= of handshake work ran in it, the
  * window's share (https.handshake_share=, hscpu in hsrate.h) has credit,
  * and no step put off before is waiting; otherwise the connection joins
- * the FIFO (its input stays queued in altcp_tls, unacknowledged) and the
- * gate's work item is queued behind whatever is queued now, or, when the
- * share is out, a timer queues it once the credit is back. That item runs
- * the FIFO's steps in order while both have budget, and waits again the
- * same way if some are left. Each step is timed by time_ns() (the TSC,
- * calibrated at boot: kernel/time/time.c) around mbedtls_ssl_handshake. A
- * TLS client's steps (runtime/tcp_out.c) are neither put off nor counted:
- * an app started them.
+ * its prefix's queue (hsfair in hsrate.h; its input stays queued in
+ * altcp_tls, unacknowledged) and the gate's work item is queued behind
+ * whatever is queued now, or, when the share is out, a timer queues it
+ * once the credit is back. That item runs the waiting steps, round robin
+ * by prefix, while both have budget, and waits again the same way if some
+ * are left. Each step is timed by time_ns() (the TSC, calibrated at boot:
+ * kernel/time/time.c) around mbedtls_ssl_handshake. A TLS client's steps
+ * (runtime/tcp_out.c) are neither put off nor counted: an app started
+ * them.
  */
 #include "kernel/cmdline.h"
 #include "lib/types.h"
@@ -86,10 +87,10 @@ static struct {
 	u64 share_waits;	/* times the window's share put steps off */
 } hsgate_stats;
 
-/* The FIFO of connections whose step was put off (only handshaking ones:
- * at most https.handshakes= of them). */
-static struct conn *hsgate_head, *hsgate_tail;
-static struct conn *hsgate_resuming;	/* its step runs now, FIFO or not */
+/* The steps put off, round robin by prefix (hsfair in hsrate.h; only
+ * handshaking connections: at most https.handshakes= of them). */
+static struct hsfair hsgate_q;
+static struct conn *hsgate_resuming;	/* its step runs now, queued or not */
 static struct work hsgate_work;
 static struct timer hsgate_timer;	/* the window's share is back */
 static void hsgate_run(void *arg);
@@ -108,6 +109,7 @@ void hsgate_start(void)
 		   (u32)hsgate_burst_opt);
 	hscpu_set(&hsgate_cpu, hsgate_pass_us_opt * 1000, (u32)hsgate_share_opt, hsgate_window_us_opt * 1000,
 		  time_ns());
+	hsfair_init(&hsgate_q);
 	work_init(&hsgate_work, hsgate_run, NULL);
 	timer_init(&hsgate_timer, hsgate_wake, NULL);
 	hsgate_on = true;
@@ -147,7 +149,7 @@ static bool hsgate_budget_left(void)
 	return hscpu_may_start(&hsgate_cpu, time_ns());
 }
 
-/* Steps wait in the FIFO: out of the pass's budget, the gate's work item
+/* Steps wait in the queues: out of the pass's budget, the gate's work item
  * runs them behind the work queued now; out of the window's share, a timer
  * queues it when the credit is back (the loop halts meanwhile if nothing
  * else is queued). */
@@ -166,15 +168,15 @@ static void hsgate_later(void)
 	work_queue(&hsgate_work);
 }
 
+/* c's step waits its prefix's turn (the client's: c->peer, a PROXY
+ * header's source when there was one). */
 static void hsgate_push(struct conn *c)
 {
-	c->hs_next = NULL;
-	c->hs_prev = hsgate_tail;
-	if (hsgate_tail)
-		hsgate_tail->hs_next = c;
+	if (IP_IS_V6(&c->peer))
+		c->hs_slot = hsrate_slot(&hsgate_rate, (const u8 *)ip_2_ip6(&c->peer)->addr, 16);
 	else
-		hsgate_head = c;
-	hsgate_tail = c;
+		c->hs_slot = hsrate_slot(&hsgate_rate, (const u8 *)&ip_2_ip4(&c->peer)->addr, 4);
+	hsfair_push(&hsgate_q, &c->hs, c->hs_slot);
 	c->hs_queued = true;
 }
 
@@ -182,15 +184,7 @@ void hsgate_forget(struct conn *c)
 {
 	if (!c->hs_queued)
 		return;
-	if (c->hs_prev)
-		c->hs_prev->hs_next = c->hs_next;
-	else
-		hsgate_head = c->hs_next;
-	if (c->hs_next)
-		c->hs_next->hs_prev = c->hs_prev;
-	else
-		hsgate_tail = c->hs_prev;
-	c->hs_next = c->hs_prev = NULL;
+	hsfair_remove(&hsgate_q, &c->hs, c->hs_slot);
 	c->hs_queued = false;
 }
 
@@ -218,8 +212,8 @@ int vireo_tls_step_begin(struct altcp_pcb *pcb, struct mbedtls_ssl_context *ssl)
 	if (c != hsgate_resuming) {
 		if (c->hs_queued)
 			return 0;	/* more input behind a step already put off */
-		if (hsgate_head || !hsgate_budget_left()) {
-			bool first = !hsgate_head;
+		if (hsgate_q.queued || !hsgate_budget_left()) {
+			bool first = !hsgate_q.queued;
 
 			hsgate_push(c);
 			hsgate_stats.deferred++;
@@ -247,22 +241,23 @@ void vireo_tls_step_end(struct altcp_pcb *pcb, struct mbedtls_ssl_context *ssl)
 	hsgate_stats.step_max_ns = MAX(hsgate_stats.step_max_ns, dt);
 }
 
-/* The gate's work item: a new pass; the steps put off, in order, while it
- * has budget (the pass's and the window's), then later (hsgate_later). */
+/* The gate's work item: a new pass; the steps put off, a prefix's at its
+ * turn, while it has budget (the pass's and the window's), then later
+ * (hsgate_later). */
 static void hsgate_run(void *arg)
 {
 	struct conn *c;
 
 	(void)arg;
 	hsgate_new_pass();
-	while (hsgate_head && hsgate_budget_left()) {
-		c = hsgate_head;
-		hsgate_forget(c);
+	while (hsgate_q.queued && hsgate_budget_left()) {
+		c = tcpconn_owner(hsfair_pop(&hsgate_q), struct conn, hs);
+		c->hs_queued = false;
 		hsgate_resuming = c;
 		altcp_tls_handshake_resume(c->tc.pcb);	/* may free c */
 		hsgate_resuming = NULL;
 	}
-	if (hsgate_head)
+	if (hsgate_q.queued)
 		hsgate_later();
 }
 

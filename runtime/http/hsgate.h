@@ -28,8 +28,10 @@
  *   pass does at most 1 ms plus one step (a ClientHello's is the dearest:
  *   ECDHE and the signature, up to 1.36 ms natively) before the queued
  *   work behind it (the NIC's receive poll, plain HTTP) runs. A step put
- *   off waits in a FIFO (at most https.handshakes= connections: only
- *   handshaking ones) and runs first in a later pass.
+ *   off waits (at most https.handshakes= connections: only handshaking
+ *   ones) and runs first in a later pass, the waiting steps served round
+ *   robin by source prefix (hsfair in hsrate.h), so a flood from one
+ *   prefix does not queue another prefix's client behind all its steps.
  * - the window bound, https.handshake_share= 25 percent of each
  *   https.handshake_window_us= 10000: steps start only while a token
  *   bucket on their time (hscpu in hsrate.h: credit earned at 25% of real
@@ -40,7 +42,7 @@
  *   queued steps took all but the other work's share). Natively 25% is
  *   184 P-256 handshakes a second (430 on X25519): below the global rate
  *   at the dearest group, so the global bucket bounds connections and the
- *   share bounds CPU. When the share is out, the FIFO waits on a timer for
+ *   share bounds CPU. When the share is out, the queues wait on a timer for
  *   the credit to be back, and the loop serves, or halts, meanwhile.
  * Under TCG a step costs 10-40 milliseconds: the pass bound then runs one
  * step per pass, the window bound one step and then 3 steps' time of
@@ -72,7 +74,7 @@ void hsgate_start(void);
 bool hsgate_admit(struct altcp_pcb *pcb);
 /* The same for a client a PROXY header named (admission.c). */
 bool hsgate_admit_ip(const ip_addr_t *ip);
-/* c ends (server.c's free): off the FIFO of steps put off. */
+/* c ends (server.c's free): off the queues of steps put off. */
 void hsgate_forget(struct conn *c);
 
 #endif

@@ -181,3 +181,102 @@ u64 hscpu_ready_at(struct hscpu *c, u64 now)
 		return now;
 	return now + (u64)(-c->credit) / c->share + 1;
 }
+
+/* Round robin across prefixes (see hsrate.h). */
+_Static_assert((HSFAIR_SLOTS & (HSFAIR_SLOTS - 1)) == 0 && HSFAIR_SLOTS < HSFAIR_NONE, "slot index");
+
+u16 hsrate_slot(const struct hsrate *r, const u8 *addr, size_t alen)
+{
+	/* bit 0 is always set, the set index is bits 32 up: bits 1-8 */
+	return (u16)((hsrate_tag(r, addr, alen) >> 1) & (HSFAIR_SLOTS - 1));
+}
+
+void hsfair_init(struct hsfair *f)
+{
+	memset(f, 0, sizeof *f);
+	f->cur = HSFAIR_NONE;
+}
+
+/* Slot i joins the ring just before the current turn: last in the round. */
+static void hsfair_ring_add(struct hsfair *f, u16 i)
+{
+	struct hsfair_slot *s = &f->s[i];
+
+	if (f->cur == HSFAIR_NONE) {
+		s->rprev = s->rnext = i;
+		f->cur = i;
+		return;
+	}
+	s->rnext = f->cur;
+	s->rprev = f->s[f->cur].rprev;
+	f->s[s->rprev].rnext = i;
+	f->s[f->cur].rprev = i;
+}
+
+/* Slot i, now empty, leaves the ring; the turn goes on to its successor. */
+static void hsfair_ring_del(struct hsfair *f, u16 i)
+{
+	struct hsfair_slot *s = &f->s[i];
+
+	if (s->rnext == i) {
+		f->cur = HSFAIR_NONE;
+		return;
+	}
+	f->s[s->rprev].rnext = s->rnext;
+	f->s[s->rnext].rprev = s->rprev;
+	if (f->cur == i)
+		f->cur = s->rnext;
+}
+
+void hsfair_push(struct hsfair *f, struct hsfair_node *n, u16 slot)
+{
+	struct hsfair_slot *s;
+
+	slot &= HSFAIR_SLOTS - 1;
+	s = &f->s[slot];
+	n->next = NULL;
+	n->prev = s->tail;
+	if (s->tail)
+		s->tail->next = n;
+	else {
+		s->head = n;
+		hsfair_ring_add(f, slot);
+	}
+	s->tail = n;
+	f->queued++;
+}
+
+void hsfair_remove(struct hsfair *f, struct hsfair_node *n, u16 slot)
+{
+	struct hsfair_slot *s;
+
+	slot &= HSFAIR_SLOTS - 1;
+	s = &f->s[slot];
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		s->head = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	else
+		s->tail = n->prev;
+	n->prev = n->next = NULL;
+	f->queued--;
+	if (!s->head)
+		hsfair_ring_del(f, slot);
+}
+
+struct hsfair_node *hsfair_pop(struct hsfair *f)
+{
+	u16 i = f->cur;
+	struct hsfair_node *n;
+
+	if (i == HSFAIR_NONE)
+		return NULL;
+	n = f->s[i].head;
+	hsfair_remove(f, n, i);
+	/* the slot still waiting: its next turn comes after the others' */
+	if (f->cur == i)
+		f->cur = f->s[i].rnext;
+	return n;
+}

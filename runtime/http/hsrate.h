@@ -130,4 +130,54 @@ void hscpu_charge(struct hscpu *c, u64 now, u64 dt);
 /* The earliest time at or after now the credit is positive again. */
 u64 hscpu_ready_at(struct hscpu *c, u64 now);
 
+/* Fair turns for handshake steps put off (hsgate.c; docs/appliance.md,
+ * "Handshake rates and CPU"): the steps waiting for the CPU share are
+ * served round robin across source prefixes (the prefixes of the buckets
+ * above, IPv4 /24 and IPv6 /56), one step a prefix a turn, so a flood from
+ * one prefix gets at most its turn of the handshake CPU and a client from
+ * another prefix waits for at most one step of each prefix ahead of it in
+ * the round, not for the flood's whole queue. Stochastic fairness: a
+ * prefix's queue is one of HSFAIR_SLOTS, chosen by its keyed hash (the
+ * bucket tag; a sender cannot aim at another's slot), and two prefixes in
+ * one slot share its turns (for a client and one flooding prefix: a 1 in
+ * HSFAIR_SLOTS chance, renewed at each boot). Memory: the queues are
+ * linked through their connections (struct hsfair_node in each), the
+ * slots are a fixed array (24 B each: 6 KiB) and the ring of active slots
+ * is linked through them, so nothing grows with the queue. O(1) per push,
+ * pop and removal: no walk over queued connections or slots. Turns count
+ * steps, not their time: a prefix with dearer steps (P-256, a ClientHello)
+ * gets that much more CPU a turn, at most the dearest step. */
+#define HSFAIR_SLOTS		256
+#define HSFAIR_NONE		0xffff
+
+/* Two pointers: the caller keeps whether it is queued and in which slot
+ * (struct conn has room for those in its padding, not for a larger node). */
+struct hsfair_node {
+	struct hsfair_node *prev, *next;	/* its slot's queue */
+};
+
+struct hsfair_slot {
+	struct hsfair_node *head, *tail;
+	u16 rprev, rnext;			/* the ring of non-empty slots */
+};
+
+struct hsfair {
+	u16 cur;		/* the slot whose turn is next; HSFAIR_NONE: empty */
+	u32 queued;		/* nodes queued */
+	struct hsfair_slot s[HSFAIR_SLOTS];
+};
+
+/* The slot of addr's prefix (4 or 16 bytes): r's key, so a fixed mapping
+ * for one boot. */
+u16 hsrate_slot(const struct hsrate *r, const u8 *addr, size_t alen);
+void hsfair_init(struct hsfair *f);
+/* n (not queued) waits at the back of slot's queue; a slot that was empty
+ * joins the ring last, its turn after every slot waiting now. */
+void hsfair_push(struct hsfair *f, struct hsfair_node *n, u16 slot);
+/* The front node of the slot whose turn it is, off the queue; the turn
+ * passes to the next slot. NULL when nothing waits. */
+struct hsfair_node *hsfair_pop(struct hsfair *f);
+/* n, queued in slot, off it wherever it is. */
+void hsfair_remove(struct hsfair *f, struct hsfair_node *n, u16 slot);
+
 #endif

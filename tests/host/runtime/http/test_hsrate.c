@@ -3,7 +3,8 @@
  * prefixes (IPv4 /24, IPv6 /56), the global bucket's interplay with the
  * prefix's, and the table's bound against a spray of prefixes: a busy
  * prefix keeps its bucket, and the buckets in use stay within what the
- * global rate allows. */
+ * global rate allows. And the fair turns of the handshake steps put off
+ * (hsfair): round robin across prefixes, checked against a plain model. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -391,6 +392,168 @@ static void test_cpu_ready_and_limits(void **state)
 	assert_true(hscpu_may_start(&c, SEC + MS));
 }
 
+/* Fair turns (hsfair): the steps put off, round robin across prefixes. */
+static struct hsfair fq;
+static struct hsfair_node fnode[512];
+
+static u16 slot4(u32 x)
+{
+	u8 a[4];
+
+	v4(a, x);
+	return hsrate_slot(&rt, a, 4);
+}
+
+/* A flood's 100 steps from one /24 queue, then one client's from another:
+ * the client's step is served second (one flood step had the turn), not
+ * 101st as in one FIFO; the flood's steps keep their order. */
+static void test_fair_newcomer(void **state)
+{
+	u16 a = slot4(0x0a4d0102), b = slot4(0xc0a80107);
+	int pos = -1, k = 0, last = -1;
+	struct hsfair_node *n;
+
+	hsrate_init(&rt, key);
+	assert_int_not_equal(a, b);	/* this key: the two prefixes in two slots */
+	assert_int_equal(slot4(0x0a4d01fe), a);	/* same /24, same queue */
+	hsfair_init(&fq);
+	for (int i = 0; i < 100; i++)
+		hsfair_push(&fq, &fnode[i], slot4(0x0a4d0100 + 2 + (u32)i % 8));
+	hsfair_push(&fq, &fnode[100], b);
+	assert_int_equal(fq.queued, 101);
+	while ((n = hsfair_pop(&fq))) {
+		if (n == &fnode[100])
+			pos = k;
+		else {
+			assert_true(n - fnode > last);	/* the flood's in order */
+			last = (int)(n - fnode);
+		}
+		k++;
+	}
+	assert_int_equal(k, 101);
+	assert_int_equal(pos, 1);
+	assert_int_equal(fq.queued, 0);
+	assert_int_equal(fq.cur, HSFAIR_NONE);
+}
+
+/* Three prefixes with 5, 3 and 1 steps: one each a turn while they last. */
+static void test_fair_round_robin(void **state)
+{
+	static const int want[] = { 0, 5, 8, 1, 6, 2, 7, 3, 4 };
+	struct hsfair_node *n;
+
+	hsfair_init(&fq);
+	for (int i = 0; i < 9; i++)
+		hsfair_push(&fq, &fnode[i], (u16)(i < 5 ? 3 : i < 8 ? 200 : 17));
+	for (unsigned i = 0; i < sizeof want / sizeof want[0]; i++) {
+		n = hsfair_pop(&fq);
+		assert_non_null(n);
+		assert_int_equal(n - fnode, want[i]);
+	}
+	assert_null(hsfair_pop(&fq));
+	/* empty, then one again */
+	hsfair_push(&fq, &fnode[0], 9);
+	assert_ptr_equal(hsfair_pop(&fq), &fnode[0]);
+	assert_null(hsfair_pop(&fq));
+}
+
+/* Random pushes, pops and removals (a connection closed while waiting)
+ * against a plain model: per slot a FIFO, the ring an ordered list of
+ * non-empty slots, a new slot last before the turn, the turn moving on
+ * after each pop. */
+static void test_fair_model(void **state)
+{
+	enum { N = 64, S = 6 };
+	int q[S][N], qn[S] = { 0 }, ring[S], rn = 0, cur = 0, slotof[N];
+	bool in[N] = { false };
+	u32 seed = 12345;
+
+	hsfair_init(&fq);
+	for (int step = 0; step < 20000; step++) {
+		seed = seed * 1103515245 + 12345;
+		unsigned op = (seed >> 16) % 3, x = (seed >> 8) % N;
+		int s = (int)((seed >> 4) % S), j, r;
+
+		if (op == 0 && !in[x]) {	/* a node in any slot */
+			hsfair_push(&fq, &fnode[x], (u16)(s * 40));
+			slotof[x] = s;
+			in[x] = true;
+			q[s][qn[s]++] = (int)x;
+			if (qn[s] == 1) {	/* joins the ring before the turn */
+				for (j = rn; j > cur; j--)
+					ring[j] = ring[j - 1];
+				ring[cur] = s;
+				rn++;
+				cur = (cur + 1) % rn;
+				if (rn == 1)
+					cur = 0;
+			}
+		} else if (op == 1 && in[x]) {
+			s = slotof[x];
+			hsfair_remove(&fq, &fnode[x], (u16)(s * 40));
+			in[x] = false;
+			for (j = 0; q[s][j] != (int)x; j++)
+				;
+			memmove(&q[s][j], &q[s][j + 1], (size_t)(qn[s] - j - 1) * sizeof(int));
+			if (--qn[s] == 0) {
+				for (r = 0; ring[r] != s; r++)
+					;
+				memmove(&ring[r], &ring[r + 1], (size_t)(rn - r - 1) * sizeof(int));
+				rn--;
+				if (r < cur)
+					cur--;
+				if (cur >= rn)
+					cur = 0;
+			}
+		} else if (op == 2) {
+			struct hsfair_node *n = hsfair_pop(&fq);
+
+			if (!rn) {
+				assert_null(n);
+				continue;
+			}
+			s = ring[cur];
+			assert_non_null(n);
+			assert_int_equal(n - fnode, q[s][0]);
+			in[q[s][0]] = false;
+			memmove(&q[s][0], &q[s][1], (size_t)(qn[s] - 1) * sizeof(int));
+			if (--qn[s] == 0) {
+				memmove(&ring[cur], &ring[cur + 1], (size_t)(rn - cur - 1) * sizeof(int));
+				rn--;
+			} else
+				cur++;
+			if (cur >= rn)
+				cur = 0;
+		}
+		j = 0;
+		for (s = 0; s < S; s++)
+			j += qn[s];
+		assert_int_equal(fq.queued, j);
+		assert_int_equal(fq.cur, rn ? ring[cur] * 40 : HSFAIR_NONE);
+	}
+}
+
+/* Prefixes spread over the slots: 1024 /24s fill most of 256 (a fixed
+ * mapping would put them in few). */
+static void test_fair_slots_spread(void **state)
+{
+	static bool used[HSFAIR_SLOTS];
+	int n = 0;
+	u8 a6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1 };
+	u16 s6;
+
+	hsrate_init(&rt, key);
+	for (u32 i = 0; i < 1024; i++)
+		used[slot4(0x0a000000 + (i << 8))] = true;
+	for (int i = 0; i < HSFAIR_SLOTS; i++)
+		n += used[i];
+	assert_true(n >= 240);
+	s6 = hsrate_slot(&rt, a6, 16);
+	a6[7] = 0xff;		/* inside the /56 */
+	a6[15] = 9;
+	assert_int_equal(hsrate_slot(&rt, a6, 16), s6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -405,6 +568,10 @@ int main(void)
 		cmocka_unit_test(test_cpu_share_bounded),
 		cmocka_unit_test(test_cpu_share_long_run),
 		cmocka_unit_test(test_cpu_ready_and_limits),
+		cmocka_unit_test(test_fair_newcomer),
+		cmocka_unit_test(test_fair_round_robin),
+		cmocka_unit_test(test_fair_model),
+		cmocka_unit_test(test_fair_slots_spread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
