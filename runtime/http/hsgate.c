@@ -67,13 +67,16 @@ CMDLINE_PARAM(https_handshake_window_us, .key = "https.handshake_window_us", .ty
 #include "kernel/random.h"
 #include "kernel/time/time.h"
 #include "runtime/conntab.h"
+#include "kernel/mm/mm.h"
 #include "runtime/http/conn.h"
 #include "runtime/http/hsrate.h"
 
 /* net/port/patches/0007. */
 err_t altcp_tls_handshake_resume(struct altcp_pcb *conn);
 
-static struct hsrate hsgate_rate;
+/* The prefix buckets (16 KiB) from the kernel heap at hsgate_start(), not
+ * .bss (linker/vireo.ld's guard). */
+static struct hsrate *hsgate_rate;
 static struct hscpu hsgate_cpu;
 static bool hsgate_on;
 
@@ -98,14 +101,16 @@ static void hsgate_wake(struct timer *t, void *arg);
 static u64 hsgate_pass_iter;		/* the loop iteration the pass began in */
 static u64 hsgate_t0;			/* the running step's start */
 
-void hsgate_start(void)
+int hsgate_start(void)
 {
 	u8 key[16];
 
+	if (!hsgate_rate && !(hsgate_rate = kzalloc(sizeof *hsgate_rate)))
+		return -ENOMEM;
 	random_bytes(key, sizeof key);
-	hsrate_init(&hsgate_rate, key);
+	hsrate_init(hsgate_rate, key);
 	__builtin_memset(key, 0, sizeof key);
-	hsrate_set(&hsgate_rate, (u32)hsgate_rate_prefix_opt, (u32)hsgate_burst_prefix_opt, (u32)hsgate_rate_opt,
+	hsrate_set(hsgate_rate, (u32)hsgate_rate_prefix_opt, (u32)hsgate_burst_prefix_opt, (u32)hsgate_rate_opt,
 		   (u32)hsgate_burst_opt);
 	hscpu_set(&hsgate_cpu, hsgate_pass_us_opt * 1000, (u32)hsgate_share_opt, hsgate_window_us_opt * 1000,
 		  time_ns());
@@ -113,6 +118,7 @@ void hsgate_start(void)
 	work_init(&hsgate_work, hsgate_run, NULL);
 	timer_init(&hsgate_timer, hsgate_wake, NULL);
 	hsgate_on = true;
+	return 0;
 }
 
 bool hsgate_admit(struct altcp_pcb *pcb)
@@ -127,9 +133,9 @@ bool hsgate_admit_ip(const ip_addr_t *ip)
 	if (!hsgate_on || !ip)
 		return true;
 	if (IP_IS_V6(ip))
-		v = hsrate_take(&hsgate_rate, (const u8 *)ip_2_ip6(ip)->addr, 16, time_ns());
+		v = hsrate_take(hsgate_rate, (const u8 *)ip_2_ip6(ip)->addr, 16, time_ns());
 	else
-		v = hsrate_take(&hsgate_rate, (const u8 *)&ip_2_ip4(ip)->addr, 4, time_ns());
+		v = hsrate_take(hsgate_rate, (const u8 *)&ip_2_ip4(ip)->addr, 4, time_ns());
 	if (v == HSRATE_PASS)
 		return true;
 	hsgate_stats.limited[v == HSRATE_GLOBAL]++;
@@ -173,9 +179,9 @@ static void hsgate_later(void)
 static void hsgate_push(struct conn *c)
 {
 	if (IP_IS_V6(&c->peer))
-		c->hs_slot = hsrate_slot(&hsgate_rate, (const u8 *)ip_2_ip6(&c->peer)->addr, 16);
+		c->hs_slot = hsrate_slot(hsgate_rate, (const u8 *)ip_2_ip6(&c->peer)->addr, 16);
 	else
-		c->hs_slot = hsrate_slot(&hsgate_rate, (const u8 *)&ip_2_ip4(&c->peer)->addr, 4);
+		c->hs_slot = hsrate_slot(hsgate_rate, (const u8 *)&ip_2_ip4(&c->peer)->addr, 4);
 	hsfair_push(&hsgate_q, &c->hs, c->hs_slot);
 	c->hs_queued = true;
 }
@@ -270,9 +276,9 @@ static void hsgate_metrics(struct metrics_buf *b)
 	metrics_sample1(b, "vireo_https_handshakes_rate_limited_total", "scope", "prefix", hsgate_stats.limited[0]);
 	metrics_sample1(b, "vireo_https_handshakes_rate_limited_total", "scope", "global", hsgate_stats.limited[1]);
 	metrics_simple(b, "vireo_https_handshake_rate_buckets", METRICS_GAUGE,
-		       "Prefix buckets in use (not full), of 1024", hsrate_in_use(&hsgate_rate, time_ns()));
+		       "Prefix buckets in use (not full), of 1024", hsrate_in_use(hsgate_rate, time_ns()));
 	metrics_simple(b, "vireo_https_handshake_rate_buckets_replaced_total", METRICS_COUNTER,
-		       "Prefix buckets given to another prefix while in use", hsgate_rate.replaced);
+		       "Prefix buckets given to another prefix while in use", hsgate_rate->replaced);
 	metrics_simple(b, "vireo_https_handshake_steps_total", METRICS_COUNTER,
 		       "Server TLS handshake steps run (mbedtls_ssl_handshake calls on input)", hsgate_stats.steps);
 	metrics_family(b, "vireo_https_handshake_step_seconds_total", METRICS_COUNTER,
@@ -294,8 +300,9 @@ METRICS_SOURCE(hsgate, hsgate_metrics);
 
 #else
 
-void hsgate_start(void)
+int hsgate_start(void)
 {
+	return 0;
 }
 
 bool hsgate_admit(struct altcp_pcb *pcb)

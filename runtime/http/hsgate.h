@@ -67,8 +67,9 @@
 struct altcp_pcb;
 struct conn;
 
-/* https_start(): keys the prefix table and turns the metrics on. */
-void hsgate_start(void);
+/* https_start(), before it listens: keys the prefix table (from the
+ * kernel heap: -ENOMEM without it) and turns the metrics on. */
+int hsgate_start(void);
 /* On accept, after the concurrency limits passed: false (and counted) if
  * pcb's prefix or everyone is over the handshake rate. */
 bool hsgate_admit(struct altcp_pcb *pcb);

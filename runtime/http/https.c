@@ -719,13 +719,16 @@ int https_start(void)
 		kprintf("https: the TLS configuration was refused; HTTPS off\n");
 		goto fail;
 	}
+	if (hsgate_start() != 0) {
+		kprintf("https: no memory for the handshake gate; HTTPS off\n");
+		goto fail;
+	}
 	err = http_server_listen_tls(https_port(), https_conf);
 	if (err) {
 		kprintf("https: cannot listen on port %u (%d); HTTPS off\n", (unsigned)https_port(), err);
 		goto fail;
 	}
 	https_listening = true;
-	hsgate_start();
 	if (https_hsts_s)
 		https_hsts_len = (u8)ksnprintf(https_hsts, sizeof https_hsts,
 					      "Strict-Transport-Security: max-age=%lu\r\n", (unsigned long)https_hsts_s);
