@@ -424,10 +424,9 @@ static int https_cert_cb(mbedtls_ssl_context *ssl)
 			return MBEDTLS_ERR_SSL_NO_APPLICATION_PROTOCOL;
 		}
 		/* Counted when the challenge certificate goes out: a
-		 * validator has what it came for then, and often closes
-		 * before its Finished is read (a step the handshake gate put
-		 * off then never runs: lwIP's FIN before the handshake's end
-		 * aborts). */
+		 * validator has what it came for then, whether or not its
+		 * handshake ends here (it may close at once: patch 0014 keeps
+		 * that FIN behind a step the gate put off). */
 		https_stats.alpn01_handshakes++;
 	} else {
 		h = tls_served_current();
