@@ -106,7 +106,7 @@ int ksnprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((forma
 #define MBEDTLS_SSL_OUT_CONTENT_LEN	4096
 /* vireo's option (net/tls/patches/0005): a server connection frees both
  * record buffers whenever it is idle between records and allocates them
- * again for its next record in or out, within TLS_BUF_SLOTS connections
+ * again for its next record in or out, within tlsmem.buf_slots connections
  * holding them at once (net/tls/tls.h). Not MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH,
  * which stays off (docs/https.md's advisory table). */
 #define MBEDTLS_SSL_IDLE_RELEASE

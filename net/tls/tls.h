@@ -21,13 +21,14 @@
  * same test (printed, "idle"), 1,192 B (ChaCha20-Poly1305) to 2,088 B
  * (AES-GCM), TLS 1.2 and 1.3 alike (1,332 B in the appliance,
  * tests/matrix/test_capacity.py); bound TLS_IDLE_BYTES, 4 KiB.
- * At most TLS_BUF_SLOTS (64) server connections hold record buffers at
- * once (tls_port.c counts them: a setup without a slot fails, the
+ * At most tlsmem.buf_slots server connections hold record buffers at
+ * once (TLS_BUF_SLOTS, 64, at the floor; one more per 8 connections above) (tls_port.c counts them: a setup without a slot fails, the
  * connection is refused; a read or write without one waits, nothing
  * consumed, until the next segment or poll). So N connections hold at most
- * 64 x 30,720 + (N - 64) x TLS_IDLE_BYTES: the floor below keeps its
- * 64 x 30 KiB as that reserve and net/tls/tlsmem.h plans the connections
- * above it at TLS_IDLE_BYTES each. The keys and the ssl
+ * S x 30,720 + (N - S) x TLS_IDLE_BYTES with S slots: the floor below
+ * keeps its 64 x 30 KiB as the first 64's reserve and net/tls/tlsmem.h
+ * plans the connections above it at TLS_IDLE_BYTES and an eighth of a
+ * slot each. The keys and the ssl
  * config hold about 8 KiB. So the 2 MiB heap holds (2048 - 8) / 30 = 68
  * connections at once, handshaking or not; the HTTPS listener admits 64
  * (runtime/http/https.h's HTTPS_MAX_CONNS).

@@ -52,7 +52,8 @@ void vireo_tls_free(void *p)
 	heap_free(&tls_heap, p);
 }
 
-/* Record-buffer slots (net/tls/patches/0005, tls.h's TLS_BUF_SLOTS): how
+/* Record-buffer slots (net/tls/patches/0005; tlsmem.buf_slots, TLS_BUF_SLOTS
+ * at the floor, one more per 8 HTTPS connections above it): how
  * many server connections hold their record buffers now, the most at once,
  * and the wakes that found none free (those wait: the read or write is
  * tried again from the next segment or poll). */
@@ -61,7 +62,7 @@ static u64 tls_slots_refused;
 
 int mbedtls_ssl_idle_slot_take(void)
 {
-	if (tls_slots_used >= TLS_BUF_SLOTS) {
+	if (tls_slots_used >= tlsmem.buf_slots) {
 		tls_slots_refused++;
 		return -1;
 	}
@@ -198,7 +199,7 @@ static void tls_metrics(struct metrics_buf *b)
 	metrics_simple(b, "vireo_tls_heap_alloc_failures_total", METRICS_COUNTER,
 		       "TLS allocations refused: the heap was full", tls_heap.failures);
 	metrics_simple(b, "vireo_tls_buffer_slots_in_use", METRICS_GAUGE,
-		       "HTTPS connections holding their record buffers now (at most TLS_BUF_SLOTS; idle ones hold none)",
+		       "HTTPS connections holding their record buffers now (at most the plan's slots; idle ones hold none)",
 		       tls_slots_used);
 	metrics_simple(b, "vireo_tls_buffer_slots_peak", METRICS_GAUGE,
 		       "HTTPS connections holding their record buffers at most at once", tls_slots_peak);
@@ -493,9 +494,10 @@ int tls_start(const char *names)
 			kprintf("tls: no %lu KiB for the TLS heap; HTTPS off\n", (unsigned long)(tlsmem.heap_bytes >> 10));
 			return -1;
 		}
-		kprintf("tls: %lu MiB usable: %u HTTPS connections, TLS heap %lu KiB (net/tls/tlsmem.h)\n",
+		kprintf("tls: %lu MiB usable: %u HTTPS connections, TLS heap %lu KiB, %u with record buffers at once "
+			"(net/tls/tlsmem.h)\n",
 			(unsigned long)(ms.usable_bytes >> 20), tlsmem.https_conns,
-			(unsigned long)(tlsmem.heap_bytes >> 10));
+			(unsigned long)(tlsmem.heap_bytes >> 10), tlsmem.buf_slots);
 		heap_init(&tls_heap);
 		heap_add_arena(&tls_heap, arena, tlsmem.heap_bytes);
 		tls_heap_up = true;

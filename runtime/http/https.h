@@ -10,13 +10,14 @@
  * Limits. What one TLS connection holds of the TLS heap is at most 30 KiB
  * (TLS_CONN_BYTES in net/tls/tls.h, measured) while it holds record
  * buffers (handshaking, or in a record), at most 4 KiB (TLS_IDLE_BYTES)
- * idle, and at most TLS_BUF_SLOTS (64) hold them at once; the keys and
+ * idle, and at most the plan's slots hold them at once (tlsmem.buf_slots:
+ * 64 at the floor, 146 at -m 256); the keys and
  * configuration about 8 KiB. The HTTPS server admits https_max_conns() TLS
  * connections: the boot's plan (net/tls/tlsmem.h), sized with the TLS heap
  * from the VM's RAM so that each has its bytes whatever the others do:
  * HTTPS_MAX_CONNS (64) up to 64 MiB of RAM (64 x 30,720 + 8,192 + the
  * certificate slots = 2,072,576 B in the 2 MiB (2,097,152 B) floor heap),
- * 791 at -m 256; an accepted connection never finds the heap full because
+ * 726 at -m 256; an accepted connection never finds the heap full because
  * of the others. Handshakes
  * cost the most CPU (one ECDHE and
  * one signature each) and are what a flood makes: at most

@@ -1,6 +1,6 @@
 /* net/tls/tlsmem.c: the floor up to 64 MiB (today's 64 HTTPS connections
  * and TLS heap, exactly), the eighth above it, the clamp, the fallback, and
- * inside the planned heap: TLS_BUF_SLOTS connections with their record
+ * inside the planned heap: buf_slots connections with their record
  * buffers (TLS_CONN_BYTES each) and every other one idle (TLS_IDLE_BYTES). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,7 +15,7 @@
 
 /* The most the server's connections hold at once: the slots' holders at
  * their worst, every other one idle (tls.h, net/tls/patches/0005). */
-#define CONNS(n) ((u64)TLS_BUF_SLOTS * TLS_CONN_BYTES + (u64)((n) - TLS_BUF_SLOTS) * TLS_IDLE_BYTES)
+#define CONNS(p) ((u64)(p).buf_slots * TLS_CONN_BYTES + (u64)((p).https_conns - (p).buf_slots) * TLS_IDLE_BYTES)
 _Static_assert(TLS_BUF_SLOTS == TLSMEM_CONNS_FLOOR, "the floor's connections are the slots' reserve");
 
 /* What the server's part must hold besides the connections (tls.h). */
@@ -33,6 +33,7 @@ static void test_floor(void **state)
 	for (size_t i = 0; i < sizeof mib / sizeof mib[0]; i++) {
 		tlsmem_plan(mib[i] * MIB, &p);
 		assert_int_equal(p.https_conns, 64);
+		assert_int_equal(p.buf_slots, 64);
 		assert_int_equal(p.server_bytes, 2 * MIB);
 		/* what test_tls.py reads on /metrics at -m 48..64 */
 		assert_int_equal(p.heap_bytes, 2 * MIB + 4 * 40960 + 384 * 1024);
@@ -47,22 +48,29 @@ static void test_share(void **state)
 	(void)state;
 	/* -m 256: 249 MiB usable */
 	tlsmem_plan(249 * MIB, &p);
-	/* each above the floor at its idle cost in the TLS heap (the record
-	 * buffers' holders are the floor's 64) and lwIP's heap: an idle one
-	 * holds no buffer set (those come from the HTTP pool) */
-	assert_int_equal(TLSMEM_CONN_COST, 4096 + 29170);
-	assert_int_equal(p.https_conns, 64 + (249 - 64) * MIB / 8 / (4096 + 29170));
-	assert_int_equal(p.https_conns, 792);
-	assert_int_equal(p.server_bytes, 2 * MIB + (792 - 64) * 4096);
-	assert_int_equal(p.lwip_bytes, (u64)(792 - 64) * 29170);
+	/* each above the floor at its idle cost in the TLS heap and lwIP's
+	 * heap, and an eighth of one more record-buffer holder (an idle one
+	 * holds no buffer set: those come from the HTTP pool) */
+	assert_int_equal(TLSMEM_CONN_COST, 4096 + 29170 + (30720 - 4096) / 8);
+	assert_int_equal(p.https_conns, 64 + (249 - 64) * MIB / 8 / (4096 + 29170 + 3328));
+	assert_int_equal(p.https_conns, 726);
+	assert_int_equal(p.buf_slots, 64 + (726 - 64) / 8);
+	assert_int_equal(p.buf_slots, 146);
+	assert_int_equal(p.server_bytes, ALIGN_UP(2 * MIB + (726 - 64) * 4096 + 82ull * 26624, 4096));
+	assert_int_equal(p.lwip_bytes, (u64)(726 - 64) * 29170);
 	/* one more connection exactly when an eighth has one more's cost */
 	tlsmem_plan(64 * MIB + 8 * TLSMEM_CONN_COST - 1, &p);
 	assert_int_equal(p.https_conns, 64);
 	assert_int_equal(p.lwip_bytes, 0);
 	tlsmem_plan(64 * MIB + 8 * TLSMEM_CONN_COST, &p);
 	assert_int_equal(p.https_conns, 65);
+	assert_int_equal(p.buf_slots, 64);
 	assert_int_equal(p.server_bytes, 2 * MIB + 4096);
 	assert_int_equal(p.lwip_bytes, 29170);
+	/* the eighth connection above the floor brings a slot */
+	tlsmem_plan(64 * MIB + 64 * TLSMEM_CONN_COST, &p);
+	assert_int_equal(p.https_conns, 72);
+	assert_int_equal(p.buf_slots, 65);
 }
 
 static void test_bound(void **state)
@@ -72,8 +80,9 @@ static void test_bound(void **state)
 	(void)state;
 	for (u64 mib = 64; mib <= 65536; mib = mib * 5 / 4 + 1) {
 		tlsmem_plan(mib * MIB, &p);
+		assert_true(p.buf_slots >= 64 && p.buf_slots <= p.https_conns);
 		/* every connection's worst case and the fixed part fit the server's part */
-		assert_true(CONNS(p.https_conns) + FIXED <= p.server_bytes);
+		assert_true(CONNS(p) + FIXED <= p.server_bytes);
 		assert_int_equal(p.server_bytes % TLSMEM_PAGE, 0);
 		assert_int_equal(p.heap_bytes % TLSMEM_PAGE, 0);
 		assert_int_equal(p.heap_bytes - p.server_bytes, TLS_HEAP_BYTES - TLS_SERVER_HEAP_BYTES);
@@ -84,7 +93,7 @@ static void test_bound(void **state)
 	}
 	tlsmem_plan(1ull << 50, &p);
 	assert_int_equal(p.https_conns, TLSMEM_CONNS_MAX);
-	assert_true(CONNS(p.https_conns) + FIXED <= p.server_bytes);
+	assert_true(CONNS(p) + FIXED <= p.server_bytes);
 }
 
 static void test_smaller(void **state)
