@@ -65,6 +65,7 @@ PLAN = r"^net: (\d+) MiB usable: (\d+) HTTP connections, lwIP heap (\d+) KiB, (\
 TLS_PLAN = r"^tls: (\d+) MiB usable: (\d+) HTTPS connections, TLS heap (\d+) KiB"
 REQ = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 QUICK_TLS = 200
+QUICK_SLOTS = 100  # mid-record at once: past the floor's 64 record-buffer slots
 # net/tls/tls.h: what an idle established TLS connection may hold of the
 # TLS heap (its record buffers released: net/tls/patches/0005)
 TLS_IDLE_BYTES = 4096
@@ -499,6 +500,34 @@ def _https_waits(guest, tls):
             s.close()
 
 
+def _https_slots(guest, n):
+    """n HTTPS connections each in the middle of a record at once (a
+    record's header and part of its body written raw under the TLS
+    stream): each holds its record buffers, so n past the floor's 64 slots
+    needs the plan's slots to scale with memory (net/tls/tlsmem.h: one
+    more per 8 connections above the floor; a fixed 64 made the others
+    wait). The connections are spoiled, then closed."""
+    base = guest.metrics(src=guest.sources[4])
+    socks = _tls_open_many(guest, n)
+    raws = []
+    try:
+        for s in socks:
+            raw = socket.fromfd(s.fileno(), socket.AF_INET, socket.SOCK_STREAM)
+            raws.append(raw)
+            raw.sendall(b"\x17\x03\x03\x00\x40" + b"\0" * 16)  # 21 of a 69-byte record
+        time.sleep(2)
+        m = guest.metrics(src=guest.sources[4])
+        held = m["vireo_tls_buffer_slots_in_use"]
+        waits = m["vireo_tls_buffer_slot_waits_total"] - base["vireo_tls_buffer_slot_waits_total"]
+        print(f"\n{n} HTTPS connections mid-record at once: {held} hold record buffers, {waits} waited")
+        assert held >= n and waits == 0, (held, waits)
+    finally:
+        for r in raws:
+            r.close()
+        for s in socks:
+            s.close()
+
+
 def _https_hold(guest, n, hold):
     base = guest.metrics(src=guest.sources[4])
     t0 = time.monotonic()
@@ -528,6 +557,8 @@ def _https_hold(guest, n, hold):
             for v in (ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2):
                 _wake(guest, v)
             _https_waits(guest, socks[:2])
+        if n + QUICK_SLOTS <= guest.plan_tls:
+            _https_slots(guest, QUICK_SLOTS)
         end = time.monotonic() + hold
         lost = 0
         while True:
