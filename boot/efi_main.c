@@ -15,6 +15,13 @@
 #include "kernel/time/wallclock.h"
 #include "lib/string.h"
 
+/* The image's own bounds (linker/vireo.ld), PC-relative: right whether the
+ * firmware loaded this PE or the compressed image's stub put it in pages
+ * of its own (boot/zstub.c), where the loaded image's ImageBase is the
+ * stub's. */
+extern char ImageBase[] __attribute__((visibility("hidden")));
+extern char __image_end[] __attribute__((visibility("hidden")));
+
 #define MAP_SLACK_DESCS 16	/* room for the map to grow between calls */
 #define EXIT_TRIES 8
 
@@ -253,10 +260,10 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	bi->stack_base = stack_pages;
 	bi->stack_size = (BOOT_STACK_PAGES + 1) * 4096ULL;
 
-	if (bs->HandleProtocol(image, &loaded_image_guid, (void **)&li) == EFI_SUCCESS && li) {
-		bi->image_base = (u64)(UINTN)li->ImageBase;
-		bi->image_size = li->ImageSize;
-	}
+	bi->image_base = (u64)(UINTN)ImageBase;
+	bi->image_size = (u64)(__image_end - ImageBase);
+	if (bs->HandleProtocol(image, &loaded_image_guid, (void **)&li) != EFI_SUCCESS)
+		li = NULL;
 	efi_find_rsdp(st, bi);
 	efi_find_fb(bs, bi);
 	esp_load(bs, li ? li->DeviceHandle : NULL, bi);	/* BOOT_FILES */
