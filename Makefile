@@ -129,7 +129,7 @@ $(foreach a,$(IMAGE_APPS),$(eval $(patsubst %,$(BUILD)/k/%.o,$(basename $(wildca
 # app.mk sets it: apps/kv); other apps and `make TLS=0` carry none of it
 # unless asked (STORAGE=1), and STORAGE=0 leaves it out of the site. An app
 # calling vireo_store_*() without it does not link (undefined reference).
-STORAGE ?= 0
+STORAGE ?= $(if $(filter apps/site apps/site/,$(or $(APP),apps/site)),$(TLS),0)
 # (tools/cmdline_table.py --no-storage names the same paths.)
 STORAGE_PATHS := drivers/virtio/blk/% storage/% runtime/store_api.c runtime/acme_state.c runtime/keep_rec.c runtime/acme_ari.c
 SRCS := $(HOT_SRCS) $(COLD_SRCS)
@@ -445,8 +445,14 @@ HTTP_PORT ?= $(or $(patsubst http=%,%,$(filter http=%,$(CMDLINE))),80)
 # With TLS (the site's default): host port TLS_PORT (8443) to the guest's https= port too.
 TLS_PORT ?= 8443
 HTTPS_PORT ?= $(or $(patsubst https=%,%,$(filter https=%,$(CMDLINE))),443)
+# An image with the store (STORAGE=1: the default site, apps/kv) runs with
+# a data disk, DISK= or build/data.img (made blank the first time, kept
+# after: the keys and certificates of the last run are there); DISK=none
+# runs without one (the store then warns and keeps keys in memory).
+RUN_DISK = $(if $(filter none,$(DISK)),,$(or $(DISK),$(if $(filter 1,$(STORAGE)),$(BUILD)/data.img)))
 run: deps-run $(IMAGE)
-	images/qemu.sh --image $(IMAGE) --mem $(MEM) --cmdline "$(CMDLINE)" $(if $(DISK),--disk $(DISK)) \
+	$(if $(RUN_DISK),$(Q)$(MAKE) -s disk DISK=$(RUN_DISK))
+	images/qemu.sh --image $(IMAGE) --mem $(MEM) --cmdline "$(CMDLINE)" $(if $(RUN_DISK),--disk $(RUN_DISK)) \
 		$(if $(PORT),--port $(PORT) --guest-port $(HTTP_PORT)) \
 		$(if $(and $(PORT),$(filter 1,$(TLS))),--tls-port $(TLS_PORT) --guest-tls-port $(HTTPS_PORT)) \
 		$(if $(PORT),$(APP_RUN_FWD)) $(QEMU_OPTS)
@@ -906,15 +912,17 @@ params:
 
 help:
 	@echo "vireo $(VERSION) targets:"
-	@echo "  make            build $(EFI) (UEFI application) and $(PVH), HTTP and HTTPS"
-	@echo "                  (fails over its size budget: 640 KiB, 360 KiB with TLS=0; IMAGE_BUDGET=0 skips)"
+	@echo "  make            build $(EFI) (UEFI application) and $(PVH), HTTP and HTTPS, with the store"
+	@echo "                  (compressed; fails over its size budget: 640 KiB, 360 KiB with TLS=0, and the"
+	@echo "                  kernel's PE over 704 KiB, 360 KiB with TLS=0; IMAGE_BUDGET=0, KERNEL_BUDGET=0 skip;"
+	@echo "                  ZIMAGE=0 ships the kernel's PE itself)"
 	@echo "  make elf        build $(PVH) (PVH ELF: qemu-system-x86_64 -kernel, no firmware)"
 	@echo "  make run-microvm  the appliance on QEMU microvm (PVH, virtio-mmio, no PCI/ACPI);"
 	@echo "                  same PORT=, CMDLINE=, QEMU_OPTS=, MEM= as make run"
 	@echo "  make image      build $(IMAGE) (GPT disk, ESP with EFI/BOOT/BOOTX64.EFI)"
 	@echo "  make TLS=0      build without HTTPS (no mbedTLS); apps other than the site: TLS=1 for it"
-	@echo "  make STORAGE=1  the site with the store: keys, certificates and ACME state kept on the data"
-	@echo "                  disk across restarts (docs/https.md; its own budget: 704 KiB)"
+	@echo "  make STORAGE=0  the site without the store (by default keys, certificates and ACME state are"
+	@echo "                  kept on the data disk across restarts: docs/https.md)"
 	@echo "  make TLS_CERT=chain.pem TLS_KEY=key.pem  HTTPS (mbedTLS 3.6, default) with this certificate/key"
 	@echo "                  (else one generated at boot, for tls.names=; EFI/vireo/tls/cert.pem and"
 	@echo "                  key.pem on the ESP win over both); https= port 443; TLS_CA=bundle.pem: the"
@@ -922,7 +930,8 @@ help:
 	@echo "                  (docs/https.md). make tls-check: what mbedTLS needs, its size"
 	@echo "  make run        install QEMU/OVMF if missing, boot the appliance; http://localhost:8080/"
 	@echo "                  (PORT=, CMDLINE=, QEMU_OPTS=, MEM=); with TLS also https://localhost:8443/ (TLS_PORT=);"
-	@echo "                  DISK=file attaches a data disk (serial vireo-data; docs/storage.md);"
+	@echo "                  DISK=file attaches a data disk (serial vireo-data; docs/storage.md); an image"
+	@echo "                  with the store gets build/data.img (made blank once, then kept) unless DISK=none;"
 	@echo "                  CFG=file puts it on the image's ESP as EFI/vireo/vireo.cfg (docs/appliance.md)"
 	@echo "  make disk       a blank data disk, build/data.img or DISK= (DISK_SIZE=, default 64M); kept if it exists"
 	@echo "  APP=apps/NAME   build (and run) that app instead of the static site (apps/site): any"

@@ -8,8 +8,9 @@ there in an image built with that app).
 
   tools/cmdline_table.py               both Markdown tables for the docs
   tools/cmdline_table.py --plain       the image's `params` lines, exactly
-                                       (--with-app apps/site --no-storage --no-tls:
-                                       the default image's)
+                                       (--with-app apps/site: the default
+                                       image's; --no-tls --no-storage: make
+                                       TLS=0's)
   tools/cmdline_table.py --check FILE  exit 1 unless FILE holds both tables
 
 Only the fields a registration spells out are read: .key, .type, .def,
@@ -221,7 +222,7 @@ def main():
     ap.add_argument("--check", metavar="FILE", help="fail unless FILE contains the Markdown table")
     ap.add_argument("--no-storage", action="store_true",
                     help="leave out the keys of the block path (STORAGE_PREFIXES), which only an image "
-                         "built with STORAGE=1 carries (the default image does not)")
+                         "built with STORAGE=1 carries (the default image does; make TLS=0 and most apps do not)")
     ap.add_argument("--no-tls", action="store_true",
                     help="leave out the keys only a make TLS=1 image carries (TLS_PREFIXES)")
     ap.add_argument("--with-app", metavar="DIR", action="append", default=[],

@@ -13,12 +13,14 @@ READY = r"^vireo: kernel ready$"
 
 def table_from_sources():
     """`params`' lines as tools/cmdline_table.py prints them from the sources
-    of the default image: with its app's keys (apps/site) and the TLS ones
-    (TLS is its default), without the block path's (it is built without
-    STORAGE=1); the TLS-only keys are left out for a build/tls-build.0
-    (make TLS=0) image."""
+    of the default image: with its app's keys (apps/site), the TLS ones
+    and the block path's (TLS and the store are its defaults); the TLS-only
+    keys are left out for a build/tls-build.0 (make TLS=0) image, the
+    block path's for one linked without the store (build/storage-link.0)."""
     tls = not os.path.exists(os.path.join(ROOT, "build", "tls-build.0"))
-    out = subprocess.run([sys.executable, f"{ROOT}/tools/cmdline_table.py", "--plain", "--no-storage",
+    storage = os.path.exists(os.path.join(ROOT, "build", "storage-link.1"))
+    out = subprocess.run([sys.executable, f"{ROOT}/tools/cmdline_table.py", "--plain",
+                          *([] if storage else ["--no-storage"]),
                           *([] if tls else ["--no-tls"]), "--with-app", "apps/site"],
                          check=True, capture_output=True, text=True).stdout
     return out.splitlines()
