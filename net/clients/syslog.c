@@ -7,11 +7,15 @@
  * counted (vireo_syslog_dropped_total), never blocks the console.
  *
  * Memory, fixed at build time: SYSLOG_RING lines of at most SYSLOG_LINE
- * bytes (64 x 256 = 16 KiB, four pages taken when syslog= is set, not .bss,
+ * bytes (128 x 256 = 32 KiB, eight pages taken when syslog= is set, not .bss,
  * which the image stores; longer lines cut and counted), one line being
  * assembled (256 B), one 512-byte datagram on the stack while sending.
  * The sink replays the console's log ring when added (at most
- * LOG_RING_SIZE = 8 KiB, so the boot log arrives too, less what drops).
+ * LOG_RING_SIZE = 8 KiB, so the boot log arrives too, less what drops):
+ * 128 lines hold that replay (the boot log's lines average 70-90 B, about
+ * 100 of them in 8 KiB) and what the boot prints while ARP resolves the
+ * next hop; 64 lost the ready line once the store's lines joined the boot
+ * log.
  *
  * A panic (console_panic_mode) stops the loop for good, so its lines take
  * another way: the sink's emergency writer builds each of the first
@@ -42,7 +46,7 @@
 #include "net/net.h"
 #include "net/clients/syslog_msg.h"
 
-#define SYSLOG_RING 64
+#define SYSLOG_RING 128
 #define SYSLOG_LINE 256
 #define SYSLOG_DGRAM 512
 #define SYSLOG_WAIT_MS 500	/* no address yet: try again */

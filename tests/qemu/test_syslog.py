@@ -1,5 +1,5 @@
 """Remote syslog: every console line as an RFC 5424 datagram to a listener
-in the test's namespace, the boot log included; a burst past the 64-line
+in the test's namespace, the boot log included; a burst past the 128-line
 ring is dropped and counted, never waited for."""
 import re
 import socket
@@ -45,7 +45,7 @@ def test_console_lines_reach_the_syslog_listener(boot, netns):
         time.sleep(3)
         before = _metrics(netns)
         # A burst: six `params` listings (25+ lines each) in one read of the
-        # serial line, more than the ring's 64 lines before the loop drains it.
+        # serial line, more than the ring's 128 lines before the loop drains it.
         vm.send("params\n" * 6)
         vm.wait_for(r"(?s)(shutdown\.grace=.*){6}", timeout=60)
         time.sleep(3)
