@@ -139,10 +139,8 @@ __cold int http_server_start(u16 port, const struct http_server_cfg *cfg)
 	http_srv.tab.max_conns = http_srv.cfg.max_conns;
 	http_srv.tab.max_per_src = http_srv.cfg.max_per_src;
 	conntab_init(&http_srv.tab);	/* else at the first accept */
-	__builtin_memset(&http_srv.bufs, 0, sizeof http_srv.bufs);
-	__builtin_memset(&http_srv.sends, 0, sizeof http_srv.sends);
-	http_srv.bufs.max = netmem.http_bufs;
-	http_srv.sends.max = netmem.http_sends;
+	slots_init(&http_srv.bufs, netmem.http_bufs);
+	slots_init(&http_srv.sends, netmem.http_sends);
 
 	rc = listen_on(altcp_tcp_new_ip_type(IPADDR_TYPE_ANY), port, &lpcb);
 	if (rc)
