@@ -184,8 +184,8 @@ void http_server_drain(u32 *idle_closed, u32 *busy)
 		altcp_close(http_srv.listen_tls);
 	http_srv.listen_tls = NULL;
 	http_srv.draining = true;
-	for (c = (struct conn *)http_srv.tab.head; c; c = next) {
-		next = (struct conn *)c->link.next;
+	for (c = (struct conn *)conntab_newest(&http_srv.tab); c; c = next) {
+		next = (struct conn *)conntab_older(&http_srv.tab, &c->link);
 		/* Waiting for a first or next request, no byte of it yet:
 		 * idle, unless the last response is still unacknowledged,
 		 * which then closes as if it had asked for it. */
@@ -211,8 +211,8 @@ void http_server_stop(void)
 		altcp_close(http_srv.listen_tls);
 	http_srv.listen_tls = NULL;
 	http_srv.draining = false;
-	while (http_srv.tab.head)
-		server_conn_abort((struct conn *)http_srv.tab.head);
+	while (http_srv.tab.count)
+		server_conn_abort((struct conn *)conntab_newest(&http_srv.tab));
 	conntab_release(&http_srv.tab);
 }
 

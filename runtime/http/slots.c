@@ -25,7 +25,7 @@ bool slots_take(struct slots *s, struct slot_waiter *w)
 		w->held = true;
 		return true;
 	}
-	if (!w->queued && list_empty(&s->fifo) && s->used < s->max) {
+	if (!w->queued && !slots_waited_for(s) && s->used < s->max) {
 		s->used++;
 		w->held = true;
 		return true;
@@ -44,7 +44,7 @@ static struct slot_waiter *slots_pass(struct slots *s)
 {
 	struct slot_waiter *n;
 
-	if (list_empty(&s->fifo)) {
+	if (!slots_waited_for(s)) {
 		s->used--;
 		return NULL;
 	}

@@ -34,10 +34,11 @@ struct slots {
 
 /* An empty budget of max slots, nobody waiting. */
 void slots_init(struct slots *s, u32 max);
-/* Whether anyone waits for a slot. */
+
+/* Whether anyone waits for a slot (waiting: the FIFO's length). */
 static inline bool slots_waited_for(const struct slots *s)
 {
-	return !list_empty(&s->fifo);
+	return s->waiting != 0;
 }
 
 /* A slot for w: true when w holds one (newly taken, handed to it while
