@@ -136,7 +136,11 @@ bool conntab_init(struct conntab *t)
 	size_t top;
 	u32 size = 1;
 
-	if (t->hash && !t->head &&
+	if (!t->hash) {	/* empty: its lists too */
+		list_init(&t->conns);
+		list_init(&t->idle);
+	}
+	if (t->hash && !t->count &&
 	    (t->hash_mask + 1 < t->max_conns || t->by_n_max != t->max_per_src || t->by_n_conns != t->max_conns))
 		conntab_release(t);	/* resized while empty */
 	if (t->hash)
@@ -171,7 +175,7 @@ bool conntab_init(struct conntab *t)
 
 void conntab_release(struct conntab *t)
 {
-	if (t->head)
+	if (t->count)
 		return;
 	kfree(t->hash);
 	kfree(t->by_n[0]);
@@ -180,7 +184,7 @@ void conntab_release(struct conntab *t)
 		t->by_n[l] = NULL;
 		t->sources[l] = t->heavy_n[l] = 0;
 	}
-	t->idle_head = t->idle_tail = NULL;
+	/* the lists are empty: left as they are for conntab_init() */
 }
 
 /*
@@ -198,6 +202,12 @@ static bool conntab_evens_out(const struct conntab_conn *c, u32 below, struct co
 	return false;	/* the newcomer's own source */
 }
 
+/* The connection whose link at level l is p. */
+static struct conntab_conn *conntab_lv_conn(struct list_node *p, u32 l)
+{
+	return list_entry(p - l, struct conntab_conn, lv[0]);
+}
+
 /* Among the CONNTAB_SCAN oldest connections of n (at its level), the first
  * idle one that may make room (any, if mine is NULL; else one that evens
  * the counts out), else the first that may. */
@@ -205,9 +215,11 @@ static struct conntab_conn *conntab_scan(const struct conntab_node *n, bool (*is
 					 struct conntab_node *const mine[], const u32 m[])
 {
 	struct conntab_conn *c, *first = NULL;
+	struct list_node *p;
 	u32 k = 0;
 
-	for (c = n->oldest; c && k < CONNTAB_SCAN; c = c->lv[n->level].next, k++) {
+	for (p = n->conns.next; p != &n->conns && k < CONNTAB_SCAN; p = p->next, k++) {
+		c = conntab_lv_conn(p, n->level);
 		if (mine && !conntab_evens_out(c, n->level, mine, m))
 			continue;
 		if (!is_idle || is_idle(c))
@@ -223,7 +235,7 @@ enum conntab_verdict conntab_admit(const struct conntab *t, const struct conntab
 				   struct conntab_conn **victim)
 {
 	struct conntab_node *mine[CONNTAB_LEVELS];
-	struct conntab_conn *c;
+	const struct list_node *p;
 	u32 m[CONNTAB_LEVELS], l, k, share;
 
 	*victim = NULL;
@@ -250,11 +262,14 @@ enum conntab_verdict conntab_admit(const struct conntab *t, const struct conntab
 		return *victim ? CONNTAB_EVICT : CONNTAB_REFUSE_FULL;
 	}
 	/* Under every cap: whoever has been idle longest. */
-	for (c = t->idle_head, k = 0; c && k < CONNTAB_SCAN; c = c->inext, k++)
+	for (p = t->idle.next, k = 0; p != &t->idle && k < CONNTAB_SCAN; p = p->next, k++) {
+		struct conntab_conn *c = list_entry(p, struct conntab_conn, in_idle);
+
 		if (!is_idle || is_idle(c)) {
 			*victim = c;
 			return CONNTAB_EVICT;
 		}
+	}
 	/* Nobody idle: the prefix holding the most, coarsest level first. */
 	for (l = CONNTAB_LEVELS; l-- > 0;)
 		if (t->heavy_n[l] >= m[l] + 2) {
@@ -303,6 +318,7 @@ static struct conntab_node *conntab_node_get(struct conntab *t, const struct con
 		return NULL;
 	n->src = *p;
 	n->level = level;
+	list_init(&n->conns);
 	h = conntab_hash(t, p, level);
 	n->hnext = t->hash[h];
 	t->hash[h] = n;
@@ -349,8 +365,6 @@ static bool conntab_nodes_get(struct conntab *t, const struct conntab_src *src,
 static void conntab_level_join(struct conntab *t, struct conntab_node *n, struct conntab_conn *c, u32 l,
 			       struct conntab_node *parent)
 {
-	struct conntab_lvlink *k = &c->lv[l];
-
 	if (n->n)
 		conntab_by_n_out(t, n);
 	else if (parent)
@@ -359,21 +373,15 @@ static void conntab_level_join(struct conntab *t, struct conntab_node *n, struct
 	conntab_by_n_in(t, n);
 	t->heavy_n[l] = MAX(t->heavy_n[l], n->n);
 	c->nodes[l] = n;
-	k->next = NULL;
-	k->prev = n->newest;
-	*(n->newest ? &n->newest->lv[l].next : &n->oldest) = c;
-	n->newest = c;
+	list_push_back(&n->conns, &c->lv[l]);
 }
 
 /* c leaves its node at level l; the node goes with its last connection. */
 static void conntab_level_leave(struct conntab *t, struct conntab_conn *c, u32 l)
 {
 	struct conntab_node *n = c->nodes[l], *parent = l + 1 < CONNTAB_LEVELS ? c->nodes[l + 1] : NULL;
-	struct conntab_lvlink *k = &c->lv[l];
 
-	*(k->prev ? &k->prev->lv[l].next : &n->oldest) = k->next;
-	*(k->next ? &k->next->lv[l].prev : &n->newest) = k->prev;
-	k->next = k->prev = NULL;
+	list_unlink(&c->lv[l]);
 	c->nodes[l] = NULL;
 
 	conntab_by_n_out(t, n);
@@ -399,11 +407,7 @@ bool conntab_insert(struct conntab *t, struct conntab_conn *c)
 	for (u32 l = 0; l < CONNTAB_LEVELS; l++)
 		conntab_level_join(t, nodes[l], c, l, l + 1 < CONNTAB_LEVELS ? nodes[l + 1] : NULL);
 	c->src = nodes[0]->src;
-	c->prev = NULL;
-	c->next = t->head;
-	if (t->head)
-		t->head->prev = c;
-	t->head = c;
+	list_push_front(&t->conns, &c->in_tab);
 	t->count++;
 	return true;
 }
@@ -413,28 +417,16 @@ void conntab_idle(struct conntab *t, struct conntab_conn *c, bool idle)
 	if (c->idle == idle)
 		return;
 	c->idle = idle;
-	if (idle) {
-		c->inext = NULL;
-		c->iprev = t->idle_tail;
-		*(t->idle_tail ? &t->idle_tail->inext : &t->idle_head) = c;
-		t->idle_tail = c;
-		return;
-	}
-	*(c->iprev ? &c->iprev->inext : &t->idle_head) = c->inext;
-	*(c->inext ? &c->inext->iprev : &t->idle_tail) = c->iprev;
-	c->inext = c->iprev = NULL;
+	if (idle)
+		list_push_back(&t->idle, &c->in_idle);
+	else
+		list_unlink(&c->in_idle);
 }
 
 void conntab_remove(struct conntab *t, struct conntab_conn *c)
 {
 	conntab_idle(t, c, false);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		t->head = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	c->next = c->prev = NULL;
+	list_unlink(&c->in_tab);
 	t->count--;
 	for (u32 l = 0; l < CONNTAB_LEVELS; l++)
 		conntab_level_leave(t, c, l);

@@ -5,6 +5,7 @@
 #ifndef VIREO_NET_APP_CONNTAB_H
 #define VIREO_NET_APP_CONNTAB_H
 
+#include "lib/list.h"
 #include "lib/types.h"
 #include "lwip/altcp.h"
 #include "lwip/ip_addr.h"
@@ -32,12 +33,10 @@ struct conntab_node;
 /* Embedded as the first member of each service's connection state (the
  * connection itself, its pcb, is the state's struct tcpconn). */
 struct conntab_conn {
-	struct conntab_conn *next, *prev;	/* the whole table, newest first */
-	struct conntab_conn *inext, *iprev;	/* the idle list, longest idle first */
+	struct list_node in_tab;		/* the whole table, newest first */
+	struct list_node in_idle;		/* the idle list, longest idle first */
 	bool idle;				/* on it (conntab_idle()) */
-	struct conntab_lvlink {		/* its node's list at each level, oldest first */
-		struct conntab_conn *next, *prev;
-	} lv[CONNTAB_LEVELS];
+	struct list_node lv[CONNTAB_LEVELS];	/* its node's list at each level, oldest first */
 	union {
 		struct conntab_node *node;	/* its source: nodes[0] */
 		struct conntab_node *nodes[CONNTAB_LEVELS];
@@ -51,7 +50,7 @@ struct conntab_conn {
 struct conntab_node {
 	struct conntab_node *hnext;		/* hash chain */
 	struct conntab_node *bnext, *bprev;	/* ring of the level's nodes holding the same n */
-	struct conntab_conn *oldest, *newest;
+	struct list_node conns;			/* its connections (lv[level]), oldest first */
 	struct conntab_src src;	/* the prefix, the bits past it zero */
 	u32 level;
 	u32 n;			/* its connections */
@@ -72,8 +71,10 @@ struct conntab_node {
  * table is empty (a service restarted), and neither may grow otherwise.
  */
 struct conntab {
-	struct conntab_conn *head;
-	struct conntab_conn *idle_head, *idle_tail;
+	/* The lists: set up by conntab_init() (a zeroed table has none: walk
+	 * with conntab_newest(), which checks count). */
+	struct list_node conns;		/* every connection (in_tab), newest first */
+	struct list_node idle;		/* the idle ones (in_idle), longest idle first */
 	u32 count;
 	u32 max_conns;		/* table size */
 	u32 max_per_src;	/* one source's cap while slots are free */
@@ -94,6 +95,19 @@ enum conntab_verdict {
 	CONNTAB_REFUSE_SOURCE,	/* the source is at max_per_src */
 	CONNTAB_REFUSE_FULL,	/* full, and the newcomer's prefixes have their shares */
 };
+
+/* The table's connections, newest first: conntab_newest(t), then
+ * conntab_older(t, c) until NULL (save it before c leaves the table).
+ * NULL for an empty table, a zeroed one too. */
+static inline struct conntab_conn *conntab_newest(const struct conntab *t)
+{
+	return t->count ? list_entry(t->conns.next, struct conntab_conn, in_tab) : NULL;
+}
+
+static inline struct conntab_conn *conntab_older(const struct conntab *t, const struct conntab_conn *c)
+{
+	return c->in_tab.next == &t->conns ? NULL : list_entry(c->in_tab.next, struct conntab_conn, in_tab);
+}
 
 /* The source key of addr (IPv4, or IPv6 by /64). */
 void conntab_src_of(const ip_addr_t *addr, struct conntab_src *src);

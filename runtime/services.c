@@ -789,8 +789,8 @@ void api_services_stop(void)
 		if (s->listen)
 			altcp_close(s->listen);
 		s->listen = NULL;
-		while (s->tab.head)
-			tcpconn_abort(&((struct svc_conn *)s->tab.head)->tc);
+		while (s->tab.count)
+			tcpconn_abort(&((struct svc_conn *)conntab_newest(&s->tab))->tc);
 		conntab_release(&s->tab);
 	}
 	if (svc_out_stop)

@@ -354,8 +354,8 @@ static void svc_out_stop_all(void)
 	for (u32 i = 0; i < svcs->nout; i++) {
 		struct svc *s = &svcs->out[i];
 
-		while (s->tab.head) {
-			struct svc_conn *c = (struct svc_conn *)s->tab.head;
+		while (s->tab.count) {
+			struct svc_conn *c = (struct svc_conn *)conntab_newest(&s->tab);
 
 			c->abort_req = true;	/* no next address */
 			if (c->tc.pcb)

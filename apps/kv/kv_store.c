@@ -14,6 +14,7 @@ int kv_store_init(struct kv_store *s, const struct kv_config *c)
 	if (c->value_max > KV_VALUE_CEIL || !c->alloc || !c->free)
 		return -EINVAL;
 	memset(s, 0, sizeof *s);
+	list_init(&s->held_list);
 	s->max_bytes = c->max_bytes;
 	s->value_max = c->value_max;
 	s->alloc = c->alloc;
@@ -36,12 +37,10 @@ static void kv_free_tree(struct kv_store *s, struct kv_entry *e)
 void kv_store_clear(struct kv_store *s)
 {
 	kv_free_tree(s, s->root);
-	while (s->held_list) {
-		struct kv_entry *e = s->held_list;
+	struct list_node *n;
 
-		s->held_list = e->right;
-		s->free(e);
-	}
+	while ((n = list_pop_front(&s->held_list)))
+		s->free(list_entry(n, struct kv_entry, held));
 	s->root = NULL;
 	s->used = 0;
 	s->count = 0;
@@ -60,11 +59,7 @@ static void kv_release(struct kv_store *s, struct kv_entry *e)
 		return;
 	}
 	e->height = 0;
-	e->left = NULL;
-	e->right = s->held_list;
-	if (s->held_list)
-		s->held_list->left = e;
-	s->held_list = e;
+	list_push_front(&s->held_list, &e->held);
 	s->held++;
 	s->held_bytes += charge;
 }
@@ -79,18 +74,13 @@ bool kv_pin(struct kv_store *s, const struct kv_entry *ce)
 	return true;
 }
 
-/* Takes e off the held list (its links are left and right there); returns
- * its charge, no longer counted as held. */
+/* Takes e off the held list; returns its charge, no longer counted as
+ * held. */
 static size_t kv_held_unlink(struct kv_store *s, struct kv_entry *e)
 {
 	size_t charge = kv_charge(e->klen, e->vlen);
 
-	if (e->left)
-		e->left->right = e->right;
-	else
-		s->held_list = e->right;
-	if (e->right)
-		e->right->left = e->left;
+	list_unlink(&e->held);
 	s->held--;
 	s->held_bytes -= charge;
 	return charge;
@@ -634,18 +624,21 @@ static int kv_check_tree(const struct kv_entry *e, struct kv_check *c)
 int kv_store_check(const struct kv_store *s)
 {
 	struct kv_check c = {0};
-	const struct kv_entry *e, *prev = NULL;
+	const struct list_node *n, *prev = &s->held_list;
 	size_t held = 0, held_bytes = 0;
 
 	kv_check_tree(s->root, &c);
-	for (e = s->held_list; e; prev = e, e = e->right) {
-		if (e->left != prev || e->height || !e->pins || held > s->held)
+	list_for_each(n, &s->held_list) {
+		const struct kv_entry *e = list_entry(n, const struct kv_entry, held);
+
+		if (n->prev != prev || e->height || !e->pins || held > s->held)
 			return -EBADMSG;
+		prev = n;
 		held++;
 		held_bytes += kv_charge(e->klen, e->vlen);
 	}
-	if (c.bad || c.used + held_bytes != s->used || c.count != s->count || held != s->held ||
-	    held_bytes != s->held_bytes)
+	if (c.bad || s->held_list.prev != prev || c.used + held_bytes != s->used || c.count != s->count ||
+	    held != s->held || held_bytes != s->held_bytes)
 		return -EBADMSG;
 	return 0;
 }

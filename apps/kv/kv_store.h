@@ -35,6 +35,7 @@
 #ifndef VIREO_APPS_KV_STORE_H
 #define VIREO_APPS_KV_STORE_H
 
+#include "vireo/list.h"
 #include "vireo/outbuf.h"
 #include "vireo/siphash.h"
 #include "vireo/types.h"
@@ -64,7 +65,12 @@
  * then the value.
  */
 struct kv_entry {
-	struct kv_entry *left, *right;	/* held: the held list's prev and next */
+	union {
+		struct {
+			struct kv_entry *left, *right;	/* in the tree */
+		};
+		struct list_node held;	/* out of it (height 0): on the held list */
+	};
 	u64 tag;
 	u32 vlen;
 	u16 pins;	/* responses still reading the value (kv_pin) */
@@ -92,7 +98,7 @@ struct kv_store {
 	void (*free)(void *p);
 	/* Entries replaced or deleted while pinned: out of the tree, still
 	 * charged in used until their last unpin frees them. */
-	struct kv_entry *held_list;
+	struct list_node held_list;
 	size_t held, held_bytes;
 	/* Refusals: puts over the bound, allocations that failed. */
 	u64 refused_full, refused_nomem;

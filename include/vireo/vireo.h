@@ -2,7 +2,7 @@
  * docs/apps.md explains it with apps/template as the example. An app is
  * built with -Iinclude and its own folder only: these headers are all it
  * can include. The toolkit part (types, string, byteorder, parse, outbuf,
- * siphash) is the kernel's own code (lib/), declared here. */
+ * siphash, list) is the kernel's own code (lib/), declared here. */
 #ifndef VIREO_API_VIREO_H
 #define VIREO_API_VIREO_H
 
@@ -12,6 +12,7 @@
 #include "vireo/parse.h"
 #include "vireo/outbuf.h"
 #include "vireo/siphash.h"
+#include "vireo/list.h"
 #include "vireo/app.h"
 #include "vireo/config.h"
 #include "vireo/files.h"

@@ -61,7 +61,7 @@ __cold static struct conn *admission_tls_victim(u32 mine)
 	struct conn *victim = NULL;
 	u32 heavy = 0, n;
 
-	for (l = http_srv.tab.head; l; l = l->next) {
+	for (l = conntab_newest(&http_srv.tab); l; l = conntab_older(&http_srv.tab, l)) {
 		if (!((struct conn *)l)->handshaking)
 			continue;
 		n = l->node->handshakes;
@@ -79,11 +79,14 @@ __cold static struct conn *admission_tls_victim(u32 mine)
  * NULL. O(CONNTAB_SCAN), only while the TLS connections are all taken. */
 __cold static struct conn *admission_tls_idle_victim(void)
 {
-	struct conntab_conn *l = http_srv.tab.idle_head;
+	const struct list_node *p = http_srv.tab.idle.next;
 
-	for (u32 k = 0; l && k < CONNTAB_SCAN; l = l->inext, k++)
+	for (u32 k = 0; p != &http_srv.tab.idle && k < CONNTAB_SCAN; p = p->next, k++) {
+		struct conntab_conn *l = list_entry(p, struct conntab_conn, in_idle);
+
 		if (((struct conn *)l)->tc.tls && !((struct conn *)l)->handshaking && admission_idle(l))
 			return (struct conn *)l;
+	}
 	return NULL;
 }
 

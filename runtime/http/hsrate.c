@@ -184,6 +184,8 @@ u64 hscpu_ready_at(struct hscpu *c, u64 now)
 
 /* Round robin across prefixes (see hsrate.h). */
 _Static_assert((HSFAIR_SLOTS & (HSFAIR_SLOTS - 1)) == 0 && HSFAIR_SLOTS < HSFAIR_NONE, "slot index");
+_Static_assert(sizeof(struct hsfair_slot) == 24 && sizeof(struct hsfair_node) == 2 * sizeof(void *),
+	       "hsrate.h's figures: 24 B a slot, a node of two pointers");
 
 u16 hsrate_slot(const struct hsrate *r, const u8 *addr, size_t alen)
 {
@@ -195,6 +197,8 @@ void hsfair_init(struct hsfair *f)
 {
 	memset(f, 0, sizeof *f);
 	f->cur = HSFAIR_NONE;
+	for (unsigned i = 0; i < HSFAIR_SLOTS; i++)
+		list_init(&f->s[i].q);
 }
 
 /* Slot i joins the ring just before the current turn: last in the round. */
@@ -234,15 +238,9 @@ void hsfair_push(struct hsfair *f, struct hsfair_node *n, u16 slot)
 
 	slot &= HSFAIR_SLOTS - 1;
 	s = &f->s[slot];
-	n->next = NULL;
-	n->prev = s->tail;
-	if (s->tail)
-		s->tail->next = n;
-	else {
-		s->head = n;
+	if (list_empty(&s->q))
 		hsfair_ring_add(f, slot);
-	}
-	s->tail = n;
+	list_push_back(&s->q, &n->link);
 	f->queued++;
 }
 
@@ -252,17 +250,9 @@ void hsfair_remove(struct hsfair *f, struct hsfair_node *n, u16 slot)
 
 	slot &= HSFAIR_SLOTS - 1;
 	s = &f->s[slot];
-	if (n->prev)
-		n->prev->next = n->next;
-	else
-		s->head = n->next;
-	if (n->next)
-		n->next->prev = n->prev;
-	else
-		s->tail = n->prev;
-	n->prev = n->next = NULL;
+	list_unlink(&n->link);
 	f->queued--;
-	if (!s->head)
+	if (list_empty(&s->q))
 		hsfair_ring_del(f, slot);
 }
 
@@ -273,7 +263,7 @@ struct hsfair_node *hsfair_pop(struct hsfair *f)
 
 	if (i == HSFAIR_NONE)
 		return NULL;
-	n = f->s[i].head;
+	n = list_entry(f->s[i].q.next, struct hsfair_node, link);
 	hsfair_remove(f, n, i);
 	/* the slot still waiting: its next turn comes after the others' */
 	if (f->cur == i)

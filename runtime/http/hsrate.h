@@ -34,6 +34,7 @@
 #define VIREO_RUNTIME_HTTP_HSRATE_H
 
 #include "lib/crypto/siphash.h"
+#include "lib/list.h"
 #include "lib/types.h"
 
 #define HSRATE_WAYS		4
@@ -153,11 +154,11 @@ u64 hscpu_ready_at(struct hscpu *c, u64 now);
 /* Two pointers: the caller keeps whether it is queued and in which slot
  * (struct conn has room for those in its padding, not for a larger node). */
 struct hsfair_node {
-	struct hsfair_node *prev, *next;	/* its slot's queue */
+	struct list_node link;			/* its slot's queue */
 };
 
 struct hsfair_slot {
-	struct hsfair_node *head, *tail;
+	struct list_node q;			/* its queue, oldest first */
 	u16 rprev, rnext;			/* the ring of non-empty slots */
 };
 

@@ -139,10 +139,8 @@ __cold int http_server_start(u16 port, const struct http_server_cfg *cfg)
 	http_srv.tab.max_conns = http_srv.cfg.max_conns;
 	http_srv.tab.max_per_src = http_srv.cfg.max_per_src;
 	conntab_init(&http_srv.tab);	/* else at the first accept */
-	__builtin_memset(&http_srv.bufs, 0, sizeof http_srv.bufs);
-	__builtin_memset(&http_srv.sends, 0, sizeof http_srv.sends);
-	http_srv.bufs.max = netmem.http_bufs;
-	http_srv.sends.max = netmem.http_sends;
+	slots_init(&http_srv.bufs, netmem.http_bufs);
+	slots_init(&http_srv.sends, netmem.http_sends);
 
 	rc = listen_on(altcp_tcp_new_ip_type(IPADDR_TYPE_ANY), port, &lpcb);
 	if (rc)
@@ -186,8 +184,8 @@ void http_server_drain(u32 *idle_closed, u32 *busy)
 		altcp_close(http_srv.listen_tls);
 	http_srv.listen_tls = NULL;
 	http_srv.draining = true;
-	for (c = (struct conn *)http_srv.tab.head; c; c = next) {
-		next = (struct conn *)c->link.next;
+	for (c = (struct conn *)conntab_newest(&http_srv.tab); c; c = next) {
+		next = (struct conn *)conntab_older(&http_srv.tab, &c->link);
 		/* Waiting for a first or next request, no byte of it yet:
 		 * idle, unless the last response is still unacknowledged,
 		 * which then closes as if it had asked for it. */
@@ -213,8 +211,8 @@ void http_server_stop(void)
 		altcp_close(http_srv.listen_tls);
 	http_srv.listen_tls = NULL;
 	http_srv.draining = false;
-	while (http_srv.tab.head)
-		server_conn_abort((struct conn *)http_srv.tab.head);
+	while (http_srv.tab.count)
+		server_conn_abort((struct conn *)conntab_newest(&http_srv.tab));
 	conntab_release(&http_srv.tab);
 }
 

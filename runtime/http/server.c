@@ -204,7 +204,7 @@ __cold static void server_bufs_put(struct conn *c)
 {
 	if (!c->b || c->ih_on)
 		return;
-	if (http_srv.bufs.head || !server_pooled(c)) {
+	if (slots_waited_for(&http_srv.bufs) || !server_pooled(c)) {
 		server_bufs_release(c);	/* straight to the oldest waiter */
 		return;
 	}
@@ -1305,7 +1305,7 @@ void server_conn_attach(struct conn *c, struct altcp_pcb *pcb, bool tls)
 	/* A set at once if one is free, else the window the SYN-ACK offered
 	 * is cut to land[]. HTTPS: land[] until its first request (the
 	 * handshake needs no set; altcp_tls keeps the window). */
-	if (!tls && !http_srv.bufs.head && (http_srv.bufs.used < http_srv.bufs.max || http_srv.ih_head))
+	if (!tls && !slots_waited_for(&http_srv.bufs) && (http_srv.bufs.used < http_srv.bufs.max || http_srv.ih_head))
 		(void)server_bufs_get(c);
 	if (!c->b && !tls) {
 		tcpconn_rx_move(&c->tc, c->land, sizeof c->land);

@@ -1,17 +1,17 @@
 /* A budget of slots with a FIFO of waiters: see slots.h. */
 #include "runtime/http/slots.h"
 
+void slots_init(struct slots *s, u32 max)
+{
+	s->max = max;
+	s->used = s->waiting = 0;
+	s->waits_total = 0;
+	list_init(&s->fifo);
+}
+
 static void slots_unlink(struct slots *s, struct slot_waiter *w)
 {
-	if (w->prev)
-		w->prev->next = w->next;
-	else
-		s->head = w->next;
-	if (w->next)
-		w->next->prev = w->prev;
-	else
-		s->tail = w->prev;
-	w->prev = w->next = NULL;
+	list_unlink(&w->link);
 	w->queued = false;
 	s->waiting--;
 }
@@ -25,20 +25,14 @@ bool slots_take(struct slots *s, struct slot_waiter *w)
 		w->held = true;
 		return true;
 	}
-	if (!w->queued && !s->head && s->used < s->max) {
+	if (!w->queued && !slots_waited_for(s) && s->used < s->max) {
 		s->used++;
 		w->held = true;
 		return true;
 	}
 	if (!w->queued) {
 		w->queued = true;
-		w->next = NULL;
-		w->prev = s->tail;
-		if (s->tail)
-			s->tail->next = w;
-		else
-			s->head = w;
-		s->tail = w;
+		list_push_back(&s->fifo, &w->link);
 		s->waiting++;
 		s->waits_total++;
 	}
@@ -48,12 +42,13 @@ bool slots_take(struct slots *s, struct slot_waiter *w)
 /* One slot counted in used comes free: to the oldest waiter, or the pool. */
 static struct slot_waiter *slots_pass(struct slots *s)
 {
-	struct slot_waiter *n = s->head;
+	struct slot_waiter *n;
 
-	if (!n) {
+	if (!slots_waited_for(s)) {
 		s->used--;
 		return NULL;
 	}
+	n = list_entry(s->fifo.next, struct slot_waiter, link);
 	slots_unlink(s, n);
 	n->granted = true;
 	return n;

@@ -15,10 +15,11 @@
 #ifndef VIREO_RUNTIME_HTTP_SLOTS_H
 #define VIREO_RUNTIME_HTTP_SLOTS_H
 
+#include "lib/list.h"
 #include "lib/types.h"
 
 struct slot_waiter {
-	struct slot_waiter *prev, *next;
+	struct list_node link;	/* on the FIFO while queued */
 	bool queued;		/* on the FIFO */
 	bool granted;		/* handed a slot by slots_give(): take it */
 	bool held;		/* holds a slot (taken) */
@@ -28,8 +29,17 @@ struct slots {
 	u32 max, used;
 	u32 waiting;		/* on the FIFO now */
 	u64 waits_total;	/* takers that had to queue */
-	struct slot_waiter *head, *tail;
+	struct list_node fifo;	/* the waiters, oldest first */
 };
+
+/* An empty budget of max slots, nobody waiting. */
+void slots_init(struct slots *s, u32 max);
+
+/* Whether anyone waits for a slot (waiting: the FIFO's length). */
+static inline bool slots_waited_for(const struct slots *s)
+{
+	return s->waiting != 0;
+}
 
 /* A slot for w: true when w holds one (newly taken, handed to it while
  * it waited, or already held); false when none is free, w then queued

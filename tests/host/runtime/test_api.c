@@ -1348,8 +1348,8 @@ static void test_stream_slow_reader(void **state)
 				/* too slow for its grant: on the idle list, the
 				 * first a full table would end */
 				assert_int_equal(http_server_stats.bulk_slow, slow0 + 1);
-				assert_non_null(http_srv.tab.idle_head);
-				assert_true(((struct conn *)http_srv.tab.idle_head)->bulk_slow);
+				assert_false(list_empty(&http_srv.tab.idle));
+				assert_true(list_entry(http_srv.tab.idle.next, struct conn, link.in_idle)->bulk_slow);
 			}
 		}
 		if (!held) {

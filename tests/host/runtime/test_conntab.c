@@ -76,20 +76,27 @@ static unsigned kids_check;
 static void check_against_list(const struct conntab *t)
 {
 	const struct conntab_conn *c, *d;
+	const struct list_node *p;
 	u32 count = 0, idle = 0;
 
-	for (c = t->head; c; c = c->next)
-		count++;
+	if (t->conns.next)	/* set up (the first insert does) */
+		list_for_each(p, &t->conns) {
+			assert_ptr_equal(p->next->prev, p);
+			count++;
+		}
 	assert_int_equal(t->count, count);
 	for (u32 l = 0; l < CONNTAB_LEVELS; l++) {
 		u32 sources = 0, heavy = 0;
 
-		for (c = t->head; c; c = c->next) {
-			u32 n = 0;
+		for (c = conntab_newest(t); c; c = conntab_older(t, c)) {
+			u32 n = 0, on = 0;
 
-			for (d = t->head; d; d = d->next)
+			for (d = conntab_newest(t); d; d = conntab_older(t, d))
 				n += same_prefix(&c->src, &d->src, l);
 			assert_ptr_equal(c->nodes[l], conntab_level_find(t, &c->src, l));
+			list_for_each(p, &c->nodes[l]->conns)	/* the node's own list: its n */
+				on++;
+			assert_int_equal(on, n);
 			assert_int_equal(c->nodes[l]->n, n);
 			assert_int_equal(c->nodes[l]->level, l);
 			if (n > heavy)
@@ -98,17 +105,17 @@ static void check_against_list(const struct conntab *t)
 				const struct conntab_conn *e;
 				u32 kids = 0;
 
-				for (d = t->head; d; d = d->next) {
+				for (d = conntab_newest(t); d; d = conntab_older(t, d)) {
 					if (!same_prefix(&c->src, &d->src, l))
 						continue;
-					for (e = t->head; e != d; e = e->next)
+					for (e = conntab_newest(t); e != d; e = conntab_older(t, e))
 						if (same_prefix(&d->src, &e->src, l - 1))
 							break;
 					kids += e == d;
 				}
 				assert_int_equal(c->nodes[l]->kids, kids);
 			}
-			for (d = t->head; d != c; d = d->next)
+			for (d = conntab_newest(t); d != c; d = conntab_older(t, d))
 				if (same_prefix(&c->src, &d->src, l))
 					break;
 			sources += d == c;
@@ -119,10 +126,13 @@ static void check_against_list(const struct conntab *t)
 			assert_int_equal(t->by_n[l][heavy]->n, heavy);
 	}
 	kids_check++;
-	for (c = t->head; c; c = c->next)
+	for (c = conntab_newest(t); c; c = conntab_older(t, c))
 		idle += c->idle;
-	for (c = t->idle_head; c; c = c->inext, idle--)
-		assert_true(c->idle);
+	if (t->idle.next)
+		list_for_each(p, &t->idle) {
+			assert_true(list_entry(p, const struct conntab_conn, in_idle)->idle);
+			idle--;
+		}
 	assert_int_equal(idle, 0);
 }
 
@@ -165,8 +175,8 @@ static void test_index_matches_list(void **state)
 
 static void drop_all(struct conntab *t)
 {
-	while (t->head)
-		drop(t, (struct tconn *)t->head);
+	while (t->count)
+		drop(t, (struct tconn *)conntab_newest(t));
 	conntab_release(t);
 }
 
@@ -373,7 +383,8 @@ static void test_twenty_thousand(void **state)
 		assert_int_equal(t.sources[l], 0);
 		assert_int_equal(t.heavy_n[l], 0);
 	}
-	assert_null(t.idle_head);
+	assert_true(list_empty(&t.idle));
+	assert_true(list_empty(&t.conns));
 	conntab_release(&t);
 }
 

@@ -76,6 +76,38 @@ static int accept_client(int ls)
 	return fd;
 }
 
+/* The server's side as the appliance sets it up: the certificate and key
+ * (fixture files) loaded, the configuration's defaults for a stream server,
+ * the RNG and its own certificate. server_free() undoes it. */
+struct server {
+	struct tls_blob c, k;
+	struct tls_keys keys;
+	mbedtls_ssl_config conf;
+};
+
+static void server_conf(struct server *s, const char *cert, const char *key)
+{
+	char err[160];
+
+	s->c = tls_host_fixture(cert);
+	s->k = tls_host_fixture(key);
+	assert_int_equal(tls_keys_load(&s->keys, s->c.p, s->c.n, s->k.p, s->k.n, tls_host_rng, NULL, err,
+				       sizeof(err)), 0);
+	mbedtls_ssl_config_init(&s->conf);
+	assert_int_equal(mbedtls_ssl_config_defaults(&s->conf, MBEDTLS_SSL_IS_SERVER, MBEDTLS_SSL_TRANSPORT_STREAM,
+						     MBEDTLS_SSL_PRESET_DEFAULT), 0);
+	mbedtls_ssl_conf_rng(&s->conf, tls_host_rng, NULL);
+	assert_int_equal(mbedtls_ssl_conf_own_cert(&s->conf, &s->keys.chain, &s->keys.key), 0);
+}
+
+static void server_free(struct server *s)
+{
+	mbedtls_ssl_config_free(&s->conf);
+	tls_keys_free(&s->keys);
+	free(s->c.p);
+	free(s->k.p);
+}
+
 /* One connection: listen, start client_cmd (a shell command with %d for
  * the port), run the server side, collect the client's output. raw != NULL:
  * instead of a client command, connect a plain socket, send raw bytes and
@@ -83,25 +115,18 @@ static int accept_client(int ls)
 static void serve(const char *cert, const char *key, const char *client_cmd, const void *raw, size_t raw_len,
 		  struct result *r)
 {
-	struct tls_blob c = tls_host_fixture(cert), k = tls_host_fixture(key);
-	struct tls_keys keys;
-	mbedtls_ssl_config conf;
+	struct server srv;
 	mbedtls_ssl_context ssl;
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t alen = sizeof(a);
-	char cmd[1024], err[160];
+	char cmd[1024];
 	FILE *client = NULL;
 	int ls, fd, cfd = -1, ret;
 	size_t base;
 
 	memset(r, 0, sizeof(*r));
-	assert_int_equal(tls_keys_load(&keys, c.p, c.n, k.p, k.n, tls_host_rng, NULL, err, sizeof(err)), 0);
-	mbedtls_ssl_config_init(&conf);
-	assert_int_equal(mbedtls_ssl_config_defaults(&conf, MBEDTLS_SSL_IS_SERVER, MBEDTLS_SSL_TRANSPORT_STREAM,
-						     MBEDTLS_SSL_PRESET_DEFAULT), 0);
-	mbedtls_ssl_conf_rng(&conf, tls_host_rng, NULL);
-	assert_int_equal(mbedtls_ssl_conf_own_cert(&conf, &keys.chain, &keys.key), 0);
-	assert_int_equal(mbedtls_ssl_conf_alpn_protocols(&conf, alpn), 0);
+	server_conf(&srv, cert, key);
+	assert_int_equal(mbedtls_ssl_conf_alpn_protocols(&srv.conf, alpn), 0);
 
 	ls = socket(AF_INET, SOCK_STREAM, 0);
 	assert_true(ls >= 0);
@@ -122,19 +147,19 @@ static void serve(const char *cert, const char *key, const char *client_cmd, con
 
 	/* An RSA key caches its blinding values at its first private-key
 	 * operation, for good: sign once so only the connection is counted. */
-	if (mbedtls_pk_get_type(&keys.key) == MBEDTLS_PK_RSA) {
+	if (mbedtls_pk_get_type(&srv.keys.key) == MBEDTLS_PK_RSA) {
 		unsigned char hash[32] = { 1 }, sig[MBEDTLS_PK_SIGNATURE_MAX_SIZE];
 		size_t slen;
 
-		assert_int_equal(mbedtls_pk_sign(&keys.key, MBEDTLS_MD_SHA256, hash, sizeof(hash), sig, sizeof(sig),
+		assert_int_equal(mbedtls_pk_sign(&srv.keys.key, MBEDTLS_MD_SHA256, hash, sizeof(hash), sig, sizeof(sig),
 						 &slen, tls_host_rng, NULL), 0);
-		assert_int_equal(mbedtls_pk_sign_ext(MBEDTLS_PK_RSASSA_PSS, &keys.key, MBEDTLS_MD_SHA256, hash,
+		assert_int_equal(mbedtls_pk_sign_ext(MBEDTLS_PK_RSASSA_PSS, &srv.keys.key, MBEDTLS_MD_SHA256, hash,
 						     sizeof(hash), sig, sizeof(sig), &slen, tls_host_rng, NULL), 0);
 	}
 	base = tls_host_heap.bytes;
 	tls_host_peak_reset();
 	mbedtls_ssl_init(&ssl);
-	assert_int_equal(mbedtls_ssl_setup(&ssl, &conf), 0);
+	assert_int_equal(mbedtls_ssl_setup(&ssl, &srv.conf), 0);
 	mbedtls_ssl_set_bio(&ssl, &fd, bio_send, bio_recv, NULL);
 	do
 		ret = mbedtls_ssl_handshake(&ssl);
@@ -172,10 +197,7 @@ static void serve(const char *cert, const char *key, const char *client_cmd, con
 		close(cfd);
 	/* Everything the connection held is back. */
 	assert_int_equal(tls_host_heap.bytes, base);
-	mbedtls_ssl_config_free(&conf);
-	tls_keys_free(&keys);
-	free(c.p);
-	free(k.p);
+	server_free(&srv);
 }
 
 #define CLIENT "printf 'ping\\n' | timeout 30 openssl s_client -connect 127.0.0.1:%%d -brief -ign_eof %s 2>&1"
@@ -301,27 +323,20 @@ static void test_garbage(void **state)
 #define IDLE_BIG 12000
 static void idle_session(const char *opts)
 {
-	struct tls_blob c = tls_host_fixture("ec-cert.pem"), k = tls_host_fixture("ec-key.pem");
-	struct tls_keys keys;
-	mbedtls_ssl_config conf;
+	struct server srv;
 	mbedtls_ssl_context ssl, refused;
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t alen = sizeof(a);
 	struct pollfd pfd;
 	static unsigned char buf[16384], big[IDLE_BIG];
 	static char out[65536];
-	char cmd[1024], err[160];
+	char cmd[1024];
 	FILE *client;
 	int ls, fd, ret;
 	size_t base, got = 0, most = 0, n;
 	long blocks;
 
-	assert_int_equal(tls_keys_load(&keys, c.p, c.n, k.p, k.n, tls_host_rng, NULL, err, sizeof(err)), 0);
-	mbedtls_ssl_config_init(&conf);
-	assert_int_equal(mbedtls_ssl_config_defaults(&conf, MBEDTLS_SSL_IS_SERVER, MBEDTLS_SSL_TRANSPORT_STREAM,
-						     MBEDTLS_SSL_PRESET_DEFAULT), 0);
-	mbedtls_ssl_conf_rng(&conf, tls_host_rng, NULL);
-	assert_int_equal(mbedtls_ssl_conf_own_cert(&conf, &keys.chain, &keys.key), 0);
+	server_conf(&srv, "ec-cert.pem", "ec-key.pem");
 
 	ls = socket(AF_INET, SOCK_STREAM, 0);
 	assert_true(ls >= 0);
@@ -341,7 +356,7 @@ static void idle_session(const char *opts)
 
 	base = tls_host_heap.bytes;
 	mbedtls_ssl_init(&ssl);
-	assert_int_equal(mbedtls_ssl_setup(&ssl, &conf), 0);
+	assert_int_equal(mbedtls_ssl_setup(&ssl, &srv.conf), 0);
 	assert_int_equal(tls_host_slots_now.used, 1);
 	mbedtls_ssl_set_bio(&ssl, &fd, bio_send, bio_recv, NULL);
 	do
@@ -363,7 +378,7 @@ static void idle_session(const char *opts)
 	tls_host_slots(0);
 	blocks = tls_host_heap.blocks;
 	mbedtls_ssl_init(&refused);
-	assert_int_equal(mbedtls_ssl_setup(&refused, &conf), MBEDTLS_ERR_SSL_ALLOC_FAILED);
+	assert_int_equal(mbedtls_ssl_setup(&refused, &srv.conf), MBEDTLS_ERR_SSL_ALLOC_FAILED);
 	mbedtls_ssl_free(&refused);
 	assert_int_equal(tls_host_heap.blocks, blocks);
 	/* ...and the idle one, its next record there, waits without reading it. */
@@ -409,10 +424,7 @@ static void idle_session(const char *opts)
 	assert_int_equal(tls_host_heap.bytes, base);
 	printf("  idle release %-48s wake waited without a slot, then a %zu-byte record in, %d bytes out\n",
 	       opts, most, IDLE_BIG);
-	mbedtls_ssl_config_free(&conf);
-	tls_keys_free(&keys);
-	free(c.p);
-	free(k.p);
+	server_free(&srv);
 }
 
 static void test_idle_release(void **state)

@@ -15,10 +15,11 @@
 
 static void test_fifo(void **state)
 {
-	struct slots s = { .max = 2 };
+	struct slots s;
 	struct slot_waiter w[5];
 
 	(void)state;
+	slots_init(&s, 2);
 	memset(w, 0, sizeof w);
 	assert_true(slots_take(&s, &w[0]));
 	assert_true(slots_take(&s, &w[0]));	/* held: no second slot */
@@ -46,14 +47,15 @@ static void test_fifo(void **state)
 	assert_null(slots_forget(&s, &w[2]));
 	assert_int_equal(s.used, 0);
 	assert_int_equal(s.waiting, 0);
-	assert_null(s.head);
-	assert_null(s.tail);
+	assert_false(slots_waited_for(&s));
+	assert_ptr_equal(s.fifo.next, &s.fifo);
+	assert_ptr_equal(s.fifo.prev, &s.fifo);
 }
 
 static void check(const struct slots *s, const struct slot_waiter *w, size_t n)
 {
 	u32 held = 0, granted = 0, queued = 0, fifo = 0;
-	const struct slot_waiter *p;
+	const struct list_node *p;
 
 	for (size_t i = 0; i < n; i++) {
 		held += w[i].held;
@@ -62,8 +64,8 @@ static void check(const struct slots *s, const struct slot_waiter *w, size_t n)
 		assert_false(w[i].held && (w[i].granted || w[i].queued));
 		assert_false(w[i].granted && w[i].queued);
 	}
-	for (p = s->head; p; p = p->next) {
-		assert_true(p->queued);
+	list_for_each(p, &s->fifo) {
+		assert_true(list_entry(p, const struct slot_waiter, link)->queued);
 		fifo++;
 	}
 	assert_int_equal(s->used, held + granted);
@@ -78,10 +80,11 @@ static void test_random(void **state)
 {
 	enum { N = 1000 };
 	static struct slot_waiter w[N];
-	struct slots s = { .max = 37 };
+	struct slots s;
 	unsigned seed = 29;
 
 	(void)state;
+	slots_init(&s, 37);
 	memset(w, 0, sizeof w);
 	for (int i = 0; i < 200000; i++) {
 		struct slot_waiter *x = &w[rand_r(&seed) % N], *woke = NULL;
