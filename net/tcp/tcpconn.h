@@ -160,6 +160,24 @@ static inline void tcpconn_stall_start(struct tcpconn *tc, u64 now, u32 need)
  */
 bool tcpconn_stalled(struct tcpconn *tc, u64 now, u32 timeout_ms, u32 min_bytes, u32 outstanding);
 
+/*
+ * The throughput floor, shared by the HTTP server (runtime/http/conn.h)
+ * and the app API's TCP services (runtime/services.c): over each period
+ * of TCPCONN_FLOOR_MS that began with more than min_out bytes outstanding
+ * (out), the peer acknowledges at least out x period / TCPCONN_FLOOR_DRAIN_MS,
+ * a pace that would drain what it holds within 64 s (4 KiB: 512 B per
+ * 8 s; 48 KiB: 6 KiB). The verdict on one period of elapsed_ms that saw
+ * acked bytes acknowledged; the owner judges a period only while bytes
+ * are still unacknowledged at its end (else it, not the peer, was behind)
+ * and resets a connection that misses it (docs/appliance.md).
+ */
+#define TCPCONN_FLOOR_MS 8000
+#define TCPCONN_FLOOR_DRAIN_MS 64000
+static inline bool tcpconn_floor_met(u32 out, u32 acked, u32 elapsed_ms, u32 min_out)
+{
+	return out <= min_out || (u64)acked * TCPCONN_FLOOR_DRAIN_MS >= (u64)out * elapsed_ms;
+}
+
 /* The tcp_pcb at the bottom of pcb's layers (TLS over TCP: the TCP one). */
 static inline struct tcp_pcb *tcpconn_tcp_pcb(struct altcp_pcb *pcb)
 {

@@ -87,13 +87,14 @@ enum conn_state { C_READ, C_SEND, C_LINGER, C_BODY, C_APP };
  * (timeouts_slow): a 300 B/s reader of /metrics goes within 8-16 s, not
  * at its deadline (http_send_floor_met()).
  */
-#define HTTP_SLOW_RATE_MS 8000
-#define HTTP_SLOW_DRAIN_MS 64000
+#define HTTP_SLOW_RATE_MS TCPCONN_FLOOR_MS
+#define HTTP_SLOW_DRAIN_MS TCPCONN_FLOOR_DRAIN_MS
 /* The floor's verdict on one period of elapsed_ms that began with out
- * bytes outstanding and saw acked of them acknowledged. */
+ * bytes outstanding and saw acked of them acknowledged (tcpconn.h's, the
+ * app services' too, above HTTP_COPY_INFLIGHT). */
 static inline bool http_send_floor_met(u32 out, u32 acked, u32 elapsed_ms)
 {
-	return out <= HTTP_COPY_INFLIGHT || (u64)acked * HTTP_SLOW_DRAIN_MS >= (u64)out * elapsed_ms;
+	return tcpconn_floor_met(out, acked, elapsed_ms, HTTP_COPY_INFLIGHT);
 }
 #define HTTP_SEND_DRAIN 16
 #define HTTP_SEND_FLOOR_BPS 1024
