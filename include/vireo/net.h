@@ -148,6 +148,7 @@ struct vireo_tcp_stats {
 	u64 refused_source;	/* of those, for the per-source limit */
 	u64 evicted;		/* reset for a source below its fair share */
 	u64 timeouts_idle, timeouts_send;	/* reset by a timeout */
+	u64 timeouts_slow;	/* reset below the throughput floor (a slow reader) */
 	u64 rx_bytes, tx_bytes;	/* received; taken by vireo_tcp_send() */
 	u64 active;		/* open now (a client's: connecting too) */
 	/* A client's (vireo_tcp_client_stats()): connections established,

@@ -190,9 +190,6 @@ struct conn {
 	u32 rate_acked;		/* bytes acknowledged since t_rate */
 	u64 t_rate;		/* ms: the bulk grant's rate period began */
 	u64 t_send;		/* ms: the response started (server_start_send()) */
-	u32 t_floor;		/* ms (low 32 bits): the floor's period began */
-	u32 floor_out;		/* bytes outstanding when it began */
-	u32 floor_acked;	/* bytes acknowledged since */
 #if LWIP_ALTCP_TLS
 	bool hs_queued;		/* HTTPS: its handshake step was put off (hsgate.c) */
 	u16 hs_slot;		/* in that queue: its prefix's (hsfair, hsrate.h) */
