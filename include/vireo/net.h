@@ -4,7 +4,8 @@
  *
  * TCP: the runtime accepts, applies the service's connection limits (a
  * table with a per-source cap and a fair share when full, as the HTTP
- * server's: runtime/conntab.h) and timeouts, and hands the app a vireo_tcp
+ * server's: runtime/conntab.h), timeouts and the HTTP server's throughput
+ * floor for slow readers (net/tcp/tcpconn.h), and hands the app a vireo_tcp
  * handle per connection. Received bytes are offered through on_recv, which
  * says how many it consumed; the rest stays in the runtime's receive buffer
  * (VIREO_TCP_RXBUF) and the peer's window closes until the app consumes it,
