@@ -280,27 +280,24 @@ enum conntab_verdict conntab_admit(const struct conntab *t, const struct conntab
 }
 
 struct conntab_conn *conntab_accept(struct conntab *t, struct altcp_pcb *pcb, size_t size,
-				    bool (*is_idle)(const struct conntab_conn *c),
-				    void (*evict)(struct conntab_conn *c),
+				    bool (*is_idle)(const struct conntab_conn *c), struct conntab_conn **victim,
 				    enum conntab_verdict *verdict)
 {
-	struct conntab_conn *victim, *c;
+	struct conntab_conn *c;
 	struct conntab_src src;
 
 	conntab_src_of(altcp_get_ip(pcb, 0), &src);
-	*verdict = conntab_admit(t, &src, is_idle, &victim);
+	*verdict = conntab_admit(t, &src, is_idle, victim);	/* NULL unless CONNTAB_EVICT */
 	if (*verdict == CONNTAB_REFUSE_SOURCE || *verdict == CONNTAB_REFUSE_FULL)
 		return NULL;
-	c = kzalloc(size);	/* first: a newcomer without memory evicts nobody */
+	c = kzalloc(size);
 	if (!c)
 		return NULL;
 	c->src = src;
-	if (!conntab_insert(t, c)) {	/* its nodes: before the victim goes too */
+	if (!conntab_insert(t, c)) {	/* its nodes: before the victim goes */
 		kfree(c);
 		return NULL;
 	}
-	if (*verdict == CONNTAB_EVICT)
-		evict(victim);
 	return c;
 }
 

@@ -153,14 +153,16 @@ enum conntab_verdict conntab_admit(const struct conntab *t, const struct conntab
  * The whole admission of a new connection: conntab_admit() for pcb's source,
  * size zeroed bytes allocated (a service's state, with its struct
  * conntab_conn first), its source filled in and inserted (one over
- * max_conns for the moment), then the victim (if any) ended through
- * evict(), which must remove it from the table. Returns NULL if refused or
- * out of memory for either (then nobody was evicted); *verdict says which
- * applied (CONNTAB_ADMIT or CONNTAB_EVICT with NULL: no memory).
+ * max_conns for the moment). Nobody is ended here: *victim (NULL if none)
+ * is the connection the caller ends, removing it from the table, once
+ * nothing of its own can refuse the newcomer any more (or it removes and
+ * frees the newcomer instead, and the victim stays): a refused newcomer
+ * evicts nobody, as the HTTP server's admission (runtime/http/admission.c).
+ * Returns NULL if refused or out of memory for either (*verdict says which
+ * applied: CONNTAB_ADMIT or CONNTAB_EVICT with NULL: no memory).
  */
 struct conntab_conn *conntab_accept(struct conntab *t, struct altcp_pcb *pcb, size_t size,
-				    bool (*is_idle)(const struct conntab_conn *c),
-				    void (*evict)(struct conntab_conn *c),
+				    bool (*is_idle)(const struct conntab_conn *c), struct conntab_conn **victim,
 				    enum conntab_verdict *verdict);
 
 /* c (its src filled in) joins the table: false, and nothing changed, if the

@@ -16,7 +16,7 @@
  * Closing and aborting on the app's request happen from the connection's
  * work item, never inside the app's call: the app is not re-entered and its
  * handle stays valid until on_close. The poll callback (every 500 ms)
- * applies the idle and send-stall timeouts.
+ * applies the idle and send-stall timeouts and the throughput floor.
  *
  * TCP clients (runtime/tcp_out.c) share this file's connection state,
  * delivery and timeouts through runtime/services.h.
@@ -227,6 +227,13 @@ err_t svc_poll(struct tcpconn *tc)
 		c->svc->st.timeouts_send++;
 		return tcpconn_abort(tc);
 	}
+	/* The throughput floor (tcpconn.h), on whatever is unacknowledged:
+	 * ACK progress alone keeps the stall and idle timeouts at bay, a few
+	 * bytes a period would hold the connection and its bytes for ever. */
+	if (tcpconn_floor_missed(tc, now, tc->inflight, 0)) {
+		c->svc->st.timeouts_slow++;
+		return tcpconn_abort(tc);
+	}
 	if (now - c->t_active >= c->svc->cfg.idle_timeout_ms) {
 		c->svc->st.timeouts_idle++;
 		return tcpconn_abort(tc);
@@ -249,15 +256,11 @@ static bool svc_conn_idle(const struct conntab_conn *l)
 	return !tcpconn_rx_held(&c->tc) && !c->tc.inflight;
 }
 
-static void svc_conn_evict(struct conntab_conn *l)
-{
-	tcpconn_abort(&((struct svc_conn *)l)->tc);
-}
-
 static err_t svc_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 {
 	struct svc *s = arg;
 	enum conntab_verdict v = CONNTAB_REFUSE_FULL;
+	struct conntab_conn *victim = NULL;
 	struct svc_conn *c = NULL;
 	bool bulk;
 	u32 id, cap;
@@ -266,16 +269,17 @@ static err_t svc_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 		return ERR_VAL;
 	bulk = s->cfg.bulk && rxmem_bulk_available();
 	cap = bulk ? VIREO_RXMEM_BULK_WND : s->cfg.bulk ? TCP_WND : VIREO_TCP_RXBUF;
-	/* The heap budget's 16 non-HTTP connections. */
-	if (svcs_live < VIREO_TCP_CONNS_TOTAL)
-		c = (struct svc_conn *)conntab_accept(&s->tab, pcb, sizeof *c + cap, svc_conn_idle, svc_conn_evict,
-						      &v);
+	/* The heap budget's 16 non-HTTP connections: all taken, only a
+	 * newcomer that takes the place of one of this service's (its table
+	 * full: conntab_accept() admits only with a victim) gets in. */
+	if (svcs_live < VIREO_TCP_CONNS_TOTAL || s->tab.count >= s->tab.max_conns)
+		c = (struct svc_conn *)conntab_accept(&s->tab, pcb, sizeof *c + cap, svc_conn_idle, &victim, &v);
 	if (v == CONNTAB_REFUSE_SOURCE)
 		s->st.refused_source++;
-	else if (v == CONNTAB_EVICT)
-		s->st.evicted++;
 	if (!c)
 		goto refuse;
+	/* Every refusal first: the victim goes only once the newcomer is in
+	 * for good (runtime/http/admission.c's rule). */
 	id = api_handle_new(API_H_TCP, c);
 	if (!id) {
 		conntab_remove(&s->tab, &c->link);
@@ -284,6 +288,10 @@ static err_t svc_on_accept(void *arg, struct altcp_pcb *pcb, err_t err)
 	}
 	c->svc = s;
 	c->id = id;
+	if (victim) {
+		s->st.evicted++;
+		tcpconn_abort(&((struct svc_conn *)victim)->tc);
+	}
 	c->inflight_max = s->cfg.bulk ? cap : VIREO_TCP_INFLIGHT;
 	if (bulk)
 		rxmem_bulk_grant(tcpconn_tcp_pcb(pcb));	/* else TCP_WND, counted there */
@@ -477,6 +485,8 @@ static const struct svc_family svc_families[] = {
 	  true, false },
 	SVC_T("vireo_app_tcp_timeouts_idle_total", "App TCP connections reset for inactivity.", timeouts_idle),
 	SVC_T("vireo_app_tcp_timeouts_send_total", "App TCP connections reset for a send stall.", timeouts_send),
+	SVC_T("vireo_app_tcp_timeouts_slow_total", "App TCP connections reset below the throughput floor.",
+	      timeouts_slow),
 	SVC_T("vireo_app_tcp_received_bytes_total", "App TCP bytes received.", rx_bytes),
 	SVC_T("vireo_app_tcp_sent_bytes_total", "App TCP bytes queued for sending.", tx_bytes),
 	SVC_U("vireo_app_udp_datagrams_total", "App UDP datagrams handed to the app.", datagrams),

@@ -198,7 +198,7 @@ static void echo_write_metrics(struct vireo_metrics_out *o, void *arg)
 	v[2] = t.refused_source;
 	v[3] = t.evicted;
 	v[4] = t.active;
-	v[5] = t.timeouts_idle + t.timeouts_send;
+	v[5] = t.timeouts_idle + t.timeouts_send + t.timeouts_slow;
 	v[6] = s->tcp_bytes;
 	v[7] = s->udp_datagrams;
 	v[8] = s->udp_bytes;

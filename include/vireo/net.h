@@ -4,7 +4,8 @@
  *
  * TCP: the runtime accepts, applies the service's connection limits (a
  * table with a per-source cap and a fair share when full, as the HTTP
- * server's: runtime/conntab.h) and timeouts, and hands the app a vireo_tcp
+ * server's: runtime/conntab.h), timeouts and the HTTP server's throughput
+ * floor for slow readers (net/tcp/tcpconn.h), and hands the app a vireo_tcp
  * handle per connection. Received bytes are offered through on_recv, which
  * says how many it consumed; the rest stays in the runtime's receive buffer
  * (VIREO_TCP_RXBUF) and the peer's window closes until the app consumes it,
@@ -148,6 +149,7 @@ struct vireo_tcp_stats {
 	u64 refused_source;	/* of those, for the per-source limit */
 	u64 evicted;		/* reset for a source below its fair share */
 	u64 timeouts_idle, timeouts_send;	/* reset by a timeout */
+	u64 timeouts_slow;	/* reset below the throughput floor (a slow reader) */
 	u64 rx_bytes, tx_bytes;	/* received; taken by vireo_tcp_send() */
 	u64 active;		/* open now (a client's: connecting too) */
 	/* A client's (vireo_tcp_client_stats()): connections established,

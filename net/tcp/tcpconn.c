@@ -88,6 +88,7 @@ static err_t tcpconn_on_sent(void *arg, struct altcp_pcb *pcb, u16_t len)
 		return ERR_OK;
 	tc->inflight -= MIN((u32)len, tc->inflight);
 	tc->acked_window += len;
+	tc->floor_acked += len;
 	tc->t_progress = tcpconn_now_ms();
 	return tc->ops->sent(tc, len);
 }
@@ -204,6 +205,18 @@ bool tcpconn_stalled(struct tcpconn *tc, u64 now, u32 timeout_ms, u32 min_bytes,
 		return true;
 	tcpconn_stall_start(tc, now, MIN(min_bytes, outstanding));
 	return false;
+}
+
+bool tcpconn_floor_missed(struct tcpconn *tc, u64 now, u32 out, u32 min_out)
+{
+	u32 elapsed = (u32)now - tc->t_floor;
+	bool met;
+
+	if (elapsed < TCPCONN_FLOOR_MS)
+		return false;
+	met = !tc->inflight || tcpconn_floor_met(tc->floor_out, tc->floor_acked, elapsed, min_out);
+	tcpconn_floor_start(tc, now, out);
+	return !met;
 }
 
 void tcpconn_rx_move(struct tcpconn *tc, u8 *rx, u32 rx_cap)

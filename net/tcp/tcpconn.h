@@ -18,7 +18,8 @@
  *   the data is refused and offered again);
  * - the send accounting: bytes written and not yet acknowledged
  *   (inflight), the last ACK progress and the send-stall window, judged by
- *   bytes (tcpconn_stalled());
+ *   bytes (tcpconn_stalled()), and the throughput floor's periods
+ *   (tcpconn_floor_missed());
  * - the two ways out, each detaching the pcb before the owner frees its
  *   state, so no callback reaches freed memory: tcpconn_close() (FIN after
  *   what is queued; the window reopened first, else lwIP answers with a
@@ -71,15 +72,18 @@ struct tcpconn {
 	u8 *rx;			/* the owner's receive buffer ... */
 	u32 rx_cap;		/* ... of at least the window lwIP may open */
 	u32 rx_off, rx_len;	/* unconsumed bytes: rx[rx_off..rx_len) */
-	u64 *rx_count;		/* the owner's count of received bytes, or NULL */
 	bool rx_eof;		/* the peer's FIN arrived */
 	bool rx_drop;		/* acknowledge and drop what arrives (lingering) */
 	bool tls;		/* TLS over TCP */
+	u64 *rx_count;		/* the owner's count of received bytes, or NULL */
 	u32 inflight;		/* bytes given to altcp_write(), not yet acknowledged */
+	u32 t_floor;		/* ms (low 32 bits): the throughput floor's period began */
 	u64 t_progress;		/* ms: last ACK progress, or when waiting for it began */
 	u64 t_window;		/* ms: the current send-stall window's start */
 	u32 acked_window;	/* bytes acknowledged since t_window */
 	u32 need_window;	/* bytes the peer must acknowledge in this window */
+	u32 floor_out;		/* bytes outstanding when t_floor's period began */
+	u32 floor_acked;	/* bytes acknowledged since */
 };
 
 /* The struct around tc: tcpconn_owner(tc, struct conn, tc). */
@@ -159,6 +163,38 @@ static inline void tcpconn_stall_start(struct tcpconn *tc, u64 now, u32 need)
  * nothing.
  */
 bool tcpconn_stalled(struct tcpconn *tc, u64 now, u32 timeout_ms, u32 min_bytes, u32 outstanding);
+
+/*
+ * The throughput floor, shared by the HTTP server (runtime/http/conn.h)
+ * and the app API's TCP services (runtime/services.c): over each period
+ * of TCPCONN_FLOOR_MS that began with more than min_out bytes outstanding
+ * (out), the peer acknowledges at least out x period / TCPCONN_FLOOR_DRAIN_MS,
+ * a pace that would drain what it holds within 64 s (4 KiB: 512 B per
+ * 8 s; 48 KiB: 6 KiB). The verdict on one period of elapsed_ms that saw
+ * acked bytes acknowledged; the owner judges a period only while bytes
+ * are still unacknowledged at its end (else it, not the peer, was behind)
+ * and resets a connection that misses it (docs/appliance.md).
+ */
+#define TCPCONN_FLOOR_MS 8000
+#define TCPCONN_FLOOR_DRAIN_MS 64000
+static inline bool tcpconn_floor_met(u32 out, u32 acked, u32 elapsed_ms, u32 min_out)
+{
+	return out <= min_out || (u64)acked * TCPCONN_FLOOR_DRAIN_MS >= (u64)out * elapsed_ms;
+}
+
+/* The floor's next period starts at now with out bytes outstanding (the
+ * owner's count: queued and unacknowledged). */
+static inline void tcpconn_floor_start(struct tcpconn *tc, u64 now, u32 out)
+{
+	tc->t_floor = (u32)now;
+	tc->floor_out = out;
+	tc->floor_acked = 0;
+}
+
+/* From the poll callback: once a period is over, true if the peer missed
+ * the floor over it (above min_out, something still unacknowledged), and
+ * the next starts with out outstanding. */
+bool tcpconn_floor_missed(struct tcpconn *tc, u64 now, u32 out, u32 min_out);
 
 /* The tcp_pcb at the bottom of pcb's layers (TLS over TCP: the TCP one). */
 static inline struct tcp_pcb *tcpconn_tcp_pcb(struct altcp_pcb *pcb)

@@ -87,13 +87,14 @@ enum conn_state { C_READ, C_SEND, C_LINGER, C_BODY, C_APP };
  * (timeouts_slow): a 300 B/s reader of /metrics goes within 8-16 s, not
  * at its deadline (http_send_floor_met()).
  */
-#define HTTP_SLOW_RATE_MS 8000
-#define HTTP_SLOW_DRAIN_MS 64000
+#define HTTP_SLOW_RATE_MS TCPCONN_FLOOR_MS
+#define HTTP_SLOW_DRAIN_MS TCPCONN_FLOOR_DRAIN_MS
 /* The floor's verdict on one period of elapsed_ms that began with out
- * bytes outstanding and saw acked of them acknowledged. */
+ * bytes outstanding and saw acked of them acknowledged (tcpconn.h's, the
+ * app services' too, above HTTP_COPY_INFLIGHT). */
 static inline bool http_send_floor_met(u32 out, u32 acked, u32 elapsed_ms)
 {
-	return out <= HTTP_COPY_INFLIGHT || (u64)acked * HTTP_SLOW_DRAIN_MS >= (u64)out * elapsed_ms;
+	return tcpconn_floor_met(out, acked, elapsed_ms, HTTP_COPY_INFLIGHT);
 }
 #define HTTP_SEND_DRAIN 16
 #define HTTP_SEND_FLOOR_BPS 1024
@@ -189,9 +190,6 @@ struct conn {
 	u32 rate_acked;		/* bytes acknowledged since t_rate */
 	u64 t_rate;		/* ms: the bulk grant's rate period began */
 	u64 t_send;		/* ms: the response started (server_start_send()) */
-	u32 t_floor;		/* ms (low 32 bits): the floor's period began */
-	u32 floor_out;		/* bytes outstanding when it began */
-	u32 floor_acked;	/* bytes acknowledged since */
 #if LWIP_ALTCP_TLS
 	bool hs_queued;		/* HTTPS: its handshake step was put off (hsgate.c) */
 	u16 hs_slot;		/* in that queue: its prefix's (hsfair, hsrate.h) */

@@ -407,9 +407,7 @@ __cold static bool server_send_slow(struct conn *c, u64 now)
 /* The throughput floor's next period (conn.h) starts now. */
 static void server_floor_start(struct conn *c, u64 now)
 {
-	c->t_floor = (u32)now;
-	c->floor_out = server_outstanding(c);
-	c->floor_acked = 0;
+	tcpconn_floor_start(&c->tc, now, server_outstanding(c));
 }
 
 /* Every bound on a response's bytes (conn.h: the stall, the deadline, the
@@ -417,19 +415,13 @@ static void server_floor_start(struct conn *c, u64 now)
  * still unacknowledged: true to reset c, counted. */
 static bool server_send_over(struct conn *c, u64 now)
 {
-	bool met;
-
 	if (server_send_stalled(c, now) || server_send_slow(c, now)) {
 		http_server_stats.timeouts_send++;
 		return true;
 	}
-	if ((u32)now - c->t_floor < HTTP_SLOW_RATE_MS)
-		return false;
-	/* nothing unacknowledged now: the server, not the reader, was behind
-	 * (no send memory, an app slow to write) */
-	met = !c->tc.inflight || http_send_floor_met(c->floor_out, c->floor_acked, (u32)now - c->t_floor);
-	server_floor_start(c, now);
-	if (met)
+	/* nothing unacknowledged at a period's end: the server, not the
+	 * reader, was behind (no send memory, an app slow to write) */
+	if (!tcpconn_floor_missed(&c->tc, now, server_outstanding(c), HTTP_COPY_INFLIGHT))
 		return false;
 	http_server_stats.timeouts_slow++;
 	return true;
@@ -1159,7 +1151,6 @@ static err_t server_sent(struct tcpconn *tc, u16 len)
 	struct conn *c = server_conn_of(tc);
 
 	c->rate_acked += len;
-	c->floor_acked += len;
 	if (!tc->inflight || (c->bulk_slow && tc->inflight <= HTTP_COPY_INFLIGHT))
 		server_tls_bulk_release(c);	/* taken again if more is left (not once slow) */
 	if (!tc->inflight && c->state != C_SEND)

@@ -21,6 +21,7 @@
 #include "lib/metrics.h"
 #include "net/port/lwip_port.h"
 #include "net/tcp/rxmem.h"
+#include "net/tcp/tcpconn.h"
 #include "tests/host/lwip/lwip_wire.h"
 #include "tests/host/shim/hostk.h"
 #include "apps/echo/echo.h"
@@ -192,6 +193,110 @@ static void test_echo_per_source(void **state)
 	assert_int_equal(c[2].len, 3);
 	for (i = 0; i < 3; i++)
 		i ? cl_close(&c[i]) : cl_abort(&c[i]);
+}
+
+/* A newcomer refused after the table chose its victim (here: no handle
+ * left for it, api_handle_new() failing) evicts nobody: every refusal
+ * comes before the eviction (issue 29). Once handles are free again, the
+ * same newcomer takes the victim's place. */
+static void test_echo_refused_evicts_nobody(void **state)
+{
+	struct echo_cfg cfg = { .port = ECHO_PORT, .services = ECHO_TCP, .max_conns = 2 };
+	static u32 ids[API_HANDLE_SLOTS_MAX];
+	static int dummy;
+	static struct client c[4];	/* static: a failed assertion leaves no pcb pointing into the stack */
+	u32 n = 0, i;
+
+	api_services_stop();
+	echo_stop();
+	assert_int_equal(echo_start(&cfg), 0);
+	cl_open(&c[0], V4, ECHO_PORT);
+	cl_open(&c[1], V4, ECHO_PORT);
+	while (n < API_HANDLE_SLOTS_MAX && (ids[n] = api_handle_new(API_H_REQ, &dummy)))
+		n++;
+	assert_true(n > 0 && n < API_HANDLE_SLOTS_MAX);
+	cl_open(&c[2], V6, ECHO_PORT);	/* full: the oldest v4 is the victim, but no handle */
+	run_ms(100);
+	assert_true(c[2].dead);
+	assert_false(c[0].dead);
+	assert_false(c[1].dead);
+	assert_int_equal(tcp_stats(ECHO_PORT).evicted, 0);
+	assert_int_equal(tcp_stats(ECHO_PORT).refused, 1);
+	assert_int_equal(tcp_stats(ECHO_PORT).active, 2);
+	for (i = 0; i < n; i++)
+		api_handle_free(ids[i]);
+	cl_open(&c[3], V6, ECHO_PORT);
+	run_ms(100);
+	assert_true(c[0].dead);
+	assert_false(c[3].dead);
+	assert_int_equal(tcp_stats(ECHO_PORT).evicted, 1);
+	for (i = 0; i < 4; i++)
+		i == 0 || i == 2 ? cl_abort(&c[i]) : cl_close(&c[i]);
+}
+
+/* Every one of the heap budget's VIREO_TCP_CONNS_TOTAL connections taken
+ * by echo's table (16 of 16, one source): a newcomer from another source
+ * still takes the place of the heaviest source's oldest, as with room in
+ * the budget; before, the budget refused it first and one source kept
+ * the whole service. */
+static void test_echo_budget_full_evicts(void **state)
+{
+	static struct client c[VIREO_TCP_CONNS_TOTAL + 1];
+	u32 i;
+
+	_Static_assert(ECHO_MAX_CONNS == VIREO_TCP_CONNS_TOTAL, "echo's table is the whole budget");
+	for (i = 0; i < VIREO_TCP_CONNS_TOTAL; i++)
+		cl_open(&c[i], V4, ECHO_PORT);
+	assert_int_equal(tcp_stats(ECHO_PORT).active, VIREO_TCP_CONNS_TOTAL);
+	cl_open(&c[i], V6, ECHO_PORT);
+	run_ms(100);
+	assert_false(c[VIREO_TCP_CONNS_TOTAL].dead);
+	assert_true(c[0].dead);
+	assert_int_equal(tcp_stats(ECHO_PORT).evicted, 1);
+	assert_int_equal(tcp_stats(ECHO_PORT).refused, 0);
+	cl_send_str(&c[VIREO_TCP_CONNS_TOTAL], "abc");
+	run_ms(100);
+	assert_int_equal(c[VIREO_TCP_CONNS_TOTAL].len, 3);
+	for (i = 0; i <= VIREO_TCP_CONNS_TOTAL; i++)
+		i ? cl_close(&c[i]) : cl_abort(&c[i]);
+}
+
+/* A reader that takes a few bytes a second of what echo sends back: ACK
+ * progress keeps the send stall and the idle timeout at bay, so before
+ * the throughput floor it held its connection and 4 KiB in flight for
+ * ever. Above the floor (4 KiB outstanding: 512 B per 8 s) it is served;
+ * below, reset within two periods, counted. */
+static void test_echo_slow_reader_floor(void **state)
+{
+	/* The client's window (5,840), echo's 4 KiB in flight and most of its
+	 * rx[] (8 KiB): its window never closes (two lwIP ends with both
+	 * windows at zero ACK each other's ACKs for ever). */
+	static u8 data[16000];
+	static struct client c;
+	int t;
+
+	for (t = 0; t < (int)sizeof data; t++)
+		data[t] = (u8)(t % 253);
+	cl_open(&c, V6, ECHO_PORT);
+	c.hold = true;
+	cl_send(&c, data, sizeof data);
+	run_ms(2000);	/* the client's window fills, then echo's in flight */
+	for (t = 0; t < 30; t++) {	/* 160 B/s: above the floor */
+		cl_window(&c, 160);
+		run_ms(1000);
+	}
+	assert_false(c.dead);
+	assert_int_equal(tcp_stats(ECHO_PORT).timeouts_slow, 0);
+	for (t = 0; t < 60 && !c.dead; t++) {	/* 16 B/s: below */
+		cl_window(&c, 16);
+		run_ms(1000);
+	}
+	assert_true(c.dead);
+	assert_true(t <= 2 * TCPCONN_FLOOR_MS / 1000 + 1);
+	assert_int_equal(tcp_stats(ECHO_PORT).timeouts_slow, 1);
+	assert_int_equal(tcp_stats(ECHO_PORT).timeouts_send, 0);
+	assert_int_equal(tcp_stats(ECHO_PORT).timeouts_idle, 0);
+	cl_abort(&c);
 }
 
 /* ---- UDP ---- */
@@ -436,6 +541,9 @@ int main(void)
 		T(test_tcp_echo_bounded),
 		T(test_tcp_echo_bulk),
 		T(test_echo_per_source),
+		T(test_echo_refused_evicts_nobody),
+		T(test_echo_budget_full_evicts),
+		T(test_echo_slow_reader_floor),
 		T(test_udp_echo),
 		T(test_udp_echo_large),
 		T(test_udp_echo_refusals),
