@@ -77,25 +77,17 @@ enum conn_state { C_READ, C_SEND, C_LINGER, C_BODY, C_APP };
  * And a throughput floor proportional to what is outstanding, for every
  * response (copied, zero-copy or streamed, plain or HTTPS, grant or not,
  * in any state while its bytes are unacknowledged): over each
- * HTTP_SLOW_RATE_MS period that began with more than HTTP_COPY_INFLIGHT
+ * TCPCONN_FLOOR_MS period that began with more than HTTP_COPY_INFLIGHT
  * outstanding, the peer acknowledges at least that outstanding *
- * period / HTTP_SLOW_DRAIN_MS, i.e. at a pace that would drain it within
+ * period / TCPCONN_FLOOR_DRAIN_MS, i.e. at a pace that would drain it within
  * 64 s (48 KiB: 6 KiB per 8 s, 768 B/s; 1 MiB: 128 KiB per 8 s; 8 KiB or
  * less: no floor, the bounds above hold; nor when all it was sent is
  * acknowledged at the period's end: then the server was behind). Below,
  * the connection is reset
  * (timeouts_slow): a 300 B/s reader of /metrics goes within 8-16 s, not
- * at its deadline (http_send_floor_met()).
+ * at its deadline (net/tcp/tcpconn.h tcpconn_floor_met(), the app
+ * services' floor too, with HTTP_COPY_INFLIGHT as its threshold).
  */
-#define HTTP_SLOW_RATE_MS TCPCONN_FLOOR_MS
-#define HTTP_SLOW_DRAIN_MS TCPCONN_FLOOR_DRAIN_MS
-/* The floor's verdict on one period of elapsed_ms that began with out
- * bytes outstanding and saw acked of them acknowledged (tcpconn.h's, the
- * app services' too, above HTTP_COPY_INFLIGHT). */
-static inline bool http_send_floor_met(u32 out, u32 acked, u32 elapsed_ms)
-{
-	return tcpconn_floor_met(out, acked, elapsed_ms, HTTP_COPY_INFLIGHT);
-}
 #define HTTP_SEND_DRAIN 16
 #define HTTP_SEND_FLOOR_BPS 1024
 #define HTTP_BULK_RATE_MS 2000

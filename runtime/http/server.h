@@ -41,7 +41,7 @@ struct http_server_stats {
 	u64 conns_active;		/* gauge */
 	u64 conns_reset;		/* closed by an error: peer RST, lwIP abort */
 	u64 timeouts_idle, timeouts_header, timeouts_send;
-	u64 timeouts_slow;		/* below the throughput floor (conn.h HTTP_SLOW_DRAIN_MS) */
+	u64 timeouts_slow;		/* below the throughput floor (conn.h, tcpconn.h TCPCONN_FLOOR_DRAIN_MS) */
 	u64 rx_bytes, tx_bytes;		/* request bytes read, response bytes queued */
 	u64 metrics_truncated;		/* /metrics responses cut at HTTP_METRICS_MAX */
 	u64 proxy_headers, proxy_refused;	/* PROXY headers taken; connections reset for a bad one */

@@ -1557,25 +1557,30 @@ static void test_slow_reader_served(void **state)
 	cl_close(&c);
 }
 
-/* The throughput floor (conn.h HTTP_SLOW_DRAIN_MS), the policy alone: a
+/* The throughput floor (tcpconn.h, HTTP_COPY_INFLIGHT its threshold), the policy alone: a
  * period passes when what was acknowledged would drain what was
  * outstanding at its start within 64 s; 8 KiB or less outstanding has no
  * floor. */
+static bool floor_met(u32 out, u32 acked, u32 elapsed_ms)
+{
+	return tcpconn_floor_met(out, acked, elapsed_ms, HTTP_COPY_INFLIGHT);
+}
+
 static void test_send_floor_policy(void **state)
 {
 	(void)state;
-	assert_true(http_send_floor_met(HTTP_COPY_INFLIGHT, 0, HTTP_SLOW_RATE_MS));
-	assert_false(http_send_floor_met(HTTP_COPY_INFLIGHT + 1, 0, HTTP_SLOW_RATE_MS));
+	assert_true(floor_met(HTTP_COPY_INFLIGHT, 0, TCPCONN_FLOOR_MS));
+	assert_false(floor_met(HTTP_COPY_INFLIGHT + 1, 0, TCPCONN_FLOOR_MS));
 	/* 48 KiB (/metrics' size on a booted appliance): 6 KiB per 8 s */
-	assert_false(http_send_floor_met(48 * 1024, 6 * 1024 - 1, 8000));
-	assert_true(http_send_floor_met(48 * 1024, 6 * 1024, 8000));
+	assert_false(floor_met(48 * 1024, 6 * 1024 - 1, 8000));
+	assert_true(floor_met(48 * 1024, 6 * 1024, 8000));
 	/* 300 B/s over 8 s */
-	assert_false(http_send_floor_met(48 * 1024, 2400, 8000));
+	assert_false(floor_met(48 * 1024, 2400, 8000));
 	/* 1 MiB: 128 KiB per 8 s; a longer period asks for more */
-	assert_true(http_send_floor_met(1 << 20, 128 * 1024, 8000));
-	assert_false(http_send_floor_met(1 << 20, 128 * 1024, 8500));
+	assert_true(floor_met(1 << 20, 128 * 1024, 8000));
+	assert_false(floor_met(1 << 20, 128 * 1024, 8500));
 	/* no overflow at the largest */
-	assert_false(http_send_floor_met(UINT32_MAX, UINT32_MAX / 9, 8000));
+	assert_false(floor_met(UINT32_MAX, UINT32_MAX / 9, 8000));
 }
 
 /* A reader that keeps its window open 300 B a second fetches /64k.bin:
@@ -1599,7 +1604,7 @@ static void test_slow_reader_floor(void **state)
 	assert_int_equal(http_server_stats.conns_active, 0);
 	assert_int_equal(http_server_stats.timeouts_slow, 1);
 	assert_int_equal(http_server_stats.timeouts_send, 0);
-	assert_true(t >= HTTP_SLOW_RATE_MS / 1000 && t <= 2 * HTTP_SLOW_RATE_MS / 1000 + 1);
+	assert_true(t >= TCPCONN_FLOOR_MS / 1000 && t <= 2 * TCPCONN_FLOOR_MS / 1000 + 1);
 	assert_true(c.len < 65536);
 	cl_abort(&c);
 	/* another is served */
