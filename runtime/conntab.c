@@ -208,6 +208,19 @@ static struct conntab_conn *conntab_lv_conn(struct list_node *p, u32 l)
 	return list_entry(p - l, struct conntab_conn, lv[0]);
 }
 
+struct conntab_conn *conntab_idle_scan(const struct conntab *t, bool (*ok)(const struct conntab_conn *c))
+{
+	const struct list_node *p = t->idle.next;
+
+	for (u32 k = 0; p != &t->idle && k < CONNTAB_SCAN; p = p->next, k++) {
+		struct conntab_conn *c = list_entry(p, struct conntab_conn, in_idle);
+
+		if (!ok || ok(c))
+			return c;
+	}
+	return NULL;
+}
+
 /* Among the CONNTAB_SCAN oldest connections of n (at its level), the first
  * idle one that may make room (any, if mine is NULL; else one that evens
  * the counts out), else the first that may. */
@@ -235,8 +248,7 @@ enum conntab_verdict conntab_admit(const struct conntab *t, const struct conntab
 				   struct conntab_conn **victim)
 {
 	struct conntab_node *mine[CONNTAB_LEVELS];
-	const struct list_node *p;
-	u32 m[CONNTAB_LEVELS], l, k, share;
+	u32 m[CONNTAB_LEVELS], l, share;
 
 	*victim = NULL;
 	for (l = 0; l < CONNTAB_LEVELS; l++) {
@@ -262,14 +274,9 @@ enum conntab_verdict conntab_admit(const struct conntab *t, const struct conntab
 		return *victim ? CONNTAB_EVICT : CONNTAB_REFUSE_FULL;
 	}
 	/* Under every cap: whoever has been idle longest. */
-	for (p = t->idle.next, k = 0; p != &t->idle && k < CONNTAB_SCAN; p = p->next, k++) {
-		struct conntab_conn *c = list_entry(p, struct conntab_conn, in_idle);
-
-		if (!is_idle || is_idle(c)) {
-			*victim = c;
-			return CONNTAB_EVICT;
-		}
-	}
+	*victim = conntab_idle_scan(t, is_idle);
+	if (*victim)
+		return CONNTAB_EVICT;
 	/* Nobody idle: the prefix holding the most, coarsest level first. */
 	for (l = CONNTAB_LEVELS; l-- > 0;)
 		if (t->heavy_n[l] >= m[l] + 2) {

@@ -109,6 +109,10 @@ static inline struct conntab_conn *conntab_older(const struct conntab *t, const 
 	return c->in_tab.next == &t->conns ? NULL : list_entry(c->in_tab.next, struct conntab_conn, in_tab);
 }
 
+/* The first connection among the CONNTAB_SCAN longest idle of t for which
+ * ok(c) holds (any, if ok is NULL), or NULL. */
+struct conntab_conn *conntab_idle_scan(const struct conntab *t, bool (*ok)(const struct conntab_conn *c));
+
 /* The source key of addr (IPv4, or IPv6 by /64). */
 void conntab_src_of(const ip_addr_t *addr, struct conntab_src *src);
 bool conntab_src_equal(const struct conntab_src *a, const struct conntab_src *b);

@@ -77,17 +77,14 @@ __cold static struct conn *admission_tls_victim(u32 mine)
  * TLS connection among the CONNTAB_SCAN longest idle of the table (its
  * TLS heap is what a newcomer needs; an idle plain one frees none), or
  * NULL. O(CONNTAB_SCAN), only while the TLS connections are all taken. */
+static bool admission_tls_idle(const struct conntab_conn *l)
+{
+	return ((const struct conn *)l)->tc.tls && !((const struct conn *)l)->handshaking && admission_idle(l);
+}
+
 __cold static struct conn *admission_tls_idle_victim(void)
 {
-	const struct list_node *p = http_srv.tab.idle.next;
-
-	for (u32 k = 0; p != &http_srv.tab.idle && k < CONNTAB_SCAN; p = p->next, k++) {
-		struct conntab_conn *l = list_entry(p, struct conntab_conn, in_idle);
-
-		if (((struct conn *)l)->tc.tls && !((struct conn *)l)->handshaking && admission_idle(l))
-			return (struct conn *)l;
-	}
-	return NULL;
+	return (struct conn *)conntab_idle_scan(&http_srv.tab, admission_tls_idle);
 }
 
 /* HTTPS: the handshake and connection limits (https.h); false to refuse.
