@@ -64,10 +64,10 @@ CMDLINE_PARAM(https_handshake_window_us, .key = "https.handshake_window_us", .ty
 #include "lwip/altcp_tls.h"
 #include "mbedtls/ssl.h"
 #include "kernel/loop.h"
+#include "kernel/mm/mm.h"
 #include "kernel/random.h"
 #include "kernel/time/time.h"
 #include "runtime/conntab.h"
-#include "kernel/mm/mm.h"
 #include "runtime/http/conn.h"
 #include "runtime/http/hsrate.h"
 
@@ -126,16 +126,23 @@ bool hsgate_admit(struct altcp_pcb *pcb)
 	return hsgate_admit_ip(altcp_get_ip(pcb, 0));
 }
 
+/* ip's address bytes as hsrate.h keys them (4 or 16: *len). */
+static const u8 *hsgate_key(const ip_addr_t *ip, size_t *len)
+{
+	*len = IP_IS_V6(ip) ? 16 : 4;
+	return IP_IS_V6(ip) ? (const u8 *)ip_2_ip6(ip)->addr : (const u8 *)&ip_2_ip4(ip)->addr;
+}
+
 bool hsgate_admit_ip(const ip_addr_t *ip)
 {
 	enum hsrate_verdict v;
+	const u8 *key;
+	size_t len;
 
 	if (!hsgate_on || !ip)
 		return true;
-	if (IP_IS_V6(ip))
-		v = hsrate_take(hsgate_rate, (const u8 *)ip_2_ip6(ip)->addr, 16, time_ns());
-	else
-		v = hsrate_take(hsgate_rate, (const u8 *)&ip_2_ip4(ip)->addr, 4, time_ns());
+	key = hsgate_key(ip, &len);
+	v = hsrate_take(hsgate_rate, key, len, time_ns());
 	if (v == HSRATE_PASS)
 		return true;
 	hsgate_stats.limited[v == HSRATE_GLOBAL]++;
@@ -178,10 +185,10 @@ static void hsgate_later(void)
  * header's source when there was one). */
 static void hsgate_push(struct conn *c)
 {
-	if (IP_IS_V6(&c->peer))
-		c->hs_slot = hsrate_slot(hsgate_rate, (const u8 *)ip_2_ip6(&c->peer)->addr, 16);
-	else
-		c->hs_slot = hsrate_slot(hsgate_rate, (const u8 *)&ip_2_ip4(&c->peer)->addr, 4);
+	size_t len;
+	const u8 *key = hsgate_key(&c->peer, &len);
+
+	c->hs_slot = hsrate_slot(hsgate_rate, key, len);
 	hsfair_push(&hsgate_q, &c->hs, c->hs_slot);
 	c->hs_queued = true;
 }
